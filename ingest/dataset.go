@@ -1,0 +1,106 @@
+package ingest
+
+// EndSymbol is the observation and action symbol used to pad episodes that
+// ended early (terminal) up to the horizon: the observation is absorbing, the
+// action is forced and its propensity is 1 (DESIGN.md section 3).
+const EndSymbol = "<end>"
+
+// Dataset is the validated, compact in-memory form of the logs: K episodes
+// of exactly Horizon steps each, stored row-major (episode k, step h at index
+// k*Horizon+h, h 0-based). Observations and actions are small integer codes
+// into sorted vocabularies, so the codes do not depend on file order.
+//
+// Timing follows the paper: at step h (1-based) the agent sees o_h, takes a_h
+// with logged propensity π^b(a_h | τ_{h-1}, o_h), then receives r_h.
+type Dataset struct {
+	Horizon int
+
+	// Vocabularies, sorted bytewise. If any episode was padded, EndSymbol
+	// is in both.
+	ObsVocab []string
+	ActVocab []string
+
+	// EpisodeIDs[k] is the user's episode_id rendered as a string, sorted
+	// so that episode order does not depend on file order.
+	EpisodeIDs []string
+	// Length[k] is the number of logged steps before padding (== Horizon
+	// for episodes that ran to the end).
+	Length []int32
+
+	Obs        []uint16  // K*Horizon observation codes
+	Act        []uint16  // K*Horizon action codes
+	Reward     []float64 // K*Horizon rewards, 0 on padded steps
+	Propensity []float64 // K*Horizon logged π^b(a_h|τ_{h-1},o_h); nil when the logs carry none
+
+	// Quarantined lists the episodes dropped under --on-invalid=skip, with
+	// the reason; nothing is dropped silently.
+	Quarantined []Quarantined
+
+	// Rows is the number of input rows read (including quarantined ones).
+	Rows int64
+}
+
+// Quarantined is an episode set aside by --on-invalid=skip.
+type Quarantined struct {
+	EpisodeID string `json:"episode_id"`
+	File      string `json:"file"`
+	Step      int    `json:"step"`
+	Reason    string `json:"reason"`
+}
+
+// NumEpisodes is K.
+func (d *Dataset) NumEpisodes() int {
+	if d.Horizon == 0 {
+		return 0
+	}
+	return len(d.Obs) / d.Horizon
+}
+
+// NumObs is |O| including EndSymbol when present.
+func (d *Dataset) NumObs() int { return len(d.ObsVocab) }
+
+// NumActions is |A| including EndSymbol when present.
+func (d *Dataset) NumActions() int { return len(d.ActVocab) }
+
+// HasPropensity reports whether the logs carried propensities.
+func (d *Dataset) HasPropensity() bool { return d.Propensity != nil }
+
+// Return is the undiscounted sum of rewards of episode k in the user's units.
+func (d *Dataset) Return(k int) float64 {
+	s := 0.0
+	for _, r := range d.Reward[k*d.Horizon : (k+1)*d.Horizon] {
+		s += r
+	}
+	return s
+}
+
+// Subset returns a dataset holding only the listed episodes (in the given
+// order); vocabularies are shared, slices copied.
+func (d *Dataset) Subset(episodes []int) *Dataset {
+	H := d.Horizon
+	out := &Dataset{
+		Horizon:  H,
+		ObsVocab: d.ObsVocab,
+		ActVocab: d.ActVocab,
+	}
+	n := len(episodes)
+	out.EpisodeIDs = make([]string, n)
+	out.Length = make([]int32, n)
+	out.Obs = make([]uint16, n*H)
+	out.Act = make([]uint16, n*H)
+	out.Reward = make([]float64, n*H)
+	if d.Propensity != nil {
+		out.Propensity = make([]float64, n*H)
+	}
+	for i, k := range episodes {
+		out.EpisodeIDs[i] = d.EpisodeIDs[k]
+		out.Length[i] = d.Length[k]
+		copy(out.Obs[i*H:(i+1)*H], d.Obs[k*H:(k+1)*H])
+		copy(out.Act[i*H:(i+1)*H], d.Act[k*H:(k+1)*H])
+		copy(out.Reward[i*H:(i+1)*H], d.Reward[k*H:(k+1)*H])
+		if d.Propensity != nil {
+			copy(out.Propensity[i*H:(i+1)*H], d.Propensity[k*H:(k+1)*H])
+		}
+	}
+	return out
+}

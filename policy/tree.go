@@ -1,0 +1,103 @@
+package policy
+
+// Node is one decision node of a history-dependent policy: the history
+// o_1,a_1,…,o_h that leads to it is the path from the root, and Action is
+// what the policy takes there. One Node is one row of policy.arrow.
+type Node struct {
+	ID       int64  // "node": its index in Policy.Nodes
+	Parent   int64  // "parent": −1 at step 1
+	Step     int32  // "step": h, 1-based
+	Obs      string // "observation": o_h, the user's symbol
+	Action   string // "action": a_h, the user's symbol
+	Fallback string // "fallback_action": used for every later step once a history leaves the tree
+
+	ReachProb   float64 // "reach_prob": P_θ̂^π̄ of reaching the node
+	ValueReward float64 // "value_reward": E_θ̂,π̄[R | node], R rescaled to [0,1]
+	ValueBonus  float64 // "value_bonus": E_θ̂,π̄[b̂ | node]
+	ValueLCB    float64 // "value_lcb": value_reward − value_bonus
+}
+
+// Policy is a deterministic history-dependent policy as a tree of decision
+// nodes. Nodes are ordered so that a parent precedes its children and
+// Nodes[i].ID == i.
+type Policy struct {
+	Horizon int
+	Nodes   []Node
+
+	children map[childKey]int64
+}
+
+type childKey struct {
+	parent int64
+	obs    string
+}
+
+// index builds the (parent, observation) → node map on first use.
+func (p *Policy) index() {
+	if p.children != nil {
+		return
+	}
+	p.children = make(map[childKey]int64, len(p.Nodes))
+	for i := range p.Nodes {
+		n := &p.Nodes[i]
+		p.children[childKey{n.Parent, n.Obs}] = int64(i)
+	}
+}
+
+// Child returns the node reached from parent (−1 for the root level) on
+// observation obs, and whether it exists.
+func (p *Policy) Child(parent int64, obs string) (int64, bool) {
+	p.index()
+	id, ok := p.children[childKey{parent, obs}]
+	return id, ok
+}
+
+// Cursor follows one episode through the policy with the lookup rule of the
+// policy file contract: at step 1 take the row with parent −1 and the first
+// observation; at step h the child of the current node whose observation is
+// o_h; when no such row exists, act from then on with the fallback_action of
+// the last node found. It is the one implementation of that rule, shared by
+// serving (act), evaluation and the reports.
+type Cursor struct {
+	p        *Policy
+	node     int64  // current node, −1 before the first observation
+	fallback string // set once the history has left the tree
+	left     bool
+}
+
+// NewCursor starts an episode.
+func (p *Policy) NewCursor() *Cursor { return &Cursor{p: p, node: -1} }
+
+// Act takes the next observation o_h and returns the action a_h and the node
+// used (−1 once the history has left the tree). ok is false only when the
+// very first observation has no row, in which case there is no fallback
+// either; callers treat that as "no action known".
+func (c *Cursor) Act(obs string) (action string, node int64, ok bool) {
+	if c.left {
+		return c.fallback, -1, true
+	}
+	id, found := c.p.Child(c.node, obs)
+	if !found {
+		if c.node < 0 {
+			return "", -1, false
+		}
+		c.left = true
+		c.fallback = c.p.Nodes[c.node].Fallback
+		return c.fallback, -1, true
+	}
+	c.node = id
+	return c.p.Nodes[id].Action, id, true
+}
+
+// Lookup returns the action for the observation history obs[0..h-1] (the
+// actions in between are the policy's own, so only observations matter).
+func (p *Policy) Lookup(obs []string) (action string, node int64, ok bool) {
+	c := p.NewCursor()
+	for _, o := range obs {
+		action, node, ok = c.Act(o)
+		if !ok {
+			return "", -1, false
+		}
+	}
+	return action, node, ok
+}
