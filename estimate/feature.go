@@ -1,0 +1,142 @@
+package estimate
+
+// Prediction features ψ̄(τ_h) for the core tests (DESIGN.md section 2).
+//
+// A core test of length k at step h is (o_{h+1}, a_{h+1}, …, a_{h+k−1},
+// o_{h+k}); [ψ̄(τ_h)]_ℓ = P(test ℓ's observations | τ_h, test ℓ's actions).
+// k = min(m, H−h), so near the end of the episode tests are truncated to
+// the steps that remain. Tests are ordered lexicographically over
+// (o_{h+1}, a_{h+1}, o_{h+2}, …, o_{h+k}): index ((o1·A + a1)·O + o2)·A + …
+
+// testLen is the length of the core tests at step h (0 ≤ h < H).
+func (m *Model) testLen(h int) int {
+	k := m.TestLength
+	if k <= 0 {
+		k = 1
+	}
+	if r := m.Horizon - h; k > r {
+		k = r
+	}
+	return k
+}
+
+// FeatureDim is d_h, the number of core tests at step h (0 ≤ h < H).
+func (m *Model) FeatureDim(h int) int {
+	k := m.testLen(h)
+	d := 1
+	for j := 0; j < k; j++ {
+		d *= m.NumObs
+		if j > 0 {
+			d *= m.NumActions
+		}
+	}
+	return d
+}
+
+// emitRow returns P(o | s, a) for the observation that follows action a at
+// step hAct (1-based); hAct = 0 means o_1, emitted by Obs1.
+func (m *Model) emitProb(hAct, s, a, o int) float64 {
+	O := m.NumObs
+	if hAct == 0 {
+		return m.Obs1[s*O+o]
+	}
+	return m.Emit[m.Table(hAct)][(a*m.States+s)*O+o]
+}
+
+// FeatureFromPred writes ψ̄(τ_h) into out (length FeatureDim(h)), given
+// pred, the distribution of s_{h+1} given τ_h (for h = 0 the prior Init),
+// and a = a_h (ignored for h = 0). For one-step tests this is
+// ObsProbs(h, pred, a) (FirstObsProbs for h = 0).
+func (m *Model) FeatureFromPred(h int, pred []float64, a int, out []float64) {
+	k := m.testLen(h)
+	if k == 1 {
+		if h == 0 {
+			m.FirstObsProbs(out)
+		} else {
+			m.ObsProbs(h, pred, a, out)
+		}
+		return
+	}
+	m.featureRec(h, 1, k, pred, a, 0, out)
+}
+
+// featureRec expands level j of the tests: v is the unnormalised joint of
+// the test's observations so far and s_{h+j}; aPrev is a_{h+j−1}.
+func (m *Model) featureRec(h, j, k int, v []float64, aPrev, idx int, out []float64) {
+	S, O, A := m.States, m.NumObs, m.NumActions
+	w := make([]float64, S)
+	next := make([]float64, S)
+	for o := 0; o < O; o++ {
+		p := 0.0
+		for s := 0; s < S; s++ {
+			w[s] = v[s] * m.emitProb(h+j-1, s, aPrev, o)
+			p += w[s]
+		}
+		if j == k {
+			out[idx*O+o] = p
+			continue
+		}
+		for a := 0; a < A; a++ {
+			sub := (idx*O+o)*A + a
+			if p == 0 {
+				m.zeroSubtree(h, j+1, k, sub, out)
+				continue
+			}
+			m.Predict(h+j, w, a, next)
+			m.featureRec(h, j+1, k, next, a, sub, out)
+		}
+	}
+}
+
+func (m *Model) zeroSubtree(h, j, k, idx int, out []float64) {
+	// Entries below prefix idx at level j: O^(k-j+1)·A^(k-j) of them,
+	// contiguous in the lexicographic order.
+	n := 1
+	for l := j; l <= k; l++ {
+		n *= m.NumObs
+		if l < k {
+			n *= m.NumActions
+		}
+	}
+	for i := idx * n; i < (idx+1)*n; i++ {
+		out[i] = 0
+	}
+}
+
+// PredictHistory returns the distribution of s_{h+1} given the history
+// τ_h = (o_1, a_1, …, o_h, a_h) (h = len(obs) = len(act); h = 0 gives
+// Init) and P(o_{1:h} | a_{1:h}). When the history has probability 0 the
+// returned distribution is all zero.
+func (m *Model) PredictHistory(obs, act []int) (pred []float64, prob float64) {
+	S := m.States
+	b := make([]float64, S)
+	m.Prior(b)
+	prob = 1
+	if len(obs) == 0 {
+		return b, 1
+	}
+	prob = m.ObserveFirst(b, obs[0])
+	pred = make([]float64, S)
+	for h := 1; ; h++ {
+		m.Predict(h, b, act[h-1], pred)
+		if h == len(obs) || prob == 0 {
+			if prob == 0 {
+				normalize(pred, 0)
+			}
+			return pred, prob
+		}
+		prob *= m.Correct(h, pred, act[h-1], obs[h], b)
+	}
+}
+
+// Feature writes ψ̄(τ_h) for the history τ_h = (obs[i], act[i])_{i<h} into
+// out (length FeatureDim(h)); h = len(obs) = len(act).
+func (m *Model) Feature(obs, act []int, out []float64) {
+	h := len(obs)
+	pred, _ := m.PredictHistory(obs, act)
+	a := 0
+	if h > 0 {
+		a = act[h-1]
+	}
+	m.FeatureFromPred(h, pred, a, out)
+}

@@ -1,0 +1,329 @@
+package estimate
+
+import (
+	"errors"
+	"fmt"
+	"math"
+)
+
+// RewardKind says how the logged reward r_h is emitted given the step
+// (s_h, a_h, s_{h+1}, o_{h+1}).
+type RewardKind int
+
+const (
+	// RewardCategorical: r_h takes one of a few distinct values
+	// (Model.RewardValues) with probabilities RewardProb.
+	RewardCategorical RewardKind = iota
+	// RewardGaussian: r_h ~ N(RewardMean, RewardVar).
+	RewardGaussian
+)
+
+// Model is a rank-S latent-state model of the environment: a
+// time-inhomogeneous input–output HMM. It is a PSR of rank ≤ S whose
+// probabilities are valid by construction (DESIGN.md section 4 "estimate").
+//
+// Timing: at step h (1-based) the environment is in s_h and emits o_h; the
+// agent takes a_h; the state moves to s_{h+1} ~ T_h(·|s_h,a_h), the next
+// observation o_{h+1} ~ E_h(·|s_{h+1},a_h) is emitted and the reward r_h is
+// emitted given (s_h,a_h,s_{h+1},o_{h+1}). o_1 ~ Obs1(·|s_1), s_1 ~ Init.
+// T_H and E_H exist too: o_{H+1} is never logged but r_H depends on it.
+//
+// Layouts (all row-major, t = step table index, see Table):
+//
+//	Init[s]                               P(s_1 = s)
+//	Obs1[s*O+o]                           P(o_1 = o | s_1 = s)
+//	Trans[t][(a*S+s)*S+s2]                P(s_{h+1} = s2 | s_h = s, a_h = a)
+//	Emit[t][(a*S+s2)*O+o]                 P(o_{h+1} = o | s_{h+1} = s2, a_h = a)
+//	RewardProb[t][RewardIndex(s,a,s2,o)*V+v]  P(r_h = RewardValues[v] | s,a,s2,o)
+//	RewardMean[t][RewardIndex(s,a,s2,o)], RewardVar[t][…]   Gaussian rewards
+//
+// With Stationary, every table slice has length 1 and serves every step;
+// otherwise length Horizon, index h−1.
+type Model struct {
+	States, NumObs, NumActions, Horizon int
+	Stationary                          bool
+
+	// Symbols of the dataset the model was fitted on (codes index these).
+	ObsVocab, ActVocab []string
+
+	Init  []float64
+	Obs1  []float64
+	Trans [][]float64
+	Emit  [][]float64
+
+	Reward       RewardKind
+	RewardValues []float64   // categorical support, sorted
+	RewardProb   [][]float64 // categorical
+	RewardMean   [][]float64 // gaussian
+	RewardVar    [][]float64 // gaussian
+
+	// ReturnMin and ReturnMax are the observed range of episode returns in
+	// the user's units; the planner rescales returns to [0,1] with them
+	// (the paper's R).
+	ReturnMin, ReturnMax float64
+
+	// TestLength is m, the length of the core tests (DESIGN.md section 2).
+	// Zero means 1.
+	TestLength int
+
+	// expReward[t][(a*S+s)] = E[r_h | s_h=s, a_h=a], derived by Prepare.
+	expReward [][]float64
+}
+
+// ErrModel is returned by Validate for a model whose shapes or
+// probabilities are inconsistent.
+var ErrModel = errors.New("estimate: invalid model")
+
+// Table is the index into the per-step tables used at step h (1-based).
+func (m *Model) Table(h int) int {
+	if m.Stationary {
+		return 0
+	}
+	return h - 1
+}
+
+// RewardIndex is the index of the step tuple (s, a, s2, o) in the reward
+// tables.
+func (m *Model) RewardIndex(s, a, s2, o int) int {
+	return ((s*m.NumActions+a)*m.States+s2)*m.NumObs + o
+}
+
+// ExpectedRewardOf is E[r_h | s, a, s2, o] in the user's units.
+func (m *Model) ExpectedRewardOf(t, s, a, s2, o int) float64 {
+	i := m.RewardIndex(s, a, s2, o)
+	if m.Reward == RewardGaussian {
+		return m.RewardMean[t][i]
+	}
+	V := len(m.RewardValues)
+	e := 0.0
+	for v, p := range m.RewardProb[t][i*V : (i+1)*V] {
+		e += p * m.RewardValues[v]
+	}
+	return e
+}
+
+// Prepare derives the cached expected rewards; call it after changing any
+// parameter. Fit returns prepared models.
+func (m *Model) Prepare() {
+	S, A, O := m.States, m.NumActions, m.NumObs
+	nt := len(m.Trans)
+	m.expReward = make([][]float64, nt)
+	for t := 0; t < nt; t++ {
+		er := make([]float64, A*S)
+		for a := 0; a < A; a++ {
+			for s := 0; s < S; s++ {
+				e := 0.0
+				for s2 := 0; s2 < S; s2++ {
+					ps2 := m.Trans[t][(a*S+s)*S+s2]
+					if ps2 == 0 {
+						continue
+					}
+					for o := 0; o < O; o++ {
+						po := m.Emit[t][(a*S+s2)*O+o]
+						if po == 0 {
+							continue
+						}
+						e += ps2 * po * m.ExpectedRewardOf(t, s, a, s2, o)
+					}
+				}
+				er[a*S+s] = e
+			}
+		}
+		m.expReward[t] = er
+	}
+}
+
+// Validate checks shapes and that every distribution sums to 1 within
+// tol.
+func (m *Model) Validate(tol float64) error {
+	S, A, O, H := m.States, m.NumActions, m.NumObs, m.Horizon
+	if S <= 0 || A <= 0 || O <= 0 || H <= 0 {
+		return fmt.Errorf("%w: sizes S=%d A=%d O=%d H=%d", ErrModel, S, A, O, H)
+	}
+	nt := H
+	if m.Stationary {
+		nt = 1
+	}
+	if len(m.Trans) != nt || len(m.Emit) != nt {
+		return fmt.Errorf("%w: %d transition and %d emission tables, want %d", ErrModel, len(m.Trans), len(m.Emit), nt)
+	}
+	dist := func(name string, p []float64, n, width int) error {
+		if len(p) != n*width {
+			return fmt.Errorf("%w: %s has %d entries, want %d", ErrModel, name, len(p), n*width)
+		}
+		for r := 0; r < n; r++ {
+			sum := 0.0
+			for _, x := range p[r*width : (r+1)*width] {
+				if x < 0 || math.IsNaN(x) {
+					return fmt.Errorf("%w: %s row %d has entry %v", ErrModel, name, r, x)
+				}
+				sum += x
+			}
+			if math.Abs(sum-1) > tol {
+				return fmt.Errorf("%w: %s row %d sums to %v", ErrModel, name, r, sum)
+			}
+		}
+		return nil
+	}
+	if err := dist("Init", m.Init, 1, S); err != nil {
+		return err
+	}
+	if err := dist("Obs1", m.Obs1, S, O); err != nil {
+		return err
+	}
+	n := S * A * S * O
+	for t := 0; t < nt; t++ {
+		if err := dist(fmt.Sprintf("Trans[%d]", t), m.Trans[t], A*S, S); err != nil {
+			return err
+		}
+		if err := dist(fmt.Sprintf("Emit[%d]", t), m.Emit[t], A*S, O); err != nil {
+			return err
+		}
+		switch m.Reward {
+		case RewardCategorical:
+			if len(m.RewardProb) != nt {
+				return fmt.Errorf("%w: %d reward tables, want %d", ErrModel, len(m.RewardProb), nt)
+			}
+			if err := dist(fmt.Sprintf("RewardProb[%d]", t), m.RewardProb[t], n, len(m.RewardValues)); err != nil {
+				return err
+			}
+		case RewardGaussian:
+			if len(m.RewardMean) != nt || len(m.RewardVar) != nt || len(m.RewardMean[t]) != n || len(m.RewardVar[t]) != n {
+				return fmt.Errorf("%w: gaussian reward tables have the wrong shape", ErrModel)
+			}
+		default:
+			return fmt.Errorf("%w: unknown reward kind %d", ErrModel, m.Reward)
+		}
+	}
+	return nil
+}
+
+// Prior writes the distribution of s_1 into b.
+func (m *Model) Prior(b []float64) { copy(b, m.Init) }
+
+// ObserveFirst conditions the prior b on o_1 in place and returns P(o_1).
+// When P(o_1) is 0, b is left all zero.
+func (m *Model) ObserveFirst(b []float64, o int) float64 {
+	O := m.NumObs
+	z := 0.0
+	for s := range b {
+		b[s] *= m.Obs1[s*O+o]
+		z += b[s]
+	}
+	normalize(b, z)
+	return z
+}
+
+// Predict writes into pred the distribution of s_{h+1} given the belief b
+// over s_h and the action a_h = a: pred[s2] = Σ_s b[s] T_h(s2|s,a).
+func (m *Model) Predict(h int, b []float64, a int, pred []float64) {
+	S := m.States
+	T := m.Trans[m.Table(h)][a*S*S : (a+1)*S*S]
+	for s2 := range pred[:S] {
+		pred[s2] = 0
+	}
+	for s, bs := range b[:S] {
+		if bs == 0 {
+			continue
+		}
+		row := T[s*S : (s+1)*S]
+		for s2, p := range row {
+			pred[s2] += bs * p
+		}
+	}
+}
+
+// ObsProbs writes into out[o] = P(o_{h+1} = o | τ_h) = Σ_s2 pred[s2] E_h(o|s2,a),
+// where pred is the output of Predict for the same h and a. For h = 0 use
+// FirstObsProbs instead.
+func (m *Model) ObsProbs(h int, pred []float64, a int, out []float64) {
+	S, O := m.States, m.NumObs
+	E := m.Emit[m.Table(h)][a*S*O : (a+1)*S*O]
+	for o := range out[:O] {
+		out[o] = 0
+	}
+	for s2, p := range pred[:S] {
+		if p == 0 {
+			continue
+		}
+		row := E[s2*O : (s2+1)*O]
+		for o, e := range row {
+			out[o] += p * e
+		}
+	}
+}
+
+// FirstObsProbs writes P(o_1 = o) into out: the prediction feature of the
+// empty history for one-step tests.
+func (m *Model) FirstObsProbs(out []float64) {
+	S, O := m.States, m.NumObs
+	for o := range out[:O] {
+		out[o] = 0
+	}
+	for s := 0; s < S; s++ {
+		for o := 0; o < O; o++ {
+			out[o] += m.Init[s] * m.Obs1[s*O+o]
+		}
+	}
+}
+
+// Correct writes into next the belief over s_{h+1} after observing
+// o_{h+1} = o, from pred (Predict's output for h and a), and returns
+// P(o_{h+1} = o | τ_h). When that probability is 0, next is all zero.
+func (m *Model) Correct(h int, pred []float64, a, o int, next []float64) float64 {
+	S, O := m.States, m.NumObs
+	E := m.Emit[m.Table(h)]
+	z := 0.0
+	for s2 := 0; s2 < S; s2++ {
+		v := pred[s2] * E[(a*S+s2)*O+o]
+		next[s2] = v
+		z += v
+	}
+	normalize(next[:S], z)
+	return z
+}
+
+// ExpectedReward is E[r_h | belief b over s_h, a_h = a] in the user's units.
+func (m *Model) ExpectedReward(h int, b []float64, a int) float64 {
+	if m.expReward == nil {
+		m.Prepare()
+	}
+	S := m.States
+	er := m.expReward[m.Table(h)][a*S : (a+1)*S]
+	e := 0.0
+	for s, p := range b[:S] {
+		e += p * er[s]
+	}
+	return e
+}
+
+// RescaleReturn maps a return in the user's units to the paper's R ∈ [0,1]
+// using the observed range of returns. A constant range maps to 0.
+func (m *Model) RescaleReturn(ret float64) float64 {
+	if m.ReturnMax <= m.ReturnMin {
+		return 0
+	}
+	return (ret - m.ReturnMin) / (m.ReturnMax - m.ReturnMin)
+}
+
+// RewardScale returns (shift per step, scale) such that the rescaled
+// return R = Σ_h (r_h − shift)·scale = RescaleReturn(Σ_h r_h).
+func (m *Model) RewardScale() (shift, scale float64) {
+	if m.ReturnMax <= m.ReturnMin {
+		return 0, 0
+	}
+	return m.ReturnMin / float64(m.Horizon), 1 / (m.ReturnMax - m.ReturnMin)
+}
+
+func normalize(b []float64, z float64) {
+	if z > 0 {
+		inv := 1 / z
+		for i := range b {
+			b[i] *= inv
+		}
+		return
+	}
+	for i := range b {
+		b[i] = 0
+	}
+}
