@@ -1,0 +1,228 @@
+package report
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/apache/arrow/go/v15/arrow"
+	"github.com/apache/arrow/go/v15/arrow/array"
+	"github.com/apache/arrow/go/v15/arrow/ipc"
+	"github.com/apache/arrow/go/v15/arrow/memory"
+)
+
+// SchemaVersion is written as the schema metadata key
+// "psrlcb.schema_version" of every Arrow file; it changes when a column is
+// renamed, removed or changes meaning.
+const SchemaVersion = "1"
+
+// Column is one column of a Table: exactly one of the slices is set.
+type Column struct {
+	Name    string
+	Int64   []int64
+	Int32   []int32
+	Float64 []float64
+	String  []string
+	Bool    []bool
+}
+
+func (c Column) len() int {
+	switch {
+	case c.Int64 != nil:
+		return len(c.Int64)
+	case c.Int32 != nil:
+		return len(c.Int32)
+	case c.Float64 != nil:
+		return len(c.Float64)
+	case c.String != nil:
+		return len(c.String)
+	case c.Bool != nil:
+		return len(c.Bool)
+	}
+	return 0
+}
+
+func (c Column) dataType() arrow.DataType {
+	switch {
+	case c.Int64 != nil:
+		return arrow.PrimitiveTypes.Int64
+	case c.Int32 != nil:
+		return arrow.PrimitiveTypes.Int32
+	case c.String != nil:
+		return arrow.BinaryTypes.String
+	case c.Bool != nil:
+		return arrow.FixedWidthTypes.Boolean
+	}
+	return arrow.PrimitiveTypes.Float64
+}
+
+// Table is a set of equal-length columns with schema metadata.
+type Table struct {
+	Columns []Column
+	Meta    map[string]string
+}
+
+// Rows is the number of rows (the length of the first column).
+func (t Table) Rows() int {
+	if len(t.Columns) == 0 {
+		return 0
+	}
+	return t.Columns[0].len()
+}
+
+// WriteArrow writes t as an Arrow IPC file (the random-access "file"
+// flavour, uncompressed, no dictionary columns, so pyarrow, pandas, polars
+// and the JavaScript reader open it directly) at path, atomically: the
+// bytes go to a temporary file in the same directory that is renamed into
+// place only after a successful close.
+func WriteArrow(path string, t Table) (err error) {
+	return WriteArrowWith(memory.DefaultAllocator, path, t)
+}
+
+// WriteArrowWith is WriteArrow with an explicit allocator (tests pass a
+// checked allocator to prove nothing leaks).
+func WriteArrowWith(mem memory.Allocator, path string, t Table) (err error) {
+	n := t.Rows()
+	fields := make([]arrow.Field, len(t.Columns))
+	for i, c := range t.Columns {
+		if c.len() != n {
+			return fmt.Errorf("report: %s: column %q has %d rows, want %d", filepath.Base(path), c.Name, c.len(), n)
+		}
+		fields[i] = arrow.Field{Name: c.Name, Type: c.dataType()}
+	}
+	keys := []string{"psrlcb.schema_version"}
+	vals := []string{SchemaVersion}
+	for _, k := range sortedKeys(t.Meta) {
+		if k == "psrlcb.schema_version" {
+			continue
+		}
+		keys = append(keys, k)
+		vals = append(vals, t.Meta[k])
+	}
+	md := arrow.NewMetadata(keys, vals)
+	schema := arrow.NewSchema(fields, &md)
+
+	b := array.NewRecordBuilder(mem, schema)
+	defer b.Release()
+	for i, c := range t.Columns {
+		switch fb := b.Field(i).(type) {
+		case *array.Int64Builder:
+			fb.AppendValues(c.Int64, nil)
+		case *array.Int32Builder:
+			fb.AppendValues(c.Int32, nil)
+		case *array.Float64Builder:
+			fb.AppendValues(c.Float64, nil)
+		case *array.StringBuilder:
+			fb.AppendValues(c.String, nil)
+		case *array.BooleanBuilder:
+			fb.AppendValues(c.Bool, nil)
+		}
+	}
+	rec := b.NewRecord()
+	defer rec.Release()
+
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	defer func() {
+		if err != nil {
+			f.Close()
+			os.Remove(tmp)
+		}
+	}()
+	w, err := ipc.NewFileWriter(f, ipc.WithSchema(schema), ipc.WithAllocator(mem))
+	if err != nil {
+		return err
+	}
+	if err = w.Write(rec); err != nil {
+		w.Close()
+		return err
+	}
+	if err = w.Close(); err != nil {
+		return err
+	}
+	if err = f.Sync(); err != nil {
+		return err
+	}
+	if err = f.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}
+
+// ReadArrow reads an Arrow IPC file written by WriteArrow back into a
+// Table (all record batches concatenated). It is used by tests, golden
+// files and `psrlcb inspect DIR`.
+func ReadArrow(path string) (Table, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return Table{}, err
+	}
+	defer f.Close()
+	r, err := ipc.NewFileReader(f)
+	if err != nil {
+		return Table{}, fmt.Errorf("report: %s: %w", path, err)
+	}
+	defer r.Close()
+	schema := r.Schema()
+	t := Table{Meta: map[string]string{}}
+	for i, k := range schema.Metadata().Keys() {
+		t.Meta[k] = schema.Metadata().Values()[i]
+	}
+	t.Columns = make([]Column, len(schema.Fields()))
+	for i, fd := range schema.Fields() {
+		t.Columns[i].Name = fd.Name
+		switch fd.Type.ID() {
+		case arrow.INT64:
+			t.Columns[i].Int64 = []int64{}
+		case arrow.INT32:
+			t.Columns[i].Int32 = []int32{}
+		case arrow.FLOAT64:
+			t.Columns[i].Float64 = []float64{}
+		case arrow.STRING:
+			t.Columns[i].String = []string{}
+		case arrow.BOOL:
+			t.Columns[i].Bool = []bool{}
+		default:
+			return Table{}, fmt.Errorf("report: %s: column %q has unsupported type %s", path, fd.Name, fd.Type)
+		}
+	}
+	for b := 0; b < r.NumRecords(); b++ {
+		rec, err := r.Record(b)
+		if err != nil {
+			return Table{}, fmt.Errorf("report: %s: batch %d: %w", path, b, err)
+		}
+		for i := range t.Columns {
+			c := &t.Columns[i]
+			switch a := rec.Column(i).(type) {
+			case *array.Int64:
+				c.Int64 = append(c.Int64, a.Int64Values()...)
+			case *array.Int32:
+				c.Int32 = append(c.Int32, a.Int32Values()...)
+			case *array.Float64:
+				c.Float64 = append(c.Float64, a.Float64Values()...)
+			case *array.String:
+				for j := 0; j < a.Len(); j++ {
+					c.String = append(c.String, a.Value(j))
+				}
+			case *array.Boolean:
+				for j := 0; j < a.Len(); j++ {
+					c.Bool = append(c.Bool, a.Value(j))
+				}
+			}
+		}
+	}
+	return t, nil
+}
+
+// Column returns the column named name, or false.
+func (t Table) Column(name string) (Column, bool) {
+	for _, c := range t.Columns {
+		if c.Name == name {
+			return c, true
+		}
+	}
+	return Column{}, false
+}
