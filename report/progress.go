@@ -1,0 +1,157 @@
+package report
+
+import (
+	"io"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/schollz/progressbar/v3"
+)
+
+// Progress receives the pipeline's progress: one stage at a time, each
+// with an optional number of units of work. Implementations must be safe
+// for concurrent use; the zero-cost default is NopProgress.
+type Progress interface {
+	// StartStage begins a stage; total is its number of units, 0 when
+	// unknown.
+	StartStage(name string, total int64)
+	// Advance records n more units done, with a short detail (for example
+	// the EM iteration and log-likelihood).
+	Advance(n int64, detail string)
+	// EndStage closes the current stage.
+	EndStage(name string, elapsed time.Duration)
+	// Info reports a notable event with key/value attributes.
+	Info(msg string, kv ...any)
+}
+
+// NopProgress discards everything.
+type NopProgress struct{}
+
+func (NopProgress) StartStage(string, int64)       {}
+func (NopProgress) Advance(int64, string)          {}
+func (NopProgress) EndStage(string, time.Duration) {}
+func (NopProgress) Info(string, ...any)            {}
+
+// NewTextProgress draws a live progress bar per stage on w (a terminal).
+func NewTextProgress(w io.Writer) Progress { return &textProgress{w: w} }
+
+type textProgress struct {
+	mu    sync.Mutex
+	w     io.Writer
+	bar   *progressbar.ProgressBar
+	stage string
+}
+
+func (p *textProgress) StartStage(name string, total int64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if total <= 0 {
+		total = -1 // spinner
+	}
+	p.stage = name
+	p.bar = progressbar.NewOptions64(total,
+		progressbar.OptionSetWriter(p.w),
+		progressbar.OptionSetDescription(padStage(name)),
+		progressbar.OptionSetWidth(30),
+		progressbar.OptionShowCount(),
+		progressbar.OptionShowElapsedTimeOnFinish(),
+		progressbar.OptionThrottle(100*time.Millisecond),
+		progressbar.OptionClearOnFinish(),
+		progressbar.OptionSetPredictTime(total > 0),
+	)
+}
+
+func (p *textProgress) Advance(n int64, detail string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.bar == nil {
+		return
+	}
+	if detail != "" {
+		p.bar.Describe(padStage(p.stage) + " " + detail)
+	}
+	_ = p.bar.Add64(n)
+}
+
+func (p *textProgress) EndStage(name string, d time.Duration) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.bar != nil {
+		_ = p.bar.Finish()
+		p.bar = nil
+	}
+	io.WriteString(p.w, padStage(name)+" done in "+d.Round(time.Millisecond).String()+"\n")
+}
+
+func (p *textProgress) Info(msg string, kv ...any) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.bar != nil {
+		_ = p.bar.Clear()
+	}
+	slog.New(slog.NewTextHandler(p.w, &slog.HandlerOptions{ReplaceAttr: dropTime})).Info(msg, kv...)
+}
+
+const stageWidth = 10
+
+func padStage(s string) string {
+	for len(s) < stageWidth {
+		s += " "
+	}
+	return s[:stageWidth]
+}
+
+func dropTime(groups []string, a slog.Attr) slog.Attr {
+	if len(groups) == 0 && a.Key == slog.TimeKey {
+		return slog.Attr{}
+	}
+	return a
+}
+
+// NewJSONProgress writes one JSON object per event to w (structured logs
+// for scheduled jobs: stderr that is not a terminal, or --log-format json).
+// Advance events are thinned to one per second per stage so a long EM run
+// does not flood the log.
+func NewJSONProgress(w io.Writer) Progress {
+	return &jsonProgress{log: slog.New(slog.NewJSONHandler(w, nil))}
+}
+
+type jsonProgress struct {
+	mu    sync.Mutex
+	log   *slog.Logger
+	stage string
+	done  int64
+	total int64
+	last  time.Time
+}
+
+func (p *jsonProgress) StartStage(name string, total int64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.stage, p.done, p.total, p.last = name, 0, total, time.Now()
+	p.log.Info("stage started", "stage", name, "total", total)
+}
+
+func (p *jsonProgress) Advance(n int64, detail string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.done += n
+	if time.Since(p.last) < time.Second {
+		return
+	}
+	p.last = time.Now()
+	p.log.Info("progress", "stage", p.stage, "done", p.done, "total", p.total, "detail", detail)
+}
+
+func (p *jsonProgress) EndStage(name string, d time.Duration) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.log.Info("stage finished", "stage", name, "seconds", d.Seconds())
+}
+
+func (p *jsonProgress) Info(msg string, kv ...any) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.log.Info(msg, kv...)
+}

@@ -1,0 +1,129 @@
+package report
+
+import "time"
+
+// Run holds every figure of one `psrlcb fit` run in the report's own
+// types, so the writers below do not depend on the stages' internals.
+type Run struct {
+	RunID    string
+	Manifest Manifest
+
+	Coverage []CoverageRow
+	Episodes EpisodeRows
+	Trace    []TraceRow
+	Ranks    []RankRow
+	Alphas   []AlphaRow
+	// BonusSteps[h][k] is episode k's contribution ‖ψ̄̂(τ_h)‖²_{U_h⁻¹} at
+	// step h (h = 0..H−1), for the bonus distribution plot.
+	BonusSteps [][]float64
+	// Model is the fitted parameters in long form (model.arrow).
+	Model Table
+}
+
+// CoverageRow is one row of coverage.arrow: step h (1-based).
+type CoverageRow struct {
+	Step            int32
+	LoggedHistories int64   // distinct logged histories τ_h
+	Iota            float64 // least logged propensity at step h (ι_h)
+	CoveredMass     float64 // mass of π̄'s reachable τ_h under θ̂ that the logs contain
+	CInf            float64 // running C∞ estimate up to step h
+}
+
+// EpisodeRows are the columns of episodes.arrow.
+type EpisodeRows struct {
+	ID     []string
+	Split  []int32
+	LogLik []float64 // ln P_θ̂(o_{1:H} | a_{1:H})
+	Bonus  []float64 // b̂(τ_H)
+	Weight []float64 // importance weight of π̄
+}
+
+// TraceRow is one EM iteration (fit.arrow).
+type TraceRow struct {
+	Rank, Restart, Iter int
+	LogLik              float64
+}
+
+// RankRow is one candidate of the rank selection (fit.arrow, kind "rank").
+type RankRow struct {
+	Rank              int
+	TrainLL, HeldOutL float64
+	Chosen            bool
+}
+
+// AlphaRow is one α candidate (alpha.arrow).
+type AlphaRow struct {
+	Alpha          float64
+	ValueReward    float64 // V_{θ̂,R}
+	ValueBonus     float64 // V_{θ̂,b̂}
+	LCB            float64
+	IW, IWLo, IWHi float64 // importance-weighted value and its 95% interval
+	ESS            float64
+	CInf           float64
+	Chosen         bool
+}
+
+// Manifest is manifest.json.
+type Manifest struct {
+	Tool        string             `json:"tool"`
+	Version     string             `json:"version"`
+	GoVersion   string             `json:"go_version"`
+	RunID       string             `json:"run_id"`
+	Started     time.Time          `json:"started"`
+	Inputs      []InputFile        `json:"inputs"`
+	Parameters  map[string]any     `json:"parameters"`
+	Seed        uint64             `json:"seed"`
+	StageTimes  map[string]float64 `json:"stage_seconds"`
+	Rows        int64              `json:"rows"`
+	Episodes    int                `json:"episodes"`
+	Horizon     int                `json:"horizon"`
+	NumObs      int                `json:"num_observations"`
+	NumActions  int                `json:"num_actions"`
+	Quarantined []Quarantined      `json:"quarantined"`
+	Headline    Headline           `json:"headline"`
+	Notes       []string           `json:"notes"`
+}
+
+// InputFile names one input with its size and content hash.
+type InputFile struct {
+	Path   string `json:"path"`
+	Bytes  int64  `json:"bytes"`
+	SHA256 string `json:"sha256"`
+}
+
+// Quarantined is an episode set aside by --on-invalid=skip.
+type Quarantined struct {
+	EpisodeID string `json:"episode_id"`
+	File      string `json:"file"`
+	Step      int    `json:"step"`
+	Reason    string `json:"reason"`
+}
+
+// Headline is the handful of figures a person reads first. Values are on
+// the paper's [0,1] scale of R; the *_Units fields are in the user's units
+// of return.
+type Headline struct {
+	LCB             float64 `json:"lcb"`
+	ModelValue      float64 `json:"model_value"`
+	BonusValue      float64 `json:"bonus_value"`
+	IWValue         float64 `json:"iw_value"`
+	IWLow           float64 `json:"iw_low"`
+	IWHigh          float64 `json:"iw_high"`
+	LCBUnits        float64 `json:"lcb_units"`
+	ModelValueUnits float64 `json:"model_value_units"`
+	IWValueUnits    float64 `json:"iw_value_units"`
+	IWLowUnits      float64 `json:"iw_low_units"`
+	IWHighUnits     float64 `json:"iw_high_units"`
+	BehaviorValue   float64 `json:"behavior_value"`
+	BehaviorUnits   float64 `json:"behavior_value_units"`
+	ESS             float64 `json:"ess"`
+	CInf            float64 `json:"c_inf"`
+	Iota            float64 `json:"iota"`
+	IotaEstimated   bool    `json:"iota_estimated"`
+	ThetaMinSlack   float64 `json:"theta_min_slack"`
+	Alpha           float64 `json:"alpha"`
+	Rank            int     `json:"rank"`
+	PlanExact       bool    `json:"plan_exact"`
+	PlanGap         float64 `json:"plan_gap"`
+	Verdict         string  `json:"verdict"`
+}
