@@ -32,7 +32,7 @@ func Verdict(run *Run) []string {
 			h.LCBUnits, h.BehaviorUnits, h.ModelValueUnits))
 	}
 	switch {
-	case math.IsInf(h.CInf, 0) || math.IsNaN(h.CInf):
+	case math.IsInf(float64(h.CInf), 0) || math.IsNaN(float64(h.CInf)):
 		out = append(out, "Coverage: some histories the policy reaches never occur in the logs (C∞ is unbounded on the logged support); the value there rests on the model alone, and the bonus is what keeps the policy cautious.")
 	case h.CInf <= cinfWell:
 		out = append(out, fmt.Sprintf("Coverage is good: C∞ ≈ %.3g, the policy's histories are well represented in the logs.", h.CInf))

@@ -1,0 +1,226 @@
+package report
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"strconv"
+)
+
+// File names inside a run directory.
+const (
+	PolicyFile   = "policy.arrow"
+	ModelFile    = "model.arrow"
+	CoverageFile = "coverage.arrow"
+	EpisodesFile = "episodes.arrow"
+	FitFile      = "fit.arrow"
+	AlphaFile    = "alpha.arrow"
+	ManifestFile = "manifest.json"
+	HTMLFile     = "report.html"
+)
+
+// meta is the schema metadata every table carries.
+func (r *Run) meta(table string) map[string]string {
+	return map[string]string{"psrlcb.run_id": r.RunID, "psrlcb.table": table}
+}
+
+// WriteTables writes coverage, episodes, fit, alpha and model tables, the
+// manifest and report.html into dir (the staging directory of an OutDir).
+// policy.arrow is written by the policy package.
+func WriteTables(dir string, run *Run) error {
+	tables := map[string]Table{
+		CoverageFile: run.coverageTable(),
+		EpisodesFile: run.episodesTable(),
+		FitFile:      run.fitTable(),
+		AlphaFile:    run.alphaTable(),
+	}
+	m := run.Model
+	m.Meta = mergeMeta(m.Meta, run.meta("model"))
+	tables[ModelFile] = m
+	for _, name := range sortedKeys(tables) {
+		if err := WriteArrow(filepath.Join(dir, name), tables[name]); err != nil {
+			return err
+		}
+	}
+	if err := WriteManifest(filepath.Join(dir, ManifestFile), &run.Manifest); err != nil {
+		return err
+	}
+	return WriteHTML(filepath.Join(dir, HTMLFile), run)
+}
+
+func mergeMeta(a, b map[string]string) map[string]string {
+	out := map[string]string{}
+	for k, v := range a {
+		out[k] = v
+	}
+	for k, v := range b {
+		out[k] = v
+	}
+	return out
+}
+
+func (r *Run) coverageTable() Table {
+	n := len(r.Coverage)
+	step := make([]int32, n)
+	logged := make([]int64, n)
+	iota := make([]float64, n)
+	mass := make([]float64, n)
+	cinf := make([]float64, n)
+	for i, c := range r.Coverage {
+		step[i], logged[i], iota[i], mass[i], cinf[i] = c.Step, c.LoggedHistories, c.Iota, c.CoveredMass, c.CInf
+	}
+	return Table{Meta: r.meta("coverage"), Columns: []Column{
+		{Name: "step", Int32: step},
+		{Name: "logged_histories", Int64: logged},
+		{Name: "iota", Float64: iota},
+		{Name: "covered_mass", Float64: mass},
+		{Name: "c_inf", Float64: cinf},
+	}}
+}
+
+func (r *Run) episodesTable() Table {
+	e := r.Episodes
+	return Table{Meta: r.meta("episodes"), Columns: []Column{
+		{Name: "episode_id", String: orEmpty(e.ID)},
+		{Name: "split", Int32: orEmpty(e.Split)},
+		{Name: "loglik", Float64: orEmpty(e.LogLik)},
+		{Name: "bonus", Float64: orEmpty(e.Bonus)},
+		{Name: "weight", Float64: orEmpty(e.Weight)},
+	}}
+}
+
+func orEmpty[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}
+
+// fitTable holds the EM trace (kind "trace") and the rank-selection table
+// (kind "rank") in one long table.
+func (r *Run) fitTable() Table {
+	var kind []string
+	var rank, restart, iter []int32
+	var ll, held []float64
+	var chosen []bool
+	for _, t := range r.Trace {
+		kind = append(kind, "trace")
+		rank = append(rank, int32(t.Rank))
+		restart = append(restart, int32(t.Restart))
+		iter = append(iter, int32(t.Iter))
+		ll = append(ll, t.LogLik)
+		held = append(held, math.NaN())
+		chosen = append(chosen, false)
+	}
+	for _, k := range r.Ranks {
+		kind = append(kind, "rank")
+		rank = append(rank, int32(k.Rank))
+		restart = append(restart, -1)
+		iter = append(iter, -1)
+		ll = append(ll, k.TrainLL)
+		held = append(held, k.HeldOutL)
+		chosen = append(chosen, k.Chosen)
+	}
+	return Table{Meta: r.meta("fit"), Columns: []Column{
+		{Name: "kind", String: orEmpty(kind)},
+		{Name: "rank", Int32: orEmpty(rank)},
+		{Name: "restart", Int32: orEmpty(restart)},
+		{Name: "iteration", Int32: orEmpty(iter)},
+		{Name: "loglik", Float64: orEmpty(ll)},
+		{Name: "heldout_loglik", Float64: orEmpty(held)},
+		{Name: "chosen", Bool: orEmpty(chosen)},
+	}}
+}
+
+func (r *Run) alphaTable() Table {
+	n := len(r.Alphas)
+	col := func(f func(AlphaRow) float64) []float64 {
+		v := make([]float64, n)
+		for i, a := range r.Alphas {
+			v[i] = f(a)
+		}
+		return v
+	}
+	chosen := make([]bool, n)
+	for i, a := range r.Alphas {
+		chosen[i] = a.Chosen
+	}
+	return Table{Meta: r.meta("alpha"), Columns: []Column{
+		{Name: "alpha", Float64: col(func(a AlphaRow) float64 { return a.Alpha })},
+		{Name: "value_reward", Float64: col(func(a AlphaRow) float64 { return a.ValueReward })},
+		{Name: "value_bonus", Float64: col(func(a AlphaRow) float64 { return a.ValueBonus })},
+		{Name: "lcb", Float64: col(func(a AlphaRow) float64 { return a.LCB })},
+		{Name: "iw_value", Float64: col(func(a AlphaRow) float64 { return a.IW })},
+		{Name: "iw_low", Float64: col(func(a AlphaRow) float64 { return a.IWLo })},
+		{Name: "iw_high", Float64: col(func(a AlphaRow) float64 { return a.IWHi })},
+		{Name: "ess", Float64: col(func(a AlphaRow) float64 { return a.ESS })},
+		{Name: "c_inf", Float64: col(func(a AlphaRow) float64 { return a.CInf })},
+		{Name: "chosen", Bool: chosen},
+	}}
+}
+
+// WriteManifest writes manifest.json (indented, non-finite numbers as
+// null so every JSON reader accepts it).
+func WriteManifest(path string, m *Manifest) error {
+	b, err := json.MarshalIndent(m, "", "  ")
+	if err != nil {
+		return err
+	}
+	return writeFileAtomic(path, append(b, '\n'))
+}
+
+// ReadManifest reads a run directory's manifest.json.
+func ReadManifest(dir string) (*Manifest, error) {
+	b, err := os.ReadFile(filepath.Join(dir, ManifestFile))
+	if err != nil {
+		return nil, err
+	}
+	var m Manifest
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, err
+	}
+	return &m, nil
+}
+
+// HashFile returns the size and SHA-256 of a file.
+func HashFile(path string) (InputFile, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return InputFile{}, err
+	}
+	defer f.Close()
+	h := sha256.New()
+	n, err := io.Copy(h, f)
+	if err != nil {
+		return InputFile{}, err
+	}
+	return InputFile{Path: path, Bytes: n, SHA256: hex.EncodeToString(h.Sum(nil))}, nil
+}
+
+// Float is a float64 that encodes NaN and ±Inf as JSON null (encoding/json
+// refuses them) and decodes null back as NaN.
+type Float float64
+
+// MarshalJSON implements json.Marshaler.
+func (f Float) MarshalJSON() ([]byte, error) {
+	x := float64(f)
+	if math.IsNaN(x) || math.IsInf(x, 0) {
+		return []byte("null"), nil
+	}
+	return strconv.AppendFloat(nil, x, 'g', -1, 64), nil
+}
+
+// UnmarshalJSON implements json.Unmarshaler.
+func (f *Float) UnmarshalJSON(b []byte) error {
+	if string(b) == "null" {
+		*f = Float(math.NaN())
+		return nil
+	}
+	x, err := strconv.ParseFloat(string(b), 64)
+	*f = Float(x)
+	return err
+}
