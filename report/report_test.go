@@ -121,13 +121,13 @@ func TestOutDirCommitAndAbort(t *testing.T) {
 func TestWriteTablesAndHTML(t *testing.T) {
 	dir := t.TempDir()
 	run := &Run{RunID: "abc",
-		Coverage: []CoverageRow{{1, 3, 0.5, 1, 1}, {2, 9, 0.5, 0.8, 2.5}},
-		Episodes: EpisodeRows{ID: []string{"1", "2"}, Split: []int32{0, 1}, LogLik: []float64{-1, -2}, Bonus: []float64{0.1, 0.2}, Weight: []float64{2, 0}},
-		Trace:    []TraceRow{{2, 0, 0, -10}, {2, 0, 1, -9}, {2, 1, 0, -11}, {2, 1, 1, -9.5}},
-		Ranks:    []RankRow{{1, -12, -13, false}, {2, -9, -9.5, true}},
-		Alphas:   []AlphaRow{{Alpha: 0, ValueReward: .6, LCB: .6, IW: .55, IWLo: .5, IWHi: .6}, {Alpha: 1, ValueReward: .6, ValueBonus: .1, LCB: .5, IW: .55, IWLo: .5, IWHi: .6, Chosen: true}},
+		Coverage:   []CoverageRow{{1, 3, 0.5, 1, 1}, {2, 9, 0.5, 0.8, 2.5}},
+		Episodes:   EpisodeRows{ID: []string{"1", "2"}, Split: []int32{0, 1}, LogLik: []float64{-1, -2}, Bonus: []float64{0.1, 0.2}, Weight: []float64{2, 0}},
+		Trace:      []TraceRow{{2, 0, 0, -10}, {2, 0, 1, -9}, {2, 1, 0, -11}, {2, 1, 1, -9.5}},
+		Ranks:      []RankRow{{1, -12, -13, false}, {2, -9, -9.5, true}},
+		Alphas:     []AlphaRow{{Alpha: 0, ValueReward: .6, LCB: .6, IW: .55, IWLo: .5, IWHi: .6}, {Alpha: 1, ValueReward: .6, ValueBonus: .1, LCB: .5, IW: .55, IWLo: .5, IWHi: .6, Chosen: true}},
 		BonusSteps: [][]float64{{0.1, 0.2, 0.3}, {0.2, 0.4}},
-		Model:    Table{Columns: []Column{{Name: "x", Float64: []float64{1}}}},
+		Model:      Table{Columns: []Column{{Name: "x", Float64: []float64{1}}}},
 	}
 	run.Manifest.Headline = Headline{LCB: .5, ModelValue: .6, IWValue: .55, IWLow: .5, IWHigh: .6, CInf: 2.5, ESS: 100, PlanExact: true, Rank: 2}
 	if err := WriteTables(dir, run); err != nil {
