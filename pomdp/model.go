@@ -1,0 +1,181 @@
+package pomdp
+
+import (
+	"errors"
+	"fmt"
+	"math"
+)
+
+// InitSymbol is the observation o_1 every episode starts with: the model
+// emits its first real observation only after the first action.
+const InitSymbol = "init"
+
+// ObsInit is the observation index standing for InitSymbol in histories.
+const ObsInit = -1
+
+// probTol is how far a probability row may sum from 1 and still be accepted
+// (then renormalised): published .POMDP files write probabilities with six
+// decimals, so rows such as 0.333333 0.333333 0.333334 are off by up to a
+// few 1e-6.
+const probTol = 1e-5
+
+// maxDense bounds |A|·|S|²·|O|, the size of the dense reward table, so that
+// a malformed header cannot make the parser allocate gigabytes. 1<<25
+// float64 values are 256 MiB, far above the published models (hallway2 has
+// about 0.9 million).
+const maxDense = 1 << 25
+
+// Sentinel errors. Errors returned by this package wrap one of them.
+var (
+	// ErrSyntax: the .POMDP text does not follow the grammar (the message
+	// names the file and line).
+	ErrSyntax = errors.New("pomdp: syntax error")
+	// ErrInvalid: the model is not a valid POMDP (a probability row does
+	// not sum to 1, a dimension is wrong, ...).
+	ErrInvalid = errors.New("pomdp: invalid model")
+	// ErrBehavior: a behaviour specification could not be understood.
+	ErrBehavior = errors.New("pomdp: invalid behaviour")
+	// ErrPolicy: a policy cannot be evaluated under the model (for
+	// instance it names an action the model does not have).
+	ErrPolicy = errors.New("pomdp: policy does not fit the model")
+)
+
+// POMDP is a finite POMDP with dense tables. Index conventions:
+// T[a][s][s'] = P(s'|s,a), O[a][s'][o] = P(o|s',a) (the observation emitted
+// on arriving in s' after action a), and the reward R(a,s,s',o) is stored in
+// Reward at ((a·|S|+s)·|S|+s')·|O|+o, in reward units (a file with
+// "values: cost" is negated on reading).
+type POMDP struct {
+	Name     string // where it came from, for messages
+	Discount float64
+
+	States       []string
+	Actions      []string
+	Observations []string
+
+	Start  []float64 // initial state distribution
+	T      [][][]float64
+	O      [][][]float64
+	Reward []float64
+}
+
+// NumStates is |S|.
+func (m *POMDP) NumStates() int { return len(m.States) }
+
+// NumActions is |A|.
+func (m *POMDP) NumActions() int { return len(m.Actions) }
+
+// NumObs is |O| (not counting InitSymbol).
+func (m *POMDP) NumObs() int { return len(m.Observations) }
+
+// R is the reward R(a,s,s',o).
+func (m *POMDP) R(a, s, s2, o int) float64 {
+	S, O := len(m.States), len(m.Observations)
+	return m.Reward[((a*S+s)*S+s2)*O+o]
+}
+
+// ObsName is the name of observation index o, InitSymbol for ObsInit.
+func (m *POMDP) ObsName(o int) string {
+	if o == ObsInit {
+		return InitSymbol
+	}
+	return m.Observations[o]
+}
+
+// Check reports whether m is a well-formed POMDP: non-empty, consistent
+// dimensions, distinct names (none of the observations called InitSymbol),
+// finite rewards, and probability rows that are non-negative and sum to 1
+// within 1e-5. Every function of the package calls it first.
+func (m *POMDP) Check() error {
+	if m == nil {
+		return fmt.Errorf("%w: nil model", ErrInvalid)
+	}
+	S, A, O := len(m.States), len(m.Actions), len(m.Observations)
+	if S == 0 || A == 0 || O == 0 {
+		return fmt.Errorf("%w: %s: %d states, %d actions, %d observations; each must be at least 1", ErrInvalid, m.Name, S, A, O)
+	}
+	if float64(A)*float64(S)*float64(S)*float64(O) > maxDense {
+		return fmt.Errorf("%w: %s: %d actions × %d² states × %d observations is too large for dense tables", ErrInvalid, m.Name, A, S, O)
+	}
+	for _, set := range []struct {
+		what  string
+		names []string
+	}{{"state", m.States}, {"action", m.Actions}, {"observation", m.Observations}} {
+		seen := make(map[string]bool, len(set.names))
+		for _, n := range set.names {
+			if n == "" {
+				return fmt.Errorf("%w: %s: empty %s name", ErrInvalid, m.Name, set.what)
+			}
+			if seen[n] {
+				return fmt.Errorf("%w: %s: %s %q is declared twice", ErrInvalid, m.Name, set.what, n)
+			}
+			seen[n] = true
+		}
+	}
+	for _, n := range m.Observations {
+		if n == InitSymbol {
+			return fmt.Errorf("%w: %s: observation name %q is reserved for the initial observation o_1", ErrInvalid, m.Name, InitSymbol)
+		}
+	}
+	if err := checkRow(m.Start, S); err != nil {
+		return fmt.Errorf("%w: %s: start distribution: %v", ErrInvalid, m.Name, err)
+	}
+	if len(m.T) != A || len(m.O) != A {
+		return fmt.Errorf("%w: %s: T and O need one matrix per action", ErrInvalid, m.Name)
+	}
+	for a := range A {
+		if len(m.T[a]) != S || len(m.O[a]) != S {
+			return fmt.Errorf("%w: %s: action %s: T and O need one row per state", ErrInvalid, m.Name, m.Actions[a])
+		}
+		for s := range S {
+			if err := checkRow(m.T[a][s], S); err != nil {
+				return fmt.Errorf("%w: %s: T: %s : %s: %v", ErrInvalid, m.Name, m.Actions[a], m.States[s], err)
+			}
+			if err := checkRow(m.O[a][s], O); err != nil {
+				return fmt.Errorf("%w: %s: O: %s : %s: %v", ErrInvalid, m.Name, m.Actions[a], m.States[s], err)
+			}
+		}
+	}
+	if len(m.Reward) != A*S*S*O {
+		return fmt.Errorf("%w: %s: reward table has %d entries, want |A|·|S|²·|O| = %d", ErrInvalid, m.Name, len(m.Reward), A*S*S*O)
+	}
+	for i, r := range m.Reward {
+		if math.IsNaN(r) || math.IsInf(r, 0) {
+			return fmt.Errorf("%w: %s: reward entry %d is %v", ErrInvalid, m.Name, i, r)
+		}
+	}
+	return nil
+}
+
+// checkRow checks one probability distribution of length n.
+func checkRow(p []float64, n int) error {
+	if len(p) != n {
+		return fmt.Errorf("has %d entries, want %d", len(p), n)
+	}
+	sum := 0.0
+	for _, v := range p {
+		if !(v >= 0 && v <= 1) {
+			return fmt.Errorf("probability %v is outside [0,1]", v)
+		}
+		sum += v
+	}
+	if math.Abs(sum-1) > probTol {
+		return fmt.Errorf("probabilities sum to %.9g, not 1 (tolerance %g)", sum, probTol)
+	}
+	return nil
+}
+
+// normalize rescales a row that passed checkRow to sum exactly (up to
+// rounding) to 1.
+func normalize(p []float64) {
+	sum := 0.0
+	for _, v := range p {
+		sum += v
+	}
+	if sum == 1 || sum == 0 {
+		return
+	}
+	for i := range p {
+		p[i] /= sum
+	}
+}

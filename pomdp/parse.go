@@ -1,0 +1,913 @@
+package pomdp
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"strconv"
+	"strings"
+)
+
+// ParseFile reads a POMDP in Cassandra's .POMDP format from path.
+func ParseFile(path string) (*POMDP, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return Parse(f, path)
+}
+
+// Parse reads a POMDP in Cassandra's .POMDP format (the format of
+// pomdp-solve and of the published example models); name is used in error
+// messages. The whole grammar is accepted:
+//
+//   - the preamble "discount:", "values: reward|cost" (costs are negated),
+//     "states:", "actions:", "observations:" as a count (elements are then
+//     named "0", "1", …) or a list of names, in any order;
+//   - "start:" followed by |S| probabilities, "uniform", or one state;
+//     "start include: s…" and "start exclude: s…" (uniform over the listed
+//     states, or over the others); without any start, uniform;
+//   - "T:", "O:" and "R:" entries in single-entry, row and matrix forms,
+//     with "*" standing for every element in any position, the keywords
+//     "uniform" and "identity" for matrices and "uniform" and "reset" for
+//     rows ("reset": the next state is drawn from the start distribution);
+//   - later entries override earlier ones; elements may be referred to by
+//     name or by 0-based number; '#' starts a comment; line breaks and
+//     spaces around ':' do not matter.
+//
+// Every transition and observation row must sum to 1 within 1e-5 (it is then
+// renormalised); errors name the file and the line. An observation may not
+// be called "init" (InitSymbol), the fixed first observation.
+func Parse(r io.Reader, name string) (*POMDP, error) {
+	toks, err := tokenize(r, name)
+	if err != nil {
+		return nil, err
+	}
+	p := &parser{toks: toks, name: name, m: &POMDP{Name: name, Discount: 1}}
+	return p.parse()
+}
+
+type token struct {
+	s    string
+	line int
+}
+
+// maxFileBytes bounds the size of a .POMDP text, so that a wrong path (a
+// multi-gigabyte log, say) fails fast instead of filling memory; the largest
+// published models are a few megabytes.
+const maxFileBytes = 1 << 30
+
+func tokenize(r io.Reader, name string) ([]token, error) {
+	br := bufio.NewReader(io.LimitReader(r, maxFileBytes+1))
+	var toks []token
+	var cur strings.Builder
+	line, curLine := 1, 1
+	total := 0
+	flush := func() {
+		if cur.Len() > 0 {
+			toks = append(toks, token{cur.String(), curLine})
+			cur.Reset()
+		}
+	}
+	for {
+		c, err := br.ReadByte()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", name, err)
+		}
+		total++
+		if total > maxFileBytes {
+			return nil, fmt.Errorf("%w: %s: larger than %d bytes", ErrSyntax, name, maxFileBytes)
+		}
+		switch {
+		case c == '#':
+			flush()
+			for {
+				c, err = br.ReadByte()
+				if err != nil || c == '\n' {
+					break
+				}
+			}
+			if err == nil {
+				line++
+			}
+		case c == ':':
+			flush()
+			toks = append(toks, token{":", line})
+		case c == '\n':
+			flush()
+			line++
+		case c == ' ' || c == '\t' || c == '\r' || c == '\f' || c == '\v':
+			flush()
+		default:
+			if cur.Len() == 0 {
+				curLine = line
+			}
+			cur.WriteByte(c)
+		}
+	}
+	flush()
+	return toks, nil
+}
+
+// keywords end name lists: they cannot be names.
+var keywords = map[string]bool{
+	"discount": true, "values": true, "states": true, "actions": true,
+	"observations": true, "start": true, "T": true, "O": true, "R": true,
+}
+
+type parser struct {
+	toks []token
+	pos  int
+	name string
+	m    *POMDP
+
+	idx        [3]map[string]int // states, actions, observations
+	declared   [3]bool
+	declLine   [3]int
+	cost       bool
+	startLine  int
+	sawParams  bool
+	tLine      [][]int // tLine[a][s]: last line that set row T[a][s]
+	oLine      [][]int
+	resetRows  [][]bool // T[a][s] is "reset" (filled with Start at the end)
+	lastLine   int
+	allocated  bool
+	startSpecs bool
+}
+
+const (
+	kState = iota
+	kAction
+	kObs
+)
+
+var kindName = [3]string{"state", "action", "observation"}
+
+func (p *parser) errorf(line int, format string, args ...any) error {
+	return fmt.Errorf("%w: %s:%d: %s", ErrSyntax, p.name, line, fmt.Sprintf(format, args...))
+}
+
+func (p *parser) eof() bool { return p.pos >= len(p.toks) }
+
+func (p *parser) peek() (token, bool) {
+	if p.eof() {
+		return token{}, false
+	}
+	return p.toks[p.pos], true
+}
+
+func (p *parser) next() (token, bool) {
+	t, ok := p.peek()
+	if ok {
+		p.pos++
+		p.lastLine = t.line
+	}
+	return t, ok
+}
+
+
+func (p *parser) expectColon(after string) error {
+	t, ok := p.next()
+	if !ok {
+		return p.errorf(p.lastLine, "unexpected end of file: expected ':' after %q", after)
+	}
+	if t.s != ":" {
+		return p.errorf(t.line, "expected ':' after %q, found %q", after, t.s)
+	}
+	return nil
+}
+
+func isNumber(s string) bool {
+	if s == "" {
+		return false
+	}
+	c := s[0]
+	return c >= '0' && c <= '9' || c == '.' || c == '-' || c == '+'
+}
+
+func isInt(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+func (p *parser) number(what string) (float64, int, error) {
+	t, ok := p.next()
+	if !ok {
+		return 0, p.lastLine, p.errorf(p.lastLine, "unexpected end of file: expected %s", what)
+	}
+	if !isNumber(t.s) {
+		return 0, t.line, p.errorf(t.line, "expected %s, found %q", what, t.s)
+	}
+	v, err := strconv.ParseFloat(t.s, 64)
+	if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
+		return 0, t.line, p.errorf(t.line, "%q is not a number", t.s)
+	}
+	return v, t.line, nil
+}
+
+// numbers reads exactly n numbers (a row or matrix); probs also checks that
+// each lies in [0,1].
+func (p *parser) numbers(n int, probs bool, what string, startLine int) ([]float64, error) {
+	out := make([]float64, n)
+	for i := range n {
+		t, ok := p.peek()
+		if !ok || !isNumber(t.s) {
+			found := "end of file"
+			line := p.lastLine
+			if ok {
+				found = strconv.Quote(t.s)
+				line = t.line
+			}
+			return nil, p.errorf(line, "%s (from line %d): expected %d numbers, found %d before %s (truncated row or matrix?)", what, startLine, n, i, found)
+		}
+		v, line, err := p.number("a number")
+		if err != nil {
+			return nil, err
+		}
+		if probs && !(v >= 0 && v <= 1) {
+			return nil, p.errorf(line, "%s: probability %v is outside [0,1]", what, v)
+		}
+		out[i] = v
+	}
+	return out, nil
+}
+
+// ref reads a reference to a state, action or observation: a name, a
+// 0-based number or '*' (all of them).
+func (p *parser) ref(kind int) ([]int, string, error) {
+	t, ok := p.next()
+	if !ok {
+		return nil, "", p.errorf(p.lastLine, "unexpected end of file: expected %s", kindName[kind])
+	}
+	n := p.count(kind)
+	if t.s == "*" {
+		all := make([]int, n)
+		for i := range all {
+			all[i] = i
+		}
+		return all, "*", nil
+	}
+	if i, ok := p.idx[kind][t.s]; ok {
+		return []int{i}, t.s, nil
+	}
+	if isInt(t.s) {
+		i, err := strconv.Atoi(t.s)
+		if err != nil || i >= n {
+			return nil, "", p.errorf(t.line, "%s number %s is out of range (there are %d)", kindName[kind], t.s, n)
+		}
+		return []int{i}, t.s, nil
+	}
+	if t.s == ":" {
+		return nil, "", p.errorf(t.line, "expected %s, found ':'", kindName[kind])
+	}
+	return nil, "", p.errorf(t.line, "unknown %s %q", kindName[kind], t.s)
+}
+
+func (p *parser) count(kind int) int {
+	switch kind {
+	case kState:
+		return len(p.m.States)
+	case kAction:
+		return len(p.m.Actions)
+	default:
+		return len(p.m.Observations)
+	}
+}
+
+func (p *parser) parse() (*POMDP, error) {
+	for !p.eof() {
+		t, _ := p.next()
+		var err error
+		switch t.s {
+		case "discount":
+			err = p.discount(t)
+		case "values":
+			err = p.values(t)
+		case "states":
+			err = p.declare(t, kState)
+		case "actions":
+			err = p.declare(t, kAction)
+		case "observations":
+			err = p.declare(t, kObs)
+		case "start":
+			err = p.start(t)
+		case "T":
+			err = p.trans(t)
+		case "O":
+			err = p.obs(t)
+		case "R":
+			err = p.reward(t)
+		default:
+			err = p.errorf(t.line, "unexpected %q: expected discount, values, states, actions, observations, start, T, O or R", t.s)
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	return p.finish()
+}
+
+func (p *parser) preamble(t token) error {
+	if p.sawParams {
+		return p.errorf(t.line, "%q must come before the T:, O: and R: entries", t.s)
+	}
+	return p.expectColon(t.s)
+}
+
+func (p *parser) discount(t token) error {
+	if err := p.preamble(t); err != nil {
+		return err
+	}
+	v, line, err := p.number("the discount factor")
+	if err != nil {
+		return err
+	}
+	if v < 0 || v > 1 {
+		return p.errorf(line, "discount %v is outside [0,1]", v)
+	}
+	p.m.Discount = v
+	return nil
+}
+
+func (p *parser) values(t token) error {
+	if err := p.preamble(t); err != nil {
+		return err
+	}
+	v, ok := p.next()
+	if !ok {
+		return p.errorf(t.line, "unexpected end of file: expected reward or cost")
+	}
+	switch v.s {
+	case "reward":
+		p.cost = false
+	case "cost":
+		p.cost = true
+	default:
+		return p.errorf(v.line, "values must be reward or cost, found %q", v.s)
+	}
+	return nil
+}
+
+func (p *parser) declare(t token, kind int) error {
+	if err := p.preamble(t); err != nil {
+		return err
+	}
+	if p.declared[kind] {
+		return p.errorf(t.line, "%ss declared twice (first on line %d)", kindName[kind], p.declLine[kind])
+	}
+	if p.startSpecs && kind == kState {
+		return p.errorf(t.line, "states must be declared before start")
+	}
+	p.declared[kind] = true
+	p.declLine[kind] = t.line
+	var names []string
+	if n, ok := p.peek(); ok && isNumber(n.s) {
+		p.next()
+		if !isInt(n.s) {
+			return p.errorf(n.line, "number of %ss must be a positive integer, found %q", kindName[kind], n.s)
+		}
+		c, err := strconv.Atoi(n.s)
+		if err != nil || c <= 0 || c > maxDense {
+			return p.errorf(n.line, "number of %ss must be a positive integer, found %q", kindName[kind], n.s)
+		}
+		names = make([]string, c)
+		for i := range names {
+			names[i] = strconv.Itoa(i)
+		}
+	} else {
+		p.idx[kind] = make(map[string]int)
+		for {
+			n, ok := p.peek()
+			if !ok || keywords[n.s] {
+				break
+			}
+			p.next()
+			if n.s == ":" || n.s == "*" || isNumber(n.s) {
+				return p.errorf(n.line, "%q is not a valid %s name (names start with a letter)", n.s, kindName[kind])
+			}
+			if first, dup := p.idx[kind][n.s]; dup {
+				return p.errorf(n.line, "%s %q is listed twice (also %s number %d)", kindName[kind], n.s, kindName[kind], first)
+			}
+			p.idx[kind][n.s] = len(names)
+			names = append(names, n.s)
+		}
+		if len(names) == 0 {
+			return p.errorf(t.line, "%ss: expected a count or a list of names", kindName[kind])
+		}
+	}
+	switch kind {
+	case kState:
+		p.m.States = names
+	case kAction:
+		p.m.Actions = names
+	case kObs:
+		p.m.Observations = names
+	}
+	return nil
+}
+
+// alloc creates the tables once the three sets are known.
+func (p *parser) alloc(line int) error {
+	if p.allocated {
+		return nil
+	}
+	for k := range 3 {
+		if !p.declared[k] {
+			return p.errorf(line, "%ss must be declared before start, T:, O: and R:", kindName[k])
+		}
+	}
+	m := p.m
+	S, A, O := len(m.States), len(m.Actions), len(m.Observations)
+	if float64(A)*float64(S)*float64(S)*float64(O) > maxDense {
+		return p.errorf(line, "%d actions × %d² states × %d observations is too large for dense tables", A, S, O)
+	}
+	m.T = make([][][]float64, A)
+	m.O = make([][][]float64, A)
+	p.tLine = make([][]int, A)
+	p.oLine = make([][]int, A)
+	p.resetRows = make([][]bool, A)
+	for a := range A {
+		m.T[a] = make([][]float64, S)
+		m.O[a] = make([][]float64, S)
+		for s := range S {
+			m.T[a][s] = make([]float64, S)
+			m.O[a][s] = make([]float64, O)
+		}
+		p.tLine[a] = make([]int, S)
+		p.oLine[a] = make([]int, S)
+		p.resetRows[a] = make([]bool, S)
+	}
+	m.Reward = make([]float64, A*S*S*O)
+	p.allocated = true
+	return nil
+}
+
+func (p *parser) start(t token) error {
+	if p.sawParams {
+		return p.errorf(t.line, "start must come before the T:, O: and R: entries")
+	}
+	if p.startSpecs {
+		return p.errorf(t.line, "start given twice (first on line %d)", p.startLine)
+	}
+	if err := p.alloc(t.line); err != nil {
+		return err
+	}
+	p.startSpecs = true
+	p.startLine = t.line
+	S := len(p.m.States)
+	mode := ""
+	if n, ok := p.peek(); ok && (n.s == "include" || n.s == "exclude") {
+		p.next()
+		mode = n.s
+	}
+	if err := p.expectColon("start"); err != nil {
+		return err
+	}
+	if mode != "" {
+		in := make([]bool, S)
+		count := 0
+		for {
+			n, ok := p.peek()
+			if !ok || keywords[n.s] {
+				break
+			}
+			ss, _, err := p.ref(kState)
+			if err != nil {
+				return err
+			}
+			for _, s := range ss {
+				if !in[s] {
+					in[s] = true
+					count++
+				}
+			}
+		}
+		if count == 0 && mode == "include" {
+			return p.errorf(t.line, "start include: expected at least one state")
+		}
+		if mode == "exclude" {
+			for s := range in {
+				in[s] = !in[s]
+			}
+			count = S - count
+			if count == 0 {
+				return p.errorf(t.line, "start exclude: every state is excluded")
+			}
+		}
+		p.m.Start = make([]float64, S)
+		for s := range S {
+			if in[s] {
+				p.m.Start[s] = 1 / float64(count)
+			}
+		}
+		return nil
+	}
+	n, ok := p.peek()
+	if !ok {
+		return p.errorf(t.line, "unexpected end of file after start:")
+	}
+	switch {
+	case n.s == "uniform":
+		p.next()
+		p.m.Start = uniform(S)
+	case isNumber(n.s):
+		// |S| probabilities; a lone integer followed by something else is
+		// a state number.
+		k := 0
+		for k < S && p.pos+k < len(p.toks) && isNumber(p.toks[p.pos+k].s) {
+			k++
+		}
+		if k < S && k == 1 && S > 1 && isInt(n.s) {
+			ss, _, err := p.ref(kState)
+			if err != nil {
+				return err
+			}
+			p.m.Start = make([]float64, S)
+			p.m.Start[ss[0]] = 1
+			return nil
+		}
+		v, err := p.numbers(S, true, "start", t.line)
+		if err != nil {
+			return err
+		}
+		p.m.Start = v
+	default:
+		ss, name, err := p.ref(kState)
+		if err != nil {
+			return err
+		}
+		if name == "*" {
+			p.m.Start = uniform(S)
+			return nil
+		}
+		p.m.Start = make([]float64, S)
+		p.m.Start[ss[0]] = 1
+	}
+	return nil
+}
+
+func uniform(n int) []float64 {
+	u := make([]float64, n)
+	for i := range u {
+		u[i] = 1 / float64(n)
+	}
+	return u
+}
+
+// entryHead reads "X:" and the action, and reports whether a ':' follows.
+func (p *parser) entryHead(t token) ([]int, error) {
+	if err := p.alloc(t.line); err != nil {
+		return nil, err
+	}
+	p.sawParams = true
+	if err := p.expectColon(t.s); err != nil {
+		return nil, err
+	}
+	as, _, err := p.ref(kAction)
+	return as, err
+}
+
+func (p *parser) colonNext() bool {
+	if n, ok := p.peek(); ok && n.s == ":" {
+		p.next()
+		return true
+	}
+	return false
+}
+
+// keyword consumes the next token if it is one of the given keywords.
+func (p *parser) keyword(words ...string) string {
+	n, ok := p.peek()
+	if !ok {
+		return ""
+	}
+	for _, w := range words {
+		if n.s == w {
+			p.next()
+			return w
+		}
+	}
+	return ""
+}
+
+func (p *parser) trans(t token) error {
+	as, err := p.entryHead(t)
+	if err != nil {
+		return err
+	}
+	m := p.m
+	S := len(m.States)
+	set := func(a, s int, row []float64, reset bool) {
+		copy(m.T[a][s], row)
+		p.tLine[a][s] = t.line
+		p.resetRows[a][s] = reset
+	}
+	if !p.colonNext() {
+		// T: a  matrix | uniform | identity
+		switch p.keyword("uniform", "identity") {
+		case "uniform":
+			u := uniform(S)
+			for _, a := range as {
+				for s := range S {
+					set(a, s, u, false)
+				}
+			}
+		case "identity":
+			for _, a := range as {
+				for s := range S {
+					row := make([]float64, S)
+					row[s] = 1
+					set(a, s, row, false)
+				}
+			}
+		default:
+			v, err := p.numbers(S*S, true, "T matrix", t.line)
+			if err != nil {
+				return err
+			}
+			for _, a := range as {
+				for s := range S {
+					set(a, s, v[s*S:(s+1)*S], false)
+				}
+			}
+		}
+		return nil
+	}
+	ss, _, err := p.ref(kState)
+	if err != nil {
+		return err
+	}
+	if !p.colonNext() {
+		// T: a : s  row | uniform | reset
+		var row []float64
+		reset := false
+		switch p.keyword("uniform", "reset") {
+		case "uniform":
+			row = uniform(S)
+		case "reset":
+			row = make([]float64, S) // filled from Start in finish
+			reset = true
+		default:
+			row, err = p.numbers(S, true, "T row", t.line)
+			if err != nil {
+				return err
+			}
+		}
+		for _, a := range as {
+			for _, s := range ss {
+				set(a, s, row, reset)
+			}
+		}
+		return nil
+	}
+	s2s, _, err := p.ref(kState)
+	if err != nil {
+		return err
+	}
+	v, line, err := p.number("a probability")
+	if err != nil {
+		return err
+	}
+	if !(v >= 0 && v <= 1) {
+		return p.errorf(line, "probability %v is outside [0,1]", v)
+	}
+	for _, a := range as {
+		for _, s := range ss {
+			if p.resetRows[a][s] {
+				// Overriding one entry of a reset row keeps the rest
+				// of it: materialise the row now.
+				copy(m.T[a][s], m.Start)
+				p.resetRows[a][s] = false
+			}
+			for _, s2 := range s2s {
+				m.T[a][s][s2] = v
+			}
+			p.tLine[a][s] = t.line
+		}
+	}
+	return nil
+}
+
+func (p *parser) obs(t token) error {
+	as, err := p.entryHead(t)
+	if err != nil {
+		return err
+	}
+	m := p.m
+	S, O := len(m.States), len(m.Observations)
+	set := func(a, s int, row []float64) {
+		copy(m.O[a][s], row)
+		p.oLine[a][s] = t.line
+	}
+	if !p.colonNext() {
+		// O: a  matrix | uniform
+		if p.keyword("uniform") != "" {
+			u := uniform(O)
+			for _, a := range as {
+				for s := range S {
+					set(a, s, u)
+				}
+			}
+			return nil
+		}
+		if n, ok := p.peek(); ok && (n.s == "identity" || n.s == "reset") {
+			return p.errorf(n.line, "%q is not allowed for O: (only uniform or a matrix)", n.s)
+		}
+		v, err := p.numbers(S*O, true, "O matrix", t.line)
+		if err != nil {
+			return err
+		}
+		for _, a := range as {
+			for s := range S {
+				set(a, s, v[s*O:(s+1)*O])
+			}
+		}
+		return nil
+	}
+	ss, _, err := p.ref(kState)
+	if err != nil {
+		return err
+	}
+	if !p.colonNext() {
+		// O: a : s'  row | uniform
+		var row []float64
+		if p.keyword("uniform") != "" {
+			row = uniform(O)
+		} else {
+			if n, ok := p.peek(); ok && (n.s == "identity" || n.s == "reset") {
+				return p.errorf(n.line, "%q is not allowed for an O: row (only uniform or %d probabilities)", n.s, O)
+			}
+			row, err = p.numbers(O, true, "O row", t.line)
+			if err != nil {
+				return err
+			}
+		}
+		for _, a := range as {
+			for _, s := range ss {
+				set(a, s, row)
+			}
+		}
+		return nil
+	}
+	os, _, err := p.ref(kObs)
+	if err != nil {
+		return err
+	}
+	v, line, err := p.number("a probability")
+	if err != nil {
+		return err
+	}
+	if !(v >= 0 && v <= 1) {
+		return p.errorf(line, "probability %v is outside [0,1]", v)
+	}
+	for _, a := range as {
+		for _, s := range ss {
+			for _, o := range os {
+				m.O[a][s][o] = v
+			}
+			p.oLine[a][s] = t.line
+		}
+	}
+	return nil
+}
+
+func (p *parser) reward(t token) error {
+	as, err := p.entryHead(t)
+	if err != nil {
+		return err
+	}
+	m := p.m
+	S, O := len(m.States), len(m.Observations)
+	if !p.colonNext() {
+		return p.errorf(t.line, "R: needs at least an action and a start state (R: a : s followed by a |S|×|O| matrix)")
+	}
+	ss, _, err := p.ref(kState)
+	if err != nil {
+		return err
+	}
+	at := func(a, s, s2, o int) *float64 { return &m.Reward[((a*S+s)*S+s2)*O+o] }
+	if !p.colonNext() {
+		// R: a : s  matrix over (s', o)
+		v, err := p.numbers(S*O, false, "R matrix", t.line)
+		if err != nil {
+			return err
+		}
+		for _, a := range as {
+			for _, s := range ss {
+				for s2 := range S {
+					for o := range O {
+						*at(a, s, s2, o) = v[s2*O+o]
+					}
+				}
+			}
+		}
+		return nil
+	}
+	s2s, _, err := p.ref(kState)
+	if err != nil {
+		return err
+	}
+	if !p.colonNext() {
+		// R: a : s : s'  row over o
+		v, err := p.numbers(O, false, "R row", t.line)
+		if err != nil {
+			return err
+		}
+		for _, a := range as {
+			for _, s := range ss {
+				for _, s2 := range s2s {
+					for o := range O {
+						*at(a, s, s2, o) = v[o]
+					}
+				}
+			}
+		}
+		return nil
+	}
+	os, _, err := p.ref(kObs)
+	if err != nil {
+		return err
+	}
+	v, _, err := p.number("a reward value")
+	if err != nil {
+		return err
+	}
+	for _, a := range as {
+		for _, s := range ss {
+			for _, s2 := range s2s {
+				for _, o := range os {
+					*at(a, s, s2, o) = v
+				}
+			}
+		}
+	}
+	return nil
+}
+
+func (p *parser) finish() (*POMDP, error) {
+	line := p.lastLine
+	if err := p.alloc(line); err != nil {
+		return nil, err
+	}
+	m := p.m
+	if m.Start == nil {
+		m.Start = uniform(len(m.States))
+	}
+	if err := checkRow(m.Start, len(m.States)); err != nil {
+		return nil, fmt.Errorf("%w: %s:%d: start: %v", ErrInvalid, p.name, p.startLine, err)
+	}
+	normalize(m.Start)
+	for a := range m.Actions {
+		for s := range m.States {
+			if p.resetRows[a][s] {
+				copy(m.T[a][s], m.Start)
+			}
+			if err := p.rowErr("T", a, s, m.T[a][s], p.tLine[a][s]); err != nil {
+				return nil, err
+			}
+			if err := p.rowErr("O", a, s, m.O[a][s], p.oLine[a][s]); err != nil {
+				return nil, err
+			}
+			normalize(m.T[a][s])
+			normalize(m.O[a][s])
+		}
+	}
+	if p.cost {
+		for i := range m.Reward {
+			m.Reward[i] = -m.Reward[i]
+		}
+	}
+	if err := m.Check(); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+func (p *parser) rowErr(table string, a, s int, row []float64, line int) error {
+	err := checkRow(row, len(row))
+	if err == nil {
+		return nil
+	}
+	what := "next-state"
+	if table == "O" {
+		what = "observation"
+	}
+	m := p.m
+	if line == 0 {
+		return fmt.Errorf("%w: %s: no %s: entry gives the %s distribution for action %s, state %s", ErrInvalid, p.name, table, what, m.Actions[a], m.States[s])
+	}
+	return fmt.Errorf("%w: %s:%d: %s: %s : %s: %v (this line is the last entry for that row)", ErrInvalid, p.name, line, table, m.Actions[a], m.States[s], err)
+}
