@@ -171,7 +171,6 @@ func (p *parser) next() (token, bool) {
 	return t, ok
 }
 
-
 func (p *parser) expectColon(after string) error {
 	t, ok := p.next()
 	if !ok {
