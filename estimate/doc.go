@@ -1,0 +1,28 @@
+// Package estimate fits the model θ̂ of the PSR-LCB pipeline: a rank-r
+// latent-state model (a time-inhomogeneous input–output HMM, see Model)
+// fitted by maximum likelihood with expectation–maximisation, then moved
+// into the constraint set Θ_min of the paper's offline confidence set
+// B_D (psr-ucb-lcb.tex, eq. (offline confidence set), Section 5):
+//
+//	Θ_min = {θ : P_θ^{π^b}(τ_h) ≥ p_min for every τ_h ∈ D_h},
+//	p_min = δ / (K·H·(|O||A|)^H), δ = 0.05   (Theorem for offline PSR-LCB).
+//
+// The likelihood is that of the observations and the logged rewards given
+// the actions, Σ_k ln P_θ(o_{1:H}, r_{1:H} | a_{1:H}); the behaviour
+// policy's factor Π_h π^b(a_h|τ_{h−1},o_h) does not depend on θ and is
+// left out of the maximisation (it enters Θ_min). A latent-state model with
+// r states is a PSR of rank ≤ r whose probabilities are valid by
+// construction, so maximising over it is the tractable form of the MLE
+// oracle of the paper.
+//
+// Entry point: Fit(ctx, dataset, Options) → *Result. The zero Options
+// value gives the documented defaults. The model exposes belief filtering,
+// the next-observation distribution, the expected reward and the
+// prediction feature ψ̄(τ_h) (DESIGN.md section 2) used by the later
+// stages.
+//
+// Conventions: inputs are never modified. The same dataset, options and
+// seed give bit-identical results whatever the number of workers: the
+// E-step splits the episodes into blocks of a fixed size, accumulates each
+// block separately and adds the blocks in order.
+package estimate

@@ -1,0 +1,623 @@
+package estimate
+
+import (
+	"context"
+	"math"
+	"sync"
+)
+
+// blockEpisodes is the number of episodes per E-step block. Blocks are
+// accumulated separately and added in block order, so the sums — and the
+// fitted model — do not depend on the number of workers. 1024 episodes
+// make a block's work far larger than the cost of adding its accumulator.
+const blockEpisodes = 1024
+
+// kernel holds the per-iteration products of the parameters that the
+// E-step reads.
+type kernel struct {
+	m                *Model
+	S, O, A, V, H, nt int
+	kind             RewardKind
+
+	// Categorical rewards: the step matrix
+	// M[t][(((a*O+o)*V+v)*S+s)*S+s2] = T(s2|s,a)·E(o|s2,a)·R(v|s,a,s2,o)
+	// and its row sums g[t][((a*V+v)*S+s)] (the last step, where s2 and o
+	// are not logged and are summed out).
+	M, g [][]float64
+
+	// Gaussian rewards: TE[t][((a*O+o)*S+s)*S+s2] = T·E, and per
+	// RewardIndex the mean, inverse variance and log normaliser.
+	TE, mu, iv, ln [][]float64
+}
+
+func newKernel(m *Model, c *coded) *kernel {
+	S, O, A := m.States, m.NumObs, m.NumActions
+	k := &kernel{m: m, S: S, O: O, A: A, H: m.Horizon, nt: len(m.Trans), kind: m.Reward}
+	if m.Reward == RewardCategorical {
+		k.V = len(m.RewardValues)
+	}
+	for t := 0; t < k.nt; t++ {
+		T, E := m.Trans[t], m.Emit[t]
+		if k.kind == RewardCategorical {
+			V := k.V
+			R := m.RewardProb[t]
+			M := make([]float64, A*O*V*S*S)
+			g := make([]float64, A*V*S)
+			for a := 0; a < A; a++ {
+				for o := 0; o < O; o++ {
+					for v := 0; v < V; v++ {
+						blk := M[((a*O+o)*V+v)*S*S:]
+						for s := 0; s < S; s++ {
+							for s2 := 0; s2 < S; s2++ {
+								x := T[(a*S+s)*S+s2] * E[(a*S+s2)*O+o] * R[m.RewardIndex(s, a, s2, o)*V+v]
+								blk[s*S+s2] = x
+								g[(a*V+v)*S+s] += x
+							}
+						}
+					}
+				}
+			}
+			k.M = append(k.M, M)
+			k.g = append(k.g, g)
+			continue
+		}
+		TE := make([]float64, A*O*S*S)
+		for a := 0; a < A; a++ {
+			for o := 0; o < O; o++ {
+				for s := 0; s < S; s++ {
+					for s2 := 0; s2 < S; s2++ {
+						TE[((a*O+o)*S+s)*S+s2] = T[(a*S+s)*S+s2] * E[(a*S+s2)*O+o]
+					}
+				}
+			}
+		}
+		n := S * A * S * O
+		mu, iv, ln := make([]float64, n), make([]float64, n), make([]float64, n)
+		for i := 0; i < n; i++ {
+			v := m.RewardVar[t][i]
+			mu[i] = m.RewardMean[t][i]
+			iv[i] = 1 / v
+			ln[i] = -0.5 * math.Log(2*math.Pi*v)
+		}
+		k.TE = append(k.TE, TE)
+		k.mu = append(k.mu, mu)
+		k.iv = append(k.iv, iv)
+		k.ln = append(k.ln, ln)
+	}
+	return k
+}
+
+// stats are the expected sufficient statistics of one E-step (or block).
+type stats struct {
+	ll   float64
+	zero int       // episodes of probability 0 (left out of the counts)
+	init []float64 // [o*S+s] posterior of s_1 with o_1 = o
+	// Categorical: bucket[t][(((a*O+o)*V+v)*S+s)*S+s2] = Σ α̂_h(s)·β̂_{h+1}(s2)/c_{h+1}
+	// over steps with (a_h, o_{h+1}, r_h) = (a, o, v); multiplied
+	// elementwise by M it is the posterior count of the step
+	// (s, a, s2, o, v). last[t][((a*V+v)*S+s)] likewise for the last step.
+	bucket, last [][]float64
+	// Gaussian: posterior counts, Σ ξ·r and Σ ξ·r² per RewardIndex.
+	cnt, sr, srr [][]float64
+}
+
+func newStats(k *kernel) *stats {
+	S, O, A, V := k.S, k.O, k.A, k.V
+	st := &stats{init: make([]float64, O*S)}
+	for t := 0; t < k.nt; t++ {
+		if k.kind == RewardCategorical {
+			st.bucket = append(st.bucket, make([]float64, A*O*V*S*S))
+			st.last = append(st.last, make([]float64, A*V*S))
+		} else {
+			n := S * A * S * O
+			st.cnt = append(st.cnt, make([]float64, n))
+			st.sr = append(st.sr, make([]float64, n))
+			st.srr = append(st.srr, make([]float64, n))
+		}
+	}
+	return st
+}
+
+func (st *stats) each(f func(dst []float64, i int)) {
+	f(st.init, 0)
+	for t := range st.bucket {
+		f(st.bucket[t], 1+t)
+		f(st.last[t], 1+len(st.bucket)+t)
+	}
+	for t := range st.cnt {
+		f(st.cnt[t], 1+t)
+		f(st.sr[t], 1+len(st.cnt)+t)
+		f(st.srr[t], 1+2*len(st.cnt)+t)
+	}
+}
+
+func (st *stats) reset() {
+	st.ll, st.zero = 0, 0
+	st.each(func(d []float64, _ int) { clear(d) })
+}
+
+// add adds o into st; both come from the same kernel shape.
+func (st *stats) add(o *stats) {
+	st.ll += o.ll
+	st.zero += o.zero
+	add := func(d, s []float64) {
+		s = s[:len(d)]
+		for i := range d {
+			d[i] += s[i]
+		}
+	}
+	add(st.init, o.init)
+	for t := range st.bucket {
+		add(st.bucket[t], o.bucket[t])
+		add(st.last[t], o.last[t])
+	}
+	for t := range st.cnt {
+		add(st.cnt[t], o.cnt[t])
+		add(st.sr[t], o.sr[t])
+		add(st.srr[t], o.srr[t])
+	}
+}
+
+// work is one goroutine's scratch space.
+type work struct {
+	alpha, scale, beta, bp, mstore []float64
+}
+
+func newWork(S, H int, gaussian bool) *work {
+	w := &work{alpha: make([]float64, H*S), scale: make([]float64, H+1), beta: make([]float64, S), bp: make([]float64, S)}
+	if gaussian {
+		w.mstore = make([]float64, H*S*S)
+	}
+	return w
+}
+
+func (k *kernel) table(h int) int {
+	if k.nt == 1 {
+		return 0
+	}
+	return h - 1
+}
+
+// estepCat runs scaled forward–backward on episodes [k0, k1) with
+// categorical rewards and adds their statistics to st.
+//
+// Scaling: α̂_h is the forward vector normalised to sum 1 with
+// normaliser c_h, so ln P = Σ_h ln c_h never underflows; β̂ is scaled by
+// the same c's, so that Σ_s α̂_h(s)·β̂_h(s) = 1 at every h.
+func (k *kernel) estepCat(c *coded, k0, k1 int, st *stats, w *work) {
+	S, O, V, H := k.S, k.O, k.V, c.H
+	SS := S * S
+	init, obs1 := k.m.Init, k.m.Obs1
+	for ep := k0; ep < k1; ep++ {
+		base := ep * H
+		obs := c.obs[base : base+H]
+		act := c.act[base : base+H]
+		rv := c.rv[base : base+H]
+		alpha, scale := w.alpha, w.scale
+		// Forward.
+		o1 := int(obs[0])
+		a0 := alpha[:S]
+		z := 0.0
+		for s := range a0 {
+			x := init[s] * obs1[s*O+o1]
+			a0[s] = x
+			z += x
+		}
+		ok := z > 0
+		if ok {
+			inv := 1 / z
+			for s := range a0 {
+				a0[s] *= inv
+			}
+		}
+		scale[0] = z
+		for i := 0; ok && i < H-1; i++ {
+			t := k.table(i + 1)
+			idx := (int(act[i])*O+int(obs[i+1]))*V + int(rv[i])
+			M := k.M[t][idx*SS : (idx+1)*SS]
+			cur := alpha[i*S : (i+1)*S]
+			nxt := alpha[(i+1)*S : (i+2)*S]
+			clear(nxt)
+			for s, as := range cur {
+				row := M[s*S : (s+1)*S]
+				row = row[:len(nxt)]
+				for s2 := range nxt {
+					nxt[s2] += as * row[s2]
+				}
+			}
+			z = 0
+			for _, x := range nxt {
+				z += x
+			}
+			if !(z > 0) {
+				ok = false
+				break
+			}
+			inv := 1 / z
+			for s2 := range nxt {
+				nxt[s2] *= inv
+			}
+			scale[i+1] = z
+		}
+		var gg []float64
+		var tH, lastIdx int
+		if ok {
+			tH = k.table(H)
+			lastIdx = (int(act[H-1])*V + int(rv[H-1])) * S
+			gg = k.g[tH][lastIdx : lastIdx+S]
+			aH := alpha[(H-1)*S : H*S]
+			z = 0
+			for s, x := range aH {
+				z += x * gg[s]
+			}
+			ok = z > 0
+			scale[H] = z
+		}
+		if !ok || math.IsInf(z, 0) || math.IsNaN(z) {
+			st.zero++
+			st.ll = math.Inf(-1)
+			continue
+		}
+		ll := 0.0
+		for _, x := range scale[:H+1] {
+			ll += math.Log(x)
+		}
+		st.ll += ll
+		// Backward.
+		beta, bp := w.beta, w.bp
+		inv := 1 / scale[H]
+		last := st.last[tH][lastIdx : lastIdx+S]
+		aH := alpha[(H-1)*S : H*S]
+		for s := range beta {
+			last[s] += aH[s] * inv
+			beta[s] = gg[s] * inv
+		}
+		for i := H - 2; i >= 0; i-- {
+			t := k.table(i + 1)
+			idx := (int(act[i])*O+int(obs[i+1]))*V + int(rv[i])
+			M := k.M[t][idx*SS : (idx+1)*SS]
+			B := st.bucket[t][idx*SS : (idx+1)*SS]
+			inv := 1 / scale[i+1]
+			for s2 := range bp {
+				bp[s2] = beta[s2] * inv
+			}
+			cur := alpha[i*S : (i+1)*S]
+			for s, as := range cur {
+				row := M[s*S : (s+1)*S]
+				brow := B[s*S : (s+1)*S]
+				row = row[:len(bp)]
+				brow = brow[:len(bp)]
+				sum := 0.0
+				for s2, b := range bp {
+					brow[s2] += as * b
+					sum += row[s2] * b
+				}
+				beta[s] = sum
+			}
+		}
+		ini := st.init[o1*S : (o1+1)*S]
+		for s := range ini {
+			ini[s] += a0[s] * beta[s]
+		}
+	}
+}
+
+// estepGauss is estepCat for Gaussian rewards: the step matrices depend
+// on the logged reward and are built per step.
+func (k *kernel) estepGauss(c *coded, k0, k1 int, st *stats, w *work) {
+	S, O, A, H := k.S, k.O, k.A, c.H
+	SS := S * S
+	init, obs1 := k.m.Init, k.m.Obs1
+	for ep := k0; ep < k1; ep++ {
+		base := ep * H
+		obs := c.obs[base : base+H]
+		act := c.act[base : base+H]
+		rew := c.rew[base : base+H]
+		alpha, scale := w.alpha, w.scale
+		o1 := int(obs[0])
+		a0 := alpha[:S]
+		z := 0.0
+		for s := range a0 {
+			x := init[s] * obs1[s*O+o1]
+			a0[s] = x
+			z += x
+		}
+		ok := z > 0
+		if ok {
+			normalize(a0, z)
+		}
+		scale[0] = z
+		for i := 0; ok && i < H-1; i++ {
+			t := k.table(i + 1)
+			a, o, r := int(act[i]), int(obs[i+1]), rew[i]
+			TE := k.TE[t][(a*O+o)*SS : (a*O+o+1)*SS]
+			M := w.mstore[i*SS : (i+1)*SS]
+			for s := 0; s < S; s++ {
+				for s2 := 0; s2 < S; s2++ {
+					ri := ((s*A+a)*S+s2)*O + o
+					d := r - k.mu[t][ri]
+					M[s*S+s2] = TE[s*S+s2] * math.Exp(k.ln[t][ri]-0.5*d*d*k.iv[t][ri])
+				}
+			}
+			cur := alpha[i*S : (i+1)*S]
+			nxt := alpha[(i+1)*S : (i+2)*S]
+			clear(nxt)
+			for s, as := range cur {
+				for s2 := range nxt {
+					nxt[s2] += as * M[s*S+s2]
+				}
+			}
+			z = 0
+			for _, x := range nxt {
+				z += x
+			}
+			if !(z > 0) || math.IsInf(z, 0) {
+				ok = false
+				break
+			}
+			normalize(nxt, z)
+			scale[i+1] = z
+		}
+		tH := k.table(H)
+		aL, rL := int(act[H-1]), rew[H-1]
+		// lastTerm(s, s2, o) = T·E·N(r_H) for the unlogged (s_{H+1}, o_{H+1}).
+		lastTerm := func(s, s2, o int) float64 {
+			ri := ((s*A+aL)*S+s2)*O + o
+			d := rL - k.mu[tH][ri]
+			return k.TE[tH][((aL*O+o)*S+s)*S+s2] * math.Exp(k.ln[tH][ri]-0.5*d*d*k.iv[tH][ri])
+		}
+		beta, bp := w.beta, w.bp
+		if ok {
+			aH := alpha[(H-1)*S : H*S]
+			z = 0
+			for s := 0; s < S; s++ {
+				gs := 0.0
+				for s2 := 0; s2 < S; s2++ {
+					for o := 0; o < O; o++ {
+						gs += lastTerm(s, s2, o)
+					}
+				}
+				beta[s] = gs
+				z += aH[s] * gs
+			}
+			ok = z > 0 && !math.IsInf(z, 0)
+			scale[H] = z
+		}
+		if !ok || math.IsNaN(z) {
+			st.zero++
+			st.ll = math.Inf(-1)
+			continue
+		}
+		ll := 0.0
+		for _, x := range scale[:H+1] {
+			ll += math.Log(x)
+		}
+		st.ll += ll
+		inv := 1 / scale[H]
+		aH := alpha[(H-1)*S : H*S]
+		cnt, sr, srr := st.cnt[tH], st.sr[tH], st.srr[tH]
+		for s := 0; s < S; s++ {
+			beta[s] *= inv
+			for s2 := 0; s2 < S; s2++ {
+				for o := 0; o < O; o++ {
+					x := aH[s] * inv * lastTerm(s, s2, o)
+					ri := ((s*A+aL)*S+s2)*O + o
+					cnt[ri] += x
+					sr[ri] += x * rL
+					srr[ri] += x * rL * rL
+				}
+			}
+		}
+		for i := H - 2; i >= 0; i-- {
+			t := k.table(i + 1)
+			a, o, r := int(act[i]), int(obs[i+1]), rew[i]
+			M := w.mstore[i*SS : (i+1)*SS]
+			cnt, sr, srr := st.cnt[t], st.sr[t], st.srr[t]
+			inv := 1 / scale[i+1]
+			for s2 := range bp {
+				bp[s2] = beta[s2] * inv
+			}
+			cur := alpha[i*S : (i+1)*S]
+			for s, as := range cur {
+				sum := 0.0
+				for s2, b := range bp {
+					mb := M[s*S+s2] * b
+					x := as * mb
+					ri := ((s*A+a)*S+s2)*O + o
+					cnt[ri] += x
+					sr[ri] += x * r
+					srr[ri] += x * r * r
+					sum += mb
+				}
+				beta[s] = sum
+			}
+		}
+		ini := st.init[o1*S : (o1+1)*S]
+		for s := range ini {
+			ini[s] += a0[s] * beta[s]
+		}
+	}
+}
+
+// estep runs the E-step over all episodes of c with the given number of
+// workers. Blocks of blockEpisodes episodes are processed in windows of
+// `workers` blocks; each block accumulates into its own stats and the
+// blocks are added in block order.
+func (k *kernel) estep(ctx context.Context, c *coded, workers int) (*stats, error) {
+	nb := (c.K + blockEpisodes - 1) / blockEpisodes
+	if workers > nb {
+		workers = nb
+	}
+	if workers < 1 {
+		workers = 1
+	}
+	total := newStats(k)
+	gauss := k.kind == RewardGaussian
+	slots := make([]*stats, workers)
+	works := make([]*work, workers)
+	for j := range slots {
+		if j == 0 && nb == 1 {
+			slots[j] = total
+		} else {
+			slots[j] = newStats(k)
+		}
+		works[j] = newWork(k.S, c.H, gauss)
+	}
+	run := func(j, b int) {
+		k0 := b * blockEpisodes
+		k1 := min(k0+blockEpisodes, c.K)
+		if gauss {
+			k.estepGauss(c, k0, k1, slots[j], works[j])
+		} else {
+			k.estepCat(c, k0, k1, slots[j], works[j])
+		}
+	}
+	if nb == 1 {
+		run(0, 0)
+		return total, ctx.Err()
+	}
+	var wg sync.WaitGroup
+	for b0 := 0; b0 < nb; b0 += workers {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		n := min(workers, nb-b0)
+		for j := 0; j < n; j++ {
+			slots[j].reset()
+		}
+		if n == 1 {
+			run(0, b0)
+		} else {
+			wg.Add(n)
+			for j := 0; j < n; j++ {
+				go func(j int) {
+					defer wg.Done()
+					run(j, b0+j)
+				}(j)
+			}
+			wg.Wait()
+		}
+		for j := 0; j < n; j++ {
+			total.add(slots[j])
+		}
+	}
+	return total, nil
+}
+
+// normRow normalises counts+eps in place into a distribution; an all-zero
+// row becomes uniform.
+func normRow(p []float64, eps float64) {
+	z := 0.0
+	for i := range p {
+		p[i] += eps
+		z += p[i]
+	}
+	if z > 0 && !math.IsInf(z, 0) {
+		inv := 1 / z
+		for i := range p {
+			p[i] *= inv
+		}
+		return
+	}
+	u := 1 / float64(len(p))
+	for i := range p {
+		p[i] = u
+	}
+}
+
+// shapeLike returns an empty model with the shape, vocabularies and
+// metadata of m.
+func shapeLike(m *Model) *Model {
+	nm := &Model{States: m.States, NumObs: m.NumObs, NumActions: m.NumActions, Horizon: m.Horizon,
+		Stationary: m.Stationary, ObsVocab: m.ObsVocab, ActVocab: m.ActVocab, Reward: m.Reward,
+		RewardValues: m.RewardValues, ReturnMin: m.ReturnMin, ReturnMax: m.ReturnMax, TestLength: m.TestLength}
+	return nm
+}
+
+// mstep maximises the expected complete-data log-likelihood plus the
+// Dirichlet log-prior (pseudo-count eps per cell).
+func (k *kernel) mstep(st *stats, c *coded, eps float64) *Model {
+	m := k.m
+	S, O, A, V := k.S, k.O, k.A, k.V
+	nm := shapeLike(m)
+	nm.Init = make([]float64, S)
+	nm.Obs1 = make([]float64, S*O)
+	for o := 0; o < O; o++ {
+		for s := 0; s < S; s++ {
+			x := st.init[o*S+s]
+			nm.Init[s] += x
+			nm.Obs1[s*O+o] = x
+		}
+	}
+	normRow(nm.Init, eps)
+	for s := 0; s < S; s++ {
+		normRow(nm.Obs1[s*O:(s+1)*O], eps)
+	}
+	n := S * A * S * O
+	for t := 0; t < k.nt; t++ {
+		tc := make([]float64, A*S*S)
+		ec := make([]float64, A*S*O)
+		if k.kind == RewardCategorical {
+			C := make([]float64, n*V)
+			B, L, M := st.bucket[t], st.last[t], k.M[t]
+			for a := 0; a < A; a++ {
+				for o := 0; o < O; o++ {
+					for v := 0; v < V; v++ {
+						base := ((a*O+o)*V + v) * S * S
+						for s := 0; s < S; s++ {
+							l := L[(a*V+v)*S+s]
+							for s2 := 0; s2 < S; s2++ {
+								x := (B[base+s*S+s2] + l) * M[base+s*S+s2]
+								C[m.RewardIndex(s, a, s2, o)*V+v] = x
+								tc[(a*S+s)*S+s2] += x
+								ec[(a*S+s2)*O+o] += x
+							}
+						}
+					}
+				}
+			}
+			for i := 0; i < n; i++ {
+				normRow(C[i*V:(i+1)*V], eps)
+			}
+			nm.RewardProb = append(nm.RewardProb, C)
+		} else {
+			cnt, sr, srr := st.cnt[t], st.sr[t], st.srr[t]
+			mean, vr := make([]float64, n), make([]float64, n)
+			floor := c.varFloor()
+			gm, gv := c.rewMean, c.rewVar
+			for s := 0; s < S; s++ {
+				for a := 0; a < A; a++ {
+					for s2 := 0; s2 < S; s2++ {
+						for o := 0; o < O; o++ {
+							ri := m.RewardIndex(s, a, s2, o)
+							x := cnt[ri]
+							tc[(a*S+s)*S+s2] += x
+							ec[(a*S+s2)*O+o] += x
+							w := x + eps
+							if w > 0 {
+								mu := (sr[ri] + eps*gm) / w
+								mean[ri] = mu
+								vr[ri] = (srr[ri]+eps*(gv+gm*gm))/w - mu*mu
+							} else {
+								mean[ri], vr[ri] = gm, gv
+							}
+							if !(vr[ri] >= floor) {
+								vr[ri] = floor
+							}
+						}
+					}
+				}
+			}
+			nm.RewardMean = append(nm.RewardMean, mean)
+			nm.RewardVar = append(nm.RewardVar, vr)
+		}
+		for r := 0; r < A*S; r++ {
+			normRow(tc[r*S:(r+1)*S], eps)
+			normRow(ec[r*O:(r+1)*O], eps)
+		}
+		nm.Trans = append(nm.Trans, tc)
+		nm.Emit = append(nm.Emit, ec)
+	}
+	nm.Prepare()
+	return nm
+}

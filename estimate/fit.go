@@ -1,0 +1,264 @@
+package estimate
+
+import (
+	"context"
+	"math"
+	"math/rand/v2"
+	"sort"
+	"sync"
+
+	"github.com/psrlcb/psrlcb/ingest"
+)
+
+// emResult is the outcome of one EM start.
+type emResult struct {
+	model     *Model
+	ll        float64
+	iters     int
+	converged bool
+	trace     []TraceRow
+	err       error
+}
+
+// runEM iterates E and M steps from m0. It returns the parameters of the
+// last E-step (whose log-likelihood is known exactly), or those of the
+// previous one if the last step lowered the log-likelihood (possible only
+// by rounding, or through the smoothing prior).
+func runEM(ctx context.Context, c *coded, m0 *Model, o *Options, workers int, tag TraceRow, report func(TraceRow)) emResult {
+	m := m0
+	var prevM *Model
+	prev := math.Inf(-1)
+	var res emResult
+	for it := 0; ; it++ {
+		k := newKernel(m, c)
+		st, err := k.estep(ctx, c, workers)
+		if err != nil {
+			res.err = err
+			return res
+		}
+		ll := st.ll
+		row := tag
+		row.Iter, row.LogLik = it, ll
+		res.trace = append(res.trace, row)
+		report(row)
+		if it > 0 && ll < prev {
+			res.model, res.ll, res.iters, res.converged = prevM, prev, it-1, true
+			return res
+		}
+		if it > 0 && ll-prev <= o.Tol*math.Abs(ll) {
+			res.model, res.ll, res.iters, res.converged = m, ll, it, true
+			return res
+		}
+		if it >= o.MaxIter || math.IsInf(ll, -1) && it > 0 {
+			res.model, res.ll, res.iters = m, ll, it
+			return res
+		}
+		prevM, prev = m, ll
+		m = k.mstep(st, c, o.Smoothing)
+	}
+}
+
+// proto returns an empty model carrying the dataset's shape.
+func protoModel(d *ingest.Dataset, c *coded, o *Options) *Model {
+	m := &Model{NumObs: c.O, NumActions: c.A, Horizon: c.H, Stationary: o.Dynamics == DynamicsStationary,
+		ObsVocab: d.ObsVocab, ActVocab: d.ActVocab, Reward: c.kind, RewardValues: c.values,
+		TestLength: o.TestLength}
+	for k := 0; k < c.K; k++ {
+		r := d.Return(k)
+		if k == 0 || r < m.ReturnMin {
+			m.ReturnMin = r
+		}
+		if k == 0 || r > m.ReturnMax {
+			m.ReturnMax = r
+		}
+	}
+	m.Trans = make([][]float64, 1)
+	if !m.Stationary {
+		m.Trans = make([][]float64, c.H)
+	}
+	return m
+}
+
+// fitRank runs o.Restarts EM starts with S states on c and returns them
+// in start order. Starts run concurrently, sharing the workers.
+func fitRank(ctx context.Context, c *coded, proto *Model, S int, o *Options, data string, report func(TraceRow)) ([]emResult, error) {
+	R := o.Restarts
+	conc := min(R, o.Workers)
+	per := max(1, o.Workers/conc)
+	out := make([]emResult, R)
+	sem := make(chan struct{}, conc)
+	var wg sync.WaitGroup
+	for j := 0; j < R; j++ {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func(j int) {
+			defer wg.Done()
+			defer func() { <-sem }()
+			// Seeds of the starts derive from the user's seed, the rank
+			// and the start index only.
+			seed := o.Seed*0x9e3779b97f4a7c15 + uint64(S)*1000003 + uint64(j)
+			var m0 *Model
+			switch {
+			case j == 0 || j%2 == 0:
+				m0 = informedStart(c, proto, S, seed)
+			default:
+				m0 = randomStart(c, proto, S, seed)
+			}
+			out[j] = runEM(ctx, c, m0, o, per, TraceRow{Data: data, Rank: S, Restart: j}, report)
+		}(j)
+	}
+	wg.Wait()
+	for _, r := range out {
+		if r.err != nil {
+			return nil, r.err
+		}
+	}
+	return out, nil
+}
+
+func best(rs []emResult) int {
+	b := 0
+	for j, r := range rs {
+		if r.ll > rs[b].ll {
+			b = j
+		}
+	}
+	return b
+}
+
+// Fit estimates θ̂ from d: the maximum-likelihood rank-r latent-state model
+// (rank chosen by held-out likelihood when Options.Rank is 0) fitted by EM,
+// moved into Θ_min (see ThetaMinCheck). The returned model is prepared.
+func Fit(ctx context.Context, d *ingest.Dataset, opts Options) (*Result, error) {
+	o, err := opts.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	if err := checkDataset(d); err != nil {
+		return nil, err
+	}
+	if err := checkSplits(o.Splits, d.NumEpisodes(), d.Horizon); err != nil {
+		return nil, err
+	}
+	kind, values := rewardSupport(d.Reward)
+	all := code(d, kind, values)
+	proto := protoModel(d, all, &o)
+
+	var mu sync.Mutex
+	res := &Result{HeldOutLogLik: math.NaN(), Steps: all.K * all.H}
+	report := func(r TraceRow) {
+		mu.Lock()
+		o.Reporter.Iteration(r)
+		mu.Unlock()
+	}
+
+	S := o.Rank
+	if S == 0 {
+		S, err = chooseRank(ctx, d, kind, values, proto, &o, res, report)
+		if err != nil {
+			return nil, err
+		}
+	}
+	rs, err := fitRank(ctx, all, proto, S, &o, "all", report)
+	if err != nil {
+		return nil, err
+	}
+	b := best(rs)
+	for _, r := range rs {
+		res.Trace = append(res.Trace, r.trace...)
+		res.RestartLogLiks = append(res.RestartLogLiks, r.ll)
+	}
+	res.BestRestart = b
+	res.Iterations, res.Converged = rs[b].iters, rs[b].converged
+	res.Model = rs[b].model
+	res.LogLik = rs[b].ll
+	res.UnconstrainedLogLik = rs[b].ll
+
+	// Behaviour policy for Θ_min.
+	prop := d.Propensity
+	if prop == nil {
+		prop = EstimateBehavior(d)
+		res.BehaviorEstimated = true
+	}
+	res.Propensity = prop
+	tm, m, err := projectThetaMin(ctx, d, all, res.Model, prop, &o)
+	if err != nil {
+		return nil, err
+	}
+	res.ThetaMin = tm
+	if m != res.Model {
+		res.Model = m
+		ll, err := newKernel(m, all).estep(ctx, all, o.Workers)
+		if err != nil {
+			return nil, err
+		}
+		res.LogLik = ll.ll
+		res.ThetaMin.DeltaLogLik = ll.ll - res.UnconstrainedLogLik
+	}
+	o.Splits, o.Reporter = nil, nil
+	res.Options = o
+	return res, nil
+}
+
+// chooseRank fits ranks 1..MaxRank on a seeded (1−HeldOut) share of the
+// episodes and picks the rank of largest held-out log-likelihood.
+func chooseRank(ctx context.Context, d *ingest.Dataset, kind RewardKind, values []float64, proto *Model, o *Options, res *Result, report func(TraceRow)) (int, error) {
+	K := d.NumEpisodes()
+	nHeld := int(math.Round(o.HeldOut * float64(K)))
+	if nHeld < 1 || K-nHeld < 1 {
+		// Too few episodes to hold any out: the smallest rank that can
+		// still represent memory.
+		return min(2, o.MaxRank), nil
+	}
+	rng := rand.New(rand.NewPCG(o.Seed, 0x4e1d))
+	perm := rng.Perm(K)
+	held := append([]int(nil), perm[:nHeld]...)
+	train := append([]int(nil), perm[nHeld:]...)
+	sort.Ints(held)
+	sort.Ints(train)
+	tr := code(d.Subset(train), kind, values)
+	ho := code(d.Subset(held), kind, values)
+	maxR := o.MaxRank
+	bestR, bestLL := 0, math.Inf(-1)
+	for S := 1; S <= maxR; S++ {
+		rs, err := fitRank(ctx, tr, proto, S, o, "train", report)
+		if err != nil {
+			return 0, err
+		}
+		b := best(rs)
+		for _, r := range rs {
+			res.Trace = append(res.Trace, r.trace...)
+		}
+		st, err := newKernel(rs[b].model, ho).estep(ctx, ho, o.Workers)
+		if err != nil {
+			return 0, err
+		}
+		res.RankTable = append(res.RankTable, RankRow{Rank: S, TrainLogLik: rs[b].ll, HeldOutLogLik: st.ll})
+		if st.ll > bestLL {
+			bestR, bestLL = S, st.ll
+		}
+	}
+	if bestR == 0 {
+		bestR = 1
+	}
+	res.RankTable[bestR-1].Chosen = true
+	res.HeldOutLogLik = bestLL
+	return bestR, nil
+}
+
+func checkSplits(splits [][]int, K, H int) error {
+	if splits == nil {
+		return nil
+	}
+	if len(splits) > H {
+		return errorf(ErrData, "%d splits for horizon %d", len(splits), H)
+	}
+	for h, ks := range splits {
+		for _, k := range ks {
+			if k < 0 || k >= K {
+				return errorf(ErrData, "split %d holds episode index %d, want 0..%d", h, k, K-1)
+			}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,315 @@
+package estimate
+
+import (
+	"math"
+	"math/rand/v2"
+)
+
+// Starting points of EM.
+//
+// The informed start clusters the steps of (a sample of) the episodes by a
+// signature of the surrounding data — one-hot codes of o_{h−1}, o_h,
+// o_{h+1}, o_{h+2} and of the rewards r_{h−1}, r_h, with weights falling
+// with distance — using k-means++ and Lloyd iterations, reads each
+// cluster as the latent state s_h, and estimates the parameters from the
+// counts of these hard assignments (smoothed with one pseudo-count per
+// cell). It is the classical "cluster then count" moment start: states
+// that emit different observations or rewards, or lead to different next
+// observations, land in different clusters, so EM starts near the
+// right basin on tiger-like problems where random starts often collapse
+// the hidden state.
+
+// initSampleEpisodes bounds the episodes used by the informed start, so
+// that it costs a small fraction of one EM iteration on large logs.
+const initSampleEpisodes = 4000
+
+// signature weights of o_{h−1}, o_h, o_{h+1}, o_{h+2}, r_{h−1}, r_h.
+var sigWeights = [6]float64{0.5, 1, 0.7, 0.4, 0.5, 1}
+
+func (c *coded) sigDim() int {
+	if c.kind == RewardCategorical {
+		return 4*c.O + 2*len(c.values)
+	}
+	return 4*c.O + 2
+}
+
+// signature writes the signature of step i of episode k into x.
+func (c *coded) signature(k, i int, x []float64) {
+	clear(x)
+	H, O := c.H, c.O
+	for j, off := range [4]int{-1, 0, 1, 2} {
+		if i+off >= 0 && i+off < H {
+			x[j*O+int(c.obs[k*H+i+off])] = sigWeights[j]
+		}
+	}
+	sd := math.Sqrt(c.rewVar)
+	for j, off := range [2]int{-1, 0} {
+		if i+off < 0 {
+			continue
+		}
+		w := sigWeights[4+j]
+		if c.kind == RewardCategorical {
+			x[4*O+j*len(c.values)+int(c.rv[k*H+i+off])] = w
+		} else if sd > 0 {
+			x[4*O+j] = w * (c.rew[k*H+i+off] - c.rewMean) / sd
+		}
+	}
+}
+
+func sqDist(a, b []float64) float64 {
+	d := 0.0
+	for i := range a {
+		e := a[i] - b[i]
+		d += e * e
+	}
+	return d
+}
+
+// informedStart builds the clustering start with S states.
+func informedStart(c *coded, proto *Model, S int, seed uint64) *Model {
+	rng := rand.New(rand.NewPCG(seed, 0x1a17))
+	eps := make([]int, 0, initSampleEpisodes)
+	if c.K <= initSampleEpisodes {
+		for k := 0; k < c.K; k++ {
+			eps = append(eps, k)
+		}
+	} else {
+		perm := rng.Perm(c.K)[:initSampleEpisodes]
+		eps = append(eps, perm...)
+	}
+	H, D := c.H, c.sigDim()
+	n := len(eps) * H
+	X := make([]float64, n*D)
+	for e, k := range eps {
+		for i := 0; i < H; i++ {
+			c.signature(k, i, X[(e*H+i)*D:(e*H+i+1)*D])
+		}
+	}
+	row := func(p int) []float64 { return X[p*D : (p+1)*D] }
+	// k-means++ seeding.
+	cent := make([]float64, S*D)
+	copy(cent[:D], row(rng.IntN(n)))
+	dist := make([]float64, n)
+	for p := range dist {
+		dist[p] = sqDist(row(p), cent[:D])
+	}
+	for j := 1; j < S; j++ {
+		tot := 0.0
+		for _, d := range dist {
+			tot += d
+		}
+		p := rng.IntN(n)
+		if tot > 0 {
+			u := rng.Float64() * tot
+			for q, d := range dist {
+				u -= d
+				if u < 0 {
+					p = q
+					break
+				}
+			}
+		}
+		copy(cent[j*D:(j+1)*D], row(p))
+		for q := range dist {
+			dist[q] = min(dist[q], sqDist(row(q), cent[j*D:(j+1)*D]))
+		}
+	}
+	assign := make([]int, n)
+	cnt := make([]float64, S)
+	for iter := 0; iter < 30; iter++ {
+		changed := false
+		for p := 0; p < n; p++ {
+			best, bd := 0, math.Inf(1)
+			for j := 0; j < S; j++ {
+				if d := sqDist(row(p), cent[j*D:(j+1)*D]); d < bd {
+					best, bd = j, d
+				}
+			}
+			if assign[p] != best || iter == 0 {
+				changed = true
+			}
+			assign[p] = best
+		}
+		if !changed {
+			break
+		}
+		clear(cent)
+		clear(cnt)
+		for p := 0; p < n; p++ {
+			j := assign[p]
+			cnt[j]++
+			cj := cent[j*D : (j+1)*D]
+			for i, x := range row(p) {
+				cj[i] += x
+			}
+		}
+		for j := 0; j < S; j++ {
+			if cnt[j] == 0 {
+				// An empty cluster takes a random point.
+				copy(cent[j*D:(j+1)*D], row(rng.IntN(n)))
+				continue
+			}
+			for i := range cent[j*D : (j+1)*D] {
+				cent[j*D+i] /= cnt[j]
+			}
+		}
+	}
+	return fromAssignments(c, proto, S, eps, assign)
+}
+
+// fromAssignments estimates a model from hard state paths: assign[e*H+i]
+// is s_{i+1} of episode eps[e]. The unlogged s_{H+1} is taken equal to
+// s_H, and the last step contributes only its transition.
+func fromAssignments(c *coded, proto *Model, S int, eps []int, assign []int) *Model {
+	const pseudo = 1 // one pseudo-count per cell keeps the start soft
+	O, A, H := c.O, c.A, c.H
+	m := shapeLike(proto)
+	m.States = S
+	nt := len(proto.Trans)
+	tab := func(h int) int {
+		if nt == 1 {
+			return 0
+		}
+		return h - 1
+	}
+	m.Init = make([]float64, S)
+	m.Obs1 = make([]float64, S*O)
+	V := len(c.values)
+	n := S * A * S * O
+	for t := 0; t < nt; t++ {
+		m.Trans = append(m.Trans, make([]float64, A*S*S))
+		m.Emit = append(m.Emit, make([]float64, A*S*O))
+		if c.kind == RewardCategorical {
+			m.RewardProb = append(m.RewardProb, make([]float64, n*V))
+		} else {
+			m.RewardMean = append(m.RewardMean, make([]float64, n))
+			m.RewardVar = append(m.RewardVar, make([]float64, n))
+		}
+	}
+	var gc, gs, gss [][]float64
+	if c.kind == RewardGaussian {
+		for t := 0; t < nt; t++ {
+			gc = append(gc, make([]float64, n))
+			gs = append(gs, make([]float64, n))
+			gss = append(gss, make([]float64, n))
+		}
+	}
+	for e, k := range eps {
+		st := assign[e*H : (e+1)*H]
+		m.Init[st[0]]++
+		m.Obs1[st[0]*O+int(c.obs[k*H])]++
+		for i := 0; i < H; i++ {
+			t := tab(i + 1)
+			a := int(c.act[k*H+i])
+			s := st[i]
+			s2 := s
+			if i+1 < H {
+				s2 = st[i+1]
+			}
+			m.Trans[t][(a*S+s)*S+s2]++
+			if i+1 == H {
+				continue
+			}
+			o := int(c.obs[k*H+i+1])
+			m.Emit[t][(a*S+s2)*O+o]++
+			ri := ((s*A+a)*S+s2)*O + o
+			if c.kind == RewardCategorical {
+				m.RewardProb[t][ri*V+int(c.rv[k*H+i])]++
+			} else {
+				r := c.rew[k*H+i]
+				gc[t][ri]++
+				gs[t][ri] += r
+				gss[t][ri] += r * r
+			}
+		}
+	}
+	normRow(m.Init, pseudo)
+	for s := 0; s < S; s++ {
+		normRow(m.Obs1[s*O:(s+1)*O], pseudo)
+	}
+	for t := 0; t < nt; t++ {
+		for r := 0; r < A*S; r++ {
+			normRow(m.Trans[t][r*S:(r+1)*S], pseudo)
+			normRow(m.Emit[t][r*O:(r+1)*O], pseudo)
+		}
+		for i := 0; i < n; i++ {
+			if c.kind == RewardCategorical {
+				normRow(m.RewardProb[t][i*V:(i+1)*V], pseudo)
+				continue
+			}
+			w := gc[t][i] + pseudo
+			mu := (gs[t][i] + pseudo*c.rewMean) / w
+			v := (gss[t][i]+pseudo*(c.rewVar+c.rewMean*c.rewMean))/w - mu*mu
+			m.RewardMean[t][i] = mu
+			m.RewardVar[t][i] = max(v, c.varFloor())
+		}
+	}
+	m.Prepare()
+	return m
+}
+
+// randomStart draws transitions and the initial distribution from the
+// flat Dirichlet distribution and emissions (observations and rewards) as
+// an even mix of the data's marginal frequencies and a flat Dirichlet
+// draw, so that every start explains the marginals roughly.
+func randomStart(c *coded, proto *Model, S int, seed uint64) *Model {
+	rng := rand.New(rand.NewPCG(seed, 0x4a4d))
+	O, A := c.O, c.A
+	m := shapeLike(proto)
+	m.States = S
+	nt := len(proto.Trans)
+	fo := make([]float64, O)
+	for _, o := range c.obs {
+		fo[o]++
+	}
+	normRow(fo, 1)
+	V := len(c.values)
+	fv := make([]float64, V)
+	for _, v := range c.rv {
+		fv[v]++
+	}
+	if V > 0 {
+		normRow(fv, 1)
+	}
+	mix := func(p, marg []float64) {
+		dirichlet1(rng, p)
+		for i := range p {
+			p[i] = 0.5*p[i] + 0.5*marg[i]
+		}
+	}
+	m.Init = make([]float64, S)
+	dirichlet1(rng, m.Init)
+	m.Obs1 = make([]float64, S*O)
+	for s := 0; s < S; s++ {
+		mix(m.Obs1[s*O:(s+1)*O], fo)
+	}
+	n := S * A * S * O
+	sd := math.Sqrt(c.rewVar)
+	for t := 0; t < nt; t++ {
+		T := make([]float64, A*S*S)
+		E := make([]float64, A*S*O)
+		for r := 0; r < A*S; r++ {
+			dirichlet1(rng, T[r*S:(r+1)*S])
+			mix(E[r*O:(r+1)*O], fo)
+		}
+		m.Trans = append(m.Trans, T)
+		m.Emit = append(m.Emit, E)
+		if c.kind == RewardCategorical {
+			R := make([]float64, n*V)
+			for i := 0; i < n; i++ {
+				mix(R[i*V:(i+1)*V], fv)
+			}
+			m.RewardProb = append(m.RewardProb, R)
+		} else {
+			mu, vr := make([]float64, n), make([]float64, n)
+			for i := range mu {
+				mu[i] = c.rewMean + 0.5*sd*rng.NormFloat64()
+				vr[i] = max(c.rewVar, c.varFloor())
+			}
+			m.RewardMean = append(m.RewardMean, mu)
+			m.RewardVar = append(m.RewardVar, vr)
+		}
+	}
+	m.Prepare()
+	return m
+}

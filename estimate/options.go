@@ -1,0 +1,295 @@
+package estimate
+
+import (
+	"errors"
+	"math"
+	"runtime"
+)
+
+// Sentinel errors of the estimate stage.
+var (
+	// ErrData is returned when the dataset cannot be fitted (no episodes,
+	// mismatched lengths, non-finite rewards, bad splits).
+	ErrData = errors.New("estimate: invalid data")
+	// ErrOptions is returned for option values out of range.
+	ErrOptions = errors.New("estimate: invalid options")
+)
+
+// Defaults of Options (the zero value of each field means the default).
+const (
+	// DefaultRestarts: one informed start from clustering plus random
+	// starts; EM has poor local optima on tiger-like problems and a few
+	// starts are cheap next to the data pass.
+	DefaultRestarts = 4
+	// DefaultMaxIter bounds EM iterations per start.
+	DefaultMaxIter = 300
+	// DefaultTol: EM stops when the relative improvement of the
+	// log-likelihood falls below this; at 1e-6 further iterations change
+	// the fitted probabilities by far less than their sampling error.
+	DefaultTol = 1e-6
+	// DefaultSmoothing is the additive (Dirichlet) pseudo-count added to
+	// every cell of every distribution in the M-step. It keeps rows of
+	// (state, action) pairs the data never reach valid (uniform)
+	// distributions and keeps every probability positive, at a cost of
+	// about Smoothing·cells in counts — negligible next to K·H.
+	DefaultSmoothing = 1e-3
+	// DefaultMaxRank is the largest rank tried when Rank is 0 (auto).
+	DefaultMaxRank = 8
+	// DefaultHeldOut is the fraction of episodes held out to choose the
+	// rank.
+	DefaultHeldOut = 0.2
+	// DefaultDelta is δ in p_min = δ/(K·H·(|O||A|)^H) (Theorem for offline
+	// PSR-LCB, psr-ucb-lcb.tex).
+	DefaultDelta = 0.05
+	// MaxCategoricalRewards: rewards with at most this many distinct
+	// values are modelled as categorical, otherwise as Gaussian. Logged
+	// rewards of decision problems usually take a handful of values
+	// (tiger: −100, −1, 10); sixteen leaves room for sums of a few terms.
+	MaxCategoricalRewards = 16
+	// MixTolerance is the precision of the bisection on the Θ_min mixing
+	// weight.
+	MixTolerance = 1e-6
+)
+
+// Dynamics values.
+const (
+	DynamicsStationary = "stationary" // one table shared by every step
+	DynamicsPerStep    = "per-step"   // a table per step h
+)
+
+// Reporter receives progress. Calls may come from several goroutines but
+// never at the same time (Fit serialises them).
+type Reporter interface {
+	// Iteration is called after each E-step with the log-likelihood of
+	// the parameters of that iteration.
+	Iteration(row TraceRow)
+}
+
+type nopReporter struct{}
+
+func (nopReporter) Iteration(TraceRow) {}
+
+// Options configure Fit. The zero value means the documented defaults.
+type Options struct {
+	// Rank is the number of latent states r; 0 chooses it by held-out
+	// log-likelihood among 1..MaxRank.
+	Rank int
+	// MaxRank bounds the ranks tried when Rank is 0 (default
+	// DefaultMaxRank, capped by the number of training episodes).
+	MaxRank int
+	// HeldOut is the fraction of episodes held out when choosing the rank
+	// (default DefaultHeldOut); the chosen rank is then refitted on all
+	// episodes.
+	HeldOut float64
+
+	// Dynamics is DynamicsStationary (default) or DynamicsPerStep.
+	Dynamics string
+
+	// Restarts is the number of EM starts (default DefaultRestarts): start
+	// 0 is the informed start (clustering of windowed observation and
+	// reward signatures), the others alternate perturbed informed starts
+	// and random starts. The best training log-likelihood wins.
+	Restarts int
+	// MaxIter bounds EM iterations per start (default DefaultMaxIter).
+	MaxIter int
+	// Tol is the relative log-likelihood improvement below which EM stops
+	// (default DefaultTol).
+	Tol float64
+	// Smoothing is the additive pseudo-count of the M-step (default
+	// DefaultSmoothing); a negative value means none (exact maximum
+	// likelihood; rows with no data become uniform).
+	Smoothing float64
+
+	// TestLength is m, the length of the core tests of the prediction
+	// features (default 1); it is stored in Model.TestLength.
+	TestLength int
+
+	// Splits are the subsets D_0..D_{H−1} of episode indexes (package
+	// split). Θ_min is checked on the length-h prefixes of the episodes in
+	// Splits[h]. When nil, every prefix τ_1..τ_H of every episode is
+	// checked, a stronger requirement.
+	Splits [][]int
+	// Delta is δ of the default p_min (default DefaultDelta).
+	Delta float64
+	// LogPMin overrides ln p_min when non-zero and not NaN; it must be
+	// negative. Otherwise ln p_min = ln δ − ln K − ln H − H·ln(|O||A|).
+	LogPMin float64
+	// SkipThetaMin leaves the fit unconstrained (the check is still
+	// reported).
+	SkipThetaMin bool
+
+	// Seed drives every random choice (held-out draw, clustering, random
+	// starts).
+	Seed uint64
+	// Workers is the number of goroutines (default GOMAXPROCS). Results
+	// do not depend on it.
+	Workers int
+	// Reporter receives progress (default: none).
+	Reporter Reporter
+}
+
+func (o Options) withDefaults() (Options, error) {
+	if o.Rank < 0 {
+		return o, errorf(ErrOptions, "rank %d is negative", o.Rank)
+	}
+	if o.MaxRank == 0 {
+		o.MaxRank = DefaultMaxRank
+	}
+	if o.MaxRank < 0 {
+		return o, errorf(ErrOptions, "max rank %d is negative", o.MaxRank)
+	}
+	if o.HeldOut == 0 {
+		o.HeldOut = DefaultHeldOut
+	}
+	if !(o.HeldOut > 0 && o.HeldOut < 1) {
+		return o, errorf(ErrOptions, "held-out fraction %v is not in (0,1)", o.HeldOut)
+	}
+	switch o.Dynamics {
+	case "":
+		o.Dynamics = DynamicsStationary
+	case DynamicsStationary, DynamicsPerStep:
+	default:
+		return o, errorf(ErrOptions, "dynamics %q is not %q or %q", o.Dynamics, DynamicsStationary, DynamicsPerStep)
+	}
+	if o.Restarts == 0 {
+		o.Restarts = DefaultRestarts
+	}
+	if o.Restarts < 0 {
+		return o, errorf(ErrOptions, "restarts %d is negative", o.Restarts)
+	}
+	if o.MaxIter == 0 {
+		o.MaxIter = DefaultMaxIter
+	}
+	if o.MaxIter < 0 {
+		return o, errorf(ErrOptions, "max iterations %d is negative", o.MaxIter)
+	}
+	if o.Tol == 0 {
+		o.Tol = DefaultTol
+	}
+	if !(o.Tol > 0) {
+		return o, errorf(ErrOptions, "tolerance %v is not positive", o.Tol)
+	}
+	if o.Smoothing == 0 {
+		o.Smoothing = DefaultSmoothing
+	}
+	if o.Smoothing < 0 {
+		o.Smoothing = 0
+	}
+	if math.IsNaN(o.Smoothing) || math.IsInf(o.Smoothing, 0) {
+		return o, errorf(ErrOptions, "smoothing %v is not finite", o.Smoothing)
+	}
+	if o.TestLength == 0 {
+		o.TestLength = 1
+	}
+	if o.TestLength < 0 {
+		return o, errorf(ErrOptions, "test length %d is negative", o.TestLength)
+	}
+	if o.Delta == 0 {
+		o.Delta = DefaultDelta
+	}
+	if !(o.Delta > 0 && o.Delta < 1) {
+		return o, errorf(ErrOptions, "delta %v is not in (0,1)", o.Delta)
+	}
+	if math.IsNaN(o.LogPMin) {
+		o.LogPMin = 0
+	}
+	if o.LogPMin > 0 || math.IsInf(o.LogPMin, 0) {
+		return o, errorf(ErrOptions, "ln p_min %v must be finite and negative", o.LogPMin)
+	}
+	if o.Workers <= 0 {
+		o.Workers = runtime.GOMAXPROCS(0)
+	}
+	if o.Reporter == nil {
+		o.Reporter = nopReporter{}
+	}
+	return o, nil
+}
+
+// TraceRow is one EM iteration: the log-likelihood of the parameters at
+// iteration Iter of start Restart when fitting rank Rank on Data
+// ("train" for the rank selection fit, "all" for the final fit).
+type TraceRow struct {
+	Data    string  `json:"data"`
+	Rank    int     `json:"rank"`
+	Restart int     `json:"restart"`
+	Iter    int     `json:"iter"`
+	LogLik  float64 `json:"loglik"`
+}
+
+// RankRow is one candidate of the automatic rank choice.
+type RankRow struct {
+	Rank        int     `json:"rank"`
+	TrainLogLik float64 `json:"train_loglik"`
+	// HeldOutLogLik is the log-likelihood of the held-out episodes.
+	HeldOutLogLik float64 `json:"heldout_loglik"`
+	Chosen        bool    `json:"chosen"`
+}
+
+// ThetaMin reports the Θ_min check and the projection into it.
+type ThetaMin struct {
+	// LogPMin is ln p_min.
+	LogPMin float64 `json:"log_pmin"`
+	// Prefixes is the number of prefixes checked.
+	Prefixes int `json:"prefixes"`
+	// SlackBefore and Slack are min over prefixes of
+	// ln P_θ(o_{1:h}|a_{1:h}) + ln π^b(a_{1:h}|o_{1:h}) − ln p_min,
+	// before and after the projection (≥ 0 means inside Θ_min).
+	SlackBefore float64 `json:"slack_before"`
+	Slack       float64 `json:"slack"`
+	// Binding is the number of prefixes that violated the constraint
+	// under the unconstrained fit.
+	Binding int `json:"binding"`
+	// Unsatisfiable is the number of prefixes the floor model cannot lift
+	// above p_min either (their behaviour probability alone is too
+	// small); they are left out of the projection.
+	Unsatisfiable int `json:"unsatisfiable"`
+	// MixWeight is w of θ = (1−w)·θ̂ + w·θ_floor (0 when nothing binds).
+	MixWeight float64 `json:"mix_weight"`
+	// DeltaLogLik is the change of the training log-likelihood caused by
+	// the projection (≤ 0).
+	DeltaLogLik float64 `json:"delta_loglik"`
+}
+
+// Result is the output of Fit.
+type Result struct {
+	// Model is θ̂, prepared (Prepare has run) and inside Θ_min unless
+	// SkipThetaMin.
+	Model *Model
+	// LogLik is the training log-likelihood of Model over all episodes,
+	// ln Π_k P(o_{1:H}, r_{1:H} | a_{1:H}) (rewards as probabilities when
+	// categorical, densities when Gaussian).
+	LogLik float64
+	// UnconstrainedLogLik is the log-likelihood of the EM fit before the
+	// Θ_min projection.
+	UnconstrainedLogLik float64
+	// Steps is K·H, to turn LogLik into a per-step figure.
+	Steps int
+
+	// HeldOutLogLik is the held-out log-likelihood of the chosen rank
+	// when the rank was chosen automatically (NaN otherwise).
+	HeldOutLogLik float64
+	RankTable     []RankRow
+
+	// Trace holds every EM iteration of every start, in (data, rank,
+	// restart, iter) order.
+	Trace []TraceRow
+	// RestartLogLiks are the final log-likelihoods of the starts of the
+	// final fit, in start order; BestRestart is the one kept.
+	RestartLogLiks []float64
+	BestRestart    int
+	// Iterations is the number of EM iterations of the kept start;
+	// Converged says whether it met Tol before MaxIter.
+	Iterations int
+	Converged  bool
+
+	ThetaMin ThetaMin
+	// BehaviorEstimated says the logs carried no propensities and π^b was
+	// estimated (EstimateBehavior); Propensity are the per-step
+	// propensities used (K·H, as Dataset.Propensity).
+	BehaviorEstimated bool
+	Propensity        []float64
+
+	// Options are the options used, with defaults filled in (Splits and
+	// Reporter cleared).
+	Options Options
+}

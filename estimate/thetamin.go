@@ -1,0 +1,296 @@
+package estimate
+
+import (
+	"context"
+	"math"
+	"sync"
+
+	"github.com/psrlcb/psrlcb/ingest"
+)
+
+// LogPMin is the default ln p_min = ln δ − ln K − ln H − H·ln(|O||A|)
+// (p_min = δ/(K·H·(|O||A|)^H), Theorem for offline PSR-LCB), computed in
+// log space because (|O||A|)^H overflows for moderate H.
+func LogPMin(delta float64, K, H, O, A int) float64 {
+	return math.Log(delta) - math.Log(float64(K)) - math.Log(float64(H)) - float64(H)*math.Log(float64(O)*float64(A))
+}
+
+// prefix is τ_h of episode k (h ≥ 1) with its ln π^b(a_{1:h}|o_{1:h}).
+type prefix struct {
+	k, h    int
+	logProp float64
+}
+
+// thetaMinPrefixes lists the constrained prefixes: the length-h prefixes
+// of the episodes of splits[h] (h ≥ 1; τ_0 is empty and has probability
+// 1), or every prefix τ_1..τ_H of every episode when splits is nil.
+func thetaMinPrefixes(K, H int, splits [][]int, prop []float64) []prefix {
+	lp := func(k, h int) float64 {
+		s := 0.0
+		for _, p := range prop[k*H : k*H+h] {
+			s += math.Log(p)
+		}
+		return s
+	}
+	var out []prefix
+	if splits == nil {
+		for k := 0; k < K; k++ {
+			s := 0.0
+			for h := 1; h <= H; h++ {
+				s += math.Log(prop[k*H+h-1])
+				out = append(out, prefix{k, h, s})
+			}
+		}
+		return out
+	}
+	for h, ks := range splits {
+		if h == 0 {
+			continue
+		}
+		for _, k := range ks {
+			out = append(out, prefix{k, h, lp(k, h)})
+		}
+	}
+	return out
+}
+
+// prefixMargins writes ln P_θ(o_{1:h}|a_{1:h}) + ln π^b − ln p_min of every
+// prefix into out, in parallel over fixed chunks.
+func prefixMargins(ctx context.Context, m *Model, d *ingest.Dataset, ps []prefix, logPMin float64, workers int, out []float64) error {
+	H := d.Horizon
+	const chunk = 4096
+	nc := (len(ps) + chunk - 1) / chunk
+	var wg sync.WaitGroup
+	next := make(chan int, nc)
+	for i := 0; i < nc; i++ {
+		next <- i
+	}
+	close(next)
+	for w := 0; w < min(workers, nc); w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for ci := range next {
+				if ctx.Err() != nil {
+					return
+				}
+				for i := ci * chunk; i < min((ci+1)*chunk, len(ps)); i++ {
+					p := ps[i]
+					ll := m.ObsLogLik(d.Obs[p.k*H:p.k*H+p.h], d.Act[p.k*H:p.k*H+p.h])
+					out[i] = ll + p.logProp - logPMin
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return ctx.Err()
+}
+
+// FloorModel is the model Θ_min projections mix toward: uniform initial
+// state and transitions (so the state carries no information) and
+// emissions equal to the data's marginal frequencies (observations with
+// add-½ smoothing; categorical rewards likewise; Gaussian rewards with the
+// overall mean and variance). Its probability of a history is the product
+// of the marginal frequencies of its observations, positive for every
+// history made of logged symbols. It has the shape of like.
+func FloorModel(d *ingest.Dataset, like *Model) *Model {
+	kind, values := like.Reward, like.RewardValues
+	m := shapeLike(like)
+	S, O, A := like.States, like.NumObs, like.NumActions
+	fo := make([]float64, O)
+	for _, o := range d.Obs {
+		fo[o]++
+	}
+	normRow(fo, 0.5)
+	m.Init = make([]float64, S)
+	m.Obs1 = make([]float64, S*O)
+	for s := 0; s < S; s++ {
+		m.Init[s] = 1 / float64(S)
+		copy(m.Obs1[s*O:(s+1)*O], fo)
+	}
+	var fv []float64
+	var gm, gv float64
+	if kind == RewardCategorical {
+		c := code(d, kind, values)
+		fv = make([]float64, len(values))
+		for _, v := range c.rv {
+			fv[v]++
+		}
+		normRow(fv, 0.5)
+	} else {
+		c := code(d, kind, nil)
+		gm, gv = c.rewMean, max(c.rewVar, c.varFloor())
+	}
+	n := S * A * S * O
+	for range like.Trans {
+		T := make([]float64, A*S*S)
+		E := make([]float64, A*S*O)
+		for r := 0; r < A*S; r++ {
+			for s2 := 0; s2 < S; s2++ {
+				T[r*S+s2] = 1 / float64(S)
+			}
+			copy(E[r*O:(r+1)*O], fo)
+		}
+		m.Trans = append(m.Trans, T)
+		m.Emit = append(m.Emit, E)
+		if kind == RewardCategorical {
+			V := len(values)
+			R := make([]float64, n*V)
+			for i := 0; i < n; i++ {
+				copy(R[i*V:(i+1)*V], fv)
+			}
+			m.RewardProb = append(m.RewardProb, R)
+		} else {
+			mu, vr := make([]float64, n), make([]float64, n)
+			for i := range mu {
+				mu[i], vr[i] = gm, gv
+			}
+			m.RewardMean = append(m.RewardMean, mu)
+			m.RewardVar = append(m.RewardVar, vr)
+		}
+	}
+	m.Prepare()
+	return m
+}
+
+// Mix returns (1−w)·m + w·f, table by table (m and f of the same shape).
+// Every table stays a valid distribution; Gaussian means and variances
+// are mixed likewise.
+func Mix(m, f *Model, w float64) *Model {
+	lin := func(a, b []float64) []float64 {
+		out := make([]float64, len(a))
+		for i := range a {
+			out[i] = (1-w)*a[i] + w*b[i]
+		}
+		return out
+	}
+	linAll := func(a, b [][]float64) [][]float64 {
+		var out [][]float64
+		for t := range a {
+			out = append(out, lin(a[t], b[t]))
+		}
+		return out
+	}
+	nm := shapeLike(m)
+	nm.Init = lin(m.Init, f.Init)
+	nm.Obs1 = lin(m.Obs1, f.Obs1)
+	nm.Trans = linAll(m.Trans, f.Trans)
+	nm.Emit = linAll(m.Emit, f.Emit)
+	nm.RewardProb = linAll(m.RewardProb, f.RewardProb)
+	nm.RewardMean = linAll(m.RewardMean, f.RewardMean)
+	nm.RewardVar = linAll(m.RewardVar, f.RewardVar)
+	nm.Prepare()
+	return nm
+}
+
+// ThetaMinCheck evaluates the Θ_min constraint for m: the smallest margin
+// ln P_θ(o_{1:h}|a_{1:h}) + ln π^b(a_{1:h}|o_{1:h}) − ln p_min over the
+// constrained prefixes (see Options.Splits) and the number of prefixes
+// with a negative margin. prop holds the per-step propensities (K·H).
+func ThetaMinCheck(ctx context.Context, m *Model, d *ingest.Dataset, splits [][]int, prop []float64, logPMin float64, workers int) (slack float64, violated int, err error) {
+	ps := thetaMinPrefixes(d.NumEpisodes(), d.Horizon, splits, prop)
+	mg := make([]float64, len(ps))
+	if err := prefixMargins(ctx, m, d, ps, logPMin, max(1, workers), mg); err != nil {
+		return 0, 0, err
+	}
+	slack = math.Inf(1)
+	for _, x := range mg {
+		slack = math.Min(slack, x)
+		if x < 0 {
+			violated++
+		}
+	}
+	return slack, violated, nil
+}
+
+// projectThetaMin checks Θ_min for m and, where it binds, returns
+// (1−w)·m + w·FloorModel with the least w ∈ (0,1] (by bisection to
+// MixTolerance) under which every prefix that the floor model itself
+// satisfies is satisfied.
+func projectThetaMin(ctx context.Context, d *ingest.Dataset, c *coded, m *Model, prop []float64, o *Options) (ThetaMin, *Model, error) {
+	K, H := c.K, c.H
+	lpm := o.LogPMin
+	if lpm == 0 {
+		lpm = LogPMin(o.Delta, K, H, c.O, c.A)
+	}
+	tm := ThetaMin{LogPMin: lpm}
+	ps := thetaMinPrefixes(K, H, o.Splits, prop)
+	tm.Prefixes = len(ps)
+	if len(ps) == 0 {
+		tm.SlackBefore, tm.Slack = math.Inf(1), math.Inf(1)
+		return tm, m, nil
+	}
+	mg := make([]float64, len(ps))
+	eval := func(mm *Model) (float64, error) {
+		if err := prefixMargins(ctx, mm, d, ps, lpm, o.Workers, mg); err != nil {
+			return 0, err
+		}
+		s := math.Inf(1)
+		for _, x := range mg {
+			s = math.Min(s, x)
+		}
+		return s, nil
+	}
+	s0, err := eval(m)
+	if err != nil {
+		return tm, nil, err
+	}
+	tm.SlackBefore, tm.Slack = s0, s0
+	for _, x := range mg {
+		if x < 0 {
+			tm.Binding++
+		}
+	}
+	if tm.Binding == 0 || o.SkipThetaMin {
+		return tm, m, nil
+	}
+	floor := FloorModel(d, m)
+	if _, err := eval(floor); err != nil {
+		return tm, nil, err
+	}
+	var active []prefix
+	for i, x := range mg {
+		if x >= 0 {
+			active = append(active, ps[i])
+		} else {
+			tm.Unsatisfiable++
+		}
+	}
+	amg := make([]float64, len(active))
+	feasible := func(w float64) (bool, error) {
+		if err := prefixMargins(ctx, Mix(m, floor, w), d, active, lpm, o.Workers, amg); err != nil {
+			return false, err
+		}
+		for _, x := range amg {
+			if x < 0 {
+				return false, nil
+			}
+		}
+		return true, nil
+	}
+	if ok, err := feasible(0); err != nil {
+		return tm, nil, err
+	} else if ok {
+		// Only prefixes the floor cannot lift bind: leave the fit alone.
+		return tm, m, nil
+	}
+	lo, hi := 0.0, 1.0
+	for hi-lo > MixTolerance {
+		mid := 0.5 * (lo + hi)
+		ok, err := feasible(mid)
+		if err != nil {
+			return tm, nil, err
+		}
+		if ok {
+			hi = mid
+		} else {
+			lo = mid
+		}
+	}
+	mm := Mix(m, floor, hi)
+	tm.MixWeight = hi
+	if tm.Slack, err = eval(mm); err != nil {
+		return tm, nil, err
+	}
+	return tm, mm, nil
+}
