@@ -15,9 +15,9 @@ const blockEpisodes = 1024
 // kernel holds the per-iteration products of the parameters that the
 // E-step reads.
 type kernel struct {
-	m                *Model
+	m                 *Model
 	S, O, A, V, H, nt int
-	kind             RewardKind
+	kind              RewardKind
 
 	// Categorical rewards: the step matrix
 	// M[t][(((a*O+o)*V+v)*S+s)*S+s2] = T(s2|s,a)·E(o|s2,a)·R(v|s,a,s2,o)
