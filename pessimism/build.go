@@ -1,0 +1,219 @@
+package pessimism
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"runtime"
+	"sync"
+
+	"gonum.org/v1/gonum/blas/blas64"
+	"gonum.org/v1/gonum/mat"
+
+	"github.com/psrlcb/psrlcb/estimate"
+	"github.com/psrlcb/psrlcb/ingest"
+)
+
+// Build computes U_0..U_{H−1} from the length-h prefixes of the episodes
+// of splits[h] under the model m and factorises them (psr-ucb-lcb.tex,
+// eq. (LCB bonus)). The returned Bonus has Alpha = DefaultAlpha.
+func Build(ctx context.Context, m *estimate.Model, d *ingest.Dataset, splits [][]int, opts Options) (*Bonus, error) {
+	lambda := opts.Lambda
+	if lambda == 0 {
+		lambda = DefaultLambda
+	}
+	if !(lambda > 0) || math.IsInf(lambda, 0) {
+		return nil, fmt.Errorf("%w: lambda %v must be a positive number", ErrOptions, opts.Lambda)
+	}
+	workers := opts.Workers
+	if workers <= 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	if err := checkInputs(m, d, splits); err != nil {
+		return nil, err
+	}
+	H := m.Horizon
+	b := &Bonus{Alpha: DefaultAlpha, Lambda: lambda, Horizon: H, m: m,
+		Dims: make([]int, H), Counts: make([]int, H),
+		inv: make([][]float64, H), upper: make([]blas64.Triangular, H), u: make([]*mat.SymDense, H)}
+	for h := 0; h < H; h++ {
+		b.Dims[h] = m.FeatureDim(h)
+		b.Counts[h] = len(splits[h])
+	}
+
+	// Tasks: (h, block of splits[h]); each writes the upper triangle of
+	// its partial sum into its own slot; slots are added in order.
+	type task struct{ h, lo, hi int }
+	var tasks []task
+	for h := 0; h < H; h++ {
+		for lo := 0; lo < len(splits[h]); lo += blockSize {
+			tasks = append(tasks, task{h, lo, min(lo+blockSize, len(splits[h]))})
+		}
+	}
+	partial := make([][]float64, len(tasks))
+	errs := make([]error, len(tasks))
+	var next int
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for w := 0; w < min(workers, max(len(tasks), 1)); w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			wk := newWalker(b)
+			for {
+				if ctx.Err() != nil {
+					return
+				}
+				mu.Lock()
+				i := next
+				next++
+				mu.Unlock()
+				if i >= len(tasks) {
+					return
+				}
+				t := tasks[i]
+				partial[i], errs[i] = accumulate(wk, d, t.h, splits[t.h][t.lo:t.hi])
+			}
+		}()
+	}
+	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	for _, err := range errs {
+		if err != nil {
+			return nil, err
+		}
+	}
+	sums := make([][]float64, H)
+	for h := 0; h < H; h++ {
+		sums[h] = make([]float64, b.Dims[h]*b.Dims[h])
+	}
+	for i, t := range tasks {
+		for j, v := range partial[i] {
+			sums[t.h][j] += v
+		}
+	}
+	for h := 0; h < H; h++ {
+		if err := b.factor(h, sums[h]); err != nil {
+			return nil, err
+		}
+	}
+	fz := NewFeaturizer(m)
+	f0 := make([]float64, b.Dims[0])
+	fz.Feature(0, m.Init, 0, f0)
+	b.Root = b.StepNorm2(0, f0)
+	return b, nil
+}
+
+// accumulate sums ψ̄̂(τ_h)ψ̄̂(τ_h)ᵀ (upper triangle, row-major d×d) over
+// the length-h prefixes of the given episodes.
+func accumulate(w *walker, d *ingest.Dataset, h int, eps []int) ([]float64, error) {
+	dim := w.b.Dims[h]
+	out := make([]float64, dim*dim)
+	H := d.Horizon
+	for _, k := range eps {
+		var f []float64
+		if h == 0 {
+			f = w.fe[:dim]
+			w.fz.Feature(0, w.m.Init, 0, f)
+		} else {
+			w.start()
+			for t := 1; t <= h; t++ {
+				w.advance(t, int(d.Obs[k*H+t-1]), int(d.Act[k*H+t-1]))
+			}
+			f = w.feature(h)
+		}
+		for i, x := range f {
+			if math.IsNaN(x) || math.IsInf(x, 0) {
+				return nil, fmt.Errorf("%w: episode %s step %d: feature entry %d is %v", ErrData, d.EpisodeIDs[k], h, i, x)
+			}
+			if x == 0 {
+				continue
+			}
+			row := out[i*dim : (i+1)*dim]
+			for j := i; j < dim; j++ {
+				row[j] += x * f[j]
+			}
+		}
+	}
+	return out, nil
+}
+
+// factor sets U_h = λI + sum (upper triangle) and factorises it.
+func (b *Bonus) factor(h int, sum []float64) error {
+	dim := b.Dims[h]
+	u := mat.NewSymDense(dim, nil)
+	for i := 0; i < dim; i++ {
+		for j := i; j < dim; j++ {
+			v := sum[i*dim+j]
+			if i == j {
+				v += b.Lambda
+			}
+			u.SetSym(i, j, v)
+		}
+	}
+	b.u[h] = u
+	var ch mat.Cholesky
+	if ok := ch.Factorize(u); !ok {
+		return fmt.Errorf("%w: U_%d is not positive definite (λ = %v)", ErrData, h, b.Lambda)
+	}
+	if dim <= explicitMaxDim {
+		var inv mat.SymDense
+		if err := ch.InverseTo(&inv); err != nil {
+			return fmt.Errorf("%w: U_%d: %v", ErrData, h, err)
+		}
+		full := make([]float64, dim*dim)
+		for i := 0; i < dim; i++ {
+			for j := 0; j < dim; j++ {
+				full[i*dim+j] = inv.At(i, j)
+			}
+		}
+		b.inv[h] = full
+		return nil
+	}
+	var r mat.TriDense
+	ch.UTo(&r)
+	b.upper[h] = r.RawTriangular()
+	return nil
+}
+
+// checkInputs verifies that model, dataset and splits fit together.
+func checkInputs(m *estimate.Model, d *ingest.Dataset, splits [][]int) error {
+	if m == nil {
+		return fmt.Errorf("%w: no model", ErrData)
+	}
+	if d == nil {
+		return fmt.Errorf("%w: no dataset", ErrData)
+	}
+	H := m.Horizon
+	if H <= 0 || m.States <= 0 || m.NumObs <= 0 || m.NumActions <= 0 {
+		return fmt.Errorf("%w: model sizes S=%d O=%d A=%d H=%d", ErrData, m.States, m.NumObs, m.NumActions, H)
+	}
+	if d.Horizon != H {
+		return fmt.Errorf("%w: dataset horizon %d, model horizon %d", ErrData, d.Horizon, H)
+	}
+	if d.NumObs() != m.NumObs || d.NumActions() != m.NumActions {
+		return fmt.Errorf("%w: dataset has %d observations and %d actions, model %d and %d", ErrData, d.NumObs(), d.NumActions(), m.NumObs, m.NumActions)
+	}
+	K := d.NumEpisodes()
+	if len(d.Obs) != K*H || len(d.Act) != K*H {
+		return fmt.Errorf("%w: dataset arrays do not hold %d episodes of %d steps", ErrData, K, H)
+	}
+	for i := range d.Obs {
+		if int(d.Obs[i]) >= m.NumObs || int(d.Act[i]) >= m.NumActions {
+			return fmt.Errorf("%w: episode %d step %d: code out of vocabulary", ErrData, i/H, i%H+1)
+		}
+	}
+	if len(splits) != H {
+		return fmt.Errorf("%w: %d splits for horizon %d", ErrData, len(splits), H)
+	}
+	for h, s := range splits {
+		for _, k := range s {
+			if k < 0 || k >= K {
+				return fmt.Errorf("%w: split %d holds episode index %d, dataset has %d episodes", ErrData, h, k, K)
+			}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,163 @@
+// Package pessimismtest builds random valid models and datasets for the
+// tests of the pessimism and policy stages (and of their users): small
+// latent-state models with every probability positive, and logs sampled
+// from them under a known behaviour policy.
+package pessimismtest
+
+import (
+	"fmt"
+	"math/rand/v2"
+
+	"github.com/psrlcb/psrlcb/estimate"
+	"github.com/psrlcb/psrlcb/ingest"
+)
+
+// Spec gives the sizes of a random model.
+type Spec struct {
+	States, Obs, Actions, Horizon int
+	TestLength                    int  // m (0 means 1)
+	Stationary                    bool // one table for every step
+	// Gaussian rewards instead of categorical ones on {0, 1}.
+	Gaussian bool
+}
+
+// randDist fills p with a random distribution whose entries are at least
+// floor/len(p)-ish, so that every probability is positive.
+func randDist(rng *rand.Rand, p []float64) {
+	s := 0.0
+	for i := range p {
+		x := rng.Float64()
+		x = x*x*x + 0.02 // skewed, bounded away from 0
+		p[i] = x
+		s += x
+	}
+	for i := range p {
+		p[i] /= s
+	}
+}
+
+// RandomModel returns a prepared random model. Vocabularies are "o0",
+// "o1", … and "a0", "a1", …; rewards lie in [0,1] per step, and the
+// return range is [0, H].
+func RandomModel(rng *rand.Rand, sp Spec) *estimate.Model {
+	S, O, A, H := sp.States, sp.Obs, sp.Actions, sp.Horizon
+	m := &estimate.Model{States: S, NumObs: O, NumActions: A, Horizon: H, Stationary: sp.Stationary, TestLength: sp.TestLength}
+	for o := 0; o < O; o++ {
+		m.ObsVocab = append(m.ObsVocab, fmt.Sprintf("o%d", o))
+	}
+	for a := 0; a < A; a++ {
+		m.ActVocab = append(m.ActVocab, fmt.Sprintf("a%d", a))
+	}
+	m.Init = make([]float64, S)
+	randDist(rng, m.Init)
+	m.Obs1 = make([]float64, S*O)
+	for s := 0; s < S; s++ {
+		randDist(rng, m.Obs1[s*O:(s+1)*O])
+	}
+	nt := H
+	if sp.Stationary {
+		nt = 1
+	}
+	n := S * A * S * O
+	for t := 0; t < nt; t++ {
+		T := make([]float64, A*S*S)
+		for r := 0; r < A*S; r++ {
+			randDist(rng, T[r*S:(r+1)*S])
+		}
+		E := make([]float64, A*S*O)
+		for r := 0; r < A*S; r++ {
+			randDist(rng, E[r*O:(r+1)*O])
+		}
+		m.Trans = append(m.Trans, T)
+		m.Emit = append(m.Emit, E)
+		if sp.Gaussian {
+			mu := make([]float64, n)
+			v := make([]float64, n)
+			for i := range mu {
+				mu[i] = rng.Float64()
+				v[i] = 0.01
+			}
+			m.Reward = estimate.RewardGaussian
+			m.RewardMean = append(m.RewardMean, mu)
+			m.RewardVar = append(m.RewardVar, v)
+		} else {
+			m.Reward = estimate.RewardCategorical
+			m.RewardValues = []float64{0, 1}
+			p := make([]float64, 2*n)
+			for i := 0; i < n; i++ {
+				randDist(rng, p[2*i:2*i+2])
+			}
+			m.RewardProb = append(m.RewardProb, p)
+		}
+	}
+	m.ReturnMin, m.ReturnMax = 0, float64(H)
+	m.Prepare()
+	if err := m.Validate(1e-9); err != nil {
+		panic(err) // a bug in this generator
+	}
+	return m
+}
+
+// Behaviour is a stochastic behaviour policy: the probability of action a
+// at step h (1-based) after observation o. Nil means uniform.
+type Behaviour func(h, o int, probs []float64)
+
+// Sample draws K episodes from m under the behaviour policy beh (uniform
+// when nil), logging its propensities. Episode IDs are "e000000", … .
+func Sample(rng *rand.Rand, m *estimate.Model, beh Behaviour, K int) *ingest.Dataset {
+	S, O, A, H := m.States, m.NumObs, m.NumActions, m.Horizon
+	d := &ingest.Dataset{Horizon: H, ObsVocab: m.ObsVocab, ActVocab: m.ActVocab,
+		EpisodeIDs: make([]string, K), Length: make([]int32, K),
+		Obs: make([]uint16, K*H), Act: make([]uint16, K*H), Reward: make([]float64, K*H), Propensity: make([]float64, K*H)}
+	probs := make([]float64, A)
+	draw := func(p []float64) int {
+		u := rng.Float64()
+		for i, x := range p {
+			u -= x
+			if u < 0 {
+				return i
+			}
+		}
+		return len(p) - 1
+	}
+	for k := 0; k < K; k++ {
+		d.EpisodeIDs[k] = fmt.Sprintf("e%06d", k)
+		d.Length[k] = int32(H)
+		s := draw(m.Init)
+		o := draw(m.Obs1[s*O : (s+1)*O])
+		for h := 1; h <= H; h++ {
+			if beh == nil {
+				for a := range probs {
+					probs[a] = 1 / float64(A)
+				}
+			} else {
+				beh(h, o, probs)
+			}
+			a := draw(probs)
+			t := m.Table(h)
+			s2 := draw(m.Trans[t][(a*S+s)*S : (a*S+s+1)*S])
+			o2 := draw(m.Emit[t][(a*S+s2)*O : (a*S+s2+1)*O])
+			var r float64
+			if m.Reward == estimate.RewardGaussian {
+				r = m.RewardMean[t][m.RewardIndex(s, a, s2, o2)]
+			} else {
+				i := m.RewardIndex(s, a, s2, o2)
+				r = m.RewardValues[draw(m.RewardProb[t][2*i:2*i+2])]
+			}
+			i := k*H + h - 1
+			d.Obs[i], d.Act[i], d.Reward[i], d.Propensity[i] = uint16(o), uint16(a), r, probs[a]
+			s, o = s2, o2
+		}
+	}
+	d.Rows = int64(K * H)
+	return d
+}
+
+// EvenSplits deals episodes 0..K−1 round-robin into H splits.
+func EvenSplits(K, H int) [][]int {
+	s := make([][]int, H)
+	for k := 0; k < K; k++ {
+		s[k%H] = append(s[k%H], k)
+	}
+	return s
+}
