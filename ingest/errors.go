@@ -1,0 +1,100 @@
+package ingest
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+)
+
+// invalid is the type of the data-error sentinels: each names one class of
+// bad input and matches ErrInvalid with errors.Is.
+type invalid string
+
+func (e invalid) Error() string { return string(e) }
+
+func (e invalid) Is(target error) bool { return target == ErrInvalid }
+
+// ErrInvalid matches every error caused by the content of the logs (as
+// opposed to ErrIO, a failure to read them).
+var ErrInvalid = errors.New("invalid trajectory logs")
+
+// ErrIO matches failures to open or read an input file.
+var ErrIO = errors.New("cannot read input")
+
+// Data-error classes. Each wraps ErrInvalid.
+var (
+	ErrEmpty            error = invalid("no rows")
+	ErrUnreadable       error = invalid("not a readable Parquet file")
+	ErrMissingColumn    error = invalid("missing column")
+	ErrAmbiguousColumn  error = invalid("ambiguous column")
+	ErrColumnType       error = invalid("unsupported column type")
+	ErrTooManySymbols   error = invalid("too many distinct symbols")
+	ErrNull             error = invalid("null value")
+	ErrStep             error = invalid("step out of range")
+	ErrDuplicateStep    error = invalid("duplicate step")
+	ErrStepGap          error = invalid("gap in steps")
+	ErrTooLong          error = invalid("episode longer than the horizon")
+	ErrShortEpisode     error = invalid("episode shorter than the horizon without terminal")
+	ErrTerminal         error = invalid("terminal before the last step")
+	ErrPropensity       error = invalid("propensity not in (0,1]")
+	ErrReward           error = invalid("reward not finite")
+	ErrReservedSymbol   error = invalid("reserved symbol " + strconv.Quote(EndSymbol))
+	ErrInconsistentCols error = invalid("inconsistent columns across files")
+)
+
+// FileError is a problem with a whole input file (unreadable, missing or
+// mistyped column). It always fails the read, whatever OnInvalid says.
+type FileError struct {
+	File   string
+	Err    error // a sentinel: ErrUnreadable, ErrMissingColumn, ErrIO, ...
+	Detail string
+}
+
+func (e *FileError) Error() string {
+	if e.Detail == "" {
+		return fmt.Sprintf("%s: %v", e.File, e.Err)
+	}
+	return fmt.Sprintf("%s: %v: %s", e.File, e.Err, e.Detail)
+}
+
+func (e *FileError) Unwrap() error { return e.Err }
+
+// EpisodeError is a problem with one episode. Under OnInvalid "skip" the
+// episode is quarantined instead.
+type EpisodeError struct {
+	File    string
+	Episode string // the user's episode_id ("" when the id itself is null)
+	Row     int64  // 0-based row in File, used when Episode is unknown
+	Step    int    // 1-based step, 0 when unknown
+	Err     error  // a sentinel wrapping ErrInvalid
+	Detail  string // extra context, e.g. "(also in b.parquet)" or the bad value
+	// More is the number of further invalid episodes (set on the error
+	// returned by Read in "fail" mode).
+	More int
+}
+
+// Reason is the message without file and episode, as stored in Quarantined.
+func (e *EpisodeError) Reason() string {
+	if e.Detail == "" {
+		return e.Err.Error()
+	}
+	return e.Err.Error() + " " + e.Detail
+}
+
+func (e *EpisodeError) Error() string {
+	var s string
+	switch {
+	case e.Episode == "" && e.Step == 0:
+		s = fmt.Sprintf("%s: row %d: %s", e.File, e.Row, e.Reason())
+	case e.Step == 0:
+		s = fmt.Sprintf("%s: episode %q: %s", e.File, e.Episode, e.Reason())
+	default:
+		s = fmt.Sprintf("%s: episode %q step %d: %s", e.File, e.Episode, e.Step, e.Reason())
+	}
+	if e.More > 0 {
+		s += fmt.Sprintf(" (and %d more invalid episodes; --on-invalid=skip quarantines them)", e.More)
+	}
+	return s
+}
+
+func (e *EpisodeError) Unwrap() error { return e.Err }

@@ -1,0 +1,402 @@
+package ingest
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"strconv"
+
+	"github.com/parquet-go/parquet-go"
+	"github.com/parquet-go/parquet-go/format"
+
+	"github.com/psrlcb/psrlcb/schemas"
+)
+
+// source is one input file.
+type source struct {
+	name string
+	r    io.ReaderAt
+	size int64
+}
+
+// colSpec is how a role is stored in one file.
+type colSpec struct {
+	index int          // leaf column index; -1 when absent
+	name  string       // the file's column name
+	kind  schemas.Kind // KindInt, KindString, KindFloat or KindBool
+	phys  parquet.Kind // physical type
+	scale float64      // 10^-scale for decimals, 1 otherwise
+	max   int          // max definition level (0 for required columns)
+	_     [0]func()    // not comparable
+}
+
+// openedFile is a parquet file whose columns have been resolved.
+type openedFile struct {
+	src  source
+	f    *parquet.File
+	cols [schemas.NumRoles]colSpec
+}
+
+// unreadable builds the file-level error for a damaged file.
+func unreadable(name string, err error) error {
+	var ee *EpisodeError
+	var fe *FileError
+	if errors.As(err, &ee) || errors.As(err, &fe) {
+		return err
+	}
+	if errors.Is(err, ErrIO) {
+		return err
+	}
+	return &FileError{File: name, Err: ErrUnreadable, Detail: err.Error()}
+}
+
+// recoverUnreadable turns a panic of the Parquet decoder on a damaged file
+// into ErrUnreadable: corrupted bytes reach code paths that index without
+// checking, and a bad file must give an error, never a crash.
+func recoverUnreadable(name string, err *error) {
+	if r := recover(); r != nil {
+		*err = &FileError{File: name, Err: ErrUnreadable, Detail: fmt.Sprint("damaged file: ", r)}
+	}
+}
+
+// openFile checks the framing of a parquet file, reads its footer and
+// resolves the log columns.
+func openFile(src source, m schemas.Mapping) (of *openedFile, err error) {
+	defer recoverUnreadable(src.name, &err)
+	// Parquet files begin and end with "PAR1" and the footer length sits
+	// before the trailing magic. Checking the length first keeps a damaged
+	// length from turning into a huge allocation.
+	if src.size < 12 {
+		return nil, &FileError{File: src.name, Err: ErrUnreadable, Detail: fmt.Sprintf("%d bytes is too short for Parquet", src.size)}
+	}
+	var head, tail [8]byte
+	if _, err := src.r.ReadAt(head[:4], 0); err != nil {
+		return nil, &FileError{File: src.name, Err: ErrIO, Detail: err.Error()}
+	}
+	if _, err := src.r.ReadAt(tail[:], src.size-8); err != nil {
+		return nil, &FileError{File: src.name, Err: ErrIO, Detail: err.Error()}
+	}
+	if string(head[:4]) != "PAR1" || string(tail[4:]) != "PAR1" {
+		return nil, &FileError{File: src.name, Err: ErrUnreadable, Detail: "bad magic bytes (truncated, encrypted or not Parquet)"}
+	}
+	if fl := int64(binary.LittleEndian.Uint32(tail[:4])); fl > src.size-12 {
+		return nil, &FileError{File: src.name, Err: ErrUnreadable, Detail: "footer length exceeds the file (truncated?)"}
+	}
+	f, err := parquet.OpenFile(src.r, src.size,
+		parquet.SkipPageIndex(true), parquet.SkipBloomFilters(true), parquet.ReadBufferSize(1<<16))
+	if err != nil {
+		return nil, &FileError{File: src.name, Err: ErrUnreadable, Detail: err.Error()}
+	}
+	of = &openedFile{src: src, f: f}
+	// Row-group and chunk metadata must agree with the footer before any
+	// page is read.
+	var total int64
+	for _, rg := range f.RowGroups() {
+		if rg.NumRows() < 0 || rg.NumRows() > math.MaxInt32 {
+			return nil, &FileError{File: src.name, Err: ErrUnreadable, Detail: fmt.Sprintf("row group of %d rows", rg.NumRows())}
+		}
+		if len(rg.ColumnChunks()) != len(f.Schema().Columns()) {
+			return nil, &FileError{File: src.name, Err: ErrUnreadable, Detail: "row group does not have one chunk per column"}
+		}
+		total += rg.NumRows()
+	}
+	if total != f.NumRows() {
+		return nil, &FileError{File: src.name, Err: ErrUnreadable, Detail: "row groups do not add up to the row count"}
+	}
+	if err := of.resolve(m); err != nil {
+		return nil, err
+	}
+	return of, nil
+}
+
+// resolve finds each role's column and checks its type.
+func (of *openedFile) resolve(m schemas.Mapping) error {
+	leaves := map[string]*parquet.Column{}
+	for _, c := range of.f.Root().Columns() {
+		leaves[c.Name()] = c
+	}
+	for r := schemas.Role(0); r < schemas.NumRoles; r++ {
+		spec := &of.cols[r]
+		spec.index = -1
+		var found []*parquet.Column
+		for _, name := range m.Candidates(r) {
+			if c, ok := leaves[name]; ok {
+				found = append(found, c)
+			}
+		}
+		if len(found) > 1 {
+			return &FileError{File: of.src.name, Err: ErrAmbiguousColumn,
+				Detail: fmt.Sprintf("both %q and %q can be the %s column; name one with the column flag", found[0].Name(), found[1].Name(), r)}
+		}
+		if len(found) == 0 {
+			if schemas.Columns[r].Required || m.Name(r) != "" {
+				return &FileError{File: of.src.name, Err: ErrMissingColumn,
+					Detail: fmt.Sprintf("no %s column (looked for %q)", r, m.Candidates(r))}
+			}
+			continue
+		}
+		c := found[0]
+		if !c.Leaf() || c.Repeated() || c.MaxRepetitionLevel() > 0 {
+			return &FileError{File: of.src.name, Err: ErrColumnType,
+				Detail: fmt.Sprintf("column %q (%s) must be a plain, non-repeated value", c.Name(), r)}
+		}
+		spec.index = c.Index()
+		spec.name = c.Name()
+		spec.max = c.MaxDefinitionLevel()
+		spec.scale = 1
+		t := c.Type()
+		spec.phys = t.Kind()
+		var lt format.LogicalTypeValue
+		if l := t.LogicalType(); l != nil {
+			lt = l.Value
+		}
+		dec, isDec := lt.(*format.DecimalType)
+		switch spec.phys {
+		case parquet.Int32, parquet.Int64:
+			spec.kind = schemas.KindInt
+			if isDec {
+				spec.kind = schemas.KindFloat
+				spec.scale = math.Pow10(-int(dec.Scale))
+			}
+		case parquet.ByteArray:
+			spec.kind = schemas.KindString
+		case parquet.Float, parquet.Double:
+			spec.kind = schemas.KindFloat
+		case parquet.Boolean:
+			spec.kind = schemas.KindBool
+		default:
+			spec.kind = 0
+		}
+		accepted := schemas.Columns[r].Kinds
+		if r == schemas.Reward || r == schemas.Propensity {
+			// Numeric columns also accept integers, e.g. a reward of 0/1.
+			accepted |= schemas.KindInt
+		}
+		if spec.kind&accepted == 0 || (isDec && r != schemas.Reward && r != schemas.Propensity) {
+			return &FileError{File: of.src.name, Err: ErrColumnType,
+				Detail: fmt.Sprintf("column %q (%s) is %s, want %s", c.Name(), r, t, schemas.Columns[r].Kinds)}
+		}
+		if spec.kind == schemas.KindInt && (r == schemas.Reward || r == schemas.Propensity) {
+			spec.kind = schemas.KindFloat
+		}
+	}
+	return nil
+}
+
+// pageFunc receives one page: defs are the definition levels (nil for a
+// required column), vals the non-null values, dict the dictionary of an
+// indexed page (vals then hold int32 indexes). row is the first row of the
+// page in the row group.
+type pageFunc func(row int, nrows int, defs []byte, p parquet.Page) error
+
+// walkPages reads a column chunk page by page and checks that the pages
+// cover exactly n rows.
+func walkPages(cc parquet.ColumnChunk, n int, fn pageFunc) error {
+	pages := cc.Pages()
+	defer pages.Close()
+	row := 0
+	for {
+		p, err := pages.ReadPage()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return err
+		}
+		nr := int(p.NumRows())
+		if nr < 0 || row+nr > n {
+			parquet.Release(p)
+			return fmt.Errorf("column chunk has more rows than its row group (%d)", n)
+		}
+		defs := p.DefinitionLevels()
+		if defs != nil && len(defs) != nr {
+			parquet.Release(p)
+			return errors.New("definition levels do not match the page rows")
+		}
+		err = fn(row, nr, defs, p)
+		parquet.Release(p)
+		if err != nil {
+			return err
+		}
+		row += nr
+	}
+	if row != n {
+		return fmt.Errorf("column chunk has %d rows, its row group %d", row, n)
+	}
+	return nil
+}
+
+// nonNull counts the values a page must hold.
+func nonNull(defs []byte, max int, nr int) int {
+	if defs == nil {
+		return nr
+	}
+	k := 0
+	for _, d := range defs {
+		if int(d) == max {
+			k++
+		}
+	}
+	return k
+}
+
+// dictIndexes returns the int32 indexes of an indexed page, checked against
+// the dictionary length.
+func dictIndexes(p parquet.Page, dict parquet.Dictionary, need int) ([]int32, error) {
+	dv := p.Data()
+	idx := dv.Int32()
+	if len(idx) < need {
+		return nil, errors.New("page holds fewer values than its rows")
+	}
+	n := int32(dict.Len())
+	for _, i := range idx[:need] {
+		if uint32(i) >= uint32(n) {
+			return nil, fmt.Errorf("dictionary index %d out of range [0,%d)", i, n)
+		}
+	}
+	return idx[:need], nil
+}
+
+// intValues widens the integer values of a page (or dictionary page).
+func intValues(p parquet.Page, phys parquet.Kind, need int, buf []int64) ([]int64, error) {
+	d := p.Data()
+	buf = buf[:0]
+	switch phys {
+	case parquet.Int32:
+		v := d.Int32()
+		if len(v) < need {
+			return nil, errors.New("page holds fewer values than its rows")
+		}
+		for _, x := range v[:need] {
+			buf = append(buf, int64(x))
+		}
+		return buf, nil
+	case parquet.Int64:
+		v := d.Int64()
+		if len(v) < need {
+			return nil, errors.New("page holds fewer values than its rows")
+		}
+		return v[:need], nil
+	}
+	return nil, fmt.Errorf("unexpected physical type %s", phys)
+}
+
+// floatValues widens the numeric values of a page (or dictionary page).
+func floatValues(p parquet.Page, phys parquet.Kind, scale float64, need int, buf []float64) ([]float64, error) {
+	d := p.Data()
+	buf = buf[:0]
+	short := errors.New("page holds fewer values than its rows")
+	switch phys {
+	case parquet.Double:
+		v := d.Double()
+		if len(v) < need {
+			return nil, short
+		}
+		return v[:need], nil
+	case parquet.Float:
+		v := d.Float()
+		if len(v) < need {
+			return nil, short
+		}
+		for _, x := range v[:need] {
+			buf = append(buf, float64(x))
+		}
+	case parquet.Int32:
+		v := d.Int32()
+		if len(v) < need {
+			return nil, short
+		}
+		for _, x := range v[:need] {
+			buf = append(buf, float64(x)*scale)
+		}
+	case parquet.Int64:
+		v := d.Int64()
+		if len(v) < need {
+			return nil, short
+		}
+		for _, x := range v[:need] {
+			buf = append(buf, float64(x)*scale)
+		}
+	default:
+		return nil, fmt.Errorf("unexpected physical type %s", phys)
+	}
+	return buf, nil
+}
+
+// byteArrays returns the values and offsets of a BYTE_ARRAY page: value i
+// is data[off[i]:off[i+1]].
+func byteArrays(p parquet.Page, need int) ([]byte, []uint32, error) {
+	dv := p.Data()
+	data, off := dv.ByteArray()
+	if len(off) < need+1 {
+		return nil, nil, errors.New("page holds fewer values than its rows")
+	}
+	for i := 0; i < need; i++ {
+		if off[i] > off[i+1] || int(off[i+1]) > len(data) {
+			return nil, nil, errors.New("bad byte array offsets")
+		}
+	}
+	return data, off, nil
+}
+
+// symTable assigns chunk-local codes to the distinct values of a
+// categorical column, in order of first appearance.
+type symTable struct {
+	intKind bool
+	ints    map[int64]int32
+	strs    map[string]int32
+	vals    []int64  // distinct integer values, by code
+	names   []string // distinct strings, by code
+}
+
+func newSymTable(intKind bool) *symTable {
+	t := &symTable{intKind: intKind}
+	if intKind {
+		t.ints = map[int64]int32{}
+	} else {
+		t.strs = map[string]int32{}
+	}
+	return t
+}
+
+func (t *symTable) len() int {
+	if t.intKind {
+		return len(t.vals)
+	}
+	return len(t.names)
+}
+
+func (t *symTable) int(v int64) int32 {
+	c, ok := t.ints[v]
+	if !ok {
+		c = int32(len(t.vals))
+		t.ints[v] = c
+		t.vals = append(t.vals, v)
+	}
+	return c
+}
+
+func (t *symTable) str(b []byte) int32 {
+	c, ok := t.strs[string(b)] // no allocation for the lookup
+	if !ok {
+		s := string(b)
+		c = int32(len(t.names))
+		t.strs[s] = c
+		t.names = append(t.names, s)
+	}
+	return c
+}
+
+// render returns the symbols of the table as strings (integers in decimal).
+func (t *symTable) render() []string {
+	if !t.intKind {
+		return t.names
+	}
+	out := make([]string, len(t.vals))
+	for i, v := range t.vals {
+		out[i] = strconv.FormatInt(v, 10)
+	}
+	return out
+}

@@ -1,0 +1,87 @@
+package ingest
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/psrlcb/psrlcb/schemas"
+)
+
+// MaxHorizon bounds the horizon: the dataset holds K×H cells and the
+// planner's history tree grows like (|O||A|)^H, so a step beyond this is
+// a data error rather than a request for gigabytes of padding.
+const MaxHorizon = 1 << 12
+
+// MaxSymbols is the largest vocabulary: codes are uint16.
+const MaxSymbols = 1<<16 - 1
+
+// Invalid-data policies for Options.OnInvalid.
+const (
+	OnInvalidFail = "fail" // the first invalid episode fails the read (default)
+	OnInvalidSkip = "skip" // invalid episodes are quarantined and counted
+)
+
+// Options configures Read. The zero value reads the default column names,
+// takes the horizon from the data and fails on the first invalid episode.
+type Options struct {
+	// Horizon H; 0 means the largest step seen in a valid row.
+	Horizon int
+	// OnInvalid is "fail" (or "") or "skip".
+	OnInvalid string
+	// Columns maps the user's column names.
+	Columns schemas.Mapping
+	// Workers reading row groups in parallel; 0 means GOMAXPROCS. The
+	// result does not depend on it.
+	Workers int
+}
+
+func (o *Options) check() error {
+	switch o.OnInvalid {
+	case "", OnInvalidFail, OnInvalidSkip:
+	default:
+		return fmt.Errorf("ingest: OnInvalid must be %q or %q, not %q", OnInvalidFail, OnInvalidSkip, o.OnInvalid)
+	}
+	if o.Horizon < 0 || o.Horizon > MaxHorizon {
+		return fmt.Errorf("ingest: horizon %d not in [1,%d]", o.Horizon, MaxHorizon)
+	}
+	return o.Columns.Validate()
+}
+
+// Expand turns command-line arguments into a sorted list of files: a glob
+// pattern expands to its matches, a directory to the *.parquet files in it,
+// anything else must name an existing file. A pattern matching nothing is
+// an error (wrapping ErrIO), so a typo never reads an empty input.
+func Expand(args []string) ([]string, error) {
+	var out []string
+	for _, a := range args {
+		if strings.ContainsAny(a, "*?[") {
+			m, err := filepath.Glob(a)
+			if err != nil {
+				return nil, fmt.Errorf("%w: bad pattern %q: %v", ErrIO, a, err)
+			}
+			if len(m) == 0 {
+				return nil, fmt.Errorf("%w: no file matches %q", ErrIO, a)
+			}
+			out = append(out, m...)
+			continue
+		}
+		st, err := os.Stat(a)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrIO, err)
+		}
+		if st.IsDir() {
+			m, _ := filepath.Glob(filepath.Join(a, "*.parquet"))
+			if len(m) == 0 {
+				return nil, fmt.Errorf("%w: no *.parquet file in directory %s", ErrIO, a)
+			}
+			out = append(out, m...)
+			continue
+		}
+		out = append(out, a)
+	}
+	slices.Sort(out)
+	return out, nil
+}

@@ -1,0 +1,34 @@
+// Package schemas describes the input log schema of psrlcb (DESIGN.md
+// section 3) as code: the columns a trajectory log carries, their accepted
+// Parquet types, the alias names recognised by default, and a Mapping that
+// lets users name their own columns.
+//
+// # Trajectory logs
+//
+// Long format, one row per step, any number of Parquet files, any row-group
+// layout. Rows may arrive in any order and an episode may span files.
+//
+//	column       type                          required  meaning
+//	episode_id   int32/int64 or string         yes       groups rows into episodes
+//	step         int32/int64                   yes       1-based time index h within the episode
+//	observation  string or int32/int64         yes       o_h, a categorical symbol
+//	action       string or int32/int64         yes       a_h, a categorical symbol
+//	reward       float64 (float32, ints, decimals accepted)  yes  r_h received after taking a_h
+//	propensity   float64 in (0,1] (float32, decimals)  no  π^b(a_h | τ_{h-1}, o_h) as logged
+//	terminal     bool                          no        true on the last step of an episode that ended early
+//
+// Accepted default aliases: pscore, propensity_score and action_prob for
+// propensity; t and timestep for step; done and is_last for terminal. A
+// name given in a Mapping replaces the default name and its aliases.
+//
+// Timing follows the paper (Section 2): at step h the agent sees o_h, takes
+// a_h with probability π^b(a_h | τ_{h-1}, o_h) and then receives r_h; the
+// return of an episode is Σ_h r_h.
+//
+// Columns may be nullable (as DuckDB and pyarrow write them) but must hold
+// no nulls; dictionary encoding is accepted for every column. Symbols are
+// categorical: integer symbols are rendered in decimal and, like string
+// symbols, sorted bytewise ("10" sorts before "9"), so codes never depend on
+// file order. The symbol "<end>" is reserved for the padding of episodes
+// that ended early.
+package schemas
