@@ -1,0 +1,116 @@
+package baseline
+
+import (
+	"context"
+	"fmt"
+	"math"
+
+	"github.com/psrlcb/psrlcb/ingest"
+	"github.com/psrlcb/psrlcb/policy"
+)
+
+// DefaultC is the penalty scale c of TabularLCB when TabularOptions.C is 0.
+// With rewards on the [0,1] return scale, c/√n with c = 1 is the Hoeffding
+// half-width √(ln(2/δ)/(2n)) at δ = 2e⁻² ≈ 0.27 per (history, action)
+// pair: a plain scale choice, not a calibrated confidence level, that the
+// validation study sweeps. An action tried once gets the full per-step
+// penalty of 1.
+const DefaultC = 1.0
+
+// TabularOptions configures TabularLCB. The zero value uses DefaultC.
+type TabularOptions struct {
+	// C is the penalty scale c in pen(τ,a) = min(c/√n(τ,a), 1); 0 means
+	// DefaultC. Negative or non-finite values are rejected.
+	C float64
+	// NoPenalty sets c = 0: certainty-equivalent planning in the empirical
+	// model, the reference without pessimism.
+	NoPenalty bool
+}
+
+func (o TabularOptions) penaltyScale() (float64, error) {
+	switch {
+	case o.NoPenalty:
+		return 0, nil
+	case math.IsNaN(o.C) || math.IsInf(o.C, 0) || o.C < 0:
+		return 0, fmt.Errorf("%w: penalty scale C = %v, want a finite value ≥ 0", ErrInvalidOption, o.C)
+	case o.C == 0:
+		return DefaultC, nil
+	}
+	return o.C, nil
+}
+
+// TabularLCB plans the policy that maximises the pessimistic value of the
+// empirical history tree (see the package documentation):
+//
+//	Q(τ,a) = r̂(τ,a) − min(c/√n(τ,a), 1) + Σ_o p̂(o|τ,a) V(τ a o),
+//	V(τ)   = max_{a : n(τ,a)>0} Q(τ,a), ties to the lowest action code.
+//
+// The tree holds every logged first observation and, below each node, every
+// observation logged after the chosen action. value_reward and value_bonus
+// are E[R | node] and E[Σ_h pen | node] under the empirical model and the
+// returned policy (past steps included), value_lcb their difference; a
+// step-1 node's value_lcb is V(o_1). Bad input returns an error wrapping
+// ErrInvalidDataset or ErrInvalidOption; a cancelled ctx returns ctx.Err().
+func TabularLCB(ctx context.Context, d *ingest.Dataset, opts TabularOptions) (*policy.Policy, error) {
+	c, err := opts.penaltyScale()
+	if err != nil {
+		return nil, err
+	}
+	t, err := buildTrie(ctx, d)
+	if err != nil {
+		return nil, err
+	}
+	nn, ne := len(t.nodeObs), len(t.edgeNode)
+	// Per edge: the reward and penalty sums over child nodes, weighted by
+	// the child counts (Σ_o n(τ a o)·V(τ a o)); per node: the chosen edge
+	// and its reward and penalty values to go.
+	accR, accB := make([]float64, ne), make([]float64, ne)
+	choice := make([]int32, nn)
+	bestQ := make([]float64, nn)
+	vr, vb := make([]float64, nn), make([]float64, nn)
+	for i := range choice {
+		choice[i] = -1
+	}
+	pen := func(n int32) float64 { return min(c/math.Sqrt(float64(n)), 1) }
+	for h := t.H - 1; h >= 0; h-- {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		for _, e := range t.edgesByStep[h] {
+			n := float64(t.edgeN[e])
+			r := (t.edgeR[e] + accR[e]) / n
+			b := pen(t.edgeN[e]) + accB[e]/n
+			q := r - b
+			v := t.edgeNode[e]
+			if best := choice[v]; best < 0 || q > bestQ[v] || (q == bestQ[v] && t.edgeAct[e] < t.edgeAct[best]) {
+				choice[v], bestQ[v], vr[v], vb[v] = e, q, r, b
+			}
+		}
+		for _, v := range t.nodesByStep[h] {
+			if p := t.nodePar[v]; p >= 0 {
+				w := float64(t.nodeCnt[v])
+				accR[p] += w * vr[v]
+				accB[p] += w * vb[v]
+			}
+		}
+	}
+
+	p, from := t.emit(choice)
+	// Rewards and penalties of the steps already taken: under the empirical
+	// model the immediate reward of (τ,a) has mean r̂(τ,a) whatever comes next.
+	pastR, pastB := make([]float64, len(p.Nodes)), make([]float64, len(p.Nodes))
+	for i := range p.Nodes {
+		node := &p.Nodes[i]
+		v := from[i]
+		if node.Parent >= 0 {
+			pv := from[node.Parent]
+			e := choice[pv]
+			pastR[i] = pastR[node.Parent] + t.edgeR[e]/float64(t.edgeN[e])
+			pastB[i] = pastB[node.Parent] + pen(t.edgeN[e])
+		}
+		node.ValueReward = pastR[i] + vr[v]
+		node.ValueBonus = pastB[i] + vb[v]
+		node.ValueLCB = node.ValueReward - node.ValueBonus
+	}
+	return p, nil
+}

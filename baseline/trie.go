@@ -1,0 +1,296 @@
+package baseline
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"slices"
+
+	"github.com/psrlcb/psrlcb/ingest"
+	"github.com/psrlcb/psrlcb/policy"
+)
+
+// ctxEvery is how many episodes a loop handles between context checks:
+// often enough to stop within milliseconds, rarely enough to cost nothing.
+const ctxEvery = 1024
+
+// trie is the empirical history tree. A node is an observation history
+// τ = (o_1, a_1, …, o_h); an edge is a pair (τ, a) with n(τ,a) > 0. Nodes
+// and edges are numbered in creation order, so a node's children and an
+// edge's child nodes always have larger numbers than their parents.
+type trie struct {
+	d       *ingest.Dataset
+	H, K    int
+	scale   float64 // r'_h = (r_h − shift)·scale
+	shift   float64 // m/H
+	endObs  int     // code of ingest.EndSymbol in ObsVocab, −1 if absent
+	endAct  int     // code of ingest.EndSymbol in ActVocab, −1 if absent
+	ret     []float64
+	path    []int32 // node of episode k at step h, index k*H+h
+	nodeObs []uint16
+	nodeStp []int32 // 0-based step
+	nodePar []int32 // parent edge, −1 at step 1
+	nodeCnt []int32 // episodes through the node
+
+	edgeNode []int32
+	edgeAct  []uint16
+	edgeN    []int32   // n(τ,a)
+	edgeR    []float64 // Σ of rescaled immediate rewards over the n(τ,a) visits
+
+	nodesByStep [][]int32
+	edgesByStep [][]int32
+}
+
+func episodeName(d *ingest.Dataset, k int) string {
+	if k < len(d.EpisodeIDs) {
+		return fmt.Sprintf("%q", d.EpisodeIDs[k])
+	}
+	return fmt.Sprintf("#%d", k)
+}
+
+// validate checks the Dataset invariants the baselines rely on, so that bad
+// input gives an error instead of an index panic.
+func validate(d *ingest.Dataset) error {
+	if d == nil {
+		return fmt.Errorf("%w: nil dataset", ErrInvalidDataset)
+	}
+	H := d.Horizon
+	if H <= 0 {
+		return fmt.Errorf("%w: horizon %d, want ≥ 1", ErrInvalidDataset, H)
+	}
+	if len(d.Obs) == 0 {
+		return fmt.Errorf("%w: no episodes", ErrInvalidDataset)
+	}
+	if len(d.Obs)%H != 0 || len(d.Act) != len(d.Obs) || len(d.Reward) != len(d.Obs) {
+		return fmt.Errorf("%w: %d observations, %d actions and %d rewards do not form episodes of %d steps",
+			ErrInvalidDataset, len(d.Obs), len(d.Act), len(d.Reward), H)
+	}
+	if len(d.Obs) > math.MaxInt32 {
+		return fmt.Errorf("%w: %d steps exceed the baseline limit of %d", ErrInvalidDataset, len(d.Obs), math.MaxInt32)
+	}
+	if len(d.ObsVocab) == 0 || len(d.ActVocab) == 0 || len(d.ObsVocab) > 1<<16 || len(d.ActVocab) > 1<<16 {
+		return fmt.Errorf("%w: vocabularies of %d observations and %d actions, want 1..65536 each",
+			ErrInvalidDataset, len(d.ObsVocab), len(d.ActVocab))
+	}
+	endObs, endAct := vocabIndex(d.ObsVocab, ingest.EndSymbol), vocabIndex(d.ActVocab, ingest.EndSymbol)
+	for i := range d.Obs {
+		k, h := i/H, i%H
+		o, a, r := int(d.Obs[i]), int(d.Act[i]), d.Reward[i]
+		switch {
+		case o >= len(d.ObsVocab):
+			return fmt.Errorf("%w: episode %s step %d: observation code %d outside a vocabulary of %d",
+				ErrInvalidDataset, episodeName(d, k), h+1, o, len(d.ObsVocab))
+		case a >= len(d.ActVocab):
+			return fmt.Errorf("%w: episode %s step %d: action code %d outside a vocabulary of %d",
+				ErrInvalidDataset, episodeName(d, k), h+1, a, len(d.ActVocab))
+		case math.IsNaN(r) || math.IsInf(r, 0):
+			return fmt.Errorf("%w: episode %s step %d: reward %v is not finite",
+				ErrInvalidDataset, episodeName(d, k), h+1, r)
+		case o == endObs && a != endAct:
+			return fmt.Errorf("%w: episode %s step %d: observation %q with action %q, want the forced action %q",
+				ErrInvalidDataset, episodeName(d, k), h+1, ingest.EndSymbol, d.ActVocab[a], ingest.EndSymbol)
+		}
+	}
+	return nil
+}
+
+func vocabIndex(v []string, s string) int {
+	for i, x := range v {
+		if x == s {
+			return i
+		}
+	}
+	return -1
+}
+
+// buildTrie validates d, rescales the rewards and counts every logged
+// history.
+func buildTrie(ctx context.Context, d *ingest.Dataset) (*trie, error) {
+	if err := validate(d); err != nil {
+		return nil, err
+	}
+	H := d.Horizon
+	K := len(d.Obs) / H
+	t := &trie{
+		d: d, H: H, K: K,
+		endObs:      vocabIndex(d.ObsVocab, ingest.EndSymbol),
+		endAct:      vocabIndex(d.ActVocab, ingest.EndSymbol),
+		ret:         make([]float64, K),
+		path:        make([]int32, K*H),
+		nodesByStep: make([][]int32, H),
+		edgesByStep: make([][]int32, H),
+	}
+	lo, hi := math.Inf(1), math.Inf(-1)
+	for k := range K {
+		r := d.Return(k)
+		t.ret[k] = r
+		lo, hi = min(lo, r), max(hi, r)
+	}
+	if math.IsInf(hi-lo, 0) {
+		return nil, fmt.Errorf("%w: the range of returns [%v, %v] overflows", ErrInvalidDataset, lo, hi)
+	}
+	t.scale = 1
+	if hi > lo {
+		t.scale = 1 / (hi - lo)
+	}
+	t.shift = lo / float64(H)
+	for k := range K {
+		t.ret[k] = (t.ret[k] - lo) * t.scale
+	}
+
+	// Keys pack (parent edge + 1, observation) and (node, action) into 64
+	// bits; codes are < 2^16 and indices < 2^31.
+	nodeMap := make(map[uint64]int32)
+	edgeMap := make(map[uint64]int32)
+	for k := range K {
+		if k%ctxEvery == 0 {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+		}
+		par := int32(-1)
+		for h := range H {
+			i := k*H + h
+			o, a := d.Obs[i], d.Act[i]
+			nk := uint64(par+1)<<16 | uint64(o)
+			n, ok := nodeMap[nk]
+			if !ok {
+				n = int32(len(t.nodeObs))
+				nodeMap[nk] = n
+				t.nodeObs = append(t.nodeObs, o)
+				t.nodeStp = append(t.nodeStp, int32(h))
+				t.nodePar = append(t.nodePar, par)
+				t.nodeCnt = append(t.nodeCnt, 0)
+				t.nodesByStep[h] = append(t.nodesByStep[h], n)
+			}
+			t.nodeCnt[n]++
+			t.path[i] = n
+			ek := uint64(n)<<16 | uint64(a)
+			e, ok := edgeMap[ek]
+			if !ok {
+				e = int32(len(t.edgeNode))
+				edgeMap[ek] = e
+				t.edgeNode = append(t.edgeNode, n)
+				t.edgeAct = append(t.edgeAct, a)
+				t.edgeN = append(t.edgeN, 0)
+				t.edgeR = append(t.edgeR, 0)
+				t.edgesByStep[h] = append(t.edgesByStep[h], e)
+			}
+			t.edgeN[e]++
+			t.edgeR[e] += (d.Reward[i] - t.shift) * t.scale
+			par = e
+		}
+	}
+	return t, nil
+}
+
+// fallbacks returns, per 0-based step h, the fallback action code of a
+// step-(h+1) node: the non-end action logged most often over steps
+// h+2..H (step H for the last step), ties to the lowest code; the end
+// action when nothing else was logged there.
+func (t *trie) fallbacks() []int {
+	H, A := t.H, len(t.d.ActVocab)
+	perStep := make([][]int, H)
+	for h := range H {
+		perStep[h] = make([]int, A)
+	}
+	for i, a := range t.d.Act {
+		perStep[i%H][a]++
+	}
+	out := make([]int, H)
+	pooled := make([]int, A)
+	for h := H - 1; h >= 0; h-- {
+		// pooled holds the counts of steps h+1..H-1 (0-based).
+		counts := pooled
+		if h == H-1 {
+			counts = perStep[H-1]
+		}
+		best := -1
+		for a, c := range counts {
+			if a == t.endAct || c == 0 {
+				continue
+			}
+			if best < 0 || c > counts[best] {
+				best = a
+			}
+		}
+		if best < 0 {
+			best = max(t.endAct, 0)
+		}
+		out[h] = best
+		for a, c := range perStep[h] {
+			pooled[a] += c
+		}
+	}
+	return out
+}
+
+// childIndex lists the child nodes of every edge, sorted by observation
+// code (compressed rows: children of e are kids[start[e]:start[e+1]]).
+func (t *trie) childIndex() (start, kids []int32) {
+	start = make([]int32, len(t.edgeNode)+1)
+	for _, p := range t.nodePar {
+		if p >= 0 {
+			start[p+1]++
+		}
+	}
+	for e := range t.edgeNode {
+		start[e+1] += start[e]
+	}
+	kids = make([]int32, start[len(t.edgeNode)])
+	fill := slices.Clone(start[:len(t.edgeNode)])
+	for n, p := range t.nodePar {
+		if p >= 0 {
+			kids[fill[p]] = int32(n)
+			fill[p]++
+		}
+	}
+	for e := range t.edgeNode {
+		s := kids[start[e]:start[e+1]]
+		slices.SortFunc(s, func(x, y int32) int { return int(t.nodeObs[x]) - int(t.nodeObs[y]) })
+	}
+	return start, kids
+}
+
+// emit lays out the policy tree that follows choice[node] (an edge) from
+// every logged first observation: nodes level by level, roots by
+// observation code, then by parent and observation code. It fills ID,
+// Parent, Step, Obs, Action, Fallback and ReachProb (the empirical
+// probability of the history under the policy) and returns, per output
+// node, the trie node it came from.
+func (t *trie) emit(choice []int32) (*policy.Policy, []int32) {
+	start, kids := t.childIndex()
+	fb := t.fallbacks()
+	roots := slices.Clone(t.nodesByStep[0])
+	slices.SortFunc(roots, func(x, y int32) int { return int(t.nodeObs[x]) - int(t.nodeObs[y]) })
+
+	p := &policy.Policy{Horizon: t.H}
+	var from []int32
+	add := func(n int32, parent int64, reach float64) {
+		e := choice[n]
+		node := policy.Node{
+			ID:        int64(len(p.Nodes)),
+			Parent:    parent,
+			Step:      t.nodeStp[n] + 1,
+			Obs:       t.d.ObsVocab[t.nodeObs[n]],
+			Action:    t.d.ActVocab[t.edgeAct[e]],
+			Fallback:  t.d.ActVocab[fb[t.nodeStp[n]]],
+			ReachProb: reach,
+		}
+		if int(t.nodeObs[n]) == t.endObs {
+			node.Fallback = ingest.EndSymbol
+		}
+		p.Nodes = append(p.Nodes, node)
+		from = append(from, n)
+	}
+	for _, n := range roots {
+		add(n, -1, float64(t.nodeCnt[n])/float64(t.K))
+	}
+	for i := 0; i < len(p.Nodes); i++ {
+		e := choice[from[i]]
+		for _, c := range kids[start[e]:start[e+1]] {
+			add(c, int64(i), p.Nodes[i].ReachProb*float64(t.nodeCnt[c])/float64(t.edgeN[e]))
+		}
+	}
+	return p, from
+}
