@@ -1,6 +1,9 @@
 package schemas
 
-import "fmt"
+import (
+	"fmt"
+	"slices"
+)
 
 // Role is the meaning of a column in the trajectory logs.
 type Role int
@@ -124,18 +127,21 @@ func (m Mapping) Candidates(r Role) []string {
 	return append([]string{c.Name}, c.Aliases...)
 }
 
-// Validate reports a mapping that names the same column for two roles.
+// Validate reports a mapping in which one column name could serve two
+// roles: a name given for one role that is also given, or is a default
+// name or alias, for another role left unset.
 func (m Mapping) Validate() error {
-	seen := map[string]Role{}
 	for r := Role(0); r < NumRoles; r++ {
 		n := m.Name(r)
 		if n == "" {
 			continue
 		}
-		if o, ok := seen[n]; ok {
-			return fmt.Errorf("column %q is mapped to both %s and %s", n, o, r)
+		for o := Role(0); o < NumRoles; o++ {
+			if o != r && slices.Contains(m.Candidates(o), n) {
+				a, b := min(r, o), max(r, o)
+				return fmt.Errorf("column %q is mapped to both %s and %s", n, a, b)
+			}
 		}
-		seen[n] = r
 	}
 	return nil
 }

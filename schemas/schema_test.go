@@ -29,6 +29,12 @@ func TestValidate(t *testing.T) {
 	if err := (Mapping{Observation: "x", Action: "x"}).Validate(); err == nil {
 		t.Error("same column for observation and action: no error")
 	}
+	if err := (Mapping{Observation: "action"}).Validate(); err == nil {
+		t.Error("observation mapped to the default action column: no error")
+	}
+	if err := (Mapping{Observation: "action", Action: "act"}).Validate(); err != nil {
+		t.Errorf("observation from the action column, action elsewhere: %v", err)
+	}
 }
 
 func TestRoleOrder(t *testing.T) {

@@ -1,0 +1,322 @@
+package ingest
+
+import (
+	"cmp"
+	"math"
+	"slices"
+)
+
+// Summary holds the figures `psrlcb inspect` prints about a Dataset. Only
+// logged steps count (padding after an early end is excluded) unless said
+// otherwise.
+type Summary struct {
+	Episodes   int   `json:"episodes"`
+	Horizon    int   `json:"horizon"`
+	Rows       int64 `json:"rows"`
+	LoggedRows int64 `json:"logged_steps"`    // steps kept, before padding
+	Padded     int   `json:"padded_episodes"` // episodes that ended early
+
+	NumObs     int           `json:"num_observations"` // |O|, EndSymbol included when present
+	NumActions int           `json:"num_actions"`      // |A|, EndSymbol included when present
+	TopObs     []SymbolCount `json:"top_observations"`
+	TopActions []SymbolCount `json:"top_actions"`
+
+	StepReward []Range `json:"reward_per_step"` // index h-1
+	Return     Range   `json:"return"`          // Σ_h r_h per episode
+
+	// Propensity is nil when the logs carry none.
+	Propensity *Quantiles `json:"propensity"`
+	// Iota is ι for one-step tests: the least propensity of a logged
+	// action. Without logged propensities it is estimated (IotaEstimated)
+	// by the empirical frequency of the action among the logged steps with
+	// the same step h and observation o_h, i.e. assuming π^b(a|τ_{h-1},o_h)
+	// depends on (h, o_h) only.
+	Iota          float64 `json:"iota"`
+	IotaEstimated bool    `json:"iota_estimated"`
+
+	// Histories[h-1] is the number of distinct histories τ_h = (o_1,a_1,
+	// …,o_h,a_h) among the episodes, padding included.
+	Histories []int `json:"distinct_histories"`
+
+	Quarantined      int           `json:"quarantined"`
+	FirstQuarantined []Quarantined `json:"first_quarantined"`
+}
+
+// SymbolCount is how often a symbol was logged.
+type SymbolCount struct {
+	Symbol string `json:"symbol"`
+	Count  int64  `json:"count"`
+}
+
+// Range summarises a set of numbers.
+type Range struct {
+	Min  float64 `json:"min"`
+	Max  float64 `json:"max"`
+	Mean float64 `json:"mean"`
+	N    int64   `json:"n"`
+}
+
+// Quantiles of logged propensities. Quantile q is the order statistic of
+// rank floor(q·(n−1)) (0-based) of the n sorted values.
+type Quantiles struct {
+	Min    float64 `json:"min"`
+	P01    float64 `json:"p01"`
+	P05    float64 `json:"p05"`
+	P25    float64 `json:"p25"`
+	Median float64 `json:"median"`
+	Max    float64 `json:"max"`
+}
+
+// TopSymbols is how many of the most frequent symbols Summarize lists.
+const TopSymbols = 5
+
+// FirstQuarantined is how many quarantined episodes Summarize lists.
+const FirstQuarantined = 10
+
+// Summarize computes the inspect figures of d.
+func Summarize(d *Dataset) Summary {
+	K, H := d.NumEpisodes(), d.Horizon
+	s := Summary{
+		Episodes: K, Horizon: H, Rows: d.Rows,
+		NumObs: d.NumObs(), NumActions: d.NumActions(),
+		Quarantined: len(d.Quarantined),
+	}
+	s.FirstQuarantined = d.Quarantined[:min(len(d.Quarantined), FirstQuarantined)]
+	if s.FirstQuarantined == nil {
+		s.FirstQuarantined = []Quarantined{}
+	}
+	obsCount := make([]int64, d.NumObs())
+	actCount := make([]int64, d.NumActions())
+	s.StepReward = make([]Range, H)
+	for h := range s.StepReward {
+		s.StepReward[h] = Range{Min: math.Inf(1), Max: math.Inf(-1)}
+	}
+	s.Return = Range{Min: math.Inf(1), Max: math.Inf(-1)}
+	for k := range K {
+		L := int(d.Length[k])
+		if L < H {
+			s.Padded++
+		}
+		s.LoggedRows += int64(L)
+		ret := 0.0
+		for h := range H {
+			i := k*H + h
+			ret += d.Reward[i]
+			if h >= L {
+				continue
+			}
+			obsCount[d.Obs[i]]++
+			actCount[d.Act[i]]++
+			r := &s.StepReward[h]
+			r.Min, r.Max = min(r.Min, d.Reward[i]), max(r.Max, d.Reward[i])
+			r.Mean += d.Reward[i]
+			r.N++
+		}
+		s.Return.Min, s.Return.Max = min(s.Return.Min, ret), max(s.Return.Max, ret)
+		s.Return.Mean += ret
+	}
+	s.Return.N = int64(K)
+	finish := func(r *Range) {
+		if r.N == 0 {
+			*r = Range{}
+			return
+		}
+		r.Mean /= float64(r.N)
+	}
+	finish(&s.Return)
+	for h := range s.StepReward {
+		finish(&s.StepReward[h])
+	}
+	s.TopObs = top(d.ObsVocab, obsCount)
+	s.TopActions = top(d.ActVocab, actCount)
+
+	if d.Propensity != nil {
+		logged := make([]float64, 0, s.LoggedRows)
+		for k := range K {
+			logged = append(logged, d.Propensity[k*H:k*H+int(d.Length[k])]...)
+		}
+		q := quantiles(logged, []float64{0, 0.01, 0.05, 0.25, 0.5, 1})
+		s.Propensity = &Quantiles{q[0], q[1], q[2], q[3], q[4], q[5]}
+		s.Iota = q[0]
+	} else {
+		s.Iota, s.IotaEstimated = estimatedIota(d), true
+	}
+	s.Histories = DistinctHistories(d)
+	return s
+}
+
+func top(vocab []string, count []int64) []SymbolCount {
+	out := make([]SymbolCount, 0, len(vocab))
+	for i, c := range count {
+		if c > 0 {
+			out = append(out, SymbolCount{vocab[i], c})
+		}
+	}
+	slices.SortFunc(out, func(a, b SymbolCount) int {
+		if c := cmp.Compare(b.Count, a.Count); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.Symbol, b.Symbol)
+	})
+	return out[:min(len(out), TopSymbols)]
+}
+
+// estimatedIota is min over logged (h, o, a) of n(h,o,a)/n(h,o).
+func estimatedIota(d *Dataset) float64 {
+	K, H, nO, nA := d.NumEpisodes(), d.Horizon, d.NumObs(), d.NumActions()
+	if K == 0 {
+		return 0
+	}
+	n := make([]int64, H*nO*nA)
+	for k := range K {
+		for h := range int(d.Length[k]) {
+			i := k*H + h
+			n[(h*nO+int(d.Obs[i]))*nA+int(d.Act[i])]++
+		}
+	}
+	iota := 1.0
+	for node := range H * nO {
+		row := n[node*nA : (node+1)*nA]
+		var tot int64
+		for _, c := range row {
+			tot += c
+		}
+		for _, c := range row {
+			if c > 0 {
+				iota = min(iota, float64(c)/float64(tot))
+			}
+		}
+	}
+	return iota
+}
+
+// DistinctHistories returns, for h = 1..H, the number of distinct
+// histories τ_h = (o_1,a_1,…,o_h,a_h) among d's episodes. Histories are
+// numbered step by step: the id of τ_h is the rank of the pair
+// (id of τ_{h-1}, (o_h,a_h)) among the distinct pairs, found by radix
+// sorting, so the cost is linear in K·H.
+func DistinctHistories(d *Dataset) []int {
+	K, H := d.NumEpisodes(), d.Horizon
+	out := make([]int, H)
+	if K == 0 {
+		return out
+	}
+	nA := uint64(d.NumActions())
+	sym := uint64(d.NumObs()) * nA
+	parent := make([]uint64, K) // id of τ_{h-1}; τ_0 = ∅ has id 0
+	keys := make([]uint64, K)
+	idx := make([]int32, K)
+	tmpK := make([]uint64, K)
+	tmpI := make([]int32, K)
+	distinct := uint64(1)
+	for h := range H {
+		for k := range K {
+			i := k*H + h
+			keys[k] = parent[k]*sym + uint64(d.Obs[i])*nA + uint64(d.Act[i])
+			idx[k] = int32(k)
+		}
+		radixSort(keys, idx, tmpK, tmpI, distinct*sym-1)
+		id := uint64(0)
+		for j := range K {
+			if j > 0 && keys[j] != keys[j-1] {
+				id++
+			}
+			parent[idx[j]] = id
+		}
+		distinct = id + 1
+		out[h] = int(distinct)
+	}
+	return out
+}
+
+// radixSort sorts keys (carrying idx) ascending with 16-bit LSD passes,
+// as many as maxKey needs; tmp slices have the same length.
+func radixSort(keys []uint64, idx []int32, tmpK []uint64, tmpI []int32, maxKey uint64) {
+	var count [1 << 16]int
+	for shift := uint(0); shift < 64 && maxKey>>shift > 0; shift += 16 {
+		clear(count[:])
+		for _, k := range keys {
+			count[(k>>shift)&0xFFFF]++
+		}
+		sum := 0
+		for i, c := range count {
+			count[i] = sum
+			sum += c
+		}
+		for j, k := range keys {
+			b := (k >> shift) & 0xFFFF
+			tmpK[count[b]] = k
+			tmpI[count[b]] = idx[j]
+			count[b]++
+		}
+		copy(keys, tmpK)
+		copy(idx, tmpI)
+	}
+}
+
+// quantiles returns, for each q, the order statistic of rank
+// floor(q·(n−1)) of vals (NaN when vals is empty). It selects by the most
+// significant 16 bits of an order-preserving integer image of the floats,
+// then the next 16, and so on: linear time, no sort of n values.
+func quantiles(vals []float64, qs []float64) []float64 {
+	out := make([]float64, len(qs))
+	if len(vals) == 0 {
+		for i := range out {
+			out[i] = math.NaN()
+		}
+		return out
+	}
+	keys := make([]uint64, len(vals))
+	for i, v := range vals {
+		keys[i] = floatKey(v)
+	}
+	for i, q := range qs {
+		rank := int(math.Floor(q * float64(len(vals)-1)))
+		out[i] = keyFloat(selectRank(keys, rank))
+	}
+	return out
+}
+
+// floatKey maps floats to integers with the same order.
+func floatKey(f float64) uint64 {
+	b := math.Float64bits(f)
+	if b>>63 != 0 {
+		return ^b
+	}
+	return b | 1<<63
+}
+
+func keyFloat(k uint64) float64 {
+	if k>>63 != 0 {
+		return math.Float64frombits(k &^ (1 << 63))
+	}
+	return math.Float64frombits(^k)
+}
+
+// selectRank returns the element of the given rank (0-based) of keys.
+func selectRank(keys []uint64, rank int) uint64 {
+	var count [1 << 16]int
+	cand := keys
+	var prefix uint64
+	for shift := 48; ; shift -= 16 {
+		clear(count[:])
+		for _, k := range cand {
+			count[(k>>uint(shift))&0xFFFF]++
+		}
+		b := 0
+		for ; rank >= count[b]; b++ {
+			rank -= count[b]
+		}
+		prefix |= uint64(b) << uint(shift)
+		if shift == 0 {
+			return prefix
+		}
+		next := make([]uint64, 0, count[b])
+		for _, k := range cand {
+			if (k>>uint(shift))&0xFFFF == uint64(b) {
+				next = append(next, k)
+			}
+		}
+		cand = next
+	}
+}

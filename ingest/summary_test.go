@@ -1,0 +1,120 @@
+package ingest
+
+import (
+	"math"
+	"math/rand/v2"
+	"reflect"
+	"slices"
+	"testing"
+)
+
+// handDataset: H=2, three episodes, the last ended after step 1.
+//
+//	ep0: (x,l,r=1,p=.5)  (y,r,2,.25)
+//	ep1: (x,l,0,.5)      (x,l,-1,1)
+//	ep2: (x,r,3,.5)      padding
+func handDataset() *Dataset {
+	return &Dataset{
+		Horizon:    2,
+		ObsVocab:   []string{EndSymbol, "x", "y"},
+		ActVocab:   []string{EndSymbol, "l", "r"},
+		EpisodeIDs: []string{"0", "1", "2"},
+		Length:     []int32{2, 2, 1},
+		Obs:        []uint16{1, 2, 1, 1, 1, 0},
+		Act:        []uint16{1, 2, 1, 1, 2, 0},
+		Reward:     []float64{1, 2, 0, -1, 3, 0},
+		Propensity: []float64{.5, .25, .5, 1, .5, 1},
+		Rows:       5,
+	}
+}
+
+func TestSummarizeByHand(t *testing.T) {
+	d := handDataset()
+	s := Summarize(d)
+	if s.Episodes != 3 || s.Horizon != 2 || s.LoggedRows != 5 || s.Padded != 1 || s.NumObs != 3 || s.NumActions != 3 {
+		t.Errorf("counts: %+v", s)
+	}
+	if want := []SymbolCount{{"x", 4}, {"y", 1}}; !reflect.DeepEqual(s.TopObs, want) {
+		t.Errorf("TopObs = %v, want %v", s.TopObs, want)
+	}
+	if want := []SymbolCount{{"l", 3}, {"r", 2}}; !reflect.DeepEqual(s.TopActions, want) {
+		t.Errorf("TopActions = %v, want %v", s.TopActions, want)
+	}
+	const tol = 1e-12
+	near := func(a, b float64) bool { return math.Abs(a-b) <= tol }
+	r1, r2 := s.StepReward[0], s.StepReward[1]
+	if r1.Min != 0 || r1.Max != 3 || !near(r1.Mean, 4.0/3) || r1.N != 3 {
+		t.Errorf("step 1 reward %+v, want min 0 max 3 mean 4/3 n 3", r1)
+	}
+	if r2.Min != -1 || r2.Max != 2 || !near(r2.Mean, 0.5) || r2.N != 2 {
+		t.Errorf("step 2 reward %+v, want min -1 max 2 mean 0.5 n 2", r2)
+	}
+	if s.Return.Min != -1 || s.Return.Max != 3 || !near(s.Return.Mean, 5.0/3) {
+		t.Errorf("return %+v, want min -1 max 3 mean 5/3", s.Return)
+	}
+	// Logged propensities sorted: .25 .5 .5 .5 1; ranks floor(q·4).
+	if want := (Quantiles{.25, .25, .25, .5, .5, 1}); *s.Propensity != want {
+		t.Errorf("propensity %+v, want %+v", *s.Propensity, want)
+	}
+	if s.Iota != .25 || s.IotaEstimated {
+		t.Errorf("iota %v estimated %v, want 0.25 logged", s.Iota, s.IotaEstimated)
+	}
+	// τ_1 ∈ {(x,l),(x,r)}; τ_2 ∈ {(x,l,y,r),(x,l,x,l),(x,r,<end>,<end>)}.
+	if want := []int{2, 3}; !slices.Equal(s.Histories, want) {
+		t.Errorf("Histories = %v, want %v", s.Histories, want)
+	}
+
+	// Without propensities: at (h=1, o=x) l was logged 2 times of 3.
+	d.Propensity = nil
+	s = Summarize(d)
+	if s.Propensity != nil || !s.IotaEstimated || !near(s.Iota, 1.0/3) {
+		t.Errorf("estimated iota %v (%v), want 1/3", s.Iota, s.IotaEstimated)
+	}
+}
+
+// TestDistinctHistoriesBruteForce compares with string keys of prefixes.
+func TestDistinctHistoriesBruteForce(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	const K, H, nO, nA = 3000, 5, 3, 2
+	d := &Dataset{Horizon: H, ObsVocab: make([]string, nO), ActVocab: make([]string, nA),
+		Obs: make([]uint16, K*H), Act: make([]uint16, K*H)}
+	for i := range d.Obs {
+		d.Obs[i], d.Act[i] = uint16(rng.IntN(nO)), uint16(rng.IntN(nA))
+	}
+	got := DistinctHistories(d)
+	for h := 1; h <= H; h++ {
+		set := map[string]bool{}
+		for k := range K {
+			b := []byte{}
+			for j := range h {
+				b = append(b, byte(d.Obs[k*H+j]), byte(d.Act[k*H+j]))
+			}
+			set[string(b)] = true
+		}
+		if got[h-1] != len(set) {
+			t.Errorf("h=%d: %d distinct histories, brute force %d", h, got[h-1], len(set))
+		}
+	}
+}
+
+func TestQuantilesBruteForce(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	for _, n := range []int{1, 2, 7, 1000} {
+		vals := make([]float64, n)
+		for i := range vals {
+			vals[i] = rng.NormFloat64() * math.Pow(10, float64(rng.IntN(9)-4))
+			if i%5 == 0 {
+				vals[i] = 0.5 // ties
+			}
+		}
+		qs := []float64{0, 0.01, 0.05, 0.25, 0.5, 0.9, 1}
+		got := quantiles(vals, qs)
+		sorted := slices.Clone(vals)
+		slices.Sort(sorted)
+		for i, q := range qs {
+			if want := sorted[int(math.Floor(q*float64(n-1)))]; got[i] != want {
+				t.Errorf("n=%d q=%v: %v, want %v", n, q, got[i], want)
+			}
+		}
+	}
+}
