@@ -327,3 +327,5 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+func stringsReader(s string) *strings.Reader { return strings.NewReader(s) }

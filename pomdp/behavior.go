@@ -1,0 +1,137 @@
+package pomdp
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+)
+
+// Behavior is a stochastic behaviour policy π^b that may depend on the
+// history only through the step and the true belief over the hidden state
+// (which the simulator knows). The built-in ones come from ParseBehavior.
+type Behavior interface {
+	// Probs writes π^b(·|τ_{h-1}, o_h) into p (length |A|, summing to 1)
+	// at step h (1-based), given the true belief over the current state.
+	Probs(h int, belief []float64, p []float64)
+	// UsesBelief is false when Probs ignores the belief, so simulators
+	// may skip the filtering.
+	UsesBelief() bool
+	// String is the specification the behaviour was built from.
+	String() string
+}
+
+// ParseBehavior builds a behaviour policy for m from a specification:
+//
+//	uniform            every action with probability 1/|A|
+//	myopic:EPS         with probability 1−EPS the action with the highest
+//	                   expected immediate reward under the true belief
+//	                   (ties to the lowest index), else uniform; so the
+//	                   greedy action has propensity 1−EPS+EPS/|A|
+//	fixed:ACTION:EPS   with probability 1−EPS the named action (a name or a
+//	                   0-based number), else uniform
+//
+// EPS lies in [0,1]; "myopic" alone means myopic:0.
+func ParseBehavior(spec string, m *POMDP) (Behavior, error) {
+	mm, err := prepare(m)
+	if err != nil {
+		return nil, err
+	}
+	parts := strings.Split(strings.TrimSpace(spec), ":")
+	eps := func(s string) (float64, error) {
+		v, err := strconv.ParseFloat(s, 64)
+		if err != nil || !(v >= 0 && v <= 1) {
+			return 0, fmt.Errorf("%w: %q: EPS must be a number in [0,1], found %q", ErrBehavior, spec, s)
+		}
+		return v, nil
+	}
+	switch parts[0] {
+	case "uniform":
+		if len(parts) != 1 {
+			break
+		}
+		return &mixture{spec: "uniform", A: mm.nA, eps: 1, fixed: -1}, nil
+	case "myopic":
+		e := 0.0
+		switch len(parts) {
+		case 1:
+		case 2:
+			if e, err = eps(parts[1]); err != nil {
+				return nil, err
+			}
+		default:
+			return nil, fmt.Errorf("%w: %q: expected myopic:EPS", ErrBehavior, spec)
+		}
+		return &mixture{spec: spec, A: mm.nA, eps: e, fixed: -1, model: mm}, nil
+	case "fixed":
+		if len(parts) != 3 {
+			return nil, fmt.Errorf("%w: %q: expected fixed:ACTION:EPS", ErrBehavior, spec)
+		}
+		a := -1
+		for i, n := range m.Actions {
+			if n == parts[1] {
+				a = i
+			}
+		}
+		if a < 0 {
+			if i, err := strconv.Atoi(parts[1]); err == nil && i >= 0 && i < mm.nA {
+				a = i
+			}
+		}
+		if a < 0 {
+			return nil, fmt.Errorf("%w: %q: unknown action %q (the model has %s)", ErrBehavior, spec, parts[1], strings.Join(m.Actions, ", "))
+		}
+		e, err := eps(parts[2])
+		if err != nil {
+			return nil, err
+		}
+		return &mixture{spec: spec, A: mm.nA, eps: e, fixed: a}, nil
+	}
+	return nil, fmt.Errorf("%w: %q: expected uniform, myopic:EPS or fixed:ACTION:EPS", ErrBehavior, spec)
+}
+
+// mixture plays a base action with probability 1−eps and a uniform action
+// otherwise; the base action is fixed, or myopic when model is set.
+type mixture struct {
+	spec  string
+	A     int
+	eps   float64
+	fixed int
+	model *model
+}
+
+// tieTol is the relative gap below which two expected rewards count as a
+// tie for the myopic behaviour: sums of the same terms in another order can
+// differ in the last bits, and such noise must not decide the action.
+const tieTol = 1e-12
+
+func (b *mixture) Probs(h int, belief []float64, p []float64) {
+	u := b.eps / float64(b.A)
+	for i := range p {
+		p[i] = u
+	}
+	if b.eps == 1 {
+		return
+	}
+	a := b.fixed
+	if b.model != nil {
+		a = greedy(b.model, belief)
+	}
+	p[a] += 1 - b.eps
+}
+
+// greedy is the action with the highest expected immediate reward under
+// the belief, ties to the lowest index.
+func greedy(mm *model, belief []float64) int {
+	best, bestV := 0, math.Inf(-1)
+	for a := range mm.nA {
+		v := mm.expectedReward(belief, a)
+		if a == 0 || v > bestV+tieTol*(1+math.Abs(bestV)) {
+			best, bestV = a, v
+		}
+	}
+	return best
+}
+
+func (b *mixture) UsesBelief() bool { return b.model != nil }
+func (b *mixture) String() string   { return b.spec }

@@ -1,0 +1,128 @@
+package pomdp
+
+// model is a checked POMDP with the tables the algorithms share.
+type model struct {
+	*POMDP
+	nS, nA, nO int
+	// er[a*S+s] = E[r | s, a] = Σ_{s',o} T(s'|s,a) O(o|s',a) R(a,s,s',o):
+	// the expected immediate reward of a from state s.
+	er []float64
+	// tNZ[a][s] lists the next states with T(s'|s,a) > 0: published
+	// models have sparse transitions, and filtering is the simulator's
+	// inner loop.
+	tNZ [][][]nz
+}
+
+type nz struct {
+	i int
+	p float64
+}
+
+func prepare(m *POMDP) (*model, error) {
+	if err := m.Check(); err != nil {
+		return nil, err
+	}
+	S, A, O := m.NumStates(), m.NumActions(), m.NumObs()
+	mm := &model{POMDP: m, nS: S, nA: A, nO: O, er: make([]float64, A*S)}
+	for a := range A {
+		for s := range S {
+			sum := 0.0
+			for s2, t := range m.T[a][s] {
+				if t == 0 {
+					continue
+				}
+				base := ((a*S+s)*S + s2) * O
+				e := 0.0
+				for o, q := range m.O[a][s2] {
+					e += q * m.Reward[base+o]
+				}
+				sum += t * e
+			}
+			mm.er[a*S+s] = sum
+		}
+	}
+	mm.tNZ = make([][][]nz, A)
+	for a := range A {
+		mm.tNZ[a] = make([][]nz, S)
+		for s := range S {
+			for s2, t := range m.T[a][s] {
+				if t > 0 {
+					mm.tNZ[a][s] = append(mm.tNZ[a][s], nz{s2, t})
+				}
+			}
+		}
+	}
+	return mm, nil
+}
+
+// expectedReward is E[r_h | belief, a_h = a].
+func (mm *model) expectedReward(b []float64, a int) float64 {
+	er := mm.er[a*mm.nS : (a+1)*mm.nS]
+	r := 0.0
+	for s, p := range b {
+		r += p * er[s]
+	}
+	return r
+}
+
+// predict writes pred(s') = Σ_s b(s) T(s'|s,a).
+func (mm *model) predict(b []float64, a int, pred []float64) {
+	clear(pred)
+	for s, p := range b {
+		if p == 0 {
+			continue
+		}
+		for _, e := range mm.tNZ[a][s] {
+			pred[e.i] += p * e.p
+		}
+	}
+}
+
+// update writes the posterior over s' after observing o, given the
+// predicted distribution pred, and returns P(o | history, a). When that
+// probability is 0 the posterior is left undefined.
+func (mm *model) update(pred []float64, a, o int, post []float64) float64 {
+	po := 0.0
+	for s2, p := range pred {
+		v := p * mm.O[a][s2][o]
+		post[s2] = v
+		po += v
+	}
+	if po > 0 {
+		for s2 := range post {
+			post[s2] /= po
+		}
+	}
+	return po
+}
+
+// Belief returns the true belief over the state at step len(obs) after the
+// history o_1,a_1,…,o_h (obs[0] must be ObsInit; act has len(obs)−1
+// entries), and whether the history has positive probability under the
+// model for some policy taking those actions.
+func (m *POMDP) Belief(obs, act []int) ([]float64, bool) {
+	mm, err := prepare(m)
+	if err != nil {
+		return nil, false
+	}
+	return mm.belief(obs, act)
+}
+
+func (mm *model) belief(obs, act []int) ([]float64, bool) {
+	if len(obs) == 0 || obs[0] != ObsInit || len(act) != len(obs)-1 {
+		return nil, false
+	}
+	b := append([]float64(nil), mm.Start...)
+	pred := make([]float64, mm.nS)
+	for i, a := range act {
+		o := obs[i+1]
+		if a < 0 || a >= mm.nA || o < 0 || o >= mm.nO {
+			return nil, false
+		}
+		mm.predict(b, a, pred)
+		if mm.update(pred, a, o, b) == 0 {
+			return nil, false
+		}
+	}
+	return b, true
+}

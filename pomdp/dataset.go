@@ -1,0 +1,105 @@
+package pomdp
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+
+	"github.com/psrlcb/psrlcb/ingest"
+)
+
+// Dataset converts the logs into the ingest.Dataset that ingesting their
+// Parquet file gives: vocabularies of the symbols that occur, sorted
+// bytewise; episodes ordered by their episode_id rendered as a string;
+// every episode of full length; propensities included.
+func (l *Logs) Dataset() (*ingest.Dataset, error) {
+	m := l.Model
+	H, K := l.Horizon, l.NumEpisodes()
+	if m.NumObs()+1 > math.MaxUint16 || m.NumActions() > math.MaxUint16 {
+		return nil, fmt.Errorf("%w: %s has too many symbols for 16-bit codes", ErrInvalid, m.Name)
+	}
+	// Observation index o+1 (0 for init) and action index → code.
+	seenObs := make([]bool, m.NumObs()+1)
+	seenAct := make([]bool, m.NumActions())
+	for i := range l.Obs {
+		seenObs[l.Obs[i]+1] = true
+		seenAct[l.Act[i]] = true
+	}
+	obsCode, obsVocab := vocab(seenObs, func(i int) string { return m.ObsName(i - 1) })
+	actCode, actVocab := vocab(seenAct, func(i int) string { return m.Actions[i] })
+
+	ids := make([]string, K)
+	order := make([]int, K)
+	for k := range K {
+		ids[k] = strconv.FormatInt(l.EpisodeID(k), 10)
+		order[k] = k
+	}
+	slices.SortFunc(order, func(a, b int) int {
+		switch {
+		case ids[a] < ids[b]:
+			return -1
+		case ids[a] > ids[b]:
+			return 1
+		}
+		return 0
+	})
+	d := &ingest.Dataset{
+		Horizon:    H,
+		ObsVocab:   obsVocab,
+		ActVocab:   actVocab,
+		EpisodeIDs: make([]string, K),
+		Length:     make([]int32, K),
+		Obs:        make([]uint16, K*H),
+		Act:        make([]uint16, K*H),
+		Reward:     make([]float64, K*H),
+		Propensity: make([]float64, K*H),
+		Rows:       int64(K * H),
+	}
+	for j, k := range order {
+		d.EpisodeIDs[j] = ids[k]
+		d.Length[j] = int32(H)
+		for h := range H {
+			src, dst := k*H+h, j*H+h
+			d.Obs[dst] = obsCode[l.Obs[src]+1]
+			d.Act[dst] = actCode[l.Act[src]]
+			d.Reward[dst] = l.Reward[src]
+			d.Propensity[dst] = l.Propensity[src]
+		}
+	}
+	return d, nil
+}
+
+// vocab returns, for the indices marked seen, their codes in the sorted
+// list of their names, and that list.
+func vocab(seen []bool, name func(int) string) ([]uint16, []string) {
+	var names []string
+	for i, ok := range seen {
+		if ok {
+			names = append(names, name(i))
+		}
+	}
+	slices.Sort(names)
+	pos := make(map[string]uint16, len(names))
+	for c, n := range names {
+		pos[n] = uint16(c)
+	}
+	code := make([]uint16, len(seen))
+	for i, ok := range seen {
+		if ok {
+			code[i] = pos[name(i)]
+		}
+	}
+	return code, names
+}
+
+// SimulateDataset is Simulate followed by Logs.Dataset: logs drawn from m
+// under b, directly in the form the rest of the pipeline consumes.
+func SimulateDataset(ctx context.Context, m *POMDP, H, K int, b Behavior, seed uint64) (*ingest.Dataset, error) {
+	l, err := Simulate(ctx, m, H, K, b, seed)
+	if err != nil {
+		return nil, err
+	}
+	return l.Dataset()
+}

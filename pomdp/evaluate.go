@@ -1,0 +1,369 @@
+package pomdp
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"sync"
+
+	"github.com/psrlcb/psrlcb/policy"
+)
+
+// PolicyFunc is a deterministic history-dependent policy: given the
+// observations o_1..o_h (obs[0] is ObsInit) and the actions a_1..a_{h−1}
+// taken so far, it returns the action index a_h. The slices are only valid
+// during the call.
+type PolicyFunc func(obs, act []int) int
+
+// ctxEvery is how many tree nodes the exact recursions visit between two
+// looks at the context: often enough to stop within milliseconds, rarely
+// enough to cost nothing.
+const ctxEvery = 1 << 12
+
+// walker carries what every exact recursion needs.
+type walker struct {
+	mm    *model
+	H     int
+	ctx   context.Context
+	nodes int
+	err   error
+}
+
+// stop reports whether the walk must end (context cancelled or an error).
+func (w *walker) stop() bool {
+	if w.err != nil {
+		return true
+	}
+	w.nodes++
+	if w.nodes%ctxEvery == 1 && w.ctx != nil {
+		if err := w.ctx.Err(); err != nil {
+			w.err = err
+			return true
+		}
+	}
+	return false
+}
+
+// Evaluate is the exact value V^π = E^π[r_1+…+r_H] of a deterministic
+// policy under the true model, computed by enumerating the tree of
+// observation histories with the true belief; branches of probability 0 are
+// skipped. It returns NaN when m is invalid or pol returns an action out of
+// range. The cost is the number of reachable histories, at most
+// Σ_h |O|^(h−1).
+func Evaluate(m *POMDP, H int, pol PolicyFunc) float64 {
+	v, err := EvaluateContext(context.Background(), m, H, pol)
+	if err != nil {
+		return math.NaN()
+	}
+	return v
+}
+
+// EvaluateContext is Evaluate that stops when ctx is cancelled and reports
+// why it failed.
+func EvaluateContext(ctx context.Context, m *POMDP, H int, pol PolicyFunc) (float64, error) {
+	mm, err := prepare(m)
+	if err != nil {
+		return 0, err
+	}
+	if H < 0 {
+		return 0, fmt.Errorf("%w: horizon %d is negative", ErrPolicy, H)
+	}
+	if H == 0 {
+		return 0, nil
+	}
+	w := &walker{mm: mm, H: H, ctx: ctx}
+	obs := make([]int, H)
+	act := make([]int, H)
+	obs[0] = ObsInit
+	var rec func(h int, b []float64) float64
+	rec = func(h int, b []float64) float64 {
+		if w.stop() {
+			return 0
+		}
+		a := pol(obs[:h], act[:h-1])
+		if a < 0 || a >= mm.nA {
+			w.err = fmt.Errorf("%w: the policy returned action %d at step %d (the model has %d actions)", ErrPolicy, a, h, mm.nA)
+			return 0
+		}
+		v := mm.expectedReward(b, a)
+		if h == H {
+			return v
+		}
+		act[h-1] = a
+		pred := make([]float64, mm.nS)
+		post := make([]float64, mm.nS)
+		mm.predict(b, a, pred)
+		for o := range mm.nO {
+			po := mm.update(pred, a, o, post)
+			if po == 0 {
+				continue
+			}
+			obs[h] = o
+			v += po * rec(h+1, post)
+		}
+		return v
+	}
+	v := rec(1, append([]float64(nil), mm.Start...))
+	if w.err != nil {
+		return 0, w.err
+	}
+	return v, nil
+}
+
+// EvaluatePolicy is the exact value under m of a policy tree read from
+// policy.arrow, following it with policy.Cursor: the observations are the
+// model's observation names with InitSymbol at step 1, and the actions
+// the tree names must be actions of m (ErrPolicy otherwise).
+func EvaluatePolicy(ctx context.Context, m *POMDP, H int, p *policy.Policy) (float64, error) {
+	mm, err := prepare(m)
+	if err != nil {
+		return 0, err
+	}
+	if p == nil {
+		return 0, fmt.Errorf("%w: nil policy", ErrPolicy)
+	}
+	if H <= 0 {
+		return 0, fmt.Errorf("%w: horizon %d must be positive", ErrPolicy, H)
+	}
+	actIdx := make(map[string]int, mm.nA)
+	for i, n := range m.Actions {
+		actIdx[n] = i
+	}
+	w := &walker{mm: mm, H: H, ctx: ctx}
+	var rec func(h int, b []float64, cur policy.Cursor, o int) float64
+	rec = func(h int, b []float64, cur policy.Cursor, o int) float64 {
+		if w.stop() {
+			return 0
+		}
+		name, node, ok := cur.Act(m.ObsName(o))
+		if !ok {
+			w.err = fmt.Errorf("%w: the policy has no step-1 row for the initial observation %q", ErrPolicy, InitSymbol)
+			return 0
+		}
+		a, known := actIdx[name]
+		if !known {
+			where := fmt.Sprintf("node %d", node)
+			if node < 0 {
+				where = "the fallback_action"
+			}
+			w.err = fmt.Errorf("%w: action %q at step %d (%s) is not an action of %s", ErrPolicy, name, h, where, m.Name)
+			return 0
+		}
+		v := mm.expectedReward(b, a)
+		if h == H {
+			return v
+		}
+		pred := make([]float64, mm.nS)
+		post := make([]float64, mm.nS)
+		mm.predict(b, a, pred)
+		for o := range mm.nO {
+			po := mm.update(pred, a, o, post)
+			if po == 0 {
+				continue
+			}
+			// Each branch continues from a copy of the cursor.
+			v += po * rec(h+1, post, cur, o)
+		}
+		return v
+	}
+	v := rec(1, append([]float64(nil), mm.Start...), *p.NewCursor(), ObsInit)
+	if w.err != nil {
+		return 0, w.err
+	}
+	return v, nil
+}
+
+// beliefKey is an exact key for a belief: equal bits, equal future.
+func beliefKey(b []float64) string {
+	buf := make([]byte, 8*len(b))
+	for i, v := range b {
+		u := math.Float64bits(v)
+		for k := range 8 {
+			buf[8*i+k] = byte(u >> (8 * k))
+		}
+	}
+	return string(buf)
+}
+
+// solver computes the optimal finite-horizon values by dynamic programming
+// over the belief tree, memoised on (step, exact belief): histories with
+// the same belief have the same optimal future.
+type solver struct {
+	walker
+	mu   sync.Mutex
+	memo []map[string]float64 // memo[h]: V*_h(b)
+}
+
+// value is V*_h(b) = max_a Q*_h(b,a), and 0 after step H.
+func (sv *solver) value(h int, b []float64) float64 {
+	if h > sv.H {
+		return 0
+	}
+	key := beliefKey(b)
+	if v, ok := sv.memo[h][key]; ok {
+		return v
+	}
+	if sv.stop() {
+		return 0
+	}
+	best := math.Inf(-1)
+	for a := range sv.mm.nA {
+		best = max(best, sv.q(h, b, a))
+	}
+	sv.memo[h][key] = best
+	return best
+}
+
+// q is Q*_h(b,a) = E[r_h|b,a] + Σ_o P(o|b,a) V*_{h+1}(b_{a,o}).
+func (sv *solver) q(h int, b []float64, a int) float64 {
+	mm := sv.mm
+	v := mm.expectedReward(b, a)
+	if h == sv.H {
+		return v
+	}
+	pred := make([]float64, mm.nS)
+	post := make([]float64, mm.nS)
+	mm.predict(b, a, pred)
+	for o := range mm.nO {
+		po := mm.update(pred, a, o, post)
+		if po == 0 {
+			continue
+		}
+		v += po * sv.value(h+1, post)
+	}
+	return v
+}
+
+// argmax is the optimal action at step h for belief b, ties to the lowest
+// index.
+func (sv *solver) argmax(h int, b []float64) int {
+	best, bestV := 0, math.Inf(-1)
+	for a := range sv.mm.nA {
+		v := sv.q(h, b, a)
+		if a == 0 || v > bestV+tieTol*(1+math.Abs(bestV)) {
+			best, bestV = a, v
+		}
+	}
+	return best
+}
+
+// Optimal is the exact optimal value V* = max_π E^π[r_1+…+r_H] over all
+// history-dependent policies, by dynamic programming over the belief tree
+// (at each node the best action's expected immediate reward plus
+// Σ_o P(o) V*(child)), and an optimal policy (ties to the lowest action
+// index). The policy is safe for concurrent use; for histories of
+// probability 0 it returns action 0. It returns NaN and a nil policy when m
+// is invalid or H < 0.
+//
+// The cost grows like (|A||O|)^H in the worst case; histories that lead
+// to the same belief are solved once.
+func Optimal(m *POMDP, H int) (float64, PolicyFunc) {
+	v, pol, err := OptimalContext(context.Background(), m, H)
+	if err != nil {
+		return math.NaN(), nil
+	}
+	return v, pol
+}
+
+// OptimalContext is Optimal that stops when ctx is cancelled and reports
+// why it failed.
+func OptimalContext(ctx context.Context, m *POMDP, H int) (float64, PolicyFunc, error) {
+	mm, err := prepare(m)
+	if err != nil {
+		return 0, nil, err
+	}
+	if H < 0 {
+		return 0, nil, fmt.Errorf("%w: horizon %d is negative", ErrPolicy, H)
+	}
+	sv := &solver{walker: walker{mm: mm, H: H, ctx: ctx}, memo: make([]map[string]float64, H+2)}
+	for h := range sv.memo {
+		sv.memo[h] = make(map[string]float64)
+	}
+	v := sv.value(1, mm.Start)
+	if sv.err != nil {
+		return 0, nil, sv.err
+	}
+	sv.ctx = nil // the policy outlives ctx
+	pol := func(obs, act []int) int {
+		b, ok := mm.belief(obs, act)
+		if !ok || len(obs) > H {
+			return 0
+		}
+		sv.mu.Lock()
+		defer sv.mu.Unlock()
+		return sv.argmax(len(obs), b)
+	}
+	return v, pol, nil
+}
+
+// BehaviorValue is the exact value V^b of a behaviour policy under the
+// true model (NaN when m is invalid), by enumerating the history tree with
+// the true belief and weighting each action by its probability.
+func BehaviorValue(m *POMDP, H int, b Behavior) float64 {
+	v, err := BehaviorValueContext(context.Background(), m, H, b)
+	if err != nil {
+		return math.NaN()
+	}
+	return v
+}
+
+// BehaviorValueContext is BehaviorValue that stops when ctx is cancelled
+// and reports why it failed. Since a Behavior depends on the history only
+// through the step and the belief, histories with the same belief are
+// evaluated once.
+func BehaviorValueContext(ctx context.Context, m *POMDP, H int, beh Behavior) (float64, error) {
+	mm, err := prepare(m)
+	if err != nil {
+		return 0, err
+	}
+	if H < 0 {
+		return 0, fmt.Errorf("%w: horizon %d is negative", ErrPolicy, H)
+	}
+	w := &walker{mm: mm, H: H, ctx: ctx}
+	memo := make([]map[string]float64, H+2)
+	for h := range memo {
+		memo[h] = make(map[string]float64)
+	}
+	var value func(h int, b []float64) float64
+	value = func(h int, b []float64) float64 {
+		if h > H {
+			return 0
+		}
+		key := beliefKey(b)
+		if v, ok := memo[h][key]; ok {
+			return v
+		}
+		if w.stop() {
+			return 0
+		}
+		probs := make([]float64, mm.nA)
+		beh.Probs(h, b, probs)
+		pred := make([]float64, mm.nS)
+		post := make([]float64, mm.nS)
+		v := 0.0
+		for a, pa := range probs {
+			if pa == 0 {
+				continue
+			}
+			q := mm.expectedReward(b, a)
+			if h < H {
+				mm.predict(b, a, pred)
+				for o := range mm.nO {
+					po := mm.update(pred, a, o, post)
+					if po == 0 {
+						continue
+					}
+					q += po * value(h+1, post)
+				}
+			}
+			v += pa * q
+		}
+		memo[h][key] = v
+		return v
+	}
+	v := value(1, mm.Start)
+	if w.err != nil {
+		return 0, w.err
+	}
+	return v, nil
+}

@@ -1,0 +1,238 @@
+package pomdp
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"runtime"
+	"sync"
+
+	"math/rand/v2"
+)
+
+// Logs are simulated episodes in memory, row-major: episode k (0-based),
+// step h (1-based) at index k·Horizon + h − 1. They carry the true
+// propensities π^b(a_h | τ_{h−1}, o_h).
+type Logs struct {
+	Model    *POMDP
+	Horizon  int
+	Behavior string // the behaviour's specification
+	Seed     uint64
+
+	Obs        []int32 // o_h as an observation index, ObsInit at h = 1
+	Act        []int32 // a_h
+	Reward     []float64
+	Propensity []float64
+}
+
+// NumEpisodes is K.
+func (l *Logs) NumEpisodes() int {
+	if l.Horizon == 0 {
+		return 0
+	}
+	return len(l.Obs) / l.Horizon
+}
+
+// EpisodeID is the episode_id written for episode k: k+1.
+func (l *Logs) EpisodeID(k int) int64 { return int64(k) + 1 }
+
+// Return is the undiscounted return r_1+…+r_H of episode k.
+func (l *Logs) Return(k int) float64 {
+	s := 0.0
+	for _, r := range l.Reward[k*l.Horizon : (k+1)*l.Horizon] {
+		s += r
+	}
+	return s
+}
+
+// chunkEpisodes is the number of episodes simulated from one random
+// stream. Streams are tied to chunks, not to workers, so the logs do not
+// depend on the number of workers; 1024 episodes keep the per-chunk set-up
+// negligible while leaving enough chunks to share among cores.
+const chunkEpisodes = 1024
+
+// Simulate draws K episodes of H steps from m under the behaviour b, with
+// the timing of the package documentation, and records the true
+// propensities. The same seed gives the same logs whatever the number of
+// CPUs. It stops with ctx.Err() when ctx is cancelled.
+func Simulate(ctx context.Context, m *POMDP, H, K int, b Behavior, seed uint64) (*Logs, error) {
+	return simulate(ctx, m, H, K, b, seed, runtime.GOMAXPROCS(0))
+}
+
+func simulate(ctx context.Context, m *POMDP, H, K int, b Behavior, seed uint64, workers int) (*Logs, error) {
+	mm, err := prepare(m)
+	if err != nil {
+		return nil, err
+	}
+	if H <= 0 || K <= 0 {
+		return nil, fmt.Errorf("%w: horizon %d and episodes %d must be positive", ErrBehavior, H, K)
+	}
+	if b == nil {
+		return nil, fmt.Errorf("%w: nil behaviour", ErrBehavior)
+	}
+	if float64(H)*float64(K) > math.MaxInt32 {
+		return nil, fmt.Errorf("%w: %d episodes × %d steps is too many rows for one simulation", ErrBehavior, K, H)
+	}
+	n := H * K
+	l := &Logs{
+		Model: m, Horizon: H, Behavior: b.String(), Seed: seed,
+		Obs: make([]int32, n), Act: make([]int32, n),
+		Reward: make([]float64, n), Propensity: make([]float64, n),
+	}
+	sm := newSampler(mm)
+	chunks := (K + chunkEpisodes - 1) / chunkEpisodes
+	workers = max(1, min(workers, chunks))
+	next := make(chan int)
+	errs := make([]error, workers)
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for c := range next {
+				if err := ctx.Err(); err != nil {
+					errs[w] = err
+					continue
+				}
+				lo := c * chunkEpisodes
+				hi := min(K, lo+chunkEpisodes)
+				if err := sm.chunk(l, b, lo, hi, chunkRand(seed, c)); err != nil {
+					errs[w] = err
+				}
+			}
+		}()
+	}
+	for c := range chunks {
+		next <- c
+	}
+	close(next)
+	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	for _, err := range errs {
+		if err != nil {
+			return nil, err
+		}
+	}
+	return l, nil
+}
+
+// splitmix64 scrambles a counter into a well-spread 64-bit seed.
+func splitmix64(x uint64) uint64 {
+	x += 0x9e3779b97f4a7c15
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9
+	x = (x ^ (x >> 27)) * 0x94d049bb133111eb
+	return x ^ (x >> 31)
+}
+
+// chunkRand is the random stream of chunk c.
+func chunkRand(seed uint64, c int) *rand.Rand {
+	return rand.New(rand.NewPCG(splitmix64(seed), splitmix64(seed^splitmix64(uint64(c)+1))))
+}
+
+// sampler holds cumulative distributions for inverse-CDF sampling.
+type sampler struct {
+	mm    *model
+	start []float64
+	tCDF  [][][]float64 // [a][s]
+	oCDF  [][][]float64 // [a][s']
+}
+
+func newSampler(mm *model) *sampler {
+	sm := &sampler{mm: mm, start: cdf(mm.Start)}
+	sm.tCDF = make([][][]float64, mm.nA)
+	sm.oCDF = make([][][]float64, mm.nA)
+	for a := range mm.nA {
+		sm.tCDF[a] = make([][]float64, mm.nS)
+		sm.oCDF[a] = make([][]float64, mm.nS)
+		for s := range mm.nS {
+			sm.tCDF[a][s] = cdf(mm.T[a][s])
+			sm.oCDF[a][s] = cdf(mm.O[a][s])
+		}
+	}
+	return sm
+}
+
+// cdf is the cumulative distribution of p, set to exactly 1 from the last
+// positive entry on, so rounding never selects a zero-probability entry.
+func cdf(p []float64) []float64 {
+	c := make([]float64, len(p))
+	sum, last := 0.0, 0
+	for i, v := range p {
+		sum += v
+		c[i] = sum
+		if v > 0 {
+			last = i
+		}
+	}
+	for i := last; i < len(c); i++ {
+		c[i] = 1
+	}
+	return c
+}
+
+// draw is the first index whose cumulative probability exceeds u ∈ [0,1).
+func draw(c []float64, u float64) int {
+	lo, hi := 0, len(c)-1
+	for lo < hi {
+		mid := (lo + hi) / 2
+		if c[mid] > u {
+			hi = mid
+		} else {
+			lo = mid + 1
+		}
+	}
+	return lo
+}
+
+// drawProbs draws from a probability vector that need not be cumulative.
+func drawProbs(p []float64, u float64) int {
+	sum, last := 0.0, -1
+	for i, v := range p {
+		if v <= 0 {
+			continue
+		}
+		sum += v
+		last = i
+		if u < sum {
+			return i
+		}
+	}
+	return last
+}
+
+func (sm *sampler) chunk(l *Logs, b Behavior, lo, hi int, rng *rand.Rand) error {
+	mm := sm.mm
+	H := l.Horizon
+	S, O := mm.nS, mm.nO
+	useBelief := b.UsesBelief()
+	belief := make([]float64, S)
+	pred := make([]float64, S)
+	probs := make([]float64, mm.nA)
+	for k := lo; k < hi; k++ {
+		s := draw(sm.start, rng.Float64())
+		copy(belief, mm.Start)
+		o := ObsInit
+		for h := 1; h <= H; h++ {
+			b.Probs(h, belief, probs)
+			a := drawProbs(probs, rng.Float64())
+			if a < 0 {
+				return fmt.Errorf("%w: %s gives no action a positive probability at step %d", ErrBehavior, b, h)
+			}
+			s2 := draw(sm.tCDF[a][s], rng.Float64())
+			o2 := draw(sm.oCDF[a][s2], rng.Float64())
+			i := k*H + h - 1
+			l.Obs[i] = int32(o)
+			l.Act[i] = int32(a)
+			l.Reward[i] = mm.Reward[((a*S+s)*S+s2)*O+o2]
+			l.Propensity[i] = probs[a]
+			if useBelief && h < H {
+				mm.predict(belief, a, pred)
+				mm.update(pred, a, o2, belief)
+			}
+			s, o = s2, o2
+		}
+	}
+	return nil
+}
