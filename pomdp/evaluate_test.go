@@ -42,7 +42,7 @@ func TestGambleClosedForm(t *testing.T) {
 			per  float64 // expected reward per step
 		}{
 			{"uniform", 0.5*1 + 0.5*3},
-			{"myopic:0.2", 0.9*3 + 0.1*1},      // greedy = gamble, 1−0.2+0.2/2
+			{"myopic:0.2", 0.9*3 + 0.1*1},       // greedy = gamble, 1−0.2+0.2/2
 			{"fixed:stay:0.5", 0.75*1 + 0.25*3}, // stay with 1−0.5+0.5/2
 			{"fixed:1:0", 3},
 		} {
