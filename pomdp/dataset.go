@@ -10,10 +10,11 @@ import (
 	"github.com/psrlcb/psrlcb/ingest"
 )
 
-// Dataset converts the logs into the ingest.Dataset that ingesting their
-// Parquet file gives: vocabularies of the symbols that occur, sorted
-// bytewise; episodes ordered by their episode_id rendered as a string;
-// every episode of full length; propensities included.
+// Dataset converts the logs into the ingest.Dataset that ingest.Read
+// gives for their Parquet file: vocabularies of the symbols that occur,
+// sorted bytewise; episodes in the order of their integer episode_id,
+// rendered in decimal; every episode of full length; propensities
+// included.
 func (l *Logs) Dataset() (*ingest.Dataset, error) {
 	m := l.Model
 	H, K := l.Horizon, l.NumEpisodes()
@@ -30,21 +31,14 @@ func (l *Logs) Dataset() (*ingest.Dataset, error) {
 	obsCode, obsVocab := vocab(seenObs, func(i int) string { return m.ObsName(i - 1) })
 	actCode, actVocab := vocab(seenAct, func(i int) string { return m.Actions[i] })
 
+	// Episode ids are the integers 1..K, which ingest orders numerically:
+	// simulation order.
 	ids := make([]string, K)
 	order := make([]int, K)
 	for k := range K {
 		ids[k] = strconv.FormatInt(l.EpisodeID(k), 10)
 		order[k] = k
 	}
-	slices.SortFunc(order, func(a, b int) int {
-		switch {
-		case ids[a] < ids[b]:
-			return -1
-		case ids[a] > ids[b]:
-			return 1
-		}
-		return 0
-	})
 	d := &ingest.Dataset{
 		Horizon:    H,
 		ObsVocab:   obsVocab,

@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/parquet-go/parquet-go"
+	"github.com/psrlcb/psrlcb/ingest"
 )
 
 func behavior(t testing.TB, spec string, m *POMDP) Behavior {
@@ -214,8 +215,8 @@ func TestLogsDataset(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Episode ids 1..12 sorted as strings.
-	wantIDs := []string{"1", "10", "11", "12", "2", "3", "4", "5", "6", "7", "8", "9"}
+	// Integer episode ids 1..12, in numeric order as ingest orders them.
+	wantIDs := []string{"1", "2", "3", "4", "5", "6", "7", "8", "9", "10", "11", "12"}
 	if !slices.Equal(d.EpisodeIDs, wantIDs) {
 		t.Fatalf("episode ids %v", d.EpisodeIDs)
 	}
@@ -295,4 +296,30 @@ func BenchmarkWriteParquet(b *testing.B) {
 	}
 	b.SetBytes(int64(buf.Len()))
 	b.ReportMetric(8e5*float64(b.N)/b.Elapsed().Seconds(), "rows/s")
+}
+
+// The Dataset built in memory is exactly what ingesting the written
+// Parquet file gives.
+func TestLogsDatasetMatchesIngest(t *testing.T) {
+	m := tiger(t)
+	l, err := Simulate(context.Background(), m, 4, 300, behavior(t, "fixed:open-left:0.2", m), 8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "logs.parquet")
+	if err := WriteParquetFile(path, l); err != nil {
+		t.Fatal(err)
+	}
+	got, err := ingest.Read(context.Background(), []string{path}, ingest.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := l.Dataset()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("ingested dataset differs from Logs.Dataset:\n got vocab %v %v ids %v…\nwant vocab %v %v ids %v…",
+			got.ObsVocab, got.ActVocab, got.EpisodeIDs[:3], want.ObsVocab, want.ActVocab, want.EpisodeIDs[:3])
+	}
 }
