@@ -4,6 +4,7 @@ import (
 	"context"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"sort"
 	"sync"
 
@@ -26,9 +27,9 @@ type emResult struct {
 // by rounding, or through the smoothing prior).
 func runEM(ctx context.Context, c *coded, m0 *Model, o *Options, workers int, tag TraceRow, report func(TraceRow)) emResult {
 	m := m0
+	var res emResult
 	var prevM *Model
 	prev := math.Inf(-1)
-	var res emResult
 	for it := 0; ; it++ {
 		k := newKernel(m, c)
 		st, err := k.estep(ctx, c, workers)
@@ -99,7 +100,9 @@ func fitRank(ctx context.Context, c *coded, proto *Model, S int, o *Options, dat
 			seed := o.Seed*0x9e3779b97f4a7c15 + uint64(S)*1000003 + uint64(j)
 			var m0 *Model
 			switch {
-			case j == 0 || j%2 == 0:
+			case j == 0 && o.Start != nil:
+				m0 = o.Start
+			case j%2 == 0:
 				m0 = informedStart(c, proto, S, seed)
 			default:
 				m0 = randomStart(c, proto, S, seed)
@@ -153,6 +156,19 @@ func Fit(ctx context.Context, d *ingest.Dataset, opts Options) (*Result, error) 
 	}
 
 	S := o.Rank
+	if o.Start != nil {
+		st := o.Start
+		if err := st.Validate(1e-6); err != nil {
+			return nil, errorf(ErrOptions, "start model: %v", err)
+		}
+		if S == 0 {
+			S = st.States
+		}
+		if st.States != S || st.NumObs != all.O || st.NumActions != all.A || st.Horizon != all.H ||
+			st.Stationary != proto.Stationary || st.Reward != kind || !slices.Equal(st.RewardValues, values) {
+			return nil, errorf(ErrOptions, "start model does not match the data, rank and dynamics")
+		}
+	}
 	if S == 0 {
 		S, err = chooseRank(ctx, d, kind, values, proto, &o, res, report)
 		if err != nil {

@@ -90,6 +90,10 @@ type Options struct {
 	// reward signatures), the others alternate perturbed informed starts
 	// and random starts. The best training log-likelihood wins.
 	Restarts int
+	// Start, when set, replaces the informed start of start 0 (a warm
+	// start, e.g. a previous fit of the same logs). Its shape must match
+	// the data and the rank; its States fixes the rank when Rank is 0.
+	Start *Model
 	// MaxIter bounds EM iterations per start (default DefaultMaxIter).
 	MaxIter int
 	// Tol is the relative log-likelihood improvement below which EM stops
