@@ -45,7 +45,10 @@
 // step-H node, whose fallback is never used, takes the most frequent action
 // of step H): that is what a behaviour-cloning data team would do once the
 // history is unknown. A node whose observation is the end symbol acts and
-// falls back with the end symbol. Inputs are never modified, and the output
+// falls back with the end symbol; a history that leaves the tree before its
+// episode ends keeps its fallback, which is harmless because the end action
+// is forced (DESIGN.md section 3). Logged propensities are not used: both
+// baselines work from counts alone. Inputs are never modified, and the output
 // depends only on the dataset and the options (ties and child order are
 // broken by vocabulary index).
 package baseline
