@@ -1,0 +1,202 @@
+package policy
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/psrlcb/psrlcb/estimate"
+	"github.com/psrlcb/psrlcb/ingest"
+)
+
+// DefaultZ is the normal quantile of the importance-weighted interval:
+// 1.96 gives a two-sided 95% interval (one-sided 97.5% lower bound).
+const DefaultZ = 1.96
+
+// Weights returns the importance weight of every episode of d under the
+// deterministic policy pol:
+//
+//	w_k = Π_h 1[a_h = π̄(o_1..o_h)] / π^b(a_h | τ_{h−1}, o_h)
+//
+// with π^b the dataset's propensities, π̄'s actions found with the lookup
+// rule of Cursor. After the end symbol the action is forced for every
+// policy, so those steps count as matching (their propensity is 1).
+func Weights(pol *Policy, d *ingest.Dataset) ([]float64, error) {
+	w := make([]float64, d.NumEpisodes())
+	err := walkLogs(pol, d, func(k, h int, ok bool, prefix float64, node int64) {
+		if h == d.Horizon-1 || !ok {
+			if ok {
+				w[k] = prefix
+			}
+		}
+	})
+	return w, err
+}
+
+// walkLogs follows every episode of d through pol. visit is called for
+// each step h (0-based) while the episode's actions agree with the
+// policy (ok true, prefix the weight of τ_{h+1} including a_{h+1}, node
+// the policy node of step h+1 or −1 outside the tree) and once with ok
+// false at the first disagreement (node is then the node of o_{h+1},
+// which the history reached by following the policy).
+func walkLogs(pol *Policy, d *ingest.Dataset, visit func(k, h int, ok bool, prefix float64, node int64)) error {
+	if pol == nil || d == nil {
+		return fmt.Errorf("%w: no policy or no dataset", ErrData)
+	}
+	if !d.HasPropensity() {
+		return fmt.Errorf("%w: importance weights need propensities (logged or estimated)", ErrData)
+	}
+	H, K := d.Horizon, d.NumEpisodes()
+	if pol.Horizon != 0 && pol.Horizon != H {
+		return fmt.Errorf("%w: policy horizon %d, dataset horizon %d", ErrData, pol.Horizon, H)
+	}
+	if len(d.Obs) != K*H || len(d.Act) != K*H || len(d.Propensity) != K*H {
+		return fmt.Errorf("%w: dataset arrays do not hold %d episodes of %d steps", ErrData, K, H)
+	}
+	for k := 0; k < K; k++ {
+		st := state{node: -1}
+		prefix := 1.0
+		for h := 0; h < H; h++ {
+			i := k*H + h
+			if int(d.Obs[i]) >= len(d.ObsVocab) || int(d.Act[i]) >= len(d.ActVocab) {
+				return fmt.Errorf("%w: episode %s step %d: code out of vocabulary", ErrData, d.EpisodeIDs[k], h+1)
+			}
+			obs, act := d.ObsVocab[d.Obs[i]], d.ActVocab[d.Act[i]]
+			p := d.Propensity[i]
+			if !(p > 0 && p <= 1) {
+				return fmt.Errorf("%w: episode %s step %d: propensity %v", ErrData, d.EpisodeIDs[k], h+1, p)
+			}
+			var a string
+			var ok bool
+			st, a, ok = st.act(pol, obs)
+			if obs == ingest.EndSymbol {
+				a, ok = act, true
+			}
+			node := st.node
+			if st.left {
+				node = -1
+			}
+			if !ok || a != act {
+				visit(k, h, false, 0, node)
+				break
+			}
+			prefix /= p
+			visit(k, h, true, prefix, node)
+		}
+	}
+	return nil
+}
+
+// IWResult is an importance-weighted estimate of a policy's value from
+// logs.
+type IWResult struct {
+	N       int     `json:"episodes"`
+	Matched int     `json:"matched"`   // episodes with a positive weight
+	Mean    float64 `json:"iw_value"`  // (1/N) Σ w_k R_k, R rescaled to [0,1]
+	StdErr  float64 `json:"iw_stderr"` // sample standard deviation of w_k R_k / sqrt(N)
+	Lower   float64 `json:"iw_lower"`  // Mean − z·StdErr
+	Upper   float64 `json:"iw_upper"`  // Mean + z·StdErr
+	ESS     float64 `json:"ess"`       // (Σ w)² / Σ w²
+	Z       float64 `json:"z"`
+}
+
+// IWEstimate is the ordinary importance-weighted estimate of V_R^π from the
+// logs d: (1/N) Σ_k w_k R_k with R_k the rescaled return
+// (m.RescaleReturn), its normal interval Mean ± z·StdErr (z ≤ 0 means
+// DefaultZ) and the effective sample size (Σw)²/Σw². The estimator is
+// unbiased when the propensities are the behaviour's; the interval is a
+// central-limit approximation, too narrow when few episodes match.
+func IWEstimate(m *estimate.Model, pol *Policy, d *ingest.Dataset, z float64) (IWResult, error) {
+	if z <= 0 {
+		z = DefaultZ
+	}
+	w, err := Weights(pol, d)
+	if err != nil {
+		return IWResult{}, err
+	}
+	res := IWResult{N: len(w), Z: z}
+	if res.N == 0 {
+		return res, fmt.Errorf("%w: no episodes to estimate from", ErrData)
+	}
+	var sw, sw2, sx, sx2 float64
+	for k, wk := range w {
+		if wk > 0 {
+			res.Matched++
+		}
+		x := wk * m.RescaleReturn(d.Return(k))
+		sw += wk
+		sw2 += wk * wk
+		sx += x
+		sx2 += x * x
+	}
+	n := float64(res.N)
+	res.Mean = sx / n
+	if res.N > 1 {
+		v := (sx2 - n*res.Mean*res.Mean) / (n - 1)
+		res.StdErr = math.Sqrt(math.Max(v, 0) / n)
+	}
+	if sw2 > 0 {
+		res.ESS = sw * sw / sw2
+	}
+	res.Lower, res.Upper = res.Mean-z*res.StdErr, res.Mean+z*res.StdErr
+	return res, nil
+}
+
+// StepCoverage is the coverage of a policy's histories at step h.
+type StepCoverage struct {
+	Step int `json:"step"`
+	// Logged is the number of episodes whose prefix (o_1, a_1, …, o_h)
+	// follows the policy (a_1..a_{h−1} are its actions).
+	Logged int `json:"logged_histories"`
+	// Nodes is the number of policy nodes at step h.
+	Nodes int `json:"policy_nodes"`
+	// CoveredMass is Σ P_θ̂^π̄ over the step-h nodes some such prefix
+	// reaches: the mass of the policy's reachable histories (under θ̂)
+	// that the logs cover.
+	CoveredMass float64 `json:"covered_mass"`
+}
+
+// Coverage is the coverage of a policy by the logs.
+type Coverage struct {
+	Steps []StepCoverage `json:"steps"`
+	// CInf is the C∞ estimate: the largest P^π̄(τ_h)/P^{π^b}(τ_h) over the
+	// logged prefixes τ_h = (o_1, a_1, …, o_h, a_h) whose actions all
+	// follow π̄, h = 1..H. The model's factor P(o_{1:h}|a_{1:h}) cancels,
+	// so the ratio is Π_{t≤h} 1/π^b(a_t | τ_{t−1}, o_t). Histories the logs
+	// never contain do not enter (1 − CoveredMass shows how much of π̄'s
+	// mass that leaves out), so it is a lower estimate of C∞ (DESIGN.md
+	// section 2).
+	CInf float64 `json:"c_inf"`
+	// CInfEpisode and CInfStep locate the maximising prefix.
+	CInfEpisode string `json:"c_inf_episode"`
+	CInfStep    int    `json:"c_inf_step"`
+}
+
+// CoverageOf computes per-step coverage and the C∞ estimate of pol on d.
+func CoverageOf(pol *Policy, d *ingest.Dataset) (*Coverage, error) {
+	H := d.Horizon
+	c := &Coverage{Steps: make([]StepCoverage, H)}
+	for h := range c.Steps {
+		c.Steps[h].Step = h + 1
+	}
+	for _, n := range pol.Nodes {
+		if n.Step >= 1 && int(n.Step) <= H {
+			c.Steps[n.Step-1].Nodes++
+		}
+	}
+	seen := make([]bool, len(pol.Nodes))
+	err := walkLogs(pol, d, func(k, h int, ok bool, prefix float64, node int64) {
+		// (o_1, a_1, …, o_{h+1}) follows the policy either way.
+		c.Steps[h].Logged++
+		if node >= 0 && !seen[node] {
+			seen[node] = true
+			c.Steps[h].CoveredMass += pol.Nodes[node].ReachProb
+		}
+		if ok && prefix > c.CInf {
+			c.CInf, c.CInfEpisode, c.CInfStep = prefix, d.EpisodeIDs[k], h+1
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
+}
