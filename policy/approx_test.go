@@ -1,0 +1,76 @@
+package policy_test
+
+import (
+	"context"
+	"math"
+	"testing"
+
+	"github.com/psrlcb/psrlcb/ingest"
+	"github.com/psrlcb/psrlcb/pessimism/pessimismtest"
+	"github.com/psrlcb/psrlcb/policy"
+)
+
+func TestApproximatePlanWithinGap(t *testing.T) {
+	m, b := setup(t, 80, pessimismtest.Spec{States: 3, Obs: 3, Actions: 2, Horizon: 4}, 100)
+	_, exact, err := policy.Plan(context.Background(), m, b, policy.PlanOptions{})
+	if err != nil || !exact.Exact {
+		t.Fatal(err, exact)
+	}
+	for _, budget := range []int64{20, 60, 200, 600} {
+		pol, st, err := policy.Plan(context.Background(), m, b, policy.PlanOptions{Budget: budget})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Exact || st.Epsilon <= 0 || st.GapBound < 0 {
+			t.Fatalf("budget %d: %+v", budget, st)
+		}
+		if st.Nodes > budget {
+			t.Fatalf("budget %d: searched %d nodes", budget, st.Nodes)
+		}
+		// The policy is total (ModelValue follows every positive-probability
+		// history) and within the stated gap of the exact optimum.
+		v, err := policy.ModelValue(m, b, pol)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if gap := exact.Value - v.LCB; gap > st.GapBound+1e-12 || gap < -1e-12 {
+			t.Fatalf("budget %d: gap %v, bound %v", budget, gap, st.GapBound)
+		}
+		// The planner's own figure is within half the gap bound of the
+		// policy's exact value (midpoint stand-ins).
+		if math.Abs(st.Value-v.LCB) > st.GapBound+1e-12 {
+			t.Fatalf("budget %d: planner value %v, exact %v, bound %v", budget, st.Value, v.LCB, st.GapBound)
+		}
+	}
+}
+
+func TestPlanEndSymbol(t *testing.T) {
+	// Observation 0 and action 0 are the end symbol; the model can emit it.
+	m, b := setup(t, 90, pessimismtest.Spec{States: 2, Obs: 3, Actions: 3, Horizon: 3}, 30)
+	m.ObsVocab = []string{ingest.EndSymbol, "o1", "o2"}
+	m.ActVocab = []string{ingest.EndSymbol, "a1", "a2"}
+	pol, _, err := policy.Plan(context.Background(), m, b, policy.PlanOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range pol.Nodes {
+		if (n.Obs == ingest.EndSymbol) != (n.Action == ingest.EndSymbol) {
+			t.Fatalf("node %d: observation %s, action %s", n.ID, n.Obs, n.Action)
+		}
+	}
+}
+
+func TestPlanErrors(t *testing.T) {
+	m, b := setup(t, 91, pessimismtest.Spec{States: 2, Obs: 2, Actions: 2, Horizon: 2}, 10)
+	if _, _, err := policy.Plan(context.Background(), m, b.WithAlpha(math.NaN()), policy.PlanOptions{}); err == nil {
+		t.Fatal("NaN alpha accepted")
+	}
+	if _, _, err := policy.Plan(context.Background(), nil, b, policy.PlanOptions{}); err == nil {
+		t.Fatal("nil model accepted")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, _, err := policy.Plan(ctx, m, b, policy.PlanOptions{}); err == nil {
+		t.Fatal("cancelled context ignored")
+	}
+}
