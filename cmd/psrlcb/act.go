@@ -1,0 +1,146 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/psrlcb/psrlcb/policy"
+)
+
+func init() {
+	commands = append(commands, &cli.Command{
+		Name:  "act",
+		Usage: "print the policy's action for the next step of an episode",
+		Description: "Follows the history's observations through policy.arrow with the policy's lookup rule\n" +
+			"(step 1: the row with parent −1 and o_1; then the child with o_h; once no row matches, the\n" +
+			"fallback_action of the last row found) and prints a_h. The history lists o_1,a_1,…,o_h and\n" +
+			"ends with an observation; the policy's choice depends on the observations only, and a\n" +
+			"warning goes to stderr when a listed action differs from the one the policy takes.",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "policy", Usage: "`PATH` of policy.arrow, or the directory holding it", Required: true},
+			&cli.StringFlag{Name: "history", Usage: "comma-separated `o1,a1,o2,…,oh` (user symbols)", Required: true},
+			&cli.BoolFlag{Name: "json", Usage: "print the node's values as one JSON object"},
+		},
+		Action: func(c *cli.Context) error {
+			if c.NArg() > 0 {
+				return usagef("act takes no arguments (got %q)", c.Args().Slice())
+			}
+			return runAct(c.App.Writer, c.App.ErrWriter, actOptions{
+				policy: c.String("policy"), history: c.String("history"), json: c.Bool("json"),
+			})
+		},
+	})
+	exitClassifiers = append(exitClassifiers, func(err error) (int, bool) {
+		if errors.Is(err, policy.ErrFile) || errors.Is(err, errNoAction) {
+			return exitData, true
+		}
+		return 0, false
+	})
+}
+
+// errNoAction: the policy has no row for the history's first observation,
+// so there is no action and no fallback.
+var errNoAction = errors.New("act: no action")
+
+type actOptions struct {
+	policy, history string
+	json            bool
+}
+
+// actResult is act's JSON output.
+type actResult struct {
+	Step   int    `json:"step"`
+	Action string `json:"action"`
+	// Node is the policy row used, −1 once the history has left the tree
+	// (the action is then the fallback_action of the last row found).
+	Node       int64    `json:"node"`
+	InTree     bool     `json:"in_tree"`
+	LastNode   int64    `json:"last_node"` // the last row found
+	Fallback   string   `json:"fallback_action,omitempty"`
+	ReachProb  *float64 `json:"reach_prob,omitempty"`
+	ValueRew   *float64 `json:"value_reward,omitempty"`
+	ValueBonus *float64 `json:"value_bonus,omitempty"`
+	ValueLCB   *float64 `json:"value_lcb,omitempty"`
+	Warnings   []string `json:"warnings,omitempty"`
+}
+
+// parseHistory splits "o1,a1,…,oh" into observations and actions.
+func parseHistory(s string) (obs, acts []string, err error) {
+	if strings.TrimSpace(s) == "" {
+		return nil, nil, usagef("--history is empty: give o1,a1,…,oh")
+	}
+	parts := strings.Split(s, ",")
+	for i := range parts {
+		parts[i] = strings.TrimSpace(parts[i])
+		if parts[i] == "" {
+			return nil, nil, usagef("--history item %d is empty", i+1)
+		}
+	}
+	if len(parts)%2 == 0 {
+		return nil, nil, usagef("--history has %d items: it must end with an observation (o1,a1,…,oh)", len(parts))
+	}
+	for i, p := range parts {
+		if i%2 == 0 {
+			obs = append(obs, p)
+		} else {
+			acts = append(acts, p)
+		}
+	}
+	return obs, acts, nil
+}
+
+func runAct(stdout, stderr io.Writer, o actOptions) error {
+	if stderr == nil {
+		stderr = os.Stderr
+	}
+	obs, acts, err := parseHistory(o.history)
+	if err != nil {
+		return err
+	}
+	pol, _, err := policy.ReadFile(o.policy)
+	if err != nil {
+		return err
+	}
+	if pol.Horizon > 0 && len(obs) > pol.Horizon {
+		return usagef("--history has %d observations; the policy's horizon is %d", len(obs), pol.Horizon)
+	}
+	res := actResult{Step: len(obs), LastNode: -1}
+	cur := pol.NewCursor()
+	for h, ob := range obs {
+		a, node, ok := cur.Act(ob)
+		if !ok {
+			return fmt.Errorf("%w: the policy has no row for the first observation %q", errNoAction, ob)
+		}
+		if node >= 0 {
+			res.LastNode = node
+		}
+		if h < len(acts) && acts[h] != a {
+			res.Warnings = append(res.Warnings, fmt.Sprintf("step %d: the history took action %q where the policy takes %q; the lookup follows the observations only", h+1, acts[h], a))
+		}
+		res.Action, res.Node = a, node
+	}
+	res.InTree = res.Node >= 0
+	for _, w := range res.Warnings {
+		fmt.Fprintf(stderr, "psrlcb: warning: %s\n", w)
+	}
+	if !o.json {
+		_, err := fmt.Fprintln(stdout, res.Action)
+		return err
+	}
+	if res.InTree {
+		n := pol.Nodes[res.Node]
+		res.Fallback = n.Fallback
+		res.ReachProb, res.ValueRew, res.ValueBonus, res.ValueLCB = &n.ReachProb, &n.ValueReward, &n.ValueBonus, &n.ValueLCB
+	} else if res.LastNode >= 0 {
+		res.Fallback = pol.Nodes[res.LastNode].Fallback
+	}
+	enc := json.NewEncoder(stdout)
+	enc.SetIndent("", "  ")
+	return enc.Encode(res)
+}

@@ -1,0 +1,95 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/psrlcb/psrlcb/policy"
+)
+
+func writeActPolicy(t *testing.T) string {
+	t.Helper()
+	p := &policy.Policy{Horizon: 3, Nodes: []policy.Node{
+		{ID: 0, Parent: -1, Step: 1, Obs: "x", Action: "L", Fallback: "R", ReachProb: 0.6, ValueReward: 0.5, ValueBonus: 0.25, ValueLCB: 0.25},
+		{ID: 1, Parent: -1, Step: 1, Obs: "y", Action: "R", Fallback: "R", ReachProb: 0.4},
+		{ID: 2, Parent: 0, Step: 2, Obs: "x", Action: "R", Fallback: "L", ReachProb: 0.2, ValueReward: 0.75, ValueBonus: 0.5, ValueLCB: 0.25},
+	}}
+	dir := t.TempDir()
+	if err := policy.WriteFile(filepath.Join(dir, "policy.arrow"), p, nil); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+func runApp(t *testing.T, args ...string) (string, string, error) {
+	t.Helper()
+	app := newApp()
+	var out, errOut bytes.Buffer
+	app.Writer, app.ErrWriter = &out, &errOut
+	err := app.Run(append([]string{"psrlcb"}, args...))
+	return out.String(), errOut.String(), err
+}
+
+func TestActCommand(t *testing.T) {
+	dir := writeActPolicy(t)
+	file := filepath.Join(dir, "policy.arrow")
+	cases := []struct {
+		history, want string
+		warn          bool
+	}{
+		{"x", "L", false},
+		{"y", "R", false},
+		{"x,L,x", "R", false},
+		{"x,R,x", "R", true},      // listed action differs from the policy's L
+		{"x,L,y", "R", false},     // left the tree: fallback of node 0
+		{"x,L,x,R,y", "L", false}, // step 3 has no row: fallback of node 2
+	}
+	for _, c := range cases {
+		for _, p := range []string{dir, file} {
+			out, errOut, err := runApp(t, "act", "--policy", p, "--history", c.history)
+			if err != nil {
+				t.Fatalf("%s: %v", c.history, err)
+			}
+			if strings.TrimSpace(out) != c.want {
+				t.Fatalf("%s: action %q, want %q", c.history, out, c.want)
+			}
+			if got := strings.Contains(errOut, "warning"); got != c.warn {
+				t.Fatalf("%s: stderr %q", c.history, errOut)
+			}
+		}
+	}
+	out, _, err := runApp(t, "act", "--policy", dir, "--history", "x,L,x", "--json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res map[string]any
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatal(err)
+	}
+	if res["action"] != "R" || res["node"] != 2.0 || res["value_reward"] != 0.75 || res["value_lcb"] != 0.25 || res["in_tree"] != true {
+		t.Fatalf("json %v", res)
+	}
+}
+
+func TestActErrors(t *testing.T) {
+	dir := writeActPolicy(t)
+	ctxCode := func(err error) int { return exitCode(t.Context(), err) }
+	for _, c := range []struct {
+		args []string
+		code int
+	}{
+		{[]string{"act", "--policy", dir, "--history", "x,L"}, exitUsage},
+		{[]string{"act", "--policy", dir, "--history", ""}, exitUsage},
+		{[]string{"act", "--policy", dir, "--history", "x,L,x,R,x,L,x"}, exitUsage},
+		{[]string{"act", "--policy", dir, "--history", "z"}, exitData},
+		{[]string{"act", "--policy", filepath.Join(dir, "missing.arrow"), "--history", "x"}, exitIO},
+	} {
+		_, _, err := runApp(t, c.args...)
+		if err == nil || ctxCode(err) != c.code {
+			t.Errorf("%v: error %v (exit %d), want exit %d", c.args, err, ctxCode(err), c.code)
+		}
+	}
+}
