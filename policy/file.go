@@ -1,0 +1,328 @@
+package policy
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/apache/arrow/go/v15/arrow"
+	"github.com/apache/arrow/go/v15/arrow/array"
+	"github.com/apache/arrow/go/v15/arrow/ipc"
+	"github.com/apache/arrow/go/v15/arrow/memory"
+)
+
+// FileName is the policy file's name inside a run's output directory.
+const FileName = "policy.arrow"
+
+// Schema metadata keys of policy.arrow. WriteFile sets them; the caller's
+// values for them are ignored.
+const (
+	MetaSchemaVersion = "psrlcb.schema_version"
+	MetaHorizon       = "psrlcb.horizon"
+)
+
+// FileSchemaVersion is the version of the policy.arrow layout; it changes
+// when a column is renamed, removed or changes meaning.
+const FileSchemaVersion = "1"
+
+// ErrFile: a policy file is not a valid policy.arrow (the message names
+// the file and, where it applies, the row).
+var ErrFile = errors.New("policy: invalid policy file")
+
+// fileBatchRows is the number of nodes per Arrow record batch: big trees are
+// written and read batch by batch, and 64k rows keep each batch a few MB.
+const fileBatchRows = 1 << 16
+
+var fileFields = []arrow.Field{
+	{Name: "node", Type: arrow.PrimitiveTypes.Int64},
+	{Name: "parent", Type: arrow.PrimitiveTypes.Int64},
+	{Name: "step", Type: arrow.PrimitiveTypes.Int32},
+	{Name: "observation", Type: arrow.BinaryTypes.String},
+	{Name: "action", Type: arrow.BinaryTypes.String},
+	{Name: "fallback_action", Type: arrow.BinaryTypes.String},
+	{Name: "reach_prob", Type: arrow.PrimitiveTypes.Float64},
+	{Name: "value_reward", Type: arrow.PrimitiveTypes.Float64},
+	{Name: "value_bonus", Type: arrow.PrimitiveTypes.Float64},
+	{Name: "value_lcb", Type: arrow.PrimitiveTypes.Float64},
+}
+
+// WriteFile writes p to path as policy.arrow: an Arrow IPC file (the
+// random-access "file" flavour, uncompressed, no dictionary columns) with
+// one row per node and the columns node, parent, step, observation,
+// action, fallback_action, reach_prob, value_reward, value_bonus,
+// value_lcb. The schema metadata holds psrlcb.schema_version ("1"),
+// psrlcb.horizon and the caller's meta (a run id, say). The write is
+// atomic: a temporary file in the same directory is renamed into place
+// after a successful close, so readers never see a partial file.
+func WriteFile(path string, p *Policy, meta map[string]string) error {
+	return writeFileWith(memory.DefaultAllocator, path, p, meta)
+}
+
+func writeFileWith(mem memory.Allocator, path string, p *Policy, meta map[string]string) (err error) {
+	if p == nil {
+		return fmt.Errorf("%w: %s: nil policy", ErrFile, path)
+	}
+	if err := p.check(path); err != nil {
+		return err
+	}
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	defer func() {
+		if err != nil {
+			f.Close()
+			os.Remove(tmp)
+		}
+	}()
+	if err = writeArrow(mem, f, p, meta); err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	if err = f.Sync(); err != nil {
+		return err
+	}
+	if err = f.Close(); err != nil {
+		return err
+	}
+	if err = os.Chmod(tmp, 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}
+
+func writeArrow(mem memory.Allocator, w io.WriteSeeker, p *Policy, meta map[string]string) error {
+	keys := make([]string, 0, len(meta)+2)
+	vals := make([]string, 0, len(meta)+2)
+	for _, k := range sortedMetaKeys(meta) {
+		if k == MetaSchemaVersion || k == MetaHorizon {
+			continue
+		}
+		keys = append(keys, k)
+		vals = append(vals, meta[k])
+	}
+	keys = append(keys, MetaSchemaVersion, MetaHorizon)
+	vals = append(vals, FileSchemaVersion, strconv.Itoa(p.Horizon))
+	md := arrow.NewMetadata(keys, vals)
+	schema := arrow.NewSchema(fileFields, &md)
+	fw, err := ipc.NewFileWriter(w, ipc.WithSchema(schema), ipc.WithAllocator(mem))
+	if err != nil {
+		return err
+	}
+	b := array.NewRecordBuilder(mem, schema)
+	defer b.Release()
+	nodeB := b.Field(0).(*array.Int64Builder)
+	parentB := b.Field(1).(*array.Int64Builder)
+	stepB := b.Field(2).(*array.Int32Builder)
+	obsB := b.Field(3).(*array.StringBuilder)
+	actB := b.Field(4).(*array.StringBuilder)
+	fbB := b.Field(5).(*array.StringBuilder)
+	fl := []*array.Float64Builder{
+		b.Field(6).(*array.Float64Builder), b.Field(7).(*array.Float64Builder),
+		b.Field(8).(*array.Float64Builder), b.Field(9).(*array.Float64Builder),
+	}
+	for lo := 0; lo < len(p.Nodes) || lo == 0; lo += fileBatchRows {
+		hi := min(len(p.Nodes), lo+fileBatchRows)
+		for i := lo; i < hi; i++ {
+			n := &p.Nodes[i]
+			nodeB.Append(n.ID)
+			parentB.Append(n.Parent)
+			stepB.Append(n.Step)
+			obsB.Append(n.Obs)
+			actB.Append(n.Action)
+			fbB.Append(n.Fallback)
+			fl[0].Append(n.ReachProb)
+			fl[1].Append(n.ValueReward)
+			fl[2].Append(n.ValueBonus)
+			fl[3].Append(n.ValueLCB)
+		}
+		rec := b.NewRecord()
+		err := fw.Write(rec)
+		rec.Release()
+		if err != nil {
+			fw.Close()
+			return err
+		}
+		if hi >= len(p.Nodes) {
+			break
+		}
+	}
+	return fw.Close()
+}
+
+func sortedMetaKeys(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	// Insertion sort keeps this file free of another import; metadata
+	// maps hold a handful of keys.
+	for i := 1; i < len(keys); i++ {
+		for j := i; j > 0 && keys[j] < keys[j-1]; j-- {
+			keys[j], keys[j-1] = keys[j-1], keys[j]
+		}
+	}
+	return keys
+}
+
+// ReadFile reads a policy.arrow written by WriteFile (or by anyone
+// following its layout) and returns the policy and the schema metadata.
+// path may also be a directory holding policy.arrow. It checks that the
+// columns exist with the right types and no nulls, that node equals the
+// row index, that parents precede their children, that steps start at 1
+// under parent −1 and grow by one from parent to child, and that no two
+// children of a node share an observation; errors wrap ErrFile and name
+// the file and the row.
+func ReadFile(path string) (*Policy, map[string]string, error) {
+	return readFileWith(memory.DefaultAllocator, path)
+}
+
+func readFileWith(mem memory.Allocator, path string) (*Policy, map[string]string, error) {
+	if st, err := os.Stat(path); err == nil && st.IsDir() {
+		path = filepath.Join(path, FileName)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer f.Close()
+	r, err := ipc.NewFileReader(f, ipc.WithAllocator(mem))
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w: %s: not an Arrow IPC file: %v", ErrFile, path, err)
+	}
+	defer r.Close()
+	schema := r.Schema()
+	meta := make(map[string]string, schema.Metadata().Len())
+	for i, k := range schema.Metadata().Keys() {
+		meta[k] = schema.Metadata().Values()[i]
+	}
+	if v, ok := meta[MetaSchemaVersion]; ok && v != FileSchemaVersion {
+		return nil, nil, fmt.Errorf("%w: %s: schema version %q, this psrlcb reads version %s", ErrFile, path, v, FileSchemaVersion)
+	}
+	col := make([]int, len(fileFields))
+	for j, want := range fileFields {
+		idx := schema.FieldIndices(want.Name)
+		if len(idx) != 1 {
+			return nil, nil, fmt.Errorf("%w: %s: column %q is missing (or repeated)", ErrFile, path, want.Name)
+		}
+		if got := schema.Field(idx[0]).Type; !arrow.TypeEqual(got, want.Type) {
+			return nil, nil, fmt.Errorf("%w: %s: column %q has type %s, want %s", ErrFile, path, want.Name, got, want.Type)
+		}
+		col[j] = idx[0]
+	}
+	p := &Policy{}
+	for b := 0; b < r.NumRecords(); b++ {
+		rec, err := r.Record(b)
+		if err != nil {
+			return nil, nil, fmt.Errorf("%w: %s: record batch %d: %v", ErrFile, path, b, err)
+		}
+		if err := appendNodes(p, rec, col, path); err != nil {
+			return nil, nil, err
+		}
+	}
+	if err := p.check(path); err != nil {
+		return nil, nil, err
+	}
+	maxStep := 0
+	for i := range p.Nodes {
+		maxStep = max(maxStep, int(p.Nodes[i].Step))
+	}
+	p.Horizon = maxStep
+	if v, ok := meta[MetaHorizon]; ok {
+		h, err := strconv.Atoi(v)
+		if err != nil || h < maxStep {
+			return nil, nil, fmt.Errorf("%w: %s: metadata %s = %q is not a horizon ≥ the deepest step %d", ErrFile, path, MetaHorizon, v, maxStep)
+		}
+		p.Horizon = h
+	}
+	return p, meta, nil
+}
+
+// appendNodes copies the rows of one record batch (owned by the reader)
+// into p.
+func appendNodes(p *Policy, rec arrow.Record, col []int, path string) error {
+	first := len(p.Nodes)
+	for j, c := range col {
+		if n := rec.Column(c).NullN(); n > 0 {
+			return fmt.Errorf("%w: %s: column %q has %d nulls (first batch row %d)", ErrFile, path, fileFields[j].Name, n, first)
+		}
+	}
+	node := rec.Column(col[0]).(*array.Int64)
+	parent := rec.Column(col[1]).(*array.Int64)
+	step := rec.Column(col[2]).(*array.Int32)
+	obs := rec.Column(col[3]).(*array.String)
+	act := rec.Column(col[4]).(*array.String)
+	fb := rec.Column(col[5]).(*array.String)
+	fl := [4]*array.Float64{}
+	for k := range fl {
+		fl[k] = rec.Column(col[6+k]).(*array.Float64)
+	}
+	for i := 0; i < int(rec.NumRows()); i++ {
+		p.Nodes = append(p.Nodes, Node{
+			ID:          node.Value(i),
+			Parent:      parent.Value(i),
+			Step:        step.Value(i),
+			Obs:         obs.Value(i),
+			Action:      act.Value(i),
+			Fallback:    fb.Value(i),
+			ReachProb:   fl[0].Value(i),
+			ValueReward: fl[1].Value(i),
+			ValueBonus:  fl[2].Value(i),
+			ValueLCB:    fl[3].Value(i),
+		})
+		// String.Value points into the batch's buffers, which the reader
+		// frees: copy the strings out.
+		n := &p.Nodes[len(p.Nodes)-1]
+		n.Obs = strings.Clone(n.Obs)
+		n.Action = strings.Clone(n.Action)
+		n.Fallback = strings.Clone(n.Fallback)
+	}
+	return nil
+}
+
+// check validates the tree layout that Cursor relies on; name is the file
+// for messages.
+func (p *Policy) check(name string) error {
+	type key struct {
+		parent int64
+		obs    string
+	}
+	seen := make(map[key]int, len(p.Nodes))
+	for i := range p.Nodes {
+		n := &p.Nodes[i]
+		row := func(format string, args ...any) error {
+			return fmt.Errorf("%w: %s: row %d (node %d): %s", ErrFile, name, i, n.ID, fmt.Sprintf(format, args...))
+		}
+		if n.ID != int64(i) {
+			return row("node is %d, want the row index %d", n.ID, i)
+		}
+		switch {
+		case n.Parent == -1:
+			if n.Step != 1 {
+				return row("step %d under parent −1, want 1", n.Step)
+			}
+		case n.Parent < 0 || n.Parent >= int64(i):
+			return row("parent %d does not precede the node", n.Parent)
+		default:
+			if ps := p.Nodes[n.Parent].Step; n.Step != ps+1 {
+				return row("step %d, but its parent %d is at step %d", n.Step, n.Parent, ps)
+			}
+		}
+		for _, v := range []float64{n.ReachProb, n.ValueReward, n.ValueBonus, n.ValueLCB} {
+			if math.IsInf(v, 0) {
+				return row("infinite value %v", v)
+			}
+		}
+		k := key{n.Parent, n.Obs}
+		if j, dup := seen[k]; dup {
+			return row("observation %q repeats row %d under the same parent", n.Obs, j)
+		}
+		seen[k] = i
+	}
+	return nil
+}
