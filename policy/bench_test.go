@@ -13,9 +13,9 @@ import (
 // |O|=4, |A|=3, H=7 (Σ_h 4^h 3^{h−1} ≈ 1.3·10⁷ nodes) with S=8 states and
 // one-step tests (d_h = |O| = 4).
 func BenchmarkPlan(b *testing.B) {
+	m, bonus := setup(b, 50, pessimismtest.Spec{States: 8, Obs: 4, Actions: 3, Horizon: 7}, 2000)
 	for _, w := range []int{1, 2} {
-		b.Run(fmt.Sprintf("O=4/A=3/H=7/S=8/workers=%d", w), func(b *testing.B) {
-			m, bonus := setup(b, 50, pessimismtest.Spec{States: 8, Obs: 4, Actions: 3, Horizon: 7}, 2000)
+		b.Run(fmt.Sprintf("O=4,A=3,H=7,S=8,d=4,workers=%d", w), func(b *testing.B) {
 			b.ReportAllocs()
 			b.ResetTimer()
 			var nodes int64

@@ -212,7 +212,7 @@ func checkPlan(m *estimate.Model, bonus *pessimism.Bonus) error {
 	if m == nil || bonus == nil {
 		return fmt.Errorf("%w: no model or no bonus", ErrModel)
 	}
-	if bonus.Model() != m && (bonus.Horizon != m.Horizon) {
+	if bonus.Horizon != m.Horizon || len(bonus.Dims) != m.Horizon {
 		return fmt.Errorf("%w: bonus for horizon %d, model horizon %d", ErrModel, bonus.Horizon, m.Horizon)
 	}
 	if m.Horizon <= 0 || m.States <= 0 || m.NumObs <= 0 || m.NumActions <= 0 {

@@ -225,6 +225,11 @@ func (p *planner) solve(h, o int, cond, sum, path float64) val {
 			q = p.bonus.StepNorm2Scratch(h, f, p.scratch)
 		}
 		s2 := sum + q
+		leaf := h+1 == p.H && p.frontier != p.H
+		leafBonus := 0.0
+		if leaf {
+			leafBonus = p.bonus.Value(s2)
+		}
 		sub := len(p.arena)
 		var v val
 		for o2 := 0; o2 < p.O; o2++ {
@@ -244,6 +249,21 @@ func (p *planner) solve(h, o int, cond, sum, path float64) val {
 				continue
 			}
 			m.Correct(h, pred, a, o2, next)
+			if leaf {
+				// Step H inline: the bonus is the same for every leaf of
+				// this action, only the last reward is chosen.
+				p.nodes++
+				bestA, bestR := -1, math.Inf(-1)
+				for _, a2 := range p.allowed[o2] {
+					if r := (m.ExpectedReward(p.H, next, a2) - p.shift) * p.scale; r > bestR {
+						bestA, bestR = a2, r
+					}
+				}
+				p.arena = append(p.arena, rec{obs: int32(o2), act: int32(bestA), size: 1, cond: po, vr: bestR, vb: leafBonus})
+				v.r += po * bestR
+				v.b += po * leafBonus
+				continue
+			}
 			v.add(po, p.solve(h+1, o2, po, s2, path*po))
 		}
 		v.r += r
