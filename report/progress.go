@@ -155,3 +155,43 @@ func (p *jsonProgress) Info(msg string, kv ...any) {
 	defer p.mu.Unlock()
 	p.log.Info(msg, kv...)
 }
+
+// NewPlainProgress writes one human-readable line per stage and per
+// notable event, without a live bar (text logs that are not a terminal).
+func NewPlainProgress(w io.Writer) Progress {
+	return &plainProgress{log: slog.New(slog.NewTextHandler(w, nil))}
+}
+
+type plainProgress struct {
+	mu   sync.Mutex
+	log  *slog.Logger
+	last time.Time
+}
+
+func (p *plainProgress) StartStage(name string, total int64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.log.Info("stage started", "stage", name)
+}
+
+func (p *plainProgress) Advance(n int64, detail string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if time.Since(p.last) < 5*time.Second {
+		return
+	}
+	p.last = time.Now()
+	p.log.Info("progress", "detail", detail)
+}
+
+func (p *plainProgress) EndStage(name string, d time.Duration) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.log.Info("stage finished", "stage", name, "seconds", d.Seconds())
+}
+
+func (p *plainProgress) Info(msg string, kv ...any) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.log.Info(msg, kv...)
+}

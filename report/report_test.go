@@ -121,7 +121,7 @@ func TestOutDirCommitAndAbort(t *testing.T) {
 func TestWriteTablesAndHTML(t *testing.T) {
 	dir := t.TempDir()
 	run := &Run{RunID: "abc",
-		Coverage:   []CoverageRow{{1, 3, 0.5, 1, 1}, {2, 9, 0.5, 0.8, 2.5}},
+		Coverage:   []CoverageRow{{Step: 1, LoggedHistories: 3, Iota: 0.5, CoveredMass: 1, CInf: 1}, {Step: 2, LoggedHistories: 9, Iota: 0.5, CoveredMass: 0.8, CInf: 2.5}},
 		Episodes:   EpisodeRows{ID: []string{"1", "2"}, Split: []int32{0, 1}, LogLik: []float64{-1, -2}, Bonus: []float64{0.1, 0.2}, Weight: []float64{2, 0}},
 		Trace:      []TraceRow{{2, 0, 0, -10}, {2, 0, 1, -9}, {2, 1, 0, -11}, {2, 1, 1, -9.5}},
 		Ranks:      []RankRow{{1, -12, -13, false}, {2, -9, -9.5, true}},

@@ -1,6 +1,12 @@
 package report
 
-import "time"
+import (
+	"time"
+
+	"github.com/psrlcb/psrlcb/estimate"
+	"github.com/psrlcb/psrlcb/pessimism"
+	"github.com/psrlcb/psrlcb/policy"
+)
 
 // Run holds every figure of one `psrlcb fit` run in the report's own
 // types, so the writers below do not depend on the stages' internals.
@@ -27,6 +33,11 @@ type CoverageRow struct {
 	Iota            float64 // least logged propensity at step h (ι_h)
 	CoveredMass     float64 // mass of π̄'s reachable τ_h under θ̂ that the logs contain
 	CInf            float64 // running C∞ estimate up to step h
+	// PolicyNodes is the number of π̄'s decision nodes at step h and
+	// FollowingEpisodes the number of logged episodes whose first h
+	// observations and h−1 actions follow π̄.
+	PolicyNodes       int64
+	FollowingEpisodes int64
 }
 
 // EpisodeRows are the columns of episodes.arrow.
@@ -81,6 +92,9 @@ type Manifest struct {
 	NumActions  int                `json:"num_actions"`
 	Quarantined []Quarantined      `json:"quarantined"`
 	Headline    Headline           `json:"headline"`
+	ThetaMin    estimate.ThetaMin  `json:"theta_min"`
+	Plan        policy.PlanStats   `json:"plan"`
+	Theory      *pessimism.Theory  `json:"alpha_theory,omitempty"`
 	Notes       []string           `json:"notes"`
 }
 

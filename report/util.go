@@ -1,6 +1,9 @@
 package report
 
-import "sort"
+import (
+	"sort"
+	"strconv"
+)
 
 func sortedKeys[V any](m map[string]V) []string {
 	keys := make([]string, 0, len(m))
@@ -9,4 +12,13 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(keys)
 	return keys
+}
+
+func itoa(i int) string     { return strconv.Itoa(i) }
+func ftoa(f float64) string { return strconv.FormatFloat(f, 'g', -1, 64) }
+func boolStr(b bool) string {
+	if b {
+		return "true"
+	}
+	return "false"
 }

@@ -8,6 +8,8 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+
+	"github.com/psrlcb/psrlcb/policy"
 	"strconv"
 )
 
@@ -70,7 +72,10 @@ func (r *Run) coverageTable() Table {
 	iota := make([]float64, n)
 	mass := make([]float64, n)
 	cinf := make([]float64, n)
+	nodes := make([]int64, n)
+	follow := make([]int64, n)
 	for i, c := range r.Coverage {
+		nodes[i], follow[i] = c.PolicyNodes, c.FollowingEpisodes
 		step[i], logged[i], iota[i], mass[i], cinf[i] = c.Step, c.LoggedHistories, c.Iota, c.CoveredMass, c.CInf
 	}
 	return Table{Meta: r.meta("coverage"), Columns: []Column{
@@ -79,6 +84,8 @@ func (r *Run) coverageTable() Table {
 		{Name: "iota", Float64: iota},
 		{Name: "covered_mass", Float64: mass},
 		{Name: "c_inf", Float64: cinf},
+		{Name: "policy_nodes", Int64: nodes},
+		{Name: "following_episodes", Int64: follow},
 	}}
 }
 
@@ -223,4 +230,14 @@ func (f *Float) UnmarshalJSON(b []byte) error {
 	x, err := strconv.ParseFloat(string(b), 64)
 	*f = Float(x)
 	return err
+}
+
+// WriteOutcome writes a whole run into dir: policy.arrow and every table
+// of WriteTables.
+func WriteOutcome(dir string, out *Outcome) error {
+	meta := map[string]string{"psrlcb.run_id": out.Run.RunID, "psrlcb.table": "policy"}
+	if err := policy.WriteFile(filepath.Join(dir, PolicyFile), out.Policy, meta); err != nil {
+		return err
+	}
+	return WriteTables(dir, out.Run)
 }

@@ -1,0 +1,325 @@
+package report
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"runtime"
+	"runtime/debug"
+
+	"github.com/psrlcb/psrlcb/estimate"
+	"github.com/psrlcb/psrlcb/ingest"
+	"github.com/psrlcb/psrlcb/pessimism"
+	"github.com/psrlcb/psrlcb/policy"
+	"github.com/psrlcb/psrlcb/split"
+)
+
+// Version is the tool's version, set by the command.
+var Version = "dev"
+
+// parameters lists every option of the run with defaults filled in. Worker
+// counts are left out on purpose: they do not change any result.
+func parameters(opts FitOptions, out *Outcome) map[string]any {
+	e := out.Fit.Options
+	p := map[string]any{
+		"rank":            out.Model.States,
+		"rank_option":     rankOption(opts.Estimate.Rank),
+		"max_rank":        e.MaxRank,
+		"rank_heldout":    e.HeldOut,
+		"dynamics":        e.Dynamics,
+		"restarts":        e.Restarts,
+		"max_iter":        e.MaxIter,
+		"tol":             e.Tol,
+		"smoothing":       e.Smoothing,
+		"test_length":     e.TestLength,
+		"delta":           e.Delta,
+		"log_p_min":       out.Fit.ThetaMin.LogPMin,
+		"skip_theta_min":  e.SkipThetaMin,
+		"lambda":          bonusLambda(opts.Lambda),
+		"alpha":           out.Alpha,
+		"alpha_option":    alphaOption(opts.Alpha),
+		"select_heldout":  selectHeldOut(opts),
+		"plan_budget":     planBudget(opts),
+		"seed":            opts.Seed,
+		"reward_emission": rewardKind(out.Model),
+	}
+	if opts.Alpha.Mode == pessimism.AlphaTheory {
+		p["gamma"] = opts.Gamma
+	}
+	if out.Selection != nil {
+		p["alpha_criterion"] = out.Selection.Criterion
+	}
+	return p
+}
+
+func rankOption(r int) any {
+	if r == 0 {
+		return "auto"
+	}
+	return r
+}
+
+func alphaOption(a pessimism.AlphaSpec) string {
+	switch {
+	case a.Mode == pessimism.AlphaTheory:
+		return "theory"
+	case len(a.Values) == 0:
+		return "auto"
+	}
+	s := ""
+	for i, v := range a.Values {
+		if i > 0 {
+			s += ","
+		}
+		s += fmt.Sprint(v)
+	}
+	return s
+}
+
+func selectHeldOut(o FitOptions) float64 {
+	if o.SelectHeldOut <= 0 || o.SelectHeldOut >= 1 {
+		return DefaultSelectHeldOut
+	}
+	return o.SelectHeldOut
+}
+
+func planBudget(o FitOptions) int64 {
+	if o.PlanBudget <= 0 {
+		return policy.DefaultBudget
+	}
+	return o.PlanBudget
+}
+
+func rewardKind(m *estimate.Model) string {
+	if m.Reward == estimate.RewardGaussian {
+		return "gaussian"
+	}
+	return "categorical"
+}
+
+func goVersion() string {
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		return bi.GoVersion
+	}
+	return runtime.Version()
+}
+
+// buildRun gathers the report's figures for a finished fit.
+func buildRun(ctx context.Context, d *ingest.Dataset, inputs []string, opts FitOptions, out *Outcome, workers int) (*Run, error) {
+	m, pol, K, H := out.Model, out.Policy, d.NumEpisodes(), d.Horizon
+	dp := withPropensityAll(d, out.Fit)
+	run := &Run{}
+
+	var files []InputFile
+	for _, path := range inputs {
+		f, err := HashFile(path)
+		if err != nil {
+			return nil, err
+		}
+		files = append(files, f)
+	}
+	params := parameters(opts, out)
+	run.RunID = runID(files, params, opts.Seed)
+
+	val, err := policy.ModelValue(m, out.Bonus, pol)
+	if err != nil {
+		return nil, err
+	}
+	iw, err := policy.IWEstimate(m, pol, dp, policy.DefaultZ)
+	if err != nil {
+		return nil, err
+	}
+	cov, err := policy.CoverageOf(pol, dp)
+	if err != nil {
+		return nil, err
+	}
+	weights, err := policy.Weights(pol, dp)
+	if err != nil {
+		return nil, err
+	}
+	norms, err := out.Bonus.Episodes(ctx, d, workers)
+	if err != nil {
+		return nil, err
+	}
+	sum := ingest.Summarize(dp)
+
+	// Behaviour's value: the mean rescaled return of the logs.
+	beh := 0.0
+	for k := 0; k < K; k++ {
+		beh += m.RescaleReturn(d.Return(k))
+	}
+	beh /= float64(K)
+	units := func(v float64) Float { return Float(m.ReturnMin + v*(m.ReturnMax-m.ReturnMin)) }
+
+	// Coverage per step, with the running C∞ over prefixes that follow π̄.
+	runningCInf := runningCInf(pol, dp)
+	for h := 1; h <= H; h++ {
+		row := CoverageRow{Step: int32(h), Iota: stepIota(dp, h), CInf: runningCInf[h-1]}
+		if h-1 < len(sum.Histories) {
+			row.LoggedHistories = int64(sum.Histories[h-1])
+		}
+		if h-1 < len(cov.Steps) {
+			row.CoveredMass = cov.Steps[h-1].CoveredMass
+			row.PolicyNodes = int64(cov.Steps[h-1].Nodes)
+			row.FollowingEpisodes = int64(cov.Steps[h-1].Logged)
+		}
+		run.Coverage = append(run.Coverage, row)
+	}
+
+	// Episodes.
+	splitOf := split.Of(out.Splits, K)
+	e := EpisodeRows{ID: d.EpisodeIDs, Split: make([]int32, K), LogLik: make([]float64, K), Bonus: make([]float64, K), Weight: weights}
+	for k := 0; k < K; k++ {
+		e.Split[k] = int32(splitOf[k])
+		e.LogLik[k] = m.ObsLogLik(d.Obs[k*H:(k+1)*H], d.Act[k*H:(k+1)*H])
+		e.Bonus[k] = out.Bonus.Value(norms.Sum(k))
+	}
+	run.Episodes = e
+	run.BonusSteps = make([][]float64, H)
+	for h := 0; h < H; h++ {
+		v := make([]float64, K)
+		for k := 0; k < K; k++ {
+			v[k] = norms.Norm2[k*H+h]
+		}
+		run.BonusSteps[h] = v
+	}
+
+	// Fit trace and rank table.
+	for _, t := range out.Fit.Trace {
+		if t.Data != "all" {
+			continue
+		}
+		run.Trace = append(run.Trace, TraceRow{Rank: t.Rank, Restart: t.Restart, Iter: t.Iter, LogLik: t.LogLik})
+	}
+	for _, r := range out.Fit.RankTable {
+		run.Ranks = append(run.Ranks, RankRow{Rank: r.Rank, TrainLL: r.TrainLogLik, HeldOutL: r.HeldOutLogLik, Chosen: r.Chosen})
+	}
+
+	// α candidates.
+	if out.Selection != nil {
+		for _, c := range out.Selection.Candidates {
+			run.Alphas = append(run.Alphas, AlphaRow{
+				Alpha: c.Alpha, ValueReward: c.Model.Reward, ValueBonus: c.Model.Bonus, LCB: c.Model.LCB,
+				IW: c.HeldOut.Mean, IWLo: c.HeldOut.Lower, IWHi: c.HeldOut.Upper, ESS: c.HeldOut.ESS,
+				CInf: candidateCInf(c.Policy, dp), Chosen: c.Chosen,
+			})
+		}
+	} else {
+		run.Alphas = []AlphaRow{{Alpha: out.Alpha, ValueReward: val.Reward, ValueBonus: val.Bonus, LCB: val.LCB,
+			IW: iw.Mean, IWLo: iw.Lower, IWHi: iw.Upper, ESS: iw.ESS, CInf: cov.CInf, Chosen: true}}
+	}
+
+	run.Model = ModelTable(m)
+
+	man := &run.Manifest
+	man.Tool, man.Version, man.GoVersion, man.RunID = "psrlcb", Version, goVersion(), run.RunID
+	man.Inputs, man.Parameters, man.Seed = files, params, opts.Seed
+	man.Rows, man.Episodes, man.Horizon = d.Rows, K, H
+	man.NumObs, man.NumActions = d.NumObs(), d.NumActions()
+	man.Quarantined = []Quarantined{}
+	for _, q := range d.Quarantined {
+		man.Quarantined = append(man.Quarantined, Quarantined(q))
+	}
+	man.ThetaMin = out.Fit.ThetaMin
+	man.Plan = *out.Plan
+	man.Theory = out.Theory
+	man.Headline = Headline{
+		LCB: Float(val.LCB), ModelValue: Float(val.Reward), BonusValue: Float(val.Bonus),
+		IWValue: Float(iw.Mean), IWLow: Float(iw.Lower), IWHigh: Float(iw.Upper),
+		LCBUnits: units(val.LCB), ModelValueUnits: units(val.Reward),
+		IWValueUnits: units(iw.Mean), IWLowUnits: units(iw.Lower), IWHighUnits: units(iw.Upper),
+		BehaviorValue: Float(beh), BehaviorUnits: units(beh),
+		ESS: Float(iw.ESS), CInf: Float(cov.CInf), Iota: Float(sum.Iota), IotaEstimated: !d.HasPropensity(),
+		ThetaMinSlack: Float(out.Fit.ThetaMin.Slack), Alpha: Float(out.Alpha), Rank: m.States,
+		PlanExact: out.Plan.Exact, PlanGap: Float(out.Plan.GapBound),
+	}
+	man.Notes = notes(d, out)
+	man.Headline.Verdict = joinVerdict(Verdict(run))
+	return run, nil
+}
+
+func joinVerdict(v []string) string {
+	s := ""
+	for i, x := range v {
+		if i > 0 {
+			s += " "
+		}
+		s += x
+	}
+	return s
+}
+
+func notes(d *ingest.Dataset, out *Outcome) []string {
+	var n []string
+	if !d.HasPropensity() {
+		n = append(n, "The logs carry no propensities: π^b(a_h|o_h) was estimated by the smoothed frequency of each action among the logged steps with the same step and observation; ι, C∞, importance weights and ESS are estimated.")
+	}
+	if tm := out.Fit.ThetaMin; tm.Binding > 0 {
+		n = append(n, fmt.Sprintf("Θ_min bound on %d prefixes: the fit was mixed with weight %.3g toward the floor model, changing the log-likelihood by %.4g.", tm.Binding, tm.MixWeight, tm.DeltaLogLik))
+	}
+	if out.Selection != nil {
+		n = append(n, fmt.Sprintf("α = %.3g was chosen among %d candidates by the %s, on %.0f%% of episodes held out from a separate fit; the final model was then fitted on all episodes.", out.Alpha, len(out.Selection.Candidates), out.Selection.Criterion, 100*DefaultSelectHeldOut))
+	}
+	if out.Theory != nil {
+		n = append(n, fmt.Sprintf("α is the paper's α̂ = %.4g (β̂ = %.4g, ι = %.4g, γ = %.4g).", out.Theory.Alpha, out.Theory.BetaHat, out.Theory.Iota, out.Theory.Gamma))
+	}
+	n = append(n, "The importance-weighted value of π̄ is computed on the same logs the policy was chosen from (in-sample), so it is mildly optimistic; the held-out figures of the α candidates are not.")
+	return n
+}
+
+// stepIota is the least logged propensity at step h (1-based) over steps
+// before any padding.
+func stepIota(d *ingest.Dataset, h int) float64 {
+	if d.Propensity == nil {
+		return math.NaN()
+	}
+	H, low := d.Horizon, math.Inf(1)
+	for k := 0; k < d.NumEpisodes(); k++ {
+		if int(d.Length[k]) < h {
+			continue
+		}
+		low = math.Min(low, d.Propensity[k*H+h-1])
+	}
+	if math.IsInf(low, 1) {
+		return math.NaN()
+	}
+	return low
+}
+
+// runningCInf[h−1] is max over t ≤ h of the largest
+// P^π̄(τ_t)/P^{π^b}(τ_t) = Π 1/π^b over logged prefixes that follow π̄ (the
+// model's factor cancels; see policy.Coverage).
+func runningCInf(pol *policy.Policy, d *ingest.Dataset) []float64 {
+	H := d.Horizon
+	best := make([]float64, H)
+	for k := 0; k < d.NumEpisodes(); k++ {
+		c := pol.NewCursor()
+		ratio := 1.0
+		for h := 0; h < H; h++ {
+			o := d.ObsVocab[d.Obs[k*H+h]]
+			a := d.ActVocab[d.Act[k*H+h]]
+			act, _, ok := c.Act(o)
+			if !ok || (act != a && a != ingest.EndSymbol) {
+				break
+			}
+			p := 1.0
+			if d.Propensity != nil {
+				p = d.Propensity[k*H+h]
+			}
+			ratio /= p
+			best[h] = math.Max(best[h], ratio)
+		}
+	}
+	for h := 1; h < H; h++ {
+		best[h] = math.Max(best[h], best[h-1])
+	}
+	return best
+}
+
+func candidateCInf(p *policy.Policy, d *ingest.Dataset) float64 {
+	if p == nil {
+		return math.NaN()
+	}
+	c := runningCInf(p, d)
+	return c[len(c)-1]
+}
