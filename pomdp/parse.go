@@ -139,6 +139,9 @@ type parser struct {
 	lastLine   int
 	allocated  bool
 	startSpecs bool
+	// numLines[i] is the line of the i-th number of the last row or matrix
+	// read, so that a row that does not sum to 1 is reported where it is.
+	numLines []int
 }
 
 const (
@@ -221,6 +224,7 @@ func (p *parser) number(what string) (float64, int, error) {
 // each lies in [0,1].
 func (p *parser) numbers(n int, probs bool, what string, startLine int) ([]float64, error) {
 	out := make([]float64, n)
+	p.numLines = p.numLines[:0]
 	for i := range n {
 		t, ok := p.peek()
 		if !ok || !isNumber(t.s) {
@@ -240,6 +244,7 @@ func (p *parser) numbers(n int, probs bool, what string, startLine int) ([]float
 			return nil, p.errorf(line, "%s: probability %v is outside [0,1]", what, v)
 		}
 		out[i] = v
+		p.numLines = append(p.numLines, line)
 	}
 	return out, nil
 }
@@ -609,9 +614,9 @@ func (p *parser) trans(t token) error {
 	}
 	m := p.m
 	S := len(m.States)
-	set := func(a, s int, row []float64, reset bool) {
+	set := func(a, s int, row []float64, reset bool, line int) {
 		copy(m.T[a][s], row)
-		p.tLine[a][s] = t.line
+		p.tLine[a][s] = line
 		p.resetRows[a][s] = reset
 	}
 	if !p.colonNext() {
@@ -621,7 +626,7 @@ func (p *parser) trans(t token) error {
 			u := uniform(S)
 			for _, a := range as {
 				for s := range S {
-					set(a, s, u, false)
+					set(a, s, u, false, t.line)
 				}
 			}
 		case "identity":
@@ -629,7 +634,7 @@ func (p *parser) trans(t token) error {
 				for s := range S {
 					row := make([]float64, S)
 					row[s] = 1
-					set(a, s, row, false)
+					set(a, s, row, false, t.line)
 				}
 			}
 		default:
@@ -639,7 +644,7 @@ func (p *parser) trans(t token) error {
 			}
 			for _, a := range as {
 				for s := range S {
-					set(a, s, v[s*S:(s+1)*S], false)
+					set(a, s, v[s*S:(s+1)*S], false, p.numLines[s*S])
 				}
 			}
 		}
@@ -653,6 +658,7 @@ func (p *parser) trans(t token) error {
 		// T: a : s  row | uniform | reset
 		var row []float64
 		reset := false
+		line := t.line
 		switch p.keyword("uniform", "reset") {
 		case "uniform":
 			row = uniform(S)
@@ -664,10 +670,11 @@ func (p *parser) trans(t token) error {
 			if err != nil {
 				return err
 			}
+			line = p.numLines[0]
 		}
 		for _, a := range as {
 			for _, s := range ss {
-				set(a, s, row, reset)
+				set(a, s, row, reset, line)
 			}
 		}
 		return nil
@@ -707,9 +714,9 @@ func (p *parser) obs(t token) error {
 	}
 	m := p.m
 	S, O := len(m.States), len(m.Observations)
-	set := func(a, s int, row []float64) {
+	set := func(a, s int, row []float64, line int) {
 		copy(m.O[a][s], row)
-		p.oLine[a][s] = t.line
+		p.oLine[a][s] = line
 	}
 	if !p.colonNext() {
 		// O: a  matrix | uniform
@@ -717,7 +724,7 @@ func (p *parser) obs(t token) error {
 			u := uniform(O)
 			for _, a := range as {
 				for s := range S {
-					set(a, s, u)
+					set(a, s, u, t.line)
 				}
 			}
 			return nil
@@ -731,7 +738,7 @@ func (p *parser) obs(t token) error {
 		}
 		for _, a := range as {
 			for s := range S {
-				set(a, s, v[s*O:(s+1)*O])
+				set(a, s, v[s*O:(s+1)*O], p.numLines[s*O])
 			}
 		}
 		return nil
@@ -743,6 +750,7 @@ func (p *parser) obs(t token) error {
 	if !p.colonNext() {
 		// O: a : s'  row | uniform
 		var row []float64
+		line := t.line
 		if p.keyword("uniform") != "" {
 			row = uniform(O)
 		} else {
@@ -753,10 +761,11 @@ func (p *parser) obs(t token) error {
 			if err != nil {
 				return err
 			}
+			line = p.numLines[0]
 		}
 		for _, a := range as {
 			for _, s := range ss {
-				set(a, s, row)
+				set(a, s, row, line)
 			}
 		}
 		return nil
@@ -908,5 +917,5 @@ func (p *parser) rowErr(table string, a, s int, row []float64, line int) error {
 	if line == 0 {
 		return fmt.Errorf("%w: %s: no %s: entry gives the %s distribution for action %s, state %s", ErrInvalid, p.name, table, what, m.Actions[a], m.States[s])
 	}
-	return fmt.Errorf("%w: %s:%d: %s: %s : %s: %v (this line is the last entry for that row)", ErrInvalid, p.name, line, table, m.Actions[a], m.States[s], err)
+	return fmt.Errorf("%w: %s:%d: %s: %s : %s: %v (the last entry that sets this row)", ErrInvalid, p.name, line, table, m.Actions[a], m.States[s], err)
 }

@@ -271,7 +271,7 @@ func TestParseErrors(t *testing.T) {
 		sentinel   error
 		want       string // substring of the message, with the line number
 	}{
-		{"row-sum", header + fill + "T: a0 : s1\n0.5 0.4 0\n", ErrInvalid, "test.pomdp:8: T: a0 : s1"},
+		{"row-sum", header + fill + "T: a0 : s1\n0.5 0.4 0\n", ErrInvalid, "test.pomdp:9: T: a0 : s1"},
 		{"row-sum-single", header + fill + "\nO: a1 : s2 : o0 0.3\n", ErrInvalid, "test.pomdp:9: O: a1 : s2"},
 		{"missing-row", header + "O: * uniform\nT: a0 identity\n", ErrInvalid, "no T: entry"},
 		{"start-sum", header + "start: 0.5 0.4 0\n" + fill, ErrInvalid, "test.pomdp:6: start"},
@@ -329,3 +329,17 @@ func FuzzParse(f *testing.F) {
 }
 
 func stringsReader(s string) *strings.Reader { return strings.NewReader(s) }
+
+// A matrix row that does not sum to 1 is reported on its own line.
+func TestParseRowErrorPointsAtRow(t *testing.T) {
+	text := header + fill + "T: a1\n1 0 0\n0 1 0\n0.5 0 0.4\n"
+	_, err := Parse(strings.NewReader(text), "test.pomdp")
+	if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "test.pomdp:11: T: a1 : s2") {
+		t.Fatalf("err = %v", err)
+	}
+	text = header + fill + "O: a1\n1 0\n0.5 0.4\n0 1\n"
+	_, err = Parse(strings.NewReader(text), "test.pomdp")
+	if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "test.pomdp:10: O: a1 : s1") {
+		t.Fatalf("err = %v", err)
+	}
+}
