@@ -1,0 +1,125 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"text/tabwriter"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/psrlcb/psrlcb/policy"
+	"github.com/psrlcb/psrlcb/pomdp"
+)
+
+func init() {
+	flags, before := configurable([]cli.Flag{
+		&cli.StringFlag{Name: "pomdp", Usage: "`FILE` holding the true model in Cassandra's .POMDP format (required)"},
+		&cli.IntFlag{Name: "horizon", Usage: "steps per episode `H`; 0 means the policy's horizon"},
+		&cli.StringFlag{Name: "policy", Usage: "`PATH` of policy.arrow, or the directory holding it (required)"},
+		&cli.StringFlag{Name: "behavior", Value: "uniform", Usage: "behaviour policy `SPEC` to compare with: uniform, myopic:EPS or fixed:ACTION:EPS"},
+		&cli.BoolFlag{Name: "json", Usage: "print one JSON object instead of text"},
+	})
+	commands = append(commands, &cli.Command{
+		Name:  "evaluate",
+		Usage: "evaluate a policy exactly under a known POMDP, beside the optimal and the behaviour values",
+		Description: "Follows policy.arrow with the policy's lookup rule (observations are the model's observation\n" +
+			"names, \"init\" at step 1; actions must be actions of the model) and computes its exact value\n" +
+			"V^π under the true model, the exact optimal finite-horizon value V*, the behaviour's value V^b,\n" +
+			"and the normalized regret (V* − V^π)/(V* − V^b): 0 is optimal, 1 is no better than the\n" +
+			"behaviour; it is undefined (null) when V* = V^b. Values are undiscounted sums of H rewards.",
+		Flags:  flags,
+		Before: before,
+		Action: func(c *cli.Context) error {
+			if c.NArg() > 0 {
+				return usagef("evaluate takes no arguments (got %q)", c.Args().Slice())
+			}
+			return runEvaluate(c.Context, c.App.Writer, evaluateOptions{
+				pomdp: c.String("pomdp"), horizon: c.Int("horizon"), policy: c.String("policy"),
+				behavior: c.String("behavior"), json: c.Bool("json"),
+			})
+		},
+	})
+}
+
+type evaluateOptions struct {
+	pomdp    string
+	horizon  int
+	policy   string
+	behavior string
+	json     bool
+}
+
+// evaluateResult is evaluate's JSON output. NormalizedRegret is null when
+// V* = V^b.
+type evaluateResult struct {
+	POMDP            string   `json:"pomdp"`
+	Policy           string   `json:"policy"`
+	PolicyNodes      int      `json:"policy_nodes"`
+	Horizon          int      `json:"horizon"`
+	Behavior         string   `json:"behavior"`
+	PolicyValue      float64  `json:"policy_value"`
+	OptimalValue     float64  `json:"optimal_value"`
+	BehaviorValue    float64  `json:"behavior_value"`
+	NormalizedRegret *float64 `json:"normalized_regret"`
+}
+
+func runEvaluate(ctx context.Context, w io.Writer, o evaluateOptions) error {
+	if o.policy == "" {
+		return usagef("--policy PATH is required")
+	}
+	if o.horizon < 0 {
+		return usagef("--horizon %d must not be negative", o.horizon)
+	}
+	m, b, err := loadModelAndBehavior(o.pomdp, o.behavior)
+	if err != nil {
+		return err
+	}
+	pol, _, err := policy.ReadFile(o.policy)
+	if err != nil {
+		return err
+	}
+	H := o.horizon
+	switch {
+	case H == 0 && pol.Horizon == 0:
+		return usagef("--horizon is needed: %s does not say its horizon", o.policy)
+	case H == 0:
+		H = pol.Horizon
+	case pol.Horizon != 0 && pol.Horizon != H:
+		return usagef("--horizon %d, but %s was planned for horizon %d", H, o.policy, pol.Horizon)
+	}
+	res := evaluateResult{POMDP: o.pomdp, Policy: o.policy, PolicyNodes: len(pol.Nodes), Horizon: H, Behavior: b.String()}
+	if res.PolicyValue, err = pomdp.EvaluatePolicy(ctx, m, H, pol); err != nil {
+		return fmt.Errorf("%s under %s: %w", o.policy, o.pomdp, err)
+	}
+	if res.OptimalValue, _, err = pomdp.OptimalContext(ctx, m, H); err != nil {
+		return err
+	}
+	if res.BehaviorValue, err = pomdp.BehaviorValueContext(ctx, m, H, b); err != nil {
+		return err
+	}
+	if gap := res.OptimalValue - res.BehaviorValue; gap != 0 {
+		r := (res.OptimalValue - res.PolicyValue) / gap
+		res.NormalizedRegret = &r
+	}
+	if o.json {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(res)
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "model\t%s (%d states, %d actions, %d observations)\n", o.pomdp, m.NumStates(), m.NumActions(), m.NumObs())
+	fmt.Fprintf(tw, "policy\t%s (%d nodes)\n", o.policy, len(pol.Nodes))
+	fmt.Fprintf(tw, "horizon\t%d\n", H)
+	fmt.Fprintf(tw, "policy value\t%.10g\n", res.PolicyValue)
+	fmt.Fprintf(tw, "optimal value\t%.10g\n", res.OptimalValue)
+	fmt.Fprintf(tw, "behavior value\t%.10g (%s)\n", res.BehaviorValue, res.Behavior)
+	regret := math.NaN()
+	if res.NormalizedRegret != nil {
+		regret = *res.NormalizedRegret
+	}
+	fmt.Fprintf(tw, "normalized regret\t%.6g (V* − V^π)/(V* − V^b)\n", regret)
+	return tw.Flush()
+}
