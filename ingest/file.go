@@ -81,7 +81,8 @@ func openFile(src source, m schemas.Mapping) (of *openedFile, err error) {
 	if string(head[:4]) != "PAR1" || string(tail[4:]) != "PAR1" {
 		return nil, &FileError{File: src.name, Err: ErrUnreadable, Detail: "bad magic bytes (truncated, encrypted or not Parquet)"}
 	}
-	if fl := int64(binary.LittleEndian.Uint32(tail[:4])); fl > src.size-12 {
+	footerLen := int64(binary.LittleEndian.Uint32(tail[:4]))
+	if footerLen > src.size-12 {
 		return nil, &FileError{File: src.name, Err: ErrUnreadable, Detail: "footer length exceeds the file (truncated?)"}
 	}
 	f, err := parquet.OpenFile(src.r, src.size,
@@ -106,6 +107,9 @@ func openFile(src source, m schemas.Mapping) (of *openedFile, err error) {
 		return nil, &FileError{File: src.name, Err: ErrUnreadable, Detail: "row groups do not add up to the row count"}
 	}
 	if err := of.resolve(m); err != nil {
+		return nil, err
+	}
+	if err := of.checkPages(footerLen); err != nil {
 		return nil, err
 	}
 	return of, nil

@@ -1,0 +1,111 @@
+package ingest
+
+import (
+	"fmt"
+	"io"
+
+	"github.com/parquet-go/parquet-go/encoding/thrift"
+	"github.com/parquet-go/parquet-go/format"
+)
+
+// Bounds on what a file may claim before anything is allocated for it.
+// The Parquet decoder sizes its buffers from page headers and the reader
+// sizes its arrays from row counts, so a damaged header could otherwise ask
+// for gigabytes.
+const (
+	// maxRowsPerByte bounds the rows of a file by its size: valid logs need
+	// distinct (episode, step) pairs, which no encoding stores in less than
+	// about a byte per row; 64 leaves a wide margin.
+	maxRowsPerByte = 64
+	// A page may decompress to at most max(minPageBound, pageRatio×its
+	// compressed size): general-purpose codecs reach a few thousand only on
+	// constant data, and pages are at most a few MiB in practice.
+	minPageBound = 8 << 20
+	pageRatio    = 4096
+)
+
+// checkPages walks the page headers of the column chunks ingest will read
+// and checks each claimed size against the file before the decoder sees it.
+func (of *openedFile) checkPages(footerLen int64) error {
+	md := of.f.Metadata()
+	name := of.src.name
+	dataEnd := of.src.size - 8 - footerLen
+	if md.NumRows > maxRowsPerByte*of.src.size {
+		return &FileError{File: name, Err: ErrUnreadable, Detail: fmt.Sprintf("%d rows claimed in %d bytes", md.NumRows, of.src.size)}
+	}
+	bad := func(format string, args ...any) error {
+		return &FileError{File: name, Err: ErrUnreadable, Detail: fmt.Sprintf(format, args...)}
+	}
+	for i, rg := range md.RowGroups {
+		for r := range of.cols {
+			spec := of.cols[r]
+			if spec.index < 0 {
+				continue
+			}
+			if spec.index >= len(rg.Columns) {
+				return bad("row group %d has no chunk for column %q", i, spec.name)
+			}
+			m := rg.Columns[spec.index].MetaData
+			if m.NumValues != rg.NumRows {
+				return bad("column %q, row group %d: %d values for %d rows", spec.name, i, m.NumValues, rg.NumRows)
+			}
+			start := m.DataPageOffset
+			if m.DictionaryPageOffset > 0 && m.DictionaryPageOffset < start {
+				start = m.DictionaryPageOffset
+			}
+			end := start + m.TotalCompressedSize
+			if start < 4 || m.TotalCompressedSize < 0 || end > dataEnd || end < start {
+				return bad("column %q, row group %d: chunk [%d,%d) outside the data", spec.name, i, start, end)
+			}
+			for o := start; o < end; {
+				h, n, err := readPageHeader(of.src.r, o, end)
+				if err != nil {
+					return bad("column %q, row group %d: page header at %d: %v", spec.name, i, o, err)
+				}
+				comp, unc := int64(h.CompressedPageSize), int64(h.UncompressedPageSize)
+				if comp < 0 || o+n+comp > end {
+					return bad("column %q, row group %d: page of %d bytes overruns its chunk", spec.name, i, comp)
+				}
+				if unc < 0 || unc > max(minPageBound, pageRatio*comp) {
+					return bad("column %q, row group %d: page claims %d bytes uncompressed from %d", spec.name, i, unc, comp)
+				}
+				var nv int64
+				switch {
+				case h.DataPageHeader.Valid:
+					nv = int64(h.DataPageHeader.V.NumValues)
+				case h.DataPageHeaderV2.Valid:
+					nv = int64(h.DataPageHeaderV2.V.NumValues)
+				case h.DictionaryPageHeader.Valid:
+					nv = int64(h.DictionaryPageHeader.V.NumValues)
+				}
+				if nv < 0 || nv > rg.NumRows {
+					return bad("column %q, row group %d: page of %d values in a row group of %d rows", spec.name, i, nv, rg.NumRows)
+				}
+				o += n + comp
+			}
+		}
+	}
+	return nil
+}
+
+// readPageHeader decodes the thrift page header at off and returns it with
+// its encoded length.
+func readPageHeader(r io.ReaderAt, off, end int64) (*format.PageHeader, int64, error) {
+	var proto thrift.CompactProtocol
+	for size := int64(256); ; size *= 8 {
+		n := min(size, end-off)
+		buf := make([]byte, n)
+		if _, err := r.ReadAt(buf, off); err != nil && err != io.EOF {
+			return nil, 0, err
+		}
+		h := new(format.PageHeader)
+		pr := proto.NewReaderFromBytes(buf)
+		err := thrift.NewDecoder(pr).Decode(h)
+		if err == nil {
+			return h, int64(pr.BytesRead()), nil
+		}
+		if n == end-off || size >= 1<<20 {
+			return nil, 0, err
+		}
+	}
+}
