@@ -149,6 +149,10 @@ func WriteArrowWith(mem memory.Allocator, path string, t Table) (err error) {
 	if err = f.Close(); err != nil {
 		return err
 	}
+	// CreateTemp makes the file private; results are meant to be shared.
+	if err = os.Chmod(tmp, 0o644); err != nil {
+		return err
+	}
 	return os.Rename(tmp, path)
 }
 

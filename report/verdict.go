@@ -82,5 +82,10 @@ func writeFileAtomic(path string, data []byte) (err error) {
 	if err = f.Close(); err != nil {
 		return err
 	}
+	tmp := f.Name()
+	// CreateTemp makes the file private; results are meant to be shared.
+	if err = os.Chmod(tmp, 0o644); err != nil {
+		return err
+	}
 	return os.Rename(f.Name(), path)
 }

@@ -7,7 +7,7 @@ import (
 	"math"
 	"os"
 	"strconv"
-	"strings"
+	"path/filepath"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -205,6 +205,7 @@ func runFit(c *cli.Context) error {
 		return fmt.Errorf("moving the results into %s: %w", out, err)
 	}
 	printHeadline(c.App.Writer, out, &res.Run.Manifest, res.Plan)
+	fmt.Fprintf(c.App.Writer, "wrote %s (open %s)\n", out, filepath.Join(out, report.HTMLFile))
 	return nil
 }
 
@@ -221,7 +222,6 @@ func printHeadline(w io.Writer, dir string, m *report.Manifest, plan *policy.Pla
 		fmt.Fprintf(w, "  planner approximate: worst-case gap %.3g\n", plan.GapBound)
 	}
 	fmt.Fprintf(w, "verdict: %s\n", h.Verdict)
-	fmt.Fprintf(w, "wrote %s (open %s/report.html)\n", dir, strings.TrimSuffix(dir, "/"))
 }
 
 func estimatedMark(b bool) string {

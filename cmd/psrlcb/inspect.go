@@ -47,6 +47,9 @@ type inspectReport struct {
 }
 
 func runInspect(c *cli.Context) error {
+	if c.NArg() == 1 && isRunDir(c.Args().First()) {
+		return inspectRunDir(c, c.Args().First())
+	}
 	files, err := logFiles(c)
 	if err != nil {
 		return err

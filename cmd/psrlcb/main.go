@@ -60,7 +60,8 @@ func newApp() *cli.App {
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	err := newApp().RunContext(ctx, os.Args)
+	app := newApp()
+	err := app.RunContext(ctx, interspersed(app, os.Args))
 	code := exitCode(ctx, err)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "psrlcb: %v\n", err)
