@@ -6,8 +6,8 @@ import (
 	"io"
 	"math"
 	"os"
-	"strconv"
 	"path/filepath"
+	"strconv"
 	"time"
 
 	"github.com/urfave/cli/v2"
