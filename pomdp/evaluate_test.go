@@ -5,6 +5,8 @@ import (
 	"errors"
 	"math"
 	"math/rand/v2"
+	"path/filepath"
+	"strconv"
 	"testing"
 
 	"github.com/psrlcb/psrlcb/policy"
@@ -322,4 +324,53 @@ func TestParseBehaviorErrors(t *testing.T) {
 	if !approx(p[listen], 0.8) {
 		t.Errorf("myopic at ½/½ should prefer listen: %v", p)
 	}
+}
+
+// On every published model: V* is at least the best open-loop value and
+// the uniform behaviour's value, and the optimal policy achieves V*.
+func TestSharedModelsOptimalBounds(t *testing.T) {
+	dir := sharedDir(t)
+	files, _ := filepath.Glob(filepath.Join(dir, "*"))
+	const H = 2
+	for _, f := range files {
+		m, err := ParseFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		v, pol := Optimal(m, H)
+		slack := evalTol * (1 + math.Abs(v))
+		if ol := bestOpenLoop(m, H); v < ol-slack {
+			t.Errorf("%s: V* = %v below the best open-loop value %v", f, v, ol)
+		}
+		if u := BehaviorValue(m, H, behavior(t, "uniform", m)); v < u-slack {
+			t.Errorf("%s: V* = %v below the uniform value %v", f, v, u)
+		}
+		if e := Evaluate(m, H, pol); !approx(e, v) {
+			t.Errorf("%s: optimal policy evaluates to %v, V* = %v", f, e, v)
+		}
+	}
+}
+
+func BenchmarkOptimal(b *testing.B) {
+	for _, H := range []int{4, 8, 12} {
+		b.Run("model=tiger/H="+strconv.Itoa(H), func(b *testing.B) {
+			m := tiger(b)
+			b.ReportAllocs()
+			for b.Loop() {
+				if v, _ := Optimal(m, H); math.IsNaN(v) {
+					b.Fatal("NaN")
+				}
+			}
+		})
+	}
+	b.Run("model=hallway/H=3", func(b *testing.B) {
+		m, err := ParseFile(filepath.Join(sharedDir(b), "hallway.pomdp"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.ReportAllocs()
+		for b.Loop() {
+			Optimal(m, 3)
+		}
+	})
 }
