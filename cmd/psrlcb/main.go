@@ -53,7 +53,7 @@ func newApp() *cli.App {
 			return usageError{err}
 		},
 	}
-	cli.AppHelpTemplate = cli.AppHelpTemplate + "\n" + exitCodesHelp
+	app.CustomAppHelpTemplate = cli.AppHelpTemplate + "\n" + exitCodesHelp
 	return app
 }
 

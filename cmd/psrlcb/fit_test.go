@@ -1,0 +1,329 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/psrlcb/psrlcb/report"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
+
+const (
+	examplePOMDP = "../../examples/tiger.pomdp"
+	exampleLogs  = "../../examples/tiger-logs.parquet"
+)
+
+// fastFit are fit options that keep the example run to a few seconds:
+// the true rank of tiger, two EM starts and three α candidates.
+var fastFit = []string{"--rank", "2", "--restarts", "2", "--alpha", "0,0.3,1", "--seed", "7", "--log-format", "json"}
+
+func runFitCLI(t *testing.T, args ...string) (string, int, error) {
+	t.Helper()
+	var out bytes.Buffer
+	app := newApp()
+	app.Writer = &out
+	app.ErrWriter = &out
+	argv := interspersed(app, append([]string{"psrlcb"}, args...))
+	err := app.RunContext(context.Background(), argv)
+	return out.String(), exitCode(context.Background(), err), err
+}
+
+// TestFitExampleBeatsBehaviour runs the README's main job on the shipped
+// example and checks the policy exactly under the true tiger model: it
+// must be at least as good as the uniform behaviour that made the logs.
+func TestFitExampleBeatsBehaviour(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "run")
+	out, code, err := runFitCLI(t, append([]string{"fit", exampleLogs, "--out", dir}, fastFit...)...)
+	if code != 0 {
+		t.Fatalf("fit: exit %d: %v\n%s", code, err, out)
+	}
+	out, code, err = runFitCLI(t, "evaluate", "--pomdp", examplePOMDP, "--horizon", "4", "--policy", dir, "--json")
+	if code != 0 {
+		t.Fatalf("evaluate: exit %d: %v\n%s", code, err, out)
+	}
+	var ev struct {
+		Policy   float64 `json:"policy_value"`
+		Optimal  float64 `json:"optimal_value"`
+		Behavior float64 `json:"behavior_value"`
+	}
+	if err := json.Unmarshal([]byte(out), &ev); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if ev.Policy < ev.Behavior {
+		t.Errorf("policy value %.4f below the behaviour's %.4f", ev.Policy, ev.Behavior)
+	}
+	// The LCB is a lower bound of the true value on the [0,1] scale.
+	m, err := report.ReadManifest(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lcb := float64(m.Headline.LCBUnits); lcb > ev.Policy+1e-9 {
+		t.Errorf("LCB %.4f above the true value %.4f", lcb, ev.Policy)
+	}
+	t.Logf("policy %.4f, optimum %.4f, behaviour %.4f, LCB %.4f", ev.Policy, ev.Optimal, ev.Behavior, float64(m.Headline.LCBUnits))
+
+	checkGolden(t, dir)
+	out, code, _ = runFitCLI(t, "inspect", dir)
+	if code != 0 || !strings.Contains(out, "lower confidence bound") {
+		t.Errorf("inspect DIR: exit %d\n%s", code, out)
+	}
+}
+
+// goldenTol is the tolerance of golden values: the run is deterministic,
+// so differences come only from floating-point changes across platforms
+// or compiler versions.
+const goldenTol = 1e-6
+
+// checkGolden compares every Arrow table of the run with testdata/golden
+// by value (rows, columns, numbers within goldenTol). Run
+// `go test ./cmd/psrlcb -run Example -update` to rewrite them.
+func checkGolden(t *testing.T, dir string) {
+	t.Helper()
+	for _, name := range []string{report.PolicyFile, report.CoverageFile, report.AlphaFile, report.ModelFile} {
+		tb, err := report.ReadArrow(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		got := tableJSON(tb)
+		path := filepath.Join("testdata", "golden", strings.TrimSuffix(name, ".arrow")+".json")
+		if *update {
+			os.MkdirAll(filepath.Dir(path), 0o755)
+			b, _ := json.MarshalIndent(got, "", " ")
+			if err := os.WriteFile(path, b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatalf("%v (run with -update to create it)", err)
+		}
+		var want map[string][]any
+		if err := json.Unmarshal(b, &want); err != nil {
+			t.Fatal(err)
+		}
+		compareTables(t, name, got, want)
+	}
+}
+
+func tableJSON(tb report.Table) map[string][]any {
+	out := map[string][]any{}
+	for _, c := range tb.Columns {
+		var v []any
+		switch {
+		case c.Int64 != nil:
+			for _, x := range c.Int64 {
+				v = append(v, float64(x))
+			}
+		case c.Int32 != nil:
+			for _, x := range c.Int32 {
+				v = append(v, float64(x))
+			}
+		case c.Float64 != nil:
+			for _, x := range c.Float64 {
+				if math.IsNaN(x) || math.IsInf(x, 0) {
+					v = append(v, fmt.Sprint(x))
+				} else {
+					v = append(v, x)
+				}
+			}
+		case c.String != nil:
+			for _, x := range c.String {
+				v = append(v, x)
+			}
+		case c.Bool != nil:
+			for _, x := range c.Bool {
+				v = append(v, x)
+			}
+		}
+		if v == nil {
+			v = []any{}
+		}
+		out[c.Name] = v
+	}
+	return out
+}
+
+func compareTables(t *testing.T, name string, got, want map[string][]any) {
+	t.Helper()
+	var cols []string
+	for k := range want {
+		cols = append(cols, k)
+	}
+	sort.Strings(cols)
+	if len(got) != len(want) {
+		t.Errorf("%s: %d columns, golden has %d", name, len(got), len(want))
+	}
+	for _, c := range cols {
+		g, ok := got[c]
+		if !ok {
+			t.Errorf("%s: column %q missing", name, c)
+			continue
+		}
+		w := want[c]
+		if len(g) != len(w) {
+			t.Errorf("%s.%s: %d rows, golden has %d", name, c, len(g), len(w))
+			continue
+		}
+		for i := range w {
+			gf, gok := g[i].(float64)
+			wf, wok := w[i].(float64)
+			if gok && wok {
+				if math.Abs(gf-wf) > goldenTol*math.Max(1, math.Abs(wf)) {
+					t.Errorf("%s.%s row %d: %v, golden %v", name, c, i, gf, wf)
+					return
+				}
+				continue
+			}
+			if fmt.Sprint(g[i]) != fmt.Sprint(w[i]) {
+				t.Errorf("%s.%s row %d: %v, golden %v", name, c, i, g[i], w[i])
+				return
+			}
+		}
+	}
+}
+
+// TestFitDeterministicAcrossWorkers: the same seed with 1 and 2 workers
+// gives byte-identical tables.
+func TestFitDeterministicAcrossWorkers(t *testing.T) {
+	root := t.TempDir()
+	for _, w := range []string{"1", "2"} {
+		out, code, err := runFitCLI(t, append([]string{"fit", exampleLogs, "--out", filepath.Join(root, w), "--workers", w}, fastFit...)...)
+		if code != 0 {
+			t.Fatalf("workers %s: exit %d: %v\n%s", w, code, err, out)
+		}
+	}
+	for _, name := range []string{report.PolicyFile, report.ModelFile, report.CoverageFile, report.EpisodesFile, report.FitFile, report.AlphaFile} {
+		a, _ := os.ReadFile(filepath.Join(root, "1", name))
+		b, _ := os.ReadFile(filepath.Join(root, "2", name))
+		if len(a) == 0 || !bytes.Equal(a, b) {
+			t.Errorf("%s differs between 1 and 2 workers", name)
+		}
+	}
+}
+
+// TestFitBadInputWritesNothing: invalid logs exit with the data-error code
+// and leave no output directory; an existing directory is kept without
+// --force.
+func TestFitBadInputWritesNothing(t *testing.T) {
+	root := t.TempDir()
+	bad := filepath.Join(root, "bad.parquet")
+	data, err := os.ReadFile(exampleLogs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(bad, data[:len(data)/2], 0o644) // truncated file
+	dir := filepath.Join(root, "run")
+	out, code, err := runFitCLI(t, "fit", bad, "--out", dir)
+	if code != exitData {
+		t.Errorf("truncated input: exit %d, want %d\n%s", code, exitData, out)
+	}
+	if err == nil || !strings.Contains(err.Error(), "bad.parquet") {
+		t.Errorf("error does not name the file: %v", err)
+	}
+	entries, _ := os.ReadDir(root)
+	if len(entries) != 1 {
+		t.Errorf("files left behind: %v", entries)
+	}
+
+	os.MkdirAll(dir, 0o755)
+	os.WriteFile(filepath.Join(dir, "keep"), []byte("x"), 0o644)
+	_, code, _ = runFitCLI(t, "fit", exampleLogs, "--out", dir)
+	if code != exitUsage {
+		t.Errorf("existing output without --force: exit %d, want %d", code, exitUsage)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "keep")); err != nil {
+		t.Error("existing output directory was touched")
+	}
+	_, code, _ = runFitCLI(t, "fit", exampleLogs, "--out", filepath.Join(root, "x"), "--alpha", "nope")
+	if code != exitUsage {
+		t.Errorf("bad --alpha: exit %d, want %d", code, exitUsage)
+	}
+}
+
+// TestFitConfigAndEnv: options come from a config file and PSRLCB_*
+// variables, the flag winning over both.
+func TestFitConfigAndEnv(t *testing.T) {
+	root := t.TempDir()
+	cfg := filepath.Join(root, "fit.yaml")
+	os.WriteFile(cfg, []byte("rank: 3\nalpha: \"0.5\"\nrestarts: 1\nseed: 3\n"), 0o644)
+	t.Setenv("PSRLCB_ALPHA", "0.25")
+	dir := filepath.Join(root, "run")
+	out, code, err := runFitCLI(t, "fit", exampleLogs, "--out", dir, "--config", cfg, "--rank", "2", "--log-format", "json")
+	if code != 0 {
+		t.Fatalf("exit %d: %v\n%s", code, err, out)
+	}
+	m, err := report.ReadManifest(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := m.Parameters
+	if p["rank"] != float64(2) || p["alpha"] != 0.25 || p["restarts"] != float64(1) || p["seed"] != float64(3) {
+		t.Errorf("parameters: rank %v (flag 2), alpha %v (env 0.25), restarts %v (file 1), seed %v (file 3)", p["rank"], p["alpha"], p["restarts"], p["seed"])
+	}
+}
+
+// TestFitInterruptedLeavesNothing sends SIGINT to a real psrlcb process
+// in the middle of a fit: it exits with 130 and no output directory
+// exists.
+func TestFitInterruptedLeavesNothing(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	root := t.TempDir()
+	bin := filepath.Join(root, "psrlcb")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("build: %v\n%s", err, out)
+	}
+	dir := filepath.Join(root, "run")
+	// Rank auto with many restarts keeps EM busy long enough to interrupt.
+	cmd := exec.Command(bin, "fit", exampleLogs, "--out", dir, "--restarts", "16", "--max-rank", "8", "--log-format", "json")
+	var stderr bytes.Buffer
+	pr, pw, _ := os.Pipe()
+	cmd.Stderr = pw
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	pw.Close()
+	// Wait until EM has started, then interrupt.
+	buf := make([]byte, 4096)
+	deadline := time.Now().Add(60 * time.Second)
+	for !strings.Contains(stderr.String(), `"stage started"`) || !strings.Contains(stderr.String(), "select") {
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			t.Fatalf("no stage started: %s", stderr.String())
+		}
+		n, err := pr.Read(buf)
+		stderr.Write(buf[:n])
+		if err != nil {
+			break
+		}
+	}
+	time.Sleep(200 * time.Millisecond)
+	cmd.Process.Signal(syscall.SIGINT)
+	go func() { _, _ = stderr.ReadFrom(pr) }()
+	err := cmd.Wait()
+	code := cmd.ProcessState.ExitCode()
+	if code != exitInterrupted {
+		t.Errorf("exit %d (%v), want %d", code, err, exitInterrupted)
+	}
+	entries, _ := os.ReadDir(root)
+	for _, e := range entries {
+		if e.Name() != "psrlcb" {
+			t.Errorf("left behind after interrupt: %s", e.Name())
+		}
+	}
+}
