@@ -349,7 +349,7 @@ func byteArrays(p parquet.Page, need int) ([]byte, []uint32, error) {
 // categorical column, in order of first appearance.
 type symTable struct {
 	intKind bool
-	ints    map[int64]int32
+	ints    map[int64]int32 // nil while the values seen are increasing
 	strs    map[string]int32
 	vals    []int64  // distinct integer values, by code
 	names   []string // distinct strings, by code
@@ -357,9 +357,7 @@ type symTable struct {
 
 func newSymTable(intKind bool) *symTable {
 	t := &symTable{intKind: intKind}
-	if intKind {
-		t.ints = map[int64]int32{}
-	} else {
+	if !intKind {
 		t.strs = map[string]int32{}
 	}
 	return t
@@ -373,6 +371,19 @@ func (t *symTable) len() int {
 }
 
 func (t *symTable) int(v int64) int32 {
+	if t.ints == nil {
+		// Increasing values (ids of a file sorted by episode) need no map.
+		if n := len(t.vals); n == 0 || v > t.vals[n-1] {
+			t.vals = append(t.vals, v)
+			return int32(n)
+		} else if v == t.vals[n-1] {
+			return int32(n - 1)
+		}
+		t.ints = make(map[int64]int32, len(t.vals))
+		for i, x := range t.vals {
+			t.ints[x] = int32(i)
+		}
+	}
 	c, ok := t.ints[v]
 	if !ok {
 		c = int32(len(t.vals))

@@ -1,0 +1,110 @@
+// Package synth writes synthetic trajectory logs for benchmarks: episodes
+// of a fixed horizon with string observation and action symbols, uniform
+// random rewards and logged propensities, in the default log schema
+// (package schemas). The content is a function of the seed only.
+package synth
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"os"
+
+	"github.com/parquet-go/parquet-go"
+	"github.com/parquet-go/parquet-go/compress/zstd"
+)
+
+// Row is one logged step.
+type Row struct {
+	EpisodeID   int64   `parquet:"episode_id"`
+	Step        int64   `parquet:"step"`
+	Observation string  `parquet:"observation,dict"`
+	Action      string  `parquet:"action,dict"`
+	Reward      float64 `parquet:"reward"`
+	Propensity  float64 `parquet:"propensity"`
+}
+
+// Options of Write; zero fields take the defaults of the ingest benchmark.
+type Options struct {
+	Episodes     int    // default 1,000,000
+	Horizon      int    // default 10
+	Observations int    // distinct observation symbols, default 8
+	Actions      int    // distinct action symbols, default 4
+	RowGroups    int    // default 10
+	Seed         uint64 // default 1
+}
+
+func (o *Options) defaults() {
+	if o.Episodes == 0 {
+		o.Episodes = 1_000_000
+	}
+	if o.Horizon == 0 {
+		o.Horizon = 10
+	}
+	if o.Observations == 0 {
+		o.Observations = 8
+	}
+	if o.Actions == 0 {
+		o.Actions = 4
+	}
+	if o.RowGroups == 0 {
+		o.RowGroups = 10
+	}
+	if o.Seed == 0 {
+		o.Seed = 1
+	}
+}
+
+// Write writes the logs to path (zstd-compressed Parquet, rows in episode
+// order). The behaviour policy picks action j with probability
+// w_j = (j+1)/Σ(i+1), logged as the propensity.
+func Write(path string, opts Options) error {
+	opts.defaults()
+	rng := rand.New(rand.NewPCG(opts.Seed, 7))
+	obs := make([]string, opts.Observations)
+	for i := range obs {
+		obs[i] = fmt.Sprintf("obs-%d", i)
+	}
+	act := make([]string, opts.Actions)
+	weights := make([]float64, opts.Actions)
+	total := float64(opts.Actions*(opts.Actions+1)) / 2
+	for i := range act {
+		act[i] = fmt.Sprintf("act-%d", i)
+		weights[i] = float64(i+1) / total
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	rows := opts.Episodes * opts.Horizon
+	perGroup := (rows + opts.RowGroups - 1) / opts.RowGroups
+	w := parquet.NewGenericWriter[Row](f, parquet.Compression(&zstd.Codec{Level: zstd.SpeedFastest}),
+		parquet.MaxRowsPerRowGroup(int64(perGroup)))
+	buf := make([]Row, 0, 4096)
+	for e := range opts.Episodes {
+		for h := 1; h <= opts.Horizon; h++ {
+			u := rng.Float64()
+			a := 0
+			for a < opts.Actions-1 && u >= weights[a] {
+				u -= weights[a]
+				a++
+			}
+			buf = append(buf, Row{int64(e), int64(h), obs[rng.IntN(len(obs))], act[a], rng.Float64(), weights[a]})
+			if len(buf) == cap(buf) {
+				if _, err := w.Write(buf); err != nil {
+					f.Close()
+					return err
+				}
+				buf = buf[:0]
+			}
+		}
+	}
+	if _, err := w.Write(buf); err != nil {
+		f.Close()
+		return err
+	}
+	if err := w.Close(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
