@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# Times `psrlcb inspect` on the 10M-row synthetic logs as a whole process
+# and compares it with DuckDB scanning the same file in-process.
+#
+#   bench/ingest.sh            # from the repository root
+#
+# Needs go, node and npm (for @duckdb/node-api, installed on first use into
+# $PSRLCB_BENCH_DIR/node). Targets: inspect within 4x of DuckDB's scan and
+# peak RSS under 1 GiB.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+dir=${PSRLCB_BENCH_DIR:-${TMPDIR:-/tmp}/psrlcb-bench}
+file=$dir/ingest-10M.parquet
+mkdir -p "$dir"
+
+go build -o "$dir/psrlcb" ./cmd/psrlcb
+if [ ! -f "$file" ]; then
+  echo "generating $file ..."
+  go run ./bench/gen-ingest -out "$file"
+fi
+ls -l "$file"
+
+# psrlcb inspect, whole process.
+start=$(date +%s.%N)
+if [ -x /usr/bin/time ]; then
+  /usr/bin/time -v "$dir/psrlcb" inspect "$file" >"$dir/inspect.out" 2>"$dir/inspect.time"
+  rss_kb=$(awk -F: '/Maximum resident set size/ {gsub(/ /,"",$2); print $2}' "$dir/inspect.time")
+else
+  "$dir/psrlcb" inspect "$file" >"$dir/inspect.out"
+  rss_kb=0
+fi
+end=$(date +%s.%N)
+inspect_s=$(echo "$end - $start" | bc -l)
+cat "$dir/inspect.out"
+
+# DuckDB, the query timed inside its process.
+node_dir=$dir/node
+if [ ! -d "$node_dir/node_modules/@duckdb/node-api" ]; then
+  mkdir -p "$node_dir"
+  (cd "$node_dir" && npm init -y >/dev/null && npm install --silent @duckdb/node-api)
+fi
+cat >"$node_dir/scan.mjs" <<'JS'
+import { DuckDBInstance } from '@duckdb/node-api';
+const file = process.argv[2];
+const db = await DuckDBInstance.create(':memory:', { threads: '2' });
+const con = await db.connect();
+const q = `SELECT count(*), count(DISTINCT episode_id), max(step), count(DISTINCT observation),
+  count(DISTINCT action), sum(reward), min(propensity) FROM read_parquet('${file}')`;
+let best = Infinity, row;
+for (let i = 0; i < 3; i++) {
+  const t = process.hrtime.bigint();
+  const r = await con.runAndReadAll(q);
+  best = Math.min(best, Number(process.hrtime.bigint() - t) / 1e9);
+  row = r.getRows()[0];
+}
+console.log(JSON.stringify({ seconds: best, row: row.map(String) }));
+JS
+duck=$(node "$node_dir/scan.mjs" "$file")
+duck_s=$(echo "$duck" | sed 's/.*"seconds":\([0-9.e-]*\).*/\1/')
+echo "duckdb: $duck"
+
+printf 'psrlcb inspect: %.3f s wall, peak RSS %d MiB\n' "$inspect_s" $((rss_kb / 1024))
+printf 'duckdb scan:    %.3f s (best of 3, in-process)\n' "$duck_s"
+printf 'ratio inspect/duckdb: %.1fx (target <= 4x); RSS target < 1024 MiB\n' "$(echo "$inspect_s / $duck_s" | bc -l)"
