@@ -1,7 +1,20 @@
 #!/usr/bin/env bash
 # The project's test command: unit, golden and end-to-end tests, then the
 # independent check that the Arrow files of a real run open in another
-# reader (the npm package apache-arrow, installed on first use).
+# reader (the npm package apache-arrow, installed here on first use).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
 go test -count=1 -timeout 20m ./...
+
+echo "== independent Arrow reader check"
+if ! command -v npm >/dev/null 2>&1; then
+  echo "npm not found: skipping the apache-arrow check (install Node.js to run it)"
+  exit 0
+fi
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+go build -o "$tmp/psrlcb" ./cmd/psrlcb
+"$tmp/psrlcb" fit examples/tiger-logs.parquet --out "$tmp/run" --rank 2 --restarts 2 --log-format json 2>"$tmp/fit.log"
+(cd scripts/arrowcheck && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
+node scripts/arrowcheck/check.mjs "$tmp/run"
