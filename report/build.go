@@ -121,10 +121,10 @@ func buildRun(ctx context.Context, d *ingest.Dataset, inputs []string, opts FitO
 	params := parameters(opts, out)
 	run.RunID = runID(files, params, opts.Seed)
 
-	val, err := policy.ModelValue(m, out.Bonus, pol)
-	if err != nil {
-		return nil, err
-	}
+	// The planner's figures are exact when the plan is; otherwise they
+	// carry the planner's stated gap (policy.ModelValue would enumerate
+	// every observation sequence, |O|^H of them).
+	val := policy.Value{Reward: out.Plan.ValueReward, Bonus: out.Plan.ValueBonus, LCB: out.Plan.ValueReward - out.Plan.ValueBonus}
 	iw, err := policy.IWEstimate(m, pol, dp, policy.DefaultZ)
 	if err != nil {
 		return nil, err
@@ -262,6 +262,9 @@ func notes(d *ingest.Dataset, out *Outcome) []string {
 	}
 	if out.Theory != nil {
 		n = append(n, fmt.Sprintf("α is the paper's α̂ = %.4g (β̂ = %.4g, ι = %.4g, γ = %.4g).", out.Theory.Alpha, out.Theory.BetaHat, out.Theory.Iota, out.Theory.Gamma))
+	}
+	if !out.Plan.Exact {
+		n = append(n, fmt.Sprintf("The history tree (%.3g nodes) exceeded the planner's budget: branches whose observation path has probability below %.3g under every policy were not expanded, and the model values stand in the midpoint of their range there. The policy's objective is within %.3g of the exact optimum.", out.Plan.TreeNodes, out.Plan.Epsilon, out.Plan.GapBound))
 	}
 	n = append(n, "The importance-weighted value of π̄ is computed on the same logs the policy was chosen from (in-sample), so it is mildly optimistic; the held-out figures of the α candidates are not.")
 	return n
