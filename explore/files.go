@@ -1,0 +1,193 @@
+package explore
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"strconv"
+
+	"github.com/parquet-go/parquet-go"
+
+	"github.com/psrlcb/psrlcb/policy"
+	"github.com/psrlcb/psrlcb/pomdp"
+)
+
+// Schema metadata keys of the exploration policy files.
+const (
+	MetaRound       = "psrlcb.explore.round"        // k, the round the file serves
+	MetaExploreStep = "psrlcb.explore.explore_step" // h: steps ≥ h take uniform actions
+	MetaActions     = "psrlcb.explore.actions"      // JSON array of the uniform actions
+	MetaPropensity  = "psrlcb.explore.propensity"   // 1/|A|, logged on uniform steps
+)
+
+// PolicyFileName is the name of the exploration policy file for switch
+// step h.
+func PolicyFileName(h int) string { return fmt.Sprintf("policy-h%d.arrow", h) }
+
+// SwitchPolicy is the exploration policy ν(π^{k−1}, u) of one switch step:
+// Tree (π^{k−1} cut to the steps before Step) decides steps 1..Step−1,
+// and every step from Step on takes an action of Actions uniformly.
+type SwitchPolicy struct {
+	Round   int
+	Step    int
+	Actions []string
+	Tree    *policy.Policy
+}
+
+// Cut returns the exploration policy for switch step h from π^{k−1} (nil
+// for the first round: no steps before h are decided, so h must be 1 or the
+// tree is empty): the nodes of steps 1..h−1. Plan and PlanBonus lay nodes
+// out breadth-first, so they are a prefix of the node list.
+func Cut(pi *policy.Policy, H, h, round int, actions []string) *SwitchPolicy {
+	tree := &policy.Policy{Horizon: H}
+	if pi != nil {
+		for _, n := range pi.Nodes {
+			if int(n.Step) < h {
+				tree.Nodes = append(tree.Nodes, n)
+			}
+		}
+	}
+	return &SwitchPolicy{Round: round, Step: h, Actions: actions, Tree: tree}
+}
+
+// WritePolicies writes the next round's exploration policy as H policy
+// files dir/policy-h{h}.arrow, h = 1..H, each in the policy.arrow layout
+// (policy.WriteFile): the rows of π^k for steps 1..h−1, and in the schema
+// metadata the round, the switch step h, the uniform actions and their
+// propensity. A serving system assigns each episode a switch step h (round
+// robin or uniformly at random), answers steps < h with the tree (`psrlcb
+// act --policy dir/policy-h{h}.arrow`, propensity 1) and steps ≥ h with a
+// uniform draw among the actions (propensity 1/|A|), and logs round and
+// explore_step = h on every row of the episode (`psrlcb explore-act` does
+// both). pi nil (no previous round) gives H files of uniform exploration.
+func WritePolicies(dir string, pi *policy.Policy, H, round int, actions []string, meta map[string]string) error {
+	if len(actions) == 0 {
+		return fmt.Errorf("%w: no actions to explore", ErrOptions)
+	}
+	acts, err := json.Marshal(actions)
+	if err != nil {
+		return err
+	}
+	for h := 1; h <= H; h++ {
+		sp := Cut(pi, H, h, round, actions)
+		md := map[string]string{}
+		for k, v := range meta {
+			md[k] = v
+		}
+		md[MetaRound] = strconv.Itoa(round)
+		md[MetaExploreStep] = strconv.Itoa(h)
+		md[MetaActions] = string(acts)
+		md[MetaPropensity] = strconv.FormatFloat(1/float64(len(actions)), 'g', -1, 64)
+		if err := policy.WriteFile(filepath.Join(dir, PolicyFileName(h)), sp.Tree, md); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ReadPolicy reads one exploration policy file written by WritePolicies.
+func ReadPolicy(path string) (*SwitchPolicy, error) {
+	tree, meta, err := policy.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	sp := &SwitchPolicy{Tree: tree}
+	if sp.Round, err = strconv.Atoi(meta[MetaRound]); err != nil {
+		return nil, fmt.Errorf("%w: %s: metadata %s: %q is not a round", ErrData, path, MetaRound, meta[MetaRound])
+	}
+	if sp.Step, err = strconv.Atoi(meta[MetaExploreStep]); err != nil || sp.Step < 1 {
+		return nil, fmt.Errorf("%w: %s: metadata %s: %q is not a step", ErrData, path, MetaExploreStep, meta[MetaExploreStep])
+	}
+	if err := json.Unmarshal([]byte(meta[MetaActions]), &sp.Actions); err != nil || len(sp.Actions) == 0 {
+		return nil, fmt.Errorf("%w: %s: metadata %s: %q is not a list of actions", ErrData, path, MetaActions, meta[MetaActions])
+	}
+	for _, n := range tree.Nodes {
+		if int(n.Step) >= sp.Step {
+			return nil, fmt.Errorf("%w: %s: node %d at step %d, but steps from %d on are uniform", ErrData, path, n.ID, n.Step, sp.Step)
+		}
+	}
+	return sp, nil
+}
+
+// Act returns the exploration action for the observation history
+// o_1..o_h (the policy's own actions in between) and the propensity to
+// log: the tree's action with propensity 1 for h < Step, the action
+// Actions[⌊u·|A|⌋] with propensity 1/|A| from Step on, where u ∈ [0,1) is
+// the caller's uniform random number.
+func (sp *SwitchPolicy) Act(obs []string, u float64) (action string, propensity float64, err error) {
+	h := len(obs)
+	if h == 0 {
+		return "", 0, fmt.Errorf("%w: empty history", ErrOptions)
+	}
+	if h >= sp.Step {
+		if !(u >= 0 && u < 1) {
+			return "", 0, fmt.Errorf("%w: uniform draw %v outside [0,1)", ErrOptions, u)
+		}
+		i := min(int(math.Floor(u*float64(len(sp.Actions)))), len(sp.Actions)-1)
+		return sp.Actions[i], 1 / float64(len(sp.Actions)), nil
+	}
+	a, _, ok := sp.Tree.Lookup(obs)
+	if !ok {
+		return "", 0, fmt.Errorf("%w: the exploration policy has no row for the first observation %q", ErrData, obs[0])
+	}
+	return a, 1, nil
+}
+
+// TaggedRow is one row of exploration logs: the input schema of psrlcb
+// (pomdp.LogRow) with the optional round and explore_step columns.
+type TaggedRow struct {
+	EpisodeID   int64   `parquet:"episode_id"`
+	Step        int64   `parquet:"step"`
+	Observation string  `parquet:"observation,dict"`
+	Action      string  `parquet:"action,dict"`
+	Reward      float64 `parquet:"reward"`
+	Propensity  float64 `parquet:"propensity"`
+	Terminal    bool    `parquet:"terminal"`
+	Round       int64   `parquet:"round"`
+	ExploreStep int64   `parquet:"explore_step"`
+}
+
+// WriteTaggedParquet writes logs with their per-episode rounds and switch
+// steps as Parquet, atomically (temporary file renamed into place).
+func WriteTaggedParquet(path string, l *pomdp.Logs, rounds, steps []int) (err error) {
+	K := l.NumEpisodes()
+	if len(rounds) != K || len(steps) != K {
+		return fmt.Errorf("%w: %d rounds and %d steps for %d episodes", ErrData, len(rounds), len(steps), K)
+	}
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	defer func() {
+		if err != nil {
+			f.Close()
+			os.Remove(tmp)
+		}
+	}()
+	w := parquet.NewGenericWriter[TaggedRow](f, parquet.Compression(&parquet.Zstd))
+	rows := make([]TaggedRow, 0, l.Horizon)
+	for k := range K {
+		rows = rows[:0]
+		for h := range l.Horizon {
+			r := l.Row(k*l.Horizon + h)
+			rows = append(rows, TaggedRow{EpisodeID: r.EpisodeID, Step: r.Step, Observation: r.Observation, Action: r.Action,
+				Reward: r.Reward, Propensity: r.Propensity, Terminal: r.Terminal, Round: int64(rounds[k]), ExploreStep: int64(steps[k])})
+		}
+		if _, err = w.Write(rows); err != nil {
+			return err
+		}
+	}
+	if err = w.Close(); err != nil {
+		return err
+	}
+	if err = f.Sync(); err != nil {
+		return err
+	}
+	if err = f.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}

@@ -1,0 +1,174 @@
+package explore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+
+	"github.com/parquet-go/parquet-go"
+)
+
+// Default names of the exploration tag columns (schemas package
+// documentation: optional columns of the trajectory logs).
+const (
+	RoundColumn       = "round"
+	ExploreStepColumn = "explore_step"
+)
+
+// Tag is the exploration tag of one episode: the round k that collected it
+// and the step h at which its actions switched from π^{k−1} to uniform.
+type Tag struct {
+	Round       int64
+	ExploreStep int64
+}
+
+// TagColumns names the columns ReadTags reads; empty fields mean the
+// defaults ("episode_id", RoundColumn, ExploreStepColumn).
+type TagColumns struct {
+	Episode, Round, ExploreStep string
+}
+
+// ReadTags reads the round and explore_step columns of the Parquet logs,
+// keyed by episode_id rendered as ingest renders it (integers in decimal,
+// strings as they are), so that ingest.Dataset.EpisodeIDs index the map.
+// Both columns are integers, constant within an episode, and without
+// nulls; a violation is an ErrData error naming the file, the row and the
+// episode.
+func ReadTags(ctx context.Context, files []string, cols TagColumns) (map[string]Tag, error) {
+	if cols.Episode == "" {
+		cols.Episode = "episode_id"
+	}
+	if cols.Round == "" {
+		cols.Round = RoundColumn
+	}
+	if cols.ExploreStep == "" {
+		cols.ExploreStep = ExploreStepColumn
+	}
+	tags := map[string]Tag{}
+	for _, path := range files {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		if err := readTagsFile(path, cols, tags); err != nil {
+			return nil, err
+		}
+	}
+	if len(tags) == 0 {
+		return nil, fmt.Errorf("%w: no tagged episodes in %d files", ErrData, len(files))
+	}
+	return tags, nil
+}
+
+func readTagsFile(path string, cols TagColumns, tags map[string]Tag) error {
+	fh, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer fh.Close()
+	st, err := fh.Stat()
+	if err != nil {
+		return err
+	}
+	f, err := parquet.OpenFile(fh, st.Size())
+	if err != nil {
+		return fmt.Errorf("%w: %s: %v", ErrData, path, err)
+	}
+	var idx [3]int
+	for i, name := range []string{cols.Episode, cols.Round, cols.ExploreStep} {
+		leaf, ok := f.Schema().Lookup(name)
+		if !ok {
+			return fmt.Errorf("%w: %s has no column %q (the exploration logs need %q and %q beside the episode id)", ErrData, path, name, cols.Round, cols.ExploreStep)
+		}
+		idx[i] = leaf.ColumnIndex
+	}
+	row := int64(0)
+	for _, rg := range f.RowGroups() {
+		chunks := rg.ColumnChunks()
+		var vals [3][]parquet.Value
+		for i, c := range idx {
+			v, err := readColumn(chunks[c])
+			if err != nil {
+				return fmt.Errorf("%w: %s: column %d: %v", ErrData, path, c, err)
+			}
+			if int64(len(v)) != rg.NumRows() {
+				return fmt.Errorf("%w: %s: column %d holds %d values for %d rows", ErrData, path, c, len(v), rg.NumRows())
+			}
+			vals[i] = v
+		}
+		for r := range vals[0] {
+			ep, rd, hs := vals[0][r], vals[1][r], vals[2][r]
+			line := row + int64(r) + 1
+			if ep.IsNull() || rd.IsNull() || hs.IsNull() {
+				return fmt.Errorf("%w: %s row %d: null episode id, %s or %s", ErrData, path, line, cols.Round, cols.ExploreStep)
+			}
+			var id string
+			switch ep.Kind() {
+			case parquet.Int32, parquet.Int64:
+				id = strconv.FormatInt(ep.Int64(), 10)
+			case parquet.ByteArray:
+				id = string(ep.ByteArray())
+			default:
+				return fmt.Errorf("%w: %s: episode id column has type %v", ErrData, path, ep.Kind())
+			}
+			t := Tag{}
+			for j, v := range []parquet.Value{rd, hs} {
+				if k := v.Kind(); k != parquet.Int32 && k != parquet.Int64 {
+					return fmt.Errorf("%w: %s: column %q must be an integer, has type %v", ErrData, path, []string{cols.Round, cols.ExploreStep}[j], k)
+				}
+			}
+			t.Round, t.ExploreStep = rd.Int64(), hs.Int64()
+			if old, ok := tags[id]; ok && old != t {
+				return fmt.Errorf("%w: %s row %d: episode %s has round %d, explore_step %d here and round %d, explore_step %d on another row (they must be constant within an episode)",
+					ErrData, path, line, id, t.Round, t.ExploreStep, old.Round, old.ExploreStep)
+			}
+			tags[id] = t
+		}
+		row += rg.NumRows()
+	}
+	return nil
+}
+
+func readColumn(cc parquet.ColumnChunk) ([]parquet.Value, error) {
+	pages := cc.Pages()
+	defer pages.Close()
+	var out []parquet.Value
+	for {
+		p, err := pages.ReadPage()
+		if errors.Is(err, io.EOF) {
+			return out, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		buf := make([]parquet.Value, p.NumValues())
+		n, err := p.Values().ReadValues(buf)
+		if err != nil && !errors.Is(err, io.EOF) {
+			parquet.Release(p)
+			return nil, err
+		}
+		for _, v := range buf[:n] {
+			out = append(out, v.Clone())
+		}
+		parquet.Release(p)
+	}
+}
+
+// StepsOf returns the switch step of every episode of a dataset from the
+// tags (ids are ingest.Dataset.EpisodeIDs), checking 1 ≤ explore_step ≤ H.
+func StepsOf(ids []string, tags map[string]Tag, H int) ([]int, error) {
+	steps := make([]int, len(ids))
+	for k, id := range ids {
+		t, ok := tags[id]
+		if !ok {
+			return nil, fmt.Errorf("%w: episode %s has no exploration tag", ErrData, id)
+		}
+		if t.ExploreStep < 1 || t.ExploreStep > int64(H) {
+			return nil, fmt.Errorf("%w: episode %s: explore_step %d outside 1..%d", ErrData, id, t.ExploreStep, H)
+		}
+		steps[k] = int(t.ExploreStep)
+	}
+	return steps, nil
+}
