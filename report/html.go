@@ -64,6 +64,22 @@ func plotTrace(rows []TraceRow, chosenRank int) (*plot.Plot, error) {
 	if len(keys) > 8 {
 		p.Legend.Top = false
 	}
+	// The first iterations of a random start sit far below the rest;
+	// zoom on the part where the starts are compared.
+	lo, hi := math.Inf(1), math.Inf(-1)
+	for _, xy := range byRestart {
+		for _, pt := range xy {
+			hi = math.Max(hi, pt.Y)
+		}
+	}
+	for _, xy := range byRestart {
+		if len(xy) > 2 {
+			lo = math.Min(lo, xy[2].Y)
+		}
+	}
+	if lo < hi {
+		p.Y.Min, p.Y.Max = lo-0.05*(hi-lo), hi+0.05*(hi-lo)
+	}
 	return p, plotutil.AddLines(p, vs...)
 }
 
