@@ -1,0 +1,229 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// Defaults of the EM search of every fit, chosen so that the full study (200
+// configurations, 50 of them at K = 10⁵) runs in under 30 minutes on 2 cores:
+// two starts (the informed one and a perturbed one) of at most 200 iterations.
+const (
+	defaultRestarts = 2
+	defaultMaxIter  = 200
+	// singleSeedMargin is the shortfall below V^b allowed to PSR-LCB, as a
+	// share of V* − V^b, when a cell has one seed and so no spread (the
+	// reduced study).
+	singleSeedMargin = 0.1
+)
+
+type options struct {
+	out, docs, pomdpDir, checkpoint string
+	problems, ks                    string
+	seeds, restarts, maxIter        int
+	workers                         int
+	reduced, fresh, quiet           bool
+}
+
+func main() {
+	var o options
+	flag.StringVar(&o.out, "out", "bench/out/quality.arrow", "Arrow IPC file of every run")
+	flag.StringVar(&o.docs, "docs", "docs", "directory of validation.md and the plots (\"\" writes none)")
+	flag.StringVar(&o.pomdpDir, "pomdp-dir", filepath.Join("..", "shared", "pomdp"), "directory holding the .POMDP files")
+	flag.StringVar(&o.checkpoint, "checkpoint", "bench/out/quality.jsonl", "finished configurations, reused on the next run (\"\" for none)")
+	flag.StringVar(&o.problems, "problems", "", "comma-separated problems (default all: "+problemNames()+")")
+	flag.StringVar(&o.ks, "ks", "100,1000,10000,100000", "comma-separated numbers of episodes K")
+	flag.IntVar(&o.seeds, "seeds", 5, "seeds per configuration")
+	flag.IntVar(&o.restarts, "restarts", defaultRestarts, "EM starts per fit")
+	flag.IntVar(&o.maxIter, "max-iter", defaultMaxIter, "EM iterations per start")
+	flag.IntVar(&o.workers, "workers", 0, "goroutines per fit (0: GOMAXPROCS)")
+	flag.BoolVar(&o.reduced, "reduced", false, "the reduced study: one seed, K ≤ 1000")
+	flag.BoolVar(&o.fresh, "fresh", false, "ignore the checkpoint and start over")
+	flag.BoolVar(&o.quiet, "quiet", false, "no progress lines")
+	flag.Parse()
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, o); err != nil {
+		fmt.Fprintln(os.Stderr, "quality:", err)
+		if errors.Is(err, context.Canceled) {
+			os.Exit(130)
+		}
+		os.Exit(1)
+	}
+}
+
+func problemNames() string {
+	s := make([]string, len(Problems))
+	for i, p := range Problems {
+		s[i] = p.Name
+	}
+	return strings.Join(s, ",")
+}
+
+// configFromOptions checks the flags and builds the study configuration.
+func configFromOptions(o options) (Config, error) {
+	cfg := Config{PomdpDir: o.pomdpDir, Behavs: Behaviors, Seeds: o.seeds, Restarts: o.restarts, MaxIter: o.maxIter, Workers: o.workers}
+	if o.problems == "" {
+		cfg.Problems = Problems
+	} else {
+		for _, n := range strings.Split(o.problems, ",") {
+			found := false
+			for _, p := range Problems {
+				if p.Name == strings.TrimSpace(n) {
+					cfg.Problems, found = append(cfg.Problems, p), true
+				}
+			}
+			if !found {
+				return cfg, fmt.Errorf("unknown problem %q (known: %s)", n, problemNames())
+			}
+		}
+	}
+	for _, s := range strings.Split(o.ks, ",") {
+		K, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || K < 10 {
+			return cfg, fmt.Errorf("--ks: %q is not a number of episodes ≥ 10", s)
+		}
+		if o.reduced && K > 1000 {
+			continue
+		}
+		cfg.Ks = append(cfg.Ks, K)
+	}
+	if o.reduced {
+		cfg.Seeds = 1
+	}
+	if len(cfg.Ks) == 0 || cfg.Seeds < 1 || cfg.Restarts < 1 || cfg.MaxIter < 1 {
+		return cfg, fmt.Errorf("nothing to run: need at least one K, one seed, one restart and one iteration")
+	}
+	return cfg, nil
+}
+
+// fingerprint names the options a checkpointed row depends on.
+func fingerprint(cfg Config) string {
+	return fmt.Sprintf("v1 restarts=%d maxiter=%d", cfg.Restarts, cfg.MaxIter)
+}
+
+type checkpointLine struct {
+	FP   string `json:"fp"`
+	Rows []Row  `json:"rows"`
+}
+
+func readCheckpoint(path, fp string) (map[key][]Row, error) {
+	done := map[key][]Row{}
+	f, err := os.Open(path)
+	if os.IsNotExist(err) {
+		return done, nil
+	} else if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<24)
+	for line := 1; sc.Scan(); line++ {
+		var cl checkpointLine
+		if err := json.Unmarshal(sc.Bytes(), &cl); err != nil {
+			return nil, fmt.Errorf("%s line %d: %w (delete it or pass --fresh)", path, line, err)
+		}
+		if cl.FP == fp && len(cl.Rows) > 0 {
+			done[cl.Rows[0].key()] = cl.Rows
+		}
+	}
+	return done, sc.Err()
+}
+
+func run(ctx context.Context, o options) error {
+	cfg, err := configFromOptions(o)
+	if err != nil {
+		return err
+	}
+	if _, err := os.Stat(cfg.PomdpDir); err != nil {
+		return fmt.Errorf("the benchmark POMDPs are not at %s (run from the repository root or pass --pomdp-dir): %w", cfg.PomdpDir, err)
+	}
+	if !o.quiet {
+		cfg.Log = func(format string, a ...any) { fmt.Fprintf(os.Stderr, format+"\n", a...) }
+	}
+	fp := fingerprint(cfg)
+	done := map[key][]Row{}
+	var emit func([]Row) error
+	if o.checkpoint != "" {
+		if err := os.MkdirAll(filepath.Dir(o.checkpoint), 0o755); err != nil {
+			return err
+		}
+		if !o.fresh {
+			if done, err = readCheckpoint(o.checkpoint, fp); err != nil {
+				return err
+			}
+		}
+		flags := os.O_CREATE | os.O_WRONLY | os.O_APPEND
+		if o.fresh {
+			flags |= os.O_TRUNC
+		}
+		f, err := os.OpenFile(o.checkpoint, flags, 0o644)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		emit = func(rows []Row) error {
+			b, err := json.Marshal(checkpointLine{FP: fp, Rows: rows})
+			if err != nil {
+				return err
+			}
+			_, err = f.Write(append(b, '\n'))
+			return err
+		}
+	}
+	start := time.Now()
+	rows, err := Run(ctx, cfg, done, emit)
+	if err != nil {
+		return err
+	}
+	wall := time.Since(start).Seconds()
+	var fitSec float64
+	for _, r := range rows {
+		if r.Method == "psrlcb" || r.Method == "tabular" || r.Method == "clone" {
+			fitSec += float64(r.FitSeconds)
+		}
+	}
+	if o.out != "" {
+		if err := os.MkdirAll(filepath.Dir(o.out), 0o755); err != nil {
+			return err
+		}
+		meta := map[string]string{"study": "does pessimism pay", "em": fp, "seeds": strconv.Itoa(cfg.Seeds)}
+		if err := writeArrow(o.out, rows, meta); err != nil {
+			return err
+		}
+	}
+	md := resultsMarkdown(rows, cfg, fitSec, singleSeedMargin)
+	if o.docs != "" {
+		if err := os.MkdirAll(o.docs, 0o755); err != nil {
+			return err
+		}
+		if err := spliceResults(filepath.Join(o.docs, "validation.md"), md); err != nil {
+			return err
+		}
+		for _, b := range cfg.Behavs {
+			name := "validation-regret-" + strings.SplitN(b, ":", 2)[0] + ".svg"
+			if err := regretPlot(rows, b, filepath.Join(o.docs, name)); err != nil {
+				return err
+			}
+		}
+		if err := lcbPlot(rows, filepath.Join(o.docs, "validation-lcb.svg")); err != nil {
+			return err
+		}
+	}
+	if !o.quiet {
+		fmt.Fprintf(os.Stderr, "%d configurations in %.0f s (this run); fit seconds in total %.0f\n", len(rows)/len(Methods), wall, fitSec)
+	}
+	fmt.Print(md)
+	return nil
+}

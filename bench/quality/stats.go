@@ -1,0 +1,83 @@
+package main
+
+import (
+	"math"
+	"sort"
+)
+
+// median of the non-NaN values (NaN when there are none).
+func median(xs []float64) float64 {
+	v := finite(xs)
+	if len(v) == 0 {
+		return math.NaN()
+	}
+	sort.Float64s(v)
+	n := len(v)
+	if n%2 == 1 {
+		return v[n/2]
+	}
+	return (v[n/2-1] + v[n/2]) / 2
+}
+
+// meanSE is the mean and the standard error sd/√n (sample sd, n−1) of the
+// non-NaN values; the standard error is 0 for a single value.
+func meanSE(xs []float64) (mean, se float64) {
+	v := finite(xs)
+	n := float64(len(v))
+	if n == 0 {
+		return math.NaN(), math.NaN()
+	}
+	for _, x := range v {
+		mean += x
+	}
+	mean /= n
+	if n < 2 {
+		return mean, 0
+	}
+	var ss float64
+	for _, x := range v {
+		ss += (x - mean) * (x - mean)
+	}
+	return mean, math.Sqrt(ss/(n-1)) / math.Sqrt(n)
+}
+
+// logSlope is the least-squares slope of log10 y against log10 x over the
+// points with y > floor (NaN with fewer than two such points).
+func logSlope(xs, ys []float64, floor float64) float64 {
+	var lx, ly []float64
+	for i := range xs {
+		if ys[i] > floor && xs[i] > 0 {
+			lx = append(lx, math.Log10(xs[i]))
+			ly = append(ly, math.Log10(ys[i]))
+		}
+	}
+	n := float64(len(lx))
+	if n < 2 {
+		return math.NaN()
+	}
+	var mx, my float64
+	for i := range lx {
+		mx += lx[i]
+		my += ly[i]
+	}
+	mx, my = mx/n, my/n
+	var sxy, sxx float64
+	for i := range lx {
+		sxy += (lx[i] - mx) * (ly[i] - my)
+		sxx += (lx[i] - mx) * (lx[i] - mx)
+	}
+	if sxx == 0 {
+		return math.NaN()
+	}
+	return sxy / sxx
+}
+
+func finite(xs []float64) []float64 {
+	v := make([]float64, 0, len(xs))
+	for _, x := range xs {
+		if !math.IsNaN(x) {
+			v = append(v, x)
+		}
+	}
+	return v
+}

@@ -1,0 +1,312 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"hash/fnv"
+	"math"
+	"path/filepath"
+	"time"
+
+	"github.com/psrlcb/psrlcb/baseline"
+	"github.com/psrlcb/psrlcb/estimate"
+	"github.com/psrlcb/psrlcb/ingest"
+	"github.com/psrlcb/psrlcb/policy"
+	"github.com/psrlcb/psrlcb/pomdp"
+	"github.com/psrlcb/psrlcb/report"
+)
+
+// Problem is one benchmark POMDP of the study with the horizon it is run at.
+type Problem struct {
+	Name    string // short name used on the command line and in tables
+	File    string // file name under the shared pomdp directory
+	Horizon int
+}
+
+// Problems are the study's benchmarks. H = 4 everywhere: the exact optimum,
+// the exact planner (|O|^H·|A|^H leaves: 614 656 for cheese, the largest) and
+// exact evaluation all stay well under a second, and the optimal policy
+// differs from both behaviours on every problem.
+var Problems = []Problem{
+	{"tiger", "tiger.95.POMDP", 4},
+	{"paint", "paint.95.pomdp", 4},
+	{"1d.noisy", "1d.noisy.pomdp", 4},
+	{"cheese", "cheese.95.POMDP", 4},
+	{"4x3", "4x3.95.POMDP", 4},
+}
+
+// Behaviors are the two behaviour policies: wide and narrow coverage.
+var Behaviors = []string{"uniform", "myopic:0.1"}
+
+// Methods in the order of the tables.
+var Methods = []string{"psrlcb", "greedy", "tabular", "clone", "behavior", "optimal"}
+
+// Config is one study.
+type Config struct {
+	PomdpDir string // directory holding the .POMDP files
+	Problems []Problem
+	Behavs   []string
+	Ks       []int
+	Seeds    int
+	// Restarts and MaxIter are the EM options of every fit; the rank is
+	// fixed at the true number of hidden states (see FitOptions).
+	Restarts int
+	MaxIter  int
+	Workers  int
+	// Log receives one line per finished configuration (nil: silent).
+	Log func(format string, args ...any)
+}
+
+// Row is one (configuration, method) result.
+type Row struct {
+	Problem       string `json:"problem"`
+	Horizon       int    `json:"horizon"`
+	Behavior      string `json:"behavior"`
+	K             int    `json:"k"`
+	Seed          int    `json:"seed"`
+	Method        string `json:"method"`
+	Value         jfloat `json:"value"`          // V^π, exact, return units
+	Optimal       jfloat `json:"optimal"`        // V*
+	BehaviorValue jfloat `json:"behavior_value"` // V^b
+	Regret        jfloat `json:"regret"`         // (V* − V^π)/(V* − V^b)
+	LCBUnits      jfloat `json:"lcb_units"`      // psrlcb only
+	ModelUnits    jfloat `json:"model_units"`    // psrlcb, greedy: V_θ̂,R^π in units
+	BonusValue    jfloat `json:"bonus_value"`    // psrlcb: V_θ̂,b̂^π̄ on the [0,1] scale
+	IWLowUnits    jfloat `json:"iw_low_units"`   // psrlcb: lower end of the IW interval
+	Alpha         jfloat `json:"alpha"`          // psrlcb: chosen α; greedy: 0
+	Rank          int    `json:"rank"`
+	FitSeconds    jfloat `json:"fit_seconds"`
+	PlanExact     bool   `json:"plan_exact"`
+	EMConverged   bool   `json:"em_converged"`
+	ReturnMin     jfloat `json:"return_min"` // observed return range of the logs
+	ReturnMax     jfloat `json:"return_max"`
+}
+
+// jfloat is a float64 that encodes NaN as JSON null (for the checkpoint).
+type jfloat float64
+
+func (f jfloat) MarshalJSON() ([]byte, error) {
+	if math.IsNaN(float64(f)) || math.IsInf(float64(f), 0) {
+		return []byte("null"), nil
+	}
+	return []byte(fmt.Sprintf("%.17g", float64(f))), nil
+}
+
+func (f *jfloat) UnmarshalJSON(b []byte) error {
+	if string(b) == "null" {
+		*f = jfloat(math.NaN())
+		return nil
+	}
+	var v float64
+	if _, err := fmt.Sscan(string(b), &v); err != nil {
+		return err
+	}
+	*f = jfloat(v)
+	return nil
+}
+
+var nan = jfloat(math.NaN())
+
+// key identifies a configuration (the unit of the checkpoint).
+type key struct {
+	Problem, Behavior string
+	K, Seed           int
+}
+
+func (r Row) key() key { return key{r.Problem, r.Behavior, r.K, r.Seed} }
+
+// seedFor derives the simulation and fit seed of a configuration, so that a
+// configuration's result does not depend on which others run with it.
+func seedFor(k key) uint64 {
+	h := fnv.New64a()
+	fmt.Fprintf(h, "%s|%s|%d|%d", k.Problem, k.Behavior, k.K, k.Seed)
+	return h.Sum64()
+}
+
+// truth holds the exact reference values of one (problem, behaviour).
+type truth struct {
+	m       *pomdp.POMDP
+	beh     pomdp.Behavior
+	opt, vb float64
+}
+
+func loadTruth(ctx context.Context, dir string, p Problem, behSpec string) (*truth, error) {
+	m, err := pomdp.ParseFile(filepath.Join(dir, p.File))
+	if err != nil {
+		return nil, err
+	}
+	b, err := pomdp.ParseBehavior(behSpec, m)
+	if err != nil {
+		return nil, err
+	}
+	opt, _, err := pomdp.OptimalContext(ctx, m, p.Horizon)
+	if err != nil {
+		return nil, err
+	}
+	vb, err := pomdp.BehaviorValueContext(ctx, m, p.Horizon, b)
+	if err != nil {
+		return nil, err
+	}
+	return &truth{m: m, beh: b, opt: opt, vb: vb}, nil
+}
+
+// normRegret is (V* − V)/(V* − V^b), NaN when V* = V^b.
+func normRegret(opt, vb, v float64) float64 {
+	if opt == vb {
+		return math.NaN()
+	}
+	return (opt - v) / (opt - vb)
+}
+
+// FitOptions are the PSR-LCB options of the study: the CLI defaults (α auto
+// among pessimism.AutoAlphas by the held-out importance-weighted lower bound,
+// λ = 1, stationary dynamics) except for the model search, which is cut to fit
+// the time budget: the rank is fixed at the true number of hidden states
+// instead of chosen among 1..8, with cfg.Restarts EM starts of at most
+// cfg.MaxIter iterations.
+func FitOptions(cfg Config, m *pomdp.POMDP, seed uint64) report.FitOptions {
+	return report.FitOptions{
+		Estimate: estimate.Options{Rank: m.NumStates(), Restarts: cfg.Restarts, MaxIter: cfg.MaxIter},
+		Seed:     seed,
+		Workers:  cfg.Workers,
+	}
+}
+
+// runOne simulates the logs of one configuration and returns one row per
+// method.
+func runOne(ctx context.Context, cfg Config, p Problem, tr *truth, k key) ([]Row, error) {
+	seed := seedFor(k)
+	H := p.Horizon
+	d, err := pomdp.SimulateDataset(ctx, tr.m, H, k.K, tr.beh, seed)
+	if err != nil {
+		return nil, fmt.Errorf("simulate %v: %w", k, err)
+	}
+	base := Row{Problem: p.Name, Horizon: H, Behavior: k.Behavior, K: k.K, Seed: k.Seed,
+		Optimal: jfloat(tr.opt), BehaviorValue: jfloat(tr.vb),
+		LCBUnits: nan, ModelUnits: nan, BonusValue: nan, IWLowUnits: nan, Alpha: nan, FitSeconds: nan, ReturnMin: nan, ReturnMax: nan}
+	lo, hi := returnRange(d)
+	base.ReturnMin, base.ReturnMax = jfloat(lo), jfloat(hi)
+	row := func(method string, v float64) Row {
+		r := base
+		r.Method, r.Value = method, jfloat(v)
+		r.Regret = jfloat(normRegret(tr.opt, tr.vb, v))
+		return r
+	}
+	eval := func(pol *policy.Policy) (float64, error) { return pomdp.EvaluatePolicy(ctx, tr.m, H, pol) }
+
+	start := time.Now()
+	out, err := report.Fit(ctx, d, nil, FitOptions(cfg, tr.m, seed))
+	if err != nil {
+		return nil, fmt.Errorf("fit %v: %w", k, err)
+	}
+	fitSec := time.Since(start).Seconds()
+	v, err := eval(out.Policy)
+	if err != nil {
+		return nil, fmt.Errorf("evaluate psrlcb %v: %w", k, err)
+	}
+	hl := out.Run.Manifest.Headline
+	ps := row("psrlcb", v)
+	ps.LCBUnits, ps.ModelUnits = jfloat(hl.LCBUnits), jfloat(hl.ModelValueUnits)
+	ps.BonusValue, ps.IWLowUnits = jfloat(hl.BonusValue), jfloat(hl.IWLowUnits)
+	ps.Alpha, ps.Rank, ps.FitSeconds = jfloat(out.Alpha), out.Model.States, jfloat(fitSec)
+	ps.PlanExact, ps.EMConverged = out.Plan.Exact, out.Fit.Converged
+	rows := []Row{ps}
+
+	start = time.Now()
+	gpol, gst, err := policy.Plan(ctx, out.Model, out.Bonus.WithAlpha(0), policy.PlanOptions{Workers: cfg.Workers})
+	if err != nil {
+		return nil, fmt.Errorf("greedy plan %v: %w", k, err)
+	}
+	if v, err = eval(gpol); err != nil {
+		return nil, fmt.Errorf("evaluate greedy %v: %w", k, err)
+	}
+	g := row("greedy", v)
+	g.Alpha, g.Rank, g.PlanExact, g.EMConverged = 0, out.Model.States, gst.Exact, out.Fit.Converged
+	g.ModelUnits = jfloat(out.Model.ReturnMin + gst.ValueReward*(out.Model.ReturnMax-out.Model.ReturnMin))
+	g.FitSeconds = jfloat(fitSec + time.Since(start).Seconds())
+	rows = append(rows, g)
+
+	for _, bl := range []struct {
+		name string
+		fn   func(context.Context, *ingest.Dataset) (*policy.Policy, error)
+	}{
+		{"tabular", func(ctx context.Context, d *ingest.Dataset) (*policy.Policy, error) {
+			return baseline.TabularLCB(ctx, d, baseline.TabularOptions{})
+		}},
+		{"clone", func(ctx context.Context, d *ingest.Dataset) (*policy.Policy, error) {
+			return baseline.BehaviorCloning(ctx, d, baseline.CloneOptions{})
+		}},
+	} {
+		start = time.Now()
+		pol, err := bl.fn(ctx, d)
+		if err != nil {
+			return nil, fmt.Errorf("%s %v: %w", bl.name, k, err)
+		}
+		sec := time.Since(start).Seconds()
+		if v, err = eval(pol); err != nil {
+			return nil, fmt.Errorf("evaluate %s %v: %w", bl.name, k, err)
+		}
+		r := row(bl.name, v)
+		r.FitSeconds, r.PlanExact = jfloat(sec), true
+		rows = append(rows, r)
+	}
+	rows = append(rows, row("behavior", tr.vb), row("optimal", tr.opt))
+	return rows, nil
+}
+
+// returnRange is the smallest and largest logged episode return.
+func returnRange(d *ingest.Dataset) (lo, hi float64) {
+	lo, hi = math.Inf(1), math.Inf(-1)
+	for k := 0; k < d.NumEpisodes(); k++ {
+		r := d.Return(k)
+		lo, hi = math.Min(lo, r), math.Max(hi, r)
+	}
+	return lo, hi
+}
+
+// Run runs every configuration of cfg that done does not already hold,
+// calling emit with the rows of each finished configuration, and returns all
+// rows (done's first, in study order).
+func Run(ctx context.Context, cfg Config, done map[key][]Row, emit func([]Row) error) ([]Row, error) {
+	var all []Row
+	for _, p := range cfg.Problems {
+		for _, bs := range cfg.Behavs {
+			var tr *truth
+			for _, K := range cfg.Ks {
+				for s := 0; s < cfg.Seeds; s++ {
+					k := key{p.Name, bs, K, s}
+					if rows, ok := done[k]; ok {
+						all = append(all, rows...)
+						continue
+					}
+					if err := ctx.Err(); err != nil {
+						return all, err
+					}
+					if tr == nil {
+						var err error
+						if tr, err = loadTruth(ctx, cfg.PomdpDir, p, bs); err != nil {
+							return all, err
+						}
+					}
+					start := time.Now()
+					rows, err := runOne(ctx, cfg, p, tr, k)
+					if err != nil {
+						return all, err
+					}
+					if emit != nil {
+						if err := emit(rows); err != nil {
+							return all, err
+						}
+					}
+					if cfg.Log != nil {
+						cfg.Log("%-8s %-10s K=%-6d seed=%d  %5.1fs  regret psrlcb %.3f greedy %.3f tabular %.3f  α=%g  LCB %.4g ≤ V %.4g",
+							p.Name, bs, K, s, time.Since(start).Seconds(), rows[0].Regret, rows[1].Regret, rows[2].Regret,
+							rows[0].Alpha, rows[0].LCBUnits, rows[0].Value)
+					}
+					all = append(all, rows...)
+				}
+			}
+		}
+	}
+	return all, nil
+}

@@ -1,0 +1,232 @@
+package main
+
+import (
+	"fmt"
+	"math"
+	"sort"
+)
+
+// Study targets. The numbers are the acceptance criteria of the study:
+const (
+	// lcbCoverage: the LCB is below the true value in at least this share
+	// of the PSR-LCB runs (a 95% confidence statement).
+	lcbCoverage = 0.95
+	// seZ: PSR-LCB's mean value may fall below V^b by at most this many
+	// standard errors of the seed spread.
+	seZ = 2.0
+	// regretAtMaxK: median normalized regret at the largest K, uniform
+	// behaviour.
+	regretAtMaxK = 0.1
+	// slopeMax: fitted slope of log regret against log K (1/√K is −0.5).
+	slopeMax = -0.5
+	// zeroRegret: a mean normalized regret at or below this counts as
+	// already ~0 and is left out of the slope fit (1% of the gap between
+	// the behaviour and the optimum).
+	zeroRegret = 0.01
+	// lcbTol absorbs rounding when comparing the LCB with the true value
+	// (both in return units, sums of H rewards).
+	lcbTol = 1e-9
+)
+
+// index groups rows by configuration cell and method.
+type cell struct {
+	Problem, Behavior string
+	K                 int
+}
+
+type index struct {
+	rows     []Row
+	problems []string
+	behavs   []string
+	ks       []int
+	by       map[cell]map[string][]Row
+}
+
+func newIndex(rows []Row) *index {
+	ix := &index{rows: rows, by: map[cell]map[string][]Row{}}
+	seenP, seenB, seenK := map[string]bool{}, map[string]bool{}, map[int]bool{}
+	for _, r := range rows {
+		c := cell{r.Problem, r.Behavior, r.K}
+		if ix.by[c] == nil {
+			ix.by[c] = map[string][]Row{}
+		}
+		ix.by[c][r.Method] = append(ix.by[c][r.Method], r)
+		if !seenP[r.Problem] {
+			seenP[r.Problem] = true
+			ix.problems = append(ix.problems, r.Problem)
+		}
+		if !seenB[r.Behavior] {
+			seenB[r.Behavior] = true
+			ix.behavs = append(ix.behavs, r.Behavior)
+		}
+		if !seenK[r.K] {
+			seenK[r.K] = true
+			ix.ks = append(ix.ks, r.K)
+		}
+	}
+	sort.Ints(ix.ks)
+	return ix
+}
+
+func (ix *index) get(p, b string, K int, method string) []Row { return ix.by[cell{p, b, K}][method] }
+
+func regrets(rs []Row) []float64 {
+	v := make([]float64, len(rs))
+	for i, r := range rs {
+		v[i] = float64(r.Regret)
+	}
+	return v
+}
+
+func values(rs []Row) []float64 {
+	v := make([]float64, len(rs))
+	for i, r := range rs {
+		v[i] = float64(r.Value)
+	}
+	return v
+}
+
+// Verdict is the outcome of one target.
+type Verdict struct {
+	Name   string
+	Met    bool
+	Detail []string // one line per finding, in markdown
+}
+
+// lcbTarget: LCB ≤ V^π̄ in at least lcbCoverage of the PSR-LCB runs. It
+// returns the number of runs and of violations beside the verdict.
+func lcbTarget(ix *index) (Verdict, int, int) {
+	v := Verdict{Name: "(1) LCB ≤ true value in ≥ 95% of runs"}
+	n, bad := 0, 0
+	for _, r := range ix.rows {
+		if r.Method != "psrlcb" || math.IsNaN(float64(r.LCBUnits)) {
+			continue
+		}
+		n++
+		if float64(r.LCBUnits) > float64(r.Value)+lcbTol {
+			bad++
+			v.Detail = append(v.Detail, fmt.Sprintf("violation: %s, %s, K=%d, seed %d: LCB %.4g > V %.4g (α=%g, model value %.4g)",
+				r.Problem, r.Behavior, r.K, r.Seed, r.LCBUnits, r.Value, r.Alpha, r.ModelUnits))
+		}
+	}
+	v.Met = n > 0 && float64(n-bad) >= lcbCoverage*float64(n)
+	v.Detail = append([]string{fmt.Sprintf("%d of %d runs have LCB ≤ V^π̄ (%.1f%%)", n-bad, n, 100*float64(n-bad)/math.Max(1, float64(n)))}, v.Detail...)
+	return v, n, bad
+}
+
+// behaviorTarget: in every cell, mean V^π̄ ≥ V^b − seZ·SE (SE of the seed
+// spread). With a single seed, SE = 0 and margin (a share of V* − V^b) is
+// allowed instead.
+func behaviorTarget(ix *index, margin float64) (Verdict, int) {
+	v := Verdict{Name: "(2) PSR-LCB never worse than the behaviour beyond 2 SE"}
+	cells, bad := 0, 0
+	for _, p := range ix.problems {
+		for _, b := range ix.behavs {
+			for _, K := range ix.ks {
+				rs := ix.get(p, b, K, "psrlcb")
+				if len(rs) == 0 {
+					continue
+				}
+				cells++
+				mean, se := meanSE(values(rs))
+				vb, opt := float64(rs[0].BehaviorValue), float64(rs[0].Optimal)
+				allow := seZ * se
+				if len(rs) == 1 {
+					allow = margin * math.Abs(opt-vb)
+				}
+				if mean < vb-allow-lcbTol {
+					bad++
+					v.Detail = append(v.Detail, fmt.Sprintf("worse: %s, %s, K=%d: mean V %.4g < V^b %.4g − %.3g (SE %.3g, n=%d)",
+						p, b, K, mean, vb, allow, se, len(rs)))
+				}
+			}
+		}
+	}
+	v.Met = cells > 0 && bad == 0
+	v.Detail = append([]string{fmt.Sprintf("%d of %d (problem, behaviour, K) cells pass", cells-bad, cells)}, v.Detail...)
+	return v, bad
+}
+
+// narrowTarget: with the narrow behaviour, PSR-LCB's median normalized
+// regret over the runs with K ≤ 10³ is below greedy MLE's on at least 3
+// problems, and at or below the tabular LCB's in every (problem, K).
+func narrowTarget(ix *index, narrow string) (Verdict, Verdict) {
+	g := Verdict{Name: "(3a) narrow coverage: PSR-LCB median regret below greedy MLE's at K ≤ 10³ on ≥ 3 of 5 problems"}
+	t := Verdict{Name: "(3b) narrow coverage: PSR-LCB median regret ≤ tabular LCB's on every problem and K"}
+	wins, probs, tbad := 0, 0, 0
+	for _, p := range ix.problems {
+		var ps, gr []float64
+		for _, K := range ix.ks {
+			if K > 1000 {
+				continue
+			}
+			ps = append(ps, regrets(ix.get(p, narrow, K, "psrlcb"))...)
+			gr = append(gr, regrets(ix.get(p, narrow, K, "greedy"))...)
+		}
+		if len(ps) > 0 {
+			probs++
+			mp, mg := median(ps), median(gr)
+			win := mp < mg
+			if win {
+				wins++
+			}
+			g.Detail = append(g.Detail, fmt.Sprintf("%s: PSR-LCB %.3f vs greedy %.3f → %s", p, mp, mg, map[bool]string{true: "below", false: "not below"}[win]))
+		}
+		for _, K := range ix.ks {
+			ps := ix.get(p, narrow, K, "psrlcb")
+			if len(ps) == 0 {
+				continue
+			}
+			mp, mt := median(regrets(ps)), median(regrets(ix.get(p, narrow, K, "tabular")))
+			if mp > mt+lcbTol {
+				tbad++
+				t.Detail = append(t.Detail, fmt.Sprintf("above: %s, K=%d: PSR-LCB %.3f > tabular %.3f", p, K, mp, mt))
+			}
+		}
+	}
+	need := 3
+	if probs < 5 {
+		need = (3*probs + 4) / 5 // the same share on a reduced study
+	}
+	g.Met = probs > 0 && wins >= need
+	g.Detail = append([]string{fmt.Sprintf("below on %d of %d problems (need %d)", wins, probs, need)}, g.Detail...)
+	t.Met = probs > 0 && tbad == 0
+	t.Detail = append([]string{fmt.Sprintf("%d (problem, K) cells above the tabular LCB", tbad)}, t.Detail...)
+	return g, t
+}
+
+// rateTarget: with the wide behaviour, median normalized regret at the
+// largest K ≤ regretAtMaxK on every problem, and the slope of log mean
+// regret against log K ≤ slopeMax where the regret is not already ~0.
+func rateTarget(ix *index, wide string) (Verdict, Verdict) {
+	a := Verdict{Name: fmt.Sprintf("(4a) uniform behaviour: median regret ≤ %.1f at the largest K on every problem", regretAtMaxK)}
+	s := Verdict{Name: "(4b) uniform behaviour: slope of regret vs K ≤ −0.5 where regret is not already ~0"}
+	a.Met, s.Met = true, true
+	maxK := ix.ks[len(ix.ks)-1]
+	for _, p := range ix.problems {
+		rs := ix.get(p, wide, maxK, "psrlcb")
+		if len(rs) > 0 {
+			m := median(regrets(rs))
+			ok := m <= regretAtMaxK
+			a.Met = a.Met && ok
+			a.Detail = append(a.Detail, fmt.Sprintf("%s: median regret %.3f at K=%d %s", p, m, maxK, map[bool]string{true: "✓", false: "✗"}[ok]))
+		}
+		var xs, ys []float64
+		for _, K := range ix.ks {
+			if rs := ix.get(p, wide, K, "psrlcb"); len(rs) > 0 {
+				m, _ := meanSE(regrets(rs))
+				xs, ys = append(xs, float64(K)), append(ys, m)
+			}
+		}
+		sl := logSlope(xs, ys, zeroRegret)
+		switch {
+		case math.IsNaN(sl):
+			s.Detail = append(s.Detail, fmt.Sprintf("%s: mean regret ≤ %.2f at all but at most one K (already ~0): no slope", p, zeroRegret))
+		default:
+			ok := sl <= slopeMax+1e-9 // rounding of the least-squares fit
+			s.Met = s.Met && ok
+			s.Detail = append(s.Detail, fmt.Sprintf("%s: slope %.2f %s", p, sl, map[bool]string{true: "✓", false: "✗"}[ok]))
+		}
+	}
+	return a, s
+}
