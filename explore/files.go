@@ -189,5 +189,8 @@ func WriteTaggedParquet(path string, l *pomdp.Logs, rounds, steps []int) (err er
 	if err = f.Close(); err != nil {
 		return err
 	}
+	if err = os.Chmod(tmp, 0o644); err != nil { // CreateTemp makes 0600; logs are shared
+		return err
+	}
 	return os.Rename(tmp, path)
 }

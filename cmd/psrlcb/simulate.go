@@ -14,14 +14,14 @@ import (
 )
 
 func init() {
-	flags, before := configurable([]cli.Flag{
+	flags, before := configurable(append([]cli.Flag{
 		&cli.StringFlag{Name: "pomdp", Usage: "`FILE` holding the true model in Cassandra's .POMDP format (required)"},
 		&cli.IntFlag{Name: "horizon", Usage: "steps per episode `H` (required)"},
 		&cli.IntFlag{Name: "episodes", Usage: "number of episodes `K` (required)"},
 		&cli.StringFlag{Name: "behavior", Value: "uniform", Usage: "behaviour policy `SPEC`: uniform, myopic:EPS or fixed:ACTION:EPS"},
 		&cli.Uint64Flag{Name: "seed", Value: 1, Usage: "random `SEED`; the same seed gives the same logs on any machine and core count"},
 		&cli.StringFlag{Name: "out", Usage: "Parquet `FILE` to write (required); written atomically"},
-	})
+	}, simulateOnlineFlags...))
 	commands = append(commands, &cli.Command{
 		Name:  "simulate",
 		Usage: "simulate trajectory logs from a known POMDP under a behaviour policy",
@@ -35,6 +35,9 @@ func init() {
 		Action: func(c *cli.Context) error {
 			if c.NArg() > 0 {
 				return usagef("simulate takes no arguments (got %q)", c.Args().Slice())
+			}
+			if c.Bool("online") {
+				return runSimulateOnline(c)
 			}
 			return runSimulate(c.Context, c.App.Writer, simulateOptions{
 				pomdp: c.String("pomdp"), horizon: c.Int("horizon"), episodes: c.Int("episodes"),

@@ -1,0 +1,242 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/psrlcb/psrlcb/estimate"
+	"github.com/psrlcb/psrlcb/explore"
+	"github.com/psrlcb/psrlcb/ingest"
+	"github.com/psrlcb/psrlcb/policy"
+	"github.com/psrlcb/psrlcb/report"
+)
+
+// roundFlags are the flags of one PSR-UCB round, shared by `explore` and
+// `simulate --online`.
+func roundFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.Float64Flag{Name: "alpha", Value: explore.DefaultAlpha, Usage: "UCB coefficient α of the bonus b̂ = min{α·sqrt(Σ_h‖ψ̄̂(τ_h)‖²_{U_h⁻¹}), 1} (the paper's α saturates b̂; see docs/exploration.md)"},
+		&cli.Float64Flag{Name: "lambda", Usage: "regulariser λ of U_h (0: 1)"},
+		&cli.Float64Flag{Name: "epsilon", Value: explore.DefaultEpsilon, Usage: "accuracy ε: stop when V_{θ̂,b̂}^{π^k} ≤ ε/2"},
+		&cli.IntFlag{Name: "rank", Usage: "latent states r of the model (0: chosen by held-out log-likelihood)"},
+		&cli.IntFlag{Name: "restarts", Usage: "EM starts (0: default)"},
+		&cli.StringFlag{Name: "dynamics", Value: estimate.DynamicsStationary, Usage: `"stationary" or "per-step"`},
+		&cli.IntFlag{Name: "workers", Usage: "goroutines (0: all cores); results do not depend on it"},
+	}
+}
+
+// roundOptions reads the flags of roundFlags.
+func roundOptions(c *cli.Context, seed uint64) (explore.Options, error) {
+	o := explore.Options{Alpha: c.Float64("alpha"), Lambda: c.Float64("lambda"), Epsilon: c.Float64("epsilon"), Workers: c.Int("workers")}
+	if !(o.Alpha > 0) {
+		return o, usagef("--alpha must be positive, not %v", o.Alpha)
+	}
+	if !(o.Epsilon > 0) {
+		return o, usagef("--epsilon must be positive, not %v", o.Epsilon)
+	}
+	if o.Lambda < 0 {
+		return o, usagef("--lambda must be positive, not %v", o.Lambda)
+	}
+	if c.Int("rank") < 0 || c.Int("restarts") < 0 {
+		return o, usagef("--rank and --restarts must not be negative")
+	}
+	d := c.String("dynamics")
+	if d != estimate.DynamicsStationary && d != estimate.DynamicsPerStep {
+		return o, usagef("--dynamics must be %q or %q, not %q", estimate.DynamicsStationary, estimate.DynamicsPerStep, d)
+	}
+	o.Estimate = estimate.Options{Rank: c.Int("rank"), Restarts: c.Int("restarts"), Dynamics: d, Seed: seed, Workers: c.Int("workers")}
+	o.Plan.Workers = c.Int("workers")
+	return o, nil
+}
+
+func init() {
+	flags := append(ingestFlags(), roundFlags()...)
+	flags = append(flags,
+		&cli.PathFlag{Name: "out", Aliases: []string{"o"}, Usage: "output `DIR` (written atomically)"},
+		&cli.BoolFlag{Name: "force", Usage: "replace an existing output directory"},
+		&cli.Uint64Flag{Name: "seed", Value: 1, Usage: "seed of the EM starts"},
+		&cli.StringFlag{Name: "col-round", Usage: "name of the round column (default: " + explore.RoundColumn + ")"},
+		&cli.StringFlag{Name: "col-explore-step", Usage: "name of the explore_step column (default: " + explore.ExploreStepColumn + ")"},
+	)
+	flags, before := configurable(flags)
+	commands = append(commands, &cli.Command{
+		Name:      "explore",
+		Usage:     "one round of PSR-UCB: fit the logs so far and write the next round's exploration policy",
+		ArgsUsage: "FILES...",
+		Description: "Reads exploration logs whose rows carry the round k and the step explore_step = h at which\n" +
+			"the episode switched from the previous exploration policy to uniform actions (D_{h−1} of the\n" +
+			"paper's Algorithm 1), fits θ̂^k under Θ_min, builds the UCB bonus b̂^k on D_0..D_{H−1}, plans\n" +
+			"π^k = argmax_π V_{θ̂,b̂}^π and tests V_{θ̂,b̂}^{π^k} ≤ ε/2. DIR gets policy-h1.arrow..policy-hH.arrow\n" +
+			"(round k+1's exploration: steps < h follow the tree with propensity 1, steps ≥ h are uniform with\n" +
+			"propensity 1/|A|; serve them with `psrlcb explore-act`), model.arrow and termination.json; when\n" +
+			"the test passes, also policy.arrow, the greedy policy argmax_π V_{θ̂,R}^π. See docs/exploration.md.",
+		Flags:  flags,
+		Before: before,
+		Action: runExplore,
+	})
+	commands = append(commands, &cli.Command{
+		Name:  "explore-act",
+		Usage: "the exploration action and the propensity to log for the next step of an episode",
+		Description: "Reads one policy-h{h}.arrow written by `psrlcb explore`. For steps before h it prints the\n" +
+			"tree's action (lookup rule of `psrlcb act`) with propensity 1; from step h on, the action\n" +
+			"actions[⌊u·|A|⌋] for the caller's uniform draw --u in [0,1), with propensity 1/|A|. Log round\n" +
+			"and explore_step (printed too) on every row of the episode.",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "policy", Usage: "`PATH` of policy-h{h}.arrow", Required: true},
+			&cli.StringFlag{Name: "history", Usage: "comma-separated `o1,a1,o2,…,oh` (user symbols)", Required: true},
+			&cli.Float64Flag{Name: "u", Value: -1, Usage: "uniform random number in [0,1) for uniform steps"},
+		},
+		Action: func(c *cli.Context) error {
+			if c.NArg() > 0 {
+				return usagef("explore-act takes no arguments (got %q)", c.Args().Slice())
+			}
+			return runExploreAct(c.App.Writer, c.String("policy"), c.String("history"), c.Float64("u"))
+		},
+	})
+	exitClassifiers = append(exitClassifiers, func(err error) (int, bool) {
+		switch {
+		case errors.Is(err, explore.ErrData), errors.Is(err, explore.ErrModel):
+			return exitData, true
+		case errors.Is(err, explore.ErrOptions):
+			return exitUsage, true
+		}
+		return 0, false
+	})
+}
+
+// terminationFile is termination.json.
+type terminationFile struct {
+	Round        int64   `json:"round"`
+	NextRound    int64   `json:"next_round"`
+	Episodes     int     `json:"episodes"`
+	SplitSizes   []int   `json:"split_sizes"` // |D_h^k|, h = 0..H−1
+	BonusValue   float64 `json:"bonus_value"` // V_{θ̂^k,b̂^k}^{π^k}
+	Threshold    float64 `json:"threshold"`   // ε/2
+	Epsilon      float64 `json:"epsilon"`
+	Alpha        float64 `json:"alpha"`
+	Lambda       float64 `json:"lambda"`
+	Terminated   bool    `json:"terminated"`
+	Rank         int     `json:"rank"`
+	LogLik       float64 `json:"loglik"`
+	ThetaMinMix  float64 `json:"theta_min_mix_weight"`
+	GreedyValue  float64 `json:"greedy_model_value"` // V_{θ̂,R}^{π̄}, rescaled return
+	GreedyPolicy string  `json:"greedy_policy,omitempty"`
+}
+
+func runExplore(c *cli.Context) error {
+	out := c.Path("out")
+	if out == "" {
+		return usagef("explore needs --out DIR")
+	}
+	ro, err := roundOptions(c, c.Uint64("seed"))
+	if err != nil {
+		return err
+	}
+	files, err := logFiles(c)
+	if err != nil {
+		return err
+	}
+	iopts, err := ingestOptions(c)
+	if err != nil {
+		return err
+	}
+	d, err := ingest.Read(c.Context, files, iopts)
+	if err != nil {
+		return err
+	}
+	tags, err := explore.ReadTags(c.Context, files, explore.TagColumns{
+		Episode: iopts.Columns.Episode, Round: c.String("col-round"), ExploreStep: c.String("col-explore-step")})
+	if err != nil {
+		return err
+	}
+	steps, err := explore.StepsOf(d.EpisodeIDs, tags, d.Horizon)
+	if err != nil {
+		return err
+	}
+	round := int64(0)
+	for _, id := range d.EpisodeIDs {
+		round = max(round, tags[id].Round)
+	}
+	res, err := explore.Round(c.Context, d, steps, ro)
+	if err != nil {
+		return err
+	}
+	dir, err := report.CreateOutDir(out, c.Bool("force"))
+	if err != nil {
+		return err
+	}
+	defer dir.Abort()
+	meta := map[string]string{"psrlcb.explore.alpha": strconv.FormatFloat(res.Alpha, 'g', -1, 64)}
+	var acts []string
+	for _, a := range res.Fit.Model.ActVocab {
+		if a != ingest.EndSymbol {
+			acts = append(acts, a)
+		}
+	}
+	if err := explore.WritePolicies(dir.Tmp, res.Explore, d.Horizon, int(round)+1, acts, meta); err != nil {
+		return err
+	}
+	if err := report.WriteArrow(dir.Path("model.arrow"), report.ModelTable(res.Fit.Model)); err != nil {
+		return err
+	}
+	tf := terminationFile{Round: round, NextRound: round + 1, Episodes: d.NumEpisodes(), BonusValue: res.BonusValue,
+		Threshold: res.Threshold, Epsilon: res.Epsilon, Alpha: res.Alpha, Lambda: res.Bonus.Lambda, Terminated: res.Terminated,
+		Rank: res.Fit.Model.States, LogLik: res.Fit.LogLik, ThetaMinMix: res.Fit.ThetaMin.MixWeight, GreedyValue: res.GreedyStats.ValueReward}
+	for _, s := range res.Splits {
+		tf.SplitSizes = append(tf.SplitSizes, len(s))
+	}
+	if res.Terminated {
+		tf.GreedyPolicy = policy.FileName
+		if err := policy.WriteFile(dir.Path(policy.FileName), res.Greedy, map[string]string{"psrlcb.explore.round": strconv.FormatInt(round, 10)}); err != nil {
+			return err
+		}
+	}
+	b, err := json.MarshalIndent(tf, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(dir.Path("termination.json"), append(b, '\n'), 0o644); err != nil {
+		return err
+	}
+	if err := dir.Commit(); err != nil {
+		return err
+	}
+	w := c.App.Writer
+	fmt.Fprintf(w, "round %d: %d episodes, D_h sizes %v, rank %d\n", round, d.NumEpisodes(), tf.SplitSizes, tf.Rank)
+	verdict := "continue: serve the exploration policies of round " + strconv.FormatInt(round+1, 10)
+	if res.Terminated {
+		verdict = "terminated: greedy policy in " + filepath.Join(out, policy.FileName)
+	}
+	fmt.Fprintf(w, "termination statistic V_{θ̂,b̂}^{π^k} = %.6g vs ε/2 = %.6g (α = %g): %s\n", res.BonusValue, res.Threshold, res.Alpha, verdict)
+	fmt.Fprintf(w, "wrote %s\n", out)
+	return nil
+}
+
+func runExploreAct(w io.Writer, path, history string, u float64) error {
+	obs, _, err := parseHistory(history)
+	if err != nil {
+		return err
+	}
+	sp, err := explore.ReadPolicy(path)
+	if err != nil {
+		return err
+	}
+	if len(obs) >= sp.Step && !(u >= 0 && u < 1) {
+		return usagef("step %d ≥ explore_step %d is uniform: give --u, a uniform random number in [0,1)", len(obs), sp.Step)
+	}
+	a, prop, err := sp.Act(obs, u)
+	if err != nil {
+		return err
+	}
+	enc := json.NewEncoder(w)
+	return enc.Encode(map[string]any{"action": a, "propensity": prop, "round": sp.Round, "explore_step": sp.Step, "step": len(obs),
+		"uniform": len(obs) >= sp.Step, "actions": strings.Join(sp.Actions, ",")})
+}
