@@ -14,6 +14,8 @@ import (
 	"github.com/apache/arrow/go/v15/arrow/array"
 	"github.com/apache/arrow/go/v15/arrow/ipc"
 	"github.com/apache/arrow/go/v15/arrow/memory"
+
+	"github.com/psrlcb/psrlcb/internal/atomicfile"
 )
 
 // FileName is the policy file's name inside a run's output directory.
@@ -63,37 +65,14 @@ func WriteFile(path string, p *Policy, meta map[string]string) error {
 	return writeFileWith(memory.DefaultAllocator, path, p, meta)
 }
 
-func writeFileWith(mem memory.Allocator, path string, p *Policy, meta map[string]string) (err error) {
+func writeFileWith(mem memory.Allocator, path string, p *Policy, meta map[string]string) error {
 	if p == nil {
 		return fmt.Errorf("%w: %s: nil policy", ErrFile, path)
 	}
 	if err := p.check(path); err != nil {
 		return err
 	}
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	defer func() {
-		if err != nil {
-			f.Close()
-			os.Remove(tmp)
-		}
-	}()
-	if err = writeArrow(mem, f, p, meta); err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	if err = f.Sync(); err != nil {
-		return err
-	}
-	if err = f.Close(); err != nil {
-		return err
-	}
-	if err = os.Chmod(tmp, 0o644); err != nil {
-		return err
-	}
-	return os.Rename(tmp, path)
+	return atomicfile.Write(path, func(f *os.File) error { return writeArrow(mem, f, p, meta) })
 }
 
 func writeArrow(mem memory.Allocator, w io.WriteSeeker, p *Policy, meta map[string]string) error {

@@ -1,13 +1,14 @@
 package pomdp
 
 import (
-	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"strconv"
 
 	"github.com/parquet-go/parquet-go"
+
+	"github.com/psrlcb/psrlcb/internal/atomicfile"
 )
 
 // LogRow is one row of the trajectory logs in psrlcb's input schema
@@ -76,33 +77,5 @@ func WriteParquet(w io.Writer, l *Logs) error {
 // in the same directory, synced, then renamed over path, so a reader never
 // sees a partial file and a failure leaves nothing behind.
 func WriteParquetFile(path string, l *Logs) error {
-	return writeAtomic(path, func(w io.Writer) error { return WriteParquet(w, l) })
-}
-
-func writeAtomic(path string, write func(io.Writer) error) (err error) {
-	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp*")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	defer func() {
-		if err != nil {
-			f.Close()
-			os.Remove(tmp)
-		}
-	}()
-	if err = write(f); err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	if err = f.Sync(); err != nil {
-		return err
-	}
-	if err = f.Close(); err != nil {
-		return err
-	}
-	if err = os.Chmod(tmp, 0o644); err != nil {
-		return err
-	}
-	return os.Rename(tmp, path)
+	return atomicfile.Write(path, func(f *os.File) error { return WriteParquet(f, l) })
 }

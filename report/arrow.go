@@ -9,6 +9,8 @@ import (
 	"github.com/apache/arrow/go/v15/arrow/array"
 	"github.com/apache/arrow/go/v15/arrow/ipc"
 	"github.com/apache/arrow/go/v15/arrow/memory"
+
+	"github.com/psrlcb/psrlcb/internal/atomicfile"
 )
 
 // SchemaVersion is written as the schema metadata key
@@ -75,13 +77,13 @@ func (t Table) Rows() int {
 // and the JavaScript reader open it directly) at path, atomically: the
 // bytes go to a temporary file in the same directory that is renamed into
 // place only after a successful close.
-func WriteArrow(path string, t Table) (err error) {
+func WriteArrow(path string, t Table) error {
 	return WriteArrowWith(memory.DefaultAllocator, path, t)
 }
 
 // WriteArrowWith is WriteArrow with an explicit allocator (tests pass a
 // checked allocator to prove nothing leaks).
-func WriteArrowWith(mem memory.Allocator, path string, t Table) (err error) {
+func WriteArrowWith(mem memory.Allocator, path string, t Table) error {
 	n := t.Rows()
 	fields := make([]arrow.Field, len(t.Columns))
 	for i, c := range t.Columns {
@@ -121,39 +123,17 @@ func WriteArrowWith(mem memory.Allocator, path string, t Table) (err error) {
 	rec := b.NewRecord()
 	defer rec.Release()
 
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	defer func() {
+	return atomicfile.Write(path, func(f *os.File) error {
+		w, err := ipc.NewFileWriter(f, ipc.WithSchema(schema), ipc.WithAllocator(mem))
 		if err != nil {
-			f.Close()
-			os.Remove(tmp)
+			return err
 		}
-	}()
-	w, err := ipc.NewFileWriter(f, ipc.WithSchema(schema), ipc.WithAllocator(mem))
-	if err != nil {
-		return err
-	}
-	if err = w.Write(rec); err != nil {
-		w.Close()
-		return err
-	}
-	if err = w.Close(); err != nil {
-		return err
-	}
-	if err = f.Sync(); err != nil {
-		return err
-	}
-	if err = f.Close(); err != nil {
-		return err
-	}
-	// CreateTemp makes the file private; results are meant to be shared.
-	if err = os.Chmod(tmp, 0o644); err != nil {
-		return err
-	}
-	return os.Rename(tmp, path)
+		if err := w.Write(rec); err != nil {
+			w.Close()
+			return err
+		}
+		return w.Close()
+	})
 }
 
 // ReadArrow reads an Arrow IPC file written by WriteArrow back into a

@@ -3,8 +3,8 @@ package report
 import (
 	"fmt"
 	"math"
-	"os"
-	"path/filepath"
+
+	"github.com/psrlcb/psrlcb/internal/atomicfile"
 )
 
 // Thresholds of the plain-language verdict. They are reading aids, not
@@ -62,30 +62,4 @@ func Verdict(run *Run) []string {
 
 // writeFileAtomic writes data to a temporary file beside path and renames
 // it into place.
-func writeFileAtomic(path string, data []byte) (err error) {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if err != nil {
-			f.Close()
-			os.Remove(f.Name())
-		}
-	}()
-	if _, err = f.Write(data); err != nil {
-		return err
-	}
-	if err = f.Sync(); err != nil {
-		return err
-	}
-	if err = f.Close(); err != nil {
-		return err
-	}
-	tmp := f.Name()
-	// CreateTemp makes the file private; results are meant to be shared.
-	if err = os.Chmod(tmp, 0o644); err != nil {
-		return err
-	}
-	return os.Rename(f.Name(), path)
-}
+func writeFileAtomic(path string, data []byte) error { return atomicfile.WriteBytes(path, data) }
