@@ -17,6 +17,17 @@
 //	propensity   float64 in (0,1] (float32, decimals)  no  π^b(a_h | τ_{h-1}, o_h) as logged
 //	terminal     bool                          no        true on the last step of an episode that ended early
 //
+// Exploration logs (psrlcb explore, package explore: the online PSR-UCB loop)
+// carry two more columns, optional for every other command, which ingest
+// ignores and package explore reads itself:
+//
+//	column        type         required        meaning
+//	round         int32/int64  for explore     k, the exploration round that collected the episode
+//	explore_step  int32/int64  for explore     h in 1..H: steps < h followed the round's policy, steps ≥ h were uniform
+//
+// Both are constant within an episode; the episodes with explore_step = h
+// form D_{h−1} of the paper's Algorithm 1.
+//
 // Accepted default aliases: pscore, propensity_score and action_prob for
 // propensity; t and timestep for step; done and is_last for terminal. A
 // name given in a Mapping replaces the default name and its aliases.
