@@ -14,6 +14,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/psrlcb/psrlcb/pessimism"
 )
 
 // Defaults of the EM search of every fit, chosen so that the full study (200
@@ -30,7 +32,7 @@ const (
 
 type options struct {
 	out, docs, pomdpDir, checkpoint string
-	problems, ks                    string
+	problems, ks, alpha             string
 	seeds, restarts, maxIter        int
 	workers                         int
 	reduced, fresh, quiet           bool
@@ -44,6 +46,7 @@ func main() {
 	flag.StringVar(&o.checkpoint, "checkpoint", "bench/out/quality.jsonl", "finished configurations, reused on the next run (\"\" for none)")
 	flag.StringVar(&o.problems, "problems", "", "comma-separated problems (default all: "+problemNames()+")")
 	flag.StringVar(&o.ks, "ks", "100,1000,10000,100000", "comma-separated numbers of episodes K")
+	flag.StringVar(&o.alpha, "alpha", "auto", "α of PSR-LCB: auto (the CLI default) or a number (a diagnostic run)")
 	flag.IntVar(&o.seeds, "seeds", 5, "seeds per configuration")
 	flag.IntVar(&o.restarts, "restarts", defaultRestarts, "EM starts per fit")
 	flag.IntVar(&o.maxIter, "max-iter", defaultMaxIter, "EM iterations per start")
@@ -74,6 +77,13 @@ func problemNames() string {
 // configFromOptions checks the flags and builds the study configuration.
 func configFromOptions(o options) (Config, error) {
 	cfg := Config{PomdpDir: o.pomdpDir, Behavs: Behaviors, Seeds: o.seeds, Restarts: o.restarts, MaxIter: o.maxIter, Workers: o.workers}
+	if o.alpha != "" && o.alpha != "auto" {
+		a, err := pessimism.ParseAlpha(o.alpha)
+		if err != nil {
+			return cfg, fmt.Errorf("--alpha: %w", err)
+		}
+		cfg.Alpha = a
+	}
 	if o.problems == "" {
 		cfg.Problems = Problems
 	} else {
@@ -110,7 +120,11 @@ func configFromOptions(o options) (Config, error) {
 
 // fingerprint names the options a checkpointed row depends on.
 func fingerprint(cfg Config) string {
-	return fmt.Sprintf("v1 restarts=%d maxiter=%d", cfg.Restarts, cfg.MaxIter)
+	fp := fmt.Sprintf("v1 restarts=%d maxiter=%d", cfg.Restarts, cfg.MaxIter)
+	if len(cfg.Alpha.Values) > 0 || cfg.Alpha.Mode != pessimism.AlphaFixed {
+		fp += fmt.Sprintf(" alpha=%v:%v", cfg.Alpha.Mode, cfg.Alpha.Values)
+	}
+	return fp
 }
 
 type checkpointLine struct {

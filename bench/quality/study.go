@@ -11,6 +11,7 @@ import (
 	"github.com/psrlcb/psrlcb/baseline"
 	"github.com/psrlcb/psrlcb/estimate"
 	"github.com/psrlcb/psrlcb/ingest"
+	"github.com/psrlcb/psrlcb/pessimism"
 	"github.com/psrlcb/psrlcb/policy"
 	"github.com/psrlcb/psrlcb/pomdp"
 	"github.com/psrlcb/psrlcb/report"
@@ -53,6 +54,9 @@ type Config struct {
 	Restarts int
 	MaxIter  int
 	Workers  int
+	// Alpha is the α of PSR-LCB: the zero value is "auto" (the CLI
+	// default); a fixed value is a diagnostic run.
+	Alpha pessimism.AlphaSpec
 	// Log receives one line per finished configuration (nil: silent).
 	Log func(format string, args ...any)
 }
@@ -167,6 +171,7 @@ func normRegret(opt, vb, v float64) float64 {
 func FitOptions(cfg Config, m *pomdp.POMDP, seed uint64) report.FitOptions {
 	return report.FitOptions{
 		Estimate: estimate.Options{Rank: m.NumStates(), Restarts: cfg.Restarts, MaxIter: cfg.MaxIter},
+		Alpha:    cfg.Alpha,
 		Seed:     seed,
 		Workers:  cfg.Workers,
 	}
