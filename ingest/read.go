@@ -74,6 +74,24 @@ func readSources(ctx context.Context, srcs []source, opts Options) (*Dataset, er
 	if err := opts.check(); err != nil {
 		return nil, err
 	}
+	files, units, err := openSources(srcs, opts)
+	if err != nil {
+		return nil, err
+	}
+	d, err := readDirect(ctx, files, units, opts)
+	if err != errExact {
+		return d, err
+	}
+	chunks, err := readUnits(ctx, files, units, opts)
+	if err != nil {
+		return nil, err
+	}
+	return assemble(ctx, files, chunks, opts)
+}
+
+// openSources opens the files in name order, resolves their columns and
+// lists their row groups.
+func openSources(srcs []source, opts Options) ([]*openedFile, []unit, error) {
 	srcs = slices.Clone(srcs)
 	slices.SortStableFunc(srcs, func(a, b source) int { return cmp.Compare(a.name, b.name) })
 
@@ -82,7 +100,7 @@ func readSources(ctx context.Context, srcs []source, opts Options) (*Dataset, er
 	for i, s := range srcs {
 		of, err := openFile(s, opts.Columns)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		files[i] = of
 		var base int64
@@ -100,16 +118,11 @@ func readSources(ctx context.Context, srcs []source, opts Options) (*Dataset, er
 			if b.index >= 0 {
 				with, without = files[i], files[0]
 			}
-			return nil, &FileError{File: without.src.name, Err: ErrMissingColumn,
+			return nil, nil, &FileError{File: without.src.name, Err: ErrMissingColumn,
 				Detail: fmt.Sprintf("no propensity column, but %s has one (%q)", with.src.name, with.cols[schemas.Propensity].name)}
 		}
 	}
-
-	chunks, err := readUnits(ctx, files, units, opts)
-	if err != nil {
-		return nil, err
-	}
-	return assemble(ctx, files, chunks, opts)
+	return files, units, nil
 }
 
 // readUnits reads the row groups in parallel. Results are kept in unit

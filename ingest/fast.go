@@ -1,0 +1,507 @@
+package ingest
+
+import (
+	"context"
+	"errors"
+	"math"
+	"math/bits"
+	"runtime"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+
+	"github.com/parquet-go/parquet-go"
+
+	"github.com/psrlcb/psrlcb/schemas"
+)
+
+// The direct path reads valid logs without per-row-group copies of the
+// symbol and number columns: a first pass reads only episode ids, steps
+// and terminal flags, which fix K, H and the cell of every row; a second
+// pass decodes observations, actions, rewards and propensities straight
+// into the K×H arrays. Any doubt (a null, a bad value, a duplicate or
+// missing step, a damaged page, too many symbols) abandons it, and Read
+// starts over on the exact path (readUnits and assemble), which finds and
+// words the problem. On valid logs both paths give identical Datasets.
+
+// directPath can be turned off by tests to compare the two paths.
+var directPath = true
+
+// maxDirectHorizon is the largest horizon the direct path handles: the
+// steps seen of an episode are kept as a 64-bit mask.
+const maxDirectHorizon = 64
+
+// errExact abandons the direct path.
+var errExact = errors.New("ingest: logs need the exact path")
+
+// readDirect returns the Dataset of valid logs, or errExact when the logs
+// are not plainly valid, or the context's error.
+func readDirect(ctx context.Context, files []*openedFile, units []unit, opts Options) (*Dataset, error) {
+	if !directPath {
+		return nil, errExact
+	}
+	// Pass 1: episode ids, steps and terminal flags of every row group.
+	chunks := make([]*chunk, len(units))
+	if err := forUnits(ctx, len(units), opts.Workers, func(i int) error {
+		u := units[i]
+		c, err := readKeys(files[u.file], u.file, u.rg, u.rowBase, opts.Horizon)
+		if err != nil {
+			return err
+		}
+		if len(c.bad) > 0 {
+			return errExact
+		}
+		chunks[i] = c
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	var rows int64
+	H := opts.Horizon
+	for _, c := range chunks {
+		rows += int64(c.n)
+		if opts.Horizon == 0 {
+			H = max(H, c.maxStep)
+		}
+	}
+	if rows == 0 || H == 0 || H > maxDirectHorizon {
+		return nil, errExact
+	}
+	ids, epL2G := episodeKeys(chunks)
+	K := len(ids)
+	if int64(K)*int64(H) > math.MaxInt32 {
+		return nil, errExact
+	}
+
+	// Cells: turn each row's local episode code into its cell index k*H+h-1
+	// and record the steps seen of each episode.
+	steps := make([]uint64, K)
+	var term []uint64 // terminal steps as a mask, when any file has the column
+	for _, c := range chunks {
+		if c.term != nil {
+			term = make([]uint64, K)
+			break
+		}
+	}
+	if err := forUnits(ctx, len(chunks), opts.Workers, func(ci int) error {
+		c := chunks[ci]
+		m := epL2G[ci]
+		var run int32 = -1 // rows of an episode are usually adjacent
+		var k int32
+		var seen uint64
+		flush := func() bool {
+			if run >= 0 && atomic.OrUint64(&steps[k], seen)&seen != 0 {
+				return false
+			}
+			return true
+		}
+		for i, l := range c.ep {
+			if l != run {
+				if !flush() {
+					return errExact
+				}
+				run, k, seen = l, m[l], 0
+			}
+			h := c.step[i]
+			bit := uint64(1) << (h - 1)
+			if seen&bit != 0 {
+				return errExact
+			}
+			seen |= bit
+			c.ep[i] = k*int32(H) + int32(h) - 1
+			if c.term != nil && c.term[i] && atomic.OrUint64(&term[k], bit) != 0 {
+				return errExact // a second terminal step
+			}
+		}
+		if !flush() {
+			return errExact
+		}
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	lengths := make([]int32, K)
+	padded := false
+	for k, m := range steps {
+		L := bits.Len64(m)
+		if m != 1<<L-1 {
+			return nil, errExact // a gap
+		}
+		if L < H || term != nil && term[k] != 0 {
+			if term == nil || term[k] != 1<<(L-1) {
+				return nil, errExact // short without terminal, or terminal early
+			}
+		}
+		lengths[k] = int32(L)
+		padded = padded || L < H
+	}
+
+	// Pass 2: symbols and numbers straight into their cells.
+	hasProp := files[0].cols[schemas.Propensity].index >= 0
+	cells := K * H
+	d := &Dataset{Horizon: H, Rows: rows, EpisodeIDs: ids, Length: lengths}
+	d.Obs = make([]uint16, cells)
+	d.Act = make([]uint16, cells)
+	d.Reward = make([]float64, cells)
+	if hasProp {
+		d.Propensity = make([]float64, cells)
+	}
+	var obsSet, actSet symbolSet
+	if err := forUnits(ctx, len(units), opts.Workers, func(i int) error {
+		c := chunks[i]
+		of := files[c.file]
+		return scatterChunk(of, units[i].rg, c, d, &obsSet, &actSet)
+	}); err != nil {
+		return nil, err
+	}
+	if padded {
+		for k, L := range lengths {
+			for i := k*H + int(L); i < (k+1)*H; i++ {
+				d.Obs[i], d.Act[i] = padCode, padCode
+				if hasProp {
+					d.Propensity[i] = 1
+				}
+			}
+		}
+	}
+	d.ObsVocab = recodeVocab(obsSet.names, d.Obs, padded)
+	d.ActVocab = recodeVocab(actSet.names, d.Act, padded)
+	return d, nil
+}
+
+// forUnits runs f(0..n-1) on the given number of workers (GOMAXPROCS when
+// 0). The first error stops the others; a cancelled context wins over any
+// other error.
+func forUnits(ctx context.Context, n, workers int, f func(i int) error) error {
+	if workers <= 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	workers = min(workers, max(n, 1))
+	var next atomic.Int64
+	var failed atomic.Bool
+	errs := make([]error, workers)
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for !failed.Load() {
+				i := int(next.Add(1) - 1)
+				if i >= n {
+					return
+				}
+				if err := ctx.Err(); err != nil {
+					errs[w] = err
+					failed.Store(true)
+					return
+				}
+				if err := f(i); err != nil {
+					errs[w] = err
+					failed.Store(true)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	for _, err := range errs {
+		if err != nil {
+			return errExact
+		}
+	}
+	return nil
+}
+
+// readKeys reads the episode ids, steps and terminal flags of one row
+// group.
+func readKeys(of *openedFile, fileIdx int, rgIdx int, rowBase int64, horizon int) (c *chunk, err error) {
+	defer recoverUnreadable(of.src.name, &err)
+	rg := of.f.RowGroups()[rgIdx]
+	n := int(rg.NumRows())
+	cc := rg.ColumnChunks()
+	c = &chunk{file: fileIdx, rowBase: rowBase, n: n}
+	cols := &of.cols
+	c.ids = newSymTable(cols[schemas.Episode].kind == schemas.KindInt)
+	c.ep = make([]int32, n)
+	if err := readSymbols(cc[cols[schemas.Episode].index], cols[schemas.Episode], n, c.ids, c.ep, math.MaxInt32, func(int) {
+		c.bad = append(c.bad, rowErr{})
+	}); err != nil {
+		return nil, err
+	}
+	c.step = make([]uint16, n)
+	if err := c.readSteps(cc[cols[schemas.Step].index], cols[schemas.Step], horizon); err != nil {
+		return nil, err
+	}
+	if spec := cols[schemas.Terminal]; spec.index >= 0 {
+		c.term = make([]bool, n)
+		if err := readBools(cc[spec.index], spec, n, c.term, func(int) {
+			c.bad = append(c.bad, rowErr{})
+		}); err != nil {
+			return nil, err
+		}
+	}
+	for _, s := range c.step {
+		c.maxStep = max(c.maxStep, int(s))
+	}
+	return c, nil
+}
+
+// scatterChunk decodes the symbol and number columns of one row group into
+// the cells of d; c.ep holds each row's cell.
+func scatterChunk(of *openedFile, rgIdx int, c *chunk, d *Dataset, obsSet, actSet *symbolSet) (err error) {
+	defer recoverUnreadable(of.src.name, &err)
+	cc := of.f.RowGroups()[rgIdx].ColumnChunks()
+	cols := &of.cols
+	if err := scatterSymbols(cc[cols[schemas.Observation].index], cols[schemas.Observation], c.ep, d.Obs, obsSet); err != nil {
+		return err
+	}
+	if err := scatterSymbols(cc[cols[schemas.Action].index], cols[schemas.Action], c.ep, d.Act, actSet); err != nil {
+		return err
+	}
+	finite := func(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
+	if err := scatterFloats(cc[cols[schemas.Reward].index], cols[schemas.Reward], c.ep, d.Reward, finite); err != nil {
+		return err
+	}
+	if spec := cols[schemas.Propensity]; spec.index >= 0 {
+		prob := func(p float64) bool { return p > 0 && p <= 1 }
+		if err := scatterFloats(cc[spec.index], spec, c.ep, d.Propensity, prob); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// allDefined reports whether a page has no null.
+func allDefined(defs []byte, max int) bool {
+	for _, d := range defs {
+		if int(d) != max {
+			return false
+		}
+	}
+	return true
+}
+
+// symbolSet numbers the symbols of a column across all row groups, in the
+// order workers meet them; the final sort (recodeVocab) makes the codes
+// independent of that order.
+type symbolSet struct {
+	mu    sync.Mutex
+	codes map[string]uint16
+	names []string
+}
+
+// add returns the codes of the local symbols t holds beyond those l2g
+// already maps.
+func (g *symbolSet) extend(t *symTable, l2g []uint16) ([]uint16, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.codes == nil {
+		g.codes = map[string]uint16{}
+	}
+	for i := len(l2g); i < t.len(); i++ {
+		var s string
+		if t.intKind {
+			s = strconv.FormatInt(t.vals[i], 10)
+		} else {
+			s = t.names[i]
+			if s == EndSymbol {
+				return nil, errExact
+			}
+		}
+		code, ok := g.codes[s]
+		if !ok {
+			if len(g.names) >= padCode-1 {
+				return nil, errExact
+			}
+			code = uint16(len(g.names))
+			g.codes[s] = code
+			g.names = append(g.names, s)
+		}
+		l2g = append(l2g, code)
+	}
+	return l2g, nil
+}
+
+// scatterSymbols decodes a categorical column into out[cell[row]].
+func scatterSymbols(cc parquet.ColumnChunk, spec colSpec, cell []int32, out []uint16, g *symbolSet) error {
+	t := newSymTable(spec.kind == schemas.KindInt)
+	var l2g []uint16
+	global := func() error {
+		if t.len() > len(l2g) {
+			var err error
+			if l2g, err = g.extend(t, l2g); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	var lastDict parquet.Dictionary
+	var dictCodes []uint16
+	var ibuf []int64
+	return walkPages(cc, len(cell), func(row, nr int, defs []byte, p parquet.Page) error {
+		if defs != nil && !allDefined(defs, spec.max) {
+			return errExact
+		}
+		dst := cell[row : row+nr]
+		if dict := p.Dictionary(); dict != nil {
+			if dict != lastDict {
+				local := make([]int32, 0, dict.Len())
+				dp := dict.Page()
+				if t.intKind {
+					dv, err := intValues(dp, spec.phys, dict.Len(), ibuf)
+					if err != nil {
+						return err
+					}
+					for _, v := range dv {
+						local = append(local, t.int(v))
+					}
+				} else {
+					data, off, err := byteArrays(dp, dict.Len())
+					if err != nil {
+						return err
+					}
+					for i := range dict.Len() {
+						local = append(local, t.str(data[off[i]:off[i+1]]))
+					}
+				}
+				if err := global(); err != nil {
+					return err
+				}
+				dictCodes = dictCodes[:0]
+				for _, l := range local {
+					dictCodes = append(dictCodes, l2g[l])
+				}
+				lastDict = dict
+			}
+			idx, err := dictIndexes(p, dict, nr)
+			if err != nil {
+				return err
+			}
+			for i, x := range idx {
+				out[dst[i]] = dictCodes[x]
+			}
+			return nil
+		}
+		if t.intKind {
+			vals, err := intValues(p, spec.phys, nr, ibuf)
+			if err != nil {
+				return err
+			}
+			if spec.phys == parquet.Int32 {
+				ibuf = vals
+			}
+			var last int64
+			var code uint16
+			for i, v := range vals {
+				if i == 0 || v != last {
+					l := t.int(v)
+					if err := global(); err != nil {
+						return err
+					}
+					last, code = v, l2g[l]
+				}
+				out[dst[i]] = code
+			}
+			return nil
+		}
+		data, off, err := byteArrays(p, nr)
+		if err != nil {
+			return err
+		}
+		var last []byte
+		var code uint16
+		for i := range nr {
+			b := data[off[i]:off[i+1]]
+			if i == 0 || string(b) != string(last) {
+				l := t.str(b)
+				if err := global(); err != nil {
+					return err
+				}
+				last, code = b, l2g[l]
+			}
+			out[dst[i]] = code
+		}
+		return nil
+	})
+}
+
+// scatterFloats decodes a numeric column into out[cell[row]], abandoning
+// the direct path on a value ok rejects.
+func scatterFloats(cc parquet.ColumnChunk, spec colSpec, cell []int32, out []float64, ok func(float64) bool) error {
+	var buf, dictVals []float64
+	var lastDict parquet.Dictionary
+	return walkPages(cc, len(cell), func(row, nr int, defs []byte, p parquet.Page) error {
+		if defs != nil && !allDefined(defs, spec.max) {
+			return errExact
+		}
+		dst := cell[row : row+nr]
+		if dict := p.Dictionary(); dict != nil {
+			if dict != lastDict {
+				dv, err := floatValues(dict.Page(), spec.phys, spec.scale, dict.Len(), nil)
+				if err != nil {
+					return err
+				}
+				dictVals, lastDict = append(dictVals[:0], dv...), dict
+				for _, v := range dictVals {
+					if !ok(v) {
+						return errExact
+					}
+				}
+			}
+			idx, err := dictIndexes(p, dict, nr)
+			if err != nil {
+				return err
+			}
+			for i, x := range idx {
+				out[dst[i]] = dictVals[x]
+			}
+			return nil
+		}
+		vals, err := floatValues(p, spec.phys, spec.scale, nr, buf)
+		if err != nil {
+			return err
+		}
+		if spec.phys != parquet.Double {
+			buf = vals
+		}
+		for i, v := range vals {
+			if !ok(v) {
+				return errExact
+			}
+			out[dst[i]] = v
+		}
+		return nil
+	})
+}
+
+// recodeVocab is finalVocab for symbols in any order: it keeps the symbols
+// the codes use, adds EndSymbol when an episode was padded, sorts them and
+// recodes in place.
+func recodeVocab(all []string, codes []uint16, padded bool) []string {
+	order := make([]int, len(all))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortFunc(order, func(a, b int) int {
+		if all[a] < all[b] {
+			return -1
+		}
+		return 1
+	})
+	sorted := make([]string, len(all))
+	rank := make([]uint16, len(all)+1)
+	for r, i := range order {
+		sorted[r] = all[i]
+		rank[i] = uint16(r)
+	}
+	for i, c := range codes {
+		if c != padCode {
+			codes[i] = rank[c]
+		}
+	}
+	return finalVocab(sorted, codes, padded)
+}
