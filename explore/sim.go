@@ -47,7 +47,7 @@ func Collect(ctx context.Context, m *pomdp.POMDP, H int, prev *policy.Policy, pe
 			if prev != nil {
 				cur = prev.NewCursor()
 			}
-			s := draw(rng, m.Start)
+			s := sample(rng, m.Start)
 			o := pomdp.ObsInit
 			for h := 1; h <= H; h++ {
 				i := k*H + h - 1
@@ -65,8 +65,8 @@ func Collect(ctx context.Context, m *pomdp.POMDP, H int, prev *policy.Policy, pe
 				if a < 0 {
 					a = rng.IntN(A)
 				}
-				s2 := draw(rng, m.T[a][s])
-				o2 := draw(rng, m.O[a][s2])
+				s2 := sample(rng, m.T[a][s])
+				o2 := sample(rng, m.O[a][s2])
 				l.Obs[i], l.Act[i], l.Propensity[i] = int32(o), int32(a), prop
 				l.Reward[i] = m.R(a, s, s2, o2)
 				s, o = s2, o2
@@ -77,8 +77,8 @@ func Collect(ctx context.Context, m *pomdp.POMDP, H int, prev *policy.Policy, pe
 	return l, steps, nil
 }
 
-// draw samples an index from the distribution p.
-func draw(rng *rand.Rand, p []float64) int {
+// sample draws an index from the distribution p.
+func sample(rng *rand.Rand, p []float64) int {
 	u := rng.Float64()
 	for i, q := range p {
 		u -= q
