@@ -7,6 +7,7 @@ import (
 	"math"
 	"runtime"
 	"sync"
+	"sync/atomic"
 
 	"github.com/psrlcb/psrlcb/estimate"
 	"github.com/psrlcb/psrlcb/ingest"
@@ -141,19 +142,26 @@ func Plan(ctx context.Context, m *estimate.Model, bonus *pessimism.Bonus, opts P
 	}
 	st := &PlanStats{Alpha: bonus.Alpha, TreeNodes: treeSize(m.NumObs, m.NumActions, m.Horizon)}
 	st.Exact = st.TreeNodes <= float64(budget)
-	if !st.Exact {
-		proto.eps = chooseEpsilon(m.NumObs, m.NumActions, m.Horizon, budget)
-		st.Epsilon = proto.eps
-	}
-
-	// Pass 1: collect the frontier subtrees in search order.
 	H := m.Horizon
 	frontier := 1
 	for frontier < H && treeLevel(m.NumObs, m.NumActions, frontier) < frontierTasks {
 		frontier++
 	}
 	proto.frontier = frontier
+	if !st.Exact {
+		proto.fbt = newFallbackTables(m, bonus)
+		eps, err := proto.searchEpsilon(ctx, budget, workers)
+		if err != nil {
+			return nil, nil, err
+		}
+		proto.eps = eps
+		st.Epsilon = eps
+	}
+
+	// Pass 1: collect the frontier subtrees in search order.
 	proto.collect = true
+	proto.tasks = nil
+	proto.nodes = 0
 	proto.root(ctx)
 	tasks := proto.tasks
 	proto.arena = proto.arena[:0]
@@ -168,7 +176,7 @@ func Plan(ctx context.Context, m *estimate.Model, bonus *pessimism.Bonus, opts P
 		go func() {
 			defer wg.Done()
 			p := newPlanner(m, bonus)
-			p.eps = proto.eps
+			p.eps, p.fbt = proto.eps, proto.fbt
 			for ctx.Err() == nil {
 				mu.Lock()
 				i := next
@@ -265,4 +273,163 @@ func chooseEpsilon(O, A, H int, budget int64) float64 {
 		eps /= 2
 	}
 	return eps
+}
+
+// searchEpsilon returns the smallest pruning threshold ε = 2^−k whose
+// search it has verified to fit the budget, counting nodes rather than
+// trusting the worst-case bound of chooseEpsilon (which it starts from):
+// a count traverses the nodes of path probability ≥ ε like the search but
+// without bonus, feature or stand-in work, and stops as soon as the total
+// passes the budget. After each count the next ε is extrapolated from the
+// growth of the count per halving (aiming at 90% of the budget), so the
+// counts grow geometrically and their total work is a small multiple of
+// the final search's. Counts are exact sums, so ε does not depend on the
+// worker count.
+func (p *planner) searchEpsilon(ctx context.Context, budget int64, workers int) (float64, error) {
+	pool := make([]*planner, max(workers, 1))
+	for i := range pool {
+		pool[i] = newPlanner(p.m, p.bonus)
+	}
+	eps := chooseEpsilon(p.O, p.A, p.H, budget)
+	c, full, _, err := p.countNodes(ctx, pool, eps, budget)
+	if err != nil || full {
+		return eps, err
+	}
+	cPrev, kLast, kFail := 0.0, 0, 64
+	for iter := 0; iter < 64; iter++ {
+		k := 1
+		if cPrev > 0 {
+			r := math.Pow(c/cPrev, 1/float64(kLast))
+			if r > 1+1e-9 {
+				if c*r > float64(budget) {
+					break // one more halving is predicted not to fit
+				}
+				k = int(math.Log(0.9*float64(budget)/c) / math.Log(r))
+			} else {
+				k = 2 * kLast
+			}
+		}
+		k = min(max(k, 1), kFail-1, 40)
+		if k < 1 {
+			break
+		}
+		try := math.Ldexp(eps, -k)
+		if try == 0 {
+			break
+		}
+		c2, full2, ok, err := p.countNodes(ctx, pool, try, budget)
+		if err != nil {
+			return 0, err
+		}
+		if !ok {
+			kFail = k
+			continue
+		}
+		cPrev, c, eps, kLast = c, c2, try, k
+		kFail -= k
+		if full2 {
+			break
+		}
+	}
+	return eps, nil
+}
+
+// countNodes counts the nodes the search with threshold eps would visit
+// (stopping once the total passes limit: ok false) and reports whether
+// any node was pruned (full: none was).
+func (p *planner) countNodes(ctx context.Context, pool []*planner, eps float64, limit int64) (n float64, full, ok bool, err error) {
+	p.eps = eps
+	p.collect = true
+	p.tasks = nil
+	p.nodes = 0
+	p.arena = p.arena[:0]
+	top := p.root(ctx)
+	p.arena = p.arena[:0]
+	if err := ctx.Err(); err != nil {
+		return 0, false, false, err
+	}
+	var total atomic.Int64
+	total.Store(p.nodes)
+	pruned := top.pmass > 0
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	next := 0
+	for _, w := range pool[:min(len(pool), max(len(p.tasks), 1))] {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			w.ctx, w.eps, w.stop, w.pruned = ctx, eps, false, false
+			w.total, w.limit = &total, limit
+			for !w.stop {
+				mu.Lock()
+				i := next
+				next++
+				mu.Unlock()
+				if i >= len(p.tasks) {
+					break
+				}
+				t := &p.tasks[i]
+				copy(w.bel[t.h], t.bel)
+				w.nodes = 0
+				w.count(t.h, t.o, t.path)
+				w.flush()
+			}
+			if w.pruned {
+				mu.Lock()
+				pruned = true
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return 0, false, false, err
+	}
+	n = float64(total.Load())
+	return n, !pruned, n <= float64(limit), nil
+}
+
+// flush adds the nodes counted since the last flush to the shared total
+// and stops the count once it passes the limit.
+func (p *planner) flush() {
+	if p.total.Add(p.nodes) > p.limit || p.ctx.Err() != nil {
+		p.stop = true
+	}
+	p.nodes = 0
+}
+
+// count visits the node (τ_{h−1}, o_h) (belief in p.bel[h]) and its
+// descendants of path probability ≥ p.eps, as solve does, counting them.
+func (p *planner) count(h, o int, path float64) {
+	p.nodes++
+	if p.nodes >= 1<<12 {
+		p.flush()
+	}
+	if p.stop || h == p.H {
+		return
+	}
+	m, b := p.m, p.bel[h]
+	pred, probs, next := p.pred[h], p.probs[h], p.bel[h+1]
+	for _, a := range p.allowed[o] {
+		m.Predict(h, b, a, pred)
+		m.ObsProbs(h, pred, a, probs)
+		for o2, po := range probs[:p.O] {
+			if po == 0 {
+				continue
+			}
+			if path*po < p.eps {
+				p.pruned = true
+				continue
+			}
+			if h+1 == p.H {
+				p.nodes++
+				continue
+			}
+			m.Correct(h, pred, a, o2, next)
+			p.count(h+1, o2, path*po)
+			if p.stop {
+				return
+			}
+		}
+	}
 }

@@ -3,6 +3,7 @@ package policy
 import (
 	"context"
 	"math"
+	"sync/atomic"
 
 	"github.com/psrlcb/psrlcb/estimate"
 	"github.com/psrlcb/psrlcb/ingest"
@@ -14,6 +15,7 @@ import (
 type rec struct {
 	obs, act int32
 	size     int32
+	fb       int32   // fallback action chosen for the pruned children, −1 if none
 	cond     float64 // P(o_h | parent history, parent's action)
 	vr, vb   float64 // reward-to-go and bonus given the node
 }
@@ -21,8 +23,8 @@ type rec struct {
 // val is what a subtree search returns.
 type val struct {
 	r, b  float64 // E[reward-to-go], E[b̂]
-	g     float64 // max over policies of Σ_pruned P·(hi−lo)/2 below
-	gm    float64 // the same for the chosen policy
+	g     float64 // max over policies of Σ_pruned P·(upper bound − stand-in) below
+	gm    float64 // Σ_pruned P·(width of the stand-in bonus interval), chosen policy
 	pmass float64 // probability of reaching a pruned node, chosen policy
 }
 
@@ -50,8 +52,10 @@ type planner struct {
 	endObs       int
 	normal, end  []int // actions allowed after an ordinary / the end observation
 	allowed      [][]int
-	lo, hi       []float64 // rescaled reward-to-go bounds from step h (index 1..H+1)
 	eps          float64
+	fbt          *fallbackTables // stand-in tables (approximate search only)
+	acc          [][]float64     // per depth: per fallback action, the pruned children's sums
+	cbel         []float64       // belief of a pruned child
 
 	bel, pred, probs, feat [][]float64 // index by depth 1..H
 	scratch                []float64
@@ -60,6 +64,11 @@ type planner struct {
 	nodes int64
 	stop  bool
 	ctx   context.Context
+
+	// counting (searchEpsilon)
+	pruned bool
+	total  *atomic.Int64
+	limit  int64
 
 	frontier int
 	collect  bool
@@ -114,23 +123,11 @@ func newPlanner(m *estimate.Model, bonus *pessimism.Bonus) *planner {
 		p.probs[h] = make([]float64, O)
 		p.feat[h] = make([]float64, dmax)
 	}
-	// Reward-to-go bounds: per step the least and largest expected reward
-	// over states and actions.
-	p.lo = make([]float64, H+2)
-	p.hi = make([]float64, H+2)
-	unit := make([]float64, S)
-	for h := H; h >= 1; h-- {
-		lo, hi := math.Inf(1), math.Inf(-1)
-		for s := 0; s < S; s++ {
-			clear(unit)
-			unit[s] = 1
-			for a := 0; a < A; a++ {
-				r := (m.ExpectedReward(h, unit, a) - p.shift) * p.scale
-				lo, hi = math.Min(lo, r), math.Max(hi, r)
-			}
-		}
-		p.lo[h], p.hi[h] = p.lo[h+1]+lo, p.hi[h+1]+hi
+	p.acc = make([][]float64, H+2)
+	for h := range p.acc {
+		p.acc[h] = make([]float64, accLen*A)
 	}
+	p.cbel = make([]float64, S)
 	return p
 }
 
@@ -204,14 +201,15 @@ func (p *planner) solve(h, o int, cond, sum, path float64) val {
 			}
 		}
 		bon := p.bonus.Value(sum)
-		p.arena[start] = rec{obs: int32(o), act: int32(bestA), size: 1, cond: cond, vr: bestR, vb: bon}
+		p.arena[start] = rec{obs: int32(o), act: int32(bestA), size: 1, fb: -1, cond: cond, vr: bestR, vb: bon}
 		return val{r: bestR, b: bon}
 	}
 	pred, probs, next := p.pred[h], p.probs[h], p.bel[h+1]
 	best := math.Inf(-1)
 	var bestV val
-	bestA := -1
+	bestA, bestFb := -1, int32(-1)
 	maxG := 0.0
+	acc := p.acc[h]
 	for _, a := range acts {
 		r := (m.ExpectedReward(h, b, a) - p.shift) * p.scale
 		m.Predict(h, b, a, pred)
@@ -232,20 +230,18 @@ func (p *planner) solve(h, o int, cond, sum, path float64) val {
 		}
 		sub := len(p.arena)
 		var v val
+		pruned := false
 		for o2 := 0; o2 < p.O; o2++ {
 			po := probs[o2]
 			if po == 0 {
 				continue
 			}
 			if p.eps > 0 && path*po < p.eps {
-				// Pruned: midpoint of the continuation's range.
-				lb := p.bonus.Value(s2)
-				w := (p.hi[h+1] - p.lo[h+1] + 1 - lb) / 2
-				v.r += po * (p.hi[h+1] + p.lo[h+1]) / 2
-				v.b += po * (1 + lb) / 2
-				v.g += po * w
-				v.gm += po * w
-				v.pmass += po
+				if !pruned {
+					pruned = true
+					clear(acc)
+				}
+				p.standIn(h, a, acts, pred, o2, po, s2, acc)
 				continue
 			}
 			m.Correct(h, pred, a, o2, next)
@@ -259,17 +255,21 @@ func (p *planner) solve(h, o int, cond, sum, path float64) val {
 						bestA, bestR = a2, r
 					}
 				}
-				p.arena = append(p.arena, rec{obs: int32(o2), act: int32(bestA), size: 1, cond: po, vr: bestR, vb: leafBonus})
+				p.arena = append(p.arena, rec{obs: int32(o2), act: int32(bestA), size: 1, fb: -1, cond: po, vr: bestR, vb: leafBonus})
 				v.r += po * bestR
 				v.b += po * leafBonus
 				continue
 			}
 			v.add(po, p.solve(h+1, o2, po, s2, path*po))
 		}
+		fb := int32(-1)
+		if pruned {
+			fb = int32(p.bestFallback(acts, acc, &v))
+		}
 		v.r += r
 		maxG = math.Max(maxG, v.g)
 		if val := v.r - v.b; val > best {
-			best, bestV, bestA = val, v, a
+			best, bestV, bestA, bestFb = val, v, a, fb
 			if sub != start+1 {
 				n := copy(p.arena[start+1:], p.arena[sub:])
 				p.arena = p.arena[:start+1+n]
@@ -279,7 +279,7 @@ func (p *planner) solve(h, o int, cond, sum, path float64) val {
 		}
 	}
 	bestV.g = maxG
-	p.arena[start] = rec{obs: int32(o), act: int32(bestA), size: int32(len(p.arena) - start), cond: cond, vr: bestV.r, vb: bestV.b}
+	p.arena[start] = rec{obs: int32(o), act: int32(bestA), size: int32(len(p.arena) - start), fb: bestFb, cond: cond, vr: bestV.r, vb: bestV.b}
 	return bestV
 }
 
@@ -313,7 +313,9 @@ func (p *planner) toPolicy() *Policy {
 			any = true
 			queue = append(queue, item{c, id, reach})
 		}
-		if any {
+		if r.fb >= 0 {
+			fb = int(r.fb)
+		} else if any {
 			best := -1.0
 			for a, w := range weights {
 				if w > best {
@@ -335,4 +337,213 @@ func (p *planner) depthOf(parent int64, pol *Policy) int {
 		return 1
 	}
 	return int(pol.Nodes[parent].Step) + 1
+}
+
+// accLen is the number of sums standIn keeps per fallback candidate:
+// expected reward, estimated bonus, gap term, bonus interval width and the
+// pruned probability mass.
+const accLen = 5
+
+// fallbackTables hold, per step t and action f, the linear and quadratic
+// forms in the belief over s_t that give the stand-in of a pruned node:
+// the continuation "play f at every step t..H", which is what the returned
+// policy does there (Cursor's fallback rule). Index [t*A+f], t = 1..H+1.
+type fallbackTables struct {
+	A, S int
+	// w: expected rescaled reward-to-go Σ_{t'≥t} (r_{t'} − shift)·scale
+	// under f, exact: w·b.
+	w [][]float64
+	// k (S×S, row-major) and u: the future bonus terms
+	// Σ_{t'=t}^{H−1} ‖ψ̄̂(τ_{t'})‖²_{U_{t'}⁻¹}; the feature is linear in the
+	// belief b_{t'} (ψ̄̂ = F b_{t'}), so each term is b_{t'}ᵀQb_{t'} with
+	// Q = FᵀU⁻¹F, and E[b_{t'}] is the open-loop prediction P·b (the
+	// expected posterior is the prior prediction). bᵀkb = Σ E[b_{t'}]ᵀQ
+	// E[b_{t'}] ≤ E[Σ] (Jensen, Q ⪰ 0) and u·b = Σ diag(Q)·E[b_{t'}] ≥
+	// E[Σ] (a convex function on the simplex lies below its chord
+	// through the vertices).
+	k, u [][]float64
+	// lmax: Σ_{t'} max_s Q_ss, a bound on the future terms on every path.
+	lmax []float64
+	// vmax[t]: the fully observed MDP's optimal reward-to-go from each
+	// state, an upper bound of any policy's reward-to-go: vmax[t]·b.
+	vmax [][]float64
+}
+
+func newFallbackTables(m *estimate.Model, bonus *pessimism.Bonus) *fallbackTables {
+	H, S, A := m.Horizon, m.States, m.NumActions
+	shift, scale := m.RewardScale()
+	fz := pessimism.NewFeaturizer(m)
+	ft := &fallbackTables{A: A, S: S,
+		w: make([][]float64, (H+2)*A), k: make([][]float64, (H+2)*A), u: make([][]float64, (H+2)*A),
+		lmax: make([]float64, (H+2)*A), vmax: make([][]float64, H+2)}
+	for i := range ft.w {
+		ft.w[i] = make([]float64, S)
+		ft.u[i] = make([]float64, S)
+		ft.k[i] = make([]float64, S*S)
+	}
+	for t := range ft.vmax {
+		ft.vmax[t] = make([]float64, S)
+	}
+	unit := make([]float64, S)
+	T := make([]float64, S*S) // T[s2*S+s] = T_t(s2|s,f)
+	Q := make([]float64, S*S)
+	KT := make([]float64, S*S)
+	cols := make([][]float64, S)
+	sumF := make([]float64, 0)
+	for t := H; t >= 1; t-- {
+		vm := ft.vmax[t]
+		for s := range vm {
+			vm[s] = math.Inf(-1)
+		}
+		for f := 0; f < A; f++ {
+			i, n := t*A+f, (t+1)*A+f
+			w, u, k := ft.w[i], ft.u[i], ft.k[i]
+			for s := 0; s < S; s++ {
+				clear(unit)
+				unit[s] = 1
+				w[s] = (m.ExpectedReward(t, unit, f) - shift) * scale
+			}
+			if t == H {
+				for s := range vm {
+					vm[s] = math.Max(vm[s], w[s])
+				}
+				continue
+			}
+			d := bonus.Dims[t]
+			if cap(sumF) < d {
+				sumF = make([]float64, d)
+			}
+			pred := make([]float64, S)
+			for s := 0; s < S; s++ {
+				clear(unit)
+				unit[s] = 1
+				m.Predict(t, unit, f, pred)
+				for s2 := 0; s2 < S; s2++ {
+					T[s2*S+s] = pred[s2]
+				}
+				cols[s] = make([]float64, d)
+				fz.Feature(t, pred, f, cols[s])
+			}
+			// Q = FᵀU⁻¹F by polarisation of the norms.
+			for s := 0; s < S; s++ {
+				Q[s*S+s] = bonus.StepNorm2(t, cols[s])
+			}
+			for s := 0; s < S; s++ {
+				for s2 := s + 1; s2 < S; s2++ {
+					x := sumF[:d]
+					for j := range x {
+						x[j] = cols[s][j] + cols[s2][j]
+					}
+					q := (bonus.StepNorm2(t, x) - Q[s*S+s] - Q[s2*S+s2]) / 2
+					Q[s*S+s2], Q[s2*S+s] = q, q
+				}
+			}
+			// w_t = r + Tᵀw_{t+1}, u_t = diag Q + Tᵀu_{t+1},
+			// k_t = Q + Tᵀk_{t+1}T, vmax_t = max_f (r + Tᵀvmax_{t+1}).
+			kn := ft.k[n]
+			for s2 := 0; s2 < S; s2++ {
+				for s := 0; s < S; s++ {
+					x := 0.0
+					for j := 0; j < S; j++ {
+						x += kn[s2*S+j] * T[j*S+s]
+					}
+					KT[s2*S+s] = x
+				}
+			}
+			dmax := 0.0
+			for s := 0; s < S; s++ {
+				wv, uv, mv := w[s], Q[s*S+s], w[s]
+				for s2 := 0; s2 < S; s2++ {
+					tp := T[s2*S+s]
+					wv += tp * ft.w[n][s2]
+					uv += tp * ft.u[n][s2]
+					mv += tp * ft.vmax[t+1][s2]
+				}
+				w[s], u[s] = wv, uv
+				vm[s] = math.Max(vm[s], mv)
+				dmax = math.Max(dmax, Q[s*S+s])
+				for s3 := 0; s3 < S; s3++ {
+					x := Q[s*S+s3]
+					for s2 := 0; s2 < S; s2++ {
+						x += T[s2*S+s] * KT[s2*S+s3]
+					}
+					k[s*S+s3] = x
+				}
+			}
+			ft.lmax[i] = dmax + ft.lmax[n]
+		}
+	}
+	return ft
+}
+
+// standIn adds the stand-in of the pruned node (τ_h, o_{h+1} = o2) of
+// probability po, reached by action a from a node whose allowed actions
+// are acts, to the sums acc of every fallback candidate f ∈ acts: the
+// continuation "play f from step h+1 to H". Its reward-to-go is exact
+// (w·b). Its bonus E[min{α√Σ, 1}] with Σ = s2 + future terms is not
+// linear in the belief; the planner uses the open-loop estimate
+// min{α√(s2 + bᵀkb), 1} (the future terms of the mean belief
+// propagated without branching), and the exact expected bonus lies in
+// [bLo, bHi]: bHi = min{α√(s2 + u·b), 1} (Jensen: the bonus is concave in
+// Σ, and u·b ≥ E[Σ] − s2), bLo = the chord of the concave bonus over the
+// pathwise range [s2, s2 + lmax] evaluated at s2 + bᵀkb ≤ E[Σ].
+func (p *planner) standIn(h, a int, acts []int, pred []float64, o2 int, po, s2 float64, acc []float64) {
+	cb := p.cbel
+	p.m.Correct(h, pred, a, o2, cb)
+	ft, S, t := p.fbt, p.S, h+1
+	lo0 := p.bonus.Value(s2)
+	hiNode := dot(ft.vmax[t], cb) - lo0
+	for i, f := range acts {
+		j := t*ft.A + f
+		r := dot(ft.w[j], cb)
+		bEst, width := lo0, 0.0
+		if L := ft.lmax[j]; p.bonus.Alpha > 0 && L > 0 && lo0 < 1 {
+			k := ft.k[j]
+			lbS := 0.0
+			for s, x := range cb[:S] {
+				if x == 0 {
+					continue
+				}
+				lbS += x * dot(k[s*S:(s+1)*S], cb)
+			}
+			lbS = math.Max(lbS, 0)
+			bEst = p.bonus.Value(s2 + lbS)
+			bHi := p.bonus.Value(s2 + dot(ft.u[j], cb))
+			bLo := lo0 + lbS*(p.bonus.Value(s2+L)-lo0)/L
+			width = math.Max(bHi-bLo, 0)
+		}
+		c := acc[i*accLen : (i+1)*accLen]
+		c[0] += po * r
+		c[1] += po * bEst
+		c[2] += po * math.Max(hiNode-(r-bEst), 0)
+		c[3] += po * width
+		c[4] += po
+	}
+}
+
+// bestFallback picks the fallback candidate with the largest stand-in
+// value (ties to the first), adds its sums to v and returns it.
+func (p *planner) bestFallback(acts []int, acc []float64, v *val) int {
+	best, bi := math.Inf(-1), 0
+	for i := range acts {
+		c := acc[i*accLen : (i+1)*accLen]
+		if x := c[0] - c[1]; x > best {
+			best, bi = x, i
+		}
+	}
+	c := acc[bi*accLen : (bi+1)*accLen]
+	v.r += c[0]
+	v.b += c[1]
+	v.g += c[2]
+	v.gm += c[3]
+	v.pmass += c[4]
+	return acts[bi]
+}
+
+func dot(x, y []float64) float64 {
+	s := 0.0
+	for i, v := range x {
+		s += v * y[i]
+	}
+	return s
 }
