@@ -22,10 +22,14 @@ const (
 	AlphaList
 )
 
-// AutoAlphas is the grid of "auto": 0 (the model-greedy plan) and a
-// geometric grid around DefaultAlpha wide enough to go from a negligible
-// bonus to one saturated on most trajectories for K from 10² to 10⁶.
-var AutoAlphas = []float64{0, 0.03, 0.1, 0.3, 1, 3, 10}
+// AutoAlphas is the grid of "auto": a geometric grid around DefaultAlpha
+// wide enough to go from a negligible bonus to one saturated on most
+// trajectories for K from 10² to 10⁶. It leaves out α = 0 on purpose: the
+// zero-bonus plan is greedy maximum likelihood, and its "lower bound" is
+// the model's own value, which is no bound at all (in the validation study
+// every run where auto picked α = 0 reported a bound above the policy's
+// true value). α = 0 stays available through --alpha 0 or a list.
+var AutoAlphas = []float64{0.03, 0.1, 0.3, 1, 3, 10}
 
 // AlphaSpec is a parsed --alpha value.
 type AlphaSpec struct {

@@ -14,36 +14,26 @@ import (
 // runs in bench/quality).
 var sharedPomdp = filepath.Join("..", "..", "..", "shared", "pomdp")
 
-// reducedMargin is the shortfall below V^b allowed to PSR-LCB in the reduced
-// study, as a share of V* − V^b: one seed has no spread, so the 2-SE rule of
-// the full study becomes a fixed 10% of the gap the method is meant to close.
-const reducedMargin = singleSeedMargin
+// reducedSeeds is the number of seeds of the reduced study's test. The
+// second target is stated against the seed spread (2 standard errors), so
+// the test needs more than one seed to assert it as stated: three seeds of
+// K ∈ {10², 10³} take seconds.
+const reducedSeeds = 3
 
-// knownShortfalls are the reduced-study cells where PSR-LCB falls more than
-// reducedMargin below the behaviour. All are narrow-coverage logs where the
-// automatic α lands on a saturated bonus (b̂ = 1 on nearly every history, so
-// the plan is the greedy one) and the greedy plan leaves the logged actions;
-// docs/validation.md gives the diagnosis. A cell that newly falls short fails
-// the test; a known one that recovers is logged so the list can shrink.
-var knownShortfalls = map[key]string{
-	{"tiger", "myopic:0.1", 100, 0}:   "α = 10 saturates the bonus: the plan is greedy on a 100-episode model and opens a door early",
-	{"paint", "myopic:0.1", 100, 0}:   "α = 10 saturates the bonus: the greedy plan ships/rejects off the logged actions",
-	{"cheese", "myopic:0.1", 1000, 0}: "α = 10 saturates the bonus: the greedy plan takes moves the myopic logs rarely show",
-}
-
-// TestReducedStudy runs the reduced study (one seed, K ∈ {10², 10³}, every
-// problem, both behaviours: 20 configurations, a few seconds on 2 cores) and
-// asserts the study's first two targets:
+// TestReducedStudy runs the reduced study (K ∈ {10², 10³}, every problem,
+// both behaviours, reducedSeeds seeds: 60 configurations, seconds on 2
+// cores) and asserts the study's first two targets exactly as the full
+// study states them:
 //
 //  1. the LCB is at or below the exact value of the PSR-LCB policy in at
-//     least 95% of the runs; with N = 20 runs that is at most one violation;
-//  2. in every (problem, behaviour, K) cell, V^π̄ ≥ V^b − 0.1·(V* − V^b),
-//     apart from the cells of knownShortfalls.
+//     least 95% of the runs (with N = 60 runs, at most 3 violations);
+//  2. in every (problem, behaviour, K) cell, the mean of V^π̄ over the seeds
+//     is at least V^b − 2 SE of the seed spread.
 func TestReducedStudy(t *testing.T) {
 	if _, err := os.Stat(sharedPomdp); err != nil {
 		t.Skipf("benchmark POMDPs not found at %s (they live outside the repository): %v", sharedPomdp, err)
 	}
-	o := options{pomdpDir: sharedPomdp, ks: "100,1000", seeds: 1, restarts: defaultRestarts, maxIter: defaultMaxIter, reduced: true}
+	o := options{pomdpDir: sharedPomdp, ks: "100,1000", seeds: reducedSeeds, restarts: defaultRestarts, maxIter: defaultMaxIter}
 	cfg, err := configFromOptions(o)
 	if err != nil {
 		t.Fatal(err)
@@ -52,7 +42,7 @@ func TestReducedStudy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, want := len(rows), len(Problems)*len(Behaviors)*2*len(Methods); got != want {
+	if got, want := len(rows), len(Problems)*len(Behaviors)*2*reducedSeeds*len(Methods); got != want {
 		t.Fatalf("%d rows, want %d", got, want)
 	}
 	ix := newIndex(rows)
@@ -65,22 +55,12 @@ func TestReducedStudy(t *testing.T) {
 		t.Errorf("LCB above the true value in %d of %d runs; at most %d allowed", bad, n, maxBad)
 	}
 
-	for _, r := range rows {
-		if r.Method != "psrlcb" {
-			continue
-		}
-		allow := reducedMargin * math.Abs(float64(r.Optimal-r.BehaviorValue))
-		short := float64(r.Value) < float64(r.BehaviorValue)-allow-lcbTol
-		why, known := knownShortfalls[r.key()]
-		switch {
-		case short && !known:
-			t.Errorf("%s %s K=%d: V^π̄ = %.4g below V^b = %.4g by more than %.3g (α = %g, normalized regret %.3f)",
-				r.Problem, r.Behavior, r.K, r.Value, r.BehaviorValue, allow, r.Alpha, r.Regret)
-		case short:
-			t.Logf("known shortfall %s %s K=%d: V^π̄ = %.4g, V^b = %.4g (%s)", r.Problem, r.Behavior, r.K, r.Value, r.BehaviorValue, why)
-		case known:
-			t.Logf("%s %s K=%d is listed as a known shortfall but now passes (V^π̄ = %.4g, V^b = %.4g): remove it from knownShortfalls", r.Problem, r.Behavior, r.K, r.Value, r.BehaviorValue)
-		}
+	v2, _ := behaviorTarget(ix, singleSeedMargin)
+	for _, d := range v2.Detail {
+		t.Log(d)
+	}
+	if !v2.Met {
+		t.Errorf("%s: not met", v2.Name)
 	}
 
 	// The reference rows must carry the exact values they stand for.

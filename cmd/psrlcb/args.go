@@ -32,12 +32,15 @@ func interspersed(app *cli.App, args []string) []string {
 	}
 	takesValue := map[string]bool{}
 	for _, f := range cmd.Flags {
-		_, isBool := f.(*cli.BoolFlag)
-		if bf, ok := f.(interface{ IsBoolFlag() bool }); ok && bf.IsBoolFlag() {
-			isBool = true
+		// Every flag type of the parser, and the config-file wrappers
+		// around them, say whether they take a value; a flag that does
+		// not (a bool) must not swallow the argument after it.
+		tv := true
+		if v, ok := f.(interface{ TakesValue() bool }); ok {
+			tv = v.TakesValue()
 		}
 		for _, n := range f.Names() {
-			takesValue[n] = !isBool
+			takesValue[n] = tv
 		}
 	}
 	var flags, pos []string
