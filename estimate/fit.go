@@ -16,46 +16,145 @@ type emResult struct {
 	model     *Model
 	ll        float64
 	iters     int
+	esteps    int // E-steps run, rejected extrapolations included
 	converged bool
 	trace     []TraceRow
 	err       error
 }
 
-// runEM iterates E and M steps from m0. It returns the parameters of the
-// last E-step (whose log-likelihood is known exactly), or those of the
-// previous one if the last step lowered the log-likelihood (possible only
-// by rounding, or through the smoothing prior).
+// emPoint is a model together with its E-step.
+type emPoint struct {
+	m    *Model
+	k    *kernel
+	st   *stats
+	iter int // index of the E-step (0-based)
+}
+
+// emRun is the state of one EM start.
+type emRun struct {
+	ctx     context.Context
+	c       *coded
+	o       *Options
+	workers int
+	tag     TraceRow
+	report  func(TraceRow)
+
+	esteps int     // E-steps run so far
+	cur    emPoint // last accepted point (valid once started)
+	start  bool    // cur is set
+	res    emResult
+}
+
+// eval runs the E-step at m.
+func (r *emRun) eval(m *Model) (emPoint, error) {
+	k := newKernel(m, r.c)
+	st, err := k.estep(r.ctx, r.c, r.workers)
+	p := emPoint{m: m, k: k, st: st, iter: r.esteps}
+	r.esteps++
+	return p, err
+}
+
+// advance accepts p as the next point of the run: it reports its
+// log-likelihood as a trace row and says whether the run stops, in which
+// case r.res is set. The run stops when the log-likelihood fell (possible
+// only by rounding, or through the smoothing prior; the previous point is
+// kept), when p is one EM step from the previous accepted point (emStep)
+// and rose by at most Tol relative (converged), at MaxIter E-steps, or at
+// a log-likelihood of −∞. The gain of an extrapolation is not a
+// convergence test: a poor extrapolation can gain little far from the
+// fixed point.
+func (r *emRun) advance(p emPoint, emStep bool) bool {
+	ll := p.st.ll
+	row := r.tag
+	row.Iter, row.LogLik = p.iter, ll
+	r.res.trace = append(r.res.trace, row)
+	r.report(row)
+	done := func(q emPoint, converged bool) bool {
+		r.res.esteps = r.esteps
+		r.res.model, r.res.ll, r.res.iters, r.res.converged = q.m, q.st.ll, q.iter, converged
+		return true
+	}
+	if r.start {
+		prev := r.cur.st.ll
+		if ll < prev {
+			return done(r.cur, true)
+		}
+		if emStep && ll-prev <= r.o.Tol*math.Abs(ll) {
+			return done(p, true)
+		}
+	}
+	if p.iter >= r.o.MaxIter || math.IsInf(ll, -1) && r.start {
+		return done(p, false)
+	}
+	r.cur, r.start = p, true
+	return false
+}
+
+// runEM iterates E and M steps from m0, accelerated by SQUAREM (see
+// accel.go) unless Options.PlainEM. It returns the parameters of the last
+// accepted E-step (whose log-likelihood is known exactly), or those of the
+// previous one if the last step lowered the log-likelihood. Every E-step
+// counts as an iteration (Options.MaxIter bounds them); every accepted
+// E-step is a trace row, so the trace of a start is non-decreasing up to
+// its last row. The E-step of a rejected extrapolation is counted but not
+// reported: the trace skips its iteration number.
 func runEM(ctx context.Context, c *coded, m0 *Model, o *Options, workers int, tag TraceRow, report func(TraceRow)) emResult {
-	m := m0
-	var res emResult
-	var prevM *Model
-	prev := math.Inf(-1)
-	for it := 0; ; it++ {
-		k := newKernel(m, c)
-		st, err := k.estep(ctx, c, workers)
+	r := &emRun{ctx: ctx, c: c, o: o, workers: workers, tag: tag, report: report}
+	fail := func(err error) emResult {
+		r.res.err = err
+		return r.res
+	}
+	p, err := r.eval(m0)
+	if err != nil {
+		return fail(err)
+	}
+	if r.advance(p, true) {
+		return r.res
+	}
+	var q *squarem
+	if !o.PlainEM {
+		q = newSquarem()
+	}
+	for {
+		x0 := r.cur
+		p1, err := r.eval(x0.k.mstep(x0.st, c, o.Smoothing))
 		if err != nil {
-			res.err = err
-			return res
+			return fail(err)
 		}
-		ll := st.ll
-		row := tag
-		row.Iter, row.LogLik = it, ll
-		res.trace = append(res.trace, row)
-		report(row)
-		if it > 0 && ll < prev {
-			res.model, res.ll, res.iters, res.converged = prevM, prev, it-1, true
-			return res
+		if r.advance(p1, true) {
+			return r.res
 		}
-		if it > 0 && ll-prev <= o.Tol*math.Abs(ll) {
-			res.model, res.ll, res.iters, res.converged = m, ll, it, true
-			return res
+		if q == nil {
+			continue
 		}
-		if it >= o.MaxIter || math.IsInf(ll, -1) && it > 0 {
-			res.model, res.ll, res.iters = m, ll, it
-			return res
+		m2 := p1.k.mstep(p1.st, c, o.Smoothing)
+		mx, alpha := q.extrapolate(x0.m, p1.m, m2, c.varFloor())
+		if alpha > 1 {
+			px, err := r.eval(mx)
+			if err != nil {
+				return fail(err)
+			}
+			ok := px.st.ll >= p1.st.ll
+			q.accepted(alpha, ok)
+			if ok {
+				if r.advance(px, false) {
+					return r.res
+				}
+				continue
+			}
+			if r.esteps > o.MaxIter {
+				r.res.model, r.res.ll, r.res.iters, r.res.esteps = p1.m, p1.st.ll, p1.iter, r.esteps
+				return r.res
+			}
+			// Rejected: EM goes on from θ2.
 		}
-		prevM, prev = m, ll
-		m = k.mstep(st, c, o.Smoothing)
+		p2, err := r.eval(m2)
+		if err != nil {
+			return fail(err)
+		}
+		if r.advance(p2, true) {
+			return r.res
+		}
 	}
 }
 

@@ -99,6 +99,11 @@ type Options struct {
 	// Tol is the relative log-likelihood improvement below which EM stops
 	// (default DefaultTol).
 	Tol float64
+	// PlainEM turns off the SQUAREM acceleration of EM (accel.go) and
+	// runs plain EM steps, the reference it must agree with. The
+	// accelerated run reaches the same fixed point in several times fewer
+	// E-steps on slowly converging fits.
+	PlainEM bool
 	// Smoothing is the additive pseudo-count of the M-step (default
 	// DefaultSmoothing); a negative value means none (exact maximum
 	// likelihood; rows with no data become uniform).

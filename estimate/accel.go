@@ -1,0 +1,213 @@
+package estimate
+
+import "math"
+
+// SQUAREM acceleration of EM (Varadhan & Roland 2008, "Simple and globally
+// convergent methods for accelerating the convergence of any EM
+// algorithm", Scand. J. Statist. 35, scheme S3).
+//
+// EM is a fixed-point map θ ↦ M(θ) whose rate is linear and slow when the
+// latent states are weakly identified by one step of data (the fraction
+// of missing information is close to 1). From θ0, SQUAREM takes two EM
+// steps θ1 = M(θ0), θ2 = M(θ1), forms r = θ1 − θ0 and v = θ2 − 2θ1 + θ0,
+// and jumps to
+//
+//	θ' = θ0 + 2α·r + α²·v,   α = ‖r‖/‖v‖ clamped to [1, stepMax]
+//
+// (the paper writes the step as −α; α = 1 gives θ' = θ2, plain EM). The
+// map M is the same M-step EM uses, smoothing prior and variance floor
+// included, so the extrapolation targets the same fixed point.
+//
+// Parameter space. The extrapolation runs on the log of every probability
+// and of every reward variance (reward means as they are), and θ' is
+// mapped back by exponentiating and renormalising each distribution. A
+// point of that space is always a valid model, so no step is shortened to
+// stay feasible; the near-zero cells that EM drives down geometrically
+// (emissions a state never makes) move along straight lines in log space,
+// which the extrapolation follows well. Log-probabilities are floored at
+// logFloor so that cells EM sets to exactly 0 (no smoothing) stay finite.
+//
+// Safeguards. The E-step at θ' gives its exact log-likelihood; θ' is
+// accepted only if it is at least that of θ1, so the accepted points have
+// non-decreasing log-likelihoods. Otherwise EM continues from θ2. The
+// bound stepMax follows the SQUAREM reference implementation: it starts
+// at 1, is multiplied by stepFactor each time α reaches it and divided by
+// stepFactor (not below 1) after a rejected extrapolation.
+const (
+	// stepFactor is the growth (and shrink) factor of stepMax, the value of
+	// the SQUAREM reference implementation (R package SQUAREM, mstep = 4).
+	stepFactor = 4
+	// logFloor is the least log-probability of the extrapolation space:
+	// ln of a probability far below any one that changes a likelihood of
+	// 1e7 steps, yet whose exp and square stay finite.
+	logFloor = -600
+)
+
+// paramKind says how a block of parameters is mapped to the
+// extrapolation space.
+type paramKind int
+
+const (
+	kindSimplex  paramKind = iota // rows of probabilities: ln p, rows renormalised back
+	kindReal                      // reward means: as they are
+	kindPositive                  // reward variances: ln v, floored at the variance floor back
+)
+
+type paramBlock struct {
+	p    []float64
+	row  int // distribution length for kindSimplex
+	kind paramKind
+}
+
+// paramBlocks lists the free parameters of m in a fixed order: Init,
+// Obs1, then per step table the transitions, emissions and reward
+// parameters.
+func paramBlocks(m *Model) []paramBlock {
+	S, O := m.States, m.NumObs
+	bs := []paramBlock{{m.Init, S, kindSimplex}, {m.Obs1, O, kindSimplex}}
+	for t := range m.Trans {
+		bs = append(bs, paramBlock{m.Trans[t], S, kindSimplex}, paramBlock{m.Emit[t], O, kindSimplex})
+		if m.Reward == RewardCategorical {
+			bs = append(bs, paramBlock{m.RewardProb[t], len(m.RewardValues), kindSimplex})
+		} else {
+			bs = append(bs, paramBlock{m.RewardMean[t], 1, kindReal}, paramBlock{m.RewardVar[t], 1, kindPositive})
+		}
+	}
+	return bs
+}
+
+// flatten writes the parameters of m in the extrapolation space into dst
+// (resized as needed) and returns it.
+func flatten(m *Model, dst []float64) []float64 {
+	dst = dst[:0]
+	for _, b := range paramBlocks(m) {
+		for _, x := range b.p {
+			switch b.kind {
+			case kindSimplex, kindPositive:
+				l := math.Log(x)
+				if !(l >= logFloor) {
+					l = logFloor
+				}
+				dst = append(dst, l)
+			default:
+				dst = append(dst, x)
+			}
+		}
+	}
+	return dst
+}
+
+// unflatten returns a model of the shape of like whose parameters are x
+// mapped back from the extrapolation space; varFloor is the least reward
+// variance (the M-step's). ok is false if x holds a non-finite value.
+func unflatten(like *Model, x []float64, varFloor float64) (*Model, bool) {
+	m := shapeLike(like)
+	cp := func(p []float64) []float64 { return make([]float64, len(p)) }
+	cpAll := func(ps [][]float64) [][]float64 {
+		if ps == nil {
+			return nil
+		}
+		out := make([][]float64, len(ps))
+		for i, p := range ps {
+			out[i] = cp(p)
+		}
+		return out
+	}
+	m.Init, m.Obs1 = cp(like.Init), cp(like.Obs1)
+	m.Trans, m.Emit = cpAll(like.Trans), cpAll(like.Emit)
+	m.RewardProb, m.RewardMean, m.RewardVar = cpAll(like.RewardProb), cpAll(like.RewardMean), cpAll(like.RewardVar)
+	i := 0
+	for _, b := range paramBlocks(m) {
+		n := len(b.p)
+		src := x[i : i+n]
+		i += n
+		for _, y := range src {
+			if math.IsNaN(y) || math.IsInf(y, 0) {
+				return nil, false
+			}
+		}
+		switch b.kind {
+		case kindSimplex:
+			for r := 0; r < n; r += b.row {
+				row, ls := b.p[r:r+b.row], src[r:r+b.row]
+				mx := math.Inf(-1)
+				for _, l := range ls {
+					mx = max(mx, l)
+				}
+				z := 0.0
+				for j, l := range ls {
+					row[j] = math.Exp(max(l, logFloor) - mx)
+					z += row[j]
+				}
+				inv := 1 / z
+				for j := range row {
+					row[j] *= inv
+				}
+			}
+		case kindPositive:
+			for j, l := range src {
+				b.p[j] = max(math.Exp(l), varFloor)
+			}
+		default:
+			copy(b.p, src)
+		}
+	}
+	m.Prepare()
+	return m, true
+}
+
+// squarem holds the scratch vectors of the extrapolation.
+type squarem struct {
+	x0, x1, x2, xn []float64
+	stepMax        float64
+}
+
+func newSquarem() *squarem { return &squarem{stepMax: 1} }
+
+// extrapolate returns the SQUAREM point from θ0 = m0, θ1 = m1 = M(m0),
+// θ2 = m2 = M(m1) and its step length α ≥ 1. When α = 1 it returns m2
+// itself.
+func (q *squarem) extrapolate(m0, m1, m2 *Model, varFloor float64) (*Model, float64) {
+	q.x0 = flatten(m0, q.x0)
+	q.x1 = flatten(m1, q.x1)
+	q.x2 = flatten(m2, q.x2)
+	var rr, vv float64
+	for i := range q.x0 {
+		r := q.x1[i] - q.x0[i]
+		v := q.x2[i] - 2*q.x1[i] + q.x0[i]
+		rr += r * r
+		vv += v * v
+	}
+	if !(vv > 0) || math.IsInf(rr, 0) || math.IsNaN(rr) {
+		return m2, 1
+	}
+	alpha := min(max(math.Sqrt(rr/vv), 1), q.stepMax)
+	if alpha == 1 {
+		// θ2 is taken as it is; a step capped at 1 still lets the bound
+		// grow.
+		q.accepted(alpha, true)
+		return m2, 1
+	}
+	q.xn = q.xn[:0]
+	for i := range q.x0 {
+		r := q.x1[i] - q.x0[i]
+		v := q.x2[i] - 2*q.x1[i] + q.x0[i]
+		q.xn = append(q.xn, q.x0[i]+2*alpha*r+alpha*alpha*v)
+	}
+	m, ok := unflatten(m2, q.xn, varFloor)
+	if !ok {
+		return m2, 1
+	}
+	return m, alpha
+}
+
+// accepted updates the step bound after the extrapolation of length
+// alpha was accepted (ok) or rejected.
+func (q *squarem) accepted(alpha float64, ok bool) {
+	switch {
+	case ok && alpha == q.stepMax:
+		q.stepMax *= stepFactor
+	case !ok:
+		q.stepMax = max(1, q.stepMax/stepFactor)
+	}
+}
