@@ -131,11 +131,13 @@ func Summarize(d *Dataset) Summary {
 	s.TopActions = top(d.ActVocab, actCount)
 
 	if d.Propensity != nil {
-		logged := make([]float64, 0, s.LoggedRows)
+		keys := make([]uint64, 0, s.LoggedRows)
 		for k := range K {
-			logged = append(logged, d.Propensity[k*H:k*H+int(d.Length[k])]...)
+			for _, p := range d.Propensity[k*H : k*H+int(d.Length[k])] {
+				keys = append(keys, floatKey(p))
+			}
 		}
-		q := quantiles(logged, []float64{0, 0.01, 0.05, 0.25, 0.5, 1})
+		q := keyQuantiles(keys, []float64{0, 0.01, 0.05, 0.25, 0.5, 1})
 		s.Propensity = &Quantiles{q[0], q[1], q[2], q[3], q[4], q[5]}
 		s.Iota = q[0]
 	} else {
@@ -270,9 +272,24 @@ func quantiles(vals []float64, qs []float64) []float64 {
 	for i, v := range vals {
 		keys[i] = floatKey(v)
 	}
+	return keyQuantiles(keys, qs)
+}
+
+// keyQuantiles is quantiles of the values whose floatKey are keys.
+func keyQuantiles(keys []uint64, qs []float64) []float64 {
+	out := make([]float64, len(qs))
+	if len(keys) == 0 {
+		for i := range out {
+			out[i] = math.NaN()
+		}
+		return out
+	}
+	ranks := make([]int, len(qs))
 	for i, q := range qs {
-		rank := int(math.Floor(q * float64(len(vals)-1)))
-		out[i] = keyFloat(selectRank(keys, rank))
+		ranks[i] = int(math.Floor(q * float64(len(keys)-1)))
+	}
+	for i, k := range selectRanks(keys, ranks) {
+		out[i] = keyFloat(k)
 	}
 	return out
 }
@@ -293,30 +310,75 @@ func keyFloat(k uint64) float64 {
 	return math.Float64frombits(^k)
 }
 
-// selectRank returns the element of the given rank (0-based) of keys.
-func selectRank(keys []uint64, rank int) uint64 {
+// selectRanks returns the elements of the given ranks (0-based, any order)
+// of keys, by radix selection on 16-bit digits from the top: each level
+// counts the digits of the candidates once, then moves the candidates of
+// the few buckets that hold a wanted rank into their own slices in one
+// more pass, so all ranks cost about as much as one. keys is not changed.
+func selectRanks(keys []uint64, ranks []int) []uint64 {
+	out := make([]uint64, len(ranks))
+	idx := make([]int, len(ranks))
+	for i := range idx {
+		idx[i] = i
+	}
 	var count [1 << 16]int
-	cand := keys
-	var prefix uint64
-	for shift := 48; ; shift -= 16 {
+	var slot [1 << 16]int8
+	var sel func(cand []uint64, shift uint, prefix uint64, want []int, rank []int)
+	sel = func(cand []uint64, shift uint, prefix uint64, want []int, rank []int) {
 		clear(count[:])
 		for _, k := range cand {
-			count[(k>>uint(shift))&0xFFFF]++
+			count[(k>>shift)&0xFFFF]++
 		}
-		b := 0
-		for ; rank >= count[b]; b++ {
-			rank -= count[b]
+		// Bucket and rank within the bucket of every wanted rank.
+		buckets := make([]int, len(want))
+		for i, r := range rank {
+			b := 0
+			for ; r >= count[b]; b++ {
+				r -= count[b]
+			}
+			buckets[i], rank[i] = b, r
 		}
-		prefix |= uint64(b) << uint(shift)
 		if shift == 0 {
-			return prefix
+			for i, w := range want {
+				out[w] = prefix | uint64(buckets[i])
+			}
+			return
 		}
-		next := make([]uint64, 0, count[b])
-		for _, k := range cand {
-			if (k>>uint(shift))&0xFFFF == uint64(b) {
-				next = append(next, k)
+		var used []int
+		for _, b := range buckets {
+			if !slices.Contains(used, b) {
+				used = append(used, b)
 			}
 		}
-		cand = next
+		if len(used) == 1 && count[used[0]] == len(cand) {
+			// Every candidate shares this digit (common at the top
+			// digits of values in a narrow range): nothing to move.
+			sel(cand, shift-16, prefix|uint64(used[0])<<shift, want, rank)
+			return
+		}
+		next := make([][]uint64, len(used))
+		for j, b := range used {
+			slot[b] = int8(j + 1)
+			next[j] = make([]uint64, 0, count[b])
+		}
+		for _, k := range cand {
+			if j := slot[(k>>shift)&0xFFFF]; j > 0 {
+				next[j-1] = append(next[j-1], k)
+			}
+		}
+		for _, b := range used {
+			slot[b] = 0
+		}
+		for j, b := range used {
+			var w, r []int
+			for i, bi := range buckets {
+				if bi == b {
+					w, r = append(w, want[i]), append(r, rank[i])
+				}
+			}
+			sel(next[j], shift-16, prefix|uint64(b)<<shift, w, r)
+		}
 	}
+	sel(keys, 48, 0, idx, slices.Clone(ranks))
+	return out
 }

@@ -99,10 +99,17 @@ func TestDistinctHistoriesBruteForce(t *testing.T) {
 
 func TestQuantilesBruteForce(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 6))
-	for _, n := range []int{1, 2, 7, 1000} {
+	for _, n := range []int{1, 2, 7, 1000, 100000} {
 		vals := make([]float64, n)
 		for i := range vals {
-			vals[i] = rng.NormFloat64() * math.Pow(10, float64(rng.IntN(9)-4))
+			switch {
+			case n == 100000 && i%2 == 0:
+				vals[i] = 0.1 * float64(1+rng.IntN(4)) // few distinct propensities
+			case n == 100000:
+				vals[i] = rng.Float64() // same top bits: every digit level
+			default:
+				vals[i] = rng.NormFloat64() * math.Pow(10, float64(rng.IntN(9)-4))
+			}
 			if i%5 == 0 {
 				vals[i] = 0.5 // ties
 			}
