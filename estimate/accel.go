@@ -7,31 +7,40 @@ import "math"
 // algorithm", Scand. J. Statist. 35, scheme S3).
 //
 // EM is a fixed-point map θ ↦ M(θ) whose rate is linear and slow when the
-// latent states are weakly identified by one step of data (the fraction
-// of missing information is close to 1). From θ0, SQUAREM takes two EM
-// steps θ1 = M(θ0), θ2 = M(θ1), forms r = θ1 − θ0 and v = θ2 − 2θ1 + θ0,
-// and jumps to
+// latent states are weakly identified by the data (the fraction of
+// missing information is close to 1). From θ0, SQUAREM takes two EM steps
+// θ1 = M(θ0), θ2 = M(θ1), forms r = θ1 − θ0 and v = θ2 − 2θ1 + θ0, and
+// jumps to
 //
 //	θ' = θ0 + 2α·r + α²·v,   α = ‖r‖/‖v‖ clamped to [1, stepMax]
 //
-// (the paper writes the step as −α; α = 1 gives θ' = θ2, plain EM). The
-// map M is the same M-step EM uses, smoothing prior and variance floor
-// included, so the extrapolation targets the same fixed point.
+// (the paper writes the step as −α; α = 1 gives θ' = θ2, plain EM). For a
+// map that contracts every direction at the same rate λ, α = 1/(1−λ) and
+// θ' is the fixed point itself. M is the M-step EM uses, smoothing prior
+// and variance floor included, so the extrapolation targets the same
+// fixed point as plain EM.
 //
-// Parameter space. The extrapolation runs on the log of every probability
-// and of every reward variance (reward means as they are), and θ' is
-// mapped back by exponentiating and renormalising each distribution. A
-// point of that space is always a valid model, so no step is shortened to
-// stay feasible; the near-zero cells that EM drives down geometrically
-// (emissions a state never makes) move along straight lines in log space,
-// which the extrapolation follows well. Log-probabilities are floored at
-// logFloor so that cells EM sets to exactly 0 (no smoothing) stay finite.
+// Parameter space. Probabilities are extrapolated as logarithms and θ' is
+// mapped back by exponentiating and renormalising each distribution, so
+// every probability row of θ' is valid whatever α; the cells EM drives
+// towards 0 (emissions a state never makes) shrink geometrically, which is
+// a straight line in log space that the extrapolation follows.
+// Log-probabilities are floored at logFloor so that cells EM sets to
+// exactly 0 (no smoothing) stay finite. Reward means are extrapolated as
+// they are and reward variances too; a variance below the M-step's floor
+// makes θ' infeasible and α is halved towards 1 ((α+1)/2) until it is
+// feasible (extrapolating log-variances instead drove some Gaussian fits
+// to collapsed variances and worse local optima).
 //
-// Safeguards. The E-step at θ' gives its exact log-likelihood; θ' is
-// accepted only if it is at least that of θ1, so the accepted points have
-// non-decreasing log-likelihoods. Otherwise EM continues from θ2. The
-// bound stepMax follows the SQUAREM reference implementation: it starts
-// at 1, is multiplied by stepFactor each time α reaches it and divided by
+// Safeguards (runEM). The E-step at θ' gives its exact log-likelihood; θ'
+// is accepted only if it is at least that of θ1, so the accepted points
+// have non-decreasing log-likelihoods. Otherwise EM continues from θ2.
+// The next cycle starts from the accepted point: its first EM step
+// M(θ') is the stabilising step of the reference implementation, and its
+// gain is the convergence test, so convergence is always judged on one
+// plain EM step, as without acceleration. The bound stepMax follows the
+// reference implementation (R package SQUAREM): it starts at 1, is
+// multiplied by stepFactor each time α reaches it and divided by
 // stepFactor (not below 1) after a rejected extrapolation.
 const (
 	// stepFactor is the growth (and shrink) factor of stepMax, the value of
@@ -41,6 +50,9 @@ const (
 	// ln of a probability far below any one that changes a likelihood of
 	// 1e7 steps, yet whose exp and square stay finite.
 	logFloor = -600
+	// minStep: a step length this close to 1 is no acceleration worth an
+	// E-step of its own; θ2 is taken instead.
+	minStep = 1.01
 )
 
 // paramKind says how a block of parameters is mapped to the
@@ -50,7 +62,7 @@ type paramKind int
 const (
 	kindSimplex  paramKind = iota // rows of probabilities: ln p, rows renormalised back
 	kindReal                      // reward means: as they are
-	kindPositive                  // reward variances: ln v, floored at the variance floor back
+	kindPositive                  // reward variances: as they are, at least the variance floor
 )
 
 type paramBlock struct {
@@ -83,7 +95,7 @@ func flatten(m *Model, dst []float64) []float64 {
 	for _, b := range paramBlocks(m) {
 		for _, x := range b.p {
 			switch b.kind {
-			case kindSimplex, kindPositive:
+			case kindSimplex:
 				l := math.Log(x)
 				if !(l >= logFloor) {
 					l = logFloor
@@ -99,7 +111,8 @@ func flatten(m *Model, dst []float64) []float64 {
 
 // unflatten returns a model of the shape of like whose parameters are x
 // mapped back from the extrapolation space; varFloor is the least reward
-// variance (the M-step's). ok is false if x holds a non-finite value.
+// variance (the M-step's). ok is false if x holds a non-finite value or a
+// variance below varFloor.
 func unflatten(like *Model, x []float64, varFloor float64) (*Model, bool) {
 	m := shapeLike(like)
 	cp := func(p []float64) []float64 { return make([]float64, len(p)) }
@@ -116,6 +129,7 @@ func unflatten(like *Model, x []float64, varFloor float64) (*Model, bool) {
 	m.Init, m.Obs1 = cp(like.Init), cp(like.Obs1)
 	m.Trans, m.Emit = cpAll(like.Trans), cpAll(like.Emit)
 	m.RewardProb, m.RewardMean, m.RewardVar = cpAll(like.RewardProb), cpAll(like.RewardMean), cpAll(like.RewardVar)
+
 	i := 0
 	for _, b := range paramBlocks(m) {
 		n := len(b.p)
@@ -145,8 +159,11 @@ func unflatten(like *Model, x []float64, varFloor float64) (*Model, bool) {
 				}
 			}
 		case kindPositive:
-			for j, l := range src {
-				b.p[j] = max(math.Exp(l), varFloor)
+			for j, v := range src {
+				if !(v >= varFloor) {
+					return nil, false
+				}
+				b.p[j] = v
 			}
 		default:
 			copy(b.p, src)
@@ -166,7 +183,8 @@ func newSquarem() *squarem { return &squarem{stepMax: 1} }
 
 // extrapolate returns the SQUAREM point from θ0 = m0, θ1 = m1 = M(m0),
 // θ2 = m2 = M(m1) and its step length α ≥ 1. When α = 1 it returns m2
-// itself.
+// itself. α is halved towards 1 while the point is infeasible; below
+// minStep it is taken as 1.
 func (q *squarem) extrapolate(m0, m1, m2 *Model, varFloor float64) (*Model, float64) {
 	q.x0 = flatten(m0, q.x0)
 	q.x1 = flatten(m1, q.x1)
@@ -194,11 +212,18 @@ func (q *squarem) extrapolate(m0, m1, m2 *Model, varFloor float64) (*Model, floa
 		v := q.x2[i] - 2*q.x1[i] + q.x0[i]
 		q.xn = append(q.xn, q.x0[i]+2*alpha*r+alpha*alpha*v)
 	}
-	m, ok := unflatten(m2, q.xn, varFloor)
-	if !ok {
-		return m2, 1
+	for ; alpha > minStep; alpha = (alpha + 1) / 2 {
+		q.xn = q.xn[:0]
+		for i := range q.x0 {
+			r := q.x1[i] - q.x0[i]
+			v := q.x2[i] - 2*q.x1[i] + q.x0[i]
+			q.xn = append(q.xn, q.x0[i]+2*alpha*r+alpha*alpha*v)
+		}
+		if m, ok := unflatten(m2, q.xn, varFloor); ok {
+			return m, alpha
+		}
 	}
-	return m, alpha
+	return m2, 1
 }
 
 // accepted updates the step bound after the extrapolation of length
@@ -210,4 +235,35 @@ func (q *squarem) accepted(alpha float64, ok bool) {
 	case !ok:
 		q.stepMax = max(1, q.stepMax/stepFactor)
 	}
+}
+
+// logPrior is ln p(θ) of the smoothing prior whose posterior mode the
+// M-step computes (up to a constant): a Dirichlet with eps + 1 per cell on
+// every distribution, so that the mode is (counts + eps)/Σ, and for
+// Gaussian rewards eps pseudo-observations with the data's mean gm and
+// variance gv, whose log-density −½ln σ² − (gv + (gm−μ)²)/(2σ²) per
+// pseudo-observation gives the M-step's mean and variance. Zero when eps
+// is 0.
+func logPrior(m *Model, eps float64, c *coded) float64 {
+	if eps == 0 {
+		return 0
+	}
+	lp := 0.0
+	for _, b := range paramBlocks(m) {
+		if b.kind != kindSimplex {
+			continue
+		}
+		for _, p := range b.p {
+			lp += math.Log(p)
+		}
+	}
+	gm, gv := c.rewMean, c.rewVar
+	for t := range m.RewardMean {
+		for i, mu := range m.RewardMean[t] {
+			v := m.RewardVar[t][i]
+			d := gm - mu
+			lp += -0.5*math.Log(v) - (gv+d*d)/(2*v)
+		}
+	}
+	return eps * lp
 }

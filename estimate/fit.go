@@ -19,6 +19,7 @@ type emResult struct {
 	esteps    int // E-steps run, rejected extrapolations included
 	converged bool
 	trace     []TraceRow
+	obj       []float64 // objective of each trace row (emPoint.obj)
 	err       error
 }
 
@@ -27,7 +28,8 @@ type emPoint struct {
 	m    *Model
 	k    *kernel
 	st   *stats
-	iter int // index of the E-step (0-based)
+	iter int     // index of the E-step (0-based)
+	obj  float64 // the objective EM climbs (see emRun.penalised)
 }
 
 // emRun is the state of one EM start.
@@ -38,6 +40,12 @@ type emRun struct {
 	workers int
 	tag     TraceRow
 	report  func(TraceRow)
+
+	// penalised: the run's decisions (acceptance, stopping) use the
+	// penalised log-likelihood ln P(D|θ) + ln p(θ), where p is the
+	// smoothing prior of the M-step (logPrior), the objective EM with
+	// smoothing increases at every step; otherwise the log-likelihood.
+	penalised bool
 
 	esteps int     // E-steps run so far
 	cur    emPoint // last accepted point (valid once started)
@@ -51,6 +59,12 @@ func (r *emRun) eval(m *Model) (emPoint, error) {
 	st, err := k.estep(r.ctx, r.c, r.workers)
 	p := emPoint{m: m, k: k, st: st, iter: r.esteps}
 	r.esteps++
+	if err == nil {
+		p.obj = st.ll
+		if r.penalised {
+			p.obj += logPrior(m, r.o.Smoothing, r.c)
+		}
+	}
 	return p, err
 }
 
@@ -68,6 +82,7 @@ func (r *emRun) advance(p emPoint, emStep bool) bool {
 	row := r.tag
 	row.Iter, row.LogLik = p.iter, ll
 	r.res.trace = append(r.res.trace, row)
+	r.res.obj = append(r.res.obj, p.obj)
 	r.report(row)
 	done := func(q emPoint, converged bool) bool {
 		r.res.esteps = r.esteps
@@ -75,11 +90,11 @@ func (r *emRun) advance(p emPoint, emStep bool) bool {
 		return true
 	}
 	if r.start {
-		prev := r.cur.st.ll
-		if ll < prev {
+		f, prev := p.obj, r.cur.obj
+		if f < prev {
 			return done(r.cur, true)
 		}
-		if emStep && ll-prev <= r.o.Tol*math.Abs(ll) {
+		if emStep && f-prev <= r.o.Tol*math.Abs(f) {
 			return done(p, true)
 		}
 	}
@@ -99,7 +114,7 @@ func (r *emRun) advance(p emPoint, emStep bool) bool {
 // its last row. The E-step of a rejected extrapolation is counted but not
 // reported: the trace skips its iteration number.
 func runEM(ctx context.Context, c *coded, m0 *Model, o *Options, workers int, tag TraceRow, report func(TraceRow)) emResult {
-	r := &emRun{ctx: ctx, c: c, o: o, workers: workers, tag: tag, report: report}
+	r := &emRun{ctx: ctx, c: c, o: o, workers: workers, tag: tag, report: report, penalised: !o.PlainEM}
 	fail := func(err error) emResult {
 		r.res.err = err
 		return r.res
@@ -111,37 +126,62 @@ func runEM(ctx context.Context, c *coded, m0 *Model, o *Options, workers int, ta
 	if r.advance(p, true) {
 		return r.res
 	}
-	var q *squarem
-	if !o.PlainEM {
-		q = newSquarem()
+	mstep := func(p emPoint) *Model { return p.k.mstep(p.st, c, o.Smoothing) }
+	step := func(p emPoint) (emPoint, bool) {
+		n, err := r.eval(mstep(p))
+		if err != nil {
+			r.res.err = err
+			return n, true
+		}
+		return n, r.advance(n, true)
+	}
+	if o.PlainEM {
+		for {
+			if _, stop := step(r.cur); stop {
+				return r.res
+			}
+		}
+	}
+	// SQUAREM (accel.go). base is θ0 and r.cur = M(θ0) = θ1, both
+	// accepted.
+	q := newSquarem()
+	base := r.cur
+	if _, stop := step(base); stop {
+		return r.res
 	}
 	for {
-		x0 := r.cur
-		p1, err := r.eval(x0.k.mstep(x0.st, c, o.Smoothing))
-		if err != nil {
-			return fail(err)
-		}
-		if r.advance(p1, true) {
-			return r.res
-		}
-		if q == nil {
-			continue
-		}
-		m2 := p1.k.mstep(p1.st, c, o.Smoothing)
-		mx, alpha := q.extrapolate(x0.m, p1.m, m2, c.varFloor())
+		p1 := r.cur
+		m2 := mstep(p1)
+		mx, alpha := q.extrapolate(base.m, p1.m, m2, c.varFloor())
 		if alpha > 1 {
 			px, err := r.eval(mx)
 			if err != nil {
 				return fail(err)
 			}
-			ok := px.st.ll >= p1.st.ll
-			q.accepted(alpha, ok)
-			if ok {
-				if r.advance(px, false) {
-					return r.res
-				}
-				continue
+			ok := px.obj >= p1.obj && px.st.ll >= p1.st.ll
+			if ok && px.iter >= o.MaxIter {
+				r.advance(px, false)
+				return r.res
 			}
+			if ok {
+				// The EM step from θ' (the next cycle's θ1) cannot lower
+				// the objective but by rounding; if it does, θ' is
+				// dropped like a rejected point.
+				pn, err := r.eval(mstep(px))
+				if err != nil {
+					return fail(err)
+				}
+				ok = pn.obj >= px.obj
+				if ok {
+					q.accepted(alpha, true)
+					if r.advance(px, false) || r.advance(pn, true) {
+						return r.res
+					}
+					base = px
+					continue
+				}
+			}
+			q.accepted(alpha, false)
 			if r.esteps > o.MaxIter {
 				r.res.model, r.res.ll, r.res.iters, r.res.esteps = p1.m, p1.st.ll, p1.iter, r.esteps
 				return r.res
@@ -155,6 +195,7 @@ func runEM(ctx context.Context, c *coded, m0 *Model, o *Options, workers int, ta
 		if r.advance(p2, true) {
 			return r.res
 		}
+		base = p1
 	}
 }
 
