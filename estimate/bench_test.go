@@ -86,12 +86,13 @@ func BenchmarkEMConverge(b *testing.B) {
 	}
 	kind, values := rewardSupport(d.Reward)
 	c := code(d, kind, values)
-	o, err := Options{Rank: S, Restarts: 1, Seed: 1}.withDefaults()
+	o, err := Options{Rank: S, Restarts: 1, Seed: 1, Workers: runtime.GOMAXPROCS(0)}.withDefaults()
 	if err != nil {
 		b.Fatal(err)
 	}
 	proto := protoModel(d, c, &o)
-	m0 := informedStart(c, proto, S, S*1000003) // start 0 of Fit with seed 0
+	// Start 0 of Fit with seed 1 (fitRank), as `psrlcb fit --seed 1`.
+	m0 := informedStart(c, proto, S, o.Seed*0x9e3779b97f4a7c15+S*1000003)
 	b.Run(fmt.Sprintf("episodes=%d", K), func(b *testing.B) {
 		ctx := context.Background()
 		var plainSteps, accelSteps, plainSec, accelSec, dll float64
