@@ -70,13 +70,14 @@ func (r *emRun) eval(m *Model) (emPoint, error) {
 
 // advance accepts p as the next point of the run: it reports its
 // log-likelihood as a trace row and says whether the run stops, in which
-// case r.res is set. The run stops when the log-likelihood fell (possible
-// only by rounding, or through the smoothing prior; the previous point is
-// kept), when p is one EM step from the previous accepted point (emStep)
-// and rose by at most Tol relative (converged), at MaxIter E-steps, or at
-// a log-likelihood of −∞. The gain of an extrapolation is not a
-// convergence test: a poor extrapolation can gain little far from the
-// fixed point.
+// case r.res is set. The run stops when the objective fell (plain EM:
+// the log-likelihood, which can fall through the smoothing prior;
+// accelerated: the penalised log-likelihood, which falls only by
+// rounding; the previous point is kept), when p is one EM step from the
+// previous accepted point (emStep) and the objective rose by at most Tol
+// relative (converged), at MaxIter E-steps, or at a log-likelihood of −∞.
+// The gain of an extrapolation is not a convergence test: a poor
+// extrapolation can gain little far from the fixed point.
 func (r *emRun) advance(p emPoint, emStep bool) bool {
 	ll := p.st.ll
 	row := r.tag
@@ -108,11 +109,12 @@ func (r *emRun) advance(p emPoint, emStep bool) bool {
 // runEM iterates E and M steps from m0, accelerated by SQUAREM (see
 // accel.go) unless Options.PlainEM. It returns the parameters of the last
 // accepted E-step (whose log-likelihood is known exactly), or those of the
-// previous one if the last step lowered the log-likelihood. Every E-step
+// previous one if the last step lowered the objective. Every E-step
 // counts as an iteration (Options.MaxIter bounds them); every accepted
-// E-step is a trace row, so the trace of a start is non-decreasing up to
-// its last row. The E-step of a rejected extrapolation is counted but not
-// reported: the trace skips its iteration number.
+// E-step is a trace row, so the objective along the trace of a start is
+// non-decreasing up to its last row. The E-step of a rejected
+// extrapolation is counted but not reported: the trace skips its
+// iteration number.
 func runEM(ctx context.Context, c *coded, m0 *Model, o *Options, workers int, tag TraceRow, report func(TraceRow)) emResult {
 	r := &emRun{ctx: ctx, c: c, o: o, workers: workers, tag: tag, report: report, penalised: !o.PlainEM}
 	fail := func(err error) emResult {
@@ -127,26 +129,25 @@ func runEM(ctx context.Context, c *coded, m0 *Model, o *Options, workers int, ta
 		return r.res
 	}
 	mstep := func(p emPoint) *Model { return p.k.mstep(p.st, c, o.Smoothing) }
-	step := func(p emPoint) (emPoint, bool) {
+	// step runs the EM step from p and says whether the run stops.
+	step := func(p emPoint) bool {
 		n, err := r.eval(mstep(p))
 		if err != nil {
 			r.res.err = err
-			return n, true
+			return true
 		}
-		return n, r.advance(n, true)
+		return r.advance(n, true)
 	}
 	if o.PlainEM {
-		for {
-			if _, stop := step(r.cur); stop {
-				return r.res
-			}
+		for !step(r.cur) {
 		}
+		return r.res
 	}
 	// SQUAREM (accel.go). base is θ0 and r.cur = M(θ0) = θ1, both
 	// accepted.
 	q := newSquarem()
 	base := r.cur
-	if _, stop := step(base); stop {
+	if step(base) {
 		return r.res
 	}
 	for {
