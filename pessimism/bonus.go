@@ -95,7 +95,7 @@ func (b *Bonus) Value(sum float64) float64 {
 	if b.Alpha == 0 || sum <= 0 {
 		return 0
 	}
-	return math.Min(b.Alpha*math.Sqrt(sum), 1)
+	return min(b.Alpha*math.Sqrt(sum), 1)
 }
 
 // StepNorm2 is ‖x‖²_{U_h⁻¹} = xᵀU_h⁻¹x for a feature x of length d_h.

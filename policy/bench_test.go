@@ -33,3 +33,30 @@ func BenchmarkPlan(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkPlanApprox measures the approximate planner at the size of the
+// end-to-end benchmark (|O|=8, |A|=4, H=10, S=8): its tree has ~10¹⁵ nodes,
+// so the search prunes at the threshold that fits the node budget.
+func BenchmarkPlanApprox(b *testing.B) {
+	m, bonus := setup(b, 51, pessimismtest.Spec{States: 8, Obs: 8, Actions: 4, Horizon: 10}, 20000)
+	for _, budget := range []int64{1_000_000} {
+		b.Run(fmt.Sprintf("O=8,A=4,H=10,S=8,budget=%d", budget), func(b *testing.B) {
+			b.ReportAllocs()
+			var nodes int64
+			var gap float64
+			for i := 0; i < b.N; i++ {
+				_, st, err := policy.Plan(context.Background(), m, bonus, policy.PlanOptions{Budget: budget})
+				if err != nil {
+					b.Fatal(err)
+				}
+				if st.Exact {
+					b.Fatal("exact")
+				}
+				nodes += st.Nodes
+				gap = st.GapBound
+			}
+			b.ReportMetric(float64(nodes)/b.Elapsed().Seconds(), "nodes/s")
+			b.ReportMetric(gap, "gap")
+		})
+	}
+}

@@ -506,16 +506,16 @@ func (p *planner) standIn(h, a int, acts []int, pred []float64, o2 int, po, s2 f
 				}
 				lbS += x * dot(k[s*S:(s+1)*S], cb)
 			}
-			lbS = math.Max(lbS, 0)
+			lbS = max(lbS, 0)
 			bEst = p.bonus.Value(s2 + lbS)
 			bHi := p.bonus.Value(s2 + dot(ft.u[j], cb))
 			bLo := lo0 + lbS*(p.bonus.Value(s2+L)-lo0)/L
-			width = math.Max(bHi-bLo, 0)
+			width = max(bHi-bLo, 0)
 		}
 		c := acc[i*accLen : (i+1)*accLen]
 		c[0] += po * r
 		c[1] += po * bEst
-		c[2] += po * math.Max(hiNode-(r-bEst), 0)
+		c[2] += po * max(hiNode-(r-bEst), 0)
 		c[3] += po * width
 		c[4] += po
 	}
