@@ -85,6 +85,13 @@ func Summarize(d *Dataset) Summary {
 	if s.FirstQuarantined == nil {
 		s.FirstQuarantined = []Quarantined{}
 	}
+	// The distinct-history counts (radix sorts over the episodes) run
+	// beside the rest of the summary; they write only s.Histories.
+	histories := make(chan struct{})
+	go func() {
+		defer close(histories)
+		s.Histories = DistinctHistories(d)
+	}()
 	obsCount := make([]int64, d.NumObs())
 	actCount := make([]int64, d.NumActions())
 	s.StepReward = make([]Range, H)
@@ -131,19 +138,18 @@ func Summarize(d *Dataset) Summary {
 	s.TopActions = top(d.ActVocab, actCount)
 
 	if d.Propensity != nil {
-		keys := make([]uint64, 0, s.LoggedRows)
-		for k := range K {
-			for _, p := range d.Propensity[k*H : k*H+int(d.Length[k])] {
-				keys = append(keys, floatKey(p))
+		logged := func(visit func([]float64)) {
+			for k := range K {
+				visit(d.Propensity[k*H : k*H+int(d.Length[k])])
 			}
 		}
-		q := keyQuantiles(keys, []float64{0, 0.01, 0.05, 0.25, 0.5, 1})
+		q := streamQuantiles(int(s.LoggedRows), logged, []float64{0, 0.01, 0.05, 0.25, 0.5, 1})
 		s.Propensity = &Quantiles{q[0], q[1], q[2], q[3], q[4], q[5]}
 		s.Iota = q[0]
 	} else {
 		s.Iota, s.IotaEstimated = estimatedIota(d), true
 	}
-	s.Histories = DistinctHistories(d)
+	<-histories
 	return s
 }
 
@@ -273,6 +279,72 @@ func quantiles(vals []float64, qs []float64) []float64 {
 		keys[i] = floatKey(v)
 	}
 	return keyQuantiles(keys, qs)
+}
+
+// streamQuantiles returns the quantiles qs (as quantiles does) of the n
+// values that visit passes, segment by segment, without storing them: it
+// selects on the order-preserving keys of the values one 16-bit digit at a
+// time from the top, each level one counting pass over the values, with
+// one count table per distinct prefix of the wanted ranks (at most one
+// per quantile). Four passes that only read replace a copy and sort of
+// all the values.
+func streamQuantiles(n int, visit func(func([]float64)), qs []float64) []float64 {
+	out := make([]float64, len(qs))
+	if n == 0 {
+		for i := range out {
+			out[i] = math.NaN()
+		}
+		return out
+	}
+	rank := make([]int, len(qs))
+	prefix := make([]uint64, len(qs))
+	for i, q := range qs {
+		rank[i] = int(math.Floor(q * float64(n-1)))
+	}
+	for shift := 48; shift >= 0; shift -= 16 {
+		// Distinct prefixes (digits above shift) of the wanted ranks.
+		var groups []uint64
+		group := make([]int, len(qs))
+		for i, p := range prefix {
+			j := slices.Index(groups, p)
+			if j < 0 {
+				j = len(groups)
+				groups = append(groups, p)
+			}
+			group[i] = j
+		}
+		counts := make([][1 << 16]int, len(groups))
+		high := uint(shift + 16)
+		visit(func(vals []float64) {
+			for _, v := range vals {
+				k := floatKey(v)
+				digit := (k >> uint(shift)) & 0xFFFF
+				if high == 64 {
+					counts[0][digit]++
+					continue
+				}
+				for j, g := range groups {
+					if k>>high == g>>high {
+						counts[j][digit]++
+						break
+					}
+				}
+			}
+		})
+		for i := range qs {
+			c := &counts[group[i]]
+			b, r := 0, rank[i]
+			for ; r >= c[b]; b++ {
+				r -= c[b]
+			}
+			rank[i] = r
+			prefix[i] |= uint64(b) << uint(shift)
+		}
+	}
+	for i, p := range prefix {
+		out[i] = keyFloat(p)
+	}
+	return out
 }
 
 // keyQuantiles is quantiles of the values whose floatKey are keys.

@@ -116,11 +116,25 @@ func TestQuantilesBruteForce(t *testing.T) {
 		}
 		qs := []float64{0, 0.01, 0.05, 0.25, 0.5, 0.9, 1}
 		got := quantiles(vals, qs)
+		// The streaming selection sees the values in segments of
+		// random lengths, as Summarize passes episodes.
+		segs := func(visit func([]float64)) {
+			for i := 0; i < len(vals); {
+				j := min(len(vals), i+rng.IntN(12))
+				visit(vals[i:j])
+				i = j
+			}
+		}
+		streamed := streamQuantiles(len(vals), segs, qs)
 		sorted := slices.Clone(vals)
 		slices.Sort(sorted)
 		for i, q := range qs {
-			if want := sorted[int(math.Floor(q*float64(n-1)))]; got[i] != want {
+			want := sorted[int(math.Floor(q*float64(n-1)))]
+			if got[i] != want {
 				t.Errorf("n=%d q=%v: %v, want %v", n, q, got[i], want)
+			}
+			if streamed[i] != want {
+				t.Errorf("n=%d q=%v: streamed %v, want %v", n, q, streamed[i], want)
 			}
 		}
 	}
