@@ -143,7 +143,11 @@ func Summarize(d *Dataset) Summary {
 				visit(d.Propensity[k*H : k*H+int(d.Length[k])])
 			}
 		}
-		q := streamQuantiles(int(s.LoggedRows), logged, []float64{0, 0.01, 0.05, 0.25, 0.5, 1})
+		qs := []float64{0, 0.01, 0.05, 0.25, 0.5, 1}
+		q, ok := fewQuantiles(int(s.LoggedRows), logged, qs, fewDistinct)
+		if !ok {
+			q = streamQuantiles(int(s.LoggedRows), logged, qs)
+		}
 		s.Propensity = &Quantiles{q[0], q[1], q[2], q[3], q[4], q[5]}
 		s.Iota = q[0]
 	} else {
@@ -279,6 +283,64 @@ func quantiles(vals []float64, qs []float64) []float64 {
 		keys[i] = floatKey(v)
 	}
 	return keyQuantiles(keys, qs)
+}
+
+// fewDistinct is the most distinct values fewQuantiles tracks. Logged
+// propensities usually take a handful of values (ε-greedy, uniform,
+// discretised scores); 64 keeps each lookup a six-step binary search.
+const fewDistinct = 64
+
+// fewQuantiles returns the quantiles qs (as quantiles does) of the n
+// positive values that visit passes, in one pass that counts each distinct
+// value, when there are at most max of them; ok is false otherwise (or
+// for a value that is not positive), and the caller falls back to
+// streamQuantiles.
+func fewQuantiles(n int, visit func(func([]float64)), qs []float64, max int) (out []float64, ok bool) {
+	if n == 0 {
+		return nil, false
+	}
+	vals := make([]float64, 0, max)
+	counts := make([]int, 0, max)
+	last, ok := -1, true
+	visit(func(seg []float64) {
+		for _, v := range seg {
+			if !ok {
+				return
+			}
+			if last >= 0 && v == vals[last] {
+				counts[last]++
+				continue
+			}
+			if !(v > 0) {
+				ok = false
+				return
+			}
+			i, found := slices.BinarySearch(vals, v)
+			if !found {
+				if len(vals) == max {
+					ok = false
+					return
+				}
+				vals = slices.Insert(vals, i, v)
+				counts = slices.Insert(counts, i, 0)
+			}
+			counts[i]++
+			last = i
+		}
+	})
+	if !ok {
+		return nil, false
+	}
+	out = make([]float64, len(qs))
+	for j, q := range qs {
+		r := int(math.Floor(q * float64(n-1)))
+		i := 0
+		for ; r >= counts[i]; i++ {
+			r -= counts[i]
+		}
+		out[j] = vals[i]
+	}
+	return out, true
 }
 
 // streamQuantiles returns the quantiles qs (as quantiles does) of the n

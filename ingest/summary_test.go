@@ -139,3 +139,40 @@ func TestQuantilesBruteForce(t *testing.T) {
 		}
 	}
 }
+
+// fewQuantiles counts distinct values; on logs with few distinct
+// propensities it must agree with sorting, and it must decline (ok false)
+// when there are too many distinct values or a value is not positive.
+func TestFewQuantiles(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	qs := []float64{0, 0.01, 0.05, 0.25, 0.5, 0.9, 1}
+	for _, n := range []int{1, 3, 1000, 50000} {
+		vals := make([]float64, n)
+		for i := range vals {
+			vals[i] = float64(1+rng.IntN(20)) / 20 // 20 distinct values
+		}
+		segs := func(visit func([]float64)) {
+			for i := 0; i < len(vals); i += 7 {
+				visit(vals[i:min(len(vals), i+7)])
+			}
+		}
+		got, ok := fewQuantiles(n, segs, qs, fewDistinct)
+		if !ok {
+			t.Fatalf("n=%d: declined 20 distinct values", n)
+		}
+		sorted := slices.Clone(vals)
+		slices.Sort(sorted)
+		for i, q := range qs {
+			if want := sorted[int(math.Floor(q*float64(n-1)))]; got[i] != want {
+				t.Errorf("n=%d q=%v: %v, want %v", n, q, got[i], want)
+			}
+		}
+		if _, ok := fewQuantiles(n, segs, qs, 19); ok && n >= 1000 {
+			t.Errorf("n=%d: accepted 20 distinct values with room for 19", n)
+		}
+	}
+	neg := func(visit func([]float64)) { visit([]float64{0.5, -0.5}) }
+	if _, ok := fewQuantiles(2, neg, qs, fewDistinct); ok {
+		t.Error("accepted a negative value")
+	}
+}
