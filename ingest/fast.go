@@ -262,13 +262,13 @@ func scatterChunk(of *openedFile, rgIdx int, c *chunk, d *Dataset, obsSet, actSe
 	if err := scatterSymbols(cc[cols[schemas.Action].index], cols[schemas.Action], c.ep, d.Act, actSet); err != nil {
 		return err
 	}
-	finite := func(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
-	if err := scatterFloats(cc[cols[schemas.Reward].index], cols[schemas.Reward], c.ep, d.Reward, finite); err != nil {
+	// Rewards must be finite: −∞ < r ≤ MaxFloat64 (NaN fails both).
+	if err := scatterFloats(cc[cols[schemas.Reward].index], cols[schemas.Reward], c.ep, d.Reward, math.Inf(-1), math.MaxFloat64); err != nil {
 		return err
 	}
 	if spec := cols[schemas.Propensity]; spec.index >= 0 {
-		prob := func(p float64) bool { return p > 0 && p <= 1 }
-		if err := scatterFloats(cc[spec.index], spec, c.ep, d.Propensity, prob); err != nil {
+		// Propensities are probabilities of the logged action: 0 < p ≤ 1.
+		if err := scatterFloats(cc[spec.index], spec, c.ep, d.Propensity, 0, 1); err != nil {
 			return err
 		}
 	}
@@ -430,8 +430,9 @@ func scatterSymbols(cc parquet.ColumnChunk, spec colSpec, cell []int32, out []ui
 }
 
 // scatterFloats decodes a numeric column into out[cell[row]], abandoning
-// the direct path on a value ok rejects.
-func scatterFloats(cc parquet.ColumnChunk, spec colSpec, cell []int32, out []float64, ok func(float64) bool) error {
+// the direct path on a value outside (lo, hi] (NaN is outside any range).
+// The range is two comparisons inlined in the hot loop, not a callback.
+func scatterFloats(cc parquet.ColumnChunk, spec colSpec, cell []int32, out []float64, lo, hi float64) error {
 	var buf, dictVals []float64
 	var lastDict parquet.Dictionary
 	return walkPages(cc, len(cell), func(row, nr int, defs []byte, p parquet.Page) error {
@@ -447,7 +448,7 @@ func scatterFloats(cc parquet.ColumnChunk, spec colSpec, cell []int32, out []flo
 				}
 				dictVals, lastDict = append(dictVals[:0], dv...), dict
 				for _, v := range dictVals {
-					if !ok(v) {
+					if !(v > lo && v <= hi) {
 						return errExact
 					}
 				}
@@ -468,11 +469,13 @@ func scatterFloats(cc parquet.ColumnChunk, spec colSpec, cell []int32, out []flo
 		if spec.phys != parquet.Double {
 			buf = vals
 		}
+		bad := false
 		for i, v := range vals {
-			if !ok(v) {
-				return errExact
-			}
+			bad = bad || !(v > lo && v <= hi)
 			out[dst[i]] = v
+		}
+		if bad {
+			return errExact
 		}
 		return nil
 	})
