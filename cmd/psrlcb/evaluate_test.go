@@ -31,7 +31,7 @@ func writePolicy(t *testing.T, p *policy.Policy) string {
 }
 
 func TestEvaluateCommand(t *testing.T) {
-	model := writeText(t, "tiger.pomdp", tigerPOMDP)
+	model := writeText(t, "tiger.pomdp", tigerText(t))
 	dir := writePolicy(t, listenThenOpen("open-right"))
 	out, code, err := runCLI(t, "evaluate", "--pomdp", model, "--policy", dir, "--json")
 	if code != 0 {
@@ -69,7 +69,7 @@ func TestEvaluateCommand(t *testing.T) {
 
 func TestEvaluateRegretUndefined(t *testing.T) {
 	// Behaviour "always listen" is optimal at H=2, so V* = V^b.
-	model := writeText(t, "tiger.pomdp", tigerPOMDP)
+	model := writeText(t, "tiger.pomdp", tigerText(t))
 	dir := writePolicy(t, listenThenOpen("open-right"))
 	out, code, err := runCLI(t, "evaluate", "--pomdp", model, "--policy", dir, "--behavior", "fixed:listen:0", "--json")
 	if code != 0 {
@@ -81,7 +81,7 @@ func TestEvaluateRegretUndefined(t *testing.T) {
 }
 
 func TestEvaluateCommandErrors(t *testing.T) {
-	model := writeText(t, "tiger.pomdp", tigerPOMDP)
+	model := writeText(t, "tiger.pomdp", tigerText(t))
 	good := writePolicy(t, listenThenOpen("open-right"))
 	alien := writePolicy(t, listenThenOpen("run-away"))
 	cases := []struct {

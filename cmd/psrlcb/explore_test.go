@@ -20,7 +20,7 @@ import (
 // options; `explore-act` serves a file with the documented propensities;
 // logs without the tag columns are a data error.
 func TestExploreCommands(t *testing.T) {
-	model := writeText(t, "tiger.pomdp", tigerPOMDP)
+	model := writeText(t, "tiger.pomdp", tigerText(t))
 	dir := t.TempDir()
 	sim := filepath.Join(dir, "sim")
 	msg, code, err := runCLI(t, "simulate", "--pomdp", model, "--horizon", "3", "--batch", "20", "--rounds", "2",

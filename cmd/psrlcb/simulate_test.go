@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,27 +13,17 @@ import (
 	"github.com/psrlcb/psrlcb/pomdp"
 )
 
-// tigerPOMDP is the tiger problem (Kaelbling, Littman and Cassandra 1998).
-const tigerPOMDP = `discount: 0.95
-values: reward
-states: tiger-left tiger-right
-actions: listen open-left open-right
-observations: hear-left hear-right
-start: uniform
-T: listen identity
-T: open-left uniform
-T: open-right uniform
-O: listen
-0.85 0.15
-0.15 0.85
-O: open-left uniform
-O: open-right uniform
-R: listen : * : * : * -1
-R: open-left : tiger-left : * : * -100
-R: open-left : tiger-right : * : * 10
-R: open-right : tiger-left : * : * 10
-R: open-right : tiger-right : * : * -100
-`
+// tigerText is the tiger problem as the example ships it
+// (examples/tiger.pomdp; the pomdp package checks it against the textbook
+// definition and its hand-worked values).
+func tigerText(t *testing.T) string {
+	t.Helper()
+	b, err := os.ReadFile(examplePOMDP)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
 
 func writeText(t *testing.T, name, text string) string {
 	t.Helper()
@@ -44,7 +35,7 @@ func writeText(t *testing.T, name, text string) string {
 }
 
 func TestSimulateCommand(t *testing.T) {
-	model := writeText(t, "tiger.pomdp", tigerPOMDP)
+	model := writeText(t, "tiger.pomdp", tigerText(t))
 	dir := t.TempDir()
 	run := func(name string, seed string) []byte {
 		out := filepath.Join(dir, name)
@@ -87,8 +78,16 @@ func TestSimulateCommand(t *testing.T) {
 }
 
 func TestSimulateCommandErrors(t *testing.T) {
-	model := writeText(t, "tiger.pomdp", tigerPOMDP)
-	broken := writeText(t, "broken.pomdp", strings.Replace(tigerPOMDP, "0.15 0.85", "0.15 0.8", 1))
+	text := tigerText(t)
+	model := writeText(t, "tiger.pomdp", text)
+	// Break the row "0.15 0.85" of the listen observation matrix; the
+	// error must name its line.
+	at := strings.Index(text, "0.15 0.85")
+	if at < 0 {
+		t.Fatal("examples/tiger.pomdp has no row 0.15 0.85")
+	}
+	badLine := fmt.Sprintf("broken.pomdp:%d", strings.Count(text[:at], "\n")+1)
+	broken := writeText(t, "broken.pomdp", strings.Replace(text, "0.15 0.85", "0.15 0.8", 1))
 	out := filepath.Join(t.TempDir(), "x.parquet")
 	cases := []struct {
 		name string
@@ -98,7 +97,7 @@ func TestSimulateCommandErrors(t *testing.T) {
 	}{
 		{"missing-flags", []string{"--pomdp", model}, exitUsage, "--horizon H"},
 		{"bad-behavior", []string{"--pomdp", model, "--horizon", "2", "--episodes", "3", "--out", out, "--behavior", "greedy"}, exitUsage, "greedy"},
-		{"bad-model", []string{"--pomdp", broken, "--horizon", "2", "--episodes", "3", "--out", out}, exitData, "broken.pomdp:12"},
+		{"bad-model", []string{"--pomdp", broken, "--horizon", "2", "--episodes", "3", "--out", out}, exitData, badLine},
 		{"missing-model", []string{"--pomdp", model + ".absent", "--horizon", "2", "--episodes", "3", "--out", out}, exitIO, "absent"},
 		{"unwritable", []string{"--pomdp", model, "--horizon", "2", "--episodes", "3", "--out", filepath.Join(out, "no", "x.parquet")}, exitIO, "no"},
 	}
