@@ -178,6 +178,23 @@ func (k *kernel) table(h int) int {
 	return h - 1
 }
 
+// firstForward sets a0 to the scaled forward vector of step 1,
+// P(s_1 | o_1) = Init(s)·Obs1(o_1|s)/c_1, and returns c_1 = P(o_1) (0 when
+// o_1 is impossible, a0 then unnormalised).
+func (k *kernel) firstForward(a0 []float64, o1 int) float64 {
+	init, obs1, O := k.m.Init, k.m.Obs1, k.O
+	z := 0.0
+	for s := range a0 {
+		x := init[s] * obs1[s*O+o1]
+		a0[s] = x
+		z += x
+	}
+	if z > 0 {
+		normalize(a0, z)
+	}
+	return z
+}
+
 // estepCat runs scaled forward–backward on episodes [k0, k1) with
 // categorical rewards and adds their statistics to st.
 //
@@ -187,7 +204,6 @@ func (k *kernel) table(h int) int {
 func (k *kernel) estepCat(c *coded, k0, k1 int, st *stats, w *work) {
 	S, O, V, H := k.S, k.O, k.V, c.H
 	SS := S * S
-	init, obs1 := k.m.Init, k.m.Obs1
 	for ep := k0; ep < k1; ep++ {
 		base := ep * H
 		obs := c.obs[base : base+H]
@@ -197,19 +213,8 @@ func (k *kernel) estepCat(c *coded, k0, k1 int, st *stats, w *work) {
 		// Forward.
 		o1 := int(obs[0])
 		a0 := alpha[:S]
-		z := 0.0
-		for s := range a0 {
-			x := init[s] * obs1[s*O+o1]
-			a0[s] = x
-			z += x
-		}
+		z := k.firstForward(a0, o1)
 		ok := z > 0
-		if ok {
-			inv := 1 / z
-			for s := range a0 {
-				a0[s] *= inv
-			}
-		}
 		scale[0] = z
 		for i := 0; ok && i < H-1; i++ {
 			t := k.table(i + 1)
@@ -307,25 +312,17 @@ func (k *kernel) estepCat(c *coded, k0, k1 int, st *stats, w *work) {
 func (k *kernel) estepGauss(c *coded, k0, k1 int, st *stats, w *work) {
 	S, O, A, H := k.S, k.O, k.A, c.H
 	SS := S * S
-	init, obs1 := k.m.Init, k.m.Obs1
 	for ep := k0; ep < k1; ep++ {
 		base := ep * H
 		obs := c.obs[base : base+H]
 		act := c.act[base : base+H]
 		rew := c.rew[base : base+H]
 		alpha, scale := w.alpha, w.scale
+		// Forward.
 		o1 := int(obs[0])
 		a0 := alpha[:S]
-		z := 0.0
-		for s := range a0 {
-			x := init[s] * obs1[s*O+o1]
-			a0[s] = x
-			z += x
-		}
+		z := k.firstForward(a0, o1)
 		ok := z > 0
-		if ok {
-			normalize(a0, z)
-		}
 		scale[0] = z
 		for i := 0; ok && i < H-1; i++ {
 			t := k.table(i + 1)

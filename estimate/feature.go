@@ -33,21 +33,38 @@ func (m *Model) FeatureDim(h int) int {
 	return d
 }
 
-// emitRow returns P(o | s, a) for the observation that follows action a at
-// step hAct (1-based); hAct = 0 means o_1, emitted by Obs1.
-func (m *Model) emitProb(hAct, s, a, o int) float64 {
-	O := m.NumObs
-	if hAct == 0 {
-		return m.Obs1[s*O+o]
-	}
-	return m.Emit[m.Table(hAct)][(a*m.States+s)*O+o]
-}
-
 // FeatureFromPred writes ψ̄(τ_h) into out (length FeatureDim(h)), given
 // pred, the distribution of s_{h+1} given τ_h (for h = 0 the prior Init),
 // and a = a_h (ignored for h = 0). For one-step tests this is
-// ObsProbs(h, pred, a) (FirstObsProbs for h = 0).
+// ObsProbs(h, pred, a) (FirstObsProbs for h = 0). Callers computing many
+// features keep a Featurizer instead, which does not allocate.
 func (m *Model) FeatureFromPred(h int, pred []float64, a int, out []float64) {
+	NewFeaturizer(m).Feature(h, pred, a, out)
+}
+
+// Featurizer computes prediction features ψ̄(τ_h) without allocating: it
+// owns the scratch vectors of every test level. A Featurizer is not safe
+// for concurrent use; give each worker its own.
+type Featurizer struct {
+	m    *Model
+	w    [][]float64 // per test level: joint of observations so far and the state
+	next [][]float64 // per test level: predicted state after the level's action
+}
+
+// NewFeaturizer returns a Featurizer for m.
+func NewFeaturizer(m *Model) *Featurizer {
+	k := max(m.TestLength, 1)
+	f := &Featurizer{m: m, w: make([][]float64, k+1), next: make([][]float64, k+1)}
+	for j := range f.w {
+		f.w[j] = make([]float64, m.States)
+		f.next[j] = make([]float64, m.States)
+	}
+	return f
+}
+
+// Feature is FeatureFromPred with the Featurizer's scratch.
+func (f *Featurizer) Feature(h int, pred []float64, a int, out []float64) {
+	m := f.m
 	k := m.testLen(h)
 	if k == 1 {
 		if h == 0 {
@@ -57,19 +74,31 @@ func (m *Model) FeatureFromPred(h int, pred []float64, a int, out []float64) {
 		}
 		return
 	}
-	m.featureRec(h, 1, k, pred, a, 0, out)
+	f.rec(h, 1, k, pred, a, 0, out)
 }
 
-// featureRec expands level j of the tests: v is the unnormalised joint of
-// the test's observations so far and s_{h+j}; aPrev is a_{h+j−1}.
-func (m *Model) featureRec(h, j, k int, v []float64, aPrev, idx int, out []float64) {
+// emitRow returns the table P(o | s, a) (row-major s*O+o) of the
+// observation that follows action a at step hAct (1-based); hAct = 0
+// means o_1, emitted by Obs1.
+func (m *Model) emitRow(hAct, a int) []float64 {
+	if hAct == 0 {
+		return m.Obs1
+	}
+	S, O := m.States, m.NumObs
+	return m.Emit[m.Table(hAct)][a*S*O : (a+1)*S*O]
+}
+
+// rec expands level j of the tests: v is the unnormalised joint of the
+// test's observations so far and s_{h+j}; aPrev is a_{h+j−1}.
+func (f *Featurizer) rec(h, j, k int, v []float64, aPrev, idx int, out []float64) {
+	m := f.m
 	S, O, A := m.States, m.NumObs, m.NumActions
-	w := make([]float64, S)
-	next := make([]float64, S)
+	E := m.emitRow(h+j-1, aPrev)
+	w, next := f.w[j], f.next[j]
 	for o := 0; o < O; o++ {
 		p := 0.0
 		for s := 0; s < S; s++ {
-			w[s] = v[s] * m.emitProb(h+j-1, s, aPrev, o)
+			w[s] = v[s] * E[s*O+o]
 			p += w[s]
 		}
 		if j == k {
@@ -79,18 +108,18 @@ func (m *Model) featureRec(h, j, k int, v []float64, aPrev, idx int, out []float
 		for a := 0; a < A; a++ {
 			sub := (idx*O+o)*A + a
 			if p == 0 {
-				m.zeroSubtree(h, j+1, k, sub, out)
+				m.zeroBlock(j+1, k, sub, out)
 				continue
 			}
 			m.Predict(h+j, w, a, next)
-			m.featureRec(h, j+1, k, next, a, sub, out)
+			f.rec(h, j+1, k, next, a, sub, out)
 		}
 	}
 }
 
-func (m *Model) zeroSubtree(h, j, k, idx int, out []float64) {
-	// Entries below prefix idx at level j: O^(k-j+1)·A^(k-j) of them,
-	// contiguous in the lexicographic order.
+// zeroBlock clears the entries below prefix idx at level j: O^(k−j+1)·A^(k−j)
+// of them, contiguous in the lexicographic order.
+func (m *Model) zeroBlock(j, k, idx int, out []float64) {
 	n := 1
 	for l := j; l <= k; l++ {
 		n *= m.NumObs
@@ -98,9 +127,7 @@ func (m *Model) zeroSubtree(h, j, k, idx int, out []float64) {
 			n *= m.NumActions
 		}
 	}
-	for i := idx * n; i < (idx+1)*n; i++ {
-		out[i] = 0
-	}
+	clear(out[idx*n : (idx+1)*n])
 }
 
 // PredictHistory returns the distribution of s_{h+1} given the history

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 
 	"github.com/psrlcb/psrlcb/ingest"
+	"github.com/psrlcb/psrlcb/internal/categorical"
 )
 
 // symbolNames returns n names "<prefix>0".."<prefix>n−1", zero-padded so
@@ -89,23 +90,6 @@ func RandomModel(S, O, A, H int, stationary bool, rewardValues []float64, seed u
 	return m
 }
 
-func draw(rng *rand.Rand, p []float64) int {
-	u := rng.Float64()
-	for i, x := range p {
-		u -= x
-		if u < 0 {
-			return i
-		}
-	}
-	// Rounding left u ≥ 0: take the last symbol of positive probability.
-	for i := len(p) - 1; i >= 0; i-- {
-		if p[i] > 0 {
-			return i
-		}
-	}
-	return len(p) - 1
-}
-
 // SampleDataset draws K episodes of m.Horizon steps from m under the
 // uniform behaviour policy (every action with probability 1/|A|, logged as
 // the propensity). Vocabularies are m's when it has them, otherwise
@@ -130,21 +114,21 @@ func SampleDataset(m *Model, K int, seed uint64) *ingest.Dataset {
 	prop := 1 / float64(A)
 	for k := 0; k < K; k++ {
 		d.Length[k] = int32(H)
-		s := draw(rng, m.Init)
-		o := draw(rng, m.Obs1[s*O:(s+1)*O])
+		s := categorical.Draw(rng, m.Init)
+		o := categorical.Draw(rng, m.Obs1[s*O:(s+1)*O])
 		for i := 0; i < H; i++ {
 			h := i + 1
 			t := m.Table(h)
 			a := rng.IntN(A)
-			s2 := draw(rng, m.Trans[t][(a*S+s)*S:(a*S+s+1)*S])
-			o2 := draw(rng, m.Emit[t][(a*S+s2)*O:(a*S+s2+1)*O])
+			s2 := categorical.Draw(rng, m.Trans[t][(a*S+s)*S:(a*S+s+1)*S])
+			o2 := categorical.Draw(rng, m.Emit[t][(a*S+s2)*O:(a*S+s2+1)*O])
 			ri := m.RewardIndex(s, a, s2, o2)
 			var r float64
 			if m.Reward == RewardGaussian {
 				r = m.RewardMean[t][ri] + math.Sqrt(m.RewardVar[t][ri])*rng.NormFloat64()
 			} else {
 				V := len(m.RewardValues)
-				r = m.RewardValues[draw(rng, m.RewardProb[t][ri*V:(ri+1)*V])]
+				r = m.RewardValues[categorical.Draw(rng, m.RewardProb[t][ri*V:(ri+1)*V])]
 			}
 			j := k*H + i
 			d.Obs[j], d.Act[j], d.Reward[j], d.Propensity[j] = uint16(o), uint16(a), r, prop

@@ -109,7 +109,7 @@ func PlanBonus(ctx context.Context, m *estimate.Model, b *pessimism.Bonus, budge
 type search struct {
 	m                      *estimate.Model
 	b                      *pessimism.Bonus
-	fz                     *pessimism.Featurizer
+	fz                     *estimate.Featurizer
 	H                      int
 	shift, scale           float64
 	normal, end            []int
@@ -123,7 +123,7 @@ type search struct {
 
 func newSearch(m *estimate.Model, b *pessimism.Bonus) *search {
 	H := m.Horizon
-	s := &search{m: m, b: b, fz: pessimism.NewFeaturizer(m), H: H, endObs: -1, scratch: make([]float64, b.ScratchLen())}
+	s := &search{m: m, b: b, fz: estimate.NewFeaturizer(m), H: H, endObs: -1, scratch: make([]float64, b.ScratchLen())}
 	s.shift, s.scale = m.RewardScale()
 	endAct := -1
 	for o, v := range m.ObsVocab {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/parquet-go/parquet-go"
 
+	"github.com/psrlcb/psrlcb/internal/atomicfile"
 	"github.com/psrlcb/psrlcb/policy"
 	"github.com/psrlcb/psrlcb/pomdp"
 )
@@ -151,46 +152,25 @@ type TaggedRow struct {
 
 // WriteTaggedParquet writes logs with their per-episode rounds and switch
 // steps as Parquet, atomically (temporary file renamed into place).
-func WriteTaggedParquet(path string, l *pomdp.Logs, rounds, steps []int) (err error) {
+func WriteTaggedParquet(path string, l *pomdp.Logs, rounds, steps []int) error {
 	K := l.NumEpisodes()
 	if len(rounds) != K || len(steps) != K {
 		return fmt.Errorf("%w: %d rounds and %d steps for %d episodes", ErrData, len(rounds), len(steps), K)
 	}
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	defer func() {
-		if err != nil {
-			f.Close()
-			os.Remove(tmp)
+	return atomicfile.Write(path, func(f *os.File) error {
+		w := parquet.NewGenericWriter[TaggedRow](f, parquet.Compression(&parquet.Zstd))
+		rows := make([]TaggedRow, 0, l.Horizon)
+		for k := range K {
+			rows = rows[:0]
+			for h := range l.Horizon {
+				r := l.Row(k*l.Horizon + h)
+				rows = append(rows, TaggedRow{EpisodeID: r.EpisodeID, Step: r.Step, Observation: r.Observation, Action: r.Action,
+					Reward: r.Reward, Propensity: r.Propensity, Terminal: r.Terminal, Round: int64(rounds[k]), ExploreStep: int64(steps[k])})
+			}
+			if _, err := w.Write(rows); err != nil {
+				return err
+			}
 		}
-	}()
-	w := parquet.NewGenericWriter[TaggedRow](f, parquet.Compression(&parquet.Zstd))
-	rows := make([]TaggedRow, 0, l.Horizon)
-	for k := range K {
-		rows = rows[:0]
-		for h := range l.Horizon {
-			r := l.Row(k*l.Horizon + h)
-			rows = append(rows, TaggedRow{EpisodeID: r.EpisodeID, Step: r.Step, Observation: r.Observation, Action: r.Action,
-				Reward: r.Reward, Propensity: r.Propensity, Terminal: r.Terminal, Round: int64(rounds[k]), ExploreStep: int64(steps[k])})
-		}
-		if _, err = w.Write(rows); err != nil {
-			return err
-		}
-	}
-	if err = w.Close(); err != nil {
-		return err
-	}
-	if err = f.Sync(); err != nil {
-		return err
-	}
-	if err = f.Close(); err != nil {
-		return err
-	}
-	if err = os.Chmod(tmp, 0o644); err != nil { // CreateTemp makes 0600; logs are shared
-		return err
-	}
-	return os.Rename(tmp, path)
+		return w.Close()
+	})
 }

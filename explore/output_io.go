@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"gonum.org/v1/plot/vg"
+
+	"github.com/psrlcb/psrlcb/internal/atomicfile"
 )
 
 func extOf(path string) string {
@@ -17,26 +19,9 @@ func extOf(path string) string {
 }
 
 // writeCanvas writes the image atomically (temporary file, then rename).
-func writeCanvas(path string, img vg.CanvasWriterTo) (err error) {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
-	if err != nil {
+func writeCanvas(path string, img vg.CanvasWriterTo) error {
+	return atomicfile.Write(path, func(f *os.File) error {
+		_, err := img.WriteTo(f)
 		return err
-	}
-	tmp := f.Name()
-	defer func() {
-		if err != nil {
-			f.Close()
-			os.Remove(tmp)
-		}
-	}()
-	if _, err = img.WriteTo(f); err != nil {
-		return err
-	}
-	if err = f.Close(); err != nil {
-		return err
-	}
-	if err = os.Chmod(tmp, 0o644); err != nil { // CreateTemp makes 0600; plots are shared
-		return err
-	}
-	return os.Rename(tmp, path)
+	})
 }

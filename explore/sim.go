@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 
 	"github.com/psrlcb/psrlcb/estimate"
+	"github.com/psrlcb/psrlcb/internal/categorical"
 	"github.com/psrlcb/psrlcb/policy"
 	"github.com/psrlcb/psrlcb/pomdp"
 )
@@ -47,7 +48,7 @@ func Collect(ctx context.Context, m *pomdp.POMDP, H int, prev *policy.Policy, pe
 			if prev != nil {
 				cur = prev.NewCursor()
 			}
-			s := sample(rng, m.Start)
+			s := categorical.Draw(rng, m.Start)
 			o := pomdp.ObsInit
 			for h := 1; h <= H; h++ {
 				i := k*H + h - 1
@@ -65,8 +66,8 @@ func Collect(ctx context.Context, m *pomdp.POMDP, H int, prev *policy.Policy, pe
 				if a < 0 {
 					a = rng.IntN(A)
 				}
-				s2 := sample(rng, m.T[a][s])
-				o2 := sample(rng, m.O[a][s2])
+				s2 := categorical.Draw(rng, m.T[a][s])
+				o2 := categorical.Draw(rng, m.O[a][s2])
 				l.Obs[i], l.Act[i], l.Propensity[i] = int32(o), int32(a), prop
 				l.Reward[i] = m.R(a, s, s2, o2)
 				s, o = s2, o2
@@ -75,23 +76,6 @@ func Collect(ctx context.Context, m *pomdp.POMDP, H int, prev *policy.Policy, pe
 		}
 	}
 	return l, steps, nil
-}
-
-// sample draws an index from the distribution p.
-func sample(rng *rand.Rand, p []float64) int {
-	u := rng.Float64()
-	for i, q := range p {
-		u -= q
-		if u < 0 {
-			return i
-		}
-	}
-	for i := len(p) - 1; i >= 0; i-- {
-		if p[i] > 0 {
-			return i
-		}
-	}
-	return 0
 }
 
 // Append returns the logs a followed by b (same model and horizon).

@@ -267,22 +267,10 @@ func radixSort(keys []uint64, idx []int32, tmpK []uint64, tmpI []int32, maxKey u
 }
 
 // quantiles returns, for each q, the order statistic of rank
-// floor(q·(n−1)) of vals (NaN when vals is empty). It selects by the most
-// significant 16 bits of an order-preserving integer image of the floats,
-// then the next 16, and so on: linear time, no sort of n values.
+// floor(q·(n−1)) of vals (NaN when vals is empty), by streamQuantiles over
+// vals as one segment.
 func quantiles(vals []float64, qs []float64) []float64 {
-	out := make([]float64, len(qs))
-	if len(vals) == 0 {
-		for i := range out {
-			out[i] = math.NaN()
-		}
-		return out
-	}
-	keys := make([]uint64, len(vals))
-	for i, v := range vals {
-		keys[i] = floatKey(v)
-	}
-	return keyQuantiles(keys, qs)
+	return streamQuantiles(len(vals), func(visit func([]float64)) { visit(vals) }, qs)
 }
 
 // fewDistinct is the most distinct values fewQuantiles tracks. Logged
@@ -343,13 +331,14 @@ func fewQuantiles(n int, visit func(func([]float64)), qs []float64, max int) (ou
 	return out, true
 }
 
-// streamQuantiles returns the quantiles qs (as quantiles does) of the n
-// values that visit passes, segment by segment, without storing them: it
+// streamQuantiles returns, for each q, the order statistic of rank
+// floor(q·(n−1)) (NaN when n = 0) of the n values that visit passes,
+// segment by segment, without storing them: it
 // selects on the order-preserving keys of the values one 16-bit digit at a
 // time from the top, each level one counting pass over the values, with
 // one count table per distinct prefix of the wanted ranks (at most one
-// per quantile). Four passes that only read replace a copy and sort of
-// all the values.
+// per quantile): four passes that only read, no copy or sort of the
+// values.
 func streamQuantiles(n int, visit func(func([]float64)), qs []float64) []float64 {
 	out := make([]float64, len(qs))
 	if n == 0 {
@@ -409,25 +398,6 @@ func streamQuantiles(n int, visit func(func([]float64)), qs []float64) []float64
 	return out
 }
 
-// keyQuantiles is quantiles of the values whose floatKey are keys.
-func keyQuantiles(keys []uint64, qs []float64) []float64 {
-	out := make([]float64, len(qs))
-	if len(keys) == 0 {
-		for i := range out {
-			out[i] = math.NaN()
-		}
-		return out
-	}
-	ranks := make([]int, len(qs))
-	for i, q := range qs {
-		ranks[i] = int(math.Floor(q * float64(len(keys)-1)))
-	}
-	for i, k := range selectRanks(keys, ranks) {
-		out[i] = keyFloat(k)
-	}
-	return out
-}
-
 // floatKey maps floats to integers with the same order.
 func floatKey(f float64) uint64 {
 	b := math.Float64bits(f)
@@ -442,77 +412,4 @@ func keyFloat(k uint64) float64 {
 		return math.Float64frombits(k &^ (1 << 63))
 	}
 	return math.Float64frombits(^k)
-}
-
-// selectRanks returns the elements of the given ranks (0-based, any order)
-// of keys, by radix selection on 16-bit digits from the top: each level
-// counts the digits of the candidates once, then moves the candidates of
-// the few buckets that hold a wanted rank into their own slices in one
-// more pass, so all ranks cost about as much as one. keys is not changed.
-func selectRanks(keys []uint64, ranks []int) []uint64 {
-	out := make([]uint64, len(ranks))
-	idx := make([]int, len(ranks))
-	for i := range idx {
-		idx[i] = i
-	}
-	var count [1 << 16]int
-	var slot [1 << 16]int8
-	var sel func(cand []uint64, shift uint, prefix uint64, want []int, rank []int)
-	sel = func(cand []uint64, shift uint, prefix uint64, want []int, rank []int) {
-		clear(count[:])
-		for _, k := range cand {
-			count[(k>>shift)&0xFFFF]++
-		}
-		// Bucket and rank within the bucket of every wanted rank.
-		buckets := make([]int, len(want))
-		for i, r := range rank {
-			b := 0
-			for ; r >= count[b]; b++ {
-				r -= count[b]
-			}
-			buckets[i], rank[i] = b, r
-		}
-		if shift == 0 {
-			for i, w := range want {
-				out[w] = prefix | uint64(buckets[i])
-			}
-			return
-		}
-		var used []int
-		for _, b := range buckets {
-			if !slices.Contains(used, b) {
-				used = append(used, b)
-			}
-		}
-		if len(used) == 1 && count[used[0]] == len(cand) {
-			// Every candidate shares this digit (common at the top
-			// digits of values in a narrow range): nothing to move.
-			sel(cand, shift-16, prefix|uint64(used[0])<<shift, want, rank)
-			return
-		}
-		next := make([][]uint64, len(used))
-		for j, b := range used {
-			slot[b] = int8(j + 1)
-			next[j] = make([]uint64, 0, count[b])
-		}
-		for _, k := range cand {
-			if j := slot[(k>>shift)&0xFFFF]; j > 0 {
-				next[j-1] = append(next[j-1], k)
-			}
-		}
-		for _, b := range used {
-			slot[b] = 0
-		}
-		for j, b := range used {
-			var w, r []int
-			for i, bi := range buckets {
-				if bi == b {
-					w, r = append(w, want[i]), append(r, rank[i])
-				}
-			}
-			sel(next[j], shift-16, prefix|uint64(b)<<shift, w, r)
-		}
-	}
-	sel(keys, 48, 0, idx, slices.Clone(ranks))
-	return out
 }

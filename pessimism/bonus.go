@@ -172,7 +172,7 @@ func (b *Bonus) Trajectory(obs, act []int) (float64, []float64) {
 type walker struct {
 	b             *Bonus
 	m             *estimate.Model
-	fz            *Featurizer
+	fz            *estimate.Featurizer
 	bel, pred, fe []float64
 	scratch       []float64
 	prevAct       int
@@ -184,7 +184,7 @@ func newWalker(b *Bonus) *walker {
 	for _, x := range b.Dims {
 		d = max(d, x)
 	}
-	return &walker{b: b, m: m, fz: NewFeaturizer(m), bel: make([]float64, m.States),
+	return &walker{b: b, m: m, fz: estimate.NewFeaturizer(m), bel: make([]float64, m.States),
 		pred: make([]float64, m.States), fe: make([]float64, d), scratch: make([]float64, b.ScratchLen())}
 }
 

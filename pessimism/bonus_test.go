@@ -27,7 +27,7 @@ func TestFeaturizerMatchesModel(t *testing.T) {
 	} {
 		rng := rand.New(rand.NewPCG(1, uint64(sp.TestLength)))
 		m := pessimismtest.RandomModel(rng, sp)
-		fz := pessimism.NewFeaturizer(m)
+		fz := estimate.NewFeaturizer(m)
 		for h := 0; h < m.Horizon; h++ {
 			pred := make([]float64, m.States)
 			for s := range pred {

@@ -99,7 +99,7 @@ func Build(ctx context.Context, m *estimate.Model, d *ingest.Dataset, splits [][
 			return nil, err
 		}
 	}
-	fz := NewFeaturizer(m)
+	fz := estimate.NewFeaturizer(m)
 	f0 := make([]float64, b.Dims[0])
 	fz.Feature(0, m.Init, 0, f0)
 	b.Root = b.StepNorm2(0, f0)

@@ -37,7 +37,7 @@ func ModelValue(m *estimate.Model, b *pessimism.Bonus, pol *Policy) (Value, erro
 	if err := checkPlan(m, b); err != nil {
 		return Value{}, err
 	}
-	e := &evaluator{m: m, b: b, pol: pol, c: newCodes(m), fz: pessimism.NewFeaturizer(m)}
+	e := &evaluator{m: m, b: b, pol: pol, c: newCodes(m), fz: estimate.NewFeaturizer(m)}
 	e.shift, e.scale = m.RewardScale()
 	H, S := m.Horizon, m.States
 	e.bel = make([][]float64, H+2)
@@ -96,7 +96,7 @@ type evaluator struct {
 	b                *pessimism.Bonus
 	pol              *Policy
 	c                codes
-	fz               *pessimism.Featurizer
+	fz               *estimate.Featurizer
 	shift, scale     float64
 	bel, pred, probs [][]float64
 }

@@ -45,7 +45,7 @@ type taskResult struct {
 type planner struct {
 	m            *estimate.Model
 	bonus        *pessimism.Bonus
-	fz           *pessimism.Featurizer
+	fz           *estimate.Featurizer
 	H, S, O, A   int
 	oneStep      bool // one-step tests: the feature is the observation distribution
 	shift, scale float64
@@ -79,7 +79,7 @@ type planner struct {
 
 func newPlanner(m *estimate.Model, bonus *pessimism.Bonus) *planner {
 	H, S, O, A := m.Horizon, m.States, m.NumObs, m.NumActions
-	p := &planner{m: m, bonus: bonus, fz: pessimism.NewFeaturizer(m), H: H, S: S, O: O, A: A,
+	p := &planner{m: m, bonus: bonus, fz: estimate.NewFeaturizer(m), H: H, S: S, O: O, A: A,
 		oneStep: m.TestLength <= 1, endObs: -1, scratch: make([]float64, bonus.ScratchLen())}
 	p.shift, p.scale = m.RewardScale()
 	endAct := -1
@@ -372,7 +372,7 @@ type fallbackTables struct {
 func newFallbackTables(m *estimate.Model, bonus *pessimism.Bonus) *fallbackTables {
 	H, S, A := m.Horizon, m.States, m.NumActions
 	shift, scale := m.RewardScale()
-	fz := pessimism.NewFeaturizer(m)
+	fz := estimate.NewFeaturizer(m)
 	ft := &fallbackTables{A: A, S: S,
 		w: make([][]float64, (H+2)*A), k: make([][]float64, (H+2)*A), u: make([][]float64, (H+2)*A),
 		lmax: make([]float64, (H+2)*A), vmax: make([][]float64, H+2)}

@@ -148,6 +148,12 @@ func runExplore(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	// Fail on an existing output before any work.
+	dir, err := report.CreateOutDir(out, c.Bool("force"))
+	if err != nil {
+		return err
+	}
+	defer dir.Abort()
 	d, err := ingest.Read(c.Context, files, iopts)
 	if err != nil {
 		return err
@@ -169,11 +175,6 @@ func runExplore(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	dir, err := report.CreateOutDir(out, c.Bool("force"))
-	if err != nil {
-		return err
-	}
-	defer dir.Abort()
 	meta := map[string]string{"psrlcb.explore.alpha": strconv.FormatFloat(res.Alpha, 'g', -1, 64)}
 	var acts []string
 	for _, a := range res.Fit.Model.ActVocab {
