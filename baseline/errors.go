@@ -1,11 +1,11 @@
 package baseline
 
-import "errors"
+import "github.com/psrlcb/psrlcb/errkind"
 
 var (
 	// ErrInvalidDataset reports a dataset that breaks the ingest.Dataset
 	// invariants (shape, codes, finite rewards, forced end action).
-	ErrInvalidDataset = errors.New("baseline: invalid dataset")
+	ErrInvalidDataset = errkind.New(errkind.Data, "baseline: invalid dataset")
 	// ErrInvalidOption reports an option outside its documented range.
-	ErrInvalidOption = errors.New("baseline: invalid option")
+	ErrInvalidOption = errkind.New(errkind.Options, "baseline: invalid option")
 )

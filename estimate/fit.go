@@ -419,3 +419,15 @@ func checkSplits(splits [][]int, K, H int) error {
 	}
 	return nil
 }
+
+// WithPropensity returns d with the propensities this fit used: d itself
+// when it has logged ones, otherwise a shallow copy carrying the estimated
+// behaviour policy (r.Propensity).
+func (r *Result) WithPropensity(d *ingest.Dataset) *ingest.Dataset {
+	if d.HasPropensity() || r.Propensity == nil {
+		return d
+	}
+	c := *d
+	c.Propensity = r.Propensity
+	return &c
+}

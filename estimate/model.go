@@ -1,9 +1,10 @@
 package estimate
 
 import (
-	"errors"
 	"fmt"
 	"math"
+
+	"github.com/psrlcb/psrlcb/errkind"
 )
 
 // RewardKind says how the logged reward r_h is emitted given the step
@@ -72,7 +73,7 @@ type Model struct {
 
 // ErrModel is returned by Validate for a model whose shapes or
 // probabilities are inconsistent.
-var ErrModel = errors.New("estimate: invalid model")
+var ErrModel = errkind.New(errkind.Data, "estimate: invalid model")
 
 // Table is the index into the per-step tables used at step h (1-based).
 func (m *Model) Table(h int) int {

@@ -1,18 +1,19 @@
 package estimate
 
 import (
-	"errors"
 	"math"
 	"runtime"
+
+	"github.com/psrlcb/psrlcb/errkind"
 )
 
 // Sentinel errors of the estimate stage.
 var (
 	// ErrData is returned when the dataset cannot be fitted (no episodes,
 	// mismatched lengths, non-finite rewards, bad splits).
-	ErrData = errors.New("estimate: invalid data")
+	ErrData = errkind.New(errkind.Data, "estimate: invalid data")
 	// ErrOptions is returned for option values out of range.
-	ErrOptions = errors.New("estimate: invalid options")
+	ErrOptions = errkind.New(errkind.Options, "estimate: invalid options")
 )
 
 // Defaults of Options (the zero value of each field means the default).

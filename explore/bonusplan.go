@@ -2,9 +2,10 @@ package explore
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math"
+
+	"github.com/psrlcb/psrlcb/errkind"
 
 	"github.com/psrlcb/psrlcb/estimate"
 	"github.com/psrlcb/psrlcb/ingest"
@@ -15,13 +16,13 @@ import (
 // Sentinel errors of the explore package.
 var (
 	// ErrOptions is returned for option values out of range.
-	ErrOptions = errors.New("explore: invalid options")
+	ErrOptions = errkind.New(errkind.Options, "explore: invalid options")
 	// ErrData is returned for logs that cannot drive a round (missing or
 	// inconsistent round / explore_step tags, empty input).
-	ErrData = errors.New("explore: invalid data")
+	ErrData = errkind.New(errkind.Data, "explore: invalid data")
 	// ErrModel is returned when a model and a bonus do not fit together or
 	// the history tree is too large for the bonus planner.
-	ErrModel = errors.New("explore: invalid model")
+	ErrModel = errkind.New(errkind.Data, "explore: invalid model")
 )
 
 // DefaultPlanBudget bounds the history tree PlanBonus searches, in nodes

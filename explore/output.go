@@ -10,32 +10,32 @@ import (
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 
-	"github.com/psrlcb/psrlcb/report"
+	"github.com/psrlcb/psrlcb/arrowio"
 )
 
 // RoundsTable is the per-round record of Online as an Arrow table
 // (rounds.arrow): one row per round with the columns of RoundRow.
-func RoundsTable(rows []RoundRow, meta map[string]string) report.Table {
+func RoundsTable(rows []RoundRow, meta map[string]string) arrowio.Table {
 	n := len(rows)
-	i64 := func(name string, f func(RoundRow) int) report.Column {
-		c := report.Column{Name: name, Int64: make([]int64, n)}
+	i64 := func(name string, f func(RoundRow) int) arrowio.Column {
+		c := arrowio.Column{Name: name, Int64: make([]int64, n)}
 		for i, r := range rows {
 			c.Int64[i] = int64(f(r))
 		}
 		return c
 	}
-	f64 := func(name string, f func(RoundRow) float64) report.Column {
-		c := report.Column{Name: name, Float64: make([]float64, n)}
+	f64 := func(name string, f func(RoundRow) float64) arrowio.Column {
+		c := arrowio.Column{Name: name, Float64: make([]float64, n)}
 		for i, r := range rows {
 			c.Float64[i] = f(r)
 		}
 		return c
 	}
-	term := report.Column{Name: "terminated", Bool: make([]bool, n)}
+	term := arrowio.Column{Name: "terminated", Bool: make([]bool, n)}
 	for i, r := range rows {
 		term.Bool[i] = r.Terminated
 	}
-	return report.Table{Meta: meta, Columns: []report.Column{
+	return arrowio.Table{Meta: meta, Columns: []arrowio.Column{
 		i64("round", func(r RoundRow) int { return r.Round }),
 		i64("episodes", func(r RoundRow) int { return r.Episodes }),
 		i64("total_episodes", func(r RoundRow) int { return r.TotalEpisodes }),

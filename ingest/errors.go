@@ -1,9 +1,10 @@
 package ingest
 
 import (
-	"errors"
 	"fmt"
 	"strconv"
+
+	"github.com/psrlcb/psrlcb/errkind"
 )
 
 // invalid is the type of the data-error sentinels: each names one class of
@@ -12,14 +13,14 @@ type invalid string
 
 func (e invalid) Error() string { return string(e) }
 
-func (e invalid) Is(target error) bool { return target == ErrInvalid }
+func (e invalid) Is(target error) bool { return target == ErrInvalid || target == errkind.Data }
 
 // ErrInvalid matches every error caused by the content of the logs (as
 // opposed to ErrIO, a failure to read them).
-var ErrInvalid = errors.New("invalid trajectory logs")
+var ErrInvalid = errkind.New(errkind.Data, "invalid trajectory logs")
 
 // ErrIO matches failures to open or read an input file.
-var ErrIO = errors.New("cannot read input")
+var ErrIO = errkind.New(errkind.IO, "cannot read input")
 
 // Data-error classes. Each wraps ErrInvalid.
 var (

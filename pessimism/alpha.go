@@ -13,8 +13,11 @@ import (
 type AlphaMode int
 
 const (
+	// AlphaAuto, the zero value and the default: the candidates of
+	// AutoAlphas, one chosen on held-out episodes (policy.Select).
+	AlphaAuto AlphaMode = iota
 	// AlphaFixed: one given value.
-	AlphaFixed AlphaMode = iota
+	AlphaFixed
 	// AlphaTheory: the paper's α̂ (TheoryAlpha).
 	AlphaTheory
 	// AlphaList: a list of candidates, one chosen on held-out episodes
@@ -29,25 +32,49 @@ const (
 // the model's own value, which is no bound at all (in the validation study
 // every run where auto picked α = 0 reported a bound above the policy's
 // true value). α = 0 stays available through --alpha 0 or a list.
-var AutoAlphas = []float64{0.03, 0.1, 0.3, 1, 3, 10}
+func AutoAlphas() []float64 { return []float64{0.03, 0.1, 0.3, 1, 3, 10} }
 
-// AlphaSpec is a parsed --alpha value.
+// AlphaSpec is a parsed --alpha value. The zero value is "auto".
 type AlphaSpec struct {
 	Mode   AlphaMode
 	Values []float64 // AlphaFixed: one value; AlphaList: the candidates
 }
 
+// Candidates are the α values to choose among: AutoAlphas for auto, the
+// given values otherwise (none for theory).
+func (a AlphaSpec) Candidates() []float64 {
+	if a.Mode == AlphaAuto {
+		return AutoAlphas()
+	}
+	return append([]float64(nil), a.Values...)
+}
+
+// String is the spec as --alpha takes it: "auto", "theory" or the values
+// joined by commas. The manifest records it, so the same run spelled as a
+// flag or as a Go zero value has one run id.
+func (a AlphaSpec) String() string {
+	switch a.Mode {
+	case AlphaAuto:
+		return "auto"
+	case AlphaTheory:
+		return "theory"
+	}
+	s := make([]string, len(a.Values))
+	for i, v := range a.Values {
+		s[i] = strconv.FormatFloat(v, 'g', -1, 64)
+	}
+	return strings.Join(s, ",")
+}
+
 // ParseAlpha parses "0.5", "theory", "0,0.3,1" or "auto" (AutoAlphas).
-// The empty string means DefaultAlpha.
+// The empty string means "auto", the default.
 func ParseAlpha(s string) (AlphaSpec, error) {
 	s = strings.TrimSpace(s)
 	switch strings.ToLower(s) {
-	case "":
-		return AlphaSpec{Mode: AlphaFixed, Values: []float64{DefaultAlpha}}, nil
+	case "", "auto":
+		return AlphaSpec{Mode: AlphaAuto}, nil
 	case "theory":
 		return AlphaSpec{Mode: AlphaTheory}, nil
-	case "auto":
-		return AlphaSpec{Mode: AlphaList, Values: append([]float64(nil), AutoAlphas...)}, nil
 	}
 	parts := strings.Split(s, ",")
 	vals := make([]float64, 0, len(parts))

@@ -16,11 +16,11 @@ func TestParseAlpha(t *testing.T) {
 		mode pessimism.AlphaMode
 		vals []float64
 	}{
-		{"", pessimism.AlphaFixed, []float64{pessimism.DefaultAlpha}},
+		{"", pessimism.AlphaAuto, nil},
 		{"0.5", pessimism.AlphaFixed, []float64{0.5}},
 		{"theory", pessimism.AlphaTheory, nil},
 		{"0, 0.3,1", pessimism.AlphaList, []float64{0, 0.3, 1}},
-		{"auto", pessimism.AlphaList, pessimism.AutoAlphas},
+		{"auto", pessimism.AlphaAuto, nil},
 	}
 	for _, c := range cases {
 		got, err := pessimism.ParseAlpha(c.in)

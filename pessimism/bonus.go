@@ -1,8 +1,9 @@
 package pessimism
 
 import (
-	"errors"
 	"math"
+
+	"github.com/psrlcb/psrlcb/errkind"
 
 	"gonum.org/v1/gonum/blas"
 	"gonum.org/v1/gonum/blas/blas64"
@@ -14,10 +15,10 @@ import (
 // Sentinel errors of the pessimism stage.
 var (
 	// ErrOptions is returned for option values out of range.
-	ErrOptions = errors.New("pessimism: invalid options")
+	ErrOptions = errkind.New(errkind.Options, "pessimism: invalid options")
 	// ErrData is returned when the model, dataset and splits do not fit
 	// together, or a feature is not finite.
-	ErrData = errors.New("pessimism: invalid data")
+	ErrData = errkind.New(errkind.Data, "pessimism: invalid data")
 )
 
 const (

@@ -24,7 +24,8 @@
 //   - α is a number, "theory" (TheoryAlpha: the paper's α̂ of Corollary
 //     (LCB) with β̂ from the optimistic-net bound), a list of numbers or
 //     "auto" (a grid); lists are resolved by policy.Select with a held-out
-//     criterion. The default is DefaultAlpha = 1; see its comment.
+//     criterion. The default is "auto" (AlphaSpec's zero value); a Bonus
+//     built without a choice carries DefaultAlpha = 1, see its comment.
 //
 // What the paper's bonus does not see: it sums over τ_0..τ_{H−1}, so
 // coverage is measured in predictive-feature space; the behaviour's

@@ -1,7 +1,6 @@
 package policy
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -9,6 +8,10 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/psrlcb/psrlcb/errkind"
+
+	"github.com/psrlcb/psrlcb/arrowio"
 
 	"github.com/apache/arrow/go/v15/arrow"
 	"github.com/apache/arrow/go/v15/arrow/array"
@@ -28,13 +31,9 @@ const (
 	MetaHorizon       = "psrlcb.horizon"
 )
 
-// FileSchemaVersion is the version of the policy.arrow layout; it changes
-// when a column is renamed, removed or changes meaning.
-const FileSchemaVersion = "1"
-
 // ErrFile: a policy file is not a valid policy.arrow (the message names
 // the file and, where it applies, the row).
-var ErrFile = errors.New("policy: invalid policy file")
+var ErrFile = errkind.New(errkind.Data, "policy: invalid policy file")
 
 // fileBatchRows is the number of nodes per Arrow record batch: big trees are
 // written and read batch by batch, and 64k rows keep each batch a few MB.
@@ -86,7 +85,7 @@ func writeArrow(mem memory.Allocator, w io.WriteSeeker, p *Policy, meta map[stri
 		vals = append(vals, meta[k])
 	}
 	keys = append(keys, MetaSchemaVersion, MetaHorizon)
-	vals = append(vals, FileSchemaVersion, strconv.Itoa(p.Horizon))
+	vals = append(vals, arrowio.SchemaVersion, strconv.Itoa(p.Horizon))
 	md := arrow.NewMetadata(keys, vals)
 	schema := arrow.NewSchema(fileFields, &md)
 	fw, err := ipc.NewFileWriter(w, ipc.WithSchema(schema), ipc.WithAllocator(mem))
@@ -180,8 +179,8 @@ func readFileWith(mem memory.Allocator, path string) (*Policy, map[string]string
 	for i, k := range schema.Metadata().Keys() {
 		meta[k] = schema.Metadata().Values()[i]
 	}
-	if v, ok := meta[MetaSchemaVersion]; ok && v != FileSchemaVersion {
-		return nil, nil, fmt.Errorf("%w: %s: schema version %q, this psrlcb reads version %s", ErrFile, path, v, FileSchemaVersion)
+	if v, ok := meta[MetaSchemaVersion]; ok && v != arrowio.SchemaVersion {
+		return nil, nil, fmt.Errorf("%w: %s: schema version %q, this psrlcb reads version %s", ErrFile, path, v, arrowio.SchemaVersion)
 	}
 	col := make([]int, len(fileFields))
 	for j, want := range fileFields {

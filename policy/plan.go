@@ -2,12 +2,13 @@ package policy
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math"
 	"runtime"
 	"sync"
 	"sync/atomic"
+
+	"github.com/psrlcb/psrlcb/errkind"
 
 	"github.com/psrlcb/psrlcb/estimate"
 	"github.com/psrlcb/psrlcb/ingest"
@@ -17,12 +18,12 @@ import (
 // Sentinel errors of the policy stage.
 var (
 	// ErrOptions is returned for option values out of range.
-	ErrOptions = errors.New("policy: invalid options")
+	ErrOptions = errkind.New(errkind.Options, "policy: invalid options")
 	// ErrModel is returned when the model and the bonus do not fit
 	// together or the model has no valid action.
-	ErrModel = errors.New("policy: invalid model")
+	ErrModel = errkind.New(errkind.Data, "policy: invalid model")
 	// ErrData is returned for logs the policy cannot be evaluated on.
-	ErrData = errors.New("policy: invalid data")
+	ErrData = errkind.New(errkind.Data, "policy: invalid data")
 )
 
 // DefaultBudget is the default node budget of Plan: 5·10⁷ nodes of the

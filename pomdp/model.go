@@ -1,9 +1,10 @@
 package pomdp
 
 import (
-	"errors"
 	"fmt"
 	"math"
+
+	"github.com/psrlcb/psrlcb/errkind"
 )
 
 // InitSymbol is the observation o_1 every episode starts with: the model
@@ -29,15 +30,15 @@ const maxDense = 1 << 25
 var (
 	// ErrSyntax: the .POMDP text does not follow the grammar (the message
 	// names the file and line).
-	ErrSyntax = errors.New("pomdp: syntax error")
+	ErrSyntax = errkind.New(errkind.Data, "pomdp: syntax error")
 	// ErrInvalid: the model is not a valid POMDP (a probability row does
 	// not sum to 1, a dimension is wrong, ...).
-	ErrInvalid = errors.New("pomdp: invalid model")
+	ErrInvalid = errkind.New(errkind.Data, "pomdp: invalid model")
 	// ErrBehavior: a behaviour specification could not be understood.
-	ErrBehavior = errors.New("pomdp: invalid behaviour")
+	ErrBehavior = errkind.New(errkind.Options, "pomdp: invalid behaviour")
 	// ErrPolicy: a policy cannot be evaluated under the model (for
 	// instance it names an action the model does not have).
-	ErrPolicy = errors.New("pomdp: policy does not fit the model")
+	ErrPolicy = errkind.New(errkind.Data, "pomdp: policy does not fit the model")
 )
 
 // POMDP is a finite POMDP with dense tables. Index conventions:

@@ -2,6 +2,9 @@ package report
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"math"
 	"runtime"
@@ -9,21 +12,37 @@ import (
 
 	"github.com/psrlcb/psrlcb/estimate"
 	"github.com/psrlcb/psrlcb/ingest"
-	"github.com/psrlcb/psrlcb/pessimism"
 	"github.com/psrlcb/psrlcb/policy"
+	"github.com/psrlcb/psrlcb/schemas"
 	"github.com/psrlcb/psrlcb/split"
 )
 
-// Version is the tool's version, set by the command.
-var Version = "dev"
+// Params are the run's options as the stages used them, every default
+// filled in by the caller (package pipeline). The report records them and
+// never recomputes a default; the run id hashes them with the inputs.
+type Params struct {
+	RankOption    string  // "auto" or the rank asked for
+	AlphaOption   string  // "auto", "theory" or the list of values asked for
+	Gamma         float64 // γ of the paper's α̂ (α = theory only)
+	Lambda        float64 // λ of U_h
+	SelectHeldOut float64 // share of episodes held out to choose α
+	PlanBudget    int64   // node budget of the exact planner
+	Seed          uint64
+	// Ingest options that change what the logs mean.
+	Horizon   int
+	OnInvalid string
+	Columns   schemas.Mapping
+	// Version is the tool's version, written into the manifest.
+	Version string
+}
 
-// parameters lists every option of the run with defaults filled in. Worker
-// counts are left out on purpose: they do not change any result.
-func parameters(opts FitOptions, out *Outcome) map[string]any {
+// parameters lists every option of the run. Worker counts are left out on
+// purpose: they do not change any result.
+func parameters(p Params, out *Outcome) map[string]any {
 	e := out.Fit.Options
-	p := map[string]any{
+	m := map[string]any{
 		"rank":            out.Model.States,
-		"rank_option":     rankOption(opts.Estimate.Rank),
+		"rank_option":     p.RankOption,
 		"max_rank":        e.MaxRank,
 		"rank_heldout":    e.HeldOut,
 		"dynamics":        e.Dynamics,
@@ -35,59 +54,24 @@ func parameters(opts FitOptions, out *Outcome) map[string]any {
 		"delta":           e.Delta,
 		"log_p_min":       out.Fit.ThetaMin.LogPMin,
 		"skip_theta_min":  e.SkipThetaMin,
-		"lambda":          bonusLambda(opts.Lambda),
+		"lambda":          p.Lambda,
 		"alpha":           out.Alpha,
-		"alpha_option":    alphaOption(opts.Alpha),
-		"select_heldout":  selectHeldOut(opts),
-		"plan_budget":     planBudget(opts),
-		"seed":            opts.Seed,
+		"alpha_option":    p.AlphaOption,
+		"select_heldout":  p.SelectHeldOut,
+		"plan_budget":     p.PlanBudget,
+		"seed":            p.Seed,
 		"reward_emission": rewardKind(out.Model),
+		"horizon":         p.Horizon,
+		"on_invalid":      p.OnInvalid,
+		"columns":         p.Columns,
 	}
-	if opts.Alpha.Mode == pessimism.AlphaTheory {
-		p["gamma"] = opts.Gamma
+	if p.AlphaOption == "theory" {
+		m["gamma"] = p.Gamma
 	}
 	if out.Selection != nil {
-		p["alpha_criterion"] = out.Selection.Criterion
+		m["alpha_criterion"] = out.Selection.Criterion
 	}
-	return p
-}
-
-func rankOption(r int) any {
-	if r == 0 {
-		return "auto"
-	}
-	return r
-}
-
-func alphaOption(a pessimism.AlphaSpec) string {
-	switch {
-	case a.Mode == pessimism.AlphaTheory:
-		return "theory"
-	case len(a.Values) == 0:
-		return "auto"
-	}
-	s := ""
-	for i, v := range a.Values {
-		if i > 0 {
-			s += ","
-		}
-		s += fmt.Sprint(v)
-	}
-	return s
-}
-
-func selectHeldOut(o FitOptions) float64 {
-	if o.SelectHeldOut <= 0 || o.SelectHeldOut >= 1 {
-		return DefaultSelectHeldOut
-	}
-	return o.SelectHeldOut
-}
-
-func planBudget(o FitOptions) int64 {
-	if o.PlanBudget <= 0 {
-		return policy.DefaultBudget
-	}
-	return o.PlanBudget
+	return m
 }
 
 func rewardKind(m *estimate.Model) string {
@@ -104,10 +88,12 @@ func goVersion() string {
 	return runtime.Version()
 }
 
-// buildRun gathers the report's figures for a finished fit.
-func buildRun(ctx context.Context, d *ingest.Dataset, inputs []string, opts FitOptions, out *Outcome, workers int) (*Run, error) {
+// Build gathers the report's figures for a finished fit of the dataset d
+// read from inputs (hashed into the manifest; may be nil). workers bounds
+// the goroutines; the figures do not depend on it.
+func Build(ctx context.Context, d *ingest.Dataset, inputs []string, p Params, out *Outcome, workers int) (*Run, error) {
 	m, pol, K, H := out.Model, out.Policy, d.NumEpisodes(), d.Horizon
-	dp := withPropensityAll(d, out.Fit)
+	dp := out.Fit.WithPropensity(d)
 	run := &Run{}
 
 	var files []InputFile
@@ -118,8 +104,8 @@ func buildRun(ctx context.Context, d *ingest.Dataset, inputs []string, opts FitO
 		}
 		files = append(files, f)
 	}
-	params := parameters(opts, out)
-	run.RunID = runID(files, params, opts.Seed)
+	params := parameters(p, out)
+	run.RunID = runID(files, params, p.Seed)
 
 	// The planner's figures are exact when the plan is; otherwise they
 	// carry the planner's stated gap (policy.ModelValue would enumerate
@@ -212,8 +198,8 @@ func buildRun(ctx context.Context, d *ingest.Dataset, inputs []string, opts FitO
 	run.Model = ModelTable(m)
 
 	man := &run.Manifest
-	man.Tool, man.Version, man.GoVersion, man.RunID = "psrlcb", Version, goVersion(), run.RunID
-	man.Inputs, man.Parameters, man.Seed = files, params, opts.Seed
+	man.Tool, man.Version, man.GoVersion, man.RunID = "psrlcb", p.Version, goVersion(), run.RunID
+	man.Inputs, man.Parameters, man.Seed = files, params, p.Seed
 	man.Rows, man.Episodes, man.Horizon = d.Rows, K, H
 	man.NumObs, man.NumActions = d.NumObs(), d.NumActions()
 	man.Quarantined = []Quarantined{}
@@ -233,7 +219,7 @@ func buildRun(ctx context.Context, d *ingest.Dataset, inputs []string, opts FitO
 		ThetaMinSlack: Float(out.Fit.ThetaMin.Slack), Alpha: Float(out.Alpha), Rank: m.States,
 		PlanExact: out.Plan.Exact, PlanGap: Float(out.Plan.GapBound),
 	}
-	man.Notes = notes(d, out)
+	man.Notes = notes(d, out, p)
 	man.Headline.Verdict = joinVerdict(Verdict(run))
 	return run, nil
 }
@@ -249,7 +235,7 @@ func joinVerdict(v []string) string {
 	return s
 }
 
-func notes(d *ingest.Dataset, out *Outcome) []string {
+func notes(d *ingest.Dataset, out *Outcome, p Params) []string {
 	var n []string
 	if !d.HasPropensity() {
 		n = append(n, "The logs carry no propensities: π^b(a_h|o_h) was estimated by the smoothed frequency of each action among the logged steps with the same step and observation; ι, C∞, importance weights and ESS are estimated.")
@@ -258,7 +244,7 @@ func notes(d *ingest.Dataset, out *Outcome) []string {
 		n = append(n, fmt.Sprintf("Θ_min bound on %d prefixes: the fit was mixed with weight %.3g toward the floor model, changing the log-likelihood by %.4g.", tm.Binding, tm.MixWeight, tm.DeltaLogLik))
 	}
 	if out.Selection != nil {
-		n = append(n, fmt.Sprintf("α = %.3g was chosen among %d candidates by the %s, on %.0f%% of episodes held out from a separate fit; the final model was then fitted on all episodes.", out.Alpha, len(out.Selection.Candidates), out.Selection.Criterion, 100*DefaultSelectHeldOut))
+		n = append(n, fmt.Sprintf("α = %.3g was chosen among %d candidates by the %s, on %.0f%% of episodes held out from a separate fit; the final model was then fitted on all episodes.", out.Alpha, len(out.Selection.Candidates), out.Selection.Criterion, 100*p.SelectHeldOut))
 	}
 	if out.Theory != nil {
 		n = append(n, fmt.Sprintf("α is the paper's α̂ = %.4g (β̂ = %.4g, ι = %.4g, γ = %.4g).", out.Theory.Alpha, out.Theory.BetaHat, out.Theory.Iota, out.Theory.Gamma))
@@ -325,4 +311,17 @@ func candidateCInf(p *policy.Policy, d *ingest.Dataset) float64 {
 	}
 	c := runningCInf(p, d)
 	return c[len(c)-1]
+}
+
+// runID is a content hash of the inputs, parameters and seed, so the same
+// run gives the same tables byte for byte.
+func runID(inputs []InputFile, params map[string]any, seed uint64) string {
+	h := sha256.New()
+	for _, in := range inputs {
+		fmt.Fprintf(h, "%s\n", in.SHA256)
+	}
+	b, _ := json.Marshal(params)
+	h.Write(b)
+	fmt.Fprintf(h, "%d", seed)
+	return hex.EncodeToString(h.Sum(nil))[:16]
 }

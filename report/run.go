@@ -141,3 +141,18 @@ type Headline struct {
 	PlanGap         Float  `json:"plan_gap"`
 	Verdict         string `json:"verdict"`
 }
+
+// Outcome is everything a fit produced: the stages' results, which the
+// report renders, and the Run built from them.
+type Outcome struct {
+	Policy    *policy.Policy
+	Model     *estimate.Model
+	Fit       *estimate.Result
+	Bonus     *pessimism.Bonus
+	Plan      *policy.PlanStats
+	Selection *policy.Selection // nil unless α was chosen among candidates
+	Theory    *pessimism.Theory // set for α = theory
+	Alpha     float64
+	Splits    [][]int
+	Run       *Run
+}

@@ -9,8 +9,11 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/psrlcb/psrlcb/policy"
+	"github.com/psrlcb/psrlcb/arrowio"
+
 	"strconv"
+
+	"github.com/psrlcb/psrlcb/policy"
 )
 
 // File names inside a run directory.
@@ -44,7 +47,7 @@ func WriteTables(dir string, run *Run) error {
 	m.Meta = mergeMeta(m.Meta, run.meta("model"))
 	tables[ModelFile] = m
 	for _, name := range sortedKeys(tables) {
-		if err := WriteArrow(filepath.Join(dir, name), tables[name]); err != nil {
+		if err := arrowio.WriteArrow(filepath.Join(dir, name), tables[name]); err != nil {
 			return err
 		}
 	}

@@ -6,7 +6,7 @@
 // of episodes K and each seed, it simulates logs with pomdp.SimulateDataset,
 // and compares on the same logs:
 //
-//	psrlcb    the PSR-LCB pipeline of the paper (Algorithm 2, report.Fit) with
+//	psrlcb    the PSR-LCB pipeline of the paper (Algorithm 2, pipeline.Fit) with
 //	          α chosen automatically (the CLI default)
 //	greedy    the same fitted model θ̂ planned with α = 0 (model-based greedy
 //	          maximum likelihood, no pessimism)

@@ -15,41 +15,41 @@ import (
 	"gonum.org/v1/plot/vg/draw"
 	"gonum.org/v1/plot/vg/vgsvg"
 
-	"github.com/psrlcb/psrlcb/report"
+	"github.com/psrlcb/psrlcb/arrowio"
 )
 
 // table turns the rows into the study's Arrow table.
-func table(rows []Row, meta map[string]string) report.Table {
+func table(rows []Row, meta map[string]string) arrowio.Table {
 	n := len(rows)
-	str := func(name string, f func(Row) string) report.Column {
-		c := report.Column{Name: name, String: make([]string, n)}
+	str := func(name string, f func(Row) string) arrowio.Column {
+		c := arrowio.Column{Name: name, String: make([]string, n)}
 		for i, r := range rows {
 			c.String[i] = f(r)
 		}
 		return c
 	}
-	i64 := func(name string, f func(Row) int) report.Column {
-		c := report.Column{Name: name, Int64: make([]int64, n)}
+	i64 := func(name string, f func(Row) int) arrowio.Column {
+		c := arrowio.Column{Name: name, Int64: make([]int64, n)}
 		for i, r := range rows {
 			c.Int64[i] = int64(f(r))
 		}
 		return c
 	}
-	f64 := func(name string, f func(Row) jfloat) report.Column {
-		c := report.Column{Name: name, Float64: make([]float64, n)}
+	f64 := func(name string, f func(Row) jfloat) arrowio.Column {
+		c := arrowio.Column{Name: name, Float64: make([]float64, n)}
 		for i, r := range rows {
 			c.Float64[i] = float64(f(r))
 		}
 		return c
 	}
-	boo := func(name string, f func(Row) bool) report.Column {
-		c := report.Column{Name: name, Bool: make([]bool, n)}
+	boo := func(name string, f func(Row) bool) arrowio.Column {
+		c := arrowio.Column{Name: name, Bool: make([]bool, n)}
 		for i, r := range rows {
 			c.Bool[i] = f(r)
 		}
 		return c
 	}
-	return report.Table{Meta: meta, Columns: []report.Column{
+	return arrowio.Table{Meta: meta, Columns: []arrowio.Column{
 		str("problem", func(r Row) string { return r.Problem }),
 		i64("horizon", func(r Row) int { return r.Horizon }),
 		str("behavior", func(r Row) string { return r.Behavior }),
@@ -138,7 +138,7 @@ func resultsMarkdown(rows []Row, cfg Config, elapsed float64, margin float64) st
 		}
 	}
 
-	w("\n### PSR-LCB: chosen α, LCB and fit time\n\nPer cell: the α chosen on each seed, the median LCB and median true value V^π̄ (return units), the mean fit seconds (report.Fit, both EM fits of the α selection included).\n\n")
+	w("\n### PSR-LCB: chosen α, LCB and fit time\n\nPer cell: the α chosen on each seed, the median LCB and median true value V^π̄ (return units), the mean fit seconds (pipeline.Fit, both EM fits of the α selection included).\n\n")
 	w("| problem | behaviour | K | α per seed | median LCB | median V^π̄ | V* | fit s |\n|---|---|---|---|---|---|---|---|\n")
 	for _, p := range ix.problems {
 		for _, bh := range ix.behavs {
@@ -435,7 +435,7 @@ func lcbPlot(rows []Row, path string) error {
 }
 
 func writeArrow(path string, rows []Row, meta map[string]string) error {
-	return report.WriteArrow(path, table(rows, meta))
+	return arrowio.WriteArrow(path, table(rows, meta))
 }
 
-func readArrowTable(path string) (report.Table, error) { return report.ReadArrow(path) }
+func readArrowTable(path string) (arrowio.Table, error) { return arrowio.ReadArrow(path) }

@@ -12,9 +12,9 @@ import (
 	"github.com/psrlcb/psrlcb/estimate"
 	"github.com/psrlcb/psrlcb/ingest"
 	"github.com/psrlcb/psrlcb/pessimism"
+	"github.com/psrlcb/psrlcb/pipeline"
 	"github.com/psrlcb/psrlcb/policy"
 	"github.com/psrlcb/psrlcb/pomdp"
-	"github.com/psrlcb/psrlcb/report"
 )
 
 // Problem is one benchmark POMDP of the study with the horizon it is run at.
@@ -168,8 +168,8 @@ func normRegret(opt, vb, v float64) float64 {
 // the time budget: the rank is fixed at the true number of hidden states
 // instead of chosen among 1..8, with cfg.Restarts EM starts of at most
 // cfg.MaxIter iterations.
-func FitOptions(cfg Config, m *pomdp.POMDP, seed uint64) report.FitOptions {
-	return report.FitOptions{
+func FitOptions(cfg Config, m *pomdp.POMDP, seed uint64) pipeline.Options {
+	return pipeline.Options{
 		Estimate: estimate.Options{Rank: m.NumStates(), Restarts: cfg.Restarts, MaxIter: cfg.MaxIter},
 		Alpha:    cfg.Alpha,
 		Seed:     seed,
@@ -200,7 +200,7 @@ func runOne(ctx context.Context, cfg Config, p Problem, tr *truth, k key) ([]Row
 	eval := func(pol *policy.Policy) (float64, error) { return pomdp.EvaluatePolicy(ctx, tr.m, H, pol) }
 
 	start := time.Now()
-	out, err := report.Fit(ctx, d, nil, FitOptions(cfg, tr.m, seed))
+	out, err := pipeline.Fit(ctx, d, nil, FitOptions(cfg, tr.m, seed))
 	if err != nil {
 		return nil, fmt.Errorf("fit %v: %w", k, err)
 	}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -10,6 +9,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/psrlcb/psrlcb/errkind"
 	"github.com/psrlcb/psrlcb/policy"
 )
 
@@ -36,17 +36,11 @@ func init() {
 			})
 		},
 	})
-	exitClassifiers = append(exitClassifiers, func(err error) (int, bool) {
-		if errors.Is(err, policy.ErrFile) || errors.Is(err, errNoAction) {
-			return exitData, true
-		}
-		return 0, false
-	})
 }
 
 // errNoAction: the policy has no row for the history's first observation,
 // so there is no action and no fallback.
-var errNoAction = errors.New("act: no action")
+var errNoAction = errkind.New(errkind.Data, "act: no action")
 
 type actOptions struct {
 	policy, history string

@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -12,9 +11,11 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/psrlcb/psrlcb/arrowio"
 	"github.com/psrlcb/psrlcb/estimate"
 	"github.com/psrlcb/psrlcb/explore"
 	"github.com/psrlcb/psrlcb/ingest"
+	"github.com/psrlcb/psrlcb/internal/outdir"
 	"github.com/psrlcb/psrlcb/policy"
 	"github.com/psrlcb/psrlcb/report"
 )
@@ -101,15 +102,6 @@ func init() {
 			return runExploreAct(c.App.Writer, c.String("policy"), c.String("history"), c.Float64("u"))
 		},
 	})
-	exitClassifiers = append(exitClassifiers, func(err error) (int, bool) {
-		switch {
-		case errors.Is(err, explore.ErrData), errors.Is(err, explore.ErrModel):
-			return exitData, true
-		case errors.Is(err, explore.ErrOptions):
-			return exitUsage, true
-		}
-		return 0, false
-	})
 }
 
 // terminationFile is termination.json.
@@ -149,7 +141,7 @@ func runExplore(c *cli.Context) error {
 		return err
 	}
 	// Fail on an existing output before any work.
-	dir, err := report.CreateOutDir(out, c.Bool("force"))
+	dir, err := outdir.Create(out, c.Bool("force"))
 	if err != nil {
 		return err
 	}
@@ -185,7 +177,7 @@ func runExplore(c *cli.Context) error {
 	if err := explore.WritePolicies(dir.Tmp, res.Explore, d.Horizon, int(round)+1, acts, meta); err != nil {
 		return err
 	}
-	if err := report.WriteArrow(dir.Path("model.arrow"), report.ModelTable(res.Fit.Model)); err != nil {
+	if err := arrowio.WriteArrow(dir.Path("model.arrow"), report.ModelTable(res.Fit.Model)); err != nil {
 		return err
 	}
 	tf := terminationFile{Round: round, NextRound: round + 1, Episodes: d.NumEpisodes(), BonusValue: res.BonusValue,

@@ -8,10 +8,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/psrlcb/psrlcb/arrowio"
 	"github.com/psrlcb/psrlcb/estimate"
 	"github.com/psrlcb/psrlcb/explore"
 	"github.com/psrlcb/psrlcb/ingest"
-	"github.com/psrlcb/psrlcb/report"
 )
 
 // TestExploreCommands: `simulate --online` writes rounds.arrow and tagged
@@ -28,7 +28,7 @@ func TestExploreCommands(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("simulate --online: exit %d: %v\n%s", code, err, msg)
 	}
-	rounds, err := report.ReadArrow(filepath.Join(sim, "rounds.arrow"))
+	rounds, err := arrowio.ReadArrow(filepath.Join(sim, "rounds.arrow"))
 	if err != nil {
 		t.Fatal(err)
 	}

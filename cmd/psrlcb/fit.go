@@ -1,22 +1,22 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"math"
 	"os"
 	"path/filepath"
 	"strconv"
-	"time"
 
 	"github.com/urfave/cli/v2"
 	"golang.org/x/term"
 
 	"github.com/psrlcb/psrlcb/estimate"
-	"github.com/psrlcb/psrlcb/ingest"
+	"github.com/psrlcb/psrlcb/internal/outdir"
 	"github.com/psrlcb/psrlcb/pessimism"
+	"github.com/psrlcb/psrlcb/pipeline"
 	"github.com/psrlcb/psrlcb/policy"
+	"github.com/psrlcb/psrlcb/progress"
 	"github.com/psrlcb/psrlcb/report"
 )
 
@@ -54,22 +54,11 @@ func init() {
 		Before: before,
 		Action: runFit,
 	})
-	exitClassifiers = append(exitClassifiers, func(err error) (int, bool) {
-		switch {
-		case errors.Is(err, report.ErrOutputExists):
-			return exitUsage, true
-		case errors.Is(err, estimate.ErrData), errors.Is(err, pessimism.ErrData):
-			return exitData, true
-		case errors.Is(err, estimate.ErrOptions), errors.Is(err, pessimism.ErrOptions):
-			return exitUsage, true
-		}
-		return 0, false
-	})
 }
 
 // fitOptions turns the flags into the pipeline's options.
-func fitOptions(c *cli.Context) (report.FitOptions, error) {
-	var o report.FitOptions
+func fitOptions(c *cli.Context) (pipeline.Options, error) {
+	var o pipeline.Options
 	switch r := c.String("rank"); r {
 	case "auto", "":
 	default:
@@ -108,14 +97,17 @@ func fitOptions(c *cli.Context) (report.FitOptions, error) {
 		return o, usagef("--alpha theory needs --gamma > 0 (γ of the paper's well-conditioning assumption)")
 	}
 	o.Lambda = c.Float64("lambda")
-	if o.Lambda < 0 {
-		return o, usagef("--lambda must be positive")
+	if c.IsSet("lambda") && !(o.Lambda > 0) {
+		return o, usagef("--lambda must be positive, not %v", o.Lambda)
 	}
 	o.SelectHeldOut = c.Float64("select-heldout")
-	if o.SelectHeldOut < 0 || o.SelectHeldOut >= 1 {
-		return o, usagef("--select-heldout must be in (0,1)")
+	if c.IsSet("select-heldout") && !(o.SelectHeldOut > 0 && o.SelectHeldOut < 1) {
+		return o, usagef("--select-heldout must be in (0,1), not %v", o.SelectHeldOut)
 	}
 	o.PlanBudget = c.Int64("plan-budget")
+	if c.IsSet("plan-budget") && o.PlanBudget < 1 {
+		return o, usagef("--plan-budget must be a positive number of nodes, not %d", o.PlanBudget)
+	}
 	o.Seed = c.Uint64("seed")
 	o.Workers = c.Int("workers")
 	return o, nil
@@ -123,24 +115,24 @@ func fitOptions(c *cli.Context) (report.FitOptions, error) {
 
 // progressFor picks the reporter: a live bar on a terminal, JSON lines
 // when stderr is not a terminal or with --log-format json.
-func progressFor(c *cli.Context, w io.Writer) (report.Progress, error) {
+func progressFor(c *cli.Context, w io.Writer) (progress.Reporter, error) {
 	tty := false
 	if f, ok := w.(*os.File); ok {
 		tty = term.IsTerminal(int(f.Fd()))
 	}
 	switch f := c.String("log-format"); f {
 	case "json":
-		return report.NewJSONProgress(w), nil
+		return progress.NewJSON(w), nil
 	case "text":
 		if tty {
-			return report.NewTextProgress(w), nil
+			return progress.NewText(w), nil
 		}
-		return report.NewPlainProgress(w), nil
+		return progress.NewPlain(w), nil
 	case "auto", "":
 		if tty {
-			return report.NewTextProgress(w), nil
+			return progress.NewText(w), nil
 		}
-		return report.NewJSONProgress(w), nil
+		return progress.NewJSON(w), nil
 	default:
 		return nil, usagef(`--log-format must be "auto", "text" or "json", not %q`, f)
 	}
@@ -160,45 +152,29 @@ func runFit(c *cli.Context) error {
 		return err
 	}
 	opts.Progress = prog
+	opts.Version = version
 	files, err := logFiles(c)
 	if err != nil {
 		return err
 	}
-	iopts, err := ingestOptions(c)
-	if err != nil {
+	if opts.Ingest, err = ingestOptions(c); err != nil {
 		return err
 	}
 	// Fail on an existing output before any work.
-	dir, err := report.CreateOutDir(out, c.Bool("force"))
+	dir, err := outdir.Create(out, c.Bool("force"))
 	if err != nil {
 		return err
 	}
 	defer dir.Abort()
 
-	start := time.Now()
-	prog.StartStage("ingest", 0)
-	d, err := ingest.Read(c.Context, files, iopts)
+	res, err := pipeline.Run(c.Context, files, opts)
 	if err != nil {
 		return err
 	}
-	ingestTime := time.Since(start)
-	prog.EndStage("ingest", ingestTime)
-	if n := len(d.Quarantined); n > 0 {
-		prog.Info("episodes quarantined", "count", n, "first", d.Quarantined[0].Reason)
-	}
-
-	report.Version = version
-	res, err := report.Fit(c.Context, d, files, opts)
-	if err != nil {
-		return err
-	}
-	res.Run.Manifest.StageTimes["ingest"] = ingestTime.Seconds()
-	res.Run.Manifest.Parameters["on_invalid"] = iopts.OnInvalid
-	res.Run.Manifest.Parameters["horizon"] = d.Horizon
 	if err := c.Context.Err(); err != nil {
 		return err
 	}
-	if err := report.WriteOutcome(dir.Tmp, res); err != nil {
+	if err := report.WriteOutcome(dir.Tmp, &res.Outcome); err != nil {
 		return fmt.Errorf("writing %s: %w", out, err)
 	}
 	if err := dir.Commit(); err != nil {

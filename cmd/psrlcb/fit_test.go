@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/psrlcb/psrlcb/arrowio"
 	"github.com/psrlcb/psrlcb/report"
 )
 
@@ -93,7 +94,7 @@ const goldenTol = 1e-6
 func checkGolden(t *testing.T, dir string) {
 	t.Helper()
 	for _, name := range []string{report.PolicyFile, report.CoverageFile, report.AlphaFile, report.ModelFile} {
-		tb, err := report.ReadArrow(filepath.Join(dir, name))
+		tb, err := arrowio.ReadArrow(filepath.Join(dir, name))
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
@@ -119,7 +120,7 @@ func checkGolden(t *testing.T, dir string) {
 	}
 }
 
-func tableJSON(tb report.Table) map[string][]any {
+func tableJSON(tb arrowio.Table) map[string][]any {
 	out := map[string][]any{}
 	for _, c := range tb.Columns {
 		var v []any
@@ -325,5 +326,29 @@ func TestFitInterruptedLeavesNothing(t *testing.T) {
 		if e.Name() != "psrlcb" {
 			t.Errorf("left behind after interrupt: %s", e.Name())
 		}
+	}
+}
+
+// TestFitOptionsCheckedBeforeWork: an invalid option is a usage error
+// found before the logs are read (a missing input would otherwise be an
+// I/O error), and no output directory appears.
+func TestFitOptionsCheckedBeforeWork(t *testing.T) {
+	root := t.TempDir()
+	missing := filepath.Join(root, "missing.parquet")
+	for _, args := range [][]string{
+		{"--plan-budget", "-5"},
+		{"--lambda", "0"},
+		{"--select-heldout", "1"},
+	} {
+		out, code, err := runFitCLI(t, append([]string{"fit", missing, "--out", filepath.Join(root, "run")}, args...)...)
+		if code != exitUsage {
+			t.Errorf("%v: exit %d (%v), want %d\n%s", args, code, err, exitUsage, out)
+		}
+		if err == nil || !strings.Contains(err.Error(), args[0]) {
+			t.Errorf("%v: message does not name the flag: %v", args, err)
+		}
+	}
+	if entries, _ := os.ReadDir(root); len(entries) != 0 {
+		t.Errorf("files left behind: %v", entries)
 	}
 }

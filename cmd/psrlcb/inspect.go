@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -27,15 +26,6 @@ func init() {
 		Flags:  flags,
 		Before: before,
 		Action: runInspect,
-	})
-	exitClassifiers = append(exitClassifiers, func(err error) (int, bool) {
-		switch {
-		case errors.Is(err, ingest.ErrIO):
-			return exitIO, true
-		case errors.Is(err, ingest.ErrInvalid):
-			return exitData, true
-		}
-		return 0, false
 	})
 }
 

@@ -11,6 +11,7 @@ import (
 	"sort"
 	"syscall"
 
+	"github.com/psrlcb/psrlcb/errkind"
 	"github.com/urfave/cli/v2"
 )
 
@@ -81,10 +82,6 @@ func usagef(format string, args ...any) error {
 	return usageError{fmt.Errorf(format, args...)}
 }
 
-// exitClassifiers let packages' sentinel errors map to exit codes without
-// main knowing every package: each command file registers its own.
-var exitClassifiers []func(error) (int, bool)
-
 func exitCode(ctx context.Context, err error) int {
 	if err == nil {
 		return exitOK
@@ -96,10 +93,13 @@ func exitCode(ctx context.Context, err error) int {
 	if errors.As(err, &ue) {
 		return exitUsage
 	}
-	for _, c := range exitClassifiers {
-		if code, ok := c(err); ok {
-			return code
-		}
+	switch errkind.Of(err) {
+	case errkind.Data:
+		return exitData
+	case errkind.Options:
+		return exitUsage
+	case errkind.IO:
+		return exitIO
 	}
 	var pe *os.PathError
 	if errors.As(err, &pe) {

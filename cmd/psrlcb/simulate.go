@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -44,15 +43,6 @@ func init() {
 				behavior: c.String("behavior"), seed: c.Uint64("seed"), out: c.String("out"),
 			})
 		},
-	})
-	exitClassifiers = append(exitClassifiers, func(err error) (int, bool) {
-		switch {
-		case errors.Is(err, pomdp.ErrSyntax), errors.Is(err, pomdp.ErrInvalid), errors.Is(err, pomdp.ErrPolicy):
-			return exitData, true
-		case errors.Is(err, pomdp.ErrBehavior):
-			return exitUsage, true
-		}
-		return 0, false
 	})
 }
 

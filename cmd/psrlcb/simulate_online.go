@@ -7,7 +7,9 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/psrlcb/psrlcb/arrowio"
 	"github.com/psrlcb/psrlcb/explore"
+	"github.com/psrlcb/psrlcb/internal/outdir"
 	"github.com/psrlcb/psrlcb/policy"
 	"github.com/psrlcb/psrlcb/pomdp"
 	"github.com/psrlcb/psrlcb/report"
@@ -57,7 +59,7 @@ func runSimulateOnline(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	dir, err := report.CreateOutDir(out, c.Bool("force"))
+	dir, err := outdir.Create(out, c.Bool("force"))
 	if err != nil {
 		return err
 	}
@@ -81,13 +83,13 @@ func runSimulateOnline(c *cli.Context) error {
 		"psrlcb.alpha": strconv.FormatFloat(res.Last.Alpha, 'g', -1, 64), "psrlcb.epsilon": strconv.FormatFloat(res.Last.Epsilon, 'g', -1, 64),
 		"psrlcb.batch": strconv.Itoa(c.Int("batch")),
 	}
-	if err := report.WriteArrow(dir.Path("rounds.arrow"), explore.RoundsTable(res.Rows, meta)); err != nil {
+	if err := arrowio.WriteArrow(dir.Path("rounds.arrow"), explore.RoundsTable(res.Rows, meta)); err != nil {
 		return err
 	}
 	if err := explore.WriteTaggedParquet(dir.Path("logs.parquet"), res.Logs, res.Rounds, res.Steps); err != nil {
 		return err
 	}
-	if err := report.WriteArrow(dir.Path("model.arrow"), report.ModelTable(res.Last.Fit.Model)); err != nil {
+	if err := arrowio.WriteArrow(dir.Path("model.arrow"), report.ModelTable(res.Last.Fit.Model)); err != nil {
 		return err
 	}
 	last := res.Rows[len(res.Rows)-1]

@@ -1,4 +1,4 @@
-package report
+package progress
 
 import (
 	"io"
@@ -9,10 +9,10 @@ import (
 	"github.com/schollz/progressbar/v3"
 )
 
-// Progress receives the pipeline's progress: one stage at a time, each
+// Reporter receives the pipeline's progress: one stage at a time, each
 // with an optional number of units of work. Implementations must be safe
-// for concurrent use; the zero-cost default is NopProgress.
-type Progress interface {
+// for concurrent use; the zero-cost default is Nop.
+type Reporter interface {
 	// StartStage begins a stage; total is its number of units, 0 when
 	// unknown.
 	StartStage(name string, total int64)
@@ -25,16 +25,16 @@ type Progress interface {
 	Info(msg string, kv ...any)
 }
 
-// NopProgress discards everything.
-type NopProgress struct{}
+// Nop discards everything.
+type Nop struct{}
 
-func (NopProgress) StartStage(string, int64)       {}
-func (NopProgress) Advance(int64, string)          {}
-func (NopProgress) EndStage(string, time.Duration) {}
-func (NopProgress) Info(string, ...any)            {}
+func (Nop) StartStage(string, int64)       {}
+func (Nop) Advance(int64, string)          {}
+func (Nop) EndStage(string, time.Duration) {}
+func (Nop) Info(string, ...any)            {}
 
-// NewTextProgress draws a live progress bar per stage on w (a terminal).
-func NewTextProgress(w io.Writer) Progress { return &textProgress{w: w} }
+// NewText draws a live progress bar per stage on w (a terminal).
+func NewText(w io.Writer) Reporter { return &textProgress{w: w} }
 
 type textProgress struct {
 	mu    sync.Mutex
@@ -109,11 +109,11 @@ func dropTime(groups []string, a slog.Attr) slog.Attr {
 	return a
 }
 
-// NewJSONProgress writes one JSON object per event to w (structured logs
+// NewJSON writes one JSON object per event to w (structured logs
 // for scheduled jobs: stderr that is not a terminal, or --log-format json).
 // Advance events are thinned to one per second per stage so a long EM run
 // does not flood the log.
-func NewJSONProgress(w io.Writer) Progress {
+func NewJSON(w io.Writer) Reporter {
 	return &jsonProgress{log: slog.New(slog.NewJSONHandler(w, nil))}
 }
 
@@ -156,9 +156,9 @@ func (p *jsonProgress) Info(msg string, kv ...any) {
 	p.log.Info(msg, kv...)
 }
 
-// NewPlainProgress writes one human-readable line per stage and per
+// NewPlain writes one human-readable line per stage and per
 // notable event, without a live bar (text logs that are not a terminal).
-func NewPlainProgress(w io.Writer) Progress {
+func NewPlain(w io.Writer) Reporter {
 	return &plainProgress{log: slog.New(slog.NewTextHandler(w, nil))}
 }
 

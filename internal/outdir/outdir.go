@@ -1,36 +1,37 @@
-package report
+package outdir
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+
+	"github.com/psrlcb/psrlcb/errkind"
 )
 
-// ErrOutputExists is returned when the output directory exists and the
+// ErrExists is returned when the output directory exists and the
 // caller did not ask to replace it.
-var ErrOutputExists = errors.New("report: output directory exists")
+var ErrExists = errkind.New(errkind.Options, "output directory exists")
 
-// OutDir stages a run's outputs in a hidden temporary directory beside the
+// Dir stages a run's outputs in a hidden temporary directory beside the
 // final one and moves it into place only on Commit, so a failed or
 // cancelled run never leaves a partial result under the final name.
-type OutDir struct {
+type Dir struct {
 	Final string
 	Tmp   string
 	force bool
 }
 
-// CreateOutDir prepares the staging directory for final. An existing final
+// Create prepares the staging directory for final. An existing final
 // directory is an error unless force is set; it is then replaced on Commit
 // (and kept untouched if the run fails).
-func CreateOutDir(final string, force bool) (*OutDir, error) {
+func Create(final string, force bool) (*Dir, error) {
 	final = filepath.Clean(final)
 	if fi, err := os.Stat(final); err == nil {
 		if !force {
-			return nil, fmt.Errorf("%w: %s (use --force to replace it)", ErrOutputExists, final)
+			return nil, fmt.Errorf("%w: %s (use --force to replace it)", ErrExists, final)
 		}
 		if !fi.IsDir() {
-			return nil, fmt.Errorf("%w: %s is a file, not a directory", ErrOutputExists, final)
+			return nil, fmt.Errorf("%w: %s is a file, not a directory", ErrExists, final)
 		}
 	}
 	parent := filepath.Dir(final)
@@ -41,21 +42,21 @@ func CreateOutDir(final string, force bool) (*OutDir, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &OutDir{Final: final, Tmp: tmp, force: force}, nil
+	return &Dir{Final: final, Tmp: tmp, force: force}, nil
 }
 
 // Path is where a file named name is staged.
-func (o *OutDir) Path(name string) string { return filepath.Join(o.Tmp, name) }
+func (o *Dir) Path(name string) string { return filepath.Join(o.Tmp, name) }
 
 // Commit moves the staged directory into place.
-func (o *OutDir) Commit() error {
+func (o *Dir) Commit() error {
 	if err := os.Chmod(o.Tmp, 0o755); err != nil {
 		return err
 	}
 	var old string
 	if _, err := os.Stat(o.Final); err == nil {
 		if !o.force {
-			return fmt.Errorf("%w: %s appeared during the run", ErrOutputExists, o.Final)
+			return fmt.Errorf("%w: %s appeared during the run", ErrExists, o.Final)
 		}
 		old = o.Tmp + ".old"
 		if err := os.Rename(o.Final, old); err != nil {
@@ -75,4 +76,4 @@ func (o *OutDir) Commit() error {
 }
 
 // Abort removes the staged directory; the final one is left as it was.
-func (o *OutDir) Abort() { _ = os.RemoveAll(o.Tmp) }
+func (o *Dir) Abort() { _ = os.RemoveAll(o.Tmp) }

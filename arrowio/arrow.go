@@ -1,9 +1,11 @@
-package report
+package arrowio
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"github.com/apache/arrow/go/v15/arrow"
 	"github.com/apache/arrow/go/v15/arrow/array"
@@ -88,13 +90,13 @@ func WriteArrowWith(mem memory.Allocator, path string, t Table) error {
 	fields := make([]arrow.Field, len(t.Columns))
 	for i, c := range t.Columns {
 		if c.len() != n {
-			return fmt.Errorf("report: %s: column %q has %d rows, want %d", filepath.Base(path), c.Name, c.len(), n)
+			return fmt.Errorf("%s: column %q has %d rows, want %d", filepath.Base(path), c.Name, c.len(), n)
 		}
 		fields[i] = arrow.Field{Name: c.Name, Type: c.dataType()}
 	}
 	keys := []string{"psrlcb.schema_version"}
 	vals := []string{SchemaVersion}
-	for _, k := range sortedKeys(t.Meta) {
+	for _, k := range slices.Sorted(maps.Keys(t.Meta)) {
 		if k == "psrlcb.schema_version" {
 			continue
 		}
@@ -147,7 +149,7 @@ func ReadArrow(path string) (Table, error) {
 	defer f.Close()
 	r, err := ipc.NewFileReader(f)
 	if err != nil {
-		return Table{}, fmt.Errorf("report: %s: %w", path, err)
+		return Table{}, fmt.Errorf("%s: %w", path, err)
 	}
 	defer r.Close()
 	schema := r.Schema()
@@ -170,13 +172,13 @@ func ReadArrow(path string) (Table, error) {
 		case arrow.BOOL:
 			t.Columns[i].Bool = []bool{}
 		default:
-			return Table{}, fmt.Errorf("report: %s: column %q has unsupported type %s", path, fd.Name, fd.Type)
+			return Table{}, fmt.Errorf("%s: column %q has unsupported type %s", path, fd.Name, fd.Type)
 		}
 	}
 	for b := 0; b < r.NumRecords(); b++ {
 		rec, err := r.Record(b)
 		if err != nil {
-			return Table{}, fmt.Errorf("report: %s: batch %d: %w", path, b, err)
+			return Table{}, fmt.Errorf("%s: batch %d: %w", path, b, err)
 		}
 		for i := range t.Columns {
 			c := &t.Columns[i]

@@ -1,0 +1,21 @@
+// Package pipeline runs psrlcb's whole fit from Go: ingest → split →
+// estimate → pessimism → policy → report, the PSR-LCB algorithm
+// (Algorithm 2, Section 5) of Huang, Liang, Yang, "Provably Efficient
+// UCB-type Algorithms For Learning Predictive State Representations",
+// ICLR 2024, arXiv:2307.00405.
+//
+// Run reads Parquet logs and returns every result in memory; Fit does the
+// same for a dataset already read; report.WriteOutcome writes the output
+// files (into a directory staged with internal/outdir by the command
+// line). The command `psrlcb fit` is a thin layer over Run:
+//
+//	res, err := pipeline.Run(ctx, []string{"logs/part-0.parquet"}, pipeline.Options{Seed: 1})
+//	// res.Policy, res.Model, res.Run.Manifest.Headline ...
+//
+// Options' zero value is the documented default of every stage. Every
+// option is checked before any input is read (errors match ErrOptions and
+// errkind.Options). The run id in the manifest hashes the inputs and every
+// resolved option, ingest options included, so the same logs, options and
+// seed give the same run id and byte-identical tables whatever
+// Options.Workers is.
+package pipeline

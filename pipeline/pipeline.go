@@ -1,0 +1,348 @@
+package pipeline
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"runtime"
+	"sort"
+	"strconv"
+	"time"
+
+	"github.com/psrlcb/psrlcb/estimate"
+	"github.com/psrlcb/psrlcb/ingest"
+	"github.com/psrlcb/psrlcb/pessimism"
+	"github.com/psrlcb/psrlcb/policy"
+	"github.com/psrlcb/psrlcb/progress"
+	"github.com/psrlcb/psrlcb/report"
+	"github.com/psrlcb/psrlcb/split"
+)
+
+// Options configure Run. The zero value runs the documented defaults:
+// automatic rank, stationary dynamics, α chosen on held-out episodes among
+// pessimism.AutoAlphas, λ = 1, every episode must be valid.
+type Options struct {
+	// Ingest says how the logs are read (horizon, invalid episodes,
+	// column names).
+	Ingest ingest.Options
+	// Estimate configures the model fit.
+	Estimate estimate.Options
+	// Lambda is λ of U_h (0: pessimism.DefaultLambda).
+	Lambda float64
+	// Alpha is the bonus coefficient; the zero value is "auto".
+	Alpha pessimism.AlphaSpec
+	// Gamma is γ of the paper's α̂ (AlphaTheory only; must then be > 0).
+	Gamma float64
+	// SelectHeldOut is the share of episodes held out from fitting to
+	// choose α among several candidates (0: DefaultSelectHeldOut).
+	SelectHeldOut float64
+	// PlanBudget is the node budget of the exact planner (0:
+	// policy.DefaultBudget).
+	PlanBudget int64
+	// Seed drives the split, the held-out draws and EM.
+	Seed uint64
+	// Workers bounds the goroutines (0: GOMAXPROCS); results do not
+	// depend on it.
+	Workers int
+	// Progress receives progress (nil: none).
+	Progress progress.Reporter
+	// Version is the tool's version recorded in the manifest (""
+	// records "dev").
+	Version string
+}
+
+// DefaultSelectHeldOut is the share of episodes kept out of the fit to
+// choose α: one in five leaves most data to the model while the held-out
+// importance-weighted estimate still has hundreds of episodes on logs of a
+// few thousand.
+const DefaultSelectHeldOut = 0.2
+
+// resolved returns the options with every default filled in, or an
+// ErrOptions error naming the first invalid one. Nothing is read before
+// the options are valid.
+func (o Options) resolved() (Options, error) {
+	if o.Lambda == 0 {
+		o.Lambda = pessimism.DefaultLambda
+	}
+	if !(o.Lambda > 0) || math.IsInf(o.Lambda, 0) {
+		return o, fmt.Errorf("%w: lambda must be a positive number, not %v", ErrOptions, o.Lambda)
+	}
+	if o.SelectHeldOut == 0 {
+		o.SelectHeldOut = DefaultSelectHeldOut
+	}
+	if !(o.SelectHeldOut > 0 && o.SelectHeldOut < 1) {
+		return o, fmt.Errorf("%w: the held-out share for choosing α must be in (0,1), not %v", ErrOptions, o.SelectHeldOut)
+	}
+	if o.PlanBudget == 0 {
+		o.PlanBudget = policy.DefaultBudget
+	}
+	if o.PlanBudget < 0 {
+		return o, fmt.Errorf("%w: the planner's node budget must be positive, not %d", ErrOptions, o.PlanBudget)
+	}
+	if o.Alpha.Mode == pessimism.AlphaTheory && !(o.Gamma > 0) {
+		return o, fmt.Errorf("%w: α = theory needs γ > 0 (the paper's well-conditioning constant)", ErrOptions)
+	}
+	if (o.Alpha.Mode == pessimism.AlphaFixed || o.Alpha.Mode == pessimism.AlphaList) && len(o.Alpha.Values) == 0 {
+		return o, fmt.Errorf("%w: α: no value given", ErrOptions)
+	}
+	for _, v := range o.Alpha.Values {
+		if !(v >= 0) || math.IsInf(v, 0) {
+			return o, fmt.Errorf("%w: α must be a non-negative number, not %v", ErrOptions, v)
+		}
+	}
+	if o.Ingest.OnInvalid == "" {
+		o.Ingest.OnInvalid = ingest.OnInvalidFail
+	}
+	if o.Workers <= 0 {
+		o.Workers = runtime.GOMAXPROCS(0)
+	}
+	if o.Progress == nil {
+		o.Progress = progress.Nop{}
+	}
+	if o.Version == "" {
+		o.Version = "dev"
+	}
+	return o, nil
+}
+
+// params are the resolved options as the report records them.
+func (o Options) params(d *ingest.Dataset) report.Params {
+	rank := "auto"
+	if o.Estimate.Rank > 0 {
+		rank = strconv.Itoa(o.Estimate.Rank)
+	}
+	return report.Params{
+		RankOption: rank, AlphaOption: o.Alpha.String(), Gamma: o.Gamma,
+		Lambda: o.Lambda, SelectHeldOut: o.SelectHeldOut, PlanBudget: o.PlanBudget, Seed: o.Seed,
+		Horizon: d.Horizon, OnInvalid: o.Ingest.OnInvalid, Columns: o.Ingest.Columns,
+		Version: o.Version,
+	}
+}
+
+// Result is everything a run produced (report.Outcome), with the dataset
+// it was fitted on.
+type Result struct {
+	report.Outcome
+	Data *ingest.Dataset
+}
+
+// Run reads the logs in inputs (Parquet files, as ingest.Read takes them)
+// and runs the whole pipeline on them: ingest → split → estimate →
+// pessimism → policy → report (Algorithm 2 of Huang, Liang, Yang, "Provably
+// Efficient UCB-type Algorithms For Learning Predictive State
+// Representations", ICLR 2024, arXiv:2307.00405, Section 5). Every option
+// is checked before any file is read. Nothing is written: WriteResult
+// writes the outputs.
+func Run(ctx context.Context, inputs []string, opts Options) (*Result, error) {
+	o, err := opts.resolved()
+	if err != nil {
+		return nil, err
+	}
+	start := time.Now()
+	o.Progress.StartStage("ingest", 0)
+	d, err := ingest.Read(ctx, inputs, o.Ingest)
+	if err != nil {
+		return nil, err
+	}
+	took := time.Since(start)
+	o.Progress.EndStage("ingest", took)
+	if n := len(d.Quarantined); n > 0 {
+		o.Progress.Info("episodes quarantined", "count", n, "first", d.Quarantined[0].Reason)
+	}
+	out, err := fit(ctx, d, inputs, o)
+	if err != nil {
+		return nil, err
+	}
+	out.Run.Manifest.StageTimes["ingest"] = took.Seconds()
+	return &Result{Outcome: *out, Data: d}, nil
+}
+
+// Fit runs the pipeline from split on an already validated dataset d
+// (inputs, hashed into the manifest, may be nil).
+func Fit(ctx context.Context, d *ingest.Dataset, inputs []string, opts Options) (*report.Outcome, error) {
+	o, err := opts.resolved()
+	if err != nil {
+		return nil, err
+	}
+	return fit(ctx, d, inputs, o)
+}
+
+type stageTimer struct {
+	prog  progress.Reporter
+	times map[string]float64
+	name  string
+	start time.Time
+}
+
+func (s *stageTimer) begin(name string, total int64) {
+	s.name, s.start = name, time.Now()
+	s.prog.StartStage(name, total)
+}
+
+func (s *stageTimer) end() {
+	d := time.Since(s.start)
+	s.times[s.name] += d.Seconds()
+	s.prog.EndStage(s.name, d)
+}
+
+// emProgress forwards EM iterations to a Progress.
+type emProgress struct{ p progress.Reporter }
+
+func (e emProgress) Iteration(r estimate.TraceRow) {
+	e.p.Advance(1, fmt.Sprintf("%s rank %d start %d iter %d loglik %.6g", r.Data, r.Rank, r.Restart, r.Iter, r.LogLik))
+}
+
+// Fit runs split → estimate → pessimism → policy on a validated dataset and
+// gathers every figure of the report (Algorithm 2 of the paper). inputs
+// are the log files, hashed into the manifest (may be nil).
+func fit(ctx context.Context, d *ingest.Dataset, inputs []string, opts Options) (*report.Outcome, error) {
+	prog, workers := opts.Progress, opts.Workers
+	K, H := d.NumEpisodes(), d.Horizon
+	if K == 0 {
+		return nil, fmt.Errorf("%w: no valid episodes to fit", ErrTooFew)
+	}
+	st := &stageTimer{prog: prog, times: map[string]float64{}}
+	out := &report.Outcome{}
+
+	alpha := opts.Alpha
+	candidates := alpha.Candidates()
+	heldFrac := opts.SelectHeldOut
+	eopts := opts.Estimate
+	eopts.Seed = opts.Seed
+	eopts.Workers = workers
+	eopts.Reporter = emProgress{prog}
+	popts := pessimism.Options{Lambda: opts.Lambda, Workers: workers}
+	planOpts := policy.PlanOptions{Workers: workers, Budget: opts.PlanBudget}
+
+	// α among candidates: fit on a training part, plan one policy per α
+	// and pick by the importance-weighted lower bound on the held-out part.
+	if len(candidates) > 1 {
+		st.begin("select-α", 0)
+		perm := split.Permutation(K, opts.Seed^0x5e1ec7)
+		nHeld := int(math.Round(heldFrac * float64(K)))
+		if nHeld < 1 || K-nHeld < H {
+			return nil, fmt.Errorf("%w: %d episodes, but holding out %.0f%% for choosing α needs at least %d (one held out and %d to fit); give --alpha a single value", ErrTooFew, K, 100*heldFrac, minHeldOutEpisodes(heldFrac, H), H)
+		}
+		heldIdx := append([]int(nil), perm[:nHeld]...)
+		trainIdx := append([]int(nil), perm[nHeld:]...)
+		sort.Ints(heldIdx)
+		sort.Ints(trainIdx)
+		train, held := d.Subset(trainIdx), d.Subset(heldIdx)
+		trainSplits, err := split.Split(train.NumEpisodes(), H, opts.Seed)
+		if err != nil {
+			return nil, err
+		}
+		to := eopts
+		to.Splits = trainSplits
+		tfit, err := estimate.Fit(ctx, train, to)
+		if err != nil {
+			return nil, err
+		}
+		tb, err := pessimism.Build(ctx, tfit.Model, train, trainSplits, popts)
+		if err != nil {
+			return nil, err
+		}
+		if !held.HasPropensity() {
+			// Held-out importance weights need π^b: the fit's estimate.
+			held = withPropensity(held, heldIdx, estimate.EstimateBehavior(d), H)
+		}
+		sel, err := policy.Select(ctx, tfit.Model, tb, held, candidates, policy.SelectOptions{Plan: planOpts})
+		if err != nil {
+			return nil, err
+		}
+		out.Selection = sel
+		out.Alpha = sel.Alpha()
+		// Warm-start the final fit from the training fit.
+		eopts.Start = tfit.Model
+		eopts.Rank = tfit.Model.States
+		st.end()
+	} else if len(candidates) == 1 {
+		out.Alpha = candidates[0]
+	}
+
+	st.begin("split", 0)
+	splits, err := split.Split(K, H, opts.Seed)
+	if err != nil {
+		return nil, err
+	}
+	out.Splits = splits
+	st.end()
+
+	st.begin("estimate", 0)
+	eopts.Splits = splits
+	fit, err := estimate.Fit(ctx, d, eopts)
+	if err != nil {
+		return nil, err
+	}
+	out.Fit, out.Model = fit, fit.Model
+	st.end()
+
+	st.begin("pessimism", 0)
+	bonus, err := pessimism.Build(ctx, fit.Model, d, splits, popts)
+	if err != nil {
+		return nil, err
+	}
+	if alpha.Mode == pessimism.AlphaTheory {
+		iota, err := pessimism.Iota(fit.WithPropensity(d), fit.Model.TestLength)
+		if err != nil {
+			return nil, err
+		}
+		maxDim := 0
+		for h := 0; h < H; h++ {
+			maxDim = max(maxDim, fit.Model.FeatureDim(h))
+		}
+		th, err := pessimism.TheoryAlpha(pessimism.TheoryParams{
+			Gamma: opts.Gamma, Delta: fit.Options.Delta, Lambda: opts.Lambda, Iota: iota,
+			Episodes: K, Horizon: H, Obs: d.NumObs(), Actions: d.NumActions(), Rank: fit.Model.States,
+			TestLength: fit.Model.TestLength, MaxDim: maxDim,
+		})
+		if err != nil {
+			return nil, err
+		}
+		out.Theory = &th
+		out.Alpha = th.Alpha
+	}
+	bonus = bonus.WithAlpha(out.Alpha)
+	out.Bonus = bonus
+	st.end()
+
+	st.begin("policy", 0)
+	pol, stats, err := policy.Plan(ctx, fit.Model, bonus, planOpts)
+	if err != nil {
+		return nil, err
+	}
+	out.Policy, out.Plan = pol, stats
+	st.end()
+
+	st.begin("report", 0)
+	run, err := report.Build(ctx, d, inputs, opts.params(d), out, workers)
+	if err != nil {
+		return nil, err
+	}
+	st.end()
+	run.Manifest.StageTimes = st.times
+	out.Run = run
+	return out, nil
+}
+
+// withPropensity returns sub with the given full-dataset propensities
+// copied in for the episodes idx.
+func withPropensity(sub *ingest.Dataset, idx []int, prop []float64, H int) *ingest.Dataset {
+	c := *sub
+	c.Propensity = make([]float64, len(idx)*H)
+	for i, k := range idx {
+		copy(c.Propensity[i*H:(i+1)*H], prop[k*H:(k+1)*H])
+	}
+	return &c
+}
+
+// minHeldOutEpisodes is the least K for which holding out the share frac
+// leaves at least one held-out episode and H to fit (one per split).
+func minHeldOutEpisodes(frac float64, H int) int {
+	for k := H + 1; ; k++ {
+		n := int(math.Round(frac * float64(k)))
+		if n >= 1 && k-n >= H {
+			return k
+		}
+	}
+}
