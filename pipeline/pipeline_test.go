@@ -92,7 +92,7 @@ func TestTooFewEpisodesForHeldOut(t *testing.T) {
 	// fits 4. Frac 0.5, H 2: K = 3 holds out round(1.5) = 2 and fits 1 < 2;
 	// K = 4 holds out 2 and fits 2.
 	for _, c := range []struct {
-		frac float64
+		frac    float64
 		H, want int
 	}{{0.2, 4, 5}, {0.5, 2, 4}} {
 		if got := minHeldOutEpisodes(c.frac, c.H); got != c.want {
