@@ -17,6 +17,8 @@ package errkind
 
 import "errors"
 
+//lint:file-ignore ST1012 the kinds are named for what they classify (errkind.Data), not as errors a function returns
+
 // The kinds.
 var (
 	Data    = errors.New("invalid data")

@@ -39,19 +39,6 @@ type openedFile struct {
 	cols [schemas.NumRoles]colSpec
 }
 
-// unreadable builds the file-level error for a damaged file.
-func unreadable(name string, err error) error {
-	var ee *EpisodeError
-	var fe *FileError
-	if errors.As(err, &ee) || errors.As(err, &fe) {
-		return err
-	}
-	if errors.Is(err, ErrIO) {
-		return err
-	}
-	return &FileError{File: name, Err: ErrUnreadable, Detail: err.Error()}
-}
-
 // recoverUnreadable turns a panic of the Parquet decoder on a damaged file
 // into ErrUnreadable: corrupted bytes reach code paths that index without
 // checking, and a bad file must give an error, never a crash.

@@ -44,22 +44,12 @@ func (w *walker) stop() bool {
 	return false
 }
 
-// Evaluate is the exact value V^π = E^π[r_1+…+r_H] of a deterministic
-// policy under the true model, computed by enumerating the tree of
-// observation histories with the true belief; branches of probability 0 are
-// skipped. It returns NaN when m is invalid or pol returns an action out of
-// range. The cost is the number of reachable histories, at most
-// Σ_h |O|^(h−1).
-func Evaluate(m *POMDP, H int, pol PolicyFunc) float64 {
-	v, err := EvaluateContext(context.Background(), m, H, pol)
-	if err != nil {
-		return math.NaN()
-	}
-	return v
-}
-
-// EvaluateContext is Evaluate that stops when ctx is cancelled and reports
-// why it failed.
+// EvaluateContext is the exact value V^π = E^π[r_1+…+r_H] of a
+// deterministic policy under the true model, computed by enumerating the
+// tree of observation histories with the true belief; branches of
+// probability 0 are skipped. It fails when m is invalid, pol returns an
+// action out of range or ctx is cancelled. The cost is the number of
+// reachable histories, at most Σ_h |O|^(h−1).
 func EvaluateContext(ctx context.Context, m *POMDP, H int, pol PolicyFunc) (float64, error) {
 	mm, err := prepare(m)
 	if err != nil {
@@ -247,26 +237,16 @@ func (sv *solver) argmax(h int, b []float64) int {
 	return best
 }
 
-// Optimal is the exact optimal value V* = max_π E^π[r_1+…+r_H] over all
+// OptimalContext is the exact optimal value V* = max_π E^π[r_1+…+r_H] over all
 // history-dependent policies, by dynamic programming over the belief tree
 // (at each node the best action's expected immediate reward plus
 // Σ_o P(o) V*(child)), and an optimal policy (ties to the lowest action
 // index). The policy is safe for concurrent use; for histories of
-// probability 0 it returns action 0. It returns NaN and a nil policy when m
-// is invalid or H < 0.
+// probability 0 it returns action 0. It fails when m is invalid, H < 0 or
+// ctx is cancelled.
 //
 // The cost grows like (|A||O|)^H in the worst case; histories that lead
 // to the same belief are solved once.
-func Optimal(m *POMDP, H int) (float64, PolicyFunc) {
-	v, pol, err := OptimalContext(context.Background(), m, H)
-	if err != nil {
-		return math.NaN(), nil
-	}
-	return v, pol
-}
-
-// OptimalContext is Optimal that stops when ctx is cancelled and reports
-// why it failed.
 func OptimalContext(ctx context.Context, m *POMDP, H int) (float64, PolicyFunc, error) {
 	mm, err := prepare(m)
 	if err != nil {
@@ -296,19 +276,10 @@ func OptimalContext(ctx context.Context, m *POMDP, H int) (float64, PolicyFunc, 
 	return v, pol, nil
 }
 
-// BehaviorValue is the exact value V^b of a behaviour policy under the
-// true model (NaN when m is invalid), by enumerating the history tree with
-// the true belief and weighting each action by its probability.
-func BehaviorValue(m *POMDP, H int, b Behavior) float64 {
-	v, err := BehaviorValueContext(context.Background(), m, H, b)
-	if err != nil {
-		return math.NaN()
-	}
-	return v
-}
-
-// BehaviorValueContext is BehaviorValue that stops when ctx is cancelled
-// and reports why it failed. Since a Behavior depends on the history only
+// BehaviorValueContext is the exact value V^b of a behaviour policy under
+// the true model, by enumerating the history tree with the true belief and
+// weighting each action by its probability; it fails when m is invalid or
+// ctx is cancelled. Since a Behavior depends on the history only
 // through the step and the belief, histories with the same belief are
 // evaluated once.
 func BehaviorValueContext(ctx context.Context, m *POMDP, H int, beh Behavior) (float64, error) {

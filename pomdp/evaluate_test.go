@@ -24,19 +24,19 @@ func TestGambleClosedForm(t *testing.T) {
 	m := gamble(t)
 	for H := 1; H <= 6; H++ {
 		fH := float64(H)
-		if v := Evaluate(m, H, constant(0)); !approx(v, fH) {
+		if v := evaluate(m, H, constant(0)); !approx(v, fH) {
 			t.Errorf("H=%d always stay: %v, want %v", H, v, fH)
 		}
 		// gamble earns 0.3·10 = 3 per step.
-		if v := Evaluate(m, H, constant(1)); !approx(v, 3*fH) {
+		if v := evaluate(m, H, constant(1)); !approx(v, 3*fH) {
 			t.Errorf("H=%d always gamble: %v, want %v", H, v, 3*fH)
 		}
 		// Alternating stay, gamble, stay, …: ⌈H/2⌉·1 + ⌊H/2⌋·3.
 		alt := func(obs, act []int) int { return 1 - len(obs)%2 }
-		if v, want := Evaluate(m, H, alt), float64((H+1)/2)+3*float64(H/2); !approx(v, want) {
+		if v, want := evaluate(m, H, alt), float64((H+1)/2)+3*float64(H/2); !approx(v, want) {
 			t.Errorf("H=%d alternating: %v, want %v", H, v, want)
 		}
-		if v, _ := Optimal(m, H); !approx(v, 3*fH) {
+		if v, _ := optimal(m, H); !approx(v, 3*fH) {
 			t.Errorf("H=%d optimal: %v, want %v", H, v, 3*fH)
 		}
 		for _, c := range []struct {
@@ -52,7 +52,7 @@ func TestGambleClosedForm(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if v := BehaviorValue(m, H, b); !approx(v, c.per*fH) {
+			if v := behaviorValue(m, H, b); !approx(v, c.per*fH) {
 				t.Errorf("H=%d behaviour %s: %v, want %v", H, c.spec, v, c.per*fH)
 			}
 		}
@@ -81,11 +81,11 @@ func TestTigerByHand(t *testing.T) {
 		H    int
 		want float64
 	}{{1, -1}, {2, -2}, {3, 2.72}} {
-		v, pol := Optimal(m, c.H)
+		v, pol := optimal(m, c.H)
 		if !approx(v, c.want) {
 			t.Errorf("H=%d: V* = %v, want %v", c.H, v, c.want)
 		}
-		if got := Evaluate(m, c.H, pol); !approx(got, v) {
+		if got := evaluate(m, c.H, pol); !approx(got, v) {
 			t.Errorf("H=%d: the optimal policy evaluates to %v, not V* = %v", c.H, got, v)
 		}
 	}
@@ -93,7 +93,7 @@ func TestTigerByHand(t *testing.T) {
 	// ½/½ at every step, so each step is worth (−1 −45 −45)/3.
 	u, _ := ParseBehavior("uniform", m)
 	for H := 1; H <= 5; H++ {
-		if v, want := BehaviorValue(m, H, u), -91.0/3*float64(H); !approx(v, want) {
+		if v, want := behaviorValue(m, H, u), -91.0/3*float64(H); !approx(v, want) {
 			t.Errorf("H=%d: uniform value %v, want %v", H, v, want)
 		}
 	}
@@ -109,7 +109,7 @@ func TestTigerByHand(t *testing.T) {
 			return openLeft
 		}
 	}
-	if v := Evaluate(m, 2, lo); !approx(v, -7.5) {
+	if v := evaluate(m, 2, lo); !approx(v, -7.5) {
 		t.Errorf("listen-then-open: %v, want −7.5", v)
 	}
 	// myopic:0 listens at ½/½ (−1 beats −45) and after one listen (−1
@@ -118,7 +118,7 @@ func TestTigerByHand(t *testing.T) {
 	// plan, so −2 at H=2 and 2.72 at H=3.
 	my, _ := ParseBehavior("myopic:0", m)
 	for H, want := range map[int]float64{2: -2, 3: 2.72} {
-		if v := BehaviorValue(m, H, my); !approx(v, want) {
+		if v := behaviorValue(m, H, my); !approx(v, want) {
 			t.Errorf("H=%d: myopic:0 value %v, want %v", H, v, want)
 		}
 	}
@@ -149,7 +149,7 @@ func bruteForceOptimal(m *POMDP, H int) float64 {
 	}
 	best := math.Inf(-1)
 	for {
-		best = max(best, Evaluate(m, H, pol))
+		best = max(best, evaluate(m, H, pol))
 		i := 0
 		for i < n && choice[i] == A-1 {
 			choice[i] = 0
@@ -165,7 +165,7 @@ func bruteForceOptimal(m *POMDP, H int) float64 {
 func TestOptimalMatchesBruteForce(t *testing.T) {
 	m := tiger(t)
 	for H := 1; H <= 3; H++ { // 3^7 = 2187 policies at H=3
-		v, _ := Optimal(m, H)
+		v, _ := optimal(m, H)
 		if b := bruteForceOptimal(m, H); !approx(v, b) {
 			t.Errorf("tiger H=%d: Optimal %v, brute force %v", H, v, b)
 		}
@@ -174,11 +174,11 @@ func TestOptimalMatchesBruteForce(t *testing.T) {
 	for i := range 20 {
 		m := randomPOMDP(rng, 3, 2, 2)
 		for H := 1; H <= 3; H++ { // 2^7 = 128 policies at H=3
-			v, pol := Optimal(m, H)
+			v, pol := optimal(m, H)
 			if b := bruteForceOptimal(m, H); !approx(v, b) {
 				t.Errorf("random model %d H=%d: Optimal %v, brute force %v", i, H, v, b)
 			}
-			if e := Evaluate(m, H, pol); !approx(e, v) {
+			if e := evaluate(m, H, pol); !approx(e, v) {
 				t.Errorf("random model %d H=%d: optimal policy evaluates to %v, not %v", i, H, e, v)
 			}
 		}
@@ -192,7 +192,7 @@ func bestOpenLoop(m *POMDP, H int) float64 {
 	seq := make([]int, H)
 	best := math.Inf(-1)
 	for {
-		best = max(best, Evaluate(m, H, func(obs, act []int) int { return seq[len(obs)-1] }))
+		best = max(best, evaluate(m, H, func(obs, act []int) int { return seq[len(obs)-1] }))
 		i := 0
 		for i < H && seq[i] == A-1 {
 			seq[i] = 0
@@ -213,7 +213,7 @@ func TestOptimalNotBelowOpenLoop(t *testing.T) {
 	}
 	for _, m := range models {
 		for H := 1; H <= 4; H++ {
-			v, _ := Optimal(m, H)
+			v, _ := optimal(m, H)
 			ol := bestOpenLoop(m, H)
 			if v < ol-evalTol*(1+math.Abs(ol)) {
 				t.Errorf("%s H=%d: optimal %v below the best open-loop value %v", m.Name, H, v, ol)
@@ -238,7 +238,7 @@ func TestBehaviorValueMatchesEvaluateForDeterministic(t *testing.T) {
 		if spec == "fixed:open-left:0" {
 			a = openLeft
 		}
-		if v, e := BehaviorValue(m, 4, b), Evaluate(m, 4, constant(a)); !approx(v, e) {
+		if v, e := behaviorValue(m, 4, b), evaluate(m, 4, constant(a)); !approx(v, e) {
 			t.Errorf("%s: behaviour value %v, Evaluate %v", spec, v, e)
 		}
 	}
@@ -287,12 +287,12 @@ func TestEvaluatePolicyTree(t *testing.T) {
 
 func TestEvaluateRejectsBadInput(t *testing.T) {
 	m := tiger(t)
-	if v := Evaluate(m, 2, constant(7)); !math.IsNaN(v) {
+	if v := evaluate(m, 2, constant(7)); !math.IsNaN(v) {
 		t.Errorf("out-of-range action gave %v, want NaN", v)
 	}
 	broken := *m
 	broken.Start = []float64{0.5, 0.6}
-	if v := Evaluate(&broken, 2, constant(0)); !math.IsNaN(v) {
+	if v := evaluate(&broken, 2, constant(0)); !math.IsNaN(v) {
 		t.Errorf("invalid model gave %v, want NaN", v)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -337,15 +337,15 @@ func TestSharedModelsOptimalBounds(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		v, pol := Optimal(m, H)
+		v, pol := optimal(m, H)
 		slack := evalTol * (1 + math.Abs(v))
 		if ol := bestOpenLoop(m, H); v < ol-slack {
 			t.Errorf("%s: V* = %v below the best open-loop value %v", f, v, ol)
 		}
-		if u := BehaviorValue(m, H, behavior(t, "uniform", m)); v < u-slack {
+		if u := behaviorValue(m, H, behavior(t, "uniform", m)); v < u-slack {
 			t.Errorf("%s: V* = %v below the uniform value %v", f, v, u)
 		}
-		if e := Evaluate(m, H, pol); !approx(e, v) {
+		if e := evaluate(m, H, pol); !approx(e, v) {
 			t.Errorf("%s: optimal policy evaluates to %v, V* = %v", f, e, v)
 		}
 	}
@@ -357,7 +357,7 @@ func BenchmarkOptimal(b *testing.B) {
 			m := tiger(b)
 			b.ReportAllocs()
 			for b.Loop() {
-				if v, _ := Optimal(m, H); math.IsNaN(v) {
+				if v, _ := optimal(m, H); math.IsNaN(v) {
 					b.Fatal("NaN")
 				}
 			}
@@ -370,7 +370,33 @@ func BenchmarkOptimal(b *testing.B) {
 		}
 		b.ReportAllocs()
 		for b.Loop() {
-			Optimal(m, 3)
+			optimal(m, 3)
 		}
 	})
+}
+
+// evaluate, optimal and behaviorValue are the exact solvers for tests,
+// with NaN standing for an error.
+func evaluate(m *POMDP, H int, pol PolicyFunc) float64 {
+	v, err := EvaluateContext(context.Background(), m, H, pol)
+	if err != nil {
+		return math.NaN()
+	}
+	return v
+}
+
+func optimal(m *POMDP, H int) (float64, PolicyFunc) {
+	v, pol, err := OptimalContext(context.Background(), m, H)
+	if err != nil {
+		return math.NaN(), nil
+	}
+	return v, pol
+}
+
+func behaviorValue(m *POMDP, H int, b Behavior) float64 {
+	v, err := BehaviorValueContext(context.Background(), m, H, b)
+	if err != nil {
+		return math.NaN()
+	}
+	return v
 }

@@ -35,7 +35,7 @@ func TestExampleTigerModel(t *testing.T) {
 	// total; otherwise (0.3825) the belief is 0.85 and listening (−1)
 	// beats opening (−6.5): −3 + 5.80375 − 0.3825 = 2.42125.
 	for H, v := range map[int]float64{1: -1, 2: -2, 3: 2.72, 4: 2.42125} {
-		if got, _ := Optimal(m, H); !approx(got, v) {
+		if got, _ := optimal(m, H); !approx(got, v) {
 			t.Errorf("H=%d: V* = %v, README says %v", H, got, v)
 		}
 	}

@@ -82,7 +82,7 @@ func TestSimulateMeanMatchesBehaviorValue(t *testing.T) {
 		}
 		mean := sum / K
 		se := math.Sqrt((sum2/K - mean*mean) / (K - 1))
-		want := BehaviorValue(c.m, c.H, b)
+		want := behaviorValue(c.m, c.H, b)
 		if math.Abs(mean-want) > 4*se+1e-12 {
 			t.Errorf("%s %s H=%d: mean return %v ± %v, exact %v", c.m.Name, c.spec, c.H, mean, se, want)
 		}

@@ -89,16 +89,3 @@ func logFiles(c *cli.Context) ([]string, error) {
 	}
 	return ingest.Expand(c.Args().Slice())
 }
-
-// loadDataset reads the logs named by the arguments with the ingest flags.
-func loadDataset(c *cli.Context) (*ingest.Dataset, error) {
-	opts, err := ingestOptions(c)
-	if err != nil {
-		return nil, err
-	}
-	files, err := logFiles(c)
-	if err != nil {
-		return nil, err
-	}
-	return ingest.Read(c.Context, files, opts)
-}
