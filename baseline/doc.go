@@ -23,7 +23,7 @@
 // solved exactly by backward dynamic programming. BehaviorCloning takes the
 // most frequently logged action at every logged history.
 //
-// Rewards are rescaled as everywhere in psrlcb (DESIGN.md section 3): with
+// Rewards are rescaled as everywhere in psrlcb (docs/design.md, section 3): with
 // the smallest and largest logged return m and M, every step's reward
 // becomes r'_h = (r_h − m/H)/(M − m), so that the rescaled return
 // R = Σ_h r'_h = (Σ_h r_h − m)/(M − m) lies in [0,1] on every logged
@@ -47,7 +47,7 @@
 // history is unknown. A node whose observation is the end symbol acts and
 // falls back with the end symbol; a history that leaves the tree before its
 // episode ends keeps its fallback, which is harmless because the end action
-// is forced (DESIGN.md section 3). Logged propensities are not used: both
+// is forced (docs/design.md, section 3). Logged propensities are not used: both
 // baselines work from counts alone. Inputs are never modified, and the output
 // depends only on the dataset and the options (ties and child order are
 // broken by vocabulary index).

@@ -2,7 +2,7 @@
 // latent-state model (a time-inhomogeneous input–output HMM, see Model)
 // fitted by maximum likelihood with expectation–maximisation, then moved
 // into the constraint set Θ_min of the paper's offline confidence set
-// B_D (psr-ucb-lcb.tex, eq. (offline confidence set), Section 5):
+// B_D (Huang, Liang, Yang (ICLR 2024, arXiv:2307.00405), eq. (5), Section 5):
 //
 //	Θ_min = {θ : P_θ^{π^b}(τ_h) ≥ p_min for every τ_h ∈ D_h},
 //	p_min = δ / (K·H·(|O||A|)^H), δ = 0.05   (Theorem for offline PSR-LCB).
@@ -27,7 +27,7 @@
 // Entry point: Fit(ctx, dataset, Options) → *Result. The zero Options
 // value gives the documented defaults. The model exposes belief filtering,
 // the next-observation distribution, the expected reward and the
-// prediction feature ψ̄(τ_h) (DESIGN.md section 2) used by the later
+// prediction feature ψ̄(τ_h) (docs/design.md, section 2) used by the later
 // stages.
 //
 // Conventions: inputs are never modified. The same dataset, options and

@@ -1,6 +1,7 @@
 package estimate
 
-// Prediction features ψ̄(τ_h) for the core tests (DESIGN.md section 2).
+// Prediction features ψ̄(τ_h) for the core tests (docs/design.md, section 2; Section 3 of
+// Huang, Liang, Yang (ICLR 2024, arXiv:2307.00405)).
 //
 // A core test of length k at step h is (o_{h+1}, a_{h+1}, …, a_{h+k−1},
 // o_{h+k}); [ψ̄(τ_h)]_ℓ = P(test ℓ's observations | τ_h, test ℓ's actions).

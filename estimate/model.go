@@ -21,7 +21,7 @@ const (
 
 // Model is a rank-S latent-state model of the environment: a
 // time-inhomogeneous input–output HMM. It is a PSR of rank ≤ S whose
-// probabilities are valid by construction (DESIGN.md section 4 "estimate").
+// probabilities are valid by construction (docs/design.md, section 4).
 //
 // Timing: at step h (1-based) the environment is in s_h and emits o_h; the
 // agent takes a_h; the state moves to s_{h+1} ~ T_h(·|s_h,a_h), the next
@@ -63,7 +63,7 @@ type Model struct {
 	// (the paper's R).
 	ReturnMin, ReturnMax float64
 
-	// TestLength is m, the length of the core tests (DESIGN.md section 2).
+	// TestLength is m, the length of the core tests (docs/design.md, section 2).
 	// Zero means 1.
 	TestLength int
 

@@ -40,7 +40,7 @@ const (
 	// rank.
 	DefaultHeldOut = 0.2
 	// DefaultDelta is δ in p_min = δ/(K·H·(|O||A|)^H) (Theorem for offline
-	// PSR-LCB, psr-ucb-lcb.tex).
+	// PSR-LCB, Algorithm 2 of Huang, Liang, Yang (ICLR 2024, arXiv:2307.00405)).
 	DefaultDelta = 0.05
 	// MaxCategoricalRewards: rewards with at most this many distinct
 	// values are modelled as categorical, otherwise as Gaussian. Logged

@@ -39,7 +39,7 @@ type bnode struct {
 }
 
 // PlanBonus computes π^k = argmax_π V_{θ̂,b̂}^π = argmax_π E_{θ̂,π}[b̂(τ_H)]
-// over deterministic history-dependent policies (psr-ucb-lcb.tex,
+// over deterministic history-dependent policies (Huang, Liang, Yang (ICLR 2024, arXiv:2307.00405),
 // Algorithm 1, line 9), exactly, by dynamic programming over the history
 // tree: the bonus is not additive over steps, so each branch carries the
 // belief and the running Σ_h ‖ψ̄̂(τ_h)‖²_{U_h⁻¹}, and min{α·sqrt(Σ), 1} is

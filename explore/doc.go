@@ -1,5 +1,5 @@
 // Package explore is the online side of the paper: PSR-UCB
-// (psr-ucb-lcb.tex, Section 4, Algorithm 1) run as a batch exploration
+// (Huang, Liang, Yang (ICLR 2024, arXiv:2307.00405), Section 4, Algorithm 1) run as a batch exploration
 // loop. Each round k
 //
 //  1. collects, for every switch step h = 1..H, a batch of episodes with the
@@ -12,7 +12,7 @@
 //  3. fits θ̂^k by maximum likelihood under Θ_min^k (eq. (confidence set);
 //     package estimate, with Θ_min checked on the length-(h−1) prefixes of
 //     D_{h−1}^k and the logged exploration propensities);
-//  4. builds the UCB bonus of eq. (bonus),
+//  4. builds the UCB bonus of eq. (3),
 //     Û_h^k = λI + Σ_{τ_h∈D_h^k} ψ̄̂^k(τ_h)ψ̄̂^k(τ_h)ᵀ,
 //     b̂^k(τ_H) = min{α·sqrt(Σ_{h=0}^{H−1} ‖ψ̄̂^k(τ_h)‖²_{(Û_h^k)⁻¹}), 1}
 //     (package pessimism, with the splits D_h^k instead of a random split);

@@ -13,7 +13,7 @@ import (
 
 // Defaults of Options.
 const (
-	// DefaultAlpha is the UCB coefficient α of eq. (bonus) used when
+	// DefaultAlpha is the UCB coefficient α of eq. (3) of Huang, Liang, Yang (ICLR 2024, arXiv:2307.00405) used when
 	// Options.Alpha is 0. With λ = 1 a feature direction seen n times has
 	// ‖ψ̄̂‖²_{U⁻¹} ≈ 1/(n+1), so b̂ ≈ α·sqrt(H/n); α = 1 makes the bonus the
 	// order of the standard error of an H-step probability estimated from n

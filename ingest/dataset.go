@@ -2,7 +2,7 @@ package ingest
 
 // EndSymbol is the observation and action symbol used to pad episodes that
 // ended early (terminal) up to the horizon: the observation is absorbing, the
-// action is forced and its propensity is 1 (DESIGN.md section 3).
+// action is forced and its propensity is 1 (docs/design.md, section 3).
 const EndSymbol = "<end>"
 
 // Dataset is the validated, compact in-memory form of the logs: K episodes

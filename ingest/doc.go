@@ -1,5 +1,5 @@
 // Package ingest reads trajectory logs (Parquet, the schema of package
-// schemas and DESIGN.md section 3) into a validated, compact Dataset: K
+// schemas and docs/design.md, section 3) into a validated, compact Dataset: K
 // episodes of exactly H steps, observations and actions as uint16 codes
 // into sorted vocabularies, rewards and logged propensities
 // π^b(a_h | τ_{h-1}, o_h) as float64. This is the data D of the paper's

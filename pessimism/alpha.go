@@ -122,8 +122,8 @@ type Theory struct {
 	DataTerm  float64 // 7β̂/(ι²γ²)
 }
 
-// TheoryAlpha computes the paper's LCB coefficient (Corollary (LCB),
-// psr-ucb-lcb.tex line "α̂ = sqrt(4λHQ_A²d/γ⁴ + 7β̂/(ι²γ²))") with
+// TheoryAlpha computes the paper's LCB coefficient (Corollary 3 in
+// Appendix D of Huang, Liang, Yang (ICLR 2024, arXiv:2307.00405): α̂ = sqrt(4λHQ_A²d/γ⁴ + 7β̂/(ι²γ²))) with
 //
 //	β̂ = 31·ln(3K|Θ̄_ε|/δ)                      (Lemma, offline MLE guarantee)
 //	ln|Θ̄_ε| ≤ 2r²|O||A|H²·ln(|O||A|/ε)          (Proposition, optimistic net of tabular PSRs)

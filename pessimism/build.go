@@ -15,8 +15,8 @@ import (
 )
 
 // Build computes U_0..U_{H−1} from the length-h prefixes of the episodes
-// of splits[h] under the model m and factorises them (psr-ucb-lcb.tex,
-// eq. (LCB bonus)). The returned Bonus has Alpha = DefaultAlpha.
+// of splits[h] under the model m and factorises them (eq. (6) of
+// Huang, Liang, Yang (ICLR 2024, arXiv:2307.00405)). The returned Bonus has Alpha = DefaultAlpha.
 func Build(ctx context.Context, m *estimate.Model, d *ingest.Dataset, splits [][]int, opts Options) (*Bonus, error) {
 	lambda := opts.Lambda
 	if lambda == 0 {

@@ -1,5 +1,6 @@
 // Package pessimism builds the uncertainty bonus of offline PSR-LCB
-// (psr-ucb-lcb.tex, Section 5, eq. (LCB bonus), Algorithm 2 line 4):
+// (Huang, Liang, Yang (ICLR 2024, arXiv:2307.00405),
+// Section 5, eq. (6), Algorithm 2 line 4):
 //
 //	U_h = λI + Σ_{τ_h ∈ D_h} ψ̄̂(τ_h) ψ̄̂(τ_h)ᵀ,   h = 0..H−1
 //	b̂(τ_H) = min{ α · sqrt( Σ_{h=0}^{H−1} ‖ψ̄̂(τ_h)‖²_{U_h⁻¹} ), 1 }
@@ -22,7 +23,7 @@
 //     no logged history spans then has ‖ψ̄‖²_{U⁻¹} ≈ ‖ψ̄‖² ≤ 1, and one
 //     seen n times about 1/(n+1).
 //   - α is a number, "theory" (TheoryAlpha: the paper's α̂ of Corollary
-//     (LCB) with β̂ from the optimistic-net bound), a list of numbers or
+//     3 with β̂ from the optimistic-net bound), a list of numbers or
 //     "auto" (a grid); lists are resolved by policy.Select with a held-out
 //     criterion. The default is "auto" (AlphaSpec's zero value); a Bonus
 //     built without a choice carries DefaultAlpha = 1, see its comment.

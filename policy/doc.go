@@ -1,6 +1,7 @@
 // Package policy plans, stores and evaluates the output policy of
-// PSR-LCB (psr-ucb-lcb.tex, Algorithm 2: π̄ = argmax_π V_{θ̂,R}^π −
-// V_{θ̂,b̂}^π; DESIGN.md section 4 "policy").
+// PSR-LCB (Huang, Liang, Yang (ICLR 2024, arXiv:2307.00405),
+// Algorithm 2: π̄ = argmax_π V_{θ̂,R}^π −
+// V_{θ̂,b̂}^π; docs/design.md, section 4).
 //
 // A policy is a deterministic history-dependent policy stored as a tree of
 // decision nodes (Policy, Node; the lookup rule is Cursor). Entry points:

@@ -163,7 +163,7 @@ type Coverage struct {
 	// follow π̄, h = 1..H. The model's factor P(o_{1:h}|a_{1:h}) cancels,
 	// so the ratio is Π_{t≤h} 1/π^b(a_t | τ_{t−1}, o_t). Histories the logs
 	// never contain do not enter (1 − CoveredMass shows how much of π̄'s
-	// mass that leaves out), so it is a lower estimate of C∞ (DESIGN.md
+	// mass that leaves out), so it is a lower estimate of C∞ (docs/design.md,
 	// section 2).
 	CInf float64 `json:"c_inf"`
 	// CInfEpisode and CInfStep locate the maximising prefix.

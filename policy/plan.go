@@ -26,19 +26,18 @@ var (
 	ErrData = errkind.New(errkind.Data, "policy: invalid data")
 )
 
-// DefaultBudget is the default node budget of Plan: 5·10⁷ nodes of the
-// history tree take about 10 s at the measured ≈ 5·10⁶ nodes/s on two
-// cores, and the exact planner keeps only the chosen branches, so memory
-// stays small.
+// DefaultBudget is the default node budget of Plan: a tree of this size is
+// planned in seconds on two cores (BenchmarkPlan gives the rate on the
+// machine at hand), and the exact planner keeps only the chosen branches,
+// so memory stays small.
 const DefaultBudget = 50_000_000
 
 // DefaultSearchBudget is the default node budget of the approximate
-// search. A node there costs far more than in the exact search (every
-// pruned child is priced by a stand-in for each fallback action, O(S²)
-// each): about 2·10⁵ nodes/s against 2·10⁷ on two cores at |O| = 8,
-// |A| = 4, S = 8 (BenchmarkPlanApprox, BenchmarkPlan), so 10⁶ nodes take a
-// few seconds. Measured on a 10⁵-episode fit of that size, 5·10⁶ nodes
-// narrowed the stated gap only from 0.296 to 0.276 for four times the time.
+// search. A node there costs about a hundred exact nodes (every pruned
+// child is priced by a stand-in for each fallback action, O(S²) each;
+// BenchmarkPlanApprox against BenchmarkPlan), so this budget also takes
+// seconds; a five times larger one narrows the stated gap little
+// (docs/validation.md).
 const DefaultSearchBudget = 1_000_000
 
 // frontierTasks is the least number of subtrees the exact search is cut
@@ -91,8 +90,8 @@ type PlanStats struct {
 }
 
 // Plan computes π̄ = argmax_π E_θ̂,π[R(τ_H) − b̂(τ_H)] over deterministic
-// history-dependent policies (psr-ucb-lcb.tex Algorithm 2, output policy;
-// DESIGN.md section 4 "policy"), where R = Σ_h (r_h − shift)·scale is the
+// history-dependent policies (Algorithm 2 of Huang, Liang, Yang (ICLR 2024, arXiv:2307.00405),
+// output policy; docs/design.md, section 4), where R = Σ_h (r_h − shift)·scale is the
 // return rescaled to [0,1] (estimate.Model.RewardScale) and b̂ is
 // bonus (with its Alpha).
 //

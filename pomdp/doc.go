@@ -5,7 +5,7 @@
 // exactly under the true model.
 //
 // It is not a stage of the PSR-LCB pipeline of the paper; it is the test
-// bench around it (DESIGN.md section 5). A learned policy π̄ (Algorithm 2 of
+// bench around it (docs/design.md, section 5). A learned policy π̄ (Algorithm 2 of
 // the paper) is judged by its exact value V^π̄ under the true model, beside
 // the optimal finite-horizon value V* and the behaviour policy's value V^b.
 //

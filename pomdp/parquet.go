@@ -12,7 +12,7 @@ import (
 )
 
 // LogRow is one row of the trajectory logs in psrlcb's input schema
-// (DESIGN.md section 3).
+// (docs/design.md, section 3).
 type LogRow struct {
 	EpisodeID   int64   `parquet:"episode_id"`
 	Step        int64   `parquet:"step"`

@@ -1,4 +1,4 @@
-// Package schemas describes the input log schema of psrlcb (DESIGN.md
+// Package schemas describes the input log schema of psrlcb (docs/design.md
 // section 3) as code: the columns a trajectory log carries, their accepted
 // Parquet types, the alias names recognised by default, and a Mapping that
 // lets users name their own columns.

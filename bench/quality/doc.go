@@ -1,5 +1,5 @@
 // Command quality runs the validation study "Does pessimism pay?" of psrlcb on
-// benchmark POMDPs (DESIGN.md section 5) and writes its results.
+// benchmark POMDPs (docs/design.md, section 5) and writes its results.
 //
 // For each problem (a Cassandra .POMDP file with a horizon H), each behaviour
 // policy (wide coverage "uniform", narrow coverage "myopic:0.1"), each number
