@@ -13,6 +13,7 @@ import (
 	"github.com/psrlcb/psrlcb/internal/atomicfile"
 	"github.com/psrlcb/psrlcb/policy"
 	"github.com/psrlcb/psrlcb/pomdp"
+	"github.com/psrlcb/psrlcb/schemas"
 )
 
 // Schema metadata keys of the exploration policy files.
@@ -139,15 +140,9 @@ func (sp *SwitchPolicy) Act(obs []string, u float64) (action string, propensity 
 // TaggedRow is one row of exploration logs: the input schema of psrlcb
 // (pomdp.LogRow) with the optional round and explore_step columns.
 type TaggedRow struct {
-	EpisodeID   int64   `parquet:"episode_id"`
-	Step        int64   `parquet:"step"`
-	Observation string  `parquet:"observation,dict"`
-	Action      string  `parquet:"action,dict"`
-	Reward      float64 `parquet:"reward"`
-	Propensity  float64 `parquet:"propensity"`
-	Terminal    bool    `parquet:"terminal"`
-	Round       int64   `parquet:"round"`
-	ExploreStep int64   `parquet:"explore_step"`
+	schemas.Row
+	Round       int64 `parquet:"round"`
+	ExploreStep int64 `parquet:"explore_step"`
 }
 
 // WriteTaggedParquet writes logs with their per-episode rounds and switch
@@ -164,8 +159,7 @@ func WriteTaggedParquet(path string, l *pomdp.Logs, rounds, steps []int) error {
 			rows = rows[:0]
 			for h := range l.Horizon {
 				r := l.Row(k*l.Horizon + h)
-				rows = append(rows, TaggedRow{EpisodeID: r.EpisodeID, Step: r.Step, Observation: r.Observation, Action: r.Action,
-					Reward: r.Reward, Propensity: r.Propensity, Terminal: r.Terminal, Round: int64(rounds[k]), ExploreStep: int64(steps[k])})
+				rows = append(rows, TaggedRow{Row: r, Round: int64(rounds[k]), ExploreStep: int64(steps[k])})
 			}
 			if _, err := w.Write(rows); err != nil {
 				return err

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strconv"
 
+	"github.com/psrlcb/psrlcb/schemas"
+
 	"github.com/parquet-go/parquet-go"
 
 	"github.com/psrlcb/psrlcb/internal/atomicfile"
@@ -13,15 +15,7 @@ import (
 
 // LogRow is one row of the trajectory logs in psrlcb's input schema
 // (docs/design.md, section 3).
-type LogRow struct {
-	EpisodeID   int64   `parquet:"episode_id"`
-	Step        int64   `parquet:"step"`
-	Observation string  `parquet:"observation,dict"`
-	Action      string  `parquet:"action,dict"`
-	Reward      float64 `parquet:"reward"`
-	Propensity  float64 `parquet:"propensity"`
-	Terminal    bool    `parquet:"terminal"`
-}
+type LogRow = schemas.Row
 
 // Row returns row i (episode i/H, step i%H+1) of the logs.
 func (l *Logs) Row(i int) LogRow {

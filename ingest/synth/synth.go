@@ -9,19 +9,14 @@ import (
 	"math/rand/v2"
 	"os"
 
+	"github.com/psrlcb/psrlcb/schemas"
+
 	"github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/compress/zstd"
 )
 
-// Row is one logged step.
-type Row struct {
-	EpisodeID   int64   `parquet:"episode_id"`
-	Step        int64   `parquet:"step"`
-	Observation string  `parquet:"observation,dict"`
-	Action      string  `parquet:"action,dict"`
-	Reward      float64 `parquet:"reward"`
-	Propensity  float64 `parquet:"propensity"`
-}
+// Row is one logged step (the tool's one row struct, schemas.Row).
+type Row = schemas.Row
 
 // Options of Write; zero fields take the defaults of the ingest benchmark.
 type Options struct {
@@ -88,7 +83,7 @@ func Write(path string, opts Options) error {
 				u -= weights[a]
 				a++
 			}
-			buf = append(buf, Row{int64(e), int64(h), obs[rng.IntN(len(obs))], act[a], rng.Float64(), weights[a]})
+			buf = append(buf, Row{EpisodeID: int64(e), Step: int64(h), Observation: obs[rng.IntN(len(obs))], Action: act[a], Reward: rng.Float64(), Propensity: weights[a]})
 			if len(buf) == cap(buf) {
 				if _, err := w.Write(buf); err != nil {
 					f.Close()
