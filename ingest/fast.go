@@ -5,11 +5,12 @@ import (
 	"errors"
 	"math"
 	"math/bits"
-	"runtime"
 	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
+
+	"github.com/psrlcb/psrlcb/internal/parallel"
 
 	"github.com/parquet-go/parquet-go"
 
@@ -170,50 +171,15 @@ func readDirect(ctx context.Context, files []*openedFile, units []unit, opts Opt
 	return d, nil
 }
 
-// forUnits runs f(0..n-1) on the given number of workers (GOMAXPROCS when
-// 0). The first error stops the others; a cancelled context wins over any
-// other error.
+// forUnits runs f(0..n-1) in parallel (package parallel). Any failure but
+// cancellation sends the logs to the exact path (errExact), which reports
+// it with file, episode and step.
 func forUnits(ctx context.Context, n, workers int, f func(i int) error) error {
-	if workers <= 0 {
-		workers = runtime.GOMAXPROCS(0)
-	}
-	workers = min(workers, max(n, 1))
-	var next atomic.Int64
-	var failed atomic.Bool
-	errs := make([]error, workers)
-	var wg sync.WaitGroup
-	for w := range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for !failed.Load() {
-				i := int(next.Add(1) - 1)
-				if i >= n {
-					return
-				}
-				if err := ctx.Err(); err != nil {
-					errs[w] = err
-					failed.Store(true)
-					return
-				}
-				if err := f(i); err != nil {
-					errs[w] = err
-					failed.Store(true)
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	if err := ctx.Err(); err != nil {
+	err := parallel.For(ctx, n, workers, f)
+	if err == nil || ctx.Err() != nil {
 		return err
 	}
-	for _, err := range errs {
-		if err != nil {
-			return errExact
-		}
-	}
-	return nil
+	return errExact
 }
 
 // readKeys reads the episode ids, steps and terminal flags of one row

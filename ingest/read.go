@@ -6,12 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"runtime"
 	"slices"
 	"strconv"
-	"sync"
-	"sync/atomic"
 	"unsafe"
+
+	"github.com/psrlcb/psrlcb/internal/parallel"
 
 	"github.com/psrlcb/psrlcb/schemas"
 )
@@ -129,48 +128,14 @@ func openSources(srcs []source, opts Options) ([]*openedFile, []unit, error) {
 // order and the reported error is that of the first failing unit, so
 // neither depends on the worker count.
 func readUnits(ctx context.Context, files []*openedFile, units []unit, opts Options) ([]*chunk, error) {
-	workers := opts.Workers
-	if workers <= 0 {
-		workers = runtime.GOMAXPROCS(0)
-	}
-	workers = min(workers, max(len(units), 1))
 	chunks := make([]*chunk, len(units))
-	errs := make([]error, len(units))
-	var next atomic.Int64
-	var failed atomic.Bool
-	var wg sync.WaitGroup
-	for range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				i := int(next.Add(1) - 1)
-				if i >= len(units) || failed.Load() {
-					return
-				}
-				if err := ctx.Err(); err != nil {
-					errs[i] = err
-					failed.Store(true)
-					return
-				}
-				u := units[i]
-				c, err := readChunk(files[u.file], u.file, u.rg, u.rowBase, opts.Horizon)
-				if err != nil {
-					errs[i] = err
-					failed.Store(true)
-					return
-				}
-				chunks[i] = c
-			}
-		}()
-	}
-	wg.Wait()
-	for _, err := range errs {
-		if err != nil {
-			return nil, err
-		}
-	}
-	if err := ctx.Err(); err != nil {
+	err := parallel.For(ctx, len(units), opts.Workers, func(i int) error {
+		u := units[i]
+		c, err := readChunk(files[u.file], u.file, u.rg, u.rowBase, opts.Horizon)
+		chunks[i] = c
+		return err
+	})
+	if err != nil {
 		return nil, err
 	}
 	return chunks, nil
@@ -181,7 +146,7 @@ func readUnits(ctx context.Context, files []*openedFile, units []unit, opts Opti
 func mergeKeys[T cmp.Ordered](local [][]T) (global []T, l2g [][]int32) {
 	perms := make([][]int32, len(local))
 	total := 0
-	parallelFor(len(local), func(c int) {
+	parallel.Do(len(local), 0, func(c int) {
 		keys := local[c]
 		p := make([]int32, len(keys))
 		for i := range p {
@@ -202,7 +167,7 @@ func mergeKeys[T cmp.Ordered](local [][]T) (global []T, l2g [][]int32) {
 	slices.Sort(global)
 	global = slices.Compact(global)
 	l2g = make([][]int32, len(local))
-	parallelFor(len(local), func(c int) {
+	parallel.Do(len(local), 0, func(c int) {
 		keys := local[c]
 		m := make([]int32, len(keys))
 		j := 0
@@ -215,33 +180,6 @@ func mergeKeys[T cmp.Ordered](local [][]T) (global []T, l2g [][]int32) {
 		l2g[c] = m
 	})
 	return global, l2g
-}
-
-// parallelFor runs f(0..n-1) on GOMAXPROCS goroutines.
-func parallelFor(n int, f func(i int)) {
-	w := min(runtime.GOMAXPROCS(0), n)
-	if w <= 1 {
-		for i := range n {
-			f(i)
-		}
-		return
-	}
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for range w {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				i := int(next.Add(1) - 1)
-				if i >= n {
-					return
-				}
-				f(i)
-			}
-		}()
-	}
-	wg.Wait()
 }
 
 // renderInts formats integers in decimal into one shared buffer, so that

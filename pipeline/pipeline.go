@@ -4,10 +4,11 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"runtime"
 	"sort"
 	"strconv"
 	"time"
+
+	"github.com/psrlcb/psrlcb/internal/parallel"
 
 	"github.com/psrlcb/psrlcb/estimate"
 	"github.com/psrlcb/psrlcb/ingest"
@@ -93,9 +94,7 @@ func (o Options) resolved() (Options, error) {
 	if o.Ingest.OnInvalid == "" {
 		o.Ingest.OnInvalid = ingest.OnInvalidFail
 	}
-	if o.Workers <= 0 {
-		o.Workers = runtime.GOMAXPROCS(0)
-	}
+	o.Workers = parallel.Workers(o.Workers)
 	if o.Progress == nil {
 		o.Progress = progress.Nop{}
 	}

@@ -4,8 +4,8 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"runtime"
-	"sync"
+
+	"github.com/psrlcb/psrlcb/internal/parallel"
 
 	"math/rand/v2"
 )
@@ -56,7 +56,7 @@ const chunkEpisodes = 1024
 // propensities. The same seed gives the same logs whatever the number of
 // CPUs. It stops with ctx.Err() when ctx is cancelled.
 func Simulate(ctx context.Context, m *POMDP, H, K int, b Behavior, seed uint64) (*Logs, error) {
-	return simulate(ctx, m, H, K, b, seed, runtime.GOMAXPROCS(0))
+	return simulate(ctx, m, H, K, b, seed, 0)
 }
 
 func simulate(ctx context.Context, m *POMDP, H, K int, b Behavior, seed uint64, workers int) (*Logs, error) {
@@ -81,39 +81,13 @@ func simulate(ctx context.Context, m *POMDP, H, K int, b Behavior, seed uint64, 
 	}
 	sm := newSampler(mm)
 	chunks := (K + chunkEpisodes - 1) / chunkEpisodes
-	workers = max(1, min(workers, chunks))
-	next := make(chan int)
-	errs := make([]error, workers)
-	var wg sync.WaitGroup
-	for w := range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for c := range next {
-				if err := ctx.Err(); err != nil {
-					errs[w] = err
-					continue
-				}
-				lo := c * chunkEpisodes
-				hi := min(K, lo+chunkEpisodes)
-				if err := sm.chunk(l, b, lo, hi, chunkRand(seed, c)); err != nil {
-					errs[w] = err
-				}
-			}
-		}()
-	}
-	for c := range chunks {
-		next <- c
-	}
-	close(next)
-	wg.Wait()
-	if err := ctx.Err(); err != nil {
+	err = parallel.For(ctx, chunks, workers, func(c int) error {
+		lo := c * chunkEpisodes
+		hi := min(K, lo+chunkEpisodes)
+		return sm.chunk(l, b, lo, hi, chunkRand(seed, c))
+	})
+	if err != nil {
 		return nil, err
-	}
-	for _, err := range errs {
-		if err != nil {
-			return nil, err
-		}
 	}
 	return l, nil
 }

@@ -1,0 +1,97 @@
+// Package parallel runs loops over independent indices on a bounded number
+// of goroutines. It owns the three rules every parallel loop of psrlcb
+// follows:
+//
+//   - Workers: 0 or less means GOMAXPROCS; never more goroutines than
+//     indices.
+//   - Cancellation: no index starts after ctx is cancelled, and For then
+//     returns ctx.Err().
+//   - Determinism: indices are handed out in increasing order, so when some
+//     fail, every smaller index was handed out too and has finished; For
+//     returns the error of the smallest failing index, whatever the number
+//     of workers. Results written by index (out[i] = …) are therefore the
+//     same for any worker count as long as fn(i) depends on i only.
+package parallel
+
+import (
+	"context"
+	"runtime"
+	"sync"
+	"sync/atomic"
+)
+
+// Workers is the number of goroutines for a requested count w: GOMAXPROCS
+// when w ≤ 0.
+func Workers(w int) int {
+	if w <= 0 {
+		return runtime.GOMAXPROCS(0)
+	}
+	return w
+}
+
+// For calls fn(i) for i in [0, n) on at most Workers(workers) goroutines and
+// waits for them. After the first failure no new index starts; the error
+// returned is that of the smallest failing index, or ctx.Err() when ctx was
+// cancelled.
+func For(ctx context.Context, n, workers int, fn func(i int) error) error {
+	if n <= 0 {
+		return ctx.Err()
+	}
+	w := min(Workers(workers), n)
+	var (
+		next    atomic.Int64
+		stop    atomic.Bool
+		mu      sync.Mutex
+		errIdx  = n
+		failure error
+	)
+	fail := func(i int, err error) {
+		stop.Store(true)
+		mu.Lock()
+		if i < errIdx {
+			errIdx, failure = i, err
+		}
+		mu.Unlock()
+	}
+	run := func() {
+		for !stop.Load() {
+			i := int(next.Add(1) - 1)
+			if i >= n {
+				return
+			}
+			if err := ctx.Err(); err != nil {
+				fail(i, err)
+				return
+			}
+			if err := fn(i); err != nil {
+				fail(i, err)
+				return
+			}
+		}
+	}
+	if w == 1 {
+		run()
+	} else {
+		var wg sync.WaitGroup
+		for range w {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				run()
+			}()
+		}
+		wg.Wait()
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return failure
+}
+
+// Do is For for a loop body that cannot fail.
+func Do(n, workers int, fn func(i int)) {
+	_ = For(context.Background(), n, workers, func(i int) error {
+		fn(i)
+		return nil
+	})
+}

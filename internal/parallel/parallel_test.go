@@ -1,0 +1,69 @@
+package parallel
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"testing"
+)
+
+func TestForVisitsEveryIndexOnce(t *testing.T) {
+	for _, workers := range []int{0, 1, 2, 7, 100} {
+		const n = 1000
+		var hits [n]atomic.Int32
+		if err := For(context.Background(), n, workers, func(i int) error {
+			hits[i].Add(1)
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		for i := range hits {
+			if h := hits[i].Load(); h != 1 {
+				t.Fatalf("workers %d: index %d ran %d times", workers, i, h)
+			}
+		}
+	}
+}
+
+// The smallest failing index wins, whatever the worker count and
+// scheduling: indices 300, 301 and 900 fail.
+func TestForErrorIsTheSmallestFailingIndex(t *testing.T) {
+	for _, workers := range []int{1, 2, 3, 8} {
+		for rep := 0; rep < 20; rep++ {
+			err := For(context.Background(), 1000, workers, func(i int) error {
+				if i == 300 || i == 301 || i == 900 {
+					return fmt.Errorf("index %d", i)
+				}
+				return nil
+			})
+			if err == nil || err.Error() != "index 300" {
+				t.Fatalf("workers %d: err = %v, want index 300", workers, err)
+			}
+		}
+	}
+}
+
+func TestForStopsOnCancel(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	var ran atomic.Int64
+	err := For(ctx, 1_000_000, 2, func(i int) error {
+		if ran.Add(1) == 10 {
+			cancel()
+		}
+		return nil
+	})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("err = %v, want context.Canceled", err)
+	}
+	if r := ran.Load(); r > 100 {
+		t.Errorf("%d indices ran after cancellation at 10", r)
+	}
+}
+
+func TestWorkersDefault(t *testing.T) {
+	if Workers(0) < 1 || Workers(-3) != Workers(0) || Workers(5) != 5 {
+		t.Errorf("Workers: %d %d %d", Workers(0), Workers(-3), Workers(5))
+	}
+	Do(0, 4, func(int) { t.Error("ran on n = 0") })
+}
