@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -15,7 +16,6 @@ import (
 	"github.com/psrlcb/psrlcb/estimate"
 	"github.com/psrlcb/psrlcb/explore"
 	"github.com/psrlcb/psrlcb/ingest"
-	"github.com/psrlcb/psrlcb/internal/outdir"
 	"github.com/psrlcb/psrlcb/policy"
 	"github.com/psrlcb/psrlcb/report"
 )
@@ -58,7 +58,7 @@ func roundOptions(c *cli.Context, seed uint64) (explore.Options, error) {
 	return o, nil
 }
 
-func init() {
+func newExploreCommand() *cli.Command {
 	flags := append(ingestFlags(), roundFlags()...)
 	flags = append(flags,
 		&cli.PathFlag{Name: "out", Aliases: []string{"o"}, Usage: "output `DIR` (written atomically)"},
@@ -68,7 +68,7 @@ func init() {
 		&cli.StringFlag{Name: "col-explore-step", Usage: "name of the explore_step column (default: " + explore.ExploreStepColumn + ")"},
 	)
 	flags, before := configurable(flags)
-	commands = append(commands, &cli.Command{
+	return &cli.Command{
 		Name:      "explore",
 		Usage:     "one round of PSR-UCB: fit the logs so far and write the next round's exploration policy",
 		ArgsUsage: "FILES...",
@@ -81,9 +81,18 @@ func init() {
 			"the test passes, also policy.arrow, the greedy policy argmax_π V_{θ̂,R}^π. See docs/exploration.md.",
 		Flags:  flags,
 		Before: before,
-		Action: runExplore,
-	})
-	commands = append(commands, &cli.Command{
+		Action: func(c *cli.Context) error {
+			o, err := exploreCmdOptions(c)
+			if err != nil {
+				return err
+			}
+			return runExplore(c.Context, c.App.Writer, o)
+		},
+	}
+}
+
+func newExploreActCommand() *cli.Command {
+	return &cli.Command{
 		Name:  "explore-act",
 		Usage: "the exploration action and the propensity to log for the next step of an episode",
 		Description: "Reads one policy-h{h}.arrow written by `psrlcb explore`. For steps before h it prints the\n" +
@@ -99,9 +108,9 @@ func init() {
 			if c.NArg() > 0 {
 				return usagef("explore-act takes no arguments (got %q)", c.Args().Slice())
 			}
-			return runExploreAct(c.App.Writer, c.String("policy"), c.String("history"), c.Float64("u"))
+			return runExploreAct(c.Context, c.App.Writer, exploreActOptions{policy: c.String("policy"), history: c.String("history"), u: c.Float64("u")})
 		},
-	})
+	}
 }
 
 // terminationFile is termination.json.
@@ -123,35 +132,51 @@ type terminationFile struct {
 	GreedyPolicy string  `json:"greedy_policy,omitempty"`
 }
 
-func runExplore(c *cli.Context) error {
-	out := c.Path("out")
-	if out == "" {
-		return usagef("explore needs --out DIR")
+// exploreOptions are the options of `psrlcb explore`.
+type exploreOptions struct {
+	files, inputs []string
+	out           string
+	force         bool
+	round         explore.Options
+	ingest        ingest.Options
+	tags          explore.TagColumns
+	stderr        io.Writer
+}
+
+// exploreCmdOptions reads and checks every flag of explore.
+func exploreCmdOptions(c *cli.Context) (exploreOptions, error) {
+	o := exploreOptions{out: c.Path("out"), force: c.Bool("force"), stderr: c.App.ErrWriter}
+	if o.out == "" {
+		return o, usagef("explore needs --out DIR")
 	}
-	ro, err := roundOptions(c, c.Uint64("seed"))
-	if err != nil {
-		return err
+	var err error
+	if o.round, err = roundOptions(c, c.Uint64("seed")); err != nil {
+		return o, err
 	}
-	files, err := logFiles(c)
-	if err != nil {
-		return err
+	if o.files, err = logFiles(c); err != nil {
+		return o, err
 	}
-	iopts, err := ingestOptions(c)
-	if err != nil {
-		return err
+	if o.ingest, err = ingestOptions(c); err != nil {
+		return o, err
 	}
-	// Fail on an existing output before any work.
-	dir, err := outdir.Create(out, c.Bool("force"))
+	o.inputs = inputPaths(c.Args().Slice(), o.files)
+	o.tags = explore.TagColumns{Episode: o.ingest.Columns.Episode, Round: c.String("col-round"), ExploreStep: c.String("col-explore-step")}
+	return o, nil
+}
+
+func runExplore(ctx context.Context, w io.Writer, o exploreOptions) error {
+	out, files, iopts, ro := o.out, o.files, o.ingest, o.round
+	// Fail on an output in the way before any work.
+	dir, err := createOut(o.stderr, out, o.force, exploreOutput, o.inputs)
 	if err != nil {
 		return err
 	}
 	defer dir.Abort()
-	d, err := ingest.Read(c.Context, files, iopts)
+	d, err := ingest.Read(ctx, files, iopts)
 	if err != nil {
 		return err
 	}
-	tags, err := explore.ReadTags(c.Context, files, explore.TagColumns{
-		Episode: iopts.Columns.Episode, Round: c.String("col-round"), ExploreStep: c.String("col-explore-step")})
+	tags, err := explore.ReadTags(ctx, files, o.tags)
 	if err != nil {
 		return err
 	}
@@ -163,7 +188,7 @@ func runExplore(c *cli.Context) error {
 	for _, id := range d.EpisodeIDs {
 		round = max(round, tags[id].Round)
 	}
-	res, err := explore.Round(c.Context, d, steps, ro)
+	res, err := explore.Round(ctx, d, steps, ro)
 	if err != nil {
 		return err
 	}
@@ -196,13 +221,15 @@ func runExplore(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := os.WriteFile(dir.Path("termination.json"), append(b, '\n'), 0o644); err != nil {
+	if err := os.WriteFile(dir.Path(terminationFileName), append(b, '\n'), 0o644); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
 		return err
 	}
 	if err := dir.Commit(); err != nil {
 		return err
 	}
-	w := c.App.Writer
 	fmt.Fprintf(w, "round %d: %d episodes, D_h sizes %v, rank %d\n", round, d.NumEpisodes(), tf.SplitSizes, tf.Rank)
 	verdict := "continue: serve the exploration policies of round " + strconv.FormatInt(round+1, 10)
 	if res.Terminated {
@@ -213,8 +240,15 @@ func runExplore(c *cli.Context) error {
 	return nil
 }
 
-func runExploreAct(w io.Writer, path, history string, u float64) error {
-	obs, _, err := parseHistory(history)
+// exploreActOptions are the options of `psrlcb explore-act`.
+type exploreActOptions struct {
+	policy, history string
+	u               float64
+}
+
+func runExploreAct(_ context.Context, w io.Writer, o exploreActOptions) error {
+	path, u := o.policy, o.u
+	obs, _, err := parseHistory(o.history)
 	if err != nil {
 		return err
 	}

@@ -23,8 +23,8 @@ func TestExploreCommands(t *testing.T) {
 	model := writeText(t, "tiger.pomdp", tigerText(t))
 	dir := t.TempDir()
 	sim := filepath.Join(dir, "sim")
-	msg, code, err := runCLI(t, "simulate", "--pomdp", model, "--horizon", "3", "--batch", "20", "--rounds", "2",
-		"--rank", "2", "--restarts", "1", "--alpha", "0.5", "--seed", "3", "--out", sim, "--online")
+	msg, code, err := runCLI(t, "simulate-online", "--pomdp", model, "--horizon", "3", "--batch", "20", "--rounds", "2",
+		"--rank", "2", "--restarts", "1", "--alpha", "0.5", "--seed", "3", "--out", sim)
 	if code != 0 {
 		t.Fatalf("simulate --online: exit %d: %v\n%s", code, err, msg)
 	}

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"strings"
+
 	"github.com/urfave/cli/v2"
 
 	"github.com/psrlcb/psrlcb/ingest"
@@ -90,15 +92,15 @@ func logFiles(c *cli.Context) ([]string, error) {
 	return ingest.Expand(c.Args().Slice())
 }
 
-// loadDataset reads the logs named by the arguments with the ingest flags.
-func loadDataset(c *cli.Context) (*ingest.Dataset, error) {
-	opts, err := ingestOptions(c)
-	if err != nil {
-		return nil, err
+// inputPaths are the paths the run reads, for keeping --out clear of them:
+// the arguments that name files or directories (globs are covered by
+// their expansion) and the expanded files.
+func inputPaths(args, files []string) []string {
+	var out []string
+	for _, a := range args {
+		if !strings.ContainsAny(a, "*?[") {
+			out = append(out, a)
+		}
 	}
-	files, err := logFiles(c)
-	if err != nil {
-		return nil, err
-	}
-	return ingest.Read(c.Context, files, opts)
+	return append(out, files...)
 }
