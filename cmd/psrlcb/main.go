@@ -76,6 +76,10 @@ func newApp() *cli.App {
 		},
 	}
 	app.CustomAppHelpTemplate = cli.AppHelpTemplate + "\n" + exitCodesHelp
+	// A flag a command does not have is a usage error of that command.
+	for _, c := range app.Commands {
+		c.OnUsageError = app.OnUsageError
+	}
 	return app
 }
 
