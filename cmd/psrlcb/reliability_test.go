@@ -514,4 +514,3 @@ func TestCommandsShareArgumentHandling(t *testing.T) {
 		t.Errorf("simulate --online: exit %d: %v", code, err)
 	}
 }
-

@@ -150,18 +150,18 @@ func TestOutOverlappingInputs(t *testing.T) {
 		out    string
 		inputs []string
 	}{
-		{logs, []string{logs}},                        // is the input directory
-		{"logs", []string{file}},                      // contains an input file (relative)
-		{root, []string{file}},                        // contains it deeper
-		{filepath.Join(logs, "run"), []string{logs}},  // inside an input directory
-		{filepath.Join(link, "run"), []string{logs}},  // the same through a link
-		{filepath.Join(logs, "run"), []string{link}},  // input named through a link
-		{file, []string{file}},                        // is the input file
-		{".", nil},                                    // the current directory
-		{"./", nil},                                   //
-		{"..", nil},                                   // its parent
-		{filepath.Join(link, "..", "x", ".."), nil},   // the current directory spelt oddly
-		{"/", nil},                                    // the root
+		{logs, []string{logs}},                       // is the input directory
+		{"logs", []string{file}},                     // contains an input file (relative)
+		{root, []string{file}},                       // contains it deeper
+		{filepath.Join(logs, "run"), []string{logs}}, // inside an input directory
+		{filepath.Join(link, "run"), []string{logs}}, // the same through a link
+		{filepath.Join(logs, "run"), []string{link}}, // input named through a link
+		{file, []string{file}},                       // is the input file
+		{".", nil},                                   // the current directory
+		{"./", nil},                                  //
+		{"..", nil},                                  // its parent
+		{filepath.Join(link, "..", "x", ".."), nil},  // the current directory spelt oddly
+		{"/", nil},                                   // the root
 	} {
 		_, err := Create(c.out, fitLike(true, c.inputs...))
 		if !errors.Is(err, ErrOverlap) && !errors.Is(err, ErrExists) {
