@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"runtime"
@@ -296,6 +297,13 @@ func fit(ctx context.Context, d *ingest.Dataset, inputs []string, opts Options) 
 	st.begin("estimate", 0)
 	eopts.Splits = splits
 	fit, err := estimate.Fit(ctx, d, eopts)
+	if err != nil && eopts.Start != nil && errors.Is(err, estimate.ErrOptions) {
+		// The training fit's model does not match all the episodes (a
+		// reward value seen only in held-out episodes changes the reward
+		// model): fit from the usual starts instead of warm-starting.
+		eopts.Start = nil
+		fit, err = estimate.Fit(ctx, d, eopts)
+	}
 	if err != nil {
 		return nil, err
 	}
