@@ -86,6 +86,14 @@ func runSimulate(ctx context.Context, w io.Writer, o simulateOptions) error {
 	if len(missing) > 0 {
 		return usagef("simulate needs %s", strings.Join(missing, ", "))
 	}
+	if a, err := os.Stat(o.pomdp); err == nil {
+		if b, err := os.Stat(o.out); err == nil && os.SameFile(a, b) {
+			return usagef("--out %s is the model file --pomdp %s; name a new Parquet file", o.out, o.pomdp)
+		}
+	}
+	if st, err := os.Stat(o.out); err == nil && st.IsDir() {
+		return usagef("--out %s is a directory; name the Parquet file to write", o.out)
+	}
 	m, b, err := loadModelAndBehavior(o.pomdp, o.behavior)
 	if err != nil {
 		return err
