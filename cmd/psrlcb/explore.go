@@ -21,7 +21,7 @@ import (
 )
 
 // roundFlags are the flags of one PSR-UCB round, shared by `explore` and
-// `simulate --online`.
+// `simulate-online`.
 func roundFlags() []cli.Flag {
 	return []cli.Flag{
 		&cli.Float64Flag{Name: "alpha", Value: explore.DefaultAlpha, Usage: "UCB coefficient α of the bonus b̂ = min{α·sqrt(Σ_h‖ψ̄̂(τ_h)‖²_{U_h⁻¹}), 1} (the paper's α saturates b̂; see docs/exploration.md)"},
