@@ -75,6 +75,7 @@ type Dir struct {
 	// killed runs), one sentence each, for the user.
 	Notes []string
 	force bool
+	opts  Options
 }
 
 const partialTag = ".partial-"
@@ -101,6 +102,9 @@ func Create(final string, o Options) (*Dir, error) {
 	if fi, err := os.Lstat(final); err == nil {
 		if !o.Force {
 			return nil, fmt.Errorf("%w: %s (use --force to replace an earlier output of %s)", ErrExists, final, cmdName(o))
+		}
+		if fi.Mode()&os.ModeSymlink != 0 {
+			return nil, fmt.Errorf("%w: %s is a symbolic link; --force replaces only a directory written by %s, so name the directory itself", ErrExists, final, cmdName(o))
 		}
 		if !fi.IsDir() {
 			return nil, fmt.Errorf("%w: %s is a file, not an earlier output of %s; --force replaces only those", ErrExists, final, cmdName(o))
@@ -129,7 +133,7 @@ func Create(final string, o Options) (*Dir, error) {
 	if err := os.Mkdir(tmp, 0o700); err != nil {
 		return nil, err
 	}
-	return &Dir{Final: final, Tmp: tmp, Notes: notes, force: o.Force}, nil
+	return &Dir{Final: final, Tmp: tmp, Notes: notes, force: o.Force, opts: o}, nil
 }
 
 func cmdName(o Options) string {
@@ -290,6 +294,10 @@ func (o *Dir) Commit() error {
 	if _, err := os.Lstat(o.Final); err == nil {
 		if !o.force {
 			return fmt.Errorf("%w: %s appeared during the run", ErrExists, o.Final)
+		}
+		// Checked again: files may have been added during the run.
+		if err := checkReplaceable(o.Final, o.opts); err != nil {
+			return err
 		}
 		old = o.Tmp + ".old"
 		if err := os.Rename(o.Final, old); err != nil {

@@ -118,6 +118,27 @@ func TestForceRefusesForeignDirectories(t *testing.T) {
 	if _, err := Create(dir, fitLike(true)); err == nil || !strings.Contains(err.Error(), "data") {
 		t.Errorf("run with a subdirectory: %v", err)
 	}
+	// A symbolic link to an earlier output.
+	real := filepath.Join(root, "real")
+	commit(t, real, fitLike(false), "manifest.json")
+	link := filepath.Join(root, "link")
+	os.Symlink(real, link)
+	if _, err := Create(link, fitLike(true)); !errors.Is(err, ErrExists) || !strings.Contains(err.Error(), "symbolic link") {
+		t.Errorf("link at --out: %v", err)
+	}
+	// A file of the user's added to the earlier output during the run.
+	d, err := Create(real, fitLike(true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(real, "added.txt"), []byte("x"), 0o644)
+	if err := d.Commit(); !errors.Is(err, ErrExists) || !strings.Contains(err.Error(), "added.txt") {
+		t.Errorf("commit over a directory that gained a foreign file: %v", err)
+	}
+	d.Abort()
+	if _, err := os.Stat(filepath.Join(real, "added.txt")); err != nil {
+		t.Error("the added file was deleted")
+	}
 	// A file at the output's place.
 	file := filepath.Join(root, "file")
 	os.WriteFile(file, []byte("x"), 0o644)
