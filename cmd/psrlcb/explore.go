@@ -5,19 +5,16 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/psrlcb/psrlcb/arrowio"
 	"github.com/psrlcb/psrlcb/estimate"
 	"github.com/psrlcb/psrlcb/explore"
 	"github.com/psrlcb/psrlcb/ingest"
 	"github.com/psrlcb/psrlcb/policy"
-	"github.com/psrlcb/psrlcb/report"
 )
 
 // roundFlags are the flags of one PSR-UCB round, shared by `explore` and
@@ -113,25 +110,6 @@ func newExploreActCommand() *cli.Command {
 	}
 }
 
-// terminationFile is termination.json.
-type terminationFile struct {
-	Round        int64   `json:"round"`
-	NextRound    int64   `json:"next_round"`
-	Episodes     int     `json:"episodes"`
-	SplitSizes   []int   `json:"split_sizes"` // |D_h^k|, h = 0..H−1
-	BonusValue   float64 `json:"bonus_value"` // V_{θ̂^k,b̂^k}^{π^k}
-	Threshold    float64 `json:"threshold"`   // ε/2
-	Epsilon      float64 `json:"epsilon"`
-	Alpha        float64 `json:"alpha"`
-	Lambda       float64 `json:"lambda"`
-	Terminated   bool    `json:"terminated"`
-	Rank         int     `json:"rank"`
-	LogLik       float64 `json:"loglik"`
-	ThetaMinMix  float64 `json:"theta_min_mix_weight"`
-	GreedyValue  float64 `json:"greedy_model_value"` // V_{θ̂,R}^{π̄}, rescaled return
-	GreedyPolicy string  `json:"greedy_policy,omitempty"`
-}
-
 // exploreOptions are the options of `psrlcb explore`.
 type exploreOptions struct {
 	files, inputs []string
@@ -172,56 +150,11 @@ func runExplore(ctx context.Context, w io.Writer, o exploreOptions) error {
 		return err
 	}
 	defer dir.Abort()
-	d, err := ingest.Read(ctx, files, iopts)
+	lr, err := explore.RoundFromLogs(ctx, files, iopts, o.tags, ro)
 	if err != nil {
 		return err
 	}
-	tags, err := explore.ReadTags(ctx, files, o.tags)
-	if err != nil {
-		return err
-	}
-	steps, err := explore.StepsOf(d.EpisodeIDs, tags, d.Horizon)
-	if err != nil {
-		return err
-	}
-	round := int64(0)
-	for _, id := range d.EpisodeIDs {
-		round = max(round, tags[id].Round)
-	}
-	res, err := explore.Round(ctx, d, steps, ro)
-	if err != nil {
-		return err
-	}
-	meta := map[string]string{"psrlcb.explore.alpha": strconv.FormatFloat(res.Alpha, 'g', -1, 64)}
-	var acts []string
-	for _, a := range res.Fit.Model.ActVocab {
-		if a != ingest.EndSymbol {
-			acts = append(acts, a)
-		}
-	}
-	if err := explore.WritePolicies(dir.Tmp, res.Explore, d.Horizon, int(round)+1, acts, meta); err != nil {
-		return err
-	}
-	if err := arrowio.WriteArrow(dir.Path("model.arrow"), report.ModelTable(res.Fit.Model)); err != nil {
-		return err
-	}
-	tf := terminationFile{Round: round, NextRound: round + 1, Episodes: d.NumEpisodes(), BonusValue: res.BonusValue,
-		Threshold: res.Threshold, Epsilon: res.Epsilon, Alpha: res.Alpha, Lambda: res.Bonus.Lambda, Terminated: res.Terminated,
-		Rank: res.Fit.Model.States, LogLik: res.Fit.LogLik, ThetaMinMix: res.Fit.ThetaMin.MixWeight, GreedyValue: res.GreedyStats.ValueReward}
-	for _, s := range res.Splits {
-		tf.SplitSizes = append(tf.SplitSizes, len(s))
-	}
-	if res.Terminated {
-		tf.GreedyPolicy = policy.FileName
-		if err := policy.WriteFile(dir.Path(policy.FileName), res.Greedy, map[string]string{"psrlcb.explore.round": strconv.FormatInt(round, 10)}); err != nil {
-			return err
-		}
-	}
-	b, err := json.MarshalIndent(tf, "", "  ")
-	if err != nil {
-		return err
-	}
-	if err := os.WriteFile(dir.Path(terminationFileName), append(b, '\n'), 0o644); err != nil {
+	if err := explore.WriteRound(ctx, dir.Tmp, lr); err != nil {
 		return err
 	}
 	if err := ctx.Err(); err != nil {
@@ -230,7 +163,8 @@ func runExplore(ctx context.Context, w io.Writer, o exploreOptions) error {
 	if err := dir.Commit(); err != nil {
 		return err
 	}
-	fmt.Fprintf(w, "round %d: %d episodes, D_h sizes %v, rank %d\n", round, d.NumEpisodes(), tf.SplitSizes, tf.Rank)
+	res, tf, round := lr.Result, lr.Termination, lr.Round
+	fmt.Fprintf(w, "round %d: %d episodes, D_h sizes %v, rank %d\n", round, tf.Episodes, tf.SplitSizes, tf.Rank)
 	verdict := "continue: serve the exploration policies of round " + strconv.FormatInt(round+1, 10)
 	if res.Terminated {
 		verdict = "terminated: greedy policy in " + filepath.Join(out, policy.FileName)

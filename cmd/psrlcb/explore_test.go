@@ -47,7 +47,7 @@ func TestExploreCommands(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("explore: exit %d: %v\n%s", code, err, msg)
 	}
-	var tf terminationFile
+	var tf explore.Termination
 	b, err := os.ReadFile(filepath.Join(out, "termination.json"))
 	if err != nil {
 		t.Fatal(err)

@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 
+	"github.com/psrlcb/psrlcb/explore"
 	"github.com/psrlcb/psrlcb/internal/outdir"
 	"github.com/psrlcb/psrlcb/policy"
 	"github.com/psrlcb/psrlcb/report"
@@ -20,7 +21,7 @@ type outputKind struct {
 
 // File names of the explore and simulate-online outputs.
 const (
-	terminationFileName = "termination.json"
+	terminationFileName = explore.TerminationFileName
 	roundsFileName      = "rounds.arrow"
 	onlineLogsFileName  = "logs.parquet"
 )
