@@ -518,3 +518,32 @@ func TestCommandsShareArgumentHandling(t *testing.T) {
 		t.Errorf("simulate --online: exit %d: %v", code, err)
 	}
 }
+
+// TestSimulateOnlinePlotPlace: --plot may not overwrite the model nor lie
+// inside --out (refused before any work).
+func TestSimulateOnlinePlotPlace(t *testing.T) {
+	root := t.TempDir()
+	model := filepath.Join(root, "tiger.pomdp")
+	b, err := os.ReadFile(examplePOMDP)
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(model, b, 0o644)
+	out := filepath.Join(root, "sim")
+	for _, c := range []struct{ plot, want string }{
+		{model, "is the model file"},
+		{filepath.Join(out, "plot.svg"), "inside --out"},
+		{root, "is a directory"},
+	} {
+		_, code, err := runCLI(t, "simulate-online", "--pomdp", model, "--horizon", "2", "--out", out, "--plot", c.plot)
+		if code != exitUsage || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("--plot %s: exit %d: %v", c.plot, code, err)
+		}
+	}
+	if got, _ := os.ReadFile(model); !bytes.Equal(got, b) {
+		t.Error("the model was overwritten")
+	}
+	if e, _ := os.ReadDir(root); len(e) != 1 {
+		t.Errorf("left behind: %v", e)
+	}
+}

@@ -102,6 +102,9 @@ func runSimulate(ctx context.Context, w io.Writer, o simulateOptions) error {
 	if err != nil {
 		return err
 	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
 	if err := pomdp.WriteParquetFile(o.out, logs); err != nil {
 		return err
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -91,6 +92,14 @@ func runSimulateOnline(ctx context.Context, w io.Writer, o simulateOnlineOptions
 	if o.batch <= 0 || o.rounds <= 0 {
 		return usagef("--batch and --rounds must be positive")
 	}
+	if o.plot != "" {
+		// The plot is a file of its own beside the output: it may
+		// overwrite neither the model nor lie inside the output, which
+		// does not exist until the run succeeded.
+		if err := checkPlotPath(o.plot, o.out, o.pomdp); err != nil {
+			return err
+		}
+	}
 	seed, ro := o.seed, o.round
 	dir, err := createOut(o.stderr, out, o.force, simulateOnlineOutput, []string{o.pomdp})
 	if err != nil {
@@ -154,5 +163,24 @@ func runSimulateOnline(ctx context.Context, w io.Writer, o simulateOnlineOptions
 		fmt.Fprint(w, ", policy.arrow")
 	}
 	fmt.Fprintln(w, ")")
+	return nil
+}
+
+// checkPlotPath refuses a --plot file that is the model file, a
+// directory, or lies inside the output directory.
+func checkPlotPath(plot, out, model string) error {
+	pa, err1 := filepath.Abs(plot)
+	oa, err2 := filepath.Abs(out)
+	if err1 == nil && err2 == nil && (pa == oa || strings.HasPrefix(pa, oa+string(filepath.Separator))) {
+		return usagef("--plot %s lies inside --out %s; put the plot beside the output directory", plot, out)
+	}
+	if st, err := os.Stat(plot); err == nil {
+		if st.IsDir() {
+			return usagef("--plot %s is a directory; name the SVG file to write", plot)
+		}
+		if ms, err := os.Stat(model); err == nil && os.SameFile(st, ms) {
+			return usagef("--plot %s is the model file --pomdp %s", plot, model)
+		}
+	}
 	return nil
 }
