@@ -99,6 +99,13 @@ func applyConfig(c *cli.Context, path string, flags []cli.Flag) error {
 		if err != nil {
 			return usagef("--config %s: key %q: %v", path, k, err)
 		}
+		if _, isList := vals[k].([]any); isList {
+			if _, isString := f.(*cli.StringFlag); isString {
+				// A list for a string flag is its comma-separated form,
+				// as in `alpha: [0, 0.3, 1]`.
+				strs = []string{strings.Join(strs, ",")}
+			}
+		}
 		if _, isSlice := f.(*cli.StringSliceFlag); !isSlice && len(strs) != 1 {
 			return usagef("--config %s: key %q takes one value, not a list", path, k)
 		}

@@ -389,6 +389,7 @@ func TestConfigNaturalTypes(t *testing.T) {
 	a := smallLogs(rng, 40, 2, false).write(t, filepath.Join(root, "a.parquet"))
 	for _, c := range []struct{ name, text string }{
 		{"fit.yaml", "rank: 2\nalpha: 0.3\nrestarts: 1\nmax-iter: 30\nlambda: 2\nseed: 5\nforce: true\nlog-format: json\n"},
+		{"fit-list.yaml", "rank: 2\nalpha: [0.3, 1]\nrestarts: 1\nmax-iter: 30\nlambda: 2\nseed: 5\nforce: true\nlog-format: json\n"},
 		{"fit.toml", "rank = 2\nalpha = 0.3\nrestarts = 1\nmax-iter = 30\nlambda = 2.0\nseed = 5\nforce = true\nlog-format = \"json\"\n"},
 	} {
 		cfg := filepath.Join(root, c.name)
@@ -406,7 +407,10 @@ func TestConfigNaturalTypes(t *testing.T) {
 			t.Fatal(err)
 		}
 		p := m.Parameters
-		if p["rank"] != float64(2) || p["alpha"] != 0.3 || p["restarts"] != float64(1) || p["lambda"] != float64(2) || p["seed"] != float64(5) {
+		if c.name == "fit-list.yaml" && p["alpha_option"] != "0.3,1" {
+			t.Errorf("alpha: [0.3, 1] recorded as %v", p["alpha_option"])
+		}
+		if p["rank"] != float64(2) || (p["alpha"] != 0.3 && c.name != "fit-list.yaml") || p["restarts"] != float64(1) || p["lambda"] != float64(2) || p["seed"] != float64(5) {
 			t.Errorf("%s: parameters %v", c.name, p)
 		}
 	}
