@@ -23,7 +23,9 @@
 //     and the greedy policy argmax_π V_{θ^ε,R}^π (policy.Plan with α = 0).
 //
 // Entry points: Round (steps 2–6 from logs tagged with the round and the
-// switch step), WritePolicies (the next round's exploration policy as H
+// switch step), RoundFromLogs and WriteRound (a round from tagged Parquet
+// logs and its output files, termination.json included: what `psrlcb
+// explore` runs), WritePolicies (the next round's exploration policy as H
 // policy files), ReadTags (the two tag columns of the logs), and Online
 // (the whole loop against a known POMDP, with the true total-variation
 // error of the model and the true regret of the greedy policy per round,

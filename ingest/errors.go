@@ -19,6 +19,10 @@ func (e invalid) Is(target error) bool { return target == ErrInvalid || target =
 // opposed to ErrIO, a failure to read them).
 var ErrInvalid = errkind.New(errkind.Data, "invalid trajectory logs")
 
+// ErrSameFile: one file is among the inputs twice (under one name or
+// two). It is a mistake in the call, not in the data.
+var ErrSameFile = errkind.New(errkind.Options, "the same input file")
+
 // ErrIO matches failures to open or read an input file.
 var ErrIO = errkind.New(errkind.IO, "cannot read input")
 

@@ -32,6 +32,7 @@ func Read(ctx context.Context, files []string, opts Options) (*Dataset, error) {
 		return nil, fmt.Errorf("%w: no input files", ErrEmpty)
 	}
 	srcs := make([]source, 0, len(files))
+	stats := make([]os.FileInfo, 0, len(files))
 	for _, name := range files {
 		f, err := os.Open(name)
 		if err != nil {
@@ -49,7 +50,19 @@ func Read(ctx context.Context, files []string, opts Options) (*Dataset, error) {
 			closeAll(srcs)
 			return nil, &FileError{File: name, Err: ErrIO, Detail: "is a directory"}
 		}
+		for j, prev := range stats {
+			if os.SameFile(prev, st) {
+				f.Close()
+				closeAll(srcs)
+				detail := "given twice"
+				if files[j] != name {
+					detail = fmt.Sprintf("given twice (also as %s)", files[j])
+				}
+				return nil, &FileError{File: name, Err: ErrSameFile, Detail: detail + "; name each file once"}
+			}
+		}
 		srcs = append(srcs, source{name: name, r: f, size: st.Size()})
+		stats = append(stats, st)
 	}
 	defer closeAll(srcs)
 	return readSources(ctx, srcs, opts)
@@ -119,6 +132,19 @@ func openSources(srcs []source, opts Options) ([]*openedFile, []unit, error) {
 			}
 			return nil, nil, &FileError{File: without.src.name, Err: ErrMissingColumn,
 				Detail: fmt.Sprintf("no propensity column, but %s has one (%q)", with.src.name, with.cols[schemas.Propensity].name)}
+		}
+	}
+	// Symbols are compared as text, so an integer 1 in one file and a
+	// string "1" in another would silently become one symbol: the kinds of
+	// the symbol columns must agree across files.
+	for _, r := range []schemas.Role{schemas.Episode, schemas.Observation, schemas.Action} {
+		for i := 1; i < len(files); i++ {
+			a, b := files[0].cols[r], files[i].cols[r]
+			if a.kind != b.kind {
+				return nil, nil, &FileError{File: files[i].src.name, Err: ErrInconsistentCols,
+					Detail: fmt.Sprintf("the %s column %q is %s here but %s in %s (%q); convert one so that all files agree",
+						r, b.name, b.kind, a.kind, files[0].src.name, a.name)}
+			}
 		}
 	}
 	return files, units, nil

@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"sort"
@@ -123,6 +124,9 @@ func (o Options) params(d *ingest.Dataset) report.Params {
 type Result struct {
 	report.Outcome
 	Data *ingest.Dataset
+	// Warnings are things the caller should tell the user that do not
+	// stop the run (they also went to Options.Progress as they arose).
+	Warnings []string
 }
 
 // Run reads the logs in inputs (Parquet files, as ingest.Read takes them)
@@ -148,12 +152,34 @@ func Run(ctx context.Context, inputs []string, opts Options) (*Result, error) {
 	if n := len(d.Quarantined); n > 0 {
 		o.Progress.Info("episodes quarantined", "count", n, "first", d.Quarantined[0].Reason)
 	}
+	warnings := horizonWarning(d)
+	for _, w := range warnings {
+		o.Progress.Info("warning: " + w)
+	}
 	out, err := fit(ctx, d, inputs, o)
 	if err != nil {
 		return nil, err
 	}
 	out.Run.Manifest.StageTimes["ingest"] = took.Seconds()
-	return &Result{Outcome: *out, Data: d}, nil
+	return &Result{Outcome: *out, Data: d, Warnings: warnings}, nil
+}
+
+// horizonWarning says when the horizon is far above the longest logged
+// episode (at least twice as long, and more than one step longer): every
+// episode is then padded with ingest.EndSymbol for the missing steps, which
+// multiplies the history tree and the planner's work without adding
+// information.
+func horizonWarning(d *ingest.Dataset) []string {
+	longest := 0
+	for _, l := range d.Length {
+		longest = max(longest, int(l))
+	}
+	H := d.Horizon
+	if longest == 0 || H < 2*longest || H <= longest+1 {
+		return nil
+	}
+	return []string{fmt.Sprintf("the horizon H = %d is far above the longest logged episode (%d steps): every episode is padded with %s for at least %d steps, which adds no information and multiplies the planner's work; a horizon of %d fits these logs",
+		H, longest, ingest.EndSymbol, H-longest, longest)}
 }
 
 // Fit runs the pipeline from split on an already validated dataset d
@@ -270,6 +296,13 @@ func fit(ctx context.Context, d *ingest.Dataset, inputs []string, opts Options) 
 	st.begin("estimate", 0)
 	eopts.Splits = splits
 	fit, err := estimate.Fit(ctx, d, eopts)
+	if err != nil && eopts.Start != nil && errors.Is(err, estimate.ErrOptions) {
+		// The training fit's model does not match all the episodes (a
+		// reward value seen only in held-out episodes changes the reward
+		// model): fit from the usual starts instead of warm-starting.
+		eopts.Start = nil
+		fit, err = estimate.Fit(ctx, d, eopts)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -316,6 +349,9 @@ func fit(ctx context.Context, d *ingest.Dataset, inputs []string, opts Options) 
 	st.begin("report", 0)
 	run, err := report.Build(ctx, d, inputs, opts.params(d), out, workers)
 	if err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	st.end()

@@ -98,7 +98,7 @@ func Build(ctx context.Context, d *ingest.Dataset, inputs []string, p Params, ou
 
 	var files []InputFile
 	for _, path := range inputs {
-		f, err := HashFile(path)
+		f, err := hashFile(ctx, path)
 		if err != nil {
 			return nil, err
 		}
@@ -115,8 +115,14 @@ func Build(ctx context.Context, d *ingest.Dataset, inputs []string, p Params, ou
 	if err != nil {
 		return nil, err
 	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	cov, err := policy.CoverageOf(pol, dp)
 	if err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	weights, err := policy.Weights(pol, dp)
@@ -125,6 +131,9 @@ func Build(ctx context.Context, d *ingest.Dataset, inputs []string, p Params, ou
 	}
 	norms, err := out.Bonus.Episodes(ctx, d, workers)
 	if err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	sum := ingest.Summarize(dp)
@@ -152,6 +161,9 @@ func Build(ctx context.Context, d *ingest.Dataset, inputs []string, p Params, ou
 		run.Coverage = append(run.Coverage, row)
 	}
 
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	// Episodes.
 	splitOf := split.Of(out.Splits, K)
 	e := EpisodeRows{ID: d.EpisodeIDs, Split: make([]int32, K), LogLik: make([]float64, K), Bonus: make([]float64, K), Weight: weights}
@@ -181,6 +193,9 @@ func Build(ctx context.Context, d *ingest.Dataset, inputs []string, p Params, ou
 		run.Ranks = append(run.Ranks, RankRow{Rank: r.Rank, TrainLL: r.TrainLogLik, HeldOutL: r.HeldOutLogLik, Chosen: r.Chosen})
 	}
 
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	// α candidates.
 	if out.Selection != nil {
 		for _, c := range out.Selection.Candidates {

@@ -47,8 +47,8 @@ func plotTrace(rows []TraceRow, chosenRank int) (*plot.Plot, error) {
 	p := newPlot("EM convergence (rank "+fmt.Sprint(chosenRank)+")", "iteration", "training log-likelihood")
 	byRestart := map[int]plotter.XYs{}
 	for _, r := range rows {
-		if r.Rank != chosenRank {
-			continue
+		if r.Rank != chosenRank || math.IsNaN(r.LogLik) || math.IsInf(r.LogLik, 0) {
+			continue // a non-finite log-likelihood cannot be drawn; fit.arrow keeps it
 		}
 		byRestart[r.Restart] = append(byRestart[r.Restart], plotter.XY{X: float64(r.Iter), Y: r.LogLik})
 	}

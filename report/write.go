@@ -1,6 +1,7 @@
 package report
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -197,18 +198,34 @@ func ReadManifest(dir string) (*Manifest, error) {
 }
 
 // HashFile returns the size and SHA-256 of a file.
-func HashFile(path string) (InputFile, error) {
+func HashFile(path string) (InputFile, error) { return hashFile(context.Background(), path) }
+
+// hashFile is HashFile that stops when ctx is cancelled.
+func hashFile(ctx context.Context, path string) (InputFile, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return InputFile{}, err
 	}
 	defer f.Close()
 	h := sha256.New()
-	n, err := io.Copy(h, f)
+	n, err := io.Copy(h, ctxReader{ctx, f})
 	if err != nil {
 		return InputFile{}, err
 	}
 	return InputFile{Path: path, Bytes: n, SHA256: hex.EncodeToString(h.Sum(nil))}, nil
+}
+
+// ctxReader is a reader that fails once ctx is cancelled.
+type ctxReader struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+func (c ctxReader) Read(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return c.r.Read(p)
 }
 
 // Float is a float64 that encodes NaN and ±Inf as JSON null (encoding/json

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -13,8 +14,8 @@ import (
 	"github.com/psrlcb/psrlcb/policy"
 )
 
-func init() {
-	commands = append(commands, &cli.Command{
+func newActCommand() *cli.Command {
+	return &cli.Command{
 		Name:  "act",
 		Usage: "print the policy's action for the next step of an episode",
 		Description: "Follows the history's observations through policy.arrow with the policy's lookup rule\n" +
@@ -31,11 +32,11 @@ func init() {
 			if c.NArg() > 0 {
 				return usagef("act takes no arguments (got %q)", c.Args().Slice())
 			}
-			return runAct(c.App.Writer, c.App.ErrWriter, actOptions{
-				policy: c.String("policy"), history: c.String("history"), json: c.Bool("json"),
+			return runAct(c.Context, c.App.Writer, actOptions{
+				policy: c.String("policy"), history: c.String("history"), json: c.Bool("json"), stderr: c.App.ErrWriter,
 			})
 		},
-	})
+	}
 }
 
 // errNoAction: the policy has no row for the history's first observation,
@@ -45,6 +46,7 @@ var errNoAction = errkind.New(errkind.Data, "act: no action")
 type actOptions struct {
 	policy, history string
 	json            bool
+	stderr          io.Writer // warnings (nil: os.Stderr)
 }
 
 // actResult is act's JSON output.
@@ -89,7 +91,8 @@ func parseHistory(s string) (obs, acts []string, err error) {
 	return obs, acts, nil
 }
 
-func runAct(stdout, stderr io.Writer, o actOptions) error {
+func runAct(_ context.Context, stdout io.Writer, o actOptions) error {
+	stderr := o.stderr
 	if stderr == nil {
 		stderr = os.Stderr
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"path/filepath"
 	"strings"
@@ -26,10 +27,8 @@ func writeActPolicy(t *testing.T) string {
 
 func runApp(t *testing.T, args ...string) (string, string, error) {
 	t.Helper()
-	app := newApp()
 	var out, errOut bytes.Buffer
-	app.Writer, app.ErrWriter = &out, &errOut
-	err := app.Run(append([]string{"psrlcb"}, args...))
+	_, err := runMain(context.Background(), &out, &errOut, args...)
 	return out.String(), errOut.String(), err
 }
 

@@ -2,21 +2,28 @@ package main
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
+	"sort"
+	"strconv"
 	"strings"
 
+	"github.com/BurntSushi/toml"
 	"github.com/urfave/cli/v2"
-	"github.com/urfave/cli/v2/altsrc"
+	"gopkg.in/yaml.v3"
 )
 
-// configurable makes every flag of a command settable three more ways, for
+// configurable makes every flag of a command settable two more ways, for
 // scheduled jobs: an environment variable PSRLCB_<FLAG> (upper case, '-'
 // as '_') and a YAML or TOML file named by --config (keys are the flag
-// names). Precedence: flag, environment, config file, default.
+// names; values in their natural types: `rank: 2`, `alpha: 0.1`,
+// `force: true`, or quoted strings). A key that is no flag is refused,
+// naming the nearest flag. Precedence: flag, environment, config file,
+// default.
 func configurable(flags []cli.Flag) ([]cli.Flag, cli.BeforeFunc) {
 	out := make([]cli.Flag, 0, len(flags)+1)
 	for _, f := range flags {
-		out = append(out, withEnvAndFile(f))
+		out = append(out, withEnv(f))
 	}
 	out = append(out, &cli.PathFlag{
 		Name:    "config",
@@ -28,60 +35,184 @@ func configurable(flags []cli.Flag) ([]cli.Flag, cli.BeforeFunc) {
 		if path == "" {
 			return nil
 		}
-		var src altsrc.InputSourceContext
-		var err error
-		switch strings.ToLower(filepath.Ext(path)) {
-		case ".toml":
-			src, err = altsrc.NewTomlSourceFromFile(path)
-		case ".yaml", ".yml":
-			src, err = altsrc.NewYamlSourceFromFile(path)
-		default:
-			return usagef("--config %s: use a .yaml, .yml or .toml file", path)
-		}
-		if err != nil {
-			return usagef("--config %s: %v", path, err)
-		}
-		if err := altsrc.ApplyInputSourceValues(c, src, out); err != nil {
-			return usagef("--config %s: %v", path, err)
-		}
-		return nil
+		return applyConfig(c, path, out)
 	}
 	return out, before
+}
+
+// readConfig reads a YAML or TOML file of flag values into a map.
+func readConfig(path string) (map[string]any, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	vals := map[string]any{}
+	switch strings.ToLower(filepath.Ext(path)) {
+	case ".toml":
+		if _, err := toml.Decode(string(b), &vals); err != nil {
+			return nil, usagef("--config %s: %v", path, err)
+		}
+	case ".yaml", ".yml":
+		if err := yaml.Unmarshal(b, &vals); err != nil {
+			return nil, usagef("--config %s: %v", path, err)
+		}
+	default:
+		return nil, usagef("--config %s: use a .yaml, .yml or .toml file", path)
+	}
+	return vals, nil
+}
+
+// applyConfig sets every flag named in the file that neither the command
+// line nor the environment set.
+func applyConfig(c *cli.Context, path string, flags []cli.Flag) error {
+	vals, err := readConfig(path)
+	if err != nil {
+		return err
+	}
+	byName := map[string]cli.Flag{}
+	var names []string
+	for _, f := range flags {
+		for _, n := range f.Names() {
+			byName[n] = f
+		}
+		names = append(names, f.Names()[0])
+	}
+	keys := make([]string, 0, len(vals))
+	for k := range vals {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		f, ok := byName[k]
+		if !ok || k == "config" {
+			msg := fmt.Sprintf("--config %s: unknown key %q: %s has no flag --%s", path, k, c.Command.Name, k)
+			if near := nearest(k, names); near != "" {
+				msg += fmt.Sprintf("; did you mean %q (--%s)?", near, near)
+			}
+			return usagef("%s", msg)
+		}
+		name := f.Names()[0]
+		if c.IsSet(name) {
+			continue // the command line or the environment wins
+		}
+		strs, err := configStrings(vals[k])
+		if err != nil {
+			return usagef("--config %s: key %q: %v", path, k, err)
+		}
+		if _, isList := vals[k].([]any); isList {
+			if _, isString := f.(*cli.StringFlag); isString {
+				// A list for a string flag is its comma-separated form,
+				// as in `alpha: [0, 0.3, 1]`.
+				strs = []string{strings.Join(strs, ",")}
+			}
+		}
+		if _, isSlice := f.(*cli.StringSliceFlag); !isSlice && len(strs) != 1 {
+			return usagef("--config %s: key %q takes one value, not a list", path, k)
+		}
+		for _, s := range strs {
+			if err := c.Set(name, s); err != nil {
+				return usagef("--config %s: key %q: %q is not a valid value of --%s: %v", path, k, s, name, err)
+			}
+		}
+	}
+	return nil
+}
+
+// configStrings renders a YAML/TOML value as the flag text(s) it stands
+// for: numbers and booleans in their usual form, a list as its items.
+func configStrings(v any) ([]string, error) {
+	switch x := v.(type) {
+	case string:
+		return []string{x}, nil
+	case bool:
+		return []string{strconv.FormatBool(x)}, nil
+	case int:
+		return []string{strconv.Itoa(x)}, nil
+	case int64:
+		return []string{strconv.FormatInt(x, 10)}, nil
+	case uint64:
+		return []string{strconv.FormatUint(x, 10)}, nil
+	case float64:
+		return []string{strconv.FormatFloat(x, 'g', -1, 64)}, nil
+	case []any:
+		var out []string
+		for _, e := range x {
+			s, err := configStrings(e)
+			if err != nil {
+				return nil, err
+			}
+			if len(s) != 1 {
+				return nil, fmt.Errorf("nested lists are not flag values")
+			}
+			out = append(out, s[0])
+		}
+		return out, nil
+	case nil:
+		return nil, fmt.Errorf("no value")
+	}
+	return nil, fmt.Errorf("a %T is not a flag value (use a number, a boolean, a string or a list)", v)
+}
+
+// nearest is the name closest to k in edit distance, if close enough to
+// be a likely misspelling.
+func nearest(k string, names []string) string {
+	best, bestD := "", len(k)/2+2
+	for _, n := range names {
+		if d := editDistance(k, n); d < bestD || (d == bestD && n < best) {
+			best, bestD = n, d
+		}
+	}
+	return best
+}
+
+// editDistance is the Levenshtein distance between a and b (bytes).
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
 }
 
 func envName(flag string) string {
 	return "PSRLCB_" + strings.ToUpper(strings.ReplaceAll(flag, "-", "_"))
 }
 
-func withEnvAndFile(f cli.Flag) cli.Flag {
+// withEnv adds the flag's PSRLCB_<FLAG> variable.
+func withEnv(f cli.Flag) cli.Flag {
 	switch fl := f.(type) {
 	case *cli.StringFlag:
 		fl.EnvVars = append(fl.EnvVars, envName(fl.Name))
-		return altsrc.NewStringFlag(fl)
 	case *cli.PathFlag:
 		fl.EnvVars = append(fl.EnvVars, envName(fl.Name))
-		return altsrc.NewPathFlag(fl)
 	case *cli.IntFlag:
 		fl.EnvVars = append(fl.EnvVars, envName(fl.Name))
-		return altsrc.NewIntFlag(fl)
 	case *cli.Int64Flag:
 		fl.EnvVars = append(fl.EnvVars, envName(fl.Name))
-		return altsrc.NewInt64Flag(fl)
 	case *cli.Uint64Flag:
 		fl.EnvVars = append(fl.EnvVars, envName(fl.Name))
-		return altsrc.NewUint64Flag(fl)
 	case *cli.Float64Flag:
 		fl.EnvVars = append(fl.EnvVars, envName(fl.Name))
-		return altsrc.NewFloat64Flag(fl)
 	case *cli.BoolFlag:
 		fl.EnvVars = append(fl.EnvVars, envName(fl.Name))
-		return altsrc.NewBoolFlag(fl)
 	case *cli.StringSliceFlag:
 		fl.EnvVars = append(fl.EnvVars, envName(fl.Name))
-		return altsrc.NewStringSliceFlag(fl)
 	case *cli.DurationFlag:
 		fl.EnvVars = append(fl.EnvVars, envName(fl.Name))
-		return altsrc.NewDurationFlag(fl)
+	default:
+		panic(fmt.Sprintf("configurable: flag type %T not handled", f))
 	}
-	panic(fmt.Sprintf("configurable: flag type %T not handled", f))
+	return f
 }

@@ -14,7 +14,7 @@ import (
 	"github.com/psrlcb/psrlcb/pomdp"
 )
 
-func init() {
+func newEvaluateCommand() *cli.Command {
 	flags, before := configurable([]cli.Flag{
 		&cli.StringFlag{Name: "pomdp", Usage: "`FILE` holding the true model in Cassandra's .POMDP format (required)"},
 		&cli.IntFlag{Name: "horizon", Usage: "steps per episode `H`; 0 means the policy's horizon"},
@@ -22,7 +22,7 @@ func init() {
 		&cli.StringFlag{Name: "behavior", Value: "uniform", Usage: "behaviour policy `SPEC` to compare with: uniform, myopic:EPS or fixed:ACTION:EPS"},
 		&cli.BoolFlag{Name: "json", Usage: "print one JSON object instead of text"},
 	})
-	commands = append(commands, &cli.Command{
+	return &cli.Command{
 		Name:  "evaluate",
 		Usage: "evaluate a policy exactly under a known POMDP, beside the optimal and the behaviour values",
 		Description: "Follows policy.arrow with the policy's lookup rule (observations are the model's observation\n" +
@@ -41,7 +41,7 @@ func init() {
 				behavior: c.String("behavior"), json: c.Bool("json"),
 			})
 		},
-	})
+	}
 }
 
 type evaluateOptions struct {

@@ -1,27 +1,24 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/psrlcb/psrlcb/arrowio"
 	"github.com/psrlcb/psrlcb/estimate"
 	"github.com/psrlcb/psrlcb/explore"
 	"github.com/psrlcb/psrlcb/ingest"
-	"github.com/psrlcb/psrlcb/internal/outdir"
 	"github.com/psrlcb/psrlcb/policy"
-	"github.com/psrlcb/psrlcb/report"
 )
 
 // roundFlags are the flags of one PSR-UCB round, shared by `explore` and
-// `simulate --online`.
+// `simulate-online`.
 func roundFlags() []cli.Flag {
 	return []cli.Flag{
 		&cli.Float64Flag{Name: "alpha", Value: explore.DefaultAlpha, Usage: "UCB coefficient α of the bonus b̂ = min{α·sqrt(Σ_h‖ψ̄̂(τ_h)‖²_{U_h⁻¹}), 1} (the paper's α saturates b̂; see docs/exploration.md)"},
@@ -58,7 +55,7 @@ func roundOptions(c *cli.Context, seed uint64) (explore.Options, error) {
 	return o, nil
 }
 
-func init() {
+func newExploreCommand() *cli.Command {
 	flags := append(ingestFlags(), roundFlags()...)
 	flags = append(flags,
 		&cli.PathFlag{Name: "out", Aliases: []string{"o"}, Usage: "output `DIR` (written atomically)"},
@@ -68,7 +65,7 @@ func init() {
 		&cli.StringFlag{Name: "col-explore-step", Usage: "name of the explore_step column (default: " + explore.ExploreStepColumn + ")"},
 	)
 	flags, before := configurable(flags)
-	commands = append(commands, &cli.Command{
+	return &cli.Command{
 		Name:      "explore",
 		Usage:     "one round of PSR-UCB: fit the logs so far and write the next round's exploration policy",
 		ArgsUsage: "FILES...",
@@ -81,9 +78,18 @@ func init() {
 			"the test passes, also policy.arrow, the greedy policy argmax_π V_{θ̂,R}^π. See docs/exploration.md.",
 		Flags:  flags,
 		Before: before,
-		Action: runExplore,
-	})
-	commands = append(commands, &cli.Command{
+		Action: func(c *cli.Context) error {
+			o, err := exploreCmdOptions(c)
+			if err != nil {
+				return err
+			}
+			return runExplore(c.Context, c.App.Writer, o)
+		},
+	}
+}
+
+func newExploreActCommand() *cli.Command {
+	return &cli.Command{
 		Name:  "explore-act",
 		Usage: "the exploration action and the propensity to log for the next step of an episode",
 		Description: "Reads one policy-h{h}.arrow written by `psrlcb explore`. For steps before h it prints the\n" +
@@ -99,111 +105,66 @@ func init() {
 			if c.NArg() > 0 {
 				return usagef("explore-act takes no arguments (got %q)", c.Args().Slice())
 			}
-			return runExploreAct(c.App.Writer, c.String("policy"), c.String("history"), c.Float64("u"))
+			return runExploreAct(c.Context, c.App.Writer, exploreActOptions{policy: c.String("policy"), history: c.String("history"), u: c.Float64("u")})
 		},
-	})
+	}
 }
 
-// terminationFile is termination.json.
-type terminationFile struct {
-	Round        int64   `json:"round"`
-	NextRound    int64   `json:"next_round"`
-	Episodes     int     `json:"episodes"`
-	SplitSizes   []int   `json:"split_sizes"` // |D_h^k|, h = 0..H−1
-	BonusValue   float64 `json:"bonus_value"` // V_{θ̂^k,b̂^k}^{π^k}
-	Threshold    float64 `json:"threshold"`   // ε/2
-	Epsilon      float64 `json:"epsilon"`
-	Alpha        float64 `json:"alpha"`
-	Lambda       float64 `json:"lambda"`
-	Terminated   bool    `json:"terminated"`
-	Rank         int     `json:"rank"`
-	LogLik       float64 `json:"loglik"`
-	ThetaMinMix  float64 `json:"theta_min_mix_weight"`
-	GreedyValue  float64 `json:"greedy_model_value"` // V_{θ̂,R}^{π̄}, rescaled return
-	GreedyPolicy string  `json:"greedy_policy,omitempty"`
+// exploreOptions are the options of `psrlcb explore`.
+type exploreOptions struct {
+	files, inputs []string
+	out           string
+	force         bool
+	round         explore.Options
+	ingest        ingest.Options
+	tags          explore.TagColumns
+	stderr        io.Writer
 }
 
-func runExplore(c *cli.Context) error {
-	out := c.Path("out")
-	if out == "" {
-		return usagef("explore needs --out DIR")
+// exploreCmdOptions reads and checks every flag of explore.
+func exploreCmdOptions(c *cli.Context) (exploreOptions, error) {
+	o := exploreOptions{out: c.Path("out"), force: c.Bool("force"), stderr: c.App.ErrWriter}
+	if o.out == "" {
+		return o, usagef("explore needs --out DIR")
 	}
-	ro, err := roundOptions(c, c.Uint64("seed"))
-	if err != nil {
-		return err
+	var err error
+	if o.round, err = roundOptions(c, c.Uint64("seed")); err != nil {
+		return o, err
 	}
-	files, err := logFiles(c)
-	if err != nil {
-		return err
+	if o.files, err = logFiles(c); err != nil {
+		return o, err
 	}
-	iopts, err := ingestOptions(c)
-	if err != nil {
-		return err
+	if o.ingest, err = ingestOptions(c); err != nil {
+		return o, err
 	}
-	// Fail on an existing output before any work.
-	dir, err := outdir.Create(out, c.Bool("force"))
+	o.inputs = inputPaths(c.Args().Slice(), o.files)
+	o.tags = explore.TagColumns{Episode: o.ingest.Columns.Episode, Round: c.String("col-round"), ExploreStep: c.String("col-explore-step")}
+	return o, nil
+}
+
+func runExplore(ctx context.Context, w io.Writer, o exploreOptions) error {
+	out, files, iopts, ro := o.out, o.files, o.ingest, o.round
+	// Fail on an output in the way before any work.
+	dir, err := createOut(o.stderr, out, o.force, exploreOutput, o.inputs)
 	if err != nil {
 		return err
 	}
 	defer dir.Abort()
-	d, err := ingest.Read(c.Context, files, iopts)
+	lr, err := explore.RoundFromLogs(ctx, files, iopts, o.tags, ro)
 	if err != nil {
 		return err
 	}
-	tags, err := explore.ReadTags(c.Context, files, explore.TagColumns{
-		Episode: iopts.Columns.Episode, Round: c.String("col-round"), ExploreStep: c.String("col-explore-step")})
-	if err != nil {
+	if err := explore.WriteRound(ctx, dir.Tmp, lr); err != nil {
 		return err
 	}
-	steps, err := explore.StepsOf(d.EpisodeIDs, tags, d.Horizon)
-	if err != nil {
-		return err
-	}
-	round := int64(0)
-	for _, id := range d.EpisodeIDs {
-		round = max(round, tags[id].Round)
-	}
-	res, err := explore.Round(c.Context, d, steps, ro)
-	if err != nil {
-		return err
-	}
-	meta := map[string]string{"psrlcb.explore.alpha": strconv.FormatFloat(res.Alpha, 'g', -1, 64)}
-	var acts []string
-	for _, a := range res.Fit.Model.ActVocab {
-		if a != ingest.EndSymbol {
-			acts = append(acts, a)
-		}
-	}
-	if err := explore.WritePolicies(dir.Tmp, res.Explore, d.Horizon, int(round)+1, acts, meta); err != nil {
-		return err
-	}
-	if err := arrowio.WriteArrow(dir.Path("model.arrow"), report.ModelTable(res.Fit.Model)); err != nil {
-		return err
-	}
-	tf := terminationFile{Round: round, NextRound: round + 1, Episodes: d.NumEpisodes(), BonusValue: res.BonusValue,
-		Threshold: res.Threshold, Epsilon: res.Epsilon, Alpha: res.Alpha, Lambda: res.Bonus.Lambda, Terminated: res.Terminated,
-		Rank: res.Fit.Model.States, LogLik: res.Fit.LogLik, ThetaMinMix: res.Fit.ThetaMin.MixWeight, GreedyValue: res.GreedyStats.ValueReward}
-	for _, s := range res.Splits {
-		tf.SplitSizes = append(tf.SplitSizes, len(s))
-	}
-	if res.Terminated {
-		tf.GreedyPolicy = policy.FileName
-		if err := policy.WriteFile(dir.Path(policy.FileName), res.Greedy, map[string]string{"psrlcb.explore.round": strconv.FormatInt(round, 10)}); err != nil {
-			return err
-		}
-	}
-	b, err := json.MarshalIndent(tf, "", "  ")
-	if err != nil {
-		return err
-	}
-	if err := os.WriteFile(dir.Path("termination.json"), append(b, '\n'), 0o644); err != nil {
+	if err := ctx.Err(); err != nil {
 		return err
 	}
 	if err := dir.Commit(); err != nil {
 		return err
 	}
-	w := c.App.Writer
-	fmt.Fprintf(w, "round %d: %d episodes, D_h sizes %v, rank %d\n", round, d.NumEpisodes(), tf.SplitSizes, tf.Rank)
+	res, tf, round := lr.Result, lr.Termination, lr.Round
+	fmt.Fprintf(w, "round %d: %d episodes, D_h sizes %v, rank %d\n", round, tf.Episodes, tf.SplitSizes, tf.Rank)
 	verdict := "continue: serve the exploration policies of round " + strconv.FormatInt(round+1, 10)
 	if res.Terminated {
 		verdict = "terminated: greedy policy in " + filepath.Join(out, policy.FileName)
@@ -213,8 +174,15 @@ func runExplore(c *cli.Context) error {
 	return nil
 }
 
-func runExploreAct(w io.Writer, path, history string, u float64) error {
-	obs, _, err := parseHistory(history)
+// exploreActOptions are the options of `psrlcb explore-act`.
+type exploreActOptions struct {
+	policy, history string
+	u               float64
+}
+
+func runExploreAct(_ context.Context, w io.Writer, o exploreActOptions) error {
+	path, u := o.policy, o.u
+	obs, _, err := parseHistory(o.history)
 	if err != nil {
 		return err
 	}

@@ -14,7 +14,7 @@ import (
 	"github.com/psrlcb/psrlcb/ingest"
 )
 
-// TestExploreCommands: `simulate --online` writes rounds.arrow and tagged
+// TestExploreCommands: `simulate-online` writes rounds.arrow and tagged
 // logs; `explore` on those logs writes H exploration files and a
 // termination statistic equal to explore.Round's on the same logs and
 // options; `explore-act` serves a file with the documented propensities;
@@ -23,10 +23,10 @@ func TestExploreCommands(t *testing.T) {
 	model := writeText(t, "tiger.pomdp", tigerText(t))
 	dir := t.TempDir()
 	sim := filepath.Join(dir, "sim")
-	msg, code, err := runCLI(t, "simulate", "--pomdp", model, "--horizon", "3", "--batch", "20", "--rounds", "2",
-		"--rank", "2", "--restarts", "1", "--alpha", "0.5", "--seed", "3", "--out", sim, "--online")
+	msg, code, err := runCLI(t, "simulate-online", "--pomdp", model, "--horizon", "3", "--batch", "20", "--rounds", "2",
+		"--rank", "2", "--restarts", "1", "--alpha", "0.5", "--seed", "3", "--out", sim)
 	if code != 0 {
-		t.Fatalf("simulate --online: exit %d: %v\n%s", code, err, msg)
+		t.Fatalf("simulate-online: exit %d: %v\n%s", code, err, msg)
 	}
 	rounds, err := arrowio.ReadArrow(filepath.Join(sim, "rounds.arrow"))
 	if err != nil {
@@ -47,7 +47,7 @@ func TestExploreCommands(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("explore: exit %d: %v\n%s", code, err, msg)
 	}
-	var tf terminationFile
+	var tf explore.Termination
 	b, err := os.ReadFile(filepath.Join(out, "termination.json"))
 	if err != nil {
 		t.Fatal(err)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"math"
@@ -12,7 +13,6 @@ import (
 	"golang.org/x/term"
 
 	"github.com/psrlcb/psrlcb/estimate"
-	"github.com/psrlcb/psrlcb/internal/outdir"
 	"github.com/psrlcb/psrlcb/pessimism"
 	"github.com/psrlcb/psrlcb/pipeline"
 	"github.com/psrlcb/psrlcb/policy"
@@ -20,7 +20,7 @@ import (
 	"github.com/psrlcb/psrlcb/report"
 )
 
-func init() {
+func newFitCommand() *cli.Command {
 	flags := append(ingestFlags(),
 		&cli.PathFlag{Name: "out", Aliases: []string{"o"}, Usage: "output directory (written atomically)"},
 		&cli.BoolFlag{Name: "force", Usage: "replace an existing output directory"},
@@ -43,7 +43,7 @@ func init() {
 		&cli.StringFlag{Name: "log-format", Value: "auto", Usage: `"auto" (a progress bar on a terminal, JSON lines otherwise), "text" or "json"`},
 	)
 	flags, before := configurable(flags)
-	commands = append(commands, &cli.Command{
+	return &cli.Command{
 		Name:      "fit",
 		Usage:     "learn the PSR-LCB policy from logs and write policy, model and report into --out",
 		ArgsUsage: "FILES...",
@@ -52,8 +52,49 @@ func init() {
 			"manifest.json and report.html. Nothing is written unless the whole run succeeds.",
 		Flags:  flags,
 		Before: before,
-		Action: runFit,
-	})
+		Action: func(c *cli.Context) error {
+			o, err := fitCmdOptions(c)
+			if err != nil {
+				return err
+			}
+			return runFit(c.Context, c.App.Writer, o)
+		},
+	}
+}
+
+// fitOpts are the options of `psrlcb fit`: the pipeline's, and where the
+// outputs and messages go.
+type fitOpts struct {
+	files  []string // the logs, expanded
+	inputs []string // the arguments as given (files and directories), kept clear of out
+	out    string
+	force  bool
+	pipe   pipeline.Options
+	stderr io.Writer // warnings and notes
+}
+
+// fitCmdOptions reads and checks every flag of fit.
+func fitCmdOptions(c *cli.Context) (fitOpts, error) {
+	o := fitOpts{out: c.Path("out"), force: c.Bool("force"), stderr: c.App.ErrWriter}
+	if o.out == "" {
+		return o, usagef("fit: --out DIR is required")
+	}
+	var err error
+	if o.pipe, err = fitOptions(c); err != nil {
+		return o, err
+	}
+	if o.pipe.Progress, err = progressFor(c, c.App.ErrWriter); err != nil {
+		return o, err
+	}
+	o.pipe.Version = version
+	if o.pipe.Ingest, err = ingestOptions(c); err != nil {
+		return o, err
+	}
+	if o.files, err = logFiles(c); err != nil {
+		return o, err
+	}
+	o.inputs = inputPaths(c.Args().Slice(), o.files)
+	return o, nil
 }
 
 // fitOptions turns the flags into the pipeline's options.
@@ -138,50 +179,36 @@ func progressFor(c *cli.Context, w io.Writer) (progress.Reporter, error) {
 	}
 }
 
-func runFit(c *cli.Context) error {
-	out := c.Path("out")
-	if out == "" {
-		return usagef("fit: --out DIR is required")
-	}
-	opts, err := fitOptions(c)
-	if err != nil {
-		return err
-	}
-	prog, err := progressFor(c, c.App.ErrWriter)
-	if err != nil {
-		return err
-	}
-	opts.Progress = prog
-	opts.Version = version
-	files, err := logFiles(c)
-	if err != nil {
-		return err
-	}
-	if opts.Ingest, err = ingestOptions(c); err != nil {
-		return err
-	}
-	// Fail on an existing output before any work.
-	dir, err := outdir.Create(out, c.Bool("force"))
+func runFit(ctx context.Context, stdout io.Writer, o fitOpts) error {
+	// Fail on an output in the way before any work.
+	dir, err := createOut(o.stderr, o.out, o.force, fitOutput, o.inputs)
 	if err != nil {
 		return err
 	}
 	defer dir.Abort()
 
-	res, err := pipeline.Run(c.Context, files, opts)
+	res, err := pipeline.Run(ctx, o.files, o.pipe)
 	if err != nil {
 		return err
 	}
-	if err := c.Context.Err(); err != nil {
+	for _, w := range res.Warnings {
+		warnf(o.stderr, "%s", w)
+	}
+	if err := ctx.Err(); err != nil {
 		return err
 	}
 	if err := report.WriteOutcome(dir.Tmp, &res.Outcome); err != nil {
-		return fmt.Errorf("writing %s: %w", out, err)
+		return fmt.Errorf("writing %s: %w", o.out, err)
+	}
+	// An interrupt while writing still leaves nothing behind.
+	if err := ctx.Err(); err != nil {
+		return err
 	}
 	if err := dir.Commit(); err != nil {
-		return fmt.Errorf("moving the results into %s: %w", out, err)
+		return fmt.Errorf("moving the results into %s: %w", o.out, err)
 	}
-	printHeadline(c.App.Writer, out, &res.Run.Manifest, res.Plan)
-	fmt.Fprintf(c.App.Writer, "wrote %s (open %s)\n", out, filepath.Join(out, report.HTMLFile))
+	printHeadline(stdout, o.out, &res.Run.Manifest, res.Plan)
+	fmt.Fprintf(stdout, "wrote %s (open %s)\n", o.out, filepath.Join(o.out, report.HTMLFile))
 	return nil
 }
 

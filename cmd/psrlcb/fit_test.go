@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -33,13 +32,7 @@ var fastFit = []string{"--rank", "2", "--restarts", "2", "--alpha", "0,0.3,1", "
 
 func runFitCLI(t *testing.T, args ...string) (string, int, error) {
 	t.Helper()
-	var out bytes.Buffer
-	app := newApp()
-	app.Writer = &out
-	app.ErrWriter = &out
-	argv := interspersed(app, append([]string{"psrlcb"}, args...))
-	err := app.RunContext(context.Background(), argv)
-	return out.String(), exitCode(context.Background(), err), err
+	return runCLI(t, args...)
 }
 
 // TestFitExampleBeatsBehaviour runs the README's main job on the shipped

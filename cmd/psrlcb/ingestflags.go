@@ -1,6 +1,8 @@
 package main
 
 import (
+	"strings"
+
 	"github.com/urfave/cli/v2"
 
 	"github.com/psrlcb/psrlcb/ingest"
@@ -88,4 +90,17 @@ func logFiles(c *cli.Context) ([]string, error) {
 		return nil, usagef("%s: give the Parquet log files (globs and directories allowed)", c.Command.Name)
 	}
 	return ingest.Expand(c.Args().Slice())
+}
+
+// inputPaths are the paths the run reads, for keeping --out clear of them:
+// the arguments that name files or directories (globs are covered by
+// their expansion) and the expanded files.
+func inputPaths(args, files []string) []string {
+	var out []string
+	for _, a := range args {
+		if !strings.ContainsAny(a, "*?[") {
+			out = append(out, a)
+		}
+	}
+	return append(out, files...)
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -11,22 +12,61 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/psrlcb/psrlcb/ingest"
+	"github.com/psrlcb/psrlcb/internal/outdir"
 )
 
-func init() {
+func newInspectCommand() *cli.Command {
 	flags, before := configurable(append(ingestFlags(),
 		&cli.BoolFlag{Name: "json", Usage: "print one JSON object instead of text"},
 	))
-	commands = append(commands, &cli.Command{
+	return &cli.Command{
 		Name:      "inspect",
 		Usage:     "validate trajectory logs and summarise them (episodes, vocabularies, rewards, propensities, ι, histories)",
 		ArgsUsage: "FILES...",
 		Description: "Reads the Parquet logs as fit would, checks them and prints what the data can support.\n" +
-			"Only logged steps count; the padding of episodes that ended early is excluded except in the history counts.",
+			"Only logged steps count; the padding of episodes that ended early is excluded except in the history counts.\n" +
+			"Given one output directory of `psrlcb fit`, prints its headline figures instead; leftovers of a killed\n" +
+			"--force run beside it are repaired first (the previous output is restored) and reported.",
 		Flags:  flags,
 		Before: before,
-		Action: runInspect,
-	})
+		Action: func(c *cli.Context) error {
+			o := inspectOptions{args: c.Args().Slice(), json: c.Bool("json"), stderr: c.App.ErrWriter}
+			if len(o.args) == 1 && !strings.ContainsAny(o.args[0], "*?[") {
+				// A fit output killed in the middle of a --force replace
+				// is found and repaired before it is looked for.
+				notes, err := outdir.Recover(o.args[0])
+				for _, n := range notes {
+					notef(o.stderr, "%s", n)
+				}
+				if err != nil {
+					return err
+				}
+				if isRunDir(o.args[0]) {
+					o.runDir = o.args[0]
+					return runInspect(c.Context, c.App.Writer, o)
+				}
+			}
+			var err error
+			if o.files, err = logFiles(c); err != nil {
+				return err
+			}
+			if o.ingest, err = ingestOptions(c); err != nil {
+				return err
+			}
+			return runInspect(c.Context, c.App.Writer, o)
+		},
+	}
+}
+
+// inspectOptions are the options of `psrlcb inspect`: logs to summarise,
+// or one fit output directory.
+type inspectOptions struct {
+	args   []string
+	files  []string
+	runDir string
+	ingest ingest.Options
+	json   bool
+	stderr io.Writer
 }
 
 // inspectReport is the JSON form of inspect's output.
@@ -36,19 +76,12 @@ type inspectReport struct {
 	ingest.Summary
 }
 
-func runInspect(c *cli.Context) error {
-	if c.NArg() == 1 && isRunDir(c.Args().First()) {
-		return inspectRunDir(c, c.Args().First())
+func runInspect(ctx context.Context, w io.Writer, o inspectOptions) error {
+	if o.runDir != "" {
+		return inspectRunDir(w, o.runDir, o.json)
 	}
-	files, err := logFiles(c)
-	if err != nil {
-		return err
-	}
-	opts, err := ingestOptions(c)
-	if err != nil {
-		return err
-	}
-	d, err := ingest.Read(c.Context, files, opts)
+	files := o.files
+	d, err := ingest.Read(ctx, files, o.ingest)
 	if err != nil {
 		return err
 	}
@@ -58,8 +91,7 @@ func runInspect(c *cli.Context) error {
 			rep.FileBytes += st.Size()
 		}
 	}
-	w := c.App.Writer
-	if c.Bool("json") {
+	if o.json {
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
 		return enc.Encode(rep)

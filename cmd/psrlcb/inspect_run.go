@@ -2,10 +2,9 @@ package main
 
 import (
 	"encoding/json"
+	"io"
 	"os"
 	"path/filepath"
-
-	"github.com/urfave/cli/v2"
 
 	"github.com/psrlcb/psrlcb/report"
 )
@@ -17,13 +16,13 @@ func isRunDir(path string) bool {
 }
 
 // inspectRunDir prints the headline figures of a fit output directory.
-func inspectRunDir(c *cli.Context, dir string) error {
+func inspectRunDir(w io.Writer, dir string, asJSON bool) error {
 	m, err := report.ReadManifest(dir)
 	if err != nil {
 		return err
 	}
-	if c.Bool("json") {
-		enc := json.NewEncoder(c.App.Writer)
+	if asJSON {
+		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
 		return enc.Encode(struct {
 			RunID       string          `json:"run_id"`
@@ -34,6 +33,6 @@ func inspectRunDir(c *cli.Context, dir string) error {
 		}{m.RunID, m.Episodes, m.Horizon, len(m.Quarantined), m.Headline})
 	}
 	plan := m.Plan
-	printHeadline(c.App.Writer, dir, m, &plan)
+	printHeadline(w, dir, m, &plan)
 	return nil
 }

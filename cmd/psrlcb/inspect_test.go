@@ -21,15 +21,13 @@ type inspectRow struct {
 	Done        bool    `parquet:"done"`
 }
 
-// runCLI runs the app in-process and returns stdout and the exit code.
+// runCLI runs the command line in-process as main does and returns
+// stdout and stderr together, the exit code and the error.
 func runCLI(t *testing.T, args ...string) (string, int, error) {
 	t.Helper()
 	var out bytes.Buffer
-	app := newApp()
-	app.Writer = &out
-	app.ErrWriter = &out
-	err := app.RunContext(context.Background(), append([]string{"psrlcb"}, args...))
-	return out.String(), exitCode(context.Background(), err), err
+	code, err := runMain(context.Background(), &out, &out, args...)
+	return out.String(), code, err
 }
 
 func writeInspectLogs(t *testing.T, rows []inspectRow) string {

@@ -1,13 +1,19 @@
 // Command psrlcb turns logged trajectories into a pessimistic policy with
-// PSR-LCB. The commands only parse flags and call the library stages.
+// PSR-LCB. Each command turns its flags into an options value, checks it
+// before any work, and runs its runX(ctx, stdout, opts) function, which
+// calls the library (pipeline.Run for fit) and owns the command's output:
+// the staged output directory (internal/outdir), the printed summary and
+// the warnings. Errors are mapped to exit codes once, in exitCode.
 package main
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"sort"
 	"syscall"
 
@@ -34,20 +40,35 @@ const exitCodesHelp = `EXIT CODES:
    130  interrupted (SIGINT/SIGTERM); nothing partial is left behind
 `
 
-// commands is filled by each command's file in its init function, so
-// that commands live in files of their own.
-var commands []*cli.Command
+// bugReportURL is where internal errors are reported.
+const bugReportURL = "https://github.com/psrlcb/psrlcb/issues"
 
 // version is set at build time with -ldflags "-X main.version=...".
 var version = "dev"
 
+// newCommands builds every command afresh (flags hold parsed values, so
+// two apps must not share them).
+func newCommands() []*cli.Command {
+	cmds := []*cli.Command{
+		newActCommand(),
+		newEvaluateCommand(),
+		newExploreCommand(),
+		newExploreActCommand(),
+		newFitCommand(),
+		newInspectCommand(),
+		newSimulateCommand(),
+		newSimulateOnlineCommand(),
+	}
+	sort.Slice(cmds, func(i, j int) bool { return cmds[i].Name < cmds[j].Name })
+	return cmds
+}
+
 func newApp() *cli.App {
-	sort.Slice(commands, func(i, j int) bool { return commands[i].Name < commands[j].Name })
 	app := &cli.App{
 		Name:     "psrlcb",
 		Usage:    "learn the best policy logged trajectories can justify (PSR-LCB)",
 		Version:  version,
-		Commands: commands,
+		Commands: newCommands(),
 		// Errors are printed once, by main.
 		ExitErrHandler: func(*cli.Context, error) {},
 		OnUsageError: func(c *cli.Context, err error, isSub bool) error {
@@ -55,20 +76,55 @@ func newApp() *cli.App {
 		},
 	}
 	app.CustomAppHelpTemplate = cli.AppHelpTemplate + "\n" + exitCodesHelp
+	// A flag a command does not have is a usage error of that command.
+	for _, c := range app.Commands {
+		c.OnUsageError = app.OnUsageError
+	}
 	return app
 }
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	app := newApp()
-	err := app.RunContext(ctx, interspersed(app, os.Args))
-	code := exitCode(ctx, err)
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "psrlcb: %v\n", err)
-	}
+	code := run(ctx, newApp(), os.Args, os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)
+}
+
+// run runs the command line args (args[0] is the program's name) as main
+// does, prints the error, and returns the exit code. Tests call it with an
+// app of their own.
+func run(ctx context.Context, app *cli.App, args []string, stdout, stderr io.Writer) int {
+	app.Writer, app.ErrWriter = stdout, stderr
+	err := execute(ctx, app, args)
+	if err != nil {
+		fmt.Fprintf(stderr, "psrlcb: %v\n", err)
+	}
+	return exitCode(ctx, err)
+}
+
+// execute runs the app on args with flags allowed after the positional
+// arguments. A panic in the command (a bug) becomes an internalError once
+// the command's deferred clean-ups (such as removing a staged output
+// directory) have run.
+func execute(ctx context.Context, app *cli.App, args []string) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = internalError{value: r, stack: debug.Stack()}
+		}
+	}()
+	return app.RunContext(ctx, interspersed(app, args))
+}
+
+// internalError is a recovered panic: a bug in psrlcb.
+type internalError struct {
+	value any
+	stack []byte
+}
+
+func (e internalError) Error() string {
+	return fmt.Sprintf("internal error: %v\n%s\nThis is a bug in psrlcb %s, not a problem with your data or flags. "+
+		"Please report it at %s with the command line and this message; no output was written.", e.value, e.stack, version, bugReportURL)
 }
 
 // usageError marks a mistake in how the command was called.
@@ -85,6 +141,10 @@ func usagef(format string, args ...any) error {
 func exitCode(ctx context.Context, err error) int {
 	if err == nil {
 		return exitOK
+	}
+	var ie internalError
+	if errors.As(err, &ie) {
+		return exitInternal
 	}
 	if errors.Is(err, context.Canceled) || ctx.Err() != nil {
 		return exitInterrupted

@@ -12,16 +12,17 @@ import (
 	"github.com/psrlcb/psrlcb/pomdp"
 )
 
-func init() {
-	flags, before := configurable(append([]cli.Flag{
+func newSimulateCommand() *cli.Command {
+	flags, before := configurable([]cli.Flag{
 		&cli.StringFlag{Name: "pomdp", Usage: "`FILE` holding the true model in Cassandra's .POMDP format (required)"},
 		&cli.IntFlag{Name: "horizon", Usage: "steps per episode `H` (required)"},
 		&cli.IntFlag{Name: "episodes", Usage: "number of episodes `K` (required)"},
 		&cli.StringFlag{Name: "behavior", Value: "uniform", Usage: "behaviour policy `SPEC`: uniform, myopic:EPS or fixed:ACTION:EPS"},
 		&cli.Uint64Flag{Name: "seed", Value: 1, Usage: "random `SEED`; the same seed gives the same logs on any machine and core count"},
 		&cli.StringFlag{Name: "out", Usage: "Parquet `FILE` to write (required); written atomically"},
-	}, simulateOnlineFlags...))
-	commands = append(commands, &cli.Command{
+		&cli.BoolFlag{Name: "online", Hidden: true, Usage: "moved to the command simulate-online"},
+	})
+	return &cli.Command{
 		Name:  "simulate",
 		Usage: "simulate trajectory logs from a known POMDP under a behaviour policy",
 		Description: "Draws K episodes of H steps from the model and writes them as Parquet in psrlcb's input schema\n" +
@@ -36,14 +37,14 @@ func init() {
 				return usagef("simulate takes no arguments (got %q)", c.Args().Slice())
 			}
 			if c.Bool("online") {
-				return runSimulateOnline(c)
+				return usagef("simulate --online is now its own command: psrlcb simulate-online")
 			}
 			return runSimulate(c.Context, c.App.Writer, simulateOptions{
 				pomdp: c.String("pomdp"), horizon: c.Int("horizon"), episodes: c.Int("episodes"),
 				behavior: c.String("behavior"), seed: c.Uint64("seed"), out: c.String("out"),
 			})
 		},
-	})
+	}
 }
 
 type simulateOptions struct {
@@ -85,12 +86,23 @@ func runSimulate(ctx context.Context, w io.Writer, o simulateOptions) error {
 	if len(missing) > 0 {
 		return usagef("simulate needs %s", strings.Join(missing, ", "))
 	}
+	if a, err := os.Stat(o.pomdp); err == nil {
+		if b, err := os.Stat(o.out); err == nil && os.SameFile(a, b) {
+			return usagef("--out %s is the model file --pomdp %s; name a new Parquet file", o.out, o.pomdp)
+		}
+	}
+	if st, err := os.Stat(o.out); err == nil && st.IsDir() {
+		return usagef("--out %s is a directory; name the Parquet file to write", o.out)
+	}
 	m, b, err := loadModelAndBehavior(o.pomdp, o.behavior)
 	if err != nil {
 		return err
 	}
 	logs, err := pomdp.Simulate(ctx, m, o.horizon, o.episodes, b, o.seed)
 	if err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
 		return err
 	}
 	if err := pomdp.WriteParquetFile(o.out, logs); err != nil {

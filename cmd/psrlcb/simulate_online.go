@@ -1,76 +1,121 @@
 package main
 
 import (
+	"context"
 	"fmt"
+	"io"
+	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/psrlcb/psrlcb/arrowio"
 	"github.com/psrlcb/psrlcb/explore"
-	"github.com/psrlcb/psrlcb/internal/outdir"
 	"github.com/psrlcb/psrlcb/policy"
 	"github.com/psrlcb/psrlcb/pomdp"
 	"github.com/psrlcb/psrlcb/report"
 )
 
-// simulateOnlineFlags are the flags of `simulate --online`, appended to
-// simulate's own.
-var simulateOnlineFlags = append([]cli.Flag{
-	&cli.BoolFlag{Name: "online", Usage: "run the PSR-UCB exploration loop against the model instead of logging one behaviour; --out is then a directory"},
-	&cli.IntFlag{Name: "batch", Value: explore.DefaultPerStep, Usage: "--online: episodes per switch step and round (a round collects H·batch)"},
-	&cli.IntFlag{Name: "rounds", Value: explore.DefaultMaxRounds, Usage: "--online: largest number of rounds"},
-	&cli.BoolFlag{Name: "baseline", Usage: "--online: also fit uniformly explored logs of the same size each round and report their regret"},
-	&cli.PathFlag{Name: "plot", Usage: "--online: also draw the statistic, the true errors and the regrets per round into this SVG `FILE`"},
-	&cli.BoolFlag{Name: "force", Usage: "--online: replace an existing output directory"},
-}, roundFlags()...)
+func newSimulateOnlineCommand() *cli.Command {
+	flags, before := configurable(append([]cli.Flag{
+		&cli.StringFlag{Name: "pomdp", Usage: "`FILE` holding the true model in Cassandra's .POMDP format (required)"},
+		&cli.IntFlag{Name: "horizon", Usage: "steps per episode `H` (required)"},
+		&cli.Uint64Flag{Name: "seed", Value: 1, Usage: "random `SEED` of the episodes and the EM starts"},
+		&cli.PathFlag{Name: "out", Aliases: []string{"o"}, Usage: "output `DIR` (required; written atomically)"},
+		&cli.BoolFlag{Name: "force", Usage: "replace an earlier output of simulate-online"},
+		&cli.IntFlag{Name: "batch", Value: explore.DefaultPerStep, Usage: "episodes per switch step and round (a round collects H·batch)"},
+		&cli.IntFlag{Name: "rounds", Value: explore.DefaultMaxRounds, Usage: "largest number of rounds"},
+		&cli.BoolFlag{Name: "baseline", Usage: "also fit uniformly explored logs of the same size each round and report their regret"},
+		&cli.PathFlag{Name: "plot", Usage: "also draw the statistic, the true errors and the regrets per round into this SVG `FILE`"},
+	}, roundFlags()...))
+	return &cli.Command{
+		Name:  "simulate-online",
+		Usage: "run the PSR-UCB exploration loop against a known POMDP, round by round",
+		Description: "Runs the online side of the paper (Algorithm 1, PSR-UCB) against the model: each round\n" +
+			"collects H·batch episodes with the exploration policies of the previous round, runs the round of\n" +
+			"`psrlcb explore` on all the logs so far, and stops when the termination test passes or after\n" +
+			"--rounds rounds. DIR gets rounds.arrow (one row per round: statistic, threshold, true errors,\n" +
+			"regret), logs.parquet (the tagged logs), model.arrow and, when the loop terminated, policy.arrow.\n" +
+			"See docs/exploration.md.",
+		Flags:  flags,
+		Before: before,
+		Action: func(c *cli.Context) error {
+			if c.NArg() > 0 {
+				return usagef("simulate-online takes no arguments (got %q)", c.Args().Slice())
+			}
+			o := simulateOnlineOptions{pomdp: c.String("pomdp"), horizon: c.Int("horizon"), seed: c.Uint64("seed"), out: c.Path("out"),
+				force: c.Bool("force"), batch: c.Int("batch"), rounds: c.Int("rounds"), baseline: c.Bool("baseline"), plot: c.Path("plot"),
+				stderr: c.App.ErrWriter}
+			var err error
+			if o.round, err = roundOptions(c, o.seed); err != nil {
+				return err
+			}
+			return runSimulateOnline(c.Context, c.App.Writer, o)
+		},
+	}
+}
 
-// runSimulateOnline is `simulate --online`: Online against the model, with
-// the per-round record in DIR/rounds.arrow.
-func runSimulateOnline(c *cli.Context) error {
+// simulateOnlineOptions are the options of `psrlcb simulate-online`.
+type simulateOnlineOptions struct {
+	pomdp         string
+	horizon       int
+	seed          uint64
+	out           string
+	force         bool
+	batch, rounds int
+	baseline      bool
+	plot          string
+	round         explore.Options
+	stderr        io.Writer
+}
+
+// runSimulateOnline runs Online against the model, with the per-round
+// record in DIR/rounds.arrow.
+func runSimulateOnline(ctx context.Context, w io.Writer, o simulateOnlineOptions) error {
 	var missing []string
-	H := c.Int("horizon")
+	H := o.horizon
 	if H <= 0 {
 		missing = append(missing, "--horizon H (> 0)")
 	}
-	out := c.String("out")
+	out := o.out
 	if out == "" {
 		missing = append(missing, "--out DIR")
 	}
-	if len(missing) > 0 {
-		return usagef("simulate --online needs %v", missing)
+	if o.pomdp == "" {
+		missing = append(missing, "--pomdp FILE")
 	}
-	if c.Int("batch") <= 0 || c.Int("rounds") <= 0 {
+	if len(missing) > 0 {
+		return usagef("simulate-online needs %s", strings.Join(missing, ", "))
+	}
+	if o.batch <= 0 || o.rounds <= 0 {
 		return usagef("--batch and --rounds must be positive")
 	}
-	if c.IsSet("episodes") {
-		return usagef("simulate --online sizes rounds with --batch and --rounds, not --episodes")
+	if o.plot != "" {
+		// The plot is a file of its own beside the output: it may
+		// overwrite neither the model nor lie inside the output, which
+		// does not exist until the run succeeded.
+		if err := checkPlotPath(o.plot, o.out, o.pomdp); err != nil {
+			return err
+		}
 	}
-	if c.String("pomdp") == "" {
-		return usagef("--pomdp FILE is required")
-	}
-	m, err := pomdp.ParseFile(c.String("pomdp"))
-	if err != nil {
-		return err
-	}
-	seed := c.Uint64("seed")
-	ro, err := roundOptions(c, seed)
-	if err != nil {
-		return err
-	}
-	dir, err := outdir.Create(out, c.Bool("force"))
+	seed, ro := o.seed, o.round
+	dir, err := createOut(o.stderr, out, o.force, simulateOnlineOutput, []string{o.pomdp})
 	if err != nil {
 		return err
 	}
 	defer dir.Abort()
-	w := c.App.Writer
-	res, err := explore.Online(c.Context, m, explore.OnlineOptions{
-		Horizon: H, PerStep: c.Int("batch"), MaxRounds: c.Int("rounds"), Round: ro, Seed: seed, Baseline: c.Bool("baseline"),
+	m, err := pomdp.ParseFile(o.pomdp)
+	if err != nil {
+		return err
+	}
+	res, err := explore.Online(ctx, m, explore.OnlineOptions{
+		Horizon: H, PerStep: o.batch, MaxRounds: o.rounds, Round: ro, Seed: seed, Baseline: o.baseline,
 		Progress: func(r explore.RoundRow) {
 			fmt.Fprintf(w, "round %d: %d episodes, statistic %.4g (ε/2 = %.4g), true TV uniform %.4g optimal %.4g, regret %.4g",
 				r.Round, r.TotalEpisodes, r.BonusValue, r.Threshold, r.TVUniform, r.TVOptimal, r.Regret)
-			if c.Bool("baseline") {
+			if o.baseline {
 				fmt.Fprintf(w, ", uniform-exploration regret %.4g", r.BaselineRegret)
 			}
 			fmt.Fprintln(w)
@@ -79,14 +124,14 @@ func runSimulateOnline(c *cli.Context) error {
 		return err
 	}
 	meta := map[string]string{
-		"psrlcb.pomdp": c.String("pomdp"), "psrlcb.horizon": strconv.Itoa(H), "psrlcb.seed": strconv.FormatUint(seed, 10),
+		"psrlcb.pomdp": o.pomdp, "psrlcb.horizon": strconv.Itoa(H), "psrlcb.seed": strconv.FormatUint(seed, 10),
 		"psrlcb.alpha": strconv.FormatFloat(res.Last.Alpha, 'g', -1, 64), "psrlcb.epsilon": strconv.FormatFloat(res.Last.Epsilon, 'g', -1, 64),
-		"psrlcb.batch": strconv.Itoa(c.Int("batch")),
+		"psrlcb.batch": strconv.Itoa(o.batch),
 	}
-	if err := arrowio.WriteArrow(dir.Path("rounds.arrow"), explore.RoundsTable(res.Rows, meta)); err != nil {
+	if err := arrowio.WriteArrow(dir.Path(roundsFileName), explore.RoundsTable(res.Rows, meta)); err != nil {
 		return err
 	}
-	if err := explore.WriteTaggedParquet(dir.Path("logs.parquet"), res.Logs, res.Rounds, res.Steps); err != nil {
+	if err := explore.WriteTaggedParquet(dir.Path(onlineLogsFileName), res.Logs, res.Rounds, res.Steps); err != nil {
 		return err
 	}
 	if err := arrowio.WriteArrow(dir.Path("model.arrow"), report.ModelTable(res.Last.Fit.Model)); err != nil {
@@ -98,10 +143,13 @@ func runSimulateOnline(c *cli.Context) error {
 			return err
 		}
 	}
-	if p := c.Path("plot"); p != "" {
+	if p := o.plot; p != "" {
 		if err := explore.WritePlot(p, filepath.Base(m.Name), res.Rows); err != nil {
 			return err
 		}
+	}
+	if err := ctx.Err(); err != nil {
+		return err
 	}
 	if err := dir.Commit(); err != nil {
 		return err
@@ -115,5 +163,24 @@ func runSimulateOnline(c *cli.Context) error {
 		fmt.Fprint(w, ", policy.arrow")
 	}
 	fmt.Fprintln(w, ")")
+	return nil
+}
+
+// checkPlotPath refuses a --plot file that is the model file, a
+// directory, or lies inside the output directory.
+func checkPlotPath(plot, out, model string) error {
+	pa, err1 := filepath.Abs(plot)
+	oa, err2 := filepath.Abs(out)
+	if err1 == nil && err2 == nil && (pa == oa || strings.HasPrefix(pa, oa+string(filepath.Separator))) {
+		return usagef("--plot %s lies inside --out %s; put the plot beside the output directory", plot, out)
+	}
+	if st, err := os.Stat(plot); err == nil {
+		if st.IsDir() {
+			return usagef("--plot %s is a directory; name the SVG file to write", plot)
+		}
+		if ms, err := os.Stat(model); err == nil && os.SameFile(st, ms) {
+			return usagef("--plot %s is the model file --pomdp %s", plot, model)
+		}
+	}
 	return nil
 }

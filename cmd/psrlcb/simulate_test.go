@@ -100,6 +100,8 @@ func TestSimulateCommandErrors(t *testing.T) {
 		{"bad-model", []string{"--pomdp", broken, "--horizon", "2", "--episodes", "3", "--out", out}, exitData, badLine},
 		{"missing-model", []string{"--pomdp", model + ".absent", "--horizon", "2", "--episodes", "3", "--out", out}, exitIO, "absent"},
 		{"unwritable", []string{"--pomdp", model, "--horizon", "2", "--episodes", "3", "--out", filepath.Join(out, "no", "x.parquet")}, exitIO, "no"},
+		{"out-is-model", []string{"--pomdp", model, "--horizon", "2", "--episodes", "3", "--out", model}, exitUsage, "is the model file"},
+		{"out-is-dir", []string{"--pomdp", model, "--horizon", "2", "--episodes", "3", "--out", filepath.Dir(model)}, exitUsage, "is a directory"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -111,5 +113,8 @@ func TestSimulateCommandErrors(t *testing.T) {
 	}
 	if _, err := os.Stat(out); !os.IsNotExist(err) {
 		t.Errorf("a failed run left %s", out)
+	}
+	if b, _ := os.ReadFile(model); string(b) != text {
+		t.Error("the model file was overwritten")
 	}
 }

@@ -1,62 +1,303 @@
+// Package outdir stages a command's output directory beside its final
+// place and moves it there only when the whole run succeeded, so that a
+// failed, cancelled or killed run never leaves a partial result, and
+// --force never deletes anything but an earlier output of the same
+// command.
+//
+// The rules:
+//
+//   - An existing output directory is replaced only with Options.Force,
+//     and only when it is recognisably an earlier output of the same
+//     command: it holds Options.Marker and every entry matches one of
+//     Options.Known. Anything else is refused with an error that names
+//     what is in the way.
+//   - The output may not be, contain or lie inside any of Options.Inputs
+//     (after making paths absolute and resolving symbolic links), nor be
+//     the current directory or one of its ancestors.
+//   - Nothing is created at the output's place until Commit: missing
+//     parent directories are made only then. The staging directory
+//     .NAME.partial-pPID-RAND lives in the parent (or, while the parent does
+//     not exist, in its nearest existing ancestor).
+//   - Replacing is two renames: the old directory to .NAME.partial-…​.old,
+//     the staged one to NAME. A process killed between them leaves both
+//     under their hidden names; Recover (called by Create, and by
+//     `psrlcb inspect DIR`) puts the old one back. Staging directories of
+//     processes that no longer run are removed.
 package outdir
 
 import (
+	"errors"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
 
 	"github.com/psrlcb/psrlcb/errkind"
 )
 
 // ErrExists is returned when the output directory exists and the
-// caller did not ask to replace it.
+// caller did not ask to replace it, or it is not an output that may be
+// replaced.
 var ErrExists = errkind.New(errkind.Options, "output directory exists")
 
+// ErrOverlap is returned when the output is, contains or lies inside an
+// input, or is the current directory.
+var ErrOverlap = errkind.New(errkind.Options, "output overlaps an input")
+
+// Options say what an output directory of the command looks like and what
+// it must stay clear of.
+type Options struct {
+	// Force replaces an existing output of the same command.
+	Force bool
+	// Command names the command in messages ("psrlcb fit").
+	Command string
+	// Marker is a file every output of the command holds (manifest.json
+	// for fit); a directory without it is never replaced.
+	Marker string
+	// Known are shell patterns (path.Match) of the names an output of the
+	// command may hold; a directory holding any other name is never
+	// replaced.
+	Known []string
+	// Inputs are the files and directories the run reads.
+	Inputs []string
+}
+
 // Dir stages a run's outputs in a hidden temporary directory beside the
-// final one and moves it into place only on Commit, so a failed or
-// cancelled run never leaves a partial result under the final name.
+// final one and moves it into place only on Commit.
 type Dir struct {
 	Final string
 	Tmp   string
+	// Notes says what Create found and repaired beside Final (leftovers of
+	// killed runs), one sentence each, for the user.
+	Notes []string
 	force bool
+	opts  Options
 }
 
-// Create prepares the staging directory for final. An existing final
-// directory is an error unless force is set; it is then replaced on Commit
-// (and kept untouched if the run fails).
-func Create(final string, force bool) (*Dir, error) {
-	final = filepath.Clean(final)
-	if fi, err := os.Stat(final); err == nil {
-		if !force {
-			return nil, fmt.Errorf("%w: %s (use --force to replace it)", ErrExists, final)
-		}
-		if !fi.IsDir() {
-			return nil, fmt.Errorf("%w: %s is a file, not a directory", ErrExists, final)
-		}
+const partialTag = ".partial-"
+
+// Create checks final against the rules of the package and prepares the
+// staging directory. It creates nothing but the hidden staging directory.
+func Create(final string, o Options) (*Dir, error) {
+	if final == "" {
+		return nil, fmt.Errorf("%w: no output directory given", ErrOverlap)
 	}
-	parent := filepath.Dir(final)
-	if err := os.MkdirAll(parent, 0o755); err != nil {
-		return nil, err
-	}
-	tmp, err := os.MkdirTemp(parent, "."+filepath.Base(final)+".partial-")
+	abs, err := resolve(final)
 	if err != nil {
 		return nil, err
 	}
-	return &Dir{Final: final, Tmp: tmp, force: force}, nil
+	if err := checkPlace(final, abs, o.Inputs); err != nil {
+		return nil, err
+	}
+	final = filepath.Clean(final)
+	parent := filepath.Dir(final)
+	notes, err := Recover(final)
+	if err != nil {
+		return nil, err
+	}
+	if fi, err := os.Lstat(final); err == nil {
+		if !o.Force {
+			return nil, fmt.Errorf("%w: %s (use --force to replace an earlier output of %s)", ErrExists, final, cmdName(o))
+		}
+		if fi.Mode()&os.ModeSymlink != 0 {
+			return nil, fmt.Errorf("%w: %s is a symbolic link; --force replaces only a directory written by %s, so name the directory itself", ErrExists, final, cmdName(o))
+		}
+		if !fi.IsDir() {
+			return nil, fmt.Errorf("%w: %s is a file, not an earlier output of %s; --force replaces only those", ErrExists, final, cmdName(o))
+		}
+		if err := checkReplaceable(final, o); err != nil {
+			return nil, err
+		}
+	} else if !os.IsNotExist(err) {
+		return nil, err
+	}
+	stageIn := parent
+	for {
+		if fi, err := os.Stat(stageIn); err == nil {
+			if !fi.IsDir() {
+				return nil, fmt.Errorf("%w: %s is a file, so %s cannot be a directory", ErrExists, stageIn, final)
+			}
+			break
+		}
+		up := filepath.Dir(stageIn)
+		if up == stageIn {
+			break
+		}
+		stageIn = up
+	}
+	tmp := filepath.Join(stageIn, fmt.Sprintf(".%s%sp%d-%d", filepath.Base(final), partialTag, os.Getpid(), rand.Uint32()))
+	if err := os.Mkdir(tmp, 0o700); err != nil {
+		return nil, err
+	}
+	return &Dir{Final: final, Tmp: tmp, Notes: notes, force: o.Force, opts: o}, nil
+}
+
+func cmdName(o Options) string {
+	if o.Command == "" {
+		return "this command"
+	}
+	return o.Command
+}
+
+// resolve makes path absolute and resolves symbolic links in its longest
+// existing prefix.
+func resolve(path string) (string, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return "", err
+	}
+	var rest []string
+	cur := abs
+	for {
+		if r, err := filepath.EvalSymlinks(cur); err == nil {
+			for i := len(rest) - 1; i >= 0; i-- {
+				r = filepath.Join(r, rest[i])
+			}
+			return r, nil
+		}
+		up := filepath.Dir(cur)
+		if up == cur {
+			return abs, nil
+		}
+		rest = append(rest, filepath.Base(cur))
+		cur = up
+	}
+}
+
+// within reports whether path is dir or lies inside it (both absolute and
+// clean).
+func within(path, dir string) bool {
+	if path == dir {
+		return true
+	}
+	if !strings.HasSuffix(dir, string(filepath.Separator)) {
+		dir += string(filepath.Separator)
+	}
+	return strings.HasPrefix(path, dir)
+}
+
+func checkPlace(final, abs string, inputs []string) error {
+	if filepath.Dir(abs) == abs {
+		return fmt.Errorf("%w: --out %s is the root directory", ErrOverlap, final)
+	}
+	if wd, err := os.Getwd(); err == nil {
+		if rwd, err := resolve(wd); err == nil && within(rwd, abs) {
+			return fmt.Errorf("%w: --out %s is the current directory or one of its parents; name a new directory", ErrOverlap, final)
+		}
+	}
+	for _, in := range inputs {
+		rin, err := resolve(in)
+		if err != nil {
+			continue
+		}
+		switch {
+		case rin == abs:
+			return fmt.Errorf("%w: --out %s is the input %s", ErrOverlap, final, in)
+		case within(rin, abs):
+			return fmt.Errorf("%w: --out %s contains the input %s", ErrOverlap, final, in)
+		case within(abs, rin):
+			return fmt.Errorf("%w: --out %s lies inside the input directory %s", ErrOverlap, final, in)
+		}
+	}
+	return nil
+}
+
+// checkReplaceable refuses a directory that is not an earlier output of
+// the command.
+func checkReplaceable(dir string, o Options) error {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return err
+	}
+	var foreign []string
+	marker := false
+	for _, e := range entries {
+		name := e.Name()
+		if name == o.Marker && e.Type().IsRegular() {
+			marker = true
+		}
+		if !e.Type().IsRegular() || !known(name, o.Known) {
+			foreign = append(foreign, name)
+		}
+	}
+	if !marker || o.Marker == "" {
+		what := "it is empty"
+		if len(entries) > 0 {
+			what = "it holds " + list(names(entries))
+		}
+		return fmt.Errorf("%w: %s has no %s, so it is not an earlier output of %s (%s); --force replaces only those, so remove or rename it yourself",
+			ErrExists, dir, o.Marker, cmdName(o), what)
+	}
+	if len(foreign) > 0 {
+		return fmt.Errorf("%w: %s holds %s, which %s does not write; --force replaces only an unaltered earlier output, so move those away first",
+			ErrExists, dir, list(foreign), cmdName(o))
+	}
+	return nil
+}
+
+func known(name string, patterns []string) bool {
+	for _, p := range patterns {
+		if ok, _ := filepath.Match(p, name); ok {
+			return true
+		}
+	}
+	return false
+}
+
+func names(entries []os.DirEntry) []string {
+	out := make([]string, len(entries))
+	for i, e := range entries {
+		out[i] = e.Name()
+	}
+	return out
+}
+
+func list(names []string) string {
+	sort.Strings(names)
+	const show = 5
+	if len(names) > show {
+		return strings.Join(names[:show], ", ") + fmt.Sprintf(" and %d more", len(names)-show)
+	}
+	return strings.Join(names, ", ")
 }
 
 // Path is where a file named name is staged.
 func (o *Dir) Path(name string) string { return filepath.Join(o.Tmp, name) }
 
-// Commit moves the staged directory into place.
+// Commit moves the staged directory into place, making the missing parent
+// directories first. With Force an existing final directory is moved aside
+// to Tmp+".old" and removed once the new one is in place.
 func (o *Dir) Commit() error {
 	if err := os.Chmod(o.Tmp, 0o755); err != nil {
 		return err
 	}
+	parent := filepath.Dir(o.Final)
+	if filepath.Dir(o.Tmp) != parent {
+		// Staged in an ancestor: make the parent now, then move.
+		made, err := mkdirAll(parent)
+		if err != nil {
+			return err
+		}
+		if err := os.Rename(o.Tmp, o.Final); err != nil {
+			for i := len(made) - 1; i >= 0; i-- {
+				_ = os.Remove(made[i])
+			}
+			return err
+		}
+		return nil
+	}
 	var old string
-	if _, err := os.Stat(o.Final); err == nil {
+	if _, err := os.Lstat(o.Final); err == nil {
 		if !o.force {
 			return fmt.Errorf("%w: %s appeared during the run", ErrExists, o.Final)
+		}
+		// Checked again: files may have been added during the run.
+		if err := checkReplaceable(o.Final, o.opts); err != nil {
+			return err
 		}
 		old = o.Tmp + ".old"
 		if err := os.Rename(o.Final, old); err != nil {
@@ -75,5 +316,143 @@ func (o *Dir) Commit() error {
 	return nil
 }
 
+// mkdirAll makes dir and its missing parents and returns the directories
+// it made, outermost first.
+func mkdirAll(dir string) ([]string, error) {
+	var missing []string
+	for cur := dir; ; {
+		if _, err := os.Stat(cur); err == nil {
+			break
+		}
+		missing = append(missing, cur)
+		up := filepath.Dir(cur)
+		if up == cur {
+			break
+		}
+		cur = up
+	}
+	var made []string
+	for i := len(missing) - 1; i >= 0; i-- {
+		if err := os.Mkdir(missing[i], 0o755); err != nil && !os.IsExist(err) {
+			for j := len(made) - 1; j >= 0; j-- {
+				_ = os.Remove(made[j])
+			}
+			return nil, err
+		}
+		made = append(made, missing[i])
+	}
+	return made, nil
+}
+
 // Abort removes the staged directory; the final one is left as it was.
 func (o *Dir) Abort() { _ = os.RemoveAll(o.Tmp) }
+
+// Recover looks beside final for what killed runs left and repairs it:
+//
+//   - .NAME.partial-X.old together with .NAME.partial-X and no NAME: a
+//     --force replace was killed between its two renames. The old output
+//     is put back at NAME and the unfinished new one removed (the run that
+//     made it did not succeed).
+//   - .NAME.partial-X.old alone, NAME present: the replace was killed
+//     while removing the old output; the rest is removed.
+//   - .NAME.partial-X alone: the staging directory of a killed run,
+//     removed.
+//
+// Entries of a process that still runs are left alone. Recover returns one
+// sentence per repair.
+func Recover(final string) ([]string, error) {
+	final = filepath.Clean(final)
+	parent, base := filepath.Dir(final), filepath.Base(final)
+	entries, err := os.ReadDir(parent)
+	if err != nil {
+		if os.IsNotExist(err) || errors.Is(err, syscall.ENOTDIR) {
+			return nil, nil
+		}
+		return nil, err
+	}
+	prefix := "." + base + partialTag
+	staged := map[string]bool{}
+	var olds []string
+	for _, e := range entries {
+		n := e.Name()
+		if !strings.HasPrefix(n, prefix) || !e.IsDir() {
+			continue
+		}
+		if pid, ok := stagePID(strings.TrimSuffix(n[len(prefix):], ".old")); !ok || alive(pid) {
+			continue
+		}
+		if strings.HasSuffix(n, ".old") {
+			olds = append(olds, n)
+		} else {
+			staged[n] = true
+		}
+	}
+	var notes []string
+	for _, old := range olds {
+		oldPath := filepath.Join(parent, old)
+		stage := strings.TrimSuffix(old, ".old")
+		_, finalErr := os.Lstat(final)
+		switch {
+		case staged[stage] && os.IsNotExist(finalErr):
+			if err := os.Rename(oldPath, final); err != nil {
+				return notes, fmt.Errorf("restoring %s from %s: %w", final, oldPath, err)
+			}
+			notes = append(notes, fmt.Sprintf("restored %s from %s, left by a --force run killed while replacing it", final, old))
+		case staged[stage]:
+			notes = append(notes, fmt.Sprintf("left %s alone: a --force run was killed while replacing %s, and %s exists again; it holds the previous output", oldPath, final, final))
+			delete(staged, stage)
+			continue
+		default:
+			if err := os.RemoveAll(oldPath); err != nil {
+				return notes, err
+			}
+			notes = append(notes, fmt.Sprintf("removed %s, the replaced output a --force run was killed while deleting", oldPath))
+		}
+	}
+	for _, n := range sortedKeys(staged) {
+		if err := os.RemoveAll(filepath.Join(parent, n)); err != nil {
+			return notes, err
+		}
+		notes = append(notes, fmt.Sprintf("removed %s, the unfinished output of a killed run", filepath.Join(parent, n)))
+	}
+	return notes, nil
+}
+
+func sortedKeys(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// stagePID reads the process id from the tail "pPID-RAND" of a staging
+// directory's name.
+func stagePID(tail string) (int, bool) {
+	if !strings.HasPrefix(tail, "p") {
+		return 0, false
+	}
+	i := strings.IndexByte(tail, '-')
+	if i < 0 {
+		return 0, false
+	}
+	if _, err := strconv.ParseUint(tail[i+1:], 10, 32); err != nil {
+		return 0, false
+	}
+	pid, err := strconv.Atoi(tail[1:i])
+	return pid, err == nil && pid > 0
+}
+
+// alive reports whether process pid runs (this one included).
+func alive(pid int) bool {
+	if pid == os.Getpid() {
+		return true
+	}
+	p, err := os.FindProcess(pid)
+	if err != nil {
+		return false
+	}
+	err = p.Signal(syscall.Signal(0))
+	return err == nil || errors.Is(err, syscall.EPERM)
+}
