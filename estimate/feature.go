@@ -84,8 +84,7 @@ func (m *Model) emitRow(hAct, a int) []float64 {
 	if hAct == 0 {
 		return m.Obs1
 	}
-	S, O := m.States, m.NumObs
-	return m.Emit[m.Table(hAct)][a*S*O : (a+1)*S*O]
+	return m.EmitOf(m.Table(hAct), a)
 }
 
 // rec expands level j of the tests: v is the unnormalised joint of the

@@ -221,6 +221,24 @@ func protoModel(d *ingest.Dataset, c *coded, o *Options) *Model {
 	return m
 }
 
+// chooseProtoForm sets proto.Compact from Options.Form for the largest
+// rank that will be fitted (a warm start keeps its own form) and checks
+// that the fit fits in Options.MemoryLimit.
+func chooseProtoForm(proto *Model, c *coded, o *Options) error {
+	S := o.Rank
+	if S == 0 {
+		S = o.MaxRank
+	}
+	nt := len(proto.Trans)
+	if o.Start != nil {
+		S = o.Start.States
+		proto.Compact = o.Start.Compact
+	} else {
+		proto.Compact = chooseForm(o.Form, c, S, nt)
+	}
+	return checkMemory(c, S, nt, proto.Compact, o)
+}
+
 // fitRank runs o.Restarts EM starts with S states on c and returns them
 // in start order. Starts run concurrently, sharing the workers.
 func fitRank(ctx context.Context, c *coded, proto *Model, S int, o *Options, data string, report func(TraceRow)) ([]emResult, error) {
@@ -287,6 +305,9 @@ func Fit(ctx context.Context, d *ingest.Dataset, opts Options) (*Result, error) 
 	kind, values := rewardSupport(d.Reward)
 	all := code(d, kind, values)
 	proto := protoModel(d, all, &o)
+	if err := chooseProtoForm(proto, all, &o); err != nil {
+		return nil, err
+	}
 
 	var mu sync.Mutex
 	res := &Result{HeldOutLogLik: math.NaN(), Steps: all.K * all.H}
@@ -306,7 +327,7 @@ func Fit(ctx context.Context, d *ingest.Dataset, opts Options) (*Result, error) 
 			S = st.States
 		}
 		if st.States != S || st.NumObs != all.O || st.NumActions != all.A || st.Horizon != all.H ||
-			st.Stationary != proto.Stationary || st.Reward != kind || !slices.Equal(st.RewardValues, values) {
+			st.Stationary != proto.Stationary || st.Compact != proto.Compact || st.Reward != kind || !slices.Equal(st.RewardValues, values) {
 			return nil, errorf(ErrOptions, "start model does not match the data, rank and dynamics")
 		}
 	}

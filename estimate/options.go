@@ -86,6 +86,15 @@ type Options struct {
 	// Dynamics is DynamicsStationary (default) or DynamicsPerStep.
 	Dynamics string
 
+	// Form is the model's parameterisation: FormAuto (default: the full
+	// form while its step kernel stays under fullFormCells numbers, the
+	// compact form past it), FormFull or FormCompact (see Model.Compact).
+	Form string
+	// MemoryLimit is the memory, in bytes, the fit may plan to use
+	// (default DefaultMemoryLimit(); negative: no check). Fit stops with
+	// ErrTooLarge before allocating when its estimate is above it.
+	MemoryLimit int64
+
 	// Restarts is the number of EM starts (default DefaultRestarts): start
 	// 0 is the informed start (clustering of windowed observation and
 	// reward signatures), the others alternate perturbed informed starts
@@ -168,6 +177,16 @@ func (o Options) withDefaults() (Options, error) {
 	case DynamicsStationary, DynamicsPerStep:
 	default:
 		return o, errorf(ErrOptions, "dynamics %q is not %q or %q", o.Dynamics, DynamicsStationary, DynamicsPerStep)
+	}
+	switch o.Form {
+	case "":
+		o.Form = FormAuto
+	case FormAuto, FormFull, FormCompact:
+	default:
+		return o, errorf(ErrOptions, "model form %q is not %q, %q or %q", o.Form, FormAuto, FormFull, FormCompact)
+	}
+	if o.MemoryLimit == 0 {
+		o.MemoryLimit = DefaultMemoryLimit()
 	}
 	if o.Restarts == 0 {
 		o.Restarts = DefaultRestarts
