@@ -30,9 +30,11 @@ type compactKernel struct {
 
 // compactStats are the Compact parts of stats.
 type compactStats struct {
-	// rc[t]: categorical posterior counts per RewardIndex*V+v (the
-	// transition counts are their sums over v). Gaussian rewards use
-	// stats.cnt/sr/srr per RewardIndex.
+	// rc[t][((a*V+v)*S+s)*S+s2]: categorical posterior counts of the
+	// step (s, a, s2) with reward value v (the transition counts are their
+	// sums over v). Gaussian rewards use stats.cnt/sr/srr, indexed
+	// (a*S+s)*S+s2. Both are laid out like the step matrices, so a step
+	// adds to one contiguous S×S block.
 	rc [][]float64
 	// lastS[t][s2]: posterior mass of the unlogged s_{H+1}, whose
 	// emission counts are expected counts under the current E.
@@ -130,17 +132,32 @@ func (k *kernel) stepMatrix(t, a int, r float64, v uint8, M []float64) []float64
 	return M[:S*S]
 }
 
-// addStep adds the posterior x of the step (s, a, s2) with reward r
-// (value index v) to the reward and transition counts of table t.
-func (st *stats) addStep(k *kernel, t, s, a, s2 int, r float64, v uint8, x float64) {
-	ri := (s*k.A+a)*k.S + s2
+// block returns the S×S block of counts that the posterior of a step
+// (a, reward r with value index v) at table t adds to: the categorical
+// counts themselves, or for Gaussian rewards the scratch xi, to be
+// flushed into cnt/sr/srr by flush.
+func (st *stats) block(k *kernel, t, a int, v uint8, xi []float64) []float64 {
+	SS := k.S * k.S
 	if k.kind == RewardCategorical {
-		st.cp.rc[t][ri*k.V+int(v)] += x
+		i := (a*k.V + int(v)) * SS
+		return st.cp.rc[t][i : i+SS]
+	}
+	clear(xi)
+	return xi
+}
+
+// flush adds the Gaussian step posterior xi with reward r to the counts.
+func (st *stats) flush(k *kernel, t, a int, r float64, xi []float64) {
+	if k.kind == RewardCategorical {
 		return
 	}
-	st.cnt[t][ri] += x
-	st.sr[t][ri] += x * r
-	st.srr[t][ri] += x * r * r
+	SS := k.S * k.S
+	cnt, sr, srr := st.cnt[t][a*SS:(a+1)*SS], st.sr[t][a*SS:(a+1)*SS], st.srr[t][a*SS:(a+1)*SS]
+	for i, x := range xi[:SS] {
+		cnt[i] += x
+		sr[i] += x * r
+		srr[i] += x * r * r
+	}
 }
 
 // estepCompact runs scaled forward–backward on episodes [k0, k1) of the
@@ -240,16 +257,19 @@ func (k *kernel) backwardCompact(c *coded, base int, st *stats, w *work, gam []f
 	aH := alpha[(H-1)*S : H*S]
 	rL, vL := k.reward(c, base+H-1), k.rvAt(c, base+H-1)
 	lastS := st.cp.lastS[tH]
+	B := st.block(k, tH, aL, vL, w.xi)
 	for s := 0; s < S; s++ {
 		sum := 0.0
+		brow := B[s*S : (s+1)*S]
 		for s2, x := range M[s*S : (s+1)*S] {
 			p := aH[s] * x * inv
-			st.addStep(k, tH, s, aL, s2, rL, vL, p)
+			brow[s2] += p
 			lastS[s2] += p
 			sum += x
 		}
 		beta[s] = sum * inv
 	}
+	st.flush(k, tH, aL, rL, w.xi)
 	for s := range beta {
 		gam[(H-1)*S+s] = aH[s] * beta[s]
 	}
@@ -267,16 +287,20 @@ func (k *kernel) backwardCompact(c *coded, base int, st *stats, w *work, gam []f
 			bp[s2] = beta[s2] * E[s2*O+o] * inv
 		}
 		cur := alpha[i*S : (i+1)*S]
+		B := st.block(k, t, a, v, w.xi)
 		for s, as := range cur {
 			row := M[s*S : (s+1)*S]
+			brow := B[s*S : (s+1)*S]
+			row, brow = row[:len(bp)], brow[:len(bp)]
 			sum := 0.0
 			for s2, b := range bp {
 				mb := row[s2] * b
-				st.addStep(k, t, s, a, s2, r, v, as*mb)
+				brow[s2] += as * mb
 				sum += mb
 			}
 			beta[s] = sum
 		}
+		st.flush(k, t, a, r, w.xi)
 		for s := range beta {
 			gam[i*S+s] = cur[s] * beta[s]
 		}
@@ -350,14 +374,18 @@ func (k *kernel) mstepCompact(st *stats, c *coded, eps float64, nm *Model) {
 				ec[s2*O+o] += x * Eold[s2*O+o]
 			}
 		}
+		// Step layout (a*S+s)*S+s2 to RewardIndex (s*A+a)*S+s2.
+		ri := func(a, s, s2 int) int { return (s*A+a)*S + s2 }
 		if k.kind == RewardCategorical {
-			C := slices.Clone(st.cp.rc[t])
-			for s := 0; s < S; s++ {
-				for a := 0; a < A; a++ {
-					for s2 := 0; s2 < S; s2++ {
-						ri := (s*A+a)*S + s2
-						for v := 0; v < V; v++ {
-							tc[(a*S+s)*S+s2] += C[ri*V+v]
+			C := make([]float64, n*V)
+			R := st.cp.rc[t]
+			for a := 0; a < A; a++ {
+				for v := 0; v < V; v++ {
+					for s := 0; s < S; s++ {
+						for s2 := 0; s2 < S; s2++ {
+							x := R[((a*V+v)*S+s)*S+s2]
+							C[ri(a, s, s2)*V+v] = x
+							tc[(a*S+s)*S+s2] += x
 						}
 					}
 				}
@@ -367,14 +395,17 @@ func (k *kernel) mstepCompact(st *stats, c *coded, eps float64, nm *Model) {
 			}
 			nm.RewardProb = append(nm.RewardProb, C)
 		} else {
-			mean, vr := gaussianMStep(st.cnt[t], st.sr[t], st.srr[t], c, eps)
-			for s := 0; s < S; s++ {
-				for a := 0; a < A; a++ {
+			cnt, sr, srr := make([]float64, n), make([]float64, n), make([]float64, n)
+			for a := 0; a < A; a++ {
+				for s := 0; s < S; s++ {
 					for s2 := 0; s2 < S; s2++ {
-						tc[(a*S+s)*S+s2] += st.cnt[t][(s*A+a)*S+s2]
+						j := (a*S+s)*S + s2
+						cnt[ri(a, s, s2)], sr[ri(a, s, s2)], srr[ri(a, s, s2)] = st.cnt[t][j], st.sr[t][j], st.srr[t][j]
+						tc[j] = st.cnt[t][j]
 					}
 				}
 			}
+			mean, vr := gaussianMStep(cnt, sr, srr, c, eps)
 			nm.RewardMean = append(nm.RewardMean, mean)
 			nm.RewardVar = append(nm.RewardVar, vr)
 		}

@@ -2,6 +2,7 @@ package estimate
 
 import (
 	"math"
+	"math/rand/v2"
 	"testing"
 
 	"github.com/psrlcb/psrlcb/ingest"
@@ -194,4 +195,52 @@ func TestCompactEMBruteForce(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestCompactFeatureIsometry: the Compact form's r-dimensional features
+// y = L_h·p have the inner products of the test predictions ψ = G_h·p
+// (tests of length 1 and 2, every step), so every quadratic form of the
+// bonus is that of the paper's tests.
+func TestCompactFeatureIsometry(t *testing.T) {
+	for _, tl := range []int{1, 2} {
+		for _, stationary := range []bool{true, false} {
+			m := compactOf(RandomModel(3, 4, 2, 3, stationary, []float64{0, 1}, 11))
+			m.TestLength = tl
+			fz := NewFeaturizer(m)
+			for h := 0; h < m.Horizon; h++ {
+				if got := m.FeatureDim(h); got != m.States {
+					t.Fatalf("FeatureDim(%d) = %d, want %d", h, got, m.States)
+				}
+				const n = 6
+				ps, ys := make([][]float64, n), make([][]float64, n)
+				for i := range ps {
+					p := make([]float64, m.States)
+					dirichlet1(rand.New(rand.NewPCG(uint64(i), uint64(h))), p)
+					if h == 0 {
+						copy(p, m.Init) // ψ̄(τ_0) is P(o_1): the prior
+					}
+					ps[i] = make([]float64, m.testCount(h))
+					fz.Tests(h, p, 1, ps[i])
+					ys[i] = make([]float64, m.States)
+					fz.Feature(h, p, 1, ys[i])
+				}
+				for i := range ps {
+					for j := range ps {
+						a, b := dot(ps[i], ps[j]), dot(ys[i], ys[j])
+						if math.Abs(a-b) > 1e-12 {
+							t.Fatalf("m=%d stationary=%v h=%d: ψ_%d·ψ_%d = %v, y·y = %v", tl, stationary, h, i, j, a, b)
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+func dot(a, b []float64) float64 {
+	s := 0.0
+	for i := range a {
+		s += a[i] * b[i]
+	}
+	return s
 }

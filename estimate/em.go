@@ -190,10 +190,12 @@ func (st *stats) add(o *stats) {
 // work is one goroutine's scratch space.
 type work struct {
 	alpha, scale, beta, bp, mstore []float64
+	xi                             []float64 // S×S step posterior (compact form, Gaussian rewards)
 }
 
 func newWork(S, H int, gaussian bool) *work {
-	w := &work{alpha: make([]float64, H*S), scale: make([]float64, H+1), beta: make([]float64, S), bp: make([]float64, S)}
+	w := &work{alpha: make([]float64, H*S), scale: make([]float64, H+1), beta: make([]float64, S), bp: make([]float64, S),
+		xi: make([]float64, S*S)}
 	if gaussian {
 		w.mstore = make([]float64, H*S*S)
 	}

@@ -221,6 +221,48 @@ func protoModel(d *ingest.Dataset, c *coded, o *Options) *Model {
 	return m
 }
 
+// fitSampleEpisodes: on logs of more episodes, the EM starts and the
+// rank choice run on a seeded sample of this many episodes, and only the
+// best start goes on to convergence on every episode. 2·10⁴ episodes
+// tell good starts from poor ones and rank the ranks' held-out
+// likelihoods while keeping each start's E-steps cheap; the final fit
+// still uses all the data.
+const fitSampleEpisodes = 20_000
+
+// sampleIndex returns a seeded, sorted sample of n of the indexes 0..K−1.
+func sampleIndex(K, n int, seed uint64) []int {
+	idx := rand.New(rand.NewPCG(seed, 0x5a3e)).Perm(K)[:n]
+	sort.Ints(idx)
+	return idx
+}
+
+// fitAll runs the starts of rank S (on a sample of fitSampleEpisodes
+// episodes when the logs have more, the best of them then continued on
+// all episodes) and returns them in start order with the index of the
+// best; the best's result is that of the fit on all episodes.
+func fitAll(ctx context.Context, d *ingest.Dataset, all *coded, proto *Model, S int, o *Options, report func(TraceRow)) ([]emResult, int, error) {
+	if all.K <= fitSampleEpisodes {
+		rs, err := fitRank(ctx, all, proto, S, o, "all", report)
+		if err != nil {
+			return nil, 0, err
+		}
+		return rs, best(rs), nil
+	}
+	sub := code(d.Subset(sampleIndex(all.K, fitSampleEpisodes, o.Seed)), all.kind, all.values)
+	rs, err := fitRank(ctx, sub, proto, S, o, "sample", report)
+	if err != nil {
+		return nil, 0, err
+	}
+	b := best(rs)
+	r := runEM(ctx, all, rs[b].model, o, o.Workers, TraceRow{Data: "all", Rank: S, Restart: b}, report)
+	if r.err != nil {
+		return nil, 0, r.err
+	}
+	r.trace = append(rs[b].trace, r.trace...)
+	rs[b] = r
+	return rs, b, nil
+}
+
 // chooseProtoForm sets proto.Compact from Options.Form for the largest
 // rank that will be fitted (a warm start keeps its own form) and checks
 // that the fit fits in Options.MemoryLimit.
@@ -337,11 +379,10 @@ func Fit(ctx context.Context, d *ingest.Dataset, opts Options) (*Result, error) 
 			return nil, err
 		}
 	}
-	rs, err := fitRank(ctx, all, proto, S, &o, "all", report)
+	rs, b, err := fitAll(ctx, d, all, proto, S, &o, report)
 	if err != nil {
 		return nil, err
 	}
-	b := best(rs)
 	for _, r := range rs {
 		res.Trace = append(res.Trace, r.trace...)
 		res.RestartLogLiks = append(res.RestartLogLiks, r.ll)
@@ -392,6 +433,13 @@ func chooseRank(ctx context.Context, d *ingest.Dataset, kind RewardKind, values 
 	perm := rng.Perm(K)
 	held := append([]int(nil), perm[:nHeld]...)
 	train := append([]int(nil), perm[nHeld:]...)
+	// Large logs: the rank is chosen on samples (fitSampleEpisodes).
+	if len(train) > fitSampleEpisodes {
+		train = train[:fitSampleEpisodes]
+	}
+	if len(held) > fitSampleEpisodes {
+		held = held[:fitSampleEpisodes]
+	}
 	sort.Ints(held)
 	sort.Ints(train)
 	tr := code(d.Subset(train), kind, values)

@@ -244,7 +244,8 @@ func (o Options) withDefaults() (Options, error) {
 
 // TraceRow is one EM iteration: the log-likelihood of the parameters at
 // iteration Iter of start Restart when fitting rank Rank on Data
-// ("train" for the rank selection fit, "all" for the final fit). Iter
+// ("train" for the rank selection fit, "all" for the final fit, "sample"
+// for the starts run on a sample of large logs, see fitSampleEpisodes). Iter
 // counts E-steps; with acceleration the E-step of a rejected
 // extrapolation has no row, so Iter may skip a number. The rows of a
 // start do not decrease without smoothing; with it, the penalised
@@ -317,7 +318,9 @@ type Result struct {
 	// restart, iter) order.
 	Trace []TraceRow
 	// RestartLogLiks are the final log-likelihoods of the starts of the
-	// final fit, in start order; BestRestart is the one kept.
+	// final fit (on logs of more than fitSampleEpisodes episodes, those of
+	// the starts other than BestRestart are on the sample), in start
+	// order; BestRestart is the one kept.
 	RestartLogLiks []float64
 	BestRestart    int
 	// Iterations is the iteration (E-step) number of the kept start's

@@ -42,6 +42,10 @@ func parameters(opts FitOptions, out *Outcome) map[string]any {
 		"plan_budget":     planBudget(opts),
 		"seed":            opts.Seed,
 		"reward_emission": rewardKind(out.Model),
+		"model_form":      modelForm(out.Model),
+	}
+	if opts.MaxObservations > 0 {
+		p["max_observations"] = opts.MaxObservations
 	}
 	if opts.Alpha.Mode == pessimism.AlphaTheory {
 		p["gamma"] = opts.Gamma
@@ -209,7 +213,7 @@ func buildRun(ctx context.Context, d *ingest.Dataset, inputs []string, opts FitO
 			IW: iw.Mean, IWLo: iw.Lower, IWHi: iw.Upper, ESS: iw.ESS, CInf: cov.CInf, Chosen: true}}
 	}
 
-	run.Model = ModelTable(m)
+	run.Model = withMerged(ModelTable(m), d.Merged)
 
 	man := &run.Manifest
 	man.Tool, man.Version, man.GoVersion, man.RunID = "psrlcb", Version, goVersion(), run.RunID
@@ -234,6 +238,14 @@ func buildRun(ctx context.Context, d *ingest.Dataset, inputs []string, opts FitO
 		PlanExact: out.Plan.Exact, PlanGap: Float(out.Plan.GapBound),
 	}
 	man.Notes = notes(d, out)
+	if n := len(d.Merged); n > 0 {
+		steps := int64(0)
+		for _, s := range d.Merged {
+			steps += s.Count
+		}
+		man.Notes = append(man.Notes, fmt.Sprintf("--max-observations %d: %d rare observations (%d logged steps, %.2f%%) were mapped to %s; the mapping is in model.arrow (param = \"other\").",
+			opts.MaxObservations, n, steps, 100*float64(steps)/float64(len(d.Obs)), ingest.OtherSymbol))
+	}
 	man.Headline.Verdict = joinVerdict(Verdict(run))
 	return run, nil
 }

@@ -43,6 +43,11 @@ type FitOptions struct {
 	Workers int
 	// Progress receives progress (default: none).
 	Progress Progress
+	// MaxObservations, when positive, maps every observation but the
+	// MaxObservations most frequent to ingest.OtherSymbol before fitting
+	// (ingest.LimitObservations); the mapping goes into model.arrow and
+	// the manifest.
+	MaxObservations int
 }
 
 // DefaultSelectHeldOut is the share of episodes kept out of the fit to
@@ -101,6 +106,9 @@ func Fit(ctx context.Context, d *ingest.Dataset, inputs []string, opts FitOption
 	workers := opts.Workers
 	if workers <= 0 {
 		workers = runtime.GOMAXPROCS(0)
+	}
+	if opts.MaxObservations > 0 {
+		d = ingest.LimitObservations(d, opts.MaxObservations)
 	}
 	K, H := d.NumEpisodes(), d.Horizon
 	if K == 0 {
