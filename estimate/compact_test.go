@@ -1,8 +1,10 @@
 package estimate
 
 import (
+	"errors"
 	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"github.com/psrlcb/psrlcb/ingest"
@@ -243,4 +245,36 @@ func dot(a, b []float64) float64 {
 		s += a[i] * b[i]
 	}
 	return s
+}
+
+// TestFormAndMemoryCheck: the automatic form is full for a small
+// vocabulary and compact past fullFormCells; a fit whose estimated memory
+// is above MemoryLimit stops before allocating with ErrTooLarge, a data
+// error whose message names the cause and the remedies.
+func TestFormAndMemoryCheck(t *testing.T) {
+	small := uniformDataset(50, 3, 4, 3, 1)
+	wide := uniformDataset(50, 3, 3000, 50, 1)
+	for _, tc := range []struct {
+		d    *ingest.Dataset
+		want bool
+	}{{small, false}, {wide, true}} {
+		kind, vals := rewardSupport(tc.d.Reward)
+		c := code(tc.d, kind, vals)
+		if got := chooseForm(FormAuto, c, DefaultMaxRank, 1); got != tc.want {
+			t.Fatalf("|O| = %d: compact %v, want %v", c.O, got, tc.want)
+		}
+	}
+	_, err := Fit(t.Context(), wide, Options{Rank: 8, Form: FormFull, MemoryLimit: 1 << 30})
+	if !errors.Is(err, ErrTooLarge) || !errors.Is(err, ErrData) {
+		t.Fatalf("full form at |O| = 3000, |A| = 50, rank 8 under 1 GiB: %v", err)
+	}
+	for _, s := range []string{"too many distinct observations for this rank", "--max-observations", "lower the rank"} {
+		if !strings.Contains(err.Error(), s) {
+			t.Fatalf("message %q does not say %q", err, s)
+		}
+	}
+	res, err := Fit(t.Context(), wide, Options{Rank: 8, Restarts: 1, MaxIter: 3, MemoryLimit: 1 << 30})
+	if err != nil || !res.Model.Compact {
+		t.Fatalf("compact fit under 1 GiB: %v", err)
+	}
 }
