@@ -55,6 +55,11 @@ func (m *Model) EpisodeLogLik(obs, act []uint16, rew []float64) float64 {
 			z = 0
 			for s := 0; s < S; s++ {
 				for s2 := 0; s2 < S; s2++ {
+					if m.Compact {
+						// Σ_o E(o|s2) = 1 and the reward ignores o.
+						z += alpha[s] * T[(a*S+s)*S+s2] * m.RewardLik(t, s, a, s2, 0, rew[i])
+						continue
+					}
 					for o := 0; o < O; o++ {
 						z += alpha[s] * T[(a*S+s)*S+s2] * E[s2*O+o] * m.RewardLik(t, s, a, s2, o, rew[i])
 					}
