@@ -3,6 +3,7 @@ package estimate
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"runtime"
 	"strconv"
@@ -57,6 +58,89 @@ func BenchmarkEMIteration(b *testing.B) {
 		b.ReportMetric(steps*3*S*S*2/sec/1e9, "GFLOP/s")
 		b.ReportMetric(sec/float64(b.N), "s/iter")
 	})
+}
+
+// BenchmarkEMIterationCardinality times one EM iteration of a rank-8
+// model with |A| = 50 on 2·10⁵ episodes × 5 steps (PSRLCB_BENCH_EPISODES
+// overrides) at |O| = 8 and |O| = 20,000, each in the model form Fit
+// chooses (full at 8, compact at 20,000). Steps are uniformly random
+// symbols and rewards in {0,1}: the cost of an iteration does not depend on
+// how well the model explains them. The target of bench/cardinality.sh:
+// steps/s at |O| = 20,000 at least half of that at |O| = 8.
+func BenchmarkEMIterationCardinality(b *testing.B) {
+	K := 200_000
+	if os.Getenv("PSRLCB_BENCH_EPISODES") != "" {
+		K = benchEpisodes(b)
+	}
+	const S, A, H = 8, 50, 5
+	for _, O := range []int{8, 20_000} {
+		d := uniformDataset(K, H, O, A, 2)
+		kind, values := rewardSupport(d.Reward)
+		c := code(d, kind, values)
+		var m *Model
+		if chooseForm(FormAuto, c, S, 1) {
+			m = randomCompactModel(S, O, A, H, values, 3)
+		} else {
+			m = RandomModel(S, O, A, H, true, values, 3)
+		}
+		b.Run(fmt.Sprintf("obs=%d,actions=%d,compact=%v", O, A, m.Compact), func(b *testing.B) {
+			b.ReportAllocs()
+			ctx := context.Background()
+			for b.Loop() {
+				k := newKernel(m, c)
+				st, err := k.estep(ctx, c, runtime.GOMAXPROCS(0))
+				if err != nil {
+					b.Fatal(err)
+				}
+				_ = k.mstep(st, c, DefaultSmoothing)
+			}
+			sec := b.Elapsed().Seconds()
+			b.ReportMetric(float64(K*H)*float64(b.N)/sec, "steps/s")
+			b.ReportMetric(sec/float64(b.N), "s/iter")
+		})
+	}
+}
+
+// uniformDataset is K episodes of H steps of uniformly random
+// observations (O), actions (A) and rewards in {0,1}.
+func uniformDataset(K, H, O, A int, seed uint64) *ingest.Dataset {
+	rng := rand.New(rand.NewPCG(seed, 0xb0b))
+	d := &ingest.Dataset{Horizon: H, ObsVocab: symbolNames("o", O), ActVocab: symbolNames("a", A),
+		EpisodeIDs: symbolNames("", K), Length: make([]int32, K),
+		Obs: make([]uint16, K*H), Act: make([]uint16, K*H), Reward: make([]float64, K*H)}
+	for i := range d.Obs {
+		d.Obs[i], d.Act[i], d.Reward[i] = uint16(rng.IntN(O)), uint16(rng.IntN(A)), float64(rng.IntN(2))
+	}
+	for k := range d.Length {
+		d.Length[k] = int32(H)
+	}
+	return d
+}
+
+// randomCompactModel is a stationary Compact model with flat Dirichlet
+// draws for every distribution and categorical rewards over values.
+func randomCompactModel(S, O, A, H int, values []float64, seed uint64) *Model {
+	rng := rand.New(rand.NewPCG(seed, 0xc0c))
+	V := len(values)
+	m := &Model{States: S, NumObs: O, NumActions: A, Horizon: H, Stationary: true, Compact: true,
+		ObsVocab: symbolNames("o", O), ActVocab: symbolNames("a", A), TestLength: 1,
+		Reward: RewardCategorical, RewardValues: values,
+		Init: make([]float64, S), Obs1: make([]float64, S*O),
+		Trans: [][]float64{make([]float64, A*S*S)}, Emit: [][]float64{make([]float64, S*O)},
+		RewardProb: [][]float64{make([]float64, S*A*S*V)}}
+	dirichlet1(rng, m.Init)
+	for s := 0; s < S; s++ {
+		dirichlet1(rng, m.Obs1[s*O:(s+1)*O])
+		dirichlet1(rng, m.Emit[0][s*O:(s+1)*O])
+	}
+	for r := 0; r < A*S; r++ {
+		dirichlet1(rng, m.Trans[0][r*S:(r+1)*S])
+	}
+	for i := 0; i < S*A*S; i++ {
+		dirichlet1(rng, m.RewardProb[0][i*V:(i+1)*V])
+	}
+	m.Prepare()
+	return m
 }
 
 // BenchmarkEMConverge runs one EM start to convergence (DefaultTol) twice

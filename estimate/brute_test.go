@@ -24,7 +24,7 @@ func bruteEpisode(m *Model, obs, act []uint16, rew []float64) float64 {
 				if i+1 < H {
 					o = int(obs[i+1])
 				}
-				p *= m.Trans[t][(a*S+s)*S+s2] * m.Emit[t][(a*S+s2)*O+o] * m.RewardLik(t, s, a, s2, o, rew[i])
+				p *= m.Trans[t][(a*S+s)*S+s2] * m.EmitOf(t, a)[s2*O+o] * m.RewardLik(t, s, a, s2, o, rew[i])
 			}
 			total += p
 		}
@@ -57,7 +57,7 @@ func bruteObs(m *Model, obs, act []int) float64 {
 		for i := 0; i+1 < n; i++ {
 			t := m.Table(i + 1)
 			a, s, s2 := act[i], path[i], path[i+1]
-			p *= m.Trans[t][(a*S+s)*S+s2] * m.Emit[t][(a*S+s2)*O+obs[i+1]]
+			p *= m.Trans[t][(a*S+s)*S+s2] * m.EmitOf(t, a)[s2*O+obs[i+1]]
 		}
 		total += p
 		j := 0

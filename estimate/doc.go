@@ -24,6 +24,18 @@
 // E-steps or fewer on slowly converging fits (2.3× fewer on 1e5 episodes
 // of an 8-state POMDP); Options.PlainEM runs plain EM.
 //
+// Large vocabularies (Options.Form, memory.go, compact.go, basis.go): when
+// the full form's step kernel would pass 2²² numbers, Fit uses the
+// Compact form (Model.Compact: emission E(o|s') shared by the actions,
+// reward given (s, a, s')), whose E-step costs O(K·H·S²) and whose M-step
+// costs O(S·|O| + |A|·S²·V); the informed start keeps its signatures
+// sparse; the prediction features of the Compact form have dimension S
+// (FeatureBasis). Before fitting, Fit estimates the memory of the chosen
+// form and rank and stops with ErrTooLarge (a data error) past
+// Options.MemoryLimit. On logs of more than 20,000 episodes the EM starts
+// and the rank choice run on a seeded sample of 20,000 episodes and the
+// best start is continued on every episode (fitSampleEpisodes).
+//
 // Entry point: Fit(ctx, dataset, Options) → *Result. The zero Options
 // value gives the documented defaults. The model exposes belief filtering,
 // the next-observation distribution, the expected reward and the

@@ -28,6 +28,10 @@ type kernel struct {
 	// Gaussian rewards: TE[t][((a*O+o)*S+s)*S+s2] = T·E, and per
 	// RewardIndex the mean, inverse variance and log normaliser.
 	TE, mu, iv, ln [][]float64
+
+	// cp is the kernel of the Compact form (compact.go); the fields
+	// above are then unused.
+	cp *compactKernel
 }
 
 func newKernel(m *Model, c *coded) *kernel {
@@ -35,6 +39,10 @@ func newKernel(m *Model, c *coded) *kernel {
 	k := &kernel{m: m, S: S, O: O, A: A, H: m.Horizon, nt: len(m.Trans), kind: m.Reward}
 	if m.Reward == RewardCategorical {
 		k.V = len(m.RewardValues)
+	}
+	if m.Compact {
+		newCompactKernel(k)
+		return k
 	}
 	for t := 0; t < k.nt; t++ {
 		T, E := m.Trans[t], m.Emit[t]
@@ -99,10 +107,20 @@ type stats struct {
 	bucket, last [][]float64
 	// Gaussian: posterior counts, Σ ξ·r and Σ ξ·r² per RewardIndex.
 	cnt, sr, srr [][]float64
+	// cp holds the Compact form's counts (compact.go).
+	cp *compactStats
 }
 
-func newStats(k *kernel) *stats {
+// newStats returns zero statistics for k; for the Compact form, total
+// says whether they are the sum of all blocks or one block's (see
+// compactStats).
+func newStats(k *kernel, H int, total bool) *stats {
 	S, O, A, V := k.S, k.O, k.A, k.V
+	if k.cp != nil {
+		st := &stats{}
+		newCompactStats(k, st, H, total)
+		return st
+	}
 	st := &stats{init: make([]float64, O*S)}
 	for t := 0; t < k.nt; t++ {
 		if k.kind == RewardCategorical {
@@ -120,6 +138,17 @@ func newStats(k *kernel) *stats {
 
 func (st *stats) each(f func(dst []float64, i int)) {
 	f(st.init, 0)
+	if st.cp != nil {
+		for t := range st.cp.rc {
+			f(st.cp.rc[t], 0)
+		}
+		for t := range st.cp.lastS {
+			f(st.cp.lastS[t], 0)
+		}
+		for t := range st.cp.emit {
+			f(st.cp.emit[t], 0)
+		}
+	}
 	for t := range st.bucket {
 		f(st.bucket[t], 1+t)
 		f(st.last[t], 1+len(st.bucket)+t)
@@ -161,10 +190,12 @@ func (st *stats) add(o *stats) {
 // work is one goroutine's scratch space.
 type work struct {
 	alpha, scale, beta, bp, mstore []float64
+	xi                             []float64 // S×S step posterior (compact form, Gaussian rewards)
 }
 
 func newWork(S, H int, gaussian bool) *work {
-	w := &work{alpha: make([]float64, H*S), scale: make([]float64, H+1), beta: make([]float64, S), bp: make([]float64, S)}
+	w := &work{alpha: make([]float64, H*S), scale: make([]float64, H+1), beta: make([]float64, S), bp: make([]float64, S),
+		xi: make([]float64, S*S)}
 	if gaussian {
 		w.mstore = make([]float64, H*S*S)
 	}
@@ -448,22 +479,31 @@ func (k *kernel) estep(ctx context.Context, c *coded, workers int) (*stats, erro
 	if workers < 1 {
 		workers = 1
 	}
-	total := newStats(k)
+	total := newStats(k, c.H, true)
 	gauss := k.kind == RewardGaussian
 	slots := make([]*stats, workers)
 	works := make([]*work, workers)
 	for j := range slots {
-		if j == 0 && nb == 1 {
+		if j == 0 && nb == 1 && k.cp == nil {
 			slots[j] = total
 		} else {
-			slots[j] = newStats(k)
+			slots[j] = newStats(k, c.H, false)
 		}
 		works[j] = newWork(k.S, c.H, gauss)
+	}
+	merge := func(j int) {
+		if k.cp != nil {
+			total.addCompact(k, c, slots[j])
+		} else {
+			total.add(slots[j])
+		}
 	}
 	run := func(j, b int) {
 		k0 := b * blockEpisodes
 		k1 := min(k0+blockEpisodes, c.K)
-		if gauss {
+		if k.cp != nil {
+			k.estepCompact(c, k0, k1, slots[j], works[j])
+		} else if gauss {
 			k.estepGauss(c, k0, k1, slots[j], works[j])
 		} else {
 			k.estepCat(c, k0, k1, slots[j], works[j])
@@ -471,6 +511,9 @@ func (k *kernel) estep(ctx context.Context, c *coded, workers int) (*stats, erro
 	}
 	if nb == 1 {
 		run(0, 0)
+		if slots[0] != total {
+			merge(0)
+		}
 		return total, ctx.Err()
 	}
 	var wg sync.WaitGroup
@@ -495,7 +538,7 @@ func (k *kernel) estep(ctx context.Context, c *coded, workers int) (*stats, erro
 			wg.Wait()
 		}
 		for j := 0; j < n; j++ {
-			total.add(slots[j])
+			merge(j)
 		}
 	}
 	return total, nil
@@ -526,7 +569,7 @@ func normRow(p []float64, eps float64) {
 // metadata of m.
 func shapeLike(m *Model) *Model {
 	nm := &Model{States: m.States, NumObs: m.NumObs, NumActions: m.NumActions, Horizon: m.Horizon,
-		Stationary: m.Stationary, ObsVocab: m.ObsVocab, ActVocab: m.ActVocab, Reward: m.Reward,
+		Stationary: m.Stationary, Compact: m.Compact, ObsVocab: m.ObsVocab, ActVocab: m.ActVocab, Reward: m.Reward,
 		RewardValues: m.RewardValues, ReturnMin: m.ReturnMin, ReturnMax: m.ReturnMax, TestLength: m.TestLength}
 	return nm
 }
@@ -549,6 +592,11 @@ func (k *kernel) mstep(st *stats, c *coded, eps float64) *Model {
 	normRow(nm.Init, eps)
 	for s := 0; s < S; s++ {
 		normRow(nm.Obs1[s*O:(s+1)*O], eps)
+	}
+	if k.cp != nil {
+		k.mstepCompact(st, c, eps, nm)
+		nm.Prepare()
+		return nm
 	}
 	n := S * A * S * O
 	for t := 0; t < k.nt; t++ {

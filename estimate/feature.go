@@ -21,8 +21,18 @@ func (m *Model) testLen(h int) int {
 	return k
 }
 
-// FeatureDim is d_h, the number of core tests at step h (0 ≤ h < H).
+// FeatureDim is d_h, the dimension of ψ̄(τ_h) at step h (0 ≤ h < H): the
+// number of tests of length min(m, H−h), |O|^k·|A|^(k−1), for the full
+// form, and the rank S for the Compact form (see basis.go).
 func (m *Model) FeatureDim(h int) int {
+	if m.Compact {
+		return m.States
+	}
+	return m.testCount(h)
+}
+
+// testCount is the number of tests of length min(m, H−h) at step h.
+func (m *Model) testCount(h int) int {
 	k := m.testLen(h)
 	d := 1
 	for j := 0; j < k; j++ {
@@ -50,6 +60,9 @@ type Featurizer struct {
 	m    *Model
 	w    [][]float64 // per test level: joint of observations so far and the state
 	next [][]float64 // per test level: predicted state after the level's action
+	// basis[h] is the S×S map L_h from the predicted state to ψ̄ in the
+	// Compact form (basis.go); nil for the full form.
+	basis [][]float64
 }
 
 // NewFeaturizer returns a Featurizer for m.
@@ -60,11 +73,26 @@ func NewFeaturizer(m *Model) *Featurizer {
 		f.w[j] = make([]float64, m.States)
 		f.next[j] = make([]float64, m.States)
 	}
+	if m.Compact {
+		f.basis = m.FeatureBasis()
+	}
 	return f
 }
 
 // Feature is FeatureFromPred with the Featurizer's scratch.
 func (f *Featurizer) Feature(h int, pred []float64, a int, out []float64) {
+	m := f.m
+	if f.basis != nil {
+		mulVec(f.basis[h], m.States, pred, out)
+		return
+	}
+	f.Tests(h, pred, a, out)
+}
+
+// Tests writes the predictions of every test at step h (testCount(h) of
+// them, lexicographic order) into out: ψ̄(τ_h) of the full form, and the
+// vector the Compact form's feature is an isometric image of.
+func (f *Featurizer) Tests(h int, pred []float64, a int, out []float64) {
 	m := f.m
 	k := m.testLen(h)
 	if k == 1 {
@@ -85,8 +113,7 @@ func (m *Model) emitRow(hAct, a int) []float64 {
 	if hAct == 0 {
 		return m.Obs1
 	}
-	S, O := m.States, m.NumObs
-	return m.Emit[m.Table(hAct)][a*S*O : (a+1)*S*O]
+	return m.EmitOf(m.Table(hAct), a)
 }
 
 // rec expands level j of the tests: v is the unnormalised joint of the

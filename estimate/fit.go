@@ -221,6 +221,66 @@ func protoModel(d *ingest.Dataset, c *coded, o *Options) *Model {
 	return m
 }
 
+// fitSampleEpisodes: on logs of more episodes, the EM starts and the
+// rank choice run on a seeded sample of this many episodes, and only the
+// best start goes on to convergence on every episode. 2·10⁴ episodes
+// tell good starts from poor ones and rank the ranks' held-out
+// likelihoods while keeping each start's E-steps cheap; the final fit
+// still uses all the data.
+const fitSampleEpisodes = 20_000
+
+// sampleIndex returns a seeded, sorted sample of n of the indexes 0..K−1.
+func sampleIndex(K, n int, seed uint64) []int {
+	idx := rand.New(rand.NewPCG(seed, 0x5a3e)).Perm(K)[:n]
+	sort.Ints(idx)
+	return idx
+}
+
+// fitAll runs the starts of rank S (on a sample of fitSampleEpisodes
+// episodes when the logs have more, the best of them then continued on
+// all episodes) and returns them in start order with the index of the
+// best; the best's result is that of the fit on all episodes.
+func fitAll(ctx context.Context, d *ingest.Dataset, all *coded, proto *Model, S int, o *Options, report func(TraceRow)) ([]emResult, int, error) {
+	if all.K <= fitSampleEpisodes {
+		rs, err := fitRank(ctx, all, proto, S, o, "all", report)
+		if err != nil {
+			return nil, 0, err
+		}
+		return rs, best(rs), nil
+	}
+	sub := code(d.Subset(sampleIndex(all.K, fitSampleEpisodes, o.Seed)), all.kind, all.values)
+	rs, err := fitRank(ctx, sub, proto, S, o, "sample", report)
+	if err != nil {
+		return nil, 0, err
+	}
+	b := best(rs)
+	r := runEM(ctx, all, rs[b].model, o, o.Workers, TraceRow{Data: "all", Rank: S, Restart: b}, report)
+	if r.err != nil {
+		return nil, 0, r.err
+	}
+	r.trace = append(rs[b].trace, r.trace...)
+	rs[b] = r
+	return rs, b, nil
+}
+
+// chooseProtoForm sets proto.Compact from Options.Form for the largest
+// rank that will be fitted (a warm start keeps its own form) and checks
+// that the fit fits in Options.MemoryLimit.
+func chooseProtoForm(proto *Model, c *coded, o *Options) error {
+	S := o.Rank
+	if S == 0 {
+		S = o.MaxRank
+	}
+	nt := len(proto.Trans)
+	if o.Start != nil {
+		S = o.Start.States
+		proto.Compact = o.Start.Compact
+	} else {
+		proto.Compact = chooseForm(o.Form, c, S, nt)
+	}
+	return checkMemory(c, S, nt, proto.Compact, o)
+}
+
 // fitRank runs o.Restarts EM starts with S states on c and returns them
 // in start order. Starts run concurrently, sharing the workers.
 func fitRank(ctx context.Context, c *coded, proto *Model, S int, o *Options, data string, report func(TraceRow)) ([]emResult, error) {
@@ -287,6 +347,9 @@ func Fit(ctx context.Context, d *ingest.Dataset, opts Options) (*Result, error) 
 	kind, values := rewardSupport(d.Reward)
 	all := code(d, kind, values)
 	proto := protoModel(d, all, &o)
+	if err := chooseProtoForm(proto, all, &o); err != nil {
+		return nil, err
+	}
 
 	var mu sync.Mutex
 	res := &Result{HeldOutLogLik: math.NaN(), Steps: all.K * all.H}
@@ -306,7 +369,7 @@ func Fit(ctx context.Context, d *ingest.Dataset, opts Options) (*Result, error) 
 			S = st.States
 		}
 		if st.States != S || st.NumObs != all.O || st.NumActions != all.A || st.Horizon != all.H ||
-			st.Stationary != proto.Stationary || st.Reward != kind || !slices.Equal(st.RewardValues, values) {
+			st.Stationary != proto.Stationary || st.Compact != proto.Compact || st.Reward != kind || !slices.Equal(st.RewardValues, values) {
 			return nil, errorf(ErrOptions, "start model does not match the data, rank and dynamics")
 		}
 	}
@@ -316,11 +379,10 @@ func Fit(ctx context.Context, d *ingest.Dataset, opts Options) (*Result, error) 
 			return nil, err
 		}
 	}
-	rs, err := fitRank(ctx, all, proto, S, &o, "all", report)
+	rs, b, err := fitAll(ctx, d, all, proto, S, &o, report)
 	if err != nil {
 		return nil, err
 	}
-	b := best(rs)
 	for _, r := range rs {
 		res.Trace = append(res.Trace, r.trace...)
 		res.RestartLogLiks = append(res.RestartLogLiks, r.ll)
@@ -371,6 +433,13 @@ func chooseRank(ctx context.Context, d *ingest.Dataset, kind RewardKind, values 
 	perm := rng.Perm(K)
 	held := append([]int(nil), perm[:nHeld]...)
 	train := append([]int(nil), perm[nHeld:]...)
+	// Large logs: the rank is chosen on samples (fitSampleEpisodes).
+	if len(train) > fitSampleEpisodes {
+		train = train[:fitSampleEpisodes]
+	}
+	if len(held) > fitSampleEpisodes {
+		held = held[:fitSampleEpisodes]
+	}
 	sort.Ints(held)
 	sort.Ints(train)
 	tr := code(d.Subset(train), kind, values)

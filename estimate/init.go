@@ -18,6 +18,12 @@ import (
 // observations, land in different clusters, so EM starts near the
 // right basin on tiger-like problems where random starts often collapse
 // the hidden state.
+//
+// A signature has at most six non-zero entries whatever |O| is, so it is
+// kept sparse (sigNonZero index–value pairs per step) and only the S
+// centroids are dense: the start costs O(n·S·6 + S·D) per Lloyd iteration
+// and O(n + S·D) memory for n sampled steps and D = 4|O| + 2|V| signature
+// dimensions, never n·D.
 
 // initSampleEpisodes bounds the episodes used by the informed start, so
 // that it costs a small fraction of one EM iteration on large logs.
@@ -26,6 +32,10 @@ const initSampleEpisodes = 4000
 // signature weights of o_{h−1}, o_h, o_{h+1}, o_{h+2}, r_{h−1}, r_h.
 var sigWeights = [6]float64{0.5, 1, 0.7, 0.4, 0.5, 1}
 
+// sigNonZero is the most non-zero entries of a signature: four
+// observations and two rewards.
+const sigNonZero = 6
+
 func (c *coded) sigDim() int {
 	if c.kind == RewardCategorical {
 		return 4*c.O + 2*len(c.values)
@@ -33,13 +43,21 @@ func (c *coded) sigDim() int {
 	return 4*c.O + 2
 }
 
-// signature writes the signature of step i of episode k into x.
-func (c *coded) signature(k, i int, x []float64) {
-	clear(x)
+// signature writes the non-zero entries of the signature of step i of
+// episode k into idx and val (length sigNonZero; unused slots get value
+// 0, which adds nothing to any product).
+func (c *coded) signature(k, i int, idx []int32, val []float64) {
+	clear(idx)
+	clear(val)
 	H, O := c.H, c.O
+	n := 0
+	put := func(j int, v float64) {
+		idx[n], val[n] = int32(j), v
+		n++
+	}
 	for j, off := range [4]int{-1, 0, 1, 2} {
 		if i+off >= 0 && i+off < H {
-			x[j*O+int(c.obs[k*H+i+off])] = sigWeights[j]
+			put(j*O+int(c.obs[k*H+i+off]), sigWeights[j])
 		}
 	}
 	sd := math.Sqrt(c.rewVar)
@@ -49,49 +67,89 @@ func (c *coded) signature(k, i int, x []float64) {
 		}
 		w := sigWeights[4+j]
 		if c.kind == RewardCategorical {
-			x[4*O+j*len(c.values)+int(c.rv[k*H+i+off])] = w
+			put(4*O+j*len(c.values)+int(c.rv[k*H+i+off]), w)
 		} else if sd > 0 {
-			x[4*O+j] = w * (c.rew[k*H+i+off] - c.rewMean) / sd
+			put(4*O+j, w*(c.rew[k*H+i+off]-c.rewMean)/sd)
 		}
 	}
 }
 
-func sqDist(a, b []float64) float64 {
-	d := 0.0
-	for i := range a {
-		e := a[i] - b[i]
-		d += e * e
-	}
-	return d
+// sparseRows are n signatures of sigNonZero entries each.
+type sparseRows struct {
+	idx []int32
+	val []float64
+	sq  []float64 // squared norm of each row
 }
 
-// informedStart builds the clustering start with S states.
-func informedStart(c *coded, proto *Model, S int, seed uint64) *Model {
-	rng := rand.New(rand.NewPCG(seed, 0x1a17))
+func (r *sparseRows) row(p int) ([]int32, []float64) {
+	return r.idx[p*sigNonZero : (p+1)*sigNonZero], r.val[p*sigNonZero : (p+1)*sigNonZero]
+}
+
+// sqDist is ‖x_p − c‖² = ‖x_p‖² − 2·x_p·c + ‖c‖² (cc = ‖c‖²), clamped at
+// 0 against rounding.
+func (r *sparseRows) sqDist(p int, c []float64, cc float64) float64 {
+	idx, val := r.row(p)
+	dot := 0.0
+	for j, i := range idx {
+		dot += val[j] * c[i]
+	}
+	return max(0, r.sq[p]-2*dot+cc)
+}
+
+// setRow writes row p densely into c (cleared first) and returns ‖c‖².
+func (r *sparseRows) setRow(p int, c []float64) float64 {
+	clear(c)
+	idx, val := r.row(p)
+	for j, i := range idx {
+		c[i] += val[j]
+	}
+	return r.sq[p]
+}
+
+func sqNorm(c []float64) float64 {
+	s := 0.0
+	for _, x := range c {
+		s += x * x
+	}
+	return s
+}
+
+// sampleEpisodes picks the episodes of the informed start.
+func sampleEpisodes(c *coded, rng *rand.Rand) []int {
 	eps := make([]int, 0, initSampleEpisodes)
 	if c.K <= initSampleEpisodes {
 		for k := 0; k < c.K; k++ {
 			eps = append(eps, k)
 		}
-	} else {
-		perm := rng.Perm(c.K)[:initSampleEpisodes]
-		eps = append(eps, perm...)
+		return eps
 	}
-	H, D := c.H, c.sigDim()
+	return append(eps, rng.Perm(c.K)[:initSampleEpisodes]...)
+}
+
+// signatures builds the sparse signatures of every step of eps.
+func signatures(c *coded, eps []int) *sparseRows {
+	H := c.H
 	n := len(eps) * H
-	X := make([]float64, n*D)
+	r := &sparseRows{idx: make([]int32, n*sigNonZero), val: make([]float64, n*sigNonZero), sq: make([]float64, n)}
 	for e, k := range eps {
 		for i := 0; i < H; i++ {
-			c.signature(k, i, X[(e*H+i)*D:(e*H+i+1)*D])
+			p := e*H + i
+			idx, val := r.row(p)
+			c.signature(k, i, idx, val)
+			r.sq[p] = sqNorm(val)
 		}
 	}
-	row := func(p int) []float64 { return X[p*D : (p+1)*D] }
-	// k-means++ seeding.
-	cent := make([]float64, S*D)
-	copy(cent[:D], row(rng.IntN(n)))
+	return r
+}
+
+// kmeansPP seeds S dense centroids (S×D) by k-means++ and returns them
+// with their squared norms.
+func kmeansPP(X *sparseRows, n, S, D int, rng *rand.Rand) (cent, cc []float64) {
+	cent, cc = make([]float64, S*D), make([]float64, S)
+	cc[0] = X.setRow(rng.IntN(n), cent[:D])
 	dist := make([]float64, n)
 	for p := range dist {
-		dist[p] = sqDist(row(p), cent[:D])
+		dist[p] = X.sqDist(p, cent[:D], cc[0])
 	}
 	for j := 1; j < S; j++ {
 		tot := 0.0
@@ -109,11 +167,23 @@ func informedStart(c *coded, proto *Model, S int, seed uint64) *Model {
 				}
 			}
 		}
-		copy(cent[j*D:(j+1)*D], row(p))
+		cj := cent[j*D : (j+1)*D]
+		cc[j] = X.setRow(p, cj)
 		for q := range dist {
-			dist[q] = min(dist[q], sqDist(row(q), cent[j*D:(j+1)*D]))
+			dist[q] = min(dist[q], X.sqDist(q, cj, cc[j]))
 		}
 	}
+	return cent, cc
+}
+
+// informedStart builds the clustering start with S states.
+func informedStart(c *coded, proto *Model, S int, seed uint64) *Model {
+	rng := rand.New(rand.NewPCG(seed, 0x1a17))
+	eps := sampleEpisodes(c, rng)
+	D := c.sigDim()
+	n := len(eps) * c.H
+	X := signatures(c, eps)
+	cent, cc := kmeansPP(X, n, S, D, rng)
 	assign := make([]int, n)
 	cnt := make([]float64, S)
 	for iter := 0; iter < 30; iter++ {
@@ -121,7 +191,7 @@ func informedStart(c *coded, proto *Model, S int, seed uint64) *Model {
 		for p := 0; p < n; p++ {
 			best, bd := 0, math.Inf(1)
 			for j := 0; j < S; j++ {
-				if d := sqDist(row(p), cent[j*D:(j+1)*D]); d < bd {
+				if d := X.sqDist(p, cent[j*D:(j+1)*D], cc[j]); d < bd {
 					best, bd = j, d
 				}
 			}
@@ -139,19 +209,22 @@ func informedStart(c *coded, proto *Model, S int, seed uint64) *Model {
 			j := assign[p]
 			cnt[j]++
 			cj := cent[j*D : (j+1)*D]
-			for i, x := range row(p) {
-				cj[i] += x
+			idx, val := X.row(p)
+			for i, x := range val {
+				cj[idx[i]] += x
 			}
 		}
 		for j := 0; j < S; j++ {
+			cj := cent[j*D : (j+1)*D]
 			if cnt[j] == 0 {
 				// An empty cluster takes a random point.
-				copy(cent[j*D:(j+1)*D], row(rng.IntN(n)))
+				cc[j] = X.setRow(rng.IntN(n), cj)
 				continue
 			}
-			for i := range cent[j*D : (j+1)*D] {
-				cent[j*D+i] /= cnt[j]
+			for i := range cj {
+				cj[i] /= cnt[j]
 			}
+			cc[j] = sqNorm(cj)
 		}
 	}
 	return fromAssignments(c, proto, S, eps, assign)
@@ -175,10 +248,10 @@ func fromAssignments(c *coded, proto *Model, S int, eps []int, assign []int) *Mo
 	m.Init = make([]float64, S)
 	m.Obs1 = make([]float64, S*O)
 	V := len(c.values)
-	n := S * A * S * O
+	n := m.RewardCells()
 	for t := 0; t < nt; t++ {
 		m.Trans = append(m.Trans, make([]float64, A*S*S))
-		m.Emit = append(m.Emit, make([]float64, A*S*O))
+		m.Emit = append(m.Emit, make([]float64, m.EmitRows()*O))
 		if c.kind == RewardCategorical {
 			m.RewardProb = append(m.RewardProb, make([]float64, n*V))
 		} else {
@@ -211,8 +284,8 @@ func fromAssignments(c *coded, proto *Model, S int, eps []int, assign []int) *Mo
 				continue
 			}
 			o := int(c.obs[k*H+i+1])
-			m.Emit[t][(a*S+s2)*O+o]++
-			ri := ((s*A+a)*S+s2)*O + o
+			m.EmitOf(t, a)[s2*O+o]++
+			ri := m.RewardIndex(s, a, s2, o)
 			if c.kind == RewardCategorical {
 				m.RewardProb[t][ri*V+int(c.rv[k*H+i])]++
 			} else {
@@ -230,6 +303,8 @@ func fromAssignments(c *coded, proto *Model, S int, eps []int, assign []int) *Mo
 	for t := 0; t < nt; t++ {
 		for r := 0; r < A*S; r++ {
 			normRow(m.Trans[t][r*S:(r+1)*S], pseudo)
+		}
+		for r := 0; r < m.EmitRows(); r++ {
 			normRow(m.Emit[t][r*O:(r+1)*O], pseudo)
 		}
 		for i := 0; i < n; i++ {
@@ -283,14 +358,21 @@ func randomStart(c *coded, proto *Model, S int, seed uint64) *Model {
 	for s := 0; s < S; s++ {
 		mix(m.Obs1[s*O:(s+1)*O], fo)
 	}
-	n := S * A * S * O
+	n := m.RewardCells()
 	sd := math.Sqrt(c.rewVar)
 	for t := 0; t < nt; t++ {
 		T := make([]float64, A*S*S)
-		E := make([]float64, A*S*O)
+		E := make([]float64, m.EmitRows()*O)
 		for r := 0; r < A*S; r++ {
 			dirichlet1(rng, T[r*S:(r+1)*S])
-			mix(E[r*O:(r+1)*O], fo)
+			if !m.Compact {
+				mix(E[r*O:(r+1)*O], fo)
+			}
+		}
+		if m.Compact {
+			for r := 0; r < S; r++ {
+				mix(E[r*O:(r+1)*O], fo)
+			}
 		}
 		m.Trans = append(m.Trans, T)
 		m.Emit = append(m.Emit, E)

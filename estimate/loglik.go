@@ -50,13 +50,18 @@ func (m *Model) EpisodeLogLik(obs, act []uint16, rew []float64) float64 {
 		h := i + 1
 		t := m.Table(h)
 		a := int(act[i])
-		T, E := m.Trans[t], m.Emit[t]
+		T, E := m.Trans[t], m.EmitOf(t, a)
 		if h == H {
 			z = 0
 			for s := 0; s < S; s++ {
 				for s2 := 0; s2 < S; s2++ {
+					if m.Compact {
+						// Σ_o E(o|s2) = 1 and the reward ignores o.
+						z += alpha[s] * T[(a*S+s)*S+s2] * m.RewardLik(t, s, a, s2, 0, rew[i])
+						continue
+					}
 					for o := 0; o < O; o++ {
-						z += alpha[s] * T[(a*S+s)*S+s2] * E[(a*S+s2)*O+o] * m.RewardLik(t, s, a, s2, o, rew[i])
+						z += alpha[s] * T[(a*S+s)*S+s2] * E[s2*O+o] * m.RewardLik(t, s, a, s2, o, rew[i])
 					}
 				}
 			}
@@ -69,7 +74,7 @@ func (m *Model) EpisodeLogLik(obs, act []uint16, rew []float64) float64 {
 		clear(next)
 		for s := 0; s < S; s++ {
 			for s2 := 0; s2 < S; s2++ {
-				next[s2] += alpha[s] * T[(a*S+s)*S+s2] * E[(a*S+s2)*O+o] * m.RewardLik(t, s, a, s2, o, rew[i])
+				next[s2] += alpha[s] * T[(a*S+s)*S+s2] * E[s2*O+o] * m.RewardLik(t, s, a, s2, o, rew[i])
 			}
 		}
 		z = 0

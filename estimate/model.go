@@ -40,9 +40,22 @@ const (
 //
 // With Stationary, every table slice has length 1 and serves every step;
 // otherwise length Horizon, index h−1.
+//
+// Compact is the form for large vocabularies: the emission does not
+// depend on the action, E_h(o|s2), and the reward is emitted given
+// (s_h, a_h, s_{h+1}) only, so the model holds S×|O| emissions, S×S
+// transitions per action and reward parameters per (s, a, s2) — nothing
+// of size |O|·|A| or |O|²:
+//
+//	Emit[t][s2*O+o]                       P(o_{h+1} = o | s_{h+1} = s2)
+//	RewardProb[t][RewardIndex(s,a,s2,·)*V+v]   with RewardIndex = (s*A+a)*S+s2
+//
+// Use EmitOf and RewardIndex rather than the layouts, and they serve both
+// forms.
 type Model struct {
 	States, NumObs, NumActions, Horizon int
 	Stationary                          bool
+	Compact                             bool
 
 	// Symbols of the dataset the model was fitted on (codes index these).
 	ObsVocab, ActVocab []string
@@ -84,9 +97,41 @@ func (m *Model) Table(h int) int {
 }
 
 // RewardIndex is the index of the step tuple (s, a, s2, o) in the reward
-// tables.
+// tables (o is ignored by the Compact form).
 func (m *Model) RewardIndex(s, a, s2, o int) int {
+	if m.Compact {
+		return (s*m.NumActions+a)*m.States + s2
+	}
 	return ((s*m.NumActions+a)*m.States+s2)*m.NumObs + o
+}
+
+// RewardCells is the number of step tuples with reward parameters:
+// S·A·S·O, or S·A·S for the Compact form.
+func (m *Model) RewardCells() int {
+	n := m.States * m.NumActions * m.States
+	if m.Compact {
+		return n
+	}
+	return n * m.NumObs
+}
+
+// EmitRows is the number of emission distributions per table: one per
+// (a, s2), or one per s2 for the Compact form.
+func (m *Model) EmitRows() int {
+	if m.Compact {
+		return m.States
+	}
+	return m.NumActions * m.States
+}
+
+// EmitOf returns the emission table P(o_{h+1} = o | s_{h+1} = s2, a_h = a)
+// of step table t, row-major s2*O+o.
+func (m *Model) EmitOf(t, a int) []float64 {
+	n := m.States * m.NumObs
+	if m.Compact {
+		return m.Emit[t][:n]
+	}
+	return m.Emit[t][a*n : (a+1)*n]
 }
 
 // ExpectedRewardOf is E[r_h | s, a, s2, o] in the user's units.
@@ -112,6 +157,7 @@ func (m *Model) Prepare() {
 	for t := 0; t < nt; t++ {
 		er := make([]float64, A*S)
 		for a := 0; a < A; a++ {
+			E := m.EmitOf(t, a)
 			for s := 0; s < S; s++ {
 				e := 0.0
 				for s2 := 0; s2 < S; s2++ {
@@ -119,8 +165,13 @@ func (m *Model) Prepare() {
 					if ps2 == 0 {
 						continue
 					}
+					if m.Compact {
+						// The reward does not depend on o_{h+1}.
+						e += ps2 * m.ExpectedRewardOf(t, s, a, s2, 0)
+						continue
+					}
 					for o := 0; o < O; o++ {
-						po := m.Emit[t][(a*S+s2)*O+o]
+						po := E[s2*O+o]
 						if po == 0 {
 							continue
 						}
@@ -172,12 +223,12 @@ func (m *Model) Validate(tol float64) error {
 	if err := dist("Obs1", m.Obs1, S, O); err != nil {
 		return err
 	}
-	n := S * A * S * O
+	n := m.RewardCells()
 	for t := 0; t < nt; t++ {
 		if err := dist(fmt.Sprintf("Trans[%d]", t), m.Trans[t], A*S, S); err != nil {
 			return err
 		}
-		if err := dist(fmt.Sprintf("Emit[%d]", t), m.Emit[t], A*S, O); err != nil {
+		if err := dist(fmt.Sprintf("Emit[%d]", t), m.Emit[t], m.EmitRows(), O); err != nil {
 			return err
 		}
 		switch m.Reward {
@@ -239,7 +290,7 @@ func (m *Model) Predict(h int, b []float64, a int, pred []float64) {
 // FirstObsProbs instead.
 func (m *Model) ObsProbs(h int, pred []float64, a int, out []float64) {
 	S, O := m.States, m.NumObs
-	E := m.Emit[m.Table(h)][a*S*O : (a+1)*S*O]
+	E := m.EmitOf(m.Table(h), a)
 	for o := range out[:O] {
 		out[o] = 0
 	}
@@ -273,10 +324,10 @@ func (m *Model) FirstObsProbs(out []float64) {
 // P(o_{h+1} = o | τ_h). When that probability is 0, next is all zero.
 func (m *Model) Correct(h int, pred []float64, a, o int, next []float64) float64 {
 	S, O := m.States, m.NumObs
-	E := m.Emit[m.Table(h)]
+	E := m.EmitOf(m.Table(h), a)
 	z := 0.0
 	for s2 := 0; s2 < S; s2++ {
-		v := pred[s2] * E[(a*S+s2)*O+o]
+		v := pred[s2] * E[s2*O+o]
 		next[s2] = v
 		z += v
 	}

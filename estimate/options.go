@@ -87,6 +87,15 @@ type Options struct {
 	// Dynamics is DynamicsStationary (default) or DynamicsPerStep.
 	Dynamics string
 
+	// Form is the model's parameterisation: FormAuto (default: the full
+	// form while its step kernel stays under fullFormCells numbers, the
+	// compact form past it), FormFull or FormCompact (see Model.Compact).
+	Form string
+	// MemoryLimit is the memory, in bytes, the fit may plan to use
+	// (default DefaultMemoryLimit(); negative: no check). Fit stops with
+	// ErrTooLarge before allocating when its estimate is above it.
+	MemoryLimit int64
+
 	// Restarts is the number of EM starts (default DefaultRestarts): start
 	// 0 is the informed start (clustering of windowed observation and
 	// reward signatures), the others alternate perturbed informed starts
@@ -170,6 +179,16 @@ func (o Options) withDefaults() (Options, error) {
 	default:
 		return o, errorf(ErrOptions, "dynamics %q is not %q or %q", o.Dynamics, DynamicsStationary, DynamicsPerStep)
 	}
+	switch o.Form {
+	case "":
+		o.Form = FormAuto
+	case FormAuto, FormFull, FormCompact:
+	default:
+		return o, errorf(ErrOptions, "model form %q is not %q, %q or %q", o.Form, FormAuto, FormFull, FormCompact)
+	}
+	if o.MemoryLimit == 0 {
+		o.MemoryLimit = DefaultMemoryLimit()
+	}
 	if o.Restarts == 0 {
 		o.Restarts = DefaultRestarts
 	}
@@ -226,7 +245,8 @@ func (o Options) withDefaults() (Options, error) {
 
 // TraceRow is one EM iteration: the log-likelihood of the parameters at
 // iteration Iter of start Restart when fitting rank Rank on Data
-// ("train" for the rank selection fit, "all" for the final fit). Iter
+// ("train" for the rank selection fit, "all" for the final fit, "sample"
+// for the starts run on a sample of large logs, see fitSampleEpisodes). Iter
 // counts E-steps; with acceleration the E-step of a rejected
 // extrapolation has no row, so Iter may skip a number. The rows of a
 // start do not decrease without smoothing; with it, the penalised
@@ -299,7 +319,9 @@ type Result struct {
 	// restart, iter) order.
 	Trace []TraceRow
 	// RestartLogLiks are the final log-likelihoods of the starts of the
-	// final fit, in start order; BestRestart is the one kept.
+	// final fit (on logs of more than fitSampleEpisodes episodes, those of
+	// the starts other than BestRestart are on the sample), in start
+	// order; BestRestart is the one kept.
 	RestartLogLiks []float64
 	BestRestart    int
 	// Iterations is the iteration (E-step) number of the kept start's

@@ -121,7 +121,7 @@ func SampleDataset(m *Model, K int, seed uint64) *ingest.Dataset {
 			t := m.Table(h)
 			a := rng.IntN(A)
 			s2 := categorical.Draw(rng, m.Trans[t][(a*S+s)*S:(a*S+s+1)*S])
-			o2 := categorical.Draw(rng, m.Emit[t][(a*S+s2)*O:(a*S+s2+1)*O])
+			o2 := categorical.Draw(rng, m.EmitOf(t, a)[s2*O:(s2+1)*O])
 			ri := m.RewardIndex(s, a, s2, o2)
 			var r float64
 			if m.Reward == RewardGaussian {

@@ -121,14 +121,16 @@ func FloorModel(d *ingest.Dataset, like *Model) *Model {
 		c := code(d, kind, nil)
 		gm, gv = c.rewMean, max(c.rewVar, c.varFloor())
 	}
-	n := S * A * S * O
+	n := like.RewardCells()
 	for range like.Trans {
 		T := make([]float64, A*S*S)
-		E := make([]float64, A*S*O)
+		E := make([]float64, like.EmitRows()*O)
 		for r := 0; r < A*S; r++ {
 			for s2 := 0; s2 < S; s2++ {
 				T[r*S+s2] = 1 / float64(S)
 			}
+		}
+		for r := 0; r < like.EmitRows(); r++ {
 			copy(E[r*O:(r+1)*O], fo)
 		}
 		m.Trans = append(m.Trans, T)

@@ -223,7 +223,7 @@ func readSymbols[T int32 | uint16](cc parquet.ColumnChunk, spec colSpec, n int, 
 	var dictCodes []T
 	var ibuf []int64
 	tooMany := func() error {
-		return &FileError{File: "", Err: ErrTooManySymbols, Detail: fmt.Sprintf("column %q has more than %d distinct values", spec.name, maxCodes)}
+		return &FileError{File: "", Err: ErrTooManySymbols, Detail: fmt.Sprintf("column %q has more than %d distinct values (%s)", spec.name, maxCodes, symbolLimitHelp)}
 	}
 	return walkPages(cc, n, func(row, nr int, defs []byte, p parquet.Page) error {
 		need := nonNull(defs, spec.max, nr)

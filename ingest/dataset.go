@@ -38,6 +38,10 @@ type Dataset struct {
 
 	// Rows is the number of input rows read (including quarantined ones).
 	Rows int64
+
+	// Merged lists the observations LimitObservations mapped to
+	// OtherSymbol (nil when none were).
+	Merged []MergedSymbol
 }
 
 // Quarantined is an episode set aside by --on-invalid=skip.

@@ -15,8 +15,15 @@ import (
 // a data error rather than a request for gigabytes of padding.
 const MaxHorizon = 1 << 12
 
-// MaxSymbols is the largest vocabulary: codes are uint16.
+// MaxSymbols is the largest vocabulary: codes are uint16, so a column may
+// hold at most MaxSymbols−1 = 65,534 distinct symbols (one code is kept
+// for the padding of early ends). Past it Read fails with
+// ErrTooManySymbols; --max-observations cannot help there, since it maps
+// symbols after they are coded.
 const MaxSymbols = 1<<16 - 1
+
+// symbolLimitHelp is what the ErrTooManySymbols message tells the user.
+const symbolLimitHelp = "psrlcb codes symbols in 16 bits; bucket the ids before fitting, e.g. in DuckDB: hash(observation) % 20000, or keep the frequent ids and map the rest to one symbol"
 
 // Invalid-data policies for Options.OnInvalid.
 const (

@@ -325,7 +325,7 @@ func assemble(ctx context.Context, files []*openedFile, chunks []*chunk, opts Op
 	obsAll, obsL2G := mergeKeys(obsLocal)
 	actAll, actL2G := mergeKeys(actLocal)
 	if len(obsAll) >= padCode || len(actAll) >= padCode {
-		return nil, fmt.Errorf("%w: %d observation and %d action symbols (at most %d each)", ErrTooManySymbols, len(obsAll), len(actAll), MaxSymbols-1)
+		return nil, fmt.Errorf("%w: %d observation and %d action symbols (at most %d each; %s)", ErrTooManySymbols, len(obsAll), len(actAll), MaxSymbols-1, symbolLimitHelp)
 	}
 
 	hasProp := chunks[0].prop != nil

@@ -41,6 +41,11 @@ type Options struct {
 	// PlanBudget is the node budget of the exact planner (0:
 	// policy.DefaultBudget).
 	PlanBudget int64
+	// MaxObservations, when positive, maps every observation but the
+	// MaxObservations most frequent to ingest.OtherSymbol before fitting
+	// (ingest.LimitObservations); the mapping goes into model.arrow and
+	// the manifest.
+	MaxObservations int
 	// Seed drives the split, the held-out draws and EM.
 	Seed uint64
 	// Workers bounds the goroutines (0: GOMAXPROCS); results do not
@@ -92,6 +97,9 @@ func (o Options) resolved() (Options, error) {
 			return o, fmt.Errorf("%w: α must be a non-negative number, not %v", ErrOptions, v)
 		}
 	}
+	if o.MaxObservations < 0 {
+		return o, fmt.Errorf("%w: the number of observations kept must be positive (or 0 to keep all), not %d", ErrOptions, o.MaxObservations)
+	}
 	if o.Ingest.OnInvalid == "" {
 		o.Ingest.OnInvalid = ingest.OnInvalidFail
 	}
@@ -115,7 +123,8 @@ func (o Options) params(d *ingest.Dataset) report.Params {
 		RankOption: rank, AlphaOption: o.Alpha.String(), Gamma: o.Gamma,
 		Lambda: o.Lambda, SelectHeldOut: o.SelectHeldOut, PlanBudget: o.PlanBudget, Seed: o.Seed,
 		Horizon: d.Horizon, OnInvalid: o.Ingest.OnInvalid, Columns: o.Ingest.Columns,
-		Version: o.Version,
+		MaxObservations: o.MaxObservations,
+		Version:         o.Version,
 	}
 }
 
@@ -222,6 +231,9 @@ func (e emProgress) Iteration(r estimate.TraceRow) {
 // are the log files, hashed into the manifest (may be nil).
 func fit(ctx context.Context, d *ingest.Dataset, inputs []string, opts Options) (*report.Outcome, error) {
 	prog, workers := opts.Progress, opts.Workers
+	if opts.MaxObservations > 0 {
+		d = ingest.LimitObservations(d, opts.MaxObservations)
+	}
 	K, H := d.NumEpisodes(), d.Horizon
 	if K == 0 {
 		return nil, fmt.Errorf("%w: no valid episodes to fit", ErrTooFew)

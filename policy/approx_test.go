@@ -74,3 +74,48 @@ func TestPlanErrors(t *testing.T) {
 		t.Fatal("cancelled context ignored")
 	}
 }
+
+// TestApproximatePlanWideVocabulary: past wideObs observations the
+// approximate search is sized by its work and prices the children of
+// nodes below ε at once; the policy stays total and within the stated gap
+// of the exact optimum. wideObs is lowered so that the exact optimum is
+// within reach.
+func TestApproximatePlanWideVocabulary(t *testing.T) {
+	defer policy.SetWideObs(8)()
+	for seed := uint64(81); seed < 86; seed++ {
+		m, b := setup(t, seed, pessimismtest.Spec{States: 3, Obs: 40, Actions: 2, Horizon: 3}, 400)
+		_, exact, err := policy.Plan(context.Background(), m, b, policy.PlanOptions{})
+		if err != nil || !exact.Exact {
+			t.Fatal(err, exact)
+		}
+		for _, budget := range []int64{10, 300, 3000} {
+			pol, st, err := policy.Plan(context.Background(), m, b, policy.PlanOptions{Budget: budget})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if st.Exact || st.Epsilon <= 0 || st.GapBound < 0 || math.IsNaN(st.GapBound) {
+				t.Fatalf("%+v", st)
+			}
+			steps1 := 0
+			for _, n := range pol.Nodes {
+				if n.Step == 1 {
+					steps1++
+				}
+			}
+			if steps1 != 40 {
+				t.Fatalf("%d step-1 nodes, want one per observation (40)", steps1)
+			}
+			v, err := policy.ModelValue(m, b, pol)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if gap := exact.Value - v.LCB; gap > st.GapBound+1e-12 || gap < -1e-12 {
+				t.Fatalf("seed %d budget %d: gap %v, bound %v", seed, budget, gap, st.GapBound)
+			}
+			if math.Abs(st.Value-v.LCB) > st.GapBound+1e-12 {
+				t.Fatalf("seed %d budget %d: planner value %v, exact %v, bound %v", seed, budget, st.Value, v.LCB, st.GapBound)
+			}
+			t.Logf("seed %d budget %d: exact %.4f, approximate %.4f, gap bound %.4f, ε %g, %d nodes", seed, budget, exact.Value, v.LCB, st.GapBound, st.Epsilon, st.Nodes)
+		}
+	}
+}

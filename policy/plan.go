@@ -41,6 +41,20 @@ const DefaultBudget = 50_000_000
 // the time.
 const DefaultSearchBudget = 1_000_000
 
+// wideObs: past this many observations the approximate search is sized
+// by the work of its nodes rather than their number. A node there
+// enumerates |A|·|O| children (a belief update each), so its search
+// budget is DefaultSearchBudget·wideRefChildren/(|A|·|O|) nodes, and a
+// node whose children are all below ε prices them at once (standInAt).
+// 256 keeps every benchmark POMDP (at most a few dozen observations) on
+// the search as measured; logs with thousands of observations plan in
+// bounded time until the belief-space planner replaces this search.
+var wideObs = 256
+
+// wideRefChildren is |A|·|O| of the size DefaultSearchBudget was measured
+// at (|O| = 8, |A| = 4).
+const wideRefChildren = 32
+
 // frontierTasks is the least number of subtrees the exact search is cut
 // into for the workers; fixed (not derived from the worker count) so the
 // work split, like the result, is the same for every worker count.
@@ -57,7 +71,8 @@ type PlanOptions struct {
 	// trees are searched with pruning (see Plan).
 	Budget int64
 	// SearchBudget bounds the nodes of the approximate search; default
-	// min(Budget, DefaultSearchBudget).
+	// min(Budget, DefaultSearchBudget), scaled down by the work per node
+	// past wideObs observations.
 	SearchBudget int64
 }
 
@@ -166,6 +181,9 @@ func Plan(ctx context.Context, m *estimate.Model, bonus *pessimism.Bonus, opts P
 		search := opts.SearchBudget
 		if search <= 0 {
 			search = min(budget, DefaultSearchBudget)
+			if m.NumObs > wideObs {
+				search = max(1, search*wideRefChildren/int64(m.NumObs*m.NumActions))
+			}
 		}
 		eps, err := proto.searchEpsilon(ctx, search, workers)
 		if err != nil {
@@ -246,8 +264,8 @@ func checkPlan(m *estimate.Model, bonus *pessimism.Bonus) error {
 	if len(m.ObsVocab) != m.NumObs || len(m.ActVocab) != m.NumActions {
 		return fmt.Errorf("%w: vocabularies of %d observations and %d actions for sizes %d and %d", ErrModel, len(m.ObsVocab), len(m.ActVocab), m.NumObs, m.NumActions)
 	}
-	if m.NumObs > math.MaxInt16 || m.NumActions > math.MaxInt16 {
-		return fmt.Errorf("%w: more than %d observations or actions", ErrModel, math.MaxInt16)
+	if m.NumObs > ingest.MaxSymbols || m.NumActions > ingest.MaxSymbols {
+		return fmt.Errorf("%w: more than %d observations or actions", ErrModel, ingest.MaxSymbols)
 	}
 	for h := 0; h < m.Horizon; h++ {
 		if bonus.Dims[h] != m.FeatureDim(h) {
@@ -423,6 +441,11 @@ func (p *planner) count(h, o int, path float64) {
 		p.flush()
 	}
 	if p.stop || h == p.H {
+		return
+	}
+	if path < p.eps {
+		// Every child is pruned (solve prices them at once).
+		p.pruned = true
 		return
 	}
 	m, b := p.m, p.bel[h]

@@ -80,7 +80,7 @@ type planner struct {
 func newPlanner(m *estimate.Model, bonus *pessimism.Bonus) *planner {
 	H, S, O, A := m.Horizon, m.States, m.NumObs, m.NumActions
 	p := &planner{m: m, bonus: bonus, fz: estimate.NewFeaturizer(m), H: H, S: S, O: O, A: A,
-		oneStep: m.TestLength <= 1, endObs: -1, scratch: make([]float64, bonus.ScratchLen())}
+		oneStep: m.TestLength <= 1 && !m.Compact, endObs: -1, scratch: make([]float64, bonus.ScratchLen())}
 	p.shift, p.scale = m.RewardScale()
 	endAct := -1
 	for o, s := range m.ObsVocab {
@@ -210,10 +210,18 @@ func (p *planner) solve(h, o int, cond, sum, path float64) val {
 	bestA, bestFb := -1, int32(-1)
 	maxG := 0.0
 	acc := p.acc[h]
+	// Every child of this node has path probability below ε: the whole
+	// level below is priced at once by the fallback stand-in at the
+	// predicted belief (standInAt), without enumerating |O| children. On
+	// wide vocabularies this keeps a node's cost O(|A|²·S²) instead of
+	// O(|A|·|O|·(S + |A|·S²)).
+	allPruned := p.eps > 0 && path < p.eps && p.O > wideObs
 	for _, a := range acts {
 		r := (m.ExpectedReward(h, b, a) - p.shift) * p.scale
 		m.Predict(h, b, a, pred)
-		m.ObsProbs(h, pred, a, probs)
+		if p.oneStep || !allPruned {
+			m.ObsProbs(h, pred, a, probs)
+		}
 		var q float64
 		if p.oneStep {
 			q = p.bonus.StepNorm2Scratch(h, probs, p.scratch)
@@ -231,7 +239,12 @@ func (p *planner) solve(h, o int, cond, sum, path float64) val {
 		sub := len(p.arena)
 		var v val
 		pruned := false
-		for o2 := 0; o2 < p.O; o2++ {
+		if allPruned {
+			pruned = true
+			clear(acc)
+			p.standInAt(h, acts, pred, 1, s2, acc)
+		}
+		for o2 := 0; o2 < p.O && !allPruned; o2++ {
 			po := probs[o2]
 			if po == 0 {
 				continue
@@ -490,6 +503,20 @@ func newFallbackTables(m *estimate.Model, bonus *pessimism.Bonus) *fallbackTable
 func (p *planner) standIn(h, a int, acts []int, pred []float64, o2 int, po, s2 float64, acc []float64) {
 	cb := p.cbel
 	p.m.Correct(h, pred, a, o2, cb)
+	p.standInAt(h, acts, cb, po, s2, acc)
+}
+
+// standInAt is standIn for a child (or a set of children) of mass po
+// whose belief over s_{h+1} is cb (for a set: the po-weighted mean of the
+// children's beliefs).
+//
+// Pricing a set of children at once is sound: the reward and vmax terms
+// are linear in the belief, so they are exact; the bonus interval widens,
+// never narrows, since the bonus bound bHi is concave in the belief
+// (Value is concave) and the quadratic lbS behind bLo is convex, so by
+// Jensen's inequality the set's [bLo, bHi] contains the mass-weighted
+// mean of its children's intervals, and the stated gap stays a bound.
+func (p *planner) standInAt(h int, acts []int, cb []float64, po, s2 float64, acc []float64) {
 	ft, S, t := p.fbt, p.S, h+1
 	lo0 := p.bonus.Value(s2)
 	hiNode := dot(ft.vmax[t], cb) - lo0

@@ -32,6 +32,8 @@ type Params struct {
 	Horizon   int
 	OnInvalid string
 	Columns   schemas.Mapping
+	// MaxObservations is --max-observations (0: every observation kept).
+	MaxObservations int
 	// Version is the tool's version, written into the manifest.
 	Version string
 }
@@ -64,6 +66,10 @@ func parameters(p Params, out *Outcome) map[string]any {
 		"horizon":         p.Horizon,
 		"on_invalid":      p.OnInvalid,
 		"columns":         p.Columns,
+		"model_form":      modelForm(out.Model),
+	}
+	if p.MaxObservations > 0 {
+		m["max_observations"] = p.MaxObservations
 	}
 	if p.AlphaOption == "theory" {
 		m["gamma"] = p.Gamma
@@ -210,7 +216,7 @@ func Build(ctx context.Context, d *ingest.Dataset, inputs []string, p Params, ou
 			IW: iw.Mean, IWLo: iw.Lower, IWHi: iw.Upper, ESS: iw.ESS, CInf: cov.CInf, Chosen: true}}
 	}
 
-	run.Model = ModelTable(m)
+	run.Model = withMerged(ModelTable(m), d.Merged)
 
 	man := &run.Manifest
 	man.Tool, man.Version, man.GoVersion, man.RunID = "psrlcb", p.Version, goVersion(), run.RunID
@@ -235,6 +241,14 @@ func Build(ctx context.Context, d *ingest.Dataset, inputs []string, p Params, ou
 		PlanExact: out.Plan.Exact, PlanGap: Float(out.Plan.GapBound),
 	}
 	man.Notes = notes(d, out, p)
+	if n := len(d.Merged); n > 0 {
+		steps := int64(0)
+		for _, s := range d.Merged {
+			steps += s.Count
+		}
+		man.Notes = append(man.Notes, fmt.Sprintf("--max-observations %d: %d rare observations (%d logged steps, %.2f%%) were mapped to %s; the mapping is in model.arrow (param = \"other\").",
+			p.MaxObservations, n, steps, 100*float64(steps)/float64(len(d.Obs)), ingest.OtherSymbol))
+	}
 	man.Headline.Verdict = joinVerdict(Verdict(run))
 	return run, nil
 }

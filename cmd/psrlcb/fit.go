@@ -39,6 +39,7 @@ func newFitCommand() *cli.Command {
 		&cli.Float64Flag{Name: "select-heldout", Usage: "share of episodes held out to choose α among candidates (0: 0.2)"},
 		&cli.Int64Flag{Name: "plan-budget", Usage: "node budget of the exact planner; larger trees are planned approximately with a stated gap (0: default)"},
 		&cli.Uint64Flag{Name: "seed", Value: 1, Usage: "seed of the split, held-out draws and EM starts"},
+		&cli.IntFlag{Name: "max-observations", Usage: `keep the N most frequent observations and map the rest to "<other>" (0: keep all)`},
 		&cli.IntFlag{Name: "workers", Usage: "goroutines (0: all cores); results do not depend on it"},
 		&cli.StringFlag{Name: "log-format", Value: "auto", Usage: `"auto" (a progress bar on a terminal, JSON lines otherwise), "text" or "json"`},
 	)
@@ -148,6 +149,10 @@ func fitOptions(c *cli.Context) (pipeline.Options, error) {
 	o.PlanBudget = c.Int64("plan-budget")
 	if c.IsSet("plan-budget") && o.PlanBudget < 1 {
 		return o, usagef("--plan-budget must be a positive number of nodes, not %d", o.PlanBudget)
+	}
+	o.MaxObservations = c.Int("max-observations")
+	if o.MaxObservations < 0 {
+		return o, usagef("--max-observations must be positive (or 0 to keep every observation)")
 	}
 	o.Seed = c.Uint64("seed")
 	o.Workers = c.Int("workers")

@@ -1,0 +1,112 @@
+// Command gen-card writes the high-cardinality logs of bench/cardinality.sh:
+//
+//	go run ./bench/gen-card -episodes 200000 -obs 20000 -actions 50 -out logs.parquet
+//
+// Each episode has a hidden segment g ∈ {0,1,2,3} drawn uniformly. Every
+// step emits an item o_h: with probability 0.7 one of the segment's own
+// items (those with o mod 4 = g), otherwise any item, both Zipf-distributed
+// (exponent 1.1) so that most items are rare. The behaviour policy picks
+// one of the actions uniformly (logged propensity 1/|A|); action g·(|A|/4)
+// pays 1 with probability 0.8 in segment g, every other action with
+// probability 0.1. The content is a function of the flags only.
+package main
+
+import (
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"os"
+
+	"github.com/parquet-go/parquet-go"
+	"github.com/parquet-go/parquet-go/compress/zstd"
+)
+
+type row struct {
+	EpisodeID   int64   `parquet:"episode_id"`
+	Step        int64   `parquet:"step"`
+	Observation string  `parquet:"observation,dict"`
+	Action      string  `parquet:"action,dict"`
+	Reward      float64 `parquet:"reward"`
+	Propensity  float64 `parquet:"propensity"`
+}
+
+func main() {
+	out := flag.String("out", "card.parquet", "output file")
+	episodes := flag.Int("episodes", 200_000, "episodes")
+	horizon := flag.Int("horizon", 5, "steps per episode")
+	nObs := flag.Int("obs", 20_000, "distinct observations (a multiple of 4)")
+	nAct := flag.Int("actions", 50, "actions (at least 4)")
+	seed := flag.Uint64("seed", 1, "random seed")
+	flag.Parse()
+	if *nObs < 4 || *nAct < 4 || *episodes < 1 || *horizon < 1 {
+		fmt.Fprintln(os.Stderr, "gen-card: need -obs ≥ 4, -actions ≥ 4, -episodes ≥ 1, -horizon ≥ 1")
+		os.Exit(2)
+	}
+	if err := write(*out, *episodes, *horizon, *nObs, *nAct, *seed); err != nil {
+		os.Remove(*out + ".tmp")
+		fmt.Fprintln(os.Stderr, "gen-card:", err)
+		os.Exit(4)
+	}
+}
+
+func write(path string, K, H, O, A int, seed uint64) error {
+	rng := rand.New(rand.NewPCG(seed, 0xca4d))
+	per := O / 4
+	own := rand.NewZipf(rng, 1.1, 1, uint64(per-1))
+	any := rand.NewZipf(rng, 1.1, 1, uint64(O-1))
+	obs := make([]string, O)
+	for i := range obs {
+		obs[i] = fmt.Sprintf("item-%05d", i)
+	}
+	act := make([]string, A)
+	for i := range act {
+		act[i] = fmt.Sprintf("act-%02d", i)
+	}
+	f, err := os.Create(path + ".tmp")
+	if err != nil {
+		return err
+	}
+	w := parquet.NewGenericWriter[row](f, parquet.Compression(&zstd.Codec{Level: zstd.SpeedFastest}),
+		parquet.MaxRowsPerRowGroup(1<<20))
+	buf := make([]row, 0, 4096)
+	for e := 0; e < K; e++ {
+		g := rng.IntN(4)
+		for h := 1; h <= H; h++ {
+			var o int
+			if rng.Float64() < 0.7 {
+				o = int(own.Uint64())*4 + g
+			} else {
+				o = int(any.Uint64())
+			}
+			a := rng.IntN(A)
+			p := 0.1
+			if a == g*(A/4) {
+				p = 0.8
+			}
+			r := 0.0
+			if rng.Float64() < p {
+				r = 1
+			}
+			buf = append(buf, row{int64(e), int64(h), obs[o], act[a], r, 1 / float64(A)})
+			if len(buf) == cap(buf) {
+				if _, err := w.Write(buf); err != nil {
+					f.Close()
+					return err
+				}
+				buf = buf[:0]
+			}
+		}
+	}
+	if _, err := w.Write(buf); err != nil {
+		f.Close()
+		return err
+	}
+	if err := w.Close(); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return os.Rename(path+".tmp", path)
+}

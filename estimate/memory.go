@@ -1,0 +1,111 @@
+package estimate
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+)
+
+// Model forms for Options.Form.
+const (
+	FormAuto    = "auto"    // full form when its tables are small, else compact (default)
+	FormFull    = "full"    // emission given (s2, a), reward given (s, a, s2, o)
+	FormCompact = "compact" // emission given s2, reward given (s, a, s2): Model.Compact
+)
+
+// fullFormCells bounds the step kernel of the full form, |A|·|O|·V·S²
+// numbers per table (V reward values, at least 1), under FormAuto: 2²²
+// numbers are 32 MiB, so every model of a few dozen symbols keeps the
+// full form (the benchmark POMDPs need at most 10⁵) while a vocabulary of
+// thousands switches to the compact form, whose tables grow like S·|O|.
+const fullFormCells = 1 << 22
+
+// ErrTooLarge is returned (wrapping ErrData) when the fit would need more
+// memory than Options.MemoryLimit.
+var ErrTooLarge = fmt.Errorf("%w: too many distinct observations for this rank", ErrData)
+
+// chooseForm resolves Options.Form for the data shape and the largest
+// rank S that will be fitted.
+func chooseForm(form string, c *coded, S, nt int) bool {
+	switch form {
+	case FormCompact:
+		return true
+	case FormFull:
+		return false
+	}
+	return float64(nt)*float64(S*S)*float64(c.A)*float64(c.O)*float64(max(len(c.values), 1)) > fullFormCells
+}
+
+// memoryNeed is the estimated peak memory, in bytes, of fitting rank S
+// in the given form: each concurrent start keeps about six models (the
+// SQUAREM points), two kernels and one statistics accumulator per worker
+// plus the total.
+func memoryNeed(c *coded, S, nt int, compact bool, o *Options) float64 {
+	O, A, H := float64(c.O), float64(c.A), float64(c.H)
+	s, t := float64(S), float64(nt)
+	v := float64(max(len(c.values), 1))
+	if c.kind == RewardGaussian {
+		v = 2
+	}
+	var model, kernel, stats float64
+	if compact {
+		model = s + s*O + t*(A*s*s+s*O+s*A*s*v)
+		kernel = t * A * v * s * s
+		stats = float64(blockEpisodes)*H*s + t*(s*O+s*A*s*v) + O*s
+	} else {
+		model = s + s*O + t*(A*s*s+A*s*O+s*A*s*O*v)
+		kernel = t * A * O * v * s * s
+		if c.kind == RewardGaussian {
+			kernel = t * (A*O*s*s + 3*s*A*s*O)
+		}
+		stats = t*(A*O*v*s*s+A*v*s) + O*s
+	}
+	conc := float64(max(1, min(o.Restarts, o.Workers)))
+	per := float64(max(1, o.Workers/max(1, min(o.Restarts, o.Workers))))
+	return 8 * conc * (6*model + 2*kernel + (per+1)*stats)
+}
+
+// checkMemory returns ErrTooLarge when fitting rank S needs more than
+// the limit (0: no limit).
+func checkMemory(c *coded, S, nt int, compact bool, o *Options) error {
+	if o.MemoryLimit <= 0 {
+		return nil
+	}
+	need := memoryNeed(c, S, nt, compact, o)
+	if need <= float64(o.MemoryLimit) {
+		return nil
+	}
+	form := FormFull
+	if compact {
+		form = FormCompact
+	}
+	return fmt.Errorf("%w: %d observations, %d actions and rank %d need about %.1f GiB in the %s model form, above the memory limit of %.1f GiB; bucket rare observations, pass --max-observations N, or lower the rank (--rank/--max-rank)",
+		ErrTooLarge, c.O, c.A, S, need/(1<<30), form, float64(o.MemoryLimit)/(1<<30))
+}
+
+// DefaultMemoryLimit is three quarters of the memory this process may use:
+// the smaller of the machine's MemTotal and the cgroup limit; 0 (no
+// check) when neither can be read.
+func DefaultMemoryLimit() int64 {
+	lim := int64(0)
+	if b, err := os.ReadFile("/sys/fs/cgroup/memory.max"); err == nil {
+		if n, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64); err == nil && n > 0 {
+			lim = n
+		}
+	}
+	if f, err := os.Open("/proc/meminfo"); err == nil {
+		defer f.Close()
+		sc := bufio.NewScanner(f)
+		for sc.Scan() {
+			fs := strings.Fields(sc.Text())
+			if len(fs) >= 2 && fs[0] == "MemTotal:" {
+				if kb, err := strconv.ParseInt(fs[1], 10, 64); err == nil && (lim == 0 || kb*1024 < lim) {
+					lim = kb * 1024
+				}
+			}
+		}
+	}
+	return lim / 4 * 3
+}

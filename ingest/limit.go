@@ -1,0 +1,86 @@
+package ingest
+
+import (
+	"cmp"
+	"slices"
+)
+
+// OtherSymbol is the observation that LimitObservations maps the rare
+// observations to.
+const OtherSymbol = "<other>"
+
+// MergedSymbol is an observation that LimitObservations mapped to
+// OtherSymbol, with the number of logged steps that carried it.
+type MergedSymbol struct {
+	Symbol string `json:"symbol"`
+	Count  int64  `json:"count"`
+}
+
+// LimitObservations returns d with every observation but the n most
+// frequent (ties: the bytewise smaller symbol first) mapped to
+// OtherSymbol, and the mapped symbols listed in Merged (most frequent
+// first). EndSymbol, the padding of early ends, is always kept and not
+// counted in n. A logged observation spelled OtherSymbol is kept like any
+// other and receives the merged ones when it is among the n. d is
+// returned unchanged when it has at most n observations (besides
+// EndSymbol) or n ≤ 0; it is never modified.
+func LimitObservations(d *Dataset, n int) *Dataset {
+	O := d.NumObs()
+	end := slices.Index(d.ObsVocab, EndSymbol)
+	real := O
+	if end >= 0 {
+		real--
+	}
+	if n <= 0 || real <= n {
+		return d
+	}
+	count := make([]int64, O)
+	for _, o := range d.Obs {
+		count[o]++
+	}
+	order := make([]int, 0, real)
+	for o := 0; o < O; o++ {
+		if o != end {
+			order = append(order, o)
+		}
+	}
+	// Symbols are sorted, so code order breaks ties bytewise.
+	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(count[b], count[a]) })
+	keep := make([]bool, O)
+	for _, o := range order[:n] {
+		keep[o] = true
+	}
+	if end >= 0 {
+		keep[end] = true
+	}
+	vocab := []string{}
+	for o := 0; o < O; o++ {
+		if keep[o] {
+			vocab = append(vocab, d.ObsVocab[o])
+		}
+	}
+	if !slices.Contains(vocab, OtherSymbol) {
+		vocab = append(vocab, OtherSymbol)
+	}
+	slices.Sort(vocab)
+	other := uint16(slices.Index(vocab, OtherSymbol))
+	recode := make([]uint16, O)
+	out := *d
+	out.Merged = nil
+	for o := 0; o < O; o++ {
+		if keep[o] {
+			recode[o] = uint16(slices.Index(vocab, d.ObsVocab[o]))
+		} else {
+			recode[o] = other
+		}
+	}
+	for _, o := range order[n:] {
+		out.Merged = append(out.Merged, MergedSymbol{Symbol: d.ObsVocab[o], Count: count[o]})
+	}
+	out.ObsVocab = vocab
+	out.Obs = make([]uint16, len(d.Obs))
+	for i, o := range d.Obs {
+		out.Obs[i] = recode[o]
+	}
+	return &out
+}
