@@ -187,13 +187,13 @@ func runFit(c *cli.Context) error {
 
 func printHeadline(w io.Writer, dir string, m *report.Manifest, plan *policy.PlanStats) {
 	h := m.Headline
-	fmt.Fprintf(w, "run %s: %d episodes × %d steps, rank %d, α = %.4g\n", m.RunID, m.Episodes, m.Horizon, h.Rank, float64(h.Alpha))
-	fmt.Fprintf(w, "  lower confidence bound  %.4g  (%.4g in return units)\n", float64(h.LCB), float64(h.LCBUnits))
-	fmt.Fprintf(w, "  model value V_R         %.4g  (%.4g)\n", float64(h.ModelValue), float64(h.ModelValueUnits))
-	fmt.Fprintf(w, "  bonus value V_b         %.4g\n", float64(h.BonusValue))
-	fmt.Fprintf(w, "  importance-weighted     %.4g  [%.4g, %.4g]  (%.4g in return units), ESS %.1f\n", float64(h.IWValue), float64(h.IWLow), float64(h.IWHigh), float64(h.IWValueUnits), float64(h.ESS))
-	fmt.Fprintf(w, "  behaviour in the logs   %.4g  (%.4g)\n", float64(h.BehaviorValue), float64(h.BehaviorUnits))
-	fmt.Fprintf(w, "  C∞ %.4g, ι %.4g%s, Θ_min slack %.4g\n", float64(h.CInf), float64(h.Iota), estimatedMark(h.IotaEstimated), float64(h.ThetaMinSlack))
+	fmt.Fprintf(w, "run %s: %d episodes × %d steps, rank %d, α = %.4g\n", m.RunID, m.Episodes, m.Horizon, h.Rank, h.Alpha)
+	fmt.Fprintf(w, "  lower confidence bound  %.4g  (%.4g in return units)\n", h.LCB, h.LCBUnits)
+	fmt.Fprintf(w, "  model value V_R         %.4g  (%.4g)\n", h.ModelValue, h.ModelValueUnits)
+	fmt.Fprintf(w, "  bonus value V_b         %.4g\n", h.BonusValue)
+	fmt.Fprintf(w, "  importance-weighted     %.4g  [%.4g, %.4g]  (%.4g in return units), ESS %.1f\n", h.IWValue, h.IWLow, h.IWHigh, h.IWValueUnits, h.ESS)
+	fmt.Fprintf(w, "  behaviour in the logs   %.4g  (%.4g)\n", h.BehaviorValue, h.BehaviorUnits)
+	fmt.Fprintf(w, "  C∞ %.4g, ι %.4g%s, Θ_min slack %.4g\n", h.CInf, h.Iota, estimatedMark(h.IotaEstimated), h.ThetaMinSlack)
 	if plan != nil && !plan.Exact {
 		fmt.Fprintf(w, "  planner approximate: worst-case gap %.3g\n", plan.GapBound)
 	}
