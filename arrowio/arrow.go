@@ -2,8 +2,8 @@ package arrowio
 
 import (
 	"fmt"
-	"math"
 	"maps"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"

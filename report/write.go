@@ -2,9 +2,9 @@ package report
 
 import (
 	"crypto/sha256"
-	"fmt"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"io"
 	"math"
 	"os"
