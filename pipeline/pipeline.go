@@ -198,8 +198,11 @@ func (e emProgress) Iteration(r estimate.TraceRow) {
 func fit(ctx context.Context, d *ingest.Dataset, inputs []string, opts Options) (*report.Outcome, error) {
 	prog, workers := opts.Progress, opts.Workers
 	K, H := d.NumEpisodes(), d.Horizon
-	if K == 0 {
-		return nil, fmt.Errorf("%w: no valid episodes to fit", ErrTooFew)
+	if err := checkEnough(K, H); err != nil {
+		return nil, err
+	}
+	if err := checkRewards(d); err != nil {
+		return nil, err
 	}
 	st := &stageTimer{prog: prog, times: map[string]float64{}}
 	out := &report.Outcome{}
@@ -221,7 +224,7 @@ func fit(ctx context.Context, d *ingest.Dataset, inputs []string, opts Options) 
 		perm := split.Permutation(K, opts.Seed^0x5e1ec7)
 		nHeld := int(math.Round(heldFrac * float64(K)))
 		if nHeld < 1 || K-nHeld < H {
-			return nil, fmt.Errorf("%w: %d episodes, but holding out %.0f%% for choosing α needs at least %d (one held out and %d to fit); give --alpha a single value", ErrTooFew, K, 100*heldFrac, minHeldOutEpisodes(heldFrac, H), H)
+			return nil, fmt.Errorf("%w: %s, but holding out %.0f%% for choosing α needs at least %d (one held out and %d to fit, one per step); give --alpha a single value", ErrTooFew, plural(K, "episode"), 100*heldFrac, minHeldOutEpisodes(heldFrac, H), H)
 		}
 		heldIdx := append([]int(nil), perm[:nHeld]...)
 		trainIdx := append([]int(nil), perm[nHeld:]...)

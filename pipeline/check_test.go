@@ -1,0 +1,179 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/psrlcb/psrlcb/arrowio"
+	"github.com/psrlcb/psrlcb/errkind"
+	"github.com/psrlcb/psrlcb/estimate"
+	"github.com/psrlcb/psrlcb/ingest"
+	"github.com/psrlcb/psrlcb/pessimism"
+	"github.com/psrlcb/psrlcb/pomdp"
+	"github.com/psrlcb/psrlcb/report"
+)
+
+// tigerLogs simulates K episodes of H steps of the shipped tiger model
+// under the uniform behaviour.
+func tigerLogs(t *testing.T, H, K int, seed uint64) *ingest.Dataset {
+	t.Helper()
+	m, err := pomdp.ParseFile(filepath.Join("..", "examples", "tiger.pomdp"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := pomdp.ParseBehavior("uniform", m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := pomdp.SimulateDataset(context.Background(), m, H, K, b, seed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+var quick = estimate.Options{Rank: 2, Restarts: 1, MaxIter: 20}
+
+func fixedAlpha(a float64) pessimism.AlphaSpec {
+	return pessimism.AlphaSpec{Mode: pessimism.AlphaFixed, Values: []float64{a}}
+}
+
+// noNonFinite fails when any output file of the run directory holds a
+// non-finite number.
+func noNonFinite(t *testing.T, dir string) {
+	t.Helper()
+	for _, name := range []string{report.ManifestFile, report.HTMLFile} {
+		b, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, bad := range []string{"NaN", "Inf"} {
+			if strings.Contains(string(b), bad) {
+				t.Errorf("%s contains %s", name, bad)
+			}
+		}
+	}
+	for _, name := range []string{report.PolicyFile, report.ModelFile, report.CoverageFile, report.EpisodesFile, report.FitFile, report.AlphaFile} {
+		if _, err := arrowio.ReadArrow(filepath.Join(dir, name)); err != nil {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+}
+
+// One-step logs (contextual bandits) run end to end and write every file
+// (the Θ_min slack is +Inf there: no prefix is checked). Before, every
+// H = 1 run failed writing the manifest: json: unsupported value: +Inf.
+func TestOneStepLogsEndToEnd(t *testing.T) {
+	for name, o := range map[string]Options{
+		"auto":  {Estimate: quick, Seed: 1},
+		"fixed": {Estimate: quick, Alpha: fixedAlpha(0.1), Seed: 1},
+	} {
+		t.Run(name, func(t *testing.T) {
+			out, err := Fit(context.Background(), tigerLogs(t, 1, 300, 1), nil, o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			dir := t.TempDir()
+			if err := report.WriteOutcome(dir, out); err != nil {
+				t.Fatal(err)
+			}
+			noNonFinite(t, dir)
+		})
+	}
+}
+
+// Too few episodes for the split or for the held-out share is a data
+// error that says how many there are and how many are needed.
+func TestTooFewEpisodes(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		H, K    int
+		alpha   pessimism.AlphaSpec
+		wantMsg []string
+	}{
+		{"one episode, fixed α", 4, 1, fixedAlpha(0.1), []string{"1 episode of 4 steps", "needs at least 4"}},
+		{"fewer than H", 4, 3, fixedAlpha(0.1), []string{"3 episodes of 4 steps", "needs at least 4"}},
+		{"fewer than H, auto α", 4, 2, pessimism.AlphaSpec{}, []string{"2 episodes of 4 steps", "needs at least 4"}},
+		{"held-out share", 4, 4, pessimism.AlphaSpec{}, []string{"4 episodes", "needs at least 5"}},
+		{"one-step, one episode, auto α", 1, 1, pessimism.AlphaSpec{}, []string{"1 episode,", "needs at least 3"}},
+	} {
+		_, err := Fit(context.Background(), tigerLogs(t, c.H, c.K, 3), nil, Options{Estimate: quick, Alpha: c.alpha})
+		if !errors.Is(err, ErrTooFew) || errkind.Of(err) != errkind.Data {
+			t.Errorf("%s: err = %v, want a too-few-episodes data error", c.name, err)
+			continue
+		}
+		msg := err.Error()
+		for _, w := range c.wantMsg {
+			if !strings.Contains(msg, w) {
+				t.Errorf("%s: %q does not say %q", c.name, msg, w)
+			}
+		}
+		if strings.HasPrefix(msg, "no rows") {
+			t.Errorf("%s: %q", c.name, msg)
+		}
+	}
+	// One episode of one step with a fixed α is a (tiny) valid run.
+	if _, err := Fit(context.Background(), tigerLogs(t, 1, 1, 3), nil, Options{Estimate: quick, Alpha: fixedAlpha(0.1)}); err != nil {
+		t.Errorf("one one-step episode: %v", err)
+	}
+}
+
+// Rewards the [0,1] rescaling cannot represent are a data error naming
+// the episode; before, ±1e308 panicked in the planner (index out of range
+// [-1]) and all-1e308 rewards gave NaN figures.
+func TestRewardsOutOfRange(t *testing.T) {
+	set := func(d *ingest.Dataset, f func(k, h int) float64) *ingest.Dataset {
+		for k := 0; k < d.NumEpisodes(); k++ {
+			for h := 0; h < d.Horizon; h++ {
+				d.Reward[k*d.Horizon+h] = f(k, h)
+			}
+		}
+		return d
+	}
+	for _, c := range []struct {
+		name string
+		H    int
+		f    func(k, h int) float64
+		want string
+	}{
+		{"±1e308", 4, func(k, h int) float64 { return float64(1-2*(k%2)) * 1e308 }, "beyond ±1e+100"},
+		{"one-step ±1e308", 1, func(k, h int) float64 { return float64(1-2*(k%2)) * 1e308 }, "step 1"},
+		{"sum overflows", 4, func(k, h int) float64 { return 1e308 }, "beyond ±1e+100"},
+		{"spread below precision", 2, func(k, h int) float64 { return 1e20 + float64(k%2)*1e5 }, "subtract a constant"},
+	} {
+		d := set(tigerLogs(t, c.H, 20, 5), c.f)
+		_, err := Fit(context.Background(), d, nil, Options{Estimate: quick, Alpha: fixedAlpha(0.1)})
+		if !errors.Is(err, ErrReward) || errkind.Of(err) != errkind.Data {
+			t.Errorf("%s: err = %v, want a reward data error", c.name, err)
+			continue
+		}
+		if !strings.Contains(err.Error(), "episode ") || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %q does not name the episode or say %q", c.name, err, c.want)
+		}
+	}
+	// Large but representable rewards, and a constant return, run and
+	// write only finite figures.
+	for name, f := range map[string]func(k, h int) float64{
+		"1e90":     func(k, h int) float64 { return 1e90 * float64(k%3) },
+		"constant": func(k, h int) float64 { return 5 },
+	} {
+		d := set(tigerLogs(t, 2, 20, 5), f)
+		out, err := Fit(context.Background(), d, nil, Options{Estimate: quick, Alpha: fixedAlpha(0.1)})
+		if err != nil {
+			t.Errorf("%s: %v", name, err)
+			continue
+		}
+		h := out.Run.Manifest.Headline
+		for _, v := range []report.Float{h.LCB, h.LCBUnits, h.ModelValueUnits, h.BehaviorUnits, h.IWValueUnits} {
+			if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
+				t.Errorf("%s: headline %+v", name, h)
+				break
+			}
+		}
+	}
+}
