@@ -177,3 +177,35 @@ func TestRewardsOutOfRange(t *testing.T) {
 		}
 	}
 }
+
+// Honest verdicts on small and degenerate logs, end to end: 10 tiger
+// episodes with α = 0.1 (before: "The logs justify the policy … Coverage
+// is good", ESS 0, true value below the behaviour's), 5 with the
+// defaults, and 2000 identical episodes (before: "the lower confidence
+// bound (20) is below the behaviour's mean return (20)").
+func TestVerdictSmallAndDegenerateLogs(t *testing.T) {
+	d := tigerLogs(t, 4, 10, 3)
+	same := make([]int, 2000)
+	for name, c := range map[string]struct {
+		d *ingest.Dataset
+		o Options
+	}{
+		"10 episodes, α = 0.1": {d, Options{Estimate: quick, Alpha: fixedAlpha(0.1), Seed: 1}},
+		"5 episodes, auto α":   {tigerLogs(t, 4, 5, 3), Options{Estimate: quick, Seed: 1}},
+		"2000 identical":       {d.Subset(same), Options{Estimate: quick, Alpha: fixedAlpha(0.1), Seed: 1}},
+	} {
+		out, err := Fit(context.Background(), c.d, nil, c.o)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		h := out.Run.Manifest.Headline
+		if h.Evidence != report.EvidenceInsufficient || h.Recommendation != report.RecommendBehavior {
+			t.Errorf("%s: evidence %q, recommendation %q: %s", name, h.Evidence, h.Recommendation, h.Verdict)
+		}
+		for _, bad := range []string{"justify", "is below the behaviour's mean", "Coverage is good"} {
+			if strings.Contains(h.Verdict, bad) {
+				t.Errorf("%s: verdict says %q: %s", name, bad, h.Verdict)
+			}
+		}
+	}
+}

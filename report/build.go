@@ -129,12 +129,7 @@ func Build(ctx context.Context, d *ingest.Dataset, inputs []string, p Params, ou
 	}
 	sum := ingest.Summarize(dp)
 
-	// Behaviour's value: the mean rescaled return of the logs.
-	beh := 0.0
-	for k := 0; k < K; k++ {
-		beh += m.RescaleReturn(d.Return(k))
-	}
-	beh /= float64(K)
+	beh, behHigh := behaviorMean(m, d)
 	units := func(v float64) Float { return Float(m.ReturnMin + v*(m.ReturnMax-m.ReturnMin)) }
 
 	// Coverage per step, with the running C∞ over prefixes that follow π̄.
@@ -215,13 +210,36 @@ func Build(ctx context.Context, d *ingest.Dataset, inputs []string, p Params, ou
 		LCBUnits: units(val.LCB), ModelValueUnits: units(val.Reward),
 		IWValueUnits: units(iw.Mean), IWLowUnits: units(iw.Lower), IWHighUnits: units(iw.Upper),
 		BehaviorValue: Float(beh), BehaviorUnits: units(beh),
+		BehaviorHigh: Float(behHigh), BehaviorHighUnits: units(behHigh),
+		ReturnMin: Float(m.ReturnMin), ReturnMax: Float(m.ReturnMax),
 		ESS: Float(iw.ESS), CInf: Float(cov.CInf), Iota: Float(sum.Iota), IotaEstimated: !d.HasPropensity(),
 		ThetaMinSlack: Float(out.Fit.ThetaMin.Slack), Alpha: Float(out.Alpha), Rank: m.States,
 		PlanExact: out.Plan.Exact, PlanGap: Float(out.Plan.GapBound),
 	}
 	man.Notes = notes(d, out, p)
+	man.Headline.Evidence = assess(man.Headline, K).evidence
+	man.Headline.Recommendation = recommendation(man.Headline.Evidence)
 	man.Headline.Verdict = joinVerdict(Verdict(run))
 	return run, nil
+}
+
+// behaviorMean is the behaviour's value estimated from the logs, the mean
+// rescaled return, and the upper end of its 95% normal interval (mean +
+// policy.DefaultZ standard errors; the mean itself when K = 1).
+func behaviorMean(m *estimate.Model, d *ingest.Dataset) (mean, high float64) {
+	K := d.NumEpisodes()
+	var s, s2 float64
+	for k := 0; k < K; k++ {
+		r := m.RescaleReturn(d.Return(k))
+		s += r
+		s2 += r * r
+	}
+	mean = s / float64(K)
+	if K < 2 {
+		return mean, mean
+	}
+	v := math.Max(0, (s2-float64(K)*mean*mean)/float64(K-1))
+	return mean, mean + policy.DefaultZ*math.Sqrt(v/float64(K))
 }
 
 func joinVerdict(v []string) string {

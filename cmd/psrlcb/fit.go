@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 
 	"github.com/urfave/cli/v2"
 	"golang.org/x/term"
@@ -198,6 +199,9 @@ func printHeadline(w io.Writer, dir string, m *report.Manifest, plan *policy.Pla
 		fmt.Fprintf(w, "  planner approximate: worst-case gap %.3g\n", plan.GapBound)
 	}
 	fmt.Fprintf(w, "verdict: %s\n", h.Verdict)
+	if h.Recommendation == report.RecommendBehavior {
+		fmt.Fprintf(w, "recommendation: keep the behaviour policy (evidence: %s); %s holds the planned policy for inspection only\n", strings.ReplaceAll(h.Evidence, "_", " "), report.PolicyFile)
+	}
 }
 
 func estimatedMark(b bool) string {
