@@ -5,6 +5,7 @@ import (
 	"math"
 
 	"github.com/psrlcb/psrlcb/errkind"
+	"github.com/psrlcb/psrlcb/estimate"
 	"github.com/psrlcb/psrlcb/ingest"
 )
 
@@ -77,4 +78,26 @@ func checkRewards(d *ingest.Dataset) error {
 		return fmt.Errorf("%w: returns range from %.17g (episode %s) to %.17g (episode %s), a spread of %.3g at a size of %.3g, below what double precision resolves when they are rescaled to [0,1]; subtract a constant from the rewards", ErrReward, lo, d.EpisodeIDs[klo], hi, d.EpisodeIDs[khi], hi-lo, size)
 	}
 	return nil
+}
+
+// rewardSupportOf reports whether m's reward emission was fitted on the
+// same reward support as rewards: the same distinct values (categorical)
+// or more than estimate.MaxCategoricalRewards of them in both (Gaussian).
+func rewardSupportOf(m *estimate.Model, rewards []float64) bool {
+	seen := map[float64]bool{}
+	for _, r := range rewards {
+		seen[r] = true
+		if len(seen) > estimate.MaxCategoricalRewards {
+			return m.Reward == estimate.RewardGaussian
+		}
+	}
+	if m.Reward != estimate.RewardCategorical || len(m.RewardValues) != len(seen) {
+		return false
+	}
+	for _, v := range m.RewardValues {
+		if !seen[v] {
+			return false
+		}
+	}
+	return true
 }

@@ -209,3 +209,32 @@ func TestVerdictSmallAndDegenerateLogs(t *testing.T) {
 		}
 	}
 }
+
+// On small logs the episodes that fit the model for choosing α may miss a
+// reward value that the others have; the final fit then starts afresh
+// instead of failing with "start model does not match the data" (an
+// options error, exit 2, for valid logs).
+func TestSelectionTrainingMissesARewardValue(t *testing.T) {
+	d := tigerLogs(t, 1, 40, 9)
+	for k := range d.Reward {
+		d.Reward[k] = 0
+	}
+	// One episode with a reward no other has: with 40 episodes and 8 held
+	// out, the seed decides whether it is held out; try until it is.
+	for seed := uint64(1); seed < 40; seed++ {
+		e := d.Subset(seqInts(40))
+		e.Reward[int(seed)%40] = 1
+		_, err := Fit(context.Background(), e, nil, Options{Estimate: quick, Seed: seed})
+		if err != nil {
+			t.Fatalf("seed %d: %v", seed, err)
+		}
+	}
+}
+
+func seqInts(n int) []int {
+	s := make([]int, n)
+	for i := range s {
+		s[i] = i
+	}
+	return s
+}

@@ -255,8 +255,12 @@ func fit(ctx context.Context, d *ingest.Dataset, inputs []string, opts Options) 
 		}
 		out.Selection = sel
 		out.Alpha = sel.Alpha()
-		// Warm-start the final fit from the training fit.
-		eopts.Start = tfit.Model
+		// Warm-start the final fit from the training fit, when the
+		// training episodes saw the same reward values as all of them
+		// (on small logs they may not, and the start would not fit).
+		if rewardSupportOf(tfit.Model, d.Reward) {
+			eopts.Start = tfit.Model
+		}
 		eopts.Rank = tfit.Model.States
 		st.end()
 	} else if len(candidates) == 1 {
