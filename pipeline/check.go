@@ -101,3 +101,30 @@ func rewardSupportOf(m *estimate.Model, rewards []float64) bool {
 	}
 	return true
 }
+
+// checkReturnRange refuses a known return range (Options.ReturnRange)
+// that a logged return lies outside of.
+func checkReturnRange(d *ingest.Dataset, r [2]float64) error {
+	if r == [2]float64{} {
+		return nil
+	}
+	for k := 0; k < d.NumEpisodes(); k++ {
+		if ret := d.Return(k); ret < r[0] || ret > r[1] {
+			return fmt.Errorf("%w: episode %s has return %g, outside the stated return range [%g, %g]", ErrReward, d.EpisodeIDs[k], ret, r[0], r[1])
+		}
+	}
+	return nil
+}
+
+// applyReturnRange rescales m's returns by the known range r instead of
+// the observed one (r zero: unchanged). The paper's bound (Huang, Liang,
+// Yang, arXiv:2307.00405, Section 5) takes R ∈ [0,1] over every possible
+// trajectory; the observed range only covers the logged ones, and a policy
+// that leaves them can do worse than the worst logged return, below any
+// bound whose bonus is capped at the observed range. The fit itself does
+// not depend on the range.
+func applyReturnRange(m *estimate.Model, r [2]float64) {
+	if r != [2]float64{} {
+		m.ReturnMin, m.ReturnMax = r[0], r[1]
+	}
+}

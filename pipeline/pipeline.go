@@ -39,6 +39,11 @@ type Options struct {
 	// PlanBudget is the node budget of the exact planner (0:
 	// policy.DefaultBudget).
 	PlanBudget int64
+	// ReturnRange is the range [lo, hi] that episode returns can take, in
+	// the user's units, when it is known (the paper's R ∈ [0,1] is a known
+	// range; see ApplyReturnRange). The zero value uses the observed range
+	// of the logged returns.
+	ReturnRange [2]float64
 	// Seed drives the split, the held-out draws and EM.
 	Seed uint64
 	// Workers bounds the goroutines (0: GOMAXPROCS); results do not
@@ -90,6 +95,9 @@ func (o Options) resolved() (Options, error) {
 			return o, fmt.Errorf("%w: α must be a non-negative number, not %v", ErrOptions, v)
 		}
 	}
+	if r := o.ReturnRange; r != [2]float64{} && !(r[0] < r[1] && !math.IsInf(r[0], 0) && !math.IsInf(r[1], 0)) {
+		return o, fmt.Errorf("%w: the return range must be two finite numbers lo < hi, not %v", ErrOptions, r)
+	}
 	if o.Ingest.OnInvalid == "" {
 		o.Ingest.OnInvalid = ingest.OnInvalidFail
 	}
@@ -115,7 +123,8 @@ func (o Options) params(d *ingest.Dataset) report.Params {
 		RankOption: rank, AlphaOption: o.Alpha.String(), Gamma: o.Gamma,
 		Lambda: o.Lambda, SelectHeldOut: o.SelectHeldOut, PlanBudget: o.PlanBudget, Seed: o.Seed,
 		Horizon: d.Horizon, OnInvalid: o.Ingest.OnInvalid, Columns: o.Ingest.Columns,
-		Version: o.Version,
+		ReturnRange: o.ReturnRange,
+		Version:     o.Version,
 	}
 }
 
@@ -204,6 +213,9 @@ func fit(ctx context.Context, d *ingest.Dataset, inputs []string, opts Options) 
 	if err := checkRewards(d); err != nil {
 		return nil, err
 	}
+	if err := checkReturnRange(d, opts.ReturnRange); err != nil {
+		return nil, err
+	}
 	st := &stageTimer{prog: prog, times: map[string]float64{}}
 	out := &report.Outcome{}
 
@@ -241,6 +253,7 @@ func fit(ctx context.Context, d *ingest.Dataset, inputs []string, opts Options) 
 		if err != nil {
 			return nil, err
 		}
+		applyReturnRange(tfit.Model, opts.ReturnRange)
 		tb, err := pessimism.Build(ctx, tfit.Model, train, trainSplits, popts)
 		if err != nil {
 			return nil, err
@@ -281,6 +294,7 @@ func fit(ctx context.Context, d *ingest.Dataset, inputs []string, opts Options) 
 	if err != nil {
 		return nil, err
 	}
+	applyReturnRange(fit.Model, opts.ReturnRange)
 	out.Fit, out.Model = fit, fit.Model
 	st.end()
 

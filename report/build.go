@@ -32,6 +32,9 @@ type Params struct {
 	Horizon   int
 	OnInvalid string
 	Columns   schemas.Mapping
+	// ReturnRange is the known range of returns the user stated (zero:
+	// the observed range).
+	ReturnRange [2]float64
 	// Version is the tool's version, written into the manifest.
 	Version string
 }
@@ -67,6 +70,9 @@ func parameters(p Params, out *Outcome) map[string]any {
 	}
 	if p.AlphaOption == "theory" {
 		m["gamma"] = p.Gamma
+	}
+	if p.ReturnRange != [2]float64{} {
+		m["return_range"] = p.ReturnRange
 	}
 	if out.Selection != nil {
 		m["alpha_criterion"] = out.Selection.Criterion
@@ -130,6 +136,7 @@ func Build(ctx context.Context, d *ingest.Dataset, inputs []string, p Params, ou
 	sum := ingest.Summarize(dp)
 
 	beh, behHigh := behaviorMean(m, d)
+	retLo, retHi := returnRange(d)
 	units := func(v float64) Float { return Float(m.ReturnMin + v*(m.ReturnMax-m.ReturnMin)) }
 
 	// Coverage per step, with the running C∞ over prefixes that follow π̄.
@@ -211,7 +218,7 @@ func Build(ctx context.Context, d *ingest.Dataset, inputs []string, p Params, ou
 		IWValueUnits: units(iw.Mean), IWLowUnits: units(iw.Lower), IWHighUnits: units(iw.Upper),
 		BehaviorValue: Float(beh), BehaviorUnits: units(beh),
 		BehaviorHigh: Float(behHigh), BehaviorHighUnits: units(behHigh),
-		ReturnMin: Float(m.ReturnMin), ReturnMax: Float(m.ReturnMax),
+		ReturnMin: Float(retLo), ReturnMax: Float(retHi),
 		ESS: Float(iw.ESS), CInf: Float(cov.CInf), Iota: Float(sum.Iota), IotaEstimated: !d.HasPropensity(),
 		ThetaMinSlack: Float(out.Fit.ThetaMin.Slack), Alpha: Float(out.Alpha), Rank: m.States,
 		PlanExact: out.Plan.Exact, PlanGap: Float(out.Plan.GapBound),
@@ -240,6 +247,16 @@ func behaviorMean(m *estimate.Model, d *ingest.Dataset) (mean, high float64) {
 	}
 	v := math.Max(0, (s2-float64(K)*mean*mean)/float64(K-1))
 	return mean, mean + policy.DefaultZ*math.Sqrt(v/float64(K))
+}
+
+// returnRange is the smallest and largest logged episode return.
+func returnRange(d *ingest.Dataset) (lo, hi float64) {
+	lo, hi = math.Inf(1), math.Inf(-1)
+	for k := 0; k < d.NumEpisodes(); k++ {
+		r := d.Return(k)
+		lo, hi = math.Min(lo, r), math.Max(hi, r)
+	}
+	return lo, hi
 }
 
 func joinVerdict(v []string) string {

@@ -135,7 +135,8 @@ type Headline struct {
 	BehaviorHigh      Float `json:"behavior_high"`
 	BehaviorHighUnits Float `json:"behavior_high_units"`
 	// ReturnMin and ReturnMax are the smallest and largest logged episode
-	// returns in the user's units: 0 and 1 on the [0,1] scale.
+	// returns in the user's units (0 and 1 on the [0,1] scale unless a
+	// return range was stated).
 	ReturnMin Float `json:"return_min"`
 	ReturnMax Float `json:"return_max"`
 	// Evidence is what the logs support (EvidenceJustified,

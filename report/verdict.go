@@ -60,7 +60,6 @@ type assessment struct {
 // size of at least essAdequate), and no contradiction between them.
 func assess(h Headline, K int) assessment {
 	var a assessment
-	u := func(v Float) float64 { return float64(h.ReturnMin + v*(h.ReturnMax-h.ReturnMin)) }
 	if h.ReturnMax == h.ReturnMin {
 		a.insufficient = append(a.insufficient, fmt.Sprintf("every logged episode has the same return (%.4g), so the logs cannot tell any policy's value from the behaviour's", float64(h.ReturnMin)))
 	}
@@ -75,13 +74,14 @@ func assess(h Headline, K int) assessment {
 	case h.ESS < 1:
 		a.flags = append(a.flags, "No logged episode follows the policy's choices through all its steps: the logs cannot check its bound, which rests on the fitted model alone.")
 	case h.LCB > h.IWHigh:
-		a.flags = append(a.flags, fmt.Sprintf("Warning: the lower bound (%.4g) lies above the importance-weighted 95%% interval [%.4g, %.4g] from the logs: the model is more optimistic than the logs; consider a larger α or rank.", u(h.LCB), u(h.IWLow), u(h.IWHigh)))
+		a.flags = append(a.flags, fmt.Sprintf("Warning: the lower bound (%.4g) lies above the importance-weighted 95%% interval [%.4g, %.4g] from the logs: the model is more optimistic than the logs; consider a larger α or rank.", float64(h.LCBUnits), float64(h.IWLowUnits), float64(h.IWHighUnits)))
 	}
+	above := h.LCBUnits > h.ReturnMax
 	switch {
-	case h.LCB > 1:
-		a.flags = append(a.flags, fmt.Sprintf("Warning: the lower bound (%.4g) lies above the largest logged return (%.4g), outside the range of returns the logs show possible: the model is extrapolating and the bound cannot be trusted.", u(h.LCB), float64(h.ReturnMax)))
-	case h.LCB < 0:
-		a.flags = append(a.flags, fmt.Sprintf("The lower bound (%.4g) lies below the smallest logged return (%.4g): it is vacuous, the bonus outweighs the model's value and the logs bound nothing about this policy.", u(h.LCB), float64(h.ReturnMin)))
+	case above:
+		a.flags = append(a.flags, fmt.Sprintf("Warning: the lower bound (%.4g) lies above the largest logged return (%.4g), outside the range of returns the logs show possible: the model is extrapolating and the bound cannot be trusted.", float64(h.LCBUnits), float64(h.ReturnMax)))
+	case h.LCBUnits < h.ReturnMin:
+		a.flags = append(a.flags, fmt.Sprintf("The lower bound (%.4g) lies below the smallest logged return (%.4g): it is vacuous, the bonus outweighs the model's value and the logs bound nothing about this policy.", float64(h.LCBUnits), float64(h.ReturnMin)))
 	}
 	if h.LCB < h.BehaviorHigh {
 		a.notProven = append(a.notProven, fmt.Sprintf("its lower confidence bound (%.4g in your units) is not above the behaviour's mean return (%.4g; up to %.4g within its 95%% interval), though the fitted model expects %.4g",
@@ -93,7 +93,7 @@ func assess(h Headline, K int) assessment {
 		a.notProven = append(a.notProven, fmt.Sprintf("the importance-weighted estimate from the logs alone, %.4g [%.4g, %.4g], does not exclude the behaviour's mean return %.4g",
 			float64(h.IWValueUnits), float64(h.IWLowUnits), float64(h.IWHighUnits), float64(h.BehaviorUnits)))
 	}
-	if h.LCB > 1 || h.LCB > h.IWHigh {
+	if above || h.LCB > h.IWHigh {
 		a.notProven = append(a.notProven, "the bound is contradicted by the logs (see the warning below)")
 	}
 	switch {

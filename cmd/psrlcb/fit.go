@@ -38,6 +38,7 @@ func init() {
 		&cli.Float64Flag{Name: "lambda", Usage: "regulariser λ of U_h (0: 1)"},
 		&cli.Float64Flag{Name: "gamma", Usage: "γ of the paper's α̂ for --alpha theory"},
 		&cli.Float64Flag{Name: "select-heldout", Usage: "share of episodes held out to choose α among candidates (0: 0.2)"},
+		&cli.StringFlag{Name: "return-range", Usage: `"LO,HI": the range episode returns can take, when known (default: H × the smallest and largest logged reward)`},
 		&cli.Int64Flag{Name: "plan-budget", Usage: "node budget of the exact planner; larger trees are planned approximately with a stated gap (0: default)"},
 		&cli.Uint64Flag{Name: "seed", Value: 1, Usage: "seed of the split, held-out draws and EM starts"},
 		&cli.IntFlag{Name: "workers", Usage: "goroutines (0: all cores); results do not depend on it"},
@@ -108,6 +109,15 @@ func fitOptions(c *cli.Context) (pipeline.Options, error) {
 	o.PlanBudget = c.Int64("plan-budget")
 	if c.IsSet("plan-budget") && o.PlanBudget < 1 {
 		return o, usagef("--plan-budget must be a positive number of nodes, not %d", o.PlanBudget)
+	}
+	if r := c.String("return-range"); r != "" {
+		lo, hi, ok := strings.Cut(r, ",")
+		a, err1 := strconv.ParseFloat(strings.TrimSpace(lo), 64)
+		b, err2 := strconv.ParseFloat(strings.TrimSpace(hi), 64)
+		if !ok || err1 != nil || err2 != nil || !(a < b) || math.IsInf(a, 0) || math.IsInf(b, 0) {
+			return o, usagef(`--return-range must be "LO,HI" with finite LO < HI, not %q`, r)
+		}
+		o.ReturnRange = [2]float64{a, b}
 	}
 	o.Seed = c.Uint64("seed")
 	o.Workers = c.Int("workers")
