@@ -325,3 +325,15 @@ func TestReturnRange(t *testing.T) {
 		t.Errorf("model range [%g, %g], want [%g, %g]", out.Model.ReturnMin, out.Model.ReturnMax, 2*lo, 2*hi)
 	}
 }
+
+// With too few episodes to hold any out for choosing the rank, the
+// fallback rank is stated in the notes instead of used silently.
+func TestRankFallbackNoted(t *testing.T) {
+	out, err := Fit(context.Background(), tigerLogs(t, 1, 2, 4), nil, Options{Estimate: estimate.Options{Restarts: 1, MaxIter: 10}, Alpha: fixedAlpha(0.1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(strings.Join(out.Run.Manifest.Notes, " "), "Too few episodes (2) to hold any out for choosing the rank") {
+		t.Errorf("notes %q", out.Run.Manifest.Notes)
+	}
+}

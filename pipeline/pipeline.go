@@ -41,8 +41,8 @@ type Options struct {
 	PlanBudget int64
 	// ReturnRange is the range [lo, hi] that episode returns can take, in
 	// the user's units, when it is known (the paper's R ∈ [0,1] is a known
-	// range; see ApplyReturnRange). The zero value uses the observed range
-	// of the logged returns.
+	// range; see applyReturnRange). The zero value uses the range of returns
+	// the model can produce, H × the smallest and largest logged reward.
 	ReturnRange [2]float64
 	// Seed drives the split, the held-out draws and EM.
 	Seed uint64

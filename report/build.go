@@ -33,7 +33,7 @@ type Params struct {
 	OnInvalid string
 	Columns   schemas.Mapping
 	// ReturnRange is the known range of returns the user stated (zero:
-	// the observed range).
+	// the model's own bounds, H × the logged reward extremes).
 	ReturnRange [2]float64
 	// Version is the tool's version, written into the manifest.
 	Version string
@@ -274,6 +274,9 @@ func notes(d *ingest.Dataset, out *Outcome, p Params) []string {
 	var n []string
 	if !d.HasPropensity() {
 		n = append(n, "The logs carry no propensities: π^b(a_h|o_h) was estimated by the smoothed frequency of each action among the logged steps with the same step and observation; ι, C∞, importance weights and ESS are estimated.")
+	}
+	if p.RankOption == "auto" && len(out.Fit.RankTable) == 0 {
+		n = append(n, fmt.Sprintf("Too few episodes (%d) to hold any out for choosing the rank: rank %d was used without a held-out comparison.", d.NumEpisodes(), out.Model.States))
 	}
 	if tm := out.Fit.ThetaMin; tm.Binding > 0 {
 		n = append(n, fmt.Sprintf("Θ_min bound on %d prefixes: the fit was mixed with weight %.3g toward the floor model, changing the log-likelihood by %.4g.", tm.Binding, tm.MixWeight, tm.DeltaLogLik))

@@ -11,6 +11,7 @@ import (
 
 	"github.com/psrlcb/psrlcb/errkind"
 	"github.com/psrlcb/psrlcb/policy"
+	"github.com/psrlcb/psrlcb/report"
 )
 
 func init() {
@@ -105,6 +106,9 @@ func runAct(stdout, stderr io.Writer, o actOptions) error {
 		return usagef("--history has %d observations; the policy's horizon is %d", len(obs), pol.Horizon)
 	}
 	res := actResult{Step: len(obs), LastNode: -1}
+	if w := recommendationWarning(o.policy); w != "" {
+		res.Warnings = append(res.Warnings, w)
+	}
 	cur := pol.NewCursor()
 	for h, ob := range obs {
 		a, node, ok := cur.Act(ob)
@@ -137,4 +141,18 @@ func runAct(stdout, stderr io.Writer, o actOptions) error {
 	enc := json.NewEncoder(stdout)
 	enc.SetIndent("", "  ")
 	return enc.Encode(res)
+}
+
+// recommendationWarning is a warning when the run that wrote the policy
+// recommends keeping the behaviour policy ("" otherwise, or when path is
+// not a run directory).
+func recommendationWarning(path string) string {
+	if !isRunDir(path) {
+		return ""
+	}
+	m, err := report.ReadManifest(path)
+	if err != nil || m.Headline.Recommendation != report.RecommendBehavior {
+		return ""
+	}
+	return fmt.Sprintf("the run's verdict recommends keeping the behaviour policy (evidence: %s); this is the planned policy, for inspection only", m.Headline.Evidence)
 }
