@@ -15,6 +15,10 @@ const (
 	cinfWell    = 10
 	cinfPoor    = 100
 	essAdequate = 30
+	// coveredWell is the share of the policy's probable histories (at
+	// the last step) the logs must contain for C∞ to speak for the policy
+	// without a caveat.
+	coveredWell = 0.9
 )
 
 // MinEpisodesForClaim is the least number of episodes on which the verdict
@@ -134,6 +138,9 @@ func Verdict(run *Run) []string {
 	}
 	out = append(out, a.flags...)
 	out = append(out, coverageSentence(h))
+	if n := len(run.Coverage); n > 0 && run.Coverage[n-1].CoveredMass < coveredWell {
+		out = append(out, fmt.Sprintf("The logs contain only %.0f%% of the policy's probable histories at the last step (under the fitted model); C∞ speaks for those alone.", 100*run.Coverage[n-1].CoveredMass))
+	}
 	if !h.PlanExact {
 		out = append(out, fmt.Sprintf("The planner was approximate: the policy's objective is within %.3g of the exact optimum.", float64(h.PlanGap)))
 	}

@@ -21,6 +21,20 @@ func verdictOf(h Headline, K int) (string, string) {
 	return assess(h, K).evidence, strings.Join(Verdict(run), " ")
 }
 
+// The coverage figures speak only for the histories the logs contain: a
+// policy whose probable histories are mostly unlogged gets a caveat.
+func TestVerdictCoveredMass(t *testing.T) {
+	run := &Run{Coverage: []CoverageRow{{Step: 1, CoveredMass: 1}, {Step: 2, CoveredMass: 0.25}}}
+	run.Manifest.Headline, run.Manifest.Episodes = base(), 1000
+	if text := strings.Join(Verdict(run), " "); !strings.Contains(text, "only 25% of the policy's probable histories") {
+		t.Errorf("verdict: %s", text)
+	}
+	run.Coverage[1].CoveredMass = 0.95
+	if text := strings.Join(Verdict(run), " "); strings.Contains(text, "probable histories") {
+		t.Errorf("verdict: %s", text)
+	}
+}
+
 func TestVerdict(t *testing.T) {
 	for _, c := range []struct {
 		name     string
