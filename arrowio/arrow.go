@@ -3,6 +3,7 @@ package arrowio
 import (
 	"fmt"
 	"maps"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -21,6 +22,8 @@ import (
 const SchemaVersion = "1"
 
 // Column is one column of a Table: exactly one of the slices is set.
+// Non-finite Float64 values (NaN, ±Inf) are written as nulls and read
+// back as NaN.
 type Column struct {
 	Name    string
 	Int64   []int64
@@ -58,6 +61,26 @@ func (c Column) dataType() arrow.DataType {
 		return arrow.FixedWidthTypes.Boolean
 	}
 	return arrow.PrimitiveTypes.Float64
+}
+
+// finiteMask is the validity mask of a float column: NaN and ±Inf are
+// written as nulls, so no reader meets a non-finite number (pandas reads
+// them back as NaN, polars as null); nil when every value is finite.
+func finiteMask(v []float64) []bool {
+	var valid []bool
+	for i, x := range v {
+		if !math.IsNaN(x) && !math.IsInf(x, 0) {
+			continue
+		}
+		if valid == nil {
+			valid = make([]bool, len(v))
+			for j := range valid {
+				valid[j] = true
+			}
+		}
+		valid[i] = false
+	}
+	return valid
 }
 
 // Table is a set of equal-length columns with schema metadata.
@@ -115,7 +138,7 @@ func WriteArrowWith(mem memory.Allocator, path string, t Table) error {
 		case *array.Int32Builder:
 			fb.AppendValues(c.Int32, nil)
 		case *array.Float64Builder:
-			fb.AppendValues(c.Float64, nil)
+			fb.AppendValues(c.Float64, finiteMask(c.Float64))
 		case *array.StringBuilder:
 			fb.AppendValues(c.String, nil)
 		case *array.BooleanBuilder:
@@ -188,7 +211,12 @@ func ReadArrow(path string) (Table, error) {
 			case *array.Int32:
 				c.Int32 = append(c.Int32, a.Int32Values()...)
 			case *array.Float64:
-				c.Float64 = append(c.Float64, a.Float64Values()...)
+				for j, x := range a.Float64Values() {
+					if a.IsNull(j) {
+						x = math.NaN()
+					}
+					c.Float64 = append(c.Float64, x)
+				}
 			case *array.String:
 				for j := 0; j < a.Len(); j++ {
 					c.String = append(c.String, a.Value(j))

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/apache/arrow/go/v15/arrow/array"
+	"github.com/apache/arrow/go/v15/arrow/ipc"
 	"github.com/apache/arrow/go/v15/arrow/memory"
 )
 
@@ -60,5 +62,46 @@ func TestArrowRejectsRaggedColumns(t *testing.T) {
 	}
 	if _, err := os.Stat(path); !os.IsNotExist(err) {
 		t.Errorf("file exists after failed write")
+	}
+}
+
+// Non-finite floats are written as nulls (no reader meets NaN or ±Inf) and
+// read back as NaN.
+func TestArrowNonFiniteAsNull(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "t.arrow")
+	in := Table{Columns: []Column{{Name: "f", Float64: []float64{1, math.Inf(1), math.NaN(), math.Inf(-1)}}}}
+	if err := WriteArrow(path, in); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	r, err := ipc.NewFileReader(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	rec, err := r.Record(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	col := rec.Column(0).(*array.Float64)
+	if col.NullN() != 3 || col.IsNull(0) || col.Value(0) != 1 {
+		t.Errorf("nulls = %d (want 3), first = %v", col.NullN(), col.Value(0))
+	}
+	for i := 1; i < 4; i++ {
+		if !col.IsNull(i) {
+			t.Errorf("row %d: %v written, want null", i, col.Value(i))
+		}
+	}
+	out, err := ReadArrow(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, _ := out.Column("f")
+	if c.Float64[0] != 1 || !math.IsNaN(c.Float64[1]) || !math.IsNaN(c.Float64[2]) || !math.IsNaN(c.Float64[3]) {
+		t.Errorf("read back %v", c.Float64)
 	}
 }

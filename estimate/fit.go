@@ -200,20 +200,34 @@ func runEM(ctx context.Context, c *coded, m0 *Model, o *Options, workers int, ta
 	}
 }
 
+// returnBounds is the range of returns the model can produce: H times the
+// smallest and largest logged reward. The paper's R ∈ [0,1] (Huang, Liang,
+// Yang, arXiv:2307.00405, Section 2) must hold on every trajectory, not
+// only the logged ones: the bonus is capped at 1, the whole range, which
+// bounds the model's error only if no return leaves [0,1]. Each of the H
+// rewards of a model trajectory is a logged reward value (categorical
+// emission) or a mean of them (Gaussian), so its return lies in these
+// bounds; the range of logged returns does not (a policy combining the
+// worst logged steps does worse than any logged episode), and the small-K
+// study of docs/validation.md shows the bound failing with it.
+func returnBounds(d *ingest.Dataset) (lo, hi float64) {
+	if len(d.Reward) == 0 {
+		return 0, 0
+	}
+	lo, hi = math.Inf(1), math.Inf(-1)
+	for _, r := range d.Reward {
+		lo, hi = math.Min(lo, r), math.Max(hi, r)
+	}
+	H := float64(d.Horizon)
+	return H * lo, H * hi
+}
+
 // proto returns an empty model carrying the dataset's shape.
 func protoModel(d *ingest.Dataset, c *coded, o *Options) *Model {
 	m := &Model{NumObs: c.O, NumActions: c.A, Horizon: c.H, Stationary: o.Dynamics == DynamicsStationary,
 		ObsVocab: d.ObsVocab, ActVocab: d.ActVocab, Reward: c.kind, RewardValues: c.values,
 		TestLength: o.TestLength}
-	for k := 0; k < c.K; k++ {
-		r := d.Return(k)
-		if k == 0 || r < m.ReturnMin {
-			m.ReturnMin = r
-		}
-		if k == 0 || r > m.ReturnMax {
-			m.ReturnMax = r
-		}
-	}
+	m.ReturnMin, m.ReturnMax = returnBounds(d)
 	m.Trans = make([][]float64, 1)
 	if !m.Stationary {
 		m.Trans = make([][]float64, c.H)

@@ -71,9 +71,10 @@ type Model struct {
 	RewardMean   [][]float64 // gaussian
 	RewardVar    [][]float64 // gaussian
 
-	// ReturnMin and ReturnMax are the observed range of episode returns in
-	// the user's units; the planner rescales returns to [0,1] with them
-	// (the paper's R).
+	// ReturnMin and ReturnMax are the range of returns the model can
+	// produce in the user's units, H times the smallest and largest logged
+	// reward (or a range the user states); the planner rescales returns
+	// to [0,1] with them (the paper's R).
 	ReturnMin, ReturnMax float64
 
 	// TestLength is m, the length of the core tests (docs/design.md, section 2).
@@ -350,7 +351,7 @@ func (m *Model) ExpectedReward(h int, b []float64, a int) float64 {
 }
 
 // RescaleReturn maps a return in the user's units to the paper's R ∈ [0,1]
-// using the observed range of returns. A constant range maps to 0.
+// using the model's range of returns. A constant range maps to 0.
 func (m *Model) RescaleReturn(ret float64) float64 {
 	if m.ReturnMax <= m.ReturnMin {
 		return 0

@@ -46,6 +46,11 @@ type Options struct {
 	// (ingest.LimitObservations); the mapping goes into model.arrow and
 	// the manifest.
 	MaxObservations int
+	// ReturnRange is the range [lo, hi] that episode returns can take, in
+	// the user's units, when it is known (the paper's R ∈ [0,1] is a known
+	// range; see applyReturnRange). The zero value uses the range of returns
+	// the model can produce, H × the smallest and largest logged reward.
+	ReturnRange [2]float64
 	// Seed drives the split, the held-out draws and EM.
 	Seed uint64
 	// Workers bounds the goroutines (0: GOMAXPROCS); results do not
@@ -100,6 +105,9 @@ func (o Options) resolved() (Options, error) {
 	if o.MaxObservations < 0 {
 		return o, fmt.Errorf("%w: the number of observations kept must be positive (or 0 to keep all), not %d", ErrOptions, o.MaxObservations)
 	}
+	if r := o.ReturnRange; r != [2]float64{} && !(r[0] < r[1] && !math.IsInf(r[0], 0) && !math.IsInf(r[1], 0)) {
+		return o, fmt.Errorf("%w: the return range must be two finite numbers lo < hi, not %v", ErrOptions, r)
+	}
 	if o.Ingest.OnInvalid == "" {
 		o.Ingest.OnInvalid = ingest.OnInvalidFail
 	}
@@ -124,6 +132,7 @@ func (o Options) params(d *ingest.Dataset) report.Params {
 		Lambda: o.Lambda, SelectHeldOut: o.SelectHeldOut, PlanBudget: o.PlanBudget, Seed: o.Seed,
 		Horizon: d.Horizon, OnInvalid: o.Ingest.OnInvalid, Columns: o.Ingest.Columns,
 		MaxObservations: o.MaxObservations,
+		ReturnRange:     o.ReturnRange,
 		Version:         o.Version,
 	}
 }
@@ -235,8 +244,14 @@ func fit(ctx context.Context, d *ingest.Dataset, inputs []string, opts Options) 
 		d = ingest.LimitObservations(d, opts.MaxObservations)
 	}
 	K, H := d.NumEpisodes(), d.Horizon
-	if K == 0 {
-		return nil, fmt.Errorf("%w: no valid episodes to fit", ErrTooFew)
+	if err := checkEnough(K, H); err != nil {
+		return nil, err
+	}
+	if err := checkRewards(d); err != nil {
+		return nil, err
+	}
+	if err := checkReturnRange(d, opts.ReturnRange); err != nil {
+		return nil, err
 	}
 	st := &stageTimer{prog: prog, times: map[string]float64{}}
 	out := &report.Outcome{}
@@ -258,7 +273,7 @@ func fit(ctx context.Context, d *ingest.Dataset, inputs []string, opts Options) 
 		perm := split.Permutation(K, opts.Seed^0x5e1ec7)
 		nHeld := int(math.Round(heldFrac * float64(K)))
 		if nHeld < 1 || K-nHeld < H {
-			return nil, fmt.Errorf("%w: %d episodes, but holding out %.0f%% for choosing α needs at least %d (one held out and %d to fit); give --alpha a single value", ErrTooFew, K, 100*heldFrac, minHeldOutEpisodes(heldFrac, H), H)
+			return nil, fmt.Errorf("%w: %s, but holding out %.0f%% for choosing α needs at least %d (one held out and %d to fit, one per step); give --alpha a single value", ErrTooFew, plural(K, "episode"), 100*heldFrac, minHeldOutEpisodes(heldFrac, H), H)
 		}
 		heldIdx := append([]int(nil), perm[:nHeld]...)
 		trainIdx := append([]int(nil), perm[nHeld:]...)
@@ -275,6 +290,7 @@ func fit(ctx context.Context, d *ingest.Dataset, inputs []string, opts Options) 
 		if err != nil {
 			return nil, err
 		}
+		applyReturnRange(tfit.Model, opts.ReturnRange)
 		tb, err := pessimism.Build(ctx, tfit.Model, train, trainSplits, popts)
 		if err != nil {
 			return nil, err
@@ -289,8 +305,12 @@ func fit(ctx context.Context, d *ingest.Dataset, inputs []string, opts Options) 
 		}
 		out.Selection = sel
 		out.Alpha = sel.Alpha()
-		// Warm-start the final fit from the training fit.
-		eopts.Start = tfit.Model
+		// Warm-start the final fit from the training fit, when the
+		// training episodes saw the same reward values as all of them
+		// (on small logs they may not, and the start would not fit).
+		if rewardSupportOf(tfit.Model, d.Reward) {
+			eopts.Start = tfit.Model
+		}
 		eopts.Rank = tfit.Model.States
 		st.end()
 	} else if len(candidates) == 1 {
@@ -318,6 +338,7 @@ func fit(ctx context.Context, d *ingest.Dataset, inputs []string, opts Options) 
 	if err != nil {
 		return nil, err
 	}
+	applyReturnRange(fit.Model, opts.ReturnRange)
 	out.Fit, out.Model = fit, fit.Model
 	st.end()
 

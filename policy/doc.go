@@ -20,7 +20,7 @@
 //     sample size, the mass of the policy's histories the logs cover and
 //     the C∞ estimate.
 //
-// R is the return rescaled to [0,1] with the model's observed return range
+// R is the return rescaled to [0,1] with the model's range of returns
 // (estimate.Model.RewardScale), so that reward and bonus share a scale.
 // Results do not depend on the number of workers.
 package policy

@@ -34,6 +34,9 @@ type Params struct {
 	Columns   schemas.Mapping
 	// MaxObservations is --max-observations (0: every observation kept).
 	MaxObservations int
+	// ReturnRange is the known range of returns the user stated (zero:
+	// the model's own bounds, H × the logged reward extremes).
+	ReturnRange [2]float64
 	// Version is the tool's version, written into the manifest.
 	Version string
 }
@@ -73,6 +76,9 @@ func parameters(p Params, out *Outcome) map[string]any {
 	}
 	if p.AlphaOption == "theory" {
 		m["gamma"] = p.Gamma
+	}
+	if p.ReturnRange != [2]float64{} {
+		m["return_range"] = p.ReturnRange
 	}
 	if out.Selection != nil {
 		m["alpha_criterion"] = out.Selection.Criterion
@@ -144,12 +150,8 @@ func Build(ctx context.Context, d *ingest.Dataset, inputs []string, p Params, ou
 	}
 	sum := ingest.Summarize(dp)
 
-	// Behaviour's value: the mean rescaled return of the logs.
-	beh := 0.0
-	for k := 0; k < K; k++ {
-		beh += m.RescaleReturn(d.Return(k))
-	}
-	beh /= float64(K)
+	beh, behHigh := behaviorMean(m, d)
+	retLo, retHi := returnRange(d)
 	units := func(v float64) Float { return Float(m.ReturnMin + v*(m.ReturnMax-m.ReturnMin)) }
 
 	// Coverage per step, with the running C∞ over prefixes that follow π̄.
@@ -236,6 +238,8 @@ func Build(ctx context.Context, d *ingest.Dataset, inputs []string, p Params, ou
 		LCBUnits: units(val.LCB), ModelValueUnits: units(val.Reward),
 		IWValueUnits: units(iw.Mean), IWLowUnits: units(iw.Lower), IWHighUnits: units(iw.Upper),
 		BehaviorValue: Float(beh), BehaviorUnits: units(beh),
+		BehaviorHigh: Float(behHigh), BehaviorHighUnits: units(behHigh),
+		ReturnMin: Float(retLo), ReturnMax: Float(retHi),
 		ESS: Float(iw.ESS), CInf: Float(cov.CInf), Iota: Float(sum.Iota), IotaEstimated: !d.HasPropensity(),
 		ThetaMinSlack: Float(out.Fit.ThetaMin.Slack), Alpha: Float(out.Alpha), Rank: m.States,
 		PlanExact: out.Plan.Exact, PlanGap: Float(out.Plan.GapBound),
@@ -249,8 +253,39 @@ func Build(ctx context.Context, d *ingest.Dataset, inputs []string, p Params, ou
 		man.Notes = append(man.Notes, fmt.Sprintf("--max-observations %d: %d rare observations (%d logged steps, %.2f%%) were mapped to %s; the mapping is in model.arrow (param = \"other\").",
 			p.MaxObservations, n, steps, 100*float64(steps)/float64(len(d.Obs)), ingest.OtherSymbol))
 	}
+	man.Headline.Evidence = assess(man.Headline, K).evidence
+	man.Headline.Recommendation = recommendation(man.Headline.Evidence)
 	man.Headline.Verdict = joinVerdict(Verdict(run))
 	return run, nil
+}
+
+// behaviorMean is the behaviour's value estimated from the logs, the mean
+// rescaled return, and the upper end of its 95% normal interval (mean +
+// policy.DefaultZ standard errors; the mean itself when K = 1).
+func behaviorMean(m *estimate.Model, d *ingest.Dataset) (mean, high float64) {
+	K := d.NumEpisodes()
+	var s, s2 float64
+	for k := 0; k < K; k++ {
+		r := m.RescaleReturn(d.Return(k))
+		s += r
+		s2 += r * r
+	}
+	mean = s / float64(K)
+	if K < 2 {
+		return mean, mean
+	}
+	v := math.Max(0, (s2-float64(K)*mean*mean)/float64(K-1))
+	return mean, mean + policy.DefaultZ*math.Sqrt(v/float64(K))
+}
+
+// returnRange is the smallest and largest logged episode return.
+func returnRange(d *ingest.Dataset) (lo, hi float64) {
+	lo, hi = math.Inf(1), math.Inf(-1)
+	for k := 0; k < d.NumEpisodes(); k++ {
+		r := d.Return(k)
+		lo, hi = math.Min(lo, r), math.Max(hi, r)
+	}
+	return lo, hi
 }
 
 func joinVerdict(v []string) string {
@@ -268,6 +303,9 @@ func notes(d *ingest.Dataset, out *Outcome, p Params) []string {
 	var n []string
 	if !d.HasPropensity() {
 		n = append(n, "The logs carry no propensities: π^b(a_h|o_h) was estimated by the smoothed frequency of each action among the logged steps with the same step and observation; ι, C∞, importance weights and ESS are estimated.")
+	}
+	if p.RankOption == "auto" && len(out.Fit.RankTable) == 0 {
+		n = append(n, fmt.Sprintf("Too few episodes (%d) to hold any out for choosing the rank: rank %d was used without a held-out comparison.", d.NumEpisodes(), out.Model.States))
 	}
 	if tm := out.Fit.ThetaMin; tm.Binding > 0 {
 		n = append(n, fmt.Sprintf("Θ_min bound on %d prefixes: the fit was mixed with weight %.3g toward the floor model, changing the log-likelihood by %.4g.", tm.Binding, tm.MixWeight, tm.DeltaLogLik))

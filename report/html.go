@@ -249,7 +249,12 @@ func WriteHTML(path string, run *Run) error {
 }
 
 var pageTmpl = template.Must(template.New("report").Funcs(template.FuncMap{
-	"f": func(x any) string { return fmt.Sprintf("%.4g", x) },
+	"f": func(x any) string {
+		if v, ok := x.(float64); ok {
+			x = Float(v)
+		}
+		return fmt.Sprintf("%.4g", x)
+	},
 }).Parse(`<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
 <title>psrlcb report {{.Run.RunID}}</title>

@@ -2,6 +2,7 @@ package report
 
 import (
 	"encoding/json"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -66,5 +67,46 @@ func TestWriteTablesAndHTML(t *testing.T) {
 	m, err := ReadManifest(dir)
 	if err != nil || m.Headline.CInf != 2.5 {
 		t.Errorf("manifest = %+v, %v", m, err)
+	}
+}
+
+// A manifest whose stage figures are not finite (Θ_min slack +Inf when no
+// prefix was checked, as on one-step logs) is still written, with null in
+// their place; a finite one is byte-identical to encoding/json's.
+func TestManifestNonFinite(t *testing.T) {
+	m := &Manifest{Tool: "psrlcb", Parameters: map[string]any{"lambda": 1.0, "odd": math.NaN(), "cols": map[string]string{"b": "x", "a": "y"}},
+		Quarantined: []Quarantined{}}
+	m.Headline.LCB = 0.5
+	if _, err := marshalFinite(m); err != nil {
+		t.Fatal(err)
+	}
+	m.Parameters["odd"] = 2.0
+	finite, _ := marshalFinite(m)
+	want, _ := json.MarshalIndent(m, "", "  ")
+	if string(finite) != string(want) {
+		t.Errorf("finite manifest differs from encoding/json:\n%s\nwant\n%s", finite, want)
+	}
+	m.Parameters["odd"] = math.Inf(-1)
+	m.ThetaMin.Slack, m.ThetaMin.SlackBefore = math.Inf(1), math.Inf(1)
+	m.Plan.TreeNodes = math.Inf(1)
+	m.Headline.CInf = Float(math.NaN())
+	path := filepath.Join(t.TempDir(), ManifestFile)
+	if err := WriteManifest(path, m); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(path)
+	if s := string(b); strings.Contains(s, "Inf") || strings.Contains(s, "NaN") || !strings.Contains(s, `"slack": null`) {
+		t.Errorf("manifest:\n%s", s)
+	}
+	back, err := ReadManifest(filepath.Dir(path))
+	if err != nil || back.Headline.LCB != 0.5 || !math.IsNaN(float64(back.Headline.CInf)) {
+		t.Errorf("read back %+v, %v", back, err)
+	}
+}
+
+// Non-finite figures print as "n/a", in the page and in fmt.
+func TestFloatFormat(t *testing.T) {
+	if s := fmt.Sprintf("%.4g|%6.1f|%.4g", Float(math.Inf(1)), Float(math.NaN()), Float(0.25)); s != "n/a|   n/a|0.25" {
+		t.Errorf("got %q", s)
 	}
 }

@@ -15,47 +15,169 @@ const (
 	cinfWell    = 10
 	cinfPoor    = 100
 	essAdequate = 30
+	// coveredWell is the share of the policy's probable histories (at
+	// the last step) the logs must contain for C∞ to speak for the policy
+	// without a caveat.
+	coveredWell = 0.9
 )
+
+// MinEpisodesForClaim is the least number of episodes on which the verdict
+// makes any claim about a new policy. Below it the importance-weighted
+// check can never reach an effective sample size of essAdequate, and the
+// small-K study of docs/validation.md shows the bound too often above the
+// policy's true value; the verdict then keeps the behaviour policy.
+const MinEpisodesForClaim = essAdequate
+
+// Evidence levels (Headline.Evidence) and recommendations
+// (Headline.Recommendation).
+const (
+	// EvidenceJustified: the policy's lower confidence bound is above the
+	// upper 95% bound of the behaviour's mean return, the importance-
+	// weighted lower bound from the logs alone is above the behaviour's
+	// mean, enough logged episodes follow the policy to check the model,
+	// and the bound is consistent with the logs and the return range.
+	EvidenceJustified = "justified"
+	// EvidenceNotProven: the logs do not show the policy better than the
+	// behaviour.
+	EvidenceNotProven = "not_proven"
+	// EvidenceInsufficient: the logs cannot support any claim (too few
+	// episodes, or every episode has the same return).
+	EvidenceInsufficient = "insufficient"
+
+	RecommendPolicy   = "policy"
+	RecommendBehavior = "behavior"
+)
+
+// assessment is the verdict's decision and its reasons, in words.
+type assessment struct {
+	evidence string
+	// insufficient and notProven say why the policy is not recommended;
+	// flags are warnings about the bound that hold whatever the decision.
+	insufficient, notProven, flags []string
+}
+
+// assess decides what the headline figures of a run on K episodes
+// support. A claim needs two independent lower bounds above the
+// behaviour: the model's LCB (the paper's bound, above the upper 95% bound
+// of the behaviour's mean) and the importance-weighted lower bound from
+// the logs alone (above the behaviour's mean, with an effective sample
+// size of at least essAdequate), and no contradiction between them.
+func assess(h Headline, K int) assessment {
+	var a assessment
+	if h.ReturnMax == h.ReturnMin {
+		a.insufficient = append(a.insufficient, fmt.Sprintf("every logged episode has the same return (%.4g), so the logs cannot tell any policy's value from the behaviour's", float64(h.ReturnMin)))
+	}
+	if K < MinEpisodesForClaim {
+		a.insufficient = append(a.insufficient, fmt.Sprintf("%d logged episodes are fewer than the %d below which no bound from logs is reliable", K, MinEpisodesForClaim))
+	}
+	finite := func(v Float) bool { return !math.IsNaN(float64(v)) && !math.IsInf(float64(v), 0) }
+	if !finite(h.LCB) || !finite(h.BehaviorHigh) || !finite(h.IWLow) {
+		a.insufficient = append(a.insufficient, "the bound or the behaviour's value could not be computed")
+	}
+	switch {
+	case h.ESS < 1:
+		a.flags = append(a.flags, "No logged episode follows the policy's choices through all its steps: the logs cannot check its bound, which rests on the fitted model alone.")
+	case h.LCB > h.IWHigh:
+		a.flags = append(a.flags, fmt.Sprintf("Warning: the lower bound (%.4g) lies above the importance-weighted 95%% interval [%.4g, %.4g] from the logs: the model is more optimistic than the logs; consider a larger α or rank.", float64(h.LCBUnits), float64(h.IWLowUnits), float64(h.IWHighUnits)))
+	}
+	above := h.LCBUnits > h.ReturnMax
+	switch {
+	case above:
+		a.flags = append(a.flags, fmt.Sprintf("Warning: the lower bound (%.4g) lies above the largest logged return (%.4g), outside the range of returns the logs show possible: the model is extrapolating and the bound cannot be trusted.", float64(h.LCBUnits), float64(h.ReturnMax)))
+	case h.LCBUnits < h.ReturnMin:
+		a.flags = append(a.flags, fmt.Sprintf("The lower bound (%.4g) lies below the smallest logged return (%.4g): it is vacuous, the bonus outweighs the model's value and the logs bound nothing about this policy.", float64(h.LCBUnits), float64(h.ReturnMin)))
+	}
+	if h.LCB < h.BehaviorHigh {
+		a.notProven = append(a.notProven, fmt.Sprintf("its lower confidence bound (%.4g in your units) is not above the behaviour's mean return (%.4g; up to %.4g within its 95%% interval), though the fitted model expects %.4g",
+			float64(h.LCBUnits), float64(h.BehaviorUnits), float64(h.BehaviorHighUnits), float64(h.ModelValueUnits)))
+	}
+	if h.ESS < essAdequate {
+		a.notProven = append(a.notProven, fmt.Sprintf("only about %.0f logged episodes follow the policy's choices (effective sample size), too few to check the model against the logs", float64(h.ESS)))
+	} else if h.IWLow < h.BehaviorValue {
+		a.notProven = append(a.notProven, fmt.Sprintf("the importance-weighted estimate from the logs alone, %.4g [%.4g, %.4g], does not exclude the behaviour's mean return %.4g",
+			float64(h.IWValueUnits), float64(h.IWLowUnits), float64(h.IWHighUnits), float64(h.BehaviorUnits)))
+	}
+	if above || h.LCB > h.IWHigh {
+		a.notProven = append(a.notProven, "the bound is contradicted by the logs (see the warning below)")
+	}
+	switch {
+	case len(a.insufficient) > 0:
+		a.evidence = EvidenceInsufficient
+	case len(a.notProven) > 0:
+		a.evidence = EvidenceNotProven
+	default:
+		a.evidence = EvidenceJustified
+	}
+	return a
+}
+
+// recommendation is the policy to deploy given the evidence.
+func recommendation(evidence string) string {
+	if evidence == EvidenceJustified {
+		return RecommendPolicy
+	}
+	return RecommendBehavior
+}
 
 // Verdict says in plain words how far the logs support the policy.
 func Verdict(run *Run) []string {
 	h := run.Manifest.Headline
+	a := assess(h, run.Manifest.Episodes)
 	var out []string
-	switch {
-	case h.LCB >= h.BehaviorValue:
-		out = append(out, fmt.Sprintf(
-			"The logs justify the policy: its lower confidence bound (%.4g in your units of return) is at least the behaviour policy's mean return in the logs (%.4g).",
-			h.LCBUnits, h.BehaviorUnits))
+	switch a.evidence {
+	case EvidenceInsufficient:
+		out = append(out, "These logs cannot support any claim about a new policy: "+joinWords(a.insufficient)+
+			". Keep the behaviour policy; the figures below are diagnostics, not a bound to rely on.")
+	case EvidenceNotProven:
+		out = append(out, "The logs do not prove the policy better than the behaviour: "+joinWords(a.notProven)+
+			". Keep the behaviour policy; more logged episodes that follow the policy's choices would tighten the bound.")
 	default:
 		out = append(out, fmt.Sprintf(
-			"The logs do not prove the policy better than the behaviour: its lower confidence bound (%.4g in your units) is below the behaviour's mean return (%.4g), though the fitted model expects %.4g. More logged episodes that follow the policy's choices would tighten the bound.",
-			h.LCBUnits, h.BehaviorUnits, h.ModelValueUnits))
+			"The logs justify the policy: its lower confidence bound (%.4g in your units of return) is above the behaviour policy's mean return in the logs (%.4g, at most %.4g within its 95%% interval), and the importance-weighted estimate from the logs alone, %.4g [%.4g, %.4g], agrees.",
+			float64(h.LCBUnits), float64(h.BehaviorUnits), float64(h.BehaviorHighUnits), float64(h.IWValueUnits), float64(h.IWLowUnits), float64(h.IWHighUnits)))
 	}
-	switch {
-	case math.IsInf(float64(h.CInf), 0) || math.IsNaN(float64(h.CInf)):
-		out = append(out, "Coverage: some histories the policy reaches never occur in the logs (C∞ is unbounded on the logged support); the value there rests on the model alone, and the bonus is what keeps the policy cautious.")
-	case h.CInf <= cinfWell:
-		out = append(out, fmt.Sprintf("Coverage is good: C∞ ≈ %.3g, the policy's histories are well represented in the logs.", h.CInf))
-	case h.CInf <= cinfPoor:
-		out = append(out, fmt.Sprintf("Coverage is moderate: C∞ ≈ %.3g; some of the policy's histories are much rarer in the logs than under the policy.", h.CInf))
-	default:
-		out = append(out, fmt.Sprintf("Coverage is poor: C∞ ≈ %.3g; the policy goes where the logs rarely went, and its value depends heavily on the model.", h.CInf))
-	}
-	if h.ESS < essAdequate {
-		out = append(out, fmt.Sprintf("Only about %.0f logged episodes follow the policy's choices (effective sample size), so the importance-weighted check of its value is weak.", h.ESS))
-	} else if h.LCB > h.IWHigh {
-		out = append(out, fmt.Sprintf("Warning: the lower bound (%.4g) lies above the importance-weighted 95%% interval [%.4g, %.4g]: the model may be optimistic; consider a larger α or rank.", h.LCB, h.IWLow, h.IWHigh))
-	} else {
-		out = append(out, fmt.Sprintf("The importance-weighted estimate from the logs, %.4g [%.4g, %.4g] on the [0,1] scale, is consistent with the lower bound %.4g.", h.IWValue, h.IWLow, h.IWHigh, h.LCB))
+	out = append(out, a.flags...)
+	out = append(out, coverageSentence(h))
+	if n := len(run.Coverage); n > 0 && run.Coverage[n-1].CoveredMass < coveredWell {
+		out = append(out, fmt.Sprintf("The logs contain only %.0f%% of the policy's probable histories at the last step (under the fitted model); C∞ speaks for those alone.", 100*run.Coverage[n-1].CoveredMass))
 	}
 	if !h.PlanExact {
-		out = append(out, fmt.Sprintf("The planner was approximate: the policy's objective is within %.3g of the exact optimum.", h.PlanGap))
+		out = append(out, fmt.Sprintf("The planner was approximate: the policy's objective is within %.3g of the exact optimum.", float64(h.PlanGap)))
 	}
 	if n := len(run.Manifest.Quarantined); n > 0 {
 		out = append(out, fmt.Sprintf("%d episodes were quarantined as invalid and not used; they are listed below.", n))
 	}
 	if h.IotaEstimated {
 		out = append(out, "The logs carry no propensities: the behaviour policy was estimated from action frequencies, so ι, C∞, the importance weights and the effective sample size are estimates.")
+	}
+	return out
+}
+
+func coverageSentence(h Headline) string {
+	c := float64(h.CInf)
+	switch {
+	case math.IsInf(c, 0) || math.IsNaN(c):
+		return "Coverage: some histories the policy reaches never occur in the logs (C∞ is unbounded on the logged support); the value there rests on the model alone, and the bonus is what keeps the policy cautious."
+	case c < 1:
+		return "Coverage: no logged history follows the policy's first choice, so C∞ cannot be estimated from the logs; the policy's value rests on the model alone."
+	case h.ESS < 1:
+		return fmt.Sprintf("Coverage is incomplete: C∞ ≈ %.3g over the logged histories that follow the policy part of the way, and none follows it to the end.", c)
+	case c <= cinfWell:
+		return fmt.Sprintf("Coverage is good: C∞ ≈ %.3g, the policy's histories are well represented in the logs.", c)
+	case c <= cinfPoor:
+		return fmt.Sprintf("Coverage is moderate: C∞ ≈ %.3g; some of the policy's histories are much rarer in the logs than under the policy.", c)
+	}
+	return fmt.Sprintf("Coverage is poor: C∞ ≈ %.3g; the policy goes where the logs rarely went, and its value depends heavily on the model.", c)
+}
+
+// joinWords joins clauses with "; ".
+func joinWords(s []string) string {
+	out := ""
+	for i, x := range s {
+		if i > 0 {
+			out += "; "
+		}
+		out += x
 	}
 	return out
 }

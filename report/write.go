@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"io"
 	"math"
 	"os"
@@ -177,7 +178,7 @@ func (r *Run) alphaTable() Table {
 // WriteManifest writes manifest.json (indented, non-finite numbers as
 // null so every JSON reader accepts it).
 func WriteManifest(path string, m *Manifest) error {
-	b, err := json.MarshalIndent(m, "", "  ")
+	b, err := marshalFinite(m)
 	if err != nil {
 		return err
 	}
@@ -250,6 +251,19 @@ func (f *Float) UnmarshalJSON(b []byte) error {
 	x, err := strconv.ParseFloat(string(b), 64)
 	*f = Float(x)
 	return err
+}
+
+// Format implements fmt.Formatter: a non-finite value prints as "n/a"
+// (not available), so no printed figure reads NaN or +Inf; finite values
+// print as float64 does with the same verb, width and precision.
+func (f Float) Format(s fmt.State, verb rune) {
+	x := float64(f)
+	if math.IsNaN(x) || math.IsInf(x, 0) {
+		w, _ := s.Width()
+		fmt.Fprintf(s, "%*s", w, "n/a")
+		return
+	}
+	fmt.Fprintf(s, fmt.FormatString(s, verb), x)
 }
 
 // WriteOutcome writes a whole run into dir: policy.arrow and every table

@@ -35,7 +35,8 @@ type options struct {
 	problems, ks, alpha             string
 	seeds, restarts, maxIter        int
 	workers                         int
-	reduced, fresh, quiet           bool
+	reduced, fresh, quiet, smallK   bool
+	knownRange                      bool
 }
 
 func main() {
@@ -54,7 +55,12 @@ func main() {
 	flag.BoolVar(&o.reduced, "reduced", false, "the reduced study: one seed, K ≤ 1000")
 	flag.BoolVar(&o.fresh, "fresh", false, "ignore the checkpoint and start over")
 	flag.BoolVar(&o.quiet, "quiet", false, "no progress lines")
+	flag.BoolVar(&o.smallK, "small-k", false, "the small-K study instead (K ∈ 10,30,100,300 unless --ks is given): LCB coverage and verdicts")
+	flag.BoolVar(&o.knownRange, "known-range", false, "with --small-k: state each problem's possible return range to the fit")
 	flag.Parse()
+	if o.smallK && !flagSet("ks") {
+		o.ks = "10,30,100,300"
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := run(ctx, o); err != nil {
@@ -64,6 +70,12 @@ func main() {
 		}
 		os.Exit(1)
 	}
+}
+
+func flagSet(name string) bool {
+	set := false
+	flag.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
 }
 
 func problemNames() string {
@@ -76,7 +88,7 @@ func problemNames() string {
 
 // configFromOptions checks the flags and builds the study configuration.
 func configFromOptions(o options) (Config, error) {
-	cfg := Config{PomdpDir: o.pomdpDir, Behavs: Behaviors, Seeds: o.seeds, Restarts: o.restarts, MaxIter: o.maxIter, Workers: o.workers}
+	cfg := Config{PomdpDir: o.pomdpDir, Behavs: Behaviors, Seeds: o.seeds, Restarts: o.restarts, MaxIter: o.maxIter, Workers: o.workers, KnownRange: o.knownRange}
 	if o.alpha != "" && o.alpha != "auto" {
 		a, err := pessimism.ParseAlpha(o.alpha)
 		if err != nil {
@@ -166,6 +178,9 @@ func run(ctx context.Context, o options) error {
 	if !o.quiet {
 		cfg.Log = func(format string, a ...any) { fmt.Fprintf(os.Stderr, format+"\n", a...) }
 	}
+	if o.smallK {
+		return runSmallK(ctx, cfg, o.docs)
+	}
 	fp := fingerprint(cfg)
 	done := map[key][]Row{}
 	var emit func([]Row) error
@@ -237,6 +252,23 @@ func run(ctx context.Context, o options) error {
 	}
 	if !o.quiet {
 		fmt.Fprintf(os.Stderr, "%d configurations in %.0f s (this run); fit seconds in total %.0f\n", len(rows)/len(Methods), wall, fitSec)
+	}
+	fmt.Print(md)
+	return nil
+}
+
+// runSmallK runs the small-K study and splices its table into
+// validation.md.
+func runSmallK(ctx context.Context, cfg Config, docs string) error {
+	rows, err := RunSmallK(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	md := smallKMarkdown(rows, cfg)
+	if docs != "" {
+		if err := splice(filepath.Join(docs, "validation.md"), smallKBegin, smallKEnd, md); err != nil {
+			return err
+		}
 	}
 	fmt.Print(md)
 	return nil

@@ -244,6 +244,11 @@ const (
 // spliceResults replaces the text between the markers of path (creating the
 // file with just the markers when it does not exist).
 func spliceResults(path, generated string) error {
+	return splice(path, beginMarker, endMarker, generated)
+}
+
+// splice replaces the text between the markers begin and end of path.
+func splice(path, beginMarker, endMarker, generated string) error {
 	old, err := os.ReadFile(path)
 	if os.IsNotExist(err) {
 		old = []byte("# Validation study\n\n" + beginMarker + "\n" + endMarker + "\n")

@@ -57,6 +57,10 @@ type Config struct {
 	// Alpha is the α of PSR-LCB: the zero value is "auto" (the CLI
 	// default); a fixed value is a diagnostic run.
 	Alpha pessimism.AlphaSpec
+	// KnownRange states the possible return range of each problem to the
+	// fit (pipeline.Options.ReturnRange) instead of the observed one (the
+	// small-K study).
+	KnownRange bool
 	// Log receives one line per finished configuration (nil: silent).
 	Log func(format string, args ...any)
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/psrlcb/psrlcb/errkind"
 	"github.com/psrlcb/psrlcb/policy"
+	"github.com/psrlcb/psrlcb/report"
 )
 
 func newActCommand() *cli.Command {
@@ -108,6 +109,9 @@ func runAct(_ context.Context, stdout io.Writer, o actOptions) error {
 		return usagef("--history has %d observations; the policy's horizon is %d", len(obs), pol.Horizon)
 	}
 	res := actResult{Step: len(obs), LastNode: -1}
+	if w := recommendationWarning(o.policy); w != "" {
+		res.Warnings = append(res.Warnings, w)
+	}
 	cur := pol.NewCursor()
 	for h, ob := range obs {
 		a, node, ok := cur.Act(ob)
@@ -140,4 +144,18 @@ func runAct(_ context.Context, stdout io.Writer, o actOptions) error {
 	enc := json.NewEncoder(stdout)
 	enc.SetIndent("", "  ")
 	return enc.Encode(res)
+}
+
+// recommendationWarning is a warning when the run that wrote the policy
+// recommends keeping the behaviour policy ("" otherwise, or when path is
+// not a run directory).
+func recommendationWarning(path string) string {
+	if !isRunDir(path) {
+		return ""
+	}
+	m, err := report.ReadManifest(path)
+	if err != nil || m.Headline.Recommendation != report.RecommendBehavior {
+		return ""
+	}
+	return fmt.Sprintf("the run's verdict recommends keeping the behaviour policy (evidence: %s); this is the planned policy, for inspection only", m.Headline.Evidence)
 }

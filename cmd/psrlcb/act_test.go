@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/psrlcb/psrlcb/policy"
+	"github.com/psrlcb/psrlcb/report"
 )
 
 func writeActPolicy(t *testing.T) string {
@@ -90,5 +91,24 @@ func TestActErrors(t *testing.T) {
 		if err == nil || ctxCode(err) != c.code {
 			t.Errorf("%v: error %v (exit %d), want exit %d", c.args, err, ctxCode(err), c.code)
 		}
+	}
+}
+
+// act warns when the run that wrote the policy recommends keeping the
+// behaviour policy.
+func TestActWarnsWhenBehaviourRecommended(t *testing.T) {
+	dir := t.TempDir()
+	m := &report.Manifest{}
+	m.Headline.Evidence, m.Headline.Recommendation = report.EvidenceInsufficient, report.RecommendBehavior
+	if err := report.WriteManifest(filepath.Join(dir, report.ManifestFile), m); err != nil {
+		t.Fatal(err)
+	}
+	if w := recommendationWarning(dir); !strings.Contains(w, "keeping the behaviour policy (evidence: insufficient)") {
+		t.Errorf("warning %q", w)
+	}
+	m.Headline.Evidence, m.Headline.Recommendation = report.EvidenceJustified, report.RecommendPolicy
+	report.WriteManifest(filepath.Join(dir, report.ManifestFile), m)
+	if w := recommendationWarning(dir); w != "" {
+		t.Errorf("warning %q for a justified run", w)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 
 	"github.com/urfave/cli/v2"
 	"golang.org/x/term"
@@ -37,6 +38,7 @@ func newFitCommand() *cli.Command {
 		&cli.Float64Flag{Name: "lambda", Usage: "regulariser λ of U_h (0: 1)"},
 		&cli.Float64Flag{Name: "gamma", Usage: "γ of the paper's α̂ for --alpha theory"},
 		&cli.Float64Flag{Name: "select-heldout", Usage: "share of episodes held out to choose α among candidates (0: 0.2)"},
+		&cli.StringFlag{Name: "return-range", Usage: `"LO,HI": the range episode returns can take, when known (default: H × the smallest and largest logged reward)`},
 		&cli.Int64Flag{Name: "plan-budget", Usage: "node budget of the exact planner; larger trees are planned approximately with a stated gap (0: default)"},
 		&cli.Uint64Flag{Name: "seed", Value: 1, Usage: "seed of the split, held-out draws and EM starts"},
 		&cli.IntFlag{Name: "max-observations", Usage: `keep the N most frequent observations and map the rest to "<other>" (0: keep all)`},
@@ -154,6 +156,15 @@ func fitOptions(c *cli.Context) (pipeline.Options, error) {
 	if o.MaxObservations < 0 {
 		return o, usagef("--max-observations must be positive (or 0 to keep every observation)")
 	}
+	if r := c.String("return-range"); r != "" {
+		lo, hi, ok := strings.Cut(r, ",")
+		a, err1 := strconv.ParseFloat(strings.TrimSpace(lo), 64)
+		b, err2 := strconv.ParseFloat(strings.TrimSpace(hi), 64)
+		if !ok || err1 != nil || err2 != nil || !(a < b) || math.IsInf(a, 0) || math.IsInf(b, 0) {
+			return o, usagef(`--return-range must be "LO,HI" with finite LO < HI, not %q`, r)
+		}
+		o.ReturnRange = [2]float64{a, b}
+	}
 	o.Seed = c.Uint64("seed")
 	o.Workers = c.Int("workers")
 	return o, nil
@@ -219,17 +230,20 @@ func runFit(ctx context.Context, stdout io.Writer, o fitOpts) error {
 
 func printHeadline(w io.Writer, dir string, m *report.Manifest, plan *policy.PlanStats) {
 	h := m.Headline
-	fmt.Fprintf(w, "run %s: %d episodes × %d steps, rank %d, α = %.4g\n", m.RunID, m.Episodes, m.Horizon, h.Rank, float64(h.Alpha))
-	fmt.Fprintf(w, "  lower confidence bound  %.4g  (%.4g in return units)\n", float64(h.LCB), float64(h.LCBUnits))
-	fmt.Fprintf(w, "  model value V_R         %.4g  (%.4g)\n", float64(h.ModelValue), float64(h.ModelValueUnits))
-	fmt.Fprintf(w, "  bonus value V_b         %.4g\n", float64(h.BonusValue))
-	fmt.Fprintf(w, "  importance-weighted     %.4g  [%.4g, %.4g]  (%.4g in return units), ESS %.1f\n", float64(h.IWValue), float64(h.IWLow), float64(h.IWHigh), float64(h.IWValueUnits), float64(h.ESS))
-	fmt.Fprintf(w, "  behaviour in the logs   %.4g  (%.4g)\n", float64(h.BehaviorValue), float64(h.BehaviorUnits))
-	fmt.Fprintf(w, "  C∞ %.4g, ι %.4g%s, Θ_min slack %.4g\n", float64(h.CInf), float64(h.Iota), estimatedMark(h.IotaEstimated), float64(h.ThetaMinSlack))
+	fmt.Fprintf(w, "run %s: %d episodes × %d steps, rank %d, α = %.4g\n", m.RunID, m.Episodes, m.Horizon, h.Rank, h.Alpha)
+	fmt.Fprintf(w, "  lower confidence bound  %.4g  (%.4g in return units)\n", h.LCB, h.LCBUnits)
+	fmt.Fprintf(w, "  model value V_R         %.4g  (%.4g)\n", h.ModelValue, h.ModelValueUnits)
+	fmt.Fprintf(w, "  bonus value V_b         %.4g\n", h.BonusValue)
+	fmt.Fprintf(w, "  importance-weighted     %.4g  [%.4g, %.4g]  (%.4g in return units), ESS %.1f\n", h.IWValue, h.IWLow, h.IWHigh, h.IWValueUnits, h.ESS)
+	fmt.Fprintf(w, "  behaviour in the logs   %.4g  (%.4g)\n", h.BehaviorValue, h.BehaviorUnits)
+	fmt.Fprintf(w, "  C∞ %.4g, ι %.4g%s, Θ_min slack %.4g\n", h.CInf, h.Iota, estimatedMark(h.IotaEstimated), h.ThetaMinSlack)
 	if plan != nil && !plan.Exact {
 		fmt.Fprintf(w, "  planner approximate: worst-case gap %.3g\n", plan.GapBound)
 	}
 	fmt.Fprintf(w, "verdict: %s\n", h.Verdict)
+	if h.Recommendation == report.RecommendBehavior {
+		fmt.Fprintf(w, "recommendation: keep the behaviour policy (evidence: %s); %s holds the planned policy for inspection only\n", strings.ReplaceAll(h.Evidence, "_", " "), report.PolicyFile)
+	}
 }
 
 func estimatedMark(b bool) string {

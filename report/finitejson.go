@@ -1,0 +1,171 @@
+package report
+
+import (
+	"bytes"
+	"encoding/json"
+	"math"
+	"reflect"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// marshalFinite is json.MarshalIndent that writes every non-finite float
+// (NaN, ±Inf) as null instead of failing. encoding/json refuses them, and a
+// manifest gathers float fields from every stage (Θ_min slack is +Inf when
+// no prefix was checked, C∞ when a policy leaves the logs, a planner's tree
+// size past 10^308), so one missed field would lose a whole run after all
+// the work. Field order, json tags, omitempty and json.Marshaler values
+// (Float, time.Time) are honoured.
+func marshalFinite(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	if err := encodeFinite(&buf, reflect.ValueOf(v)); err != nil {
+		return nil, err
+	}
+	var out bytes.Buffer
+	if err := json.Indent(&out, buf.Bytes(), "", "  "); err != nil {
+		return nil, err
+	}
+	return out.Bytes(), nil
+}
+
+var marshalerType = reflect.TypeFor[json.Marshaler]()
+
+func encodeFinite(buf *bytes.Buffer, v reflect.Value) error {
+	if !v.IsValid() {
+		buf.WriteString("null")
+		return nil
+	}
+	if v.Type().Implements(marshalerType) && !(v.Kind() == reflect.Pointer && v.IsNil()) {
+		b, err := json.Marshal(v.Interface())
+		buf.Write(b)
+		return err
+	}
+	switch v.Kind() {
+	case reflect.Float32, reflect.Float64:
+		x := v.Float()
+		if math.IsNaN(x) || math.IsInf(x, 0) {
+			buf.WriteString("null")
+			return nil
+		}
+		buf.WriteString(strconv.FormatFloat(x, 'g', -1, v.Type().Bits()))
+		return nil
+	case reflect.Pointer, reflect.Interface:
+		if v.IsNil() {
+			buf.WriteString("null")
+			return nil
+		}
+		return encodeFinite(buf, v.Elem())
+	case reflect.Struct:
+		return encodeStruct(buf, v)
+	case reflect.Map:
+		return encodeMap(buf, v)
+	case reflect.Slice, reflect.Array:
+		if v.Kind() == reflect.Slice && v.IsNil() {
+			buf.WriteString("null")
+			return nil
+		}
+		if v.Type().Elem().Kind() == reflect.Uint8 {
+			break // []byte: base64, as encoding/json writes it
+		}
+		buf.WriteByte('[')
+		for i := 0; i < v.Len(); i++ {
+			if i > 0 {
+				buf.WriteByte(',')
+			}
+			if err := encodeFinite(buf, v.Index(i)); err != nil {
+				return err
+			}
+		}
+		buf.WriteByte(']')
+		return nil
+	}
+	b, err := json.Marshal(v.Interface())
+	buf.Write(b)
+	return err
+}
+
+func encodeStruct(buf *bytes.Buffer, v reflect.Value) error {
+	buf.WriteByte('{')
+	first := true
+	if err := encodeFields(buf, v, &first); err != nil {
+		return err
+	}
+	buf.WriteByte('}')
+	return nil
+}
+
+// encodeFields writes v's fields, those of untagged embedded structs
+// inline (as encoding/json does).
+func encodeFields(buf *bytes.Buffer, v reflect.Value, first *bool) error {
+	t := v.Type()
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		if !f.IsExported() {
+			continue
+		}
+		name, opts, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if name == "-" && opts == "" {
+			continue
+		}
+		fv := v.Field(i)
+		if name == "" && f.Anonymous && fv.Kind() == reflect.Struct {
+			if err := encodeFields(buf, fv, first); err != nil {
+				return err
+			}
+			continue
+		}
+		if name == "" {
+			name = f.Name
+		}
+		if strings.Contains(","+opts+",", ",omitempty,") && fv.IsZero() {
+			continue
+		}
+		if !*first {
+			buf.WriteByte(',')
+		}
+		*first = false
+		key, _ := json.Marshal(name)
+		buf.Write(key)
+		buf.WriteByte(':')
+		if err := encodeFinite(buf, fv); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func encodeMap(buf *bytes.Buffer, v reflect.Value) error {
+	if v.IsNil() {
+		buf.WriteString("null")
+		return nil
+	}
+	keys := v.MapKeys()
+	names := make([]string, len(keys))
+	for i, k := range keys {
+		names[i] = k.String()
+		if k.Kind() != reflect.String {
+			b, _ := json.Marshal(k.Interface())
+			names[i] = strings.Trim(string(b), `"`)
+		}
+	}
+	order := make([]int, len(keys))
+	for i := range order {
+		order[i] = i
+	}
+	sort.Slice(order, func(a, b int) bool { return names[order[a]] < names[order[b]] })
+	buf.WriteByte('{')
+	for j, i := range order {
+		if j > 0 {
+			buf.WriteByte(',')
+		}
+		key, _ := json.Marshal(names[i])
+		buf.Write(key)
+		buf.WriteByte(':')
+		if err := encodeFinite(buf, v.MapIndex(keys[i])); err != nil {
+			return err
+		}
+	}
+	buf.WriteByte('}')
+	return nil
+}

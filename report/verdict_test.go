@@ -1,0 +1,94 @@
+package report
+
+import (
+	"strings"
+	"testing"
+)
+
+// base is a run the logs support: K = 1000, the LCB (0.7) above the
+// behaviour's upper bound (0.55), the importance-weighted interval
+// [0.6, 0.8] around it and above the behaviour's mean (0.5), ESS 200.
+func base() Headline {
+	return Headline{LCB: 0.7, LCBUnits: 7, ModelValue: 0.75, ModelValueUnits: 7.5,
+		IWValue: 0.7, IWLow: 0.6, IWHigh: 0.8, IWValueUnits: 7, IWLowUnits: 6, IWHighUnits: 8,
+		BehaviorValue: 0.5, BehaviorUnits: 5, BehaviorHigh: 0.55, BehaviorHighUnits: 5.5,
+		ReturnMin: 0, ReturnMax: 10, ESS: 200, CInf: 5, PlanExact: true}
+}
+
+func verdictOf(h Headline, K int) (string, string) {
+	run := &Run{}
+	run.Manifest.Headline, run.Manifest.Episodes = h, K
+	return assess(h, K).evidence, strings.Join(Verdict(run), " ")
+}
+
+// The coverage figures speak only for the histories the logs contain: a
+// policy whose probable histories are mostly unlogged gets a caveat.
+func TestVerdictCoveredMass(t *testing.T) {
+	run := &Run{Coverage: []CoverageRow{{Step: 1, CoveredMass: 1}, {Step: 2, CoveredMass: 0.25}}}
+	run.Manifest.Headline, run.Manifest.Episodes = base(), 1000
+	if text := strings.Join(Verdict(run), " "); !strings.Contains(text, "only 25% of the policy's probable histories") {
+		t.Errorf("verdict: %s", text)
+	}
+	run.Coverage[1].CoveredMass = 0.95
+	if text := strings.Join(Verdict(run), " "); strings.Contains(text, "probable histories") {
+		t.Errorf("verdict: %s", text)
+	}
+}
+
+func TestVerdict(t *testing.T) {
+	for _, c := range []struct {
+		name     string
+		K        int
+		edit     func(*Headline)
+		evidence string
+		say      []string
+		never    []string
+	}{
+		{"supported", 1000, func(h *Headline) {}, EvidenceJustified, []string{"The logs justify the policy"}, nil},
+		// Tiger, 10 episodes, --alpha 0.1: the LCB is above the behaviour
+		// but nothing in the logs follows the policy.
+		{"ten episodes", 10, func(h *Headline) { h.ESS, h.IWValue, h.IWLow, h.IWHigh, h.CInf = 0, 0, 0, 0, 9 }, EvidenceInsufficient,
+			[]string{"cannot support any claim", "10 logged episodes", "Keep the behaviour policy", "No logged episode follows"}, []string{"justify", "Coverage is good"}},
+		{"five episodes", 5, func(h *Headline) {}, EvidenceInsufficient, []string{"5 logged episodes are fewer than the 30"}, []string{"justify"}},
+		// 2000 identical episodes, or a constant reward: the LCB equals
+		// the behaviour's mean in units.
+		{"constant return", 2000, func(h *Headline) {
+			h.ReturnMin, h.ReturnMax = 20, 20
+			h.LCB, h.BehaviorValue, h.BehaviorHigh, h.LCBUnits, h.BehaviorUnits = -0.1, 0, 0, 20, 20
+		}, EvidenceInsufficient, []string{"same return (20)"}, []string{"is below the behaviour", "justify"}},
+		{"LCB above the IW interval", 1000, func(h *Headline) { h.IWHigh, h.IWHighUnits = 0.65, 6.5 }, EvidenceNotProven,
+			[]string{"lies above the importance-weighted 95% interval [6, 6.5]"}, []string{"justify"}},
+		{"LCB above the IW interval, small ESS", 1000, func(h *Headline) { h.ESS, h.IWHigh = 3, 0.65 }, EvidenceNotProven,
+			[]string{"lies above the importance-weighted", "only about 3 logged episodes"}, nil},
+		{"LCB above the return range", 1000, func(h *Headline) { h.LCB, h.LCBUnits, h.IWHigh = 1.1, 11, 1.2 }, EvidenceNotProven,
+			[]string{"above the largest logged return (10)"}, []string{"justify"}},
+		{"LCB below the return range", 1000, func(h *Headline) { h.LCB, h.LCBUnits = -0.2, -2 }, EvidenceNotProven,
+			[]string{"below the smallest logged return (0)", "vacuous", "is not above the behaviour's mean"}, nil},
+		{"LCB within the behaviour's interval", 1000, func(h *Headline) { h.LCB = 0.52 }, EvidenceNotProven,
+			[]string{"up to 5.5 within its 95% interval"}, nil},
+		// One-step logs with a few dozen clicks: the model's bound is above
+		// the behaviour, the logs alone are not.
+		{"IW does not exclude the behaviour", 10000, func(h *Headline) { h.IWLow, h.IWLowUnits, h.ESS = 0.3, 3, 40 }, EvidenceNotProven,
+			[]string{"does not exclude the behaviour's mean return 5"}, []string{"justify"}},
+	} {
+		h := base()
+		c.edit(&h)
+		ev, text := verdictOf(h, c.K)
+		if ev != c.evidence {
+			t.Errorf("%s: evidence %s, want %s (%s)", c.name, ev, c.evidence, text)
+		}
+		if rec := recommendation(ev); (rec == RecommendPolicy) != (c.evidence == EvidenceJustified) {
+			t.Errorf("%s: recommendation %s", c.name, rec)
+		}
+		for _, s := range c.say {
+			if !strings.Contains(text, s) {
+				t.Errorf("%s: verdict does not say %q:\n%s", c.name, s, text)
+			}
+		}
+		for _, s := range c.never {
+			if strings.Contains(text, s) {
+				t.Errorf("%s: verdict says %q:\n%s", c.name, s, text)
+			}
+		}
+	}
+}
