@@ -197,6 +197,14 @@ func Build(ctx context.Context, d *ingest.Dataset, inputs []string, p Params, ou
 
 	run.Model = ModelTable(m)
 
+	// The policy's decision tree as the report lists it, and where it
+	// departs from the behaviour's most logged action.
+	run.Range = &ReturnRange{Min: m.ReturnMin, Max: m.ReturnMax}
+	run.Policy = NewPolicyView(pol, *run.Range, d, DefaultPolicyRows)
+	if run.Compare, err = Compare(m, out.Bonus, pol, d, float64(units(beh))); err != nil {
+		return nil, err
+	}
+
 	man := &run.Manifest
 	man.Tool, man.Version, man.GoVersion, man.RunID = "psrlcb", p.Version, goVersion(), run.RunID
 	man.Inputs, man.Parameters, man.Seed = files, params, p.Seed

@@ -1,0 +1,313 @@
+package report
+
+import (
+	"math"
+	"sort"
+	"strings"
+
+	"github.com/psrlcb/psrlcb/estimate"
+	"github.com/psrlcb/psrlcb/ingest"
+	"github.com/psrlcb/psrlcb/pessimism"
+	"github.com/psrlcb/psrlcb/policy"
+)
+
+// DefaultPolicyRows is how many decision nodes of π̄ the report and
+// `inspect --policy` show: the most probable ones under the model. A few
+// hundred rows read in a minute and cover most of the reach mass of
+// small problems; policy.arrow has every node.
+const DefaultPolicyRows = 300
+
+// ReturnRange is the logged range of returns that maps the user's units to
+// the paper's [0,1] scale: R = (return − Min)/(Max − Min).
+type ReturnRange struct{ Min, Max float64 }
+
+// ToGo converts a node's rescaled reward-to-go from step h (of H) into the
+// user's units: every step contributes Min/H of the shift.
+func (r ReturnRange) ToGo(v float64, h, H int) float64 {
+	return v*(r.Max-r.Min) + r.Min*float64(H-h+1)/float64(H)
+}
+
+// PolicyRow is one decision node of π̄ as the report shows it.
+type PolicyRow struct {
+	Node, Parent int64
+	Step         int
+	// History is τ_{h−1} followed by o_h: "o_1 a_1 … o_h" in the user's
+	// symbols, the path from the root to this node.
+	History []string
+	Obs     string
+	Action  string
+	// Reach is P_θ̂^π̄ of reaching the node (the model's share of episodes
+	// under π̄).
+	Reach float64
+	// Logged is the number of logged episodes whose history so far
+	// follows π̄ into this node; ActionShare the share of them that took
+	// Action there and MostLogged the action they took most (Logs false:
+	// no logs were given).
+	Logs        bool
+	Logged      int64
+	LoggedShare float64 // Logged / K
+	ActionShare float64
+	MostLogged  string
+	MostShare   float64 // share of the logged visits that took MostLogged
+	// Value to go from this step in the user's units: model reward, bonus
+	// (a penalty in the same units) and their difference.
+	Value, Bonus, LCB float64
+}
+
+// PolicyView is the part of π̄'s decision tree the report lists.
+type PolicyView struct {
+	Rows       []PolicyRow
+	TotalNodes int
+	// ReachShown is the model's reach mass of the listed nodes at the last
+	// step that has any listed node, as a share of that step's mass.
+	Horizon int
+}
+
+// LoggedVisits walks every logged episode down π̄'s tree: visits[n] counts
+// episodes whose observations o_1..o_h and actions a_1..a_{h−1} lead to
+// node n, and actions[n][a] how many of them took a there. An episode stops
+// at the first action that departs from π̄ (or at its end).
+func LoggedVisits(pol *policy.Policy, d *ingest.Dataset) (visits []int64, actions []map[string]int64) {
+	visits = make([]int64, len(pol.Nodes))
+	actions = make([]map[string]int64, len(pol.Nodes))
+	H := d.Horizon
+	for k := 0; k < d.NumEpisodes(); k++ {
+		node := int64(-1)
+		for h := 0; h < H && h < int(d.Length[k]); h++ {
+			o := d.ObsVocab[d.Obs[k*H+h]]
+			n, ok := pol.Child(node, o)
+			if !ok {
+				break
+			}
+			a := d.ActVocab[d.Act[k*H+h]]
+			visits[n]++
+			if actions[n] == nil {
+				actions[n] = map[string]int64{}
+			}
+			actions[n][a]++
+			if a != pol.Nodes[n].Action {
+				break
+			}
+			node = n
+		}
+	}
+	return visits, actions
+}
+
+// NewPolicyView lists the top most probable nodes of pol (all when top ≤
+// 0) in tree order, each under its parent. d may be nil (no logged
+// columns).
+func NewPolicyView(pol *policy.Policy, rng ReturnRange, d *ingest.Dataset, top int) *PolicyView {
+	v := &PolicyView{TotalNodes: len(pol.Nodes), Horizon: pol.Horizon}
+	keep := topNodes(pol, top)
+	var visits []int64
+	var acts []map[string]int64
+	K := 0
+	if d != nil {
+		visits, acts = LoggedVisits(pol, d)
+		K = d.NumEpisodes()
+	}
+	children := map[int64][]int64{}
+	for i := range pol.Nodes {
+		if keep[i] {
+			children[pol.Nodes[i].Parent] = append(children[pol.Nodes[i].Parent], int64(i))
+		}
+	}
+	var walk func(parent int64, hist []string)
+	walk = func(parent int64, hist []string) {
+		ids := children[parent]
+		sort.SliceStable(ids, func(a, b int) bool {
+			na, nb := &pol.Nodes[ids[a]], &pol.Nodes[ids[b]]
+			if na.ReachProb != nb.ReachProb {
+				return na.ReachProb > nb.ReachProb
+			}
+			return na.Obs < nb.Obs
+		})
+		for _, id := range ids {
+			n := &pol.Nodes[id]
+			h := int(n.Step)
+			r := PolicyRow{
+				Node: id, Parent: n.Parent, Step: h, Obs: n.Obs, Action: n.Action, Reach: n.ReachProb,
+				History: append(append([]string(nil), hist...), n.Obs),
+				Value:   rng.ToGo(n.ValueReward, h, pol.Horizon),
+				Bonus:   n.ValueBonus * (rng.Max - rng.Min),
+			}
+			r.LCB = r.Value - r.Bonus
+			r.ActionShare = math.NaN()
+			if d != nil {
+				r.Logs = true
+				r.Logged = visits[id]
+				r.LoggedShare = float64(visits[id]) / float64(max(K, 1))
+				if visits[id] > 0 {
+					r.ActionShare = float64(acts[id][n.Action]) / float64(visits[id])
+					r.MostLogged = mostLogged(acts[id])
+					r.MostShare = float64(acts[id][r.MostLogged]) / float64(visits[id])
+				}
+			}
+			v.Rows = append(v.Rows, r)
+			walk(id, append(r.History, n.Action))
+		}
+	}
+	walk(-1, nil)
+	return v
+}
+
+// topNodes marks the top nodes of largest reach probability together with
+// their ancestors (a child is never more probable than its parent, so the
+// ancestors are almost always in the set already).
+func topNodes(pol *policy.Policy, top int) []bool {
+	keep := make([]bool, len(pol.Nodes))
+	if top <= 0 || top >= len(pol.Nodes) {
+		for i := range keep {
+			keep[i] = true
+		}
+		return keep
+	}
+	idx := make([]int, len(pol.Nodes))
+	for i := range idx {
+		idx[i] = i
+	}
+	sort.SliceStable(idx, func(a, b int) bool { return pol.Nodes[idx[a]].ReachProb > pol.Nodes[idx[b]].ReachProb })
+	for _, i := range idx[:top] {
+		for j := int64(i); j >= 0 && !keep[j]; j = pol.Nodes[j].Parent {
+			keep[j] = true
+		}
+	}
+	return keep
+}
+
+func mostLogged(m map[string]int64) string {
+	best, bn := "", int64(-1)
+	for a, n := range m {
+		if n > bn || (n == bn && a < best) {
+			best, bn = a, n
+		}
+	}
+	return best
+}
+
+// HistoryString joins a node's history for display: "o_1 → a_1 → o_2".
+func (r PolicyRow) HistoryString() string { return strings.Join(r.History, " → ") }
+
+// Departure is a decision node where π̄ takes another action than the one
+// most logged there.
+type Departure struct {
+	Row PolicyRow
+	// Gain is V_R(π̄) − V_R(π̄ with the most logged action at this node),
+	// in the user's units: how much of the model's expected return this
+	// departure brings (NaN when not computed).
+	Gain float64
+}
+
+// Comparison is the "compared with the behaviour" paragraph: where π̄
+// departs from the most logged action, and what that brings under the
+// model.
+type Comparison struct {
+	Departures []Departure
+	// DepartMass is the model's probability under π̄ that an episode
+	// meets at least one departure (sum of the reach of the first
+	// departures on each path).
+	DepartMass float64
+	// Steps lists the steps with a departure.
+	Steps []int
+	// Gain is V_R(π̄) − V_R(π̄ with the most logged action at every
+	// logged node) in the user's units (NaN when not computed), Total the
+	// model's expected gain of π̄ over the behaviour's logged mean return.
+	Gain, Total float64
+	// Checked is the number of departures whose gain was computed.
+	Checked int
+}
+
+// maxDepartureEvals bounds the model evaluations of the comparison; each
+// is exact over the observation tree (|O|^H sequences at most), so it is
+// only run when that tree is small (maxEvalTree).
+const (
+	maxDepartureEvals = 12
+	maxEvalTree       = 2e5
+)
+
+// Compare finds where π̄ departs from the most logged action. With a
+// small observation tree it also evaluates, under the model, π̄ with each
+// of the most probable departures undone and with all of them undone.
+func Compare(m *estimate.Model, b *pessimism.Bonus, pol *policy.Policy, d *ingest.Dataset, behaviourUnits float64) (*Comparison, error) {
+	view := NewPolicyView(pol, ReturnRange{m.ReturnMin, m.ReturnMax}, d, 0)
+	c := &Comparison{Gain: math.NaN()}
+	rowOf := map[int64]*PolicyRow{}
+	for i := range view.Rows {
+		rowOf[view.Rows[i].Node] = &view.Rows[i]
+	}
+	steps := map[int]bool{}
+	for _, r := range view.Rows {
+		if r.Logged == 0 || r.MostLogged == r.Action || r.MostLogged == "" {
+			continue
+		}
+		c.Departures = append(c.Departures, Departure{Row: r, Gain: math.NaN()})
+		steps[r.Step] = true
+		// Count the mass once per path: skip departures below another.
+		first := true
+		for p := r.Parent; p >= 0; p = pol.Nodes[p].Parent {
+			if pr := rowOf[p]; pr != nil && pr.Logged > 0 && pr.MostLogged != pr.Action && pr.MostLogged != "" {
+				first = false
+				break
+			}
+		}
+		if first {
+			c.DepartMass += r.Reach
+		}
+	}
+	for h := range steps {
+		c.Steps = append(c.Steps, h)
+	}
+	sort.Ints(c.Steps)
+	sort.SliceStable(c.Departures, func(i, j int) bool { return c.Departures[i].Row.Reach > c.Departures[j].Row.Reach })
+	rng := m.ReturnMax - m.ReturnMin
+	base := pol.Nodes
+	v0 := 0.0
+	for _, n := range base {
+		if n.Step == 1 {
+			v0 += n.ReachProb * n.ValueReward
+		}
+	}
+	c.Total = m.ReturnMin + v0*rng - behaviourUnits
+	if len(c.Departures) == 0 || treeObs(m) > maxEvalTree {
+		return c, nil
+	}
+	with := func(change func(nodes []policy.Node)) (float64, error) {
+		q := &policy.Policy{Horizon: pol.Horizon, Nodes: append([]policy.Node(nil), base...)}
+		change(q.Nodes)
+		val, err := policy.ModelValue(m, b, q)
+		return val.Reward, err
+	}
+	full, err := with(func([]policy.Node) {})
+	if err != nil {
+		return nil, err
+	}
+	for i := range c.Departures {
+		if i >= maxDepartureEvals {
+			break
+		}
+		dep := &c.Departures[i]
+		v, err := with(func(ns []policy.Node) { ns[dep.Row.Node].Action = dep.Row.MostLogged })
+		if err != nil {
+			return nil, err
+		}
+		dep.Gain = (full - v) * rng
+		c.Checked++
+	}
+	all, err := with(func(ns []policy.Node) {
+		for _, dep := range c.Departures {
+			ns[dep.Row.Node].Action = dep.Row.MostLogged
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	c.Gain = (full - all) * rng
+	return c, nil
+}
+
+// treeObs is |O|^H, the number of observation sequences ModelValue may
+// enumerate.
+func treeObs(m *estimate.Model) float64 {
+	return math.Pow(float64(m.NumObs), float64(m.Horizon))
+}
