@@ -111,9 +111,9 @@ type recorder struct {
 }
 
 func (r *recorder) StartStage(name string, total int64) { r.stage = name; r.totals[name] = total }
-func (r *recorder) Advance(n int64, _ string)            { r.done[r.stage] += n }
-func (r *recorder) EndStage(string, time.Duration)       {}
-func (r *recorder) Info(string, ...any)                  {}
+func (r *recorder) Advance(n int64, _ string)           { r.done[r.stage] += n }
+func (r *recorder) EndStage(string, time.Duration)      {}
+func (r *recorder) Info(string, ...any)                 {}
 
 // A run that chooses both α and the rank keeps the rank's evidence (the
 // held-out likelihood of every rank tried, from the α-selection fit), and
