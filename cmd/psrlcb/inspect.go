@@ -16,6 +16,8 @@ import (
 func init() {
 	flags, before := configurable(append(ingestFlags(),
 		&cli.BoolFlag{Name: "json", Usage: "print one JSON object instead of text"},
+		&cli.BoolFlag{Name: "policy", Usage: "with a fit output directory: print the policy's decision tree (most probable nodes first)"},
+		&cli.IntFlag{Name: "top", Value: 40, Usage: "with --policy: how many of the most probable decision nodes to print (0: all)"},
 	))
 	commands = append(commands, &cli.Command{
 		Name:      "inspect",
