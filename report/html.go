@@ -47,13 +47,12 @@ type htmlData struct {
 	Departures []string
 	Glossary   []glossEntry
 	Summary    string
-	RankNote   string
-	ScaleNote  string
 }
 
 type glossEntry struct {
-	ID, Term string
-	Text     template.HTML
+	ID   string
+	Term template.HTML
+	Text template.HTML
 }
 
 // stageOrder is the pipeline's order of stages (pipeline.Run).
@@ -332,25 +331,28 @@ func plural(n int) string {
 func glossary(run *Run) []glossEntry {
 	rng := ""
 	if r := run.Range; r != nil {
-		rng = fmt.Sprintf(" Here the logged returns run from %s to %s, so 0 on this scale is %s and 1 is %s in your units.", num(r.Min, 4), num(r.Max, 4), num(r.Min, 4), num(r.Max, 4))
+		rng = template.HTMLEscapeString(fmt.Sprintf(" Here the logged returns run from %s to %s: 0 on this scale is %s and 1 is %s in your units.", num(r.Min, 4), num(r.Max, 4), num(r.Min, 4), num(r.Max, 4)))
+	}
+	g := func(id, term, text string) glossEntry {
+		return glossEntry{ID: id, Term: template.HTML(term), Text: template.HTML(text)}
 	}
 	return []glossEntry{
-		{"g-scale", "[0,1] scale", template.HTML("The paper's rescaled return R = (return − least logged return)/(largest − least logged return), so every logged episode's return lies in [0,1]. Values in <em>your units</em> are the same figures mapped back." + template.HTMLEscapeString(rng))},
-		{"g-pi", "π̄ (the policy)", "The deterministic, history-dependent policy PSR-LCB returns (Algorithm 2 of Huang, Liang, Yang, ICLR 2024): the maximiser of V_R − V_b under the fitted model. Its decision tree is in the policy section and in policy.arrow."},
-		{"g-vr", "V_R (model value)", "Expected return of π̄ under the fitted model θ̂, in your units (or on the [0,1] scale). It is what the model predicts, before any pessimism."},
-		{"g-vb", "V_b (bonus)", "Expected bonus of π̄ under the model: α times the sum over steps of ‖ψ̄(τ_h)‖ in the U_h⁻¹ norm along the policy's histories (the paper's b̂). It is large where the logs say little; in return units it is the amount subtracted from V_R."},
-		{"g-lcb", "LCB (lower confidence bound)", "V_R − V_b, in your units: the pessimistic value the policy was chosen to maximise. With the paper's α it bounds the true value from below with high probability; with α chosen on held-out data it is a calibrated estimate, not a guarantee."},
-		{"g-iw", "importance-weighted value", "Mean over logged episodes of w·R, with w = Π_h π̄(a_h|τ_h)/π^b(a_h|τ_h) the importance weight (0 for episodes that depart from π̄), and its normal 95% interval mean ± 1.96 standard errors. It uses the logs only, not the model. It can leave the [0,1] scale: the weights can reach 1/ι^H, so the estimate is not an average of values in [0,1], and the symmetric interval of a skewed estimate extends past 0 or 1 when few episodes match."},
-		{"g-behaviour", "behaviour's mean return", "Average return of the logged episodes: the value of the policy that produced the logs (π^b)."},
-		{"g-ess", "ESS (effective sample size)", "(Σ w)²/Σ w² over the importance weights: roughly how many logged episodes the importance-weighted value rests on, out of all logged episodes. Below about 30 its interval is unreliable."},
-		{"g-cinf", "C∞ (concentrability)", "Largest ratio P^π̄(τ_h)/P^{π^b}(τ_h) over logged histories that follow π̄, h = 1..H; the model's factor cancels, leaving Π 1/π^b(a_t|τ_t). Unitless; 1 means the logs sample the policy's histories as often as the policy would, 100 means some history is 100 times rarer in the logs."},
-		{"g-iota", "ι", "Least logged propensity π^b(a|τ) over the core action sequences (a probability in (0,1]). It enters the paper's α and bounds how large importance weights get."},
-		{"g-thetamin", "Θ_min slack", "How far (in nats of log-probability) the fitted model lies inside Θ_min, the paper's set of models whose prefixes all have probability at least p_min. Positive: the constraint does not bind."},
-		{"g-psi", "ψ̄(τ_h)", "The prediction features of history τ_h: the model's probabilities of the core tests (short future observation sequences under given actions) after τ_h, a vector of dimension about rank × core tests."},
-		{"g-uh", "U_h", "λI + Σ_k ψ̄(τ_h^k)ψ̄(τ_h^k)ᵀ over logged episodes k: the empirical covariance of the features at step h. Its inverse norm ‖x‖_{U_h⁻¹} is small in directions the logs explored often."},
-		{"g-alpha", "α", "Bonus coefficient: how strongly uncertainty is penalised. Chosen among candidates by the importance-weighted lower bound on held-out episodes (α auto), or the paper's α̂ (α theory)."},
-		{"g-rank", "rank", "Number of latent states r of the fitted model; chosen by held-out log-likelihood (nats per episode) unless given."},
-		{"g-reach", "reach", "Share of episodes that reach a decision node: under the model, P^π̄ of its history; in the logs, the share of logged episodes whose observations and earlier actions lead to it."},
+		g("g-scale", "[0,1] scale", "The paper's rescaled return R = (return − least logged return) / (largest − least logged return), so every logged episode's return lies in [0,1]. Figures in <em>your units</em> are the same figures mapped back (differences such as the bonus are multiplied by the range)."+rng),
+		g("g-pi", "π̄ (the policy)", "The deterministic, history-dependent policy PSR-LCB returns (Huang, Liang, Yang, ICLR 2024, arXiv:2307.00405, Algorithm 2): the maximiser of V<sub>R</sub> − V<sub>b</sub> under the fitted model. Its decision tree is in the <a href=\"#policy\">policy section</a> and in <code>policy.arrow</code>."),
+		g("g-vr", "V<sub>R</sub> (model value)", "Expected return of one episode under π̄ according to the fitted model θ̂, in your units (or on the [0,1] scale): what the model predicts, before any pessimism. In the policy table: the expected return still to come from that step."),
+		g("g-vb", "V<sub>b</sub> (bonus)", "Expected bonus of an episode under π̄ and the model, b̂(τ<sub>H</sub>) = min{α·(Σ<sub>h</sub> ‖ψ̄(τ<sub>h</sub>)‖²<sub>U<sub>h</sub>⁻¹</sub>)<sup>½</sup>, 1} on the [0,1] scale (times the return range in your units). It is large where the logs say little about the policy's histories."),
+		g("g-lcb", "LCB (lower confidence bound)", "V<sub>R</sub> − V<sub>b</sub>: the pessimistic value π̄ maximises. With the paper's α̂ it is a lower bound of the true value with high probability; with α chosen on held-out episodes (the default) it is a calibrated estimate, not a guarantee."),
+		g("g-iw", "importance-weighted value", "The logs' own estimate of π̄'s value, without the model: the mean over logged episodes of w·R, where w = Π<sub>h</sub> π̄(a<sub>h</sub>|τ<sub>h</sub>)/π<sup>b</sup>(a<sub>h</sub>|τ<sub>h</sub>) is 0 for episodes that depart from π̄ and 1/Π π<sup>b</sup> for those that follow it, with the normal 95% interval mean ± 1.96 standard errors. It can leave the [0,1] scale: single weights reach 1/ι<sup>H</sup>, so the estimate is not an average of values in [0,1], and with few matching episodes the symmetric interval of this skewed estimate extends past 0 or 1."),
+		g("g-behaviour", "behaviour's mean return", "Average return of the logged episodes: the value of the policy that produced the logs (π<sup>b</sup>)."),
+		g("g-ess", "ESS (effective sample size)", "(Σ w)² / Σ w² over the importance weights: about how many logged episodes the importance-weighted value rests on, out of all logged episodes. Below about 30 its interval is unreliable."),
+		g("g-cinf", "C∞ (concentrability)", "Largest ratio P<sup>π̄</sup>(τ<sub>h</sub>) / P<sup>π<sup>b</sup></sup>(τ<sub>h</sub>) over logged histories that follow π̄, h = 1..H; the environment's factor cancels, leaving Π 1/π<sup>b</sup>(a<sub>t</sub>|τ<sub>t</sub>). Unitless: 1 means the logs visit the policy's histories as often as the policy would; 100 means some history is 100 times rarer in the logs."),
+		g("g-iota", "ι", "Least logged propensity π<sup>b</sup>(a|τ) over the core action sequences: a probability in (0,1]. It enters the paper's α̂ and bounds the importance weights."),
+		g("g-thetamin", "Θ<sub>min</sub> slack", "How far, in nats of log-probability, the fitted model lies inside Θ<sub>min</sub>, the paper's set of models whose history prefixes all have probability at least p<sub>min</sub>. Positive: the constraint does not bind."),
+		g("g-psi", "ψ̄(τ<sub>h</sub>)", "The prediction features of history τ<sub>h</sub>: the model's probabilities of the core tests (short future observation sequences under given actions) after τ<sub>h</sub>. The bonus plot shows ‖ψ̄(τ<sub>h−1</sub>)‖²<sub>U⁻¹</sub> at step h."),
+		g("g-uh", "U<sub>h</sub>", "λI + Σ<sub>k</sub> ψ̄(τ<sub>h</sub><sup>k</sup>) ψ̄(τ<sub>h</sub><sup>k</sup>)<sup>T</sup> over logged episodes k: how much the logs explored each direction of the features at step h. The norm ‖x‖<sub>U<sub>h</sub>⁻¹</sub> is small in directions the logs explored often."),
+		g("g-alpha", "α", "Bonus coefficient: how strongly uncertainty is penalised. By default chosen among candidates by the importance-weighted lower bound on held-out episodes (see the α candidates); <code>--alpha theory</code> gives the paper's α̂."),
+		g("g-rank", "rank", "Number of latent states r of the fitted model; chosen by the held-out log-likelihood (nats, summed over the held-out episodes) unless given."),
+		g("g-reach", "reach", "Share of episodes that reach a decision node: under the model, P<sup>π̄</sup> of its history; in the logs, the share of logged episodes whose observations and earlier actions lead to it (they followed π̄ up to there)."),
 	}
 }
 

@@ -96,16 +96,16 @@ func TestLoggedVisitsAndView(t *testing.T) {
 		d.Act = append(d.Act, a[ep[1]], a[ep[3]])
 		d.Length = append(d.Length, 2)
 	}
-	visits, acts := LoggedVisits(pol, d)
-	if visits[0] != 4 || visits[1] != 2 || visits[2] != 1 {
-		t.Errorf("visits %v, want [4 2 1]", visits)
+	vis := LoggedVisits(pol, d)
+	if vis.N[0] != 4 || vis.N[1] != 2 || vis.N[2] != 1 || vis.K != 4 {
+		t.Errorf("visits %v of %d, want [4 2 1] of 4", vis.N, vis.K)
 	}
-	if acts[0]["x"] != 3 || acts[0]["y"] != 1 || acts[2]["y"] != 1 {
+	if acts := vis.Actions; acts[0]["x"] != 3 || acts[0]["y"] != 1 || acts[2]["y"] != 1 {
 		t.Errorf("actions %v", acts)
 	}
 	// Returns range over [−10, 10]: a step-2 node's rescaled value to go
 	// v maps to 20·v − 10·(1/2); the bonus to 20·b.
-	v := NewPolicyView(pol, ReturnRange{-10, 10}, d, 0)
+	v := NewPolicyView(pol, ReturnRange{-10, 10}, vis, 0)
 	if len(v.Rows) != 3 || v.Rows[0].Node != 0 || v.Rows[1].Node != 1 || v.Rows[2].Node != 2 {
 		t.Fatalf("rows %+v", v.Rows)
 	}
@@ -116,7 +116,10 @@ func TestLoggedVisitsAndView(t *testing.T) {
 	if root := v.Rows[0]; root.ActionShare != 0.75 || root.LoggedShare != 1 || root.MostLogged != "x" || math.Abs(root.Value-0) > 1e-12 {
 		t.Errorf("root %+v", root)
 	}
-	if dep := v.Rows[2]; dep.MostLogged != "y" || dep.ActionShare != 0 || dep.Logged != 1 {
+	if got := strings.Join(v.Rows[2].History, " "); got != "a x b" {
+		t.Errorf("node 2 history %q, want \"a x b\"", got)
+	}
+	if dep := v.Rows[2]; dep.MostLogged != "y" || dep.ActionShare != 0 || dep.Logged != 1 || dep.MostShare != 1 {
 		t.Errorf("node 2 %+v", dep)
 	}
 	// Top 2 by reach: the root and its most probable child.

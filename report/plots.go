@@ -124,25 +124,22 @@ func (cleanTicks) Ticks(min, max float64) []plot.Tick {
 	return t
 }
 
-// logTicks are powers of ten labelled like the page's numbers.
-type logTicks struct{}
+// log10Ticks label an axis that carries log10 of the values (gonum's own
+// log scale pads the plot's top oddly): a tick at y reads 10^y, at the
+// powers of ten, or at 1, 2 and 5 times them when the range is under two
+// decades.
+type log10Ticks struct{}
 
-func (logTicks) Ticks(min, max float64) []plot.Tick {
+func (log10Ticks) Ticks(min, max float64) []plot.Tick {
 	var t []plot.Tick
-	for e := math.Floor(math.Log10(min)); e <= math.Ceil(math.Log10(max)); e++ {
-		v := math.Pow(10, e)
-		if v >= min && v <= max {
-			t = append(t, plot.Tick{Value: v, Label: num(v, 1)})
-		}
+	mults := []float64{1}
+	if max-min < 2 {
+		mults = []float64{1, 2, 5}
 	}
-	if len(t) < 2 {
-		// Less than a decade: label 1, 2 and 5 times the powers of ten.
-		t = t[:0]
-		for e := math.Floor(math.Log10(min)); e <= math.Ceil(math.Log10(max)); e++ {
-			for _, m := range []float64{1, 2, 5} {
-				if v := m * math.Pow(10, e); v >= min && v <= max {
-					t = append(t, plot.Tick{Value: v, Label: num(v, 1)})
-				}
+	for e := math.Floor(min); e <= math.Ceil(max); e++ {
+		for _, m := range mults {
+			if y := e + math.Log10(m); y >= min && y <= max {
+				t = append(t, plot.Tick{Value: y, Label: num(m*math.Pow(10, e), 1)})
 			}
 		}
 	}
@@ -200,7 +197,7 @@ func plotTrace(rows []TraceRow, chosenRank int) (*plot.Plot, []legendItem, error
 				gap = traceFloor
 			}
 			maxGap = math.Max(maxGap, gap)
-			xy = append(xy, plotter.XY{X: float64(r.Iter), Y: gap})
+			xy = append(xy, plotter.XY{X: float64(r.Iter), Y: math.Log10(gap)})
 		}
 		ps, err := line(xy, colorAt(i), false)
 		if err != nil {
@@ -209,9 +206,8 @@ func plotTrace(rows []TraceRow, chosenRank int) (*plot.Plot, []legendItem, error
 		p.Add(ps...)
 		legend = append(legend, legendItem{Label: fmt.Sprintf("start %d", k+1), Color: css(colorAt(i))})
 	}
-	p.Y.Scale = plot.LogScale{}
-	p.Y.Tick.Marker = logTicks{}
-	p.Y.Min, p.Y.Max = traceFloor/2, maxGap*2
+	p.Y.Tick.Marker = log10Ticks{}
+	p.Y.Min, p.Y.Max = math.Log10(traceFloor/2), math.Log10(maxGap*2)
 	p.X.Tick.Marker = integerTicks{}
 	return p, legend, nil
 }
@@ -285,6 +281,13 @@ func plotBonus(steps [][]float64) (*plot.Plot, []legendItem, error) {
 			positive = false
 		}
 	}
+	// With every value positive the axis carries log10 of the values
+	// (labelled in the values), so steps whose bonuses differ by orders
+	// of magnitude all show their spread.
+	f := func(x float64) float64 { return x }
+	if positive {
+		f = math.Log10
+	}
 	var med, mx plotter.XYs
 	var whisk plotter.XYs
 	var errs plotter.YErrors
@@ -293,17 +296,17 @@ func plotBonus(steps [][]float64) (*plot.Plot, []legendItem, error) {
 			continue
 		}
 		x := float64(h + 1)
-		bar, err := plotter.NewLine(plotter.XYs{{X: x, Y: q.Q25}, {X: x, Y: q.Q75}})
+		bar, err := plotter.NewLine(plotter.XYs{{X: x, Y: f(q.Q25)}, {X: x, Y: f(q.Q75)}})
 		if err != nil {
 			return nil, nil, err
 		}
 		bar.Color, bar.Width = color.RGBA{0, 114, 178, 110}, vg.Points(16)
 		bar.LineStyle.Dashes = nil
 		p.Add(bar)
-		med = append(med, plotter.XY{X: x, Y: q.Q50})
-		mx = append(mx, plotter.XY{X: x, Y: q.Max})
-		whisk = append(whisk, plotter.XY{X: x, Y: q.Q50})
-		errs = append(errs, struct{ Low, High float64 }{q.Q50 - q.Q05, q.Q95 - q.Q50})
+		med = append(med, plotter.XY{X: x, Y: f(q.Q50)})
+		mx = append(mx, plotter.XY{X: x, Y: f(q.Max)})
+		whisk = append(whisk, plotter.XY{X: x, Y: f(q.Q50)})
+		errs = append(errs, struct{ Low, High float64 }{f(q.Q50) - f(q.Q05), f(q.Q95) - f(q.Q50)})
 	}
 	if len(med) > 0 {
 		eb, err := plotter.NewYErrorBars(struct {
@@ -327,13 +330,12 @@ func plotBonus(steps [][]float64) (*plot.Plot, []legendItem, error) {
 		p.Add(eb, m, x)
 	}
 	if positive && len(med) > 0 {
-		p.Y.Scale = plot.LogScale{}
-		p.Y.Tick.Marker = logTicks{}
-		lo, hi := math.Inf(1), 0.0
+		p.Y.Tick.Marker = log10Ticks{}
+		lo, hi := math.Inf(1), math.Inf(-1)
 		for _, q := range qs {
-			lo, hi = math.Min(lo, q.Q05), math.Max(hi, q.Max)
+			lo, hi = math.Min(lo, f(q.Q05)), math.Max(hi, f(q.Max))
 		}
-		p.Y.Min, p.Y.Max = lo/1.5, hi*1.5
+		p.Y.Min, p.Y.Max = lo-0.15, hi+0.15
 		p.Y.Label.Text = "‖ψ̄‖², U⁻¹ norm (log scale)"
 	}
 	p.X.Tick.Marker = integerTicks{}

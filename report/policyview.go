@@ -2,6 +2,7 @@ package report
 
 import (
 	"math"
+	"slices"
 	"sort"
 	"strings"
 
@@ -63,58 +64,88 @@ type PolicyView struct {
 	Horizon int
 }
 
-// LoggedVisits walks every logged episode down π̄'s tree: visits[n] counts
-// episodes whose observations o_1..o_h and actions a_1..a_{h−1} lead to
-// node n, and actions[n][a] how many of them took a there. An episode stops
-// at the first action that departs from π̄ (or at its end).
-func LoggedVisits(pol *policy.Policy, d *ingest.Dataset) (visits []int64, actions []map[string]int64) {
-	visits = make([]int64, len(pol.Nodes))
-	actions = make([]map[string]int64, len(pol.Nodes))
+// Visits is how the logs walk down π̄'s tree: N[n] counts the episodes
+// whose observations o_1..o_h and actions a_1..a_{h−1} lead to node n, and
+// Actions[n][a] how many of them took a there, out of K episodes. An
+// episode stops at the first action that departs from π̄ (or at its end).
+type Visits struct {
+	N       []int64
+	Actions []map[string]int64
+	K       int
+}
+
+// LoggedVisits walks every logged episode of d down pol's tree.
+func LoggedVisits(pol *policy.Policy, d *ingest.Dataset) *Visits {
+	v := &Visits{N: make([]int64, len(pol.Nodes)), Actions: make([]map[string]int64, len(pol.Nodes)), K: d.NumEpisodes()}
 	H := d.Horizon
-	for k := 0; k < d.NumEpisodes(); k++ {
+	for k := 0; k < v.K; k++ {
 		node := int64(-1)
 		for h := 0; h < H && h < int(d.Length[k]); h++ {
-			o := d.ObsVocab[d.Obs[k*H+h]]
-			n, ok := pol.Child(node, o)
+			n, ok := pol.Child(node, d.ObsVocab[d.Obs[k*H+h]])
 			if !ok {
 				break
 			}
 			a := d.ActVocab[d.Act[k*H+h]]
-			visits[n]++
-			if actions[n] == nil {
-				actions[n] = map[string]int64{}
+			v.N[n]++
+			if v.Actions[n] == nil {
+				v.Actions[n] = map[string]int64{}
 			}
-			actions[n][a]++
+			v.Actions[n][a]++
 			if a != pol.Nodes[n].Action {
 				break
 			}
 			node = n
 		}
 	}
-	return visits, actions
+	return v
+}
+
+// row describes node id; v may be nil (no logged columns).
+func row(pol *policy.Policy, id int64, rng ReturnRange, v *Visits) PolicyRow {
+	n := &pol.Nodes[id]
+	h := int(n.Step)
+	var hist []string
+	for j := id; j >= 0; j = pol.Nodes[j].Parent {
+		if j != id {
+			hist = append(hist, pol.Nodes[j].Action)
+		}
+		hist = append(hist, pol.Nodes[j].Obs)
+	}
+	slices.Reverse(hist)
+	r := PolicyRow{
+		Node: id, Parent: n.Parent, Step: h, Obs: n.Obs, Action: n.Action, Reach: n.ReachProb, History: hist,
+		Value: rng.ToGo(n.ValueReward, h, pol.Horizon),
+		Bonus: n.ValueBonus * (rng.Max - rng.Min),
+	}
+	r.LCB = r.Value - r.Bonus
+	r.ActionShare = math.NaN()
+	if v != nil {
+		r.Logs = true
+		r.Logged = v.N[id]
+		r.LoggedShare = float64(v.N[id]) / float64(max(v.K, 1))
+		if v.N[id] > 0 {
+			r.ActionShare = float64(v.Actions[id][n.Action]) / float64(v.N[id])
+			r.MostLogged = mostLogged(v.Actions[id])
+			r.MostShare = float64(v.Actions[id][r.MostLogged]) / float64(v.N[id])
+		}
+	}
+	return r
 }
 
 // NewPolicyView lists the top most probable nodes of pol (all when top ≤
-// 0) in tree order, each under its parent. d may be nil (no logged
-// columns).
-func NewPolicyView(pol *policy.Policy, rng ReturnRange, d *ingest.Dataset, top int) *PolicyView {
-	v := &PolicyView{TotalNodes: len(pol.Nodes), Horizon: pol.Horizon}
+// 0) in tree order, each under its parent, siblings by decreasing reach.
+// v may be nil (no logged columns).
+func NewPolicyView(pol *policy.Policy, rng ReturnRange, v *Visits, top int) *PolicyView {
+	view := &PolicyView{TotalNodes: len(pol.Nodes), Horizon: pol.Horizon}
 	keep := topNodes(pol, top)
-	var visits []int64
-	var acts []map[string]int64
-	K := 0
-	if d != nil {
-		visits, acts = LoggedVisits(pol, d)
-		K = d.NumEpisodes()
-	}
 	children := map[int64][]int64{}
 	for i := range pol.Nodes {
 		if keep[i] {
 			children[pol.Nodes[i].Parent] = append(children[pol.Nodes[i].Parent], int64(i))
 		}
 	}
-	var walk func(parent int64, hist []string)
-	walk = func(parent int64, hist []string) {
+	var walk func(parent int64)
+	walk = func(parent int64) {
 		ids := children[parent]
 		sort.SliceStable(ids, func(a, b int) bool {
 			na, nb := &pol.Nodes[ids[a]], &pol.Nodes[ids[b]]
@@ -124,32 +155,12 @@ func NewPolicyView(pol *policy.Policy, rng ReturnRange, d *ingest.Dataset, top i
 			return na.Obs < nb.Obs
 		})
 		for _, id := range ids {
-			n := &pol.Nodes[id]
-			h := int(n.Step)
-			r := PolicyRow{
-				Node: id, Parent: n.Parent, Step: h, Obs: n.Obs, Action: n.Action, Reach: n.ReachProb,
-				History: append(append([]string(nil), hist...), n.Obs),
-				Value:   rng.ToGo(n.ValueReward, h, pol.Horizon),
-				Bonus:   n.ValueBonus * (rng.Max - rng.Min),
-			}
-			r.LCB = r.Value - r.Bonus
-			r.ActionShare = math.NaN()
-			if d != nil {
-				r.Logs = true
-				r.Logged = visits[id]
-				r.LoggedShare = float64(visits[id]) / float64(max(K, 1))
-				if visits[id] > 0 {
-					r.ActionShare = float64(acts[id][n.Action]) / float64(visits[id])
-					r.MostLogged = mostLogged(acts[id])
-					r.MostShare = float64(acts[id][r.MostLogged]) / float64(visits[id])
-				}
-			}
-			v.Rows = append(v.Rows, r)
-			walk(id, append(r.History, n.Action))
+			view.Rows = append(view.Rows, row(pol, id, rng, v))
+			walk(id)
 		}
 	}
-	walk(-1, nil)
-	return v
+	walk(-1)
+	return view
 }
 
 // topNodes marks the top nodes of largest reach probability together with
@@ -223,30 +234,35 @@ type Comparison struct {
 // only run when that tree is small (maxEvalTree).
 const (
 	maxDepartureEvals = 12
-	maxEvalTree       = 2e5
+	maxEvalTree       = 5e4
 )
 
-// Compare finds where π̄ departs from the most logged action. With a
-// small observation tree it also evaluates, under the model, π̄ with each
-// of the most probable departures undone and with all of them undone.
-func Compare(m *estimate.Model, b *pessimism.Bonus, pol *policy.Policy, d *ingest.Dataset, behaviourUnits float64) (*Comparison, error) {
-	view := NewPolicyView(pol, ReturnRange{m.ReturnMin, m.ReturnMax}, d, 0)
+// Compare finds where π̄ departs from the most logged action (at nodes the
+// logs visit, v). With a small observation tree it also evaluates, under
+// the model, π̄ with each of the most probable departures undone and with
+// all of them undone.
+func Compare(m *estimate.Model, b *pessimism.Bonus, pol *policy.Policy, v *Visits, behaviourUnits float64) (*Comparison, error) {
+	rng := ReturnRange{m.ReturnMin, m.ReturnMax}
 	c := &Comparison{Gain: math.NaN()}
-	rowOf := map[int64]*PolicyRow{}
-	for i := range view.Rows {
-		rowOf[view.Rows[i].Node] = &view.Rows[i]
+	departs := func(id int64) bool {
+		if v.N[id] == 0 {
+			return false
+		}
+		ml := mostLogged(v.Actions[id])
+		return ml != "" && ml != pol.Nodes[id].Action
 	}
 	steps := map[int]bool{}
-	for _, r := range view.Rows {
-		if r.Logged == 0 || r.MostLogged == r.Action || r.MostLogged == "" {
+	for id := range pol.Nodes {
+		if !departs(int64(id)) {
 			continue
 		}
+		r := row(pol, int64(id), rng, v)
 		c.Departures = append(c.Departures, Departure{Row: r, Gain: math.NaN()})
 		steps[r.Step] = true
-		// Count the mass once per path: skip departures below another.
+		// Count the mass once per path: only the first departure on it.
 		first := true
 		for p := r.Parent; p >= 0; p = pol.Nodes[p].Parent {
-			if pr := rowOf[p]; pr != nil && pr.Logged > 0 && pr.MostLogged != pr.Action && pr.MostLogged != "" {
+			if departs(p) {
 				first = false
 				break
 			}
@@ -260,20 +276,19 @@ func Compare(m *estimate.Model, b *pessimism.Bonus, pol *policy.Policy, d *inges
 	}
 	sort.Ints(c.Steps)
 	sort.SliceStable(c.Departures, func(i, j int) bool { return c.Departures[i].Row.Reach > c.Departures[j].Row.Reach })
-	rng := m.ReturnMax - m.ReturnMin
-	base := pol.Nodes
+	width := m.ReturnMax - m.ReturnMin
 	v0 := 0.0
-	for _, n := range base {
+	for _, n := range pol.Nodes {
 		if n.Step == 1 {
 			v0 += n.ReachProb * n.ValueReward
 		}
 	}
-	c.Total = m.ReturnMin + v0*rng - behaviourUnits
+	c.Total = rng.ToGo(v0, 1, max(pol.Horizon, 1)) - behaviourUnits
 	if len(c.Departures) == 0 || treeObs(m) > maxEvalTree {
 		return c, nil
 	}
 	with := func(change func(nodes []policy.Node)) (float64, error) {
-		q := &policy.Policy{Horizon: pol.Horizon, Nodes: append([]policy.Node(nil), base...)}
+		q := &policy.Policy{Horizon: pol.Horizon, Nodes: append([]policy.Node(nil), pol.Nodes...)}
 		change(q.Nodes)
 		val, err := policy.ModelValue(m, b, q)
 		return val.Reward, err
@@ -287,11 +302,11 @@ func Compare(m *estimate.Model, b *pessimism.Bonus, pol *policy.Policy, d *inges
 			break
 		}
 		dep := &c.Departures[i]
-		v, err := with(func(ns []policy.Node) { ns[dep.Row.Node].Action = dep.Row.MostLogged })
+		val, err := with(func(ns []policy.Node) { ns[dep.Row.Node].Action = dep.Row.MostLogged })
 		if err != nil {
 			return nil, err
 		}
-		dep.Gain = (full - v) * rng
+		dep.Gain = (full - val) * width
 		c.Checked++
 	}
 	all, err := with(func(ns []policy.Node) {
@@ -302,7 +317,7 @@ func Compare(m *estimate.Model, b *pessimism.Bonus, pol *policy.Policy, d *inges
 	if err != nil {
 		return nil, err
 	}
-	c.Gain = (full - all) * rng
+	c.Gain = (full - all) * width
 	return c, nil
 }
 
