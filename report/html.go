@@ -258,7 +258,7 @@ func policyRows(v *PolicyView) ([]policyRowHTML, string, bool) {
 			pr.LoggedEpisode = fmt.Sprint(r.Logged)
 			pr.ActShare = pct(r.ActionShare)
 			pr.MostLogged = r.MostLogged
-			pr.Departs = r.Logged > 0 && r.MostLogged != "" && r.MostLogged != r.Action
+			pr.Departs = r.Departs
 		}
 		out = append(out, pr)
 	}
@@ -283,22 +283,31 @@ func compareText(run *Run) (paras, departures []string) {
 	}
 	h := run.Manifest.Headline
 	var out []string
+	gain := fmt.Sprintf("The model expects the policy to return %s per episode against the behaviour's logged mean of %s (a gain of %s).",
+		num(float64(h.ModelValueUnits), 4), num(float64(h.BehaviorUnits), 4), num(c.Total, 4))
+	ties := ""
+	if c.Ties > 0 {
+		ties = fmt.Sprintf(" At %d logged histories another action was logged a little more often than the policy's, within sampling noise (no clear preference of the behaviour there).", c.Ties)
+	}
 	if len(c.Departures) == 0 {
-		return []string{"At every history the logs reach, the policy takes the action the behaviour took most often there: it differs from the behaviour only where the logs are silent, or by taking that action every time instead of some of the time. Its expected gain over the behaviour's logged mean return, " +
-			num(c.Total, 4) + " under the model, comes from that consistency."}, nil
+		return []string{fmt.Sprintf("Wherever the logs clearly favour one action, the policy takes it too (%d logged histories agree with the most logged action).%s The policy's gain comes from choosing consistently, and well, where the behaviour chose without a clear preference. %s", c.Agree, ties, gain)}, nil
 	}
 	steps := make([]string, len(c.Steps))
 	for i, s := range c.Steps {
 		steps[i] = fmt.Sprint(s)
 	}
-	out = append(out, fmt.Sprintf("The policy departs from the most logged action at %d logged histories, at step%s %s; under the model %s of its episodes meet such a departure. The model expects the policy to return %s against the behaviour's logged mean of %s (a gain of %s).",
-		len(c.Departures), plural(len(c.Steps)), strings.Join(steps, ", "), pct(c.DepartMass), num(float64(h.ModelValueUnits), 4), num(float64(h.BehaviorUnits), 4), num(c.Total, 4)))
-	if !math.IsNaN(c.Gain) {
+	out = append(out, fmt.Sprintf("The policy departs from an action the logs clearly favour at %d logged histories, at step%s %s; under the model %s of its episodes meet such a departure. It agrees with the most logged action at %d logged histories.%s %s",
+		len(c.Departures), plural(len(c.Steps)), strings.Join(steps, ", "), pct(c.DepartMass), c.Agree, ties, gain))
+	switch {
+	case math.IsNaN(c.Gain):
+	case c.Gain >= 0:
 		share := ""
-		if c.Total != 0 {
-			share = fmt.Sprintf(" (%s of the gain)", pct(math.Max(0, math.Min(1, c.Gain/c.Total))))
+		if c.Total > 0 {
+			share = fmt.Sprintf(" (%s of the gain)", pct(math.Min(1, c.Gain/c.Total)))
 		}
-		out = append(out, fmt.Sprintf("Taking the most logged action at all of them instead would lower the policy's model value by %s%s; the rest of the gain comes from following the behaviour's most frequent action consistently.", num(c.Gain, 3), share))
+		out = append(out, fmt.Sprintf("Taking the logs' favourite action at all of these departures instead would lower the policy's model value by %s per episode%s; the rest of the gain comes from where the policy follows the logs' favourite or the logs show none.", num(c.Gain, 3), share))
+	default:
+		out = append(out, fmt.Sprintf("Taking the logs' favourite action at these departures instead would raise the policy's model value by %s per episode: the policy gives up model value there for a smaller bonus, that is, to stay where the logs say more (it maximises V_R − V_b, not V_R).", num(-c.Gain, 3)))
 	}
 	var items []string
 	for i, dep := range c.Departures {
@@ -308,12 +317,16 @@ func compareText(run *Run) (paras, departures []string) {
 		r := dep.Row
 		s := fmt.Sprintf("Step %d, after %s: %s instead of %s (of %d logged visits, %s took %s and %s took %s). Under the model %s of episodes get there",
 			r.Step, r.HistoryString(), r.Action, r.MostLogged, r.Logged, pct(r.MostShare), r.MostLogged, pct(r.ActionShare), r.Action, pct(r.Reach))
-		if !math.IsNaN(dep.Gain) {
-			s += fmt.Sprintf(", and this choice is worth %s per episode", num(dep.Gain, 3))
+		switch {
+		case math.IsNaN(dep.Gain):
+		case dep.Gain >= 0:
+			s += fmt.Sprintf(", and this choice adds %s per episode to the model value", num(dep.Gain, 3))
+		default:
+			s += fmt.Sprintf(", and this choice costs %s per episode of model value for a smaller bonus", num(-dep.Gain, 3))
 		}
 		items = append(items, s+".")
 	}
-	lead := "The most probable departures (values in your units of return, under the fitted model):"
+	lead := "The departures, most probable first (values in your units of return, under the fitted model):"
 	if len(c.Departures) > len(items) {
 		lead = fmt.Sprintf("The %d most probable of the %d departures (the others are highlighted in the policy table; values in your units of return, under the fitted model):", len(items), len(c.Departures))
 	}

@@ -55,6 +55,19 @@ func TestQuantile(t *testing.T) {
 	}
 }
 
+// A departure needs a − b > 2√(a+b): at 100 visits split 60/40 the gap
+// is exactly 2 standard deviations (not clear), 61/39 is past it.
+func TestClearlyMore(t *testing.T) {
+	for _, c := range []struct {
+		a, b int64
+		want bool
+	}{{60, 40, false}, {61, 39, true}, {1, 0, false}, {5, 0, true}, {34, 33, false}, {3400, 3300, false}, {3500, 3200, true}} {
+		if got := clearlyMore(c.a, c.b); got != c.want {
+			t.Errorf("clearlyMore(%d, %d) = %v, want %v", c.a, c.b, got, c.want)
+		}
+	}
+}
+
 func TestStageOrder(t *testing.T) {
 	got := orderedStages(map[string]float64{"split": 0.001, "estimate": 3.5, "ingest": 0.03, "report": 0.2, "select-α": 25.55, "policy": 0, "pessimism": 0.5})
 	want := []string{"ingest", "select-α", "split", "estimate", "pessimism", "policy", "report", "total"}
@@ -119,7 +132,7 @@ func TestLoggedVisitsAndView(t *testing.T) {
 	if got := strings.Join(v.Rows[2].History, " "); got != "a x b" {
 		t.Errorf("node 2 history %q, want \"a x b\"", got)
 	}
-	if dep := v.Rows[2]; dep.MostLogged != "y" || dep.ActionShare != 0 || dep.Logged != 1 || dep.MostShare != 1 {
+	if dep := v.Rows[2]; dep.MostLogged != "y" || dep.ActionShare != 0 || dep.Logged != 1 || dep.MostShare != 1 || dep.Departs {
 		t.Errorf("node 2 %+v", dep)
 	}
 	// Top 2 by reach: the root and its most probable child.
