@@ -310,13 +310,14 @@ func fit(ctx context.Context, d *ingest.Dataset, inputs []string, opts Options) 
 	prog.Advance(int64(K), "")
 	st.end()
 
-	st.begin("policy", planNodes(fit.Model, opts.PlanBudget))
+	planWork := planNodes(fit.Model, opts.PlanBudget)
+	st.begin("policy", planWork)
 	pol, stats, err := policy.Plan(ctx, fit.Model, bonus, planOpts)
 	if err != nil {
 		return nil, err
 	}
 	out.Policy, out.Plan = pol, stats
-	prog.Advance(stats.Nodes, fmt.Sprintf("%d nodes", stats.Nodes))
+	prog.Advance(min(stats.Nodes, planWork), fmt.Sprintf("%d nodes", stats.Nodes))
 	st.end()
 
 	st.begin("report", int64(K))

@@ -14,8 +14,8 @@ import (
 // MaxIter per start, Restarts starts per rank, and with an automatic rank
 // the ranks 1..MaxRank on the training share before the final fit. It is
 // the stage's progress total; a start that converges early is credited
-// with its unused iterations when the next rank begins, so the bar moves
-// steadily and the time left is an upper bound.
+// with its unused iterations when the next rank begins, so the bar never
+// stops short of its total.
 func emBudget(o estimate.Options) int64 {
 	restarts, iters, maxRank := o.Restarts, o.MaxIter, o.MaxRank
 	if restarts <= 0 {
