@@ -113,8 +113,11 @@ func TestLoggedVisitsAndView(t *testing.T) {
 	if vis.N[0] != 4 || vis.N[1] != 2 || vis.N[2] != 1 || vis.K != 4 {
 		t.Errorf("visits %v of %d, want [4 2 1] of 4", vis.N, vis.K)
 	}
-	if acts := vis.Actions; acts[0]["x"] != 3 || acts[0]["y"] != 1 || acts[2]["y"] != 1 {
-		t.Errorf("actions %v", acts)
+	if vis.Count(0, "x") != 3 || vis.Count(0, "y") != 1 || vis.Count(2, "y") != 1 || vis.Count(2, "x") != 0 || vis.Count(1, "y") != 2 {
+		t.Errorf("action counts %v", vis.counts)
+	}
+	if vis.MostLogged(0) != "x" || vis.MostLogged(2) != "y" {
+		t.Errorf("most logged %q %q", vis.MostLogged(0), vis.MostLogged(2))
 	}
 	// Returns range over [−10, 10]: a step-2 node's rescaled value to go
 	// v maps to 20·v − 10·(1/2); the bonus to 20·b.

@@ -68,18 +68,27 @@ type PolicyView struct {
 }
 
 // Visits is how the logs walk down π̄'s tree: N[n] counts the episodes
-// whose observations o_1..o_h and actions a_1..a_{h−1} lead to node n, and
-// Actions[n][a] how many of them took a there, out of K episodes. An
-// episode stops at the first action that departs from π̄ (or at its end).
+// whose observations o_1..o_h and actions a_1..a_{h−1} lead to node n, out
+// of K, and Count(n, a) how many of them took action a there. An episode
+// stops at the first action that departs from π̄ (or at its end).
 type Visits struct {
-	N       []int64
-	Actions []map[string]int64
-	K       int
+	N []int64
+	K int
+	// Action counts of the visited nodes only: the counts of node n are
+	// counts[at[n]·|A| : (at[n]+1)·|A|] in the order of acts (at[n] = −1:
+	// never visited), so memory grows with the visited nodes, not the tree.
+	acts   []string
+	at     []int32
+	counts []int64
 }
 
 // LoggedVisits walks every logged episode of d down pol's tree.
 func LoggedVisits(pol *policy.Policy, d *ingest.Dataset) *Visits {
-	v := &Visits{N: make([]int64, len(pol.Nodes)), Actions: make([]map[string]int64, len(pol.Nodes)), K: d.NumEpisodes()}
+	A := len(d.ActVocab)
+	v := &Visits{N: make([]int64, len(pol.Nodes)), K: d.NumEpisodes(), acts: d.ActVocab, at: make([]int32, len(pol.Nodes))}
+	for i := range v.at {
+		v.at[i] = -1
+	}
 	H := d.Horizon
 	for k := 0; k < v.K; k++ {
 		node := int64(-1)
@@ -88,19 +97,51 @@ func LoggedVisits(pol *policy.Policy, d *ingest.Dataset) *Visits {
 			if !ok {
 				break
 			}
-			a := d.ActVocab[d.Act[k*H+h]]
+			a := int(d.Act[k*H+h])
 			v.N[n]++
-			if v.Actions[n] == nil {
-				v.Actions[n] = map[string]int64{}
+			if v.at[n] < 0 {
+				v.at[n] = int32(len(v.counts) / A)
+				v.counts = append(v.counts, make([]int64, A)...)
 			}
-			v.Actions[n][a]++
-			if a != pol.Nodes[n].Action {
+			v.counts[int(v.at[n])*A+a]++
+			if d.ActVocab[a] != pol.Nodes[n].Action {
 				break
 			}
 			node = n
 		}
 	}
 	return v
+}
+
+// Count is the number of logged visits of node n that took action a.
+func (v *Visits) Count(n int64, a string) int64 {
+	if v.at[n] < 0 {
+		return 0
+	}
+	A := len(v.acts)
+	for i, s := range v.acts {
+		if s == a {
+			return v.counts[int(v.at[n])*A+i]
+		}
+	}
+	return 0
+}
+
+// MostLogged is the action logged most often at node n (the first in
+// vocabulary order on ties), "" when the node was never visited.
+func (v *Visits) MostLogged(n int64) string {
+	if v.at[n] < 0 {
+		return ""
+	}
+	A := len(v.acts)
+	c := v.counts[int(v.at[n])*A : int(v.at[n]+1)*A]
+	best := 0
+	for i := range c {
+		if c[i] > c[best] {
+			best = i
+		}
+	}
+	return v.acts[best]
 }
 
 // row describes node id; v may be nil (no logged columns).
@@ -127,10 +168,10 @@ func row(pol *policy.Policy, id int64, rng ReturnRange, v *Visits) PolicyRow {
 		r.Logged = v.N[id]
 		r.LoggedShare = float64(v.N[id]) / float64(max(v.K, 1))
 		if v.N[id] > 0 {
-			r.ActionShare = float64(v.Actions[id][n.Action]) / float64(v.N[id])
-			r.MostLogged = mostLogged(v.Actions[id])
-			r.MostShare = float64(v.Actions[id][r.MostLogged]) / float64(v.N[id])
-			r.Departs = r.MostLogged != n.Action && clearlyMore(v.Actions[id][r.MostLogged], v.Actions[id][n.Action])
+			r.ActionShare = float64(v.Count(id, n.Action)) / float64(v.N[id])
+			r.MostLogged = v.MostLogged(id)
+			r.MostShare = float64(v.Count(id, r.MostLogged)) / float64(v.N[id])
+			r.Departs = r.MostLogged != n.Action && clearlyMore(v.Count(id, r.MostLogged), v.Count(id, n.Action))
 		}
 	}
 	return r
@@ -201,16 +242,6 @@ func clearlyMore(a, b int64) bool {
 	return float64(a-b) > 2*math.Sqrt(float64(a+b))
 }
 
-func mostLogged(m map[string]int64) string {
-	best, bn := "", int64(-1)
-	for a, n := range m {
-		if n > bn || (n == bn && a < best) {
-			best, bn = a, n
-		}
-	}
-	return best
-}
-
 // HistoryString joins a node's history for display: "o_1 → a_1 → o_2".
 func (r PolicyRow) HistoryString() string { return strings.Join(r.History, " → ") }
 
@@ -266,13 +297,13 @@ func Compare(m *estimate.Model, b *pessimism.Bonus, pol *policy.Policy, v *Visit
 		if v.N[id] == 0 {
 			return false
 		}
-		ml := mostLogged(v.Actions[id])
-		return ml != pol.Nodes[id].Action && clearlyMore(v.Actions[id][ml], v.Actions[id][pol.Nodes[id].Action])
+		ml := v.MostLogged(id)
+		return ml != pol.Nodes[id].Action && clearlyMore(v.Count(id, ml), v.Count(id, pol.Nodes[id].Action))
 	}
 	steps := map[int]bool{}
 	for id := range pol.Nodes {
 		if v.N[id] > 0 && !departs(int64(id)) {
-			if mostLogged(v.Actions[id]) == pol.Nodes[id].Action {
+			if v.MostLogged(int64(id)) == pol.Nodes[id].Action {
 				c.Agree++
 			} else {
 				c.Ties++
