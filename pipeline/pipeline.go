@@ -160,12 +160,13 @@ func Run(ctx context.Context, inputs []string, opts Options) (*Result, error) {
 		return nil, err
 	}
 	start := time.Now()
-	o.Progress.StartStage("ingest", 0)
+	o.Progress.StartStage("ingest", fileBytes(inputs))
 	d, err := ingest.Read(ctx, inputs, o.Ingest)
 	if err != nil {
 		return nil, err
 	}
 	took := time.Since(start)
+	o.Progress.Advance(fileBytes(inputs), fmt.Sprintf("%d rows", d.Rows))
 	o.Progress.EndStage("ingest", took)
 	if n := len(d.Quarantined); n > 0 {
 		o.Progress.Info("episodes quarantined", "count", n, "first", d.Quarantined[0].Reason)
@@ -228,13 +229,6 @@ func (s *stageTimer) end() {
 	s.prog.EndStage(s.name, d)
 }
 
-// emProgress forwards EM iterations to a Progress.
-type emProgress struct{ p progress.Reporter }
-
-func (e emProgress) Iteration(r estimate.TraceRow) {
-	e.p.Advance(1, fmt.Sprintf("%s rank %d start %d iter %d loglik %.6g", r.Data, r.Rank, r.Restart, r.Iter, r.LogLik))
-}
-
 // Fit runs split → estimate → pessimism → policy on a validated dataset and
 // gathers every figure of the report (Algorithm 2 of the paper). inputs
 // are the log files, hashed into the manifest (may be nil).
@@ -262,14 +256,16 @@ func fit(ctx context.Context, d *ingest.Dataset, inputs []string, opts Options) 
 	eopts := opts.Estimate
 	eopts.Seed = opts.Seed
 	eopts.Workers = workers
-	eopts.Reporter = emProgress{prog}
 	popts := pessimism.Options{Lambda: opts.Lambda, Workers: workers}
 	planOpts := policy.PlanOptions{Workers: workers, Budget: opts.PlanBudget}
 
 	// α among candidates: fit on a training part, plan one policy per α
 	// and pick by the importance-weighted lower bound on the held-out part.
+	// When that fit chose the rank, its rank table is the run's evidence
+	// for the rank (the final fit is warm-started at that rank).
+	var rankChoice *estimate.Result
 	if len(candidates) > 1 {
-		st.begin("select-α", 0)
+		st.begin("select-α", emBudget(eopts))
 		perm := split.Permutation(K, opts.Seed^0x5e1ec7)
 		nHeld := int(math.Round(heldFrac * float64(K)))
 		if nHeld < 1 || K-nHeld < H {
@@ -286,6 +282,7 @@ func fit(ctx context.Context, d *ingest.Dataset, inputs []string, opts Options) 
 		}
 		to := eopts
 		to.Splits = trainSplits
+		to.Reporter = newEMProgress(prog, to)
 		tfit, err := estimate.Fit(ctx, train, to)
 		if err != nil {
 			return nil, err
@@ -312,21 +309,24 @@ func fit(ctx context.Context, d *ingest.Dataset, inputs []string, opts Options) 
 			eopts.Start = tfit.Model
 		}
 		eopts.Rank = tfit.Model.States
+		rankChoice = tfit
 		st.end()
 	} else if len(candidates) == 1 {
 		out.Alpha = candidates[0]
 	}
 
-	st.begin("split", 0)
+	st.begin("split", int64(K))
 	splits, err := split.Split(K, H, opts.Seed)
 	if err != nil {
 		return nil, err
 	}
 	out.Splits = splits
+	prog.Advance(int64(K), "")
 	st.end()
 
-	st.begin("estimate", 0)
+	st.begin("estimate", emBudget(eopts))
 	eopts.Splits = splits
+	eopts.Reporter = newEMProgress(prog, eopts)
 	fit, err := estimate.Fit(ctx, d, eopts)
 	if err != nil && eopts.Start != nil && errors.Is(err, estimate.ErrOptions) {
 		// The training fit's model does not match all the episodes (a
@@ -339,10 +339,13 @@ func fit(ctx context.Context, d *ingest.Dataset, inputs []string, opts Options) 
 		return nil, err
 	}
 	applyReturnRange(fit.Model, opts.ReturnRange)
+	if len(fit.RankTable) == 0 && rankChoice != nil && len(rankChoice.RankTable) > 0 {
+		fit.RankTable, fit.HeldOutLogLik = rankChoice.RankTable, rankChoice.HeldOutLogLik
+	}
 	out.Fit, out.Model = fit, fit.Model
 	st.end()
 
-	st.begin("pessimism", 0)
+	st.begin("pessimism", int64(K))
 	bonus, err := pessimism.Build(ctx, fit.Model, d, splits, popts)
 	if err != nil {
 		return nil, err
@@ -369,17 +372,20 @@ func fit(ctx context.Context, d *ingest.Dataset, inputs []string, opts Options) 
 	}
 	bonus = bonus.WithAlpha(out.Alpha)
 	out.Bonus = bonus
+	prog.Advance(int64(K), "")
 	st.end()
 
-	st.begin("policy", 0)
+	planWork := planNodes(fit.Model, opts.PlanBudget)
+	st.begin("policy", planWork)
 	pol, stats, err := policy.Plan(ctx, fit.Model, bonus, planOpts)
 	if err != nil {
 		return nil, err
 	}
 	out.Policy, out.Plan = pol, stats
+	prog.Advance(min(stats.Nodes, planWork), fmt.Sprintf("%d nodes", stats.Nodes))
 	st.end()
 
-	st.begin("report", 0)
+	st.begin("report", int64(K))
 	run, err := report.Build(ctx, d, inputs, opts.params(d), out, workers)
 	if err != nil {
 		return nil, err
@@ -387,6 +393,7 @@ func fit(ctx context.Context, d *ingest.Dataset, inputs []string, opts Options) 
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	prog.Advance(int64(K), "")
 	st.end()
 	run.Manifest.StageTimes = st.times
 	out.Run = run

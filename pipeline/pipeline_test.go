@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"testing"
+	"time"
 
 	"github.com/psrlcb/psrlcb/errkind"
 	"github.com/psrlcb/psrlcb/estimate"
@@ -98,5 +99,67 @@ func TestTooFewEpisodesForHeldOut(t *testing.T) {
 		if got := minHeldOutEpisodes(c.frac, c.H); got != c.want {
 			t.Errorf("minHeldOutEpisodes(%v, %d) = %d, want %d", c.frac, c.H, got, c.want)
 		}
+	}
+}
+
+// recorder is a progress.Reporter that keeps each stage's total and the
+// units advanced.
+type recorder struct {
+	stage  string
+	totals map[string]int64
+	done   map[string]int64
+}
+
+func (r *recorder) StartStage(name string, total int64) { r.stage = name; r.totals[name] = total }
+func (r *recorder) Advance(n int64, _ string)           { r.done[r.stage] += n }
+func (r *recorder) EndStage(string, time.Duration)      {}
+func (r *recorder) Info(string, ...any)                 {}
+
+// A run that chooses both α and the rank keeps the rank's evidence (the
+// held-out likelihood of every rank tried, from the α-selection fit), and
+// every stage announces its work and never advances past it.
+func TestAutoRankEvidenceAndProgress(t *testing.T) {
+	if testing.Short() {
+		t.Skip("fits the example logs")
+	}
+	logs := []string{filepath.Join("..", "examples", "tiger-logs.parquet")}
+	rec := &recorder{totals: map[string]int64{}, done: map[string]int64{}}
+	o := Options{Estimate: estimate.Options{MaxRank: 3, Restarts: 1, MaxIter: 20}, Seed: 1, Progress: rec}
+	res, err := Run(context.Background(), logs, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Selection == nil {
+		t.Fatal("α was not chosen among candidates")
+	}
+	ranks := res.Run.Ranks
+	if len(ranks) != 3 {
+		t.Fatalf("%d rank rows, want 3 (ranks 1..3)", len(ranks))
+	}
+	chosen := 0
+	for _, r := range ranks {
+		if r.Chosen {
+			chosen = r.Rank
+		}
+	}
+	if chosen != res.Model.States {
+		t.Errorf("rank table chose %d, model has %d states", chosen, res.Model.States)
+	}
+	for _, s := range []string{"ingest", "select-α", "split", "estimate", "pessimism", "policy", "report"} {
+		tot, ok := rec.totals[s]
+		if !ok || tot <= 0 {
+			t.Errorf("stage %s: total %d", s, tot)
+		}
+		if rec.done[s] > tot {
+			t.Errorf("stage %s advanced %d past its total %d", s, rec.done[s], tot)
+		}
+	}
+	// EM budget by hand: select-α fits ranks 1..3 on the training part
+	// then the chosen rank again, one start of ≤ 20 iterations each.
+	if got := rec.totals["select-α"]; got != (3+1)*1*20 {
+		t.Errorf("select-α total %d, want 80", got)
+	}
+	if got := rec.totals["estimate"]; got != 20 {
+		t.Errorf("estimate total %d, want 20 (warm start at the chosen rank)", got)
 	}
 }

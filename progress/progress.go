@@ -3,6 +3,7 @@ package progress
 import (
 	"io"
 	"log/slog"
+	"math"
 	"sync"
 	"time"
 
@@ -46,20 +47,24 @@ type textProgress struct {
 func (p *textProgress) StartStage(name string, total int64) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if total <= 0 {
-		total = -1 // spinner
-	}
-	p.stage = name
-	p.bar = progressbar.NewOptions64(total,
+	opts := []progressbar.Option{
 		progressbar.OptionSetWriter(p.w),
 		progressbar.OptionSetDescription(padStage(name)),
 		progressbar.OptionSetWidth(30),
-		progressbar.OptionShowCount(),
 		progressbar.OptionShowElapsedTimeOnFinish(),
-		progressbar.OptionThrottle(100*time.Millisecond),
+		progressbar.OptionThrottle(100 * time.Millisecond),
 		progressbar.OptionClearOnFinish(),
-		progressbar.OptionSetPredictTime(total > 0),
-	)
+	}
+	if total > 0 {
+		// A bar with "done/total" and the estimated time left.
+		opts = append(opts, progressbar.OptionShowCount(), progressbar.OptionSetPredictTime(true))
+	} else {
+		// Unknown work: a spinner, without a count that has no total.
+		total = -1
+		opts = append(opts, progressbar.OptionSetPredictTime(false))
+	}
+	p.stage = name
+	p.bar = progressbar.NewOptions64(total, opts...)
 }
 
 func (p *textProgress) Advance(n int64, detail string) {
@@ -124,13 +129,18 @@ type jsonProgress struct {
 	done  int64
 	total int64
 	last  time.Time
+	start time.Time
 }
 
 func (p *jsonProgress) StartStage(name string, total int64) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.stage, p.done, p.total, p.last = name, 0, total, time.Now()
-	p.log.Info("stage started", "stage", name, "total", total)
+	p.stage, p.done, p.total, p.last, p.start = name, 0, total, time.Now(), time.Now()
+	if total > 0 {
+		p.log.Info("stage started", "stage", name, "total", total)
+		return
+	}
+	p.log.Info("stage started", "stage", name)
 }
 
 func (p *jsonProgress) Advance(n int64, detail string) {
@@ -141,7 +151,30 @@ func (p *jsonProgress) Advance(n int64, detail string) {
 		return
 	}
 	p.last = time.Now()
-	p.log.Info("progress", "stage", p.stage, "done", p.done, "total", p.total, "detail", detail)
+	attrs := []any{"stage", p.stage, "done", p.done}
+	if p.total > 0 {
+		attrs = append(attrs, "total", p.total)
+		if left, ok := timeLeft(p.done, p.total, time.Since(p.start)); ok {
+			attrs = append(attrs, "seconds_left", math.Round(left.Seconds()*10)/10)
+		}
+	}
+	if detail != "" {
+		attrs = append(attrs, "detail", detail)
+	}
+	p.log.Info("progress", attrs...)
+}
+
+// timeLeft extrapolates the stage's rate so far: elapsed·(total−done)/done.
+// It is an estimate (an upper bound for EM, whose total is its iteration
+// budget) and is not given before any work is done.
+func timeLeft(done, total int64, elapsed time.Duration) (time.Duration, bool) {
+	if done <= 0 || total <= 0 {
+		return 0, false
+	}
+	if done >= total {
+		return 0, true
+	}
+	return time.Duration(float64(elapsed) * float64(total-done) / float64(done)), true
 }
 
 func (p *jsonProgress) EndStage(name string, d time.Duration) {
@@ -163,25 +196,35 @@ func NewPlain(w io.Writer) Reporter {
 }
 
 type plainProgress struct {
-	mu   sync.Mutex
-	log  *slog.Logger
-	last time.Time
+	mu          sync.Mutex
+	log         *slog.Logger
+	last, start time.Time
+	done, total int64
 }
 
 func (p *plainProgress) StartStage(name string, total int64) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	p.done, p.total, p.start = 0, total, time.Now()
 	p.log.Info("stage started", "stage", name)
 }
 
 func (p *plainProgress) Advance(n int64, detail string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	p.done += n
 	if time.Since(p.last) < 5*time.Second {
 		return
 	}
 	p.last = time.Now()
-	p.log.Info("progress", "detail", detail)
+	attrs := []any{"detail", detail}
+	if p.total > 0 {
+		attrs = append(attrs, "done", p.done, "total", p.total)
+		if left, ok := timeLeft(p.done, p.total, time.Since(p.start)); ok {
+			attrs = append(attrs, "time_left", left.Round(time.Second).String())
+		}
+	}
+	p.log.Info("progress", attrs...)
 }
 
 func (p *plainProgress) EndStage(name string, d time.Duration) {

@@ -220,6 +220,15 @@ func Build(ctx context.Context, d *ingest.Dataset, inputs []string, p Params, ou
 
 	run.Model = withMerged(ModelTable(m), d.Merged)
 
+	// The policy's decision tree as the report lists it, and where it
+	// departs from the behaviour's most logged action.
+	run.Range = &ReturnRange{Min: m.ReturnMin, Max: m.ReturnMax}
+	visits := LoggedVisits(pol, d)
+	run.Policy = NewPolicyView(pol, *run.Range, visits, DefaultPolicyRows)
+	if run.Compare, err = Compare(m, out.Bonus, pol, visits, float64(units(beh))); err != nil {
+		return nil, err
+	}
+
 	man := &run.Manifest
 	man.Tool, man.Version, man.GoVersion, man.RunID = "psrlcb", p.Version, goVersion(), run.RunID
 	man.Inputs, man.Parameters, man.Seed = files, params, p.Seed
@@ -312,6 +321,19 @@ func notes(d *ingest.Dataset, out *Outcome, p Params) []string {
 	}
 	if out.Selection != nil {
 		n = append(n, fmt.Sprintf("α = %.3g was chosen among %d candidates by the %s, on %.0f%% of episodes held out from a separate fit; the final model was then fitted on all episodes.", out.Alpha, len(out.Selection.Candidates), out.Selection.Criterion, 100*p.SelectHeldOut))
+	}
+	if rt := out.Fit.RankTable; len(rt) > 1 {
+		chosen := 0
+		for _, r := range rt {
+			if r.Chosen {
+				chosen = r.Rank
+			}
+		}
+		where := "a share of the episodes held out from the fit"
+		if out.Selection != nil {
+			where = "episodes held out within the training part of the α selection; the final fit was warm-started at that rank"
+		}
+		n = append(n, fmt.Sprintf("The rank r = %d was chosen among %d to %d by the held-out log-likelihood, on %s (plot: held-out likelihood per rank; fit.arrow rows of kind rank).", chosen, rt[0].Rank, rt[len(rt)-1].Rank, where))
 	}
 	if out.Theory != nil {
 		n = append(n, fmt.Sprintf("α is the paper's α̂ = %.4g (β̂ = %.4g, ι = %.4g, γ = %.4g).", out.Theory.Alpha, out.Theory.BetaHat, out.Theory.Iota, out.Theory.Gamma))

@@ -2,196 +2,149 @@ package report
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"html/template"
-	"image/color"
 	"math"
-	"sort"
+	"strings"
 
 	"gonum.org/v1/plot"
-	"gonum.org/v1/plot/plotter"
-	"gonum.org/v1/plot/plotutil"
-	"gonum.org/v1/plot/vg"
 )
 
-// svgPlot renders p as an inline SVG fragment.
-func svgPlot(p *plot.Plot) (template.HTML, error) {
-	wt, err := p.WriterTo(6*vg.Inch, 3.2*vg.Inch, "svg")
-	if err != nil {
-		return "", err
-	}
-	var buf bytes.Buffer
-	if _, err := wt.WriteTo(&buf); err != nil {
-		return "", err
-	}
-	// Drop the XML prolog so the SVG can sit inside HTML.
-	b := buf.Bytes()
-	if i := bytes.Index(b, []byte("<svg")); i > 0 {
-		b = b[i:]
-	}
-	return template.HTML(b), nil
+// headRow is one line of the headline table: the figure in the user's
+// units of return first, on the [0,1] scale second.
+type headRow struct {
+	Group  string // starts a group of rows
+	Label  template.HTML
+	Term   string // glossary anchor
+	Units  string
+	Scaled string
 }
 
-func newPlot(title, x, y string) *plot.Plot {
-	p := plot.New()
-	p.Title.Text = title
-	p.X.Label.Text = x
-	p.Y.Label.Text = y
-	p.Add(plotter.NewGrid())
-	p.Legend.Top = true
-	return p
-}
-
-// plotTrace: log-likelihood per EM iteration, one line per (rank, restart).
-func plotTrace(rows []TraceRow, chosenRank int) (*plot.Plot, error) {
-	p := newPlot("EM convergence (rank "+fmt.Sprint(chosenRank)+")", "iteration", "training log-likelihood")
-	byRestart := map[int]plotter.XYs{}
-	for _, r := range rows {
-		if r.Rank != chosenRank || math.IsNaN(r.LogLik) || math.IsInf(r.LogLik, 0) {
-			continue // a non-finite log-likelihood cannot be drawn; fit.arrow keeps it
-		}
-		byRestart[r.Restart] = append(byRestart[r.Restart], plotter.XY{X: float64(r.Iter), Y: r.LogLik})
-	}
-	keys := make([]int, 0, len(byRestart))
-	for k := range byRestart {
-		keys = append(keys, k)
-	}
-	sort.Ints(keys)
-	var vs []any
-	for _, k := range keys {
-		vs = append(vs, fmt.Sprintf("restart %d", k), byRestart[k])
-	}
-	if len(keys) > 8 {
-		p.Legend.Top = false
-	}
-	// The first iterations of a random start sit far below the rest;
-	// zoom on the part where the starts are compared.
-	lo, hi := math.Inf(1), math.Inf(-1)
-	for _, xy := range byRestart {
-		for _, pt := range xy {
-			hi = math.Max(hi, pt.Y)
-		}
-	}
-	for _, xy := range byRestart {
-		if len(xy) > 2 {
-			lo = math.Min(lo, xy[2].Y)
-		}
-	}
-	if lo < hi {
-		p.Y.Min, p.Y.Max = lo-0.05*(hi-lo), hi+0.05*(hi-lo)
-	}
-	return p, plotutil.AddLines(p, vs...)
-}
-
-func plotRanks(rows []RankRow) (*plot.Plot, error) {
-	p := newPlot("Held-out log-likelihood per rank", "rank (latent states)", "held-out log-likelihood per episode")
-	var xy plotter.XYs
-	for _, r := range rows {
-		xy = append(xy, plotter.XY{X: float64(r.Rank), Y: r.HeldOutL})
-	}
-	return p, plotutil.AddLinePoints(p, "held-out", xy)
-}
-
-func plotBonus(steps [][]float64) (*plot.Plot, error) {
-	p := newPlot("Bonus contribution per step", "step h (history length)", "‖ψ̄(τ_h)‖² in U_h⁻¹ norm")
-	for h, v := range steps {
-		if len(v) == 0 {
-			continue
-		}
-		b, err := plotter.NewBoxPlot(vg.Points(14), float64(h), plotter.Values(v))
-		if err != nil {
-			return nil, err
-		}
-		p.Add(b)
-	}
-	return p, nil
-}
-
-func plotCoverage(rows []CoverageRow) (*plot.Plot, *plot.Plot, error) {
-	p := newPlot("Coverage of the policy's histories", "step h", "mass of π̄'s histories the logs contain")
-	var mass, cinf plotter.XYs
-	for _, r := range rows {
-		mass = append(mass, plotter.XY{X: float64(r.Step), Y: r.CoveredMass})
-		c := r.CInf
-		if math.IsInf(c, 0) || math.IsNaN(c) {
-			continue
-		}
-		cinf = append(cinf, plotter.XY{X: float64(r.Step), Y: c})
-	}
-	p.Y.Min, p.Y.Max = 0, 1.05
-	if err := plotutil.AddLinePoints(p, "covered mass", mass); err != nil {
-		return nil, nil, err
-	}
-	q := newPlot("Concentrability C∞ of π̄ up to step h", "step h", "C∞ estimate")
-	if len(cinf) > 0 {
-		if err := plotutil.AddLinePoints(q, "C∞", cinf); err != nil {
-			return nil, nil, err
-		}
-	}
-	return p, q, nil
-}
-
-func plotAlpha(rows []AlphaRow) (*plot.Plot, error) {
-	p := newPlot("α sweep", "α (index of candidate, value in table)", "value on [0,1] scale")
-	var vr, vb, lcb, iw plotter.XYs
-	var errs plotter.YErrors
-	for i, r := range rows {
-		x := float64(i)
-		vr = append(vr, plotter.XY{X: x, Y: r.ValueReward})
-		vb = append(vb, plotter.XY{X: x, Y: r.ValueBonus})
-		lcb = append(lcb, plotter.XY{X: x, Y: r.LCB})
-		iw = append(iw, plotter.XY{X: x, Y: r.IW})
-		errs = append(errs, struct{ Low, High float64 }{r.IW - r.IWLo, r.IWHi - r.IW})
-	}
-	if err := plotutil.AddLinePoints(p, "V_R (model)", vr, "V_b (bonus)", vb, "LCB", lcb); err != nil {
-		return nil, err
-	}
-	s, err := plotter.NewScatter(iw)
-	if err != nil {
-		return nil, err
-	}
-	s.Color = color.RGBA{R: 200, A: 255}
-	eb, err := plotter.NewYErrorBars(struct {
-		plotter.XYs
-		plotter.YErrors
-	}{iw, errs})
-	if err != nil {
-		return nil, err
-	}
-	eb.Color = s.Color
-	p.Add(s, eb)
-	p.Legend.Add("importance-weighted (95% CI)", s)
-	labels := make([]string, len(rows))
-	ticks := make([]plot.Tick, len(rows))
-	for i, r := range rows {
-		labels[i] = fmt.Sprintf("%.3g", r.Alpha)
-		ticks[i] = plot.Tick{Value: float64(i), Label: labels[i]}
-	}
-	p.X.Tick.Marker = plot.ConstantTicks(ticks)
-	p.X.Label.Text = "α"
-	return p, nil
-}
-
-type htmlFig struct {
-	Title string
-	SVG   template.HTML
+// policyRowHTML is one node of the policy section, formatted.
+type policyRowHTML struct {
+	Step                      int
+	IndentPx                  int    // padding of the tree level
+	Obs, Action, Prefix       string // Prefix: the parent's action
+	Reach, Logged, ActShare   string
+	Value, Bonus, LCB         string
+	Departs                   bool
+	MostLogged, LoggedEpisode string
 }
 
 type htmlData struct {
-	Run     *Run
-	H       Headline
-	Figures []htmlFig
-	Verdict []string
-	Params  [][2]string
-	Stages  [][2]string
+	Run        *Run
+	H          Headline
+	Head       []headRow
+	Figures    []htmlFig
+	Verdict    []string
+	Params     [][2]string
+	Stages     [][2]string
+	Policy     []policyRowHTML
+	PolicyOf   string // "the 300 most probable of 1234 nodes"
+	Logs       bool
+	Compare    []string
+	Departures []string
+	Glossary   []glossEntry
+	Summary    string
+}
+
+type glossEntry struct {
+	ID   string
+	Term template.HTML
+	Text template.HTML
+}
+
+// stageOrder is the pipeline's order of stages (pipeline.Run).
+var stageOrder = []string{"ingest", "select-α", "split", "estimate", "pessimism", "policy", "report"}
+
+// orderedStages lists the stage times in pipeline order, then any other
+// stage by name, then the total.
+func orderedStages(times map[string]float64) [][2]string {
+	var out [][2]string
+	seen := map[string]bool{}
+	total := 0.0
+	add := func(k string) {
+		if v, ok := times[k]; ok && !seen[k] {
+			seen[k] = true
+			total += v
+			out = append(out, [2]string{k, seconds(v)})
+		}
+	}
+	for _, k := range stageOrder {
+		add(k)
+	}
+	for _, k := range sortedKeys(times) {
+		add(k)
+	}
+	if len(out) > 1 {
+		out = append(out, [2]string{"total", seconds(total)})
+	}
+	return out
+}
+
+func seconds(s float64) string {
+	switch {
+	case s < 0.01:
+		return "<0.01 s"
+	case s < 10:
+		return fmt.Sprintf("%.2f s", s)
+	case s < 100:
+		return fmt.Sprintf("%.1f s", s)
+	}
+	return fmt.Sprintf("%.0f s", s)
+}
+
+// paramValue formats one run parameter for display: numbers to four
+// significant digits, structures as compact JSON without empty fields.
+func paramValue(v any) string {
+	switch x := v.(type) {
+	case float64:
+		return num(x, 4)
+	case float32:
+		return num(float64(x), 4)
+	case Float:
+		return num(float64(x), 4)
+	case string, bool, int, int32, int64, uint64:
+		return fmt.Sprint(x)
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Sprint(v)
+	}
+	var m map[string]any
+	if json.Unmarshal(b, &m) == nil {
+		var parts []string
+		for _, k := range sortedKeys(m) {
+			if s, ok := m[k].(string); ok && s == "" {
+				continue
+			}
+			parts = append(parts, fmt.Sprintf("%s=%v", strings.ToLower(k), m[k]))
+		}
+		if len(parts) == 0 {
+			return "defaults"
+		}
+		return strings.Join(parts, ", ")
+	}
+	return string(b)
 }
 
 // WriteHTML renders report.html: the headline figures, a plain-language
-// verdict and the plots, self-contained (inline SVG, no scripts, no
-// network).
+// verdict, the policy, the plots and a glossary, self-contained (inline
+// SVG and CSS, no scripts, no fonts, no network).
 func WriteHTML(path string, run *Run) error {
-	d := htmlData{Run: run, H: run.Manifest.Headline, Verdict: Verdict(run)}
-	add := func(title string, p *plot.Plot, err error) error {
+	b, err := RenderHTML(run)
+	if err != nil {
+		return err
+	}
+	return writeFileAtomic(path, b)
+}
+
+// RenderHTML returns report.html's bytes.
+func RenderHTML(run *Run) ([]byte, error) {
+	h := run.Manifest.Headline
+	d := htmlData{Run: run, H: h, Verdict: Verdict(run)}
+	add := func(id, title, caption string, p *plot.Plot, leg []legendItem, err error) error {
 		if err != nil {
 			return fmt.Errorf("report: plot %q: %w", title, err)
 		}
@@ -199,106 +152,221 @@ func WriteHTML(path string, run *Run) error {
 		if err != nil {
 			return fmt.Errorf("report: plot %q: %w", title, err)
 		}
-		d.Figures = append(d.Figures, htmlFig{title, svg})
+		d.Figures = append(d.Figures, htmlFig{ID: id, Title: title, SVG: svg, Legend: leg, Caption: caption})
 		return nil
 	}
-	if len(run.Trace) > 0 {
-		p, err := plotTrace(run.Trace, run.Manifest.Headline.Rank)
-		if err := add("EM convergence", p, err); err != nil {
-			return err
-		}
-	}
 	if len(run.Ranks) > 1 {
-		p, err := plotRanks(run.Ranks)
-		if err := add("Held-out likelihood per rank", p, err); err != nil {
-			return err
+		p, leg, err := plotRanks(run.Ranks)
+		if err := add("fig-rank", "Held-out likelihood per rank", "Each rank r (number of latent states) was fitted on a training share of the episodes and scored on the held-out rest; the rank of highest held-out log-likelihood was chosen.", p, leg, err); err != nil {
+			return nil, err
 		}
 	}
-	if len(run.BonusSteps) > 0 {
-		p, err := plotBonus(run.BonusSteps)
-		if err := add("Bonus distribution per step", p, err); err != nil {
-			return err
+	if len(run.Trace) > 0 {
+		p, leg, err := plotTrace(run.Trace, h.Rank)
+		if err := add("fig-em", fmt.Sprintf("EM convergence (rank %d, final fit)", h.Rank), "How far each EM start's training log-likelihood lies below the best start's final value, per iteration (log scale; a gap below 0.01 nats is drawn at 0.01). The best start ends at the bottom; the others show how much worse a local optimum they reached.", p, leg, err); err != nil {
+			return nil, err
 		}
 	}
 	if len(run.Coverage) > 0 {
 		p, q, err := plotCoverage(run.Coverage)
-		if err := add("Coverage per step", p, err); err != nil {
-			return err
+		if err := add("fig-coverage", "Coverage of the policy's histories per step", "Share of the policy's probability mass (under the fitted model) on histories that some logged episode followed.", p, nil, err); err != nil {
+			return nil, err
 		}
-		if err := add("C∞ per step", q, err); err != nil {
-			return err
-		}
-	}
-	if len(run.Alphas) > 0 {
-		p, err := plotAlpha(run.Alphas)
-		if err := add("α sweep", p, err); err != nil {
-			return err
+		if err := add("fig-cinf", "C∞ per step", "Largest ratio between the policy's and the behaviour's probability of a logged history up to step h (see C∞ in the glossary).", q, nil, err); err != nil {
+			return nil, err
 		}
 	}
+	if len(run.BonusSteps) > 0 {
+		p, leg, err := plotBonus(run.BonusSteps)
+		if err := add("fig-bonus", "Bonus contribution per step", "Distribution over logged episodes of each step's term of the bonus before α: quantile summaries, one set per step.", p, leg, err); err != nil {
+			return nil, err
+		}
+	}
+	if len(run.Alphas) > 1 {
+		p, leg, err := plotAlpha(run.Alphas)
+		if err := add("fig-alpha", "α sweep", "Model values of the policy planned with each candidate α, and its importance-weighted value on the held-out episodes (grey). Candidates are evenly spaced on the axis.", p, leg, err); err != nil {
+			return nil, err
+		}
+	}
+	d.Head = headRows(run)
 	for _, k := range sortedKeys(run.Manifest.Parameters) {
-		d.Params = append(d.Params, [2]string{k, fmt.Sprint(run.Manifest.Parameters[k])})
+		d.Params = append(d.Params, [2]string{k, paramValue(run.Manifest.Parameters[k])})
 	}
-	for _, k := range sortedKeys(run.Manifest.StageTimes) {
-		d.Stages = append(d.Stages, [2]string{k, fmt.Sprintf("%.2f s", run.Manifest.StageTimes[k])})
-	}
+	d.Stages = orderedStages(run.Manifest.StageTimes)
+	d.Policy, d.PolicyOf, d.Logs = policyRows(run.Policy)
+	d.Compare, d.Departures = compareText(run)
+	d.Glossary = glossary(run)
+	d.Summary = fmt.Sprintf("%d episodes of %d steps, %d observations, %d actions; %d episodes quarantined.",
+		run.Manifest.Episodes, run.Manifest.Horizon, run.Manifest.NumObs, run.Manifest.NumActions, len(run.Manifest.Quarantined))
 	var buf bytes.Buffer
 	if err := pageTmpl.Execute(&buf, d); err != nil {
-		return err
+		return nil, err
 	}
-	return writeFileAtomic(path, buf.Bytes())
+	return buf.Bytes(), nil
 }
 
-var pageTmpl = template.Must(template.New("report").Funcs(template.FuncMap{
-	"f": func(x any) string {
-		if v, ok := x.(float64); ok {
-			x = Float(v)
+func headRows(run *Run) []headRow {
+	h := run.Manifest.Headline
+	f := func(x Float) string { return num(float64(x), 4) }
+	rows := []headRow{
+		{Group: "Values of the policy π̄ (expected return of one episode)", Label: "lower confidence bound V<sub>R</sub> − V<sub>b</sub>", Term: "g-lcb", Units: f(h.LCBUnits), Scaled: f(h.LCB)},
+		{Label: "model value V<sub>R</sub> of π̄", Term: "g-vr", Units: f(h.ModelValueUnits), Scaled: f(h.ModelValue)},
+		{Label: "bonus V<sub>b</sub> of π̄ (pessimism)", Term: "g-vb", Units: num(float64(h.ModelValueUnits-h.LCBUnits), 4), Scaled: f(h.BonusValue)},
+		{Label: "importance-weighted value of π̄ from the logs, 95% interval", Term: "g-iw",
+			Units:  fmt.Sprintf("%s [%s, %s]", f(h.IWValueUnits), f(h.IWLowUnits), f(h.IWHighUnits)),
+			Scaled: fmt.Sprintf("%s [%s, %s]", f(h.IWValue), f(h.IWLow), f(h.IWHigh))},
+		{Label: "behaviour policy's mean return in the logs", Term: "g-behaviour", Units: f(h.BehaviorUnits), Scaled: f(h.BehaviorValue)},
+		{Group: "How far the logs support it", Label: "effective sample size of the importance weights", Term: "g-ess", Units: fmt.Sprintf("%s of %d episodes", num(float64(h.ESS), 3), run.Manifest.Episodes)},
+		{Label: "C∞ of π̄ (concentrability)", Term: "g-cinf", Units: num(float64(h.CInf), 3)},
+		{Label: "ι, least logged propensity", Term: "g-iota", Units: num(float64(h.Iota), 3)},
+		{Label: "Θ<sub>min</sub> slack", Term: "g-thetamin", Units: num(float64(h.ThetaMinSlack), 3) + " nats"},
+		{Label: "α (bonus coefficient), rank", Term: "g-alpha", Units: fmt.Sprintf("%s, %d", num(float64(h.Alpha), 3), h.Rank)},
+	}
+	if h.IotaEstimated {
+		rows[7].Label += " (estimated: the logs carry no propensities)"
+	}
+	plan := "exact"
+	if !h.PlanExact {
+		plan = "approximate, worst-case gap " + num(float64(h.PlanGap), 3) + " on the [0,1] scale"
+	}
+	rows = append(rows, headRow{Label: "planner", Term: "g-pi", Units: plan})
+	rows[8].Group = "The fit"
+	return rows
+}
+
+func policyRows(v *PolicyView) ([]policyRowHTML, string, bool) {
+	if v == nil {
+		return nil, "", false
+	}
+	var out []policyRowHTML
+	logs, skipped := false, 0
+	for _, r := range v.Rows {
+		logs = logs || r.Logs
+		if r.Reach < minPolicyReach && (!r.Logs || r.LoggedShare < minPolicyReach) {
+			skipped++
+			continue
 		}
-		return fmt.Sprintf("%.4g", x)
-	},
-}).Parse(`<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8">
-<title>psrlcb report {{.Run.RunID}}</title>
-<style>
-body{font-family:system-ui,sans-serif;max-width:980px;margin:2em auto;padding:0 1em;color:#222}
-h1{font-size:1.5em} h2{font-size:1.2em;margin-top:2em;border-bottom:1px solid #ddd}
-table{border-collapse:collapse;margin:.5em 0} td,th{padding:.25em .7em;border-bottom:1px solid #eee;text-align:left}
-td.n{text-align:right;font-variant-numeric:tabular-nums}
-.verdict{background:#f5f7fa;border-left:4px solid #4a78c2;padding:.6em 1em}
-figure{margin:1.5em 0} figcaption{font-weight:600;margin-bottom:.3em}
-</style></head><body>
-<h1>psrlcb: policy from logged trajectories</h1>
-<p>Run <code>{{.Run.RunID}}</code>, {{.Run.Manifest.Episodes}} episodes of {{.Run.Manifest.Horizon}} steps, {{.Run.Manifest.NumObs}} observations, {{.Run.Manifest.NumActions}} actions; {{len .Run.Manifest.Quarantined}} episodes quarantined.</p>
-<h2>Verdict</h2>
-<div class="verdict">{{range .Verdict}}<p>{{.}}</p>{{end}}</div>
-<h2>Headline figures</h2>
-<table>
-<tr><th>figure</th><th>[0,1] scale</th><th>user's units</th></tr>
-<tr><td>lower confidence bound V<sub>R</sub> − V<sub>b</sub></td><td class="n">{{f .H.LCB}}</td><td class="n">{{f .H.LCBUnits}}</td></tr>
-<tr><td>model value V<sub>R</sub> of π̄</td><td class="n">{{f .H.ModelValue}}</td><td class="n">{{f .H.ModelValueUnits}}</td></tr>
-<tr><td>bonus value V<sub>b</sub> of π̄</td><td class="n">{{f .H.BonusValue}}</td><td></td></tr>
-<tr><td>importance-weighted value of π̄ from the logs</td><td class="n">{{f .H.IWValue}} [{{f .H.IWLow}}, {{f .H.IWHigh}}]</td><td class="n">{{f .H.IWValueUnits}} [{{f .H.IWLowUnits}}, {{f .H.IWHighUnits}}]</td></tr>
-<tr><td>behaviour policy's mean return in the logs</td><td class="n">{{f .H.BehaviorValue}}</td><td class="n">{{f .H.BehaviorUnits}}</td></tr>
-<tr><td>effective sample size of the importance weights</td><td class="n">{{f .H.ESS}}</td><td></td></tr>
-<tr><td>C∞ estimate of π̄</td><td class="n">{{f .H.CInf}}</td><td></td></tr>
-<tr><td>ι (least logged propensity){{if .H.IotaEstimated}} — estimated, propensities were not logged{{end}}</td><td class="n">{{f .H.Iota}}</td><td></td></tr>
-<tr><td>Θ<sub>min</sub> slack (log)</td><td class="n">{{f .H.ThetaMinSlack}}</td><td></td></tr>
-<tr><td>α, rank</td><td class="n">{{f .H.Alpha}}, {{.H.Rank}}</td><td></td></tr>
-<tr><td>planner</td><td>{{if .H.PlanExact}}exact{{else}}approximate, worst-case gap {{f .H.PlanGap}}{{end}}</td><td></td></tr>
-</table>
-{{range .Figures}}<figure><figcaption>{{.Title}}</figcaption>{{.SVG}}</figure>
-{{end}}
-{{if .Run.Alphas}}<h2>α candidates</h2>
-<table><tr><th>α</th><th>V<sub>R</sub></th><th>V<sub>b</sub></th><th>LCB</th><th>IW [95%]</th><th>ESS</th><th>C∞</th><th></th></tr>
-{{range .Run.Alphas}}<tr><td class="n">{{f .Alpha}}</td><td class="n">{{f .ValueReward}}</td><td class="n">{{f .ValueBonus}}</td><td class="n">{{f .LCB}}</td><td class="n">{{f .IW}} [{{f .IWLo}}, {{f .IWHi}}]</td><td class="n">{{f .ESS}}</td><td class="n">{{f .CInf}}</td><td>{{if .Chosen}}chosen{{end}}</td></tr>
-{{end}}</table>{{end}}
-{{if .Run.Manifest.Quarantined}}<h2>Quarantined episodes</h2>
-<table><tr><th>episode</th><th>file</th><th>step</th><th>reason</th></tr>
-{{range .Run.Manifest.Quarantined}}<tr><td>{{.EpisodeID}}</td><td>{{.File}}</td><td>{{.Step}}</td><td>{{.Reason}}</td></tr>{{end}}</table>{{end}}
-{{if .Run.Manifest.Notes}}<h2>Notes</h2><ul>{{range .Run.Manifest.Notes}}<li>{{.}}</li>{{end}}</ul>{{end}}
-<h2>Parameters</h2>
-<table>{{range .Params}}<tr><td>{{index . 0}}</td><td>{{index . 1}}</td></tr>{{end}}</table>
-<h2>Stage times</h2>
-<table>{{range .Stages}}<tr><td>{{index . 0}}</td><td class="n">{{index . 1}}</td></tr>{{end}}</table>
-<p><small>{{.Run.Manifest.Tool}} {{.Run.Manifest.Version}}, {{.Run.Manifest.GoVersion}}</small></p>
-</body></html>
-`))
+		pr := policyRowHTML{
+			Step: r.Step, IndentPx: 8 + 18*(r.Step-1), Obs: r.Obs, Action: r.Action,
+			Reach: pct(r.Reach), Value: num(r.Value, 4), Bonus: num(r.Bonus, 3), LCB: num(r.LCB, 4),
+		}
+		if len(r.History) > 1 {
+			pr.Prefix = r.History[len(r.History)-2] + " →"
+		}
+		if r.Logs {
+			pr.Logged = pct(r.LoggedShare)
+			pr.LoggedEpisode = fmt.Sprint(r.Logged)
+			pr.ActShare = pct(r.ActionShare)
+			pr.MostLogged = r.MostLogged
+			pr.Departs = r.Departs
+		}
+		out = append(out, pr)
+	}
+	of := fmt.Sprintf("the %d decision nodes that at least %s of episodes reach, under the model or in the logs, out of %d", len(out), pct(minPolicyReach), v.TotalNodes)
+	if len(v.Rows) < v.TotalNodes {
+		of += fmt.Sprintf(" (at most the %d most probable)", len(v.Rows))
+	}
+	return out, of, logs
+}
+
+// minPolicyReach: nodes that fewer than one episode in a thousand reaches,
+// under the model and in the logs, are left out of the page (they are in
+// policy.arrow); they change the expected return by less than 0.1% of the
+// return range.
+const minPolicyReach = 0.001
+
+// compareText is the "compared with the behaviour" paragraph.
+func compareText(run *Run) (paras, departures []string) {
+	c := run.Compare
+	if c == nil {
+		return nil, nil
+	}
+	h := run.Manifest.Headline
+	var out []string
+	gain := fmt.Sprintf("The model expects the policy to return %s per episode against the behaviour's logged mean of %s (a gain of %s).",
+		num(float64(h.ModelValueUnits), 4), num(float64(h.BehaviorUnits), 4), num(c.Total, 4))
+	ties := ""
+	if c.Ties > 0 {
+		ties = fmt.Sprintf(" At %d logged histories another action was logged a little more often than the policy's, within sampling noise (no clear preference of the behaviour there).", c.Ties)
+	}
+	if len(c.Departures) == 0 {
+		return []string{fmt.Sprintf("Wherever the logs clearly favour one action, the policy takes it too (%d logged histories agree with the most logged action).%s The policy's gain comes from choosing consistently, and well, where the behaviour chose without a clear preference. %s", c.Agree, ties, gain)}, nil
+	}
+	steps := make([]string, len(c.Steps))
+	for i, s := range c.Steps {
+		steps[i] = fmt.Sprint(s)
+	}
+	out = append(out, fmt.Sprintf("The policy departs from an action the logs clearly favour at %d logged histories, at step%s %s; under the model %s of its episodes meet such a departure. It agrees with the most logged action at %d logged histories.%s %s",
+		len(c.Departures), plural(len(c.Steps)), strings.Join(steps, ", "), pct(c.DepartMass), c.Agree, ties, gain))
+	switch {
+	case math.IsNaN(c.Gain):
+	case c.Gain >= 0:
+		share := ""
+		if c.Total > 0 {
+			share = fmt.Sprintf(" (%s of the gain)", pct(math.Min(1, c.Gain/c.Total)))
+		}
+		out = append(out, fmt.Sprintf("Taking the logs' favourite action at all of these departures instead would lower the policy's model value by %s per episode%s; the rest of the gain comes from where the policy follows the logs' favourite or the logs show none.", num(c.Gain, 3), share))
+	default:
+		out = append(out, fmt.Sprintf("Taking the logs' favourite action at these departures instead would raise the policy's model value by %s per episode: the policy gives up model value there for a smaller bonus, that is, to stay where the logs say more (it maximises V_R − V_b, not V_R).", num(-c.Gain, 3)))
+	}
+	var items []string
+	for i, dep := range c.Departures {
+		if i >= 5 {
+			break
+		}
+		r := dep.Row
+		s := fmt.Sprintf("Step %d, after %s: %s instead of %s (of %d logged visits, %s took %s and %s took %s). Under the model %s of episodes get there",
+			r.Step, r.HistoryString(), r.Action, r.MostLogged, r.Logged, pct(r.MostShare), r.MostLogged, pct(r.ActionShare), r.Action, pct(r.Reach))
+		switch {
+		case math.IsNaN(dep.Gain):
+		case dep.Gain >= 0:
+			s += fmt.Sprintf(", and this choice adds %s per episode to the model value", num(dep.Gain, 3))
+		default:
+			s += fmt.Sprintf(", and this choice costs %s per episode of model value for a smaller bonus", num(-dep.Gain, 3))
+		}
+		items = append(items, s+".")
+	}
+	lead := "The departures, most probable first (values in your units of return, under the fitted model):"
+	if len(c.Departures) > len(items) {
+		lead = fmt.Sprintf("The %d most probable of the %d departures (the others are highlighted in the policy table; values in your units of return, under the fitted model):", len(items), len(c.Departures))
+	}
+	out = append(out, lead)
+	return out, items
+}
+
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
+}
+
+func glossary(run *Run) []glossEntry {
+	rng := ""
+	if r := run.Range; r != nil {
+		rng = template.HTMLEscapeString(fmt.Sprintf(" Here the logged returns run from %s to %s: 0 on this scale is %s and 1 is %s in your units.", num(r.Min, 4), num(r.Max, 4), num(r.Min, 4), num(r.Max, 4)))
+	}
+	g := func(id, term, text string) glossEntry {
+		return glossEntry{ID: id, Term: template.HTML(term), Text: template.HTML(text)}
+	}
+	return []glossEntry{
+		g("g-scale", "[0,1] scale", "The paper's rescaled return R = (return − least logged return) / (largest − least logged return), so every logged episode's return lies in [0,1]. Figures in <em>your units</em> are the same figures mapped back (differences such as the bonus are multiplied by the range)."+rng),
+		g("g-pi", "π̄ (the policy)", "The deterministic, history-dependent policy PSR-LCB returns (Huang, Liang, Yang, ICLR 2024, arXiv:2307.00405, Algorithm 2): the maximiser of V<sub>R</sub> − V<sub>b</sub> under the fitted model. Its decision tree is in the <a href=\"#policy\">policy section</a> and in <code>policy.arrow</code>."),
+		g("g-vr", "V<sub>R</sub> (model value)", "Expected return of one episode under π̄ according to the fitted model θ̂, in your units (or on the [0,1] scale): what the model predicts, before any pessimism. In the policy table: the expected return still to come from that step."),
+		g("g-vb", "V<sub>b</sub> (bonus)", "Expected bonus of an episode under π̄ and the model, b̂(τ<sub>H</sub>) = min{α·(Σ<sub>h</sub> ‖ψ̄(τ<sub>h</sub>)‖²<sub>U<sub>h</sub>⁻¹</sub>)<sup>½</sup>, 1} on the [0,1] scale (times the return range in your units). It is large where the logs say little about the policy's histories."),
+		g("g-lcb", "LCB (lower confidence bound)", "V<sub>R</sub> − V<sub>b</sub>: the pessimistic value π̄ maximises. With the paper's α̂ it is a lower bound of the true value with high probability; with α chosen on held-out episodes (the default) it is a calibrated estimate, not a guarantee."),
+		g("g-iw", "importance-weighted value", "The logs' own estimate of π̄'s value, without the model: the mean over logged episodes of w·R, where w = Π<sub>h</sub> π̄(a<sub>h</sub>|τ<sub>h</sub>)/π<sup>b</sup>(a<sub>h</sub>|τ<sub>h</sub>) is 0 for episodes that depart from π̄ and 1/Π π<sup>b</sup> for those that follow it, with the normal 95% interval mean ± 1.96 standard errors. It can leave the [0,1] scale: single weights reach 1/ι<sup>H</sup>, so the estimate is not an average of values in [0,1], and with few matching episodes the symmetric interval of this skewed estimate extends past 0 or 1."),
+		g("g-behaviour", "behaviour's mean return", "Average return of the logged episodes: the value of the policy that produced the logs (π<sup>b</sup>)."),
+		g("g-ess", "ESS (effective sample size)", "(Σ w)² / Σ w² over the importance weights: about how many logged episodes the importance-weighted value rests on, out of all logged episodes. Below about 30 its interval is unreliable."),
+		g("g-cinf", "C∞ (concentrability)", "Largest ratio P<sup>π̄</sup>(τ<sub>h</sub>) / P<sup>π<sup>b</sup></sup>(τ<sub>h</sub>) over logged histories that follow π̄, h = 1..H; the environment's factor cancels, leaving Π 1/π<sup>b</sup>(a<sub>t</sub>|τ<sub>t</sub>). Unitless: 1 means the logs visit the policy's histories as often as the policy would; 100 means some history is 100 times rarer in the logs."),
+		g("g-iota", "ι", "Least logged propensity π<sup>b</sup>(a|τ) over the core action sequences: a probability in (0,1]. It enters the paper's α̂ and bounds the importance weights."),
+		g("g-thetamin", "Θ<sub>min</sub> slack", "How far, in nats of log-probability, the fitted model lies inside Θ<sub>min</sub>, the paper's set of models whose history prefixes all have probability at least p<sub>min</sub>. Positive: the constraint does not bind."),
+		g("g-psi", "ψ̄(τ<sub>h</sub>)", "The prediction features of history τ<sub>h</sub>: the model's probabilities of the core tests (short future observation sequences under given actions) after τ<sub>h</sub>. The bonus plot shows ‖ψ̄(τ<sub>h−1</sub>)‖²<sub>U⁻¹</sub> at step h."),
+		g("g-uh", "U<sub>h</sub>", "λI + Σ<sub>k</sub> ψ̄(τ<sub>h</sub><sup>k</sup>) ψ̄(τ<sub>h</sub><sup>k</sup>)<sup>T</sup> over logged episodes k: how much the logs explored each direction of the features at step h. The norm ‖x‖<sub>U<sub>h</sub>⁻¹</sub> is small in directions the logs explored often."),
+		g("g-alpha", "α", "Bonus coefficient: how strongly uncertainty is penalised. By default chosen among candidates by the importance-weighted lower bound on held-out episodes (see the α candidates); <code>--alpha theory</code> gives the paper's α̂."),
+		g("g-rank", "rank", "Number of latent states r of the fitted model; chosen by the held-out log-likelihood (nats, summed over the held-out episodes) unless given."),
+		g("g-reach", "reach", "Share of episodes that reach a decision node: under the model, P<sup>π̄</sup> of its history; in the logs, the share of logged episodes whose observations and earlier actions lead to it (they followed π̄ up to there)."),
+	}
+}
+
+var pageTmpl = template.Must(template.New("report").Funcs(template.FuncMap{"num": num}).Parse(pageHTML))

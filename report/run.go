@@ -24,6 +24,12 @@ type Run struct {
 	BonusSteps [][]float64
 	// Model is the fitted parameters in long form (model.arrow).
 	Model Table
+	// Policy is the most probable part of π̄'s decision tree with the
+	// logs' view of each node, Compare where π̄ departs from the most
+	// logged action, Range the logged return range (nil when unknown).
+	Policy  *PolicyView
+	Compare *Comparison
+	Range   *ReturnRange
 }
 
 // CoverageRow is one row of coverage.arrow: step h (1-based).

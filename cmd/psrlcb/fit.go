@@ -228,27 +228,27 @@ func runFit(ctx context.Context, stdout io.Writer, o fitOpts) error {
 	return nil
 }
 
+// printHeadline is the few lines a person reads after a fit: the
+// expected return of one episode in the logs' own units, the policy's
+// against the behaviour's, and the verdict. Symbols and diagnostics (C∞,
+// ι, Θ_min slack, the [0,1] scale) are defined in report.html.
 func printHeadline(w io.Writer, dir string, m *report.Manifest, plan *policy.PlanStats) {
 	h := m.Headline
-	fmt.Fprintf(w, "run %s: %d episodes × %d steps, rank %d, α = %.4g\n", m.RunID, m.Episodes, m.Horizon, h.Rank, h.Alpha)
-	fmt.Fprintf(w, "  lower confidence bound  %.4g  (%.4g in return units)\n", h.LCB, h.LCBUnits)
-	fmt.Fprintf(w, "  model value V_R         %.4g  (%.4g)\n", h.ModelValue, h.ModelValueUnits)
-	fmt.Fprintf(w, "  bonus value V_b         %.4g\n", h.BonusValue)
-	fmt.Fprintf(w, "  importance-weighted     %.4g  [%.4g, %.4g]  (%.4g in return units), ESS %.1f\n", h.IWValue, h.IWLow, h.IWHigh, h.IWValueUnits, h.ESS)
-	fmt.Fprintf(w, "  behaviour in the logs   %.4g  (%.4g)\n", h.BehaviorValue, h.BehaviorUnits)
-	fmt.Fprintf(w, "  C∞ %.4g, ι %.4g%s, Θ_min slack %.4g\n", h.CInf, h.Iota, estimatedMark(h.IotaEstimated), h.ThetaMinSlack)
+	fmt.Fprintf(w, "run %s: %d episodes × %d steps, rank %d, α = %.3g\n", m.RunID, m.Episodes, m.Horizon, h.Rank, float64(h.Alpha))
+	fmt.Fprintf(w, "expected return per episode, in the logs' units:\n")
+	fmt.Fprintf(w, "  policy, lower confidence bound  %10.4g\n", float64(h.LCBUnits))
+	fmt.Fprintf(w, "  policy, fitted model's value    %10.4g\n", float64(h.ModelValueUnits))
+	fmt.Fprintf(w, "  policy, estimated from the logs %10.4g  95%% interval [%.4g, %.4g]; effective sample size %.0f of %d episodes\n",
+		float64(h.IWValueUnits), float64(h.IWLowUnits), float64(h.IWHighUnits), float64(h.ESS), m.Episodes)
+	fmt.Fprintf(w, "  behaviour, mean in the logs     %10.4g\n", float64(h.BehaviorUnits))
 	if plan != nil && !plan.Exact {
-		fmt.Fprintf(w, "  planner approximate: worst-case gap %.3g\n", plan.GapBound)
+		fmt.Fprintf(w, "  the planner was approximate: within %.3g of the optimum, as a share of the logged return range\n", plan.GapBound)
+	}
+	if h.IotaEstimated {
+		fmt.Fprintf(w, "  the logs carry no propensities: the behaviour policy was estimated from action frequencies\n")
 	}
 	fmt.Fprintf(w, "verdict: %s\n", h.Verdict)
 	if h.Recommendation == report.RecommendBehavior {
 		fmt.Fprintf(w, "recommendation: keep the behaviour policy (evidence: %s); %s holds the planned policy for inspection only\n", strings.ReplaceAll(h.Evidence, "_", " "), report.PolicyFile)
 	}
-}
-
-func estimatedMark(b bool) string {
-	if b {
-		return " (estimated)"
-	}
-	return ""
 }

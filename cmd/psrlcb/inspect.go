@@ -18,6 +18,8 @@ import (
 func newInspectCommand() *cli.Command {
 	flags, before := configurable(append(ingestFlags(),
 		&cli.BoolFlag{Name: "json", Usage: "print one JSON object instead of text"},
+		&cli.BoolFlag{Name: "policy", Usage: "with a fit output directory: print the policy's decision tree (most probable nodes first)"},
+		&cli.IntFlag{Name: "top", Value: 40, Usage: "with --policy: how many of the most probable decision nodes to print (0: all)"},
 	))
 	return &cli.Command{
 		Name:      "inspect",
@@ -30,7 +32,7 @@ func newInspectCommand() *cli.Command {
 		Flags:  flags,
 		Before: before,
 		Action: func(c *cli.Context) error {
-			o := inspectOptions{args: c.Args().Slice(), json: c.Bool("json"), stderr: c.App.ErrWriter}
+			o := inspectOptions{args: c.Args().Slice(), json: c.Bool("json"), stderr: c.App.ErrWriter, policy: c.Bool("policy"), top: c.Int("top")}
 			if len(o.args) == 1 && !strings.ContainsAny(o.args[0], "*?[") {
 				// A fit output killed in the middle of a --force replace
 				// is found and repaired before it is looked for.
@@ -67,6 +69,10 @@ type inspectOptions struct {
 	ingest ingest.Options
 	json   bool
 	stderr io.Writer
+	// policy prints the run's decision tree instead of its headline, the
+	// top most probable nodes (0: all).
+	policy bool
+	top    int
 }
 
 // inspectReport is the JSON form of inspect's output.
@@ -78,7 +84,7 @@ type inspectReport struct {
 
 func runInspect(ctx context.Context, w io.Writer, o inspectOptions) error {
 	if o.runDir != "" {
-		return inspectRunDir(w, o.runDir, o.json)
+		return inspectRunDir(w, o.runDir, o)
 	}
 	files := o.files
 	d, err := ingest.Read(ctx, files, o.ingest)

@@ -2,10 +2,16 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
+	"text/tabwriter"
 
+	"github.com/psrlcb/psrlcb/arrowio"
+	"github.com/psrlcb/psrlcb/policy"
 	"github.com/psrlcb/psrlcb/report"
 )
 
@@ -15,13 +21,17 @@ func isRunDir(path string) bool {
 	return err == nil && !fi.IsDir()
 }
 
-// inspectRunDir prints the headline figures of a fit output directory.
-func inspectRunDir(w io.Writer, dir string, asJSON bool) error {
+// inspectRunDir prints the headline figures of a fit output directory, or
+// with --policy the policy's decision tree.
+func inspectRunDir(w io.Writer, dir string, o inspectOptions) error {
+	if o.policy {
+		return inspectPolicy(w, dir, o.top, o.json)
+	}
 	m, err := report.ReadManifest(dir)
 	if err != nil {
 		return err
 	}
-	if asJSON {
+	if o.json {
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
 		return enc.Encode(struct {
@@ -35,4 +45,96 @@ func inspectRunDir(w io.Writer, dir string, asJSON bool) error {
 	plan := m.Plan
 	printHeadline(w, dir, m, &plan)
 	return nil
+}
+
+// policyNodeJSON is one node of `inspect --policy --json`.
+type policyNodeJSON struct {
+	Node    int64    `json:"node"`
+	Parent  int64    `json:"parent"`
+	Step    int      `json:"step"`
+	History []string `json:"history"`
+	Action  string   `json:"action"`
+	Reach   float64  `json:"reach"`
+	Value   float64  `json:"value_units"`
+	Bonus   float64  `json:"bonus_units"`
+	LCB     float64  `json:"lcb_units"`
+}
+
+// inspectPolicy prints the --top most probable decision nodes of the run's
+// policy as an indented tree, values in the logs' units of return.
+func inspectPolicy(w io.Writer, dir string, top int, asJSON bool) error {
+	if top < 0 {
+		return usagef("--top must be 0 (all) or a positive number of nodes, not %d", top)
+	}
+	pol, _, err := policy.ReadFile(filepath.Join(dir, report.PolicyFile))
+	if err != nil {
+		return err
+	}
+	rng, err := returnRange(dir)
+	if err != nil {
+		return err
+	}
+	view := report.NewPolicyView(pol, rng, nil, top)
+	if asJSON {
+		nodes := make([]policyNodeJSON, len(view.Rows))
+		for i, r := range view.Rows {
+			nodes[i] = policyNodeJSON{r.Node, r.Parent, r.Step, r.History, r.Action, r.Reach, r.Value, r.Bonus, r.LCB}
+		}
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(struct {
+			TotalNodes int              `json:"total_nodes"`
+			Nodes      []policyNodeJSON `json:"nodes"`
+		}{view.TotalNodes, nodes})
+	}
+	return writePolicyText(w, dir, view)
+}
+
+func writePolicyText(out io.Writer, dir string, v *report.PolicyView) error {
+	shown := fmt.Sprintf("all %d decision nodes", v.TotalNodes)
+	if len(v.Rows) < v.TotalNodes {
+		shown = fmt.Sprintf("the %d most probable of %d decision nodes (--top N for more; all are in %s)", len(v.Rows), v.TotalNodes, filepath.Join(dir, report.PolicyFile))
+	}
+	fmt.Fprintf(out, "policy: %s\n", shown)
+	fmt.Fprintf(out, "on seeing the observation after the history above it, take the action; reach is the share of episodes\n")
+	fmt.Fprintf(out, "getting there under the fitted model; V_R is the expected return to go, V_b the expected bonus of the\n")
+	fmt.Fprintf(out, "episode, LCB = V_R - V_b, all in the logs' units of return\n\n")
+	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(w, "step\tobservation\taction\t%6s\t%9s\t%9s\t%9s\n", "reach", "V_R", "V_b", "LCB")
+	for _, r := range v.Rows {
+		obs := strings.Repeat("  ", r.Step-1) + r.Obs
+		if len(r.History) > 1 {
+			obs = strings.Repeat("  ", r.Step-1) + r.History[len(r.History)-2] + " -> " + r.Obs
+		}
+		fmt.Fprintf(w, "%4d\t%s\t%s\t%6s\t%9.4g\t%9.3g\t%9.4g\n", r.Step, obs, r.Action, share(r.Reach), r.Value, r.Bonus, r.LCB)
+	}
+	return w.Flush()
+}
+
+// share formats a probability as a percentage.
+func share(p float64) string {
+	switch {
+	case p == 0:
+		return "0%"
+	case p < 0.001:
+		return "<0.1%"
+	case p < 0.1:
+		return strconv.FormatFloat(100*p, 'f', 1, 64) + "%"
+	}
+	return strconv.FormatFloat(100*p, 'f', 0, 64) + "%"
+}
+
+// returnRange reads the logged return range from model.arrow's metadata.
+func returnRange(dir string) (report.ReturnRange, error) {
+	path := filepath.Join(dir, report.ModelFile)
+	t, err := arrowio.ReadArrow(path)
+	if err != nil {
+		return report.ReturnRange{}, err
+	}
+	lo, err1 := strconv.ParseFloat(t.Meta["psrlcb.return_min"], 64)
+	hi, err2 := strconv.ParseFloat(t.Meta["psrlcb.return_max"], 64)
+	if err1 != nil || err2 != nil {
+		return report.ReturnRange{}, fmt.Errorf("%s: no return range in the metadata (psrlcb.return_min, psrlcb.return_max)", path)
+	}
+	return report.ReturnRange{Min: lo, Max: hi}, nil
 }

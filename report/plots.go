@@ -1,0 +1,435 @@
+package report
+
+import (
+	"bytes"
+	"fmt"
+	"html/template"
+	"image/color"
+	"math"
+	"slices"
+	"sort"
+	"strings"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/font"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+)
+
+// Plot conventions: steps are 1-based (h = 1..H) on every axis, integer
+// axes have integer ticks, text is sans-serif like the page, and legends
+// are drawn in HTML under the plot so they never cover the data.
+
+// palette is the Okabe–Ito colour set, readable by colour-blind readers.
+var palette = []color.RGBA{
+	{0, 114, 178, 255},   // blue
+	{230, 159, 0, 255},   // orange
+	{0, 158, 115, 255},   // green
+	{204, 121, 167, 255}, // purple
+	{86, 180, 233, 255},  // sky blue
+	{213, 94, 0, 255},    // vermillion
+	{240, 228, 66, 255},  // yellow
+	{0, 0, 0, 255},       // black
+}
+
+func colorAt(i int) color.RGBA { return palette[i%len(palette)] }
+
+// sansFont is Liberation Sans (metric-compatible with Arial), which
+// gonum/plot measures text with; the SVG names it with generic fallbacks.
+var sansFont = font.Font{Typeface: "Liberation", Variant: "Sans"}
+
+// pageFonts is the font stack of the page and of the plots' text.
+const pageFonts = `'Liberation Sans',Arial,Helvetica,sans-serif`
+
+// legendItem is one entry of a plot's HTML legend.
+type legendItem struct {
+	Label  string
+	Color  string // CSS colour
+	Marker bool   // a dot with an interval instead of a line
+}
+
+type htmlFig struct {
+	ID, Title string
+	SVG       template.HTML
+	Legend    []legendItem
+	Caption   string
+}
+
+func css(c color.RGBA) string { return fmt.Sprintf("#%02x%02x%02x", c.R, c.G, c.B) }
+
+// svgPlot renders p as an inline SVG fragment with the page's fonts.
+func svgPlot(p *plot.Plot) (template.HTML, error) {
+	wt, err := p.WriterTo(6*vg.Inch, 3.2*vg.Inch, "svg")
+	if err != nil {
+		return "", err
+	}
+	var buf bytes.Buffer
+	if _, err := wt.WriteTo(&buf); err != nil {
+		return "", err
+	}
+	// Drop the XML prolog so the SVG can sit inside HTML.
+	b := buf.Bytes()
+	if i := bytes.Index(b, []byte("<svg")); i > 0 {
+		b = b[i:]
+	}
+	s := strings.ReplaceAll(string(b), "font-family:Liberation Sans;", "font-family:"+pageFonts+";")
+	return template.HTML(s), nil
+}
+
+func newPlot(x, y string) *plot.Plot {
+	p := plot.New()
+	p.X.Label.Text = x
+	p.Y.Label.Text = y
+	for _, t := range []*draw.TextStyle{&p.Title.TextStyle, &p.X.Label.TextStyle, &p.Y.Label.TextStyle, &p.X.Tick.Label, &p.Y.Tick.Label, &p.Legend.TextStyle} {
+		t.Font = font.From(sansFont, t.Font.Size)
+	}
+	p.Y.Tick.Marker = cleanTicks{}
+	p.X.Tick.Marker = cleanTicks{}
+	g := plotter.NewGrid()
+	g.Vertical.Color = color.Gray{Y: 225}
+	g.Horizontal.Color = color.Gray{Y: 225}
+	p.Add(g)
+	return p
+}
+
+// integerTicks labels integers only: every integer up to ten of them,
+// otherwise every 2^k-th, without minor ticks.
+type integerTicks struct{}
+
+func (integerTicks) Ticks(min, max float64) []plot.Tick {
+	lo, hi := int(math.Ceil(min)), int(math.Floor(max))
+	step := 1
+	for (hi-lo)/step > 10 {
+		step *= 2
+	}
+	var t []plot.Tick
+	for i := lo; i <= hi; i += step {
+		t = append(t, plot.Tick{Value: float64(i), Label: fmt.Sprint(i)})
+	}
+	return t
+}
+
+// cleanTicks are gonum's default ticks labelled like the page's numbers
+// (no trailing zeros, a true minus sign).
+type cleanTicks struct{}
+
+func (cleanTicks) Ticks(min, max float64) []plot.Tick {
+	t := plot.DefaultTicks{}.Ticks(min, max)
+	for i := range t {
+		if t[i].Label != "" {
+			t[i].Label = num(t[i].Value, 6)
+		}
+	}
+	return t
+}
+
+// log10Ticks label an axis that carries log10 of the values (gonum's own
+// log scale pads the plot's top oddly): a tick at y reads 10^y, at the
+// powers of ten, or at 1, 2 and 5 times them when the range is under two
+// decades.
+type log10Ticks struct{}
+
+func (log10Ticks) Ticks(min, max float64) []plot.Tick {
+	var t []plot.Tick
+	mults := []float64{1}
+	if max-min < 2 {
+		mults = []float64{1, 2, 5}
+	}
+	for e := math.Floor(min); e <= math.Ceil(max); e++ {
+		for _, m := range mults {
+			if y := e + math.Log10(m); y >= min && y <= max {
+				t = append(t, plot.Tick{Value: y, Label: num(m*math.Pow(10, e), 1)})
+			}
+		}
+	}
+	return t
+}
+
+func line(xy plotter.XYs, c color.RGBA, points bool) ([]plot.Plotter, error) {
+	l, err := plotter.NewLine(xy)
+	if err != nil {
+		return nil, err
+	}
+	l.Color, l.Width = c, vg.Points(1.5)
+	out := []plot.Plotter{l}
+	if points {
+		s, err := plotter.NewScatter(xy)
+		if err != nil {
+			return nil, err
+		}
+		s.Color, s.GlyphStyle.Radius, s.GlyphStyle.Shape = c, vg.Points(2.5), draw.CircleGlyph{}
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+// traceFloor is the smallest gap to the best start drawn on the log axis:
+// below a hundredth of a nat the starts are indistinguishable.
+const traceFloor = 1e-2
+
+// plotTrace draws, for each start of the chosen rank, how far its
+// log-likelihood lies below the best final value, on a log scale: the
+// steep first iterations and the last digits of convergence both show.
+func plotTrace(rows []TraceRow, chosenRank int) (*plot.Plot, []legendItem, error) {
+	p := newPlot("EM iteration", "gap to the best start (nats)")
+	byStart := map[int][]TraceRow{}
+	best := math.Inf(-1)
+	for _, r := range rows {
+		if r.Rank != chosenRank || math.IsNaN(r.LogLik) || math.IsInf(r.LogLik, 0) {
+			continue // a non-finite log-likelihood cannot be drawn; fit.arrow keeps it
+		}
+		byStart[r.Restart] = append(byStart[r.Restart], r)
+		best = math.Max(best, r.LogLik)
+	}
+	keys := make([]int, 0, len(byStart))
+	for k := range byStart {
+		keys = append(keys, k)
+	}
+	sort.Ints(keys)
+	var legend []legendItem
+	maxGap := traceFloor
+	for i, k := range keys {
+		var xy plotter.XYs
+		for _, r := range byStart[k] {
+			gap := best - r.LogLik
+			if gap < traceFloor {
+				gap = traceFloor
+			}
+			maxGap = math.Max(maxGap, gap)
+			xy = append(xy, plotter.XY{X: float64(r.Iter), Y: math.Log10(gap)})
+		}
+		ps, err := line(xy, colorAt(i), false)
+		if err != nil {
+			return nil, nil, err
+		}
+		p.Add(ps...)
+		legend = append(legend, legendItem{Label: fmt.Sprintf("start %d", k+1), Color: css(colorAt(i))})
+	}
+	p.Y.Tick.Marker = log10Ticks{}
+	p.Y.Min, p.Y.Max = math.Log10(traceFloor/2), math.Log10(maxGap*2)
+	p.X.Tick.Marker = integerTicks{}
+	return p, legend, nil
+}
+
+func plotRanks(rows []RankRow) (*plot.Plot, []legendItem, error) {
+	p := newPlot("rank (latent states)", "held-out log-likelihood (nats)")
+	var xy, chosen plotter.XYs
+	for _, r := range rows {
+		xy = append(xy, plotter.XY{X: float64(r.Rank), Y: r.HeldOutL})
+		if r.Chosen {
+			chosen = append(chosen, xy[len(xy)-1])
+		}
+	}
+	ps, err := line(xy, colorAt(0), true)
+	if err != nil {
+		return nil, nil, err
+	}
+	p.Add(ps...)
+	leg := []legendItem{{Label: "held-out log-likelihood", Color: css(colorAt(0))}}
+	if len(chosen) > 0 {
+		s, err := plotter.NewScatter(chosen)
+		if err != nil {
+			return nil, nil, err
+		}
+		s.Color, s.GlyphStyle.Radius, s.GlyphStyle.Shape = colorAt(5), vg.Points(5), draw.RingGlyph{}
+		p.Add(s)
+		leg = append(leg, legendItem{Label: "chosen rank", Color: css(colorAt(5)), Marker: true})
+	}
+	p.X.Tick.Marker = integerTicks{}
+	p.X.Min, p.X.Max = 0.5, float64(len(rows))+0.5
+	return p, leg, nil
+}
+
+// stepQuantiles are the 5, 25, 50, 75 and 95% quantiles and the maximum
+// of one step's bonus contributions.
+type stepQuantiles struct{ Q05, Q25, Q50, Q75, Q95, Max float64 }
+
+// quantile of sorted v at p by linear interpolation between order
+// statistics (type 7 of Hyndman and Fan).
+func quantile(v []float64, p float64) float64 {
+	if len(v) == 0 {
+		return math.NaN()
+	}
+	x := p * float64(len(v)-1)
+	i := int(math.Floor(x))
+	if i+1 >= len(v) {
+		return v[len(v)-1]
+	}
+	return v[i] + (x-float64(i))*(v[i+1]-v[i])
+}
+
+func summarize(v []float64) stepQuantiles {
+	s := slices.Clone(v)
+	sort.Float64s(s)
+	if len(s) == 0 {
+		return stepQuantiles{math.NaN(), math.NaN(), math.NaN(), math.NaN(), math.NaN(), math.NaN()}
+	}
+	return stepQuantiles{quantile(s, .05), quantile(s, .25), quantile(s, .5), quantile(s, .75), quantile(s, .95), s[len(s)-1]}
+}
+
+// plotBonus draws the bonus contribution per step as quantile summaries
+// (a 5–95% whisker, a 25–75% bar, the median and the maximum): a fixed
+// number of marks per step, so the page stays small at any K.
+func plotBonus(steps [][]float64) (*plot.Plot, []legendItem, error) {
+	p := newPlot("step h", "‖ψ̄‖² in the U⁻¹ norm")
+	qs := make([]stepQuantiles, len(steps))
+	positive := true
+	for h, v := range steps {
+		qs[h] = summarize(v)
+		if !(qs[h].Q05 > 0) {
+			positive = false
+		}
+	}
+	// With every value positive the axis carries log10 of the values
+	// (labelled in the values), so steps whose bonuses differ by orders
+	// of magnitude all show their spread.
+	f := func(x float64) float64 { return x }
+	if positive {
+		f = math.Log10
+	}
+	var med, mx plotter.XYs
+	var whisk plotter.XYs
+	var errs plotter.YErrors
+	for h, q := range qs {
+		if math.IsNaN(q.Q50) {
+			continue
+		}
+		x := float64(h + 1)
+		bar, err := plotter.NewLine(plotter.XYs{{X: x, Y: f(q.Q25)}, {X: x, Y: f(q.Q75)}})
+		if err != nil {
+			return nil, nil, err
+		}
+		bar.Color, bar.Width = color.RGBA{0, 114, 178, 110}, vg.Points(16)
+		bar.LineStyle.Dashes = nil
+		p.Add(bar)
+		med = append(med, plotter.XY{X: x, Y: f(q.Q50)})
+		mx = append(mx, plotter.XY{X: x, Y: f(q.Max)})
+		whisk = append(whisk, plotter.XY{X: x, Y: f(q.Q50)})
+		errs = append(errs, struct{ Low, High float64 }{f(q.Q50) - f(q.Q05), f(q.Q95) - f(q.Q50)})
+	}
+	if len(med) > 0 {
+		eb, err := plotter.NewYErrorBars(struct {
+			plotter.XYs
+			plotter.YErrors
+		}{whisk, errs})
+		if err != nil {
+			return nil, nil, err
+		}
+		eb.Color, eb.CapWidth = colorAt(0), vg.Points(8)
+		m, err := plotter.NewScatter(med)
+		if err != nil {
+			return nil, nil, err
+		}
+		m.Color, m.GlyphStyle.Shape, m.GlyphStyle.Radius = color.RGBA{0, 0, 0, 255}, draw.BoxGlyph{}, vg.Points(3)
+		x, err := plotter.NewScatter(mx)
+		if err != nil {
+			return nil, nil, err
+		}
+		x.Color, x.GlyphStyle.Shape, x.GlyphStyle.Radius = colorAt(5), draw.CrossGlyph{}, vg.Points(3)
+		p.Add(eb, m, x)
+	}
+	if positive && len(med) > 0 {
+		p.Y.Tick.Marker = log10Ticks{}
+		lo, hi := math.Inf(1), math.Inf(-1)
+		for _, q := range qs {
+			lo, hi = math.Min(lo, f(q.Q05)), math.Max(hi, f(q.Max))
+		}
+		p.Y.Min, p.Y.Max = lo-0.15, hi+0.15
+		p.Y.Label.Text = "‖ψ̄‖², U⁻¹ norm (log scale)"
+	}
+	p.X.Tick.Marker = integerTicks{}
+	p.X.Min, p.X.Max = 0.5, float64(len(steps))+0.5
+	leg := []legendItem{
+		{Label: "25–75% of episodes", Color: "#0072b270"},
+		{Label: "median", Color: "#000000", Marker: true},
+		{Label: "5–95% whisker", Color: css(colorAt(0))},
+		{Label: "largest", Color: css(colorAt(5)), Marker: true},
+	}
+	return p, leg, nil
+}
+
+func plotCoverage(rows []CoverageRow) (*plot.Plot, *plot.Plot, error) {
+	p := newPlot("step h", "covered share of π̄'s mass")
+	var mass, cinf plotter.XYs
+	for _, r := range rows {
+		mass = append(mass, plotter.XY{X: float64(r.Step), Y: r.CoveredMass})
+		c := r.CInf
+		if math.IsInf(c, 0) || math.IsNaN(c) {
+			continue
+		}
+		cinf = append(cinf, plotter.XY{X: float64(r.Step), Y: c})
+	}
+	p.Y.Min, p.Y.Max = 0, 1.05
+	ps, err := line(mass, colorAt(0), true)
+	if err != nil {
+		return nil, nil, err
+	}
+	p.Add(ps...)
+	p.X.Tick.Marker = integerTicks{}
+	p.X.Min, p.X.Max = 0.5, float64(len(rows))+0.5
+	q := newPlot("step h", "C∞ up to step h")
+	if len(cinf) > 0 {
+		ps, err := line(cinf, colorAt(5), true)
+		if err != nil {
+			return nil, nil, err
+		}
+		q.Add(ps...)
+		q.Y.Min = 0
+	}
+	q.X.Tick.Marker = integerTicks{}
+	q.X.Min, q.X.Max = 0.5, float64(len(rows))+0.5
+	return p, q, nil
+}
+
+// plotAlpha draws the model's V_R, V_b and LCB of each α candidate and,
+// slightly to the right in its own colour, the held-out importance-weighted
+// value with its 95% interval.
+func plotAlpha(rows []AlphaRow) (*plot.Plot, []legendItem, error) {
+	p := newPlot("α (bonus coefficient)", "value on the [0,1] scale")
+	var vr, vb, lcb, iw plotter.XYs
+	var errs plotter.YErrors
+	for i, r := range rows {
+		x := float64(i + 1)
+		vr = append(vr, plotter.XY{X: x, Y: r.ValueReward})
+		vb = append(vb, plotter.XY{X: x, Y: r.ValueBonus})
+		lcb = append(lcb, plotter.XY{X: x, Y: r.LCB})
+		iw = append(iw, plotter.XY{X: x + 0.12, Y: r.IW})
+		errs = append(errs, struct{ Low, High float64 }{r.IW - r.IWLo, r.IWHi - r.IW})
+	}
+	var leg []legendItem
+	for i, s := range []struct {
+		label string
+		xy    plotter.XYs
+	}{{"V_R (model value)", vr}, {"V_b (bonus)", vb}, {"LCB = V_R − V_b", lcb}} {
+		ps, err := line(s.xy, colorAt(i), true)
+		if err != nil {
+			return nil, nil, err
+		}
+		p.Add(ps...)
+		leg = append(leg, legendItem{Label: s.label, Color: css(colorAt(i))})
+	}
+	ink := color.RGBA{60, 60, 60, 255}
+	s, err := plotter.NewScatter(iw)
+	if err != nil {
+		return nil, nil, err
+	}
+	s.Color, s.GlyphStyle.Shape, s.GlyphStyle.Radius = ink, draw.PyramidGlyph{}, vg.Points(3.5)
+	eb, err := plotter.NewYErrorBars(struct {
+		plotter.XYs
+		plotter.YErrors
+	}{iw, errs})
+	if err != nil {
+		return nil, nil, err
+	}
+	eb.Color, eb.CapWidth = ink, vg.Points(6)
+	p.Add(eb, s)
+	leg = append(leg, legendItem{Label: "held-out importance-weighted value, 95% interval", Color: css(ink), Marker: true})
+	ticks := make([]plot.Tick, len(rows))
+	for i, r := range rows {
+		ticks[i] = plot.Tick{Value: float64(i + 1), Label: num(r.Alpha, 3)}
+	}
+	p.X.Tick.Marker = plot.ConstantTicks(ticks)
+	p.X.Min, p.X.Max = 0.5, float64(len(rows))+0.5
+	return p, leg, nil
+}

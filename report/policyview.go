@@ -1,0 +1,384 @@
+package report
+
+import (
+	"math"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/psrlcb/psrlcb/estimate"
+	"github.com/psrlcb/psrlcb/ingest"
+	"github.com/psrlcb/psrlcb/pessimism"
+	"github.com/psrlcb/psrlcb/policy"
+)
+
+// DefaultPolicyRows is how many decision nodes of π̄ the report and
+// `inspect --policy` show: the most probable ones under the model. A few
+// hundred rows read in a minute and cover most of the reach mass of
+// small problems; policy.arrow has every node.
+const DefaultPolicyRows = 300
+
+// ReturnRange is the logged range of returns that maps the user's units to
+// the paper's [0,1] scale: R = (return − Min)/(Max − Min).
+type ReturnRange struct{ Min, Max float64 }
+
+// ToGo converts a node's rescaled reward-to-go from step h (of H) into the
+// user's units: every step contributes Min/H of the shift.
+func (r ReturnRange) ToGo(v float64, h, H int) float64 {
+	return v*(r.Max-r.Min) + r.Min*float64(H-h+1)/float64(H)
+}
+
+// PolicyRow is one decision node of π̄ as the report shows it.
+type PolicyRow struct {
+	Node, Parent int64
+	Step         int
+	// History is τ_{h−1} followed by o_h: "o_1 a_1 … o_h" in the user's
+	// symbols, the path from the root to this node.
+	History []string
+	Obs     string
+	Action  string
+	// Reach is P_θ̂^π̄ of reaching the node (the model's share of episodes
+	// under π̄).
+	Reach float64
+	// Logged is the number of logged episodes whose history so far
+	// follows π̄ into this node; ActionShare the share of them that took
+	// Action there and MostLogged the action they took most (Logs false:
+	// no logs were given).
+	Logs        bool
+	Logged      int64
+	LoggedShare float64 // Logged / K
+	ActionShare float64
+	MostLogged  string
+	MostShare   float64 // share of the logged visits that took MostLogged
+	// Departs says the logs clearly favour MostLogged over Action here
+	// (clearlyMore).
+	Departs bool
+	// Value to go from this step in the user's units: model reward, bonus
+	// (a penalty in the same units) and their difference.
+	Value, Bonus, LCB float64
+}
+
+// PolicyView is the part of π̄'s decision tree the report lists.
+type PolicyView struct {
+	Rows       []PolicyRow
+	TotalNodes int
+	// ReachShown is the model's reach mass of the listed nodes at the last
+	// step that has any listed node, as a share of that step's mass.
+	Horizon int
+}
+
+// Visits is how the logs walk down π̄'s tree: N[n] counts the episodes
+// whose observations o_1..o_h and actions a_1..a_{h−1} lead to node n, out
+// of K, and Count(n, a) how many of them took action a there. An episode
+// stops at the first action that departs from π̄ (or at its end).
+type Visits struct {
+	N []int64
+	K int
+	// Action counts of the visited nodes only: the counts of node n are
+	// counts[at[n]·|A| : (at[n]+1)·|A|] in the order of acts (at[n] = −1:
+	// never visited), so memory grows with the visited nodes, not the tree.
+	acts   []string
+	at     []int32
+	counts []int64
+}
+
+// LoggedVisits walks every logged episode of d down pol's tree.
+func LoggedVisits(pol *policy.Policy, d *ingest.Dataset) *Visits {
+	A := len(d.ActVocab)
+	v := &Visits{N: make([]int64, len(pol.Nodes)), K: d.NumEpisodes(), acts: d.ActVocab, at: make([]int32, len(pol.Nodes))}
+	for i := range v.at {
+		v.at[i] = -1
+	}
+	H := d.Horizon
+	for k := 0; k < v.K; k++ {
+		node := int64(-1)
+		for h := 0; h < H && h < int(d.Length[k]); h++ {
+			n, ok := pol.Child(node, d.ObsVocab[d.Obs[k*H+h]])
+			if !ok {
+				break
+			}
+			a := int(d.Act[k*H+h])
+			v.N[n]++
+			if v.at[n] < 0 {
+				v.at[n] = int32(len(v.counts) / A)
+				v.counts = append(v.counts, make([]int64, A)...)
+			}
+			v.counts[int(v.at[n])*A+a]++
+			if d.ActVocab[a] != pol.Nodes[n].Action {
+				break
+			}
+			node = n
+		}
+	}
+	return v
+}
+
+// Count is the number of logged visits of node n that took action a.
+func (v *Visits) Count(n int64, a string) int64 {
+	if v.at[n] < 0 {
+		return 0
+	}
+	A := len(v.acts)
+	for i, s := range v.acts {
+		if s == a {
+			return v.counts[int(v.at[n])*A+i]
+		}
+	}
+	return 0
+}
+
+// MostLogged is the action logged most often at node n (the first in
+// vocabulary order on ties), "" when the node was never visited.
+func (v *Visits) MostLogged(n int64) string {
+	if v.at[n] < 0 {
+		return ""
+	}
+	A := len(v.acts)
+	c := v.counts[int(v.at[n])*A : int(v.at[n]+1)*A]
+	best := 0
+	for i := range c {
+		if c[i] > c[best] {
+			best = i
+		}
+	}
+	return v.acts[best]
+}
+
+// row describes node id; v may be nil (no logged columns).
+func row(pol *policy.Policy, id int64, rng ReturnRange, v *Visits) PolicyRow {
+	n := &pol.Nodes[id]
+	h := int(n.Step)
+	var hist []string
+	for j := id; j >= 0; j = pol.Nodes[j].Parent {
+		if j != id {
+			hist = append(hist, pol.Nodes[j].Action)
+		}
+		hist = append(hist, pol.Nodes[j].Obs)
+	}
+	slices.Reverse(hist)
+	r := PolicyRow{
+		Node: id, Parent: n.Parent, Step: h, Obs: n.Obs, Action: n.Action, Reach: n.ReachProb, History: hist,
+		Value: rng.ToGo(n.ValueReward, h, pol.Horizon),
+		Bonus: n.ValueBonus * (rng.Max - rng.Min),
+	}
+	r.LCB = r.Value - r.Bonus
+	r.ActionShare = math.NaN()
+	if v != nil {
+		r.Logs = true
+		r.Logged = v.N[id]
+		r.LoggedShare = float64(v.N[id]) / float64(max(v.K, 1))
+		if v.N[id] > 0 {
+			r.ActionShare = float64(v.Count(id, n.Action)) / float64(v.N[id])
+			r.MostLogged = v.MostLogged(id)
+			r.MostShare = float64(v.Count(id, r.MostLogged)) / float64(v.N[id])
+			r.Departs = r.MostLogged != n.Action && clearlyMore(v.Count(id, r.MostLogged), v.Count(id, n.Action))
+		}
+	}
+	return r
+}
+
+// NewPolicyView lists the top most probable nodes of pol (all when top ≤
+// 0) in tree order, each under its parent, siblings by decreasing reach.
+// v may be nil (no logged columns).
+func NewPolicyView(pol *policy.Policy, rng ReturnRange, v *Visits, top int) *PolicyView {
+	view := &PolicyView{TotalNodes: len(pol.Nodes), Horizon: pol.Horizon}
+	keep := topNodes(pol, top)
+	children := map[int64][]int64{}
+	for i := range pol.Nodes {
+		if keep[i] {
+			children[pol.Nodes[i].Parent] = append(children[pol.Nodes[i].Parent], int64(i))
+		}
+	}
+	var walk func(parent int64)
+	walk = func(parent int64) {
+		ids := children[parent]
+		sort.SliceStable(ids, func(a, b int) bool {
+			na, nb := &pol.Nodes[ids[a]], &pol.Nodes[ids[b]]
+			if na.ReachProb != nb.ReachProb {
+				return na.ReachProb > nb.ReachProb
+			}
+			return na.Obs < nb.Obs
+		})
+		for _, id := range ids {
+			view.Rows = append(view.Rows, row(pol, id, rng, v))
+			walk(id)
+		}
+	}
+	walk(-1)
+	return view
+}
+
+// topNodes marks the top nodes of largest reach probability together with
+// their ancestors (a child is never more probable than its parent, so the
+// ancestors are almost always in the set already).
+func topNodes(pol *policy.Policy, top int) []bool {
+	keep := make([]bool, len(pol.Nodes))
+	if top <= 0 || top >= len(pol.Nodes) {
+		for i := range keep {
+			keep[i] = true
+		}
+		return keep
+	}
+	idx := make([]int, len(pol.Nodes))
+	for i := range idx {
+		idx[i] = i
+	}
+	sort.SliceStable(idx, func(a, b int) bool { return pol.Nodes[idx[a]].ReachProb > pol.Nodes[idx[b]].ReachProb })
+	for _, i := range idx[:top] {
+		for j := int64(i); j >= 0 && !keep[j]; j = pol.Nodes[j].Parent {
+			keep[j] = true
+		}
+	}
+	return keep
+}
+
+// clearlyMore says a count a is clearly above b among the a+b visits that
+// took one of the two actions: a − b > 2·√(a+b). If both actions were
+// equally likely, a − b would have mean 0 and standard deviation √(a+b),
+// so a uniform behaviour rarely (about 2% of nodes) shows a clear
+// favourite. A reading aid against calling a near-tie a departure, not a
+// test corrected for the choice of the most logged action.
+func clearlyMore(a, b int64) bool {
+	return float64(a-b) > 2*math.Sqrt(float64(a+b))
+}
+
+// HistoryString joins a node's history for display: "o_1 → a_1 → o_2".
+func (r PolicyRow) HistoryString() string { return strings.Join(r.History, " → ") }
+
+// Departure is a decision node where π̄ takes another action than the one
+// most logged there.
+type Departure struct {
+	Row PolicyRow
+	// Gain is V_R(π̄) − V_R(π̄ with the most logged action at this node),
+	// in the user's units: how much of the model's expected return this
+	// departure brings (NaN when not computed).
+	Gain float64
+}
+
+// Comparison is the "compared with the behaviour" paragraph: where π̄
+// departs from the most logged action, and what that brings under the
+// model.
+type Comparison struct {
+	Departures []Departure
+	// DepartMass is the model's probability under π̄ that an episode
+	// meets at least one departure (sum of the reach of the first
+	// departures on each path).
+	DepartMass float64
+	// Steps lists the steps with a departure.
+	Steps []int
+	// Gain is V_R(π̄) − V_R(π̄ with the most logged action at every
+	// logged node) in the user's units (NaN when not computed), Total the
+	// model's expected gain of π̄ over the behaviour's logged mean return.
+	Gain, Total float64
+	// Checked is the number of departures whose gain was computed.
+	Checked int
+	// Ties counts the logged nodes where another action was logged more
+	// often than π̄'s, but not clearly (clearlyMore); Agree those where
+	// π̄ takes the most logged action.
+	Ties, Agree int
+}
+
+// maxDepartureEvals bounds the model evaluations of the comparison; each
+// is exact over the observation tree (|O|^H sequences at most), so it is
+// only run when that tree is small (maxEvalTree).
+const (
+	maxDepartureEvals = 12
+	maxEvalTree       = 5e4
+)
+
+// Compare finds where π̄ departs from the most logged action (at nodes the
+// logs visit, v). With a small observation tree it also evaluates, under
+// the model, π̄ with each of the most probable departures undone and with
+// all of them undone.
+func Compare(m *estimate.Model, b *pessimism.Bonus, pol *policy.Policy, v *Visits, behaviourUnits float64) (*Comparison, error) {
+	rng := ReturnRange{m.ReturnMin, m.ReturnMax}
+	c := &Comparison{Gain: math.NaN()}
+	departs := func(id int64) bool {
+		if v.N[id] == 0 {
+			return false
+		}
+		ml := v.MostLogged(id)
+		return ml != pol.Nodes[id].Action && clearlyMore(v.Count(id, ml), v.Count(id, pol.Nodes[id].Action))
+	}
+	steps := map[int]bool{}
+	for id := range pol.Nodes {
+		if v.N[id] > 0 && !departs(int64(id)) {
+			if v.MostLogged(int64(id)) == pol.Nodes[id].Action {
+				c.Agree++
+			} else {
+				c.Ties++
+			}
+		}
+		if !departs(int64(id)) {
+			continue
+		}
+		r := row(pol, int64(id), rng, v)
+		c.Departures = append(c.Departures, Departure{Row: r, Gain: math.NaN()})
+		steps[r.Step] = true
+		// Count the mass once per path: only the first departure on it.
+		first := true
+		for p := r.Parent; p >= 0; p = pol.Nodes[p].Parent {
+			if departs(p) {
+				first = false
+				break
+			}
+		}
+		if first {
+			c.DepartMass += r.Reach
+		}
+	}
+	for h := range steps {
+		c.Steps = append(c.Steps, h)
+	}
+	sort.Ints(c.Steps)
+	sort.SliceStable(c.Departures, func(i, j int) bool { return c.Departures[i].Row.Reach > c.Departures[j].Row.Reach })
+	width := m.ReturnMax - m.ReturnMin
+	v0 := 0.0
+	for _, n := range pol.Nodes {
+		if n.Step == 1 {
+			v0 += n.ReachProb * n.ValueReward
+		}
+	}
+	c.Total = rng.ToGo(v0, 1, max(pol.Horizon, 1)) - behaviourUnits
+	if len(c.Departures) == 0 || treeObs(m) > maxEvalTree {
+		return c, nil
+	}
+	with := func(change func(nodes []policy.Node)) (float64, error) {
+		q := &policy.Policy{Horizon: pol.Horizon, Nodes: append([]policy.Node(nil), pol.Nodes...)}
+		change(q.Nodes)
+		val, err := policy.ModelValue(m, b, q)
+		return val.Reward, err
+	}
+	full, err := with(func([]policy.Node) {})
+	if err != nil {
+		return nil, err
+	}
+	for i := range c.Departures {
+		if i >= maxDepartureEvals {
+			break
+		}
+		dep := &c.Departures[i]
+		val, err := with(func(ns []policy.Node) { ns[dep.Row.Node].Action = dep.Row.MostLogged })
+		if err != nil {
+			return nil, err
+		}
+		dep.Gain = (full - val) * width
+		c.Checked++
+	}
+	all, err := with(func(ns []policy.Node) {
+		for _, dep := range c.Departures {
+			ns[dep.Row.Node].Action = dep.Row.MostLogged
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	c.Gain = (full - all) * width
+	return c, nil
+}
+
+// treeObs is |O|^H, the number of observation sequences ModelValue may
+// enumerate.
+func treeObs(m *estimate.Model) float64 {
+	return math.Pow(float64(m.NumObs), float64(m.Horizon))
+}
