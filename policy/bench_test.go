@@ -45,7 +45,7 @@ func BenchmarkPlanApprox(b *testing.B) {
 			var nodes int64
 			var gap float64
 			for i := 0; i < b.N; i++ {
-				_, st, err := policy.Plan(context.Background(), m, bonus, policy.PlanOptions{Budget: budget})
+				_, st, err := policy.Plan(context.Background(), m, bonus, policy.PlanOptions{Budget: budget, Planner: policy.PlannerExact})
 				if err != nil {
 					b.Fatal(err)
 				}
