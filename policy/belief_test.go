@@ -2,10 +2,13 @@ package policy_test
 
 import (
 	"context"
+	"errors"
 	"math/rand/v2"
+	"reflect"
 	"testing"
 
 	"github.com/psrlcb/psrlcb/estimate"
+	"github.com/psrlcb/psrlcb/ingest"
 	"github.com/psrlcb/psrlcb/pessimism"
 	"github.com/psrlcb/psrlcb/pessimism/pessimismtest"
 	"github.com/psrlcb/psrlcb/policy"
@@ -133,5 +136,112 @@ func TestBeliefMatchesExactTiger(t *testing.T) {
 		for _, c := range []struct{ alpha, tol float64 }{{0, beliefTolGreedy}, {0.3, beliefTolBonus}, {1, beliefTolBonus}} {
 			checkBelief(t, m, b.WithAlpha(c.alpha), c.tol)
 		}
+	}
+}
+
+// TestBeliefMatchesExactRandom: random models whose every probability is
+// positive (no two histories share a belief), with one- and two-step
+// core tests and per-step tables.
+func TestBeliefMatchesExactRandom(t *testing.T) {
+	for i, sp := range []pessimismtest.Spec{
+		{States: 3, Obs: 3, Actions: 2, Horizon: 4},
+		{States: 4, Obs: 2, Actions: 3, Horizon: 4, TestLength: 2},
+		{States: 2, Obs: 3, Actions: 2, Horizon: 5, Stationary: true},
+	} {
+		m, b := setup(t, uint64(200+i), sp, 300)
+		for _, c := range []struct{ alpha, tol float64 }{{0, beliefTolGreedy}, {0.3, beliefTolBonus}, {3, beliefTolBonus}} {
+			checkBelief(t, m, b.WithAlpha(c.alpha), c.tol)
+		}
+	}
+}
+
+// TestBeliefRowBudget: with a row budget smaller than the policy's tree
+// the table is cut at a threshold, the uncovered mass is stated, the
+// reported figures stay a lower bound of the policy's exact LCB, and the
+// policy is total (ModelValue follows every history through the
+// fallback).
+func TestBeliefRowBudget(t *testing.T) {
+	m, b := setup(t, 210, pessimismtest.Spec{States: 3, Obs: 3, Actions: 2, Horizon: 5}, 300)
+	b = b.WithAlpha(0.3)
+	for _, rows := range []int64{3, 20, 100} {
+		pol, st, err := policy.Plan(context.Background(), m, b, policy.PlanOptions{Planner: policy.PlannerBelief, RowBudget: rows})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if int64(len(pol.Nodes)) > rows || st.Threshold <= 0 || st.UncoveredMass <= 0 || st.UncoveredMass > 1 {
+			t.Fatalf("rows %d: %d nodes, threshold %v, uncovered %v", rows, len(pol.Nodes), st.Threshold, st.UncoveredMass)
+		}
+		for _, n := range pol.Nodes {
+			if n.Step > 1 && n.ReachProb < st.Threshold {
+				t.Fatalf("rows %d: node %d reached with %v below the threshold %v", rows, n.ID, n.ReachProb, st.Threshold)
+			}
+		}
+		v, err := policy.ModelValue(m, b, pol)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d := st.ValueReward - v.Reward; d > 1e-9 || d < -1e-9 || st.Value > v.LCB+1e-9 {
+			t.Fatalf("rows %d: reported %+v, exact %+v", rows, st, v)
+		}
+		if st.UpperBound < v.LCB-1e-9 {
+			t.Fatalf("rows %d: upper bound %v below a policy's value %v", rows, st.UpperBound, v.LCB)
+		}
+	}
+}
+
+func TestBeliefEndSymbolAndErrors(t *testing.T) {
+	m, b := setup(t, 90, pessimismtest.Spec{States: 2, Obs: 3, Actions: 3, Horizon: 3}, 30)
+	m.ObsVocab = []string{ingest.EndSymbol, "o1", "o2"}
+	m.ActVocab = []string{ingest.EndSymbol, "a1", "a2"}
+	pol, _, err := policy.Plan(context.Background(), m, b, policy.PlanOptions{Planner: policy.PlannerBelief})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range pol.Nodes {
+		if (n.Obs == ingest.EndSymbol) != (n.Action == ingest.EndSymbol) {
+			t.Fatalf("node %d: observation %s, action %s", n.ID, n.Obs, n.Action)
+		}
+	}
+	if _, _, err := policy.Plan(context.Background(), m, b, policy.PlanOptions{Planner: "greedy"}); !errors.Is(err, policy.ErrOptions) {
+		t.Fatalf("unknown planner: %v", err)
+	}
+	if _, _, err := policy.Plan(context.Background(), m, b, policy.PlanOptions{Planner: policy.PlannerBelief, Points: -1}); !errors.Is(err, policy.ErrOptions) {
+		t.Fatalf("negative points: %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, _, err := policy.Plan(ctx, m, b, policy.PlanOptions{Planner: policy.PlannerBelief}); err == nil {
+		t.Fatal("cancelled context ignored")
+	}
+}
+
+// TestAutoPlanner: auto is exact when the tree fits the budget and the
+// belief planner otherwise.
+func TestAutoPlanner(t *testing.T) {
+	m, b := setup(t, 80, pessimismtest.Spec{States: 3, Obs: 3, Actions: 2, Horizon: 4}, 100)
+	_, st, err := policy.Plan(context.Background(), m, b, policy.PlanOptions{})
+	if err != nil || st.Planner != policy.PlannerExact || !st.Exact {
+		t.Fatal(err, st)
+	}
+	_, st, err = policy.Plan(context.Background(), m, b, policy.PlanOptions{Budget: 50, Planner: policy.PlannerAuto})
+	if err != nil || st.Planner != policy.PlannerBelief || st.Exact {
+		t.Fatal(err, st)
+	}
+}
+
+// TestBeliefDeterministicAcrossWorkers: the same plan for 1 and 3 workers.
+func TestBeliefDeterministicAcrossWorkers(t *testing.T) {
+	m, b := setup(t, 220, pessimismtest.Spec{States: 4, Obs: 3, Actions: 3, Horizon: 6}, 300)
+	b = b.WithAlpha(0.5)
+	p1, s1, err := policy.Plan(context.Background(), m, b, policy.PlanOptions{Planner: policy.PlannerBelief, Workers: 1, Points: 50})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p3, s3, err := policy.Plan(context.Background(), m, b, policy.PlanOptions{Planner: policy.PlannerBelief, Workers: 3, Points: 50})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(p1.Nodes, p3.Nodes) || *s1 != *s3 {
+		t.Fatalf("plans differ across worker counts: %+v vs %+v", s1, s3)
 	}
 }
