@@ -7,6 +7,9 @@ import (
 	"sort"
 	"sync"
 
+	"gonum.org/v1/gonum/blas"
+	"gonum.org/v1/gonum/blas/blas64"
+
 	"github.com/psrlcb/psrlcb/estimate"
 	"github.com/psrlcb/psrlcb/pessimism"
 )
@@ -393,72 +396,175 @@ func (p *beliefPlanner) qValue(h int, b []float64, a int, sc *backupScratch) flo
 }
 
 // backupStep computes the α-set of step h from that of step h+1: one
-// point-based backup per belief point (psr-ucb-lcb.tex has no planner;
-// this is the finite-horizon point-based value iteration of the
-// surrogate objective, see beliefPlan). Points are split among workers;
-// each point's vector depends only on the point, so the result does not
-// depend on the worker count.
+// point-based backup per belief point (point-based value iteration of the
+// surrogate objective, see beliefPlan). For each action and observation
+// the unnormalised successors of all points are valued against the
+// successor α-set at once, as one matrix product (blas64.Gemm); the
+// (action, observation) pairs are shared among workers and summed in a
+// fixed order, so the result does not depend on the worker count.
 func (p *beliefPlanner) backupStep(ctx context.Context, h int) {
 	pts := p.pts[h]
-	S := p.S
-	vecs := make([]float64, len(pts)*S)
-	actsOut := make([]int, len(pts))
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	next := 0
-	const chunk = 16
-	for w := 0; w < max(1, min(p.workers, (len(pts)+chunk-1)/chunk)); w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			sc := newBackupScratch(S, p.O)
-			for ctx.Err() == nil {
-				mu.Lock()
-				lo := next
-				next += chunk
-				mu.Unlock()
-				if lo >= len(pts) {
-					return
+	n, S, O, A := len(pts), p.S, p.O, p.A
+	// q[a*n+i]: lookahead value of action a at point i (−Inf if not allowed).
+	q := make([]float64, A*n)
+	choice := make([]int32, A*O*n) // [(a*O+o)*n+i]: chosen successor vector, −1 if none
+	for i := range choice {
+		choice[i] = -1
+	}
+	allowed := make([]bool, A*n)
+	for i, pt := range pts {
+		for _, a := range p.acts(pt.end) {
+			allowed[a*n+i] = true
+		}
+	}
+	preds := make([]float64, A*n*S)
+	for a := 0; a < A; a++ {
+		st := &p.tab[h][a]
+		for i, pt := range pts {
+			if !allowed[a*n+i] {
+				q[a*n+i] = math.Inf(-1)
+				continue
+			}
+			v := dot(st.r, pt.b)
+			if h < p.H {
+				if p.kappa > 0 {
+					v -= p.kappa * quad(st.m, pt.b)
 				}
-				for i := lo; i < min(lo+chunk, len(pts)); i++ {
-					actsOut[i] = p.backupPoint(h, &pts[i], vecs[i*S:(i+1)*S], sc)
+				predict(st.t, pt.b, preds[(a*n+i)*S:(a*n+i+1)*S])
+			}
+			q[a*n+i] = v
+		}
+	}
+	if h < p.H {
+		best := make([]float64, A*O*n)
+		p.parallel(ctx, A*O, func(j int, buf *gemmBuf) {
+			a, o := j/O, j%O
+			p.valueSuccessors(h, a, o, preds[a*n*S:(a+1)*n*S], allowed[a*n:(a+1)*n], best[j*n:(j+1)*n], choice[j*n:(j+1)*n], buf)
+		})
+		for a := 0; a < A; a++ {
+			for o := 0; o < O; o++ {
+				for i, c := range choice[(a*O+o)*n : (a*O+o+1)*n] {
+					if c >= 0 {
+						q[a*n+i] += best[(a*O+o)*n+i]
+					}
 				}
 			}
-		}()
+		}
 	}
-	wg.Wait()
 	var g [2]alphaSet
+	vec := make([]float64, S)
+	sc := newBackupScratch(S, O)
 	for i, pt := range pts {
+		bestA, bestV := -1, math.Inf(-1)
+		for _, a := range p.acts(pt.end) {
+			if v := q[a*n+i]; v > bestV {
+				bestA, bestV = a, v
+			}
+		}
+		for o := 0; o < O; o++ {
+			sc.choice[o] = int(choice[(bestA*O+o)*n+i])
+		}
+		p.vector(h, pt.b, bestA, sc, vec)
 		c := 0
 		if pt.end {
 			c = 1
 		}
-		g[c].vec = append(g[c].vec, vecs[i*S:(i+1)*S]...)
-		g[c].act = append(g[c].act, actsOut[i])
+		g[c].vec = append(g[c].vec, vec...)
+		g[c].act = append(g[c].act, bestA)
 	}
 	p.gamma[h] = g
-	p.backups += int64(len(pts) * len(p.normal))
+	p.backups += int64(n * len(p.normal))
 }
 
-// backupPoint writes the α-vector of the best action at pt into vec and
-// returns the action: vec·b equals the backed-up value at b, and vec is
-// the value of following the chosen successor vectors from any belief,
+// gemmBuf is one worker's buffers for valueSuccessors.
+type gemmBuf struct{ u, v, z []float64 }
+
+// valueSuccessors values, for action a and observation o, the
+// unnormalised successor u_i = pred_i ∘ E(o|·,a) of every point i against
+// the successor α-set: best[i] = max_k vec_k·u_i, choice[i] = k (−1 when
+// P(o | b_i, a) = 0 or a is not allowed at i).
+func (p *beliefPlanner) valueSuccessors(h, a, o int, preds []float64, allowed []bool, best []float64, choice []int32, buf *gemmBuf) {
+	n, S, O := len(allowed), p.S, p.O
+	e := p.tab[h][a].e
+	g := p.successor(h, o)
+	m := g.n(S)
+	if m == 0 {
+		return
+	}
+	buf.u = grow(buf.u, n*S)
+	buf.z = grow(buf.z, n)
+	buf.v = grow(buf.v, n*m)
+	for i := 0; i < n; i++ {
+		u := buf.u[i*S : (i+1)*S]
+		if !allowed[i] {
+			clear(u)
+			buf.z[i] = 0
+			continue
+		}
+		buf.z[i] = unnorm(e, O, preds[i*S:(i+1)*S], o, u)
+	}
+	blas64.Gemm(blas.NoTrans, blas.Trans, 1,
+		blas64.General{Rows: n, Cols: S, Stride: S, Data: buf.u},
+		blas64.General{Rows: m, Cols: S, Stride: S, Data: g.vec},
+		0, blas64.General{Rows: n, Cols: m, Stride: m, Data: buf.v})
+	for i := 0; i < n; i++ {
+		if buf.z[i] == 0 {
+			continue
+		}
+		row := buf.v[i*m : (i+1)*m]
+		bi := 0
+		for k, x := range row {
+			if x > row[bi] {
+				bi = k
+			}
+		}
+		best[i], choice[i] = row[bi], int32(bi)
+	}
+}
+
+func grow(x []float64, n int) []float64 {
+	if cap(x) < n {
+		return make([]float64, n)
+	}
+	return x[:n]
+}
+
+// parallel runs f(j) for j = 0..n−1 on the planner's workers.
+func (p *beliefPlanner) parallel(ctx context.Context, n int, f func(j int, buf *gemmBuf)) {
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	next := 0
+	for w := 0; w < max(1, min(p.workers, n)); w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			buf := &gemmBuf{}
+			for ctx.Err() == nil {
+				mu.Lock()
+				j := next
+				next++
+				mu.Unlock()
+				if j >= n {
+					return
+				}
+				f(j, buf)
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// vector writes into vec the α-vector of action a at belief b with the
+// successor vectors sc.choice: vec·b equals the backed-up value at b, and
+// vec is the value of following those successor vectors from any belief,
 // with the bonus term replaced by its tangent at b (bᵀmb is convex, so
 // the tangent is exact at b).
-func (p *beliefPlanner) backupPoint(h int, pt *bpoint, vec []float64, sc *backupScratch) int {
-	b := pt.b
-	bestA, bestV := -1, math.Inf(-1)
-	for _, a := range p.acts(pt.end) {
-		if v := p.qValue(h, b, a, sc); v > bestV {
-			bestA, bestV = a, v
-		}
-	}
-	p.qValue(h, b, bestA, sc) // the chosen action's successor vectors
-	st := &p.tab[h][bestA]
+func (p *beliefPlanner) vector(h int, b []float64, a int, sc *backupScratch, vec []float64) {
+	st := &p.tab[h][a]
 	S, O := p.S, p.O
 	copy(vec, st.r)
 	if h == p.H {
-		return bestA
+		return
 	}
 	if p.kappa > 0 {
 		// tangent of bᵀmb at b on the simplex: (2mb − bᵀmb·1)·x.
@@ -477,8 +583,7 @@ func (p *beliefPlanner) backupPoint(h int, pt *bpoint, vec []float64, sc *backup
 		if i < 0 {
 			continue
 		}
-		g := p.successor(h, o)
-		av := g.vec[i*S : (i+1)*S]
+		av := p.successor(h, o).vec[i*S : (i+1)*S]
 		for s2 := 0; s2 < S; s2++ {
 			z[s2] += st.e[s2*O+o] * av[s2]
 		}
@@ -486,7 +591,6 @@ func (p *beliefPlanner) backupPoint(h int, pt *bpoint, vec []float64, sc *backup
 	for s := 0; s < S; s++ {
 		vec[s] += dot(st.t[s*S:(s+1)*S], z)
 	}
-	return bestA
 }
 
 // backward runs the backups from step H to step 1.
@@ -512,4 +616,28 @@ func (p *beliefPlanner) lookahead(h int, b []float64, end bool, sc *backupScratc
 		}
 	}
 	return bestA
+}
+
+// lookaheadCost is the multiply–adds of one lookahead at step h.
+func (p *beliefPlanner) lookaheadCost(h int) int {
+	n := 0
+	if h < p.H {
+		n = max(p.gamma[h+1][0].n(p.S), p.gamma[h+1][1].n(p.S))
+	}
+	return len(p.normal) * p.O * max(n, 1) * p.S
+}
+
+// vectorAction is the action of the best α-vector of step h at b (the
+// point-based policy), falling back on the lookahead when the class has
+// no vector.
+func (p *beliefPlanner) vectorAction(h int, b []float64, end bool) int {
+	c := 0
+	if end {
+		c = 1
+	}
+	g := &p.gamma[h][c]
+	if _, i := g.best(p.S, b); i >= 0 {
+		return g.act[i]
+	}
+	return p.lookahead(h, b, end, newBackupScratch(p.S, p.O))
 }

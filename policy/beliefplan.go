@@ -79,23 +79,35 @@ func beliefPlan(ctx context.Context, m *estimate.Model, bonus *pessimism.Bonus, 
 	}
 	var best *Policy
 	var bestV tval
+	var bestGamma [][2]alphaSet
 	bestEps, bestX := 0.0, 0.0
 	for round := 0; round < tangentRounds; round++ {
 		bp.kappa = tangentSlope(alpha, x0)
 		if err := bp.backward(ctx); err != nil {
 			return nil, err
 		}
-		pol, v, eps, err := newTableWalker(bp, ft).table(ctx, rows)
+		pol, v, eps, err := newTableWalker(bp, ft).table(ctx, min(rows, roundRows))
 		if err != nil {
 			return nil, err
 		}
 		if best == nil || v.r-v.b > bestV.r-bestV.b {
 			best, bestV, bestEps, bestX = pol, v, eps, x0
+			bestGamma = bp.gamma
 		}
 		if alpha == 0 || math.Abs(v.sum-x0) <= 1e-3*x0 {
 			break
 		}
 		x0 = v.sum
+	}
+	if rows > roundRows && (bestEps > 0 || bestV.out > 0) {
+		// The rounds were compared on tables of roundRows rows; the
+		// chosen one gets its table within the full budget.
+		bp.gamma, bp.kappa = bestGamma, tangentSlope(alpha, bestX)
+		pol, v, eps, err := newTableWalker(bp, ft).table(ctx, rows)
+		if err != nil {
+			return nil, err
+		}
+		best, bestV, bestEps = pol, v, eps
 	}
 	ub, err := bp.upperBound(ctx, ft)
 	if err != nil {
@@ -124,6 +136,10 @@ func tangentSlope(alpha, x0 float64) float64 {
 	x0 = max(x0, 1e-300)
 	return alpha / (2 * math.Sqrt(x0))
 }
+
+// roundRows bounds the tables on which the tangent rounds are compared;
+// the chosen round's table is then rebuilt within the row budget.
+const roundRows = 100_000
 
 // upperBound returns a sawtooth upper bound of max_π E_θ̂,π[R] (the
 // reward-only problem, every action allowed everywhere, which can only

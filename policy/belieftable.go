@@ -5,6 +5,12 @@ import (
 	"math"
 )
 
+// lookaheadMaxCost: the table's action is the one-step lookahead when it
+// costs at most this many multiply–adds per node (|A|·|O|·|Γ_{h+1}|·r),
+// and the action of the best α-vector of the step (|Γ_h|·r) otherwise,
+// so that big alphabets keep tables of millions of rows affordable.
+const lookaheadMaxCost = 1 << 19
+
 // memoLimit bounds the entries of the belief → action memo of the table
 // walk (an entry holds a belief key of 8·r bytes): beyond it actions are
 // recomputed, which costs time but no memory.
@@ -67,7 +73,12 @@ func (w *tableWalker) action(h int, b []float64, end bool) int {
 	if a, ok := w.memo[h][k]; ok {
 		return a
 	}
-	a := w.bp.lookahead(h, b, end, w.sc)
+	var a int
+	if w.bp.lookaheadCost(h) <= lookaheadMaxCost {
+		a = w.bp.lookahead(h, b, end, w.sc)
+	} else {
+		a = w.bp.vectorAction(h, b, end)
+	}
 	if w.nmemo < memoLimit {
 		w.memo[h][k] = a
 		w.nmemo++
@@ -229,31 +240,28 @@ func (w *tableWalker) bestFallback(acts []int, acc []float64, v *tval) int {
 	return acts[bi]
 }
 
-// table chooses the reach threshold: 0 when the whole tree of the policy
-// fits rows, otherwise the smallest power of two 2^−k whose table fits
-// (bisection on k, each count stopping at the budget). It then builds the
-// table and returns the policy and its root values.
+// table builds the policy's table within rows rows and returns the
+// policy, its root values and the reach threshold. Under a fixed policy
+// the reach probabilities of one step's histories sum to at most 1, so at
+// most 1/ε of them reach ε: the threshold starts at the smallest ε = 2^−k
+// with Σ_h min(|O|^h, 1/ε) ≤ rows (0 when the whole tree fits), and is
+// then halved while a count of the nodes it keeps (stopping at the
+// budget) still fits, refineSteps times at most.
 func (w *tableWalker) table(ctx context.Context, rows int64) (*Policy, tval, float64, error) {
-	eps := 0.0
-	w.walk(ctx, 0, rows, false)
-	if err := ctx.Err(); err != nil {
-		return nil, tval{}, 0, err
-	}
-	if w.over {
-		lo, hi := 0, 1100 // 2^−0 fits (step 1 only), 2^−1100 underflows to 0
-		for hi-lo > 1 {
-			k := (lo + hi) / 2
-			w.walk(ctx, math.Ldexp(1, -k), rows, false)
-			if err := ctx.Err(); err != nil {
-				return nil, tval{}, 0, err
-			}
-			if w.over {
-				hi = k
-			} else {
-				lo = k
-			}
+	eps := startThreshold(w.bp.O, w.bp.H, rows)
+	for i := 0; i < refineSteps && eps > 0; i++ {
+		try := eps / 2
+		if try < 1e-300 {
+			try = 0
 		}
-		eps = math.Ldexp(1, -lo)
+		w.walk(ctx, try, rows, false)
+		if err := ctx.Err(); err != nil {
+			return nil, tval{}, 0, err
+		}
+		if w.over {
+			break
+		}
+		eps = try
 	}
 	v := w.walk(ctx, eps, math.MaxInt64, true)
 	if err := ctx.Err(); err != nil {
@@ -261,4 +269,33 @@ func (w *tableWalker) table(ctx context.Context, rows int64) (*Policy, tval, flo
 	}
 	pol := &Policy{Horizon: w.bp.H, Nodes: append([]Node(nil), w.nodes...)}
 	return pol, v, eps, nil
+}
+
+// refineSteps bounds the halvings of the table threshold past the
+// guaranteed one (each costs a count of at most the row budget).
+const refineSteps = 2
+
+// startThreshold is the smallest ε = 2^−k (or 0) for which the bound
+// Σ_{h=1}^H min(|O|^h, 1/ε) on the table's rows fits rows (step 1 is
+// always kept whole).
+func startThreshold(O, H int, rows int64) float64 {
+	bound := func(eps float64) float64 {
+		n := 0.0
+		for h := 1; h <= H; h++ {
+			c := math.Pow(float64(O), float64(h))
+			if eps > 0 && h > 1 {
+				c = math.Min(c, 1/eps)
+			}
+			n += c
+		}
+		return n
+	}
+	if bound(0) <= float64(rows) {
+		return 0
+	}
+	eps := 1.0
+	for k := 0; k < 1000 && bound(eps/2) <= float64(rows); k++ {
+		eps /= 2
+	}
+	return eps
 }

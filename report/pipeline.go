@@ -36,6 +36,11 @@ type FitOptions struct {
 	// PlanBudget is the node budget of the exact planner (default
 	// policy.DefaultBudget).
 	PlanBudget int64
+	// Planner is policy.PlanOptions.Planner ("exact", "belief", "auto";
+	// default auto) and PlanRows its RowBudget (default
+	// policy.DefaultRowBudget).
+	Planner  string
+	PlanRows int64
 	// Seed drives the split, the held-out draws and EM.
 	Seed uint64
 	// Workers bounds the goroutines (default GOMAXPROCS); results do not
@@ -122,7 +127,7 @@ func Fit(ctx context.Context, d *ingest.Dataset, inputs []string, opts FitOption
 	eopts.Workers = workers
 	eopts.Reporter = emProgress{prog}
 	popts := pessimism.Options{Lambda: opts.Lambda, Workers: workers}
-	planOpts := policy.PlanOptions{Workers: workers, Budget: opts.PlanBudget}
+	planOpts := policy.PlanOptions{Workers: workers, Budget: opts.PlanBudget, Planner: opts.Planner, RowBudget: opts.PlanRows}
 
 	// α among candidates: fit on a training part, plan one policy per α
 	// and pick by the importance-weighted lower bound on the held-out part.

@@ -38,6 +38,8 @@ func init() {
 		&cli.Float64Flag{Name: "gamma", Usage: "γ of the paper's α̂ for --alpha theory"},
 		&cli.Float64Flag{Name: "select-heldout", Usage: "share of episodes held out to choose α among candidates (0: 0.2)"},
 		&cli.Int64Flag{Name: "plan-budget", Usage: "node budget of the exact planner; larger trees are planned approximately with a stated gap (0: default)"},
+		&cli.StringFlag{Name: "planner", Value: policy.PlannerAuto, Usage: `"exact" (dynamic programming over the history tree, pruned search past --plan-budget), "belief" (point-based planning over the model's beliefs) or "auto" (exact when the tree fits --plan-budget)`},
+		&cli.Int64Flag{Name: "plan-rows", Usage: "row budget of the belief planner's policy table (0: 10^7)"},
 		&cli.Uint64Flag{Name: "seed", Value: 1, Usage: "seed of the split, held-out draws and EM starts"},
 		&cli.IntFlag{Name: "workers", Usage: "goroutines (0: all cores); results do not depend on it"},
 		&cli.StringFlag{Name: "log-format", Value: "auto", Usage: `"auto" (a progress bar on a terminal, JSON lines otherwise), "text" or "json"`},
@@ -116,6 +118,14 @@ func fitOptions(c *cli.Context) (report.FitOptions, error) {
 		return o, usagef("--select-heldout must be in (0,1)")
 	}
 	o.PlanBudget = c.Int64("plan-budget")
+	switch o.Planner = c.String("planner"); o.Planner {
+	case policy.PlannerExact, policy.PlannerBelief, policy.PlannerAuto:
+	default:
+		return o, usagef("--planner must be %q, %q or %q, not %q", policy.PlannerExact, policy.PlannerBelief, policy.PlannerAuto, o.Planner)
+	}
+	if o.PlanRows = c.Int64("plan-rows"); o.PlanRows < 0 {
+		return o, usagef("--plan-rows must be positive")
+	}
 	o.Seed = c.Uint64("seed")
 	o.Workers = c.Int("workers")
 	return o, nil
@@ -218,7 +228,9 @@ func printHeadline(w io.Writer, dir string, m *report.Manifest, plan *policy.Pla
 	fmt.Fprintf(w, "  importance-weighted     %.4g  [%.4g, %.4g]  (%.4g in return units), ESS %.1f\n", float64(h.IWValue), float64(h.IWLow), float64(h.IWHigh), float64(h.IWValueUnits), float64(h.ESS))
 	fmt.Fprintf(w, "  behaviour in the logs   %.4g  (%.4g)\n", float64(h.BehaviorValue), float64(h.BehaviorUnits))
 	fmt.Fprintf(w, "  C∞ %.4g, ι %.4g%s, Θ_min slack %.4g\n", float64(h.CInf), float64(h.Iota), estimatedMark(h.IotaEstimated), float64(h.ThetaMinSlack))
-	if plan != nil && !plan.Exact {
+	if plan != nil && plan.Planner == policy.PlannerBelief {
+		fmt.Fprintf(w, "  belief planner: gap to an upper bound %.3g, %d table rows, uncovered mass %.3g\n", plan.GapBound, plan.Nodes, plan.UncoveredMass)
+	} else if plan != nil && !plan.Exact {
 		fmt.Fprintf(w, "  planner approximate: worst-case gap %.3g\n", plan.GapBound)
 	}
 	fmt.Fprintf(w, "verdict: %s\n", h.Verdict)
