@@ -104,6 +104,7 @@ type beliefPlanner struct {
 	pts     [][]bpoint     // [h], h = 1..H
 	gamma   [][2]alphaSet  // [h][class], h = 1..H+1
 	points  int
+	capped  bool // some step had more distinct beliefs than points
 	workers int
 	backups int64
 }
@@ -236,7 +237,7 @@ func (p *beliefPlanner) buildPoints(ctx context.Context) error {
 		end := o == p.endObs
 		cur = append(cur, bpoint{b: b, w: po, end: end, key: beliefKey(b, end)})
 	}
-	p.pts[1] = capPoints(mergePoints(cur), p.points)
+	p.pts[1] = p.capPoints(mergePoints(cur))
 	pred := make([]float64, S)
 	next := make([]float64, S)
 	for h := 1; h < H; h++ {
@@ -258,7 +259,7 @@ func (p *beliefPlanner) buildPoints(ctx context.Context) error {
 				}
 			}
 		}
-		p.pts[h+1] = capPoints(mergePoints(cand), p.points)
+		p.pts[h+1] = p.capPoints(mergePoints(cand))
 	}
 	return nil
 }
@@ -292,11 +293,39 @@ func mergePoints(c []bpoint) []bpoint {
 	return out
 }
 
-func capPoints(c []bpoint, n int) []bpoint {
-	if len(c) > n {
-		c = c[:n]
+// capPoints keeps the first p.points points, noting when it drops some.
+func (p *beliefPlanner) capPoints(c []bpoint) []bpoint {
+	if len(c) > p.points {
+		c = c[:p.points]
+		p.capped = true
 	}
 	return c
+}
+
+// enrich replaces half of each step's points by the beliefs the current
+// policy reaches (the most probable first, from its table): point-based
+// backups are only as good as the points, and those are the beliefs the
+// policy's value depends on.
+func (p *beliefPlanner) enrich(reached [][]bpoint) {
+	for h := 1; h <= p.H && h < len(reached); h++ {
+		pol := mergePoints(reached[h])
+		if len(pol) > p.points/2 {
+			pol = pol[:p.points/2]
+		}
+		seen := make(map[string]bool, len(pol))
+		for _, pt := range pol {
+			seen[pt.key] = true
+		}
+		for _, pt := range p.pts[h] {
+			if len(pol) >= p.points {
+				break
+			}
+			if !seen[pt.key] {
+				pol = append(pol, pt)
+			}
+		}
+		p.pts[h] = pol
+	}
 }
 
 // predict writes pred[s'] = Σ_s b[s] t[s*S+s'].

@@ -86,10 +86,12 @@ func uniformBonus(t testing.TB, m *estimate.Model, K int, seed uint64) *pessimis
 // α = 0 the objective is additive and every distinct belief is a point,
 // so the plans agree to round-off; with α > 0 the belief planner
 // maximises a tangent surrogate of the bonus (beliefPlan), and the gap is
-// what that surrogate costs.
+// what that surrogate costs: it cannot see that a concave bonus charges
+// less on average when Σ varies between trajectories (at most 0.019
+// measured here, on hallway at α = 1, whatever the number of points).
 const (
 	beliefTolGreedy = 1e-9
-	beliefTolBonus  = 0.02
+	beliefTolBonus  = 0.025
 )
 
 // checkBelief plans m with both planners and checks: the belief plan's

@@ -26,7 +26,9 @@ import (
 // trajectories and x₀ = E_π[Σ]. The planner tries x₀ = 1/α² (the point
 // where g saturates), then x₀ = E_π[Σ] of the previous round's policy
 // (tangentRounds rounds at most), and keeps the round whose policy has
-// the best evaluated objective (below).
+// the best evaluated objective (below). When the points of some step were
+// capped, the second round also replaces half of them by the beliefs the
+// first round's policy reaches (forward rollout of the current policy).
 //
 // Planning. Point-based finite-horizon value iteration over beliefs: the
 // belief points of each step are the distinct beliefs reached from o_1
@@ -51,10 +53,11 @@ import (
 // bound min{α·sqrt(Σ + u·b), 1} of its bonus (fallbackTables). So
 // ValueReward is exact, ValueBonus ≥ E_θ̂,π̄[b̂] and Value a lower bound of
 // the policy's LCB. UpperBound bounds max_π E_θ̂,π[R − b̂] from above:
-// a sawtooth point-based upper bound of the reward-only optimum (valid
-// since that value function is convex in the belief, starting from the
-// fully observed MDP's values at the corners) minus min{α·sqrt(Σ_0), 1},
-// which every trajectory pays. GapBound = UpperBound − Value.
+// a sawtooth point-based upper bound of a relaxed problem whose step
+// rewards are linear in the belief (the reward minus a linear lower bound
+// of the bonus, see boundRewards; its value function is convex, and the
+// fully observed MDP's values bound it at the corners).
+// GapBound = UpperBound − Value.
 func beliefPlan(ctx context.Context, m *estimate.Model, bonus *pessimism.Bonus, opts PlanOptions, workers int, st *PlanStats) (*Policy, error) {
 	points := opts.Points
 	if points == 0 {
@@ -80,13 +83,18 @@ func beliefPlan(ctx context.Context, m *estimate.Model, bonus *pessimism.Bonus, 
 	var best *Policy
 	var bestV tval
 	var bestGamma [][2]alphaSet
+	enriched := false
 	bestEps, bestX := 0.0, 0.0
 	for round := 0; round < tangentRounds; round++ {
 		bp.kappa = tangentSlope(alpha, x0)
 		if err := bp.backward(ctx); err != nil {
 			return nil, err
 		}
-		pol, v, eps, err := newTableWalker(bp, ft).table(ctx, min(rows, roundRows))
+		tw := newTableWalker(bp, ft)
+		if bp.capped && !enriched {
+			tw.reached = make([][]bpoint, bp.H+1)
+		}
+		pol, v, eps, err := tw.table(ctx, min(rows, roundRows))
 		if err != nil {
 			return nil, err
 		}
@@ -94,10 +102,17 @@ func beliefPlan(ctx context.Context, m *estimate.Model, bonus *pessimism.Bonus, 
 			best, bestV, bestEps, bestX = pol, v, eps, x0
 			bestGamma = bp.gamma
 		}
-		if alpha == 0 || math.Abs(v.sum-x0) <= 1e-3*x0 {
+		converged := alpha == 0 || math.Abs(v.sum-x0) <= 1e-3*x0
+		if converged && tw.reached == nil {
 			break
 		}
-		x0 = v.sum
+		if tw.reached != nil {
+			bp.enrich(tw.reached)
+			enriched = true
+		}
+		if !converged {
+			x0 = v.sum
+		}
 	}
 	if rows > roundRows && (bestEps > 0 || bestV.out > 0) {
 		// The rounds were compared on tables of roundRows rows; the
@@ -122,7 +137,7 @@ func beliefPlan(ctx context.Context, m *estimate.Model, bonus *pessimism.Bonus, 
 	st.TangentPoint = bestX
 	st.ValueReward, st.ValueBonus = bestV.r, bestV.b
 	st.Value = bestV.r - bestV.b
-	st.UpperBound = max(ub-bonus.Value(bonus.Root), st.Value)
+	st.UpperBound = max(ub, st.Value)
 	st.GapBound = st.UpperBound - st.Value
 	return best, nil
 }
@@ -141,9 +156,9 @@ func tangentSlope(alpha, x0 float64) float64 {
 // the chosen round's table is then rebuilt within the row budget.
 const roundRows = 100_000
 
-// upperBound returns a sawtooth upper bound of max_π E_θ̂,π[R] (the
-// reward-only problem, every action allowed everywhere, which can only
-// raise the optimum): per step, the values at up to boundPoints belief
+// upperBound returns a sawtooth upper bound of max_π E_θ̂,π[R − b̂] (the
+// relaxed problem of boundRewards, every action allowed everywhere, which
+// can only raise the optimum): per step, the values at up to boundPoints belief
 // points are backed up against the interpolation of the next step, whose
 // corners are the fully observed MDP's optimal values (fallbackTables.
 // vmax). The optimal value function of the relaxed problem is convex in
@@ -157,11 +172,12 @@ func (p *beliefPlanner) upperBound(ctx context.Context, ft *fallbackTables) (flo
 		gain []float64 // v_i − corner·b_i (< 0 kept only)
 	}
 	sets := make([]ubSet, H+2)
+	rr, vm := p.boundRewards(ft)
 	interp := func(h int, b []float64) float64 {
 		if h > H {
 			return 0
 		}
-		c := dot(ft.vmax[h], b)
+		c := dot(vm[h], b)
 		best := c
 		for i, bi := range sets[h].b {
 			phi := math.Inf(1)
@@ -187,7 +203,7 @@ func (p *beliefPlanner) upperBound(ctx context.Context, ft *fallbackTables) (flo
 			v := math.Inf(-1)
 			for a := 0; a < p.A; a++ {
 				st := &p.tab[h][a]
-				q := dot(st.r, b)
+				q := dot(rr[h][a], b)
 				if h < H {
 					predict(st.t, b, pred)
 					for o := 0; o < O; o++ {
@@ -198,7 +214,7 @@ func (p *beliefPlanner) upperBound(ctx context.Context, ft *fallbackTables) (flo
 				}
 				v = max(v, q)
 			}
-			if g := v - dot(ft.vmax[h], b); g < 0 {
+			if g := v - dot(vm[h], b); g < 0 {
 				sets[h].b = append(sets[h].b, b)
 				sets[h].gain = append(sets[h].gain, g)
 			}
@@ -216,5 +232,80 @@ func (p *beliefPlanner) upperBound(ctx context.Context, ft *fallbackTables) (flo
 		p.m.ObserveFirst(b, o)
 		ub += po * interp(1, b)
 	}
-	return ub, nil
+	return ub - p.bonus.Value(p.bonus.Root), nil
+}
+
+// boundRewards returns the per-step rewards of the relaxed problem whose
+// optimum bounds max_π E[R − b̂] from above, and the optimal values of its
+// fully observed version (the corners of the sawtooth).
+//
+// Every trajectory has Σ ∈ [Σ_0, Σ_0 + L] with Σ_0 = ‖ψ̄̂(τ_0)‖²_{U_0⁻¹}
+// and L = Σ_{h≥1} max_{a,s} (m_{h,a})_{ss} (a convex quadratic form on
+// the simplex peaks at a vertex). On that interval the concave bonus lies
+// above its chord, g(Σ) ≥ g(Σ_0) + c·(Σ − Σ_0), so E[b̂] ≥ g(Σ_0) + c·E[Σ_h
+// q_h]; and q_h = bᵀm b ≥ ℓ·b for the tangent ℓ of the quadratic form at
+// any fixed belief (here the mean of the step's bound points). The
+// relaxed step reward (r − c·ℓ)·b is linear in the belief, so its optimal
+// value function is convex and the sawtooth bound applies; g(Σ_0) is
+// subtracted at the end.
+func (p *beliefPlanner) boundRewards(ft *fallbackTables) (rr [][][]float64, vm [][]float64) {
+	H, S, A := p.H, p.S, p.A
+	L := 0.0
+	for h := 1; h < H; h++ {
+		mx := 0.0
+		for a := 0; a < A; a++ {
+			for s := 0; s < S; s++ {
+				mx = max(mx, p.tab[h][a].m[s*S+s])
+			}
+		}
+		L += mx
+	}
+	c := 0.0
+	if g0 := p.bonus.Value(p.bonus.Root); L > 0 {
+		c = (p.bonus.Value(p.bonus.Root+L) - g0) / L
+	}
+	rr = make([][][]float64, H+1)
+	mu := make([]float64, S)
+	mmu := make([]float64, S)
+	for h := 1; h <= H; h++ {
+		rr[h] = make([][]float64, A)
+		clear(mu)
+		n := min(len(p.pts[h]), boundPoints)
+		for _, pt := range p.pts[h][:n] {
+			for s, x := range pt.b {
+				mu[s] += x / float64(n)
+			}
+		}
+		for a := 0; a < A; a++ {
+			st := &p.tab[h][a]
+			rr[h][a] = append([]float64(nil), st.r...)
+			if h == H || c == 0 {
+				continue
+			}
+			for s := 0; s < S; s++ {
+				mmu[s] = dot(st.m[s*S:(s+1)*S], mu)
+			}
+			q := dot(mmu, mu)
+			for s := range rr[h][a] {
+				rr[h][a][s] -= c * (2*mmu[s] - q)
+			}
+		}
+	}
+	vm = make([][]float64, H+2)
+	vm[H+1] = make([]float64, S)
+	for h := H; h >= 1; h-- {
+		vm[h] = make([]float64, S)
+		for s := 0; s < S; s++ {
+			best := math.Inf(-1)
+			for a := 0; a < A; a++ {
+				v := rr[h][a][s]
+				if h < H {
+					v += dot(p.tab[h][a].t[s*S:(s+1)*S], vm[h+1])
+				}
+				best = max(best, v)
+			}
+			vm[h][s] = best
+		}
+	}
+	return rr, vm
 }

@@ -37,6 +37,9 @@ type tableWalker struct {
 	weights   [][]float64
 	acc       [][]float64 // per depth: per fallback candidate, the cut children's sums
 	sc        *backupScratch
+	// reached, when not nil, collects the beliefs of the table's nodes per
+	// step (with their reach probability) during the building walk.
+	reached [][]bpoint
 }
 
 // tval is what a table subtree returns, conditional on reaching its node:
@@ -136,6 +139,9 @@ func (w *tableWalker) visit(h, o int, parent int64, cond, reach, sum float64) (t
 	a := w.action(h, b, end)
 	st := &bp.tab[h][a]
 	id := int64(len(w.nodes))
+	if w.build && w.reached != nil {
+		w.reached[h] = append(w.reached[h], bpoint{b: append([]float64(nil), b...), w: reach, end: end, key: beliefKey(b, end)})
+	}
 	if w.build {
 		w.nodes = append(w.nodes, Node{ID: id, Parent: parent, Step: int32(h), Obs: bp.m.ObsVocab[o], Action: bp.m.ActVocab[a], ReachProb: reach})
 	}
