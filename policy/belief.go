@@ -244,16 +244,21 @@ func (p *beliefPlanner) buildPoints(ctx context.Context) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
+		cut := p.candidateCutoff(h, pred)
+		if cut > 0 {
+			p.capped = true
+		}
 		var cand []bpoint
 		for _, pt := range p.pts[h] {
 			for _, a := range p.acts(pt.end) {
 				st := &p.tab[h][a]
 				predict(st.t, pt.b, pred)
 				for o := 0; o < p.O; o++ {
-					z := correct(st.e, p.O, pred, o, next)
-					if z == 0 {
+					z := unnorm(st.e, p.O, pred, o, next)
+					if z == 0 || pt.w*z < cut {
 						continue
 					}
+					normalize(next, z)
 					end := o == p.endObs
 					cand = append(cand, bpoint{b: append([]float64(nil), next...), w: pt.w * z, end: end, key: beliefKey(next, end)})
 				}
@@ -262,6 +267,39 @@ func (p *beliefPlanner) buildPoints(ctx context.Context) error {
 		p.pts[h+1] = p.capPoints(mergePoints(cand))
 	}
 	return nil
+}
+
+// candidateFactor: the forward expansion stores at most this many
+// candidate beliefs per kept point (those of largest path probability), so
+// its memory stays O(points·r) whatever |A|·|O|.
+const candidateFactor = 4
+
+// candidateCutoff returns the path probability below which the successors
+// of step h's points are not stored: the (candidateFactor·points)-th
+// largest of them (0 when there are fewer).
+func (p *beliefPlanner) candidateCutoff(h int, pred []float64) float64 {
+	var ws []float64
+	for _, pt := range p.pts[h] {
+		for _, a := range p.acts(pt.end) {
+			st := &p.tab[h][a]
+			predict(st.t, pt.b, pred)
+			for o := 0; o < p.O; o++ {
+				z := 0.0
+				for s2, x := range pred {
+					z += x * st.e[s2*p.O+o]
+				}
+				if z > 0 {
+					ws = append(ws, pt.w*z)
+				}
+			}
+		}
+	}
+	k := candidateFactor * p.points
+	if len(ws) <= k {
+		return 0
+	}
+	sort.Sort(sort.Reverse(sort.Float64Slice(ws)))
+	return ws[k-1]
 }
 
 func (p *beliefPlanner) acts(end bool) []int {
