@@ -250,13 +250,16 @@ func (w *tableWalker) bestFallback(acts []int, acc []float64, v *tval) int {
 // policy, its root values and the reach threshold. Under a fixed policy
 // the reach probabilities of one step's histories sum to at most 1, so at
 // most 1/ε of them reach ε: the threshold starts at the smallest ε = 2^−k
-// with Σ_h min(|O|^h, 1/ε) ≤ rows (0 when the whole tree fits), and is
-// then halved while a count of the nodes it keeps (stopping at the
-// budget) still fits, refineSteps times at most.
+// with Σ_h min(|O|^h, 1/ε) ≤ rows (0 when the whole tree fits), which
+// always fits. It is then lowered by 2^−j while a count of the rows it
+// keeps (stopping at the budget) still fits, j extrapolated from the
+// growth of the count per halving (aiming at 90% of the budget, halved
+// after a miss), refineSteps counts at most.
 func (w *tableWalker) table(ctx context.Context, rows int64) (*Policy, tval, float64, error) {
 	eps := startThreshold(w.bp.O, w.bp.H, rows)
-	for i := 0; i < refineSteps && eps > 0; i++ {
-		try := eps / 2
+	c, growth, j := 0.0, 2.0, 1
+	for i := 0; i < refineSteps && eps > 0 && j >= 1; i++ {
+		try := math.Ldexp(eps, -j)
 		if try < 1e-300 {
 			try = 0
 		}
@@ -265,9 +268,19 @@ func (w *tableWalker) table(ctx context.Context, rows int64) (*Policy, tval, flo
 			return nil, tval{}, 0, err
 		}
 		if w.over {
-			break
+			j /= 2
+			continue
 		}
-		eps = try
+		n := float64(w.count)
+		if c > 0 && n > c {
+			growth = math.Pow(n/c, 1/float64(j))
+		}
+		eps, c = try, n
+		if growth <= 1.0001 {
+			j *= 2
+		} else {
+			j = max(1, int(math.Log(0.9*float64(rows)/n)/math.Log(growth)))
+		}
 	}
 	v := w.walk(ctx, eps, math.MaxInt64, true)
 	if err := ctx.Err(); err != nil {
@@ -277,9 +290,9 @@ func (w *tableWalker) table(ctx context.Context, rows int64) (*Policy, tval, flo
 	return pol, v, eps, nil
 }
 
-// refineSteps bounds the halvings of the table threshold past the
-// guaranteed one (each costs a count of at most the row budget).
-const refineSteps = 2
+// refineSteps bounds the counts that lower the table threshold past the
+// guaranteed one (each costs at most the row budget in nodes).
+const refineSteps = 6
 
 // startThreshold is the smallest ε = 2^−k (or 0) for which the bound
 // Σ_{h=1}^H min(|O|^h, 1/ε) on the table's rows fits rows (step 1 is
