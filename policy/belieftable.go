@@ -5,11 +5,17 @@ import (
 	"math"
 )
 
-// lookaheadMaxCost: the table's action is the one-step lookahead when it
-// costs at most this many multiply–adds per node (|A|·|O|·|Γ_{h+1}|·r),
-// and the action of the best α-vector of the step (|Γ_h|·r) otherwise,
-// so that big alphabets keep tables of millions of rows affordable.
-const lookaheadMaxCost = 1 << 19
+// The table's action is the one-step lookahead when it costs at most
+// lookaheadMaxCost multiply–adds per node (|A|·|O|·|Γ_{h+1}|·r) and at
+// most lookaheadTotal over the largest table the walk can build
+// (min(rows, Σ_h |O|^h) nodes), and the action of the best α-vector of the
+// step (|Γ_h|·r) otherwise: the lookahead is the better policy, the
+// vector keeps tables of millions of rows affordable. Memoised beliefs
+// cost nothing either way.
+const (
+	lookaheadMaxCost = 1 << 19
+	lookaheadTotal   = 1 << 35
+)
 
 // memoLimit bounds the entries of the belief → action memo of the table
 // walk (an entry holds a belief key of 8·r bytes): beyond it actions are
@@ -37,6 +43,7 @@ type tableWalker struct {
 	weights   [][]float64
 	acc       [][]float64 // per depth: per fallback candidate, the cut children's sums
 	sc        *backupScratch
+	look      []bool // per step: act by the lookahead (else by the best vector)
 	// reached, when not nil, collects the beliefs of the table's nodes per
 	// step (with their reach probability) during the building walk.
 	reached [][]bpoint
@@ -77,7 +84,7 @@ func (w *tableWalker) action(h int, b []float64, end bool) int {
 		return a
 	}
 	var a int
-	if w.bp.lookaheadCost(h) <= lookaheadMaxCost {
+	if w.look[h] {
 		a = w.bp.lookahead(h, b, end, w.sc)
 	} else {
 		a = w.bp.vectorAction(h, b, end)
@@ -256,6 +263,12 @@ func (w *tableWalker) bestFallback(acts []int, acc []float64, v *tval) int {
 // growth of the count per halving (aiming at 90% of the budget, halved
 // after a miss), refineSteps counts at most.
 func (w *tableWalker) table(ctx context.Context, rows int64) (*Policy, tval, float64, error) {
+	nodes := math.Min(float64(rows), treeRows(w.bp.O, w.bp.H))
+	w.look = make([]bool, w.bp.H+1)
+	for h := 1; h <= w.bp.H; h++ {
+		c := float64(w.bp.lookaheadCost(h))
+		w.look[h] = c <= lookaheadMaxCost && c*nodes <= lookaheadTotal
+	}
 	eps := startThreshold(w.bp.O, w.bp.H, rows)
 	c, growth, j := 0.0, 2.0, 1
 	for i := 0; i < refineSteps && eps > 0 && j >= 1; i++ {
@@ -293,6 +306,15 @@ func (w *tableWalker) table(ctx context.Context, rows int64) (*Policy, tval, flo
 // refineSteps bounds the counts that lower the table threshold past the
 // guaranteed one (each costs at most the row budget in nodes).
 const refineSteps = 6
+
+// treeRows is Σ_{h=1}^H |O|^h, the most rows a policy's tree can have.
+func treeRows(O, H int) float64 {
+	n := 0.0
+	for h := 1; h <= H; h++ {
+		n += math.Pow(float64(O), float64(h))
+	}
+	return n
+}
 
 // startThreshold is the smallest ε = 2^−k (or 0) for which the bound
 // Σ_{h=1}^H min(|O|^h, 1/ε) on the table's rows fits rows (step 1 is
