@@ -41,6 +41,10 @@ type Options struct {
 	// PlanBudget is the node budget of the exact planner (0:
 	// policy.DefaultBudget).
 	PlanBudget int64
+	// Planner is policy.PlanOptions.Planner: "exact", "belief" or "auto"
+	// ("": auto). PlanRows is its RowBudget (0: policy.DefaultRowBudget).
+	Planner  string
+	PlanRows int64
 	// MaxObservations, when positive, maps every observation but the
 	// MaxObservations most frequent to ingest.OtherSymbol before fitting
 	// (ingest.LimitObservations); the mapping goes into model.arrow and
@@ -91,6 +95,20 @@ func (o Options) resolved() (Options, error) {
 	if o.PlanBudget < 0 {
 		return o, fmt.Errorf("%w: the planner's node budget must be positive, not %d", ErrOptions, o.PlanBudget)
 	}
+	if o.Planner == "" {
+		o.Planner = policy.PlannerAuto
+	}
+	switch o.Planner {
+	case policy.PlannerExact, policy.PlannerBelief, policy.PlannerAuto:
+	default:
+		return o, fmt.Errorf("%w: the planner must be %q, %q or %q, not %q", ErrOptions, policy.PlannerExact, policy.PlannerBelief, policy.PlannerAuto, o.Planner)
+	}
+	if o.PlanRows == 0 {
+		o.PlanRows = policy.DefaultRowBudget
+	}
+	if o.PlanRows < 0 {
+		return o, fmt.Errorf("%w: the policy table's row budget must be positive, not %d", ErrOptions, o.PlanRows)
+	}
 	if o.Alpha.Mode == pessimism.AlphaTheory && !(o.Gamma > 0) {
 		return o, fmt.Errorf("%w: α = theory needs γ > 0 (the paper's well-conditioning constant)", ErrOptions)
 	}
@@ -130,6 +148,7 @@ func (o Options) params(d *ingest.Dataset) report.Params {
 	return report.Params{
 		RankOption: rank, AlphaOption: o.Alpha.String(), Gamma: o.Gamma,
 		Lambda: o.Lambda, SelectHeldOut: o.SelectHeldOut, PlanBudget: o.PlanBudget, Seed: o.Seed,
+		Planner: o.Planner, PlanRows: o.PlanRows,
 		Horizon: d.Horizon, OnInvalid: o.Ingest.OnInvalid, Columns: o.Ingest.Columns,
 		MaxObservations: o.MaxObservations,
 		ReturnRange:     o.ReturnRange,
@@ -257,7 +276,7 @@ func fit(ctx context.Context, d *ingest.Dataset, inputs []string, opts Options) 
 	eopts.Seed = opts.Seed
 	eopts.Workers = workers
 	popts := pessimism.Options{Lambda: opts.Lambda, Workers: workers}
-	planOpts := policy.PlanOptions{Workers: workers, Budget: opts.PlanBudget}
+	planOpts := policy.PlanOptions{Workers: workers, Budget: opts.PlanBudget, Planner: opts.Planner, RowBudget: opts.PlanRows}
 
 	// α among candidates: fit on a training part, plan one policy per α
 	// and pick by the importance-weighted lower bound on the held-out part.

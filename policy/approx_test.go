@@ -17,7 +17,7 @@ func TestApproximatePlanWithinGap(t *testing.T) {
 		t.Fatal(err, exact)
 	}
 	for _, budget := range []int64{20, 60, 200, 600} {
-		pol, st, err := policy.Plan(context.Background(), m, b, policy.PlanOptions{Budget: budget})
+		pol, st, err := policy.Plan(context.Background(), m, b, policy.PlanOptions{Budget: budget, Planner: policy.PlannerExact})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -74,6 +74,16 @@ type PlanOptions struct {
 	// min(Budget, DefaultSearchBudget), scaled down by the work per node
 	// past wideObs observations.
 	SearchBudget int64
+	// Planner is PlannerExact, PlannerBelief or PlannerAuto (the default,
+	// also for ""): exact when the history tree fits Budget, belief
+	// otherwise. PlannerExact beyond the budget runs the pruned search.
+	Planner string
+	// Points is the number of belief points per step of the belief
+	// planner (default DefaultPoints).
+	Points int
+	// RowBudget bounds the rows of the belief planner's policy table
+	// (default DefaultRowBudget).
+	RowBudget int64
 }
 
 // PlanStats describes a planning run.
@@ -103,6 +113,21 @@ type PlanStats struct {
 	Value, ValueReward, ValueBonus float64
 	// Alpha is the bonus coefficient the plan used.
 	Alpha float64
+
+	// Planner is the planner that ran: PlannerExact, "search" (the exact
+	// planner's pruned search) or PlannerBelief.
+	Planner string
+	// Belief planner only (see beliefPlan): Points per step, Backups
+	// (point–action backups), Threshold (the model probability below
+	// which the policy's histories are left out of the table),
+	// UncoveredMass (the probability, under θ̂ and the policy, of leaving
+	// the table and playing the fallback), UpperBound (an upper bound of
+	// max_π E_θ̂,π[R − b̂]; GapBound = UpperBound − Value) and
+	// TangentPoint (x₀ of the surrogate bonus).
+	Points                   int
+	Backups                  int64
+	Threshold, UncoveredMass float64
+	UpperBound, TangentPoint float64
 }
 
 // Plan computes π̄ = argmax_π E_θ̂,π[R(τ_H) − b̂(τ_H)] over deterministic
@@ -170,6 +195,23 @@ func Plan(ctx context.Context, m *estimate.Model, bonus *pessimism.Bonus, opts P
 	}
 	st := &PlanStats{Alpha: bonus.Alpha, TreeNodes: treeSize(m.NumObs, m.NumActions, m.Horizon)}
 	st.Exact = st.TreeNodes <= float64(budget)
+	switch opts.Planner {
+	case "", PlannerAuto, PlannerExact, PlannerBelief:
+	default:
+		return nil, nil, fmt.Errorf("%w: planner %q (want %q, %q or %q)", ErrOptions, opts.Planner, PlannerExact, PlannerBelief, PlannerAuto)
+	}
+	if opts.Planner == PlannerBelief || (opts.Planner != PlannerExact && !st.Exact) {
+		st.Exact = false
+		pol, err := beliefPlan(ctx, m, bonus, opts, workers, st)
+		if err != nil {
+			return nil, nil, err
+		}
+		return pol, st, nil
+	}
+	st.Planner = PlannerExact
+	if !st.Exact {
+		st.Planner = plannerSearch
+	}
 	H := m.Horizon
 	frontier := 1
 	for frontier < H && treeLevel(m.NumObs, m.NumActions, frontier) < frontierTasks {

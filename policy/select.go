@@ -13,6 +13,14 @@ import (
 // SelectCriterion states how Select chooses among the candidate α.
 const SelectCriterion = "largest lower bound (mean − z·stderr) of the importance-weighted value on held-out episodes; ties go to the larger α"
 
+// SelectRowBudget caps the policy table of each belief-planned candidate
+// (PlanOptions.RowBudget): a candidate is only scored on held-out episodes,
+// and its histories beyond the table play the fallback, which the
+// held-out estimate scores like any other action. Ten times fewer rows
+// than a full plan keep the α sweep to a fraction of the final plan's
+// cost.
+const SelectRowBudget = 1_000_000
+
 // SelectOptions configure Select. The zero value means the defaults.
 type SelectOptions struct {
 	Plan PlanOptions
@@ -65,7 +73,11 @@ func Select(ctx context.Context, m *estimate.Model, bonus *pessimism.Bonus, held
 		if !(a >= 0) || math.IsInf(a, 0) {
 			return nil, fmt.Errorf("%w: alpha %v", ErrOptions, a)
 		}
-		pol, st, err := Plan(ctx, m, bonus.WithAlpha(a), opts.Plan)
+		po := opts.Plan
+		if po.RowBudget <= 0 || po.RowBudget > SelectRowBudget {
+			po.RowBudget = SelectRowBudget
+		}
+		pol, st, err := Plan(ctx, m, bonus.WithAlpha(a), po)
 		if err != nil {
 			return nil, err
 		}

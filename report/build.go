@@ -27,6 +27,8 @@ type Params struct {
 	Lambda        float64 // λ of U_h
 	SelectHeldOut float64 // share of episodes held out to choose α
 	PlanBudget    int64   // node budget of the exact planner
+	Planner       string  // "exact", "belief" or "auto"
+	PlanRows      int64   // row budget of the belief planner's policy table
 	Seed          uint64
 	// Ingest options that change what the logs mean.
 	Horizon   int
@@ -64,6 +66,8 @@ func parameters(p Params, out *Outcome) map[string]any {
 		"alpha_option":    p.AlphaOption,
 		"select_heldout":  p.SelectHeldOut,
 		"plan_budget":     p.PlanBudget,
+		"planner":         p.Planner,
+		"plan_rows":       p.PlanRows,
 		"seed":            p.Seed,
 		"reward_emission": rewardKind(out.Model),
 		"horizon":         p.Horizon,
@@ -338,7 +342,9 @@ func notes(d *ingest.Dataset, out *Outcome, p Params) []string {
 	if out.Theory != nil {
 		n = append(n, fmt.Sprintf("α is the paper's α̂ = %.4g (β̂ = %.4g, ι = %.4g, γ = %.4g).", out.Theory.Alpha, out.Theory.BetaHat, out.Theory.Iota, out.Theory.Gamma))
 	}
-	if !out.Plan.Exact {
+	if out.Plan.Planner == policy.PlannerBelief {
+		n = append(n, fmt.Sprintf("The history tree (%.3g nodes) exceeded the exact planner's budget: the policy was planned over the model's beliefs (%d points per step) with the tangent upper bound of the bonus at Σ = %.3g, and its table holds the %d histories it reaches with model probability ≥ %.3g; the other %.3g of probability plays the fallback action. V_R is exact and V_b an upper bound for the policy as written; the optimum of E[R − b̂] is at most %.3g above the reported LCB.", out.Plan.TreeNodes, out.Plan.Points, out.Plan.TangentPoint, out.Plan.Nodes, out.Plan.Threshold, out.Plan.UncoveredMass, out.Plan.GapBound))
+	} else if !out.Plan.Exact {
 		n = append(n, fmt.Sprintf("The history tree (%.3g nodes) exceeded the planner's budget: branches whose observation path has probability below %.3g under every policy were not expanded, and the model values stand in the midpoint of their range there. The policy's objective is within %.3g of the exact optimum.", out.Plan.TreeNodes, out.Plan.Epsilon, out.Plan.GapBound))
 	}
 	n = append(n, "The importance-weighted value of π̄ is computed on the same logs the policy was chosen from (in-sample), so it is mildly optimistic; the held-out figures of the α candidates are not.")

@@ -40,6 +40,8 @@ func newFitCommand() *cli.Command {
 		&cli.Float64Flag{Name: "select-heldout", Usage: "share of episodes held out to choose α among candidates (0: 0.2)"},
 		&cli.StringFlag{Name: "return-range", Usage: `"LO,HI": the range episode returns can take, when known (default: H × the smallest and largest logged reward)`},
 		&cli.Int64Flag{Name: "plan-budget", Usage: "node budget of the exact planner; larger trees are planned approximately with a stated gap (0: default)"},
+		&cli.StringFlag{Name: "planner", Value: policy.PlannerAuto, Usage: `"exact" (dynamic programming over the history tree, pruned search past --plan-budget), "belief" (point-based planning over the model's beliefs) or "auto" (exact when the tree fits --plan-budget)`},
+		&cli.Int64Flag{Name: "plan-rows", Usage: "row budget of the belief planner's policy table (0: 10^7)"},
 		&cli.Uint64Flag{Name: "seed", Value: 1, Usage: "seed of the split, held-out draws and EM starts"},
 		&cli.IntFlag{Name: "max-observations", Usage: `keep the N most frequent observations and map the rest to "<other>" (0: keep all)`},
 		&cli.IntFlag{Name: "workers", Usage: "goroutines (0: all cores); results do not depend on it"},
@@ -165,6 +167,14 @@ func fitOptions(c *cli.Context) (pipeline.Options, error) {
 		}
 		o.ReturnRange = [2]float64{a, b}
 	}
+	switch o.Planner = c.String("planner"); o.Planner {
+	case policy.PlannerExact, policy.PlannerBelief, policy.PlannerAuto:
+	default:
+		return o, usagef("--planner must be %q, %q or %q, not %q", policy.PlannerExact, policy.PlannerBelief, policy.PlannerAuto, o.Planner)
+	}
+	if o.PlanRows = c.Int64("plan-rows"); o.PlanRows < 0 {
+		return o, usagef("--plan-rows must be positive")
+	}
 	o.Seed = c.Uint64("seed")
 	o.Workers = c.Int("workers")
 	return o, nil
@@ -241,7 +251,9 @@ func printHeadline(w io.Writer, dir string, m *report.Manifest, plan *policy.Pla
 	fmt.Fprintf(w, "  policy, estimated from the logs %10.4g  95%% interval [%.4g, %.4g]; effective sample size %.0f of %d episodes\n",
 		float64(h.IWValueUnits), float64(h.IWLowUnits), float64(h.IWHighUnits), float64(h.ESS), m.Episodes)
 	fmt.Fprintf(w, "  behaviour, mean in the logs     %10.4g\n", float64(h.BehaviorUnits))
-	if plan != nil && !plan.Exact {
+	if plan != nil && plan.Planner == policy.PlannerBelief {
+		fmt.Fprintf(w, "  the belief planner's policy is within %.3g of the optimum (share of the logged return range); %.3g of the model's probability falls outside its %d table rows and plays the fallback\n", plan.GapBound, plan.UncoveredMass, plan.Nodes)
+	} else if plan != nil && !plan.Exact {
 		fmt.Fprintf(w, "  the planner was approximate: within %.3g of the optimum, as a share of the logged return range\n", plan.GapBound)
 	}
 	if h.IotaEstimated {

@@ -345,3 +345,44 @@ func TestFitOptionsCheckedBeforeWork(t *testing.T) {
 		t.Errorf("files left behind: %v", entries)
 	}
 }
+
+// TestFitBeliefPlanner: --planner belief on the example writes a policy
+// that evaluate follows, at least as good as the behaviour, with an LCB
+// below its true value and the planner's figures in the manifest;
+// an unknown planner is a usage error.
+func TestFitBeliefPlanner(t *testing.T) {
+	root := t.TempDir()
+	dir := filepath.Join(root, "run")
+	out, code, err := runFitCLI(t, append([]string{"fit", exampleLogs, "--out", dir, "--planner", "belief"}, fastFit...)...)
+	if code != 0 {
+		t.Fatalf("fit: exit %d: %v\n%s", code, err, out)
+	}
+	if !strings.Contains(out, "belief planner's policy is within") {
+		t.Errorf("headline does not state the belief planner's gap:\n%s", out)
+	}
+	out, code, err = runFitCLI(t, "evaluate", "--pomdp", examplePOMDP, "--horizon", "4", "--policy", dir, "--json")
+	if code != 0 {
+		t.Fatalf("evaluate: exit %d: %v\n%s", code, err, out)
+	}
+	var ev struct {
+		Policy   float64 `json:"policy_value"`
+		Behavior float64 `json:"behavior_value"`
+	}
+	if err := json.Unmarshal([]byte(out), &ev); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	m, err := report.ReadManifest(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ev.Policy < ev.Behavior || float64(m.Headline.LCBUnits) > ev.Policy+1e-9 {
+		t.Errorf("policy %.4f, behaviour %.4f, LCB %.4f", ev.Policy, ev.Behavior, float64(m.Headline.LCBUnits))
+	}
+	if m.Parameters["planner"] != "belief" {
+		t.Errorf("manifest planner %v", m.Parameters["planner"])
+	}
+	_, code, _ = runFitCLI(t, "fit", exampleLogs, "--out", filepath.Join(root, "x"), "--planner", "fast")
+	if code != exitUsage {
+		t.Errorf("bad --planner: exit %d, want %d", code, exitUsage)
+	}
+}

@@ -1,0 +1,710 @@
+package policy
+
+import (
+	"context"
+	"encoding/binary"
+	"math"
+	"sort"
+	"sync"
+
+	"gonum.org/v1/gonum/blas"
+	"gonum.org/v1/gonum/blas/blas64"
+
+	"github.com/psrlcb/psrlcb/estimate"
+	"github.com/psrlcb/psrlcb/pessimism"
+)
+
+// Planner names (PlanOptions.Planner).
+const (
+	// PlannerAuto runs PlannerExact when the history tree fits the node
+	// budget and PlannerBelief otherwise.
+	PlannerAuto = "auto"
+	// PlannerExact is dynamic programming over the history tree (with the
+	// pruned search beyond the node budget).
+	PlannerExact = "exact"
+	// PlannerBelief is point-based planning over the model's beliefs.
+	PlannerBelief = "belief"
+	// plannerSearch names the exact planner's pruned search in PlanStats.
+	plannerSearch = "search"
+)
+
+// DefaultPoints is the default number of belief points per step of the
+// belief planner. A backup costs O(|A|·|O|·points·r) flops per point, so
+// the step costs grow with the square of the points; 500 points keep r =
+// 20, |O| = 21, |A| = 5, H = 20 within seconds (BenchmarkPlanBelief) while
+// covering every distinct belief of the small benchmark problems for a
+// few steps.
+const DefaultPoints = 500
+
+// DefaultRowBudget is the default largest policy table the belief planner
+// writes, in rows (one row per decision node reached).
+const DefaultRowBudget = 10_000_000
+
+// boundPoints is the number of belief points per step of the upper bound
+// (sawtooth interpolation costs O(points·r) per query, so its cost grows
+// with the square of this number).
+const boundPoints = 200
+
+// tangentRounds is the number of tangent points of the surrogate bonus
+// tried (see beliefPlan): each round replans at the previous policy's
+// E[Σ]; the fixed point is usually reached in two.
+const tangentRounds = 3
+
+// beliefGrid is the resolution at which beliefs are merged: two beliefs
+// whose every coordinate rounds to the same multiple of 2⁻³⁰ are the same
+// point (identical beliefs of different histories, up to round-off).
+const beliefGrid = 1 << 30
+
+// stepTables hold what the belief planner needs of step h for action a.
+type stepTables struct {
+	r []float64 // rescaled expected reward of (s_h, a)
+	// m (S×S, row-major): ‖ψ̄̂(τ_h)‖²_{U_h⁻¹} = bᵀ m b for the belief b
+	// over s_h (h < H; nil at h = H, which has no bonus term).
+	m []float64
+	t []float64 // T_h(s'|s,a), row-major s*S+s'
+	e []float64 // E_h(o|s',a), row-major s'*O+o
+}
+
+// bpoint is a belief point of one step: the belief over s_h after o_h,
+// the largest probability of an observation path to it (over action
+// sequences), and whether o_h is the end symbol.
+type bpoint struct {
+	b   []float64
+	w   float64
+	end bool
+	key string
+}
+
+// alphaSet is the point-based value function of one step and one class
+// of observation (ordinary or end symbol): V(b) ≈ max_i vec_i·b.
+type alphaSet struct {
+	vec []float64 // n×S
+	act []int
+}
+
+func (g *alphaSet) n(S int) int { return len(g.vec) / S }
+
+// best returns max_i vec_i·u and its index (−1 for an empty set).
+func (g *alphaSet) best(S int, u []float64) (float64, int) {
+	bv, bi := math.Inf(-1), -1
+	for i := 0; i < len(g.vec); i += S {
+		v := dot(g.vec[i:i+S], u)
+		if v > bv {
+			bv, bi = v, i/S
+		}
+	}
+	return bv, bi
+}
+
+// beliefPlanner is the state of one belief-space plan.
+type beliefPlanner struct {
+	*planner
+	tab     [][]stepTables // [h][a], h = 1..H
+	kappa   float64        // slope of the surrogate bonus per unit of Σ
+	pts     [][]bpoint     // [h], h = 1..H
+	gamma   [][2]alphaSet  // [h][class], h = 1..H+1
+	points  int
+	capped  bool // some step had more distinct beliefs than points
+	workers int
+	backups int64
+}
+
+func newBeliefPlanner(m *estimate.Model, bonus *pessimism.Bonus, points, workers int) *beliefPlanner {
+	bp := &beliefPlanner{planner: newPlanner(m, bonus), points: points, workers: workers}
+	bp.tab = stepTablesOf(m, bonus)
+	return bp
+}
+
+// stepTablesOf computes, per step and action, the reward vector and the
+// quadratic form of the bonus term: ψ̄̂(τ_h) = F·pred is linear in the
+// predicted state pred = Tᵀb (DESIGN.md section 4 "policy"), so
+// ‖ψ̄̂‖²_{U_h⁻¹} = bᵀ T (FᵀU_h⁻¹F) Tᵀ b.
+func stepTablesOf(m *estimate.Model, bonus *pessimism.Bonus) [][]stepTables {
+	H, S, A, O := m.Horizon, m.States, m.NumActions, m.NumObs
+	shift, scale := m.RewardScale()
+	fz := estimate.NewFeaturizer(m)
+	unit := make([]float64, S)
+	tab := make([][]stepTables, H+1)
+	Q := make([]float64, S*S)
+	TQ := make([]float64, S*S)
+	cols := make([][]float64, S)
+	for h := 1; h <= H; h++ {
+		tab[h] = make([]stepTables, A)
+		tt := m.Table(h)
+		for a := 0; a < A; a++ {
+			st := &tab[h][a]
+			st.t = m.Trans[tt][a*S*S : (a+1)*S*S]
+			st.e = m.Emit[tt][a*S*O : (a+1)*S*O]
+			st.r = make([]float64, S)
+			for s := range unit {
+				clear(unit)
+				unit[s] = 1
+				st.r[s] = (m.ExpectedReward(h, unit, a) - shift) * scale
+			}
+			if h == H {
+				continue
+			}
+			d := bonus.Dims[h]
+			for s := range cols {
+				clear(unit)
+				unit[s] = 1
+				cols[s] = make([]float64, d)
+				fz.Feature(h, unit, a, cols[s])
+			}
+			quadForm(bonus, h, cols, Q)
+			// m = T Q Tᵀ.
+			for s := 0; s < S; s++ {
+				for j := 0; j < S; j++ {
+					x := 0.0
+					for k := 0; k < S; k++ {
+						x += st.t[s*S+k] * Q[k*S+j]
+					}
+					TQ[s*S+j] = x
+				}
+			}
+			st.m = make([]float64, S*S)
+			for s := 0; s < S; s++ {
+				for s2 := 0; s2 < S; s2++ {
+					st.m[s*S+s2] = dot(TQ[s*S:(s+1)*S], st.t[s2*S:(s2+1)*S])
+				}
+			}
+		}
+	}
+	return tab
+}
+
+// quadForm writes Q = FᵀU_h⁻¹F (S×S) for the feature columns cols[s] =
+// F e_s, by polarisation of the norms.
+func quadForm(bonus *pessimism.Bonus, h int, cols [][]float64, Q []float64) {
+	S := len(cols)
+	x := make([]float64, len(cols[0]))
+	for s := 0; s < S; s++ {
+		Q[s*S+s] = bonus.StepNorm2(h, cols[s])
+	}
+	for s := 0; s < S; s++ {
+		for s2 := s + 1; s2 < S; s2++ {
+			for j := range x {
+				x[j] = cols[s][j] + cols[s2][j]
+			}
+			q := (bonus.StepNorm2(h, x) - Q[s*S+s] - Q[s2*S+s2]) / 2
+			Q[s*S+s2], Q[s2*S+s] = q, q
+		}
+	}
+}
+
+// quad is bᵀ m b.
+func quad(m, b []float64) float64 {
+	S := len(b)
+	q := 0.0
+	for s, x := range b {
+		if x != 0 {
+			q += x * dot(m[s*S:(s+1)*S], b)
+		}
+	}
+	return q
+}
+
+func beliefKey(b []float64, end bool) string {
+	buf := make([]byte, 8*len(b)+1)
+	for s, x := range b {
+		binary.LittleEndian.PutUint64(buf[8*s:], uint64(math.Round(x*beliefGrid)))
+	}
+	if end {
+		buf[len(buf)-1] = 1
+	}
+	return string(buf)
+}
+
+// buildPoints collects the belief points of every step by forward
+// expansion from the step-1 beliefs under every allowed action and every
+// observation of positive probability, merging identical beliefs; when a
+// step has more than p.points distinct beliefs it keeps those with the
+// largest path probability (ties by key, so the set does not depend on
+// the order of expansion).
+func (p *beliefPlanner) buildPoints(ctx context.Context) error {
+	H, S := p.H, p.S
+	p.pts = make([][]bpoint, H+1)
+	first := make([]float64, p.O)
+	p.m.FirstObsProbs(first)
+	var cur []bpoint
+	for o, po := range first {
+		if po == 0 {
+			continue
+		}
+		b := make([]float64, S)
+		p.m.Prior(b)
+		p.m.ObserveFirst(b, o)
+		end := o == p.endObs
+		cur = append(cur, bpoint{b: b, w: po, end: end, key: beliefKey(b, end)})
+	}
+	p.pts[1] = p.capPoints(mergePoints(cur))
+	pred := make([]float64, S)
+	next := make([]float64, S)
+	for h := 1; h < H; h++ {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		cut := p.candidateCutoff(h, pred)
+		if cut > 0 {
+			p.capped = true
+		}
+		var cand []bpoint
+		for _, pt := range p.pts[h] {
+			for _, a := range p.acts(pt.end) {
+				st := &p.tab[h][a]
+				predict(st.t, pt.b, pred)
+				for o := 0; o < p.O; o++ {
+					z := unnorm(st.e, p.O, pred, o, next)
+					if z == 0 || pt.w*z < cut {
+						continue
+					}
+					normalize(next, z)
+					end := o == p.endObs
+					cand = append(cand, bpoint{b: append([]float64(nil), next...), w: pt.w * z, end: end, key: beliefKey(next, end)})
+				}
+			}
+		}
+		p.pts[h+1] = p.capPoints(mergePoints(cand))
+	}
+	return nil
+}
+
+// candidateFactor: the forward expansion stores at most this many
+// candidate beliefs per kept point (those of largest path probability), so
+// its memory stays O(points·r) whatever |A|·|O|.
+const candidateFactor = 4
+
+// candidateCutoff returns the path probability below which the successors
+// of step h's points are not stored: the (candidateFactor·points)-th
+// largest of them (0 when there are fewer).
+func (p *beliefPlanner) candidateCutoff(h int, pred []float64) float64 {
+	var ws []float64
+	for _, pt := range p.pts[h] {
+		for _, a := range p.acts(pt.end) {
+			st := &p.tab[h][a]
+			predict(st.t, pt.b, pred)
+			for o := 0; o < p.O; o++ {
+				z := 0.0
+				for s2, x := range pred {
+					z += x * st.e[s2*p.O+o]
+				}
+				if z > 0 {
+					ws = append(ws, pt.w*z)
+				}
+			}
+		}
+	}
+	k := candidateFactor * p.points
+	if len(ws) <= k {
+		return 0
+	}
+	sort.Sort(sort.Reverse(sort.Float64Slice(ws)))
+	return ws[k-1]
+}
+
+func (p *beliefPlanner) acts(end bool) []int {
+	if end {
+		return p.end
+	}
+	return p.normal
+}
+
+// mergePoints keeps one point per key (the first one's belief, the
+// largest weight), sorted by decreasing weight, then key.
+func mergePoints(c []bpoint) []bpoint {
+	idx := make(map[string]int, len(c))
+	var out []bpoint
+	for _, pt := range c {
+		if i, ok := idx[pt.key]; ok {
+			out[i].w = max(out[i].w, pt.w)
+			continue
+		}
+		idx[pt.key] = len(out)
+		out = append(out, pt)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].w != out[j].w {
+			return out[i].w > out[j].w
+		}
+		return out[i].key < out[j].key
+	})
+	return out
+}
+
+// capPoints keeps the first p.points points, noting when it drops some.
+func (p *beliefPlanner) capPoints(c []bpoint) []bpoint {
+	if len(c) > p.points {
+		c = c[:p.points]
+		p.capped = true
+	}
+	return c
+}
+
+// enrich replaces half of each step's points by the beliefs the current
+// policy reaches (the most probable first, from its table): point-based
+// backups are only as good as the points, and those are the beliefs the
+// policy's value depends on.
+func (p *beliefPlanner) enrich(reached [][]bpoint) {
+	for h := 1; h <= p.H && h < len(reached); h++ {
+		pol := mergePoints(reached[h])
+		if len(pol) > p.points/2 {
+			pol = pol[:p.points/2]
+		}
+		seen := make(map[string]bool, len(pol))
+		for _, pt := range pol {
+			seen[pt.key] = true
+		}
+		for _, pt := range p.pts[h] {
+			if len(pol) >= p.points {
+				break
+			}
+			if !seen[pt.key] {
+				pol = append(pol, pt)
+			}
+		}
+		p.pts[h] = pol
+	}
+}
+
+// predict writes pred[s'] = Σ_s b[s] t[s*S+s'].
+func predict(t, b, pred []float64) {
+	S := len(b)
+	clear(pred)
+	for s, x := range b {
+		if x == 0 {
+			continue
+		}
+		row := t[s*S : (s+1)*S]
+		for s2, v := range row {
+			pred[s2] += x * v
+		}
+	}
+}
+
+// unnorm writes u[s'] = pred[s'] e[s'*O+o] and returns Σ u.
+func unnorm(e []float64, O int, pred []float64, o int, u []float64) float64 {
+	z := 0.0
+	for s2, x := range pred {
+		v := x * e[s2*O+o]
+		u[s2] = v
+		z += v
+	}
+	return z
+}
+
+// correct is unnorm followed by normalisation (all zero when z = 0).
+func correct(e []float64, O int, pred []float64, o int, next []float64) float64 {
+	z := unnorm(e, O, pred, o, next)
+	normalize(next, z)
+	return z
+}
+
+func normalize(b []float64, z float64) {
+	if z <= 0 {
+		clear(b)
+		return
+	}
+	inv := 1 / z
+	for i := range b {
+		b[i] *= inv
+	}
+}
+
+// backupScratch is one worker's buffers for backups.
+type backupScratch struct {
+	pred, u, z, mb []float64
+	choice         []int
+}
+
+func newBackupScratch(S, O int) *backupScratch {
+	return &backupScratch{pred: make([]float64, S), u: make([]float64, S), z: make([]float64, S), mb: make([]float64, S), choice: make([]int, O)}
+}
+
+// successor returns the α-set that values the belief after observation o.
+func (p *beliefPlanner) successor(h, o int) *alphaSet {
+	c := 0
+	if o == p.endObs {
+		c = 1
+	}
+	g := &p.gamma[h+1][c]
+	if len(g.vec) == 0 {
+		g = &p.gamma[h+1][1-c]
+	}
+	return g
+}
+
+// qValue is the one-step lookahead value of action a at belief b over
+// s_h: the rescaled expected reward, minus κ times the bonus term
+// bᵀm b, plus Σ_o max_i vec_i·(unnormalised successor belief). It
+// records the chosen α-vector per observation in sc.choice (−1 when the
+// observation has probability 0).
+func (p *beliefPlanner) qValue(h int, b []float64, a int, sc *backupScratch) float64 {
+	st := &p.tab[h][a]
+	v := dot(st.r, b)
+	if h == p.H {
+		return v
+	}
+	if p.kappa > 0 {
+		v -= p.kappa * quad(st.m, b)
+	}
+	predict(st.t, b, sc.pred)
+	for o := 0; o < p.O; o++ {
+		sc.choice[o] = -1
+		if unnorm(st.e, p.O, sc.pred, o, sc.u) == 0 {
+			continue
+		}
+		bv, bi := p.successor(h, o).best(p.S, sc.u)
+		if bi >= 0 {
+			v += bv
+			sc.choice[o] = bi
+		}
+	}
+	return v
+}
+
+// backupStep computes the α-set of step h from that of step h+1: one
+// point-based backup per belief point (point-based value iteration of the
+// surrogate objective, see beliefPlan). For each action and observation
+// the unnormalised successors of all points are valued against the
+// successor α-set at once, as one matrix product (blas64.Gemm); the
+// (action, observation) pairs are shared among workers and summed in a
+// fixed order, so the result does not depend on the worker count.
+func (p *beliefPlanner) backupStep(ctx context.Context, h int) {
+	pts := p.pts[h]
+	n, S, O, A := len(pts), p.S, p.O, p.A
+	// q[a*n+i]: lookahead value of action a at point i (−Inf if not allowed).
+	q := make([]float64, A*n)
+	choice := make([]int32, A*O*n) // [(a*O+o)*n+i]: chosen successor vector, −1 if none
+	for i := range choice {
+		choice[i] = -1
+	}
+	allowed := make([]bool, A*n)
+	for i, pt := range pts {
+		for _, a := range p.acts(pt.end) {
+			allowed[a*n+i] = true
+		}
+	}
+	preds := make([]float64, A*n*S)
+	for a := 0; a < A; a++ {
+		st := &p.tab[h][a]
+		for i, pt := range pts {
+			if !allowed[a*n+i] {
+				q[a*n+i] = math.Inf(-1)
+				continue
+			}
+			v := dot(st.r, pt.b)
+			if h < p.H {
+				if p.kappa > 0 {
+					v -= p.kappa * quad(st.m, pt.b)
+				}
+				predict(st.t, pt.b, preds[(a*n+i)*S:(a*n+i+1)*S])
+			}
+			q[a*n+i] = v
+		}
+	}
+	if h < p.H {
+		best := make([]float64, A*O*n)
+		p.parallel(ctx, A*O, func(j int, buf *gemmBuf) {
+			a, o := j/O, j%O
+			p.valueSuccessors(h, a, o, preds[a*n*S:(a+1)*n*S], allowed[a*n:(a+1)*n], best[j*n:(j+1)*n], choice[j*n:(j+1)*n], buf)
+		})
+		for a := 0; a < A; a++ {
+			for o := 0; o < O; o++ {
+				for i, c := range choice[(a*O+o)*n : (a*O+o+1)*n] {
+					if c >= 0 {
+						q[a*n+i] += best[(a*O+o)*n+i]
+					}
+				}
+			}
+		}
+	}
+	var g [2]alphaSet
+	vec := make([]float64, S)
+	sc := newBackupScratch(S, O)
+	for i, pt := range pts {
+		bestA, bestV := -1, math.Inf(-1)
+		for _, a := range p.acts(pt.end) {
+			if v := q[a*n+i]; v > bestV {
+				bestA, bestV = a, v
+			}
+		}
+		for o := 0; o < O; o++ {
+			sc.choice[o] = int(choice[(bestA*O+o)*n+i])
+		}
+		p.vector(h, pt.b, bestA, sc, vec)
+		c := 0
+		if pt.end {
+			c = 1
+		}
+		g[c].vec = append(g[c].vec, vec...)
+		g[c].act = append(g[c].act, bestA)
+	}
+	p.gamma[h] = g
+	p.backups += int64(n * len(p.normal))
+}
+
+// gemmBuf is one worker's buffers for valueSuccessors.
+type gemmBuf struct{ u, v, z []float64 }
+
+// valueSuccessors values, for action a and observation o, the
+// unnormalised successor u_i = pred_i ∘ E(o|·,a) of every point i against
+// the successor α-set: best[i] = max_k vec_k·u_i, choice[i] = k (−1 when
+// P(o | b_i, a) = 0 or a is not allowed at i).
+func (p *beliefPlanner) valueSuccessors(h, a, o int, preds []float64, allowed []bool, best []float64, choice []int32, buf *gemmBuf) {
+	n, S, O := len(allowed), p.S, p.O
+	e := p.tab[h][a].e
+	g := p.successor(h, o)
+	m := g.n(S)
+	if m == 0 {
+		return
+	}
+	buf.u = grow(buf.u, n*S)
+	buf.z = grow(buf.z, n)
+	buf.v = grow(buf.v, n*m)
+	for i := 0; i < n; i++ {
+		u := buf.u[i*S : (i+1)*S]
+		if !allowed[i] {
+			clear(u)
+			buf.z[i] = 0
+			continue
+		}
+		buf.z[i] = unnorm(e, O, preds[i*S:(i+1)*S], o, u)
+	}
+	blas64.Gemm(blas.NoTrans, blas.Trans, 1,
+		blas64.General{Rows: n, Cols: S, Stride: S, Data: buf.u},
+		blas64.General{Rows: m, Cols: S, Stride: S, Data: g.vec},
+		0, blas64.General{Rows: n, Cols: m, Stride: m, Data: buf.v})
+	for i := 0; i < n; i++ {
+		if buf.z[i] == 0 {
+			continue
+		}
+		row := buf.v[i*m : (i+1)*m]
+		bi := 0
+		for k, x := range row {
+			if x > row[bi] {
+				bi = k
+			}
+		}
+		best[i], choice[i] = row[bi], int32(bi)
+	}
+}
+
+func grow(x []float64, n int) []float64 {
+	if cap(x) < n {
+		return make([]float64, n)
+	}
+	return x[:n]
+}
+
+// parallel runs f(j) for j = 0..n−1 on the planner's workers.
+func (p *beliefPlanner) parallel(ctx context.Context, n int, f func(j int, buf *gemmBuf)) {
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	next := 0
+	for w := 0; w < max(1, min(p.workers, n)); w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			buf := &gemmBuf{}
+			for ctx.Err() == nil {
+				mu.Lock()
+				j := next
+				next++
+				mu.Unlock()
+				if j >= n {
+					return
+				}
+				f(j, buf)
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// vector writes into vec the α-vector of action a at belief b with the
+// successor vectors sc.choice: vec·b equals the backed-up value at b, and
+// vec is the value of following those successor vectors from any belief,
+// with the bonus term replaced by its tangent at b (bᵀmb is convex, so
+// the tangent is exact at b).
+func (p *beliefPlanner) vector(h int, b []float64, a int, sc *backupScratch, vec []float64) {
+	st := &p.tab[h][a]
+	S, O := p.S, p.O
+	copy(vec, st.r)
+	if h == p.H {
+		return
+	}
+	if p.kappa > 0 {
+		// tangent of bᵀmb at b on the simplex: (2mb − bᵀmb·1)·x.
+		for s := 0; s < S; s++ {
+			sc.mb[s] = dot(st.m[s*S:(s+1)*S], b)
+		}
+		q := dot(sc.mb, b)
+		for s := range vec {
+			vec[s] -= p.kappa * (2*sc.mb[s] - q)
+		}
+	}
+	z := sc.z
+	clear(z)
+	for o := 0; o < O; o++ {
+		i := sc.choice[o]
+		if i < 0 {
+			continue
+		}
+		av := p.successor(h, o).vec[i*S : (i+1)*S]
+		for s2 := 0; s2 < S; s2++ {
+			z[s2] += st.e[s2*O+o] * av[s2]
+		}
+	}
+	for s := 0; s < S; s++ {
+		vec[s] += dot(st.t[s*S:(s+1)*S], z)
+	}
+}
+
+// backward runs the backups from step H to step 1.
+func (p *beliefPlanner) backward(ctx context.Context) error {
+	p.gamma = make([][2]alphaSet, p.H+2)
+	for h := p.H; h >= 1; h-- {
+		p.backupStep(ctx, h)
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// lookahead returns the action the belief policy takes at belief b over
+// s_h after an observation of class end: the best one-step lookahead
+// against the α-sets of step h+1 (ties to the lowest action index).
+func (p *beliefPlanner) lookahead(h int, b []float64, end bool, sc *backupScratch) int {
+	bestA, bestV := -1, math.Inf(-1)
+	for _, a := range p.acts(end) {
+		if v := p.qValue(h, b, a, sc); v > bestV {
+			bestA, bestV = a, v
+		}
+	}
+	return bestA
+}
+
+// lookaheadCost is the multiply–adds of one lookahead at step h.
+func (p *beliefPlanner) lookaheadCost(h int) int {
+	n := 0
+	if h < p.H {
+		n = max(p.gamma[h+1][0].n(p.S), p.gamma[h+1][1].n(p.S))
+	}
+	return len(p.normal) * p.O * max(n, 1) * p.S
+}
+
+// vectorAction is the action of the best α-vector of step h at b (the
+// point-based policy), falling back on the lookahead when the class has
+// no vector.
+func (p *beliefPlanner) vectorAction(h int, b []float64, end bool) int {
+	c := 0
+	if end {
+		c = 1
+	}
+	g := &p.gamma[h][c]
+	if _, i := g.best(p.S, b); i >= 0 {
+		return g.act[i]
+	}
+	return p.lookahead(h, b, end, newBackupScratch(p.S, p.O))
+}

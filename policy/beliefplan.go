@@ -1,0 +1,311 @@
+package policy
+
+import (
+	"context"
+	"fmt"
+	"math"
+
+	"github.com/psrlcb/psrlcb/estimate"
+	"github.com/psrlcb/psrlcb/pessimism"
+)
+
+// beliefPlan is the belief planner of Plan (PlannerBelief).
+//
+// Objective planned. The paper's bonus b̂ = g(Σ), g(x) = min{α√x, 1},
+// Σ = Σ_{h=0}^{H−1} ‖ψ̄̂(τ_h)‖²_{U_h⁻¹} (psr-ucb-lcb.tex Section 5,
+// eq. (LCB bonus)) is not additive over steps. g is concave, so its
+// tangent at any x₀ > 0 lies above it:
+//
+//	b̃(τ_H) = g(x₀) + g′(x₀)·(Σ − x₀) ≥ b̂(τ_H)   for every trajectory,
+//
+// and b̃ is additive: a constant plus κ = g′(x₀) times the step terms, each
+// a quadratic form bᵀ m_{h,a} b in the belief b over s_h (ψ̄̂(τ_h) is
+// linear in the predicted state). E_π[R − b̃] is therefore a lower bound of
+// the paper's objective E_π[R − b̂] for every policy, reached with
+// equality in expectation when Σ is constant along the policy's
+// trajectories and x₀ = E_π[Σ]. The planner tries x₀ = 1/α² (the point
+// where g saturates), then x₀ = E_π[Σ] of the previous round's policy
+// (tangentRounds rounds at most), and keeps the round whose policy has
+// the best evaluated objective (below). When the points of some step were
+// capped, the second round also replaces half of them by the beliefs the
+// first round's policy reaches (forward rollout of the current policy).
+//
+// Planning. Point-based finite-horizon value iteration over beliefs: the
+// belief points of each step are the distinct beliefs reached from o_1
+// under every action sequence and observation of positive probability,
+// merged when equal (to 2⁻³⁰), the opts.Points most probable kept per
+// step. Each backup at a point chooses the action of the best one-step
+// lookahead R − κ·bᵀmb + Σ_o max_i α_i·(unnormalised successor) and
+// stores the value as a vector (the bonus term by its tangent at the
+// point), as in point-based value iteration.
+//
+// Policy table. The policy acts by the same one-step lookahead at the
+// exact belief of each history. Its decision tree is written for every
+// history it reaches with model probability ≥ the threshold (0 when the
+// whole tree fits opts.RowBudget, otherwise the smallest power of two
+// that fits); cut histories play the fallback of the Cursor rule, chosen
+// per node as the constant action with the best stand-in value.
+//
+// Evaluation (PlanStats): the returned policy — table and fallback — is
+// evaluated under θ̂ with the paper's bonus: exactly on the table
+// (rewards, and b̂ from the running Σ at step H), and beyond the table
+// with the exact reward of the fallback continuation and the Jensen upper
+// bound min{α·sqrt(Σ + u·b), 1} of its bonus (fallbackTables). So
+// ValueReward is exact, ValueBonus ≥ E_θ̂,π̄[b̂] and Value a lower bound of
+// the policy's LCB. UpperBound bounds max_π E_θ̂,π[R − b̂] from above:
+// a sawtooth point-based upper bound of a relaxed problem whose step
+// rewards are linear in the belief (the reward minus a linear lower bound
+// of the bonus, see boundRewards; its value function is convex, and the
+// fully observed MDP's values bound it at the corners).
+// GapBound = UpperBound − Value.
+func beliefPlan(ctx context.Context, m *estimate.Model, bonus *pessimism.Bonus, opts PlanOptions, workers int, st *PlanStats) (*Policy, error) {
+	points := opts.Points
+	if points == 0 {
+		points = DefaultPoints
+	}
+	rows := opts.RowBudget
+	if rows == 0 {
+		rows = DefaultRowBudget
+	}
+	if points < 0 || rows < 0 {
+		return nil, fmt.Errorf("%w: belief points %d, row budget %d", ErrOptions, points, rows)
+	}
+	bp := newBeliefPlanner(m, bonus, points, workers)
+	if err := bp.buildPoints(ctx); err != nil {
+		return nil, err
+	}
+	ft := newFallbackTables(m, bonus)
+	alpha := bonus.Alpha
+	x0 := 0.0
+	if alpha > 0 {
+		x0 = 1 / (alpha * alpha)
+	}
+	var best *Policy
+	var bestV tval
+	var bestGamma [][2]alphaSet
+	enriched := false
+	bestEps, bestX := 0.0, 0.0
+	for round := 0; round < tangentRounds; round++ {
+		bp.kappa = tangentSlope(alpha, x0)
+		if err := bp.backward(ctx); err != nil {
+			return nil, err
+		}
+		tw := newTableWalker(bp, ft)
+		if bp.capped && !enriched {
+			tw.reached = make([][]bpoint, bp.H+1)
+		}
+		pol, v, eps, err := tw.table(ctx, min(rows, roundRows))
+		if err != nil {
+			return nil, err
+		}
+		if best == nil || v.r-v.b > bestV.r-bestV.b {
+			best, bestV, bestEps, bestX = pol, v, eps, x0
+			bestGamma = bp.gamma
+		}
+		converged := alpha == 0 || math.Abs(v.sum-x0) <= 1e-3*x0
+		if converged && tw.reached == nil {
+			break
+		}
+		if tw.reached != nil {
+			bp.enrich(tw.reached)
+			enriched = true
+		}
+		if !converged {
+			x0 = v.sum
+		}
+	}
+	if rows > roundRows && (bestEps > 0 || bestV.out > 0) {
+		// The rounds were compared on tables of roundRows rows; the
+		// chosen one gets its table within the full budget.
+		bp.gamma, bp.kappa = bestGamma, tangentSlope(alpha, bestX)
+		pol, v, eps, err := newTableWalker(bp, ft).table(ctx, rows)
+		if err != nil {
+			return nil, err
+		}
+		best, bestV, bestEps = pol, v, eps
+	}
+	ub, err := bp.upperBound(ctx, ft)
+	if err != nil {
+		return nil, err
+	}
+	st.Planner = PlannerBelief
+	st.Points = points
+	st.Backups = bp.backups
+	st.Nodes = int64(len(best.Nodes))
+	st.Threshold = bestEps
+	st.UncoveredMass, st.PrunedMass = bestV.out, bestV.out
+	st.TangentPoint = bestX
+	st.ValueReward, st.ValueBonus = bestV.r, bestV.b
+	st.Value = bestV.r - bestV.b
+	st.UpperBound = max(ub, st.Value)
+	st.GapBound = st.UpperBound - st.Value
+	return best, nil
+}
+
+// tangentSlope is g′(x₀) for g(x) = min{α√x, 1}: α/(2√x₀) below the
+// saturation point 1/α², 0 from it on.
+func tangentSlope(alpha, x0 float64) float64 {
+	if alpha == 0 || alpha*math.Sqrt(x0) >= 1 {
+		return 0
+	}
+	x0 = max(x0, 1e-300)
+	return alpha / (2 * math.Sqrt(x0))
+}
+
+// roundRows bounds the tables on which the tangent rounds are compared;
+// the chosen round's table is then rebuilt within the row budget.
+const roundRows = 100_000
+
+// upperBound returns a sawtooth upper bound of max_π E_θ̂,π[R − b̂] (the
+// relaxed problem of boundRewards, every action allowed everywhere, which
+// can only raise the optimum): per step, the values at up to boundPoints belief
+// points are backed up against the interpolation of the next step, whose
+// corners are the fully observed MDP's optimal values (fallbackTables.
+// vmax). The optimal value function of the relaxed problem is convex in
+// the belief, so the sawtooth interpolation of upper values is an upper
+// value (Hauskrecht 2000, "Value-function approximations for partially
+// observable Markov decision processes", JAIR 13).
+func (p *beliefPlanner) upperBound(ctx context.Context, ft *fallbackTables) (float64, error) {
+	H, S, O := p.H, p.S, p.O
+	type ubSet struct {
+		b    [][]float64
+		gain []float64 // v_i − corner·b_i (< 0 kept only)
+	}
+	sets := make([]ubSet, H+2)
+	rr, vm := p.boundRewards(ft)
+	interp := func(h int, b []float64) float64 {
+		if h > H {
+			return 0
+		}
+		c := dot(vm[h], b)
+		best := c
+		for i, bi := range sets[h].b {
+			phi := math.Inf(1)
+			for s, x := range bi {
+				if x > 0 {
+					phi = min(phi, b[s]/x)
+				}
+			}
+			best = min(best, c+phi*sets[h].gain[i])
+		}
+		return best
+	}
+	pred := make([]float64, S)
+	next := make([]float64, S)
+	for h := H; h >= 1; h-- {
+		if err := ctx.Err(); err != nil {
+			return 0, err
+		}
+		pts := p.pts[h]
+		n := min(len(pts), boundPoints)
+		for i := 0; i < n; i++ {
+			b := pts[i].b
+			v := math.Inf(-1)
+			for a := 0; a < p.A; a++ {
+				st := &p.tab[h][a]
+				q := dot(rr[h][a], b)
+				if h < H {
+					predict(st.t, b, pred)
+					for o := 0; o < O; o++ {
+						if z := correct(st.e, O, pred, o, next); z > 0 {
+							q += z * interp(h+1, next)
+						}
+					}
+				}
+				v = max(v, q)
+			}
+			if g := v - dot(vm[h], b); g < 0 {
+				sets[h].b = append(sets[h].b, b)
+				sets[h].gain = append(sets[h].gain, g)
+			}
+		}
+	}
+	first := make([]float64, O)
+	p.m.FirstObsProbs(first)
+	b := make([]float64, S)
+	ub := 0.0
+	for o, po := range first {
+		if po == 0 {
+			continue
+		}
+		p.m.Prior(b)
+		p.m.ObserveFirst(b, o)
+		ub += po * interp(1, b)
+	}
+	return ub - p.bonus.Value(p.bonus.Root), nil
+}
+
+// boundRewards returns the per-step rewards of the relaxed problem whose
+// optimum bounds max_π E[R − b̂] from above, and the optimal values of its
+// fully observed version (the corners of the sawtooth).
+//
+// Every trajectory has Σ ∈ [Σ_0, Σ_0 + L] with Σ_0 = ‖ψ̄̂(τ_0)‖²_{U_0⁻¹}
+// and L = Σ_{h≥1} max_{a,s} (m_{h,a})_{ss} (a convex quadratic form on
+// the simplex peaks at a vertex). On that interval the concave bonus lies
+// above its chord, g(Σ) ≥ g(Σ_0) + c·(Σ − Σ_0), so E[b̂] ≥ g(Σ_0) + c·E[Σ_h
+// q_h]; and q_h = bᵀm b ≥ ℓ·b for the tangent ℓ of the quadratic form at
+// any fixed belief (here the mean of the step's bound points). The
+// relaxed step reward (r − c·ℓ)·b is linear in the belief, so its optimal
+// value function is convex and the sawtooth bound applies; g(Σ_0) is
+// subtracted at the end.
+func (p *beliefPlanner) boundRewards(ft *fallbackTables) (rr [][][]float64, vm [][]float64) {
+	H, S, A := p.H, p.S, p.A
+	L := 0.0
+	for h := 1; h < H; h++ {
+		mx := 0.0
+		for a := 0; a < A; a++ {
+			for s := 0; s < S; s++ {
+				mx = max(mx, p.tab[h][a].m[s*S+s])
+			}
+		}
+		L += mx
+	}
+	c := 0.0
+	if g0 := p.bonus.Value(p.bonus.Root); L > 0 {
+		c = (p.bonus.Value(p.bonus.Root+L) - g0) / L
+	}
+	rr = make([][][]float64, H+1)
+	mu := make([]float64, S)
+	mmu := make([]float64, S)
+	for h := 1; h <= H; h++ {
+		rr[h] = make([][]float64, A)
+		clear(mu)
+		n := min(len(p.pts[h]), boundPoints)
+		for _, pt := range p.pts[h][:n] {
+			for s, x := range pt.b {
+				mu[s] += x / float64(n)
+			}
+		}
+		for a := 0; a < A; a++ {
+			st := &p.tab[h][a]
+			rr[h][a] = append([]float64(nil), st.r...)
+			if h == H || c == 0 {
+				continue
+			}
+			for s := 0; s < S; s++ {
+				mmu[s] = dot(st.m[s*S:(s+1)*S], mu)
+			}
+			q := dot(mmu, mu)
+			for s := range rr[h][a] {
+				rr[h][a][s] -= c * (2*mmu[s] - q)
+			}
+		}
+	}
+	vm = make([][]float64, H+2)
+	vm[H+1] = make([]float64, S)
+	for h := H; h >= 1; h-- {
+		vm[h] = make([]float64, S)
+		for s := 0; s < S; s++ {
+			best := math.Inf(-1)
+			for a := 0; a < A; a++ {
+				v := rr[h][a][s]
+				if h < H {
+					v += dot(p.tab[h][a].t[s*S:(s+1)*S], vm[h+1])
+				}
+				best = max(best, v)
+			}
+			vm[h][s] = best
+		}
+	}
+	return rr, vm
+}
