@@ -89,7 +89,7 @@ func TestApproximatePlanWideVocabulary(t *testing.T) {
 			t.Fatal(err, exact)
 		}
 		for _, budget := range []int64{10, 300, 3000} {
-			pol, st, err := policy.Plan(context.Background(), m, b, policy.PlanOptions{Budget: budget})
+			pol, st, err := policy.Plan(context.Background(), m, b, policy.PlanOptions{Budget: budget, Planner: policy.PlannerExact})
 			if err != nil {
 				t.Fatal(err)
 			}
