@@ -16,16 +16,22 @@ import (
 // value minus this). It enumerates the observation histories of positive
 // model probability, at most Σ_h |O|^h of them, and checks ctx between
 // first observations.
-func ModelReturn(ctx context.Context, m *estimate.Model, pol *Policy) (float64, error) {
+//
+// A first observation the policy has no row for (a smoothed model gives
+// every symbol some probability at step 1, even ones the logs never
+// start with) contributes no return; its model probability is returned as
+// unmatched, so the caller can tell a policy that misses real mass from
+// one that misses only smoothing mass.
+func ModelReturn(ctx context.Context, m *estimate.Model, pol *Policy) (value, unmatched float64, err error) {
 	if m == nil || pol == nil {
-		return 0, fmt.Errorf("%w: no model or no policy", ErrModel)
+		return 0, 0, fmt.Errorf("%w: no model or no policy", ErrModel)
 	}
 	if m.Horizon <= 0 || m.States <= 0 || len(m.ObsVocab) != m.NumObs || len(m.ActVocab) != m.NumActions {
-		return 0, fmt.Errorf("%w: sizes S=%d O=%d A=%d H=%d with %d and %d symbols", ErrModel,
+		return 0, 0, fmt.Errorf("%w: sizes S=%d O=%d A=%d H=%d with %d and %d symbols", ErrModel,
 			m.States, m.NumObs, m.NumActions, m.Horizon, len(m.ObsVocab), len(m.ActVocab))
 	}
 	if pol.Horizon != 0 && pol.Horizon != m.Horizon {
-		return 0, fmt.Errorf("%w: policy for horizon %d, model horizon %d", ErrModel, pol.Horizon, m.Horizon)
+		return 0, 0, fmt.Errorf("%w: policy for horizon %d, model horizon %d", ErrModel, pol.Horizon, m.Horizon)
 	}
 	w := &returnWalker{m: m, pol: pol, c: newCodes(m)}
 	H, S := m.Horizon, m.States
@@ -36,23 +42,26 @@ func ModelReturn(ctx context.Context, m *estimate.Model, pol *Policy) (float64, 
 	}
 	first := make([]float64, m.NumObs)
 	m.FirstObsProbs(first)
-	v := 0.0
 	for o, po := range first {
 		if po == 0 {
 			continue
 		}
 		if err := ctx.Err(); err != nil {
-			return 0, err
+			return 0, 0, err
+		}
+		if _, ok := pol.Child(-1, w.c.obs[o]); !ok {
+			unmatched += po
+			continue
 		}
 		m.Prior(w.bel[1])
 		m.ObserveFirst(w.bel[1], o)
 		r, err := w.walk(1, o, state{node: -1})
 		if err != nil {
-			return 0, err
+			return 0, 0, err
 		}
-		v += po * r
+		value += po * r
 	}
-	return v, nil
+	return value, unmatched, nil
 }
 
 type returnWalker struct {
