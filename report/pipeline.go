@@ -63,6 +63,9 @@ type Outcome struct {
 	Alpha     float64
 	Splits    [][]int
 	Run       *Run
+	// RewardCheck is the model check on rewards (held out when α was
+	// chosen among candidates; see CheckRewards).
+	RewardCheck *RewardCheck
 }
 
 type stageTimer struct {
@@ -152,6 +155,7 @@ func Fit(ctx context.Context, d *ingest.Dataset, inputs []string, opts FitOption
 		if err != nil {
 			return nil, err
 		}
+		out.RewardCheck = CheckRewards(tfit.Model, held, true)
 		if !held.HasPropensity() {
 			// Held-out importance weights need π^b: the fit's estimate.
 			held = withPropensity(held, heldIdx, estimate.EstimateBehavior(d), H)

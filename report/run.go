@@ -45,6 +45,8 @@ type EpisodeRows struct {
 	ID     []string
 	Split  []int32
 	LogLik []float64 // ln P_θ̂(o_{1:H} | a_{1:H})
+	// RewardLogLik is the reward part ln P_θ̂(r_{1:H} | o_{1:H}, a_{1:H}).
+	RewardLogLik []float64
 	Bonus  []float64 // b̂(τ_H)
 	Weight []float64 // importance weight of π̄
 }
@@ -95,6 +97,7 @@ type Manifest struct {
 	ThetaMin    estimate.ThetaMin  `json:"theta_min"`
 	Plan        policy.PlanStats   `json:"plan"`
 	Theory      *pessimism.Theory  `json:"alpha_theory,omitempty"`
+	RewardCheck *RewardCheck       `json:"reward_check,omitempty"`
 	Notes       []string           `json:"notes"`
 }
 
