@@ -335,8 +335,10 @@ func treeLeaves(m *pomdp.POMDP, H int) float64 {
 // each finished row, and returns all rows in study order.
 func Run(ctx context.Context, cfg Config, done map[key]Row, emit func(Row) error) ([]Row, error) {
 	var all []Row
-	for _, fam := range cfg.Families {
-		for i := range cfg.Problems {
+	// Problems outermost, so that a study stopped early has every family
+	// at the same depth.
+	for i := range cfg.Problems {
+		for _, fam := range cfg.Families {
 			for _, H := range cfg.Horizons {
 				var p *problem
 				for _, bs := range cfg.Behavs {
