@@ -72,6 +72,14 @@ type Row struct {
 	TrueMaxReward  jfloat `json:"true_max_reward"`
 	ModelMaxReward jfloat `json:"model_max_reward"`
 
+	// The run's reward check (report.RewardCheck): whether the verdict
+	// flagged miscalibrated rewards, the share of checked steps in
+	// miscalibrated cells, and the held-out reward log-likelihood per
+	// episode. Null in rows checkpointed before the check existed.
+	RewardFlagged *bool  `json:"reward_flagged"`
+	MiscalShare   jfloat `json:"miscal_share"`
+	RewardLogLik  jfloat `json:"reward_loglik"`
+
 	FitSeconds jfloat `json:"fit_seconds"`
 }
 
@@ -291,6 +299,10 @@ func runOne(ctx context.Context, cfg Config, p *problem, k key) (Row, error) {
 		}
 	}
 	r.TrueMaxReward, r.ModelMaxReward = jfloat(trueMaxReward(m)), jfloat(modelMaxReward(out.Model))
+	if rc := out.Run.Manifest.RewardCheck; rc != nil {
+		f := rc.Calibration.Flagged
+		r.RewardFlagged, r.MiscalShare, r.RewardLogLik = &f, jfloat(rc.Calibration.MiscalibratedShare), jfloat(rc.RewardLogLik)
+	}
 	return r, nil
 }
 
