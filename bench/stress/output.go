@@ -38,7 +38,7 @@ func table(rows []Row, meta map[string]string) report.Table {
 		"regret_psrlcb", "regret_greedy", "regret_tabular",
 		"model_of_optimal", "model_of_greedy", "model_of_psrlcb",
 		"est_error", "plan_gap", "greedy_overvalue", "bonus_loss",
-		"true_max_reward", "model_max_reward", "fit_seconds"}
+		"true_max_reward", "model_max_reward", "reward_flagged", "miscal_share", "reward_loglik", "fit_seconds"}
 	exact := make([]bool, 0, n)
 	for _, r := range rows {
 		fam, beh = append(fam, r.Family), append(beh, r.Behavior)
@@ -49,7 +49,7 @@ func table(rows []Row, meta map[string]string) report.Table {
 			r.Regret(r.PSRLCB), r.Regret(r.Greedy), r.Regret(r.Tabular),
 			float64(r.ModelOfOptimal), float64(r.ModelOfGreedy), float64(r.ModelOfPSRLCB),
 			r.EstErr(), r.PlanGap(), r.GreedyOver(), r.BonusLoss(),
-			float64(r.TrueMaxReward), float64(r.ModelMaxReward), float64(r.FitSeconds)} {
+			float64(r.TrueMaxReward), float64(r.ModelMaxReward), flagValue(r.RewardFlagged), float64(r.MiscalShare), float64(r.RewardLogLik), float64(r.FitSeconds)} {
 			flts[fltCols[i]] = append(flts[fltCols[i]], v)
 		}
 		exact = append(exact, r.PlanExact)
@@ -64,6 +64,18 @@ func table(rows []Row, meta map[string]string) report.Table {
 	}
 	t.Columns = append(t.Columns, report.Column{Name: "plan_exact", Bool: orEmpty(exact)})
 	return t
+}
+
+// flagValue is 1 for a flagged run, 0 for an unflagged one, NaN when the
+// row predates the check.
+func flagValue(b *bool) float64 {
+	switch {
+	case b == nil:
+		return math.NaN()
+	case *b:
+		return 1
+	}
+	return 0
 }
 
 func orEmpty[T any](s []T) []T {
@@ -139,6 +151,7 @@ type Summary struct {
 	GreedyMedian, TabularMedian         float64
 	WorseThanTabular, WorseThanBehavior float64 // shares of the defined problems
 	Est, Plan, Over, Bonus              float64 // medians of the decomposition terms
+	Checked, Flagged                    int     // runs with a reward check, and flagged ones
 }
 
 func summarise(rs []Row) Summary {
@@ -150,6 +163,12 @@ func summarise(rs []Row) Summary {
 	var est, plan, over, bonus []float64
 	defined, wt, wb := 0, 0, 0
 	for _, r := range rs {
+		if r.RewardFlagged != nil {
+			s.Checked++
+			if *r.RewardFlagged {
+				s.Flagged++
+			}
+		}
 		p := r.Regret(r.PSRLCB)
 		if math.IsNaN(p) {
 			s.Undefined++
@@ -187,10 +206,11 @@ func resultsMarkdown(rows []Row, cfg Config) string {
 			f3(s.GreedyMedian), f3(s.TabularMedian), 100*s.WorseThanTabular, 100*s.WorseThanBehavior)
 	}
 	b.WriteString("\nLoss decomposition (medians, normalized by V* − V^b): V* − V^π̄ = est + plan + over + bonus, where est = V* − V_θ̂(π*) is the estimation error on the true optimal policy, plan = V_θ̂(π*) − V_θ̂(π_g) is what the planner leaves on the model's own table (≤ 0 when the greedy plan is exact: the model prefers its own optimum), over = V_θ̂(π_g) − V^π_g is the model's overvaluation of its own optimum, and bonus = V^π_g − V^π̄ is what the bonus (α chosen against α = 0) costs (negative: gains).\n\n")
-	b.WriteString("| family | behaviour | H | K | est | plan | over | bonus |\n|---|---|---|---|---|---|---|---|\n")
+	b.WriteString("The last column counts the runs whose reward check (report.RewardCheck, held out) flagged miscalibrated rewards in the verdict.\n\n")
+	b.WriteString("| family | behaviour | H | K | est | plan | over | bonus | reward check flagged |\n|---|---|---|---|---|---|---|---|---|\n")
 	for _, c := range order {
 		s := summarise(g[c])
-		fmt.Fprintf(&b, "| %s | %s | %d | %d | %s | %s | %s | %s |\n", c.Family, c.Behavior, c.H, c.K, f3(s.Est), f3(s.Plan), f3(s.Over), f3(s.Bonus))
+		fmt.Fprintf(&b, "| %s | %s | %d | %d | %s | %s | %s | %s | %d of %d |\n", c.Family, c.Behavior, c.H, c.K, f3(s.Est), f3(s.Plan), f3(s.Over), f3(s.Bonus), s.Flagged, s.Checked)
 	}
 	b.WriteString(targets(order, g))
 	return b.String()
