@@ -311,6 +311,7 @@ func fit(ctx context.Context, d *ingest.Dataset, inputs []string, opts Options) 
 		if err != nil {
 			return nil, err
 		}
+		out.RewardCheck = report.CheckRewards(tfit.Model, held, true)
 		if !held.HasPropensity() {
 			// Held-out importance weights need π^b: the fit's estimate.
 			held = withPropensity(held, heldIdx, estimate.EstimateBehavior(d), H)

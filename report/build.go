@@ -179,9 +179,11 @@ func Build(ctx context.Context, d *ingest.Dataset, inputs []string, p Params, ou
 	// Episodes.
 	splitOf := split.Of(out.Splits, K)
 	e := EpisodeRows{ID: d.EpisodeIDs, Split: make([]int32, K), LogLik: make([]float64, K), Bonus: make([]float64, K), Weight: weights}
+	e.RewardLogLik = make([]float64, K)
 	for k := 0; k < K; k++ {
 		e.Split[k] = int32(splitOf[k])
 		e.LogLik[k] = m.ObsLogLik(d.Obs[k*H:(k+1)*H], d.Act[k*H:(k+1)*H])
+		e.RewardLogLik[k] = m.EpisodeLogLik(d.Obs[k*H:(k+1)*H], d.Act[k*H:(k+1)*H], d.Reward[k*H:(k+1)*H]) - e.LogLik[k]
 		e.Bonus[k] = out.Bonus.Value(norms.Sum(k))
 	}
 	run.Episodes = e
@@ -245,6 +247,10 @@ func Build(ctx context.Context, d *ingest.Dataset, inputs []string, p Params, ou
 	man.ThetaMin = out.Fit.ThetaMin
 	man.Plan = *out.Plan
 	man.Theory = out.Theory
+	if out.RewardCheck == nil {
+		out.RewardCheck = CheckRewards(m, d, false)
+	}
+	man.RewardCheck = out.RewardCheck
 	man.Headline = Headline{
 		LCB: Float(val.LCB), ModelValue: Float(val.Reward), BonusValue: Float(val.Bonus),
 		IWValue: Float(iw.Mean), IWLow: Float(iw.Lower), IWHigh: Float(iw.Upper),

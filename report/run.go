@@ -51,8 +51,10 @@ type EpisodeRows struct {
 	ID     []string
 	Split  []int32
 	LogLik []float64 // ln P_θ̂(o_{1:H} | a_{1:H})
-	Bonus  []float64 // b̂(τ_H)
-	Weight []float64 // importance weight of π̄
+	// RewardLogLik is the reward part ln P_θ̂(r_{1:H} | o_{1:H}, a_{1:H}).
+	RewardLogLik []float64
+	Bonus        []float64 // b̂(τ_H)
+	Weight       []float64 // importance weight of π̄
 }
 
 // TraceRow is one EM iteration (fit.arrow).
@@ -101,6 +103,7 @@ type Manifest struct {
 	ThetaMin    estimate.ThetaMin  `json:"theta_min"`
 	Plan        policy.PlanStats   `json:"plan"`
 	Theory      *pessimism.Theory  `json:"alpha_theory,omitempty"`
+	RewardCheck *RewardCheck       `json:"reward_check,omitempty"`
 	Notes       []string           `json:"notes"`
 }
 
@@ -177,4 +180,7 @@ type Outcome struct {
 	Alpha     float64
 	Splits    [][]int
 	Run       *Run
+	// RewardCheck is the model check on rewards (held out when α was
+	// chosen among candidates; see CheckRewards).
+	RewardCheck *RewardCheck
 }

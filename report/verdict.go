@@ -147,6 +147,16 @@ func Verdict(run *Run) []string {
 	if n := len(run.Manifest.Quarantined); n > 0 {
 		out = append(out, fmt.Sprintf("%d episodes were quarantined as invalid and not used; they are listed below.", n))
 	}
+	if rc := run.Manifest.RewardCheck; rc != nil && rc.Calibration.Flagged {
+		c := rc.Calibration
+		where := "on the logs it was fitted to"
+		if rc.HeldOut {
+			where = "on held-out episodes"
+		}
+		out = append(out, fmt.Sprintf(
+			"Warning: the model's rewards are miscalibrated %s: in %d of the %d (step, history, action) cells with at least %d logged steps (%.0f%% of those steps) the logged average reward is more than 3 standard errors and 5%% of the reward range from the model's prediction (root mean square gap %.3g in your units). Its values and the policy's ranking of actions may be wrong even where the observations fit; try another rank or more EM starts, and compare with a tabular baseline.",
+			where, c.Miscalibrated, c.Cells, c.MinCount, 100*c.MiscalibratedShare, c.RMSE))
+	}
 	if h.IotaEstimated {
 		out = append(out, "The logs carry no propensities: the behaviour policy was estimated from action frequencies, so ι, C∞, the importance weights and the effective sample size are estimates.")
 	}

@@ -96,10 +96,17 @@ func (r *Run) coverageTable() Table {
 
 func (r *Run) episodesTable() Table {
 	e := r.Episodes
+	if e.RewardLogLik == nil { // a Run built without the reward split
+		e.RewardLogLik = make([]float64, len(e.ID))
+		for k := range e.RewardLogLik {
+			e.RewardLogLik[k] = math.NaN()
+		}
+	}
 	return Table{Meta: r.meta("episodes"), Columns: []Column{
 		{Name: "episode_id", String: orEmpty(e.ID)},
 		{Name: "split", Int32: orEmpty(e.Split)},
 		{Name: "loglik", Float64: orEmpty(e.LogLik)},
+		{Name: "reward_loglik", Float64: orEmpty(e.RewardLogLik)},
 		{Name: "bonus", Float64: orEmpty(e.Bonus)},
 		{Name: "weight", Float64: orEmpty(e.Weight)},
 	}}
@@ -137,6 +144,24 @@ func (r *Run) fitTable() Table {
 		held = append(held, k.HeldOutL)
 		chosen = append(chosen, k.Chosen)
 	}
+	obsLL, rewLL := make([]float64, len(kind)), make([]float64, len(kind))
+	for i := range obsLL {
+		obsLL[i], rewLL[i] = math.NaN(), math.NaN()
+	}
+	if rc := r.Manifest.RewardCheck; rc != nil {
+		// One "reward_check" row: the per-episode log-likelihood of the
+		// checked episodes split into observation and reward parts.
+		tot := float64(rc.ObsLogLik + rc.RewardLogLik)
+		kind = append(kind, "reward_check")
+		rank = append(rank, int32(r.Manifest.Headline.Rank))
+		restart, iter = append(restart, -1), append(iter, -1)
+		ll, held = append(ll, tot), append(held, math.NaN())
+		if rc.HeldOut {
+			held[len(held)-1] = tot
+		}
+		chosen = append(chosen, true)
+		obsLL, rewLL = append(obsLL, float64(rc.ObsLogLik)), append(rewLL, float64(rc.RewardLogLik))
+	}
 	return Table{Meta: r.meta("fit"), Columns: []Column{
 		{Name: "kind", String: orEmpty(kind)},
 		{Name: "rank", Int32: orEmpty(rank)},
@@ -145,6 +170,8 @@ func (r *Run) fitTable() Table {
 		{Name: "loglik", Float64: orEmpty(ll)},
 		{Name: "heldout_loglik", Float64: orEmpty(held)},
 		{Name: "chosen", Bool: orEmpty(chosen)},
+		{Name: "obs_loglik", Float64: obsLL},
+		{Name: "reward_loglik", Float64: rewLL},
 	}}
 }
 

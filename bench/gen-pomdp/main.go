@@ -3,6 +3,16 @@
 // number of states.
 //
 //	go run ./bench/gen-pomdp -states 8 -obs 8 -actions 4 -seed 1 > bench.pomdp
+//
+// With -family it writes a problem of the stress study's families
+// (internal/genpomdp: maze, aliased, dense), with sparse rewards tied to the
+// next state, observation aliasing, noisy or deterministic moves and a start
+// belief; -draw N takes the N-th problem the study draws for the family
+// (sizes and difficulty chosen from the seed), otherwise the flags fix them:
+//
+//	go run ./bench/gen-pomdp -family maze -width 6 -length 6 -slip 0.1 -seed 3 > maze.pomdp
+//	go run ./bench/gen-pomdp -family aliased -states 20 -obs 6 -actions 4 -noise 0.05 > a.pomdp
+//	go run ./bench/gen-pomdp -family dense -draw 12 -seed 1 > d.pomdp
 package main
 
 import (
@@ -11,6 +21,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+
+	"github.com/psrlcb/psrlcb/internal/genpomdp"
 )
 
 func main() {
@@ -18,7 +30,34 @@ func main() {
 	O := flag.Int("obs", 8, "observations")
 	A := flag.Int("actions", 4, "actions")
 	seed := flag.Uint64("seed", 1, "seed")
+	family := flag.String("family", "", "problem family: maze, aliased or dense (empty: the plain random model)")
+	width := flag.Int("width", 6, "maze width (cells)")
+	length := flag.Int("length", 6, "maze length (cells)")
+	slip := flag.Float64("slip", 0, "probability that a move goes astray")
+	noise := flag.Float64("noise", 0, "probability that the observation is uniform")
+	rewards := flag.Int("rewards", 0, "states paying ±1 on entry (0: a third of the states)")
+	starts := flag.Int("starts", 1, "states of the start belief's support")
+	draw := flag.Int("draw", -1, "take the study's N-th problem of the family for this seed (ignores the size flags)")
+	small := flag.Bool("small", false, "with -draw: the reduced study's sizes")
 	flag.Parse()
+	if *family != "" {
+		sp := genpomdp.Spec{Family: *family, States: *S, Actions: *A, Obs: *O, Width: *width, Length: *length,
+			Slip: *slip, ObsNoise: *noise, RewardStates: *rewards, StartStates: *starts, Seed: *seed}
+		var err error
+		if *draw >= 0 {
+			sp, err = genpomdp.Draw(*family, *small, *seed, *draw)
+		}
+		var p *genpomdp.Problem
+		if err == nil {
+			p, err = genpomdp.Generate(sp)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "gen-pomdp:", err)
+			os.Exit(2)
+		}
+		fmt.Print(p.Text)
+		return
+	}
 	rng := rand.New(rand.NewPCG(*seed, 0))
 	w := bufio.NewWriter(os.Stdout)
 	defer w.Flush()

@@ -16,7 +16,8 @@ import (
 
 func newEvaluateCommand() *cli.Command {
 	flags, before := configurable([]cli.Flag{
-		&cli.StringFlag{Name: "pomdp", Usage: "`FILE` holding the true model in Cassandra's .POMDP format (required)"},
+		&cli.StringFlag{Name: "pomdp", Usage: "`FILE` holding the true model in Cassandra's .POMDP format (this or --model)"},
+		&cli.StringFlag{Name: "model", Usage: "`RUNDIR` of a fit (or its model.arrow): value the policy under the fitted model instead"},
 		&cli.IntFlag{Name: "horizon", Usage: "steps per episode `H`; 0 means the policy's horizon"},
 		&cli.StringFlag{Name: "policy", Usage: "`PATH` of policy.arrow, or the directory holding it (required)"},
 		&cli.StringFlag{Name: "behavior", Value: "uniform", Usage: "behaviour policy `SPEC` to compare with: uniform, myopic:EPS or fixed:ACTION:EPS"},
@@ -24,12 +25,15 @@ func newEvaluateCommand() *cli.Command {
 	})
 	return &cli.Command{
 		Name:  "evaluate",
-		Usage: "evaluate a policy exactly under a known POMDP, beside the optimal and the behaviour values",
+		Usage: "evaluate a policy exactly under a known POMDP (beside the optimal and the behaviour values) or under a fitted model",
 		Description: "Follows policy.arrow with the policy's lookup rule (observations are the model's observation\n" +
 			"names, \"init\" at step 1; actions must be actions of the model) and computes its exact value\n" +
 			"V^π under the true model, the exact optimal finite-horizon value V*, the behaviour's value V^b,\n" +
 			"and the normalized regret (V* − V^π)/(V* − V^b): 0 is optimal, 1 is no better than the\n" +
-			"behaviour; it is undefined (null) when V* = V^b. Values are undiscounted sums of H rewards.",
+			"behaviour; it is undefined (null) when V* = V^b. Values are undiscounted sums of H rewards.\n\n" +
+			"With --model RUNDIR instead of --pomdp it values any policy table under the model a fit wrote\n" +
+			"(model.arrow): the expected return E_θ̂^π[r_1+…+r_H] the fitted model assigns to the policy,\n" +
+			"in your units and on the [0,1] scale, e.g. to see what the model thinks of the incumbent policy.",
 		Flags:  flags,
 		Before: before,
 		Action: func(c *cli.Context) error {
@@ -37,7 +41,7 @@ func newEvaluateCommand() *cli.Command {
 				return usagef("evaluate takes no arguments (got %q)", c.Args().Slice())
 			}
 			return runEvaluate(c.Context, c.App.Writer, evaluateOptions{
-				pomdp: c.String("pomdp"), horizon: c.Int("horizon"), policy: c.String("policy"),
+				pomdp: c.String("pomdp"), model: c.String("model"), horizon: c.Int("horizon"), policy: c.String("policy"),
 				behavior: c.String("behavior"), json: c.Bool("json"),
 			})
 		},
@@ -46,6 +50,7 @@ func newEvaluateCommand() *cli.Command {
 
 type evaluateOptions struct {
 	pomdp    string
+	model    string
 	horizon  int
 	policy   string
 	behavior string
@@ -72,6 +77,9 @@ func runEvaluate(ctx context.Context, w io.Writer, o evaluateOptions) error {
 	}
 	if o.horizon < 0 {
 		return usagef("--horizon %d must not be negative", o.horizon)
+	}
+	if o.model != "" {
+		return runEvaluateModel(ctx, w, o)
 	}
 	m, b, err := loadModelAndBehavior(o.pomdp, o.behavior)
 	if err != nil {

@@ -1,0 +1,193 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+type options struct {
+	out, docs, checkpoint        string
+	families, ks, horizons, behs string
+	problems, restarts, maxIter  int
+	workers                      int
+	seed                         uint64
+	small, autoRank, fresh       bool
+	quiet                        bool
+	maxLeaves                    float64
+}
+
+func main() {
+	var o options
+	flag.StringVar(&o.out, "out", "bench/out/stress.arrow", "Arrow IPC file of every run (\"\" for none)")
+	flag.StringVar(&o.docs, "docs", "docs", "directory of stress.md and its plots (\"\" writes none)")
+	flag.StringVar(&o.checkpoint, "checkpoint", "bench/out/stress.jsonl", "finished configurations, reused on the next run (\"\" for none)")
+	flag.StringVar(&o.families, "families", strings.Join(familiesDefault, ","), "comma-separated problem families")
+	flag.StringVar(&o.ks, "ks", "10000", "comma-separated numbers of episodes K")
+	flag.StringVar(&o.horizons, "horizons", "4", "comma-separated horizons H")
+	flag.StringVar(&o.behs, "behaviors", strings.Join(Behaviors, ","), "comma-separated behaviour policies")
+	flag.IntVar(&o.problems, "problems", 20, "problems per family")
+	flag.IntVar(&o.restarts, "restarts", 2, "EM starts per fit")
+	flag.IntVar(&o.maxIter, "max-iter", 200, "EM iterations per start")
+	flag.IntVar(&o.workers, "workers", 0, "goroutines per fit (0: GOMAXPROCS)")
+	flag.Uint64Var(&o.seed, "seed", 1, "seed of the problem draws")
+	flag.BoolVar(&o.small, "small", false, "the reduced families (at most 9 states)")
+	flag.BoolVar(&o.autoRank, "auto-rank", false, "choose the rank by held-out likelihood among 1..8 (the fit default) instead of the true |S|")
+	flag.BoolVar(&o.fresh, "fresh", false, "ignore the checkpoint and start over")
+	flag.BoolVar(&o.quiet, "quiet", false, "no progress lines")
+	flag.Float64Var(&o.maxLeaves, "max-tree", 5e7, "skip problems whose history tree (|O|+1)^H·|A|^H exceeds this (the exact planner's default budget)")
+	flag.Parse()
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, o); err != nil {
+		fmt.Fprintln(os.Stderr, "stress:", err)
+		if errors.Is(err, context.Canceled) {
+			os.Exit(130)
+		}
+		os.Exit(1)
+	}
+}
+
+var familiesDefault = []string{"maze", "aliased", "dense"}
+
+func ints(s, what string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		v, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || v < 1 {
+			return nil, fmt.Errorf("--%s: %q is not a positive integer", what, f)
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
+
+func configFromOptions(o options) (Config, error) {
+	cfg := Config{Small: o.small, Problems: o.problems, Seed: o.seed, Restarts: o.restarts, MaxIter: o.maxIter,
+		AutoRank: o.autoRank, Workers: o.workers, MaxLeaves: o.maxLeaves}
+	var err error
+	if cfg.Ks, err = ints(o.ks, "ks"); err != nil {
+		return cfg, err
+	}
+	if cfg.Horizons, err = ints(o.horizons, "horizons"); err != nil {
+		return cfg, err
+	}
+	for _, f := range strings.Split(o.families, ",") {
+		cfg.Families = append(cfg.Families, strings.TrimSpace(f))
+	}
+	for _, b := range strings.Split(o.behs, ",") {
+		cfg.Behavs = append(cfg.Behavs, strings.TrimSpace(b))
+	}
+	if cfg.Problems < 1 || cfg.Restarts < 1 || cfg.MaxIter < 1 {
+		return cfg, fmt.Errorf("nothing to run: need at least one problem, one restart and one iteration")
+	}
+	return cfg, nil
+}
+
+// fingerprint names the options a checkpointed row depends on.
+func fingerprint(cfg Config) string {
+	return fmt.Sprintf("v1 seed=%d small=%v restarts=%d maxiter=%d autorank=%v variant=%s",
+		cfg.Seed, cfg.Small, cfg.Restarts, cfg.MaxIter, cfg.AutoRank, cfg.Label)
+}
+
+type checkpointLine struct {
+	FP  string `json:"fp"`
+	Row Row    `json:"row"`
+}
+
+func readCheckpoint(path, fp string) (map[key]Row, error) {
+	done := map[key]Row{}
+	f, err := os.Open(path)
+	if os.IsNotExist(err) {
+		return done, nil
+	} else if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<24)
+	for line := 1; sc.Scan(); line++ {
+		var cl checkpointLine
+		if err := json.Unmarshal(sc.Bytes(), &cl); err != nil {
+			return nil, fmt.Errorf("%s line %d: %w (delete it or pass --fresh)", path, line, err)
+		}
+		if cl.FP == fp {
+			done[cl.Row.key()] = cl.Row
+		}
+	}
+	return done, sc.Err()
+}
+
+func run(ctx context.Context, o options) error {
+	cfg, err := configFromOptions(o)
+	if err != nil {
+		return err
+	}
+	if !o.quiet {
+		cfg.Log = func(format string, a ...any) { fmt.Fprintf(os.Stderr, format+"\n", a...) }
+	}
+	fp := fingerprint(cfg)
+	done := map[key]Row{}
+	var emit func(Row) error
+	if o.checkpoint != "" {
+		if err := os.MkdirAll(filepath.Dir(o.checkpoint), 0o755); err != nil {
+			return err
+		}
+		if !o.fresh {
+			if done, err = readCheckpoint(o.checkpoint, fp); err != nil {
+				return err
+			}
+		}
+		flags := os.O_CREATE | os.O_WRONLY | os.O_APPEND
+		if o.fresh {
+			flags |= os.O_TRUNC
+		}
+		f, err := os.OpenFile(o.checkpoint, flags, 0o644)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		emit = func(r Row) error {
+			b, err := json.Marshal(checkpointLine{FP: fp, Row: r})
+			if err != nil {
+				return err
+			}
+			_, err = f.Write(append(b, '\n'))
+			return err
+		}
+	}
+	start := time.Now()
+	rows, err := Run(ctx, cfg, done, emit)
+	if err != nil {
+		return err
+	}
+	if o.out != "" {
+		if err := os.MkdirAll(filepath.Dir(o.out), 0o755); err != nil {
+			return err
+		}
+		if err := writeArrow(o.out, rows, map[string]string{"study": "stress", "em": fp}); err != nil {
+			return err
+		}
+	}
+	md := resultsMarkdown(rows, cfg)
+	if o.docs != "" {
+		if err := writeDocs(o.docs, rows, md); err != nil {
+			return err
+		}
+	}
+	if !o.quiet {
+		fmt.Fprintf(os.Stderr, "%d runs (%.0f s this session)\n", len(rows), time.Since(start).Seconds())
+	}
+	fmt.Print(md)
+	return nil
+}

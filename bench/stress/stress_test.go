@@ -1,0 +1,113 @@
+package main
+
+import (
+	"context"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/psrlcb/psrlcb/arrowio"
+)
+
+// reducedProblems is the number of problems per family of the reduced
+// study: small problems (at most 9 states), K = 2000, H = 3, both
+// behaviours — 24 fits, seconds each on 2 cores.
+const reducedProblems = 4
+
+func reducedConfig() Config {
+	return Config{Families: familiesDefault, Small: true, Problems: reducedProblems, Horizons: []int{3},
+		Behavs: Behaviors, Ks: []int{2000}, Seed: 1, Restarts: 2, MaxIter: 100, Workers: 2}
+}
+
+// TestReducedStudy runs the reduced study and checks what must hold on
+// every run, whatever the fit:
+//   - no policy is worth more than the exact optimum V*;
+//   - the loss decomposition adds up: est + plan + over + bonus is the
+//     normalized regret of PSR-LCB;
+//   - with an exact greedy plan the planning term is ≤ 0 (the model
+//     prefers its own optimum to the true optimal policy);
+//
+// and the study's headline on these easy problems: on uniform logs the
+// median normalized regret of PSR-LCB is at most 0.1.
+func TestReducedStudy(t *testing.T) {
+	if testing.Short() {
+		t.Skip("reduced stress study skipped in -short mode")
+	}
+	cfg := reducedConfig()
+	var got []Row
+	rows, err := Run(context.Background(), cfg, nil, func(r Row) error { got = append(got, r); return nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := len(cfg.Families) * reducedProblems * len(Behaviors); len(rows) != want || len(got) != want {
+		t.Fatalf("%d rows (%d emitted), want %d", len(rows), len(got), want)
+	}
+	const tol = 1e-9
+	for _, r := range rows {
+		for name, v := range map[string]jfloat{"psrlcb": r.PSRLCB, "greedy": r.Greedy, "tabular": r.Tabular} {
+			if float64(v) > float64(r.Optimal)+tol {
+				t.Errorf("%s %d %s: %s value %v above V* %v", r.Family, r.Problem, r.Behavior, name, v, r.Optimal)
+			}
+		}
+		reg := r.Regret(r.PSRLCB)
+		if math.IsNaN(reg) {
+			continue
+		}
+		if sum := r.EstErr() + r.PlanGap() + r.GreedyOver() + r.BonusLoss(); math.Abs(sum-reg) > 1e-9 {
+			t.Errorf("%s %d %s: decomposition adds to %v, regret %v", r.Family, r.Problem, r.Behavior, sum, reg)
+		}
+		if r.PlanGap() > 1e-6 {
+			t.Logf("%s %d %s: the model values π* above its greedy plan by %v (plan exact %v)", r.Family, r.Problem, r.Behavior, r.PlanGap(), r.PlanExact)
+		}
+	}
+	order, g := groups(rows)
+	for _, c := range order {
+		s := summarise(g[c])
+		t.Logf("%s %s: median %.3f p90 %.3f worst %.3f; est %.3f plan %.3f over %.3f bonus %.3f", c.Family, c.Behavior, s.Median, s.P90, s.Worst, s.Est, s.Plan, s.Over, s.Bonus)
+		if c.Behavior == "uniform" && s.Median > 0.1 {
+			t.Errorf("%s uniform: median normalized regret %.3f > 0.1", c.Family, s.Median)
+		}
+	}
+	// The outputs: an Arrow table with one row per run, and the results
+	// spliced into stress.md beside the two plots.
+	dir := t.TempDir()
+	if err := writeArrow(filepath.Join(dir, "s.arrow"), rows, map[string]string{"study": "stress"}); err != nil {
+		t.Fatal(err)
+	}
+	tb, err := arrowio.ReadArrow(filepath.Join(dir, "s.arrow"))
+	if err != nil || tb.Rows() != len(rows) {
+		t.Fatalf("arrow: %v, %d rows", err, tb.Rows())
+	}
+	md := resultsMarkdown(rows, cfg)
+	if err := writeDocs(dir, rows, md); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "stress.md"))
+	if err != nil || !strings.Contains(string(b), "| maze | uniform | 3 | 2000 |") {
+		t.Fatalf("stress.md: %v\n%s", err, b)
+	}
+	// Resuming from the emitted rows runs nothing again.
+	done := map[key]Row{}
+	for _, r := range got {
+		done[r.key()] = r
+	}
+	again, err := Run(context.Background(), cfg, done, func(Row) error { t.Fatal("a finished run ran again"); return nil })
+	if err != nil || len(again) != len(rows) {
+		t.Fatalf("resume: %v, %d rows", err, len(again))
+	}
+}
+
+// TestQuantile checks the interpolated quantile on a hand-sorted sample.
+func TestQuantile(t *testing.T) {
+	xs := []float64{3, math.NaN(), 1, 2, 4}
+	for _, c := range []struct{ q, want float64 }{{0, 1}, {0.5, 2.5}, {0.9, 3.7}, {1, 4}} {
+		if got := quantile(xs, c.q); math.Abs(got-c.want) > 1e-12 {
+			t.Errorf("quantile %v = %v, want %v", c.q, got, c.want)
+		}
+	}
+	if !math.IsNaN(quantile([]float64{math.NaN()}, 0.5)) {
+		t.Error("quantile of no finite value is not NaN")
+	}
+}

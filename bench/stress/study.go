@@ -1,0 +1,397 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"hash/fnv"
+	"math"
+	"strings"
+	"time"
+
+	"github.com/psrlcb/psrlcb/baseline"
+	"github.com/psrlcb/psrlcb/estimate"
+	"github.com/psrlcb/psrlcb/internal/genpomdp"
+	"github.com/psrlcb/psrlcb/pipeline"
+	"github.com/psrlcb/psrlcb/policy"
+	"github.com/psrlcb/psrlcb/pomdp"
+)
+
+// Behaviors are the two behaviour policies: wide and narrow coverage.
+var Behaviors = []string{"uniform", "myopic:0.1"}
+
+// Config is one study.
+type Config struct {
+	Families  []string
+	Small     bool // the reduced families (at most 9 states)
+	Problems  int  // problems per family
+	Horizons  []int
+	Behavs    []string
+	Ks        []int
+	Seed      uint64 // draws the problems
+	Restarts  int
+	MaxIter   int
+	AutoRank  bool // rank by held-out likelihood among 1..8 (the fit default) instead of the true |S|
+	Workers   int
+	Estimate  estimate.Options // extra estimate options (a candidate fix); Rank, Restarts, MaxIter are set from the fields above
+	Label     string           // names the estimate variant in the checkpoint fingerprint
+	Log       func(format string, args ...any)
+	MaxLeaves float64 // skip a problem whose |O|^H·|A|^H history tree is larger (the exact planner's budget)
+}
+
+// Row is one configuration's results. Values are exact expected returns
+// under the true model, in reward units; regrets are normalized,
+// (V* − V)/(V* − V^b).
+type Row struct {
+	Family   string `json:"family"`
+	Problem  int    `json:"problem"`
+	Horizon  int    `json:"horizon"`
+	Behavior string `json:"behavior"`
+	K        int    `json:"k"`
+	States   int    `json:"states"`
+	Actions  int    `json:"actions"`
+	Obs      int    `json:"obs"`
+	Rank     int    `json:"rank"`
+
+	Optimal   jfloat `json:"optimal"` // V*
+	Behav     jfloat `json:"behav"`   // V^b
+	PSRLCB    jfloat `json:"psrlcb"`  // V^π̄, α chosen (auto)
+	Greedy    jfloat `json:"greedy"`  // V^π_g, same model, α = 0
+	Tabular   jfloat `json:"tabular"` // baseline.TabularLCB
+	Alpha     jfloat `json:"alpha"`   // α chosen
+	PlanExact bool   `json:"plan_exact"`
+
+	// The loss decomposition, in reward units (see doc.go):
+	// V* − V^π̄ = EstErr + PlanGap + GreedyOver + BonusLoss.
+	ModelOfOptimal jfloat `json:"model_of_optimal"` // V_θ̂(π*)
+	ModelOfGreedy  jfloat `json:"model_of_greedy"`  // V_θ̂(π_g), the model's own optimum when the plan is exact
+	ModelOfPSRLCB  jfloat `json:"model_of_psrlcb"`  // V_θ̂(π̄)
+
+	// Reward diagnostics: the largest per-(state, action) expected reward
+	// of the true model and of θ̂ (user units), and the per-episode
+	// observation and reward log-likelihoods of θ̂ and of the truth.
+	TrueMaxReward  jfloat `json:"true_max_reward"`
+	ModelMaxReward jfloat `json:"model_max_reward"`
+
+	// The run's reward check (report.RewardCheck): whether the verdict
+	// flagged miscalibrated rewards, the share of checked steps in
+	// miscalibrated cells, and the held-out reward log-likelihood per
+	// episode. Null in rows checkpointed before the check existed.
+	RewardFlagged *bool  `json:"reward_flagged"`
+	MiscalShare   jfloat `json:"miscal_share"`
+	RewardLogLik  jfloat `json:"reward_loglik"`
+
+	FitSeconds jfloat `json:"fit_seconds"`
+}
+
+func (r Row) key() key { return key{r.Family, r.Problem, r.Horizon, r.Behavior, r.K} }
+
+type key struct {
+	Family     string
+	Problem, H int
+	Behavior   string
+	K          int
+}
+
+// jfloat is a float64 that encodes NaN as JSON null (for the checkpoint).
+type jfloat float64
+
+func (f jfloat) MarshalJSON() ([]byte, error) {
+	if math.IsNaN(float64(f)) || math.IsInf(float64(f), 0) {
+		return []byte("null"), nil
+	}
+	return []byte(fmt.Sprintf("%.17g", float64(f))), nil
+}
+
+func (f *jfloat) UnmarshalJSON(b []byte) error {
+	if string(b) == "null" {
+		*f = jfloat(math.NaN())
+		return nil
+	}
+	var v float64
+	if _, err := fmt.Sscan(string(b), &v); err != nil {
+		return err
+	}
+	*f = jfloat(v)
+	return nil
+}
+
+// Regret of a value: (V* − v)/(V* − V^b), NaN when V* = V^b.
+func (r Row) Regret(v jfloat) float64 {
+	gap := float64(r.Optimal - r.Behav)
+	if gap <= 1e-9 {
+		return math.NaN()
+	}
+	return float64(r.Optimal-v) / gap
+}
+
+// Decomposition terms, normalized by V* − V^b.
+func (r Row) EstErr() float64     { return r.norm(r.Optimal - r.ModelOfOptimal) }
+func (r Row) PlanGap() float64    { return r.norm(r.ModelOfOptimal - r.ModelOfGreedy) }
+func (r Row) GreedyOver() float64 { return r.norm(r.ModelOfGreedy - r.Greedy) }
+func (r Row) BonusLoss() float64  { return r.norm(r.Greedy - r.PSRLCB) }
+
+func (r Row) norm(x jfloat) float64 {
+	gap := float64(r.Optimal - r.Behav)
+	if gap <= 1e-9 {
+		return math.NaN()
+	}
+	return float64(x) / gap
+}
+
+// problem is one generated POMDP with its exact references at one horizon.
+type problem struct {
+	family string
+	index  int
+	m      *pomdp.POMDP
+	optVal float64
+	opt    pomdp.PolicyFunc
+	optTab *policy.Policy
+}
+
+func loadProblem(ctx context.Context, cfg Config, family string, i, H int) (*problem, error) {
+	sp, err := genpomdp.Draw(family, cfg.Small, cfg.Seed, i)
+	if err != nil {
+		return nil, err
+	}
+	g, err := genpomdp.Generate(sp)
+	if err != nil {
+		return nil, err
+	}
+	m, err := pomdp.Parse(strings.NewReader(g.Text), fmt.Sprintf("%s-%d", family, i))
+	if err != nil {
+		return nil, err
+	}
+	p := &problem{family: family, index: i, m: m}
+	if p.optVal, p.opt, err = pomdp.OptimalContext(ctx, m, H); err != nil {
+		return nil, err
+	}
+	p.optTab, err = policyTable(ctx, m, H, p.opt)
+	return p, err
+}
+
+// policyTable writes a deterministic policy as a policy tree over the
+// observation histories it reaches with positive probability under m (the
+// observation names, InitSymbol at step 1), so that it can be valued under
+// a fitted model with policy.ModelReturn. Each node's fallback is its own
+// action.
+func policyTable(ctx context.Context, m *pomdp.POMDP, H int, pf pomdp.PolicyFunc) (*policy.Policy, error) {
+	pol := &policy.Policy{Horizon: H}
+	S, O := m.NumStates(), m.NumObs()
+	obs := []int{pomdp.ObsInit}
+	var act []int
+	var rec func(parent int64, b []float64) error
+	rec = func(parent int64, b []float64) error {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		h := len(obs)
+		a := pf(obs, act)
+		id := int64(len(pol.Nodes))
+		name := m.ObsName(obs[h-1])
+		pol.Nodes = append(pol.Nodes, policy.Node{ID: id, Parent: parent, Step: int32(h), Obs: name,
+			Action: m.Actions[a], Fallback: m.Actions[a]})
+		if h == H {
+			return nil
+		}
+		pred := make([]float64, S)
+		for s, bs := range b {
+			for s2 := range S {
+				pred[s2] += bs * m.T[a][s][s2]
+			}
+		}
+		act = append(act, a)
+		for o := range O {
+			post := make([]float64, S)
+			z := 0.0
+			for s2 := range S {
+				post[s2] = pred[s2] * m.O[a][s2][o]
+				z += post[s2]
+			}
+			if z == 0 {
+				continue
+			}
+			for s2 := range post {
+				post[s2] /= z
+			}
+			obs = append(obs, o)
+			if err := rec(id, post); err != nil {
+				return err
+			}
+			obs = obs[:len(obs)-1]
+		}
+		act = act[:len(act)-1]
+		return nil
+	}
+	return pol, rec(-1, append([]float64(nil), m.Start...))
+}
+
+// seedFor derives the simulation and fit seed of a configuration.
+func seedFor(k key, base uint64) uint64 {
+	h := fnv.New64a()
+	fmt.Fprintf(h, "%d|%s|%d|%d|%s|%d", base, k.Family, k.Problem, k.H, k.Behavior, k.K)
+	return h.Sum64()
+}
+
+// fitOptions: the fit defaults (α auto, λ = 1, stationary dynamics) with the
+// EM search cut to the study's budget; the rank is the true |S| unless
+// AutoRank.
+func fitOptions(cfg Config, S int, seed uint64) pipeline.Options {
+	eo := cfg.Estimate
+	eo.Restarts, eo.MaxIter = cfg.Restarts, cfg.MaxIter
+	eo.Rank = S
+	if cfg.AutoRank {
+		eo.Rank = 0
+	}
+	return pipeline.Options{Estimate: eo, Seed: seed, Workers: cfg.Workers}
+}
+
+func runOne(ctx context.Context, cfg Config, p *problem, k key) (Row, error) {
+	m := p.m
+	r := Row{Family: k.Family, Problem: k.Problem, Horizon: k.H, Behavior: k.Behavior, K: k.K,
+		States: m.NumStates(), Actions: m.NumActions(), Obs: m.NumObs(), Optimal: jfloat(p.optVal)}
+	beh, err := pomdp.ParseBehavior(k.Behavior, m)
+	if err != nil {
+		return r, err
+	}
+	vb, err := pomdp.BehaviorValueContext(ctx, m, k.H, beh)
+	if err != nil {
+		return r, err
+	}
+	r.Behav = jfloat(vb)
+	seed := seedFor(k, cfg.Seed)
+	d, err := pomdp.SimulateDataset(ctx, m, k.H, k.K, beh, seed)
+	if err != nil {
+		return r, err
+	}
+	start := time.Now()
+	out, err := pipeline.Fit(ctx, d, nil, fitOptions(cfg, m.NumStates(), seed))
+	if err != nil {
+		return r, fmt.Errorf("fit: %w", err)
+	}
+	r.FitSeconds = jfloat(time.Since(start).Seconds())
+	r.Rank, r.Alpha, r.PlanExact = out.Model.States, jfloat(out.Alpha), out.Plan.Exact
+	gpol, _, err := policy.Plan(ctx, out.Model, out.Bonus.WithAlpha(0), policy.PlanOptions{Workers: cfg.Workers})
+	if err != nil {
+		return r, fmt.Errorf("greedy plan: %w", err)
+	}
+	tab, err := baseline.TabularLCB(ctx, d, baseline.TabularOptions{})
+	if err != nil {
+		return r, fmt.Errorf("tabular: %w", err)
+	}
+	for _, v := range []struct {
+		pol  *policy.Policy
+		true *jfloat
+		mod  *jfloat
+	}{{out.Policy, &r.PSRLCB, &r.ModelOfPSRLCB}, {gpol, &r.Greedy, &r.ModelOfGreedy}, {tab, &r.Tabular, nil}, {p.optTab, nil, &r.ModelOfOptimal}} {
+		if v.true != nil {
+			x, err := pomdp.EvaluatePolicy(ctx, m, k.H, v.pol)
+			if err != nil {
+				return r, err
+			}
+			*v.true = jfloat(x)
+		}
+		if v.mod != nil {
+			x, _, err := policy.ModelReturn(ctx, out.Model, v.pol)
+			if err != nil {
+				return r, err
+			}
+			*v.mod = jfloat(x)
+		}
+	}
+	r.TrueMaxReward, r.ModelMaxReward = jfloat(trueMaxReward(m)), jfloat(modelMaxReward(out.Model))
+	if rc := out.Run.Manifest.RewardCheck; rc != nil {
+		f := rc.Calibration.Flagged
+		r.RewardFlagged, r.MiscalShare, r.RewardLogLik = &f, jfloat(rc.Calibration.MiscalibratedShare), jfloat(rc.RewardLogLik)
+	}
+	return r, nil
+}
+
+func trueMaxReward(m *pomdp.POMDP) float64 {
+	best := math.Inf(-1)
+	S, O := m.NumStates(), m.NumObs()
+	for a := range m.NumActions() {
+		for s := range S {
+			e := 0.0
+			for s2 := range S {
+				for o := range O {
+					e += m.T[a][s][s2] * m.O[a][s2][o] * m.R(a, s, s2, o)
+				}
+			}
+			best = math.Max(best, e)
+		}
+	}
+	return best
+}
+
+func modelMaxReward(m *estimate.Model) float64 {
+	best := math.Inf(-1)
+	b := make([]float64, m.States)
+	for h := 1; h <= m.Horizon; h++ {
+		for s := range m.States {
+			clear(b)
+			b[s] = 1
+			for a := range m.NumActions {
+				best = math.Max(best, m.ExpectedReward(h, b, a))
+			}
+		}
+	}
+	return best
+}
+
+// treeLeaves is |O|^H·|A|^H, the exact planner's history tree.
+func treeLeaves(m *pomdp.POMDP, H int) float64 {
+	return math.Pow(float64(m.NumObs()+1)*float64(m.NumActions()), float64(H))
+}
+
+// Run runs every configuration that done does not hold, calling emit with
+// each finished row, and returns all rows in study order.
+func Run(ctx context.Context, cfg Config, done map[key]Row, emit func(Row) error) ([]Row, error) {
+	var all []Row
+	// Problems outermost, so that a study stopped early has every family
+	// at the same depth.
+	for i := range cfg.Problems {
+		for _, fam := range cfg.Families {
+			for _, H := range cfg.Horizons {
+				var p *problem
+				for _, bs := range cfg.Behavs {
+					for _, K := range cfg.Ks {
+						k := key{fam, i, H, bs, K}
+						if r, ok := done[k]; ok {
+							all = append(all, r)
+							continue
+						}
+						if err := ctx.Err(); err != nil {
+							return all, err
+						}
+						if p == nil {
+							var err error
+							if p, err = loadProblem(ctx, cfg, fam, i, H); err != nil {
+								return all, fmt.Errorf("%s %d: %w", fam, i, err)
+							}
+						}
+						if cfg.MaxLeaves > 0 && treeLeaves(p.m, H) > cfg.MaxLeaves {
+							continue
+						}
+						start := time.Now()
+						r, err := runOne(ctx, cfg, p, k)
+						if err != nil {
+							return all, fmt.Errorf("%v: %w", k, err)
+						}
+						if emit != nil {
+							if err := emit(r); err != nil {
+								return all, err
+							}
+						}
+						if cfg.Log != nil {
+							cfg.Log("%-8s %3d H=%d %-10s K=%-6d S=%-2d %5.1fs regret psrlcb %6.3f greedy %6.3f tabular %6.3f | est %6.3f plan %6.3f over %6.3f bonus %6.3f | max r %.3g vs %.3g",
+								fam, i, H, bs, K, r.States, time.Since(start).Seconds(), r.Regret(r.PSRLCB), r.Regret(r.Greedy), r.Regret(r.Tabular),
+								r.EstErr(), r.PlanGap(), r.GreedyOver(), r.BonusLoss(), float64(r.ModelMaxReward), float64(r.TrueMaxReward))
+						}
+						all = append(all, r)
+					}
+				}
+			}
+		}
+	}
+	return all, nil
+}

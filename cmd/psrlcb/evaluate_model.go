@@ -1,0 +1,67 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"text/tabwriter"
+
+	"github.com/psrlcb/psrlcb/policy"
+	"github.com/psrlcb/psrlcb/report"
+)
+
+// modelEvaluation is evaluate --model's JSON output.
+type modelEvaluation struct {
+	Model       string  `json:"model"`
+	Policy      string  `json:"policy"`
+	PolicyNodes int     `json:"policy_nodes"`
+	Horizon     int     `json:"horizon"`
+	Rank        int     `json:"rank"`
+	ModelValue  float64 `json:"model_value_units"` // E_θ̂^π[Σ r_h], the user's units
+	ModelScaled float64 `json:"model_value"`       // the same on the paper's [0,1] scale
+	Unmatched   float64 `json:"unmatched_mass"`    // model probability of first observations the policy has no row for
+}
+
+// runEvaluateModel values a policy table under a fitted model (a run
+// directory's model.arrow): what the model thinks of any policy, such as
+// the incumbent one.
+func runEvaluateModel(ctx context.Context, w io.Writer, o evaluateOptions) error {
+	if o.pomdp != "" {
+		return usagef("give either --pomdp (a known true model) or --model (a fitted run), not both")
+	}
+	m, err := report.ReadModel(o.model)
+	if err != nil {
+		return err
+	}
+	pol, _, err := policy.ReadFile(o.policy)
+	if err != nil {
+		return err
+	}
+	if o.horizon != 0 && o.horizon != m.Horizon {
+		return usagef("--horizon %d, but the model %s was fitted for horizon %d", o.horizon, o.model, m.Horizon)
+	}
+	if pol.Horizon != 0 && pol.Horizon != m.Horizon {
+		return usagef("%s was planned for horizon %d, the model %s has horizon %d", o.policy, pol.Horizon, o.model, m.Horizon)
+	}
+	v, un, err := policy.ModelReturn(ctx, m, pol)
+	if err != nil {
+		return fmt.Errorf("%s under %s: %w", o.policy, o.model, err)
+	}
+	res := modelEvaluation{Model: o.model, Policy: o.policy, PolicyNodes: len(pol.Nodes), Horizon: m.Horizon, Rank: m.States,
+		ModelValue: v, ModelScaled: m.RescaleReturn(v), Unmatched: un}
+	if o.json {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(res)
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "model\t%s (fitted, rank %d, %d actions, %d observations)\n", o.model, m.States, m.NumActions, m.NumObs)
+	fmt.Fprintf(tw, "policy\t%s (%d nodes)\n", o.policy, len(pol.Nodes))
+	fmt.Fprintf(tw, "horizon\t%d\n", m.Horizon)
+	fmt.Fprintf(tw, "model value\t%.10g (expected return under the fitted model; %.6g on the [0,1] scale)\n", res.ModelValue, res.ModelScaled)
+	if un > 0 {
+		fmt.Fprintf(tw, "unmatched mass\t%.3g (model probability of first observations the policy has no row for; they count as return 0)\n", un)
+	}
+	return tw.Flush()
+}

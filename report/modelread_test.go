@@ -1,0 +1,72 @@
+package report
+
+import (
+	"errors"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"reflect"
+	"testing"
+
+	"github.com/psrlcb/psrlcb/arrowio"
+	"github.com/psrlcb/psrlcb/estimate"
+	"github.com/psrlcb/psrlcb/pessimism/pessimismtest"
+)
+
+// TestReadModelRoundTrip: model.arrow read back gives the model that was
+// written, table for table (categorical and Gaussian rewards, stationary
+// and per-step dynamics), from the file or from its run directory.
+func TestReadModelRoundTrip(t *testing.T) {
+	for i, sp := range []pessimismtest.Spec{
+		{States: 3, Obs: 4, Actions: 2, Horizon: 3},
+		{States: 2, Obs: 3, Actions: 3, Horizon: 2, Stationary: true, Gaussian: true},
+	} {
+		m := pessimismtest.RandomModel(rand.New(rand.NewPCG(uint64(i), 7)), sp)
+		m.ReturnMin, m.ReturnMax = -1.5, 2
+		dir := t.TempDir()
+		if err := arrowio.WriteArrow(filepath.Join(dir, "model.arrow"), ModelTable(m)); err != nil {
+			t.Fatal(err)
+		}
+		for _, path := range []string{dir, filepath.Join(dir, "model.arrow")} {
+			got, err := ReadModel(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := *m
+			want.TestLength = max(m.TestLength, 1)
+			want.Prepare()
+			if !reflect.DeepEqual(got, &want) {
+				t.Fatalf("spec %d: read back\n%+v\nwrote\n%+v", i, got, &want)
+			}
+		}
+	}
+}
+
+// TestReadModelErrors: a file that is not a model, or whose rows do not
+// fit the sizes it declares, is an error naming the file.
+func TestReadModelErrors(t *testing.T) {
+	dir := t.TempDir()
+	other := filepath.Join(dir, "other.arrow")
+	if err := arrowio.WriteArrow(other, Table{Columns: []Column{{Name: "x", Int64: []int64{1}}}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ReadModel(other); err == nil {
+		t.Error("a table without model columns was read as a model")
+	}
+	m := pessimismtest.RandomModel(rand.New(rand.NewPCG(1, 1)), pessimismtest.Spec{States: 2, Obs: 2, Actions: 2, Horizon: 2})
+	tb := ModelTable(m)
+	tb.Meta["psrlcb.states"] = "1" // rows name state 1
+	bad := filepath.Join(dir, "bad.arrow")
+	if err := arrowio.WriteArrow(bad, tb); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ReadModel(bad); err == nil {
+		t.Error("rows outside the declared sizes were accepted")
+	}
+	if _, err := ReadModel(filepath.Join(dir, "missing")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a missing run directory: %v", err)
+	}
+	if _, err := ReadModel(bad); !errors.Is(err, estimate.ErrModel) {
+		t.Errorf("a bad model: %v is not estimate.ErrModel", err)
+	}
+}
