@@ -22,7 +22,8 @@
 //     the staged one to NAME. A process killed between them leaves both
 //     under their hidden names; Recover (called by Create, and by
 //     `psrlcb inspect DIR`) puts the old one back. Staging directories of
-//     processes that no longer run are removed.
+//     processes that no longer run are removed (also from the ancestor
+//     that held them while the parent did not exist).
 package outdir
 
 import (
@@ -128,6 +129,15 @@ func Create(final string, o Options) (*Dir, error) {
 			break
 		}
 		stageIn = up
+	}
+	if stageIn != parent {
+		// Staging directories of killed runs into the same missing
+		// parent lie here.
+		more, err := Recover(filepath.Join(stageIn, filepath.Base(final)))
+		if err != nil {
+			return nil, err
+		}
+		notes = append(notes, more...)
 	}
 	tmp := filepath.Join(stageIn, fmt.Sprintf(".%s%sp%d-%d", filepath.Base(final), partialTag, os.Getpid(), rand.Uint32()))
 	if err := os.Mkdir(tmp, 0o700); err != nil {
