@@ -47,7 +47,7 @@ var ErrExists = errkind.New(errkind.Options, "output directory exists")
 
 // ErrOverlap is returned when the output is, contains or lies inside an
 // input, or is the current directory.
-var ErrOverlap = errkind.New(errkind.Options, "output overlaps an input")
+var ErrOverlap = errkind.New(errkind.Options, "refused output directory")
 
 // Options say what an output directory of the command looks like and what
 // it must stay clear of.
