@@ -430,6 +430,10 @@ func TestConfigNaturalTypes(t *testing.T) {
 			t.Errorf("%q: exit %d: %v", c.text, code, err)
 		}
 	}
+	// A missing file is an I/O error naming the flag.
+	if _, code, err := runCLI(t, "inspect", a, "--config", filepath.Join(root, "absent.yaml")); code != exitIO || !strings.Contains(err.Error(), "--config") {
+		t.Errorf("missing config file: exit %d: %v", code, err)
+	}
 	// A bool flag of inspect, a list of the wrong shape.
 	cfg := filepath.Join(root, "inspect.yaml")
 	os.WriteFile(cfg, []byte("json: true\nhorizon: 2\n"), 0o644)
