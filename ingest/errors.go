@@ -21,7 +21,7 @@ var ErrInvalid = errkind.New(errkind.Data, "invalid trajectory logs")
 
 // ErrSameFile: one file is among the inputs twice (under one name or
 // two). It is a mistake in the call, not in the data.
-var ErrSameFile = errkind.New(errkind.Options, "the same input file")
+var ErrSameFile = errkind.New(errkind.Options, "input file given twice")
 
 // ErrIO matches failures to open or read an input file.
 var ErrIO = errkind.New(errkind.IO, "cannot read input")

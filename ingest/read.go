@@ -54,11 +54,11 @@ func Read(ctx context.Context, files []string, opts Options) (*Dataset, error) {
 			if os.SameFile(prev, st) {
 				f.Close()
 				closeAll(srcs)
-				detail := "given twice"
+				detail := "name each file once"
 				if files[j] != name {
-					detail = fmt.Sprintf("given twice (also as %s)", files[j])
+					detail = fmt.Sprintf("also as %s; name each file once", files[j])
 				}
-				return nil, &FileError{File: name, Err: ErrSameFile, Detail: detail + "; name each file once"}
+				return nil, &FileError{File: name, Err: ErrSameFile, Detail: detail}
 			}
 		}
 		srcs = append(srcs, source{name: name, r: f, size: st.Size()})

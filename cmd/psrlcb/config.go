@@ -44,7 +44,7 @@ func configurable(flags []cli.Flag) ([]cli.Flag, cli.BeforeFunc) {
 func readConfig(path string) (map[string]any, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("--config: %w", err)
 	}
 	vals := map[string]any{}
 	switch strings.ToLower(filepath.Ext(path)) {

@@ -59,7 +59,7 @@ func newExploreCommand() *cli.Command {
 	flags := append(ingestFlags(), roundFlags()...)
 	flags = append(flags,
 		&cli.PathFlag{Name: "out", Aliases: []string{"o"}, Usage: "output `DIR` (written atomically)"},
-		&cli.BoolFlag{Name: "force", Usage: "replace an existing output directory"},
+		&cli.BoolFlag{Name: "force", Usage: "replace an earlier output of explore (a directory holding termination.json and only the files explore writes)"},
 		&cli.Uint64Flag{Name: "seed", Value: 1, Usage: "seed of the EM starts"},
 		&cli.StringFlag{Name: "col-round", Usage: "name of the round column (default: " + explore.RoundColumn + ")"},
 		&cli.StringFlag{Name: "col-explore-step", Usage: "name of the explore_step column (default: " + explore.ExploreStepColumn + ")"},

@@ -23,8 +23,8 @@ import (
 
 func newFitCommand() *cli.Command {
 	flags := append(ingestFlags(),
-		&cli.PathFlag{Name: "out", Aliases: []string{"o"}, Usage: "output directory (written atomically)"},
-		&cli.BoolFlag{Name: "force", Usage: "replace an existing output directory"},
+		&cli.PathFlag{Name: "out", Aliases: []string{"o"}, Usage: "output directory, written atomically; may not be, contain or lie inside an input, nor be the current directory"},
+		&cli.BoolFlag{Name: "force", Usage: "replace an earlier output of fit (a directory holding manifest.json and only the files fit writes); anything else is refused"},
 		&cli.StringFlag{Name: "rank", Value: "auto", Usage: `latent states r of the model, or "auto" to choose by held-out log-likelihood`},
 		&cli.IntFlag{Name: "max-rank", Usage: "largest rank tried by --rank auto (0: the estimate stage's default)"},
 		&cli.StringFlag{Name: "dynamics", Value: estimate.DynamicsStationary, Usage: `"stationary" (one transition/emission table for every step) or "per-step"`},

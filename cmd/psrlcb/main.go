@@ -33,8 +33,8 @@ const (
 
 const exitCodesHelp = `EXIT CODES:
    0    success
-   1    internal error
-   2    usage error (bad flags, arguments or option values)
+   1    internal error (a bug in psrlcb; the message says where to report it)
+   2    usage error (bad flags, arguments, option values or config keys, or a refused --out)
    3    data error (the logs or a model file are invalid; the message names file, episode and step)
    4    I/O error (a file could not be opened, read or written)
    130  interrupted (SIGINT/SIGTERM); nothing partial is left behind

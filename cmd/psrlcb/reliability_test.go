@@ -326,8 +326,8 @@ func TestPanicIsInternalError(t *testing.T) {
 		}
 		defer dir.Abort()
 		os.WriteFile(dir.Path(report.PolicyFile), []byte("half"), 0o644)
-		var m map[string]int
-		m["x"]++ // a bug
+		var s []int
+		s[c.NArg()+3]++ // a bug
 		return nil
 	}})
 	var stdout, stderr bytes.Buffer
@@ -336,7 +336,7 @@ func TestPanicIsInternalError(t *testing.T) {
 		t.Errorf("exit %d, want %d", code, exitInternal)
 	}
 	msg := stderr.String()
-	for _, want := range []string{"internal error", "assignment to entry in nil map", bugReportURL} {
+	for _, want := range []string{"internal error", "index out of range [3]", bugReportURL} {
 		if !strings.Contains(msg, want) {
 			t.Errorf("message lacks %q:\n%s", want, msg)
 		}
@@ -429,6 +429,10 @@ func TestConfigNaturalTypes(t *testing.T) {
 		if code != exitUsage || !strings.Contains(err.Error(), c.key) || !strings.Contains(err.Error(), "--"+c.near) {
 			t.Errorf("%q: exit %d: %v", c.text, code, err)
 		}
+	}
+	// A missing file is an I/O error naming the flag.
+	if _, code, err := runCLI(t, "inspect", a, "--config", filepath.Join(root, "absent.yaml")); code != exitIO || !strings.Contains(err.Error(), "--config") {
+		t.Errorf("missing config file: exit %d: %v", code, err)
 	}
 	// A bool flag of inspect, a list of the wrong shape.
 	cfg := filepath.Join(root, "inspect.yaml")

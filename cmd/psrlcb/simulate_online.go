@@ -24,7 +24,7 @@ func newSimulateOnlineCommand() *cli.Command {
 		&cli.IntFlag{Name: "horizon", Usage: "steps per episode `H` (required)"},
 		&cli.Uint64Flag{Name: "seed", Value: 1, Usage: "random `SEED` of the episodes and the EM starts"},
 		&cli.PathFlag{Name: "out", Aliases: []string{"o"}, Usage: "output `DIR` (required; written atomically)"},
-		&cli.BoolFlag{Name: "force", Usage: "replace an earlier output of simulate-online"},
+		&cli.BoolFlag{Name: "force", Usage: "replace an earlier output of simulate-online (a directory holding rounds.arrow and only the files it writes)"},
 		&cli.IntFlag{Name: "batch", Value: explore.DefaultPerStep, Usage: "episodes per switch step and round (a round collects H·batch)"},
 		&cli.IntFlag{Name: "rounds", Value: explore.DefaultMaxRounds, Usage: "largest number of rounds"},
 		&cli.BoolFlag{Name: "baseline", Usage: "also fit uniformly explored logs of the same size each round and report their regret"},

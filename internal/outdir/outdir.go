@@ -22,7 +22,8 @@
 //     the staged one to NAME. A process killed between them leaves both
 //     under their hidden names; Recover (called by Create, and by
 //     `psrlcb inspect DIR`) puts the old one back. Staging directories of
-//     processes that no longer run are removed.
+//     processes that no longer run are removed (also from the ancestor
+//     that held them while the parent did not exist).
 package outdir
 
 import (
@@ -46,7 +47,7 @@ var ErrExists = errkind.New(errkind.Options, "output directory exists")
 
 // ErrOverlap is returned when the output is, contains or lies inside an
 // input, or is the current directory.
-var ErrOverlap = errkind.New(errkind.Options, "output overlaps an input")
+var ErrOverlap = errkind.New(errkind.Options, "refused output directory")
 
 // Options say what an output directory of the command looks like and what
 // it must stay clear of.
@@ -128,6 +129,15 @@ func Create(final string, o Options) (*Dir, error) {
 			break
 		}
 		stageIn = up
+	}
+	if stageIn != parent {
+		// Staging directories of killed runs into the same missing
+		// parent lie here.
+		more, err := Recover(filepath.Join(stageIn, filepath.Base(final)))
+		if err != nil {
+			return nil, err
+		}
+		notes = append(notes, more...)
 	}
 	tmp := filepath.Join(stageIn, fmt.Sprintf(".%s%sp%d-%d", filepath.Base(final), partialTag, os.Getpid(), rand.Uint32()))
 	if err := os.Mkdir(tmp, 0o700); err != nil {
@@ -347,7 +357,8 @@ func mkdirAll(dir string) ([]string, error) {
 // Abort removes the staged directory; the final one is left as it was.
 func (o *Dir) Abort() { _ = os.RemoveAll(o.Tmp) }
 
-// Recover looks beside final for what killed runs left and repairs it:
+// Recover looks in final's parent for what killed runs into that parent
+// left (for final and any other output name NAME there) and repairs it:
 //
 //   - .NAME.partial-X.old together with .NAME.partial-X and no NAME: a
 //     --force replace was killed between its two renames. The old output
@@ -361,8 +372,7 @@ func (o *Dir) Abort() { _ = os.RemoveAll(o.Tmp) }
 // Entries of a process that still runs are left alone. Recover returns one
 // sentence per repair.
 func Recover(final string) ([]string, error) {
-	final = filepath.Clean(final)
-	parent, base := filepath.Dir(final), filepath.Base(final)
+	parent := filepath.Dir(filepath.Clean(final))
 	entries, err := os.ReadDir(parent)
 	if err != nil {
 		if os.IsNotExist(err) || errors.Is(err, syscall.ENOTDIR) {
@@ -370,55 +380,80 @@ func Recover(final string) ([]string, error) {
 		}
 		return nil, err
 	}
-	prefix := "." + base + partialTag
-	staged := map[string]bool{}
-	var olds []string
+	type leftovers struct {
+		staged map[string]bool
+		olds   []string
+	}
+	byName := map[string]*leftovers{}
 	for _, e := range entries {
 		n := e.Name()
-		if !strings.HasPrefix(n, prefix) || !e.IsDir() {
+		if !e.IsDir() {
 			continue
 		}
-		if pid, ok := stagePID(strings.TrimSuffix(n[len(prefix):], ".old")); !ok || alive(pid) {
+		name, pid, ok := parseStage(n)
+		if !ok || alive(pid) {
 			continue
+		}
+		l := byName[name]
+		if l == nil {
+			l = &leftovers{staged: map[string]bool{}}
+			byName[name] = l
 		}
 		if strings.HasSuffix(n, ".old") {
-			olds = append(olds, n)
+			l.olds = append(l.olds, n)
 		} else {
-			staged[n] = true
+			l.staged[n] = true
 		}
 	}
 	var notes []string
-	for _, old := range olds {
-		oldPath := filepath.Join(parent, old)
-		stage := strings.TrimSuffix(old, ".old")
-		_, finalErr := os.Lstat(final)
-		switch {
-		case staged[stage] && os.IsNotExist(finalErr):
-			if err := os.Rename(oldPath, final); err != nil {
-				return notes, fmt.Errorf("restoring %s from %s: %w", final, oldPath, err)
+	for _, name := range sortedKeysOf(byName) {
+		l := byName[name]
+		target := filepath.Join(parent, name)
+		for _, old := range l.olds {
+			oldPath := filepath.Join(parent, old)
+			stage := strings.TrimSuffix(old, ".old")
+			_, targetErr := os.Lstat(target)
+			switch {
+			case l.staged[stage] && os.IsNotExist(targetErr):
+				if err := os.Rename(oldPath, target); err != nil {
+					return notes, fmt.Errorf("restoring %s from %s: %w", target, oldPath, err)
+				}
+				notes = append(notes, fmt.Sprintf("restored %s from %s, left by a --force run killed while replacing it", target, old))
+			case l.staged[stage]:
+				notes = append(notes, fmt.Sprintf("left %s alone: a --force run was killed while replacing %s, and %s exists again; it holds the previous output", oldPath, target, target))
+				delete(l.staged, stage)
+			default:
+				if err := os.RemoveAll(oldPath); err != nil {
+					return notes, err
+				}
+				notes = append(notes, fmt.Sprintf("removed %s, the replaced output a --force run was killed while deleting", oldPath))
 			}
-			notes = append(notes, fmt.Sprintf("restored %s from %s, left by a --force run killed while replacing it", final, old))
-		case staged[stage]:
-			notes = append(notes, fmt.Sprintf("left %s alone: a --force run was killed while replacing %s, and %s exists again; it holds the previous output", oldPath, final, final))
-			delete(staged, stage)
-			continue
-		default:
-			if err := os.RemoveAll(oldPath); err != nil {
+		}
+		for _, n := range sortedKeysOf(l.staged) {
+			if err := os.RemoveAll(filepath.Join(parent, n)); err != nil {
 				return notes, err
 			}
-			notes = append(notes, fmt.Sprintf("removed %s, the replaced output a --force run was killed while deleting", oldPath))
+			notes = append(notes, fmt.Sprintf("removed %s, the unfinished output of a killed run", filepath.Join(parent, n)))
 		}
-	}
-	for _, n := range sortedKeys(staged) {
-		if err := os.RemoveAll(filepath.Join(parent, n)); err != nil {
-			return notes, err
-		}
-		notes = append(notes, fmt.Sprintf("removed %s, the unfinished output of a killed run", filepath.Join(parent, n)))
 	}
 	return notes, nil
 }
 
-func sortedKeys(m map[string]bool) []string {
+// parseStage splits a staging directory's name .NAME.partial-pPID-RAND
+// (or the same with .old) into NAME and PID.
+func parseStage(n string) (name string, pid int, ok bool) {
+	if !strings.HasPrefix(n, ".") {
+		return "", 0, false
+	}
+	i := strings.LastIndex(n, partialTag)
+	if i <= 1 {
+		return "", 0, false
+	}
+	pid, ok = stagePID(strings.TrimSuffix(n[i+len(partialTag):], ".old"))
+	return n[1:i], pid, ok
+}
+
+func sortedKeysOf[V any](m map[string]V) []string {
 	out := make([]string, 0, len(m))
 	for k := range m {
 		out = append(out, k)

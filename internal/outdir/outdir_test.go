@@ -215,6 +215,9 @@ func TestNothingCreatedBeforeCommit(t *testing.T) {
 	if e := entries(t, root); len(e) != 0 {
 		t.Fatalf("aborted run left %v", e)
 	}
+	// A run killed while staging there left its staging directory in
+	// root; the next run into the same place removes it.
+	os.Mkdir(filepath.Join(root, deadStage("run")), 0o755)
 	commit(t, final, fitLike(false), "manifest.json")
 	if _, err := os.Stat(filepath.Join(final, "manifest.json")); err != nil {
 		t.Fatal(err)
@@ -279,6 +282,24 @@ func TestRecoverKilledSwap(t *testing.T) {
 			t.Error("the new output was touched")
 		}
 	})
+	t.Run("another output in the same parent", func(t *testing.T) {
+		root := t.TempDir()
+		other := filepath.Join(root, "other")
+		stage := filepath.Join(root, deadStage("other"))
+		mk(stage+".old", "manifest.json", "old.arrow")
+		mk(stage, "manifest.json")
+		d, err := Create(filepath.Join(root, "run"), fitLike(false))
+		if err != nil {
+			t.Fatal(err)
+		}
+		d.Abort()
+		if _, err := os.Stat(filepath.Join(other, "old.arrow")); err != nil {
+			t.Errorf("other output not restored: %v (notes %v)", err, d.Notes)
+		}
+		if e := entries(t, root); len(e) != 1 {
+			t.Errorf("left %v", e)
+		}
+	})
 	t.Run("stale staging", func(t *testing.T) {
 		root := t.TempDir()
 		final := filepath.Join(root, "run")
@@ -292,12 +313,12 @@ func TestRecoverKilledSwap(t *testing.T) {
 			t.Fatal(err)
 		}
 		d.Abort()
-		if len(d.Notes) != 1 {
+		if len(d.Notes) != 2 {
 			t.Errorf("notes %v", d.Notes)
 		}
 		got := entries(t, root)
-		if len(got) != 2 {
-			t.Errorf("left %v, want the running process's staging and the other output's", got)
+		if len(got) != 1 {
+			t.Errorf("left %v, want only the running process's staging", got)
 		}
 	})
 }
