@@ -232,7 +232,7 @@ func plotRanks(rows []RankRow) (*plot.Plot, []legendItem, error) {
 		if err != nil {
 			return nil, nil, err
 		}
-		s.Color, s.GlyphStyle.Radius, s.GlyphStyle.Shape = colorAt(5), vg.Points(5), draw.RingGlyph{}
+		s.Color, s.GlyphStyle.Radius, s.GlyphStyle.Shape = colorAt(5), vg.Points(4), draw.CircleGlyph{}
 		p.Add(s)
 		leg = append(leg, legendItem{Label: "chosen rank", Color: css(colorAt(5)), Marker: true})
 	}
