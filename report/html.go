@@ -34,7 +34,6 @@ type policyRowHTML struct {
 
 type htmlData struct {
 	Run        *Run
-	H          Headline
 	Head       []headRow
 	Figures    []htmlFig
 	Verdict    []string
@@ -143,7 +142,7 @@ func WriteHTML(path string, run *Run) error {
 // RenderHTML returns report.html's bytes.
 func RenderHTML(run *Run) ([]byte, error) {
 	h := run.Manifest.Headline
-	d := htmlData{Run: run, H: h, Verdict: Verdict(run)}
+	d := htmlData{Run: run, Verdict: Verdict(run)}
 	add := func(id, title, caption string, p *plot.Plot, leg []legendItem, err error) error {
 		if err != nil {
 			return fmt.Errorf("report: plot %q: %w", title, err)

@@ -41,7 +41,7 @@ code{overflow-wrap:anywhere}
 </style></head><body>
 <h1>psrlcb: policy from logged trajectories</h1>
 <p>Run <code>{{.Run.RunID}}</code>: {{.Summary}}</p>
-<nav><a href="#verdict">verdict</a><a href="#headline">headline</a><a href="#behaviour">compared with the behaviour</a><a href="#policy">policy</a><a href="#evidence">plots</a>{{if .Run.Alphas}}<a href="#alpha">α candidates</a>{{end}}<a href="#glossary">glossary</a><a href="#parameters">parameters</a></nav>
+<nav><a href="#verdict">verdict</a><a href="#headline">headline</a>{{if .Compare}}<a href="#behaviour">compared with the behaviour</a>{{end}}{{if .Policy}}<a href="#policy">policy</a>{{end}}<a href="#evidence">plots</a>{{if .Run.Alphas}}<a href="#alpha">α candidates</a>{{end}}<a href="#glossary">glossary</a><a href="#parameters">parameters</a></nav>
 
 <h2 id="verdict">Verdict</h2>
 <div class="verdict">{{range .Verdict}}<p>{{.}}</p>{{end}}</div>
