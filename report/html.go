@@ -44,8 +44,12 @@ type htmlData struct {
 	Logs       bool
 	Compare    []string
 	Departures []string
-	Glossary   []glossEntry
-	Summary    string
+	// Quarantined are the first maxQuarantinedRows quarantined episodes
+	// (all are in manifest.json), so the page stays small.
+	Quarantined     []Quarantined
+	QuarantinedMore bool
+	Glossary        []glossEntry
+	Summary         string
 }
 
 type glossEntry struct {
@@ -53,6 +57,9 @@ type glossEntry struct {
 	Term template.HTML
 	Text template.HTML
 }
+
+// maxQuarantinedRows bounds the quarantined episodes listed on the page.
+const maxQuarantinedRows = 100
 
 // stageOrder is the pipeline's order of stages (pipeline.Run).
 var stageOrder = []string{"ingest", "select-α", "split", "estimate", "pessimism", "policy", "report"}
@@ -186,6 +193,10 @@ func RenderHTML(run *Run) ([]byte, error) {
 		if err := add("fig-alpha", "α sweep", "Model values of the policy planned with each candidate α, and its importance-weighted value on the held-out episodes (grey). Candidates are evenly spaced on the axis.", p, leg, err); err != nil {
 			return nil, err
 		}
+	}
+	d.Quarantined = run.Manifest.Quarantined
+	if len(d.Quarantined) > maxQuarantinedRows {
+		d.Quarantined, d.QuarantinedMore = d.Quarantined[:maxQuarantinedRows], true
 	}
 	d.Head = headRows(run)
 	for _, k := range sortedKeys(run.Manifest.Parameters) {

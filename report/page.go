@@ -75,9 +75,10 @@ code{overflow-wrap:anywhere}
 {{range .Run.Alphas}}<tr><td class="n">{{num .Alpha 3}}</td><td class="n">{{num .ValueReward 4}}</td><td class="n">{{num .ValueBonus 3}}</td><td class="n">{{num .LCB 4}}</td><td class="n">{{num .IW 4}} [{{num .IWLo 3}}, {{num .IWHi 3}}]</td><td class="n">{{num .ESS 3}}</td><td class="n">{{num .CInf 3}}</td><td>{{if .Chosen}}chosen{{end}}</td></tr>
 {{end}}</table></div>{{end}}
 
-{{if .Run.Manifest.Quarantined}}<h2 id="quarantined">Quarantined episodes</h2>
+{{if .Quarantined}}<h2 id="quarantined">Quarantined episodes</h2>
+{{if .QuarantinedMore}}<p class="muted">The first {{len .Quarantined}} of {{len .Run.Manifest.Quarantined}}; manifest.json lists all.</p>{{end}}
 <div class="scroll"><table><tr><th>episode</th><th>file</th><th class="n">step</th><th>reason</th></tr>
-{{range .Run.Manifest.Quarantined}}<tr><td>{{.EpisodeID}}</td><td>{{.File}}</td><td class="n">{{.Step}}</td><td>{{.Reason}}</td></tr>{{end}}</table></div>{{end}}
+{{range .Quarantined}}<tr><td>{{.EpisodeID}}</td><td>{{.File}}</td><td class="n">{{.Step}}</td><td>{{.Reason}}</td></tr>{{end}}</table></div>{{end}}
 
 {{if .Run.Manifest.Notes}}<h2 id="notes">Notes</h2><ul>{{range .Run.Manifest.Notes}}<li>{{.}}</li>{{end}}</ul>{{end}}
 
