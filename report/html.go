@@ -34,7 +34,6 @@ type policyRowHTML struct {
 
 type htmlData struct {
 	Run        *Run
-	H          Headline
 	Head       []headRow
 	Figures    []htmlFig
 	Verdict    []string
@@ -45,8 +44,12 @@ type htmlData struct {
 	Logs       bool
 	Compare    []string
 	Departures []string
-	Glossary   []glossEntry
-	Summary    string
+	// Quarantined are the first maxQuarantinedRows quarantined episodes
+	// (all are in manifest.json), so the page stays small.
+	Quarantined     []Quarantined
+	QuarantinedMore bool
+	Glossary        []glossEntry
+	Summary         string
 }
 
 type glossEntry struct {
@@ -54,6 +57,9 @@ type glossEntry struct {
 	Term template.HTML
 	Text template.HTML
 }
+
+// maxQuarantinedRows bounds the quarantined episodes listed on the page.
+const maxQuarantinedRows = 100
 
 // stageOrder is the pipeline's order of stages (pipeline.Run).
 var stageOrder = []string{"ingest", "select-α", "split", "estimate", "pessimism", "policy", "report"}
@@ -143,7 +149,7 @@ func WriteHTML(path string, run *Run) error {
 // RenderHTML returns report.html's bytes.
 func RenderHTML(run *Run) ([]byte, error) {
 	h := run.Manifest.Headline
-	d := htmlData{Run: run, H: h, Verdict: Verdict(run)}
+	d := htmlData{Run: run, Verdict: Verdict(run)}
 	add := func(id, title, caption string, p *plot.Plot, leg []legendItem, err error) error {
 		if err != nil {
 			return fmt.Errorf("report: plot %q: %w", title, err)
@@ -188,6 +194,10 @@ func RenderHTML(run *Run) ([]byte, error) {
 			return nil, err
 		}
 	}
+	d.Quarantined = run.Manifest.Quarantined
+	if len(d.Quarantined) > maxQuarantinedRows {
+		d.Quarantined, d.QuarantinedMore = d.Quarantined[:maxQuarantinedRows], true
+	}
 	d.Head = headRows(run)
 	for _, k := range sortedKeys(run.Manifest.Parameters) {
 		d.Params = append(d.Params, [2]string{k, paramValue(run.Manifest.Parameters[k])})
@@ -209,14 +219,14 @@ func headRows(run *Run) []headRow {
 	h := run.Manifest.Headline
 	f := func(x Float) string { return num(float64(x), 4) }
 	rows := []headRow{
-		{Group: "Values of the policy π̄ (expected return of one episode)", Label: "lower confidence bound V<sub>R</sub> − V<sub>b</sub>", Term: "g-lcb", Units: f(h.LCBUnits), Scaled: f(h.LCB)},
+		{Group: "Expected return of one episode, in your units of return", Label: "lower confidence bound V<sub>R</sub> − V<sub>b</sub>", Term: "g-lcb", Units: f(h.LCBUnits), Scaled: f(h.LCB)},
 		{Label: "model value V<sub>R</sub> of π̄", Term: "g-vr", Units: f(h.ModelValueUnits), Scaled: f(h.ModelValue)},
 		{Label: "bonus V<sub>b</sub> of π̄ (pessimism)", Term: "g-vb", Units: num(float64(h.ModelValueUnits-h.LCBUnits), 4), Scaled: f(h.BonusValue)},
 		{Label: "importance-weighted value of π̄ from the logs, 95% interval", Term: "g-iw",
 			Units:  fmt.Sprintf("%s [%s, %s]", f(h.IWValueUnits), f(h.IWLowUnits), f(h.IWHighUnits)),
 			Scaled: fmt.Sprintf("%s [%s, %s]", f(h.IWValue), f(h.IWLow), f(h.IWHigh))},
 		{Label: "behaviour policy's mean return in the logs", Term: "g-behaviour", Units: f(h.BehaviorUnits), Scaled: f(h.BehaviorValue)},
-		{Group: "How far the logs support it", Label: "effective sample size of the importance weights", Term: "g-ess", Units: fmt.Sprintf("%s of %d episodes", num(float64(h.ESS), 3), run.Manifest.Episodes)},
+		{Group: "How far the logs support the policy (counts and ratios)", Label: "effective sample size of the importance weights", Term: "g-ess", Units: fmt.Sprintf("%s of %d episodes", num(float64(h.ESS), 3), run.Manifest.Episodes)},
 		{Label: "C∞ of π̄ (concentrability)", Term: "g-cinf", Units: num(float64(h.CInf), 3)},
 		{Label: "ι, least logged propensity", Term: "g-iota", Units: num(float64(h.Iota), 3)},
 		{Label: "Θ<sub>min</sub> slack", Term: "g-thetamin", Units: num(float64(h.ThetaMinSlack), 3) + " nats"},
@@ -247,7 +257,7 @@ func policyRows(v *PolicyView) ([]policyRowHTML, string, bool) {
 			continue
 		}
 		pr := policyRowHTML{
-			Step: r.Step, IndentPx: 8 + 18*(r.Step-1), Obs: r.Obs, Action: r.Action,
+			Step: r.Step, IndentPx: 6 + 14*(r.Step-1), Obs: r.Obs, Action: r.Action,
 			Reach: pct(r.Reach), Value: num(r.Value, 4), Bonus: num(r.Bonus, 3), LCB: num(r.LCB, 4),
 		}
 		if len(r.History) > 1 {

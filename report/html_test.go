@@ -144,9 +144,10 @@ func TestLoggedVisitsAndView(t *testing.T) {
 	}
 }
 
-// The bonus plot draws quantile summaries: report.html stays small
-// however many episodes the logs hold (200k episodes of 6 steps here,
-// 16 MB with one marker per episode).
+// The bonus plot draws quantile summaries and the page lists at most
+// maxQuarantinedRows quarantined episodes: report.html stays small however
+// many episodes the logs hold (200k episodes of 6 steps here, 16 MB with
+// one marker per episode).
 func TestPageSizeIndependentOfEpisodes(t *testing.T) {
 	if testing.Short() {
 		t.Skip("renders a page over 1.2M values")
@@ -166,6 +167,9 @@ func TestPageSizeIndependentOfEpisodes(t *testing.T) {
 		run.Coverage = append(run.Coverage, CoverageRow{Step: int32(h), CoveredMass: 1, CInf: float64(h)})
 	}
 	run.Manifest.Episodes, run.Manifest.Horizon = K, H
+	for k := 0; k < 50_000; k++ {
+		run.Manifest.Quarantined = append(run.Manifest.Quarantined, Quarantined{EpisodeID: "e", File: "logs.parquet", Step: 3, Reason: "step 3 missing"})
+	}
 	b, err := RenderHTML(run)
 	if err != nil {
 		t.Fatal(err)
@@ -174,6 +178,7 @@ func TestPageSizeIndependentOfEpisodes(t *testing.T) {
 		t.Errorf("report.html is %d bytes for %d episodes", len(b), K)
 	}
 	small := &Run{RunID: "small", BonusSteps: [][]float64{{1e-3, 2e-3}, {1e-3, 3e-3}, {2e-3}, {1e-3}, {1e-3}, {1e-3}}, Coverage: run.Coverage}
+	small.Manifest.Quarantined = run.Manifest.Quarantined[:maxQuarantinedRows]
 	s, err := RenderHTML(small)
 	if err != nil {
 		t.Fatal(err)

@@ -41,25 +41,25 @@ code{overflow-wrap:anywhere}
 </style></head><body>
 <h1>psrlcb: policy from logged trajectories</h1>
 <p>Run <code>{{.Run.RunID}}</code>: {{.Summary}}</p>
-<nav><a href="#verdict">verdict</a><a href="#headline">headline</a><a href="#behaviour">compared with the behaviour</a><a href="#policy">policy</a><a href="#evidence">plots</a>{{if .Run.Alphas}}<a href="#alpha">α candidates</a>{{end}}<a href="#glossary">glossary</a><a href="#parameters">parameters</a></nav>
+<nav><a href="#verdict">verdict</a><a href="#headline">headline</a>{{if .Compare}}<a href="#behaviour">compared with the behaviour</a>{{end}}{{if .Policy}}<a href="#policy">policy</a>{{end}}<a href="#evidence">plots</a>{{if .Run.Alphas}}<a href="#alpha">α candidates</a>{{end}}<a href="#glossary">glossary</a><a href="#parameters">parameters</a></nav>
 
 <h2 id="verdict">Verdict</h2>
 <div class="verdict">{{range .Verdict}}<p>{{.}}</p>{{end}}</div>
 
 <h2 id="headline">Headline figures</h2>
 <div class="scroll"><table>
-<tr><th>figure</th><th class="n">your units of return</th><th class="n"><a href="#g-scale">[0,1] scale</a></th></tr>
+<tr><th>figure</th><th class="n">value</th><th class="n"><a href="#g-scale">[0,1] scale</a></th></tr>
 {{range .Head}}{{if .Group}}<tr><th colspan="3" class="grp">{{.Group}}</th></tr>{{end}}<tr><td><a href="#{{.Term}}">{{.Label}}</a></td><td class="n">{{.Units}}</td><td class="n">{{.Scaled}}</td></tr>
 {{end}}</table></div>
-<p class="muted">Figures without units are counts, ratios or probabilities; each name links to its definition in the <a href="#glossary">glossary</a>.</p>
+<p class="muted">Each name links to its definition in the <a href="#glossary">glossary</a>.</p>
 
 {{if .Compare}}<h2 id="behaviour">Compared with the behaviour</h2>
 {{range .Compare}}<p>{{.}}</p>{{end}}{{if .Departures}}<ul>{{range .Departures}}<li>{{.}}</li>{{end}}</ul>{{end}}{{end}}
 
 {{if .Policy}}<h2 id="policy">The policy</h2>
-<p>The decision tree of π̄: on seeing the observation, after the history that leads to its row (the rows above it, one indent less), take the action. Listed: {{.PolicyOf}}, each under its parent; every node is in <a href="policy.arrow"><code>policy.arrow</code></a> (also <code>psrlcb inspect DIR --policy</code>). Reach is the share of episodes that get there: under the model when following π̄, and in the logs when the behaviour happened to follow π̄ up to there. V<sub>R</sub> is the expected return to go from that step and V<sub>b</sub> the expected bonus of the whole episode given the node, both in your units; LCB = V<sub>R</sub> − V<sub>b</sub>.{{if .Logs}} Highlighted rows take another action than one the logs clearly favour there (see <a href="#behaviour">compared with the behaviour</a>).{{end}}</p>
+<p>The decision tree of π̄: on seeing the observation, after the history that leads to its row (the rows above it, one indent less), take the action. Listed: {{.PolicyOf}}, each under its parent; every node is in <a href="policy.arrow"><code>policy.arrow</code></a> (also <code>psrlcb inspect DIR --policy</code>). Reach is the share of episodes that get there: under the model when following π̄, and in the logs (with the number of episodes) when the behaviour happened to follow π̄ up to there; "logs take this action" is the share of those logged episodes that then took the policy's action. V<sub>R</sub> is the expected return to go from that step and V<sub>b</sub> the expected bonus of the whole episode given the node, both in your units; LCB = V<sub>R</sub> − V<sub>b</sub>.{{if .Logs}} Highlighted rows take another action than one the logs clearly favour there (see <a href="#behaviour">compared with the behaviour</a>).{{end}}</p>
 <div class="scroll"><table class="pol">
-<tr><th class="n">step</th><th>observation<br><span class="muted">after the action above</span></th><th>action</th><th class="n"><a href="#g-reach">reach</a><br>model</th>{{if .Logs}}<th class="n">reach<br>logs (episodes)</th><th class="n">share of logged<br>visits taking it</th>{{end}}<th class="n"><a href="#g-vr">V<sub>R</sub></a></th><th class="n"><a href="#g-vb">V<sub>b</sub></a></th><th class="n"><a href="#g-lcb">LCB</a></th></tr>
+<tr><th class="n">step</th><th>observation</th><th>action</th><th class="n"><a href="#g-reach">reach</a><br>model</th>{{if .Logs}}<th class="n">reach<br>logs</th><th class="n">logs take<br>this action</th>{{end}}<th class="n"><a href="#g-vr">V<sub>R</sub></a></th><th class="n"><a href="#g-vb">V<sub>b</sub></a></th><th class="n"><a href="#g-lcb">LCB</a></th></tr>
 {{range .Policy}}<tr{{if .Departs}} class="dep"{{end}}><td class="n">{{.Step}}</td><td class="hist" style="padding-left:{{.IndentPx}}px">{{if .Prefix}}<span class="pre">{{.Prefix}}</span> {{end}}<b>{{.Obs}}</b></td><td class="act">{{.Action}}{{if .Departs}} <span class="muted">logs: {{.MostLogged}}</span>{{end}}</td><td class="n">{{.Reach}}</td>{{if $.Logs}}<td class="n">{{.Logged}} <span class="muted">({{.LoggedEpisode}})</span></td><td class="n">{{.ActShare}}</td>{{end}}<td class="n">{{.Value}}</td><td class="n">{{.Bonus}}</td><td class="n">{{.LCB}}</td></tr>
 {{end}}</table></div>{{end}}
 
@@ -75,9 +75,10 @@ code{overflow-wrap:anywhere}
 {{range .Run.Alphas}}<tr><td class="n">{{num .Alpha 3}}</td><td class="n">{{num .ValueReward 4}}</td><td class="n">{{num .ValueBonus 3}}</td><td class="n">{{num .LCB 4}}</td><td class="n">{{num .IW 4}} [{{num .IWLo 3}}, {{num .IWHi 3}}]</td><td class="n">{{num .ESS 3}}</td><td class="n">{{num .CInf 3}}</td><td>{{if .Chosen}}chosen{{end}}</td></tr>
 {{end}}</table></div>{{end}}
 
-{{if .Run.Manifest.Quarantined}}<h2 id="quarantined">Quarantined episodes</h2>
+{{if .Quarantined}}<h2 id="quarantined">Quarantined episodes</h2>
+{{if .QuarantinedMore}}<p class="muted">The first {{len .Quarantined}} of {{len .Run.Manifest.Quarantined}}; manifest.json lists all.</p>{{end}}
 <div class="scroll"><table><tr><th>episode</th><th>file</th><th class="n">step</th><th>reason</th></tr>
-{{range .Run.Manifest.Quarantined}}<tr><td>{{.EpisodeID}}</td><td>{{.File}}</td><td class="n">{{.Step}}</td><td>{{.Reason}}</td></tr>{{end}}</table></div>{{end}}
+{{range .Quarantined}}<tr><td>{{.EpisodeID}}</td><td>{{.File}}</td><td class="n">{{.Step}}</td><td>{{.Reason}}</td></tr>{{end}}</table></div>{{end}}
 
 {{if .Run.Manifest.Notes}}<h2 id="notes">Notes</h2><ul>{{range .Run.Manifest.Notes}}<li>{{.}}</li>{{end}}</ul>{{end}}
 

@@ -232,7 +232,7 @@ func plotRanks(rows []RankRow) (*plot.Plot, []legendItem, error) {
 		if err != nil {
 			return nil, nil, err
 		}
-		s.Color, s.GlyphStyle.Radius, s.GlyphStyle.Shape = colorAt(5), vg.Points(5), draw.RingGlyph{}
+		s.Color, s.GlyphStyle.Radius, s.GlyphStyle.Shape = colorAt(5), vg.Points(4), draw.CircleGlyph{}
 		p.Add(s)
 		leg = append(leg, legendItem{Label: "chosen rank", Color: css(colorAt(5)), Marker: true})
 	}
@@ -431,5 +431,15 @@ func plotAlpha(rows []AlphaRow) (*plot.Plot, []legendItem, error) {
 	}
 	p.X.Tick.Marker = plot.ConstantTicks(ticks)
 	p.X.Min, p.X.Max = 0.5, float64(len(rows))+0.5
+	// Quarter ticks on the [0,1] scale, like the table beside it.
+	var yt []plot.Tick
+	for v := math.Floor(p.Y.Min*4) / 4; v <= p.Y.Max+1e-9; v += 0.25 {
+		if v >= p.Y.Min-1e-9 {
+			yt = append(yt, plot.Tick{Value: v, Label: num(v, 3)})
+		}
+	}
+	if len(yt) >= 2 && len(yt) <= 12 {
+		p.Y.Tick.Marker = plot.ConstantTicks(yt)
+	}
 	return p, leg, nil
 }

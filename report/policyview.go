@@ -62,9 +62,7 @@ type PolicyRow struct {
 type PolicyView struct {
 	Rows       []PolicyRow
 	TotalNodes int
-	// ReachShown is the model's reach mass of the listed nodes at the last
-	// step that has any listed node, as a share of that step's mass.
-	Horizon int
+	Horizon    int
 }
 
 // Visits is how the logs walk down π̄'s tree: N[n] counts the episodes
