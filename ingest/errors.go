@@ -28,7 +28,7 @@ var ErrIO = errkind.New(errkind.IO, "cannot read input")
 
 // Data-error classes. Each wraps ErrInvalid.
 var (
-	ErrEmpty            error = invalid("no rows")
+	ErrEmpty            error = invalid("no valid episodes")
 	ErrUnreadable       error = invalid("not a readable Parquet file")
 	ErrMissingColumn    error = invalid("missing column")
 	ErrAmbiguousColumn  error = invalid("ambiguous column")

@@ -218,3 +218,18 @@ func TestCancelled(t *testing.T) {
 		t.Errorf("err = %v, want context.Canceled", err)
 	}
 }
+
+// When every episode is invalid (here the only one, skipped), the message
+// says so and does not start with "no rows": the file has rows.
+func TestAllEpisodesInvalid(t *testing.T) {
+	tb := logTable(false, false)
+	for _, id := range []string{"x1", "x2"} {
+		for h := int64(1); h <= 3; h++ {
+			tb.add(id, h, "o", "a", math.NaN())
+		}
+	}
+	_, err := Read(context.Background(), []string{tb.write(t, tmpPath(t, "bad.parquet"), 0)}, Options{OnInvalid: OnInvalidSkip})
+	if !errors.Is(err, ErrEmpty) || strings.HasPrefix(err.Error(), "no rows") || !strings.Contains(err.Error(), "no valid episodes: all 2 episodes are invalid") {
+		t.Errorf("err = %v", err)
+	}
+}

@@ -309,6 +309,9 @@ func assemble(ctx context.Context, files []*openedFile, chunks []*chunk, opts Op
 		}
 	}
 	if H == 0 {
+		if opts.OnInvalid == OnInvalidSkip && nBad > 0 {
+			return nil, fmt.Errorf("%w: all %d episodes are invalid, the first: %w", ErrEmpty, nBad, failOrEmpty(badEp, orphans, nBad, rows))
+		}
 		return nil, failOrEmpty(badEp, orphans, nBad, rows)
 	}
 	if err := ctx.Err(); err != nil {

@@ -18,4 +18,13 @@
 // resolved option, ingest options included, so the same logs, options and
 // seed give the same run id and byte-identical tables whatever
 // Options.Workers is.
+//
+// Before any fitting, the logs are checked against what the method needs
+// (errors match errkind.Data and say which episode and how many are
+// needed): at least H episodes, one per subset D_h of the split (ErrTooFew,
+// also for a held-out share that leaves too few to fit), rewards within
+// ±MaxAbsReward and returns whose spread double precision resolves
+// (ErrReward). Returns are rescaled to the paper's [0,1] by the range of
+// returns the model can produce, H times the smallest and largest logged
+// reward, or by Options.ReturnRange when the user knows it.
 package pipeline

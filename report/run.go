@@ -126,26 +126,36 @@ type Quarantined struct {
 // the paper's [0,1] scale of R; the *_Units fields are in the user's units
 // of return.
 type Headline struct {
-	LCB             Float `json:"lcb"`
-	ModelValue      Float `json:"model_value"`
-	BonusValue      Float `json:"bonus_value"`
-	IWValue         Float `json:"iw_value"`
-	IWLow           Float `json:"iw_low"`
-	IWHigh          Float `json:"iw_high"`
-	LCBUnits        Float `json:"lcb_units"`
-	ModelValueUnits Float `json:"model_value_units"`
-	IWValueUnits    Float `json:"iw_value_units"`
-	IWLowUnits      Float `json:"iw_low_units"`
-	IWHighUnits     Float `json:"iw_high_units"`
-	BehaviorValue   Float `json:"behavior_value"`
-	BehaviorUnits   Float `json:"behavior_value_units"`
+	LCB             Float  `json:"lcb"`
+	ModelValue      Float  `json:"model_value"`
+	BonusValue      Float  `json:"bonus_value"`
+	IWValue         Float  `json:"iw_value"`
+	IWLow           Float  `json:"iw_low"`
+	IWHigh          Float  `json:"iw_high"`
+	LCBUnits        Float  `json:"lcb_units"`
+	ModelValueUnits Float  `json:"model_value_units"`
+	IWValueUnits    Float  `json:"iw_value_units"`
+	IWLowUnits      Float  `json:"iw_low_units"`
+	IWHighUnits     Float  `json:"iw_high_units"`
+	BehaviorValue   Float  `json:"behavior_value"`
+	BehaviorUnits   Float  `json:"behavior_value_units"`
+	ESS             Float  `json:"ess"`
+	CInf            Float  `json:"c_inf"`
+	Iota            Float  `json:"iota"`
+	IotaEstimated   bool   `json:"iota_estimated"`
+	ThetaMinSlack   Float  `json:"theta_min_slack"`
+	Alpha           Float  `json:"alpha"`
+	Rank            int    `json:"rank"`
+	PlanExact       bool   `json:"plan_exact"`
+	PlanGap         Float  `json:"plan_gap"`
+	Verdict         string `json:"verdict"`
+
 	// BehaviorHigh is the upper end of the 95% interval of the
 	// behaviour's mean return (mean + 1.96 standard errors).
 	BehaviorHigh      Float `json:"behavior_high"`
 	BehaviorHighUnits Float `json:"behavior_high_units"`
 	// ReturnMin and ReturnMax are the smallest and largest logged episode
-	// returns in the user's units (0 and 1 on the [0,1] scale unless a
-	// return range was stated).
+	// returns in the user's units.
 	ReturnMin Float `json:"return_min"`
 	ReturnMax Float `json:"return_max"`
 	// Evidence is what the logs support (EvidenceJustified,
@@ -155,16 +165,6 @@ type Headline struct {
 	// policy) otherwise. policy.arrow always holds π̄, for inspection.
 	Evidence       string `json:"evidence"`
 	Recommendation string `json:"recommendation"`
-	ESS            Float  `json:"ess"`
-	CInf           Float  `json:"c_inf"`
-	Iota           Float  `json:"iota"`
-	IotaEstimated  bool   `json:"iota_estimated"`
-	ThetaMinSlack  Float  `json:"theta_min_slack"`
-	Alpha          Float  `json:"alpha"`
-	Rank           int    `json:"rank"`
-	PlanExact      bool   `json:"plan_exact"`
-	PlanGap        Float  `json:"plan_gap"`
-	Verdict        string `json:"verdict"`
 }
 
 // Outcome is everything a fit produced: the stages' results, which the

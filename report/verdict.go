@@ -23,9 +23,10 @@ const (
 
 // MinEpisodesForClaim is the least number of episodes on which the verdict
 // makes any claim about a new policy. Below it the importance-weighted
-// check can never reach an effective sample size of essAdequate, and the
-// small-K study of docs/validation.md shows the bound too often above the
-// policy's true value; the verdict then keeps the behaviour policy.
+// check can never reach an effective sample size of essAdequate, and every
+// run of the small-K study of docs/validation.md whose bound was above the
+// policy's true value had K = 10; the verdict then keeps the behaviour
+// policy.
 const MinEpisodesForClaim = essAdequate
 
 // Evidence levels (Headline.Evidence) and recommendations
