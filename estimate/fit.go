@@ -235,13 +235,14 @@ func protoModel(d *ingest.Dataset, c *coded, o *Options) *Model {
 	return m
 }
 
-// fitSampleEpisodes: on logs of more episodes, the EM starts and the
+// fitSampleEpisodes: on logs of more episodes fitted in the compact form
+// (large vocabularies, whose E-steps are the cost of a fit), the EM starts and the
 // rank choice run on a seeded sample of this many episodes, and only the
-// best start goes on to convergence on every episode. 2·10⁴ episodes
-// tell good starts from poor ones and rank the ranks' held-out
-// likelihoods while keeping each start's E-steps cheap; the final fit
-// still uses all the data.
-const fitSampleEpisodes = 20_000
+// best start goes on to convergence on every episode; a warm start
+// (Options.Start) goes on alone. 10⁴ episodes tell good starts from poor
+// ones and rank the ranks' held-out likelihoods while keeping each
+// start's E-steps cheap; the final fit still uses all the data.
+const fitSampleEpisodes = 10_000
 
 // sampleIndex returns a seeded, sorted sample of n of the indexes 0..K−1.
 func sampleIndex(K, n int, seed uint64) []int {
@@ -255,12 +256,21 @@ func sampleIndex(K, n int, seed uint64) []int {
 // all episodes) and returns them in start order with the index of the
 // best; the best's result is that of the fit on all episodes.
 func fitAll(ctx context.Context, d *ingest.Dataset, all *coded, proto *Model, S int, o *Options, report func(TraceRow)) ([]emResult, int, error) {
-	if all.K <= fitSampleEpisodes {
+	if all.K <= fitSampleEpisodes || !proto.Compact {
 		rs, err := fitRank(ctx, all, proto, S, o, "all", report)
 		if err != nil {
 			return nil, 0, err
 		}
 		return rs, best(rs), nil
+	}
+	if o.Start != nil {
+		// A warm start is a fit of these logs (or most of them): it needs
+		// no competition on a sample.
+		r := runEM(ctx, all, o.Start, o, o.Workers, TraceRow{Data: "all", Rank: S}, report)
+		if r.err != nil {
+			return nil, 0, r.err
+		}
+		return []emResult{r}, 0, nil
 	}
 	sub := code(d.Subset(sampleIndex(all.K, fitSampleEpisodes, o.Seed)), all.kind, all.values)
 	rs, err := fitRank(ctx, sub, proto, S, o, "sample", report)
@@ -447,11 +457,12 @@ func chooseRank(ctx context.Context, d *ingest.Dataset, kind RewardKind, values 
 	perm := rng.Perm(K)
 	held := append([]int(nil), perm[:nHeld]...)
 	train := append([]int(nil), perm[nHeld:]...)
-	// Large logs: the rank is chosen on samples (fitSampleEpisodes).
-	if len(train) > fitSampleEpisodes {
+	// Large logs in the compact form: the rank is chosen on samples
+	// (fitSampleEpisodes).
+	if proto.Compact && len(train) > fitSampleEpisodes {
 		train = train[:fitSampleEpisodes]
 	}
-	if len(held) > fitSampleEpisodes {
+	if proto.Compact && len(held) > fitSampleEpisodes {
 		held = held[:fitSampleEpisodes]
 	}
 	sort.Ints(held)

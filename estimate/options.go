@@ -320,8 +320,9 @@ type Result struct {
 	Trace []TraceRow
 	// RestartLogLiks are the final log-likelihoods of the starts of the
 	// final fit (on logs of more than fitSampleEpisodes episodes, those of
-	// the starts other than BestRestart are on the sample), in start
-	// order; BestRestart is the one kept.
+	// the starts other than BestRestart are on the sample, and a warm
+	// start is the only start), in start order; BestRestart is the one
+	// kept.
 	RestartLogLiks []float64
 	BestRestart    int
 	// Iterations is the iteration (E-step) number of the kept start's
