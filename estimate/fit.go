@@ -3,7 +3,7 @@ package estimate
 import (
 	"context"
 	"math"
-		"slices"
+	"slices"
 	"sync"
 
 	"github.com/psrlcb/psrlcb/ingest"
