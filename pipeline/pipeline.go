@@ -51,11 +51,10 @@ type Options struct {
 	Version string
 }
 
-// DefaultSelectHeldOut is the share of episodes kept out of the fit to
-// choose α: one in five leaves most data to the model while the held-out
-// importance-weighted estimate still has hundreds of episodes on logs of a
-// few thousand.
-const DefaultSelectHeldOut = 0.2
+// DefaultSelectHeldOut is the share of episodes in part B when choosing
+// α: half, so that the evaluation model θ̂_B that values every candidate's
+// plan (policy.Select) is as well fitted as the planning model θ̂_A.
+const DefaultSelectHeldOut = 0.5
 
 // resolved returns the options with every default filled in, or an
 // ErrOptions error naming the first invalid one. Nothing is read before
@@ -214,14 +213,33 @@ func fit(ctx context.Context, d *ingest.Dataset, inputs []string, opts Options) 
 	popts := pessimism.Options{Lambda: opts.Lambda, Workers: workers}
 	planOpts := policy.PlanOptions{Workers: workers, Budget: opts.PlanBudget}
 
-	// α among candidates: fit on a training part, plan one policy per α
-	// and pick by the importance-weighted lower bound on the held-out part.
+	// Rank: searched once, on a subsample of all episodes; every fit
+	// below starts from the search's model with one start (the search
+	// compared the starts already).
+	var rankChoice *estimate.RankChoice
+	if eopts.Rank == 0 {
+		st.begin("rank", 0)
+		rc, err := estimate.ChooseRank(ctx, d, eopts)
+		if err != nil {
+			return nil, err
+		}
+		rankChoice = rc
+		eopts.Rank = rc.Rank
+		if rc.Model != nil {
+			eopts.Start, eopts.Restarts = rc.Model, 1
+		}
+		st.end()
+	}
+
+	// α among candidates, cross-fitted: fit a model on part A and one on
+	// part B, plan one policy per α with A's model and bonus, and value
+	// each under B's model with B's bonus (policy.Select).
 	if len(candidates) > 1 {
 		st.begin("select-α", 0)
 		perm := split.Permutation(K, opts.Seed^0x5e1ec7)
 		nHeld := int(math.Round(heldFrac * float64(K)))
-		if nHeld < 1 || K-nHeld < H {
-			return nil, fmt.Errorf("%w: %d episodes, but holding out %.0f%% for choosing α needs at least %d (one held out and %d to fit); give --alpha a single value", ErrTooFew, K, 100*heldFrac, minHeldOutEpisodes(heldFrac, H), H)
+		if nHeld < H || K-nHeld < H {
+			return nil, fmt.Errorf("%w: %d episodes, but holding out %.0f%% for choosing α needs at least %d (%d to fit on each side); give --alpha a single value", ErrTooFew, K, 100*heldFrac, minHeldOutEpisodes(heldFrac, H), H)
 		}
 		heldIdx := append([]int(nil), perm[:nHeld]...)
 		trainIdx := append([]int(nil), perm[nHeld:]...)
@@ -242,19 +260,32 @@ func fit(ctx context.Context, d *ingest.Dataset, inputs []string, opts Options) 
 		if err != nil {
 			return nil, err
 		}
+		heldSplits, err := split.Split(held.NumEpisodes(), H, opts.Seed+1)
+		if err != nil {
+			return nil, err
+		}
+		ho := eopts
+		ho.Splits, ho.Start, ho.Rank, ho.Restarts = heldSplits, tfit.Model, tfit.Model.States, 1
+		hfit, err := estimate.Fit(ctx, held, ho)
+		if err != nil {
+			return nil, err
+		}
+		hb, err := pessimism.Build(ctx, hfit.Model, held, heldSplits, popts)
+		if err != nil {
+			return nil, err
+		}
 		if !held.HasPropensity() {
 			// Held-out importance weights need π^b: the fit's estimate.
 			held = withPropensity(held, heldIdx, estimate.EstimateBehavior(d), H)
 		}
-		sel, err := policy.Select(ctx, tfit.Model, tb, held, candidates, policy.SelectOptions{Plan: planOpts})
+		sel, err := policy.Select(ctx, tfit.Model, tb, hfit.Model, hb, held, candidates, policy.SelectOptions{Plan: planOpts, Seed: opts.Seed})
 		if err != nil {
 			return nil, err
 		}
 		out.Selection = sel
 		out.Alpha = sel.Alpha()
-		// Warm-start the final fit from the training fit.
-		eopts.Start = tfit.Model
-		eopts.Rank = tfit.Model.States
+		// The final fit: one start, from the training part's model.
+		eopts.Start, eopts.Rank, eopts.Restarts = tfit.Model, tfit.Model.States, 1
 		st.end()
 	} else if len(candidates) == 1 {
 		out.Alpha = candidates[0]
@@ -273,6 +304,11 @@ func fit(ctx context.Context, d *ingest.Dataset, inputs []string, opts Options) 
 	fit, err := estimate.Fit(ctx, d, eopts)
 	if err != nil {
 		return nil, err
+	}
+	if rankChoice != nil {
+		// The rank rows of the search (fit.arrow kind = rank).
+		fit.RankTable, fit.HeldOutLogLik, fit.RankSearchEpisodes = rankChoice.Table, rankChoice.HeldOutLogLik, rankChoice.Episodes
+		fit.Options.Rank = 0
 	}
 	out.Fit, out.Model = fit, fit.Model
 	st.end()
@@ -337,11 +373,11 @@ func withPropensity(sub *ingest.Dataset, idx []int, prop []float64, H int) *inge
 }
 
 // minHeldOutEpisodes is the least K for which holding out the share frac
-// leaves at least one held-out episode and H to fit (one per split).
+// leaves H episodes on each side (one per split of each side's fit).
 func minHeldOutEpisodes(frac float64, H int) int {
-	for k := H + 1; ; k++ {
+	for k := 2 * H; ; k++ {
 		n := int(math.Round(frac * float64(k)))
-		if n >= 1 && k-n >= H {
+		if n >= H && k-n >= H {
 			return k
 		}
 	}

@@ -88,13 +88,14 @@ func TestRunIDCoversIngestOptions(t *testing.T) {
 }
 
 func TestTooFewEpisodesForHeldOut(t *testing.T) {
-	// Worked by hand: frac 0.2, H 4: K = 5 holds out round(1.0) = 1 and
-	// fits 4. Frac 0.5, H 2: K = 3 holds out round(1.5) = 2 and fits 1 < 2;
-	// K = 4 holds out 2 and fits 2.
+	// Worked by hand (H episodes on each side): frac 0.2, H 4: K = 17
+	// holds out round(3.4) = 3 < 4; K = 18 holds out round(3.6) = 4 and
+	// fits 14. Frac 0.5, H 2: K = 3 holds out round(1.5) = 2 and fits
+	// 1 < 2; K = 4 holds out 2 and fits 2.
 	for _, c := range []struct {
 		frac    float64
 		H, want int
-	}{{0.2, 4, 5}, {0.5, 2, 4}} {
+	}{{0.2, 4, 18}, {0.5, 2, 4}} {
 		if got := minHeldOutEpisodes(c.frac, c.H); got != c.want {
 			t.Errorf("minHeldOutEpisodes(%v, %d) = %d, want %d", c.frac, c.H, got, c.want)
 		}

@@ -188,11 +188,14 @@ func Build(ctx context.Context, d *ingest.Dataset, inputs []string, p Params, ou
 				Alpha: c.Alpha, ValueReward: c.Model.Reward, ValueBonus: c.Model.Bonus, LCB: c.Model.LCB,
 				IW: c.HeldOut.Mean, IWLo: c.HeldOut.Lower, IWHi: c.HeldOut.Upper, ESS: c.HeldOut.ESS,
 				CInf: candidateCInf(c.Policy, dp), Chosen: c.Chosen,
+				CrossReward: c.Cross.Reward, CrossBonus: c.Cross.Bonus, CrossLCB: c.Cross.LCB, Criterion: c.Cross.Criterion, CrossSE: c.Cross.StdErr,
+				Saturated: c.Saturated,
 			})
 		}
 	} else {
 		run.Alphas = []AlphaRow{{Alpha: out.Alpha, ValueReward: val.Reward, ValueBonus: val.Bonus, LCB: val.LCB,
-			IW: iw.Mean, IWLo: iw.Lower, IWHi: iw.Upper, ESS: iw.ESS, CInf: cov.CInf, Chosen: true}}
+			IW: iw.Mean, IWLo: iw.Lower, IWHi: iw.Upper, ESS: iw.ESS, CInf: cov.CInf, Chosen: true,
+			CrossReward: math.NaN(), CrossBonus: math.NaN(), CrossLCB: math.NaN(), Criterion: math.NaN(), CrossSE: math.NaN()}}
 	}
 
 	run.Model = ModelTable(m)
@@ -244,7 +247,10 @@ func notes(d *ingest.Dataset, out *Outcome, p Params) []string {
 		n = append(n, fmt.Sprintf("Θ_min bound on %d prefixes: the fit was mixed with weight %.3g toward the floor model, changing the log-likelihood by %.4g.", tm.Binding, tm.MixWeight, tm.DeltaLogLik))
 	}
 	if out.Selection != nil {
-		n = append(n, fmt.Sprintf("α = %.3g was chosen among %d candidates by the %s, on %.0f%% of episodes held out from a separate fit; the final model was then fitted on all episodes.", out.Alpha, len(out.Selection.Candidates), out.Selection.Criterion, 100*p.SelectHeldOut))
+		n = append(n, fmt.Sprintf("α = %.3g was chosen among %d candidates by the %s (%.0f%% of episodes in the evaluation part); the final model was then fitted on all episodes.", out.Alpha, len(out.Selection.Candidates), out.Selection.Criterion, 100*p.SelectHeldOut))
+		if out.Selection.Reason != "" {
+			n = append(n, out.Selection.Reason)
+		}
 	}
 	if out.Theory != nil {
 		n = append(n, fmt.Sprintf("α is the paper's α̂ = %.4g (β̂ = %.4g, ι = %.4g, γ = %.4g).", out.Theory.Alpha, out.Theory.BetaHat, out.Theory.Iota, out.Theory.Gamma))

@@ -71,7 +71,14 @@ type AlphaRow struct {
 	IW, IWLo, IWHi float64 // importance-weighted value and its 95% interval
 	ESS            float64
 	CInf           float64
-	Chosen         bool
+	// The α selection's figures (policy.Select): the candidate's value,
+	// bonus at its α and lower bound under the model fitted on the other
+	// part of the episodes, the criterion compared and its Monte Carlo
+	// SE, and whether its planning bonus saturated (NaN/false without a
+	// selection).
+	CrossReward, CrossBonus, CrossLCB, Criterion, CrossSE float64
+	Saturated                                             bool
+	Chosen                                                bool
 }
 
 // Manifest is manifest.json.

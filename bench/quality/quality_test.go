@@ -230,7 +230,7 @@ func TestCheckpointAndSplice(t *testing.T) {
 	if err := os.WriteFile(md, []byte(text), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := spliceResults(md, "new"); err != nil {
+	if err := spliceResults(md, "new", "small"); err != nil {
 		t.Fatal(err)
 	}
 	out, _ := os.ReadFile(md)
@@ -241,7 +241,7 @@ func TestCheckpointAndSplice(t *testing.T) {
 	if err := os.WriteFile(md, []byte("no markers"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := spliceResults(md, "new"); err == nil {
+	if err := spliceResults(md, "new", "small"); err == nil {
 		t.Error("splice into a file without markers succeeded")
 	}
 }

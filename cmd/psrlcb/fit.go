@@ -36,7 +36,7 @@ func init() {
 		&cli.StringFlag{Name: "alpha", Value: "auto", Usage: `bonus coefficient α: a number, a list "0,0.3,1", "auto" (a list chosen on held-out episodes) or "theory" (the paper's α̂, needs --gamma)`},
 		&cli.Float64Flag{Name: "lambda", Usage: "regulariser λ of U_h (0: 1)"},
 		&cli.Float64Flag{Name: "gamma", Usage: "γ of the paper's α̂ for --alpha theory"},
-		&cli.Float64Flag{Name: "select-heldout", Usage: "share of episodes held out to choose α among candidates (0: 0.2)"},
+		&cli.Float64Flag{Name: "select-heldout", Usage: "share of episodes in the evaluation part when choosing α among candidates (0: 0.5)"},
 		&cli.Int64Flag{Name: "plan-budget", Usage: "node budget of the exact planner; larger trees are planned approximately with a stated gap (0: default)"},
 		&cli.Uint64Flag{Name: "seed", Value: 1, Usage: "seed of the split, held-out draws and EM starts"},
 		&cli.IntFlag{Name: "workers", Usage: "goroutines (0: all cores); results do not depend on it"},
