@@ -24,7 +24,7 @@ func TestRankAuto(t *testing.T) {
 		t.Fatal(err)
 	}
 	if len(res.RankTable) != 3 {
-		t.Fatalf("rank table has %d rows", len(res.RankTable))
+		t.Fatalf("rank table has %d rows: %+v", len(res.RankTable), res.RankTable)
 	}
 	chosen := 0
 	for _, r := range res.RankTable {

@@ -22,8 +22,8 @@ import (
 //     cut into rankBlocks blocks;
 //  2. ranks 1, 2, 4, 8, … (doubling) are fitted on the training part, each
 //     warm-started from the previous rank's best model with its states
-//     split in two (growModel) beside the usual informed and random
-//     starts, until a doubling does not raise the held-out log-likelihood
+//     split in two (growModel) beside a random and an informed start (at
+//     most rankSearchRestarts starts, EM tolerance at least rankSearchTol), until a doubling does not raise the held-out log-likelihood
 //     by more than its noise (rankNoiseZ standard errors of the paired
 //     block differences), MaxRank is reached, or the work budget is spent;
 //  3. the interval between the last rank that improved and the doubling
@@ -43,10 +43,11 @@ const RankSampleEpisodes = 20000
 
 // DefaultRankBudget is the default work budget of the rank search, in
 // E-step cell updates (episodes × steps × S² summed over every E-step of
-// every start): 1.5e11 is about a minute of one core on the bench
-// machine. The budget is counted, not timed, so the result does not
-// depend on the machine's load.
-const DefaultRankBudget = 1.5e11
+// every start): 10¹⁰ is about a minute on 2 cores (measured ≈ 1.7·10⁷
+// updates/s on a machine loaded ~15-fold, so ≈ 10⁸/s idle). The budget is
+// counted, not timed, so the result does not depend on the machine's
+// load.
+const DefaultRankBudget = 1e10
 
 // rankBlocks is the number of held-out blocks whose paired differences
 // measure the noise of a held-out log-likelihood difference.
@@ -59,6 +60,13 @@ const rankNoiseZ = 2
 // rankSearchRestarts bounds the EM starts per rank of the search (the
 // warm start counts as one).
 const rankSearchRestarts = 3
+
+// rankSearchTol is the least EM tolerance of the search's fits (ten times
+// the default): the fits that follow start from the search's model and
+// converge from there. At 1e-4, EM stopped a 2-state fit of a 2-state
+// problem on its slow start from near the 1-state solution
+// (TestRankAuto), so the search would stop at rank 1.
+const rankSearchTol = 1e-5
 
 type rankTry struct {
 	S      int
@@ -130,12 +138,15 @@ func rankSearch(ctx context.Context, c *coded, proto *Model, o *Options, res *Re
 	work := 0.0
 	so := *o
 	so.Restarts = min(o.Restarts, rankSearchRestarts)
+	so.Tol = max(o.Tol, rankSearchTol)
 	tried := map[int]*rankTry{}
 
 	fitAt := func(S int, from *Model) (*rankTry, error) {
 		if t, ok := tried[S]; ok {
 			return t, nil
 		}
+		// Start 0 is the warm start from the smaller rank with its states
+		// split; then a random and an informed start (fitRank).
 		ro := so
 		ro.Start = nil
 		if from != nil {

@@ -36,6 +36,10 @@ type Options struct {
 	// SelectHeldOut is the share of episodes held out from fitting to
 	// choose α among several candidates (0: DefaultSelectHeldOut).
 	SelectHeldOut float64
+	// LCBCorrection corrects the reported lower bound when α was chosen
+	// among candidates: LCBCorrectionCrossFit (the zero value's default)
+	// or LCBCorrectionNone (the paper's bound at the planning α).
+	LCBCorrection string
 	// PlanBudget is the node budget of the exact planner (0:
 	// policy.DefaultBudget).
 	PlanBudget int64
@@ -51,10 +55,35 @@ type Options struct {
 	Version string
 }
 
+// SelectMaxEpisodes bounds each part of the α selection: on larger logs
+// each part is a seeded subsample of that many episodes. The parts only
+// have to rank the candidates' plans; 10⁵ episodes resolve values to
+// ~10⁻³, and the selection's fits then cost a fixed amount however large K
+// is (the final fit uses every episode).
+const SelectMaxEpisodes = 100000
+
 // DefaultSelectHeldOut is the share of episodes in part B when choosing
 // α: half, so that the evaluation model θ̂_B that values every candidate's
 // plan (policy.Select) is as well fitted as the planning model θ̂_A.
 const DefaultSelectHeldOut = 0.5
+
+// Values of Options.LCBCorrection.
+const (
+	// LCBCorrectionCrossFit: when α was chosen among candidates, the
+	// reported bound of π̄ prices the bonus at the least α_r ≥ α for which
+	// the chosen candidate's bound under the model of part A,
+	// V_{θ̂_A,R}^{π_α} − V_{θ̂_A,α_r b̂_A}^{π_α}, is at most that plan's
+	// bound under the model of part B at α_B = max(α, DefaultAlpha),
+	// V_{θ̂_B,R}^{π_α} − V_{θ̂_B,α_B b̂_B}^{π_α}. It separates the α that
+	// plans (chosen for value) from the α that reports (chosen for
+	// coverage): the gap it closes is the optimism the planning model has
+	// about its own plan (the winner's curse of planning) beyond what data
+	// it never saw support at the default confidence, which the paper's
+	// bonus at a small α does not cover. The policy itself is unchanged.
+	LCBCorrectionCrossFit = "cross-fit"
+	// LCBCorrectionNone reports the paper's bound at the planning α.
+	LCBCorrectionNone = "none"
+)
 
 // resolved returns the options with every default filled in, or an
 // ErrOptions error naming the first invalid one. Nothing is read before
@@ -71,6 +100,13 @@ func (o Options) resolved() (Options, error) {
 	}
 	if !(o.SelectHeldOut > 0 && o.SelectHeldOut < 1) {
 		return o, fmt.Errorf("%w: the held-out share for choosing α must be in (0,1), not %v", ErrOptions, o.SelectHeldOut)
+	}
+	switch o.LCBCorrection {
+	case "":
+		o.LCBCorrection = LCBCorrectionCrossFit
+	case LCBCorrectionCrossFit, LCBCorrectionNone:
+	default:
+		return o, fmt.Errorf("%w: the bound correction must be %q or %q, not %q", ErrOptions, LCBCorrectionCrossFit, LCBCorrectionNone, o.LCBCorrection)
 	}
 	if o.PlanBudget == 0 {
 		o.PlanBudget = policy.DefaultBudget
@@ -112,7 +148,7 @@ func (o Options) params(d *ingest.Dataset) report.Params {
 	}
 	return report.Params{
 		RankOption: rank, AlphaOption: o.Alpha.String(), Gamma: o.Gamma,
-		Lambda: o.Lambda, SelectHeldOut: o.SelectHeldOut, PlanBudget: o.PlanBudget, Seed: o.Seed,
+		Lambda: o.Lambda, SelectHeldOut: o.SelectHeldOut, LCBCorrection: o.LCBCorrection, PlanBudget: o.PlanBudget, Seed: o.Seed,
 		Horizon: d.Horizon, OnInvalid: o.Ingest.OnInvalid, Columns: o.Ingest.Columns,
 		Version: o.Version,
 	}
@@ -231,6 +267,11 @@ func fit(ctx context.Context, d *ingest.Dataset, inputs []string, opts Options) 
 		st.end()
 	}
 
+	var planA *estimate.Model // part A's model and bonus (selection only)
+	var bonusA *pessimism.Bonus
+	var evalB *estimate.Model // part B's model and bonus
+	var bonusB *pessimism.Bonus
+	userRestarts := eopts.Restarts
 	// α among candidates, cross-fitted: fit a model on part A and one on
 	// part B, plan one policy per α with A's model and bonus, and value
 	// each under B's model with B's bonus (policy.Select).
@@ -243,6 +284,9 @@ func fit(ctx context.Context, d *ingest.Dataset, inputs []string, opts Options) 
 		}
 		heldIdx := append([]int(nil), perm[:nHeld]...)
 		trainIdx := append([]int(nil), perm[nHeld:]...)
+		// The permutation is random, so a prefix is a seeded subsample.
+		heldIdx = heldIdx[:min(len(heldIdx), SelectMaxEpisodes)]
+		trainIdx = trainIdx[:min(len(trainIdx), SelectMaxEpisodes)]
 		sort.Ints(heldIdx)
 		sort.Ints(trainIdx)
 		train, held := d.Subset(trainIdx), d.Subset(heldIdx)
@@ -284,6 +328,7 @@ func fit(ctx context.Context, d *ingest.Dataset, inputs []string, opts Options) 
 		}
 		out.Selection = sel
 		out.Alpha = sel.Alpha()
+		planA, bonusA, evalB, bonusB = tfit.Model, tb, hfit.Model, hb
 		// The final fit: one start, from the training part's model.
 		eopts.Start, eopts.Rank, eopts.Restarts = tfit.Model, tfit.Model.States, 1
 		st.end()
@@ -309,6 +354,11 @@ func fit(ctx context.Context, d *ingest.Dataset, inputs []string, opts Options) 
 		// The rank rows of the search (fit.arrow kind = rank).
 		fit.RankTable, fit.HeldOutLogLik, fit.RankSearchEpisodes = rankChoice.Table, rankChoice.HeldOutLogLik, rankChoice.Episodes
 		fit.Options.Rank = 0
+	}
+	// The options as asked (the warm starts set one start per fit).
+	fit.Options.Restarts = userRestarts
+	if fit.Options.Restarts == 0 {
+		fit.Options.Restarts = estimate.DefaultRestarts
 	}
 	out.Fit, out.Model = fit, fit.Model
 	st.end()
@@ -348,6 +398,11 @@ func fit(ctx context.Context, d *ingest.Dataset, inputs []string, opts Options) 
 		return nil, err
 	}
 	out.Policy, out.Plan = pol, stats
+	if out.Selection != nil && opts.LCBCorrection == LCBCorrectionCrossFit {
+		if err := correctBound(ctx, out, planA, bonusA, evalB, bonusB, fit.Model, bonus, opts.Seed); err != nil {
+			return nil, err
+		}
+	}
 	st.end()
 
 	st.begin("report", 0)
@@ -359,6 +414,65 @@ func fit(ctx context.Context, d *ingest.Dataset, inputs []string, opts Options) 
 	run.Manifest.StageTimes = st.times
 	out.Run = run
 	return out, nil
+}
+
+// correctBound applies LCBCorrectionCrossFit: it finds α_r, the least
+// α' ≥ α with V_{θ̂_A,R}^{π_α} − V_{θ̂_A,α' b̂_A}^{π_α} ≤ the chosen
+// candidate's cross-fitted bound V_{θ̂_B,R}^{π_α} − V_{θ̂_B,α_B b̂_B}^{π_α}
+// at α_B = max(α, pessimism.DefaultAlpha) (bisection on the priced
+// rollout; +Inf when even the capped bonus does not reach it), and when
+// α_r > α sets out.Bound to π̄'s bound under the final model at α_r.
+func correctBound(ctx context.Context, out *report.Outcome, planA *estimate.Model, bonusA *pessimism.Bonus, evalB *estimate.Model, bonusB *pessimism.Bonus, m *estimate.Model, bonus *pessimism.Bonus, seed uint64) error {
+	c := out.Selection.Candidates[out.Selection.Chosen]
+	ra, err := policy.ValueUnder(ctx, planA, bonusA, c.Policy, 0, 0, seed)
+	if err != nil {
+		return err
+	}
+	// The target: the plan's bound under B's model at max(α, the default
+	// α), what B's data vouch for at the paper's default confidence.
+	rb, err := policy.ValueUnder(ctx, evalB, bonusB, c.Policy, 0, 0, seed)
+	if err != nil {
+		return err
+	}
+	target := rb.Reward - rb.Bonus(math.Max(out.Alpha, pessimism.DefaultAlpha))
+	ar := calibrateAlpha(func(x float64) float64 { return ra.Reward - ra.Bonus(x) }, out.Alpha, target)
+	if ar == out.Alpha {
+		return nil
+	}
+	rf, err := policy.ValueUnder(ctx, m, bonus, out.Policy, 0, 0, seed)
+	if err != nil {
+		return err
+	}
+	v := policy.Value{Reward: out.Plan.ValueReward, Bonus: rf.Bonus(ar)}
+	v.LCB = v.Reward - v.Bonus
+	out.Bound, out.BoundAlpha = &v, ar
+	return nil
+}
+
+// calibrateAlpha returns the least α' ≥ a with bound(α') ≤ target for a
+// bound non-increasing in α' (to a relative 1e-6, by doubling then
+// bisection): a itself when bound(a) ≤ target, +Inf when no finite α'
+// reaches it (bound(10¹²) > target).
+func calibrateAlpha(bound func(float64) float64, a, target float64) float64 {
+	if bound(a) <= target {
+		return a
+	}
+	if bound(1e12) > target {
+		return math.Inf(1)
+	}
+	lo, hi := a, math.Max(2*a, 1e-3)
+	for bound(hi) > target {
+		lo, hi = hi, 2*hi
+	}
+	for i := 0; i < 100 && hi-lo > 1e-6*hi; i++ {
+		mid := (lo + hi) / 2
+		if bound(mid) <= target {
+			hi = mid
+		} else {
+			lo = mid
+		}
+	}
+	return hi
 }
 
 // withPropensity returns sub with the given full-dataset propensities

@@ -3,6 +3,7 @@ package pipeline
 import (
 	"context"
 	"errors"
+	"math"
 	"path/filepath"
 	"reflect"
 	"testing"
@@ -99,5 +100,20 @@ func TestTooFewEpisodesForHeldOut(t *testing.T) {
 		if got := minHeldOutEpisodes(c.frac, c.H); got != c.want {
 			t.Errorf("minHeldOutEpisodes(%v, %d) = %d, want %d", c.frac, c.H, got, c.want)
 		}
+	}
+}
+
+// TestCalibrateAlpha: bound(x) = 0.8 − 0.1·min(x, 5) reaches 0.5 at x = 3
+// exactly; from a = 4 it is already below; 0.2 is out of reach.
+func TestCalibrateAlpha(t *testing.T) {
+	bound := func(x float64) float64 { return 0.8 - 0.1*math.Min(x, 5) }
+	if got := calibrateAlpha(bound, 0.03, 0.5); math.Abs(got-3) > 1e-5 {
+		t.Errorf("α_r = %v, want 3", got)
+	}
+	if got := calibrateAlpha(bound, 4, 0.5); got != 4 {
+		t.Errorf("α_r = %v, want the planning α 4", got)
+	}
+	if got := calibrateAlpha(bound, 0.03, 0.2); !math.IsInf(got, 1) {
+		t.Errorf("α_r = %v, want +Inf", got)
 	}
 }

@@ -40,9 +40,17 @@ type Rollout struct {
 func (r *Rollout) Bonus(alpha float64) float64 {
 	v := 0.0
 	for i, s := range r.Sums {
-		v += r.Weights[i] * math.Min(alpha*math.Sqrt(s), 1)
+		v += r.Weights[i] * capped(alpha, s)
 	}
 	return v
+}
+
+// capped is min{α·sqrt(s), 1}, 0 when s = 0 (also for α = +Inf).
+func capped(alpha, s float64) float64 {
+	if s <= 0 {
+		return 0
+	}
+	return math.Min(alpha*math.Sqrt(s), 1)
 }
 
 // LCBStdErr is the Monte Carlo standard error of Reward − Bonus(alpha)
@@ -54,7 +62,7 @@ func (r *Rollout) LCBStdErr(alpha float64) float64 {
 	}
 	mean, m2 := 0.0, 0.0
 	for i, s := range r.Sums {
-		x := r.Returns[i] - math.Min(alpha*math.Sqrt(s), 1)
+		x := r.Returns[i] - capped(alpha, s)
 		d := x - mean
 		mean += d / float64(i+1)
 		m2 += d * (x - mean)

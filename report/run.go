@@ -160,6 +160,12 @@ type Outcome struct {
 	Selection *policy.Selection // nil unless α was chosen among candidates
 	Theory    *pessimism.Theory // set for α = theory
 	Alpha     float64
-	Splits    [][]int
-	Run       *Run
+	// Bound, when set, is the reported lower bound of the policy when it
+	// differs from the planner's objective: the cross-fitted correction
+	// of the pipeline prices the bonus at BoundAlpha ≥ Alpha (see
+	// pipeline.LCBCorrectionCrossFit).
+	Bound      *policy.Value
+	BoundAlpha float64
+	Splits     [][]int
+	Run        *Run
 }

@@ -37,6 +37,7 @@ func init() {
 		&cli.Float64Flag{Name: "lambda", Usage: "regulariser λ of U_h (0: 1)"},
 		&cli.Float64Flag{Name: "gamma", Usage: "γ of the paper's α̂ for --alpha theory"},
 		&cli.Float64Flag{Name: "select-heldout", Usage: "share of episodes in the evaluation part when choosing α among candidates (0: 0.5)"},
+		&cli.StringFlag{Name: "lcb-correction", Value: "cross-fit", Usage: `correction of the reported lower bound when α is chosen among candidates: "cross-fit" (price the bonus at the least α that covers the planning model's optimism measured on the held-out part) or "none" (the paper's bound at the chosen α)`},
 		&cli.Int64Flag{Name: "plan-budget", Usage: "node budget of the exact planner; larger trees are planned approximately with a stated gap (0: default)"},
 		&cli.Uint64Flag{Name: "seed", Value: 1, Usage: "seed of the split, held-out draws and EM starts"},
 		&cli.IntFlag{Name: "workers", Usage: "goroutines (0: all cores); results do not depend on it"},
@@ -103,6 +104,10 @@ func fitOptions(c *cli.Context) (pipeline.Options, error) {
 	o.SelectHeldOut = c.Float64("select-heldout")
 	if c.IsSet("select-heldout") && !(o.SelectHeldOut > 0 && o.SelectHeldOut < 1) {
 		return o, usagef("--select-heldout must be in (0,1), not %v", o.SelectHeldOut)
+	}
+	o.LCBCorrection = c.String("lcb-correction")
+	if v := o.LCBCorrection; v != pipeline.LCBCorrectionCrossFit && v != pipeline.LCBCorrectionNone {
+		return o, usagef("--lcb-correction must be %q or %q, not %q", pipeline.LCBCorrectionCrossFit, pipeline.LCBCorrectionNone, v)
 	}
 	o.PlanBudget = c.Int64("plan-budget")
 	if c.IsSet("plan-budget") && o.PlanBudget < 1 {
