@@ -33,7 +33,7 @@ const (
 type options struct {
 	out, docs, pomdpDir, checkpoint string
 	problems, ks, alpha             string
-	tier, rank                      string
+	tier, rank, behaviors           string
 	seeds, restarts, maxIter        int
 	workers                         int
 	reduced, fresh, quiet           bool
@@ -48,6 +48,7 @@ func main() {
 	flag.StringVar(&o.tier, "tier", "small", "\"small\" (the five H = 4 problems: "+problemNames(Problems)+") or \"larger\" ("+problemNames(LargerProblems)+")")
 	flag.StringVar(&o.rank, "rank", "", "\"true\" (the true number of hidden states) or \"auto\" (the CLI default search); default true for the small tier, auto for the larger")
 	flag.StringVar(&o.problems, "problems", "", "comma-separated problems of the tier (default all of them)")
+	flag.StringVar(&o.behaviors, "behaviors", "", "comma-separated behaviour policies (default "+strings.Join(Behaviors, ",")+")")
 	flag.StringVar(&o.ks, "ks", "100,1000,10000,100000", "comma-separated numbers of episodes K")
 	flag.StringVar(&o.alpha, "alpha", "auto", "α of PSR-LCB: auto (the CLI default) or a number (a diagnostic run)")
 	flag.IntVar(&o.seeds, "seeds", 5, "seeds per configuration")
@@ -86,6 +87,12 @@ func configFromOptions(o options) (Config, error) {
 			return cfg, fmt.Errorf("--alpha: %w", err)
 		}
 		cfg.Alpha = a
+	}
+	if o.behaviors != "" {
+		cfg.Behavs = nil
+		for _, b := range strings.Split(o.behaviors, ",") {
+			cfg.Behavs = append(cfg.Behavs, strings.TrimSpace(b))
+		}
 	}
 	tier := Problems
 	switch o.tier {
