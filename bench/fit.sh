@@ -49,6 +49,10 @@ echo "wall time: $(echo "$end - $start" | bc) s (target < $target s)"
 if [ -f "$work/time.txt" ]; then
   rss=$(awk -F: '/Maximum resident/ {gsub(/ /,"",$2); print $2}' "$work/time.txt")
   echo "peak RSS: $((rss / 1024)) MiB (target < 2048 MiB)"
+  # CPU seconds do not grow with the machine's load the way wall time does:
+  # on 2 idle cores the wall time is at least half of them.
+  cpu=$(awk -F: '/User time|System time/ {s += $2} END {printf "%.1f", s}' "$work/time.txt")
+  echo "cpu time (user+sys): $cpu s"
 fi
 echo "stage times (s):"
 grep -o '"stage_seconds": {[^}]*}' -z "$work/run/manifest.json" | tr -d '\0' | tr ',' '\n' | sed 's/"stage_seconds": {//; s/[{}"]//g; s/^ */  /'

@@ -253,6 +253,7 @@ func fit(ctx context.Context, d *ingest.Dataset, inputs []string, opts Options) 
 	// below starts from the search's model with one start (the search
 	// compared the starts already).
 	var rankChoice *estimate.RankChoice
+	userRestarts := eopts.Restarts
 	if eopts.Rank == 0 {
 		st.begin("rank", 0)
 		rc, err := estimate.ChooseRank(ctx, d, eopts)
@@ -271,7 +272,6 @@ func fit(ctx context.Context, d *ingest.Dataset, inputs []string, opts Options) 
 	var bonusA *pessimism.Bonus
 	var evalB *estimate.Model // part B's model and bonus
 	var bonusB *pessimism.Bonus
-	userRestarts := eopts.Restarts
 	// α among candidates, cross-fitted: fit a model on part A and one on
 	// part B, plan one policy per α with A's model and bonus, and value
 	// each under B's model with B's bonus (policy.Select).

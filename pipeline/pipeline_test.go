@@ -3,9 +3,11 @@ package pipeline
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/psrlcb/psrlcb/errkind"
@@ -115,5 +117,58 @@ func TestCalibrateAlpha(t *testing.T) {
 	}
 	if got := calibrateAlpha(bound, 0.03, 0.2); !math.IsInf(got, 1) {
 		t.Errorf("α_r = %v, want +Inf", got)
+	}
+}
+
+// TestDefaultRunRecordsRankSearchAndSelection: with rank and α automatic
+// (the defaults, here with a small rank cap and few iterations), the run
+// records every tried rank (fit.arrow kind = rank), the restarts asked for
+// (not the single warm start of the later fits), a selection whose
+// chosen candidate is not saturated and whose reason names the chosen α,
+// and, with the default bound correction, a reported bound no higher than
+// the planner's own.
+func TestDefaultRunRecordsRankSearchAndSelection(t *testing.T) {
+	if testing.Short() {
+		t.Skip("fits the example logs")
+	}
+	logs := []string{filepath.Join("..", "examples", "tiger-logs.parquet")}
+	o := Options{Estimate: estimate.Options{MaxRank: 3, MaxIter: 40}, Seed: 3}
+	res, err := Run(context.Background(), logs, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := res.Fit.RankTable
+	if len(rows) < 2 || rows[0].Rank != 1 {
+		t.Fatalf("rank rows %+v", rows)
+	}
+	chosen := 0
+	for _, r := range rows {
+		if r.Chosen {
+			chosen++
+			if r.Rank != res.Model.States {
+				t.Errorf("chosen rank %d, model has %d states", r.Rank, res.Model.States)
+			}
+		}
+	}
+	if chosen != 1 || len(res.Run.Ranks) != len(rows) {
+		t.Errorf("%d chosen ranks, %d report rank rows for %d tried", chosen, len(res.Run.Ranks), len(rows))
+	}
+	if got := res.Run.Manifest.Parameters["restarts"]; got != estimate.DefaultRestarts {
+		t.Errorf("restarts recorded %v, want %d", got, estimate.DefaultRestarts)
+	}
+	sel := res.Selection
+	if sel == nil || len(sel.Candidates) != len(pessimism.AutoAlphas()) {
+		t.Fatalf("selection %+v", sel)
+	}
+	c := sel.Candidates[sel.Chosen]
+	if c.Saturated || !strings.Contains(sel.Reason, fmt.Sprintf("α = %g", c.Alpha)) {
+		t.Errorf("chosen %+v, reason %q", c, sel.Reason)
+	}
+	hl := res.Run.Manifest.Headline
+	if planned := res.Plan.ValueReward - res.Plan.ValueBonus; float64(hl.LCB) > planned+1e-12 {
+		t.Errorf("reported bound %v above the planner's %v", hl.LCB, planned)
+	}
+	if res.Bound != nil && !(res.BoundAlpha > res.Alpha) {
+		t.Errorf("bound corrected at α_r %v, not above α %v", res.BoundAlpha, res.Alpha)
 	}
 }
