@@ -211,9 +211,9 @@ func reason(s *Selection) string {
 		return b.String()
 	}
 	if s.EvalAlpha == 0 {
-		fmt.Fprintf(&b, "α = %g was chosen because its policy, planned with the model of one half of the episodes, has the largest value (%.3g on the [0,1] scale) under the model fitted on the other half", c.Alpha, c.Cross.Criterion)
+		fmt.Fprintf(&b, "α = %g was chosen because its policy, planned with the model of one half of the episodes, has the largest value (%.4g on the [0,1] scale) under the model fitted on the other half", c.Alpha, c.Cross.Criterion)
 	} else {
-		fmt.Fprintf(&b, "α = %g was chosen because its policy, planned with the model of one half of the episodes, has the largest cross-fitted bound under the model fitted on the other half: value %.3g − bonus at α_e = %g gives %.3g", c.Alpha, c.Cross.Reward, s.EvalAlpha, c.Cross.Criterion)
+		fmt.Fprintf(&b, "α = %g was chosen because its policy, planned with the model of one half of the episodes, has the largest cross-fitted bound under the model fitted on the other half: value %.3g − bonus at α_e = %g gives %.4g", c.Alpha, c.Cross.Reward, s.EvalAlpha, c.Cross.Criterion)
 	}
 	if c.Cross.StdErr > 0 {
 		fmt.Fprintf(&b, " (Monte Carlo SE %.2g)", c.Cross.StdErr)
@@ -234,7 +234,7 @@ func reason(s *Selection) string {
 		if r.Cross.Criterion == c.Cross.Criterion {
 			fmt.Fprintf(&b, " α = %g planned a policy of the same value; the larger α is kept, its reported bound being the more cautious.", r.Alpha)
 		} else {
-			fmt.Fprintf(&b, " The next best, α = %g, scored %.3g.", r.Alpha, r.Cross.Criterion)
+			fmt.Fprintf(&b, " The next best, α = %g, scored %.4g.", r.Alpha, r.Cross.Criterion)
 		}
 	}
 	if len(sat) > 0 {
