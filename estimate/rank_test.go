@@ -79,3 +79,56 @@ func TestChooseRankMatchesFit(t *testing.T) {
 		}
 	}
 }
+
+// TestRankSearchGrowsPastEight: on logs of a 10-state chain whose
+// observation is its state (each state moves to the next with probability
+// 0.9), no model of 8 states or fewer fits the held-out episodes as well,
+// so the search doubles past 8 and chooses more than 8 states (here up to
+// the cap of 16).
+func TestRankSearchGrowsPastEight(t *testing.T) {
+	if testing.Short() {
+		t.Skip("fits ranks up to 16")
+	}
+	const S = 10
+	m := RandomModel(S, S, 1, 4, true, []float64{0}, 3)
+	for s := 0; s < S; s++ {
+		m.Init[s] = 1.0 / S
+		for o := 0; o < S; o++ {
+			e := 0.0
+			if o == s {
+				e = 1
+			}
+			m.Obs1[s*S+o] = e
+			m.Emit[0][s*S+o] = e
+		}
+		for s2 := 0; s2 < S; s2++ {
+			p := 0.1 / S
+			if s2 == (s+1)%S {
+				p += 0.9
+			}
+			m.Trans[0][s*S+s2] = p
+		}
+	}
+	m.Prepare()
+	d := SampleDataset(m, 2000, 4)
+	res := &Result{}
+	o, err := Options{MaxRank: 16, Restarts: 2, Seed: 1, MaxIter: 100}.withDefaults()
+	if err != nil {
+		t.Fatal(err)
+	}
+	kind, values := rewardSupport(d.Reward)
+	c := code(d, kind, values)
+	S2, sm, err := rankSearch(context.Background(), c, protoModel(d, c, &o), &o, res, func(TraceRow) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("rank rows %+v", res.RankTable)
+	if S2 <= 8 || sm == nil || sm.States != S2 {
+		t.Fatalf("chose rank %d (model %v), want more than 8", S2, sm != nil)
+	}
+	for i := 1; i < len(res.RankTable); i++ {
+		if res.RankTable[i].Rank <= res.RankTable[i-1].Rank {
+			t.Fatalf("rank rows not increasing: %+v", res.RankTable)
+		}
+	}
+}
