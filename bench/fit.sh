@@ -7,10 +7,10 @@
 # Targets: under 2 minutes and 2 GiB peak RSS on 2 cores.
 #
 # With --defaults the fit runs with every option at its default (rank
-# auto: the doubling search on a subsample; α auto: the cross-fitted
-# selection on two halves; four EM starts compared in the rank search, one
-# warm start for each later fit). Target: under 3 minutes and 2 GiB peak
-# RSS on 2 cores.
+# auto: the doubling search on a subsample of 20 000 episodes with three
+# EM starts per rank; α auto: the cross-fitted selection on two parts of at
+# most 10⁵ episodes each; one warm start for each later fit, the final one
+# on all episodes). Target: under 3 minutes and 2 GiB peak RSS on 2 cores.
 #
 #   bash bench/fit.sh            # 1M episodes
 #   bash bench/fit.sh --defaults # 1M episodes, default options
