@@ -397,13 +397,20 @@ func Fit(ctx context.Context, d *ingest.Dataset, opts Options) (*Result, error) 
 			return nil, errorf(ErrOptions, "start model does not match the data, rank and dynamics")
 		}
 	}
+	fo := o
 	if S == 0 {
-		S, err = chooseRank(ctx, d, kind, values, proto, &o, res, report)
+		var sm *Model
+		S, sm, err = rankSearch(ctx, all, proto, &o, res, report)
 		if err != nil {
 			return nil, err
 		}
+		if sm != nil {
+			// The search compared the starts already: one start on all
+			// episodes, from the search's model.
+			fo.Start, fo.Restarts = sm, 1
+		}
 	}
-	rs, b, err := fitAll(ctx, d, all, proto, S, &o, report)
+	rs, b, err := fitAll(ctx, d, all, proto, S, &fo, report)
 	if err != nil {
 		return nil, err
 	}
@@ -441,60 +448,6 @@ func Fit(ctx context.Context, d *ingest.Dataset, opts Options) (*Result, error) 
 	o.Splits, o.Reporter = nil, nil
 	res.Options = o
 	return res, nil
-}
-
-// chooseRank fits ranks 1..MaxRank on a seeded (1−HeldOut) share of the
-// episodes and picks the rank of largest held-out log-likelihood.
-func chooseRank(ctx context.Context, d *ingest.Dataset, kind RewardKind, values []float64, proto *Model, o *Options, res *Result, report func(TraceRow)) (int, error) {
-	K := d.NumEpisodes()
-	nHeld := int(math.Round(o.HeldOut * float64(K)))
-	if nHeld < 1 || K-nHeld < 1 {
-		// Too few episodes to hold any out: the smallest rank that can
-		// still represent memory.
-		return min(2, o.MaxRank), nil
-	}
-	rng := rand.New(rand.NewPCG(o.Seed, 0x4e1d))
-	perm := rng.Perm(K)
-	held := append([]int(nil), perm[:nHeld]...)
-	train := append([]int(nil), perm[nHeld:]...)
-	// Large logs in the compact form: the rank is chosen on samples
-	// (fitSampleEpisodes).
-	if proto.Compact && len(train) > fitSampleEpisodes {
-		train = train[:fitSampleEpisodes]
-	}
-	if proto.Compact && len(held) > fitSampleEpisodes {
-		held = held[:fitSampleEpisodes]
-	}
-	sort.Ints(held)
-	sort.Ints(train)
-	tr := code(d.Subset(train), kind, values)
-	ho := code(d.Subset(held), kind, values)
-	maxR := o.MaxRank
-	bestR, bestLL := 0, math.Inf(-1)
-	for S := 1; S <= maxR; S++ {
-		rs, err := fitRank(ctx, tr, proto, S, o, "train", report)
-		if err != nil {
-			return 0, err
-		}
-		b := best(rs)
-		for _, r := range rs {
-			res.Trace = append(res.Trace, r.trace...)
-		}
-		st, err := newKernel(rs[b].model, ho).estep(ctx, ho, o.Workers)
-		if err != nil {
-			return 0, err
-		}
-		res.RankTable = append(res.RankTable, RankRow{Rank: S, TrainLogLik: rs[b].ll, HeldOutLogLik: st.ll})
-		if st.ll > bestLL {
-			bestR, bestLL = S, st.ll
-		}
-	}
-	if bestR == 0 {
-		bestR = 1
-	}
-	res.RankTable[bestR-1].Chosen = true
-	res.HeldOutLogLik = bestLL
-	return bestR, nil
 }
 
 func checkSplits(splits [][]int, K, H int) error {

@@ -26,6 +26,7 @@ type Params struct {
 	Gamma         float64 // γ of the paper's α̂ (α = theory only)
 	Lambda        float64 // λ of U_h
 	SelectHeldOut float64 // share of episodes held out to choose α
+	LCBCorrection string  // correction of the reported bound ("" or "none": none)
 	PlanBudget    int64   // node budget of the exact planner
 	Planner       string  // "exact", "belief" or "auto"
 	PlanRows      int64   // row budget of the belief planner's policy table
@@ -87,6 +88,9 @@ func parameters(p Params, out *Outcome) map[string]any {
 	if out.Selection != nil {
 		m["alpha_criterion"] = out.Selection.Criterion
 	}
+	if p.LCBCorrection != "" {
+		m["lcb_correction"] = p.LCBCorrection
+	}
 	return m
 }
 
@@ -127,6 +131,9 @@ func Build(ctx context.Context, d *ingest.Dataset, inputs []string, p Params, ou
 	// carry the planner's stated gap (policy.ModelValue would enumerate
 	// every observation sequence, |O|^H of them).
 	val := policy.Value{Reward: out.Plan.ValueReward, Bonus: out.Plan.ValueBonus, LCB: out.Plan.ValueReward - out.Plan.ValueBonus}
+	if out.Bound != nil {
+		val = *out.Bound
+	}
 	iw, err := policy.IWEstimate(m, pol, dp, policy.DefaultZ)
 	if err != nil {
 		return nil, err
@@ -217,11 +224,14 @@ func Build(ctx context.Context, d *ingest.Dataset, inputs []string, p Params, ou
 				Alpha: c.Alpha, ValueReward: c.Model.Reward, ValueBonus: c.Model.Bonus, LCB: c.Model.LCB,
 				IW: c.HeldOut.Mean, IWLo: c.HeldOut.Lower, IWHi: c.HeldOut.Upper, ESS: c.HeldOut.ESS,
 				CInf: candidateCInf(c.Policy, dp), Chosen: c.Chosen,
+				CrossReward: c.Cross.Reward, CrossBonus: c.Cross.Bonus, CrossLCB: c.Cross.LCB, Criterion: c.Cross.Criterion, CrossSE: c.Cross.StdErr,
+				Saturated: c.Saturated,
 			})
 		}
 	} else {
 		run.Alphas = []AlphaRow{{Alpha: out.Alpha, ValueReward: val.Reward, ValueBonus: val.Bonus, LCB: val.LCB,
-			IW: iw.Mean, IWLo: iw.Lower, IWHi: iw.Upper, ESS: iw.ESS, CInf: cov.CInf, Chosen: true}}
+			IW: iw.Mean, IWLo: iw.Lower, IWHi: iw.Upper, ESS: iw.ESS, CInf: cov.CInf, Chosen: true,
+			CrossReward: math.NaN(), CrossBonus: math.NaN(), CrossLCB: math.NaN(), Criterion: math.NaN(), CrossSE: math.NaN()}}
 	}
 
 	run.Model = withMerged(ModelTable(m), d.Merged)
@@ -330,7 +340,13 @@ func notes(d *ingest.Dataset, out *Outcome, p Params) []string {
 		n = append(n, fmt.Sprintf("Θ_min bound on %d prefixes: the fit was mixed with weight %.3g toward the floor model, changing the log-likelihood by %.4g.", tm.Binding, tm.MixWeight, tm.DeltaLogLik))
 	}
 	if out.Selection != nil {
-		n = append(n, fmt.Sprintf("α = %.3g was chosen among %d candidates by the %s, on %.0f%% of episodes held out from a separate fit; the final model was then fitted on all episodes.", out.Alpha, len(out.Selection.Candidates), out.Selection.Criterion, 100*p.SelectHeldOut))
+		n = append(n, fmt.Sprintf("α = %.3g was chosen among %d candidates by the %s (%.0f%% of episodes in the evaluation part); the final model was then fitted on all episodes.", out.Alpha, len(out.Selection.Candidates), out.Selection.Criterion, 100*p.SelectHeldOut))
+		if out.Selection.Reason != "" {
+			n = append(n, out.Selection.Reason)
+		}
+	}
+	if out.Bound != nil {
+		n = append(n, fmt.Sprintf("The reported lower bound prices the bonus at α = %.3g instead of the planning α = %.3g: at the planning α, the bound of the chosen candidate's plan under the model of one half was above what the model of the other half supports for that plan (its bound at α = max(α, 1)), so the bonus did not cover the model's optimism about its own plan; α = %.3g is the least that does (--lcb-correction cross-fit; the policy is unchanged).", out.BoundAlpha, out.Alpha, out.BoundAlpha))
 	}
 	if rt := out.Fit.RankTable; len(rt) > 1 {
 		chosen := 0
