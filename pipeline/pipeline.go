@@ -328,8 +328,8 @@ func fit(ctx context.Context, d *ingest.Dataset, inputs []string, opts Options) 
 		eopts.Rank = rc.Rank
 		// Warm starts need a model that knows every logged reward value;
 		// a search on a subsample of small logs may have missed one.
-		if rc.Model != nil && rewardSupportOf(rc.Model, d.Reward) {
-			eopts.Start, eopts.Restarts = rc.Model, 1
+		if rc.Model != nil {
+			eopts = warmStart(eopts, rc.Model, d, userRestarts)
 		}
 		st.end()
 	}
@@ -341,6 +341,12 @@ func fit(ctx context.Context, d *ingest.Dataset, inputs []string, opts Options) 
 	// α among candidates, cross-fitted: fit a model on part A and one on
 	// part B, plan one policy per α with A's model and bonus, and value
 	// each under B's model with B's bonus (policy.Select).
+	if need := minHeldOutEpisodes(heldFrac, H); len(candidates) > 1 && alpha.Mode == pessimism.AlphaAuto && K < need {
+		// Too few episodes to choose α on held-out ones: the default α,
+		// said in the report (an explicit list is an error below).
+		candidates = []float64{pessimism.DefaultAlpha}
+		out.Notes = append(out.Notes, fmt.Sprintf("α = %g, the default: %s are too few to choose α on held-out episodes (that needs at least %d).", pessimism.DefaultAlpha, plural(K, "episode"), need))
+	}
 	if len(candidates) > 1 {
 		st.begin("select-α", emBudget(eopts))
 		perm := split.Permutation(K, opts.Seed^0x5e1ec7)
@@ -361,6 +367,9 @@ func fit(ctx context.Context, d *ingest.Dataset, inputs []string, opts Options) 
 			return nil, err
 		}
 		to := eopts
+		if to.Start != nil {
+			to = warmStart(to, to.Start, train, userRestarts)
+		}
 		to.Splits = trainSplits
 		to.Reporter = newEMProgress(prog, to)
 		tfit, err := estimate.Fit(ctx, train, to)
@@ -377,8 +386,8 @@ func fit(ctx context.Context, d *ingest.Dataset, inputs []string, opts Options) 
 		if err != nil {
 			return nil, err
 		}
-		ho := eopts
-		ho.Splits, ho.Start, ho.Rank, ho.Restarts = heldSplits, tfit.Model, tfit.Model.States, 1
+		ho := warmStart(eopts, tfit.Model, held, userRestarts)
+		ho.Splits, ho.Rank = heldSplits, tfit.Model.States
 		hfit, err := estimate.Fit(ctx, held, ho)
 		if err != nil {
 			return nil, err
@@ -401,9 +410,7 @@ func fit(ctx context.Context, d *ingest.Dataset, inputs []string, opts Options) 
 		// The final fit: one start, from the training part's model, when
 		// the training episodes saw the same reward values as all of them
 		// (on small logs they may not, and the start would not fit).
-		if rewardSupportOf(tfit.Model, d.Reward) {
-			eopts.Start, eopts.Restarts = tfit.Model, 1
-		}
+		eopts = warmStart(eopts, tfit.Model, d, userRestarts)
 		eopts.Rank = tfit.Model.States
 		st.end()
 	} else if len(candidates) == 1 {
@@ -586,4 +593,17 @@ func minHeldOutEpisodes(frac float64, H int) int {
 			return k
 		}
 	}
+}
+
+// warmStart returns o starting once from m when m knows exactly the reward
+// values logged in d (a fit on a subset of small logs may have missed one,
+// or d may miss one of m's, and the start would not fit); otherwise o
+// without a start model and with the restarts asked for.
+func warmStart(o estimate.Options, m *estimate.Model, d *ingest.Dataset, restarts int) estimate.Options {
+	if rewardSupportOf(m, d.Reward) {
+		o.Start, o.Restarts = m, 1
+	} else {
+		o.Start, o.Restarts = nil, restarts
+	}
+	return o
 }

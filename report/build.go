@@ -273,7 +273,7 @@ func Build(ctx context.Context, d *ingest.Dataset, inputs []string, p Params, ou
 		ThetaMinSlack: Float(out.Fit.ThetaMin.Slack), Alpha: Float(out.Alpha), Rank: m.States,
 		PlanExact: out.Plan.Exact, PlanGap: Float(out.Plan.GapBound),
 	}
-	man.Notes = notes(d, out, p)
+	man.Notes = append(notes(d, out, p), out.Notes...)
 	if n := len(d.Merged); n > 0 {
 		steps := int64(0)
 		for _, s := range d.Merged {
@@ -346,7 +346,12 @@ func notes(d *ingest.Dataset, out *Outcome, p Params) []string {
 		}
 	}
 	if out.Bound != nil {
-		n = append(n, fmt.Sprintf("The reported lower bound prices the bonus at α = %.3g instead of the planning α = %.3g: at the planning α, the bound of the chosen candidate's plan under the model of one half was above what the model of the other half supports for that plan (its bound at α = max(α, 1)), so the bonus did not cover the model's optimism about its own plan; α = %.3g is the least that does (--lcb-correction cross-fit; the policy is unchanged).", out.BoundAlpha, out.Alpha, out.BoundAlpha))
+		why := fmt.Sprintf("at the planning α = %.3g, the bound of the chosen candidate's plan under the model of one half was above what the model of the other half supports for that plan (its bound at α = max(α, 1)), so the bonus did not cover the model's optimism about its own plan", out.Alpha)
+		if math.IsInf(out.BoundAlpha, 1) {
+			n = append(n, "The reported lower bound charges the bonus at its cap of 1 (the whole return range) on every trajectory, so it is vacuous: "+why+", and no finite α covers it (--lcb-correction cross-fit; the policy is unchanged).")
+		} else {
+			n = append(n, fmt.Sprintf("The reported lower bound prices the bonus at α = %.3g instead of the planning α = %.3g: %s; α = %.3g is the least that does (--lcb-correction cross-fit; the policy is unchanged).", out.BoundAlpha, out.Alpha, why, out.BoundAlpha))
+		}
 	}
 	if rt := out.Fit.RankTable; len(rt) > 1 {
 		chosen := 0

@@ -196,4 +196,7 @@ type Outcome struct {
 	// RewardCheck is the model check on rewards (held out when α was
 	// chosen among candidates; see CheckRewards).
 	RewardCheck *RewardCheck
+	// Notes are the stages' own notes for the report (a default they fell
+	// back to, say).
+	Notes []string
 }
