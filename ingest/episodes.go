@@ -372,3 +372,7 @@ func (d *Dataset) append(e *Dataset) {
 		d.Propensity = append(d.Propensity, e.Propensity...)
 	}
 }
+
+// ErrorClass is the error class (ErrNull, ErrStepGap, …) whose message is
+// msg, or nil: how an EpisodeError's Err travels between machines.
+func ErrorClass(msg string) error { return classes[msg] }
