@@ -51,6 +51,9 @@ type Runner struct {
 	// ShardEpisodes is the number of episodes per shard (default
 	// DefaultShardEpisodes).
 	ShardEpisodes int
+	// DriverIngest: the command reads the logs in the driver (ingest.Read)
+	// rather than with Runner.Ingest.
+	DriverIngest bool
 
 	mu      sync.Mutex
 	dir     string // this run's directory under WorkDir

@@ -25,6 +25,7 @@ var runners = []string{"local", "prism", "flink", "spark", "dataflow", "universa
 // fitConfig holds the flags of fit.
 type fitConfig struct {
 	runner, out, rank, dynamics, alpha, onInvalid, workDir *string
+	ingestOn                                               *string
 	force                                                  *bool
 	maxRank, restarts, maxIter, horizon, shardEpisodes     *int
 	workers                                                *int
@@ -53,6 +54,7 @@ func registerFlags(fs *flag.FlagSet) *fitConfig {
 		workers:       fs.Int("workers", 0, "goroutines of the driver (0: all cores)"),
 		horizon:       fs.Int("horizon", 0, "episode length H (0: the largest step in the logs)"),
 		onInvalid:     fs.String("on-invalid", ingest.OnInvalidFail, `"fail" or "skip" (quarantine invalid episodes)`),
+		ingestOn:      fs.String("ingest", "", `where the logs are read and validated: "beam" (a pipeline; default with a Beam runner) or "driver" (this process, as psrlcb fit)`),
 		workDir:       fs.String("work-dir", "", "where the episode shards and pass results go; every worker must read it (gs://…, s3://… on a cluster; default: --temp_location, else a local temporary directory)"),
 		shardEpisodes: fs.Int("shard-episodes", psrbeam.DefaultShardEpisodes, "episodes per shard, the unit of work of a pass"),
 		dialTimeout:   fs.Duration("endpoint-timeout", 5*time.Second, "how long to try reaching --endpoint before failing"),
@@ -154,6 +156,19 @@ func runFit(ctx context.Context, c *fitConfig, args []string, stdout, stderr io.
 	if err != nil {
 		return err
 	}
+	switch *c.ingestOn {
+	case "":
+	case "driver":
+		if br != nil {
+			br.DriverIngest = true
+		}
+	case "beam":
+		if br == nil {
+			return usagef("--ingest beam needs a Beam runner (--runner prism, flink, …)")
+		}
+	default:
+		return usagef(`--ingest must be "beam" or "driver", not %q`, *c.ingestOn)
+	}
 	files, err := ingest.Expand(args)
 	if err != nil {
 		return err
@@ -189,7 +204,11 @@ func ingestOpts(c *fitConfig) ingest.Options {
 // when it is set.
 func fitLogs(ctx context.Context, br *psrbeam.Runner, files []string, iopts ingest.Options, opts report.FitOptions, stderr io.Writer) (*report.Outcome, error) {
 	start := time.Now()
-	d, err := ingest.Read(ctx, files, iopts)
+	read := ingest.Read
+	if br != nil && !br.DriverIngest {
+		read = br.Ingest
+	}
+	d, err := read(ctx, files, iopts)
 	if err != nil {
 		return nil, err
 	}

@@ -71,8 +71,9 @@ func maxDiff(a, b *estimate.Model) float64 {
 
 // TestPrismMatchesLocal: the whole fit of the tiger example logs (α chosen
 // among two candidates on held-out episodes, then the warm-started final
-// fit) with every E-step pass on Prism gives the model of --runner local
-// within 1e-9 and the same policy rows (values within 1e-9).
+// fit) with the ingest and every E-step pass on Prism gives the model of
+// --runner local within 1e-9 and the same policy rows (values within
+// 1e-9).
 func TestPrismMatchesLocal(t *testing.T) {
 	var pol [2]*policy.Policy
 	var model [2]*estimate.Model
