@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# The E-step passes on Beam's in-process Prism runner against psrlcb's own
-# in-process E-step, on the logs of bench/fit.sh (random 8-state POMDP,
-# H = 10, uniform behaviour), rank 8, one EM start, α = 1. Prints the wall
-# time of each, the number of Prism passes and their mean time, and checks
-# that the two policies have the same rows.
+# The ingest and E-step passes on Beam's in-process Prism runner against
+# psrlcb's own in-process stages, on the logs of bench/fit.sh (random
+# 8-state POMDP, H = 10, uniform behaviour), rank 8, one EM start, α = 1,
+# a small planner budget (the planner is not what is compared). Prints the
+# wall time and the ingest and estimate stage times of each, the number
+# of Prism passes and their time, and compares the headline figures.
 #
 #   bash bench/beam.sh                  # 100k episodes (1M steps)
 #   EPISODES=10000 bash bench/beam.sh
@@ -23,12 +24,16 @@ fi
 echo "episodes: $EPISODES × 10 steps"
 for runner in local prism; do
   rm -rf "$work/run-$runner"
+  timer=()
+  if [ -x /usr/bin/time ]; then timer=(/usr/bin/time -f "$runner: %U s user + %S s sys CPU, peak RSS %M KiB" -o "$work/$runner.time"); fi
   start=$(date +%s.%N)
-  "$work/psrlcb-beam" fit --runner "$runner" --rank 8 --restarts 1 --alpha 1 \
+  "${timer[@]}" "$work/psrlcb-beam" fit --runner "$runner" --rank 8 --restarts 1 --alpha 1 --plan-budget 10000 \
     --out "$work/run-$runner" "$logs" >"$work/$runner.out" 2>"$work/$runner.err"
   end=$(date +%s.%N)
-  echo "$runner: $(echo "$end - $start" | bc) s wall"
+  echo "$runner: $(echo "$end - $start" | bc) s wall; stage seconds:" \
+    $(grep -E '"(ingest|estimate)":' "$work/run-$runner/manifest.json" | tr -d ' ,')
   cat "$work/$runner.err"
+  [ -f "$work/$runner.time" ] && cat "$work/$runner.time"
 done
 if cmp -s <(go run ./cmd/psrlcb inspect "$work/run-local" | tail -n +2) <(go run ./cmd/psrlcb inspect "$work/run-prism" | tail -n +2); then
   echo "headline figures identical"

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math"
+	"os"
 	"path/filepath"
 	"reflect"
 	"testing"
@@ -143,4 +144,27 @@ func TestReadInPiecesExamples(t *testing.T) {
 			}
 		}
 	}
+}
+
+// BenchmarkReadInPieces: Read against Read in pieces (row groups, episodes
+// checked one by one, merge) on PSRLCB_BENCH_LOGS, in one process.
+func BenchmarkReadInPieces(b *testing.B) {
+	path := os.Getenv("PSRLCB_BENCH_LOGS")
+	if path == "" {
+		b.Skip("PSRLCB_BENCH_LOGS=file.parquet names the logs")
+	}
+	b.Run("read", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := Read(context.Background(), []string{path}, Options{}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("pieces", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := readInPieces([]string{path}, Options{}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }

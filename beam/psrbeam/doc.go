@@ -7,6 +7,12 @@
 // (Huang, Liang, Yang, arXiv:2307.00405, Section 5: the MLE oracle of
 // PSR-LCB, Algorithm 2), and the later stages.
 //
+// Runner.Ingest reads and validates the logs as a pipeline: row groups
+// read by workers with parquet-go (ingest.ReadRowGroup), rows grouped by
+// episode across files, each episode checked by ingest.CheckEpisode, the
+// result merged on the driver (ingest.Merge) — ingest.Read's dataset,
+// errors and quarantine, computed in pieces.
+//
 // Runner is an estimate.EStepper: each E-step pass is one pipeline whose
 // main input is the episode shards (compact codes written once per set of
 // episodes), whose side input is the current model, and whose CombineFn
