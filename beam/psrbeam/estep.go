@@ -83,7 +83,7 @@ func (r *Runner) EStep(ctx context.Context, m *estimate.Model, d *ingest.Dataset
 	out := fmt.Sprintf("%s/estep-%06d.stats", r.dir, r.passes)
 	start := time.Now()
 	if _, err := beam.Run(ctx, r.Name, EStepPipeline(shards, model, out)); err != nil {
-		return nil, fmt.Errorf("E-step pass on the %s runner: %w", r.Name, err)
+		return nil, fmt.Errorf("E-step pass on the %s runner: %s", r.Name, lastCause(err))
 	}
 	r.Passes++
 	r.PassTime += time.Since(start)
@@ -97,6 +97,13 @@ func (r *Runner) EStep(ctx context.Context, m *estimate.Model, d *ingest.Dataset
 		return nil, fmt.Errorf("%s: %w", out, err)
 	}
 	return &st, nil
+}
+
+// lastCause is the last line of a Beam job's error: the worker's own
+// message, after the runner's dump of the failed plan.
+func lastCause(err error) string {
+	lines := strings.Split(strings.TrimSpace(err.Error()), "\n")
+	return strings.TrimSpace(lines[len(lines)-1])
 }
 
 // EStepPipeline is the pipeline of one E-step pass: the shards at the given

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"math"
 	"os"
+	"strings"
 	"testing"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
@@ -70,5 +71,19 @@ func TestPrismFitMatchesLocal(t *testing.T) {
 	t.Logf("%d passes in %v", r.Passes, r.PassTime)
 	if r.Passes < len(want.Trace) {
 		t.Errorf("%d Beam passes, want at least one per E-step (%d)", r.Passes, len(want.Trace))
+	}
+}
+
+// TestPrismEStepBadData: episodes a model cannot score fail the pass with
+// the E-step's message (episode and step), not a panic or a hang.
+func TestPrismEStepBadData(t *testing.T) {
+	m := estimate.RandomModel(2, 3, 2, 3, true, []float64{0, 1}, 5)
+	d := estimate.SampleDataset(m, 20, 6)
+	d.Obs[3*3+1] = 7 // episode 3, step 2: no observation 7 in the model
+	r := &Runner{Name: "prism", ShardEpisodes: 8}
+	defer r.Close(context.Background())
+	_, err := r.EStep(context.Background(), m, d)
+	if err == nil || !strings.HasSuffix(err.Error(), "episode 3 step 2: code out of vocabulary") || strings.Contains(err.Error(), "\n") {
+		t.Errorf("err = %v", err)
 	}
 }

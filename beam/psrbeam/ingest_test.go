@@ -2,6 +2,7 @@ package psrbeam
 
 import (
 	"context"
+	"errors"
 	"math"
 	"path/filepath"
 	"reflect"
@@ -76,6 +77,48 @@ func TestPrismIngestEqualsRead(t *testing.T) {
 		}
 		if want != nil && tc.opts.OnInvalid == ingest.OnInvalidSkip && len(want.Quarantined) < 4 {
 			t.Errorf("only %d episodes quarantined: the test logs lost their problems", len(want.Quarantined))
+		}
+	}
+}
+
+// TestReadCheckedKeepsOneRecordPerEpisode: a retried bundle can leave a
+// second part file holding the same episodes; the driver keeps one record
+// per episode (and one set of null-id errors).
+func TestReadCheckedKeepsOneRecordPerEpisode(t *testing.T) {
+	dir := t.TempDir()
+	w := &writeRecordsFn{Dir: dir}
+	for _, rec := range []checkedRecord{
+		{H: 2, ID: "a", Data: &ingest.Dataset{Horizon: 2, EpisodeIDs: []string{"a"}}},
+		{H: 2, ID: "b", Err: &wireError{File: "f", Episode: "b", Step: 1, Class: ingest.ErrStepGap.Error()}},
+		{H: 2, Orphan: true, Orphans: []wireError{{File: "f", Row: 7, Class: ingest.ErrNull.Error()}}},
+	} {
+		b, err := gobBytes(rec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.ProcessElement(b)
+	}
+	saved := append([]byte(nil), w.buf...)
+	for range 2 { // the bundle and its retry
+		w.buf = append(w.buf[:0], saved...)
+		if err := w.FinishBundle(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := &Runner{}
+	eps, orphans, H, err := r.readChecked(context.Background(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(eps) != 2 || len(orphans) != 1 || H != 2 {
+		t.Fatalf("%d episodes, %d null-id errors, H %d; want 2, 1, 2", len(eps), len(orphans), H)
+	}
+	if e := orphans[0]; !errors.Is(e, ingest.ErrNull) || e.Row != 7 {
+		t.Errorf("null-id error %+v", e)
+	}
+	for _, e := range eps {
+		if e.ID == "b" && (e.Err == nil || !errors.Is(e.Err, ingest.ErrStepGap)) {
+			t.Errorf("episode b: error %v, want a step gap", e.Err)
 		}
 	}
 }
