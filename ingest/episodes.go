@@ -315,7 +315,14 @@ func Merge(eps []CheckedEpisode, orphans []*EpisodeError, H int, rows int64, opt
 			nBad++
 		}
 	}
-	if H == 0 || nBad+len(orphans) > 0 && opts.OnInvalid != OnInvalidSkip {
+	if H == 0 {
+		// As Read: every episode invalid under skip says so.
+		if opts.OnInvalid == OnInvalidSkip && nBad > 0 {
+			return nil, fmt.Errorf("%w: all %d episodes are invalid, the first: %w", ErrEmpty, nBad, failOrEmpty(badEp, orphans, nBad, rows))
+		}
+		return nil, failOrEmpty(badEp, orphans, nBad, rows)
+	}
+	if nBad+len(orphans) > 0 && opts.OnInvalid != OnInvalidSkip {
 		return nil, failOrEmpty(badEp, orphans, nBad, rows)
 	}
 	if nBad == len(eps) {

@@ -27,6 +27,9 @@ type Options struct {
 	// Ingest says how the logs are read (horizon, invalid episodes,
 	// column names).
 	Ingest ingest.Options
+	// Read reads and validates the logs (nil: ingest.Read); a data-parallel
+	// engine plugs in its own reader here (psrlcb-beam).
+	Read func(ctx context.Context, files []string, o ingest.Options) (*ingest.Dataset, error)
 	// Estimate configures the model fit.
 	Estimate estimate.Options
 	// Lambda is λ of U_h (0: pessimism.DefaultLambda).
@@ -215,7 +218,11 @@ func Run(ctx context.Context, inputs []string, opts Options) (*Result, error) {
 	}
 	start := time.Now()
 	o.Progress.StartStage("ingest", fileBytes(inputs))
-	d, err := ingest.Read(ctx, inputs, o.Ingest)
+	read := o.Read
+	if read == nil {
+		read = ingest.Read
+	}
+	d, err := read(ctx, inputs, o.Ingest)
 	if err != nil {
 		return nil, err
 	}

@@ -30,6 +30,11 @@ const (
 	HTMLFile     = "report.html"
 )
 
+// OutputFiles are the names WriteOutcome writes into a run directory.
+func OutputFiles() []string {
+	return []string{PolicyFile, ModelFile, CoverageFile, EpisodesFile, FitFile, AlphaFile, ManifestFile, HTMLFile}
+}
+
 // meta is the schema metadata every table carries.
 func (r *Run) meta(table string) map[string]string {
 	return map[string]string{"psrlcb.run_id": r.RunID, "psrlcb.table": table}

@@ -27,9 +27,7 @@ const (
 )
 
 var (
-	fitOutput = outputKind{"psrlcb fit", report.ManifestFile, []string{
-		report.PolicyFile, report.ModelFile, report.CoverageFile, report.EpisodesFile,
-		report.FitFile, report.AlphaFile, report.ManifestFile, report.HTMLFile}}
+	fitOutput     = outputKind{"psrlcb fit", report.ManifestFile, report.OutputFiles()}
 	exploreOutput = outputKind{"psrlcb explore", terminationFileName, []string{
 		terminationFileName, "policy-h*.arrow", policy.FileName, "model.arrow"}}
 	simulateOnlineOutput = outputKind{"psrlcb simulate-online", roundsFileName, []string{

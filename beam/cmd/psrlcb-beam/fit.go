@@ -15,7 +15,9 @@ import (
 	"github.com/psrlcb/psrlcb/beam/psrbeam"
 	"github.com/psrlcb/psrlcb/estimate"
 	"github.com/psrlcb/psrlcb/ingest"
+	"github.com/psrlcb/psrlcb/internal/outdir"
 	"github.com/psrlcb/psrlcb/pessimism"
+	"github.com/psrlcb/psrlcb/pipeline"
 	"github.com/psrlcb/psrlcb/report"
 )
 
@@ -62,8 +64,8 @@ func registerFlags(fs *flag.FlagSet) *fitConfig {
 }
 
 // options turns the flags into the pipeline's options.
-func (c *fitConfig) options() (report.FitOptions, error) {
-	var o report.FitOptions
+func (c *fitConfig) options() (pipeline.Options, error) {
+	var o pipeline.Options
 	if *c.rank != "auto" {
 		n, err := strconv.Atoi(*c.rank)
 		if err != nil || n < 1 {
@@ -173,7 +175,8 @@ func runFit(ctx context.Context, c *fitConfig, args []string, stdout, stderr io.
 	if err != nil {
 		return err
 	}
-	dir, err := report.CreateOutDir(*c.out, *c.force)
+	dir, err := outdir.Create(*c.out, outdir.Options{Force: *c.force, Command: "psrlcb-beam fit",
+		Marker: report.ManifestFile, Known: report.OutputFiles(), Inputs: append(append([]string(nil), args...), files...)})
 	if err != nil {
 		return err
 	}
@@ -182,7 +185,7 @@ func runFit(ctx context.Context, c *fitConfig, args []string, stdout, stderr io.
 	if err != nil {
 		return err
 	}
-	if err := report.WriteOutcome(dir.Tmp, res); err != nil {
+	if err := report.WriteOutcome(dir.Tmp, &res.Outcome); err != nil {
 		return fmt.Errorf("writing %s: %w", *c.out, err)
 	}
 	if err := dir.Commit(); err != nil {
@@ -200,31 +203,21 @@ func ingestOpts(c *fitConfig) ingest.Options {
 	return ingest.Options{Horizon: *c.horizon, OnInvalid: *c.onInvalid}
 }
 
-// fitLogs reads the logs and runs report.Fit, with the E-step passes on br
-// when it is set.
-func fitLogs(ctx context.Context, br *psrbeam.Runner, files []string, iopts ingest.Options, opts report.FitOptions, stderr io.Writer) (*report.Outcome, error) {
-	start := time.Now()
-	read := ingest.Read
-	if br != nil && !br.DriverIngest {
-		read = br.Ingest
-	}
-	d, err := read(ctx, files, iopts)
-	if err != nil {
-		return nil, err
-	}
-	ingestTime := time.Since(start)
+// fitLogs runs pipeline.Run on the logs, with the ingest and the E-step
+// passes on br when it is set.
+func fitLogs(ctx context.Context, br *psrbeam.Runner, files []string, iopts ingest.Options, opts pipeline.Options, stderr io.Writer) (*pipeline.Result, error) {
+	opts.Ingest = iopts
 	if br != nil {
 		defer br.Close(context.WithoutCancel(ctx))
 		opts.Estimate.EStepper = br
+		if !br.DriverIngest {
+			opts.Read = br.Ingest
+		}
 	}
-	opts.Progress = report.NopProgress{}
-	res, err := report.Fit(ctx, d, files, opts)
+	res, err := pipeline.Run(ctx, files, opts)
 	if err != nil {
 		return nil, err
 	}
-	res.Run.Manifest.StageTimes["ingest"] = ingestTime.Seconds()
-	res.Run.Manifest.Parameters["on_invalid"] = iopts.OnInvalid
-	res.Run.Manifest.Parameters["horizon"] = d.Horizon
 	if br != nil {
 		fmt.Fprintf(stderr, "%d E-step passes on %s in %.1f s\n", br.Passes, br.Name, br.PassTime.Seconds())
 	}

@@ -27,10 +27,7 @@ import (
 	"syscall"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
-	"github.com/psrlcb/psrlcb/estimate"
-	"github.com/psrlcb/psrlcb/ingest"
-	"github.com/psrlcb/psrlcb/pessimism"
-	"github.com/psrlcb/psrlcb/report"
+	"github.com/psrlcb/psrlcb/errkind"
 )
 
 const (
@@ -87,12 +84,11 @@ func exitCode(ctx context.Context, err error) int {
 		return exitOK
 	case errors.Is(err, context.Canceled) || ctx.Err() != nil:
 		return exitInterrupted
-	case errors.As(err, &ue), errors.Is(err, report.ErrOutputExists),
-		errors.Is(err, estimate.ErrOptions), errors.Is(err, pessimism.ErrOptions):
+	case errors.As(err, &ue), errkind.Of(err) == errkind.Options:
 		return exitUsage
-	case errors.Is(err, errEndpoint), errors.Is(err, ingest.ErrIO):
+	case errors.Is(err, errEndpoint), errkind.Of(err) == errkind.IO:
 		return exitIO
-	case errors.Is(err, ingest.ErrInvalid), errors.Is(err, estimate.ErrData), errors.Is(err, pessimism.ErrData):
+	case errkind.Of(err) == errkind.Data:
 		return exitData
 	}
 	var pe *os.PathError
