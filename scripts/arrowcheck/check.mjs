@@ -18,8 +18,8 @@ const expect = {
   "policy.arrow": { columns: ["node", "parent", "step", "observation", "action", "fallback_action", "reach_prob", "value_reward", "value_bonus", "value_lcb"] },
   "model.arrow": { columns: ["param", "step", "state", "action", "next_state", "observation", "reward", "value"] },
   "coverage.arrow": { columns: ["step", "logged_histories", "iota", "covered_mass", "c_inf", "policy_nodes", "following_episodes"], rows: H },
-  "episodes.arrow": { columns: ["episode_id", "split", "loglik", "bonus", "weight"], rows: K },
-  "fit.arrow": { columns: ["kind", "rank", "restart", "iteration", "loglik", "heldout_loglik", "chosen"] },
+  "episodes.arrow": { columns: ["episode_id", "split", "loglik", "reward_loglik", "bonus", "weight"], rows: K },
+  "fit.arrow": { columns: ["kind", "rank", "restart", "iteration", "loglik", "heldout_loglik", "chosen", "obs_loglik", "reward_loglik"] },
   "alpha.arrow": { columns: ["alpha", "value_reward", "value_bonus", "lcb", "iw_value", "iw_low", "iw_high", "ess", "c_inf", "chosen"] },
 };
 
