@@ -11,14 +11,34 @@
 //     returns the error of the smallest failing index, whatever the number
 //     of workers. Results written by index (out[i] = …) are therefore the
 //     same for any worker count as long as fn(i) depends on i only.
+//
+// A panic in fn (a bug) does not crash the process from a worker
+// goroutine: For recovers it and returns it as a *PanicError, an error of
+// no errkind kind, so the caller's ordinary error path reports it as an
+// internal error. Do, which has no error to return, re-raises the panic on
+// the calling goroutine instead.
 package parallel
 
 import (
 	"context"
+	"fmt"
 	"runtime"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
 )
+
+// PanicError is a panic recovered from fn at one index: a bug, not a
+// problem with the input.
+type PanicError struct {
+	Index int    // the index whose fn panicked
+	Value any    // the value passed to panic
+	Stack []byte // the panicking goroutine's stack
+}
+
+func (e *PanicError) Error() string {
+	return fmt.Sprintf("internal error: panic at index %d of a parallel loop: %v\n%s", e.Index, e.Value, e.Stack)
+}
 
 // Workers is the number of goroutines for a requested count w: GOMAXPROCS
 // when w ≤ 0.
@@ -32,7 +52,8 @@ func Workers(w int) int {
 // For calls fn(i) for i in [0, n) on at most Workers(workers) goroutines and
 // waits for them. After the first failure no new index starts; the error
 // returned is that of the smallest failing index, or ctx.Err() when ctx was
-// cancelled.
+// cancelled. A panic in fn(i) is a failure of index i whose error is a
+// *PanicError.
 func For(ctx context.Context, n, workers int, fn func(i int) error) error {
 	if n <= 0 {
 		return ctx.Err()
@@ -63,7 +84,7 @@ func For(ctx context.Context, n, workers int, fn func(i int) error) error {
 				fail(i, err)
 				return
 			}
-			if err := fn(i); err != nil {
+			if err := call(fn, i); err != nil {
 				fail(i, err)
 				return
 			}
@@ -88,10 +109,25 @@ func For(ctx context.Context, n, workers int, fn func(i int) error) error {
 	return failure
 }
 
-// Do is For for a loop body that cannot fail.
+// call runs fn(i), turning a panic into a *PanicError.
+func call(fn func(int) error, i int) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = &PanicError{Index: i, Value: r, Stack: debug.Stack()}
+		}
+	}()
+	return fn(i)
+}
+
+// Do is For for a loop body that cannot fail. A panic in fn is re-raised
+// on the calling goroutine, as the *PanicError of the smallest panicking
+// index, where the caller's own recover (if any) sees it; it never
+// crashes the process from a worker goroutine.
 func Do(n, workers int, fn func(i int)) {
-	_ = For(context.Background(), n, workers, func(i int) error {
+	if err := For(context.Background(), n, workers, func(i int) error {
 		fn(i)
 		return nil
-	})
+	}); err != nil {
+		panic(err)
+	}
 }

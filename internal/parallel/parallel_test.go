@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync/atomic"
 	"testing"
 )
@@ -66,4 +67,51 @@ func TestWorkersDefault(t *testing.T) {
 		t.Errorf("Workers: %d %d %d", Workers(0), Workers(-3), Workers(5))
 	}
 	Do(0, 4, func(int) { t.Error("ran on n = 0") })
+}
+
+// A panic in a worker is an error of the smallest panicking index, with
+// the value and the stack, for every worker count; the process survives.
+func TestForRecoversPanic(t *testing.T) {
+	for _, workers := range []int{1, 2, 4} {
+		err := For(context.Background(), 100, workers, func(i int) error {
+			if i == 40 || i == 70 {
+				var s []int
+				s[i-37]++ // out of range: a runtime panic
+			}
+			if i == 50 {
+				panic(fmt.Sprintf("value %d", i))
+			}
+			return nil
+		})
+		var pe *PanicError
+		if !errors.As(err, &pe) {
+			t.Fatalf("workers %d: err = %v, want a *PanicError", workers, err)
+		}
+		if pe.Index != 40 {
+			t.Errorf("workers %d: index %d, want 40", workers, pe.Index)
+		}
+		msg := err.Error()
+		for _, want := range []string{"internal error", "index 40", "index out of range [3]", "parallel_test.go"} {
+			if !strings.Contains(msg, want) {
+				t.Errorf("workers %d: message lacks %q:\n%s", workers, want, msg)
+			}
+		}
+	}
+}
+
+// Do re-raises a worker's panic on the calling goroutine.
+func TestDoRepanicsOnCaller(t *testing.T) {
+	defer func() {
+		r := recover()
+		pe, ok := r.(*PanicError)
+		if !ok || pe.Index != 3 || pe.Value != "three" {
+			t.Fatalf("recovered %#v, want the *PanicError of index 3", r)
+		}
+	}()
+	Do(10, 2, func(i int) {
+		if i == 3 {
+			panic("three")
+		}
+	})
+	t.Fatal("Do returned after a panic")
 }
