@@ -3,7 +3,8 @@ package estimate
 import (
 	"context"
 	"math"
-	"sync"
+
+	"github.com/psrlcb/psrlcb/internal/parallel"
 )
 
 // blockEpisodes is the number of episodes per E-step block. Blocks are
@@ -516,7 +517,6 @@ func (k *kernel) estep(ctx context.Context, c *coded, workers int) (*stats, erro
 		}
 		return total, ctx.Err()
 	}
-	var wg sync.WaitGroup
 	for b0 := 0; b0 < nb; b0 += workers {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -525,17 +525,11 @@ func (k *kernel) estep(ctx context.Context, c *coded, workers int) (*stats, erro
 		for j := 0; j < n; j++ {
 			slots[j].reset()
 		}
-		if n == 1 {
-			run(0, b0)
-		} else {
-			wg.Add(n)
-			for j := 0; j < n; j++ {
-				go func(j int) {
-					defer wg.Done()
-					run(j, b0+j)
-				}(j)
-			}
-			wg.Wait()
+		if err := parallel.For(ctx, n, n, func(j int) error {
+			run(j, b0+j)
+			return nil
+		}); err != nil {
+			return nil, err
 		}
 		for j := 0; j < n; j++ {
 			merge(j)

@@ -55,6 +55,22 @@ func Workers(w int) int {
 // cancelled. A panic in fn(i) is a failure of index i whose error is a
 // *PanicError.
 func For(ctx context.Context, n, workers int, fn func(i int) error) error {
+	return loop(ctx, n, workers, func() func(int) error { return fn })
+}
+
+// ForWith is For with scratch state per goroutine: each goroutine calls
+// newState once, before its first index, and passes the state to every
+// fn call it makes. The state must not carry results from one index to
+// the next, or they would depend on the scheduling.
+func ForWith[S any](ctx context.Context, n, workers int, newState func() S, fn func(s S, i int) error) error {
+	return loop(ctx, n, workers, func() func(int) error {
+		s := newState()
+		return func(i int) error { return fn(s, i) }
+	})
+}
+
+// loop runs the goroutines; each calls mk once for its body.
+func loop(ctx context.Context, n, workers int, mk func() func(int) error) error {
 	if n <= 0 {
 		return ctx.Err()
 	}
@@ -75,6 +91,13 @@ func For(ctx context.Context, n, workers int, fn func(i int) error) error {
 		mu.Unlock()
 	}
 	run := func() {
+		var fn func(int) error
+		body := func(i int) error {
+			if fn == nil {
+				fn = mk()
+			}
+			return fn(i)
+		}
 		for !stop.Load() {
 			i := int(next.Add(1) - 1)
 			if i >= n {
@@ -84,7 +107,7 @@ func For(ctx context.Context, n, workers int, fn func(i int) error) error {
 				fail(i, err)
 				return
 			}
-			if err := call(fn, i); err != nil {
+			if err := call(body, i); err != nil {
 				fail(i, err)
 				return
 			}
@@ -129,5 +152,18 @@ func Do(n, workers int, fn func(i int)) {
 		return nil
 	}); err != nil {
 		panic(err)
+	}
+}
+
+// Go runs fn on a new goroutine and returns a function that waits for it.
+// A panic in fn is re-raised by wait, on the waiting goroutine, as a
+// *PanicError (Index 0).
+func Go(fn func()) (wait func()) {
+	done := make(chan error, 1)
+	go func() { done <- call(func(int) error { fn(); return nil }, 0) }()
+	return func() {
+		if err := <-done; err != nil {
+			panic(err)
+		}
 	}
 }

@@ -115,3 +115,48 @@ func TestDoRepanicsOnCaller(t *testing.T) {
 	})
 	t.Fatal("Do returned after a panic")
 }
+
+// ForWith makes one state per goroutine, at most Workers(workers) of them,
+// and every index sees a state; a panic in newState is the index's error.
+func TestForWithStatePerGoroutine(t *testing.T) {
+	for _, workers := range []int{1, 2, 5} {
+		var made atomic.Int32
+		var sum atomic.Int64
+		err := ForWith(context.Background(), 50, workers, func() *int {
+			made.Add(1)
+			return new(int)
+		}, func(s *int, i int) error {
+			*s += i // private to the goroutine: no race
+			sum.Add(int64(i))
+			return nil
+		})
+		if err != nil || sum.Load() != 49*50/2 {
+			t.Fatalf("workers %d: err %v, sum %d", workers, err, sum.Load())
+		}
+		if m := made.Load(); m < 1 || int(m) > workers {
+			t.Errorf("workers %d: %d states", workers, m)
+		}
+	}
+	err := ForWith(context.Background(), 5, 1, func() int { panic("no state") }, func(int, int) error { return nil })
+	var pe *PanicError
+	if !errors.As(err, &pe) || pe.Index != 0 || pe.Value != "no state" {
+		t.Errorf("panic in newState: %v", err)
+	}
+}
+
+// Go's wait returns after fn, and re-raises fn's panic.
+func TestGo(t *testing.T) {
+	x := 0
+	wait := Go(func() { x = 7 })
+	wait()
+	if x != 7 {
+		t.Fatalf("x = %d after wait", x)
+	}
+	defer func() {
+		if pe, ok := recover().(*PanicError); !ok || pe.Value != "late" {
+			t.Fatalf("wait did not re-raise the panic")
+		}
+	}()
+	Go(func() { panic("late") })()
+	t.Fatal("wait returned after a panic")
+}
