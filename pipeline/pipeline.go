@@ -271,7 +271,6 @@ func fit(ctx context.Context, d *ingest.Dataset, inputs []string, opts Options) 
 
 	alpha := opts.Alpha
 	candidates := alpha.Candidates()
-	heldFrac := opts.SelectHeldOut
 	eopts := opts.Estimate
 	eopts.Seed = opts.Seed
 	eopts.Workers = workers
@@ -285,43 +284,10 @@ func fit(ctx context.Context, d *ingest.Dataset, inputs []string, opts Options) 
 	var rankChoice *estimate.Result
 	if len(candidates) > 1 {
 		st.begin("select-α", emBudget(eopts))
-		perm := split.Permutation(K, opts.Seed^0x5e1ec7)
-		nHeld := int(math.Round(heldFrac * float64(K)))
-		if nHeld < 1 || K-nHeld < H {
-			return nil, fmt.Errorf("%w: %s, but holding out %.0f%% for choosing α needs at least %d (one held out and %d to fit, one per step); give --alpha a single value", ErrTooFew, plural(K, "episode"), 100*heldFrac, minHeldOutEpisodes(heldFrac, H), H)
-		}
-		heldIdx := append([]int(nil), perm[:nHeld]...)
-		trainIdx := append([]int(nil), perm[nHeld:]...)
-		sort.Ints(heldIdx)
-		sort.Ints(trainIdx)
-		train, held := d.Subset(trainIdx), d.Subset(heldIdx)
-		trainSplits, err := split.Split(train.NumEpisodes(), H, opts.Seed)
+		tfit, err := selectAlpha(ctx, d, opts, eopts, popts, planOpts, out)
 		if err != nil {
 			return nil, err
 		}
-		to := eopts
-		to.Splits = trainSplits
-		to.Reporter = newEMProgress(prog, to)
-		tfit, err := estimate.Fit(ctx, train, to)
-		if err != nil {
-			return nil, err
-		}
-		applyReturnRange(tfit.Model, opts.ReturnRange)
-		tb, err := pessimism.Build(ctx, tfit.Model, train, trainSplits, popts)
-		if err != nil {
-			return nil, err
-		}
-		out.RewardCheck = report.CheckRewards(tfit.Model, held, true)
-		if !held.HasPropensity() {
-			// Held-out importance weights need π^b: the fit's estimate.
-			held = withPropensity(held, heldIdx, estimate.EstimateBehavior(d), H)
-		}
-		sel, err := policy.Select(ctx, tfit.Model, tb, held, candidates, policy.SelectOptions{Plan: planOpts})
-		if err != nil {
-			return nil, err
-		}
-		out.Selection = sel
-		out.Alpha = sel.Alpha()
 		// Warm-start the final fit from the training fit, when the
 		// training episodes saw the same reward values as all of them
 		// (on small logs they may not, and the start would not fit).
@@ -418,6 +384,55 @@ func fit(ctx context.Context, d *ingest.Dataset, inputs []string, opts Options) 
 	run.Manifest.StageTimes = st.times
 	out.Run = run
 	return out, nil
+}
+
+// selectAlpha chooses α among opts.Alpha's candidates: it fits the model
+// (eopts) on a training part of d, plans one policy per α and picks by
+// the importance-weighted lower bound on the held-out part, setting
+// out.Selection, out.Alpha and out.RewardCheck. It returns the training
+// fit, whose rank table is the run's evidence for the rank when that fit
+// chose it.
+func selectAlpha(ctx context.Context, d *ingest.Dataset, opts Options, eopts estimate.Options, popts pessimism.Options, planOpts policy.PlanOptions, out *report.Outcome) (*estimate.Result, error) {
+	K, H := d.NumEpisodes(), d.Horizon
+	heldFrac := opts.SelectHeldOut
+	perm := split.Permutation(K, opts.Seed^0x5e1ec7)
+	nHeld := int(math.Round(heldFrac * float64(K)))
+	if nHeld < 1 || K-nHeld < H {
+		return nil, fmt.Errorf("%w: %s, but holding out %.0f%% for choosing α needs at least %d (one held out and %d to fit, one per step); give --alpha a single value", ErrTooFew, plural(K, "episode"), 100*heldFrac, minHeldOutEpisodes(heldFrac, H), H)
+	}
+	heldIdx := append([]int(nil), perm[:nHeld]...)
+	trainIdx := append([]int(nil), perm[nHeld:]...)
+	sort.Ints(heldIdx)
+	sort.Ints(trainIdx)
+	train, held := d.Subset(trainIdx), d.Subset(heldIdx)
+	trainSplits, err := split.Split(train.NumEpisodes(), H, opts.Seed)
+	if err != nil {
+		return nil, err
+	}
+	to := eopts
+	to.Splits = trainSplits
+	to.Reporter = newEMProgress(opts.Progress, to)
+	tfit, err := estimate.Fit(ctx, train, to)
+	if err != nil {
+		return nil, err
+	}
+	applyReturnRange(tfit.Model, opts.ReturnRange)
+	tb, err := pessimism.Build(ctx, tfit.Model, train, trainSplits, popts)
+	if err != nil {
+		return nil, err
+	}
+	out.RewardCheck = report.CheckRewards(tfit.Model, held, true)
+	if !held.HasPropensity() {
+		// Held-out importance weights need π^b: the fit's estimate.
+		held = withPropensity(held, heldIdx, estimate.EstimateBehavior(d), H)
+	}
+	sel, err := policy.Select(ctx, tfit.Model, tb, held, opts.Alpha.Candidates(), policy.SelectOptions{Plan: planOpts})
+	if err != nil {
+		return nil, err
+	}
+	out.Selection = sel
+	out.Alpha = sel.Alpha()
+	return tfit, nil
 }
 
 // withPropensity returns sub with the given full-dataset propensities
