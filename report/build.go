@@ -9,6 +9,7 @@ import (
 	"math"
 	"runtime"
 	"runtime/debug"
+	"strings"
 
 	"github.com/psrlcb/psrlcb/estimate"
 	"github.com/psrlcb/psrlcb/ingest"
@@ -200,7 +201,7 @@ func measure(ctx context.Context, d *ingest.Dataset, out *Outcome, workers int) 
 	}
 	f.sum = ingest.Summarize(dp)
 	f.beh, f.behHigh = behaviorMean(m, d)
-	f.retLo, f.retHi = returnRange(d)
+	f.retLo, f.retHi = d.ReturnRange()
 	return f, nil
 }
 
@@ -331,7 +332,7 @@ func fillManifest(run *Run, d *ingest.Dataset, files []InputFile, params map[str
 	}
 	man.Headline.Evidence = assess(man.Headline, K).evidence
 	man.Headline.Recommendation = recommendation(man.Headline.Evidence)
-	man.Headline.Verdict = joinVerdict(Verdict(run))
+	man.Headline.Verdict = strings.Join(Verdict(run), " ")
 }
 
 // behaviorMean is the behaviour's value estimated from the logs, the mean
@@ -351,27 +352,6 @@ func behaviorMean(m *estimate.Model, d *ingest.Dataset) (mean, high float64) {
 	}
 	v := math.Max(0, (s2-float64(K)*mean*mean)/float64(K-1))
 	return mean, mean + policy.DefaultZ*math.Sqrt(v/float64(K))
-}
-
-// returnRange is the smallest and largest logged episode return.
-func returnRange(d *ingest.Dataset) (lo, hi float64) {
-	lo, hi = math.Inf(1), math.Inf(-1)
-	for k := 0; k < d.NumEpisodes(); k++ {
-		r := d.Return(k)
-		lo, hi = math.Min(lo, r), math.Max(hi, r)
-	}
-	return lo, hi
-}
-
-func joinVerdict(v []string) string {
-	s := ""
-	for i, x := range v {
-		if i > 0 {
-			s += " "
-		}
-		s += x
-	}
-	return s
 }
 
 func notes(d *ingest.Dataset, out *Outcome, p Params) []string {
