@@ -180,7 +180,7 @@ func TestFewQuantiles(t *testing.T) {
 // ReturnRange: returns −1.5 (−2 + 0.5) and 3 (1 + 2), by hand;
 // no episode gives the empty range.
 func TestReturnRange(t *testing.T) {
-	d := &Dataset{Horizon: 2, EpisodeIDs: []string{"a", "b"}, Reward: []float64{-2, 0.5, 1, 2}}
+	d := &Dataset{Horizon: 2, EpisodeIDs: []string{"a", "b"}, Obs: make([]uint16, 4), Act: make([]uint16, 4), Reward: []float64{-2, 0.5, 1, 2}}
 	if lo, hi := d.ReturnRange(); lo != -1.5 || hi != 3 {
 		t.Errorf("ReturnRange = %v, %v; want -1.5, 3", lo, hi)
 	}
