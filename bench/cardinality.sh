@@ -57,7 +57,8 @@ if [ "$rc" = 0 ]; then
   go run ./bench/card-iw -policy "$work/run" -logs "$held" >"$work/iw.json"
   jq -r '"held-out (\(.episodes) episodes): behaviour mean return \(.behavior.mean|.*1000|round/1000) ± \(.behavior.stderr|.*1000|round/1000)",
          "  policy, per-decision IW \(.per_decision.mean|.*1000|round/1000) ± \(.per_decision.stderr|.*1000|round/1000) (target: above the behaviour)",
-         "  policy, trajectory IW   \(.iw.mean|.*1000|round/1000) ± \(.iw.stderr|.*1000|round/1000); steps matching the policy per step \(.matched_steps)"' "$work/iw.json"
+         "  policy, trajectory IW   \(.iw.mean|.*1000|round/1000) ± \(.iw.stderr|.*1000|round/1000); steps matching the policy per step \(.matched_steps)",
+         "  step 1 reward: policy (IW) \(.policy_step[0].mean|.*1000|round/1000) ± \(.policy_step[0].stderr|.*1000|round/1000), behaviour \(.behavior_step[0].mean|.*1000|round/1000) ± \(.behavior_step[0].stderr|.*1000|round/1000) (target: policy above the behaviour)"' "$work/iw.json"
 else
   tail -n 3 "$work/fit.err"
 fi
@@ -65,7 +66,7 @@ fi
 echo
 echo "== fit, 100,000 distinct item ids (above the 65,535-symbol limit)"
 big="$work/card-100k.parquet"
-[ -f "$big" ] || go run ./bench/gen-card -episodes "$EPISODES" -obs 100000 -actions 50 -seed 1 -out "$big"
+[ -f "$big" ] || go run ./bench/gen-card -episodes "$EPISODES" -obs 100000 -actions 50 -flat 0.5 -seed 1 -out "$big"
 rm -rf "$work/run100k"
 timed big "$work/psrlcb" fit "$big" --out "$work/run100k" --log-format json
 echo "exit code: $rc (target 3, a data error); wall time $(seconds "$(field big 'Elapsed \\(wall clock\\)')") s (target: seconds)"

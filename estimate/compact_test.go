@@ -4,6 +4,7 @@ import (
 	"errors"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
@@ -276,5 +277,38 @@ func TestFormAndMemoryCheck(t *testing.T) {
 	res, err := Fit(t.Context(), wide, Options{Rank: 8, Restarts: 1, MaxIter: 3, MemoryLimit: 1 << 30})
 	if err != nil || !res.Model.Compact {
 		t.Fatalf("compact fit under 1 GiB: %v", err)
+	}
+}
+
+// TestCompactSampledStarts: on compact logs of more than fitSampleEpisodes
+// episodes the starts run on the sample and only the best continues on
+// every episode; the result does not depend on the worker count, and a
+// warm start runs alone on every episode.
+func TestCompactSampledStarts(t *testing.T) {
+	d := uniformDataset(fitSampleEpisodes+500, 2, 3000, 50, 4)
+	fit := func(workers int, start *Model) *Result {
+		res, err := Fit(t.Context(), d, Options{Rank: 8, Restarts: 2, MaxIter: 4, Workers: workers, Start: start, SkipThetaMin: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	r1, r2 := fit(1, nil), fit(2, nil)
+	if !r1.Model.Compact || r1.LogLik != r2.LogLik || !slices.Equal(r1.Model.Emit[0], r2.Model.Emit[0]) {
+		t.Fatalf("compact %v; log-likelihood %v with 1 worker, %v with 2", r1.Model.Compact, r1.LogLik, r2.LogLik)
+	}
+	data := map[string]int{}
+	for _, row := range r1.Trace {
+		data[row.Data]++
+		if row.Data == "all" && row.Restart != r1.BestRestart {
+			t.Fatalf("start %d continued on all episodes, best is %d", row.Restart, r1.BestRestart)
+		}
+	}
+	if data["sample"] == 0 || data["all"] == 0 {
+		t.Fatalf("trace rows by data: %v", data)
+	}
+	w := fit(2, r1.Model)
+	if len(w.RestartLogLiks) != 1 || w.Trace[0].Data != "all" {
+		t.Fatalf("warm start: %d starts, first trace row on %q", len(w.RestartLogLiks), w.Trace[0].Data)
 	}
 }

@@ -6,9 +6,10 @@ import (
 	"testing"
 )
 
-// TestRankAuto: with Rank 0 the rank table lists every candidate, the
-// chosen rank has the largest held-out log-likelihood, and on data from a
-// 2-state model with strong memory the chosen rank is at least 2.
+// TestRankAuto: with Rank 0 the rank table lists every tried rank (1, 2
+// by doubling, then 3 = MaxRank), no tried rank beats the chosen one by
+// more than the noise, and on data from a 2-state model with strong
+// memory the chosen rank is 2 (3 adds a fraction of a nat).
 func TestRankAuto(t *testing.T) {
 	m := RandomModel(2, 3, 2, 5, true, []float64{0, 1}, 71)
 	// Make the state persistent so that one state cannot explain the data.
@@ -23,7 +24,7 @@ func TestRankAuto(t *testing.T) {
 		t.Fatal(err)
 	}
 	if len(res.RankTable) != 3 {
-		t.Fatalf("rank table has %d rows", len(res.RankTable))
+		t.Fatalf("rank table has %d rows: %+v", len(res.RankTable), res.RankTable)
 	}
 	chosen := 0
 	for _, r := range res.RankTable {
@@ -36,11 +37,11 @@ func TestRankAuto(t *testing.T) {
 		}
 	}
 	for _, r := range res.RankTable {
-		if r.HeldOutLogLik > res.RankTable[chosen-1].HeldOutLogLik {
-			t.Fatalf("rank %d has a larger held-out log-likelihood than the chosen %d", r.Rank, chosen)
+		if r.HeldOutLogLik > res.RankTable[chosen-1].HeldOutLogLik+5 {
+			t.Fatalf("rank %d has a much larger held-out log-likelihood than the chosen %d", r.Rank, chosen)
 		}
 	}
-	if chosen < 2 || res.Model.States != chosen || res.HeldOutLogLik != res.RankTable[chosen-1].HeldOutLogLik {
+	if chosen != 2 || res.Model.States != chosen || res.HeldOutLogLik != res.RankTable[chosen-1].HeldOutLogLik {
 		t.Fatalf("chosen %d, model states %d, held-out %v", chosen, res.Model.States, res.HeldOutLogLik)
 	}
 }

@@ -32,9 +32,10 @@
 // sparse; the prediction features of the Compact form have dimension S
 // (FeatureBasis). Before fitting, Fit estimates the memory of the chosen
 // form and rank and stops with ErrTooLarge (a data error) past
-// Options.MemoryLimit. On logs of more than 20,000 episodes the EM starts
-// and the rank choice run on a seeded sample of 20,000 episodes and the
-// best start is continued on every episode (fitSampleEpisodes).
+// Options.MemoryLimit. In the compact form, on logs of more than 10,000
+// episodes the EM starts and the rank choice run on a seeded sample of
+// 10,000 episodes and the best start (or a warm start alone) is continued
+// on every episode (fitSampleEpisodes).
 //
 // Entry point: Fit(ctx, dataset, Options) → *Result. The zero Options
 // value gives the documented defaults. The model exposes belief filtering,

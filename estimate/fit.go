@@ -236,13 +236,14 @@ func protoModel(d *ingest.Dataset, c *coded, o *Options) *Model {
 	return m
 }
 
-// fitSampleEpisodes: on logs of more episodes, the EM starts and the
+// fitSampleEpisodes: on logs of more episodes fitted in the compact form
+// (large vocabularies, whose E-steps are the cost of a fit), the EM starts and the
 // rank choice run on a seeded sample of this many episodes, and only the
-// best start goes on to convergence on every episode. 2·10⁴ episodes
-// tell good starts from poor ones and rank the ranks' held-out
-// likelihoods while keeping each start's E-steps cheap; the final fit
-// still uses all the data.
-const fitSampleEpisodes = 20_000
+// best start goes on to convergence on every episode; a warm start
+// (Options.Start) goes on alone. 10⁴ episodes tell good starts from poor
+// ones and rank the ranks' held-out likelihoods while keeping each
+// start's E-steps cheap; the final fit still uses all the data.
+const fitSampleEpisodes = 10_000
 
 // sampleIndex returns a seeded, sorted sample of n of the indexes 0..K−1.
 func sampleIndex(K, n int, seed uint64) []int {
@@ -256,12 +257,21 @@ func sampleIndex(K, n int, seed uint64) []int {
 // all episodes) and returns them in start order with the index of the
 // best; the best's result is that of the fit on all episodes.
 func fitAll(ctx context.Context, d *ingest.Dataset, all *coded, proto *Model, S int, o *Options, report func(TraceRow)) ([]emResult, int, error) {
-	if all.K <= fitSampleEpisodes {
+	if all.K <= fitSampleEpisodes || !proto.Compact {
 		rs, err := fitRank(ctx, all, proto, S, o, "all", report)
 		if err != nil {
 			return nil, 0, err
 		}
 		return rs, best(rs), nil
+	}
+	if o.Start != nil {
+		// A warm start is a fit of these logs (or most of them): it needs
+		// no competition on a sample.
+		r := runEM(ctx, all, o.Start, o, o.Workers, TraceRow{Data: "all", Rank: S}, report)
+		if r.err != nil {
+			return nil, 0, r.err
+		}
+		return []emResult{r}, 0, nil
 	}
 	sub := code(d.Subset(sampleIndex(all.K, fitSampleEpisodes, o.Seed)), all.kind, all.values)
 	rs, err := fitRank(ctx, sub, proto, S, o, "sample", report)
@@ -378,13 +388,20 @@ func Fit(ctx context.Context, d *ingest.Dataset, opts Options) (*Result, error) 
 			return nil, errorf(ErrOptions, "start model does not match the data, rank and dynamics")
 		}
 	}
+	fo := o
 	if S == 0 {
-		S, err = chooseRank(ctx, d, kind, values, proto, &o, res, report)
+		var sm *Model
+		S, sm, err = rankSearch(ctx, all, proto, &o, res, report)
 		if err != nil {
 			return nil, err
 		}
+		if sm != nil {
+			// The search compared the starts already: one start on all
+			// episodes, from the search's model.
+			fo.Start, fo.Restarts = sm, 1
+		}
 	}
-	rs, b, err := fitAll(ctx, d, all, proto, S, &o, report)
+	rs, b, err := fitAll(ctx, d, all, proto, S, &fo, report)
 	if err != nil {
 		return nil, err
 	}
@@ -422,59 +439,6 @@ func Fit(ctx context.Context, d *ingest.Dataset, opts Options) (*Result, error) 
 	o.Splits, o.Reporter = nil, nil
 	res.Options = o
 	return res, nil
-}
-
-// chooseRank fits ranks 1..MaxRank on a seeded (1−HeldOut) share of the
-// episodes and picks the rank of largest held-out log-likelihood.
-func chooseRank(ctx context.Context, d *ingest.Dataset, kind RewardKind, values []float64, proto *Model, o *Options, res *Result, report func(TraceRow)) (int, error) {
-	K := d.NumEpisodes()
-	nHeld := int(math.Round(o.HeldOut * float64(K)))
-	if nHeld < 1 || K-nHeld < 1 {
-		// Too few episodes to hold any out: the smallest rank that can
-		// still represent memory.
-		return min(2, o.MaxRank), nil
-	}
-	rng := rand.New(rand.NewPCG(o.Seed, 0x4e1d))
-	perm := rng.Perm(K)
-	held := append([]int(nil), perm[:nHeld]...)
-	train := append([]int(nil), perm[nHeld:]...)
-	// Large logs: the rank is chosen on samples (fitSampleEpisodes).
-	if len(train) > fitSampleEpisodes {
-		train = train[:fitSampleEpisodes]
-	}
-	if len(held) > fitSampleEpisodes {
-		held = held[:fitSampleEpisodes]
-	}
-	sort.Ints(held)
-	sort.Ints(train)
-	tr := code(d.Subset(train), kind, values)
-	ho := code(d.Subset(held), kind, values)
-	maxR := o.MaxRank
-	bestR, bestLL := 0, math.Inf(-1)
-	for S := 1; S <= maxR; S++ {
-		rs, err := fitRank(ctx, tr, proto, S, o, "train", report)
-		if err != nil {
-			return 0, err
-		}
-		b := best(rs)
-		for _, r := range rs {
-			res.Trace = append(res.Trace, r.trace...)
-		}
-		st, err := newKernel(rs[b].model, ho).estep(ctx, ho, o.Workers)
-		if err != nil {
-			return 0, err
-		}
-		res.RankTable = append(res.RankTable, RankRow{Rank: S, TrainLogLik: rs[b].ll, HeldOutLogLik: st.ll})
-		if st.ll > bestLL {
-			bestR, bestLL = S, st.ll
-		}
-	}
-	if bestR == 0 {
-		bestR = 1
-	}
-	res.RankTable[bestR-1].Chosen = true
-	res.HeldOutLogLik = bestLL
-	return bestR, nil
 }
 
 func checkSplits(splits [][]int, K, H int) error {

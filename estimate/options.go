@@ -34,8 +34,12 @@ const (
 	// distributions and keeps every probability positive, at a cost of
 	// about Smoothing·cells in counts — negligible next to K·H.
 	DefaultSmoothing = 1e-3
-	// DefaultMaxRank is the largest rank tried when Rank is 0 (auto).
-	DefaultMaxRank = 8
+	// DefaultMaxRank is the largest rank tried when Rank is 0 (auto):
+	// the search doubles the rank from 1 and stops earlier when the
+	// held-out likelihood stops improving or its work budget is spent
+	// (rank.go); 64 states cover the benchmark POMDPs of up to 60 hidden
+	// states.
+	DefaultMaxRank = 64
 	// DefaultHeldOut is the fraction of episodes held out to choose the
 	// rank.
 	DefaultHeldOut = 0.2
@@ -74,11 +78,16 @@ func (nopReporter) Iteration(TraceRow) {}
 // Options configure Fit. The zero value means the documented defaults.
 type Options struct {
 	// Rank is the number of latent states r; 0 chooses it by held-out
-	// log-likelihood among 1..MaxRank.
+	// log-likelihood (ChooseRank: doubling from 1, then bisection, on a
+	// subsample of at most RankSampleEpisodes episodes).
 	Rank int
 	// MaxRank bounds the ranks tried when Rank is 0 (default
 	// DefaultMaxRank, capped by the number of training episodes).
 	MaxRank int
+	// RankBudget bounds the work of the rank search in E-step cell
+	// updates (episodes × steps × S² summed over its E-steps; default
+	// DefaultRankBudget). No new rank is started once it is spent.
+	RankBudget float64
 	// HeldOut is the fraction of episodes held out when choosing the rank
 	// (default DefaultHeldOut); the chosen rank is then refitted on all
 	// episodes.
@@ -165,6 +174,12 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.MaxRank < 0 {
 		return o, errorf(ErrOptions, "max rank %d is negative", o.MaxRank)
+	}
+	if o.RankBudget == 0 {
+		o.RankBudget = DefaultRankBudget
+	}
+	if !(o.RankBudget > 0) || math.IsInf(o.RankBudget, 0) {
+		return o, errorf(ErrOptions, "rank search budget %v is not a positive number", o.RankBudget)
 	}
 	if o.HeldOut == 0 {
 		o.HeldOut = DefaultHeldOut
@@ -311,15 +326,21 @@ type Result struct {
 	// HeldOutLogLik is the held-out log-likelihood of the chosen rank
 	// when the rank was chosen automatically (NaN otherwise).
 	HeldOutLogLik float64
-	RankTable     []RankRow
+	// RankTable has one row per rank the automatic search tried, in
+	// increasing rank.
+	RankTable []RankRow
+	// RankSearchEpisodes is the number of episodes of the rank search's
+	// subsample (0 when the rank was given).
+	RankSearchEpisodes int
 
 	// Trace holds every EM iteration of every start, in (data, rank,
 	// restart, iter) order.
 	Trace []TraceRow
 	// RestartLogLiks are the final log-likelihoods of the starts of the
 	// final fit (on logs of more than fitSampleEpisodes episodes, those of
-	// the starts other than BestRestart are on the sample), in start
-	// order; BestRestart is the one kept.
+	// the starts other than BestRestart are on the sample, and a warm
+	// start is the only start), in start order; BestRestart is the one
+	// kept.
 	RestartLogLiks []float64
 	BestRestart    int
 	// Iterations is the iteration (E-step) number of the kept start's

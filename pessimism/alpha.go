@@ -14,7 +14,7 @@ type AlphaMode int
 
 const (
 	// AlphaAuto, the zero value and the default: the candidates of
-	// AutoAlphas, one chosen on held-out episodes (policy.Select).
+	// AutoAlphas, one chosen by cross-fitting (policy.Select).
 	AlphaAuto AlphaMode = iota
 	// AlphaFixed: one given value.
 	AlphaFixed

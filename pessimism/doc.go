@@ -46,8 +46,9 @@
 //     seen n times about 1/(n+1).
 //   - α is a number, "theory" (TheoryAlpha: the paper's α̂ of Corollary
 //     3 with β̂ from the optimistic-net bound), a list of numbers or
-//     "auto" (a grid); lists are resolved by policy.Select with a held-out
-//     criterion. The default is "auto" (AlphaSpec's zero value); a Bonus
+//     "auto" (a grid); lists are resolved by policy.Select with a
+//     cross-fitted criterion (plan on one part of the logs, value under a
+//     model of the other). The default is "auto" (AlphaSpec's zero value); a Bonus
 //     built without a choice carries DefaultAlpha = 1, see its comment.
 //
 // What the paper's bonus does not see: it sums over τ_0..τ_{H−1}, so

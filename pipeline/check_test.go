@@ -101,8 +101,8 @@ func TestTooFewEpisodes(t *testing.T) {
 		{"one episode, fixed α", 4, 1, fixedAlpha(0.1), []string{"1 episode of 4 steps", "needs at least 4"}},
 		{"fewer than H", 4, 3, fixedAlpha(0.1), []string{"3 episodes of 4 steps", "needs at least 4"}},
 		{"fewer than H, auto α", 4, 2, pessimism.AlphaSpec{}, []string{"2 episodes of 4 steps", "needs at least 4"}},
-		{"held-out share", 4, 4, pessimism.AlphaSpec{}, []string{"4 episodes", "needs at least 5"}},
-		{"one-step, one episode, auto α", 1, 1, pessimism.AlphaSpec{}, []string{"1 episode,", "needs at least 3"}},
+		{"held-out share", 4, 4, alphaList(0.1, 1), []string{"4 episodes", "needs at least 8"}},
+		{"one-step, one episode, α list", 1, 1, alphaList(0.1, 1), []string{"1 episode,", "needs at least 2"}},
 	} {
 		_, err := Fit(context.Background(), tigerLogs(t, c.H, c.K, 3), nil, Options{Estimate: quick, Alpha: c.alpha})
 		if !errors.Is(err, ErrTooFew) || errkind.Of(err) != errkind.Data {
@@ -335,5 +335,28 @@ func TestRankFallbackNoted(t *testing.T) {
 	}
 	if !strings.Contains(strings.Join(out.Run.Manifest.Notes, " "), "Too few episodes (2) to hold any out for choosing the rank") {
 		t.Errorf("notes %q", out.Run.Manifest.Notes)
+	}
+}
+
+func alphaList(v ...float64) pessimism.AlphaSpec {
+	return pessimism.AlphaSpec{Mode: pessimism.AlphaList, Values: v}
+}
+
+// TestAutoAlphaOnFewEpisodes: with α auto and too few episodes to hold
+// some out, the run uses the default α and says so instead of failing.
+func TestAutoAlphaOnFewEpisodes(t *testing.T) {
+	out, err := Fit(context.Background(), tigerLogs(t, 4, 5, 3), nil, Options{Estimate: quick, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Alpha != pessimism.DefaultAlpha || out.Selection != nil {
+		t.Errorf("α %v, selection %v", out.Alpha, out.Selection)
+	}
+	found := false
+	for _, n := range out.Run.Manifest.Notes {
+		found = found || strings.Contains(n, "too few to choose α")
+	}
+	if !found {
+		t.Errorf("notes do not say why α is the default: %q", out.Run.Manifest.Notes)
 	}
 }

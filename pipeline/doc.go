@@ -12,6 +12,14 @@
 //	res, err := pipeline.Run(ctx, []string{"logs/part-0.parquet"}, pipeline.Options{Seed: 1})
 //	// res.Policy, res.Model, res.Run.Manifest.Headline ...
 //
+// With the rank automatic, the rank is searched once (estimate.ChooseRank)
+// and every later fit starts once from the search's model. With several α
+// candidates, the episodes are cut into parts A and B (B the share
+// SelectHeldOut, each part at most SelectMaxEpisodes), a model is fitted
+// on each, and policy.Select plans every candidate with A's model and
+// values it under B's; the final model is then fitted on all episodes from
+// A's model, and the reported bound is corrected as LCBCorrection says.
+//
 // Options' zero value is the documented default of every stage. Every
 // option is checked before any input is read (errors match ErrOptions and
 // errkind.Options). The run id in the manifest hashes the inputs and every

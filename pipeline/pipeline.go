@@ -38,6 +38,10 @@ type Options struct {
 	// SelectHeldOut is the share of episodes held out from fitting to
 	// choose α among several candidates (0: DefaultSelectHeldOut).
 	SelectHeldOut float64
+	// LCBCorrection corrects the reported lower bound when α was chosen
+	// among candidates: LCBCorrectionCrossFit (the zero value's default)
+	// or LCBCorrectionNone (the paper's bound at the planning α).
+	LCBCorrection string
 	// PlanBudget is the node budget of the exact planner (0:
 	// policy.DefaultBudget).
 	PlanBudget int64
@@ -67,11 +71,35 @@ type Options struct {
 	Version string
 }
 
-// DefaultSelectHeldOut is the share of episodes kept out of the fit to
-// choose α: one in five leaves most data to the model while the held-out
-// importance-weighted estimate still has hundreds of episodes on logs of a
-// few thousand.
-const DefaultSelectHeldOut = 0.2
+// SelectMaxEpisodes bounds each part of the α selection: on larger logs
+// each part is a seeded subsample of that many episodes. The parts only
+// have to rank the candidates' plans; 10⁵ episodes resolve values to
+// ~10⁻³, and the selection's fits then cost a fixed amount however large K
+// is (the final fit uses every episode).
+const SelectMaxEpisodes = 100000
+
+// DefaultSelectHeldOut is the share of episodes in part B when choosing
+// α: half, so that the evaluation model θ̂_B that values every candidate's
+// plan (policy.Select) is as well fitted as the planning model θ̂_A.
+const DefaultSelectHeldOut = 0.5
+
+// Values of Options.LCBCorrection.
+const (
+	// LCBCorrectionCrossFit: when α was chosen among candidates, the
+	// reported bound of π̄ prices the bonus at the least α_r ≥ α for which
+	// the chosen candidate's bound under the model of part A,
+	// V_{θ̂_A,R}^{π_α} − V_{θ̂_A,α_r b̂_A}^{π_α}, is at most that plan's
+	// bound under the model of part B at α_B = max(α, DefaultAlpha),
+	// V_{θ̂_B,R}^{π_α} − V_{θ̂_B,α_B b̂_B}^{π_α}. It separates the α that
+	// plans (chosen for value) from the α that reports (chosen for
+	// coverage): the gap it closes is the optimism the planning model has
+	// about its own plan (the winner's curse of planning) beyond what data
+	// it never saw support at the default confidence, which the paper's
+	// bonus at a small α does not cover. The policy itself is unchanged.
+	LCBCorrectionCrossFit = "cross-fit"
+	// LCBCorrectionNone reports the paper's bound at the planning α.
+	LCBCorrectionNone = "none"
+)
 
 // resolved returns the options with every default filled in, or an
 // ErrOptions error naming the first invalid one. Nothing is read before
@@ -88,6 +116,13 @@ func (o Options) resolved() (Options, error) {
 	}
 	if !(o.SelectHeldOut > 0 && o.SelectHeldOut < 1) {
 		return o, fmt.Errorf("%w: the held-out share for choosing α must be in (0,1), not %v", ErrOptions, o.SelectHeldOut)
+	}
+	switch o.LCBCorrection {
+	case "":
+		o.LCBCorrection = LCBCorrectionCrossFit
+	case LCBCorrectionCrossFit, LCBCorrectionNone:
+	default:
+		return o, fmt.Errorf("%w: the bound correction must be %q or %q, not %q", ErrOptions, LCBCorrectionCrossFit, LCBCorrectionNone, o.LCBCorrection)
 	}
 	if o.PlanBudget == 0 {
 		o.PlanBudget = policy.DefaultBudget
@@ -147,7 +182,7 @@ func (o Options) params(d *ingest.Dataset) report.Params {
 	}
 	return report.Params{
 		RankOption: rank, AlphaOption: o.Alpha.String(), Gamma: o.Gamma,
-		Lambda: o.Lambda, SelectHeldOut: o.SelectHeldOut, PlanBudget: o.PlanBudget, Seed: o.Seed,
+		Lambda: o.Lambda, SelectHeldOut: o.SelectHeldOut, LCBCorrection: o.LCBCorrection, PlanBudget: o.PlanBudget, Seed: o.Seed,
 		Planner: o.Planner, PlanRows: o.PlanRows,
 		Horizon: d.Horizon, OnInvalid: o.Ingest.OnInvalid, Columns: o.Ingest.Columns,
 		MaxObservations: o.MaxObservations,
@@ -271,31 +306,56 @@ func fit(ctx context.Context, d *ingest.Dataset, inputs []string, opts Options) 
 
 	alpha := opts.Alpha
 	candidates := alpha.Candidates()
+	heldFrac := opts.SelectHeldOut
 	eopts := opts.Estimate
 	eopts.Seed = opts.Seed
 	eopts.Workers = workers
 	popts := pessimism.Options{Lambda: opts.Lambda, Workers: workers}
 	planOpts := policy.PlanOptions{Workers: workers, Budget: opts.PlanBudget, Planner: opts.Planner, RowBudget: opts.PlanRows}
 
-	// α among candidates: fit on a training part, plan one policy per α
-	// and pick by the importance-weighted lower bound on the held-out part.
-	// When that fit chose the rank, its rank table is the run's evidence
-	// for the rank (the final fit is warm-started at that rank).
-	var rankChoice *estimate.Result
-	if len(candidates) > 1 {
-		st.begin("select-α", emBudget(eopts))
-		tfit, err := selectAlpha(ctx, d, opts, eopts, popts, planOpts, out)
+	// Rank: searched once, on a subsample of all episodes; every fit
+	// below starts from the search's model with one start (the search
+	// compared the starts already).
+	var rankChoice *estimate.RankChoice
+	userRestarts := eopts.Restarts
+	if eopts.Rank == 0 {
+		st.begin("rank", 0)
+		rc, err := estimate.ChooseRank(ctx, d, eopts)
 		if err != nil {
 			return nil, err
 		}
-		// Warm-start the final fit from the training fit, when the
-		// training episodes saw the same reward values as all of them
-		// (on small logs they may not, and the start would not fit).
-		if rewardSupportOf(tfit.Model, d.Reward) {
-			eopts.Start = tfit.Model
+		rankChoice = rc
+		eopts.Rank = rc.Rank
+		// Warm starts need a model that knows every logged reward value;
+		// a search on a subsample of small logs may have missed one.
+		if rc.Model != nil {
+			eopts = warmStart(eopts, rc.Model, d, userRestarts)
 		}
-		eopts.Rank = tfit.Model.States
-		rankChoice = tfit
+		st.end()
+	}
+
+	var cf *crossFit // the parts' models and bonuses (selection only)
+	// α among candidates, cross-fitted: fit a model on part A and one on
+	// part B, plan one policy per α with A's model and bonus, and value
+	// each under B's model with B's bonus (policy.Select).
+	if need := minHeldOutEpisodes(heldFrac, H); len(candidates) > 1 && alpha.Mode == pessimism.AlphaAuto && K < need {
+		// Too few episodes to choose α on held-out ones: the default α,
+		// said in the report (an explicit list is an error below).
+		candidates = []float64{pessimism.DefaultAlpha}
+		out.Notes = append(out.Notes, fmt.Sprintf("α = %g, the default: %s are too few to choose α on held-out episodes (that needs at least %d).", pessimism.DefaultAlpha, plural(K, "episode"), need))
+	}
+	if len(candidates) > 1 {
+		st.begin("select-α", emBudget(eopts))
+		c, err := selectAlpha(ctx, d, opts, eopts, userRestarts, popts, planOpts, candidates, out)
+		if err != nil {
+			return nil, err
+		}
+		cf = c
+		// The final fit: one start, from the training part's model, when
+		// the training episodes saw the same reward values as all of them
+		// (on small logs they may not, and the start would not fit).
+		eopts = warmStart(eopts, cf.planA, d, userRestarts)
+		eopts.Rank = cf.planA.States
 		st.end()
 	} else if len(candidates) == 1 {
 		out.Alpha = candidates[0]
@@ -325,8 +385,15 @@ func fit(ctx context.Context, d *ingest.Dataset, inputs []string, opts Options) 
 		return nil, err
 	}
 	applyReturnRange(fit.Model, opts.ReturnRange)
-	if len(fit.RankTable) == 0 && rankChoice != nil && len(rankChoice.RankTable) > 0 {
-		fit.RankTable, fit.HeldOutLogLik = rankChoice.RankTable, rankChoice.HeldOutLogLik
+	if rankChoice != nil {
+		// The rank rows of the search (fit.arrow kind = rank).
+		fit.RankTable, fit.HeldOutLogLik, fit.RankSearchEpisodes = rankChoice.Table, rankChoice.HeldOutLogLik, rankChoice.Episodes
+		fit.Options.Rank = 0
+	}
+	// The options as asked (the warm starts set one start per fit).
+	fit.Options.Restarts = userRestarts
+	if fit.Options.Restarts == 0 {
+		fit.Options.Restarts = estimate.DefaultRestarts
 	}
 	out.Fit, out.Model = fit, fit.Model
 	st.end()
@@ -369,6 +436,11 @@ func fit(ctx context.Context, d *ingest.Dataset, inputs []string, opts Options) 
 	}
 	out.Policy, out.Plan = pol, stats
 	prog.Advance(min(stats.Nodes, planWork), fmt.Sprintf("%d nodes", stats.Nodes))
+	if out.Selection != nil && opts.LCBCorrection == LCBCorrectionCrossFit {
+		if err := correctBound(ctx, out, cf.planA, cf.bonusA, cf.evalB, cf.bonusB, fit.Model, bonus, opts.Seed); err != nil {
+			return nil, err
+		}
+	}
 	st.end()
 
 	st.begin("report", int64(K))
@@ -386,22 +458,35 @@ func fit(ctx context.Context, d *ingest.Dataset, inputs []string, opts Options) 
 	return out, nil
 }
 
-// selectAlpha chooses α among opts.Alpha's candidates: it fits the model
-// (eopts) on a training part of d, plans one policy per α and picks by
-// the importance-weighted lower bound on the held-out part, setting
-// out.Selection, out.Alpha and out.RewardCheck. It returns the training
-// fit, whose rank table is the run's evidence for the rank when that fit
-// chose it.
-func selectAlpha(ctx context.Context, d *ingest.Dataset, opts Options, eopts estimate.Options, popts pessimism.Options, planOpts policy.PlanOptions, out *report.Outcome) (*estimate.Result, error) {
+// crossFit is what a cross-fitted α selection leaves for the final fit
+// and the bound correction: part A's model and bonus, with which the
+// candidates were planned (the final fit starts from A's model), and
+// part B's, under which they were valued.
+type crossFit struct {
+	planA  *estimate.Model
+	bonusA *pessimism.Bonus
+	evalB  *estimate.Model
+	bonusB *pessimism.Bonus
+}
+
+// selectAlpha chooses α among candidates by cross-fitting: it fits a
+// model on part A and one on part B of a seeded split of d (each capped
+// at SelectMaxEpisodes), plans one policy per α with A's model and bonus
+// and values each under B's model with B's bonus (policy.Select). It sets
+// out.Selection, out.Alpha and out.RewardCheck.
+func selectAlpha(ctx context.Context, d *ingest.Dataset, opts Options, eopts estimate.Options, userRestarts int, popts pessimism.Options, planOpts policy.PlanOptions, candidates []float64, out *report.Outcome) (*crossFit, error) {
 	K, H := d.NumEpisodes(), d.Horizon
 	heldFrac := opts.SelectHeldOut
 	perm := split.Permutation(K, opts.Seed^0x5e1ec7)
 	nHeld := int(math.Round(heldFrac * float64(K)))
-	if nHeld < 1 || K-nHeld < H {
-		return nil, fmt.Errorf("%w: %s, but holding out %.0f%% for choosing α needs at least %d (one held out and %d to fit, one per step); give --alpha a single value", ErrTooFew, plural(K, "episode"), 100*heldFrac, minHeldOutEpisodes(heldFrac, H), H)
+	if nHeld < H || K-nHeld < H {
+		return nil, fmt.Errorf("%w: %s, but holding out %.0f%% for choosing α needs at least %d (%d on each side, one per step); give --alpha a single value", ErrTooFew, plural(K, "episode"), 100*heldFrac, minHeldOutEpisodes(heldFrac, H), H)
 	}
 	heldIdx := append([]int(nil), perm[:nHeld]...)
 	trainIdx := append([]int(nil), perm[nHeld:]...)
+	// The permutation is random, so a prefix is a seeded subsample.
+	heldIdx = heldIdx[:min(len(heldIdx), SelectMaxEpisodes)]
+	trainIdx = trainIdx[:min(len(trainIdx), SelectMaxEpisodes)]
 	sort.Ints(heldIdx)
 	sort.Ints(trainIdx)
 	train, held := d.Subset(trainIdx), d.Subset(heldIdx)
@@ -410,6 +495,9 @@ func selectAlpha(ctx context.Context, d *ingest.Dataset, opts Options, eopts est
 		return nil, err
 	}
 	to := eopts
+	if to.Start != nil {
+		to = warmStart(to, to.Start, train, userRestarts)
+	}
 	to.Splits = trainSplits
 	to.Reporter = newEMProgress(opts.Progress, to)
 	tfit, err := estimate.Fit(ctx, train, to)
@@ -422,17 +510,90 @@ func selectAlpha(ctx context.Context, d *ingest.Dataset, opts Options, eopts est
 		return nil, err
 	}
 	out.RewardCheck = report.CheckRewards(tfit.Model, held, true)
+	heldSplits, err := split.Split(held.NumEpisodes(), H, opts.Seed+1)
+	if err != nil {
+		return nil, err
+	}
+	ho := warmStart(eopts, tfit.Model, held, userRestarts)
+	ho.Splits, ho.Rank = heldSplits, tfit.Model.States
+	hfit, err := estimate.Fit(ctx, held, ho)
+	if err != nil {
+		return nil, err
+	}
+	hb, err := pessimism.Build(ctx, hfit.Model, held, heldSplits, popts)
+	if err != nil {
+		return nil, err
+	}
 	if !held.HasPropensity() {
 		// Held-out importance weights need π^b: the fit's estimate.
 		held = withPropensity(held, heldIdx, estimate.EstimateBehavior(d), H)
 	}
-	sel, err := policy.Select(ctx, tfit.Model, tb, held, opts.Alpha.Candidates(), policy.SelectOptions{Plan: planOpts})
+	sel, err := policy.Select(ctx, tfit.Model, tb, hfit.Model, hb, held, candidates, policy.SelectOptions{Plan: planOpts, Seed: opts.Seed})
 	if err != nil {
 		return nil, err
 	}
 	out.Selection = sel
 	out.Alpha = sel.Alpha()
-	return tfit, nil
+	return &crossFit{planA: tfit.Model, bonusA: tb, evalB: hfit.Model, bonusB: hb}, nil
+}
+
+// correctBound applies LCBCorrectionCrossFit: it finds α_r, the least
+// α' ≥ α with V_{θ̂_A,R}^{π_α} − V_{θ̂_A,α' b̂_A}^{π_α} ≤ the chosen
+// candidate's cross-fitted bound V_{θ̂_B,R}^{π_α} − V_{θ̂_B,α_B b̂_B}^{π_α}
+// at α_B = max(α, pessimism.DefaultAlpha) (bisection on the priced
+// rollout; +Inf when even the capped bonus does not reach it), and when
+// α_r > α sets out.Bound to π̄'s bound under the final model at α_r.
+func correctBound(ctx context.Context, out *report.Outcome, planA *estimate.Model, bonusA *pessimism.Bonus, evalB *estimate.Model, bonusB *pessimism.Bonus, m *estimate.Model, bonus *pessimism.Bonus, seed uint64) error {
+	c := out.Selection.Candidates[out.Selection.Chosen]
+	ra, err := policy.ValueUnder(ctx, planA, bonusA, c.Policy, 0, 0, seed)
+	if err != nil {
+		return err
+	}
+	// The target: the plan's bound under B's model at max(α, the default
+	// α), what B's data vouch for at the paper's default confidence.
+	rb, err := policy.ValueUnder(ctx, evalB, bonusB, c.Policy, 0, 0, seed)
+	if err != nil {
+		return err
+	}
+	target := rb.Reward - rb.Bonus(math.Max(out.Alpha, pessimism.DefaultAlpha))
+	ar := calibrateAlpha(func(x float64) float64 { return ra.Reward - ra.Bonus(x) }, out.Alpha, target)
+	if ar == out.Alpha {
+		return nil
+	}
+	rf, err := policy.ValueUnder(ctx, m, bonus, out.Policy, 0, 0, seed)
+	if err != nil {
+		return err
+	}
+	v := policy.Value{Reward: out.Plan.ValueReward, Bonus: rf.Bonus(ar)}
+	v.LCB = v.Reward - v.Bonus
+	out.Bound, out.BoundAlpha = &v, ar
+	return nil
+}
+
+// calibrateAlpha returns the least α' ≥ a with bound(α') ≤ target for a
+// bound non-increasing in α' (to a relative 1e-6, by doubling then
+// bisection): a itself when bound(a) ≤ target, +Inf when no finite α'
+// reaches it (bound(10¹²) > target).
+func calibrateAlpha(bound func(float64) float64, a, target float64) float64 {
+	if bound(a) <= target {
+		return a
+	}
+	if bound(1e12) > target {
+		return math.Inf(1)
+	}
+	lo, hi := a, math.Max(2*a, 1e-3)
+	for bound(hi) > target {
+		lo, hi = hi, 2*hi
+	}
+	for i := 0; i < 100 && hi-lo > 1e-6*hi; i++ {
+		mid := (lo + hi) / 2
+		if bound(mid) <= target {
+			hi = mid
+		} else {
+			lo = mid
+		}
+	}
+	return hi
 }
 
 // withPropensity returns sub with the given full-dataset propensities
@@ -447,12 +608,25 @@ func withPropensity(sub *ingest.Dataset, idx []int, prop []float64, H int) *inge
 }
 
 // minHeldOutEpisodes is the least K for which holding out the share frac
-// leaves at least one held-out episode and H to fit (one per split).
+// leaves H episodes on each side (one per split of each side's fit).
 func minHeldOutEpisodes(frac float64, H int) int {
-	for k := H + 1; ; k++ {
+	for k := 2 * H; ; k++ {
 		n := int(math.Round(frac * float64(k)))
-		if n >= 1 && k-n >= H {
+		if n >= H && k-n >= H {
 			return k
 		}
 	}
+}
+
+// warmStart returns o starting once from m when m knows exactly the reward
+// values logged in d (a fit on a subset of small logs may have missed one,
+// or d may miss one of m's, and the start would not fit); otherwise o
+// without a start model and with the restarts asked for.
+func warmStart(o estimate.Options, m *estimate.Model, d *ingest.Dataset, restarts int) estimate.Options {
+	if rewardSupportOf(m, d.Reward) {
+		o.Start, o.Restarts = m, 1
+	} else {
+		o.Start, o.Restarts = nil, restarts
+	}
+	return o
 }

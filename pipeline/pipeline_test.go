@@ -3,8 +3,11 @@ package pipeline
 import (
 	"context"
 	"errors"
+	"fmt"
+	"math"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -89,13 +92,14 @@ func TestRunIDCoversIngestOptions(t *testing.T) {
 }
 
 func TestTooFewEpisodesForHeldOut(t *testing.T) {
-	// Worked by hand: frac 0.2, H 4: K = 5 holds out round(1.0) = 1 and
-	// fits 4. Frac 0.5, H 2: K = 3 holds out round(1.5) = 2 and fits 1 < 2;
-	// K = 4 holds out 2 and fits 2.
+	// Worked by hand (H episodes on each side): frac 0.2, H 4: K = 17
+	// holds out round(3.4) = 3 < 4; K = 18 holds out round(3.6) = 4 and
+	// fits 14. Frac 0.5, H 2: K = 3 holds out round(1.5) = 2 and fits
+	// 1 < 2; K = 4 holds out 2 and fits 2.
 	for _, c := range []struct {
 		frac    float64
 		H, want int
-	}{{0.2, 4, 5}, {0.5, 2, 4}} {
+	}{{0.2, 4, 18}, {0.5, 2, 4}} {
 		if got := minHeldOutEpisodes(c.frac, c.H); got != c.want {
 			t.Errorf("minHeldOutEpisodes(%v, %d) = %d, want %d", c.frac, c.H, got, c.want)
 		}
@@ -115,51 +119,82 @@ func (r *recorder) Advance(n int64, _ string)           { r.done[r.stage] += n }
 func (r *recorder) EndStage(string, time.Duration)      {}
 func (r *recorder) Info(string, ...any)                 {}
 
-// A run that chooses both α and the rank keeps the rank's evidence (the
-// held-out likelihood of every rank tried, from the α-selection fit), and
-// every stage announces its work and never advances past it.
-func TestAutoRankEvidenceAndProgress(t *testing.T) {
+// TestCalibrateAlpha: bound(x) = 0.8 − 0.1·min(x, 5) reaches 0.5 at x = 3
+// exactly; from a = 4 it is already below; 0.2 is out of reach.
+func TestCalibrateAlpha(t *testing.T) {
+	bound := func(x float64) float64 { return 0.8 - 0.1*math.Min(x, 5) }
+	if got := calibrateAlpha(bound, 0.03, 0.5); math.Abs(got-3) > 1e-5 {
+		t.Errorf("α_r = %v, want 3", got)
+	}
+	if got := calibrateAlpha(bound, 4, 0.5); got != 4 {
+		t.Errorf("α_r = %v, want the planning α 4", got)
+	}
+	if got := calibrateAlpha(bound, 0.03, 0.2); !math.IsInf(got, 1) {
+		t.Errorf("α_r = %v, want +Inf", got)
+	}
+}
+
+// TestDefaultRunRecordsRankSearchAndSelection: with rank and α automatic
+// (the defaults, here with a small rank cap and few iterations), the run
+// records every tried rank (fit.arrow kind = rank), the restarts asked for
+// (not the single warm start of the later fits), a selection whose
+// chosen candidate is not saturated and whose reason names the chosen α,
+// and, with the default bound correction, a reported bound no higher than
+// the planner's own. Every stage announces its work and never advances
+// past it.
+func TestDefaultRunRecordsRankSearchAndSelection(t *testing.T) {
 	if testing.Short() {
 		t.Skip("fits the example logs")
 	}
 	logs := []string{filepath.Join("..", "examples", "tiger-logs.parquet")}
 	rec := &recorder{totals: map[string]int64{}, done: map[string]int64{}}
-	o := Options{Estimate: estimate.Options{MaxRank: 3, Restarts: 1, MaxIter: 20}, Seed: 1, Progress: rec}
+	o := Options{Estimate: estimate.Options{MaxRank: 3, MaxIter: 40}, Seed: 3, Progress: rec}
 	res, err := Run(context.Background(), logs, o)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Selection == nil {
-		t.Fatal("α was not chosen among candidates")
-	}
-	ranks := res.Run.Ranks
-	if len(ranks) != 3 {
-		t.Fatalf("%d rank rows, want 3 (ranks 1..3)", len(ranks))
+	rows := res.Fit.RankTable
+	if len(rows) < 2 || rows[0].Rank != 1 {
+		t.Fatalf("rank rows %+v", rows)
 	}
 	chosen := 0
-	for _, r := range ranks {
+	for _, r := range rows {
 		if r.Chosen {
-			chosen = r.Rank
+			chosen++
+			if r.Rank != res.Model.States {
+				t.Errorf("chosen rank %d, model has %d states", r.Rank, res.Model.States)
+			}
 		}
 	}
-	if chosen != res.Model.States {
-		t.Errorf("rank table chose %d, model has %d states", chosen, res.Model.States)
+	if chosen != 1 || len(res.Run.Ranks) != len(rows) {
+		t.Errorf("%d chosen ranks, %d report rank rows for %d tried", chosen, len(res.Run.Ranks), len(rows))
 	}
-	for _, s := range []string{"ingest", "select-α", "split", "estimate", "pessimism", "policy", "report"} {
-		tot, ok := rec.totals[s]
-		if !ok || tot <= 0 {
+	if got := res.Run.Manifest.Parameters["restarts"]; got != estimate.DefaultRestarts {
+		t.Errorf("restarts recorded %v, want %d", got, estimate.DefaultRestarts)
+	}
+	sel := res.Selection
+	if sel == nil || len(sel.Candidates) != len(pessimism.AutoAlphas()) {
+		t.Fatalf("selection %+v", sel)
+	}
+	c := sel.Candidates[sel.Chosen]
+	if c.Saturated || !strings.Contains(sel.Reason, fmt.Sprintf("α = %g", c.Alpha)) {
+		t.Errorf("chosen %+v, reason %q", c, sel.Reason)
+	}
+	hl := res.Run.Manifest.Headline
+	if planned := res.Plan.ValueReward - res.Plan.ValueBonus; float64(hl.LCB) > planned+1e-12 {
+		t.Errorf("reported bound %v above the planner's %v", hl.LCB, planned)
+	}
+	if res.Bound != nil && !(res.BoundAlpha > res.Alpha) {
+		t.Errorf("bound corrected at α_r %v, not above α %v", res.BoundAlpha, res.Alpha)
+	}
+	for _, s := range []string{"ingest", "split", "estimate", "pessimism", "policy", "report"} {
+		if tot, ok := rec.totals[s]; !ok || tot <= 0 {
 			t.Errorf("stage %s: total %d", s, tot)
 		}
-		if rec.done[s] > tot {
+	}
+	for s, tot := range rec.totals {
+		if tot > 0 && rec.done[s] > tot {
 			t.Errorf("stage %s advanced %d past its total %d", s, rec.done[s], tot)
 		}
-	}
-	// EM budget by hand: select-α fits ranks 1..3 on the training part
-	// then the chosen rank again, one start of ≤ 20 iterations each.
-	if got := rec.totals["select-α"]; got != (3+1)*1*20 {
-		t.Errorf("select-α total %d, want 80", got)
-	}
-	if got := rec.totals["estimate"]; got != 20 {
-		t.Errorf("estimate total %d, want 20 (warm start at the chosen rank)", got)
 	}
 }

@@ -17,9 +17,11 @@
 //     see below), for long episodes and large alphabets;
 //     PlannerAuto (the default) is exact when the tree fits the budget
 //     and belief otherwise.
-//   - Select(ctx, model, bonus, heldOut, alphas, SelectOptions): plans one
-//     policy per candidate α and picks one by a held-out importance-weighted
-//     lower bound.
+//   - Select(ctx, model, bonus, evalModel, evalBonus, heldOut, alphas,
+//     SelectOptions): plans one policy per candidate α with the model of
+//     one part of the logs and picks one by its value under the model
+//     fitted on the other part (cross-fitting, select.go); ValueUnder
+//     values a policy under any model (enumerated or sampled).
 //   - ModelValue: V_{θ̂,R}, V_{θ̂,b̂} and the LCB of any policy under the
 //     model; Weights, IWEstimate, Coverage: importance weights of logged
 //     episodes, the off-policy estimate with its interval and effective

@@ -103,22 +103,34 @@ func TestIWEstimateAgreesWithModel(t *testing.T) {
 	}
 }
 
+// TestSelect: every candidate's criterion is its policy's value under the
+// evaluation model and its cross-fitted bound that value minus the
+// evaluation bonus at its own α (recomputed here by ModelValue), the
+// chosen candidate has the largest criterion among the
+// unsaturated ones, and the saturating α = 10⁶ (bonus 1 everywhere) is
+// never chosen although it plans the greedy policy, whose criterion may
+// equal that of α = 0.
 func TestSelect(t *testing.T) {
 	rng := rand.New(rand.NewPCG(70, 70))
 	sp := pessimismtest.Spec{States: 3, Obs: 2, Actions: 2, Horizon: 3}
 	m := pessimismtest.RandomModel(rng, sp)
 	train := pessimismtest.Sample(rng, m, nil, 60)
 	held := pessimismtest.Sample(rng, m, nil, 2000)
-	b, err := pessimism.Build(context.Background(), m, train, pessimismtest.EvenSplits(60, 3), pessimism.Options{})
+	ctx := context.Background()
+	b, err := pessimism.Build(ctx, m, train, pessimismtest.EvenSplits(60, 3), pessimism.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	eb, err := pessimism.Build(ctx, m, held, pessimismtest.EvenSplits(2000, 3), pessimism.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	alphas := []float64{0, 0.5, 1e6}
-	sel, err := policy.Select(context.Background(), m, b, held, alphas, policy.SelectOptions{})
+	sel, err := policy.Select(ctx, m, b, m, eb, held, alphas, policy.SelectOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(sel.Candidates) != 3 || sel.Chosen < 0 {
+	if len(sel.Candidates) != 3 || sel.Chosen < 0 || sel.Reason == "" || sel.EvalAlpha != 0 {
 		t.Fatalf("selection %+v", sel)
 	}
 	best := math.Inf(-1)
@@ -130,17 +142,85 @@ func TestSelect(t *testing.T) {
 		if err != nil || want != c.HeldOut {
 			t.Fatalf("candidate %d held-out figures %+v, recomputed %+v", i, c.HeldOut, want)
 		}
-		best = math.Max(best, c.HeldOut.Lower)
+		v, err := policy.ModelValue(m, eb.WithAlpha(c.Alpha), c.Policy)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if math.Abs(v.Reward-c.Cross.Reward) > 1e-12 || math.Abs(v.Bonus-c.Cross.Bonus) > 1e-12 ||
+			c.Cross.Criterion != c.Cross.Reward || !c.Cross.Exact {
+			t.Fatalf("candidate %d cross figures %+v, model value under the evaluation bonus %+v", i, c.Cross, v)
+		}
+		if !c.Saturated {
+			best = math.Max(best, c.Cross.Criterion)
+		}
 	}
-	if sel.Candidates[sel.Chosen].HeldOut.Lower != best {
-		t.Fatalf("chosen candidate is not the best lower bound")
+	if !sel.Candidates[2].Saturated || sel.Chosen == 2 {
+		t.Fatalf("α = 1e6 saturates the bonus and must not be chosen: %+v", sel.Candidates[2])
 	}
-	// α = 0 and saturating α plan the same greedy policy: equal lower
-	// bounds, so the tie goes to the larger α and 0 is never chosen.
-	if sel.Candidates[0].HeldOut.Lower == sel.Candidates[2].HeldOut.Lower && sel.Chosen == 0 {
-		t.Fatal("tie not broken towards the larger alpha")
+	if sel.Candidates[sel.Chosen].Cross.Criterion != best {
+		t.Fatalf("chosen candidate is not the best cross-fitted bound")
 	}
-	if _, err := policy.Select(context.Background(), m, b, nil, alphas, policy.SelectOptions{}); !errors.Is(err, policy.ErrData) {
+	if _, err := policy.Select(ctx, m, b, m, eb, nil, alphas, policy.SelectOptions{}); !errors.Is(err, policy.ErrData) {
 		t.Fatalf("no held-out data: %v", err)
+	}
+	if _, err := policy.Select(ctx, m, b, nil, nil, held, alphas, policy.SelectOptions{}); !errors.Is(err, policy.ErrModel) {
+		t.Fatalf("no evaluation model: %v", err)
+	}
+	// A common α_e: the criterion is the value minus the evaluation
+	// bonus at α_e.
+	sel, err = policy.Select(ctx, m, b, m, eb, held, alphas, policy.SelectOptions{EvalAlpha: 0.5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, c := range sel.Candidates {
+		v, err := policy.ModelValue(m, eb.WithAlpha(0.5), c.Policy)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if math.Abs(v.LCB-c.Cross.Criterion) > 1e-12 {
+			t.Fatalf("α_e 0.5, candidate %d: criterion %v, want %v", i, c.Cross.Criterion, v.LCB)
+		}
+	}
+}
+
+// TestValueUnder: the enumerated rollout gives ModelValue's figures at
+// every α, and the sampled one agrees with them within 4 standard errors.
+func TestValueUnder(t *testing.T) {
+	rng := rand.New(rand.NewPCG(71, 71))
+	sp := pessimismtest.Spec{States: 3, Obs: 3, Actions: 2, Horizon: 4}
+	m := pessimismtest.RandomModel(rng, sp)
+	d := pessimismtest.Sample(rng, m, nil, 200)
+	ctx := context.Background()
+	b, err := pessimism.Build(ctx, m, d, pessimismtest.EvenSplits(200, 4), pessimism.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pol, _, err := policy.Plan(ctx, m, b.WithAlpha(0.3), policy.PlanOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ex, err := policy.ValueUnder(ctx, m, b, pol, 0, 0, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mc, err := policy.ValueUnder(ctx, m, b, pol, 1, 40000, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !ex.Exact || mc.Exact {
+		t.Fatal("exact/sampled switch")
+	}
+	for _, a := range []float64{0, 0.3, 1, 5} {
+		v, err := policy.ModelValue(m, b.WithAlpha(a), pol)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if math.Abs(ex.Reward-v.Reward) > 1e-12 || math.Abs(ex.Bonus(a)-v.Bonus) > 1e-12 {
+			t.Fatalf("α %v: enumerated %v %v, ModelValue %+v", a, ex.Reward, ex.Bonus(a), v)
+		}
+		se := mc.LCBStdErr(a)
+		if se <= 0 || math.Abs((mc.Reward-mc.Bonus(a))-v.LCB) > 4*se {
+			t.Fatalf("α %v: sampled LCB %v (SE %v), exact %v", a, mc.Reward-mc.Bonus(a), se, v.LCB)
+		}
 	}
 }

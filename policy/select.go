@@ -4,14 +4,58 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"sort"
+	"strings"
 
 	"github.com/psrlcb/psrlcb/estimate"
 	"github.com/psrlcb/psrlcb/ingest"
 	"github.com/psrlcb/psrlcb/pessimism"
 )
 
+// Choosing α by cross-fitting.
+//
+// The logs are cut in two parts, A and B. For every candidate α, the
+// policy π_α = argmax_π V_{θ̂_A,R}^π − V_{θ̂_A,αb̂_A}^π is planned with the
+// model and the bonus of part A (Algorithm 2 of Huang, Liang, Yang,
+// "Provably Efficient UCB-type Algorithms For Learning Predictive State
+// Representations", ICLR 2024, arXiv:2307.00405, Section 5), and valued
+// under the model θ̂_B fitted on part B alone, minus B's own bonus at the
+// evaluation coefficient α_e:
+//
+//	crit(α) = V_{θ̂_B,R}^{π_α} − V_{θ̂_B, α_e·b̂_B}^{π_α}.
+//
+// π_α was chosen on A and θ̂_B never saw A, so its value under θ̂_B carries
+// no winner's curse of planning: a candidate whose plan exploits A's
+// estimation noise is valued at what independent data say. The criterion
+// keeps its power at long horizons and many actions, where the trajectory
+// importance weights of a deterministic policy are almost all zero and an
+// importance-weighted bound cannot tell candidates apart.
+//
+// α_e is common to all candidates and 0 by default (the criterion is then
+// the cross-fitted value). A positive common α_e is not neutral: when A and
+// B are alike, V_B − α_e·b̂_B is nearly the objective the candidate α = α_e
+// maximised, so that candidate wins by construction (measured: α_e = 1
+// chose α = 1 on every hallway run, at twice the regret of α = 0.03). The
+// candidate's cross-fitted lower bound at its own α, V_B − α·b̂_B, is
+// recorded for each candidate (it is not the criterion: it favours the
+// smallest α by its construction).
+//
+// A candidate is saturated when its planning bonus V_{θ̂_A,αb̂_A}^{π_α} is
+// within 10% of the bonus cap 1: the bonus then no longer ranks policies
+// (it is 1 nearly everywhere, and the plan is the greedy one). Saturated
+// candidates are never chosen unless every candidate is saturated (then the
+// smallest α is). Among the others the largest criterion wins; exact ties
+// (candidates with the same plan) go to the larger α, whose reported bound
+// is the more cautious. Since the criterion of every α, α = 0 included, is
+// measured on data its plan was not fitted on, α = 0 wins only on held-out
+// evidence.
+
 // SelectCriterion states how Select chooses among the candidate α.
-const SelectCriterion = "largest lower bound (mean − z·stderr) of the importance-weighted value on held-out episodes; ties go to the larger α"
+const SelectCriterion = "cross-fitted value: each α's policy is planned on one part of the episodes and valued under the model fitted on the other part (minus that model's bonus at a common α_e, 0 by default); saturated candidates (planning bonus ≥ 0.9 of its cap) are excluded; exact ties go to the larger α"
+
+// SaturatedBonus: a candidate whose planning bonus value is at least this
+// (the cap is 1) is saturated.
+const SaturatedBonus = 0.9
 
 // SelectRowBudget caps the policy table of each belief-planned candidate
 // (PlanOptions.RowBudget): a candidate is only scored on held-out episodes,
@@ -26,16 +70,40 @@ type SelectOptions struct {
 	Plan PlanOptions
 	// Z is the normal quantile of the held-out interval (default DefaultZ).
 	Z float64
+	// EvalAlpha is α_e (default 0: the criterion is the cross-fitted
+	// value).
+	EvalAlpha float64
+	// MaxLeaves and Rollouts configure ValueUnder (0: defaults).
+	MaxLeaves, Rollouts int
+	// Seed seeds the rollouts (the same draws for every candidate).
+	Seed uint64
+}
+
+// CrossFit are a candidate's figures under the evaluation model θ̂_B.
+type CrossFit struct {
+	Reward float64 `json:"cross_value_reward"` // V_{θ̂_B,R}^{π_α}
+	Bonus  float64 `json:"cross_value_bonus"`  // V_{θ̂_B,α b̂_B}^{π_α}, at the candidate's α
+	LCB    float64 `json:"cross_lcb"`          // Reward − Bonus
+	// Criterion is Reward − V_{θ̂_B,α_e b̂_B}^{π_α}, what Select compares.
+	Criterion float64 `json:"criterion"`
+	StdErr    float64 `json:"cross_stderr"` // Monte Carlo SE of Criterion (0 when exact)
+	Exact     bool    `json:"cross_exact"`
 }
 
 // Candidate is one α of a selection with its figures.
 type Candidate struct {
 	Alpha float64 `json:"alpha"`
-	// Model values of the candidate's plan: V_{θ̂,R}, V_{θ̂,b̂}, LCB (the
-	// planner's figures; exact when Plan.Exact).
+	// Model values of the candidate's plan under the planning model θ̂_A:
+	// V_{θ̂,R}, V_{θ̂,b̂}, LCB (the planner's figures; exact when
+	// Plan.Exact).
 	Model Value `json:"model"`
-	// HeldOut is the importance-weighted estimate on the held-out
-	// episodes, with interval and effective sample size.
+	// Cross is the criterion's figures under the evaluation model.
+	Cross CrossFit `json:"cross"`
+	// Saturated: the planning bonus is at its cap (see SaturatedBonus).
+	Saturated bool `json:"saturated"`
+	// HeldOut is the importance-weighted estimate on the evaluation
+	// episodes, with interval and effective sample size (recorded, not
+	// the criterion).
 	HeldOut IWResult  `json:"held_out"`
 	Plan    PlanStats `json:"plan"`
 	Chosen  bool      `json:"chosen"`
@@ -48,6 +116,10 @@ type Selection struct {
 	Candidates []Candidate
 	Chosen     int // index into Candidates
 	Criterion  string
+	// EvalAlpha is the α_e of the criterion.
+	EvalAlpha float64
+	// Reason says in words why the chosen α won.
+	Reason string
 }
 
 // Policy is the chosen candidate's policy.
@@ -56,19 +128,27 @@ func (s *Selection) Policy() *Policy { return s.Candidates[s.Chosen].Policy }
 // Alpha is the chosen α.
 func (s *Selection) Alpha() float64 { return s.Candidates[s.Chosen].Alpha }
 
-// Select plans one policy per α in alphas (with bonus's U_h) and chooses
-// one by SelectCriterion on heldOut, episodes that were not used to fit
-// the model (they need propensities, logged or estimated). Every
-// candidate's figures are kept for the report.
-func Select(ctx context.Context, m *estimate.Model, bonus *pessimism.Bonus, heldOut *ingest.Dataset, alphas []float64, opts SelectOptions) (*Selection, error) {
+// Select plans one policy per α in alphas with the planning model m and
+// bonus (built on part A of the logs), values each under the evaluation
+// model em with its bonus eb (built on part B, the episodes heldOut), and
+// chooses one by the cross-fitted lower bound (see above). heldOut needs
+// propensities (logged or estimated) for the recorded importance-weighted
+// figures. Every candidate's figures are kept for the report.
+func Select(ctx context.Context, m *estimate.Model, bonus *pessimism.Bonus, em *estimate.Model, eb *pessimism.Bonus, heldOut *ingest.Dataset, alphas []float64, opts SelectOptions) (*Selection, error) {
 	if len(alphas) == 0 {
 		return nil, fmt.Errorf("%w: no candidate alpha", ErrOptions)
 	}
 	if heldOut == nil || heldOut.NumEpisodes() == 0 {
 		return nil, fmt.Errorf("%w: choosing alpha needs held-out episodes", ErrData)
 	}
-	sel := &Selection{Criterion: SelectCriterion, Chosen: -1}
-	best := math.Inf(-1)
+	if em == nil || eb == nil {
+		return nil, fmt.Errorf("%w: choosing alpha needs a model fitted on the held-out episodes", ErrModel)
+	}
+	ae := opts.EvalAlpha
+	if !(ae >= 0) || math.IsInf(ae, 0) {
+		return nil, fmt.Errorf("%w: evaluation alpha %v", ErrOptions, ae)
+	}
+	sel := &Selection{Criterion: SelectCriterion, Chosen: -1, EvalAlpha: ae}
 	for _, a := range alphas {
 		if !(a >= 0) || math.IsInf(a, 0) {
 			return nil, fmt.Errorf("%w: alpha %v", ErrOptions, a)
@@ -85,14 +165,95 @@ func Select(ctx context.Context, m *estimate.Model, bonus *pessimism.Bonus, held
 		if err != nil {
 			return nil, err
 		}
-		c := Candidate{Alpha: a, Model: Value{Reward: st.ValueReward, Bonus: st.ValueBonus, LCB: st.Value},
-			HeldOut: iw, Plan: *st, Policy: pol}
-		sel.Candidates = append(sel.Candidates, c)
-		i := len(sel.Candidates) - 1
-		if iw.Lower > best || (iw.Lower == best && a > sel.Candidates[sel.Chosen].Alpha) {
-			best, sel.Chosen = iw.Lower, i
+		ro, err := ValueUnder(ctx, em, eb, pol, opts.MaxLeaves, opts.Rollouts, opts.Seed)
+		if err != nil {
+			return nil, err
+		}
+		cf := CrossFit{Reward: ro.Reward, Bonus: ro.Bonus(a), Criterion: ro.Reward - ro.Bonus(ae),
+			StdErr: ro.LCBStdErr(ae), Exact: ro.Exact}
+		cf.LCB = cf.Reward - cf.Bonus
+		sel.Candidates = append(sel.Candidates, Candidate{Alpha: a,
+			Model: Value{Reward: st.ValueReward, Bonus: st.ValueBonus, LCB: st.Value},
+			Cross: cf, Saturated: st.ValueBonus >= SaturatedBonus, HeldOut: iw, Plan: *st, Policy: pol})
+	}
+	sel.Chosen = choose(sel.Candidates)
+	sel.Candidates[sel.Chosen].Chosen = true
+	sel.Reason = reason(sel)
+	return sel, nil
+}
+
+// choose returns the index of the winning candidate: the largest
+// criterion among the unsaturated ones, exact ties to the larger α; the
+// smallest α when all are saturated.
+func choose(cs []Candidate) int {
+	best := -1
+	for i, c := range cs {
+		if c.Saturated {
+			continue
+		}
+		if best < 0 || c.Cross.Criterion > cs[best].Cross.Criterion ||
+			(c.Cross.Criterion == cs[best].Cross.Criterion && c.Alpha > cs[best].Alpha) {
+			best = i
 		}
 	}
-	sel.Candidates[sel.Chosen].Chosen = true
-	return sel, nil
+	if best >= 0 {
+		return best
+	}
+	best = 0
+	for i, c := range cs {
+		if c.Alpha < cs[best].Alpha {
+			best = i
+		}
+	}
+	return best
+}
+
+// reason is the sentence of the report that says why the chosen α won.
+func reason(s *Selection) string {
+	c := s.Candidates[s.Chosen]
+	var sat []string
+	for _, x := range s.Candidates {
+		if x.Saturated {
+			sat = append(sat, fmt.Sprintf("%g", x.Alpha))
+		}
+	}
+	var b strings.Builder
+	if len(sat) == len(s.Candidates) {
+		fmt.Fprintf(&b, "Every candidate α saturated the bonus (planning bonus ≥ %.2g of its cap), so none could rank policies by coverage; α = %g, the smallest, was kept, and the logs are too few for the bonus to tell policies apart.", SaturatedBonus, c.Alpha)
+		return b.String()
+	}
+	if s.EvalAlpha == 0 {
+		fmt.Fprintf(&b, "α = %g was chosen because its policy, planned with the model of one half of the episodes, has the largest value (%.4g on the [0,1] scale) under the model fitted on the other half", c.Alpha, c.Cross.Criterion)
+	} else {
+		fmt.Fprintf(&b, "α = %g was chosen because its policy, planned with the model of one half of the episodes, has the largest cross-fitted bound under the model fitted on the other half: value %.3g − bonus at α_e = %g gives %.4g", c.Alpha, c.Cross.Reward, s.EvalAlpha, c.Cross.Criterion)
+	}
+	if c.Cross.StdErr > 0 {
+		fmt.Fprintf(&b, " (Monte Carlo SE %.2g)", c.Cross.StdErr)
+	}
+	b.WriteString(".")
+	// Runner-up among the unsaturated with a different figure.
+	idx := make([]int, 0, len(s.Candidates))
+	for i, x := range s.Candidates {
+		if i != s.Chosen && !x.Saturated {
+			idx = append(idx, i)
+		}
+	}
+	sort.SliceStable(idx, func(i, j int) bool {
+		return s.Candidates[idx[i]].Cross.Criterion > s.Candidates[idx[j]].Cross.Criterion
+	})
+	if len(idx) > 0 {
+		r := s.Candidates[idx[0]]
+		if r.Cross.Criterion == c.Cross.Criterion {
+			fmt.Fprintf(&b, " α = %g planned a policy of the same value; the larger α is kept, its reported bound being the more cautious.", r.Alpha)
+		} else {
+			fmt.Fprintf(&b, " The next best, α = %g, scored %.4g.", r.Alpha, r.Cross.Criterion)
+		}
+	}
+	if len(sat) > 0 {
+		fmt.Fprintf(&b, " α = %s saturated the bonus (planning bonus ≥ %.2g of its cap, where it no longer ranks policies) and were excluded.", strings.Join(sat, ", "), SaturatedBonus)
+	}
+	if c.HeldOut.ESS < 10 {
+		fmt.Fprintf(&b, " The importance-weighted estimate on the held-out part has effective sample size %.3g, too small to choose by.", c.HeldOut.ESS)
+	}
+	return b.String()
 }

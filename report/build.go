@@ -28,6 +28,7 @@ type Params struct {
 	Gamma         float64 // γ of the paper's α̂ (α = theory only)
 	Lambda        float64 // λ of U_h
 	SelectHeldOut float64 // share of episodes held out to choose α
+	LCBCorrection string  // correction of the reported bound ("" or "none": none)
 	PlanBudget    int64   // node budget of the exact planner
 	Planner       string  // "exact", "belief" or "auto"
 	PlanRows      int64   // row budget of the belief planner's policy table
@@ -88,6 +89,9 @@ func parameters(p Params, out *Outcome) map[string]any {
 	}
 	if out.Selection != nil {
 		m["alpha_criterion"] = out.Selection.Criterion
+	}
+	if p.LCBCorrection != "" {
+		m["lcb_correction"] = p.LCBCorrection
 	}
 	return m
 }
@@ -177,6 +181,9 @@ func measure(ctx context.Context, d *ingest.Dataset, out *Outcome, workers int) 
 	f := &figures{dp: out.Fit.WithPropensity(d)}
 	dp := f.dp
 	f.val = policy.Value{Reward: out.Plan.ValueReward, Bonus: out.Plan.ValueBonus, LCB: out.Plan.ValueReward - out.Plan.ValueBonus}
+	if out.Bound != nil {
+		f.val = *out.Bound
+	}
 	var err error
 	if f.iw, err = policy.IWEstimate(m, pol, dp, policy.DefaultZ); err != nil {
 		return nil, err
@@ -274,7 +281,8 @@ func fitTables(fit *estimate.Result) (trace []TraceRow, ranks []RankRow) {
 func alphaRows(out *Outcome, f *figures) []AlphaRow {
 	if out.Selection == nil {
 		return []AlphaRow{{Alpha: out.Alpha, ValueReward: f.val.Reward, ValueBonus: f.val.Bonus, LCB: f.val.LCB,
-			IW: f.iw.Mean, IWLo: f.iw.Lower, IWHi: f.iw.Upper, ESS: f.iw.ESS, CInf: f.cov.CInf, Chosen: true}}
+			IW: f.iw.Mean, IWLo: f.iw.Lower, IWHi: f.iw.Upper, ESS: f.iw.ESS, CInf: f.cov.CInf, Chosen: true,
+			CrossReward: math.NaN(), CrossBonus: math.NaN(), CrossLCB: math.NaN(), Criterion: math.NaN(), CrossSE: math.NaN()}}
 	}
 	var rows []AlphaRow
 	for _, c := range out.Selection.Candidates {
@@ -282,6 +290,8 @@ func alphaRows(out *Outcome, f *figures) []AlphaRow {
 			Alpha: c.Alpha, ValueReward: c.Model.Reward, ValueBonus: c.Model.Bonus, LCB: c.Model.LCB,
 			IW: c.HeldOut.Mean, IWLo: c.HeldOut.Lower, IWHi: c.HeldOut.Upper, ESS: c.HeldOut.ESS,
 			CInf: candidateCInf(c.Policy, f.dp), Chosen: c.Chosen,
+			CrossReward: c.Cross.Reward, CrossBonus: c.Cross.Bonus, CrossLCB: c.Cross.LCB, Criterion: c.Cross.Criterion, CrossSE: c.Cross.StdErr,
+			Saturated: c.Saturated,
 		})
 	}
 	return rows
@@ -321,7 +331,7 @@ func fillManifest(run *Run, d *ingest.Dataset, files []InputFile, params map[str
 		ThetaMinSlack: Float(out.Fit.ThetaMin.Slack), Alpha: Float(out.Alpha), Rank: m.States,
 		PlanExact: out.Plan.Exact, PlanGap: Float(out.Plan.GapBound),
 	}
-	man.Notes = notes(d, out, p)
+	man.Notes = append(notes(d, out, p), out.Notes...)
 	if n := len(d.Merged); n > 0 {
 		steps := int64(0)
 		for _, s := range d.Merged {
@@ -366,7 +376,18 @@ func notes(d *ingest.Dataset, out *Outcome, p Params) []string {
 		n = append(n, fmt.Sprintf("Θ_min bound on %d prefixes: the fit was mixed with weight %.3g toward the floor model, changing the log-likelihood by %.4g.", tm.Binding, tm.MixWeight, tm.DeltaLogLik))
 	}
 	if out.Selection != nil {
-		n = append(n, fmt.Sprintf("α = %.3g was chosen among %d candidates by the %s, on %.0f%% of episodes held out from a separate fit; the final model was then fitted on all episodes.", out.Alpha, len(out.Selection.Candidates), out.Selection.Criterion, 100*p.SelectHeldOut))
+		n = append(n, fmt.Sprintf("α = %.3g was chosen among %d candidates by the %s (%.0f%% of episodes in the evaluation part); the final model was then fitted on all episodes.", out.Alpha, len(out.Selection.Candidates), out.Selection.Criterion, 100*p.SelectHeldOut))
+		if out.Selection.Reason != "" {
+			n = append(n, out.Selection.Reason)
+		}
+	}
+	if out.Bound != nil {
+		why := fmt.Sprintf("at the planning α = %.3g, the bound of the chosen candidate's plan under the model of one half was above what the model of the other half supports for that plan (its bound at α = max(α, 1)), so the bonus did not cover the model's optimism about its own plan", out.Alpha)
+		if math.IsInf(out.BoundAlpha, 1) {
+			n = append(n, "The reported lower bound charges the bonus at its cap of 1 (the whole return range) on every trajectory, so it is vacuous: "+why+", and no finite α covers it (--lcb-correction cross-fit; the policy is unchanged).")
+		} else {
+			n = append(n, fmt.Sprintf("The reported lower bound prices the bonus at α = %.3g instead of the planning α = %.3g: %s; α = %.3g is the least that does (--lcb-correction cross-fit; the policy is unchanged).", out.BoundAlpha, out.Alpha, why, out.BoundAlpha))
+		}
 	}
 	if rt := out.Fit.RankTable; len(rt) > 1 {
 		chosen := 0

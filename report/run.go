@@ -79,7 +79,14 @@ type AlphaRow struct {
 	IW, IWLo, IWHi float64 // importance-weighted value and its 95% interval
 	ESS            float64
 	CInf           float64
-	Chosen         bool
+	// The α selection's figures (policy.Select): the candidate's value,
+	// bonus at its α and lower bound under the model fitted on the other
+	// part of the episodes, the criterion compared and its Monte Carlo
+	// SE, and whether its planning bonus saturated (NaN/false without a
+	// selection).
+	CrossReward, CrossBonus, CrossLCB, Criterion, CrossSE float64
+	Saturated                                             bool
+	Chosen                                                bool
 }
 
 // Manifest is manifest.json.
@@ -178,9 +185,18 @@ type Outcome struct {
 	Selection *policy.Selection // nil unless α was chosen among candidates
 	Theory    *pessimism.Theory // set for α = theory
 	Alpha     float64
-	Splits    [][]int
-	Run       *Run
+	// Bound, when set, is the reported lower bound of the policy when it
+	// differs from the planner's objective: the cross-fitted correction
+	// of the pipeline prices the bonus at BoundAlpha ≥ Alpha (see
+	// pipeline.LCBCorrectionCrossFit).
+	Bound      *policy.Value
+	BoundAlpha float64
+	Splits     [][]int
+	Run        *Run
 	// RewardCheck is the model check on rewards (held out when α was
 	// chosen among candidates; see CheckRewards).
 	RewardCheck *RewardCheck
+	// Notes are the stages' own notes for the report (a default they fell
+	// back to, say).
+	Notes []string
 }

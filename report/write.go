@@ -184,9 +184,9 @@ func (r *Run) alphaTable() Table {
 		}
 		return v
 	}
-	chosen := make([]bool, n)
+	chosen, sat := make([]bool, n), make([]bool, n)
 	for i, a := range r.Alphas {
-		chosen[i] = a.Chosen
+		chosen[i], sat[i] = a.Chosen, a.Saturated
 	}
 	return Table{Meta: r.meta("alpha"), Columns: []Column{
 		{Name: "alpha", Float64: col(func(a AlphaRow) float64 { return a.Alpha })},
@@ -198,6 +198,12 @@ func (r *Run) alphaTable() Table {
 		{Name: "iw_high", Float64: col(func(a AlphaRow) float64 { return a.IWHi })},
 		{Name: "ess", Float64: col(func(a AlphaRow) float64 { return a.ESS })},
 		{Name: "c_inf", Float64: col(func(a AlphaRow) float64 { return a.CInf })},
+		{Name: "cross_value_reward", Float64: col(func(a AlphaRow) float64 { return a.CrossReward })},
+		{Name: "cross_value_bonus", Float64: col(func(a AlphaRow) float64 { return a.CrossBonus })},
+		{Name: "cross_lcb", Float64: col(func(a AlphaRow) float64 { return a.CrossLCB })},
+		{Name: "criterion", Float64: col(func(a AlphaRow) float64 { return a.Criterion })},
+		{Name: "cross_stderr", Float64: col(func(a AlphaRow) float64 { return a.CrossSE })},
+		{Name: "saturated", Bool: sat},
 		{Name: "chosen", Bool: chosen},
 	}}
 }

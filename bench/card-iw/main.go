@@ -9,7 +9,10 @@
 // w_k = Π_h 1[a_h = π̄(o_1..o_h)]/π^b(a_h|…), and the per-decision estimate
 // Σ_h Σ_k w_{k,1:h} r_{k,h} / K, each with its standard error. Both are
 // unbiased for the policy's value; the per-decision one has far smaller
-// variance when |A|^H is large. Observations the policy does not know
+// variance when |A|^H is large. Per step it also prints the behaviour's
+// mean reward and the policy's per-decision estimate of its reward: with
+// |A| = 50 only the first steps have enough episodes that follow the
+// policy for an informative estimate. Observations the policy does not know
 // follow the lookup rule of policy.Cursor (the fallback action).
 package main
 
@@ -67,6 +70,12 @@ func main() {
 	K, H := d.NumEpisodes(), d.Horizon
 	ret, traj, pd := make([]float64, K), make([]float64, K), make([]float64, K)
 	matched := make([]int, H)
+	// Per step h: the behaviour's reward and the per-decision term
+	// w_{k,1:h}·r_{k,h} of the policy.
+	behStep, pdStep := make([][]float64, H), make([][]float64, H)
+	for h := range behStep {
+		behStep[h], pdStep[h] = make([]float64, K), make([]float64, K)
+	}
 	for k := 0; k < K; k++ {
 		c := pol.NewCursor()
 		w := 1.0
@@ -74,6 +83,7 @@ func main() {
 			i := k*H + h
 			r := d.Reward[i]
 			ret[k] += r
+			behStep[h][k] = r
 			if w == 0 {
 				continue
 			}
@@ -85,10 +95,17 @@ func main() {
 			w /= d.Propensity[i]
 			matched[h]++
 			pd[k] += w * r
+			pdStep[h][k] = w * r
 		}
 		traj[k] = w * ret[k]
 	}
+	var beh, polStep []estimate
+	for h := 0; h < H; h++ {
+		beh, polStep = append(beh, meanSE(behStep[h])), append(polStep, meanSE(pdStep[h]))
+	}
 	out := map[string]any{
+		"behavior_step": beh,
+		"policy_step":   polStep,
 		"episodes":      K,
 		"behavior":      meanSE(ret),
 		"iw":            meanSE(traj),

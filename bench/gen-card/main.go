@@ -8,7 +8,9 @@
 // (exponent 1.1) so that most items are rare. The behaviour policy picks
 // one of the actions uniformly (logged propensity 1/|A|); action g·(|A|/4)
 // pays 1 with probability 0.8 in segment g, every other action with
-// probability 0.1. The content is a function of the flags only.
+// probability 0.1. With -flat F a share F of the steps draws its item
+// uniformly instead, so that nearly every item appears. The content is a
+// function of the flags only.
 package main
 
 import (
@@ -37,19 +39,20 @@ func main() {
 	nObs := flag.Int("obs", 20_000, "distinct observations (a multiple of 4)")
 	nAct := flag.Int("actions", 50, "actions (at least 4)")
 	seed := flag.Uint64("seed", 1, "random seed")
+	flat := flag.Float64("flat", 0, "share of steps whose item is drawn uniformly from all items (the rest as above)")
 	flag.Parse()
 	if *nObs < 4 || *nAct < 4 || *episodes < 1 || *horizon < 1 {
 		fmt.Fprintln(os.Stderr, "gen-card: need -obs ≥ 4, -actions ≥ 4, -episodes ≥ 1, -horizon ≥ 1")
 		os.Exit(2)
 	}
-	if err := write(*out, *episodes, *horizon, *nObs, *nAct, *seed); err != nil {
+	if err := write(*out, *episodes, *horizon, *nObs, *nAct, *seed, *flat); err != nil {
 		os.Remove(*out + ".tmp")
 		fmt.Fprintln(os.Stderr, "gen-card:", err)
 		os.Exit(4)
 	}
 }
 
-func write(path string, K, H, O, A int, seed uint64) error {
+func write(path string, K, H, O, A int, seed uint64, flat float64) error {
 	rng := rand.New(rand.NewPCG(seed, 0xca4d))
 	per := O / 4
 	own := rand.NewZipf(rng, 1.1, 1, uint64(per-1))
@@ -73,7 +76,9 @@ func write(path string, K, H, O, A int, seed uint64) error {
 		g := rng.IntN(4)
 		for h := 1; h <= H; h++ {
 			var o int
-			if rng.Float64() < 0.7 {
+			if flat > 0 && rng.Float64() < flat {
+				o = rng.IntN(O)
+			} else if rng.Float64() < 0.7 {
 				o = int(own.Uint64())*4 + g
 			} else {
 				o = int(any.Uint64())

@@ -33,6 +33,7 @@ const (
 type options struct {
 	out, docs, pomdpDir, checkpoint string
 	problems, ks, alpha             string
+	tier, rank, behaviors           string
 	seeds, restarts, maxIter        int
 	workers                         int
 	reduced, fresh, quiet, smallK   bool
@@ -45,7 +46,10 @@ func main() {
 	flag.StringVar(&o.docs, "docs", "docs", "directory of validation.md and the plots (\"\" writes none)")
 	flag.StringVar(&o.pomdpDir, "pomdp-dir", filepath.Join("..", "shared", "pomdp"), "directory holding the .POMDP files")
 	flag.StringVar(&o.checkpoint, "checkpoint", "bench/out/quality.jsonl", "finished configurations, reused on the next run (\"\" for none)")
-	flag.StringVar(&o.problems, "problems", "", "comma-separated problems (default all: "+problemNames()+")")
+	flag.StringVar(&o.tier, "tier", "small", "\"small\" (the five H = 4 problems: "+problemNames(Problems)+") or \"larger\" ("+problemNames(LargerProblems)+")")
+	flag.StringVar(&o.rank, "rank", "", "\"true\" (the true number of hidden states) or \"auto\" (the CLI default search); default true for the small tier, auto for the larger")
+	flag.StringVar(&o.problems, "problems", "", "comma-separated problems of the tier (default all of them)")
+	flag.StringVar(&o.behaviors, "behaviors", "", "comma-separated behaviour policies (default "+strings.Join(Behaviors, ",")+")")
 	flag.StringVar(&o.ks, "ks", "100,1000,10000,100000", "comma-separated numbers of episodes K")
 	flag.StringVar(&o.alpha, "alpha", "auto", "α of PSR-LCB: auto (the CLI default) or a number (a diagnostic run)")
 	flag.IntVar(&o.seeds, "seeds", 5, "seeds per configuration")
@@ -78,9 +82,9 @@ func flagSet(name string) bool {
 	return set
 }
 
-func problemNames() string {
-	s := make([]string, len(Problems))
-	for i, p := range Problems {
+func problemNames(ps []Problem) string {
+	s := make([]string, len(ps))
+	for i, p := range ps {
 		s[i] = p.Name
 	}
 	return strings.Join(s, ",")
@@ -96,18 +100,42 @@ func configFromOptions(o options) (Config, error) {
 		}
 		cfg.Alpha = a
 	}
+	if o.behaviors != "" {
+		cfg.Behavs = nil
+		for _, b := range strings.Split(o.behaviors, ",") {
+			cfg.Behavs = append(cfg.Behavs, strings.TrimSpace(b))
+		}
+	}
+	tier := Problems
+	switch o.tier {
+	case "", "small":
+		cfg.Tier = "small"
+	case "larger":
+		tier, cfg.Tier, cfg.RankAuto = LargerProblems, "larger", true
+	default:
+		return cfg, fmt.Errorf("--tier must be small or larger, not %q", o.tier)
+	}
+	switch o.rank {
+	case "":
+	case "auto":
+		cfg.RankAuto = true
+	case "true":
+		cfg.RankAuto = false
+	default:
+		return cfg, fmt.Errorf("--rank must be true or auto, not %q", o.rank)
+	}
 	if o.problems == "" {
-		cfg.Problems = Problems
+		cfg.Problems = tier
 	} else {
 		for _, n := range strings.Split(o.problems, ",") {
 			found := false
-			for _, p := range Problems {
+			for _, p := range tier {
 				if p.Name == strings.TrimSpace(n) {
 					cfg.Problems, found = append(cfg.Problems, p), true
 				}
 			}
 			if !found {
-				return cfg, fmt.Errorf("unknown problem %q (known: %s)", n, problemNames())
+				return cfg, fmt.Errorf("unknown problem %q of the %s tier (known: %s)", n, cfg.Tier, problemNames(tier))
 			}
 		}
 	}
@@ -132,7 +160,10 @@ func configFromOptions(o options) (Config, error) {
 
 // fingerprint names the options a checkpointed row depends on.
 func fingerprint(cfg Config) string {
-	fp := fmt.Sprintf("v1 restarts=%d maxiter=%d", cfg.Restarts, cfg.MaxIter)
+	fp := fmt.Sprintf("v2 restarts=%d maxiter=%d", cfg.Restarts, cfg.MaxIter)
+	if cfg.RankAuto {
+		fp += " rank=auto"
+	}
 	if len(cfg.Alpha.Values) > 0 || cfg.Alpha.Mode != pessimism.AlphaFixed {
 		fp += fmt.Sprintf(" alpha=%v:%v", cfg.Alpha.Mode, cfg.Alpha.Values)
 	}
@@ -237,16 +268,20 @@ func run(ctx context.Context, o options) error {
 		if err := os.MkdirAll(o.docs, 0o755); err != nil {
 			return err
 		}
-		if err := spliceResults(filepath.Join(o.docs, "validation.md"), md); err != nil {
+		if err := spliceResults(filepath.Join(o.docs, "validation.md"), md, cfg.Tier); err != nil {
 			return err
 		}
+		prefix := "validation-"
+		if cfg.Tier == "larger" {
+			prefix = "validation-larger-"
+		}
 		for _, b := range cfg.Behavs {
-			name := "validation-regret-" + strings.SplitN(b, ":", 2)[0] + ".svg"
+			name := prefix + "regret-" + strings.SplitN(b, ":", 2)[0] + ".svg"
 			if err := regretPlot(rows, b, filepath.Join(o.docs, name)); err != nil {
 				return err
 			}
 		}
-		if err := lcbPlot(rows, filepath.Join(o.docs, "validation-lcb.svg")); err != nil {
+		if err := lcbPlot(rows, filepath.Join(o.docs, prefix+"lcb.svg")); err != nil {
 			return err
 		}
 	}
@@ -266,7 +301,7 @@ func runSmallK(ctx context.Context, cfg Config, docs string) error {
 	}
 	md := smallKMarkdown(rows, cfg)
 	if docs != "" {
-		if err := splice(filepath.Join(docs, "validation.md"), smallKBegin, smallKEnd, md); err != nil {
+		if err := splice(filepath.Join(docs, "validation.md"), smallKBegin, smallKEnd, md, false); err != nil {
 			return err
 		}
 	}

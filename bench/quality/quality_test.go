@@ -230,7 +230,7 @@ func TestCheckpointAndSplice(t *testing.T) {
 	if err := os.WriteFile(md, []byte(text), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := spliceResults(md, "new"); err != nil {
+	if err := spliceResults(md, "new", "small"); err != nil {
 		t.Fatal(err)
 	}
 	out, _ := os.ReadFile(md)
@@ -241,7 +241,7 @@ func TestCheckpointAndSplice(t *testing.T) {
 	if err := os.WriteFile(md, []byte("no markers"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := spliceResults(md, "new"); err == nil {
+	if err := spliceResults(md, "new", "small"); err == nil {
 		t.Error("splice into a file without markers succeeded")
 	}
 }
@@ -282,5 +282,53 @@ func TestSmallKStudy(t *testing.T) {
 	md := smallKMarkdown(rows, cfg)
 	if !strings.Contains(md, "| 10 | 8 |") {
 		t.Errorf("table:\n%s", md)
+	}
+}
+
+// TestLargerTierReduced is the reduced larger tier: two of its problems at
+// K = 10³, uniform behaviour, one seed, with the rank searched (--rank
+// auto, as users run it). It asserts what one seed can: the search
+// recorded a rank, PSR-LCB is not worse than the behaviour beyond
+// singleSeedMargin of V* − V^b, and the LCB is at or below the true value.
+// The full tier is `go run ./bench/quality --tier larger` (see
+// docs/validation.md).
+func TestLargerTierReduced(t *testing.T) {
+	if _, err := os.Stat(sharedPomdp); err != nil {
+		t.Skipf("benchmark POMDPs not found at %s (they live outside the repository): %v", sharedPomdp, err)
+	}
+	if testing.Short() {
+		t.Skip("-short")
+	}
+	o := options{pomdpDir: sharedPomdp, tier: "larger", problems: "mini-hall2,tiger-h10", ks: "1000", seeds: 1,
+		restarts: defaultRestarts, maxIter: defaultMaxIter}
+	cfg, err := configFromOptions(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !cfg.RankAuto || cfg.Tier != "larger" {
+		t.Fatalf("larger tier config %+v", cfg)
+	}
+	cfg.Behavs = []string{"uniform"}
+	rows, err := Run(context.Background(), cfg, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := len(rows), 2*len(Methods); got != want {
+		t.Fatalf("%d rows, want %d", got, want)
+	}
+	for _, r := range rows {
+		if r.Method != "psrlcb" {
+			continue
+		}
+		t.Logf("%s K=%d: rank %d, α %g, regret %.3f, LCB %.4g, V %.4g", r.Problem, r.K, r.Rank, r.Alpha, r.Regret, r.LCBUnits, r.Value)
+		if r.Rank < 1 {
+			t.Errorf("%s: no rank recorded", r.Problem)
+		}
+		if float64(r.Regret) > 1+singleSeedMargin {
+			t.Errorf("%s: regret %.3f, worse than the behaviour", r.Problem, r.Regret)
+		}
+		if float64(r.LCBUnits) > float64(r.Value)+1e-9 {
+			t.Errorf("%s: LCB %.6g above the true value %.6g", r.Problem, r.LCBUnits, r.Value)
+		}
 	}
 }

@@ -37,8 +37,9 @@ func newFitCommand() *cli.Command {
 		&cli.StringFlag{Name: "alpha", Value: "auto", Usage: `bonus coefficient α: a number, a list "0,0.3,1", "auto" (a list chosen on held-out episodes) or "theory" (the paper's α̂, needs --gamma)`},
 		&cli.Float64Flag{Name: "lambda", Usage: "regulariser λ of U_h (0: 1)"},
 		&cli.Float64Flag{Name: "gamma", Usage: "γ of the paper's α̂ for --alpha theory"},
-		&cli.Float64Flag{Name: "select-heldout", Usage: "share of episodes held out to choose α among candidates (0: 0.2)"},
+		&cli.Float64Flag{Name: "select-heldout", Usage: "share of episodes in the evaluation part when choosing α among candidates (0: 0.5)"},
 		&cli.StringFlag{Name: "return-range", Usage: `"LO,HI": the range episode returns can take, when known (default: H × the smallest and largest logged reward)`},
+		&cli.StringFlag{Name: "lcb-correction", Value: "cross-fit", Usage: `correction of the reported lower bound when α is chosen among candidates: "cross-fit" (price the bonus at the least α that covers the planning model's optimism measured on the held-out part) or "none" (the paper's bound at the chosen α)`},
 		&cli.Int64Flag{Name: "plan-budget", Usage: "node budget of the exact planner; larger trees are planned approximately with a stated gap (0: default)"},
 		&cli.StringFlag{Name: "planner", Value: policy.PlannerAuto, Usage: `"exact" (dynamic programming over the history tree, pruned search past --plan-budget), "belief" (point-based planning over the model's beliefs) or "auto" (exact when the tree fits --plan-budget)`},
 		&cli.Int64Flag{Name: "plan-rows", Usage: "row budget of the belief planner's policy table (0: 10^7)"},
@@ -149,6 +150,10 @@ func fitOptions(c *cli.Context) (pipeline.Options, error) {
 	o.SelectHeldOut = c.Float64("select-heldout")
 	if c.IsSet("select-heldout") && !(o.SelectHeldOut > 0 && o.SelectHeldOut < 1) {
 		return o, usagef("--select-heldout must be in (0,1), not %v", o.SelectHeldOut)
+	}
+	o.LCBCorrection = c.String("lcb-correction")
+	if v := o.LCBCorrection; v != pipeline.LCBCorrectionCrossFit && v != pipeline.LCBCorrectionNone {
+		return o, usagef("--lcb-correction must be %q or %q, not %q", pipeline.LCBCorrectionCrossFit, pipeline.LCBCorrectionNone, v)
 	}
 	o.PlanBudget = c.Int64("plan-budget")
 	if c.IsSet("plan-budget") && o.PlanBudget < 1 {

@@ -283,8 +283,8 @@ func TestFitInterruptedLeavesNothing(t *testing.T) {
 		t.Fatalf("build: %v\n%s", err, out)
 	}
 	dir := filepath.Join(root, "run")
-	// Rank auto with many restarts keeps EM busy long enough to interrupt.
-	cmd := exec.Command(bin, "fit", exampleLogs, "--out", dir, "--restarts", "16", "--max-rank", "8", "--log-format", "json")
+	// The rank search keeps EM busy long enough to interrupt.
+	cmd := exec.Command(bin, "fit", exampleLogs, "--out", dir, "--restarts", "16", "--max-rank", "64", "--log-format", "json")
 	var stderr bytes.Buffer
 	pr, pw, _ := os.Pipe()
 	cmd.Stderr = pw
@@ -295,7 +295,7 @@ func TestFitInterruptedLeavesNothing(t *testing.T) {
 	// Wait until EM has started, then interrupt.
 	buf := make([]byte, 4096)
 	deadline := time.Now().Add(60 * time.Second)
-	for !strings.Contains(stderr.String(), `"stage started"`) || !strings.Contains(stderr.String(), "select") {
+	for !strings.Contains(stderr.String(), `"stage started"`) || !strings.Contains(stderr.String(), `"rank"`) {
 		if time.Now().After(deadline) {
 			cmd.Process.Kill()
 			t.Fatalf("no stage started: %s", stderr.String())

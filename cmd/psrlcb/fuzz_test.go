@@ -160,7 +160,7 @@ func checkFuzzCase(t *testing.T, fc fuzzCase) {
 			t.Errorf("exit 0 without a complete output: %v", err)
 		}
 		if b, _ := os.ReadFile(filepath.Join(out, report.ManifestFile)); bytes.Contains(b, []byte("NaN")) || bytes.Contains(b, []byte("Inf")) {
-			t.Errorf("NaN or Inf in manifest.json")
+			t.Errorf("NaN or Inf in manifest.json: %s", nonFiniteLines(b))
 		}
 	} else {
 		sameSnapshot(t, "--out after a failed run", inside, snapshot(t, out, ""))
@@ -204,3 +204,14 @@ var fuzzSeeds = func() []fuzzSeed {
 	}
 	return out
 }()
+
+// nonFiniteLines are the lines of b that mention NaN or Inf.
+func nonFiniteLines(b []byte) string {
+	var out []string
+	for _, l := range strings.Split(string(b), "\n") {
+		if strings.Contains(l, "NaN") || strings.Contains(l, "Inf") {
+			out = append(out, strings.TrimSpace(l))
+		}
+	}
+	return strings.Join(out, " | ")
+}

@@ -1,0 +1,396 @@
+package estimate
+
+import (
+	"context"
+	"math"
+	"math/rand/v2"
+	"sort"
+	"sync"
+
+	"github.com/psrlcb/psrlcb/ingest"
+)
+
+// Automatic rank search.
+//
+// The rank r of the latent-state model is the dimension of the PSR (the
+// paper's rank, Huang, Liang, Yang, ICLR 2024, arXiv:2307.00405, Section
+// 2): too small and the model cannot hold the memory the problem needs,
+// too large and EM fits noise. It is chosen by held-out log-likelihood:
+//
+//  1. a seeded subsample of at most RankSampleEpisodes episodes is split
+//     into a training part (1 − HeldOut) and a held-out part, the latter
+//     cut into rankBlocks blocks;
+//  2. ranks 1, 2, 4, 8, … (doubling) are fitted on the training part, each
+//     warm-started from the previous rank's best model with its states
+//     split in two (growModel) beside a random and an informed start (at
+//     most rankSearchRestarts starts, EM tolerance at least rankSearchTol), until a doubling does not raise the held-out log-likelihood
+//     by more than its noise (rankNoiseZ standard errors of the paired
+//     block differences), MaxRank is reached, or the work budget is spent;
+//  3. the interval between the last rank that improved and the doubling
+//     that did not is refined by bisection;
+//  4. walking the tried ranks in increasing order, a larger rank replaces
+//     the current choice only when it beats it by more than the noise.
+//
+// Every tried rank is a RankRow. The search's best model at the chosen
+// rank is returned so the caller can warm-start its fits from it instead
+// of running every start again on all episodes.
+
+// RankSampleEpisodes bounds the episodes of the rank search: the held-out
+// log-likelihood differences that decide the rank are resolved to a
+// fraction of a nat per episode with a few thousand held-out episodes, and
+// the search's cost then no longer grows with K.
+const RankSampleEpisodes = 20000
+
+// DefaultRankBudget is the default work budget of the rank search, in
+// E-step cell updates (episodes × steps × S² summed over every E-step of
+// every start): 10¹⁰ is about a minute on 2 cores (measured ≈ 1.7·10⁷
+// updates/s on a machine loaded ~15-fold, so ≈ 10⁸/s idle). The budget is
+// counted, not timed, so the result does not depend on the machine's
+// load.
+const DefaultRankBudget = 1e10
+
+// rankBlocks is the number of held-out blocks whose paired differences
+// measure the noise of a held-out log-likelihood difference.
+const rankBlocks = 10
+
+// rankNoiseZ: a rank beats another when its held-out log-likelihood is
+// larger by more than rankNoiseZ standard errors of the difference.
+const rankNoiseZ = 2
+
+// rankSearchRestarts bounds the EM starts per rank of the search (the
+// warm start counts as one).
+const rankSearchRestarts = 3
+
+// rankSearchTol is the least EM tolerance of the search's fits (ten times
+// the default): the fits that follow start from the search's model and
+// converge from there. At 1e-4, EM stopped a 2-state fit of a 2-state
+// problem on its slow start from near the 1-state solution
+// (TestRankAuto), so the search would stop at rank 1.
+const rankSearchTol = 1e-5
+
+type rankTry struct {
+	S      int
+	model  *Model
+	train  float64
+	blocks []float64 // held-out log-likelihood per block
+	held   float64
+}
+
+// beats says whether b's held-out log-likelihood exceeds a's by more than
+// rankNoiseZ standard errors of the paired block differences.
+func beats(b, a *rankTry) bool {
+	n := len(a.blocks)
+	if n == 0 {
+		return b.held > a.held
+	}
+	d := make([]float64, n)
+	mean := 0.0
+	for i := range d {
+		d[i] = b.blocks[i] - a.blocks[i]
+		mean += d[i]
+	}
+	mean /= float64(n)
+	v := 0.0
+	for _, x := range d {
+		v += (x - mean) * (x - mean)
+	}
+	se := 0.0
+	if n > 1 {
+		// SE of the total Σ d_i = n·mean.
+		se = math.Sqrt(v/float64(n-1)) * math.Sqrt(float64(n))
+	}
+	return b.held-a.held > rankNoiseZ*se
+}
+
+// rankSearch chooses the rank (see the comment above). It appends the
+// rank rows and the search's trace to res and returns the chosen rank and
+// the search's best model at that rank (nil when nothing was fitted).
+func rankSearch(ctx context.Context, c *coded, proto *Model, o *Options, res *Result, report func(TraceRow)) (int, *Model, error) {
+	K := c.K
+	rng := rand.New(rand.NewPCG(o.Seed, 0x4e1d))
+	perm := rng.Perm(K)
+	if K > RankSampleEpisodes {
+		perm = perm[:RankSampleEpisodes]
+	}
+	n := len(perm)
+	nHeld := int(math.Round(o.HeldOut * float64(n)))
+	if nHeld < 1 || n-nHeld < 1 {
+		// Too few episodes to hold any out: the smallest rank that can
+		// still represent memory.
+		return min(2, o.MaxRank), nil, nil
+	}
+	held := append([]int(nil), perm[:nHeld]...)
+	train := append([]int(nil), perm[nHeld:]...)
+	sort.Ints(held)
+	sort.Ints(train)
+	tr := c.subset(train)
+	nb := min(rankBlocks, nHeld)
+	blocks := make([]*coded, nb)
+	for b := 0; b < nb; b++ {
+		var idx []int
+		for i := b; i < nHeld; i += nb {
+			idx = append(idx, held[i])
+		}
+		blocks[b] = c.subset(idx)
+	}
+	maxR := max(1, min(o.MaxRank, tr.K))
+	budget := o.RankBudget
+	work := 0.0
+	so := *o
+	so.Restarts = min(o.Restarts, rankSearchRestarts)
+	so.Tol = max(o.Tol, rankSearchTol)
+	tried := map[int]*rankTry{}
+
+	fitAt := func(S int, from *Model) (*rankTry, error) {
+		if t, ok := tried[S]; ok {
+			return t, nil
+		}
+		// Start 0 is the warm start from the smaller rank with its states
+		// split; then a random and an informed start (fitRank).
+		ro := so
+		ro.Start = nil
+		if from != nil {
+			ro.Start = growModel(from, S, o.Seed+uint64(S))
+		}
+		rs, err := fitRank(ctx, tr, proto, S, &ro, "train", report)
+		if err != nil {
+			return nil, err
+		}
+		b := best(rs)
+		for _, r := range rs {
+			res.Trace = append(res.Trace, r.trace...)
+			work += float64(r.esteps) * float64(tr.K*tr.H) * float64(S*S)
+		}
+		t := &rankTry{S: S, model: rs[b].model, train: rs[b].ll}
+		for _, blk := range blocks {
+			st, err := newKernel(rs[b].model, blk).estep(ctx, blk, o.Workers)
+			if err != nil {
+				return nil, err
+			}
+			t.blocks = append(t.blocks, st.ll)
+			t.held += st.ll
+		}
+		tried[S] = t
+		return t, nil
+	}
+
+	// Doubling.
+	cur, err := fitAt(1, nil)
+	if err != nil {
+		return 0, nil, err
+	}
+	lo, hi := cur, (*rankTry)(nil)
+	for S := 2; lo.S < maxR && work < budget; S = min(2*lo.S, maxR) {
+		t, err := fitAt(S, lo.model)
+		if err != nil {
+			return 0, nil, err
+		}
+		if !beats(t, lo) {
+			hi = t
+			break
+		}
+		lo = t
+	}
+	// Bisection between the last improving rank and the failed doubling.
+	for hi != nil && hi.S-lo.S > 1 && work < budget {
+		mid := (lo.S + hi.S) / 2
+		t, err := fitAt(mid, lo.model)
+		if err != nil {
+			return 0, nil, err
+		}
+		if beats(t, lo) {
+			lo = t
+		} else {
+			hi = t
+		}
+	}
+	// Choice: in increasing rank, a larger rank replaces the current one
+	// only when it beats it beyond the noise.
+	ranks := make([]int, 0, len(tried))
+	for S := range tried {
+		ranks = append(ranks, S)
+	}
+	sort.Ints(ranks)
+	chosen := tried[ranks[0]]
+	for _, S := range ranks[1:] {
+		if t := tried[S]; beats(t, chosen) {
+			chosen = t
+		}
+	}
+	for _, S := range ranks {
+		t := tried[S]
+		res.RankTable = append(res.RankTable, RankRow{Rank: S, TrainLogLik: t.train, HeldOutLogLik: t.held, Chosen: t == chosen})
+	}
+	res.HeldOutLogLik = chosen.held
+	res.RankSearchEpisodes = n
+	return chosen.S, chosen.model, nil
+}
+
+// subset returns the coded episodes idx of c (copies).
+func (c *coded) subset(idx []int) *coded {
+	n := *c
+	H := c.H
+	n.K = len(idx)
+	n.obs = make([]uint16, 0, len(idx)*H)
+	n.act = make([]uint16, 0, len(idx)*H)
+	n.rew = make([]float64, 0, len(idx)*H)
+	if c.rv != nil {
+		n.rv = make([]uint8, 0, len(idx)*H)
+	}
+	for _, k := range idx {
+		n.obs = append(n.obs, c.obs[k*H:(k+1)*H]...)
+		n.act = append(n.act, c.act[k*H:(k+1)*H]...)
+		n.rew = append(n.rew, c.rew[k*H:(k+1)*H]...)
+		if c.rv != nil {
+			n.rv = append(n.rv, c.rv[k*H:(k+1)*H]...)
+		}
+	}
+	return &n
+}
+
+// growModel returns a model with S2 ≥ m.States states that represents the
+// same distribution as m up to a small perturbation: new state j copies
+// state j mod S (its parent), the probability of entering a parent is
+// shared among its copies, and every copied row is perturbed by a seeded
+// factor in [0.9, 1.1] and renormalised so that EM can tell the copies
+// apart. It warm-starts the next rank of the search from the last one.
+func growModel(m *Model, S2 int, seed uint64) *Model {
+	return growModelJitter(m, S2, seed, 0.1)
+}
+
+// growModelJitter is growModel with perturbation factors in
+// [1−jitter, 1+jitter].
+func growModelJitter(m *Model, S2 int, seed uint64, jitter float64) *Model {
+	S, O, A := m.States, m.NumObs, m.NumActions
+	if S2 <= S {
+		return m
+	}
+	rng := rand.New(rand.NewPCG(seed, 0x96a3))
+	jit := func(p []float64) {
+		z := 0.0
+		for i := range p {
+			p[i] *= 1 - jitter + 2*jitter*rng.Float64()
+			z += p[i]
+		}
+		if z > 0 {
+			for i := range p {
+				p[i] /= z
+			}
+		}
+	}
+	par := func(j int) int { return j % S }
+	copies := make([]float64, S)
+	for j := 0; j < S2; j++ {
+		copies[par(j)]++
+	}
+	n := shapeLike(m)
+	n.States = S2
+	n.Init = make([]float64, S2)
+	for j := range n.Init {
+		n.Init[j] = m.Init[par(j)] / copies[par(j)]
+	}
+	jit(n.Init)
+	n.Obs1 = make([]float64, S2*O)
+	for j := 0; j < S2; j++ {
+		copy(n.Obs1[j*O:(j+1)*O], m.Obs1[par(j)*O:(par(j)+1)*O])
+		jit(n.Obs1[j*O : (j+1)*O])
+	}
+	V := len(m.RewardValues)
+	for t := range m.Trans {
+		T := make([]float64, A*S2*S2)
+		E := make([]float64, A*S2*O)
+		for a := 0; a < A; a++ {
+			for j := 0; j < S2; j++ {
+				row := T[(a*S2+j)*S2 : (a*S2+j+1)*S2]
+				for j2 := 0; j2 < S2; j2++ {
+					row[j2] = m.Trans[t][(a*S+par(j))*S+par(j2)] / copies[par(j2)]
+				}
+				jit(row)
+				e := E[(a*S2+j)*O : (a*S2+j+1)*O]
+				copy(e, m.Emit[t][(a*S+par(j))*O:(a*S+par(j)+1)*O])
+				jit(e)
+			}
+		}
+		n.Trans = append(n.Trans, T)
+		n.Emit = append(n.Emit, E)
+		idx := func(s, a, s2, o int) int { return ((s*A+a)*S2+s2)*O + o }
+		if m.Reward == RewardCategorical {
+			R := make([]float64, S2*A*S2*O*V)
+			for j := 0; j < S2; j++ {
+				for a := 0; a < A; a++ {
+					for j2 := 0; j2 < S2; j2++ {
+						for o := 0; o < O; o++ {
+							src := m.RewardIndex(par(j), a, par(j2), o) * V
+							copy(R[idx(j, a, j2, o)*V:(idx(j, a, j2, o)+1)*V], m.RewardProb[t][src:src+V])
+						}
+					}
+				}
+			}
+			n.RewardProb = append(n.RewardProb, R)
+		} else {
+			mu := make([]float64, S2*A*S2*O)
+			vr := make([]float64, len(mu))
+			for j := 0; j < S2; j++ {
+				for a := 0; a < A; a++ {
+					for j2 := 0; j2 < S2; j2++ {
+						for o := 0; o < O; o++ {
+							src := m.RewardIndex(par(j), a, par(j2), o)
+							mu[idx(j, a, j2, o)] = m.RewardMean[t][src]
+							vr[idx(j, a, j2, o)] = m.RewardVar[t][src]
+						}
+					}
+				}
+			}
+			n.RewardMean = append(n.RewardMean, mu)
+			n.RewardVar = append(n.RewardVar, vr)
+		}
+	}
+	n.Prepare()
+	return n
+}
+
+// RankChoice is the outcome of ChooseRank.
+type RankChoice struct {
+	// Rank is the chosen number of latent states.
+	Rank int
+	// Model is the search's best model at Rank, fitted on the search's
+	// training part (nil when too few episodes to hold any out); pass it
+	// as Options.Start to warm-start the fits that follow.
+	Model *Model
+	// Table has one row per tried rank; Trace the search's EM rows
+	// (Data "train").
+	Table         []RankRow
+	Trace         []TraceRow
+	HeldOutLogLik float64
+	// Episodes is the size of the search's subsample.
+	Episodes int
+}
+
+// ChooseRank runs the automatic rank search of Fit on d by itself (see the
+// comment at the top of rank.go), so that a caller fitting several parts
+// of the same logs searches once. opts.Rank is ignored.
+func ChooseRank(ctx context.Context, d *ingest.Dataset, opts Options) (*RankChoice, error) {
+	o, err := opts.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	if err := checkDataset(d); err != nil {
+		return nil, err
+	}
+	kind, values := rewardSupport(d.Reward)
+	all := code(d, kind, values)
+	proto := protoModel(d, all, &o)
+	var mu sync.Mutex
+	report := func(r TraceRow) {
+		mu.Lock()
+		o.Reporter.Iteration(r)
+		mu.Unlock()
+	}
+	res := &Result{HeldOutLogLik: math.NaN()}
+	S, m, err := rankSearch(ctx, all, proto, &o, res, report)
+	if err != nil {
+		return nil, err
+	}
+	return &RankChoice{Rank: S, Model: m, Table: res.RankTable, Trace: res.Trace,
+		HeldOutLogLik: res.HeldOutLogLik, Episodes: res.RankSearchEpisodes}, nil
+}

@@ -1,0 +1,134 @@
+package estimate
+
+import (
+	"context"
+	"math"
+	"testing"
+)
+
+// TestGrowModelKeepsDistribution: splitting every state of a model into
+// copies (without jitter the copies are exact) leaves the likelihood of
+// any data unchanged, since the copies of a state together carry its
+// probability; with jitter the model is still valid and close.
+func TestGrowModelKeepsDistribution(t *testing.T) {
+	for _, rv := range [][]float64{{0, 1, 5}, nil} {
+		m := RandomModel(3, 4, 2, 4, false, rv, 5)
+		if rv == nil {
+			// RandomModel with no reward support: Gaussian rewards.
+			if m.Reward != RewardGaussian {
+				t.Skip("RandomModel without rewards is not Gaussian")
+			}
+		}
+		d := SampleDataset(m, 300, 6)
+		want := m.DataLogLik(d)
+		for _, S2 := range []int{4, 6, 7} {
+			g := growModelJitter(m, S2, 1, 0)
+			if err := g.Validate(1e-9); err != nil {
+				t.Fatalf("grown to %d: %v", S2, err)
+			}
+			if got := g.DataLogLik(d); math.Abs(got-want) > 1e-8*math.Abs(want) {
+				t.Fatalf("grown to %d: log-likelihood %v, want %v", S2, got, want)
+			}
+			j := growModel(m, S2, 1)
+			if err := j.Validate(1e-9); err != nil {
+				t.Fatalf("jittered %d: %v", S2, err)
+			}
+			if got := j.DataLogLik(d); math.Abs(got-want) > 0.05*math.Abs(want) {
+				t.Fatalf("jittered %d: log-likelihood %v, far from %v", S2, got, want)
+			}
+		}
+	}
+}
+
+// TestBeats: the noise rule on hand-made block log-likelihoods. Block
+// differences 1,1,1,1 have no spread: any positive total difference wins.
+// Differences 3,−1,3,−1 total 4 with sample sd 2.309, so the SE of the
+// total is 2.309·2 = 4.62 and 4 < 2·4.62 does not win.
+func TestBeats(t *testing.T) {
+	a := &rankTry{blocks: []float64{-10, -10, -10, -10}, held: -40}
+	b := &rankTry{blocks: []float64{-9, -9, -9, -9}, held: -36}
+	if !beats(b, a) || beats(a, b) {
+		t.Fatal("uniform gain of one nat per block must win")
+	}
+	c := &rankTry{blocks: []float64{-7, -11, -7, -11}, held: -36}
+	if beats(c, a) {
+		t.Fatal("a gain of 4 with SE 4.62 must not win at 2 SE")
+	}
+}
+
+// TestChooseRankMatchesFit: ChooseRank alone gives the rank and table
+// that Fit's automatic search gives.
+func TestChooseRankMatchesFit(t *testing.T) {
+	m := RandomModel(2, 3, 2, 4, true, []float64{0, 1}, 11)
+	d := SampleDataset(m, 800, 12)
+	o := Options{MaxRank: 4, Restarts: 2, Seed: 3, Tol: 1e-5}
+	rc, err := ChooseRank(context.Background(), d, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := Fit(context.Background(), d, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rc.Rank != res.Model.States || len(rc.Table) != len(res.RankTable) || rc.Model == nil || rc.Model.States != rc.Rank {
+		t.Fatalf("ChooseRank %d (%d rows), Fit %d (%d rows)", rc.Rank, len(rc.Table), res.Model.States, len(res.RankTable))
+	}
+	for i := range rc.Table {
+		if rc.Table[i] != res.RankTable[i] {
+			t.Fatalf("row %d: %+v vs %+v", i, rc.Table[i], res.RankTable[i])
+		}
+	}
+}
+
+// TestRankSearchGrowsPastEight: on logs of a 10-state chain whose
+// observation is its state (each state moves to the next with probability
+// 0.9), no model of 8 states or fewer fits the held-out episodes as well,
+// so the search doubles past 8 and chooses more than 8 states (here up to
+// the cap of 16).
+func TestRankSearchGrowsPastEight(t *testing.T) {
+	if testing.Short() {
+		t.Skip("fits ranks up to 16")
+	}
+	const S = 10
+	m := RandomModel(S, S, 1, 4, true, []float64{0}, 3)
+	for s := 0; s < S; s++ {
+		m.Init[s] = 1.0 / S
+		for o := 0; o < S; o++ {
+			e := 0.0
+			if o == s {
+				e = 1
+			}
+			m.Obs1[s*S+o] = e
+			m.Emit[0][s*S+o] = e
+		}
+		for s2 := 0; s2 < S; s2++ {
+			p := 0.1 / S
+			if s2 == (s+1)%S {
+				p += 0.9
+			}
+			m.Trans[0][s*S+s2] = p
+		}
+	}
+	m.Prepare()
+	d := SampleDataset(m, 2000, 4)
+	res := &Result{}
+	o, err := Options{MaxRank: 16, Restarts: 2, Seed: 1, MaxIter: 100}.withDefaults()
+	if err != nil {
+		t.Fatal(err)
+	}
+	kind, values := rewardSupport(d.Reward)
+	c := code(d, kind, values)
+	S2, sm, err := rankSearch(context.Background(), c, protoModel(d, c, &o), &o, res, func(TraceRow) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("rank rows %+v", res.RankTable)
+	if S2 <= 8 || sm == nil || sm.States != S2 {
+		t.Fatalf("chose rank %d (model %v), want more than 8", S2, sm != nil)
+	}
+	for i := 1; i < len(res.RankTable); i++ {
+		if res.RankTable[i].Rank <= res.RankTable[i-1].Rank {
+			t.Fatalf("rank rows not increasing: %+v", res.RankTable)
+		}
+	}
+}

@@ -1,0 +1,236 @@
+package policy
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"math/rand/v2"
+
+	"github.com/psrlcb/psrlcb/estimate"
+	"github.com/psrlcb/psrlcb/pessimism"
+)
+
+// DefaultMaxLeaves bounds the observation sequences ValueUnder enumerates
+// exactly; beyond it, it samples DefaultRollouts trajectories.
+const DefaultMaxLeaves = 1 << 18
+
+// DefaultRollouts is the number of trajectories ValueUnder samples when
+// the tree is too large to enumerate: the standard error of a value on
+// [0,1] is then at most 0.5/sqrt(20000) ≈ 0.0035.
+const DefaultRollouts = 20000
+
+// Rollout is the distribution of the bonus sums of a policy's
+// trajectories under a model, with the policy's value: enough to price
+// the bonus at any α afterwards (pessimism.Bonus.Value is
+// min{α·sqrt(sum), 1}).
+type Rollout struct {
+	// Reward is V_{θ,R}^π, R rescaled to [0,1].
+	Reward float64
+	// Sums[i] is Σ_{h=0}^{H−1} ‖ψ̄(τ_h)‖²_{U_h⁻¹} of trajectory i and
+	// Weights[i] its probability (exact) or 1/N (sampled).
+	Sums, Weights []float64
+	// Returns[i] is the expected rescaled return of sampled trajectory i
+	// given its observations (sampled only; nil when exact).
+	Returns []float64
+	// Exact says the trajectories were enumerated.
+	Exact bool
+}
+
+// Bonus is V_{θ,b̂}^π with b̂ at alpha.
+func (r *Rollout) Bonus(alpha float64) float64 {
+	v := 0.0
+	for i, s := range r.Sums {
+		v += r.Weights[i] * capped(alpha, s)
+	}
+	return v
+}
+
+// capped is min{α·sqrt(s), 1}, 0 when s = 0 (also for α = +Inf).
+func capped(alpha, s float64) float64 {
+	if s <= 0 {
+		return 0
+	}
+	return math.Min(alpha*math.Sqrt(s), 1)
+}
+
+// LCBStdErr is the Monte Carlo standard error of Reward − Bonus(alpha)
+// (0 when exact).
+func (r *Rollout) LCBStdErr(alpha float64) float64 {
+	n := len(r.Sums)
+	if r.Exact || n < 2 {
+		return 0
+	}
+	mean, m2 := 0.0, 0.0
+	for i, s := range r.Sums {
+		x := r.Returns[i] - capped(alpha, s)
+		d := x - mean
+		mean += d / float64(i+1)
+		m2 += d * (x - mean)
+	}
+	return math.Sqrt(m2 / float64(n-1) / float64(n))
+}
+
+// ValueUnder values the deterministic policy pol under the model m with
+// the bonus b's feature covariances (b must be built on m): it enumerates
+// every observation sequence of positive probability when there are at
+// most maxLeaves (|O|^H bounds them; 0 means DefaultMaxLeaves), and
+// otherwise samples n trajectories of m following pol (0 means
+// DefaultRollouts), seeded by seed, with the expected reward of each step
+// given the belief (lower variance than the sampled reward, same mean).
+// Histories outside pol's tree follow its fallback action (Cursor).
+//
+// Used by Select to value a policy planned on one part of the logs under
+// a model fitted on another part.
+func ValueUnder(ctx context.Context, m *estimate.Model, b *pessimism.Bonus, pol *Policy, maxLeaves, n int, seed uint64) (*Rollout, error) {
+	if err := checkPlan(m, b); err != nil {
+		return nil, err
+	}
+	if maxLeaves <= 0 {
+		maxLeaves = DefaultMaxLeaves
+	}
+	if n <= 0 {
+		n = DefaultRollouts
+	}
+	H := m.Horizon
+	if math.Pow(float64(m.NumObs), float64(H)) <= float64(maxLeaves) {
+		return exactRollout(m, b, pol)
+	}
+	e := &evaluator{m: m, b: b, pol: pol, c: newCodes(m), fz: estimate.NewFeaturizer(m)}
+	e.shift, e.scale = m.RewardScale()
+	S := m.States
+	bel, next := make([]float64, S), make([]float64, S)
+	pred := make([]float64, S)
+	probs := make([]float64, m.NumObs)
+	first := make([]float64, m.NumObs)
+	m.FirstObsProbs(first)
+	feat := make([][]float64, H)
+	for h := 0; h < H; h++ {
+		feat[h] = make([]float64, b.Dims[h])
+	}
+	rng := rand.New(rand.NewPCG(seed, 0xc0ffee))
+	r := &Rollout{Sums: make([]float64, n), Weights: make([]float64, n), Returns: make([]float64, n)}
+	w := 1 / float64(n)
+	for i := 0; i < n; i++ {
+		if i%1024 == 0 && ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		o := draw(rng, first)
+		m.Prior(bel)
+		m.ObserveFirst(bel, o)
+		st := state{node: -1}
+		sum, ret := b.Root, 0.0
+		for h := 1; ; h++ {
+			var sym string
+			var ok bool
+			st, sym, ok = st.act(pol, e.c.obs[o])
+			if !ok {
+				return nil, fmt.Errorf("%w: the policy has no action for the first observation %q", ErrModel, e.c.obs[o])
+			}
+			a, ok := e.c.act[sym]
+			if !ok {
+				return nil, fmt.Errorf("%w: the policy's action %q is not in the model's vocabulary", ErrModel, sym)
+			}
+			ret += (m.ExpectedReward(h, bel, a) - e.shift) * e.scale
+			if h == H {
+				break
+			}
+			m.Predict(h, bel, a, pred)
+			m.ObsProbs(h, pred, a, probs)
+			e.fz.Feature(h, pred, a, feat[h])
+			sum += b.StepNorm2(h, feat[h])
+			o = draw(rng, probs)
+			m.Correct(h, pred, a, o, next)
+			bel, next = next, bel
+		}
+		r.Sums[i], r.Weights[i], r.Returns[i] = sum, w, ret
+		r.Reward += w * ret
+	}
+	return r, nil
+}
+
+// draw samples an index from the distribution p (sums to 1 up to
+// rounding; the last positive index takes the remainder).
+func draw(rng *rand.Rand, p []float64) int {
+	u := rng.Float64()
+	last := 0
+	for i, x := range p {
+		if x <= 0 {
+			continue
+		}
+		last = i
+		if u < x {
+			return i
+		}
+		u -= x
+	}
+	return last
+}
+
+// exactRollout enumerates the trajectories of pol under m (the walk of
+// ModelValue, keeping every leaf).
+func exactRollout(m *estimate.Model, b *pessimism.Bonus, pol *Policy) (*Rollout, error) {
+	e := &evaluator{m: m, b: b, pol: pol, c: newCodes(m), fz: estimate.NewFeaturizer(m)}
+	e.shift, e.scale = m.RewardScale()
+	H, S := m.Horizon, m.States
+	e.bel = make([][]float64, H+2)
+	e.pred = make([][]float64, H+2)
+	e.probs = make([][]float64, H+2)
+	for h := range e.bel {
+		e.bel[h] = make([]float64, S)
+		e.pred[h] = make([]float64, S)
+		e.probs[h] = make([]float64, m.NumObs)
+	}
+	r := &Rollout{Exact: true}
+	var walk func(h, o int, st state, sum, prob float64) (float64, error)
+	walk = func(h, o int, st state, sum, prob float64) (float64, error) {
+		st, sym, ok := st.act(pol, e.c.obs[o])
+		if !ok {
+			return 0, fmt.Errorf("%w: the policy has no action for the first observation %q", ErrModel, e.c.obs[o])
+		}
+		a, ok := e.c.act[sym]
+		if !ok {
+			return 0, fmt.Errorf("%w: the policy's action %q is not in the model's vocabulary", ErrModel, sym)
+		}
+		bel := e.bel[h]
+		rw := (m.ExpectedReward(h, bel, a) - e.shift) * e.scale
+		if h == H {
+			r.Sums = append(r.Sums, sum)
+			r.Weights = append(r.Weights, prob)
+			return rw, nil
+		}
+		pred, probs := e.pred[h], e.probs[h]
+		m.Predict(h, bel, a, pred)
+		m.ObsProbs(h, pred, a, probs)
+		f := make([]float64, b.Dims[h])
+		e.fz.Feature(h, pred, a, f)
+		s2 := sum + b.StepNorm2(h, f)
+		v := 0.0
+		for o2, po := range probs {
+			if po == 0 {
+				continue
+			}
+			m.Correct(h, pred, a, o2, e.bel[h+1])
+			c, err := walk(h+1, o2, st, s2, prob*po)
+			if err != nil {
+				return 0, err
+			}
+			v += po * c
+		}
+		return rw + v, nil
+	}
+	first := make([]float64, m.NumObs)
+	m.FirstObsProbs(first)
+	for o, po := range first {
+		if po == 0 {
+			continue
+		}
+		m.Prior(e.bel[1])
+		m.ObserveFirst(e.bel[1], o)
+		v, err := walk(1, o, state{node: -1}, b.Root, po)
+		if err != nil {
+			return nil, err
+		}
+		r.Reward += po * v
+	}
+	return r, nil
+}
