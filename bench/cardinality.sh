@@ -66,7 +66,7 @@ fi
 echo
 echo "== fit, 100,000 distinct item ids (above the 65,535-symbol limit)"
 big="$work/card-100k.parquet"
-[ -f "$big" ] || go run ./bench/gen-card -episodes "$EPISODES" -obs 100000 -actions 50 -flat 0.5 -seed 1 -out "$big"
+[ -f "$big" ] || go run ./bench/gen-card -episodes 200000 -obs 100000 -actions 50 -flat 0.5 -seed 1 -out "$big"
 rm -rf "$work/run100k"
 timed big "$work/psrlcb" fit "$big" --out "$work/run100k" --log-format json
 echo "exit code: $rc (target 3, a data error); wall time $(seconds "$(field big 'Elapsed \\(wall clock\\)')") s (target: seconds)"

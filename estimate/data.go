@@ -18,6 +18,7 @@ type coded struct {
 	values     []float64 // categorical support
 	rewMean    float64   // global reward mean and variance (Gaussian)
 	rewVar     float64
+	src        *ingest.Dataset // the dataset coded, handed to an EStepper
 }
 
 // rewardSupport decides the reward emission from the data: categorical
@@ -81,7 +82,7 @@ func checkDataset(d *ingest.Dataset) error {
 // decided on the full dataset so that subsets share them).
 func code(d *ingest.Dataset, kind RewardKind, values []float64) *coded {
 	c := &coded{K: d.NumEpisodes(), H: d.Horizon, O: d.NumObs(), A: d.NumActions(),
-		obs: d.Obs, act: d.Act, rew: d.Reward, kind: kind, values: values}
+		obs: d.Obs, act: d.Act, rew: d.Reward, kind: kind, values: values, src: d}
 	if kind == RewardCategorical {
 		c.rv = make([]uint8, len(d.Reward))
 		for i, r := range d.Reward {

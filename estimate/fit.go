@@ -57,7 +57,7 @@ type emRun struct {
 // eval runs the E-step at m.
 func (r *emRun) eval(m *Model) (emPoint, error) {
 	k := newKernel(m, r.c)
-	st, err := k.estep(r.ctx, r.c, r.workers)
+	st, err := r.o.runEStep(r.ctx, k, r.c, r.workers)
 	p := emPoint{m: m, k: k, st: st, iter: r.esteps}
 	r.esteps++
 	if err == nil {
@@ -429,14 +429,14 @@ func Fit(ctx context.Context, d *ingest.Dataset, opts Options) (*Result, error) 
 	res.ThetaMin = tm
 	if m != res.Model {
 		res.Model = m
-		ll, err := newKernel(m, all).estep(ctx, all, o.Workers)
+		ll, err := o.runEStep(ctx, newKernel(m, all), all, o.Workers)
 		if err != nil {
 			return nil, err
 		}
 		res.LogLik = ll.ll
 		res.ThetaMin.DeltaLogLik = ll.ll - res.UnconstrainedLogLik
 	}
-	o.Splits, o.Reporter = nil, nil
+	o.Splits, o.Reporter, o.EStepper = nil, nil, nil
 	res.Options = o
 	return res, nil
 }

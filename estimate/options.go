@@ -163,6 +163,10 @@ type Options struct {
 	Workers int
 	// Reporter receives progress (default: none).
 	Reporter Reporter
+	// EStepper, when set, runs every E-step's pass over the episodes
+	// instead of the in-process workers (for example as an Apache Beam
+	// pipeline, see EStepper). Nil: in process.
+	EStepper EStepper
 }
 
 func (o Options) withDefaults() (Options, error) {

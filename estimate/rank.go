@@ -163,7 +163,7 @@ func rankSearch(ctx context.Context, c *coded, proto *Model, o *Options, res *Re
 		}
 		t := &rankTry{S: S, model: rs[b].model, train: rs[b].ll}
 		for _, blk := range blocks {
-			st, err := newKernel(rs[b].model, blk).estep(ctx, blk, o.Workers)
+			st, err := o.runEStep(ctx, newKernel(rs[b].model, blk), blk, o.Workers)
 			if err != nil {
 				return nil, err
 			}
@@ -236,6 +236,10 @@ func (c *coded) subset(idx []int) *coded {
 	n.rew = make([]float64, 0, len(idx)*H)
 	if c.rv != nil {
 		n.rv = make([]uint8, 0, len(idx)*H)
+	}
+	if c.src != nil {
+		// The episodes' own dataset, for an external E-step runner.
+		n.src = c.src.Subset(idx)
 	}
 	for _, k := range idx {
 		n.obs = append(n.obs, c.obs[k*H:(k+1)*H]...)

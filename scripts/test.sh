@@ -7,6 +7,10 @@ cd "$(dirname "$0")/.."
 
 go test -count=1 -timeout 20m ./...
 
+# The Beam runner is a separate Go module (docs/scale-out.md).
+echo "== beam module"
+(cd beam && go test -count=1 -timeout 20m ./...)
+
 echo "== independent Arrow reader check"
 if ! command -v npm >/dev/null 2>&1; then
   echo "npm not found: skipping the apache-arrow check (install Node.js to run it)"

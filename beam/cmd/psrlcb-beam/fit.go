@@ -1,0 +1,232 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/options/jobopts"
+	"github.com/psrlcb/psrlcb/beam/psrbeam"
+	"github.com/psrlcb/psrlcb/estimate"
+	"github.com/psrlcb/psrlcb/ingest"
+	"github.com/psrlcb/psrlcb/pessimism"
+	"github.com/psrlcb/psrlcb/report"
+)
+
+// Runners of --runner. local is psrlcb's own in-process engine.
+var runners = []string{"local", "prism", "flink", "spark", "dataflow", "universal"}
+
+// fitConfig holds the flags of fit.
+type fitConfig struct {
+	runner, out, rank, dynamics, alpha, onInvalid, workDir *string
+	ingestOn                                               *string
+	force                                                  *bool
+	maxRank, restarts, maxIter, horizon, shardEpisodes     *int
+	workers                                                *int
+	lambda, selectHeldOut, tol                             *float64
+	seed                                                   *uint64
+	planBudget                                             *int64
+	dialTimeout                                            *time.Duration
+}
+
+func registerFlags(fs *flag.FlagSet) *fitConfig {
+	return &fitConfig{
+		runner:        fs.String("runner", "local", "where the passes over the episodes run: "+strings.Join(runners, ", ")+" (local never starts Beam)"),
+		out:           fs.String("out", "", "output directory (required; written only when the whole run succeeds)"),
+		force:         fs.Bool("force", false, "replace an existing output directory"),
+		rank:          fs.String("rank", "auto", `latent states r, or "auto" (held-out log-likelihood among 1..--max-rank)`),
+		maxRank:       fs.Int("max-rank", 0, "largest rank tried by --rank auto (0: 8)"),
+		dynamics:      fs.String("dynamics", estimate.DynamicsStationary, `"stationary" or "per-step"`),
+		restarts:      fs.Int("restarts", 0, "EM starts (0: 4)"),
+		maxIter:       fs.Int("max-iter", 0, "E-steps per EM start (0: 300)"),
+		tol:           fs.Float64("tol", 0, "relative log-likelihood gain at which EM stops (0: 1e-6)"),
+		alpha:         fs.String("alpha", "auto", `bonus coefficient α: a number, a list "0.1,1", "auto" or "theory"`),
+		lambda:        fs.Float64("lambda", 0, "λ of U_h = λI + Σψ̄ψ̄ᵀ (0: 1)"),
+		selectHeldOut: fs.Float64("select-heldout", 0, "share of episodes held out to choose α (0: 0.2)"),
+		planBudget:    fs.Int64("plan-budget", 0, "node budget of the exact planner (0: 5e7)"),
+		seed:          fs.Uint64("seed", 1, "seed of the split, held-out draws and EM"),
+		workers:       fs.Int("workers", 0, "goroutines of the driver (0: all cores)"),
+		horizon:       fs.Int("horizon", 0, "episode length H (0: the largest step in the logs)"),
+		onInvalid:     fs.String("on-invalid", ingest.OnInvalidFail, `"fail" or "skip" (quarantine invalid episodes)`),
+		ingestOn:      fs.String("ingest", "", `where the logs are read and validated: "beam" (a pipeline; default with a Beam runner) or "driver" (this process, as psrlcb fit)`),
+		workDir:       fs.String("work-dir", "", "where the episode shards and pass results go; every worker must read it (gs://…, s3://… on a cluster; default: --temp_location, else a local temporary directory)"),
+		shardEpisodes: fs.Int("shard-episodes", psrbeam.DefaultShardEpisodes, "episodes per shard, the unit of work of a pass"),
+		dialTimeout:   fs.Duration("endpoint-timeout", 5*time.Second, "how long to try reaching --endpoint before failing"),
+	}
+}
+
+// options turns the flags into the pipeline's options.
+func (c *fitConfig) options() (report.FitOptions, error) {
+	var o report.FitOptions
+	if *c.rank != "auto" {
+		n, err := strconv.Atoi(*c.rank)
+		if err != nil || n < 1 {
+			return o, usagef(`--rank must be a positive integer or "auto", not %q`, *c.rank)
+		}
+		o.Estimate.Rank = n
+	}
+	o.Estimate.MaxRank, o.Estimate.Dynamics = *c.maxRank, *c.dynamics
+	o.Estimate.Restarts, o.Estimate.MaxIter, o.Estimate.Tol = *c.restarts, *c.maxIter, *c.tol
+	spec, err := pessimism.ParseAlpha(*c.alpha)
+	if err != nil {
+		return o, usagef("--alpha: %v", err)
+	}
+	if spec.Mode == pessimism.AlphaTheory {
+		return o, usagef("--alpha theory is not offered by psrlcb-beam; use psrlcb fit")
+	}
+	o.Alpha, o.Lambda, o.SelectHeldOut = spec, *c.lambda, *c.selectHeldOut
+	o.PlanBudget, o.Seed, o.Workers = *c.planBudget, *c.seed, *c.workers
+	return o, nil
+}
+
+// beamRunner checks --runner and its endpoint and returns the Beam runner
+// (nil for local).
+func (c *fitConfig) beamRunner() (*psrbeam.Runner, error) {
+	name := *c.runner
+	known := false
+	for _, r := range runners {
+		known = known || r == name
+	}
+	if !known {
+		return nil, usagef("--runner must be one of %s, not %q", strings.Join(runners, ", "), name)
+	}
+	if name == "local" {
+		return nil, nil
+	}
+	ep := *jobopts.Endpoint
+	switch {
+	case ep == "" && (name == "flink" || name == "spark" || name == "universal"):
+		return nil, usagef("--runner %s needs --endpoint HOST:PORT of its job server", name)
+	case ep != "" && name != "dataflow":
+		if err := reachable(ep, *c.dialTimeout); err != nil {
+			return nil, fmt.Errorf("%w: %s job service at %s: %v", errEndpoint, name, ep, err)
+		}
+	}
+	work := *c.workDir
+	if work == "" && name != "prism" {
+		work = tempLocation()
+	}
+	return &psrbeam.Runner{Name: name, WorkDir: work, ShardEpisodes: *c.shardEpisodes}, nil
+}
+
+// tempLocation is Beam's --temp_location when a linked runner defines it.
+func tempLocation() string {
+	if f := flag.Lookup("temp_location"); f != nil {
+		return f.Value.String()
+	}
+	return ""
+}
+
+// reachable dials the job service's TCP address once.
+func reachable(endpoint string, timeout time.Duration) error {
+	addr := endpoint
+	if i := strings.Index(addr, "://"); i >= 0 {
+		addr = addr[i+3:]
+	}
+	conn, err := net.DialTimeout("tcp", strings.TrimSuffix(addr, "/"), timeout)
+	if err != nil {
+		return err
+	}
+	return conn.Close()
+}
+
+// runFit is fit: ingest, the pipeline of report.Fit with the E-step passes
+// on the chosen runner, then the output directory, written atomically.
+func runFit(ctx context.Context, c *fitConfig, args []string, stdout, stderr io.Writer) error {
+	if *c.out == "" {
+		return usagef("fit: --out DIR is required")
+	}
+	if len(args) == 0 {
+		return usagef("fit: give the Parquet log files (globs and directories allowed), after the flags")
+	}
+	opts, err := c.options()
+	if err != nil {
+		return err
+	}
+	if *c.onInvalid != ingest.OnInvalidFail && *c.onInvalid != ingest.OnInvalidSkip {
+		return usagef("--on-invalid must be %q or %q, not %q", ingest.OnInvalidFail, ingest.OnInvalidSkip, *c.onInvalid)
+	}
+	br, err := c.beamRunner()
+	if err != nil {
+		return err
+	}
+	switch *c.ingestOn {
+	case "":
+	case "driver":
+		if br != nil {
+			br.DriverIngest = true
+		}
+	case "beam":
+		if br == nil {
+			return usagef("--ingest beam needs a Beam runner (--runner prism, flink, …)")
+		}
+	default:
+		return usagef(`--ingest must be "beam" or "driver", not %q`, *c.ingestOn)
+	}
+	files, err := ingest.Expand(args)
+	if err != nil {
+		return err
+	}
+	dir, err := report.CreateOutDir(*c.out, *c.force)
+	if err != nil {
+		return err
+	}
+	defer dir.Abort()
+	res, err := fitLogs(ctx, br, files, ingestOpts(c), opts, stderr)
+	if err != nil {
+		return err
+	}
+	if err := report.WriteOutcome(dir.Tmp, res); err != nil {
+		return fmt.Errorf("writing %s: %w", *c.out, err)
+	}
+	if err := dir.Commit(); err != nil {
+		return fmt.Errorf("moving the results into %s: %w", *c.out, err)
+	}
+	h := res.Run.Manifest.Headline
+	fmt.Fprintf(stdout, "run %s: %d episodes × %d steps, rank %d, α = %.4g, runner %s\n", res.Run.Manifest.RunID,
+		res.Run.Manifest.Episodes, res.Run.Manifest.Horizon, h.Rank, float64(h.Alpha), *c.runner)
+	fmt.Fprintf(stdout, "  lower confidence bound  %.4g  (%.4g in return units)\n", float64(h.LCB), float64(h.LCBUnits))
+	fmt.Fprintf(stdout, "wrote %s (open %s)\n", *c.out, filepath.Join(*c.out, report.HTMLFile))
+	return nil
+}
+
+func ingestOpts(c *fitConfig) ingest.Options {
+	return ingest.Options{Horizon: *c.horizon, OnInvalid: *c.onInvalid}
+}
+
+// fitLogs reads the logs and runs report.Fit, with the E-step passes on br
+// when it is set.
+func fitLogs(ctx context.Context, br *psrbeam.Runner, files []string, iopts ingest.Options, opts report.FitOptions, stderr io.Writer) (*report.Outcome, error) {
+	start := time.Now()
+	read := ingest.Read
+	if br != nil && !br.DriverIngest {
+		read = br.Ingest
+	}
+	d, err := read(ctx, files, iopts)
+	if err != nil {
+		return nil, err
+	}
+	ingestTime := time.Since(start)
+	if br != nil {
+		defer br.Close(context.WithoutCancel(ctx))
+		opts.Estimate.EStepper = br
+	}
+	opts.Progress = report.NopProgress{}
+	res, err := report.Fit(ctx, d, files, opts)
+	if err != nil {
+		return nil, err
+	}
+	res.Run.Manifest.StageTimes["ingest"] = ingestTime.Seconds()
+	res.Run.Manifest.Parameters["on_invalid"] = iopts.OnInvalid
+	res.Run.Manifest.Parameters["horizon"] = d.Horizon
+	if br != nil {
+		fmt.Fprintf(stderr, "%d E-step passes on %s in %.1f s\n", br.Passes, br.Name, br.PassTime.Seconds())
+	}
+	return res, ctx.Err()
+}

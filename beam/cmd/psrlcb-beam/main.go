@@ -1,0 +1,103 @@
+// Command psrlcb-beam is `psrlcb fit` with the passes over the episodes
+// run as Apache Beam pipelines: on Beam's in-process Prism runner, or on
+// Flink, Spark or Dataflow. It lives in its own Go module so that users
+// who stay on one machine never build Beam (docs/scale-out.md).
+//
+//	psrlcb-beam fit --runner prism --out runs/x [flags] FILES...
+//
+// Flags come before the log files. --runner local runs exactly what
+// `psrlcb fit` runs and never starts Beam. Beam's own flags (--endpoint,
+// --environment_type, --environment_config, --job_name, --project,
+// --region, --temp_location, --staging_location, …) are accepted as
+// well; `psrlcb-beam -help` lists them all.
+//
+// Exit codes: 0 success, 1 internal error, 2 usage error, 3 data error,
+// 4 I/O error (an unreadable file or an unreachable runner endpoint),
+// 130 interrupted.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/psrlcb/psrlcb/estimate"
+	"github.com/psrlcb/psrlcb/ingest"
+	"github.com/psrlcb/psrlcb/pessimism"
+	"github.com/psrlcb/psrlcb/report"
+)
+
+const (
+	exitOK          = 0
+	exitInternal    = 1
+	exitUsage       = 2
+	exitData        = 3
+	exitIO          = 4
+	exitInterrupted = 130
+)
+
+// usageError is a mistake in the flags or arguments.
+type usageError struct{ msg string }
+
+func (e usageError) Error() string { return e.msg }
+
+func usagef(format string, a ...any) error { return usageError{fmt.Sprintf(format, a...)} }
+
+// errEndpoint: the runner's job service cannot be reached.
+var errEndpoint = errors.New("runner endpoint unreachable")
+
+func main() {
+	// Beam's workers start this binary with Beam's flags only; beam.Init
+	// turns such a process into a worker and does not return.
+	args := os.Args[1:]
+	if len(args) > 0 && args[0] == "fit" {
+		args = args[1:]
+	}
+	cfg := registerFlags(flag.CommandLine)
+	flag.CommandLine.Parse(args)
+	beam.Init()
+	quietBeamLogs()
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := runFit(ctx, cfg, flag.Args(), os.Stdout, os.Stderr)
+	code := exitCode(ctx, err)
+	stop()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "psrlcb-beam: %v\n", err)
+	}
+	os.Exit(code)
+}
+
+// quietBeamLogs keeps Beam's and Prism's informational logging (a few lines
+// per pipeline) off the terminal; warnings and errors still show.
+func quietBeamLogs() {
+	slog.SetDefault(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
+}
+
+func exitCode(ctx context.Context, err error) int {
+	var ue usageError
+	switch {
+	case err == nil:
+		return exitOK
+	case errors.Is(err, context.Canceled) || ctx.Err() != nil:
+		return exitInterrupted
+	case errors.As(err, &ue), errors.Is(err, report.ErrOutputExists),
+		errors.Is(err, estimate.ErrOptions), errors.Is(err, pessimism.ErrOptions):
+		return exitUsage
+	case errors.Is(err, errEndpoint), errors.Is(err, ingest.ErrIO):
+		return exitIO
+	case errors.Is(err, ingest.ErrInvalid), errors.Is(err, estimate.ErrData), errors.Is(err, pessimism.ErrData):
+		return exitData
+	}
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return exitIO
+	}
+	return exitInternal
+}
