@@ -231,11 +231,7 @@ func (k *kernel) forwardCompact(c *coded, base int, w *work) (float64, bool) {
 		}
 		scale[i+1] = z
 	}
-	ll := 0.0
-	for _, x := range scale[:H+1] {
-		ll += math.Log(x)
-	}
-	return ll, true
+	return sumLogs(scale[:H+1]), true
 }
 
 // backwardCompact runs the scaled backward pass of the episode at base

@@ -3,7 +3,8 @@ package estimate
 import (
 	"context"
 	"math"
-	"sync"
+
+	"github.com/psrlcb/psrlcb/internal/parallel"
 )
 
 // blockEpisodes is the number of episodes per E-step block. Blocks are
@@ -226,6 +227,50 @@ func (k *kernel) firstForward(a0 []float64, o1 int) float64 {
 	return z
 }
 
+// forwardStep is one step of the scaled forward pass shared by estepCat
+// and estepGauss: nxt = cur·M / z, with M the row-major S×S step matrix
+// and z = Σ cur·M returned. ok is false, nxt then unnormalised, when z is
+// not positive and finite (the episode is impossible under the model).
+func forwardStep(cur, nxt, M []float64) (z float64, ok bool) {
+	S := len(cur)
+	clear(nxt)
+	for s, as := range cur {
+		row := M[s*S : (s+1)*S]
+		row = row[:len(nxt)]
+		for s2 := range nxt {
+			nxt[s2] += as * row[s2]
+		}
+	}
+	for _, x := range nxt {
+		z += x
+	}
+	if !(z > 0) || math.IsInf(z, 0) {
+		return z, false
+	}
+	inv := 1 / z
+	for s2 := range nxt {
+		nxt[s2] *= inv
+	}
+	return z, true
+}
+
+// sumLogs is Σ ln x: an episode's log-likelihood from its normalisers.
+func sumLogs(xs []float64) float64 {
+	ll := 0.0
+	for _, x := range xs {
+		ll += math.Log(x)
+	}
+	return ll
+}
+
+// addProducts adds a[s]·b[s] to dst[s]: the posterior of s_1 from the
+// first forward and backward vectors.
+func addProducts(dst, a, b []float64) {
+	for s := range dst {
+		dst[s] += a[s] * b[s]
+	}
+}
+
 // estepCat runs scaled forward–backward on episodes [k0, k1) with
 // categorical rewards and adds their statistics to st.
 //
@@ -251,27 +296,8 @@ func (k *kernel) estepCat(c *coded, k0, k1 int, st *stats, w *work) {
 			t := k.table(i + 1)
 			idx := (int(act[i])*O+int(obs[i+1]))*V + int(rv[i])
 			M := k.M[t][idx*SS : (idx+1)*SS]
-			cur := alpha[i*S : (i+1)*S]
-			nxt := alpha[(i+1)*S : (i+2)*S]
-			clear(nxt)
-			for s, as := range cur {
-				row := M[s*S : (s+1)*S]
-				row = row[:len(nxt)]
-				for s2 := range nxt {
-					nxt[s2] += as * row[s2]
-				}
-			}
-			z = 0
-			for _, x := range nxt {
-				z += x
-			}
-			if !(z > 0) {
-				ok = false
+			if z, ok = forwardStep(alpha[i*S:(i+1)*S], alpha[(i+1)*S:(i+2)*S], M); !ok {
 				break
-			}
-			inv := 1 / z
-			for s2 := range nxt {
-				nxt[s2] *= inv
 			}
 			scale[i+1] = z
 		}
@@ -294,11 +320,7 @@ func (k *kernel) estepCat(c *coded, k0, k1 int, st *stats, w *work) {
 			st.ll = math.Inf(-1)
 			continue
 		}
-		ll := 0.0
-		for _, x := range scale[:H+1] {
-			ll += math.Log(x)
-		}
-		st.ll += ll
+		st.ll += sumLogs(scale[:H+1])
 		// Backward.
 		beta, bp := w.beta, w.bp
 		inv := 1 / scale[H]
@@ -331,10 +353,7 @@ func (k *kernel) estepCat(c *coded, k0, k1 int, st *stats, w *work) {
 				beta[s] = sum
 			}
 		}
-		ini := st.init[o1*S : (o1+1)*S]
-		for s := range ini {
-			ini[s] += a0[s] * beta[s]
-		}
+		addProducts(st.init[o1*S:(o1+1)*S], a0, beta)
 	}
 }
 
@@ -367,23 +386,9 @@ func (k *kernel) estepGauss(c *coded, k0, k1 int, st *stats, w *work) {
 					M[s*S+s2] = TE[s*S+s2] * math.Exp(k.ln[t][ri]-0.5*d*d*k.iv[t][ri])
 				}
 			}
-			cur := alpha[i*S : (i+1)*S]
-			nxt := alpha[(i+1)*S : (i+2)*S]
-			clear(nxt)
-			for s, as := range cur {
-				for s2 := range nxt {
-					nxt[s2] += as * M[s*S+s2]
-				}
-			}
-			z = 0
-			for _, x := range nxt {
-				z += x
-			}
-			if !(z > 0) || math.IsInf(z, 0) {
-				ok = false
+			if z, ok = forwardStep(alpha[i*S:(i+1)*S], alpha[(i+1)*S:(i+2)*S], M); !ok {
 				break
 			}
-			normalize(nxt, z)
 			scale[i+1] = z
 		}
 		tH := k.table(H)
@@ -416,11 +421,7 @@ func (k *kernel) estepGauss(c *coded, k0, k1 int, st *stats, w *work) {
 			st.ll = math.Inf(-1)
 			continue
 		}
-		ll := 0.0
-		for _, x := range scale[:H+1] {
-			ll += math.Log(x)
-		}
-		st.ll += ll
+		st.ll += sumLogs(scale[:H+1])
 		inv := 1 / scale[H]
 		aH := alpha[(H-1)*S : H*S]
 		cnt, sr, srr := st.cnt[tH], st.sr[tH], st.srr[tH]
@@ -460,10 +461,7 @@ func (k *kernel) estepGauss(c *coded, k0, k1 int, st *stats, w *work) {
 				beta[s] = sum
 			}
 		}
-		ini := st.init[o1*S : (o1+1)*S]
-		for s := range ini {
-			ini[s] += a0[s] * beta[s]
-		}
+		addProducts(st.init[o1*S:(o1+1)*S], a0, beta)
 	}
 }
 
@@ -516,7 +514,6 @@ func (k *kernel) estep(ctx context.Context, c *coded, workers int) (*stats, erro
 		}
 		return total, ctx.Err()
 	}
-	var wg sync.WaitGroup
 	for b0 := 0; b0 < nb; b0 += workers {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -525,17 +522,11 @@ func (k *kernel) estep(ctx context.Context, c *coded, workers int) (*stats, erro
 		for j := 0; j < n; j++ {
 			slots[j].reset()
 		}
-		if n == 1 {
-			run(0, b0)
-		} else {
-			wg.Add(n)
-			for j := 0; j < n; j++ {
-				go func(j int) {
-					defer wg.Done()
-					run(j, b0+j)
-				}(j)
-			}
-			wg.Wait()
+		if err := parallel.For(ctx, n, n, func(j int) error {
+			run(j, b0+j)
+			return nil
+		}); err != nil {
+			return nil, err
 		}
 		for j := 0; j < n; j++ {
 			merge(j)

@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/psrlcb/psrlcb/ingest"
+	"github.com/psrlcb/psrlcb/internal/parallel"
 )
 
 // emResult is the outcome of one EM start.
@@ -312,34 +313,24 @@ func fitRank(ctx context.Context, c *coded, proto *Model, S int, o *Options, dat
 	conc := min(R, o.Workers)
 	per := max(1, o.Workers/conc)
 	out := make([]emResult, R)
-	sem := make(chan struct{}, conc)
-	var wg sync.WaitGroup
-	for j := 0; j < R; j++ {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func(j int) {
-			defer wg.Done()
-			defer func() { <-sem }()
-			// Seeds of the starts derive from the user's seed, the rank
-			// and the start index only.
-			seed := o.Seed*0x9e3779b97f4a7c15 + uint64(S)*1000003 + uint64(j)
-			var m0 *Model
-			switch {
-			case j == 0 && o.Start != nil:
-				m0 = o.Start
-			case j%2 == 0:
-				m0 = informedStart(c, proto, S, seed)
-			default:
-				m0 = randomStart(c, proto, S, seed)
-			}
-			out[j] = runEM(ctx, c, m0, o, per, TraceRow{Data: data, Rank: S, Restart: j}, report)
-		}(j)
-	}
-	wg.Wait()
-	for _, r := range out {
-		if r.err != nil {
-			return nil, r.err
+	err := parallel.For(ctx, R, conc, func(j int) error {
+		// Seeds of the starts derive from the user's seed, the rank
+		// and the start index only.
+		seed := o.Seed*0x9e3779b97f4a7c15 + uint64(S)*1000003 + uint64(j)
+		var m0 *Model
+		switch {
+		case j == 0 && o.Start != nil:
+			m0 = o.Start
+		case j%2 == 0:
+			m0 = informedStart(c, proto, S, seed)
+		default:
+			m0 = randomStart(c, proto, S, seed)
 		}
+		out[j] = runEM(ctx, c, m0, o, per, TraceRow{Data: data, Rank: S, Restart: j}, report)
+		return out[j].err
+	})
+	if err != nil {
+		return nil, err
 	}
 	return out, nil
 }

@@ -2,9 +2,9 @@ package estimate
 
 import (
 	"math"
-	"runtime"
 
 	"github.com/psrlcb/psrlcb/errkind"
+	"github.com/psrlcb/psrlcb/internal/parallel"
 )
 
 // Sentinel errors of the estimate stage.
@@ -253,9 +253,7 @@ func (o Options) withDefaults() (Options, error) {
 	if o.LogPMin > 0 || math.IsInf(o.LogPMin, 0) {
 		return o, errorf(ErrOptions, "ln p_min %v must be finite and negative", o.LogPMin)
 	}
-	if o.Workers <= 0 {
-		o.Workers = runtime.GOMAXPROCS(0)
-	}
+	o.Workers = parallel.Workers(o.Workers)
 	if o.Reporter == nil {
 		o.Reporter = nopReporter{}
 	}

@@ -3,9 +3,9 @@ package estimate
 import (
 	"context"
 	"math"
-	"sync"
 
 	"github.com/psrlcb/psrlcb/ingest"
+	"github.com/psrlcb/psrlcb/internal/parallel"
 )
 
 // LogPMin is the default ln p_min = ln δ − ln K − ln H − H·ln(|O||A|)
@@ -60,30 +60,14 @@ func prefixMargins(ctx context.Context, m *Model, d *ingest.Dataset, ps []prefix
 	H := d.Horizon
 	const chunk = 4096
 	nc := (len(ps) + chunk - 1) / chunk
-	var wg sync.WaitGroup
-	next := make(chan int, nc)
-	for i := 0; i < nc; i++ {
-		next <- i
-	}
-	close(next)
-	for w := 0; w < min(workers, nc); w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for ci := range next {
-				if ctx.Err() != nil {
-					return
-				}
-				for i := ci * chunk; i < min((ci+1)*chunk, len(ps)); i++ {
-					p := ps[i]
-					ll := m.ObsLogLik(d.Obs[p.k*H:p.k*H+p.h], d.Act[p.k*H:p.k*H+p.h])
-					out[i] = ll + p.logProp - logPMin
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	return ctx.Err()
+	return parallel.For(ctx, nc, workers, func(ci int) error {
+		for i := ci * chunk; i < min((ci+1)*chunk, len(ps)); i++ {
+			p := ps[i]
+			ll := m.ObsLogLik(d.Obs[p.k*H:p.k*H+p.h], d.Act[p.k*H:p.k*H+p.h])
+			out[i] = ll + p.logProp - logPMin
+		}
+		return nil
+	})
 }
 
 // FloorModel is the model Θ_min projections mix toward: uniform initial

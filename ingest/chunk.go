@@ -160,8 +160,7 @@ func (c *chunk) readSteps(cc parquet.ColumnChunk, spec colSpec, horizon int) err
 	if horizon > 0 {
 		limit = int64(horizon)
 	}
-	var buf, dictVals []int64
-	var lastDict parquet.Dictionary
+	dec := intDecoder(spec)
 	check := func(row int, v int64) {
 		switch {
 		case v < 1:
@@ -175,34 +174,9 @@ func (c *chunk) readSteps(cc parquet.ColumnChunk, spec colSpec, horizon int) err
 		}
 	}
 	return walkPages(cc, c.n, func(row, nr int, defs []byte, p parquet.Page) error {
-		need := nonNull(defs, spec.max, nr)
-		var vals []int64
-		if dict := p.Dictionary(); dict != nil {
-			if dict != lastDict {
-				dv, err := intValues(dict.Page(), spec.phys, dict.Len(), nil)
-				if err != nil {
-					return err
-				}
-				dictVals, lastDict = append(dictVals[:0], dv...), dict
-			}
-			idx, err := dictIndexes(p, dict, need)
-			if err != nil {
-				return err
-			}
-			buf = buf[:0]
-			for _, i := range idx {
-				buf = append(buf, dictVals[i])
-			}
-			vals = buf
-		} else {
-			v, err := intValues(p, spec.phys, need, buf)
-			if err != nil {
-				return err
-			}
-			vals = v
-			if spec.phys == parquet.Int32 {
-				buf = v
-			}
+		vals, err := dec.values(p, nonNull(defs, spec.max, nr))
+		if err != nil {
+			return err
 		}
 		j := 0
 		for i := 0; i < nr; i++ {
@@ -221,7 +195,8 @@ func (c *chunk) readSteps(cc parquet.ColumnChunk, spec colSpec, horizon int) err
 func readSymbols[T int32 | uint16](cc parquet.ColumnChunk, spec colSpec, n int, t *symTable, dst []T, maxCodes int, null func(row int)) error {
 	var lastDict parquet.Dictionary
 	var dictCodes []T
-	var ibuf []int64
+	var local []int32
+	ints := intDecoder(spec)
 	tooMany := func() error {
 		return &FileError{File: "", Err: ErrTooManySymbols, Detail: fmt.Sprintf("column %q has more than %d distinct values (%s)", spec.name, maxCodes, symbolLimitHelp)}
 	}
@@ -231,24 +206,13 @@ func readSymbols[T int32 | uint16](cc parquet.ColumnChunk, spec colSpec, n int, 
 		if dict := p.Dictionary(); dict != nil {
 			if dict != lastDict {
 				// Map the row group's dictionary to codes once.
+				var err error
+				if local, err = dictSymbols(local[:0], dict, spec, t, ints.buf); err != nil {
+					return err
+				}
 				dictCodes = dictCodes[:0]
-				dp := dict.Page()
-				if t.intKind {
-					dv, err := intValues(dp, spec.phys, dict.Len(), ibuf)
-					if err != nil {
-						return err
-					}
-					for _, v := range dv {
-						dictCodes = append(dictCodes, T(t.int(v)))
-					}
-				} else {
-					data, off, err := byteArrays(dp, dict.Len())
-					if err != nil {
-						return err
-					}
-					for i := 0; i < dict.Len(); i++ {
-						dictCodes = append(dictCodes, T(t.str(data[off[i]:off[i+1]])))
-					}
+				for _, l := range local {
+					dictCodes = append(dictCodes, T(l))
 				}
 				if t.len() > maxCodes {
 					return tooMany()
@@ -279,12 +243,9 @@ func readSymbols[T int32 | uint16](cc parquet.ColumnChunk, spec colSpec, n int, 
 		// Plain pages: a map lookup per value, skipped while the value
 		// repeats (rows of an episode are usually adjacent).
 		if t.intKind {
-			vals, err := intValues(p, spec.phys, need, ibuf)
+			vals, err := ints.plainValues(p, need)
 			if err != nil {
 				return err
-			}
-			if spec.phys == parquet.Int32 {
-				ibuf = vals
 			}
 			var last int64
 			var lastCode T
@@ -336,37 +297,11 @@ func readSymbols[T int32 | uint16](cc parquet.ColumnChunk, spec colSpec, n int, 
 
 // readFloats reads a numeric column as float64.
 func readFloats(cc parquet.ColumnChunk, spec colSpec, n int, dst []float64, null func(row int)) error {
-	var buf, dictVals []float64
-	var lastDict parquet.Dictionary
+	dec := floatDecoder(spec)
 	return walkPages(cc, n, func(row, nr int, defs []byte, p parquet.Page) error {
-		need := nonNull(defs, spec.max, nr)
-		var vals []float64
-		if dict := p.Dictionary(); dict != nil {
-			if dict != lastDict {
-				dv, err := floatValues(dict.Page(), spec.phys, spec.scale, dict.Len(), nil)
-				if err != nil {
-					return err
-				}
-				dictVals, lastDict = append(dictVals[:0], dv...), dict
-			}
-			idx, err := dictIndexes(p, dict, need)
-			if err != nil {
-				return err
-			}
-			buf = buf[:0]
-			for _, i := range idx {
-				buf = append(buf, dictVals[i])
-			}
-			vals = buf
-		} else {
-			v, err := floatValues(p, spec.phys, spec.scale, need, buf)
-			if err != nil {
-				return err
-			}
-			vals = v
-			if spec.phys != parquet.Double {
-				buf = v
-			}
+		vals, err := dec.values(p, nonNull(defs, spec.max, nr))
+		if err != nil {
+			return err
 		}
 		out := dst[row : row+nr]
 		if defs == nil {

@@ -1,5 +1,7 @@
 package ingest
 
+import "math"
+
 // EndSymbol is the observation and action symbol used to pad episodes that
 // ended early (terminal) up to the horizon: the observation is absorbing, the
 // action is forced and its propensity is 1 (docs/design.md, section 3).
@@ -76,6 +78,17 @@ func (d *Dataset) Return(k int) float64 {
 		s += r
 	}
 	return s
+}
+
+// ReturnRange is the smallest and largest episode return (+Inf and −Inf
+// when there is no episode).
+func (d *Dataset) ReturnRange() (lo, hi float64) {
+	lo, hi = math.Inf(1), math.Inf(-1)
+	for k := 0; k < d.NumEpisodes(); k++ {
+		r := d.Return(k)
+		lo, hi = math.Min(lo, r), math.Max(hi, r)
+	}
+	return lo, hi
 }
 
 // Subset returns a dataset holding only the listed episodes (in the given

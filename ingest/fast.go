@@ -307,7 +307,8 @@ func scatterSymbols(cc parquet.ColumnChunk, spec colSpec, cell []int32, out []ui
 	}
 	var lastDict parquet.Dictionary
 	var dictCodes []uint16
-	var ibuf []int64
+	var local []int32
+	ints := intDecoder(spec)
 	return walkPages(cc, len(cell), func(row, nr int, defs []byte, p parquet.Page) error {
 		if defs != nil && !allDefined(defs, spec.max) {
 			return errExact
@@ -315,24 +316,9 @@ func scatterSymbols(cc parquet.ColumnChunk, spec colSpec, cell []int32, out []ui
 		dst := cell[row : row+nr]
 		if dict := p.Dictionary(); dict != nil {
 			if dict != lastDict {
-				local := make([]int32, 0, dict.Len())
-				dp := dict.Page()
-				if t.intKind {
-					dv, err := intValues(dp, spec.phys, dict.Len(), ibuf)
-					if err != nil {
-						return err
-					}
-					for _, v := range dv {
-						local = append(local, t.int(v))
-					}
-				} else {
-					data, off, err := byteArrays(dp, dict.Len())
-					if err != nil {
-						return err
-					}
-					for i := range dict.Len() {
-						local = append(local, t.str(data[off[i]:off[i+1]]))
-					}
+				var err error
+				if local, err = dictSymbols(local[:0], dict, spec, t, ints.buf); err != nil {
+					return err
 				}
 				if err := global(); err != nil {
 					return err
@@ -353,12 +339,9 @@ func scatterSymbols(cc parquet.ColumnChunk, spec colSpec, cell []int32, out []ui
 			return nil
 		}
 		if t.intKind {
-			vals, err := intValues(p, spec.phys, nr, ibuf)
+			vals, err := ints.plainValues(p, nr)
 			if err != nil {
 				return err
-			}
-			if spec.phys == parquet.Int32 {
-				ibuf = vals
 			}
 			var last int64
 			var code uint16
@@ -399,20 +382,18 @@ func scatterSymbols(cc parquet.ColumnChunk, spec colSpec, cell []int32, out []ui
 // the direct path on a value outside (lo, hi] (NaN is outside any range).
 // The range is two comparisons inlined in the hot loop, not a callback.
 func scatterFloats(cc parquet.ColumnChunk, spec colSpec, cell []int32, out []float64, lo, hi float64) error {
-	var buf, dictVals []float64
-	var lastDict parquet.Dictionary
+	dec := floatDecoder(spec)
 	return walkPages(cc, len(cell), func(row, nr int, defs []byte, p parquet.Page) error {
 		if defs != nil && !allDefined(defs, spec.max) {
 			return errExact
 		}
 		dst := cell[row : row+nr]
 		if dict := p.Dictionary(); dict != nil {
-			if dict != lastDict {
-				dv, err := floatValues(dict.Page(), spec.phys, spec.scale, dict.Len(), nil)
-				if err != nil {
-					return err
-				}
-				dictVals, lastDict = append(dictVals[:0], dv...), dict
+			dictVals, fresh, err := dec.dictionary(dict)
+			if err != nil {
+				return err
+			}
+			if fresh {
 				for _, v := range dictVals {
 					if !(v > lo && v <= hi) {
 						return errExact
@@ -428,12 +409,9 @@ func scatterFloats(cc parquet.ColumnChunk, spec colSpec, cell []int32, out []flo
 			}
 			return nil
 		}
-		vals, err := floatValues(p, spec.phys, spec.scale, nr, buf)
+		vals, err := dec.plainValues(p, nr)
 		if err != nil {
 			return err
-		}
-		if spec.phys != parquet.Double {
-			buf = vals
 		}
 		bad := false
 		for i, v := range vals {

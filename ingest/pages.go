@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/encoding/thrift"
 	"github.com/parquet-go/parquet-go/format"
 )
@@ -108,4 +109,109 @@ func readPageHeader(r io.ReaderAt, off, end int64) (*format.PageHeader, int64, e
 			return nil, 0, err
 		}
 	}
+}
+
+// Page values shared by the exact path (chunk.go) and the direct path
+// (fast.go): both decode a column chunk page by page, plain or through the
+// row group's dictionary, and differ only in where the values go.
+
+// numDecoder decodes the non-null values of a numeric column's pages. A
+// row group's dictionary is decoded once, when its first page arrives.
+type numDecoder[V int64 | float64] struct {
+	plain    func(p parquet.Page, n int, buf []V) ([]V, error) // intValues or floatValues
+	reuse    bool                                            // plain converts into buf rather than returning the page's memory
+	buf      []V
+	lastDict parquet.Dictionary
+	dictVals []V
+}
+
+// intDecoder decodes an integer column.
+func intDecoder(spec colSpec) *numDecoder[int64] {
+	return &numDecoder[int64]{
+		plain: func(p parquet.Page, n int, buf []int64) ([]int64, error) { return intValues(p, spec.phys, n, buf) },
+		reuse: spec.phys == parquet.Int32,
+	}
+}
+
+// floatDecoder decodes a numeric column as float64.
+func floatDecoder(spec colSpec) *numDecoder[float64] {
+	return &numDecoder[float64]{
+		plain: func(p parquet.Page, n int, buf []float64) ([]float64, error) {
+			return floatValues(p, spec.phys, spec.scale, n, buf)
+		},
+		reuse: spec.phys != parquet.Double,
+	}
+}
+
+// dictionary returns the values of dict; fresh reports that dict was not
+// the dictionary of the previous call, so its values were just decoded.
+func (d *numDecoder[V]) dictionary(dict parquet.Dictionary) (vals []V, fresh bool, err error) {
+	if dict == d.lastDict {
+		return d.dictVals, false, nil
+	}
+	dv, err := d.plain(dict.Page(), dict.Len(), nil)
+	if err != nil {
+		return nil, false, err
+	}
+	d.dictVals, d.lastDict = append(d.dictVals[:0], dv...), dict
+	return d.dictVals, true, nil
+}
+
+// plainValues returns the n values of a plain-encoded page. They are valid
+// until the next call.
+func (d *numDecoder[V]) plainValues(p parquet.Page, n int) ([]V, error) {
+	v, err := d.plain(p, n, d.buf)
+	if err != nil {
+		return nil, err
+	}
+	if d.reuse {
+		d.buf = v
+	}
+	return v, nil
+}
+
+// values returns the n non-null values of page p, gathered through its
+// dictionary when it has one. They are valid until the next call.
+func (d *numDecoder[V]) values(p parquet.Page, n int) ([]V, error) {
+	dict := p.Dictionary()
+	if dict == nil {
+		return d.plainValues(p, n)
+	}
+	dv, _, err := d.dictionary(dict)
+	if err != nil {
+		return nil, err
+	}
+	idx, err := dictIndexes(p, dict, n)
+	if err != nil {
+		return nil, err
+	}
+	d.buf = d.buf[:0]
+	for _, i := range idx {
+		d.buf = append(d.buf, dv[i])
+	}
+	return d.buf, nil
+}
+
+// dictSymbols appends to dst the chunk-local codes t assigns to the
+// entries of a categorical column's dictionary, in dictionary order.
+func dictSymbols(dst []int32, dict parquet.Dictionary, spec colSpec, t *symTable, ibuf []int64) ([]int32, error) {
+	dp := dict.Page()
+	if t.intKind {
+		dv, err := intValues(dp, spec.phys, dict.Len(), ibuf)
+		if err != nil {
+			return nil, err
+		}
+		for _, v := range dv {
+			dst = append(dst, t.int(v))
+		}
+		return dst, nil
+	}
+	data, off, err := byteArrays(dp, dict.Len())
+	if err != nil {
+		return nil, err
+	}
+	for i := range dict.Len() {
+		dst = append(dst, t.str(data[off[i]:off[i+1]]))
+	}
+	return dst, nil
 }

@@ -260,6 +260,9 @@ func episodeKeys(chunks []*chunk) (ids []string, l2g [][]int32) {
 const padCode = 0xFFFF // code of EndSymbol until the vocabulary is final
 
 // assemble merges the chunks into the K×H dataset and validates episodes.
+// Its phases: the episode table with the row errors, the horizon, the
+// global symbol codes, the scatter of rows into the K×H arrays, the
+// per-episode checks with padding, and the quarantine of invalid episodes.
 func assemble(ctx context.Context, files []*openedFile, chunks []*chunk, opts Options) (*Dataset, error) {
 	var rows int64
 	for _, c := range chunks {
@@ -268,51 +271,17 @@ func assemble(ctx context.Context, files []*openedFile, chunks []*chunk, opts Op
 	if rows == 0 {
 		return nil, fmt.Errorf("%w: the %d input files hold no rows", ErrEmpty, len(files))
 	}
-	fileName := func(c *chunk) string { return files[c.file].src.name }
-
-	ids, epL2G := episodeKeys(chunks)
-	K := len(ids)
-	badEp := make([]*EpisodeError, K)
-	nBad := 0
-	markBad := func(k int32, e *EpisodeError) {
-		if badEp[k] == nil {
-			e.Episode = ids[k]
-			badEp[k] = e
-			nBad++
-		}
-	}
-	var orphans []*EpisodeError // rows whose episode id is null
-	for ci, c := range chunks {
-		for _, b := range c.bad {
-			e := &EpisodeError{File: fileName(c), Row: c.rowBase + int64(b.row), Step: b.step, Err: b.err, Detail: b.detail}
-			if l := c.ep[b.row]; l >= 0 {
-				markBad(epL2G[ci][l], e)
-			} else {
-				orphans = append(orphans, e)
-			}
-		}
-	}
+	a := newAssembly(files, chunks, rows)
 
 	H := opts.Horizon
 	if H == 0 {
-		for ci, c := range chunks {
-			if nBad == 0 || len(c.bad) == 0 {
-				H = max(H, c.maxStep)
-				continue
-			}
-			m := epL2G[ci]
-			for i, s := range c.step {
-				if int(s) > H && c.ep[i] >= 0 && badEp[m[c.ep[i]]] == nil {
-					H = int(s)
-				}
-			}
-		}
+		H = a.inferHorizon()
 	}
 	if H == 0 {
-		if opts.OnInvalid == OnInvalidSkip && nBad > 0 {
-			return nil, fmt.Errorf("%w: all %d episodes are invalid, the first: %w", ErrEmpty, nBad, failOrEmpty(badEp, orphans, nBad, rows))
+		if opts.OnInvalid == OnInvalidSkip && a.nBad > 0 {
+			return nil, fmt.Errorf("%w: all %d episodes are invalid, the first: %w", ErrEmpty, a.nBad, a.failure())
 		}
-		return nil, failOrEmpty(badEp, orphans, nBad, rows)
+		return nil, a.failure()
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -331,8 +300,113 @@ func assemble(ctx context.Context, files []*openedFile, chunks []*chunk, opts Op
 		return nil, fmt.Errorf("%w: %d observation and %d action symbols (at most %d each; %s)", ErrTooManySymbols, len(obsAll), len(actAll), MaxSymbols-1, symbolLimitHelp)
 	}
 
-	hasProp := chunks[0].prop != nil
-	d := &Dataset{Horizon: H, Rows: rows}
+	d, g := a.scatter(H, obsL2G, actL2G)
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	padded := a.checkEpisodes(d, g)
+	lengths := make([]int32, len(a.ids))
+	for k := range lengths {
+		lengths[k] = int32(g.lastStep[k])
+	}
+
+	if a.nBad > 0 || len(a.orphans) > 0 {
+		if opts.OnInvalid != OnInvalidSkip {
+			return nil, a.failure()
+		}
+		if err := a.quarantine(d, lengths); err != nil {
+			return nil, err
+		}
+		padded = slices.ContainsFunc(d.Length, func(l int32) bool { return int(l) < H })
+	} else {
+		d.EpisodeIDs, d.Length = a.ids, lengths
+	}
+	d.ObsVocab = finalVocab(obsAll, d.Obs, padded)
+	d.ActVocab = finalVocab(actAll, d.Act, padded)
+	return d, nil
+}
+
+// assembly is the state assemble's phases share: the chunks, the global
+// episode table and the first error of each invalid episode.
+type assembly struct {
+	files   []*openedFile
+	chunks  []*chunk
+	rows    int64
+	ids     []string  // episode ids, in order
+	epL2G   [][]int32 // per chunk: local episode code → index in ids
+	badEp   []*EpisodeError
+	nBad    int
+	orphans []*EpisodeError // rows whose episode id is null
+}
+
+// newAssembly builds the episode table and records the chunks' row errors
+// against their episodes.
+func newAssembly(files []*openedFile, chunks []*chunk, rows int64) *assembly {
+	a := &assembly{files: files, chunks: chunks, rows: rows}
+	a.ids, a.epL2G = episodeKeys(chunks)
+	a.badEp = make([]*EpisodeError, len(a.ids))
+	for ci, c := range chunks {
+		for _, b := range c.bad {
+			e := &EpisodeError{File: a.fileName(c), Row: c.rowBase + int64(b.row), Step: b.step, Err: b.err, Detail: b.detail}
+			if l := c.ep[b.row]; l >= 0 {
+				a.markBad(a.epL2G[ci][l], e)
+			} else {
+				a.orphans = append(a.orphans, e)
+			}
+		}
+	}
+	return a
+}
+
+func (a *assembly) fileName(c *chunk) string { return a.files[c.file].src.name }
+
+// markBad records e as episode k's error unless it has one already.
+func (a *assembly) markBad(k int32, e *EpisodeError) {
+	if a.badEp[k] == nil {
+		e.Episode = a.ids[k]
+		a.badEp[k] = e
+		a.nBad++
+	}
+}
+
+// failure is the error reporting the invalid episodes and orphan rows.
+func (a *assembly) failure() error { return failOrEmpty(a.badEp, a.orphans, a.nBad, a.rows) }
+
+// inferHorizon is the largest step of an episode without row errors.
+func (a *assembly) inferHorizon() int {
+	H := 0
+	for ci, c := range a.chunks {
+		if a.nBad == 0 || len(c.bad) == 0 {
+			H = max(H, c.maxStep)
+			continue
+		}
+		m := a.epL2G[ci]
+		for i, s := range c.step {
+			if int(s) > H && c.ep[i] >= 0 && a.badEp[m[c.ep[i]]] == nil {
+				H = int(s)
+			}
+		}
+	}
+	return H
+}
+
+// grid is what the scatter records per cell and per episode of the K×H
+// arrays, for the per-episode checks.
+type grid struct {
+	seen     []bool
+	lastStep []uint16
+	termStep []uint16
+	lastFile []int32
+}
+
+// scatter writes the rows into the K×H arrays of a new dataset with
+// horizon H, marking episodes with too-late, duplicate or doubly terminal
+// steps. One pass, in unit order, so the first occurrence of a duplicate
+// is well defined.
+func (a *assembly) scatter(H int, obsL2G, actL2G [][]int32) (*Dataset, *grid) {
+	K := len(a.ids)
+	hasProp := a.chunks[0].prop != nil
+	d := &Dataset{Horizon: H, Rows: a.rows}
 	cells := K * H
 	d.Obs = make([]uint16, cells)
 	d.Act = make([]uint16, cells)
@@ -340,28 +414,18 @@ func assemble(ctx context.Context, files []*openedFile, chunks []*chunk, opts Op
 	if hasProp {
 		d.Propensity = make([]float64, cells)
 	}
-	seen := make([]bool, cells)
-	lastStep := make([]uint16, K)
-	termStep := make([]uint16, K)
-	lastFile := make([]int32, K)
-	type dup struct {
-		k    int32
-		step uint16
-		ci   int
-	}
-	var dups []dup
-
-	// Scatter rows into the K×H arrays. One pass, in unit order, so the
-	// first occurrence of a duplicate is well defined.
-	for ci, c := range chunks {
-		em, om, am := epL2G[ci], obsL2G[ci], actL2G[ci]
+	g := &grid{seen: make([]bool, cells), lastStep: make([]uint16, K), termStep: make([]uint16, K), lastFile: make([]int32, K)}
+	seen, lastStep, termStep := g.seen, g.lastStep, g.termStep
+	dups := false
+	for ci, c := range a.chunks {
+		em, om, am := a.epL2G[ci], obsL2G[ci], actL2G[ci]
 		for i := 0; i < c.n; i++ {
 			l := c.ep[i]
 			if l < 0 {
 				continue
 			}
 			k := em[l]
-			if badEp[k] != nil {
+			if a.badEp[k] != nil {
 				continue
 			}
 			h := c.step[i]
@@ -369,13 +433,13 @@ func assemble(ctx context.Context, files []*openedFile, chunks []*chunk, opts Op
 				continue // already a row error
 			}
 			if int(h) > H {
-				markBad(k, &EpisodeError{File: fileName(c), Step: int(h), Err: ErrTooLong, Detail: fmt.Sprintf("(horizon %d)", H)})
+				a.markBad(k, &EpisodeError{File: a.fileName(c), Step: int(h), Err: ErrTooLong, Detail: fmt.Sprintf("(horizon %d)", H)})
 				continue
 			}
 			idx := int(k)*H + int(h) - 1
 			if seen[idx] {
-				markBad(k, &EpisodeError{File: fileName(c), Step: int(h), Err: ErrDuplicateStep})
-				dups = append(dups, dup{k, h, ci})
+				a.markBad(k, &EpisodeError{File: a.fileName(c), Step: int(h), Err: ErrDuplicateStep})
+				dups = true
 				continue
 			}
 			seen[idx] = true
@@ -387,7 +451,7 @@ func assemble(ctx context.Context, files []*openedFile, chunks []*chunk, opts Op
 			}
 			if c.term != nil && c.term[i] {
 				if termStep[k] != 0 {
-					markBad(k, &EpisodeError{File: fileName(c), Step: int(min(h, termStep[k])), Err: ErrTerminal,
+					a.markBad(k, &EpisodeError{File: a.fileName(c), Step: int(min(h, termStep[k])), Err: ErrTerminal,
 						Detail: fmt.Sprintf("(terminal on steps %d and %d)", min(h, termStep[k]), max(h, termStep[k]))})
 					continue
 				}
@@ -395,37 +459,41 @@ func assemble(ctx context.Context, files []*openedFile, chunks []*chunk, opts Op
 			}
 			if h > lastStep[k] {
 				lastStep[k] = h
-				lastFile[k] = int32(c.file)
+				g.lastFile[k] = int32(c.file)
 			}
 		}
 	}
-	if len(dups) > 0 {
-		describeDuplicates(files, chunks, epL2G, badEp, H)
+	if dups {
+		describeDuplicates(a.files, a.chunks, a.epL2G, a.badEp, H)
 	}
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
+	return d, g
+}
 
-	// Per-episode checks, then padding of early-terminated episodes.
-	padded := false
-	for k := range K {
-		if badEp[k] != nil {
+// checkEpisodes marks episodes with a missing step, a terminal step
+// before their last, or an early end without a terminal step, and pads
+// the valid early-terminated ones to H with EndSymbol. It reports whether
+// any episode was padded.
+func (a *assembly) checkEpisodes(d *Dataset, g *grid) (padded bool) {
+	H := d.Horizon
+	hasProp := d.Propensity != nil
+	for k := range a.ids {
+		if a.badEp[k] != nil {
 			continue
 		}
-		L := int(lastStep[k])
-		file := files[lastFile[k]].src.name
-		row := seen[k*H : k*H+L]
+		L := int(g.lastStep[k])
+		file := a.files[g.lastFile[k]].src.name
+		row := g.seen[k*H : k*H+L]
 		if gap := slices.Index(row, false); gap >= 0 {
-			markBad(int32(k), &EpisodeError{File: file, Step: gap + 1, Err: ErrStepGap, Detail: fmt.Sprintf("(step %d missing; the episode reaches step %d)", gap+1, L)})
+			a.markBad(int32(k), &EpisodeError{File: file, Step: gap + 1, Err: ErrStepGap, Detail: fmt.Sprintf("(step %d missing; the episode reaches step %d)", gap+1, L)})
 			continue
 		}
-		ts := int(termStep[k])
+		ts := int(g.termStep[k])
 		if ts != 0 && ts != L {
-			markBad(int32(k), &EpisodeError{File: file, Step: ts, Err: ErrTerminal, Detail: fmt.Sprintf("(the episode continues to step %d)", L)})
+			a.markBad(int32(k), &EpisodeError{File: file, Step: ts, Err: ErrTerminal, Detail: fmt.Sprintf("(the episode continues to step %d)", L)})
 			continue
 		}
 		if L < H && ts == 0 {
-			markBad(int32(k), &EpisodeError{File: file, Step: L, Err: ErrShortEpisode, Detail: fmt.Sprintf("(ends at step %d of %d; mark the last step of an episode that ended early as terminal)", L, H)})
+			a.markBad(int32(k), &EpisodeError{File: file, Step: L, Err: ErrShortEpisode, Detail: fmt.Sprintf("(ends at step %d of %d; mark the last step of an episode that ended early as terminal)", L, H)})
 			continue
 		}
 		for h := L; h < H; h++ {
@@ -437,39 +505,32 @@ func assemble(ctx context.Context, files []*openedFile, chunks []*chunk, opts Op
 			padded = true
 		}
 	}
-	lengths := make([]int32, K)
-	for k := range K {
-		lengths[k] = int32(lastStep[k])
-	}
+	return padded
+}
 
-	if nBad > 0 || len(orphans) > 0 {
-		if opts.OnInvalid != OnInvalidSkip {
-			return nil, failOrEmpty(badEp, orphans, nBad, rows)
-		}
-		if nBad == K {
-			return nil, fmt.Errorf("%w: all %d episodes are invalid, the first: %w", ErrEmpty, K, failOrEmpty(badEp, orphans, nBad, rows))
-		}
-		for _, e := range orphans {
-			d.Quarantined = append(d.Quarantined, Quarantined{File: e.File, Step: e.Step, Reason: fmt.Sprintf("row %d: %s", e.Row, e.Reason())})
-		}
-		keep := make([]int, 0, K-nBad)
-		for k := range K {
-			if e := badEp[k]; e != nil {
-				d.Quarantined = append(d.Quarantined, Quarantined{EpisodeID: e.Episode, File: e.File, Step: e.Step, Reason: e.Reason()})
-			} else {
-				keep = append(keep, k)
-			}
-		}
-		full := &Dataset{Horizon: H, EpisodeIDs: ids, Length: lengths, Obs: d.Obs, Act: d.Act, Reward: d.Reward, Propensity: d.Propensity}
-		sub := full.Subset(keep)
-		d.EpisodeIDs, d.Length, d.Obs, d.Act, d.Reward, d.Propensity = sub.EpisodeIDs, sub.Length, sub.Obs, sub.Act, sub.Reward, sub.Propensity
-		padded = slices.ContainsFunc(d.Length, func(l int32) bool { return int(l) < H })
-	} else {
-		d.EpisodeIDs, d.Length = ids, lengths
+// quarantine drops the invalid episodes from d (whose episodes have the
+// given lengths) and lists them, and the orphan rows, in d.Quarantined.
+// It fails when no episode is left.
+func (a *assembly) quarantine(d *Dataset, lengths []int32) error {
+	K := len(a.ids)
+	if a.nBad == K {
+		return fmt.Errorf("%w: all %d episodes are invalid, the first: %w", ErrEmpty, K, a.failure())
 	}
-	d.ObsVocab = finalVocab(obsAll, d.Obs, padded)
-	d.ActVocab = finalVocab(actAll, d.Act, padded)
-	return d, nil
+	for _, e := range a.orphans {
+		d.Quarantined = append(d.Quarantined, Quarantined{File: e.File, Step: e.Step, Reason: fmt.Sprintf("row %d: %s", e.Row, e.Reason())})
+	}
+	keep := make([]int, 0, K-a.nBad)
+	for k := range K {
+		if e := a.badEp[k]; e != nil {
+			d.Quarantined = append(d.Quarantined, Quarantined{EpisodeID: e.Episode, File: e.File, Step: e.Step, Reason: e.Reason()})
+		} else {
+			keep = append(keep, k)
+		}
+	}
+	full := &Dataset{Horizon: d.Horizon, EpisodeIDs: a.ids, Length: lengths, Obs: d.Obs, Act: d.Act, Reward: d.Reward, Propensity: d.Propensity}
+	sub := full.Subset(keep)
+	d.EpisodeIDs, d.Length, d.Obs, d.Act, d.Reward, d.Propensity = sub.EpisodeIDs, sub.Length, sub.Obs, sub.Act, sub.Reward, sub.Propensity
+	return nil
 }
 
 // finalVocab keeps the symbols the kept episodes use, adds EndSymbol when

@@ -4,6 +4,8 @@ import (
 	"cmp"
 	"math"
 	"slices"
+
+	"github.com/psrlcb/psrlcb/internal/parallel"
 )
 
 // Summary holds the figures `psrlcb inspect` prints about a Dataset. Only
@@ -87,11 +89,7 @@ func Summarize(d *Dataset) Summary {
 	}
 	// The distinct-history counts (radix sorts over the episodes) run
 	// beside the rest of the summary; they write only s.Histories.
-	histories := make(chan struct{})
-	go func() {
-		defer close(histories)
-		s.Histories = DistinctHistories(d)
-	}()
+	histories := parallel.Go(func() { s.Histories = DistinctHistories(d) })
 	obsCount := make([]int64, d.NumObs())
 	actCount := make([]int64, d.NumActions())
 	s.StepReward = make([]Range, H)
@@ -153,7 +151,7 @@ func Summarize(d *Dataset) Summary {
 	} else {
 		s.Iota, s.IotaEstimated = estimatedIota(d), true
 	}
-	<-histories
+	histories()
 	return s
 }
 

@@ -176,3 +176,15 @@ func TestFewQuantiles(t *testing.T) {
 		t.Error("accepted a negative value")
 	}
 }
+
+// ReturnRange: returns −1.5 (−2 + 0.5) and 3 (1 + 2), by hand;
+// no episode gives the empty range.
+func TestReturnRange(t *testing.T) {
+	d := &Dataset{Horizon: 2, EpisodeIDs: []string{"a", "b"}, Obs: make([]uint16, 4), Act: make([]uint16, 4), Reward: []float64{-2, 0.5, 1, 2}}
+	if lo, hi := d.ReturnRange(); lo != -1.5 || hi != 3 {
+		t.Errorf("ReturnRange = %v, %v; want -1.5, 3", lo, hi)
+	}
+	if lo, hi := (&Dataset{Horizon: 2}).ReturnRange(); !math.IsInf(lo, 1) || !math.IsInf(hi, -1) {
+		t.Errorf("empty: %v, %v", lo, hi)
+	}
+}

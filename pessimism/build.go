@@ -4,14 +4,13 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"runtime"
-	"sync"
 
 	"gonum.org/v1/gonum/blas/blas64"
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/psrlcb/psrlcb/estimate"
 	"github.com/psrlcb/psrlcb/ingest"
+	"github.com/psrlcb/psrlcb/internal/parallel"
 )
 
 // Build computes U_0..U_{H−1} from the length-h prefixes of the episodes
@@ -24,10 +23,6 @@ func Build(ctx context.Context, m *estimate.Model, d *ingest.Dataset, splits [][
 	}
 	if !(lambda > 0) || math.IsInf(lambda, 0) {
 		return nil, fmt.Errorf("%w: lambda %v must be a positive number", ErrOptions, opts.Lambda)
-	}
-	workers := opts.Workers
-	if workers <= 0 {
-		workers = runtime.GOMAXPROCS(0)
 	}
 	if err := checkInputs(m, d, splits); err != nil {
 		return nil, err
@@ -51,39 +46,14 @@ func Build(ctx context.Context, m *estimate.Model, d *ingest.Dataset, splits [][
 		}
 	}
 	partial := make([][]float64, len(tasks))
-	errs := make([]error, len(tasks))
-	var next int
-	var mu sync.Mutex
-	var wg sync.WaitGroup
-	for w := 0; w < min(workers, max(len(tasks), 1)); w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			wk := newWalker(b)
-			for {
-				if ctx.Err() != nil {
-					return
-				}
-				mu.Lock()
-				i := next
-				next++
-				mu.Unlock()
-				if i >= len(tasks) {
-					return
-				}
-				t := tasks[i]
-				partial[i], errs[i] = accumulate(wk, d, t.h, splits[t.h][t.lo:t.hi])
-			}
-		}()
-	}
-	wg.Wait()
-	if err := ctx.Err(); err != nil {
+	err := parallel.ForWith(ctx, len(tasks), opts.Workers, func() *walker { return newWalker(b) }, func(wk *walker, i int) error {
+		t := tasks[i]
+		var err error
+		partial[i], err = accumulate(wk, d, t.h, splits[t.h][t.lo:t.hi])
+		return err
+	})
+	if err != nil {
 		return nil, err
-	}
-	for _, err := range errs {
-		if err != nil {
-			return nil, err
-		}
 	}
 	sums := make([][]float64, H)
 	for h := 0; h < H; h++ {

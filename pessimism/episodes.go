@@ -2,10 +2,9 @@ package pessimism
 
 import (
 	"context"
-	"runtime"
-	"sync"
 
 	"github.com/psrlcb/psrlcb/ingest"
+	"github.com/psrlcb/psrlcb/internal/parallel"
 )
 
 // EpisodeNorms holds the per-step bonus terms ‖ψ̄̂(τ_h)‖²_{U_h⁻¹} of every
@@ -33,40 +32,22 @@ func (b *Bonus) Episodes(ctx context.Context, d *ingest.Dataset, workers int) (*
 	if err := checkInputs(b.m, d, make([][]int, b.Horizon)); err != nil {
 		return nil, err
 	}
-	if workers <= 0 {
-		workers = runtime.GOMAXPROCS(0)
-	}
 	H, K := b.Horizon, d.NumEpisodes()
 	out := &EpisodeNorms{Horizon: H, Norm2: make([]float64, K*H)}
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	next := 0
-	for w := 0; w < workers; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			wk := newWalker(b)
-			for ctx.Err() == nil {
-				mu.Lock()
-				lo := next
-				next += blockSize
-				mu.Unlock()
-				if lo >= K {
-					return
-				}
-				for k := lo; k < min(lo+blockSize, K); k++ {
-					row := out.Norm2[k*H : (k+1)*H]
-					row[0] = b.Root
-					wk.start()
-					for h := 1; h < H; h++ {
-						row[h] = wk.step(h, int(d.Obs[k*H+h-1]), int(d.Act[k*H+h-1]))
-					}
-				}
+	nb := (K + blockSize - 1) / blockSize
+	err := parallel.ForWith(ctx, nb, workers, func() *walker { return newWalker(b) }, func(wk *walker, blk int) error {
+		lo := blk * blockSize
+		for k := lo; k < min(lo+blockSize, K); k++ {
+			row := out.Norm2[k*H : (k+1)*H]
+			row[0] = b.Root
+			wk.start()
+			for h := 1; h < H; h++ {
+				row[h] = wk.step(h, int(d.Obs[k*H+h-1]), int(d.Act[k*H+h-1]))
 			}
-		}()
-	}
-	wg.Wait()
-	if err := ctx.Err(); err != nil {
+		}
+		return nil
+	})
+	if err != nil {
 		return nil, err
 	}
 	return out, nil

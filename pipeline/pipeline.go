@@ -341,10 +341,7 @@ func fit(ctx context.Context, d *ingest.Dataset, inputs []string, opts Options) 
 		st.end()
 	}
 
-	var planA *estimate.Model // part A's model and bonus (selection only)
-	var bonusA *pessimism.Bonus
-	var evalB *estimate.Model // part B's model and bonus
-	var bonusB *pessimism.Bonus
+	var cf *crossFit // the parts' models and bonuses (selection only)
 	// α among candidates, cross-fitted: fit a model on part A and one on
 	// part B, plan one policy per α with A's model and bonus, and value
 	// each under B's model with B's bonus (policy.Select).
@@ -356,69 +353,16 @@ func fit(ctx context.Context, d *ingest.Dataset, inputs []string, opts Options) 
 	}
 	if len(candidates) > 1 {
 		st.begin("select-α", emBudget(eopts))
-		perm := split.Permutation(K, opts.Seed^0x5e1ec7)
-		nHeld := int(math.Round(heldFrac * float64(K)))
-		if nHeld < H || K-nHeld < H {
-			return nil, fmt.Errorf("%w: %s, but holding out %.0f%% for choosing α needs at least %d (%d on each side, one per step); give --alpha a single value", ErrTooFew, plural(K, "episode"), 100*heldFrac, minHeldOutEpisodes(heldFrac, H), H)
-		}
-		heldIdx := append([]int(nil), perm[:nHeld]...)
-		trainIdx := append([]int(nil), perm[nHeld:]...)
-		// The permutation is random, so a prefix is a seeded subsample.
-		heldIdx = heldIdx[:min(len(heldIdx), SelectMaxEpisodes)]
-		trainIdx = trainIdx[:min(len(trainIdx), SelectMaxEpisodes)]
-		sort.Ints(heldIdx)
-		sort.Ints(trainIdx)
-		train, held := d.Subset(trainIdx), d.Subset(heldIdx)
-		trainSplits, err := split.Split(train.NumEpisodes(), H, opts.Seed)
+		c, err := selectAlpha(ctx, d, opts, eopts, userRestarts, popts, planOpts, candidates, out)
 		if err != nil {
 			return nil, err
 		}
-		to := eopts
-		if to.Start != nil {
-			to = warmStart(to, to.Start, train, userRestarts)
-		}
-		to.Splits = trainSplits
-		to.Reporter = newEMProgress(prog, to)
-		tfit, err := estimate.Fit(ctx, train, to)
-		if err != nil {
-			return nil, err
-		}
-		applyReturnRange(tfit.Model, opts.ReturnRange)
-		tb, err := pessimism.Build(ctx, tfit.Model, train, trainSplits, popts)
-		if err != nil {
-			return nil, err
-		}
-		out.RewardCheck = report.CheckRewards(tfit.Model, held, true)
-		heldSplits, err := split.Split(held.NumEpisodes(), H, opts.Seed+1)
-		if err != nil {
-			return nil, err
-		}
-		ho := warmStart(eopts, tfit.Model, held, userRestarts)
-		ho.Splits, ho.Rank = heldSplits, tfit.Model.States
-		hfit, err := estimate.Fit(ctx, held, ho)
-		if err != nil {
-			return nil, err
-		}
-		hb, err := pessimism.Build(ctx, hfit.Model, held, heldSplits, popts)
-		if err != nil {
-			return nil, err
-		}
-		if !held.HasPropensity() {
-			// Held-out importance weights need π^b: the fit's estimate.
-			held = withPropensity(held, heldIdx, estimate.EstimateBehavior(d), H)
-		}
-		sel, err := policy.Select(ctx, tfit.Model, tb, hfit.Model, hb, held, candidates, policy.SelectOptions{Plan: planOpts, Seed: opts.Seed})
-		if err != nil {
-			return nil, err
-		}
-		out.Selection = sel
-		out.Alpha = sel.Alpha()
-		planA, bonusA, evalB, bonusB = tfit.Model, tb, hfit.Model, hb
+		cf = c
 		// The final fit: one start, from the training part's model, when
 		// the training episodes saw the same reward values as all of them
 		// (on small logs they may not, and the start would not fit).
-		eopts = warmStart(eopts, tfit.Model, d, userRestarts)
-		eopts.Rank = tfit.Model.States
+		eopts = warmStart(eopts, cf.planA, d, userRestarts)
+		eopts.Rank = cf.planA.States
 		st.end()
 	} else if len(candidates) == 1 {
 		out.Alpha = candidates[0]
@@ -500,7 +444,7 @@ func fit(ctx context.Context, d *ingest.Dataset, inputs []string, opts Options) 
 	out.Policy, out.Plan = pol, stats
 	prog.Advance(min(stats.Nodes, planWork), fmt.Sprintf("%d nodes", stats.Nodes))
 	if out.Selection != nil && opts.LCBCorrection == LCBCorrectionCrossFit {
-		if err := correctBound(ctx, out, planA, bonusA, evalB, bonusB, fit.Model, bonus, opts.Seed); err != nil {
+		if err := correctBound(ctx, out, cf.planA, cf.bonusA, cf.evalB, cf.bonusB, fit.Model, bonus, opts.Seed); err != nil {
 			return nil, err
 		}
 	}
@@ -519,6 +463,85 @@ func fit(ctx context.Context, d *ingest.Dataset, inputs []string, opts Options) 
 	run.Manifest.StageTimes = st.times
 	out.Run = run
 	return out, nil
+}
+
+// crossFit is what a cross-fitted α selection leaves for the final fit
+// and the bound correction: part A's model and bonus, with which the
+// candidates were planned (the final fit starts from A's model), and
+// part B's, under which they were valued.
+type crossFit struct {
+	planA  *estimate.Model
+	bonusA *pessimism.Bonus
+	evalB  *estimate.Model
+	bonusB *pessimism.Bonus
+}
+
+// selectAlpha chooses α among candidates by cross-fitting: it fits a
+// model on part A and one on part B of a seeded split of d (each capped
+// at SelectMaxEpisodes), plans one policy per α with A's model and bonus
+// and values each under B's model with B's bonus (policy.Select). It sets
+// out.Selection, out.Alpha and out.RewardCheck.
+func selectAlpha(ctx context.Context, d *ingest.Dataset, opts Options, eopts estimate.Options, userRestarts int, popts pessimism.Options, planOpts policy.PlanOptions, candidates []float64, out *report.Outcome) (*crossFit, error) {
+	K, H := d.NumEpisodes(), d.Horizon
+	heldFrac := opts.SelectHeldOut
+	perm := split.Permutation(K, opts.Seed^0x5e1ec7)
+	nHeld := int(math.Round(heldFrac * float64(K)))
+	if nHeld < H || K-nHeld < H {
+		return nil, fmt.Errorf("%w: %s, but holding out %.0f%% for choosing α needs at least %d (%d on each side, one per step); give --alpha a single value", ErrTooFew, plural(K, "episode"), 100*heldFrac, minHeldOutEpisodes(heldFrac, H), H)
+	}
+	heldIdx := append([]int(nil), perm[:nHeld]...)
+	trainIdx := append([]int(nil), perm[nHeld:]...)
+	// The permutation is random, so a prefix is a seeded subsample.
+	heldIdx = heldIdx[:min(len(heldIdx), SelectMaxEpisodes)]
+	trainIdx = trainIdx[:min(len(trainIdx), SelectMaxEpisodes)]
+	sort.Ints(heldIdx)
+	sort.Ints(trainIdx)
+	train, held := d.Subset(trainIdx), d.Subset(heldIdx)
+	trainSplits, err := split.Split(train.NumEpisodes(), H, opts.Seed)
+	if err != nil {
+		return nil, err
+	}
+	to := eopts
+	if to.Start != nil {
+		to = warmStart(to, to.Start, train, userRestarts)
+	}
+	to.Splits = trainSplits
+	to.Reporter = newEMProgress(opts.Progress, to)
+	tfit, err := estimate.Fit(ctx, train, to)
+	if err != nil {
+		return nil, err
+	}
+	applyReturnRange(tfit.Model, opts.ReturnRange)
+	tb, err := pessimism.Build(ctx, tfit.Model, train, trainSplits, popts)
+	if err != nil {
+		return nil, err
+	}
+	out.RewardCheck = report.CheckRewards(tfit.Model, held, true)
+	heldSplits, err := split.Split(held.NumEpisodes(), H, opts.Seed+1)
+	if err != nil {
+		return nil, err
+	}
+	ho := warmStart(eopts, tfit.Model, held, userRestarts)
+	ho.Splits, ho.Rank = heldSplits, tfit.Model.States
+	hfit, err := estimate.Fit(ctx, held, ho)
+	if err != nil {
+		return nil, err
+	}
+	hb, err := pessimism.Build(ctx, hfit.Model, held, heldSplits, popts)
+	if err != nil {
+		return nil, err
+	}
+	if !held.HasPropensity() {
+		// Held-out importance weights need π^b: the fit's estimate.
+		held = withPropensity(held, heldIdx, estimate.EstimateBehavior(d), H)
+	}
+	sel, err := policy.Select(ctx, tfit.Model, tb, hfit.Model, hb, held, candidates, policy.SelectOptions{Plan: planOpts, Seed: opts.Seed})
+	if err != nil {
+		return nil, err
+	}
+	out.Selection = sel
+	out.Alpha = sel.Alpha()
+	return &crossFit{planA: tfit.Model, bonusA: tb, evalB: hfit.Model, bonusB: hb}, nil
 }
 
 // correctBound applies LCBCorrectionCrossFit: it finds α_r, the least

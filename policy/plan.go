@@ -4,11 +4,11 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"runtime"
 	"sync"
 	"sync/atomic"
 
 	"github.com/psrlcb/psrlcb/errkind"
+	"github.com/psrlcb/psrlcb/internal/parallel"
 
 	"github.com/psrlcb/psrlcb/estimate"
 	"github.com/psrlcb/psrlcb/ingest"
@@ -185,10 +185,7 @@ func Plan(ctx context.Context, m *estimate.Model, bonus *pessimism.Bonus, opts P
 	if budget < 0 {
 		return nil, nil, fmt.Errorf("%w: budget %d", ErrOptions, budget)
 	}
-	workers := opts.Workers
-	if workers <= 0 {
-		workers = runtime.GOMAXPROCS(0)
-	}
+	workers := parallel.Workers(opts.Workers)
 	proto := newPlanner(m, bonus)
 	if len(proto.allowed[0]) == 0 {
 		return nil, nil, fmt.Errorf("%w: no action other than %s", ErrModel, ingest.EndSymbol)
@@ -245,29 +242,15 @@ func Plan(ctx context.Context, m *estimate.Model, bonus *pessimism.Bonus, opts P
 	results := make([]taskResult, len(tasks))
 
 	// Pass 2: search the subtrees in parallel.
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	next := 0
-	for w := 0; w < min(workers, max(len(tasks), 1)); w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			p := newPlanner(m, bonus)
-			p.eps, p.fbt = proto.eps, proto.fbt
-			for ctx.Err() == nil {
-				mu.Lock()
-				i := next
-				next++
-				mu.Unlock()
-				if i >= len(tasks) {
-					return
-				}
-				results[i] = p.runTask(ctx, &tasks[i])
-			}
-		}()
+	newP := func() *planner {
+		p := newPlanner(m, bonus)
+		p.eps, p.fbt = proto.eps, proto.fbt
+		return p
 	}
-	wg.Wait()
-	if err := ctx.Err(); err != nil {
+	if err := parallel.ForWith(ctx, len(tasks), workers, newP, func(p *planner, i int) error {
+		results[i] = p.runTask(ctx, &tasks[i])
+		return nil
+	}); err != nil {
 		return nil, nil, err
 	}
 

@@ -96,6 +96,29 @@ func (mm *model) update(pred []float64, a, o int, post []float64) float64 {
 	return po
 }
 
+// backup is the one-step expansion every exact recursion over histories
+// makes: E[r|b,a] + Σ_o P(o|b,a)·next(o, b'), b' the belief after a and
+// o, over the observations of positive probability; at the last step
+// (last) it is E[r|b,a]. next must not keep b', whose memory is reused
+// for the next o.
+func (mm *model) backup(b []float64, a int, last bool, next func(o int, post []float64) float64) float64 {
+	v := mm.expectedReward(b, a)
+	if last {
+		return v
+	}
+	pred := make([]float64, mm.nS)
+	post := make([]float64, mm.nS)
+	mm.predict(b, a, pred)
+	for o := range mm.nO {
+		po := mm.update(pred, a, o, post)
+		if po == 0 {
+			continue
+		}
+		v += po * next(o, post)
+	}
+	return v
+}
+
 // Belief returns the true belief over the state at step len(obs) after the
 // history o_1,a_1,…,o_h (obs[0] must be ObsInit; act has len(obs)−1
 // entries), and whether the history has positive probability under the

@@ -75,23 +75,11 @@ func EvaluateContext(ctx context.Context, m *POMDP, H int, pol PolicyFunc) (floa
 			w.err = fmt.Errorf("%w: the policy returned action %d at step %d (the model has %d actions)", ErrPolicy, a, h, mm.nA)
 			return 0
 		}
-		v := mm.expectedReward(b, a)
-		if h == H {
-			return v
-		}
 		act[h-1] = a
-		pred := make([]float64, mm.nS)
-		post := make([]float64, mm.nS)
-		mm.predict(b, a, pred)
-		for o := range mm.nO {
-			po := mm.update(pred, a, o, post)
-			if po == 0 {
-				continue
-			}
+		return mm.backup(b, a, h == H, func(o int, post []float64) float64 {
 			obs[h] = o
-			v += po * rec(h+1, post)
-		}
-		return v
+			return rec(h+1, post)
+		})
 	}
 	v := rec(1, append([]float64(nil), mm.Start...))
 	if w.err != nil {
@@ -139,22 +127,8 @@ func EvaluatePolicy(ctx context.Context, m *POMDP, H int, p *policy.Policy) (flo
 			w.err = fmt.Errorf("%w: action %q at step %d (%s) is not an action of %s", ErrPolicy, name, h, where, m.Name)
 			return 0
 		}
-		v := mm.expectedReward(b, a)
-		if h == H {
-			return v
-		}
-		pred := make([]float64, mm.nS)
-		post := make([]float64, mm.nS)
-		mm.predict(b, a, pred)
-		for o := range mm.nO {
-			po := mm.update(pred, a, o, post)
-			if po == 0 {
-				continue
-			}
-			// Each branch continues from a copy of the cursor.
-			v += po * rec(h+1, post, cur, o)
-		}
-		return v
+		// Each branch continues from a copy of the cursor.
+		return mm.backup(b, a, h == H, func(o int, post []float64) float64 { return rec(h+1, post, cur, o) })
 	}
 	v := rec(1, append([]float64(nil), mm.Start...), *p.NewCursor(), ObsInit)
 	if w.err != nil {
@@ -206,22 +180,7 @@ func (sv *solver) value(h int, b []float64) float64 {
 
 // q is Q*_h(b,a) = E[r_h|b,a] + Σ_o P(o|b,a) V*_{h+1}(b_{a,o}).
 func (sv *solver) q(h int, b []float64, a int) float64 {
-	mm := sv.mm
-	v := mm.expectedReward(b, a)
-	if h == sv.H {
-		return v
-	}
-	pred := make([]float64, mm.nS)
-	post := make([]float64, mm.nS)
-	mm.predict(b, a, pred)
-	for o := range mm.nO {
-		po := mm.update(pred, a, o, post)
-		if po == 0 {
-			continue
-		}
-		v += po * sv.value(h+1, post)
-	}
-	return v
+	return sv.mm.backup(b, a, h == sv.H, func(_ int, post []float64) float64 { return sv.value(h+1, post) })
 }
 
 // argmax is the optimal action at step h for belief b, ties to the lowest

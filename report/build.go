@@ -9,9 +9,11 @@ import (
 	"math"
 	"runtime"
 	"runtime/debug"
+	"strings"
 
 	"github.com/psrlcb/psrlcb/estimate"
 	"github.com/psrlcb/psrlcb/ingest"
+	"github.com/psrlcb/psrlcb/pessimism"
 	"github.com/psrlcb/psrlcb/policy"
 	"github.com/psrlcb/psrlcb/schemas"
 	"github.com/psrlcb/psrlcb/split"
@@ -112,8 +114,7 @@ func goVersion() string {
 // read from inputs (hashed into the manifest; may be nil). workers bounds
 // the goroutines; the figures do not depend on it.
 func Build(ctx context.Context, d *ingest.Dataset, inputs []string, p Params, out *Outcome, workers int) (*Run, error) {
-	m, pol, K, H := out.Model, out.Policy, d.NumEpisodes(), d.Horizon
-	dp := out.Fit.WithPropensity(d)
+	m, pol, H := out.Model, out.Policy, d.Horizon
 	run := &Run{}
 
 	var files []InputFile
@@ -127,112 +128,20 @@ func Build(ctx context.Context, d *ingest.Dataset, inputs []string, p Params, ou
 	params := parameters(p, out)
 	run.RunID = runID(files, params, p.Seed)
 
-	// The planner's figures are exact when the plan is; otherwise they
-	// carry the planner's stated gap (policy.ModelValue would enumerate
-	// every observation sequence, |O|^H of them).
-	val := policy.Value{Reward: out.Plan.ValueReward, Bonus: out.Plan.ValueBonus, LCB: out.Plan.ValueReward - out.Plan.ValueBonus}
-	if out.Bound != nil {
-		val = *out.Bound
-	}
-	iw, err := policy.IWEstimate(m, pol, dp, policy.DefaultZ)
+	fig, err := measure(ctx, d, out, workers)
 	if err != nil {
 		return nil, err
 	}
+	run.Coverage = coverageRows(pol, fig, H)
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	cov, err := policy.CoverageOf(pol, dp)
-	if err != nil {
-		return nil, err
-	}
+	run.Episodes, run.BonusSteps = episodeRows(d, out, fig)
+	run.Trace, run.Ranks = fitTables(out.Fit)
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	weights, err := policy.Weights(pol, dp)
-	if err != nil {
-		return nil, err
-	}
-	norms, err := out.Bonus.Episodes(ctx, d, workers)
-	if err != nil {
-		return nil, err
-	}
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	sum := ingest.Summarize(dp)
-
-	beh, behHigh := behaviorMean(m, d)
-	retLo, retHi := returnRange(d)
-	units := func(v float64) Float { return Float(m.ReturnMin + v*(m.ReturnMax-m.ReturnMin)) }
-
-	// Coverage per step, with the running C∞ over prefixes that follow π̄.
-	runningCInf := runningCInf(pol, dp)
-	for h := 1; h <= H; h++ {
-		row := CoverageRow{Step: int32(h), Iota: stepIota(dp, h), CInf: runningCInf[h-1]}
-		if h-1 < len(sum.Histories) {
-			row.LoggedHistories = int64(sum.Histories[h-1])
-		}
-		if h-1 < len(cov.Steps) {
-			row.CoveredMass = cov.Steps[h-1].CoveredMass
-			row.PolicyNodes = int64(cov.Steps[h-1].Nodes)
-			row.FollowingEpisodes = int64(cov.Steps[h-1].Logged)
-		}
-		run.Coverage = append(run.Coverage, row)
-	}
-
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	// Episodes.
-	splitOf := split.Of(out.Splits, K)
-	e := EpisodeRows{ID: d.EpisodeIDs, Split: make([]int32, K), LogLik: make([]float64, K), Bonus: make([]float64, K), Weight: weights}
-	e.RewardLogLik = make([]float64, K)
-	for k := 0; k < K; k++ {
-		e.Split[k] = int32(splitOf[k])
-		e.LogLik[k] = m.ObsLogLik(d.Obs[k*H:(k+1)*H], d.Act[k*H:(k+1)*H])
-		e.RewardLogLik[k] = m.EpisodeLogLik(d.Obs[k*H:(k+1)*H], d.Act[k*H:(k+1)*H], d.Reward[k*H:(k+1)*H]) - e.LogLik[k]
-		e.Bonus[k] = out.Bonus.Value(norms.Sum(k))
-	}
-	run.Episodes = e
-	run.BonusSteps = make([][]float64, H)
-	for h := 0; h < H; h++ {
-		v := make([]float64, K)
-		for k := 0; k < K; k++ {
-			v[k] = norms.Norm2[k*H+h]
-		}
-		run.BonusSteps[h] = v
-	}
-
-	// Fit trace and rank table.
-	for _, t := range out.Fit.Trace {
-		if t.Data != "all" {
-			continue
-		}
-		run.Trace = append(run.Trace, TraceRow{Rank: t.Rank, Restart: t.Restart, Iter: t.Iter, LogLik: t.LogLik})
-	}
-	for _, r := range out.Fit.RankTable {
-		run.Ranks = append(run.Ranks, RankRow{Rank: r.Rank, TrainLL: r.TrainLogLik, HeldOutL: r.HeldOutLogLik, Chosen: r.Chosen})
-	}
-
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	// α candidates.
-	if out.Selection != nil {
-		for _, c := range out.Selection.Candidates {
-			run.Alphas = append(run.Alphas, AlphaRow{
-				Alpha: c.Alpha, ValueReward: c.Model.Reward, ValueBonus: c.Model.Bonus, LCB: c.Model.LCB,
-				IW: c.HeldOut.Mean, IWLo: c.HeldOut.Lower, IWHi: c.HeldOut.Upper, ESS: c.HeldOut.ESS,
-				CInf: candidateCInf(c.Policy, dp), Chosen: c.Chosen,
-				CrossReward: c.Cross.Reward, CrossBonus: c.Cross.Bonus, CrossLCB: c.Cross.LCB, Criterion: c.Cross.Criterion, CrossSE: c.Cross.StdErr,
-				Saturated: c.Saturated,
-			})
-		}
-	} else {
-		run.Alphas = []AlphaRow{{Alpha: out.Alpha, ValueReward: val.Reward, ValueBonus: val.Bonus, LCB: val.LCB,
-			IW: iw.Mean, IWLo: iw.Lower, IWHi: iw.Upper, ESS: iw.ESS, CInf: cov.CInf, Chosen: true,
-			CrossReward: math.NaN(), CrossBonus: math.NaN(), CrossLCB: math.NaN(), Criterion: math.NaN(), CrossSE: math.NaN()}}
-	}
+	run.Alphas = alphaRows(out, fig)
 
 	run.Model = withMerged(ModelTable(m), d.Merged)
 
@@ -241,14 +150,163 @@ func Build(ctx context.Context, d *ingest.Dataset, inputs []string, p Params, ou
 	run.Range = &ReturnRange{Min: m.ReturnMin, Max: m.ReturnMax}
 	visits := LoggedVisits(pol, d)
 	run.Policy = NewPolicyView(pol, *run.Range, visits, DefaultPolicyRows)
-	if run.Compare, err = Compare(m, out.Bonus, pol, visits, float64(units(beh))); err != nil {
+	if run.Compare, err = Compare(m, out.Bonus, pol, visits, float64(returnUnits(m)(fig.beh))); err != nil {
 		return nil, err
 	}
 
+	fillManifest(run, d, files, params, p, out, fig)
+	return run, nil
+}
+
+// figures are the policy's and the logs' measurements Build tabulates.
+type figures struct {
+	dp           *ingest.Dataset // d with the behaviour propensities the fit used
+	val          policy.Value    // the planner's value of the policy
+	iw           policy.IWResult
+	cov          *policy.Coverage
+	weights      []float64 // per-episode importance weights
+	norms        *pessimism.EpisodeNorms
+	sum          ingest.Summary
+	beh, behHigh float64 // the behaviour's mean return and its upper end
+	retLo, retHi float64 // the range of logged returns
+}
+
+// measure computes the figures: the planner's value (exact when the plan
+// is; otherwise it carries the planner's stated gap, as policy.ModelValue
+// would enumerate every observation sequence, |O|^H of them), the
+// importance-weighted estimate, coverage, the bonus terms of every
+// episode and the logs' summary.
+func measure(ctx context.Context, d *ingest.Dataset, out *Outcome, workers int) (*figures, error) {
+	m, pol := out.Model, out.Policy
+	f := &figures{dp: out.Fit.WithPropensity(d)}
+	dp := f.dp
+	f.val = policy.Value{Reward: out.Plan.ValueReward, Bonus: out.Plan.ValueBonus, LCB: out.Plan.ValueReward - out.Plan.ValueBonus}
+	if out.Bound != nil {
+		f.val = *out.Bound
+	}
+	var err error
+	if f.iw, err = policy.IWEstimate(m, pol, dp, policy.DefaultZ); err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if f.cov, err = policy.CoverageOf(pol, dp); err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if f.weights, err = policy.Weights(pol, dp); err != nil {
+		return nil, err
+	}
+	if f.norms, err = out.Bonus.Episodes(ctx, d, workers); err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	f.sum = ingest.Summarize(dp)
+	f.beh, f.behHigh = behaviorMean(m, d)
+	f.retLo, f.retHi = d.ReturnRange()
+	return f, nil
+}
+
+// returnUnits maps a value on the model's [0,1] return scale to the
+// logs' units.
+func returnUnits(m *estimate.Model) func(float64) Float {
+	return func(v float64) Float { return Float(m.ReturnMin + v*(m.ReturnMax-m.ReturnMin)) }
+}
+
+// coverageRows is the coverage per step, with the running C∞ over
+// prefixes that follow π̄.
+func coverageRows(pol *policy.Policy, f *figures, H int) []CoverageRow {
+	var rows []CoverageRow
+	runningCInf := runningCInf(pol, f.dp)
+	for h := 1; h <= H; h++ {
+		row := CoverageRow{Step: int32(h), Iota: stepIota(f.dp, h), CInf: runningCInf[h-1]}
+		if h-1 < len(f.sum.Histories) {
+			row.LoggedHistories = int64(f.sum.Histories[h-1])
+		}
+		if h-1 < len(f.cov.Steps) {
+			row.CoveredMass = f.cov.Steps[h-1].CoveredMass
+			row.PolicyNodes = int64(f.cov.Steps[h-1].Nodes)
+			row.FollowingEpisodes = int64(f.cov.Steps[h-1].Logged)
+		}
+		rows = append(rows, row)
+	}
+	return rows
+}
+
+// episodeRows is the episodes table and the bonus terms per step
+// (steps[h][k] = ‖ψ̄̂(τ_h)‖² of episode k).
+func episodeRows(d *ingest.Dataset, out *Outcome, f *figures) (e EpisodeRows, steps [][]float64) {
+	m, K, H := out.Model, d.NumEpisodes(), d.Horizon
+	splitOf := split.Of(out.Splits, K)
+	e = EpisodeRows{ID: d.EpisodeIDs, Split: make([]int32, K), LogLik: make([]float64, K), Bonus: make([]float64, K), Weight: f.weights}
+	e.RewardLogLik = make([]float64, K)
+	for k := 0; k < K; k++ {
+		e.Split[k] = int32(splitOf[k])
+		e.LogLik[k] = m.ObsLogLik(d.Obs[k*H:(k+1)*H], d.Act[k*H:(k+1)*H])
+		e.RewardLogLik[k] = m.EpisodeLogLik(d.Obs[k*H:(k+1)*H], d.Act[k*H:(k+1)*H], d.Reward[k*H:(k+1)*H]) - e.LogLik[k]
+		e.Bonus[k] = out.Bonus.Value(f.norms.Sum(k))
+	}
+	steps = make([][]float64, H)
+	for h := 0; h < H; h++ {
+		v := make([]float64, K)
+		for k := 0; k < K; k++ {
+			v[k] = f.norms.Norm2[k*H+h]
+		}
+		steps[h] = v
+	}
+	return e, steps
+}
+
+// fitTables is the fit trace on all the data and the rank table.
+func fitTables(fit *estimate.Result) (trace []TraceRow, ranks []RankRow) {
+	for _, t := range fit.Trace {
+		if t.Data != "all" {
+			continue
+		}
+		trace = append(trace, TraceRow{Rank: t.Rank, Restart: t.Restart, Iter: t.Iter, LogLik: t.LogLik})
+	}
+	for _, r := range fit.RankTable {
+		ranks = append(ranks, RankRow{Rank: r.Rank, TrainLL: r.TrainLogLik, HeldOutL: r.HeldOutLogLik, Chosen: r.Chosen})
+	}
+	return trace, ranks
+}
+
+// alphaRows is the α candidates table: the selection's candidates, or the
+// one α used.
+func alphaRows(out *Outcome, f *figures) []AlphaRow {
+	if out.Selection == nil {
+		return []AlphaRow{{Alpha: out.Alpha, ValueReward: f.val.Reward, ValueBonus: f.val.Bonus, LCB: f.val.LCB,
+			IW: f.iw.Mean, IWLo: f.iw.Lower, IWHi: f.iw.Upper, ESS: f.iw.ESS, CInf: f.cov.CInf, Chosen: true,
+			CrossReward: math.NaN(), CrossBonus: math.NaN(), CrossLCB: math.NaN(), Criterion: math.NaN(), CrossSE: math.NaN()}}
+	}
+	var rows []AlphaRow
+	for _, c := range out.Selection.Candidates {
+		rows = append(rows, AlphaRow{
+			Alpha: c.Alpha, ValueReward: c.Model.Reward, ValueBonus: c.Model.Bonus, LCB: c.Model.LCB,
+			IW: c.HeldOut.Mean, IWLo: c.HeldOut.Lower, IWHi: c.HeldOut.Upper, ESS: c.HeldOut.ESS,
+			CInf: candidateCInf(c.Policy, f.dp), Chosen: c.Chosen,
+			CrossReward: c.Cross.Reward, CrossBonus: c.Cross.Bonus, CrossLCB: c.Cross.LCB, Criterion: c.Cross.Criterion, CrossSE: c.Cross.StdErr,
+			Saturated: c.Saturated,
+		})
+	}
+	return rows
+}
+
+// fillManifest writes run's manifest: provenance, the data's shape, the
+// fit's and the plan's figures, the headline and the notes.
+func fillManifest(run *Run, d *ingest.Dataset, files []InputFile, params map[string]any, p Params, out *Outcome, f *figures) {
+	m, K := out.Model, d.NumEpisodes()
+	units := returnUnits(m)
+	val, iw, beh, behHigh := f.val, f.iw, f.beh, f.behHigh
 	man := &run.Manifest
 	man.Tool, man.Version, man.GoVersion, man.RunID = "psrlcb", p.Version, goVersion(), run.RunID
 	man.Inputs, man.Parameters, man.Seed = files, params, p.Seed
-	man.Rows, man.Episodes, man.Horizon = d.Rows, K, H
+	man.Rows, man.Episodes, man.Horizon = d.Rows, K, d.Horizon
 	man.NumObs, man.NumActions = d.NumObs(), d.NumActions()
 	man.Quarantined = []Quarantined{}
 	for _, q := range d.Quarantined {
@@ -268,8 +326,8 @@ func Build(ctx context.Context, d *ingest.Dataset, inputs []string, p Params, ou
 		IWValueUnits: units(iw.Mean), IWLowUnits: units(iw.Lower), IWHighUnits: units(iw.Upper),
 		BehaviorValue: Float(beh), BehaviorUnits: units(beh),
 		BehaviorHigh: Float(behHigh), BehaviorHighUnits: units(behHigh),
-		ReturnMin: Float(retLo), ReturnMax: Float(retHi),
-		ESS: Float(iw.ESS), CInf: Float(cov.CInf), Iota: Float(sum.Iota), IotaEstimated: !d.HasPropensity(),
+		ReturnMin: Float(f.retLo), ReturnMax: Float(f.retHi),
+		ESS: Float(iw.ESS), CInf: Float(f.cov.CInf), Iota: Float(f.sum.Iota), IotaEstimated: !d.HasPropensity(),
 		ThetaMinSlack: Float(out.Fit.ThetaMin.Slack), Alpha: Float(out.Alpha), Rank: m.States,
 		PlanExact: out.Plan.Exact, PlanGap: Float(out.Plan.GapBound),
 	}
@@ -284,8 +342,7 @@ func Build(ctx context.Context, d *ingest.Dataset, inputs []string, p Params, ou
 	}
 	man.Headline.Evidence = assess(man.Headline, K).evidence
 	man.Headline.Recommendation = recommendation(man.Headline.Evidence)
-	man.Headline.Verdict = joinVerdict(Verdict(run))
-	return run, nil
+	man.Headline.Verdict = strings.Join(Verdict(run), " ")
 }
 
 // behaviorMean is the behaviour's value estimated from the logs, the mean
@@ -305,27 +362,6 @@ func behaviorMean(m *estimate.Model, d *ingest.Dataset) (mean, high float64) {
 	}
 	v := math.Max(0, (s2-float64(K)*mean*mean)/float64(K-1))
 	return mean, mean + policy.DefaultZ*math.Sqrt(v/float64(K))
-}
-
-// returnRange is the smallest and largest logged episode return.
-func returnRange(d *ingest.Dataset) (lo, hi float64) {
-	lo, hi = math.Inf(1), math.Inf(-1)
-	for k := 0; k < d.NumEpisodes(); k++ {
-		r := d.Return(k)
-		lo, hi = math.Min(lo, r), math.Max(hi, r)
-	}
-	return lo, hi
-}
-
-func joinVerdict(v []string) string {
-	s := ""
-	for i, x := range v {
-		if i > 0 {
-			s += " "
-		}
-		s += x
-	}
-	return s
 }
 
 func notes(d *ingest.Dataset, out *Outcome, p Params) []string {

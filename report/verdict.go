@@ -3,6 +3,7 @@ package report
 import (
 	"fmt"
 	"math"
+	"strings"
 
 	"github.com/psrlcb/psrlcb/internal/atomicfile"
 )
@@ -127,10 +128,10 @@ func Verdict(run *Run) []string {
 	var out []string
 	switch a.evidence {
 	case EvidenceInsufficient:
-		out = append(out, "These logs cannot support any claim about a new policy: "+joinWords(a.insufficient)+
+		out = append(out, "These logs cannot support any claim about a new policy: "+strings.Join(a.insufficient, "; ")+
 			". Keep the behaviour policy; the figures below are diagnostics, not a bound to rely on.")
 	case EvidenceNotProven:
-		out = append(out, "The logs do not prove the policy better than the behaviour: "+joinWords(a.notProven)+
+		out = append(out, "The logs do not prove the policy better than the behaviour: "+strings.Join(a.notProven, "; ")+
 			". Keep the behaviour policy; more logged episodes that follow the policy's choices would tighten the bound.")
 	default:
 		out = append(out, fmt.Sprintf(
@@ -179,18 +180,6 @@ func coverageSentence(h Headline) string {
 		return fmt.Sprintf("Coverage is moderate: C∞ ≈ %.3g; some of the policy's histories are much rarer in the logs than under the policy.", c)
 	}
 	return fmt.Sprintf("Coverage is poor: C∞ ≈ %.3g; the policy goes where the logs rarely went, and its value depends heavily on the model.", c)
-}
-
-// joinWords joins clauses with "; ".
-func joinWords(s []string) string {
-	out := ""
-	for i, x := range s {
-		if i > 0 {
-			out += "; "
-		}
-		out += x
-	}
-	return out
 }
 
 // writeFileAtomic writes data to a temporary file beside path and renames

@@ -219,7 +219,7 @@ func runOne(ctx context.Context, cfg Config, p Problem, tr *truth, k key) ([]Row
 	base := Row{Problem: p.Name, Horizon: H, Behavior: k.Behavior, K: k.K, Seed: k.Seed,
 		Optimal: jfloat(tr.opt), BehaviorValue: jfloat(tr.vb),
 		LCBUnits: nan, ModelUnits: nan, BonusValue: nan, IWLowUnits: nan, Alpha: nan, FitSeconds: nan, ReturnMin: nan, ReturnMax: nan}
-	lo, hi := returnRange(d)
+	lo, hi := d.ReturnRange()
 	base.ReturnMin, base.ReturnMax = jfloat(lo), jfloat(hi)
 	row := func(method string, v float64) Row {
 		r := base
@@ -287,16 +287,6 @@ func runOne(ctx context.Context, cfg Config, p Problem, tr *truth, k key) ([]Row
 	}
 	rows = append(rows, row("behavior", tr.vb), row("optimal", tr.opt))
 	return rows, nil
-}
-
-// returnRange is the smallest and largest logged episode return.
-func returnRange(d *ingest.Dataset) (lo, hi float64) {
-	lo, hi = math.Inf(1), math.Inf(-1)
-	for k := 0; k < d.NumEpisodes(); k++ {
-		r := d.Return(k)
-		lo, hi = math.Min(lo, r), math.Max(hi, r)
-	}
-	return lo, hi
 }
 
 // Run runs every configuration of cfg that done does not already hold,

@@ -18,6 +18,7 @@ import (
 	"syscall"
 
 	"github.com/psrlcb/psrlcb/errkind"
+	"github.com/psrlcb/psrlcb/internal/parallel"
 	"github.com/urfave/cli/v2"
 )
 
@@ -106,14 +107,25 @@ func run(ctx context.Context, app *cli.App, args []string, stdout, stderr io.Wri
 // execute runs the app on args with flags allowed after the positional
 // arguments. A panic in the command (a bug) becomes an internalError once
 // the command's deferred clean-ups (such as removing a staged output
-// directory) have run.
+// directory) have run; so does a panic in a worker goroutine, which
+// parallel.For returns as a *parallel.PanicError.
 func execute(ctx context.Context, app *cli.App, args []string) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = internalError{value: r, stack: debug.Stack()}
 		}
+		var pe *parallel.PanicError
+		if ie, ok := err.(internalError); ok && errors.As(asError(ie.value), &pe) || errors.As(err, &pe) {
+			err = internalError{value: pe.Value, stack: pe.Stack}
+		}
 	}()
 	return app.RunContext(ctx, interspersed(app, args))
+}
+
+// asError is v when it is an error, else nil.
+func asError(v any) error {
+	err, _ := v.(error)
+	return err
 }
 
 // internalError is a recovered panic: a bug in psrlcb.

@@ -16,6 +16,7 @@ import (
 	"github.com/parquet-go/parquet-go"
 	"github.com/urfave/cli/v2"
 
+	"github.com/psrlcb/psrlcb/internal/parallel"
 	"github.com/psrlcb/psrlcb/progress"
 	"github.com/psrlcb/psrlcb/report"
 )
@@ -343,6 +344,45 @@ func TestPanicIsInternalError(t *testing.T) {
 	}
 	if e, _ := os.ReadDir(root); len(e) != 0 {
 		t.Errorf("left behind: %v", e)
+	}
+}
+
+// TestWorkerPanicIsInternalError: a panic inside a parallel loop's worker
+// goroutine exits 1 through the same path, with the panic's own value and
+// stack, whether the loop returns it (parallel.For) or re-raises it
+// (parallel.Do).
+func TestWorkerPanicIsInternalError(t *testing.T) {
+	for name, loop := range map[string]func(n int) error{
+		"For": func(n int) error {
+			return parallel.For(context.Background(), 8, 2, func(i int) error {
+				var s []int
+				s[i+n+3]++ // a bug
+				return nil
+			})
+		},
+		"Do": func(n int) error {
+			parallel.Do(8, 2, func(i int) {
+				var s []int
+				s[i+n+3]++ // a bug
+			})
+			return nil
+		},
+	} {
+		app := newApp()
+		app.Commands = append(app.Commands, &cli.Command{Name: "boom", Action: func(c *cli.Context) error {
+			return fmt.Errorf("stage: %w", loop(c.NArg()))
+		}})
+		var stdout, stderr bytes.Buffer
+		code := run(context.Background(), app, []string{"psrlcb", "boom"}, &stdout, &stderr)
+		if code != exitInternal {
+			t.Errorf("%s: exit %d, want %d", name, code, exitInternal)
+		}
+		msg := stderr.String()
+		for _, want := range []string{"psrlcb: internal error: runtime error: index out of range [3]", "reliability_test.go", bugReportURL} {
+			if !strings.Contains(msg, want) {
+				t.Errorf("%s: message lacks %q:\n%s", name, want, msg)
+			}
+		}
 	}
 }
 

@@ -11,14 +11,34 @@
 //     returns the error of the smallest failing index, whatever the number
 //     of workers. Results written by index (out[i] = …) are therefore the
 //     same for any worker count as long as fn(i) depends on i only.
+//
+// A panic in fn (a bug) does not crash the process from a worker
+// goroutine: For recovers it and returns it as a *PanicError, an error of
+// no errkind kind, so the caller's ordinary error path reports it as an
+// internal error. Do, which has no error to return, re-raises the panic on
+// the calling goroutine instead.
 package parallel
 
 import (
 	"context"
+	"fmt"
 	"runtime"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
 )
+
+// PanicError is a panic recovered from fn at one index: a bug, not a
+// problem with the input.
+type PanicError struct {
+	Index int    // the index whose fn panicked
+	Value any    // the value passed to panic
+	Stack []byte // the panicking goroutine's stack
+}
+
+func (e *PanicError) Error() string {
+	return fmt.Sprintf("internal error: panic at index %d of a parallel loop: %v\n%s", e.Index, e.Value, e.Stack)
+}
 
 // Workers is the number of goroutines for a requested count w: GOMAXPROCS
 // when w ≤ 0.
@@ -32,8 +52,25 @@ func Workers(w int) int {
 // For calls fn(i) for i in [0, n) on at most Workers(workers) goroutines and
 // waits for them. After the first failure no new index starts; the error
 // returned is that of the smallest failing index, or ctx.Err() when ctx was
-// cancelled.
+// cancelled. A panic in fn(i) is a failure of index i whose error is a
+// *PanicError.
 func For(ctx context.Context, n, workers int, fn func(i int) error) error {
+	return loop(ctx, n, workers, func() func(int) error { return fn })
+}
+
+// ForWith is For with scratch state per goroutine: each goroutine calls
+// newState once, before its first index, and passes the state to every
+// fn call it makes. The state must not carry results from one index to
+// the next, or they would depend on the scheduling.
+func ForWith[S any](ctx context.Context, n, workers int, newState func() S, fn func(s S, i int) error) error {
+	return loop(ctx, n, workers, func() func(int) error {
+		s := newState()
+		return func(i int) error { return fn(s, i) }
+	})
+}
+
+// loop runs the goroutines; each calls mk once for its body.
+func loop(ctx context.Context, n, workers int, mk func() func(int) error) error {
 	if n <= 0 {
 		return ctx.Err()
 	}
@@ -54,6 +91,13 @@ func For(ctx context.Context, n, workers int, fn func(i int) error) error {
 		mu.Unlock()
 	}
 	run := func() {
+		var fn func(int) error
+		body := func(i int) error {
+			if fn == nil {
+				fn = mk()
+			}
+			return fn(i)
+		}
 		for !stop.Load() {
 			i := int(next.Add(1) - 1)
 			if i >= n {
@@ -63,7 +107,7 @@ func For(ctx context.Context, n, workers int, fn func(i int) error) error {
 				fail(i, err)
 				return
 			}
-			if err := fn(i); err != nil {
+			if err := call(body, i); err != nil {
 				fail(i, err)
 				return
 			}
@@ -88,10 +132,38 @@ func For(ctx context.Context, n, workers int, fn func(i int) error) error {
 	return failure
 }
 
-// Do is For for a loop body that cannot fail.
+// call runs fn(i), turning a panic into a *PanicError.
+func call(fn func(int) error, i int) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = &PanicError{Index: i, Value: r, Stack: debug.Stack()}
+		}
+	}()
+	return fn(i)
+}
+
+// Do is For for a loop body that cannot fail. A panic in fn is re-raised
+// on the calling goroutine, as the *PanicError of the smallest panicking
+// index, where the caller's own recover (if any) sees it; it never
+// crashes the process from a worker goroutine.
 func Do(n, workers int, fn func(i int)) {
-	_ = For(context.Background(), n, workers, func(i int) error {
+	if err := For(context.Background(), n, workers, func(i int) error {
 		fn(i)
 		return nil
-	})
+	}); err != nil {
+		panic(err)
+	}
+}
+
+// Go runs fn on a new goroutine and returns a function that waits for it.
+// A panic in fn is re-raised by wait, on the waiting goroutine, as a
+// *PanicError (Index 0).
+func Go(fn func()) (wait func()) {
+	done := make(chan error, 1)
+	go func() { done <- call(func(int) error { fn(); return nil }, 0) }()
+	return func() {
+		if err := <-done; err != nil {
+			panic(err)
+		}
+	}
 }
