@@ -28,7 +28,8 @@ type EStepper interface {
 	// of d, made with NewEStep(m). d is the dataset given to Fit or a
 	// subset Fit made of it (the training and held-out parts of the rank
 	// choice); Fit never modifies it, so an implementation may key a cache
-	// of d's episodes on the pointer.
+	// of d's episodes on the pointer. Fit runs its restarts concurrently,
+	// so EStep must be safe for concurrent use.
 	EStep(ctx context.Context, m *Model, d *ingest.Dataset) (*Stats, error)
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math"
+	"sync"
 	"testing"
 
 	"github.com/psrlcb/psrlcb/ingest"
@@ -15,13 +16,16 @@ import (
 // adds them in reverse block order (an engine adds in any order).
 type blockStepper struct {
 	size  int
+	mu    sync.Mutex // Fit's restarts call EStep concurrently
 	calls int
 	sets  map[*ingest.Dataset]bool
 }
 
 func (b *blockStepper) EStep(_ context.Context, m *Model, d *ingest.Dataset) (*Stats, error) {
+	b.mu.Lock()
 	b.calls++
 	b.sets[d] = true
+	b.mu.Unlock()
 	e := NewEStep(m)
 	total := e.NewStats()
 	H, K := d.Horizon, d.NumEpisodes()
