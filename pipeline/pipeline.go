@@ -81,6 +81,10 @@ type Options struct {
 // is (the final fit uses every episode).
 const SelectMaxEpisodes = 100000
 
+// selectSearchShare: the α candidates' approximate plans search
+// 1/selectSearchShare of the final plan's nodes.
+const selectSearchShare = 4
+
 // DefaultSelectHeldOut is the share of episodes in part B when choosing
 // α: half, so that the evaluation model θ̂_B that values every candidate's
 // plan (policy.Select) is as well fitted as the planning model θ̂_A.
@@ -535,7 +539,13 @@ func selectAlpha(ctx context.Context, d *ingest.Dataset, opts Options, eopts est
 		// Held-out importance weights need π^b: the fit's estimate.
 		held = withPropensity(held, heldIdx, estimate.EstimateBehavior(d), H)
 	}
-	sel, err := policy.Select(ctx, tfit.Model, tb, hfit.Model, hb, held, candidates, policy.SelectOptions{Plan: planOpts, Seed: opts.Seed})
+	// Candidates whose tree exceeds the exact planner's budget are
+	// planned with a quarter of the approximate search's nodes (the
+	// final plan gets all of them): the approximate search of six
+	// candidates was most of the selection's time on large trees.
+	selPlan := planOpts
+	selPlan.SearchBudget = max(1, min(planOpts.Budget, policy.DefaultSearchBudget)/selectSearchShare)
+	sel, err := policy.Select(ctx, tfit.Model, tb, hfit.Model, hb, held, candidates, policy.SelectOptions{Plan: selPlan, Seed: opts.Seed})
 	if err != nil {
 		return nil, err
 	}

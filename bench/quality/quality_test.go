@@ -244,6 +244,26 @@ func TestCheckpointAndSplice(t *testing.T) {
 	if err := spliceResults(md, "new", "small"); err == nil {
 		t.Error("splice into a file without markers succeeded")
 	}
+	// The larger tier appends its markers when missing and leaves the
+	// small tier's block alone.
+	if err := os.WriteFile(md, []byte(want), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := spliceResults(md, "big", "larger"); err != nil {
+		t.Fatal(err)
+	}
+	out, _ = os.ReadFile(md)
+	want2 := want + "\n" + largerBeginMarker + "\nbig\n" + largerEndMarker + "\n"
+	if string(out) != want2 {
+		t.Errorf("larger tier spliced file:\n%s\nwant:\n%s", out, want2)
+	}
+	if err := spliceResults(md, "bigger", "larger"); err != nil {
+		t.Fatal(err)
+	}
+	out, _ = os.ReadFile(md)
+	if string(out) != strings.Replace(want2, "\nbig\n", "\nbigger\n", 1) {
+		t.Errorf("second larger splice:\n%s", out)
+	}
 }
 
 // TestSmallKStudy is the reduced small-K study on the tiger model shipped
