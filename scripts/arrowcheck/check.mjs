@@ -20,7 +20,7 @@ const expect = {
   "coverage.arrow": { columns: ["step", "logged_histories", "iota", "covered_mass", "c_inf", "policy_nodes", "following_episodes"], rows: H },
   "episodes.arrow": { columns: ["episode_id", "split", "loglik", "reward_loglik", "bonus", "weight"], rows: K },
   "fit.arrow": { columns: ["kind", "rank", "restart", "iteration", "loglik", "heldout_loglik", "chosen", "obs_loglik", "reward_loglik"] },
-  "alpha.arrow": { columns: ["alpha", "value_reward", "value_bonus", "lcb", "iw_value", "iw_low", "iw_high", "ess", "c_inf", "chosen"] },
+  "alpha.arrow": { columns: ["alpha", "value_reward", "value_bonus", "lcb", "iw_value", "iw_low", "iw_high", "ess", "c_inf", "cross_value_reward", "cross_value_bonus", "cross_lcb", "criterion", "cross_stderr", "saturated", "chosen"] },
 };
 
 let failed = 0;
