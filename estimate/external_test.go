@@ -51,36 +51,6 @@ func (b *blockStepper) EStep(_ context.Context, m *Model, d *ingest.Dataset) (*S
 	return total, nil
 }
 
-func maxModelDiff(a, b *Model) float64 {
-	d := 0.0
-	cmp := func(x, y []float64) {
-		if len(x) != len(y) {
-			d = math.Inf(1)
-			return
-		}
-		for i := range x {
-			d = max(d, math.Abs(x[i]-y[i]))
-		}
-	}
-	cmpAll := func(x, y [][]float64) {
-		if len(x) != len(y) {
-			d = math.Inf(1)
-			return
-		}
-		for i := range x {
-			cmp(x[i], y[i])
-		}
-	}
-	cmp(a.Init, b.Init)
-	cmp(a.Obs1, b.Obs1)
-	cmpAll(a.Trans, b.Trans)
-	cmpAll(a.Emit, b.Emit)
-	cmpAll(a.RewardProb, b.RewardProb)
-	cmpAll(a.RewardMean, b.RewardMean)
-	cmpAll(a.RewardVar, b.RewardVar)
-	return d
-}
-
 // TestEStepperMatchesFit: Fit whose E-steps run block by block through the
 // exported API (statistics serialised and added in reverse order) ends at
 // the model of the in-process Fit within 1e-9 in every parameter, for
@@ -107,7 +77,7 @@ func TestEStepperMatchesFit(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if diff := maxModelDiff(want.Model, got.Model); diff > 1e-9 {
+			if diff := want.Model.MaxParamDiff(got.Model); diff > 1e-9 {
 				t.Errorf("models differ by %g", diff)
 			}
 			if math.Abs(want.LogLik-got.LogLik) > 1e-9*math.Abs(want.LogLik) {

@@ -380,3 +380,38 @@ func normalize(b []float64, z float64) {
 		b[i] = 0
 	}
 }
+
+// MaxParamDiff is the largest absolute difference between the parameters
+// of m and o (initial distribution, first observation, transitions,
+// emissions, reward tables): +Inf when their shapes differ. Tests use it
+// to compare fits made different ways.
+func (m *Model) MaxParamDiff(o *Model) float64 {
+	d := 0.0
+	cmp := func(x, y []float64) {
+		if len(x) != len(y) {
+			d = math.Inf(1)
+			return
+		}
+		for i := range x {
+			d = max(d, math.Abs(x[i]-y[i]))
+		}
+	}
+	cmpAll := func(x, y [][]float64) {
+		if len(x) != len(y) {
+			d = math.Inf(1)
+			return
+		}
+		for i := range x {
+			cmp(x[i], y[i])
+		}
+	}
+	cmp(m.Init, o.Init)
+	cmp(m.Obs1, o.Obs1)
+	cmp(m.RewardValues, o.RewardValues)
+	cmpAll(m.Trans, o.Trans)
+	cmpAll(m.Emit, o.Emit)
+	cmpAll(m.RewardProb, o.RewardProb)
+	cmpAll(m.RewardMean, o.RewardMean)
+	cmpAll(m.RewardVar, o.RewardVar)
+	return d
+}

@@ -3,7 +3,6 @@ package psrbeam
 import (
 	"context"
 	"flag"
-	"math"
 	"os"
 	"strings"
 	"testing"
@@ -16,36 +15,6 @@ func TestMain(m *testing.M) {
 	flag.Parse()
 	beam.Init()
 	os.Exit(m.Run())
-}
-
-func maxDiff(a, b *estimate.Model) float64 {
-	d := 0.0
-	cmp := func(x, y []float64) {
-		if len(x) != len(y) {
-			d = math.Inf(1)
-			return
-		}
-		for i := range x {
-			d = max(d, math.Abs(x[i]-y[i]))
-		}
-	}
-	cmpAll := func(x, y [][]float64) {
-		if len(x) != len(y) {
-			d = math.Inf(1)
-			return
-		}
-		for i := range x {
-			cmp(x[i], y[i])
-		}
-	}
-	cmp(a.Init, b.Init)
-	cmp(a.Obs1, b.Obs1)
-	cmpAll(a.Trans, b.Trans)
-	cmpAll(a.Emit, b.Emit)
-	cmpAll(a.RewardProb, b.RewardProb)
-	cmpAll(a.RewardMean, b.RewardMean)
-	cmpAll(a.RewardVar, b.RewardVar)
-	return d
 }
 
 // TestPrismFitMatchesLocal: estimate.Fit with every E-step pass run as a
@@ -65,7 +34,7 @@ func TestPrismFitMatchesLocal(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := maxDiff(want.Model, got.Model); diff > 1e-9 {
+	if diff := want.Model.MaxParamDiff(got.Model); diff > 1e-9 {
 		t.Errorf("models differ by %g", diff)
 	}
 	t.Logf("%d passes in %v", r.Passes, r.PassTime)

@@ -39,36 +39,6 @@ func config(t *testing.T, args ...string) (*fitConfig, []string) {
 	return c, fs.Args()
 }
 
-func maxDiff(a, b *estimate.Model) float64 {
-	d := 0.0
-	cmp := func(x, y []float64) {
-		if len(x) != len(y) {
-			d = math.Inf(1)
-			return
-		}
-		for i := range x {
-			d = max(d, math.Abs(x[i]-y[i]))
-		}
-	}
-	cmpAll := func(x, y [][]float64) {
-		if len(x) != len(y) {
-			d = math.Inf(1)
-			return
-		}
-		for i := range x {
-			cmp(x[i], y[i])
-		}
-	}
-	cmp(a.Init, b.Init)
-	cmp(a.Obs1, b.Obs1)
-	cmpAll(a.Trans, b.Trans)
-	cmpAll(a.Emit, b.Emit)
-	cmpAll(a.RewardProb, b.RewardProb)
-	cmpAll(a.RewardMean, b.RewardMean)
-	cmpAll(a.RewardVar, b.RewardVar)
-	return d
-}
-
 // TestPrismMatchesLocal: the whole fit of the tiger example logs (α chosen
 // among two candidates on held-out episodes, then the warm-started final
 // fit) with the ingest and every E-step pass on Prism gives the model of
@@ -100,7 +70,7 @@ func TestPrismMatchesLocal(t *testing.T) {
 		}
 		pol[i], model[i] = res.Policy, res.Model
 	}
-	if d := maxDiff(model[0], model[1]); d > 1e-9 {
+	if d := model[0].MaxParamDiff(model[1]); d > 1e-9 {
 		t.Errorf("models differ by %g", d)
 	}
 	a, b := pol[0].Nodes, pol[1].Nodes
