@@ -6,12 +6,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/io/filesystem"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/options/jobopts"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
 	"github.com/psrlcb/psrlcb/estimate"
 	"github.com/psrlcb/psrlcb/ingest"
@@ -82,7 +84,7 @@ func (r *Runner) EStep(ctx context.Context, m *estimate.Model, d *ingest.Dataset
 	r.passes++
 	out := fmt.Sprintf("%s/estep-%06d.stats", r.dir, r.passes)
 	start := time.Now()
-	if _, err := beam.Run(ctx, r.Name, EStepPipeline(shards, model, out)); err != nil {
+	if err := r.run(ctx, EStepPipeline(shards, model, out)); err != nil {
 		return nil, fmt.Errorf("E-step pass on the %s runner: %s", r.Name, lastCause(err))
 	}
 	r.Passes++
@@ -97,6 +99,25 @@ func (r *Runner) EStep(ctx context.Context, m *estimate.Model, d *ingest.Dataset
 		return nil, fmt.Errorf("%s: %w", out, err)
 	}
 	return &st, nil
+}
+
+// run runs p on the runner. In loopback mode (Prism in process) Beam's
+// universal runner leaves an empty placeholder file
+// $TMPDIR/beamloopbackworker-* per job; run removes the empty ones made
+// since it started.
+func (r *Runner) run(ctx context.Context, p *beam.Pipeline) error {
+	start := time.Now()
+	_, err := beam.Run(ctx, r.Name, p)
+	if !jobopts.IsLoopback() {
+		return err
+	}
+	left, _ := filepath.Glob(filepath.Join(os.TempDir(), "beamloopbackworker-*"))
+	for _, f := range left {
+		if st, e := os.Stat(f); e == nil && st.Mode().IsRegular() && st.Size() == 0 && !st.ModTime().Before(start.Add(-time.Second)) {
+			os.Remove(f)
+		}
+	}
+	return err
 }
 
 // lastCause is the last line of a Beam job's error: the worker's own

@@ -68,7 +68,7 @@ func (r *Runner) Ingest(ctx context.Context, files []string, opts ingest.Options
 	}
 	r.passes++
 	dir := fmt.Sprintf("%s/ingest-%06d", r.dir, r.passes)
-	if _, err := beam.Run(ctx, r.Name, ingestPipeline(enc, opts.Horizon, dir)); err != nil {
+	if err := r.run(ctx, ingestPipeline(enc, opts.Horizon, dir)); err != nil {
 		return nil, fmt.Errorf("ingest on the %s runner: %s", r.Name, lastCause(err))
 	}
 	checked, orphans, H, err := r.readChecked(ctx, dir)
