@@ -119,7 +119,7 @@ func readPageHeader(r io.ReaderAt, off, end int64) (*format.PageHeader, int64, e
 // row group's dictionary is decoded once, when its first page arrives.
 type numDecoder[V int64 | float64] struct {
 	plain    func(p parquet.Page, n int, buf []V) ([]V, error) // intValues or floatValues
-	reuse    bool                                            // plain converts into buf rather than returning the page's memory
+	reuse    bool                                              // plain converts into buf rather than returning the page's memory
 	buf      []V
 	lastDict parquet.Dictionary
 	dictVals []V

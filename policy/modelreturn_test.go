@@ -72,8 +72,8 @@ func TestModelReturnErrors(t *testing.T) {
 		return &policy.Policy{Horizon: H, Nodes: []policy.Node{{ID: 0, Parent: -1, Step: 1, Obs: obs, Action: act, Fallback: act}}}
 	}
 	for name, pol := range map[string]*policy.Policy{
-		"unknown action":            one(m.ObsVocab[0], "nope", 2),
-		"other horizon":             one(m.ObsVocab[0], m.ActVocab[0], 3),
+		"unknown action": one(m.ObsVocab[0], "nope", 2),
+		"other horizon":  one(m.ObsVocab[0], m.ActVocab[0], 3),
 	} {
 		if name == "unknown action" {
 			pol.Nodes = append(pol.Nodes, policy.Node{ID: 1, Parent: -1, Step: 1, Obs: m.ObsVocab[1], Action: "nope", Fallback: "nope"})
