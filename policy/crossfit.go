@@ -169,17 +169,8 @@ func draw(rng *rand.Rand, p []float64) int {
 // exactRollout enumerates the trajectories of pol under m (the walk of
 // ModelValue, keeping every leaf).
 func exactRollout(m *estimate.Model, b *pessimism.Bonus, pol *Policy) (*Rollout, error) {
-	e := &evaluator{m: m, b: b, pol: pol, c: newCodes(m), fz: estimate.NewFeaturizer(m)}
-	e.shift, e.scale = m.RewardScale()
-	H, S := m.Horizon, m.States
-	e.bel = make([][]float64, H+2)
-	e.pred = make([][]float64, H+2)
-	e.probs = make([][]float64, H+2)
-	for h := range e.bel {
-		e.bel[h] = make([]float64, S)
-		e.pred[h] = make([]float64, S)
-		e.probs[h] = make([]float64, m.NumObs)
-	}
+	e := newEvaluator(m, b, pol)
+	H := m.Horizon
 	r := &Rollout{Exact: true}
 	var walk func(h, o int, st state, sum, prob float64) (float64, error)
 	walk = func(h, o int, st state, sum, prob float64) (float64, error) {

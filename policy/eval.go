@@ -37,17 +37,7 @@ func ModelValue(m *estimate.Model, b *pessimism.Bonus, pol *Policy) (Value, erro
 	if err := checkPlan(m, b); err != nil {
 		return Value{}, err
 	}
-	e := &evaluator{m: m, b: b, pol: pol, c: newCodes(m), fz: estimate.NewFeaturizer(m)}
-	e.shift, e.scale = m.RewardScale()
-	H, S := m.Horizon, m.States
-	e.bel = make([][]float64, H+2)
-	e.pred = make([][]float64, H+2)
-	e.probs = make([][]float64, H+2)
-	for h := range e.bel {
-		e.bel[h] = make([]float64, S)
-		e.pred[h] = make([]float64, S)
-		e.probs[h] = make([]float64, m.NumObs)
-	}
+	e := newEvaluator(m, b, pol)
 	first := make([]float64, m.NumObs)
 	m.FirstObsProbs(first)
 	var v Value
@@ -136,4 +126,21 @@ func (e *evaluator) walk(h, o int, st state, sum float64) (float64, float64, err
 		vb += po * cb
 	}
 	return r + vr, vb, nil
+}
+
+// newEvaluator prepares the walk of pol's trajectories under m, with a
+// belief, prediction and observation-probability buffer per step.
+func newEvaluator(m *estimate.Model, b *pessimism.Bonus, pol *Policy) *evaluator {
+	e := &evaluator{m: m, b: b, pol: pol, c: newCodes(m), fz: estimate.NewFeaturizer(m)}
+	e.shift, e.scale = m.RewardScale()
+	H, S := m.Horizon, m.States
+	e.bel = make([][]float64, H+2)
+	e.pred = make([][]float64, H+2)
+	e.probs = make([][]float64, H+2)
+	for h := range e.bel {
+		e.bel[h] = make([]float64, S)
+		e.pred[h] = make([]float64, S)
+		e.probs[h] = make([]float64, m.NumObs)
+	}
+	return e
 }
