@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/psrlcb/psrlcb/internal/jsonfloat"
+
 	"github.com/psrlcb/psrlcb/baseline"
 	"github.com/psrlcb/psrlcb/estimate"
 	"github.com/psrlcb/psrlcb/internal/genpomdp"
@@ -93,27 +95,7 @@ type key struct {
 }
 
 // jfloat is a float64 that encodes NaN as JSON null (for the checkpoint).
-type jfloat float64
-
-func (f jfloat) MarshalJSON() ([]byte, error) {
-	if math.IsNaN(float64(f)) || math.IsInf(float64(f), 0) {
-		return []byte("null"), nil
-	}
-	return []byte(fmt.Sprintf("%.17g", float64(f))), nil
-}
-
-func (f *jfloat) UnmarshalJSON(b []byte) error {
-	if string(b) == "null" {
-		*f = jfloat(math.NaN())
-		return nil
-	}
-	var v float64
-	if _, err := fmt.Sscan(string(b), &v); err != nil {
-		return err
-	}
-	*f = jfloat(v)
-	return nil
-}
+type jfloat = jsonfloat.Float
 
 // Regret of a value: (V* − v)/(V* − V^b), NaN when V* = V^b.
 func (r Row) Regret(v jfloat) float64 {
