@@ -352,3 +352,10 @@ func TestLargerTierReduced(t *testing.T) {
 		}
 	}
 }
+
+// checkpointLine is one line of the study's checkpoint file, as the study
+// writes it (internal/checkpoint with field "rows").
+type checkpointLine struct {
+	FP   string `json:"fp"`
+	Rows []Row  `json:"rows"`
+}

@@ -1,9 +1,7 @@
 package main
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -14,6 +12,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/psrlcb/psrlcb/internal/checkpoint"
 )
 
 type options struct {
@@ -100,32 +100,15 @@ func fingerprint(cfg Config) string {
 		cfg.Seed, cfg.Small, cfg.Restarts, cfg.MaxIter, cfg.AutoRank, cfg.Label)
 }
 
-type checkpointLine struct {
-	FP  string `json:"fp"`
-	Row Row    `json:"row"`
-}
-
+// readCheckpoint returns the finished runs of the checkpoint stored under
+// fp, by key.
 func readCheckpoint(path, fp string) (map[key]Row, error) {
+	rows, err := checkpoint.Read[Row](path, fp, "row")
 	done := map[key]Row{}
-	f, err := os.Open(path)
-	if os.IsNotExist(err) {
-		return done, nil
-	} else if err != nil {
-		return nil, err
+	for _, r := range rows {
+		done[r.key()] = r
 	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 1<<24)
-	for line := 1; sc.Scan(); line++ {
-		var cl checkpointLine
-		if err := json.Unmarshal(sc.Bytes(), &cl); err != nil {
-			return nil, fmt.Errorf("%s line %d: %w (delete it or pass --fresh)", path, line, err)
-		}
-		if cl.FP == fp {
-			done[cl.Row.key()] = cl.Row
-		}
-	}
-	return done, sc.Err()
+	return done, err
 }
 
 func run(ctx context.Context, o options) error {
@@ -140,31 +123,17 @@ func run(ctx context.Context, o options) error {
 	done := map[key]Row{}
 	var emit func(Row) error
 	if o.checkpoint != "" {
-		if err := os.MkdirAll(filepath.Dir(o.checkpoint), 0o755); err != nil {
-			return err
-		}
 		if !o.fresh {
 			if done, err = readCheckpoint(o.checkpoint, fp); err != nil {
 				return err
 			}
 		}
-		flags := os.O_CREATE | os.O_WRONLY | os.O_APPEND
-		if o.fresh {
-			flags |= os.O_TRUNC
-		}
-		f, err := os.OpenFile(o.checkpoint, flags, 0o644)
+		w, err := checkpoint.Create[Row](o.checkpoint, fp, "row", o.fresh)
 		if err != nil {
 			return err
 		}
-		defer f.Close()
-		emit = func(r Row) error {
-			b, err := json.Marshal(checkpointLine{FP: fp, Row: r})
-			if err != nil {
-				return err
-			}
-			_, err = f.Write(append(b, '\n'))
-			return err
-		}
+		defer w.Close()
+		emit = w.Add
 	}
 	start := time.Now()
 	rows, err := Run(ctx, cfg, done, emit)
