@@ -21,16 +21,12 @@ import (
 
 	"github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/compress/zstd"
+
+	"github.com/psrlcb/psrlcb/schemas"
 )
 
-type row struct {
-	EpisodeID   int64   `parquet:"episode_id"`
-	Step        int64   `parquet:"step"`
-	Observation string  `parquet:"observation,dict"`
-	Action      string  `parquet:"action,dict"`
-	Reward      float64 `parquet:"reward"`
-	Propensity  float64 `parquet:"propensity"`
-}
+// row is one logged step (the tool's one row struct).
+type row = schemas.Row
 
 func main() {
 	out := flag.String("out", "card.parquet", "output file")
@@ -92,7 +88,7 @@ func write(path string, K, H, O, A int, seed uint64, flat float64) error {
 			if rng.Float64() < p {
 				r = 1
 			}
-			buf = append(buf, row{int64(e), int64(h), obs[o], act[a], r, 1 / float64(A)})
+			buf = append(buf, row{EpisodeID: int64(e), Step: int64(h), Observation: obs[o], Action: act[a], Reward: r, Propensity: 1 / float64(A)})
 			if len(buf) == cap(buf) {
 				if _, err := w.Write(buf); err != nil {
 					f.Close()
