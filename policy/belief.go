@@ -5,12 +5,12 @@ import (
 	"encoding/binary"
 	"math"
 	"sort"
-	"sync"
 
 	"gonum.org/v1/gonum/blas"
 	"gonum.org/v1/gonum/blas/blas64"
 
 	"github.com/psrlcb/psrlcb/estimate"
+	"github.com/psrlcb/psrlcb/internal/parallel"
 	"github.com/psrlcb/psrlcb/pessimism"
 )
 
@@ -469,7 +469,7 @@ func (p *beliefPlanner) qValue(h int, b []float64, a int, sc *backupScratch) flo
 // successor α-set at once, as one matrix product (blas64.Gemm); the
 // (action, observation) pairs are shared among workers and summed in a
 // fixed order, so the result does not depend on the worker count.
-func (p *beliefPlanner) backupStep(ctx context.Context, h int) {
+func (p *beliefPlanner) backupStep(ctx context.Context, h int) error {
 	pts := p.pts[h]
 	n, S, O, A := len(pts), p.S, p.O, p.A
 	// q[a*n+i]: lookahead value of action a at point i (−Inf if not allowed).
@@ -504,10 +504,14 @@ func (p *beliefPlanner) backupStep(ctx context.Context, h int) {
 	}
 	if h < p.H {
 		best := make([]float64, A*O*n)
-		p.parallel(ctx, A*O, func(j int, buf *gemmBuf) {
+		err := parallel.ForWith(ctx, A*O, p.workers, func() *gemmBuf { return &gemmBuf{} }, func(buf *gemmBuf, j int) error {
 			a, o := j/O, j%O
 			p.valueSuccessors(h, a, o, preds[a*n*S:(a+1)*n*S], allowed[a*n:(a+1)*n], best[j*n:(j+1)*n], choice[j*n:(j+1)*n], buf)
+			return nil
 		})
+		if err != nil {
+			return err
+		}
 		for a := 0; a < A; a++ {
 			for o := 0; o < O; o++ {
 				for i, c := range choice[(a*O+o)*n : (a*O+o+1)*n] {
@@ -541,6 +545,7 @@ func (p *beliefPlanner) backupStep(ctx context.Context, h int) {
 	}
 	p.gamma[h] = g
 	p.backups += int64(n * len(p.normal))
+	return nil
 }
 
 // gemmBuf is one worker's buffers for valueSuccessors.
@@ -596,31 +601,6 @@ func grow(x []float64, n int) []float64 {
 	return x[:n]
 }
 
-// parallel runs f(j) for j = 0..n−1 on the planner's workers.
-func (p *beliefPlanner) parallel(ctx context.Context, n int, f func(j int, buf *gemmBuf)) {
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	next := 0
-	for w := 0; w < max(1, min(p.workers, n)); w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			buf := &gemmBuf{}
-			for ctx.Err() == nil {
-				mu.Lock()
-				j := next
-				next++
-				mu.Unlock()
-				if j >= n {
-					return
-				}
-				f(j, buf)
-			}
-		}()
-	}
-	wg.Wait()
-}
-
 // vector writes into vec the α-vector of action a at belief b with the
 // successor vectors sc.choice: vec·b equals the backed-up value at b, and
 // vec is the value of following those successor vectors from any belief,
@@ -664,8 +644,7 @@ func (p *beliefPlanner) vector(h int, b []float64, a int, sc *backupScratch, vec
 func (p *beliefPlanner) backward(ctx context.Context) error {
 	p.gamma = make([][2]alphaSet, p.H+2)
 	for h := p.H; h >= 1; h-- {
-		p.backupStep(ctx, h)
-		if err := ctx.Err(); err != nil {
+		if err := p.backupStep(ctx, h); err != nil {
 			return err
 		}
 	}

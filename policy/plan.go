@@ -84,7 +84,20 @@ type PlanOptions struct {
 	// RowBudget bounds the rows of the belief planner's policy table
 	// (default DefaultRowBudget).
 	RowBudget int64
+	// Objective is what the plan maximises: ObjectiveLCB (the default,
+	// also "") is E_θ̂,π[R − b̂], the output policy of Algorithm 2;
+	// ObjectiveBonus is E_θ̂,π[b̂], the exploration policy π^k of
+	// Algorithm 1, line 9 (package explore). The bonus objective is
+	// planned by the exact search only: a history tree larger than Budget
+	// is an ErrModel error.
+	Objective string
 }
+
+// The objectives of PlanOptions.Objective.
+const (
+	ObjectiveLCB   = "lcb"
+	ObjectiveBonus = "bonus"
+)
 
 // PlanStats describes a planning run.
 type PlanStats struct {
@@ -197,6 +210,16 @@ func Plan(ctx context.Context, m *estimate.Model, bonus *pessimism.Bonus, opts P
 	default:
 		return nil, nil, fmt.Errorf("%w: planner %q (want %q, %q or %q)", ErrOptions, opts.Planner, PlannerExact, PlannerBelief, PlannerAuto)
 	}
+	switch opts.Objective {
+	case "", ObjectiveLCB:
+	case ObjectiveBonus:
+		proto.bonusObj = true
+		if opts.Planner == PlannerBelief || !st.Exact {
+			return nil, nil, fmt.Errorf("%w: history tree of %.3g nodes exceeds the budget %d (the bonus objective is planned exactly only)", ErrModel, st.TreeNodes, budget)
+		}
+	default:
+		return nil, nil, fmt.Errorf("%w: objective %q (want %q or %q)", ErrOptions, opts.Objective, ObjectiveLCB, ObjectiveBonus)
+	}
 	if opts.Planner == PlannerBelief || (opts.Planner != PlannerExact && !st.Exact) {
 		st.Exact = false
 		pol, err := beliefPlan(ctx, m, bonus, opts, workers, st)
@@ -244,7 +267,7 @@ func Plan(ctx context.Context, m *estimate.Model, bonus *pessimism.Bonus, opts P
 	// Pass 2: search the subtrees in parallel.
 	newP := func() *planner {
 		p := newPlanner(m, bonus)
-		p.eps, p.fbt = proto.eps, proto.fbt
+		p.eps, p.fbt, p.bonusObj = proto.eps, proto.fbt, proto.bonusObj
 		return p
 	}
 	if err := parallel.ForWith(ctx, len(tasks), workers, newP, func(p *planner, i int) error {
@@ -411,38 +434,34 @@ func (p *planner) countNodes(ctx context.Context, pool []*planner, eps float64, 
 	var total atomic.Int64
 	total.Store(p.nodes)
 	pruned := top.pmass > 0
-	var wg sync.WaitGroup
+	// Each pool member counts the subtrees handed to it; ForWith hands
+	// them out one goroutine per member, so no member is shared.
 	var mu sync.Mutex
-	next := 0
-	for _, w := range pool[:min(len(pool), max(len(p.tasks), 1))] {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			w.ctx, w.eps, w.stop, w.pruned = ctx, eps, false, false
-			w.total, w.limit = &total, limit
-			for !w.stop {
-				mu.Lock()
-				i := next
-				next++
-				mu.Unlock()
-				if i >= len(p.tasks) {
-					break
-				}
-				t := &p.tasks[i]
-				copy(w.bel[t.h], t.bel)
-				w.nodes = 0
-				w.count(t.h, t.o, t.path)
-				w.flush()
-			}
-			if w.pruned {
-				mu.Lock()
-				pruned = true
-				mu.Unlock()
-			}
-		}()
+	members := make(chan *planner, len(pool))
+	for _, w := range pool {
+		members <- w
 	}
-	wg.Wait()
-	if err := ctx.Err(); err != nil {
+	err = parallel.ForWith(ctx, len(p.tasks), len(pool), func() *planner {
+		w := <-members
+		w.ctx, w.eps, w.stop, w.pruned = ctx, eps, false, false
+		w.total, w.limit = &total, limit
+		return w
+	}, func(w *planner, i int) error {
+		if !w.stop {
+			t := &p.tasks[i]
+			copy(w.bel[t.h], t.bel)
+			w.nodes = 0
+			w.count(t.h, t.o, t.path)
+			w.flush()
+		}
+		if w.pruned {
+			mu.Lock()
+			pruned = true
+			mu.Unlock()
+		}
+		return nil
+	})
+	if err != nil {
 		return 0, false, false, err
 	}
 	n = float64(total.Load())

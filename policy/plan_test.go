@@ -2,6 +2,7 @@ package policy_test
 
 import (
 	"context"
+	"errors"
 	"math"
 	"math/rand/v2"
 	"reflect"
@@ -46,6 +47,11 @@ func setup(t testing.TB, seed uint64, sp pessimismtest.Spec, K int) (*estimate.M
 // unnormalised forward recursion over the raw model tables. It returns
 // the best objective.
 func bruteForce(m *estimate.Model, b *pessimism.Bonus) float64 {
+	return bruteForceObjective(m, b, 1, -1)
+}
+
+// bruteForceObjective is bruteForce for the objective E[wR·R + wB·b̂].
+func bruteForceObjective(m *estimate.Model, b *pessimism.Bonus, wR, wB float64) float64 {
 	H, O, A, S := m.Horizon, m.NumObs, m.NumActions, m.States
 	// Observation histories of length 1..H, indexed by level.
 	nHist := 0
@@ -100,7 +106,7 @@ func bruteForce(m *estimate.Model, b *pessimism.Bonus) float64 {
 				}
 				if tailZero {
 					for s := 0; s < S; s++ {
-						J += alpha[s] * er(h, s, act[h-1])
+						J += wR * alpha[s] * er(h, s, act[h-1])
 					}
 				}
 				if h == H {
@@ -123,7 +129,7 @@ func bruteForce(m *estimate.Model, b *pessimism.Bonus) float64 {
 				p += x
 			}
 			bv, _ := b.Trajectory(obs, act)
-			J -= p * bv
+			J += wB * p * bv
 		}
 		if J > best {
 			best = J
@@ -160,6 +166,62 @@ func TestPlanMatchesBruteForce(t *testing.T) {
 					t.Fatalf("spec %d α=%v: ModelValue %+v, planner %+v, brute force %v", i, alpha, v, st, want)
 				}
 			}
+		}
+	}
+}
+
+// TestPlanBonusObjective: with ObjectiveBonus the exact search maximises
+// E[b̂] (the exploration objective), checked against brute force for every
+// worker count; the objective runs only where the exact search does.
+func TestPlanBonusObjective(t *testing.T) {
+	specs := []pessimismtest.Spec{
+		{States: 2, Obs: 2, Actions: 2, Horizon: 3},
+		{States: 3, Obs: 2, Actions: 2, Horizon: 3, TestLength: 2},
+	}
+	for i, sp := range specs {
+		m, b0 := setup(t, uint64(50+i), sp, 40)
+		for _, alpha := range []float64{0.2, 1, 3} {
+			b := b0.WithAlpha(alpha)
+			want := bruteForceObjective(m, b, 0, 1)
+			lcb, _, err := policy.Plan(context.Background(), m, b, policy.PlanOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			lv, err := policy.ModelValue(m, b, lcb)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, w := range []int{1, 2} {
+				pol, st, err := policy.Plan(context.Background(), m, b, policy.PlanOptions{Workers: w, Objective: policy.ObjectiveBonus})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !st.Exact || math.Abs(st.ValueBonus-want) > valTol {
+					t.Fatalf("spec %d α=%v workers %d: bonus value %v, brute force %v", i, alpha, w, st.ValueBonus, want)
+				}
+				v, err := policy.ModelValue(m, b, pol)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if math.Abs(v.Bonus-want) > valTol {
+					t.Fatalf("spec %d α=%v: ModelValue bonus %v, brute force %v", i, alpha, v.Bonus, want)
+				}
+				if lv.Bonus > want+valTol {
+					t.Fatalf("spec %d α=%v: the LCB policy's bonus %v beats the bonus optimum %v", i, alpha, lv.Bonus, want)
+				}
+			}
+		}
+	}
+	m, b := setup(t, 52, pessimismtest.Spec{States: 2, Obs: 2, Actions: 2, Horizon: 3}, 40)
+	if _, _, err := policy.Plan(context.Background(), m, b, policy.PlanOptions{Objective: "reward"}); !errors.Is(err, policy.ErrOptions) {
+		t.Fatalf("unknown objective: %v, want ErrOptions", err)
+	}
+	for _, o := range []policy.PlanOptions{
+		{Objective: policy.ObjectiveBonus, Budget: 3},
+		{Objective: policy.ObjectiveBonus, Planner: policy.PlannerBelief},
+	} {
+		if _, _, err := policy.Plan(context.Background(), m, b, o); !errors.Is(err, policy.ErrModel) {
+			t.Fatalf("%+v: %v, want ErrModel", o, err)
 		}
 	}
 }

@@ -53,6 +53,7 @@ type planner struct {
 	normal, end  []int // actions allowed after an ordinary / the end observation
 	allowed      [][]int
 	eps          float64
+	bonusObj     bool            // maximise E[b̂] instead of E[R − b̂] (ObjectiveBonus)
 	fbt          *fallbackTables // stand-in tables (approximate search only)
 	acc          [][]float64     // per depth: per fallback action, the pruned children's sums
 	cbel         []float64       // belief of a pruned child
@@ -281,7 +282,11 @@ func (p *planner) solve(h, o int, cond, sum, path float64) val {
 		}
 		v.r += r
 		maxG = math.Max(maxG, v.g)
-		if val := v.r - v.b; val > best {
+		val := v.r - v.b
+		if p.bonusObj {
+			val = v.b
+		}
+		if val > best {
 			best, bestV, bestA, bestFb = val, v, a, fb
 			if sub != start+1 {
 				n := copy(p.arena[start+1:], p.arena[sub:])
