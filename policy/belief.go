@@ -78,19 +78,79 @@ type bpoint struct {
 // alphaSet is the point-based value function of one step and one class
 // of observation (ordinary or end symbol): V(b) ≈ max_i vec_i·b.
 type alphaSet struct {
-	vec []float64 // n×S
-	act []int
+	vec  []float64 // n×S
+	act  []int
+	cols []float64 // S×n: vec transposed, for best (set by finish)
 }
 
 func (g *alphaSet) n(S int) int { return len(g.vec) / S }
 
-// best returns max_i vec_i·u and its index (−1 for an empty set).
-func (g *alphaSet) best(S int, u []float64) (float64, int) {
-	bv, bi := math.Inf(-1), -1
-	for i := 0; i < len(g.vec); i += S {
-		v := dot(g.vec[i:i+S], u)
+// finish removes the vectors equal to an earlier one (with their
+// actions; max_i vec_i·u and the first index reaching it are unchanged,
+// since best keeps the first of equal values) and lays the set out for
+// best. Point-based backups give many points the same vector (the same
+// action and successor choices), most of all near the horizon.
+func (g *alphaSet) finish(S int) {
+	n := g.n(S)
+	seen := make(map[string]struct{}, n)
+	k := 0
+	for i := 0; i < n; i++ {
+		v := g.vec[i*S : (i+1)*S]
+		key := exactKey(v)
+		if _, dup := seen[key]; dup {
+			continue
+		}
+		seen[key] = struct{}{}
+		copy(g.vec[k*S:(k+1)*S], v)
+		g.act[k] = g.act[i]
+		k++
+	}
+	g.vec, g.act = g.vec[:k*S], g.act[:k]
+	g.cols = make([]float64, k*S)
+	for i := 0; i < k; i++ {
+		for s := 0; s < S; s++ {
+			g.cols[s*k+i] = g.vec[i*S+s]
+		}
+	}
+}
+
+// exactKey is v's bits as a map key.
+func exactKey(v []float64) string {
+	buf := make([]byte, 8*len(v))
+	for i, x := range v {
+		binary.LittleEndian.PutUint64(buf[8*i:], math.Float64bits(x))
+	}
+	return string(buf)
+}
+
+// best returns max_i vec_i·u and its first index (−1 for an empty set).
+// The products are accumulated one coordinate at a time over all
+// vectors (an axpy per coordinate, in the order of dot), so each value
+// is bit for bit vec_i·u; buf holds them.
+func (g *alphaSet) best(S int, u []float64, buf *[]float64) (float64, int) {
+	n := g.n(S)
+	if n == 0 {
+		return math.Inf(-1), -1
+	}
+	vals := grow(*buf, n)
+	*buf = vals
+	// 0 + x·c is x·c (up to the sign of a zero), so the first coordinate
+	// sets the values.
+	x := u[0]
+	for k, c := range g.cols[:n] {
+		vals[k] = x * c
+	}
+	for s := 1; s < S; s++ {
+		x := u[s]
+		if x == 0 {
+			continue // adds ±0: no value changes
+		}
+		blas64.Axpy(x, blas64.Vector{N: n, Inc: 1, Data: g.cols[s*n : (s+1)*n]}, blas64.Vector{N: n, Inc: 1, Data: vals})
+	}
+	bi, bv := 0, vals[0]
+	for i, v := range vals {
 		if v > bv {
-			bv, bi = v, i/S
+			bi, bv = i, v
 		}
 	}
 	return bv, bi
@@ -413,6 +473,7 @@ func normalize(b []float64, z float64) {
 // backupScratch is one worker's buffers for backups.
 type backupScratch struct {
 	pred, u, z, mb []float64
+	vals           []float64 // alphaSet.best's values
 	choice         []int
 }
 
@@ -453,7 +514,7 @@ func (p *beliefPlanner) qValue(h int, b []float64, a int, sc *backupScratch) flo
 		if unnorm(st.e, p.O, sc.pred, o, sc.u) == 0 {
 			continue
 		}
-		bv, bi := p.successor(h, o).best(p.S, sc.u)
+		bv, bi := p.successor(h, o).best(p.S, sc.u, &sc.vals)
 		if bi >= 0 {
 			v += bv
 			sc.choice[o] = bi
@@ -543,6 +604,8 @@ func (p *beliefPlanner) backupStep(ctx context.Context, h int) error {
 		g[c].vec = append(g[c].vec, vec...)
 		g[c].act = append(g[c].act, bestA)
 	}
+	g[0].finish(S)
+	g[1].finish(S)
 	p.gamma[h] = g
 	p.backups += int64(n * len(p.normal))
 	return nil
@@ -676,14 +739,14 @@ func (p *beliefPlanner) lookaheadCost(h int) int {
 // vectorAction is the action of the best α-vector of step h at b (the
 // point-based policy), falling back on the lookahead when the class has
 // no vector.
-func (p *beliefPlanner) vectorAction(h int, b []float64, end bool) int {
+func (p *beliefPlanner) vectorAction(h int, b []float64, end bool, sc *backupScratch) int {
 	c := 0
 	if end {
 		c = 1
 	}
 	g := &p.gamma[h][c]
-	if _, i := g.best(p.S, b); i >= 0 {
+	if _, i := g.best(p.S, b, &sc.vals); i >= 0 {
 		return g.act[i]
 	}
-	return p.lookahead(h, b, end, newBackupScratch(p.S, p.O))
+	return p.lookahead(h, b, end, sc)
 }

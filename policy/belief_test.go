@@ -231,19 +231,28 @@ func TestAutoPlanner(t *testing.T) {
 	}
 }
 
-// TestBeliefDeterministicAcrossWorkers: the same plan for 1 and 3 workers.
+// TestBeliefDeterministicAcrossWorkers: the same plan for 1, 2 and 3
+// workers, with the whole table and with a row budget that makes the
+// table walks stop at their limit.
 func TestBeliefDeterministicAcrossWorkers(t *testing.T) {
 	m, b := setup(t, 220, pessimismtest.Spec{States: 4, Obs: 3, Actions: 3, Horizon: 6}, 300)
 	b = b.WithAlpha(0.5)
-	p1, s1, err := policy.Plan(context.Background(), m, b, policy.PlanOptions{Planner: policy.PlannerBelief, Workers: 1, Points: 50})
-	if err != nil {
-		t.Fatal(err)
-	}
-	p3, s3, err := policy.Plan(context.Background(), m, b, policy.PlanOptions{Planner: policy.PlannerBelief, Workers: 3, Points: 50})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !reflect.DeepEqual(p1.Nodes, p3.Nodes) || *s1 != *s3 {
-		t.Fatalf("plans differ across worker counts: %+v vs %+v", s1, s3)
+	for _, rows := range []int64{0, 60} {
+		p1, s1, err := policy.Plan(context.Background(), m, b, policy.PlanOptions{Planner: policy.PlannerBelief, Workers: 1, Points: 50, RowBudget: rows})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rows > 0 && (len(p1.Nodes) > int(rows) || s1.Threshold == 0) {
+			t.Fatalf("row budget %d: %d rows, threshold %v", rows, len(p1.Nodes), s1.Threshold)
+		}
+		for _, w := range []int{2, 3} {
+			pw, sw, err := policy.Plan(context.Background(), m, b, policy.PlanOptions{Planner: policy.PlannerBelief, Workers: w, Points: 50, RowBudget: rows})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(p1.Nodes, pw.Nodes) || *s1 != *sw {
+				t.Fatalf("rows %d: plans differ between 1 and %d workers: %+v vs %+v", rows, w, s1, sw)
+			}
+		}
 	}
 }

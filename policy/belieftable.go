@@ -1,8 +1,13 @@
 package policy
 
 import (
+	"cmp"
 	"context"
 	"math"
+	"sync"
+	"sync/atomic"
+
+	"github.com/psrlcb/psrlcb/internal/parallel"
 )
 
 // The table's action is the one-step lookahead when it costs at most
@@ -35,11 +40,11 @@ type tableWalker struct {
 	over  bool
 	build bool
 	nodes []Node
-	memo  []map[string]int
-	nmemo int
+	memo  *actionMemo
 	ctx   context.Context
 
 	bel, pred [][]float64
+	rb        []float64 // a belief rounded to the grid (action)
 	weights   [][]float64
 	acc       [][]float64 // per depth: per fallback candidate, the cut children's sums
 	sc        *backupScratch
@@ -47,6 +52,47 @@ type tableWalker struct {
 	// reached, when not nil, collects the beliefs of the table's nodes per
 	// step (with their reach probability) during the building walk.
 	reached [][]bpoint
+
+	// Parallel walks (see walk). The top walker cuts the tree at depth
+	// frontier: collecting, it records the frontier nodes as tasks;
+	// replaying, it takes their results in the same order. The workers'
+	// walkers (pool, kept across walks) add their visits to the shared
+	// count (pending: visits not yet added).
+	frontier int
+	collect  bool
+	tasks    []walkTask
+	results  []walkResult
+	next     int
+	pool     []*tableWalker
+	shared   *atomic.Int64
+	pending  int64
+	err      error // a worker's failure (ctx or a panic) in the last walk
+}
+
+// walkTask is a frontier node of a parallel walk: the arguments of its
+// visit and its belief.
+type walkTask struct {
+	h, o             int
+	cond, reach, sum float64
+	bel              []float64
+}
+
+// walkResult is a frontier node's subtree: its values, action, nodes
+// (ids from 0, the task's node first, parent −1) and reached beliefs.
+type walkResult struct {
+	v       tval
+	a       int
+	nodes   []Node
+	reached [][]bpoint
+}
+
+// actionMemo maps a belief key of each step to the policy's action there,
+// shared by the walkers of a table. The action is a function of the key
+// (see action), so what the memo holds does not depend on which walker
+// computed it first.
+type actionMemo struct {
+	steps []sync.Map // [h]: beliefKey → int
+	n     atomic.Int64
 }
 
 // tval is what a table subtree returns, conditional on reaching its node:
@@ -59,7 +105,8 @@ type tval struct {
 
 func newTableWalker(bp *beliefPlanner, ft *fallbackTables) *tableWalker {
 	H, S := bp.H, bp.S
-	w := &tableWalker{bp: bp, ft: ft, memo: make([]map[string]int, H+1), sc: newBackupScratch(S, bp.O)}
+	w := &tableWalker{bp: bp, ft: ft, memo: &actionMemo{steps: make([]sync.Map, H+1)}, sc: newBackupScratch(S, bp.O)}
+	w.rb = make([]float64, S)
 	w.bel = make([][]float64, H+2)
 	w.pred = make([][]float64, H+2)
 	w.weights = make([][]float64, H+2)
@@ -70,28 +117,34 @@ func newTableWalker(bp *beliefPlanner, ft *fallbackTables) *tableWalker {
 		w.weights[h] = make([]float64, bp.A)
 		w.acc[h] = make([]float64, 4*bp.A)
 	}
-	for h := range w.memo {
-		w.memo[h] = map[string]int{}
-	}
 	return w
 }
 
-// action is the belief policy's action at belief b over s_h (memoised by
-// belief, since histories with the same belief share it).
+// action is the belief policy's action at belief b over s_h. It is
+// computed at b rounded to the grid of beliefKey, so it is a function of
+// the key alone, and the memo (by key: histories with the same belief
+// share their action) returns what a computation would, whichever walker
+// saw the key first: the walk's result does not depend on the memo, its
+// limit or the worker count.
 func (w *tableWalker) action(h int, b []float64, end bool) int {
 	k := beliefKey(b, end)
-	if a, ok := w.memo[h][k]; ok {
-		return a
+	if a, ok := w.memo.steps[h].Load(k); ok {
+		return a.(int)
+	}
+	rb := w.rb
+	for s, x := range b {
+		rb[s] = math.Round(x*beliefGrid) / beliefGrid
 	}
 	var a int
 	if w.look[h] {
-		a = w.bp.lookahead(h, b, end, w.sc)
+		a = w.bp.lookahead(h, rb, end, w.sc)
 	} else {
-		a = w.bp.vectorAction(h, b, end)
+		a = w.bp.vectorAction(h, rb, end, w.sc)
 	}
-	if w.nmemo < memoLimit {
-		w.memo[h][k] = a
-		w.nmemo++
+	if w.memo.n.Load() < memoLimit {
+		if _, loaded := w.memo.steps[h].LoadOrStore(k, a); !loaded {
+			w.memo.n.Add(1)
+		}
 	}
 	return a
 }
@@ -99,9 +152,98 @@ func (w *tableWalker) action(h int, b []float64, end bool) int {
 // walk visits every node of the policy's tree with reach ≥ eps (all of
 // step 1), counting them, and, when build is set, appends them to nodes.
 // It returns the root values (unconditional).
+//
+// With more than one worker the tree is cut at the shallowest depth that
+// has at least walkTasks nodes per worker (the levels above are few and
+// cheap): a first pass over the levels above collects the frontier
+// nodes, the workers walk their subtrees, and a second pass over the
+// levels above joins the results in the order of the sequential walk.
+// Nodes, values and reached beliefs are therefore those of the
+// sequential walk, whatever the worker count. Every visit is added to
+// one shared count; the walk is over the limit exactly when the
+// sequential one would be (the full count exceeds it), since a worker
+// stops only once the shared count, a part of the full one, has passed
+// the limit.
 func (w *tableWalker) walk(ctx context.Context, eps float64, limit int64, build bool) tval {
+	w.ctx, w.eps, w.limit, w.build, w.err = ctx, eps, limit, build, nil
+	workers := parallel.Workers(w.bp.workers)
+	if workers <= 1 || w.bp.H == 1 {
+		w.frontier = 0
+		return w.walkLevels(false)
+	}
+	// Collect: the shallowest frontier with enough tasks.
+	w.collect = true
+	for w.frontier = 2; ; w.frontier++ {
+		w.tasks = w.tasks[:0]
+		w.walkLevels(false)
+		if w.over || len(w.tasks) >= walkTasks*workers || w.frontier == w.bp.H {
+			break
+		}
+	}
+	w.collect = false
+	if w.over {
+		return tval{}
+	}
+	top := w.count
+	for len(w.pool) < workers {
+		c := newTableWalker(w.bp, w.ft)
+		c.look, c.memo = w.look, w.memo
+		w.pool = append(w.pool, c)
+	}
+	var shared atomic.Int64
+	shared.Store(top)
+	w.results = make([]walkResult, len(w.tasks))
+	free := make(chan *tableWalker, workers)
+	for _, c := range w.pool[:workers] {
+		free <- c
+	}
+	err := parallel.ForWith(ctx, len(w.tasks), workers, func() *tableWalker {
+		c := <-free
+		c.ctx, c.eps, c.limit, c.build, c.over = ctx, eps, limit, build, false
+		c.shared, c.pending, c.frontier = &shared, 0, 0
+		return c
+	}, func(c *tableWalker, i int) error {
+		if c.over {
+			return nil
+		}
+		t := &w.tasks[i]
+		c.nodes = c.nodes[:0]
+		c.reached = nil
+		if build && w.reached != nil {
+			c.reached = make([][]bpoint, w.bp.H+1)
+		}
+		copy(c.bel[t.h], t.bel)
+		v, a := c.visit(t.h, t.o, -1, t.cond, t.reach, t.sum)
+		c.flush()
+		w.results[i] = walkResult{v: v, a: a, nodes: append([]Node(nil), c.nodes...), reached: c.reached}
+		return nil
+	})
+	if err != nil {
+		w.over, w.err = true, err
+		return tval{}
+	}
+	if shared.Load() > limit {
+		w.over = true
+		return tval{}
+	}
+	// Replay the levels above the frontier with the results.
+	w.next = 0
+	v := w.walkLevels(true)
+	w.count = shared.Load()
+	w.results = nil
+	return v
+}
+
+// walkTasks is the least number of frontier subtrees per worker of a
+// parallel walk: enough for the subtrees' unequal sizes to even out.
+const walkTasks = 16
+
+// walkLevels is the sequential walk from the root (to the frontier, when
+// there is one). The count starts at zero; replaying, the frontier
+// results' counts are not added (walk adds them).
+func (w *tableWalker) walkLevels(replay bool) tval {
 	bp := w.bp
-	w.ctx, w.eps, w.limit, w.build, w.count, w.over = ctx, eps, limit, build, 0, false
+	w.count, w.over = 0, false
 	w.nodes = w.nodes[:0]
 	first := make([]float64, bp.O)
 	bp.m.FirstObsProbs(first)
@@ -121,6 +263,18 @@ func (w *tableWalker) walk(ctx context.Context, eps float64, limit int64, build 
 	return tot
 }
 
+// flush adds a worker's pending visits to the shared count and marks the
+// walk over once the count passes the limit.
+func (w *tableWalker) flush() {
+	if w.shared == nil {
+		return
+	}
+	if w.shared.Add(w.pending) > w.limit {
+		w.over = true
+	}
+	w.pending = 0
+}
+
 func (t *tval) add(p float64, v tval) {
 	t.r += p * v.r
 	t.b += p * v.b
@@ -133,8 +287,38 @@ func (t *tval) add(p float64, v tval) {
 // sum. It returns the node's values and its action.
 func (w *tableWalker) visit(h, o int, parent int64, cond, reach, sum float64) (tval, int) {
 	bp := w.bp
+	if h == w.frontier {
+		if w.collect {
+			w.tasks = append(w.tasks, walkTask{h: h, o: o, cond: cond, reach: reach, sum: sum, bel: append([]float64(nil), w.bel[h]...)})
+			return tval{}, 0
+		}
+		r := &w.results[w.next]
+		w.next++
+		off := int64(len(w.nodes))
+		if w.build {
+			for _, n := range r.nodes {
+				n.ID += off
+				if n.Parent >= 0 {
+					n.Parent += off
+				} else {
+					n.Parent = parent
+				}
+				w.nodes = append(w.nodes, n)
+			}
+		}
+		if w.build && w.reached != nil {
+			for t := range r.reached {
+				w.reached[t] = append(w.reached[t], r.reached[t]...)
+			}
+		}
+		return r.v, r.a
+	}
 	w.count++
-	if w.count > w.limit {
+	if w.shared != nil {
+		if w.pending++; w.pending >= 1<<10 {
+			w.flush()
+		}
+	} else if w.count > w.limit {
 		w.over = true
 	}
 	if w.over || (w.count&0xfff == 0 && w.ctx.Err() != nil) {
@@ -146,7 +330,7 @@ func (w *tableWalker) visit(h, o int, parent int64, cond, reach, sum float64) (t
 	a := w.action(h, b, end)
 	st := &bp.tab[h][a]
 	id := int64(len(w.nodes))
-	if w.build && w.reached != nil {
+	if w.build && w.reached != nil && !w.collect {
 		w.reached[h] = append(w.reached[h], bpoint{b: append([]float64(nil), b...), w: reach, end: end, key: beliefKey(b, end)})
 	}
 	if w.build {
@@ -277,7 +461,7 @@ func (w *tableWalker) table(ctx context.Context, rows int64) (*Policy, tval, flo
 			try = 0
 		}
 		w.walk(ctx, try, rows, false)
-		if err := ctx.Err(); err != nil {
+		if err := cmp.Or(w.err, ctx.Err()); err != nil {
 			return nil, tval{}, 0, err
 		}
 		if w.over {
@@ -296,7 +480,7 @@ func (w *tableWalker) table(ctx context.Context, rows int64) (*Policy, tval, flo
 		}
 	}
 	v := w.walk(ctx, eps, math.MaxInt64, true)
-	if err := ctx.Err(); err != nil {
+	if err := cmp.Or(w.err, ctx.Err()); err != nil {
 		return nil, tval{}, 0, err
 	}
 	pol := &Policy{Horizon: w.bp.H, Nodes: append([]Node(nil), w.nodes...)}

@@ -1,6 +1,7 @@
 package report
 
 import (
+	"container/heap"
 	"math"
 	"slices"
 	"sort"
@@ -217,17 +218,47 @@ func topNodes(pol *policy.Policy, top int) []bool {
 		}
 		return keep
 	}
-	idx := make([]int, len(pol.Nodes))
-	for i := range idx {
-		idx[i] = i
+	// The top nodes by reach (ties to the earlier node): a heap of the
+	// best top seen so far, its worst node at the root, so the cost is
+	// O(n log top) on tables of millions of rows.
+	h := &reachHeap{nodes: pol.Nodes}
+	for i := range pol.Nodes {
+		if len(h.idx) < top {
+			heap.Push(h, i)
+		} else if pol.Nodes[i].ReachProb > pol.Nodes[h.idx[0]].ReachProb {
+			h.idx[0] = i
+			heap.Fix(h, 0)
+		}
 	}
-	sort.SliceStable(idx, func(a, b int) bool { return pol.Nodes[idx[a]].ReachProb > pol.Nodes[idx[b]].ReachProb })
-	for _, i := range idx[:top] {
+	for _, i := range h.idx {
 		for j := int64(i); j >= 0 && !keep[j]; j = pol.Nodes[j].Parent {
 			keep[j] = true
 		}
 	}
 	return keep
+}
+
+// reachHeap is a min-heap of node indices by reach, the later node
+// first among equal reaches (it is the one a stable sort ranks lower).
+type reachHeap struct {
+	nodes []policy.Node
+	idx   []int
+}
+
+func (h *reachHeap) Len() int { return len(h.idx) }
+func (h *reachHeap) Less(a, b int) bool {
+	ra, rb := h.nodes[h.idx[a]].ReachProb, h.nodes[h.idx[b]].ReachProb
+	if ra != rb {
+		return ra < rb
+	}
+	return h.idx[a] > h.idx[b]
+}
+func (h *reachHeap) Swap(a, b int) { h.idx[a], h.idx[b] = h.idx[b], h.idx[a] }
+func (h *reachHeap) Push(x any)    { h.idx = append(h.idx, x.(int)) }
+func (h *reachHeap) Pop() any {
+	x := h.idx[len(h.idx)-1]
+	h.idx = h.idx[:len(h.idx)-1]
+	return x
 }
 
 // clearlyMore says a count a is clearly above b among the a+b visits that

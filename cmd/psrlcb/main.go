@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"runtime/pprof"
 	"sort"
 	"syscall"
 
@@ -87,9 +88,35 @@ func newApp() *cli.App {
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	stopProfile := startProfile(os.Getenv("PSRLCB_CPUPROFILE"), os.Stderr)
 	code := run(ctx, newApp(), os.Args, os.Stdout, os.Stderr)
+	stopProfile()
 	stop()
 	os.Exit(code)
+}
+
+// startProfile writes a CPU profile of the run to path (the environment
+// variable PSRLCB_CPUPROFILE; nothing when empty), for `go tool pprof`
+// when a run is slower than expected. A profile that cannot be started is
+// reported and the run goes on.
+func startProfile(path string, stderr io.Writer) (stop func()) {
+	if path == "" {
+		return func() {}
+	}
+	f, err := os.Create(path)
+	if err == nil {
+		if err = pprof.StartCPUProfile(f); err != nil {
+			f.Close()
+		}
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "psrlcb: PSRLCB_CPUPROFILE: %v (no profile written)\n", err)
+		return func() {}
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}
 }
 
 // run runs the command line args (args[0] is the program's name) as main
