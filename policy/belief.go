@@ -114,6 +114,10 @@ func (g *alphaSet) finish(S int) {
 	}
 }
 
+// rowwiseBest: sets of fewer vectors are valued by one dot product per
+// vector, where the per-call cost of the column-wise axpys would dominate.
+const rowwiseBest = 32
+
 // exactKey is v's bits as a map key.
 func exactKey(v []float64) string {
 	buf := make([]byte, 8*len(v))
@@ -131,6 +135,15 @@ func (g *alphaSet) best(S int, u []float64, buf *[]float64) (float64, int) {
 	n := g.n(S)
 	if n == 0 {
 		return math.Inf(-1), -1
+	}
+	if n < rowwiseBest {
+		bv, bi := math.Inf(-1), -1
+		for i := 0; i < len(g.vec); i += S {
+			if v := dot(g.vec[i:i+S], u); v > bv {
+				bv, bi = v, i/S
+			}
+		}
+		return bv, bi
 	}
 	vals := grow(*buf, n)
 	*buf = vals
@@ -265,14 +278,18 @@ func quad(m, b []float64) float64 {
 }
 
 func beliefKey(b []float64, end bool) string {
-	buf := make([]byte, 8*len(b)+1)
-	for s, x := range b {
-		binary.LittleEndian.PutUint64(buf[8*s:], uint64(math.Round(x*beliefGrid)))
+	return string(appendBeliefKey(make([]byte, 0, 8*len(b)+1), b, end))
+}
+
+// appendBeliefKey appends the bytes of beliefKey(b, end) to buf.
+func appendBeliefKey(buf []byte, b []float64, end bool) []byte {
+	for _, x := range b {
+		buf = binary.LittleEndian.AppendUint64(buf, uint64(math.Round(x*beliefGrid)))
 	}
 	if end {
-		buf[len(buf)-1] = 1
+		return append(buf, 1)
 	}
-	return string(buf)
+	return append(buf, 0)
 }
 
 // buildPoints collects the belief points of every step by forward

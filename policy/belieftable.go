@@ -3,6 +3,8 @@ package policy
 import (
 	"cmp"
 	"context"
+	"encoding/binary"
+	"hash/maphash"
 	"math"
 	"sync"
 	"sync/atomic"
@@ -45,6 +47,7 @@ type tableWalker struct {
 
 	bel, pred [][]float64
 	rb        []float64 // a belief rounded to the grid (action)
+	key       []byte    // the memo key being looked up (action)
 	weights   [][]float64
 	acc       [][]float64 // per depth: per fallback candidate, the cut children's sums
 	sc        *backupScratch
@@ -89,10 +92,52 @@ type walkResult struct {
 // actionMemo maps a belief key of each step to the policy's action there,
 // shared by the walkers of a table. The action is a function of the key
 // (see action), so what the memo holds does not depend on which walker
-// computed it first.
+// computed it first. Lookups do not allocate (the map is indexed by the
+// key bytes), which matters on tables of millions of rows.
 type actionMemo struct {
-	steps []sync.Map // [h]: beliefKey → int
-	n     atomic.Int64
+	seed   maphash.Seed
+	shards [memoShards]memoShard
+	n      atomic.Int64
+}
+
+type memoShard struct {
+	mu sync.RWMutex
+	m  map[string]int
+}
+
+const memoShards = 64
+
+func newActionMemo() *actionMemo {
+	am := &actionMemo{seed: maphash.MakeSeed()}
+	for i := range am.shards {
+		am.shards[i].m = map[string]int{}
+	}
+	return am
+}
+
+func (am *actionMemo) shard(key []byte) *memoShard {
+	return &am.shards[maphash.Bytes(am.seed, key)%memoShards]
+}
+
+func (am *actionMemo) load(key []byte) (int, bool) {
+	sh := am.shard(key)
+	sh.mu.RLock()
+	a, ok := sh.m[string(key)]
+	sh.mu.RUnlock()
+	return a, ok
+}
+
+func (am *actionMemo) store(key []byte, a int) {
+	if am.n.Load() >= memoLimit {
+		return
+	}
+	sh := am.shard(key)
+	sh.mu.Lock()
+	if _, ok := sh.m[string(key)]; !ok {
+		sh.m[string(key)] = a
+		am.n.Add(1)
+	}
+	sh.mu.Unlock()
 }
 
 // tval is what a table subtree returns, conditional on reaching its node:
@@ -105,7 +150,7 @@ type tval struct {
 
 func newTableWalker(bp *beliefPlanner, ft *fallbackTables) *tableWalker {
 	H, S := bp.H, bp.S
-	w := &tableWalker{bp: bp, ft: ft, memo: &actionMemo{steps: make([]sync.Map, H+1)}, sc: newBackupScratch(S, bp.O)}
+	w := &tableWalker{bp: bp, ft: ft, memo: newActionMemo(), sc: newBackupScratch(S, bp.O)}
 	w.rb = make([]float64, S)
 	w.bel = make([][]float64, H+2)
 	w.pred = make([][]float64, H+2)
@@ -127,9 +172,12 @@ func newTableWalker(bp *beliefPlanner, ft *fallbackTables) *tableWalker {
 // saw the key first: the walk's result does not depend on the memo, its
 // limit or the worker count.
 func (w *tableWalker) action(h int, b []float64, end bool) int {
-	k := beliefKey(b, end)
-	if a, ok := w.memo.steps[h].Load(k); ok {
-		return a.(int)
+	// The key: the step, then the belief on the grid and the class.
+	k := binary.LittleEndian.AppendUint32(w.key[:0], uint32(h))
+	k = appendBeliefKey(k, b, end)
+	w.key = k
+	if a, ok := w.memo.load(k); ok {
+		return a
 	}
 	rb := w.rb
 	for s, x := range b {
@@ -141,11 +189,7 @@ func (w *tableWalker) action(h int, b []float64, end bool) int {
 	} else {
 		a = w.bp.vectorAction(h, rb, end, w.sc)
 	}
-	if w.memo.n.Load() < memoLimit {
-		if _, loaded := w.memo.steps[h].LoadOrStore(k, a); !loaded {
-			w.memo.n.Add(1)
-		}
-	}
+	w.memo.store(k, a)
 	return a
 }
 
@@ -226,8 +270,12 @@ func (w *tableWalker) walk(ctx context.Context, eps float64, limit int64, build 
 		w.over = true
 		return tval{}
 	}
-	// Replay the levels above the frontier with the results.
+	// Replay the levels above the frontier with the results, into a
+	// table of the exact size (it may have millions of rows).
 	w.next = 0
+	if build {
+		w.nodes = make([]Node, 0, shared.Load())
+	}
 	v := w.walkLevels(true)
 	w.count = shared.Load()
 	w.results = nil
@@ -311,6 +359,8 @@ func (w *tableWalker) visit(h, o int, parent int64, cond, reach, sum float64) (t
 				w.reached[t] = append(w.reached[t], r.reached[t]...)
 			}
 		}
+		// The subtree is in w.nodes now: let its copy go.
+		r.nodes, r.reached = nil, nil
 		return r.v, r.a
 	}
 	w.count++
@@ -336,13 +386,22 @@ func (w *tableWalker) visit(h, o int, parent int64, cond, reach, sum float64) (t
 	if w.build {
 		w.nodes = append(w.nodes, Node{ID: id, Parent: parent, Step: int32(h), Obs: bp.m.ObsVocab[o], Action: bp.m.ActVocab[a], ReachProb: reach})
 	}
+	// Only the building walk's values are used: a count or a collecting
+	// pass needs the tree's shape alone.
+	values := w.build && !w.collect
+	if !values && h == bp.H {
+		return tval{}, a
+	}
 	v := tval{r: dot(st.r, b)}
 	if h == bp.H {
 		v.b, v.sum = bp.bonus.Value(sum), sum
 		w.finish(id, v, a)
 		return v, a
 	}
-	s2 := sum + max(quad(st.m, b), 0)
+	s2 := sum
+	if w.build { // the collecting pass hands the sums to the frontier tasks
+		s2 += max(quad(st.m, b), 0)
+	}
 	pred, next := w.pred[h], w.bel[h+1]
 	predict(st.t, b, pred)
 	weights, acc := w.weights[h], w.acc[h]
@@ -357,7 +416,9 @@ func (w *tableWalker) visit(h, o int, parent int64, cond, reach, sum float64) (t
 		}
 		if reach*z < w.eps {
 			cut = true
-			w.standIn(h, acts, next, z, s2, acc)
+			if values {
+				w.standIn(h, acts, next, z, s2, acc)
+			}
 			continue
 		}
 		cv, ca := w.visit(h+1, o2, id, z, reach*z, s2)
@@ -366,6 +427,9 @@ func (w *tableWalker) visit(h, o int, parent int64, cond, reach, sum float64) (t
 		}
 		v.add(z, cv)
 		weights[ca] += z
+	}
+	if !values {
+		return tval{}, a
 	}
 	fb := a
 	if cut {
@@ -483,7 +547,9 @@ func (w *tableWalker) table(ctx context.Context, rows int64) (*Policy, tval, flo
 	if err := cmp.Or(w.err, ctx.Err()); err != nil {
 		return nil, tval{}, 0, err
 	}
-	pol := &Policy{Horizon: w.bp.H, Nodes: append([]Node(nil), w.nodes...)}
+	// The walker is done: the policy takes its nodes.
+	pol := &Policy{Horizon: w.bp.H, Nodes: w.nodes}
+	w.nodes = nil
 	return pol, v, eps, nil
 }
 
