@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"runtime/debug"
 	"sort"
 	"strconv"
 	"time"
@@ -446,6 +447,12 @@ func fit(ctx context.Context, d *ingest.Dataset, inputs []string, opts Options) 
 		return nil, err
 	}
 	out.Policy, out.Plan = pol, stats
+	if len(pol.Nodes) >= largeTable {
+		// The planner's working copies of a table of millions of rows
+		// are garbage now; collect them before the report allocates, so
+		// the heap does not grow to twice the planner's peak.
+		debug.FreeOSMemory()
+	}
 	prog.Advance(min(stats.Nodes, planWork), fmt.Sprintf("%d nodes", stats.Nodes))
 	if out.Selection != nil && opts.LCBCorrection == LCBCorrectionCrossFit {
 		if err := correctBound(ctx, out, cf.planA, cf.bonusA, cf.evalB, cf.bonusB, fit.Model, bonus, opts.Seed); err != nil {
@@ -647,3 +654,7 @@ func warmStart(o estimate.Options, m *estimate.Model, d *ingest.Dataset, restart
 	}
 	return o
 }
+
+// largeTable is the policy table size (rows) past which the driver
+// returns the planner's garbage to the system before the report.
+const largeTable = 1 << 20

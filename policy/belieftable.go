@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/binary"
+	"fmt"
 	"hash/maphash"
 	"math"
 	"sync"
@@ -70,6 +71,17 @@ type tableWalker struct {
 	shared   *atomic.Int64
 	pending  int64
 	err      error // a worker's failure (ctx or a panic) in the last walk
+
+	// Placing (see walk): the subtree sizes of the last complete
+	// parallel walk and its threshold and frontier; while placed, the
+	// replay writes the levels above the frontier at pos in a table of
+	// full length, around subtrees the workers wrote in place.
+	sizes         []int64
+	sizesEps      float64
+	sizesFrontier int
+	placed        bool
+	pos           int64
+	offs          []int64
 }
 
 // walkTask is a frontier node of a parallel walk: the arguments of its
@@ -78,6 +90,7 @@ type walkTask struct {
 	h, o             int
 	cond, reach, sum float64
 	bel              []float64
+	above            int64 // nodes visited above the frontier before this one
 }
 
 // walkResult is a frontier node's subtree: its values, action, nodes
@@ -85,6 +98,7 @@ type walkTask struct {
 type walkResult struct {
 	v       tval
 	a       int
+	count   int64
 	nodes   []Node
 	reached [][]bpoint
 }
@@ -234,6 +248,21 @@ func (w *tableWalker) walk(ctx context.Context, eps float64, limit int64, build 
 		c.look, c.memo = w.look, w.memo
 		w.pool = append(w.pool, c)
 	}
+	// A building walk at the threshold of the last complete walk knows
+	// every subtree's size: the table is allocated at full length and
+	// each worker writes its subtrees in place, so a table of millions of
+	// rows is never held twice.
+	w.placed = build && w.sizes != nil && eps == w.sizesEps && w.frontier == w.sizesFrontier && len(w.sizes) == len(w.tasks)
+	if w.placed {
+		w.offs = make([]int64, len(w.tasks))
+		total, below := top, int64(0)
+		for i := range w.tasks {
+			w.offs[i] = w.tasks[i].above + below
+			below += w.sizes[i]
+		}
+		total += below
+		w.nodes = make([]Node, total)
+	}
 	var shared atomic.Int64
 	shared.Store(top)
 	w.results = make([]walkResult, len(w.tasks))
@@ -251,7 +280,13 @@ func (w *tableWalker) walk(ctx context.Context, eps float64, limit int64, build 
 			return nil
 		}
 		t := &w.tasks[i]
+		c.count = 0
 		c.nodes = c.nodes[:0]
+		var off int64
+		if w.placed {
+			off = w.offs[i]
+			c.nodes = w.nodes[off : off : off+w.sizes[i]]
+		}
 		c.reached = nil
 		if build && w.reached != nil {
 			c.reached = make([][]bpoint, w.bp.H+1)
@@ -259,26 +294,47 @@ func (w *tableWalker) walk(ctx context.Context, eps float64, limit int64, build 
 		copy(c.bel[t.h], t.bel)
 		v, a := c.visit(t.h, t.o, -1, t.cond, t.reach, t.sum)
 		c.flush()
-		w.results[i] = walkResult{v: v, a: a, nodes: append([]Node(nil), c.nodes...), reached: c.reached}
+		r := walkResult{v: v, a: a, count: c.count, reached: c.reached}
+		switch {
+		case w.placed:
+			if int64(len(c.nodes)) != w.sizes[i] || (len(c.nodes) > 0 && &c.nodes[0] != &w.nodes[off]) {
+				return fmt.Errorf("internal error: subtree %d of the table walk has %d nodes, its earlier walk %d", i, len(c.nodes), w.sizes[i])
+			}
+			for k := range c.nodes {
+				n := &c.nodes[k]
+				n.ID += off
+				if n.Parent >= 0 {
+					n.Parent += off
+				}
+			}
+			c.nodes = nil
+		case build:
+			r.nodes = append([]Node(nil), c.nodes...)
+		}
+		w.results[i] = r
 		return nil
 	})
 	if err != nil {
-		w.over, w.err = true, err
+		w.over, w.err, w.placed = true, err, false
 		return tval{}
 	}
 	if shared.Load() > limit {
-		w.over = true
+		w.over, w.placed = true, false
 		return tval{}
 	}
-	// Replay the levels above the frontier with the results, into a
-	// table of the exact size (it may have millions of rows).
-	w.next = 0
-	if build {
+	w.sizes, w.sizesEps, w.sizesFrontier = make([]int64, len(w.results)), eps, w.frontier
+	for i := range w.results {
+		w.sizes[i] = w.results[i].count
+	}
+	// Replay the levels above the frontier with the results (into a
+	// table of the exact size when not placed).
+	w.next, w.pos = 0, 0
+	if build && !w.placed {
 		w.nodes = make([]Node, 0, shared.Load())
 	}
 	v := w.walkLevels(true)
 	w.count = shared.Load()
-	w.results = nil
+	w.results, w.placed = nil, false
 	return v
 }
 
@@ -292,7 +348,9 @@ const walkTasks = 16
 func (w *tableWalker) walkLevels(replay bool) tval {
 	bp := w.bp
 	w.count, w.over = 0, false
-	w.nodes = w.nodes[:0]
+	if !w.placed {
+		w.nodes = w.nodes[:0]
+	}
 	first := make([]float64, bp.O)
 	bp.m.FirstObsProbs(first)
 	var tot tval
@@ -337,11 +395,18 @@ func (w *tableWalker) visit(h, o int, parent int64, cond, reach, sum float64) (t
 	bp := w.bp
 	if h == w.frontier {
 		if w.collect {
-			w.tasks = append(w.tasks, walkTask{h: h, o: o, cond: cond, reach: reach, sum: sum, bel: append([]float64(nil), w.bel[h]...)})
+			w.tasks = append(w.tasks, walkTask{h: h, o: o, cond: cond, reach: reach, sum: sum, bel: append([]float64(nil), w.bel[h]...), above: w.count})
 			return tval{}, 0
 		}
 		r := &w.results[w.next]
 		w.next++
+		if w.placed {
+			if r.count > 0 {
+				w.nodes[w.pos].Parent = parent
+			}
+			w.pos += r.count
+			return r.v, r.a
+		}
 		off := int64(len(w.nodes))
 		if w.build {
 			for _, n := range r.nodes {
@@ -380,11 +445,20 @@ func (w *tableWalker) visit(h, o int, parent int64, cond, reach, sum float64) (t
 	a := w.action(h, b, end)
 	st := &bp.tab[h][a]
 	id := int64(len(w.nodes))
+	if w.placed {
+		id = w.pos
+		w.pos++
+	}
 	if w.build && w.reached != nil && !w.collect {
 		w.reached[h] = append(w.reached[h], bpoint{b: append([]float64(nil), b...), w: reach, end: end, key: beliefKey(b, end)})
 	}
 	if w.build {
-		w.nodes = append(w.nodes, Node{ID: id, Parent: parent, Step: int32(h), Obs: bp.m.ObsVocab[o], Action: bp.m.ActVocab[a], ReachProb: reach})
+		n := Node{ID: id, Parent: parent, Step: int32(h), Obs: bp.m.ObsVocab[o], Action: bp.m.ActVocab[a], ReachProb: reach}
+		if w.placed {
+			w.nodes[id] = n
+		} else {
+			w.nodes = append(w.nodes, n)
+		}
 	}
 	// Only the building walk's values are used: a count or a collecting
 	// pass needs the tree's shape alone.

@@ -1,11 +1,13 @@
 package policy
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -266,15 +268,11 @@ func appendNodes(p *Policy, rec arrow.Record, col []int, path string) error {
 // check validates the tree layout that Cursor relies on; name is the file
 // for messages.
 func (p *Policy) check(name string) error {
-	type key struct {
-		parent int64
-		obs    string
-	}
-	seen := make(map[key]int, len(p.Nodes))
+	dup, first := p.repeatedObs()
 	for i := range p.Nodes {
 		n := &p.Nodes[i]
 		row := func(format string, args ...any) error {
-			return fmt.Errorf("%w: %s: row %d (node %d): %s", ErrFile, name, i, n.ID, fmt.Sprintf(format, args...))
+			return rowError(name, i, n.ID, format, args...)
 		}
 		if n.ID != int64(i) {
 			return row("node is %d, want the row index %d", n.ID, i)
@@ -296,11 +294,43 @@ func (p *Policy) check(name string) error {
 				return row("infinite value %v", v)
 			}
 		}
-		k := key{n.Parent, n.Obs}
-		if j, dup := seen[k]; dup {
-			return row("observation %q repeats row %d under the same parent", n.Obs, j)
+		if i == dup {
+			return row("observation %q repeats row %d under the same parent", n.Obs, first)
 		}
-		seen[k] = i
 	}
 	return nil
+}
+
+// repeatedObs returns the first row (in file order) whose (parent,
+// observation) repeats an earlier row's, and that earlier row's first
+// occurrence; −1, −1 when none does. The rows are sorted by (parent,
+// observation, row), so a repeat follows its group's first row: a sort
+// of 4-byte row numbers, where a map of (parent, observation) keys would
+// take gigabytes on tables of millions of rows.
+func (p *Policy) repeatedObs() (dup, first int) {
+	idx := make([]int32, len(p.Nodes))
+	for i := range idx {
+		idx[i] = int32(i)
+	}
+	slices.SortFunc(idx, func(a, b int32) int {
+		na, nb := &p.Nodes[a], &p.Nodes[b]
+		return cmp.Or(cmp.Compare(na.Parent, nb.Parent), strings.Compare(na.Obs, nb.Obs), cmp.Compare(a, b))
+	})
+	dup, first = -1, -1
+	start := 0 // the first position of the current group
+	for k := 1; k < len(idx); k++ {
+		a, b := &p.Nodes[idx[k-1]], &p.Nodes[idx[k]]
+		if a.Parent != b.Parent || a.Obs != b.Obs {
+			start = k
+			continue
+		}
+		if k == start+1 && (dup < 0 || int(idx[k]) < dup) {
+			dup, first = int(idx[k]), int(idx[start])
+		}
+	}
+	return dup, first
+}
+
+func rowError(name string, i int, id int64, format string, args ...any) error {
+	return fmt.Errorf("%w: %s: row %d (node %d): %s", ErrFile, name, i, id, fmt.Sprintf(format, args...))
 }

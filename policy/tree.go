@@ -1,5 +1,11 @@
 package policy
 
+import (
+	"cmp"
+	"slices"
+	"strings"
+)
+
 // Node is one decision node of a history-dependent policy: the history
 // o_1,a_1,…,o_h that leads to it is the path from the root, and Action is
 // what the policy takes there. One Node is one row of policy.arrow.
@@ -24,32 +30,67 @@ type Policy struct {
 	Horizon int
 	Nodes   []Node
 
-	children map[childKey]int64
+	// The child index (built on first use): the children of node k
+	// (k = −1 for step 1) are kids[first[k+1]:first[k+2]], sorted by
+	// observation, then by row. Eight to sixteen bytes per node, where a
+	// map would take several times that on tables of millions of rows.
+	first []int64
+	kids  []int64
 }
 
-type childKey struct {
-	parent int64
-	obs    string
-}
-
-// index builds the (parent, observation) → node map on first use.
+// index builds the child index on first use.
 func (p *Policy) index() {
-	if p.children != nil {
+	if p.first != nil {
 		return
 	}
-	p.children = make(map[childKey]int64, len(p.Nodes))
+	n := len(p.Nodes)
+	first := make([]int64, n+2)
 	for i := range p.Nodes {
-		n := &p.Nodes[i]
-		p.children[childKey{n.Parent, n.Obs}] = int64(i)
+		if k := p.Nodes[i].Parent + 1; k >= 0 && k <= int64(n) {
+			first[k+1]++
+		}
 	}
+	for k := 1; k < len(first); k++ {
+		first[k] += first[k-1]
+	}
+	kids := make([]int64, first[n+1])
+	next := append([]int64(nil), first[:n+1]...)
+	for i := range p.Nodes {
+		if k := p.Nodes[i].Parent + 1; k >= 0 && k <= int64(n) {
+			kids[next[k]] = int64(i)
+			next[k]++
+		}
+	}
+	for k := 0; k <= n; k++ {
+		seg := kids[first[k]:first[k+1]]
+		slices.SortFunc(seg, func(a, b int64) int {
+			return cmp.Or(strings.Compare(p.Nodes[a].Obs, p.Nodes[b].Obs), cmp.Compare(a, b))
+		})
+	}
+	p.first, p.kids = first, kids
 }
 
 // Child returns the node reached from parent (−1 for the root level) on
-// observation obs, and whether it exists.
+// observation obs, and whether it exists. Should two children share the
+// observation (a policy that ReadFile would refuse), the later row wins.
 func (p *Policy) Child(parent int64, obs string) (int64, bool) {
 	p.index()
-	id, ok := p.children[childKey{parent, obs}]
-	return id, ok
+	if parent < -1 || parent >= int64(len(p.Nodes)) {
+		return 0, false
+	}
+	seg := p.kids[p.first[parent+1]:p.first[parent+2]]
+	// The first child whose observation sorts after obs; the one before
+	// it is the last row with obs, if any.
+	j, _ := slices.BinarySearchFunc(seg, obs, func(id int64, o string) int {
+		if p.Nodes[id].Obs <= o {
+			return -1
+		}
+		return 1
+	})
+	if j == 0 || p.Nodes[seg[j-1]].Obs != obs {
+		return 0, false
+	}
+	return seg[j-1], true
 }
 
 // Cursor follows one episode through the policy with the lookup rule of the
