@@ -1,0 +1,38 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestStartProfile: PSRLCB_CPUPROFILE writes a profile that pprof can
+// read (it starts with gzip's magic bytes); an unwritable path is
+// reported and the run goes on; an empty path does nothing.
+func TestStartProfile(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "cpu.prof")
+	var stderr bytes.Buffer
+	stop := startProfile(path, &stderr)
+	x := 0
+	for i := 0; i < 1e7; i++ {
+		x += i % 7
+	}
+	stop()
+	b, err := os.ReadFile(path)
+	if err != nil || len(b) < 2 || b[0] != 0x1f || b[1] != 0x8b || stderr.Len() != 0 {
+		t.Fatalf("profile: %d bytes, err %v, stderr %q (x=%d)", len(b), err, stderr.String(), x)
+	}
+	stderr.Reset()
+	startProfile(filepath.Join(dir, "missing", "cpu.prof"), &stderr)()
+	if !strings.Contains(stderr.String(), "PSRLCB_CPUPROFILE") {
+		t.Fatalf("unwritable path: stderr %q", stderr.String())
+	}
+	stderr.Reset()
+	startProfile("", &stderr)()
+	if stderr.Len() != 0 {
+		t.Fatalf("empty path wrote %q", stderr.String())
+	}
+}
