@@ -300,9 +300,16 @@ func growModelJitter(m *Model, S2 int, seed uint64, jitter float64) *Model {
 		jit(n.Obs1[j*O : (j+1)*O])
 	}
 	V := len(m.RewardValues)
+	// The Compact form's emission rows do not depend on the action and
+	// its rewards not on the observation: one "action" of emission rows,
+	// one "observation" of reward cells.
+	eA, rO := A, O
+	if m.Compact {
+		eA, rO = 1, 1
+	}
 	for t := range m.Trans {
 		T := make([]float64, A*S2*S2)
-		E := make([]float64, A*S2*O)
+		E := make([]float64, eA*S2*O)
 		for a := 0; a < A; a++ {
 			for j := 0; j < S2; j++ {
 				row := T[(a*S2+j)*S2 : (a*S2+j+1)*S2]
@@ -310,37 +317,39 @@ func growModelJitter(m *Model, S2 int, seed uint64, jitter float64) *Model {
 					row[j2] = m.Trans[t][(a*S+par(j))*S+par(j2)] / copies[par(j2)]
 				}
 				jit(row)
-				e := E[(a*S2+j)*O : (a*S2+j+1)*O]
-				copy(e, m.Emit[t][(a*S+par(j))*O:(a*S+par(j)+1)*O])
-				jit(e)
+				if a < eA {
+					e := E[(a*S2+j)*O : (a*S2+j+1)*O]
+					copy(e, m.Emit[t][(a*S+par(j))*O:(a*S+par(j)+1)*O])
+					jit(e)
+				}
 			}
 		}
 		n.Trans = append(n.Trans, T)
 		n.Emit = append(n.Emit, E)
-		idx := func(s, a, s2, o int) int { return ((s*A+a)*S2+s2)*O + o }
+		cells := n.RewardCells()
 		if m.Reward == RewardCategorical {
-			R := make([]float64, S2*A*S2*O*V)
+			R := make([]float64, cells*V)
 			for j := 0; j < S2; j++ {
 				for a := 0; a < A; a++ {
 					for j2 := 0; j2 < S2; j2++ {
-						for o := 0; o < O; o++ {
-							src := m.RewardIndex(par(j), a, par(j2), o) * V
-							copy(R[idx(j, a, j2, o)*V:(idx(j, a, j2, o)+1)*V], m.RewardProb[t][src:src+V])
+						for o := 0; o < rO; o++ {
+							src, dst := m.RewardIndex(par(j), a, par(j2), o)*V, n.RewardIndex(j, a, j2, o)*V
+							copy(R[dst:dst+V], m.RewardProb[t][src:src+V])
 						}
 					}
 				}
 			}
 			n.RewardProb = append(n.RewardProb, R)
 		} else {
-			mu := make([]float64, S2*A*S2*O)
-			vr := make([]float64, len(mu))
+			mu := make([]float64, cells)
+			vr := make([]float64, cells)
 			for j := 0; j < S2; j++ {
 				for a := 0; a < A; a++ {
 					for j2 := 0; j2 < S2; j2++ {
-						for o := 0; o < O; o++ {
-							src := m.RewardIndex(par(j), a, par(j2), o)
-							mu[idx(j, a, j2, o)] = m.RewardMean[t][src]
-							vr[idx(j, a, j2, o)] = m.RewardVar[t][src]
+						for o := 0; o < rO; o++ {
+							src, dst := m.RewardIndex(par(j), a, par(j2), o), n.RewardIndex(j, a, j2, o)
+							mu[dst] = m.RewardMean[t][src]
+							vr[dst] = m.RewardVar[t][src]
 						}
 					}
 				}
@@ -384,6 +393,11 @@ func ChooseRank(ctx context.Context, d *ingest.Dataset, opts Options) (*RankChoi
 	kind, values := rewardSupport(d.Reward)
 	all := code(d, kind, values)
 	proto := protoModel(d, all, &o)
+	// The form for the largest rank the search may reach, as Fit decides
+	// it: without this the search fitted the full form on any vocabulary.
+	if err := chooseProtoForm(proto, all, &o); err != nil {
+		return nil, err
+	}
 	var mu sync.Mutex
 	report := func(r TraceRow) {
 		mu.Lock()

@@ -11,8 +11,13 @@ import (
 // any data unchanged, since the copies of a state together carry its
 // probability; with jitter the model is still valid and close.
 func TestGrowModelKeepsDistribution(t *testing.T) {
-	for _, rv := range [][]float64{{0, 1, 5}, nil} {
+	for i, rv := range [][]float64{{0, 1, 5}, nil, {0, 1, 5}} {
 		m := RandomModel(3, 4, 2, 4, false, rv, 5)
+		if i == 2 {
+			// The Compact form (emission shared by the actions, reward
+			// given (s, a, s2)), as large vocabularies are fitted.
+			m = randomCompactModel(3, 4, 2, 4, rv, 5)
+		}
 		if rv == nil {
 			// RandomModel with no reward support: Gaussian rewards.
 			if m.Reward != RewardGaussian {
@@ -56,26 +61,31 @@ func TestBeats(t *testing.T) {
 	}
 }
 
-// TestChooseRankMatchesFit: ChooseRank alone gives the rank and table
-// that Fit's automatic search gives.
+// TestChooseRankMatchesFit: ChooseRank alone gives the rank, table and
+// model form that Fit's automatic search gives, in either form.
 func TestChooseRankMatchesFit(t *testing.T) {
 	m := RandomModel(2, 3, 2, 4, true, []float64{0, 1}, 11)
 	d := SampleDataset(m, 800, 12)
-	o := Options{MaxRank: 4, Restarts: 2, Seed: 3, Tol: 1e-5}
-	rc, err := ChooseRank(context.Background(), d, o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := Fit(context.Background(), d, o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if rc.Rank != res.Model.States || len(rc.Table) != len(res.RankTable) || rc.Model == nil || rc.Model.States != rc.Rank {
-		t.Fatalf("ChooseRank %d (%d rows), Fit %d (%d rows)", rc.Rank, len(rc.Table), res.Model.States, len(res.RankTable))
-	}
-	for i := range rc.Table {
-		if rc.Table[i] != res.RankTable[i] {
-			t.Fatalf("row %d: %+v vs %+v", i, rc.Table[i], res.RankTable[i])
+	for _, form := range []string{FormAuto, FormCompact} {
+		o := Options{MaxRank: 4, Restarts: 2, Seed: 3, Tol: 1e-5, Form: form}
+		rc, err := ChooseRank(context.Background(), d, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := Fit(context.Background(), d, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rc.Rank != res.Model.States || len(rc.Table) != len(res.RankTable) || rc.Model == nil || rc.Model.States != rc.Rank {
+			t.Fatalf("%s: ChooseRank %d (%d rows), Fit %d (%d rows)", form, rc.Rank, len(rc.Table), res.Model.States, len(res.RankTable))
+		}
+		if rc.Model.Compact != (form == FormCompact) || res.Model.Compact != rc.Model.Compact {
+			t.Fatalf("%s: ChooseRank's model compact %v, Fit's %v", form, rc.Model.Compact, res.Model.Compact)
+		}
+		for i := range rc.Table {
+			if rc.Table[i] != res.RankTable[i] {
+				t.Fatalf("%s: row %d: %+v vs %+v", form, i, rc.Table[i], res.RankTable[i])
+			}
 		}
 	}
 }

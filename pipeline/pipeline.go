@@ -331,8 +331,10 @@ func fit(ctx context.Context, d *ingest.Dataset, inputs []string, opts Options) 
 	var rankChoice *estimate.RankChoice
 	userRestarts := eopts.Restarts
 	if eopts.Rank == 0 {
-		st.begin("rank", 0)
-		rc, err := estimate.ChooseRank(ctx, d, eopts)
+		st.begin("rank", 0) // the number of ranks tried is not known ahead
+		ropts := eopts
+		ropts.Reporter = newEMProgress(prog, eopts)
+		rc, err := estimate.ChooseRank(ctx, d, ropts)
 		if err != nil {
 			return nil, err
 		}

@@ -192,6 +192,10 @@ func TestDefaultRunRecordsRankSearchAndSelection(t *testing.T) {
 			t.Errorf("stage %s: total %d", s, tot)
 		}
 	}
+	// The rank search's total is unknown, but it reports its EM work.
+	if tot, ok := rec.totals["rank"]; !ok || tot != 0 || rec.done["rank"] <= 0 {
+		t.Errorf("stage rank: total %d (want 0, unknown), advanced %d", tot, rec.done["rank"])
+	}
 	for s, tot := range rec.totals {
 		if tot > 0 && rec.done[s] > tot {
 			t.Errorf("stage %s advanced %d past its total %d", s, rec.done[s], tot)

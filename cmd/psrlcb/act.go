@@ -6,11 +6,14 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/psrlcb/psrlcb/arrowio"
 	"github.com/psrlcb/psrlcb/errkind"
+	"github.com/psrlcb/psrlcb/ingest"
 	"github.com/psrlcb/psrlcb/policy"
 	"github.com/psrlcb/psrlcb/report"
 )
@@ -23,7 +26,9 @@ func newActCommand() *cli.Command {
 			"(step 1: the row with parent −1 and o_1; then the child with o_h; once no row matches, the\n" +
 			"fallback_action of the last row found) and prints a_h. The history lists o_1,a_1,…,o_h and\n" +
 			"ends with an observation; the policy's choice depends on the observations only, and a\n" +
-			"warning goes to stderr when a listed action differs from the one the policy takes.",
+			"warning goes to stderr when a listed action differs from the one the policy takes. When the\n" +
+			"fit mapped rare observations to <other> (--max-observations) and model.arrow is beside the\n" +
+			"policy, an observation the model does not know is looked up as <other>, with a warning.",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "policy", Usage: "`PATH` of policy.arrow, or the directory holding it", Required: true},
 			&cli.StringFlag{Name: "history", Usage: "comma-separated `o1,a1,o2,…,oh` (user symbols)", Required: true},
@@ -43,6 +48,9 @@ func newActCommand() *cli.Command {
 // errNoAction: the policy has no row for the history's first observation,
 // so there is no action and no fallback.
 var errNoAction = errkind.New(errkind.Data, "act: no action")
+
+// errModelFile: the model.arrow beside the policy is not one psrlcb wrote.
+var errModelFile = errkind.New(errkind.Data, "act: invalid model.arrow")
 
 type actOptions struct {
 	policy, history string
@@ -112,6 +120,16 @@ func runAct(_ context.Context, stdout io.Writer, o actOptions) error {
 	if w := recommendationWarning(o.policy); w != "" {
 		res.Warnings = append(res.Warnings, w)
 	}
+	merged, err := mergedObservations(o.policy)
+	if err != nil {
+		return err
+	}
+	for h, ob := range obs {
+		if merged != nil && !merged.known[ob] {
+			res.Warnings = append(res.Warnings, fmt.Sprintf("step %d: observation %q is not one of the model's %d observations; the fit mapped such rare observations to %q (--max-observations), so the lookup uses %q", h+1, ob, len(merged.known), ingest.OtherSymbol, ingest.OtherSymbol))
+			obs[h] = ingest.OtherSymbol
+		}
+	}
 	cur := pol.NewCursor()
 	for h, ob := range obs {
 		a, node, ok := cur.Act(ob)
@@ -158,4 +176,49 @@ func recommendationWarning(path string) string {
 		return ""
 	}
 	return fmt.Sprintf("the run's verdict recommends keeping the behaviour policy (evidence: %s); this is the planned policy, for inspection only", m.Headline.Evidence)
+}
+
+// mergedVocab is the observation vocabulary of a fit that mapped rare
+// observations to ingest.OtherSymbol (--max-observations).
+type mergedVocab struct {
+	known map[string]bool // the model's observations, OtherSymbol among them
+}
+
+// mergedObservations reads model.arrow beside the policy (policyPath is
+// policy.arrow or its run directory) and returns the model's observation
+// vocabulary when the fit mapped observations to ingest.OtherSymbol; nil
+// when it did not, or when there is no model.arrow (a policy file on its
+// own: observations are then looked up as given).
+func mergedObservations(policyPath string) (*mergedVocab, error) {
+	dir := policyPath
+	if st, err := os.Stat(policyPath); err != nil || !st.IsDir() {
+		dir = filepath.Dir(policyPath)
+	}
+	path := filepath.Join(dir, report.ModelFile)
+	if _, err := os.Stat(path); err != nil {
+		return nil, nil
+	}
+	t, err := arrowio.ReadArrow(path)
+	if err != nil {
+		return nil, err
+	}
+	param, ok1 := t.Column("param")
+	obs, ok2 := t.Column("observation")
+	if !ok1 || !ok2 || len(param.String) != len(obs.String) {
+		return nil, fmt.Errorf("%w: %s has no param or observation column", errModelFile, path)
+	}
+	v := &mergedVocab{known: map[string]bool{}}
+	merged := false
+	for i, p := range param.String {
+		switch p {
+		case "obs1":
+			v.known[obs.String[i]] = true
+		case "other":
+			merged = true
+		}
+	}
+	if !merged || !v.known[ingest.OtherSymbol] {
+		return nil, nil
+	}
+	return v, nil
 }

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/psrlcb/psrlcb/arrowio"
+	"github.com/psrlcb/psrlcb/ingest"
 	"github.com/psrlcb/psrlcb/policy"
 	"github.com/psrlcb/psrlcb/report"
 )
@@ -110,5 +112,53 @@ func TestActWarnsWhenBehaviourRecommended(t *testing.T) {
 	report.WriteManifest(filepath.Join(dir, report.ManifestFile), m)
 	if w := recommendationWarning(dir); w != "" {
 		t.Errorf("warning %q for a justified run", w)
+	}
+}
+
+// TestActMapsMergedObservations: beside a model.arrow that lists merged
+// observations (param "other"), an observation the model does not know is
+// looked up as <other>, with a warning; without merged rows, or without
+// model.arrow, it is looked up as given (and leaves the tree).
+func TestActMapsMergedObservations(t *testing.T) {
+	p := &policy.Policy{Horizon: 2, Nodes: []policy.Node{
+		{ID: 0, Parent: -1, Step: 1, Obs: "x", Action: "L", Fallback: "L"},
+		{ID: 1, Parent: -1, Step: 1, Obs: ingest.OtherSymbol, Action: "R", Fallback: "R"},
+		{ID: 2, Parent: 0, Step: 2, Obs: ingest.OtherSymbol, Action: "R", Fallback: "R"},
+		{ID: 3, Parent: 0, Step: 2, Obs: "x", Action: "L", Fallback: "L"},
+	}}
+	model := func(params, obs []string) string {
+		dir := t.TempDir()
+		if err := policy.WriteFile(filepath.Join(dir, "policy.arrow"), p, nil); err != nil {
+			t.Fatal(err)
+		}
+		if params != nil {
+			tab := arrowio.Table{Columns: []arrowio.Column{{Name: "param", String: params}, {Name: "observation", String: obs}}}
+			if err := arrowio.WriteArrow(filepath.Join(dir, report.ModelFile), tab); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return dir
+	}
+	merged := model([]string{"obs1", "obs1", "obs1", "obs1", "other"}, []string{"x", ingest.OtherSymbol, "x", ingest.OtherSymbol, "rare"})
+	plain := model([]string{"obs1", "obs1"}, []string{"x", ingest.OtherSymbol})
+	bare := model(nil, nil)
+	for _, c := range []struct {
+		dir, history, want string
+		warn               bool
+	}{
+		{merged, "rare", "R", true},                                // step 1: <other>
+		{merged, "x,L,unseen", "R", true},                          // step 2: <other> under x
+		{merged, "x,L,x", "L", false},                              // known symbols as given
+		{plain, "x,L,unseen", "L", false},                          // no merging: leaves the tree, fallback of x
+		{bare, "x,L,unseen", "L", false},                           // no model.arrow: the same
+		{filepath.Join(merged, "policy.arrow"), "rare", "R", true}, // the file path finds model.arrow too
+	} {
+		out, errOut, err := runApp(t, "act", "--policy", c.dir, "--history", c.history)
+		if err != nil {
+			t.Fatalf("%s: %v", c.history, err)
+		}
+		if strings.TrimSpace(out) != c.want || strings.Contains(errOut, ingest.OtherSymbol) != c.warn {
+			t.Fatalf("%s in %s: action %q (want %q), stderr %q (warning wanted: %v)", c.history, c.dir, out, c.want, errOut, c.warn)
+		}
 	}
 }
