@@ -17,7 +17,9 @@ import (
 // Planner names (PlanOptions.Planner).
 const (
 	// PlannerAuto runs PlannerExact when the history tree fits the node
-	// budget and PlannerBelief otherwise.
+	// budget and PlannerBelief otherwise, unless the belief planner's
+	// backups would pass beliefBackupLimit (thousands of observations and
+	// tens of actions): then the exact planner's pruned search.
 	PlannerAuto = "auto"
 	// PlannerExact is dynamic programming over the history tree (with the
 	// pruned search beyond the node budget).
@@ -193,7 +195,7 @@ func newBeliefPlanner(m *estimate.Model, bonus *pessimism.Bonus, points, workers
 // predicted state pred = Tᵀb (DESIGN.md section 4 "policy"), so
 // ‖ψ̄̂‖²_{U_h⁻¹} = bᵀ T (FᵀU_h⁻¹F) Tᵀ b.
 func stepTablesOf(m *estimate.Model, bonus *pessimism.Bonus) [][]stepTables {
-	H, S, A, O := m.Horizon, m.States, m.NumActions, m.NumObs
+	H, S, A := m.Horizon, m.States, m.NumActions
 	shift, scale := m.RewardScale()
 	fz := estimate.NewFeaturizer(m)
 	unit := make([]float64, S)
@@ -207,7 +209,7 @@ func stepTablesOf(m *estimate.Model, bonus *pessimism.Bonus) [][]stepTables {
 		for a := 0; a < A; a++ {
 			st := &tab[h][a]
 			st.t = m.Trans[tt][a*S*S : (a+1)*S*S]
-			st.e = m.Emit[tt][a*S*O : (a+1)*S*O]
+			st.e = m.EmitOf(tt, a) // the Compact form shares one table
 			st.r = make([]float64, S)
 			for s := range unit {
 				clear(unit)

@@ -4,6 +4,8 @@ import (
 	"math/rand/v2"
 	"strconv"
 	"testing"
+
+	"github.com/psrlcb/psrlcb/estimate"
 )
 
 // TestRepeatedObsMatchesMap: the sort-based search for a repeated
@@ -73,5 +75,18 @@ func TestChildMatchesMap(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestBeliefAffordable: auto keeps the belief planner for benchmark-sized
+// models (hallway: 60 states at most, 21 observations, 5 actions, H = 20)
+// and leaves it for a catalogue of 20,000 items and 50 actions, where its
+// backups (H·|A|·|O|·points²·r) would take hours.
+func TestBeliefAffordable(t *testing.T) {
+	small := &estimate.Model{Horizon: 20, NumActions: 5, NumObs: 21, States: 60}
+	wide := &estimate.Model{Horizon: 5, NumActions: 50, NumObs: 20000, States: 4}
+	if !beliefAffordable(small, DefaultPoints) || beliefAffordable(wide, DefaultPoints) {
+		t.Fatalf("affordable: hallway-sized %v (want true), 20,000 items %v (want false)",
+			beliefAffordable(small, DefaultPoints), beliefAffordable(wide, DefaultPoints))
 	}
 }

@@ -220,7 +220,12 @@ func Plan(ctx context.Context, m *estimate.Model, bonus *pessimism.Bonus, opts P
 	default:
 		return nil, nil, fmt.Errorf("%w: objective %q (want %q or %q)", ErrOptions, opts.Objective, ObjectiveLCB, ObjectiveBonus)
 	}
-	if opts.Planner == PlannerBelief || (opts.Planner != PlannerExact && !st.Exact) {
+	points := opts.Points
+	if points <= 0 {
+		points = DefaultPoints
+	}
+	auto := opts.Planner != PlannerExact && opts.Planner != PlannerBelief
+	if opts.Planner == PlannerBelief || (auto && !st.Exact && beliefAffordable(m, points)) {
 		st.Exact = false
 		pol, err := beliefPlan(ctx, m, bonus, opts, workers, st)
 		if err != nil {
@@ -321,6 +326,22 @@ func checkPlan(m *estimate.Model, bonus *pessimism.Bonus) error {
 		}
 	}
 	return nil
+}
+
+// beliefBackupLimit bounds the multiply–adds of the belief planner's
+// backups under PlannerAuto: H·|A|·|O|·points²·r per tangent round (every
+// point's successor under every action and observation valued against
+// every next-step vector). Past it — thousands of observations and tens of
+// actions — auto runs the pruned tree search instead, which is sized by
+// the work of its nodes and prices whole levels of rare observations at
+// once. 2⁴⁰ is about ten minutes of backups on two cores.
+const beliefBackupLimit = 1 << 40
+
+// beliefAffordable says whether the belief planner's backups fit
+// beliefBackupLimit for m.
+func beliefAffordable(m *estimate.Model, points int) bool {
+	cost := float64(m.Horizon) * float64(m.NumActions) * float64(m.NumObs) * float64(points) * float64(points) * float64(m.States)
+	return cost <= beliefBackupLimit
 }
 
 // treeLevel is the number of nodes at depth h: |O|^h |A|^{h−1}.

@@ -136,7 +136,7 @@ func Sample(rng *rand.Rand, m *estimate.Model, beh Behaviour, K int) *ingest.Dat
 			a := draw(probs)
 			t := m.Table(h)
 			s2 := draw(m.Trans[t][(a*S+s)*S : (a*S+s+1)*S])
-			o2 := draw(m.Emit[t][(a*S+s2)*O : (a*S+s2+1)*O])
+			o2 := draw(m.EmitOf(t, a)[s2*O : (s2+1)*O])
 			var r float64
 			if m.Reward == estimate.RewardGaussian {
 				r = m.RewardMean[t][m.RewardIndex(s, a, s2, o2)]
