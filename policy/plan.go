@@ -508,8 +508,9 @@ func (p *planner) count(h, o int, path float64) {
 	if p.stop || h == p.H {
 		return
 	}
-	if path < p.eps {
-		// Every child is pruned (solve prices them at once).
+	if path*p.emax < p.eps {
+		// Every child is pruned (no observation is likelier than emax;
+		// solve prices them at once).
 		p.pruned = true
 		return
 	}

@@ -53,6 +53,7 @@ type planner struct {
 	normal, end  []int // actions allowed after an ordinary / the end observation
 	allowed      [][]int
 	eps          float64
+	emax         float64 // the largest emission probability of the model: P(o_{h+1}) ≤ emax for every belief
 	bonusObj     bool            // maximise E[b̂] instead of E[R − b̂] (ObjectiveBonus)
 	fbt          *fallbackTables // stand-in tables (approximate search only)
 	acc          [][]float64     // per depth: per fallback action, the pruned children's sums
@@ -83,6 +84,7 @@ func newPlanner(m *estimate.Model, bonus *pessimism.Bonus) *planner {
 	p := &planner{m: m, bonus: bonus, fz: estimate.NewFeaturizer(m), H: H, S: S, O: O, A: A,
 		oneStep: m.TestLength <= 1 && !m.Compact, endObs: -1, scratch: make([]float64, bonus.ScratchLen())}
 	p.shift, p.scale = m.RewardScale()
+	p.emax = maxEmission(m)
 	endAct := -1
 	for o, s := range m.ObsVocab {
 		if s == ingest.EndSymbol {
@@ -130,6 +132,24 @@ func newPlanner(m *estimate.Model, bonus *pessimism.Bonus) *planner {
 	}
 	p.cbel = make([]float64, S)
 	return p
+}
+
+// maxEmission is max over tables, actions, states and observations of
+// P(o | s, a): no observation after any belief is more likely, so a node
+// whose path probability times it is below ε has every child pruned.
+func maxEmission(m *estimate.Model) float64 {
+	x := 0.0
+	for t := range m.Emit {
+		for a := 0; a < m.NumActions; a++ {
+			for _, e := range m.EmitOf(t, a) {
+				x = max(x, e)
+			}
+			if m.Compact {
+				break // one table for every action
+			}
+		}
+	}
+	return x
 }
 
 // root searches the step-1 nodes; o_1 is never pruned.
@@ -216,7 +236,7 @@ func (p *planner) solve(h, o int, cond, sum, path float64) val {
 	// predicted belief (standInAt), without enumerating |O| children. On
 	// wide vocabularies this keeps a node's cost O(|A|²·S²) instead of
 	// O(|A|·|O|·(S + |A|·S²)).
-	allPruned := p.eps > 0 && path < p.eps && p.O > wideObs
+	allPruned := p.eps > 0 && path*p.emax < p.eps && p.O > wideObs
 	for _, a := range acts {
 		r := (m.ExpectedReward(h, b, a) - p.shift) * p.scale
 		m.Predict(h, b, a, pred)
