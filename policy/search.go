@@ -58,6 +58,7 @@ type planner struct {
 	fbt          *fallbackTables // stand-in tables (approximate search only)
 	acc          [][]float64     // per depth: per fallback action, the pruned children's sums
 	cbel         []float64       // belief of a pruned child
+	setU         [][]float64     // per depth: Σ po·belief of a node's pruned children (wide vocabularies)
 
 	bel, pred, probs, feat [][]float64 // index by depth 1..H
 	scratch                []float64
@@ -131,6 +132,10 @@ func newPlanner(m *estimate.Model, bonus *pessimism.Bonus) *planner {
 		p.acc[h] = make([]float64, accLen*A)
 	}
 	p.cbel = make([]float64, S)
+	p.setU = make([][]float64, H+2)
+	for h := range p.setU {
+		p.setU[h] = make([]float64, S)
+	}
 	return p
 }
 
@@ -237,6 +242,10 @@ func (p *planner) solve(h, o int, cond, sum, path float64) val {
 	// wide vocabularies this keeps a node's cost O(|A|²·S²) instead of
 	// O(|A|·|O|·(S + |A|·S²)).
 	allPruned := p.eps > 0 && path*p.emax < p.eps && p.O > wideObs
+	// On wide vocabularies the pruned children of an expanded node are
+	// priced as one set too (O(S) each instead of a stand-in each).
+	wide := p.O > wideObs
+	setU, setMass := p.setU[h], 0.0 // per depth: the recursion below has its own
 	for _, a := range acts {
 		r := (m.ExpectedReward(h, b, a) - p.shift) * p.scale
 		m.Predict(h, b, a, pred)
@@ -274,6 +283,17 @@ func (p *planner) solve(h, o int, cond, sum, path float64) val {
 				if !pruned {
 					pruned = true
 					clear(acc)
+					clear(setU)
+					setMass = 0
+				}
+				if wide {
+					// Priced with the others at once below.
+					m.Correct(h, pred, a, o2, p.cbel)
+					for s, x := range p.cbel {
+						setU[s] += po * x
+					}
+					setMass += po
+					continue
 				}
 				p.standIn(h, a, acts, pred, o2, po, s2, acc)
 				continue
@@ -295,6 +315,16 @@ func (p *planner) solve(h, o int, cond, sum, path float64) val {
 				continue
 			}
 			v.add(po, p.solve(h+1, o2, po, s2, path*po))
+		}
+		if setMass > 0 {
+			// The pruned children of a wide node as one set: its mean
+			// belief Σ po·b_o / Σ po and its mass (standInAt: pricing a
+			// set at once keeps the stated gap a bound).
+			for s := range setU {
+				setU[s] /= setMass
+			}
+			p.standInAt(h, acts, setU, setMass, s2, acc)
+			setMass = 0
 		}
 		fb := int32(-1)
 		if pruned {
