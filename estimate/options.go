@@ -79,7 +79,8 @@ func (nopReporter) Iteration(TraceRow) {}
 type Options struct {
 	// Rank is the number of latent states r; 0 chooses it by held-out
 	// log-likelihood (ChooseRank: doubling from 1, then bisection, on a
-	// subsample of at most RankSampleEpisodes episodes).
+	// subsample of at most RankSampleEpisodes episodes, more on large
+	// vocabularies).
 	Rank int
 	// MaxRank bounds the ranks tried when Rank is 0 (default
 	// DefaultMaxRank, capped by the number of training episodes).

@@ -142,3 +142,20 @@ func TestRankSearchGrowsPastEight(t *testing.T) {
 		}
 	}
 }
+
+// TestRankSampleSize: the fixed sample for a few dozen symbols; on a
+// vocabulary of 20,000 items at H = 5, 50 steps per emission of a state:
+// 200,000 episodes in the Compact form, |A| times that in the full form.
+func TestRankSampleSize(t *testing.T) {
+	small := &coded{O: 21, A: 5, H: 4}
+	wide := &coded{O: 20000, A: 50, H: 5}
+	if got := rankSampleSize(small, false); got != RankSampleEpisodes {
+		t.Errorf("21 observations: %d episodes, want %d", got, RankSampleEpisodes)
+	}
+	if got := rankSampleSize(wide, true); got != 200000 {
+		t.Errorf("20,000 observations, compact: %d episodes, want 200000", got)
+	}
+	if got := rankSampleSize(wide, false); got != 10000000 {
+		t.Errorf("20,000 observations, full: %d episodes, want 10000000", got)
+	}
+}
