@@ -53,7 +53,7 @@ type planner struct {
 	normal, end  []int // actions allowed after an ordinary / the end observation
 	allowed      [][]int
 	eps          float64
-	emax         float64 // the largest emission probability of the model: P(o_{h+1}) ≤ emax for every belief
+	emax         float64         // the largest emission probability of the model: P(o_{h+1}) ≤ emax for every belief
 	bonusObj     bool            // maximise E[b̂] instead of E[R − b̂] (ObjectiveBonus)
 	fbt          *fallbackTables // stand-in tables (approximate search only)
 	acc          [][]float64     // per depth: per fallback action, the pruned children's sums
