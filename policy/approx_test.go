@@ -3,6 +3,7 @@ package policy_test
 import (
 	"context"
 	"math"
+	"reflect"
 	"testing"
 
 	"github.com/psrlcb/psrlcb/ingest"
@@ -116,6 +117,29 @@ func TestApproximatePlanWideVocabulary(t *testing.T) {
 				t.Fatalf("seed %d budget %d: planner value %v, exact %v, bound %v", seed, budget, st.Value, v.LCB, st.GapBound)
 			}
 			t.Logf("seed %d budget %d: exact %.4f, approximate %.4f, gap bound %.4f, ε %g, %d nodes", seed, budget, exact.Value, v.LCB, st.GapBound, st.Epsilon, st.Nodes)
+		}
+	}
+}
+
+// TestApproximatePlanWideDeterministic: the wide search (sets of pruned
+// children priced at once, the emission bound) gives the same policy and
+// figures for 1, 2 and 3 workers, run after run.
+func TestApproximatePlanWideDeterministic(t *testing.T) {
+	defer policy.SetWideObs(8)()
+	m, b := setup(t, 90, pessimismtest.Spec{States: 3, Obs: 40, Actions: 3, Horizon: 4}, 400)
+	var ref *policy.Policy
+	var refSt *policy.PlanStats
+	for _, w := range []int{1, 2, 3, 2, 1} {
+		pol, st, err := policy.Plan(context.Background(), m, b, policy.PlanOptions{Budget: 3000, Planner: policy.PlannerExact, Workers: w})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ref == nil {
+			ref, refSt = pol, st
+			continue
+		}
+		if !reflect.DeepEqual(ref.Nodes, pol.Nodes) || *refSt != *st {
+			t.Fatalf("workers %d: plan differs (%+v vs %+v)", w, st, refSt)
 		}
 	}
 }
