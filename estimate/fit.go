@@ -345,6 +345,26 @@ func best(rs []emResult) int {
 	return b
 }
 
+// prepare is what Fit and ChooseRank do before any EM: code the episodes,
+// build the prototype model with the form for the largest rank that will
+// be fitted (checking it fits Options.MemoryLimit), and serialise the
+// progress reports of concurrent starts.
+func prepare(d *ingest.Dataset, o *Options) (*coded, *Model, func(TraceRow), error) {
+	kind, values := rewardSupport(d.Reward)
+	all := code(d, kind, values)
+	proto := protoModel(d, all, o)
+	if err := chooseProtoForm(proto, all, o); err != nil {
+		return nil, nil, nil, err
+	}
+	var mu sync.Mutex
+	report := func(r TraceRow) {
+		mu.Lock()
+		o.Reporter.Iteration(r)
+		mu.Unlock()
+	}
+	return all, proto, report, nil
+}
+
 // Fit estimates θ̂ from d: the maximum-likelihood rank-r latent-state model
 // (rank chosen by held-out likelihood when Options.Rank is 0) fitted by EM,
 // moved into Θ_min (see ThetaMinCheck). The returned model is prepared.
@@ -359,20 +379,11 @@ func Fit(ctx context.Context, d *ingest.Dataset, opts Options) (*Result, error) 
 	if err := checkSplits(o.Splits, d.NumEpisodes(), d.Horizon); err != nil {
 		return nil, err
 	}
-	kind, values := rewardSupport(d.Reward)
-	all := code(d, kind, values)
-	proto := protoModel(d, all, &o)
-	if err := chooseProtoForm(proto, all, &o); err != nil {
+	all, proto, report, err := prepare(d, &o)
+	if err != nil {
 		return nil, err
 	}
-
-	var mu sync.Mutex
 	res := &Result{HeldOutLogLik: math.NaN(), Steps: all.K * all.H}
-	report := func(r TraceRow) {
-		mu.Lock()
-		o.Reporter.Iteration(r)
-		mu.Unlock()
-	}
 
 	S := o.Rank
 	if o.Start != nil {
@@ -384,7 +395,7 @@ func Fit(ctx context.Context, d *ingest.Dataset, opts Options) (*Result, error) 
 			S = st.States
 		}
 		if st.States != S || st.NumObs != all.O || st.NumActions != all.A || st.Horizon != all.H ||
-			st.Stationary != proto.Stationary || st.Compact != proto.Compact || st.Reward != kind || !slices.Equal(st.RewardValues, values) {
+			st.Stationary != proto.Stationary || st.Compact != proto.Compact || st.Reward != all.kind || !slices.Equal(st.RewardValues, all.values) {
 			return nil, errorf(ErrOptions, "start model does not match the data, rank and dynamics")
 		}
 	}

@@ -5,7 +5,6 @@ import (
 	"math"
 	"math/rand/v2"
 	"sort"
-	"sync"
 
 	"github.com/psrlcb/psrlcb/ingest"
 )
@@ -412,19 +411,10 @@ func ChooseRank(ctx context.Context, d *ingest.Dataset, opts Options) (*RankChoi
 	if err := checkDataset(d); err != nil {
 		return nil, err
 	}
-	kind, values := rewardSupport(d.Reward)
-	all := code(d, kind, values)
-	proto := protoModel(d, all, &o)
-	// The form for the largest rank the search may reach, as Fit decides
-	// it: without this the search fitted the full form on any vocabulary.
-	if err := chooseProtoForm(proto, all, &o); err != nil {
+	o.Rank = 0 // ignored: the form is chosen for the search's largest rank
+	all, proto, report, err := prepare(d, &o)
+	if err != nil {
 		return nil, err
-	}
-	var mu sync.Mutex
-	report := func(r TraceRow) {
-		mu.Lock()
-		o.Reporter.Iteration(r)
-		mu.Unlock()
 	}
 	res := &Result{HeldOutLogLik: math.NaN()}
 	S, m, err := rankSearch(ctx, all, proto, &o, res, report)
