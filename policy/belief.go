@@ -65,6 +65,53 @@ type stepTables struct {
 	m []float64
 	t []float64 // T_h(s'|s,a), row-major s*S+s'
 	e []float64 // E_h(o|s',a), row-major s'*O+o
+	// wide orders e's observations for the table walk past wideObs
+	// observations (nil below).
+	wide *obsIndex
+}
+
+// obsIndex orders the observations of one emission table by their
+// largest probability over states, so that a table walk can find the
+// children of a node that reach its threshold without a belief update
+// per observation. Under a predicted state distribution p, P(o) =
+// Σ_s p(s)·E(o|s) ≤ emax(o)·Σ_s p(s): once emax falls below the
+// threshold, so does every later observation's probability, and their
+// joint unnormalised belief is p(s)·tail(s).
+type obsIndex struct {
+	ord  []int32   // observations by decreasing emax (ties by index)
+	emax []float64 // max_s E(o|s), in the order of ord
+	tail []float64 // tail[i*S+s] = Σ_{j≥i} E(ord[j]|s); (|O|+1)×S
+}
+
+func newObsIndex(e []float64, S, O int) *obsIndex {
+	ix := &obsIndex{ord: make([]int32, O), emax: make([]float64, O), tail: make([]float64, (O+1)*S)}
+	mx := make([]float64, O)
+	for s := 0; s < S; s++ {
+		for o, x := range e[s*O : (s+1)*O] {
+			mx[o] = max(mx[o], x)
+		}
+	}
+	for o := range ix.ord {
+		ix.ord[o] = int32(o)
+	}
+	sort.SliceStable(ix.ord, func(i, j int) bool { return mx[ix.ord[i]] > mx[ix.ord[j]] })
+	for i, o := range ix.ord {
+		ix.emax[i] = mx[o]
+	}
+	for i := O - 1; i >= 0; i-- {
+		o := int(ix.ord[i])
+		for s := 0; s < S; s++ {
+			ix.tail[i*S+s] = ix.tail[(i+1)*S+s] + e[s*O+o]
+		}
+	}
+	return ix
+}
+
+// scanLen is the number of leading observations of ord whose
+// probability under a predicted distribution of total mass psum can
+// reach thr (a relative margin covers the rounding of P(o)).
+func (ix *obsIndex) scanLen(psum, thr float64) int {
+	return sort.Search(len(ix.emax), func(i int) bool { return ix.emax[i]*psum*(1+1e-9) < thr })
 }
 
 // bpoint is a belief point of one step: the belief over s_h after o_h,
@@ -187,6 +234,20 @@ type beliefPlanner struct {
 func newBeliefPlanner(m *estimate.Model, bonus *pessimism.Bonus, points, workers int) *beliefPlanner {
 	bp := &beliefPlanner{planner: newPlanner(m, bonus), points: points, workers: workers}
 	bp.tab = stepTablesOf(m, bonus)
+	if bp.O > wideObs {
+		// One index per distinct emission table (the Compact form and
+		// stationary dynamics share them).
+		seen := map[*float64]*obsIndex{}
+		for h := 1; h < len(bp.tab); h++ {
+			for a := range bp.tab[h] {
+				st := &bp.tab[h][a]
+				if st.wide = seen[&st.e[0]]; st.wide == nil {
+					st.wide = newObsIndex(st.e, bp.S, bp.O)
+					seen[&st.e[0]] = st.wide
+				}
+			}
+		}
+	}
 	return bp
 }
 

@@ -256,3 +256,49 @@ func TestBeliefDeterministicAcrossWorkers(t *testing.T) {
 		}
 	}
 }
+
+// TestBeliefRowBudgetWide: past wideObs observations the table walk
+// prices a node's cut children as one set at their mean belief. The
+// reported reward stays exact (it is linear in the belief), the reported
+// bound stays below the written policy's exact LCB (the bonus is concave
+// in the belief), and the table is the same for 1, 2 and 3 workers.
+func TestBeliefRowBudgetWide(t *testing.T) {
+	defer policy.SetWideObs(2)()
+	m, b := setup(t, 230, pessimismtest.Spec{States: 3, Obs: 6, Actions: 3, Horizon: 4}, 300)
+	b = b.WithAlpha(0.4)
+	for _, rows := range []int64{8, 40, 200} {
+		var ref *policy.Policy
+		var refSt *policy.PlanStats
+		for _, workers := range []int{1, 2, 3} {
+			pol, st, err := policy.Plan(context.Background(), m, b, policy.PlanOptions{Planner: policy.PlannerBelief, RowBudget: rows, Workers: workers})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ref == nil {
+				ref, refSt = pol, st
+			} else if !reflect.DeepEqual(ref.Nodes, pol.Nodes) || *refSt != *st {
+				for i := range min(len(ref.Nodes), len(pol.Nodes)) {
+					if ref.Nodes[i] != pol.Nodes[i] {
+						t.Logf("first differing row %d:\n%+v\n%+v", i, ref.Nodes[i], pol.Nodes[i])
+						break
+					}
+				}
+				t.Fatalf("rows %d: plans differ between 1 and %d workers: %d vs %d rows\n%+v\n%+v", rows, workers, len(ref.Nodes), len(pol.Nodes), refSt, st)
+			}
+		}
+		if int64(len(ref.Nodes)) > rows || refSt.UncoveredMass <= 0 {
+			t.Fatalf("rows %d: %d nodes, uncovered %v (the test wants a cut table)", rows, len(ref.Nodes), refSt.UncoveredMass)
+		}
+		v, err := policy.ModelValue(m, b, ref)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d := refSt.ValueReward - v.Reward; d > 1e-9 || d < -1e-9 {
+			t.Fatalf("rows %d: reported reward %v, exact %v", rows, refSt.ValueReward, v.Reward)
+		}
+		if refSt.Value > v.LCB+1e-9 || refSt.ValueBonus < v.Bonus-1e-9 {
+			t.Fatalf("rows %d: reported %+v above the exact %+v", rows, refSt, v)
+		}
+		t.Logf("rows %d: reported LCB %.5f, exact %.5f, uncovered %.3f", rows, refSt.Value, v.LCB, refSt.UncoveredMass)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"hash/maphash"
 	"math"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -51,6 +52,8 @@ type tableWalker struct {
 	key       []byte    // the memo key being looked up (action)
 	weights   [][]float64
 	acc       [][]float64 // per depth: per fallback candidate, the cut children's sums
+	set       [][]float64 // per depth: a wide node's cut children's belief mass, Σ z·b_o (standIn as one set)
+	scan      [][]int32   // per depth: a wide node's observations to look at
 	sc        *backupScratch
 	look      []bool // per step: act by the lookahead (else by the best vector)
 	// reached, when not nil, collects the beliefs of the table's nodes per
@@ -170,11 +173,14 @@ func newTableWalker(bp *beliefPlanner, ft *fallbackTables) *tableWalker {
 	w.pred = make([][]float64, H+2)
 	w.weights = make([][]float64, H+2)
 	w.acc = make([][]float64, H+2)
+	w.set = make([][]float64, H+2)
+	w.scan = make([][]int32, H+2)
 	for h := range w.bel {
 		w.bel[h] = make([]float64, S)
 		w.pred[h] = make([]float64, S)
 		w.weights[h] = make([]float64, bp.A)
 		w.acc[h] = make([]float64, 4*bp.A)
+		w.set[h] = make([]float64, S)
 	}
 	return w
 }
@@ -400,6 +406,11 @@ func (w *tableWalker) visit(h, o int, parent int64, cond, reach, sum float64) (t
 		}
 		r := &w.results[w.next]
 		w.next++
+		if w.build && w.reached != nil {
+			for t := range r.reached {
+				w.reached[t] = append(w.reached[t], r.reached[t]...)
+			}
+		}
 		if w.placed {
 			if r.count > 0 {
 				w.nodes[w.pos].Parent = parent
@@ -417,11 +428,6 @@ func (w *tableWalker) visit(h, o int, parent int64, cond, reach, sum float64) (t
 					n.Parent = parent
 				}
 				w.nodes = append(w.nodes, n)
-			}
-		}
-		if w.build && w.reached != nil {
-			for t := range r.reached {
-				w.reached[t] = append(w.reached[t], r.reached[t]...)
 			}
 		}
 		// The subtree is in w.nodes now: let its copy go.
@@ -483,14 +489,61 @@ func (w *tableWalker) visit(h, o int, parent int64, cond, reach, sum float64) (t
 	clear(acc)
 	cut := false
 	acts := bp.acts(end)
-	for o2 := 0; o2 < bp.O; o2++ {
+	// Past wideObs observations (st.wide set) the children are found by
+	// the observation index: only the leading observations whose
+	// emission bound reaches the threshold are looked at, and the cut
+	// children are priced as one set, at their mean belief Σ z·b_o / Σ z
+	// with mass Σ z (as the pruned search does). The reward part is
+	// linear in the belief, so it is exact; the bonus part is concave in
+	// it, so the set's bonus bounds the children's from above (Jensen)
+	// and the stated values stay a lower bound. A node then costs
+	// O(kept·r + |A|·r) instead of O(|O|·|A|·r).
+	wide := st.wide != nil
+	n := bp.O
+	var scan []int32
+	set, setMass := w.set[h], 0.0
+	if wide {
+		psum := 0.0
+		for _, x := range pred {
+			psum += x
+		}
+		thr := 0.0 // the whole tree: every observation
+		if w.eps > 0 {
+			thr = math.Inf(1)
+			if reach > 0 {
+				thr = w.eps / reach
+			}
+		}
+		k := st.wide.scanLen(psum, thr)
+		scan = append(w.scan[h][:0], st.wide.ord[:k]...)
+		slices.Sort(scan)
+		w.scan[h], n = scan, len(scan)
+		if values {
+			tail := st.wide.tail[k*bp.S : (k+1)*bp.S]
+			for s, x := range pred {
+				set[s] = x * tail[s]
+				setMass += set[s]
+			}
+			cut = setMass > 0
+		}
+	}
+	for i := 0; i < n; i++ {
+		o2 := i
+		if wide {
+			o2 = int(scan[i])
+		}
 		z := correct(st.e, bp.O, pred, o2, next)
 		if z == 0 {
 			continue
 		}
 		if reach*z < w.eps {
 			cut = true
-			if values {
+			if wide && values {
+				for s, x := range next {
+					set[s] += z * x
+				}
+				setMass += z
+			} else if values {
 				w.standIn(h, acts, next, z, s2, acc)
 			}
 			continue
@@ -504,6 +557,12 @@ func (w *tableWalker) visit(h, o int, parent int64, cond, reach, sum float64) (t
 	}
 	if !values {
 		return tval{}, a
+	}
+	if setMass > 0 {
+		for s := range set {
+			set[s] /= setMass
+		}
+		w.standIn(h, acts, set, setMass, s2, acc)
 	}
 	fb := a
 	if cut {
