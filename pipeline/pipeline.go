@@ -410,6 +410,7 @@ func fit(ctx context.Context, d *ingest.Dataset, inputs []string, opts Options) 
 		fit.Options.Restarts = estimate.DefaultRestarts
 	}
 	out.Fit, out.Model = fit, fit.Model
+	report.DropCandidatePolicies(out, d)
 	st.end()
 
 	st.begin("pessimism", int64(K))

@@ -180,6 +180,21 @@ func TestDefaultRunRecordsRankSearchAndSelection(t *testing.T) {
 	if c.Saturated || !strings.Contains(sel.Reason, fmt.Sprintf("α = %g", c.Alpha)) {
 		t.Errorf("chosen %+v, reason %q", c, sel.Reason)
 	}
+	// Only the chosen candidate's plan is kept past the estimate stage;
+	// the others' coverage was computed before they were dropped.
+	for i, c := range sel.Candidates {
+		if (c.Policy != nil) != (i == sel.Chosen) {
+			t.Errorf("candidate %d (chosen %v): policy kept %v", i, i == sel.Chosen, c.Policy != nil)
+		}
+	}
+	if len(res.Run.Alphas) != len(sel.Candidates) {
+		t.Fatalf("%d α rows for %d candidates", len(res.Run.Alphas), len(sel.Candidates))
+	}
+	for _, r := range res.Run.Alphas {
+		if math.IsNaN(r.CInf) || r.CInf < 1 {
+			t.Errorf("α = %v: C∞ %v (want ≥ 1)", r.Alpha, r.CInf)
+		}
+	}
 	hl := res.Run.Manifest.Headline
 	if planned := res.Plan.ValueReward - res.Plan.ValueBonus; float64(hl.LCB) > planned+1e-12 {
 		t.Errorf("reported bound %v above the planner's %v", hl.LCB, planned)

@@ -83,8 +83,15 @@ func TestPlanErrors(t *testing.T) {
 // within reach.
 func TestApproximatePlanWideVocabulary(t *testing.T) {
 	defer policy.SetWideObs(8)()
-	for seed := uint64(81); seed < 86; seed++ {
-		m, b := setup(t, seed, pessimismtest.Spec{States: 3, Obs: 40, Actions: 2, Horizon: 3}, 400)
+	// Even seeds: a Compact model, whose features are r-dimensional, so
+	// the search finds a node's children through the observation index
+	// (one-step features need every observation's probability).
+	for seed := uint64(81); seed < 88; seed++ {
+		setupFor := setup
+		if seed%2 == 0 {
+			setupFor = setupCompact
+		}
+		m, b := setupFor(t, seed, pessimismtest.Spec{States: 3, Obs: 40, Actions: 2, Horizon: 3}, 400)
 		_, exact, err := policy.Plan(context.Background(), m, b, policy.PlanOptions{})
 		if err != nil || !exact.Exact {
 			t.Fatal(err, exact)
@@ -126,7 +133,7 @@ func TestApproximatePlanWideVocabulary(t *testing.T) {
 // figures for 1, 2 and 3 workers, run after run.
 func TestApproximatePlanWideDeterministic(t *testing.T) {
 	defer policy.SetWideObs(8)()
-	m, b := setup(t, 90, pessimismtest.Spec{States: 3, Obs: 40, Actions: 3, Horizon: 4}, 400)
+	m, b := setupCompact(t, 90, pessimismtest.Spec{States: 3, Obs: 40, Actions: 3, Horizon: 4}, 400)
 	var ref *policy.Policy
 	var refSt *policy.PlanStats
 	for _, w := range []int{1, 2, 3, 2, 1} {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"math"
+	"slices"
 	"sort"
 
 	"gonum.org/v1/gonum/blas"
@@ -105,6 +106,60 @@ func newObsIndex(e []float64, S, O int) *obsIndex {
 		}
 	}
 	return ix
+}
+
+// obsIndexes returns the observation index of every emission table
+// [table][action] past wideObs observations (nil below): one per
+// distinct table, as the Compact form shares one among the actions.
+func obsIndexes(m *estimate.Model) [][]*obsIndex {
+	if m.NumObs <= wideObs {
+		return nil
+	}
+	seen := map[*float64]*obsIndex{}
+	oix := make([][]*obsIndex, len(m.Emit))
+	for t := range oix {
+		oix[t] = make([]*obsIndex, m.NumActions)
+		for a := range oix[t] {
+			e := m.EmitOf(t, a)
+			if seen[&e[0]] == nil {
+				seen[&e[0]] = newObsIndex(e, m.States, m.NumObs)
+			}
+			oix[t][a] = seen[&e[0]]
+		}
+	}
+	return oix
+}
+
+// children returns, for a node with predicted state distribution pred
+// and threshold thr on its children's probabilities, the observations
+// that may reach thr, sorted (in buf), and the unnormalised belief mass
+// of all the others, pred(s)·tail(s), added into rest (with its total).
+func (ix *obsIndex) children(pred []float64, thr float64, buf []int32, rest []float64) ([]int32, float64) {
+	psum := 0.0
+	for _, x := range pred {
+		psum += x
+	}
+	k := ix.scanLen(psum, thr)
+	buf = append(buf[:0], ix.ord[:k]...)
+	slices.Sort(buf)
+	S := len(pred)
+	tail := ix.tail[k*S : (k+1)*S]
+	mass := 0.0
+	for s, x := range pred {
+		v := x * tail[s]
+		rest[s] += v
+		mass += v
+	}
+	return buf, mass
+}
+
+// emitProb is P(o) = Σ_s pred(s)·E(o|s) for the emission table e.
+func emitProb(e []float64, O int, pred []float64, o int) float64 {
+	z := 0.0
+	for s, x := range pred {
+		z += x * e[s*O+o]
+	}
+	return z
 }
 
 // scanLen is the number of leading observations of ord whose
@@ -234,17 +289,10 @@ type beliefPlanner struct {
 func newBeliefPlanner(m *estimate.Model, bonus *pessimism.Bonus, points, workers int) *beliefPlanner {
 	bp := &beliefPlanner{planner: newPlanner(m, bonus), points: points, workers: workers}
 	bp.tab = stepTablesOf(m, bonus)
-	if bp.O > wideObs {
-		// One index per distinct emission table (the Compact form and
-		// stationary dynamics share them).
-		seen := map[*float64]*obsIndex{}
+	if oix := obsIndexes(m); oix != nil {
 		for h := 1; h < len(bp.tab); h++ {
 			for a := range bp.tab[h] {
-				st := &bp.tab[h][a]
-				if st.wide = seen[&st.e[0]]; st.wide == nil {
-					st.wide = newObsIndex(st.e, bp.S, bp.O)
-					seen[&st.e[0]] = st.wide
-				}
+				bp.tab[h][a].wide = oix[m.Table(h)][a]
 			}
 		}
 	}

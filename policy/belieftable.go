@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"hash/maphash"
 	"math"
-	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -503,10 +502,6 @@ func (w *tableWalker) visit(h, o int, parent int64, cond, reach, sum float64) (t
 	var scan []int32
 	set, setMass := w.set[h], 0.0
 	if wide {
-		psum := 0.0
-		for _, x := range pred {
-			psum += x
-		}
 		thr := 0.0 // the whole tree: every observation
 		if w.eps > 0 {
 			thr = math.Inf(1)
@@ -514,18 +509,10 @@ func (w *tableWalker) visit(h, o int, parent int64, cond, reach, sum float64) (t
 				thr = w.eps / reach
 			}
 		}
-		k := st.wide.scanLen(psum, thr)
-		scan = append(w.scan[h][:0], st.wide.ord[:k]...)
-		slices.Sort(scan)
+		clear(set)
+		scan, setMass = st.wide.children(pred, thr, w.scan[h], set)
 		w.scan[h], n = scan, len(scan)
-		if values {
-			tail := st.wide.tail[k*bp.S : (k+1)*bp.S]
-			for s, x := range pred {
-				set[s] = x * tail[s]
-				setMass += set[s]
-			}
-			cut = setMass > 0
-		}
+		cut = setMass > 0
 	}
 	for i := 0; i < n; i++ {
 		o2 := i

@@ -20,10 +20,40 @@ import (
 func TestBeliefPlanCompactForm(t *testing.T) {
 	rng := rand.New(rand.NewPCG(61, 62))
 	full := pessimismtest.RandomModel(rng, pessimismtest.Spec{States: 3, Obs: 4, Actions: 2, Horizon: 5, Stationary: true})
+	compact := compactForm(t, full)
+	d := pessimismtest.Sample(rng, full, nil, 300)
+	var vals [2]*policy.PlanStats
+	var pols [2]*policy.Policy
+	for i, m := range []*estimate.Model{full, compact} {
+		b, err := pessimism.Build(context.Background(), m, d, pessimismtest.EvenSplits(300, 5), pessimism.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		pols[i], vals[i], err = policy.Plan(context.Background(), m, b.WithAlpha(0), policy.PlanOptions{Planner: policy.PlannerBelief, Points: 40})
+		if err != nil {
+			t.Fatalf("form %d: %v", i, err)
+		}
+	}
+	if math.Abs(vals[0].Value-vals[1].Value) > 1e-9 || len(pols[0].Nodes) != len(pols[1].Nodes) {
+		t.Fatalf("full form: value %v, %d rows; compact form: value %v, %d rows", vals[0].Value, len(pols[0].Nodes), vals[1].Value, len(pols[1].Nodes))
+	}
+	for i := range pols[0].Nodes {
+		if pols[0].Nodes[i].Action != pols[1].Nodes[i].Action {
+			t.Fatalf("row %d: full form %s, compact %s", i, pols[0].Nodes[i].Action, pols[1].Nodes[i].Action)
+		}
+	}
+}
+
+// compactForm makes full's emission action-independent (action 0's) and
+// its reward independent of the next observation (o = 0's), in place,
+// and returns the same process in the Compact form. full must be
+// stationary with categorical rewards.
+func compactForm(t testing.TB, full *estimate.Model) *estimate.Model {
+	t.Helper()
 	S, O, A := full.States, full.NumObs, full.NumActions
 	V := len(full.RewardValues)
-	if full.Reward != estimate.RewardCategorical || V == 0 {
-		t.Fatalf("want categorical rewards, got %v", full.Reward)
+	if full.Reward != estimate.RewardCategorical || V == 0 || !full.Stationary {
+		t.Fatalf("want a stationary model with categorical rewards")
 	}
 	// Make the full model's emission action-independent and its reward
 	// observation-independent.
@@ -54,25 +84,20 @@ func TestBeliefPlanCompactForm(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	d := pessimismtest.Sample(rng, full, nil, 300)
-	var vals [2]*policy.PlanStats
-	var pols [2]*policy.Policy
-	for i, m := range []*estimate.Model{full, &compact} {
-		b, err := pessimism.Build(context.Background(), m, d, pessimismtest.EvenSplits(300, 5), pessimism.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		pols[i], vals[i], err = policy.Plan(context.Background(), m, b.WithAlpha(0), policy.PlanOptions{Planner: policy.PlannerBelief, Points: 40})
-		if err != nil {
-			t.Fatalf("form %d: %v", i, err)
-		}
+	return &compact
+}
+
+// setupCompact is setup for a Compact model: a random stationary model
+// made Compact (compactForm), logs sampled from it and its bonus.
+func setupCompact(t testing.TB, seed uint64, sp pessimismtest.Spec, K int) (*estimate.Model, *pessimism.Bonus) {
+	t.Helper()
+	rng := rand.New(rand.NewPCG(seed, 98))
+	sp.Stationary = true
+	m := compactForm(t, pessimismtest.RandomModel(rng, sp))
+	d := pessimismtest.Sample(rng, m, nil, K)
+	b, err := pessimism.Build(context.Background(), m, d, pessimismtest.EvenSplits(K, sp.Horizon), pessimism.Options{})
+	if err != nil {
+		t.Fatal(err)
 	}
-	if math.Abs(vals[0].Value-vals[1].Value) > 1e-9 || len(pols[0].Nodes) != len(pols[1].Nodes) {
-		t.Fatalf("full form: value %v, %d rows; compact form: value %v, %d rows", vals[0].Value, len(pols[0].Nodes), vals[1].Value, len(pols[1].Nodes))
-	}
-	for i := range pols[0].Nodes {
-		if pols[0].Nodes[i].Action != pols[1].Nodes[i].Action {
-			t.Fatalf("row %d: full form %s, compact %s", i, pols[0].Nodes[i].Action, pols[1].Nodes[i].Action)
-		}
-	}
+	return m, b
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"sort"
 
 	"github.com/psrlcb/psrlcb/estimate"
 	"github.com/psrlcb/psrlcb/pessimism"
@@ -107,6 +108,10 @@ func ValueUnder(ctx context.Context, m *estimate.Model, b *pessimism.Bonus, pol 
 	for h := 0; h < H; h++ {
 		feat[h] = make([]float64, b.Dims[h])
 	}
+	var smp *obsSampler
+	if m.NumObs > wideObs {
+		smp = newObsSampler(m, first)
+	}
 	rng := rand.New(rand.NewPCG(seed, 0xc0ffee))
 	r := &Rollout{Sums: make([]float64, n), Weights: make([]float64, n), Returns: make([]float64, n)}
 	w := 1 / float64(n)
@@ -114,7 +119,12 @@ func ValueUnder(ctx context.Context, m *estimate.Model, b *pessimism.Bonus, pol 
 		if i%1024 == 0 && ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		o := draw(rng, first)
+		var o int
+		if smp != nil {
+			o = smp.first(rng)
+		} else {
+			o = draw(rng, first)
+		}
 		m.Prior(bel)
 		m.ObserveFirst(bel, o)
 		st := state{node: -1}
@@ -135,10 +145,14 @@ func ValueUnder(ctx context.Context, m *estimate.Model, b *pessimism.Bonus, pol 
 				break
 			}
 			m.Predict(h, bel, a, pred)
-			m.ObsProbs(h, pred, a, probs)
 			e.fz.Feature(h, pred, a, feat[h])
 			sum += b.StepNorm2(h, feat[h])
-			o = draw(rng, probs)
+			if smp != nil {
+				o = smp.draw(rng, h, pred, a)
+			} else {
+				m.ObsProbs(h, pred, a, probs)
+				o = draw(rng, probs)
+			}
 			m.Correct(h, pred, a, o, next)
 			bel, next = next, bel
 		}
@@ -146,6 +160,65 @@ func ValueUnder(ctx context.Context, m *estimate.Model, b *pessimism.Bonus, pol 
 		r.Reward += w * ret
 	}
 	return r, nil
+}
+
+// obsSampler draws observations for wide alphabets (past wideObs) in
+// O(r + log |O|) instead of O(r·|O|): the next state from the predicted
+// distribution, then the observation from that state's emission row by
+// binary search in its cumulative sums. The two stages draw o with
+// probability Σ_s pred(s)·E(o|s), the distribution ObsProbs computes.
+type obsSampler struct {
+	m       *estimate.Model
+	cum     map[*float64][]float64 // per emission table: row-wise cumulative sums (S×|O|)
+	firstCD []float64              // cumulative P(o_1)
+}
+
+func newObsSampler(m *estimate.Model, first []float64) *obsSampler {
+	smp := &obsSampler{m: m, cum: map[*float64][]float64{}, firstCD: cumulative(first)}
+	S, O := m.States, m.NumObs
+	for h := 1; h <= m.Horizon; h++ {
+		for a := 0; a < m.NumActions; a++ {
+			e := m.EmitOf(m.Table(h), a)
+			if smp.cum[&e[0]] != nil {
+				continue
+			}
+			c := make([]float64, S*O)
+			for s := 0; s < S; s++ {
+				copy(c[s*O:(s+1)*O], cumulative(e[s*O:(s+1)*O]))
+			}
+			smp.cum[&e[0]] = c
+		}
+	}
+	return smp
+}
+
+// cumulative returns the running sums of p.
+func cumulative(p []float64) []float64 {
+	c := make([]float64, len(p))
+	t := 0.0
+	for i, x := range p {
+		t += max(x, 0)
+		c[i] = t
+	}
+	return c
+}
+
+// search returns the first index whose running sum exceeds u times the
+// total (an index of positive probability when the total is positive).
+func search(c []float64, u float64) int {
+	x := u * c[len(c)-1]
+	i := sort.Search(len(c), func(i int) bool { return c[i] > x })
+	return min(i, len(c)-1)
+}
+
+func (smp *obsSampler) first(rng *rand.Rand) int { return search(smp.firstCD, rng.Float64()) }
+
+func (smp *obsSampler) draw(rng *rand.Rand, h int, pred []float64, a int) int {
+	m := smp.m
+	e := m.EmitOf(m.Table(h), a)
+	s := draw(rng, pred)
+	O := m.NumObs
+	return search(smp.cum[&e[0]][s*O:(s+1)*O], rng.Float64())
 }
 
 // draw samples an index from the distribution p (sums to 1 up to

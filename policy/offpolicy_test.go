@@ -3,6 +3,7 @@ package policy_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -184,8 +185,19 @@ func TestSelect(t *testing.T) {
 }
 
 // TestValueUnder: the enumerated rollout gives ModelValue's figures at
-// every α, and the sampled one agrees with them within 4 standard errors.
+// every α, and the sampled one agrees with them within 4 standard errors,
+// with the observation drawn from its probabilities and (past wideObs,
+// lowered here) through the next state and its emission row.
 func TestValueUnder(t *testing.T) {
+	for _, wide := range []int{100, 1} {
+		t.Run(fmt.Sprintf("wideObs=%d", wide), func(t *testing.T) {
+			defer policy.SetWideObs(wide)()
+			testValueUnder(t)
+		})
+	}
+}
+
+func testValueUnder(t *testing.T) {
 	rng := rand.New(rand.NewPCG(71, 71))
 	sp := pessimismtest.Spec{States: 3, Obs: 3, Actions: 2, Horizon: 4}
 	m := pessimismtest.RandomModel(rng, sp)

@@ -200,6 +200,9 @@ func Plan(ctx context.Context, m *estimate.Model, bonus *pessimism.Bonus, opts P
 	}
 	workers := parallel.Workers(opts.Workers)
 	proto := newPlanner(m, bonus)
+	if !proto.oneStep {
+		proto.oix = obsIndexes(m)
+	}
 	if len(proto.allowed[0]) == 0 {
 		return nil, nil, fmt.Errorf("%w: no action other than %s", ErrModel, ingest.EndSymbol)
 	}
@@ -272,7 +275,7 @@ func Plan(ctx context.Context, m *estimate.Model, bonus *pessimism.Bonus, opts P
 	// Pass 2: search the subtrees in parallel.
 	newP := func() *planner {
 		p := newPlanner(m, bonus)
-		p.eps, p.fbt, p.bonusObj = proto.eps, proto.fbt, proto.bonusObj
+		p.eps, p.fbt, p.bonusObj, p.oix = proto.eps, proto.fbt, proto.bonusObj, proto.oix
 		return p
 	}
 	if err := parallel.ForWith(ctx, len(tasks), workers, newP, func(p *planner, i int) error {
@@ -393,6 +396,7 @@ func (p *planner) searchEpsilon(ctx context.Context, budget int64, workers int) 
 	pool := make([]*planner, max(workers, 1))
 	for i := range pool {
 		pool[i] = newPlanner(p.m, p.bonus)
+		pool[i].oix = p.oix
 	}
 	eps := chooseEpsilon(p.O, p.A, p.H, budget)
 	c, full, _, err := p.countNodes(ctx, pool, eps, budget)
@@ -518,8 +522,30 @@ func (p *planner) count(h, o int, path float64) {
 	pred, probs, next := p.pred[h], p.probs[h], p.bel[h+1]
 	for _, a := range p.allowed[o] {
 		m.Predict(h, b, a, pred)
-		m.ObsProbs(h, pred, a, probs)
-		for o2, po := range probs[:p.O] {
+		n := p.O
+		var scan []int32
+		ix := p.index(h, a)
+		if ix != nil {
+			clear(p.cbel)
+			var rest float64
+			scan, rest = ix.children(pred, p.eps/path, p.scan[h], p.cbel)
+			p.scan[h], n = scan, len(scan)
+			if rest > 0 {
+				p.pruned = true
+			}
+		} else {
+			m.ObsProbs(h, pred, a, probs)
+		}
+		e := m.EmitOf(m.Table(h), a)
+		for i := 0; i < n; i++ {
+			o2 := i
+			var po float64
+			if ix != nil {
+				o2 = int(scan[i])
+				po = emitProb(e, p.O, pred, o2)
+			} else {
+				po = probs[o2]
+			}
 			if po == 0 {
 				continue
 			}

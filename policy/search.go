@@ -59,6 +59,12 @@ type planner struct {
 	acc          [][]float64     // per depth: per fallback action, the pruned children's sums
 	cbel         []float64       // belief of a pruned child
 	setU         [][]float64     // per depth: Σ po·belief of a node's pruned children (wide vocabularies)
+	// oix, past wideObs observations (nil below, and with one-step
+	// features, which need every observation's probability): the
+	// observation index of each emission table [table][action], so a
+	// node looks only at the children that may reach ε (obsIndex).
+	oix  [][]*obsIndex
+	scan [][]int32 // per depth: the observations looked at
 
 	bel, pred, probs, feat [][]float64 // index by depth 1..H
 	scratch                []float64
@@ -136,7 +142,18 @@ func newPlanner(m *estimate.Model, bonus *pessimism.Bonus) *planner {
 	for h := range p.setU {
 		p.setU[h] = make([]float64, S)
 	}
+	p.scan = make([][]int32, H+2)
 	return p
+}
+
+// index returns the observation index for step h and action a when the
+// node's children are to be found through it: wide vocabularies, a
+// positive ε.
+func (p *planner) index(h, a int) *obsIndex {
+	if p.oix == nil || p.eps <= 0 {
+		return nil
+	}
+	return p.oix[p.m.Table(h)][a]
 }
 
 // maxEmission is max over tables, actions, states and observations of
@@ -249,7 +266,8 @@ func (p *planner) solve(h, o int, cond, sum, path float64) val {
 	for _, a := range acts {
 		r := (m.ExpectedReward(h, b, a) - p.shift) * p.scale
 		m.Predict(h, b, a, pred)
-		if p.oneStep || !allPruned {
+		ix := p.index(h, a)
+		if p.oneStep || (!allPruned && ix == nil) {
 			m.ObsProbs(h, pred, a, probs)
 		}
 		var q float64
@@ -274,8 +292,32 @@ func (p *planner) solve(h, o int, cond, sum, path float64) val {
 			clear(acc)
 			p.standInAt(h, acts, pred, 1, s2, acc)
 		}
-		for o2 := 0; o2 < p.O && !allPruned; o2++ {
-			po := probs[o2]
+		n := p.O
+		var scan []int32
+		if ix != nil && !allPruned {
+			// The children that may reach ε, and the others' mass as
+			// part of the pruned set.
+			clear(p.cbel)
+			var rest float64
+			scan, rest = ix.children(pred, p.eps/path, p.scan[h], p.cbel)
+			p.scan[h], n = scan, len(scan)
+			if rest > 0 {
+				pruned = true
+				clear(acc)
+				copy(setU, p.cbel)
+				setMass = rest
+			}
+		}
+		e := m.EmitOf(m.Table(h), a)
+		for i := 0; i < n && !allPruned; i++ {
+			o2 := i
+			var po float64
+			if ix != nil {
+				o2 = int(scan[i])
+				po = emitProb(e, p.O, pred, o2)
+			} else {
+				po = probs[o2]
+			}
 			if po == 0 {
 				continue
 			}

@@ -107,8 +107,13 @@ type Candidate struct {
 	HeldOut IWResult  `json:"held_out"`
 	Plan    PlanStats `json:"plan"`
 	Chosen  bool      `json:"chosen"`
-	// Policy is the candidate's plan.
+	// Policy is the candidate's plan. A caller holding large tables may
+	// drop the unchosen candidates' plans once it has their figures
+	// (CInf).
 	Policy *Policy `json:"-"`
+	// CInf is the plan's coverage C∞ on the logs, when the caller
+	// computed it before dropping Policy (NaN when not computed).
+	CInf float64 `json:"-"`
 }
 
 // Selection is the result of Select.
@@ -174,7 +179,7 @@ func Select(ctx context.Context, m *estimate.Model, bonus *pessimism.Bonus, em *
 		cf.LCB = cf.Reward - cf.Bonus
 		sel.Candidates = append(sel.Candidates, Candidate{Alpha: a,
 			Model: Value{Reward: st.ValueReward, Bonus: st.ValueBonus, LCB: st.Value},
-			Cross: cf, Saturated: st.ValueBonus >= SaturatedBonus, HeldOut: iw, Plan: *st, Policy: pol})
+			Cross: cf, Saturated: st.ValueBonus >= SaturatedBonus, HeldOut: iw, Plan: *st, Policy: pol, CInf: math.NaN()})
 	}
 	sel.Chosen = choose(sel.Candidates)
 	sel.Candidates[sel.Chosen].Chosen = true

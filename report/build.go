@@ -289,7 +289,7 @@ func alphaRows(out *Outcome, f *figures) []AlphaRow {
 		rows = append(rows, AlphaRow{
 			Alpha: c.Alpha, ValueReward: c.Model.Reward, ValueBonus: c.Model.Bonus, LCB: c.Model.LCB,
 			IW: c.HeldOut.Mean, IWLo: c.HeldOut.Lower, IWHi: c.HeldOut.Upper, ESS: c.HeldOut.ESS,
-			CInf: candidateCInf(c.Policy, f.dp), Chosen: c.Chosen,
+			CInf: candidateCInf(c, f.dp), Chosen: c.Chosen,
 			CrossReward: c.Cross.Reward, CrossBonus: c.Cross.Bonus, CrossLCB: c.Cross.LCB, Criterion: c.Cross.Criterion, CrossSE: c.Cross.StdErr,
 			Saturated: c.Saturated,
 		})
@@ -463,12 +463,35 @@ func runningCInf(pol *policy.Policy, d *ingest.Dataset) []float64 {
 	return best
 }
 
-func candidateCInf(p *policy.Policy, d *ingest.Dataset) float64 {
-	if p == nil {
-		return math.NaN()
+func candidateCInf(c policy.Candidate, d *ingest.Dataset) float64 {
+	if c.Policy == nil {
+		return c.CInf
 	}
-	c := runningCInf(p, d)
-	return c[len(c)-1]
+	r := runningCInf(c.Policy, d)
+	return r[len(r)-1]
+}
+
+// DropCandidatePolicies keeps, of the α candidates' plans, the chosen one
+// alone, after storing every candidate's C∞ on the logs d (the fit's
+// behaviour propensities are used where d has none, as Build does): a
+// selection among six candidates otherwise holds six tables of up to
+// policy.SelectRowBudget rows through the final plan and the report.
+// out.Fit must be set.
+func DropCandidatePolicies(out *Outcome, d *ingest.Dataset) {
+	if out.Selection == nil || out.Fit == nil {
+		return
+	}
+	dp := out.Fit.WithPropensity(d)
+	for i := range out.Selection.Candidates {
+		c := &out.Selection.Candidates[i]
+		if c.Policy == nil {
+			continue
+		}
+		c.CInf = candidateCInf(*c, dp)
+		if !c.Chosen {
+			c.Policy = nil
+		}
+	}
 }
 
 // runID is a content hash of the inputs, parameters and seed, so the same
