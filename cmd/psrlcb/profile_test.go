@@ -36,3 +36,16 @@ func TestStartProfile(t *testing.T) {
 		t.Fatalf("empty path wrote %q", stderr.String())
 	}
 }
+
+// TestGCPercent: the run sets its own GC target only when GOGC is unset,
+// so a user's GOGC (a number or "off") is left to the runtime.
+func TestGCPercent(t *testing.T) {
+	if p, ok := gcPercent(""); !ok || p != defaultGCPercent || p <= 0 || p >= 100 {
+		t.Fatalf("unset GOGC: %d, %v (want %d, true; a target below the runtime's 100)", p, ok, defaultGCPercent)
+	}
+	for _, env := range []string{"100", "off", "50"} {
+		if _, ok := gcPercent(env); ok {
+			t.Fatalf("GOGC=%s overridden", env)
+		}
+	}
+}
