@@ -27,7 +27,10 @@ import (
 //     by more than its noise (rankNoiseZ standard errors of the paired
 //     block differences), MaxRank is reached, or the work budget is spent;
 //  3. the interval between the last rank that improved and the doubling
-//     that did not is refined by bisection;
+//     that did not is refined by bisection; when the budget or MaxRank
+//     ended the doubling on an improvement, the interval below the last
+//     doubling is bisected instead, for the smallest rank the last one
+//     does not beat beyond the noise;
 //  4. walking the tried ranks in increasing order, a larger rank replaces
 //     the current choice only when it beats it by more than the noise.
 //
@@ -201,6 +204,7 @@ func rankSearch(ctx context.Context, c *coded, proto *Model, o *Options, res *Re
 		return 0, nil, err
 	}
 	lo, hi := cur, (*rankTry)(nil)
+	prev := (*rankTry)(nil) // the rank lo improved on
 	for S := 2; lo.S < maxR && work < budget; S = min(2*lo.S, maxR) {
 		t, err := fitAt(S, lo.model)
 		if err != nil {
@@ -210,7 +214,32 @@ func rankSearch(ctx context.Context, c *coded, proto *Model, o *Options, res *Re
 			hi = t
 			break
 		}
-		lo = t
+		prev, lo = lo, t
+	}
+	// The doubling ended on an improvement (the work budget or MaxRank
+	// stopped it): the ranks between the last two doublings were never
+	// tried, and one of them may fit as well as lo, which then has states
+	// to spare. Those extra states cost the model nothing on the
+	// held-out likelihood but can spread what decides the policy (a rare
+	// reward) over several states: on cheese at H = 20 (11 hidden
+	// states), rank 16, chosen when the budget stopped the doubling,
+	// planned a policy of normalized regret 0.60; rank 11 plans the
+	// optimum. Bisect for the smallest rank in (prev, lo] that lo does
+	// not beat beyond the noise. These fits run past the budget: at most
+	// log₂(lo − prev) of them, each of a rank below lo.
+	if hi == nil && prev != nil && lo.S-prev.S > 1 {
+		a, b := prev, lo
+		for b.S-a.S > 1 {
+			t, err := fitAt((a.S+b.S)/2, a.model)
+			if err != nil {
+				return 0, nil, err
+			}
+			if beats(lo, t) {
+				a = t
+			} else {
+				b = t
+			}
+		}
 	}
 	// Bisection between the last improving rank and the failed doubling.
 	for hi != nil && hi.S-lo.S > 1 && work < budget {

@@ -93,33 +93,14 @@ func TestChooseRankMatchesFit(t *testing.T) {
 // TestRankSearchGrowsPastEight: on logs of a 10-state chain whose
 // observation is its state (each state moves to the next with probability
 // 0.9), no model of 8 states or fewer fits the held-out episodes as well,
-// so the search doubles past 8 and chooses more than 8 states (here up to
-// the cap of 16).
+// so the search doubles past 8 and chooses more than 8 states (16 is the
+// cap; the bisection below it settles on 12 here).
 func TestRankSearchGrowsPastEight(t *testing.T) {
 	if testing.Short() {
 		t.Skip("fits ranks up to 16")
 	}
 	const S = 10
-	m := RandomModel(S, S, 1, 4, true, []float64{0}, 3)
-	for s := 0; s < S; s++ {
-		m.Init[s] = 1.0 / S
-		for o := 0; o < S; o++ {
-			e := 0.0
-			if o == s {
-				e = 1
-			}
-			m.Obs1[s*S+o] = e
-			m.Emit[0][s*S+o] = e
-		}
-		for s2 := 0; s2 < S; s2++ {
-			p := 0.1 / S
-			if s2 == (s+1)%S {
-				p += 0.9
-			}
-			m.Trans[0][s*S+s2] = p
-		}
-	}
-	m.Prepare()
+	m := cyclicModel(S)
 	d := SampleDataset(m, 2000, 4)
 	res := &Result{}
 	o, err := Options{MaxRank: 16, Restarts: 2, Seed: 1, MaxIter: 100}.withDefaults()
@@ -140,6 +121,65 @@ func TestRankSearchGrowsPastEight(t *testing.T) {
 		if res.RankTable[i].Rank <= res.RankTable[i-1].Rank {
 			t.Fatalf("rank rows not increasing: %+v", res.RankTable)
 		}
+	}
+}
+
+// cyclicModel has S states, each showing its own observation, moving to
+// the next state with probability 0.9 (to any with 0.1), one action and
+// reward 0: no model of fewer than S states fits its episodes.
+func cyclicModel(S int) *Model {
+	m := RandomModel(S, S, 1, 4, true, []float64{0}, 3)
+	for s := 0; s < S; s++ {
+		m.Init[s] = 1.0 / float64(S)
+		for o := 0; o < S; o++ {
+			e := 0.0
+			if o == s {
+				e = 1
+			}
+			m.Obs1[s*S+o] = e
+			m.Emit[0][s*S+o] = e
+		}
+		for s2 := 0; s2 < S; s2++ {
+			p := 0.1 / float64(S)
+			if s2 == (s+1)%S {
+				p += 0.9
+			}
+			m.Trans[0][s*S+s2] = p
+		}
+	}
+	m.Prepare()
+	return m
+}
+
+// TestRankSearchBisectsBelowCap: when MaxRank (or the work budget) ends
+// the doubling on an improvement, the ranks between the last two
+// doublings are bisected for the smallest one the last does not beat:
+// 5 hidden states, cap 8, the search doubles 1, 2, 4, 8 and must choose 5
+// (before this refinement it chose 8, the cap).
+func TestRankSearchBisectsBelowCap(t *testing.T) {
+	if testing.Short() {
+		t.Skip("fits ranks up to 8")
+	}
+	m := cyclicModel(5)
+	d := SampleDataset(m, 2000, 4)
+	res := &Result{}
+	o, err := Options{MaxRank: 8, Restarts: 2, Seed: 1, MaxIter: 100}.withDefaults()
+	if err != nil {
+		t.Fatal(err)
+	}
+	kind, values := rewardSupport(d.Reward)
+	c := code(d, kind, values)
+	S2, sm, err := rankSearch(context.Background(), c, protoModel(d, c, &o), &o, res, func(TraceRow) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ranks []int
+	for _, r := range res.RankTable {
+		ranks = append(ranks, r.Rank)
+	}
+	t.Logf("tried %v, chose %d", ranks, S2)
+	if S2 != 5 || sm == nil || sm.States != 5 {
+		t.Fatalf("tried %v, chose rank %d, want 5", ranks, S2)
 	}
 }
 
