@@ -124,3 +124,36 @@ func TestFitKnownPOMDPs(t *testing.T) {
 		})
 	}
 }
+
+// TestRankSearchLeavesStall: on 10⁵ uniform episodes of query.s2 at H = 4
+// (the larger tier's seed for that cell), with two EM starts the split
+// warm start and the random start of rank 2 both stayed at rank 1's
+// solution (training log-likelihood equal to 10⁻⁶), so the search stopped
+// at rank 1 and the policy was worse than the behaviour. A stalled rank
+// now gets the informed start too, and the search goes on past 2.
+func TestRankSearchLeavesStall(t *testing.T) {
+	if testing.Short() {
+		t.Skip("fits 10⁵ episodes")
+	}
+	p, err := pomdp.ParseFile(filepath.Join(sharedDir(t), "pomdp", "query.s2.pomdp"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := pomdp.ParseBehavior("uniform", p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const seed = 0x24eb9f4ff75ffc4b // fnv-64a of "query.s2|uniform|100000|0"
+	d, err := pomdp.SimulateDataset(context.Background(), p, 4, 100000, b, seed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc, err := estimate.ChooseRank(context.Background(), d, estimate.Options{Restarts: 2, MaxIter: 200, MaxRank: 4, Seed: seed})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("rank rows %+v", rc.Table)
+	if rc.Rank < 4 || len(rc.Table) < 3 || !(rc.Table[1].TrainLogLik > rc.Table[0].TrainLogLik+1) {
+		t.Fatalf("chose rank %d from %+v; want the search to reach 4 with rank 2 above rank 1", rc.Rank, rc.Table)
+	}
+}

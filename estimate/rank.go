@@ -102,6 +102,14 @@ type rankTry struct {
 
 // beats says whether b's held-out log-likelihood exceeds a's by more than
 // rankNoiseZ standard errors of the paired block differences.
+// stalled says a larger rank's best training log-likelihood ll did not
+// improve on the smaller rank's, small, by more than a relative 10⁻⁶: a
+// larger model contains the smaller one, so its EM stopped at the
+// smaller model's solution instead of using its extra states.
+func stalled(ll, small float64) bool {
+	return ll <= small+1e-6*math.Abs(small)
+}
+
 func beats(b, a *rankTry) bool {
 	n := len(a.blocks)
 	if n == 0 {
@@ -165,7 +173,7 @@ func rankSearch(ctx context.Context, c *coded, proto *Model, o *Options, res *Re
 	so.Tol = max(o.Tol, rankSearchTol)
 	tried := map[int]*rankTry{}
 
-	fitAt := func(S int, from *Model) (*rankTry, error) {
+	fitAt := func(S int, from *rankTry) (*rankTry, error) {
 		if t, ok := tried[S]; ok {
 			return t, nil
 		}
@@ -174,13 +182,29 @@ func rankSearch(ctx context.Context, c *coded, proto *Model, o *Options, res *Re
 		ro := so
 		ro.Start = nil
 		if from != nil {
-			ro.Start = growModel(from, S, o.Seed+uint64(S))
+			ro.Start = growModel(from.model, S, o.Seed+uint64(S))
 		}
 		rs, err := fitRank(ctx, tr, proto, S, &ro, "train", report)
 		if err != nil {
 			return nil, err
 		}
 		b := best(rs)
+		if from != nil && ro.Restarts < rankSearchRestarts && stalled(rs[b].ll, from.train) {
+			// Every start stayed at the smaller rank's solution (the
+			// split copies of a state stay alike, and a random start
+			// can fall there too): on 10⁵ episodes of query.s2 with
+			// two starts, rank 2 matched rank 1's training likelihood
+			// to 10⁻⁶ and the search stopped at rank 1. The start kinds
+			// not run yet (the informed one) get their turn.
+			for _, r := range rs {
+				work += float64(r.esteps) * float64(tr.K*tr.H) * float64(S*S)
+			}
+			ro.Restarts = rankSearchRestarts
+			if rs, err = fitRank(ctx, tr, proto, S, &ro, "train", report); err != nil {
+				return nil, err
+			}
+			b = best(rs)
+		}
 		for _, r := range rs {
 			res.Trace = append(res.Trace, r.trace...)
 			work += float64(r.esteps) * float64(tr.K*tr.H) * float64(S*S)
@@ -206,7 +230,7 @@ func rankSearch(ctx context.Context, c *coded, proto *Model, o *Options, res *Re
 	lo, hi := cur, (*rankTry)(nil)
 	prev := (*rankTry)(nil) // the rank lo improved on
 	for S := 2; lo.S < maxR && work < budget; S = min(2*lo.S, maxR) {
-		t, err := fitAt(S, lo.model)
+		t, err := fitAt(S, lo)
 		if err != nil {
 			return 0, nil, err
 		}
@@ -230,7 +254,7 @@ func rankSearch(ctx context.Context, c *coded, proto *Model, o *Options, res *Re
 	if hi == nil && prev != nil && lo.S-prev.S > 1 {
 		a, b := prev, lo
 		for b.S-a.S > 1 {
-			t, err := fitAt((a.S+b.S)/2, a.model)
+			t, err := fitAt((a.S+b.S)/2, a)
 			if err != nil {
 				return 0, nil, err
 			}
@@ -244,7 +268,7 @@ func rankSearch(ctx context.Context, c *coded, proto *Model, o *Options, res *Re
 	// Bisection between the last improving rank and the failed doubling.
 	for hi != nil && hi.S-lo.S > 1 && work < budget {
 		mid := (lo.S + hi.S) / 2
-		t, err := fitAt(mid, lo.model)
+		t, err := fitAt(mid, lo)
 		if err != nil {
 			return 0, nil, err
 		}

@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/psrlcb/psrlcb/estimate"
 	"github.com/psrlcb/psrlcb/internal/checkpoint"
 
 	"github.com/psrlcb/psrlcb/pessimism"
@@ -53,8 +54,8 @@ func main() {
 	flag.StringVar(&o.ks, "ks", "100,1000,10000,100000", "comma-separated numbers of episodes K")
 	flag.StringVar(&o.alpha, "alpha", "auto", "α of PSR-LCB: auto (the CLI default) or a number (a diagnostic run)")
 	flag.IntVar(&o.seeds, "seeds", 5, "seeds per configuration")
-	flag.IntVar(&o.restarts, "restarts", defaultRestarts, "EM starts per fit")
-	flag.IntVar(&o.maxIter, "max-iter", defaultMaxIter, "EM iterations per start")
+	flag.IntVar(&o.restarts, "restarts", 0, "EM starts per fit (0: 2 with the true rank, psrlcb fit's default with --rank auto)")
+	flag.IntVar(&o.maxIter, "max-iter", 0, "EM iterations per start (0: 200 with the true rank, psrlcb fit's default with --rank auto)")
 	flag.IntVar(&o.workers, "workers", 0, "goroutines per fit (0: GOMAXPROCS)")
 	flag.BoolVar(&o.reduced, "reduced", false, "the reduced study: one seed, K ≤ 1000")
 	flag.BoolVar(&o.fresh, "fresh", false, "ignore the checkpoint and start over")
@@ -123,6 +124,21 @@ func configFromOptions(o options) (Config, error) {
 		cfg.RankAuto = false
 	default:
 		return cfg, fmt.Errorf("--rank must be true or auto, not %q", o.rank)
+	}
+	// With the automatic rank the fits run as users run psrlcb fit (its
+	// EM defaults: the rank search's starts decide the rank); with the
+	// true rank, two shorter starts keep the small tier in its budget.
+	if cfg.Restarts == 0 {
+		cfg.Restarts = defaultRestarts
+		if cfg.RankAuto {
+			cfg.Restarts = estimate.DefaultRestarts
+		}
+	}
+	if cfg.MaxIter == 0 {
+		cfg.MaxIter = defaultMaxIter
+		if cfg.RankAuto {
+			cfg.MaxIter = estimate.DefaultMaxIter
+		}
 	}
 	if o.problems == "" {
 		cfg.Problems = tier
