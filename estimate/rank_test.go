@@ -99,20 +99,7 @@ func TestRankSearchGrowsPastEight(t *testing.T) {
 	if testing.Short() {
 		t.Skip("fits ranks up to 16")
 	}
-	const S = 10
-	m := cyclicModel(S)
-	d := SampleDataset(m, 2000, 4)
-	res := &Result{}
-	o, err := Options{MaxRank: 16, Restarts: 2, Seed: 1, MaxIter: 100}.withDefaults()
-	if err != nil {
-		t.Fatal(err)
-	}
-	kind, values := rewardSupport(d.Reward)
-	c := code(d, kind, values)
-	S2, sm, err := rankSearch(context.Background(), c, protoModel(d, c, &o), &o, res, func(TraceRow) {})
-	if err != nil {
-		t.Fatal(err)
-	}
+	S2, sm, res := searchCyclic(t, 10, 16)
 	t.Logf("rank rows %+v", res.RankTable)
 	if S2 <= 8 || sm == nil || sm.States != S2 {
 		t.Fatalf("chose rank %d (model %v), want more than 8", S2, sm != nil)
@@ -151,19 +138,14 @@ func cyclicModel(S int) *Model {
 	return m
 }
 
-// TestRankSearchBisectsBelowCap: when MaxRank (or the work budget) ends
-// the doubling on an improvement, the ranks between the last two
-// doublings are bisected for the smallest one the last does not beat:
-// 5 hidden states, cap 8, the search doubles 1, 2, 4, 8 and must choose 5
-// (before this refinement it chose 8, the cap).
-func TestRankSearchBisectsBelowCap(t *testing.T) {
-	if testing.Short() {
-		t.Skip("fits ranks up to 8")
-	}
-	m := cyclicModel(5)
-	d := SampleDataset(m, 2000, 4)
+// searchCyclic runs the rank search (two starts of at most 100
+// iterations, ranks up to maxRank) on 2000 episodes of cyclicModel(S) and
+// returns the chosen rank, its model and the rank rows.
+func searchCyclic(t *testing.T, S, maxRank int) (int, *Model, *Result) {
+	t.Helper()
+	d := SampleDataset(cyclicModel(S), 2000, 4)
 	res := &Result{}
-	o, err := Options{MaxRank: 8, Restarts: 2, Seed: 1, MaxIter: 100}.withDefaults()
+	o, err := Options{MaxRank: maxRank, Restarts: 2, Seed: 1, MaxIter: 100}.withDefaults()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -173,6 +155,19 @@ func TestRankSearchBisectsBelowCap(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return S2, sm, res
+}
+
+// TestRankSearchBisectsBelowCap: when MaxRank (or the work budget) ends
+// the doubling on an improvement, the ranks between the last two
+// doublings are bisected for the smallest one the last does not beat:
+// 5 hidden states, cap 8, the search doubles 1, 2, 4, 8 and must choose 5
+// (before this refinement it chose 8, the cap).
+func TestRankSearchBisectsBelowCap(t *testing.T) {
+	if testing.Short() {
+		t.Skip("fits ranks up to 8")
+	}
+	S2, sm, res := searchCyclic(t, 5, 8)
 	var ranks []int
 	for _, r := range res.RankTable {
 		ranks = append(ranks, r.Rank)

@@ -519,33 +519,15 @@ func (p *planner) count(h, o int, path float64) {
 		return
 	}
 	m, b := p.m, p.bel[h]
-	pred, probs, next := p.pred[h], p.probs[h], p.bel[h+1]
+	pred, next := p.pred[h], p.bel[h+1]
 	for _, a := range p.allowed[o] {
 		m.Predict(h, b, a, pred)
-		n := p.O
-		var scan []int32
-		ix := p.index(h, a)
-		if ix != nil {
-			clear(p.cbel)
-			var rest float64
-			scan, rest = ix.children(pred, p.eps/path, p.scan[h], p.cbel)
-			p.scan[h], n = scan, len(scan)
-			if rest > 0 {
-				p.pruned = true
-			}
-		} else {
-			m.ObsProbs(h, pred, a, probs)
+		n, rest := p.expand(h, a, pred, path)
+		if rest > 0 {
+			p.pruned = true
 		}
-		e := m.EmitOf(m.Table(h), a)
 		for i := 0; i < n; i++ {
-			o2 := i
-			var po float64
-			if ix != nil {
-				o2 = int(scan[i])
-				po = emitProb(e, p.O, pred, o2)
-			} else {
-				po = probs[o2]
-			}
+			o2, po := p.child(h, a, i, pred)
 			if po == 0 {
 				continue
 			}

@@ -146,6 +146,34 @@ func newPlanner(m *estimate.Model, bonus *pessimism.Bonus) *planner {
 	return p
 }
 
+// expand prepares the children of a node at step h after action a, with
+// predicted state distribution pred and path probability path, and
+// returns their number n (child(h, a, i, …) for i < n gives each) and
+// rest: with an observation index, only the observations that may reach
+// ε are children, and the others' unnormalised joint belief is left in
+// p.cbel with its mass rest; without, every observation is a child, its
+// probability in p.probs[h].
+func (p *planner) expand(h, a int, pred []float64, path float64) (n int, rest float64) {
+	ix := p.index(h, a)
+	if ix == nil {
+		p.m.ObsProbs(h, pred, a, p.probs[h])
+		return p.O, 0
+	}
+	clear(p.cbel)
+	p.scan[h], rest = ix.children(pred, p.eps/path, p.scan[h], p.cbel)
+	return len(p.scan[h]), rest
+}
+
+// child returns the i-th child of the node expand prepared: its
+// observation and probability.
+func (p *planner) child(h, a, i int, pred []float64) (o int, po float64) {
+	if p.index(h, a) == nil {
+		return i, p.probs[h][i]
+	}
+	o = int(p.scan[h][i])
+	return o, emitProb(p.m.EmitOf(p.m.Table(h), a), p.O, pred, o)
+}
+
 // index returns the observation index for step h and action a when the
 // node's children are to be found through it: wide vocabularies, a
 // positive ε.
@@ -266,8 +294,10 @@ func (p *planner) solve(h, o int, cond, sum, path float64) val {
 	for _, a := range acts {
 		r := (m.ExpectedReward(h, b, a) - p.shift) * p.scale
 		m.Predict(h, b, a, pred)
-		ix := p.index(h, a)
-		if p.oneStep || (!allPruned && ix == nil) {
+		n, rest := 0, 0.0
+		if !allPruned {
+			n, rest = p.expand(h, a, pred, path)
+		} else if p.oneStep {
 			m.ObsProbs(h, pred, a, probs)
 		}
 		var q float64
@@ -292,32 +322,15 @@ func (p *planner) solve(h, o int, cond, sum, path float64) val {
 			clear(acc)
 			p.standInAt(h, acts, pred, 1, s2, acc)
 		}
-		n := p.O
-		var scan []int32
-		if ix != nil && !allPruned {
-			// The children that may reach ε, and the others' mass as
-			// part of the pruned set.
-			clear(p.cbel)
-			var rest float64
-			scan, rest = ix.children(pred, p.eps/path, p.scan[h], p.cbel)
-			p.scan[h], n = scan, len(scan)
-			if rest > 0 {
-				pruned = true
-				clear(acc)
-				copy(setU, p.cbel)
-				setMass = rest
-			}
+		if rest > 0 {
+			// The children the index skipped: part of the pruned set.
+			pruned = true
+			clear(acc)
+			copy(setU, p.cbel)
+			setMass = rest
 		}
-		e := m.EmitOf(m.Table(h), a)
-		for i := 0; i < n && !allPruned; i++ {
-			o2 := i
-			var po float64
-			if ix != nil {
-				o2 = int(scan[i])
-				po = emitProb(e, p.O, pred, o2)
-			} else {
-				po = probs[o2]
-			}
+		for i := 0; i < n; i++ {
+			o2, po := p.child(h, a, i, pred)
 			if po == 0 {
 				continue
 			}
