@@ -8,9 +8,16 @@ import (
 	"github.com/psrlcb/psrlcb/policy"
 )
 
-// CloneOptions configures BehaviorCloning. It has no fields yet; the zero
-// value is the documented behaviour.
-type CloneOptions struct{}
+// CloneOptions configures BehaviorCloning. The zero value is the
+// documented behaviour.
+type CloneOptions struct {
+	// AllFirst adds a step-1 row for every observation of the vocabulary
+	// that no episode logged first, acting with the action logged most
+	// often at step 1 (ties to the lowest code), so that a model which can
+	// emit any observation first can value the policy. Those rows have
+	// reach_prob 0 and NaN values (no logged episode passes them).
+	AllFirst bool
+}
 
 // BehaviorCloning returns the policy that takes, at every logged history,
 // the action logged there most often (ties to the lowest action code). The
@@ -75,5 +82,44 @@ func BehaviorCloning(ctx context.Context, d *ingest.Dataset, opts CloneOptions) 
 		p.Nodes[i].ValueReward = r
 		p.Nodes[i].ValueLCB = r
 	}
+	if opts.AllFirst {
+		addFirst(p, d)
+	}
 	return p, nil
+}
+
+// addFirst appends to p a step-1 row for every observation of d's
+// vocabulary (the end symbol aside) that p has no step-1 row for (see
+// CloneOptions.AllFirst).
+func addFirst(p *policy.Policy, d *ingest.Dataset) {
+	have := map[string]bool{}
+	fallback := ""
+	for _, n := range p.Nodes {
+		if n.Parent == -1 {
+			have[n.Obs] = true
+			if n.Obs != ingest.EndSymbol {
+				fallback = n.Fallback
+			}
+		}
+	}
+	count := make([]int, len(d.ActVocab))
+	for k := range d.NumEpisodes() {
+		count[d.Act[k*d.Horizon]]++
+	}
+	first := 0
+	for a, c := range count {
+		if c > count[first] {
+			first = a
+		}
+	}
+	if fallback == "" {
+		fallback = d.ActVocab[first]
+	}
+	for _, o := range d.ObsVocab {
+		if have[o] || o == ingest.EndSymbol {
+			continue
+		}
+		p.Nodes = append(p.Nodes, policy.Node{ID: int64(len(p.Nodes)), Parent: -1, Step: 1, Obs: o,
+			Action: d.ActVocab[first], Fallback: fallback, ValueReward: math.NaN(), ValueLCB: math.NaN()})
+	}
 }

@@ -46,6 +46,10 @@ type Options struct {
 	// among candidates: LCBCorrectionCrossFit (the zero value's default)
 	// or LCBCorrectionNone (the paper's bound at the planning α).
 	LCBCorrection string
+	// Fallback is FallbackClone (the zero value's default) or
+	// FallbackNone: whether a selection among candidate α may return the
+	// behaviour's clone instead of the plan (see fallback.go).
+	Fallback string
 	// PlanBudget is the node budget of the exact planner (0:
 	// policy.DefaultBudget).
 	PlanBudget int64
@@ -132,6 +136,13 @@ func (o Options) resolved() (Options, error) {
 	default:
 		return o, fmt.Errorf("%w: the bound correction must be %q or %q, not %q", ErrOptions, LCBCorrectionCrossFit, LCBCorrectionNone, o.LCBCorrection)
 	}
+	switch o.Fallback {
+	case "":
+		o.Fallback = FallbackClone
+	case FallbackClone, FallbackNone:
+	default:
+		return o, fmt.Errorf("%w: the fallback must be %q or %q, not %q", ErrOptions, FallbackClone, FallbackNone, o.Fallback)
+	}
 	if o.PlanBudget == 0 {
 		o.PlanBudget = policy.DefaultBudget
 	}
@@ -190,7 +201,7 @@ func (o Options) params(d *ingest.Dataset) report.Params {
 	}
 	return report.Params{
 		RankOption: rank, AlphaOption: o.Alpha.String(), Gamma: o.Gamma,
-		Lambda: o.Lambda, SelectHeldOut: o.SelectHeldOut, LCBCorrection: o.LCBCorrection, PlanBudget: o.PlanBudget, Seed: o.Seed,
+		Lambda: o.Lambda, SelectHeldOut: o.SelectHeldOut, LCBCorrection: o.LCBCorrection, Fallback: o.Fallback, PlanBudget: o.PlanBudget, Seed: o.Seed,
 		Planner: o.Planner, PlanRows: o.PlanRows,
 		Horizon: d.Horizon, OnInvalid: o.Ingest.OnInvalid, Columns: o.Ingest.Columns,
 		MaxObservations: o.MaxObservations,
@@ -445,7 +456,13 @@ func fit(ctx context.Context, d *ingest.Dataset, inputs []string, opts Options) 
 
 	planWork := planNodes(fit.Model, opts.PlanBudget)
 	st.begin("policy", planWork)
-	pol, stats, err := policy.Plan(ctx, fit.Model, bonus, planOpts)
+	var pol *policy.Policy
+	var stats *policy.PlanStats
+	if fb := out.Fallback; fb != nil && fb.Used {
+		pol, stats, out.Bound, err = clonePlan(ctx, d, fit.Model, bonus, fb, opts.Seed)
+	} else {
+		pol, stats, err = policy.Plan(ctx, fit.Model, bonus, planOpts)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -457,7 +474,7 @@ func fit(ctx context.Context, d *ingest.Dataset, inputs []string, opts Options) 
 		debug.FreeOSMemory()
 	}
 	prog.Advance(min(stats.Nodes, planWork), fmt.Sprintf("%d nodes", stats.Nodes))
-	if out.Selection != nil && opts.LCBCorrection == LCBCorrectionCrossFit {
+	if out.Selection != nil && opts.LCBCorrection == LCBCorrectionCrossFit && (out.Fallback == nil || !out.Fallback.Used) {
 		if err := correctBound(ctx, out, cf.planA, cf.bonusA, cf.evalB, cf.bonusB, fit.Model, bonus, opts.Seed); err != nil {
 			return nil, err
 		}
@@ -561,6 +578,13 @@ func selectAlpha(ctx context.Context, d *ingest.Dataset, opts Options, eopts est
 	}
 	out.Selection = sel
 	out.Alpha = sel.Alpha()
+	if opts.Fallback == FallbackClone {
+		fb, err := checkFallback(ctx, sel, train, held, hfit.Model, hb, opts.Seed)
+		if err != nil {
+			return nil, err
+		}
+		out.Fallback = fb
+	}
 	return &crossFit{planA: tfit.Model, bonusA: tb, evalB: hfit.Model, bonusB: hb}, nil
 }
 

@@ -195,6 +195,11 @@ func TestDefaultRunRecordsRankSearchAndSelection(t *testing.T) {
 			t.Errorf("α = %v: C∞ %v (want ≥ 1)", r.Alpha, r.CInf)
 		}
 	}
+	// Uniform logs: the behaviour's clone is one arbitrary deterministic
+	// policy, and the plan keeps its place.
+	if fb := res.Fallback; fb == nil || fb.Used || res.Plan.Planner == PlannerClone {
+		t.Errorf("fallback %+v, planner %q: want checked and not used", fb, res.Plan.Planner)
+	}
 	hl := res.Run.Manifest.Headline
 	if planned := res.Plan.ValueReward - res.Plan.ValueBonus; float64(hl.LCB) > planned+1e-12 {
 		t.Errorf("reported bound %v above the planner's %v", hl.LCB, planned)

@@ -29,6 +29,7 @@ type Params struct {
 	Lambda        float64 // λ of U_h
 	SelectHeldOut float64 // share of episodes held out to choose α
 	LCBCorrection string  // correction of the reported bound ("" or "none": none)
+	Fallback      string  // the behaviour fallback ("clone" or "none"; "": not recorded)
 	PlanBudget    int64   // node budget of the exact planner
 	Planner       string  // "exact", "belief" or "auto"
 	PlanRows      int64   // row budget of the belief planner's policy table
@@ -92,6 +93,9 @@ func parameters(p Params, out *Outcome) map[string]any {
 	}
 	if p.LCBCorrection != "" {
 		m["lcb_correction"] = p.LCBCorrection
+	}
+	if p.Fallback != "" {
+		m["fallback"] = p.Fallback
 	}
 	return m
 }
@@ -319,6 +323,7 @@ func fillManifest(run *Run, d *ingest.Dataset, files []InputFile, params map[str
 		out.RewardCheck = CheckRewards(m, d, false)
 	}
 	man.RewardCheck = out.RewardCheck
+	man.Fallback = out.Fallback
 	man.Headline = Headline{
 		LCB: Float(val.LCB), ModelValue: Float(val.Reward), BonusValue: Float(val.Bonus),
 		IWValue: Float(iw.Mean), IWLow: Float(iw.Lower), IWHigh: Float(iw.Upper),
@@ -381,7 +386,14 @@ func notes(d *ingest.Dataset, out *Outcome, p Params) []string {
 			n = append(n, out.Selection.Reason)
 		}
 	}
-	if out.Bound != nil {
+	if fb := out.Fallback; fb != nil && fb.Used {
+		n = append(n, fmt.Sprintf("Behaviour fallback (--fallback clone): on the %d held-out episodes, the behaviour's clone (the action logged most often at each history) has an importance-weighted lower bound of %.4g in your units (effective sample size %.0f), above the best bound the planned policy could show there, %.4g (its bound under the held-out model at α = %.3g, or its own importance-weighted bound). The logs do not support leaving the logged actions, so policy.arrow holds the clone of all episodes, and the reported lower bound is the clone's held-out importance-weighted bound.",
+			fb.HeldOutEpisodes, float64(fb.CloneIWLowerUnits), float64(fb.CloneESS), float64(fb.PlanBoundUnits), float64(fb.PlanCrossAlpha)))
+	} else if fb != nil {
+		n = append(n, fmt.Sprintf("Behaviour fallback (--fallback clone) checked and not used: the planned policy's held-out bound, %.4g in your units, is at least the behaviour's clone's importance-weighted lower bound, %.4g (effective sample size %.0f; it counts from %d).",
+			float64(fb.PlanBoundUnits), float64(fb.CloneIWLowerUnits), float64(fb.CloneESS), MinEpisodesForClaim))
+	}
+	if out.Bound != nil && (out.Fallback == nil || !out.Fallback.Used) {
 		why := fmt.Sprintf("at the planning α = %.3g, the bound of the chosen candidate's plan under the model of one half was above what the model of the other half supports for that plan (its bound at α = max(α, 1)), so the bonus did not cover the model's optimism about its own plan", out.Alpha)
 		if math.IsInf(out.BoundAlpha, 1) {
 			n = append(n, "The reported lower bound charges the bonus at its cap of 1 (the whole return range) on every trajectory, so it is vacuous: "+why+", and no finite α covers it (--lcb-correction cross-fit; the policy is unchanged).")

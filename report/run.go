@@ -111,7 +111,36 @@ type Manifest struct {
 	Plan        policy.PlanStats   `json:"plan"`
 	Theory      *pessimism.Theory  `json:"alpha_theory,omitempty"`
 	RewardCheck *RewardCheck       `json:"reward_check,omitempty"`
+	Fallback    *Fallback          `json:"fallback,omitempty"`
 	Notes       []string           `json:"notes"`
+}
+
+// Fallback is the comparison of the chosen plan with the behaviour's
+// clone on the held-out part of the α selection (pipeline.FallbackClone).
+// Values are on the evaluation model's [0,1] scale; *Units in the user's
+// units of return.
+type Fallback struct {
+	// Used: the clone's bound beat the plan's, and policy.arrow holds the
+	// clone of all episodes.
+	Used bool `json:"used"`
+	// PlanCrossBound is the plan's bound under the evaluation model at
+	// α_B = PlanCrossAlpha; PlanIWLower and PlanESS its importance-
+	// weighted lower bound and effective sample size on the held-out
+	// part; PlanBound the larger of the two (the IW bound counts only
+	// with an effective sample size of at least MinEpisodesForClaim).
+	PlanCrossBound Float `json:"plan_cross_bound"`
+	PlanCrossAlpha Float `json:"plan_cross_alpha"`
+	PlanIWLower    Float `json:"plan_iw_lower"`
+	PlanESS        Float `json:"plan_ess"`
+	PlanBound      Float `json:"plan_bound"`
+	PlanBoundUnits Float `json:"plan_bound_units"`
+	// The clone's importance-weighted estimate, its 95% lower bound and
+	// effective sample size on the held-out part.
+	CloneIWValue      Float `json:"clone_iw_value"`
+	CloneIWLower      Float `json:"clone_iw_lower"`
+	CloneIWLowerUnits Float `json:"clone_iw_lower_units"`
+	CloneESS          Float `json:"clone_ess"`
+	HeldOutEpisodes   int   `json:"held_out_episodes"`
 }
 
 // InputFile names one input with its size and content hash.
@@ -196,6 +225,9 @@ type Outcome struct {
 	// RewardCheck is the model check on rewards (held out when α was
 	// chosen among candidates; see CheckRewards).
 	RewardCheck *RewardCheck
+	// Fallback is the plan's comparison with the behaviour's clone (nil
+	// when α was not chosen among candidates or with --fallback none).
+	Fallback *Fallback
 	// Notes are the stages' own notes for the report (a default they fell
 	// back to, say).
 	Notes []string

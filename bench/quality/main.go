@@ -34,7 +34,7 @@ const (
 type options struct {
 	out, docs, pomdpDir, checkpoint string
 	problems, ks, alpha             string
-	tier, rank, behaviors           string
+	tier, rank, behaviors, fallback string
 	seeds, restarts, maxIter        int
 	workers                         int
 	reduced, fresh, quiet, smallK   bool
@@ -61,6 +61,7 @@ func main() {
 	flag.BoolVar(&o.fresh, "fresh", false, "ignore the checkpoint and start over")
 	flag.BoolVar(&o.quiet, "quiet", false, "no progress lines")
 	flag.BoolVar(&o.smallK, "small-k", false, "the small-K study instead (K ∈ 10,30,100,300 unless --ks is given): LCB coverage and verdicts")
+	flag.StringVar(&o.fallback, "fallback", "", "psrlcb fit's --fallback: clone (the default) or none")
 	flag.BoolVar(&o.knownRange, "known-range", false, "with --small-k: state each problem's possible return range to the fit")
 	flag.Parse()
 	if o.smallK && !flagSet("ks") {
@@ -93,7 +94,7 @@ func problemNames(ps []Problem) string {
 
 // configFromOptions checks the flags and builds the study configuration.
 func configFromOptions(o options) (Config, error) {
-	cfg := Config{PomdpDir: o.pomdpDir, Behavs: Behaviors, Seeds: o.seeds, Restarts: o.restarts, MaxIter: o.maxIter, Workers: o.workers, KnownRange: o.knownRange}
+	cfg := Config{PomdpDir: o.pomdpDir, Behavs: Behaviors, Seeds: o.seeds, Restarts: o.restarts, MaxIter: o.maxIter, Workers: o.workers, KnownRange: o.knownRange, Fallback: o.fallback}
 	if o.alpha != "" && o.alpha != "auto" {
 		a, err := pessimism.ParseAlpha(o.alpha)
 		if err != nil {

@@ -181,6 +181,17 @@ func TestTargets(t *testing.T) {
 	if v2, nb := behaviorTarget(ix, 0.1); nb != 1 || v2.Met {
 		t.Errorf("behaviour target: %d bad, met=%v; want 1, false", nb, v2.Met)
 	}
+	// Seeds that agree exactly (SE 0) get the single-seed margin, 0.1 of
+	// V* − V^b = 1: c at −0.05 passes, d at −0.2 does not.
+	rows0 := rows
+	for s := 0; s < 3; s++ {
+		add("c", "myopic:0.1", 100, s, "psrlcb", -0.05, -1)
+		add("d", "myopic:0.1", 100, s, "psrlcb", -0.2, -1)
+	}
+	if v, nb := behaviorTarget(newIndex(rows[len(rows0):]), 0.1); nb != 1 || v.Met || !strings.Contains(strings.Join(v.Detail, "\n"), "worse: d,") {
+		t.Errorf("behaviour target with agreeing seeds: %d bad, met=%v, %v; want d alone", nb, v.Met, v.Detail)
+	}
+	rows = rows0
 	g, tb := narrowTarget(ix, "myopic:0.1")
 	// a: 0.4 < 0.8 (win); b: 1.55 > 0.9 (loss): 1 of 2, need ceil(1.2)=2.
 	if g.Met || !strings.Contains(g.Detail[0], "below on 1 of 2 problems (need 2)") {

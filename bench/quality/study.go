@@ -85,6 +85,8 @@ type Config struct {
 	// fit (pipeline.Options.ReturnRange) instead of the observed one (the
 	// small-K study).
 	KnownRange bool
+	// Fallback is pipeline.Options.Fallback ("": the CLI default, clone).
+	Fallback string
 	// Log receives one line per finished configuration (nil: silent).
 	Log func(format string, args ...any)
 }
@@ -184,6 +186,7 @@ func FitOptions(cfg Config, m *pomdp.POMDP, seed uint64) pipeline.Options {
 	return pipeline.Options{
 		Estimate: estimate.Options{Rank: rank, Restarts: cfg.Restarts, MaxIter: cfg.MaxIter},
 		Alpha:    cfg.Alpha,
+		Fallback: cfg.Fallback,
 		Seed:     seed,
 		Workers:  cfg.Workers,
 	}

@@ -120,8 +120,10 @@ func lcbTarget(ix *index) (Verdict, int, int) {
 }
 
 // behaviorTarget: in every cell, mean V^π̄ ≥ V^b − seZ·SE (SE of the seed
-// spread). With a single seed, SE = 0 and margin (a share of V* − V^b) is
-// allowed instead.
+// spread). With a single seed, or seeds that all returned a policy of the
+// same value (a spread of 0 says nothing about the noise; it happens when
+// every seed falls back to the behaviour's clone, a deterministic copy of
+// an ε-soft behaviour), margin (a share of V* − V^b) is allowed instead.
 func behaviorTarget(ix *index, margin float64) (Verdict, int) {
 	v := Verdict{Name: "(2) PSR-LCB never worse than the behaviour beyond 2 SE"}
 	cells, bad := 0, 0
@@ -136,7 +138,7 @@ func behaviorTarget(ix *index, margin float64) (Verdict, int) {
 				mean, se := meanSE(values(rs))
 				vb, opt := float64(rs[0].BehaviorValue), float64(rs[0].Optimal)
 				allow := seZ * se
-				if len(rs) == 1 {
+				if len(rs) == 1 || se < 1e-12 {
 					allow = margin * math.Abs(opt-vb)
 				}
 				if mean < vb-allow-lcbTol {
