@@ -92,6 +92,7 @@ func BehaviorCloning(ctx context.Context, d *ingest.Dataset, opts CloneOptions) 
 // vocabulary (the end symbol aside) that p has no step-1 row for (see
 // CloneOptions.AllFirst).
 func addFirst(p *policy.Policy, d *ingest.Dataset) {
+	nan := math.NaN()
 	have := map[string]bool{}
 	fallback := ""
 	for _, n := range p.Nodes {
@@ -120,6 +121,6 @@ func addFirst(p *policy.Policy, d *ingest.Dataset) {
 			continue
 		}
 		p.Nodes = append(p.Nodes, policy.Node{ID: int64(len(p.Nodes)), Parent: -1, Step: 1, Obs: o,
-			Action: d.ActVocab[first], Fallback: fallback, ValueReward: math.NaN(), ValueLCB: math.NaN()})
+			Action: d.ActVocab[first], Fallback: fallback, ValueReward: nan, ValueBonus: nan, ValueLCB: nan})
 	}
 }

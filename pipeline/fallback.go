@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"context"
+	"fmt"
 	"math"
 
 	"github.com/psrlcb/psrlcb/baseline"
@@ -26,69 +27,108 @@ import (
 // logged actions on the strength of the model's extrapolation, and can be
 // worse than the behaviour.
 //
-// The fallback adds one candidate to the cross-fitted selection, the
-// behaviour's clone π_c (the action logged most often at each history,
-// baseline.BehaviorCloning, fitted on part A), and keeps the rule that the
-// returned policy is the one with the largest lower bound, each bound
-// measured on part B, which neither policy was made from:
+// The fallback adds to the cross-fitted selection a policy that keeps to
+// the logged actions: the behaviour's clone (the action logged most often
+// at each history, baseline.BehaviorCloning), fitted on part A. Both are
+// scored on part B, which neither was made from:
 //
 //	L(π_c) = the importance-weighted 95% lower bound of V^{π_c} on B,
-//	L(π_α) = max(V_{θ̂_B,R}^{π_α} − V_{θ̂_B,α_B b̂_B}^{π_α}, its importance-weighted lower bound on B)
+//	L(π_α) = max(V_{θ̂_B,R}^{π_α} − V_{θ̂_B,α b̂_B}^{π_α}, its importance-weighted lower bound on B)
 //
-// with α_B = max(α, pessimism.DefaultAlpha), the cross-fitted bound the
-// reported LCB is corrected to (LCBCorrectionCrossFit). An importance-
-// weighted bound counts only with an effective sample size of at least
+// that is, the plan is scored by the objective PSR-LCB maximised, at the
+// chosen α, under the model that did not make it. An importance-weighted
+// bound counts only with an effective sample size of at least
 // report.MinEpisodesForClaim: below it the normal interval is too narrow
-// to trust. The clone wins when L(π_c) > L(π_α); the final policy is then
-// the clone of all episodes.
+// to trust. The clone wins when L(π_c) > L(π_α): even the held-out model's
+// pessimistic value of the plan is below what the logs alone prove of the
+// logged actions. The final policy is then the clone of all episodes.
 //
 // When the behaviour is narrow, most logged episodes follow its clone, so
-// L(π_c) is a tight bound from the logs alone; a plan that departs from
-// the logged actions has to be shown better by B's model at the default
-// confidence. When the behaviour spreads its actions (uniform logs), the
-// clone is one arbitrary deterministic policy that few episodes follow, its
-// bound is weak or absent, and the plan is kept.
+// L(π_c) is tight. When the behaviour spreads its actions (uniform logs),
+// every deterministic policy is followed by equally few episodes, and the
+// clone's bound is weak or absent.
+//
+// Why the plan's own α and not the α of the reported bound's correction,
+// max(α, 1): that bound is loose where the bonus is (a few dozen held-out
+// histories per feature direction), and a tight importance-weighted bound
+// beat it on logs where the plan was optimal and the behaviour far from it
+// (the shipped tiger example: a regret of 0.18 for a supported policy
+// against 0 for the plan; docs/validation.md, "Narrow logs").
 
 // Values of Options.Fallback.
 const (
-	// FallbackClone: with α chosen among candidates, return the behaviour's
-	// clone when its held-out lower bound beats the plan's (above).
-	FallbackClone = "clone"
+	// FallbackBehavior: with α chosen among candidates, return the
+	// behaviour's clone when its held-out lower bound beats the plan's
+	// held-out score (above).
+	FallbackBehavior = "behavior"
 	// FallbackNone always returns the plan.
 	FallbackNone = "none"
 )
 
-// PlannerClone is PlanStats.Planner when the fallback returned the clone.
+// PlannerClone is PlanStats.Planner when the fallback returned the
+// behaviour's clone.
 const PlannerClone = "clone"
 
-// fallbackDecision compares the chosen plan with the behaviour's clone on
-// part B (see above). planB is the plan's bound under B's model at α_B;
-// planIW and cloneIW are their importance-weighted estimates on B, all on
-// B's model's [0,1] scale.
-func fallbackDecision(planB float64, planIW, cloneIW policy.IWResult) (planBound float64, clone bool) {
-	planBound = planB
-	if planIW.ESS >= report.MinEpisodesForClaim {
-		planBound = math.Max(planBound, planIW.Lower)
+// supported are the fallback's candidates (the clone; the table admits
+// others that keep to the logged actions): name and how to fit one on a
+// dataset, with a step-1 row for every observation, so that a model can
+// value it.
+var supported = []struct {
+	name string
+	fit  func(context.Context, *ingest.Dataset) (*policy.Policy, error)
+}{
+	{PlannerClone, func(ctx context.Context, d *ingest.Dataset) (*policy.Policy, error) {
+		return baseline.BehaviorCloning(ctx, d, baseline.CloneOptions{AllFirst: true})
+	}},
+}
+
+// fallbackDecision compares the chosen plan with the supported policies
+// on part B (see above). planB is the plan's bound under B's model at α_B;
+// planIW and cands are the importance-weighted estimates on B, all on B's
+// model's [0,1] scale. It returns the plan's bound, each candidate's bound
+// (−Inf when its effective sample size is too small) and the index of the
+// winning candidate, −1 for the plan. Ties keep the plan, then the earlier
+// candidate.
+func fallbackDecision(planB float64, planIW policy.IWResult, cands []policy.IWResult) (planBound float64, bounds []float64, win int) {
+	bound := func(r policy.IWResult) float64 {
+		if r.ESS >= report.MinEpisodesForClaim && !math.IsNaN(r.Lower) {
+			return r.Lower
+		}
+		return math.Inf(-1)
 	}
+	planBound = planB
 	if math.IsNaN(planBound) {
 		planBound = math.Inf(-1)
 	}
-	return planBound, cloneIW.ESS >= report.MinEpisodesForClaim && cloneIW.Lower > planBound
+	planBound = math.Max(planBound, bound(planIW))
+	win, best := -1, planBound
+	for i, c := range cands {
+		b := bound(c)
+		bounds = append(bounds, b)
+		if b > best {
+			win, best = i, b
+		}
+	}
+	return planBound, bounds, win
 }
 
 // checkFallback measures the fallback's figures for the chosen candidate
-// of sel: the clone of train, both policies' importance-weighted estimates
-// on held (rescaled with evalB, the model of held), and the plan's bound
-// under evalB.
+// of sel: the supported policies fitted on train, every policy's
+// importance-weighted estimate on held (rescaled with evalB, the model of
+// held), and the plan's bound under evalB.
 func checkFallback(ctx context.Context, sel *policy.Selection, train, held *ingest.Dataset, evalB *estimate.Model, bonusB *pessimism.Bonus, seed uint64) (*report.Fallback, error) {
 	c := sel.Candidates[sel.Chosen]
-	clone, err := baseline.BehaviorCloning(ctx, train, baseline.CloneOptions{})
-	if err != nil {
-		return nil, err
-	}
-	cloneIW, err := policy.IWEstimate(evalB, clone, held, policy.DefaultZ)
-	if err != nil {
-		return nil, err
+	var ivs []policy.IWResult
+	for _, s := range supported {
+		pol, err := s.fit(ctx, train)
+		if err != nil {
+			return nil, err
+		}
+		iw, err := policy.IWEstimate(evalB, pol, held, policy.DefaultZ)
+		if err != nil {
+			return nil, err
+		}
+		ivs = append(ivs, iw)
 	}
 	planIW, err := policy.IWEstimate(evalB, c.Policy, held, policy.DefaultZ)
 	if err != nil {
@@ -98,40 +138,58 @@ func checkFallback(ctx context.Context, sel *policy.Selection, train, held *inge
 	if err != nil {
 		return nil, err
 	}
-	alphaB := math.Max(c.Alpha, pessimism.DefaultAlpha)
+	alphaB := c.Alpha
 	planB := rb.Reward - rb.Bonus(alphaB)
-	bound, used := fallbackDecision(planB, planIW, cloneIW)
+	bound, bounds, win := fallbackDecision(planB, planIW, ivs)
 	units := func(v float64) report.Float {
 		return report.Float(evalB.ReturnMin + v*(evalB.ReturnMax-evalB.ReturnMin))
 	}
-	return &report.Fallback{
-		Used:           used,
+	fb := &report.Fallback{Chosen: "plan",
 		PlanCrossBound: report.Float(planB), PlanCrossAlpha: report.Float(alphaB),
 		PlanIWLower: report.Float(planIW.Lower), PlanESS: report.Float(planIW.ESS),
 		PlanBound: report.Float(bound), PlanBoundUnits: units(bound),
-		CloneIWValue: report.Float(cloneIW.Mean), CloneIWLower: report.Float(cloneIW.Lower),
-		CloneIWLowerUnits: units(cloneIW.Lower), CloneESS: report.Float(cloneIW.ESS),
 		HeldOutEpisodes: held.NumEpisodes(),
-	}, nil
+	}
+	for i, s := range supported {
+		fb.Candidates = append(fb.Candidates, report.FallbackCandidate{Name: s.name,
+			IWValue: report.Float(ivs[i].Mean), IWLower: report.Float(ivs[i].Lower), IWLowerUnits: units(ivs[i].Lower),
+			ESS: report.Float(ivs[i].ESS), Bound: report.Float(bounds[i])})
+	}
+	if win >= 0 {
+		fb.Used, fb.Chosen = true, supported[win].name
+	}
+	return fb, nil
 }
 
-// clonePlan is the fallback's final policy: the clone of all episodes,
-// with its figures under the final model and bonus (the value's reward
-// and bonus parts), and as the reported bound the clone's held-out
-// importance-weighted lower bound fb measured, mapped onto m's scale.
-func clonePlan(ctx context.Context, d *ingest.Dataset, m *estimate.Model, bonus *pessimism.Bonus, fb *report.Fallback, seed uint64) (*policy.Policy, *policy.PlanStats, *policy.Value, error) {
-	pol, err := baseline.BehaviorCloning(ctx, d, baseline.CloneOptions{AllFirst: true})
+// supportedPlan is the fallback's final policy: the chosen supported
+// method fitted on all episodes, with its figures under the final model
+// and bonus (the value's reward and bonus parts), and as the reported
+// bound the held-out importance-weighted lower bound fb measured, mapped
+// onto m's scale.
+func supportedPlan(ctx context.Context, d *ingest.Dataset, m *estimate.Model, bonus *pessimism.Bonus, fb *report.Fallback, seed uint64) (*policy.Policy, *policy.PlanStats, *policy.Value, error) {
+	x := fb.ChosenCandidate()
+	var pol *policy.Policy
+	var err error
+	for _, s := range supported {
+		if x != nil && s.name == x.Name {
+			pol, err = s.fit(ctx, d)
+		}
+	}
 	if err != nil {
 		return nil, nil, nil, err
+	}
+	if pol == nil {
+		return nil, nil, nil, fmt.Errorf("%w: no fallback policy chosen", ErrOptions)
 	}
 	r, err := policy.ValueUnder(ctx, m, bonus, pol, 0, 0, seed)
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	// Exact: nothing was planned, so there is no planning gap to state.
-	st := &policy.PlanStats{Nodes: int64(len(pol.Nodes)), Exact: true, Planner: PlannerClone, Alpha: bonus.Alpha,
+	// Exact: nothing was planned with the model, so there is no planning
+	// gap to state.
+	st := &policy.PlanStats{Nodes: int64(len(pol.Nodes)), Exact: true, Planner: x.Name, Alpha: bonus.Alpha,
 		ValueReward: r.Reward, ValueBonus: r.Bonus(bonus.Alpha)}
 	st.Value = st.ValueReward - st.ValueBonus
-	lcb := m.RescaleReturn(float64(fb.CloneIWLowerUnits))
+	lcb := m.RescaleReturn(float64(x.IWLowerUnits))
 	return pol, st, &policy.Value{Reward: st.ValueReward, Bonus: st.ValueReward - lcb, LCB: lcb}, nil
 }

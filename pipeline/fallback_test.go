@@ -15,34 +15,48 @@ import (
 
 func TestFallbackDecision(t *testing.T) {
 	iw := func(lower, ess float64) policy.IWResult { return policy.IWResult{Lower: lower, ESS: ess} }
+	inf := math.Inf(-1)
 	for _, c := range []struct {
-		name         string
-		planB        float64
-		plan, clone  policy.IWResult
-		wantBound    float64
-		wantFallback bool
+		name      string
+		planB     float64
+		plan      policy.IWResult
+		cands     []policy.IWResult
+		wantBound float64
+		wantWin   int
 	}{
-		{"clone proven above the plan's cross bound", 0.2, iw(0, 1), iw(0.3, 100), 0.2, true},
-		{"clone below the plan's cross bound", 0.4, iw(0, 1), iw(0.3, 100), 0.4, false},
-		{"clone's estimate too thin to count", 0.2, iw(0, 1), iw(0.3, 29), 0.2, false},
-		{"plan's own estimate counts when thick enough", 0.2, iw(0.35, 30), iw(0.3, 100), 0.35, false},
-		{"plan's own estimate ignored when thin", 0.2, iw(0.35, 29), iw(0.3, 100), 0.2, true},
-		{"equal bounds keep the plan", 0.3, iw(0, 1), iw(0.3, 100), 0.3, false},
-		{"NaN cross bound counts as no bound", math.NaN(), iw(0, 1), iw(-0.5, 100), math.Inf(-1), true},
+		{"clone proven above the plan's cross bound", 0.2, iw(0, 1), []policy.IWResult{iw(0.3, 100), iw(0.1, 50)}, 0.2, 0},
+		{"second candidate above the first", 0.2, iw(0, 1), []policy.IWResult{iw(0.3, 100), iw(0.35, 50)}, 0.2, 1},
+		{"both below the plan's cross bound", 0.4, iw(0, 1), []policy.IWResult{iw(0.3, 100), iw(0.35, 50)}, 0.4, -1},
+		{"estimates too thin to count", 0.2, iw(0, 1), []policy.IWResult{iw(0.3, 29), iw(0.35, 10)}, 0.2, -1},
+		{"plan's own estimate counts when thick enough", 0.2, iw(0.35, 30), []policy.IWResult{iw(0.3, 100)}, 0.35, -1},
+		{"plan's own estimate ignored when thin", 0.2, iw(0.35, 29), []policy.IWResult{iw(0.3, 100)}, 0.2, 0},
+		{"equal bounds keep the plan", 0.3, iw(0, 1), []policy.IWResult{iw(0.3, 100)}, 0.3, -1},
+		{"equal candidates keep the first", 0.1, iw(0, 1), []policy.IWResult{iw(0.3, 100), iw(0.3, 100)}, 0.1, 0},
+		{"NaN cross bound counts as no bound", math.NaN(), iw(0, 1), []policy.IWResult{iw(-0.5, 100)}, inf, 0},
 	} {
-		b, fb := fallbackDecision(c.planB, c.plan, c.clone)
-		if b != c.wantBound || fb != c.wantFallback {
-			t.Errorf("%s: bound %v fallback %v, want %v %v", c.name, b, fb, c.wantBound, c.wantFallback)
+		b, bounds, win := fallbackDecision(c.planB, c.plan, c.cands)
+		if b != c.wantBound || win != c.wantWin || len(bounds) != len(c.cands) {
+			t.Errorf("%s: bound %v win %d (%d bounds), want %v %d", c.name, b, win, len(bounds), c.wantBound, c.wantWin)
+		}
+		for i, x := range c.cands {
+			want := x.Lower
+			if x.ESS < 30 {
+				want = inf
+			}
+			if i < len(bounds) && bounds[i] != want {
+				t.Errorf("%s: candidate %d bound %v, want %v", c.name, i, bounds[i], want)
+			}
 		}
 	}
 }
 
 // TestFallbackNarrowLogs: tiger logs of a behaviour that listens 98% of
 // the time. Every logged episode but a few follows "always listen", so the
-// clone's held-out bound is tight, while a plan that opens a door has
-// only a few logged steps of each opening to stand on. The default run
-// returns the clone, states it, and its policy is worth what the logs
-// say; with --fallback none the plan is returned.
+// supported policies' held-out bounds are tight, while a plan that opens a
+// door has only a few logged steps of each opening to stand on. The
+// default run returns the supported policy with the best bound, states
+// it, and its policy is worth at least its reported bound; with
+// --fallback none the plan is returned.
 func TestFallbackNarrowLogs(t *testing.T) {
 	if testing.Short() {
 		t.Skip("fits simulated logs")
@@ -67,32 +81,44 @@ func TestFallbackNarrowLogs(t *testing.T) {
 		t.Fatal(err)
 	}
 	fb := out.Fallback
-	if fb == nil || !fb.Used {
+	x := fb.ChosenCandidate()
+	if fb == nil || !fb.Used || x == nil {
 		t.Fatalf("fallback %+v, want used", fb)
 	}
-	if !(float64(fb.CloneIWLower) > float64(fb.PlanBound)) || fb.CloneESS < 30 {
-		t.Errorf("fallback used with clone bound %v (ESS %v), plan bound %v", fb.CloneIWLower, fb.CloneESS, fb.PlanBound)
+	for _, c := range fb.Candidates {
+		if c.Bound > x.Bound {
+			t.Errorf("returned %s (bound %v), but %s has %v", x.Name, x.Bound, c.Name, c.Bound)
+		}
 	}
-	clone, err := baseline.BehaviorCloning(ctx, d, baseline.CloneOptions{AllFirst: true})
+	if !(float64(x.Bound) > float64(fb.PlanBound)) || x.ESS < 30 {
+		t.Errorf("fallback used with %s bound %v (ESS %v), plan bound %v", x.Name, x.Bound, x.ESS, fb.PlanBound)
+	}
+	var want *policy.Policy
+	switch x.Name {
+	case PlannerClone:
+		want, err = baseline.BehaviorCloning(ctx, d, baseline.CloneOptions{AllFirst: true})
+	default:
+		t.Fatalf("chosen %q", x.Name)
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(out.Policy.Nodes) != len(clone.Nodes) {
-		t.Fatalf("policy has %d rows, the clone %d", len(out.Policy.Nodes), len(clone.Nodes))
+	if len(out.Policy.Nodes) != len(want.Nodes) {
+		t.Fatalf("policy has %d rows, the %s %d", len(out.Policy.Nodes), x.Name, len(want.Nodes))
 	}
 	for i, n := range out.Policy.Nodes {
-		c := clone.Nodes[i]
+		c := want.Nodes[i]
 		if n.Obs != c.Obs || n.Action != c.Action || n.Parent != c.Parent || n.Fallback != c.Fallback {
-			t.Fatalf("row %d: %+v, clone %+v", i, n, c)
+			t.Fatalf("row %d: %+v, %s %+v", i, n, x.Name, c)
 		}
 	}
-	if out.Plan.Planner != PlannerClone {
-		t.Errorf("planner %q, want %q", out.Plan.Planner, PlannerClone)
+	if out.Plan.Planner != x.Name {
+		t.Errorf("planner %q, want %q", out.Plan.Planner, x.Name)
 	}
 	// The reported bound is the clone's held-out bound, in units.
 	hl := out.Run.Manifest.Headline
-	if math.Abs(float64(hl.LCBUnits)-float64(fb.CloneIWLowerUnits)) > 1e-9 {
-		t.Errorf("headline LCB %v units, clone's held-out bound %v", hl.LCBUnits, fb.CloneIWLowerUnits)
+	if math.Abs(float64(hl.LCBUnits)-float64(x.IWLowerUnits)) > 1e-9 {
+		t.Errorf("headline LCB %v units, %s's held-out bound %v", hl.LCBUnits, x.Name, x.IWLowerUnits)
 	}
 	// And it is a bound: the clone's exact value under the true model.
 	v, err := pomdp.EvaluatePolicy(ctx, m, H, out.Policy)
@@ -105,7 +131,7 @@ func TestFallbackNarrowLogs(t *testing.T) {
 	if v < -3-1e-9 {
 		t.Errorf("returned policy worth %v, below always listening (−3)", v)
 	}
-	if man := out.Run.Manifest; man.Fallback != fb || man.Parameters["fallback"] != FallbackClone {
+	if man := out.Run.Manifest; man.Fallback != fb || man.Parameters["fallback"] != FallbackBehavior {
 		t.Errorf("manifest fallback %+v, parameter %v", man.Fallback, man.Parameters["fallback"])
 	}
 	if !strings.Contains(out.Run.Manifest.Headline.Verdict, "set aside") {

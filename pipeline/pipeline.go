@@ -46,9 +46,10 @@ type Options struct {
 	// among candidates: LCBCorrectionCrossFit (the zero value's default)
 	// or LCBCorrectionNone (the paper's bound at the planning α).
 	LCBCorrection string
-	// Fallback is FallbackClone (the zero value's default) or
-	// FallbackNone: whether a selection among candidate α may return the
-	// behaviour's clone instead of the plan (see fallback.go).
+	// Fallback is FallbackBehavior (the zero value's default) or
+	// FallbackNone: whether a selection among candidate α may return a
+	// policy that keeps to the logged actions instead of the plan (see
+	// fallback.go).
 	Fallback string
 	// PlanBudget is the node budget of the exact planner (0:
 	// policy.DefaultBudget).
@@ -138,10 +139,10 @@ func (o Options) resolved() (Options, error) {
 	}
 	switch o.Fallback {
 	case "":
-		o.Fallback = FallbackClone
-	case FallbackClone, FallbackNone:
+		o.Fallback = FallbackBehavior
+	case FallbackBehavior, FallbackNone:
 	default:
-		return o, fmt.Errorf("%w: the fallback must be %q or %q, not %q", ErrOptions, FallbackClone, FallbackNone, o.Fallback)
+		return o, fmt.Errorf("%w: the fallback must be %q or %q, not %q", ErrOptions, FallbackBehavior, FallbackNone, o.Fallback)
 	}
 	if o.PlanBudget == 0 {
 		o.PlanBudget = policy.DefaultBudget
@@ -459,7 +460,7 @@ func fit(ctx context.Context, d *ingest.Dataset, inputs []string, opts Options) 
 	var pol *policy.Policy
 	var stats *policy.PlanStats
 	if fb := out.Fallback; fb != nil && fb.Used {
-		pol, stats, out.Bound, err = clonePlan(ctx, d, fit.Model, bonus, fb, opts.Seed)
+		pol, stats, out.Bound, err = supportedPlan(ctx, d, fit.Model, bonus, fb, opts.Seed)
 	} else {
 		pol, stats, err = policy.Plan(ctx, fit.Model, bonus, planOpts)
 	}
@@ -578,7 +579,7 @@ func selectAlpha(ctx context.Context, d *ingest.Dataset, opts Options, eopts est
 	}
 	out.Selection = sel
 	out.Alpha = sel.Alpha()
-	if opts.Fallback == FallbackClone {
+	if opts.Fallback == FallbackBehavior {
 		fb, err := checkFallback(ctx, sel, train, held, hfit.Model, hb, opts.Seed)
 		if err != nil {
 			return nil, err

@@ -29,7 +29,7 @@ type Params struct {
 	Lambda        float64 // λ of U_h
 	SelectHeldOut float64 // share of episodes held out to choose α
 	LCBCorrection string  // correction of the reported bound ("" or "none": none)
-	Fallback      string  // the behaviour fallback ("clone" or "none"; "": not recorded)
+	Fallback      string  // the behaviour fallback ("behavior" or "none"; "": not recorded)
 	PlanBudget    int64   // node budget of the exact planner
 	Planner       string  // "exact", "belief" or "auto"
 	PlanRows      int64   // row budget of the belief planner's policy table
@@ -386,12 +386,8 @@ func notes(d *ingest.Dataset, out *Outcome, p Params) []string {
 			n = append(n, out.Selection.Reason)
 		}
 	}
-	if fb := out.Fallback; fb != nil && fb.Used {
-		n = append(n, fmt.Sprintf("Behaviour fallback (--fallback clone): on the %d held-out episodes, the behaviour's clone (the action logged most often at each history) has an importance-weighted lower bound of %.4g in your units (effective sample size %.0f), above the best bound the planned policy could show there, %.4g (its bound under the held-out model at α = %.3g, or its own importance-weighted bound). The logs do not support leaving the logged actions, so policy.arrow holds the clone of all episodes, and the reported lower bound is the clone's held-out importance-weighted bound.",
-			fb.HeldOutEpisodes, float64(fb.CloneIWLowerUnits), float64(fb.CloneESS), float64(fb.PlanBoundUnits), float64(fb.PlanCrossAlpha)))
-	} else if fb != nil {
-		n = append(n, fmt.Sprintf("Behaviour fallback (--fallback clone) checked and not used: the planned policy's held-out bound, %.4g in your units, is at least the behaviour's clone's importance-weighted lower bound, %.4g (effective sample size %.0f; it counts from %d).",
-			float64(fb.PlanBoundUnits), float64(fb.CloneIWLowerUnits), float64(fb.CloneESS), MinEpisodesForClaim))
+	if fb := out.Fallback; fb != nil {
+		n = append(n, fallbackNote(fb))
 	}
 	if out.Bound != nil && (out.Fallback == nil || !out.Fallback.Used) {
 		why := fmt.Sprintf("at the planning α = %.3g, the bound of the chosen candidate's plan under the model of one half was above what the model of the other half supports for that plan (its bound at α = max(α, 1)), so the bonus did not cover the model's optimism about its own plan", out.Alpha)
@@ -517,4 +513,33 @@ func runID(inputs []InputFile, params map[string]any, seed uint64) string {
 	h.Write(b)
 	fmt.Fprintf(h, "%d", seed)
 	return hex.EncodeToString(h.Sum(nil))[:16]
+}
+
+// fallbackNote says what the behaviour fallback compared and what it
+// returned.
+func fallbackNote(fb *Fallback) string {
+	var c []string
+	for _, x := range fb.Candidates {
+		if math.IsInf(float64(x.Bound), -1) {
+			c = append(c, fmt.Sprintf("the %s, no bound (effective sample size %.0f, below %d)", candidateWords(x.Name), float64(x.ESS), MinEpisodesForClaim))
+		} else {
+			c = append(c, fmt.Sprintf("the %s, %.4g (effective sample size %.0f)", candidateWords(x.Name), float64(x.IWLowerUnits), float64(x.ESS)))
+		}
+	}
+	cands := strings.Join(c, "; ")
+	if x := fb.ChosenCandidate(); x != nil {
+		return fmt.Sprintf("Behaviour fallback (--fallback behavior): on the %d held-out episodes the planned policy could show a lower bound of %.4g in your units (its PSR-LCB objective under the held-out model at α = %.3g, or its own importance-weighted bound), below what the logs prove of a policy that keeps to the logged actions (importance-weighted 95%% lower bounds: %s). policy.arrow holds the %s, fitted on all episodes, and the reported lower bound is its held-out bound; --fallback none returns the plan.",
+			fb.HeldOutEpisodes, float64(fb.PlanBoundUnits), float64(fb.PlanCrossAlpha), cands, candidateWords(x.Name))
+	}
+	return fmt.Sprintf("Behaviour fallback (--fallback behavior) checked and not used: on the %d held-out episodes the planned policy's bound, %.4g in your units, is at least the importance-weighted lower bounds of the policies that keep to the logged actions (%s).",
+		fb.HeldOutEpisodes, float64(fb.PlanBoundUnits), cands)
+}
+
+// candidateWords names a fallback candidate for a reader.
+func candidateWords(name string) string {
+	switch name {
+	case "clone":
+		return "behaviour's clone (the action logged most often at each history)"
+	}
+	return name
 }

@@ -115,16 +115,17 @@ type Manifest struct {
 	Notes       []string           `json:"notes"`
 }
 
-// Fallback is the comparison of the chosen plan with the behaviour's
-// clone on the held-out part of the α selection (pipeline.FallbackClone).
-// Values are on the evaluation model's [0,1] scale; *Units in the user's
-// units of return.
+// Fallback is the comparison of the chosen plan with the policies the
+// logged actions support, on the held-out part of the α selection
+// (pipeline.FallbackBehavior). Values are on the evaluation model's [0,1]
+// scale; *Units in the user's units of return.
 type Fallback struct {
-	// Used: the clone's bound beat the plan's, and policy.arrow holds the
-	// clone of all episodes.
-	Used bool `json:"used"`
-	// PlanCrossBound is the plan's bound under the evaluation model at
-	// α_B = PlanCrossAlpha; PlanIWLower and PlanESS its importance-
+	// Used: a supported policy's bound beat the plan's, and policy.arrow
+	// holds that policy (Chosen) fitted on all episodes.
+	Used   bool   `json:"used"`
+	Chosen string `json:"chosen"` // "plan", or the Name of a candidate
+	// PlanCrossBound is the plan's PSR-LCB objective under the evaluation
+	// model at its α (PlanCrossAlpha); PlanIWLower and PlanESS its importance-
 	// weighted lower bound and effective sample size on the held-out
 	// part; PlanBound the larger of the two (the IW bound counts only
 	// with an effective sample size of at least MinEpisodesForClaim).
@@ -134,13 +135,34 @@ type Fallback struct {
 	PlanESS        Float `json:"plan_ess"`
 	PlanBound      Float `json:"plan_bound"`
 	PlanBoundUnits Float `json:"plan_bound_units"`
-	// The clone's importance-weighted estimate, its 95% lower bound and
-	// effective sample size on the held-out part.
-	CloneIWValue      Float `json:"clone_iw_value"`
-	CloneIWLower      Float `json:"clone_iw_lower"`
-	CloneIWLowerUnits Float `json:"clone_iw_lower_units"`
-	CloneESS          Float `json:"clone_ess"`
-	HeldOutEpisodes   int   `json:"held_out_episodes"`
+	// Candidates are the supported policies with their held-out figures.
+	Candidates      []FallbackCandidate `json:"candidates"`
+	HeldOutEpisodes int                 `json:"held_out_episodes"`
+}
+
+// FallbackCandidate is one policy the logged actions support, fitted on
+// the training part and valued by importance weighting on the held-out
+// part.
+type FallbackCandidate struct {
+	// Name is "clone" (the action logged most often at each history).
+	Name         string `json:"name"`
+	IWValue      Float  `json:"iw_value"`
+	IWLower      Float  `json:"iw_lower"`
+	IWLowerUnits Float  `json:"iw_lower_units"`
+	ESS          Float  `json:"ess"`
+	// Bound is IWLower when ESS ≥ MinEpisodesForClaim, −Inf otherwise.
+	Bound Float `json:"bound"`
+}
+
+// ChosenCandidate is the candidate the fallback returned (nil when the
+// plan was kept).
+func (f *Fallback) ChosenCandidate() *FallbackCandidate {
+	for i := range f.Candidates {
+		if f.Used && f.Candidates[i].Name == f.Chosen {
+			return &f.Candidates[i]
+		}
+	}
+	return nil
 }
 
 // InputFile names one input with its size and content hash.

@@ -138,9 +138,11 @@ func Verdict(run *Run) []string {
 			"The logs justify the policy: its lower confidence bound (%.4g in your units of return) is above the behaviour policy's mean return in the logs (%.4g, at most %.4g within its 95%% interval), and the importance-weighted estimate from the logs alone, %.4g [%.4g, %.4g], agrees.",
 			float64(h.LCBUnits), float64(h.BehaviorUnits), float64(h.BehaviorHighUnits), float64(h.IWValueUnits), float64(h.IWLowUnits), float64(h.IWHighUnits)))
 	}
-	if fb := run.Manifest.Fallback; fb != nil && fb.Used {
-		out = append(out, fmt.Sprintf("The planned policy was set aside: on held-out episodes the behaviour's own most-logged actions are proven worth at least %.4g, more than the planned policy could be shown to be worth (%.4g), so policy.arrow repeats the behaviour's most-logged action at every history (its clone) and the figures below are the clone's.",
-			float64(fb.CloneIWLowerUnits), float64(fb.PlanBoundUnits)))
+	if fb := run.Manifest.Fallback; fb != nil {
+		if x := fb.ChosenCandidate(); x != nil {
+			out = append(out, fmt.Sprintf("The planned policy was set aside: on held-out episodes a policy that keeps to the logged actions, the %s, is proven worth at least %.4g, more than the planned policy could be shown to be worth (%.4g), so policy.arrow holds that policy and the figures below are its own.",
+				candidateWords(x.Name), float64(x.IWLowerUnits), float64(fb.PlanBoundUnits)))
+		}
 	}
 	out = append(out, a.flags...)
 	out = append(out, coverageSentence(h))
