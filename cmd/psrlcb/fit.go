@@ -270,7 +270,13 @@ func printHeadline(w io.Writer, dir string, m *report.Manifest, plan *policy.Pla
 		fmt.Fprintf(w, "  the logs carry no propensities: the behaviour policy was estimated from action frequencies\n")
 	}
 	fmt.Fprintf(w, "verdict: %s\n", h.Verdict)
-	if h.Recommendation == report.RecommendBehavior {
+	cloned := m.Fallback != nil && m.Fallback.Used
+	switch {
+	case h.Recommendation == report.RecommendBehavior && cloned:
+		fmt.Fprintf(w, "recommendation: keep the behaviour policy (evidence: %s); %s holds the behaviour's clone (its most-logged action at every history), which the fallback returned instead of the plan\n", strings.ReplaceAll(h.Evidence, "_", " "), report.PolicyFile)
+	case h.Recommendation == report.RecommendBehavior:
 		fmt.Fprintf(w, "recommendation: keep the behaviour policy (evidence: %s); %s holds the planned policy for inspection only\n", strings.ReplaceAll(h.Evidence, "_", " "), report.PolicyFile)
+	case cloned:
+		fmt.Fprintf(w, "recommendation: %s, the behaviour's clone (its most-logged action at every history), which the fallback returned instead of the plan\n", report.PolicyFile)
 	}
 }
