@@ -108,6 +108,21 @@ func TestActWarnsWhenBehaviourRecommended(t *testing.T) {
 	if w := recommendationWarning(dir); !strings.Contains(w, "keeping the behaviour policy (evidence: insufficient)") {
 		t.Errorf("warning %q", w)
 	}
+	// The fallback returned the behaviour's clone: the policy stands in
+	// for the behaviour, and the warning says so.
+	m.Fallback = &report.Fallback{Used: true, Chosen: "clone", Candidates: []report.FallbackCandidate{{Name: "clone"}}}
+	if err := report.WriteManifest(filepath.Join(dir, report.ManifestFile), m); err != nil {
+		t.Fatal(err)
+	}
+	if w := recommendationWarning(dir); !strings.Contains(w, "behaviour's clone") || strings.Contains(w, "inspection only") {
+		t.Errorf("warning %q after the fallback", w)
+	}
+	var b strings.Builder
+	printHeadline(&b, dir, m, nil)
+	if !strings.Contains(b.String(), "holds the behaviour's clone") {
+		t.Errorf("fit's summary after the fallback:\n%s", b.String())
+	}
+	m.Fallback = nil
 	m.Headline.Evidence, m.Headline.Recommendation = report.EvidenceJustified, report.RecommendPolicy
 	report.WriteManifest(filepath.Join(dir, report.ManifestFile), m)
 	if w := recommendationWarning(dir); w != "" {
