@@ -124,8 +124,8 @@ type Fallback struct {
 	// holds that policy (Chosen) fitted on all episodes.
 	Used   bool   `json:"used"`
 	Chosen string `json:"chosen"` // "plan", or the Name of a candidate
-	// PlanCrossBound is the plan's PSR-LCB objective under the evaluation
-	// model at its α (PlanCrossAlpha); PlanIWLower and PlanESS its importance-
+	// PlanCrossBound is the plan's bound under the evaluation model at
+	// α_B = PlanCrossAlpha = max(α, 1); PlanIWLower and PlanESS its importance-
 	// weighted lower bound and effective sample size on the held-out
 	// part; PlanBound the larger of the two (the IW bound counts only
 	// with an effective sample size of at least MinEpisodesForClaim).
