@@ -14,7 +14,9 @@ import (
 )
 
 func TestFallbackDecision(t *testing.T) {
-	iw := func(lower, ess float64) policy.IWResult { return policy.IWResult{Lower: lower, ESS: ess} }
+	iw := func(lower, ess float64) policy.IWResult {
+		return policy.IWResult{Lower: lower, Upper: lower + 0.1, ESS: ess}
+	}
 	inf := math.Inf(-1)
 	for _, c := range []struct {
 		name      string
@@ -28,7 +30,8 @@ func TestFallbackDecision(t *testing.T) {
 		{"second candidate above the first", 0.2, iw(0, 1), []policy.IWResult{iw(0.3, 100), iw(0.35, 50)}, 0.2, 1},
 		{"both below the plan's cross bound", 0.4, iw(0, 1), []policy.IWResult{iw(0.3, 100), iw(0.35, 50)}, 0.4, -1},
 		{"estimates too thin to count", 0.2, iw(0, 1), []policy.IWResult{iw(0.3, 29), iw(0.35, 10)}, 0.2, -1},
-		{"plan's own estimate counts when thick enough", 0.2, iw(0.35, 30), []policy.IWResult{iw(0.3, 100)}, 0.35, -1},
+		{"a checked plan must be beaten above its upper bound", 0.2, iw(0.25, 30), []policy.IWResult{iw(0.3, 100)}, 0.35, -1},
+		{"a checked plan beaten above its upper bound", 0.2, iw(0.1, 30), []policy.IWResult{iw(0.3, 100)}, 0.2, 0},
 		{"plan's own estimate ignored when thin", 0.2, iw(0.35, 29), []policy.IWResult{iw(0.3, 100)}, 0.2, 0},
 		{"equal bounds keep the plan", 0.3, iw(0, 1), []policy.IWResult{iw(0.3, 100)}, 0.3, -1},
 		{"equal candidates keep the first", 0.1, iw(0, 1), []policy.IWResult{iw(0.3, 100), iw(0.3, 100)}, 0.1, 0},
@@ -90,7 +93,7 @@ func TestFallbackNarrowLogs(t *testing.T) {
 			t.Errorf("returned %s (bound %v), but %s has %v", x.Name, x.Bound, c.Name, c.Bound)
 		}
 	}
-	if !(float64(x.Bound) > float64(fb.PlanBound)) || x.ESS < 30 {
+	if !(float64(x.Bound) > float64(fb.PlanBound)) || x.ESS < 30 || (fb.PlanESS >= 30 && !(x.Bound > fb.PlanIWUpper)) {
 		t.Errorf("fallback used with %s bound %v (ESS %v), plan bound %v", x.Name, x.Bound, x.ESS, fb.PlanBound)
 	}
 	var want *policy.Policy

@@ -528,10 +528,10 @@ func fallbackNote(fb *Fallback) string {
 	}
 	cands := strings.Join(c, "; ")
 	if x := fb.ChosenCandidate(); x != nil {
-		return fmt.Sprintf("Behaviour fallback (--fallback behavior): on the %d held-out episodes the planned policy could show a lower bound of %.4g in your units (its bound under the held-out model at α = %.3g, or its own importance-weighted bound), below what the logs prove of a policy that keeps to the logged actions (importance-weighted 95%% lower bounds: %s). policy.arrow holds the %s, fitted on all episodes, and the reported lower bound is its held-out bound; --fallback none returns the plan.",
+		return fmt.Sprintf("Behaviour fallback (--fallback behavior): on the %d held-out episodes the planned policy's score was %.4g in your units (its bound under the held-out model at α = %.3g, or its importance-weighted upper bound when enough held-out episodes follow it), below what the logs prove of a policy that keeps to the logged actions (importance-weighted 95%% lower bounds: %s). policy.arrow holds the %s, fitted on all episodes, and the reported lower bound is its held-out bound; --fallback none returns the plan.",
 			fb.HeldOutEpisodes, float64(fb.PlanBoundUnits), float64(fb.PlanCrossAlpha), cands, candidateWords(x.Name))
 	}
-	return fmt.Sprintf("Behaviour fallback (--fallback behavior) checked and not used: on the %d held-out episodes the planned policy's bound, %.4g in your units, is at least the importance-weighted lower bounds of the policies that keep to the logged actions (%s).",
+	return fmt.Sprintf("Behaviour fallback (--fallback behavior) checked and not used: on the %d held-out episodes the planned policy's score, %.4g in your units, is at least the importance-weighted lower bounds of the policies that keep to the logged actions (%s).",
 		fb.HeldOutEpisodes, float64(fb.PlanBoundUnits), cands)
 }
 

@@ -125,13 +125,15 @@ type Fallback struct {
 	Used   bool   `json:"used"`
 	Chosen string `json:"chosen"` // "plan", or the Name of a candidate
 	// PlanCrossBound is the plan's bound under the evaluation model at
-	// α_B = PlanCrossAlpha = max(α, 1); PlanIWLower and PlanESS its importance-
-	// weighted lower bound and effective sample size on the held-out
-	// part; PlanBound the larger of the two (the IW bound counts only
-	// with an effective sample size of at least MinEpisodesForClaim).
+	// α_B = PlanCrossAlpha = max(α, 1); PlanIWLower, PlanIWUpper and
+	// PlanESS its importance-weighted interval and effective sample size
+	// on the held-out part; PlanBound the figure a candidate had to beat:
+	// PlanCrossBound, or PlanIWUpper when larger and the effective sample
+	// size is at least MinEpisodesForClaim.
 	PlanCrossBound Float `json:"plan_cross_bound"`
 	PlanCrossAlpha Float `json:"plan_cross_alpha"`
 	PlanIWLower    Float `json:"plan_iw_lower"`
+	PlanIWUpper    Float `json:"plan_iw_upper"`
 	PlanESS        Float `json:"plan_ess"`
 	PlanBound      Float `json:"plan_bound"`
 	PlanBoundUnits Float `json:"plan_bound_units"`
