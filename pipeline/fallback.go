@@ -54,8 +54,8 @@ import (
 //
 // Scoring the plan at its own α instead (the objective it maximised) kept
 // more good plans on narrow logs but let plans the model overvalued
-// through: on generated problems with narrow logs, 7 of 42 ended worse
-// than the behaviour (regret up to 7.2) against 1 of 42 with α_B
+// through: on generated problems with narrow logs, 6 of 42 ended worse
+// than the behaviour (regret up to 7.2) against 2 of 42 with α_B
 // (docs/validation.md, "Narrow logs").
 
 // Values of Options.Fallback.
