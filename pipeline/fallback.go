@@ -72,21 +72,15 @@ const (
 // behaviour's clone.
 const PlannerClone = "clone"
 
-// supported are the fallback's candidates (the clone; the table admits
-// others that keep to the logged actions): name and how to fit one on a
-// dataset, with a step-1 row for every observation, so that a model can
+// fitClone is the fallback's candidate fitted on d: the behaviour's
+// clone, with a step-1 row for every observation, so that a model can
 // value it.
-var supported = []struct {
-	name string
-	fit  func(context.Context, *ingest.Dataset) (*policy.Policy, error)
-}{
-	{PlannerClone, func(ctx context.Context, d *ingest.Dataset) (*policy.Policy, error) {
-		return baseline.BehaviorCloning(ctx, d, baseline.CloneOptions{AllFirst: true})
-	}},
+func fitClone(ctx context.Context, d *ingest.Dataset) (*policy.Policy, error) {
+	return baseline.BehaviorCloning(ctx, d, baseline.CloneOptions{AllFirst: true})
 }
 
-// fallbackDecision compares the chosen plan with the supported policies
-// on part B (see above). planB is the plan's bound under B's model at α_B;
+// fallbackDecision compares the chosen plan with the candidates that keep
+// to the logged actions, on part B (see above). planB is the plan's bound under B's model at α_B;
 // planIW and cands are the importance-weighted estimates on B, all on B's
 // model's [0,1] scale. It returns the figure a candidate must beat (the
 // plan's score), each candidate's bound (−Inf when its effective sample
@@ -124,73 +118,56 @@ func fallbackDecision(planB float64, planIW policy.IWResult, cands []policy.IWRe
 }
 
 // checkFallback measures the fallback's figures for the chosen candidate
-// of sel: the supported policies fitted on train, every policy's
-// importance-weighted estimate on held (rescaled with evalB, the model of
-// held), and the plan's bound under evalB.
-func checkFallback(ctx context.Context, sel *policy.Selection, train, held *ingest.Dataset, evalB *estimate.Model, bonusB *pessimism.Bonus, seed uint64) (*report.Fallback, error) {
+// of sel, whose bound under evalB (the model of held) at α_B is planB: the
+// clone fitted on train, and both policies' importance-weighted estimates
+// on held, rescaled with evalB.
+func checkFallback(ctx context.Context, sel *policy.Selection, planB float64, train, held *ingest.Dataset, evalB *estimate.Model) (*report.Fallback, error) {
 	c := sel.Candidates[sel.Chosen]
-	var ivs []policy.IWResult
-	for _, s := range supported {
-		pol, err := s.fit(ctx, train)
-		if err != nil {
-			return nil, err
-		}
-		iw, err := policy.IWEstimate(evalB, pol, held, policy.DefaultZ)
-		if err != nil {
-			return nil, err
-		}
-		ivs = append(ivs, iw)
+	clone, err := fitClone(ctx, train)
+	if err != nil {
+		return nil, err
+	}
+	cloneIW, err := policy.IWEstimate(evalB, clone, held, policy.DefaultZ)
+	if err != nil {
+		return nil, err
 	}
 	planIW, err := policy.IWEstimate(evalB, c.Policy, held, policy.DefaultZ)
 	if err != nil {
 		return nil, err
 	}
-	rb, err := policy.ValueUnder(ctx, evalB, bonusB, c.Policy, 0, 0, seed)
-	if err != nil {
-		return nil, err
-	}
 	alphaB := math.Max(c.Alpha, pessimism.DefaultAlpha)
-	planB := rb.Reward - rb.Bonus(alphaB)
-	bound, bounds, win := fallbackDecision(planB, planIW, ivs)
+	score, bounds, win := fallbackDecision(planB, planIW, []policy.IWResult{cloneIW})
 	units := func(v float64) report.Float {
 		return report.Float(evalB.ReturnMin + v*(evalB.ReturnMax-evalB.ReturnMin))
 	}
 	fb := &report.Fallback{Chosen: "plan",
 		PlanCrossBound: report.Float(planB), PlanCrossAlpha: report.Float(alphaB),
 		PlanIWLower: report.Float(planIW.Lower), PlanIWUpper: report.Float(planIW.Upper), PlanESS: report.Float(planIW.ESS),
-		PlanBound: report.Float(bound), PlanBoundUnits: units(bound),
+		PlanBound: report.Float(score), PlanBoundUnits: units(score),
 		HeldOutEpisodes: held.NumEpisodes(),
+		Candidates: []report.FallbackCandidate{{Name: PlannerClone,
+			IWValue: report.Float(cloneIW.Mean), IWLower: report.Float(cloneIW.Lower), IWLowerUnits: units(cloneIW.Lower),
+			ESS: report.Float(cloneIW.ESS), Bound: report.Float(bounds[0])}},
 	}
-	for i, s := range supported {
-		fb.Candidates = append(fb.Candidates, report.FallbackCandidate{Name: s.name,
-			IWValue: report.Float(ivs[i].Mean), IWLower: report.Float(ivs[i].Lower), IWLowerUnits: units(ivs[i].Lower),
-			ESS: report.Float(ivs[i].ESS), Bound: report.Float(bounds[i])})
-	}
-	if win >= 0 {
-		fb.Used, fb.Chosen = true, supported[win].name
+	if win == 0 {
+		fb.Used, fb.Chosen = true, PlannerClone
 	}
 	return fb, nil
 }
 
-// supportedPlan is the fallback's final policy: the chosen supported
-// method fitted on all episodes, with its figures under the final model
-// and bonus (the value's reward and bonus parts), and as the reported
-// bound the held-out importance-weighted lower bound fb measured, mapped
-// onto m's scale.
-func supportedPlan(ctx context.Context, d *ingest.Dataset, m *estimate.Model, bonus *pessimism.Bonus, fb *report.Fallback, seed uint64) (*policy.Policy, *policy.PlanStats, *policy.Value, error) {
+// clonePlan is the fallback's final policy: the clone of all
+// episodes, with its figures under the final model and bonus (the
+// value's reward and bonus parts), and as the reported bound the
+// held-out importance-weighted lower bound fb measured, mapped onto m's
+// scale.
+func clonePlan(ctx context.Context, d *ingest.Dataset, m *estimate.Model, bonus *pessimism.Bonus, fb *report.Fallback, seed uint64) (*policy.Policy, *policy.PlanStats, *policy.Value, error) {
 	x := fb.ChosenCandidate()
-	var pol *policy.Policy
-	var err error
-	for _, s := range supported {
-		if x != nil && s.name == x.Name {
-			pol, err = s.fit(ctx, d)
-		}
+	if x == nil {
+		return nil, nil, nil, fmt.Errorf("%w: no fallback policy chosen", ErrOptions)
 	}
+	pol, err := fitClone(ctx, d)
 	if err != nil {
 		return nil, nil, nil, err
-	}
-	if pol == nil {
-		return nil, nil, nil, fmt.Errorf("%w: no fallback policy chosen", ErrOptions)
 	}
 	r, err := policy.ValueUnder(ctx, m, bonus, pol, 0, 0, seed)
 	if err != nil {

@@ -460,7 +460,7 @@ func fit(ctx context.Context, d *ingest.Dataset, inputs []string, opts Options) 
 	var pol *policy.Policy
 	var stats *policy.PlanStats
 	if fb := out.Fallback; fb != nil && fb.Used {
-		pol, stats, out.Bound, err = supportedPlan(ctx, d, fit.Model, bonus, fb, opts.Seed)
+		pol, stats, out.Bound, err = clonePlan(ctx, d, fit.Model, bonus, fb, opts.Seed)
 	} else {
 		pol, stats, err = policy.Plan(ctx, fit.Model, bonus, planOpts)
 	}
@@ -476,7 +476,7 @@ func fit(ctx context.Context, d *ingest.Dataset, inputs []string, opts Options) 
 	}
 	prog.Advance(min(stats.Nodes, planWork), fmt.Sprintf("%d nodes", stats.Nodes))
 	if out.Selection != nil && opts.LCBCorrection == LCBCorrectionCrossFit && (out.Fallback == nil || !out.Fallback.Used) {
-		if err := correctBound(ctx, out, cf.planA, cf.bonusA, cf.evalB, cf.bonusB, fit.Model, bonus, opts.Seed); err != nil {
+		if err := correctBound(ctx, out, cf.planA, cf.bonusA, cf.boundB, fit.Model, bonus, opts.Seed); err != nil {
 			return nil, err
 		}
 	}
@@ -499,13 +499,14 @@ func fit(ctx context.Context, d *ingest.Dataset, inputs []string, opts Options) 
 
 // crossFit is what a cross-fitted α selection leaves for the final fit
 // and the bound correction: part A's model and bonus, with which the
-// candidates were planned (the final fit starts from A's model), and
-// part B's, under which they were valued.
+// candidates were planned (the final fit starts from A's model), and the
+// chosen plan's bound under part B's model at α_B = max(α,
+// pessimism.DefaultAlpha), the figure both the bound correction and the
+// behaviour fallback measure the plan by.
 type crossFit struct {
 	planA  *estimate.Model
 	bonusA *pessimism.Bonus
-	evalB  *estimate.Model
-	bonusB *pessimism.Bonus
+	boundB float64
 }
 
 // selectAlpha chooses α among candidates by cross-fitting: it fits a
@@ -579,35 +580,40 @@ func selectAlpha(ctx context.Context, d *ingest.Dataset, opts Options, eopts est
 	}
 	out.Selection = sel
 	out.Alpha = sel.Alpha()
+	cf := &crossFit{planA: tfit.Model, bonusA: tb}
+	if opts.Fallback == FallbackNone && opts.LCBCorrection == LCBCorrectionNone {
+		return cf, nil
+	}
+	// The chosen plan's bound under B's model at max(α, the default α),
+	// what B's data vouch for at the paper's default confidence.
+	rb, err := policy.ValueUnder(ctx, hfit.Model, hb, sel.Policy(), 0, 0, opts.Seed)
+	if err != nil {
+		return nil, err
+	}
+	cf.boundB = rb.Reward - rb.Bonus(math.Max(out.Alpha, pessimism.DefaultAlpha))
 	if opts.Fallback == FallbackBehavior {
-		fb, err := checkFallback(ctx, sel, train, held, hfit.Model, hb, opts.Seed)
+		fb, err := checkFallback(ctx, sel, cf.boundB, train, held, hfit.Model)
 		if err != nil {
 			return nil, err
 		}
 		out.Fallback = fb
 	}
-	return &crossFit{planA: tfit.Model, bonusA: tb, evalB: hfit.Model, bonusB: hb}, nil
+	return cf, nil
 }
 
 // correctBound applies LCBCorrectionCrossFit: it finds α_r, the least
-// α' ≥ α with V_{θ̂_A,R}^{π_α} − V_{θ̂_A,α' b̂_A}^{π_α} ≤ the chosen
+// α' ≥ α with V_{θ̂_A,R}^{π_α} − V_{θ̂_A,α' b̂_A}^{π_α} ≤ target, the chosen
 // candidate's cross-fitted bound V_{θ̂_B,R}^{π_α} − V_{θ̂_B,α_B b̂_B}^{π_α}
-// at α_B = max(α, pessimism.DefaultAlpha) (bisection on the priced
-// rollout; +Inf when even the capped bonus does not reach it), and when
-// α_r > α sets out.Bound to π̄'s bound under the final model at α_r.
-func correctBound(ctx context.Context, out *report.Outcome, planA *estimate.Model, bonusA *pessimism.Bonus, evalB *estimate.Model, bonusB *pessimism.Bonus, m *estimate.Model, bonus *pessimism.Bonus, seed uint64) error {
+// at α_B = max(α, pessimism.DefaultAlpha) (crossFit.boundB; bisection on
+// the priced rollout; +Inf when even the capped bonus does not reach it),
+// and when α_r > α sets out.Bound to π̄'s bound under the final model at
+// α_r.
+func correctBound(ctx context.Context, out *report.Outcome, planA *estimate.Model, bonusA *pessimism.Bonus, target float64, m *estimate.Model, bonus *pessimism.Bonus, seed uint64) error {
 	c := out.Selection.Candidates[out.Selection.Chosen]
 	ra, err := policy.ValueUnder(ctx, planA, bonusA, c.Policy, 0, 0, seed)
 	if err != nil {
 		return err
 	}
-	// The target: the plan's bound under B's model at max(α, the default
-	// α), what B's data vouch for at the paper's default confidence.
-	rb, err := policy.ValueUnder(ctx, evalB, bonusB, c.Policy, 0, 0, seed)
-	if err != nil {
-		return err
-	}
-	target := rb.Reward - rb.Bonus(math.Max(out.Alpha, pessimism.DefaultAlpha))
 	ar := calibrateAlpha(func(x float64) float64 { return ra.Reward - ra.Bonus(x) }, out.Alpha, target)
 	if ar == out.Alpha {
 		return nil
