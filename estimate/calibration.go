@@ -145,7 +145,19 @@ func (cal *Calibration) summarise(cells map[string]*calAcc, d *ingest.Dataset, s
 	var checked, bad int
 	var sq float64
 	var all []CalibrationCell
+	// In a fixed order (the cells' first episode and step), so that the
+	// sums, and the figures, do not depend on map iteration.
+	order := make([]*calAcc, 0, len(cells))
 	for _, c := range cells {
+		order = append(order, c)
+	}
+	sort.Slice(order, func(i, j int) bool {
+		if order[i].k != order[j].k {
+			return order[i].k < order[j].k
+		}
+		return order[i].h < order[j].h
+	})
+	for _, c := range order {
 		if c.n < cal.MinCount {
 			continue
 		}

@@ -104,3 +104,17 @@ func TestRewardCalibration(t *testing.T) {
 		t.Errorf("RMSE %v of the flat model not above the true model's %v", bad.RMSE, cal.RMSE)
 	}
 }
+
+// TestRewardCalibrationDeterministic: the figures are the same, bit for
+// bit, on every call (the cells are summed in a fixed order, not in map
+// order).
+func TestRewardCalibrationDeterministic(t *testing.T) {
+	m, d := aliasedLogs(t, 4000, 3)
+	first := estimate.RewardCalibration(m, d, 0, true)
+	for i := 0; i < 20; i++ {
+		got := estimate.RewardCalibration(m, d, 0, true)
+		if got.RMSE != first.RMSE || got.Cells != first.Cells || got.StepShare != first.StepShare {
+			t.Fatalf("call %d: RMSE %v, %d cells; first call RMSE %v, %d cells", i, got.RMSE, got.Cells, first.RMSE, first.Cells)
+		}
+	}
+}
