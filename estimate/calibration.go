@@ -1,8 +1,9 @@
 package estimate
 
 import (
-	"encoding/binary"
+	"cmp"
 	"math"
+	"slices"
 	"sort"
 
 	"github.com/psrlcb/psrlcb/ingest"
@@ -89,7 +90,7 @@ type calAcc struct {
 	n         int
 	sum, sum2 float64
 	predicted float64
-	k, h      int // one episode and step of the cell, to name it
+	k, h      int // the cell's first episode and its step, to name it
 }
 
 // RewardCalibration compares, on the episodes of d, the model's expected
@@ -97,6 +98,13 @@ type calAcc struct {
 // a cell holds at least minCount steps (0: DefaultCalibrationMinCount).
 // The model's vocabularies must be d's (d a subset of the fitted logs, or
 // held-out logs coded the same way). heldOut is recorded as given.
+//
+// The cells are found without a table of every logged prefix (most hold
+// one step, and such a table outgrew the logs on large ones): the
+// episodes are sorted once by o_1,a_1,…,o_H,a_H, so that the episodes
+// sharing a length-h prefix are consecutive for every h, and each step
+// scans the order. Memory is 5 bytes per episode; only cells with
+// minCount steps are kept.
 func RewardCalibration(m *Model, d *ingest.Dataset, minCount int, heldOut bool) Calibration {
 	if minCount <= 0 {
 		minCount = DefaultCalibrationMinCount
@@ -106,34 +114,57 @@ func RewardCalibration(m *Model, d *ingest.Dataset, minCount int, heldOut bool) 
 	if H != m.Horizon || K == 0 {
 		return cal
 	}
-	cells := map[string]*calAcc{}
-	key := make([]byte, 0, 4*H)
+	lo, hi := math.Inf(1), math.Inf(-1)
+	for _, r := range d.Reward[:K*H] {
+		lo, hi = math.Min(lo, r), math.Max(hi, r)
+	}
+	order := make([]int32, K)
+	for k := range order {
+		order[k] = int32(k)
+	}
+	slices.SortFunc(order, func(a, b int32) int {
+		ea, eb := int(a)*H, int(b)*H
+		for i := range H {
+			if c := cmp.Compare(d.Obs[ea+i], d.Obs[eb+i]); c != 0 {
+				return c
+			}
+			if c := cmp.Compare(d.Act[ea+i], d.Act[eb+i]); c != 0 {
+				return c
+			}
+		}
+		return cmp.Compare(a, b)
+	})
+	// start[j]: order[j] begins a run of episodes sharing o_1,a_1,…,o_h,a_h
+	// (refined step by step: a run at step h splits at step h+1).
+	start := make([]bool, K)
+	start[0] = true
+	var cells []*calAcc
 	b := make([]float64, m.States)
 	pred := make([]float64, m.States)
-	lo, hi := math.Inf(1), math.Inf(-1)
-	for k := range K {
-		obs, act, rew := d.Obs[k*H:(k+1)*H], d.Act[k*H:(k+1)*H], d.Reward[k*H:(k+1)*H]
-		m.Prior(b)
-		m.ObserveFirst(b, int(obs[0]))
-		key = key[:0]
-		for i := range H {
-			h := i + 1
-			if i > 0 {
-				m.Predict(i, b, int(act[i-1]), pred)
-				m.Correct(i, pred, int(act[i-1]), int(obs[i]), b)
+	for i := range H {
+		for j := 1; j < K; j++ {
+			p, q := int(order[j-1])*H+i, int(order[j])*H+i
+			if d.Obs[p] != d.Obs[q] || d.Act[p] != d.Act[q] {
+				start[j] = true
 			}
-			key = binary.LittleEndian.AppendUint16(key, obs[i])
-			key = binary.LittleEndian.AppendUint16(key, act[i])
-			c := cells[string(key)]
-			if c == nil {
-				c = &calAcc{step: h, predicted: m.ExpectedReward(h, b, int(act[i])), k: k, h: h}
-				cells[string(key)] = c
+		}
+		for j := 0; j < K; {
+			e := j + 1
+			for e < K && !start[e] {
+				e++
 			}
-			r := rew[i]
-			c.n++
-			c.sum += r
-			c.sum2 += r * r
-			lo, hi = math.Min(lo, r), math.Max(hi, r)
+			if e-j >= minCount {
+				c := &calAcc{step: i + 1, n: e - j, k: K, h: i + 1}
+				for _, k := range order[j:e] {
+					r := d.Reward[int(k)*H+i]
+					c.sum += r
+					c.sum2 += r * r
+					c.k = min(c.k, int(k))
+				}
+				c.predicted = expectedReward(m, d, c.k, i, b, pred)
+				cells = append(cells, c)
+			}
+			j = e
 		}
 	}
 	cal.Range = hi - lo
@@ -141,16 +172,27 @@ func RewardCalibration(m *Model, d *ingest.Dataset, minCount int, heldOut bool) 
 	return cal
 }
 
-func (cal *Calibration) summarise(cells map[string]*calAcc, d *ingest.Dataset, steps int) {
+// expectedReward is E_θ̂[r_{i+1} | o_1,a_1,…,o_{i+1}, a_{i+1}] of episode k
+// (step i+1, 0-based i), filtering the belief along the episode; b and
+// pred are scratch of length m.States.
+func expectedReward(m *Model, d *ingest.Dataset, k, i int, b, pred []float64) float64 {
+	H := d.Horizon
+	obs, act := d.Obs[k*H:(k+1)*H], d.Act[k*H:(k+1)*H]
+	m.Prior(b)
+	m.ObserveFirst(b, int(obs[0]))
+	for t := 1; t <= i; t++ {
+		m.Predict(t, b, int(act[t-1]), pred)
+		m.Correct(t, pred, int(act[t-1]), int(obs[t]), b)
+	}
+	return m.ExpectedReward(i+1, b, int(act[i]))
+}
+
+func (cal *Calibration) summarise(order []*calAcc, d *ingest.Dataset, steps int) {
 	var checked, bad int
 	var sq float64
 	var all []CalibrationCell
 	// In a fixed order (the cells' first episode and step), so that the
-	// sums, and the figures, do not depend on map iteration.
-	order := make([]*calAcc, 0, len(cells))
-	for _, c := range cells {
-		order = append(order, c)
-	}
+	// sums, and the figures, are those of one order of the cells.
 	sort.Slice(order, func(i, j int) bool {
 		if order[i].k != order[j].k {
 			return order[i].k < order[j].k

@@ -118,3 +118,90 @@ func TestRewardCalibrationDeterministic(t *testing.T) {
 		}
 	}
 }
+
+// TestRewardCalibrationBruteForce: the check's figures equal those of its
+// definition computed another way, a table of every logged (step,
+// history, action) cell filled episode by episode with the belief filtered
+// along each episode, at several minimum counts (tolerance 1e-12: the
+// sums are added in another order).
+func TestRewardCalibrationBruteForce(t *testing.T) {
+	m, d := aliasedLogs(t, 3000, 4)
+	H, K := d.Horizon, d.NumEpisodes()
+	type cell struct {
+		n         int
+		sum, sum2 float64
+		pred      float64
+	}
+	cells := map[string]*cell{}
+	b, pred := make([]float64, m.States), make([]float64, m.States)
+	lo, hi := math.Inf(1), math.Inf(-1)
+	for k := range K {
+		m.Prior(b)
+		m.ObserveFirst(b, int(d.Obs[k*H]))
+		key := ""
+		for i := range H {
+			if i > 0 {
+				m.Predict(i, b, int(d.Act[k*H+i-1]), pred)
+				m.Correct(i, pred, int(d.Act[k*H+i-1]), int(d.Obs[k*H+i]), b)
+			}
+			key += string(rune('a'+d.Obs[k*H+i])) + string(rune('A'+d.Act[k*H+i]))
+			c := cells[key]
+			if c == nil {
+				c = &cell{pred: m.ExpectedReward(i+1, b, int(d.Act[k*H+i]))}
+				cells[key] = c
+			}
+			r := d.Reward[k*H+i]
+			c.n++
+			c.sum += r
+			c.sum2 += r * r
+			lo, hi = math.Min(lo, r), math.Max(hi, r)
+		}
+	}
+	for _, minCount := range []int{1, 2, 30, 200} {
+		var checked, bad, nCells, nBad int
+		var sq float64
+		for _, c := range cells {
+			if c.n < minCount {
+				continue
+			}
+			n := float64(c.n)
+			mean := c.sum / n
+			se := math.NaN() // one step has no spread: never miscalibrated
+			if c.n > 1 {
+				se = math.Sqrt(math.Max(c.sum2/n-mean*mean, 0) * n / (n - 1) / n)
+			}
+			gap := math.Abs(mean - c.pred)
+			nCells++
+			checked += c.n
+			sq += n * gap * gap
+			if gap > 3*se && gap > 0.05*(hi-lo) {
+				nBad++
+				bad += c.n
+			}
+		}
+		got := estimate.RewardCalibration(m, d, minCount, true)
+		if got.Cells != nCells || got.Miscalibrated != nBad || got.Range != hi-lo {
+			t.Fatalf("min count %d: %d cells, %d miscalibrated, range %v; want %d, %d, %v", minCount, got.Cells, got.Miscalibrated, got.Range, nCells, nBad, hi-lo)
+		}
+		if nCells == 0 {
+			t.Fatalf("min count %d: no cell checked; the test needs some", minCount)
+		}
+		rmse := math.Sqrt(sq / float64(checked))
+		if math.Abs(got.RMSE-rmse) > 1e-12 || math.Abs(got.StepShare-float64(checked)/float64(K*H)) > 1e-12 ||
+			math.Abs(got.MiscalibratedShare-float64(bad)/float64(checked)) > 1e-12 {
+			t.Fatalf("min count %d: RMSE %v, step share %v, miscalibrated share %v; want %v, %v, %v", minCount,
+				got.RMSE, got.StepShare, got.MiscalibratedShare, rmse, float64(checked)/float64(K*H), float64(bad)/float64(checked))
+		}
+		for _, w := range got.Worst {
+			parts := strings.Split(w.History, ",")
+			key := ""
+			for j := 0; j < len(parts); j += 2 {
+				key += string(rune('a'+slices.Index(d.ObsVocab, parts[j]))) + string(rune('A'+slices.Index(d.ActVocab, parts[j+1])))
+			}
+			c := cells[key]
+			if c == nil || c.n != w.Count || math.Abs(c.pred-w.Predicted) > 1e-12 || math.Abs(c.sum/float64(c.n)-w.Logged) > 1e-12 {
+				t.Fatalf("min count %d: worst cell %+v, want %+v", minCount, w, c)
+			}
+		}
+	}
+}

@@ -89,11 +89,13 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	stopProfile := startProfile(os.Getenv("PSRLCB_CPUPROFILE"), os.Stderr)
+	stopMemProfile := startMemProfile(os.Getenv("PSRLCB_MEMPROFILE"), os.Stderr)
 	if p, ok := gcPercent(os.Getenv("GOGC")); ok {
 		debug.SetGCPercent(p)
 	}
 	code := run(ctx, newApp(), os.Args, os.Stdout, os.Stderr)
 	stopProfile()
+	stopMemProfile()
 	stop()
 	os.Exit(code)
 }

@@ -1,0 +1,86 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"runtime/metrics"
+	"runtime/pprof"
+	"time"
+)
+
+// memProfileEvery is how often the peak-heap profiler samples the live
+// heap.
+const memProfileEvery = 250 * time.Millisecond
+
+// startMemProfile writes a heap profile to path (the environment variable
+// PSRLCB_MEMPROFILE; nothing when empty) each time the heap in use reaches
+// a new high by a tenth, and once more at the end, so that the file left
+// holds the allocations live near the run's peak: `go tool pprof
+// -sample_index=inuse_space` shows what the peak resident memory is made
+// of. A profile that cannot be written is reported once and the run goes
+// on.
+func startMemProfile(path string, stderr io.Writer) (stop func()) {
+	if path == "" {
+		return func() {}
+	}
+	done := make(chan struct{})
+	finished := make(chan struct{})
+	sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+	failed := false
+	write := func() {
+		if failed {
+			return
+		}
+		err := writeHeapProfile(path)
+		if err != nil {
+			failed = true
+			fmt.Fprintf(stderr, "psrlcb: PSRLCB_MEMPROFILE: %v (no profile written)\n", err)
+		}
+	}
+	go func() {
+		defer close(finished)
+		var high uint64
+		t := time.NewTicker(memProfileEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				if high == 0 {
+					write()
+				}
+				return
+			case <-t.C:
+				metrics.Read(sample)
+				if v := sample[0].Value.Uint64(); v > high+high/10 {
+					high = v
+					write()
+				}
+			}
+		}
+	}()
+	return func() {
+		close(done)
+		<-finished
+	}
+}
+
+// writeHeapProfile writes the heap profile to path through a temporary
+// file, so the file at path is always a whole profile.
+func writeHeapProfile(path string) error {
+	tmp := path + ".tmp"
+	f, err := os.Create(tmp)
+	if err != nil {
+		return err
+	}
+	if err := pprof.Lookup("heap").WriteTo(f, 0); err != nil {
+		f.Close()
+		os.Remove(tmp)
+		return err
+	}
+	if err := f.Close(); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	return os.Rename(tmp, path)
+}
