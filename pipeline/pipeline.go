@@ -161,8 +161,8 @@ func (o Options) resolved() (Options, error) {
 	if o.PlanRows == 0 {
 		o.PlanRows = policy.DefaultRowBudget
 	}
-	if o.PlanRows < 0 {
-		return o, fmt.Errorf("%w: the policy table's row budget must be positive, not %d", ErrOptions, o.PlanRows)
+	if o.PlanRows < 0 || o.PlanRows > policy.MaxRows {
+		return o, fmt.Errorf("%w: the policy table's row budget must be positive and at most %d, not %d", ErrOptions, policy.MaxRows, o.PlanRows)
 	}
 	if o.Alpha.Mode == pessimism.AlphaTheory && !(o.Gamma > 0) {
 		return o, fmt.Errorf("%w: α = theory needs γ > 0 (the paper's well-conditioning constant)", ErrOptions)

@@ -204,6 +204,9 @@ func readFileWith(mem memory.Allocator, path string) (*Policy, map[string]string
 		if err := appendNodes(p, rec, col, path); err != nil {
 			return nil, nil, err
 		}
+		if len(p.Nodes) > MaxRows {
+			return nil, nil, fmt.Errorf("%w: %s: more than %d rows, the most a policy table may hold", ErrFile, path, MaxRows)
+		}
 	}
 	if err := p.check(path); err != nil {
 		return nil, nil, err

@@ -2,6 +2,8 @@ package policy
 
 import (
 	"cmp"
+	"fmt"
+	"math"
 	"slices"
 	"strings"
 )
@@ -23,6 +25,10 @@ type Node struct {
 	ValueLCB    float64 // "value_lcb": value_reward − value_bonus
 }
 
+// MaxRows is the most rows a policy table may hold (the child index
+// numbers them in 32 bits, four bytes a row where 64 bits took eight).
+const MaxRows = math.MaxInt32 - 2
+
 // Policy is a deterministic history-dependent policy as a tree of decision
 // nodes. Nodes are ordered so that a parent precedes its children and
 // Nodes[i].ID == i.
@@ -32,10 +38,10 @@ type Policy struct {
 
 	// The child index (built on first use): the children of node k
 	// (k = −1 for step 1) are kids[first[k+1]:first[k+2]], sorted by
-	// observation, then by row. Eight to sixteen bytes per node, where a
+	// observation, then by row. Four to eight bytes per node, where a
 	// map would take several times that on tables of millions of rows.
-	first []int64
-	kids  []int64
+	first []int32
+	kids  []int32
 }
 
 // index builds the child index on first use.
@@ -44,7 +50,10 @@ func (p *Policy) index() {
 		return
 	}
 	n := len(p.Nodes)
-	first := make([]int64, n+2)
+	if n > MaxRows {
+		panic(fmt.Sprintf("policy: %d rows, more than the %d a table may hold", n, MaxRows))
+	}
+	first := make([]int32, n+2)
 	for i := range p.Nodes {
 		if k := p.Nodes[i].Parent + 1; k >= 0 && k <= int64(n) {
 			first[k+1]++
@@ -53,17 +62,17 @@ func (p *Policy) index() {
 	for k := 1; k < len(first); k++ {
 		first[k] += first[k-1]
 	}
-	kids := make([]int64, first[n+1])
-	next := append([]int64(nil), first[:n+1]...)
+	kids := make([]int32, first[n+1])
+	next := append([]int32(nil), first[:n+1]...)
 	for i := range p.Nodes {
 		if k := p.Nodes[i].Parent + 1; k >= 0 && k <= int64(n) {
-			kids[next[k]] = int64(i)
+			kids[next[k]] = int32(i)
 			next[k]++
 		}
 	}
 	for k := 0; k <= n; k++ {
 		seg := kids[first[k]:first[k+1]]
-		slices.SortFunc(seg, func(a, b int64) int {
+		slices.SortFunc(seg, func(a, b int32) int {
 			return cmp.Or(strings.Compare(p.Nodes[a].Obs, p.Nodes[b].Obs), cmp.Compare(a, b))
 		})
 	}
@@ -81,7 +90,7 @@ func (p *Policy) Child(parent int64, obs string) (int64, bool) {
 	seg := p.kids[p.first[parent+1]:p.first[parent+2]]
 	// The first child whose observation sorts after obs; the one before
 	// it is the last row with obs, if any.
-	j, _ := slices.BinarySearchFunc(seg, obs, func(id int64, o string) int {
+	j, _ := slices.BinarySearchFunc(seg, obs, func(id int32, o string) int {
 		if p.Nodes[id].Obs <= o {
 			return -1
 		}
@@ -90,7 +99,7 @@ func (p *Policy) Child(parent int64, obs string) (int64, bool) {
 	if j == 0 || p.Nodes[seg[j-1]].Obs != obs {
 		return 0, false
 	}
-	return seg[j-1], true
+	return int64(seg[j-1]), true
 }
 
 // Cursor follows one episode through the policy with the lookup rule of the

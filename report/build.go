@@ -242,9 +242,9 @@ func coverageRows(pol *policy.Policy, f *figures, H int) []CoverageRow {
 	return rows
 }
 
-// episodeRows is the episodes table and the bonus terms per step
-// (steps[h][k] = ‖ψ̄̂(τ_h)‖² of episode k).
-func episodeRows(d *ingest.Dataset, out *Outcome, f *figures) (e EpisodeRows, steps [][]float64) {
+// episodeRows is the episodes table and the quantiles of the bonus terms
+// per step (steps[h] over the episodes' ‖ψ̄̂(τ_h)‖²).
+func episodeRows(d *ingest.Dataset, out *Outcome, f *figures) (e EpisodeRows, steps []StepQuantiles) {
 	m, K, H := out.Model, d.NumEpisodes(), d.Horizon
 	splitOf := split.Of(out.Splits, K)
 	e = EpisodeRows{ID: d.EpisodeIDs, Split: make([]int32, K), LogLik: make([]float64, K), Bonus: make([]float64, K), Weight: f.weights}
@@ -255,13 +255,13 @@ func episodeRows(d *ingest.Dataset, out *Outcome, f *figures) (e EpisodeRows, st
 		e.RewardLogLik[k] = m.EpisodeLogLik(d.Obs[k*H:(k+1)*H], d.Act[k*H:(k+1)*H], d.Reward[k*H:(k+1)*H]) - e.LogLik[k]
 		e.Bonus[k] = out.Bonus.Value(f.norms.Sum(k))
 	}
-	steps = make([][]float64, H)
+	steps = make([]StepQuantiles, H)
+	v := make([]float64, K)
 	for h := 0; h < H; h++ {
-		v := make([]float64, K)
 		for k := 0; k < K; k++ {
 			v[k] = f.norms.Norm2[k*H+h]
 		}
-		steps[h] = v
+		steps[h] = summarizeInPlace(v)
 	}
 	return e, steps
 }

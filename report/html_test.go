@@ -155,13 +155,13 @@ func TestPageSizeIndependentOfEpisodes(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	const K, H = 200_000, 6
 	run := &Run{RunID: "big"}
-	run.BonusSteps = make([][]float64, H)
+	run.BonusSteps = make([]StepQuantiles, H)
 	for h := range run.BonusSteps {
 		v := make([]float64, K)
 		for k := range v {
 			v[k] = math.Exp(rng.NormFloat64()) * 1e-3
 		}
-		run.BonusSteps[h] = v
+		run.BonusSteps[h] = summarize(v)
 	}
 	for h := 1; h <= H; h++ {
 		run.Coverage = append(run.Coverage, CoverageRow{Step: int32(h), CoveredMass: 1, CInf: float64(h)})
@@ -177,7 +177,7 @@ func TestPageSizeIndependentOfEpisodes(t *testing.T) {
 	if len(b) > 2<<20 {
 		t.Errorf("report.html is %d bytes for %d episodes", len(b), K)
 	}
-	small := &Run{RunID: "small", BonusSteps: [][]float64{{1e-3, 2e-3}, {1e-3, 3e-3}, {2e-3}, {1e-3}, {1e-3}, {1e-3}}, Coverage: run.Coverage}
+	small := &Run{RunID: "small", BonusSteps: summarizeSteps([][]float64{{1e-3, 2e-3}, {1e-3, 3e-3}, {2e-3}, {1e-3}, {1e-3}, {1e-3}}), Coverage: run.Coverage}
 	small.Manifest.Quarantined = run.Manifest.Quarantined[:maxQuarantinedRows]
 	s, err := RenderHTML(small)
 	if err != nil {

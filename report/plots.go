@@ -241,9 +241,11 @@ func plotRanks(rows []RankRow) (*plot.Plot, []legendItem, error) {
 	return p, leg, nil
 }
 
-// stepQuantiles are the 5, 25, 50, 75 and 95% quantiles and the maximum
+// StepQuantiles are the 5, 25, 50, 75 and 95% quantiles and the maximum
 // of one step's bonus contributions.
-type stepQuantiles struct{ Q05, Q25, Q50, Q75, Q95, Max float64 }
+// StepQuantiles summarises a step's values: the 5, 25, 50, 75 and 95%
+// quantiles and the maximum (NaN for no values).
+type StepQuantiles struct{ Q05, Q25, Q50, Q75, Q95, Max float64 }
 
 // quantile of sorted v at p by linear interpolation between order
 // statistics (type 7 of Hyndman and Fan).
@@ -259,25 +261,27 @@ func quantile(v []float64, p float64) float64 {
 	return v[i] + (x-float64(i))*(v[i+1]-v[i])
 }
 
-func summarize(v []float64) stepQuantiles {
-	s := slices.Clone(v)
+func summarize(v []float64) StepQuantiles {
+	return summarizeInPlace(slices.Clone(v))
+}
+
+// summarizeInPlace is summarize of s, sorting s.
+func summarizeInPlace(s []float64) StepQuantiles {
 	sort.Float64s(s)
 	if len(s) == 0 {
-		return stepQuantiles{math.NaN(), math.NaN(), math.NaN(), math.NaN(), math.NaN(), math.NaN()}
+		return StepQuantiles{math.NaN(), math.NaN(), math.NaN(), math.NaN(), math.NaN(), math.NaN()}
 	}
-	return stepQuantiles{quantile(s, .05), quantile(s, .25), quantile(s, .5), quantile(s, .75), quantile(s, .95), s[len(s)-1]}
+	return StepQuantiles{quantile(s, .05), quantile(s, .25), quantile(s, .5), quantile(s, .75), quantile(s, .95), s[len(s)-1]}
 }
 
 // plotBonus draws the bonus contribution per step as quantile summaries
 // (a 5–95% whisker, a 25–75% bar, the median and the maximum): a fixed
 // number of marks per step, so the page stays small at any K.
-func plotBonus(steps [][]float64) (*plot.Plot, []legendItem, error) {
+func plotBonus(qs []StepQuantiles) (*plot.Plot, []legendItem, error) {
 	p := newPlot("step h", "‖ψ̄‖² in the U⁻¹ norm")
-	qs := make([]stepQuantiles, len(steps))
 	positive := true
-	for h, v := range steps {
-		qs[h] = summarize(v)
-		if !(qs[h].Q05 > 0) {
+	for _, q := range qs {
+		if !(q.Q05 > 0) {
 			positive = false
 		}
 	}
@@ -339,7 +343,7 @@ func plotBonus(steps [][]float64) (*plot.Plot, []legendItem, error) {
 		p.Y.Label.Text = "‖ψ̄‖², U⁻¹ norm (log scale)"
 	}
 	p.X.Tick.Marker = integerTicks{}
-	p.X.Min, p.X.Max = 0.5, float64(len(steps))+0.5
+	p.X.Min, p.X.Max = 0.5, float64(len(qs))+0.5
 	leg := []legendItem{
 		{Label: "25–75% of episodes", Color: "#0072b270"},
 		{Label: "median", Color: "#000000", Marker: true},

@@ -34,7 +34,7 @@ func TestWriteTablesAndHTML(t *testing.T) {
 		Trace:      []TraceRow{{2, 0, 0, -10}, {2, 0, 1, -9}, {2, 1, 0, -11}, {2, 1, 1, -9.5}},
 		Ranks:      []RankRow{{1, -12, -13, false}, {2, -9, -9.5, true}},
 		Alphas:     []AlphaRow{{Alpha: 0, ValueReward: .6, LCB: .6, IW: .55, IWLo: .5, IWHi: .6}, {Alpha: 1, ValueReward: .6, ValueBonus: .1, LCB: .5, IW: .55, IWLo: .5, IWHi: .6, Chosen: true}},
-		BonusSteps: [][]float64{{0.1, 0.2, 0.3}, {0.2, 0.4}},
+		BonusSteps: summarizeSteps([][]float64{{0.1, 0.2, 0.3}, {0.2, 0.4}}),
 		Model:      Table{Columns: []Column{{Name: "x", Float64: []float64{1}}}},
 	}
 	run.Manifest.Headline = Headline{LCB: .5, ModelValue: .6, IWValue: .55, IWLow: .5, IWHigh: .6, CInf: 2.5, ESS: 100, PlanExact: true, Rank: 2}
@@ -109,4 +109,13 @@ func TestFloatFormat(t *testing.T) {
 	if s := fmt.Sprintf("%.4g|%6.1f|%.4g", Float(math.Inf(1)), Float(math.NaN()), Float(0.25)); s != "n/a|   n/a|0.25" {
 		t.Errorf("got %q", s)
 	}
+}
+
+// summarizeSteps is summarize of each step's values.
+func summarizeSteps(steps [][]float64) []StepQuantiles {
+	qs := make([]StepQuantiles, len(steps))
+	for h, v := range steps {
+		qs[h] = summarize(v)
+	}
+	return qs
 }

@@ -19,9 +19,10 @@ type Run struct {
 	Trace    []TraceRow
 	Ranks    []RankRow
 	Alphas   []AlphaRow
-	// BonusSteps[h][k] is episode k's contribution ‖ψ̄̂(τ_h)‖²_{U_h⁻¹} at
-	// step h (h = 0..H−1), for the bonus distribution plot.
-	BonusSteps [][]float64
+	// BonusSteps[h] summarises the episodes' contributions
+	// ‖ψ̄̂(τ_h)‖²_{U_h⁻¹} at step h (h = 0..H−1) for the bonus distribution
+	// plot: quantiles, so the run holds H rows, not H·K values.
+	BonusSteps []StepQuantiles
 	// Model is the fitted parameters in long form (model.arrow).
 	Model Table
 	// Policy is the most probable part of π̄'s decision tree with the
