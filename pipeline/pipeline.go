@@ -58,6 +58,11 @@ type Options struct {
 	// ("": auto). PlanRows is its RowBudget (0: policy.DefaultRowBudget).
 	Planner  string
 	PlanRows int64
+	// MemoryLimit is the run's memory budget in bytes (0: none): logs
+	// whose compact form exceeds it are refused before they are read,
+	// and the belief planner's table is kept to the rows that fit beside
+	// the logs (see memory.go).
+	MemoryLimit int64
 	// MaxObservations, when positive, maps every observation but the
 	// MaxObservations most frequent to ingest.OtherSymbol before fitting
 	// (ingest.LimitObservations); the mapping goes into model.arrow and
@@ -203,7 +208,7 @@ func (o Options) params(d *ingest.Dataset) report.Params {
 	return report.Params{
 		RankOption: rank, AlphaOption: o.Alpha.String(), Gamma: o.Gamma,
 		Lambda: o.Lambda, SelectHeldOut: o.SelectHeldOut, LCBCorrection: o.LCBCorrection, Fallback: o.Fallback, PlanBudget: o.PlanBudget, Seed: o.Seed,
-		Planner: o.Planner, PlanRows: o.PlanRows,
+		Planner: o.Planner, PlanRows: o.PlanRows, MemoryLimit: o.MemoryLimit,
 		Horizon: d.Horizon, OnInvalid: o.Ingest.OnInvalid, Columns: o.Ingest.Columns,
 		MaxObservations: o.MaxObservations,
 		ReturnRange:     o.ReturnRange,
@@ -232,6 +237,11 @@ func Run(ctx context.Context, inputs []string, opts Options) (*Result, error) {
 	o, err := opts.resolved()
 	if err != nil {
 		return nil, err
+	}
+	if o.MemoryLimit > 0 {
+		if err := checkInputMemory(inputs, o); err != nil {
+			return nil, err
+		}
 	}
 	start := time.Now()
 	o.Progress.StartStage("ingest", fileBytes(inputs))
@@ -335,7 +345,11 @@ func fit(ctx context.Context, d *ingest.Dataset, inputs []string, opts Options) 
 	eopts.Seed = opts.Seed
 	eopts.Workers = workers
 	popts := pessimism.Options{Lambda: opts.Lambda, Workers: workers}
-	planOpts := policy.PlanOptions{Workers: workers, Budget: opts.PlanBudget, Planner: opts.Planner, RowBudget: opts.PlanRows}
+	rows, memNote := tableRows(opts.PlanRows, d, opts.MemoryLimit)
+	// The exact planner writes its whole tree as the table: past the rows
+	// that fit, the tree is planned over beliefs instead.
+	budget, _ := tableRows(opts.PlanBudget, d, opts.MemoryLimit)
+	planOpts := policy.PlanOptions{Workers: workers, Budget: budget, Planner: opts.Planner, RowBudget: rows}
 
 	// Rank: searched once, on a subsample of all episodes; every fit
 	// below starts from the search's model with one start (the search
@@ -468,6 +482,9 @@ func fit(ctx context.Context, d *ingest.Dataset, inputs []string, opts Options) 
 		return nil, err
 	}
 	out.Policy, out.Plan = pol, stats
+	if memNote != "" && stats.Planner == policy.PlannerBelief && stats.UncoveredMass > 0 {
+		out.Notes = append(out.Notes, memNote)
+	}
 	if len(pol.Nodes) >= largeTable {
 		// The planner's working copies of a table of millions of rows
 		// are garbage now; collect them before the report allocates, so

@@ -33,6 +33,7 @@ type Params struct {
 	PlanBudget    int64   // node budget of the exact planner
 	Planner       string  // "exact", "belief" or "auto"
 	PlanRows      int64   // row budget of the belief planner's policy table
+	MemoryLimit   int64   // the run's memory budget in bytes (0: none)
 	Seed          uint64
 	// Ingest options that change what the logs mean.
 	Horizon   int
@@ -72,6 +73,7 @@ func parameters(p Params, out *Outcome) map[string]any {
 		"plan_budget":     p.PlanBudget,
 		"planner":         p.Planner,
 		"plan_rows":       p.PlanRows,
+		"memory_limit":    p.MemoryLimit,
 		"seed":            p.Seed,
 		"reward_emission": rewardKind(out.Model),
 		"horizon":         p.Horizon,

@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strconv"
 	"strings"
 
@@ -14,6 +15,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/psrlcb/psrlcb/estimate"
+	"github.com/psrlcb/psrlcb/internal/memlimit"
 	"github.com/psrlcb/psrlcb/pessimism"
 	"github.com/psrlcb/psrlcb/pipeline"
 	"github.com/psrlcb/psrlcb/policy"
@@ -44,9 +46,11 @@ func newFitCommand() *cli.Command {
 		&cli.Int64Flag{Name: "plan-budget", Usage: "node budget of the exact planner; larger trees are planned approximately with a stated gap (0: default)"},
 		&cli.StringFlag{Name: "planner", Value: policy.PlannerAuto, Usage: `"exact" (dynamic programming over the history tree, pruned search past --plan-budget), "belief" (point-based planning over the model's beliefs) or "auto" (exact when the tree fits --plan-budget)`},
 		&cli.Int64Flag{Name: "plan-rows", Usage: "row budget of the belief planner's policy table (0: 10^7)"},
+		&cli.StringFlag{Name: "memory-limit", Value: memlimit.Default, Usage: `memory budget of the run: a size ("600MiB", "4GiB"), a share of the machine's memory ("50%"), or "none"; logs that cannot fit are refused before they are read, the policy table is kept to what fits beside the logs, and the garbage collector holds the heap under it`},
 		&cli.Uint64Flag{Name: "seed", Value: 1, Usage: "seed of the split, held-out draws and EM starts"},
 		&cli.IntFlag{Name: "max-observations", Usage: `keep the N most frequent observations and map the rest to "<other>" (0: keep all)`},
 		&cli.IntFlag{Name: "workers", Usage: "goroutines (0: all cores); results do not depend on it"},
+		&cli.StringFlag{Name: "runner", Value: "local", Usage: `where the passes over the episodes run: "local" (this process), or "prism", "flink", "spark", "dataflow", "universal" (Apache Beam: the run is handed to psrlcb-beam, found beside psrlcb or on PATH, with the same arguments; Beam's own flags such as --endpoint go with it; docs/scale-out.md)`},
 		&cli.StringFlag{Name: "log-format", Value: "auto", Usage: `"auto" (a progress bar on a terminal, JSON lines otherwise), "text" or "json"`},
 	)
 	flags, before := configurable(flags)
@@ -185,6 +189,16 @@ func fitOptions(c *cli.Context) (pipeline.Options, error) {
 	if o.PlanRows = c.Int64("plan-rows"); o.PlanRows < 0 {
 		return o, usagef("--plan-rows must be positive")
 	}
+	if r := c.String("runner"); r != "local" {
+		// main hands --runner on the command line to psrlcb-beam; a
+		// runner set in a config file reaches here.
+		return o, usagef("--runner %s: give it on the command line (a Beam runner hands the whole run to %s)", r, beamCommand)
+	}
+	limit, err := memlimit.Parse(c.String("memory-limit"), memlimit.System.Machine())
+	if err != nil {
+		return o, usagef("--memory-limit: %v", err)
+	}
+	o.MemoryLimit = limit
 	o.Seed = c.Uint64("seed")
 	o.Workers = c.Int("workers")
 	return o, nil
@@ -215,6 +229,15 @@ func progressFor(c *cli.Context, w io.Writer) (progress.Reporter, error) {
 	}
 }
 
+// setMemoryLimit gives the garbage collector the run's memory budget as
+// its soft limit (it collects more often as the heap nears it), unless the
+// user set GOMEMLIMIT, which the runtime has applied.
+func setMemoryLimit(limit int64, env string) {
+	if limit > 0 && env == "" {
+		debug.SetMemoryLimit(limit)
+	}
+}
+
 func runFit(ctx context.Context, stdout io.Writer, o fitOpts) error {
 	// Fail on an output in the way before any work.
 	dir, err := createOut(o.stderr, o.out, o.force, fitOutput, o.inputs)
@@ -222,6 +245,7 @@ func runFit(ctx context.Context, stdout io.Writer, o fitOpts) error {
 		return err
 	}
 	defer dir.Abort()
+	setMemoryLimit(o.pipe.MemoryLimit, os.Getenv("GOMEMLIMIT"))
 
 	res, err := pipeline.Run(ctx, o.files, o.pipe)
 	if err != nil {

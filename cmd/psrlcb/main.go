@@ -93,7 +93,12 @@ func main() {
 	if p, ok := gcPercent(os.Getenv("GOGC")); ok {
 		debug.SetGCPercent(p)
 	}
-	code := run(ctx, newApp(), os.Args, os.Stdout, os.Stderr)
+	var code int
+	if runner, beam := runnerArg(os.Args[1:]); beam {
+		code = handOff(runner, os.Args[1:], os.Stdout, os.Stderr)
+	} else {
+		code = run(ctx, newApp(), os.Args, os.Stdout, os.Stderr)
+	}
 	stopProfile()
 	stopMemProfile()
 	stop()

@@ -15,6 +15,7 @@ import (
 	"github.com/psrlcb/psrlcb/beam/psrbeam"
 	"github.com/psrlcb/psrlcb/estimate"
 	"github.com/psrlcb/psrlcb/ingest"
+	"github.com/psrlcb/psrlcb/internal/memlimit"
 	"github.com/psrlcb/psrlcb/internal/outdir"
 	"github.com/psrlcb/psrlcb/pessimism"
 	"github.com/psrlcb/psrlcb/pipeline"
@@ -27,7 +28,7 @@ var runners = []string{"local", "prism", "flink", "spark", "dataflow", "universa
 // fitConfig holds the flags of fit.
 type fitConfig struct {
 	runner, out, rank, dynamics, alpha, onInvalid, workDir *string
-	ingestOn                                               *string
+	ingestOn, memoryLimit                                  *string
 	force                                                  *bool
 	maxRank, restarts, maxIter, horizon, shardEpisodes     *int
 	workers                                                *int
@@ -59,6 +60,7 @@ func registerFlags(fs *flag.FlagSet) *fitConfig {
 		ingestOn:      fs.String("ingest", "", `where the logs are read and validated: "beam" (a pipeline; default with a Beam runner) or "driver" (this process, as psrlcb fit)`),
 		workDir:       fs.String("work-dir", "", "where the episode shards and pass results go; every worker must read it (gs://…, s3://… on a cluster; default: --temp_location, else a local temporary directory)"),
 		shardEpisodes: fs.Int("shard-episodes", psrbeam.DefaultShardEpisodes, "episodes per shard, the unit of work of a pass"),
+		memoryLimit:   fs.String("memory-limit", memlimit.Default, `memory budget of the driver: a size ("4GiB"), a share of the machine's memory ("50%") or "none" (as psrlcb fit)`),
 		dialTimeout:   fs.Duration("endpoint-timeout", 5*time.Second, "how long to try reaching --endpoint before failing"),
 	}
 }
@@ -84,6 +86,11 @@ func (c *fitConfig) options() (pipeline.Options, error) {
 	}
 	o.Alpha, o.Lambda, o.SelectHeldOut = spec, *c.lambda, *c.selectHeldOut
 	o.PlanBudget, o.Seed, o.Workers = *c.planBudget, *c.seed, *c.workers
+	limit, err := memlimit.Parse(*c.memoryLimit, memlimit.System.Machine())
+	if err != nil {
+		return o, usagef("--memory-limit: %v", err)
+	}
+	o.MemoryLimit = limit
 	return o, nil
 }
 
