@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"os"
 	"slices"
+
+	"github.com/psrlcb/psrlcb/schemas"
 )
 
 // Read, cut into pieces for a data-parallel engine (an Apache Beam
@@ -28,6 +30,8 @@ type RowGroup struct {
 	Index     int   // row group within the file
 	RowBase   int64 // first row of the group in its file
 	Rows      int64
+	// Propensity: the logs carry propensities (all files do, or none).
+	Propensity bool
 }
 
 // ListRowGroups opens the files' footers, runs Read's file-level checks
@@ -52,7 +56,8 @@ func ListRowGroups(files []string, opts Options) ([]RowGroup, error) {
 	out := make([]RowGroup, len(units))
 	for i, u := range units {
 		of := opened[u.file]
-		out[i] = RowGroup{File: of.src.name, FileIndex: u.file, Index: u.rg, RowBase: u.rowBase, Rows: of.f.RowGroups()[u.rg].NumRows()}
+		out[i] = RowGroup{File: of.src.name, FileIndex: u.file, Index: u.rg, RowBase: u.rowBase, Rows: of.f.RowGroups()[u.rg].NumRows(),
+			Propensity: of.cols[schemas.Propensity].index >= 0}
 	}
 	return out, nil
 }

@@ -3,6 +3,7 @@ package ingest
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"math/bits"
 	"slices"
@@ -142,11 +143,8 @@ func readDirect(ctx context.Context, files []*openedFile, units []unit, opts Opt
 	hasProp := files[0].cols[schemas.Propensity].index >= 0
 	cells := K * H
 	d := &Dataset{Horizon: H, Rows: rows, EpisodeIDs: ids, Length: lengths}
-	d.Obs = make([]uint16, cells)
-	d.Act = make([]uint16, cells)
-	d.Reward = make([]float64, cells)
-	if hasProp {
-		d.Propensity = make([]float64, cells)
+	if err := allocSteps(d, cells, hasProp, opts.Arrays); err != nil {
+		return nil, fmt.Errorf("%w: the logs' step arrays: %v", ErrIO, err)
 	}
 	var obsSet, actSet symbolSet
 	if err := forUnits(ctx, len(units), opts.Workers, func(i int) error {

@@ -43,6 +43,42 @@ type Options struct {
 	// Workers reading row groups in parallel; 0 means GOMAXPROCS. The
 	// result does not depend on it.
 	Workers int
+	// Arrays, when not nil, allocates the dataset's step arrays (Obs,
+	// Act, Reward, Propensity): a file-backed arena keeps logs larger than
+	// memory on disk. nil allocates them on the heap.
+	Arrays Arrays
+}
+
+// Arrays allocates zeroed step arrays of the given length.
+type Arrays interface {
+	Uint16s(n int) ([]uint16, error)
+	Float64s(n int) ([]float64, error)
+}
+
+// allocSteps gives d its step arrays of cells entries (Propensity only
+// with prop), from arr or the heap.
+func allocSteps(d *Dataset, cells int, prop bool, arr Arrays) error {
+	if arr == nil {
+		d.Obs, d.Act, d.Reward = make([]uint16, cells), make([]uint16, cells), make([]float64, cells)
+		if prop {
+			d.Propensity = make([]float64, cells)
+		}
+		return nil
+	}
+	var err error
+	if d.Obs, err = arr.Uint16s(cells); err != nil {
+		return err
+	}
+	if d.Act, err = arr.Uint16s(cells); err != nil {
+		return err
+	}
+	if d.Reward, err = arr.Float64s(cells); err != nil {
+		return err
+	}
+	if prop {
+		d.Propensity, err = arr.Float64s(cells)
+	}
+	return err
 }
 
 func (o *Options) check() error {

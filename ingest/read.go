@@ -300,7 +300,10 @@ func assemble(ctx context.Context, files []*openedFile, chunks []*chunk, opts Op
 		return nil, fmt.Errorf("%w: %d observation and %d action symbols (at most %d each; %s)", ErrTooManySymbols, len(obsAll), len(actAll), MaxSymbols-1, symbolLimitHelp)
 	}
 
-	d, g := a.scatter(H, obsL2G, actL2G)
+	d, g, err := a.scatter(H, obsL2G, actL2G, opts.Arrays)
+	if err != nil {
+		return nil, err
+	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -403,16 +406,13 @@ type grid struct {
 // horizon H, marking episodes with too-late, duplicate or doubly terminal
 // steps. One pass, in unit order, so the first occurrence of a duplicate
 // is well defined.
-func (a *assembly) scatter(H int, obsL2G, actL2G [][]int32) (*Dataset, *grid) {
+func (a *assembly) scatter(H int, obsL2G, actL2G [][]int32, arr Arrays) (*Dataset, *grid, error) {
 	K := len(a.ids)
 	hasProp := a.chunks[0].prop != nil
 	d := &Dataset{Horizon: H, Rows: a.rows}
 	cells := K * H
-	d.Obs = make([]uint16, cells)
-	d.Act = make([]uint16, cells)
-	d.Reward = make([]float64, cells)
-	if hasProp {
-		d.Propensity = make([]float64, cells)
+	if err := allocSteps(d, cells, hasProp, arr); err != nil {
+		return nil, nil, fmt.Errorf("%w: the logs' step arrays: %v", ErrIO, err)
 	}
 	g := &grid{seen: make([]bool, cells), lastStep: make([]uint16, K), termStep: make([]uint16, K), lastFile: make([]int32, K)}
 	seen, lastStep, termStep := g.seen, g.lastStep, g.termStep
@@ -466,7 +466,7 @@ func (a *assembly) scatter(H int, obsL2G, actL2G [][]int32) (*Dataset, *grid) {
 	if dups {
 		describeDuplicates(a.files, a.chunks, a.epL2G, a.badEp, H)
 	}
-	return d, g
+	return d, g, nil
 }
 
 // checkEpisodes marks episodes with a missing step, a terminal step

@@ -261,10 +261,15 @@ func TestEpisodesMatchTrajectory(t *testing.T) {
 		obs := []int{int(d.Obs[3*k]), int(d.Obs[3*k+1]), int(d.Obs[3*k+2])}
 		act := []int{int(d.Act[3*k]), int(d.Act[3*k+1]), int(d.Act[3*k+2])}
 		v, per := b.Trajectory(obs, act)
+		sum := 0.0
 		for h := range per {
-			if per[h] != e.Norm2[3*k+h] {
+			if float32(per[h]) != e.Norm2[3*k+h] {
 				t.Fatalf("episode %d step %d: %v vs %v", k, h, e.Norm2[3*k+h], per[h])
 			}
+			sum += per[h]
+		}
+		if e.Sum(k) != sum {
+			t.Fatalf("episode %d: sum %v, want %v", k, e.Sum(k), sum)
 		}
 		if b.Value(e.Sum(k)) != v {
 			t.Fatalf("episode %d bonus differs", k)

@@ -8,23 +8,23 @@ import (
 )
 
 // EpisodeNorms holds the per-step bonus terms ‖ψ̄̂(τ_h)‖²_{U_h⁻¹} of every
-// logged episode: the bonus distribution the report shows per step.
+// logged episode, for the bonus distribution the report shows per step,
+// and their sums, from which each episode's bonus is computed.
 type EpisodeNorms struct {
 	Horizon int
 	// Norm2[k*Horizon+h] is the term of the length-h prefix of episode k,
-	// h = 0..H−1.
-	Norm2 []float64
+	// h = 0..H−1, in single precision: it is only drawn (four bytes a
+	// step where double precision took eight), while Sums keeps the
+	// double-precision sums.
+	Norm2 []float32
+	// Sums[k] is Σ_h ‖ψ̄̂(τ_h)‖²_{U_h⁻¹} of episode k, added in double
+	// precision in step order.
+	Sums []float64
 }
 
 // Sum is Σ_h ‖ψ̄̂(τ_h)‖²_{U_h⁻¹} of episode k; Bonus.Value turns it into
 // b̂(τ_H).
-func (e *EpisodeNorms) Sum(k int) float64 {
-	s := 0.0
-	for _, v := range e.Norm2[k*e.Horizon : (k+1)*e.Horizon] {
-		s += v
-	}
-	return s
-}
+func (e *EpisodeNorms) Sum(k int) float64 { return e.Sums[k] }
 
 // Episodes computes the bonus terms of every episode of d (which must use
 // the model's vocabularies). workers ≤ 0 means GOMAXPROCS.
@@ -33,17 +33,21 @@ func (b *Bonus) Episodes(ctx context.Context, d *ingest.Dataset, workers int) (*
 		return nil, err
 	}
 	H, K := b.Horizon, d.NumEpisodes()
-	out := &EpisodeNorms{Horizon: H, Norm2: make([]float64, K*H)}
+	out := &EpisodeNorms{Horizon: H, Norm2: make([]float32, K*H), Sums: make([]float64, K)}
 	nb := (K + blockSize - 1) / blockSize
 	err := parallel.ForWith(ctx, nb, workers, func() *walker { return newWalker(b) }, func(wk *walker, blk int) error {
 		lo := blk * blockSize
 		for k := lo; k < min(lo+blockSize, K); k++ {
 			row := out.Norm2[k*H : (k+1)*H]
-			row[0] = b.Root
+			sum := b.Root
+			row[0] = float32(b.Root)
 			wk.start()
 			for h := 1; h < H; h++ {
-				row[h] = wk.step(h, int(d.Obs[k*H+h-1]), int(d.Act[k*H+h-1]))
+				v := wk.step(h, int(d.Obs[k*H+h-1]), int(d.Act[k*H+h-1]))
+				row[h] = float32(v)
+				sum += v
 			}
+			out.Sums[k] = sum
 		}
 		return nil
 	})

@@ -2,11 +2,14 @@ package pipeline
 
 import (
 	"fmt"
+	"os"
 	"runtime/debug"
+	"time"
 	"unsafe"
 
 	"github.com/psrlcb/psrlcb/ingest"
 	"github.com/psrlcb/psrlcb/internal/memlimit"
+	"github.com/psrlcb/psrlcb/internal/spill"
 	"github.com/psrlcb/psrlcb/policy"
 )
 
@@ -14,15 +17,15 @@ import (
 // the compact codes of ingest.Dataset (two uint16 codes and a float64
 // reward, stepPropensityBytes more with propensities), the reward's value
 // code of the EM data (one byte) and the step's bonus term ‖ψ̄̂(τ_h)‖²
-// (pessimism.Episodes, a float64).
+// (pessimism.Episodes, a float32 for the report's plot).
 const (
-	stepBytes           = 2 + 2 + 8 + 1 + 8
+	stepBytes           = 2 + 2 + 8 + 1 + 4
 	stepPropensityBytes = 8
 	// episodeBytes is what a fit holds per episode besides its steps: the
-	// id's string header and length, the logged length, and the five
+	// id's string header, the logged length, the bonus terms' sum, and the
 	// columns of episodes.arrow (split, two log-likelihoods, bonus,
 	// weight).
-	episodeBytes = 16 + 4 + 4 + 4*8 + 4
+	episodeBytes = 16 + 4 + 8 + 4 + 4*8
 )
 
 // tableRowBytes is what the belief planner's policy table costs per row at
@@ -63,25 +66,6 @@ func liveBudget(limit int64) int64 {
 	return limit * 100 / int64(100+gc)
 }
 
-// checkMemory refuses, before any file is read, logs whose compact form
-// alone exceeds the memory limit: rows is the logs' row count from the
-// files' footers. The figure is a lower bound of what the fit needs (it
-// counts the steps only), so a refusal is certain to be needed.
-func checkMemory(rows int64, limit int64, propensity bool) error {
-	if limit <= 0 {
-		return nil
-	}
-	need := rows * stepBytes
-	if propensity {
-		need += rows * stepPropensityBytes
-	}
-	if need > liveBudget(limit) {
-		return fmt.Errorf("%w: the logs' %d rows need at least %s in memory, more than --memory-limit %s allows (%s of live data); raise --memory-limit, fit a sample of the episodes, or run the E-step on a cluster with psrlcb-beam (docs/scale-out.md)",
-			ErrOptions, rows, memlimit.Format(need), memlimit.Format(limit), memlimit.Format(liveBudget(limit)))
-	}
-	return nil
-}
-
 // tableRows is the belief planner's row budget under the memory limit:
 // rows, or fewer when the table would not fit beside what the fit holds
 // (with a note saying so). limit 0 is no limit.
@@ -98,17 +82,127 @@ func tableRows(rows int64, d *ingest.Dataset, limit int64) (int64, string) {
 		memlimit.Format(limit), fit, rows, memlimit.Format(heldBytes(d)))
 }
 
-// checkInputMemory is checkMemory on the row count of the files' footers.
+// spillStepBytes is what a logged step takes in the spill file: two
+// uint16 codes, the reward and the propensity (float64 each).
+const spillStepBytes = 2 + 2 + 8 + 8
+
+// heapStepBytes is what a step still takes on the heap when the step
+// arrays are spilled: the EM's reward code and the report's bonus term.
+const heapStepBytes = stepBytes - (2 + 2 + 8)
+
+// spillTrimEvery is how often the spill file's pages are given back (see
+// spill.Arena.StartTrimming): a second of passes over the steps stays
+// resident, the rest is in the page cache or on disk.
+const spillTrimEvery = time.Second
+
+// planInputMemory checks the logs against the memory limit before they
+// are read, from the row counts of the files' footers, and decides where
+// the step arrays go:
+//
+//   - when the steps' compact codes fit in half the live budget, on the
+//     heap (the other half is for the policy table, the per-episode
+//     figures and the stages' work);
+//   - otherwise in a spill file in o.SpillDir (spill.Arena): every stage
+//     reads them from there, through the page cache, and the process
+//     keeps only what it read in the last second;
+//   - when even the heap's part of each step exceeds the budget, the run
+//     is refused before anything is read (checkSpilledMemory): the
+//     figure counts the steps only, a lower bound of what the fit needs,
+//     so a refusal is certain to be needed.
+//
 // Files whose footers cannot be listed are left to the reader, which
 // reports them with its own messages.
-func checkInputMemory(inputs []string, o Options) error {
+func planInputMemory(inputs []string, o Options) (*spillArrays, error) {
 	groups, err := ingest.ListRowGroups(inputs, o.Ingest)
 	if err != nil {
-		return nil
+		return nil, nil
 	}
 	var rows int64
 	for _, g := range groups {
 		rows += g.Rows
 	}
-	return checkMemory(rows, o.MemoryLimit, false)
+	held := int64(stepBytes)
+	if len(groups) > 0 && groups[0].Propensity {
+		held += stepPropensityBytes
+	}
+	if rows*held <= liveBudget(o.MemoryLimit)/2 {
+		return nil, nil
+	}
+	if err := checkSpilledMemory(rows, o.MemoryLimit); err != nil {
+		return nil, err
+	}
+	return &spillArrays{dir: o.SpillDir}, nil
+}
+
+// checkSpilledMemory refuses logs whose steps' heap part (what stays in
+// memory when their codes are spilled) exceeds the live budget.
+func checkSpilledMemory(rows, limit int64) error {
+	need := rows * heapStepBytes
+	if need > liveBudget(limit) {
+		return fmt.Errorf("%w: the logs' %d rows need at least %s of memory besides the spilled step codes, more than --memory-limit %s allows (%s of live data); raise --memory-limit, fit a sample of the episodes, or run the E-step on a cluster with psrlcb-beam (docs/scale-out.md)",
+			ErrOptions, rows, memlimit.Format(need), memlimit.Format(limit), memlimit.Format(liveBudget(limit)))
+	}
+	return nil
+}
+
+// spillArrays is ingest.Arrays on a spill file made at the first request,
+// sized for the step arrays of that many cells (two uint16 and two
+// float64 arrays; the file is sparse, so an unused propensity array costs
+// no disk).
+type spillArrays struct {
+	dir   string
+	arena *spill.Arena
+}
+
+func (s *spillArrays) ensure(n int) error {
+	if s.arena != nil {
+		return nil
+	}
+	a, err := spill.New(s.dir, int64(n)*spillStepBytes+64)
+	if err != nil {
+		return err
+	}
+	a.StartTrimming(spillTrimEvery)
+	s.arena = a
+	return nil
+}
+
+func (s *spillArrays) Uint16s(n int) ([]uint16, error) {
+	if err := s.ensure(n); err != nil {
+		return nil, err
+	}
+	return s.arena.Uint16s(n)
+}
+
+func (s *spillArrays) Float64s(n int) ([]float64, error) {
+	if err := s.ensure(n); err != nil {
+		return nil, err
+	}
+	return s.arena.Float64s(n)
+}
+
+// Close unmaps the spill file (the dataset's step arrays are invalid
+// afterwards).
+func (s *spillArrays) Close() error {
+	if s == nil || s.arena == nil {
+		return nil
+	}
+	return s.arena.Close()
+}
+
+// spillNote says where the step arrays were kept, for the manifest.
+func spillNote(s *spillArrays, limit int64) string {
+	if s == nil || s.arena == nil {
+		return ""
+	}
+	dir := s.dir
+	if dir == "" {
+		dir = os.TempDir()
+	}
+	n := fmt.Sprintf("--memory-limit %s: the logs' step codes (%s) were kept in a spill file in %s and read from there at every pass, not held in memory.",
+		memlimit.Format(limit), memlimit.Format(int64(s.arena.Size())), dir)
+	if spill.InMemoryFS(dir) {
+		n += " That directory is on a file system held in memory (tmpfs), so the spill saved no memory: give --spill-dir a directory on local disk."
+	}
+	return n
 }

@@ -3,13 +3,17 @@ package pipeline
 import (
 	"context"
 	"errors"
+	"os"
 	"path/filepath"
+	"reflect"
 	"runtime/debug"
 	"strings"
 	"testing"
 	"unsafe"
 
+	"github.com/psrlcb/psrlcb/estimate"
 	"github.com/psrlcb/psrlcb/ingest"
+	"github.com/psrlcb/psrlcb/pessimism"
 	"github.com/psrlcb/psrlcb/policy"
 )
 
@@ -21,17 +25,17 @@ func withGCPercent(p int, f func()) {
 }
 
 // TestHeldBytes: counted by hand for two episodes of three steps with ids
-// "a" and "bb": 6 steps × (2+2+8+1+8) = 126 bytes, 3 bytes of ids, and two
-// episodes × (16+4+4+32+4) = 120 bytes; propensities add 6 × 8.
+// "a" and "bb": 6 steps × (2+2+8+1+4) = 102 bytes, 3 bytes of ids, and two
+// episodes × (16+4+8+4+32) = 128 bytes; propensities add 6 × 8.
 func TestHeldBytes(t *testing.T) {
 	d := &ingest.Dataset{Horizon: 3, EpisodeIDs: []string{"a", "bb"}, Length: []int32{3, 3},
 		Obs: make([]uint16, 6), Act: make([]uint16, 6), Reward: make([]float64, 6)}
-	if got := heldBytes(d); got != 126+3+120 {
-		t.Errorf("held bytes %d, want 249", got)
+	if got := heldBytes(d); got != 102+3+128 {
+		t.Errorf("held bytes %d, want 233", got)
 	}
 	d.Propensity = make([]float64, 6)
-	if got := heldBytes(d); got != 249+48 {
-		t.Errorf("with propensities: %d, want 297", got)
+	if got := heldBytes(d); got != 233+48 {
+		t.Errorf("with propensities: %d, want 281", got)
 	}
 }
 
@@ -46,12 +50,12 @@ func TestTableRows(t *testing.T) {
 		t.Fatalf("row bytes %d, want %d", tableRowBytes, row)
 	}
 	withGCPercent(25, func() {
-		// live budget 100/125 of the limit: 125 MB → 100 MB; minus 249 bytes.
+		// live budget 100/125 of the limit: 125 MB → 100 MB; minus 233 bytes.
 		limit := int64(125_000_000)
 		if got := liveBudget(limit); got != 100_000_000 {
 			t.Fatalf("live budget %d, want 100000000", got)
 		}
-		want := (100_000_000 - 249) / row
+		want := (100_000_000 - 233) / row
 		got, note := tableRows(10_000_000, d, limit)
 		if got != want || !strings.Contains(note, "--memory-limit 119 MiB") {
 			t.Errorf("table rows %d (%q), want %d", got, note, want)
@@ -73,9 +77,10 @@ func TestTableRows(t *testing.T) {
 	})
 }
 
-// TestMemoryLimitRefusesBeforeReading: logs whose steps alone exceed the
-// limit are refused as an options error naming the limit, before they are
-// read; a limit they fit in runs.
+// TestMemoryLimitRefusesBeforeReading: logs whose steps' heap part alone
+// (the reward code and the bonus term, 5 bytes a step) exceeds the
+// limit are refused as an options error naming the limit, before they
+// are read (the input's footers only are opened).
 func TestMemoryLimitRefusesBeforeReading(t *testing.T) {
 	logs := []string{filepath.Join("..", "examples", "tiger-logs.parquet")}
 	groups, err := ingest.ListRowGroups(logs, ingest.Options{})
@@ -87,18 +92,78 @@ func TestMemoryLimitRefusesBeforeReading(t *testing.T) {
 		rows += g.Rows
 	}
 	withGCPercent(25, func() {
-		// The steps need rows × 21 bytes; a limit whose live share is one
-		// byte short is refused.
-		limit := (rows*stepBytes - 1) * 125 / 100
+		limit := (rows*heapStepBytes - 1) * 125 / 100
 		_, err := Run(context.Background(), logs, Options{MemoryLimit: limit})
 		if !errors.Is(err, ErrOptions) || !strings.Contains(err.Error(), "--memory-limit") {
 			t.Fatalf("err = %v, want an options error naming --memory-limit", err)
 		}
-		if err := checkMemory(rows, (rows*stepBytes)*125/100, false); err != nil {
-			t.Errorf("a limit the steps fit: %v", err)
+		if err := checkSpilledMemory(rows, (rows*heapStepBytes)*125/100); err != nil {
+			t.Errorf("a limit the heap part fits: %v", err)
 		}
-		if err := checkMemory(rows, (rows*stepBytes)*125/100, true); err == nil {
-			t.Error("propensities need more: no error")
+	})
+	if heapStepBytes != 5 {
+		t.Errorf("heap bytes of a spilled step %d, want 5 (reward code 1, bonus term 4)", heapStepBytes)
+	}
+}
+
+// TestSpilledRunEqualsHeapRun: with a memory limit the steps exceed by
+// half, the step arrays go to a spill file in the given directory (gone
+// from it once mapped), the manifest says so, and the run is the heap
+// run: the same dataset, policy rows and bound. The spill directory's
+// file system is named in the note only when it is held in memory.
+func TestSpilledRunEqualsHeapRun(t *testing.T) {
+	if testing.Short() {
+		t.Skip("fits the example logs twice")
+	}
+	logs := []string{filepath.Join("..", "examples", "tiger-logs.parquet")}
+	groups, err := ingest.ListRowGroups(logs, ingest.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rows int64
+	for _, g := range groups {
+		rows += g.Rows
+	}
+	base := Options{Estimate: estimate.Options{Rank: 2, Restarts: 1, MaxIter: 30},
+		Alpha: pessimism.AlphaSpec{Mode: pessimism.AlphaFixed, Values: []float64{0.3}}, Seed: 1}
+	heap, err := Run(context.Background(), logs, base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer heap.Close()
+	dir := t.TempDir()
+	withGCPercent(25, func() {
+		o := base
+		// Live budget: 10 bytes a row, more than the 5 the heap keeps
+		// of a spilled step, less than twice the 17 of a held one.
+		o.MemoryLimit = rows * 10 * 125 / 100
+		o.SpillDir = dir
+		res, err := Run(context.Background(), logs, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Close()
+		if res.spilled == nil || res.spilled.arena == nil {
+			t.Fatal("the step arrays were not spilled")
+		}
+		if ents, _ := os.ReadDir(dir); len(ents) != 0 {
+			t.Errorf("spill directory holds %v", ents)
+		}
+		note := strings.Join(res.Run.Manifest.Notes, "\n")
+		if !strings.Contains(note, "spill file in "+dir) {
+			t.Errorf("no spill note in %q", note)
+		}
+		if !reflect.DeepEqual(res.Data.Obs, heap.Data.Obs) || !reflect.DeepEqual(res.Data.Reward, heap.Data.Reward) ||
+			!reflect.DeepEqual(res.Data.Propensity, heap.Data.Propensity) || !reflect.DeepEqual(res.Data.EpisodeIDs, heap.Data.EpisodeIDs) {
+			t.Fatal("the spilled dataset differs from the heap one")
+		}
+		if !reflect.DeepEqual(res.Policy.Nodes, heap.Policy.Nodes) || res.Bound != heap.Bound {
+			t.Fatalf("spilled run: %d rows, bound %+v; heap run: %d rows, bound %+v", len(res.Policy.Nodes), res.Bound, len(heap.Policy.Nodes), heap.Bound)
+		}
+		// Below the 5 heap bytes of a spilled step: refused.
+		o.MemoryLimit = rows * 4 * 125 / 100
+		if _, err := Run(context.Background(), logs, o); !errors.Is(err, ErrOptions) {
+			t.Fatalf("a limit below the heap's part: %v", err)
 		}
 	})
 }

@@ -63,6 +63,10 @@ type Options struct {
 	// and the belief planner's table is kept to the rows that fit beside
 	// the logs (see memory.go).
 	MemoryLimit int64
+	// SpillDir is where logs too large for MemoryLimit keep their step
+	// arrays ("": the system's temporary directory); it should be on
+	// local disk.
+	SpillDir string
 	// MaxObservations, when positive, maps every observation but the
 	// MaxObservations most frequent to ingest.OtherSymbol before fitting
 	// (ingest.LimitObservations); the mapping goes into model.arrow and
@@ -224,7 +228,14 @@ type Result struct {
 	// Warnings are things the caller should tell the user that do not
 	// stop the run (they also went to Options.Progress as they arose).
 	Warnings []string
+
+	spilled *spillArrays
 }
+
+// Close releases the spill file that holds Data's step arrays when
+// Options.MemoryLimit sent them to disk (Data must not be used
+// afterwards); otherwise it does nothing.
+func (r *Result) Close() error { return r.spilled.Close() }
 
 // Run reads the logs in inputs (Parquet files, as ingest.Read takes them)
 // and runs the whole pipeline on them: ingest → split → estimate →
@@ -238,11 +249,23 @@ func Run(ctx context.Context, inputs []string, opts Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	var spilled *spillArrays
 	if o.MemoryLimit > 0 {
-		if err := checkInputMemory(inputs, o); err != nil {
+		if spilled, err = planInputMemory(inputs, o); err != nil {
 			return nil, err
 		}
+		if spilled != nil {
+			o.Ingest.Arrays = spilled
+		}
 	}
+	// The spill file lives as long as the Result (Result.Close), or
+	// until this failed run returns.
+	ok := false
+	defer func() {
+		if !ok {
+			spilled.Close()
+		}
+	}()
 	start := time.Now()
 	o.Progress.StartStage("ingest", fileBytes(inputs))
 	read := o.Read
@@ -268,7 +291,11 @@ func Run(ctx context.Context, inputs []string, opts Options) (*Result, error) {
 		return nil, err
 	}
 	out.Run.Manifest.StageTimes["ingest"] = took.Seconds()
-	return &Result{Outcome: *out, Data: d, Warnings: warnings}, nil
+	if n := spillNote(spilled, o.MemoryLimit); n != "" {
+		out.Run.Manifest.Notes = append(out.Run.Manifest.Notes, n)
+	}
+	ok = true
+	return &Result{Outcome: *out, Data: d, Warnings: warnings, spilled: spilled}, nil
 }
 
 // horizonWarning says when the horizon is far above the longest logged

@@ -261,7 +261,7 @@ func episodeRows(d *ingest.Dataset, out *Outcome, f *figures) (e EpisodeRows, st
 	v := make([]float64, K)
 	for h := 0; h < H; h++ {
 		for k := 0; k < K; k++ {
-			v[k] = f.norms.Norm2[k*H+h]
+			v[k] = float64(f.norms.Norm2[k*H+h])
 		}
 		steps[h] = summarizeInPlace(v)
 	}

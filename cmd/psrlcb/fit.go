@@ -47,6 +47,7 @@ func newFitCommand() *cli.Command {
 		&cli.StringFlag{Name: "planner", Value: policy.PlannerAuto, Usage: `"exact" (dynamic programming over the history tree, pruned search past --plan-budget), "belief" (point-based planning over the model's beliefs) or "auto" (exact when the tree fits --plan-budget)`},
 		&cli.Int64Flag{Name: "plan-rows", Usage: "row budget of the belief planner's policy table (0: 10^7)"},
 		&cli.StringFlag{Name: "memory-limit", Value: memlimit.Default, Usage: `memory budget of the run: a size ("600MiB", "4GiB"), a share of the machine's memory ("50%"), or "none"; logs that cannot fit are refused before they are read, the policy table is kept to what fits beside the logs, and the garbage collector holds the heap under it`},
+		&cli.PathFlag{Name: "spill-dir", Usage: "where logs too large for --memory-limit keep their step codes, read from there at every pass (default: the system's temporary directory; use local disk, not tmpfs)"},
 		&cli.Uint64Flag{Name: "seed", Value: 1, Usage: "seed of the split, held-out draws and EM starts"},
 		&cli.IntFlag{Name: "max-observations", Usage: `keep the N most frequent observations and map the rest to "<other>" (0: keep all)`},
 		&cli.IntFlag{Name: "workers", Usage: "goroutines (0: all cores); results do not depend on it"},
@@ -199,6 +200,7 @@ func fitOptions(c *cli.Context) (pipeline.Options, error) {
 		return o, usagef("--memory-limit: %v", err)
 	}
 	o.MemoryLimit = limit
+	o.SpillDir = c.Path("spill-dir")
 	o.Seed = c.Uint64("seed")
 	o.Workers = c.Int("workers")
 	return o, nil
@@ -251,6 +253,7 @@ func runFit(ctx context.Context, stdout io.Writer, o fitOpts) error {
 	if err != nil {
 		return err
 	}
+	defer res.Close()
 	for _, w := range res.Warnings {
 		warnf(o.stderr, "%s", w)
 	}
