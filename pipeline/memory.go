@@ -39,11 +39,14 @@ const tableRowBytes = 2*int64(unsafe.Sizeof(policy.Node{})) + 8
 const minTableRows = 10_000
 
 // heldBytes is what a fit of d holds in memory besides the policy table
-// (the figure the --memory-limit budget is checked against).
-func heldBytes(d *ingest.Dataset) int64 {
+// (the figure the --memory-limit budget is checked against); spilled: d's
+// step arrays are in a spill file, not on the heap.
+func heldBytes(d *ingest.Dataset, spilled bool) int64 {
 	n := int64(len(d.Obs))
 	b := n * stepBytes
-	if d.Propensity != nil {
+	if spilled {
+		b = n * heapStepBytes
+	} else if d.Propensity != nil {
 		b += n * stepPropensityBytes
 	}
 	for _, id := range d.EpisodeIDs {
@@ -68,18 +71,18 @@ func liveBudget(limit int64) int64 {
 
 // tableRows is the belief planner's row budget under the memory limit:
 // rows, or fewer when the table would not fit beside what the fit holds
-// (with a note saying so). limit 0 is no limit.
-func tableRows(rows int64, d *ingest.Dataset, limit int64) (int64, string) {
+// (with a note saying so). limit 0 is no limit; spilled as for heldBytes.
+func tableRows(rows int64, d *ingest.Dataset, spilled bool, limit int64) (int64, string) {
 	if limit <= 0 {
 		return rows, ""
 	}
-	free := liveBudget(limit) - heldBytes(d)
+	free := liveBudget(limit) - heldBytes(d, spilled)
 	fit := max(free/tableRowBytes, minTableRows)
 	if fit >= rows {
 		return rows, ""
 	}
 	return fit, fmt.Sprintf("--memory-limit %s: the belief planner's policy table was limited to %d rows (not %d), which with the %s the logs take fit the limit; a larger limit lets the table cover more of the policy's reach (see the plan's uncovered mass and gap bound).",
-		memlimit.Format(limit), fit, rows, memlimit.Format(heldBytes(d)))
+		memlimit.Format(limit), fit, rows, memlimit.Format(heldBytes(d, spilled)))
 }
 
 // spillStepBytes is what a logged step takes in the spill file: two

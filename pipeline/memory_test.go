@@ -30,12 +30,16 @@ func withGCPercent(p int, f func()) {
 func TestHeldBytes(t *testing.T) {
 	d := &ingest.Dataset{Horizon: 3, EpisodeIDs: []string{"a", "bb"}, Length: []int32{3, 3},
 		Obs: make([]uint16, 6), Act: make([]uint16, 6), Reward: make([]float64, 6)}
-	if got := heldBytes(d); got != 102+3+128 {
+	if got := heldBytes(d, false); got != 102+3+128 {
 		t.Errorf("held bytes %d, want 233", got)
 	}
 	d.Propensity = make([]float64, 6)
-	if got := heldBytes(d); got != 233+48 {
+	if got := heldBytes(d, false); got != 233+48 {
 		t.Errorf("with propensities: %d, want 281", got)
+	}
+	// Spilled, a step keeps 1+4 bytes on the heap: 30 + 3 + 128.
+	if got := heldBytes(d, true); got != 30+3+128 {
+		t.Errorf("spilled: %d, want 161", got)
 	}
 }
 
@@ -56,17 +60,17 @@ func TestTableRows(t *testing.T) {
 			t.Fatalf("live budget %d, want 100000000", got)
 		}
 		want := (100_000_000 - 233) / row
-		got, note := tableRows(10_000_000, d, limit)
+		got, note := tableRows(10_000_000, d, false, limit)
 		if got != want || !strings.Contains(note, "--memory-limit 119 MiB") {
 			t.Errorf("table rows %d (%q), want %d", got, note, want)
 		}
-		if got, note := tableRows(1000, d, limit); got != 1000 || note != "" {
+		if got, note := tableRows(1000, d, false, limit); got != 1000 || note != "" {
 			t.Errorf("a budget that fits: %d, %q; want 1000 and no note", got, note)
 		}
-		if got, _ := tableRows(10_000_000, d, 1<<20); got != minTableRows {
+		if got, _ := tableRows(10_000_000, d, false, 1<<20); got != minTableRows {
 			t.Errorf("a tiny limit: %d rows, want the floor %d", got, minTableRows)
 		}
-		if got, note := tableRows(10_000_000, d, 0); got != 10_000_000 || note != "" {
+		if got, note := tableRows(10_000_000, d, false, 0); got != 10_000_000 || note != "" {
 			t.Errorf("no limit: %d, %q", got, note)
 		}
 	})

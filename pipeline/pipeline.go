@@ -372,10 +372,11 @@ func fit(ctx context.Context, d *ingest.Dataset, inputs []string, opts Options) 
 	eopts.Seed = opts.Seed
 	eopts.Workers = workers
 	popts := pessimism.Options{Lambda: opts.Lambda, Workers: workers}
-	rows, memNote := tableRows(opts.PlanRows, d, opts.MemoryLimit)
+	spilled := opts.Ingest.Arrays != nil
+	rows, memNote := tableRows(opts.PlanRows, d, spilled, opts.MemoryLimit)
 	// The exact planner writes its whole tree as the table: past the rows
 	// that fit, the tree is planned over beliefs instead.
-	budget, _ := tableRows(opts.PlanBudget, d, opts.MemoryLimit)
+	budget, _ := tableRows(opts.PlanBudget, d, spilled, opts.MemoryLimit)
 	planOpts := policy.PlanOptions{Workers: workers, Budget: budget, Planner: opts.Planner, RowBudget: rows}
 
 	// Rank: searched once, on a subsample of all episodes; every fit
