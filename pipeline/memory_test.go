@@ -171,3 +171,35 @@ func TestSpilledRunEqualsHeapRun(t *testing.T) {
 		}
 	})
 }
+
+// TestRunIDIgnoresAnUnusedMemoryLimit: two limits that cut nothing give
+// one run id (the limit is recorded, not hashed); a limit that lowers the
+// table's row budget is part of the id.
+func TestRunIDIgnoresAnUnusedMemoryLimit(t *testing.T) {
+	if testing.Short() {
+		t.Skip("fits the example logs three times")
+	}
+	logs := []string{filepath.Join("..", "examples", "tiger-logs.parquet")}
+	base := Options{Estimate: estimate.Options{Rank: 2, Restarts: 1, MaxIter: 30},
+		Alpha: pessimism.AlphaSpec{Mode: pessimism.AlphaFixed, Values: []float64{0.3}}, Seed: 1}
+	ids := map[int64]string{}
+	for _, limit := range []int64{0, 8 << 30, 16 << 30, 64 << 20} {
+		o := base
+		o.MemoryLimit = limit
+		res, err := Run(context.Background(), logs, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Close()
+		if got := res.Run.Manifest.Parameters["memory_limit"]; got != limit {
+			t.Errorf("limit %d recorded as %v", limit, got)
+		}
+		ids[limit] = res.Run.RunID
+	}
+	if ids[0] != ids[8<<30] || ids[0] != ids[16<<30] {
+		t.Errorf("run ids %v: limits that cut nothing changed the id", ids)
+	}
+	if ids[64<<20] == ids[0] {
+		t.Errorf("a limit that lowered the row budget kept the run id %s", ids[0])
+	}
+}

@@ -528,7 +528,11 @@ func fit(ctx context.Context, d *ingest.Dataset, inputs []string, opts Options) 
 	st.end()
 
 	st.begin("report", int64(K))
-	run, err := report.Build(ctx, d, inputs, opts.params(d), out, workers)
+	params := opts.params(d)
+	if rows < opts.PlanRows {
+		params.PlanRowsLimited = rows
+	}
+	run, err := report.Build(ctx, d, inputs, params, out, workers)
 	if err != nil {
 		return nil, err
 	}

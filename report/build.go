@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"runtime"
 	"runtime/debug"
@@ -33,8 +34,12 @@ type Params struct {
 	PlanBudget    int64   // node budget of the exact planner
 	Planner       string  // "exact", "belief" or "auto"
 	PlanRows      int64   // row budget of the belief planner's policy table
-	MemoryLimit   int64   // the run's memory budget in bytes (0: none)
-	Seed          uint64
+	MemoryLimit   int64   // the run's memory budget in bytes (0: none); not part of the run id
+	// PlanRowsLimited is the belief planner's row budget when the memory
+	// limit lowered it below PlanRows (0: not lowered); part of the run id,
+	// since it can change the policy.
+	PlanRowsLimited int64
+	Seed            uint64
 	// Ingest options that change what the logs mean.
 	Horizon   int
 	OnInvalid string
@@ -53,33 +58,34 @@ type Params struct {
 func parameters(p Params, out *Outcome) map[string]any {
 	e := out.Fit.Options
 	m := map[string]any{
-		"rank":            out.Model.States,
-		"rank_option":     p.RankOption,
-		"max_rank":        e.MaxRank,
-		"rank_heldout":    e.HeldOut,
-		"dynamics":        e.Dynamics,
-		"restarts":        e.Restarts,
-		"max_iter":        e.MaxIter,
-		"tol":             e.Tol,
-		"smoothing":       e.Smoothing,
-		"test_length":     e.TestLength,
-		"delta":           e.Delta,
-		"log_p_min":       out.Fit.ThetaMin.LogPMin,
-		"skip_theta_min":  e.SkipThetaMin,
-		"lambda":          p.Lambda,
-		"alpha":           out.Alpha,
-		"alpha_option":    p.AlphaOption,
-		"select_heldout":  p.SelectHeldOut,
-		"plan_budget":     p.PlanBudget,
-		"planner":         p.Planner,
-		"plan_rows":       p.PlanRows,
-		"memory_limit":    p.MemoryLimit,
-		"seed":            p.Seed,
-		"reward_emission": rewardKind(out.Model),
-		"horizon":         p.Horizon,
-		"on_invalid":      p.OnInvalid,
-		"columns":         p.Columns,
-		"model_form":      modelForm(out.Model),
+		"rank":              out.Model.States,
+		"rank_option":       p.RankOption,
+		"max_rank":          e.MaxRank,
+		"rank_heldout":      e.HeldOut,
+		"dynamics":          e.Dynamics,
+		"restarts":          e.Restarts,
+		"max_iter":          e.MaxIter,
+		"tol":               e.Tol,
+		"smoothing":         e.Smoothing,
+		"test_length":       e.TestLength,
+		"delta":             e.Delta,
+		"log_p_min":         out.Fit.ThetaMin.LogPMin,
+		"skip_theta_min":    e.SkipThetaMin,
+		"lambda":            p.Lambda,
+		"alpha":             out.Alpha,
+		"alpha_option":      p.AlphaOption,
+		"select_heldout":    p.SelectHeldOut,
+		"plan_budget":       p.PlanBudget,
+		"planner":           p.Planner,
+		"plan_rows":         p.PlanRows,
+		"memory_limit":      p.MemoryLimit,
+		"plan_rows_limited": p.PlanRowsLimited,
+		"seed":              p.Seed,
+		"reward_emission":   rewardKind(out.Model),
+		"horizon":           p.Horizon,
+		"on_invalid":        p.OnInvalid,
+		"columns":           p.Columns,
+		"model_form":        modelForm(out.Model),
 	}
 	if p.MaxObservations > 0 {
 		m["max_observations"] = p.MaxObservations
@@ -511,7 +517,16 @@ func runID(inputs []InputFile, params map[string]any, seed uint64) string {
 	for _, in := range inputs {
 		fmt.Fprintf(h, "%s\n", in.SHA256)
 	}
-	b, _ := json.Marshal(params)
+	// The memory limit is the machine's (half its memory by default): it
+	// changes the run only through the row budget it imposes, which
+	// plan_rows_limited records, and the spill file, which changes nothing.
+	// Without them the same run on two machines has one id.
+	ids := maps.Clone(params)
+	delete(ids, "memory_limit")
+	if ids["plan_rows_limited"] == int64(0) {
+		delete(ids, "plan_rows_limited")
+	}
+	b, _ := json.Marshal(ids)
 	h.Write(b)
 	fmt.Fprintf(h, "%d", seed)
 	return hex.EncodeToString(h.Sum(nil))[:16]
