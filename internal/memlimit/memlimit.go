@@ -120,8 +120,15 @@ func Parse(s string, machine uint64) (int64, error) {
 	return int64(v * scale), nil
 }
 
-// Format writes a byte count the way Parse reads it, in MiB or GiB.
+// Format writes a byte count the way Parse reads it, in bytes, KiB, MiB or
+// GiB.
 func Format(b int64) string {
+	if b < 1<<10 {
+		return fmt.Sprintf("%d B", b)
+	}
+	if b < 1<<20 {
+		return fmt.Sprintf("%.0f KiB", float64(b)/(1<<10))
+	}
 	if b >= 10<<30 {
 		return fmt.Sprintf("%.1f GiB", float64(b)/(1<<30))
 	}

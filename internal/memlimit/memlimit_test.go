@@ -68,7 +68,7 @@ func TestFormat(t *testing.T) {
 	for _, c := range []struct {
 		b    int64
 		want string
-	}{{600 << 20, "600 MiB"}, {4 << 30, "4.00 GiB"}, {12 << 30, "12.0 GiB"}} {
+	}{{600 << 20, "600 MiB"}, {4 << 30, "4.00 GiB"}, {12 << 30, "12.0 GiB"}, {100 << 10, "100 KiB"}, {512, "512 B"}} {
 		if got := Format(c.b); got != c.want {
 			t.Errorf("Format(%d) = %q, want %q", c.b, got, c.want)
 		}
