@@ -49,6 +49,9 @@ type Options struct {
 	Lambda float64
 	// Workers bounds the goroutines (default GOMAXPROCS).
 	Workers int
+	// USummer, when not nil, computes the sums of U_h over the episodes
+	// (a data-parallel engine: psrbeam); nil sums them in this process.
+	USummer USummer
 }
 
 // Bonus holds the factorised U_0..U_{H−1} and the coefficient α. It is

@@ -276,3 +276,65 @@ func TestEpisodesMatchTrajectory(t *testing.T) {
 		}
 	}
 }
+
+// halvesSummer is a USummer that sums each split in two halves with
+// PartialUSums, as a data-parallel engine would, and counts its calls.
+type halvesSummer struct{ calls int }
+
+func (s *halvesSummer) USums(_ context.Context, m *estimate.Model, d *ingest.Dataset, splits [][]int) ([][]float64, error) {
+	s.calls++
+	a, b := make([][]int, len(splits)), make([][]int, len(splits))
+	for h, sp := range splits {
+		a[h], b[h] = sp[:len(sp)/2], sp[len(sp)/2:]
+	}
+	x, err := pessimism.PartialUSums(m, d, a)
+	if err != nil {
+		return nil, err
+	}
+	y, err := pessimism.PartialUSums(m, d, b)
+	if err != nil {
+		return nil, err
+	}
+	for h := range x {
+		for i := range x[h] {
+			x[h][i] += y[h][i]
+		}
+	}
+	return x, nil
+}
+
+// TestExternalUSums: a bonus built from sums added in parts by a USummer
+// equals the one built in process (every episode's bonus and the root
+// term within 1e-12: the sums are added in another order).
+func TestExternalUSums(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 9))
+	m := pessimismtest.RandomModel(rng, pessimismtest.Spec{States: 3, Obs: 3, Actions: 2, Horizon: 4})
+	d := pessimismtest.Sample(rng, m, nil, 400)
+	splits := pessimismtest.EvenSplits(400, 4)
+	want, err := pessimism.Build(context.Background(), m, d, splits, pessimism.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &halvesSummer{}
+	got, err := pessimism.Build(context.Background(), m, d, splits, pessimism.Options{USummer: s})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.calls != 1 {
+		t.Fatalf("the summer was called %d times, want once", s.calls)
+	}
+	if math.Abs(got.Root-want.Root) > 1e-12 {
+		t.Errorf("root term %v, want %v", got.Root, want.Root)
+	}
+	for k := 0; k < 400; k++ {
+		obs, act := make([]int, 4), make([]int, 4)
+		for h := range 4 {
+			obs[h], act[h] = int(d.Obs[4*k+h]), int(d.Act[4*k+h])
+		}
+		gv, _ := got.Trajectory(obs, act)
+		wv, _ := want.Trajectory(obs, act)
+		if math.Abs(gv-wv) > 1e-12 {
+			t.Fatalf("episode %d: bonus %v, want %v", k, gv, wv)
+		}
+	}
+}

@@ -36,6 +36,74 @@ func Build(ctx context.Context, m *estimate.Model, d *ingest.Dataset, splits [][
 		b.Counts[h] = len(splits[h])
 	}
 
+	var sums [][]float64
+	if opts.USummer != nil {
+		var err error
+		if sums, err = opts.USummer.USums(ctx, m, d, splits); err != nil {
+			return nil, err
+		}
+		for h := 0; h < H; h++ {
+			if h >= len(sums) || len(sums[h]) != b.Dims[h]*b.Dims[h] {
+				return nil, fmt.Errorf("pessimism: the U_h sums of the external summer have the wrong shape at h = %d", h)
+			}
+		}
+	} else {
+		var err error
+		if sums, err = localSums(ctx, b, d, splits, opts.Workers); err != nil {
+			return nil, err
+		}
+	}
+	for h := 0; h < H; h++ {
+		if err := b.factor(h, sums[h]); err != nil {
+			return nil, err
+		}
+	}
+	fz := estimate.NewFeaturizer(m)
+	f0 := make([]float64, b.Dims[0])
+	fz.Feature(0, m.Init, 0, f0)
+	b.Root = b.StepNorm2(0, f0)
+	return b, nil
+}
+
+// USummer computes Σ_{k∈splits[h]} ψ̄̂(τ_h^k)ψ̄̂(τ_h^k)ᵀ of eq. (6) for every
+// h (the upper triangle, row-major d_h×d_h, zeros below) outside this
+// process: a data-parallel engine runs PartialUSums on parts of the
+// episodes and adds the parts.
+type USummer interface {
+	USums(ctx context.Context, m *estimate.Model, d *ingest.Dataset, splits [][]int) ([][]float64, error)
+}
+
+// PartialUSums is the USummer's unit of work: for every h, the sum of
+// ψ̄̂(τ_h)ψ̄̂(τ_h)ᵀ over the episodes of d listed in eps[h] (upper
+// triangle, row-major d_h×d_h). The sums of disjoint parts of the splits
+// add up to Build's sums (in another order of the additions).
+func PartialUSums(m *estimate.Model, d *ingest.Dataset, eps [][]int) ([][]float64, error) {
+	H := m.Horizon
+	if len(eps) != H {
+		return nil, fmt.Errorf("%w: %d episode lists for %d steps", ErrData, len(eps), H)
+	}
+	if err := checkInputs(m, d, eps); err != nil {
+		return nil, err
+	}
+	b := &Bonus{Horizon: H, m: m, Dims: make([]int, H), inv: make([][]float64, H)}
+	for h := range H {
+		b.Dims[h] = m.FeatureDim(h)
+	}
+	w := newWalker(b)
+	out := make([][]float64, H)
+	for h := range H {
+		var err error
+		if out[h], err = accumulate(w, d, h, eps[h]); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// localSums is USums in this process, in parallel over blocks of each
+// split.
+func localSums(ctx context.Context, b *Bonus, d *ingest.Dataset, splits [][]int, workers int) ([][]float64, error) {
+	H := b.Horizon
 	// Tasks: (h, block of splits[h]); each writes the upper triangle of
 	// its partial sum into its own slot; slots are added in order.
 	type task struct{ h, lo, hi int }
@@ -46,7 +114,7 @@ func Build(ctx context.Context, m *estimate.Model, d *ingest.Dataset, splits [][
 		}
 	}
 	partial := make([][]float64, len(tasks))
-	err := parallel.ForWith(ctx, len(tasks), opts.Workers, func() *walker { return newWalker(b) }, func(wk *walker, i int) error {
+	err := parallel.ForWith(ctx, len(tasks), workers, func() *walker { return newWalker(b) }, func(wk *walker, i int) error {
 		t := tasks[i]
 		var err error
 		partial[i], err = accumulate(wk, d, t.h, splits[t.h][t.lo:t.hi])
@@ -64,16 +132,7 @@ func Build(ctx context.Context, m *estimate.Model, d *ingest.Dataset, splits [][
 			sums[t.h][j] += v
 		}
 	}
-	for h := 0; h < H; h++ {
-		if err := b.factor(h, sums[h]); err != nil {
-			return nil, err
-		}
-	}
-	fz := estimate.NewFeaturizer(m)
-	f0 := make([]float64, b.Dims[0])
-	fz.Feature(0, m.Init, 0, f0)
-	b.Root = b.StepNorm2(0, f0)
-	return b, nil
+	return sums, nil
 }
 
 // accumulate sums ψ̄̂(τ_h)ψ̄̂(τ_h)ᵀ (upper triangle, row-major d×d) over

@@ -63,6 +63,9 @@ type Options struct {
 	// and the belief planner's table is kept to the rows that fit beside
 	// the logs (see memory.go).
 	MemoryLimit int64
+	// USummer, when not nil, sums the bonus's U_h over the episodes
+	// outside this process (pessimism.Options.USummer: psrbeam).
+	USummer pessimism.USummer
 	// SpillDir is where logs too large for MemoryLimit keep their step
 	// arrays ("": the system's temporary directory); it should be on
 	// local disk.
@@ -371,7 +374,7 @@ func fit(ctx context.Context, d *ingest.Dataset, inputs []string, opts Options) 
 	eopts := opts.Estimate
 	eopts.Seed = opts.Seed
 	eopts.Workers = workers
-	popts := pessimism.Options{Lambda: opts.Lambda, Workers: workers}
+	popts := pessimism.Options{Lambda: opts.Lambda, Workers: workers, USummer: opts.USummer}
 	spilled := opts.Ingest.Arrays != nil
 	rows, memNote := tableRows(opts.PlanRows, d, spilled, opts.MemoryLimit)
 	// The exact planner writes its whole tree as the table: past the rows

@@ -3,12 +3,14 @@ package psrbeam
 import (
 	"context"
 	"flag"
+	"math"
 	"os"
 	"strings"
 	"testing"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/psrlcb/psrlcb/estimate"
+	"github.com/psrlcb/psrlcb/pessimism"
 )
 
 func TestMain(m *testing.M) {
@@ -54,5 +56,45 @@ func TestPrismEStepBadData(t *testing.T) {
 	_, err := r.EStep(context.Background(), m, d)
 	if err == nil || !strings.HasSuffix(err.Error(), "episode 3 step 2: code out of vocabulary") || strings.Contains(err.Error(), "\n") {
 		t.Errorf("err = %v", err)
+	}
+}
+
+// TestPrismUSumsMatchLocal: the bonus built with the U_h sums run as a
+// Beam pipeline on Prism (shards of 70 episodes, so the splits cut
+// across shards) equals the bonus built in process: the root term and
+// every episode's bonus within 1e-12.
+func TestPrismUSumsMatchLocal(t *testing.T) {
+	m := estimate.RandomModel(2, 3, 2, 4, true, []float64{0, 1}, 5)
+	d := estimate.SampleDataset(m, 300, 6)
+	splits := make([][]int, 4)
+	for k := range 300 {
+		splits[(k*7)%4] = append(splits[(k*7)%4], k)
+	}
+	want, err := pessimism.Build(context.Background(), m, d, splits, pessimism.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &Runner{Name: "prism", ShardEpisodes: 70}
+	defer r.Close(context.Background())
+	got, err := pessimism.Build(context.Background(), m, d, splits, pessimism.Options{USummer: r})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Passes != 1 {
+		t.Errorf("%d Beam passes, want 1", r.Passes)
+	}
+	if math.Abs(got.Root-want.Root) > 1e-12 {
+		t.Errorf("root %v, want %v", got.Root, want.Root)
+	}
+	for k := range 300 {
+		obs, act := make([]int, 4), make([]int, 4)
+		for h := range 4 {
+			obs[h], act[h] = int(d.Obs[4*k+h]), int(d.Act[4*k+h])
+		}
+		gv, _ := got.Trajectory(obs, act)
+		wv, _ := want.Trajectory(obs, act)
+		if math.Abs(gv-wv) > 1e-12 {
+			t.Fatalf("episode %d: bonus %v, want %v", k, gv, wv)
+		}
 	}
 }

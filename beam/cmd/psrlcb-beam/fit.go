@@ -217,6 +217,7 @@ func fitLogs(ctx context.Context, br *psrbeam.Runner, files []string, iopts inge
 	if br != nil {
 		defer br.Close(context.WithoutCancel(ctx))
 		opts.Estimate.EStepper = br
+		opts.USummer = br
 		if !br.DriverIngest {
 			opts.Read = br.Ingest
 		}
