@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -178,25 +180,60 @@ func runFit(ctx context.Context, c *fitConfig, args []string, stdout, stderr io.
 	default:
 		return usagef(`--ingest must be "beam" or "driver", not %q`, *c.ingestOn)
 	}
-	files, err := ingest.Expand(args)
+	// Object-store inputs and output go through a local scratch directory.
+	remoteOut := isURL(*c.out)
+	var scratch string
+	if remoteOut || slices.ContainsFunc(args, isURL) {
+		if scratch, err = os.MkdirTemp("", "psrlcb-beam-io-"); err != nil {
+			return err
+		}
+		defer os.RemoveAll(scratch)
+	}
+	if remoteOut {
+		if err := checkRemoteOut(ctx, *c.out, *c.force); err != nil {
+			return err
+		}
+	}
+	local, err := fetchInputs(ctx, args, filepath.Join(scratch, "in"))
 	if err != nil {
 		return err
 	}
-	dir, err := outdir.Create(*c.out, outdir.Options{Force: *c.force, Command: "psrlcb-beam fit",
-		Marker: report.ManifestFile, Known: report.OutputFiles(), Inputs: append(append([]string(nil), args...), files...)})
+	files, err := ingest.Expand(local)
 	if err != nil {
 		return err
 	}
-	defer dir.Abort()
+	var dir *outdir.Dir
+	if !remoteOut {
+		dir, err = outdir.Create(*c.out, outdir.Options{Force: *c.force, Command: "psrlcb-beam fit",
+			Marker: report.ManifestFile, Known: report.OutputFiles(), Inputs: append(append([]string(nil), args...), files...)})
+		if err != nil {
+			return err
+		}
+		defer dir.Abort()
+	}
 	res, err := fitLogs(ctx, br, files, ingestOpts(c), opts, stderr)
 	if err != nil {
 		return err
 	}
-	if err := report.WriteOutcome(dir.Tmp, &res.Outcome); err != nil {
-		return fmt.Errorf("writing %s: %w", *c.out, err)
-	}
-	if err := dir.Commit(); err != nil {
-		return fmt.Errorf("moving the results into %s: %w", *c.out, err)
+	defer res.Close()
+	if remoteOut {
+		staged := filepath.Join(scratch, "out")
+		if err := os.MkdirAll(staged, 0o755); err != nil {
+			return err
+		}
+		if err := report.WriteOutcome(staged, &res.Outcome); err != nil {
+			return fmt.Errorf("writing %s: %w", *c.out, err)
+		}
+		if err := publish(ctx, staged, *c.out, *c.force); err != nil {
+			return err
+		}
+	} else {
+		if err := report.WriteOutcome(dir.Tmp, &res.Outcome); err != nil {
+			return fmt.Errorf("writing %s: %w", *c.out, err)
+		}
+		if err := dir.Commit(); err != nil {
+			return fmt.Errorf("moving the results into %s: %w", *c.out, err)
+		}
 	}
 	h := res.Run.Manifest.Headline
 	fmt.Fprintf(stdout, "run %s: %d episodes × %d steps, rank %d, α = %.4g, runner %s\n", res.Run.Manifest.RunID,

@@ -86,7 +86,7 @@ func exitCode(ctx context.Context, err error) int {
 		return exitInterrupted
 	case errors.As(err, &ue), errkind.Of(err) == errkind.Options:
 		return exitUsage
-	case errors.Is(err, errEndpoint), errkind.Of(err) == errkind.IO:
+	case errors.Is(err, errEndpoint), errors.Is(err, errRemote), errkind.Of(err) == errkind.IO:
 		return exitIO
 	case errkind.Of(err) == errkind.Data:
 		return exitData
