@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
@@ -159,6 +160,9 @@ func runFit(ctx context.Context, c *fitConfig, args []string, stdout, stderr io.
 	opts, err := c.options()
 	if err != nil {
 		return err
+	}
+	if opts.MemoryLimit > 0 && os.Getenv("GOMEMLIMIT") == "" {
+		debug.SetMemoryLimit(opts.MemoryLimit) // the driver's heap, as psrlcb fit
 	}
 	if *c.onInvalid != ingest.OnInvalidFail && *c.onInvalid != ingest.OnInvalidSkip {
 		return usagef("--on-invalid must be %q or %q, not %q", ingest.OnInvalidFail, ingest.OnInvalidSkip, *c.onInvalid)
