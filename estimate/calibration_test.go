@@ -205,3 +205,23 @@ func TestRewardCalibrationBruteForce(t *testing.T) {
 		}
 	}
 }
+
+// TestScoreEpisodes: the per-episode log-likelihoods are those of the
+// model's own functions, episode by episode, whatever the worker count
+// (more episodes than one block, so blocks run in parallel).
+func TestScoreEpisodes(t *testing.T) {
+	m, d := aliasedLogs(t, 9000, 3)
+	H := d.Horizon
+	for _, w := range []int{1, 3} {
+		obs, rew, err := estimate.ScoreEpisodes(context.Background(), m, d, w)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for k := range d.NumEpisodes() {
+			o, a, r := d.Obs[k*H:(k+1)*H], d.Act[k*H:(k+1)*H], d.Reward[k*H:(k+1)*H]
+			if obs[k] != m.ObsLogLik(o, a) || rew[k] != m.RewardLogLik(o, a, r) {
+				t.Fatalf("workers %d, episode %d: %v, %v; want %v, %v", w, k, obs[k], rew[k], m.ObsLogLik(o, a), m.RewardLogLik(o, a, r))
+			}
+		}
+	}
+}

@@ -63,6 +63,9 @@ type Options struct {
 	// and the belief planner's table is kept to the rows that fit beside
 	// the logs (see memory.go).
 	MemoryLimit int64
+	// Scorer, when not nil, computes the per-episode log-likelihoods of
+	// episodes.arrow outside this process (report.Outcome.Scorer: psrbeam).
+	Scorer estimate.EpisodeScorer
 	// USummer, when not nil, sums the bonus's U_h over the episodes
 	// outside this process (pessimism.Options.USummer: psrbeam).
 	USummer pessimism.USummer
@@ -531,6 +534,7 @@ func fit(ctx context.Context, d *ingest.Dataset, inputs []string, opts Options) 
 	st.end()
 
 	st.begin("report", int64(K))
+	out.Scorer = opts.Scorer
 	params := opts.params(d)
 	if rows < opts.PlanRows {
 		params.PlanRowsLimited = rows

@@ -148,7 +148,9 @@ func Build(ctx context.Context, d *ingest.Dataset, inputs []string, p Params, ou
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	run.Episodes, run.BonusSteps = episodeRows(d, out, fig)
+	if run.Episodes, run.BonusSteps, err = episodeRows(ctx, d, out, fig, workers); err != nil {
+		return nil, err
+	}
 	run.Trace, run.Ranks = fitTables(out.Fit)
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -252,15 +254,23 @@ func coverageRows(pol *policy.Policy, f *figures, H int) []CoverageRow {
 
 // episodeRows is the episodes table and the quantiles of the bonus terms
 // per step (steps[h] over the episodes' ‖ψ̄̂(τ_h)‖²).
-func episodeRows(d *ingest.Dataset, out *Outcome, f *figures) (e EpisodeRows, steps []StepQuantiles) {
+func episodeRows(ctx context.Context, d *ingest.Dataset, out *Outcome, f *figures, workers int) (e EpisodeRows, steps []StepQuantiles, err error) {
 	m, K, H := out.Model, d.NumEpisodes(), d.Horizon
 	splitOf := split.Of(out.Splits, K)
-	e = EpisodeRows{ID: d.EpisodeIDs, Split: make([]int32, K), LogLik: make([]float64, K), Bonus: make([]float64, K), Weight: f.weights}
-	e.RewardLogLik = make([]float64, K)
+	e = EpisodeRows{ID: d.EpisodeIDs, Split: make([]int32, K), Bonus: make([]float64, K), Weight: f.weights}
+	if out.Scorer != nil {
+		e.LogLik, e.RewardLogLik, err = out.Scorer.ScoreEpisodes(ctx, m, d)
+	} else {
+		e.LogLik, e.RewardLogLik, err = estimate.ScoreEpisodes(ctx, m, d, workers)
+	}
+	if err != nil {
+		return e, nil, err
+	}
+	if len(e.LogLik) != K || len(e.RewardLogLik) != K {
+		return e, nil, fmt.Errorf("report: %d and %d episode log-likelihoods for %d episodes", len(e.LogLik), len(e.RewardLogLik), K)
+	}
 	for k := 0; k < K; k++ {
 		e.Split[k] = int32(splitOf[k])
-		e.LogLik[k] = m.ObsLogLik(d.Obs[k*H:(k+1)*H], d.Act[k*H:(k+1)*H])
-		e.RewardLogLik[k] = m.EpisodeLogLik(d.Obs[k*H:(k+1)*H], d.Act[k*H:(k+1)*H], d.Reward[k*H:(k+1)*H]) - e.LogLik[k]
 		e.Bonus[k] = out.Bonus.Value(f.norms.Sum(k))
 	}
 	steps = make([]StepQuantiles, H)
@@ -271,7 +281,7 @@ func episodeRows(d *ingest.Dataset, out *Outcome, f *figures) (e EpisodeRows, st
 		}
 		steps[h] = summarizeInPlace(v)
 	}
-	return e, steps
+	return e, steps, nil
 }
 
 // fitTables is the fit trace on all the data and the rank table.

@@ -98,3 +98,29 @@ func TestPrismUSumsMatchLocal(t *testing.T) {
 		}
 	}
 }
+
+// TestPrismScoresMatchLocal: the per-episode log-likelihoods scored as a
+// Beam pipeline on Prism are the local ones, bit for bit (each episode is
+// scored alone by the same code).
+func TestPrismScoresMatchLocal(t *testing.T) {
+	m := estimate.RandomModel(2, 3, 2, 4, true, []float64{0, 1}, 5)
+	d := estimate.SampleDataset(m, 300, 6)
+	wantO, wantR, err := estimate.ScoreEpisodes(context.Background(), m, d, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &Runner{Name: "prism", ShardEpisodes: 70}
+	defer r.Close(context.Background())
+	gotO, gotR, err := r.ScoreEpisodes(context.Background(), m, d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(gotO) != 300 || len(gotR) != 300 {
+		t.Fatalf("%d and %d scores for 300 episodes", len(gotO), len(gotR))
+	}
+	for k := range 300 {
+		if gotO[k] != wantO[k] || gotR[k] != wantR[k] {
+			t.Fatalf("episode %d: %v, %v; want %v, %v", k, gotO[k], gotR[k], wantO[k], wantR[k])
+		}
+	}
+}

@@ -259,6 +259,7 @@ func fitLogs(ctx context.Context, br *psrbeam.Runner, files []string, iopts inge
 		defer br.Close(context.WithoutCancel(ctx))
 		opts.Estimate.EStepper = br
 		opts.USummer = br
+		opts.Scorer = br
 		if !br.DriverIngest {
 			opts.Read = br.Ingest
 		}

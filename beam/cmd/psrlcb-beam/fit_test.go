@@ -47,6 +47,7 @@ func config(t *testing.T, args ...string) (*fitConfig, []string) {
 func TestPrismMatchesLocal(t *testing.T) {
 	var pol [2]*policy.Policy
 	var model [2]*estimate.Model
+	var loglik [2][]float64
 	for i, runner := range []string{"local", "prism"} {
 		c, args := config(t, "--runner", runner, "--rank", "2", "--restarts", "1", "--max-iter", "8", "--alpha", "0.1,1", "--shard-episodes", "700", "--out", "unused", tigerLogs)
 		opts, err := c.options()
@@ -69,6 +70,16 @@ func TestPrismMatchesLocal(t *testing.T) {
 			t.Errorf("%d passes on prism: the E-steps did not run there", br.Passes)
 		}
 		pol[i], model[i] = res.Policy, res.Model
+		loglik[i] = res.Run.Episodes.LogLik
+	}
+	// episodes.arrow's log-likelihoods, scored on Prism in the second run.
+	if len(loglik[0]) != len(loglik[1]) || len(loglik[0]) == 0 {
+		t.Fatalf("%d and %d episode log-likelihoods", len(loglik[0]), len(loglik[1]))
+	}
+	for k := range loglik[0] {
+		if math.Abs(loglik[0][k]-loglik[1][k]) > 1e-6 {
+			t.Fatalf("episode %d: log-likelihood %v locally, %v on prism", k, loglik[0][k], loglik[1][k])
+		}
 	}
 	if d := model[0].MaxParamDiff(model[1]); d > 1e-9 {
 		t.Errorf("models differ by %g", d)
