@@ -66,6 +66,6 @@ if [ -f "$work/time.txt" ]; then
 fi
 echo "stage times (s):"
 grep -o '"stage_seconds": {[^}]*}' -z "$work/run/manifest.json" | tr -d '\0' | tr ',' '\n' | sed 's/"stage_seconds": {//; s/[{}"]//g; s/^ */  /'
-"$work/psrlcb" inspect "$work/run" | head -3
+env -u PSRLCB_MEMPROFILE "$work/psrlcb" inspect "$work/run" | head -3
 echo "policy table (plan):"
 grep -E '^    "(Planner|Nodes|UncoveredMass|GapBound|Value)":' "$work/run/manifest.json" | sed 's/^  /  /; s/,$//' || true
