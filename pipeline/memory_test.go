@@ -87,14 +87,7 @@ func TestTableRows(t *testing.T) {
 // are read (the input's footers only are opened).
 func TestMemoryLimitRefusesBeforeReading(t *testing.T) {
 	logs := []string{filepath.Join("..", "examples", "tiger-logs.parquet")}
-	groups, err := ingest.ListRowGroups(logs, ingest.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var rows int64
-	for _, g := range groups {
-		rows += g.Rows
-	}
+	rows := logRows(t, logs)
 	withGCPercent(25, func() {
 		limit := (rows*heapStepBytes - 1) * 125 / 100
 		_, err := Run(context.Background(), logs, Options{MemoryLimit: limit})
@@ -120,14 +113,7 @@ func TestSpilledRunEqualsHeapRun(t *testing.T) {
 		t.Skip("fits the example logs twice")
 	}
 	logs := []string{filepath.Join("..", "examples", "tiger-logs.parquet")}
-	groups, err := ingest.ListRowGroups(logs, ingest.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var rows int64
-	for _, g := range groups {
-		rows += g.Rows
-	}
+	rows := logRows(t, logs)
 	base := Options{Estimate: estimate.Options{Rank: 2, Restarts: 1, MaxIter: 30},
 		Alpha: pessimism.AlphaSpec{Mode: pessimism.AlphaFixed, Values: []float64{0.3}}, Seed: 1}
 	heap, err := Run(context.Background(), logs, base)
@@ -202,4 +188,18 @@ func TestRunIDIgnoresAnUnusedMemoryLimit(t *testing.T) {
 	if ids[64<<20] == ids[0] {
 		t.Errorf("a limit that lowered the row budget kept the run id %s", ids[0])
 	}
+}
+
+// logRows is the row count of the logs' footers.
+func logRows(t *testing.T, logs []string) int64 {
+	t.Helper()
+	groups, err := ingest.ListRowGroups(logs, ingest.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rows int64
+	for _, g := range groups {
+		rows += g.Rows
+	}
+	return rows
 }

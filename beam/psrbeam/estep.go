@@ -141,29 +141,59 @@ func EStepPipeline(shards []string, model []byte, out string) *beam.Pipeline {
 	return p
 }
 
+// modelCache keeps the decoded side-input model across the elements of a
+// bundle (every element of a pass sees the same model).
+type modelCache struct {
+	raw []byte
+	m   *estimate.Model
+}
+
+// get returns the model of raw (a JSON estimate.Model), prepared, and
+// whether it was decoded anew.
+func (c *modelCache) get(raw []byte) (*estimate.Model, bool, error) {
+	if c.m != nil && bytes.Equal(raw, c.raw) {
+		return c.m, false, nil
+	}
+	var m estimate.Model
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return nil, false, fmt.Errorf("psrbeam: decode model: %w", err)
+	}
+	m.Prepare()
+	c.m, c.raw = &m, append(c.raw[:0], raw...)
+	return c.m, true, nil
+}
+
+// readShard reads and decodes the episode shard at path.
+func readShard(ctx context.Context, path string) (estimate.Block, error) {
+	raw, err := readFile(ctx, path)
+	if err != nil {
+		return estimate.Block{}, err
+	}
+	blk, err := decodeShard(raw)
+	if err != nil {
+		return blk, fmt.Errorf("%s: %w", path, err)
+	}
+	return blk, nil
+}
+
 // estepFn computes the E-step statistics of one shard at the side-input
 // model; the prepared E-step is kept across the shards of a bundle.
 type estepFn struct {
-	model []byte
+	cache modelCache
 	es    *estimate.EStep
 }
 
 func (f *estepFn) ProcessElement(ctx context.Context, path string, model []byte, emit func([]byte)) error {
-	if f.es == nil || !bytes.Equal(model, f.model) {
-		var m estimate.Model
-		if err := json.Unmarshal(model, &m); err != nil {
-			return fmt.Errorf("psrbeam: decode model: %w", err)
-		}
-		m.Prepare()
-		f.es, f.model = estimate.NewEStep(&m), append(f.model[:0], model...)
-	}
-	raw, err := readFile(ctx, path)
+	m, fresh, err := f.cache.get(model)
 	if err != nil {
 		return err
 	}
-	blk, err := decodeShard(raw)
+	if fresh || f.es == nil {
+		f.es = estimate.NewEStep(m)
+	}
+	blk, err := readShard(ctx, path)
 	if err != nil {
-		return fmt.Errorf("%s: %w", path, err)
+		return err
 	}
 	st := f.es.NewStats()
 	if err := f.es.Block(blk, st); err != nil {

@@ -1,7 +1,6 @@
 package psrbeam
 
 import (
-	"bytes"
 	"context"
 	"encoding/binary"
 	"encoding/json"
@@ -83,35 +82,26 @@ func ScorePipeline(shards []string, model []byte, pass int) *beam.Pipeline {
 // order, as (ObsLogLik, RewardLogLik) float64 pairs.
 type scoreFn struct {
 	Pass  int
-	model []byte
-	m     *estimate.Model
+	cache modelCache
 }
 
 func (f *scoreFn) ProcessElement(ctx context.Context, path string, model []byte) error {
-	if f.m == nil || !bytes.Equal(model, f.model) {
-		var m estimate.Model
-		if err := json.Unmarshal(model, &m); err != nil {
-			return fmt.Errorf("psrbeam: decode model: %w", err)
-		}
-		m.Prepare()
-		f.m, f.model = &m, append(f.model[:0], model...)
-	}
-	raw, err := readFile(ctx, path)
+	m, _, err := f.cache.get(model)
 	if err != nil {
 		return err
 	}
-	blk, err := decodeShard(raw)
+	blk, err := readShard(ctx, path)
 	if err != nil {
-		return fmt.Errorf("%s: %w", path, err)
+		return err
 	}
 	H := blk.Horizon
 	n := len(blk.Obs) / H
 	out := make([]byte, 0, 16*n)
 	for k := range n {
 		o, a, r := blk.Obs[k*H:(k+1)*H], blk.Act[k*H:(k+1)*H], blk.Reward[k*H:(k+1)*H]
-		ll := f.m.ObsLogLik(o, a)
+		ll := m.ObsLogLik(o, a)
 		out = binary.LittleEndian.AppendUint64(out, math.Float64bits(ll))
-		out = binary.LittleEndian.AppendUint64(out, math.Float64bits(f.m.EpisodeLogLik(o, a, r)-ll))
+		out = binary.LittleEndian.AppendUint64(out, math.Float64bits(m.EpisodeLogLik(o, a, r)-ll))
 	}
 	return writeFile(ctx, fmt.Sprintf("%s.score-%06d", path, f.Pass), out)
 }

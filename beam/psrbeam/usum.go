@@ -1,7 +1,6 @@
 package psrbeam
 
 import (
-	"bytes"
 	"context"
 	"encoding/binary"
 	"encoding/json"
@@ -108,48 +107,39 @@ func USumPipeline(items []string, model []byte, out string) *beam.Pipeline {
 
 // usumFn computes one shard's U_h sums at the side-input model.
 type usumFn struct {
-	model []byte
-	m     *estimate.Model
+	cache modelCache
 }
 
 func (f *usumFn) ProcessElement(ctx context.Context, item string, model []byte, emit func([]byte)) error {
-	if f.m == nil || !bytes.Equal(model, f.model) {
-		var m estimate.Model
-		if err := json.Unmarshal(model, &m); err != nil {
-			return fmt.Errorf("psrbeam: decode model: %w", err)
-		}
-		m.Prepare()
-		f.m, f.model = &m, append(f.model[:0], model...)
+	m, _, err := f.cache.get(model)
+	if err != nil {
+		return err
 	}
 	shardPath, membersPath, ok := strings.Cut(item, "\n")
 	if !ok {
 		return fmt.Errorf("psrbeam: malformed U_h work item %q", item)
 	}
-	raw, err := readFile(ctx, shardPath)
+	blk, err := readShard(ctx, shardPath)
 	if err != nil {
 		return err
 	}
-	blk, err := decodeShard(raw)
-	if err != nil {
-		return fmt.Errorf("%s: %w", shardPath, err)
-	}
-	raw, err = readFile(ctx, membersPath)
+	raw, err := readFile(ctx, membersPath)
 	if err != nil {
 		return err
 	}
-	eps, err := decodeMembers(raw, f.m.Horizon)
+	eps, err := decodeMembers(raw, m.Horizon)
 	if err != nil {
 		return fmt.Errorf("%s: %w", membersPath, err)
 	}
 	n := len(blk.Obs) / blk.Horizon
 	d := &ingest.Dataset{Horizon: blk.Horizon, Obs: blk.Obs, Act: blk.Act, Reward: blk.Reward,
-		ObsVocab: make([]string, f.m.NumObs), ActVocab: make([]string, f.m.NumActions),
+		ObsVocab: make([]string, m.NumObs), ActVocab: make([]string, m.NumActions),
 		EpisodeIDs: make([]string, n), Length: make([]int32, n)}
 	for k := range n {
 		d.EpisodeIDs[k] = "#" + strconv.Itoa(blk.FirstOffset+k) // the episode's index in the logs
 		d.Length[k] = int32(blk.Horizon)
 	}
-	sums, err := pessimism.PartialUSums(f.m, d, eps)
+	sums, err := pessimism.PartialUSums(m, d, eps)
 	if err != nil {
 		return fmt.Errorf("%s: %w", shardPath, err)
 	}
