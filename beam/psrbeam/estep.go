@@ -63,7 +63,8 @@ type Runner struct {
 	sets    map[*ingest.Dataset][]string
 	written []string
 	passes  int
-	// Passes counts the E-step pipelines run; PassTime their wall time.
+	// Passes counts the pipelines run (E-steps, U_h sums, episode
+	// scores); PassTime their wall time.
 	Passes   int
 	PassTime time.Duration
 }

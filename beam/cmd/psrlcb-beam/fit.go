@@ -269,7 +269,7 @@ func fitLogs(ctx context.Context, br *psrbeam.Runner, files []string, iopts inge
 		return nil, err
 	}
 	if br != nil {
-		fmt.Fprintf(stderr, "%d E-step passes on %s in %.1f s\n", br.Passes, br.Name, br.PassTime.Seconds())
+		fmt.Fprintf(stderr, "%d Beam passes on %s (E-steps, U_h sums, episode scores) in %.1f s\n", br.Passes, br.Name, br.PassTime.Seconds())
 	}
 	return res, ctx.Err()
 }
