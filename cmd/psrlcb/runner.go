@@ -20,26 +20,37 @@ const beamBuildHint = "build it from a checkout with `cd beam && go build -o \"$
 
 // runnerArg returns the value of fit's --runner in args (the arguments
 // after the program name) and whether the command is fit with a runner
-// other than local: such a run is handed to psrlcb-beam.
+// other than local, or with an object-store URL (gs://…, s3://…) among
+// its arguments: such a run is handed to psrlcb-beam, which links Beam's
+// runners and filesystems.
 func runnerArg(args []string) (string, bool) {
 	if len(args) == 0 || args[0] != "fit" {
 		return "", false
 	}
+	runner, url := "", false
 	for i := 1; i < len(args); i++ {
 		a := args[i]
 		if a == "--" {
 			break
 		}
+		url = url || isURL(strings.TrimLeft(a[strings.Index(a, "=")+1:], " "))
 		for _, name := range []string{"--runner", "-runner"} {
 			if a == name && i+1 < len(args) {
-				return args[i+1], args[i+1] != "local"
+				runner = args[i+1]
 			}
 			if v, ok := strings.CutPrefix(a, name+"="); ok {
-				return v, v != "local"
+				runner = v
 			}
 		}
 	}
-	return "", false
+	return runner, (runner != "" && runner != "local") || url
+}
+
+// isURL says whether s names an object through a URL scheme (gs://,
+// s3://, …) rather than a local path.
+func isURL(s string) bool {
+	i := strings.Index(s, "://")
+	return i > 0 && !strings.ContainsAny(s[:i], "/\\=")
 }
 
 // findBeam looks for psrlcb-beam beside this program, then on PATH.
@@ -59,7 +70,11 @@ func findBeam() (string, error) {
 func handOff(runner string, args []string, stdout, stderr io.Writer) int {
 	path, err := findBeam()
 	if err != nil {
-		fmt.Fprintf(stderr, "psrlcb: fit --runner %s runs on Apache Beam through %s, which was not found beside psrlcb or on PATH: %s\n", runner, beamCommand, beamBuildHint)
+		what := "fit --runner " + runner + " runs on Apache Beam"
+		if runner == "" || runner == "local" {
+			what = "fit reads and writes object-store URLs (gs://, s3://) through Apache Beam's filesystems"
+		}
+		fmt.Fprintf(stderr, "psrlcb: %s with %s, which was not found beside psrlcb or on PATH: %s\n", what, beamCommand, beamBuildHint)
 		return exitUsage
 	}
 	cmd := exec.Command(path, args...)

@@ -25,6 +25,10 @@ func TestRunnerArg(t *testing.T) {
 		{[]string{"fit", "--", "--runner", "prism"}, "", false},
 		{[]string{"fit", "--runner"}, "", false},
 		{nil, "", false},
+		{[]string{"fit", "--out", "runs/x", "gs://bucket/logs/"}, "", true},
+		{[]string{"fit", "--out=s3://bucket/runs/x", "logs.parquet"}, "", true},
+		{[]string{"fit", "--runner", "local", "--out", "gs://b/r", "logs.parquet"}, "local", true},
+		{[]string{"fit", "--out", "runs/x", "logs/a://b.parquet"}, "", false},
 	} {
 		r, beam := runnerArg(c.args)
 		if r != c.runner || beam != c.beam {
@@ -57,5 +61,9 @@ func TestHandOff(t *testing.T) {
 	stderr.Reset()
 	if code := handOff("prism", args, &stdout, &stderr); code != exitUsage || !strings.Contains(stderr.String(), "go build") {
 		t.Fatalf("no psrlcb-beam: exit %d, %q", code, stderr.String())
+	}
+	stderr.Reset()
+	if code := handOff("", []string{"fit", "gs://b/logs/"}, &stdout, &stderr); code != exitUsage || !strings.Contains(stderr.String(), "object-store URLs") {
+		t.Fatalf("no psrlcb-beam for a URL: exit %d, %q", code, stderr.String())
 	}
 }
