@@ -168,3 +168,51 @@ func BenchmarkReadInPieces(b *testing.B) {
 		}
 	})
 }
+
+// recArrays is an Arrays that keeps what it allocated.
+type recArrays struct {
+	u16 [][]uint16
+	f64 [][]float64
+}
+
+func (r *recArrays) Uint16s(n int) ([]uint16, error) {
+	s := make([]uint16, n)
+	r.u16 = append(r.u16, s)
+	return s, nil
+}
+
+func (r *recArrays) Float64s(n int) ([]float64, error) {
+	s := make([]float64, n)
+	r.f64 = append(r.f64, s)
+	return s, nil
+}
+
+// TestArraysKeepSkippedDataset: with Options.Arrays (a spill file in
+// fit), the dataset's step arrays are the ones it allocated, also when
+// invalid episodes were skipped (the kept ones move in place: the
+// skipped one sorts first), and the dataset equals the one read onto the
+// heap.
+func TestArraysKeepSkippedDataset(t *testing.T) {
+	dir := t.TempDir()
+	f := goodRows(logTable(true, true), true, true).
+		add("a-gap", int64(1), "o", "a", 0.0, 0.5, false).add("a-gap", int64(3), "o", "a", 0.0, 0.5, false).
+		write(t, filepath.Join(dir, "f.parquet"), 2)
+	want, err := Read(context.Background(), []string{f}, Options{OnInvalid: OnInvalidSkip})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(want.Quarantined) == 0 {
+		t.Fatal("no episode was skipped; the test needs one")
+	}
+	rec := &recArrays{}
+	got, err := Read(context.Background(), []string{f}, Options{OnInvalid: OnInvalidSkip, Arrays: rec})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("dataset\n%+v\non the heap\n%+v", got, want)
+	}
+	if len(rec.u16) != 2 || len(rec.f64) < 1 || &got.Obs[0] != &rec.u16[0][0] || &got.Act[0] != &rec.u16[1][0] || &got.Reward[0] != &rec.f64[0][0] {
+		t.Fatal("the step arrays are not the ones Options.Arrays allocated")
+	}
+}

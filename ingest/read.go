@@ -527,9 +527,29 @@ func (a *assembly) quarantine(d *Dataset, lengths []int32) error {
 			keep = append(keep, k)
 		}
 	}
-	full := &Dataset{Horizon: d.Horizon, EpisodeIDs: a.ids, Length: lengths, Obs: d.Obs, Act: d.Act, Reward: d.Reward, Propensity: d.Propensity}
-	sub := full.Subset(keep)
-	d.EpisodeIDs, d.Length, d.Obs, d.Act, d.Reward, d.Propensity = sub.EpisodeIDs, sub.Length, sub.Obs, sub.Act, sub.Reward, sub.Propensity
+	// The kept episodes move forward in place (keep is increasing), so
+	// the step arrays stay where Options.Arrays put them (a spill file)
+	// and no second copy of the logs is made.
+	H := d.Horizon
+	ids, lens := make([]string, len(keep)), make([]int32, len(keep))
+	for j, k := range keep {
+		ids[j], lens[j] = a.ids[k], lengths[k]
+		if j == k {
+			continue
+		}
+		copy(d.Obs[j*H:(j+1)*H], d.Obs[k*H:(k+1)*H])
+		copy(d.Act[j*H:(j+1)*H], d.Act[k*H:(k+1)*H])
+		copy(d.Reward[j*H:(j+1)*H], d.Reward[k*H:(k+1)*H])
+		if d.Propensity != nil {
+			copy(d.Propensity[j*H:(j+1)*H], d.Propensity[k*H:(k+1)*H])
+		}
+	}
+	n := len(keep) * H
+	d.EpisodeIDs, d.Length = ids, lens
+	d.Obs, d.Act, d.Reward = d.Obs[:n:n], d.Act[:n:n], d.Reward[:n:n]
+	if d.Propensity != nil {
+		d.Propensity = d.Propensity[:n:n]
+	}
 	return nil
 }
 
