@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/psrlcb/psrlcb/ingest"
+	"github.com/psrlcb/psrlcb/internal/spill"
 )
 
 // benchEpisodes is the number of episodes of the EM benchmark: 1e6 (1e7
@@ -210,4 +211,48 @@ func BenchmarkEMConverge(b *testing.B) {
 		b.ReportMetric(plainSec/accelSec, "time-ratio")
 		b.ReportMetric(dll/n, "squarem-dLL")
 	})
+}
+
+// BenchmarkEMIterationSpilled times one EM iteration with the logs' step
+// codes on the heap and in a spill file (internal/spill, trimmed every
+// second as fit does), on the data of BenchmarkEMIteration: the cost of
+// streaming the codes through the page cache at every pass.
+func BenchmarkEMIterationSpilled(b *testing.B) {
+	K := benchEpisodes(b)
+	const S, O, A, H = 8, 8, 4, 10
+	truth := RandomModel(S, O, A, H, true, []float64{0, 1}, 1)
+	heap := SampleDataset(truth, K, 2)
+	arena, err := spill.New(b.TempDir(), int64(K*H)*12+64)
+	if err != nil {
+		b.Skip(err)
+	}
+	defer arena.Close()
+	spilled := *heap
+	spilled.Obs, _ = arena.Uint16s(K * H)
+	spilled.Act, _ = arena.Uint16s(K * H)
+	spilled.Reward, _ = arena.Float64s(K * H)
+	copy(spilled.Obs, heap.Obs)
+	copy(spilled.Act, heap.Act)
+	copy(spilled.Reward, heap.Reward)
+	arena.StartTrimming(time.Second)
+	for _, c := range []struct {
+		name string
+		d    *ingest.Dataset
+	}{{"heap", heap}, {"spilled", &spilled}} {
+		kind, values := rewardSupport(c.d.Reward)
+		cd := code(c.d, kind, values)
+		m := RandomModel(S, O, A, H, true, values, 3)
+		b.Run(fmt.Sprintf("%s/episodes=%d", c.name, K), func(b *testing.B) {
+			ctx := context.Background()
+			for b.Loop() {
+				k := newKernel(m, cd)
+				st, err := k.estep(ctx, cd, runtime.GOMAXPROCS(0))
+				if err != nil {
+					b.Fatal(err)
+				}
+				_ = k.mstep(st, cd, DefaultSmoothing)
+			}
+			b.ReportMetric(b.Elapsed().Seconds()/float64(b.N), "s/iter")
+		})
+	}
 }
