@@ -3,7 +3,7 @@ package pipeline
 import (
 	"fmt"
 	"os"
-	"runtime/debug"
+	"runtime/metrics"
 	"time"
 	"unsafe"
 
@@ -33,9 +33,9 @@ const (
 // table is built, and the child index (two int32 per row).
 const tableRowBytes = 2*int64(unsafe.Sizeof(policy.Node{})) + 8
 
-// minTableRows is the least row budget a memory limit lowers the table to:
-// below it the limit is too small for the logs and the run says so rather
-// than plan a table of a handful of rows.
+// minTableRows is the least row budget a memory limit lowers the table to
+// (a table of a handful of rows would make the policy nearly all
+// fallback); the note then says the limit cut the table.
 const minTableRows = 10_000
 
 // heldBytes is what a fit of d holds in memory besides the policy table
@@ -61,12 +61,16 @@ func heldBytes(d *ingest.Dataset, spilled bool) int64 {
 // heap, and the resident memory, within the limit without collecting
 // continually.
 func liveBudget(limit int64) int64 {
-	gc := debug.SetGCPercent(-1)
-	debug.SetGCPercent(gc)
-	if gc < 0 {
-		return limit
+	s := []metrics.Sample{{Name: "/gc/gogc:percent"}}
+	metrics.Read(s)
+	if s[0].Value.Kind() != metrics.KindUint64 {
+		return limit * 100 / (100 + 100) // the runtime's default
 	}
-	return limit * 100 / int64(100+gc)
+	gc := int64(s[0].Value.Uint64())
+	if gc <= 0 {
+		return limit // off (reported as 0): collections at the limit only
+	}
+	return limit * 100 / (100 + gc)
 }
 
 // tableRows is the belief planner's row budget under the memory limit:
