@@ -132,12 +132,20 @@ func lastCause(err error) string {
 // paths, the model's JSON as a side input, the summed statistics written
 // to out.
 func EStepPipeline(shards []string, model []byte, out string) *beam.Pipeline {
+	return sumPipeline("estep", shards, model, &estepFn{}, &sumStatsFn{}, out)
+}
+
+// sumPipeline is the shape of the passes that add up per-shard figures:
+// the work items (shard paths) reshuffled over the workers, fn applied to
+// each with the model's JSON as a side input, its outputs added by the
+// CombineFn sum, and the total written to out.
+func sumPipeline(name string, items []string, model []byte, fn, sum any, out string) *beam.Pipeline {
 	p, s := beam.NewPipelineWithRoot()
-	s = s.Scope("estep")
+	s = s.Scope(name)
 	theta := beam.Create(s, model)
-	paths := beam.Reshuffle(s, beam.CreateList(s, shards))
-	partial := beam.ParDo(s, &estepFn{}, paths, beam.SideInput{Input: theta})
-	total := beam.Combine(s, &sumStatsFn{}, partial)
+	work := beam.Reshuffle(s, beam.CreateList(s, items))
+	partial := beam.ParDo(s, fn, work, beam.SideInput{Input: theta})
+	total := beam.Combine(s, sum, partial)
 	beam.ParDo0(s, &writeFn{Path: out}, total)
 	return p
 }

@@ -95,14 +95,7 @@ func (r *Runner) shardSize() int {
 // path pairs, the model's JSON a side input, the summed U_h sums written
 // to out.
 func USumPipeline(items []string, model []byte, out string) *beam.Pipeline {
-	p, s := beam.NewPipelineWithRoot()
-	s = s.Scope("usum")
-	theta := beam.Create(s, model)
-	work := beam.Reshuffle(s, beam.CreateList(s, items))
-	partial := beam.ParDo(s, &usumFn{}, work, beam.SideInput{Input: theta})
-	total := beam.Combine(s, &sumUFn{}, partial)
-	beam.ParDo0(s, &writeFn{Path: out}, total)
-	return p
+	return sumPipeline("usum", items, model, &usumFn{}, &sumUFn{}, out)
 }
 
 // usumFn computes one shard's U_h sums at the side-input model.
