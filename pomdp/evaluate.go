@@ -26,15 +26,21 @@ type walker struct {
 	H     int
 	ctx   context.Context
 	nodes int
+	limit int // the node budget, 0 for none
 	err   error
 }
 
-// stop reports whether the walk must end (context cancelled or an error).
+// stop reports whether the walk must end (context cancelled, node budget
+// spent or an error).
 func (w *walker) stop() bool {
 	if w.err != nil {
 		return true
 	}
 	w.nodes++
+	if w.limit > 0 && w.nodes > w.limit {
+		w.err = fmt.Errorf("%w: more than %d nodes at horizon %d", ErrTooLarge, w.limit, w.H)
+		return true
+	}
 	if w.nodes%ctxEvery == 1 && w.ctx != nil {
 		if err := w.ctx.Err(); err != nil {
 			w.err = err
@@ -93,6 +99,12 @@ func EvaluateContext(ctx context.Context, m *POMDP, H int, pol PolicyFunc) (floa
 // model's observation names with InitSymbol at step 1, and the actions
 // the tree names must be actions of m (ErrPolicy otherwise).
 func EvaluatePolicy(ctx context.Context, m *POMDP, H int, p *policy.Policy) (float64, error) {
+	return EvaluatePolicyWithin(ctx, m, H, p, 0)
+}
+
+// EvaluatePolicyWithin is EvaluatePolicy with a budget: it fails with
+// ErrTooLarge after visiting maxNodes histories (0: no budget).
+func EvaluatePolicyWithin(ctx context.Context, m *POMDP, H int, p *policy.Policy, maxNodes int) (float64, error) {
 	mm, err := prepare(m)
 	if err != nil {
 		return 0, err
@@ -107,7 +119,7 @@ func EvaluatePolicy(ctx context.Context, m *POMDP, H int, p *policy.Policy) (flo
 	for i, n := range m.Actions {
 		actIdx[n] = i
 	}
-	w := &walker{mm: mm, H: H, ctx: ctx}
+	w := &walker{mm: mm, H: H, ctx: ctx, limit: maxNodes}
 	var rec func(h int, b []float64, cur policy.Cursor, o int) float64
 	rec = func(h int, b []float64, cur policy.Cursor, o int) float64 {
 		if w.stop() {
@@ -207,6 +219,13 @@ func (sv *solver) argmax(h int, b []float64) int {
 // The cost grows like (|A||O|)^H in the worst case; histories that lead
 // to the same belief are solved once.
 func OptimalContext(ctx context.Context, m *POMDP, H int) (float64, PolicyFunc, error) {
+	return OptimalWithin(ctx, m, H, 0)
+}
+
+// OptimalWithin is OptimalContext with a budget: it fails with
+// ErrTooLarge after solving maxNodes distinct (step, belief) nodes (0: no
+// budget). The returned policy has no budget.
+func OptimalWithin(ctx context.Context, m *POMDP, H int, maxNodes int) (float64, PolicyFunc, error) {
 	mm, err := prepare(m)
 	if err != nil {
 		return 0, nil, err
@@ -214,7 +233,7 @@ func OptimalContext(ctx context.Context, m *POMDP, H int) (float64, PolicyFunc, 
 	if H < 0 {
 		return 0, nil, fmt.Errorf("%w: horizon %d is negative", ErrPolicy, H)
 	}
-	sv := &solver{walker: walker{mm: mm, H: H, ctx: ctx}, memo: make([]map[string]float64, H+2)}
+	sv := &solver{walker: walker{mm: mm, H: H, ctx: ctx, limit: maxNodes}, memo: make([]map[string]float64, H+2)}
 	for h := range sv.memo {
 		sv.memo[h] = make(map[string]float64)
 	}
@@ -222,7 +241,7 @@ func OptimalContext(ctx context.Context, m *POMDP, H int) (float64, PolicyFunc, 
 	if sv.err != nil {
 		return 0, nil, sv.err
 	}
-	sv.ctx = nil // the policy outlives ctx
+	sv.ctx, sv.limit = nil, 0 // the policy outlives ctx and the budget
 	pol := func(obs, act []int) int {
 		b, ok := mm.belief(obs, act)
 		if !ok || len(obs) > H {
@@ -242,6 +261,13 @@ func OptimalContext(ctx context.Context, m *POMDP, H int) (float64, PolicyFunc, 
 // through the step and the belief, histories with the same belief are
 // evaluated once.
 func BehaviorValueContext(ctx context.Context, m *POMDP, H int, beh Behavior) (float64, error) {
+	return BehaviorValueWithin(ctx, m, H, beh, 0)
+}
+
+// BehaviorValueWithin is BehaviorValueContext with a budget: it fails
+// with ErrTooLarge after valuing maxNodes distinct (step, belief) nodes
+// (0: no budget).
+func BehaviorValueWithin(ctx context.Context, m *POMDP, H int, beh Behavior, maxNodes int) (float64, error) {
 	mm, err := prepare(m)
 	if err != nil {
 		return 0, err
@@ -249,7 +275,7 @@ func BehaviorValueContext(ctx context.Context, m *POMDP, H int, beh Behavior) (f
 	if H < 0 {
 		return 0, fmt.Errorf("%w: horizon %d is negative", ErrPolicy, H)
 	}
-	w := &walker{mm: mm, H: H, ctx: ctx}
+	w := &walker{mm: mm, H: H, ctx: ctx, limit: maxNodes}
 	memo := make([]map[string]float64, H+2)
 	for h := range memo {
 		memo[h] = make(map[string]float64)

@@ -400,3 +400,30 @@ func behaviorValue(m *POMDP, H int, b Behavior) float64 {
 	}
 	return v
 }
+
+// The node budget: the tiger tree at H = 3 visits 1 + 2 + 4 = 7
+// histories (two observations a step), so a budget of 7 values it and a
+// budget of 6 stops with ErrTooLarge; the optimal solver stops with
+// ErrTooLarge under a small budget and gives V* under an ample one.
+func TestNodeBudget(t *testing.T) {
+	m := tiger(t)
+	ctx := context.Background()
+	v, err := EvaluatePolicyWithin(ctx, m, 3, tigerTree("listen"), 7)
+	if err != nil || !approx(v, -8.5) {
+		t.Errorf("budget 7: %v, %v; want −8.5", v, err)
+	}
+	if _, err := EvaluatePolicyWithin(ctx, m, 3, tigerTree("listen"), 6); !errors.Is(err, ErrTooLarge) {
+		t.Errorf("budget 6: err = %v, want ErrTooLarge", err)
+	}
+	if _, _, err := OptimalWithin(ctx, m, 3, 2); !errors.Is(err, ErrTooLarge) {
+		t.Errorf("optimal, budget 2: err = %v, want ErrTooLarge", err)
+	}
+	v, pol, err := OptimalWithin(ctx, m, 3, 1000)
+	if err != nil || !approx(v, 2.72) {
+		t.Fatalf("optimal, budget 1000: %v, %v; want 2.72", v, err)
+	}
+	// The returned policy is not bound by the budget.
+	if got := evaluate(m, 3, pol); !approx(got, 2.72) {
+		t.Errorf("the bounded solver's policy is worth %v, want 2.72", got)
+	}
+}

@@ -39,6 +39,9 @@ var (
 	// ErrPolicy: a policy cannot be evaluated under the model (for
 	// instance it names an action the model does not have).
 	ErrPolicy = errkind.New(errkind.Data, "pomdp: policy does not fit the model")
+	// ErrTooLarge: an exact recursion needed more nodes than the budget
+	// it was given (OptimalWithin, EvaluatePolicyWithin).
+	ErrTooLarge = errkind.New(errkind.Options, "pomdp: exact recursion exceeds its node budget")
 )
 
 // POMDP is a finite POMDP with dense tables. Index conventions:

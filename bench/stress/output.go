@@ -196,7 +196,7 @@ func resultsMarkdown(rows []Row, cfg Config) string {
 	order, g := groups(rows)
 	fmt.Fprintf(&b, "%d runs: families %s, %d problems each (seed %d%s), H ∈ %v, K ∈ %v, behaviours %s; EM %d starts × ≤ %d iterations, rank %s.\n\n",
 		len(rows), strings.Join(cfg.Families, ", "), cfg.Problems, cfg.Seed, map[bool]string{true: ", reduced sizes", false: ""}[cfg.Small],
-		cfg.Horizons, cfg.Ks, strings.Join(cfg.Behavs, ", "), cfg.Restarts, cfg.MaxIter, map[bool]string{true: "chosen by held-out likelihood (1..8)", false: "= true |S|"}[cfg.AutoRank])
+		cfg.Horizons, cfg.Ks, strings.Join(cfg.Behavs, ", "), cfg.Restarts, cfg.MaxIter, map[bool]string{true: "chosen by held-out likelihood (--rank auto)", false: "= true |S|"}[cfg.AutoRank])
 	b.WriteString("Normalized regret (V* − V^π)/(V* − V^b) of PSR-LCB (α auto): median, 90th percentile and worst, with the medians of greedy (α = 0) and the tabular LCB; the share of problems where PSR-LCB is worse than the tabular LCB by more than 0.05, and worse than the behaviour beyond noise (regret > 1.1). Problems with V* = V^b have no normalized regret and are counted apart.\n\n")
 	b.WriteString("| family | behaviour | H | K | n (undef.) | PSR-LCB median | p90 | worst | greedy median | tabular median | worse than tabular | worse than behaviour |\n")
 	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|\n")

@@ -111,3 +111,37 @@ func TestQuantile(t *testing.T) {
 		t.Error("quantile of no finite value is not NaN")
 	}
 }
+
+// TestSkipBeyondBudget: with a node budget too small for any exact
+// reference, every configuration is skipped with the reason, emitted (so a
+// resumed study does not try it again) and left out of the measured rows.
+func TestSkipBeyondBudget(t *testing.T) {
+	cfg := reducedConfig()
+	cfg.Problems, cfg.MaxNodes = 1, 1
+	var emitted []Row
+	rows, err := Run(context.Background(), cfg, nil, func(r Row) error { emitted = append(emitted, r); return nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := len(cfg.Families) * len(Behaviors)
+	if len(rows) != want || len(emitted) != want {
+		t.Fatalf("%d rows (%d emitted), want %d", len(rows), len(emitted), want)
+	}
+	for _, r := range rows {
+		if !strings.Contains(r.Skipped, "node budget") {
+			t.Errorf("%s %d %s: skipped = %q, want the budget named", r.Family, r.Problem, r.Behavior, r.Skipped)
+		}
+	}
+	if m, n := Measured(rows); len(m) != 0 || n != want {
+		t.Errorf("Measured: %d measured, %d skipped; want 0 and %d", len(m), n, want)
+	}
+	// Resuming from the emitted rows runs nothing.
+	done := map[key]Row{}
+	for _, r := range emitted {
+		done[r.key()] = r
+	}
+	again, err := Run(context.Background(), cfg, done, func(r Row) error { t.Errorf("re-ran %v", r.key()); return nil })
+	if err != nil || len(again) != want {
+		t.Errorf("resume: %d rows, %v", len(again), err)
+	}
+}

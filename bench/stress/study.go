@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"hash/fnv"
 	"math"
@@ -23,22 +24,32 @@ var Behaviors = []string{"uniform", "myopic:0.1"}
 
 // Config is one study.
 type Config struct {
-	Families  []string
-	Small     bool // the reduced families (at most 9 states)
-	Problems  int  // problems per family
-	Horizons  []int
-	Behavs    []string
-	Ks        []int
-	Seed      uint64 // draws the problems
-	Restarts  int
-	MaxIter   int
-	AutoRank  bool // rank by held-out likelihood among 1..8 (the fit default) instead of the true |S|
-	Workers   int
-	Estimate  estimate.Options // extra estimate options (a candidate fix); Rank, Restarts, MaxIter are set from the fields above
-	Label     string           // names the estimate variant in the checkpoint fingerprint
-	Log       func(format string, args ...any)
-	MaxLeaves float64 // skip a problem whose |O|^H·|A|^H history tree is larger (the exact planner's budget)
+	Families []string
+	Small    bool // the reduced families (at most 9 states)
+	Problems int  // problems per family
+	Horizons []int
+	Behavs   []string
+	Ks       []int
+	Seed     uint64 // draws the problems
+	Restarts int
+	MaxIter  int
+	AutoRank bool // rank by held-out likelihood as fit does by default (--rank auto) instead of the true |S|
+	Workers  int
+	Estimate estimate.Options // extra estimate options (a candidate fix); Rank, Restarts, MaxIter are set from the fields above
+	Label    string           // names the estimate variant in the checkpoint fingerprint
+	Log      func(format string, args ...any)
+	// MaxNodes is the budget of the exact references: a (problem, H)
+	// whose optimal value or behaviour value needs more (step, belief)
+	// nodes, or a run whose policies reach more than EvalNodesFactor·MaxNodes
+	// histories, is skipped (Row.Skipped) rather than valued approximately.
+	// 0: no budget.
+	MaxNodes int
 }
+
+// EvalNodesFactor: valuing a policy under the true model visits each
+// history it reaches (no belief merging), so its budget is this multiple
+// of MaxNodes.
+const EvalNodesFactor = 10
 
 // Row is one configuration's results. Values are exact expected returns
 // under the true model, in reward units; regrets are normalized,
@@ -83,6 +94,12 @@ type Row struct {
 	RewardLogLik  jfloat `json:"reward_loglik"`
 
 	FitSeconds jfloat `json:"fit_seconds"`
+
+	// Skipped says why the configuration has no figures (an exact
+	// reference beyond Config.MaxNodes); "" for a measured run. Skipped
+	// rows are checkpointed, so a resumed study does not try them again,
+	// and left out of every table.
+	Skipped string `json:"skipped,omitempty"`
 }
 
 func (r Row) key() key { return key{r.Family, r.Problem, r.Horizon, r.Behavior, r.K} }
@@ -144,7 +161,7 @@ func loadProblem(ctx context.Context, cfg Config, family string, i, H int) (*pro
 		return nil, err
 	}
 	p := &problem{family: family, index: i, m: m}
-	if p.optVal, p.opt, err = pomdp.OptimalContext(ctx, m, H); err != nil {
+	if p.optVal, p.opt, err = pomdp.OptimalWithin(ctx, m, H, cfg.MaxNodes); err != nil {
 		return nil, err
 	}
 	p.optTab, err = policyTable(ctx, m, H, p.opt)
@@ -235,7 +252,7 @@ func runOne(ctx context.Context, cfg Config, p *problem, k key) (Row, error) {
 	if err != nil {
 		return r, err
 	}
-	vb, err := pomdp.BehaviorValueContext(ctx, m, k.H, beh)
+	vb, err := pomdp.BehaviorValueWithin(ctx, m, k.H, beh, cfg.MaxNodes)
 	if err != nil {
 		return r, err
 	}
@@ -266,7 +283,7 @@ func runOne(ctx context.Context, cfg Config, p *problem, k key) (Row, error) {
 		mod  *jfloat
 	}{{out.Policy, &r.PSRLCB, &r.ModelOfPSRLCB}, {gpol, &r.Greedy, &r.ModelOfGreedy}, {tab, &r.Tabular, nil}, {p.optTab, nil, &r.ModelOfOptimal}} {
 		if v.true != nil {
-			x, err := pomdp.EvaluatePolicy(ctx, m, k.H, v.pol)
+			x, err := pomdp.EvaluatePolicyWithin(ctx, m, k.H, v.pol, EvalNodesFactor*cfg.MaxNodes)
 			if err != nil {
 				return r, err
 			}
@@ -320,11 +337,6 @@ func modelMaxReward(m *estimate.Model) float64 {
 	return best
 }
 
-// treeLeaves is |O|^H·|A|^H, the exact planner's history tree.
-func treeLeaves(m *pomdp.POMDP, H int) float64 {
-	return math.Pow(float64(m.NumObs()+1)*float64(m.NumActions()), float64(H))
-}
-
 // Run runs every configuration that done does not hold, calling emit with
 // each finished row, and returns all rows in study order.
 func Run(ctx context.Context, cfg Config, done map[key]Row, emit func(Row) error) ([]Row, error) {
@@ -335,6 +347,7 @@ func Run(ctx context.Context, cfg Config, done map[key]Row, emit func(Row) error
 		for _, fam := range cfg.Families {
 			for _, H := range cfg.Horizons {
 				var p *problem
+				var tooLarge error
 				for _, bs := range cfg.Behavs {
 					for _, K := range cfg.Ks {
 						k := key{fam, i, H, bs, K}
@@ -345,17 +358,25 @@ func Run(ctx context.Context, cfg Config, done map[key]Row, emit func(Row) error
 						if err := ctx.Err(); err != nil {
 							return all, err
 						}
-						if p == nil {
+						if p == nil && tooLarge == nil {
 							var err error
-							if p, err = loadProblem(ctx, cfg, fam, i, H); err != nil {
+							if p, err = loadProblem(ctx, cfg, fam, i, H); errors.Is(err, pomdp.ErrTooLarge) {
+								p, tooLarge = nil, err
+							} else if err != nil {
 								return all, fmt.Errorf("%s %d: %w", fam, i, err)
 							}
 						}
-						if cfg.MaxLeaves > 0 && treeLeaves(p.m, H) > cfg.MaxLeaves {
-							continue
-						}
 						start := time.Now()
-						r, err := runOne(ctx, cfg, p, k)
+						var r Row
+						var err error
+						if tooLarge != nil {
+							r, err = Row{Family: fam, Problem: i, Horizon: H, Behavior: bs, K: K}, tooLarge
+						} else {
+							r, err = runOne(ctx, cfg, p, k)
+						}
+						if errors.Is(err, pomdp.ErrTooLarge) {
+							r.Skipped, err = err.Error(), nil
+						}
 						if err != nil {
 							return all, fmt.Errorf("%v: %w", k, err)
 						}
@@ -365,9 +386,13 @@ func Run(ctx context.Context, cfg Config, done map[key]Row, emit func(Row) error
 							}
 						}
 						if cfg.Log != nil {
-							cfg.Log("%-8s %3d H=%d %-10s K=%-6d S=%-2d %5.1fs regret psrlcb %6.3f greedy %6.3f tabular %6.3f | est %6.3f plan %6.3f over %6.3f bonus %6.3f | max r %.3g vs %.3g",
-								fam, i, H, bs, K, r.States, time.Since(start).Seconds(), r.Regret(r.PSRLCB), r.Regret(r.Greedy), r.Regret(r.Tabular),
-								r.EstErr(), r.PlanGap(), r.GreedyOver(), r.BonusLoss(), float64(r.ModelMaxReward), float64(r.TrueMaxReward))
+							if r.Skipped != "" {
+								cfg.Log("%-8s %3d H=%d %-10s K=%-6d skipped: %s", fam, i, H, bs, K, r.Skipped)
+							} else {
+								cfg.Log("%-8s %3d H=%d %-10s K=%-6d S=%-2d %5.1fs regret psrlcb %6.3f greedy %6.3f tabular %6.3f | est %6.3f plan %6.3f over %6.3f bonus %6.3f | max r %.3g vs %.3g",
+									fam, i, H, bs, K, r.States, time.Since(start).Seconds(), r.Regret(r.PSRLCB), r.Regret(r.Greedy), r.Regret(r.Tabular),
+									r.EstErr(), r.PlanGap(), r.GreedyOver(), r.BonusLoss(), float64(r.ModelMaxReward), float64(r.TrueMaxReward))
+							}
 						}
 						all = append(all, r)
 					}
@@ -376,4 +401,16 @@ func Run(ctx context.Context, cfg Config, done map[key]Row, emit func(Row) error
 		}
 	}
 	return all, nil
+}
+
+// Measured splits rows into the measured runs and the number skipped.
+func Measured(rows []Row) (measured []Row, skipped int) {
+	for _, r := range rows {
+		if r.Skipped != "" {
+			skipped++
+			continue
+		}
+		measured = append(measured, r)
+	}
+	return measured, skipped
 }
