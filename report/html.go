@@ -232,6 +232,10 @@ func headRows(run *Run) []headRow {
 		{Label: "Θ<sub>min</sub> slack", Term: "g-thetamin", Units: num(float64(h.ThetaMinSlack), 3) + " nats"},
 		{Label: "α (bonus coefficient), rank", Term: "g-alpha", Units: fmt.Sprintf("%s, %d", num(float64(h.Alpha), 3), h.Rank)},
 	}
+	if h.ESS < 1 {
+		// No logged episode follows π̄: the interval [0, 0] is no estimate.
+		rows[3].Units, rows[3].Scaled = "— (no logged episode follows the policy)", "—"
+	}
 	if h.IotaEstimated {
 		rows[7].Label += " (estimated: the logs carry no propensities)"
 	}

@@ -93,13 +93,17 @@ func assess(h Headline, K int) assessment {
 		a.notProven = append(a.notProven, fmt.Sprintf("its lower confidence bound (%.4g in your units) is not above the behaviour's mean return (%.4g; up to %.4g within its 95%% interval), though the fitted model expects %.4g",
 			float64(h.LCBUnits), float64(h.BehaviorUnits), float64(h.BehaviorHighUnits), float64(h.ModelValueUnits)))
 	}
-	if h.ESS < essAdequate {
+	if h.ESS < 1 {
+		a.notProven = append(a.notProven, "no logged episode follows the policy's choices through all its steps, so the logs cannot check the model's value of it")
+	} else if h.ESS < essAdequate {
 		a.notProven = append(a.notProven, fmt.Sprintf("only about %.0f logged episodes follow the policy's choices (effective sample size), too few to check the model against the logs", float64(h.ESS)))
 	} else if h.IWLow < h.BehaviorValue {
 		a.notProven = append(a.notProven, fmt.Sprintf("the importance-weighted estimate from the logs alone, %.4g [%.4g, %.4g], does not exclude the behaviour's mean return %.4g",
 			float64(h.IWValueUnits), float64(h.IWLowUnits), float64(h.IWHighUnits), float64(h.BehaviorUnits)))
 	}
-	if above || h.LCB > h.IWHigh {
+	// With no episode following the policy the importance-weighted
+	// interval is empty ([0, 0]), not evidence against the bound.
+	if above || (h.ESS >= 1 && h.LCB > h.IWHigh) {
 		a.notProven = append(a.notProven, "the bound is contradicted by the logs (see the warning below)")
 	}
 	switch {

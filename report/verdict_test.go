@@ -49,6 +49,11 @@ func TestVerdict(t *testing.T) {
 		// but nothing in the logs follows the policy.
 		{"ten episodes", 10, func(h *Headline) { h.ESS, h.IWValue, h.IWLow, h.IWHigh, h.CInf = 0, 0, 0, 0, 9 }, EvidenceInsufficient,
 			[]string{"cannot support any claim", "10 logged episodes", "Keep the behaviour policy", "No logged episode follows"}, []string{"justify", "Coverage is good"}},
+		// Maze, H = 8, 10⁴ uniform episodes of 5 actions: no episode
+		// follows the policy; the empty interval [0, 0] is no evidence
+		// against the bound.
+		{"no follower", 10000, func(h *Headline) { h.ESS, h.IWValue, h.IWLow, h.IWHigh = 0, 0, 0, 0 }, EvidenceNotProven,
+			[]string{"no logged episode follows the policy's choices through all its steps", "No logged episode follows"}, []string{"contradicted", "only about 0", "Warning"}},
 		{"five episodes", 5, func(h *Headline) {}, EvidenceInsufficient, []string{"5 logged episodes are fewer than the 30"}, []string{"justify"}},
 		// 2000 identical episodes, or a constant reward: the LCB equals
 		// the behaviour's mean in units.

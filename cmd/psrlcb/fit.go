@@ -285,8 +285,12 @@ func printHeadline(w io.Writer, dir string, m *report.Manifest, plan *policy.Pla
 	fmt.Fprintf(w, "expected return per episode, in the logs' units:\n")
 	fmt.Fprintf(w, "  policy, lower confidence bound  %10.4g\n", float64(h.LCBUnits))
 	fmt.Fprintf(w, "  policy, fitted model's value    %10.4g\n", float64(h.ModelValueUnits))
-	fmt.Fprintf(w, "  policy, estimated from the logs %10.4g  95%% interval [%.4g, %.4g]; effective sample size %.0f of %d episodes\n",
-		float64(h.IWValueUnits), float64(h.IWLowUnits), float64(h.IWHighUnits), float64(h.ESS), m.Episodes)
+	if h.ESS < 1 {
+		fmt.Fprintf(w, "  policy, estimated from the logs       —  no logged episode follows the policy's choices through all %d steps\n", m.Horizon)
+	} else {
+		fmt.Fprintf(w, "  policy, estimated from the logs %10.4g  95%% interval [%.4g, %.4g]; effective sample size %.0f of %d episodes\n",
+			float64(h.IWValueUnits), float64(h.IWLowUnits), float64(h.IWHighUnits), float64(h.ESS), m.Episodes)
+	}
 	fmt.Fprintf(w, "  behaviour, mean in the logs     %10.4g\n", float64(h.BehaviorUnits))
 	if plan != nil && plan.Planner == policy.PlannerBelief {
 		fmt.Fprintf(w, "  the belief planner's policy is within %.3g of the optimum (share of the logged return range); %.3g of the model's probability falls outside its %d table rows and plays the fallback\n", plan.GapBound, plan.UncoveredMass, plan.Nodes)
