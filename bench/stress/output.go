@@ -39,7 +39,7 @@ func table(rows []Row, meta map[string]string) report.Table {
 		"regret_psrlcb", "regret_greedy", "regret_tabular",
 		"model_of_optimal", "model_of_greedy", "model_of_psrlcb",
 		"est_error", "plan_gap", "greedy_overvalue", "bonus_loss",
-		"true_max_reward", "model_max_reward", "reward_flagged", "miscal_share", "reward_loglik", "fit_seconds"}
+		"true_max_reward", "model_max_reward", "reward_flagged", "miscal_share", "reward_loglik", "clone", "fit_seconds"}
 	exact := make([]bool, 0, n)
 	for _, r := range rows {
 		fam, beh = append(fam, r.Family), append(beh, r.Behavior)
@@ -50,7 +50,7 @@ func table(rows []Row, meta map[string]string) report.Table {
 			r.Regret(r.PSRLCB), r.Regret(r.Greedy), r.Regret(r.Tabular),
 			float64(r.ModelOfOptimal), float64(r.ModelOfGreedy), float64(r.ModelOfPSRLCB),
 			r.EstErr(), r.PlanGap(), r.GreedyOver(), r.BonusLoss(),
-			float64(r.TrueMaxReward), float64(r.ModelMaxReward), flagValue(r.RewardFlagged), float64(r.MiscalShare), float64(r.RewardLogLik), float64(r.FitSeconds)} {
+			float64(r.TrueMaxReward), float64(r.ModelMaxReward), flagValue(r.RewardFlagged), float64(r.MiscalShare), float64(r.RewardLogLik), flagValue(r.Clone), float64(r.FitSeconds)} {
 			flts[fltCols[i]] = append(flts[fltCols[i]], v)
 		}
 		exact = append(exact, r.PlanExact)
@@ -67,8 +67,8 @@ func table(rows []Row, meta map[string]string) report.Table {
 	return t
 }
 
-// flagValue is 1 for a flagged run, 0 for an unflagged one, NaN when the
-// row predates the check.
+// flagValue is 1 for a true flag (reward check flagged, clone returned),
+// 0 for a false one, NaN when the row predates the flag.
 func flagValue(b *bool) float64 {
 	switch {
 	case b == nil:
@@ -153,6 +153,7 @@ type Summary struct {
 	WorseThanTabular, WorseThanBehavior float64 // shares of the defined problems
 	Est, Plan, Over, Bonus              float64 // medians of the decomposition terms
 	Checked, Flagged                    int     // runs with a reward check, and flagged ones
+	Recorded, Cloned                    int     // runs that record the fallback, and those that returned the clone
 }
 
 func summarise(rs []Row) Summary {
@@ -164,6 +165,12 @@ func summarise(rs []Row) Summary {
 	var est, plan, over, bonus []float64
 	defined, wt, wb := 0, 0, 0
 	for _, r := range rs {
+		if r.Clone != nil {
+			s.Recorded++
+			if *r.Clone {
+				s.Cloned++
+			}
+		}
 		if r.RewardFlagged != nil {
 			s.Checked++
 			if *r.RewardFlagged {
@@ -207,11 +214,11 @@ func resultsMarkdown(rows []Row, cfg Config) string {
 			f3(s.GreedyMedian), f3(s.TabularMedian), 100*s.WorseThanTabular, 100*s.WorseThanBehavior)
 	}
 	b.WriteString("\nLoss decomposition (medians, normalized by V* − V^b): V* − V^π̄ = est + plan + over + bonus, where est = V* − V_θ̂(π*) is the estimation error on the true optimal policy, plan = V_θ̂(π*) − V_θ̂(π_g) is what the planner leaves on the model's own table (≤ 0 when the greedy plan is exact: the model prefers its own optimum), over = V_θ̂(π_g) − V^π_g is the model's overvaluation of its own optimum, and bonus = V^π_g − V^π̄ is what the bonus (α chosen against α = 0) costs (negative: gains).\n\n")
-	b.WriteString("The last column counts the runs whose reward check (report.RewardCheck, held out) flagged miscalibrated rewards in the verdict.\n\n")
-	b.WriteString("| family | behaviour | H | K | est | plan | over | bonus | reward check flagged |\n|---|---|---|---|---|---|---|---|---|\n")
+	b.WriteString("The last columns count the runs whose reward check (report.RewardCheck, held out) flagged miscalibrated rewards in the verdict, and those that returned the behaviour's clone instead of the plan (the behaviour fallback).\n\n")
+	b.WriteString("| family | behaviour | H | K | est | plan | over | bonus | reward check flagged | clone returned |\n|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, c := range order {
 		s := summarise(g[c])
-		fmt.Fprintf(&b, "| %s | %s | %d | %d | %s | %s | %s | %s | %d of %d |\n", c.Family, c.Behavior, c.H, c.K, f3(s.Est), f3(s.Plan), f3(s.Over), f3(s.Bonus), s.Flagged, s.Checked)
+		fmt.Fprintf(&b, "| %s | %s | %d | %d | %s | %s | %s | %s | %d of %d | %d of %d |\n", c.Family, c.Behavior, c.H, c.K, f3(s.Est), f3(s.Plan), f3(s.Over), f3(s.Bonus), s.Flagged, s.Checked, s.Cloned, s.Recorded)
 	}
 	b.WriteString(targets(order, g))
 	return b.String()

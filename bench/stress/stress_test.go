@@ -51,6 +51,9 @@ func TestReducedStudy(t *testing.T) {
 				t.Errorf("%s %d %s: %s value %v above V* %v", r.Family, r.Problem, r.Behavior, name, v, r.Optimal)
 			}
 		}
+		if r.Clone == nil {
+			t.Errorf("%s %d %s: the fallback's decision is not recorded", r.Family, r.Problem, r.Behavior)
+		}
 		reg := r.Regret(r.PSRLCB)
 		if math.IsNaN(reg) {
 			continue

@@ -93,6 +93,11 @@ type Row struct {
 	MiscalShare   jfloat `json:"miscal_share"`
 	RewardLogLik  jfloat `json:"reward_loglik"`
 
+	// Clone says whether the run returned the behaviour's clone (the
+	// behaviour fallback, pipeline/fallback.go) instead of the plan. Null
+	// in rows checkpointed before it was recorded.
+	Clone *bool `json:"clone"`
+
 	FitSeconds jfloat `json:"fit_seconds"`
 
 	// Skipped says why the configuration has no figures (an exact
@@ -296,6 +301,10 @@ func runOne(ctx context.Context, cfg Config, p *problem, k key) (Row, error) {
 			}
 			*v.mod = jfloat(x)
 		}
+	}
+	if fb := out.Run.Manifest.Fallback; fb != nil {
+		used := fb.Used
+		r.Clone = &used
 	}
 	r.TrueMaxReward, r.ModelMaxReward = jfloat(trueMaxReward(m)), jfloat(modelMaxReward(out.Model))
 	if rc := out.Run.Manifest.RewardCheck; rc != nil {
