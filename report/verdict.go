@@ -3,6 +3,7 @@ package report
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 
 	"github.com/psrlcb/psrlcb/internal/atomicfile"
@@ -58,6 +59,10 @@ type assessment struct {
 	insufficient, notProven, flags []string
 }
 
+// noFollowerFlag is the verdict's flag when no logged episode follows the
+// policy through all its steps.
+const noFollowerFlag = "No logged episode follows the policy's choices through all its steps: the logs cannot check its bound, which rests on the fitted model alone."
+
 // assess decides what the headline figures of a run on K episodes
 // support. A claim needs two independent lower bounds above the
 // behaviour: the model's LCB (the paper's bound, above the upper 95% bound
@@ -78,7 +83,7 @@ func assess(h Headline, K int) assessment {
 	}
 	switch {
 	case h.ESS < 1:
-		a.flags = append(a.flags, "No logged episode follows the policy's choices through all its steps: the logs cannot check its bound, which rests on the fitted model alone.")
+		a.flags = append(a.flags, noFollowerFlag)
 	case h.LCB > h.IWHigh:
 		a.flags = append(a.flags, fmt.Sprintf("Warning: the lower bound (%.4g) lies above the importance-weighted 95%% interval [%.4g, %.4g] from the logs: the model is more optimistic than the logs; consider a larger α or rank.", float64(h.LCBUnits), float64(h.IWLowUnits), float64(h.IWHighUnits)))
 	}
@@ -94,7 +99,7 @@ func assess(h Headline, K int) assessment {
 			float64(h.LCBUnits), float64(h.BehaviorUnits), float64(h.BehaviorHighUnits), float64(h.ModelValueUnits)))
 	}
 	if h.ESS < 1 {
-		a.notProven = append(a.notProven, "no logged episode follows the policy's choices through all its steps, so the logs cannot check the model's value of it")
+		a.notProven = append(a.notProven, "no logged episode follows the policy's choices through all its steps, so the logs cannot check its bound, which rests on the fitted model alone")
 	} else if h.ESS < essAdequate {
 		a.notProven = append(a.notProven, fmt.Sprintf("only about %.0f logged episodes follow the policy's choices (effective sample size), too few to check the model against the logs", float64(h.ESS)))
 	} else if h.IWLow < h.BehaviorValue {
@@ -111,6 +116,10 @@ func assess(h Headline, K int) assessment {
 		a.evidence = EvidenceInsufficient
 	case len(a.notProven) > 0:
 		a.evidence = EvidenceNotProven
+		if h.ESS < 1 {
+			// The reason above says it; the flag would repeat it.
+			a.flags = slices.DeleteFunc(a.flags, func(f string) bool { return f == noFollowerFlag })
+		}
 	default:
 		a.evidence = EvidenceJustified
 	}

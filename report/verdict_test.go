@@ -53,7 +53,7 @@ func TestVerdict(t *testing.T) {
 		// follows the policy; the empty interval [0, 0] is no evidence
 		// against the bound.
 		{"no follower", 10000, func(h *Headline) { h.ESS, h.IWValue, h.IWLow, h.IWHigh = 0, 0, 0, 0 }, EvidenceNotProven,
-			[]string{"no logged episode follows the policy's choices through all its steps", "No logged episode follows"}, []string{"contradicted", "only about 0", "Warning"}},
+			[]string{"no logged episode follows the policy's choices through all its steps, so the logs cannot check its bound"}, []string{"contradicted", "only about 0", "Warning", "No logged episode follows"}},
 		{"five episodes", 5, func(h *Headline) {}, EvidenceInsufficient, []string{"5 logged episodes are fewer than the 30"}, []string{"justify"}},
 		// 2000 identical episodes, or a constant reward: the LCB equals
 		// the behaviour's mean in units.
