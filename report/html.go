@@ -218,23 +218,24 @@ func RenderHTML(run *Run) ([]byte, error) {
 func headRows(run *Run) []headRow {
 	h := run.Manifest.Headline
 	f := func(x Float) string { return num(float64(x), 4) }
+	iwUnits := fmt.Sprintf("%s [%s, %s]", f(h.IWValueUnits), f(h.IWLowUnits), f(h.IWHighUnits))
+	iwScaled := fmt.Sprintf("%s [%s, %s]", f(h.IWValue), f(h.IWLow), f(h.IWHigh))
+	if h.ESS < 1 {
+		// No logged episode follows π̄: the interval [0, 0] is no estimate.
+		iwUnits, iwScaled = "— (no logged episode follows the policy)", "—"
+	}
 	rows := []headRow{
 		{Group: "Expected return of one episode, in your units of return", Label: "lower confidence bound V<sub>R</sub> − V<sub>b</sub>", Term: "g-lcb", Units: f(h.LCBUnits), Scaled: f(h.LCB)},
 		{Label: "model value V<sub>R</sub> of π̄", Term: "g-vr", Units: f(h.ModelValueUnits), Scaled: f(h.ModelValue)},
 		{Label: "bonus V<sub>b</sub> of π̄ (pessimism)", Term: "g-vb", Units: num(float64(h.ModelValueUnits-h.LCBUnits), 4), Scaled: f(h.BonusValue)},
 		{Label: "importance-weighted value of π̄ from the logs, 95% interval", Term: "g-iw",
-			Units:  fmt.Sprintf("%s [%s, %s]", f(h.IWValueUnits), f(h.IWLowUnits), f(h.IWHighUnits)),
-			Scaled: fmt.Sprintf("%s [%s, %s]", f(h.IWValue), f(h.IWLow), f(h.IWHigh))},
+			Units: iwUnits, Scaled: iwScaled},
 		{Label: "behaviour policy's mean return in the logs", Term: "g-behaviour", Units: f(h.BehaviorUnits), Scaled: f(h.BehaviorValue)},
 		{Group: "How far the logs support the policy (counts and ratios)", Label: "effective sample size of the importance weights", Term: "g-ess", Units: fmt.Sprintf("%s of %d episodes", num(float64(h.ESS), 3), run.Manifest.Episodes)},
 		{Label: "C∞ of π̄ (concentrability)", Term: "g-cinf", Units: num(float64(h.CInf), 3)},
 		{Label: "ι, least logged propensity", Term: "g-iota", Units: num(float64(h.Iota), 3)},
 		{Label: "Θ<sub>min</sub> slack", Term: "g-thetamin", Units: num(float64(h.ThetaMinSlack), 3) + " nats"},
 		{Label: "α (bonus coefficient), rank", Term: "g-alpha", Units: fmt.Sprintf("%s, %d", num(float64(h.Alpha), 3), h.Rank)},
-	}
-	if h.ESS < 1 {
-		// No logged episode follows π̄: the interval [0, 0] is no estimate.
-		rows[3].Units, rows[3].Scaled = "— (no logged episode follows the policy)", "—"
 	}
 	if h.IotaEstimated {
 		rows[7].Label += " (estimated: the logs carry no propensities)"

@@ -3,7 +3,6 @@ package report
 import (
 	"fmt"
 	"math"
-	"slices"
 	"strings"
 
 	"github.com/psrlcb/psrlcb/internal/atomicfile"
@@ -59,10 +58,6 @@ type assessment struct {
 	insufficient, notProven, flags []string
 }
 
-// noFollowerFlag is the verdict's flag when no logged episode follows the
-// policy through all its steps.
-const noFollowerFlag = "No logged episode follows the policy's choices through all its steps: the logs cannot check its bound, which rests on the fitted model alone."
-
 // assess decides what the headline figures of a run on K episodes
 // support. A claim needs two independent lower bounds above the
 // behaviour: the model's LCB (the paper's bound, above the upper 95% bound
@@ -81,10 +76,10 @@ func assess(h Headline, K int) assessment {
 	if !finite(h.LCB) || !finite(h.BehaviorHigh) || !finite(h.IWLow) {
 		a.insufficient = append(a.insufficient, "the bound or the behaviour's value could not be computed")
 	}
-	switch {
-	case h.ESS < 1:
-		a.flags = append(a.flags, noFollowerFlag)
-	case h.LCB > h.IWHigh:
+	// With no episode following the policy the importance-weighted
+	// interval is empty ([0, 0]), not evidence against the bound.
+	ivContradicts := h.ESS >= 1 && h.LCB > h.IWHigh
+	if ivContradicts {
 		a.flags = append(a.flags, fmt.Sprintf("Warning: the lower bound (%.4g) lies above the importance-weighted 95%% interval [%.4g, %.4g] from the logs: the model is more optimistic than the logs; consider a larger α or rank.", float64(h.LCBUnits), float64(h.IWLowUnits), float64(h.IWHighUnits)))
 	}
 	above := h.LCBUnits > h.ReturnMax
@@ -106,20 +101,19 @@ func assess(h Headline, K int) assessment {
 		a.notProven = append(a.notProven, fmt.Sprintf("the importance-weighted estimate from the logs alone, %.4g [%.4g, %.4g], does not exclude the behaviour's mean return %.4g",
 			float64(h.IWValueUnits), float64(h.IWLowUnits), float64(h.IWHighUnits), float64(h.BehaviorUnits)))
 	}
-	// With no episode following the policy the importance-weighted
-	// interval is empty ([0, 0]), not evidence against the bound.
-	if above || (h.ESS >= 1 && h.LCB > h.IWHigh) {
+	if above || ivContradicts {
 		a.notProven = append(a.notProven, "the bound is contradicted by the logs (see the warning below)")
 	}
 	switch {
 	case len(a.insufficient) > 0:
 		a.evidence = EvidenceInsufficient
+		// The not-proven reasons, which name a missing follower, are not
+		// shown then: the flag says it, first.
+		if h.ESS < 1 {
+			a.flags = append([]string{"No logged episode follows the policy's choices through all its steps: the logs cannot check its bound, which rests on the fitted model alone."}, a.flags...)
+		}
 	case len(a.notProven) > 0:
 		a.evidence = EvidenceNotProven
-		if h.ESS < 1 {
-			// The reason above says it; the flag would repeat it.
-			a.flags = slices.DeleteFunc(a.flags, func(f string) bool { return f == noFollowerFlag })
-		}
 	default:
 		a.evidence = EvidenceJustified
 	}

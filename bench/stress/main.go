@@ -151,7 +151,7 @@ func run(ctx context.Context, o options) error {
 	}
 	md := resultsMarkdown(rows, cfg)
 	if skipped > 0 {
-		md = fmt.Sprintf("%d configurations skipped: an exact reference needed more than %d belief nodes (--max-nodes).\n\n", skipped, cfg.MaxNodes) + md
+		md = fmt.Sprintf("%d configurations skipped: an exact reference exceeded the node budget (--max-nodes %d).\n\n", skipped, cfg.MaxNodes) + md
 	}
 	if o.docs != "" {
 		if err := writeDocs(o.docs, rows, md); err != nil {

@@ -355,52 +355,15 @@ func Run(ctx context.Context, cfg Config, done map[key]Row, emit func(Row) error
 	for i := range cfg.Problems {
 		for _, fam := range cfg.Families {
 			for _, H := range cfg.Horizons {
-				var p *problem
-				var tooLarge error
+				lp := &lazyProblem{}
 				for _, bs := range cfg.Behavs {
 					for _, K := range cfg.Ks {
 						k := key{fam, i, H, bs, K}
-						if r, ok := done[k]; ok {
-							all = append(all, r)
-							continue
-						}
-						if err := ctx.Err(); err != nil {
-							return all, err
-						}
-						if p == nil && tooLarge == nil {
+						r, ok := done[k]
+						if !ok {
 							var err error
-							if p, err = loadProblem(ctx, cfg, fam, i, H); errors.Is(err, pomdp.ErrTooLarge) {
-								p, tooLarge = nil, err
-							} else if err != nil {
-								return all, fmt.Errorf("%s %d: %w", fam, i, err)
-							}
-						}
-						start := time.Now()
-						var r Row
-						var err error
-						if tooLarge != nil {
-							r, err = Row{Family: fam, Problem: i, Horizon: H, Behavior: bs, K: K}, tooLarge
-						} else {
-							r, err = runOne(ctx, cfg, p, k)
-						}
-						if errors.Is(err, pomdp.ErrTooLarge) {
-							r.Skipped, err = err.Error(), nil
-						}
-						if err != nil {
-							return all, fmt.Errorf("%v: %w", k, err)
-						}
-						if emit != nil {
-							if err := emit(r); err != nil {
+							if r, err = measure(ctx, cfg, lp, k, emit); err != nil {
 								return all, err
-							}
-						}
-						if cfg.Log != nil {
-							if r.Skipped != "" {
-								cfg.Log("%-8s %3d H=%d %-10s K=%-6d skipped: %s", fam, i, H, bs, K, r.Skipped)
-							} else {
-								cfg.Log("%-8s %3d H=%d %-10s K=%-6d S=%-2d %5.1fs regret psrlcb %6.3f greedy %6.3f tabular %6.3f | est %6.3f plan %6.3f over %6.3f bonus %6.3f | max r %.3g vs %.3g",
-									fam, i, H, bs, K, r.States, time.Since(start).Seconds(), r.Regret(r.PSRLCB), r.Regret(r.Greedy), r.Regret(r.Tabular),
-									r.EstErr(), r.PlanGap(), r.GreedyOver(), r.BonusLoss(), float64(r.ModelMaxReward), float64(r.TrueMaxReward))
 							}
 						}
 						all = append(all, r)
@@ -410,6 +373,60 @@ func Run(ctx context.Context, cfg Config, done map[key]Row, emit func(Row) error
 		}
 	}
 	return all, nil
+}
+
+// lazyProblem is the problem of one (family, index, H), loaded on first
+// use and kept with its error (pomdp.ErrTooLarge when its exact references
+// exceed the budget).
+type lazyProblem struct {
+	p      *problem
+	err    error
+	loaded bool
+}
+
+func (l *lazyProblem) get(ctx context.Context, cfg Config, k key) (*problem, error) {
+	if !l.loaded {
+		l.p, l.err = loadProblem(ctx, cfg, k.Family, k.Problem, k.H)
+		l.loaded = true
+	}
+	return l.p, l.err
+}
+
+// measure runs configuration k, or records it as skipped when an exact
+// reference exceeds the budget, and emits and logs the row.
+func measure(ctx context.Context, cfg Config, lp *lazyProblem, k key, emit func(Row) error) (Row, error) {
+	if err := ctx.Err(); err != nil {
+		return Row{}, err
+	}
+	start := time.Now()
+	r := Row{Family: k.Family, Problem: k.Problem, Horizon: k.H, Behavior: k.Behavior, K: k.K}
+	p, err := lp.get(ctx, cfg, k)
+	if err == nil {
+		r, err = runOne(ctx, cfg, p, k)
+	}
+	if errors.Is(err, pomdp.ErrTooLarge) {
+		r.Skipped, err = err.Error(), nil
+	}
+	if err != nil {
+		return r, fmt.Errorf("%v: %w", k, err)
+	}
+	if emit != nil {
+		if err := emit(r); err != nil {
+			return r, err
+		}
+	}
+	if cfg.Log == nil {
+		return r, nil
+	}
+	head := fmt.Sprintf("%-8s %3d H=%d %-10s K=%-6d", k.Family, k.Problem, k.H, k.Behavior, k.K)
+	if r.Skipped != "" {
+		cfg.Log("%s skipped: %s", head, r.Skipped)
+		return r, nil
+	}
+	cfg.Log("%s S=%-2d %5.1fs regret psrlcb %6.3f greedy %6.3f tabular %6.3f | est %6.3f plan %6.3f over %6.3f bonus %6.3f | max r %.3g vs %.3g",
+		head, r.States, time.Since(start).Seconds(), r.Regret(r.PSRLCB), r.Regret(r.Greedy), r.Regret(r.Tabular),
+		r.EstErr(), r.PlanGap(), r.GreedyOver(), r.BonusLoss(), float64(r.ModelMaxReward), float64(r.TrueMaxReward))
+	return r, nil
 }
 
 // Measured splits rows into the measured runs and the number skipped.
