@@ -630,7 +630,8 @@ func selectAlpha(ctx context.Context, d *ingest.Dataset, opts Options, eopts est
 	// candidates was most of the selection's time on large trees.
 	selPlan := planOpts
 	selPlan.SearchBudget = max(1, min(planOpts.Budget, policy.DefaultSearchBudget)/selectSearchShare)
-	sel, err := policy.Select(ctx, tfit.Model, tb, hfit.Model, hb, held, candidates, policy.SelectOptions{Plan: selPlan, Seed: opts.Seed})
+	sel, err := policy.Select(ctx, tfit.Model, tb, hfit.Model, hb, held, candidates, policy.SelectOptions{Plan: selPlan, Seed: opts.Seed,
+		PlanScale: policy.PlanScale(train.NumEpisodes(), K)})
 	if err != nil {
 		return nil, err
 	}

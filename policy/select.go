@@ -40,6 +40,15 @@ import (
 // recorded for each candidate (it is not the criterion: it favours the
 // smallest α by its construction).
 //
+// The final plan is made with the bonus of all K episodes, A's with that
+// of |A| < K, and the bonus shrinks as the episodes grow (PlanScale). So
+// the candidate α is planned on A with A's bonus at α·PlanScale(|A|, K):
+// the bonus it will carry in the final plan. Planned at α itself, a
+// candidate near saturation on A (planning bonus 0.86 of its cap, so
+// nearly the greedy plan) won, and the final plan at the same α, with a
+// bonus 1.4 times smaller and no longer near its cap, traded reward for
+// coverage and lost 18% of the gap to the optimum (docs/stress.md).
+//
 // A candidate is saturated when its planning bonus V_{θ̂_A,αb̂_A}^{π_α} is
 // within 10% of the bonus cap 1: the bonus then no longer ranks policies
 // (it is 1 nearly everywhere, and the plan is the greedy one). Saturated
@@ -51,7 +60,7 @@ import (
 // evidence.
 
 // SelectCriterion states how Select chooses among the candidate α.
-const SelectCriterion = "cross-fitted value: each α's policy is planned on one part of the episodes and valued under the model fitted on the other part (minus that model's bonus at a common α_e, 0 by default); saturated candidates (planning bonus ≥ 0.9 of its cap) are excluded; exact ties go to the larger α"
+const SelectCriterion = "cross-fitted value: each α's policy is planned on one part of the episodes (with that part's bonus rescaled to the size it has on all episodes) and valued under the model fitted on the other part (minus that model's bonus at a common α_e, 0 by default); saturated candidates (planning bonus ≥ 0.9 of its cap) are excluded; exact ties go to the larger α"
 
 // SaturatedBonus: a candidate whose planning bonus value is at least this
 // (the cap is 1) is saturated.
@@ -77,6 +86,10 @@ type SelectOptions struct {
 	MaxLeaves, Rollouts int
 	// Seed seeds the rollouts (the same draws for every candidate).
 	Seed uint64
+	// PlanScale multiplies each candidate's α when planning with the
+	// planning bonus (0 means 1): the bonus the final plan carries at α
+	// (see PlanScale, the function).
+	PlanScale float64
 }
 
 // CrossFit are a candidate's figures under the evaluation model θ̂_B.
@@ -153,6 +166,13 @@ func Select(ctx context.Context, m *estimate.Model, bonus *pessimism.Bonus, em *
 	if !(ae >= 0) || math.IsInf(ae, 0) {
 		return nil, fmt.Errorf("%w: evaluation alpha %v", ErrOptions, ae)
 	}
+	scale := opts.PlanScale
+	if scale == 0 {
+		scale = 1
+	}
+	if !(scale > 0) || math.IsInf(scale, 0) {
+		return nil, fmt.Errorf("%w: plan scale %v", ErrOptions, scale)
+	}
 	sel := &Selection{Criterion: SelectCriterion, Chosen: -1, EvalAlpha: ae}
 	for _, a := range alphas {
 		if !(a >= 0) || math.IsInf(a, 0) {
@@ -162,7 +182,8 @@ func Select(ctx context.Context, m *estimate.Model, bonus *pessimism.Bonus, em *
 		if po.RowBudget <= 0 || po.RowBudget > SelectRowBudget {
 			po.RowBudget = SelectRowBudget
 		}
-		pol, st, err := Plan(ctx, m, bonus.WithAlpha(a), po)
+		pa := a * scale
+		pol, st, err := Plan(ctx, m, bonus.WithAlpha(pa), po)
 		if err != nil {
 			return nil, err
 		}
@@ -261,4 +282,20 @@ func reason(s *Selection) string {
 		fmt.Fprintf(&b, " The importance-weighted estimate on the held-out part has effective sample size %.3g, too small to choose by.", c.HeldOut.ESS)
 	}
 	return b.String()
+}
+
+// PlanScale is the factor that gives a bonus built on part episodes the
+// size the same α has on a bonus built on all episodes: U_h sums the
+// features of the episodes of D_h (Huang, Liang, Yang, arXiv:2307.00405,
+// Algorithm 2), so it grows linearly with the episodes, each
+// ‖ψ̄̂(τ_h)‖²_{U_h⁻¹} shrinks as their inverse, and b̂ = α·sqrt(Σ_h …)
+// as the inverse square root. A candidate planned with the part's bonus
+// at α·PlanScale is planned with the bonus the final plan will carry at
+// α; without it, the selection compares plans of a bonus sqrt(all/part)
+// times larger than the one the chosen α is used with.
+func PlanScale(part, all int) float64 {
+	if part <= 0 || all <= 0 {
+		return 1
+	}
+	return math.Sqrt(float64(part) / float64(all))
 }
