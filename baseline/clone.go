@@ -17,7 +17,26 @@ type CloneOptions struct {
 	// emit any observation first can value the policy. Those rows have
 	// reach_prob 0 and NaN values (no logged episode passes them).
 	AllFirst bool
+	// Improve departs from the most logged action where the logs show
+	// another logged action better for the behaviour's own continuation
+	// (see BehaviorCloning); Z is the normal quantile of that test (0:
+	// DefaultImproveZ) and MinVisits the least number of logged visits of
+	// each of the two actions compared (0: DefaultImproveVisits).
+	Improve   bool
+	Z         float64
+	MinVisits int
 }
+
+// DefaultImproveZ is the one-sided normal quantile of the improvement
+// test: a 2.5% chance, per comparison, of departing for an action no
+// better than the most logged one, the level of the 95% intervals of the
+// report.
+const DefaultImproveZ = 1.96
+
+// DefaultImproveVisits is the least number of logged visits of each
+// compared action: below 30 a normal interval for a mean is not
+// trustworthy (report.MinEpisodesForClaim).
+const DefaultImproveVisits = 30
 
 // BehaviorCloning returns the policy that takes, at every logged history,
 // the action logged there most often (ties to the lowest action code). The
@@ -35,6 +54,18 @@ type CloneOptions struct {
 // value_lcb equals value_reward. reach_prob is the probability of the
 // history under the empirical model and the cloned policy. Errors are as
 // for TabularLCB.
+//
+// With opts.Improve, the clone is the behaviour improved by one step of
+// policy iteration where the logs show it: at a history τ where another
+// logged action a has a mean return-to-go Q̂^b(τ,a) (the logged rewards
+// from that step to the end, the behaviour acting after it) above the
+// most logged action's by more than Z standard errors of the difference,
+// both with at least MinVisits visits, it takes the best such a. By the
+// policy improvement theorem, a deterministic policy that takes at every
+// history an action with Q^b(τ,a) ≥ V^b(τ) = Σ_a π^b(a|τ)·Q^b(τ,a) is worth
+// at least V^b; the most logged action alone need not be (it can be worse
+// than the behaviour that mixes it with a better, rarer one), and the
+// test departs from it only where the logs show such a better action.
 func BehaviorCloning(ctx context.Context, d *ingest.Dataset, opts CloneOptions) (*policy.Policy, error) {
 	t, err := buildTrie(ctx, d)
 	if err != nil {
@@ -49,6 +80,11 @@ func BehaviorCloning(ctx context.Context, d *ingest.Dataset, opts CloneOptions) 
 		best := choice[v]
 		if best < 0 || t.edgeN[e] > t.edgeN[best] || (t.edgeN[e] == t.edgeN[best] && t.edgeAct[e] < t.edgeAct[best]) {
 			choice[v] = int32(e)
+		}
+	}
+	if opts.Improve {
+		if err := t.improve(ctx, choice, opts); err != nil {
+			return nil, err
 		}
 	}
 
@@ -123,4 +159,71 @@ func addFirst(p *policy.Policy, d *ingest.Dataset) {
 		p.Nodes = append(p.Nodes, policy.Node{ID: int64(len(p.Nodes)), Parent: -1, Step: 1, Obs: o,
 			Action: d.ActVocab[first], Fallback: fallback, ValueReward: nan, ValueBonus: nan, ValueLCB: nan})
 	}
+}
+
+// improve replaces choice[v] (the most logged action's edge) by the edge
+// of the largest mean return-to-go among those that beat it by the test
+// of CloneOptions.Improve.
+func (t *trie) improve(ctx context.Context, choice []int32, opts CloneOptions) error {
+	z, minN := opts.Z, opts.MinVisits
+	if z == 0 {
+		z = DefaultImproveZ
+	}
+	if minN == 0 {
+		minN = DefaultImproveVisits
+	}
+	mean, se, err := t.returnToGo(ctx)
+	if err != nil {
+		return err
+	}
+	best := append([]int32(nil), choice...)
+	for e, v := range t.edgeNode {
+		m := choice[v]
+		if int32(e) == m || int(t.edgeN[e]) < minN || int(t.edgeN[m]) < minN {
+			continue
+		}
+		if mean[e]-mean[m] > z*math.Hypot(se[e], se[m]) && mean[e] > mean[best[v]] {
+			best[v] = int32(e)
+		}
+	}
+	copy(choice, best)
+	return nil
+}
+
+// returnToGo returns, per edge (τ, a), the mean of the rescaled rewards
+// logged from that step to the end over the edge's visits, and its
+// standard error (0 with one visit).
+func (t *trie) returnToGo(ctx context.Context) (mean, se []float64, err error) {
+	ne := len(t.edgeNode)
+	sum, sq := make([]float64, ne), make([]float64, ne)
+	edge := make(map[uint64]int32, ne)
+	for e, v := range t.edgeNode {
+		edge[uint64(v)<<16|uint64(t.edgeAct[e])] = int32(e)
+	}
+	H := t.H
+	for k := range t.K {
+		if k%ctxEvery == 0 {
+			if err := ctx.Err(); err != nil {
+				return nil, nil, err
+			}
+		}
+		g := 0.0
+		for h := H - 1; h >= 0; h-- {
+			i := k*H + h
+			g += (t.d.Reward[i] - t.shift) * t.scale
+			e := edge[uint64(t.path[i])<<16|uint64(t.d.Act[i])]
+			sum[e] += g
+			sq[e] += g * g
+		}
+	}
+	mean, se = make([]float64, ne), make([]float64, ne)
+	for e := range ne {
+		n := float64(t.edgeN[e])
+		mean[e] = sum[e] / n
+		if n > 1 {
+			v := math.Max(0, (sq[e]-n*mean[e]*mean[e])/(n-1))
+			se[e] = math.Sqrt(v / n)
+		}
+	}
+	return mean, se, nil
 }

@@ -195,9 +195,12 @@ func TestDefaultRunRecordsRankSearchAndSelection(t *testing.T) {
 			t.Errorf("α = %v: C∞ %v (want ≥ 1)", r.Alpha, r.CInf)
 		}
 	}
-	// Uniform logs: the supported policies are followed by as few held-out
-	// episodes as the plan, and the plan keeps its place.
-	if fb := res.Fallback; fb == nil || fb.Used || fb.Chosen != "plan" || len(fb.Candidates) != 1 {
+	// Uniform logs: the clone is followed by as few held-out episodes as
+	// the plan, and the plan keeps its place. The improved clone is
+	// scored too but does not decide (on these logs its optimistic
+	// interval would have set the optimal plan aside).
+	if fb := res.Fallback; fb == nil || fb.Used || fb.Chosen != "plan" || len(fb.Candidates) == 0 || fb.Candidates[0].Name != PlannerClone ||
+		(len(fb.Candidates) == 2 && fb.Candidates[1].Name != PlannerImprovedClone) || len(fb.Candidates) > 2 {
 		t.Errorf("fallback %+v, planner %q: want checked and not used", fb, res.Plan.Planner)
 	}
 	hl := res.Run.Manifest.Headline

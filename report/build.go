@@ -548,25 +548,27 @@ func fallbackNote(fb *Fallback) string {
 	var c []string
 	for _, x := range fb.Candidates {
 		if math.IsInf(float64(x.Bound), -1) {
-			c = append(c, fmt.Sprintf("the %s, no bound (effective sample size %.0f, below %d)", candidateWords(x.Name), float64(x.ESS), MinEpisodesForClaim))
+			c = append(c, fmt.Sprintf("the %s, no bound (effective sample size %.0f, below %d)", CandidateWords(x.Name), float64(x.ESS), MinEpisodesForClaim))
 		} else {
-			c = append(c, fmt.Sprintf("the %s, %.4g (effective sample size %.0f)", candidateWords(x.Name), float64(x.IWLowerUnits), float64(x.ESS)))
+			c = append(c, fmt.Sprintf("the %s, %.4g (effective sample size %.0f)", CandidateWords(x.Name), float64(x.IWLowerUnits), float64(x.ESS)))
 		}
 	}
 	cands := strings.Join(c, "; ")
 	if x := fb.ChosenCandidate(); x != nil {
 		return fmt.Sprintf("Behaviour fallback (--fallback behavior): on the %d held-out episodes the planned policy's score was %.4g in your units (its bound under the held-out model at α = %.3g, or its importance-weighted upper bound when enough held-out episodes follow it), below what the logs prove of a policy that keeps to the logged actions (importance-weighted 95%% lower bounds: %s). policy.arrow holds the %s, fitted on all episodes, and the reported lower bound is its held-out bound; --fallback none returns the plan.",
-			fb.HeldOutEpisodes, float64(fb.PlanBoundUnits), float64(fb.PlanCrossAlpha), cands, candidateWords(x.Name))
+			fb.HeldOutEpisodes, float64(fb.PlanBoundUnits), float64(fb.PlanCrossAlpha), cands, CandidateWords(x.Name))
 	}
 	return fmt.Sprintf("Behaviour fallback (--fallback behavior) checked and not used: on the %d held-out episodes the planned policy's score, %.4g in your units, is at least the importance-weighted lower bounds of the policies that keep to the logged actions (%s).",
 		fb.HeldOutEpisodes, float64(fb.PlanBoundUnits), cands)
 }
 
-// candidateWords names a fallback candidate for a reader.
-func candidateWords(name string) string {
+// CandidateWords names a fallback candidate for a reader.
+func CandidateWords(name string) string {
 	switch name {
 	case "clone":
 		return "behaviour's clone (the action logged most often at each history)"
+	case "improved_clone":
+		return "behaviour's improved clone (the action logged most often at each history, or another logged action where the logs show its mean return from there on larger by more than 1.96 standard errors)"
 	}
 	return name
 }

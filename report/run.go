@@ -147,7 +147,9 @@ type Fallback struct {
 // the training part and valued by importance weighting on the held-out
 // part.
 type FallbackCandidate struct {
-	// Name is "clone" (the action logged most often at each history).
+	// Name is "clone" (the action logged most often at each history) or
+	// "improved_clone" (the clone, except where the logs show another
+	// logged action's mean return-to-go larger; see CandidateWords).
 	Name         string `json:"name"`
 	IWValue      Float  `json:"iw_value"`
 	IWLower      Float  `json:"iw_lower"`
@@ -250,7 +252,7 @@ type Outcome struct {
 	// RewardCheck is the model check on rewards (held out when α was
 	// chosen among candidates; see CheckRewards).
 	RewardCheck *RewardCheck
-	// Fallback is the plan's comparison with the behaviour's clone (nil
+	// Fallback is the plan's comparison with the behaviour's clones (nil
 	// when α was not chosen among candidates or with --fallback none).
 	Fallback *Fallback
 	// Notes are the stages' own notes for the report (a default they fell

@@ -147,8 +147,7 @@ func Verdict(run *Run) []string {
 	}
 	if fb := run.Manifest.Fallback; fb != nil {
 		if x := fb.ChosenCandidate(); x != nil {
-			out = append(out, fmt.Sprintf("The planned policy was set aside: on held-out episodes a policy that keeps to the logged actions, the %s, is proven worth at least %.4g, more than the planned policy could be shown to be worth (%.4g), so policy.arrow holds that policy and the figures below are its own.",
-				candidateWords(x.Name), float64(x.IWLowerUnits), float64(fb.PlanBoundUnits)))
+			out = append(out, setAsideSentence(fb, x))
 		}
 	}
 	out = append(out, a.flags...)
@@ -198,3 +197,17 @@ func coverageSentence(h Headline) string {
 // writeFileAtomic writes data to a temporary file beside path and renames
 // it into place.
 func writeFileAtomic(path string, data []byte) error { return atomicfile.WriteBytes(path, data) }
+
+// setAsideSentence says why the fallback set the plan aside and what
+// policy.arrow holds instead (x, the chosen candidate; the clone decides,
+// the improved clone may stand in).
+func setAsideSentence(fb *Fallback, x *FallbackCandidate) string {
+	cl := fb.Candidates[0]
+	why := fmt.Sprintf("The planned policy was set aside: on held-out episodes a policy that keeps to the logged actions, the %s, is proven worth at least %.4g, more than the planned policy could be shown to be worth (%.4g)",
+		CandidateWords(cl.Name), float64(cl.IWLowerUnits), float64(fb.PlanBoundUnits))
+	if x.Name == cl.Name {
+		return why + ", so policy.arrow holds that policy and the figures below are its own."
+	}
+	return fmt.Sprintf("%s. policy.arrow holds the %s instead, which departs from the clone only where the logs show the behaviour better off with another of its actions, so that it is no worse than the behaviour wherever the logs tell its actions apart; the figures below are its own (held-out lower bound %.4g).",
+		why, CandidateWords(x.Name), float64(x.IWLowerUnits))
+}

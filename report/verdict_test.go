@@ -97,3 +97,20 @@ func TestVerdict(t *testing.T) {
 		}
 	}
 }
+
+// TestSetAsideSentence: the sentence names the clone's bound, which set the
+// plan aside, and, when the improved clone stands in, says so with its own
+// bound.
+func TestSetAsideSentence(t *testing.T) {
+	fb := &Fallback{Used: true, Chosen: "clone", PlanBoundUnits: -5,
+		Candidates: []FallbackCandidate{{Name: "clone", IWLowerUnits: -3}, {Name: "improved_clone", IWLowerUnits: -4}}}
+	s := setAsideSentence(fb, fb.ChosenCandidate())
+	if !strings.Contains(s, "at least -3, more than the planned policy could be shown to be worth (-5)") || strings.Contains(s, "improved") {
+		t.Errorf("clone returned: %s", s)
+	}
+	fb.Chosen = "improved_clone"
+	s = setAsideSentence(fb, fb.ChosenCandidate())
+	if !strings.Contains(s, "at least -3") || !strings.Contains(s, "holds the behaviour's improved clone") || !strings.Contains(s, "held-out lower bound -4") {
+		t.Errorf("improved clone returned: %s", s)
+	}
+}

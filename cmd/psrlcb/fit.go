@@ -42,7 +42,7 @@ func newFitCommand() *cli.Command {
 		&cli.Float64Flag{Name: "select-heldout", Usage: "share of episodes in the evaluation part when choosing α among candidates (0: 0.5)"},
 		&cli.StringFlag{Name: "return-range", Usage: `"LO,HI": the range episode returns can take, when known (default: H × the smallest and largest logged reward)`},
 		&cli.StringFlag{Name: "lcb-correction", Value: "cross-fit", Usage: `correction of the reported lower bound when α is chosen among candidates: "cross-fit" (price the bonus at the least α that covers the planning model's optimism measured on the held-out part) or "none" (the paper's bound at the chosen α)`},
-		&cli.StringFlag{Name: "fallback", Value: "behavior", Usage: `when α is chosen among candidates: "behavior" (return the behaviour's clone, its most-logged action at every history, when its held-out lower bound beats the plan's) or "none" (always the plan)`},
+		&cli.StringFlag{Name: "fallback", Value: "behavior", Usage: `when α is chosen among candidates: "behavior" (return a policy that keeps to the logged actions, the behaviour's clone or the clone improved where the logs show a better logged action, when its held-out lower bound beats the plan's) or "none" (always the plan)`},
 		&cli.Int64Flag{Name: "plan-budget", Usage: "node budget of the exact planner; larger trees are planned approximately with a stated gap (0: default)"},
 		&cli.StringFlag{Name: "planner", Value: policy.PlannerAuto, Usage: `"exact" (dynamic programming over the history tree, pruned search past --plan-budget), "belief" (point-based planning over the model's beliefs) or "auto" (exact when the tree fits --plan-budget)`},
 		&cli.Int64Flag{Name: "plan-rows", Usage: "row budget of the belief planner's policy table (0: 10^7)"},
@@ -304,10 +304,10 @@ func printHeadline(w io.Writer, dir string, m *report.Manifest, plan *policy.Pla
 	cloned := m.Fallback != nil && m.Fallback.Used
 	switch {
 	case h.Recommendation == report.RecommendBehavior && cloned:
-		fmt.Fprintf(w, "recommendation: keep the behaviour policy (evidence: %s); %s holds the behaviour's clone (its most-logged action at every history), which the fallback returned instead of the plan\n", strings.ReplaceAll(h.Evidence, "_", " "), report.PolicyFile)
+		fmt.Fprintf(w, "recommendation: keep the behaviour policy (evidence: %s); %s holds the %s, which the fallback returned instead of the plan\n", strings.ReplaceAll(h.Evidence, "_", " "), report.PolicyFile, report.CandidateWords(m.Fallback.Chosen))
 	case h.Recommendation == report.RecommendBehavior:
 		fmt.Fprintf(w, "recommendation: keep the behaviour policy (evidence: %s); %s holds the planned policy for inspection only\n", strings.ReplaceAll(h.Evidence, "_", " "), report.PolicyFile)
 	case cloned:
-		fmt.Fprintf(w, "recommendation: %s, the behaviour's clone (its most-logged action at every history), which the fallback returned instead of the plan\n", report.PolicyFile)
+		fmt.Fprintf(w, "recommendation: %s, the %s, which the fallback returned instead of the plan\n", report.PolicyFile, report.CandidateWords(m.Fallback.Chosen))
 	}
 }
