@@ -40,6 +40,12 @@
 // Finished runs are appended to a checkpoint file (bench/out/stress.jsonl),
 // so an interrupted study resumes where it stopped.
 //
+// With --clones it fits no model: on each configuration's logs it values
+// exactly the two policies the behaviour fallback can return
+// (pipeline/fallback.go), the behaviour's clone and its improved clone,
+// and prints their normalized regrets per cell (docs/stress.md, "The
+// behaviour's clone and its improved clone").
+//
 // The reduced study (small problems, K = 2000, H = 3) runs as the package's
 // test.
 package main

@@ -23,6 +23,7 @@ type options struct {
 	workers                      int
 	seed                         uint64
 	small, autoRank, fresh       bool
+	clones                       bool
 	quiet                        bool
 	maxNodes                     int
 }
@@ -45,6 +46,7 @@ func main() {
 	flag.BoolVar(&o.autoRank, "auto-rank", false, "choose the rank by held-out likelihood as fit does by default (--rank auto) instead of the true |S|")
 	flag.BoolVar(&o.fresh, "fresh", false, "ignore the checkpoint and start over")
 	flag.BoolVar(&o.quiet, "quiet", false, "no progress lines")
+	flag.BoolVar(&o.clones, "clones", false, "only compare the behaviour fallback's two candidates, the clone and the improved clone, valued exactly on each configuration's logs (no fit; prints a table)")
 	flag.IntVar(&o.maxNodes, "max-nodes", 2_000_000, "skip a problem at a horizon whose exact optimal or behaviour value needs more (step, belief) nodes, or a run whose policies reach 10× as many histories (0: no budget)")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -118,6 +120,14 @@ func run(ctx context.Context, o options) error {
 	}
 	if !o.quiet {
 		cfg.Log = func(format string, a ...any) { fmt.Fprintf(os.Stderr, format+"\n", a...) }
+	}
+	if o.clones {
+		rows, err := RunClones(ctx, cfg)
+		if err != nil {
+			return err
+		}
+		fmt.Print(clonesMarkdown(rows))
+		return nil
 	}
 	fp := fingerprint(cfg)
 	done := map[key]Row{}

@@ -148,3 +148,47 @@ func TestSkipBeyondBudget(t *testing.T) {
 		t.Errorf("resume: %d rows, %v", len(again), err)
 	}
 }
+
+// TestClones: on the reduced families with narrow logs (6 problems each,
+// H = 3, K = 3000) one clone is worse than the behaviour (aliased, regret
+// 1.05); the improved clone is worse than the behaviour on none and
+// better than the clone where they differ. Both are valued exactly, and
+// neither above the optimum. The table has a row per family.
+func TestClones(t *testing.T) {
+	cfg := Config{Families: familiesDefault, Small: true, Problems: 6, Horizons: []int{3}, Behavs: []string{"myopic:0.1"},
+		Ks: []int{3000}, Seed: 1}
+	rows, err := RunClones(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 18 {
+		t.Fatalf("%d rows, want 18", len(rows))
+	}
+	cloneBad, better := 0, 0
+	for _, r := range rows {
+		for _, v := range []float64{r.Clone, r.Improved} {
+			if v > r.Optimal+1e-9 {
+				t.Errorf("%+v: a clone above the optimum", r)
+			}
+		}
+		c, g := r.Regret(r.Clone), r.Regret(r.Improved)
+		if g > 1 {
+			t.Errorf("%+v: improved clone regret %.3f, worse than the behaviour", r, g)
+		}
+		if c > 1 {
+			cloneBad++
+		}
+		if g < c-worseMargin {
+			better++
+		}
+	}
+	if cloneBad == 0 || better == 0 {
+		t.Errorf("%d clones worse than the behaviour, %d improved clones better than the clone: want both > 0", cloneBad, better)
+	}
+	md := clonesMarkdown(rows)
+	for _, fam := range familiesDefault {
+		if !strings.Contains(md, "| myopic:0.1 | "+fam+" | 6 |") {
+			t.Errorf("no row for %s:\n%s", fam, md)
+		}
+	}
+}

@@ -1,0 +1,162 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+
+	"github.com/psrlcb/psrlcb/baseline"
+	"github.com/psrlcb/psrlcb/pomdp"
+)
+
+// CloneRow compares, on one configuration's logs, the two policies the
+// behaviour fallback can return (pipeline/fallback.go): the behaviour's
+// clone and its improved clone (baseline.CloneOptions.Improve), both fitted
+// on all the logs and valued exactly under the true model. No model is
+// fitted, so a clone study is quick.
+type CloneRow struct {
+	Family        string
+	Problem, H, K int
+	Behavior      string
+	Optimal       float64 // V*
+	Behav         float64 // V^b
+	Clone         float64 // V of the clone
+	Improved      float64 // V of the improved clone
+}
+
+// Regret of a value, (V* − v)/(V* − V^b); NaN when V* = V^b.
+func (r CloneRow) Regret(v float64) float64 {
+	gap := r.Optimal - r.Behav
+	if gap <= 1e-9 {
+		return math.NaN()
+	}
+	return (r.Optimal - v) / gap
+}
+
+// RunClones values both clones on every configuration of cfg (Ks,
+// horizons, behaviours, problems, families), skipping those whose exact
+// references exceed cfg.MaxNodes.
+func RunClones(ctx context.Context, cfg Config) ([]CloneRow, error) {
+	var out []CloneRow
+	for i := range cfg.Problems {
+		for _, fam := range cfg.Families {
+			for _, H := range cfg.Horizons {
+				p, err := loadProblem(ctx, cfg, fam, i, H)
+				if errors.Is(err, pomdp.ErrTooLarge) {
+					continue
+				} else if err != nil {
+					return out, err
+				}
+				for _, bs := range cfg.Behavs {
+					for _, K := range cfg.Ks {
+						r, err := cloneRun(ctx, cfg, p, key{fam, i, H, bs, K})
+						if errors.Is(err, pomdp.ErrTooLarge) {
+							continue
+						} else if err != nil {
+							return out, fmt.Errorf("%v: %w", key{fam, i, H, bs, K}, err)
+						}
+						if cfg.Log != nil {
+							cfg.Log("%-8s %3d H=%d %-10s K=%-6d regret clone %6.3f improved %6.3f", fam, i, H, bs, K, r.Regret(r.Clone), r.Regret(r.Improved))
+						}
+						out = append(out, r)
+					}
+				}
+			}
+		}
+	}
+	return out, nil
+}
+
+// cloneRun simulates configuration k's logs (the same as the full study's,
+// seedFor) and values both clones.
+func cloneRun(ctx context.Context, cfg Config, p *problem, k key) (CloneRow, error) {
+	r := CloneRow{Family: k.Family, Problem: k.Problem, H: k.H, K: k.K, Behavior: k.Behavior, Optimal: p.optVal}
+	beh, err := pomdp.ParseBehavior(k.Behavior, p.m)
+	if err != nil {
+		return r, err
+	}
+	if r.Behav, err = pomdp.BehaviorValueWithin(ctx, p.m, k.H, beh, cfg.MaxNodes); err != nil {
+		return r, err
+	}
+	d, err := pomdp.SimulateDataset(ctx, p.m, k.H, k.K, beh, seedFor(k, cfg.Seed))
+	if err != nil {
+		return r, err
+	}
+	for _, c := range []struct {
+		improve bool
+		v       *float64
+	}{{false, &r.Clone}, {true, &r.Improved}} {
+		pol, err := baseline.BehaviorCloning(ctx, d, baseline.CloneOptions{AllFirst: true, Improve: c.improve})
+		if err != nil {
+			return r, err
+		}
+		if *c.v, err = pomdp.EvaluatePolicyWithin(ctx, p.m, k.H, pol, EvalNodesFactor*cfg.MaxNodes); err != nil {
+			return r, err
+		}
+	}
+	return r, nil
+}
+
+// clonesMarkdown is the clone study's table: per (H, K, behaviour, family)
+// the normalized regret of both clones (median, 90th percentile, worst),
+// how many are worse than the behaviour (regret > 1), and on how many
+// problems the improved clone is better or worse than the clone by more
+// than worseMargin. Problems with V* = V^b are left out.
+func clonesMarkdown(rows []CloneRow) string {
+	type cell struct {
+		H, K     int
+		Behavior string
+		Family   string
+	}
+	g := map[cell][]CloneRow{}
+	var order []cell
+	for _, r := range rows {
+		if math.IsNaN(r.Regret(r.Clone)) {
+			continue
+		}
+		c := cell{r.H, r.K, r.Behavior, r.Family}
+		if _, ok := g[c]; !ok {
+			order = append(order, c)
+		}
+		g[c] = append(g[c], r)
+	}
+	sort.SliceStable(order, func(i, j int) bool {
+		a, b := order[i], order[j]
+		if a.H != b.H {
+			return a.H < b.H
+		}
+		if a.K != b.K {
+			return a.K < b.K
+		}
+		return a.Behavior < b.Behavior
+	})
+	var b strings.Builder
+	b.WriteString("| H | K | behaviour | family | problems | clone: median, p90, worst | clone worse than the behaviour | improved: median, p90, worst | improved worse than the behaviour | improved better / worse by > 0.05 |\n|---|---|---|---|---|---|---|---|---|---|\n")
+	for _, c := range order {
+		rs := g[c]
+		var cl, im []float64
+		better, worse, clBad, imBad := 0, 0, 0, 0
+		for _, r := range rs {
+			x, y := r.Regret(r.Clone), r.Regret(r.Improved)
+			cl, im = append(cl, x), append(im, y)
+			if y < x-worseMargin {
+				better++
+			} else if y > x+worseMargin {
+				worse++
+			}
+			if x > 1 {
+				clBad++
+			}
+			if y > 1 {
+				imBad++
+			}
+		}
+		fmt.Fprintf(&b, "| %d | %s | %s | %s | %d | %s, %s, %s | %d | %s, %s, %s | %d | %d / %d |\n", c.H, kLabel(c.K), c.Behavior, c.Family, len(rs),
+			f3(quantile(cl, 0.5)), f3(quantile(cl, 0.9)), f3(quantile(cl, 1)), clBad,
+			f3(quantile(im, 0.5)), f3(quantile(im, 0.9)), f3(quantile(im, 1)), imBad, better, worse)
+	}
+	return b.String()
+}
