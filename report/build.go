@@ -562,7 +562,18 @@ func fallbackNote(fb *Fallback) string {
 		fb.HeldOutEpisodes, float64(fb.PlanBoundUnits), cands)
 }
 
-// CandidateWords names a fallback candidate for a reader.
+// CandidateName is a fallback candidate's short name for a reader.
+func CandidateName(name string) string {
+	switch name {
+	case "clone":
+		return "behaviour's clone"
+	case "improved_clone":
+		return "behaviour's improved clone"
+	}
+	return name
+}
+
+// CandidateWords names a fallback candidate for a reader, with what it is.
 func CandidateWords(name string) string {
 	switch name {
 	case "clone":

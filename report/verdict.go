@@ -208,6 +208,6 @@ func setAsideSentence(fb *Fallback, x *FallbackCandidate) string {
 	if x.Name == cl.Name {
 		return why + ", so policy.arrow holds that policy and the figures below are its own."
 	}
-	return fmt.Sprintf("%s. policy.arrow holds the %s instead, which departs from the clone only where the logs show the behaviour better off with another of its actions, so that it is no worse than the behaviour wherever the logs tell its actions apart; the figures below are its own (held-out lower bound %.4g).",
-		why, CandidateWords(x.Name), float64(x.IWLowerUnits))
+	return fmt.Sprintf("%s. policy.arrow holds the %s instead: the clone, except where the logs show another of the behaviour's actions better for the rest of the episode (its mean return from there on larger by more than 1.96 standard errors), so that it is no worse than the behaviour wherever the logs tell its actions apart; the figures below are its own (held-out lower bound %.4g).",
+		why, CandidateName(x.Name), float64(x.IWLowerUnits))
 }

@@ -176,7 +176,7 @@ func recommendationWarning(path string) string {
 		return ""
 	}
 	if m.Fallback != nil && m.Fallback.Used {
-		return fmt.Sprintf("the run's verdict recommends keeping the behaviour policy (evidence: %s); this policy is the %s, which stands in for it", m.Headline.Evidence, report.CandidateWords(m.Fallback.Chosen))
+		return fmt.Sprintf("the run's verdict recommends keeping the behaviour policy (evidence: %s); this policy is the %s, which stands in for it", m.Headline.Evidence, report.CandidateName(m.Fallback.Chosen))
 	}
 	return fmt.Sprintf("the run's verdict recommends keeping the behaviour policy (evidence: %s); this is the planned policy, for inspection only", m.Headline.Evidence)
 }

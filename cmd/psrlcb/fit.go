@@ -304,10 +304,10 @@ func printHeadline(w io.Writer, dir string, m *report.Manifest, plan *policy.Pla
 	cloned := m.Fallback != nil && m.Fallback.Used
 	switch {
 	case h.Recommendation == report.RecommendBehavior && cloned:
-		fmt.Fprintf(w, "recommendation: keep the behaviour policy (evidence: %s); %s holds the %s, which the fallback returned instead of the plan\n", strings.ReplaceAll(h.Evidence, "_", " "), report.PolicyFile, report.CandidateWords(m.Fallback.Chosen))
+		fmt.Fprintf(w, "recommendation: keep the behaviour policy (evidence: %s); %s holds the %s, which the fallback returned instead of the plan\n", strings.ReplaceAll(h.Evidence, "_", " "), report.PolicyFile, report.CandidateName(m.Fallback.Chosen))
 	case h.Recommendation == report.RecommendBehavior:
 		fmt.Fprintf(w, "recommendation: keep the behaviour policy (evidence: %s); %s holds the planned policy for inspection only\n", strings.ReplaceAll(h.Evidence, "_", " "), report.PolicyFile)
 	case cloned:
-		fmt.Fprintf(w, "recommendation: %s, the %s, which the fallback returned instead of the plan\n", report.PolicyFile, report.CandidateWords(m.Fallback.Chosen))
+		fmt.Fprintf(w, "recommendation: %s, the %s, which the fallback returned instead of the plan\n", report.PolicyFile, report.CandidateName(m.Fallback.Chosen))
 	}
 }
