@@ -134,6 +134,15 @@ func TestFallbackNarrowLogs(t *testing.T) {
 	if v < -3-1e-9 {
 		t.Errorf("returned policy worth %v, below always listening (−3)", v)
 	}
+	// The report's comparison states the model's gain over the behaviour
+	// from the headline's model value, not from the clone's rows (its
+	// unlogged first rows are NaN).
+	if c := out.Run.Compare; c != nil {
+		want := float64(hl.ModelValueUnits - hl.BehaviorUnits)
+		if !(math.Abs(c.Total-want) <= 1e-9) {
+			t.Errorf("comparison's total gain %v, want the headline's %v", c.Total, want)
+		}
+	}
 	if man := out.Run.Manifest; man.Fallback != fb || man.Parameters["fallback"] != FallbackBehavior {
 		t.Errorf("manifest fallback %+v, parameter %v", man.Fallback, man.Parameters["fallback"])
 	}

@@ -164,7 +164,7 @@ func Build(ctx context.Context, d *ingest.Dataset, inputs []string, p Params, ou
 	run.Range = &ReturnRange{Min: m.ReturnMin, Max: m.ReturnMax}
 	visits := LoggedVisits(pol, d)
 	run.Policy = NewPolicyView(pol, *run.Range, visits, DefaultPolicyRows)
-	if run.Compare, err = Compare(m, out.Bonus, pol, visits, float64(returnUnits(m)(fig.beh))); err != nil {
+	if run.Compare, err = Compare(m, out.Bonus, pol, visits, fig.val.Reward, float64(returnUnits(m)(fig.beh))); err != nil {
 		return nil, err
 	}
 

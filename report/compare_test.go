@@ -34,11 +34,11 @@ func TestCompareDepartures(t *testing.T) {
 			t.Fatal(err)
 		}
 		b = b.WithAlpha(0)
-		pol, _, err := policy.Plan(ctx, m, b, policy.PlanOptions{})
+		pol, st, err := policy.Plan(ctx, m, b, policy.PlanOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		c, err := Compare(m, b, pol, LoggedVisits(pol, d), -1)
+		c, err := Compare(m, b, pol, LoggedVisits(pol, d), st.ValueReward, -1)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -85,7 +85,7 @@ func TestCompareDepartures(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := m.ReturnMin + full.Reward*width - (-1); math.Abs(c.Total-got) > 1e-9 {
+		if got := m.ReturnMin + full.Reward*width - (-1); !(math.Abs(c.Total-got) <= 1e-9) {
 			t.Errorf("total gain %v, want %v", c.Total, got)
 		}
 		for _, dep := range c.Departures {

@@ -316,10 +316,12 @@ const (
 )
 
 // Compare finds where π̄ departs from the most logged action (at nodes the
-// logs visit, v). With a small observation tree it also evaluates, under
+// logs visit, v); modelValue is V_{θ̂,R}^π̄ on the [0,1] scale (the
+// headline's, which the policy table's values need not be: a clone's
+// rows hold logged estimates, and its unlogged first rows NaN). With a small observation tree it also evaluates, under
 // the model, π̄ with each of the most probable departures undone and with
 // all of them undone.
-func Compare(m *estimate.Model, b *pessimism.Bonus, pol *policy.Policy, v *Visits, behaviourUnits float64) (*Comparison, error) {
+func Compare(m *estimate.Model, b *pessimism.Bonus, pol *policy.Policy, v *Visits, modelValue, behaviourUnits float64) (*Comparison, error) {
 	rng := ReturnRange{m.ReturnMin, m.ReturnMax}
 	c := &Comparison{Gain: math.NaN()}
 	departs := func(id int64) bool {
@@ -362,13 +364,7 @@ func Compare(m *estimate.Model, b *pessimism.Bonus, pol *policy.Policy, v *Visit
 	sort.Ints(c.Steps)
 	sort.SliceStable(c.Departures, func(i, j int) bool { return c.Departures[i].Row.Reach > c.Departures[j].Row.Reach })
 	width := m.ReturnMax - m.ReturnMin
-	v0 := 0.0
-	for _, n := range pol.Nodes {
-		if n.Step == 1 {
-			v0 += n.ReachProb * n.ValueReward
-		}
-	}
-	c.Total = rng.ToGo(v0, 1, max(pol.Horizon, 1)) - behaviourUnits
+	c.Total = rng.ToGo(modelValue, 1, max(pol.Horizon, 1)) - behaviourUnits
 	if len(c.Departures) == 0 || treeObs(m) > maxEvalTree {
 		return c, nil
 	}
