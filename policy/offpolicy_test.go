@@ -112,20 +112,8 @@ func TestIWEstimateAgreesWithModel(t *testing.T) {
 // never chosen although it plans the greedy policy, whose criterion may
 // equal that of α = 0.
 func TestSelect(t *testing.T) {
-	rng := rand.New(rand.NewPCG(70, 70))
-	sp := pessimismtest.Spec{States: 3, Obs: 2, Actions: 2, Horizon: 3}
-	m := pessimismtest.RandomModel(rng, sp)
-	train := pessimismtest.Sample(rng, m, nil, 60)
-	held := pessimismtest.Sample(rng, m, nil, 2000)
 	ctx := context.Background()
-	b, err := pessimism.Build(ctx, m, train, pessimismtest.EvenSplits(60, 3), pessimism.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	eb, err := pessimism.Build(ctx, m, held, pessimismtest.EvenSplits(2000, 3), pessimism.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	m, b, eb, held := selectFixture(t, 70)
 	alphas := []float64{0, 0.5, 1e6}
 	sel, err := policy.Select(ctx, m, b, m, eb, held, alphas, policy.SelectOptions{})
 	if err != nil {

@@ -6,6 +6,8 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/psrlcb/psrlcb/estimate"
+	"github.com/psrlcb/psrlcb/ingest"
 	"github.com/psrlcb/psrlcb/pessimism"
 	"github.com/psrlcb/psrlcb/pessimism/pessimismtest"
 	"github.com/psrlcb/psrlcb/policy"
@@ -85,20 +87,8 @@ func TestPlanScaleMatchesBonus(t *testing.T) {
 // without scaling; its saturation is that of α·s too,
 // while its recorded cross-fitted bonus stays at its own α.
 func TestSelectPlanScale(t *testing.T) {
-	rng := rand.New(rand.NewPCG(72, 72))
-	sp := pessimismtest.Spec{States: 3, Obs: 2, Actions: 2, Horizon: 3}
-	m := pessimismtest.RandomModel(rng, sp)
-	train := pessimismtest.Sample(rng, m, nil, 60)
-	held := pessimismtest.Sample(rng, m, nil, 2000)
 	ctx := context.Background()
-	b, err := pessimism.Build(ctx, m, train, pessimismtest.EvenSplits(60, 3), pessimism.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	eb, err := pessimism.Build(ctx, m, held, pessimismtest.EvenSplits(2000, 3), pessimism.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	m, b, eb, held := selectFixture(t, 72)
 	scaled, err := policy.Select(ctx, m, b, m, eb, held, []float64{1, 4, 40}, policy.SelectOptions{PlanScale: 0.25})
 	if err != nil {
 		t.Fatal(err)
@@ -123,4 +113,26 @@ func TestSelectPlanScale(t *testing.T) {
 	if _, err := policy.Select(ctx, m, b, m, eb, held, []float64{1}, policy.SelectOptions{PlanScale: -1}); err == nil {
 		t.Fatal("a negative plan scale is accepted")
 	}
+}
+
+// selectFixture is the setting of the selection tests: a random model
+// (3 states, 2 observations, 2 actions, H = 3), the bonus of 60 training
+// episodes, and 2000 held-out episodes with their bonus.
+func selectFixture(t *testing.T, seed uint64) (*estimate.Model, *pessimism.Bonus, *pessimism.Bonus, *ingest.Dataset) {
+	t.Helper()
+	rng := rand.New(rand.NewPCG(seed, seed))
+	sp := pessimismtest.Spec{States: 3, Obs: 2, Actions: 2, Horizon: 3}
+	m := pessimismtest.RandomModel(rng, sp)
+	train := pessimismtest.Sample(rng, m, nil, 60)
+	held := pessimismtest.Sample(rng, m, nil, 2000)
+	ctx := context.Background()
+	b, err := pessimism.Build(ctx, m, train, pessimismtest.EvenSplits(60, 3), pessimism.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	eb, err := pessimism.Build(ctx, m, held, pessimismtest.EvenSplits(2000, 3), pessimism.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m, b, eb, held
 }
