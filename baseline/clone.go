@@ -196,10 +196,6 @@ func (t *trie) improve(ctx context.Context, choice []int32, opts CloneOptions) e
 func (t *trie) returnToGo(ctx context.Context) (mean, se []float64, err error) {
 	ne := len(t.edgeNode)
 	sum, sq := make([]float64, ne), make([]float64, ne)
-	edge := make(map[uint64]int32, ne)
-	for e, v := range t.edgeNode {
-		edge[uint64(v)<<16|uint64(t.edgeAct[e])] = int32(e)
-	}
 	H := t.H
 	for k := range t.K {
 		if k%ctxEvery == 0 {
@@ -211,7 +207,7 @@ func (t *trie) returnToGo(ctx context.Context) (mean, se []float64, err error) {
 		for h := H - 1; h >= 0; h-- {
 			i := k*H + h
 			g += (t.d.Reward[i] - t.shift) * t.scale
-			e := edge[uint64(t.path[i])<<16|uint64(t.d.Act[i])]
+			e := t.edgeOf[uint64(t.path[i])<<16|uint64(t.d.Act[i])]
 			sum[e] += g
 			sq[e] += g * g
 		}

@@ -36,6 +36,8 @@ type trie struct {
 	edgeAct  []uint16
 	edgeN    []int32   // n(τ,a)
 	edgeR    []float64 // Σ of rescaled immediate rewards over the n(τ,a) visits
+	// edgeOf maps (node, action) to the edge, keyed node<<16 | action.
+	edgeOf map[uint64]int32
 
 	nodesByStep [][]int32
 	edgesByStep [][]int32
@@ -142,6 +144,7 @@ func buildTrie(ctx context.Context, d *ingest.Dataset) (*trie, error) {
 	// bits; codes are < 2^16 and indices < 2^31.
 	nodeMap := make(map[uint64]int32)
 	edgeMap := make(map[uint64]int32)
+	t.edgeOf = edgeMap
 	for k := range K {
 		if k%ctxEvery == 0 {
 			if err := ctx.Err(); err != nil {

@@ -182,8 +182,7 @@ func Select(ctx context.Context, m *estimate.Model, bonus *pessimism.Bonus, em *
 		if po.RowBudget <= 0 || po.RowBudget > SelectRowBudget {
 			po.RowBudget = SelectRowBudget
 		}
-		pa := a * scale
-		pol, st, err := Plan(ctx, m, bonus.WithAlpha(pa), po)
+		pol, st, err := Plan(ctx, m, bonus.WithAlpha(a*scale), po)
 		if err != nil {
 			return nil, err
 		}
