@@ -1,0 +1,284 @@
+// Command decide diagnoses fits that explain the observations but miss
+// what decides the policy (docs/validation.md, "Decisions, not just
+// observations"). For a benchmark POMDP, a horizon and a number of
+// episodes it simulates logs and compares, on the same logs:
+//
+//	truth      the true model written in the fit's form (pomdp.TrueModel)
+//	default    estimate.Fit at the given rank with the default starts
+//	from-true  EM started from the true parameters (at the true rank)
+//	start i    EM from one informed start of seed i, for i < --starts
+//	search r   the automatic rank search's model (--ranks), with its table
+//
+// For each model it prints the observation and reward log-likelihoods
+// per episode (ln P(o|a) and ln P(r|o,a) of the logs), the normalized
+// regret (V* − V^π)/(V* − V^b) of the model's greedy plan (α = 0, so
+// neither α nor the bonus enters), the value the model gives the truly
+// optimal policy, and that value's error as a share of V* − V^b.
+// --random N tallies the final log-likelihoods of N pairs of starts (an
+// informed and a random one each), to count how often EM reaches the
+// best optimum.
+//
+// Usage:
+//
+//	go run ./bench/decide --pomdp ../shared/pomdp/stand-tiger.95.pomdp \
+//	    --horizon 4 --episodes 10000 [--seeds 3] [--rank 0] [--starts 4] \
+//	    [--ranks] [--random 25] [--points 500] [-v]
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"math"
+	"os"
+	"runtime"
+	"sort"
+
+	"github.com/psrlcb/psrlcb/estimate"
+	"github.com/psrlcb/psrlcb/ingest"
+	"github.com/psrlcb/psrlcb/pessimism"
+	"github.com/psrlcb/psrlcb/policy"
+	"github.com/psrlcb/psrlcb/pomdp"
+	"github.com/psrlcb/psrlcb/split"
+)
+
+type config struct {
+	file, behavior       string
+	H, K, seeds, starts  int
+	rank, random, points int
+	ranks, verbose       bool
+}
+
+func main() {
+	var c config
+	flag.StringVar(&c.file, "pomdp", "", "benchmark POMDP file (Cassandra's format)")
+	flag.IntVar(&c.H, "horizon", 4, "steps per episode")
+	flag.IntVar(&c.K, "episodes", 10000, "episodes per log")
+	flag.IntVar(&c.seeds, "seeds", 1, "logs to draw (seeds 1..N)")
+	flag.IntVar(&c.starts, "starts", 4, "single informed starts to run")
+	flag.IntVar(&c.rank, "rank", 0, "rank of the fits (0: the true number of states)")
+	flag.StringVar(&c.behavior, "behavior", "uniform", "behaviour policy")
+	flag.BoolVar(&c.ranks, "ranks", false, "run the automatic rank search and print its table")
+	flag.IntVar(&c.random, "random", 0, "pairs of starts whose final log-likelihoods to tally")
+	flag.IntVar(&c.points, "points", 0, "belief points of the plans (0: the planner's default)")
+	flag.BoolVar(&c.verbose, "v", false, "print the parameters of the true and the default model")
+	flag.Parse()
+	if err := run(context.Background(), c); err != nil {
+		fmt.Fprintln(os.Stderr, "decide:", err)
+		os.Exit(1)
+	}
+}
+
+// study holds one log and what every model is compared with.
+type study struct {
+	m        *pomdp.POMDP
+	d        *ingest.Dataset
+	H        int
+	vStar    float64
+	vBehav   float64
+	optimal  *policy.Policy // the true model's greedy plan: an optimal policy
+	splits   [][]int
+	workers  int
+	points   int
+	planNote string
+}
+
+func run(ctx context.Context, c config) error {
+	m, err := pomdp.ParseFile(c.file)
+	if err != nil {
+		return err
+	}
+	beh, err := pomdp.ParseBehavior(c.behavior, m)
+	if err != nil {
+		return err
+	}
+	vStar, _, err := pomdp.OptimalContext(ctx, m, c.H)
+	if err != nil {
+		return err
+	}
+	vb, err := pomdp.BehaviorValueContext(ctx, m, c.H, beh)
+	if err != nil {
+		return err
+	}
+	rank := c.rank
+	if rank == 0 {
+		rank = m.NumStates()
+	}
+	fmt.Printf("%s H=%d K=%d rank=%d behaviour %s: V*=%.4g V^b=%.4g\n", m.Name, c.H, c.K, rank, c.behavior, vStar, vb)
+	for seed := 1; seed <= c.seeds; seed++ {
+		if err := runSeed(ctx, c, m, beh, rank, uint64(seed), vStar, vb); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func runSeed(ctx context.Context, c config, m *pomdp.POMDP, beh pomdp.Behavior, rank int, seed uint64, vStar, vb float64) error {
+	d, err := pomdp.SimulateDataset(ctx, m, c.H, c.K, beh, seed)
+	if err != nil {
+		return err
+	}
+	splits, err := split.Split(c.K, c.H, seed)
+	if err != nil {
+		return err
+	}
+	s := &study{m: m, d: d, H: c.H, vStar: vStar, vBehav: vb, splits: splits, workers: runtime.GOMAXPROCS(0), points: c.points}
+	truth, err := m.TrueModel(d)
+	if err != nil {
+		return err
+	}
+	if s.optimal, err = s.greedy(ctx, truth); err != nil {
+		return err
+	}
+	fmt.Printf("seed %d\n%-10s %10s %10s %10s %8s %8s %8s  plan\n", seed, "model", "obs ll/ep", "rew ll/ep", "ll/ep", "regret", "V_θ(π*)", "err(π*)")
+	if err := s.row(ctx, "truth", truth); err != nil {
+		return err
+	}
+	if c.verbose && truth.States <= 8 {
+		printModel(truth, "truth")
+	}
+	type fit struct {
+		name string
+		o    estimate.Options
+	}
+	fits := []fit{{"default", estimate.Options{Rank: rank, Seed: seed}}}
+	if rank == m.NumStates() {
+		fits = append(fits, fit{"from-true", estimate.Options{Rank: rank, Start: truth, Restarts: 1, Seed: seed}})
+	}
+	for i := range c.starts {
+		fits = append(fits, fit{fmt.Sprintf("start %d", i), estimate.Options{Rank: rank, Restarts: 1, Seed: 1000*seed + uint64(i)}})
+	}
+	for _, f := range fits {
+		f.o.SkipThetaMin = true
+		res, err := estimate.Fit(ctx, d, f.o)
+		if err != nil && f.o.Start != nil && errors.Is(err, estimate.ErrOptions) {
+			fmt.Printf("%-10s (the logs miss a reward value of the truth: no warm start)\n", f.name)
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("%s: %w", f.name, err)
+		}
+		if err := s.row(ctx, f.name, res.Model); err != nil {
+			return err
+		}
+		if c.verbose && f.name == "default" && res.Model.States <= 8 {
+			printModel(res.Model, f.name)
+		}
+	}
+	if c.ranks {
+		rc, err := estimate.ChooseRank(ctx, d, estimate.Options{Seed: seed})
+		if err != nil {
+			return err
+		}
+		for _, r := range rc.Table {
+			fmt.Printf("  rank %2d: training ll %10.1f, held-out ll %10.1f, chosen %v\n", r.Rank, r.TrainLogLik, r.HeldOutLogLik, r.Chosen)
+		}
+		if err := s.row(ctx, fmt.Sprintf("search %d", rc.Rank), rc.Model); err != nil {
+			return err
+		}
+	}
+	if c.random > 0 {
+		return tally(ctx, d, rank, c.random)
+	}
+	return nil
+}
+
+// tally prints how many of n pairs of starts ended at each log-likelihood
+// per episode (to three decimals).
+func tally(ctx context.Context, d *ingest.Dataset, rank, n int) error {
+	count := map[string]int{}
+	for i := range n {
+		res, err := estimate.Fit(ctx, d, estimate.Options{Rank: rank, Seed: uint64(7000 + i), SkipThetaMin: true, Restarts: 2})
+		if err != nil {
+			return err
+		}
+		for _, ll := range res.RestartLogLiks {
+			count[fmt.Sprintf("%.3f", ll/float64(d.NumEpisodes()))]++
+		}
+	}
+	keys := make([]string, 0, len(count))
+	for k := range count {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	fmt.Printf("final log-likelihood per episode of %d starts:", 2*n)
+	for _, k := range keys {
+		fmt.Printf(" %s ×%d", k, count[k])
+	}
+	fmt.Println()
+	return nil
+}
+
+// greedy plans α = 0 on mod.
+func (s *study) greedy(ctx context.Context, mod *estimate.Model) (*policy.Policy, error) {
+	b, err := pessimism.Build(ctx, mod, s.d, s.splits, pessimism.Options{Workers: s.workers})
+	if err != nil {
+		return nil, err
+	}
+	pol, st, err := policy.Plan(ctx, mod, b.WithAlpha(0), policy.PlanOptions{Workers: s.workers, Points: s.points})
+	if err != nil {
+		return nil, err
+	}
+	s.planNote = "exact"
+	if !st.Exact {
+		s.planNote = fmt.Sprintf("%s, %d points, stated gap %.3f", st.Planner, st.Points, st.GapBound)
+	}
+	return pol, nil
+}
+
+// row prints one model's figures.
+func (s *study) row(ctx context.Context, name string, mod *estimate.Model) error {
+	K, H := s.d.NumEpisodes(), s.H
+	obs, joint := 0.0, 0.0
+	for k := range K {
+		o, a, r := s.d.Obs[k*H:(k+1)*H], s.d.Act[k*H:(k+1)*H], s.d.Reward[k*H:(k+1)*H]
+		obs += mod.ObsLogLik(o, a)
+		joint += mod.EpisodeLogLik(o, a, r)
+	}
+	pol, err := s.greedy(ctx, mod)
+	if err != nil {
+		return err
+	}
+	v, err := pomdp.EvaluatePolicy(ctx, s.m, H, pol)
+	if err != nil {
+		return err
+	}
+	vo, _, err := policy.ModelReturn(ctx, mod, s.optimal)
+	if err != nil {
+		return err
+	}
+	gap := s.vStar - s.vBehav
+	fmt.Printf("%-10s %10.4f %10.4f %10.4f %8.3f %8.3f %8.3f  %s\n", name, obs/float64(K), (joint-obs)/float64(K), joint/float64(K),
+		(s.vStar-v)/gap, vo, math.Abs(vo-s.vStar)/gap, s.planNote)
+	return nil
+}
+
+// printModel prints a model's initial distribution, transitions and
+// emissions per action, and E[r | s, a] per state.
+func printModel(mod *estimate.Model, name string) {
+	S := mod.States
+	fmt.Printf("%s: init %.2f\n", name, mod.Init)
+	for a := range mod.NumActions {
+		fmt.Printf("  T(·|s,%s):", mod.ActVocab[a])
+		for s := range S {
+			fmt.Printf(" %.2f", mod.Trans[0][(a*S+s)*S:(a*S+s+1)*S])
+		}
+		fmt.Printf("\n  E(·|s',%s) %v:", mod.ActVocab[a], mod.ObsVocab)
+		for s := range S {
+			fmt.Printf(" %.2f", mod.EmitOf(0, a)[s*mod.NumObs:(s+1)*mod.NumObs])
+		}
+		fmt.Println()
+	}
+	fmt.Printf("  E[r|s,a] %v\n", mod.ActVocab)
+	b := make([]float64, S)
+	for s := range S {
+		clear(b)
+		b[s] = 1
+		fmt.Printf("  s%-3d", s)
+		for a := range mod.NumActions {
+			fmt.Printf(" %8.2f", mod.ExpectedReward(1, b, a))
+		}
+		fmt.Println()
+	}
+}

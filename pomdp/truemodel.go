@@ -1,0 +1,113 @@
+package pomdp
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+
+	"github.com/psrlcb/psrlcb/estimate"
+	"github.com/psrlcb/psrlcb/ingest"
+)
+
+// TrueModel writes m as the estimate.Model a fit of the logs d would
+// return if it recovered m exactly: the same states, d's observation and
+// action vocabularies (InitSymbol is o_1, emitted by every state), a
+// stationary model of d's horizon, and the reward R(a,s,s′,o) as a point
+// mass on its value (categorical over d's logged reward values when they
+// hold every value of m, so the model can warm-start a fit of d;
+// otherwise over the union). Observations or actions of m that d never
+// logged are an error: the model could not place their probability.
+//
+// It lets a study compare a fit with the truth in the fit's own terms:
+// log-likelihoods of the same logs, EM started from the truth, the value
+// a fitted model gives a policy beside the value the truth gives it.
+func (m *POMDP) TrueModel(d *ingest.Dataset) (*estimate.Model, error) {
+	S, A, O := m.NumStates(), m.NumActions(), len(d.ObsVocab)
+	obsCode, err := codes(d.ObsVocab, append([]string{InitSymbol}, m.Observations...), "observation", m.Name)
+	if err != nil {
+		return nil, err
+	}
+	actCode, err := codes(d.ActVocab, m.Actions, "action", m.Name)
+	if err != nil {
+		return nil, err
+	}
+	if len(d.ActVocab) != A {
+		return nil, fmt.Errorf("%w: the logs have %d actions, %s has %d", ErrPolicy, len(d.ActVocab), m.Name, A)
+	}
+	vals := rewardValues(m, d.Reward)
+	V := len(vals)
+	mod := &estimate.Model{States: S, NumObs: O, NumActions: A, Horizon: d.Horizon, Stationary: true,
+		ObsVocab: d.ObsVocab, ActVocab: d.ActVocab, Reward: estimate.RewardCategorical, RewardValues: vals, TestLength: 1}
+	mod.Init = slices.Clone(m.Start)
+	mod.Obs1 = make([]float64, S*O)
+	for s := range S {
+		mod.Obs1[s*O+obsCode[0]] = 1
+	}
+	T := make([]float64, A*S*S)
+	E := make([]float64, A*S*O)
+	R := make([]float64, S*A*S*O*V)
+	for a := range A {
+		ca := actCode[a]
+		for s := range S {
+			for s2 := range S {
+				T[(ca*S+s)*S+s2] = m.T[a][s][s2]
+				for c := range O {
+					// Symbols m never emits after a step (o_1's) get the
+					// first value: any valid row serves.
+					v := 0
+					if o := slices.Index(obsCode[1:], c); o >= 0 {
+						v = sort.SearchFloat64s(vals, m.R(a, s, s2, o))
+					}
+					R[mod.RewardIndex(s, ca, s2, c)*V+v] = 1
+				}
+			}
+			for o := range m.NumObs() {
+				E[(ca*S+s)*O+obsCode[o+1]] += m.O[a][s][o]
+			}
+		}
+	}
+	mod.Trans, mod.Emit, mod.RewardProb = [][]float64{T}, [][]float64{E}, [][]float64{R}
+	mod.ReturnMin, mod.ReturnMax = returnRange(d)
+	mod.Prepare()
+	return mod, nil
+}
+
+// codes maps each name to its code in vocab.
+func codes(vocab, names []string, what, model string) ([]int, error) {
+	out := make([]int, len(names))
+	for i, n := range names {
+		c := slices.Index(vocab, n)
+		if c < 0 {
+			return nil, fmt.Errorf("%w: %s %q of %s never occurs in the logs", ErrPolicy, what, n, model)
+		}
+		out[i] = c
+	}
+	return out, nil
+}
+
+// rewardValues is the sorted categorical support of the true model: the
+// logged values when they hold every reward m can pay, else their union
+// with m's.
+func rewardValues(m *POMDP, logged []float64) []float64 {
+	set := map[float64]bool{}
+	for _, r := range logged {
+		set[r] = true
+	}
+	for _, r := range m.Reward {
+		set[r] = true
+	}
+	vals := make([]float64, 0, len(set))
+	for v := range set {
+		vals = append(vals, v)
+	}
+	sort.Float64s(vals)
+	return vals
+}
+
+// returnRange is the fit's range of returns: H times the least and the
+// largest logged reward.
+func returnRange(d *ingest.Dataset) (lo, hi float64) {
+	lo, hi = slices.Min(d.Reward), slices.Max(d.Reward)
+	H := float64(d.Horizon)
+	return H * lo, H * hi
+}
