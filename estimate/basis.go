@@ -2,6 +2,7 @@ package estimate
 
 import (
 	"math"
+	"sync"
 
 	"gonum.org/v1/gonum/mat"
 )
@@ -28,63 +29,180 @@ import (
 // is. The Gram matrix G_hᵀG_h is built by a recursion over the test
 // levels, O(k·(S²·|O| + |A|·S⁴)) per step, never forming G_h.
 
-// FeatureBasis returns L_h (row-major S×S) for h = 0..H−1 of a Compact
-// model; see the comment above. It panics for a full-form model.
+//
+// The full form's emission depends on the action a_h, so its predictions
+// are ψ(τ_h) = G_{h,a_h}·p, a different matrix per action; together they
+// span at most B_h·S dimensions (B_h = |A| blocks, 1 at h = 0 where o_1
+// follows no action). With x the B_h·S vector holding p in block a_h and
+// zeros elsewhere, ψ = [G_{h,1} … G_{h,B}]·x, and the same argument with
+// L_h = (GᵀG)^{1/2} (B_h·S square) gives a feature y = L_h·x of dimension
+// B_h·S whose inner products are those of the tests' probabilities. It is
+// used whenever B_h·S is less than the number of tests (large |O|, or
+// tests of several steps): the bonus is then computed in B_h·S
+// dimensions instead of |O|^k·|A|^(k−1), with the same values.
+
+// FeatureBasis returns L_h (row-major n×n, n = FeatureDim(h)) for h =
+// 0..H−1, nil at steps whose feature is the tests' probabilities
+// themselves (the full form with fewer tests than B_h·S); see the
+// comment above.
 func (m *Model) FeatureBasis() [][]float64 {
-	if !m.Compact {
-		panic("estimate: FeatureBasis of a full-form model")
-	}
 	out := make([][]float64, m.Horizon)
 	for h := range out {
-		out[h] = sqrtPSD(m.testGram(h), m.States)
+		switch {
+		case m.Compact:
+			out[h] = sqrtPSD(m.testGram(h), m.States)
+		case m.reduced(h):
+			out[h] = sqrtPSD(m.blockGram(h), m.FeatureDim(h))
+		}
 	}
 	return out
 }
 
-// testGram is G_hᵀG_h (row-major S×S) of the tests at step h.
-func (m *Model) testGram(h int) []float64 {
-	S, O, A := m.States, m.NumObs, m.NumActions
-	k := m.testLen(h)
-	var next []float64 // W_{j+1}, nil at the last level
-	for j := k; j >= 1; j-- {
-		E := m.emitRow(h+j-1, 0) // Compact: the same for every action
-		W := make([]float64, S*S)
+// featureBases is FeatureBasis, computed once per prepared model: every
+// Featurizer of the model shares it (a basis costs O(B²·S²·|O|) to build).
+func (m *Model) featureBases() [][]float64 {
+	c := m.basisCache
+	if c == nil {
+		return m.FeatureBasis()
+	}
+	c.once.Do(func() { c.bases = m.FeatureBasis() })
+	return c.bases
+}
+
+// basisCache holds a prepared model's feature bases (Prepare replaces it).
+type basisCache struct {
+	once  sync.Once
+	bases [][]float64
+}
+
+// blocks is B_h, the number of actions whose emission the observation
+// after step h depends on: |A|, or 1 at h = 0 (o_1).
+func (m *Model) blocks(h int) int {
+	if h == 0 {
+		return 1
+	}
+	return m.NumActions
+}
+
+// FeatureIsTests says whether ψ̄(τ_h) is the vector of the tests'
+// probabilities itself (the full form with no more tests than B_h·S),
+// rather than its r-dimensional image (the Compact form, or the reduced
+// full form).
+func (m *Model) FeatureIsTests(h int) bool { return !m.Compact && !m.reduced(h) }
+
+// reduced says whether the full form's feature at step h is the reduced
+// one: B_h·S dimensions are fewer than the tests.
+func (m *Model) reduced(h int) bool {
+	return !m.Compact && m.blocks(h)*m.States < m.testCount(h)
+}
+
+// emitGram returns Σ_o E(o|u)·F(o|u′) (row-major S×S) of two emission
+// tables (row-major s*O+o).
+func emitGram(E, F []float64, S, O int) []float64 {
+	W := make([]float64, S*S)
+	for u := 0; u < S; u++ {
+		for u2 := 0; u2 < S; u2++ {
+			x := 0.0
+			for o := 0; o < O; o++ {
+				x += E[u*O+o] * F[u2*O+o]
+			}
+			W[u*S+u2] = x
+		}
+	}
+	return W
+}
+
+// sandwichSum returns Σ_a T_a·W_a·T_aᵀ (row-major S×S) over the actions'
+// transition matrices of step table t.
+func (m *Model) sandwichSum(t int, W func(a int) []float64) []float64 {
+	S := m.States
+	acc := make([]float64, S*S)
+	tmp := make([]float64, S*S)
+	for a := 0; a < m.NumActions; a++ {
+		T := m.Trans[t][a*S*S : (a+1)*S*S]
+		Wa := W(a)
 		for s := 0; s < S; s++ {
-			for s2 := s; s2 < S; s2++ {
+			for u2 := 0; u2 < S; u2++ {
 				x := 0.0
-				for o := 0; o < O; o++ {
-					x += E[s*O+o] * E[s2*O+o]
+				for u := 0; u < S; u++ {
+					x += T[s*S+u] * Wa[u*S+u2]
 				}
-				W[s*S+s2], W[s2*S+s] = x, x
+				tmp[s*S+u2] = x
 			}
 		}
-		if next != nil {
-			// Σ_a T_a W_{j+1} T_aᵀ, entrywise times W.
-			t := m.Table(h + j)
-			acc := make([]float64, S*S)
-			tmp := make([]float64, S*S)
-			for a := 0; a < A; a++ {
-				T := m.Trans[t][a*S*S : (a+1)*S*S]
-				clear(tmp)
-				for s := 0; s < S; s++ {
-					for u2 := 0; u2 < S; u2++ {
-						x := 0.0
-						for u := 0; u < S; u++ {
-							x += T[s*S+u] * next[u*S+u2]
-						}
-						tmp[s*S+u2] = x
-					}
+		for s := 0; s < S; s++ {
+			for s2 := 0; s2 < S; s2++ {
+				x := 0.0
+				for u2 := 0; u2 < S; u2++ {
+					x += tmp[s*S+u2] * T[s2*S+u2]
 				}
-				for s := 0; s < S; s++ {
-					for s2 := 0; s2 < S; s2++ {
-						x := 0.0
-						for u2 := 0; u2 < S; u2++ {
-							x += tmp[s*S+u2] * T[s2*S+u2]
-						}
-						acc[s*S+s2] += x
+				acc[s*S+s2] += x
+			}
+		}
+	}
+	return acc
+}
+
+// blockGram is GᵀG (row-major n×n, n = B_h·S) of the full form's tests at
+// step h, G = [G_{h,1} … G_{h,B}]: block (a, a′) is Σ_o E_a(o|s)E_a′(o|s′)
+// times, entrywise, the Gram of the tests' later levels (all ones for
+// one-step tests), which no longer depends on a or a′.
+func (m *Model) blockGram(h int) []float64 {
+	S, O, B := m.States, m.NumObs, m.blocks(h)
+	k := m.testLen(h)
+	// rest[u*S+u2]: Σ over the later levels' observations and actions of
+	// the products of their probabilities from s_{h+1} = u and u2.
+	var rest []float64
+	if k > 1 {
+		var next [][]float64 // W_{j+1}^{(a)} per action a; nil at j = k
+		for j := k; j >= 2; j-- {
+			var acc []float64
+			if next != nil {
+				acc = m.sandwichSum(m.Table(h+j), func(a int) []float64 { return next[a] })
+			}
+			cur := make([][]float64, m.NumActions)
+			for a := range cur {
+				E := m.emitRow(h+j-1, a)
+				w := emitGram(E, E, S, O)
+				for i := range acc {
+					w[i] *= acc[i]
+				}
+				cur[a] = w
+			}
+			next = cur
+		}
+		rest = m.sandwichSum(m.Table(h+1), func(a int) []float64 { return next[a] })
+	}
+	n := B * S
+	g := make([]float64, n*n)
+	for a := 0; a < B; a++ {
+		for a2 := a; a2 < B; a2++ {
+			w := emitGram(m.emitRow(h, a), m.emitRow(h, a2), S, O)
+			for s := 0; s < S; s++ {
+				for s2 := 0; s2 < S; s2++ {
+					x := w[s*S+s2]
+					if rest != nil {
+						x *= rest[s*S+s2]
 					}
+					g[(a*S+s)*n+a2*S+s2] = x
+					g[(a2*S+s2)*n+a*S+s] = x
 				}
 			}
+		}
+	}
+	return g
+}
+
+// testGram is G_hᵀG_h (row-major S×S) of the tests at step h of the
+// Compact form, whose emission is the same for every action.
+func (m *Model) testGram(h int) []float64 {
+	S, O := m.States, m.NumObs
+	var next []float64 // W_{j+1}, nil at the last level
+	for j := m.testLen(h); j >= 1; j-- {
+		E := m.emitRow(h+j-1, 0)
+		W := emitGram(E, E, S, O)
+		if next != nil {
+			acc := m.sandwichSum(m.Table(h+j), func(int) []float64 { return next })
 			for i := range W {
 				W[i] *= acc[i]
 			}
@@ -121,12 +239,14 @@ func sqrtPSD(w []float64, n int) []float64 {
 	return out
 }
 
-// mulVec writes L·p into out (L row-major n×n).
-func mulVec(L []float64, n int, p, out []float64) {
+// mulBlock writes L·x into out (L row-major n×n), where x holds p in the
+// coordinates off..off+len(p)−1 and zeros elsewhere.
+func mulBlock(L []float64, n, off int, p, out []float64) {
 	for i := 0; i < n; i++ {
+		row := L[i*n+off : i*n+off+len(p)]
 		x := 0.0
-		for j, pj := range p[:n] {
-			x += L[i*n+j] * pj
+		for j, pj := range p {
+			x += row[j] * pj
 		}
 		out[i] = x
 	}

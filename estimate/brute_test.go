@@ -2,6 +2,7 @@ package estimate
 
 import (
 	"math"
+	"math/rand/v2"
 	"testing"
 )
 
@@ -163,8 +164,9 @@ func TestObsLogLikBruteForce(t *testing.T) {
 	}
 }
 
-// TestFeatureBruteForce: every entry of ψ̄(τ_h) for tests of length 1 and
-// 2 equals P(test observations | τ_h, test actions) by brute force, the
+// TestFeatureBruteForce: every test probability of the Featurizer (the
+// full form's ψ̄(τ_h) before any reduction) for tests of length 1 and 2
+// equals P(test observations | τ_h, test actions) by brute force, the
 // ratio P(o_{1:h+k}|a_{1:h+k−1}) / P(o_{1:h}|a_{1:h−1}).
 func TestFeatureBruteForce(t *testing.T) {
 	for _, stationary := range []bool{true, false} {
@@ -180,9 +182,14 @@ func TestFeatureBruteForce(t *testing.T) {
 						oi[i], ai[i] = int(d.Obs[k*H+i]), int(d.Act[k*H+i])
 					}
 					kk := min(tl, H-h)
-					dim := m.FeatureDim(h)
+					dim := m.testCount(h)
 					out := make([]float64, dim)
-					m.Feature(oi, ai, out)
+					pred, _ := m.PredictHistory(oi, ai)
+					a := 0
+					if h > 0 {
+						a = ai[h-1]
+					}
+					NewFeaturizer(m).Tests(h, pred, a, out)
 					den := bruteObs(m, oi, ai)
 					for idx := 0; idx < dim; idx++ {
 						// Decode ((o1·A + a1)·O + o2)…
@@ -202,6 +209,58 @@ func TestFeatureBruteForce(t *testing.T) {
 						want := bruteObs(m, fo, fa) / den
 						if math.Abs(out[idx]-want) > 1e-12 {
 							t.Fatalf("stationary=%v m=%d episode %d h=%d test %d: ψ̄ %v, brute force %v", stationary, tl, k, h, idx, out[idx], want)
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestReducedFeatureGram: where the full form's feature is reduced to
+// B_h·S dimensions, the inner products of reduced features equal those
+// of the tests' probabilities they stand for (so every bonus, a function
+// of inner products only, is unchanged), for tests of length 1 to 3, at
+// every step, for random predicted states and actions.
+func TestReducedFeatureGram(t *testing.T) {
+	for _, stationary := range []bool{true, false} {
+		m := RandomModel(2, 7, 3, 4, stationary, []float64{0, 1}, 11)
+		for _, tl := range []int{1, 2, 3} {
+			m.TestLength = tl
+			m.Prepare()
+			fz := NewFeaturizer(m)
+			rng := rand.New(rand.NewPCG(uint64(tl), 5))
+			for h := 0; h < m.Horizon; h++ {
+				if !m.reduced(h) {
+					t.Fatalf("m=%d h=%d: %d tests, %d·%d reduced dimensions: expected a reduction", tl, h, m.testCount(h), m.blocks(h), m.States)
+				}
+				type pt struct {
+					tests, feat []float64
+				}
+				var pts []pt
+				for range 6 {
+					pred := make([]float64, m.States)
+					dirichlet1(rng, pred)
+					if h == 0 {
+						copy(pred, m.Init) // o_1's prediction: the prior
+					}
+					a := rng.IntN(m.NumActions)
+					p := pt{make([]float64, m.testCount(h)), make([]float64, m.FeatureDim(h))}
+					fz.Tests(h, pred, a, p.tests)
+					fz.Feature(h, pred, a, p.feat)
+					pts = append(pts, p)
+				}
+				for i := range pts {
+					for j := range pts {
+						want, got := 0.0, 0.0
+						for l := range pts[i].tests {
+							want += pts[i].tests[l] * pts[j].tests[l]
+						}
+						for l := range pts[i].feat {
+							got += pts[i].feat[l] * pts[j].feat[l]
+						}
+						if math.Abs(got-want) > 1e-12 {
+							t.Fatalf("stationary=%v m=%d h=%d: inner product %v of reduced features, %v of the tests", stationary, tl, h, got, want)
 						}
 					}
 				}

@@ -22,23 +22,32 @@ func (m *Model) testLen(h int) int {
 }
 
 // FeatureDim is d_h, the dimension of ψ̄(τ_h) at step h (0 ≤ h < H): the
-// number of tests of length min(m, H−h), |O|^k·|A|^(k−1), for the full
-// form, and the rank S for the Compact form (see basis.go).
+// rank S for the Compact form; for the full form the number of tests of
+// length min(m, H−h), |O|^k·|A|^(k−1), or the reduced dimension B_h·S
+// when that is smaller (see basis.go).
 func (m *Model) FeatureDim(h int) int {
 	if m.Compact {
 		return m.States
 	}
+	if m.reduced(h) {
+		return m.blocks(h) * m.States
+	}
 	return m.testCount(h)
 }
 
-// testCount is the number of tests of length min(m, H−h) at step h.
+// maxTests caps testCount: any count past it is "more than a reduced
+// feature can ever have" and only compared, never allocated.
+const maxTests = 1 << 40
+
+// testCount is the number of tests of length min(m, H−h) at step h, or
+// maxTests when it is larger.
 func (m *Model) testCount(h int) int {
 	k := m.testLen(h)
 	d := 1
 	for j := 0; j < k; j++ {
-		d *= m.NumObs
+		d = min(d*m.NumObs, maxTests)
 		if j > 0 {
-			d *= m.NumActions
+			d = min(d*m.NumActions, maxTests)
 		}
 	}
 	return d
@@ -60,8 +69,9 @@ type Featurizer struct {
 	m    *Model
 	w    [][]float64 // per test level: joint of observations so far and the state
 	next [][]float64 // per test level: predicted state after the level's action
-	// basis[h] is the S×S map L_h from the predicted state to ψ̄ in the
-	// Compact form (basis.go); nil for the full form.
+	// basis[h] is the n×n map L_h from the predicted state (in block
+	// a_h of n = B_h·S coordinates) to the reduced feature (basis.go);
+	// basis[h] nil: the feature is the tests' probabilities.
 	basis [][]float64
 }
 
@@ -73,17 +83,19 @@ func NewFeaturizer(m *Model) *Featurizer {
 		f.w[j] = make([]float64, m.States)
 		f.next[j] = make([]float64, m.States)
 	}
-	if m.Compact {
-		f.basis = m.FeatureBasis()
-	}
+	f.basis = m.featureBases()
 	return f
 }
 
 // Feature is FeatureFromPred with the Featurizer's scratch.
 func (f *Featurizer) Feature(h int, pred []float64, a int, out []float64) {
 	m := f.m
-	if f.basis != nil {
-		mulVec(f.basis[h], m.States, pred, out)
+	if L := f.basis[h]; L != nil {
+		blk := 0
+		if h > 0 && !m.Compact {
+			blk = a
+		}
+		mulBlock(L, m.FeatureDim(h), blk*m.States, pred[:m.States], out)
 		return
 	}
 	f.Tests(h, pred, a, out)

@@ -83,6 +83,9 @@ type Model struct {
 
 	// expReward[t][(a*S+s)] = E[r_h | s_h=s, a_h=a], derived by Prepare.
 	expReward [][]float64
+	// basisCache holds the feature bases of the prepared parameters
+	// (basis.go); Prepare replaces it.
+	basisCache *basisCache
 }
 
 // ErrModel is returned by Validate for a model whose shapes or
@@ -154,6 +157,7 @@ func (m *Model) ExpectedRewardOf(t, s, a, s2, o int) float64 {
 func (m *Model) Prepare() {
 	S, A, O := m.States, m.NumActions, m.NumObs
 	nt := len(m.Trans)
+	m.basisCache = &basisCache{}
 	m.expReward = make([][]float64, nt)
 	for t := 0; t < nt; t++ {
 		er := make([]float64, A*S)

@@ -234,9 +234,11 @@ func (w *tableWalker) walk(ctx context.Context, eps float64, limit int64, build 
 		w.frontier = 0
 		return w.walkLevels(false)
 	}
-	// Collect: the shallowest frontier with enough tasks.
+	// Collect: the shallowest frontier with enough tasks (every level-1
+	// node is one on wide vocabularies, where a deeper frontier would
+	// hold |O|² tasks).
 	w.collect = true
-	for w.frontier = 2; ; w.frontier++ {
+	for w.frontier = 1; ; w.frontier++ {
 		w.tasks = w.tasks[:0]
 		w.walkLevels(false)
 		if w.over || len(w.tasks) >= walkTasks*workers || w.frontier == w.bp.H {
@@ -400,6 +402,12 @@ func (w *tableWalker) visit(h, o int, parent int64, cond, reach, sum float64) (t
 	bp := w.bp
 	if h == w.frontier {
 		if w.collect {
+			// Every task is at least one row: past the limit the walk
+			// is over, as counting the rows would find.
+			if int64(len(w.tasks))+w.count+1 > w.limit {
+				w.over = true
+				return tval{}, 0
+			}
 			w.tasks = append(w.tasks, walkTask{h: h, o: o, cond: cond, reach: reach, sum: sum, bel: append([]float64(nil), w.bel[h]...), above: w.count})
 			return tval{}, 0
 		}

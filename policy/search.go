@@ -89,7 +89,7 @@ type planner struct {
 func newPlanner(m *estimate.Model, bonus *pessimism.Bonus) *planner {
 	H, S, O, A := m.Horizon, m.States, m.NumObs, m.NumActions
 	p := &planner{m: m, bonus: bonus, fz: estimate.NewFeaturizer(m), H: H, S: S, O: O, A: A,
-		oneStep: m.TestLength <= 1 && !m.Compact, endObs: -1, scratch: make([]float64, bonus.ScratchLen())}
+		oneStep: m.TestLength <= 1 && (m.Horizon < 2 || m.FeatureIsTests(1)), endObs: -1, scratch: make([]float64, bonus.ScratchLen())}
 	p.shift, p.scale = m.RewardScale()
 	p.emax = maxEmission(m)
 	endAct := -1

@@ -22,6 +22,7 @@ import (
 	"github.com/psrlcb/psrlcb/internal/outdir"
 	"github.com/psrlcb/psrlcb/pessimism"
 	"github.com/psrlcb/psrlcb/pipeline"
+	"github.com/psrlcb/psrlcb/policy"
 	"github.com/psrlcb/psrlcb/report"
 )
 
@@ -47,15 +48,15 @@ func registerFlags(fs *flag.FlagSet) *fitConfig {
 		out:           fs.String("out", "", "output directory (required; written only when the whole run succeeds)"),
 		force:         fs.Bool("force", false, "replace an existing output directory"),
 		rank:          fs.String("rank", "auto", `latent states r, or "auto" (held-out log-likelihood among 1..--max-rank)`),
-		maxRank:       fs.Int("max-rank", 0, "largest rank tried by --rank auto (0: 8)"),
+		maxRank:       fs.Int("max-rank", 0, fmt.Sprintf("largest rank tried by --rank auto (0: %d)", estimate.DefaultMaxRank)),
 		dynamics:      fs.String("dynamics", estimate.DynamicsStationary, `"stationary" or "per-step"`),
-		restarts:      fs.Int("restarts", 0, "EM starts (0: 4)"),
-		maxIter:       fs.Int("max-iter", 0, "E-steps per EM start (0: 300)"),
-		tol:           fs.Float64("tol", 0, "relative log-likelihood gain at which EM stops (0: 1e-6)"),
+		restarts:      fs.Int("restarts", 0, fmt.Sprintf("EM starts (0: %d)", estimate.DefaultRestarts)),
+		maxIter:       fs.Int("max-iter", 0, fmt.Sprintf("E-steps per EM start (0: %d)", estimate.DefaultMaxIter)),
+		tol:           fs.Float64("tol", 0, fmt.Sprintf("relative log-likelihood gain at which EM stops (0: %g)", estimate.DefaultTol)),
 		alpha:         fs.String("alpha", "auto", `bonus coefficient α: a number, a list "0.1,1", "auto" or "theory"`),
-		lambda:        fs.Float64("lambda", 0, "λ of U_h = λI + Σψ̄ψ̄ᵀ (0: 1)"),
-		selectHeldOut: fs.Float64("select-heldout", 0, "share of episodes held out to choose α (0: 0.2)"),
-		planBudget:    fs.Int64("plan-budget", 0, "node budget of the exact planner (0: 5e7)"),
+		lambda:        fs.Float64("lambda", 0, fmt.Sprintf("λ of U_h = λI + Σψ̄ψ̄ᵀ (0: %g)", pessimism.DefaultLambda)),
+		selectHeldOut: fs.Float64("select-heldout", 0, fmt.Sprintf("share of episodes held out to choose α (0: %g)", pipeline.DefaultSelectHeldOut)),
+		planBudget:    fs.Int64("plan-budget", 0, fmt.Sprintf("node budget of the exact planner (0: %d)", policy.DefaultBudget)),
 		seed:          fs.Uint64("seed", 1, "seed of the split, held-out draws and EM"),
 		workers:       fs.Int("workers", 0, "goroutines of the driver (0: all cores)"),
 		horizon:       fs.Int("horizon", 0, "episode length H (0: the largest step in the logs)"),

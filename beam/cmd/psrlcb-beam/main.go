@@ -5,7 +5,7 @@
 //
 //	psrlcb-beam fit --runner prism --out runs/x [flags] FILES...
 //
-// Flags come before the log files. --runner local runs exactly what
+// Flags may come before or after the log files. --runner local runs exactly what
 // `psrlcb fit` runs and never starts Beam. Beam's own flags (--endpoint,
 // --environment_type, --environment_config, --job_name, --project,
 // --region, --temp_location, --staging_location, …) are accepted as
@@ -57,7 +57,7 @@ func main() {
 		args = args[1:]
 	}
 	cfg := registerFlags(flag.CommandLine)
-	flag.CommandLine.Parse(args)
+	flag.CommandLine.Parse(interspersed(flag.CommandLine, args))
 	beam.Init()
 	quietBeamLogs()
 
