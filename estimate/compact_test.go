@@ -269,10 +269,17 @@ func TestFormAndMemoryCheck(t *testing.T) {
 	if !errors.Is(err, ErrTooLarge) || !errors.Is(err, ErrData) {
 		t.Fatalf("full form at |O| = 3000, |A| = 50, rank 8 under 1 GiB: %v", err)
 	}
-	for _, s := range []string{"too many distinct observations for this rank", "--max-observations", "lower the rank"} {
+	for _, s := range []string{"3000 observations", "--max-observations", "lower the rank"} {
 		if !strings.Contains(err.Error(), s) {
 			t.Fatalf("message %q does not say %q", err, s)
 		}
+	}
+	// Thousands of actions and few observations: merging observations
+	// cannot help, and the message says so.
+	actions := uniformDataset(50, 3, 4, 3000, 1)
+	_, err = Fit(t.Context(), actions, Options{Rank: 8, Form: FormFull, MemoryLimit: 1 << 24})
+	if !errors.Is(err, ErrTooLarge) || !strings.Contains(err.Error(), "3000 actions") || !strings.Contains(err.Error(), "cannot help") {
+		t.Fatalf("|A| = 3000 under 16 MiB: %v", err)
 	}
 	res, err := Fit(t.Context(), wide, Options{Rank: 8, Restarts: 1, MaxIter: 3, MemoryLimit: 1 << 30})
 	if err != nil || !res.Model.Compact {

@@ -2,6 +2,7 @@ package estimate
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -290,20 +291,45 @@ func fitAll(ctx context.Context, d *ingest.Dataset, all *coded, proto *Model, S 
 
 // chooseProtoForm sets proto.Compact from Options.Form for the largest
 // rank that will be fitted (a warm start keeps its own form) and checks
-// that the fit fits in Options.MemoryLimit.
+// that the fit fits in Options.MemoryLimit and that the logs can tell
+// that many states apart (capRank). With the automatic rank, MaxRank is
+// lowered to the largest rank that passes both checks instead.
 func chooseProtoForm(proto *Model, c *coded, o *Options) error {
+	nt := len(proto.Trans)
+	if o.Start != nil {
+		proto.Compact = o.Start.Compact
+		return checkMemory(c, o.Start.States, nt, proto.Compact, o)
+	}
+	if err := capRank(c, o, func(S int) bool { return chooseForm(o.Form, c, S, nt) }); err != nil {
+		return err
+	}
 	S := o.Rank
 	if S == 0 {
 		S = o.MaxRank
 	}
-	nt := len(proto.Trans)
-	if o.Start != nil {
-		S = o.Start.States
-		proto.Compact = o.Start.Compact
-	} else {
-		proto.Compact = chooseForm(o.Form, c, S, nt)
+	proto.Compact = chooseForm(o.Form, c, S, nt)
+	err := checkMemory(c, S, nt, proto.Compact, o)
+	if err == nil || o.Rank != 0 {
+		return err
 	}
-	return checkMemory(c, S, nt, proto.Compact, o)
+	// The automatic rank: the largest rank that fits (the need grows with
+	// the rank), with the form chosen for it.
+	lo, hi := 0, S // lo fits (0: none yet), hi does not
+	for hi-lo > 1 {
+		mid := (lo + hi) / 2
+		if checkMemory(c, mid, nt, chooseForm(o.Form, c, mid, nt), o) == nil {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	if lo == 0 {
+		return checkMemory(c, 1, nt, chooseForm(o.Form, c, 1, nt), o)
+	}
+	o.MaxRank = lo
+	o.MaxRankCause = fmt.Sprintf("larger ranks need more memory than the limit of %s", gib(o.MemoryLimit))
+	proto.Compact = chooseForm(o.Form, c, lo, nt)
+	return nil
 }
 
 // fitRank runs o.Restarts EM starts with S states on c and returns them

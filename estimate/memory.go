@@ -24,7 +24,7 @@ const fullFormCells = 1 << 22
 
 // ErrTooLarge is returned (wrapping ErrData) when the fit would need more
 // memory than Options.MemoryLimit.
-var ErrTooLarge = fmt.Errorf("%w: too many distinct observations for this rank", ErrData)
+var ErrTooLarge = fmt.Errorf("%w: model too large for the memory limit", ErrData)
 
 // chooseForm resolves Options.Form for the data shape and the largest
 // rank S that will be fitted.
@@ -81,8 +81,17 @@ func checkMemory(c *coded, S, nt int, compact bool, o *Options) error {
 	if compact {
 		form = FormCompact
 	}
-	return fmt.Errorf("%w: %d observations, %d actions and rank %d need about %.1f GiB in the %s model form, above the memory limit of %.1f GiB; bucket rare observations, pass --max-observations N, or lower the rank (--rank/--max-rank)",
-		ErrTooLarge, c.O, c.A, S, need/(1<<30), form, float64(o.MemoryLimit)/(1<<30))
+	what := fmt.Sprintf("%d observations, %d actions and rank %d need about %.1f GiB in the %s model form, above the memory limit of %s",
+		c.O, c.A, S, need/(1<<30), form, gib(o.MemoryLimit))
+	// What to do depends on what dominates: with one observation the
+	// model would still be too large when the actions and the rank are
+	// what costs, and merging rare observations cannot help then.
+	one := *c
+	one.O = 1
+	if memoryNeed(&one, S, nt, compact, o) > float64(o.MemoryLimit) {
+		return fmt.Errorf("%w: %s; the actions and the rank dominate, so merging observations (--max-observations) cannot help: lower the rank (--rank/--max-rank), coarsen the action set, or raise --memory-limit", ErrTooLarge, what)
+	}
+	return fmt.Errorf("%w: %s; bucket rare observations, pass --max-observations N, lower the rank (--rank/--max-rank), or raise --memory-limit", ErrTooLarge, what)
 }
 
 // DefaultMemoryLimit is three quarters of the memory this process may use:

@@ -83,8 +83,12 @@ type Options struct {
 	// vocabularies).
 	Rank int
 	// MaxRank bounds the ranks tried when Rank is 0 (default
-	// DefaultMaxRank, capped by the number of training episodes).
+	// DefaultMaxRank, capped by the number of training episodes, the
+	// logs' distinct histories and the memory limit; see MaxRankCause).
 	MaxRank int
+	// MaxRankCause is set by Fit and ChooseRank when they lowered MaxRank:
+	// what bounds the rank (the result's Options carry it).
+	MaxRankCause string
 	// RankBudget bounds the work of the rank search in E-step cell
 	// updates (episodes × steps × S² summed over its E-steps; default
 	// DefaultRankBudget). No new rank is started once it is spent.

@@ -451,6 +451,10 @@ type RankChoice struct {
 	HeldOutLogLik float64
 	// Episodes is the size of the search's subsample.
 	Episodes int
+	// MaxRank is the largest rank the search could try, and
+	// MaxRankCause why it is below Options.MaxRank ("" when it is not).
+	MaxRank      int
+	MaxRankCause string
 }
 
 // ChooseRank runs the automatic rank search of Fit on d by itself (see the
@@ -475,5 +479,5 @@ func ChooseRank(ctx context.Context, d *ingest.Dataset, opts Options) (*RankChoi
 		return nil, err
 	}
 	return &RankChoice{Rank: S, Model: m, Table: res.RankTable, Trace: res.Trace,
-		HeldOutLogLik: res.HeldOutLogLik, Episodes: res.RankSearchEpisodes}, nil
+		HeldOutLogLik: res.HeldOutLogLik, Episodes: res.RankSearchEpisodes, MaxRank: o.MaxRank, MaxRankCause: o.MaxRankCause}, nil
 }

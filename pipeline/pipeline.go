@@ -400,6 +400,9 @@ func fit(ctx context.Context, d *ingest.Dataset, inputs []string, opts Options) 
 		}
 		rankChoice = rc
 		eopts.Rank = rc.Rank
+		if rc.MaxRankCause != "" {
+			out.Notes = append(out.Notes, fmt.Sprintf("The rank search tried ranks up to %d only: %s.", rc.MaxRank, rc.MaxRankCause))
+		}
 		// Warm starts need a model that knows every logged reward value;
 		// a search on a subsample of small logs may have missed one.
 		if rc.Model != nil {

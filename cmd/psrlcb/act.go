@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/urfave/cli/v2"
@@ -31,15 +32,20 @@ func newActCommand() *cli.Command {
 			"policy, an observation the model does not know is looked up as <other>, with a warning.",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "policy", Usage: "`PATH` of policy.arrow, or the directory holding it", Required: true},
-			&cli.StringFlag{Name: "history", Usage: "comma-separated `o1,a1,o2,…,oh` (user symbols)", Required: true},
+			&cli.StringFlag{Name: "history", Usage: "comma-separated `o1,a1,o2,…,oh` (user symbols; spaces around an item are dropped)"},
+			&cli.StringFlag{Name: "history-json", Usage: "the history as a JSON array of strings, `'[\"o1\",\"a1\",…,\"oh\"]'`, for symbols that are empty, hold commas or spaces"},
 			&cli.BoolFlag{Name: "json", Usage: "print the node's values as one JSON object"},
 		},
 		Action: func(c *cli.Context) error {
 			if c.NArg() > 0 {
 				return usagef("act takes no arguments (got %q)", c.Args().Slice())
 			}
+			obs, acts, err := historyFlags(c.IsSet("history"), c.String("history"), c.IsSet("history-json"), c.String("history-json"))
+			if err != nil {
+				return err
+			}
 			return runAct(c.Context, c.App.Writer, actOptions{
-				policy: c.String("policy"), history: c.String("history"), json: c.Bool("json"), stderr: c.App.ErrWriter,
+				policy: c.String("policy"), obs: obs, acts: acts, json: c.Bool("json"), stderr: c.App.ErrWriter,
 			})
 		},
 	}
@@ -53,9 +59,10 @@ var errNoAction = errkind.New(errkind.Data, "act: no action")
 var errModelFile = errkind.New(errkind.Data, "act: invalid model.arrow")
 
 type actOptions struct {
-	policy, history string
-	json            bool
-	stderr          io.Writer // warnings (nil: os.Stderr)
+	policy    string
+	obs, acts []string // the history o_1..o_h and a_1..a_{h−1}
+	json      bool
+	stderr    io.Writer // warnings (nil: os.Stderr)
 }
 
 // actResult is act's JSON output.
@@ -75,20 +82,49 @@ type actResult struct {
 	Warnings   []string `json:"warnings,omitempty"`
 }
 
+// jsonHint says how to give symbols the comma-separated form cannot.
+const jsonHint = `an empty symbol, or one holding a comma, goes in --history-json '["o1","a1",""]'`
+
+// historyFlags reads the history from exactly one of --history and
+// --history-json.
+func historyFlags(setText bool, text string, setJSON bool, js string) (obs, acts []string, err error) {
+	switch {
+	case setText && setJSON:
+		return nil, nil, usagef("give the history once: --history or --history-json, not both")
+	case setJSON:
+		var items []string
+		if err := json.Unmarshal([]byte(js), &items); err != nil {
+			return nil, nil, usagef(`--history-json must be a JSON array of strings such as '["o1","a1","o2"]': %v`, err)
+		}
+		return splitHistory(items, "--history-json")
+	case setText:
+		return parseHistory(text)
+	}
+	return nil, nil, usagef("give the history with --history o1,a1,…,oh (or --history-json)")
+}
+
 // parseHistory splits "o1,a1,…,oh" into observations and actions.
 func parseHistory(s string) (obs, acts []string, err error) {
 	if strings.TrimSpace(s) == "" {
-		return nil, nil, usagef("--history is empty: give o1,a1,…,oh")
+		return nil, nil, usagef("--history is empty: give o1,a1,…,oh (%s)", jsonHint)
 	}
 	parts := strings.Split(s, ",")
 	for i := range parts {
 		parts[i] = strings.TrimSpace(parts[i])
 		if parts[i] == "" {
-			return nil, nil, usagef("--history item %d is empty", i+1)
+			return nil, nil, usagef("--history item %d is empty (%s)", i+1, jsonHint)
 		}
 	}
+	return splitHistory(parts, "--history")
+}
+
+// splitHistory splits the items o1,a1,…,oh into observations and actions.
+func splitHistory(parts []string, flag string) (obs, acts []string, err error) {
+	if len(parts) == 0 {
+		return nil, nil, usagef("%s is empty: give o1,a1,…,oh", flag)
+	}
 	if len(parts)%2 == 0 {
-		return nil, nil, usagef("--history has %d items: it must end with an observation (o1,a1,…,oh)", len(parts))
+		return nil, nil, usagef("%s has %d items: it must end with an observation (o1,a1,…,oh)", flag, len(parts))
 	}
 	for i, p := range parts {
 		if i%2 == 0 {
@@ -105,10 +141,7 @@ func runAct(_ context.Context, stdout io.Writer, o actOptions) error {
 	if stderr == nil {
 		stderr = os.Stderr
 	}
-	obs, acts, err := parseHistory(o.history)
-	if err != nil {
-		return err
-	}
+	obs, acts := slices.Clone(o.obs), o.acts
 	pol, _, err := policy.ReadFile(o.policy)
 	if err != nil {
 		return err

@@ -88,6 +88,10 @@ func TestActErrors(t *testing.T) {
 		{[]string{"act", "--policy", dir, "--history", "x,L,x,R,x,L,x"}, exitUsage},
 		{[]string{"act", "--policy", dir, "--history", "z"}, exitData},
 		{[]string{"act", "--policy", filepath.Join(dir, "missing.arrow"), "--history", "x"}, exitIO},
+		{[]string{"act", "--policy", dir}, exitUsage},
+		{[]string{"act", "--policy", dir, "--history", "x", "--history-json", `["x"]`}, exitUsage},
+		{[]string{"act", "--policy", dir, "--history-json", `["x","L"]`}, exitUsage},
+		{[]string{"act", "--policy", dir, "--history-json", `x,L,x`}, exitUsage},
 	} {
 		_, _, err := runApp(t, c.args...)
 		if err == nil || ctxCode(err) != c.code {
@@ -175,5 +179,31 @@ func TestActMapsMergedObservations(t *testing.T) {
 		if strings.TrimSpace(out) != c.want || strings.Contains(errOut, ingest.OtherSymbol) != c.warn {
 			t.Fatalf("%s in %s: action %q (want %q), stderr %q (warning wanted: %v)", c.history, c.dir, out, c.want, errOut, c.warn)
 		}
+	}
+}
+
+// TestActHistoryJSON: symbols the comma-separated history cannot carry
+// (empty, with a comma or surrounding spaces) are looked up exactly with
+// --history-json, and the comma form's error says so.
+func TestActHistoryJSON(t *testing.T) {
+	p := &policy.Policy{Horizon: 2, Nodes: []policy.Node{
+		{ID: 0, Parent: -1, Step: 1, Obs: "", Action: "L", Fallback: "L"},
+		{ID: 1, Parent: 0, Step: 2, Obs: "a,b", Action: "R", Fallback: "R"},
+		{ID: 2, Parent: 0, Step: 2, Obs: " c ", Action: "S", Fallback: "S"},
+		{ID: 3, Parent: 0, Step: 2, Obs: "c", Action: "T", Fallback: "T"},
+	}}
+	dir := t.TempDir()
+	if err := policy.WriteFile(filepath.Join(dir, "policy.arrow"), p, nil); err != nil {
+		t.Fatal(err)
+	}
+	for history, want := range map[string]string{`[""]`: "L", `["","L","a,b"]`: "R", `["","L"," c "]`: "S", `["","L","c"]`: "T"} {
+		out, _, err := runApp(t, "act", "--policy", dir, "--history-json", history)
+		if err != nil || strings.TrimSpace(out) != want {
+			t.Errorf("%s: %q, %v; want %s", history, out, err, want)
+		}
+	}
+	_, _, err := runApp(t, "act", "--policy", dir, "--history", ",L,c")
+	if err == nil || !strings.Contains(err.Error(), "--history-json") {
+		t.Errorf("empty item: %v, want a pointer to --history-json", err)
 	}
 }

@@ -98,14 +98,19 @@ func newExploreActCommand() *cli.Command {
 			"and explore_step (printed too) on every row of the episode.",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "policy", Usage: "`PATH` of policy-h{h}.arrow", Required: true},
-			&cli.StringFlag{Name: "history", Usage: "comma-separated `o1,a1,o2,…,oh` (user symbols)", Required: true},
+			&cli.StringFlag{Name: "history", Usage: "comma-separated `o1,a1,o2,…,oh` (user symbols; spaces around an item are dropped)"},
+			&cli.StringFlag{Name: "history-json", Usage: "the history as a JSON array of strings, `'[\"o1\",\"a1\",…,\"oh\"]'`, for symbols that are empty, hold commas or spaces"},
 			&cli.Float64Flag{Name: "u", Value: -1, Usage: "uniform random number in [0,1) for uniform steps"},
 		},
 		Action: func(c *cli.Context) error {
 			if c.NArg() > 0 {
 				return usagef("explore-act takes no arguments (got %q)", c.Args().Slice())
 			}
-			return runExploreAct(c.Context, c.App.Writer, exploreActOptions{policy: c.String("policy"), history: c.String("history"), u: c.Float64("u")})
+			obs, _, err := historyFlags(c.IsSet("history"), c.String("history"), c.IsSet("history-json"), c.String("history-json"))
+			if err != nil {
+				return err
+			}
+			return runExploreAct(c.Context, c.App.Writer, exploreActOptions{policy: c.String("policy"), obs: obs, u: c.Float64("u")})
 		},
 	}
 }
@@ -176,16 +181,13 @@ func runExplore(ctx context.Context, w io.Writer, o exploreOptions) error {
 
 // exploreActOptions are the options of `psrlcb explore-act`.
 type exploreActOptions struct {
-	policy, history string
-	u               float64
+	policy string
+	obs    []string // the history's observations o_1..o_h
+	u      float64
 }
 
 func runExploreAct(_ context.Context, w io.Writer, o exploreActOptions) error {
-	path, u := o.policy, o.u
-	obs, _, err := parseHistory(o.history)
-	if err != nil {
-		return err
-	}
+	path, u, obs := o.policy, o.u, o.obs
 	sp, err := explore.ReadPolicy(path)
 	if err != nil {
 		return err

@@ -1,0 +1,91 @@
+package estimate
+
+import "fmt"
+
+// ErrRank is returned (an options error) for a rank the logs cannot
+// identify.
+var ErrRank = errorf(ErrOptions, "rank beyond what the logs can identify")
+
+// distinctHistories returns the number of distinct logged prefixes
+// τ_h = (o_1, a_1, …, a_{h−1}, o_h) at the step h that has the most,
+// counting no further than atMost. A latent-state model with more states
+// than that cannot be told apart from one with fewer on these logs: its
+// predictive states (Huang, Liang, Yang, ICLR 2024, arXiv:2307.00405,
+// Section 3) span at most as many dimensions as there are distinct
+// histories to predict from.
+func distinctHistories(c *coded, atMost int) int {
+	H := c.H
+	hash := make([]uint64, c.K)
+	for k := range hash {
+		hash[k] = 14695981039346656037
+	}
+	best := 0
+	seen := make(map[uint64]struct{})
+	for h := 0; h < H && best < atMost; h++ {
+		clear(seen)
+		for k := range hash {
+			x := hash[k]
+			if h > 0 {
+				x = (x ^ uint64(c.act[k*H+h-1]) ^ 1<<40) * 1099511628211
+			}
+			x = (x ^ uint64(c.obs[k*H+h])) * 1099511628211
+			hash[k] = x
+			if len(seen) < atMost {
+				seen[x] = struct{}{}
+			}
+		}
+		best = max(best, len(seen))
+	}
+	return best
+}
+
+// freeParams is the number of free transition and emission parameters of
+// a rank-S model of the form on c's vocabularies: S(S−1) per action of
+// transitions, |O|−1 per emission row (a row per (action, state), or per
+// state in the Compact form) and S−1 of the initial distribution.
+func freeParams(c *coded, S int, compact bool) float64 {
+	s, A, O := float64(S), float64(c.A), float64(c.O)
+	rows := A * s
+	if compact {
+		rows = s
+	}
+	return A*s*(s-1) + rows*(O-1) + s - 1
+}
+
+// capRank checks the rank against what the logs can identify. An explicit
+// rank above the logs' distinct histories is an error (ErrRank). The
+// automatic rank's MaxRank is lowered to that number, and to the largest
+// rank with no more free transition and emission parameters than logged
+// steps (freeParams; with thousands of actions and a few steps per action
+// even two states cannot be estimated), with MaxRankCause set.
+func capRank(c *coded, o *Options, compact func(S int) bool) error {
+	S := o.Rank
+	if S == 0 {
+		S = o.MaxRank
+	}
+	d := distinctHistories(c, S)
+	if o.Rank != 0 {
+		if d < S {
+			return fmt.Errorf("%w: rank %d, but the logs hold at most %d distinct histories at any step, so no more than %d latent states can be told apart; choose a rank of at most %d, or the automatic rank", ErrRank, o.Rank, d, d, d)
+		}
+		return nil
+	}
+	if d < S {
+		S = max(d, 1)
+		o.MaxRank = S
+		o.MaxRankCause = fmt.Sprintf("the logs hold at most %d distinct histories at any step", d)
+	}
+	steps := float64(c.K * c.H)
+	p := S
+	for p > 1 && freeParams(c, p, compact(p)) > steps {
+		p--
+	}
+	if p < S {
+		o.MaxRank = p
+		o.MaxRankCause = fmt.Sprintf("a rank-%d model of %d actions and %d observations has %.0f free transition and emission parameters, more than the %d logged steps", p+1, c.A, c.O, freeParams(c, p+1, compact(p+1)), c.K*c.H)
+	}
+	return nil
+}
+
+// gib formats a byte count in GiB.
+func gib(b int64) string { return fmt.Sprintf("%.1f GiB", float64(b)/(1<<30)) }

@@ -1,0 +1,70 @@
+package estimate
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/psrlcb/psrlcb/errkind"
+)
+
+// TestDistinctHistories counts by hand: two episodes share their first
+// two steps and part at the third observation; another differs in its
+// first action.
+func TestDistinctHistories(t *testing.T) {
+	d := uniformDataset(4, 3, 3, 2, 1)
+	copy(d.Obs, []uint16{0, 1, 2, 0, 1, 0, 0, 1, 2, 0, 1, 2})
+	copy(d.Act, []uint16{0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0})
+	kind, vals := rewardSupport(d.Reward)
+	c := code(d, kind, vals)
+	// Step 1: one history (o=0). Step 2: (0,0,1) and (0,1,1). Step 3:
+	// (0,0,1,0,2), (0,0,1,0,0), (0,1,1,0,2): three, episode 4 repeats 1.
+	if got := distinctHistories(c, 100); got != 3 {
+		t.Fatalf("distinct histories %d, want 3", got)
+	}
+	if got := distinctHistories(c, 2); got != 2 {
+		t.Fatalf("counting stops at 2: got %d", got)
+	}
+}
+
+// TestRankCap: an explicit rank above the logs' distinct histories is an
+// options error that names the largest rank the logs allow; the automatic
+// rank is capped there, with the cause recorded.
+func TestRankCap(t *testing.T) {
+	d := uniformDataset(200, 2, 2, 2, 3) // at most 2·2·2 = 8 histories at step 2
+	kind, vals := rewardSupport(d.Reward)
+	D := distinctHistories(code(d, kind, vals), 100)
+	if D > 8 || D < 2 {
+		t.Fatalf("%d distinct histories", D)
+	}
+	_, err := Fit(t.Context(), d, Options{Rank: D + 1, Restarts: 1, MaxIter: 2})
+	if !errors.Is(err, ErrRank) || errkind.Of(err) != errkind.Options || !strings.Contains(err.Error(), "at most") {
+		t.Fatalf("rank %d on %d distinct histories: %v", D+1, D, err)
+	}
+	if _, err := Fit(t.Context(), d, Options{Rank: D, Restarts: 1, MaxIter: 2}); err != nil {
+		t.Fatalf("rank %d: %v", D, err)
+	}
+	rc, err := ChooseRank(t.Context(), d, Options{MaxIter: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rc.MaxRank != D || !strings.Contains(rc.MaxRankCause, "distinct histories") {
+		t.Fatalf("automatic rank searched up to %d (%q), want %d", rc.MaxRank, rc.MaxRankCause, D)
+	}
+}
+
+// TestRankCapParameters: with thousands of actions and a few logged steps
+// per action, the automatic rank is capped at the largest rank whose free
+// parameters the steps outnumber (counted by hand here).
+func TestRankCapParameters(t *testing.T) {
+	d := uniformDataset(300, 4, 3, 500, 5) // 1200 steps
+	rc, err := ChooseRank(t.Context(), d, Options{MaxIter: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Full form (500·3·V·S² stays small): S = 1 has 500·2 = 1000 free
+	// parameters ≤ 1200; S = 2 has 500·2 + 1000·2 + 1 = 3001 > 1200.
+	if rc.MaxRank != 1 || rc.Rank != 1 || !strings.Contains(rc.MaxRankCause, "3001 free") {
+		t.Fatalf("searched to %d, chose %d (%q); want 1, 1", rc.MaxRank, rc.Rank, rc.MaxRankCause)
+	}
+}
