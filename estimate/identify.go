@@ -2,10 +2,6 @@ package estimate
 
 import "fmt"
 
-// ErrRank is returned (an options error) for a rank the logs cannot
-// identify.
-var ErrRank = errorf(ErrOptions, "rank beyond what the logs can identify")
-
 // distinctHistories returns the number of distinct logged prefixes
 // τ_h = (o_1, a_1, …, a_{h−1}, o_h) at the step h that has the most,
 // counting no further than atMost. A latent-state model with more states
@@ -53,11 +49,11 @@ func freeParams(c *coded, S int, compact bool) float64 {
 }
 
 // capRank checks the rank against what the logs can identify. An explicit
-// rank above the logs' distinct histories is an error (ErrRank). The
-// automatic rank's MaxRank is lowered to that number, and to the largest
-// rank with no more free transition and emission parameters than logged
-// steps (freeParams; with thousands of actions and a few steps per action
-// even two states cannot be estimated), with MaxRankCause set.
+// rank above the logs' distinct histories is lowered to their number. The
+// automatic rank's MaxRank is lowered to that number too, and to the
+// largest rank with no more free transition and emission parameters than
+// logged steps (freeParams; with thousands of actions and a few steps per
+// action even two states cannot be estimated). MaxRankCause says why.
 func capRank(c *coded, o *Options, compact func(S int) bool) error {
 	S := o.Rank
 	if S == 0 {
@@ -66,7 +62,8 @@ func capRank(c *coded, o *Options, compact func(S int) bool) error {
 	d := distinctHistories(c, S)
 	if o.Rank != 0 {
 		if d < S {
-			return fmt.Errorf("%w: rank %d, but the logs hold at most %d distinct histories at any step, so no more than %d latent states can be told apart; choose a rank of at most %d, or the automatic rank", ErrRank, o.Rank, d, d, d)
+			o.MaxRankCause = fmt.Sprintf("rank %d was asked, but the logs hold at most %d distinct histories at any step, so no more than %d latent states can be told apart: rank %d was fitted", o.Rank, d, d, max(d, 1))
+			o.Rank = max(d, 1)
 		}
 		return nil
 	}

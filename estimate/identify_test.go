@@ -1,11 +1,9 @@
 package estimate
 
 import (
-	"errors"
+	"fmt"
 	"strings"
 	"testing"
-
-	"github.com/psrlcb/psrlcb/errkind"
 )
 
 // TestDistinctHistories counts by hand: two episodes share their first
@@ -27,9 +25,9 @@ func TestDistinctHistories(t *testing.T) {
 	}
 }
 
-// TestRankCap: an explicit rank above the logs' distinct histories is an
-// options error that names the largest rank the logs allow; the automatic
-// rank is capped there, with the cause recorded.
+// TestRankCap: an explicit rank above the logs' distinct histories is
+// lowered to their number, and the automatic rank capped there, with the
+// cause recorded.
 func TestRankCap(t *testing.T) {
 	d := uniformDataset(200, 2, 2, 2, 3) // at most 2·2·2 = 8 histories at step 2
 	kind, vals := rewardSupport(d.Reward)
@@ -37,11 +35,11 @@ func TestRankCap(t *testing.T) {
 	if D > 8 || D < 2 {
 		t.Fatalf("%d distinct histories", D)
 	}
-	_, err := Fit(t.Context(), d, Options{Rank: D + 1, Restarts: 1, MaxIter: 2})
-	if !errors.Is(err, ErrRank) || errkind.Of(err) != errkind.Options || !strings.Contains(err.Error(), "at most") {
-		t.Fatalf("rank %d on %d distinct histories: %v", D+1, D, err)
+	res, err := Fit(t.Context(), d, Options{Rank: D + 1, Restarts: 1, MaxIter: 2})
+	if err != nil || res.Model.States != D || !strings.Contains(res.Options.MaxRankCause, fmt.Sprintf("rank %d was asked", D+1)) {
+		t.Fatalf("rank %d on %d distinct histories: %v (%q)", D+1, D, err, res.Options.MaxRankCause)
 	}
-	if _, err := Fit(t.Context(), d, Options{Rank: D, Restarts: 1, MaxIter: 2}); err != nil {
+	if res, err := Fit(t.Context(), d, Options{Rank: D, Restarts: 1, MaxIter: 2}); err != nil || res.Options.MaxRankCause != "" {
 		t.Fatalf("rank %d: %v", D, err)
 	}
 	rc, err := ChooseRank(t.Context(), d, Options{MaxIter: 5})

@@ -86,8 +86,9 @@ type Options struct {
 	// DefaultMaxRank, capped by the number of training episodes, the
 	// logs' distinct histories and the memory limit; see MaxRankCause).
 	MaxRank int
-	// MaxRankCause is set by Fit and ChooseRank when they lowered MaxRank:
-	// what bounds the rank (the result's Options carry it).
+	// MaxRankCause is set by Fit and ChooseRank when they lowered Rank or
+	// MaxRank below what was asked: what bounds the rank (the result's
+	// Options carry it).
 	MaxRankCause string
 	// RankBudget bounds the work of the rank search in E-step cell
 	// updates (episodes × steps × S² summed over its E-steps; default

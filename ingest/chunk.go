@@ -113,8 +113,11 @@ func readChunk(of *openedFile, fileIdx int, rgIdx int, rowBase int64, horizon in
 		return nil, wrap(schemas.Reward, err)
 	}
 	for i, v := range c.rew {
-		if math.IsNaN(v) || math.IsInf(v, 0) {
+		switch {
+		case math.IsNaN(v) || math.IsInf(v, 0):
 			c.bad = append(c.bad, rowErr{row: int32(i), step: int(c.step[i]), err: ErrReward, detail: fmt.Sprintf("(%v)", v)})
+		case math.Abs(v) > MaxAbsReward:
+			c.bad = append(c.bad, rowErr{row: int32(i), step: int(c.step[i]), err: ErrRewardRange, detail: fmt.Sprintf("(%g; rescale the rewards: divide them by a constant)", v)})
 		}
 	}
 

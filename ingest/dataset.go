@@ -1,6 +1,9 @@
 package ingest
 
-import "math"
+import (
+	"fmt"
+	"math"
+)
 
 // EndSymbol is the observation and action symbol used to pad episodes that
 // ended early (terminal) up to the horizon: the observation is absorbing, the
@@ -46,12 +49,24 @@ type Dataset struct {
 	Merged []MergedSymbol
 }
 
-// Quarantined is an episode set aside by --on-invalid=skip.
+// Quarantined is an episode set aside by --on-invalid=skip, or (with no
+// EpisodeID) the rows of one file whose episode id is null.
 type Quarantined struct {
 	EpisodeID string `json:"episode_id"`
 	File      string `json:"file"`
 	Step      int    `json:"step"`
 	Reason    string `json:"reason"`
+}
+
+// String says where and why, as the error of the fail mode does.
+func (q Quarantined) String() string {
+	switch {
+	case q.EpisodeID == "":
+		return q.File + ": " + q.Reason
+	case q.Step == 0:
+		return fmt.Sprintf("%s: episode %q: %s", q.File, q.EpisodeID, q.Reason)
+	}
+	return fmt.Sprintf("%s: episode %q step %d: %s", q.File, q.EpisodeID, q.Step, q.Reason)
 }
 
 // NumEpisodes is K.

@@ -117,7 +117,7 @@ var classes = map[string]error{}
 func init() {
 	for _, e := range []error{ErrEmpty, ErrUnreadable, ErrMissingColumn, ErrAmbiguousColumn, ErrColumnType, ErrTooManySymbols,
 		ErrNull, ErrStep, ErrDuplicateStep, ErrStepGap, ErrTooLong, ErrShortEpisode, ErrTerminal, ErrPropensity,
-		ErrReward, ErrReservedSymbol, ErrInconsistentCols} {
+		ErrReward, ErrRewardRange, ErrReservedSymbol, ErrInconsistentCols} {
 		classes[e.Error()] = e
 	}
 }
@@ -334,9 +334,7 @@ func Merge(eps []CheckedEpisode, orphans []*EpisodeError, H int, rows int64, opt
 		return nil, fmt.Errorf("%w: all %d episodes are invalid, the first: %w", ErrEmpty, len(eps), failOrEmpty(badEp, orphans, nBad, rows))
 	}
 	d := &Dataset{Horizon: H, Rows: rows}
-	for _, e := range orphans {
-		d.Quarantined = append(d.Quarantined, Quarantined{File: e.File, Step: e.Step, Reason: fmt.Sprintf("row %d: %s", e.Row, e.Reason())})
-	}
+	d.Quarantined = append(d.Quarantined, orphanEntries(orphans)...)
 	var obsAll, actAll []string
 	for _, e := range eps {
 		if e.Err != nil {

@@ -26,6 +26,14 @@ var ErrSameFile = errkind.New(errkind.Options, "input file given twice")
 // ErrIO matches failures to open or read an input file.
 var ErrIO = errkind.New(errkind.IO, "cannot read input")
 
+// MaxAbsReward bounds |r_h|. Returns are rescaled to [0,1] by the range
+// of returns the model can produce (docs/design.md, section 3) and the
+// Gaussian reward emission sums squares of rewards over every logged
+// step; below 1e100 the squares and sums of any log that fits in memory
+// stay finite (1e200·1e12 rows is far from 1.8e308), past it they
+// overflow to Inf and every figure after them is meaningless.
+const MaxAbsReward = 1e100
+
 // Data-error classes. Each wraps ErrInvalid.
 var (
 	ErrEmpty            error = invalid("no valid episodes")
@@ -43,6 +51,7 @@ var (
 	ErrTerminal         error = invalid("terminal before the last step")
 	ErrPropensity       error = invalid("propensity not in (0,1]")
 	ErrReward           error = invalid("reward not finite")
+	ErrRewardRange      error = invalid(fmt.Sprintf("reward beyond ±%g", MaxAbsReward))
 	ErrReservedSymbol   error = invalid("reserved symbol " + strconv.Quote(EndSymbol))
 	ErrInconsistentCols error = invalid("inconsistent columns across files")
 )

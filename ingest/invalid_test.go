@@ -74,6 +74,9 @@ func TestInvalidEpisodes(t *testing.T) {
 		{"reward Inf", func() []*table {
 			return []*table{goodRows(logTable(false, false), false, false).add("bad", int64(1), "o", "a", math.Inf(-1))}
 		}, Options{}, ErrReward, []string{`reward not finite (-Inf)`}, 1},
+		{"reward too large", func() []*table {
+			return []*table{goodRows(logTable(false, false), false, false).add("bad", int64(1), "o", "a", -1e300)}
+		}, Options{}, ErrRewardRange, []string{`f0.parquet: episode "bad" step 1: reward beyond ±1e+100 (-1e+300; rescale`}, 1},
 		{"step zero", func() []*table {
 			return []*table{goodRows(logTable(false, false), false, false).add("bad", int64(0), "o", "a", 0.0)}
 		}, Options{}, ErrStep, []string{`episode "bad": step out of range (0; steps start at 1)`}, 1},
@@ -85,6 +88,14 @@ func TestInvalidEpisodes(t *testing.T) {
 			tb.nodes[0] = parquet.Optional(parquet.String())
 			return []*table{tb}
 		}, Options{}, ErrNull, []string{`row 6: null value in column "episode_id"`}, 1},
+		{"null episode id on several rows", func() []*table {
+			tb := goodRows(logTable(false, false), false, false)
+			for h := int64(1); h <= 3; h++ {
+				tb.add(nil, h, "o", "a", 0.0)
+			}
+			tb.nodes[0] = parquet.Optional(parquet.String())
+			return []*table{tb}
+		}, Options{}, ErrNull, []string{`row 6: null value in column "episode_id" (3 rows in all have a null episode_id)`}, 1},
 		{"reserved symbol", func() []*table {
 			return []*table{goodRows(logTable(false, false), false, false).add("bad", int64(1), EndSymbol, "a", 0.0)}
 		}, Options{}, ErrReservedSymbol, []string{`episode "bad" step 1: reserved symbol "<end>"`}, 1},

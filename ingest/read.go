@@ -8,6 +8,7 @@ import (
 	"os"
 	"slices"
 	"strconv"
+	"strings"
 	"unsafe"
 
 	"github.com/psrlcb/psrlcb/internal/parallel"
@@ -516,9 +517,7 @@ func (a *assembly) quarantine(d *Dataset, lengths []int32) error {
 	if a.nBad == K {
 		return fmt.Errorf("%w: all %d episodes are invalid, the first: %w", ErrEmpty, K, a.failure())
 	}
-	for _, e := range a.orphans {
-		d.Quarantined = append(d.Quarantined, Quarantined{File: e.File, Step: e.Step, Reason: fmt.Sprintf("row %d: %s", e.Row, e.Reason())})
-	}
+	d.Quarantined = append(d.Quarantined, orphanEntries(a.orphans)...)
 	keep := make([]int, 0, K-a.nBad)
 	for k := range K {
 		if e := a.badEp[k]; e != nil {
@@ -634,18 +633,54 @@ func failOrEmpty(badEp []*EpisodeError, orphans []*EpisodeError, nBad int, rows 
 	if total == 0 {
 		return fmt.Errorf("%w: %d rows but no valid episode", ErrEmpty, rows)
 	}
-	var first *EpisodeError
 	if len(orphans) > 0 {
-		first = orphans[0]
-	} else {
-		for _, e := range badEp {
-			if e != nil {
-				first = e
-				break
-			}
+		// Rows without an id belong to no episode: they are counted as
+		// rows, and every invalid episode is further.
+		e := *orphans[0]
+		if len(orphans) > 1 {
+			e.Detail = strings.TrimSpace(e.Detail + fmt.Sprintf(" (%d rows in all have a null episode_id)", len(orphans)))
+		}
+		e.More = nBad
+		return &e
+	}
+	var first *EpisodeError
+	for _, e := range badEp {
+		if e != nil {
+			first = e
+			break
 		}
 	}
 	e := *first
-	e.More = total - 1
+	e.More = nBad - 1
 	return &e
 }
+
+// orphanEntries lists the rows whose episode id is null as one quarantine
+// entry per file (they belong to no episode): how many, and which rows.
+func orphanEntries(orphans []*EpisodeError) []Quarantined {
+	var out []Quarantined
+	for i := 0; i < len(orphans); {
+		j := i
+		var rows []string
+		for ; j < len(orphans) && orphans[j].File == orphans[i].File; j++ {
+			if len(rows) < maxListedRows {
+				rows = append(rows, fmt.Sprint(orphans[j].Row))
+			}
+		}
+		list := strings.Join(rows, ", ")
+		if j-i > maxListedRows {
+			list += ", …"
+		}
+		reason := fmt.Sprintf("row %d: %s", orphans[i].Row, orphans[i].Reason())
+		if j-i > 1 {
+			reason += fmt.Sprintf(" (%d rows in all have a null episode_id: rows %s)", j-i, list)
+		}
+		out = append(out, Quarantined{File: orphans[i].File, Reason: reason})
+		i = j
+	}
+	return out
+}
+
+// maxListedRows is how many rows a quarantine entry of rows without an
+// episode id lists.
+const maxListedRows = 10

@@ -15,13 +15,10 @@ import (
 // the episode.
 var ErrReward = errkind.New(errkind.Data, "rewards out of range")
 
-// MaxAbsReward bounds |r_h|. Returns are rescaled to [0,1] by the range
-// of returns the model can produce (DESIGN.md section 3) and the Gaussian reward emission
-// sums squares of rewards over every logged step; below 1e100 the squares
-// and sums of any log that fits in memory stay finite (1e200·1e12 rows is
-// far from 1.8e308), past it they overflow to Inf and every figure after
-// them is meaningless.
-const MaxAbsReward = 1e100
+// MaxAbsReward bounds |r_h| (ingest.MaxAbsReward: logs read from files
+// are checked there, with the file named; this check covers datasets
+// built in Go).
+const MaxAbsReward = ingest.MaxAbsReward
 
 // minRelativeRange is the least spread of the returns, relative to their
 // size, that the rescaling to [0,1] resolves: a return is a sum of H

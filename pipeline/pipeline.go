@@ -462,6 +462,9 @@ func fit(ctx context.Context, d *ingest.Dataset, inputs []string, opts Options) 
 		return nil, err
 	}
 	applyReturnRange(fit.Model, opts.ReturnRange)
+	if asked := opts.Estimate.Rank; rankChoice == nil && asked > fit.Model.States {
+		out.Notes = append(out.Notes, fmt.Sprintf("Rank %d was asked, but the logs hold at most %d distinct histories at any step, so no more than %d latent states can be told apart: rank %d was fitted.", asked, fit.Model.States, fit.Model.States, fit.Model.States))
+	}
 	if rankChoice != nil {
 		// The rank rows of the search (fit.arrow kind = rank).
 		fit.RankTable, fit.HeldOutLogLik, fit.RankSearchEpisodes = rankChoice.Table, rankChoice.HeldOutLogLik, rankChoice.Episodes

@@ -130,9 +130,9 @@ func writeInspectText(out io.Writer, r *inspectReport) error {
 		hist[h] = fmt.Sprintf("h=%d: %d", h+1, n)
 	}
 	fmt.Fprintf(w, "distinct histories\t%s\n", strings.Join(hist, ", "))
-	fmt.Fprintf(w, "quarantined\t%d episodes\n", s.Quarantined)
+	fmt.Fprintf(w, "quarantined\t%d (episodes, and per file the rows without an episode id)\n", s.Quarantined)
 	for _, q := range s.FirstQuarantined {
-		fmt.Fprintf(w, "\t%s: episode %q step %d: %s\n", q.File, q.EpisodeID, q.Step, q.Reason)
+		fmt.Fprintf(w, "\t%s\n", q)
 	}
 	if s.Quarantined > len(s.FirstQuarantined) {
 		fmt.Fprintf(w, "\t... and %d more\n", s.Quarantined-len(s.FirstQuarantined))
