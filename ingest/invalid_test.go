@@ -157,6 +157,7 @@ func TestFileErrors(t *testing.T) {
 	amb := logTable(true, false).col("pscore", parquet.Leaf(parquet.DoubleType))
 	ambiguous := amb.add("a", int64(1), "o", "a", 1.0, 0.5, 0.5).write(t, filepath.Join(dir, "ambiguous.parquet"), 0)
 	empty := logTable(false, false).write(t, filepath.Join(dir, "empty.parquet"), 0)
+	empty2 := logTable(false, false).write(t, filepath.Join(dir, "empty2.parquet"), 0)
 	garbage := filepath.Join(dir, "garbage.parquet")
 	os.WriteFile(garbage, []byte("episode_id,step\n1,1\n"), 0o644)
 	raw, _ := os.ReadFile(good)
@@ -178,7 +179,8 @@ func TestFileErrors(t *testing.T) {
 		{"mistyped column", []string{mistyped}, ErrColumnType, `column "step" (step) is`},
 		{"ambiguous alias", []string{ambiguous}, ErrAmbiguousColumn, `both "propensity" and "pscore"`},
 		{"propensity in one file only", []string{good, noProp}, ErrMissingColumn, "noprop.parquet: missing column: no propensity column, but"},
-		{"empty", []string{empty}, ErrEmpty, "no rows"},
+		{"empty", []string{empty}, ErrEmpty, "empty.parquet holds no rows"},
+		{"two empty", []string{empty, empty2}, ErrEmpty, "the 2 input files (" + empty + ", " + empty2 + ") hold no rows"},
 		{"not parquet", []string{garbage}, ErrUnreadable, "garbage.parquet: not a readable Parquet file"},
 		{"truncated", []string{good, truncated}, ErrUnreadable, "truncated.parquet: not a readable Parquet file"},
 		{"bad footer length", []string{badFooter}, ErrUnreadable, "badfooter.parquet"},

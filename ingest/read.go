@@ -270,7 +270,7 @@ func assemble(ctx context.Context, files []*openedFile, chunks []*chunk, opts Op
 		rows += int64(c.n)
 	}
 	if rows == 0 {
-		return nil, fmt.Errorf("%w: the %d input files hold no rows", ErrEmpty, len(files))
+		return nil, fmt.Errorf("%w: %s", ErrEmpty, noRows(files))
 	}
 	a := newAssembly(files, chunks, rows)
 
@@ -623,6 +623,23 @@ func describeDuplicates(files []*openedFile, chunks []*chunk, epL2G [][]int32, b
 			}
 		}
 	}
+}
+
+// noRows says that the input files hold no rows, naming them (the first
+// three when there are more).
+func noRows(files []*openedFile) string {
+	var names []string
+	for _, f := range files[:min(len(files), 3)] {
+		names = append(names, f.src.name)
+	}
+	list := strings.Join(names, ", ")
+	switch {
+	case len(files) == 1:
+		return list + " holds no rows"
+	case len(files) > 3:
+		list += fmt.Sprintf(" and %d more", len(files)-3)
+	}
+	return fmt.Sprintf("the %d input files (%s) hold no rows", len(files), list)
 }
 
 // failOrEmpty builds the error returned when invalid episodes fail the

@@ -16,6 +16,7 @@ import (
 	"runtime/debug"
 	"runtime/pprof"
 	"sort"
+	"strings"
 	"syscall"
 
 	"github.com/psrlcb/psrlcb/errkind"
@@ -74,7 +75,7 @@ func newApp() *cli.App {
 		// Errors are printed once, by main.
 		ExitErrHandler: func(*cli.Context, error) {},
 		OnUsageError: func(c *cli.Context, err error, isSub bool) error {
-			return usageError{err}
+			return usageError{suggestFlag(c, err)}
 		},
 	}
 	app.CustomAppHelpTemplate = cli.AppHelpTemplate + "\n" + exitCodesHelp
@@ -155,10 +156,48 @@ func startProfile(path string, stderr io.Writer) (stop func()) {
 func run(ctx context.Context, app *cli.App, args []string, stdout, stderr io.Writer) int {
 	app.Writer, app.ErrWriter = stdout, stderr
 	err := execute(ctx, app, args)
-	if err != nil {
+	code := exitCode(ctx, err)
+	switch {
+	case code == exitInterrupted:
+		fmt.Fprintf(stderr, "psrlcb: interrupted: %s stopped before it finished; nothing was written (a staged output directory is removed)\n", commandName(app, args))
+	case err != nil:
 		fmt.Fprintf(stderr, "psrlcb: %v\n", err)
 	}
-	return exitCode(ctx, err)
+	return code
+}
+
+// commandName is the command args run ("psrlcb fit"), or "psrlcb".
+func commandName(app *cli.App, args []string) string {
+	for _, a := range args[1:] {
+		if app.Command(a) != nil {
+			return "psrlcb " + a
+		}
+	}
+	return "psrlcb"
+}
+
+// suggestFlag adds to the parser's "flag provided but not defined" error
+// the command's flag nearest to the unknown one, as config keys get.
+func suggestFlag(c *cli.Context, err error) error {
+	const undefined = "flag provided but not defined: -"
+	msg := err.Error()
+	i := strings.Index(msg, undefined)
+	if i < 0 {
+		return err
+	}
+	name := strings.TrimLeft(msg[i+len(undefined):], "-")
+	flags := c.App.Flags
+	if c.Command != nil && c.Command.Name != "" {
+		flags = c.Command.Flags
+	}
+	var names []string
+	for _, f := range flags {
+		names = append(names, f.Names()...)
+	}
+	if near := nearest(name, names); near != "" {
+		return fmt.Errorf("%w; did you mean --%s?", err, near)
+	}
+	return err
 }
 
 // execute runs the app on args with flags allowed after the positional

@@ -1,8 +1,12 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"io"
+	"path/filepath"
+	"strings"
+	"testing"
 )
 
 // runMain is the one harness every command test goes through: a fresh app,
@@ -14,4 +18,34 @@ func runMain(ctx context.Context, stdout, stderr io.Writer, args ...string) (int
 	app.Writer, app.ErrWriter = stdout, stderr
 	err := execute(ctx, app, append([]string{"psrlcb"}, args...))
 	return exitCode(ctx, err), err
+}
+
+// TestUnknownFlagSuggestion: a misspelt flag is a usage error that names
+// the command's nearest flag, as a misspelt config key does.
+func TestUnknownFlagSuggestion(t *testing.T) {
+	for args, want := range map[string]string{
+		"fit --rnak 2 x.parquet":        "did you mean --rank?",
+		"act --polcy p --history o":     "did you mean --policy?",
+		"simulate --episodez 3":         "did you mean --episodes?",
+		"fit --zzzzzzzzzzzz x.parquet":  "flag provided but not defined",
+		"inspect --polcy run --top 3 x": "did you mean --policy?",
+	} {
+		var stderr bytes.Buffer
+		code := run(t.Context(), newApp(), append([]string{"psrlcb"}, strings.Fields(args)...), &bytes.Buffer{}, &stderr)
+		if code != exitUsage || !strings.Contains(stderr.String(), want) {
+			t.Errorf("%s: exit %d, %q; want exit %d and %q", args, code, stderr.String(), exitUsage, want)
+		}
+	}
+}
+
+// TestInterruptedMessage: a cancelled run says which command stopped and
+// that nothing was written, not only "context canceled".
+func TestInterruptedMessage(t *testing.T) {
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	var stderr bytes.Buffer
+	code := run(ctx, newApp(), []string{"psrlcb", "fit", exampleLogs, "--out", filepath.Join(t.TempDir(), "run")}, &bytes.Buffer{}, &stderr)
+	if code != exitInterrupted || !strings.Contains(stderr.String(), "psrlcb fit stopped") || !strings.Contains(stderr.String(), "nothing was written") {
+		t.Errorf("exit %d, %q", code, stderr.String())
+	}
 }
