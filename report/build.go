@@ -351,7 +351,7 @@ func fillManifest(run *Run, d *ingest.Dataset, files []InputFile, params map[str
 		BehaviorHigh: Float(behHigh), BehaviorHighUnits: units(behHigh),
 		ReturnMin: Float(f.retLo), ReturnMax: Float(f.retHi),
 		ESS: Float(iw.ESS), CInf: Float(f.cov.CInf), Iota: Float(f.sum.Iota), IotaEstimated: !d.HasPropensity(),
-		ThetaMinSlack: Float(out.Fit.ThetaMin.Slack), Alpha: Float(out.Alpha), Rank: m.States,
+		ThetaMinSlack: Float(out.Fit.ThetaMin.Slack), Alpha: Float(out.Alpha), BoundAlpha: Float(boundAlpha(out)), Rank: m.States,
 		PlanExact: out.Plan.Exact, PlanGap: Float(out.Plan.GapBound),
 	}
 	man.Notes = append(notes(d, out, p), out.Notes...)
@@ -582,4 +582,13 @@ func CandidateWords(name string) string {
 		return "behaviour's improved clone (the action logged most often at each history, or another logged action where the logs show its mean return from there on larger by more than 1.96 standard errors)"
 	}
 	return name
+}
+
+// boundAlpha is the α the reported bound prices the bonus at: the
+// correction's when it moved the bound, the planning α otherwise.
+func boundAlpha(out *Outcome) float64 {
+	if out.Bound != nil && out.BoundAlpha > 0 {
+		return out.BoundAlpha
+	}
+	return out.Alpha
 }

@@ -41,6 +41,9 @@ type htmlData struct {
 	Stages     [][2]string
 	Policy     []policyRowHTML
 	PolicyOf   string // "the 300 most probable of 1234 nodes"
+	// AlphaNote says, when they differ, that the rows are priced at the
+	// planning α and the reported bound at a larger one ("" otherwise).
+	AlphaNote string
 	Logs       bool
 	Compare    []string
 	Departures []string
@@ -204,6 +207,9 @@ func RenderHTML(run *Run) ([]byte, error) {
 	}
 	d.Stages = orderedStages(run.Manifest.StageTimes)
 	d.Policy, d.PolicyOf, d.Logs = policyRows(run.Policy)
+	if h := run.Manifest.Headline; h.BoundAlpha != h.Alpha && !math.IsNaN(float64(h.BoundAlpha)) {
+		d.AlphaNote = fmt.Sprintf(", with the bonus priced at the planning α = %s, the objective the policy maximises: the reported lower bound above prices it at α = %s, so it is lower than these rows'", num(float64(h.Alpha), 3), num(float64(h.BoundAlpha), 3))
+	}
 	d.Compare, d.Departures = compareText(run)
 	d.Glossary = glossary(run)
 	d.Summary = fmt.Sprintf("%d episodes of %d steps, %d observations, %d actions; %d episodes quarantined.",

@@ -189,29 +189,34 @@ type Quarantined struct {
 // the paper's [0,1] scale of R; the *_Units fields are in the user's units
 // of return.
 type Headline struct {
-	LCB             Float  `json:"lcb"`
-	ModelValue      Float  `json:"model_value"`
-	BonusValue      Float  `json:"bonus_value"`
-	IWValue         Float  `json:"iw_value"`
-	IWLow           Float  `json:"iw_low"`
-	IWHigh          Float  `json:"iw_high"`
-	LCBUnits        Float  `json:"lcb_units"`
-	ModelValueUnits Float  `json:"model_value_units"`
-	IWValueUnits    Float  `json:"iw_value_units"`
-	IWLowUnits      Float  `json:"iw_low_units"`
-	IWHighUnits     Float  `json:"iw_high_units"`
-	BehaviorValue   Float  `json:"behavior_value"`
-	BehaviorUnits   Float  `json:"behavior_value_units"`
-	ESS             Float  `json:"ess"`
-	CInf            Float  `json:"c_inf"`
-	Iota            Float  `json:"iota"`
-	IotaEstimated   bool   `json:"iota_estimated"`
-	ThetaMinSlack   Float  `json:"theta_min_slack"`
-	Alpha           Float  `json:"alpha"`
-	Rank            int    `json:"rank"`
-	PlanExact       bool   `json:"plan_exact"`
-	PlanGap         Float  `json:"plan_gap"`
-	Verdict         string `json:"verdict"`
+	LCB             Float `json:"lcb"`
+	ModelValue      Float `json:"model_value"`
+	BonusValue      Float `json:"bonus_value"`
+	IWValue         Float `json:"iw_value"`
+	IWLow           Float `json:"iw_low"`
+	IWHigh          Float `json:"iw_high"`
+	LCBUnits        Float `json:"lcb_units"`
+	ModelValueUnits Float `json:"model_value_units"`
+	IWValueUnits    Float `json:"iw_value_units"`
+	IWLowUnits      Float `json:"iw_low_units"`
+	IWHighUnits     Float `json:"iw_high_units"`
+	BehaviorValue   Float `json:"behavior_value"`
+	BehaviorUnits   Float `json:"behavior_value_units"`
+	ESS             Float `json:"ess"`
+	CInf            Float `json:"c_inf"`
+	Iota            Float `json:"iota"`
+	IotaEstimated   bool  `json:"iota_estimated"`
+	ThetaMinSlack   Float `json:"theta_min_slack"`
+	Alpha           Float `json:"alpha"`
+	// BoundAlpha is the α the reported lower bound (LCB) prices the bonus
+	// at: Alpha, or the larger α of the cross-fitted correction. The
+	// policy table's value_bonus and value_lcb are priced at Alpha, the
+	// planning α (the planner's objective), not at BoundAlpha.
+	BoundAlpha Float  `json:"bound_alpha"`
+	Rank       int    `json:"rank"`
+	PlanExact  bool   `json:"plan_exact"`
+	PlanGap    Float  `json:"plan_gap"`
+	Verdict    string `json:"verdict"`
 
 	// BehaviorHigh is the upper end of the 95% interval of the
 	// behaviour's mean return (mean + 1.96 standard errors).

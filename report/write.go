@@ -304,10 +304,21 @@ func (f Float) Format(s fmt.State, verb rune) {
 	fmt.Fprintf(s, fmt.FormatString(s, verb), x)
 }
 
+// Schema metadata of policy.arrow: the α its value_bonus and value_lcb
+// columns are priced at, and the α of the run's reported lower bound.
+const (
+	MetaValuesAlpha = "psrlcb.values_alpha"
+	MetaBoundAlpha  = "psrlcb.bound_alpha"
+)
+
 // WriteOutcome writes a whole run into dir: policy.arrow and every table
 // of WriteTables.
 func WriteOutcome(dir string, out *Outcome) error {
-	meta := map[string]string{"psrlcb.run_id": out.Run.RunID, "psrlcb.table": "policy"}
+	meta := map[string]string{"psrlcb.run_id": out.Run.RunID, "psrlcb.table": "policy",
+		// The nodes' value_bonus and value_lcb are priced at the planning
+		// α; the run's reported lower bound at bound_alpha.
+		MetaValuesAlpha: strconv.FormatFloat(out.Alpha, 'g', -1, 64),
+		MetaBoundAlpha:  strconv.FormatFloat(boundAlpha(out), 'g', -1, 64)}
 	if err := policy.WriteFile(filepath.Join(dir, PolicyFile), out.Policy, meta); err != nil {
 		return err
 	}

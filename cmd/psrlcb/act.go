@@ -1,6 +1,7 @@
 package main
 
 import (
+	"math"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -79,7 +80,11 @@ type actResult struct {
 	ValueRew   *float64 `json:"value_reward,omitempty"`
 	ValueBonus *float64 `json:"value_bonus,omitempty"`
 	ValueLCB   *float64 `json:"value_lcb,omitempty"`
-	Warnings   []string `json:"warnings,omitempty"`
+	// ValuesAlpha is the α the node's value_bonus and value_lcb are priced
+	// at (the planning α); BoundAlpha that of the run's reported bound.
+	ValuesAlpha *float64 `json:"values_alpha,omitempty"`
+	BoundAlpha  *float64 `json:"bound_alpha,omitempty"`
+	Warnings    []string `json:"warnings,omitempty"`
 }
 
 // jsonHint says how to give symbols the comma-separated form cannot.
@@ -142,7 +147,7 @@ func runAct(_ context.Context, stdout io.Writer, o actOptions) error {
 		stderr = os.Stderr
 	}
 	obs, acts := slices.Clone(o.obs), o.acts
-	pol, _, err := policy.ReadFile(o.policy)
+	pol, meta, err := policy.ReadFile(o.policy)
 	if err != nil {
 		return err
 	}
@@ -189,6 +194,9 @@ func runAct(_ context.Context, stdout io.Writer, o actOptions) error {
 		n := pol.Nodes[res.Node]
 		res.Fallback = n.Fallback
 		res.ReachProb, res.ValueRew, res.ValueBonus, res.ValueLCB = &n.ReachProb, &n.ValueReward, &n.ValueBonus, &n.ValueLCB
+		if va, ba := valuesAlpha(meta); !math.IsNaN(va) && !math.IsNaN(ba) {
+			res.ValuesAlpha, res.BoundAlpha = &va, &ba
+		}
 	} else if res.LastNode >= 0 {
 		res.Fallback = pol.Nodes[res.LastNode].Fallback
 	}

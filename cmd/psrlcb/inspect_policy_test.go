@@ -95,4 +95,28 @@ func TestFitSummaryAndInspectPolicy(t *testing.T) {
 	if _, code, _ := runFitCLI(t, "inspect", dir, "--policy", "--top", "-3"); code != 2 {
 		t.Errorf("--top -3: exit %d, want 2", code)
 	}
+	checkValuesAlpha(t, dir)
+}
+
+// checkValuesAlpha: policy.arrow says at which α its value columns are
+// priced (the planning α of the headline) and at which the run's reported
+// bound is; where they differ, inspect --policy says so in words.
+func checkValuesAlpha(t *testing.T, dir string) {
+	t.Helper()
+	_, meta, err := policy.ReadFile(filepath.Join(dir, report.PolicyFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := report.ReadManifest(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	va, ba := valuesAlpha(meta)
+	if va != float64(m.Headline.Alpha) || ba != float64(m.Headline.BoundAlpha) {
+		t.Fatalf("policy.arrow prices at α %v (bound %v), headline α %v (bound %v)", va, ba, m.Headline.Alpha, m.Headline.BoundAlpha)
+	}
+	out, _, _ := runFitCLI(t, "inspect", dir, "--policy", "--top", "2")
+	if said := strings.Contains(out, "priced at the planning α"); said != (va != ba) {
+		t.Errorf("α %v, bound α %v: the note is there: %v\n%s", va, ba, said, out)
+	}
 }

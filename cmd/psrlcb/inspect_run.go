@@ -1,6 +1,7 @@
 package main
 
 import (
+	"math"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -66,10 +67,11 @@ func inspectPolicy(w io.Writer, dir string, top int, asJSON bool) error {
 	if top < 0 {
 		return usagef("--top must be 0 (all) or a positive number of nodes, not %d", top)
 	}
-	pol, _, err := policy.ReadFile(filepath.Join(dir, report.PolicyFile))
+	pol, meta, err := policy.ReadFile(filepath.Join(dir, report.PolicyFile))
 	if err != nil {
 		return err
 	}
+	va, ba := valuesAlpha(meta)
 	rng, err := returnRange(dir)
 	if err != nil {
 		return err
@@ -83,14 +85,39 @@ func inspectPolicy(w io.Writer, dir string, top int, asJSON bool) error {
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
 		return enc.Encode(struct {
-			TotalNodes int              `json:"total_nodes"`
-			Nodes      []policyNodeJSON `json:"nodes"`
-		}{view.TotalNodes, nodes})
+			TotalNodes  int              `json:"total_nodes"`
+			ValuesAlpha report.Float     `json:"values_alpha"`
+			BoundAlpha  report.Float     `json:"bound_alpha"`
+			Nodes       []policyNodeJSON `json:"nodes"`
+		}{view.TotalNodes, report.Float(va), report.Float(ba), nodes})
 	}
-	return writePolicyText(w, dir, view)
+	return writePolicyText(w, dir, view, va, ba)
 }
 
-func writePolicyText(out io.Writer, dir string, v *report.PolicyView) error {
+// valuesAlpha reads from policy.arrow's metadata the α of its value
+// columns and the α of the run's reported bound (NaN when absent: a run
+// of an earlier version).
+func valuesAlpha(meta map[string]string) (values, bound float64) {
+	get := func(k string) float64 {
+		x, err := strconv.ParseFloat(meta[k], 64)
+		if err != nil {
+			return math.NaN()
+		}
+		return x
+	}
+	return get(report.MetaValuesAlpha), get(report.MetaBoundAlpha)
+}
+
+// alphaNote says, when they differ, that the nodes' LCBs are priced at
+// the planning α and the run's reported bound at a larger one.
+func alphaNote(values, bound float64) string {
+	if math.IsNaN(values) || math.IsNaN(bound) || values == bound {
+		return ""
+	}
+	return fmt.Sprintf("V_b and LCB per node are priced at the planning α = %.3g (the objective the policy maximises); the run's reported lower bound prices the bonus at α = %.3g (see the summary), so its LCB is lower than the root rows'", values, bound)
+}
+
+func writePolicyText(out io.Writer, dir string, v *report.PolicyView, va, ba float64) error {
 	shown := fmt.Sprintf("all %d decision nodes", v.TotalNodes)
 	if len(v.Rows) < v.TotalNodes {
 		shown = fmt.Sprintf("the %d most probable of %d decision nodes (--top N for more; all are in %s)", len(v.Rows), v.TotalNodes, filepath.Join(dir, report.PolicyFile))
@@ -98,7 +125,11 @@ func writePolicyText(out io.Writer, dir string, v *report.PolicyView) error {
 	fmt.Fprintf(out, "policy: %s\n", shown)
 	fmt.Fprintf(out, "on seeing the observation after the history above it, take the action; reach is the share of episodes\n")
 	fmt.Fprintf(out, "getting there under the fitted model; V_R is the expected return to go, V_b the expected bonus of the\n")
-	fmt.Fprintf(out, "episode, LCB = V_R - V_b, all in the logs' units of return\n\n")
+	fmt.Fprintf(out, "episode, LCB = V_R - V_b, all in the logs' units of return\n")
+	if n := alphaNote(va, ba); n != "" {
+		fmt.Fprintf(out, "%s\n", n)
+	}
+	fmt.Fprintln(out)
 	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(w, "step\tobservation\taction\t%6s\t%9s\t%9s\t%9s\n", "reach", "V_R", "V_b", "LCB")
 	for _, r := range v.Rows {
