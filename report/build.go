@@ -554,12 +554,17 @@ func fallbackNote(fb *Fallback) string {
 		}
 	}
 	cands := strings.Join(c, "; ")
-	if x := fb.ChosenCandidate(); x != nil {
-		return fmt.Sprintf("Behaviour fallback (--fallback behavior): on the %d held-out episodes the planned policy's score was %.4g in your units (its bound under the held-out model at α = %.3g, or its importance-weighted upper bound when enough held-out episodes follow it), below what the logs prove of a policy that keeps to the logged actions (importance-weighted 95%% lower bounds: %s). policy.arrow holds the %s, fitted on all episodes, and the reported lower bound is its held-out bound; --fallback none returns the plan.",
-			fb.HeldOutEpisodes, float64(fb.PlanBoundUnits), float64(fb.PlanCrossAlpha), cands, CandidateWords(x.Name))
+	// The plan's score is one of two figures; say which.
+	score := fmt.Sprintf("its lower bound under the held-out model at α = %.3g, %.4g in your units", float64(fb.PlanCrossAlpha), float64(fb.PlanBoundUnits))
+	if fb.PlanBound == fb.PlanIWUpper && fb.PlanBound != fb.PlanCrossBound {
+		score = fmt.Sprintf("the upper end of its importance-weighted 95%% interval on the held-out episodes, %.4g in your units (an upper bound of a noisy estimate, which can lie beyond the logged returns)", float64(fb.PlanBoundUnits))
 	}
-	return fmt.Sprintf("Behaviour fallback (--fallback behavior) checked and not used: on the %d held-out episodes the planned policy's score, %.4g in your units, is at least the importance-weighted lower bounds of the policies that keep to the logged actions (%s).",
-		fb.HeldOutEpisodes, float64(fb.PlanBoundUnits), cands)
+	if x := fb.ChosenCandidate(); x != nil {
+		return fmt.Sprintf("Behaviour fallback (--fallback behavior): on the %d held-out episodes the planned policy's score, %s, was below what the logs prove of a policy that keeps to the logged actions (importance-weighted 95%% lower bounds: %s). policy.arrow holds the %s, fitted on all episodes, and the reported lower bound is its held-out bound; --fallback none returns the plan.",
+			fb.HeldOutEpisodes, score, cands, CandidateWords(x.Name))
+	}
+	return fmt.Sprintf("Behaviour fallback (--fallback behavior) checked and not used: on the %d held-out episodes the planned policy's score, %s, is at least the importance-weighted lower bounds of the policies that keep to the logged actions (%s).",
+		fb.HeldOutEpisodes, score, cands)
 }
 
 // CandidateName is a fallback candidate's short name for a reader.

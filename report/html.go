@@ -65,7 +65,7 @@ type glossEntry struct {
 const maxQuarantinedRows = 100
 
 // stageOrder is the pipeline's order of stages (pipeline.Run).
-var stageOrder = []string{"ingest", "select-α", "split", "estimate", "pessimism", "policy", "report"}
+var stageOrder = []string{"ingest", "rank", "select-α", "split", "estimate", "pessimism", "policy", "report"}
 
 // orderedStages lists the stage times in pipeline order, then any other
 // stage by name, then the total.
@@ -106,6 +106,23 @@ func seconds(s float64) string {
 
 // paramValue formats one run parameter for display: numbers to four
 // significant digits, structures as compact JSON without empty fields.
+// byteSize writes a byte count for a person: "12.5 GiB", or "none" for
+// no limit.
+func byteSize(b int64) string {
+	if b <= 0 {
+		return "none"
+	}
+	for _, u := range []struct {
+		n    float64
+		name string
+	}{{1 << 40, "TiB"}, {1 << 30, "GiB"}, {1 << 20, "MiB"}, {1 << 10, "KiB"}} {
+		if float64(b) >= u.n {
+			return fmt.Sprintf("%.3g %s (%d bytes)", float64(b)/u.n, u.name, b)
+		}
+	}
+	return fmt.Sprintf("%d bytes", b)
+}
+
 func paramValue(v any) string {
 	switch x := v.(type) {
 	case float64:
@@ -203,7 +220,11 @@ func RenderHTML(run *Run) ([]byte, error) {
 	}
 	d.Head = headRows(run)
 	for _, k := range sortedKeys(run.Manifest.Parameters) {
-		d.Params = append(d.Params, [2]string{k, paramValue(run.Manifest.Parameters[k])})
+		v := paramValue(run.Manifest.Parameters[k])
+		if b, ok := run.Manifest.Parameters[k].(int64); ok && k == "memory_limit" {
+			v = byteSize(b)
+		}
+		d.Params = append(d.Params, [2]string{k, v})
 	}
 	d.Stages = orderedStages(run.Manifest.StageTimes)
 	d.Policy, d.PolicyOf, d.Logs = policyRows(run.Policy)
@@ -384,7 +405,7 @@ func glossary(run *Run) []glossEntry {
 		g("g-thetamin", "Θ<sub>min</sub> slack", "How far, in nats of log-probability, the fitted model lies inside Θ<sub>min</sub>, the paper's set of models whose history prefixes all have probability at least p<sub>min</sub>. Positive: the constraint does not bind."),
 		g("g-psi", "ψ̄(τ<sub>h</sub>)", "The prediction features of history τ<sub>h</sub>: the model's probabilities of the core tests (short future observation sequences under given actions) after τ<sub>h</sub>. The bonus plot shows ‖ψ̄(τ<sub>h−1</sub>)‖²<sub>U⁻¹</sub> at step h."),
 		g("g-uh", "U<sub>h</sub>", "λI + Σ<sub>k</sub> ψ̄(τ<sub>h</sub><sup>k</sup>) ψ̄(τ<sub>h</sub><sup>k</sup>)<sup>T</sup> over logged episodes k: how much the logs explored each direction of the features at step h. The norm ‖x‖<sub>U<sub>h</sub>⁻¹</sub> is small in directions the logs explored often."),
-		g("g-alpha", "α", "Bonus coefficient: how strongly uncertainty is penalised. By default chosen among candidates by the importance-weighted lower bound on held-out episodes (see the α candidates); <code>--alpha theory</code> gives the paper's α̂."),
+		g("g-alpha", "α", "Bonus coefficient: how strongly uncertainty is penalised. By default chosen among candidates by the cross-fitted value: each candidate's policy, planned with the model of one half of the episodes, is valued under the model fitted on the other half (see the α candidates); <code>--alpha theory</code> gives the paper's α̂."),
 		g("g-rank", "rank", "Number of latent states r of the fitted model; chosen by the held-out log-likelihood (nats, summed over the held-out episodes) unless given."),
 		g("g-reach", "reach", "Share of episodes that reach a decision node: under the model, P<sup>π̄</sup> of its history; in the logs, the share of logged episodes whose observations and earlier actions lead to it (they followed π̄ up to there)."),
 	}

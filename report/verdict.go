@@ -89,9 +89,24 @@ func assess(h Headline, K int) assessment {
 	case h.LCBUnits < h.ReturnMin:
 		a.flags = append(a.flags, fmt.Sprintf("The lower bound (%.4g) lies below the smallest logged return (%.4g): it is vacuous, the bonus outweighs the model's value and the logs bound nothing about this policy.", float64(h.LCBUnits), float64(h.ReturnMin)))
 	}
+	// The model's own value outside the logs' interval: the logs
+	// contradict the model, which is then no expectation to quote.
+	modelContradicted := h.ESS >= 1 && (h.ModelValue > h.IWHigh || h.ModelValue < h.IWLow)
+	if modelContradicted {
+		how := "overrates the policy: the policy's choices look best where the logs saw them least (a winner's curse on rarely logged actions)"
+		if h.ModelValue < h.IWLow {
+			how = "underrates the policy"
+		}
+		a.flags = append(a.flags, fmt.Sprintf("Warning: the logs contradict the fitted model: its value of the policy, %.4g, lies outside the importance-weighted 95%% interval [%.4g, %.4g] from the logs alone; the model %s.",
+			float64(h.ModelValueUnits), float64(h.IWLowUnits), float64(h.IWHighUnits), how))
+	}
 	if h.LCB < h.BehaviorHigh {
-		a.notProven = append(a.notProven, fmt.Sprintf("its lower confidence bound (%.4g in your units) is not above the behaviour's mean return (%.4g; up to %.4g within its 95%% interval), though the fitted model expects %.4g",
-			float64(h.LCBUnits), float64(h.BehaviorUnits), float64(h.BehaviorHighUnits), float64(h.ModelValueUnits)))
+		expects := fmt.Sprintf(", though the fitted model expects %.4g", float64(h.ModelValueUnits))
+		if modelContradicted {
+			expects = fmt.Sprintf("; the fitted model's %.4g is contradicted by the logs (see the warning below)", float64(h.ModelValueUnits))
+		}
+		a.notProven = append(a.notProven, fmt.Sprintf("its lower confidence bound (%.4g in your units) is not above the behaviour's mean return (%.4g; up to %.4g within its 95%% interval)%s",
+			float64(h.LCBUnits), float64(h.BehaviorUnits), float64(h.BehaviorHighUnits), expects))
 	}
 	if h.ESS < 1 {
 		a.notProven = append(a.notProven, "no logged episode follows the policy's choices through all its steps, so the logs cannot check its bound, which rests on the fitted model alone")

@@ -73,6 +73,13 @@ func TestVerdict(t *testing.T) {
 			[]string{"up to 5.5 within its 95% interval"}, nil},
 		// One-step logs with a few dozen clicks: the model's bound is above
 		// the behaviour, the logs alone are not.
+		// Public one-step click logs: the model expects 18 times the
+		// logged click rate, outside the logs' own interval.
+		{"logs contradict the model", 20000, func(h *Headline) {
+			h.LCB, h.LCBUnits, h.ModelValue, h.ModelValueUnits = 0.004, 0.004, 0.08548, 0.08548
+			h.IWValue, h.IWLow, h.IWHigh, h.IWValueUnits, h.IWLowUnits, h.IWHighUnits = 0.0069, -0.0009, 0.0147, 0.0069, -0.0009, 0.0147
+			h.BehaviorValue, h.BehaviorHigh, h.BehaviorUnits, h.BehaviorHighUnits, h.ESS = 0.0046, 0.0055, 0.0046, 0.0055, 60
+		}, EvidenceNotProven, []string{"the logs contradict the fitted model: its value of the policy, 0.08548, lies outside", "winner's curse", "is contradicted by the logs"}, []string{"though the fitted model expects"}},
 		{"IW does not exclude the behaviour", 10000, func(h *Headline) { h.IWLow, h.IWLowUnits, h.ESS = 0.3, 3, 40 }, EvidenceNotProven,
 			[]string{"does not exclude the behaviour's mean return 5"}, []string{"justify"}},
 	} {
@@ -112,5 +119,39 @@ func TestSetAsideSentence(t *testing.T) {
 	s = setAsideSentence(fb, fb.ChosenCandidate())
 	if !strings.Contains(s, "at least -3") || !strings.Contains(s, "holds the behaviour's improved clone") || !strings.Contains(s, "held-out lower bound -4") {
 		t.Errorf("improved clone returned: %s", s)
+	}
+}
+
+// TestFallbackNoteSaysWhichScore: the plan's score is named as the
+// figure it is — its bound under the held-out model, or the upper end of
+// its importance-weighted interval (which may lie beyond the returns).
+func TestFallbackNoteSaysWhichScore(t *testing.T) {
+	fb := &Fallback{PlanCrossBound: 0.4, PlanCrossAlpha: 1, PlanIWUpper: 1.2, PlanBound: 1.2, PlanBoundUnits: 253.2, HeldOutEpisodes: 500,
+		Candidates: []FallbackCandidate{{Name: "clone", Bound: 0.3, IWLowerUnits: -10, ESS: 200}}}
+	if n := fallbackNote(fb); !strings.Contains(n, "upper end of its importance-weighted 95% interval on the held-out episodes, 253.2") {
+		t.Errorf("IW upper score: %s", n)
+	}
+	fb.PlanBound, fb.PlanBoundUnits = 0.4, -20
+	if n := fallbackNote(fb); !strings.Contains(n, "its lower bound under the held-out model at α = 1, -20 in your units") {
+		t.Errorf("model bound score: %s", n)
+	}
+}
+
+// TestStageOrderAndSizes: stages are listed in pipeline order, rank
+// before the α selection; byte counts read as sizes.
+func TestStageOrderAndSizes(t *testing.T) {
+	st := orderedStages(map[string]float64{"report": 1, "rank": 2, "ingest": 3, "select-α": 4, "policy": 5})
+	var names []string
+	for _, s := range st {
+		names = append(names, s[0])
+	}
+	if got := strings.Join(names, " "); got != "ingest rank select-α policy report total" {
+		t.Errorf("stage order %q", got)
+	}
+	if s := byteSize(12638013440); !strings.HasPrefix(s, "11.8 GiB") {
+		t.Errorf("12638013440 bytes: %q", s)
+	}
+	if s := byteSize(0); s != "none" {
+		t.Errorf("0 bytes: %q", s)
 	}
 }
