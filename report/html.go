@@ -33,17 +33,17 @@ type policyRowHTML struct {
 }
 
 type htmlData struct {
-	Run        *Run
-	Head       []headRow
-	Figures    []htmlFig
-	Verdict    []string
-	Params     [][2]string
-	Stages     [][2]string
-	Policy     []policyRowHTML
-	PolicyOf   string // "the 300 most probable of 1234 nodes"
+	Run      *Run
+	Head     []headRow
+	Figures  []htmlFig
+	Verdict  []string
+	Params   [][2]string
+	Stages   [][2]string
+	Policy   []policyRowHTML
+	PolicyOf string // "the 300 most probable of 1234 nodes"
 	// AlphaNote says, when they differ, that the rows are priced at the
 	// planning α and the reported bound at a larger one ("" otherwise).
-	AlphaNote string
+	AlphaNote  string
 	Logs       bool
 	Compare    []string
 	Departures []string
