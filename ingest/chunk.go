@@ -89,7 +89,7 @@ func readChunk(of *openedFile, fileIdx int, rgIdx int, rowBase int64, horizon in
 	for _, r := range []schemas.Role{schemas.Observation, schemas.Action} {
 		t := newSymTable(cols[r].kind == schemas.KindInt)
 		dst := make([]uint16, n)
-		if err := readSymbols(cc[cols[r].index], cols[r], n, t, dst, MaxSymbols, nullIn(r)); err != nil {
+		if err := readSymbols(cc[cols[r].index], cols[r], n, t, dst, MaxSymbols-1, nullIn(r)); err != nil {
 			return nil, wrap(r, err)
 		}
 		if !t.intKind {

@@ -3,6 +3,7 @@ package ingest
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -244,5 +245,29 @@ func TestAllEpisodesInvalid(t *testing.T) {
 	_, err := Read(context.Background(), []string{tb.write(t, tmpPath(t, "bad.parquet"), 0)}, Options{OnInvalid: OnInvalidSkip})
 	if !errors.Is(err, ErrEmpty) || strings.HasPrefix(err.Error(), "no rows") || !strings.Contains(err.Error(), "no valid episodes: all 2 episodes are invalid") {
 		t.Errorf("err = %v", err)
+	}
+}
+
+// TestSymbolLimit: a column may hold MaxSymbols−1 = 65,534 distinct
+// symbols, as the README and every message say; one more is a data error
+// that states the same number.
+func TestSymbolLimit(t *testing.T) {
+	dir := t.TempDir()
+	for _, n := range []int{MaxSymbols - 1, MaxSymbols} {
+		tb := logTable(false, false)
+		for i := range n {
+			tb.add(fmt.Sprint(i), int64(1), fmt.Sprint("o", i), "a", 0.0)
+		}
+		file := tb.write(t, filepath.Join(dir, fmt.Sprint(n, ".parquet")), 0)
+		_, err := Read(context.Background(), []string{file}, Options{})
+		if n < MaxSymbols {
+			if err != nil {
+				t.Fatalf("%d observations: %v", n, err)
+			}
+			continue
+		}
+		if !errors.Is(err, ErrTooManySymbols) || !strings.Contains(err.Error(), "65534") {
+			t.Fatalf("%d observations: %v, want ErrTooManySymbols naming 65534", n, err)
+		}
 	}
 }

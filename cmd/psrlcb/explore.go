@@ -25,7 +25,7 @@ func roundFlags() []cli.Flag {
 		&cli.Float64Flag{Name: "lambda", Usage: "regulariser λ of U_h (0: 1)"},
 		&cli.Float64Flag{Name: "epsilon", Value: explore.DefaultEpsilon, Usage: "accuracy ε: stop when V_{θ̂,b̂}^{π^k} ≤ ε/2"},
 		&cli.IntFlag{Name: "rank", Usage: "latent states r of the model (0: chosen by held-out log-likelihood)"},
-		&cli.IntFlag{Name: "restarts", Usage: "EM starts (0: default)"},
+		&cli.IntFlag{Name: "restarts", Usage: fmt.Sprintf("EM starts (0: %d)", estimate.DefaultRestarts)},
 		&cli.StringFlag{Name: "dynamics", Value: estimate.DynamicsStationary, Usage: `"stationary" or "per-step"`},
 		&cli.IntFlag{Name: "workers", Usage: "goroutines (0: all cores); results do not depend on it"},
 	}

@@ -49,3 +49,27 @@ func TestInterruptedMessage(t *testing.T) {
 		t.Errorf("exit %d, %q", code, stderr.String())
 	}
 }
+
+// TestHelpStatesDefaults: no flag of any command says "(0: default)"; a
+// zero value's meaning is the default itself, printed from the constant
+// the code uses.
+func TestHelpStatesDefaults(t *testing.T) {
+	for _, c := range newCommands() {
+		for _, f := range c.Flags {
+			u, ok := f.(interface{ GetUsage() string })
+			if !ok {
+				continue
+			}
+			if strings.Contains(u.GetUsage(), "(0: default)") || strings.Contains(u.GetUsage(), "stage's default") {
+				t.Errorf("%s --%s: %q", c.Name, f.Names()[0], u.GetUsage())
+			}
+		}
+	}
+	var out bytes.Buffer
+	run(t.Context(), newApp(), []string{"psrlcb", "fit", "--help"}, &out, &bytes.Buffer{})
+	for _, want := range []string{"(0: 4)", "(0: 300)", "(0: 1e-06)", "(0: 50000000)", "(0: 64)", "(0: 0.5)", "(0: 10000000)"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("fit --help does not say %q", want)
+		}
+	}
+}
