@@ -1,11 +1,11 @@
 package main
 
 import (
-	"math"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"

@@ -1,10 +1,10 @@
 package main
 
 import (
-	"math"
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"strconv"
