@@ -69,10 +69,13 @@ func (m *Model) featureBases() [][]float64 {
 	return c.bases
 }
 
-// basisCache holds a prepared model's feature bases (Prepare replaces it).
+// basisCache holds what a prepared model derives once on demand: its
+// feature bases and its last-step sums (loglik.go). Prepare replaces it.
 type basisCache struct {
-	once  sync.Once
-	bases [][]float64
+	once     sync.Once
+	bases    [][]float64
+	lastOnce sync.Once
+	last     [][]float64
 }
 
 // blocks is B_h, the number of actions whose emission the observation

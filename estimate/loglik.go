@@ -23,6 +23,59 @@ func (m *Model) RewardLik(t, s, a, s2, o int, r float64) float64 {
 	return m.RewardProb[t][i*V+j]
 }
 
+// valueIndex is the index of r in RewardValues, −1 when r is not one.
+func (m *Model) valueIndex(r float64) int {
+	j := sort.SearchFloat64s(m.RewardValues, r)
+	if j == len(m.RewardValues) || m.RewardValues[j] != r {
+		return -1
+	}
+	return j
+}
+
+// lastStepSums returns, per step table t, g[t][(a·V+v)·S+s] = Σ_{s2,o}
+// T(s2|s,a)·E(o|s2,a)·R(v|s,a,s2,o): the probability of the last logged
+// reward value v from s under a, the unlogged s_{H+1} and o_{H+1} summed
+// out (full form, categorical rewards). A prepared model computes it once.
+func (m *Model) lastStepSums() [][]float64 {
+	c := m.basisCache
+	if c == nil {
+		return m.computeLastStepSums()
+	}
+	c.lastOnce.Do(func() { c.last = m.computeLastStepSums() })
+	return c.last
+}
+
+func (m *Model) computeLastStepSums() [][]float64 {
+	S, O, A, V := m.States, m.NumObs, m.NumActions, len(m.RewardValues)
+	out := make([][]float64, len(m.Trans))
+	for t := range out {
+		g := make([]float64, A*V*S)
+		for a := 0; a < A; a++ {
+			T, E := m.Trans[t], m.EmitOf(t, a)
+			for s := 0; s < S; s++ {
+				for s2 := 0; s2 < S; s2++ {
+					ts := T[(a*S+s)*S+s2]
+					if ts == 0 {
+						continue
+					}
+					for o := 0; o < O; o++ {
+						te := ts * E[s2*O+o]
+						if te == 0 {
+							continue
+						}
+						R := m.RewardProb[t][m.RewardIndex(s, a, s2, o)*V:]
+						for v := 0; v < V; v++ {
+							g[(a*V+v)*S+s] += te * R[v]
+						}
+					}
+				}
+			}
+		}
+		out[t] = g
+	}
+	return out
+}
+
 // EpisodeLogLik is ln P(o_{1:H}, r_{1:H} | a_{1:H}) of one episode of
 // Horizon steps (codes as in ingest.Dataset): the observations and the
 // logged rewards given the actions, with the unlogged (s_{H+1}, o_{H+1})
@@ -51,6 +104,23 @@ func (m *Model) EpisodeLogLik(obs, act []uint16, rew []float64) float64 {
 		t := m.Table(h)
 		a := int(act[i])
 		T, E := m.Trans[t], m.EmitOf(t, a)
+		if h == H && m.Reward == RewardCategorical && !m.Compact {
+			// The unlogged (s_{H+1}, o_{H+1}) summed out once per model
+			// (lastStepSums): O(S) here instead of O(S²·|O|).
+			v := m.valueIndex(rew[i])
+			if v < 0 {
+				return math.Inf(-1)
+			}
+			g := m.lastStepSums()[t][(a*len(m.RewardValues)+v)*S:]
+			z = 0
+			for s, x := range alpha {
+				z += x * g[s]
+			}
+			if !(z > 0) {
+				return math.Inf(-1)
+			}
+			return ll + math.Log(z)
+		}
 		if h == H {
 			z = 0
 			for s := 0; s < S; s++ {
@@ -72,9 +142,23 @@ func (m *Model) EpisodeLogLik(obs, act []uint16, rew []float64) float64 {
 		}
 		o := int(obs[i+1])
 		clear(next)
-		for s := 0; s < S; s++ {
-			for s2 := 0; s2 < S; s2++ {
-				next[s2] += alpha[s] * T[(a*S+s)*S+s2] * E[s2*O+o] * m.RewardLik(t, s, a, s2, o, rew[i])
+		if m.Reward == RewardCategorical {
+			// The reward's value index found once per step.
+			v := m.valueIndex(rew[i])
+			if v < 0 {
+				return math.Inf(-1)
+			}
+			V, R := len(m.RewardValues), m.RewardProb[t]
+			for s := 0; s < S; s++ {
+				for s2 := 0; s2 < S; s2++ {
+					next[s2] += alpha[s] * T[(a*S+s)*S+s2] * E[s2*O+o] * R[m.RewardIndex(s, a, s2, o)*V+v]
+				}
+			}
+		} else {
+			for s := 0; s < S; s++ {
+				for s2 := 0; s2 < S; s2++ {
+					next[s2] += alpha[s] * T[(a*S+s)*S+s2] * E[s2*O+o] * m.RewardLik(t, s, a, s2, o, rew[i])
+				}
 			}
 		}
 		z = 0
