@@ -300,14 +300,15 @@ func chooseProtoForm(proto *Model, c *coded, o *Options) error {
 		proto.Compact = o.Start.Compact
 		return checkMemory(c, o.Start.States, nt, proto.Compact, o)
 	}
-	if err := capRank(c, o, func(S int) bool { return chooseForm(o.Form, c, S, nt) }); err != nil {
+	form := func(S int) bool { return formFor(o, c, S, nt) }
+	if err := capRank(c, o, form); err != nil {
 		return err
 	}
 	S := o.Rank
 	if S == 0 {
 		S = o.MaxRank
 	}
-	proto.Compact = chooseForm(o.Form, c, S, nt)
+	proto.Compact = form(S)
 	err := checkMemory(c, S, nt, proto.Compact, o)
 	if err == nil || o.Rank != 0 {
 		return err
@@ -317,19 +318,30 @@ func chooseProtoForm(proto *Model, c *coded, o *Options) error {
 	lo, hi := 0, S // lo fits (0: none yet), hi does not
 	for hi-lo > 1 {
 		mid := (lo + hi) / 2
-		if checkMemory(c, mid, nt, chooseForm(o.Form, c, mid, nt), o) == nil {
+		if checkMemory(c, mid, nt, form(mid), o) == nil {
 			lo = mid
 		} else {
 			hi = mid
 		}
 	}
 	if lo == 0 {
-		return checkMemory(c, 1, nt, chooseForm(o.Form, c, 1, nt), o)
+		return checkMemory(c, 1, nt, form(1), o)
 	}
 	o.MaxRank = lo
 	o.MaxRankCause = fmt.Sprintf("larger ranks need more memory than the limit of %s", gib(o.MemoryLimit))
-	proto.Compact = chooseForm(o.Form, c, lo, nt)
+	proto.Compact = form(lo)
 	return nil
+}
+
+// formFor is the model form for rank S: Options.Form, and under FormAuto
+// the full form while its step kernel is small (chooseForm) and it fits
+// the memory limit, the compact form otherwise.
+func formFor(o *Options, c *coded, S, nt int) bool {
+	compact := chooseForm(o.Form, c, S, nt)
+	if !compact && o.Form == FormAuto && checkMemory(c, S, nt, false, o) != nil {
+		return true
+	}
+	return compact
 }
 
 // fitRank runs o.Restarts EM starts with S states on c and returns them

@@ -1,6 +1,7 @@
 package estimate
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -64,5 +65,30 @@ func TestRankCapParameters(t *testing.T) {
 	// parameters ≤ 1200; S = 2 has 500·2 + 1000·2 + 1 = 3001 > 1200.
 	if rc.MaxRank != 1 || rc.Rank != 1 || !strings.Contains(rc.MaxRankCause, "3001 free") {
 		t.Fatalf("searched to %d, chose %d (%q); want 1, 1", rc.MaxRank, rc.Rank, rc.MaxRankCause)
+	}
+}
+
+// TestAutoFormFallsBackToCompact: when the full form's tables are small
+// enough to be the automatic choice but its fit does not fit the memory
+// limit, the compact form is used if it fits.
+func TestAutoFormFallsBackToCompact(t *testing.T) {
+	d := uniformDataset(300, 4, 2000, 3, 7)
+	kind, vals := rewardSupport(d.Reward)
+	c := code(d, kind, vals)
+	o, _ := Options{Rank: 8, Restarts: 1}.withDefaults()
+	if chooseForm(FormAuto, c, 8, 1) {
+		t.Fatal("the full form should be the size-based choice here")
+	}
+	full, compact := memoryNeed(c, 8, 1, false, &o), memoryNeed(c, 8, 1, true, &o)
+	if !(compact < full) {
+		t.Fatalf("compact %v, full %v", compact, full)
+	}
+	limit := int64((compact + full) / 2)
+	res, err := Fit(t.Context(), d, Options{Rank: 8, Restarts: 1, MaxIter: 2, MemoryLimit: limit})
+	if err != nil || !res.Model.Compact {
+		t.Fatalf("limit between the forms' needs: %v (compact %v)", err, res != nil && res.Model.Compact)
+	}
+	if _, err := Fit(t.Context(), d, Options{Rank: 8, Restarts: 1, MaxIter: 2, MemoryLimit: limit, Form: FormFull}); !errors.Is(err, ErrTooLarge) {
+		t.Fatalf("an explicit full form is not replaced: %v", err)
 	}
 }

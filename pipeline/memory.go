@@ -73,6 +73,18 @@ func liveBudget(limit int64) int64 {
 	return limit * 100 / (100 + gc)
 }
 
+// fitMemory is the memory the estimate stage may plan for under the run's
+// limit: the live budget less what the logs hold (at least a quarter of
+// the budget, which a fit of a small model needs anyway); −1 (no check)
+// when the run has no limit.
+func fitMemory(d *ingest.Dataset, spilled bool, limit int64) int64 {
+	if limit <= 0 {
+		return -1
+	}
+	live := liveBudget(limit)
+	return max(live-heldBytes(d, spilled), live/4)
+}
+
 // tableRows is the belief planner's row budget under the memory limit:
 // rows, or fewer when the table would not fit beside what the fit holds
 // (with a note saying so). limit 0 is no limit; spilled as for heldBytes.
@@ -80,7 +92,9 @@ func tableRows(rows int64, d *ingest.Dataset, spilled bool, limit int64) (int64,
 	if limit <= 0 {
 		return rows, ""
 	}
-	free := liveBudget(limit) - heldBytes(d, spilled)
+	// Half of what the logs leave: the model, the bonus, the planner's
+	// value vectors and its working copies of the table need the rest.
+	free := (liveBudget(limit) - heldBytes(d, spilled)) / 2
 	fit := max(free/tableRowBytes, minTableRows)
 	if fit >= rows {
 		return rows, ""

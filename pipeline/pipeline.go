@@ -377,8 +377,11 @@ func fit(ctx context.Context, d *ingest.Dataset, inputs []string, opts Options) 
 	eopts := opts.Estimate
 	eopts.Seed = opts.Seed
 	eopts.Workers = workers
-	popts := pessimism.Options{Lambda: opts.Lambda, Workers: workers, USummer: opts.USummer}
 	spilled := opts.Ingest.Arrays != nil
+	if eopts.MemoryLimit == 0 {
+		eopts.MemoryLimit = fitMemory(d, spilled, opts.MemoryLimit)
+	}
+	popts := pessimism.Options{Lambda: opts.Lambda, Workers: workers, USummer: opts.USummer}
 	rows, memNote := tableRows(opts.PlanRows, d, spilled, opts.MemoryLimit)
 	// The exact planner writes its whole tree as the table: past the rows
 	// that fit, the tree is planned over beliefs instead.
