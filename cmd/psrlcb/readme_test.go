@@ -30,7 +30,7 @@ func TestReadmeMainCommand(t *testing.T) {
 	if block == nil {
 		t.Fatal("README has no sh block")
 	}
-	const prefix = "go run ./cmd/psrlcb "
+	const prefix = "bash scripts/psrlcb "
 	cmd := strings.TrimSpace(block[1])
 	if !strings.HasPrefix(cmd, prefix) {
 		t.Fatalf("README's main command %q does not start with %q", cmd, prefix)
