@@ -2,13 +2,13 @@ package explore
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"os"
 	"strconv"
 
 	"github.com/parquet-go/parquet-go"
+
+	"github.com/psrlcb/psrlcb/internal/pqcol"
 )
 
 // Default names of the exploration tag columns (schemas package
@@ -89,7 +89,7 @@ func readTagsFile(path string, cols TagColumns, tags map[string]Tag) error {
 		chunks := rg.ColumnChunks()
 		var vals [3][]parquet.Value
 		for i, c := range idx {
-			v, err := readColumn(chunks[c])
+			v, err := pqcol.Read(chunks[c])
 			if err != nil {
 				return fmt.Errorf("%w: %s: column %d: %v", ErrData, path, c, err)
 			}
@@ -129,31 +129,6 @@ func readTagsFile(path string, cols TagColumns, tags map[string]Tag) error {
 		row += rg.NumRows()
 	}
 	return nil
-}
-
-func readColumn(cc parquet.ColumnChunk) ([]parquet.Value, error) {
-	pages := cc.Pages()
-	defer pages.Close()
-	var out []parquet.Value
-	for {
-		p, err := pages.ReadPage()
-		if errors.Is(err, io.EOF) {
-			return out, nil
-		}
-		if err != nil {
-			return nil, err
-		}
-		buf := make([]parquet.Value, p.NumValues())
-		n, err := p.Values().ReadValues(buf)
-		if err != nil && !errors.Is(err, io.EOF) {
-			parquet.Release(p)
-			return nil, err
-		}
-		for _, v := range buf[:n] {
-			out = append(out, v.Clone())
-		}
-		parquet.Release(p)
-	}
 }
 
 // StepsOf returns the switch step of every episode of a dataset from the

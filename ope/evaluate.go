@@ -1,0 +1,384 @@
+package ope
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"strings"
+
+	"github.com/psrlcb/psrlcb/estimate"
+	"github.com/psrlcb/psrlcb/ingest"
+	"github.com/psrlcb/psrlcb/internal/parallel"
+	"github.com/psrlcb/psrlcb/pessimism"
+)
+
+// DefaultBootstrap is the number of bootstrap replicates: 200 put the
+// percentile interval's ends within about a tenth of a standard error of
+// where more replicates would.
+const DefaultBootstrap = 200
+
+// DefaultMaxDRSteps bounds the logged steps the doubly robust estimators
+// look ahead from (each needs the model's value of the history): past it
+// they are skipped with a reason, the importance-sampling estimators
+// still computed.
+const DefaultMaxDRSteps = 2_000_000
+
+// Options configure Evaluate. The zero value computes the importance-
+// sampling estimators with the default bootstrap.
+type Options struct {
+	// Bootstrap is the number of bootstrap replicates (default
+	// DefaultBootstrap; negative: none).
+	Bootstrap int
+	// Seed drives the bootstrap and the Monte Carlo look-aheads.
+	Seed uint64
+	// Workers is the number of goroutines (default GOMAXPROCS); results
+	// do not depend on it.
+	Workers int
+	// Model, when set, gives the model estimator; with Bonus also the
+	// model's lower bound (Bonus must be built for Model).
+	Model *estimate.Model
+	Bonus *pessimism.Bonus
+	// Folds, when set, give the doubly robust estimators their control
+	// variates, cross-fitted: episode k uses Folds[1−Fold[k]], the model
+	// that never saw it (Fold[k] ∈ {0, 1}).
+	Folds [2]*estimate.Model
+	Fold  []int
+	// ModelNote says what the models are (a fit's model, or fitted here
+	// on all episodes and on each half), for the estimates' reasons.
+	ModelNote string
+	// MaxDRSteps bounds the doubly robust look-ahead (default
+	// DefaultMaxDRSteps).
+	MaxDRSteps int
+	// Skipped lists estimators left out before Evaluate with the reason
+	// (for instance the model-based ones when only the target's
+	// propensities of the logged actions are known).
+	Skipped map[string]string
+}
+
+// Result is the evaluation: every estimator's figures, the behaviour's
+// logged mean, and the estimator the summary leads with.
+type Result struct {
+	Estimates   []Estimate
+	Recommended string
+	Episodes    int
+}
+
+// Get returns the estimate of the named estimator.
+func (r *Result) Get(name string) *Estimate {
+	for i := range r.Estimates {
+		if r.Estimates[i].Estimator == name {
+			return &r.Estimates[i]
+		}
+	}
+	return nil
+}
+
+// Evaluate computes every estimator of the package documentation from the
+// logs d, the ratios rho (Ratios or ColumnRatios) and, for the
+// model-based ones, the target t (nil when only rho is known).
+func Evaluate(ctx context.Context, d *ingest.Dataset, rho []float64, t Target, o Options) (*Result, error) {
+	if err := checkLogs(d); err != nil {
+		return nil, err
+	}
+	K, H := d.NumEpisodes(), d.Horizon
+	if len(rho) != K*H {
+		return nil, fmt.Errorf("%w: %d ratios for %d steps", ErrData, len(rho), K*H)
+	}
+	if o.Bootstrap == 0 {
+		o.Bootstrap = DefaultBootstrap
+	}
+	if o.MaxDRSteps == 0 {
+		o.MaxDRSteps = DefaultMaxDRSteps
+	}
+	workers := parallel.Workers(o.Workers)
+	skipped := map[string]string{}
+	for k, v := range o.Skipped {
+		skipped[k] = v
+	}
+	var qhat, vhat []float64
+	if t != nil && o.Folds[0] != nil && o.Folds[1] != nil && len(o.Fold) == K {
+		if K*H > o.MaxDRSteps {
+			reason := fmt.Sprintf("skipped: %d logged steps, more than the %d the doubly robust look-ahead is given (each step needs the model's value of its history)", K*H, o.MaxDRSteps)
+			skipped[EstDR], skipped[EstWDR] = reason, reason
+		} else {
+			var err error
+			if qhat, vhat, err = controlVariates(ctx, d, t, o, workers); err != nil {
+				return nil, err
+			}
+		}
+	} else if _, ok := skipped[EstDR]; !ok {
+		reason := "skipped: no model (doubly robust estimation needs the fitted model's values)"
+		if t == nil {
+			reason = "skipped: only the target's probabilities of the logged actions are known, and the doubly robust estimators need them for every action"
+		}
+		skipped[EstDR], skipped[EstWDR] = reason, reason
+	}
+	tm := terms(d, rho, qhat, vhat)
+	res := &Result{Episodes: K}
+	ests, err := iwEstimates(ctx, tm, d, o, workers, skipped)
+	if err != nil {
+		return nil, err
+	}
+	res.Estimates = ests
+	mods, err := modelEstimates(t, d, o, skipped)
+	if err != nil {
+		return nil, err
+	}
+	res.Estimates = append(res.Estimates, mods...)
+	res.Recommended = recommend(res.Estimates)
+	return res, nil
+}
+
+// iwEstimates are the behaviour's mean and the importance-weighted and
+// doubly robust estimators with their intervals.
+func iwEstimates(ctx context.Context, tm *episodeTerms, d *ingest.Dataset, o Options, workers int, skipped map[string]string) ([]Estimate, error) {
+	all := tm.allSums()
+	point := all.point(tm.H, tm.qhat != nil)
+	var reps map[string][]float64
+	if o.Bootstrap > 0 {
+		var err error
+		if reps, err = tm.bootstrap(ctx, o.Bootstrap, o.Seed, workers); err != nil {
+			return nil, err
+		}
+	}
+	ess, nonzero, wmax := tm.weightFigures()
+	lo, hi := d.ReturnRange()
+	H := float64(tm.H)
+	rmin, rmax := minMax(d.Reward)
+	span := wmax * math.Max(hi-lo, H*(rmax-rmin))
+	var out []Estimate
+	for _, name := range []string{EstBehavior, EstIS, EstWIS, EstPDIS, EstWPDIS, EstDR, EstWDR} {
+		e := Estimate{Estimator: name, Value: math.NaN(), Lower: math.NaN(), Upper: math.NaN(), Interval: IntervalBootstrap,
+			NormalLower: math.NaN(), NormalUpper: math.NaN(), BernsteinLower: math.NaN(), BernsteinUpper: math.NaN(), ESS: ess, Episodes: nonzero}
+		if r, ok := skipped[name]; ok {
+			e.Reason, e.Interval = r, IntervalNone
+			out = append(out, e)
+			continue
+		}
+		e.Value = point[name]
+		if reps != nil {
+			e.Lower, e.Upper = percentile(reps[name])
+		} else {
+			e.Interval = IntervalNormal
+		}
+		switch name {
+		case EstBehavior:
+			e.ESS, e.Episodes = float64(tm.K), tm.K
+			e.NormalLower, e.NormalUpper = normal(all.g, sumSq(tm, returnOf), all.n)
+			e.Reliable = true
+		case EstIS:
+			e.NormalLower, e.NormalUpper = normal(all.is, all.isSq, all.n)
+			e.BernsteinLower, e.BernsteinUpper = bernstein(all.is, all.isSq, all.n, span)
+		case EstPDIS:
+			e.NormalLower, e.NormalUpper = normal(all.pd, all.pdSq, all.n)
+			e.BernsteinLower, e.BernsteinUpper = bernstein(all.pd, all.pdSq, all.n, span)
+		case EstDR:
+			e.NormalLower, e.NormalUpper = normal(all.dr, all.drSq, all.n)
+		}
+		if e.Interval == IntervalNormal {
+			e.Lower, e.Upper = e.NormalLower, e.NormalUpper
+		}
+		if name != EstBehavior {
+			e.Reliable, e.Reason = iwReliability(name, ess, nonzero, e.Value, o.ModelNote)
+			if nonzero == 0 && name != EstDR && name != EstWDR {
+				e.Value, e.Lower, e.Upper = math.NaN(), math.NaN(), math.NaN()
+			}
+		}
+		out = append(out, e)
+	}
+	return out, nil
+}
+
+// iwReliability says whether an importance-weighted figure can be relied
+// on, and why not.
+func iwReliability(name string, ess float64, nonzero int, v float64, modelNote string) (bool, string) {
+	dr := name == EstDR || name == EstWDR
+	switch {
+	case nonzero == 0 && dr:
+		return false, "no logged episode follows the policy to the end: the estimate is the model's values along the logged histories" + withNote(modelNote)
+	case nonzero == 0:
+		return false, "no logged episode follows the policy to the end (every final importance weight is zero), so the logs alone say nothing of its value"
+	case ess < MinESS:
+		return false, fmt.Sprintf("only about %.0f logged episodes follow the policy (effective sample size), fewer than the %d below which the interval is not reliable", ess, MinESS)
+	case math.IsNaN(v):
+		return false, "undefined: the weights sum to zero"
+	case dr:
+		return true, "cross-fitted" + withNote(modelNote)
+	}
+	return true, ""
+}
+
+func withNote(n string) string {
+	if n == "" {
+		return ""
+	}
+	return " (" + n + ")"
+}
+
+// modelEstimates are the model's value of the target and its lower bound.
+func modelEstimates(t Target, d *ingest.Dataset, o Options, skipped map[string]string) ([]Estimate, error) {
+	var out []Estimate
+	for _, name := range []string{EstModel, EstModelLCB} {
+		e := Estimate{Estimator: name, Value: math.NaN(), Lower: math.NaN(), Upper: math.NaN(), Interval: IntervalNone,
+			NormalLower: math.NaN(), NormalUpper: math.NaN(), BernsteinLower: math.NaN(), BernsteinUpper: math.NaN(), ESS: math.NaN()}
+		switch {
+		case skipped[name] != "":
+			e.Reason = skipped[name]
+		case t == nil:
+			e.Reason = "skipped: only the target's probabilities of the logged actions are known, and the model needs them for every action"
+		case o.Model == nil:
+			e.Reason = "skipped: no model"
+		case name == EstModelLCB && o.Bonus == nil:
+			e.Reason = "skipped: no bonus"
+		}
+		out = append(out, e)
+	}
+	if out[0].Reason != "" {
+		return out, nil
+	}
+	endObs, endAct := endCodes(d)
+	v := newValuer(o.Model, t, o.Bonus, endObs, endAct, o.Seed)
+	val, bon, err := v.root()
+	if err != nil {
+		return nil, err
+	}
+	note := "rests on the fitted model alone" + withNote(o.ModelNote)
+	out[0].Value, out[0].Reliable, out[0].Reason = val, true, note
+	if out[1].Reason == "" {
+		span := o.Model.ReturnMax - o.Model.ReturnMin
+		out[1].Value = val - bon*span
+		out[1].Reliable = true
+		out[1].Reason = fmt.Sprintf("the model's value minus its expected bonus at α = %.3g (%.4g in your units)", o.Bonus.Alpha, bon*span)
+	}
+	return out, nil
+}
+
+// recommendOrder is the order in which the summary prefers the estimators
+// whose figures are reliable (see docs/evaluation.md for how it was set).
+var recommendOrder = []string{EstWDR, EstWPDIS, EstDR, EstPDIS, EstWIS, EstIS}
+
+// recommend names the estimator the summary leads with: the first
+// reliable one of recommendOrder, else the model's value, else the first
+// with a value.
+func recommend(es []Estimate) string {
+	get := func(n string) *Estimate {
+		for i := range es {
+			if es[i].Estimator == n {
+				return &es[i]
+			}
+		}
+		return nil
+	}
+	for _, n := range recommendOrder {
+		if e := get(n); e != nil && e.Reliable && !math.IsNaN(e.Value) {
+			return n
+		}
+	}
+	if e := get(EstModel); e != nil && !math.IsNaN(e.Value) {
+		return EstModel
+	}
+	for _, n := range recommendOrder {
+		if e := get(n); e != nil && !math.IsNaN(e.Value) {
+			return n
+		}
+	}
+	return ""
+}
+
+func minMax(xs []float64) (lo, hi float64) {
+	lo, hi = math.Inf(1), math.Inf(-1)
+	for _, x := range xs {
+		lo, hi = math.Min(lo, x), math.Max(hi, x)
+	}
+	return lo, hi
+}
+
+func returnOf(t *episodeTerms, k int) float64 {
+	g := 0.0
+	for _, r := range t.rew[k*t.H : (k+1)*t.H] {
+		g += r
+	}
+	return g
+}
+
+// sumSq is Σ_k f(k)².
+func sumSq(t *episodeTerms, f func(*episodeTerms, int) float64) float64 {
+	s := 0.0
+	for k := 0; k < t.K; k++ {
+		x := f(t, k)
+		s += x * x
+	}
+	return s
+}
+
+// controlVariates computes Q̂_{k,h} (after the logged action) and V̂_{k,h}
+// (before it) for every logged step, each episode with the model of the
+// other fold.
+func controlVariates(ctx context.Context, d *ingest.Dataset, t Target, o Options, workers int) (qhat, vhat []float64, err error) {
+	K, H := d.NumEpisodes(), d.Horizon
+	qhat, vhat = make([]float64, K*H), make([]float64, K*H)
+	endObs, endAct := endCodes(d)
+	var vals [2]*valuer
+	var memos [2]*memo
+	for f := range 2 {
+		vals[f] = newValuer(o.Folds[f], t, nil, endObs, endAct, o.Seed+uint64(f)+1)
+		memos[f] = &memo{m: map[string]stats{}}
+	}
+	err = forBlocks(ctx, K, workers, func(k0, k1 int) error {
+		for k := k0; k < k1; k++ {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			use := 1 - o.Fold[k]
+			if err := episodeVariates(d, k, vals[use], memos[use], qhat, vhat); err != nil {
+				return fmt.Errorf("episode %s: %w", d.EpisodeIDs[k], err)
+			}
+		}
+		return nil
+	})
+	return qhat, vhat, err
+}
+
+// episodeVariates follows episode k with the model's filter and the
+// target, and stores the values of each logged history.
+func episodeVariates(d *ingest.Dataset, k int, v *valuer, c *memo, qhat, vhat []float64) error {
+	H, S, A := d.Horizon, v.S, v.A
+	m := v.m
+	b, pred := make([]float64, S), make([]float64, S)
+	p := make([]float64, A)
+	f := v.t.Follow()
+	var key strings.Builder
+	prev := -1
+	for h := 0; h < H; h++ {
+		i := k*H + h
+		o, a := int(d.Obs[i]), int(d.Act[i])
+		if h == 0 {
+			m.Prior(b)
+			m.ObserveFirst(b, o)
+		} else {
+			m.Predict(h, b, prev, pred)
+			if m.Correct(h, pred, prev, o, b) == 0 {
+				return nil // a history the model deems impossible: no control variate
+			}
+		}
+		if err := f.Next(prev, o, p); err != nil {
+			return err
+		}
+		fmt.Fprintf(&key, "%d,%d;", prev, o)
+		if o == v.endObs {
+			return nil // the rest is padding: no reward to predict
+		}
+		st, ok := c.get(key.String())
+		if !ok {
+			var err error
+			n := node{h: h + 1, b: append([]float64(nil), b...), f: f.Clone(), p: append([]float64(nil), p...)}
+			if st, err = v.value(n, key.String()); err != nil {
+				return err
+			}
+			c.put(key.String(), st)
+		}
+		vhat[i], qhat[i] = st.v, st.q[a]
+		prev = a
+	}
+	return nil
+}

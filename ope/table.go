@@ -1,0 +1,336 @@
+package ope
+
+import (
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"strings"
+
+	"github.com/parquet-go/parquet-go"
+
+	"github.com/psrlcb/psrlcb/arrowio"
+	"github.com/psrlcb/psrlcb/ingest"
+	"github.com/psrlcb/psrlcb/internal/pqcol"
+)
+
+// A stochastic policy table (schemas package documentation, "Policy
+// tables") gives, row by row, the probability of an action at a history:
+//
+//	column       type      meaning
+//	step         integer   h (1-based) the row applies to; 0 or absent: any step
+//	history      string    o_1,a_1,…,o_{h−1},a_{h−1} before o_h, comma-separated or as a
+//	                       JSON array of strings; "*" or absent: any history
+//	observation  string    o_h; "*": any observation
+//	action       string    the action
+//	probability  double    π_e(action | history, observation)
+//
+// The rows of one (step, history, observation) form a distribution over
+// actions (summing to one; unlisted actions have probability zero). At a
+// logged step the most specific group applies: a given history before
+// "*", a given observation before "*", a given step before any step.
+
+// Wildcard matches any history or observation.
+const Wildcard = "*"
+
+// TableTarget is a stochastic policy table as a Target.
+type TableTarget struct {
+	nAct, nObs     int
+	actSym, obsSym []string
+	groups         map[groupKey][]float64
+	hasHistory     bool // some group names a history (followers must keep it)
+}
+
+type groupKey struct {
+	step         int
+	history, obs string // history joined by histSep; Wildcard for any
+}
+
+// histSep joins the symbols of a history in group keys: a byte no symbol
+// of a Parquet string column holds in practice, and never a comma.
+const histSep = "\x1f"
+
+// tableRow is one row of a policy table as read.
+type tableRow struct {
+	line         int // 1-based row, for messages
+	step         int
+	history, obs string
+	action       string
+	prob         float64
+}
+
+// ReadTable reads a stochastic policy table (Arrow IPC file, or Parquet
+// by the extension .parquet) and checks it against the logs d: every
+// action and observation it names must be the logs' (after the history's
+// symbols), every group must sum to one. Errors name the file and row.
+func ReadTable(path string, d *ingest.Dataset) (*TableTarget, error) {
+	var rows []tableRow
+	var err error
+	if strings.EqualFold(filepath.Ext(path), ".parquet") {
+		rows, err = readTableParquet(path)
+	} else {
+		rows, err = readTableArrow(path)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return newTableTarget(path, rows, d)
+}
+
+func readTableArrow(path string) ([]tableRow, error) {
+	t, err := arrowio.ReadArrow(path)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", ErrTarget, path, err)
+	}
+	col := func(name string) *arrowio.Column {
+		for i := range t.Columns {
+			if t.Columns[i].Name == name {
+				return &t.Columns[i]
+			}
+		}
+		return nil
+	}
+	obs, act, prob := col("observation"), col("action"), col("probability")
+	if obs == nil || obs.String == nil || act == nil || act.String == nil || prob == nil || prob.Float64 == nil {
+		return nil, fmt.Errorf("%w: %s: a policy table needs string columns observation and action and a double column probability", ErrTarget, path)
+	}
+	step, hist := col("step"), col("history")
+	rows := make([]tableRow, t.Rows())
+	for i := range rows {
+		r := tableRow{line: i + 1, history: Wildcard, obs: obs.String[i], action: act.String[i], prob: prob.Float64[i]}
+		if step != nil {
+			switch {
+			case step.Int64 != nil:
+				r.step = int(step.Int64[i])
+			case step.Int32 != nil:
+				r.step = int(step.Int32[i])
+			default:
+				return nil, fmt.Errorf("%w: %s: column step must be an integer", ErrTarget, path)
+			}
+		}
+		if hist != nil {
+			if hist.String == nil {
+				return nil, fmt.Errorf("%w: %s: column history must be a string", ErrTarget, path)
+			}
+			r.history = hist.String[i]
+		}
+		rows[i] = r
+	}
+	return rows, nil
+}
+
+func readTableParquet(path string) ([]tableRow, error) {
+	var rows []tableRow
+	names := []string{"observation", "action", "probability"}
+	optional := tableOptional(path)
+	names = append(names, optional...)
+	err := pqcol.Columns(path, names, func(first int64, vals [][]parquet.Value) error {
+		for r := range vals[0] {
+			line := int(first) + r + 1
+			row := tableRow{line: line, history: Wildcard}
+			var ok bool
+			if row.obs, ok = pqcol.Symbol(vals[0][r]); !ok {
+				return fmt.Errorf("row %d: observation is null or not a symbol", line)
+			}
+			if row.action, ok = pqcol.Symbol(vals[1][r]); !ok {
+				return fmt.Errorf("row %d: action is null or not a symbol", line)
+			}
+			p := vals[2][r]
+			switch p.Kind() {
+			case parquet.Double:
+				row.prob = p.Double()
+			case parquet.Float:
+				row.prob = float64(p.Float())
+			default:
+				return fmt.Errorf("row %d: probability must be a double", line)
+			}
+			for i, name := range optional {
+				v := vals[3+i][r]
+				switch name {
+				case "step":
+					if !v.IsNull() {
+						row.step = int(v.Int64())
+					}
+				case "history":
+					if !v.IsNull() {
+						row.history = string(v.ByteArray())
+					}
+				}
+			}
+			rows = append(rows, row)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", ErrTarget, path, err)
+	}
+	return rows, nil
+}
+
+// tableOptional lists the optional columns a Parquet policy table has.
+func tableOptional(path string) []string {
+	var out []string
+	for _, name := range []string{"step", "history"} {
+		if pqcol.Columns(path, []string{name}, func(int64, [][]parquet.Value) error { return errStop }) == errStop {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+var errStop = fmt.Errorf("stop")
+
+// parseHistory splits a history cell: Wildcard, a JSON array of strings,
+// or comma-separated symbols (spaces around them dropped); "" is the
+// empty history of step 1.
+func parseHistory(s string) ([]string, bool, error) {
+	t := strings.TrimSpace(s)
+	switch {
+	case t == Wildcard:
+		return nil, true, nil
+	case t == "":
+		return nil, false, nil
+	case strings.HasPrefix(t, "["):
+		var items []string
+		if err := json.Unmarshal([]byte(t), &items); err != nil {
+			return nil, false, fmt.Errorf("history %q is not a JSON array of strings: %v", s, err)
+		}
+		return items, false, nil
+	}
+	items := strings.Split(t, ",")
+	for i := range items {
+		items[i] = strings.TrimSpace(items[i])
+	}
+	return items, false, nil
+}
+
+func newTableTarget(path string, rows []tableRow, d *ingest.Dataset) (*TableTarget, error) {
+	t := &TableTarget{nAct: d.NumActions(), nObs: d.NumObs(), actSym: d.ActVocab, obsSym: d.ObsVocab, groups: map[groupKey][]float64{}}
+	actCode := codes(d.ActVocab)
+	obsCode := codes(d.ObsVocab)
+	first := map[groupKey]int{}
+	bad := func(r tableRow, format string, a ...any) error {
+		return fmt.Errorf("%w: %s row %d: %s", ErrTarget, path, r.line, fmt.Sprintf(format, a...))
+	}
+	for _, r := range rows {
+		if r.step < 0 || r.step > d.Horizon {
+			return nil, bad(r, "step %d outside 0..%d (0: any step)", r.step, d.Horizon)
+		}
+		hist, any, err := parseHistory(r.history)
+		if err != nil {
+			return nil, bad(r, "%v", err)
+		}
+		if !any {
+			if len(hist)%2 != 0 {
+				return nil, bad(r, "history %q must alternate observations and actions and end with an action (o1,a1,…,o_{h−1},a_{h−1})", r.history)
+			}
+			if r.step != 0 && len(hist) != 2*(r.step-1) {
+				return nil, bad(r, "history %q has %d steps, but the row is for step %d", r.history, len(hist)/2, r.step)
+			}
+			for i, sym := range hist {
+				vocab, what := obsCode, "observation"
+				if i%2 == 1 {
+					vocab, what = actCode, "action"
+				}
+				if _, ok := vocab[sym]; !ok {
+					return nil, bad(r, "history names %s %q, which the logs do not have", what, sym)
+				}
+			}
+			t.hasHistory = true
+		}
+		if _, ok := obsCode[r.obs]; !ok && r.obs != Wildcard {
+			return nil, bad(r, "observation %q is not one of the logs'", r.obs)
+		}
+		a, ok := actCode[r.action]
+		if !ok {
+			return nil, bad(r, "action %q is not one of the logs'", r.action)
+		}
+		if !(r.prob >= 0 && r.prob <= 1) {
+			return nil, bad(r, "probability %v outside [0,1]", r.prob)
+		}
+		k := groupKey{step: r.step, history: Wildcard, obs: r.obs}
+		if !any {
+			k.history = strings.Join(hist, histSep)
+		}
+		p, seen := t.groups[k]
+		if !seen {
+			p = make([]float64, t.nAct)
+			t.groups[k] = p
+			first[k] = r.line
+		}
+		if p[a] != 0 {
+			return nil, bad(r, "action %q appears twice for this step, history and observation", r.action)
+		}
+		p[a] = r.prob
+	}
+	if len(t.groups) == 0 {
+		return nil, fmt.Errorf("%w: %s holds no rows", ErrTarget, path)
+	}
+	for k, p := range t.groups {
+		if err := checkDistribution(p); err != nil {
+			return nil, fmt.Errorf("%w: %s row %d: the group of step %d, history %q, observation %q: %v", ErrTarget, path, first[k], k.step, strings.ReplaceAll(k.history, histSep, ","), k.obs, err)
+		}
+	}
+	return t, nil
+}
+
+// codes maps each symbol to its index.
+func codes(vocab []string) map[string]int {
+	m := make(map[string]int, len(vocab))
+	for i, s := range vocab {
+		m[s] = i
+	}
+	return m
+}
+
+// Deterministic says whether every group gives one action probability one.
+func (t *TableTarget) Deterministic() bool {
+	for _, p := range t.groups {
+		for _, x := range p {
+			if x != 0 && x != 1 {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// Follow starts an episode.
+func (t *TableTarget) Follow() Follower { return &tableFollower{t: t} }
+
+type tableFollower struct {
+	t    *TableTarget
+	h    int      // steps seen
+	hist []string // o_1,a_1,…: kept only when some group names a history
+	obs  string   // the last observation's symbol
+}
+
+func (f *tableFollower) Clone() Follower {
+	c := *f
+	c.hist = append([]string(nil), f.hist...)
+	return &c
+}
+
+// Next finds the most specific group for (step, history, o_h).
+func (f *tableFollower) Next(prevAct, obs int, p []float64) error {
+	t := f.t
+	if t.hasHistory && f.h > 0 {
+		f.hist = append(f.hist, f.obs, t.actSym[prevAct])
+	}
+	f.h++
+	f.obs = t.obsSym[obs]
+	hist := strings.Join(f.hist, histSep)
+	for _, step := range []int{f.h, 0} {
+		for _, h := range []string{hist, Wildcard} {
+			if h == hist && !t.hasHistory {
+				continue
+			}
+			for _, o := range []string{f.obs, Wildcard} {
+				if g, ok := t.groups[groupKey{step, h, o}]; ok {
+					copy(p, g)
+					return nil
+				}
+			}
+		}
+	}
+	return fmt.Errorf("%w: the policy table has no row for step %d, history %q, observation %q", ErrTarget, f.h, strings.Join(f.hist, ","), f.obs)
+}

@@ -1,0 +1,155 @@
+package ope
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/psrlcb/psrlcb/errkind"
+	"github.com/psrlcb/psrlcb/ingest"
+	"github.com/psrlcb/psrlcb/policy"
+)
+
+// ErrTarget is returned for a target policy that does not fit the logs: an
+// action or observation the logs do not have, probabilities that do not
+// sum to one, a history the policy has no row for.
+var ErrTarget = errkind.New(errkind.Data, "ope: invalid target policy")
+
+// ErrData is returned for logs the estimators cannot use (no episodes, no
+// propensities).
+var ErrData = errkind.New(errkind.Data, "ope: invalid logs")
+
+// Target is an evaluated policy π_e over the logs' vocabularies: the
+// probability it gives each action at each history.
+type Target interface {
+	// Follow starts an episode.
+	Follow() Follower
+	// Deterministic says whether every probability is 0 or 1.
+	Deterministic() bool
+}
+
+// Follower follows one episode through a Target.
+type Follower interface {
+	// Next takes the observation o_h (a code of the logs' observation
+	// vocabulary) after the action a_{h−1} taken (a code, −1 at h = 1) and
+	// writes π_e(· | τ_{h−1}, o_h) over the action codes into p.
+	Next(prevAct, obs int, p []float64) error
+	// Clone is an independent copy of the follower's state.
+	Clone() Follower
+}
+
+// TreeTarget is a deterministic policy table (policy.arrow) as a Target:
+// its action with probability one, found with the lookup rule of the
+// policy file (policy.Cursor).
+type TreeTarget struct {
+	pol           *policy.Policy
+	obs           []string // observation codes → symbols
+	actCode       map[string]int
+	nAct, endCode int
+	endAct        int // the action code of the end symbol (−1: none)
+}
+
+// NewTreeTarget checks that every action of pol is an action of the logs
+// d and returns the target.
+func NewTreeTarget(pol *policy.Policy, d *ingest.Dataset) (*TreeTarget, error) {
+	t := &TreeTarget{pol: pol, obs: d.ObsVocab, actCode: map[string]int{}, nAct: d.NumActions()}
+	for i, a := range d.ActVocab {
+		t.actCode[a] = i
+	}
+	t.endCode, t.endAct = endCodes(d)
+	for _, n := range pol.Nodes {
+		for _, a := range []string{n.Action, n.Fallback} {
+			if _, ok := t.actCode[a]; !ok && a != "" {
+				return nil, fmt.Errorf("%w: policy row %d (step %d, observation %q) takes action %q, which the logs never took", ErrTarget, n.ID, n.Step, n.Obs, a)
+			}
+		}
+	}
+	return t, nil
+}
+
+// Deterministic is true.
+func (t *TreeTarget) Deterministic() bool { return true }
+
+// Follow starts an episode at the root of the table.
+func (t *TreeTarget) Follow() Follower { return &treeFollower{t: t, cur: t.pol.NewCursor(), last: -1} }
+
+type treeFollower struct {
+	t    *TreeTarget
+	cur  *policy.Cursor
+	last int  // the action the policy took at the previous step
+	off  bool // the episode took another action: the policy no longer applies
+}
+
+func (f *treeFollower) Clone() Follower {
+	c := *f
+	cur := *f.cur
+	c.cur = &cur
+	return &c
+}
+
+// Next follows o_h. Once the episode has taken an action the policy would
+// not take, its importance weight is zero from then on and the
+// probabilities no longer matter: the last action is repeated.
+func (f *treeFollower) Next(prevAct, obs int, p []float64) error {
+	clear(p[:f.t.nAct])
+	if prevAct >= 0 && prevAct != f.last {
+		f.off = true
+	}
+	if f.off {
+		p[max(f.last, 0)] = 1
+		return nil
+	}
+	if obs == f.t.endCode && f.t.endAct >= 0 {
+		// Past an early end the action is forced, whatever the policy.
+		p[f.t.endAct] = 1
+		f.last = f.t.endAct
+		return nil
+	}
+	sym, _, ok := f.cur.Act(f.t.obs[obs])
+	if !ok {
+		return fmt.Errorf("%w: the policy has no row for the first observation %q", ErrTarget, f.t.obs[obs])
+	}
+	a, known := f.t.actCode[sym]
+	if !known {
+		return fmt.Errorf("%w: the policy takes action %q, which the logs never took", ErrTarget, sym)
+	}
+	p[a] = 1
+	f.last = a
+	return nil
+}
+
+// endCodes are the codes of the end symbol among the logs' observations
+// and actions (−1 when the logs have no early end).
+func endCodes(d *ingest.Dataset) (obs, act int) {
+	obs, act = -1, -1
+	for i, o := range d.ObsVocab {
+		if o == ingest.EndSymbol {
+			obs = i
+		}
+	}
+	for i, a := range d.ActVocab {
+		if a == ingest.EndSymbol {
+			act = i
+		}
+	}
+	return obs, act
+}
+
+// checkDistribution checks a probability vector: entries in [0,1] summing
+// to one within probTol.
+func checkDistribution(p []float64) error {
+	sum := 0.0
+	for _, x := range p {
+		if !(x >= 0 && x <= 1+probTol) {
+			return fmt.Errorf("probability %v outside [0,1]", x)
+		}
+		sum += x
+	}
+	if math.Abs(sum-1) > probTol {
+		return fmt.Errorf("probabilities sum to %v, not 1", sum)
+	}
+	return nil
+}
+
+// probTol is how far a target's probabilities may sum from one: tables
+// written with six decimals (1/3 as 0.333333) are off by a few 1e-6.
+const probTol = 1e-5
