@@ -157,7 +157,7 @@ func Build(ctx context.Context, d *ingest.Dataset, inputs []string, p Params, ou
 	}
 	run.Alphas = alphaRows(out, fig)
 
-	run.Model = withMerged(ModelTable(m), d.Merged)
+	run.Model = ModelRows{Model: m, Merged: d.Merged}
 
 	// The policy's decision tree as the report lists it, and where it
 	// departs from the behaviour's most logged action.

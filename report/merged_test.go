@@ -14,7 +14,7 @@ import (
 func TestModelTableMerged(t *testing.T) {
 	m := estimate.RandomModel(2, 3, 2, 2, true, []float64{0, 1}, 1)
 	merged := []ingest.MergedSymbol{{Symbol: "x", Count: 7}, {Symbol: "y", Count: 3}}
-	tab := withMerged(ModelTable(m), merged)
+	tab := ModelRows{Model: m, Merged: merged}.Table()
 	col := func(name string) Column {
 		for _, c := range tab.Columns {
 			if c.Name == name {

@@ -3,6 +3,8 @@ package report
 import (
 	"math"
 
+	"github.com/psrlcb/psrlcb/arrowio"
+
 	"github.com/psrlcb/psrlcb/estimate"
 	"github.com/psrlcb/psrlcb/ingest"
 )
@@ -28,19 +30,100 @@ import (
 // step is h (1-based), or 0 for tables shared by every step (stationary
 // dynamics). Schema metadata carries the sizes and the return range.
 func ModelTable(m *estimate.Model) Table {
-	var param, act, obs []string
-	var step, state, next []int32
-	var reward, value []float64
-	add := func(p string, h, s int, a string, s2 int, o string, r, v float64) {
-		param = append(param, p)
-		step = append(step, int32(h))
-		state = append(state, int32(s))
-		act = append(act, a)
-		next = append(next, int32(s2))
-		obs = append(obs, o)
-		reward = append(reward, r)
-		value = append(value, v)
+	return ModelRows{Model: m}.Table()
+}
+
+// ModelRows is model.arrow before it is written: the model and the
+// observations --max-observations merged (the "other" rows). It is
+// generated when written, in batches of modelBatchRows, so a model of
+// millions of parameters is never held in long form.
+type ModelRows struct {
+	Model  *estimate.Model
+	Merged []ingest.MergedSymbol
+}
+
+// modelBatchRows is the rows of one record batch of model.arrow: large
+// enough that the per-batch cost vanishes, small enough (a few MiB) that
+// a model's size does not move the report's memory.
+const modelBatchRows = 1 << 16
+
+// Table is the whole long-form table (for small models and tests).
+func (r ModelRows) Table() Table {
+	var out Table
+	r.each(math.MaxInt, func(t Table) error {
+		out = t
+		return nil
+	})
+	return out
+}
+
+// Write writes model.arrow to path with the extra metadata meta, batch by
+// batch.
+func (r ModelRows) Write(path string, meta map[string]string) error {
+	return arrowio.WriteArrowBatches(path, mergeMeta(modelMeta(r.Model), meta), func(emit func(Table) error) error {
+		return r.each(modelBatchRows, emit)
+	})
+}
+
+// modelBatch accumulates rows of model.arrow.
+type modelBatch struct {
+	param, act, obs   []string
+	step, state, next []int32
+	reward, value     []float64
+}
+
+func (b *modelBatch) add(p string, h, s int, a string, s2 int, o string, r, v float64) {
+	b.param = append(b.param, p)
+	b.step = append(b.step, int32(h))
+	b.state = append(b.state, int32(s))
+	b.act = append(b.act, a)
+	b.next = append(b.next, int32(s2))
+	b.obs = append(b.obs, o)
+	b.reward = append(b.reward, r)
+	b.value = append(b.value, v)
+}
+
+func (b *modelBatch) table(meta map[string]string) Table {
+	return Table{Meta: meta, Columns: []Column{
+		{Name: "param", String: orEmpty(b.param)},
+		{Name: "step", Int32: orEmpty(b.step)},
+		{Name: "state", Int32: orEmpty(b.state)},
+		{Name: "action", String: orEmpty(b.act)},
+		{Name: "next_state", Int32: orEmpty(b.next)},
+		{Name: "observation", String: orEmpty(b.obs)},
+		{Name: "reward", Float64: orEmpty(b.reward)},
+		{Name: "value", Float64: orEmpty(b.value)},
+	}}
+}
+
+// each emits the rows of model.arrow in tables of at most batch rows, the
+// schema metadata on each.
+func (r ModelRows) each(batch int, emit func(Table) error) error {
+	meta := modelMeta(r.Model)
+	var b modelBatch
+	emitted := false
+	var err error
+	add := func(p string, h, s int, a string, s2 int, o string, rw, v float64) {
+		if err != nil {
+			return
+		}
+		b.add(p, h, s, a, s2, o, rw, v)
+		if len(b.param) >= batch {
+			err, emitted, b = emit(b.table(meta)), true, modelBatch{}
+		}
 	}
+	modelParams(r.Model, add)
+	for _, s := range r.Merged {
+		add("other", -1, -1, "", -1, s.Symbol, math.NaN(), float64(s.Count))
+	}
+	if err == nil && (len(b.param) > 0 || !emitted) {
+		err = emit(b.table(meta))
+	}
+	return err
+}
+
+// modelParams calls add for every parameter of m, in the table's order.
+func modelParams(m *estimate.Model, add func(p string, h, s int, a string, s2 int, o string, r, v float64)) {
 	S, O, A := m.States, m.NumObs, m.NumActions
 	nan := math.NaN()
 	for s := 0; s < S; s++ {
@@ -108,8 +191,13 @@ func ModelTable(m *estimate.Model) Table {
 			}
 		}
 	}
-	meta := map[string]string{
-		"psrlcb.states":      itoa(S),
+}
+
+// modelMeta is model.arrow's schema metadata: the sizes, the return range
+// and the form.
+func modelMeta(m *estimate.Model) map[string]string {
+	return map[string]string{
+		"psrlcb.states":      itoa(m.States),
 		"psrlcb.horizon":     itoa(m.Horizon),
 		"psrlcb.stationary":  boolStr(m.Stationary),
 		"psrlcb.return_min":  ftoa(m.ReturnMin),
@@ -117,42 +205,6 @@ func ModelTable(m *estimate.Model) Table {
 		"psrlcb.test_length": itoa(max(m.TestLength, 1)),
 		"psrlcb.model_form":  modelForm(m),
 	}
-	return Table{Meta: meta, Columns: []Column{
-		{Name: "param", String: param},
-		{Name: "step", Int32: step},
-		{Name: "state", Int32: state},
-		{Name: "action", String: act},
-		{Name: "next_state", Int32: next},
-		{Name: "observation", String: obs},
-		{Name: "reward", Float64: reward},
-		{Name: "value", Float64: value},
-	}}
-}
-
-// withMerged appends to the model table one row per observation that
-// --max-observations mapped to ingest.OtherSymbol: param "other", the
-// original symbol in observation and its logged count in value.
-func withMerged(t Table, merged []ingest.MergedSymbol) Table {
-	for _, s := range merged {
-		for i := range t.Columns {
-			c := &t.Columns[i]
-			switch c.Name {
-			case "param":
-				c.String = append(c.String, "other")
-			case "observation":
-				c.String = append(c.String, s.Symbol)
-			case "action":
-				c.String = append(c.String, "")
-			case "step", "state", "next_state":
-				c.Int32 = append(c.Int32, -1)
-			case "reward":
-				c.Float64 = append(c.Float64, math.NaN())
-			case "value":
-				c.Float64 = append(c.Float64, float64(s.Count))
-			}
-		}
-	}
-	return t
 }
 
 func modelForm(m *estimate.Model) string {

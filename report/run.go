@@ -23,8 +23,8 @@ type Run struct {
 	// ‖ψ̄̂(τ_h)‖²_{U_h⁻¹} at step h (h = 0..H−1) for the bonus distribution
 	// plot: quantiles, so the run holds H rows, not H·K values.
 	BonusSteps []StepQuantiles
-	// Model is the fitted parameters in long form (model.arrow).
-	Model Table
+	// Model is the fitted parameters, written in long form as model.arrow.
+	Model ModelRows
 	// Policy is the most probable part of π̄'s decision tree with the
 	// logs' view of each node, Compare where π̄ departs from the most
 	// logged action, Range the logged return range (nil when unknown).

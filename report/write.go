@@ -50,13 +50,13 @@ func WriteTables(dir string, run *Run) error {
 		FitFile:      run.fitTable(),
 		AlphaFile:    run.alphaTable(),
 	}
-	m := run.Model
-	m.Meta = mergeMeta(m.Meta, run.meta("model"))
-	tables[ModelFile] = m
 	for _, name := range sortedKeys(tables) {
 		if err := arrowio.WriteArrow(filepath.Join(dir, name), tables[name]); err != nil {
 			return err
 		}
+	}
+	if err := run.Model.Write(filepath.Join(dir, ModelFile), run.meta("model")); err != nil {
+		return err
 	}
 	if err := WriteManifest(filepath.Join(dir, ManifestFile), &run.Manifest); err != nil {
 		return err

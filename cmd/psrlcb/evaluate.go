@@ -10,40 +10,72 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/psrlcb/psrlcb/ope"
+	"github.com/psrlcb/psrlcb/pessimism"
 	"github.com/psrlcb/psrlcb/policy"
 	"github.com/psrlcb/psrlcb/pomdp"
 )
 
 func newEvaluateCommand() *cli.Command {
-	flags, before := configurable([]cli.Flag{
-		&cli.StringFlag{Name: "pomdp", Usage: "`FILE` holding the true model in Cassandra's .POMDP format (this or --model)"},
-		&cli.StringFlag{Name: "model", Usage: "`RUNDIR` of a fit (or its model.arrow): value the policy under the fitted model instead"},
-		&cli.IntFlag{Name: "horizon", Usage: "steps per episode `H`; 0 means the policy's horizon"},
-		&cli.StringFlag{Name: "policy", Usage: "`PATH` of policy.arrow, or the directory holding it (required)"},
-		&cli.StringFlag{Name: "behavior", Value: "uniform", Usage: "behaviour policy `SPEC` to compare with: uniform, myopic:EPS or fixed:ACTION:EPS"},
+	flags := []cli.Flag{
+		&cli.StringFlag{Name: "pomdp", Usage: "`FILE` holding the true model in Cassandra's .POMDP format (this, --model or --logs)"},
+		&cli.StringFlag{Name: "model", Usage: "`RUNDIR` of a fit (or its model.arrow): value the policy under the fitted model; with --logs, the model the model-based estimators start from"},
+		&cli.StringFlag{Name: "logs", Usage: "Parquet logs `FILE` (glob or directory; more files may follow as arguments): estimate the policy's value from logs another policy produced"},
+		&cli.IntFlag{Name: "horizon", Usage: "steps per episode `H`; 0 means the policy's horizon (with --logs, the largest logged step)"},
+		&cli.StringFlag{Name: "policy", Usage: "`PATH` of policy.arrow or a run directory; with --logs also a stochastic policy table (.arrow or .parquet, schemas package documentation)"},
+		&cli.StringFlag{Name: "target-propensity-column", Usage: "with --logs: the logs' `COLUMN` holding the evaluated policy's probability of each logged action, instead of --policy (only the importance-sampling estimators are computed then)"},
+		&cli.StringFlag{Name: "behavior", Value: "uniform", Usage: "behaviour policy `SPEC` to compare with (--pomdp): uniform, myopic:EPS or fixed:ACTION:EPS"},
+		&cli.PathFlag{Name: "out", Usage: "with --logs: output `DIR` for estimates.arrow, manifest.json and report.html, written atomically"},
+		&cli.BoolFlag{Name: "force", Usage: "replace an earlier output of evaluate --logs"},
+		&cli.Uint64Flag{Name: "seed", Value: 1, Usage: "with --logs: seed of the bootstrap, the halves of the cross-fitting and the model's Monte Carlo look-ahead"},
+		&cli.IntFlag{Name: "bootstrap", Value: ope.DefaultBootstrap, Usage: "with --logs: bootstrap replicates of the intervals (0: only normal intervals)"},
+		&cli.BoolFlag{Name: "no-model", Usage: "with --logs: importance sampling only, no model fitted (fast on large logs)"},
+		&cli.StringFlag{Name: "rank", Value: "auto", Usage: `with --logs: latent states of the fitted model, or "auto"`},
+		&cli.Float64Flag{Name: "alpha", Value: pessimism.DefaultAlpha, Usage: "with --logs: bonus coefficient α of the model's lower bound"},
+		&cli.IntFlag{Name: "workers", Usage: "goroutines (0: all cores); results do not depend on it"},
 		&cli.BoolFlag{Name: "json", Usage: "print one JSON object instead of text"},
-	})
+	}
+	for _, f := range ingestFlags() {
+		if f.Names()[0] != "horizon" {
+			flags = append(flags, f)
+		}
+	}
+	flags, before := configurable(flags)
 	return &cli.Command{
 		Name:  "evaluate",
-		Usage: "evaluate a policy exactly under a known POMDP (beside the optimal and the behaviour values) or under a fitted model",
-		Description: "Follows policy.arrow with the policy's lookup rule (observations are the model's observation\n" +
-			"names, \"init\" at step 1; actions must be actions of the model) and computes its exact value\n" +
-			"V^π under the true model, the exact optimal finite-horizon value V*, the behaviour's value V^b,\n" +
+		Usage: "evaluate a policy: exactly under a known POMDP, under a fitted model, or from logs another policy produced (off-policy)",
+		Description: "With --pomdp: follows policy.arrow with the policy's lookup rule (observations are the model's\n" +
+			"observation names, \"init\" at step 1; actions must be actions of the model) and computes its exact\n" +
+			"value V^π under the true model, the exact optimal finite-horizon value V*, the behaviour's value V^b,\n" +
 			"and the normalized regret (V* − V^π)/(V* − V^b): 0 is optimal, 1 is no better than the\n" +
 			"behaviour; it is undefined (null) when V* = V^b. Values are undiscounted sums of H rewards.\n\n" +
 			"With --model RUNDIR instead of --pomdp it values any policy table under the model a fit wrote\n" +
-			"(model.arrow): the expected return E_θ̂^π[r_1+…+r_H] the fitted model assigns to the policy,\n" +
-			"in your units and on the [0,1] scale, e.g. to see what the model thinks of the incumbent policy.",
+			"(model.arrow): the expected return E_θ̂^π[r_1+…+r_H] the fitted model assigns to the policy.\n\n" +
+			"With --logs FILES it estimates the policy's value from logs with the behaviour's propensities\n" +
+			"(off-policy evaluation): importance sampling per trajectory and per decision (and their\n" +
+			"self-normalised forms), the value a latent-state model fitted on the logs gives the policy and\n" +
+			"its lower bound, and doubly robust estimators with that model as control variate (cross-fitted\n" +
+			"on halves of the logs), each with a 95% interval, its effective sample size and how many episodes\n" +
+			"it rests on. The policy may depend on the whole history; a stochastic policy table gives the\n" +
+			"probability of each action. Reads the logs as fit does (same columns, validation, exit codes).",
 		Flags:  flags,
 		Before: before,
 		Action: func(c *cli.Context) error {
-			if c.NArg() > 0 {
-				return usagef("evaluate takes no arguments (got %q)", c.Args().Slice())
-			}
-			return runEvaluate(c.Context, c.App.Writer, evaluateOptions{
+			o := evaluateOptions{
 				pomdp: c.String("pomdp"), model: c.String("model"), horizon: c.Int("horizon"), policy: c.String("policy"),
 				behavior: c.String("behavior"), json: c.Bool("json"),
-			})
+			}
+			if c.IsSet("logs") || c.IsSet("target-propensity-column") {
+				lo, err := evaluateLogsOptions(c, o)
+				if err != nil {
+					return err
+				}
+				return runEvaluateLogs(c.Context, c.App.Writer, lo)
+			}
+			if c.NArg() > 0 {
+				return usagef("evaluate takes no arguments (got %q); log files go with --logs", c.Args().Slice())
+			}
+			return runEvaluate(c.Context, c.App.Writer, o)
 		},
 	}
 }

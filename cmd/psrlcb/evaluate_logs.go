@@ -1,0 +1,284 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/psrlcb/psrlcb/arrowio"
+	"github.com/psrlcb/psrlcb/estimate"
+	"github.com/psrlcb/psrlcb/ingest"
+	"github.com/psrlcb/psrlcb/ope"
+	"github.com/psrlcb/psrlcb/policy"
+	"github.com/psrlcb/psrlcb/report"
+)
+
+// evaluateLogsOpts are the options of evaluate --logs.
+type evaluateLogsOpts struct {
+	evaluateOptions
+	files, inputs []string
+	ingest        ingest.Options
+	column        string // --target-propensity-column
+	out           string
+	force         bool
+	seed          uint64
+	bootstrap     int
+	noModel       bool
+	rank          int
+	alpha         float64
+	workers       int
+	stderr        io.Writer
+}
+
+// evaluateLogsOutput is the output kind of evaluate --logs (package outdir).
+var evaluateLogsOutput = outputKind{"psrlcb evaluate --logs", report.ManifestFile, report.EvaluationFiles()}
+
+func evaluateLogsOptions(c *cli.Context, base evaluateOptions) (evaluateLogsOpts, error) {
+	o := evaluateLogsOpts{evaluateOptions: base, column: c.String("target-propensity-column"), out: c.String("out"),
+		force: c.Bool("force"), seed: c.Uint64("seed"), bootstrap: c.Int("bootstrap"), noModel: c.Bool("no-model"),
+		alpha: c.Float64("alpha"), workers: c.Int("workers"), stderr: c.App.ErrWriter}
+	switch {
+	case o.pomdp != "":
+		return o, usagef("--logs estimates from logs; --pomdp evaluates under a known model: give one of them")
+	case o.column != "" && o.policy != "":
+		return o, usagef("give the evaluated policy once: --policy or --target-propensity-column, not both")
+	case o.column == "" && o.policy == "":
+		return o, usagef("--logs needs the evaluated policy: --policy PATH, or --target-propensity-column COLUMN")
+	case !c.IsSet("logs"):
+		return o, usagef("--target-propensity-column needs the logs: --logs FILES")
+	case o.bootstrap < 0:
+		return o, usagef("--bootstrap must be 0 or a number of replicates, not %d", o.bootstrap)
+	case !(o.alpha >= 0):
+		return o, usagef("--alpha must be a non-negative number, not %v", o.alpha)
+	}
+	if r := c.String("rank"); r != "auto" {
+		n, err := strconv.Atoi(r)
+		if err != nil || n < 1 {
+			return o, usagef(`--rank must be a positive integer or "auto", not %q`, r)
+		}
+		o.rank = n
+	}
+	var err error
+	if o.ingest, err = ingestOptions(c); err != nil {
+		return o, err
+	}
+	args := append([]string{c.String("logs")}, c.Args().Slice()...)
+	if o.files, err = ingest.Expand(args); err != nil {
+		return o, err
+	}
+	o.inputs = inputPaths(args, o.files)
+	if o.bootstrap == 0 {
+		o.bootstrap = -1 // ope: no bootstrap
+	}
+	return o, nil
+}
+
+// runEvaluateLogs estimates the policy's value from the logs and prints
+// (and with --out writes) the estimates.
+func runEvaluateLogs(ctx context.Context, stdout io.Writer, o evaluateLogsOpts) error {
+	var tmp string
+	var commit func() error
+	if o.out != "" {
+		d, err := createOut(o.stderr, o.out, o.force, evaluateLogsOutput, o.inputs)
+		if err != nil {
+			return err
+		}
+		defer d.Abort()
+		tmp, commit = d.Tmp, d.Commit
+	}
+	times := map[string]float64{}
+	start := time.Now()
+	d, err := ingest.Read(ctx, o.files, o.ingest)
+	if err != nil {
+		return err
+	}
+	times["ingest"] = time.Since(start).Seconds()
+	var notes []string
+	if !d.HasPropensity() {
+		d.Propensity = estimate.EstimateBehavior(d)
+		notes = append(notes, "The logs carry no propensities: the behaviour's probabilities were estimated from action frequencies, so every importance weight is an estimate.")
+	}
+	start = time.Now()
+	target, targetName, rho, err := evaluationTarget(ctx, o, d)
+	if err != nil {
+		return err
+	}
+	eo := ope.Options{Bootstrap: o.bootstrap, Seed: o.seed, Workers: o.workers}
+	if target != nil && !o.noModel {
+		var startModel *estimate.Model
+		if o.model != "" {
+			if startModel, err = report.ReadModel(o.model); err != nil {
+				return err
+			}
+		}
+		ms, err := ope.FitModels(ctx, d, startModel, estimate.Options{Rank: o.rank, Seed: o.seed, Workers: o.workers}, o.alpha)
+		if err != nil {
+			return err
+		}
+		eo.Model, eo.Bonus, eo.Folds, eo.Fold, eo.ModelNote = ms.All, ms.Bonus, ms.Folds, ms.Fold, ms.Note
+	} else if o.noModel {
+		eo.Skipped = map[string]string{}
+		for _, n := range []string{ope.EstModel, ope.EstModelLCB, ope.EstDR, ope.EstWDR} {
+			eo.Skipped[n] = "skipped: --no-model"
+		}
+	}
+	times["models"] = time.Since(start).Seconds()
+	start = time.Now()
+	res, err := ope.Evaluate(ctx, d, rho, target, eo)
+	if err != nil {
+		return err
+	}
+	times["estimates"] = time.Since(start).Seconds()
+	ev, err := evaluationRecord(ctx, o, d, targetName, res, eo.ModelNote, notes, times)
+	if err != nil {
+		return err
+	}
+	if commit != nil {
+		if err := report.WriteEvaluation(tmp, ev); err != nil {
+			return fmt.Errorf("writing %s: %w", o.out, err)
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if err := commit(); err != nil {
+			return fmt.Errorf("moving the results into %s: %w", o.out, err)
+		}
+	}
+	if o.json {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(jsonEvaluation(ev))
+	}
+	return printEvaluation(stdout, ev, o.out)
+}
+
+// evaluationTarget reads the evaluated policy and the ratios of its
+// probabilities to the behaviour's at every logged step.
+func evaluationTarget(ctx context.Context, o evaluateLogsOpts, d *ingest.Dataset) (ope.Target, string, []float64, error) {
+	if o.column != "" {
+		cols := o.ingest.Columns
+		ep, step := orDefault(cols.Episode, "episode_id"), orDefault(cols.Step, "step")
+		rho, err := ope.ColumnRatios(ctx, o.files, o.column, ep, step, d)
+		return nil, "the policy whose probabilities are the logs' column " + strconv.Quote(o.column), rho, err
+	}
+	t, err := readTarget(o.policy, d)
+	if err != nil {
+		return nil, "", nil, err
+	}
+	rho, err := ope.Ratios(ctx, d, t, o.workers)
+	return t, "the policy " + o.policy, rho, err
+}
+
+func orDefault(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+// readTarget reads --policy: a psrlcb policy table (a run directory or a
+// policy.arrow), else a stochastic policy table.
+func readTarget(path string, d *ingest.Dataset) (ope.Target, error) {
+	file := path
+	if st, err := os.Stat(path); err == nil && st.IsDir() {
+		file = filepath.Join(path, policy.FileName)
+	}
+	if !strings.EqualFold(filepath.Ext(file), ".parquet") {
+		t, err := arrowio.ReadArrow(file)
+		if err != nil {
+			return nil, err
+		}
+		if t.Meta["psrlcb.table"] == "policy" || hasColumn(t, "node") {
+			pol, _, err := policy.ReadFile(file)
+			if err != nil {
+				return nil, err
+			}
+			return ope.NewTreeTarget(pol, d)
+		}
+	}
+	return ope.ReadTable(file, d)
+}
+
+func hasColumn(t arrowio.Table, name string) bool {
+	for _, c := range t.Columns {
+		if c.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+// evaluationRecord is the evaluation as written and printed.
+func evaluationRecord(ctx context.Context, o evaluateLogsOpts, d *ingest.Dataset, target string, res *ope.Result, models string, notes []string, times map[string]float64) (*report.Evaluation, error) {
+	inputs, err := report.HashInputs(ctx, o.files)
+	if err != nil {
+		return nil, err
+	}
+	params := map[string]any{"seed": o.seed, "bootstrap": o.bootstrap, "no_model": o.noModel, "rank": o.rank, "alpha": o.alpha,
+		"horizon": d.Horizon, "on_invalid": o.ingest.OnInvalid, "target_propensity_column": o.column, "model": o.model}
+	ev := &report.Evaluation{Tool: "psrlcb", Version: version, GoVersion: runtime.Version(), Inputs: inputs, Target: target,
+		Parameters: params, Episodes: d.NumEpisodes(), Horizon: d.Horizon, Estimates: report.EstimateRows(res.Estimates),
+		Recommended: res.Recommended, Models: models, Notes: notes, StageTimes: times}
+	ev.Quarantined = []report.Quarantined{}
+	for _, q := range d.Quarantined {
+		ev.Quarantined = append(ev.Quarantined, report.Quarantined(q))
+	}
+	ev.RunID = report.EvaluationID(ev)
+	ev.Summary = report.EvaluationSummary(ev)
+	return ev, nil
+}
+
+// jsonEvaluation is --json's object: the estimates (null where an
+// estimator could not be computed, with the reason) and the recommended
+// estimator's name.
+func jsonEvaluation(ev *report.Evaluation) any {
+	return struct {
+		RunID       string               `json:"run_id"`
+		Target      string               `json:"target"`
+		Episodes    int                  `json:"episodes"`
+		Horizon     int                  `json:"horizon"`
+		Estimates   []report.EstimateRow `json:"estimates"`
+		Recommended string               `json:"recommended"`
+		Summary     string               `json:"summary"`
+	}{ev.RunID, ev.Target, ev.Episodes, ev.Horizon, ev.Estimates, ev.Recommended, ev.Summary}
+}
+
+// printEvaluation leads with the answer, then lists every estimator.
+func printEvaluation(w io.Writer, ev *report.Evaluation, out string) error {
+	fmt.Fprintf(w, "run %s: %s on %d episodes × %d steps\n", ev.RunID, ev.Target, ev.Episodes, ev.Horizon)
+	fmt.Fprintln(w, ev.Summary)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "estimator\tvalue\t95%% interval\tESS\tepisodes\tnote\n")
+	for _, e := range ev.Estimates {
+		interval := ""
+		if !math.IsNaN(float64(e.Lower)) {
+			interval = fmt.Sprintf("[%.4g, %.4g] %s", float64(e.Lower), float64(e.Upper), e.Interval)
+		}
+		mark := ""
+		if e.Estimator == ev.Recommended {
+			mark = " *"
+		}
+		fmt.Fprintf(tw, "%s%s\t%.4g\t%s\t%.3g\t%d\t%s\n", e.Estimator, mark, float64(e.Value), interval, float64(e.ESS), e.Episodes, e.Reason)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, n := range ev.Notes {
+		fmt.Fprintf(w, "note: %s\n", n)
+	}
+	if out != "" {
+		fmt.Fprintf(w, "wrote %s (open %s)\n", out, filepath.Join(out, report.HTMLFile))
+	}
+	return nil
+}

@@ -1,0 +1,103 @@
+package ope
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"github.com/psrlcb/psrlcb/estimate"
+	"github.com/psrlcb/psrlcb/ingest"
+	"github.com/psrlcb/psrlcb/pessimism"
+	"github.com/psrlcb/psrlcb/split"
+)
+
+// Models are the fitted models the model-based estimators use.
+type Models struct {
+	// All is fitted on every episode (the model and model_lcb
+	// estimators), with Bonus its bonus of eq. (6).
+	All   *estimate.Model
+	Bonus *pessimism.Bonus
+	// Folds are fitted on each half of the episodes, Fold[k] the half of
+	// episode k (the doubly robust estimators' control variates).
+	Folds [2]*estimate.Model
+	Fold  []int
+	// Note says how they were fitted, for the estimates' reasons.
+	Note string
+}
+
+// FitModels fits the models of the model-based estimators on d: the model
+// of every episode (start, when given, is that model — a fit's, with the
+// same vocabularies — else EM with eo's options, the rank chosen as psrlcb
+// fit chooses it), then one model per half of a seeded split, each
+// warm-started from it, and the bonus of the first at alpha.
+func FitModels(ctx context.Context, d *ingest.Dataset, start *estimate.Model, eo estimate.Options, alpha float64) (*Models, error) {
+	K, H := d.NumEpisodes(), d.Horizon
+	if K < 2*H {
+		return nil, fmt.Errorf("%w: %d episodes, too few to fit a model on each half (at least %d)", ErrData, K, 2*H)
+	}
+	ms := &Models{}
+	if start != nil {
+		if !slices.Equal(start.ObsVocab, d.ObsVocab) || !slices.Equal(start.ActVocab, d.ActVocab) {
+			return nil, fmt.Errorf("%w: the model's observations and actions are not the logs' (fit it on these logs)", ErrData)
+		}
+		ms.All = start
+		ms.Note = fmt.Sprintf("the given model of rank %d; the halves' models warm-started from it", start.States)
+	} else {
+		all, err := fitOn(ctx, d, eo, nil)
+		if err != nil {
+			return nil, err
+		}
+		ms.All = all
+		ms.Note = fmt.Sprintf("models of rank %d fitted on all episodes and on each half", all.States)
+	}
+	perm := split.Permutation(K, eo.Seed^0x0fe)
+	ms.Fold = make([]int, K)
+	var halves [2][]int
+	for i, k := range perm {
+		f := i % 2
+		ms.Fold[k] = f
+		halves[f] = append(halves[f], k)
+	}
+	for f := range 2 {
+		slices.Sort(halves[f])
+		m, err := fitOn(ctx, d.Subset(halves[f]), eo, ms.All)
+		if err != nil {
+			return nil, err
+		}
+		ms.Folds[f] = m
+	}
+	splits, err := split.Split(K, H, eo.Seed)
+	if err != nil {
+		return nil, err
+	}
+	b, err := pessimism.Build(ctx, ms.All, d, splits, pessimism.Options{Workers: eo.Workers})
+	if err != nil {
+		return nil, err
+	}
+	ms.Bonus = b.WithAlpha(alpha)
+	return ms, nil
+}
+
+// fitOn fits a model on d: warm-started from start when its reward
+// values are d's (a half may miss a rare reward value), otherwise with the
+// rank of start, or searched when start is nil.
+func fitOn(ctx context.Context, d *ingest.Dataset, eo estimate.Options, start *estimate.Model) (*estimate.Model, error) {
+	o := eo
+	o.SkipThetaMin = true
+	if start != nil {
+		o.Rank = start.States
+		o.Start, o.Restarts = start, 1
+	}
+	res, err := estimate.Fit(ctx, d, o)
+	if err != nil && o.Start != nil {
+		o.Start, o.Restarts = nil, eo.Restarts
+		res, err = estimate.Fit(ctx, d, o)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if start != nil {
+		res.Model.ReturnMin, res.Model.ReturnMax = start.ReturnMin, start.ReturnMax
+	}
+	return res.Model, nil
+}
