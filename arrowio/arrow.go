@@ -109,26 +109,90 @@ func WriteArrow(path string, t Table) error {
 // WriteArrowWith is WriteArrow with an explicit allocator (tests pass a
 // checked allocator to prove nothing leaks).
 func WriteArrowWith(mem memory.Allocator, path string, t Table) error {
-	n := t.Rows()
+	return writeBatches(mem, path, t.Meta, func(emit func(Table) error) error { return emit(t) })
+}
+
+// WriteArrowBatches writes an Arrow IPC file record batch by record batch:
+// each(emit) calls emit with successive tables of the same columns, whose
+// rows follow each other in the file, so a table of millions of rows is
+// never held whole, neither as Go slices nor as Arrow arrays. meta is the
+// schema metadata (the tables' own Meta is ignored). The file appears
+// atomically, and only when every batch was written; each must emit at
+// least one table (the first fixes the columns' types).
+func WriteArrowBatches(path string, meta map[string]string, each func(emit func(Table) error) error) error {
+	return writeBatches(memory.DefaultAllocator, path, meta, each)
+}
+
+func writeBatches(mem memory.Allocator, path string, meta map[string]string, each func(emit func(Table) error) error) error {
+	return atomicfile.Write(path, func(f *os.File) error {
+		var schema *arrow.Schema
+		var w *ipc.FileWriter
+		err := each(func(t Table) error {
+			if schema == nil {
+				var err error
+				if schema, err = schemaOf(path, t, meta); err != nil {
+					return err
+				}
+				if w, err = ipc.NewFileWriter(f, ipc.WithSchema(schema), ipc.WithAllocator(mem)); err != nil {
+					return err
+				}
+			}
+			rec, err := record(mem, path, schema, t)
+			if err != nil {
+				return err
+			}
+			defer rec.Release()
+			return w.Write(rec)
+		})
+		if w == nil {
+			if err == nil {
+				err = fmt.Errorf("%s: no table to write", filepath.Base(path))
+			}
+			return err
+		}
+		if err != nil {
+			w.Close()
+			return err
+		}
+		return w.Close()
+	})
+}
+
+// schemaOf is the Arrow schema of t's columns with the metadata meta (and
+// the schema version).
+func schemaOf(path string, t Table, meta map[string]string) (*arrow.Schema, error) {
 	fields := make([]arrow.Field, len(t.Columns))
 	for i, c := range t.Columns {
-		if c.len() != n {
-			return fmt.Errorf("%s: column %q has %d rows, want %d", filepath.Base(path), c.Name, c.len(), n)
-		}
 		fields[i] = arrow.Field{Name: c.Name, Type: c.dataType()}
 	}
 	keys := []string{"psrlcb.schema_version"}
 	vals := []string{SchemaVersion}
-	for _, k := range slices.Sorted(maps.Keys(t.Meta)) {
+	for _, k := range slices.Sorted(maps.Keys(meta)) {
 		if k == "psrlcb.schema_version" {
 			continue
 		}
 		keys = append(keys, k)
-		vals = append(vals, t.Meta[k])
+		vals = append(vals, meta[k])
 	}
 	md := arrow.NewMetadata(keys, vals)
-	schema := arrow.NewSchema(fields, &md)
+	return arrow.NewSchema(fields, &md), nil
+}
 
+// record builds one record batch of t under schema (whose columns t must
+// have, in order, with the same types).
+func record(mem memory.Allocator, path string, schema *arrow.Schema, t Table) (arrow.Record, error) {
+	n := t.Rows()
+	if len(t.Columns) != len(schema.Fields()) {
+		return nil, fmt.Errorf("%s: a batch of %d columns, want %d", filepath.Base(path), len(t.Columns), len(schema.Fields()))
+	}
+	for i, c := range t.Columns {
+		if c.len() != n {
+			return nil, fmt.Errorf("%s: column %q has %d rows, want %d", filepath.Base(path), c.Name, c.len(), n)
+		}
+		if f := schema.Field(i); f.Name != c.Name || !arrow.TypeEqual(f.Type, c.dataType()) {
+			return nil, fmt.Errorf("%s: batch column %q (%s) where the file has %q (%s)", filepath.Base(path), c.Name, c.dataType(), f.Name, f.Type)
+		}
+	}
 	b := array.NewRecordBuilder(mem, schema)
 	defer b.Release()
 	for i, c := range t.Columns {
@@ -145,20 +209,7 @@ func WriteArrowWith(mem memory.Allocator, path string, t Table) error {
 			fb.AppendValues(c.Bool, nil)
 		}
 	}
-	rec := b.NewRecord()
-	defer rec.Release()
-
-	return atomicfile.Write(path, func(f *os.File) error {
-		w, err := ipc.NewFileWriter(f, ipc.WithSchema(schema), ipc.WithAllocator(mem))
-		if err != nil {
-			return err
-		}
-		if err := w.Write(rec); err != nil {
-			w.Close()
-			return err
-		}
-		return w.Close()
-	})
+	return b.NewRecord(), nil
 }
 
 // ReadArrow reads an Arrow IPC file written by WriteArrow back into a
