@@ -93,6 +93,10 @@ type Options struct {
 	// Version is the tool's version recorded in the manifest (""
 	// records "dev").
 	Version string
+	// Compare are policies to evaluate on the logs beside the run's own
+	// (psrlcb fit --compare): run directories, policy.arrow files or
+	// stochastic policy tables (ope.ReadTarget).
+	Compare []string
 }
 
 // SelectMaxEpisodes bounds each part of the α selection: on larger logs
@@ -223,6 +227,7 @@ func (o Options) params(d *ingest.Dataset) report.Params {
 		MaxObservations: o.MaxObservations,
 		ReturnRange:     o.ReturnRange,
 		Version:         o.Version,
+		Compare:         o.Compare,
 	}
 }
 
@@ -253,6 +258,9 @@ func (r *Result) Close() error { return r.spilled.Close() }
 func Run(ctx context.Context, inputs []string, opts Options) (*Result, error) {
 	o, err := opts.resolved()
 	if err != nil {
+		return nil, err
+	}
+	if err := checkCompare(o.Compare); err != nil {
 		return nil, err
 	}
 	var spilled *spillArrays
@@ -541,6 +549,14 @@ func fit(ctx context.Context, d *ingest.Dataset, inputs []string, opts Options) 
 		}
 	}
 	st.end()
+
+	if len(opts.Compare) > 0 {
+		st.begin("compare", int64(len(opts.Compare)+1))
+		if out.Compared, err = comparePolicies(ctx, d, out, opts, prog); err != nil {
+			return nil, err
+		}
+		st.end()
+	}
 
 	st.begin("report", int64(K))
 	out.Scorer = opts.Scorer

@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"maps"
 	"math"
+	"os"
+	"path/filepath"
 	"runtime"
 	"runtime/debug"
 	"strings"
@@ -51,6 +53,9 @@ type Params struct {
 	ReturnRange [2]float64
 	// Version is the tool's version, written into the manifest.
 	Version string
+	// Compare are the policies psrlcb fit --compare evaluated
+	// (Outcome.Compared), hashed into the run id with their paths.
+	Compare []string
 }
 
 // parameters lists every option of the run. Worker counts are left out on
@@ -138,6 +143,20 @@ func Build(ctx context.Context, d *ingest.Dataset, inputs []string, p Params, ou
 		files = append(files, f)
 	}
 	params := parameters(p, out)
+	if len(p.Compare) > 0 {
+		var cmp []InputFile
+		for _, path := range p.Compare {
+			if st, err := os.Stat(path); err == nil && st.IsDir() {
+				path = filepath.Join(path, policy.FileName) // a run directory: its policy
+			}
+			f, err := hashFile(ctx, path)
+			if err != nil {
+				return nil, err
+			}
+			cmp = append(cmp, f)
+		}
+		params["compare"] = cmp
+	}
 	run.RunID = runID(files, params, p.Seed)
 
 	fig, err := measure(ctx, d, out, workers)
@@ -342,6 +361,7 @@ func fillManifest(run *Run, d *ingest.Dataset, files []InputFile, params map[str
 	}
 	man.RewardCheck = out.RewardCheck
 	man.Fallback = out.Fallback
+	man.Compared = out.Compared
 	man.Headline = Headline{
 		LCB: Float(val.LCB), ModelValue: Float(val.Reward), BonusValue: Float(val.Bonus),
 		IWValue: Float(iw.Mean), IWLow: Float(iw.Lower), IWHigh: Float(iw.Upper),

@@ -47,6 +47,7 @@ type htmlData struct {
 	Logs       bool
 	Compare    []string
 	Departures []string
+	Compared   []comparedRowHTML
 	// Quarantined are the first maxQuarantinedRows quarantined episodes
 	// (all are in manifest.json), so the page stays small.
 	Quarantined     []Quarantined
@@ -65,7 +66,7 @@ type glossEntry struct {
 const maxQuarantinedRows = 100
 
 // stageOrder is the pipeline's order of stages (pipeline.Run).
-var stageOrder = []string{"ingest", "rank", "select-α", "split", "estimate", "pessimism", "policy", "report"}
+var stageOrder = []string{"ingest", "rank", "select-α", "split", "estimate", "pessimism", "policy", "compare", "report"}
 
 // orderedStages lists the stage times in pipeline order, then any other
 // stage by name, then the total.
@@ -232,6 +233,7 @@ func RenderHTML(run *Run) ([]byte, error) {
 		d.AlphaNote = fmt.Sprintf(", with the bonus priced at the planning α = %s, the objective the policy maximises: the reported lower bound above prices it at α = %s, so it is lower than these rows'", num(float64(h.Alpha), 3), num(float64(h.BoundAlpha), 3))
 	}
 	d.Compare, d.Departures = compareText(run)
+	d.Compared = comparedRows(run)
 	d.Glossary = glossary(run)
 	d.Summary = fmt.Sprintf("%d episodes of %d steps, %d observations, %d actions; %d episodes quarantined.",
 		run.Manifest.Episodes, run.Manifest.Horizon, run.Manifest.NumObs, run.Manifest.NumActions, len(run.Manifest.Quarantined))

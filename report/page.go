@@ -41,7 +41,7 @@ code{overflow-wrap:anywhere}
 </style></head><body>
 <h1>psrlcb: policy from logged trajectories</h1>
 <p>Run <code>{{.Run.RunID}}</code>: {{.Summary}}</p>
-<nav><a href="#verdict">verdict</a><a href="#headline">headline</a>{{if .Compare}}<a href="#behaviour">compared with the behaviour</a>{{end}}{{if .Policy}}<a href="#policy">policy</a>{{end}}<a href="#evidence">plots</a>{{if .Run.Alphas}}<a href="#alpha">α candidates</a>{{end}}<a href="#glossary">glossary</a><a href="#parameters">parameters</a></nav>
+<nav><a href="#verdict">verdict</a><a href="#headline">headline</a>{{if .Compare}}<a href="#behaviour">compared with the behaviour</a>{{end}}{{if .Compared}}<a href="#compared">compared policies</a>{{end}}{{if .Policy}}<a href="#policy">policy</a>{{end}}<a href="#evidence">plots</a>{{if .Run.Alphas}}<a href="#alpha">α candidates</a>{{end}}<a href="#glossary">glossary</a><a href="#parameters">parameters</a></nav>
 
 <h2 id="verdict">Verdict</h2>
 <div class="verdict">{{range .Verdict}}<p>{{.}}</p>{{end}}</div>
@@ -55,6 +55,13 @@ code{overflow-wrap:anywhere}
 
 {{if .Compare}}<h2 id="behaviour">Compared with the behaviour</h2>
 {{range .Compare}}<p>{{.}}</p>{{end}}{{if .Departures}}<ul>{{range .Departures}}<li>{{.}}</li>{{end}}</ul>{{end}}{{end}}
+
+{{if .Compared}}<h2 id="compared">Compared policies</h2>
+<p>The policies given to <code>--compare</code>, beside this run's, each estimated from these logs in your units of return: the estimate the summary of <code>psrlcb evaluate --logs</code> would lead with (with its 95% interval), this run's fitted model's value of the policy and its lower bound with the run's bonus at the planning α. The doubly robust estimators are left out (they fit a model on each half of the logs): <code>psrlcb evaluate --logs</code> runs them. Every estimator is in <a href="compared.arrow"><code>compared.arrow</code></a>.</p>
+<div class="scroll"><table>
+<tr><th>policy</th><th>estimated from the logs</th><th class="n">model's value</th><th class="n">model's lower bound</th><th class="n">effective sample size</th></tr>
+{{range .Compared}}<tr><td><code>{{.Policy}}</code></td><td>{{.Estimate}}</td><td class="n">{{.Model}}</td><td class="n">{{.Bound}}</td><td class="n">{{.ESS}}</td></tr>
+{{end}}</table></div>{{end}}
 
 {{if .Policy}}<h2 id="policy">The policy</h2>
 <p>The decision tree of π̄: on seeing the observation, after the history that leads to its row (the rows above it, one indent less), take the action. Listed: {{.PolicyOf}}, each under its parent; every node is in <a href="policy.arrow"><code>policy.arrow</code></a> (also <code>psrlcb inspect DIR --policy</code>). Reach is the share of episodes that get there: under the model when following π̄, and in the logs (with the number of episodes) when the behaviour happened to follow π̄ up to there; "logs take this action" is the share of those logged episodes that then took the policy's action. V<sub>R</sub> is the expected return to go from that step and V<sub>b</sub> the expected bonus of the whole episode given the node, both in your units; LCB = V<sub>R</sub> − V<sub>b</sub>{{.AlphaNote}}.{{if .Logs}} Highlighted rows take another action than one the logs clearly favour there (see <a href="#behaviour">compared with the behaviour</a>).{{end}}</p>

@@ -113,7 +113,10 @@ type Manifest struct {
 	Theory      *pessimism.Theory  `json:"alpha_theory,omitempty"`
 	RewardCheck *RewardCheck       `json:"reward_check,omitempty"`
 	Fallback    *Fallback          `json:"fallback,omitempty"`
-	Notes       []string           `json:"notes"`
+	// Compared are the policies of psrlcb fit --compare, the run's own
+	// first (none without the flag).
+	Compared []ComparedPolicy `json:"compared,omitempty"`
+	Notes    []string         `json:"notes"`
 }
 
 // Fallback is the comparison of the chosen plan with the policies the
@@ -260,6 +263,9 @@ type Outcome struct {
 	// Fallback is the plan's comparison with the behaviour's clones (nil
 	// when α was not chosen among candidates or with --fallback none).
 	Fallback *Fallback
+	// Compared are the policies psrlcb fit --compare evaluated on the
+	// logs, the run's own first (nil without the flag).
+	Compared []ComparedPolicy
 	// Notes are the stages' own notes for the report (a default they fell
 	// back to, say).
 	Notes []string

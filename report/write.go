@@ -32,7 +32,7 @@ const (
 
 // OutputFiles are the names WriteOutcome writes into a run directory.
 func OutputFiles() []string {
-	return []string{PolicyFile, ModelFile, CoverageFile, EpisodesFile, FitFile, AlphaFile, ManifestFile, HTMLFile}
+	return []string{PolicyFile, ModelFile, CoverageFile, EpisodesFile, FitFile, AlphaFile, ComparedFile, ManifestFile, HTMLFile}
 }
 
 // meta is the schema metadata every table carries.
@@ -49,6 +49,9 @@ func WriteTables(dir string, run *Run) error {
 		EpisodesFile: run.episodesTable(),
 		FitFile:      run.fitTable(),
 		AlphaFile:    run.alphaTable(),
+	}
+	if len(run.Manifest.Compared) > 0 {
+		tables[ComparedFile] = run.comparedTable()
 	}
 	for _, name := range sortedKeys(tables) {
 		if err := arrowio.WriteArrow(filepath.Join(dir, name), tables[name]); err != nil {

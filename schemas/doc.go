@@ -1,7 +1,8 @@
 // Package schemas describes the input log schema of psrlcb (docs/design.md
 // section 3) as code: the columns a trajectory log carries, their accepted
 // Parquet types, the alias names recognised by default, and a Mapping that
-// lets users name their own columns.
+// lets users name their own columns; and the schema of the stochastic
+// policy tables psrlcb evaluate --logs reads.
 //
 // # Trajectory logs
 //
@@ -36,7 +37,38 @@
 // a_h with probability π^b(a_h | τ_{h-1}, o_h) and then receives r_h; the
 // return of an episode is Σ_h r_h.
 //
-// Columns may be nullable (as DuckDB and pyarrow write them) but must hold
+// # Policy tables
+//
+// A stochastic policy table gives the probability of each action given
+// the history, for psrlcb evaluate --logs --policy TABLE (package ope
+// reads it). One row per (history, action), as an Arrow IPC file or, by
+// the extension .parquet, a Parquet file:
+//
+//	column       type            required  meaning
+//	observation  string          yes       o_h, the observation just seen; "*": any observation
+//	action       string          yes       a_h, an action of the logs
+//	probability  double          yes       π(a_h | τ_{h−1}, o_h), in [0,1]
+//	step         int32/int64     no        h (1-based) the row applies to; 0, null or absent: any step
+//	history      string          no        τ_{h−1} = o_1,a_1,…,o_{h−1},a_{h−1}, the symbols before o_h,
+//	                                       comma-separated or as a JSON array of strings (as act
+//	                                       --history takes them); "" is the empty history of step 1;
+//	                                       "*", null or absent: any history
+//
+// The rows of one (step, history, observation) form a distribution over
+// the actions: their probabilities sum to one (within 1e-5, so six
+// decimals suffice; actions not listed have probability zero). At each
+// logged step the most specific group applies: a group of that step
+// before a group of any step; among those, a given history before "*";
+// among those, a given observation before "*". So a context-free policy
+// is one row per action with observation "*"; a policy of the current
+// observation alone is one group per observation; a policy of the whole
+// history lists its histories. A row naming an action or an observation
+// the logs never hold, a probability outside [0,1] or a group not summing
+// to one is an error naming the file and the row; a logged step no group
+// covers is an error naming the episode, the step and the history (exit
+// code 3 for both).
+//
+// Log columns may be nullable (as DuckDB and pyarrow write them) but must hold
 // no nulls; dictionary encoding is accepted for every column. Symbols are
 // categorical: integer symbols are rendered in decimal and, like string
 // symbols, sorted bytewise ("10" sorts before "9"), so codes never depend on

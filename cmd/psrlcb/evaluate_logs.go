@@ -6,21 +6,17 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"path/filepath"
 	"runtime"
 	"strconv"
-	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/psrlcb/psrlcb/arrowio"
 	"github.com/psrlcb/psrlcb/estimate"
 	"github.com/psrlcb/psrlcb/ingest"
 	"github.com/psrlcb/psrlcb/ope"
-	"github.com/psrlcb/psrlcb/policy"
 	"github.com/psrlcb/psrlcb/report"
 )
 
@@ -172,7 +168,7 @@ func evaluationTarget(ctx context.Context, o evaluateLogsOpts, d *ingest.Dataset
 		rho, err := ope.ColumnRatios(ctx, o.files, o.column, ep, step, d)
 		return nil, "the policy whose probabilities are the logs' column " + strconv.Quote(o.column), rho, err
 	}
-	t, err := readTarget(o.policy, d)
+	t, err := ope.ReadTarget(o.policy, d)
 	if err != nil {
 		return nil, "", nil, err
 	}
@@ -185,38 +181,6 @@ func orDefault(s, def string) string {
 		return def
 	}
 	return s
-}
-
-// readTarget reads --policy: a psrlcb policy table (a run directory or a
-// policy.arrow), else a stochastic policy table.
-func readTarget(path string, d *ingest.Dataset) (ope.Target, error) {
-	file := path
-	if st, err := os.Stat(path); err == nil && st.IsDir() {
-		file = filepath.Join(path, policy.FileName)
-	}
-	if !strings.EqualFold(filepath.Ext(file), ".parquet") {
-		t, err := arrowio.ReadArrow(file)
-		if err != nil {
-			return nil, err
-		}
-		if t.Meta["psrlcb.table"] == "policy" || hasColumn(t, "node") {
-			pol, _, err := policy.ReadFile(file)
-			if err != nil {
-				return nil, err
-			}
-			return ope.NewTreeTarget(pol, d)
-		}
-	}
-	return ope.ReadTable(file, d)
-}
-
-func hasColumn(t arrowio.Table, name string) bool {
-	for _, c := range t.Columns {
-		if c.Name == name {
-			return true
-		}
-	}
-	return false
 }
 
 // evaluationRecord is the evaluation as written and printed.
@@ -269,7 +233,16 @@ func printEvaluation(w io.Writer, ev *report.Evaluation, out string) error {
 		if e.Estimator == ev.Recommended {
 			mark = " *"
 		}
-		fmt.Fprintf(tw, "%s%s\t%.4g\t%s\t%.3g\t%d\t%s\n", e.Estimator, mark, float64(e.Value), interval, float64(e.ESS), e.Episodes, e.Reason)
+		value, ess, eps := "–", "", ""
+		if !math.IsNaN(float64(e.Value)) {
+			value = fmt.Sprintf("%.4g", float64(e.Value))
+		}
+		if !math.IsNaN(float64(e.ESS)) {
+			// ESS and episodes describe the importance weights: blank for the
+			// model's rows, which use none.
+			ess, eps = strconv.FormatFloat(math.Round(float64(e.ESS)*10)/10, 'f', -1, 64), strconv.Itoa(e.Episodes)
+		}
+		fmt.Fprintf(tw, "%s%s\t%s\t%s\t%s\t%s\t%s\n", e.Estimator, mark, value, interval, ess, eps, e.Reason)
 	}
 	if err := tw.Flush(); err != nil {
 		return err

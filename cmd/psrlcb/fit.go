@@ -52,6 +52,7 @@ func newFitCommand() *cli.Command {
 		&cli.IntFlag{Name: "max-observations", Usage: `keep the N most frequent observations and map the rest to "<other>" (0: keep all)`},
 		&cli.IntFlag{Name: "workers", Usage: "goroutines (0: all cores); results do not depend on it"},
 		&cli.StringFlag{Name: "runner", Value: "local", Usage: `where the passes over the episodes run: "local" (this process), or "prism", "flink", "spark", "dataflow", "universal" (Apache Beam: the run is handed to psrlcb-beam, found beside psrlcb or on PATH, with the same arguments; Beam's own flags such as --endpoint go with it; docs/scale-out.md)`},
+		&cli.StringSliceFlag{Name: "compare", Usage: "a policy to estimate from the logs beside the run's own (repeatable): a run directory, a policy.arrow or a stochastic policy table (as evaluate --logs --policy takes it); the report and compared.arrow put them side by side"},
 		&cli.StringFlag{Name: "log-format", Value: "auto", Usage: `"auto" (a progress bar on a terminal, JSON lines otherwise), "text" or "json"`},
 	)
 	flags, before := configurable(flags)
@@ -203,6 +204,7 @@ func fitOptions(c *cli.Context) (pipeline.Options, error) {
 	o.SpillDir = c.Path("spill-dir")
 	o.Seed = c.Uint64("seed")
 	o.Workers = c.Int("workers")
+	o.Compare = c.StringSlice("compare")
 	return o, nil
 }
 
@@ -296,6 +298,10 @@ func printHeadline(w io.Writer, dir string, m *report.Manifest, plan *policy.Pla
 		fmt.Fprintf(w, "  the belief planner's policy is within %.3g of the optimum (share of the logged return range); %.3g of the model's probability falls outside its %d table rows and plays the fallback\n", plan.GapBound, plan.UncoveredMass, plan.Nodes)
 	} else if plan != nil && !plan.Exact {
 		fmt.Fprintf(w, "  the planner was approximate: within %.3g of the optimum, as a share of the logged return range\n", plan.GapBound)
+	}
+	for _, c := range m.Compared[min(1, len(m.Compared)):] {
+		// The run's own policy is the first compared one, shown above.
+		fmt.Fprintf(w, "  compared: %s, %s\n", c.Policy, c.Summary)
 	}
 	if h.IotaEstimated {
 		fmt.Fprintf(w, "  the logs carry no propensities: the behaviour policy was estimated from action frequencies\n")

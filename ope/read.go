@@ -1,0 +1,79 @@
+package ope
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/psrlcb/psrlcb/arrowio"
+	"github.com/psrlcb/psrlcb/ingest"
+	"github.com/psrlcb/psrlcb/policy"
+)
+
+// ReadTarget reads an evaluated policy for the logs d: a psrlcb policy
+// table (a run directory or its policy.arrow), else a stochastic policy
+// table (Arrow, or Parquet by the extension .parquet; ReadTable).
+func ReadTarget(path string, d *ingest.Dataset) (Target, error) {
+	file, tree, err := targetKind(path)
+	if err != nil {
+		return nil, err
+	}
+	if tree {
+		pol, _, err := policy.ReadFile(file)
+		if err != nil {
+			return nil, err
+		}
+		return NewTreeTarget(pol, d)
+	}
+	return ReadTable(file, d)
+}
+
+// CheckTarget reads the policy at path as ReadTarget would, without logs
+// to check its symbols against: a run checks what it will evaluate before
+// any long work.
+func CheckTarget(path string) error {
+	file, tree, err := targetKind(path)
+	if err != nil {
+		return err
+	}
+	if tree {
+		_, _, err = policy.ReadFile(file)
+		return err
+	}
+	if strings.EqualFold(filepath.Ext(file), ".parquet") {
+		_, err = readTableParquet(file)
+	} else {
+		_, err = readTableArrow(file)
+	}
+	return err
+}
+
+// targetKind resolves a run directory to its policy.arrow and says
+// whether the file is a psrlcb policy table (else a stochastic one).
+func targetKind(path string) (file string, tree bool, err error) {
+	file = path
+	st, err := os.Stat(path)
+	if err != nil {
+		return "", false, err
+	}
+	if st.IsDir() {
+		file = filepath.Join(path, policy.FileName)
+	}
+	if strings.EqualFold(filepath.Ext(file), ".parquet") {
+		return file, false, nil
+	}
+	t, err := arrowio.ReadArrow(file)
+	if err != nil {
+		return "", false, fmt.Errorf("%w: %s: %v", ErrTarget, file, err)
+	}
+	if t.Meta["psrlcb.table"] == "policy" {
+		return file, true, nil
+	}
+	for _, c := range t.Columns {
+		if c.Name == "node" {
+			return file, true, nil
+		}
+	}
+	return file, false, nil
+}
