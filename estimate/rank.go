@@ -85,12 +85,30 @@ const rankNoiseZ = 2
 // warm start counts as one).
 const rankSearchRestarts = 3
 
+// rankTol is the EM tolerance of the search's fits: a tolerance asked
+// for (Options.Tol other than DefaultTol), else rankSearchTol. A
+// tolerance asked for is kept because a loose one can stop EM where the
+// structure a larger rank holds has not emerged yet: a split warm start
+// copies the smaller rank's optimum, a fixed point of EM, and leaves it
+// by gains that grow from thousandths of a nat per step to tens of nats
+// over a hundred steps (stand-tiger, docs/validation.md), so a search
+// at 1e-5 stops at the first small gain and sees no gain in the rank.
+func rankTol(o *Options) float64 {
+	if o.Tol != DefaultTol {
+		return o.Tol
+	}
+	return max(o.Tol, rankSearchTol)
+}
+
 // rankSearchTol is the least EM tolerance of the search's fits (ten times
 // the default): the fits that follow start from the search's model and
 // converge from there. At 1e-4, EM stopped a 2-state fit of a 2-state
 // problem on its slow start from near the 1-state solution
 // (TestRankAuto), so the search would stop at rank 1.
 const rankSearchTol = 1e-5
+
+// RankSearchTol is rankSearchTol, for help texts.
+const RankSearchTol = rankSearchTol
 
 type rankTry struct {
 	S      int
@@ -170,7 +188,7 @@ func rankSearch(ctx context.Context, c *coded, proto *Model, o *Options, res *Re
 	work := 0.0
 	so := *o
 	so.Restarts = min(o.Restarts, rankSearchRestarts)
-	so.Tol = max(o.Tol, rankSearchTol)
+	so.Tol = rankTol(o)
 	tried := map[int]*rankTry{}
 
 	fitAt := func(S int, from *rankTry) (*rankTry, error) {

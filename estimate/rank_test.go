@@ -194,3 +194,45 @@ func TestRankSampleSize(t *testing.T) {
 		t.Errorf("20,000 observations, full: %d episodes, want 10000000", got)
 	}
 }
+
+// TestRankSearchHonoursTol: a tolerance asked for is the search's too
+// (rankTol). At Tol 1e-12 no start of the search converges, so each runs
+// its MaxIter iterations (rank 2; rank 1's EM is exact in one step); at
+// the default the search uses rankSearchTol,
+// and starts stop early. Before rankTol the search used max(Tol,
+// rankSearchTol) and stopped early either way.
+func TestRankSearchHonoursTol(t *testing.T) {
+	d := SampleDataset(cyclicModel(3), 1000, 4)
+	ranTo := func(tol float64) (full, starts int) {
+		rc, err := ChooseRank(context.Background(), d, Options{MaxRank: 2, Restarts: 2, Seed: 1, MaxIter: 40, Tol: tol})
+		if err != nil {
+			t.Fatal(err)
+		}
+		last := map[[2]int]int{}
+		for _, r := range rc.Trace {
+			if r.Rank != 2 {
+				continue // rank 1 has no latent state: EM is done in one step
+			}
+			k := [2]int{r.Rank, r.Restart}
+			last[k] = max(last[k], r.Iter)
+		}
+		for _, it := range last {
+			if it >= 39 {
+				full++
+			}
+		}
+		return full, len(last)
+	}
+	if full, n := ranTo(1e-12); n == 0 || full != n {
+		t.Errorf("Tol 1e-12: %d of %d search starts ran to MaxIter, want all", full, n)
+	}
+	if full, n := ranTo(0); full == n {
+		t.Errorf("default Tol: all %d search starts ran to MaxIter, want the search's own tolerance to stop some", n)
+	}
+	if got := rankTol(&Options{Tol: DefaultTol}); got != rankSearchTol {
+		t.Errorf("rankTol at the default = %v, want rankSearchTol %v", got, rankSearchTol)
+	}
+	if got := rankTol(&Options{Tol: 1e-3}); got != 1e-3 {
+		t.Errorf("rankTol(1e-3) = %v, want the tolerance asked for", got)
+	}
+}

@@ -32,7 +32,7 @@ func newFitCommand() *cli.Command {
 		&cli.StringFlag{Name: "dynamics", Value: estimate.DynamicsStationary, Usage: `"stationary" (one transition/emission table for every step) or "per-step"`},
 		&cli.IntFlag{Name: "restarts", Usage: fmt.Sprintf("EM starts, the first from an informed start (0: %d)", estimate.DefaultRestarts)},
 		&cli.IntFlag{Name: "max-iter", Usage: fmt.Sprintf("EM iterations per start (0: %d)", estimate.DefaultMaxIter)},
-		&cli.Float64Flag{Name: "tol", Usage: fmt.Sprintf("EM stops when the relative log-likelihood gain falls below this (0: %g)", estimate.DefaultTol)},
+		&cli.Float64Flag{Name: "tol", Usage: fmt.Sprintf("EM stops when the relative log-likelihood gain falls below this (0: %g). The rank search of --rank auto uses %g unless a value is given here: a smaller one, such as 1e-8, lets EM find hidden states only the rewards reveal, at several times the fit's time (docs/validation.md)", estimate.DefaultTol, estimate.RankSearchTol)},
 		&cli.IntFlag{Name: "test-length", Value: 1, Usage: "length m of the core tests of the prediction features"},
 		&cli.Float64Flag{Name: "delta", Usage: fmt.Sprintf("confidence level δ of p_min = δ/(K·H·(|O||A|)^H) (0: %g)", estimate.DefaultDelta)},
 		&cli.Float64Flag{Name: "p-min", Usage: "override p_min of Θ_min (0: the default above)"},
