@@ -161,7 +161,7 @@ func TestBeliefMatchesExactRandom(t *testing.T) {
 // the table is cut at a threshold, the uncovered mass is stated, the
 // reported figures stay a lower bound of the policy's exact LCB, and the
 // policy is total (ModelValue follows every history through the
-// fallback).
+// fallback), its rows in level order.
 func TestBeliefRowBudget(t *testing.T) {
 	m, b := setup(t, 210, pessimismtest.Spec{States: 3, Obs: 3, Actions: 2, Horizon: 5}, 300)
 	b = b.WithAlpha(0.3)
@@ -173,7 +173,12 @@ func TestBeliefRowBudget(t *testing.T) {
 		if int64(len(pol.Nodes)) > rows || st.Threshold <= 0 || st.UncoveredMass <= 0 || st.UncoveredMass > 1 {
 			t.Fatalf("rows %d: %d nodes, threshold %v, uncovered %v", rows, len(pol.Nodes), st.Threshold, st.UncoveredMass)
 		}
-		for _, n := range pol.Nodes {
+		for i, n := range pol.Nodes {
+			// Level order (policy.arrow's lookup index): parents never
+			// decrease along the rows.
+			if i > 0 && n.Parent < pol.Nodes[i-1].Parent {
+				t.Fatalf("rows %d: row %d has parent %d after %d", rows, i, n.Parent, pol.Nodes[i-1].Parent)
+			}
 			if n.Step > 1 && n.ReachProb < st.Threshold {
 				t.Fatalf("rows %d: node %d reached with %v below the threshold %v", rows, n.ID, n.ReachProb, st.Threshold)
 			}

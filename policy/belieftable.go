@@ -676,6 +676,7 @@ func (w *tableWalker) table(ctx context.Context, rows int64) (*Policy, tval, flo
 		return nil, tval{}, 0, err
 	}
 	// The walker is done: the policy takes its nodes.
+	levelOrder(w.nodes) // rows in level order: policy.arrow's lookup index
 	pol := &Policy{Horizon: w.bp.H, Nodes: w.nodes}
 	w.nodes = nil
 	return pol, v, eps, nil

@@ -31,6 +31,12 @@ const FileName = "policy.arrow"
 const (
 	MetaSchemaVersion = "psrlcb.schema_version"
 	MetaHorizon       = "psrlcb.horizon"
+	// MetaBatchIndex is the lookup index of a table whose parent column
+	// never decreases (the planners write their trees level by level):
+	// the rows per record batch, then the parent of each batch's first
+	// row, comma-separated. OpenTable answers a lookup by reading only
+	// the batches that hold the path's rows.
+	MetaBatchIndex = "psrlcb.batch_index"
 )
 
 // ErrFile: a policy file is not a valid policy.arrow (the message names
@@ -40,6 +46,14 @@ var ErrFile = errkind.New(errkind.Data, "policy: invalid policy file")
 // fileBatchRows is the number of nodes per Arrow record batch: big trees are
 // written and read batch by batch, and 64k rows keep each batch a few MB.
 const fileBatchRows = 1 << 16
+
+// fileBatchRowsVar is fileBatchRows, and noIndex leaves MetaBatchIndex
+// out; tests change them to write small batches and tables of the
+// layout that came before the index.
+var (
+	fileBatchRowsVar = fileBatchRows
+	noIndex          = false
+)
 
 var fileFields = []arrow.Field{
 	{Name: "node", Type: arrow.PrimitiveTypes.Int64},
@@ -80,7 +94,7 @@ func writeArrow(mem memory.Allocator, w io.WriteSeeker, p *Policy, meta map[stri
 	keys := make([]string, 0, len(meta)+2)
 	vals := make([]string, 0, len(meta)+2)
 	for _, k := range sortedMetaKeys(meta) {
-		if k == MetaSchemaVersion || k == MetaHorizon {
+		if k == MetaSchemaVersion || k == MetaHorizon || k == MetaBatchIndex {
 			continue
 		}
 		keys = append(keys, k)
@@ -88,6 +102,9 @@ func writeArrow(mem memory.Allocator, w io.WriteSeeker, p *Policy, meta map[stri
 	}
 	keys = append(keys, MetaSchemaVersion, MetaHorizon)
 	vals = append(vals, arrowio.SchemaVersion, strconv.Itoa(p.Horizon))
+	if idx, ok := batchIndex(p, fileBatchRowsVar); ok && !noIndex {
+		keys, vals = append(keys, MetaBatchIndex), append(vals, idx)
+	}
 	md := arrow.NewMetadata(keys, vals)
 	schema := arrow.NewSchema(fileFields, &md)
 	fw, err := ipc.NewFileWriter(w, ipc.WithSchema(schema), ipc.WithAllocator(mem))
@@ -106,8 +123,8 @@ func writeArrow(mem memory.Allocator, w io.WriteSeeker, p *Policy, meta map[stri
 		b.Field(6).(*array.Float64Builder), b.Field(7).(*array.Float64Builder),
 		b.Field(8).(*array.Float64Builder), b.Field(9).(*array.Float64Builder),
 	}
-	for lo := 0; lo < len(p.Nodes) || lo == 0; lo += fileBatchRows {
-		hi := min(len(p.Nodes), lo+fileBatchRows)
+	for lo := 0; lo < len(p.Nodes) || lo == 0; lo += fileBatchRowsVar {
+		hi := min(len(p.Nodes), lo+fileBatchRowsVar)
 		for i := lo; i < hi; i++ {
 			n := &p.Nodes[i]
 			nodeB.Append(n.ID)
@@ -133,6 +150,23 @@ func writeArrow(mem memory.Allocator, w io.WriteSeeker, p *Policy, meta map[stri
 		}
 	}
 	return fw.Close()
+}
+
+// batchIndex is the MetaBatchIndex value of p written in batches of rows
+// rows, and false when p's parent column decreases somewhere.
+func batchIndex(p *Policy, rows int) (string, bool) {
+	for i := 1; i < len(p.Nodes); i++ {
+		if p.Nodes[i].Parent < p.Nodes[i-1].Parent {
+			return "", false
+		}
+	}
+	var b strings.Builder
+	b.WriteString(strconv.Itoa(rows))
+	for lo := 0; lo < len(p.Nodes); lo += rows {
+		b.WriteByte(',')
+		b.WriteString(strconv.FormatInt(p.Nodes[lo].Parent, 10))
+	}
+	return b.String(), true
 }
 
 func sortedMetaKeys(m map[string]string) []string {

@@ -45,7 +45,7 @@ func TestFileRoundTrip(t *testing.T) {
 		if got.Horizon != 3 || !reflect.DeepEqual(got.Nodes, want.Nodes) {
 			t.Fatalf("round trip changed the policy:\n got %+v\nwant %+v", got, want)
 		}
-		wantMeta := map[string]string{"psrlcb.run_id": "run-42", MetaSchemaVersion: "1", MetaHorizon: "3"}
+		wantMeta := map[string]string{"psrlcb.run_id": "run-42", MetaSchemaVersion: "1", MetaHorizon: "3", MetaBatchIndex: "65536,-1"}
 		if !reflect.DeepEqual(gotMeta, wantMeta) {
 			t.Errorf("metadata %v, want %v", gotMeta, wantMeta)
 		}

@@ -151,3 +151,62 @@ func (p *Policy) Lookup(obs []string) (action string, node int64, ok bool) {
 	}
 	return action, node, ok
 }
+
+// levelOrder renumbers nodes in place in level order: the step-1 rows
+// first, then the children of each row in the order of their parents,
+// siblings in their present order. Parents then never decrease along the
+// rows, which the lookup index of policy.arrow (MetaBatchIndex) needs.
+// Node ids must equal the row indices and parents precede children.
+func levelOrder(nodes []Node) {
+	n := len(nodes)
+	// Children of each row, by a counting sort on the parent (row n
+	// stands for the parent −1).
+	start := make([]int32, n+2)
+	for i := range nodes {
+		p := nodes[i].Parent
+		if p < 0 {
+			p = int64(n)
+		}
+		start[p+1]++
+	}
+	for i := 1; i < len(start); i++ {
+		start[i] += start[i-1]
+	}
+	kids := make([]int32, n)
+	fill := append([]int32(nil), start...)
+	for i := range nodes {
+		p := nodes[i].Parent
+		if p < 0 {
+			p = int64(n)
+		}
+		kids[fill[p]] = int32(i)
+		fill[p]++
+	}
+	// The level order of the old ids: the roots, then each listed row's
+	// children in turn (a breadth-first queue over the order itself).
+	order := make([]int32, 0, n)
+	order = append(order, kids[start[n]:start[n+1]]...)
+	for q := 0; q < len(order); q++ {
+		o := order[q]
+		order = append(order, kids[start[o]:start[o+1]]...)
+	}
+	kids, fill = nil, nil
+	newID := start[:n] // reuse: newID[old] = new
+	for pos, old := range order {
+		newID[old] = int32(pos)
+	}
+	for i := range nodes {
+		nodes[i].ID = int64(newID[i])
+		if p := nodes[i].Parent; p >= 0 {
+			nodes[i].Parent = int64(newID[p])
+		}
+	}
+	// Move every row to its new index, following the permutation's cycles.
+	for i := 0; i < n; i++ {
+		for int(newID[i]) != i {
+			j := newID[i]
+			nodes[i], nodes[j] = nodes[j], nodes[i]
+			newID[i], newID[j] = newID[j], newID[i]
+		}
+	}
+}

@@ -147,12 +147,14 @@ func runAct(_ context.Context, stdout io.Writer, o actOptions) error {
 		stderr = os.Stderr
 	}
 	obs, acts := slices.Clone(o.obs), o.acts
-	pol, meta, err := policy.ReadFile(o.policy)
+	tab, err := policy.OpenTable(o.policy)
 	if err != nil {
 		return err
 	}
-	if pol.Horizon > 0 && len(obs) > pol.Horizon {
-		return usagef("--history has %d observations; the policy's horizon is %d", len(obs), pol.Horizon)
+	defer tab.Close()
+	meta := tab.Meta
+	if tab.Horizon > 0 && len(obs) > tab.Horizon {
+		return usagef("--history has %d observations; the policy's horizon is %d", len(obs), tab.Horizon)
 	}
 	res := actResult{Step: len(obs), LastNode: -1}
 	if w := recommendationWarning(o.policy); w != "" {
@@ -168,20 +170,19 @@ func runAct(_ context.Context, stdout io.Writer, o actOptions) error {
 			obs[h] = ingest.OtherSymbol
 		}
 	}
-	cur := pol.NewCursor()
-	for h, ob := range obs {
-		a, node, ok := cur.Act(ob)
-		if !ok {
-			return fmt.Errorf("%w: the policy has no row for the first observation %q", errNoAction, ob)
-		}
-		if node >= 0 {
-			res.LastNode = node
-		}
+	actions, node, last, ok, err := tab.Lookup(obs)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return fmt.Errorf("%w: the policy has no row for the first observation %q", errNoAction, obs[0])
+	}
+	for h, a := range actions {
 		if h < len(acts) && acts[h] != a {
 			res.Warnings = append(res.Warnings, fmt.Sprintf("step %d: the history took action %q where the policy takes %q; the lookup follows the observations only", h+1, acts[h], a))
 		}
-		res.Action, res.Node = a, node
 	}
+	res.Action, res.Node, res.LastNode = actions[len(actions)-1], node, last
 	res.InTree = res.Node >= 0
 	for _, w := range res.Warnings {
 		fmt.Fprintf(stderr, "psrlcb: warning: %s\n", w)
@@ -191,14 +192,21 @@ func runAct(_ context.Context, stdout io.Writer, o actOptions) error {
 		return err
 	}
 	if res.InTree {
-		n := pol.Nodes[res.Node]
+		n, err := tab.Node(res.Node)
+		if err != nil {
+			return err
+		}
 		res.Fallback = n.Fallback
 		res.ReachProb, res.ValueRew, res.ValueBonus, res.ValueLCB = &n.ReachProb, &n.ValueReward, &n.ValueBonus, &n.ValueLCB
 		if va, ba := valuesAlpha(meta); !math.IsNaN(va) && !math.IsNaN(ba) {
 			res.ValuesAlpha, res.BoundAlpha = &va, &ba
 		}
 	} else if res.LastNode >= 0 {
-		res.Fallback = pol.Nodes[res.LastNode].Fallback
+		n, err := tab.Node(res.LastNode)
+		if err != nil {
+			return err
+		}
+		res.Fallback = n.Fallback
 	}
 	enc := json.NewEncoder(stdout)
 	enc.SetIndent("", "  ")

@@ -1,0 +1,322 @@
+package policy
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/apache/arrow/go/v15/arrow"
+	"github.com/apache/arrow/go/v15/arrow/array"
+	"github.com/apache/arrow/go/v15/arrow/ipc"
+	"github.com/apache/arrow/go/v15/arrow/memory"
+
+	"github.com/psrlcb/psrlcb/arrowio"
+)
+
+// Table is an open policy.arrow that answers lookups by reading only the
+// record batches that hold a history's rows, when the file carries
+// MetaBatchIndex (every table psrlcb writes level by level does); a file
+// without it is read whole (ReadFile) and looked up in memory. One act
+// on a table of millions of rows then reads a few batches of
+// fileBatchRows rows instead of the whole file. A Table is not safe for
+// concurrent use.
+type Table struct {
+	Meta    map[string]string
+	Horizon int
+
+	whole *Policy // a file without the index, read whole
+
+	path    string
+	f       *os.File
+	r       *ipc.FileReader
+	col     []int
+	rows    int     // rows per batch
+	first   []int64 // parent of each batch's first row
+	batches map[int]*tableBatch
+}
+
+// tableBatch is the part of a record batch a lookup reads, copied out.
+type tableBatch struct {
+	lo     int64 // row of the batch's first row
+	node   []int64
+	parent []int64
+	step   []int32
+	nodes  []Node // filled on demand by Node
+	rec    arrow.Record
+	obs    *array.String
+}
+
+// maxCachedBatches bounds the batches a Table keeps between reads.
+const maxCachedBatches = 8
+
+// OpenTable opens the policy at path (policy.arrow or a run directory
+// holding it) for lookups. Close releases it.
+func OpenTable(path string) (*Table, error) {
+	if st, err := os.Stat(path); err == nil && st.IsDir() {
+		path = filepath.Join(path, FileName)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	r, err := ipc.NewFileReader(f, ipc.WithAllocator(memory.DefaultAllocator))
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("%w: %s: not an Arrow IPC file: %v", ErrFile, path, err)
+	}
+	t := &Table{path: path, f: f, r: r, batches: map[int]*tableBatch{}}
+	md := r.Schema().Metadata()
+	t.Meta = make(map[string]string, md.Len())
+	for i, k := range md.Keys() {
+		t.Meta[k] = md.Values()[i]
+	}
+	idx, ok := t.Meta[MetaBatchIndex]
+	if ok {
+		ok = t.parseIndex(idx)
+	}
+	if !ok {
+		// No usable index: the whole table, checked by ReadFile.
+		t.Close()
+		pol, meta, err := ReadFile(path)
+		if err != nil {
+			return nil, err
+		}
+		return &Table{Meta: meta, Horizon: pol.Horizon, whole: pol}, nil
+	}
+	if err := t.checkSchema(); err != nil {
+		t.Close()
+		return nil, err
+	}
+	if v, ok := t.Meta[MetaSchemaVersion]; ok && v != arrowio.SchemaVersion {
+		t.Close()
+		return nil, fmt.Errorf("%w: %s: schema version %q, this psrlcb reads version %s", ErrFile, path, v, arrowio.SchemaVersion)
+	}
+	h, err := strconv.Atoi(t.Meta[MetaHorizon])
+	if err != nil || h < 1 {
+		t.Close()
+		return nil, fmt.Errorf("%w: %s: metadata %s = %q is not a horizon", ErrFile, path, MetaHorizon, t.Meta[MetaHorizon])
+	}
+	t.Horizon = h
+	return t, nil
+}
+
+// parseIndex reads MetaBatchIndex; false when it does not describe the
+// file's batches.
+func (t *Table) parseIndex(s string) bool {
+	parts := strings.Split(s, ",")
+	n, err := strconv.Atoi(parts[0])
+	if err != nil || n < 1 || len(parts)-1 != t.r.NumRecords() {
+		return false
+	}
+	t.rows = n
+	for _, p := range parts[1:] {
+		v, err := strconv.ParseInt(p, 10, 64)
+		if err != nil || (len(t.first) > 0 && v < t.first[len(t.first)-1]) {
+			return false
+		}
+		t.first = append(t.first, v)
+	}
+	return true
+}
+
+func (t *Table) checkSchema() error {
+	schema := t.r.Schema()
+	t.col = make([]int, len(fileFields))
+	for j, want := range fileFields {
+		idx := schema.FieldIndices(want.Name)
+		if len(idx) != 1 {
+			return fmt.Errorf("%w: %s: column %q is missing (or repeated)", ErrFile, t.path, want.Name)
+		}
+		if got := schema.Field(idx[0]).Type; !arrow.TypeEqual(got, want.Type) {
+			return fmt.Errorf("%w: %s: column %q has type %s, want %s", ErrFile, t.path, want.Name, got, want.Type)
+		}
+		t.col[j] = idx[0]
+	}
+	return nil
+}
+
+// Close releases the file.
+func (t *Table) Close() error {
+	for _, b := range t.batches {
+		b.rec.Release()
+	}
+	t.batches = nil
+	if t.r != nil {
+		t.r.Close()
+		t.r = nil
+	}
+	if t.f != nil {
+		err := t.f.Close()
+		t.f = nil
+		return err
+	}
+	return nil
+}
+
+// batch reads record batch b (cached).
+func (t *Table) batch(b int) (*tableBatch, error) {
+	if tb, ok := t.batches[b]; ok {
+		return tb, nil
+	}
+	rec, err := t.r.Record(b)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: record batch %d: %v", ErrFile, t.path, b, err)
+	}
+	n := int(rec.NumRows())
+	if n == 0 || (b < t.r.NumRecords()-1 && n != t.rows) || n > t.rows {
+		return nil, fmt.Errorf("%w: %s: record batch %d has %d rows, the index says %d", ErrFile, t.path, b, n, t.rows)
+	}
+	for j, c := range t.col[:4] {
+		if rec.Column(c).NullN() > 0 {
+			return nil, fmt.Errorf("%w: %s: column %q has nulls in record batch %d", ErrFile, t.path, fileFields[j].Name, b)
+		}
+	}
+	rec.Retain() // the reader releases its own reference at the next read
+	tb := &tableBatch{lo: int64(b) * int64(t.rows), rec: rec,
+		node:   rec.Column(t.col[0]).(*array.Int64).Int64Values(),
+		parent: rec.Column(t.col[1]).(*array.Int64).Int64Values(),
+		step:   rec.Column(t.col[2]).(*array.Int32).Int32Values(),
+		obs:    rec.Column(t.col[3]).(*array.String),
+	}
+	if tb.parent[0] != t.first[b] {
+		rec.Release()
+		return nil, fmt.Errorf("%w: %s: record batch %d starts with parent %d, the index says %d", ErrFile, t.path, b, tb.parent[0], t.first[b])
+	}
+	for i := 1; i < n; i++ {
+		if tb.parent[i] < tb.parent[i-1] {
+			rec.Release()
+			return nil, fmt.Errorf("%w: %s: row %d: parent %d after %d, but the index says parents never decrease", ErrFile, t.path, tb.lo+int64(i), tb.parent[i], tb.parent[i-1])
+		}
+	}
+	if len(t.batches) >= maxCachedBatches {
+		for k, old := range t.batches {
+			old.rec.Release()
+			delete(t.batches, k)
+			break
+		}
+	}
+	t.batches[b] = tb
+	return tb, nil
+}
+
+// child finds the row of parent's child with observation obs (parent −1:
+// the step-1 rows), reading the batches its children lie in.
+func (t *Table) child(parent int64, obs string) (int64, bool, error) {
+	// The first batch that can hold a row with this parent: the last one
+	// whose first row's parent is below it (children may start there).
+	b := sort.Search(len(t.first), func(i int) bool { return t.first[i] >= parent }) - 1
+	b = max(b, 0)
+	for ; b < len(t.first); b++ {
+		if t.first[b] > parent {
+			return 0, false, nil
+		}
+		tb, err := t.batch(b)
+		if err != nil {
+			return 0, false, err
+		}
+		i := sort.Search(len(tb.parent), func(i int) bool { return tb.parent[i] >= parent })
+		for ; i < len(tb.parent) && tb.parent[i] == parent; i++ {
+			if tb.obs.Value(i) == obs {
+				row := tb.lo + int64(i)
+				if tb.node[i] != row {
+					return 0, false, fmt.Errorf("%w: %s: row %d (node %d): node is not the row index", ErrFile, t.path, row, tb.node[i])
+				}
+				return row, true, nil
+			}
+		}
+		if i < len(tb.parent) {
+			return 0, false, nil // the parent's rows end inside this batch
+		}
+	}
+	return 0, false, nil
+}
+
+// Node returns the row id.
+func (t *Table) Node(id int64) (Node, error) {
+	if t.whole != nil {
+		if id < 0 || id >= int64(len(t.whole.Nodes)) {
+			return Node{}, fmt.Errorf("%w: no row %d", ErrFile, id)
+		}
+		return t.whole.Nodes[id], nil
+	}
+	b := int(id / int64(t.rows))
+	if id < 0 || b >= len(t.first) {
+		return Node{}, fmt.Errorf("%w: %s: no row %d", ErrFile, t.path, id)
+	}
+	tb, err := t.batch(b)
+	if err != nil {
+		return Node{}, err
+	}
+	i := int(id - tb.lo)
+	if i >= len(tb.node) {
+		return Node{}, fmt.Errorf("%w: %s: no row %d", ErrFile, t.path, id)
+	}
+	rec := tb.rec
+	str := func(k int) string { return strings.Clone(rec.Column(t.col[k]).(*array.String).Value(i)) }
+	fl := func(k int) float64 { return rec.Column(t.col[k]).(*array.Float64).Value(i) }
+	return Node{ID: tb.node[i], Parent: tb.parent[i], Step: tb.step[i], Obs: str(3), Action: str(4), Fallback: str(5),
+		ReachProb: fl(6), ValueReward: fl(7), ValueBonus: fl(8), ValueLCB: fl(9)}, nil
+}
+
+// Lookup follows obs through the table with the lookup rule of
+// Cursor.Act: it returns the action at each step (the last one is the
+// action for the last observation), the node used at the last step (−1
+// once the history has left the tree) and the last node found (whose
+// fallback action plays past the tree). ok is false when the first
+// observation has no row.
+func (t *Table) Lookup(obs []string) (actions []string, node, last int64, ok bool, err error) {
+	last = -1
+	if t.whole != nil {
+		c := t.whole.NewCursor()
+		for _, o := range obs {
+			a, n, found := c.Act(o)
+			if !found {
+				return nil, -1, -1, false, nil
+			}
+			if n >= 0 {
+				last = n
+			}
+			actions, node = append(actions, a), n
+		}
+		return actions, node, last, true, nil
+	}
+	cur, fallback := int64(-1), ""
+	for h, o := range obs {
+		if fallback != "" {
+			actions = append(actions, fallback)
+			continue
+		}
+		id, found, err := t.child(cur, o)
+		if err != nil {
+			return nil, -1, -1, false, err
+		}
+		if !found {
+			if cur < 0 {
+				return nil, -1, -1, false, nil
+			}
+			n, err := t.Node(cur)
+			if err != nil {
+				return nil, -1, -1, false, err
+			}
+			fallback = n.Fallback
+			actions = append(actions, fallback)
+			continue
+		}
+		n, err := t.Node(id)
+		if err != nil {
+			return nil, -1, -1, false, err
+		}
+		if int(n.Step) != h+1 {
+			return nil, -1, -1, false, fmt.Errorf("%w: %s: row %d is at step %d, want %d", ErrFile, t.path, id, n.Step, h+1)
+		}
+		cur, last = id, id
+		actions = append(actions, n.Action)
+	}
+	if fallback != "" {
+		return actions, -1, last, true, nil
+	}
+	return actions, cur, last, true, nil
+}
