@@ -170,8 +170,9 @@ func writeAggregate(sb *strings.Builder, cells map[string]*cellStats, order []st
 		"covered the exact value on at least %.0f%% of the reliable logs; *normal* and *Bernstein* the same for those intervals; "+
 		"*RMSE ratio* is the median over those cells of its RMSE divided by the smallest RMSE any estimator reached there "+
 		"(1 is the best in every cell).\n\n", len(order), ope.MinESS, 100*coverTarget)
-	fmt.Fprintln(sb, "| estimator | cells | coverage held | mean coverage | normal held | Bernstein held | RMSE ratio (median) | best RMSE in |")
-	fmt.Fprintln(sb, "|---|---|---|---|---|---|---|---|")
+	fmt.Fprintln(sb, "| estimator | cells | coverage held | mean coverage | normal held | Bernstein held | RMSE ratio (median) | best RMSE in | best RMSE among held in |")
+	fmt.Fprintln(sb, "|---|---|---|---|---|---|---|---|---|")
+	heldBest, heldCells := bestAmongHeld(cells, order)
 	for _, est := range estimators {
 		if est == ope.EstModelLCB {
 			continue
@@ -221,16 +222,22 @@ func writeAggregate(sb *strings.Builder, cells map[string]*cellStats, order []st
 			}
 		}
 		if n == 0 {
-			fmt.Fprintf(sb, "| %s | 0 | | | | | | |\n", est)
+			fmt.Fprintf(sb, "| %s | 0 | | | | | | | |\n", est)
 			continue
 		}
 		mean := "–"
 		if nC > 0 {
 			mean = fmt.Sprintf("%.3f", covSum/float64(nC))
 		}
-		fmt.Fprintf(sb, "| %s | %d | %s | %s | %s | %s | %.2f | %d |\n", est, n, share(held, nC), mean,
-			share(heldN, nN), share(heldB, nB), median(ratios), best)
+		among := "–"
+		if est != ope.EstModel && est != recommendedName {
+			among = share(heldBest[est], heldCells)
+		}
+		fmt.Fprintf(sb, "| %s | %d | %s | %s | %s | %s | %.2f | %d | %s |\n", est, n, share(held, nC), mean,
+			share(heldN, nN), share(heldB, nB), median(ratios), best, among)
 	}
+	fmt.Fprintf(sb, "\n*Best RMSE among held*: in how many of the %d cells where at least one interval held the estimator had "+
+		"the smallest RMSE among the estimators whose interval held there (the rule the recommended order follows).\n", heldCells)
 	// The doubly robust estimators against per-decision IS on the same logs.
 	for _, est := range []string{ope.EstDR, ope.EstWDR} {
 		var n, le int
@@ -263,6 +270,42 @@ func writeAggregate(sb *strings.Builder, cells map[string]*cellStats, order []st
 	}
 	fmt.Fprintln(sb)
 	fmt.Fprintln(sb)
+}
+
+// intervalEstimators are the estimators with a 95% interval, the ones
+// psrlcb evaluate can lead with.
+var intervalEstimators = []string{ope.EstIS, ope.EstWIS, ope.EstPDIS, ope.EstWPDIS, ope.EstDR, ope.EstWDR}
+
+// bestAmongHeld counts, per estimator, the cells where its RMSE was the
+// smallest among the estimators whose bootstrap interval held there
+// (reliable on at least half the logs, coverage ≥ coverTarget), and how
+// many cells had at least one such estimator. Ties count for each.
+func bestAmongHeld(cells map[string]*cellStats, order []string) (map[string]int, int) {
+	best := map[string]int{}
+	n := 0
+	for _, k := range order {
+		cs := cells[k]
+		min := math.Inf(1)
+		var held []string
+		for _, e := range intervalEstimators {
+			s := cs.byEst[e]
+			if s == nil || s.n == 0 || s.reliable*2 < s.n || math.IsNaN(s.cover) || s.cover < coverTarget {
+				continue
+			}
+			held = append(held, e)
+			min = math.Min(min, s.rmse)
+		}
+		if len(held) == 0 {
+			continue
+		}
+		n++
+		for _, e := range held {
+			if cs.byEst[e].rmse <= min {
+				best[e]++
+			}
+		}
+	}
+	return best, n
 }
 
 func share(a, n int) string {
