@@ -44,7 +44,6 @@ type tableBatch struct {
 	node   []int64
 	parent []int64
 	step   []int32
-	nodes  []Node // filled on demand by Node
 	rec    arrow.Record
 	obs    *array.String
 }
