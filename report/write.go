@@ -30,7 +30,8 @@ const (
 	HTMLFile     = "report.html"
 )
 
-// OutputFiles are the names WriteOutcome writes into a run directory.
+// OutputFiles are the names WriteOutcome writes into a run directory
+// (ComparedFile only for a run with policies to compare).
 func OutputFiles() []string {
 	return []string{PolicyFile, ModelFile, CoverageFile, EpisodesFile, FitFile, AlphaFile, ComparedFile, ManifestFile, HTMLFile}
 }
