@@ -2,9 +2,9 @@ package explore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
-	"strconv"
 
 	"github.com/parquet-go/parquet-go"
 
@@ -63,72 +63,42 @@ func ReadTags(ctx context.Context, files []string, cols TagColumns) (map[string]
 }
 
 func readTagsFile(path string, cols TagColumns, tags map[string]Tag) error {
-	fh, err := os.Open(path)
-	if err != nil {
-		return err
-	}
-	defer fh.Close()
-	st, err := fh.Stat()
-	if err != nil {
-		return err
-	}
-	f, err := parquet.OpenFile(fh, st.Size())
-	if err != nil {
-		return fmt.Errorf("%w: %s: %v", ErrData, path, err)
-	}
-	var idx [3]int
-	for i, name := range []string{cols.Episode, cols.Round, cols.ExploreStep} {
-		leaf, ok := f.Schema().Lookup(name)
-		if !ok {
-			return fmt.Errorf("%w: %s has no column %q (the exploration logs need %q and %q beside the episode id)", ErrData, path, name, cols.Round, cols.ExploreStep)
-		}
-		idx[i] = leaf.ColumnIndex
-	}
-	row := int64(0)
-	for _, rg := range f.RowGroups() {
-		chunks := rg.ColumnChunks()
-		var vals [3][]parquet.Value
-		for i, c := range idx {
-			v, err := pqcol.Read(chunks[c])
-			if err != nil {
-				return fmt.Errorf("%w: %s: column %d: %v", ErrData, path, c, err)
-			}
-			if int64(len(v)) != rg.NumRows() {
-				return fmt.Errorf("%w: %s: column %d holds %d values for %d rows", ErrData, path, c, len(v), rg.NumRows())
-			}
-			vals[i] = v
-		}
+	err := pqcol.Columns(path, []string{cols.Episode, cols.Round, cols.ExploreStep}, func(row int64, vals [][]parquet.Value) error {
 		for r := range vals[0] {
 			ep, rd, hs := vals[0][r], vals[1][r], vals[2][r]
 			line := row + int64(r) + 1
 			if ep.IsNull() || rd.IsNull() || hs.IsNull() {
 				return fmt.Errorf("%w: %s row %d: null episode id, %s or %s", ErrData, path, line, cols.Round, cols.ExploreStep)
 			}
-			var id string
-			switch ep.Kind() {
-			case parquet.Int32, parquet.Int64:
-				id = strconv.FormatInt(ep.Int64(), 10)
-			case parquet.ByteArray:
-				id = string(ep.ByteArray())
-			default:
+			id, ok := pqcol.Symbol(ep)
+			if !ok {
 				return fmt.Errorf("%w: %s: episode id column has type %v", ErrData, path, ep.Kind())
 			}
-			t := Tag{}
 			for j, v := range []parquet.Value{rd, hs} {
 				if k := v.Kind(); k != parquet.Int32 && k != parquet.Int64 {
 					return fmt.Errorf("%w: %s: column %q must be an integer, has type %v", ErrData, path, []string{cols.Round, cols.ExploreStep}[j], k)
 				}
 			}
-			t.Round, t.ExploreStep = rd.Int64(), hs.Int64()
+			t := Tag{Round: rd.Int64(), ExploreStep: hs.Int64()}
 			if old, ok := tags[id]; ok && old != t {
 				return fmt.Errorf("%w: %s row %d: episode %s has round %d, explore_step %d here and round %d, explore_step %d on another row (they must be constant within an episode)",
 					ErrData, path, line, id, t.Round, t.ExploreStep, old.Round, old.ExploreStep)
 			}
 			tags[id] = t
 		}
-		row += rg.NumRows()
+		return nil
+	})
+	var missing *pqcol.MissingColumnError
+	switch {
+	case err == nil, errors.Is(err, ErrData):
+		return err
+	case errors.As(err, &missing):
+		return fmt.Errorf("%w: %s has no column %q (the exploration logs need %q and %q beside the episode id)", ErrData, path, missing.Name, cols.Round, cols.ExploreStep)
+	case errors.Is(err, os.ErrNotExist), errors.Is(err, os.ErrPermission):
+		return err
+	default:
+		return fmt.Errorf("%w: %v", ErrData, err)
 	}
-	return nil
 }
 
 // StepsOf returns the switch step of every episode of a dataset from the

@@ -1,6 +1,7 @@
 package ope
 
 import (
+	"github.com/psrlcb/psrlcb/internal/categorical"
 	"hash/fnv"
 	"math/rand/v2"
 	"sync"
@@ -184,7 +185,7 @@ func (v *valuer) monteCarlo(n node, key string) (stats, error) {
 // action, its return from the node on and its bonus at the end.
 func (v *valuer) rollout(n node, rng *rand.Rand) (first int, ret, bon float64, err error) {
 	m, S := v.m, v.S
-	s := draw(rng, n.b)
+	s := categorical.Draw(rng, n.b)
 	b := append([]float64(nil), n.b...)
 	p := append([]float64(nil), n.p...)
 	f := n.f.Clone()
@@ -192,13 +193,13 @@ func (v *valuer) rollout(n node, rng *rand.Rand) (first int, ret, bon float64, e
 	feat := v.featureBuf(n.h)
 	sum := n.sum
 	for h := n.h; ; h++ {
-		a := draw(rng, p)
+		a := categorical.Draw(rng, p)
 		if h == n.h {
 			first = a
 		}
 		t := m.Table(h)
-		s2 := draw(rng, m.Trans[t][(a*S+s)*S:(a*S+s+1)*S])
-		o := draw(rng, m.EmitOf(t, a)[s2*v.O:(s2+1)*v.O])
+		s2 := categorical.Draw(rng, m.Trans[t][(a*S+s)*S:(a*S+s+1)*S])
+		o := categorical.Draw(rng, m.EmitOf(t, a)[s2*v.O:(s2+1)*v.O])
 		ret += m.ExpectedRewardOf(t, s, a, s2, o)
 		if h == v.H {
 			break
@@ -223,23 +224,6 @@ func (v *valuer) rollout(n node, rng *rand.Rand) (first int, ret, bon float64, e
 		bon = v.bonus.Value(sum)
 	}
 	return first, ret, bon, nil
-}
-
-// draw samples an index from the distribution p.
-func draw(rng *rand.Rand, p []float64) int {
-	u := rng.Float64()
-	for i, x := range p {
-		u -= x
-		if u < 0 {
-			return i
-		}
-	}
-	for i := len(p) - 1; i >= 0; i-- {
-		if p[i] > 0 {
-			return i
-		}
-	}
-	return 0
 }
 
 // fz is a featurizer for the bonus; one per call is cheap next to a

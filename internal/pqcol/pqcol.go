@@ -40,6 +40,13 @@ func Read(cc parquet.ColumnChunk) ([]parquet.Value, error) {
 	}
 }
 
+// MissingColumnError is Columns' error for a file without a named column.
+type MissingColumnError struct{ Path, Name string }
+
+func (e *MissingColumnError) Error() string {
+	return fmt.Sprintf("%s has no column %q", e.Path, e.Name)
+}
+
 // Columns calls each(row, values) for every row group of the Parquet file
 // at path with the values of the named columns (in the order of names) and
 // the index of the group's first row in the file.
@@ -61,7 +68,7 @@ func Columns(path string, names []string, each func(first int64, vals [][]parque
 	for i, name := range names {
 		leaf, ok := f.Schema().Lookup(name)
 		if !ok {
-			return fmt.Errorf("%s has no column %q", path, name)
+			return &MissingColumnError{Path: path, Name: name}
 		}
 		idx[i] = leaf.ColumnIndex
 	}
