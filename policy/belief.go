@@ -40,8 +40,11 @@ const (
 const DefaultPoints = 500
 
 // DefaultRowBudget is the default largest policy table the belief planner
-// writes, in rows (one row per decision node reached).
-const DefaultRowBudget = 10_000_000
+// writes, in rows (one row per decision node reached). The table is the
+// readable view of the controller's most probable decisions (the
+// controller decides every history), so it is sized for reading, not for
+// coverage: about 3.5 MB of policy.arrow.
+const DefaultRowBudget = 50_000
 
 // boundPoints is the number of belief points per step of the upper bound
 // (sawtooth interpolation costs O(points·r) per query, so its cost grows
@@ -82,6 +85,7 @@ type obsIndex struct {
 	ord  []int32   // observations by decreasing emax (ties by index)
 	emax []float64 // max_s E(o|s), in the order of ord
 	tail []float64 // tail[i*S+s] = Σ_{j≥i} E(ord[j]|s); (|O|+1)×S
+	pos  []int32   // pos[o]: o's place in ord
 }
 
 func newObsIndex(e []float64, S, O int) *obsIndex {
@@ -96,8 +100,10 @@ func newObsIndex(e []float64, S, O int) *obsIndex {
 		ix.ord[o] = int32(o)
 	}
 	sort.SliceStable(ix.ord, func(i, j int) bool { return mx[ix.ord[i]] > mx[ix.ord[j]] })
+	ix.pos = make([]int32, O)
 	for i, o := range ix.ord {
 		ix.emax[i] = mx[o]
+		ix.pos[o] = int32(i)
 	}
 	for i := O - 1; i >= 0; i-- {
 		o := int(ix.ord[i])

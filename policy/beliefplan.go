@@ -39,20 +39,25 @@ import (
 // stores the value as a vector (the bonus term by its tangent at the
 // point), as in point-based value iteration.
 //
-// Policy table. The policy acts by the same one-step lookahead at the
-// exact belief of each history. Its decision tree is written for every
-// history it reaches with model probability ≥ the threshold (0 when the
-// whole tree fits opts.RowBudget, otherwise the smallest power of two
-// that fits); cut histories play the fallback of the Cursor rule, chosen
-// per node as the constant action with the best stand-in value.
+// Controller and table. The policy is the controller (Controller): at
+// the exact belief of every history it acts by the same one-step
+// lookahead (or, where that is too costly, by the best α-vector). Its
+// decision tree — the readable view — is written for every history it
+// reaches with model probability ≥ the threshold (0 when the whole tree
+// fits opts.RowBudget, otherwise the smallest power of two that fits);
+// each row's fallback_action, the constant action with the best stand-in
+// value, is what a reader of the table alone plays beyond it.
 //
-// Evaluation (PlanStats): the returned policy — table and fallback — is
-// evaluated under θ̂ with the paper's bonus: exactly on the table
-// (rewards, and b̂ from the running Σ at step H), and beyond the table
-// with the exact reward of the fallback continuation and the Jensen upper
-// bound min{α·sqrt(Σ + u·b), 1} of its bonus (fallbackTables). So
-// ValueReward is exact, ValueBonus ≥ E_θ̂,π̄[b̂] and Value a lower bound of
-// the policy's LCB. UpperBound bounds max_π E_θ̂,π[R − b̂] from above:
+// Evaluation (PlanStats): the controller is evaluated under θ̂ with the
+// paper's bonus: exactly on the table (rewards, and b̂ from the running Σ
+// at step H), and beyond it by rollouts of the controller under θ̂
+// (rolloutDensity per unit of probability, each cut history's stream
+// seeded by the history), with each step's expected reward given the
+// belief and b̂ from each rollout's Σ. Value, ValueReward and ValueBonus
+// are then unbiased estimates of the controller's E[R − b̂], E[R] and E[b̂]
+// with standard error ValueSE (0 when the table holds every history;
+// RolloutMass is the probability the rollouts stand for). UpperBound bounds
+// max_π E_θ̂,π[R − b̂] from above:
 // a sawtooth point-based upper bound of a relaxed problem whose step
 // rewards are linear in the belief (the reward minus a linear lower bound
 // of the bonus, see boundRewards; its value function is convex, and the
@@ -133,7 +138,8 @@ func beliefPlan(ctx context.Context, m *estimate.Model, bonus *pessimism.Bonus, 
 	st.Backups = bp.backups
 	st.Nodes = int64(len(best.Nodes))
 	st.Threshold = bestEps
-	st.UncoveredMass, st.PrunedMass = bestV.out, bestV.out
+	st.UncoveredMass, st.PrunedMass = 0, 0
+	st.RolloutMass, st.ValueSE = bestV.out, bestV.se()
 	st.TangentPoint = bestX
 	st.ValueReward, st.ValueBonus = bestV.r, bestV.b
 	st.Value = bestV.r - bestV.b

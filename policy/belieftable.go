@@ -4,6 +4,8 @@ import (
 	"cmp"
 	"context"
 	"encoding/binary"
+	"hash/fnv"
+	"math/rand/v2"
 	"fmt"
 	"hash/maphash"
 	"math"
@@ -43,18 +45,21 @@ type tableWalker struct {
 	over  bool
 	build bool
 	nodes []Node
-	memo  *actionMemo
+	ctrl  *Controller // the policy the table is the tree of
+	cx    *ctrlScratch
 	ctx   context.Context
 
 	bel, pred [][]float64
-	rb        []float64 // a belief rounded to the grid (action)
-	key       []byte    // the memo key being looked up (action)
 	weights   [][]float64
 	acc       [][]float64 // per depth: per fallback candidate, the cut children's sums
 	set       [][]float64 // per depth: a wide node's cut children's belief mass, Σ z·b_o (standIn as one set)
 	scan      [][]int32   // per depth: a wide node's observations to look at
 	sc        *backupScratch
-	look      []bool // per step: act by the lookahead (else by the best vector)
+	smp       *obsSampler // draws observations on wide vocabularies (rollouts)
+	rbel      []float64   // a rollout's belief
+	rpred     []float64   // a rollout's prediction
+	rprobs    []float64   // a rollout's observation probabilities
+	rw        []float64   // a tail set's state weights
 	// reached, when not nil, collects the beliefs of the table's nodes per
 	// step (with their reach probability) during the building walk.
 	reached [][]bpoint
@@ -160,14 +165,31 @@ func (am *actionMemo) store(key []byte, a int) {
 // E[reward-to-go], an upper bound of E[b̂], the probability of leaving the
 // table, and an estimate of E[Σ_h ‖ψ̄̂(τ_h)‖²_{U_h⁻¹}] (for the tangent
 // of the surrogate).
+//
+// Beyond the table the values are Monte Carlo: rollouts of the controller
+// under the model (rollouts), rolloutDensity of them per unit of model
+// probability. mc is their part of r − b, sq the part of Σ (R − b̂)² and n
+// of the count (all scaled like the values, so at the root
+// mc = Σ_k x_k / rolloutDensity, sq = Σ_k x_k² / rolloutDensity and
+// n = N / rolloutDensity): the root's standard error follows (se).
 type tval struct {
 	r, b, out, sum float64
+	mc, sq, n      float64
+}
+
+// se is the Monte Carlo standard error of the root value r − b: the
+// rollouts' spread, √(Σ_k (x_k − x̄)²) / rolloutDensity.
+func (t tval) se() float64 {
+	if t.n <= 0 {
+		return 0
+	}
+	return math.Sqrt(max(t.sq-t.mc*t.mc/t.n, 0) / rolloutDensity)
 }
 
 func newTableWalker(bp *beliefPlanner, ft *fallbackTables) *tableWalker {
 	H, S := bp.H, bp.S
-	w := &tableWalker{bp: bp, ft: ft, memo: newActionMemo(), sc: newBackupScratch(S, bp.O)}
-	w.rb = make([]float64, S)
+	w := &tableWalker{bp: bp, ft: ft, sc: newBackupScratch(S, bp.O)}
+	w.rbel, w.rpred, w.rw = make([]float64, S), make([]float64, S), make([]float64, S)
 	w.bel = make([][]float64, H+2)
 	w.pred = make([][]float64, H+2)
 	w.weights = make([][]float64, H+2)
@@ -184,32 +206,9 @@ func newTableWalker(bp *beliefPlanner, ft *fallbackTables) *tableWalker {
 	return w
 }
 
-// action is the belief policy's action at belief b over s_h. It is
-// computed at b rounded to the grid of beliefKey, so it is a function of
-// the key alone, and the memo (by key: histories with the same belief
-// share their action) returns what a computation would, whichever walker
-// saw the key first: the walk's result does not depend on the memo, its
-// limit or the worker count.
+// action is the controller's action at belief b over s_h.
 func (w *tableWalker) action(h int, b []float64, end bool) int {
-	// The key: the step, then the belief on the grid and the class.
-	k := binary.LittleEndian.AppendUint32(w.key[:0], uint32(h))
-	k = appendBeliefKey(k, b, end)
-	w.key = k
-	if a, ok := w.memo.load(k); ok {
-		return a
-	}
-	rb := w.rb
-	for s, x := range b {
-		rb[s] = math.Round(x*beliefGrid) / beliefGrid
-	}
-	var a int
-	if w.look[h] {
-		a = w.bp.lookahead(h, rb, end, w.sc)
-	} else {
-		a = w.bp.vectorAction(h, rb, end, w.sc)
-	}
-	w.memo.store(k, a)
-	return a
+	return w.ctrl.decide(h, b, end, w.cx)
 }
 
 // walk visits every node of the policy's tree with reach ≥ eps (all of
@@ -252,7 +251,7 @@ func (w *tableWalker) walk(ctx context.Context, eps float64, limit int64, build 
 	top := w.count
 	for len(w.pool) < workers {
 		c := newTableWalker(w.bp, w.ft)
-		c.look, c.memo = w.look, w.memo
+		c.ctrl, c.cx, c.smp = w.ctrl, w.ctrl.newScratch(), w.smp
 		w.pool = append(w.pool, c)
 	}
 	// A building walk at the threshold of the last complete walk knows
@@ -393,6 +392,9 @@ func (t *tval) add(p float64, v tval) {
 	t.b += p * v.b
 	t.out += p * v.out
 	t.sum += p * v.sum
+	t.mc += p * v.mc
+	t.sq += p * v.sq
+	t.n += p * v.n
 }
 
 // visit evaluates the node (τ_{h−1}, o_h) with belief w.bel[h], reached
@@ -495,6 +497,7 @@ func (w *tableWalker) visit(h, o int, parent int64, cond, reach, sum float64) (t
 	clear(weights)
 	clear(acc)
 	cut := false
+	var mc tval // the cut children's rollouts (unscaled sums)
 	acts := bp.acts(end)
 	// Past wideObs observations (st.wide set) the children are found by
 	// the observation index: only the leading observations whose
@@ -521,6 +524,11 @@ func (w *tableWalker) visit(h, o int, parent int64, cond, reach, sum float64) (t
 		scan, setMass = st.wide.children(pred, thr, w.scan[h], set)
 		w.scan[h], n = scan, len(scan)
 		cut = setMass > 0
+		if values && setMass > 0 {
+			// The observations past the scan, valued by rollouts.
+			w.tailRollouts(h, a, pred, n, reach*setMass, s2, &mc)
+			v.out += setMass
+		}
 	}
 	for i := 0; i < n; i++ {
 		o2 := i
@@ -533,6 +541,10 @@ func (w *tableWalker) visit(h, o int, parent int64, cond, reach, sum float64) (t
 		}
 		if reach*z < w.eps {
 			cut = true
+			if values {
+				w.rollouts(h+1, o2, next, reach*z, s2, &mc)
+				v.out += z
+			}
 			if wide && values {
 				for s, x := range next {
 					set[s] += z * x
@@ -553,6 +565,15 @@ func (w *tableWalker) visit(h, o int, parent int64, cond, reach, sum float64) (t
 	if !values {
 		return tval{}, a
 	}
+	if mc.n > 0 {
+		k := 1 / (reach * rolloutDensity)
+		v.r += k * mc.r
+		v.b += k * mc.b
+		v.sum += k * mc.sum
+		v.mc += k * mc.mc
+		v.sq += k * mc.sq
+		v.n += k * mc.n
+	}
 	if setMass > 0 {
 		for s := range set {
 			set[s] /= setMass
@@ -561,7 +582,7 @@ func (w *tableWalker) visit(h, o int, parent int64, cond, reach, sum float64) (t
 	}
 	fb := a
 	if cut {
-		fb = w.bestFallback(acts, acc, &v)
+		fb = w.bestFallback(acts, acc)
 	} else {
 		bestW := 0.0
 		for f, x := range weights {
@@ -612,8 +633,9 @@ func (w *tableWalker) standIn(h int, acts []int, cb []float64, z, s2 float64, ac
 }
 
 // bestFallback picks the candidate with the largest stand-in value (ties
-// to the first), adds its sums to v and returns it.
-func (w *tableWalker) bestFallback(acts []int, acc []float64, v *tval) int {
+// to the first): the fallback_action of the node, which a reader of the
+// table alone plays beyond it (the controller decides those histories).
+func (w *tableWalker) bestFallback(acts []int, acc []float64) int {
 	best, bi := math.Inf(-1), 0
 	for i := range acts {
 		c := acc[4*i : 4*i+4]
@@ -621,12 +643,158 @@ func (w *tableWalker) bestFallback(acts []int, acc []float64, v *tval) int {
 			best, bi = x, i
 		}
 	}
-	c := acc[4*bi : 4*bi+4]
-	v.r += c[0]
-	v.b += c[1]
-	v.out += c[2]
-	v.sum += c[3]
 	return acts[bi]
+}
+
+// rolloutDensity is the number of controller rollouts per unit of model
+// probability that value the histories beyond the table: at most 2¹⁵ in
+// all, so a Monte Carlo standard error of about 0.006 of the return range
+// when half of the probability is beyond the table.
+const rolloutDensity = 1 << 15
+
+// rolloutRNG is the random stream of the rollouts from one cut child: a
+// function of the child (its step, observation, belief, running sum and
+// probability), so the values do not depend on the order of the walk or
+// the worker count.
+func rolloutRNG(h, o int, bel []float64, sum, mass float64) *rand.Rand {
+	f := fnv.New64a()
+	var buf [8]byte
+	put := func(x uint64) {
+		binary.LittleEndian.PutUint64(buf[:], x)
+		f.Write(buf[:])
+	}
+	put(uint64(h))
+	put(uint64(int64(o)))
+	for _, x := range bel {
+		put(math.Float64bits(x))
+	}
+	put(math.Float64bits(sum))
+	put(math.Float64bits(mass))
+	return rand.New(rand.NewPCG(f.Sum64(), 0x5eed))
+}
+
+// rolloutCount is the number of rollouts for a cut child of probability
+// mass: mass·rolloutDensity, rounded up with the probability of its
+// fraction (so its expectation is exact).
+func rolloutCount(mass float64, rng *rand.Rand) int {
+	x := mass * rolloutDensity
+	n := int(x)
+	if rng.Float64() < x-float64(n) {
+		n++
+	}
+	return n
+}
+
+// rollouts values the cut child (τ_{h−1}, o_h) with belief bel over s_h,
+// model probability mass and running bonus sum sum by rollouts of the
+// controller under the model, adding the sums of their values into acc.
+func (w *tableWalker) rollouts(h, o int, bel []float64, mass, sum float64, acc *tval) {
+	rng := rolloutRNG(h, o, bel, sum, mass)
+	for range rolloutCount(mass, rng) {
+		w.rollout(h, o, bel, sum, rng, acc)
+	}
+}
+
+// tailRollouts values the observations of a wide node past its scan (the
+// first k of its index's order), of total probability mass, by rollouts
+// from observations drawn among them: the next state s with probability
+// ∝ pred(s)·tail(s), then o ∝ E(o|s) among the tail's observations (by
+// rejection from the whole emission row, then by a scan of the tail).
+func (w *tableWalker) tailRollouts(h, a int, pred []float64, k int, mass, sum float64, acc *tval) {
+	bp := w.bp
+	st := &bp.tab[h][a]
+	ix, S, O := st.wide, bp.S, bp.O
+	rng := rolloutRNG(h, -1-k, pred, sum, mass)
+	n := rolloutCount(mass, rng)
+	if n == 0 {
+		return
+	}
+	tail := ix.tail[k*S : (k+1)*S]
+	tot := 0.0
+	for s, x := range pred {
+		w.rw[s] = x * tail[s]
+		tot += w.rw[s]
+	}
+	if !(tot > 0) {
+		return
+	}
+	cum := w.smp.cum[&st.e[0]]
+	bel := make([]float64, S)
+	for range n {
+		u := rng.Float64() * tot
+		s := S - 1
+		for i, x := range w.rw {
+			if u < x {
+				s = i
+				break
+			}
+			u -= x
+		}
+		o := -1
+		for try := 0; try < 64 && o < 0; try++ {
+			if c := search(cum[s*O:(s+1)*O], rng.Float64()); int(ix.pos[c]) >= k {
+				o = c
+			}
+		}
+		if o < 0 {
+			u := rng.Float64() * tail[s]
+			for _, c := range ix.ord[k:] {
+				if x := st.e[s*O+int(c)]; x > 0 {
+					o = int(c)
+					if u < x {
+						break
+					}
+					u -= x
+				}
+			}
+		}
+		if o < 0 || correct(st.e, O, pred, o, bel) == 0 {
+			continue
+		}
+		w.rollout(h+1, o, bel, sum, rng, acc)
+	}
+}
+
+// rollout follows the controller from the history (…, o_h) with belief
+// bel over s_h and running bonus sum sum to step H under the model,
+// drawing the observations, and adds its expected rescaled reward-to-go
+// (the reward of each step given the belief: lower variance, same mean),
+// its bonus b̂ = min{α√Σ, 1} and Σ into acc.
+func (w *tableWalker) rollout(h, o int, bel []float64, sum float64, rng *rand.Rand, acc *tval) {
+	bp := w.bp
+	b := w.rbel
+	copy(b, bel)
+	ret := 0.0
+	for t := h; ; t++ {
+		a := w.action(t, b, o == bp.endObs)
+		st := &bp.tab[t][a]
+		ret += dot(st.r, b)
+		if t == bp.H {
+			break
+		}
+		sum += max(quad(st.m, b), 0)
+		predict(st.t, b, w.rpred)
+		if w.smp != nil {
+			o = w.smp.draw(rng, t, w.rpred, a)
+		} else {
+			w.rprobs = grow(w.rprobs, bp.O)
+			for i := range w.rprobs {
+				w.rprobs[i] = emitProb(st.e, bp.O, w.rpred, i)
+			}
+			o = draw(rng, w.rprobs)
+		}
+		if correct(st.e, bp.O, w.rpred, o, b) == 0 {
+			break // not reached: o was drawn with positive probability
+		}
+	}
+	bon := bp.bonus.Value(sum)
+	x := ret - bon
+	acc.r += ret
+	acc.b += bon
+	acc.sum += sum
+	acc.mc += x
+	acc.sq += x * x
+	acc.n++
 }
 
 // table builds the policy's table within rows rows and returns the
@@ -640,10 +808,17 @@ func (w *tableWalker) bestFallback(acts []int, acc []float64, v *tval) int {
 // after a miss), refineSteps counts at most.
 func (w *tableWalker) table(ctx context.Context, rows int64) (*Policy, tval, float64, error) {
 	nodes := math.Min(float64(rows), treeRows(w.bp.O, w.bp.H))
-	w.look = make([]bool, w.bp.H+1)
+	look := make([]bool, w.bp.H+1)
 	for h := 1; h <= w.bp.H; h++ {
 		c := float64(w.bp.lookaheadCost(h))
-		w.look[h] = c <= lookaheadMaxCost && c*nodes <= lookaheadTotal
+		look[h] = c <= lookaheadMaxCost && c*nodes <= lookaheadTotal
+	}
+	w.ctrl = newController(w.bp, look)
+	w.cx = w.ctrl.newScratch()
+	if w.bp.O > wideObs {
+		first := make([]float64, w.bp.O)
+		w.bp.m.FirstObsProbs(first)
+		w.smp = newObsSampler(w.bp.m, first)
 	}
 	eps := startThreshold(w.bp.O, w.bp.H, rows)
 	c, growth, j := 0.0, 2.0, 1
@@ -677,7 +852,7 @@ func (w *tableWalker) table(ctx context.Context, rows int64) (*Policy, tval, flo
 	}
 	// The walker is done: the policy takes its nodes.
 	levelOrder(w.nodes) // rows in level order: policy.arrow's lookup index
-	pol := &Policy{Horizon: w.bp.H, Nodes: w.nodes}
+	pol := &Policy{Horizon: w.bp.H, Nodes: w.nodes, Ctrl: w.ctrl}
 	w.nodes = nil
 	return pol, v, eps, nil
 }

@@ -127,12 +127,12 @@ func ValueUnder(ctx context.Context, m *estimate.Model, b *pessimism.Bonus, pol 
 		}
 		m.Prior(bel)
 		m.ObserveFirst(bel, o)
-		st := state{node: -1}
+		st := *pol.NewCursor()
 		sum, ret := b.Root, 0.0
 		for h := 1; ; h++ {
 			var sym string
 			var ok bool
-			st, sym, ok = st.act(pol, e.c.obs[o])
+			sym, _, ok = st.Act(e.c.obs[o])
 			if !ok {
 				return nil, fmt.Errorf("%w: the policy has no action for the first observation %q", ErrModel, e.c.obs[o])
 			}
@@ -245,9 +245,9 @@ func exactRollout(m *estimate.Model, b *pessimism.Bonus, pol *Policy) (*Rollout,
 	e := newEvaluator(m, b, pol)
 	H := m.Horizon
 	r := &Rollout{Exact: true}
-	var walk func(h, o int, st state, sum, prob float64) (float64, error)
-	walk = func(h, o int, st state, sum, prob float64) (float64, error) {
-		st, sym, ok := st.act(pol, e.c.obs[o])
+	var walk func(h, o int, st Cursor, sum, prob float64) (float64, error)
+	walk = func(h, o int, st Cursor, sum, prob float64) (float64, error) {
+		sym, _, ok := st.Act(e.c.obs[o])
 		if !ok {
 			return 0, fmt.Errorf("%w: the policy has no action for the first observation %q", ErrModel, e.c.obs[o])
 		}
@@ -290,7 +290,7 @@ func exactRollout(m *estimate.Model, b *pessimism.Bonus, pol *Policy) (*Rollout,
 		}
 		m.Prior(e.bel[1])
 		m.ObserveFirst(e.bel[1], o)
-		v, err := walk(1, o, state{node: -1}, b.Root, po)
+		v, err := walk(1, o, *pol.NewCursor(), b.Root, po)
 		if err != nil {
 			return nil, err
 		}

@@ -47,7 +47,7 @@ func ModelValue(m *estimate.Model, b *pessimism.Bonus, pol *Policy) (Value, erro
 		}
 		m.Prior(e.bel[1])
 		m.ObserveFirst(e.bel[1], o)
-		r, bon, err := e.walk(1, o, state{node: -1}, b.Root)
+		r, bon, err := e.walk(1, o, *pol.NewCursor(), b.Root)
 		if err != nil {
 			return Value{}, err
 		}
@@ -56,29 +56,6 @@ func ModelValue(m *estimate.Model, b *pessimism.Bonus, pol *Policy) (Value, erro
 	}
 	v.LCB = v.Reward - v.Bonus
 	return v, nil
-}
-
-// state is a Cursor's state, copyable for branching.
-type state struct {
-	node     int64
-	left     bool
-	fallback string
-}
-
-// act applies the Cursor rule to observation symbol obs.
-func (s state) act(p *Policy, obs string) (state, string, bool) {
-	if s.left {
-		return s, s.fallback, true
-	}
-	id, ok := p.Child(s.node, obs)
-	if !ok {
-		if s.node < 0 {
-			return s, "", false
-		}
-		fb := p.Nodes[s.node].Fallback
-		return state{node: -1, left: true, fallback: fb}, fb, true
-	}
-	return state{node: id}, p.Nodes[id].Action, true
 }
 
 type evaluator struct {
@@ -91,9 +68,9 @@ type evaluator struct {
 	bel, pred, probs [][]float64
 }
 
-func (e *evaluator) walk(h, o int, st state, sum float64) (float64, float64, error) {
+func (e *evaluator) walk(h, o int, st Cursor, sum float64) (float64, float64, error) {
 	m := e.m
-	st, sym, ok := st.act(e.pol, e.c.obs[o])
+	sym, _, ok := st.Act(e.c.obs[o])
 	if !ok {
 		return 0, 0, fmt.Errorf("%w: the policy has no action for the first observation %q", ErrModel, e.c.obs[o])
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/psrlcb/psrlcb/errkind"
 
 	"github.com/psrlcb/psrlcb/arrowio"
+	"github.com/psrlcb/psrlcb/estimate"
 
 	"github.com/apache/arrow/go/v15/arrow"
 	"github.com/apache/arrow/go/v15/arrow/array"
@@ -257,7 +258,35 @@ func readFileWith(mem memory.Allocator, path string) (*Policy, map[string]string
 		}
 		p.Horizon = h
 	}
+	if err := attachController(p, path); err != nil {
+		return nil, nil, err
+	}
 	return p, meta, nil
+}
+
+// attachController reads the controller beside policy.arrow, when the
+// run wrote one, with the run's model.arrow (Policy.Ctrl). A policy file
+// without one (an exact plan, or a run of an earlier version) is the tree
+// alone.
+func attachController(p *Policy, path string) error {
+	dir := filepath.Dir(path)
+	cpath := filepath.Join(dir, ControllerFileName)
+	if _, err := os.Stat(cpath); err != nil {
+		return nil
+	}
+	m, err := estimate.ReadModel(filepath.Join(dir, "model.arrow"))
+	if err != nil {
+		return fmt.Errorf("%w: %s needs the run's model.arrow: %v", ErrFile, cpath, err)
+	}
+	if m.Horizon != p.Horizon {
+		return fmt.Errorf("%w: %s is for horizon %d, %s for %d", ErrFile, cpath, m.Horizon, path, p.Horizon)
+	}
+	c, err := ReadController(cpath, m)
+	if err != nil {
+		return err
+	}
+	p.Ctrl = c
+	return nil
 }
 
 // appendNodes copies the rows of one record batch (owned by the reader)

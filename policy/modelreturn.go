@@ -55,7 +55,7 @@ func ModelReturn(ctx context.Context, m *estimate.Model, pol *Policy) (value, un
 		}
 		m.Prior(w.bel[1])
 		m.ObserveFirst(w.bel[1], o)
-		r, err := w.walk(1, o, state{node: -1})
+		r, err := w.walk(1, o, *pol.NewCursor())
 		if err != nil {
 			return 0, 0, err
 		}
@@ -73,9 +73,9 @@ type returnWalker struct {
 
 // walk is the expected return from step h on, given o_h = o and the belief
 // bel[h] over s_h.
-func (w *returnWalker) walk(h, o int, st state) (float64, error) {
+func (w *returnWalker) walk(h, o int, st Cursor) (float64, error) {
 	m := w.m
-	st, sym, ok := st.act(w.pol, w.c.obs[o])
+	sym, _, ok := st.Act(w.c.obs[o])
 	if !ok {
 		return 0, fmt.Errorf("%w: the policy has no action for the first observation %q", ErrModel, w.c.obs[o])
 	}

@@ -53,7 +53,7 @@ func walkLogs(pol *Policy, d *ingest.Dataset, visit func(k, h int, ok bool, pref
 		return fmt.Errorf("%w: dataset arrays do not hold %d episodes of %d steps", ErrData, K, H)
 	}
 	for k := 0; k < K; k++ {
-		st := state{node: -1}
+		st := *pol.NewCursor()
 		prefix := 1.0
 		for h := 0; h < H; h++ {
 			i := k*H + h
@@ -67,7 +67,7 @@ func walkLogs(pol *Policy, d *ingest.Dataset, visit func(k, h int, ok bool, pref
 			}
 			var a string
 			var ok bool
-			st, a, ok = st.act(pol, obs)
+			a, _, ok = st.Act(obs)
 			if obs == ingest.EndSymbol {
 				a, ok = act, true
 			}

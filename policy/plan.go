@@ -134,13 +134,20 @@ type PlanStats struct {
 	// (point–action backups), Threshold (the model probability below
 	// which the policy's histories are left out of the table),
 	// UncoveredMass (the probability, under θ̂ and the policy, of leaving
-	// the table and playing the fallback), UpperBound (an upper bound of
+	// the table and playing the fallback: 0, the controller decides every
+	// history), UpperBound (an upper bound of
 	// max_π E_θ̂,π[R − b̂]; GapBound = UpperBound − Value) and
 	// TangentPoint (x₀ of the surrogate bonus).
 	Points                   int
 	Backups                  int64
 	Threshold, UncoveredMass float64
 	UpperBound, TangentPoint float64
+	// RolloutMass is the probability, under θ̂ and the controller, of
+	// the histories beyond the table: the controller decides them (no
+	// fallback; UncoveredMass is 0) and they are valued by rollouts of it
+	// under θ̂; ValueSE is the Monte Carlo standard error this puts on
+	// Value (and on ValueReward and ValueBonus).
+	RolloutMass, ValueSE float64
 }
 
 // Plan computes π̄ = argmax_π E_θ̂,π[R(τ_H) − b̂(τ_H)] over deterministic

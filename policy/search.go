@@ -86,16 +86,15 @@ type planner struct {
 	next     int
 }
 
-func newPlanner(m *estimate.Model, bonus *pessimism.Bonus) *planner {
-	H, S, O, A := m.Horizon, m.States, m.NumObs, m.NumActions
-	p := &planner{m: m, bonus: bonus, fz: estimate.NewFeaturizer(m), H: H, S: S, O: O, A: A,
-		oneStep: m.TestLength <= 1 && (m.Horizon < 2 || m.FeatureIsTests(1)), endObs: -1, scratch: make([]float64, bonus.ScratchLen())}
-	p.shift, p.scale = m.RewardScale()
-	p.emax = maxEmission(m)
-	endAct := -1
+// endActions returns the end symbol's observation index (−1 if none) and
+// the actions allowed after an ordinary and after the end observation:
+// every action but the end action, and the end action alone (every
+// ordinary action when the model has none).
+func endActions(m *estimate.Model) (endObs int, normal, end []int) {
+	endObs, endAct := -1, -1
 	for o, s := range m.ObsVocab {
 		if s == ingest.EndSymbol {
-			p.endObs = o
+			endObs = o
 		}
 	}
 	for a, s := range m.ActVocab {
@@ -103,15 +102,25 @@ func newPlanner(m *estimate.Model, bonus *pessimism.Bonus) *planner {
 			endAct = a
 		}
 	}
-	for a := 0; a < A; a++ {
+	for a := 0; a < m.NumActions; a++ {
 		if a != endAct {
-			p.normal = append(p.normal, a)
+			normal = append(normal, a)
 		}
 	}
-	p.end = p.normal
+	end = normal
 	if endAct >= 0 {
-		p.end = []int{endAct}
+		end = []int{endAct}
 	}
+	return endObs, normal, end
+}
+
+func newPlanner(m *estimate.Model, bonus *pessimism.Bonus) *planner {
+	H, S, O, A := m.Horizon, m.States, m.NumObs, m.NumActions
+	p := &planner{m: m, bonus: bonus, fz: estimate.NewFeaturizer(m), H: H, S: S, O: O, A: A,
+		oneStep: m.TestLength <= 1 && (m.Horizon < 2 || m.FeatureIsTests(1)), endObs: -1, scratch: make([]float64, bonus.ScratchLen())}
+	p.shift, p.scale = m.RewardScale()
+	p.emax = maxEmission(m)
+	p.endObs, p.normal, p.end = endActions(m)
 	p.allowed = make([][]int, O)
 	for o := range p.allowed {
 		p.allowed[o] = p.normal

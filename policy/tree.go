@@ -35,6 +35,11 @@ const MaxRows = math.MaxInt32 - 2
 type Policy struct {
 	Horizon int
 	Nodes   []Node
+	// Ctrl, when set, is the policy for every history (the belief
+	// planner's controller): Nodes is then its most probable decisions,
+	// and a history that leaves them continues with Ctrl, not with the
+	// fallback_action (see Cursor).
+	Ctrl *Controller
 
 	// The child index (built on first use): the children of node k
 	// (k = −1 for step 1) are kids[first[k+1]:first[k+2]], sorted by
@@ -106,13 +111,26 @@ func (p *Policy) Child(parent int64, obs string) (int64, bool) {
 // policy file contract: at step 1 take the row with parent −1 and the first
 // observation; at step h the child of the current node whose observation is
 // o_h; when no such row exists, act from then on with the fallback_action of
-// the last node found. It is the one implementation of that rule, shared by
-// serving (act), evaluation and the reports.
+// the last node found. A policy with a controller (Policy.Ctrl) continues
+// with the controller instead, which agrees with the rows where they exist
+// and is defined for every history; the fallback_action then serves only
+// histories the model gives probability 0. It is the one implementation of
+// that rule, shared by serving (act), evaluation and the reports. A Cursor
+// may be copied to branch an episode: the copies share working memory
+// (so must not be used concurrently) but no state.
 type Cursor struct {
 	p        *Policy
 	node     int64  // current node, −1 before the first observation
 	fallback string // set once the history has left the tree
 	left     bool
+	cs       ctrlState // the controller's filter (Ctrl set)
+	x        *cursorScratch
+}
+
+// cursorScratch is a Cursor's working memory, shared by its copies.
+type cursorScratch struct {
+	pred []float64
+	cx   *ctrlScratch
 }
 
 // NewCursor starts an episode.
@@ -120,9 +138,35 @@ func (p *Policy) NewCursor() *Cursor { return &Cursor{p: p, node: -1} }
 
 // Act takes the next observation o_h and returns the action a_h and the node
 // used (−1 once the history has left the tree). ok is false only when the
-// very first observation has no row, in which case there is no fallback
-// either; callers treat that as "no action known".
+// very first observation has no row (and, with a controller, the model
+// cannot follow it either), in which case there is no fallback either;
+// callers treat that as "no action known".
 func (c *Cursor) Act(obs string) (action string, node int64, ok bool) {
+	ctrl := c.p.Ctrl
+	follows := false
+	if ctrl != nil {
+		if c.x == nil {
+			c.x = &cursorScratch{pred: make([]float64, ctrl.bp.S), cx: ctrl.newScratch()}
+		}
+		c.cs, follows = ctrl.step(c.cs, obs, c.x.pred)
+	}
+	action, node, ok = c.treeAct(obs)
+	if follows && node < 0 {
+		a := ctrl.decide(c.cs.h, c.cs.bel, ctrl.obs[obs] == ctrl.bp.endObs, c.x.cx)
+		action, ok = ctrl.bp.m.ActVocab[a], true
+	}
+	if follows {
+		if a, known := ctrl.act[action]; known {
+			c.cs.a = a
+		} else {
+			c.cs = ctrlState{lost: true}
+		}
+	}
+	return action, node, ok
+}
+
+// treeAct is the rule of the rows and their fallback_action.
+func (c *Cursor) treeAct(obs string) (action string, node int64, ok bool) {
 	if c.left {
 		return c.fallback, -1, true
 	}

@@ -30,7 +30,7 @@ func TestReadModelRoundTrip(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, path := range []string{dir, filepath.Join(dir, "model.arrow")} {
-			got, err := ReadModel(path)
+			got, err := estimate.ReadModel(path)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -52,7 +52,7 @@ func TestReadModelErrors(t *testing.T) {
 	if err := arrowio.WriteArrow(other, Table{Columns: []Column{{Name: "x", Int64: []int64{1}}}}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := ReadModel(other); err == nil {
+	if _, err := estimate.ReadModel(other); err == nil {
 		t.Error("a table without model columns was read as a model")
 	}
 	m := pessimismtest.RandomModel(rand.New(rand.NewPCG(1, 1)), pessimismtest.Spec{States: 2, Obs: 2, Actions: 2, Horizon: 2})
@@ -62,13 +62,13 @@ func TestReadModelErrors(t *testing.T) {
 	if err := arrowio.WriteArrow(bad, tb); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := ReadModel(bad); err == nil {
+	if _, err := estimate.ReadModel(bad); err == nil {
 		t.Error("rows outside the declared sizes were accepted")
 	}
-	if _, err := ReadModel(filepath.Join(dir, "missing")); !errors.Is(err, os.ErrNotExist) {
+	if _, err := estimate.ReadModel(filepath.Join(dir, "missing")); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("a missing run directory: %v", err)
 	}
-	if _, err := ReadModel(bad); !errors.Is(err, estimate.ErrModel) {
+	if _, err := estimate.ReadModel(bad); !errors.Is(err, estimate.ErrModel) {
 		t.Errorf("a bad model: %v is not estimate.ErrModel", err)
 	}
 }

@@ -369,7 +369,7 @@ func Compare(m *estimate.Model, b *pessimism.Bonus, pol *policy.Policy, v *Visit
 		return c, nil
 	}
 	with := func(change func(nodes []policy.Node)) (float64, error) {
-		q := &policy.Policy{Horizon: pol.Horizon, Nodes: append([]policy.Node(nil), pol.Nodes...)}
+		q := &policy.Policy{Horizon: pol.Horizon, Nodes: append([]policy.Node(nil), pol.Nodes...), Ctrl: pol.Ctrl}
 		change(q.Nodes)
 		val, err := policy.ModelValue(m, b, q)
 		return val.Reward, err

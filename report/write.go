@@ -28,12 +28,16 @@ const (
 	AlphaFile    = "alpha.arrow"
 	ManifestFile = "manifest.json"
 	HTMLFile     = "report.html"
+	// ControllerFile is the belief planner's policy for every history
+	// (policy.Controller); written when the policy has one.
+	ControllerFile = policy.ControllerFileName
 )
 
 // OutputFiles are the names WriteOutcome writes into a run directory
-// (ComparedFile only for a run with policies to compare).
+// (ComparedFile only for a run with policies to compare, ControllerFile
+// only for a policy of the belief planner).
 func OutputFiles() []string {
-	return []string{PolicyFile, ModelFile, CoverageFile, EpisodesFile, FitFile, AlphaFile, ComparedFile, ManifestFile, HTMLFile}
+	return []string{PolicyFile, ControllerFile, ModelFile, CoverageFile, EpisodesFile, FitFile, AlphaFile, ComparedFile, ManifestFile, HTMLFile}
 }
 
 // meta is the schema metadata every table carries.
@@ -325,6 +329,12 @@ func WriteOutcome(dir string, out *Outcome) error {
 		MetaBoundAlpha:  strconv.FormatFloat(boundAlpha(out), 'g', -1, 64)}
 	if err := policy.WriteFile(filepath.Join(dir, PolicyFile), out.Policy, meta); err != nil {
 		return err
+	}
+	if c := out.Policy.Ctrl; c != nil {
+		cm := map[string]string{"psrlcb.run_id": out.Run.RunID, "psrlcb.table": "controller", MetaValuesAlpha: meta[MetaValuesAlpha]}
+		if err := policy.WriteController(filepath.Join(dir, ControllerFile), c, cm); err != nil {
+			return err
+		}
 	}
 	return WriteTables(dir, out.Run)
 }

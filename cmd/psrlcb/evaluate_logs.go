@@ -114,7 +114,7 @@ func runEvaluateLogs(ctx context.Context, stdout io.Writer, o evaluateLogsOpts) 
 	if target != nil && !o.noModel {
 		var startModel *estimate.Model
 		if o.model != "" {
-			if startModel, err = report.ReadModel(o.model); err != nil {
+			if startModel, err = estimate.ReadModel(o.model); err != nil {
 				return err
 			}
 		}

@@ -8,7 +8,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/psrlcb/psrlcb/policy"
-	"github.com/psrlcb/psrlcb/report"
+	"github.com/psrlcb/psrlcb/estimate"
 )
 
 // modelEvaluation is evaluate --model's JSON output.
@@ -30,7 +30,7 @@ func runEvaluateModel(ctx context.Context, w io.Writer, o evaluateOptions) error
 	if o.pomdp != "" {
 		return usagef("give either --pomdp (a known true model) or --model (a fitted run), not both")
 	}
-	m, err := report.ReadModel(o.model)
+	m, err := estimate.ReadModel(o.model)
 	if err != nil {
 		return err
 	}

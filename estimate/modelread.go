@@ -1,4 +1,4 @@
-package report
+package estimate
 
 import (
 	"fmt"
@@ -8,16 +8,15 @@ import (
 	"strconv"
 
 	"github.com/psrlcb/psrlcb/arrowio"
-	"github.com/psrlcb/psrlcb/estimate"
 )
 
 // ReadModel reads the fitted model θ̂ back from model.arrow (the path of
-// the file or of the run directory holding it), the inverse of ModelTable:
+// the file or of the run directory holding it), the inverse of report.ModelTable:
 // the observation vocabulary is the order of the obs1 rows, the action
 // vocabulary the order of the trans rows, the categorical reward support
 // the distinct rewards of the reward_prob rows. The model is validated and
 // prepared.
-func ReadModel(path string) (*estimate.Model, error) {
+func ReadModel(path string) (*Model, error) {
 	if st, err := os.Stat(path); err == nil && st.IsDir() {
 		path = filepath.Join(path, "model.arrow")
 	}
@@ -39,7 +38,7 @@ type modelCols struct {
 	reward, value     []float64
 }
 
-func readModelCols(t Table) (modelCols, error) {
+func readModelCols(t arrowio.Table) (modelCols, error) {
 	var c modelCols
 	for _, x := range []struct {
 		name string
@@ -52,7 +51,7 @@ func readModelCols(t Table) (modelCols, error) {
 		col, ok := t.Column(x.name)
 		switch {
 		case !ok:
-			return c, fmt.Errorf("%w: model table has no column %q", estimate.ErrModel, x.name)
+			return c, fmt.Errorf("%w: model table has no column %q", ErrModel, x.name)
 		case x.s != nil && col.String != nil:
 			*x.s = col.String
 		case x.i != nil && col.Int32 != nil:
@@ -60,7 +59,7 @@ func readModelCols(t Table) (modelCols, error) {
 		case x.f != nil && col.Float64 != nil:
 			*x.f = col.Float64
 		case t.Rows() > 0:
-			return c, fmt.Errorf("%w: model table column %q has the wrong type", estimate.ErrModel, x.name)
+			return c, fmt.Errorf("%w: model table column %q has the wrong type", ErrModel, x.name)
 		}
 	}
 	return c, nil
@@ -69,17 +68,17 @@ func readModelCols(t Table) (modelCols, error) {
 func metaInt(meta map[string]string, key string) (int, error) {
 	v, err := strconv.Atoi(meta[key])
 	if err != nil {
-		return 0, fmt.Errorf("%w: schema metadata %s = %q", estimate.ErrModel, key, meta[key])
+		return 0, fmt.Errorf("%w: schema metadata %s = %q", ErrModel, key, meta[key])
 	}
 	return v, nil
 }
 
-func modelFromTable(t Table) (*estimate.Model, error) {
+func modelFromTable(t arrowio.Table) (*Model, error) {
 	c, err := readModelCols(t)
 	if err != nil {
 		return nil, err
 	}
-	m := &estimate.Model{Stationary: t.Meta["psrlcb.stationary"] == "true"}
+	m := &Model{Stationary: t.Meta["psrlcb.stationary"] == "true"}
 	if m.States, err = metaInt(t.Meta, "psrlcb.states"); err != nil {
 		return nil, err
 	}
@@ -90,14 +89,14 @@ func modelFromTable(t Table) (*estimate.Model, error) {
 		return nil, err
 	}
 	if m.ReturnMin, err = strconv.ParseFloat(t.Meta["psrlcb.return_min"], 64); err != nil {
-		return nil, fmt.Errorf("%w: schema metadata psrlcb.return_min", estimate.ErrModel)
+		return nil, fmt.Errorf("%w: schema metadata psrlcb.return_min", ErrModel)
 	}
 	if m.ReturnMax, err = strconv.ParseFloat(t.Meta["psrlcb.return_max"], 64); err != nil {
-		return nil, fmt.Errorf("%w: schema metadata psrlcb.return_max", estimate.ErrModel)
+		return nil, fmt.Errorf("%w: schema metadata psrlcb.return_max", ErrModel)
 	}
 	S, H := m.States, m.Horizon
 	if S <= 0 || H <= 0 {
-		return nil, fmt.Errorf("%w: %d states, horizon %d", estimate.ErrModel, S, H)
+		return nil, fmt.Errorf("%w: %d states, horizon %d", ErrModel, S, H)
 	}
 	obsIdx, actIdx, rewIdx := map[string]int{}, map[string]int{}, map[float64]bool{}
 	gauss := false
@@ -122,16 +121,16 @@ func modelFromTable(t Table) (*estimate.Model, error) {
 	m.NumObs, m.NumActions = len(m.ObsVocab), len(m.ActVocab)
 	O, A := m.NumObs, m.NumActions
 	if O == 0 || A == 0 {
-		return nil, fmt.Errorf("%w: no obs1 or trans rows", estimate.ErrModel)
+		return nil, fmt.Errorf("%w: no obs1 or trans rows", ErrModel)
 	}
 	nt := H
 	if m.Stationary {
 		nt = 1
 	}
 	if gauss {
-		m.Reward = estimate.RewardGaussian
+		m.Reward = RewardGaussian
 	} else {
-		m.Reward = estimate.RewardCategorical
+		m.Reward = RewardCategorical
 		for r := range rewIdx {
 			m.RewardValues = append(m.RewardValues, r)
 		}
@@ -161,7 +160,7 @@ func modelFromTable(t Table) (*estimate.Model, error) {
 }
 
 // setParam stores row i of model.arrow into m.
-func setParam(m *estimate.Model, p string, c modelCols, i int, obsIdx, actIdx map[string]int, nt int) error {
+func setParam(m *Model, p string, c modelCols, i int, obsIdx, actIdx map[string]int, nt int) error {
 	S, O := m.States, m.NumObs
 	s, s2, v := int(c.state[i]), int(c.next[i]), c.value[i]
 	o, okO := obsIdx[c.obs[i]]
@@ -171,7 +170,7 @@ func setParam(m *estimate.Model, p string, c modelCols, i int, obsIdx, actIdx ma
 		t = int(c.step[i]) - 1
 	}
 	bad := func() error {
-		return fmt.Errorf("%w: row %d (%s) does not fit %d states, %d observations, %d actions, %d tables", estimate.ErrModel, i, p, S, O, m.NumActions, nt)
+		return fmt.Errorf("%w: row %d (%s) does not fit %d states, %d observations, %d actions, %d tables", ErrModel, i, p, S, O, m.NumActions, nt)
 	}
 	inS := func(x int) bool { return x >= 0 && x < S }
 	needT := p == "trans" || p == "emit" || p == "reward_prob" || p == "reward_mean" || p == "reward_var"
@@ -214,7 +213,7 @@ func setParam(m *estimate.Model, p string, c modelCols, i int, obsIdx, actIdx ma
 			m.RewardVar[t][ri] = v
 		}
 	default:
-		return fmt.Errorf("%w: row %d has unknown param %q", estimate.ErrModel, i, p)
+		return fmt.Errorf("%w: row %d has unknown param %q", ErrModel, i, p)
 	}
 	return nil
 }

@@ -1,0 +1,417 @@
+package policy
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/psrlcb/psrlcb/arrowio"
+	"github.com/psrlcb/psrlcb/estimate"
+)
+
+// ControllerFileName is the controller's file name inside a run's output
+// directory, beside policy.arrow and model.arrow.
+const ControllerFileName = "controller.arrow"
+
+// Schema metadata of controller.arrow.
+const (
+	// MetaKappa is the slope κ of the surrogate bonus the lookahead
+	// charges per unit of the bonus term (see beliefPlan).
+	MetaKappa = "psrlcb.kappa"
+	// MetaLookahead lists, for steps 1..H, whether the controller acts by
+	// the one-step lookahead ("1") or by the best α-vector ("0").
+	MetaLookahead = "psrlcb.lookahead"
+	// MetaStates is the number of latent states of the model.
+	MetaStates = "psrlcb.states"
+)
+
+// Row kinds of controller.arrow.
+const (
+	kindAlpha  = "alpha"  // α-vector coordinate: step, class, index, action, state
+	kindReward = "reward" // rescaled expected reward: step, action, state
+	kindBonus  = "bonus"  // bonus quadratic form entry: step, action, state, next_state
+)
+
+// Controller is the belief planner's policy in controller form, defined
+// for every history: the model's filter carries the belief b over s_h
+// from the history (o_1, a_1, …, o_h), and the action at b is the one-step
+// lookahead of the planned surrogate objective against the α-vectors of
+// step h+1 (or, on steps where the lookahead is too costly, the action of
+// the best α-vector of step h) — the rule by which the decision tree of
+// policy.arrow was written, so the tree and the controller agree on every
+// history the tree holds. With a controller there is no fallback mass:
+// the fallback_action of the tree is used only for a history the model
+// gives probability 0 (or a symbol it does not know).
+//
+// The α-vectors are those of the point-based backups (Huang, Liang, Yang
+// (ICLR 2024, arXiv:2307.00405), Algorithm 2's planning step, here over
+// the fitted model's beliefs; docs/planning.md).
+type Controller struct {
+	bp   *beliefPlanner
+	look []bool // [h]: act by the lookahead
+	memo *actionMemo
+	obs  map[string]int
+	act  map[string]int
+}
+
+// newController is the controller of the planner's current α-sets and
+// surrogate slope, acting by the lookahead on the steps look marks.
+func newController(bp *beliefPlanner, look []bool) *Controller {
+	snap := *bp // the α-sets and κ of this moment (later rounds replace them)
+	c := &Controller{bp: &snap, look: look, memo: newActionMemo(), obs: map[string]int{}, act: map[string]int{}}
+	for o, s := range bp.m.ObsVocab {
+		c.obs[s] = o
+	}
+	for a, s := range bp.m.ActVocab {
+		c.act[s] = a
+	}
+	return c
+}
+
+// Model is the fitted model whose filter the controller runs.
+func (c *Controller) Model() *estimate.Model { return c.bp.m }
+
+// Horizon is H.
+func (c *Controller) Horizon() int { return c.bp.H }
+
+// Vectors is the number of α-vectors of the controller (both classes,
+// every step).
+func (c *Controller) Vectors() int {
+	n := 0
+	for h := 1; h <= c.bp.H; h++ {
+		n += c.bp.gamma[h][0].n(c.bp.S) + c.bp.gamma[h][1].n(c.bp.S)
+	}
+	return n
+}
+
+// ctrlScratch is one caller's buffers for decide.
+type ctrlScratch struct {
+	rb  []float64
+	key []byte
+	sc  *backupScratch
+}
+
+func (c *Controller) newScratch() *ctrlScratch {
+	return &ctrlScratch{rb: make([]float64, c.bp.S), sc: newBackupScratch(c.bp.S, c.bp.O)}
+}
+
+// decide is the controller's action at belief b over s_h after an
+// observation of class end. It is computed at b rounded to the grid of
+// beliefKey, so it is a function of the key alone, and the memo (by key:
+// histories with the same belief share their action) returns what a
+// computation would, whoever asked first: actions do not depend on the
+// memo, its limit or the worker count.
+func (c *Controller) decide(h int, b []float64, end bool, x *ctrlScratch) int {
+	k := binary.LittleEndian.AppendUint32(x.key[:0], uint32(h))
+	k = appendBeliefKey(k, b, end)
+	x.key = k
+	if a, ok := c.memo.load(k); ok {
+		return a
+	}
+	for s, v := range b {
+		x.rb[s] = math.Round(v*beliefGrid) / beliefGrid
+	}
+	var a int
+	if c.look[h] {
+		a = c.bp.lookahead(h, x.rb, end, x.sc)
+	} else {
+		a = c.bp.vectorAction(h, x.rb, end, x.sc)
+	}
+	c.memo.store(k, a)
+	return a
+}
+
+// ctrlState is the filter's state of one episode: the belief over s_h
+// after o_h (immutable: each step allocates the next, so copies of a
+// Cursor may branch) and the action taken at step h.
+type ctrlState struct {
+	h    int
+	bel  []float64
+	a    int
+	lost bool // the model cannot follow the history (probability 0, unknown symbol)
+}
+
+// step advances the filter by the observation sym (after the action
+// c.a at step c.h) and reports whether the model follows it.
+func (c *Controller) step(st ctrlState, sym string, pred []float64) (ctrlState, bool) {
+	if st.lost {
+		return st, false
+	}
+	o, ok := c.obs[sym]
+	if !ok || st.h >= c.bp.H {
+		return ctrlState{lost: true}, false
+	}
+	m := c.bp.m
+	next := make([]float64, c.bp.S)
+	var z float64
+	if st.h == 0 {
+		m.Prior(next)
+		z = m.ObserveFirst(next, o)
+	} else {
+		t := &c.bp.tab[st.h][st.a]
+		predict(t.t, st.bel, pred)
+		z = correct(t.e, c.bp.O, pred, o, next)
+	}
+	if !(z > 0) {
+		return ctrlState{lost: true}, false
+	}
+	return ctrlState{h: st.h + 1, bel: next, a: -1}, true
+}
+
+// Decide returns the controller's action after the history o_1, a_1, …,
+// o_h (len(obs) = h, len(acts) = h − 1; the actions need not be the
+// controller's own: the filter follows the history as given). ok is
+// false when the model gives the history probability 0 or does not know
+// one of its symbols; err names an action the model does not know.
+func (c *Controller) Decide(obs, acts []string) (action string, ok bool, err error) {
+	if len(obs) == 0 || len(obs) > c.bp.H || len(acts) != len(obs)-1 {
+		return "", false, fmt.Errorf("%w: a history of %d observations and %d actions (horizon %d)", ErrOptions, len(obs), len(acts), c.bp.H)
+	}
+	x := c.newScratch()
+	pred := make([]float64, c.bp.S)
+	var st ctrlState
+	for i, o := range obs {
+		if i > 0 {
+			a, known := c.act[acts[i-1]]
+			if !known {
+				return "", false, fmt.Errorf("%w: action %q at step %d is not one of the model's", ErrOptions, acts[i-1], i)
+			}
+			st.a = a
+		}
+		if st, ok = c.step(st, o, pred); !ok {
+			return "", false, nil
+		}
+	}
+	a := c.decide(st.h, st.bel, c.obs[obs[len(obs)-1]] == c.bp.endObs, x)
+	return c.bp.m.ActVocab[a], true, nil
+}
+
+// table is the controller as controller.arrow's rows.
+func (c *Controller) table(meta map[string]string) arrowio.Table {
+	bp := c.bp
+	S := bp.S
+	var kind, act []string
+	var step, class, index, state, next []int32
+	var value []float64
+	add := func(k string, h, cl, i int, a string, s, s2 int, v float64) {
+		kind, act = append(kind, k), append(act, a)
+		step, class, index = append(step, int32(h)), append(class, int32(cl)), append(index, int32(i))
+		state, next, value = append(state, int32(s)), append(next, int32(s2)), append(value, v)
+	}
+	for h := 1; h <= bp.H; h++ {
+		for cl := 0; cl < 2; cl++ {
+			g := &bp.gamma[h][cl]
+			for i := 0; i < g.n(S); i++ {
+				for s := 0; s < S; s++ {
+					add(kindAlpha, h, cl, i, bp.m.ActVocab[g.act[i]], s, -1, g.vec[i*S+s])
+				}
+			}
+		}
+		for a := 0; a < bp.A; a++ {
+			t := &bp.tab[h][a]
+			for s := 0; s < S; s++ {
+				add(kindReward, h, -1, -1, bp.m.ActVocab[a], s, -1, t.r[s])
+			}
+			if t.m == nil {
+				continue
+			}
+			for s := 0; s < S; s++ {
+				for s2 := 0; s2 < S; s2++ {
+					add(kindBonus, h, -1, -1, bp.m.ActVocab[a], s, s2, t.m[s*S+s2])
+				}
+			}
+		}
+	}
+	look := make([]string, bp.H)
+	for h := 1; h <= bp.H; h++ {
+		look[h-1] = "0"
+		if c.look[h] {
+			look[h-1] = "1"
+		}
+	}
+	md := map[string]string{}
+	for k, v := range meta {
+		md[k] = v
+	}
+	md[MetaHorizon] = strconv.Itoa(bp.H)
+	md[MetaStates] = strconv.Itoa(S)
+	md[MetaKappa] = strconv.FormatFloat(bp.kappa, 'g', -1, 64)
+	md[MetaLookahead] = strings.Join(look, ",")
+	return arrowio.Table{Meta: md, Columns: []arrowio.Column{
+		{Name: "kind", String: orEmptyStrings(kind)},
+		{Name: "step", Int32: orEmptyInt32(step)},
+		{Name: "class", Int32: orEmptyInt32(class)},
+		{Name: "index", Int32: orEmptyInt32(index)},
+		{Name: "action", String: orEmptyStrings(act)},
+		{Name: "state", Int32: orEmptyInt32(state)},
+		{Name: "next_state", Int32: orEmptyInt32(next)},
+		{Name: "value", Float64: orEmptyFloat(value)},
+	}}
+}
+
+func orEmptyStrings(x []string) []string {
+	if x == nil {
+		return []string{}
+	}
+	return x
+}
+
+func orEmptyInt32(x []int32) []int32 {
+	if x == nil {
+		return []int32{}
+	}
+	return x
+}
+
+func orEmptyFloat(x []float64) []float64 {
+	if x == nil {
+		return []float64{}
+	}
+	return x
+}
+
+// WriteController writes c to path (controller.arrow), atomically, with
+// the caller's schema metadata (a run id, say).
+func WriteController(path string, c *Controller, meta map[string]string) error {
+	return arrowio.WriteArrow(path, c.table(meta))
+}
+
+// ReadController reads controller.arrow (the file, or the run directory
+// holding it) for the model m it was planned on (model.arrow of the same
+// run). Errors wrap ErrFile and name the file and row.
+func ReadController(path string, m *estimate.Model) (*Controller, error) {
+	if st, err := os.Stat(path); err == nil && st.IsDir() {
+		path = filepath.Join(path, ControllerFileName)
+	}
+	t, err := arrowio.ReadArrow(path)
+	if err != nil {
+		return nil, err
+	}
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%w: %s: %s", ErrFile, path, fmt.Sprintf(format, args...))
+	}
+	H, S := m.Horizon, m.States
+	if v := t.Meta[MetaHorizon]; v != strconv.Itoa(H) {
+		return nil, bad("horizon %q, the model's is %d", v, H)
+	}
+	if v := t.Meta[MetaStates]; v != strconv.Itoa(S) {
+		return nil, bad("%q states, the model has %d", v, S)
+	}
+	kappa, err := strconv.ParseFloat(t.Meta[MetaKappa], 64)
+	if err != nil || kappa < 0 || math.IsInf(kappa, 0) {
+		return nil, bad("metadata %s = %q is not a slope ≥ 0", MetaKappa, t.Meta[MetaKappa])
+	}
+	lookS := strings.Split(t.Meta[MetaLookahead], ",")
+	if len(lookS) != H {
+		return nil, bad("metadata %s has %d steps, the horizon is %d", MetaLookahead, len(lookS), H)
+	}
+	look := make([]bool, H+1)
+	for h, s := range lookS {
+		look[h+1] = s == "1"
+	}
+	cols := map[string]arrowio.Column{}
+	for _, name := range []string{"kind", "step", "class", "index", "action", "state", "next_state", "value"} {
+		col, ok := t.Column(name)
+		if !ok {
+			return nil, bad("column %q is missing", name)
+		}
+		cols[name] = col
+	}
+	kind, actS, value := cols["kind"].String, cols["action"].String, cols["value"].Float64
+	step, class, index, state, next := cols["step"].Int32, cols["class"].Int32, cols["index"].Int32, cols["state"].Int32, cols["next_state"].Int32
+	n := t.Rows()
+	if len(kind) != n || len(actS) != n || len(value) != n || len(step) != n || len(class) != n || len(index) != n || len(state) != n || len(next) != n {
+		return nil, bad("a column has the wrong type")
+	}
+	bp := &beliefPlanner{planner: filterPlanner(m), kappa: kappa}
+	bp.tab = make([][]stepTables, H+1)
+	for h := 1; h <= H; h++ {
+		bp.tab[h] = make([]stepTables, bp.A)
+		tt := m.Table(h)
+		for a := range bp.tab[h] {
+			st := &bp.tab[h][a]
+			st.t = m.Trans[tt][a*S*S : (a+1)*S*S]
+			st.e = m.EmitOf(tt, a)
+			st.r = make([]float64, S)
+			for s := range st.r {
+				st.r[s] = math.NaN()
+			}
+		}
+	}
+	bp.gamma = make([][2]alphaSet, H+2)
+	actIdx := map[string]int{}
+	for a, s := range m.ActVocab {
+		actIdx[s] = a
+	}
+	for i := 0; i < n; i++ {
+		h, s, s2 := int(step[i]), int(state[i]), int(next[i])
+		a, okA := actIdx[actS[i]]
+		if h < 1 || h > H || s < 0 || s >= S || !okA || math.IsNaN(value[i]) {
+			return nil, bad("row %d (%s, step %d, action %q, state %d) does not fit the model (%d steps, %d states)", i, kind[i], h, actS[i], s, H, S)
+		}
+		switch kind[i] {
+		case kindAlpha:
+			cl, k := int(class[i]), int(index[i])
+			if cl < 0 || cl > 1 {
+				return nil, bad("row %d: class %d", i, cl)
+			}
+			g := &bp.gamma[h][cl]
+			switch {
+			case s == 0 && k == len(g.act):
+				g.act = append(g.act, a)
+			case s == 0 || k != len(g.act)-1 || len(g.vec) != k*S+s || g.act[k] != a:
+				return nil, bad("row %d: α-vector %d of step %d is not written state by state in order", i, k, h)
+			}
+			g.vec = append(g.vec, value[i])
+		case kindReward:
+			bp.tab[h][a].r[s] = value[i]
+		case kindBonus:
+			st := &bp.tab[h][a]
+			if s2 < 0 || s2 >= S || h == H {
+				return nil, bad("row %d: bonus entry (%d, %d) at step %d", i, s, s2, h)
+			}
+			if st.m == nil {
+				st.m = make([]float64, S*S)
+			}
+			st.m[s*S+s2] = value[i]
+		default:
+			return nil, bad("row %d: unknown kind %q", i, kind[i])
+		}
+	}
+	for h := 1; h <= H; h++ {
+		for cl := 0; cl < 2; cl++ {
+			g := &bp.gamma[h][cl]
+			if len(g.vec) != len(g.act)*S {
+				return nil, bad("step %d: an α-vector is incomplete", h)
+			}
+			g.finish(S)
+		}
+		if bp.gamma[h][0].n(S)+bp.gamma[h][1].n(S) == 0 {
+			return nil, bad("step %d has no α-vector", h)
+		}
+		for a := range bp.tab[h] {
+			for _, x := range bp.tab[h][a].r {
+				if math.IsNaN(x) {
+					return nil, bad("step %d, action %q: reward rows missing", h, m.ActVocab[a])
+				}
+			}
+			if h < H && kappa > 0 && bp.tab[h][a].m == nil {
+				return nil, bad("step %d, action %q: bonus rows missing", h, m.ActVocab[a])
+			}
+		}
+	}
+	return newController(bp, look), nil
+}
+
+// filterPlanner is the part of a planner the controller needs: the
+// model's sizes, the end symbol and the actions allowed after it.
+func filterPlanner(m *estimate.Model) *planner {
+	p := &planner{m: m, H: m.Horizon, S: m.States, O: m.NumObs, A: m.NumActions, endObs: -1}
+	p.shift, p.scale = m.RewardScale()
+	p.endObs, p.normal, p.end = endActions(m)
+	return p
+}
