@@ -99,7 +99,7 @@ func tableRows(rows int64, d *ingest.Dataset, spilled bool, limit int64) (int64,
 	if fit >= rows {
 		return rows, ""
 	}
-	return fit, fmt.Sprintf("--memory-limit %s: the belief planner's policy table was limited to %d rows (not %d), which with the %s the logs take fit the limit; a larger limit lets the table cover more of the policy's reach (see the plan's uncovered mass and gap bound).",
+	return fit, fmt.Sprintf("--memory-limit %s: the belief planner's policy table was limited to %d rows (not %d), which with the %s the logs take fit the limit; the controller decides the histories past it either way, and a larger table values more of them exactly (fewer rollouts).",
 		memlimit.Format(limit), fit, rows, memlimit.Format(heldBytes(d, spilled)))
 }
 

@@ -168,7 +168,7 @@ func TestRunIDIgnoresAnUnusedMemoryLimit(t *testing.T) {
 	}
 	logs := []string{filepath.Join("..", "examples", "tiger-logs.parquet")}
 	base := Options{Estimate: estimate.Options{Rank: 2, Restarts: 1, MaxIter: 30},
-		Alpha: pessimism.AlphaSpec{Mode: pessimism.AlphaFixed, Values: []float64{0.3}}, Seed: 1}
+		Alpha: pessimism.AlphaSpec{Mode: pessimism.AlphaFixed, Values: []float64{0.3}}, Seed: 1, PlanRows: 10_000_000}
 	ids := map[int64]string{}
 	for _, limit := range []int64{0, 16 << 30, 32 << 30, 64 << 20} {
 		o := base

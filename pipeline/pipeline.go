@@ -533,7 +533,7 @@ func fit(ctx context.Context, d *ingest.Dataset, inputs []string, opts Options) 
 		return nil, err
 	}
 	out.Policy, out.Plan = pol, stats
-	if memNote != "" && stats.Planner == policy.PlannerBelief && stats.UncoveredMass > 0 {
+	if memNote != "" && stats.Planner == policy.PlannerBelief && stats.RolloutMass > 0 {
 		out.Notes = append(out.Notes, memNote)
 	}
 	if len(pol.Nodes) >= largeTable {

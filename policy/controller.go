@@ -95,9 +95,9 @@ type ctrlScratch struct {
 	sc  *backupScratch
 }
 
-func (c *Controller) newScratch() *ctrlScratch {
-	return &ctrlScratch{rb: make([]float64, c.bp.S), sc: newBackupScratch(c.bp.S, c.bp.O)}
-}
+// newScratch's buffers are allocated on the first memo miss: a Cursor
+// per logged episode mostly finds its actions in the memo.
+func (c *Controller) newScratch() *ctrlScratch { return &ctrlScratch{} }
 
 // decide is the controller's action at belief b over s_h after an
 // observation of class end. It is computed at b rounded to the grid of
@@ -111,6 +111,9 @@ func (c *Controller) decide(h int, b []float64, end bool, x *ctrlScratch) int {
 	x.key = k
 	if a, ok := c.memo.load(k); ok {
 		return a
+	}
+	if x.sc == nil {
+		x.rb, x.sc = make([]float64, c.bp.S), newBackupScratch(c.bp.S, c.bp.O)
 	}
 	for s, v := range b {
 		x.rb[s] = math.Round(v*beliefGrid) / beliefGrid

@@ -6,6 +6,7 @@ import (
 	"math"
 
 	"github.com/psrlcb/psrlcb/internal/parallel"
+	"github.com/psrlcb/psrlcb/policy"
 
 	"math/rand/v2"
 )
@@ -209,4 +210,65 @@ func (sm *sampler) chunk(l *Logs, b Behavior, lo, hi int, rng *rand.Rand) error 
 		}
 	}
 	return nil
+}
+
+// SimulatePolicy estimates the value under m of a policy read from
+// policy.arrow (followed with policy.Cursor, so a run's controller
+// decides the histories past its table) by n episodes of H steps, for
+// policies whose histories are too many to enumerate (EvaluatePolicy).
+// Each step adds the expected immediate reward of its state and action,
+// E[r | s, a] (the same mean as the drawn reward, less variance). It
+// returns the mean return and its standard error; the same seed gives the
+// same figures whatever the number of CPUs.
+func SimulatePolicy(ctx context.Context, m *POMDP, H int, p *policy.Policy, n int, seed uint64) (mean, se float64, err error) {
+	mm, err := prepare(m)
+	if err != nil {
+		return 0, 0, err
+	}
+	if p == nil || H <= 0 || n <= 1 {
+		return 0, 0, fmt.Errorf("%w: a policy, a positive horizon (%d) and at least 2 episodes (%d) are needed", ErrPolicy, H, n)
+	}
+	actIdx := make(map[string]int, mm.nA)
+	for i, name := range m.Actions {
+		actIdx[name] = i
+	}
+	sm := newSampler(mm)
+	chunks := (n + chunkEpisodes - 1) / chunkEpisodes
+	sums := make([][2]float64, chunks)
+	err = parallel.For(ctx, chunks, 0, func(c int) error {
+		rng := chunkRand(seed, c)
+		lo, hi := c*chunkEpisodes, min(n, (c+1)*chunkEpisodes)
+		for k := lo; k < hi; k++ {
+			cur := p.NewCursor()
+			s, o, ret := draw(sm.start, rng.Float64()), ObsInit, 0.0
+			for h := 1; h <= H; h++ {
+				name, node, ok := cur.Act(m.ObsName(o))
+				if !ok {
+					return fmt.Errorf("%w: the policy has no step-1 row for the initial observation %q", ErrPolicy, InitSymbol)
+				}
+				a, known := actIdx[name]
+				if !known {
+					return fmt.Errorf("%w: action %q at step %d (node %d) is not an action of %s", ErrPolicy, name, h, node, m.Name)
+				}
+				ret += mm.er[a*mm.nS+s]
+				s2 := draw(sm.tCDF[a][s], rng.Float64())
+				o = draw(sm.oCDF[a][s2], rng.Float64())
+				s = s2
+			}
+			sums[c][0] += ret
+			sums[c][1] += ret * ret
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, 0, err
+	}
+	var tot, sq float64
+	for _, x := range sums {
+		tot += x[0]
+		sq += x[1]
+	}
+	mean = tot / float64(n)
+	v := max(sq/float64(n)-mean*mean, 0) * float64(n) / float64(n-1)
+	return mean, math.Sqrt(v / float64(n)), nil
 }

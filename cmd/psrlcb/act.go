@@ -15,6 +15,7 @@ import (
 
 	"github.com/psrlcb/psrlcb/arrowio"
 	"github.com/psrlcb/psrlcb/errkind"
+	"github.com/psrlcb/psrlcb/estimate"
 	"github.com/psrlcb/psrlcb/ingest"
 	"github.com/psrlcb/psrlcb/policy"
 	"github.com/psrlcb/psrlcb/report"
@@ -70,10 +71,14 @@ type actOptions struct {
 type actResult struct {
 	Step   int    `json:"step"`
 	Action string `json:"action"`
-	// Node is the policy row used, −1 once the history has left the tree
-	// (the action is then the fallback_action of the last row found).
+	// Node is the policy row of the history, −1 once the history has left
+	// the tree (the action is then the controller's, or without one the
+	// fallback_action of the last row found).
 	Node       int64    `json:"node"`
 	InTree     bool     `json:"in_tree"`
+	// Controller is true when the run's controller (controller.arrow)
+	// decided the action: it decides every history the model can follow.
+	Controller bool     `json:"controller"`
 	LastNode   int64    `json:"last_node"` // the last row found
 	Fallback   string   `json:"fallback_action,omitempty"`
 	ReachProb  *float64 `json:"reach_prob,omitempty"`
@@ -177,12 +182,36 @@ func runAct(_ context.Context, stdout io.Writer, o actOptions) error {
 	if !ok {
 		return fmt.Errorf("%w: the policy has no row for the first observation %q", errNoAction, obs[0])
 	}
-	for h, a := range actions {
-		if h < len(acts) && acts[h] != a {
-			res.Warnings = append(res.Warnings, fmt.Sprintf("step %d: the history took action %q where the policy takes %q; the lookup follows the observations only", h+1, acts[h], a))
-		}
+	ctrl, err := controllerBeside(o.policy)
+	if err != nil {
+		return err
 	}
 	res.Action, res.Node, res.LastNode = actions[len(actions)-1], node, last
+	switch a, follows, err := decideBy(ctrl, obs, acts); {
+	case err != nil:
+		return usagef("%v", err)
+	case follows:
+		// The controller decides every history, from the model's belief
+		// after the history as given (actions included); a row of the
+		// table stands for the history only when it took the rows'
+		// actions.
+		res.Controller, res.Action = true, a
+		for h := range acts {
+			if h >= len(actions) || acts[h] != actions[h] {
+				res.Node, res.LastNode = -1, -1
+				break
+			}
+		}
+	case ctrl != nil:
+		res.Warnings = append(res.Warnings, "the model gives this history probability 0, so its controller cannot follow it; the table's rule (its rows, then the fallback_action) answers")
+		fallthrough
+	default:
+		for h, a := range actions {
+			if h < len(acts) && acts[h] != a {
+				res.Warnings = append(res.Warnings, fmt.Sprintf("step %d: the history took action %q where the policy takes %q; the lookup follows the observations only", h+1, acts[h], a))
+			}
+		}
+	}
 	res.InTree = res.Node >= 0
 	for _, w := range res.Warnings {
 		fmt.Fprintf(stderr, "psrlcb: warning: %s\n", w)
@@ -273,4 +302,33 @@ func mergedObservations(policyPath string) (*mergedVocab, error) {
 		return nil, nil
 	}
 	return v, nil
+}
+
+// controllerBeside reads the controller of the run that wrote the policy
+// (policyPath is policy.arrow or its run directory), with the run's
+// model; nil when the run has none (an exact plan, or a run of an
+// earlier version, whose table and fallback_action are the whole policy).
+func controllerBeside(policyPath string) (*policy.Controller, error) {
+	dir := policyPath
+	if st, err := os.Stat(policyPath); err != nil || !st.IsDir() {
+		dir = filepath.Dir(policyPath)
+	}
+	path := filepath.Join(dir, report.ControllerFile)
+	if _, err := os.Stat(path); err != nil {
+		return nil, nil
+	}
+	m, err := estimate.ReadModel(filepath.Join(dir, report.ModelFile))
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s needs the run's %s: %v", errModelFile, path, report.ModelFile, err)
+	}
+	return policy.ReadController(path, m)
+}
+
+// decideBy is the controller's action after the history (follows false
+// without a controller, or when the model cannot follow the history).
+func decideBy(c *policy.Controller, obs, acts []string) (string, bool, error) {
+	if c == nil {
+		return "", false, nil
+	}
+	return c.Decide(obs, acts)
 }

@@ -45,7 +45,7 @@ func newFitCommand() *cli.Command {
 		&cli.StringFlag{Name: "fallback", Value: "behavior", Usage: `when α is chosen among candidates: "behavior" (when the held-out lower bound of the behaviour's clone, its most-logged action at every history, beats the plan's, return that clone improved where the logs show a better logged action, or the clone itself) or "none" (always the plan)`},
 		&cli.Int64Flag{Name: "plan-budget", Usage: fmt.Sprintf("node budget of the exact planner; larger trees are planned approximately with a stated gap (0: %d)", policy.DefaultBudget)},
 		&cli.StringFlag{Name: "planner", Value: policy.PlannerAuto, Usage: `"exact" (dynamic programming over the history tree, pruned search past --plan-budget), "belief" (point-based planning over the model's beliefs) or "auto" (exact when the tree fits --plan-budget)`},
-		&cli.Int64Flag{Name: "plan-rows", Usage: fmt.Sprintf("row budget of the belief planner's policy table (0: %d)", policy.DefaultRowBudget)},
+		&cli.Int64Flag{Name: "plan-rows", Usage: fmt.Sprintf("rows of the belief planner's policy table, the readable view of the controller's most probable decisions (0: %d)", policy.DefaultRowBudget)},
 		&cli.StringFlag{Name: "memory-limit", Value: memlimit.Default, Usage: `memory budget of the run: a size ("600MiB", "4GiB"), a share of the machine's memory ("50%"), or "none"; logs larger than half of it keep their step codes in a spill file on disk (--spill-dir), logs that cannot fit even so are refused before they are read, the policy table is kept to what fits beside the logs, and the garbage collector holds the heap under it`},
 		&cli.PathFlag{Name: "spill-dir", Usage: "where logs too large for --memory-limit keep their step codes, read from there at every pass (default: the system's temporary directory; use local disk, not tmpfs)"},
 		&cli.Uint64Flag{Name: "seed", Value: 1, Usage: "seed of the split, held-out draws and EM starts"},
@@ -295,7 +295,10 @@ func printHeadline(w io.Writer, dir string, m *report.Manifest, plan *policy.Pla
 	}
 	fmt.Fprintf(w, "  behaviour, mean in the logs     %10.4g\n", float64(h.BehaviorUnits))
 	if plan != nil && plan.Planner == policy.PlannerBelief {
-		fmt.Fprintf(w, "  the belief planner's policy is within %.3g of the optimum (share of the logged return range); %.3g of the model's probability falls outside its %d table rows and plays the fallback\n", plan.GapBound, plan.UncoveredMass, plan.Nodes)
+		fmt.Fprintf(w, "  the belief planner's policy is within %.3g of the optimum (share of the logged return range); it decides every history (%s), and its table holds the %d most probable of them\n", plan.GapBound, report.ControllerFile, plan.Nodes)
+		if plan.RolloutMass >= 1e-6 {
+			fmt.Fprintf(w, "  its value past the table (%.3g of the model's probability) is from rollouts of it under the model: standard error %.2g of the return range\n", plan.RolloutMass, plan.ValueSE)
+		}
 	} else if plan != nil && !plan.Exact {
 		fmt.Fprintf(w, "  the planner was approximate: within %.3g of the optimum, as a share of the logged return range\n", plan.GapBound)
 	}

@@ -67,7 +67,7 @@ func TestHelpStatesDefaults(t *testing.T) {
 	}
 	var out bytes.Buffer
 	run(t.Context(), newApp(), []string{"psrlcb", "fit", "--help"}, &out, &bytes.Buffer{})
-	for _, want := range []string{"(0: 4)", "(0: 300)", "(0: 1e-06)", "(0: 50000000)", "(0: 64)", "(0: 0.5)", "(0: 10000000)"} {
+	for _, want := range []string{"(0: 4)", "(0: 300)", "(0: 1e-06)", "(0: 50000000)", "(0: 64)", "(0: 0.5)", "(0: 50000)"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("fit --help does not say %q", want)
 		}
