@@ -165,6 +165,9 @@ func runAct(_ context.Context, stdout io.Writer, o actOptions) error {
 	if w := recommendationWarning(o.policy); w != "" {
 		res.Warnings = append(res.Warnings, w)
 	}
+	if w := treeOnlyNote(o.policy); w != "" {
+		res.Warnings = append(res.Warnings, w)
+	}
 	merged, err := mergedObservations(o.policy)
 	if err != nil {
 		return err
@@ -331,4 +334,27 @@ func decideBy(c *policy.Controller, obs, acts []string) (string, bool, error) {
 		return "", false, nil
 	}
 	return c.Decide(obs, acts)
+}
+
+// treeOnlyNote is a note for a run whose policy is a table without a
+// controller although its plan was not exact (a run written before
+// controllers, or by the exact planner's pruned search): past its rows the
+// policy plays the fallback_action. "" otherwise, and for a policy file
+// outside a run directory.
+func treeOnlyNote(policyPath string) string {
+	dir := policyPath
+	if st, err := os.Stat(policyPath); err != nil || !st.IsDir() {
+		dir = filepath.Dir(policyPath)
+	}
+	if !isRunDir(dir) {
+		return ""
+	}
+	if _, err := os.Stat(filepath.Join(dir, report.ControllerFile)); err == nil {
+		return ""
+	}
+	m, err := report.ReadManifest(dir)
+	if err != nil || m.Headline.PlanExact {
+		return ""
+	}
+	return fmt.Sprintf("the run has no %s (a run of an earlier psrlcb, or a pruned exact search): its policy is the table alone, and past its rows every history plays the fallback_action of the last row found", report.ControllerFile)
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -205,5 +206,58 @@ func TestActHistoryJSON(t *testing.T) {
 	_, _, err := runApp(t, "act", "--policy", dir, "--history", ",L,c")
 	if err == nil || !strings.Contains(err.Error(), "--history-json") {
 		t.Errorf("empty item: %v, want a pointer to --history-json", err)
+	}
+}
+
+// TestActFollowsController: a fit whose belief planner keeps 4 table rows
+// writes controller.arrow; act answers every history from it (the rows'
+// actions where they hold the history, the controller's past them, with
+// no fallback), agreeing with policy.ReadFile's Lookup; without
+// controller.arrow (a run of an earlier version) act falls back to the
+// table's rule with a note.
+func TestActFollowsController(t *testing.T) {
+	dir := t.TempDir()
+	run := filepath.Join(dir, "run")
+	if _, _, err := runApp(t, "fit", filepath.Join("..", "..", "examples", "tiger-logs.parquet"), "--out", run,
+		"--rank", "2", "--restarts", "1", "--max-iter", "30", "--alpha", "0.3", "--planner", "belief", "--plan-rows", "4"); err != nil {
+		t.Fatal(err)
+	}
+	pol, _, err := policy.ReadFile(run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pol.Ctrl == nil || len(pol.Nodes) > 4 {
+		t.Fatalf("controller %v, %d rows", pol.Ctrl != nil, len(pol.Nodes))
+	}
+	m := pol.Ctrl.Model()
+	// A history past the table, with the policy's own actions.
+	obs := []string{pol.Nodes[0].Obs}
+	var items []string
+	cur := pol.NewCursor()
+	for h := 0; h < m.Horizon; h++ {
+		if h > 0 {
+			obs = append(obs, m.ObsVocab[(h+1)%m.NumObs])
+		}
+		a, _, _ := cur.Act(obs[h])
+		items = append(items, obs[h])
+		out, errOut, err := runApp(t, "act", "--policy", run, "--history", strings.Join(items, ","), "--json")
+		if err != nil {
+			t.Fatal(err, errOut)
+		}
+		var res map[string]any
+		if err := json.Unmarshal([]byte(out), &res); err != nil {
+			t.Fatal(err)
+		}
+		if res["action"] != a || res["controller"] != true {
+			t.Fatalf("history %v: act says %v, the policy read in Go %q", items, res, a)
+		}
+		items = append(items, a)
+	}
+	if err := os.Remove(filepath.Join(run, report.ControllerFile)); err != nil {
+		t.Fatal(err)
+	}
+	_, errOut, err := runApp(t, "act", "--policy", run, "--history", strings.Join(items[:len(items)-1], ","))
+	if err != nil || !strings.Contains(errOut, "no controller.arrow") {
+		t.Fatalf("a run without controller: %v, stderr %q", err, errOut)
 	}
 }

@@ -180,6 +180,9 @@ func runEvaluate(ctx context.Context, w io.Writer, o evaluateOptions) error {
 	} else {
 		fmt.Fprintf(tw, "policy\t%s (%d nodes)\n", o.policy, len(pol.Nodes))
 	}
+	if n := treeOnlyNote(o.policy); n != "" {
+		fmt.Fprintf(tw, "note\t%s\n", n)
+	}
 	fmt.Fprintf(tw, "horizon\t%d\n", H)
 	if res.PolicyValueEpisodes > 0 {
 		fmt.Fprintf(tw, "policy value\t%.10g ± %.3g (Monte Carlo standard error, %d episodes: more than %d histories to enumerate)\n", res.PolicyValue, res.PolicyValueSE, res.PolicyValueEpisodes, exactEvalNodes)
