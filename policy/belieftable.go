@@ -4,11 +4,11 @@ import (
 	"cmp"
 	"context"
 	"encoding/binary"
-	"hash/fnv"
-	"math/rand/v2"
 	"fmt"
+	"hash/fnv"
 	"hash/maphash"
 	"math"
+	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 

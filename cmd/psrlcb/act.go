@@ -74,8 +74,8 @@ type actResult struct {
 	// Node is the policy row of the history, −1 once the history has left
 	// the tree (the action is then the controller's, or without one the
 	// fallback_action of the last row found).
-	Node       int64    `json:"node"`
-	InTree     bool     `json:"in_tree"`
+	Node   int64 `json:"node"`
+	InTree bool  `json:"in_tree"`
 	// Controller is true when the run's controller (controller.arrow)
 	// decided the action: it decides every history the model can follow.
 	Controller bool     `json:"controller"`

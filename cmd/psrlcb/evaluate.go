@@ -104,19 +104,19 @@ const defaultRollouts = 100_000
 // evaluateResult is evaluate's JSON output. NormalizedRegret is null when
 // V* = V^b.
 type evaluateResult struct {
-	POMDP            string   `json:"pomdp"`
-	Policy           string   `json:"policy"`
-	PolicyNodes      int      `json:"policy_nodes"`
-	Horizon          int      `json:"horizon"`
-	Behavior         string   `json:"behavior"`
-	PolicyValue      float64  `json:"policy_value"`
+	POMDP       string  `json:"pomdp"`
+	Policy      string  `json:"policy"`
+	PolicyNodes int     `json:"policy_nodes"`
+	Horizon     int     `json:"horizon"`
+	Behavior    string  `json:"behavior"`
+	PolicyValue float64 `json:"policy_value"`
 	// PolicyValueSE is the Monte Carlo standard error of PolicyValue (0
 	// when exact); PolicyValueEpisodes the episodes it was estimated from.
-	PolicyValueSE       float64 `json:"policy_value_se"`
-	PolicyValueEpisodes int     `json:"policy_value_episodes,omitempty"`
-	OptimalValue     float64  `json:"optimal_value"`
-	BehaviorValue    float64  `json:"behavior_value"`
-	NormalizedRegret *float64 `json:"normalized_regret"`
+	PolicyValueSE       float64  `json:"policy_value_se"`
+	PolicyValueEpisodes int      `json:"policy_value_episodes,omitempty"`
+	OptimalValue        float64  `json:"optimal_value"`
+	BehaviorValue       float64  `json:"behavior_value"`
+	NormalizedRegret    *float64 `json:"normalized_regret"`
 }
 
 func runEvaluate(ctx context.Context, w io.Writer, o evaluateOptions) error {

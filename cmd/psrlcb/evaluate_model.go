@@ -7,8 +7,8 @@ import (
 	"io"
 	"text/tabwriter"
 
-	"github.com/psrlcb/psrlcb/policy"
 	"github.com/psrlcb/psrlcb/estimate"
+	"github.com/psrlcb/psrlcb/policy"
 )
 
 // modelEvaluation is evaluate --model's JSON output.
