@@ -1,8 +1,9 @@
 // Package schemas describes the input log schema of psrlcb (docs/design.md
 // section 3) as code: the columns a trajectory log carries, their accepted
 // Parquet types, the alias names recognised by default, and a Mapping that
-// lets users name their own columns; and the schema of the stochastic
-// policy tables psrlcb evaluate --logs reads.
+// lets users name their own columns; the schema of the stochastic
+// policy tables psrlcb evaluate --logs reads; and the schema of the
+// controller a fit writes (controller.arrow).
 //
 // # Trajectory logs
 //
@@ -67,6 +68,32 @@
 // to one is an error naming the file and the row; a logged step no group
 // covers is an error naming the episode, the step and the history (exit
 // code 3 for both).
+//
+// # The controller (controller.arrow)
+//
+// A fit whose policy the belief planner made writes, beside policy.arrow
+// and model.arrow, the policy for every history (package policy,
+// Controller; docs/planning.md). Long form, one row per number:
+//
+//	column      type    meaning
+//	kind        string  "alpha": a coordinate of an α-vector; "reward": the rescaled expected
+//	                    reward of a state and action; "bonus": an entry of the bonus's quadratic form
+//	step        int32   h, 1..H
+//	class       int32   alpha: 0 for the vectors after an ordinary observation, 1 after "<end>"; else −1
+//	index       int32   alpha: the vector's index within its step and class; else −1
+//	action      string  alpha: the vector's action; reward, bonus: the action
+//	state       int32   the latent state s (0-based, the states of model.arrow)
+//	next_state  int32   bonus: the second state of the entry; else −1
+//	value       double  the number
+//
+// A vector's coordinates are consecutive rows, states in order. Schema
+// metadata: psrlcb.horizon, psrlcb.states, psrlcb.kappa (the slope κ of the
+// surrogate bonus), psrlcb.lookahead (per step 1..H, "1" when the
+// controller acts by the one-step lookahead, "0" by the best α-vector),
+// psrlcb.values_alpha and psrlcb.run_id. The action after a history is
+// computed from the belief the model's filter gives it: the lookahead
+// argmax_a r_{h,a}·b − κ·bᵀM_{h,a}b + Σ_o max_i α_{h+1,i}·(T_aᵀb ∘ E_a(o|·)),
+// or the action of argmax_i α_{h,i}·b, at b rounded to 2⁻³⁰.
 //
 // Log columns may be nullable (as DuckDB and pyarrow write them) but must hold
 // no nulls; dictionary encoding is accepted for every column. Symbols are
