@@ -68,6 +68,9 @@ func TestObjectStoreInputsAndOutput(t *testing.T) {
 			continue // written only with --compare
 		}
 		want, err := os.ReadFile(filepath.Join(localOut, name))
+		if name == report.ControllerFile && errors.Is(err, os.ErrNotExist) {
+			continue // written only for a policy of the belief planner
+		}
 		if err != nil {
 			t.Fatal(err)
 		}
