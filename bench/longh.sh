@@ -4,8 +4,11 @@
 # `psrlcb fit` them with every option at its default, and value the
 # written policy exactly under the true model with `psrlcb evaluate`.
 # Prints one Markdown row per cell: planner, rank, α, table rows,
-# uncovered mass, stated gap, normalized regret, fit wall time (and the
-# policy stage's), peak RSS. Targets (issue: planning past the history
+# the model probability past the table (valued by rollouts of the
+# controller; "fallback" for a table without a controller), stated gap,
+# normalized regret (± its Monte Carlo standard error when evaluate had
+# too many histories to enumerate), fit wall time (and the policy
+# stage's), peak RSS. Targets (issue: planning past the history
 # tree): regret ≤ 0.05 and every fit under 5 minutes on 2 cores.
 #
 #   bash bench/longh.sh                      # the default cells, 10⁵ episodes
@@ -27,7 +30,7 @@ file_of() {
   esac
 }
 echo "load before: $(uptime | sed 's/.*load average/load average/')"
-echo "| problem | H | K | planner | rank | α | table rows | uncovered mass | stated gap | normalized regret | fit s (policy stage s) | peak RSS MiB |"
+echo "| problem | H | K | planner | rank | α | table rows | mass past the table | stated gap | normalized regret | fit s (policy stage s) | peak RSS MiB |"
 echo "|---|---|---|---|---|---|---|---|---|---|---|---|"
 for cell in $CELLS; do
   p=${cell%%:*} H=${cell##*:}
@@ -51,6 +54,15 @@ pl, hp = m["plan"], m["parameters"]
 rank = m.get("headline", {}).get("rank", hp.get("rank"))
 alpha = m.get("headline", {}).get("alpha", pl.get("Alpha"))
 reg = e["normalized_regret"]
-print(f"| {p} | {H} | {K} | {pl['Planner']} | {rank} | {alpha:.3g} | {pl['Nodes']} | {pl.get('UncoveredMass', 0):.3g} | {pl['GapBound']:.3g} | {reg:.4f} | {float(wall):.0f} ({m['stage_seconds']['policy']:.0f}) | {int(rss)//1024} |")
+se = e.get("policy_value_se", 0)
+if se > 0:
+    reg = f"{reg:.4f} ± {se / (e['optimal_value'] - e['behavior_value']):.4f}"
+else:
+    reg = f"{reg:.4f}"
+if pl.get("UncoveredMass", 0) > 0:
+    past = f"{pl['UncoveredMass']:.3g} (fallback)"
+else:
+    past = f"{pl.get('RolloutMass', 0):.3g}"
+print(f"| {p} | {H} | {K} | {pl['Planner']} | {rank} | {alpha:.3g} | {pl['Nodes']} | {past} | {pl['GapBound']:.3g} | {reg} | {float(wall):.0f} ({m['stage_seconds']['policy']:.0f}) | {int(rss)//1024} |")
 PY
 done

@@ -97,6 +97,19 @@ type evaluateOptions struct {
 // exact value; past it the value is Monte Carlo (--rollouts episodes).
 const exactEvalNodes = 20_000_000
 
+// exactSolveNodes bounds the (step, belief) nodes evaluate --pomdp solves
+// for the optimal value and the behaviour's; past it they are not given
+// (nor the regret).
+const exactSolveNodes = 5_000_000
+
+// orNA prints a value, or "n/a".
+func orNA(x *float64) string {
+	if x == nil {
+		return "n/a"
+	}
+	return fmt.Sprintf("%.10g", *x)
+}
+
 // defaultRollouts is the default of --rollouts: a standard error of about
 // 0.3% of the return's standard deviation.
 const defaultRollouts = 100_000
@@ -114,9 +127,10 @@ type evaluateResult struct {
 	// when exact); PolicyValueEpisodes the episodes it was estimated from.
 	PolicyValueSE       float64  `json:"policy_value_se"`
 	PolicyValueEpisodes int      `json:"policy_value_episodes,omitempty"`
-	OptimalValue        float64  `json:"optimal_value"`
-	BehaviorValue       float64  `json:"behavior_value"`
+	OptimalValue        *float64 `json:"optimal_value"`  // null past exactSolveNodes
+	BehaviorValue       *float64 `json:"behavior_value"` // null past exactSolveNodes
 	NormalizedRegret    *float64 `json:"normalized_regret"`
+	Notes               []string `json:"notes,omitempty"`
 }
 
 func runEvaluate(ctx context.Context, w io.Writer, o evaluateOptions) error {
@@ -158,16 +172,32 @@ func runEvaluate(ctx context.Context, w io.Writer, o evaluateOptions) error {
 	if err != nil {
 		return fmt.Errorf("%s under %s: %w", o.policy, o.pomdp, err)
 	}
-	if res.OptimalValue, _, err = pomdp.OptimalContext(ctx, m, H); err != nil {
+	var notes []string
+	opt, _, err := pomdp.OptimalWithin(ctx, m, H, exactSolveNodes)
+	switch {
+	case errors.Is(err, pomdp.ErrTooLarge):
+		notes = append(notes, fmt.Sprintf("the optimum is not computed: more than %d beliefs to solve at horizon %d", exactSolveNodes, H))
+	case err != nil:
 		return err
+	default:
+		res.OptimalValue = &opt
 	}
-	if res.BehaviorValue, err = pomdp.BehaviorValueContext(ctx, m, H, b); err != nil {
+	beh, err := pomdp.BehaviorValueWithin(ctx, m, H, b, exactSolveNodes)
+	switch {
+	case errors.Is(err, pomdp.ErrTooLarge):
+		notes = append(notes, fmt.Sprintf("the behaviour's value is not computed: more than %d beliefs at horizon %d", exactSolveNodes, H))
+	case err != nil:
 		return err
+	default:
+		res.BehaviorValue = &beh
 	}
-	if gap := res.OptimalValue - res.BehaviorValue; gap != 0 {
-		r := (res.OptimalValue - res.PolicyValue) / gap
-		res.NormalizedRegret = &r
+	if res.OptimalValue != nil && res.BehaviorValue != nil {
+		if gap := opt - beh; gap != 0 {
+			r := (opt - res.PolicyValue) / gap
+			res.NormalizedRegret = &r
+		}
 	}
+	res.Notes = notes
 	if o.json {
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
@@ -189,8 +219,11 @@ func runEvaluate(ctx context.Context, w io.Writer, o evaluateOptions) error {
 	} else {
 		fmt.Fprintf(tw, "policy value\t%.10g\n", res.PolicyValue)
 	}
-	fmt.Fprintf(tw, "optimal value\t%.10g\n", res.OptimalValue)
-	fmt.Fprintf(tw, "behavior value\t%.10g (%s)\n", res.BehaviorValue, res.Behavior)
+	fmt.Fprintf(tw, "optimal value\t%s\n", orNA(res.OptimalValue))
+	fmt.Fprintf(tw, "behavior value\t%s (%s)\n", orNA(res.BehaviorValue), res.Behavior)
+	for _, n := range notes {
+		fmt.Fprintf(tw, "note\t%s\n", n)
+	}
 	regret := math.NaN()
 	if res.NormalizedRegret != nil {
 		regret = *res.NormalizedRegret
