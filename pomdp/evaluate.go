@@ -275,6 +275,9 @@ func BehaviorValueWithin(ctx context.Context, m *POMDP, H int, beh Behavior, max
 	if H < 0 {
 		return 0, fmt.Errorf("%w: horizon %d is negative", ErrPolicy, H)
 	}
+	if !beh.UsesBelief() {
+		return openLoopValue(mm, H, beh), nil
+	}
 	w := &walker{mm: mm, H: H, ctx: ctx, limit: maxNodes}
 	memo := make([]map[string]float64, H+2)
 	for h := range memo {
@@ -322,4 +325,37 @@ func BehaviorValueWithin(ctx context.Context, m *POMDP, H int, beh Behavior, max
 		return 0, w.err
 	}
 	return v, nil
+}
+
+// openLoopValue is the exact value of a behaviour that ignores the
+// belief (its action probabilities depend on the step alone): the state
+// distribution is propagated step by step, p_{h+1}(s') = Σ_s p_h(s)
+// Σ_a π_h(a) T(s'|s,a), and V^b = Σ_h Σ_s p_h(s) Σ_a π_h(a) E[r | s, a],
+// in O(H·|A|·|S|²) whatever the number of histories.
+func openLoopValue(mm *model, H int, beh Behavior) float64 {
+	S := mm.nS
+	p := append([]float64(nil), mm.Start...)
+	next := make([]float64, S)
+	probs := make([]float64, mm.nA)
+	v := 0.0
+	for h := 1; h <= H; h++ {
+		beh.Probs(h, p, probs)
+		clear(next)
+		for a, pa := range probs {
+			if pa == 0 {
+				continue
+			}
+			for s, ps := range p {
+				if ps == 0 {
+					continue
+				}
+				v += pa * ps * mm.er[a*S+s]
+				for _, t := range mm.tNZ[a][s] {
+					next[t.i] += pa * ps * t.p
+				}
+			}
+		}
+		p, next = next, p
+	}
+	return v
 }

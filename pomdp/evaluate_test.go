@@ -460,3 +460,42 @@ func TestSimulatePolicy(t *testing.T) {
 		t.Error("a fallback the model does not know went unnoticed")
 	}
 }
+
+// beliefBound claims to use the belief, so BehaviorValueWithin takes the
+// history tree instead of the open-loop propagation.
+type beliefBound struct{ Behavior }
+
+func (beliefBound) UsesBelief() bool { return true }
+
+// TestOpenLoopBehaviorValue: the value of a behaviour that ignores the
+// belief, propagated over the states, equals the history-tree
+// enumeration's on tiger and on the shared models present.
+func TestOpenLoopBehaviorValue(t *testing.T) {
+	models := map[string]*POMDP{"tiger": tiger(t)}
+	for _, name := range []string{"paint.95.pomdp", "4x3.95.POMDP"} {
+		if m, err := ParseFile(filepath.Join("..", "..", "shared", "pomdp", name)); err == nil {
+			models[name] = m
+		}
+	}
+	for name, m := range models {
+		for _, spec := range []string{"uniform", "fixed:" + m.Actions[0] + ":0.3"} {
+			b, err := ParseBehavior(spec, m)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, H := range []int{1, 3, 5} {
+				fast, err := BehaviorValueWithin(context.Background(), m, H, b, 0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				tree, err := BehaviorValueWithin(context.Background(), m, H, beliefBound{b}, 0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if math.Abs(fast-tree) > 1e-9*(1+math.Abs(tree)) {
+					t.Errorf("%s %s H=%d: open loop %v, history tree %v", name, spec, H, fast, tree)
+				}
+			}
+		}
+	}
+}
