@@ -159,3 +159,48 @@ func TestControllerDecideOffPolicy(t *testing.T) {
 		t.Fatalf("unknown observation: ok %v, %v", ok, err)
 	}
 }
+
+// TestLongHorizonSizedForReading: at H = 30 (3³⁰ observation sequences)
+// the default plan writes a table of at most DefaultRowBudget rows, and
+// policy.arrow with controller.arrow stays under 10 MB, while the policy
+// read back decides a history far past the table without a fallback.
+func TestLongHorizonSizedForReading(t *testing.T) {
+	if testing.Short() {
+		t.Skip("plans a 30-step model")
+	}
+	m, b := setup(t, 250, pessimismtest.Spec{States: 3, Obs: 3, Actions: 2, Horizon: 30}, 300)
+	pol, st, err := policy.Plan(context.Background(), m, b.WithAlpha(0.3), policy.PlanOptions{Planner: policy.PlannerBelief})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pol.Nodes) > policy.DefaultRowBudget || st.RolloutMass <= 0 || st.UncoveredMass != 0 {
+		t.Fatalf("%d rows (budget %d), rollout mass %v, fallback mass %v", len(pol.Nodes), policy.DefaultRowBudget, st.RolloutMass, st.UncoveredMass)
+	}
+	dir := writeRun(t, m, pol)
+	size := int64(0)
+	for _, name := range []string{policy.FileName, policy.ControllerFileName} {
+		fi, err := os.Stat(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		size += fi.Size()
+	}
+	if size > 10<<20 {
+		t.Fatalf("policy.arrow and controller.arrow take %d bytes", size)
+	}
+	got, _, err := policy.ReadFile(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cur := got.NewCursor()
+	for h := 0; h < m.Horizon; h++ {
+		a, node, ok := cur.Act(m.ObsVocab[h%m.NumObs])
+		if !ok || a == "" {
+			t.Fatalf("step %d: no action", h+1)
+		}
+		if h == m.Horizon-1 && node >= 0 {
+			t.Fatal("the last step of the history is in the table: the test wants one past it")
+		}
+	}
+	t.Logf("%d rows, %d bytes, rollout mass %.3f, stated gap %.3f", len(pol.Nodes), size, st.RolloutMass, st.GapBound)
+}
