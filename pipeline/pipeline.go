@@ -58,6 +58,9 @@ type Options struct {
 	// ("": auto). PlanRows is its RowBudget (0: policy.DefaultRowBudget).
 	Planner  string
 	PlanRows int64
+	// PlanPoints is the belief planner's points per step (0:
+	// policy.DefaultPoints).
+	PlanPoints int
 	// MemoryLimit is the run's memory budget in bytes (0: none): logs
 	// whose compact form exceeds it are refused before they are read,
 	// and the belief planner's table is kept to the rows that fit beside
@@ -180,6 +183,12 @@ func (o Options) resolved() (Options, error) {
 	if o.PlanRows == 0 {
 		o.PlanRows = policy.DefaultRowBudget
 	}
+	if o.PlanPoints == 0 {
+		o.PlanPoints = policy.DefaultPoints
+	}
+	if o.PlanPoints < 1 || o.PlanPoints > policy.MaxPoints {
+		return o, fmt.Errorf("%w: the belief planner's points per step must be between 1 and %d, not %d", ErrOptions, policy.MaxPoints, o.PlanPoints)
+	}
 	if o.PlanRows < 0 || o.PlanRows > policy.MaxRows {
 		return o, fmt.Errorf("%w: the policy table's row budget must be positive and at most %d, not %d", ErrOptions, policy.MaxRows, o.PlanRows)
 	}
@@ -222,7 +231,7 @@ func (o Options) params(d *ingest.Dataset) report.Params {
 	return report.Params{
 		RankOption: rank, AlphaOption: o.Alpha.String(), Gamma: o.Gamma,
 		Lambda: o.Lambda, SelectHeldOut: o.SelectHeldOut, LCBCorrection: o.LCBCorrection, Fallback: o.Fallback, PlanBudget: o.PlanBudget, Seed: o.Seed,
-		Planner: o.Planner, PlanRows: o.PlanRows, MemoryLimit: o.MemoryLimit,
+		Planner: o.Planner, PlanRows: o.PlanRows, PlanPoints: o.PlanPoints, MemoryLimit: o.MemoryLimit,
 		Horizon: d.Horizon, OnInvalid: o.Ingest.OnInvalid, Columns: o.Ingest.Columns,
 		MaxObservations: o.MaxObservations,
 		ReturnRange:     o.ReturnRange,
@@ -394,7 +403,7 @@ func fit(ctx context.Context, d *ingest.Dataset, inputs []string, opts Options) 
 	// The exact planner writes its whole tree as the table: past the rows
 	// that fit, the tree is planned over beliefs instead.
 	budget, _ := tableRows(opts.PlanBudget, d, spilled, opts.MemoryLimit)
-	planOpts := policy.PlanOptions{Workers: workers, Budget: budget, Planner: opts.Planner, RowBudget: rows}
+	planOpts := policy.PlanOptions{Workers: workers, Budget: budget, Planner: opts.Planner, RowBudget: rows, Points: opts.PlanPoints}
 
 	// Rank: searched once, on a subsample of all episodes; every fit
 	// below starts from the search's model with one start (the search

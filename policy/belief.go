@@ -39,6 +39,10 @@ const (
 // few steps.
 const DefaultPoints = 500
 
+// MaxPoints is the most belief points per step a plan may ask for (the
+// backups' cost grows with the square of the points).
+const MaxPoints = 100_000
+
 // DefaultRowBudget is the default largest policy table the belief planner
 // writes, in rows (one row per decision node reached). The table is the
 // readable view of the controller's most probable decisions (the

@@ -36,6 +36,7 @@ type Params struct {
 	PlanBudget    int64   // node budget of the exact planner
 	Planner       string  // "exact", "belief" or "auto"
 	PlanRows      int64   // row budget of the belief planner's policy table
+	PlanPoints    int     // belief points per step of the belief planner
 	MemoryLimit   int64   // the run's memory budget in bytes (0: none); not part of the run id
 	// PlanRowsLimited is the belief planner's row budget when the memory
 	// limit lowered it below PlanRows (0: not lowered); part of the run id,
@@ -83,6 +84,7 @@ func parameters(p Params, out *Outcome) map[string]any {
 		"plan_budget":       p.PlanBudget,
 		"planner":           p.Planner,
 		"plan_rows":         p.PlanRows,
+		"plan_points":       p.PlanPoints,
 		"memory_limit":      p.MemoryLimit,
 		"plan_rows_limited": p.PlanRowsLimited,
 		"seed":              p.Seed,

@@ -45,6 +45,7 @@ func newFitCommand() *cli.Command {
 		&cli.StringFlag{Name: "fallback", Value: "behavior", Usage: `when α is chosen among candidates: "behavior" (when the held-out lower bound of the behaviour's clone, its most-logged action at every history, beats the plan's, return that clone improved where the logs show a better logged action, or the clone itself) or "none" (always the plan)`},
 		&cli.Int64Flag{Name: "plan-budget", Usage: fmt.Sprintf("node budget of the exact planner; larger trees are planned approximately with a stated gap (0: %d)", policy.DefaultBudget)},
 		&cli.StringFlag{Name: "planner", Value: policy.PlannerAuto, Usage: `"exact" (dynamic programming over the history tree, pruned search past --plan-budget), "belief" (point-based planning over the model's beliefs) or "auto" (exact when the tree fits --plan-budget)`},
+		&cli.IntFlag{Name: "plan-points", Usage: fmt.Sprintf("belief points per step of the belief planner: more points plan closer to the optimum (its stated gap), at a cost growing with their square (0: %d)", policy.DefaultPoints)},
 		&cli.Int64Flag{Name: "plan-rows", Usage: fmt.Sprintf("rows of the belief planner's policy table, the readable view of the controller's most probable decisions (0: %d)", policy.DefaultRowBudget)},
 		&cli.StringFlag{Name: "memory-limit", Value: memlimit.Default, Usage: `memory budget of the run: a size ("600MiB", "4GiB"), a share of the machine's memory ("50%"), or "none"; logs larger than half of it keep their step codes in a spill file on disk (--spill-dir), logs that cannot fit even so are refused before they are read, the policy table is kept to what fits beside the logs, and the garbage collector holds the heap under it`},
 		&cli.PathFlag{Name: "spill-dir", Usage: "where logs too large for --memory-limit keep their step codes, read from there at every pass (default: the system's temporary directory; use local disk, not tmpfs)"},
@@ -188,6 +189,7 @@ func fitOptions(c *cli.Context) (pipeline.Options, error) {
 	default:
 		return o, usagef("--planner must be %q, %q or %q, not %q", policy.PlannerExact, policy.PlannerBelief, policy.PlannerAuto, o.Planner)
 	}
+	o.PlanPoints = c.Int("plan-points")
 	if o.PlanRows = c.Int64("plan-rows"); o.PlanRows < 0 {
 		return o, usagef("--plan-rows must be positive")
 	}
