@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/psrlcb/psrlcb/estimate"
 	"github.com/psrlcb/psrlcb/pessimism"
@@ -178,7 +179,7 @@ func (p *beliefPlanner) upperBound(ctx context.Context, ft *fallbackTables) (flo
 		gain []float64 // v_i − corner·b_i (< 0 kept only)
 	}
 	sets := make([]ubSet, H+2)
-	rr, vm := p.boundRewards(ft)
+	rr, vm, base := p.boundRewards(ft)
 	interp := func(h int, b []float64) float64 {
 		if h > H {
 			return 0
@@ -238,23 +239,24 @@ func (p *beliefPlanner) upperBound(ctx context.Context, ft *fallbackTables) (flo
 		p.m.ObserveFirst(b, o)
 		ub += po * interp(1, b)
 	}
-	return ub - p.bonus.Value(p.bonus.Root), nil
+	return ub - base, nil
 }
 
 // boundRewards returns the per-step rewards of the relaxed problem whose
 // optimum bounds max_π E[R − b̂] from above, and the optimal values of its
 // fully observed version (the corners of the sawtooth).
 //
-// Every trajectory has Σ ∈ [Σ_0, Σ_0 + L] with Σ_0 = ‖ψ̄̂(τ_0)‖²_{U_0⁻¹}
-// and L = Σ_{h≥1} max_{a,s} (m_{h,a})_{ss} (a convex quadratic form on
-// the simplex peaks at a vertex). On that interval the concave bonus lies
-// above its chord, g(Σ) ≥ g(Σ_0) + c·(Σ − Σ_0), so E[b̂] ≥ g(Σ_0) + c·E[Σ_h
-// q_h]; and q_h = bᵀm b ≥ ℓ·b for the tangent ℓ of the quadratic form at
+// Every trajectory has Σ ∈ [Σ_lo, Σ_0 + L] with Σ_0 = ‖ψ̄̂(τ_0)‖²_{U_0⁻¹},
+// L = Σ_{h≥1} max_{a,s} (m_{h,a})_{ss} (a convex quadratic form on the
+// simplex peaks at a vertex) and Σ_lo = Σ_0 + Lmin, Lmin = Σ_{h≥1}
+// min_a min_b bᵀm_{h,a}b (simplexQuadLower). On that interval the concave
+// bonus lies above its chord, g(Σ) ≥ g(Σ_lo) + c·(Σ − Σ_lo), so E[b̂] ≥
+// base + c·E[Σ_h q_h] with base = g(Σ_lo) − c·Lmin (returned, subtracted
+// at the end); and q_h = bᵀm b ≥ ℓ·b for the tangent ℓ of the quadratic form at
 // any fixed belief (here the mean of the step's bound points). The
 // relaxed step reward (r − c·ℓ)·b is linear in the belief, so its optimal
-// value function is convex and the sawtooth bound applies; g(Σ_0) is
-// subtracted at the end.
-func (p *beliefPlanner) boundRewards(ft *fallbackTables) (rr [][][]float64, vm [][]float64) {
+// value function is convex and the sawtooth bound applies.
+func (p *beliefPlanner) boundRewards(ft *fallbackTables) (rr [][][]float64, vm [][]float64, base float64) {
 	H, S, A := p.H, p.S, p.A
 	L := 0.0
 	for h := 1; h < H; h++ {
@@ -266,10 +268,25 @@ func (p *beliefPlanner) boundRewards(ft *fallbackTables) (rr [][][]float64, vm [
 		}
 		L += mx
 	}
-	c := 0.0
-	if g0 := p.bonus.Value(p.bonus.Root); L > 0 {
-		c = (p.bonus.Value(p.bonus.Root+L) - g0) / L
+	// Every trajectory also has Σ ≥ Σ_lo = Σ_0 + Lmin, Lmin = Σ_{h≥1}
+	// min_a min_{b∈Δ} bᵀm_{h,a}b: the chord over [Σ_lo, Σ_0 + L] is a
+	// tighter lower bound of g there (g is concave), and the constant
+	// g(Σ_lo) − c·Lmin replaces g(Σ_0) (see upperBound).
+	Lmin := 0.0
+	for h := 1; h < H; h++ {
+		mn := math.Inf(1)
+		for a := 0; a < A; a++ {
+			mn = min(mn, simplexQuadLower(p.tab[h][a].m, S))
+		}
+		Lmin += max(mn, 0)
 	}
+	Lmin = min(Lmin, L)
+	c := 0.0
+	lo, hi := p.bonus.Root+Lmin, p.bonus.Root+L
+	if hi > lo {
+		c = (p.bonus.Value(hi) - p.bonus.Value(lo)) / (hi - lo)
+	}
+	base = p.bonus.Value(lo) - c*Lmin
 	rr = make([][][]float64, H+1)
 	mu := make([]float64, S)
 	mmu := make([]float64, S)
@@ -313,5 +330,81 @@ func (p *beliefPlanner) boundRewards(ft *fallbackTables) (rr [][][]float64, vm [
 			vm[h][s] = best
 		}
 	}
-	return rr, vm
+	return rr, vm, base
+}
+
+// simplexQuadLower is a lower bound of min_{b∈Δ} bᵀMb for a positive
+// semi-definite S×S matrix M (row-major). Accelerated projected gradient
+// (FISTA, step 1/(2·trace M)) approaches the minimiser; at each iterate
+// the linearisation certifies f(b) + min_s ∇f(b)_s − ∇f(b)·b ≤ min f (f
+// is convex, so it lies above its tangent plane, whose minimum over the
+// simplex is at a vertex). The best certificate is returned: exact at the
+// minimiser (where the gradient is constant on the support and no smaller
+// off it), a valid bound before it.
+func simplexQuadLower(M []float64, S int) float64 {
+	tr := 0.0
+	for s := 0; s < S; s++ {
+		tr += M[s*S+s]
+	}
+	if !(tr > 0) {
+		return 0
+	}
+	step := 1 / (2 * tr)
+	b := make([]float64, S)
+	for s := range b {
+		b[s] = 1 / float64(S)
+	}
+	y := append([]float64(nil), b...)
+	prev := make([]float64, S)
+	g := make([]float64, S)
+	best := math.Inf(-1)
+	certify := func(x []float64) {
+		for s := 0; s < S; s++ {
+			g[s] = 2 * dot(M[s*S:(s+1)*S], x)
+		}
+		gx := dot(g, x)
+		mn := g[0]
+		for _, v := range g {
+			mn = min(mn, v)
+		}
+		best = max(best, gx/2+mn-gx)
+	}
+	tk := 1.0
+	for it := 0; it < 500; it++ {
+		for s := 0; s < S; s++ {
+			g[s] = 2 * dot(M[s*S:(s+1)*S], y)
+		}
+		copy(prev, b)
+		for s := range b {
+			b[s] = y[s] - step*g[s]
+		}
+		projectSimplex(b)
+		certify(b)
+		tn := (1 + math.Sqrt(1+4*tk*tk)) / 2
+		for s := range y {
+			y[s] = b[s] + (tk-1)/tn*(b[s]-prev[s])
+		}
+		tk = tn
+	}
+	return best
+}
+
+// projectSimplex replaces x by its Euclidean projection on the
+// probability simplex (Duchi et al. 2008: shift by the threshold that
+// makes the positive parts sum to one).
+func projectSimplex(x []float64) {
+	u := append([]float64(nil), x...)
+	slices.Sort(u)
+	sum, theta := 0.0, 0.0
+	for i := len(u) - 1; i >= 0; i-- {
+		sum += u[i]
+		if t := (sum - 1) / float64(len(u)-i); u[i] > t {
+			theta = t
+		} else {
+			break
+		}
+	}
+	for i := range x {
+		x[i] = max(x[i]-theta, 0)
+	}
 }
