@@ -39,6 +39,10 @@ const (
 // few steps.
 const DefaultPoints = 500
 
+// TargetGap is the stated gap (as a share of the return range) above
+// which a plan's summary says where the gap comes from.
+const TargetGap = 0.02
+
 // MaxPoints is the most belief points per step a plan may ask for (the
 // backups' cost grows with the square of the points).
 const MaxPoints = 100_000

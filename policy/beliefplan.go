@@ -136,6 +136,7 @@ func beliefPlan(ctx context.Context, m *estimate.Model, bonus *pessimism.Bonus, 
 	}
 	st.Planner = PlannerBelief
 	st.Points = points
+	st.PointsCapped = bp.capped
 	st.Backups = bp.backups
 	st.Nodes = int64(len(best.Nodes))
 	st.Threshold = bestEps

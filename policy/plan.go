@@ -148,6 +148,11 @@ type PlanStats struct {
 	// under θ̂; ValueSE is the Monte Carlo standard error this puts on
 	// Value (and on ValueReward and ValueBonus).
 	RolloutMass, ValueSE float64
+	// PointsCapped: some step had more distinct beliefs than Points, so
+	// more points (fit --plan-points) may plan closer to the optimum;
+	// false when the points held every belief the model reaches, so the
+	// gap is the surrogate's and the upper bound's, not the points'.
+	PointsCapped bool
 }
 
 // Plan computes π̄ = argmax_π E_θ̂,π[R(τ_H) − b̂(τ_H)] over deterministic

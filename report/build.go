@@ -454,7 +454,14 @@ func notes(d *ingest.Dataset, out *Outcome, p Params) []string {
 		n = append(n, fmt.Sprintf("α is the paper's α̂ = %.4g (β̂ = %.4g, ι = %.4g, γ = %.4g).", out.Theory.Alpha, out.Theory.BetaHat, out.Theory.Iota, out.Theory.Gamma))
 	}
 	if out.Plan.Planner == policy.PlannerBelief {
-		n = append(n, fmt.Sprintf("The history tree (%.3g nodes) exceeded the exact planner's budget: the policy was planned over the model's beliefs (%d points per step) with the tangent upper bound of the bonus at Σ = %.3g, and the policy is a controller that decides every history from the model's belief (%s), and its table holds the %d histories it reaches with model probability ≥ %.3g. The values are exact on the table; the other %.3g of probability is valued by rollouts of the controller under the model (Monte Carlo standard error %.2g on the [0,1] scale). The optimum of E[R − b̂] is at most %.3g above the reported LCB.", out.Plan.TreeNodes, out.Plan.Points, out.Plan.TangentPoint, ControllerFile, out.Plan.Nodes, out.Plan.Threshold, out.Plan.RolloutMass, out.Plan.ValueSE, out.Plan.GapBound))
+		n = append(n, fmt.Sprintf("The history tree (%.3g nodes) exceeded the exact planner's budget: the policy was planned over the model's beliefs (%d points per step) with the tangent upper bound of the bonus at Σ = %.3g; the policy is a controller that decides every history from the model's belief (%s), and its table holds the %d histories it reaches with model probability ≥ %.3g. The values are exact on the table; the other %.3g of probability is valued by rollouts of the controller under the model (Monte Carlo standard error %.2g on the [0,1] scale). The optimum of E[R − b̂] is at most %.3g above the reported LCB.", out.Plan.TreeNodes, out.Plan.Points, out.Plan.TangentPoint, ControllerFile, out.Plan.Nodes, out.Plan.Threshold, out.Plan.RolloutMass, out.Plan.ValueSE, out.Plan.GapBound))
+		switch {
+		case out.Plan.GapBound <= policy.TargetGap:
+		case out.Plan.PointsCapped:
+			n = append(n, fmt.Sprintf("That gap is above %.2g: some steps reach more beliefs than the %d points planned at, and more points (--plan-points) may close it.", policy.TargetGap, out.Plan.Points))
+		default:
+			n = append(n, fmt.Sprintf("That gap is above %.2g although the points held every belief the model reaches: it is the upper bound's relaxation of the bonus (a chord of the concave bonus), not a loss more points would recover.", policy.TargetGap))
+		}
 	} else if !out.Plan.Exact {
 		n = append(n, fmt.Sprintf("The history tree (%.3g nodes) exceeded the planner's budget: branches whose observation path has probability below %.3g under every policy were not expanded, and the model values stand in the midpoint of their range there. The policy's objective is within %.3g of the exact optimum.", out.Plan.TreeNodes, out.Plan.Epsilon, out.Plan.GapBound))
 	}

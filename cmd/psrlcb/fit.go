@@ -298,6 +298,13 @@ func printHeadline(w io.Writer, dir string, m *report.Manifest, plan *policy.Pla
 	fmt.Fprintf(w, "  behaviour, mean in the logs     %10.4g\n", float64(h.BehaviorUnits))
 	if plan != nil && plan.Planner == policy.PlannerBelief {
 		fmt.Fprintf(w, "  the belief planner's policy is within %.3g of the optimum (share of the logged return range); it decides every history (%s), and its table holds the %d most probable of them\n", plan.GapBound, report.ControllerFile, plan.Nodes)
+		if plan.GapBound > policy.TargetGap {
+			if plan.PointsCapped {
+				fmt.Fprintf(w, "  the gap is above %.2g: some steps reach more beliefs than the %d points planned at; more --plan-points may close it\n", policy.TargetGap, plan.Points)
+			} else {
+				fmt.Fprintf(w, "  the gap is above %.2g although the points held every belief the model reaches: it is the upper bound's relaxation of the bonus, not a loss more points would recover (docs/planning.md)\n", policy.TargetGap)
+			}
+		}
 		if plan.RolloutMass >= 1e-6 {
 			fmt.Fprintf(w, "  its value past the table (%.3g of the model's probability) is from rollouts of it under the model: standard error %.2g of the return range\n", plan.RolloutMass, plan.ValueSE)
 		}
