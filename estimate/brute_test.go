@@ -189,7 +189,11 @@ func TestFeatureBruteForce(t *testing.T) {
 					if h > 0 {
 						a = ai[h-1]
 					}
-					NewFeaturizer(m).Tests(h, pred, a, out)
+					fz, err := NewFeaturizer(m)
+					if err != nil {
+						t.Fatal(err)
+					}
+					fz.Tests(h, pred, a, out)
 					den := bruteObs(m, oi, ai)
 					for idx := 0; idx < dim; idx++ {
 						// Decode ((o1·A + a1)·O + o2)…
@@ -228,7 +232,10 @@ func TestReducedFeatureGram(t *testing.T) {
 		for _, tl := range []int{1, 2, 3} {
 			m.TestLength = tl
 			m.Prepare()
-			fz := NewFeaturizer(m)
+			fz, err := NewFeaturizer(m)
+			if err != nil {
+				t.Fatal(err)
+			}
 			rng := rand.New(rand.NewPCG(uint64(tl), 5))
 			for h := 0; h < m.Horizon; h++ {
 				if !m.reduced(h) {

@@ -209,7 +209,10 @@ func TestCompactFeatureIsometry(t *testing.T) {
 		for _, stationary := range []bool{true, false} {
 			m := compactOf(RandomModel(3, 4, 2, 3, stationary, []float64{0, 1}, 11))
 			m.TestLength = tl
-			fz := NewFeaturizer(m)
+			fz, err := NewFeaturizer(m)
+			if err != nil {
+				t.Fatal(err)
+			}
 			for h := 0; h < m.Horizon; h++ {
 				if got := m.FeatureDim(h); got != m.States {
 					t.Fatalf("FeatureDim(%d) = %d, want %d", h, got, m.States)
