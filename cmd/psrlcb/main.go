@@ -111,9 +111,8 @@ func main() {
 // (the logs' codes, the policy table of up to 10⁷ rows) and its stages
 // allocate little per unit of work, so collecting when the heap has
 // grown by a quarter rather than doubled costs little CPU and keeps the
-// peak near the live data: on bench/fit.sh --defaults (1M × 10) it cut
-// the peak RSS from 2434 to 1837 MiB at the same CPU time (292 against
-// 295 s; docs/validation.md, "Time budget").
+// peak near the live data (docs/validation.md, "Time budget", has the
+// peak RSS and CPU time measured with and without it).
 const defaultGCPercent = 25
 
 // gcPercent returns the GC percent to set for the environment's GOGC
