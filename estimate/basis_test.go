@@ -39,7 +39,7 @@ func TestSqrtPSDNonFinite(t *testing.T) {
 // ErrModel rather than panic.
 func TestFeatureBasisError(t *testing.T) {
 	for _, compact := range []bool{false, true} {
-		m := RandomModel(2, 7, 3, 4, true, []float64{0, 1}, 11)
+		m := randomModel(2, 7, 3, 4, true, []float64{0, 1}, 11)
 		if compact {
 			m = compactOf(m)
 		}
