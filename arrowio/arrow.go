@@ -213,8 +213,9 @@ func record(mem memory.Allocator, path string, schema *arrow.Schema, t Table) (a
 }
 
 // ReadArrow reads an Arrow IPC file written by WriteArrow back into a
-// Table (all record batches concatenated). It is used by tests, golden
-// files and `psrlcb inspect DIR`.
+// Table (all record batches concatenated). psrlcb reads its own outputs
+// with it (a model, a controller, a policy table, `psrlcb inspect DIR`),
+// and so do the tests.
 func ReadArrow(path string) (Table, error) {
 	f, err := os.Open(path)
 	if err != nil {

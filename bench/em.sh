@@ -6,17 +6,26 @@
 # Usage: bench/em.sh            (from anywhere inside the repository)
 # Env:   PSRLCB_BENCH_EPISODES  episodes of the Go benchmark (default 1e6)
 #        POMEGRANATE_SECONDS    rough time budget of the pomegranate run (default 60)
+# Needs: go; the system Python 3 (/usr/bin/python3) with pomegranate's
+#        HiddenMarkovModel (the pre-1.0 API) and numpy, as the Debian
+#        package python3-pomegranate provides them. The script installs
+#        nothing: it exits with status 2 naming what is missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 PY=/usr/bin/python3
-if ! "$PY" -c 'import pomegranate' 2>/dev/null; then
-  echo "installing python3-pomegranate (Debian package)..." >&2
-  if [ "$(id -u)" -eq 0 ]; then
-    apt-get install -y python3-pomegranate >&2 || { apt-get update >&2 && apt-get install -y python3-pomegranate >&2; }
-  else
-    sudo apt-get install -y python3-pomegranate >&2
-  fi
+if ! command -v go >/dev/null; then
+  echo "bench/em.sh: needs the go command (https://go.dev/dl/) on PATH" >&2
+  exit 2
+fi
+if ! command -v "$PY" >/dev/null; then
+  echo "bench/em.sh: needs $PY (Debian package python3; then python3-pomegranate)" >&2
+  exit 2
+fi
+if ! "$PY" -c 'import numpy; from pomegranate import HiddenMarkovModel, DiscreteDistribution' 2>/dev/null; then
+  echo "bench/em.sh: needs pomegranate's HiddenMarkovModel (pre-1.0) and numpy for $PY:" >&2
+  echo "  install the Debian package python3-pomegranate (apt-get install python3-pomegranate)" >&2
+  exit 2
 fi
 
 budget=${POMEGRANATE_SECONDS:-60}

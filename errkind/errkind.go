@@ -1,6 +1,6 @@
 // Package errkind holds the three kinds of failure that psrlcb's stages
-// report, so that a caller maps any stage's error to one response (the
-// command line maps them to exit codes in one place):
+// report, so that a caller maps any stage's error to one response
+// (ExitCode maps them to the exit codes of psrlcb and psrlcb-beam):
 //
 //   - Data: the input is wrong (the logs, a model or policy file): a
 //     person must fix the data. The message names the file, episode and

@@ -29,7 +29,7 @@ func cloneModel(m *Model) *Model {
 // back gives it again, to 1e-14 relative.
 func TestFlattenRoundTrip(t *testing.T) {
 	for i, mc := range smallCases {
-		m := RandomModel(mc.S, mc.O, mc.A, mc.H, mc.stationary, mc.values, uint64(70+i))
+		m := randomModel(mc.S, mc.O, mc.A, mc.H, mc.stationary, mc.values, uint64(70+i))
 		back, ok := unflatten(m, flatten(m, nil), 1e-12)
 		if !ok {
 			t.Fatalf("%s: round trip infeasible", mc.name)
@@ -63,7 +63,7 @@ func TestFlattenRoundTrip(t *testing.T) {
 // 0.0015625 above the floor 1e-3.
 func TestSquaremStep(t *testing.T) {
 	const lambda = 0.8
-	base := RandomModel(2, 2, 2, 3, true, nil, 81)
+	base := randomModel(2, 2, 2, 3, true, nil, 81)
 	d := []float64{3, -1, 0.5, 7}
 	seq := func(n int, varSeq []float64) *Model {
 		m := cloneModel(base)
@@ -123,8 +123,8 @@ func TestSquaremStep(t *testing.T) {
 	check("variance floor", m, a, 1.125, 0.600625, 0.0015625)
 
 	// Probabilities: a large step still gives valid distributions.
-	ma := RandomModel(3, 3, 2, 4, true, []float64{0, 1}, 82)
-	mb := RandomModel(3, 3, 2, 4, true, []float64{0, 1}, 83)
+	ma := randomModel(3, 3, 2, 4, true, []float64{0, 1}, 82)
+	mb := randomModel(3, 3, 2, 4, true, []float64{0, 1}, 83)
 	m0, m1, m2 := ma, Mix(ma, mb, 0.5), Mix(ma, mb, 0.75)
 	q = newSquarem()
 	q.stepMax = 1e3
@@ -149,8 +149,8 @@ type emCase struct {
 func runOne(t *testing.T, ec emCase, tol float64, workers int, plain bool) emResult {
 	t.Helper()
 	mc := ec.mc
-	truth := RandomModel(mc.S, mc.O, mc.A, mc.H, mc.stationary, mc.values, 91)
-	d := SampleDataset(truth, ec.K, 92)
+	truth := randomModel(mc.S, mc.O, mc.A, mc.H, mc.stationary, mc.values, 91)
+	d := sampleDataset(truth, ec.K, 92)
 	dyn := DynamicsStationary
 	if !mc.stationary {
 		dyn = DynamicsPerStep
@@ -222,8 +222,8 @@ func TestSquaremTrace(t *testing.T) {
 	skipped := false
 	for _, mc := range smallCases[:4] {
 		for _, sm := range []float64{-1, 0} {
-			m := RandomModel(mc.S, mc.O, mc.A, mc.H, mc.stationary, mc.values, 33)
-			d := SampleDataset(m, 1500, 34)
+			m := randomModel(mc.S, mc.O, mc.A, mc.H, mc.stationary, mc.values, 33)
+			d := sampleDataset(m, 1500, 34)
 			dyn := DynamicsStationary
 			if !mc.stationary {
 				dyn = DynamicsPerStep
@@ -351,8 +351,8 @@ func TestSquaremWorkers(t *testing.T) {
 func TestLogPriorMStep(t *testing.T) {
 	const eps, step = 0.5, 1e-3
 	for _, mc := range smallCases[:4] {
-		truth := RandomModel(mc.S, mc.O, mc.A, mc.H, mc.stationary, mc.values, 101)
-		d := SampleDataset(truth, 300, 102)
+		truth := randomModel(mc.S, mc.O, mc.A, mc.H, mc.stationary, mc.values, 101)
+		d := sampleDataset(truth, 300, 102)
 		dyn := DynamicsStationary
 		if !mc.stationary {
 			dyn = DynamicsPerStep

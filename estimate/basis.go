@@ -1,6 +1,7 @@
 package estimate
 
 import (
+	"fmt"
 	"math"
 	"sync"
 
@@ -44,36 +45,44 @@ import (
 // FeatureBasis returns L_h (row-major n×n, n = FeatureDim(h)) for h =
 // 0..H−1, nil at steps whose feature is the tests' probabilities
 // themselves (the full form with fewer tests than B_h·S); see the
-// comment above.
-func (m *Model) FeatureBasis() [][]float64 {
+// comment above. The error (ErrModel) says that a Gram matrix GᵀG has
+// no square root: it has an entry that is not finite (a model that
+// Validate rejects), or its eigendecomposition did not converge.
+func (m *Model) FeatureBasis() ([][]float64, error) {
 	out := make([][]float64, m.Horizon)
 	for h := range out {
+		var err error
 		switch {
 		case m.Compact:
-			out[h] = sqrtPSD(m.testGram(h), m.States)
+			out[h], err = sqrtPSD(m.testGram(h), m.States)
 		case m.reduced(h):
-			out[h] = sqrtPSD(m.blockGram(h), m.FeatureDim(h))
+			out[h], err = sqrtPSD(m.blockGram(h), m.FeatureDim(h))
+		}
+		if err != nil {
+			return nil, fmt.Errorf("step %d: %w", h, err)
 		}
 	}
-	return out
+	return out, nil
 }
 
 // featureBases is FeatureBasis, computed once per prepared model: every
 // Featurizer of the model shares it (a basis costs O(B²·S²·|O|) to build).
-func (m *Model) featureBases() [][]float64 {
+func (m *Model) featureBases() ([][]float64, error) {
 	c := m.basisCache
 	if c == nil {
 		return m.FeatureBasis()
 	}
-	c.once.Do(func() { c.bases = m.FeatureBasis() })
-	return c.bases
+	c.once.Do(func() { c.bases, c.basesErr = m.FeatureBasis() })
+	return c.bases, c.basesErr
 }
 
 // basisCache holds what a prepared model derives once on demand: its
-// feature bases and its last-step sums (loglik.go). Prepare replaces it.
+// feature bases (or why they do not exist) and its last-step sums
+// (loglik.go). Prepare replaces it.
 type basisCache struct {
 	once     sync.Once
 	bases    [][]float64
+	basesErr error
 	lastOnce sync.Once
 	last     [][]float64
 }
@@ -217,11 +226,18 @@ func (m *Model) testGram(h int) []float64 {
 
 // sqrtPSD returns the symmetric square root of the positive
 // semi-definite n×n matrix w (row-major); eigenvalues below zero by
-// rounding count as zero.
-func sqrtPSD(w []float64, n int) []float64 {
+// rounding count as zero. It fails (ErrModel) when w has an entry that is
+// not finite, whose eigendecomposition would be NaN throughout, or when
+// the eigendecomposition does not converge.
+func sqrtPSD(w []float64, n int) ([]float64, error) {
+	for i, x := range w {
+		if math.IsNaN(x) || math.IsInf(x, 0) {
+			return nil, fmt.Errorf("%w: entry (%d, %d) of a %d×%d test Gram matrix is %v", ErrModel, i/n, i%n, n, n, x)
+		}
+	}
 	var eig mat.EigenSym
 	if !eig.Factorize(mat.NewSymDense(n, append([]float64(nil), w...)), true) {
-		panic("estimate: eigendecomposition of a test Gram matrix failed")
+		return nil, fmt.Errorf("%w: the eigendecomposition of a %d×%d test Gram matrix failed", ErrModel, n, n)
 	}
 	vals := eig.Values(nil)
 	var V mat.Dense
@@ -239,7 +255,7 @@ func sqrtPSD(w []float64, n int) []float64 {
 			}
 		}
 	}
-	return out
+	return out, nil
 }
 
 // mulBlock writes L·x into out (L row-major n×n), where x holds p in the

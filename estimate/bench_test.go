@@ -35,11 +35,11 @@ func benchEpisodes(b *testing.B) int {
 func BenchmarkEMIteration(b *testing.B) {
 	K := benchEpisodes(b)
 	const S, O, A, H = 8, 8, 4, 10
-	truth := RandomModel(S, O, A, H, true, []float64{0, 1}, 1)
-	d := SampleDataset(truth, K, 2)
+	truth := randomModel(S, O, A, H, true, []float64{0, 1}, 1)
+	d := sampleDataset(truth, K, 2)
 	kind, values := rewardSupport(d.Reward)
 	c := code(d, kind, values)
-	m := RandomModel(S, O, A, H, true, values, 3)
+	m := randomModel(S, O, A, H, true, values, 3)
 	b.Run(fmt.Sprintf("episodes=%d", K), func(b *testing.B) {
 		b.ReportAllocs()
 		ctx := context.Background()
@@ -82,7 +82,7 @@ func BenchmarkEMIterationCardinality(b *testing.B) {
 		if chooseForm(FormAuto, c, S, 1) {
 			m = randomCompactModel(S, O, A, H, values, 3)
 		} else {
-			m = RandomModel(S, O, A, H, true, values, 3)
+			m = randomModel(S, O, A, H, true, values, 3)
 		}
 		b.Run(fmt.Sprintf("obs=%d,actions=%d,compact=%v", O, A, m.Compact), func(b *testing.B) {
 			b.ReportAllocs()
@@ -166,8 +166,8 @@ func BenchmarkEMConverge(b *testing.B) {
 		}
 		K = d.NumEpisodes()
 	} else {
-		truth := RandomModel(S, O, A, H, true, []float64{0, 1}, 1)
-		d = SampleDataset(truth, K, 2)
+		truth := randomModel(S, O, A, H, true, []float64{0, 1}, 1)
+		d = sampleDataset(truth, K, 2)
 	}
 	kind, values := rewardSupport(d.Reward)
 	c := code(d, kind, values)
@@ -220,8 +220,8 @@ func BenchmarkEMConverge(b *testing.B) {
 func BenchmarkEMIterationSpilled(b *testing.B) {
 	K := benchEpisodes(b)
 	const S, O, A, H = 8, 8, 4, 10
-	truth := RandomModel(S, O, A, H, true, []float64{0, 1}, 1)
-	heap := SampleDataset(truth, K, 2)
+	truth := randomModel(S, O, A, H, true, []float64{0, 1}, 1)
+	heap := sampleDataset(truth, K, 2)
 	arena, err := spill.New(b.TempDir(), int64(K*H)*12+64)
 	if err != nil {
 		b.Skip(err)
@@ -241,7 +241,7 @@ func BenchmarkEMIterationSpilled(b *testing.B) {
 	}{{"heap", heap}, {"spilled", &spilled}} {
 		kind, values := rewardSupport(c.d.Reward)
 		cd := code(c.d, kind, values)
-		m := RandomModel(S, O, A, H, true, values, 3)
+		m := randomModel(S, O, A, H, true, values, 3)
 		b.Run(fmt.Sprintf("%s/episodes=%d", c.name, K), func(b *testing.B) {
 			ctx := context.Background()
 			for b.Loop() {

@@ -104,11 +104,11 @@ var smallCases = []modelCase{
 func TestEpisodeLogLikBruteForce(t *testing.T) {
 	for i, mc := range smallCases {
 		t.Run(mc.name, func(t *testing.T) {
-			m := RandomModel(mc.S, mc.O, mc.A, mc.H, mc.stationary, mc.values, uint64(10+i))
+			m := randomModel(mc.S, mc.O, mc.A, mc.H, mc.stationary, mc.values, uint64(10+i))
 			if err := m.Validate(1e-12); err != nil {
 				t.Fatal(err)
 			}
-			d := SampleDataset(m, 40, uint64(20+i))
+			d := sampleDataset(m, 40, uint64(20+i))
 			H := d.Horizon
 			sum := 0.0
 			for k := 0; k < d.NumEpisodes(); k++ {
@@ -143,8 +143,8 @@ func TestEpisodeLogLikBruteForce(t *testing.T) {
 // TestObsLogLikBruteForce: ObsLogLik and PredictHistory's probability
 // equal the brute-force P(o_{1:h}|a_{1:h}).
 func TestObsLogLikBruteForce(t *testing.T) {
-	m := RandomModel(3, 3, 2, 5, false, []float64{0, 1}, 3)
-	d := SampleDataset(m, 20, 4)
+	m := randomModel(3, 3, 2, 5, false, []float64{0, 1}, 3)
+	d := sampleDataset(m, 20, 4)
 	H := d.Horizon
 	for k := 0; k < d.NumEpisodes(); k++ {
 		for h := 1; h <= H; h++ {
@@ -170,8 +170,8 @@ func TestObsLogLikBruteForce(t *testing.T) {
 // ratio P(o_{1:h+k}|a_{1:h+k−1}) / P(o_{1:h}|a_{1:h−1}).
 func TestFeatureBruteForce(t *testing.T) {
 	for _, stationary := range []bool{true, false} {
-		m := RandomModel(2, 3, 2, 4, stationary, []float64{0, 1}, 7)
-		d := SampleDataset(m, 6, 8)
+		m := randomModel(2, 3, 2, 4, stationary, []float64{0, 1}, 7)
+		d := sampleDataset(m, 6, 8)
 		H, O, A := m.Horizon, m.NumObs, m.NumActions
 		for _, tl := range []int{1, 2} {
 			m.TestLength = tl
@@ -189,7 +189,11 @@ func TestFeatureBruteForce(t *testing.T) {
 					if h > 0 {
 						a = ai[h-1]
 					}
-					NewFeaturizer(m).Tests(h, pred, a, out)
+					fz, err := NewFeaturizer(m)
+					if err != nil {
+						t.Fatal(err)
+					}
+					fz.Tests(h, pred, a, out)
 					den := bruteObs(m, oi, ai)
 					for idx := 0; idx < dim; idx++ {
 						// Decode ((o1·A + a1)·O + o2)…
@@ -224,11 +228,14 @@ func TestFeatureBruteForce(t *testing.T) {
 // every step, for random predicted states and actions.
 func TestReducedFeatureGram(t *testing.T) {
 	for _, stationary := range []bool{true, false} {
-		m := RandomModel(2, 7, 3, 4, stationary, []float64{0, 1}, 11)
+		m := randomModel(2, 7, 3, 4, stationary, []float64{0, 1}, 11)
 		for _, tl := range []int{1, 2, 3} {
 			m.TestLength = tl
 			m.Prepare()
-			fz := NewFeaturizer(m)
+			fz, err := NewFeaturizer(m)
+			if err != nil {
+				t.Fatal(err)
+			}
 			rng := rand.New(rand.NewPCG(uint64(tl), 5))
 			for h := 0; h < m.Horizon; h++ {
 				if !m.reduced(h) {

@@ -15,7 +15,7 @@ func TestCompactFitDeterministic(t *testing.T) {
 	}
 	m := randomCompactModel(3, 30, 2, 4, []float64{0, 1}, 41)
 	m.Prepare()
-	d := SampleDataset(m, fitSampleEpisodes+2000, 42)
+	d := sampleDataset(m, fitSampleEpisodes+2000, 42)
 	var ref *Model
 	for _, w := range []int{1, 2, 2} {
 		res, err := Fit(context.Background(), d, Options{Form: FormCompact, MaxRank: 4, Restarts: 2, MaxIter: 30, Seed: 5, Workers: w})

@@ -143,11 +143,11 @@ func closeSlices(t *testing.T, name string, got, want []float64, tol float64) {
 func TestCompactEMBruteForce(t *testing.T) {
 	for i, mc := range smallCases {
 		t.Run(mc.name, func(t *testing.T) {
-			m := compactOf(RandomModel(mc.S, mc.O, mc.A, mc.H, mc.stationary, mc.values, uint64(30+i)))
+			m := compactOf(randomModel(mc.S, mc.O, mc.A, mc.H, mc.stationary, mc.values, uint64(30+i)))
 			if err := m.Validate(1e-12); err != nil {
 				t.Fatal(err)
 			}
-			d := SampleDataset(m, 2*blockEpisodes+37, uint64(40+i))
+			d := sampleDataset(m, 2*blockEpisodes+37, uint64(40+i))
 			kind, vals := rewardSupport(d.Reward)
 			if kind == RewardCategorical {
 				vals = m.RewardValues
@@ -207,9 +207,12 @@ func TestCompactEMBruteForce(t *testing.T) {
 func TestCompactFeatureIsometry(t *testing.T) {
 	for _, tl := range []int{1, 2} {
 		for _, stationary := range []bool{true, false} {
-			m := compactOf(RandomModel(3, 4, 2, 3, stationary, []float64{0, 1}, 11))
+			m := compactOf(randomModel(3, 4, 2, 3, stationary, []float64{0, 1}, 11))
 			m.TestLength = tl
-			fz := NewFeaturizer(m)
+			fz, err := NewFeaturizer(m)
+			if err != nil {
+				t.Fatal(err)
+			}
 			for h := 0; h < m.Horizon; h++ {
 				if got := m.FeatureDim(h); got != m.States {
 					t.Fatalf("FeatureDim(%d) = %d, want %d", h, got, m.States)

@@ -11,14 +11,14 @@ import (
 // more than the noise, and on data from a 2-state model with strong
 // memory the chosen rank is 2 (3 adds a fraction of a nat).
 func TestRankAuto(t *testing.T) {
-	m := RandomModel(2, 3, 2, 5, true, []float64{0, 1}, 71)
+	m := randomModel(2, 3, 2, 5, true, []float64{0, 1}, 71)
 	// Make the state persistent so that one state cannot explain the data.
 	for a := 0; a < 2; a++ {
 		copy(m.Trans[0][a*4:(a+1)*4], []float64{0.95, 0.05, 0.05, 0.95})
 		copy(m.Emit[0][a*6:(a+1)*6], []float64{0.8, 0.1, 0.1, 0.1, 0.1, 0.8})
 	}
 	m.Prepare()
-	d := SampleDataset(m, 3000, 72)
+	d := sampleDataset(m, 3000, 72)
 	res, err := Fit(context.Background(), d, Options{MaxRank: 3, Restarts: 2, Seed: 9, Tol: 1e-5})
 	if err != nil {
 		t.Fatal(err)
@@ -78,11 +78,11 @@ func tvBehaviour(a, b *Model) float64 {
 // bound, slope < −0.2 and a 4× smaller distance over a 64× larger K, is
 // loose on purpose: the figures vary with the seeds).
 func TestConsistencyTV(t *testing.T) {
-	truth := RandomModel(2, 2, 2, 3, true, []float64{0, 1}, 81)
+	truth := randomModel(2, 2, 2, 3, true, []float64{0, 1}, 81)
 	Ks := []int{250, 1000, 4000, 16000}
 	var xs, ys []float64
 	for i, K := range Ks {
-		d := SampleDataset(truth, K, uint64(82+i))
+		d := sampleDataset(truth, K, uint64(82+i))
 		res, err := Fit(context.Background(), d, Options{Rank: 2, Seed: 1, Restarts: 2, SkipThetaMin: true})
 		if err != nil {
 			t.Fatal(err)

@@ -60,8 +60,8 @@ func (b *blockStepper) EStep(_ context.Context, m *Model, d *ingest.Dataset) (*S
 func TestEStepperMatchesFit(t *testing.T) {
 	for i, mc := range smallCases[:4] {
 		t.Run(mc.name, func(t *testing.T) {
-			m := RandomModel(mc.S, mc.O, mc.A, mc.H, mc.stationary, mc.values, uint64(40+i))
-			d := SampleDataset(m, 700, uint64(50+i))
+			m := randomModel(mc.S, mc.O, mc.A, mc.H, mc.stationary, mc.values, uint64(40+i))
+			d := sampleDataset(m, 700, uint64(50+i))
 			dyn := DynamicsStationary
 			if !mc.stationary {
 				dyn = DynamicsPerStep
@@ -96,7 +96,7 @@ func TestEStepperMatchesFit(t *testing.T) {
 // TestEStepBlockErrors: data a model cannot score are errors naming the
 // episode (its index in the dataset) and the step, never a panic.
 func TestEStepBlockErrors(t *testing.T) {
-	m := RandomModel(2, 3, 2, 3, true, []float64{0, 1}, 7)
+	m := randomModel(2, 3, 2, 3, true, []float64{0, 1}, 7)
 	e := NewEStep(m)
 	good := Block{Horizon: 3, Obs: []uint16{0, 1, 2}, Act: []uint16{0, 1, 0}, Reward: []float64{0, 1, 0}, FirstOffset: 10}
 	if err := e.Block(good, e.NewStats()); err != nil {
@@ -117,7 +117,7 @@ func TestEStepBlockErrors(t *testing.T) {
 			t.Errorf("got %v, want ErrData with %q", err, want)
 		}
 	}
-	other := NewEStep(RandomModel(3, 3, 2, 3, true, []float64{0, 1}, 7))
+	other := NewEStep(randomModel(3, 3, 2, 3, true, []float64{0, 1}, 7))
 	if err := e.Block(good, other.NewStats()); !errors.Is(err, ErrData) {
 		t.Errorf("statistics of another shape: got %v", err)
 	}
@@ -136,8 +136,8 @@ func contains(s, sub string) bool {
 // or altered bytes are an error.
 func TestStatsBinary(t *testing.T) {
 	for i, mc := range smallCases[:4] {
-		m := RandomModel(mc.S, mc.O, mc.A, mc.H, mc.stationary, mc.values, uint64(60+i))
-		d := SampleDataset(m, 30, uint64(70+i))
+		m := randomModel(mc.S, mc.O, mc.A, mc.H, mc.stationary, mc.values, uint64(60+i))
+		d := sampleDataset(m, 30, uint64(70+i))
 		e := NewEStep(m)
 		st := e.NewStats()
 		H := d.Horizon

@@ -57,9 +57,15 @@ func (m *Model) testCount(h int) int {
 // pred, the distribution of s_{h+1} given τ_h (for h = 0 the prior Init),
 // and a = a_h (ignored for h = 0). For one-step tests this is
 // ObsProbs(h, pred, a) (FirstObsProbs for h = 0). Callers computing many
-// features keep a Featurizer instead, which does not allocate.
-func (m *Model) FeatureFromPred(h int, pred []float64, a int, out []float64) {
-	NewFeaturizer(m).Feature(h, pred, a, out)
+// features keep a Featurizer instead, which does not allocate. The error
+// is NewFeaturizer's.
+func (m *Model) FeatureFromPred(h int, pred []float64, a int, out []float64) error {
+	f, err := NewFeaturizer(m)
+	if err != nil {
+		return err
+	}
+	f.Feature(h, pred, a, out)
+	return nil
 }
 
 // Featurizer computes prediction features ψ̄(τ_h) without allocating: it
@@ -75,15 +81,27 @@ type Featurizer struct {
 	basis [][]float64
 }
 
-// NewFeaturizer returns a Featurizer for m.
-func NewFeaturizer(m *Model) *Featurizer {
+// NewFeaturizer returns a Featurizer for m, or FeatureBasis's error when
+// the model's features have no basis.
+func NewFeaturizer(m *Model) (*Featurizer, error) {
+	basis, err := m.featureBases()
+	if err != nil {
+		return nil, err
+	}
+	return newFeaturizer(m, basis), nil
+}
+
+// Clone returns a Featurizer of the same model with its own scratch, for
+// another worker; it shares f's bases, so it cannot fail.
+func (f *Featurizer) Clone() *Featurizer { return newFeaturizer(f.m, f.basis) }
+
+func newFeaturizer(m *Model, basis [][]float64) *Featurizer {
 	k := max(m.TestLength, 1)
-	f := &Featurizer{m: m, w: make([][]float64, k+1), next: make([][]float64, k+1)}
+	f := &Featurizer{m: m, w: make([][]float64, k+1), next: make([][]float64, k+1), basis: basis}
 	for j := range f.w {
 		f.w[j] = make([]float64, m.States)
 		f.next[j] = make([]float64, m.States)
 	}
-	f.basis = m.featureBases()
 	return f
 }
 
@@ -197,13 +215,14 @@ func (m *Model) PredictHistory(obs, act []int) (pred []float64, prob float64) {
 }
 
 // Feature writes ψ̄(τ_h) for the history τ_h = (obs[i], act[i])_{i<h} into
-// out (length FeatureDim(h)); h = len(obs) = len(act).
-func (m *Model) Feature(obs, act []int, out []float64) {
+// out (length FeatureDim(h)); h = len(obs) = len(act). The error is
+// NewFeaturizer's.
+func (m *Model) Feature(obs, act []int, out []float64) error {
 	h := len(obs)
 	pred, _ := m.PredictHistory(obs, act)
 	a := 0
 	if h > 0 {
 		a = act[h-1]
 	}
-	m.FeatureFromPred(h, pred, a, out)
+	return m.FeatureFromPred(h, pred, a, out)
 }

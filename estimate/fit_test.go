@@ -42,8 +42,8 @@ func sameModel(a, b *Model) bool {
 func TestEMMonotone(t *testing.T) {
 	for _, mc := range smallCases[:4] {
 		for _, sm := range []float64{-1, 0} {
-			m := RandomModel(mc.S, mc.O, mc.A, mc.H, mc.stationary, mc.values, 31)
-			d := SampleDataset(m, 1500, 32)
+			m := randomModel(mc.S, mc.O, mc.A, mc.H, mc.stationary, mc.values, 31)
+			d := sampleDataset(m, 1500, 32)
 			dyn := DynamicsStationary
 			if !mc.stationary {
 				dyn = DynamicsPerStep
@@ -79,8 +79,8 @@ func TestEMMonotone(t *testing.T) {
 // data span several E-step blocks).
 func TestWorkerDeterminism(t *testing.T) {
 	for _, values := range [][]float64{{0, 1, 5}, nil} {
-		m := RandomModel(3, 3, 2, 4, true, values, 41)
-		d := SampleDataset(m, 3*blockEpisodes+17, 42)
+		m := randomModel(3, 3, 2, 4, true, values, 41)
+		d := sampleDataset(m, 3*blockEpisodes+17, 42)
 		var prev *Result
 		for _, w := range []int{1, 2, 3} {
 			res, err := Fit(context.Background(), d, Options{Rank: 3, Restarts: 3, MaxIter: 15, Workers: w, Seed: 5, LogPMin: -8})
@@ -107,8 +107,8 @@ func TestWorkerDeterminism(t *testing.T) {
 // of the same data, less 2 nats (the smoothing prior and the stopping
 // tolerance cost well under that; a local optimum costs hundreds).
 func TestMLEReachesTruth(t *testing.T) {
-	m := RandomModel(2, 3, 2, 4, true, []float64{0, 1}, 51)
-	d := SampleDataset(m, 20000, 52)
+	m := randomModel(2, 3, 2, 4, true, []float64{0, 1}, 51)
+	d := sampleDataset(m, 20000, 52)
 	truth := m.DataLogLik(d)
 	res, err := Fit(context.Background(), d, Options{Rank: 2, Seed: 3, SkipThetaMin: true})
 	if err != nil {
@@ -124,8 +124,8 @@ func TestMLEReachesTruth(t *testing.T) {
 // model satisfies every constraint, and the bisection weight is minimal:
 // w − 2·MixTolerance violates some constraint.
 func TestThetaMinProjection(t *testing.T) {
-	m := RandomModel(2, 3, 2, 4, true, []float64{0, 1}, 61)
-	d := SampleDataset(m, 400, 62)
+	m := randomModel(2, 3, 2, 4, true, []float64{0, 1}, 61)
+	d := sampleDataset(m, 400, 62)
 	K, H := d.NumEpisodes(), d.Horizon
 	splits := make([][]int, H)
 	for k := 0; k < K; k++ {
@@ -175,8 +175,8 @@ func TestThetaMinProjection(t *testing.T) {
 }
 
 func TestFitErrors(t *testing.T) {
-	m := RandomModel(2, 2, 2, 3, true, []float64{0, 1}, 1)
-	d := SampleDataset(m, 10, 1)
+	m := randomModel(2, 2, 2, 3, true, []float64{0, 1}, 1)
+	d := sampleDataset(m, 10, 1)
 	cases := []struct {
 		name string
 		opts Options
@@ -192,7 +192,7 @@ func TestFitErrors(t *testing.T) {
 			t.Errorf("%s: error %v, want %v", c.name, err, c.want)
 		}
 	}
-	bad := SampleDataset(m, 3, 2)
+	bad := sampleDataset(m, 3, 2)
 	bad.Reward[4] = math.NaN()
 	if _, err := Fit(context.Background(), bad, Options{}); !errors.Is(err, ErrData) {
 		t.Errorf("NaN reward: error %v", err)
@@ -202,7 +202,7 @@ func TestFitErrors(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	big := SampleDataset(m, 3*blockEpisodes, 3)
+	big := sampleDataset(m, 3*blockEpisodes, 3)
 	if _, err := Fit(ctx, big, Options{Rank: 2}); !errors.Is(err, context.Canceled) {
 		t.Errorf("cancelled context: error %v", err)
 	}

@@ -8,7 +8,7 @@ import (
 // TestMaxParamDiff: 0 for a model and its copy, the perturbation for one
 // changed entry, +Inf for another shape.
 func TestMaxParamDiff(t *testing.T) {
-	m := RandomModel(2, 3, 2, 4, true, []float64{0, 1}, 5)
+	m := randomModel(2, 3, 2, 4, true, []float64{0, 1}, 5)
 	c := cloneModel(m)
 	if d := m.MaxParamDiff(c); d != 0 {
 		t.Errorf("copy differs by %v", d)
@@ -18,7 +18,7 @@ func TestMaxParamDiff(t *testing.T) {
 	if d := m.MaxParamDiff(c); d != 0.5 {
 		t.Errorf("diff %v, want 0.5", d)
 	}
-	other := RandomModel(3, 3, 2, 4, true, []float64{0, 1}, 5)
+	other := randomModel(3, 3, 2, 4, true, []float64{0, 1}, 5)
 	if d := m.MaxParamDiff(other); !math.IsInf(d, 1) {
 		t.Errorf("other shape: %v, want +Inf", d)
 	}

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/psrlcb/psrlcb/estimate"
+	"github.com/psrlcb/psrlcb/estimate/estimatetest"
 	"github.com/psrlcb/psrlcb/pomdp"
 )
 
@@ -104,7 +105,7 @@ func TestFitKnownPOMDPs(t *testing.T) {
 			if err := truth.Validate(1e-9); err != nil {
 				t.Fatal(err)
 			}
-			d := estimate.SampleDataset(truth, 20000, 7)
+			d := estimatetest.SampleDataset(truth, 20000, 7)
 			want := truth.DataLogLik(d)
 			warm, err := estimate.Fit(context.Background(), d, estimate.Options{Rank: truth.States, Restarts: 1, Start: truth, SkipThetaMin: true})
 			if err != nil {

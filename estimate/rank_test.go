@@ -12,19 +12,19 @@ import (
 // probability; with jitter the model is still valid and close.
 func TestGrowModelKeepsDistribution(t *testing.T) {
 	for i, rv := range [][]float64{{0, 1, 5}, nil, {0, 1, 5}} {
-		m := RandomModel(3, 4, 2, 4, false, rv, 5)
+		m := randomModel(3, 4, 2, 4, false, rv, 5)
 		if i == 2 {
 			// The Compact form (emission shared by the actions, reward
 			// given (s, a, s2)), as large vocabularies are fitted.
 			m = randomCompactModel(3, 4, 2, 4, rv, 5)
 		}
 		if rv == nil {
-			// RandomModel with no reward support: Gaussian rewards.
+			// randomModel with no reward support: Gaussian rewards.
 			if m.Reward != RewardGaussian {
-				t.Skip("RandomModel without rewards is not Gaussian")
+				t.Skip("randomModel without rewards is not Gaussian")
 			}
 		}
-		d := SampleDataset(m, 300, 6)
+		d := sampleDataset(m, 300, 6)
 		want := m.DataLogLik(d)
 		for _, S2 := range []int{4, 6, 7} {
 			g := growModelJitter(m, S2, 1, 0)
@@ -64,8 +64,8 @@ func TestBeats(t *testing.T) {
 // TestChooseRankMatchesFit: ChooseRank alone gives the rank, table and
 // model form that Fit's automatic search gives, in either form.
 func TestChooseRankMatchesFit(t *testing.T) {
-	m := RandomModel(2, 3, 2, 4, true, []float64{0, 1}, 11)
-	d := SampleDataset(m, 800, 12)
+	m := randomModel(2, 3, 2, 4, true, []float64{0, 1}, 11)
+	d := sampleDataset(m, 800, 12)
 	for _, form := range []string{FormAuto, FormCompact} {
 		o := Options{MaxRank: 4, Restarts: 2, Seed: 3, Tol: 1e-5, Form: form}
 		rc, err := ChooseRank(context.Background(), d, o)
@@ -115,7 +115,7 @@ func TestRankSearchGrowsPastEight(t *testing.T) {
 // the next state with probability 0.9 (to any with 0.1), one action and
 // reward 0: no model of fewer than S states fits its episodes.
 func cyclicModel(S int) *Model {
-	m := RandomModel(S, S, 1, 4, true, []float64{0}, 3)
+	m := randomModel(S, S, 1, 4, true, []float64{0}, 3)
 	for s := 0; s < S; s++ {
 		m.Init[s] = 1.0 / float64(S)
 		for o := 0; o < S; o++ {
@@ -143,7 +143,7 @@ func cyclicModel(S int) *Model {
 // returns the chosen rank, its model and the rank rows.
 func searchCyclic(t *testing.T, S, maxRank int) (int, *Model, *Result) {
 	t.Helper()
-	d := SampleDataset(cyclicModel(S), 2000, 4)
+	d := sampleDataset(cyclicModel(S), 2000, 4)
 	res := &Result{}
 	o, err := Options{MaxRank: maxRank, Restarts: 2, Seed: 1, MaxIter: 100}.withDefaults()
 	if err != nil {
@@ -202,7 +202,7 @@ func TestRankSampleSize(t *testing.T) {
 // and starts stop early. Before rankTol the search used max(Tol,
 // rankSearchTol) and stopped early either way.
 func TestRankSearchHonoursTol(t *testing.T) {
-	d := SampleDataset(cyclicModel(3), 1000, 4)
+	d := sampleDataset(cyclicModel(3), 1000, 4)
 	ranTo := func(tol float64) (full, starts int) {
 		rc, err := ChooseRank(context.Background(), d, Options{MaxRank: 2, Restarts: 2, Seed: 1, MaxIter: 40, Tol: tol})
 		if err != nil {

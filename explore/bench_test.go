@@ -5,7 +5,7 @@ import (
 	"math"
 	"testing"
 
-	"github.com/psrlcb/psrlcb/estimate"
+	"github.com/psrlcb/psrlcb/estimate/estimatetest"
 	"github.com/psrlcb/psrlcb/pessimism"
 	"github.com/psrlcb/psrlcb/split"
 )
@@ -14,12 +14,12 @@ import (
 // |O| = 3, |A| = 4, H = 5 (Σ_h |O|^h|A|^{h−1} = 7.8·10⁴ decision nodes).
 func BenchmarkPlanBonus(b *testing.B) {
 	const S, O, A, H = 4, 3, 4, 5
-	m := estimate.RandomModel(S, O, A, H, false, []float64{0, 1}, 1)
+	m := estimatetest.RandomModel(S, O, A, H, false, []float64{0, 1}, 1)
 	m.ObsVocab = []string{"o0", "o1", "o2"}
 	m.ActVocab = []string{"a0", "a1", "a2", "a3"}
 	m.TestLength = 1
 	m.Prepare()
-	d := estimate.SampleDataset(m, 500, 2)
+	d := estimatetest.SampleDataset(m, 500, 2)
 	splits, err := split.Split(d.NumEpisodes(), H, 1)
 	if err != nil {
 		b.Fatal(err)

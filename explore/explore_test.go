@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/psrlcb/psrlcb/estimate"
+	"github.com/psrlcb/psrlcb/estimate/estimatetest"
 	"github.com/psrlcb/psrlcb/pomdp"
 )
 
@@ -67,7 +68,7 @@ func parseTiny(t *testing.T) *pomdp.POMDP {
 func randomModelFor(p *pomdp.POMDP, S, H int, seed uint64) *estimate.Model {
 	names := append(slices.Clone(p.Observations), pomdp.InitSymbol)
 	sort.Strings(names)
-	m := estimate.RandomModel(S, len(names), p.NumActions(), H, false, []float64{0, 1}, seed)
+	m := estimatetest.RandomModel(S, len(names), p.NumActions(), H, false, []float64{0, 1}, seed)
 	m.ObsVocab = names
 	m.ActVocab = slices.Clone(p.Actions)
 	m.TestLength = 1

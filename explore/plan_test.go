@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/psrlcb/psrlcb/estimate"
+	"github.com/psrlcb/psrlcb/estimate/estimatetest"
 	"github.com/psrlcb/psrlcb/ingest"
 	"github.com/psrlcb/psrlcb/pessimism"
 	"github.com/psrlcb/psrlcb/policy"
@@ -17,12 +18,12 @@ import (
 // a bonus built on a random even split.
 func bonusFixture(t *testing.T, H int, alpha float64) (*estimate.Model, *ingest.Dataset, *pessimism.Bonus) {
 	t.Helper()
-	m := estimate.RandomModel(2, 2, 3, H, false, []float64{0, 1}, 3)
+	m := estimatetest.RandomModel(2, 2, 3, H, false, []float64{0, 1}, 3)
 	m.ObsVocab = []string{"o0", "o1"}
 	m.ActVocab = []string{"a0", "a1", "a2"}
 	m.TestLength = 1
 	m.Prepare()
-	d := estimate.SampleDataset(m, 30, 5)
+	d := estimatetest.SampleDataset(m, 30, 5)
 	splits, err := split.Split(d.NumEpisodes(), H, 1)
 	if err != nil {
 		t.Fatal(err)

@@ -264,19 +264,12 @@ func radixSort(keys []uint64, idx []int32, tmpK []uint64, tmpI []int32, maxKey u
 	}
 }
 
-// quantiles returns, for each q, the order statistic of rank
-// floor(q·(n−1)) of vals (NaN when vals is empty), by streamQuantiles over
-// vals as one segment.
-func quantiles(vals []float64, qs []float64) []float64 {
-	return streamQuantiles(len(vals), func(visit func([]float64)) { visit(vals) }, qs)
-}
-
 // fewDistinct is the most distinct values fewQuantiles tracks. Logged
 // propensities usually take a handful of values (ε-greedy, uniform,
 // discretised scores); 64 keeps each lookup a six-step binary search.
 const fewDistinct = 64
 
-// fewQuantiles returns the quantiles qs (as quantiles does) of the n
+// fewQuantiles returns the quantiles qs (as streamQuantiles does) of the n
 // positive values that visit passes, in one pass that counts each distinct
 // value, when there are at most max of them; ok is false otherwise (or
 // for a value that is not positive), and the caller falls back to

@@ -188,3 +188,10 @@ func TestReturnRange(t *testing.T) {
 		t.Errorf("empty: %v, %v", lo, hi)
 	}
 }
+
+// quantiles returns, for each q, the order statistic of rank
+// floor(q·(n−1)) of vals (NaN when vals is empty), by streamQuantiles over
+// vals as one segment.
+func quantiles(vals []float64, qs []float64) []float64 {
+	return streamQuantiles(len(vals), func(visit func([]float64)) { visit(vals) }, qs)
+}

@@ -119,7 +119,11 @@ func (v *valuer) exact(n node) (stats, error) {
 		}
 		m.Predict(n.h, n.b, a, pred)
 		if v.bonus != nil {
-			v.fz().Feature(n.h, pred, a, feat)
+			fz, err := v.fz()
+			if err != nil {
+				return stats{}, err
+			}
+			fz.Feature(n.h, pred, a, feat)
 			sum += v.bonus.StepNorm2(n.h, feat)
 		}
 		var bon float64
@@ -206,7 +210,11 @@ func (v *valuer) rollout(n node, rng *rand.Rand) (first int, ret, bon float64, e
 		}
 		m.Predict(h, b, a, pred)
 		if v.bonus != nil {
-			v.fz().Feature(h, pred, a, feat)
+			fz, err := v.fz()
+			if err != nil {
+				return 0, 0, 0, err
+			}
+			fz.Feature(h, pred, a, feat)
 			sum += v.bonus.StepNorm2(h, feat)
 		}
 		m.Correct(h, pred, a, o, next)
@@ -227,8 +235,9 @@ func (v *valuer) rollout(n node, rng *rand.Rand) (first int, ret, bon float64, e
 }
 
 // fz is a featurizer for the bonus; one per call is cheap next to a
-// look-ahead (the model caches its bases).
-func (v *valuer) fz() *estimate.Featurizer { return estimate.NewFeaturizer(v.m) }
+// look-ahead (the model caches its bases). The error is
+// estimate.NewFeaturizer's.
+func (v *valuer) fz() (*estimate.Featurizer, error) { return estimate.NewFeaturizer(v.m) }
 
 func (v *valuer) featureBuf(h int) []float64 {
 	if v.bonus == nil {

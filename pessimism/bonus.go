@@ -73,9 +73,10 @@ type Bonus struct {
 	Root float64
 
 	m     *estimate.Model
-	inv   [][]float64         // explicit U_h⁻¹, row-major, for d_h ≤ explicitMaxDim
-	upper []blas64.Triangular // Cholesky factor R of U_h = RᵀR otherwise
-	u     []*mat.SymDense     // U_h itself, kept for tests and reports
+	fz    *estimate.Featurizer // the model's, checked when built; each walker clones it
+	inv   [][]float64          // explicit U_h⁻¹, row-major, for d_h ≤ explicitMaxDim
+	upper []blas64.Triangular  // Cholesky factor R of U_h = RᵀR otherwise
+	u     []*mat.SymDense      // U_h itself, kept for tests and reports
 }
 
 // Model is the model whose features the bonus measures.
@@ -188,7 +189,7 @@ func newWalker(b *Bonus) *walker {
 	for _, x := range b.Dims {
 		d = max(d, x)
 	}
-	return &walker{b: b, m: m, fz: estimate.NewFeaturizer(m), bel: make([]float64, m.States),
+	return &walker{b: b, m: m, fz: b.fz.Clone(), bel: make([]float64, m.States),
 		pred: make([]float64, m.States), fe: make([]float64, d), scratch: make([]float64, b.ScratchLen())}
 }
 

@@ -27,7 +27,10 @@ func TestFeaturizerMatchesModel(t *testing.T) {
 	} {
 		rng := rand.New(rand.NewPCG(1, uint64(sp.TestLength)))
 		m := pessimismtest.RandomModel(rng, sp)
-		fz := estimate.NewFeaturizer(m)
+		fz, err := estimate.NewFeaturizer(m)
+		if err != nil {
+			t.Fatal(err)
+		}
 		for h := 0; h < m.Horizon; h++ {
 			pred := make([]float64, m.States)
 			for s := range pred {
@@ -36,7 +39,9 @@ func TestFeaturizerMatchesModel(t *testing.T) {
 			a := rng.IntN(m.NumActions)
 			want := make([]float64, m.FeatureDim(h))
 			got := make([]float64, m.FeatureDim(h))
-			m.FeatureFromPred(h, pred, a, want)
+			if err := m.FeatureFromPred(h, pred, a, want); err != nil {
+				t.Fatal(err)
+			}
 			fz.Feature(h, pred, a, got)
 			for i := range want {
 				if math.Abs(got[i]-want[i]) > 1e-15 {
@@ -66,7 +71,9 @@ func reference(t *testing.T, m *estimate.Model, d *ingest.Dataset, splits [][]in
 			for j := 0; j < h; j++ {
 				o[j], a[j] = int(d.Obs[k*H+j]), int(d.Act[k*H+j])
 			}
-			m.Feature(o, a, f)
+			if err := m.Feature(o, a, f); err != nil {
+				t.Fatal(err)
+			}
 			v := mat.NewVecDense(dim, f)
 			u.RankOne(u, 1, v, v)
 		}
@@ -74,7 +81,9 @@ func reference(t *testing.T, m *estimate.Model, d *ingest.Dataset, splits [][]in
 		if err := inv.Inverse(u); err != nil {
 			t.Fatal(err)
 		}
-		m.Feature(obs[:h], act[:h], f)
+		if err := m.Feature(obs[:h], act[:h], f); err != nil {
+			t.Fatal(err)
+		}
 		v := mat.NewVecDense(dim, f)
 		out[h] = mat.Inner(v, &inv, v)
 	}

@@ -27,8 +27,12 @@ func Build(ctx context.Context, m *estimate.Model, d *ingest.Dataset, splits [][
 	if err := checkInputs(m, d, splits); err != nil {
 		return nil, err
 	}
+	fz, err := estimate.NewFeaturizer(m)
+	if err != nil {
+		return nil, err
+	}
 	H := m.Horizon
-	b := &Bonus{Alpha: DefaultAlpha, Lambda: lambda, Horizon: H, m: m,
+	b := &Bonus{Alpha: DefaultAlpha, Lambda: lambda, Horizon: H, m: m, fz: fz,
 		Dims: make([]int, H), Counts: make([]int, H),
 		inv: make([][]float64, H), upper: make([]blas64.Triangular, H), u: make([]*mat.SymDense, H)}
 	for h := 0; h < H; h++ {
@@ -58,7 +62,6 @@ func Build(ctx context.Context, m *estimate.Model, d *ingest.Dataset, splits [][
 			return nil, err
 		}
 	}
-	fz := estimate.NewFeaturizer(m)
 	f0 := make([]float64, b.Dims[0])
 	fz.Feature(0, m.Init, 0, f0)
 	b.Root = b.StepNorm2(0, f0)
@@ -85,7 +88,11 @@ func PartialUSums(m *estimate.Model, d *ingest.Dataset, eps [][]int) ([][]float6
 	if err := checkInputs(m, d, eps); err != nil {
 		return nil, err
 	}
-	b := &Bonus{Horizon: H, m: m, Dims: make([]int, H), inv: make([][]float64, H)}
+	fz, err := estimate.NewFeaturizer(m)
+	if err != nil {
+		return nil, err
+	}
+	b := &Bonus{Horizon: H, m: m, fz: fz, Dims: make([]int, H), inv: make([][]float64, H)}
 	for h := range H {
 		b.Dims[h] = m.FeatureDim(h)
 	}

@@ -300,9 +300,13 @@ type beliefPlanner struct {
 	backups int64
 }
 
-func newBeliefPlanner(m *estimate.Model, bonus *pessimism.Bonus, points, workers int) *beliefPlanner {
-	bp := &beliefPlanner{planner: newPlanner(m, bonus), points: points, workers: workers}
-	bp.tab = stepTablesOf(m, bonus)
+func newBeliefPlanner(m *estimate.Model, bonus *pessimism.Bonus, points, workers int) (*beliefPlanner, error) {
+	fz, err := estimate.NewFeaturizer(m)
+	if err != nil {
+		return nil, err
+	}
+	bp := &beliefPlanner{planner: newPlanner(m, bonus, fz), points: points, workers: workers}
+	bp.tab = stepTablesOf(m, bonus, fz.Clone())
 	if oix := obsIndexes(m); oix != nil {
 		for h := 1; h < len(bp.tab); h++ {
 			for a := range bp.tab[h] {
@@ -310,17 +314,16 @@ func newBeliefPlanner(m *estimate.Model, bonus *pessimism.Bonus, points, workers
 			}
 		}
 	}
-	return bp
+	return bp, nil
 }
 
 // stepTablesOf computes, per step and action, the reward vector and the
 // quadratic form of the bonus term: ψ̄̂(τ_h) = F·pred is linear in the
 // predicted state pred = Tᵀb (DESIGN.md section 4 "policy"), so
-// ‖ψ̄̂‖²_{U_h⁻¹} = bᵀ T (FᵀU_h⁻¹F) Tᵀ b.
-func stepTablesOf(m *estimate.Model, bonus *pessimism.Bonus) [][]stepTables {
+// ‖ψ̄̂‖²_{U_h⁻¹} = bᵀ T (FᵀU_h⁻¹F) Tᵀ b. fz is the model's Featurizer.
+func stepTablesOf(m *estimate.Model, bonus *pessimism.Bonus, fz *estimate.Featurizer) [][]stepTables {
 	H, S, A := m.Horizon, m.States, m.NumActions
 	shift, scale := m.RewardScale()
-	fz := estimate.NewFeaturizer(m)
 	unit := make([]float64, S)
 	tab := make([][]stepTables, H+1)
 	Q := make([]float64, S*S)

@@ -76,11 +76,17 @@ func beliefPlan(ctx context.Context, m *estimate.Model, bonus *pessimism.Bonus, 
 	if points < 0 || rows < 0 {
 		return nil, fmt.Errorf("%w: belief points %d, row budget %d", ErrOptions, points, rows)
 	}
-	bp := newBeliefPlanner(m, bonus, points, workers)
+	bp, err := newBeliefPlanner(m, bonus, points, workers)
+	if err != nil {
+		return nil, err
+	}
 	if err := bp.buildPoints(ctx); err != nil {
 		return nil, err
 	}
-	ft := newFallbackTables(m, bonus)
+	ft, err := newFallbackTables(m, bonus)
+	if err != nil {
+		return nil, err
+	}
 	alpha := bonus.Alpha
 	x0 := 0.0
 	if alpha > 0 {

@@ -96,7 +96,11 @@ func ValueUnder(ctx context.Context, m *estimate.Model, b *pessimism.Bonus, pol 
 	if math.Pow(float64(m.NumObs), float64(H)) <= float64(maxLeaves) {
 		return exactRollout(m, b, pol)
 	}
-	e := &evaluator{m: m, b: b, pol: pol, c: newCodes(m), fz: estimate.NewFeaturizer(m)}
+	fz, err := estimate.NewFeaturizer(m)
+	if err != nil {
+		return nil, err
+	}
+	e := &evaluator{m: m, b: b, pol: pol, c: newCodes(m), fz: fz}
 	e.shift, e.scale = m.RewardScale()
 	S := m.States
 	bel, next := make([]float64, S), make([]float64, S)
@@ -242,7 +246,10 @@ func draw(rng *rand.Rand, p []float64) int {
 // exactRollout enumerates the trajectories of pol under m (the walk of
 // ModelValue, keeping every leaf).
 func exactRollout(m *estimate.Model, b *pessimism.Bonus, pol *Policy) (*Rollout, error) {
-	e := newEvaluator(m, b, pol)
+	e, err := newEvaluator(m, b, pol)
+	if err != nil {
+		return nil, err
+	}
 	H := m.Horizon
 	r := &Rollout{Exact: true}
 	var walk func(h, o int, st Cursor, sum, prob float64) (float64, error)

@@ -37,7 +37,10 @@ func ModelValue(m *estimate.Model, b *pessimism.Bonus, pol *Policy) (Value, erro
 	if err := checkPlan(m, b); err != nil {
 		return Value{}, err
 	}
-	e := newEvaluator(m, b, pol)
+	e, err := newEvaluator(m, b, pol)
+	if err != nil {
+		return Value{}, err
+	}
 	first := make([]float64, m.NumObs)
 	m.FirstObsProbs(first)
 	var v Value
@@ -106,9 +109,14 @@ func (e *evaluator) walk(h, o int, st Cursor, sum float64) (float64, float64, er
 }
 
 // newEvaluator prepares the walk of pol's trajectories under m, with a
-// belief, prediction and observation-probability buffer per step.
-func newEvaluator(m *estimate.Model, b *pessimism.Bonus, pol *Policy) *evaluator {
-	e := &evaluator{m: m, b: b, pol: pol, c: newCodes(m), fz: estimate.NewFeaturizer(m)}
+// belief, prediction and observation-probability buffer per step; the
+// error is estimate.NewFeaturizer's.
+func newEvaluator(m *estimate.Model, b *pessimism.Bonus, pol *Policy) (*evaluator, error) {
+	fz, err := estimate.NewFeaturizer(m)
+	if err != nil {
+		return nil, err
+	}
+	e := &evaluator{m: m, b: b, pol: pol, c: newCodes(m), fz: fz}
 	e.shift, e.scale = m.RewardScale()
 	H, S := m.Horizon, m.States
 	e.bel = make([][]float64, H+2)
@@ -119,5 +127,5 @@ func newEvaluator(m *estimate.Model, b *pessimism.Bonus, pol *Policy) *evaluator
 		e.pred[h] = make([]float64, S)
 		e.probs[h] = make([]float64, m.NumObs)
 	}
-	return e
+	return e, nil
 }

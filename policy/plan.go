@@ -211,7 +211,11 @@ func Plan(ctx context.Context, m *estimate.Model, bonus *pessimism.Bonus, opts P
 		return nil, nil, fmt.Errorf("%w: budget %d", ErrOptions, budget)
 	}
 	workers := parallel.Workers(opts.Workers)
-	proto := newPlanner(m, bonus)
+	fz, err := estimate.NewFeaturizer(m)
+	if err != nil {
+		return nil, nil, err
+	}
+	proto := newPlanner(m, bonus, fz)
 	if !proto.oneStep {
 		proto.oix = obsIndexes(m)
 	}
@@ -259,7 +263,9 @@ func Plan(ctx context.Context, m *estimate.Model, bonus *pessimism.Bonus, opts P
 	}
 	proto.frontier = frontier
 	if !st.Exact {
-		proto.fbt = newFallbackTables(m, bonus)
+		if proto.fbt, err = newFallbackTables(m, bonus); err != nil {
+			return nil, nil, err
+		}
 		search := opts.SearchBudget
 		if search <= 0 {
 			search = min(budget, DefaultSearchBudget)
@@ -286,7 +292,7 @@ func Plan(ctx context.Context, m *estimate.Model, bonus *pessimism.Bonus, opts P
 
 	// Pass 2: search the subtrees in parallel.
 	newP := func() *planner {
-		p := newPlanner(m, bonus)
+		p := newPlanner(m, bonus, proto.fz.Clone())
 		p.eps, p.fbt, p.bonusObj, p.oix = proto.eps, proto.fbt, proto.bonusObj, proto.oix
 		return p
 	}
@@ -407,7 +413,7 @@ func chooseEpsilon(O, A, H int, budget int64) float64 {
 func (p *planner) searchEpsilon(ctx context.Context, budget int64, workers int) (float64, error) {
 	pool := make([]*planner, max(workers, 1))
 	for i := range pool {
-		pool[i] = newPlanner(p.m, p.bonus)
+		pool[i] = newPlanner(p.m, p.bonus, p.fz.Clone())
 		pool[i].oix = p.oix
 	}
 	eps := chooseEpsilon(p.O, p.A, p.H, budget)

@@ -114,9 +114,10 @@ func endActions(m *estimate.Model) (endObs int, normal, end []int) {
 	return endObs, normal, end
 }
 
-func newPlanner(m *estimate.Model, bonus *pessimism.Bonus) *planner {
+// newPlanner returns a planner that computes features with fz, its own.
+func newPlanner(m *estimate.Model, bonus *pessimism.Bonus, fz *estimate.Featurizer) *planner {
 	H, S, O, A := m.Horizon, m.States, m.NumObs, m.NumActions
-	p := &planner{m: m, bonus: bonus, fz: estimate.NewFeaturizer(m), H: H, S: S, O: O, A: A,
+	p := &planner{m: m, bonus: bonus, fz: fz, H: H, S: S, O: O, A: A,
 		oneStep: m.TestLength <= 1 && (m.Horizon < 2 || m.FeatureIsTests(1)), endObs: -1, scratch: make([]float64, bonus.ScratchLen())}
 	p.shift, p.scale = m.RewardScale()
 	p.emax = maxEmission(m)
@@ -501,10 +502,13 @@ type fallbackTables struct {
 	vmax [][]float64
 }
 
-func newFallbackTables(m *estimate.Model, bonus *pessimism.Bonus) *fallbackTables {
+func newFallbackTables(m *estimate.Model, bonus *pessimism.Bonus) (*fallbackTables, error) {
 	H, S, A := m.Horizon, m.States, m.NumActions
 	shift, scale := m.RewardScale()
-	fz := estimate.NewFeaturizer(m)
+	fz, err := estimate.NewFeaturizer(m)
+	if err != nil {
+		return nil, err
+	}
 	ft := &fallbackTables{A: A, S: S,
 		w: make([][]float64, (H+2)*A), k: make([][]float64, (H+2)*A), u: make([][]float64, (H+2)*A),
 		lmax: make([]float64, (H+2)*A), vmax: make([][]float64, H+2)}
@@ -605,7 +609,7 @@ func newFallbackTables(m *estimate.Model, bonus *pessimism.Bonus) *fallbackTable
 			ft.lmax[i] = dmax + ft.lmax[n]
 		}
 	}
-	return ft
+	return ft, nil
 }
 
 // standIn adds the stand-in of the pruned node (τ_h, o_{h+1} = o2) of

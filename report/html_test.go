@@ -3,6 +3,7 @@ package report
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
@@ -190,4 +191,9 @@ func TestPageSizeIndependentOfEpisodes(t *testing.T) {
 	if strings.Contains(string(b), "Liberation Serif") {
 		t.Error("plot text is serif")
 	}
+}
+
+// summarize is summarizeInPlace of a copy of v.
+func summarize(v []float64) StepQuantiles {
+	return summarizeInPlace(slices.Clone(v))
 }

@@ -4,7 +4,7 @@ import (
 	"math"
 	"testing"
 
-	"github.com/psrlcb/psrlcb/estimate"
+	"github.com/psrlcb/psrlcb/estimate/estimatetest"
 	"github.com/psrlcb/psrlcb/ingest"
 )
 
@@ -12,7 +12,7 @@ import (
 // "other" row (symbol, count) after the model's rows, every column of the
 // same length; the metadata names the model form.
 func TestModelTableMerged(t *testing.T) {
-	m := estimate.RandomModel(2, 3, 2, 2, true, []float64{0, 1}, 1)
+	m := estimatetest.RandomModel(2, 3, 2, 2, true, []float64{0, 1}, 1)
 	merged := []ingest.MergedSymbol{{Symbol: "x", Count: 7}, {Symbol: "y", Count: 3}}
 	tab := ModelRows{Model: m, Merged: merged}.Table()
 	col := func(name string) Column {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/psrlcb/psrlcb/arrowio"
 	"github.com/psrlcb/psrlcb/estimate"
+	"github.com/psrlcb/psrlcb/estimate/estimatetest"
 	"github.com/psrlcb/psrlcb/ingest"
 	"github.com/psrlcb/psrlcb/pessimism/pessimismtest"
 )
@@ -77,7 +78,7 @@ func TestReadModelErrors(t *testing.T) {
 // of more rows than one batch) reads back as the whole table, row for
 // row, and batches of any size concatenate to it.
 func TestModelWrittenInBatches(t *testing.T) {
-	m := estimate.RandomModel(20, 20, 4, 3, true, []float64{0, 1}, 9)
+	m := estimatetest.RandomModel(20, 20, 4, 3, true, []float64{0, 1}, 9)
 	rows := ModelRows{Model: m, Merged: []ingest.MergedSymbol{{Symbol: "rare", Count: 3}}}
 	whole := rows.Table()
 	if whole.Rows() <= modelBatchRows {

@@ -6,7 +6,6 @@ import (
 	"html/template"
 	"image/color"
 	"math"
-	"slices"
 	"sort"
 	"strings"
 
@@ -261,11 +260,7 @@ func quantile(v []float64, p float64) float64 {
 	return v[i] + (x-float64(i))*(v[i+1]-v[i])
 }
 
-func summarize(v []float64) StepQuantiles {
-	return summarizeInPlace(slices.Clone(v))
-}
-
-// summarizeInPlace is summarize of s, sorting s.
+// summarizeInPlace returns the StepQuantiles of s, sorting s.
 func summarizeInPlace(s []float64) StepQuantiles {
 	sort.Float64s(s)
 	if len(s) == 0 {

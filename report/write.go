@@ -244,10 +244,8 @@ func ReadManifest(dir string) (*Manifest, error) {
 	return &m, nil
 }
 
-// HashFile returns the size and SHA-256 of a file.
-func HashFile(path string) (InputFile, error) { return hashFile(context.Background(), path) }
-
-// hashFile is HashFile that stops when ctx is cancelled.
+// hashFile returns the size and SHA-256 of a file; it stops when ctx is
+// cancelled.
 func hashFile(ctx context.Context, path string) (InputFile, error) {
 	f, err := os.Open(path)
 	if err != nil {

@@ -2,7 +2,7 @@
 // number of episodes K as Apache Beam pipelines (Go SDK), so that logs
 // larger than one machine can be fitted on Flink, Spark or Dataflow, or
 // locally on Beam's in-process Prism runner. The driver — the process that
-// calls report.Fit — keeps everything model-sized: the M-step, the SQUAREM
+// calls pipeline.Run — keeps everything model-sized: the M-step, the SQUAREM
 // extrapolation, the restarts and the rank choice of estimate.Fit
 // (Huang, Liang, Yang, arXiv:2307.00405, Section 5: the MLE oracle of
 // PSR-LCB, Algorithm 2), and the later stages.

@@ -10,6 +10,7 @@ import (
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/psrlcb/psrlcb/estimate"
+	"github.com/psrlcb/psrlcb/estimate/estimatetest"
 	"github.com/psrlcb/psrlcb/pessimism"
 )
 
@@ -22,8 +23,8 @@ func TestMain(m *testing.M) {
 // TestPrismFitMatchesLocal: estimate.Fit with every E-step pass run as a
 // Beam pipeline on Prism ends at the locally fitted model within 1e-9.
 func TestPrismFitMatchesLocal(t *testing.T) {
-	truth := estimate.RandomModel(2, 3, 2, 4, true, []float64{0, 1}, 5)
-	d := estimate.SampleDataset(truth, 300, 6)
+	truth := estimatetest.RandomModel(2, 3, 2, 4, true, []float64{0, 1}, 5)
+	d := estimatetest.SampleDataset(truth, 300, 6)
 	o := estimate.Options{Rank: 2, Restarts: 1, MaxIter: 12, Seed: 1}
 	want, err := estimate.Fit(context.Background(), d, o)
 	if err != nil {
@@ -48,8 +49,8 @@ func TestPrismFitMatchesLocal(t *testing.T) {
 // TestPrismEStepBadData: episodes a model cannot score fail the pass with
 // the E-step's message (episode and step), not a panic or a hang.
 func TestPrismEStepBadData(t *testing.T) {
-	m := estimate.RandomModel(2, 3, 2, 3, true, []float64{0, 1}, 5)
-	d := estimate.SampleDataset(m, 20, 6)
+	m := estimatetest.RandomModel(2, 3, 2, 3, true, []float64{0, 1}, 5)
+	d := estimatetest.SampleDataset(m, 20, 6)
 	d.Obs[3*3+1] = 7 // episode 3, step 2: no observation 7 in the model
 	r := &Runner{Name: "prism", ShardEpisodes: 8}
 	defer r.Close(context.Background())
@@ -64,8 +65,8 @@ func TestPrismEStepBadData(t *testing.T) {
 // across shards) equals the bonus built in process: the root term and
 // every episode's bonus within 1e-12.
 func TestPrismUSumsMatchLocal(t *testing.T) {
-	m := estimate.RandomModel(2, 3, 2, 4, true, []float64{0, 1}, 5)
-	d := estimate.SampleDataset(m, 300, 6)
+	m := estimatetest.RandomModel(2, 3, 2, 4, true, []float64{0, 1}, 5)
+	d := estimatetest.SampleDataset(m, 300, 6)
 	splits := make([][]int, 4)
 	for k := range 300 {
 		splits[(k*7)%4] = append(splits[(k*7)%4], k)
@@ -103,8 +104,8 @@ func TestPrismUSumsMatchLocal(t *testing.T) {
 // Beam pipeline on Prism are the local ones, bit for bit (each episode is
 // scored alone by the same code).
 func TestPrismScoresMatchLocal(t *testing.T) {
-	m := estimate.RandomModel(2, 3, 2, 4, true, []float64{0, 1}, 5)
-	d := estimate.SampleDataset(m, 300, 6)
+	m := estimatetest.RandomModel(2, 3, 2, 4, true, []float64{0, 1}, 5)
+	d := estimatetest.SampleDataset(m, 300, 6)
 	wantO, wantR, err := estimate.ScoreEpisodes(context.Background(), m, d, 2)
 	if err != nil {
 		t.Fatal(err)

@@ -464,5 +464,3 @@ func lcbPlot(rows []Row, path string) error {
 func writeArrow(path string, rows []Row, meta map[string]string) error {
 	return arrowio.WriteArrow(path, table(rows, meta))
 }
-
-func readArrowTable(path string) (arrowio.Table, error) { return arrowio.ReadArrow(path) }

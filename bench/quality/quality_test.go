@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/psrlcb/psrlcb/arrowio"
 )
 
 // sharedPomdp is ../shared/pomdp relative to the repository root (the test
@@ -94,7 +96,7 @@ func TestArrowRoundTrip(t *testing.T) {
 	if err := writeArrow(path, rows, map[string]string{"study": "test"}); err != nil {
 		t.Fatal(err)
 	}
-	tab, err := readArrowTable(path)
+	tab, err := arrowio.ReadArrow(path)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,7 +6,7 @@
 // For each family, each problem drawn from the seed, each horizon H, each
 // behaviour policy (uniform, myopic:0.1) and each K, it simulates logs,
 // runs the PSR-LCB pipeline of Huang, Liang, Yang (arXiv:2307.00405,
-// Algorithm 2, Section 5; report.Fit with α chosen automatically), plans
+// Algorithm 2, Section 5; pipeline.Fit with α chosen automatically), plans
 // the same fitted model θ̂ with α = 0 (greedy), runs the tabular LCB
 // (baseline.TabularLCB), and values every policy exactly under the true
 // model (pomdp.EvaluatePolicy). It records the normalized regret

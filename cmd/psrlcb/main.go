@@ -24,14 +24,15 @@ import (
 	"github.com/urfave/cli/v2"
 )
 
-// Exit codes, documented in `psrlcb --help`.
+// Exit codes, documented in `psrlcb --help`: errkind's, which psrlcb-beam
+// shares.
 const (
-	exitOK          = 0
-	exitInternal    = 1 // a bug: please report it
-	exitUsage       = 2 // bad flags or arguments
-	exitData        = 3 // the input data is invalid
-	exitIO          = 4 // a file could not be read or written
-	exitInterrupted = 130
+	exitOK          = errkind.ExitOK
+	exitInternal    = errkind.ExitInternal // a bug: please report it
+	exitUsage       = errkind.ExitUsage    // bad flags or arguments
+	exitData        = errkind.ExitData     // the input data is invalid
+	exitIO          = errkind.ExitIO       // a file could not be read or written
+	exitInterrupted = errkind.ExitInterrupted
 )
 
 const exitCodesHelp = `EXIT CODES:
@@ -111,9 +112,8 @@ func main() {
 // (the logs' codes, the policy table of up to 10⁷ rows) and its stages
 // allocate little per unit of work, so collecting when the heap has
 // grown by a quarter rather than doubled costs little CPU and keeps the
-// peak near the live data: on bench/fit.sh --defaults (1M × 10) it cut
-// the peak RSS from 2434 to 1837 MiB at the same CPU time (292 against
-// 295 s; docs/validation.md, "Time budget").
+// peak near the live data (docs/validation.md, "Time budget", has the
+// peak RSS and CPU time measured with and without it).
 const defaultGCPercent = 25
 
 // gcPercent returns the GC percent to set for the environment's GOGC
@@ -246,32 +246,16 @@ func usagef(format string, args ...any) error {
 	return usageError{fmt.Errorf(format, args...)}
 }
 
+// exitCode maps err to the exit code: a recovered panic is internal even
+// when the run was interrupted; otherwise errkind.ExitCode, with the usage
+// errors of the command line as usage.
 func exitCode(ctx context.Context, err error) int {
-	if err == nil {
-		return exitOK
-	}
 	var ie internalError
 	if errors.As(err, &ie) {
 		return exitInternal
 	}
-	if errors.Is(err, context.Canceled) || ctx.Err() != nil {
-		return exitInterrupted
-	}
-	var ue usageError
-	if errors.As(err, &ue) {
-		return exitUsage
-	}
-	switch errkind.Of(err) {
-	case errkind.Data:
-		return exitData
-	case errkind.Options:
-		return exitUsage
-	case errkind.IO:
-		return exitIO
-	}
-	var pe *os.PathError
-	if errors.As(err, &pe) {
-		return exitIO
-	}
-	return exitInternal
+	return errkind.ExitCode(ctx, err, func(err error) (int, bool) {
+		var ue usageError
+		return exitUsage, errors.As(err, &ue)
+	})
 }

@@ -149,8 +149,10 @@ func reachable(endpoint string, timeout time.Duration) error {
 	return conn.Close()
 }
 
-// runFit is fit: ingest, the pipeline of report.Fit with the E-step passes
-// on the chosen runner, then the output directory, written atomically.
+// runFit is fit: pipeline.Run (ingest through the policy and the report)
+// with the ingest, the E-step passes, the U_h sums and the episode scores
+// on the chosen runner (fitLogs), then the output directory, written
+// atomically.
 func runFit(ctx context.Context, c *fitConfig, args []string, stdout, stderr io.Writer) error {
 	if *c.out == "" {
 		return usagef("fit: --out DIR is required")

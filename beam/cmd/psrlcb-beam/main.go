@@ -30,13 +30,14 @@ import (
 	"github.com/psrlcb/psrlcb/errkind"
 )
 
+// The exit codes are psrlcb's (errkind).
 const (
-	exitOK          = 0
-	exitInternal    = 1
-	exitUsage       = 2
-	exitData        = 3
-	exitIO          = 4
-	exitInterrupted = 130
+	exitOK          = errkind.ExitOK
+	exitInternal    = errkind.ExitInternal
+	exitUsage       = errkind.ExitUsage
+	exitData        = errkind.ExitData
+	exitIO          = errkind.ExitIO
+	exitInterrupted = errkind.ExitInterrupted
 )
 
 // usageError is a mistake in the flags or arguments.
@@ -77,23 +78,18 @@ func quietBeamLogs() {
 	slog.SetDefault(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
 }
 
+// exitCode maps err to the exit code as psrlcb does (errkind.ExitCode),
+// with this command's usage errors as usage and an unreachable runner
+// endpoint or object store as I/O.
 func exitCode(ctx context.Context, err error) int {
-	var ue usageError
-	switch {
-	case err == nil:
-		return exitOK
-	case errors.Is(err, context.Canceled) || ctx.Err() != nil:
-		return exitInterrupted
-	case errors.As(err, &ue), errkind.Of(err) == errkind.Options:
-		return exitUsage
-	case errors.Is(err, errEndpoint), errors.Is(err, errRemote), errkind.Of(err) == errkind.IO:
-		return exitIO
-	case errkind.Of(err) == errkind.Data:
-		return exitData
-	}
-	var pe *os.PathError
-	if errors.As(err, &pe) {
-		return exitIO
-	}
-	return exitInternal
+	return errkind.ExitCode(ctx, err, func(err error) (int, bool) {
+		var ue usageError
+		switch {
+		case errors.As(err, &ue):
+			return exitUsage, true
+		case errors.Is(err, errEndpoint), errors.Is(err, errRemote):
+			return exitIO, true
+		}
+		return 0, false
+	})
 }

@@ -1,0 +1,146 @@
+// Package estimatetest generates data for the tests and benchmarks of
+// the estimate stage and of its users: random latent-state models whose
+// every distribution is drawn from the flat Dirichlet distribution
+// (RandomModel), and logs sampled from a model under the uniform
+// behaviour policy (SampleDataset). The same arguments give the same
+// model and dataset.
+package estimatetest
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+
+	"github.com/psrlcb/psrlcb/estimate"
+	"github.com/psrlcb/psrlcb/ingest"
+	"github.com/psrlcb/psrlcb/internal/categorical"
+)
+
+// symbolNames returns n names "<prefix>0".."<prefix>n−1", zero-padded so
+// that bytewise order equals numeric order (ingest vocabularies are
+// sorted).
+func symbolNames(prefix string, n int) []string {
+	w := len(fmt.Sprint(n - 1))
+	out := make([]string, n)
+	for i := range out {
+		out[i] = fmt.Sprintf("%s%0*d", prefix, w, i)
+	}
+	return out
+}
+
+func dirichlet1(rng *rand.Rand, p []float64) {
+	z := 0.0
+	for i := range p {
+		p[i] = rng.ExpFloat64()
+		z += p[i]
+	}
+	for i := range p {
+		p[i] /= z
+	}
+}
+
+// RandomModel returns a model with S states, O observations, A actions and
+// horizon H whose every distribution is drawn from the flat Dirichlet
+// distribution. With rewardValues the reward is categorical over them
+// (they must be sorted and distinct); with nil it is Gaussian with means
+// uniform in [0,1) and standard deviations uniform in [0.05, 0.25). The
+// model is prepared.
+func RandomModel(S, O, A, H int, stationary bool, rewardValues []float64, seed uint64) *estimate.Model {
+	rng := rand.New(rand.NewPCG(seed, 0x5eed))
+	m := &estimate.Model{States: S, NumObs: O, NumActions: A, Horizon: H, Stationary: stationary,
+		ObsVocab: symbolNames("o", O), ActVocab: symbolNames("a", A), TestLength: 1}
+	nt := H
+	if stationary {
+		nt = 1
+	}
+	m.Init = make([]float64, S)
+	dirichlet1(rng, m.Init)
+	m.Obs1 = make([]float64, S*O)
+	for s := 0; s < S; s++ {
+		dirichlet1(rng, m.Obs1[s*O:(s+1)*O])
+	}
+	n := S * A * S * O
+	if rewardValues != nil {
+		m.Reward = estimate.RewardCategorical
+		m.RewardValues = append([]float64(nil), rewardValues...)
+	} else {
+		m.Reward = estimate.RewardGaussian
+	}
+	for t := 0; t < nt; t++ {
+		T := make([]float64, A*S*S)
+		E := make([]float64, A*S*O)
+		for r := 0; r < A*S; r++ {
+			dirichlet1(rng, T[r*S:(r+1)*S])
+			dirichlet1(rng, E[r*O:(r+1)*O])
+		}
+		m.Trans = append(m.Trans, T)
+		m.Emit = append(m.Emit, E)
+		if rewardValues != nil {
+			V := len(rewardValues)
+			R := make([]float64, n*V)
+			for i := 0; i < n; i++ {
+				dirichlet1(rng, R[i*V:(i+1)*V])
+			}
+			m.RewardProb = append(m.RewardProb, R)
+		} else {
+			mu, vr := make([]float64, n), make([]float64, n)
+			for i := range mu {
+				mu[i] = rng.Float64()
+				sd := 0.05 + 0.2*rng.Float64()
+				vr[i] = sd * sd
+			}
+			m.RewardMean = append(m.RewardMean, mu)
+			m.RewardVar = append(m.RewardVar, vr)
+		}
+	}
+	m.Prepare()
+	return m
+}
+
+// SampleDataset draws K episodes of m.Horizon steps from m under the
+// uniform behaviour policy (every action with probability 1/|A|, logged as
+// the propensity). Vocabularies are m's when it has them, otherwise
+// "o0", "o1", … and "a0", …; episode ids are zero-padded indexes.
+func SampleDataset(m *estimate.Model, K int, seed uint64) *ingest.Dataset {
+	rng := rand.New(rand.NewPCG(seed, 0xda7a))
+	S, O, A, H := m.States, m.NumObs, m.NumActions, m.Horizon
+	d := &ingest.Dataset{Horizon: H, ObsVocab: m.ObsVocab, ActVocab: m.ActVocab}
+	if len(d.ObsVocab) != O {
+		d.ObsVocab = symbolNames("o", O)
+	}
+	if len(d.ActVocab) != A {
+		d.ActVocab = symbolNames("a", A)
+	}
+	d.EpisodeIDs = symbolNames("", K)
+	d.Length = make([]int32, K)
+	d.Obs = make([]uint16, K*H)
+	d.Act = make([]uint16, K*H)
+	d.Reward = make([]float64, K*H)
+	d.Propensity = make([]float64, K*H)
+	d.Rows = int64(K * H)
+	prop := 1 / float64(A)
+	for k := 0; k < K; k++ {
+		d.Length[k] = int32(H)
+		s := categorical.Draw(rng, m.Init)
+		o := categorical.Draw(rng, m.Obs1[s*O:(s+1)*O])
+		for i := 0; i < H; i++ {
+			h := i + 1
+			t := m.Table(h)
+			a := rng.IntN(A)
+			s2 := categorical.Draw(rng, m.Trans[t][(a*S+s)*S:(a*S+s+1)*S])
+			o2 := categorical.Draw(rng, m.EmitOf(t, a)[s2*O:(s2+1)*O])
+			ri := m.RewardIndex(s, a, s2, o2)
+			var r float64
+			if m.Reward == estimate.RewardGaussian {
+				r = m.RewardMean[t][ri] + math.Sqrt(m.RewardVar[t][ri])*rng.NormFloat64()
+			} else {
+				V := len(m.RewardValues)
+				r = m.RewardValues[categorical.Draw(rng, m.RewardProb[t][ri*V:(ri+1)*V])]
+			}
+			j := k*H + i
+			d.Obs[j], d.Act[j], d.Reward[j], d.Propensity[j] = uint16(o), uint16(a), r, prop
+			s, o = s2, o2
+		}
+	}
+	return d
+}
