@@ -33,74 +33,13 @@ func ModelReturn(ctx context.Context, m *estimate.Model, pol *Policy) (value, un
 	if pol.Horizon != 0 && pol.Horizon != m.Horizon {
 		return 0, 0, fmt.Errorf("%w: policy for horizon %d, model horizon %d", ErrModel, pol.Horizon, m.Horizon)
 	}
-	w := &returnWalker{m: m, pol: pol, c: newCodes(m)}
-	H, S := m.Horizon, m.States
-	for range H + 2 {
-		w.bel = append(w.bel, make([]float64, S))
-		w.pred = append(w.pred, make([]float64, S))
-		w.probs = append(w.probs, make([]float64, m.NumObs))
+	w, err := newHistoryWalk(m, nil, pol, false)
+	if err != nil {
+		return 0, 0, err
 	}
-	first := make([]float64, m.NumObs)
-	m.FirstObsProbs(first)
-	for o, po := range first {
-		if po == 0 {
-			continue
-		}
-		if err := ctx.Err(); err != nil {
-			return 0, 0, err
-		}
-		if _, ok := pol.Child(-1, w.c.obs[o]); !ok {
-			unmatched += po
-			continue
-		}
-		m.Prior(w.bel[1])
-		m.ObserveFirst(w.bel[1], o)
-		r, err := w.walk(1, o, *pol.NewCursor())
-		if err != nil {
-			return 0, 0, err
-		}
-		value += po * r
-	}
-	return value, unmatched, nil
-}
-
-type returnWalker struct {
-	m                *estimate.Model
-	pol              *Policy
-	c                codes
-	bel, pred, probs [][]float64
-}
-
-// walk is the expected return from step h on, given o_h = o and the belief
-// bel[h] over s_h.
-func (w *returnWalker) walk(h, o int, st Cursor) (float64, error) {
-	m := w.m
-	sym, _, ok := st.Act(w.c.obs[o])
-	if !ok {
-		return 0, fmt.Errorf("%w: the policy has no action for the first observation %q", ErrModel, w.c.obs[o])
-	}
-	a, ok := w.c.act[sym]
-	if !ok {
-		return 0, fmt.Errorf("%w: the policy's action %q at step %d is not in the model's vocabulary", ErrModel, sym, h)
-	}
-	b := w.bel[h]
-	r := m.ExpectedReward(h, b, a)
-	if h == m.Horizon {
-		return r, nil
-	}
-	pred, probs := w.pred[h], w.probs[h]
-	m.Predict(h, b, a, pred)
-	m.ObsProbs(h, pred, a, probs)
-	for o2, po := range probs {
-		if po == 0 {
-			continue
-		}
-		m.Correct(h, pred, a, o2, w.bel[h+1])
-		v, err := w.walk(h+1, o2, st)
-		if err != nil {
-			return 0, err
-		}
-		r += po * v
-	}
-	return r, nil
+	value, _, unmatched, err = w.run(ctx, func(o int) bool {
+		_, ok := pol.Child(-1, w.c.obs[o])
+		return !ok
+	})
+	return value, unmatched, err
 }

@@ -96,12 +96,10 @@ func ValueUnder(ctx context.Context, m *estimate.Model, b *pessimism.Bonus, pol 
 	if math.Pow(float64(m.NumObs), float64(H)) <= float64(maxLeaves) {
 		return exactRollout(m, b, pol)
 	}
-	fz, err := estimate.NewFeaturizer(m)
+	e, err := newHistoryWalk(m, b, pol, true) // its codes, scale and features
 	if err != nil {
 		return nil, err
 	}
-	e := &evaluator{m: m, b: b, pol: pol, c: newCodes(m), fz: fz}
-	e.shift, e.scale = m.RewardScale()
 	S := m.States
 	bel, next := make([]float64, S), make([]float64, S)
 	pred := make([]float64, S)
@@ -246,62 +244,17 @@ func draw(rng *rand.Rand, p []float64) int {
 // exactRollout enumerates the trajectories of pol under m (the walk of
 // ModelValue, keeping every leaf).
 func exactRollout(m *estimate.Model, b *pessimism.Bonus, pol *Policy) (*Rollout, error) {
-	e, err := newEvaluator(m, b, pol)
+	w, err := newHistoryWalk(m, b, pol, true)
 	if err != nil {
 		return nil, err
 	}
-	H := m.Horizon
 	r := &Rollout{Exact: true}
-	var walk func(h, o int, st Cursor, sum, prob float64) (float64, error)
-	walk = func(h, o int, st Cursor, sum, prob float64) (float64, error) {
-		sym, _, ok := st.Act(e.c.obs[o])
-		if !ok {
-			return 0, fmt.Errorf("%w: the policy has no action for the first observation %q", ErrModel, e.c.obs[o])
-		}
-		a, ok := e.c.act[sym]
-		if !ok {
-			return 0, fmt.Errorf("%w: the policy's action %q is not in the model's vocabulary", ErrModel, sym)
-		}
-		bel := e.bel[h]
-		rw := (m.ExpectedReward(h, bel, a) - e.shift) * e.scale
-		if h == H {
-			r.Sums = append(r.Sums, sum)
-			r.Weights = append(r.Weights, prob)
-			return rw, nil
-		}
-		pred, probs := e.pred[h], e.probs[h]
-		m.Predict(h, bel, a, pred)
-		m.ObsProbs(h, pred, a, probs)
-		f := make([]float64, b.Dims[h])
-		e.fz.Feature(h, pred, a, f)
-		s2 := sum + b.StepNorm2(h, f)
-		v := 0.0
-		for o2, po := range probs {
-			if po == 0 {
-				continue
-			}
-			m.Correct(h, pred, a, o2, e.bel[h+1])
-			c, err := walk(h+1, o2, st, s2, prob*po)
-			if err != nil {
-				return 0, err
-			}
-			v += po * c
-		}
-		return rw + v, nil
+	w.leaf = func(sum, prob float64) {
+		r.Sums = append(r.Sums, sum)
+		r.Weights = append(r.Weights, prob)
 	}
-	first := make([]float64, m.NumObs)
-	m.FirstObsProbs(first)
-	for o, po := range first {
-		if po == 0 {
-			continue
-		}
-		m.Prior(e.bel[1])
-		m.ObserveFirst(e.bel[1], o)
-		v, err := walk(1, o, *pol.NewCursor(), b.Root, po)
-		if err != nil {
-			return nil, err
-		}
-		r.Reward += po * v
+	if r.Reward, _, _, err = w.run(context.Background(), nil); err != nil {
+		return nil, err
 	}
 	return r, nil
 }

@@ -1,0 +1,141 @@
+package policy
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/psrlcb/psrlcb/estimate"
+	"github.com/psrlcb/psrlcb/pessimism"
+)
+
+// historyWalk is the exact walk of a policy's histories under a fitted
+// model: every observation sequence of positive model probability,
+// followed with the Cursor rule (the controller past the table), the
+// belief over s_h carried down each branch. It adds up each step's
+// expected reward given the belief, (r − shift)·scale, and, with a bonus,
+// the running Σ_h ‖ψ̄̂(τ_h)‖²_{U_h⁻¹} whose b̂ = g(Σ) it charges at step H.
+// It is the one walk behind ModelValue (rescaled reward and bonus),
+// ModelReturn (the reward in the user's units) and ValueUnder's exact
+// case (every leaf's Σ and probability). |O|^H leaves at most.
+type historyWalk struct {
+	m            *estimate.Model
+	b            *pessimism.Bonus // nil: no bonus
+	pol          *Policy
+	c            codes
+	fz           *estimate.Featurizer
+	shift, scale float64
+	// leaf, when set, is called at every step-H history with its Σ and
+	// model probability, in the order of the walk.
+	leaf             func(sum, prob float64)
+	bel, pred, probs [][]float64
+}
+
+// newHistoryWalk prepares the walk of pol under m; with rescale the
+// rewards are rescaled to [0,1] (estimate.Model.RewardScale), otherwise
+// kept in the user's units. The error is estimate.NewFeaturizer's.
+func newHistoryWalk(m *estimate.Model, b *pessimism.Bonus, pol *Policy, rescale bool) (*historyWalk, error) {
+	w := &historyWalk{m: m, b: b, pol: pol, c: newCodes(m), scale: 1}
+	if b != nil {
+		fz, err := estimate.NewFeaturizer(m)
+		if err != nil {
+			return nil, err
+		}
+		w.fz = fz
+	}
+	if rescale {
+		w.shift, w.scale = m.RewardScale()
+	}
+	H, S := m.Horizon, m.States
+	w.bel = make([][]float64, H+2)
+	w.pred = make([][]float64, H+2)
+	w.probs = make([][]float64, H+2)
+	for h := range w.bel {
+		w.bel[h] = make([]float64, S)
+		w.pred[h] = make([]float64, S)
+		w.probs[h] = make([]float64, m.NumObs)
+	}
+	return w, nil
+}
+
+// run walks from every first observation of positive probability, except
+// those skip reports (their probability is returned as skipped), and
+// returns the expected reward and b̂. It checks ctx between first
+// observations.
+func (w *historyWalk) run(ctx context.Context, skip func(o int) bool) (reward, bonus, skipped float64, err error) {
+	first := make([]float64, w.m.NumObs)
+	w.m.FirstObsProbs(first)
+	root := 0.0
+	if w.b != nil {
+		root = w.b.Root
+	}
+	for o, po := range first {
+		if po == 0 {
+			continue
+		}
+		if err := ctx.Err(); err != nil {
+			return 0, 0, 0, err
+		}
+		if skip != nil && skip(o) {
+			skipped += po
+			continue
+		}
+		w.m.Prior(w.bel[1])
+		w.m.ObserveFirst(w.bel[1], o)
+		r, bon, err := w.walk(1, o, *w.pol.NewCursor(), root, po)
+		if err != nil {
+			return 0, 0, 0, err
+		}
+		reward += po * r
+		bonus += po * bon
+	}
+	return reward, bonus, skipped, nil
+}
+
+// walk returns the expected reward-to-go from step h and the expected b̂,
+// given o_h = o, the belief bel[h] over s_h, the running sum and the
+// history's model probability prob.
+func (w *historyWalk) walk(h, o int, st Cursor, sum, prob float64) (float64, float64, error) {
+	m := w.m
+	sym, _, ok := st.Act(w.c.obs[o])
+	if !ok {
+		return 0, 0, fmt.Errorf("%w: the policy has no action for the first observation %q", ErrModel, w.c.obs[o])
+	}
+	a, ok := w.c.act[sym]
+	if !ok {
+		return 0, 0, fmt.Errorf("%w: the policy's action %q at step %d is not in the model's vocabulary", ErrModel, sym, h)
+	}
+	b := w.bel[h]
+	r := (m.ExpectedReward(h, b, a) - w.shift) * w.scale
+	if h == m.Horizon {
+		if w.leaf != nil {
+			w.leaf(sum, prob)
+		}
+		if w.b == nil {
+			return r, 0, nil
+		}
+		return r, w.b.Value(sum), nil
+	}
+	pred, probs := w.pred[h], w.probs[h]
+	m.Predict(h, b, a, pred)
+	m.ObsProbs(h, pred, a, probs)
+	s2 := sum
+	if w.b != nil {
+		f := make([]float64, w.b.Dims[h])
+		w.fz.Feature(h, pred, a, f)
+		s2 += w.b.StepNorm2(h, f)
+	}
+	var vr, vb float64
+	for o2, po := range probs {
+		if po == 0 {
+			continue
+		}
+		m.Correct(h, pred, a, o2, w.bel[h+1])
+		cr, cb, err := w.walk(h+1, o2, st, s2, prob*po)
+		if err != nil {
+			return 0, 0, err
+		}
+		vr += po * cr
+		vb += po * cb
+	}
+	return r + vr, vb, nil
+}
