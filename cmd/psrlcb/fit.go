@@ -306,7 +306,7 @@ func printHeadline(w io.Writer, dir string, m *report.Manifest, plan *policy.Pla
 			}
 		}
 		if plan.RolloutMass >= 1e-6 {
-			fmt.Fprintf(w, "  its value past the table (%.3g of the model's probability) is from rollouts of it under the model: standard error %.2g of the return range\n", plan.RolloutMass, plan.ValueSE)
+			fmt.Fprintf(w, "  its value past the table (histories of model probability %.3g) is from rollouts of it under the model: standard error %.2g of the return range\n", plan.RolloutMass, plan.ValueSE)
 		}
 	} else if plan != nil && !plan.Exact {
 		fmt.Fprintf(w, "  the planner was approximate: within %.3g of the optimum, as a share of the logged return range\n", plan.GapBound)

@@ -123,6 +123,9 @@ func writePolicyText(out io.Writer, dir string, v *report.PolicyView, va, ba flo
 		shown = fmt.Sprintf("the %d most probable of %d decision nodes (--top N for more; all are in %s)", len(v.Rows), v.TotalNodes, filepath.Join(dir, report.PolicyFile))
 	}
 	fmt.Fprintf(out, "policy: %s\n", shown)
+	if _, err := os.Stat(filepath.Join(dir, report.ControllerFile)); err == nil {
+		fmt.Fprintf(out, "these are the most probable decisions of the controller in %s, which decides every history (psrlcb act)\n", filepath.Join(dir, report.ControllerFile))
+	}
 	fmt.Fprintf(out, "on seeing the observation after the history above it, take the action; reach is the share of episodes\n")
 	fmt.Fprintf(out, "getting there under the fitted model; V_R is the expected return to go, V_b the expected bonus of the\n")
 	fmt.Fprintf(out, "episode, LCB = V_R - V_b, all in the logs' units of return\n")
