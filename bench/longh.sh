@@ -55,7 +55,9 @@ rank = m.get("headline", {}).get("rank", hp.get("rank"))
 alpha = m.get("headline", {}).get("alpha", pl.get("Alpha"))
 reg = e["normalized_regret"]
 se = e.get("policy_value_se", 0)
-if se > 0:
+if reg is None:
+    reg = f"n/a (V^π = {e['policy_value']:.4g}; {'; '.join(e.get('notes', []))})"
+elif se > 0:
     reg = f"{reg:.4f} ± {se / (e['optimal_value'] - e['behavior_value']):.4f}"
 else:
     reg = f"{reg:.4f}"
