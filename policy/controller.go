@@ -297,25 +297,59 @@ func ReadController(path string, m *estimate.Model) (*Controller, error) {
 	bad := func(format string, args ...any) error {
 		return fmt.Errorf("%w: %s: %s", ErrFile, path, fmt.Sprintf(format, args...))
 	}
+	kappa, look, err := controllerMeta(t.Meta, m, bad)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := controllerColumns(t, bad)
+	if err != nil {
+		return nil, err
+	}
+	bp := &beliefPlanner{planner: filterPlanner(m), kappa: kappa}
+	bp.tab = filterTables(m)
+	bp.gamma = make([][2]alphaSet, m.Horizon+2)
+	if err := rows.fill(bp, bad); err != nil {
+		return nil, err
+	}
+	if err := checkController(bp, bad); err != nil {
+		return nil, err
+	}
+	return newController(bp, look), nil
+}
+
+// controllerMeta checks controller.arrow's metadata against the model and
+// returns κ and the lookahead flag of each step.
+func controllerMeta(meta map[string]string, m *estimate.Model, bad func(string, ...any) error) (float64, []bool, error) {
 	H, S := m.Horizon, m.States
-	if v := t.Meta[MetaHorizon]; v != strconv.Itoa(H) {
-		return nil, bad("horizon %q, the model's is %d", v, H)
+	if v := meta[MetaHorizon]; v != strconv.Itoa(H) {
+		return 0, nil, bad("horizon %q, the model's is %d", v, H)
 	}
-	if v := t.Meta[MetaStates]; v != strconv.Itoa(S) {
-		return nil, bad("%q states, the model has %d", v, S)
+	if v := meta[MetaStates]; v != strconv.Itoa(S) {
+		return 0, nil, bad("%q states, the model has %d", v, S)
 	}
-	kappa, err := strconv.ParseFloat(t.Meta[MetaKappa], 64)
+	kappa, err := strconv.ParseFloat(meta[MetaKappa], 64)
 	if err != nil || kappa < 0 || math.IsInf(kappa, 0) {
-		return nil, bad("metadata %s = %q is not a slope ≥ 0", MetaKappa, t.Meta[MetaKappa])
+		return 0, nil, bad("metadata %s = %q is not a slope ≥ 0", MetaKappa, meta[MetaKappa])
 	}
-	lookS := strings.Split(t.Meta[MetaLookahead], ",")
+	lookS := strings.Split(meta[MetaLookahead], ",")
 	if len(lookS) != H {
-		return nil, bad("metadata %s has %d steps, the horizon is %d", MetaLookahead, len(lookS), H)
+		return 0, nil, bad("metadata %s has %d steps, the horizon is %d", MetaLookahead, len(lookS), H)
 	}
 	look := make([]bool, H+1)
 	for h, s := range lookS {
 		look[h+1] = s == "1"
 	}
+	return kappa, look, nil
+}
+
+// controllerRows are controller.arrow's columns.
+type controllerRows struct {
+	kind, act                       []string
+	step, class, index, state, next []int32
+	value                           []float64
+}
+
+func controllerColumns(t arrowio.Table, bad func(string, ...any) error) (*controllerRows, error) {
 	cols := map[string]arrowio.Column{}
 	for _, name := range []string{"kind", "step", "class", "index", "action", "state", "next_state", "value"} {
 		col, ok := t.Column(name)
@@ -324,19 +358,28 @@ func ReadController(path string, m *estimate.Model) (*Controller, error) {
 		}
 		cols[name] = col
 	}
-	kind, actS, value := cols["kind"].String, cols["action"].String, cols["value"].Float64
-	step, class, index, state, next := cols["step"].Int32, cols["class"].Int32, cols["index"].Int32, cols["state"].Int32, cols["next_state"].Int32
+	r := &controllerRows{kind: cols["kind"].String, act: cols["action"].String, value: cols["value"].Float64,
+		step: cols["step"].Int32, class: cols["class"].Int32, index: cols["index"].Int32, state: cols["state"].Int32, next: cols["next_state"].Int32}
 	n := t.Rows()
-	if len(kind) != n || len(actS) != n || len(value) != n || len(step) != n || len(class) != n || len(index) != n || len(state) != n || len(next) != n {
-		return nil, bad("a column has the wrong type")
+	for _, l := range []int{len(r.kind), len(r.act), len(r.value), len(r.step), len(r.class), len(r.index), len(r.state), len(r.next)} {
+		if l != n {
+			return nil, bad("a column has the wrong type")
+		}
 	}
-	bp := &beliefPlanner{planner: filterPlanner(m), kappa: kappa}
-	bp.tab = make([][]stepTables, H+1)
+	return r, nil
+}
+
+// filterTables are the planner's step tables with the model's transitions
+// and emissions; the rewards (NaN until read) and bonus forms come from
+// the file.
+func filterTables(m *estimate.Model) [][]stepTables {
+	H, S := m.Horizon, m.States
+	tab := make([][]stepTables, H+1)
 	for h := 1; h <= H; h++ {
-		bp.tab[h] = make([]stepTables, bp.A)
+		tab[h] = make([]stepTables, m.NumActions)
 		tt := m.Table(h)
-		for a := range bp.tab[h] {
-			st := &bp.tab[h][a]
+		for a := range tab[h] {
+			st := &tab[h][a]
 			st.t = m.Trans[tt][a*S*S : (a+1)*S*S]
 			st.e = m.EmitOf(tt, a)
 			st.r = make([]float64, S)
@@ -345,69 +388,81 @@ func ReadController(path string, m *estimate.Model) (*Controller, error) {
 			}
 		}
 	}
-	bp.gamma = make([][2]alphaSet, H+2)
+	return tab
+}
+
+// fill stores the rows into bp's α-sets and step tables.
+func (r *controllerRows) fill(bp *beliefPlanner, bad func(string, ...any) error) error {
+	H, S := bp.H, bp.S
 	actIdx := map[string]int{}
-	for a, s := range m.ActVocab {
+	for a, s := range bp.m.ActVocab {
 		actIdx[s] = a
 	}
-	for i := 0; i < n; i++ {
-		h, s, s2 := int(step[i]), int(state[i]), int(next[i])
-		a, okA := actIdx[actS[i]]
-		if h < 1 || h > H || s < 0 || s >= S || !okA || math.IsNaN(value[i]) {
-			return nil, bad("row %d (%s, step %d, action %q, state %d) does not fit the model (%d steps, %d states)", i, kind[i], h, actS[i], s, H, S)
+	for i := range r.kind {
+		h, s, s2 := int(r.step[i]), int(r.state[i]), int(r.next[i])
+		a, okA := actIdx[r.act[i]]
+		if h < 1 || h > H || s < 0 || s >= S || !okA || math.IsNaN(r.value[i]) {
+			return bad("row %d (%s, step %d, action %q, state %d) does not fit the model (%d steps, %d states)", i, r.kind[i], h, r.act[i], s, H, S)
 		}
-		switch kind[i] {
+		switch r.kind[i] {
 		case kindAlpha:
-			cl, k := int(class[i]), int(index[i])
+			cl, k := int(r.class[i]), int(r.index[i])
 			if cl < 0 || cl > 1 {
-				return nil, bad("row %d: class %d", i, cl)
+				return bad("row %d: class %d", i, cl)
 			}
 			g := &bp.gamma[h][cl]
 			switch {
 			case s == 0 && k == len(g.act):
 				g.act = append(g.act, a)
 			case s == 0 || k != len(g.act)-1 || len(g.vec) != k*S+s || g.act[k] != a:
-				return nil, bad("row %d: α-vector %d of step %d is not written state by state in order", i, k, h)
+				return bad("row %d: α-vector %d of step %d is not written state by state in order", i, k, h)
 			}
-			g.vec = append(g.vec, value[i])
+			g.vec = append(g.vec, r.value[i])
 		case kindReward:
-			bp.tab[h][a].r[s] = value[i]
+			bp.tab[h][a].r[s] = r.value[i]
 		case kindBonus:
 			st := &bp.tab[h][a]
 			if s2 < 0 || s2 >= S || h == H {
-				return nil, bad("row %d: bonus entry (%d, %d) at step %d", i, s, s2, h)
+				return bad("row %d: bonus entry (%d, %d) at step %d", i, s, s2, h)
 			}
 			if st.m == nil {
 				st.m = make([]float64, S*S)
 			}
-			st.m[s*S+s2] = value[i]
+			st.m[s*S+s2] = r.value[i]
 		default:
-			return nil, bad("row %d: unknown kind %q", i, kind[i])
+			return bad("row %d: unknown kind %q", i, r.kind[i])
 		}
 	}
+	return nil
+}
+
+// checkController finishes the α-sets and checks that every step has
+// vectors, rewards and (with κ > 0) bonus forms.
+func checkController(bp *beliefPlanner, bad func(string, ...any) error) error {
+	H, S := bp.H, bp.S
 	for h := 1; h <= H; h++ {
 		for cl := 0; cl < 2; cl++ {
 			g := &bp.gamma[h][cl]
 			if len(g.vec) != len(g.act)*S {
-				return nil, bad("step %d: an α-vector is incomplete", h)
+				return bad("step %d: an α-vector is incomplete", h)
 			}
 			g.finish(S)
 		}
 		if bp.gamma[h][0].n(S)+bp.gamma[h][1].n(S) == 0 {
-			return nil, bad("step %d has no α-vector", h)
+			return bad("step %d has no α-vector", h)
 		}
 		for a := range bp.tab[h] {
 			for _, x := range bp.tab[h][a].r {
 				if math.IsNaN(x) {
-					return nil, bad("step %d, action %q: reward rows missing", h, m.ActVocab[a])
+					return bad("step %d, action %q: reward rows missing", h, bp.m.ActVocab[a])
 				}
 			}
-			if h < H && kappa > 0 && bp.tab[h][a].m == nil {
-				return nil, bad("step %d, action %q: bonus rows missing", h, m.ActVocab[a])
+			if h < H && bp.kappa > 0 && bp.tab[h][a].m == nil {
+				return bad("step %d, action %q: bonus rows missing", h, bp.m.ActVocab[a])
 			}
 		}
 	}
-	return newController(bp, look), nil
+	return nil
 }
 
 // filterPlanner is the part of a planner the controller needs: the
