@@ -403,46 +403,87 @@ func (t *tval) add(p float64, v tval) {
 func (w *tableWalker) visit(h, o int, parent int64, cond, reach, sum float64) (tval, int) {
 	bp := w.bp
 	if h == w.frontier {
-		if w.collect {
-			// Every task is at least one row: past the limit the walk
-			// is over, as counting the rows would find.
-			if int64(len(w.tasks))+w.count+1 > w.limit {
-				w.over = true
-				return tval{}, 0
-			}
-			w.tasks = append(w.tasks, walkTask{h: h, o: o, cond: cond, reach: reach, sum: sum, bel: append([]float64(nil), w.bel[h]...), above: w.count})
+		return w.visitFrontier(h, o, parent, cond, reach, sum)
+	}
+	if !w.tick() {
+		return tval{}, 0
+	}
+	b := w.bel[h]
+	end := o == bp.endObs
+	a := w.action(h, b, end)
+	id := w.addNode(h, o, a, parent, reach, end)
+	// Only the building walk's values are used: a count or a collecting
+	// pass needs the tree's shape alone.
+	values := w.build && !w.collect
+	if !values && h == bp.H {
+		return tval{}, a
+	}
+	st := &bp.tab[h][a]
+	v := tval{r: dot(st.r, b)}
+	if h == bp.H {
+		v.b, v.sum = bp.bonus.Value(sum), sum
+		w.finish(id, v, a)
+		return v, a
+	}
+	v, fb, ok := w.expand(h, a, id, reach, sum, end, values, v)
+	if !ok {
+		return tval{}, 0
+	}
+	if !values {
+		return tval{}, a
+	}
+	w.finishFallback(id, v, fb)
+	return v, a
+}
+
+// visitFrontier is visit at the frontier of a parallel walk: collecting,
+// it records the node as a task; replaying, it takes the task's result
+// (and, building, its nodes and reached beliefs) in the walk's order.
+func (w *tableWalker) visitFrontier(h, o int, parent int64, cond, reach, sum float64) (tval, int) {
+	if w.collect {
+		// Every task is at least one row: past the limit the walk is
+		// over, as counting the rows would find.
+		if int64(len(w.tasks))+w.count+1 > w.limit {
+			w.over = true
 			return tval{}, 0
 		}
-		r := &w.results[w.next]
-		w.next++
-		if w.build && w.reached != nil {
-			for t := range r.reached {
-				w.reached[t] = append(w.reached[t], r.reached[t]...)
-			}
+		w.tasks = append(w.tasks, walkTask{h: h, o: o, cond: cond, reach: reach, sum: sum, bel: append([]float64(nil), w.bel[h]...), above: w.count})
+		return tval{}, 0
+	}
+	r := &w.results[w.next]
+	w.next++
+	if w.build && w.reached != nil {
+		for t := range r.reached {
+			w.reached[t] = append(w.reached[t], r.reached[t]...)
 		}
-		if w.placed {
-			if r.count > 0 {
-				w.nodes[w.pos].Parent = parent
-			}
-			w.pos += r.count
-			return r.v, r.a
+	}
+	if w.placed {
+		if r.count > 0 {
+			w.nodes[w.pos].Parent = parent
 		}
-		off := int64(len(w.nodes))
-		if w.build {
-			for _, n := range r.nodes {
-				n.ID += off
-				if n.Parent >= 0 {
-					n.Parent += off
-				} else {
-					n.Parent = parent
-				}
-				w.nodes = append(w.nodes, n)
-			}
-		}
-		// The subtree is in w.nodes now: let its copy go.
-		r.nodes, r.reached = nil, nil
+		w.pos += r.count
 		return r.v, r.a
 	}
+	off := int64(len(w.nodes))
+	if w.build {
+		for _, n := range r.nodes {
+			n.ID += off
+			if n.Parent >= 0 {
+				n.Parent += off
+			} else {
+				n.Parent = parent
+			}
+			w.nodes = append(w.nodes, n)
+		}
+	}
+	// The subtree is in w.nodes now: let its copy go.
+	r.nodes, r.reached = nil, nil
+	return r.v, r.a
+}
+
+// tick counts a visit against the limit (and the context, every 4096
+// visits) and reports whether the walk goes on.
+func (w *tableWalker) tick() bool {
 	w.count++
 	if w.shared != nil {
 		if w.pending++; w.pending >= 1<<10 {
@@ -453,12 +494,15 @@ func (w *tableWalker) visit(h, o int, parent int64, cond, reach, sum float64) (t
 	}
 	if w.over || (w.count&0xfff == 0 && w.ctx.Err() != nil) {
 		w.over = true
-		return tval{}, 0
+		return false
 	}
-	b := w.bel[h]
-	end := o == bp.endObs
-	a := w.action(h, b, end)
-	st := &bp.tab[h][a]
+	return true
+}
+
+// addNode numbers the node of step h, records its belief for the
+// enrichment and, building, writes its row; it returns the row's id.
+func (w *tableWalker) addNode(h, o, a int, parent int64, reach float64, end bool) int64 {
+	bp, b := w.bp, w.bel[h]
 	id := int64(len(w.nodes))
 	if w.placed {
 		id = w.pos
@@ -475,18 +519,24 @@ func (w *tableWalker) visit(h, o int, parent int64, cond, reach, sum float64) (t
 			w.nodes = append(w.nodes, n)
 		}
 	}
-	// Only the building walk's values are used: a count or a collecting
-	// pass needs the tree's shape alone.
-	values := w.build && !w.collect
-	if !values && h == bp.H {
-		return tval{}, a
-	}
-	v := tval{r: dot(st.r, b)}
-	if h == bp.H {
-		v.b, v.sum = bp.bonus.Value(sum), sum
-		w.finish(id, v, a)
-		return v, a
-	}
+	return id
+}
+
+// expand visits the children of node id (step h < H, action a) that
+// reach the threshold and values the others by rollouts of the
+// controller, adding both into v (which holds the node's own reward). It
+// returns v, the node's fallback action and false when the walk is over.
+//
+// Past wideObs observations (st.wide set) the children are found by the
+// observation index: only the leading observations whose emission bound
+// reaches the threshold are looked at, and those past them are valued by
+// rollouts from observations drawn among them (tailRollouts), so a node
+// costs O(kept·r + |A|·r) instead of O(|O|·|A|·r). For the fallback
+// action the cut children are then priced as one set, at their mean
+// belief.
+func (w *tableWalker) expand(h, a int, id int64, reach, sum float64, end, values bool, v tval) (tval, int, bool) {
+	bp, b := w.bp, w.bel[h]
+	st := &bp.tab[h][a]
 	s2 := sum
 	if w.build { // the collecting pass hands the sums to the frontier tasks
 		s2 += max(quad(st.m, b), 0)
@@ -499,30 +549,13 @@ func (w *tableWalker) visit(h, o int, parent int64, cond, reach, sum float64) (t
 	cut := false
 	var mc tval // the cut children's rollouts (unscaled sums)
 	acts := bp.acts(end)
-	// Past wideObs observations (st.wide set) the children are found by
-	// the observation index: only the leading observations whose
-	// emission bound reaches the threshold are looked at, and the cut
-	// children are priced as one set, at their mean belief Σ z·b_o / Σ z
-	// with mass Σ z (as the pruned search does). The reward part is
-	// linear in the belief, so it is exact; the bonus part is concave in
-	// it, so the set's bonus bounds the children's from above (Jensen)
-	// and the stated values stay a lower bound. A node then costs
-	// O(kept·r + |A|·r) instead of O(|O|·|A|·r).
 	wide := st.wide != nil
 	n := bp.O
 	var scan []int32
 	set, setMass := w.set[h], 0.0
 	if wide {
-		thr := 0.0 // the whole tree: every observation
-		if w.eps > 0 {
-			thr = math.Inf(1)
-			if reach > 0 {
-				thr = w.eps / reach
-			}
-		}
-		clear(set)
-		scan, setMass = st.wide.children(pred, thr, w.scan[h], set)
-		w.scan[h], n = scan, len(scan)
+		scan, setMass = w.wideScan(h, st, pred, reach, set)
+		n = len(scan)
 		cut = setMass > 0
 		if values && setMass > 0 {
 			// The observations past the scan, valued by rollouts.
@@ -541,58 +574,80 @@ func (w *tableWalker) visit(h, o int, parent int64, cond, reach, sum float64) (t
 		}
 		if reach*z < w.eps {
 			cut = true
-			if values {
-				w.rollouts(h+1, o2, next, reach*z, s2, &mc)
-				v.out += z
+			if !values {
+				continue
 			}
-			if wide && values {
+			w.rollouts(h+1, o2, next, reach*z, s2, &mc)
+			v.out += z
+			if wide {
 				for s, x := range next {
 					set[s] += z * x
 				}
 				setMass += z
-			} else if values {
+			} else {
 				w.standIn(h, acts, next, z, s2, acc)
 			}
 			continue
 		}
 		cv, ca := w.visit(h+1, o2, id, z, reach*z, s2)
 		if w.over {
-			return tval{}, 0
+			return tval{}, 0, false
 		}
 		v.add(z, cv)
 		weights[ca] += z
 	}
 	if !values {
-		return tval{}, a
+		return v, a, true
 	}
-	if mc.n > 0 {
-		k := 1 / (reach * rolloutDensity)
-		v.r += k * mc.r
-		v.b += k * mc.b
-		v.sum += k * mc.sum
-		v.mc += k * mc.mc
-		v.sq += k * mc.sq
-		v.n += k * mc.n
-	}
+	v.addRollouts(mc, reach)
 	if setMass > 0 {
 		for s := range set {
 			set[s] /= setMass
 		}
 		w.standIn(h, acts, set, setMass, s2, acc)
 	}
-	fb := a
 	if cut {
-		fb = w.bestFallback(acts, acc)
-	} else {
-		bestW := 0.0
-		for f, x := range weights {
-			if x > bestW {
-				bestW, fb = x, f
-			}
+		return v, w.bestFallback(acts, acc), true
+	}
+	fb, bestW := a, 0.0
+	for f, x := range weights {
+		if x > bestW {
+			bestW, fb = x, f
 		}
 	}
-	w.finishFallback(id, v, fb)
-	return v, a
+	return v, fb, true
+}
+
+// wideScan returns the observations of a wide node that may reach the
+// threshold (sorted) and the probability of the others, whose belief
+// mass it writes into set.
+func (w *tableWalker) wideScan(h int, st *stepTables, pred []float64, reach float64, set []float64) ([]int32, float64) {
+	thr := 0.0 // the whole tree: every observation
+	if w.eps > 0 {
+		thr = math.Inf(1)
+		if reach > 0 {
+			thr = w.eps / reach
+		}
+	}
+	clear(set)
+	scan, mass := st.wide.children(pred, thr, w.scan[h], set)
+	w.scan[h] = scan
+	return scan, mass
+}
+
+// addRollouts adds the rollouts' sums mc of a node reached with
+// probability reach, scaled to values conditional on the node.
+func (t *tval) addRollouts(mc tval, reach float64) {
+	if mc.n <= 0 {
+		return
+	}
+	k := 1 / (reach * rolloutDensity)
+	t.r += k * mc.r
+	t.b += k * mc.b
+	t.sum += k * mc.sum
+	t.mc += k * mc.mc
+	t.sq += k * mc.sq
+	t.n += k * mc.n
 }
 
 // finish stores a leaf's values.
