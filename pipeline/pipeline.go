@@ -371,7 +371,6 @@ func (s *stageTimer) end() {
 // gathers every figure of the report (Algorithm 2 of the paper). inputs
 // are the log files, hashed into the manifest (may be nil).
 func fit(ctx context.Context, d *ingest.Dataset, inputs []string, opts Options) (*report.Outcome, error) {
-	prog, workers := opts.Progress, opts.Workers
 	if opts.MaxObservations > 0 {
 		d = ingest.LimitObservations(d, opts.MaxObservations)
 	}
@@ -385,165 +384,234 @@ func fit(ctx context.Context, d *ingest.Dataset, inputs []string, opts Options) 
 	if err := checkReturnRange(d, opts.ReturnRange); err != nil {
 		return nil, err
 	}
-	st := &stageTimer{prog: prog, times: map[string]float64{}}
-	out := &report.Outcome{}
-
-	alpha := opts.Alpha
-	candidates := alpha.Candidates()
-	heldFrac := opts.SelectHeldOut
-	eopts := opts.Estimate
-	eopts.Seed = opts.Seed
-	eopts.Workers = workers
-	spilled := opts.Ingest.Arrays != nil
-	if eopts.MemoryLimit == 0 {
-		eopts.MemoryLimit = fitMemory(d, spilled, opts.MemoryLimit)
+	r := newFitRun(d, opts)
+	for _, stage := range []func(context.Context) error{r.chooseRank, r.chooseAlpha, r.split, r.estimate, r.pessimism, r.plan, r.compare} {
+		if err := stage(ctx); err != nil {
+			return nil, err
+		}
 	}
-	popts := pessimism.Options{Lambda: opts.Lambda, Workers: workers, USummer: opts.USummer}
-	rows, memNote := tableRows(opts.PlanRows, d, spilled, opts.MemoryLimit)
+	return r.report(ctx, inputs)
+}
+
+// fitRun is the state of one fit, stage by stage (fit).
+type fitRun struct {
+	d          *ingest.Dataset
+	opts       Options
+	K, H       int
+	st         *stageTimer
+	out        *report.Outcome
+	candidates []float64
+	eopts      estimate.Options
+	popts      pessimism.Options
+	planOpts   policy.PlanOptions
+	rows       int64  // the policy table's rows (PlanRows, or fewer under the memory limit)
+	memNote    string // the note when the memory limit lowered rows
+	restarts   int    // the EM starts asked for (the warm starts set one)
+
+	rankChoice *estimate.RankChoice
+	cf         *crossFit // the parts' models and bonuses (selection only)
+	splits     [][]int
+	fit        *estimate.Result
+	bonus      *pessimism.Bonus
+}
+
+func newFitRun(d *ingest.Dataset, opts Options) *fitRun {
+	r := &fitRun{d: d, opts: opts, K: d.NumEpisodes(), H: d.Horizon, out: &report.Outcome{},
+		st: &stageTimer{prog: opts.Progress, times: map[string]float64{}}, candidates: opts.Alpha.Candidates()}
+	workers := opts.Workers
+	r.eopts = opts.Estimate
+	r.eopts.Seed = opts.Seed
+	r.eopts.Workers = workers
+	spilled := opts.Ingest.Arrays != nil
+	if r.eopts.MemoryLimit == 0 {
+		r.eopts.MemoryLimit = fitMemory(d, spilled, opts.MemoryLimit)
+	}
+	r.restarts = r.eopts.Restarts
+	r.popts = pessimism.Options{Lambda: opts.Lambda, Workers: workers, USummer: opts.USummer}
+	r.rows, r.memNote = tableRows(opts.PlanRows, d, spilled, opts.MemoryLimit)
 	// The exact planner writes its whole tree as the table: past the rows
 	// that fit, the tree is planned over beliefs instead.
 	budget, _ := tableRows(opts.PlanBudget, d, spilled, opts.MemoryLimit)
-	planOpts := policy.PlanOptions{Workers: workers, Budget: budget, Planner: opts.Planner, RowBudget: rows, Points: opts.PlanPoints}
+	r.planOpts = policy.PlanOptions{Workers: workers, Budget: budget, Planner: opts.Planner, RowBudget: r.rows, Points: opts.PlanPoints}
+	return r
+}
 
-	// Rank: searched once, on a subsample of all episodes; every fit
-	// below starts from the search's model with one start (the search
-	// compared the starts already).
-	var rankChoice *estimate.RankChoice
-	userRestarts := eopts.Restarts
-	if eopts.Rank == 0 {
-		st.begin("rank", 0) // the number of ranks tried is not known ahead
-		ropts := eopts
-		ropts.Reporter = newEMProgress(prog, eopts)
-		rc, err := estimate.ChooseRank(ctx, d, ropts)
-		if err != nil {
-			return nil, err
-		}
-		rankChoice = rc
-		eopts.Rank = rc.Rank
-		if rc.MaxRankCause != "" {
-			out.Notes = append(out.Notes, fmt.Sprintf("The rank search tried ranks up to %d only: %s.", rc.MaxRank, rc.MaxRankCause))
-		}
-		// Warm starts need a model that knows every logged reward value;
-		// a search on a subsample of small logs may have missed one.
-		if rc.Model != nil {
-			eopts = warmStart(eopts, rc.Model, d, userRestarts)
-		}
-		st.end()
+// chooseRank searches the rank once, on a subsample of all episodes
+// (with --rank auto); every fit after it starts from the search's model
+// with one start (the search compared the starts already).
+func (r *fitRun) chooseRank(ctx context.Context) error {
+	if r.eopts.Rank != 0 {
+		return nil
 	}
+	r.st.begin("rank", 0) // the number of ranks tried is not known ahead
+	ropts := r.eopts
+	ropts.Reporter = newEMProgress(r.opts.Progress, r.eopts)
+	rc, err := estimate.ChooseRank(ctx, r.d, ropts)
+	if err != nil {
+		return err
+	}
+	r.rankChoice = rc
+	r.eopts.Rank = rc.Rank
+	if rc.MaxRankCause != "" {
+		r.out.Notes = append(r.out.Notes, fmt.Sprintf("The rank search tried ranks up to %d only: %s.", rc.MaxRank, rc.MaxRankCause))
+	}
+	// Warm starts need a model that knows every logged reward value; a
+	// search on a subsample of small logs may have missed one.
+	if rc.Model != nil {
+		r.eopts = warmStart(r.eopts, rc.Model, r.d, r.restarts)
+	}
+	r.st.end()
+	return nil
+}
 
-	var cf *crossFit // the parts' models and bonuses (selection only)
-	// α among candidates, cross-fitted: fit a model on part A and one on
-	// part B, plan one policy per α with A's model and bonus, and value
-	// each under B's model with B's bonus (policy.Select).
-	if need := minHeldOutEpisodes(heldFrac, H); len(candidates) > 1 && alpha.Mode == pessimism.AlphaAuto && K < need {
+// chooseAlpha chooses α among the candidates by cross-fitting: fit a
+// model on part A and one on part B, plan one policy per α with A's model
+// and bonus, and value each under B's model with B's bonus
+// (policy.Select). With one candidate, that is α.
+func (r *fitRun) chooseAlpha(ctx context.Context) error {
+	alpha, K := r.opts.Alpha, r.K
+	if need := minHeldOutEpisodes(r.opts.SelectHeldOut, r.H); len(r.candidates) > 1 && alpha.Mode == pessimism.AlphaAuto && K < need {
 		// Too few episodes to choose α on held-out ones: the default α,
 		// said in the report (an explicit list is an error below).
-		candidates = []float64{pessimism.DefaultAlpha}
-		out.Notes = append(out.Notes, fmt.Sprintf("α = %g, the default: %s are too few to choose α on held-out episodes (that needs at least %d).", pessimism.DefaultAlpha, plural(K, "episode"), need))
+		r.candidates = []float64{pessimism.DefaultAlpha}
+		r.out.Notes = append(r.out.Notes, fmt.Sprintf("α = %g, the default: %s are too few to choose α on held-out episodes (that needs at least %d).", pessimism.DefaultAlpha, plural(K, "episode"), need))
 	}
-	if len(candidates) > 1 {
-		st.begin("select-α", emBudget(eopts))
-		c, err := selectAlpha(ctx, d, opts, eopts, userRestarts, popts, planOpts, candidates, out)
+	switch {
+	case len(r.candidates) == 1:
+		r.out.Alpha = r.candidates[0]
+	case len(r.candidates) > 1:
+		r.st.begin("select-α", emBudget(r.eopts))
+		c, err := selectAlpha(ctx, r.d, r.opts, r.eopts, r.restarts, r.popts, r.planOpts, r.candidates, r.out)
 		if err != nil {
-			return nil, err
+			return err
 		}
-		cf = c
+		r.cf = c
 		// The final fit: one start, from the training part's model, when
 		// the training episodes saw the same reward values as all of them
 		// (on small logs they may not, and the start would not fit).
-		eopts = warmStart(eopts, cf.planA, d, userRestarts)
-		eopts.Rank = cf.planA.States
-		st.end()
-	} else if len(candidates) == 1 {
-		out.Alpha = candidates[0]
+		r.eopts = warmStart(r.eopts, c.planA, r.d, r.restarts)
+		r.eopts.Rank = c.planA.States
+		r.st.end()
 	}
+	return nil
+}
 
-	st.begin("split", int64(K))
-	splits, err := split.Split(K, H, opts.Seed)
+// split assigns the episodes to the steps' datasets D_h.
+func (r *fitRun) split(context.Context) error {
+	r.st.begin("split", int64(r.K))
+	splits, err := split.Split(r.K, r.H, r.opts.Seed)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	out.Splits = splits
-	prog.Advance(int64(K), "")
-	st.end()
+	r.splits, r.out.Splits = splits, splits
+	r.opts.Progress.Advance(int64(r.K), "")
+	r.st.end()
+	return nil
+}
 
-	st.begin("estimate", emBudget(eopts))
-	eopts.Splits = splits
-	eopts.Reporter = newEMProgress(prog, eopts)
-	fit, err := estimate.Fit(ctx, d, eopts)
+// estimate fits the final model on every episode.
+func (r *fitRun) estimate(ctx context.Context) error {
+	r.st.begin("estimate", emBudget(r.eopts))
+	eopts := r.eopts
+	eopts.Splits = r.splits
+	eopts.Reporter = newEMProgress(r.opts.Progress, eopts)
+	fit, err := estimate.Fit(ctx, r.d, eopts)
 	if err != nil && eopts.Start != nil && errors.Is(err, estimate.ErrOptions) {
 		// The training fit's model does not match all the episodes (a
 		// reward value seen only in held-out episodes changes the reward
 		// model): fit from the usual starts instead of warm-starting.
 		eopts.Start = nil
-		fit, err = estimate.Fit(ctx, d, eopts)
+		fit, err = estimate.Fit(ctx, r.d, eopts)
 	}
 	if err != nil {
-		return nil, err
+		return err
 	}
-	applyReturnRange(fit.Model, opts.ReturnRange)
-	if asked := opts.Estimate.Rank; rankChoice == nil && asked > fit.Model.States {
-		out.Notes = append(out.Notes, fmt.Sprintf("Rank %d was asked, but the logs hold at most %d distinct histories at any step, so no more than %d latent states can be told apart: rank %d was fitted.", asked, fit.Model.States, fit.Model.States, fit.Model.States))
+	applyReturnRange(fit.Model, r.opts.ReturnRange)
+	if asked := r.opts.Estimate.Rank; r.rankChoice == nil && asked > fit.Model.States {
+		r.out.Notes = append(r.out.Notes, fmt.Sprintf("Rank %d was asked, but the logs hold at most %d distinct histories at any step, so no more than %d latent states can be told apart: rank %d was fitted.", asked, fit.Model.States, fit.Model.States, fit.Model.States))
 	}
-	if rankChoice != nil {
+	if rc := r.rankChoice; rc != nil {
 		// The rank rows of the search (fit.arrow kind = rank).
-		fit.RankTable, fit.HeldOutLogLik, fit.RankSearchEpisodes = rankChoice.Table, rankChoice.HeldOutLogLik, rankChoice.Episodes
+		fit.RankTable, fit.HeldOutLogLik, fit.RankSearchEpisodes = rc.Table, rc.HeldOutLogLik, rc.Episodes
 		fit.Options.Rank = 0
 	}
 	// The options as asked (the warm starts set one start per fit).
-	fit.Options.Restarts = userRestarts
+	fit.Options.Restarts = r.restarts
 	if fit.Options.Restarts == 0 {
 		fit.Options.Restarts = estimate.DefaultRestarts
 	}
-	out.Fit, out.Model = fit, fit.Model
-	report.DropCandidatePolicies(out, d)
-	st.end()
+	r.fit = fit
+	r.out.Fit, r.out.Model = fit, fit.Model
+	report.DropCandidatePolicies(r.out, r.d)
+	r.st.end()
+	return nil
+}
 
-	st.begin("pessimism", int64(K))
-	bonus, err := pessimism.Build(ctx, fit.Model, d, splits, popts)
+// pessimism builds the bonus of the final model, at the chosen α (or
+// the paper's α̂ with α = theory).
+func (r *fitRun) pessimism(ctx context.Context) error {
+	r.st.begin("pessimism", int64(r.K))
+	m := r.fit.Model
+	bonus, err := pessimism.Build(ctx, m, r.d, r.splits, r.popts)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	if alpha.Mode == pessimism.AlphaTheory {
-		iota, err := pessimism.Iota(fit.WithPropensity(d), fit.Model.TestLength)
-		if err != nil {
-			return nil, err
+	if r.opts.Alpha.Mode == pessimism.AlphaTheory {
+		if err := r.theoryAlpha(); err != nil {
+			return err
 		}
-		maxDim := 0
-		for h := 0; h < H; h++ {
-			maxDim = max(maxDim, fit.Model.FeatureDim(h))
-		}
-		th, err := pessimism.TheoryAlpha(pessimism.TheoryParams{
-			Gamma: opts.Gamma, Delta: fit.Options.Delta, Lambda: opts.Lambda, Iota: iota,
-			Episodes: K, Horizon: H, Obs: d.NumObs(), Actions: d.NumActions(), Rank: fit.Model.States,
-			TestLength: fit.Model.TestLength, MaxDim: maxDim,
-		})
-		if err != nil {
-			return nil, err
-		}
-		out.Theory = &th
-		out.Alpha = th.Alpha
 	}
-	bonus = bonus.WithAlpha(out.Alpha)
-	out.Bonus = bonus
-	prog.Advance(int64(K), "")
-	st.end()
+	r.bonus = bonus.WithAlpha(r.out.Alpha)
+	r.out.Bonus = r.bonus
+	r.opts.Progress.Advance(int64(r.K), "")
+	r.st.end()
+	return nil
+}
 
-	planWork := planNodes(fit.Model, opts.PlanBudget)
-	st.begin("policy", planWork)
+// theoryAlpha sets α to the paper's α̂ (Theorem 2).
+func (r *fitRun) theoryAlpha() error {
+	m := r.fit.Model
+	iota, err := pessimism.Iota(r.fit.WithPropensity(r.d), m.TestLength)
+	if err != nil {
+		return err
+	}
+	maxDim := 0
+	for h := 0; h < r.H; h++ {
+		maxDim = max(maxDim, m.FeatureDim(h))
+	}
+	th, err := pessimism.TheoryAlpha(pessimism.TheoryParams{
+		Gamma: r.opts.Gamma, Delta: r.fit.Options.Delta, Lambda: r.opts.Lambda, Iota: iota,
+		Episodes: r.K, Horizon: r.H, Obs: r.d.NumObs(), Actions: r.d.NumActions(), Rank: m.States,
+		TestLength: m.TestLength, MaxDim: maxDim,
+	})
+	if err != nil {
+		return err
+	}
+	r.out.Theory = &th
+	r.out.Alpha = th.Alpha
+	return nil
+}
+
+// plan plans the policy (or fits the behaviour fallback's clone) and
+// corrects the reported bound.
+func (r *fitRun) plan(ctx context.Context) error {
+	m, out, prog := r.fit.Model, r.out, r.opts.Progress
+	planWork := planNodes(m, r.opts.PlanBudget)
+	r.st.begin("policy", planWork)
 	var pol *policy.Policy
 	var stats *policy.PlanStats
+	var err error
 	if fb := out.Fallback; fb != nil && fb.Used {
-		pol, stats, out.Bound, err = clonePlan(ctx, d, fit.Model, bonus, fb, opts.Seed)
+		pol, stats, out.Bound, err = clonePlan(ctx, r.d, m, r.bonus, fb, r.opts.Seed)
 	} else {
-		pol, stats, err = policy.Plan(ctx, fit.Model, bonus, planOpts)
+		pol, stats, err = policy.Plan(ctx, m, r.bonus, r.planOpts)
 	}
 	if err != nil {
-		return nil, err
+		return err
 	}
 	out.Policy, out.Plan = pol, stats
-	if memNote != "" && stats.Planner == policy.PlannerBelief && stats.RolloutMass > 0 {
-		out.Notes = append(out.Notes, memNote)
+	if r.memNote != "" && stats.Planner == policy.PlannerBelief && stats.RolloutMass > 0 {
+		out.Notes = append(out.Notes, r.memNote)
 	}
 	if len(pol.Nodes) >= largeTable {
 		// The planner's working copies of a table of millions of rows
@@ -552,37 +620,48 @@ func fit(ctx context.Context, d *ingest.Dataset, inputs []string, opts Options) 
 		debug.FreeOSMemory()
 	}
 	prog.Advance(min(stats.Nodes, planWork), fmt.Sprintf("%d nodes", stats.Nodes))
-	if out.Selection != nil && opts.LCBCorrection == LCBCorrectionCrossFit && (out.Fallback == nil || !out.Fallback.Used) {
-		if err := correctBound(ctx, out, cf.planA, cf.bonusA, cf.boundB, fit.Model, bonus, opts.Seed); err != nil {
-			return nil, err
+	if out.Selection != nil && r.opts.LCBCorrection == LCBCorrectionCrossFit && (out.Fallback == nil || !out.Fallback.Used) {
+		if err := correctBound(ctx, out, r.cf.planA, r.cf.bonusA, r.cf.boundB, m, r.bonus, r.opts.Seed); err != nil {
+			return err
 		}
 	}
-	st.end()
+	r.st.end()
+	return nil
+}
 
-	if len(opts.Compare) > 0 {
-		st.begin("compare", int64(len(opts.Compare)+1))
-		if out.Compared, err = comparePolicies(ctx, d, out, opts, prog); err != nil {
-			return nil, err
-		}
-		st.end()
+// compare estimates the policies given with --compare beside the run's.
+func (r *fitRun) compare(ctx context.Context) error {
+	if len(r.opts.Compare) == 0 {
+		return nil
 	}
+	r.st.begin("compare", int64(len(r.opts.Compare)+1))
+	var err error
+	if r.out.Compared, err = comparePolicies(ctx, r.d, r.out, r.opts, r.opts.Progress); err != nil {
+		return err
+	}
+	r.st.end()
+	return nil
+}
 
-	st.begin("report", int64(K))
-	out.Scorer = opts.Scorer
-	params := opts.params(d)
-	if rows < opts.PlanRows {
-		params.PlanRowsLimited = rows
+// report measures the run's figures and builds what WriteOutcome writes.
+func (r *fitRun) report(ctx context.Context, inputs []string) (*report.Outcome, error) {
+	out := r.out
+	r.st.begin("report", int64(r.K))
+	out.Scorer = r.opts.Scorer
+	params := r.opts.params(r.d)
+	if r.rows < r.opts.PlanRows {
+		params.PlanRowsLimited = r.rows
 	}
-	run, err := report.Build(ctx, d, inputs, params, out, workers)
+	run, err := report.Build(ctx, r.d, inputs, params, out, r.opts.Workers)
 	if err != nil {
 		return nil, err
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	prog.Advance(int64(K), "")
-	st.end()
-	run.Manifest.StageTimes = st.times
+	r.opts.Progress.Advance(int64(r.K), "")
+	r.st.end()
+	run.Manifest.StageTimes = r.st.times
 	out.Run = run
 	return out, nil
 }

@@ -1,0 +1,117 @@
+// Command funclen prints the length statistics of the functions of a Go
+// module's non-test, non-generated source: how many exceed 80 and 100
+// lines, the median and the 90th percentile, and the longest. A
+// function's length is the lines from its func keyword to its closing
+// brace.
+//
+// Usage (from the module root):
+//
+//	go run ./bench/funclen [-top 15] [DIR]
+package main
+
+import (
+	"flag"
+	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+)
+
+type fn struct {
+	name  string
+	lines int
+}
+
+func main() {
+	top := flag.Int("top", 15, "longest functions to list")
+	flag.Parse()
+	root := "."
+	if flag.NArg() > 0 {
+		root = flag.Arg(0)
+	}
+	var fns []fn
+	fset := token.NewFileSet()
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			name := d.Name()
+			if path != root && (strings.HasPrefix(name, ".") || name == "node_modules" || name == "testdata") {
+				return filepath.SkipDir
+			}
+			if path != root {
+				if _, err := os.Stat(filepath.Join(path, "go.mod")); err == nil {
+					return filepath.SkipDir // another module
+				}
+			}
+			return nil
+		}
+		if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		f, err := parser.ParseFile(fset, path, nil, parser.ParseComments)
+		if err != nil {
+			return err
+		}
+		if ast.IsGenerated(f) {
+			return nil
+		}
+		for _, decl := range f.Decls {
+			if fd, ok := decl.(*ast.FuncDecl); ok && fd.Body != nil {
+				n := fset.Position(fd.End()).Line - fset.Position(fd.Pos()).Line + 1
+				name := fd.Name.Name
+				if fd.Recv != nil && len(fd.Recv.List) > 0 {
+					name = recv(fd.Recv.List[0].Type) + "." + name
+				}
+				fns = append(fns, fn{filepath.ToSlash(path) + ": " + name, n})
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "funclen:", err)
+		os.Exit(1)
+	}
+	sort.Slice(fns, func(i, j int) bool { return fns[i].lines > fns[j].lines })
+	n := len(fns)
+	if n == 0 {
+		fmt.Println("no functions")
+		return
+	}
+	over := func(k int) int {
+		c := 0
+		for _, f := range fns {
+			if f.lines > k {
+				c++
+			}
+		}
+		return c
+	}
+	asc := make([]int, n)
+	for i, f := range fns {
+		asc[n-1-i] = f.lines
+	}
+	fmt.Printf("functions %d; over 80 lines %d, over 100 lines %d; median %d, 90th percentile %d\n",
+		n, over(80), over(100), asc[n/2], asc[(9*n)/10])
+	for _, f := range fns[:min(*top, n)] {
+		fmt.Printf("%5d  %s\n", f.lines, f.name)
+	}
+}
+
+func recv(e ast.Expr) string {
+	switch t := e.(type) {
+	case *ast.StarExpr:
+		return recv(t.X)
+	case *ast.Ident:
+		return t.Name
+	case *ast.IndexExpr:
+		return recv(t.X)
+	}
+	return "?"
+}
