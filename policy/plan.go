@@ -252,6 +252,14 @@ func Plan(ctx context.Context, m *estimate.Model, bonus *pessimism.Bonus, opts P
 		}
 		return pol, st, nil
 	}
+	return exactPlan(ctx, m, bonus, opts, proto, budget, workers, st)
+}
+
+// exactPlan is the exact planner (with its pruned search past the
+// budget): the tree is cut at a frontier depth, the subtrees below it are
+// searched in parallel, and the levels above are searched again with
+// their results.
+func exactPlan(ctx context.Context, m *estimate.Model, bonus *pessimism.Bonus, opts PlanOptions, proto *planner, budget int64, workers int, st *PlanStats) (*Policy, *PlanStats, error) {
 	st.Planner = PlannerExact
 	if !st.Exact {
 		st.Planner = plannerSearch
@@ -263,22 +271,9 @@ func Plan(ctx context.Context, m *estimate.Model, bonus *pessimism.Bonus, opts P
 	}
 	proto.frontier = frontier
 	if !st.Exact {
-		if proto.fbt, err = newFallbackTables(m, bonus); err != nil {
+		if err := proto.pruneFor(ctx, opts, budget, workers, st); err != nil {
 			return nil, nil, err
 		}
-		search := opts.SearchBudget
-		if search <= 0 {
-			search = min(budget, DefaultSearchBudget)
-			if m.NumObs > wideObs {
-				search = max(1, search*wideRefChildren/int64(m.NumObs*m.NumActions))
-			}
-		}
-		eps, err := proto.searchEpsilon(ctx, search, workers)
-		if err != nil {
-			return nil, nil, err
-		}
-		proto.eps = eps
-		st.Epsilon = eps
 	}
 
 	// Pass 1: collect the frontier subtrees in search order.
@@ -323,6 +318,30 @@ func Plan(ctx context.Context, m *estimate.Model, bonus *pessimism.Bonus, opts P
 		st.GapBound = v.g + v.gm
 	}
 	return proto.toPolicy(), st, nil
+}
+
+// pruneFor prepares the pruned search past the budget: the stand-in
+// tables of the pruned nodes and the threshold ε that fits the search
+// budget.
+func (p *planner) pruneFor(ctx context.Context, opts PlanOptions, budget int64, workers int, st *PlanStats) error {
+	var err error
+	if p.fbt, err = newFallbackTables(p.m, p.bonus); err != nil {
+		return err
+	}
+	search := opts.SearchBudget
+	if search <= 0 {
+		search = min(budget, DefaultSearchBudget)
+		if p.m.NumObs > wideObs {
+			search = max(1, search*wideRefChildren/int64(p.m.NumObs*p.m.NumActions))
+		}
+	}
+	eps, err := p.searchEpsilon(ctx, search, workers)
+	if err != nil {
+		return err
+	}
+	p.eps = eps
+	st.Epsilon = eps
+	return nil
 }
 
 func checkPlan(m *estimate.Model, bonus *pessimism.Bonus) error {
