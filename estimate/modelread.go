@@ -14,8 +14,9 @@ import (
 // the file or of the run directory holding it), the inverse of report.ModelTable:
 // the observation vocabulary is the order of the obs1 rows, the action
 // vocabulary the order of the trans rows, the categorical reward support
-// the distinct rewards of the reward_prob rows. The model is validated and
-// prepared.
+// the distinct rewards of the reward_prob rows; the Compact form
+// (psrlcb.model_form = "compact") has emission rows of action "" and
+// reward rows of observation "". The model is validated and prepared.
 func ReadModel(path string) (*Model, error) {
 	if st, err := os.Stat(path); err == nil && st.IsDir() {
 		path = filepath.Join(path, "model.arrow")
@@ -78,7 +79,7 @@ func modelFromTable(t arrowio.Table) (*Model, error) {
 	if err != nil {
 		return nil, err
 	}
-	m := &Model{Stationary: t.Meta["psrlcb.stationary"] == "true"}
+	m := &Model{Stationary: t.Meta["psrlcb.stationary"] == "true", Compact: t.Meta["psrlcb.model_form"] == "compact"}
 	if m.States, err = metaInt(t.Meta, "psrlcb.states"); err != nil {
 		return nil, err
 	}
@@ -136,11 +137,15 @@ func modelFromTable(t arrowio.Table) (*Model, error) {
 		}
 		sort.Float64s(m.RewardValues)
 	}
-	V, n := len(m.RewardValues), S*A*S*O
+	V, n := len(m.RewardValues), m.RewardCells()
+	eA := A // the Compact form's emission has one row set for every action
+	if m.Compact {
+		eA = 1
+	}
 	m.Init, m.Obs1 = make([]float64, S), make([]float64, S*O)
 	for range nt {
 		m.Trans = append(m.Trans, make([]float64, A*S*S))
-		m.Emit = append(m.Emit, make([]float64, A*S*O))
+		m.Emit = append(m.Emit, make([]float64, eA*S*O))
 		if gauss {
 			m.RewardMean, m.RewardVar = append(m.RewardMean, make([]float64, n)), append(m.RewardVar, make([]float64, n))
 		} else {
@@ -194,11 +199,17 @@ func setParam(m *Model, p string, c modelCols, i int, obsIdx, actIdx map[string]
 		}
 		m.Trans[t][(a*S+s)*S+s2] = v
 	case "emit":
+		if m.Compact { // one row set for every action, action ""
+			a, okA = 0, c.act[i] == ""
+		}
 		if !inS(s2) || !okA || !okO {
 			return bad()
 		}
 		m.Emit[t][(a*S+s2)*O+o] = v
 	case "reward_prob", "reward_mean", "reward_var":
+		if m.Compact { // the reward does not depend on the observation ""
+			o, okO = 0, c.obs[i] == ""
+		}
 		if !inS(s) || !inS(s2) || !okA || !okO {
 			return bad()
 		}

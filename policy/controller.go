@@ -181,7 +181,7 @@ func (c *Controller) Decide(obs, acts []string) (action string, ok bool, err err
 		if i > 0 {
 			a, known := c.act[acts[i-1]]
 			if !known {
-				return "", false, fmt.Errorf("%w: action %q at step %d is not one of the model's", ErrOptions, acts[i-1], i)
+				return "", false, fmt.Errorf("%w: action %q at step %d is not one of the model's %d actions (%s)", ErrOptions, acts[i-1], i, len(c.bp.m.ActVocab), listSome(c.bp.m.ActVocab, 8))
 			}
 			st.a = a
 		}
@@ -472,4 +472,19 @@ func filterPlanner(m *estimate.Model) *planner {
 	p.shift, p.scale = m.RewardScale()
 	p.endObs, p.normal, p.end = endActions(m)
 	return p
+}
+
+// listSome is the first n symbols, quoted, and how many more.
+func listSome(syms []string, n int) string {
+	var b strings.Builder
+	for i, s := range syms[:min(n, len(syms))] {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(strconv.Quote(s))
+	}
+	if len(syms) > n {
+		fmt.Fprintf(&b, " and %d more", len(syms)-n)
+	}
+	return b.String()
 }

@@ -45,6 +45,44 @@ func TestReadModelRoundTrip(t *testing.T) {
 	}
 }
 
+// TestReadModelCompact: the Compact form (emission rows of action "",
+// reward rows of observation "") reads back as written.
+func TestReadModelCompact(t *testing.T) {
+	m := pessimismtest.RandomModel(rand.New(rand.NewPCG(9, 7)), pessimismtest.Spec{States: 3, Obs: 5, Actions: 2, Horizon: 3, Stationary: true})
+	S, A, V := m.States, m.NumActions, len(m.RewardValues)
+	m.Compact = true
+	m.Emit = [][]float64{append([]float64(nil), m.Emit[0][:S*m.NumObs]...)} // action 0's rows
+	cells := make([]float64, S*A*S*V)
+	for s := 0; s < S; s++ {
+		for a := 0; a < A; a++ {
+			for s2 := 0; s2 < S; s2++ {
+				full := ((s*A+a)*S + s2) * m.NumObs * V // o = 0's cell in the full layout
+				copy(cells[((s*A+a)*S+s2)*V:][:V], m.RewardProb[0][full:full+V])
+			}
+		}
+	}
+	m.RewardProb = [][]float64{cells}
+	m.ReturnMin, m.ReturnMax = -1, 1
+	m.Prepare()
+	if err := m.Validate(1e-9); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if err := arrowio.WriteArrow(filepath.Join(dir, "model.arrow"), ModelTable(m)); err != nil {
+		t.Fatal(err)
+	}
+	got, err := estimate.ReadModel(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := *m
+	want.TestLength = max(m.TestLength, 1)
+	want.Prepare()
+	if !reflect.DeepEqual(got, &want) {
+		t.Fatalf("read back\n%+v\nwrote\n%+v", got, &want)
+	}
+}
+
 // TestReadModelErrors: a file that is not a model, or whose rows do not
 // fit the sizes it declares, is an error naming the file.
 func TestReadModelErrors(t *testing.T) {
