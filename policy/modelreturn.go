@@ -3,6 +3,8 @@ package policy
 import (
 	"context"
 	"fmt"
+	"math"
+	"math/rand/v2"
 
 	"github.com/psrlcb/psrlcb/estimate"
 )
@@ -42,4 +44,79 @@ func ModelReturn(ctx context.Context, m *estimate.Model, pol *Policy) (value, un
 		return !ok
 	})
 	return value, unmatched, err
+}
+
+// ModelReturnSampled is ModelReturn by n trajectories of m following pol
+// (0: DefaultRollouts), for policies whose histories are too many to
+// enumerate: each step adds the expected reward given the belief (the same
+// mean as the drawn reward, less variance), and a first observation the
+// policy has no row for adds 0, as in ModelReturn, whose unmatched mass is
+// computed exactly. It returns the mean return in the user's units and
+// its standard error; the same seed gives the same figures.
+func ModelReturnSampled(ctx context.Context, m *estimate.Model, pol *Policy, n int, seed uint64) (value, se, unmatched float64, err error) {
+	if m == nil || pol == nil || m.Horizon <= 0 {
+		return 0, 0, 0, fmt.Errorf("%w: no model or no policy", ErrModel)
+	}
+	if n <= 1 {
+		n = DefaultRollouts
+	}
+	H, S := m.Horizon, m.States
+	c := newCodes(m)
+	first := make([]float64, m.NumObs)
+	m.FirstObsProbs(first)
+	for o, po := range first {
+		if _, ok := pol.Child(-1, c.obs[o]); !ok && po > 0 {
+			unmatched += po
+		}
+	}
+	var smp *obsSampler
+	if m.NumObs > wideObs {
+		smp = newObsSampler(m, first)
+	}
+	bel, next, pred := make([]float64, S), make([]float64, S), make([]float64, S)
+	probs := make([]float64, m.NumObs)
+	rng := rand.New(rand.NewPCG(seed, 0x5eed2))
+	sum, sq := 0.0, 0.0
+	for i := 0; i < n; i++ {
+		if i%1024 == 0 && ctx.Err() != nil {
+			return 0, 0, 0, ctx.Err()
+		}
+		var o int
+		if smp != nil {
+			o = smp.first(rng)
+		} else {
+			o = draw(rng, first)
+		}
+		ret := 0.0
+		if _, ok := pol.Child(-1, c.obs[o]); ok {
+			m.Prior(bel)
+			m.ObserveFirst(bel, o)
+			st := pol.NewCursor()
+			for h := 1; ; h++ {
+				sym, _, ok := st.Act(c.obs[o])
+				a, known := c.act[sym]
+				if !ok || !known {
+					return 0, 0, 0, fmt.Errorf("%w: the policy's action %q at step %d is not in the model's vocabulary", ErrModel, sym, h)
+				}
+				ret += m.ExpectedReward(h, bel, a)
+				if h == H {
+					break
+				}
+				m.Predict(h, bel, a, pred)
+				if smp != nil {
+					o = smp.draw(rng, h, pred, a)
+				} else {
+					m.ObsProbs(h, pred, a, probs)
+					o = draw(rng, probs)
+				}
+				m.Correct(h, pred, a, o, next)
+				bel, next = next, bel
+			}
+		}
+		sum += ret
+		sq += ret * ret
+	}
+	value = sum / float64(n)
+	v := max(sq/float64(n)-value*value, 0) * float64(n) / float64(n-1)
+	return value, math.Sqrt(v / float64(n)), unmatched, nil
 }

@@ -107,3 +107,28 @@ func TestModelReturnErrors(t *testing.T) {
 		t.Fatalf("unmatched %v, want 1 − P(o_1 = %s) = %v; partial value %v, full %v", un, m.ObsVocab[0], 1-first[0], v, full)
 	}
 }
+
+// TestModelReturnSampled: the sampled return of a belief plan (its
+// controller past a small table) is within four standard errors of the
+// enumerated one, and the same seed gives the same figures.
+func TestModelReturnSampled(t *testing.T) {
+	m, b := setup(t, 260, pessimismtest.Spec{States: 3, Obs: 3, Actions: 2, Horizon: 5}, 300)
+	pol, _, err := policy.Plan(context.Background(), m, b.WithAlpha(0.3), policy.PlanOptions{Planner: policy.PlannerBelief, RowBudget: 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	exact, un, err := policy.ModelReturn(context.Background(), m, pol)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, se, un2, err := policy.ModelReturnSampled(context.Background(), m, pol, 40000, 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if se <= 0 || math.Abs(v-exact) > 4*se || un != un2 {
+		t.Fatalf("sampled %v ± %v (unmatched %v), exact %v (unmatched %v)", v, se, un2, exact, un)
+	}
+	if v2, se2, _, _ := policy.ModelReturnSampled(context.Background(), m, pol, 40000, 5); v2 != v || se2 != se {
+		t.Fatalf("the same seed gave %v and %v", v, v2)
+	}
+}

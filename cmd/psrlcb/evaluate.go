@@ -28,13 +28,13 @@ func newEvaluateCommand() *cli.Command {
 		&cli.StringFlag{Name: "behavior", Value: "uniform", Usage: "behaviour policy `SPEC` to compare with (--pomdp): uniform, myopic:EPS or fixed:ACTION:EPS"},
 		&cli.PathFlag{Name: "out", Usage: "with --logs: output `DIR` for estimates.arrow, manifest.json and report.html, written atomically"},
 		&cli.BoolFlag{Name: "force", Usage: "replace an earlier output of evaluate --logs"},
-		&cli.Uint64Flag{Name: "seed", Value: 1, Usage: "with --logs: seed of the bootstrap, the halves of the cross-fitting and the model's Monte Carlo look-ahead; with --pomdp: of the Monte Carlo value"},
+		&cli.Uint64Flag{Name: "seed", Value: 1, Usage: "with --logs: seed of the bootstrap, the halves of the cross-fitting and the model's Monte Carlo look-ahead; with --pomdp or --model: of the Monte Carlo value"},
 		&cli.IntFlag{Name: "bootstrap", Value: ope.DefaultBootstrap, Usage: "with --logs: bootstrap replicates of the intervals (0: only normal intervals)"},
 		&cli.BoolFlag{Name: "no-model", Usage: "with --logs: importance sampling only, no model fitted (fast on large logs)"},
 		&cli.StringFlag{Name: "rank", Value: "auto", Usage: `with --logs: latent states of the fitted model, or "auto"`},
 		&cli.Float64Flag{Name: "alpha", Value: pessimism.DefaultAlpha, Usage: "with --logs: bonus coefficient α of the model's lower bound"},
 		&cli.IntFlag{Name: "workers", Usage: "goroutines (0: all cores); results do not depend on it"},
-		&cli.IntFlag{Name: "rollouts", Value: defaultRollouts, Usage: fmt.Sprintf("with --pomdp: episodes of the Monte Carlo value when the policy's histories under the model are more than %d (otherwise the value is exact)", exactEvalNodes)},
+		&cli.IntFlag{Name: "rollouts", Value: defaultRollouts, Usage: fmt.Sprintf("with --pomdp or --model: episodes of the Monte Carlo value when the policy's histories are too many to enumerate (--pomdp: more than %d; --model: |O|^H above %d)", exactEvalNodes, policy.DefaultMaxLeaves)},
 		&cli.BoolFlag{Name: "json", Usage: "print one JSON object instead of text"},
 	}
 	for _, f := range ingestFlags() {

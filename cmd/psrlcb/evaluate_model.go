@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"text/tabwriter"
 
 	"github.com/psrlcb/psrlcb/estimate"
@@ -21,6 +22,11 @@ type modelEvaluation struct {
 	ModelValue  float64 `json:"model_value_units"` // E_θ̂^π[Σ r_h], the user's units
 	ModelScaled float64 `json:"model_value"`       // the same on the paper's [0,1] scale
 	Unmatched   float64 `json:"unmatched_mass"`    // model probability of first observations the policy has no row for
+	// StdErr is the Monte Carlo standard error of ModelValue, from
+	// Episodes trajectories of the model when its histories are too many
+	// to enumerate (0 and absent when exact).
+	StdErr   float64 `json:"model_value_se,omitempty"`
+	Episodes int     `json:"episodes,omitempty"`
 }
 
 // runEvaluateModel values a policy table under a fitted model (a run
@@ -44,12 +50,20 @@ func runEvaluateModel(ctx context.Context, w io.Writer, o evaluateOptions) error
 	if pol.Horizon != 0 && pol.Horizon != m.Horizon {
 		return usagef("%s was planned for horizon %d, the model %s has horizon %d", o.policy, pol.Horizon, o.model, m.Horizon)
 	}
-	v, un, err := policy.ModelReturn(ctx, m, pol)
+	var v, se, un float64
+	episodes := 0
+	if math.Pow(float64(m.NumObs), float64(m.Horizon)) <= policy.DefaultMaxLeaves {
+		v, un, err = policy.ModelReturn(ctx, m, pol)
+	} else {
+		// Too many histories to enumerate: trajectories of the model.
+		episodes = max(o.rollouts, 2)
+		v, se, un, err = policy.ModelReturnSampled(ctx, m, pol, episodes, o.seed)
+	}
 	if err != nil {
 		return fmt.Errorf("%s under %s: %w", o.policy, o.model, err)
 	}
 	res := modelEvaluation{Model: o.model, Policy: o.policy, PolicyNodes: len(pol.Nodes), Horizon: m.Horizon, Rank: m.States,
-		ModelValue: v, ModelScaled: m.RescaleReturn(v), Unmatched: un}
+		ModelValue: v, ModelScaled: m.RescaleReturn(v), Unmatched: un, StdErr: se, Episodes: episodes}
 	if o.json {
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
@@ -59,7 +73,11 @@ func runEvaluateModel(ctx context.Context, w io.Writer, o evaluateOptions) error
 	fmt.Fprintf(tw, "model\t%s (fitted, rank %d, %d actions, %d observations)\n", o.model, m.States, m.NumActions, m.NumObs)
 	fmt.Fprintf(tw, "policy\t%s (%d nodes)\n", o.policy, len(pol.Nodes))
 	fmt.Fprintf(tw, "horizon\t%d\n", m.Horizon)
-	fmt.Fprintf(tw, "model value\t%.10g (expected return under the fitted model; %.6g on the [0,1] scale)\n", res.ModelValue, res.ModelScaled)
+	if episodes > 0 {
+		fmt.Fprintf(tw, "model value\t%.10g ± %.3g (expected return under the fitted model, Monte Carlo over %d of its trajectories: too many histories to enumerate; %.6g on the [0,1] scale)\n", res.ModelValue, se, episodes, res.ModelScaled)
+	} else {
+		fmt.Fprintf(tw, "model value\t%.10g (expected return under the fitted model; %.6g on the [0,1] scale)\n", res.ModelValue, res.ModelScaled)
+	}
 	if un > 0 {
 		fmt.Fprintf(tw, "unmatched mass\t%.3g (model probability of first observations the policy has no row for; they count as return 0)\n", un)
 	}
