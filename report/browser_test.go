@@ -83,6 +83,25 @@ func TestReportInBrowser(t *testing.T) {
 		t.Errorf("report.html is %d bytes, over 2 MB", len(html))
 	}
 
+	// Chromium's helper processes may still write into its profile for a
+	// moment after the browser is stopped, which makes t.TempDir's
+	// cleanup fail the test ("directory not empty"): the profile is
+	// removed here, retried for a few seconds, and a leftover is logged.
+	profile, err := os.MkdirTemp("", "psrlcb-chromium-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		for try := 0; ; try++ {
+			if err := os.RemoveAll(profile); err == nil || try == 20 {
+				if err != nil {
+					t.Logf("chromium profile %s not removed: %v", profile, err)
+				}
+				return
+			}
+			time.Sleep(250 * time.Millisecond)
+		}
+	})
 	opts := append(chromedp.DefaultExecAllocatorOptions[:],
 		chromedp.ExecPath(exe),
 		chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun,
@@ -90,7 +109,7 @@ func TestReportInBrowser(t *testing.T) {
 		chromedp.Flag("disable-background-networking", true),
 		chromedp.Flag("disable-component-update", true),
 		chromedp.Flag("disable-sync", true),
-		chromedp.UserDataDir(t.TempDir()),
+		chromedp.UserDataDir(profile),
 	)
 	actx, cancel := chromedp.NewExecAllocator(context.Background(), opts...)
 	defer cancel()
