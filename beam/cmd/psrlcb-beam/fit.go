@@ -32,13 +32,15 @@ var runners = []string{"local", "prism", "flink", "spark", "dataflow", "universa
 // fitConfig holds the flags of fit.
 type fitConfig struct {
 	runner, out, rank, dynamics, alpha, onInvalid, workDir *string
+	planner                                                *string
 	ingestOn, memoryLimit                                  *string
 	force                                                  *bool
 	maxRank, restarts, maxIter, horizon, shardEpisodes     *int
+	planPoints                                             *int
 	workers                                                *int
 	lambda, selectHeldOut, tol                             *float64
 	seed                                                   *uint64
-	planBudget                                             *int64
+	planBudget, planRows                                   *int64
 	dialTimeout                                            *time.Duration
 }
 
@@ -57,6 +59,9 @@ func registerFlags(fs *flag.FlagSet) *fitConfig {
 		lambda:        fs.Float64("lambda", 0, fmt.Sprintf("λ of U_h = λI + Σψ̄ψ̄ᵀ (0: %g)", pessimism.DefaultLambda)),
 		selectHeldOut: fs.Float64("select-heldout", 0, fmt.Sprintf("share of episodes held out to choose α (0: %g)", pipeline.DefaultSelectHeldOut)),
 		planBudget:    fs.Int64("plan-budget", 0, fmt.Sprintf("node budget of the exact planner (0: %d)", policy.DefaultBudget)),
+		planner:       fs.String("planner", policy.PlannerAuto, `"exact", "belief" or "auto" (as psrlcb fit)`),
+		planRows:      fs.Int64("plan-rows", 0, fmt.Sprintf("rows of the belief planner's policy table, the readable view of the controller's most probable decisions (0: %d)", policy.DefaultRowBudget)),
+		planPoints:    fs.Int("plan-points", 0, fmt.Sprintf("belief points per step of the belief planner (0: %d)", policy.DefaultPoints)),
 		seed:          fs.Uint64("seed", 1, "seed of the split, held-out draws and EM"),
 		workers:       fs.Int("workers", 0, "goroutines of the driver (0: all cores)"),
 		horizon:       fs.Int("horizon", 0, "episode length H (0: the largest step in the logs)"),
@@ -90,6 +95,7 @@ func (c *fitConfig) options() (pipeline.Options, error) {
 	}
 	o.Alpha, o.Lambda, o.SelectHeldOut = spec, *c.lambda, *c.selectHeldOut
 	o.PlanBudget, o.Seed, o.Workers = *c.planBudget, *c.seed, *c.workers
+	o.Planner, o.PlanRows, o.PlanPoints = *c.planner, *c.planRows, *c.planPoints
 	limit, err := memlimit.Parse(*c.memoryLimit, memlimit.System.Machine())
 	if err != nil {
 		return o, usagef("--memory-limit: %v", err)

@@ -154,3 +154,16 @@ func TestUsageErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestPlannerFlags: --planner, --plan-rows and --plan-points reach the
+// pipeline's options as psrlcb fit's do.
+func TestPlannerFlags(t *testing.T) {
+	c, _ := config(t, "--planner", "belief", "--plan-rows", "400", "--plan-points", "250", "--out", "unused", tigerLogs)
+	opts, err := c.options()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if opts.Planner != "belief" || opts.PlanRows != 400 || opts.PlanPoints != 250 {
+		t.Fatalf("options: planner %q, rows %d, points %d", opts.Planner, opts.PlanRows, opts.PlanPoints)
+	}
+}

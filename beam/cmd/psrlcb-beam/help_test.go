@@ -32,6 +32,8 @@ func TestHelpStatesDefaults(t *testing.T) {
 		"lambda":         fmt.Sprintf("%g", pessimism.DefaultLambda),
 		"select-heldout": fmt.Sprintf("%g", pipeline.DefaultSelectHeldOut),
 		"plan-budget":    strconv.FormatInt(policy.DefaultBudget, 10),
+		"plan-rows":      strconv.FormatInt(policy.DefaultRowBudget, 10),
+		"plan-points":    strconv.Itoa(policy.DefaultPoints),
 		"workers":        "all cores",
 		"horizon":        "the largest step in the logs",
 	}
