@@ -26,3 +26,6 @@ go build -o "$tmp/psrlcb" ./cmd/psrlcb
 "$tmp/psrlcb" fit examples/tiger-logs.parquet --out "$tmp/run" --rank 2 --restarts 2 --log-format json 2>"$tmp/fit.log"
 (cd scripts/arrowcheck && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
 node scripts/arrowcheck/check.mjs "$tmp/run"
+# A belief plan with a small table, so the run has a controller.arrow.
+"$tmp/psrlcb" fit examples/tiger-logs.parquet --out "$tmp/belief" --rank 2 --restarts 2 --alpha 0.3 --planner belief --plan-rows 40 --log-format json 2>"$tmp/fit-belief.log"
+node scripts/arrowcheck/check.mjs "$tmp/belief"

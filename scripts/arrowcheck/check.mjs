@@ -1,7 +1,8 @@
-// Opens every Arrow file of a psrlcb run directory with the JavaScript
+// Opens every Arrow file of a psrlcb run directory (controller.arrow too,
+// when the run has one) with the JavaScript
 // Arrow reader (tableFromIPC) and checks row counts, column names and the
 // schema metadata against what the run's manifest promises.
-import { readFileSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { tableFromIPC } from "apache-arrow";
 
@@ -22,6 +23,11 @@ const expect = {
   "fit.arrow": { columns: ["kind", "rank", "restart", "iteration", "loglik", "heldout_loglik", "chosen", "obs_loglik", "reward_loglik"] },
   "alpha.arrow": { columns: ["alpha", "value_reward", "value_bonus", "lcb", "iw_value", "iw_low", "iw_high", "ess", "c_inf", "cross_value_reward", "cross_value_bonus", "cross_lcb", "criterion", "cross_stderr", "saturated", "chosen"] },
 };
+
+// A belief plan's controller, when the run wrote one.
+if (existsSync(join(dir, "controller.arrow"))) {
+  expect["controller.arrow"] = { columns: ["kind", "step", "class", "index", "action", "state", "next_state", "value"] };
+}
 
 let failed = 0;
 let passed = 0;
