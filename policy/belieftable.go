@@ -260,14 +260,7 @@ func (w *tableWalker) walk(ctx context.Context, eps float64, limit int64, build 
 	// rows is never held twice.
 	w.placed = build && w.sizes != nil && eps == w.sizesEps && w.frontier == w.sizesFrontier && len(w.sizes) == len(w.tasks)
 	if w.placed {
-		w.offs = make([]int64, len(w.tasks))
-		total, below := top, int64(0)
-		for i := range w.tasks {
-			w.offs[i] = w.tasks[i].above + below
-			below += w.sizes[i]
-		}
-		total += below
-		w.nodes = make([]Node, total)
+		w.place(top)
 	}
 	var shared atomic.Int64
 	shared.Store(top)
@@ -281,45 +274,7 @@ func (w *tableWalker) walk(ctx context.Context, eps float64, limit int64, build 
 		c.ctx, c.eps, c.limit, c.build, c.over = ctx, eps, limit, build, false
 		c.shared, c.pending, c.frontier = &shared, 0, 0
 		return c
-	}, func(c *tableWalker, i int) error {
-		if c.over {
-			return nil
-		}
-		t := &w.tasks[i]
-		c.count = 0
-		c.nodes = c.nodes[:0]
-		var off int64
-		if w.placed {
-			off = w.offs[i]
-			c.nodes = w.nodes[off : off : off+w.sizes[i]]
-		}
-		c.reached = nil
-		if build && w.reached != nil {
-			c.reached = make([][]bpoint, w.bp.H+1)
-		}
-		copy(c.bel[t.h], t.bel)
-		v, a := c.visit(t.h, t.o, -1, t.cond, t.reach, t.sum)
-		c.flush()
-		r := walkResult{v: v, a: a, count: c.count, reached: c.reached}
-		switch {
-		case w.placed:
-			if int64(len(c.nodes)) != w.sizes[i] || (len(c.nodes) > 0 && &c.nodes[0] != &w.nodes[off]) {
-				return fmt.Errorf("internal error: subtree %d of the table walk has %d nodes, its earlier walk %d", i, len(c.nodes), w.sizes[i])
-			}
-			for k := range c.nodes {
-				n := &c.nodes[k]
-				n.ID += off
-				if n.Parent >= 0 {
-					n.Parent += off
-				}
-			}
-			c.nodes = nil
-		case build:
-			r.nodes = append([]Node(nil), c.nodes...)
-		}
-		w.results[i] = r
-		return nil
-	})
+	}, func(c *tableWalker, i int) error { return w.walkTask(c, i, build) })
 	if err != nil {
 		w.over, w.err, w.placed = true, err, false
 		return tval{}
@@ -342,6 +297,63 @@ func (w *tableWalker) walk(ctx context.Context, eps float64, limit int64, build 
 	w.count = shared.Load()
 	w.results, w.placed = nil, false
 	return v
+}
+
+// place allocates the table at its full length (top nodes above the
+// frontier plus the subtrees' sizes of the last complete walk) and sets
+// each task's offset in it.
+func (w *tableWalker) place(top int64) {
+	w.offs = make([]int64, len(w.tasks))
+	total, below := top, int64(0)
+	for i := range w.tasks {
+		w.offs[i] = w.tasks[i].above + below
+		below += w.sizes[i]
+	}
+	total += below
+	w.nodes = make([]Node, total)
+}
+
+// walkTask walks frontier subtree i with worker c and stores its result
+// (with the nodes it built, renumbered in place when the table is
+// placed).
+func (w *tableWalker) walkTask(c *tableWalker, i int, build bool) error {
+	if c.over {
+		return nil
+	}
+	t := &w.tasks[i]
+	c.count = 0
+	c.nodes = c.nodes[:0]
+	var off int64
+	if w.placed {
+		off = w.offs[i]
+		c.nodes = w.nodes[off : off : off+w.sizes[i]]
+	}
+	c.reached = nil
+	if build && w.reached != nil {
+		c.reached = make([][]bpoint, w.bp.H+1)
+	}
+	copy(c.bel[t.h], t.bel)
+	v, a := c.visit(t.h, t.o, -1, t.cond, t.reach, t.sum)
+	c.flush()
+	r := walkResult{v: v, a: a, count: c.count, reached: c.reached}
+	switch {
+	case w.placed:
+		if int64(len(c.nodes)) != w.sizes[i] || (len(c.nodes) > 0 && &c.nodes[0] != &w.nodes[off]) {
+			return fmt.Errorf("internal error: subtree %d of the table walk has %d nodes, its earlier walk %d", i, len(c.nodes), w.sizes[i])
+		}
+		for k := range c.nodes {
+			n := &c.nodes[k]
+			n.ID += off
+			if n.Parent >= 0 {
+				n.Parent += off
+			}
+		}
+		c.nodes = nil
+	case build:
+		r.nodes = append([]Node(nil), c.nodes...)
+	}
+	w.results[i] = r
+	return nil
 }
 
 // walkTasks is the least number of frontier subtrees per worker of a
