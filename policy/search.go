@@ -253,14 +253,7 @@ func (p *planner) runTask(ctx context.Context, t *task) taskResult {
 // p.bel[h], appends its policy subtree to the arena and returns its values.
 func (p *planner) solve(h, o int, cond, sum, path float64) val {
 	if p.frontier == h {
-		if p.collect {
-			p.tasks = append(p.tasks, task{h: h, o: o, cond: cond, sum: sum, path: path, bel: append([]float64(nil), p.bel[h]...)})
-			return val{}
-		}
-		r := &p.results[p.next]
-		p.next++
-		p.arena = append(p.arena, r.recs...)
-		return r.v
+		return p.solveFrontier(h, o, cond, sum, path)
 	}
 	p.nodes++
 	if p.nodes&0xffff == 0 && p.ctx.Err() != nil {
@@ -271,131 +264,16 @@ func (p *planner) solve(h, o int, cond, sum, path float64) val {
 	}
 	start := len(p.arena)
 	p.arena = append(p.arena, rec{obs: int32(o), cond: cond})
-	m, b := p.m, p.bel[h]
-	acts := p.allowed[o]
 	if h == p.H {
-		bestA, bestR := -1, math.Inf(-1)
-		for _, a := range acts {
-			r := (m.ExpectedReward(h, b, a) - p.shift) * p.scale
-			if r > bestR {
-				bestA, bestR = a, r
-			}
-		}
-		bon := p.bonus.Value(sum)
-		p.arena[start] = rec{obs: int32(o), act: int32(bestA), size: 1, fb: -1, cond: cond, vr: bestR, vb: bon}
-		return val{r: bestR, b: bon}
+		return p.solveLast(start, h, o, cond, sum)
 	}
-	pred, probs, next := p.pred[h], p.probs[h], p.bel[h+1]
 	best := math.Inf(-1)
 	var bestV val
 	bestA, bestFb := -1, int32(-1)
 	maxG := 0.0
-	acc := p.acc[h]
-	// Every child of this node has path probability below ε: the whole
-	// level below is priced at once by the fallback stand-in at the
-	// predicted belief (standInAt), without enumerating |O| children. On
-	// wide vocabularies this keeps a node's cost O(|A|²·S²) instead of
-	// O(|A|·|O|·(S + |A|·S²)).
-	allPruned := p.eps > 0 && path*p.emax < p.eps && p.O > wideObs
-	// On wide vocabularies the pruned children of an expanded node are
-	// priced as one set too (O(S) each instead of a stand-in each).
-	wide := p.O > wideObs
-	setU, setMass := p.setU[h], 0.0 // per depth: the recursion below has its own
-	for _, a := range acts {
-		r := (m.ExpectedReward(h, b, a) - p.shift) * p.scale
-		m.Predict(h, b, a, pred)
-		n, rest := 0, 0.0
-		if !allPruned {
-			n, rest = p.expand(h, a, pred, path)
-		} else if p.oneStep {
-			m.ObsProbs(h, pred, a, probs)
-		}
-		var q float64
-		if p.oneStep {
-			q = p.bonus.StepNorm2Scratch(h, probs, p.scratch)
-		} else {
-			f := p.feat[h][:p.bonus.Dims[h]]
-			p.fz.Feature(h, pred, a, f)
-			q = p.bonus.StepNorm2Scratch(h, f, p.scratch)
-		}
-		s2 := sum + q
-		leaf := h+1 == p.H && p.frontier != p.H
-		leafBonus := 0.0
-		if leaf {
-			leafBonus = p.bonus.Value(s2)
-		}
+	for _, a := range p.allowed[o] {
 		sub := len(p.arena)
-		var v val
-		pruned := false
-		if allPruned {
-			pruned = true
-			clear(acc)
-			p.standInAt(h, acts, pred, 1, s2, acc)
-		}
-		if rest > 0 {
-			// The children the index skipped: part of the pruned set.
-			pruned = true
-			clear(acc)
-			copy(setU, p.cbel)
-			setMass = rest
-		}
-		for i := 0; i < n; i++ {
-			o2, po := p.child(h, a, i, pred)
-			if po == 0 {
-				continue
-			}
-			if p.eps > 0 && path*po < p.eps {
-				if !pruned {
-					pruned = true
-					clear(acc)
-					clear(setU)
-					setMass = 0
-				}
-				if wide {
-					// Priced with the others at once below.
-					m.Correct(h, pred, a, o2, p.cbel)
-					for s, x := range p.cbel {
-						setU[s] += po * x
-					}
-					setMass += po
-					continue
-				}
-				p.standIn(h, a, acts, pred, o2, po, s2, acc)
-				continue
-			}
-			m.Correct(h, pred, a, o2, next)
-			if leaf {
-				// Step H inline: the bonus is the same for every leaf of
-				// this action, only the last reward is chosen.
-				p.nodes++
-				bestA, bestR := -1, math.Inf(-1)
-				for _, a2 := range p.allowed[o2] {
-					if r := (m.ExpectedReward(p.H, next, a2) - p.shift) * p.scale; r > bestR {
-						bestA, bestR = a2, r
-					}
-				}
-				p.arena = append(p.arena, rec{obs: int32(o2), act: int32(bestA), size: 1, fb: -1, cond: po, vr: bestR, vb: leafBonus})
-				v.r += po * bestR
-				v.b += po * leafBonus
-				continue
-			}
-			v.add(po, p.solve(h+1, o2, po, s2, path*po))
-		}
-		if setMass > 0 {
-			// The pruned children of a wide node as one set: its mean
-			// belief Σ po·b_o / Σ po and its mass (standInAt: pricing a
-			// set at once keeps the stated gap a bound).
-			for s := range setU {
-				setU[s] /= setMass
-			}
-			p.standInAt(h, acts, setU, setMass, s2, acc)
-			setMass = 0
-		}
-		fb := int32(-1)
-		if pruned {
-			fb = int32(p.bestFallback(acts, acc, &v))
-		}
-		v.r += r
+		v, fb := p.solveAction(h, o, a, sum, path)
 		maxG = math.Max(maxG, v.g)
 		val := v.r - v.b
 		if p.bonusObj {
@@ -414,6 +292,148 @@ func (p *planner) solve(h, o int, cond, sum, path float64) val {
 	bestV.g = maxG
 	p.arena[start] = rec{obs: int32(o), act: int32(bestA), size: int32(len(p.arena) - start), fb: bestFb, cond: cond, vr: bestV.r, vb: bestV.b}
 	return bestV
+}
+
+// solveFrontier is solve at the frontier depth: collecting, it records the
+// node as a task; otherwise it takes the task's result in search order.
+func (p *planner) solveFrontier(h, o int, cond, sum, path float64) val {
+	if p.collect {
+		p.tasks = append(p.tasks, task{h: h, o: o, cond: cond, sum: sum, path: path, bel: append([]float64(nil), p.bel[h]...)})
+		return val{}
+	}
+	r := &p.results[p.next]
+	p.next++
+	p.arena = append(p.arena, r.recs...)
+	return r.v
+}
+
+// solveLast is solve at step H: the best last reward, and the bonus of
+// the running sum.
+func (p *planner) solveLast(start, h, o int, cond, sum float64) val {
+	b := p.bel[h]
+	bestA, bestR := -1, math.Inf(-1)
+	for _, a := range p.allowed[o] {
+		r := (p.m.ExpectedReward(h, b, a) - p.shift) * p.scale
+		if r > bestR {
+			bestA, bestR = a, r
+		}
+	}
+	bon := p.bonus.Value(sum)
+	p.arena[start] = rec{obs: int32(o), act: int32(bestA), size: 1, fb: -1, cond: cond, vr: bestR, vb: bon}
+	return val{r: bestR, b: bon}
+}
+
+// solveAction is the value of action a at the node (τ_{h−1}, o_h), h < H,
+// with its subtree appended to the arena, and its fallback action (−1
+// when no child was pruned).
+func (p *planner) solveAction(h, o, a int, sum, path float64) (val, int32) {
+	m, b := p.m, p.bel[h]
+	acts := p.allowed[o]
+	pred, probs, next := p.pred[h], p.probs[h], p.bel[h+1]
+	acc := p.acc[h]
+	// Every child of this node has path probability below ε: the whole
+	// level below is priced at once by the fallback stand-in at the
+	// predicted belief (standInAt), without enumerating |O| children. On
+	// wide vocabularies this keeps a node's cost O(|A|²·S²) instead of
+	// O(|A|·|O|·(S + |A|·S²)).
+	allPruned := p.eps > 0 && path*p.emax < p.eps && p.O > wideObs
+	// On wide vocabularies the pruned children of an expanded node are
+	// priced as one set too (O(S) each instead of a stand-in each).
+	wide := p.O > wideObs
+	setU, setMass := p.setU[h], 0.0 // per depth: the recursion below has its own
+	r := (m.ExpectedReward(h, b, a) - p.shift) * p.scale
+	m.Predict(h, b, a, pred)
+	n, rest := 0, 0.0
+	if !allPruned {
+		n, rest = p.expand(h, a, pred, path)
+	} else if p.oneStep {
+		m.ObsProbs(h, pred, a, probs)
+	}
+	var q float64
+	if p.oneStep {
+		q = p.bonus.StepNorm2Scratch(h, probs, p.scratch)
+	} else {
+		f := p.feat[h][:p.bonus.Dims[h]]
+		p.fz.Feature(h, pred, a, f)
+		q = p.bonus.StepNorm2Scratch(h, f, p.scratch)
+	}
+	s2 := sum + q
+	leaf := h+1 == p.H && p.frontier != p.H
+	leafBonus := 0.0
+	if leaf {
+		leafBonus = p.bonus.Value(s2)
+	}
+	var v val
+	pruned := false
+	if allPruned {
+		pruned = true
+		clear(acc)
+		p.standInAt(h, acts, pred, 1, s2, acc)
+	}
+	if rest > 0 {
+		// The children the index skipped: part of the pruned set.
+		pruned = true
+		clear(acc)
+		copy(setU, p.cbel)
+		setMass = rest
+	}
+	for i := 0; i < n; i++ {
+		o2, po := p.child(h, a, i, pred)
+		if po == 0 {
+			continue
+		}
+		if p.eps > 0 && path*po < p.eps {
+			if !pruned {
+				pruned = true
+				clear(acc)
+				clear(setU)
+				setMass = 0
+			}
+			if wide {
+				// Priced with the others at once below.
+				m.Correct(h, pred, a, o2, p.cbel)
+				for s, x := range p.cbel {
+					setU[s] += po * x
+				}
+				setMass += po
+				continue
+			}
+			p.standIn(h, a, acts, pred, o2, po, s2, acc)
+			continue
+		}
+		m.Correct(h, pred, a, o2, next)
+		if leaf {
+			// Step H inline: the bonus is the same for every leaf of this
+			// action, only the last reward is chosen.
+			p.nodes++
+			bestA, bestR := -1, math.Inf(-1)
+			for _, a2 := range p.allowed[o2] {
+				if r := (m.ExpectedReward(p.H, next, a2) - p.shift) * p.scale; r > bestR {
+					bestA, bestR = a2, r
+				}
+			}
+			p.arena = append(p.arena, rec{obs: int32(o2), act: int32(bestA), size: 1, fb: -1, cond: po, vr: bestR, vb: leafBonus})
+			v.r += po * bestR
+			v.b += po * leafBonus
+			continue
+		}
+		v.add(po, p.solve(h+1, o2, po, s2, path*po))
+	}
+	if setMass > 0 {
+		// The pruned children of a wide node as one set: its mean belief
+		// Σ po·b_o / Σ po and its mass (standInAt: pricing a set at once
+		// keeps the stated gap a bound).
+		for s := range setU {
+			setU[s] /= setMass
+		}
+		p.standInAt(h, acts, setU, setMass, s2, acc)
+	}
+	fb := int32(-1)
+	if pruned {
+		fb = int32(p.bestFallback(acts, acc, &v))
+	}
+	v.r += r
+	return v, fb
 }
 
 // toPolicy turns the preorder arena of the step-1 subtrees into a Policy
