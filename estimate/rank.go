@@ -156,107 +156,16 @@ func beats(b, a *rankTry) bool {
 // rank rows and the search's trace to res and returns the chosen rank and
 // the search's best model at that rank (nil when nothing was fitted).
 func rankSearch(ctx context.Context, c *coded, proto *Model, o *Options, res *Result, report func(TraceRow)) (int, *Model, error) {
-	K := c.K
-	rng := rand.New(rand.NewPCG(o.Seed, 0x4e1d))
-	perm := rng.Perm(K)
-	if n := rankSampleSize(c, proto.Compact); K > n {
-		perm = perm[:n]
-	}
-	n := len(perm)
-	nHeld := int(math.Round(o.HeldOut * float64(n)))
-	if nHeld < 1 || n-nHeld < 1 {
+	rs, n := newRankSearcher(ctx, c, proto, o, res, report)
+	if rs == nil {
 		// Too few episodes to hold any out: the smallest rank that can
 		// still represent memory.
 		return min(2, o.MaxRank), nil, nil
 	}
-	held := append([]int(nil), perm[:nHeld]...)
-	train := append([]int(nil), perm[nHeld:]...)
-	sort.Ints(held)
-	sort.Ints(train)
-	tr := c.subset(train)
-	nb := min(rankBlocks, nHeld)
-	blocks := make([]*coded, nb)
-	for b := 0; b < nb; b++ {
-		var idx []int
-		for i := b; i < nHeld; i += nb {
-			idx = append(idx, held[i])
-		}
-		blocks[b] = c.subset(idx)
-	}
-	maxR := max(1, min(o.MaxRank, tr.K))
-	budget := o.RankBudget
-	work := 0.0
-	so := *o
-	so.Restarts = min(o.Restarts, rankSearchRestarts)
-	so.Tol = rankTol(o)
-	tried := map[int]*rankTry{}
-
-	fitAt := func(S int, from *rankTry) (*rankTry, error) {
-		if t, ok := tried[S]; ok {
-			return t, nil
-		}
-		// Start 0 is the warm start from the smaller rank with its states
-		// split; then a random and an informed start (fitRank).
-		ro := so
-		ro.Start = nil
-		if from != nil {
-			ro.Start = growModel(from.model, S, o.Seed+uint64(S))
-		}
-		rs, err := fitRank(ctx, tr, proto, S, &ro, "train", report)
-		if err != nil {
-			return nil, err
-		}
-		b := best(rs)
-		if from != nil && ro.Restarts < rankSearchRestarts && stalled(rs[b].ll, from.train) {
-			// Every start stayed at the smaller rank's solution (the
-			// split copies of a state stay alike, and a random start
-			// can fall there too): on 10⁵ episodes of query.s2 with
-			// two starts, rank 2 matched rank 1's training likelihood
-			// to 10⁻⁶ and the search stopped at rank 1. The start kinds
-			// not run yet (the informed one) get their turn.
-			for _, r := range rs {
-				work += float64(r.esteps) * float64(tr.K*tr.H) * float64(S*S)
-			}
-			ro.Restarts = rankSearchRestarts
-			if rs, err = fitRank(ctx, tr, proto, S, &ro, "train", report); err != nil {
-				return nil, err
-			}
-			b = best(rs)
-		}
-		for _, r := range rs {
-			res.Trace = append(res.Trace, r.trace...)
-			work += float64(r.esteps) * float64(tr.K*tr.H) * float64(S*S)
-		}
-		t := &rankTry{S: S, model: rs[b].model, train: rs[b].ll}
-		for _, blk := range blocks {
-			st, err := o.runEStep(ctx, newKernel(rs[b].model, blk), blk, o.Workers)
-			if err != nil {
-				return nil, err
-			}
-			t.blocks = append(t.blocks, st.ll)
-			t.held += st.ll
-		}
-		tried[S] = t
-		return t, nil
-	}
-
-	// Doubling.
-	cur, err := fitAt(1, nil)
+	maxR := max(1, min(o.MaxRank, rs.tr.K))
+	lo, hi, prev, err := rs.double(maxR)
 	if err != nil {
 		return 0, nil, err
-	}
-	lo, hi := cur, (*rankTry)(nil)
-	prev := (*rankTry)(nil) // the rank lo improved on
-	for S := 2; lo.S < maxR && work < budget; S = min(2*lo.S, maxR) {
-		t, err := fitAt(S, lo)
-		if err != nil {
-			return 0, nil, err
-		}
-		if !beats(t, lo) {
-			hi = t
-			break
-		}
-		prev, lo = lo, t
 	}
 	// The doubling ended on an improvement (the work budget or MaxRank
 	// stopped it): the ranks between the last two doublings were never
@@ -270,23 +179,13 @@ func rankSearch(ctx context.Context, c *coded, proto *Model, o *Options, res *Re
 	// not beat beyond the noise. These fits run past the budget: at most
 	// log₂(lo − prev) of them, each of a rank below lo.
 	if hi == nil && prev != nil && lo.S-prev.S > 1 {
-		a, b := prev, lo
-		for b.S-a.S > 1 {
-			t, err := fitAt((a.S+b.S)/2, a)
-			if err != nil {
-				return 0, nil, err
-			}
-			if beats(lo, t) {
-				a = t
-			} else {
-				b = t
-			}
+		if err := rs.below(prev, lo); err != nil {
+			return 0, nil, err
 		}
 	}
 	// Bisection between the last improving rank and the failed doubling.
-	for hi != nil && hi.S-lo.S > 1 && work < budget {
-		mid := (lo.S + hi.S) / 2
-		t, err := fitAt(mid, lo)
+	for hi != nil && hi.S-lo.S > 1 && rs.work < o.RankBudget {
+		t, err := rs.fitAt((lo.S+hi.S)/2, lo)
 		if err != nil {
 			return 0, nil, err
 		}
@@ -296,26 +195,170 @@ func rankSearch(ctx context.Context, c *coded, proto *Model, o *Options, res *Re
 			hi = t
 		}
 	}
-	// Choice: in increasing rank, a larger rank replaces the current one
-	// only when it beats it beyond the noise.
-	ranks := make([]int, 0, len(tried))
-	for S := range tried {
+	chosen := rs.choose()
+	res.HeldOutLogLik = chosen.held
+	res.RankSearchEpisodes = n
+	return chosen.S, chosen.model, nil
+}
+
+// rankSearcher is the state of one rank search: the training episodes,
+// the held-out blocks, the fits by rank and the EM work spent.
+type rankSearcher struct {
+	ctx    context.Context
+	tr     *coded   // training episodes
+	blocks []*coded // held-out blocks
+	proto  *Model
+	o      *Options // the caller's options
+	so     Options  // the search's fit options
+	res    *Result
+	report func(TraceRow)
+	tried  map[int]*rankTry
+	work   float64 // E-step work, in step·state² units
+}
+
+// newRankSearcher draws the search's sample of c (a seeded permutation,
+// at most rankSampleSize episodes) and splits it into training episodes
+// and held-out blocks. It returns nil when the sample cannot hold an
+// episode out, and the sample's size.
+func newRankSearcher(ctx context.Context, c *coded, proto *Model, o *Options, res *Result, report func(TraceRow)) (*rankSearcher, int) {
+	rng := rand.New(rand.NewPCG(o.Seed, 0x4e1d))
+	perm := rng.Perm(c.K)
+	if n := rankSampleSize(c, proto.Compact); c.K > n {
+		perm = perm[:n]
+	}
+	n := len(perm)
+	nHeld := int(math.Round(o.HeldOut * float64(n)))
+	if nHeld < 1 || n-nHeld < 1 {
+		return nil, n
+	}
+	held := append([]int(nil), perm[:nHeld]...)
+	train := append([]int(nil), perm[nHeld:]...)
+	sort.Ints(held)
+	sort.Ints(train)
+	rs := &rankSearcher{ctx: ctx, tr: c.subset(train), proto: proto, o: o, so: *o, res: res, report: report, tried: map[int]*rankTry{}}
+	nb := min(rankBlocks, nHeld)
+	rs.blocks = make([]*coded, nb)
+	for b := 0; b < nb; b++ {
+		var idx []int
+		for i := b; i < nHeld; i += nb {
+			idx = append(idx, held[i])
+		}
+		rs.blocks[b] = c.subset(idx)
+	}
+	rs.so.Restarts = min(o.Restarts, rankSearchRestarts)
+	rs.so.Tol = rankTol(o)
+	return rs, n
+}
+
+// fitAt fits rank S on the training episodes (once: a rank tried before
+// is returned as it was) and scores it on the held-out blocks.
+func (rs *rankSearcher) fitAt(S int, from *rankTry) (*rankTry, error) {
+	if t, ok := rs.tried[S]; ok {
+		return t, nil
+	}
+	ctx, tr, o := rs.ctx, rs.tr, rs.o
+	// Start 0 is the warm start from the smaller rank with its states
+	// split; then a random and an informed start (fitRank).
+	ro := rs.so
+	ro.Start = nil
+	if from != nil {
+		ro.Start = growModel(from.model, S, o.Seed+uint64(S))
+	}
+	fits, err := fitRank(ctx, tr, rs.proto, S, &ro, "train", rs.report)
+	if err != nil {
+		return nil, err
+	}
+	b := best(fits)
+	if from != nil && ro.Restarts < rankSearchRestarts && stalled(fits[b].ll, from.train) {
+		// Every start stayed at the smaller rank's solution (the split
+		// copies of a state stay alike, and a random start can fall
+		// there too): on 10⁵ episodes of query.s2 with two starts, rank
+		// 2 matched rank 1's training likelihood to 10⁻⁶ and the search
+		// stopped at rank 1. The start kinds not run yet (the informed
+		// one) get their turn.
+		for _, r := range fits {
+			rs.work += float64(r.esteps) * float64(tr.K*tr.H) * float64(S*S)
+		}
+		ro.Restarts = rankSearchRestarts
+		if fits, err = fitRank(ctx, tr, rs.proto, S, &ro, "train", rs.report); err != nil {
+			return nil, err
+		}
+		b = best(fits)
+	}
+	for _, r := range fits {
+		rs.res.Trace = append(rs.res.Trace, r.trace...)
+		rs.work += float64(r.esteps) * float64(tr.K*tr.H) * float64(S*S)
+	}
+	t := &rankTry{S: S, model: fits[b].model, train: fits[b].ll}
+	for _, blk := range rs.blocks {
+		st, err := o.runEStep(ctx, newKernel(fits[b].model, blk), blk, o.Workers)
+		if err != nil {
+			return nil, err
+		}
+		t.blocks = append(t.blocks, st.ll)
+		t.held += st.ll
+	}
+	rs.tried[S] = t
+	return t, nil
+}
+
+// double doubles the rank from 1 while it improves, up to maxR and the
+// work budget. It returns the last improving rank lo, the failed
+// doubling hi (nil when the doubling ended on an improvement) and the
+// rank lo improved on.
+func (rs *rankSearcher) double(maxR int) (lo, hi, prev *rankTry, err error) {
+	if lo, err = rs.fitAt(1, nil); err != nil {
+		return nil, nil, nil, err
+	}
+	for S := 2; lo.S < maxR && rs.work < rs.o.RankBudget; S = min(2*lo.S, maxR) {
+		t, err := rs.fitAt(S, lo)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		if !beats(t, lo) {
+			return lo, t, prev, nil
+		}
+		prev, lo = lo, t
+	}
+	return lo, nil, prev, nil
+}
+
+// below bisects (prev, lo] for the smallest rank lo does not beat.
+func (rs *rankSearcher) below(prev, lo *rankTry) error {
+	a, b := prev, lo
+	for b.S-a.S > 1 {
+		t, err := rs.fitAt((a.S+b.S)/2, a)
+		if err != nil {
+			return err
+		}
+		if beats(lo, t) {
+			a = t
+		} else {
+			b = t
+		}
+	}
+	return nil
+}
+
+// choose picks, in increasing rank, a larger rank over the current one
+// only when it beats it beyond the noise, and writes the rank table.
+func (rs *rankSearcher) choose() *rankTry {
+	ranks := make([]int, 0, len(rs.tried))
+	for S := range rs.tried {
 		ranks = append(ranks, S)
 	}
 	sort.Ints(ranks)
-	chosen := tried[ranks[0]]
+	chosen := rs.tried[ranks[0]]
 	for _, S := range ranks[1:] {
-		if t := tried[S]; beats(t, chosen) {
+		if t := rs.tried[S]; beats(t, chosen) {
 			chosen = t
 		}
 	}
 	for _, S := range ranks {
-		t := tried[S]
-		res.RankTable = append(res.RankTable, RankRow{Rank: S, TrainLogLik: t.train, HeldOutLogLik: t.held, Chosen: t == chosen})
+		t := rs.tried[S]
+		rs.res.RankTable = append(rs.res.RankTable, RankRow{Rank: S, TrainLogLik: t.train, HeldOutLogLik: t.held, Chosen: t == chosen})
 	}
-	res.HeldOutLogLik = chosen.held
-	res.RankSearchEpisodes = n
-	return chosen.S, chosen.model, nil
+	return chosen
 }
 
 // subset returns the coded episodes idx of c (copies).
