@@ -83,6 +83,15 @@ func finiteMask(v []float64) []bool {
 	return valid
 }
 
+// OrEmpty is s, or an empty slice for nil: a Column's type is the slice
+// that is set, so a column with no rows needs a non-nil empty slice.
+func OrEmpty[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}
+
 // Table is a set of equal-length columns with schema metadata.
 type Table struct {
 	Columns []Column

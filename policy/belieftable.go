@@ -653,13 +653,7 @@ func (t *tval) addRollouts(mc tval, reach float64) {
 	if mc.n <= 0 {
 		return
 	}
-	k := 1 / (reach * rolloutDensity)
-	t.r += k * mc.r
-	t.b += k * mc.b
-	t.sum += k * mc.sum
-	t.mc += k * mc.mc
-	t.sq += k * mc.sq
-	t.n += k * mc.n
+	t.add(1/(reach*rolloutDensity), mc) // mc.out is 0: rollouts leave no table
 }
 
 // finish stores a leaf's values.

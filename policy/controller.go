@@ -245,36 +245,15 @@ func (c *Controller) table(meta map[string]string) arrowio.Table {
 	md[MetaKappa] = strconv.FormatFloat(bp.kappa, 'g', -1, 64)
 	md[MetaLookahead] = strings.Join(look, ",")
 	return arrowio.Table{Meta: md, Columns: []arrowio.Column{
-		{Name: "kind", String: orEmptyStrings(kind)},
-		{Name: "step", Int32: orEmptyInt32(step)},
-		{Name: "class", Int32: orEmptyInt32(class)},
-		{Name: "index", Int32: orEmptyInt32(index)},
-		{Name: "action", String: orEmptyStrings(act)},
-		{Name: "state", Int32: orEmptyInt32(state)},
-		{Name: "next_state", Int32: orEmptyInt32(next)},
-		{Name: "value", Float64: orEmptyFloat(value)},
+		{Name: "kind", String: arrowio.OrEmpty(kind)},
+		{Name: "step", Int32: arrowio.OrEmpty(step)},
+		{Name: "class", Int32: arrowio.OrEmpty(class)},
+		{Name: "index", Int32: arrowio.OrEmpty(index)},
+		{Name: "action", String: arrowio.OrEmpty(act)},
+		{Name: "state", Int32: arrowio.OrEmpty(state)},
+		{Name: "next_state", Int32: arrowio.OrEmpty(next)},
+		{Name: "value", Float64: arrowio.OrEmpty(value)},
 	}}
-}
-
-func orEmptyStrings(x []string) []string {
-	if x == nil {
-		return []string{}
-	}
-	return x
-}
-
-func orEmptyInt32(x []int32) []int32 {
-	if x == nil {
-		return []int32{}
-	}
-	return x
-}
-
-func orEmptyFloat(x []float64) []float64 {
-	if x == nil {
-		return []float64{}
-	}
-	return x
 }
 
 // WriteController writes c to path (controller.arrow), atomically, with

@@ -264,29 +264,38 @@ func readFileWith(mem memory.Allocator, path string) (*Policy, map[string]string
 	return p, meta, nil
 }
 
-// attachController reads the controller beside policy.arrow, when the
-// run wrote one, with the run's model.arrow (Policy.Ctrl). A policy file
-// without one (an exact plan, or a run of an earlier version) is the tree
-// alone.
+// attachController attaches the controller beside policy.arrow, when
+// the run wrote one (ControllerBeside).
 func attachController(p *Policy, path string) error {
-	dir := filepath.Dir(path)
-	cpath := filepath.Join(dir, ControllerFileName)
-	if _, err := os.Stat(cpath); err != nil {
-		return nil
-	}
-	m, err := estimate.ReadModel(filepath.Join(dir, "model.arrow"))
-	if err != nil {
-		return fmt.Errorf("%w: %s needs the run's model.arrow: %v", ErrFile, cpath, err)
-	}
-	if m.Horizon != p.Horizon {
-		return fmt.Errorf("%w: %s is for horizon %d, %s for %d", ErrFile, cpath, m.Horizon, path, p.Horizon)
-	}
-	c, err := ReadController(cpath, m)
-	if err != nil {
+	c, err := ControllerBeside(path)
+	if err != nil || c == nil {
 		return err
+	}
+	if c.Horizon() != p.Horizon {
+		return fmt.Errorf("%w: %s is for horizon %d, %s for %d", ErrFile, filepath.Join(filepath.Dir(path), ControllerFileName), c.Horizon(), path, p.Horizon)
 	}
 	p.Ctrl = c
 	return nil
+}
+
+// ControllerBeside reads the controller of the run that wrote the policy
+// at path (policy.arrow or its run directory), with the run's
+// model.arrow; nil when the run has none (an exact plan, or a run of an
+// earlier version, whose table and fallback_action are the whole policy).
+func ControllerBeside(path string) (*Controller, error) {
+	dir := path
+	if st, err := os.Stat(path); err != nil || !st.IsDir() {
+		dir = filepath.Dir(path)
+	}
+	cpath := filepath.Join(dir, ControllerFileName)
+	if _, err := os.Stat(cpath); err != nil {
+		return nil, nil
+	}
+	m, err := estimate.ReadModel(filepath.Join(dir, "model.arrow"))
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s needs the run's model.arrow: %v", ErrFile, cpath, err)
+	}
+	return ReadController(cpath, m)
 }
 
 // appendNodes copies the rows of one record batch (owned by the reader)

@@ -81,12 +81,7 @@ func ModelReturnSampled(ctx context.Context, m *estimate.Model, pol *Policy, n i
 		if i%1024 == 0 && ctx.Err() != nil {
 			return 0, 0, 0, ctx.Err()
 		}
-		var o int
-		if smp != nil {
-			o = smp.first(rng)
-		} else {
-			o = draw(rng, first)
-		}
+		o := smp.start(rng, first)
 		ret := 0.0
 		if _, ok := pol.Child(-1, c.obs[o]); ok {
 			m.Prior(bel)
@@ -103,12 +98,7 @@ func ModelReturnSampled(ctx context.Context, m *estimate.Model, pol *Policy, n i
 					break
 				}
 				m.Predict(h, bel, a, pred)
-				if smp != nil {
-					o = smp.draw(rng, h, pred, a)
-				} else {
-					m.ObsProbs(h, pred, a, probs)
-					o = draw(rng, probs)
-				}
+				o = smp.next(rng, m, h, pred, a, probs)
 				m.Correct(h, pred, a, o, next)
 				bel, next = next, bel
 			}

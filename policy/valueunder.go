@@ -121,12 +121,7 @@ func ValueUnder(ctx context.Context, m *estimate.Model, b *pessimism.Bonus, pol 
 		if i%1024 == 0 && ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		var o int
-		if smp != nil {
-			o = smp.first(rng)
-		} else {
-			o = draw(rng, first)
-		}
+		o := smp.start(rng, first)
 		m.Prior(bel)
 		m.ObserveFirst(bel, o)
 		st := *pol.NewCursor()
@@ -149,12 +144,7 @@ func ValueUnder(ctx context.Context, m *estimate.Model, b *pessimism.Bonus, pol 
 			m.Predict(h, bel, a, pred)
 			e.fz.Feature(h, pred, a, feat[h])
 			sum += b.StepNorm2(h, feat[h])
-			if smp != nil {
-				o = smp.draw(rng, h, pred, a)
-			} else {
-				m.ObsProbs(h, pred, a, probs)
-				o = draw(rng, probs)
-			}
+			o = smp.next(rng, m, h, pred, a, probs)
 			m.Correct(h, pred, a, o, next)
 			bel, next = next, bel
 		}
@@ -221,6 +211,26 @@ func (smp *obsSampler) draw(rng *rand.Rand, h int, pred []float64, a int) int {
 	s := draw(rng, pred)
 	O := m.NumObs
 	return search(smp.cum[&e[0]][s*O:(s+1)*O], rng.Float64())
+}
+
+// start draws o_1: by the sampler on wide vocabularies (smp not nil),
+// otherwise from first, the model's P(o_1).
+func (smp *obsSampler) start(rng *rand.Rand, first []float64) int {
+	if smp != nil {
+		return smp.first(rng)
+	}
+	return draw(rng, first)
+}
+
+// next draws o_{h+1} given the predicted state pred and the action a:
+// by the sampler on wide vocabularies (smp not nil), otherwise from the
+// model's observation probabilities (probs is scratch of |O|).
+func (smp *obsSampler) next(rng *rand.Rand, m *estimate.Model, h int, pred []float64, a int, probs []float64) int {
+	if smp != nil {
+		return smp.draw(rng, h, pred, a)
+	}
+	m.ObsProbs(h, pred, a, probs)
+	return draw(rng, probs)
 }
 
 // draw samples an index from the distribution p (sums to 1 up to

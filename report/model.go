@@ -85,14 +85,14 @@ func (b *modelBatch) add(p string, h, s int, a string, s2 int, o string, r, v fl
 
 func (b *modelBatch) table(meta map[string]string) Table {
 	return Table{Meta: meta, Columns: []Column{
-		{Name: "param", String: orEmpty(b.param)},
-		{Name: "step", Int32: orEmpty(b.step)},
-		{Name: "state", Int32: orEmpty(b.state)},
-		{Name: "action", String: orEmpty(b.act)},
-		{Name: "next_state", Int32: orEmpty(b.next)},
-		{Name: "observation", String: orEmpty(b.obs)},
-		{Name: "reward", Float64: orEmpty(b.reward)},
-		{Name: "value", Float64: orEmpty(b.value)},
+		{Name: "param", String: arrowio.OrEmpty(b.param)},
+		{Name: "step", Int32: arrowio.OrEmpty(b.step)},
+		{Name: "state", Int32: arrowio.OrEmpty(b.state)},
+		{Name: "action", String: arrowio.OrEmpty(b.act)},
+		{Name: "next_state", Int32: arrowio.OrEmpty(b.next)},
+		{Name: "observation", String: arrowio.OrEmpty(b.obs)},
+		{Name: "reward", Float64: arrowio.OrEmpty(b.reward)},
+		{Name: "value", Float64: arrowio.OrEmpty(b.value)},
 	}}
 }
 

@@ -31,16 +31,7 @@ func TestReadModelRoundTrip(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, path := range []string{dir, filepath.Join(dir, "model.arrow")} {
-			got, err := estimate.ReadModel(path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			want := *m
-			want.TestLength = max(m.TestLength, 1)
-			want.Prepare()
-			if !reflect.DeepEqual(got, &want) {
-				t.Fatalf("spec %d: read back\n%+v\nwrote\n%+v", i, got, &want)
-			}
+			checkReadBack(t, fmt.Sprintf("spec %d", i), path, m)
 		}
 	}
 }
@@ -71,7 +62,14 @@ func TestReadModelCompact(t *testing.T) {
 	if err := arrowio.WriteArrow(filepath.Join(dir, "model.arrow"), ModelTable(m)); err != nil {
 		t.Fatal(err)
 	}
-	got, err := estimate.ReadModel(dir)
+	checkReadBack(t, "compact", dir, m)
+}
+
+// checkReadBack: estimate.ReadModel(path) gives m, as written (test
+// length at least 1, prepared).
+func checkReadBack(t *testing.T, name, path string, m *estimate.Model) {
+	t.Helper()
+	got, err := estimate.ReadModel(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,7 +77,7 @@ func TestReadModelCompact(t *testing.T) {
 	want.TestLength = max(m.TestLength, 1)
 	want.Prepare()
 	if !reflect.DeepEqual(got, &want) {
-		t.Fatalf("read back\n%+v\nwrote\n%+v", got, &want)
+		t.Fatalf("%s: read back\n%+v\nwrote\n%+v", name, got, &want)
 	}
 }
 

@@ -116,20 +116,13 @@ func (r *Run) episodesTable() Table {
 		}
 	}
 	return Table{Meta: r.meta("episodes"), Columns: []Column{
-		{Name: "episode_id", String: orEmpty(e.ID)},
-		{Name: "split", Int32: orEmpty(e.Split)},
-		{Name: "loglik", Float64: orEmpty(e.LogLik)},
-		{Name: "reward_loglik", Float64: orEmpty(e.RewardLogLik)},
-		{Name: "bonus", Float64: orEmpty(e.Bonus)},
-		{Name: "weight", Float64: orEmpty(e.Weight)},
+		{Name: "episode_id", String: arrowio.OrEmpty(e.ID)},
+		{Name: "split", Int32: arrowio.OrEmpty(e.Split)},
+		{Name: "loglik", Float64: arrowio.OrEmpty(e.LogLik)},
+		{Name: "reward_loglik", Float64: arrowio.OrEmpty(e.RewardLogLik)},
+		{Name: "bonus", Float64: arrowio.OrEmpty(e.Bonus)},
+		{Name: "weight", Float64: arrowio.OrEmpty(e.Weight)},
 	}}
-}
-
-func orEmpty[T any](s []T) []T {
-	if s == nil {
-		return []T{}
-	}
-	return s
 }
 
 // fitTable holds the EM trace (kind "trace") and the rank-selection table
@@ -176,13 +169,13 @@ func (r *Run) fitTable() Table {
 		obsLL, rewLL = append(obsLL, float64(rc.ObsLogLik)), append(rewLL, float64(rc.RewardLogLik))
 	}
 	return Table{Meta: r.meta("fit"), Columns: []Column{
-		{Name: "kind", String: orEmpty(kind)},
-		{Name: "rank", Int32: orEmpty(rank)},
-		{Name: "restart", Int32: orEmpty(restart)},
-		{Name: "iteration", Int32: orEmpty(iter)},
-		{Name: "loglik", Float64: orEmpty(ll)},
-		{Name: "heldout_loglik", Float64: orEmpty(held)},
-		{Name: "chosen", Bool: orEmpty(chosen)},
+		{Name: "kind", String: arrowio.OrEmpty(kind)},
+		{Name: "rank", Int32: arrowio.OrEmpty(rank)},
+		{Name: "restart", Int32: arrowio.OrEmpty(restart)},
+		{Name: "iteration", Int32: arrowio.OrEmpty(iter)},
+		{Name: "loglik", Float64: arrowio.OrEmpty(ll)},
+		{Name: "heldout_loglik", Float64: arrowio.OrEmpty(held)},
+		{Name: "chosen", Bool: arrowio.OrEmpty(chosen)},
 		{Name: "obs_loglik", Float64: obsLL},
 		{Name: "reward_loglik", Float64: rewLL},
 	}}

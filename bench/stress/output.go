@@ -56,14 +56,14 @@ func table(rows []Row, meta map[string]string) report.Table {
 		exact = append(exact, r.PlanExact)
 	}
 	t := report.Table{Meta: meta}
-	t.Columns = append(t.Columns, report.Column{Name: "family", String: orEmpty(fam)}, report.Column{Name: "behavior", String: orEmpty(beh)})
+	t.Columns = append(t.Columns, report.Column{Name: "family", String: arrowio.OrEmpty(fam)}, report.Column{Name: "behavior", String: arrowio.OrEmpty(beh)})
 	for _, c := range intCols {
-		t.Columns = append(t.Columns, report.Column{Name: c, Int32: orEmpty(ints[c])})
+		t.Columns = append(t.Columns, report.Column{Name: c, Int32: arrowio.OrEmpty(ints[c])})
 	}
 	for _, c := range fltCols {
-		t.Columns = append(t.Columns, report.Column{Name: c, Float64: orEmpty(flts[c])})
+		t.Columns = append(t.Columns, report.Column{Name: c, Float64: arrowio.OrEmpty(flts[c])})
 	}
-	t.Columns = append(t.Columns, report.Column{Name: "plan_exact", Bool: orEmpty(exact)})
+	t.Columns = append(t.Columns, report.Column{Name: "plan_exact", Bool: arrowio.OrEmpty(exact)})
 	return t
 }
 
@@ -77,13 +77,6 @@ func flagValue(b *bool) float64 {
 		return 1
 	}
 	return 0
-}
-
-func orEmpty[T any](s []T) []T {
-	if s == nil {
-		return []T{}
-	}
-	return s
 }
 
 func writeArrow(path string, rows []Row, meta map[string]string) error {

@@ -15,7 +15,6 @@ import (
 
 	"github.com/psrlcb/psrlcb/arrowio"
 	"github.com/psrlcb/psrlcb/errkind"
-	"github.com/psrlcb/psrlcb/estimate"
 	"github.com/psrlcb/psrlcb/ingest"
 	"github.com/psrlcb/psrlcb/policy"
 	"github.com/psrlcb/psrlcb/report"
@@ -185,7 +184,7 @@ func runAct(_ context.Context, stdout io.Writer, o actOptions) error {
 	if !ok {
 		return fmt.Errorf("%w: the policy has no row for the first observation %q", errNoAction, obs[0])
 	}
-	ctrl, err := controllerBeside(o.policy)
+	ctrl, err := policy.ControllerBeside(o.policy)
 	if err != nil {
 		return err
 	}
@@ -274,10 +273,7 @@ type mergedVocab struct {
 // when it did not, or when there is no model.arrow (a policy file on its
 // own: observations are then looked up as given).
 func mergedObservations(policyPath string) (*mergedVocab, error) {
-	dir := policyPath
-	if st, err := os.Stat(policyPath); err != nil || !st.IsDir() {
-		dir = filepath.Dir(policyPath)
-	}
+	dir := runDirOf(policyPath)
 	path := filepath.Join(dir, report.ModelFile)
 	if _, err := os.Stat(path); err != nil {
 		return nil, nil
@@ -307,26 +303,6 @@ func mergedObservations(policyPath string) (*mergedVocab, error) {
 	return v, nil
 }
 
-// controllerBeside reads the controller of the run that wrote the policy
-// (policyPath is policy.arrow or its run directory), with the run's
-// model; nil when the run has none (an exact plan, or a run of an
-// earlier version, whose table and fallback_action are the whole policy).
-func controllerBeside(policyPath string) (*policy.Controller, error) {
-	dir := policyPath
-	if st, err := os.Stat(policyPath); err != nil || !st.IsDir() {
-		dir = filepath.Dir(policyPath)
-	}
-	path := filepath.Join(dir, report.ControllerFile)
-	if _, err := os.Stat(path); err != nil {
-		return nil, nil
-	}
-	m, err := estimate.ReadModel(filepath.Join(dir, report.ModelFile))
-	if err != nil {
-		return nil, fmt.Errorf("%w: %s needs the run's %s: %v", errModelFile, path, report.ModelFile, err)
-	}
-	return policy.ReadController(path, m)
-}
-
 // decideBy is the controller's action after the history (follows false
 // without a controller, or when the model cannot follow the history).
 func decideBy(c *policy.Controller, obs, acts []string) (string, bool, error) {
@@ -342,10 +318,7 @@ func decideBy(c *policy.Controller, obs, acts []string) (string, bool, error) {
 // policy plays the fallback_action. "" otherwise, and for a policy file
 // outside a run directory.
 func treeOnlyNote(policyPath string) string {
-	dir := policyPath
-	if st, err := os.Stat(policyPath); err != nil || !st.IsDir() {
-		dir = filepath.Dir(policyPath)
-	}
+	dir := runDirOf(policyPath)
 	if !isRunDir(dir) {
 		return ""
 	}
@@ -357,4 +330,13 @@ func treeOnlyNote(policyPath string) string {
 		return ""
 	}
 	return fmt.Sprintf("the run has no %s (a run of an earlier psrlcb, or a pruned exact search): its policy is the table alone, and past its rows every history plays the fallback_action of the last row found", report.ControllerFile)
+}
+
+// runDirOf is the directory of a policy path: the path itself when it is
+// a directory, else the directory holding the file.
+func runDirOf(policyPath string) string {
+	if st, err := os.Stat(policyPath); err == nil && st.IsDir() {
+		return policyPath
+	}
+	return filepath.Dir(policyPath)
 }
