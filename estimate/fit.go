@@ -52,7 +52,17 @@ type emRun struct {
 	esteps int     // E-steps run so far
 	cur    emPoint // last accepted point (valid once started)
 	start  bool    // cur is set
+	fin    emPoint // the point the run stopped on (valid once res is set)
 	res    emResult
+
+	// pairs is the involution of a split start's copies (splitPairs), nil
+	// for other starts; probes counts the run's probes for a saddle
+	// (saddle.go).
+	pairs  []int
+	probes int
+	// tight: up to this E-step the run's tolerance is saddleTol instead
+	// of Options.Tol (escape found a saddle).
+	tight int
 }
 
 // eval runs the E-step at m.
@@ -88,6 +98,7 @@ func (r *emRun) advance(p emPoint, emStep bool) bool {
 	r.res.obj = append(r.res.obj, p.obj)
 	r.report(row)
 	done := func(q emPoint, converged bool) bool {
+		r.fin = q
 		r.res.esteps = r.esteps
 		r.res.model, r.res.ll, r.res.iters, r.res.converged = q.m, q.st.ll, q.iter, converged
 		return true
@@ -97,7 +108,11 @@ func (r *emRun) advance(p emPoint, emStep bool) bool {
 		if f < prev {
 			return done(r.cur, true)
 		}
-		if emStep && f-prev <= r.o.Tol*math.Abs(f) {
+		tol := r.o.Tol
+		if r.esteps <= r.tight {
+			tol = min(tol, saddleTol)
+		}
+		if emStep && f-prev <= tol*math.Abs(f) {
 			return done(p, true)
 		}
 	}
@@ -116,20 +131,45 @@ func (r *emRun) advance(p emPoint, emStep bool) bool {
 // E-step is a trace row, so the objective along the trace of a start is
 // non-decreasing up to its last row. The E-step of a rejected
 // extrapolation is counted but not reported: the trace skips its
-// iteration number.
+// iteration number. A split start (Options.startPairs) is probed for a
+// saddle point where it would stop, and may go on (escape, saddle.go);
+// the E-steps of the probe count as iterations too.
 func runEM(ctx context.Context, c *coded, m0 *Model, o *Options, workers int, tag TraceRow, report func(TraceRow)) emResult {
-	r := &emRun{ctx: ctx, c: c, o: o, workers: workers, tag: tag, report: report, penalised: !o.PlainEM}
-	fail := func(err error) emResult {
-		r.res.err = err
-		return r.res
+	r := &emRun{ctx: ctx, c: c, o: o, workers: workers, tag: tag, report: report, penalised: !o.PlainEM, tight: -1}
+	if m0 == o.Start {
+		r.pairs = o.startPairs
 	}
 	p, err := r.eval(m0)
 	if err != nil {
-		return fail(err)
+		r.res.err = err
+		return r.res
 	}
 	if r.advance(p, true) {
 		return r.res
 	}
+	for {
+		r.climb()
+		if r.res.err != nil || !r.res.converged {
+			return r.res
+		}
+		// A split start may have stopped in the lull of leaving its
+		// saddle point (saddle.go).
+		more, err := r.escape()
+		if err != nil {
+			r.res.err = err
+			return r.res
+		}
+		if !more {
+			r.res.esteps = r.esteps
+			return r.res
+		}
+	}
+}
+
+// climb runs EM from the accepted point r.cur until the run stops (r.res
+// set).
+func (r *emRun) climb() {
+	c, o := r.c, r.o
 	mstep := func(p emPoint) *Model { return p.k.mstep(p.st, c, o.Smoothing) }
 	// step runs the EM step from p and says whether the run stops.
 	step := func(p emPoint) bool {
@@ -143,14 +183,14 @@ func runEM(ctx context.Context, c *coded, m0 *Model, o *Options, workers int, ta
 	if o.PlainEM {
 		for !step(r.cur) {
 		}
-		return r.res
+		return
 	}
 	// SQUAREM (accel.go). base is θ0 and r.cur = M(θ0) = θ1, both
 	// accepted.
 	q := newSquarem()
 	base := r.cur
 	if step(base) {
-		return r.res
+		return
 	}
 	for {
 		p1 := r.cur
@@ -159,12 +199,13 @@ func runEM(ctx context.Context, c *coded, m0 *Model, o *Options, workers int, ta
 		if alpha > 1 {
 			px, err := r.eval(mx)
 			if err != nil {
-				return fail(err)
+				r.res.err = err
+				return
 			}
 			ok := px.obj >= p1.obj && px.st.ll >= p1.st.ll
 			if ok && px.iter >= o.MaxIter {
 				r.advance(px, false)
-				return r.res
+				return
 			}
 			if ok {
 				// The EM step from θ' (the next cycle's θ1) cannot lower
@@ -172,13 +213,14 @@ func runEM(ctx context.Context, c *coded, m0 *Model, o *Options, workers int, ta
 				// dropped like a rejected point.
 				pn, err := r.eval(mstep(px))
 				if err != nil {
-					return fail(err)
+					r.res.err = err
+					return
 				}
 				ok = pn.obj >= px.obj
 				if ok {
 					q.accepted(alpha, true)
 					if r.advance(px, false) || r.advance(pn, true) {
-						return r.res
+						return
 					}
 					base = px
 					continue
@@ -186,17 +228,19 @@ func runEM(ctx context.Context, c *coded, m0 *Model, o *Options, workers int, ta
 			}
 			q.accepted(alpha, false)
 			if r.esteps > o.MaxIter {
+				r.fin = p1
 				r.res.model, r.res.ll, r.res.iters, r.res.esteps = p1.m, p1.st.ll, p1.iter, r.esteps
-				return r.res
+				return
 			}
 			// Rejected: EM goes on from θ2.
 		}
 		p2, err := r.eval(m2)
 		if err != nil {
-			return fail(err)
+			r.res.err = err
+			return
 		}
 		if r.advance(p2, true) {
-			return r.res
+			return
 		}
 		base = p1
 	}

@@ -120,6 +120,10 @@ type Options struct {
 	// start, e.g. a previous fit of the same logs). Its shape must match
 	// the data and the rank; its States fixes the rank when Rank is 0.
 	Start *Model
+	// startPairs is the involution of Start's copied states when Start
+	// is a split of a smaller model (splitPairs); EM then tries to leave
+	// the copies' saddle point before it stops (saddle.go).
+	startPairs []int
 	// MaxIter bounds EM iterations per start (default DefaultMaxIter).
 	// An iteration is one E-step, whether of an EM step or of an
 	// extrapolated point.

@@ -22,10 +22,13 @@ import (
 //     cut into rankBlocks blocks;
 //  2. ranks 1, 2, 4, 8, … (doubling) are fitted on the training part, each
 //     warm-started from the previous rank's best model with its states
-//     split in two (growModel) beside a random and an informed start (at
-//     most rankSearchRestarts starts, EM tolerance at least rankSearchTol), until a doubling does not raise the held-out log-likelihood
-//     by more than its noise (rankNoiseZ standard errors of the paired
-//     block differences), MaxRank is reached, or the work budget is spent;
+//     split in two (growModel; EM probes a split start for the saddle
+//     point it begins at before it stops, saddle.go) beside a random and
+//     an informed start (at most rankSearchRestarts starts, EM tolerance
+//     at least rankSearchTol), until a doubling does not raise the
+//     held-out log-likelihood by more than its noise (rankNoiseZ
+//     standard errors of the paired block differences), MaxRank is
+//     reached, or the work budget is spent;
 //  3. the interval between the last rank that improved and the doubling
 //     that did not is refined by bisection; when the budget or MaxRank
 //     ended the doubling on an improvement, the interval below the last
@@ -260,9 +263,10 @@ func (rs *rankSearcher) fitAt(S int, from *rankTry) (*rankTry, error) {
 	// Start 0 is the warm start from the smaller rank with its states
 	// split; then a random and an informed start (fitRank).
 	ro := rs.so
-	ro.Start = nil
+	ro.Start, ro.startPairs = nil, nil
 	if from != nil {
 		ro.Start = growModel(from.model, S, o.Seed+uint64(S))
+		ro.startPairs = splitPairs(from.S, S)
 	}
 	fits, err := fitRank(ctx, tr, rs.proto, S, &ro, "train", rs.report)
 	if err != nil {

@@ -102,3 +102,43 @@ func TestRankSearchLeavesSaddle(t *testing.T) {
 		t.Errorf("chose rank %d, want at least the problem's 4 states", rc.Rank)
 	}
 }
+
+// TestRankSearchProbesSaddle: the same problem at the search's own
+// tolerance. Its split start stops in the lull after four EM steps; the
+// probe of the EM map there finds a direction that grows by about 1.3%
+// per step (saddle.go), so the run goes on at saddleTol, finds the
+// memory (training log-likelihood about 130 nats above rank 2's on 8000
+// episodes) and the search chooses rank 4. Without the probe the search
+// chose rank 2 on these logs.
+func TestRankSearchProbesSaddle(t *testing.T) {
+	if testing.Short() {
+		t.Skip("fits ranks up to 4 on 10⁴ episodes")
+	}
+	p, err := pomdp.Parse(strings.NewReader(standTiger), "stand-tiger")
+	if err != nil {
+		t.Fatal(err)
+	}
+	beh, err := pomdp.ParseBehavior("uniform", p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := pomdp.SimulateDataset(context.Background(), p, 4, 10000, beh, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc, err := estimate.ChooseRank(context.Background(), d, estimate.Options{Seed: 1, MaxRank: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	train := map[int]float64{}
+	for _, r := range rc.Table {
+		train[r.Rank] = r.TrainLogLik
+		t.Logf("rank %d: training %.1f, held out %.1f", r.Rank, r.TrainLogLik, r.HeldOutLogLik)
+	}
+	if rc.Rank != 4 {
+		t.Errorf("chose rank %d, want the problem's 4 states", rc.Rank)
+	}
+	if g := train[4] - train[2]; g < 100 {
+		t.Errorf("rank 4 gains %.1f nats of training log-likelihood over rank 2, want the memory's 100 or more", g)
+	}
+}

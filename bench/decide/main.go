@@ -8,6 +8,10 @@
 //	from-true  EM started from the true parameters (at the true rank)
 //	start i    EM from one informed start of seed i, for i < --starts
 //	search r   the automatic rank search's model (--ranks), with its table
+//	run        the model of a fit's run directory (--runs, one per seed:
+//	           a path with %d for the seed), e.g. `psrlcb fit` at its
+//	           defaults on the logs `psrlcb simulate --seed S` writes,
+//	           which are the logs of seed S here
 //
 // For each model it prints the observation and reward log-likelihoods
 // per episode (ln P(o|a) and ln P(r|o,a) of the logs), the normalized
@@ -22,7 +26,7 @@
 //
 //	go run ./bench/decide --pomdp ../shared/pomdp/stand-tiger.95.pomdp \
 //	    --horizon 4 --episodes 10000 [--seeds 3] [--rank 0] [--starts 4] \
-//	    [--ranks] [--random 25] [--points 500] [-v]
+//	    [--ranks] [--random 25] [--points 500] [--runs 'run-%d'] [-v]
 package main
 
 import (
@@ -32,6 +36,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"path/filepath"
 	"runtime"
 	"sort"
 
@@ -48,6 +53,7 @@ type config struct {
 	H, K, seeds, starts  int
 	rank, random, points int
 	ranks, verbose       bool
+	runs                 string
 }
 
 func main() {
@@ -60,6 +66,7 @@ func main() {
 	flag.IntVar(&c.rank, "rank", 0, "rank of the fits (0: the true number of states)")
 	flag.StringVar(&c.behavior, "behavior", "uniform", "behaviour policy")
 	flag.BoolVar(&c.ranks, "ranks", false, "run the automatic rank search and print its table")
+	flag.StringVar(&c.runs, "runs", "", "run directories of fits of the same logs, %d for the seed (their model.arrow gets a row)")
 	flag.IntVar(&c.random, "random", 0, "pairs of starts whose final log-likelihoods to tally")
 	flag.IntVar(&c.points, "points", 0, "belief points of the plans (0: the planner's default)")
 	flag.BoolVar(&c.verbose, "v", false, "print the parameters of the true and the default model")
@@ -175,6 +182,16 @@ func runSeed(ctx context.Context, c config, m *pomdp.POMDP, beh pomdp.Behavior, 
 			fmt.Printf("  rank %2d: training ll %10.1f, held-out ll %10.1f, chosen %v\n", r.Rank, r.TrainLogLik, r.HeldOutLogLik, r.Chosen)
 		}
 		if err := s.row(ctx, fmt.Sprintf("search %d", rc.Rank), rc.Model); err != nil {
+			return err
+		}
+	}
+	if c.runs != "" {
+		dir := fmt.Sprintf(c.runs, seed)
+		mod, err := estimate.ReadModel(filepath.Join(dir, "model.arrow"))
+		if err != nil {
+			return err
+		}
+		if err := s.row(ctx, fmt.Sprintf("run %d", mod.States), mod); err != nil {
 			return err
 		}
 	}
