@@ -42,10 +42,13 @@ import (
 //     what they differ in either decays under EM or does not change the
 //     likelihood at all;
 //  3. otherwise a line search along θ + t·u, t = escapeStep·2^k, takes
-//     the best point while the objective rises, and EM goes on from it
-//     at the tolerance saddleTol for the ln 10/μ steps the saddle needs
-//     (escapeGrowth), then at the run's own. Where it stops again, the
-//     test is repeated (at most maxProbes times).
+//     the best point while the objective rises. When it gains no more
+//     than the tolerance (what one EM step that stops the run gains), the
+//     direction is no way out worth the iterations and the run stops;
+//     otherwise EM goes on from that point at the tolerance saddleTol for
+//     the ln 10/μ steps the saddle needs (escapeGrowth), then at the
+//     run's own. Where it stops again, the test is repeated (at most
+//     maxProbes times).
 //
 // A probe costs escapeKrylov E-steps and the line search at most
 // escapeSearch; a run that is at a maximum pays the probe only. The
@@ -234,7 +237,6 @@ func (r *emRun) escape() (bool, error) {
 	if err != nil || u == nil || !(mu*float64(r.o.MaxIter-r.esteps) > escapeGrowth) {
 		return false, err
 	}
-	r.tight = r.esteps + int(math.Ceil(escapeGrowth/mu))
 	if floats.Dot(u, d) < 0 {
 		floats.Scale(-1, u)
 	}
@@ -257,12 +259,14 @@ func (r *emRun) escape() (bool, error) {
 		}
 		best = p
 	}
+	if best.obj-cur.obj <= r.o.Tol*math.Abs(best.obj) {
+		// Along the direction the objective gains no more than one EM
+		// step that stops the run: no way out worth the iterations.
+		return false, nil
+	}
+	r.tight = r.esteps + int(math.Ceil(escapeGrowth/mu))
 	r.res = emResult{trace: r.res.trace, obj: r.res.obj}
 	r.cur, r.start = cur, true
-	if best == cur {
-		// EM goes on from the stopping point, at the tighter tolerance.
-		return true, nil
-	}
 	return !r.advance(best, false), nil
 }
 
