@@ -179,6 +179,14 @@ type Options struct {
 	EStepper EStepper
 }
 
+// Check says whether the options are valid without data: nil, or an
+// error matching ErrOptions naming the first invalid one. Fit checks the
+// same rules (and those that need the data) before fitting.
+func (o Options) Check() error {
+	_, err := o.withDefaults()
+	return err
+}
+
 func (o Options) withDefaults() (Options, error) {
 	if o.Rank < 0 {
 		return o, errorf(ErrOptions, "rank %d is negative", o.Rank)

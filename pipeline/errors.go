@@ -1,6 +1,10 @@
 package pipeline
 
-import "github.com/psrlcb/psrlcb/errkind"
+import (
+	"fmt"
+
+	"github.com/psrlcb/psrlcb/errkind"
+)
 
 var (
 	// ErrOptions matches invalid options (kind errkind.Options), found
@@ -11,3 +15,18 @@ var (
 	// many are needed.
 	ErrTooFew = errkind.New(errkind.Data, "too few episodes")
 )
+
+// OptionError is an invalid field of Options; it matches ErrOptions.
+// Field is the field's name (as in Options), Msg what is wrong with it.
+type OptionError struct {
+	Field, Msg string
+}
+
+func (e *OptionError) Error() string { return ErrOptions.Error() + ": " + e.Msg }
+
+// Unwrap makes an OptionError match ErrOptions (and its kind).
+func (e *OptionError) Unwrap() error { return ErrOptions }
+
+func optionErr(field, format string, args ...any) error {
+	return &OptionError{Field: field, Msg: fmt.Sprintf(format, args...)}
+}

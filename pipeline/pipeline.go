@@ -136,41 +136,50 @@ const (
 	LCBCorrectionNone = "none"
 )
 
+// Check says whether the options are valid, as Run and Fit check them
+// before reading anything: nil, or an error matching ErrOptions (an
+// *OptionError naming the field) for the rules of this package, or one
+// matching estimate.ErrOptions for those of Options.Estimate.
+func (o Options) Check() error {
+	_, err := o.resolved()
+	return err
+}
+
 // resolved returns the options with every default filled in, or an
-// ErrOptions error naming the first invalid one. Nothing is read before
+// error naming the first invalid one (see Check). Nothing is read before
 // the options are valid.
 func (o Options) resolved() (Options, error) {
 	if o.Lambda == 0 {
 		o.Lambda = pessimism.DefaultLambda
 	}
 	if !(o.Lambda > 0) || math.IsInf(o.Lambda, 0) {
-		return o, fmt.Errorf("%w: lambda must be a positive number, not %v", ErrOptions, o.Lambda)
+		return o, optionErr("Lambda", "lambda must be a positive number, not %v", o.Lambda)
 	}
 	if o.SelectHeldOut == 0 {
 		o.SelectHeldOut = DefaultSelectHeldOut
 	}
 	if !(o.SelectHeldOut > 0 && o.SelectHeldOut < 1) {
-		return o, fmt.Errorf("%w: the held-out share for choosing α must be in (0,1), not %v", ErrOptions, o.SelectHeldOut)
+		return o, optionErr("SelectHeldOut", "the held-out share for choosing α must be in (0,1), not %v", o.SelectHeldOut)
 	}
 	switch o.LCBCorrection {
 	case "":
 		o.LCBCorrection = LCBCorrectionCrossFit
 	case LCBCorrectionCrossFit, LCBCorrectionNone:
 	default:
-		return o, fmt.Errorf("%w: the bound correction must be %q or %q, not %q", ErrOptions, LCBCorrectionCrossFit, LCBCorrectionNone, o.LCBCorrection)
+		return o, optionErr("LCBCorrection", "the bound correction must be %q or %q, not %q", LCBCorrectionCrossFit, LCBCorrectionNone, o.LCBCorrection)
 	}
 	switch o.Fallback {
 	case "":
 		o.Fallback = FallbackBehavior
 	case FallbackBehavior, FallbackNone:
 	default:
-		return o, fmt.Errorf("%w: the fallback must be %q or %q, not %q", ErrOptions, FallbackBehavior, FallbackNone, o.Fallback)
+		return o, optionErr("Fallback", "the fallback must be %q or %q, not %q", FallbackBehavior, FallbackNone, o.Fallback)
 	}
 	if o.PlanBudget == 0 {
 		o.PlanBudget = policy.DefaultBudget
 	}
 	if o.PlanBudget < 0 {
-		return o, fmt.Errorf("%w: the planner's node budget must be positive, not %d", ErrOptions, o.PlanBudget)
+		return o, optionErr("PlanBudget", "the planner's node budget must be positive, not %d", o.PlanBudget)
 	}
 	if o.Planner == "" {
 		o.Planner = policy.PlannerAuto
@@ -178,7 +187,7 @@ func (o Options) resolved() (Options, error) {
 	switch o.Planner {
 	case policy.PlannerExact, policy.PlannerBelief, policy.PlannerAuto:
 	default:
-		return o, fmt.Errorf("%w: the planner must be %q, %q or %q, not %q", ErrOptions, policy.PlannerExact, policy.PlannerBelief, policy.PlannerAuto, o.Planner)
+		return o, optionErr("Planner", "the planner must be %q, %q or %q, not %q", policy.PlannerExact, policy.PlannerBelief, policy.PlannerAuto, o.Planner)
 	}
 	if o.PlanRows == 0 {
 		o.PlanRows = policy.DefaultRowBudget
@@ -187,27 +196,30 @@ func (o Options) resolved() (Options, error) {
 		o.PlanPoints = policy.DefaultPoints
 	}
 	if o.PlanPoints < 1 || o.PlanPoints > policy.MaxPoints {
-		return o, fmt.Errorf("%w: the belief planner's points per step must be between 1 and %d, not %d", ErrOptions, policy.MaxPoints, o.PlanPoints)
+		return o, optionErr("PlanPoints", "the belief planner's points per step must be between 1 and %d, not %d", policy.MaxPoints, o.PlanPoints)
 	}
 	if o.PlanRows < 0 || o.PlanRows > policy.MaxRows {
-		return o, fmt.Errorf("%w: the policy table's row budget must be positive and at most %d, not %d", ErrOptions, policy.MaxRows, o.PlanRows)
+		return o, optionErr("PlanRows", "the policy table's row budget must be positive and at most %d, not %d", policy.MaxRows, o.PlanRows)
 	}
 	if o.Alpha.Mode == pessimism.AlphaTheory && !(o.Gamma > 0) {
-		return o, fmt.Errorf("%w: α = theory needs γ > 0 (the paper's well-conditioning constant)", ErrOptions)
+		return o, optionErr("Gamma", "α = theory needs γ > 0 (the paper's well-conditioning constant)")
 	}
 	if (o.Alpha.Mode == pessimism.AlphaFixed || o.Alpha.Mode == pessimism.AlphaList) && len(o.Alpha.Values) == 0 {
-		return o, fmt.Errorf("%w: α: no value given", ErrOptions)
+		return o, optionErr("Alpha", "α: no value given")
 	}
 	for _, v := range o.Alpha.Values {
 		if !(v >= 0) || math.IsInf(v, 0) {
-			return o, fmt.Errorf("%w: α must be a non-negative number, not %v", ErrOptions, v)
+			return o, optionErr("Alpha", "α must be a non-negative number, not %v", v)
 		}
 	}
 	if o.MaxObservations < 0 {
-		return o, fmt.Errorf("%w: the number of observations kept must be positive (or 0 to keep all), not %d", ErrOptions, o.MaxObservations)
+		return o, optionErr("MaxObservations", "the number of observations kept must be positive (or 0 to keep all), not %d", o.MaxObservations)
 	}
 	if r := o.ReturnRange; r != [2]float64{} && !(r[0] < r[1] && !math.IsInf(r[0], 0) && !math.IsInf(r[1], 0)) {
-		return o, fmt.Errorf("%w: the return range must be two finite numbers lo < hi, not %v", ErrOptions, r)
+		return o, optionErr("ReturnRange", "the return range must be two finite numbers lo < hi, not %v", r)
+	}
+	if err := o.Estimate.Check(); err != nil {
+		return o, err
 	}
 	if o.Ingest.OnInvalid == "" {
 		o.Ingest.OnInvalid = ingest.OnInvalidFail

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -125,16 +126,10 @@ func fitOptions(c *cli.Context) (pipeline.Options, error) {
 	}
 	o.Estimate.MaxRank = c.Int("max-rank")
 	o.Estimate.Dynamics = c.String("dynamics")
-	if d := o.Estimate.Dynamics; d != estimate.DynamicsStationary && d != estimate.DynamicsPerStep {
-		return o, usagef("--dynamics must be %q or %q, not %q", estimate.DynamicsStationary, estimate.DynamicsPerStep, d)
-	}
 	o.Estimate.Restarts = c.Int("restarts")
 	o.Estimate.MaxIter = c.Int("max-iter")
 	o.Estimate.Tol = c.Float64("tol")
 	o.Estimate.TestLength = c.Int("test-length")
-	if o.Estimate.TestLength < 1 {
-		return o, usagef("--test-length must be at least 1")
-	}
 	o.Estimate.Delta = c.Float64("delta")
 	if p := c.Float64("p-min"); p != 0 {
 		if !(p > 0 && p < 1) {
@@ -148,51 +143,24 @@ func fitOptions(c *cli.Context) (pipeline.Options, error) {
 	}
 	o.Alpha = spec
 	o.Gamma = c.Float64("gamma")
-	if spec.Mode == pessimism.AlphaTheory && !(o.Gamma > 0) {
-		return o, usagef("--alpha theory needs --gamma > 0 (γ of the paper's well-conditioning assumption)")
-	}
 	o.Lambda = c.Float64("lambda")
-	if c.IsSet("lambda") && !(o.Lambda > 0) {
-		return o, usagef("--lambda must be positive, not %v", o.Lambda)
-	}
 	o.SelectHeldOut = c.Float64("select-heldout")
-	if c.IsSet("select-heldout") && !(o.SelectHeldOut > 0 && o.SelectHeldOut < 1) {
-		return o, usagef("--select-heldout must be in (0,1), not %v", o.SelectHeldOut)
-	}
 	o.LCBCorrection = c.String("lcb-correction")
-	if v := o.LCBCorrection; v != pipeline.LCBCorrectionCrossFit && v != pipeline.LCBCorrectionNone {
-		return o, usagef("--lcb-correction must be %q or %q, not %q", pipeline.LCBCorrectionCrossFit, pipeline.LCBCorrectionNone, v)
-	}
 	o.Fallback = c.String("fallback")
-	if v := o.Fallback; v != pipeline.FallbackBehavior && v != pipeline.FallbackNone {
-		return o, usagef("--fallback must be %q or %q, not %q", pipeline.FallbackBehavior, pipeline.FallbackNone, v)
-	}
 	o.PlanBudget = c.Int64("plan-budget")
-	if c.IsSet("plan-budget") && o.PlanBudget < 1 {
-		return o, usagef("--plan-budget must be a positive number of nodes, not %d", o.PlanBudget)
-	}
 	o.MaxObservations = c.Int("max-observations")
-	if o.MaxObservations < 0 {
-		return o, usagef("--max-observations must be positive (or 0 to keep every observation)")
-	}
 	if r := c.String("return-range"); r != "" {
 		lo, hi, ok := strings.Cut(r, ",")
 		a, err1 := strconv.ParseFloat(strings.TrimSpace(lo), 64)
 		b, err2 := strconv.ParseFloat(strings.TrimSpace(hi), 64)
-		if !ok || err1 != nil || err2 != nil || !(a < b) || math.IsInf(a, 0) || math.IsInf(b, 0) {
+		if !ok || err1 != nil || err2 != nil {
 			return o, usagef(`--return-range must be "LO,HI" with finite LO < HI, not %q`, r)
 		}
 		o.ReturnRange = [2]float64{a, b}
 	}
-	switch o.Planner = c.String("planner"); o.Planner {
-	case policy.PlannerExact, policy.PlannerBelief, policy.PlannerAuto:
-	default:
-		return o, usagef("--planner must be %q, %q or %q, not %q", policy.PlannerExact, policy.PlannerBelief, policy.PlannerAuto, o.Planner)
-	}
+	o.Planner = c.String("planner")
 	o.PlanPoints = c.Int("plan-points")
-	if o.PlanRows = c.Int64("plan-rows"); o.PlanRows < 0 {
-		return o, usagef("--plan-rows must be positive")
-	}
+	o.PlanRows = c.Int64("plan-rows")
 	if r := c.String("runner"); r != "local" {
 		// main hands --runner on the command line to psrlcb-beam; a
 		// runner set in a config file reaches here.
@@ -207,7 +175,38 @@ func fitOptions(c *cli.Context) (pipeline.Options, error) {
 	o.Seed = c.Uint64("seed")
 	o.Workers = c.Int("workers")
 	o.Compare = c.StringSlice("compare")
-	return o, nil
+	return o, checkFitOptions(o)
+}
+
+// fitFlags names the flag of each field of pipeline.Options whose rule
+// the pipeline checks (pipeline.OptionError.Field).
+var fitFlags = map[string]string{
+	"Lambda":          "--lambda",
+	"SelectHeldOut":   "--select-heldout",
+	"LCBCorrection":   "--lcb-correction",
+	"Fallback":        "--fallback",
+	"PlanBudget":      "--plan-budget",
+	"Planner":         "--planner",
+	"PlanPoints":      "--plan-points",
+	"PlanRows":        "--plan-rows",
+	"Gamma":           "--gamma",
+	"Alpha":           "--alpha",
+	"MaxObservations": "--max-observations",
+	"ReturnRange":     "--return-range",
+}
+
+// checkFitOptions checks o by the pipeline's own rules (pipeline.Options.
+// Check, the one home of each rule) before any file is touched, and names
+// the flag of an invalid field.
+func checkFitOptions(o pipeline.Options) error {
+	err := o.Check()
+	var oe *pipeline.OptionError
+	if errors.As(err, &oe) {
+		if f, ok := fitFlags[oe.Field]; ok {
+			return usagef("%s: %s", f, oe.Msg)
+		}
+	}
+	return err
 }
 
 // progressFor picks the reporter: a live bar on a terminal, JSON lines

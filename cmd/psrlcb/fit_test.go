@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"math"
@@ -16,6 +17,8 @@ import (
 	"time"
 
 	"github.com/psrlcb/psrlcb/arrowio"
+	"github.com/psrlcb/psrlcb/pessimism"
+	"github.com/psrlcb/psrlcb/pipeline"
 	"github.com/psrlcb/psrlcb/report"
 )
 
@@ -325,24 +328,63 @@ func TestFitInterruptedLeavesNothing(t *testing.T) {
 // TestFitOptionsCheckedBeforeWork: an invalid option is a usage error
 // found before the logs are read (a missing input would otherwise be an
 // I/O error), and no output directory appears.
+// TestFitOptionsCheckedBeforeWork: every option rule of the pipeline
+// (pipeline.Options.Check, their one home) reaches the command line as a
+// usage error naming the flag, before any file is read or written.
 func TestFitOptionsCheckedBeforeWork(t *testing.T) {
 	root := t.TempDir()
 	missing := filepath.Join(root, "missing.parquet")
-	for _, args := range [][]string{
-		{"--plan-budget", "-5"},
-		{"--lambda", "0"},
-		{"--select-heldout", "1"},
+	for _, c := range []struct {
+		args []string
+		flag string
+	}{
+		{[]string{"--plan-budget", "-5"}, "--plan-budget"},
+		{[]string{"--lambda", "-1"}, "--lambda"},
+		{[]string{"--select-heldout", "1"}, "--select-heldout"},
+		{[]string{"--lcb-correction", "both"}, "--lcb-correction"},
+		{[]string{"--fallback", "random"}, "--fallback"},
+		{[]string{"--planner", "greedy"}, "--planner"},
+		{[]string{"--plan-points", "-3"}, "--plan-points"},
+		{[]string{"--plan-rows", "-1"}, "--plan-rows"},
+		{[]string{"--alpha", "theory"}, "--gamma"},
+		{[]string{"--max-observations", "-2"}, "--max-observations"},
+		{[]string{"--return-range", "2,1"}, "--return-range"},
+		{[]string{"--dynamics", "hourly"}, "dynamics"},
+		{[]string{"--max-rank", "-1"}, "max rank"},
 	} {
-		out, code, err := runFitCLI(t, append([]string{"fit", missing, "--out", filepath.Join(root, "run")}, args...)...)
+		out, code, err := runFitCLI(t, append([]string{"fit", missing, "--out", filepath.Join(root, "run")}, c.args...)...)
 		if code != exitUsage {
-			t.Errorf("%v: exit %d (%v), want %d\n%s", args, code, err, exitUsage, out)
+			t.Errorf("%v: exit %d (%v), want %d\n%s", c.args, code, err, exitUsage, out)
 		}
-		if err == nil || !strings.Contains(err.Error(), args[0]) {
-			t.Errorf("%v: message does not name the flag: %v", args, err)
+		if err == nil || !strings.Contains(err.Error(), c.flag) {
+			t.Errorf("%v: message does not name %s: %v", c.args, c.flag, err)
 		}
 	}
 	if entries, _ := os.ReadDir(root); len(entries) != 0 {
 		t.Errorf("files left behind: %v", entries)
+	}
+}
+
+// TestFitFlagsNameEveryRule: every field a pipeline option rule names
+// has its flag in fitFlags, so no rule reaches the user without the flag
+// to change.
+func TestFitFlagsNameEveryRule(t *testing.T) {
+	bad := []pipeline.Options{
+		{Lambda: -1}, {SelectHeldOut: 2}, {LCBCorrection: "x"}, {Fallback: "x"},
+		{PlanBudget: -1}, {Planner: "x"}, {PlanPoints: -1}, {PlanRows: -1},
+		{Alpha: pessimism.AlphaSpec{Mode: pessimism.AlphaTheory}},
+		{Alpha: pessimism.AlphaSpec{Mode: pessimism.AlphaFixed}},
+		{MaxObservations: -1}, {ReturnRange: [2]float64{1, 0}},
+	}
+	for i, o := range bad {
+		var oe *pipeline.OptionError
+		if err := o.Check(); !errors.As(err, &oe) {
+			t.Errorf("case %d: %v is not an OptionError", i, err)
+			continue
+		}
+		if _, ok := fitFlags[oe.Field]; !ok {
+			t.Errorf("case %d: no flag for field %s (%s)", i, oe.Field, oe.Msg)
+		}
 	}
 }
 
