@@ -554,7 +554,7 @@ func (r *fitRun) estimate(ctx context.Context) error {
 	}
 	r.fit = fit
 	r.out.Fit, r.out.Model = fit, fit.Model
-	report.DropCandidatePolicies(r.out, r.d)
+	dropCandidatePolicies(r.out, r.d)
 	r.st.end()
 	return nil
 }
@@ -655,16 +655,20 @@ func (r *fitRun) compare(ctx context.Context) error {
 	return nil
 }
 
-// report measures the run's figures and builds what WriteOutcome writes.
+// report measures the run's figures (measure) and builds what
+// WriteOutcome writes from them.
 func (r *fitRun) report(ctx context.Context, inputs []string) (*report.Outcome, error) {
 	out := r.out
 	r.st.begin("report", int64(r.K))
-	out.Scorer = r.opts.Scorer
 	params := r.opts.params(r.d)
 	if r.rows < r.opts.PlanRows {
 		params.PlanRowsLimited = r.rows
 	}
-	run, err := report.Build(ctx, r.d, inputs, params, out, r.opts.Workers)
+	fig, err := measure(ctx, r.d, out, r.opts.Scorer, r.opts.Workers)
+	if err != nil {
+		return nil, err
+	}
+	run, err := report.Build(ctx, r.d, inputs, params, out, fig)
 	if err != nil {
 		return nil, err
 	}

@@ -129,10 +129,10 @@ func goVersion() string {
 	return runtime.Version()
 }
 
-// Build gathers the report's figures for a finished fit of the dataset d
-// read from inputs (hashed into the manifest; may be nil). workers bounds
-// the goroutines; the figures do not depend on it.
-func Build(ctx context.Context, d *ingest.Dataset, inputs []string, p Params, out *Outcome, workers int) (*Run, error) {
+// Build tabulates a finished fit of the dataset d read from inputs
+// (hashed into the manifest; may be nil) and the figures the pipeline
+// measured on it (fig).
+func Build(ctx context.Context, d *ingest.Dataset, inputs []string, p Params, out *Outcome, fig *Figures) (*Run, error) {
 	m, pol, H := out.Model, out.Policy, d.Horizon
 	run := &Run{}
 
@@ -161,15 +161,9 @@ func Build(ctx context.Context, d *ingest.Dataset, inputs []string, p Params, ou
 	}
 	run.RunID = runID(files, params, p.Seed)
 
-	fig, err := measure(ctx, d, out, workers)
-	if err != nil {
-		return nil, err
-	}
-	run.Coverage = coverageRows(pol, fig, H)
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	if run.Episodes, run.BonusSteps, err = episodeRows(ctx, d, out, fig, workers); err != nil {
+	run.Coverage = coverageRows(fig, H)
+	var err error
+	if run.Episodes, run.BonusSteps, err = episodeRows(d, out, fig); err != nil {
 		return nil, err
 	}
 	run.Trace, run.Ranks = fitTables(out.Fit)
@@ -185,7 +179,7 @@ func Build(ctx context.Context, d *ingest.Dataset, inputs []string, p Params, ou
 	run.Range = &ReturnRange{Min: m.ReturnMin, Max: m.ReturnMax}
 	visits := LoggedVisits(pol, d)
 	run.Policy = NewPolicyView(pol, *run.Range, visits, DefaultPolicyRows)
-	if run.Compare, err = Compare(m, out.Bonus, pol, visits, fig.val.Reward, float64(returnUnits(m)(fig.beh))); err != nil {
+	if run.Compare, err = Compare(m, out.Bonus, pol, visits, fig.Val.Reward, float64(returnUnits(m)(fig.Beh))); err != nil {
 		return nil, err
 	}
 
@@ -193,58 +187,27 @@ func Build(ctx context.Context, d *ingest.Dataset, inputs []string, p Params, ou
 	return run, nil
 }
 
-// figures are the policy's and the logs' measurements Build tabulates.
-type figures struct {
-	dp           *ingest.Dataset // d with the behaviour propensities the fit used
-	val          policy.Value    // the planner's value of the policy
-	iw           policy.IWResult
-	cov          *policy.Coverage
-	weights      []float64 // per-episode importance weights
-	norms        *pessimism.EpisodeNorms
-	sum          ingest.Summary
-	beh, behHigh float64 // the behaviour's mean return and its upper end
-	retLo, retHi float64 // the range of logged returns
-}
-
-// measure computes the figures: the planner's value (exact when the plan
-// is; otherwise it carries the planner's stated gap, as policy.ModelValue
-// would enumerate every observation sequence, |O|^H of them), the
-// importance-weighted estimate, coverage, the bonus terms of every
-// episode and the logs' summary.
-func measure(ctx context.Context, d *ingest.Dataset, out *Outcome, workers int) (*figures, error) {
-	m, pol := out.Model, out.Policy
-	f := &figures{dp: out.Fit.WithPropensity(d)}
-	dp := f.dp
-	f.val = policy.Value{Reward: out.Plan.ValueReward, Bonus: out.Plan.ValueBonus, LCB: out.Plan.ValueReward - out.Plan.ValueBonus}
-	if out.Bound != nil {
-		f.val = *out.Bound
-	}
-	var err error
-	if f.iw, err = policy.IWEstimate(m, pol, dp, policy.DefaultZ); err != nil {
-		return nil, err
-	}
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	if f.cov, err = policy.CoverageOf(pol, dp); err != nil {
-		return nil, err
-	}
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	if f.weights, err = policy.Weights(pol, dp); err != nil {
-		return nil, err
-	}
-	if f.norms, err = out.Bonus.Episodes(ctx, d, workers); err != nil {
-		return nil, err
-	}
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	f.sum = ingest.Summarize(dp)
-	f.beh, f.behHigh = behaviorMean(m, d)
-	f.retLo, f.retHi = d.ReturnRange()
-	return f, nil
+// Figures are what the pipeline measured of a finished fit on its logs
+// (pipeline's measure phase), for Build to tabulate.
+type Figures struct {
+	DP           *ingest.Dataset // the logs with the behaviour propensities the fit used
+	Val          policy.Value    // the planner's value of the policy
+	IW           policy.IWResult
+	Cov          *policy.Coverage
+	Weights      []float64 // per-episode importance weights
+	Norms        *pessimism.EpisodeNorms
+	Sum          ingest.Summary
+	Beh, BehHigh float64 // the behaviour's mean return and its upper end
+	RetLo, RetHi float64 // the range of logged returns
+	// LogLik and RewardLogLik are each episode's log-likelihoods under the
+	// model (estimate.EpisodeScorer).
+	LogLik, RewardLogLik []float64
+	// RunningCInf[h−1] is C∞ over the logged prefixes of length ≤ h that
+	// follow the policy; Iota[h−1] the least logged propensity at step h
+	// (NaN without propensities).
+	RunningCInf, Iota []float64
+	// CandidateCInf is the C∞ of each α candidate of out.Selection.
+	CandidateCInf []float64
 }
 
 // returnUnits maps a value on the model's [0,1] return scale to the
@@ -255,18 +218,17 @@ func returnUnits(m *estimate.Model) func(float64) Float {
 
 // coverageRows is the coverage per step, with the running C∞ over
 // prefixes that follow π̄.
-func coverageRows(pol *policy.Policy, f *figures, H int) []CoverageRow {
+func coverageRows(f *Figures, H int) []CoverageRow {
 	var rows []CoverageRow
-	runningCInf := runningCInf(pol, f.dp)
 	for h := 1; h <= H; h++ {
-		row := CoverageRow{Step: int32(h), Iota: stepIota(f.dp, h), CInf: runningCInf[h-1]}
-		if h-1 < len(f.sum.Histories) {
-			row.LoggedHistories = int64(f.sum.Histories[h-1])
+		row := CoverageRow{Step: int32(h), Iota: f.Iota[h-1], CInf: f.RunningCInf[h-1]}
+		if h-1 < len(f.Sum.Histories) {
+			row.LoggedHistories = int64(f.Sum.Histories[h-1])
 		}
-		if h-1 < len(f.cov.Steps) {
-			row.CoveredMass = f.cov.Steps[h-1].CoveredMass
-			row.PolicyNodes = int64(f.cov.Steps[h-1].Nodes)
-			row.FollowingEpisodes = int64(f.cov.Steps[h-1].Logged)
+		if h-1 < len(f.Cov.Steps) {
+			row.CoveredMass = f.Cov.Steps[h-1].CoveredMass
+			row.PolicyNodes = int64(f.Cov.Steps[h-1].Nodes)
+			row.FollowingEpisodes = int64(f.Cov.Steps[h-1].Logged)
 		}
 		rows = append(rows, row)
 	}
@@ -275,30 +237,23 @@ func coverageRows(pol *policy.Policy, f *figures, H int) []CoverageRow {
 
 // episodeRows is the episodes table and the quantiles of the bonus terms
 // per step (steps[h] over the episodes' ‖ψ̄̂(τ_h)‖²).
-func episodeRows(ctx context.Context, d *ingest.Dataset, out *Outcome, f *figures, workers int) (e EpisodeRows, steps []StepQuantiles, err error) {
-	m, K, H := out.Model, d.NumEpisodes(), d.Horizon
+func episodeRows(d *ingest.Dataset, out *Outcome, f *Figures) (e EpisodeRows, steps []StepQuantiles, err error) {
+	K, H := d.NumEpisodes(), d.Horizon
+	if len(f.LogLik) != K || len(f.RewardLogLik) != K {
+		return e, nil, fmt.Errorf("report: %d and %d episode log-likelihoods for %d episodes", len(f.LogLik), len(f.RewardLogLik), K)
+	}
 	splitOf := split.Of(out.Splits, K)
-	e = EpisodeRows{ID: d.EpisodeIDs, Split: make([]int32, K), Bonus: make([]float64, K), Weight: f.weights}
-	if out.Scorer != nil {
-		e.LogLik, e.RewardLogLik, err = out.Scorer.ScoreEpisodes(ctx, m, d)
-	} else {
-		e.LogLik, e.RewardLogLik, err = estimate.ScoreEpisodes(ctx, m, d, workers)
-	}
-	if err != nil {
-		return e, nil, err
-	}
-	if len(e.LogLik) != K || len(e.RewardLogLik) != K {
-		return e, nil, fmt.Errorf("report: %d and %d episode log-likelihoods for %d episodes", len(e.LogLik), len(e.RewardLogLik), K)
-	}
+	e = EpisodeRows{ID: d.EpisodeIDs, Split: make([]int32, K), Bonus: make([]float64, K), Weight: f.Weights,
+		LogLik: f.LogLik, RewardLogLik: f.RewardLogLik}
 	for k := 0; k < K; k++ {
 		e.Split[k] = int32(splitOf[k])
-		e.Bonus[k] = out.Bonus.Value(f.norms.Sum(k))
+		e.Bonus[k] = out.Bonus.Value(f.Norms.Sum(k))
 	}
 	steps = make([]StepQuantiles, H)
 	v := make([]float64, K)
 	for h := 0; h < H; h++ {
 		for k := 0; k < K; k++ {
-			v[k] = float64(f.norms.Norm2[k*H+h])
+			v[k] = float64(f.Norms.Norm2[k*H+h])
 		}
 		steps[h] = summarizeInPlace(v)
 	}
@@ -321,18 +276,18 @@ func fitTables(fit *estimate.Result) (trace []TraceRow, ranks []RankRow) {
 
 // alphaRows is the α candidates table: the selection's candidates, or the
 // one α used.
-func alphaRows(out *Outcome, f *figures) []AlphaRow {
+func alphaRows(out *Outcome, f *Figures) []AlphaRow {
 	if out.Selection == nil {
-		return []AlphaRow{{Alpha: out.Alpha, ValueReward: f.val.Reward, ValueBonus: f.val.Bonus, LCB: f.val.LCB,
-			IW: f.iw.Mean, IWLo: f.iw.Lower, IWHi: f.iw.Upper, ESS: f.iw.ESS, CInf: f.cov.CInf, Chosen: true,
+		return []AlphaRow{{Alpha: out.Alpha, ValueReward: f.Val.Reward, ValueBonus: f.Val.Bonus, LCB: f.Val.LCB,
+			IW: f.IW.Mean, IWLo: f.IW.Lower, IWHi: f.IW.Upper, ESS: f.IW.ESS, CInf: f.Cov.CInf, Chosen: true,
 			CrossReward: math.NaN(), CrossBonus: math.NaN(), CrossLCB: math.NaN(), Criterion: math.NaN(), CrossSE: math.NaN()}}
 	}
 	var rows []AlphaRow
-	for _, c := range out.Selection.Candidates {
+	for i, c := range out.Selection.Candidates {
 		rows = append(rows, AlphaRow{
 			Alpha: c.Alpha, ValueReward: c.Model.Reward, ValueBonus: c.Model.Bonus, LCB: c.Model.LCB,
 			IW: c.HeldOut.Mean, IWLo: c.HeldOut.Lower, IWHi: c.HeldOut.Upper, ESS: c.HeldOut.ESS,
-			CInf: candidateCInf(c, f.dp), Chosen: c.Chosen,
+			CInf: f.CandidateCInf[i], Chosen: c.Chosen,
 			CrossReward: c.Cross.Reward, CrossBonus: c.Cross.Bonus, CrossLCB: c.Cross.LCB, Criterion: c.Cross.Criterion, CrossSE: c.Cross.StdErr,
 			Saturated: c.Saturated,
 		})
@@ -342,10 +297,10 @@ func alphaRows(out *Outcome, f *figures) []AlphaRow {
 
 // fillManifest writes run's manifest: provenance, the data's shape, the
 // fit's and the plan's figures, the headline and the notes.
-func fillManifest(run *Run, d *ingest.Dataset, files []InputFile, params map[string]any, p Params, out *Outcome, f *figures) {
+func fillManifest(run *Run, d *ingest.Dataset, files []InputFile, params map[string]any, p Params, out *Outcome, f *Figures) {
 	m, K := out.Model, d.NumEpisodes()
 	units := returnUnits(m)
-	val, iw, beh, behHigh := f.val, f.iw, f.beh, f.behHigh
+	val, iw, beh, behHigh := f.Val, f.IW, f.Beh, f.BehHigh
 	man := &run.Manifest
 	man.Tool, man.Version, man.GoVersion, man.RunID = "psrlcb", p.Version, goVersion(), run.RunID
 	man.Inputs, man.Parameters, man.Seed = files, params, p.Seed
@@ -371,8 +326,8 @@ func fillManifest(run *Run, d *ingest.Dataset, files []InputFile, params map[str
 		IWValueUnits: units(iw.Mean), IWLowUnits: units(iw.Lower), IWHighUnits: units(iw.Upper),
 		BehaviorValue: Float(beh), BehaviorUnits: units(beh),
 		BehaviorHigh: Float(behHigh), BehaviorHighUnits: units(behHigh),
-		ReturnMin: Float(f.retLo), ReturnMax: Float(f.retHi),
-		ESS: Float(iw.ESS), CInf: Float(f.cov.CInf), Iota: Float(f.sum.Iota), IotaEstimated: !d.HasPropensity(),
+		ReturnMin: Float(f.RetLo), ReturnMax: Float(f.RetHi),
+		ESS: Float(iw.ESS), CInf: Float(f.Cov.CInf), Iota: Float(f.Sum.Iota), IotaEstimated: !d.HasPropensity(),
 		ThetaMinSlack: Float(out.Fit.ThetaMin.Slack), Alpha: Float(out.Alpha), BoundAlpha: Float(boundAlpha(out)), Rank: m.States,
 		PlanExact: out.Plan.Exact, PlanGap: Float(out.Plan.GapBound),
 	}
@@ -388,25 +343,6 @@ func fillManifest(run *Run, d *ingest.Dataset, files []InputFile, params map[str
 	man.Headline.Evidence = assess(man.Headline, K).evidence
 	man.Headline.Recommendation = recommendation(man.Headline.Evidence)
 	man.Headline.Verdict = strings.Join(Verdict(run), " ")
-}
-
-// behaviorMean is the behaviour's value estimated from the logs, the mean
-// rescaled return, and the upper end of its 95% normal interval (mean +
-// policy.DefaultZ standard errors; the mean itself when K = 1).
-func behaviorMean(m *estimate.Model, d *ingest.Dataset) (mean, high float64) {
-	K := d.NumEpisodes()
-	var s, s2 float64
-	for k := 0; k < K; k++ {
-		r := m.RescaleReturn(d.Return(k))
-		s += r
-		s2 += r * r
-	}
-	mean = s / float64(K)
-	if K < 2 {
-		return mean, mean
-	}
-	v := math.Max(0, (s2-float64(K)*mean*mean)/float64(K-1))
-	return mean, mean + policy.DefaultZ*math.Sqrt(v/float64(K))
 }
 
 func notes(d *ingest.Dataset, out *Outcome, p Params) []string {
@@ -467,86 +403,6 @@ func notes(d *ingest.Dataset, out *Outcome, p Params) []string {
 	}
 	n = append(n, "The importance-weighted value of π̄ is computed on the same logs the policy was chosen from (in-sample), so it is mildly optimistic; the held-out figures of the α candidates are not.")
 	return n
-}
-
-// stepIota is the least logged propensity at step h (1-based) over steps
-// before any padding.
-func stepIota(d *ingest.Dataset, h int) float64 {
-	if d.Propensity == nil {
-		return math.NaN()
-	}
-	H, low := d.Horizon, math.Inf(1)
-	for k := 0; k < d.NumEpisodes(); k++ {
-		if int(d.Length[k]) < h {
-			continue
-		}
-		low = math.Min(low, d.Propensity[k*H+h-1])
-	}
-	if math.IsInf(low, 1) {
-		return math.NaN()
-	}
-	return low
-}
-
-// runningCInf[h−1] is max over t ≤ h of the largest
-// P^π̄(τ_t)/P^{π^b}(τ_t) = Π 1/π^b over logged prefixes that follow π̄ (the
-// model's factor cancels; see policy.Coverage).
-func runningCInf(pol *policy.Policy, d *ingest.Dataset) []float64 {
-	H := d.Horizon
-	best := make([]float64, H)
-	for k := 0; k < d.NumEpisodes(); k++ {
-		c := pol.NewCursor()
-		ratio := 1.0
-		for h := 0; h < H; h++ {
-			o := d.ObsVocab[d.Obs[k*H+h]]
-			a := d.ActVocab[d.Act[k*H+h]]
-			act, _, ok := c.Act(o)
-			if !ok || (act != a && a != ingest.EndSymbol) {
-				break
-			}
-			p := 1.0
-			if d.Propensity != nil {
-				p = d.Propensity[k*H+h]
-			}
-			ratio /= p
-			best[h] = math.Max(best[h], ratio)
-		}
-	}
-	for h := 1; h < H; h++ {
-		best[h] = math.Max(best[h], best[h-1])
-	}
-	return best
-}
-
-func candidateCInf(c policy.Candidate, d *ingest.Dataset) float64 {
-	if c.Policy == nil {
-		return c.CInf
-	}
-	r := runningCInf(c.Policy, d)
-	return r[len(r)-1]
-}
-
-// DropCandidatePolicies keeps, of the α candidates' plans, the chosen one
-// alone, after storing every candidate's C∞ on the logs d (the fit's
-// behaviour propensities are used where d has none, as Build does): a
-// selection among six candidates otherwise holds six tables of up to
-// policy.SelectRowBudget rows through the final plan and the report.
-// out.Fit must be set.
-func DropCandidatePolicies(out *Outcome, d *ingest.Dataset) {
-	if out.Selection == nil || out.Fit == nil {
-		return
-	}
-	dp := out.Fit.WithPropensity(d)
-	for i := range out.Selection.Candidates {
-		c := &out.Selection.Candidates[i]
-		if c.Policy == nil {
-			continue
-		}
-		c.CInf = candidateCInf(*c, dp)
-		if !c.Chosen {
-			c.Policy = nil
-		}
-	}
 }
 
 // runID is a content hash of the inputs, parameters and seed, so the same

@@ -1,7 +1,8 @@
 // Package report renders a finished fit: the Arrow tables, manifest.json
-// and report.html of a `psrlcb fit` output directory. It computes only
-// what the page and tables show (Build gathers them from the stages'
-// results, package pipeline drives the run); it never refits or replans.
+// and report.html of a `psrlcb fit` output directory. Build tabulates the
+// stages' results and the figures the pipeline measured on the logs
+// (Figures, from package pipeline's measure phase); it never refits or
+// replans.
 //
 // report.html is one self-contained page (inline CSS and SVG; no script,
 // font or network request) written for a reader who acts on it: the

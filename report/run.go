@@ -269,8 +269,4 @@ type Outcome struct {
 	// Notes are the stages' own notes for the report (a default they fell
 	// back to, say).
 	Notes []string
-	// Scorer, when not nil, computes the per-episode log-likelihoods of
-	// episodes.arrow (a data-parallel engine: psrbeam); nil computes them
-	// in this process.
-	Scorer estimate.EpisodeScorer
 }
