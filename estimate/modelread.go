@@ -11,7 +11,7 @@ import (
 )
 
 // ReadModel reads the fitted model θ̂ back from model.arrow (the path of
-// the file or of the run directory holding it), the inverse of report.ModelTable:
+// the file or of the run directory holding it), the inverse of ModelTable (modelwrite.go):
 // the observation vocabulary is the order of the obs1 rows, the action
 // vocabulary the order of the trans rows, the categorical reward support
 // the distinct rewards of the reward_prob rows; the Compact form

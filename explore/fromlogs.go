@@ -7,10 +7,10 @@ import (
 	"strconv"
 
 	"github.com/psrlcb/psrlcb/arrowio"
+	"github.com/psrlcb/psrlcb/estimate"
 	"github.com/psrlcb/psrlcb/ingest"
 	"github.com/psrlcb/psrlcb/internal/atomicfile"
 	"github.com/psrlcb/psrlcb/policy"
-	"github.com/psrlcb/psrlcb/report"
 )
 
 // Names of the files WriteRound writes besides the policy files.
@@ -109,7 +109,7 @@ func WriteRound(ctx context.Context, dir string, lr *LogRound) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if err := arrowio.WriteArrow(filepath.Join(dir, ModelFileName), report.ModelTable(res.Fit.Model)); err != nil {
+	if err := arrowio.WriteArrow(filepath.Join(dir, ModelFileName), estimate.ModelTable(res.Fit.Model)); err != nil {
 		return err
 	}
 	if res.Terminated {

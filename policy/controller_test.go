@@ -25,7 +25,7 @@ func writeRun(t *testing.T, m *estimate.Model, pol *policy.Policy) string {
 	if err := policy.WriteFile(filepath.Join(dir, policy.FileName), pol, nil); err != nil {
 		t.Fatal(err)
 	}
-	if err := arrowio.WriteArrow(filepath.Join(dir, report.ModelFile), report.ModelTable(m)); err != nil {
+	if err := arrowio.WriteArrow(filepath.Join(dir, report.ModelFile), estimate.ModelTable(m)); err != nil {
 		t.Fatal(err)
 	}
 	if pol.Ctrl != nil {

@@ -92,7 +92,7 @@ func parameters(p Params, out *Outcome) map[string]any {
 		"horizon":           p.Horizon,
 		"on_invalid":        p.OnInvalid,
 		"columns":           p.Columns,
-		"model_form":        modelForm(out.Model),
+		"model_form":        out.Model.Form(),
 	}
 	if p.MaxObservations > 0 {
 		m["max_observations"] = p.MaxObservations
@@ -172,7 +172,7 @@ func Build(ctx context.Context, d *ingest.Dataset, inputs []string, p Params, ou
 	}
 	run.Alphas = alphaRows(out, fig)
 
-	run.Model = ModelRows{Model: m, Merged: d.Merged}
+	run.Model = estimate.ModelRows{Model: m, Merged: d.Merged}
 
 	// The policy's decision tree as the report lists it, and where it
 	// departs from the behaviour's most logged action.

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/psrlcb/psrlcb/arrowio"
+	"github.com/psrlcb/psrlcb/estimate"
 )
 
 func TestFloatJSON(t *testing.T) {
@@ -36,7 +37,7 @@ func TestWriteTablesAndHTML(t *testing.T) {
 		Ranks:      []RankRow{{1, -12, -13, false}, {2, -9, -9.5, true}},
 		Alphas:     []AlphaRow{{Alpha: 0, ValueReward: .6, LCB: .6, IW: .55, IWLo: .5, IWHi: .6}, {Alpha: 1, ValueReward: .6, ValueBonus: .1, LCB: .5, IW: .55, IWLo: .5, IWHi: .6, Chosen: true}},
 		BonusSteps: summarizeSteps([][]float64{{0.1, 0.2, 0.3}, {0.2, 0.4}}),
-		Model:      ModelRows{Model: estimatetest.RandomModel(2, 2, 2, 2, true, []float64{0, 1}, 1)},
+		Model:      estimate.ModelRows{Model: estimatetest.RandomModel(2, 2, 2, 2, true, []float64{0, 1}, 1)},
 	}
 	run.Manifest.Headline = Headline{LCB: .5, ModelValue: .6, IWValue: .55, IWLow: .5, IWHigh: .6, CInf: 2.5, ESS: 100, PlanExact: true, Rank: 2}
 	if err := WriteTables(dir, run); err != nil {

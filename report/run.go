@@ -24,7 +24,7 @@ type Run struct {
 	// plot: quantiles, so the run holds H rows, not H·K values.
 	BonusSteps []StepQuantiles
 	// Model is the fitted parameters, written in long form as model.arrow.
-	Model ModelRows
+	Model estimate.ModelRows
 	// Policy is the most probable part of π̄'s decision tree with the
 	// logs' view of each node, Compare where π̄ departs from the most
 	// logged action, Range the logged return range (nil when unknown).

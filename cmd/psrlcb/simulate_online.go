@@ -12,10 +12,10 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/psrlcb/psrlcb/arrowio"
+	"github.com/psrlcb/psrlcb/estimate"
 	"github.com/psrlcb/psrlcb/explore"
 	"github.com/psrlcb/psrlcb/policy"
 	"github.com/psrlcb/psrlcb/pomdp"
-	"github.com/psrlcb/psrlcb/report"
 )
 
 func newSimulateOnlineCommand() *cli.Command {
@@ -134,7 +134,7 @@ func runSimulateOnline(ctx context.Context, w io.Writer, o simulateOnlineOptions
 	if err := explore.WriteTaggedParquet(dir.Path(onlineLogsFileName), res.Logs, res.Rounds, res.Steps); err != nil {
 		return err
 	}
-	if err := arrowio.WriteArrow(dir.Path("model.arrow"), report.ModelTable(res.Last.Fit.Model)); err != nil {
+	if err := arrowio.WriteArrow(dir.Path("model.arrow"), estimate.ModelTable(res.Last.Fit.Model)); err != nil {
 		return err
 	}
 	last := res.Rows[len(res.Rows)-1]

@@ -1,11 +1,11 @@
-package report
+package estimate
 
 import (
 	"math"
+	"strconv"
 
 	"github.com/psrlcb/psrlcb/arrowio"
 
-	"github.com/psrlcb/psrlcb/estimate"
 	"github.com/psrlcb/psrlcb/ingest"
 )
 
@@ -29,7 +29,7 @@ import (
 //
 // step is h (1-based), or 0 for tables shared by every step (stationary
 // dynamics). Schema metadata carries the sizes and the return range.
-func ModelTable(m *estimate.Model) Table {
+func ModelTable(m *Model) arrowio.Table {
 	return ModelRows{Model: m}.Table()
 }
 
@@ -38,7 +38,7 @@ func ModelTable(m *estimate.Model) Table {
 // generated when written, in batches of modelBatchRows, so a model of
 // millions of parameters is never held in long form.
 type ModelRows struct {
-	Model  *estimate.Model
+	Model  *Model
 	Merged []ingest.MergedSymbol
 }
 
@@ -48,9 +48,9 @@ type ModelRows struct {
 const modelBatchRows = 1 << 16
 
 // Table is the whole long-form table (for small models and tests).
-func (r ModelRows) Table() Table {
-	var out Table
-	r.each(math.MaxInt, func(t Table) error {
+func (r ModelRows) Table() arrowio.Table {
+	var out arrowio.Table
+	r.each(math.MaxInt, func(t arrowio.Table) error {
 		out = t
 		return nil
 	})
@@ -60,7 +60,7 @@ func (r ModelRows) Table() Table {
 // Write writes model.arrow to path with the extra metadata meta, batch by
 // batch.
 func (r ModelRows) Write(path string, meta map[string]string) error {
-	return arrowio.WriteArrowBatches(path, mergeMeta(modelMeta(r.Model), meta), func(emit func(Table) error) error {
+	return arrowio.WriteArrowBatches(path, withMeta(modelMeta(r.Model), meta), func(emit func(arrowio.Table) error) error {
 		return r.each(modelBatchRows, emit)
 	})
 }
@@ -83,8 +83,8 @@ func (b *modelBatch) add(p string, h, s int, a string, s2 int, o string, r, v fl
 	b.value = append(b.value, v)
 }
 
-func (b *modelBatch) table(meta map[string]string) Table {
-	return Table{Meta: meta, Columns: []Column{
+func (b *modelBatch) table(meta map[string]string) arrowio.Table {
+	return arrowio.Table{Meta: meta, Columns: []arrowio.Column{
 		{Name: "param", String: arrowio.OrEmpty(b.param)},
 		{Name: "step", Int32: arrowio.OrEmpty(b.step)},
 		{Name: "state", Int32: arrowio.OrEmpty(b.state)},
@@ -98,7 +98,7 @@ func (b *modelBatch) table(meta map[string]string) Table {
 
 // each emits the rows of model.arrow in tables of at most batch rows, the
 // schema metadata on each.
-func (r ModelRows) each(batch int, emit func(Table) error) error {
+func (r ModelRows) each(batch int, emit func(arrowio.Table) error) error {
 	meta := modelMeta(r.Model)
 	var b modelBatch
 	emitted := false
@@ -123,7 +123,7 @@ func (r ModelRows) each(batch int, emit func(Table) error) error {
 }
 
 // modelParams calls add for every parameter of m, in the table's order.
-func modelParams(m *estimate.Model, add func(p string, h, s int, a string, s2 int, o string, r, v float64)) {
+func modelParams(m *Model, add func(p string, h, s int, a string, s2 int, o string, r, v float64)) {
 	S, O, A := m.States, m.NumObs, m.NumActions
 	nan := math.NaN()
 	for s := 0; s < S; s++ {
@@ -175,7 +175,7 @@ func modelParams(m *estimate.Model, add func(p string, h, s int, a string, s2 in
 					for o := 0; o < obsR; o++ {
 						i := m.RewardIndex(s, a, s2, o)
 						os := symbol(m.ObsVocab, o, obsR)
-						if m.Reward == estimate.RewardGaussian {
+						if m.Reward == RewardGaussian {
 							add("reward_mean", h, s, m.ActVocab[a], s2, os, nan, m.RewardMean[t][i])
 							add("reward_var", h, s, m.ActVocab[a], s2, os, nan, m.RewardVar[t][i])
 							continue
@@ -195,21 +195,35 @@ func modelParams(m *estimate.Model, add func(p string, h, s int, a string, s2 in
 
 // modelMeta is model.arrow's schema metadata: the sizes, the return range
 // and the form.
-func modelMeta(m *estimate.Model) map[string]string {
+func modelMeta(m *Model) map[string]string {
 	return map[string]string{
-		"psrlcb.states":      itoa(m.States),
-		"psrlcb.horizon":     itoa(m.Horizon),
-		"psrlcb.stationary":  boolStr(m.Stationary),
-		"psrlcb.return_min":  ftoa(m.ReturnMin),
-		"psrlcb.return_max":  ftoa(m.ReturnMax),
-		"psrlcb.test_length": itoa(max(m.TestLength, 1)),
-		"psrlcb.model_form":  modelForm(m),
+		"psrlcb.states":      strconv.Itoa(m.States),
+		"psrlcb.horizon":     strconv.Itoa(m.Horizon),
+		"psrlcb.stationary":  strconv.FormatBool(m.Stationary),
+		"psrlcb.return_min":  strconv.FormatFloat(m.ReturnMin, 'g', -1, 64),
+		"psrlcb.return_max":  strconv.FormatFloat(m.ReturnMax, 'g', -1, 64),
+		"psrlcb.test_length": strconv.Itoa(max(m.TestLength, 1)),
+		"psrlcb.model_form":  m.Form(),
 	}
 }
 
-func modelForm(m *estimate.Model) string {
+// Form is the model's form, FormCompact or FormFull (model.arrow's
+// psrlcb.model_form, the manifest's model_form).
+func (m *Model) Form() string {
 	if m.Compact {
-		return estimate.FormCompact
+		return FormCompact
 	}
-	return estimate.FormFull
+	return FormFull
+}
+
+// withMeta returns a's entries overwritten by b's.
+func withMeta(a, b map[string]string) map[string]string {
+	out := map[string]string{}
+	for k, v := range a {
+		out[k] = v
+	}
+	for k, v := range b {
+		out[k] = v
+	}
+	return out
 }

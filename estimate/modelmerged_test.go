@@ -1,9 +1,11 @@
-package report
+package estimate_test
 
 import (
 	"math"
 	"testing"
 
+	"github.com/psrlcb/psrlcb/arrowio"
+	"github.com/psrlcb/psrlcb/estimate"
 	"github.com/psrlcb/psrlcb/estimate/estimatetest"
 	"github.com/psrlcb/psrlcb/ingest"
 )
@@ -14,15 +16,15 @@ import (
 func TestModelTableMerged(t *testing.T) {
 	m := estimatetest.RandomModel(2, 3, 2, 2, true, []float64{0, 1}, 1)
 	merged := []ingest.MergedSymbol{{Symbol: "x", Count: 7}, {Symbol: "y", Count: 3}}
-	tab := ModelRows{Model: m, Merged: merged}.Table()
-	col := func(name string) Column {
+	tab := estimate.ModelRows{Model: m, Merged: merged}.Table()
+	col := func(name string) arrowio.Column {
 		for _, c := range tab.Columns {
 			if c.Name == name {
 				return c
 			}
 		}
 		t.Fatalf("no column %s", name)
-		return Column{}
+		return arrowio.Column{}
 	}
 	n := len(col("param").String)
 	for _, c := range tab.Columns {

@@ -1,4 +1,4 @@
-package report
+package estimate_test
 
 import (
 	"errors"
@@ -11,8 +11,6 @@ import (
 
 	"github.com/psrlcb/psrlcb/arrowio"
 	"github.com/psrlcb/psrlcb/estimate"
-	"github.com/psrlcb/psrlcb/estimate/estimatetest"
-	"github.com/psrlcb/psrlcb/ingest"
 	"github.com/psrlcb/psrlcb/pessimism/pessimismtest"
 )
 
@@ -27,7 +25,7 @@ func TestReadModelRoundTrip(t *testing.T) {
 		m := pessimismtest.RandomModel(rand.New(rand.NewPCG(uint64(i), 7)), sp)
 		m.ReturnMin, m.ReturnMax = -1.5, 2
 		dir := t.TempDir()
-		if err := arrowio.WriteArrow(filepath.Join(dir, "model.arrow"), ModelTable(m)); err != nil {
+		if err := arrowio.WriteArrow(filepath.Join(dir, "model.arrow"), estimate.ModelTable(m)); err != nil {
 			t.Fatal(err)
 		}
 		for _, path := range []string{dir, filepath.Join(dir, "model.arrow")} {
@@ -59,7 +57,7 @@ func TestReadModelCompact(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	if err := arrowio.WriteArrow(filepath.Join(dir, "model.arrow"), ModelTable(m)); err != nil {
+	if err := arrowio.WriteArrow(filepath.Join(dir, "model.arrow"), estimate.ModelTable(m)); err != nil {
 		t.Fatal(err)
 	}
 	checkReadBack(t, "compact", dir, m)
@@ -86,14 +84,14 @@ func checkReadBack(t *testing.T, name, path string, m *estimate.Model) {
 func TestReadModelErrors(t *testing.T) {
 	dir := t.TempDir()
 	other := filepath.Join(dir, "other.arrow")
-	if err := arrowio.WriteArrow(other, Table{Columns: []Column{{Name: "x", Int64: []int64{1}}}}); err != nil {
+	if err := arrowio.WriteArrow(other, arrowio.Table{Columns: []arrowio.Column{{Name: "x", Int64: []int64{1}}}}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := estimate.ReadModel(other); err == nil {
 		t.Error("a table without model columns was read as a model")
 	}
 	m := pessimismtest.RandomModel(rand.New(rand.NewPCG(1, 1)), pessimismtest.Spec{States: 2, Obs: 2, Actions: 2, Horizon: 2})
-	tb := ModelTable(m)
+	tb := estimate.ModelTable(m)
 	tb.Meta["psrlcb.states"] = "1" // rows name state 1
 	bad := filepath.Join(dir, "bad.arrow")
 	if err := arrowio.WriteArrow(bad, tb); err != nil {
@@ -108,56 +106,4 @@ func TestReadModelErrors(t *testing.T) {
 	if _, err := estimate.ReadModel(bad); !errors.Is(err, estimate.ErrModel) {
 		t.Errorf("a bad model: %v is not estimate.ErrModel", err)
 	}
-}
-
-// TestModelWrittenInBatches: model.arrow written batch by batch (a model
-// of more rows than one batch) reads back as the whole table, row for
-// row, and batches of any size concatenate to it.
-func TestModelWrittenInBatches(t *testing.T) {
-	m := estimatetest.RandomModel(20, 20, 4, 3, true, []float64{0, 1}, 9)
-	rows := ModelRows{Model: m, Merged: []ingest.MergedSymbol{{Symbol: "rare", Count: 3}}}
-	whole := rows.Table()
-	if whole.Rows() <= modelBatchRows {
-		t.Fatalf("%d rows: the model must span several batches", whole.Rows())
-	}
-	path := filepath.Join(t.TempDir(), "model.arrow")
-	if err := rows.Write(path, map[string]string{"psrlcb.run_id": "x"}); err != nil {
-		t.Fatal(err)
-	}
-	back, err := arrowio.ReadArrow(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if back.Meta["psrlcb.run_id"] != "x" || back.Meta["psrlcb.states"] != "20" {
-		t.Errorf("metadata %v", back.Meta)
-	}
-	var small []Table
-	rows.each(1000, func(b Table) error { small = append(small, b); return nil })
-	for i, c := range whole.Columns {
-		got, n := back.Columns[i], 0
-		for _, b := range small {
-			n += b.Rows()
-		}
-		if c.Name != got.Name || n != whole.Rows() || back.Rows() != whole.Rows() {
-			t.Fatalf("column %s: %d rows read, %d in batches, %d whole", c.Name, back.Rows(), n, whole.Rows())
-		}
-		for r := 0; r < whole.Rows(); r += 977 {
-			if fmt.Sprint(cell(c, r)) != fmt.Sprint(cell(got, r)) {
-				t.Fatalf("column %s row %d: %v read back, %v written", c.Name, r, cell(got, r), cell(c, r))
-			}
-		}
-	}
-}
-
-// cell is one value of a column, for comparison.
-func cell(c Column, r int) any {
-	switch {
-	case c.String != nil:
-		return c.String[r]
-	case c.Int32 != nil:
-		return c.Int32[r]
-	case c.Float64 != nil:
-		return c.Float64[r]
-	}
-	return nil
 }
