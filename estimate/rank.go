@@ -438,13 +438,11 @@ func growModelJitter(m *Model, S2 int, seed uint64, jitter float64) *Model {
 		copy(n.Obs1[j*O:(j+1)*O], m.Obs1[par(j)*O:(par(j)+1)*O])
 		jit(n.Obs1[j*O : (j+1)*O])
 	}
-	V := len(m.RewardValues)
-	// The Compact form's emission rows do not depend on the action and
-	// its rewards not on the observation: one "action" of emission rows,
-	// one "observation" of reward cells.
-	eA, rO := A, O
+	// The Compact form's emission rows do not depend on the action: one
+	// "action" of emission rows.
+	eA := A
 	if m.Compact {
-		eA, rO = 1, 1
+		eA = 1
 	}
 	for t := range m.Trans {
 		T := make([]float64, A*S2*S2)
@@ -465,37 +463,7 @@ func growModelJitter(m *Model, S2 int, seed uint64, jitter float64) *Model {
 		}
 		n.Trans = append(n.Trans, T)
 		n.Emit = append(n.Emit, E)
-		cells := n.RewardCells()
-		if m.Reward == RewardCategorical {
-			R := make([]float64, cells*V)
-			for j := 0; j < S2; j++ {
-				for a := 0; a < A; a++ {
-					for j2 := 0; j2 < S2; j2++ {
-						for o := 0; o < rO; o++ {
-							src, dst := m.RewardIndex(par(j), a, par(j2), o)*V, n.RewardIndex(j, a, j2, o)*V
-							copy(R[dst:dst+V], m.RewardProb[t][src:src+V])
-						}
-					}
-				}
-			}
-			n.RewardProb = append(n.RewardProb, R)
-		} else {
-			mu := make([]float64, cells)
-			vr := make([]float64, cells)
-			for j := 0; j < S2; j++ {
-				for a := 0; a < A; a++ {
-					for j2 := 0; j2 < S2; j2++ {
-						for o := 0; o < rO; o++ {
-							src, dst := m.RewardIndex(par(j), a, par(j2), o), n.RewardIndex(j, a, j2, o)
-							mu[dst] = m.RewardMean[t][src]
-							vr[dst] = m.RewardVar[t][src]
-						}
-					}
-				}
-			}
-			n.RewardMean = append(n.RewardMean, mu)
-			n.RewardVar = append(n.RewardVar, vr)
-		}
+		pullRewards(n, m, t, par)
 	}
 	n.Prepare()
 	return n

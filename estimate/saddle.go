@@ -115,9 +115,9 @@ func permuteStates(m *Model, perm []int) *Model {
 		n.Init[j] = m.Init[pj]
 		copy(n.Obs1[j*O:(j+1)*O], m.Obs1[pj*O:(pj+1)*O])
 	}
-	eA, rO := A, O
+	eA := A
 	if m.Compact {
-		eA, rO = 1, 1
+		eA = 1
 	}
 	for t := range m.Trans {
 		T := make([]float64, len(m.Trans[t]))
@@ -134,33 +134,45 @@ func permuteStates(m *Model, perm []int) *Model {
 		}
 		n.Trans = append(n.Trans, T)
 		n.Emit = append(n.Emit, E)
-		cells := func(dst, src []float64, V int) {
-			for j, pj := range perm {
-				for a := 0; a < A; a++ {
-					for j2, pj2 := range perm {
-						for o := 0; o < rO; o++ {
-							d, s := m.RewardIndex(j, a, j2, o)*V, m.RewardIndex(pj, a, pj2, o)*V
-							copy(dst[d:d+V], src[s:s+V])
-						}
+		pullRewards(n, m, t, func(j int) int { return perm[j] })
+	}
+	n.Prepare()
+	return n
+}
+
+// pullRewards appends to n the reward parameters of m's step table t,
+// n's state j taking those of m's state from(j) (n has m's actions,
+// observations and reward form; growModel and permuteStates).
+func pullRewards(n, m *Model, t int, from func(int) int) {
+	S2, A, rO := n.States, n.NumActions, n.NumObs
+	if n.Compact {
+		rO = 1 // the Compact form's rewards do not depend on o_{h+1}
+	}
+	cells := func(dst, src []float64, V int) {
+		for j := 0; j < S2; j++ {
+			for a := 0; a < A; a++ {
+				for j2 := 0; j2 < S2; j2++ {
+					for o := 0; o < rO; o++ {
+						d, s := n.RewardIndex(j, a, j2, o)*V, m.RewardIndex(from(j), a, from(j2), o)*V
+						copy(dst[d:d+V], src[s:s+V])
 					}
 				}
 			}
 		}
-		if m.Reward == RewardCategorical {
-			R := make([]float64, len(m.RewardProb[t]))
-			cells(R, m.RewardProb[t], len(m.RewardValues))
-			n.RewardProb = append(n.RewardProb, R)
-		} else {
-			mu := make([]float64, len(m.RewardMean[t]))
-			vr := make([]float64, len(m.RewardVar[t]))
-			cells(mu, m.RewardMean[t], 1)
-			cells(vr, m.RewardVar[t], 1)
-			n.RewardMean = append(n.RewardMean, mu)
-			n.RewardVar = append(n.RewardVar, vr)
-		}
 	}
-	n.Prepare()
-	return n
+	nc := n.RewardCells()
+	if m.Reward == RewardCategorical {
+		V := len(m.RewardValues)
+		R := make([]float64, nc*V)
+		cells(R, m.RewardProb[t], V)
+		n.RewardProb = append(n.RewardProb, R)
+		return
+	}
+	mu, vr := make([]float64, nc), make([]float64, nc)
+	cells(mu, m.RewardMean[t], 1)
+	cells(vr, m.RewardVar[t], 1)
+	n.RewardMean = append(n.RewardMean, mu)
+	n.RewardVar = append(n.RewardVar, vr)
 }
 
 // flatPerm is σ on the extrapolation space of m: flatten(σm)[i] =
