@@ -540,24 +540,19 @@ func newFallbackTables(m *estimate.Model, bonus *pessimism.Bonus) (*fallbackTabl
 	for t := range ft.vmax {
 		ft.vmax[t] = make([]float64, S)
 	}
-	unit := make([]float64, S)
-	T := make([]float64, S*S) // T[s2*S+s] = T_t(s2|s,f)
-	Q := make([]float64, S*S)
-	KT := make([]float64, S*S)
-	cols := make([][]float64, S)
-	sumF := make([]float64, 0)
+	sc := &fallbackScratch{unit: make([]float64, S), T: make([]float64, S*S), Q: make([]float64, S*S),
+		KT: make([]float64, S*S), cols: make([][]float64, S)}
 	for t := H; t >= 1; t-- {
 		vm := ft.vmax[t]
 		for s := range vm {
 			vm[s] = math.Inf(-1)
 		}
 		for f := 0; f < A; f++ {
-			i, n := t*A+f, (t+1)*A+f
-			w, u, k := ft.w[i], ft.u[i], ft.k[i]
+			w := ft.w[t*A+f]
 			for s := 0; s < S; s++ {
-				clear(unit)
-				unit[s] = 1
-				w[s] = (m.ExpectedReward(t, unit, f) - shift) * scale
+				clear(sc.unit)
+				sc.unit[s] = 1
+				w[s] = (m.ExpectedReward(t, sc.unit, f) - shift) * scale
 			}
 			if t == H {
 				for s := range vm {
@@ -565,71 +560,97 @@ func newFallbackTables(m *estimate.Model, bonus *pessimism.Bonus) (*fallbackTabl
 				}
 				continue
 			}
-			d := bonus.Dims[t]
-			if cap(sumF) < d {
-				sumF = make([]float64, d)
-			}
-			pred := make([]float64, S)
-			for s := 0; s < S; s++ {
-				clear(unit)
-				unit[s] = 1
-				m.Predict(t, unit, f, pred)
-				for s2 := 0; s2 < S; s2++ {
-					T[s2*S+s] = pred[s2]
-				}
-				cols[s] = make([]float64, d)
-				fz.Feature(t, pred, f, cols[s])
-			}
-			// Q = FᵀU⁻¹F by polarisation of the norms.
-			for s := 0; s < S; s++ {
-				Q[s*S+s] = bonus.StepNorm2(t, cols[s])
-			}
-			for s := 0; s < S; s++ {
-				for s2 := s + 1; s2 < S; s2++ {
-					x := sumF[:d]
-					for j := range x {
-						x[j] = cols[s][j] + cols[s2][j]
-					}
-					q := (bonus.StepNorm2(t, x) - Q[s*S+s] - Q[s2*S+s2]) / 2
-					Q[s*S+s2], Q[s2*S+s] = q, q
-				}
-			}
-			// w_t = r + Tᵀw_{t+1}, u_t = diag Q + Tᵀu_{t+1},
-			// k_t = Q + Tᵀk_{t+1}T, vmax_t = max_f (r + Tᵀvmax_{t+1}).
-			kn := ft.k[n]
-			for s2 := 0; s2 < S; s2++ {
-				for s := 0; s < S; s++ {
-					x := 0.0
-					for j := 0; j < S; j++ {
-						x += kn[s2*S+j] * T[j*S+s]
-					}
-					KT[s2*S+s] = x
-				}
-			}
-			dmax := 0.0
-			for s := 0; s < S; s++ {
-				wv, uv, mv := w[s], Q[s*S+s], w[s]
-				for s2 := 0; s2 < S; s2++ {
-					tp := T[s2*S+s]
-					wv += tp * ft.w[n][s2]
-					uv += tp * ft.u[n][s2]
-					mv += tp * ft.vmax[t+1][s2]
-				}
-				w[s], u[s] = wv, uv
-				vm[s] = math.Max(vm[s], mv)
-				dmax = math.Max(dmax, Q[s*S+s])
-				for s3 := 0; s3 < S; s3++ {
-					x := Q[s*S+s3]
-					for s2 := 0; s2 < S; s2++ {
-						x += T[s2*S+s] * KT[s2*S+s3]
-					}
-					k[s*S+s3] = x
-				}
-			}
-			ft.lmax[i] = dmax + ft.lmax[n]
+			sc.stepQ(m, fz, bonus, t, f)
+			ft.backup(t, f, sc)
 		}
 	}
 	return ft, nil
+}
+
+// fallbackScratch holds one (step, action)'s tables while newFallbackTables
+// builds them.
+type fallbackScratch struct {
+	unit []float64
+	T    []float64 // T[s2*S+s] = T_t(s2|s,f)
+	Q    []float64 // FᵀU⁻¹F, S×S
+	KT   []float64
+	cols [][]float64
+	sumF []float64
+}
+
+// stepQ sets sc.T to the transitions of step t under action f and sc.Q
+// to FᵀU_t⁻¹F, F the features of the states' predictions (by
+// polarisation of the bonus norms).
+func (sc *fallbackScratch) stepQ(m *estimate.Model, fz *estimate.Featurizer, bonus *pessimism.Bonus, t, f int) {
+	S, T, Q, cols := m.States, sc.T, sc.Q, sc.cols
+	d := bonus.Dims[t]
+	if cap(sc.sumF) < d {
+		sc.sumF = make([]float64, d)
+	}
+	pred := make([]float64, S)
+	for s := 0; s < S; s++ {
+		clear(sc.unit)
+		sc.unit[s] = 1
+		m.Predict(t, sc.unit, f, pred)
+		for s2 := 0; s2 < S; s2++ {
+			T[s2*S+s] = pred[s2]
+		}
+		cols[s] = make([]float64, d)
+		fz.Feature(t, pred, f, cols[s])
+	}
+	for s := 0; s < S; s++ {
+		Q[s*S+s] = bonus.StepNorm2(t, cols[s])
+	}
+	for s := 0; s < S; s++ {
+		for s2 := s + 1; s2 < S; s2++ {
+			x := sc.sumF[:d]
+			for j := range x {
+				x[j] = cols[s][j] + cols[s2][j]
+			}
+			q := (bonus.StepNorm2(t, x) - Q[s*S+s] - Q[s2*S+s2]) / 2
+			Q[s*S+s2], Q[s2*S+s] = q, q
+		}
+	}
+}
+
+// backup runs the recursions of step t < H and action f from step t+1:
+// w_t = r + Tᵀw_{t+1}, u_t = diag Q + Tᵀu_{t+1}, k_t = Q + Tᵀk_{t+1}T,
+// vmax_t = max_f (r + Tᵀvmax_{t+1}), with sc from stepQ (w_t holds r).
+func (ft *fallbackTables) backup(t, f int, sc *fallbackScratch) {
+	S, A, T, Q, KT := ft.S, ft.A, sc.T, sc.Q, sc.KT
+	i, n := t*A+f, (t+1)*A+f
+	w, u, k, vm := ft.w[i], ft.u[i], ft.k[i], ft.vmax[t]
+	kn := ft.k[n]
+	for s2 := 0; s2 < S; s2++ {
+		for s := 0; s < S; s++ {
+			x := 0.0
+			for j := 0; j < S; j++ {
+				x += kn[s2*S+j] * T[j*S+s]
+			}
+			KT[s2*S+s] = x
+		}
+	}
+	dmax := 0.0
+	for s := 0; s < S; s++ {
+		wv, uv, mv := w[s], Q[s*S+s], w[s]
+		for s2 := 0; s2 < S; s2++ {
+			tp := T[s2*S+s]
+			wv += tp * ft.w[n][s2]
+			uv += tp * ft.u[n][s2]
+			mv += tp * ft.vmax[t+1][s2]
+		}
+		w[s], u[s] = wv, uv
+		vm[s] = math.Max(vm[s], mv)
+		dmax = math.Max(dmax, Q[s*S+s])
+		for s3 := 0; s3 < S; s3++ {
+			x := Q[s*S+s3]
+			for s2 := 0; s2 < S; s2++ {
+				x += T[s2*S+s] * KT[s2*S+s3]
+			}
+			k[s*S+s3] = x
+		}
+	}
+	ft.lmax[i] = dmax + ft.lmax[n]
 }
 
 // standIn adds the stand-in of the pruned node (τ_h, o_{h+1} = o2) of
