@@ -349,15 +349,7 @@ func (p *planner) solveAction(h, o, a int, sum, path float64) (val, int32) {
 	} else if p.oneStep {
 		m.ObsProbs(h, pred, a, probs)
 	}
-	var q float64
-	if p.oneStep {
-		q = p.bonus.StepNorm2Scratch(h, probs, p.scratch)
-	} else {
-		f := p.feat[h][:p.bonus.Dims[h]]
-		p.fz.Feature(h, pred, a, f)
-		q = p.bonus.StepNorm2Scratch(h, f, p.scratch)
-	}
-	s2 := sum + q
+	s2 := sum + p.stepNorm(h, a, pred, probs)
 	leaf := h+1 == p.H && p.frontier != p.H
 	leafBonus := 0.0
 	if leaf {
@@ -403,18 +395,7 @@ func (p *planner) solveAction(h, o, a int, sum, path float64) (val, int32) {
 		}
 		m.Correct(h, pred, a, o2, next)
 		if leaf {
-			// Step H inline: the bonus is the same for every leaf of this
-			// action, only the last reward is chosen.
-			p.nodes++
-			bestA, bestR := -1, math.Inf(-1)
-			for _, a2 := range p.allowed[o2] {
-				if r := (m.ExpectedReward(p.H, next, a2) - p.shift) * p.scale; r > bestR {
-					bestA, bestR = a2, r
-				}
-			}
-			p.arena = append(p.arena, rec{obs: int32(o2), act: int32(bestA), size: 1, fb: -1, cond: po, vr: bestR, vb: leafBonus})
-			v.r += po * bestR
-			v.b += po * leafBonus
+			p.leafChild(o2, po, next, leafBonus, &v)
 			continue
 		}
 		v.add(po, p.solve(h+1, o2, po, s2, path*po))
@@ -434,6 +415,35 @@ func (p *planner) solveAction(h, o, a int, sum, path float64) (val, int32) {
 	}
 	v.r += r
 	return v, fb
+}
+
+// stepNorm is the bonus term ‖ψ̄̂(τ_h)‖²_{U_h⁻¹} of the action a taken
+// at the node whose prediction is pred (probs: its observation
+// probabilities, for the one-step features).
+func (p *planner) stepNorm(h, a int, pred, probs []float64) float64 {
+	if p.oneStep {
+		return p.bonus.StepNorm2Scratch(h, probs, p.scratch)
+	}
+	f := p.feat[h][:p.bonus.Dims[h]]
+	p.fz.Feature(h, pred, a, f)
+	return p.bonus.StepNorm2Scratch(h, f, p.scratch)
+}
+
+// leafChild appends the step-H node (τ_{H−1}, o_H = o2) of probability
+// po and belief next, which takes the allowed action of the largest
+// expected reward (the bonus, leafBonus, is the same for every leaf of
+// the action above), and adds its value to v.
+func (p *planner) leafChild(o2 int, po float64, next []float64, leafBonus float64, v *val) {
+	p.nodes++
+	bestA, bestR := -1, math.Inf(-1)
+	for _, a2 := range p.allowed[o2] {
+		if r := (p.m.ExpectedReward(p.H, next, a2) - p.shift) * p.scale; r > bestR {
+			bestA, bestR = a2, r
+		}
+	}
+	p.arena = append(p.arena, rec{obs: int32(o2), act: int32(bestA), size: 1, fb: -1, cond: po, vr: bestR, vb: leafBonus})
+	v.r += po * bestR
+	v.b += po * leafBonus
 }
 
 // toPolicy turns the preorder arena of the step-1 subtrees into a Policy
