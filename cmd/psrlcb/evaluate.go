@@ -133,6 +133,75 @@ type evaluateResult struct {
 	Notes               []string `json:"notes,omitempty"`
 }
 
+// referenceValues sets res's optimal and behaviour values and its
+// normalized regret, exact within exactSolveNodes beliefs (a note says
+// which could not be computed).
+func referenceValues(ctx context.Context, m *pomdp.POMDP, b pomdp.Behavior, H int, res *evaluateResult) error {
+	opt, _, err := pomdp.OptimalWithin(ctx, m, H, exactSolveNodes)
+	switch {
+	case errors.Is(err, pomdp.ErrTooLarge):
+		res.Notes = append(res.Notes, fmt.Sprintf("the optimum is not computed: more than %d beliefs to solve at horizon %d", exactSolveNodes, H))
+	case err != nil:
+		return err
+	default:
+		res.OptimalValue = &opt
+	}
+	beh, err := pomdp.BehaviorValueWithin(ctx, m, H, b, exactSolveNodes)
+	switch {
+	case errors.Is(err, pomdp.ErrTooLarge):
+		res.Notes = append(res.Notes, fmt.Sprintf("the behaviour's value is not computed: more than %d beliefs at horizon %d", exactSolveNodes, H))
+	case err != nil:
+		return err
+	default:
+		res.BehaviorValue = &beh
+	}
+	if res.OptimalValue != nil && res.BehaviorValue != nil {
+		if gap := opt - beh; gap != 0 {
+			r := (opt - res.PolicyValue) / gap
+			res.NormalizedRegret = &r
+		}
+	}
+	return nil
+}
+
+// printPOMDPEvaluation writes res as JSON (--json) or as the table a person
+// reads.
+func printPOMDPEvaluation(w io.Writer, o evaluateOptions, m *pomdp.POMDP, pol *policy.Policy, res *evaluateResult) error {
+	H := res.Horizon
+	if o.json {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(res)
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "model\t%s (%d states, %d actions, %d observations)\n", o.pomdp, m.NumStates(), m.NumActions(), m.NumObs())
+	if pol.Ctrl != nil {
+		fmt.Fprintf(tw, "policy\t%s (a controller for every history; %d nodes in its table)\n", o.policy, len(pol.Nodes))
+	} else {
+		fmt.Fprintf(tw, "policy\t%s (%d nodes)\n", o.policy, len(pol.Nodes))
+	}
+	if n := treeOnlyNote(o.policy); n != "" {
+		fmt.Fprintf(tw, "note\t%s\n", n)
+	}
+	fmt.Fprintf(tw, "horizon\t%d\n", H)
+	if res.PolicyValueEpisodes > 0 {
+		fmt.Fprintf(tw, "policy value\t%.10g ± %.3g (Monte Carlo standard error, %d episodes: more than %d histories to enumerate)\n", res.PolicyValue, res.PolicyValueSE, res.PolicyValueEpisodes, exactEvalNodes)
+	} else {
+		fmt.Fprintf(tw, "policy value\t%.10g\n", res.PolicyValue)
+	}
+	fmt.Fprintf(tw, "optimal value\t%s\n", orNA(res.OptimalValue))
+	fmt.Fprintf(tw, "behavior value\t%s (%s)\n", orNA(res.BehaviorValue), res.Behavior)
+	for _, n := range res.Notes {
+		fmt.Fprintf(tw, "note\t%s\n", n)
+	}
+	regret := math.NaN()
+	if res.NormalizedRegret != nil {
+		regret = *res.NormalizedRegret
+	}
+	fmt.Fprintf(tw, "normalized regret\t%.6g (V* − V^π)/(V* − V^b)\n", regret)
+	return tw.Flush()
+}
+
 func runEvaluate(ctx context.Context, w io.Writer, o evaluateOptions) error {
 	if o.policy == "" {
 		return usagef("--policy PATH is required")
@@ -172,62 +241,8 @@ func runEvaluate(ctx context.Context, w io.Writer, o evaluateOptions) error {
 	if err != nil {
 		return fmt.Errorf("%s under %s: %w", o.policy, o.pomdp, err)
 	}
-	var notes []string
-	opt, _, err := pomdp.OptimalWithin(ctx, m, H, exactSolveNodes)
-	switch {
-	case errors.Is(err, pomdp.ErrTooLarge):
-		notes = append(notes, fmt.Sprintf("the optimum is not computed: more than %d beliefs to solve at horizon %d", exactSolveNodes, H))
-	case err != nil:
+	if err := referenceValues(ctx, m, b, H, &res); err != nil {
 		return err
-	default:
-		res.OptimalValue = &opt
 	}
-	beh, err := pomdp.BehaviorValueWithin(ctx, m, H, b, exactSolveNodes)
-	switch {
-	case errors.Is(err, pomdp.ErrTooLarge):
-		notes = append(notes, fmt.Sprintf("the behaviour's value is not computed: more than %d beliefs at horizon %d", exactSolveNodes, H))
-	case err != nil:
-		return err
-	default:
-		res.BehaviorValue = &beh
-	}
-	if res.OptimalValue != nil && res.BehaviorValue != nil {
-		if gap := opt - beh; gap != 0 {
-			r := (opt - res.PolicyValue) / gap
-			res.NormalizedRegret = &r
-		}
-	}
-	res.Notes = notes
-	if o.json {
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		return enc.Encode(res)
-	}
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintf(tw, "model\t%s (%d states, %d actions, %d observations)\n", o.pomdp, m.NumStates(), m.NumActions(), m.NumObs())
-	if pol.Ctrl != nil {
-		fmt.Fprintf(tw, "policy\t%s (a controller for every history; %d nodes in its table)\n", o.policy, len(pol.Nodes))
-	} else {
-		fmt.Fprintf(tw, "policy\t%s (%d nodes)\n", o.policy, len(pol.Nodes))
-	}
-	if n := treeOnlyNote(o.policy); n != "" {
-		fmt.Fprintf(tw, "note\t%s\n", n)
-	}
-	fmt.Fprintf(tw, "horizon\t%d\n", H)
-	if res.PolicyValueEpisodes > 0 {
-		fmt.Fprintf(tw, "policy value\t%.10g ± %.3g (Monte Carlo standard error, %d episodes: more than %d histories to enumerate)\n", res.PolicyValue, res.PolicyValueSE, res.PolicyValueEpisodes, exactEvalNodes)
-	} else {
-		fmt.Fprintf(tw, "policy value\t%.10g\n", res.PolicyValue)
-	}
-	fmt.Fprintf(tw, "optimal value\t%s\n", orNA(res.OptimalValue))
-	fmt.Fprintf(tw, "behavior value\t%s (%s)\n", orNA(res.BehaviorValue), res.Behavior)
-	for _, n := range notes {
-		fmt.Fprintf(tw, "note\t%s\n", n)
-	}
-	regret := math.NaN()
-	if res.NormalizedRegret != nil {
-		regret = *res.NormalizedRegret
-	}
-	fmt.Fprintf(tw, "normalized regret\t%.6g (V* − V^π)/(V* − V^b)\n", regret)
-	return tw.Flush()
+	return printPOMDPEvaluation(w, o, m, pol, &res)
 }
