@@ -167,15 +167,8 @@ func runAct(_ context.Context, stdout io.Writer, o actOptions) error {
 	if w := treeOnlyNote(o.policy); w != "" {
 		res.Warnings = append(res.Warnings, w)
 	}
-	merged, err := mergedObservations(o.policy)
-	if err != nil {
+	if err := mapMerged(o.policy, obs, &res); err != nil {
 		return err
-	}
-	for h, ob := range obs {
-		if merged != nil && !merged.known[ob] {
-			res.Warnings = append(res.Warnings, fmt.Sprintf("step %d: observation %q is not one of the model's %d observations; the fit mapped such rare observations to %q (--max-observations), so the lookup uses %q", h+1, ob, len(merged.known), ingest.OtherSymbol, ingest.OtherSymbol))
-			obs[h] = ingest.OtherSymbol
-		}
 	}
 	actions, node, last, ok, err := tab.Lookup(obs)
 	if err != nil {
@@ -222,6 +215,33 @@ func runAct(_ context.Context, stdout io.Writer, o actOptions) error {
 		_, err := fmt.Fprintln(stdout, res.Action)
 		return err
 	}
+	if err := nodeFigures(tab, meta, &res); err != nil {
+		return err
+	}
+	enc := json.NewEncoder(stdout)
+	enc.SetIndent("", "  ")
+	return enc.Encode(res)
+}
+
+// mapMerged maps each observation of obs the fit merged into
+// ingest.OtherSymbol (--max-observations), with a warning in res.
+func mapMerged(path string, obs []string, res *actResult) error {
+	merged, err := mergedObservations(path)
+	if err != nil || merged == nil {
+		return err
+	}
+	for h, ob := range obs {
+		if !merged.known[ob] {
+			res.Warnings = append(res.Warnings, fmt.Sprintf("step %d: observation %q is not one of the model's %d observations; the fit mapped such rare observations to %q (--max-observations), so the lookup uses %q", h+1, ob, len(merged.known), ingest.OtherSymbol, ingest.OtherSymbol))
+			obs[h] = ingest.OtherSymbol
+		}
+	}
+	return nil
+}
+
+// nodeFigures fills res's figures of its table row (the row of the
+// history, else the fallback of the last row it reached) for --json.
+func nodeFigures(tab *policy.Table, meta map[string]string, res *actResult) error {
 	if res.InTree {
 		n, err := tab.Node(res.Node)
 		if err != nil {
@@ -239,9 +259,7 @@ func runAct(_ context.Context, stdout io.Writer, o actOptions) error {
 		}
 		res.Fallback = n.Fallback
 	}
-	enc := json.NewEncoder(stdout)
-	enc.SetIndent("", "  ")
-	return enc.Encode(res)
+	return nil
 }
 
 // recommendationWarning is a warning when the run that wrote the policy
