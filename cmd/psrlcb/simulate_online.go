@@ -14,6 +14,7 @@ import (
 	"github.com/psrlcb/psrlcb/arrowio"
 	"github.com/psrlcb/psrlcb/estimate"
 	"github.com/psrlcb/psrlcb/explore"
+	"github.com/psrlcb/psrlcb/internal/outdir"
 	"github.com/psrlcb/psrlcb/policy"
 	"github.com/psrlcb/psrlcb/pomdp"
 )
@@ -74,32 +75,10 @@ type simulateOnlineOptions struct {
 // runSimulateOnline runs Online against the model, with the per-round
 // record in DIR/rounds.arrow.
 func runSimulateOnline(ctx context.Context, w io.Writer, o simulateOnlineOptions) error {
-	var missing []string
-	H := o.horizon
-	if H <= 0 {
-		missing = append(missing, "--horizon H (> 0)")
+	if err := checkSimulateOnline(o); err != nil {
+		return err
 	}
-	out := o.out
-	if out == "" {
-		missing = append(missing, "--out DIR")
-	}
-	if o.pomdp == "" {
-		missing = append(missing, "--pomdp FILE")
-	}
-	if len(missing) > 0 {
-		return usagef("simulate-online needs %s", strings.Join(missing, ", "))
-	}
-	if o.batch <= 0 || o.rounds <= 0 {
-		return usagef("--batch and --rounds must be positive")
-	}
-	if o.plot != "" {
-		// The plot is a file of its own beside the output: it may
-		// overwrite neither the model nor lie inside the output, which
-		// does not exist until the run succeeded.
-		if err := checkPlotPath(o.plot, o.out, o.pomdp); err != nil {
-			return err
-		}
-	}
+	H, out := o.horizon, o.out
 	seed, ro := o.seed, o.round
 	dir, err := createOut(o.stderr, out, o.force, simulateOnlineOutput, []string{o.pomdp})
 	if err != nil {
@@ -123,30 +102,9 @@ func runSimulateOnline(ctx context.Context, w io.Writer, o simulateOnlineOptions
 	if err != nil {
 		return err
 	}
-	meta := map[string]string{
-		"psrlcb.pomdp": o.pomdp, "psrlcb.horizon": strconv.Itoa(H), "psrlcb.seed": strconv.FormatUint(seed, 10),
-		"psrlcb.alpha": strconv.FormatFloat(res.Last.Alpha, 'g', -1, 64), "psrlcb.epsilon": strconv.FormatFloat(res.Last.Epsilon, 'g', -1, 64),
-		"psrlcb.batch": strconv.Itoa(o.batch),
-	}
-	if err := arrowio.WriteArrow(dir.Path(roundsFileName), explore.RoundsTable(res.Rows, meta)); err != nil {
-		return err
-	}
-	if err := explore.WriteTaggedParquet(dir.Path(onlineLogsFileName), res.Logs, res.Rounds, res.Steps); err != nil {
-		return err
-	}
-	if err := arrowio.WriteArrow(dir.Path("model.arrow"), estimate.ModelTable(res.Last.Fit.Model)); err != nil {
-		return err
-	}
 	last := res.Rows[len(res.Rows)-1]
-	if last.Terminated {
-		if err := policy.WriteFile(dir.Path(policy.FileName), res.Last.Greedy, meta); err != nil {
-			return err
-		}
-	}
-	if p := o.plot; p != "" {
-		if err := explore.WritePlot(p, filepath.Base(m.Name), res.Rows); err != nil {
-			return err
-		}
+	if err := writeOnline(dir, o, m, res); err != nil {
+		return err
 	}
 	if err := ctx.Err(); err != nil {
 		return err
@@ -163,6 +121,63 @@ func runSimulateOnline(ctx context.Context, w io.Writer, o simulateOnlineOptions
 		fmt.Fprint(w, ", policy.arrow")
 	}
 	fmt.Fprintln(w, ")")
+	return nil
+}
+
+// checkSimulateOnline checks simulate-online's options before any work.
+func checkSimulateOnline(o simulateOnlineOptions) error {
+	var missing []string
+	if o.horizon <= 0 {
+		missing = append(missing, "--horizon H (> 0)")
+	}
+	if o.out == "" {
+		missing = append(missing, "--out DIR")
+	}
+	if o.pomdp == "" {
+		missing = append(missing, "--pomdp FILE")
+	}
+	if len(missing) > 0 {
+		return usagef("simulate-online needs %s", strings.Join(missing, ", "))
+	}
+	if o.batch <= 0 || o.rounds <= 0 {
+		return usagef("--batch and --rounds must be positive")
+	}
+	if o.plot != "" {
+		// The plot is a file of its own beside the output: it may
+		// overwrite neither the model nor lie inside the output, which
+		// does not exist until the run succeeded.
+		return checkPlotPath(o.plot, o.out, o.pomdp)
+	}
+	return nil
+}
+
+// writeOnline writes the run's rounds, logs, last model and (when the
+// loop terminated) its greedy policy into dir, and the plot.
+func writeOnline(dir *outdir.Dir, o simulateOnlineOptions, m *pomdp.POMDP, res *explore.OnlineResult) error {
+	meta := map[string]string{
+		"psrlcb.pomdp": o.pomdp, "psrlcb.horizon": strconv.Itoa(o.horizon), "psrlcb.seed": strconv.FormatUint(o.seed, 10),
+		"psrlcb.alpha": strconv.FormatFloat(res.Last.Alpha, 'g', -1, 64), "psrlcb.epsilon": strconv.FormatFloat(res.Last.Epsilon, 'g', -1, 64),
+		"psrlcb.batch": strconv.Itoa(o.batch),
+	}
+	if err := arrowio.WriteArrow(dir.Path(roundsFileName), explore.RoundsTable(res.Rows, meta)); err != nil {
+		return err
+	}
+	if err := explore.WriteTaggedParquet(dir.Path(onlineLogsFileName), res.Logs, res.Rounds, res.Steps); err != nil {
+		return err
+	}
+	if err := arrowio.WriteArrow(dir.Path("model.arrow"), estimate.ModelTable(res.Last.Fit.Model)); err != nil {
+		return err
+	}
+	if res.Rows[len(res.Rows)-1].Terminated {
+		if err := policy.WriteFile(dir.Path(policy.FileName), res.Last.Greedy, meta); err != nil {
+			return err
+		}
+	}
+	if p := o.plot; p != "" {
+		if err := explore.WritePlot(p, filepath.Base(m.Name), res.Rows); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
