@@ -163,19 +163,9 @@ func Online(ctx context.Context, m *pomdp.POMDP, opts OnlineOptions) (*OnlineRes
 				return nil, err
 			}
 			base = Append(base, more)
-			bd, err := base.Dataset()
-			if err != nil {
-				return nil, err
-			}
-			fit, greedy, err := fitUniform(ctx, bd, ro)
-			if err != nil {
+			if err := baselineRound(ctx, m, H, base, ro, optPol, vStar, &row); err != nil {
 				return nil, fmt.Errorf("round %d baseline: %w", k, err)
 			}
-			var gv float64
-			if row.BaselineTVUniform, row.BaselineTVOptimal, gv, err = truthFigures(ctx, m, H, fit.Model, greedy, optPol); err != nil {
-				return nil, err
-			}
-			row.BaselineRegret = vStar - gv
 		}
 		res.Rows = append(res.Rows, row)
 		res.Last = r
@@ -188,6 +178,25 @@ func Online(ctx context.Context, m *pomdp.POMDP, opts OnlineOptions) (*OnlineRes
 		prev = r.Explore
 	}
 	return res, nil
+}
+
+// baselineRound fills row's figures of uniform exploration: the greedy
+// plan of a fit of base, the uniform episodes of as many rounds.
+func baselineRound(ctx context.Context, m *pomdp.POMDP, H int, base *pomdp.Logs, ro Options, optPol pomdp.PolicyFunc, vStar float64, row *RoundRow) error {
+	bd, err := base.Dataset()
+	if err != nil {
+		return err
+	}
+	fit, greedy, err := fitUniform(ctx, bd, ro)
+	if err != nil {
+		return err
+	}
+	var gv float64
+	if row.BaselineTVUniform, row.BaselineTVOptimal, gv, err = truthFigures(ctx, m, H, fit.Model, greedy, optPol); err != nil {
+		return err
+	}
+	row.BaselineRegret = vStar - gv
+	return nil
 }
 
 func normRegret(regret, vStar, vUni float64) float64 {
