@@ -188,41 +188,57 @@ func (o Options) Check() error {
 }
 
 func (o Options) withDefaults() (Options, error) {
+	for _, f := range []func(*Options) error{(*Options).searchDefaults, (*Options).emDefaults, (*Options).boundDefaults} {
+		if err := f(&o); err != nil {
+			return o, err
+		}
+	}
+	return o, nil
+}
+
+// searchDefaults: the rank, the rank search's and the model form's
+// options.
+func (o *Options) searchDefaults() error {
 	if o.Rank < 0 {
-		return o, errorf(ErrOptions, "rank %d is negative", o.Rank)
+		return errorf(ErrOptions, "rank %d is negative", o.Rank)
 	}
 	if o.MaxRank == 0 {
 		o.MaxRank = DefaultMaxRank
 	}
 	if o.MaxRank < 0 {
-		return o, errorf(ErrOptions, "max rank %d is negative", o.MaxRank)
+		return errorf(ErrOptions, "max rank %d is negative", o.MaxRank)
 	}
 	if o.RankBudget == 0 {
 		o.RankBudget = DefaultRankBudget
 	}
 	if !(o.RankBudget > 0) || math.IsInf(o.RankBudget, 0) {
-		return o, errorf(ErrOptions, "rank search budget %v is not a positive number", o.RankBudget)
+		return errorf(ErrOptions, "rank search budget %v is not a positive number", o.RankBudget)
 	}
 	if o.HeldOut == 0 {
 		o.HeldOut = DefaultHeldOut
 	}
 	if !(o.HeldOut > 0 && o.HeldOut < 1) {
-		return o, errorf(ErrOptions, "held-out fraction %v is not in (0,1)", o.HeldOut)
+		return errorf(ErrOptions, "held-out fraction %v is not in (0,1)", o.HeldOut)
 	}
 	switch o.Dynamics {
 	case "":
 		o.Dynamics = DynamicsStationary
 	case DynamicsStationary, DynamicsPerStep:
 	default:
-		return o, errorf(ErrOptions, "dynamics %q is not %q or %q", o.Dynamics, DynamicsStationary, DynamicsPerStep)
+		return errorf(ErrOptions, "dynamics %q is not %q or %q", o.Dynamics, DynamicsStationary, DynamicsPerStep)
 	}
 	switch o.Form {
 	case "":
 		o.Form = FormAuto
 	case FormAuto, FormFull, FormCompact:
 	default:
-		return o, errorf(ErrOptions, "model form %q is not %q, %q or %q", o.Form, FormAuto, FormFull, FormCompact)
+		return errorf(ErrOptions, "model form %q is not %q, %q or %q", o.Form, FormAuto, FormFull, FormCompact)
 	}
+	return nil
+}
+
+// emDefaults: the EM starts' options and the memory they may plan.
+func (o *Options) emDefaults() error {
 	if o.MemoryLimit == 0 {
 		o.MemoryLimit = DefaultMemoryLimit()
 	}
@@ -230,19 +246,19 @@ func (o Options) withDefaults() (Options, error) {
 		o.Restarts = DefaultRestarts
 	}
 	if o.Restarts < 0 {
-		return o, errorf(ErrOptions, "restarts %d is negative", o.Restarts)
+		return errorf(ErrOptions, "restarts %d is negative", o.Restarts)
 	}
 	if o.MaxIter == 0 {
 		o.MaxIter = DefaultMaxIter
 	}
 	if o.MaxIter < 0 {
-		return o, errorf(ErrOptions, "max iterations %d is negative", o.MaxIter)
+		return errorf(ErrOptions, "max iterations %d is negative", o.MaxIter)
 	}
 	if o.Tol == 0 {
 		o.Tol = DefaultTol
 	}
 	if !(o.Tol > 0) {
-		return o, errorf(ErrOptions, "tolerance %v is not positive", o.Tol)
+		return errorf(ErrOptions, "tolerance %v is not positive", o.Tol)
 	}
 	if o.Smoothing == 0 {
 		o.Smoothing = DefaultSmoothing
@@ -251,31 +267,36 @@ func (o Options) withDefaults() (Options, error) {
 		o.Smoothing = 0
 	}
 	if math.IsNaN(o.Smoothing) || math.IsInf(o.Smoothing, 0) {
-		return o, errorf(ErrOptions, "smoothing %v is not finite", o.Smoothing)
+		return errorf(ErrOptions, "smoothing %v is not finite", o.Smoothing)
 	}
+	return nil
+}
+
+// boundDefaults: the features', Θ_min's and the run's own options.
+func (o *Options) boundDefaults() error {
 	if o.TestLength == 0 {
 		o.TestLength = 1
 	}
 	if o.TestLength < 0 {
-		return o, errorf(ErrOptions, "test length %d is negative", o.TestLength)
+		return errorf(ErrOptions, "test length %d is negative", o.TestLength)
 	}
 	if o.Delta == 0 {
 		o.Delta = DefaultDelta
 	}
 	if !(o.Delta > 0 && o.Delta < 1) {
-		return o, errorf(ErrOptions, "delta %v is not in (0,1)", o.Delta)
+		return errorf(ErrOptions, "delta %v is not in (0,1)", o.Delta)
 	}
 	if math.IsNaN(o.LogPMin) {
 		o.LogPMin = 0
 	}
 	if o.LogPMin > 0 || math.IsInf(o.LogPMin, 0) {
-		return o, errorf(ErrOptions, "ln p_min %v must be finite and negative", o.LogPMin)
+		return errorf(ErrOptions, "ln p_min %v must be finite and negative", o.LogPMin)
 	}
 	o.Workers = parallel.Workers(o.Workers)
 	if o.Reporter == nil {
 		o.Reporter = nopReporter{}
 	}
-	return o, nil
+	return nil
 }
 
 // TraceRow is one EM iteration: the log-likelihood of the parameters at
