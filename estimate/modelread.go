@@ -79,26 +79,11 @@ func modelFromTable(t arrowio.Table) (*Model, error) {
 	if err != nil {
 		return nil, err
 	}
-	m := &Model{Stationary: t.Meta["psrlcb.stationary"] == "true", Compact: t.Meta["psrlcb.model_form"] == "compact"}
-	if m.States, err = metaInt(t.Meta, "psrlcb.states"); err != nil {
+	m, err := modelFromMeta(t.Meta)
+	if err != nil {
 		return nil, err
-	}
-	if m.Horizon, err = metaInt(t.Meta, "psrlcb.horizon"); err != nil {
-		return nil, err
-	}
-	if m.TestLength, err = metaInt(t.Meta, "psrlcb.test_length"); err != nil {
-		return nil, err
-	}
-	if m.ReturnMin, err = strconv.ParseFloat(t.Meta["psrlcb.return_min"], 64); err != nil {
-		return nil, fmt.Errorf("%w: schema metadata psrlcb.return_min", ErrModel)
-	}
-	if m.ReturnMax, err = strconv.ParseFloat(t.Meta["psrlcb.return_max"], 64); err != nil {
-		return nil, fmt.Errorf("%w: schema metadata psrlcb.return_max", ErrModel)
 	}
 	S, H := m.States, m.Horizon
-	if S <= 0 || H <= 0 {
-		return nil, fmt.Errorf("%w: %d states, horizon %d", ErrModel, S, H)
-	}
 	obsIdx, actIdx, rewIdx := map[string]int{}, map[string]int{}, map[float64]bool{}
 	gauss := false
 	for i, p := range c.param {
@@ -161,6 +146,32 @@ func modelFromTable(t arrowio.Table) (*Model, error) {
 		return nil, err
 	}
 	m.Prepare()
+	return m, nil
+}
+
+// modelFromMeta is the model that model.arrow's schema metadata
+// describes: its sizes, dynamics, form, test length and return range.
+func modelFromMeta(meta map[string]string) (*Model, error) {
+	m := &Model{Stationary: meta["psrlcb.stationary"] == "true", Compact: meta["psrlcb.model_form"] == "compact"}
+	var err error
+	if m.States, err = metaInt(meta, "psrlcb.states"); err != nil {
+		return nil, err
+	}
+	if m.Horizon, err = metaInt(meta, "psrlcb.horizon"); err != nil {
+		return nil, err
+	}
+	if m.TestLength, err = metaInt(meta, "psrlcb.test_length"); err != nil {
+		return nil, err
+	}
+	if m.ReturnMin, err = strconv.ParseFloat(meta["psrlcb.return_min"], 64); err != nil {
+		return nil, fmt.Errorf("%w: schema metadata psrlcb.return_min", ErrModel)
+	}
+	if m.ReturnMax, err = strconv.ParseFloat(meta["psrlcb.return_max"], 64); err != nil {
+		return nil, fmt.Errorf("%w: schema metadata psrlcb.return_max", ErrModel)
+	}
+	if m.States <= 0 || m.Horizon <= 0 {
+		return nil, fmt.Errorf("%w: %d states, horizon %d", ErrModel, m.States, m.Horizon)
+	}
 	return m, nil
 }
 
