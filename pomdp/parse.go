@@ -481,43 +481,7 @@ func (p *parser) start(t token) error {
 		return err
 	}
 	if mode != "" {
-		in := make([]bool, S)
-		count := 0
-		for {
-			n, ok := p.peek()
-			if !ok || keywords[n.s] {
-				break
-			}
-			ss, _, err := p.ref(kState)
-			if err != nil {
-				return err
-			}
-			for _, s := range ss {
-				if !in[s] {
-					in[s] = true
-					count++
-				}
-			}
-		}
-		if count == 0 && mode == "include" {
-			return p.errorf(t.line, "start include: expected at least one state")
-		}
-		if mode == "exclude" {
-			for s := range in {
-				in[s] = !in[s]
-			}
-			count = S - count
-			if count == 0 {
-				return p.errorf(t.line, "start exclude: every state is excluded")
-			}
-		}
-		p.m.Start = make([]float64, S)
-		for s := range S {
-			if in[s] {
-				p.m.Start[s] = 1 / float64(count)
-			}
-		}
-		return nil
+		return p.startSet(t, mode)
 	}
 	n, ok := p.peek()
 	if !ok {
@@ -559,6 +523,50 @@ func (p *parser) start(t token) error {
 		}
 		p.m.Start = make([]float64, S)
 		p.m.Start[ss[0]] = 1
+	}
+	return nil
+}
+
+// startSet reads the states of `start include:` or `start exclude:`
+// (mode) and sets a uniform start over the states included (or not
+// excluded).
+func (p *parser) startSet(t token, mode string) error {
+	S := len(p.m.States)
+	in := make([]bool, S)
+	count := 0
+	for {
+		n, ok := p.peek()
+		if !ok || keywords[n.s] {
+			break
+		}
+		ss, _, err := p.ref(kState)
+		if err != nil {
+			return err
+		}
+		for _, s := range ss {
+			if !in[s] {
+				in[s] = true
+				count++
+			}
+		}
+	}
+	if count == 0 && mode == "include" {
+		return p.errorf(t.line, "start include: expected at least one state")
+	}
+	if mode == "exclude" {
+		for s := range in {
+			in[s] = !in[s]
+		}
+		count = S - count
+		if count == 0 {
+			return p.errorf(t.line, "start exclude: every state is excluded")
+		}
+	}
+	p.m.Start = make([]float64, S)
+	for s := range S {
+		if in[s] {
+			p.m.Start[s] = 1 / float64(count)
+		}
 	}
 	return nil
 }
