@@ -620,72 +620,15 @@ func (p *parser) trans(t token) error {
 	if err != nil {
 		return err
 	}
-	m := p.m
-	S := len(m.States)
-	set := func(a, s int, row []float64, reset bool, line int) {
-		copy(m.T[a][s], row)
-		p.tLine[a][s] = line
-		p.resetRows[a][s] = reset
-	}
 	if !p.colonNext() {
-		// T: a  matrix | uniform | identity
-		switch p.keyword("uniform", "identity") {
-		case "uniform":
-			u := uniform(S)
-			for _, a := range as {
-				for s := range S {
-					set(a, s, u, false, t.line)
-				}
-			}
-		case "identity":
-			for _, a := range as {
-				for s := range S {
-					row := make([]float64, S)
-					row[s] = 1
-					set(a, s, row, false, t.line)
-				}
-			}
-		default:
-			v, err := p.numbers(S*S, true, "T matrix", t.line)
-			if err != nil {
-				return err
-			}
-			for _, a := range as {
-				for s := range S {
-					set(a, s, v[s*S:(s+1)*S], false, p.numLines[s*S])
-				}
-			}
-		}
-		return nil
+		return p.transMatrix(t, as)
 	}
 	ss, _, err := p.ref(kState)
 	if err != nil {
 		return err
 	}
 	if !p.colonNext() {
-		// T: a : s  row | uniform | reset
-		var row []float64
-		reset := false
-		line := t.line
-		switch p.keyword("uniform", "reset") {
-		case "uniform":
-			row = uniform(S)
-		case "reset":
-			row = make([]float64, S) // filled from Start in finish
-			reset = true
-		default:
-			row, err = p.numbers(S, true, "T row", t.line)
-			if err != nil {
-				return err
-			}
-			line = p.numLines[0]
-		}
-		for _, a := range as {
-			for _, s := range ss {
-				set(a, s, row, reset, line)
-			}
-		}
-		return nil
+		return p.transRow(t, as, ss)
 	}
 	s2s, _, err := p.ref(kState)
 	if err != nil {
@@ -698,6 +641,7 @@ func (p *parser) trans(t token) error {
 	if !(v >= 0 && v <= 1) {
 		return p.errorf(line, "probability %v is outside [0,1]", v)
 	}
+	m := p.m
 	for _, a := range as {
 		for _, s := range ss {
 			if p.resetRows[a][s] {
@@ -710,6 +654,75 @@ func (p *parser) trans(t token) error {
 				m.T[a][s][s2] = v
 			}
 			p.tLine[a][s] = t.line
+		}
+	}
+	return nil
+}
+
+// setTrans sets the transition row of (a, s), the line it was given on
+// and whether it is a reset row (filled from the start in finish).
+func (p *parser) setTrans(a, s int, row []float64, reset bool, line int) {
+	copy(p.m.T[a][s], row)
+	p.tLine[a][s] = line
+	p.resetRows[a][s] = reset
+}
+
+// transMatrix reads `T: a` followed by a matrix, uniform or identity.
+func (p *parser) transMatrix(t token, as []int) error {
+	S := len(p.m.States)
+	switch p.keyword("uniform", "identity") {
+	case "uniform":
+		u := uniform(S)
+		for _, a := range as {
+			for s := range S {
+				p.setTrans(a, s, u, false, t.line)
+			}
+		}
+	case "identity":
+		for _, a := range as {
+			for s := range S {
+				row := make([]float64, S)
+				row[s] = 1
+				p.setTrans(a, s, row, false, t.line)
+			}
+		}
+	default:
+		v, err := p.numbers(S*S, true, "T matrix", t.line)
+		if err != nil {
+			return err
+		}
+		for _, a := range as {
+			for s := range S {
+				p.setTrans(a, s, v[s*S:(s+1)*S], false, p.numLines[s*S])
+			}
+		}
+	}
+	return nil
+}
+
+// transRow reads `T: a : s` followed by a row, uniform or reset.
+func (p *parser) transRow(t token, as, ss []int) error {
+	S := len(p.m.States)
+	var row []float64
+	reset := false
+	line := t.line
+	switch p.keyword("uniform", "reset") {
+	case "uniform":
+		row = uniform(S)
+	case "reset":
+		row = make([]float64, S) // filled from Start in finish
+		reset = true
+	default:
+		var err error
+		row, err = p.numbers(S, true, "T row", t.line)
+		if err != nil {
+			return err
+		}
+		line = p.numLines[0]
+	}
+	for _, a := range as {
+		for _, s := range ss {
+			p.setTrans(a, s, row, reset, line)
 		}
 	}
 	return nil
