@@ -565,11 +565,77 @@ func shapeLike(m *Model) *Model {
 	return nm
 }
 
+// mstepCategorical is the M-step of step table t's categorical rewards;
+// it adds the expected transition and emission counts into tc and ec.
+func (k *kernel) mstepCategorical(t int, st *stats, eps float64, tc, ec []float64) []float64 {
+	m, S, O, A, V := k.m, k.S, k.O, k.A, k.V
+	n := S * A * S * O
+	C := make([]float64, n*V)
+	B, L, M := st.bucket[t], st.last[t], k.M[t]
+	for a := 0; a < A; a++ {
+		for o := 0; o < O; o++ {
+			for v := 0; v < V; v++ {
+				base := ((a*O+o)*V + v) * S * S
+				for s := 0; s < S; s++ {
+					l := L[(a*V+v)*S+s]
+					for s2 := 0; s2 < S; s2++ {
+						x := (B[base+s*S+s2] + l) * M[base+s*S+s2]
+						C[m.RewardIndex(s, a, s2, o)*V+v] = x
+						tc[(a*S+s)*S+s2] += x
+						ec[(a*S+s2)*O+o] += x
+					}
+				}
+			}
+		}
+	}
+	for i := 0; i < n; i++ {
+		normRow(C[i*V:(i+1)*V], eps)
+	}
+	return C
+}
+
+// mstepGaussian is the M-step of step table t's Gaussian rewards (means
+// and variances, the Dirichlet prior's pseudo-observations at the data's
+// mean and variance); it adds the expected transition and emission
+// counts into tc and ec.
+func (k *kernel) mstepGaussian(t int, st *stats, c *coded, eps float64, tc, ec []float64) (mean, vr []float64) {
+	m, S, O, A := k.m, k.S, k.O, k.A
+	n := S * A * S * O
+	cnt, sr, srr := st.cnt[t], st.sr[t], st.srr[t]
+	mean, vr = make([]float64, n), make([]float64, n)
+	floor := c.varFloor()
+	gm, gv := c.rewMean, c.rewVar
+	for s := 0; s < S; s++ {
+		for a := 0; a < A; a++ {
+			for s2 := 0; s2 < S; s2++ {
+				for o := 0; o < O; o++ {
+					ri := m.RewardIndex(s, a, s2, o)
+					x := cnt[ri]
+					tc[(a*S+s)*S+s2] += x
+					ec[(a*S+s2)*O+o] += x
+					w := x + eps
+					if w > 0 {
+						mu := (sr[ri] + eps*gm) / w
+						mean[ri] = mu
+						vr[ri] = (srr[ri]+eps*(gv+gm*gm))/w - mu*mu
+					} else {
+						mean[ri], vr[ri] = gm, gv
+					}
+					if !(vr[ri] >= floor) {
+						vr[ri] = floor
+					}
+				}
+			}
+		}
+	}
+	return mean, vr
+}
+
 // mstep maximises the expected complete-data log-likelihood plus the
 // Dirichlet log-prior (pseudo-count eps per cell).
 func (k *kernel) mstep(st *stats, c *coded, eps float64) *Model {
 	m := k.m
-	S, O, A, V := k.S, k.O, k.A, k.V
+	S, O, A := k.S, k.O, k.A
 	nm := shapeLike(m)
 	nm.Init = make([]float64, S)
 	nm.Obs1 = make([]float64, S*O)
@@ -589,61 +655,13 @@ func (k *kernel) mstep(st *stats, c *coded, eps float64) *Model {
 		nm.Prepare()
 		return nm
 	}
-	n := S * A * S * O
 	for t := 0; t < k.nt; t++ {
 		tc := make([]float64, A*S*S)
 		ec := make([]float64, A*S*O)
 		if k.kind == RewardCategorical {
-			C := make([]float64, n*V)
-			B, L, M := st.bucket[t], st.last[t], k.M[t]
-			for a := 0; a < A; a++ {
-				for o := 0; o < O; o++ {
-					for v := 0; v < V; v++ {
-						base := ((a*O+o)*V + v) * S * S
-						for s := 0; s < S; s++ {
-							l := L[(a*V+v)*S+s]
-							for s2 := 0; s2 < S; s2++ {
-								x := (B[base+s*S+s2] + l) * M[base+s*S+s2]
-								C[m.RewardIndex(s, a, s2, o)*V+v] = x
-								tc[(a*S+s)*S+s2] += x
-								ec[(a*S+s2)*O+o] += x
-							}
-						}
-					}
-				}
-			}
-			for i := 0; i < n; i++ {
-				normRow(C[i*V:(i+1)*V], eps)
-			}
-			nm.RewardProb = append(nm.RewardProb, C)
+			nm.RewardProb = append(nm.RewardProb, k.mstepCategorical(t, st, eps, tc, ec))
 		} else {
-			cnt, sr, srr := st.cnt[t], st.sr[t], st.srr[t]
-			mean, vr := make([]float64, n), make([]float64, n)
-			floor := c.varFloor()
-			gm, gv := c.rewMean, c.rewVar
-			for s := 0; s < S; s++ {
-				for a := 0; a < A; a++ {
-					for s2 := 0; s2 < S; s2++ {
-						for o := 0; o < O; o++ {
-							ri := m.RewardIndex(s, a, s2, o)
-							x := cnt[ri]
-							tc[(a*S+s)*S+s2] += x
-							ec[(a*S+s2)*O+o] += x
-							w := x + eps
-							if w > 0 {
-								mu := (sr[ri] + eps*gm) / w
-								mean[ri] = mu
-								vr[ri] = (srr[ri]+eps*(gv+gm*gm))/w - mu*mu
-							} else {
-								mean[ri], vr[ri] = gm, gv
-							}
-							if !(vr[ri] >= floor) {
-								vr[ri] = floor
-							}
-						}
-					}
-				}
-			}
+			mean, vr := k.mstepGaussian(t, st, c, eps, tc, ec)
 			nm.RewardMean = append(nm.RewardMean, mean)
 			nm.RewardVar = append(nm.RewardVar, vr)
 		}
