@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math"
@@ -65,14 +66,7 @@ import (
 // fully observed MDP's values bound it at the corners).
 // GapBound = UpperBound − Value.
 func beliefPlan(ctx context.Context, m *estimate.Model, bonus *pessimism.Bonus, opts PlanOptions, workers int, st *PlanStats) (*Policy, error) {
-	points := opts.Points
-	if points == 0 {
-		points = DefaultPoints
-	}
-	rows := opts.RowBudget
-	if rows == 0 {
-		rows = DefaultRowBudget
-	}
+	points, rows := cmp.Or(opts.Points, DefaultPoints), cmp.Or(opts.RowBudget, DefaultRowBudget)
 	if points < 0 || rows < 0 {
 		return nil, fmt.Errorf("%w: belief points %d, row budget %d", ErrOptions, points, rows)
 	}
@@ -140,20 +134,26 @@ func beliefPlan(ctx context.Context, m *estimate.Model, bonus *pessimism.Bonus, 
 	if err != nil {
 		return nil, err
 	}
+	bp.stats(st, points, best, bestV, bestEps, bestX, ub)
+	return best, nil
+}
+
+// stats records the plan's figures in st: the policy best of value v,
+// its table's threshold eps, its tangent point x0 and the upper bound ub.
+func (bp *beliefPlanner) stats(st *PlanStats, points int, best *Policy, v tval, eps, x0, ub float64) {
 	st.Planner = PlannerBelief
 	st.Points = points
 	st.PointsCapped = bp.capped
 	st.Backups = bp.backups
 	st.Nodes = int64(len(best.Nodes))
-	st.Threshold = bestEps
+	st.Threshold = eps
 	st.UncoveredMass, st.PrunedMass = 0, 0
-	st.RolloutMass, st.ValueSE = bestV.out, bestV.se()
-	st.TangentPoint = bestX
-	st.ValueReward, st.ValueBonus = bestV.r, bestV.b
-	st.Value = bestV.r - bestV.b
+	st.RolloutMass, st.ValueSE = v.out, v.se()
+	st.TangentPoint = x0
+	st.ValueReward, st.ValueBonus = v.r, v.b
+	st.Value = v.r - v.b
 	st.UpperBound = max(ub, st.Value)
 	st.GapBound = st.UpperBound - st.Value
-	return best, nil
 }
 
 // tangentSlope is g′(x₀) for g(x) = min{α√x, 1}: α/(2√x₀) below the
