@@ -221,6 +221,15 @@ func record(mem memory.Allocator, path string, schema *arrow.Schema, t Table) (a
 	return b.NewRecord(), nil
 }
 
+// MergeMeta returns schema metadata with a's entries, overwritten by
+// b's where both have a key (a new map; neither argument changes).
+func MergeMeta(a, b map[string]string) map[string]string {
+	out := make(map[string]string, len(a)+len(b))
+	maps.Copy(out, a)
+	maps.Copy(out, b)
+	return out
+}
+
 // ReadArrow reads an Arrow IPC file written by WriteArrow back into a
 // Table (all record batches concatenated). psrlcb reads its own outputs
 // with it (a model, a controller, a policy table, `psrlcb inspect DIR`),

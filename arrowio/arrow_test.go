@@ -105,3 +105,23 @@ func TestArrowNonFiniteAsNull(t *testing.T) {
 		t.Errorf("read back %v", c.Float64)
 	}
 }
+
+// TestMergeMeta: b's entries win, a's others stay, and neither argument
+// changes.
+func TestMergeMeta(t *testing.T) {
+	a := map[string]string{"x": "1", "y": "2"}
+	b := map[string]string{"y": "3", "z": "4"}
+	got := MergeMeta(a, b)
+	want := map[string]string{"x": "1", "y": "3", "z": "4"}
+	if len(got) != len(want) {
+		t.Fatalf("got %v, want %v", got, want)
+	}
+	for k, v := range want {
+		if got[k] != v {
+			t.Fatalf("got %v, want %v", got, want)
+		}
+	}
+	if a["y"] != "2" || len(a) != 2 || len(b) != 2 {
+		t.Fatalf("arguments changed: %v %v", a, b)
+	}
+}

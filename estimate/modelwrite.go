@@ -60,7 +60,7 @@ func (r ModelRows) Table() arrowio.Table {
 // Write writes model.arrow to path with the extra metadata meta, batch by
 // batch.
 func (r ModelRows) Write(path string, meta map[string]string) error {
-	return arrowio.WriteArrowBatches(path, withMeta(modelMeta(r.Model), meta), func(emit func(arrowio.Table) error) error {
+	return arrowio.WriteArrowBatches(path, arrowio.MergeMeta(modelMeta(r.Model), meta), func(emit func(arrowio.Table) error) error {
 		return r.each(modelBatchRows, emit)
 	})
 }
@@ -214,16 +214,4 @@ func (m *Model) Form() string {
 		return FormCompact
 	}
 	return FormFull
-}
-
-// withMeta returns a's entries overwritten by b's.
-func withMeta(a, b map[string]string) map[string]string {
-	out := map[string]string{}
-	for k, v := range a {
-		out[k] = v
-	}
-	for k, v := range b {
-		out[k] = v
-	}
-	return out
 }

@@ -72,17 +72,6 @@ func WriteTables(dir string, run *Run) error {
 	return WriteHTML(filepath.Join(dir, HTMLFile), run)
 }
 
-func mergeMeta(a, b map[string]string) map[string]string {
-	out := map[string]string{}
-	for k, v := range a {
-		out[k] = v
-	}
-	for k, v := range b {
-		out[k] = v
-	}
-	return out
-}
-
 func (r *Run) coverageTable() Table {
 	n := len(r.Coverage)
 	step := make([]int32, n)
