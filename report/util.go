@@ -16,15 +16,6 @@ func sortedKeys[V any](m map[string]V) []string {
 	return keys
 }
 
-func itoa(i int) string     { return strconv.Itoa(i) }
-func ftoa(f float64) string { return strconv.FormatFloat(f, 'g', -1, 64) }
-func boolStr(b bool) string {
-	if b {
-		return "true"
-	}
-	return "false"
-}
-
 // num formats x with sig significant digits for display, without
 // exponent for everyday magnitudes and without trailing zeros: 0.9078,
 // −123.5, 5000, 1.2e−06. NaN is shown as "—" and infinities as "∞".
