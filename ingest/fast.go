@@ -44,19 +44,8 @@ func readDirect(ctx context.Context, files []*openedFile, units []unit, opts Opt
 		return nil, errExact
 	}
 	// Pass 1: episode ids, steps and terminal flags of every row group.
-	chunks := make([]*chunk, len(units))
-	if err := forUnits(ctx, len(units), opts.Workers, func(i int) error {
-		u := units[i]
-		c, err := readKeys(files[u.file], u.file, u.rg, u.rowBase, opts.Horizon)
-		if err != nil {
-			return err
-		}
-		if len(c.bad) > 0 {
-			return errExact
-		}
-		chunks[i] = c
-		return nil
-	}); err != nil {
+	chunks, err := readKeyChunks(ctx, files, units, opts)
+	if err != nil {
 		return nil, err
 	}
 	var rows int64
@@ -75,18 +64,69 @@ func readDirect(ctx context.Context, files []*openedFile, units []unit, opts Opt
 	if int64(K)*int64(H) > math.MaxInt32 {
 		return nil, errExact
 	}
+	steps, term, err := directCells(ctx, chunks, epL2G, K, H, opts.Workers)
+	if err != nil {
+		return nil, err
+	}
+	lengths, padded, err := directLengths(steps, term, H)
+	if err != nil {
+		return nil, err
+	}
 
-	// Cells: turn each row's local episode code into its cell index k*H+h-1
-	// and record the steps seen of each episode.
-	steps := make([]uint64, K)
-	var term []uint64 // terminal steps as a mask, when any file has the column
+	// Pass 2: symbols and numbers straight into their cells.
+	hasProp := files[0].cols[schemas.Propensity].index >= 0
+	d := &Dataset{Horizon: H, Rows: rows, EpisodeIDs: ids, Length: lengths}
+	if err := allocSteps(d, K*H, hasProp, opts.Arrays); err != nil {
+		return nil, fmt.Errorf("%w: the logs' step arrays: %v", ErrIO, err)
+	}
+	var obsSet, actSet symbolSet
+	if err := forUnits(ctx, len(units), opts.Workers, func(i int) error {
+		c := chunks[i]
+		of := files[c.file]
+		return scatterChunk(of, units[i].rg, c, d, &obsSet, &actSet)
+	}); err != nil {
+		return nil, err
+	}
+	if padded {
+		padCells(d, hasProp)
+	}
+	d.ObsVocab = recodeVocab(obsSet.names, d.Obs, padded)
+	d.ActVocab = recodeVocab(actSet.names, d.Act, padded)
+	return d, nil
+}
+
+// readKeyChunks reads the episode ids, steps and terminal flags of every
+// row group (errExact when one holds a row the exact path must report).
+func readKeyChunks(ctx context.Context, files []*openedFile, units []unit, opts Options) ([]*chunk, error) {
+	chunks := make([]*chunk, len(units))
+	err := forUnits(ctx, len(units), opts.Workers, func(i int) error {
+		u := units[i]
+		c, err := readKeys(files[u.file], u.file, u.rg, u.rowBase, opts.Horizon)
+		if err != nil {
+			return err
+		}
+		if len(c.bad) > 0 {
+			return errExact
+		}
+		chunks[i] = c
+		return nil
+	})
+	return chunks, err
+}
+
+// directCells turns each row's local episode code into its cell index
+// k*H+h-1 and records the steps seen of each episode as a mask (steps)
+// and its terminal steps (term, nil when no file has the column).
+// errExact on a step seen twice or a second terminal step.
+func directCells(ctx context.Context, chunks []*chunk, epL2G [][]int32, K, H, workers int) (steps, term []uint64, err error) {
+	steps = make([]uint64, K)
 	for _, c := range chunks {
 		if c.term != nil {
 			term = make([]uint64, K)
 			break
 		}
 	}
-	if err := forUnits(ctx, len(chunks), opts.Workers, func(ci int) error {
+	err = forUnits(ctx, len(chunks), workers, func(ci int) error {
 		c := chunks[ci]
 		m := epL2G[ci]
 		var run int32 = -1 // rows of an episode are usually adjacent
@@ -120,53 +160,43 @@ func readDirect(ctx context.Context, files []*openedFile, units []unit, opts Opt
 			return errExact
 		}
 		return nil
-	}); err != nil {
-		return nil, err
-	}
-	lengths := make([]int32, K)
-	padded := false
+	})
+	return steps, term, err
+}
+
+// directLengths is each episode's length from its steps seen, and whether
+// any is shorter than H; errExact on a gap, a short episode without a
+// terminal step or a terminal step before the last.
+func directLengths(steps, term []uint64, H int) (lengths []int32, padded bool, err error) {
+	lengths = make([]int32, len(steps))
 	for k, m := range steps {
 		L := bits.Len64(m)
 		if m != 1<<L-1 {
-			return nil, errExact // a gap
+			return nil, false, errExact // a gap
 		}
 		if L < H || term != nil && term[k] != 0 {
 			if term == nil || term[k] != 1<<(L-1) {
-				return nil, errExact // short without terminal, or terminal early
+				return nil, false, errExact // short without terminal, or terminal early
 			}
 		}
 		lengths[k] = int32(L)
 		padded = padded || L < H
 	}
+	return lengths, padded, nil
+}
 
-	// Pass 2: symbols and numbers straight into their cells.
-	hasProp := files[0].cols[schemas.Propensity].index >= 0
-	cells := K * H
-	d := &Dataset{Horizon: H, Rows: rows, EpisodeIDs: ids, Length: lengths}
-	if err := allocSteps(d, cells, hasProp, opts.Arrays); err != nil {
-		return nil, fmt.Errorf("%w: the logs' step arrays: %v", ErrIO, err)
-	}
-	var obsSet, actSet symbolSet
-	if err := forUnits(ctx, len(units), opts.Workers, func(i int) error {
-		c := chunks[i]
-		of := files[c.file]
-		return scatterChunk(of, units[i].rg, c, d, &obsSet, &actSet)
-	}); err != nil {
-		return nil, err
-	}
-	if padded {
-		for k, L := range lengths {
-			for i := k*H + int(L); i < (k+1)*H; i++ {
-				d.Obs[i], d.Act[i] = padCode, padCode
-				if hasProp {
-					d.Propensity[i] = 1
-				}
+// padCells fills the cells past each episode's end with the padding code
+// (and propensity 1).
+func padCells(d *Dataset, hasProp bool) {
+	H := d.Horizon
+	for k, L := range d.Length {
+		for i := k*H + int(L); i < (k+1)*H; i++ {
+			d.Obs[i], d.Act[i] = padCode, padCode
+			if hasProp {
+				d.Propensity[i] = 1
 			}
 		}
 	}
-	d.ObsVocab = recodeVocab(obsSet.names, d.Obs, padded)
-	d.ActVocab = recodeVocab(actSet.names, d.Act, padded)
-	return d, nil
 }
 
 // forUnits runs f(0..n-1) in parallel (package parallel). Any failure but
