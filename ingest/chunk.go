@@ -92,15 +92,7 @@ func readChunk(of *openedFile, fileIdx int, rgIdx int, rowBase int64, horizon in
 		if err := readSymbols(cc[cols[r].index], cols[r], n, t, dst, MaxSymbols-1, nullIn(r)); err != nil {
 			return nil, wrap(r, err)
 		}
-		if !t.intKind {
-			if code, ok := t.strs[EndSymbol]; ok {
-				for i, v := range dst {
-					if int32(v) == code {
-						c.bad = append(c.bad, rowErr{row: int32(i), step: int(c.step[i]), err: ErrReservedSymbol, detail: "in column " + quote(cols[r].name)})
-					}
-				}
-			}
-		}
+		c.checkReserved(t, dst, cols[r].name)
 		if r == schemas.Observation {
 			c.obsT, c.obs = t, dst
 		} else {
@@ -112,25 +104,14 @@ func readChunk(of *openedFile, fileIdx int, rgIdx int, rowBase int64, horizon in
 	if err := readFloats(cc[cols[schemas.Reward].index], cols[schemas.Reward], n, c.rew, nullIn(schemas.Reward)); err != nil {
 		return nil, wrap(schemas.Reward, err)
 	}
-	for i, v := range c.rew {
-		switch {
-		case math.IsNaN(v) || math.IsInf(v, 0):
-			c.bad = append(c.bad, rowErr{row: int32(i), step: int(c.step[i]), err: ErrReward, detail: fmt.Sprintf("(%v)", v)})
-		case math.Abs(v) > MaxAbsReward:
-			c.bad = append(c.bad, rowErr{row: int32(i), step: int(c.step[i]), err: ErrRewardRange, detail: fmt.Sprintf("(%g; rescale the rewards: divide them by a constant)", v)})
-		}
-	}
+	c.checkRewards()
 
 	if spec := cols[schemas.Propensity]; spec.index >= 0 {
 		c.prop = make([]float64, n)
 		if err := readFloats(cc[spec.index], spec, n, c.prop, nullIn(schemas.Propensity)); err != nil {
 			return nil, wrap(schemas.Propensity, err)
 		}
-		for i, p := range c.prop {
-			if !(p > 0 && p <= 1) {
-				c.bad = append(c.bad, rowErr{row: int32(i), step: int(c.step[i]), err: ErrPropensity, detail: fmt.Sprintf("(%v)", p)})
-			}
-		}
+		c.checkPropensities()
 	}
 
 	if spec := cols[schemas.Terminal]; spec.index >= 0 {
@@ -140,7 +121,51 @@ func readChunk(of *openedFile, fileIdx int, rgIdx int, rowBase int64, horizon in
 		}
 	}
 
-	// The largest valid step, ignoring rows with problems.
+	c.setMaxStep()
+	return c, nil
+}
+
+// checkReserved records the rows of a string column (col) whose symbol is
+// the reserved EndSymbol.
+func (c *chunk) checkReserved(t *symTable, dst []uint16, col string) {
+	if t.intKind {
+		return
+	}
+	code, ok := t.strs[EndSymbol]
+	if !ok {
+		return
+	}
+	for i, v := range dst {
+		if int32(v) == code {
+			c.bad = append(c.bad, rowErr{row: int32(i), step: int(c.step[i]), err: ErrReservedSymbol, detail: "in column " + quote(col)})
+		}
+	}
+}
+
+// checkRewards records the rows whose reward is not finite or out of
+// range.
+func (c *chunk) checkRewards() {
+	for i, v := range c.rew {
+		switch {
+		case math.IsNaN(v) || math.IsInf(v, 0):
+			c.bad = append(c.bad, rowErr{row: int32(i), step: int(c.step[i]), err: ErrReward, detail: fmt.Sprintf("(%v)", v)})
+		case math.Abs(v) > MaxAbsReward:
+			c.bad = append(c.bad, rowErr{row: int32(i), step: int(c.step[i]), err: ErrRewardRange, detail: fmt.Sprintf("(%g; rescale the rewards: divide them by a constant)", v)})
+		}
+	}
+}
+
+// checkPropensities records the rows whose propensity is not in (0, 1].
+func (c *chunk) checkPropensities() {
+	for i, p := range c.prop {
+		if !(p > 0 && p <= 1) {
+			c.bad = append(c.bad, rowErr{row: int32(i), step: int(c.step[i]), err: ErrPropensity, detail: fmt.Sprintf("(%v)", p)})
+		}
+	}
+}
+
+// setMaxStep sets the largest valid step, ignoring rows with problems.
+func (c *chunk) setMaxStep() {
 	badRow := map[int32]bool{}
 	for _, b := range c.bad {
 		badRow[b.row] = true
@@ -150,7 +175,6 @@ func readChunk(of *openedFile, fileIdx int, rgIdx int, rowBase int64, horizon in
 			c.maxStep = int(s)
 		}
 	}
-	return c, nil
 }
 
 func quote(s string) string { return fmt.Sprintf("%q", s) }
