@@ -206,13 +206,39 @@ func (r *emRun) escape() (bool, error) {
 	}
 	r.probes++
 	cur := r.fin
-	vf := r.c.varFloor()
 	x := flatten(cur.m, nil)
-	n := len(x)
-	// The start vector: the last step of the run, which in the lull of a
-	// saddle points along its unstable direction; the copies' difference
-	// when the run stopped on its first point.
-	d := make([]float64, n)
+	d := r.startVector(cur, x)
+	if d == nil {
+		return false, nil
+	}
+	u, mu, err := arnoldiTop(d, r.jacobianProbe(cur, x), escapeKrylov)
+	if err != nil || u == nil || !(mu*float64(r.o.MaxIter-r.esteps) > escapeGrowth) {
+		return false, err
+	}
+	if floats.Dot(u, d) < 0 {
+		floats.Scale(-1, u)
+	}
+	best, err := r.lineSearch(cur, x, u)
+	if err != nil {
+		return false, err
+	}
+	if best.obj-cur.obj <= r.o.Tol*math.Abs(best.obj) {
+		// Along the direction the objective gains no more than one EM
+		// step that stops the run: no way out worth the iterations.
+		return false, nil
+	}
+	r.tight = r.esteps + int(math.Ceil(escapeGrowth/mu))
+	r.res = emResult{trace: r.res.trace, obj: r.res.obj}
+	r.cur, r.start = cur, true
+	return !r.advance(best, false), nil
+}
+
+// startVector is the Arnoldi start vector at the stopping point cur
+// (flattened: x): the last step of the run, which in the lull of a saddle
+// points along its unstable direction; the copies' difference when the
+// run stopped on its first point; nil when both are 0.
+func (r *emRun) startVector(cur emPoint, x []float64) []float64 {
+	d := make([]float64, len(x))
 	if r.cur.m != cur.m {
 		floats.SubTo(d, x, flatten(r.cur.m, nil))
 	}
@@ -222,10 +248,18 @@ func (r *emRun) escape() (bool, error) {
 		}
 	}
 	if floats.Norm(d, 2) == 0 {
-		return false, nil
+		return nil
 	}
+	return d
+}
+
+// jacobianProbe is v ↦ (J − I)v for the EM map's Jacobian J at cur
+// (flattened: x), by a forward difference of step escapeEps; each call
+// runs one E-step.
+func (r *emRun) jacobianProbe(cur emPoint, x []float64) func([]float64) ([]float64, error) {
+	n, vf := len(x), r.c.varFloor()
 	f0 := flatten(cur.k.mstep(cur.st, r.c, r.o.Smoothing), nil)
-	apply := func(v []float64) ([]float64, error) {
+	return func(v []float64) ([]float64, error) {
 		xv := make([]float64, n)
 		for i := range xv {
 			xv[i] = x[i] + escapeEps*v[i]
@@ -245,41 +279,31 @@ func (r *emRun) escape() (bool, error) {
 		}
 		return w, nil
 	}
-	u, mu, err := arnoldiTop(d, apply, escapeKrylov)
-	if err != nil || u == nil || !(mu*float64(r.o.MaxIter-r.esteps) > escapeGrowth) {
-		return false, err
-	}
-	if floats.Dot(u, d) < 0 {
-		floats.Scale(-1, u)
-	}
+}
+
+// lineSearch returns the best of cur and the points x + t·u, t =
+// escapeStep·2^k, while the objective rises.
+func (r *emRun) lineSearch(cur emPoint, x, u []float64) (emPoint, error) {
 	best := cur
-	xt := make([]float64, n)
+	xt := make([]float64, len(x))
 	for k, t := 0, escapeStep; k < escapeSearch && r.esteps < r.o.MaxIter; k, t = k+1, t*2 {
 		for i := range xt {
 			xt[i] = x[i] + t*u[i]
 		}
-		m, ok := unflatten(cur.m, xt, vf)
+		m, ok := unflatten(cur.m, xt, r.c.varFloor())
 		if !ok {
 			break
 		}
 		p, err := r.eval(m)
 		if err != nil {
-			return false, err
+			return best, err
 		}
 		if math.IsInf(p.st.ll, -1) || !(p.obj > best.obj) {
 			break
 		}
 		best = p
 	}
-	if best.obj-cur.obj <= r.o.Tol*math.Abs(best.obj) {
-		// Along the direction the objective gains no more than one EM
-		// step that stops the run: no way out worth the iterations.
-		return false, nil
-	}
-	r.tight = r.esteps + int(math.Ceil(escapeGrowth/mu))
-	r.res = emResult{trace: r.res.trace, obj: r.res.obj}
-	r.cur, r.start = cur, true
-	return !r.advance(best, false), nil
+	return best, nil
 }
 
 // arnoldiTop runs k steps of Arnoldi's method on the operator apply from
