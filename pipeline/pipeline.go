@@ -149,74 +149,10 @@ func (o Options) Check() error {
 // error naming the first invalid one (see Check). Nothing is read before
 // the options are valid.
 func (o Options) resolved() (Options, error) {
-	if o.Lambda == 0 {
-		o.Lambda = pessimism.DefaultLambda
-	}
-	if !(o.Lambda > 0) || math.IsInf(o.Lambda, 0) {
-		return o, optionErr("Lambda", "lambda must be a positive number, not %v", o.Lambda)
-	}
-	if o.SelectHeldOut == 0 {
-		o.SelectHeldOut = DefaultSelectHeldOut
-	}
-	if !(o.SelectHeldOut > 0 && o.SelectHeldOut < 1) {
-		return o, optionErr("SelectHeldOut", "the held-out share for choosing α must be in (0,1), not %v", o.SelectHeldOut)
-	}
-	switch o.LCBCorrection {
-	case "":
-		o.LCBCorrection = LCBCorrectionCrossFit
-	case LCBCorrectionCrossFit, LCBCorrectionNone:
-	default:
-		return o, optionErr("LCBCorrection", "the bound correction must be %q or %q, not %q", LCBCorrectionCrossFit, LCBCorrectionNone, o.LCBCorrection)
-	}
-	switch o.Fallback {
-	case "":
-		o.Fallback = FallbackBehavior
-	case FallbackBehavior, FallbackNone:
-	default:
-		return o, optionErr("Fallback", "the fallback must be %q or %q, not %q", FallbackBehavior, FallbackNone, o.Fallback)
-	}
-	if o.PlanBudget == 0 {
-		o.PlanBudget = policy.DefaultBudget
-	}
-	if o.PlanBudget < 0 {
-		return o, optionErr("PlanBudget", "the planner's node budget must be positive, not %d", o.PlanBudget)
-	}
-	if o.Planner == "" {
-		o.Planner = policy.PlannerAuto
-	}
-	switch o.Planner {
-	case policy.PlannerExact, policy.PlannerBelief, policy.PlannerAuto:
-	default:
-		return o, optionErr("Planner", "the planner must be %q, %q or %q, not %q", policy.PlannerExact, policy.PlannerBelief, policy.PlannerAuto, o.Planner)
-	}
-	if o.PlanRows == 0 {
-		o.PlanRows = policy.DefaultRowBudget
-	}
-	if o.PlanPoints == 0 {
-		o.PlanPoints = policy.DefaultPoints
-	}
-	if o.PlanPoints < 1 || o.PlanPoints > policy.MaxPoints {
-		return o, optionErr("PlanPoints", "the belief planner's points per step must be between 1 and %d, not %d", policy.MaxPoints, o.PlanPoints)
-	}
-	if o.PlanRows < 0 || o.PlanRows > policy.MaxRows {
-		return o, optionErr("PlanRows", "the policy table's row budget must be positive and at most %d, not %d", policy.MaxRows, o.PlanRows)
-	}
-	if o.Alpha.Mode == pessimism.AlphaTheory && !(o.Gamma > 0) {
-		return o, optionErr("Gamma", "α = theory needs γ > 0 (the paper's well-conditioning constant)")
-	}
-	if (o.Alpha.Mode == pessimism.AlphaFixed || o.Alpha.Mode == pessimism.AlphaList) && len(o.Alpha.Values) == 0 {
-		return o, optionErr("Alpha", "α: no value given")
-	}
-	for _, v := range o.Alpha.Values {
-		if !(v >= 0) || math.IsInf(v, 0) {
-			return o, optionErr("Alpha", "α must be a non-negative number, not %v", v)
+	for _, f := range []func(*Options) error{(*Options).boundDefaults, (*Options).planDefaults, (*Options).dataDefaults} {
+		if err := f(&o); err != nil {
+			return o, err
 		}
-	}
-	if o.MaxObservations < 0 {
-		return o, optionErr("MaxObservations", "the number of observations kept must be positive (or 0 to keep all), not %d", o.MaxObservations)
-	}
-	if r := o.ReturnRange; r != [2]float64{} && !(r[0] < r[1] && !math.IsInf(r[0], 0) && !math.IsInf(r[1], 0)) {
-		return o, optionErr("ReturnRange", "the return range must be two finite numbers lo < hi, not %v", r)
 	}
 	if err := o.Estimate.Check(); err != nil {
 		return o, err
@@ -232,6 +168,91 @@ func (o Options) resolved() (Options, error) {
 		o.Version = "dev"
 	}
 	return o, nil
+}
+
+// boundDefaults: λ, the α selection's held-out share, the bound's
+// correction and the behaviour fallback.
+func (o *Options) boundDefaults() error {
+	if o.Lambda == 0 {
+		o.Lambda = pessimism.DefaultLambda
+	}
+	if !(o.Lambda > 0) || math.IsInf(o.Lambda, 0) {
+		return optionErr("Lambda", "lambda must be a positive number, not %v", o.Lambda)
+	}
+	if o.SelectHeldOut == 0 {
+		o.SelectHeldOut = DefaultSelectHeldOut
+	}
+	if !(o.SelectHeldOut > 0 && o.SelectHeldOut < 1) {
+		return optionErr("SelectHeldOut", "the held-out share for choosing α must be in (0,1), not %v", o.SelectHeldOut)
+	}
+	switch o.LCBCorrection {
+	case "":
+		o.LCBCorrection = LCBCorrectionCrossFit
+	case LCBCorrectionCrossFit, LCBCorrectionNone:
+	default:
+		return optionErr("LCBCorrection", "the bound correction must be %q or %q, not %q", LCBCorrectionCrossFit, LCBCorrectionNone, o.LCBCorrection)
+	}
+	switch o.Fallback {
+	case "":
+		o.Fallback = FallbackBehavior
+	case FallbackBehavior, FallbackNone:
+	default:
+		return optionErr("Fallback", "the fallback must be %q or %q, not %q", FallbackBehavior, FallbackNone, o.Fallback)
+	}
+	return nil
+}
+
+// planDefaults: the planner, its budgets and points.
+func (o *Options) planDefaults() error {
+	if o.PlanBudget == 0 {
+		o.PlanBudget = policy.DefaultBudget
+	}
+	if o.PlanBudget < 0 {
+		return optionErr("PlanBudget", "the planner's node budget must be positive, not %d", o.PlanBudget)
+	}
+	if o.Planner == "" {
+		o.Planner = policy.PlannerAuto
+	}
+	switch o.Planner {
+	case policy.PlannerExact, policy.PlannerBelief, policy.PlannerAuto:
+	default:
+		return optionErr("Planner", "the planner must be %q, %q or %q, not %q", policy.PlannerExact, policy.PlannerBelief, policy.PlannerAuto, o.Planner)
+	}
+	if o.PlanRows == 0 {
+		o.PlanRows = policy.DefaultRowBudget
+	}
+	if o.PlanPoints == 0 {
+		o.PlanPoints = policy.DefaultPoints
+	}
+	if o.PlanPoints < 1 || o.PlanPoints > policy.MaxPoints {
+		return optionErr("PlanPoints", "the belief planner's points per step must be between 1 and %d, not %d", policy.MaxPoints, o.PlanPoints)
+	}
+	if o.PlanRows < 0 || o.PlanRows > policy.MaxRows {
+		return optionErr("PlanRows", "the policy table's row budget must be positive and at most %d, not %d", policy.MaxRows, o.PlanRows)
+	}
+	return nil
+}
+
+// dataDefaults: α and γ, the observations kept and the return range.
+func (o *Options) dataDefaults() error {
+	if o.Alpha.Mode == pessimism.AlphaTheory && !(o.Gamma > 0) {
+		return optionErr("Gamma", "α = theory needs γ > 0 (the paper's well-conditioning constant)")
+	}
+	if (o.Alpha.Mode == pessimism.AlphaFixed || o.Alpha.Mode == pessimism.AlphaList) && len(o.Alpha.Values) == 0 {
+		return optionErr("Alpha", "α: no value given")
+	}
+	for _, v := range o.Alpha.Values {
+		if !(v >= 0) || math.IsInf(v, 0) {
+			return optionErr("Alpha", "α must be a non-negative number, not %v", v)
+		}
+	}
+	if o.MaxObservations < 0 {
+		return optionErr("MaxObservations", "the number of observations kept must be positive (or 0 to keep all), not %d", o.MaxObservations)
+	}
+	if r := o.ReturnRange; r != [2]float64{} && !(r[0] < r[1] && !math.IsInf(r[0], 0) && !math.IsInf(r[1], 0)) {
+		return optionErr("ReturnRange", "the return range must be two finite numbers lo < hi, not %v", r)
+	}
+	return nil
 }
 
 // params are the resolved options as the report records them.
