@@ -35,7 +35,7 @@ const DefaultImproveZ = 1.96
 
 // DefaultImproveVisits is the least number of logged visits of each
 // compared action: below 30 a normal interval for a mean is not
-// trustworthy (report.MinEpisodesForClaim).
+// trustworthy (policy.MinClaimESS).
 const DefaultImproveVisits = 30
 
 // BehaviorCloning returns the policy that takes, at every logged history,

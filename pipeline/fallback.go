@@ -46,7 +46,7 @@ import (
 // model that did not make it, at the α the reported lower bound is
 // corrected to (LCBCorrectionCrossFit). The plan is set aside when
 // L(π_c) > S(π_α). An importance-weighted figure counts only with an
-// effective sample size of at least report.MinEpisodesForClaim: below it
+// effective sample size of at least policy.MinClaimESS: below it
 // the normal interval is too narrow to trust. So when the logs can check
 // the plan, the clone must be shown better than the plan; when they
 // cannot, its proven value must beat the plan's bound. The final policy is
@@ -180,9 +180,9 @@ func standIn(names []string, bounds []float64) string {
 }
 
 // counts says whether an importance-weighted figure counts: an effective
-// sample size of at least report.MinEpisodesForClaim.
+// sample size of at least policy.MinClaimESS.
 func counts(r policy.IWResult) bool {
-	return r.ESS >= report.MinEpisodesForClaim && !math.IsNaN(r.Lower)
+	return r.ESS >= policy.MinClaimESS && !math.IsNaN(r.Lower)
 }
 
 // boundOf is a candidate's bound: its importance-weighted lower bound when

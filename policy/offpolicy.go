@@ -12,6 +12,13 @@ import (
 // 1.96 gives a two-sided 95% interval (one-sided 97.5% lower bound).
 const DefaultZ = 1.96
 
+// MinClaimESS is the least effective sample size at which an
+// importance-weighted interval counts as evidence about a policy: on
+// fewer effective episodes its normal interval is too narrow to trust.
+// The behaviour fallback (package pipeline) and the verdict (package
+// report) both decide with it.
+const MinClaimESS = 30
+
 // Weights returns the importance weight of every episode of d under the
 // deterministic policy pol:
 //

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/psrlcb/psrlcb/internal/atomicfile"
+	"github.com/psrlcb/psrlcb/policy"
 )
 
 // Thresholds of the plain-language verdict. They are reading aids, not
@@ -15,7 +16,7 @@ import (
 const (
 	cinfWell    = 10
 	cinfPoor    = 100
-	essAdequate = 30
+	essAdequate = policy.MinClaimESS
 	// coveredWell is the share of the policy's probable histories (at
 	// the last step) the logs must contain for C∞ to speak for the policy
 	// without a caveat.
