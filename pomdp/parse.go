@@ -733,63 +733,15 @@ func (p *parser) obs(t token) error {
 	if err != nil {
 		return err
 	}
-	m := p.m
-	S, O := len(m.States), len(m.Observations)
-	set := func(a, s int, row []float64, line int) {
-		copy(m.O[a][s], row)
-		p.oLine[a][s] = line
-	}
 	if !p.colonNext() {
-		// O: a  matrix | uniform
-		if p.keyword("uniform") != "" {
-			u := uniform(O)
-			for _, a := range as {
-				for s := range S {
-					set(a, s, u, t.line)
-				}
-			}
-			return nil
-		}
-		if n, ok := p.peek(); ok && (n.s == "identity" || n.s == "reset") {
-			return p.errorf(n.line, "%q is not allowed for O: (only uniform or a matrix)", n.s)
-		}
-		v, err := p.numbers(S*O, true, "O matrix", t.line)
-		if err != nil {
-			return err
-		}
-		for _, a := range as {
-			for s := range S {
-				set(a, s, v[s*O:(s+1)*O], p.numLines[s*O])
-			}
-		}
-		return nil
+		return p.obsMatrix(t, as)
 	}
 	ss, _, err := p.ref(kState)
 	if err != nil {
 		return err
 	}
 	if !p.colonNext() {
-		// O: a : s'  row | uniform
-		var row []float64
-		line := t.line
-		if p.keyword("uniform") != "" {
-			row = uniform(O)
-		} else {
-			if n, ok := p.peek(); ok && (n.s == "identity" || n.s == "reset") {
-				return p.errorf(n.line, "%q is not allowed for an O: row (only uniform or %d probabilities)", n.s, O)
-			}
-			row, err = p.numbers(O, true, "O row", t.line)
-			if err != nil {
-				return err
-			}
-			line = p.numLines[0]
-		}
-		for _, a := range as {
-			for _, s := range ss {
-				set(a, s, row, line)
-			}
-		}
-		return nil
+		return p.obsRow(t, as, ss)
 	}
 	os, _, err := p.ref(kObs)
 	if err != nil {
@@ -805,9 +757,68 @@ func (p *parser) obs(t token) error {
 	for _, a := range as {
 		for _, s := range ss {
 			for _, o := range os {
-				m.O[a][s][o] = v
+				p.m.O[a][s][o] = v
 			}
 			p.oLine[a][s] = t.line
+		}
+	}
+	return nil
+}
+
+// setObs sets the observation row of (a, s') and the line it was given on.
+func (p *parser) setObs(a, s int, row []float64, line int) {
+	copy(p.m.O[a][s], row)
+	p.oLine[a][s] = line
+}
+
+// obsMatrix reads `O: a` followed by a matrix or uniform.
+func (p *parser) obsMatrix(t token, as []int) error {
+	S, O := len(p.m.States), len(p.m.Observations)
+	if p.keyword("uniform") != "" {
+		u := uniform(O)
+		for _, a := range as {
+			for s := range S {
+				p.setObs(a, s, u, t.line)
+			}
+		}
+		return nil
+	}
+	if n, ok := p.peek(); ok && (n.s == "identity" || n.s == "reset") {
+		return p.errorf(n.line, "%q is not allowed for O: (only uniform or a matrix)", n.s)
+	}
+	v, err := p.numbers(S*O, true, "O matrix", t.line)
+	if err != nil {
+		return err
+	}
+	for _, a := range as {
+		for s := range S {
+			p.setObs(a, s, v[s*O:(s+1)*O], p.numLines[s*O])
+		}
+	}
+	return nil
+}
+
+// obsRow reads `O: a : s'` followed by a row or uniform.
+func (p *parser) obsRow(t token, as, ss []int) error {
+	O := len(p.m.Observations)
+	var row []float64
+	line := t.line
+	if p.keyword("uniform") != "" {
+		row = uniform(O)
+	} else {
+		if n, ok := p.peek(); ok && (n.s == "identity" || n.s == "reset") {
+			return p.errorf(n.line, "%q is not allowed for an O: row (only uniform or %d probabilities)", n.s, O)
+		}
+		var err error
+		row, err = p.numbers(O, true, "O row", t.line)
+		if err != nil {
+			return err
+		}
+		line = p.numLines[0]
+	}
+	for _, a := range as {
+		for _, s := range ss {
+			p.setObs(a, s, row, line)
 		}
 	}
 	return nil
