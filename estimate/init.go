@@ -296,11 +296,22 @@ func fromAssignments(c *coded, proto *Model, S int, eps []int, assign []int) *Mo
 			}
 		}
 	}
+	normCounts(m, c, pseudo, gc, gs, gss)
+	m.Prepare()
+	return m
+}
+
+// normCounts turns fromAssignments' counts in m into distributions with
+// pseudo counts per cell, and its Gaussian reward sums (gc, gs, gss: the
+// count, sum and sum of squares per cell) into means and variances
+// shrunk towards the data's.
+func normCounts(m *Model, c *coded, pseudo float64, gc, gs, gss [][]float64) {
+	S, O, A, V, n := m.States, c.O, c.A, len(c.values), m.RewardCells()
 	normRow(m.Init, pseudo)
 	for s := 0; s < S; s++ {
 		normRow(m.Obs1[s*O:(s+1)*O], pseudo)
 	}
-	for t := 0; t < nt; t++ {
+	for t := range m.Trans {
 		for r := 0; r < A*S; r++ {
 			normRow(m.Trans[t][r*S:(r+1)*S], pseudo)
 		}
@@ -319,8 +330,6 @@ func fromAssignments(c *coded, proto *Model, S int, eps []int, assign []int) *Mo
 			m.RewardVar[t][i] = max(v, c.varFloor())
 		}
 	}
-	m.Prepare()
-	return m
 }
 
 // randomStart draws transitions and the initial distribution from the
