@@ -715,6 +715,26 @@ type crossFit struct {
 	boundB float64
 }
 
+// selectParts is the seeded split of K episodes of H steps into the α
+// selection's parts A (train) and B (held, the share heldFrac), each
+// capped at SelectMaxEpisodes, as sorted episode indices; ErrTooFew when
+// a part would have fewer than H episodes.
+func selectParts(K, H int, heldFrac float64, seed uint64) (trainIdx, heldIdx []int, err error) {
+	perm := split.Permutation(K, seed^0x5e1ec7)
+	nHeld := int(math.Round(heldFrac * float64(K)))
+	if nHeld < H || K-nHeld < H {
+		return nil, nil, fmt.Errorf("%w: %s, but holding out %.0f%% for choosing α needs at least %d (%d on each side, one per step); give --alpha a single value", ErrTooFew, plural(K, "episode"), 100*heldFrac, minHeldOutEpisodes(heldFrac, H), H)
+	}
+	heldIdx = append([]int(nil), perm[:nHeld]...)
+	trainIdx = append([]int(nil), perm[nHeld:]...)
+	// The permutation is random, so a prefix is a seeded subsample.
+	heldIdx = heldIdx[:min(len(heldIdx), SelectMaxEpisodes)]
+	trainIdx = trainIdx[:min(len(trainIdx), SelectMaxEpisodes)]
+	sort.Ints(heldIdx)
+	sort.Ints(trainIdx)
+	return trainIdx, heldIdx, nil
+}
+
 // selectAlpha chooses α among candidates by cross-fitting: it fits a
 // model on part A and one on part B of a seeded split of d (each capped
 // at SelectMaxEpisodes), plans one policy per α with A's model and bonus
@@ -722,19 +742,10 @@ type crossFit struct {
 // out.Selection, out.Alpha and out.RewardCheck.
 func selectAlpha(ctx context.Context, d *ingest.Dataset, opts Options, eopts estimate.Options, userRestarts int, popts pessimism.Options, planOpts policy.PlanOptions, candidates []float64, out *report.Outcome) (*crossFit, error) {
 	K, H := d.NumEpisodes(), d.Horizon
-	heldFrac := opts.SelectHeldOut
-	perm := split.Permutation(K, opts.Seed^0x5e1ec7)
-	nHeld := int(math.Round(heldFrac * float64(K)))
-	if nHeld < H || K-nHeld < H {
-		return nil, fmt.Errorf("%w: %s, but holding out %.0f%% for choosing α needs at least %d (%d on each side, one per step); give --alpha a single value", ErrTooFew, plural(K, "episode"), 100*heldFrac, minHeldOutEpisodes(heldFrac, H), H)
+	trainIdx, heldIdx, err := selectParts(K, H, opts.SelectHeldOut, opts.Seed)
+	if err != nil {
+		return nil, err
 	}
-	heldIdx := append([]int(nil), perm[:nHeld]...)
-	trainIdx := append([]int(nil), perm[nHeld:]...)
-	// The permutation is random, so a prefix is a seeded subsample.
-	heldIdx = heldIdx[:min(len(heldIdx), SelectMaxEpisodes)]
-	trainIdx = trainIdx[:min(len(trainIdx), SelectMaxEpisodes)]
-	sort.Ints(heldIdx)
-	sort.Ints(trainIdx)
 	train, held := d.Subset(trainIdx), d.Subset(heldIdx)
 	trainSplits, err := split.Split(train.NumEpisodes(), H, opts.Seed)
 	if err != nil {
