@@ -467,19 +467,9 @@ func Fit(ctx context.Context, d *ingest.Dataset, opts Options) (*Result, error) 
 	}
 	res := &Result{HeldOutLogLik: math.NaN(), Steps: all.K * all.H}
 
-	S := o.Rank
-	if o.Start != nil {
-		st := o.Start
-		if err := st.Validate(1e-6); err != nil {
-			return nil, errorf(ErrOptions, "start model: %v", err)
-		}
-		if S == 0 {
-			S = st.States
-		}
-		if st.States != S || st.NumObs != all.O || st.NumActions != all.A || st.Horizon != all.H ||
-			st.Stationary != proto.Stationary || st.Compact != proto.Compact || st.Reward != all.kind || !slices.Equal(st.RewardValues, all.values) {
-			return nil, errorf(ErrOptions, "start model does not match the data, rank and dynamics")
-		}
+	S, err := startRank(&o, all, proto)
+	if err != nil {
+		return nil, err
 	}
 	fo := o
 	if S == 0 {
@@ -508,30 +498,60 @@ func Fit(ctx context.Context, d *ingest.Dataset, opts Options) (*Result, error) 
 	res.LogLik = rs[b].ll
 	res.UnconstrainedLogLik = rs[b].ll
 
-	// Behaviour policy for Θ_min.
+	if err := res.thetaMin(ctx, d, all, &o); err != nil {
+		return nil, err
+	}
+	o.Splits, o.Reporter, o.EStepper = nil, nil, nil
+	res.Options = o
+	return res, nil
+}
+
+// startRank is the rank of the fit: o.Rank, or the start model's when
+// o.Rank is 0 (0 when neither is set: the search chooses). The start
+// model must be valid and match the data, the rank and the dynamics.
+func startRank(o *Options, all *coded, proto *Model) (int, error) {
+	S, st := o.Rank, o.Start
+	if st == nil {
+		return S, nil
+	}
+	if err := st.Validate(1e-6); err != nil {
+		return 0, errorf(ErrOptions, "start model: %v", err)
+	}
+	if S == 0 {
+		S = st.States
+	}
+	if st.States != S || st.NumObs != all.O || st.NumActions != all.A || st.Horizon != all.H ||
+		st.Stationary != proto.Stationary || st.Compact != proto.Compact || st.Reward != all.kind || !slices.Equal(st.RewardValues, all.values) {
+		return 0, errorf(ErrOptions, "start model does not match the data, rank and dynamics")
+	}
+	return S, nil
+}
+
+// thetaMin projects res.Model onto Θ_min (projectThetaMin) with the
+// logged propensities or, without them, the estimated behaviour, and
+// records the projection and the log-likelihood it costs.
+func (res *Result) thetaMin(ctx context.Context, d *ingest.Dataset, all *coded, o *Options) error {
 	prop := d.Propensity
 	if prop == nil {
 		prop = EstimateBehavior(d)
 		res.BehaviorEstimated = true
 	}
 	res.Propensity = prop
-	tm, m, err := projectThetaMin(ctx, d, all, res.Model, prop, &o)
+	tm, m, err := projectThetaMin(ctx, d, all, res.Model, prop, o)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	res.ThetaMin = tm
 	if m != res.Model {
 		res.Model = m
 		ll, err := o.runEStep(ctx, newKernel(m, all), all, o.Workers)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		res.LogLik = ll.ll
 		res.ThetaMin.DeltaLogLik = ll.ll - res.UnconstrainedLogLik
 	}
-	o.Splits, o.Reporter, o.EStepper = nil, nil, nil
-	res.Options = o
-	return res, nil
+	return nil
 }
 
 func checkSplits(splits [][]int, K, H int) error {
