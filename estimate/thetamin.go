@@ -242,9 +242,29 @@ func projectThetaMin(ctx context.Context, d *ingest.Dataset, c *coded, m *Model,
 			tm.Unsatisfiable++
 		}
 	}
+	hi, err := leastMix(ctx, d, m, floor, active, lpm, o.Workers)
+	if err != nil {
+		return tm, nil, err
+	}
+	if hi == 0 {
+		// Only prefixes the floor cannot lift bind: leave the fit alone.
+		return tm, m, nil
+	}
+	mm := Mix(m, floor, hi)
+	tm.MixWeight = hi
+	if tm.Slack, err = eval(mm); err != nil {
+		return tm, nil, err
+	}
+	return tm, mm, nil
+}
+
+// leastMix is the least weight w of floor (to MixTolerance, by bisection)
+// at which Mix(m, floor, w) keeps every active prefix's margin at least
+// lpm; 0 when m itself does.
+func leastMix(ctx context.Context, d *ingest.Dataset, m, floor *Model, active []prefix, lpm float64, workers int) (float64, error) {
 	amg := make([]float64, len(active))
 	feasible := func(w float64) (bool, error) {
-		if err := prefixMargins(ctx, Mix(m, floor, w), d, active, lpm, o.Workers, amg); err != nil {
+		if err := prefixMargins(ctx, Mix(m, floor, w), d, active, lpm, workers, amg); err != nil {
 			return false, err
 		}
 		for _, x := range amg {
@@ -254,18 +274,15 @@ func projectThetaMin(ctx context.Context, d *ingest.Dataset, c *coded, m *Model,
 		}
 		return true, nil
 	}
-	if ok, err := feasible(0); err != nil {
-		return tm, nil, err
-	} else if ok {
-		// Only prefixes the floor cannot lift bind: leave the fit alone.
-		return tm, m, nil
+	if ok, err := feasible(0); err != nil || ok {
+		return 0, err
 	}
 	lo, hi := 0.0, 1.0
 	for hi-lo > MixTolerance {
 		mid := 0.5 * (lo + hi)
 		ok, err := feasible(mid)
 		if err != nil {
-			return tm, nil, err
+			return 0, err
 		}
 		if ok {
 			hi = mid
@@ -273,10 +290,5 @@ func projectThetaMin(ctx context.Context, d *ingest.Dataset, c *coded, m *Model,
 			lo = mid
 		}
 	}
-	mm := Mix(m, floor, hi)
-	tm.MixWeight = hi
-	if tm.Slack, err = eval(mm); err != nil {
-		return tm, nil, err
-	}
-	return tm, mm, nil
+	return hi, nil
 }
