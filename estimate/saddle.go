@@ -76,7 +76,7 @@ const (
 // from growModel's jitter of 0.1 to copies that differ by O(1), in
 // ln 10/μ steps. A saddle is worth leaving when the run has that many
 // iterations left; the run then keeps saddleTol for that many.
-var escapeGrowth = math.Log(10)
+const escapeGrowth = math.Ln10
 
 // saddleTol is the tolerance of a run while it leaves a saddle: below
 // the gains of the lull, a few thousandths of a nat per step on 10⁴

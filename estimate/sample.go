@@ -4,19 +4,11 @@ import (
 	"math/rand/v2"
 
 	"github.com/psrlcb/psrlcb/ingest"
+	"github.com/psrlcb/psrlcb/internal/categorical"
 )
 
 // dirichlet1 fills p with a draw from the flat Dirichlet distribution.
-func dirichlet1(rng *rand.Rand, p []float64) {
-	z := 0.0
-	for i := range p {
-		p[i] = rng.ExpFloat64()
-		z += p[i]
-	}
-	for i := range p {
-		p[i] /= z
-	}
-}
+func dirichlet1(rng *rand.Rand, p []float64) { categorical.Dirichlet1(rng, p) }
 
 // DataLogLik is Σ_k EpisodeLogLik over the episodes of d.
 func (m *Model) DataLogLik(d *ingest.Dataset) float64 {

@@ -28,17 +28,6 @@ func symbolNames(prefix string, n int) []string {
 	return out
 }
 
-func dirichlet1(rng *rand.Rand, p []float64) {
-	z := 0.0
-	for i := range p {
-		p[i] = rng.ExpFloat64()
-		z += p[i]
-	}
-	for i := range p {
-		p[i] /= z
-	}
-}
-
 // RandomModel returns a model with S states, O observations, A actions and
 // horizon H whose every distribution is drawn from the flat Dirichlet
 // distribution. With rewardValues the reward is categorical over them
@@ -54,10 +43,10 @@ func RandomModel(S, O, A, H int, stationary bool, rewardValues []float64, seed u
 		nt = 1
 	}
 	m.Init = make([]float64, S)
-	dirichlet1(rng, m.Init)
+	categorical.Dirichlet1(rng, m.Init)
 	m.Obs1 = make([]float64, S*O)
 	for s := 0; s < S; s++ {
-		dirichlet1(rng, m.Obs1[s*O:(s+1)*O])
+		categorical.Dirichlet1(rng, m.Obs1[s*O:(s+1)*O])
 	}
 	n := S * A * S * O
 	if rewardValues != nil {
@@ -70,8 +59,8 @@ func RandomModel(S, O, A, H int, stationary bool, rewardValues []float64, seed u
 		T := make([]float64, A*S*S)
 		E := make([]float64, A*S*O)
 		for r := 0; r < A*S; r++ {
-			dirichlet1(rng, T[r*S:(r+1)*S])
-			dirichlet1(rng, E[r*O:(r+1)*O])
+			categorical.Dirichlet1(rng, T[r*S:(r+1)*S])
+			categorical.Dirichlet1(rng, E[r*O:(r+1)*O])
 		}
 		m.Trans = append(m.Trans, T)
 		m.Emit = append(m.Emit, E)
@@ -79,7 +68,7 @@ func RandomModel(S, O, A, H int, stationary bool, rewardValues []float64, seed u
 			V := len(rewardValues)
 			R := make([]float64, n*V)
 			for i := 0; i < n; i++ {
-				dirichlet1(rng, R[i*V:(i+1)*V])
+				categorical.Dirichlet1(rng, R[i*V:(i+1)*V])
 			}
 			m.RewardProb = append(m.RewardProb, R)
 		} else {

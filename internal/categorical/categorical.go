@@ -1,5 +1,6 @@
 // Package categorical draws from discrete distributions given as
-// probability vectors, the one sampling rule the model samplers share.
+// probability vectors, the one sampling rule the model samplers share,
+// and draws such vectors from the flat Dirichlet distribution.
 package categorical
 
 import "math/rand/v2"
@@ -22,4 +23,17 @@ func Draw(rng *rand.Rand, p []float64) int {
 		}
 	}
 	return len(p) - 1
+}
+
+// Dirichlet1 fills p with a draw from the flat Dirichlet distribution:
+// independent unit exponentials of rng, normalised.
+func Dirichlet1(rng *rand.Rand, p []float64) {
+	z := 0.0
+	for i := range p {
+		p[i] = rng.ExpFloat64()
+		z += p[i]
+	}
+	for i := range p {
+		p[i] /= z
+	}
 }
