@@ -17,8 +17,9 @@ import (
 // them), the importance-weighted estimate, coverage and the weights of
 // every episode, the bonus terms of every episode, each episode's
 // log-likelihoods, the running C∞ and the logged propensities per step,
-// the behaviour's mean return and the logs' summary. report.Build only
-// tabulates them.
+// the behaviour's mean return, the logs' summary, the logged visits of
+// the policy's tree with the departures from the most logged action, and
+// the reward check. report.Build only tabulates them.
 
 // measure computes the report's figures of out on the logs d. scorer,
 // when not nil, computes the per-episode log-likelihoods (a data-parallel
@@ -70,6 +71,15 @@ func measure(ctx context.Context, d *ingest.Dataset, out *report.Outcome, scorer
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	if err := compareWithBehaviour(f, out, d); err != nil {
+		return nil, err
+	}
+	if out.RewardCheck == nil {
+		out.RewardCheck = modelRewardCheck(m, d, false)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	if scorer != nil {
 		f.LogLik, f.RewardLogLik, err = scorer.ScoreEpisodes(ctx, m, d)
 	} else {
@@ -79,6 +89,17 @@ func measure(ctx context.Context, d *ingest.Dataset, out *report.Outcome, scorer
 		return nil, err
 	}
 	return f, nil
+}
+
+// compareWithBehaviour walks the logs d down the policy's tree (f.Visits)
+// and lists where the policy departs from the most logged action, with
+// the model's value of those departures (f.Compare).
+func compareWithBehaviour(f *report.Figures, out *report.Outcome, d *ingest.Dataset) error {
+	m, pol := out.Model, out.Policy
+	f.Visits = policy.LoggedVisits(pol, d)
+	behaviourUnits := m.ReturnMin + f.Beh*(m.ReturnMax-m.ReturnMin)
+	f.Compare = report.Departures(m, pol, f.Visits, f.Val.Reward, behaviourUnits)
+	return valueDepartures(m, out.Bonus, pol, f.Compare)
 }
 
 // behaviorMean is the behaviour's value estimated from the logs, the mean

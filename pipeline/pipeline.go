@@ -766,7 +766,7 @@ func selectAlpha(ctx context.Context, d *ingest.Dataset, opts Options, eopts est
 	if err != nil {
 		return nil, err
 	}
-	out.RewardCheck = report.CheckRewards(tfit.Model, held, true)
+	out.RewardCheck = modelRewardCheck(tfit.Model, held, true)
 	heldSplits, err := split.Split(held.NumEpisodes(), H, opts.Seed+1)
 	if err != nil {
 		return nil, err

@@ -177,11 +177,8 @@ func Build(ctx context.Context, d *ingest.Dataset, inputs []string, p Params, ou
 	// The policy's decision tree as the report lists it, and where it
 	// departs from the behaviour's most logged action.
 	run.Range = &ReturnRange{Min: m.ReturnMin, Max: m.ReturnMax}
-	visits := LoggedVisits(pol, d)
-	run.Policy = NewPolicyView(pol, *run.Range, visits, DefaultPolicyRows)
-	if run.Compare, err = Compare(m, out.Bonus, pol, visits, fig.Val.Reward, float64(returnUnits(m)(fig.Beh))); err != nil {
-		return nil, err
-	}
+	run.Policy = NewPolicyView(pol, *run.Range, fig.Visits, DefaultPolicyRows)
+	run.Compare = fig.Compare
 
 	fillManifest(run, d, files, params, p, out, fig)
 	return run, nil
@@ -208,6 +205,11 @@ type Figures struct {
 	RunningCInf, Iota []float64
 	// CandidateCInf is the C∞ of each α candidate of out.Selection.
 	CandidateCInf []float64
+	// Visits is how the logs walk down the policy's tree, and Compare
+	// where the policy departs from the most logged action, with the
+	// model's value of each departure.
+	Visits  *policy.Visits
+	Compare *Comparison
 }
 
 // returnUnits maps a value on the model's [0,1] return scale to the
@@ -313,9 +315,6 @@ func fillManifest(run *Run, d *ingest.Dataset, files []InputFile, params map[str
 	man.ThetaMin = out.Fit.ThetaMin
 	man.Plan = *out.Plan
 	man.Theory = out.Theory
-	if out.RewardCheck == nil {
-		out.RewardCheck = CheckRewards(m, d, false)
-	}
 	man.RewardCheck = out.RewardCheck
 	man.Fallback = out.Fallback
 	man.Compared = out.Compared

@@ -110,12 +110,13 @@ func TestLoggedVisitsAndView(t *testing.T) {
 		d.Act = append(d.Act, a[ep[1]], a[ep[3]])
 		d.Length = append(d.Length, 2)
 	}
-	vis := LoggedVisits(pol, d)
+	vis := policy.LoggedVisits(pol, d)
 	if vis.N[0] != 4 || vis.N[1] != 2 || vis.N[2] != 1 || vis.K != 4 {
 		t.Errorf("visits %v of %d, want [4 2 1] of 4", vis.N, vis.K)
 	}
 	if vis.Count(0, "x") != 3 || vis.Count(0, "y") != 1 || vis.Count(2, "y") != 1 || vis.Count(2, "x") != 0 || vis.Count(1, "y") != 2 {
-		t.Errorf("action counts %v", vis.counts)
+		t.Errorf("action counts x,y at node 0: %d,%d; at node 2: %d,%d; y at node 1: %d",
+			vis.Count(0, "x"), vis.Count(0, "y"), vis.Count(2, "x"), vis.Count(2, "y"), vis.Count(1, "y"))
 	}
 	if vis.MostLogged(0) != "x" || vis.MostLogged(2) != "y" {
 		t.Errorf("most logged %q %q", vis.MostLogged(0), vis.MostLogged(2))

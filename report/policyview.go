@@ -8,8 +8,6 @@ import (
 	"strings"
 
 	"github.com/psrlcb/psrlcb/estimate"
-	"github.com/psrlcb/psrlcb/ingest"
-	"github.com/psrlcb/psrlcb/pessimism"
 	"github.com/psrlcb/psrlcb/policy"
 )
 
@@ -66,85 +64,8 @@ type PolicyView struct {
 	Horizon    int
 }
 
-// Visits is how the logs walk down π̄'s tree: N[n] counts the episodes
-// whose observations o_1..o_h and actions a_1..a_{h−1} lead to node n, out
-// of K, and Count(n, a) how many of them took action a there. An episode
-// stops at the first action that departs from π̄ (or at its end).
-type Visits struct {
-	N []int64
-	K int
-	// Action counts of the visited nodes only: the counts of node n are
-	// counts[at[n]·|A| : (at[n]+1)·|A|] in the order of acts (at[n] = −1:
-	// never visited), so memory grows with the visited nodes, not the tree.
-	acts   []string
-	at     []int32
-	counts []int64
-}
-
-// LoggedVisits walks every logged episode of d down pol's tree.
-func LoggedVisits(pol *policy.Policy, d *ingest.Dataset) *Visits {
-	A := len(d.ActVocab)
-	v := &Visits{N: make([]int64, len(pol.Nodes)), K: d.NumEpisodes(), acts: d.ActVocab, at: make([]int32, len(pol.Nodes))}
-	for i := range v.at {
-		v.at[i] = -1
-	}
-	H := d.Horizon
-	for k := 0; k < v.K; k++ {
-		node := int64(-1)
-		for h := 0; h < H && h < int(d.Length[k]); h++ {
-			n, ok := pol.Child(node, d.ObsVocab[d.Obs[k*H+h]])
-			if !ok {
-				break
-			}
-			a := int(d.Act[k*H+h])
-			v.N[n]++
-			if v.at[n] < 0 {
-				v.at[n] = int32(len(v.counts) / A)
-				v.counts = append(v.counts, make([]int64, A)...)
-			}
-			v.counts[int(v.at[n])*A+a]++
-			if d.ActVocab[a] != pol.Nodes[n].Action {
-				break
-			}
-			node = n
-		}
-	}
-	return v
-}
-
-// Count is the number of logged visits of node n that took action a.
-func (v *Visits) Count(n int64, a string) int64 {
-	if v.at[n] < 0 {
-		return 0
-	}
-	A := len(v.acts)
-	for i, s := range v.acts {
-		if s == a {
-			return v.counts[int(v.at[n])*A+i]
-		}
-	}
-	return 0
-}
-
-// MostLogged is the action logged most often at node n (the first in
-// vocabulary order on ties), "" when the node was never visited.
-func (v *Visits) MostLogged(n int64) string {
-	if v.at[n] < 0 {
-		return ""
-	}
-	A := len(v.acts)
-	c := v.counts[int(v.at[n])*A : int(v.at[n]+1)*A]
-	best := 0
-	for i := range c {
-		if c[i] > c[best] {
-			best = i
-		}
-	}
-	return v.acts[best]
-}
-
 // row describes node id; v may be nil (no logged columns).
-func row(pol *policy.Policy, id int64, rng ReturnRange, v *Visits) PolicyRow {
+func row(pol *policy.Policy, id int64, rng ReturnRange, v *policy.Visits) PolicyRow {
 	n := &pol.Nodes[id]
 	h := int(n.Step)
 	var hist []string
@@ -179,7 +100,7 @@ func row(pol *policy.Policy, id int64, rng ReturnRange, v *Visits) PolicyRow {
 // NewPolicyView lists the top most probable nodes of pol (all when top ≤
 // 0) in tree order, each under its parent, siblings by decreasing reach.
 // v may be nil (no logged columns).
-func NewPolicyView(pol *policy.Policy, rng ReturnRange, v *Visits, top int) *PolicyView {
+func NewPolicyView(pol *policy.Policy, rng ReturnRange, v *policy.Visits, top int) *PolicyView {
 	view := &PolicyView{TotalNodes: len(pol.Nodes), Horizon: pol.Horizon}
 	keep := topNodes(pol, top)
 	children := map[int64][]int64{}
@@ -307,21 +228,15 @@ type Comparison struct {
 	Ties, Agree int
 }
 
-// maxDepartureEvals bounds the model evaluations of the comparison; each
-// is exact over the observation tree (|O|^H sequences at most), so it is
-// only run when that tree is small (maxEvalTree).
-const (
-	maxDepartureEvals = 12
-	maxEvalTree       = 5e4
-)
-
-// Compare finds where π̄ departs from the most logged action (at nodes the
-// logs visit, v); modelValue is V_{θ̂,R}^π̄ on the [0,1] scale (the
-// headline's, which the policy table's values need not be: a clone's
-// rows hold logged estimates, and its unlogged first rows NaN). With a small observation tree it also evaluates, under
-// the model, π̄ with each of the most probable departures undone and with
-// all of them undone.
-func Compare(m *estimate.Model, b *pessimism.Bonus, pol *policy.Policy, v *Visits, modelValue, behaviourUnits float64) (*Comparison, error) {
+// Departures lists where π̄ departs from the most logged action at the
+// nodes the logs visit (v), with the model's share of episodes that meet
+// one; modelValue is V_{θ̂,R}^π̄ on the [0,1] scale (the headline's, which
+// the policy table's values need not be: a clone's rows hold logged
+// estimates, and its unlogged first rows NaN) and behaviourUnits the
+// behaviour's mean return in the user's units. The gains of undoing
+// departures (Departure.Gain, Comparison.Gain) are the pipeline's to
+// evaluate; they are NaN here.
+func Departures(m *estimate.Model, pol *policy.Policy, v *policy.Visits, modelValue, behaviourUnits float64) *Comparison {
 	rng := ReturnRange{m.ReturnMin, m.ReturnMax}
 	c := &Comparison{Gain: math.NaN()}
 	departs := func(id int64) bool {
@@ -333,28 +248,14 @@ func Compare(m *estimate.Model, b *pessimism.Bonus, pol *policy.Policy, v *Visit
 	}
 	steps := map[int]bool{}
 	for id := range pol.Nodes {
-		if v.N[id] > 0 && !departs(int64(id)) {
-			if v.MostLogged(int64(id)) == pol.Nodes[id].Action {
-				c.Agree++
-			} else {
-				c.Ties++
-			}
-		}
+		tallyAgreement(c, pol, v, int64(id), departs)
 		if !departs(int64(id)) {
 			continue
 		}
 		r := row(pol, int64(id), rng, v)
 		c.Departures = append(c.Departures, Departure{Row: r, Gain: math.NaN()})
 		steps[r.Step] = true
-		// Count the mass once per path: only the first departure on it.
-		first := true
-		for p := r.Parent; p >= 0; p = pol.Nodes[p].Parent {
-			if departs(p) {
-				first = false
-				break
-			}
-		}
-		if first {
+		if firstOnPath(pol, r.Parent, departs) {
 			c.DepartMass += r.Reach
 		}
 	}
@@ -363,47 +264,31 @@ func Compare(m *estimate.Model, b *pessimism.Bonus, pol *policy.Policy, v *Visit
 	}
 	sort.Ints(c.Steps)
 	sort.SliceStable(c.Departures, func(i, j int) bool { return c.Departures[i].Row.Reach > c.Departures[j].Row.Reach })
-	width := m.ReturnMax - m.ReturnMin
 	c.Total = rng.ToGo(modelValue, 1, max(pol.Horizon, 1)) - behaviourUnits
-	if len(c.Departures) == 0 || treeObs(m) > maxEvalTree {
-		return c, nil
-	}
-	with := func(change func(nodes []policy.Node)) (float64, error) {
-		q := &policy.Policy{Horizon: pol.Horizon, Nodes: append([]policy.Node(nil), pol.Nodes...), Ctrl: pol.Ctrl}
-		change(q.Nodes)
-		val, err := policy.ModelValue(m, b, q)
-		return val.Reward, err
-	}
-	full, err := with(func([]policy.Node) {})
-	if err != nil {
-		return nil, err
-	}
-	for i := range c.Departures {
-		if i >= maxDepartureEvals {
-			break
-		}
-		dep := &c.Departures[i]
-		val, err := with(func(ns []policy.Node) { ns[dep.Row.Node].Action = dep.Row.MostLogged })
-		if err != nil {
-			return nil, err
-		}
-		dep.Gain = (full - val) * width
-		c.Checked++
-	}
-	all, err := with(func(ns []policy.Node) {
-		for _, dep := range c.Departures {
-			ns[dep.Row.Node].Action = dep.Row.MostLogged
-		}
-	})
-	if err != nil {
-		return nil, err
-	}
-	c.Gain = (full - all) * width
-	return c, nil
+	return c
 }
 
-// treeObs is |O|^H, the number of observation sequences ModelValue may
-// enumerate.
-func treeObs(m *estimate.Model) float64 {
-	return math.Pow(float64(m.NumObs), float64(m.Horizon))
+// tallyAgreement counts a logged node that is not a departure: π̄ takes
+// its most logged action there (Agree) or another action not clearly
+// less logged (Ties).
+func tallyAgreement(c *Comparison, pol *policy.Policy, v *policy.Visits, id int64, departs func(int64) bool) {
+	if v.N[id] == 0 || departs(id) {
+		return
+	}
+	if v.MostLogged(id) == pol.Nodes[id].Action {
+		c.Agree++
+	} else {
+		c.Ties++
+	}
+}
+
+// firstOnPath says no ancestor of a node (from its parent up) is a
+// departure, so the node's reach counts once per path in DepartMass.
+func firstOnPath(pol *policy.Policy, parent int64, departs func(int64) bool) bool {
+	for p := parent; p >= 0; p = pol.Nodes[p].Parent {
+		if departs(p) {
+			return false
+		}
+	}
+	return true
 }

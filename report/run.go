@@ -258,7 +258,7 @@ type Outcome struct {
 	Splits     [][]int
 	Run        *Run
 	// RewardCheck is the model check on rewards (held out when α was
-	// chosen among candidates; see CheckRewards).
+	// chosen among candidates, in sample otherwise; pipeline.measure fills it).
 	RewardCheck *RewardCheck
 	// Fallback is the plan's comparison with the behaviour's clones (nil
 	// when α was not chosen among candidates or with --fallback none).

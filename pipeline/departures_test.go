@@ -1,4 +1,4 @@
-package report
+package pipeline
 
 import (
 	"context"
@@ -9,9 +9,10 @@ import (
 	"github.com/psrlcb/psrlcb/pessimism"
 	"github.com/psrlcb/psrlcb/pessimism/pessimismtest"
 	"github.com/psrlcb/psrlcb/policy"
+	"github.com/psrlcb/psrlcb/report"
 )
 
-// Compare on logs whose behaviour clearly favours action a1 (90%) and a
+// report.Departures and valueDepartures on logs whose behaviour clearly favours action a1 (90%) and a
 // policy planned with α = 0, the model's own optimum over history-
 // dependent policies. Checked independently of LoggedVisits and of the
 // comparison's code:
@@ -38,8 +39,8 @@ func TestCompareDepartures(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		c, err := Compare(m, b, pol, LoggedVisits(pol, d), st.ValueReward, -1)
-		if err != nil {
+		c := report.Departures(m, pol, policy.LoggedVisits(pol, d), st.ValueReward, -1)
+		if err := valueDepartures(m, b, pol, c); err != nil {
 			t.Fatal(err)
 		}
 		if len(c.Departures) == 0 {

@@ -1,0 +1,80 @@
+package policy
+
+import "github.com/psrlcb/psrlcb/ingest"
+
+// Visits is how the logs walk down π̄'s tree: N[n] counts the episodes
+// whose observations o_1..o_h and actions a_1..a_{h−1} lead to node n, out
+// of K, and Count(n, a) how many of them took action a there. An episode
+// stops at the first action that departs from π̄ (or at its end).
+type Visits struct {
+	N []int64
+	K int
+	// Action counts of the visited nodes only: the counts of node n are
+	// counts[at[n]·|A| : (at[n]+1)·|A|] in the order of acts (at[n] = −1:
+	// never visited), so memory grows with the visited nodes, not the tree.
+	acts   []string
+	at     []int32
+	counts []int64
+}
+
+// LoggedVisits walks every logged episode of d down pol's tree.
+func LoggedVisits(pol *Policy, d *ingest.Dataset) *Visits {
+	A := len(d.ActVocab)
+	v := &Visits{N: make([]int64, len(pol.Nodes)), K: d.NumEpisodes(), acts: d.ActVocab, at: make([]int32, len(pol.Nodes))}
+	for i := range v.at {
+		v.at[i] = -1
+	}
+	H := d.Horizon
+	for k := 0; k < v.K; k++ {
+		node := int64(-1)
+		for h := 0; h < H && h < int(d.Length[k]); h++ {
+			n, ok := pol.Child(node, d.ObsVocab[d.Obs[k*H+h]])
+			if !ok {
+				break
+			}
+			a := int(d.Act[k*H+h])
+			v.N[n]++
+			if v.at[n] < 0 {
+				v.at[n] = int32(len(v.counts) / A)
+				v.counts = append(v.counts, make([]int64, A)...)
+			}
+			v.counts[int(v.at[n])*A+a]++
+			if d.ActVocab[a] != pol.Nodes[n].Action {
+				break
+			}
+			node = n
+		}
+	}
+	return v
+}
+
+// Count is the number of logged visits of node n that took action a.
+func (v *Visits) Count(n int64, a string) int64 {
+	if v.at[n] < 0 {
+		return 0
+	}
+	A := len(v.acts)
+	for i, s := range v.acts {
+		if s == a {
+			return v.counts[int(v.at[n])*A+i]
+		}
+	}
+	return 0
+}
+
+// MostLogged is the action logged most often at node n (the first in
+// vocabulary order on ties), "" when the node was never visited.
+func (v *Visits) MostLogged(n int64) string {
+	if v.at[n] < 0 {
+		return ""
+	}
+	A := len(v.acts)
+	c := v.counts[int(v.at[n])*A : int(v.at[n]+1)*A]
+	best := 0
+	for i := range c {
+		if c[i] > c[best] {
+			best = i
+		}
+	}
+	return v.acts[best]
+}
