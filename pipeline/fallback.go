@@ -204,17 +204,14 @@ func checkFallback(ctx context.Context, sel *policy.Selection, planB float64, tr
 	if err != nil {
 		return nil, err
 	}
-	iws := make([]policy.IWResult, len(pols))
-	for i, p := range pols {
-		if iws[i], err = policy.IWEstimate(evalB, p, held, policy.DefaultZ); err != nil {
-			return nil, err
-		}
+	iws, err := heldOutIW(evalB, pols, held)
+	if err != nil {
+		return nil, err
 	}
 	planIW, err := policy.IWEstimate(evalB, c.Policy, held, policy.DefaultZ)
 	if err != nil {
 		return nil, err
 	}
-	alphaB := math.Max(c.Alpha, pessimism.DefaultAlpha)
 	// The clone decides whether the plan is set aside (see above).
 	score, bounds, win := fallbackDecision(planB, planIW, iws[:1])
 	for _, iw := range iws[1:] {
@@ -224,20 +221,41 @@ func checkFallback(ctx context.Context, sel *policy.Selection, planB float64, tr
 		return report.Float(evalB.ReturnMin + v*(evalB.ReturnMax-evalB.ReturnMin))
 	}
 	fb := &report.Fallback{Chosen: "plan",
-		PlanCrossBound: report.Float(planB), PlanCrossAlpha: report.Float(alphaB),
+		PlanCrossBound: report.Float(planB), PlanCrossAlpha: report.Float(math.Max(c.Alpha, pessimism.DefaultAlpha)),
 		PlanIWLower: report.Float(planIW.Lower), PlanIWUpper: report.Float(planIW.Upper), PlanESS: report.Float(planIW.ESS),
 		PlanBound: report.Float(score), PlanBoundUnits: units(score),
 		HeldOutEpisodes: held.NumEpisodes(),
 	}
-	for i, iw := range iws {
-		fb.Candidates = append(fb.Candidates, report.FallbackCandidate{Name: names[i],
-			IWValue: report.Float(iw.Mean), IWLower: report.Float(iw.Lower), IWLowerUnits: units(iw.Lower),
-			ESS: report.Float(iw.ESS), Bound: report.Float(bounds[i])})
-	}
+	fb.Candidates = fallbackRows(names, iws, bounds, units)
 	if win >= 0 {
 		fb.Used, fb.Chosen = true, standIn(names, bounds)
 	}
 	return fb, nil
+}
+
+// heldOutIW is the importance-weighted estimate of each policy on the
+// held-out episodes, weighted with B's model.
+func heldOutIW(evalB *estimate.Model, pols []*policy.Policy, held *ingest.Dataset) ([]policy.IWResult, error) {
+	iws := make([]policy.IWResult, len(pols))
+	for i, p := range pols {
+		var err error
+		if iws[i], err = policy.IWEstimate(evalB, p, held, policy.DefaultZ); err != nil {
+			return nil, err
+		}
+	}
+	return iws, nil
+}
+
+// fallbackRows are the manifest's rows of the behaviour's clones: each
+// one's held-out estimate and the bound the fallback compares.
+func fallbackRows(names []string, iws []policy.IWResult, bounds []float64, units func(float64) report.Float) []report.FallbackCandidate {
+	var rows []report.FallbackCandidate
+	for i, iw := range iws {
+		rows = append(rows, report.FallbackCandidate{Name: names[i],
+			IWValue: report.Float(iw.Mean), IWLower: report.Float(iw.Lower), IWLowerUnits: units(iw.Lower),
+			ESS: report.Float(iw.ESS), Bound: report.Float(bounds[i])})
+	}
+	return rows
 }
 
 // clonePlan is the fallback's final policy: the chosen candidate fitted

@@ -26,39 +26,62 @@ import (
 // engine: psrbeam); workers bounds the goroutines otherwise. The figures
 // do not depend on either.
 func measure(ctx context.Context, d *ingest.Dataset, out *report.Outcome, scorer estimate.EpisodeScorer, workers int) (*report.Figures, error) {
-	m, pol := out.Model, out.Policy
-	f := &report.Figures{DP: out.Fit.WithPropensity(d)}
-	dp := f.DP
-	f.Val = policy.Value{Reward: out.Plan.ValueReward, Bonus: out.Plan.ValueBonus, LCB: out.Plan.ValueReward - out.Plan.ValueBonus}
+	f := &report.Figures{DP: out.Fit.WithPropensity(d), Val: reportedValue(out)}
+	phases := []func() error{
+		func() error { return weighEpisodes(f, out) },
+		func() (err error) { f.Norms, err = out.Bonus.Episodes(ctx, d, workers); return err },
+		func() error { describeLogs(f, out, d); return nil },
+		func() error { return compareWithBehaviour(f, out, d) },
+		func() (err error) {
+			f.LogLik, f.RewardLogLik, err = scoreEpisodes(ctx, out.Model, d, scorer, workers)
+			return err
+		},
+	}
+	for _, phase := range phases {
+		if err := phase(); err != nil {
+			return nil, err
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+	}
+	return f, nil
+}
+
+// reportedValue is the policy's value the run reports: the planner's, or
+// the cross-fitted bound when the pipeline corrected it (out.Bound).
+func reportedValue(out *report.Outcome) policy.Value {
 	if out.Bound != nil {
-		f.Val = *out.Bound
+		return *out.Bound
 	}
-	var err error
+	return policy.Value{Reward: out.Plan.ValueReward, Bonus: out.Plan.ValueBonus, LCB: out.Plan.ValueReward - out.Plan.ValueBonus}
+}
+
+// weighEpisodes is the importance-weighted estimate of the policy's value,
+// its coverage and every episode's weight, on the logs with the
+// propensities the fit used (f.DP).
+func weighEpisodes(f *report.Figures, out *report.Outcome) (err error) {
+	m, pol, dp := out.Model, out.Policy, f.DP
 	if f.IW, err = policy.IWEstimate(m, pol, dp, policy.DefaultZ); err != nil {
-		return nil, err
-	}
-	if err := ctx.Err(); err != nil {
-		return nil, err
+		return err
 	}
 	if f.Cov, err = policy.CoverageOf(pol, dp); err != nil {
-		return nil, err
+		return err
 	}
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	if f.Weights, err = policy.Weights(pol, dp); err != nil {
-		return nil, err
-	}
-	if f.Norms, err = out.Bonus.Episodes(ctx, d, workers); err != nil {
-		return nil, err
-	}
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
+	f.Weights, err = policy.Weights(pol, dp)
+	return err
+}
+
+// describeLogs is the logs' summary, the behaviour's mean return, the
+// range of returns, the running C∞ and least propensity per step, the C∞
+// of each α candidate, and the reward check when the α selection did not
+// make one on held-out episodes.
+func describeLogs(f *report.Figures, out *report.Outcome, d *ingest.Dataset) {
+	dp := f.DP
 	f.Sum = ingest.Summarize(dp)
-	f.Beh, f.BehHigh = behaviorMean(m, d)
+	f.Beh, f.BehHigh = behaviorMean(out.Model, d)
 	f.RetLo, f.RetHi = d.ReturnRange()
-	f.RunningCInf = runningCInf(pol, dp)
+	f.RunningCInf = runningCInf(out.Policy, dp)
 	f.Iota = make([]float64, d.Horizon)
 	for h := 1; h <= d.Horizon; h++ {
 		f.Iota[h-1] = stepIota(dp, h)
@@ -68,27 +91,19 @@ func measure(ctx context.Context, d *ingest.Dataset, out *report.Outcome, scorer
 			f.CandidateCInf = append(f.CandidateCInf, candidateCInf(c, dp))
 		}
 	}
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	if err := compareWithBehaviour(f, out, d); err != nil {
-		return nil, err
-	}
 	if out.RewardCheck == nil {
-		out.RewardCheck = modelRewardCheck(m, d, false)
+		out.RewardCheck = modelRewardCheck(out.Model, d, false)
 	}
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
+}
+
+// scoreEpisodes is each episode's log-likelihood and its reward part
+// under m, by scorer when it is set (a data-parallel engine: psrbeam),
+// otherwise on up to workers goroutines.
+func scoreEpisodes(ctx context.Context, m *estimate.Model, d *ingest.Dataset, scorer estimate.EpisodeScorer, workers int) (loglik, rewardLogLik []float64, err error) {
 	if scorer != nil {
-		f.LogLik, f.RewardLogLik, err = scorer.ScoreEpisodes(ctx, m, d)
-	} else {
-		f.LogLik, f.RewardLogLik, err = estimate.ScoreEpisodes(ctx, m, d, workers)
+		return scorer.ScoreEpisodes(ctx, m, d)
 	}
-	if err != nil {
-		return nil, err
-	}
-	return f, nil
+	return estimate.ScoreEpisodes(ctx, m, d, workers)
 }
 
 // compareWithBehaviour walks the logs d down the policy's tree (f.Visits)

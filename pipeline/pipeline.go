@@ -305,14 +305,9 @@ func Run(ctx context.Context, inputs []string, opts Options) (*Result, error) {
 	if err := checkCompare(o.Compare); err != nil {
 		return nil, err
 	}
-	var spilled *spillArrays
-	if o.MemoryLimit > 0 {
-		if spilled, err = planInputMemory(inputs, o); err != nil {
-			return nil, err
-		}
-		if spilled != nil {
-			o.Ingest.Arrays = spilled
-		}
+	spilled, err := spillInputs(inputs, &o)
+	if err != nil {
+		return nil, err
 	}
 	// The spill file lives as long as the Result (Result.Close), or
 	// until this failed run returns.
@@ -322,21 +317,9 @@ func Run(ctx context.Context, inputs []string, opts Options) (*Result, error) {
 			spilled.Close()
 		}
 	}()
-	start := time.Now()
-	o.Progress.StartStage("ingest", fileBytes(inputs))
-	read := o.Read
-	if read == nil {
-		read = ingest.Read
-	}
-	d, err := read(ctx, inputs, o.Ingest)
+	d, took, err := readLogs(ctx, inputs, o)
 	if err != nil {
 		return nil, err
-	}
-	took := time.Since(start)
-	o.Progress.Advance(fileBytes(inputs), fmt.Sprintf("%d rows", d.Rows))
-	o.Progress.EndStage("ingest", took)
-	if n := len(d.Quarantined); n > 0 {
-		o.Progress.Info("episodes quarantined", "count", n, "first", d.Quarantined[0].Reason)
 	}
 	warnings := horizonWarning(d)
 	for _, w := range warnings {
@@ -352,6 +335,46 @@ func Run(ctx context.Context, inputs []string, opts Options) (*Result, error) {
 	}
 	ok = true
 	return &Result{Outcome: *out, Data: d, Warnings: warnings, spilled: spilled}, nil
+}
+
+// spillInputs plans the inputs' memory under o.MemoryLimit and, when the
+// logs' arrays would not fit, has ingest write them to a spill file
+// (o.Ingest.Arrays); nil without a limit or when they fit.
+func spillInputs(inputs []string, o *Options) (*spillArrays, error) {
+	if o.MemoryLimit <= 0 {
+		return nil, nil
+	}
+	spilled, err := planInputMemory(inputs, *o)
+	if err != nil {
+		return nil, err
+	}
+	if spilled != nil {
+		o.Ingest.Arrays = spilled
+	}
+	return spilled, nil
+}
+
+// readLogs is the ingest stage: it reads the inputs (o.Read, or
+// ingest.Read) with progress over their bytes, reports quarantined
+// episodes, and returns the logs and the stage's time.
+func readLogs(ctx context.Context, inputs []string, o Options) (*ingest.Dataset, time.Duration, error) {
+	start := time.Now()
+	o.Progress.StartStage("ingest", fileBytes(inputs))
+	read := o.Read
+	if read == nil {
+		read = ingest.Read
+	}
+	d, err := read(ctx, inputs, o.Ingest)
+	if err != nil {
+		return nil, 0, err
+	}
+	took := time.Since(start)
+	o.Progress.Advance(fileBytes(inputs), fmt.Sprintf("%d rows", d.Rows))
+	o.Progress.EndStage("ingest", took)
+	if n := len(d.Quarantined); n > 0 {
+		o.Progress.Info("episodes quarantined", "count", n, "first", d.Quarantined[0].Reason)
+	}
+	return d, took, nil
 }
 
 // horizonWarning says when the horizon is far above the longest logged
@@ -514,7 +537,7 @@ func (r *fitRun) chooseAlpha(ctx context.Context) error {
 		r.out.Alpha = r.candidates[0]
 	case len(r.candidates) > 1:
 		r.st.begin("select-α", emBudget(r.eopts))
-		c, err := selectAlpha(ctx, r.d, r.opts, r.eopts, r.restarts, r.popts, r.planOpts, r.candidates, r.out)
+		c, err := r.selectAlpha(ctx)
 		if err != nil {
 			return err
 		}
@@ -740,83 +763,115 @@ func selectParts(K, H int, heldFrac float64, seed uint64) (trainIdx, heldIdx []i
 // at SelectMaxEpisodes), plans one policy per α with A's model and bonus
 // and values each under B's model with B's bonus (policy.Select). It sets
 // out.Selection, out.Alpha and out.RewardCheck.
-func selectAlpha(ctx context.Context, d *ingest.Dataset, opts Options, eopts estimate.Options, userRestarts int, popts pessimism.Options, planOpts policy.PlanOptions, candidates []float64, out *report.Outcome) (*crossFit, error) {
-	K, H := d.NumEpisodes(), d.Horizon
-	trainIdx, heldIdx, err := selectParts(K, H, opts.SelectHeldOut, opts.Seed)
+func (r *fitRun) selectAlpha(ctx context.Context) (*crossFit, error) {
+	trainIdx, heldIdx, err := selectParts(r.K, r.H, r.opts.SelectHeldOut, r.opts.Seed)
 	if err != nil {
 		return nil, err
 	}
-	train, held := d.Subset(trainIdx), d.Subset(heldIdx)
-	trainSplits, err := split.Split(train.NumEpisodes(), H, opts.Seed)
+	train, held := r.d.Subset(trainIdx), r.d.Subset(heldIdx)
+	a, err := r.fitTrainPart(ctx, train)
 	if err != nil {
 		return nil, err
 	}
-	to := eopts
-	if to.Start != nil {
-		to = warmStart(to, to.Start, train, userRestarts)
-	}
-	to.Splits = trainSplits
-	to.Reporter = newEMProgress(opts.Progress, to)
-	tfit, err := estimate.Fit(ctx, train, to)
-	if err != nil {
-		return nil, err
-	}
-	applyReturnRange(tfit.Model, opts.ReturnRange)
-	tb, err := pessimism.Build(ctx, tfit.Model, train, trainSplits, popts)
-	if err != nil {
-		return nil, err
-	}
-	out.RewardCheck = modelRewardCheck(tfit.Model, held, true)
-	heldSplits, err := split.Split(held.NumEpisodes(), H, opts.Seed+1)
-	if err != nil {
-		return nil, err
-	}
-	ho := warmStart(eopts, tfit.Model, held, userRestarts)
-	ho.Splits, ho.Rank = heldSplits, tfit.Model.States
-	hfit, err := estimate.Fit(ctx, held, ho)
-	if err != nil {
-		return nil, err
-	}
-	hb, err := pessimism.Build(ctx, hfit.Model, held, heldSplits, popts)
+	r.out.RewardCheck = modelRewardCheck(a.model, held, true)
+	b, err := r.fitHeldPart(ctx, held, a.model)
 	if err != nil {
 		return nil, err
 	}
 	if !held.HasPropensity() {
 		// Held-out importance weights need π^b: the fit's estimate.
-		held = withPropensity(held, heldIdx, estimate.EstimateBehavior(d), H)
+		held = withPropensity(held, heldIdx, estimate.EstimateBehavior(r.d), r.H)
 	}
-	// Candidates whose tree exceeds the exact planner's budget are
-	// planned with a quarter of the approximate search's nodes (the
-	// final plan gets all of them): the approximate search of six
-	// candidates was most of the selection's time on large trees.
-	selPlan := planOpts
-	selPlan.SearchBudget = max(1, min(planOpts.Budget, policy.DefaultSearchBudget)/selectSearchShare)
-	sel, err := policy.Select(ctx, tfit.Model, tb, hfit.Model, hb, held, candidates, policy.SelectOptions{Plan: selPlan, Seed: opts.Seed,
-		PlanScale: policy.PlanScale(train.NumEpisodes(), K)})
+	sel, err := r.selectPlans(ctx, a, b, train, held)
 	if err != nil {
 		return nil, err
 	}
-	out.Selection = sel
-	out.Alpha = sel.Alpha()
-	cf := &crossFit{planA: tfit.Model, bonusA: tb}
-	if opts.Fallback == FallbackNone && opts.LCBCorrection == LCBCorrectionNone {
+	r.out.Selection = sel
+	r.out.Alpha = sel.Alpha()
+	cf := &crossFit{planA: a.model, bonusA: a.bonus}
+	if r.opts.Fallback == FallbackNone && r.opts.LCBCorrection == LCBCorrectionNone {
 		return cf, nil
 	}
-	// The chosen plan's bound under B's model at max(α, the default α),
-	// what B's data vouch for at the paper's default confidence.
-	rb, err := policy.ValueUnder(ctx, hfit.Model, hb, sel.Policy(), 0, 0, opts.Seed)
+	return cf, r.boundOnHeld(ctx, cf, sel, b, train, held)
+}
+
+// partFit is the model and bonus fitted on one part of the α selection.
+type partFit struct {
+	model *estimate.Model
+	bonus *pessimism.Bonus
+}
+
+// fitTrainPart fits part A (train) with the run's estimate options (from
+// the user's start, when one is given) and builds its bonus on its own
+// seeded splits.
+func (r *fitRun) fitTrainPart(ctx context.Context, train *ingest.Dataset) (partFit, error) {
+	trainSplits, err := split.Split(train.NumEpisodes(), r.H, r.opts.Seed)
 	if err != nil {
-		return nil, err
+		return partFit{}, err
 	}
-	cf.boundB = rb.Reward - rb.Bonus(math.Max(out.Alpha, pessimism.DefaultAlpha))
-	if opts.Fallback == FallbackBehavior {
-		fb, err := checkFallback(ctx, sel, cf.boundB, train, held, hfit.Model)
+	to := r.eopts
+	if to.Start != nil {
+		to = warmStart(to, to.Start, train, r.restarts)
+	}
+	to.Splits = trainSplits
+	to.Reporter = newEMProgress(r.opts.Progress, to)
+	tfit, err := estimate.Fit(ctx, train, to)
+	if err != nil {
+		return partFit{}, err
+	}
+	applyReturnRange(tfit.Model, r.opts.ReturnRange)
+	tb, err := pessimism.Build(ctx, tfit.Model, train, trainSplits, r.popts)
+	return partFit{tfit.Model, tb}, err
+}
+
+// fitHeldPart fits part B (held) at A's rank, warm-started from A's
+// model, and builds its bonus.
+func (r *fitRun) fitHeldPart(ctx context.Context, held *ingest.Dataset, start *estimate.Model) (partFit, error) {
+	heldSplits, err := split.Split(held.NumEpisodes(), r.H, r.opts.Seed+1)
+	if err != nil {
+		return partFit{}, err
+	}
+	ho := warmStart(r.eopts, start, held, r.restarts)
+	ho.Splits, ho.Rank = heldSplits, start.States
+	hfit, err := estimate.Fit(ctx, held, ho)
+	if err != nil {
+		return partFit{}, err
+	}
+	hb, err := pessimism.Build(ctx, hfit.Model, held, heldSplits, r.popts)
+	return partFit{hfit.Model, hb}, err
+}
+
+// selectPlans plans one policy per candidate α with A's model and values
+// each under B's (policy.Select). Candidates whose tree exceeds the exact
+// planner's budget are planned with a quarter of the approximate
+// search's nodes (the final plan gets all of them): the approximate
+// search of six candidates was most of the selection's time on large
+// trees.
+func (r *fitRun) selectPlans(ctx context.Context, a, b partFit, train, held *ingest.Dataset) (*policy.Selection, error) {
+	selPlan := r.planOpts
+	selPlan.SearchBudget = max(1, min(r.planOpts.Budget, policy.DefaultSearchBudget)/selectSearchShare)
+	return policy.Select(ctx, a.model, a.bonus, b.model, b.bonus, held, r.candidates, policy.SelectOptions{Plan: selPlan, Seed: r.opts.Seed,
+		PlanScale: policy.PlanScale(train.NumEpisodes(), r.K)})
+}
+
+// boundOnHeld is the chosen plan's bound under B's model at max(α, the
+// default α), what B's data vouch for at the paper's default confidence
+// (cf.boundB), and with --fallback behavior the comparison with the
+// behaviour's clones (out.Fallback).
+func (r *fitRun) boundOnHeld(ctx context.Context, cf *crossFit, sel *policy.Selection, b partFit, train, held *ingest.Dataset) error {
+	rb, err := policy.ValueUnder(ctx, b.model, b.bonus, sel.Policy(), 0, 0, r.opts.Seed)
+	if err != nil {
+		return err
+	}
+	cf.boundB = rb.Reward - rb.Bonus(math.Max(r.out.Alpha, pessimism.DefaultAlpha))
+	if r.opts.Fallback == FallbackBehavior {
+		fb, err := checkFallback(ctx, sel, cf.boundB, train, held, b.model)
 		if err != nil {
-			return nil, err
+			return err
 		}
-		out.Fallback = fb
+		r.out.Fallback = fb
 	}
-	return cf, nil
+	return nil
 }
 
 // correctBound applies LCBCorrectionCrossFit: it finds α_r, the least
