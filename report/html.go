@@ -169,69 +169,20 @@ func WriteHTML(path string, run *Run) error {
 
 // RenderHTML returns report.html's bytes.
 func RenderHTML(run *Run) ([]byte, error) {
-	h := run.Manifest.Headline
 	d := htmlData{Run: run, Verdict: Verdict(run)}
-	add := func(id, title, caption string, p *plot.Plot, leg []legendItem, err error) error {
-		if err != nil {
-			return fmt.Errorf("report: plot %q: %w", title, err)
-		}
-		svg, err := svgPlot(p)
-		if err != nil {
-			return fmt.Errorf("report: plot %q: %w", title, err)
-		}
-		d.Figures = append(d.Figures, htmlFig{ID: id, Title: title, SVG: svg, Legend: leg, Caption: caption})
-		return nil
-	}
-	if len(run.Ranks) > 1 {
-		p, leg, err := plotRanks(run.Ranks)
-		if err := add("fig-rank", "Held-out likelihood per rank", "Each rank r (number of latent states) was fitted on a training share of the episodes and scored on the held-out rest; the rank of highest held-out log-likelihood was chosen.", p, leg, err); err != nil {
-			return nil, err
-		}
-	}
-	if len(run.Trace) > 0 {
-		p, leg, err := plotTrace(run.Trace, h.Rank)
-		if err := add("fig-em", fmt.Sprintf("EM convergence (rank %d, final fit)", h.Rank), "How far each EM start's training log-likelihood lies below the best start's final value, per iteration (log scale; a gap below 0.01 nats is drawn at 0.01). The best start ends at the bottom; the others show how much worse a local optimum they reached.", p, leg, err); err != nil {
-			return nil, err
-		}
-	}
-	if len(run.Coverage) > 0 {
-		p, q, err := plotCoverage(run.Coverage)
-		if err := add("fig-coverage", "Coverage of the policy's histories per step", "Share of the policy's probability mass (under the fitted model) on histories that some logged episode followed.", p, nil, err); err != nil {
-			return nil, err
-		}
-		if err := add("fig-cinf", "C∞ per step", "Largest ratio between the policy's and the behaviour's probability of a logged history up to step h (see C∞ in the glossary).", q, nil, err); err != nil {
-			return nil, err
-		}
-	}
-	if len(run.BonusSteps) > 0 {
-		p, leg, err := plotBonus(run.BonusSteps)
-		if err := add("fig-bonus", "Bonus contribution per step", "Distribution over logged episodes of each step's term of the bonus before α: quantile summaries, one set per step.", p, leg, err); err != nil {
-			return nil, err
-		}
-	}
-	if len(run.Alphas) > 1 {
-		p, leg, err := plotAlpha(run.Alphas)
-		if err := add("fig-alpha", "α sweep", "Model values of the policy planned with each candidate α, and its importance-weighted value on the held-out episodes (grey). Candidates are evenly spaced on the axis.", p, leg, err); err != nil {
-			return nil, err
-		}
+	var err error
+	if d.Figures, err = renderFigures(run); err != nil {
+		return nil, err
 	}
 	d.Quarantined = run.Manifest.Quarantined
 	if len(d.Quarantined) > maxQuarantinedRows {
 		d.Quarantined, d.QuarantinedMore = d.Quarantined[:maxQuarantinedRows], true
 	}
 	d.Head = headRows(run)
-	for _, k := range sortedKeys(run.Manifest.Parameters) {
-		v := paramValue(run.Manifest.Parameters[k])
-		if b, ok := run.Manifest.Parameters[k].(int64); ok && k == "memory_limit" {
-			v = byteSize(b)
-		}
-		d.Params = append(d.Params, [2]string{k, v})
-	}
+	d.Params = paramRows(run.Manifest.Parameters)
 	d.Stages = orderedStages(run.Manifest.StageTimes)
 	d.Policy, d.PolicyOf, d.Logs = policyRows(run.Policy)
-	if h := run.Manifest.Headline; h.BoundAlpha != h.Alpha && !math.IsNaN(float64(h.BoundAlpha)) {
-		d.AlphaNote = fmt.Sprintf(", with the bonus priced at the planning α = %s, the objective the policy maximises: the reported lower bound above prices it at α = %s, so it is lower than these rows'", num(float64(h.Alpha), 3), num(float64(h.BoundAlpha), 3))
-	}
+	d.AlphaNote = alphaNote(run.Manifest.Headline)
 	d.Compare, d.Departures = compareText(run)
 	d.Compared = comparedRows(run)
 	d.Glossary = glossary(run)
@@ -242,6 +193,100 @@ func RenderHTML(run *Run) ([]byte, error) {
 		return nil, err
 	}
 	return buf.Bytes(), nil
+}
+
+// figureSpec is one figure of the page: shown when show says the run has
+// its data, drawn by draw.
+type figureSpec struct {
+	id, title, caption string
+	// titleOf, when set, replaces title (a title that names the run's
+	// figures).
+	titleOf func(*Run) string
+	show    func(*Run) bool
+	draw    func(*Run) (*plot.Plot, []legendItem, error)
+}
+
+// figureSpecs are the page's figures in page order.
+var figureSpecs = []figureSpec{
+	{id: "fig-rank", title: "Held-out likelihood per rank",
+		caption: "Each rank r (number of latent states) was fitted on a training share of the episodes and scored on the held-out rest; the rank of highest held-out log-likelihood was chosen.",
+		show:    func(r *Run) bool { return len(r.Ranks) > 1 },
+		draw:    func(r *Run) (*plot.Plot, []legendItem, error) { return plotRanks(r.Ranks) }},
+	{id: "fig-em",
+		titleOf: func(r *Run) string {
+			return fmt.Sprintf("EM convergence (rank %d, final fit)", r.Manifest.Headline.Rank)
+		},
+		caption: "How far each EM start's training log-likelihood lies below the best start's final value, per iteration (log scale; a gap below 0.01 nats is drawn at 0.01). The best start ends at the bottom; the others show how much worse a local optimum they reached.",
+		show:    func(r *Run) bool { return len(r.Trace) > 0 },
+		draw:    func(r *Run) (*plot.Plot, []legendItem, error) { return plotTrace(r.Trace, r.Manifest.Headline.Rank) }},
+	{id: "fig-coverage", title: "Coverage of the policy's histories per step",
+		caption: "Share of the policy's probability mass (under the fitted model) on histories that some logged episode followed.",
+		show:    func(r *Run) bool { return len(r.Coverage) > 0 },
+		draw: func(r *Run) (*plot.Plot, []legendItem, error) {
+			p, _, err := plotCoverage(r.Coverage)
+			return p, nil, err
+		}},
+	{id: "fig-cinf", title: "C∞ per step",
+		caption: "Largest ratio between the policy's and the behaviour's probability of a logged history up to step h (see C∞ in the glossary).",
+		show:    func(r *Run) bool { return len(r.Coverage) > 0 },
+		draw: func(r *Run) (*plot.Plot, []legendItem, error) {
+			_, q, err := plotCoverage(r.Coverage)
+			return q, nil, err
+		}},
+	{id: "fig-bonus", title: "Bonus contribution per step",
+		caption: "Distribution over logged episodes of each step's term of the bonus before α: quantile summaries, one set per step.",
+		show:    func(r *Run) bool { return len(r.BonusSteps) > 0 },
+		draw:    func(r *Run) (*plot.Plot, []legendItem, error) { return plotBonus(r.BonusSteps) }},
+	{id: "fig-alpha", title: "α sweep",
+		caption: "Model values of the policy planned with each candidate α, and its importance-weighted value on the held-out episodes (grey). Candidates are evenly spaced on the axis.",
+		show:    func(r *Run) bool { return len(r.Alphas) > 1 },
+		draw:    func(r *Run) (*plot.Plot, []legendItem, error) { return plotAlpha(r.Alphas) }},
+}
+
+// renderFigures draws the figures the run has data for, as SVG.
+func renderFigures(run *Run) ([]htmlFig, error) {
+	var figs []htmlFig
+	for _, f := range figureSpecs {
+		if !f.show(run) {
+			continue
+		}
+		title := f.title
+		if f.titleOf != nil {
+			title = f.titleOf(run)
+		}
+		p, leg, err := f.draw(run)
+		if err != nil {
+			return nil, fmt.Errorf("report: plot %q: %w", title, err)
+		}
+		svg, err := svgPlot(p)
+		if err != nil {
+			return nil, fmt.Errorf("report: plot %q: %w", title, err)
+		}
+		figs = append(figs, htmlFig{ID: f.id, Title: title, SVG: svg, Legend: leg, Caption: f.caption})
+	}
+	return figs, nil
+}
+
+// paramRows are the run's parameters as the page lists them, by name.
+func paramRows(params map[string]any) [][2]string {
+	var rows [][2]string
+	for _, k := range sortedKeys(params) {
+		v := paramValue(params[k])
+		if b, ok := params[k].(int64); ok && k == "memory_limit" {
+			v = byteSize(b)
+		}
+		rows = append(rows, [2]string{k, v})
+	}
+	return rows
+}
+
+// alphaNote says, when they differ, that the policy table is priced at
+// the planning α and the reported bound at a larger one.
+func alphaNote(h Headline) string {
+	if h.BoundAlpha == h.Alpha || math.IsNaN(float64(h.BoundAlpha)) {
+		return ""
+	}
+	return fmt.Sprintf(", with the bonus priced at the planning α = %s, the objective the policy maximises: the reported lower bound above prices it at α = %s, so it is lower than these rows'", num(float64(h.Alpha), 3), num(float64(h.BoundAlpha), 3))
 }
 
 func headRows(run *Run) []headRow {

@@ -287,55 +287,17 @@ func plotBonus(qs []StepQuantiles) (*plot.Plot, []legendItem, error) {
 	if positive {
 		f = math.Log10
 	}
-	var med, mx plotter.XYs
-	var whisk plotter.XYs
-	var errs plotter.YErrors
-	for h, q := range qs {
-		if math.IsNaN(q.Q50) {
-			continue
-		}
-		x := float64(h + 1)
-		bar, err := plotter.NewLine(plotter.XYs{{X: x, Y: f(q.Q25)}, {X: x, Y: f(q.Q75)}})
-		if err != nil {
-			return nil, nil, err
-		}
-		bar.Color, bar.Width = color.RGBA{0, 114, 178, 110}, vg.Points(16)
-		bar.LineStyle.Dashes = nil
-		p.Add(bar)
-		med = append(med, plotter.XY{X: x, Y: f(q.Q50)})
-		mx = append(mx, plotter.XY{X: x, Y: f(q.Max)})
-		whisk = append(whisk, plotter.XY{X: x, Y: f(q.Q50)})
-		errs = append(errs, struct{ Low, High float64 }{f(q.Q50) - f(q.Q05), f(q.Q95) - f(q.Q50)})
+	marks, err := bonusBars(p, qs, f)
+	if err != nil {
+		return nil, nil, err
 	}
-	if len(med) > 0 {
-		eb, err := plotter.NewYErrorBars(struct {
-			plotter.XYs
-			plotter.YErrors
-		}{whisk, errs})
-		if err != nil {
+	if len(marks.med) > 0 {
+		if err := marks.add(p); err != nil {
 			return nil, nil, err
 		}
-		eb.Color, eb.CapWidth = colorAt(0), vg.Points(8)
-		m, err := plotter.NewScatter(med)
-		if err != nil {
-			return nil, nil, err
-		}
-		m.Color, m.GlyphStyle.Shape, m.GlyphStyle.Radius = color.RGBA{0, 0, 0, 255}, draw.BoxGlyph{}, vg.Points(3)
-		x, err := plotter.NewScatter(mx)
-		if err != nil {
-			return nil, nil, err
-		}
-		x.Color, x.GlyphStyle.Shape, x.GlyphStyle.Radius = colorAt(5), draw.CrossGlyph{}, vg.Points(3)
-		p.Add(eb, m, x)
 	}
-	if positive && len(med) > 0 {
-		p.Y.Tick.Marker = log10Ticks{}
-		lo, hi := math.Inf(1), math.Inf(-1)
-		for _, q := range qs {
-			lo, hi = math.Min(lo, f(q.Q05)), math.Max(hi, f(q.Max))
-		}
-		p.Y.Min, p.Y.Max = lo-0.15, hi+0.15
-		p.Y.Label.Text = "‖ψ̄‖², U⁻¹ norm (log scale)"
+	if positive && len(marks.med) > 0 {
+		bonusLogAxis(p, qs)
 	}
 	p.X.Tick.Marker = integerTicks{}
 	p.X.Min, p.X.Max = 0.5, float64(len(qs))+0.5
@@ -346,6 +308,74 @@ func plotBonus(qs []StepQuantiles) (*plot.Plot, []legendItem, error) {
 		{Label: "largest", Color: css(colorAt(5)), Marker: true},
 	}
 	return p, leg, nil
+}
+
+// bonusMarks are the bonus plot's per-step marks beside the bars: the
+// medians, the largest values, and the 5–95% whiskers about the medians.
+type bonusMarks struct {
+	med, mx, whisk plotter.XYs
+	errs           plotter.YErrors
+}
+
+// bonusBars adds each step's 25–75% bar to p (on the axis scale f) and
+// collects the step's other marks.
+func bonusBars(p *plot.Plot, qs []StepQuantiles, f func(float64) float64) (*bonusMarks, error) {
+	b := &bonusMarks{}
+	for h, q := range qs {
+		if math.IsNaN(q.Q50) {
+			continue
+		}
+		x := float64(h + 1)
+		bar, err := plotter.NewLine(plotter.XYs{{X: x, Y: f(q.Q25)}, {X: x, Y: f(q.Q75)}})
+		if err != nil {
+			return nil, err
+		}
+		bar.Color, bar.Width = color.RGBA{0, 114, 178, 110}, vg.Points(16)
+		bar.LineStyle.Dashes = nil
+		p.Add(bar)
+		b.med = append(b.med, plotter.XY{X: x, Y: f(q.Q50)})
+		b.mx = append(b.mx, plotter.XY{X: x, Y: f(q.Max)})
+		b.whisk = append(b.whisk, plotter.XY{X: x, Y: f(q.Q50)})
+		b.errs = append(b.errs, struct{ Low, High float64 }{f(q.Q50) - f(q.Q05), f(q.Q95) - f(q.Q50)})
+	}
+	return b, nil
+}
+
+// add draws the whiskers, the medians (black squares) and the largest
+// values (crosses) on p.
+func (b *bonusMarks) add(p *plot.Plot) error {
+	eb, err := plotter.NewYErrorBars(struct {
+		plotter.XYs
+		plotter.YErrors
+	}{b.whisk, b.errs})
+	if err != nil {
+		return err
+	}
+	eb.Color, eb.CapWidth = colorAt(0), vg.Points(8)
+	m, err := plotter.NewScatter(b.med)
+	if err != nil {
+		return err
+	}
+	m.Color, m.GlyphStyle.Shape, m.GlyphStyle.Radius = color.RGBA{0, 0, 0, 255}, draw.BoxGlyph{}, vg.Points(3)
+	x, err := plotter.NewScatter(b.mx)
+	if err != nil {
+		return err
+	}
+	x.Color, x.GlyphStyle.Shape, x.GlyphStyle.Radius = colorAt(5), draw.CrossGlyph{}, vg.Points(3)
+	p.Add(eb, m, x)
+	return nil
+}
+
+// bonusLogAxis labels p's log10 axis in the values and fits it to the
+// steps' 5% quantiles and largest values.
+func bonusLogAxis(p *plot.Plot, qs []StepQuantiles) {
+	p.Y.Tick.Marker = log10Ticks{}
+	lo, hi := math.Inf(1), math.Inf(-1)
+	for _, q := range qs {
+		lo, hi = math.Min(lo, math.Log10(q.Q05)), math.Max(hi, math.Log10(q.Max))
+	}
+	p.Y.Min, p.Y.Max = lo-0.15, hi+0.15
+	p.Y.Label.Text = "‖ψ̄‖², U⁻¹ norm (log scale)"
 }
 
 func plotCoverage(rows []CoverageRow) (*plot.Plot, *plot.Plot, error) {
@@ -386,15 +416,28 @@ func plotCoverage(rows []CoverageRow) (*plot.Plot, *plot.Plot, error) {
 // value with its 95% interval.
 func plotAlpha(rows []AlphaRow) (*plot.Plot, []legendItem, error) {
 	p := newPlot("α (bonus coefficient)", "value on the [0,1] scale")
-	var vr, vb, lcb, iw plotter.XYs
-	var errs plotter.YErrors
+	leg, err := alphaLines(p, rows)
+	if err != nil {
+		return nil, nil, err
+	}
+	ink := color.RGBA{60, 60, 60, 255}
+	if err := alphaIW(p, rows, ink); err != nil {
+		return nil, nil, err
+	}
+	leg = append(leg, legendItem{Label: "held-out importance-weighted value, 95% interval", Color: css(ink), Marker: true})
+	alphaTicks(p, rows)
+	return p, leg, nil
+}
+
+// alphaLines draws the model value, the bonus and the LCB of each
+// candidate α as lines, one x position per candidate.
+func alphaLines(p *plot.Plot, rows []AlphaRow) ([]legendItem, error) {
+	var vr, vb, lcb plotter.XYs
 	for i, r := range rows {
 		x := float64(i + 1)
 		vr = append(vr, plotter.XY{X: x, Y: r.ValueReward})
 		vb = append(vb, plotter.XY{X: x, Y: r.ValueBonus})
 		lcb = append(lcb, plotter.XY{X: x, Y: r.LCB})
-		iw = append(iw, plotter.XY{X: x + 0.12, Y: r.IW})
-		errs = append(errs, struct{ Low, High float64 }{r.IW - r.IWLo, r.IWHi - r.IW})
 	}
 	var leg []legendItem
 	for i, s := range []struct {
@@ -403,15 +446,26 @@ func plotAlpha(rows []AlphaRow) (*plot.Plot, []legendItem, error) {
 	}{{"V_R (model value)", vr}, {"V_b (bonus)", vb}, {"LCB = V_R − V_b", lcb}} {
 		ps, err := line(s.xy, colorAt(i), true)
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 		p.Add(ps...)
 		leg = append(leg, legendItem{Label: s.label, Color: css(colorAt(i))})
 	}
-	ink := color.RGBA{60, 60, 60, 255}
+	return leg, nil
+}
+
+// alphaIW draws each candidate's held-out importance-weighted value with
+// its 95% interval, just right of the candidate's position, in ink.
+func alphaIW(p *plot.Plot, rows []AlphaRow, ink color.RGBA) error {
+	var iw plotter.XYs
+	var errs plotter.YErrors
+	for i, r := range rows {
+		iw = append(iw, plotter.XY{X: float64(i+1) + 0.12, Y: r.IW})
+		errs = append(errs, struct{ Low, High float64 }{r.IW - r.IWLo, r.IWHi - r.IW})
+	}
 	s, err := plotter.NewScatter(iw)
 	if err != nil {
-		return nil, nil, err
+		return err
 	}
 	s.Color, s.GlyphStyle.Shape, s.GlyphStyle.Radius = ink, draw.PyramidGlyph{}, vg.Points(3.5)
 	eb, err := plotter.NewYErrorBars(struct {
@@ -419,18 +473,22 @@ func plotAlpha(rows []AlphaRow) (*plot.Plot, []legendItem, error) {
 		plotter.YErrors
 	}{iw, errs})
 	if err != nil {
-		return nil, nil, err
+		return err
 	}
 	eb.Color, eb.CapWidth = ink, vg.Points(6)
 	p.Add(eb, s)
-	leg = append(leg, legendItem{Label: "held-out importance-weighted value, 95% interval", Color: css(ink), Marker: true})
+	return nil
+}
+
+// alphaTicks labels the x axis with the candidates' α and the y axis in
+// quarters of the [0,1] scale, like the table beside it.
+func alphaTicks(p *plot.Plot, rows []AlphaRow) {
 	ticks := make([]plot.Tick, len(rows))
 	for i, r := range rows {
 		ticks[i] = plot.Tick{Value: float64(i + 1), Label: num(r.Alpha, 3)}
 	}
 	p.X.Tick.Marker = plot.ConstantTicks(ticks)
 	p.X.Min, p.X.Max = 0.5, float64(len(rows))+0.5
-	// Quarter ticks on the [0,1] scale, like the table beside it.
 	var yt []plot.Tick
 	for v := math.Floor(p.Y.Min*4) / 4; v <= p.Y.Max+1e-9; v += 0.25 {
 		if v >= p.Y.Min-1e-9 {
@@ -440,5 +498,4 @@ func plotAlpha(rows []AlphaRow) (*plot.Plot, []legendItem, error) {
 	if len(yt) >= 2 && len(yt) <= 12 {
 		p.Y.Tick.Marker = plot.ConstantTicks(yt)
 	}
-	return p, leg, nil
 }

@@ -66,57 +66,19 @@ type assessment struct {
 // the logs alone (above the behaviour's mean, with an effective sample
 // size of at least essAdequate), and no contradiction between them.
 func assess(h Headline, K int) assessment {
-	var a assessment
-	if h.ReturnMax == h.ReturnMin {
-		a.insufficient = append(a.insufficient, fmt.Sprintf("every logged episode has the same return (%.4g), so the logs cannot tell any policy's value from the behaviour's", float64(h.ReturnMin)))
-	}
-	if K < MinEpisodesForClaim {
-		a.insufficient = append(a.insufficient, fmt.Sprintf("%d logged episodes are fewer than the %d below which no bound from logs is reliable", K, MinEpisodesForClaim))
-	}
-	finite := func(v Float) bool { return !math.IsNaN(float64(v)) && !math.IsInf(float64(v), 0) }
-	if !finite(h.LCB) || !finite(h.BehaviorHigh) || !finite(h.IWLow) {
-		a.insufficient = append(a.insufficient, "the bound or the behaviour's value could not be computed")
-	}
+	a := assessment{insufficient: insufficientReasons(h, K)}
 	// With no episode following the policy the importance-weighted
 	// interval is empty ([0, 0]), not evidence against the bound.
 	ivContradicts := h.ESS >= 1 && h.LCB > h.IWHigh
-	if ivContradicts {
-		a.flags = append(a.flags, fmt.Sprintf("Warning: the lower bound (%.4g) lies above the importance-weighted 95%% interval [%.4g, %.4g] from the logs: the model is more optimistic than the logs; consider a larger α or rank.", float64(h.LCBUnits), float64(h.IWLowUnits), float64(h.IWHighUnits)))
-	}
 	above := h.LCBUnits > h.ReturnMax
-	switch {
-	case above:
-		a.flags = append(a.flags, fmt.Sprintf("Warning: the lower bound (%.4g) lies above the largest logged return (%.4g), outside the range of returns the logs show possible: the model is extrapolating and the bound cannot be trusted.", float64(h.LCBUnits), float64(h.ReturnMax)))
-	case h.LCBUnits < h.ReturnMin:
-		a.flags = append(a.flags, fmt.Sprintf("The lower bound (%.4g) lies below the smallest logged return (%.4g): it is vacuous, the bonus outweighs the model's value and the logs bound nothing about this policy.", float64(h.LCBUnits), float64(h.ReturnMin)))
-	}
+	a.flags = boundFlags(h, ivContradicts, above)
 	// The model's own value outside the logs' interval: the logs
 	// contradict the model, which is then no expectation to quote.
 	modelContradicted := h.ESS >= 1 && (h.ModelValue > h.IWHigh || h.ModelValue < h.IWLow)
 	if modelContradicted {
-		how := "overrates the policy: the policy's choices look best where the logs saw them least (a winner's curse on rarely logged actions)"
-		if h.ModelValue < h.IWLow {
-			how = "underrates the policy"
-		}
-		a.flags = append(a.flags, fmt.Sprintf("Warning: the logs contradict the fitted model: its value of the policy, %.4g, lies outside the importance-weighted 95%% interval [%.4g, %.4g] from the logs alone; the model %s.",
-			float64(h.ModelValueUnits), float64(h.IWLowUnits), float64(h.IWHighUnits), how))
+		a.flags = append(a.flags, contradictionFlag(h))
 	}
-	if h.LCB < h.BehaviorHigh {
-		expects := fmt.Sprintf(", though the fitted model expects %.4g", float64(h.ModelValueUnits))
-		if modelContradicted {
-			expects = fmt.Sprintf("; the fitted model's %.4g is contradicted by the logs (see the warning below)", float64(h.ModelValueUnits))
-		}
-		a.notProven = append(a.notProven, fmt.Sprintf("its lower confidence bound (%.4g in your units) is not above the behaviour's mean return (%.4g; up to %.4g within its 95%% interval)%s",
-			float64(h.LCBUnits), float64(h.BehaviorUnits), float64(h.BehaviorHighUnits), expects))
-	}
-	if h.ESS < 1 {
-		a.notProven = append(a.notProven, "no logged episode follows the policy's choices through all its steps, so the logs cannot check its bound, which rests on the fitted model alone")
-	} else if h.ESS < essAdequate {
-		a.notProven = append(a.notProven, fmt.Sprintf("only about %.0f logged episodes follow the policy's choices (effective sample size), too few to check the model against the logs", float64(h.ESS)))
-	} else if h.IWLow < h.BehaviorValue {
-		a.notProven = append(a.notProven, fmt.Sprintf("the importance-weighted estimate from the logs alone, %.4g [%.4g, %.4g], does not exclude the behaviour's mean return %.4g",
-			float64(h.IWValueUnits), float64(h.IWLowUnits), float64(h.IWHighUnits), float64(h.BehaviorUnits)))
-	}
+	a.notProven = notProvenReasons(h, modelContradicted)
 	if above || ivContradicts {
 		a.notProven = append(a.notProven, "the bound is contradicted by the logs (see the warning below)")
 	}
@@ -136,6 +98,76 @@ func assess(h Headline, K int) assessment {
 	return a
 }
 
+// insufficientReasons are why the logs support no claim at all: returns
+// that never vary, too few episodes, or a bound that could not be
+// computed.
+func insufficientReasons(h Headline, K int) []string {
+	var r []string
+	if h.ReturnMax == h.ReturnMin {
+		r = append(r, fmt.Sprintf("every logged episode has the same return (%.4g), so the logs cannot tell any policy's value from the behaviour's", float64(h.ReturnMin)))
+	}
+	if K < MinEpisodesForClaim {
+		r = append(r, fmt.Sprintf("%d logged episodes are fewer than the %d below which no bound from logs is reliable", K, MinEpisodesForClaim))
+	}
+	finite := func(v Float) bool { return !math.IsNaN(float64(v)) && !math.IsInf(float64(v), 0) }
+	if !finite(h.LCB) || !finite(h.BehaviorHigh) || !finite(h.IWLow) {
+		r = append(r, "the bound or the behaviour's value could not be computed")
+	}
+	return r
+}
+
+// boundFlags are the warnings about the bound itself: above the
+// importance-weighted interval (ivContradicts), above the largest logged
+// return (above), or vacuous below the smallest.
+func boundFlags(h Headline, ivContradicts, above bool) []string {
+	var f []string
+	if ivContradicts {
+		f = append(f, fmt.Sprintf("Warning: the lower bound (%.4g) lies above the importance-weighted 95%% interval [%.4g, %.4g] from the logs: the model is more optimistic than the logs; consider a larger α or rank.", float64(h.LCBUnits), float64(h.IWLowUnits), float64(h.IWHighUnits)))
+	}
+	switch {
+	case above:
+		f = append(f, fmt.Sprintf("Warning: the lower bound (%.4g) lies above the largest logged return (%.4g), outside the range of returns the logs show possible: the model is extrapolating and the bound cannot be trusted.", float64(h.LCBUnits), float64(h.ReturnMax)))
+	case h.LCBUnits < h.ReturnMin:
+		f = append(f, fmt.Sprintf("The lower bound (%.4g) lies below the smallest logged return (%.4g): it is vacuous, the bonus outweighs the model's value and the logs bound nothing about this policy.", float64(h.LCBUnits), float64(h.ReturnMin)))
+	}
+	return f
+}
+
+// contradictionFlag is the warning that the model's value of the policy
+// lies outside the importance-weighted interval, and which way.
+func contradictionFlag(h Headline) string {
+	how := "overrates the policy: the policy's choices look best where the logs saw them least (a winner's curse on rarely logged actions)"
+	if h.ModelValue < h.IWLow {
+		how = "underrates the policy"
+	}
+	return fmt.Sprintf("Warning: the logs contradict the fitted model: its value of the policy, %.4g, lies outside the importance-weighted 95%% interval [%.4g, %.4g] from the logs alone; the model %s.",
+		float64(h.ModelValueUnits), float64(h.IWLowUnits), float64(h.IWHighUnits), how)
+}
+
+// notProvenReasons are why the logs do not prove the policy better than
+// the behaviour: a bound not above the behaviour's interval, or too few
+// followers (or an importance-weighted estimate) to check it.
+func notProvenReasons(h Headline, modelContradicted bool) []string {
+	var r []string
+	if h.LCB < h.BehaviorHigh {
+		expects := fmt.Sprintf(", though the fitted model expects %.4g", float64(h.ModelValueUnits))
+		if modelContradicted {
+			expects = fmt.Sprintf("; the fitted model's %.4g is contradicted by the logs (see the warning below)", float64(h.ModelValueUnits))
+		}
+		r = append(r, fmt.Sprintf("its lower confidence bound (%.4g in your units) is not above the behaviour's mean return (%.4g; up to %.4g within its 95%% interval)%s",
+			float64(h.LCBUnits), float64(h.BehaviorUnits), float64(h.BehaviorHighUnits), expects))
+	}
+	if h.ESS < 1 {
+		r = append(r, "no logged episode follows the policy's choices through all its steps, so the logs cannot check its bound, which rests on the fitted model alone")
+	} else if h.ESS < essAdequate {
+		r = append(r, fmt.Sprintf("only about %.0f logged episodes follow the policy's choices (effective sample size), too few to check the model against the logs", float64(h.ESS)))
+	} else if h.IWLow < h.BehaviorValue {
+		r = append(r, fmt.Sprintf("the importance-weighted estimate from the logs alone, %.4g [%.4g, %.4g], does not exclude the behaviour's mean return %.4g",
+			float64(h.IWValueUnits), float64(h.IWLowUnits), float64(h.IWHighUnits), float64(h.BehaviorUnits)))
+	}
+	return r
+}
+
 // recommendation is the policy to deploy given the evidence.
 func recommendation(evidence string) string {
 	if evidence == EvidenceJustified {
@@ -148,19 +180,7 @@ func recommendation(evidence string) string {
 func Verdict(run *Run) []string {
 	h := run.Manifest.Headline
 	a := assess(h, run.Manifest.Episodes)
-	var out []string
-	switch a.evidence {
-	case EvidenceInsufficient:
-		out = append(out, "These logs cannot support any claim about a new policy: "+strings.Join(a.insufficient, "; ")+
-			". Keep the behaviour policy; the figures below are diagnostics, not a bound to rely on.")
-	case EvidenceNotProven:
-		out = append(out, "The logs do not prove the policy better than the behaviour: "+strings.Join(a.notProven, "; ")+
-			". Keep the behaviour policy; more logged episodes that follow the policy's choices would tighten the bound.")
-	default:
-		out = append(out, fmt.Sprintf(
-			"The logs justify the policy: its lower confidence bound (%.4g in your units of return) is above the behaviour policy's mean return in the logs (%.4g, at most %.4g within its 95%% interval), and the importance-weighted estimate from the logs alone, %.4g [%.4g, %.4g], agrees.",
-			float64(h.LCBUnits), float64(h.BehaviorUnits), float64(h.BehaviorHighUnits), float64(h.IWValueUnits), float64(h.IWLowUnits), float64(h.IWHighUnits)))
-	}
+	out := []string{verdictHead(a, h)}
 	if fb := run.Manifest.Fallback; fb != nil {
 		if x := fb.ChosenCandidate(); x != nil {
 			out = append(out, setAsideSentence(fb, x))
@@ -178,19 +198,42 @@ func Verdict(run *Run) []string {
 		out = append(out, fmt.Sprintf("%d episodes were quarantined as invalid and not used; they are listed below.", n))
 	}
 	if rc := run.Manifest.RewardCheck; rc != nil && rc.Calibration.Flagged {
-		c := rc.Calibration
-		where := "on the logs it was fitted to"
-		if rc.HeldOut {
-			where = "on held-out episodes"
-		}
-		out = append(out, fmt.Sprintf(
-			"Warning: the model's rewards are miscalibrated %s: in %d of the %d (step, history, action) cells with at least %d logged steps (%.0f%% of those steps) the logged average reward is more than 3 standard errors and 5%% of the reward range from the model's prediction (root mean square gap %.3g in your units). Its values and the policy's ranking of actions may be wrong even where the observations fit; try another rank or more EM starts, and compare with a tabular baseline.",
-			where, c.Miscalibrated, c.Cells, c.MinCount, 100*c.MiscalibratedShare, c.RMSE))
+		out = append(out, miscalibrationWarning(rc))
 	}
 	if h.IotaEstimated {
 		out = append(out, "The logs carry no propensities: the behaviour policy was estimated from action frequencies, so ι, C∞, the importance weights and the effective sample size are estimates.")
 	}
 	return out
+}
+
+// verdictHead is the verdict's first sentence: what the evidence of a
+// supports, and why.
+func verdictHead(a assessment, h Headline) string {
+	switch a.evidence {
+	case EvidenceInsufficient:
+		return "These logs cannot support any claim about a new policy: " + strings.Join(a.insufficient, "; ") +
+			". Keep the behaviour policy; the figures below are diagnostics, not a bound to rely on."
+	case EvidenceNotProven:
+		return "The logs do not prove the policy better than the behaviour: " + strings.Join(a.notProven, "; ") +
+			". Keep the behaviour policy; more logged episodes that follow the policy's choices would tighten the bound."
+	default:
+		return fmt.Sprintf(
+			"The logs justify the policy: its lower confidence bound (%.4g in your units of return) is above the behaviour policy's mean return in the logs (%.4g, at most %.4g within its 95%% interval), and the importance-weighted estimate from the logs alone, %.4g [%.4g, %.4g], agrees.",
+			float64(h.LCBUnits), float64(h.BehaviorUnits), float64(h.BehaviorHighUnits), float64(h.IWValueUnits), float64(h.IWLowUnits), float64(h.IWHighUnits))
+	}
+}
+
+// miscalibrationWarning is the warning of a flagged reward calibration
+// (estimate.RewardCalibration).
+func miscalibrationWarning(rc *RewardCheck) string {
+	c := rc.Calibration
+	where := "on the logs it was fitted to"
+	if rc.HeldOut {
+		where = "on held-out episodes"
+	}
+	return fmt.Sprintf(
+		"Warning: the model's rewards are miscalibrated %s: in %d of the %d (step, history, action) cells with at least %d logged steps (%.0f%% of those steps) the logged average reward is more than 3 standard errors and 5%% of the reward range from the model's prediction (root mean square gap %.3g in your units). Its values and the policy's ranking of actions may be wrong even where the observations fit; try another rank or more EM starts, and compare with a tabular baseline.",
+		where, c.Miscalibrated, c.Cells, c.MinCount, 100*c.MiscalibratedShare, c.RMSE)
 }
 
 func coverageSentence(h Headline) string {
