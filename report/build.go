@@ -62,21 +62,9 @@ type Params struct {
 // parameters lists every option of the run. Worker counts are left out on
 // purpose: they do not change any result.
 func parameters(p Params, out *Outcome) map[string]any {
-	e := out.Fit.Options
-	m := map[string]any{
-		"rank":              out.Model.States,
+	m := fitParameters(out)
+	maps.Copy(m, map[string]any{
 		"rank_option":       p.RankOption,
-		"max_rank":          e.MaxRank,
-		"rank_heldout":      e.HeldOut,
-		"dynamics":          e.Dynamics,
-		"restarts":          e.Restarts,
-		"max_iter":          e.MaxIter,
-		"tol":               e.Tol,
-		"smoothing":         e.Smoothing,
-		"test_length":       e.TestLength,
-		"delta":             e.Delta,
-		"log_p_min":         out.Fit.ThetaMin.LogPMin,
-		"skip_theta_min":    e.SkipThetaMin,
 		"lambda":            p.Lambda,
 		"alpha":             out.Alpha,
 		"alpha_option":      p.AlphaOption,
@@ -88,12 +76,39 @@ func parameters(p Params, out *Outcome) map[string]any {
 		"memory_limit":      p.MemoryLimit,
 		"plan_rows_limited": p.PlanRowsLimited,
 		"seed":              p.Seed,
-		"reward_emission":   rewardKind(out.Model),
 		"horizon":           p.Horizon,
 		"on_invalid":        p.OnInvalid,
 		"columns":           p.Columns,
-		"model_form":        out.Model.Form(),
+	})
+	optionalParameters(m, p, out)
+	return m
+}
+
+// fitParameters are the estimate stage's parameters of the run: the
+// options the fit used and the model it chose.
+func fitParameters(out *Outcome) map[string]any {
+	e := out.Fit.Options
+	return map[string]any{
+		"rank":            out.Model.States,
+		"max_rank":        e.MaxRank,
+		"rank_heldout":    e.HeldOut,
+		"dynamics":        e.Dynamics,
+		"restarts":        e.Restarts,
+		"max_iter":        e.MaxIter,
+		"tol":             e.Tol,
+		"smoothing":       e.Smoothing,
+		"test_length":     e.TestLength,
+		"delta":           e.Delta,
+		"log_p_min":       out.Fit.ThetaMin.LogPMin,
+		"skip_theta_min":  e.SkipThetaMin,
+		"reward_emission": rewardKind(out.Model),
+		"model_form":      out.Model.Form(),
 	}
+}
+
+// optionalParameters adds the parameters a run has only when their
+// option was given or applies.
+func optionalParameters(m map[string]any, p Params, out *Outcome) {
 	if p.MaxObservations > 0 {
 		m["max_observations"] = p.MaxObservations
 	}
@@ -112,7 +127,6 @@ func parameters(p Params, out *Outcome) map[string]any {
 	if p.Fallback != "" {
 		m["fallback"] = p.Fallback
 	}
-	return m
 }
 
 func rewardKind(m *estimate.Model) string {
@@ -345,16 +359,7 @@ func fillManifest(run *Run, d *ingest.Dataset, files []InputFile, params map[str
 }
 
 func notes(d *ingest.Dataset, out *Outcome, p Params) []string {
-	var n []string
-	if !d.HasPropensity() {
-		n = append(n, "The logs carry no propensities: π^b(a_h|o_h) was estimated by the smoothed frequency of each action among the logged steps with the same step and observation; ι, C∞, importance weights and ESS are estimated.")
-	}
-	if p.RankOption == "auto" && len(out.Fit.RankTable) == 0 {
-		n = append(n, fmt.Sprintf("Too few episodes (%d) to hold any out for choosing the rank: rank %d was used without a held-out comparison.", d.NumEpisodes(), out.Model.States))
-	}
-	if tm := out.Fit.ThetaMin; tm.Binding > 0 {
-		n = append(n, fmt.Sprintf("Θ_min bound on %d prefixes: the fit was mixed with weight %.3g toward the floor model, changing the log-likelihood by %.4g.", tm.Binding, tm.MixWeight, tm.DeltaLogLik))
-	}
+	n := dataNotes(d, out, p)
 	if out.Selection != nil {
 		n = append(n, fmt.Sprintf("α = %.3g was chosen among %d candidates by the %s (%.0f%% of episodes in the evaluation part); the final model was then fitted on all episodes.", out.Alpha, len(out.Selection.Candidates), out.Selection.Criterion, 100*p.SelectHeldOut))
 		if out.Selection.Reason != "" {
@@ -365,43 +370,82 @@ func notes(d *ingest.Dataset, out *Outcome, p Params) []string {
 		n = append(n, fallbackNote(fb))
 	}
 	if out.Bound != nil && (out.Fallback == nil || !out.Fallback.Used) {
-		why := fmt.Sprintf("at the planning α = %.3g, the bound of the chosen candidate's plan under the model of one half was above what the model of the other half supports for that plan (its bound at α = max(α, 1)), so the bonus did not cover the model's optimism about its own plan", out.Alpha)
-		if math.IsInf(out.BoundAlpha, 1) {
-			n = append(n, "The reported lower bound charges the bonus at its cap of 1 (the whole return range) on every trajectory, so it is vacuous: "+why+", and no finite α covers it (--lcb-correction cross-fit; the policy is unchanged).")
-		} else {
-			n = append(n, fmt.Sprintf("The reported lower bound prices the bonus at α = %.3g instead of the planning α = %.3g: %s; α = %.3g is the least that does (--lcb-correction cross-fit; the policy is unchanged).", out.BoundAlpha, out.Alpha, why, out.BoundAlpha))
-		}
+		n = append(n, boundNote(out))
 	}
 	if rt := out.Fit.RankTable; len(rt) > 1 {
-		chosen := 0
-		for _, r := range rt {
-			if r.Chosen {
-				chosen = r.Rank
-			}
-		}
-		where := "a share of the episodes held out from the fit"
-		if out.Selection != nil {
-			where = "episodes held out within the training part of the α selection; the final fit was warm-started at that rank"
-		}
-		n = append(n, fmt.Sprintf("The rank r = %d was chosen among %d to %d by the held-out log-likelihood, on %s (plot: held-out likelihood per rank; fit.arrow rows of kind rank).", chosen, rt[0].Rank, rt[len(rt)-1].Rank, where))
+		n = append(n, rankNote(rt, out.Selection != nil))
 	}
 	if out.Theory != nil {
 		n = append(n, fmt.Sprintf("α is the paper's α̂ = %.4g (β̂ = %.4g, ι = %.4g, γ = %.4g).", out.Theory.Alpha, out.Theory.BetaHat, out.Theory.Iota, out.Theory.Gamma))
 	}
-	if out.Plan.Planner == policy.PlannerBelief {
-		n = append(n, fmt.Sprintf("The history tree (%.3g nodes) exceeded the exact planner's budget: the policy was planned over the model's beliefs (%d points per step) with the tangent upper bound of the bonus at Σ = %.3g; the policy is a controller that decides every history from the model's belief (%s), and its table holds the %d histories it reaches with model probability ≥ %.3g. The values are exact on the table; the histories past it, which the policy reaches with model probability %.3g, are valued by rollouts of the controller under the model (Monte Carlo standard error %.2g on the [0,1] scale). The optimum of E[R − b̂] is at most %.3g above the reported LCB.", out.Plan.TreeNodes, out.Plan.Points, out.Plan.TangentPoint, ControllerFile, out.Plan.Nodes, out.Plan.Threshold, out.Plan.RolloutMass, out.Plan.ValueSE, out.Plan.GapBound))
+	n = append(n, planNotes(out.Plan)...)
+	n = append(n, "The importance-weighted value of π̄ is computed on the same logs the policy was chosen from (in-sample), so it is mildly optimistic; the held-out figures of the α candidates are not.")
+	return n
+}
+
+// dataNotes are the notes on what the logs lacked: propensities, enough
+// episodes to hold some out for the rank, or prefixes above Θ_min.
+func dataNotes(d *ingest.Dataset, out *Outcome, p Params) []string {
+	var n []string
+	if !d.HasPropensity() {
+		n = append(n, "The logs carry no propensities: π^b(a_h|o_h) was estimated by the smoothed frequency of each action among the logged steps with the same step and observation; ι, C∞, importance weights and ESS are estimated.")
+	}
+	if p.RankOption == "auto" && len(out.Fit.RankTable) == 0 {
+		n = append(n, fmt.Sprintf("Too few episodes (%d) to hold any out for choosing the rank: rank %d was used without a held-out comparison.", d.NumEpisodes(), out.Model.States))
+	}
+	if tm := out.Fit.ThetaMin; tm.Binding > 0 {
+		n = append(n, fmt.Sprintf("Θ_min bound on %d prefixes: the fit was mixed with weight %.3g toward the floor model, changing the log-likelihood by %.4g.", tm.Binding, tm.MixWeight, tm.DeltaLogLik))
+	}
+	return n
+}
+
+// boundNote says why the reported lower bound prices the bonus at a
+// larger α than the plan's (--lcb-correction cross-fit), or that it is
+// vacuous when no finite α covers the model's optimism.
+func boundNote(out *Outcome) string {
+	why := fmt.Sprintf("at the planning α = %.3g, the bound of the chosen candidate's plan under the model of one half was above what the model of the other half supports for that plan (its bound at α = max(α, 1)), so the bonus did not cover the model's optimism about its own plan", out.Alpha)
+	if math.IsInf(out.BoundAlpha, 1) {
+		return "The reported lower bound charges the bonus at its cap of 1 (the whole return range) on every trajectory, so it is vacuous: " + why + ", and no finite α covers it (--lcb-correction cross-fit; the policy is unchanged)."
+	}
+	return fmt.Sprintf("The reported lower bound prices the bonus at α = %.3g instead of the planning α = %.3g: %s; α = %.3g is the least that does (--lcb-correction cross-fit; the policy is unchanged).", out.BoundAlpha, out.Alpha, why, out.BoundAlpha)
+}
+
+// rankNote says which rank the held-out likelihood chose among the
+// search's, and on which episodes (within the α selection's training
+// part when selected).
+func rankNote(rt []estimate.RankRow, selected bool) string {
+	chosen := 0
+	for _, r := range rt {
+		if r.Chosen {
+			chosen = r.Rank
+		}
+	}
+	where := "a share of the episodes held out from the fit"
+	if selected {
+		where = "episodes held out within the training part of the α selection; the final fit was warm-started at that rank"
+	}
+	return fmt.Sprintf("The rank r = %d was chosen among %d to %d by the held-out log-likelihood, on %s (plot: held-out likelihood per rank; fit.arrow rows of kind rank).", chosen, rt[0].Rank, rt[len(rt)-1].Rank, where)
+}
+
+// planNotes say how the plan was made when it is not the exact tree: the
+// belief planner's controller with its stated gap, or the approximate
+// tree search.
+func planNotes(pl *policy.PlanStats) []string {
+	if pl.Planner == policy.PlannerBelief {
+		n := []string{fmt.Sprintf("The history tree (%.3g nodes) exceeded the exact planner's budget: the policy was planned over the model's beliefs (%d points per step) with the tangent upper bound of the bonus at Σ = %.3g; the policy is a controller that decides every history from the model's belief (%s), and its table holds the %d histories it reaches with model probability ≥ %.3g. The values are exact on the table; the histories past it, which the policy reaches with model probability %.3g, are valued by rollouts of the controller under the model (Monte Carlo standard error %.2g on the [0,1] scale). The optimum of E[R − b̂] is at most %.3g above the reported LCB.", pl.TreeNodes, pl.Points, pl.TangentPoint, ControllerFile, pl.Nodes, pl.Threshold, pl.RolloutMass, pl.ValueSE, pl.GapBound)}
 		switch {
-		case out.Plan.GapBound <= policy.TargetGap:
-		case out.Plan.PointsCapped:
-			n = append(n, fmt.Sprintf("That gap is above %.2g: some steps reach more beliefs than the %d points planned at, and more points (--plan-points) may close it.", policy.TargetGap, out.Plan.Points))
+		case pl.GapBound <= policy.TargetGap:
+		case pl.PointsCapped:
+			n = append(n, fmt.Sprintf("That gap is above %.2g: some steps reach more beliefs than the %d points planned at, and more points (--plan-points) may close it.", policy.TargetGap, pl.Points))
 		default:
 			n = append(n, fmt.Sprintf("That gap is above %.2g although the points held every belief the model reaches: it is the upper bound's relaxation of the bonus (a chord of the concave bonus), not a loss more points would recover.", policy.TargetGap))
 		}
-	} else if !out.Plan.Exact {
-		n = append(n, fmt.Sprintf("The history tree (%.3g nodes) exceeded the planner's budget: branches whose observation path has probability below %.3g under every policy were not expanded, and the model values stand in the midpoint of their range there. The policy's objective is within %.3g of the exact optimum.", out.Plan.TreeNodes, out.Plan.Epsilon, out.Plan.GapBound))
+		return n
 	}
-	n = append(n, "The importance-weighted value of π̄ is computed on the same logs the policy was chosen from (in-sample), so it is mildly optimistic; the held-out figures of the α candidates are not.")
-	return n
+	if !pl.Exact {
+		return []string{fmt.Sprintf("The history tree (%.3g nodes) exceeded the planner's budget: branches whose observation path has probability below %.3g under every policy were not expanded, and the model values stand in the midpoint of their range there. The policy's objective is within %.3g of the exact optimum.", pl.TreeNodes, pl.Epsilon, pl.GapBound)}
+	}
+	return nil
 }
 
 // runID is a content hash of the inputs, parameters and seed, so the same

@@ -371,7 +371,6 @@ func compareText(run *Run) (paras, departures []string) {
 		return nil, nil
 	}
 	h := run.Manifest.Headline
-	var out []string
 	gain := fmt.Sprintf("The model expects the policy to return %s per episode against the behaviour's logged mean of %s (a gain of %s).",
 		num(float64(h.ModelValueUnits), 4), num(float64(h.BehaviorUnits), 4), num(c.Total, 4))
 	ties := ""
@@ -385,24 +384,42 @@ func compareText(run *Run) (paras, departures []string) {
 	for i, s := range c.Steps {
 		steps[i] = fmt.Sprint(s)
 	}
-	out = append(out, fmt.Sprintf("The policy departs from an action the logs clearly favour at %d logged histories, at step%s %s; under the model %s of its episodes meet such a departure. It agrees with the most logged action at %d logged histories.%s %s",
-		len(c.Departures), plural(len(c.Steps)), strings.Join(steps, ", "), pct(c.DepartMass), c.Agree, ties, gain))
+	out := []string{fmt.Sprintf("The policy departs from an action the logs clearly favour at %d logged histories, at step%s %s; under the model %s of its episodes meet such a departure. It agrees with the most logged action at %d logged histories.%s %s",
+		len(c.Departures), plural(len(c.Steps)), strings.Join(steps, ", "), pct(c.DepartMass), c.Agree, ties, gain)}
+	if g := undoAllText(c); g != "" {
+		out = append(out, g)
+	}
+	items := departureItems(c.Departures[:min(len(c.Departures), 5)])
+	lead := "The departures, most probable first (values in your units of return, under the fitted model):"
+	if len(c.Departures) > len(items) {
+		lead = fmt.Sprintf("The %d most probable of the %d departures (the others are highlighted in the policy table; values in your units of return, under the fitted model):", len(items), len(c.Departures))
+	}
+	out = append(out, lead)
+	return out, items
+}
+
+// undoAllText says what taking the logs' favourite action at every
+// departure would do to the model value ("" when not evaluated).
+func undoAllText(c *Comparison) string {
 	switch {
 	case math.IsNaN(c.Gain):
+		return ""
 	case c.Gain >= 0:
 		share := ""
 		if c.Total > 0 {
 			share = fmt.Sprintf(" (%s of the gain)", pct(math.Min(1, c.Gain/c.Total)))
 		}
-		out = append(out, fmt.Sprintf("Taking the logs' favourite action at all of these departures instead would lower the policy's model value by %s per episode%s; the rest of the gain comes from where the policy follows the logs' favourite or the logs show none.", num(c.Gain, 3), share))
+		return fmt.Sprintf("Taking the logs' favourite action at all of these departures instead would lower the policy's model value by %s per episode%s; the rest of the gain comes from where the policy follows the logs' favourite or the logs show none.", num(c.Gain, 3), share)
 	default:
-		out = append(out, fmt.Sprintf("Taking the logs' favourite action at these departures instead would raise the policy's model value by %s per episode: the policy gives up model value there for a smaller bonus, that is, to stay where the logs say more (it maximises V_R − V_b, not V_R).", num(-c.Gain, 3)))
+		return fmt.Sprintf("Taking the logs' favourite action at these departures instead would raise the policy's model value by %s per episode: the policy gives up model value there for a smaller bonus, that is, to stay where the logs say more (it maximises V_R − V_b, not V_R).", num(-c.Gain, 3))
 	}
+}
+
+// departureItems describe each departure: where, what the logs took
+// there, how probable it is under the model and what it adds.
+func departureItems(deps []Departure) []string {
 	var items []string
-	for i, dep := range c.Departures {
-		if i >= 5 {
-			break
-		}
+	for _, dep := range deps {
 		r := dep.Row
 		s := fmt.Sprintf("Step %d, after %s: %s instead of %s (of %d logged visits, %s took %s and %s took %s). Under the model %s of episodes get there",
 			r.Step, r.HistoryString(), r.Action, r.MostLogged, r.Logged, pct(r.MostShare), r.MostLogged, pct(r.ActionShare), r.Action, pct(r.Reach))
@@ -415,12 +432,7 @@ func compareText(run *Run) (paras, departures []string) {
 		}
 		items = append(items, s+".")
 	}
-	lead := "The departures, most probable first (values in your units of return, under the fitted model):"
-	if len(c.Departures) > len(items) {
-		lead = fmt.Sprintf("The %d most probable of the %d departures (the others are highlighted in the policy table; values in your units of return, under the fitted model):", len(items), len(c.Departures))
-	}
-	out = append(out, lead)
-	return out, items
+	return items
 }
 
 func plural(n int) string {
