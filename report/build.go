@@ -147,36 +147,21 @@ func goVersion() string {
 // (hashed into the manifest; may be nil) and the figures the pipeline
 // measured on it (fig).
 func Build(ctx context.Context, d *ingest.Dataset, inputs []string, p Params, out *Outcome, fig *Figures) (*Run, error) {
-	m, pol, H := out.Model, out.Policy, d.Horizon
+	m := out.Model
 	run := &Run{}
-
-	var files []InputFile
-	for _, path := range inputs {
-		f, err := hashFile(ctx, path)
-		if err != nil {
-			return nil, err
-		}
-		files = append(files, f)
+	files, err := hashFiles(ctx, inputs)
+	if err != nil {
+		return nil, err
 	}
 	params := parameters(p, out)
 	if len(p.Compare) > 0 {
-		var cmp []InputFile
-		for _, path := range p.Compare {
-			if st, err := os.Stat(path); err == nil && st.IsDir() {
-				path = filepath.Join(path, policy.FileName) // a run directory: its policy
-			}
-			f, err := hashFile(ctx, path)
-			if err != nil {
-				return nil, err
-			}
-			cmp = append(cmp, f)
+		if params["compare"], err = hashCompared(ctx, p.Compare); err != nil {
+			return nil, err
 		}
-		params["compare"] = cmp
 	}
 	run.RunID = runID(files, params, p.Seed)
 
-	run.Coverage = coverageRows(fig, H)
-	var err error
+	run.Coverage = coverageRows(fig, d.Horizon)
 	if run.Episodes, run.BonusSteps, err = episodeRows(d, out, fig); err != nil {
 		return nil, err
 	}
@@ -185,17 +170,46 @@ func Build(ctx context.Context, d *ingest.Dataset, inputs []string, p Params, ou
 		return nil, err
 	}
 	run.Alphas = alphaRows(out, fig)
-
 	run.Model = estimate.ModelRows{Model: m, Merged: d.Merged}
 
 	// The policy's decision tree as the report lists it, and where it
 	// departs from the behaviour's most logged action.
 	run.Range = &ReturnRange{Min: m.ReturnMin, Max: m.ReturnMax}
-	run.Policy = NewPolicyView(pol, *run.Range, fig.Visits, DefaultPolicyRows)
+	run.Policy = NewPolicyView(out.Policy, *run.Range, fig.Visits, DefaultPolicyRows)
 	run.Compare = fig.Compare
 
 	fillManifest(run, d, files, params, p, out, fig)
 	return run, nil
+}
+
+// hashFiles hashes each input file for the manifest.
+func hashFiles(ctx context.Context, paths []string) ([]InputFile, error) {
+	var files []InputFile
+	for _, path := range paths {
+		f, err := hashFile(ctx, path)
+		if err != nil {
+			return nil, err
+		}
+		files = append(files, f)
+	}
+	return files, nil
+}
+
+// hashCompared hashes the policies of --compare: a file, or a run
+// directory's policy.arrow.
+func hashCompared(ctx context.Context, paths []string) ([]InputFile, error) {
+	var cmp []InputFile
+	for _, path := range paths {
+		if st, err := os.Stat(path); err == nil && st.IsDir() {
+			path = filepath.Join(path, policy.FileName) // a run directory: its policy
+		}
+		f, err := hashFile(ctx, path)
+		if err != nil {
+			return nil, err
+		}
+		cmp = append(cmp, f)
+	}
+	return cmp, nil
 }
 
 // Figures are what the pipeline measured of a finished fit on its logs
@@ -314,13 +328,10 @@ func alphaRows(out *Outcome, f *Figures) []AlphaRow {
 // fillManifest writes run's manifest: provenance, the data's shape, the
 // fit's and the plan's figures, the headline and the notes.
 func fillManifest(run *Run, d *ingest.Dataset, files []InputFile, params map[string]any, p Params, out *Outcome, f *Figures) {
-	m, K := out.Model, d.NumEpisodes()
-	units := returnUnits(m)
-	val, iw, beh, behHigh := f.Val, f.IW, f.Beh, f.BehHigh
 	man := &run.Manifest
 	man.Tool, man.Version, man.GoVersion, man.RunID = "psrlcb", p.Version, goVersion(), run.RunID
 	man.Inputs, man.Parameters, man.Seed = files, params, p.Seed
-	man.Rows, man.Episodes, man.Horizon = d.Rows, K, d.Horizon
+	man.Rows, man.Episodes, man.Horizon = d.Rows, d.NumEpisodes(), d.Horizon
 	man.NumObs, man.NumActions = d.NumObs(), d.NumActions()
 	man.Quarantined = []Quarantined{}
 	for _, q := range d.Quarantined {
@@ -332,7 +343,24 @@ func fillManifest(run *Run, d *ingest.Dataset, files []InputFile, params map[str
 	man.RewardCheck = out.RewardCheck
 	man.Fallback = out.Fallback
 	man.Compared = out.Compared
-	man.Headline = Headline{
+	man.Headline = headline(d, out, f)
+	man.Notes = append(notes(d, out, p), out.Notes...)
+	if n := len(d.Merged); n > 0 {
+		man.Notes = append(man.Notes, mergedNote(d, p.MaxObservations))
+	}
+	man.Headline.Evidence = assess(man.Headline, d.NumEpisodes()).evidence
+	man.Headline.Recommendation = recommendation(man.Headline.Evidence)
+	man.Headline.Verdict = strings.Join(Verdict(run), " ")
+}
+
+// headline is the manifest's headline figures, on the [0,1] scale and in
+// the user's units; the evidence, recommendation and verdict are
+// fillManifest's.
+func headline(d *ingest.Dataset, out *Outcome, f *Figures) Headline {
+	m := out.Model
+	units := returnUnits(m)
+	val, iw, beh, behHigh := f.Val, f.IW, f.Beh, f.BehHigh
+	return Headline{
 		LCB: Float(val.LCB), ModelValue: Float(val.Reward), BonusValue: Float(val.Bonus),
 		IWValue: Float(iw.Mean), IWLow: Float(iw.Lower), IWHigh: Float(iw.Upper),
 		LCBUnits: units(val.LCB), ModelValueUnits: units(val.Reward),
@@ -344,18 +372,17 @@ func fillManifest(run *Run, d *ingest.Dataset, files []InputFile, params map[str
 		ThetaMinSlack: Float(out.Fit.ThetaMin.Slack), Alpha: Float(out.Alpha), BoundAlpha: Float(boundAlpha(out)), Rank: m.States,
 		PlanExact: out.Plan.Exact, PlanGap: Float(out.Plan.GapBound),
 	}
-	man.Notes = append(notes(d, out, p), out.Notes...)
-	if n := len(d.Merged); n > 0 {
-		steps := int64(0)
-		for _, s := range d.Merged {
-			steps += s.Count
-		}
-		man.Notes = append(man.Notes, fmt.Sprintf("--max-observations %d: %d rare observations (%d logged steps, %.2f%%) were mapped to %s; the mapping is in model.arrow (param = \"other\").",
-			p.MaxObservations, n, steps, 100*float64(steps)/float64(len(d.Obs)), ingest.OtherSymbol))
+}
+
+// mergedNote says how many rare observations --max-observations mapped
+// to ingest.OtherSymbol, and how many logged steps they cover.
+func mergedNote(d *ingest.Dataset, maxObs int) string {
+	steps := int64(0)
+	for _, s := range d.Merged {
+		steps += s.Count
 	}
-	man.Headline.Evidence = assess(man.Headline, K).evidence
-	man.Headline.Recommendation = recommendation(man.Headline.Evidence)
-	man.Headline.Verdict = strings.Join(Verdict(run), " ")
+	return fmt.Sprintf("--max-observations %d: %d rare observations (%d logged steps, %.2f%%) were mapped to %s; the mapping is in model.arrow (param = \"other\").",
+		maxObs, len(d.Merged), steps, 100*float64(steps)/float64(len(d.Obs)), ingest.OtherSymbol)
 }
 
 func notes(d *ingest.Dataset, out *Outcome, p Params) []string {

@@ -43,12 +43,7 @@ func encodeFinite(buf *bytes.Buffer, v reflect.Value) error {
 	}
 	switch v.Kind() {
 	case reflect.Float32, reflect.Float64:
-		x := v.Float()
-		if math.IsNaN(x) || math.IsInf(x, 0) {
-			buf.WriteString("null")
-			return nil
-		}
-		buf.WriteString(strconv.FormatFloat(x, 'g', -1, v.Type().Bits()))
+		encodeFloat(buf, v)
 		return nil
 	case reflect.Pointer, reflect.Interface:
 		if v.IsNil() {
@@ -65,20 +60,9 @@ func encodeFinite(buf *bytes.Buffer, v reflect.Value) error {
 			buf.WriteString("null")
 			return nil
 		}
-		if v.Type().Elem().Kind() == reflect.Uint8 {
-			break // []byte: base64, as encoding/json writes it
+		if v.Type().Elem().Kind() != reflect.Uint8 { // []byte: base64, as encoding/json writes it
+			return encodeList(buf, v)
 		}
-		buf.WriteByte('[')
-		for i := 0; i < v.Len(); i++ {
-			if i > 0 {
-				buf.WriteByte(',')
-			}
-			if err := encodeFinite(buf, v.Index(i)); err != nil {
-				return err
-			}
-		}
-		buf.WriteByte(']')
-		return nil
 	}
 	b, err := json.Marshal(v.Interface())
 	buf.Write(b)
@@ -167,5 +151,31 @@ func encodeMap(buf *bytes.Buffer, v reflect.Value) error {
 		}
 	}
 	buf.WriteByte('}')
+	return nil
+}
+
+// encodeFloat writes a float as encoding/json would, or null when it is
+// not finite.
+func encodeFloat(buf *bytes.Buffer, v reflect.Value) {
+	x := v.Float()
+	if math.IsNaN(x) || math.IsInf(x, 0) {
+		buf.WriteString("null")
+		return
+	}
+	buf.WriteString(strconv.FormatFloat(x, 'g', -1, v.Type().Bits()))
+}
+
+// encodeList writes a slice or array as a JSON array of its elements.
+func encodeList(buf *bytes.Buffer, v reflect.Value) error {
+	buf.WriteByte('[')
+	for i := 0; i < v.Len(); i++ {
+		if i > 0 {
+			buf.WriteByte(',')
+		}
+		if err := encodeFinite(buf, v.Index(i)); err != nil {
+			return err
+		}
+	}
+	buf.WriteByte(']')
 	return nil
 }

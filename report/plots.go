@@ -172,29 +172,13 @@ const traceFloor = 1e-2
 // steep first iterations and the last digits of convergence both show.
 func plotTrace(rows []TraceRow, chosenRank int) (*plot.Plot, []legendItem, error) {
 	p := newPlot("EM iteration", "gap to the best start (nats)")
-	byStart := map[int][]TraceRow{}
-	best := math.Inf(-1)
-	for _, r := range rows {
-		if r.Rank != chosenRank || math.IsNaN(r.LogLik) || math.IsInf(r.LogLik, 0) {
-			continue // a non-finite log-likelihood cannot be drawn; fit.arrow keeps it
-		}
-		byStart[r.Restart] = append(byStart[r.Restart], r)
-		best = math.Max(best, r.LogLik)
-	}
-	keys := make([]int, 0, len(byStart))
-	for k := range byStart {
-		keys = append(keys, k)
-	}
-	sort.Ints(keys)
+	byStart, keys, best := traceStarts(rows, chosenRank)
 	var legend []legendItem
 	maxGap := traceFloor
 	for i, k := range keys {
 		var xy plotter.XYs
 		for _, r := range byStart[k] {
-			gap := best - r.LogLik
-			if gap < traceFloor {
-				gap = traceFloor
-			}
+			gap := math.Max(best-r.LogLik, traceFloor)
 			maxGap = math.Max(maxGap, gap)
 			xy = append(xy, plotter.XY{X: float64(r.Iter), Y: math.Log10(gap)})
 		}
@@ -209,6 +193,24 @@ func plotTrace(rows []TraceRow, chosenRank int) (*plot.Plot, []legendItem, error
 	p.Y.Min, p.Y.Max = math.Log10(traceFloor/2), math.Log10(maxGap*2)
 	p.X.Tick.Marker = integerTicks{}
 	return p, legend, nil
+}
+
+// traceStarts groups the finite trace rows of the chosen rank by EM
+// start, with the starts in order and the best log-likelihood of any.
+func traceStarts(rows []TraceRow, chosenRank int) (byStart map[int][]TraceRow, keys []int, best float64) {
+	byStart, best = map[int][]TraceRow{}, math.Inf(-1)
+	for _, r := range rows {
+		if r.Rank != chosenRank || math.IsNaN(r.LogLik) || math.IsInf(r.LogLik, 0) {
+			continue // a non-finite log-likelihood cannot be drawn; fit.arrow keeps it
+		}
+		byStart[r.Restart] = append(byStart[r.Restart], r)
+		best = math.Max(best, r.LogLik)
+	}
+	for k := range byStart {
+		keys = append(keys, k)
+	}
+	sort.Ints(keys)
+	return byStart, keys, best
 }
 
 func plotRanks(rows []RankRow) (*plot.Plot, []legendItem, error) {

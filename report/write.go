@@ -117,57 +117,61 @@ func (r *Run) episodesTable() Table {
 // fitTable holds the EM trace (kind "trace") and the rank-selection table
 // (kind "rank") in one long table.
 func (r *Run) fitTable() Table {
-	var kind []string
-	var rank, restart, iter []int32
-	var ll, held []float64
-	var chosen []bool
-	for _, t := range r.Trace {
-		kind = append(kind, "trace")
-		rank = append(rank, int32(t.Rank))
-		restart = append(restart, int32(t.Restart))
-		iter = append(iter, int32(t.Iter))
-		ll = append(ll, t.LogLik)
-		held = append(held, math.NaN())
-		chosen = append(chosen, false)
+	var t fitColumns
+	nan := math.NaN()
+	for _, x := range r.Trace {
+		t.add(fitRow{"trace", x.Rank, x.Restart, x.Iter, x.LogLik, nan, false, nan, nan})
 	}
 	for _, k := range r.Ranks {
-		kind = append(kind, "rank")
-		rank = append(rank, int32(k.Rank))
-		restart = append(restart, -1)
-		iter = append(iter, -1)
-		ll = append(ll, k.TrainLL)
-		held = append(held, k.HeldOutL)
-		chosen = append(chosen, k.Chosen)
-	}
-	obsLL, rewLL := make([]float64, len(kind)), make([]float64, len(kind))
-	for i := range obsLL {
-		obsLL[i], rewLL[i] = math.NaN(), math.NaN()
+		t.add(fitRow{"rank", k.Rank, -1, -1, k.TrainLL, k.HeldOutL, k.Chosen, nan, nan})
 	}
 	if rc := r.Manifest.RewardCheck; rc != nil {
 		// One "reward_check" row: the per-episode log-likelihood of the
 		// checked episodes split into observation and reward parts.
 		tot := float64(rc.ObsLogLik + rc.RewardLogLik)
-		kind = append(kind, "reward_check")
-		rank = append(rank, int32(r.Manifest.Headline.Rank))
-		restart, iter = append(restart, -1), append(iter, -1)
-		ll, held = append(ll, tot), append(held, math.NaN())
+		held := nan
 		if rc.HeldOut {
-			held[len(held)-1] = tot
+			held = tot
 		}
-		chosen = append(chosen, true)
-		obsLL, rewLL = append(obsLL, float64(rc.ObsLogLik)), append(rewLL, float64(rc.RewardLogLik))
+		t.add(fitRow{"reward_check", r.Manifest.Headline.Rank, -1, -1, tot, held, true, float64(rc.ObsLogLik), float64(rc.RewardLogLik)})
 	}
 	return Table{Meta: r.meta("fit"), Columns: []Column{
-		{Name: "kind", String: arrowio.OrEmpty(kind)},
-		{Name: "rank", Int32: arrowio.OrEmpty(rank)},
-		{Name: "restart", Int32: arrowio.OrEmpty(restart)},
-		{Name: "iteration", Int32: arrowio.OrEmpty(iter)},
-		{Name: "loglik", Float64: arrowio.OrEmpty(ll)},
-		{Name: "heldout_loglik", Float64: arrowio.OrEmpty(held)},
-		{Name: "chosen", Bool: arrowio.OrEmpty(chosen)},
-		{Name: "obs_loglik", Float64: obsLL},
-		{Name: "reward_loglik", Float64: rewLL},
+		{Name: "kind", String: arrowio.OrEmpty(t.kind)},
+		{Name: "rank", Int32: arrowio.OrEmpty(t.rank)},
+		{Name: "restart", Int32: arrowio.OrEmpty(t.restart)},
+		{Name: "iteration", Int32: arrowio.OrEmpty(t.iter)},
+		{Name: "loglik", Float64: arrowio.OrEmpty(t.ll)},
+		{Name: "heldout_loglik", Float64: arrowio.OrEmpty(t.held)},
+		{Name: "chosen", Bool: arrowio.OrEmpty(t.chosen)},
+		{Name: "obs_loglik", Float64: arrowio.OrEmpty(t.obsLL)},
+		{Name: "reward_loglik", Float64: arrowio.OrEmpty(t.rewLL)},
 	}}
+}
+
+// fitRow is one row of fit.arrow: an EM iteration ("trace"), a rank of
+// the search ("rank") or the reward check ("reward_check").
+type fitRow struct {
+	kind                 string
+	rank, restart, iter  int
+	ll, held             float64
+	chosen               bool
+	obsLogLik, rewLogLik float64
+}
+
+// fitColumns are fit.arrow's columns.
+type fitColumns struct {
+	kind                   []string
+	rank, restart, iter    []int32
+	ll, held, obsLL, rewLL []float64
+	chosen                 []bool
+}
+
+// add appends row x.
+func (t *fitColumns) add(x fitRow) {
+	t.kind = append(t.kind, x.kind)
+	t.rank, t.restart, t.iter = append(t.rank, int32(x.rank)), append(t.restart, int32(x.restart)), append(t.iter, int32(x.iter))
+	t.ll, t.held, t.chosen = append(t.ll, x.ll), append(t.held, x.held), append(t.chosen, x.chosen)
+	t.obsLL, t.rewLL = append(t.obsLL, x.obsLogLik), append(t.rewLL, x.rewLogLik)
 }
 
 func (r *Run) alphaTable() Table {
