@@ -568,6 +568,25 @@ func (r *fitRun) split(context.Context) error {
 // estimate fits the final model on every episode.
 func (r *fitRun) estimate(ctx context.Context) error {
 	r.st.begin("estimate", emBudget(r.eopts))
+	fit, err := r.fitAll(ctx)
+	if err != nil {
+		return err
+	}
+	applyReturnRange(fit.Model, r.opts.ReturnRange)
+	if asked := r.opts.Estimate.Rank; r.rankChoice == nil && asked > fit.Model.States {
+		r.out.Notes = append(r.out.Notes, fmt.Sprintf("Rank %d was asked, but the logs hold at most %d distinct histories at any step, so no more than %d latent states can be told apart: rank %d was fitted.", asked, fit.Model.States, fit.Model.States, fit.Model.States))
+	}
+	r.recordFitOptions(fit)
+	r.fit = fit
+	r.out.Fit, r.out.Model = fit, fit.Model
+	dropCandidatePolicies(r.out, r.d)
+	r.st.end()
+	return nil
+}
+
+// fitAll fits the final model on every episode, from the warm start
+// when there is one.
+func (r *fitRun) fitAll(ctx context.Context) (*estimate.Result, error) {
 	eopts := r.eopts
 	eopts.Splits = r.splits
 	eopts.Reporter = newEMProgress(r.opts.Progress, eopts)
@@ -579,28 +598,22 @@ func (r *fitRun) estimate(ctx context.Context) error {
 		eopts.Start = nil
 		fit, err = estimate.Fit(ctx, r.d, eopts)
 	}
-	if err != nil {
-		return err
-	}
-	applyReturnRange(fit.Model, r.opts.ReturnRange)
-	if asked := r.opts.Estimate.Rank; r.rankChoice == nil && asked > fit.Model.States {
-		r.out.Notes = append(r.out.Notes, fmt.Sprintf("Rank %d was asked, but the logs hold at most %d distinct histories at any step, so no more than %d latent states can be told apart: rank %d was fitted.", asked, fit.Model.States, fit.Model.States, fit.Model.States))
-	}
+	return fit, err
+}
+
+// recordFitOptions sets the fit's reported options as the user asked
+// them: the rank search's rows and an automatic rank, and the starts
+// asked for (the warm starts set one start per fit).
+func (r *fitRun) recordFitOptions(fit *estimate.Result) {
 	if rc := r.rankChoice; rc != nil {
 		// The rank rows of the search (fit.arrow kind = rank).
 		fit.RankTable, fit.HeldOutLogLik, fit.RankSearchEpisodes = rc.Table, rc.HeldOutLogLik, rc.Episodes
 		fit.Options.Rank = 0
 	}
-	// The options as asked (the warm starts set one start per fit).
 	fit.Options.Restarts = r.restarts
 	if fit.Options.Restarts == 0 {
 		fit.Options.Restarts = estimate.DefaultRestarts
 	}
-	r.fit = fit
-	r.out.Fit, r.out.Model = fit, fit.Model
-	dropCandidatePolicies(r.out, r.d)
-	r.st.end()
-	return nil
 }
 
 // pessimism builds the bonus of the final model, at the chosen α (or
@@ -651,17 +664,10 @@ func (r *fitRun) theoryAlpha() error {
 // plan plans the policy (or fits the behaviour fallback's clone) and
 // corrects the reported bound.
 func (r *fitRun) plan(ctx context.Context) error {
-	m, out, prog := r.fit.Model, r.out, r.opts.Progress
+	m, out := r.fit.Model, r.out
 	planWork := planNodes(m, r.opts.PlanBudget)
 	r.st.begin("policy", planWork)
-	var pol *policy.Policy
-	var stats *policy.PlanStats
-	var err error
-	if fb := out.Fallback; fb != nil && fb.Used {
-		pol, stats, out.Bound, err = clonePlan(ctx, r.d, m, r.bonus, fb, r.opts.Seed)
-	} else {
-		pol, stats, err = policy.Plan(ctx, m, r.bonus, r.planOpts)
-	}
+	pol, stats, err := r.planPolicy(ctx)
 	if err != nil {
 		return err
 	}
@@ -675,7 +681,7 @@ func (r *fitRun) plan(ctx context.Context) error {
 		// the heap does not grow to twice the planner's peak.
 		debug.FreeOSMemory()
 	}
-	prog.Advance(min(stats.Nodes, planWork), fmt.Sprintf("%d nodes", stats.Nodes))
+	r.opts.Progress.Advance(min(stats.Nodes, planWork), fmt.Sprintf("%d nodes", stats.Nodes))
 	if out.Selection != nil && r.opts.LCBCorrection == LCBCorrectionCrossFit && (out.Fallback == nil || !out.Fallback.Used) {
 		if err := correctBound(ctx, out, r.cf.planA, r.cf.bonusA, r.cf.boundB, m, r.bonus, r.opts.Seed); err != nil {
 			return err
@@ -683,6 +689,17 @@ func (r *fitRun) plan(ctx context.Context) error {
 	}
 	r.st.end()
 	return nil
+}
+
+// planPolicy plans the LCB policy on the final model, or, when the
+// behaviour fallback set the plan aside, writes the chosen clone (and
+// its bound, out.Bound).
+func (r *fitRun) planPolicy(ctx context.Context) (pol *policy.Policy, stats *policy.PlanStats, err error) {
+	if fb := r.out.Fallback; fb != nil && fb.Used {
+		pol, stats, r.out.Bound, err = clonePlan(ctx, r.d, r.fit.Model, r.bonus, fb, r.opts.Seed)
+		return pol, stats, err
+	}
+	return policy.Plan(ctx, r.fit.Model, r.bonus, r.planOpts)
 }
 
 // compare estimates the policies given with --compare beside the run's.

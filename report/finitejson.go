@@ -84,15 +84,11 @@ func encodeStruct(buf *bytes.Buffer, v reflect.Value) error {
 func encodeFields(buf *bytes.Buffer, v reflect.Value, first *bool) error {
 	t := v.Type()
 	for i := 0; i < t.NumField(); i++ {
-		f := t.Field(i)
-		if !f.IsExported() {
+		f, fv := t.Field(i), v.Field(i)
+		name, omitEmpty, ok := fieldKey(f)
+		if !ok {
 			continue
 		}
-		name, opts, _ := strings.Cut(f.Tag.Get("json"), ",")
-		if name == "-" && opts == "" {
-			continue
-		}
-		fv := v.Field(i)
 		if name == "" && f.Anonymous && fv.Kind() == reflect.Struct {
 			if err := encodeFields(buf, fv, first); err != nil {
 				return err
@@ -102,21 +98,40 @@ func encodeFields(buf *bytes.Buffer, v reflect.Value, first *bool) error {
 		if name == "" {
 			name = f.Name
 		}
-		if strings.Contains(","+opts+",", ",omitempty,") && fv.IsZero() {
+		if omitEmpty && fv.IsZero() {
 			continue
 		}
 		if !*first {
 			buf.WriteByte(',')
 		}
 		*first = false
-		key, _ := json.Marshal(name)
-		buf.Write(key)
-		buf.WriteByte(':')
-		if err := encodeFinite(buf, fv); err != nil {
+		if err := encodeEntry(buf, name, fv); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// fieldKey is a struct field's JSON name ("" when the tag gives none)
+// and whether it has omitempty; ok is false for a field encoding/json
+// leaves out (unexported, or tagged "-").
+func fieldKey(f reflect.StructField) (name string, omitEmpty, ok bool) {
+	if !f.IsExported() {
+		return "", false, false
+	}
+	name, opts, _ := strings.Cut(f.Tag.Get("json"), ",")
+	if name == "-" && opts == "" {
+		return "", false, false
+	}
+	return name, strings.Contains(","+opts+",", ",omitempty,"), true
+}
+
+// encodeEntry writes "name":value.
+func encodeEntry(buf *bytes.Buffer, name string, v reflect.Value) error {
+	key, _ := json.Marshal(name)
+	buf.Write(key)
+	buf.WriteByte(':')
+	return encodeFinite(buf, v)
 }
 
 func encodeMap(buf *bytes.Buffer, v reflect.Value) error {
@@ -125,7 +140,24 @@ func encodeMap(buf *bytes.Buffer, v reflect.Value) error {
 		return nil
 	}
 	keys := v.MapKeys()
-	names := make([]string, len(keys))
+	names, order := mapKeyOrder(keys)
+	buf.WriteByte('{')
+	for j, i := range order {
+		if j > 0 {
+			buf.WriteByte(',')
+		}
+		if err := encodeEntry(buf, names[i], v.MapIndex(keys[i])); err != nil {
+			return err
+		}
+	}
+	buf.WriteByte('}')
+	return nil
+}
+
+// mapKeyOrder is each map key as encoding/json names it, and the keys'
+// indices in the order of those names.
+func mapKeyOrder(keys []reflect.Value) (names []string, order []int) {
+	names = make([]string, len(keys))
 	for i, k := range keys {
 		names[i] = k.String()
 		if k.Kind() != reflect.String {
@@ -133,25 +165,12 @@ func encodeMap(buf *bytes.Buffer, v reflect.Value) error {
 			names[i] = strings.Trim(string(b), `"`)
 		}
 	}
-	order := make([]int, len(keys))
+	order = make([]int, len(keys))
 	for i := range order {
 		order[i] = i
 	}
 	sort.Slice(order, func(a, b int) bool { return names[order[a]] < names[order[b]] })
-	buf.WriteByte('{')
-	for j, i := range order {
-		if j > 0 {
-			buf.WriteByte(',')
-		}
-		key, _ := json.Marshal(names[i])
-		buf.Write(key)
-		buf.WriteByte(':')
-		if err := encodeFinite(buf, v.MapIndex(keys[i])); err != nil {
-			return err
-		}
-	}
-	buf.WriteByte('}')
-	return nil
+	return names, order
 }
 
 // encodeFloat writes a float as encoding/json would, or null when it is

@@ -20,30 +20,12 @@ func sortedKeys[V any](m map[string]V) []string {
 // exponent for everyday magnitudes and without trailing zeros: 0.9078,
 // −123.5, 5000, 1.2e−06. NaN is shown as "—" and infinities as "∞".
 func num(x float64, sig int) string {
-	switch {
-	case math.IsNaN(x):
-		return "—"
-	case math.IsInf(x, 1):
-		return "∞"
-	case math.IsInf(x, -1):
-		return "−∞"
-	case x == 0:
-		return "0"
+	if s, ok := special(x); ok {
+		return s
 	}
-	ax := math.Abs(x)
 	var s string
-	if ax >= 1e-4 && ax < 1e15 {
-		digits := sig - 1 - int(math.Floor(math.Log10(ax)))
-		if digits < 0 {
-			// Round to sig significant digits, print as an integer.
-			p := math.Pow(10, float64(-digits))
-			s = strconv.FormatFloat(math.Round(x/p)*p, 'f', 0, 64)
-		} else {
-			s = strconv.FormatFloat(x, 'f', digits, 64)
-			if strings.Contains(s, ".") {
-				s = strings.TrimRight(strings.TrimRight(s, "0"), ".")
-			}
-		}
+	if ax := math.Abs(x); ax >= 1e-4 && ax < 1e15 {
+		s = fixedSig(x, ax, sig)
 	} else {
 		s = strconv.FormatFloat(x, 'g', sig, 64)
 		s = strings.Replace(s, "e-0", "e-", 1)
@@ -55,6 +37,39 @@ func num(x float64, sig int) string {
 	}
 	if s == "−0" {
 		s = "0"
+	}
+	return s
+}
+
+// special is how num writes NaN, the infinities and zero (ok false for
+// any other x).
+func special(x float64) (string, bool) {
+	switch {
+	case math.IsNaN(x):
+		return "—", true
+	case math.IsInf(x, 1):
+		return "∞", true
+	case math.IsInf(x, -1):
+		return "−∞", true
+	case x == 0:
+		return "0", true
+	}
+	return "", false
+}
+
+// fixedSig writes x (of magnitude ax) in fixed point with sig significant
+// digits, without trailing zeros; digits left of the point past sig are
+// rounded to zero.
+func fixedSig(x, ax float64, sig int) string {
+	digits := sig - 1 - int(math.Floor(math.Log10(ax)))
+	if digits < 0 {
+		// Round to sig significant digits, print as an integer.
+		p := math.Pow(10, float64(-digits))
+		return strconv.FormatFloat(math.Round(x/p)*p, 'f', 0, 64)
+	}
+	s := strconv.FormatFloat(x, 'f', digits, 64)
+	if strings.Contains(s, ".") {
+		s = strings.TrimRight(strings.TrimRight(s, "0"), ".")
 	}
 	return s
 }
