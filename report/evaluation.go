@@ -132,25 +132,7 @@ func EstimatorWords(name string) string {
 // WriteEvaluation writes estimates.arrow, manifest.json and report.html
 // of an evaluation into dir.
 func WriteEvaluation(dir string, ev *Evaluation) error {
-	meta := map[string]string{"psrlcb.run_id": ev.RunID, "psrlcb.table": "estimates", "psrlcb.recommended": ev.Recommended}
-	var name, interval, reason []string
-	var val, lo, hi, nlo, nhi, blo, bhi, ess []float64
-	var eps []int64
-	var rel []bool
-	for _, e := range ev.Estimates {
-		name, interval, reason = append(name, e.Estimator), append(interval, e.Interval), append(reason, e.Reason)
-		val, lo, hi = append(val, float64(e.Value)), append(lo, float64(e.Lower)), append(hi, float64(e.Upper))
-		nlo, nhi = append(nlo, float64(e.NormalLower)), append(nhi, float64(e.NormalUpper))
-		blo, bhi = append(blo, float64(e.BernsteinLower)), append(bhi, float64(e.BernsteinUpper))
-		ess, eps, rel = append(ess, float64(e.ESS)), append(eps, int64(e.Episodes)), append(rel, e.Reliable)
-	}
-	t := Table{Meta: meta, Columns: []Column{
-		{Name: "estimator", String: name}, {Name: "value", Float64: val}, {Name: "lower", Float64: lo}, {Name: "upper", Float64: hi},
-		{Name: "interval", String: interval}, {Name: "normal_lower", Float64: nlo}, {Name: "normal_upper", Float64: nhi},
-		{Name: "bernstein_lower", Float64: blo}, {Name: "bernstein_upper", Float64: bhi},
-		{Name: "ess", Float64: ess}, {Name: "episodes", Int64: eps}, {Name: "reliable", Bool: rel}, {Name: "reason", String: reason},
-	}}
-	if err := arrowio.WriteArrow(filepath.Join(dir, EstimatesFile), t); err != nil {
+	if err := arrowio.WriteArrow(filepath.Join(dir, EstimatesFile), estimatesTable(ev)); err != nil {
 		return err
 	}
 	b, err := marshalFinite(ev)
@@ -165,6 +147,28 @@ func WriteEvaluation(dir string, ev *Evaluation) error {
 		return err
 	}
 	return writeFileAtomic(filepath.Join(dir, HTMLFile), page.Bytes())
+}
+
+// estimatesTable is estimates.arrow: one row per estimator.
+func estimatesTable(ev *Evaluation) Table {
+	meta := map[string]string{"psrlcb.run_id": ev.RunID, "psrlcb.table": "estimates", "psrlcb.recommended": ev.Recommended}
+	var name, interval, reason []string
+	var val, lo, hi, nlo, nhi, blo, bhi, ess []float64
+	var eps []int64
+	var rel []bool
+	for _, e := range ev.Estimates {
+		name, interval, reason = append(name, e.Estimator), append(interval, e.Interval), append(reason, e.Reason)
+		val, lo, hi = append(val, float64(e.Value)), append(lo, float64(e.Lower)), append(hi, float64(e.Upper))
+		nlo, nhi = append(nlo, float64(e.NormalLower)), append(nhi, float64(e.NormalUpper))
+		blo, bhi = append(blo, float64(e.BernsteinLower)), append(bhi, float64(e.BernsteinUpper))
+		ess, eps, rel = append(ess, float64(e.ESS)), append(eps, int64(e.Episodes)), append(rel, e.Reliable)
+	}
+	return Table{Meta: meta, Columns: []Column{
+		{Name: "estimator", String: name}, {Name: "value", Float64: val}, {Name: "lower", Float64: lo}, {Name: "upper", Float64: hi},
+		{Name: "interval", String: interval}, {Name: "normal_lower", Float64: nlo}, {Name: "normal_upper", Float64: nhi},
+		{Name: "bernstein_lower", Float64: blo}, {Name: "bernstein_upper", Float64: bhi},
+		{Name: "ess", Float64: ess}, {Name: "episodes", Int64: eps}, {Name: "reliable", Bool: rel}, {Name: "reason", String: reason},
+	}}
 }
 
 // HashInputs hashes the input files for an evaluation's manifest.

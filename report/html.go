@@ -292,12 +292,7 @@ func alphaNote(h Headline) string {
 func headRows(run *Run) []headRow {
 	h := run.Manifest.Headline
 	f := func(x Float) string { return num(float64(x), 4) }
-	iwUnits := fmt.Sprintf("%s [%s, %s]", f(h.IWValueUnits), f(h.IWLowUnits), f(h.IWHighUnits))
-	iwScaled := fmt.Sprintf("%s [%s, %s]", f(h.IWValue), f(h.IWLow), f(h.IWHigh))
-	if h.ESS < 1 {
-		// No logged episode follows π̄: the interval [0, 0] is no estimate.
-		iwUnits, iwScaled = "— (no logged episode follows the policy)", "—"
-	}
+	iwUnits, iwScaled := iwIntervals(h)
 	rows := []headRow{
 		{Group: "Expected return of one episode, in your units of return", Label: "lower confidence bound V<sub>R</sub> − V<sub>b</sub>", Term: "g-lcb", Units: f(h.LCBUnits), Scaled: f(h.LCB)},
 		{Label: "model value V<sub>R</sub> of π̄", Term: "g-vr", Units: f(h.ModelValueUnits), Scaled: f(h.ModelValue)},
@@ -314,13 +309,29 @@ func headRows(run *Run) []headRow {
 	if h.IotaEstimated {
 		rows[7].Label += " (estimated: the logs carry no propensities)"
 	}
-	plan := "exact"
-	if !h.PlanExact {
-		plan = "approximate, worst-case gap " + num(float64(h.PlanGap), 3) + " on the [0,1] scale"
-	}
-	rows = append(rows, headRow{Label: "planner", Term: "g-pi", Units: plan})
+	rows = append(rows, headRow{Label: "planner", Term: "g-pi", Units: plannerWords(h)})
 	rows[8].Group = "The fit"
 	return rows
+}
+
+// iwIntervals is the importance-weighted value with its 95% interval, in
+// the user's units and on the [0,1] scale ("—" when no logged episode
+// follows π̄: the interval [0, 0] is no estimate).
+func iwIntervals(h Headline) (units, scaled string) {
+	if h.ESS < 1 {
+		return "— (no logged episode follows the policy)", "—"
+	}
+	f := func(x Float) string { return num(float64(x), 4) }
+	return fmt.Sprintf("%s [%s, %s]", f(h.IWValueUnits), f(h.IWLowUnits), f(h.IWHighUnits)),
+		fmt.Sprintf("%s [%s, %s]", f(h.IWValue), f(h.IWLow), f(h.IWHigh))
+}
+
+// plannerWords says whether the plan is exact, or its worst-case gap.
+func plannerWords(h Headline) string {
+	if h.PlanExact {
+		return "exact"
+	}
+	return "approximate, worst-case gap " + num(float64(h.PlanGap), 3) + " on the [0,1] scale"
 }
 
 func policyRows(v *PolicyView) ([]policyRowHTML, string, bool) {
@@ -328,34 +339,39 @@ func policyRows(v *PolicyView) ([]policyRowHTML, string, bool) {
 		return nil, "", false
 	}
 	var out []policyRowHTML
-	logs, skipped := false, 0
+	logs := false
 	for _, r := range v.Rows {
 		logs = logs || r.Logs
 		if r.Reach < minPolicyReach && (!r.Logs || r.LoggedShare < minPolicyReach) {
-			skipped++
 			continue
 		}
-		pr := policyRowHTML{
-			Step: r.Step, IndentPx: 6 + 14*(r.Step-1), Obs: r.Obs, Action: r.Action,
-			Reach: pct(r.Reach), Value: num(r.Value, 4), Bonus: num(r.Bonus, 3), LCB: num(r.LCB, 4),
-		}
-		if len(r.History) > 1 {
-			pr.Prefix = r.History[len(r.History)-2] + " →"
-		}
-		if r.Logs {
-			pr.Logged = pct(r.LoggedShare)
-			pr.LoggedEpisode = fmt.Sprint(r.Logged)
-			pr.ActShare = pct(r.ActionShare)
-			pr.MostLogged = r.MostLogged
-			pr.Departs = r.Departs
-		}
-		out = append(out, pr)
+		out = append(out, policyRowOf(r))
 	}
 	of := fmt.Sprintf("the %d decision nodes that at least %s of episodes reach, under the model or in the logs, out of %d", len(out), pct(minPolicyReach), v.TotalNodes)
 	if len(v.Rows) < v.TotalNodes {
 		of += fmt.Sprintf(" (at most the %d most probable)", len(v.Rows))
 	}
 	return out, of, logs
+}
+
+// policyRowOf is a policy row as the page's table shows it, indented by
+// its step.
+func policyRowOf(r PolicyRow) policyRowHTML {
+	pr := policyRowHTML{
+		Step: r.Step, IndentPx: 6 + 14*(r.Step-1), Obs: r.Obs, Action: r.Action,
+		Reach: pct(r.Reach), Value: num(r.Value, 4), Bonus: num(r.Bonus, 3), LCB: num(r.LCB, 4),
+	}
+	if len(r.History) > 1 {
+		pr.Prefix = r.History[len(r.History)-2] + " →"
+	}
+	if r.Logs {
+		pr.Logged = pct(r.LoggedShare)
+		pr.LoggedEpisode = fmt.Sprint(r.Logged)
+		pr.ActShare = pct(r.ActionShare)
+		pr.MostLogged = r.MostLogged
+		pr.Departs = r.Departs
+	}
+	return pr
 }
 
 // minPolicyReach: nodes that fewer than one episode in a thousand reaches,

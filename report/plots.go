@@ -229,17 +229,24 @@ func plotRanks(rows []RankRow) (*plot.Plot, []legendItem, error) {
 	p.Add(ps...)
 	leg := []legendItem{{Label: "held-out log-likelihood", Color: css(colorAt(0))}}
 	if len(chosen) > 0 {
-		s, err := plotter.NewScatter(chosen)
-		if err != nil {
+		if err := addChosen(p, chosen); err != nil {
 			return nil, nil, err
 		}
-		s.Color, s.GlyphStyle.Radius, s.GlyphStyle.Shape = colorAt(5), vg.Points(4), draw.CircleGlyph{}
-		p.Add(s)
 		leg = append(leg, legendItem{Label: "chosen rank", Color: css(colorAt(5)), Marker: true})
 	}
-	p.X.Tick.Marker = integerTicks{}
-	p.X.Min, p.X.Max = 0.5, float64(len(rows))+0.5
+	stepAxis(p, len(rows))
 	return p, leg, nil
+}
+
+// addChosen marks the chosen rank's point with a circle.
+func addChosen(p *plot.Plot, chosen plotter.XYs) error {
+	s, err := plotter.NewScatter(chosen)
+	if err != nil {
+		return err
+	}
+	s.Color, s.GlyphStyle.Radius, s.GlyphStyle.Shape = colorAt(5), vg.Points(4), draw.CircleGlyph{}
+	p.Add(s)
+	return nil
 }
 
 // StepQuantiles are the 5, 25, 50, 75 and 95% quantiles and the maximum
@@ -301,8 +308,7 @@ func plotBonus(qs []StepQuantiles) (*plot.Plot, []legendItem, error) {
 	if positive && len(marks.med) > 0 {
 		bonusLogAxis(p, qs)
 	}
-	p.X.Tick.Marker = integerTicks{}
-	p.X.Min, p.X.Max = 0.5, float64(len(qs))+0.5
+	stepAxis(p, len(qs))
 	leg := []legendItem{
 		{Label: "25–75% of episodes", Color: "#0072b270"},
 		{Label: "median", Color: "#000000", Marker: true},
@@ -381,24 +387,15 @@ func bonusLogAxis(p *plot.Plot, qs []StepQuantiles) {
 }
 
 func plotCoverage(rows []CoverageRow) (*plot.Plot, *plot.Plot, error) {
+	mass, cinf := coverageXY(rows)
 	p := newPlot("step h", "covered share of π̄'s mass")
-	var mass, cinf plotter.XYs
-	for _, r := range rows {
-		mass = append(mass, plotter.XY{X: float64(r.Step), Y: r.CoveredMass})
-		c := r.CInf
-		if math.IsInf(c, 0) || math.IsNaN(c) {
-			continue
-		}
-		cinf = append(cinf, plotter.XY{X: float64(r.Step), Y: c})
-	}
 	p.Y.Min, p.Y.Max = 0, 1.05
 	ps, err := line(mass, colorAt(0), true)
 	if err != nil {
 		return nil, nil, err
 	}
 	p.Add(ps...)
-	p.X.Tick.Marker = integerTicks{}
-	p.X.Min, p.X.Max = 0.5, float64(len(rows))+0.5
+	stepAxis(p, len(rows))
 	q := newPlot("step h", "C∞ up to step h")
 	if len(cinf) > 0 {
 		ps, err := line(cinf, colorAt(5), true)
@@ -408,9 +405,27 @@ func plotCoverage(rows []CoverageRow) (*plot.Plot, *plot.Plot, error) {
 		q.Add(ps...)
 		q.Y.Min = 0
 	}
-	q.X.Tick.Marker = integerTicks{}
-	q.X.Min, q.X.Max = 0.5, float64(len(rows))+0.5
+	stepAxis(q, len(rows))
 	return p, q, nil
+}
+
+// coverageXY are the covered mass and the finite C∞ of each step.
+func coverageXY(rows []CoverageRow) (mass, cinf plotter.XYs) {
+	for _, r := range rows {
+		mass = append(mass, plotter.XY{X: float64(r.Step), Y: r.CoveredMass})
+		c := r.CInf
+		if math.IsInf(c, 0) || math.IsNaN(c) {
+			continue
+		}
+		cinf = append(cinf, plotter.XY{X: float64(r.Step), Y: c})
+	}
+	return mass, cinf
+}
+
+// stepAxis makes p's x axis the integers 1..n with half a step of margin.
+func stepAxis(p *plot.Plot, n int) {
+	p.X.Tick.Marker = integerTicks{}
+	p.X.Min, p.X.Max = 0.5, float64(n)+0.5
 }
 
 // plotAlpha draws the model's V_R, V_b and LCB of each α candidate and,

@@ -176,13 +176,7 @@ func (t *fitColumns) add(x fitRow) {
 
 func (r *Run) alphaTable() Table {
 	n := len(r.Alphas)
-	col := func(f func(AlphaRow) float64) []float64 {
-		v := make([]float64, n)
-		for i, a := range r.Alphas {
-			v[i] = f(a)
-		}
-		return v
-	}
+	col := func(f func(AlphaRow) float64) []float64 { return alphaColumn(r.Alphas, f) }
 	chosen, sat := make([]bool, n), make([]bool, n)
 	for i, a := range r.Alphas {
 		chosen[i], sat[i] = a.Chosen, a.Saturated
@@ -205,6 +199,15 @@ func (r *Run) alphaTable() Table {
 		{Name: "saturated", Bool: sat},
 		{Name: "chosen", Bool: chosen},
 	}}
+}
+
+// alphaColumn is one float column of alpha.arrow: f of every row.
+func alphaColumn(rows []AlphaRow, f func(AlphaRow) float64) []float64 {
+	v := make([]float64, len(rows))
+	for i, a := range rows {
+		v[i] = f(a)
+	}
+	return v
 }
 
 // WriteManifest writes manifest.json (indented, non-finite numbers as
