@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"math"
 	"runtime/debug"
+	"slices"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/psrlcb/psrlcb/internal/parallel"
@@ -185,21 +187,27 @@ func (o *Options) boundDefaults() error {
 	if !(o.SelectHeldOut > 0 && o.SelectHeldOut < 1) {
 		return optionErr("SelectHeldOut", "the held-out share for choosing α must be in (0,1), not %v", o.SelectHeldOut)
 	}
-	switch o.LCBCorrection {
-	case "":
-		o.LCBCorrection = LCBCorrectionCrossFit
-	case LCBCorrectionCrossFit, LCBCorrectionNone:
-	default:
-		return optionErr("LCBCorrection", "the bound correction must be %q or %q, not %q", LCBCorrectionCrossFit, LCBCorrectionNone, o.LCBCorrection)
+	if err := oneOf("LCBCorrection", "the bound correction", &o.LCBCorrection, LCBCorrectionCrossFit, LCBCorrectionCrossFit, LCBCorrectionNone); err != nil {
+		return err
 	}
-	switch o.Fallback {
-	case "":
-		o.Fallback = FallbackBehavior
-	case FallbackBehavior, FallbackNone:
-	default:
-		return optionErr("Fallback", "the fallback must be %q or %q, not %q", FallbackBehavior, FallbackNone, o.Fallback)
+	return oneOf("Fallback", "the fallback", &o.Fallback, FallbackBehavior, FallbackBehavior, FallbackNone)
+}
+
+// oneOf sets an empty string option *v to def and checks that it is one
+// of allowed; what names the option in the error.
+func oneOf(field, what string, v *string, def string, allowed ...string) error {
+	if *v == "" {
+		*v = def
 	}
-	return nil
+	if slices.Contains(allowed, *v) {
+		return nil
+	}
+	q := make([]string, len(allowed))
+	for i, a := range allowed {
+		q[i] = strconv.Quote(a)
+	}
+	list := strings.Join(q[:len(q)-1], ", ") + " or " + q[len(q)-1]
+	return optionErr(field, "%s must be %s, not %q", what, list, *v)
 }
 
 // planDefaults: the planner, its budgets and points.
@@ -210,13 +218,8 @@ func (o *Options) planDefaults() error {
 	if o.PlanBudget < 0 {
 		return optionErr("PlanBudget", "the planner's node budget must be positive, not %d", o.PlanBudget)
 	}
-	if o.Planner == "" {
-		o.Planner = policy.PlannerAuto
-	}
-	switch o.Planner {
-	case policy.PlannerExact, policy.PlannerBelief, policy.PlannerAuto:
-	default:
-		return optionErr("Planner", "the planner must be %q, %q or %q, not %q", policy.PlannerExact, policy.PlannerBelief, policy.PlannerAuto, o.Planner)
+	if err := oneOf("Planner", "the planner", &o.Planner, policy.PlannerAuto, policy.PlannerExact, policy.PlannerBelief, policy.PlannerAuto); err != nil {
+		return err
 	}
 	if o.PlanRows == 0 {
 		o.PlanRows = policy.DefaultRowBudget
