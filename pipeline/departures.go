@@ -31,14 +31,8 @@ func valueDepartures(m *estimate.Model, b *pessimism.Bonus, pol *policy.Policy, 
 	if err != nil {
 		return err
 	}
-	for i := range c.Departures[:min(len(c.Departures), maxDepartureEvals)] {
-		dep := &c.Departures[i]
-		val, err := valueWith(m, b, pol, func(ns []policy.Node) { ns[dep.Row.Node].Action = dep.Row.MostLogged })
-		if err != nil {
-			return err
-		}
-		dep.Gain = (full - val) * width
-		c.Checked++
+	if err := valueEach(m, b, pol, c, full); err != nil {
+		return err
 	}
 	all, err := valueWith(m, b, pol, func(ns []policy.Node) {
 		for _, dep := range c.Departures {
@@ -49,6 +43,22 @@ func valueDepartures(m *estimate.Model, b *pessimism.Bonus, pol *policy.Policy, 
 		return err
 	}
 	c.Gain = (full - all) * width
+	return nil
+}
+
+// valueEach sets the gain of each of the maxDepartureEvals most probable
+// departures of c: full (V_R of pol) less V_R with that departure undone,
+// in the user's units.
+func valueEach(m *estimate.Model, b *pessimism.Bonus, pol *policy.Policy, c *report.Comparison, full float64) error {
+	for i := range c.Departures[:min(len(c.Departures), maxDepartureEvals)] {
+		dep := &c.Departures[i]
+		val, err := valueWith(m, b, pol, func(ns []policy.Node) { ns[dep.Row.Node].Action = dep.Row.MostLogged })
+		if err != nil {
+			return err
+		}
+		dep.Gain = (full - val) * (m.ReturnMax - m.ReturnMin)
+		c.Checked++
+	}
 	return nil
 }
 

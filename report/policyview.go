@@ -68,6 +68,21 @@ type PolicyView struct {
 func row(pol *policy.Policy, id int64, rng ReturnRange, v *policy.Visits) PolicyRow {
 	n := &pol.Nodes[id]
 	h := int(n.Step)
+	r := PolicyRow{
+		Node: id, Parent: n.Parent, Step: h, Obs: n.Obs, Action: n.Action, Reach: n.ReachProb, History: history(pol, id),
+		Value: rng.ToGo(n.ValueReward, h, pol.Horizon),
+		Bonus: n.ValueBonus * (rng.Max - rng.Min),
+	}
+	r.LCB = r.Value - r.Bonus
+	r.ActionShare = math.NaN()
+	if v != nil {
+		r.addVisits(v, n.Action)
+	}
+	return r
+}
+
+// history is node id's path from the root: o_1 a_1 … o_h.
+func history(pol *policy.Policy, id int64) []string {
 	var hist []string
 	for j := id; j >= 0; j = pol.Nodes[j].Parent {
 		if j != id {
@@ -76,25 +91,23 @@ func row(pol *policy.Policy, id int64, rng ReturnRange, v *policy.Visits) Policy
 		hist = append(hist, pol.Nodes[j].Obs)
 	}
 	slices.Reverse(hist)
-	r := PolicyRow{
-		Node: id, Parent: n.Parent, Step: h, Obs: n.Obs, Action: n.Action, Reach: n.ReachProb, History: hist,
-		Value: rng.ToGo(n.ValueReward, h, pol.Horizon),
-		Bonus: n.ValueBonus * (rng.Max - rng.Min),
+	return hist
+}
+
+// addVisits fills the row's logged columns from v; action is the
+// policy's action at the node.
+func (r *PolicyRow) addVisits(v *policy.Visits, action string) {
+	id := r.Node
+	r.Logs = true
+	r.Logged = v.N[id]
+	r.LoggedShare = float64(v.N[id]) / float64(max(v.K, 1))
+	if v.N[id] == 0 {
+		return
 	}
-	r.LCB = r.Value - r.Bonus
-	r.ActionShare = math.NaN()
-	if v != nil {
-		r.Logs = true
-		r.Logged = v.N[id]
-		r.LoggedShare = float64(v.N[id]) / float64(max(v.K, 1))
-		if v.N[id] > 0 {
-			r.ActionShare = float64(v.Count(id, n.Action)) / float64(v.N[id])
-			r.MostLogged = v.MostLogged(id)
-			r.MostShare = float64(v.Count(id, r.MostLogged)) / float64(v.N[id])
-			r.Departs = r.MostLogged != n.Action && clearlyMore(v.Count(id, r.MostLogged), v.Count(id, n.Action))
-		}
-	}
-	return r
+	r.ActionShare = float64(v.Count(id, action)) / float64(v.N[id])
+	r.MostLogged = v.MostLogged(id)
+	r.MostShare = float64(v.Count(id, r.MostLogged)) / float64(v.N[id])
+	r.Departs = r.MostLogged != action && clearlyMore(v.Count(id, r.MostLogged), v.Count(id, action))
 }
 
 // NewPolicyView lists the top most probable nodes of pol (all when top ≤
@@ -112,13 +125,7 @@ func NewPolicyView(pol *policy.Policy, rng ReturnRange, v *policy.Visits, top in
 	var walk func(parent int64)
 	walk = func(parent int64) {
 		ids := children[parent]
-		sort.SliceStable(ids, func(a, b int) bool {
-			na, nb := &pol.Nodes[ids[a]], &pol.Nodes[ids[b]]
-			if na.ReachProb != nb.ReachProb {
-				return na.ReachProb > nb.ReachProb
-			}
-			return na.Obs < nb.Obs
-		})
+		sortSiblings(pol, ids)
 		for _, id := range ids {
 			view.Rows = append(view.Rows, row(pol, id, rng, v))
 			walk(id)
@@ -126,6 +133,18 @@ func NewPolicyView(pol *policy.Policy, rng ReturnRange, v *policy.Visits, top in
 	}
 	walk(-1)
 	return view
+}
+
+// sortSiblings orders sibling nodes by decreasing reach, then by
+// observation.
+func sortSiblings(pol *policy.Policy, ids []int64) {
+	sort.SliceStable(ids, func(a, b int) bool {
+		na, nb := &pol.Nodes[ids[a]], &pol.Nodes[ids[b]]
+		if na.ReachProb != nb.ReachProb {
+			return na.ReachProb > nb.ReachProb
+		}
+		return na.Obs < nb.Obs
+	})
 }
 
 // topNodes marks the top nodes of largest reach probability together with
@@ -139,24 +158,28 @@ func topNodes(pol *policy.Policy, top int) []bool {
 		}
 		return keep
 	}
-	// The top nodes by reach (ties to the earlier node): a heap of the
-	// best top seen so far, its worst node at the root, so the cost is
-	// O(n log top) on tables of millions of rows.
-	h := &reachHeap{nodes: pol.Nodes}
-	for i := range pol.Nodes {
-		if len(h.idx) < top {
-			heap.Push(h, i)
-		} else if pol.Nodes[i].ReachProb > pol.Nodes[h.idx[0]].ReachProb {
-			h.idx[0] = i
-			heap.Fix(h, 0)
-		}
-	}
-	for _, i := range h.idx {
+	for _, i := range mostReached(pol.Nodes, top) {
 		for j := int64(i); j >= 0 && !keep[j]; j = pol.Nodes[j].Parent {
 			keep[j] = true
 		}
 	}
 	return keep
+}
+
+// mostReached is the top nodes by reach (ties to the earlier node): a
+// heap of the best top seen so far, its worst node at the root, so the
+// cost is O(n log top) on tables of millions of rows.
+func mostReached(nodes []policy.Node, top int) []int {
+	h := &reachHeap{nodes: nodes}
+	for i := range nodes {
+		if len(h.idx) < top {
+			heap.Push(h, i)
+		} else if nodes[i].ReachProb > nodes[h.idx[0]].ReachProb {
+			h.idx[0] = i
+			heap.Fix(h, 0)
+		}
+	}
+	return h.idx
 }
 
 // reachHeap is a min-heap of node indices by reach, the later node
@@ -239,23 +262,17 @@ type Comparison struct {
 func Departures(m *estimate.Model, pol *policy.Policy, v *policy.Visits, modelValue, behaviourUnits float64) *Comparison {
 	rng := ReturnRange{m.ReturnMin, m.ReturnMax}
 	c := &Comparison{Gain: math.NaN()}
-	departs := func(id int64) bool {
-		if v.N[id] == 0 {
-			return false
-		}
-		ml := v.MostLogged(id)
-		return ml != pol.Nodes[id].Action && clearlyMore(v.Count(id, ml), v.Count(id, pol.Nodes[id].Action))
-	}
+	t := departureTest{pol, v}
 	steps := map[int]bool{}
 	for id := range pol.Nodes {
-		tallyAgreement(c, pol, v, int64(id), departs)
-		if !departs(int64(id)) {
+		if !t.departs(int64(id)) {
+			t.tally(c, int64(id))
 			continue
 		}
 		r := row(pol, int64(id), rng, v)
 		c.Departures = append(c.Departures, Departure{Row: r, Gain: math.NaN()})
 		steps[r.Step] = true
-		if firstOnPath(pol, r.Parent, departs) {
+		if t.firstOnPath(r.Parent) {
 			c.DepartMass += r.Reach
 		}
 	}
@@ -268,14 +285,31 @@ func Departures(m *estimate.Model, pol *policy.Policy, v *policy.Visits, modelVa
 	return c
 }
 
-// tallyAgreement counts a logged node that is not a departure: π̄ takes
-// its most logged action there (Agree) or another action not clearly
-// less logged (Ties).
-func tallyAgreement(c *Comparison, pol *policy.Policy, v *policy.Visits, id int64, departs func(int64) bool) {
-	if v.N[id] == 0 || departs(id) {
+// departureTest finds the nodes of pol where the logged visits v
+// clearly favour another action than the policy's.
+type departureTest struct {
+	pol *policy.Policy
+	v   *policy.Visits
+}
+
+// departs says the logs visit node id and clearly favour another action
+// there (clearlyMore).
+func (t departureTest) departs(id int64) bool {
+	if t.v.N[id] == 0 {
+		return false
+	}
+	ml, a := t.v.MostLogged(id), t.pol.Nodes[id].Action
+	return ml != a && clearlyMore(t.v.Count(id, ml), t.v.Count(id, a))
+}
+
+// tally counts a logged node that is not a departure: π̄ takes its most
+// logged action there (Agree) or another action not clearly less logged
+// (Ties).
+func (t departureTest) tally(c *Comparison, id int64) {
+	if t.v.N[id] == 0 {
 		return
 	}
-	if v.MostLogged(id) == pol.Nodes[id].Action {
+	if t.v.MostLogged(id) == t.pol.Nodes[id].Action {
 		c.Agree++
 	} else {
 		c.Ties++
@@ -284,9 +318,9 @@ func tallyAgreement(c *Comparison, pol *policy.Policy, v *policy.Visits, id int6
 
 // firstOnPath says no ancestor of a node (from its parent up) is a
 // departure, so the node's reach counts once per path in DepartMass.
-func firstOnPath(pol *policy.Policy, parent int64, departs func(int64) bool) bool {
-	for p := parent; p >= 0; p = pol.Nodes[p].Parent {
-		if departs(p) {
+func (t departureTest) firstOnPath(parent int64) bool {
+	for p := parent; p >= 0; p = t.pol.Nodes[p].Parent {
+		if t.departs(p) {
 			return false
 		}
 	}
