@@ -225,8 +225,8 @@ func checkFallback(ctx context.Context, sel *policy.Selection, planB float64, tr
 		PlanIWLower: report.Float(planIW.Lower), PlanIWUpper: report.Float(planIW.Upper), PlanESS: report.Float(planIW.ESS),
 		PlanBound: report.Float(score), PlanBoundUnits: units(score),
 		HeldOutEpisodes: held.NumEpisodes(),
+		Candidates:      fallbackRows(names, iws, bounds, units),
 	}
-	fb.Candidates = fallbackRows(names, iws, bounds, units)
 	if win >= 0 {
 		fb.Used, fb.Chosen = true, standIn(names, bounds)
 	}

@@ -314,12 +314,17 @@ func Run(ctx context.Context, inputs []string, opts Options) (*Result, error) {
 	}
 	// The spill file lives as long as the Result (Result.Close), or
 	// until this failed run returns.
-	ok := false
-	defer func() {
-		if !ok {
-			spilled.Close()
-		}
-	}()
+	res, err := readAndFit(ctx, inputs, o, spilled)
+	if err != nil {
+		spilled.Close()
+		return nil, err
+	}
+	return res, nil
+}
+
+// readAndFit reads the logs (into spilled's arrays when set) and fits
+// them.
+func readAndFit(ctx context.Context, inputs []string, o Options, spilled *spillArrays) (*Result, error) {
 	d, took, err := readLogs(ctx, inputs, o)
 	if err != nil {
 		return nil, err
@@ -336,7 +341,6 @@ func Run(ctx context.Context, inputs []string, opts Options) (*Result, error) {
 	if n := spillNote(spilled, o.MemoryLimit); n != "" {
 		out.Run.Manifest.Notes = append(out.Run.Manifest.Notes, n)
 	}
-	ok = true
 	return &Result{Outcome: *out, Data: d, Warnings: warnings, spilled: spilled}, nil
 }
 

@@ -147,7 +147,6 @@ func goVersion() string {
 // (hashed into the manifest; may be nil) and the figures the pipeline
 // measured on it (fig).
 func Build(ctx context.Context, d *ingest.Dataset, inputs []string, p Params, out *Outcome, fig *Figures) (*Run, error) {
-	m := out.Model
 	run := &Run{}
 	files, err := hashFiles(ctx, inputs)
 	if err != nil {
@@ -160,26 +159,34 @@ func Build(ctx context.Context, d *ingest.Dataset, inputs []string, p Params, ou
 		}
 	}
 	run.RunID = runID(files, params, p.Seed)
+	if err := run.tabulate(ctx, d, out, fig); err != nil {
+		return nil, err
+	}
+	fillManifest(run, d, files, params, p, out, fig)
+	return run, nil
+}
 
+// tabulate fills the run's tables: coverage, episodes and bonus terms,
+// the fit's trace and ranks, the α candidates, the model, and the
+// policy view with the comparison with the behaviour.
+func (run *Run) tabulate(ctx context.Context, d *ingest.Dataset, out *Outcome, fig *Figures) (err error) {
+	m := out.Model
 	run.Coverage = coverageRows(fig, d.Horizon)
 	if run.Episodes, run.BonusSteps, err = episodeRows(d, out, fig); err != nil {
-		return nil, err
+		return err
 	}
 	run.Trace, run.Ranks = fitTables(out.Fit)
 	if err := ctx.Err(); err != nil {
-		return nil, err
+		return err
 	}
 	run.Alphas = alphaRows(out, fig)
 	run.Model = estimate.ModelRows{Model: m, Merged: d.Merged}
-
 	// The policy's decision tree as the report lists it, and where it
 	// departs from the behaviour's most logged action.
 	run.Range = &ReturnRange{Min: m.ReturnMin, Max: m.ReturnMax}
 	run.Policy = NewPolicyView(out.Policy, *run.Range, fig.Visits, DefaultPolicyRows)
 	run.Compare = fig.Compare
-
-	fillManifest(run, d, files, params, p, out, fig)
-	return run, nil
+	return nil
 }
 
 // hashFiles hashes each input file for the manifest.

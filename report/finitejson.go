@@ -41,32 +41,42 @@ func encodeFinite(buf *bytes.Buffer, v reflect.Value) error {
 		buf.Write(b)
 		return err
 	}
-	switch v.Kind() {
-	case reflect.Float32, reflect.Float64:
-		encodeFloat(buf, v)
-		return nil
-	case reflect.Pointer, reflect.Interface:
-		if v.IsNil() {
-			buf.WriteString("null")
-			return nil
-		}
-		return encodeFinite(buf, v.Elem())
-	case reflect.Struct:
-		return encodeStruct(buf, v)
-	case reflect.Map:
-		return encodeMap(buf, v)
-	case reflect.Slice, reflect.Array:
-		if v.Kind() == reflect.Slice && v.IsNil() {
-			buf.WriteString("null")
-			return nil
-		}
-		if v.Type().Elem().Kind() != reflect.Uint8 { // []byte: base64, as encoding/json writes it
-			return encodeList(buf, v)
-		}
+	if done, err := encodeKind(buf, v); done {
+		return err
 	}
 	b, err := json.Marshal(v.Interface())
 	buf.Write(b)
 	return err
+}
+
+// encodeKind writes the kinds whose values may hold a non-finite float
+// (done false: any other kind, and []byte, which encoding/json writes as
+// base64).
+func encodeKind(buf *bytes.Buffer, v reflect.Value) (done bool, err error) {
+	switch v.Kind() {
+	case reflect.Float32, reflect.Float64:
+		encodeFloat(buf, v)
+		return true, nil
+	case reflect.Pointer, reflect.Interface:
+		if v.IsNil() {
+			buf.WriteString("null")
+			return true, nil
+		}
+		return true, encodeFinite(buf, v.Elem())
+	case reflect.Struct:
+		return true, encodeStruct(buf, v)
+	case reflect.Map:
+		return true, encodeMap(buf, v)
+	case reflect.Slice, reflect.Array:
+		if v.Kind() == reflect.Slice && v.IsNil() {
+			buf.WriteString("null")
+			return true, nil
+		}
+		if v.Type().Elem().Kind() != reflect.Uint8 {
+			return true, encodeList(buf, v)
+		}
+	}
+	return false, nil
 }
 
 func encodeStruct(buf *bytes.Buffer, v reflect.Value) error {

@@ -389,10 +389,7 @@ func compareText(run *Run) (paras, departures []string) {
 	h := run.Manifest.Headline
 	gain := fmt.Sprintf("The model expects the policy to return %s per episode against the behaviour's logged mean of %s (a gain of %s).",
 		num(float64(h.ModelValueUnits), 4), num(float64(h.BehaviorUnits), 4), num(c.Total, 4))
-	ties := ""
-	if c.Ties > 0 {
-		ties = fmt.Sprintf(" At %d logged histories another action was logged a little more often than the policy's, within sampling noise (no clear preference of the behaviour there).", c.Ties)
-	}
+	ties := tiesText(c.Ties)
 	if len(c.Departures) == 0 {
 		return []string{fmt.Sprintf("Wherever the logs clearly favour one action, the policy takes it too (%d logged histories agree with the most logged action).%s The policy's gain comes from choosing consistently, and well, where the behaviour chose without a clear preference. %s", c.Agree, ties, gain)}, nil
 	}
@@ -406,12 +403,24 @@ func compareText(run *Run) (paras, departures []string) {
 		out = append(out, g)
 	}
 	items := departureItems(c.Departures[:min(len(c.Departures), 5)])
-	lead := "The departures, most probable first (values in your units of return, under the fitted model):"
-	if len(c.Departures) > len(items) {
-		lead = fmt.Sprintf("The %d most probable of the %d departures (the others are highlighted in the policy table; values in your units of return, under the fitted model):", len(items), len(c.Departures))
+	return append(out, departuresLead(len(items), len(c.Departures))), items
+}
+
+// departuresLead introduces the list of the shown departures, of n.
+func departuresLead(shown, n int) string {
+	if n > shown {
+		return fmt.Sprintf("The %d most probable of the %d departures (the others are highlighted in the policy table; values in your units of return, under the fitted model):", shown, n)
 	}
-	out = append(out, lead)
-	return out, items
+	return "The departures, most probable first (values in your units of return, under the fitted model):"
+}
+
+// tiesText notes the logged histories where another action was logged
+// slightly more often than the policy's ("" when there is none).
+func tiesText(ties int) string {
+	if ties == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" At %d logged histories another action was logged a little more often than the policy's, within sampling noise (no clear preference of the behaviour there).", ties)
 }
 
 // undoAllText says what taking the logs' favourite action at every

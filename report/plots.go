@@ -283,19 +283,7 @@ func summarizeInPlace(s []float64) StepQuantiles {
 // number of marks per step, so the page stays small at any K.
 func plotBonus(qs []StepQuantiles) (*plot.Plot, []legendItem, error) {
 	p := newPlot("step h", "‖ψ̄‖² in the U⁻¹ norm")
-	positive := true
-	for _, q := range qs {
-		if !(q.Q05 > 0) {
-			positive = false
-		}
-	}
-	// With every value positive the axis carries log10 of the values
-	// (labelled in the values), so steps whose bonuses differ by orders
-	// of magnitude all show their spread.
-	f := func(x float64) float64 { return x }
-	if positive {
-		f = math.Log10
-	}
+	f, positive := bonusScale(qs)
 	marks, err := bonusBars(p, qs, f)
 	if err != nil {
 		return nil, nil, err
@@ -316,6 +304,19 @@ func plotBonus(qs []StepQuantiles) (*plot.Plot, []legendItem, error) {
 		{Label: "largest", Color: css(colorAt(5)), Marker: true},
 	}
 	return p, leg, nil
+}
+
+// bonusScale is the bonus plot's axis scale: with every value positive
+// the axis carries log10 of the values (labelled in the values), so
+// steps whose bonuses differ by orders of magnitude all show their
+// spread; otherwise the values themselves.
+func bonusScale(qs []StepQuantiles) (f func(float64) float64, positive bool) {
+	for _, q := range qs {
+		if !(q.Q05 > 0) {
+			return func(x float64) float64 { return x }, false
+		}
+	}
+	return math.Log10, true
 }
 
 // bonusMarks are the bonus plot's per-step marks beside the bars: the

@@ -82,6 +82,13 @@ func assess(h Headline, K int) assessment {
 	if above || ivContradicts {
 		a.notProven = append(a.notProven, "the bound is contradicted by the logs (see the warning below)")
 	}
+	a.decide(h)
+	return a
+}
+
+// decide sets the evidence from the reasons found: insufficient, not
+// proven, or justified.
+func (a *assessment) decide(h Headline) {
 	switch {
 	case len(a.insufficient) > 0:
 		a.evidence = EvidenceInsufficient
@@ -95,7 +102,6 @@ func assess(h Headline, K int) assessment {
 	default:
 		a.evidence = EvidenceJustified
 	}
-	return a
 }
 
 // insufficientReasons are why the logs support no claim at all: returns
