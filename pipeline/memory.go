@@ -216,14 +216,20 @@ func spillNote(s *spillArrays, limit int64) string {
 	if s == nil || s.arena == nil {
 		return ""
 	}
-	dir := s.dir
-	if dir == "" {
-		dir = os.TempDir()
-	}
+	dir := s.spillDir()
 	n := fmt.Sprintf("--memory-limit %s: the logs' step codes (%s) were kept in a spill file in %s and read from there at every pass, not held in memory.",
 		memlimit.Format(limit), memlimit.Format(int64(s.arena.Size())), dir)
 	if spill.InMemoryFS(dir) {
 		n += " That directory is on a file system held in memory (tmpfs), so the spill saved no memory: give --spill-dir a directory on local disk."
 	}
 	return n
+}
+
+// spillDir is the directory of the spill file (the system's temporary
+// directory unless --spill-dir named one).
+func (s *spillArrays) spillDir() string {
+	if s.dir == "" {
+		return os.TempDir()
+	}
+	return s.dir
 }

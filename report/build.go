@@ -258,18 +258,23 @@ func returnUnits(m *estimate.Model) func(float64) Float {
 func coverageRows(f *Figures, H int) []CoverageRow {
 	var rows []CoverageRow
 	for h := 1; h <= H; h++ {
-		row := CoverageRow{Step: int32(h), Iota: f.Iota[h-1], CInf: f.RunningCInf[h-1]}
-		if h-1 < len(f.Sum.Histories) {
-			row.LoggedHistories = int64(f.Sum.Histories[h-1])
-		}
-		if h-1 < len(f.Cov.Steps) {
-			row.CoveredMass = f.Cov.Steps[h-1].CoveredMass
-			row.PolicyNodes = int64(f.Cov.Steps[h-1].Nodes)
-			row.FollowingEpisodes = int64(f.Cov.Steps[h-1].Logged)
-		}
-		rows = append(rows, row)
+		rows = append(rows, coverageRow(f, h))
 	}
 	return rows
+}
+
+// coverageRow is step h's coverage row.
+func coverageRow(f *Figures, h int) CoverageRow {
+	row := CoverageRow{Step: int32(h), Iota: f.Iota[h-1], CInf: f.RunningCInf[h-1]}
+	if h-1 < len(f.Sum.Histories) {
+		row.LoggedHistories = int64(f.Sum.Histories[h-1])
+	}
+	if h-1 < len(f.Cov.Steps) {
+		row.CoveredMass = f.Cov.Steps[h-1].CoveredMass
+		row.PolicyNodes = int64(f.Cov.Steps[h-1].Nodes)
+		row.FollowingEpisodes = int64(f.Cov.Steps[h-1].Logged)
+	}
+	return row
 }
 
 // episodeRows is the episodes table and the quantiles of the bonus terms

@@ -51,15 +51,21 @@ func comparedSummary(c *ComparedPolicy) string {
 	if r == nil || math.IsNaN(float64(r.Value)) {
 		return "the logs cannot estimate it"
 	}
-	s := num(float64(r.Value), 4)
-	if !math.IsNaN(float64(r.Lower)) {
-		s += fmt.Sprintf(" [%s, %s]", num(float64(r.Lower), 4), num(float64(r.Upper), 4))
-	}
+	s := num(float64(r.Value), 4) + intervalText(r)
 	s += " (" + EstimatorWords(r.Estimator)
 	if !r.Reliable || r.Estimator == ope.EstModel {
 		s += "; " + r.Reason
 	}
 	return s + ")"
+}
+
+// intervalText is an estimate's interval, " [lower, upper]", or "" when
+// it has none.
+func intervalText(r *EstimateRow) string {
+	if math.IsNaN(float64(r.Lower)) {
+		return ""
+	}
+	return fmt.Sprintf(" [%s, %s]", num(float64(r.Lower), 4), num(float64(r.Upper), 4))
 }
 
 // comparedTable is compared.arrow.

@@ -85,11 +85,16 @@ func newPlot(x, y string) *plot.Plot {
 	}
 	p.Y.Tick.Marker = cleanTicks{}
 	p.X.Tick.Marker = cleanTicks{}
+	p.Add(lightGrid())
+	return p
+}
+
+// lightGrid is the plots' light grey grid.
+func lightGrid() *plotter.Grid {
 	g := plotter.NewGrid()
 	g.Vertical.Color = color.Gray{Y: 225}
 	g.Horizontal.Color = color.Gray{Y: 225}
-	p.Add(g)
-	return p
+	return g
 }
 
 // integerTicks labels integers only: every integer up to ten of them,
