@@ -16,13 +16,12 @@ import (
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/options/jobopts"
 	"github.com/psrlcb/psrlcb/beam/psrbeam"
-	"github.com/psrlcb/psrlcb/estimate"
 	"github.com/psrlcb/psrlcb/ingest"
+	"github.com/psrlcb/psrlcb/internal/fitflag"
 	"github.com/psrlcb/psrlcb/internal/memlimit"
 	"github.com/psrlcb/psrlcb/internal/outdir"
 	"github.com/psrlcb/psrlcb/pessimism"
 	"github.com/psrlcb/psrlcb/pipeline"
-	"github.com/psrlcb/psrlcb/policy"
 	"github.com/psrlcb/psrlcb/report"
 )
 
@@ -49,29 +48,51 @@ func registerFlags(fs *flag.FlagSet) *fitConfig {
 		runner:        fs.String("runner", "local", "where the passes over the episodes run: "+strings.Join(runners, ", ")+" (local never starts Beam)"),
 		out:           fs.String("out", "", "output directory (required; written only when the whole run succeeds)"),
 		force:         fs.Bool("force", false, "replace an existing output directory"),
-		rank:          fs.String("rank", "auto", `latent states r, or "auto" (held-out log-likelihood among 1..--max-rank)`),
-		maxRank:       fs.Int("max-rank", 0, fmt.Sprintf("largest rank tried by --rank auto (0: %d)", estimate.DefaultMaxRank)),
-		dynamics:      fs.String("dynamics", estimate.DynamicsStationary, `"stationary" or "per-step"`),
-		restarts:      fs.Int("restarts", 0, fmt.Sprintf("EM starts (0: %d)", estimate.DefaultRestarts)),
-		maxIter:       fs.Int("max-iter", 0, fmt.Sprintf("E-steps per EM start (0: %d)", estimate.DefaultMaxIter)),
-		tol:           fs.Float64("tol", 0, fmt.Sprintf("relative log-likelihood gain at which EM stops (0: %g)", estimate.DefaultTol)),
+		rank:          str(fs, fitflag.Rank),
+		maxRank:       num(fs, fitflag.MaxRank),
+		dynamics:      str(fs, fitflag.Dynamics),
+		restarts:      num(fs, fitflag.Restarts),
+		maxIter:       num(fs, fitflag.MaxIter),
+		tol:           num(fs, fitflag.Tol),
 		alpha:         fs.String("alpha", "auto", `bonus coefficient α: a number, a list "0.1,1", "auto" or "theory"`),
-		lambda:        fs.Float64("lambda", 0, fmt.Sprintf("λ of U_h = λI + Σψ̄ψ̄ᵀ (0: %g)", pessimism.DefaultLambda)),
-		selectHeldOut: fs.Float64("select-heldout", 0, fmt.Sprintf("share of episodes held out to choose α (0: %g)", pipeline.DefaultSelectHeldOut)),
-		planBudget:    fs.Int64("plan-budget", 0, fmt.Sprintf("node budget of the exact planner (0: %d)", policy.DefaultBudget)),
-		planner:       fs.String("planner", policy.PlannerAuto, `"exact", "belief" or "auto" (as psrlcb fit)`),
-		planRows:      fs.Int64("plan-rows", 0, fmt.Sprintf("rows of the belief planner's policy table, the readable view of the controller's most probable decisions (0: %d)", policy.DefaultRowBudget)),
-		planPoints:    fs.Int("plan-points", 0, fmt.Sprintf("belief points per step of the belief planner (0: %d)", policy.DefaultPoints)),
-		seed:          fs.Uint64("seed", 1, "seed of the split, held-out draws and EM"),
+		lambda:        num(fs, fitflag.Lambda),
+		selectHeldOut: num(fs, fitflag.SelectHeldOut),
+		planBudget:    num(fs, fitflag.PlanBudget),
+		planner:       str(fs, fitflag.Planner),
+		planRows:      num(fs, fitflag.PlanRows),
+		planPoints:    num(fs, fitflag.PlanPoints),
+		seed:          num(fs, fitflag.Seed),
 		workers:       fs.Int("workers", 0, "goroutines of the driver (0: all cores)"),
-		horizon:       fs.Int("horizon", 0, "episode length H (0: the largest step in the logs)"),
-		onInvalid:     fs.String("on-invalid", ingest.OnInvalidFail, `"fail" or "skip" (quarantine invalid episodes)`),
+		horizon:       num(fs, fitflag.Horizon),
+		onInvalid:     str(fs, fitflag.OnInvalid),
 		ingestOn:      fs.String("ingest", "", `where the logs are read and validated: "beam" (a pipeline; default with a Beam runner) or "driver" (this process, as psrlcb fit)`),
 		workDir:       fs.String("work-dir", "", "where the episode shards and pass results go; every worker must read it (gs://…, s3://… on a cluster; default: --temp_location, else a local temporary directory)"),
 		shardEpisodes: fs.Int("shard-episodes", psrbeam.DefaultShardEpisodes, "episodes per shard, the unit of work of a pass"),
 		memoryLimit:   fs.String("memory-limit", memlimit.Default, `memory budget of the driver: a size ("4GiB"), a share of the machine's memory ("50%") or "none" (as psrlcb fit)`),
 		dialTimeout:   fs.Duration("endpoint-timeout", 5*time.Second, "how long to try reaching --endpoint before failing"),
 	}
+}
+
+// str defines the shared string option f on fs.
+func str(fs *flag.FlagSet, f fitflag.Flag[string]) *string {
+	return fs.String(f.Name, f.Value, f.Usage)
+}
+
+// num defines the shared numeric option f on fs, with the flag type of
+// its value's type.
+func num[T int | int64 | uint64 | float64](fs *flag.FlagSet, f fitflag.Flag[T]) *T {
+	var p any
+	switch v := any(f.Value).(type) {
+	case int:
+		p = fs.Int(f.Name, v, f.Usage)
+	case int64:
+		p = fs.Int64(f.Name, v, f.Usage)
+	case uint64:
+		p = fs.Uint64(f.Name, v, f.Usage)
+	case float64:
+		p = fs.Float64(f.Name, v, f.Usage)
+	}
+	return p.(*T)
 }
 
 // options turns the flags into the pipeline's options.

@@ -35,7 +35,6 @@ func TestHelpStatesDefaults(t *testing.T) {
 		"plan-rows":      strconv.FormatInt(policy.DefaultRowBudget, 10),
 		"plan-points":    strconv.Itoa(policy.DefaultPoints),
 		"workers":        "all cores",
-		"horizon":        "the largest step in the logs",
 	}
 	stated := regexp.MustCompile(`\(0: ([^)]*)\)`)
 	seen := map[string]bool{}
