@@ -19,33 +19,44 @@ type Visits struct {
 
 // LoggedVisits walks every logged episode of d down pol's tree.
 func LoggedVisits(pol *Policy, d *ingest.Dataset) *Visits {
-	A := len(d.ActVocab)
 	v := &Visits{N: make([]int64, len(pol.Nodes)), K: d.NumEpisodes(), acts: d.ActVocab, at: make([]int32, len(pol.Nodes))}
 	for i := range v.at {
 		v.at[i] = -1
 	}
-	H := d.Horizon
 	for k := 0; k < v.K; k++ {
-		node := int64(-1)
-		for h := 0; h < H && h < int(d.Length[k]); h++ {
-			n, ok := pol.Child(node, d.ObsVocab[d.Obs[k*H+h]])
-			if !ok {
-				break
-			}
-			a := int(d.Act[k*H+h])
-			v.N[n]++
-			if v.at[n] < 0 {
-				v.at[n] = int32(len(v.counts) / A)
-				v.counts = append(v.counts, make([]int64, A)...)
-			}
-			v.counts[int(v.at[n])*A+a]++
-			if d.ActVocab[a] != pol.Nodes[n].Action {
-				break
-			}
-			node = n
-		}
+		v.walk(pol, d, k)
 	}
 	return v
+}
+
+// walk counts episode k of d down pol's tree until its first action
+// that departs from pol (or its end).
+func (v *Visits) walk(pol *Policy, d *ingest.Dataset, k int) {
+	H, node := d.Horizon, int64(-1)
+	for h := 0; h < H && h < int(d.Length[k]); h++ {
+		n, ok := pol.Child(node, d.ObsVocab[d.Obs[k*H+h]])
+		if !ok {
+			return
+		}
+		a := int(d.Act[k*H+h])
+		v.add(n, a)
+		if d.ActVocab[a] != pol.Nodes[n].Action {
+			return
+		}
+		node = n
+	}
+}
+
+// add counts a visit of node n that took action a (an index of the
+// logs' actions), allocating the node's counts at its first visit.
+func (v *Visits) add(n int64, a int) {
+	A := len(v.acts)
+	v.N[n]++
+	if v.at[n] < 0 {
+		v.at[n] = int32(len(v.counts) / A)
+		v.counts = append(v.counts, make([]int64, A)...)
+	}
+	v.counts[int(v.at[n])*A+a]++
 }
 
 // Count is the number of logged visits of node n that took action a.
