@@ -60,6 +60,23 @@ type config struct {
 }
 
 func main() {
+	c, err := parseConfig()
+	if c.workers <= 0 {
+		c.workers = runtime.GOMAXPROCS(0)
+	}
+	if err == nil {
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+		err = run(ctx, c)
+		stop()
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "ope:", err)
+		os.Exit(1)
+	}
+}
+
+// parseConfig reads the study's configuration from the command line.
+func parseConfig() (config, error) {
 	var c config
 	var problems, horizons, episodes, behaviors, targets string
 	flag.StringVar(&problems, "pomdp", "", "comma-separated POMDP files (Cassandra's format)")
@@ -84,18 +101,7 @@ func main() {
 	if err == nil && len(c.problems) == 0 {
 		err = errors.New("--pomdp is required")
 	}
-	if c.workers <= 0 {
-		c.workers = runtime.GOMAXPROCS(0)
-	}
-	if err == nil {
-		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-		err = run(ctx, c)
-		stop()
-	}
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "ope:", err)
-		os.Exit(1)
-	}
+	return c, err
 }
 
 func split(s string) []string {
@@ -213,10 +219,6 @@ func run(ctx context.Context, c config) error {
 	if err != nil {
 		return err
 	}
-	done := map[string]bool{}
-	for _, r := range recs {
-		done[r.key()] = true
-	}
 	if err := os.MkdirAll(filepath.Dir(c.out), 0o755); err != nil {
 		return err
 	}
@@ -225,70 +227,120 @@ func run(ctx context.Context, c config) error {
 		return err
 	}
 	defer f.Close()
-	w := csv.NewWriter(f)
+	s := &study{c: c, done: doneCells(recs), w: csv.NewWriter(f), recs: recs}
 	if len(recs) == 0 {
-		if err := w.Write(header); err != nil {
+		if err := s.w.Write(header); err != nil {
 			return err
 		}
 	}
 	for _, path := range c.problems {
-		m, err := pomdp.ParseFile(path)
-		if err != nil {
+		if err := s.problem(ctx, path); err != nil {
 			return err
-		}
-		name := strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
-		filter, err := m.NewFilter()
-		if err != nil {
-			return err
-		}
-		for _, H := range c.horizons {
-			for _, bspec := range c.behaviors {
-				beh, err := pomdp.ParseBehavior(bspec, m)
-				if err != nil {
-					return err
-				}
-				for _, tname := range c.targets {
-					var t *target
-					for _, K := range c.episodes {
-						cl := cell{problem: name, behavior: bspec, target: tname, H: H, K: K}
-						if done[cl.key()] {
-							continue
-						}
-						if t == nil {
-							if t, err = makeTarget(ctx, tname, m, H, beh, c.maxNodes); errors.Is(err, pomdp.ErrTooLarge) {
-								fmt.Fprintf(os.Stderr, "%s H=%d %s %s: left out (%v)\n", name, H, bspec, tname, err)
-								break
-							} else if err != nil {
-								return err
-							}
-						}
-						start := time.Now()
-						rs, skipped, err := runCell(ctx, c, m, filter, beh, t, cl)
-						if err != nil {
-							return fmt.Errorf("%s: %w", cl.key(), err)
-						}
-						for _, r := range rs {
-							if err := w.Write(r.row()); err != nil {
-								return err
-							}
-						}
-						w.Flush()
-						if err := w.Error(); err != nil {
-							return err
-						}
-						recs = append(recs, rs...)
-						fmt.Fprintf(os.Stderr, "%s H=%d %s %s K=%d: %d logs (%d skipped) in %.1fs\n",
-							name, H, bspec, tname, K, c.seeds-skipped, skipped, time.Since(start).Seconds())
-					}
-				}
-			}
 		}
 	}
-	sum := summarize(recs)
+	sum := summarize(s.recs)
 	fmt.Print(sum)
 	if c.docs != "" {
 		return writeDocs(c.docs, sum)
 	}
+	return nil
+}
+
+// doneCells is the set of the keys of the cells the records hold.
+func doneCells(recs []record) map[string]bool {
+	done := map[string]bool{}
+	for _, r := range recs {
+		done[r.key()] = true
+	}
+	return done
+}
+
+// study is a run of the study: its configuration, the cells already
+// done, the CSV it appends to and every record so far.
+type study struct {
+	c    config
+	done map[string]bool
+	w    *csv.Writer
+	recs []record
+}
+
+// problem runs every cell of one problem file not done yet.
+func (s *study) problem(ctx context.Context, path string) error {
+	m, err := pomdp.ParseFile(path)
+	if err != nil {
+		return err
+	}
+	name := strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
+	filter, err := m.NewFilter()
+	if err != nil {
+		return err
+	}
+	for _, H := range s.c.horizons {
+		for _, bspec := range s.c.behaviors {
+			beh, err := pomdp.ParseBehavior(bspec, m)
+			if err != nil {
+				return err
+			}
+			for _, tname := range s.c.targets {
+				cl := cell{problem: name, behavior: bspec, target: tname, H: H}
+				if err := s.targetCells(ctx, m, filter, beh, cl); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// targetCells runs the cells of base's problem, H, behaviour and target
+// for each K not done yet. The target is made (and valued) once, before
+// the first of them; when it is too large to value exactly they are left
+// out.
+func (s *study) targetCells(ctx context.Context, m *pomdp.POMDP, filter *pomdp.Filter, beh pomdp.Behavior, base cell) error {
+	var t *target
+	var err error
+	for _, K := range s.c.episodes {
+		cl := base
+		cl.K = K
+		if s.done[cl.key()] {
+			continue
+		}
+		if t == nil {
+			if t, err = makeTarget(ctx, cl.target, m, cl.H, beh, s.c.maxNodes); errors.Is(err, pomdp.ErrTooLarge) {
+				fmt.Fprintf(os.Stderr, "%s H=%d %s %s: left out (%v)\n", cl.problem, cl.H, cl.behavior, cl.target, err)
+				break
+			} else if err != nil {
+				return err
+			}
+		}
+		if err := s.score(ctx, m, filter, beh, t, cl); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// score runs one cell, appends its records to the CSV (flushed at once,
+// so that an interrupted study resumes after it) and reports its
+// progress.
+func (s *study) score(ctx context.Context, m *pomdp.POMDP, filter *pomdp.Filter, beh pomdp.Behavior, t *target, cl cell) error {
+	start := time.Now()
+	rs, skipped, err := runCell(ctx, s.c, m, filter, beh, t, cl)
+	if err != nil {
+		return fmt.Errorf("%s: %w", cl.key(), err)
+	}
+	for _, r := range rs {
+		if err := s.w.Write(r.row()); err != nil {
+			return err
+		}
+	}
+	s.w.Flush()
+	if err := s.w.Error(); err != nil {
+		return err
+	}
+	s.recs = append(s.recs, rs...)
+	fmt.Fprintf(os.Stderr, "%s H=%d %s %s K=%d: %d logs (%d skipped) in %.1fs\n",
+		cl.problem, cl.H, cl.behavior, cl.target, cl.K, s.c.seeds-skipped, skipped, time.Since(start).Seconds())
 	return nil
 }
 
@@ -356,20 +408,26 @@ func runLog(ctx context.Context, c config, m *pomdp.POMDP, filter *pomdp.Filter,
 	if err != nil {
 		return nil, err
 	}
-	secs := time.Since(start).Seconds()
+	out := records(res, cl, seed, t.value, withModel, time.Since(start).Seconds())
+	if math.IsNaN(t.value) {
+		return nil, errors.New("exact value is NaN")
+	}
+	return out, nil
+}
+
+// records turns the estimates on one log into the study's records (the
+// model-based estimators left out when the models did not run).
+func records(res *ope.Result, cl cell, seed int, truth float64, withModel bool, secs float64) []record {
 	var out []record
 	for _, e := range res.Estimates {
 		if !withModel && (e.Estimator == ope.EstModel || e.Estimator == ope.EstModelLCB ||
 			e.Estimator == ope.EstDR || e.Estimator == ope.EstWDR) {
 			continue
 		}
-		out = append(out, record{cell: cl, seed: seed, truth: t.value, estimator: e.Estimator,
+		out = append(out, record{cell: cl, seed: seed, truth: truth, estimator: e.Estimator,
 			value: e.Value, lower: e.Lower, upper: e.Upper, nLower: e.NormalLower, nUpper: e.NormalUpper,
 			bLower: e.BernsteinLower, bUpper: e.BernsteinUpper, ess: e.ESS, reliable: e.Reliable,
 			recommended: e.Estimator == res.Recommended, withModel: withModel, seconds: secs})
 	}
-	if math.IsNaN(t.value) {
-		return nil, errors.New("exact value is NaN")
-	}
-	return out, nil
+	return out
 }
