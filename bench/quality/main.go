@@ -41,19 +41,6 @@ type options struct {
 	knownRange                      bool
 }
 
-func main() {
-	o := parseOptions()
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, o); err != nil {
-		fmt.Fprintln(os.Stderr, "quality:", err)
-		if errors.Is(err, context.Canceled) {
-			os.Exit(130)
-		}
-		os.Exit(1)
-	}
-}
-
 // parseOptions reads the options from the command line.
 func parseOptions() options {
 	var o options
@@ -82,6 +69,19 @@ func parseOptions() options {
 		o.ks = "10,30,100,300"
 	}
 	return o
+}
+
+func main() {
+	o := parseOptions()
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, o); err != nil {
+		fmt.Fprintln(os.Stderr, "quality:", err)
+		if errors.Is(err, context.Canceled) {
+			os.Exit(130)
+		}
+		os.Exit(1)
+	}
 }
 
 func flagSet(name string) bool {

@@ -29,28 +29,18 @@ const (
 	noiseMargin = 0.1
 )
 
+// table turns the rows into the study's Arrow table.
 func table(rows []Row, meta map[string]string) report.Table {
-	n := len(rows)
 	var fam, beh []string
 	ints := map[string][]int32{}
 	flts := map[string][]float64{}
-	intCols := []string{"problem", "horizon", "k", "states", "actions", "observations", "rank"}
-	fltCols := []string{"optimal", "behavior_value", "psrlcb", "greedy", "tabular", "alpha",
-		"regret_psrlcb", "regret_greedy", "regret_tabular",
-		"model_of_optimal", "model_of_greedy", "model_of_psrlcb",
-		"est_error", "plan_gap", "greedy_overvalue", "bonus_loss",
-		"true_max_reward", "model_max_reward", "reward_flagged", "miscal_share", "reward_loglik", "clone", "fit_seconds"}
-	exact := make([]bool, 0, n)
+	exact := make([]bool, 0, len(rows))
 	for _, r := range rows {
 		fam, beh = append(fam, r.Family), append(beh, r.Behavior)
-		for i, v := range []int{r.Problem, r.Horizon, r.K, r.States, r.Actions, r.Obs, r.Rank} {
+		for i, v := range r.intValues() {
 			ints[intCols[i]] = append(ints[intCols[i]], int32(v))
 		}
-		for i, v := range []float64{float64(r.Optimal), float64(r.Behav), float64(r.PSRLCB), float64(r.Greedy), float64(r.Tabular), float64(r.Alpha),
-			r.Regret(r.PSRLCB), r.Regret(r.Greedy), r.Regret(r.Tabular),
-			float64(r.ModelOfOptimal), float64(r.ModelOfGreedy), float64(r.ModelOfPSRLCB),
-			r.EstErr(), r.PlanGap(), r.GreedyOver(), r.BonusLoss(),
-			float64(r.TrueMaxReward), float64(r.ModelMaxReward), flagValue(r.RewardFlagged), float64(r.MiscalShare), float64(r.RewardLogLik), flagValue(r.Clone), float64(r.FitSeconds)} {
+		for i, v := range r.floatValues() {
 			flts[fltCols[i]] = append(flts[fltCols[i]], v)
 		}
 		exact = append(exact, r.PlanExact)
@@ -65,6 +55,31 @@ func table(rows []Row, meta map[string]string) report.Table {
 	}
 	t.Columns = append(t.Columns, report.Column{Name: "plan_exact", Bool: arrowio.OrEmpty(exact)})
 	return t
+}
+
+// intCols and fltCols name the table's integer and float columns, in the
+// order of Row.intValues and Row.floatValues.
+var (
+	intCols = []string{"problem", "horizon", "k", "states", "actions", "observations", "rank"}
+	fltCols = []string{"optimal", "behavior_value", "psrlcb", "greedy", "tabular", "alpha",
+		"regret_psrlcb", "regret_greedy", "regret_tabular",
+		"model_of_optimal", "model_of_greedy", "model_of_psrlcb",
+		"est_error", "plan_gap", "greedy_overvalue", "bonus_loss",
+		"true_max_reward", "model_max_reward", "reward_flagged", "miscal_share", "reward_loglik", "clone", "fit_seconds"}
+)
+
+// intValues are the row's values of the integer columns (intCols).
+func (r Row) intValues() []int {
+	return []int{r.Problem, r.Horizon, r.K, r.States, r.Actions, r.Obs, r.Rank}
+}
+
+// floatValues are the row's values of the float columns (fltCols).
+func (r Row) floatValues() []float64 {
+	return []float64{float64(r.Optimal), float64(r.Behav), float64(r.PSRLCB), float64(r.Greedy), float64(r.Tabular), float64(r.Alpha),
+		r.Regret(r.PSRLCB), r.Regret(r.Greedy), r.Regret(r.Tabular),
+		float64(r.ModelOfOptimal), float64(r.ModelOfGreedy), float64(r.ModelOfPSRLCB),
+		r.EstErr(), r.PlanGap(), r.GreedyOver(), r.BonusLoss(),
+		float64(r.TrueMaxReward), float64(r.ModelMaxReward), flagValue(r.RewardFlagged), float64(r.MiscalShare), float64(r.RewardLogLik), flagValue(r.Clone), float64(r.FitSeconds)}
 }
 
 // flagValue is 1 for a true flag (reward check flagged, clone returned),
@@ -149,6 +164,8 @@ type Summary struct {
 	Recorded, Cloned                    int     // runs that record the fallback, and those that returned the clone
 }
 
+// summarise is the distribution of the normalized regrets and of the
+// decomposition terms over one cell's runs rs.
 func summarise(rs []Row) Summary {
 	s := Summary{N: len(rs)}
 	ps := regrets(rs, func(r Row) jfloat { return r.PSRLCB })
@@ -158,18 +175,7 @@ func summarise(rs []Row) Summary {
 	var est, plan, over, bonus []float64
 	defined, wt, wb := 0, 0, 0
 	for _, r := range rs {
-		if r.Clone != nil {
-			s.Recorded++
-			if *r.Clone {
-				s.Cloned++
-			}
-		}
-		if r.RewardFlagged != nil {
-			s.Checked++
-			if *r.RewardFlagged {
-				s.Flagged++
-			}
-		}
+		s.countFlags(r)
 		p := r.Regret(r.PSRLCB)
 		if math.IsNaN(p) {
 			s.Undefined++
@@ -189,6 +195,24 @@ func summarise(rs []Row) Summary {
 	}
 	s.Est, s.Plan, s.Over, s.Bonus = quantile(est, 0.5), quantile(plan, 0.5), quantile(over, 0.5), quantile(bonus, 0.5)
 	return s
+}
+
+// countFlags counts r among the runs that record the fallback's decision
+// and those with a reward check, and among those that returned the clone
+// or were flagged.
+func (s *Summary) countFlags(r Row) {
+	if r.Clone != nil {
+		s.Recorded++
+		if *r.Clone {
+			s.Cloned++
+		}
+	}
+	if r.RewardFlagged != nil {
+		s.Checked++
+		if *r.RewardFlagged {
+			s.Flagged++
+		}
+	}
 }
 
 func resultsMarkdown(rows []Row, cfg Config) string {
@@ -274,46 +298,49 @@ func regretPlot(rows []Row, path string) error {
 	p := plot.New()
 	p.Title.Text = "Normalized regret per family (box: quartiles; whiskers: 1.5 IQR)"
 	p.Y.Label.Text = "(V* − V^π)/(V* − V^b)"
-	w := vg.Points(8)
 	methods := []struct {
 		name string
 		pick func(Row) jfloat
 	}{{"PSR-LCB", func(r Row) jfloat { return r.PSRLCB }}, {"greedy α=0", func(r Row) jfloat { return r.Greedy }}, {"tabular LCB", func(r Row) jfloat { return r.Tabular }}}
-	var names []string
 	for mi, m := range methods {
-		for ci, c := range order {
-			var v plotter.Values
-			for _, x := range regrets(g[c], m.pick) {
-				if !math.IsNaN(x) {
-					v = append(v, x)
-				}
+		if err := addBoxes(p, order, g, mi, m.name, m.pick); err != nil {
+			return err
+		}
+	}
+	return saveCellPlot(p, order, path)
+}
+
+// addBoxes draws the box plot of method mi's finite regrets in each cell
+// (offset within the cell by method), and its legend swatch at the first
+// cell.
+func addBoxes(p *plot.Plot, order []cell, g map[cell][]Row, mi int, name string, pick func(Row) jfloat) error {
+	w := vg.Points(8)
+	for ci, c := range order {
+		var v plotter.Values
+		for _, x := range regrets(g[c], pick) {
+			if !math.IsNaN(x) {
+				v = append(v, x)
 			}
-			if len(v) == 0 {
-				continue
-			}
-			bx, err := plotter.NewBoxPlot(w, float64(ci)+float64(mi-1)*0.25, v)
+		}
+		if len(v) == 0 {
+			continue
+		}
+		bx, err := plotter.NewBoxPlot(w, float64(ci)+float64(mi-1)*0.25, v)
+		if err != nil {
+			return err
+		}
+		bx.FillColor = plotColor(mi)
+		p.Add(bx)
+		if ci == 0 {
+			sw, err := plotter.NewBarChart(plotter.Values{0}, 1) // a legend swatch of the box colour
 			if err != nil {
 				return err
 			}
-			bx.FillColor = plotColor(mi)
-			p.Add(bx)
-			if ci == 0 {
-				sw, err := plotter.NewBarChart(plotter.Values{0}, 1) // a legend swatch of the box colour
-				if err != nil {
-					return err
-				}
-				sw.Color = plotColor(mi)
-				p.Legend.Add(m.name, sw)
-			}
+			sw.Color = plotColor(mi)
+			p.Legend.Add(name, sw)
 		}
 	}
-	for _, c := range order {
-		names = append(names, fmt.Sprintf("%s\n%s H%d K%s", c.Family, strings.SplitN(c.Behavior, ":", 2)[0], c.H, kLabel(c.K)))
-	}
-	p.NominalX(names...)
-	p.Legend.Top = true
-	p.Add(plotter.NewGrid())
-	return p.Save(vg.Length(max(6, 1.6*float64(len(order))))*vg.Inch, 4.5*vg.Inch, path)
+	return nil
 }
 
 // decompositionPlot: the median of each decomposition term per cell.
@@ -330,20 +357,8 @@ func decompositionPlot(rows []Row, path string) error {
 		{"planning: V_θ̂(π*) − V_θ̂(π_g)", func(s Summary) float64 { return s.Plan }},
 		{"overvaluation: V_θ̂(π_g) − V^π_g", func(s Summary) float64 { return s.Over }},
 		{"bonus: V^π_g − V^π̄", func(s Summary) float64 { return s.Bonus }}}
-	var names []string
-	for _, c := range order {
-		names = append(names, fmt.Sprintf("%s\n%s H%d K%s", c.Family, strings.SplitN(c.Behavior, ":", 2)[0], c.H, kLabel(c.K)))
-	}
 	for ti, t := range terms {
-		var v plotter.Values
-		for _, c := range order {
-			x := t.get(summarise(g[c]))
-			if math.IsNaN(x) {
-				x = 0
-			}
-			v = append(v, x)
-		}
-		bars, err := plotter.NewBarChart(v, w)
+		bars, err := plotter.NewBarChart(termMedians(order, g, t.get), w)
 		if err != nil {
 			return err
 		}
@@ -352,6 +367,30 @@ func decompositionPlot(rows []Row, path string) error {
 		bars.LineStyle.Width = 0
 		p.Add(bars)
 		p.Legend.Add(t.name, bars)
+	}
+	return saveCellPlot(p, order, path)
+}
+
+// termMedians is one decomposition term's median per cell (0 where it is
+// undefined).
+func termMedians(order []cell, g map[cell][]Row, get func(Summary) float64) plotter.Values {
+	var v plotter.Values
+	for _, c := range order {
+		x := get(summarise(g[c]))
+		if math.IsNaN(x) {
+			x = 0
+		}
+		v = append(v, x)
+	}
+	return v
+}
+
+// saveCellPlot names the x axis's positions after the cells, adds the
+// legend and a grid, and saves p to path, wider with more cells.
+func saveCellPlot(p *plot.Plot, order []cell, path string) error {
+	var names []string
+	for _, c := range order {
+		names = append(names, fmt.Sprintf("%s\n%s H%d K%s", c.Family, strings.SplitN(c.Behavior, ":", 2)[0], c.H, kLabel(c.K)))
 	}
 	p.NominalX(names...)
 	p.Legend.Top = true
