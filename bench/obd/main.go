@@ -303,13 +303,26 @@ func readCSV(path string) ([]impression, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", path, err)
 		}
-		click, err1 := strconv.ParseFloat(rec[col["click"]], 64)
-		p, err2 := strconv.ParseFloat(rec[col["propensity_score"]], 64)
-		if err1 != nil || err2 != nil {
-			return nil, fmt.Errorf("%s line %d: click or propensity_score is not a number", path, line)
+		imp, err := parseImpression(rec, col)
+		if err != nil {
+			return nil, fmt.Errorf("%s line %d: %w", path, line, err)
 		}
-		out = append(out, impression{item: rec[col["item_id"]], position: rec[col["position"]], click: click, propensity: p})
+		out = append(out, imp)
 	}
+}
+
+// errNotNumber: a record's click or propensity_score does not parse.
+var errNotNumber = errors.New("click or propensity_score is not a number")
+
+// parseImpression is the impression of one CSV record, col mapping the
+// column names to their indices.
+func parseImpression(rec []string, col map[string]int) (impression, error) {
+	click, err1 := strconv.ParseFloat(rec[col["click"]], 64)
+	p, err2 := strconv.ParseFloat(rec[col["propensity_score"]], 64)
+	if err1 != nil || err2 != nil {
+		return impression{}, errNotNumber
+	}
+	return impression{item: rec[col["item_id"]], position: rec[col["position"]], click: click, propensity: p}, nil
 }
 
 // columns maps each column name of the CSV header to its index, and

@@ -47,6 +47,7 @@ import (
 	"time"
 
 	"github.com/psrlcb/psrlcb/estimate"
+	"github.com/psrlcb/psrlcb/ingest"
 	"github.com/psrlcb/psrlcb/ope"
 	"github.com/psrlcb/psrlcb/pomdp"
 )
@@ -348,6 +349,24 @@ func (s *study) score(ctx context.Context, m *pomdp.POMDP, filter *pomdp.Filter,
 // and returns the records in seed order and how many logs were skipped
 // (the target took an action the log never did).
 func runCell(ctx context.Context, c config, m *pomdp.POMDP, filter *pomdp.Filter, beh pomdp.Behavior, t *target, cl cell) ([]record, int, error) {
+	out, errs := runLogs(ctx, c, m, filter, beh, t, cl)
+	var recs []record
+	skipped := 0
+	for s := range c.seeds {
+		switch {
+		case errors.Is(errs[s], errUnlogged):
+			skipped++
+		case errs[s] != nil:
+			return nil, 0, fmt.Errorf("seed %d: %w", s+1, errs[s])
+		}
+		recs = append(recs, out[s]...)
+	}
+	return recs, skipped, nil
+}
+
+// runLogs evaluates the target on the c.seeds logs of the cell, c.workers
+// at a time, and returns each seed's records and error.
+func runLogs(ctx context.Context, c config, m *pomdp.POMDP, filter *pomdp.Filter, beh pomdp.Behavior, t *target, cl cell) ([][]record, []error) {
 	out := make([][]record, c.seeds)
 	errs := make([]error, c.seeds)
 	var wg sync.WaitGroup
@@ -366,18 +385,7 @@ func runCell(ctx context.Context, c config, m *pomdp.POMDP, filter *pomdp.Filter
 	}
 	close(next)
 	wg.Wait()
-	var recs []record
-	skipped := 0
-	for s := range c.seeds {
-		switch {
-		case errors.Is(errs[s], errUnlogged):
-			skipped++
-		case errs[s] != nil:
-			return nil, 0, fmt.Errorf("seed %d: %w", s+1, errs[s])
-		}
-		recs = append(recs, out[s]...)
-	}
-	return recs, skipped, nil
+	return out, errs
 }
 
 // runLog draws the log of one seed and runs every estimator on it.
@@ -395,14 +403,10 @@ func runLog(ctx context.Context, c config, m *pomdp.POMDP, filter *pomdp.Filter,
 	if err != nil {
 		return nil, err
 	}
-	o := ope.Options{Bootstrap: c.bootstrap, Seed: uint64(seed), Workers: 1}
 	withModel := seed <= c.modelSeeds && cl.K <= c.modelMaxK
-	if withModel {
-		ms, err := ope.FitModels(ctx, d, nil, estimate.Options{Seed: uint64(seed), Workers: 1}, 1)
-		if err != nil {
-			return nil, err
-		}
-		o.Model, o.Bonus, o.Folds, o.Fold, o.ModelNote = ms.All, ms.Bonus, ms.Folds, ms.Fold, ms.Note
+	o, err := evalOptions(ctx, c, d, seed, withModel)
+	if err != nil {
+		return nil, err
 	}
 	res, err := ope.Evaluate(ctx, d, rho, tg, o)
 	if err != nil {
@@ -413,6 +417,21 @@ func runLog(ctx context.Context, c config, m *pomdp.POMDP, filter *pomdp.Filter,
 		return nil, errors.New("exact value is NaN")
 	}
 	return out, nil
+}
+
+// evalOptions are the options of ope.Evaluate on the log d of seed; with
+// withModel they carry the models ope.FitModels fits on it (on all the
+// episodes and on each half) and their bonus.
+func evalOptions(ctx context.Context, c config, d *ingest.Dataset, seed int, withModel bool) (ope.Options, error) {
+	o := ope.Options{Bootstrap: c.bootstrap, Seed: uint64(seed), Workers: 1}
+	if withModel {
+		ms, err := ope.FitModels(ctx, d, nil, estimate.Options{Seed: uint64(seed), Workers: 1}, 1)
+		if err != nil {
+			return o, err
+		}
+		o.Model, o.Bonus, o.Folds, o.Fold, o.ModelNote = ms.All, ms.Bonus, ms.Folds, ms.Fold, ms.Note
+	}
+	return o, nil
 }
 
 // records turns the estimates on one log into the study's records (the

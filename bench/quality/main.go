@@ -101,19 +101,10 @@ func problemNames(ps []Problem) string {
 // configFromOptions checks the flags and builds the study configuration.
 func configFromOptions(o options) (Config, error) {
 	cfg := Config{PomdpDir: o.pomdpDir, Behavs: Behaviors, Seeds: o.seeds, Restarts: o.restarts, MaxIter: o.maxIter, Workers: o.workers, KnownRange: o.knownRange, Fallback: o.fallback}
-	if o.alpha != "" && o.alpha != "auto" {
-		a, err := pessimism.ParseAlpha(o.alpha)
-		if err != nil {
-			return cfg, fmt.Errorf("--alpha: %w", err)
-		}
-		cfg.Alpha = a
+	if err := cfg.setAlpha(o.alpha); err != nil {
+		return cfg, err
 	}
-	if o.behaviors != "" {
-		cfg.Behavs = nil
-		for _, b := range strings.Split(o.behaviors, ",") {
-			cfg.Behavs = append(cfg.Behavs, strings.TrimSpace(b))
-		}
-	}
+	cfg.setBehaviors(o.behaviors)
 	tier, err := cfg.setTier(o.tier, o.rank)
 	if err != nil {
 		return cfg, err
@@ -132,6 +123,29 @@ func configFromOptions(o options) (Config, error) {
 		return cfg, fmt.Errorf("nothing to run: need at least one K, one seed, one restart and one iteration")
 	}
 	return cfg, nil
+}
+
+// setAlpha sets a fixed α ("" and "auto" leave the automatic choice).
+func (cfg *Config) setAlpha(alpha string) error {
+	if alpha != "" && alpha != "auto" {
+		a, err := pessimism.ParseAlpha(alpha)
+		if err != nil {
+			return fmt.Errorf("--alpha: %w", err)
+		}
+		cfg.Alpha = a
+	}
+	return nil
+}
+
+// setBehaviors sets the comma-separated behaviour policies ("" keeps the
+// default ones).
+func (cfg *Config) setBehaviors(behaviors string) {
+	if behaviors != "" {
+		cfg.Behavs = nil
+		for _, b := range strings.Split(behaviors, ",") {
+			cfg.Behavs = append(cfg.Behavs, strings.TrimSpace(b))
+		}
+	}
 }
 
 // setTier sets the tier and whether the rank is searched (--tier, then
