@@ -100,11 +100,7 @@ func run(ctx context.Context, c config) error {
 	if err != nil {
 		return err
 	}
-	vStar, _, err := pomdp.OptimalContext(ctx, m, c.H)
-	if err != nil {
-		return err
-	}
-	vb, err := pomdp.BehaviorValueContext(ctx, m, c.H, beh)
+	vStar, vb, err := references(ctx, m, c.H, beh)
 	if err != nil {
 		return err
 	}
@@ -119,6 +115,16 @@ func run(ctx context.Context, c config) error {
 		}
 	}
 	return nil
+}
+
+// references are the exact optimal value V* and the behaviour's value
+// V^b at horizon H.
+func references(ctx context.Context, m *pomdp.POMDP, H int, beh pomdp.Behavior) (vStar, vb float64, err error) {
+	if vStar, _, err = pomdp.OptimalContext(ctx, m, H); err != nil {
+		return 0, 0, err
+	}
+	vb, err = pomdp.BehaviorValueContext(ctx, m, H, beh)
+	return vStar, vb, err
 }
 
 // runSeed draws the log of one seed and prints the row of every model
@@ -289,12 +295,7 @@ func (s *study) greedy(ctx context.Context, mod *estimate.Model) (*policy.Policy
 // row prints one model's figures.
 func (s *study) row(ctx context.Context, name string, mod *estimate.Model) error {
 	K, H := s.d.NumEpisodes(), s.H
-	obs, joint := 0.0, 0.0
-	for k := range K {
-		o, a, r := s.d.Obs[k*H:(k+1)*H], s.d.Act[k*H:(k+1)*H], s.d.Reward[k*H:(k+1)*H]
-		obs += mod.ObsLogLik(o, a)
-		joint += mod.EpisodeLogLik(o, a, r)
-	}
+	obs, joint := s.logLiks(mod)
 	pol, err := s.greedy(ctx, mod)
 	if err != nil {
 		return err
@@ -311,6 +312,18 @@ func (s *study) row(ctx context.Context, name string, mod *estimate.Model) error
 	fmt.Printf("%-10s %10.4f %10.4f %10.4f %8.3f %8.3f %8.3f  %s\n", name, obs/float64(K), (joint-obs)/float64(K), joint/float64(K),
 		(s.vStar-v)/gap, vo, math.Abs(vo-s.vStar)/gap, s.planNote)
 	return nil
+}
+
+// logLiks are mod's log-likelihoods of the logs: of the observations,
+// ln P(o|a), and of the observations and rewards together.
+func (s *study) logLiks(mod *estimate.Model) (obs, joint float64) {
+	K, H := s.d.NumEpisodes(), s.H
+	for k := range K {
+		o, a, r := s.d.Obs[k*H:(k+1)*H], s.d.Act[k*H:(k+1)*H], s.d.Reward[k*H:(k+1)*H]
+		obs += mod.ObsLogLik(o, a)
+		joint += mod.EpisodeLogLik(o, a, r)
+	}
+	return obs, joint
 }
 
 // printModel prints a model's initial distribution, transitions and

@@ -380,16 +380,7 @@ func bestAmongHeld(cells map[string]*cellStats, order []string) (map[string]int,
 	n := 0
 	for _, k := range order {
 		cs := cells[k]
-		min := math.Inf(1)
-		var held []string
-		for _, e := range intervalEstimators {
-			s := cs.byEst[e]
-			if s == nil || s.n == 0 || s.reliable*2 < s.n || math.IsNaN(s.cover) || s.cover < coverTarget {
-				continue
-			}
-			held = append(held, e)
-			min = math.Min(min, s.rmse)
-		}
+		held, min := cs.held()
 		if len(held) == 0 {
 			continue
 		}
@@ -401,6 +392,23 @@ func bestAmongHeld(cells map[string]*cellStats, order []string) (map[string]int,
 		}
 	}
 	return best, n
+}
+
+// held is the interval estimators whose bootstrap interval held in the
+// cell (reliable on at least half the logs, coverage ≥ coverTarget), and
+// the smallest RMSE among them.
+func (cs *cellStats) held() ([]string, float64) {
+	min := math.Inf(1)
+	var held []string
+	for _, e := range intervalEstimators {
+		s := cs.byEst[e]
+		if s == nil || s.n == 0 || s.reliable*2 < s.n || math.IsNaN(s.cover) || s.cover < coverTarget {
+			continue
+		}
+		held = append(held, e)
+		min = math.Min(min, s.rmse)
+	}
+	return held, min
 }
 
 func share(a, n int) string {

@@ -56,21 +56,22 @@ func newIndex(rows []Row) *index {
 			ix.by[c] = map[string][]Row{}
 		}
 		ix.by[c][r.Method] = append(ix.by[c][r.Method], r)
-		if !seenP[r.Problem] {
-			seenP[r.Problem] = true
-			ix.problems = append(ix.problems, r.Problem)
-		}
-		if !seenB[r.Behavior] {
-			seenB[r.Behavior] = true
-			ix.behavs = append(ix.behavs, r.Behavior)
-		}
-		if !seenK[r.K] {
-			seenK[r.K] = true
-			ix.ks = append(ix.ks, r.K)
-		}
+		ix.problems = appendNew(seenP, ix.problems, r.Problem)
+		ix.behavs = appendNew(seenB, ix.behavs, r.Behavior)
+		ix.ks = appendNew(seenK, ix.ks, r.K)
 	}
 	sort.Ints(ix.ks)
 	return ix
+}
+
+// appendNew appends v to list the first time it is seen (recording it in
+// seen).
+func appendNew[T comparable](seen map[T]bool, list []T, v T) []T {
+	if !seen[v] {
+		seen[v] = true
+		list = append(list, v)
+	}
+	return list
 }
 
 func (ix *index) get(p, b string, K int, method string) []Row { return ix.by[cell{p, b, K}][method] }
@@ -135,16 +136,9 @@ func behaviorTarget(ix *index, margin float64) (Verdict, int) {
 					continue
 				}
 				cells++
-				mean, se := meanSE(values(rs))
-				vb, opt := float64(rs[0].BehaviorValue), float64(rs[0].Optimal)
-				allow := seZ * se
-				if len(rs) == 1 || se < 1e-12 {
-					allow = margin * math.Abs(opt-vb)
-				}
-				if mean < vb-allow-lcbTol {
+				if worse, detail := belowBehavior(p, b, K, rs, margin); worse {
 					bad++
-					v.Detail = append(v.Detail, fmt.Sprintf("worse: %s, %s, K=%d: mean V %.4g < V^b %.4g − %.3g (SE %.3g, n=%d)",
-						p, b, K, mean, vb, allow, se, len(rs)))
+					v.Detail = append(v.Detail, detail)
 				}
 			}
 		}
@@ -152,6 +146,24 @@ func behaviorTarget(ix *index, margin float64) (Verdict, int) {
 	v.Met = cells > 0 && bad == 0
 	v.Detail = append([]string{fmt.Sprintf("%d of %d (problem, behaviour, K) cells pass", cells-bad, cells)}, v.Detail...)
 	return v, bad
+}
+
+// belowBehavior says whether PSR-LCB's mean value over its runs rs on a
+// cell is below V^b by more than the allowance (seZ standard errors of the
+// seeds' spread; margin·|V* − V^b| without a spread), with the detail
+// line that says so.
+func belowBehavior(p, b string, K int, rs []Row, margin float64) (bool, string) {
+	mean, se := meanSE(values(rs))
+	vb, opt := float64(rs[0].BehaviorValue), float64(rs[0].Optimal)
+	allow := seZ * se
+	if len(rs) == 1 || se < 1e-12 {
+		allow = margin * math.Abs(opt-vb)
+	}
+	if mean < vb-allow-lcbTol {
+		return true, fmt.Sprintf("worse: %s, %s, K=%d: mean V %.4g < V^b %.4g − %.3g (SE %.3g, n=%d)",
+			p, b, K, mean, vb, allow, se, len(rs))
+	}
+	return false, ""
 }
 
 // narrowTarget: with the narrow behaviour, PSR-LCB's median normalized

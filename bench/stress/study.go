@@ -203,13 +203,9 @@ func (w *treeWriter) rec(ctx context.Context, parent int64, b []float64) error {
 		return err
 	}
 	m := w.m
-	h := len(w.obs)
 	a := w.pf(w.obs, w.act)
-	id := int64(len(w.pol.Nodes))
-	name := m.ObsName(w.obs[h-1])
-	w.pol.Nodes = append(w.pol.Nodes, policy.Node{ID: id, Parent: parent, Step: int32(h), Obs: name,
-		Action: m.Actions[a], Fallback: m.Actions[a]})
-	if h == w.H {
+	id := w.addNode(parent, a)
+	if len(w.obs) == w.H {
 		return nil
 	}
 	pred := predict(m, b, a)
@@ -227,6 +223,17 @@ func (w *treeWriter) rec(ctx context.Context, parent int64, b []float64) error {
 	}
 	w.act = w.act[:len(w.act)-1]
 	return nil
+}
+
+// addNode writes the node of the current history, a child of parent,
+// taking action a (its fallback too), and returns its id.
+func (w *treeWriter) addNode(parent int64, a int) int64 {
+	h := len(w.obs)
+	id := int64(len(w.pol.Nodes))
+	name := w.m.ObsName(w.obs[h-1])
+	w.pol.Nodes = append(w.pol.Nodes, policy.Node{ID: id, Parent: parent, Step: int32(h), Obs: name,
+		Action: w.m.Actions[a], Fallback: w.m.Actions[a]})
+	return id
 }
 
 // predict is the distribution of the next state from belief b after
