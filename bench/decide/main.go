@@ -136,11 +136,8 @@ func runSeed(ctx context.Context, c config, m *pomdp.POMDP, beh pomdp.Behavior, 
 		return err
 	}
 	fmt.Printf("seed %d\n%-10s %10s %10s %10s %8s %8s %8s  plan\n", seed, "model", "obs ll/ep", "rew ll/ep", "ll/ep", "regret", "V_θ(π*)", "err(π*)")
-	if err := s.row(ctx, "truth", truth); err != nil {
+	if err := s.truthRow(ctx, truth, c.verbose); err != nil {
 		return err
-	}
-	if c.verbose && truth.States <= 8 {
-		printModel(truth, "truth")
 	}
 	if err := s.fits(ctx, fitList(c, m, rank, seed, truth), c.verbose); err != nil {
 		return err
@@ -157,6 +154,18 @@ func runSeed(ctx context.Context, c config, m *pomdp.POMDP, beh pomdp.Behavior, 
 	}
 	if c.random > 0 {
 		return tally(ctx, s.d, rank, c.random)
+	}
+	return nil
+}
+
+// truthRow prints the true model's row and, with verbose, its parameters
+// (up to 8 states).
+func (s *study) truthRow(ctx context.Context, truth *estimate.Model, verbose bool) error {
+	if err := s.row(ctx, "truth", truth); err != nil {
+		return err
+	}
+	if verbose && truth.States <= 8 {
+		printModel(truth, "truth")
 	}
 	return nil
 }
@@ -329,19 +338,31 @@ func (s *study) logLiks(mod *estimate.Model) (obs, joint float64) {
 // printModel prints a model's initial distribution, transitions and
 // emissions per action, and E[r | s, a] per state.
 func printModel(mod *estimate.Model, name string) {
-	S := mod.States
 	fmt.Printf("%s: init %.2f\n", name, mod.Init)
 	for a := range mod.NumActions {
-		fmt.Printf("  T(·|s,%s):", mod.ActVocab[a])
-		for s := range S {
-			fmt.Printf(" %.2f", mod.Trans[0][(a*S+s)*S:(a*S+s+1)*S])
-		}
-		fmt.Printf("\n  E(·|s',%s) %v:", mod.ActVocab[a], mod.ObsVocab)
-		for s := range S {
-			fmt.Printf(" %.2f", mod.EmitOf(0, a)[s*mod.NumObs:(s+1)*mod.NumObs])
-		}
-		fmt.Println()
+		printAction(mod, a)
 	}
+	printRewards(mod)
+}
+
+// printAction prints the transitions and emissions of action a, one row
+// per state.
+func printAction(mod *estimate.Model, a int) {
+	S := mod.States
+	fmt.Printf("  T(·|s,%s):", mod.ActVocab[a])
+	for s := range S {
+		fmt.Printf(" %.2f", mod.Trans[0][(a*S+s)*S:(a*S+s+1)*S])
+	}
+	fmt.Printf("\n  E(·|s',%s) %v:", mod.ActVocab[a], mod.ObsVocab)
+	for s := range S {
+		fmt.Printf(" %.2f", mod.EmitOf(0, a)[s*mod.NumObs:(s+1)*mod.NumObs])
+	}
+	fmt.Println()
+}
+
+// printRewards prints E[r | s, a] at step 1, a row per state.
+func printRewards(mod *estimate.Model) {
+	S := mod.States
 	fmt.Printf("  E[r|s,a] %v\n", mod.ActVocab)
 	b := make([]float64, S)
 	for s := range S {

@@ -286,11 +286,7 @@ func readCSV(path string) ([]impression, error) {
 	}
 	defer f.Close()
 	r := csv.NewReader(f)
-	head, err := r.Read()
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	col, err := columns(path, head)
+	col, err := columns(path, r)
 	if err != nil {
 		return nil, err
 	}
@@ -325,9 +321,13 @@ func parseImpression(rec []string, col map[string]int) (impression, error) {
 	return impression{item: rec[col["item_id"]], position: rec[col["position"]], click: click, propensity: p}, nil
 }
 
-// columns maps each column name of the CSV header to its index, and
-// checks that the columns the study reads are there.
-func columns(path string, head []string) (map[string]int, error) {
+// columns reads the CSV header and maps each column name to its index,
+// checking that the columns the study reads are there.
+func columns(path string, r *csv.Reader) (map[string]int, error) {
+	head, err := r.Read()
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
 	col := map[string]int{}
 	for i, h := range head {
 		col[h] = i

@@ -220,10 +220,7 @@ func run(ctx context.Context, c config) error {
 	if err != nil {
 		return err
 	}
-	if err := os.MkdirAll(filepath.Dir(c.out), 0o755); err != nil {
-		return err
-	}
-	f, err := os.OpenFile(c.out, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	f, err := openAppend(c.out)
 	if err != nil {
 		return err
 	}
@@ -245,6 +242,15 @@ func run(ctx context.Context, c config) error {
 		return writeDocs(c.docs, sum)
 	}
 	return nil
+}
+
+// openAppend opens the file at path to append to, creating it and its
+// directory when missing.
+func openAppend(path string) (*os.File, error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return nil, err
+	}
+	return os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
 }
 
 // doneCells is the set of the keys of the cells the records hold.

@@ -467,14 +467,8 @@ func addSqrtLine(pl *plot.Plot, ks []int, first plotter.XY) error {
 // drawPanels lays the panels out in rows of cols and writes them as one
 // SVG file.
 func drawPanels(panels []*plot.Plot, cols int, path string) error {
-	rowsN := (len(panels) + cols - 1) / cols
-	grid := make([][]*plot.Plot, rowsN)
-	for i := range grid {
-		grid[i] = make([]*plot.Plot, cols)
-		for j := 0; j < cols && i*cols+j < len(panels); j++ {
-			grid[i][j] = panels[i*cols+j]
-		}
-	}
+	grid := panelGrid(panels, cols)
+	rowsN := len(grid)
 	w, h := vg.Length(cols)*3.3*vg.Inch, vg.Length(rowsN)*3*vg.Inch
 	c := vgsvg.New(w, h)
 	dc := draw.New(c)
@@ -489,6 +483,20 @@ func drawPanels(panels []*plot.Plot, cols int, path string) error {
 		}
 	}
 	return writeSVG(c, path)
+}
+
+// panelGrid lays the panels out in rows of cols, the last row's empty
+// places nil.
+func panelGrid(panels []*plot.Plot, cols int) [][]*plot.Plot {
+	rowsN := (len(panels) + cols - 1) / cols
+	grid := make([][]*plot.Plot, rowsN)
+	for i := range grid {
+		grid[i] = make([]*plot.Plot, cols)
+		for j := 0; j < cols && i*cols+j < len(panels); j++ {
+			grid[i][j] = panels[i*cols+j]
+		}
+	}
+	return grid
 }
 
 func writeSVG(c *vgsvg.Canvas, path string) error {
@@ -513,13 +521,9 @@ func lcbPlot(rows []Row, path string) error {
 	if err := addLCBScatters(pl, byProblem, names); err != nil {
 		return err
 	}
-	diag, err := plotter.NewLine(plotter.XYs{{X: lo, Y: lo}, {X: hi, Y: hi}})
-	if err != nil {
+	if err := addDiagonal(pl, lo, hi); err != nil {
 		return err
 	}
-	diag.Dashes = []vg.Length{vg.Points(3), vg.Points(2)}
-	pl.Add(diag)
-	pl.Legend.Add("LCB = V", diag)
 	wt, err := pl.WriterTo(6*vg.Inch, 5*vg.Inch, "svg")
 	if err != nil {
 		return err
@@ -529,6 +533,18 @@ func lcbPlot(rows []Row, path string) error {
 		return err
 	}
 	return os.WriteFile(path, buf.Bytes(), 0o644)
+}
+
+// addDiagonal draws the dashed line LCB = V from (lo, lo) to (hi, hi).
+func addDiagonal(pl *plot.Plot, lo, hi float64) error {
+	diag, err := plotter.NewLine(plotter.XYs{{X: lo, Y: lo}, {X: hi, Y: hi}})
+	if err != nil {
+		return err
+	}
+	diag.Dashes = []vg.Length{vg.Points(3), vg.Points(2)}
+	pl.Add(diag)
+	pl.Legend.Add("LCB = V", diag)
+	return nil
 }
 
 // lcbPoints is PSR-LCB's (true value, LCB) of each run with an LCB,

@@ -316,12 +316,7 @@ func regretPlot(rows []Row, path string) error {
 func addBoxes(p *plot.Plot, order []cell, g map[cell][]Row, mi int, name string, pick func(Row) jfloat) error {
 	w := vg.Points(8)
 	for ci, c := range order {
-		var v plotter.Values
-		for _, x := range regrets(g[c], pick) {
-			if !math.IsNaN(x) {
-				v = append(v, x)
-			}
-		}
+		v := finiteValues(regrets(g[c], pick))
 		if len(v) == 0 {
 			continue
 		}
@@ -332,14 +327,33 @@ func addBoxes(p *plot.Plot, order []cell, g map[cell][]Row, mi int, name string,
 		bx.FillColor = plotColor(mi)
 		p.Add(bx)
 		if ci == 0 {
-			sw, err := plotter.NewBarChart(plotter.Values{0}, 1) // a legend swatch of the box colour
-			if err != nil {
+			if err := addSwatch(p, name, plotColor(mi)); err != nil {
 				return err
 			}
-			sw.Color = plotColor(mi)
-			p.Legend.Add(name, sw)
 		}
 	}
+	return nil
+}
+
+// finiteValues are the values of xs that are not NaN.
+func finiteValues(xs []float64) plotter.Values {
+	var v plotter.Values
+	for _, x := range xs {
+		if !math.IsNaN(x) {
+			v = append(v, x)
+		}
+	}
+	return v
+}
+
+// addSwatch adds name to the legend with a swatch of colour c.
+func addSwatch(p *plot.Plot, name string, c color.Color) error {
+	sw, err := plotter.NewBarChart(plotter.Values{0}, 1) // a legend swatch of the box colour
+	if err != nil {
+		return err
+	}
+	sw.Color = c
+	p.Legend.Add(name, sw)
 	return nil
 }
 

@@ -496,14 +496,7 @@ func measure(ctx context.Context, cfg Config, lp *lazyProblem, k key, emit func(
 		return Row{}, err
 	}
 	start := time.Now()
-	r := Row{Family: k.Family, Problem: k.Problem, Horizon: k.H, Behavior: k.Behavior, K: k.K}
-	p, err := lp.get(ctx, cfg, k)
-	if err == nil {
-		r, err = runOne(ctx, cfg, p, k)
-	}
-	if errors.Is(err, pomdp.ErrTooLarge) {
-		r.Skipped, err = err.Error(), nil
-	}
+	r, err := runOrSkip(ctx, cfg, lp, k)
 	if err != nil {
 		return r, fmt.Errorf("%v: %w", k, err)
 	}
@@ -529,6 +522,20 @@ func logRow(log func(format string, args ...any), k key, r Row, start time.Time)
 	log("%s S=%-2d %5.1fs regret psrlcb %6.3f greedy %6.3f tabular %6.3f | est %6.3f plan %6.3f over %6.3f bonus %6.3f | max r %.3g vs %.3g",
 		head, r.States, time.Since(start).Seconds(), r.Regret(r.PSRLCB), r.Regret(r.Greedy), r.Regret(r.Tabular),
 		r.EstErr(), r.PlanGap(), r.GreedyOver(), r.BonusLoss(), float64(r.ModelMaxReward), float64(r.TrueMaxReward))
+}
+
+// runOrSkip runs configuration k, or returns its row marked skipped when
+// an exact reference exceeds the budget.
+func runOrSkip(ctx context.Context, cfg Config, lp *lazyProblem, k key) (Row, error) {
+	r := Row{Family: k.Family, Problem: k.Problem, Horizon: k.H, Behavior: k.Behavior, K: k.K}
+	p, err := lp.get(ctx, cfg, k)
+	if err == nil {
+		r, err = runOne(ctx, cfg, p, k)
+	}
+	if errors.Is(err, pomdp.ErrTooLarge) {
+		r.Skipped, err = err.Error(), nil
+	}
+	return r, err
 }
 
 // Measured splits rows into the measured runs and the number skipped.
