@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/psrlcb/psrlcb/baseline"
+	"github.com/psrlcb/psrlcb/ingest"
 	"github.com/psrlcb/psrlcb/pomdp"
 )
 
@@ -100,19 +101,21 @@ func cloneRun(ctx context.Context, cfg Config, p *problem, k key) (CloneRow, err
 	if err != nil {
 		return r, err
 	}
-	for _, c := range []struct {
-		improve bool
-		v       *float64
-	}{{false, &r.Clone}, {true, &r.Improved}} {
-		pol, err := baseline.BehaviorCloning(ctx, d, baseline.CloneOptions{AllFirst: true, Improve: c.improve})
-		if err != nil {
-			return r, err
-		}
-		if *c.v, err = pomdp.EvaluatePolicyWithin(ctx, p.m, k.H, pol, EvalNodesFactor*cfg.MaxNodes); err != nil {
-			return r, err
-		}
+	if r.Clone, err = cloneValue(ctx, cfg, p, k.H, d, false); err != nil {
+		return r, err
 	}
-	return r, nil
+	r.Improved, err = cloneValue(ctx, cfg, p, k.H, d, true)
+	return r, err
+}
+
+// cloneValue is the exact value of the behaviour's clone fitted on the
+// logs d (improved with improve).
+func cloneValue(ctx context.Context, cfg Config, p *problem, H int, d *ingest.Dataset, improve bool) (float64, error) {
+	pol, err := baseline.BehaviorCloning(ctx, d, baseline.CloneOptions{AllFirst: true, Improve: improve})
+	if err != nil {
+		return 0, err
+	}
+	return pomdp.EvaluatePolicyWithin(ctx, p.m, H, pol, EvalNodesFactor*cfg.MaxNodes)
 }
 
 // clonesMarkdown is the clone study's table: per (H, K, behaviour, family)
@@ -153,17 +156,19 @@ func cloneGroups(rows []CloneRow) ([]cloneCell, map[cloneCell][]CloneRow) {
 		}
 		g[c] = append(g[c], r)
 	}
-	sort.SliceStable(order, func(i, j int) bool {
-		a, b := order[i], order[j]
-		if a.H != b.H {
-			return a.H < b.H
-		}
-		if a.K != b.K {
-			return a.K < b.K
-		}
-		return a.Behavior < b.Behavior
-	})
+	sort.SliceStable(order, func(i, j int) bool { return order[i].less(order[j]) })
 	return order, g
+}
+
+// less orders the cells by H, K and behaviour.
+func (a cloneCell) less(b cloneCell) bool {
+	if a.H != b.H {
+		return a.H < b.H
+	}
+	if a.K != b.K {
+		return a.K < b.K
+	}
+	return a.Behavior < b.Behavior
 }
 
 // writeCloneRow writes cell c's row: both clones' regret quantiles, how

@@ -168,10 +168,7 @@ type Summary struct {
 // decomposition terms over one cell's runs rs.
 func summarise(rs []Row) Summary {
 	s := Summary{N: len(rs)}
-	ps := regrets(rs, func(r Row) jfloat { return r.PSRLCB })
-	s.Median, s.P90, s.Worst = quantile(ps, 0.5), quantile(ps, 0.9), quantile(ps, 1)
-	s.GreedyMedian = quantile(regrets(rs, func(r Row) jfloat { return r.Greedy }), 0.5)
-	s.TabularMedian = quantile(regrets(rs, func(r Row) jfloat { return r.Tabular }), 0.5)
+	s.setRegrets(rs)
 	var est, plan, over, bonus []float64
 	defined, wt, wb := 0, 0, 0
 	for _, r := range rs {
@@ -195,6 +192,16 @@ func summarise(rs []Row) Summary {
 	}
 	s.Est, s.Plan, s.Over, s.Bonus = quantile(est, 0.5), quantile(plan, 0.5), quantile(over, 0.5), quantile(bonus, 0.5)
 	return s
+}
+
+// setRegrets sets the median, 90th percentile and worst of PSR-LCB's
+// normalized regrets over rs, and the medians of greedy's and the tabular
+// LCB's.
+func (s *Summary) setRegrets(rs []Row) {
+	ps := regrets(rs, func(r Row) jfloat { return r.PSRLCB })
+	s.Median, s.P90, s.Worst = quantile(ps, 0.5), quantile(ps, 0.9), quantile(ps, 1)
+	s.GreedyMedian = quantile(regrets(rs, func(r Row) jfloat { return r.Greedy }), 0.5)
+	s.TabularMedian = quantile(regrets(rs, func(r Row) jfloat { return r.Tabular }), 0.5)
 }
 
 // countFlags counts r among the runs that record the fallback's decision
@@ -222,23 +229,37 @@ func resultsMarkdown(rows []Row, cfg Config) string {
 		len(rows), strings.Join(cfg.Families, ", "), cfg.Problems, cfg.Seed, map[bool]string{true: ", reduced sizes", false: ""}[cfg.Small],
 		cfg.Horizons, cfg.Ks, strings.Join(cfg.Behavs, ", "), cfg.Restarts, cfg.MaxIter, map[bool]string{true: "chosen by held-out likelihood (--rank auto)", false: "= true |S|"}[cfg.AutoRank])
 	b.WriteString("Normalized regret (V* − V^π)/(V* − V^b) of PSR-LCB (α auto): median, 90th percentile and worst, with the medians of greedy (α = 0) and the tabular LCB; the share of problems where PSR-LCB is worse than the tabular LCB by more than 0.05, and worse than the behaviour beyond noise (regret > 1.1). Problems with V* = V^b have no normalized regret and are counted apart.\n\n")
+	writeRegretTable(&b, order, g)
+	b.WriteString("\nLoss decomposition (medians, normalized by V* − V^b): V* − V^π̄ = est + plan + over + bonus, where est = V* − V_θ̂(π*) is the estimation error on the true optimal policy, plan = V_θ̂(π*) − V_θ̂(π_g) is what the planner leaves on the model's own table (≤ 0 when the greedy plan is exact: the model prefers its own optimum), over = V_θ̂(π_g) − V^π_g is the model's overvaluation of its own optimum, and bonus = V^π_g − V^π̄ is what the bonus (α chosen against α = 0) costs (negative: gains).\n\n")
+	b.WriteString("The last columns count the runs whose reward check (report.RewardCheck, held out) flagged miscalibrated rewards in the verdict, and those that returned the behaviour's clone instead of the plan (the behaviour fallback).\n\n")
+	writeDecompositionTable(&b, order, g)
+	b.WriteString(targets(order, g))
+	return b.String()
+}
+
+// writeRegretTable writes per cell the distribution of PSR-LCB's
+// normalized regret, the baselines' medians and how often PSR-LCB is
+// worse than the tabular LCB and than the behaviour.
+func writeRegretTable(b *strings.Builder, order []cell, g map[cell][]Row) {
 	b.WriteString("| family | behaviour | H | K | n (undef.) | PSR-LCB median | p90 | worst | greedy median | tabular median | worse than tabular | worse than behaviour |\n")
 	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, c := range order {
 		s := summarise(g[c])
-		fmt.Fprintf(&b, "| %s | %s | %d | %d | %d (%d) | %s | %s | %s | %s | %s | %.0f%% | %.0f%% |\n",
+		fmt.Fprintf(b, "| %s | %s | %d | %d | %d (%d) | %s | %s | %s | %s | %s | %.0f%% | %.0f%% |\n",
 			c.Family, c.Behavior, c.H, c.K, s.N, s.Undefined, f3(s.Median), f3(s.P90), f3(s.Worst),
 			f3(s.GreedyMedian), f3(s.TabularMedian), 100*s.WorseThanTabular, 100*s.WorseThanBehavior)
 	}
-	b.WriteString("\nLoss decomposition (medians, normalized by V* − V^b): V* − V^π̄ = est + plan + over + bonus, where est = V* − V_θ̂(π*) is the estimation error on the true optimal policy, plan = V_θ̂(π*) − V_θ̂(π_g) is what the planner leaves on the model's own table (≤ 0 when the greedy plan is exact: the model prefers its own optimum), over = V_θ̂(π_g) − V^π_g is the model's overvaluation of its own optimum, and bonus = V^π_g − V^π̄ is what the bonus (α chosen against α = 0) costs (negative: gains).\n\n")
-	b.WriteString("The last columns count the runs whose reward check (report.RewardCheck, held out) flagged miscalibrated rewards in the verdict, and those that returned the behaviour's clone instead of the plan (the behaviour fallback).\n\n")
+}
+
+// writeDecompositionTable writes per cell the medians of the loss
+// decomposition's terms and the counts of flagged reward checks and of
+// returned clones.
+func writeDecompositionTable(b *strings.Builder, order []cell, g map[cell][]Row) {
 	b.WriteString("| family | behaviour | H | K | est | plan | over | bonus | reward check flagged | clone returned |\n|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, c := range order {
 		s := summarise(g[c])
-		fmt.Fprintf(&b, "| %s | %s | %d | %d | %s | %s | %s | %s | %d of %d | %d of %d |\n", c.Family, c.Behavior, c.H, c.K, f3(s.Est), f3(s.Plan), f3(s.Over), f3(s.Bonus), s.Flagged, s.Checked, s.Cloned, s.Recorded)
+		fmt.Fprintf(b, "| %s | %s | %d | %d | %s | %s | %s | %s | %d of %d | %d of %d |\n", c.Family, c.Behavior, c.H, c.K, f3(s.Est), f3(s.Plan), f3(s.Over), f3(s.Bonus), s.Flagged, s.Checked, s.Cloned, s.Recorded)
 	}
-	b.WriteString(targets(order, g))
-	return b.String()
 }
 
 // targets states the targets against the cells they apply to.
