@@ -271,17 +271,23 @@ func tally(ctx context.Context, d *ingest.Dataset, rank, n int) error {
 			count[fmt.Sprintf("%.3f", ll/float64(d.NumEpisodes()))]++
 		}
 	}
+	printTally(count, 2*n)
+	return nil
+}
+
+// printTally prints how many of the starts ended at each final
+// log-likelihood per episode, in increasing order of its text.
+func printTally(count map[string]int, starts int) {
 	keys := make([]string, 0, len(count))
 	for k := range count {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
-	fmt.Printf("final log-likelihood per episode of %d starts:", 2*n)
+	fmt.Printf("final log-likelihood per episode of %d starts:", starts)
 	for _, k := range keys {
 		fmt.Printf(" %s ×%d", k, count[k])
 	}
 	fmt.Println()
-	return nil
 }
 
 // greedy plans α = 0 on mod.

@@ -59,6 +59,12 @@ func run(ctx context.Context, file string, H int, pts string, rows int64) error 
 	}
 	fmt.Printf("%s H=%d: V*=%.5g V^b=%.5g, %d states\n", m.Name, H, g.vStar, g.vb, g.truth.States)
 	fmt.Printf("%8s %10s %10s %16s %8s %10s\n", "points", "gap", "rollout", "regret", "rows", "plan s")
+	return g.planAll(ctx, pts)
+}
+
+// planAll plans with each of the comma-separated numbers of belief
+// points and prints their rows.
+func (g *gapStudy) planAll(ctx context.Context, pts string) error {
 	for _, f := range strings.Split(pts, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(f))
 		if err != nil {
