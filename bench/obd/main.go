@@ -69,14 +69,23 @@ func main() {
 		fmt.Fprintln(os.Stderr, "obd:", err)
 		os.Exit(1)
 	}
+	if err := table(*dir, *bin, *work, *campaigns, *runs); err != nil {
+		fmt.Fprintln(os.Stderr, "obd:", err)
+		os.Exit(1)
+	}
+}
+
+// table prints the study's table: the rows of each of the comma-separated
+// campaigns in turn.
+func table(dir, bin, work, campaigns string, runs int) error {
 	fmt.Println("| campaign | estimator | relative error, mean ± sd over runs | estimate on the logs as they are [95% interval] | holds the truth |")
 	fmt.Println("|---|---|---|---|---|")
-	for _, c := range strings.Split(*campaigns, ",") {
-		if err := campaign(*dir, *bin, *work, c, *runs); err != nil {
-			fmt.Fprintln(os.Stderr, "obd:", err)
-			os.Exit(1)
+	for _, c := range strings.Split(campaigns, ",") {
+		if err := campaign(dir, bin, work, c, runs); err != nil {
+			return err
 		}
 	}
+	return nil
 }
 
 func campaign(dir, bin, work, c string, runs int) error {

@@ -385,14 +385,7 @@ func decompositionPlot(rows []Row, path string) error {
 	p.Title.Text = "Loss decomposition (medians, share of V* − V^b)"
 	p.Y.Label.Text = "normalized loss"
 	w := vg.Points(7)
-	terms := []struct {
-		name string
-		get  func(Summary) float64
-	}{{"estimation: V* − V_θ̂(π*)", func(s Summary) float64 { return s.Est }},
-		{"planning: V_θ̂(π*) − V_θ̂(π_g)", func(s Summary) float64 { return s.Plan }},
-		{"overvaluation: V_θ̂(π_g) − V^π_g", func(s Summary) float64 { return s.Over }},
-		{"bonus: V^π_g − V^π̄", func(s Summary) float64 { return s.Bonus }}}
-	for ti, t := range terms {
+	for ti, t := range decompositionTerms {
 		bars, err := plotter.NewBarChart(termMedians(order, g, t.get), w)
 		if err != nil {
 			return err
@@ -405,6 +398,16 @@ func decompositionPlot(rows []Row, path string) error {
 	}
 	return saveCellPlot(p, order, path)
 }
+
+// decompositionTerms are the terms of the loss decomposition, in the
+// order of the plot's bars.
+var decompositionTerms = []struct {
+	name string
+	get  func(Summary) float64
+}{{"estimation: V* − V_θ̂(π*)", func(s Summary) float64 { return s.Est }},
+	{"planning: V_θ̂(π*) − V_θ̂(π_g)", func(s Summary) float64 { return s.Plan }},
+	{"overvaluation: V_θ̂(π_g) − V^π_g", func(s Summary) float64 { return s.Over }},
+	{"bonus: V^π_g − V^π̄", func(s Summary) float64 { return s.Bonus }}}
 
 // termMedians is one decomposition term's median per cell (0 where it is
 // undefined).
