@@ -53,65 +53,102 @@ func main() {
 		fmt.Fprintln(os.Stderr, "card-iw: -policy and -logs are required")
 		os.Exit(2)
 	}
-	p := *polPath
+	pol, d, err := load(*polPath, *logs)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "card-iw:", err)
+		os.Exit(3)
+	}
+	e := newIWSums(d.NumEpisodes(), d.Horizon)
+	for k := 0; k < e.K; k++ {
+		e.episode(pol, d, k)
+	}
+	b, _ := json.Marshal(e.summary())
+	fmt.Println(string(b))
+}
+
+// load reads the policy (a run directory's policy.arrow, or the file
+// itself) and the held-out logs.
+func load(polPath, logs string) (*policy.Policy, *ingest.Dataset, error) {
+	p := polPath
 	if st, err := os.Stat(p); err == nil && st.IsDir() {
 		p = filepath.Join(p, "policy.arrow")
 	}
 	pol, _, err := policy.ReadFile(p)
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "card-iw:", err)
-		os.Exit(3)
+		return nil, nil, err
 	}
-	d, err := ingest.Read(context.Background(), []string{*logs}, ingest.Options{})
+	d, err := ingest.Read(context.Background(), []string{logs}, ingest.Options{})
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "card-iw:", err)
-		os.Exit(3)
+		return nil, nil, err
 	}
-	K, H := d.NumEpisodes(), d.Horizon
-	ret, traj, pd := make([]float64, K), make([]float64, K), make([]float64, K)
-	matched := make([]int, H)
+	return pol, d, nil
+}
+
+// iwSums holds, per episode, the return and the policy's trajectory and
+// per-decision importance-weighted terms, and per step the episodes that
+// still follow the policy.
+type iwSums struct {
+	K, H            int
+	ret, traj, pd   []float64
+	matched         []int
+	behStep, pdStep [][]float64
+}
+
+// newIWSums is the zero sums of K episodes of H steps.
+func newIWSums(K, H int) *iwSums {
+	e := &iwSums{K: K, H: H}
+	e.ret, e.traj, e.pd = make([]float64, K), make([]float64, K), make([]float64, K)
+	e.matched = make([]int, H)
 	// Per step h: the behaviour's reward and the per-decision term
 	// w_{k,1:h}·r_{k,h} of the policy.
-	behStep, pdStep := make([][]float64, H), make([][]float64, H)
-	for h := range behStep {
-		behStep[h], pdStep[h] = make([]float64, K), make([]float64, K)
+	e.behStep, e.pdStep = make([][]float64, H), make([][]float64, H)
+	for h := range e.behStep {
+		e.behStep[h], e.pdStep[h] = make([]float64, K), make([]float64, K)
 	}
-	for k := 0; k < K; k++ {
-		c := pol.NewCursor()
-		w := 1.0
-		for h := 0; h < H; h++ {
-			i := k*H + h
-			r := d.Reward[i]
-			ret[k] += r
-			behStep[h][k] = r
-			if w == 0 {
-				continue
-			}
-			a, _, ok := c.Act(d.ObsVocab[d.Obs[i]])
-			if !ok || a != d.ActVocab[d.Act[i]] {
-				w = 0
-				continue
-			}
-			w /= d.Propensity[i]
-			matched[h]++
-			pd[k] += w * r
-			pdStep[h][k] = w * r
-		}
-		traj[k] = w * ret[k]
-	}
-	var beh, polStep []estimate
+	return e
+}
+
+// episode adds episode k: its return and rewards, and the policy's
+// weights w_{k,1:h} while its actions match the logged ones.
+func (e *iwSums) episode(pol *policy.Policy, d *ingest.Dataset, k int) {
+	H := e.H
+	c := pol.NewCursor()
+	w := 1.0
 	for h := 0; h < H; h++ {
-		beh, polStep = append(beh, meanSE(behStep[h])), append(polStep, meanSE(pdStep[h]))
+		i := k*H + h
+		r := d.Reward[i]
+		e.ret[k] += r
+		e.behStep[h][k] = r
+		if w == 0 {
+			continue
+		}
+		a, _, ok := c.Act(d.ObsVocab[d.Obs[i]])
+		if !ok || a != d.ActVocab[d.Act[i]] {
+			w = 0
+			continue
+		}
+		w /= d.Propensity[i]
+		e.matched[h]++
+		e.pd[k] += w * r
+		e.pdStep[h][k] = w * r
 	}
-	out := map[string]any{
+	e.traj[k] = w * e.ret[k]
+}
+
+// summary is the JSON object printed: the estimates with their standard
+// errors, per step and in all.
+func (e *iwSums) summary() map[string]any {
+	var beh, polStep []estimate
+	for h := 0; h < e.H; h++ {
+		beh, polStep = append(beh, meanSE(e.behStep[h])), append(polStep, meanSE(e.pdStep[h]))
+	}
+	return map[string]any{
 		"behavior_step": beh,
 		"policy_step":   polStep,
-		"episodes":      K,
-		"behavior":      meanSE(ret),
-		"iw":            meanSE(traj),
-		"per_decision":  meanSE(pd),
-		"matched_steps": matched,
+		"episodes":      e.K,
+		"behavior":      meanSE(e.ret),
+		"iw":            meanSE(e.traj),
+		"per_decision":  meanSE(e.pd),
+		"matched_steps": e.matched,
 	}
-	b, _ := json.Marshal(out)
-	fmt.Println(string(b))
 }

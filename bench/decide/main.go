@@ -100,11 +100,7 @@ func run(ctx context.Context, c config) error {
 	if err != nil {
 		return err
 	}
-	vStar, _, err := pomdp.OptimalContext(ctx, m, c.H)
-	if err != nil {
-		return err
-	}
-	vb, err := pomdp.BehaviorValueContext(ctx, m, c.H, beh)
+	vStar, vb, err := references(ctx, m, c.H, beh)
 	if err != nil {
 		return err
 	}
@@ -121,44 +117,108 @@ func run(ctx context.Context, c config) error {
 	return nil
 }
 
+// references are the exact optimal value V* and the behaviour's value
+// V^b at horizon H.
+func references(ctx context.Context, m *pomdp.POMDP, H int, beh pomdp.Behavior) (vStar, vb float64, err error) {
+	if vStar, _, err = pomdp.OptimalContext(ctx, m, H); err != nil {
+		return 0, 0, err
+	}
+	vb, err = pomdp.BehaviorValueContext(ctx, m, H, beh)
+	return vStar, vb, err
+}
+
+// runSeed draws the log of one seed and prints the row of every model
+// compared on it (with the rank search's table and the tally of starts
+// when asked for).
 func runSeed(ctx context.Context, c config, m *pomdp.POMDP, beh pomdp.Behavior, rank int, seed uint64, vStar, vb float64) error {
-	d, err := pomdp.SimulateDataset(ctx, m, c.H, c.K, beh, seed)
+	s, truth, err := newStudy(ctx, c, m, beh, seed, vStar, vb)
 	if err != nil {
 		return err
 	}
+	fmt.Printf("seed %d\n%-10s %10s %10s %10s %8s %8s %8s  plan\n", seed, "model", "obs ll/ep", "rew ll/ep", "ll/ep", "regret", "V_θ(π*)", "err(π*)")
+	if err := s.truthRow(ctx, truth, c.verbose); err != nil {
+		return err
+	}
+	if err := s.fits(ctx, fitList(c, m, rank, seed, truth), c.verbose); err != nil {
+		return err
+	}
+	if c.ranks {
+		if err := s.rankSearch(ctx, seed); err != nil {
+			return err
+		}
+	}
+	if c.runs != "" {
+		if err := s.runRow(ctx, fmt.Sprintf(c.runs, seed)); err != nil {
+			return err
+		}
+	}
+	if c.random > 0 {
+		return tally(ctx, s.d, rank, c.random)
+	}
+	return nil
+}
+
+// truthRow prints the true model's row and, with verbose, its parameters
+// (up to 8 states).
+func (s *study) truthRow(ctx context.Context, truth *estimate.Model, verbose bool) error {
+	if err := s.row(ctx, "truth", truth); err != nil {
+		return err
+	}
+	if verbose && truth.States <= 8 {
+		printModel(truth, "truth")
+	}
+	return nil
+}
+
+// newStudy draws the log of seed and returns the study of it with the
+// true model in the fit's form, whose greedy plan is the optimal policy.
+func newStudy(ctx context.Context, c config, m *pomdp.POMDP, beh pomdp.Behavior, seed uint64, vStar, vb float64) (*study, *estimate.Model, error) {
+	d, err := pomdp.SimulateDataset(ctx, m, c.H, c.K, beh, seed)
+	if err != nil {
+		return nil, nil, err
+	}
 	splits, err := split.Split(c.K, c.H, seed)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
 	s := &study{m: m, d: d, H: c.H, vStar: vStar, vBehav: vb, splits: splits, workers: runtime.GOMAXPROCS(0), points: c.points}
 	truth, err := m.TrueModel(d)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
 	if s.optimal, err = s.greedy(ctx, truth); err != nil {
-		return err
+		return nil, nil, err
 	}
-	fmt.Printf("seed %d\n%-10s %10s %10s %10s %8s %8s %8s  plan\n", seed, "model", "obs ll/ep", "rew ll/ep", "ll/ep", "regret", "V_θ(π*)", "err(π*)")
-	if err := s.row(ctx, "truth", truth); err != nil {
-		return err
-	}
-	if c.verbose && truth.States <= 8 {
-		printModel(truth, "truth")
-	}
-	type fit struct {
-		name string
-		o    estimate.Options
-	}
-	fits := []fit{{"default", estimate.Options{Rank: rank, Seed: seed}}}
+	return s, truth, nil
+}
+
+// namedFit is one of the fits compared: its row's name and its options.
+type namedFit struct {
+	name string
+	o    estimate.Options
+}
+
+// fitList is the fits compared with the truth: the default starts, EM
+// from the true parameters (at the true rank only) and each single
+// informed start.
+func fitList(c config, m *pomdp.POMDP, rank int, seed uint64, truth *estimate.Model) []namedFit {
+	fits := []namedFit{{"default", estimate.Options{Rank: rank, Seed: seed}}}
 	if rank == m.NumStates() {
-		fits = append(fits, fit{"from-true", estimate.Options{Rank: rank, Start: truth, Restarts: 1, Seed: seed}})
+		fits = append(fits, namedFit{"from-true", estimate.Options{Rank: rank, Start: truth, Restarts: 1, Seed: seed}})
 	}
 	for i := range c.starts {
-		fits = append(fits, fit{fmt.Sprintf("start %d", i), estimate.Options{Rank: rank, Restarts: 1, Seed: 1000*seed + uint64(i)}})
+		fits = append(fits, namedFit{fmt.Sprintf("start %d", i), estimate.Options{Rank: rank, Restarts: 1, Seed: 1000*seed + uint64(i)}})
 	}
+	return fits
+}
+
+// fits runs each fit (without Θ_min) and prints its row, and with verbose
+// the default model's parameters; a warm start from a truth with reward
+// values the logs miss is reported and passed over.
+func (s *study) fits(ctx context.Context, fits []namedFit, verbose bool) error {
 	for _, f := range fits {
 		f.o.SkipThetaMin = true
-		res, err := estimate.Fit(ctx, d, f.o)
+		res, err := estimate.Fit(ctx, s.d, f.o)
 		if err != nil && f.o.Start != nil && errors.Is(err, estimate.ErrOptions) {
 			fmt.Printf("%-10s (the logs miss a reward value of the truth: no warm start)\n", f.name)
 			continue
@@ -169,36 +229,33 @@ func runSeed(ctx context.Context, c config, m *pomdp.POMDP, beh pomdp.Behavior, 
 		if err := s.row(ctx, f.name, res.Model); err != nil {
 			return err
 		}
-		if c.verbose && f.name == "default" && res.Model.States <= 8 {
+		if verbose && f.name == "default" && res.Model.States <= 8 {
 			printModel(res.Model, f.name)
 		}
 	}
-	if c.ranks {
-		rc, err := estimate.ChooseRank(ctx, d, estimate.Options{Seed: seed})
-		if err != nil {
-			return err
-		}
-		for _, r := range rc.Table {
-			fmt.Printf("  rank %2d: training ll %10.1f, held-out ll %10.1f, chosen %v\n", r.Rank, r.TrainLogLik, r.HeldOutLogLik, r.Chosen)
-		}
-		if err := s.row(ctx, fmt.Sprintf("search %d", rc.Rank), rc.Model); err != nil {
-			return err
-		}
-	}
-	if c.runs != "" {
-		dir := fmt.Sprintf(c.runs, seed)
-		mod, err := estimate.ReadModel(filepath.Join(dir, "model.arrow"))
-		if err != nil {
-			return err
-		}
-		if err := s.row(ctx, fmt.Sprintf("run %d", mod.States), mod); err != nil {
-			return err
-		}
-	}
-	if c.random > 0 {
-		return tally(ctx, d, rank, c.random)
-	}
 	return nil
+}
+
+// rankSearch runs the automatic rank search, prints its table and the
+// row of its model.
+func (s *study) rankSearch(ctx context.Context, seed uint64) error {
+	rc, err := estimate.ChooseRank(ctx, s.d, estimate.Options{Seed: seed})
+	if err != nil {
+		return err
+	}
+	for _, r := range rc.Table {
+		fmt.Printf("  rank %2d: training ll %10.1f, held-out ll %10.1f, chosen %v\n", r.Rank, r.TrainLogLik, r.HeldOutLogLik, r.Chosen)
+	}
+	return s.row(ctx, fmt.Sprintf("search %d", rc.Rank), rc.Model)
+}
+
+// runRow prints the row of the model of the run directory dir.
+func (s *study) runRow(ctx context.Context, dir string) error {
+	mod, err := estimate.ReadModel(filepath.Join(dir, "model.arrow"))
+	if err != nil {
+		return err
+	}
+	return s.row(ctx, fmt.Sprintf("run %d", mod.States), mod)
 }
 
 // tally prints how many of n pairs of starts ended at each log-likelihood
@@ -214,17 +271,23 @@ func tally(ctx context.Context, d *ingest.Dataset, rank, n int) error {
 			count[fmt.Sprintf("%.3f", ll/float64(d.NumEpisodes()))]++
 		}
 	}
+	printTally(count, 2*n)
+	return nil
+}
+
+// printTally prints how many of the starts ended at each final
+// log-likelihood per episode, in increasing order of its text.
+func printTally(count map[string]int, starts int) {
 	keys := make([]string, 0, len(count))
 	for k := range count {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
-	fmt.Printf("final log-likelihood per episode of %d starts:", 2*n)
+	fmt.Printf("final log-likelihood per episode of %d starts:", starts)
 	for _, k := range keys {
 		fmt.Printf(" %s ×%d", k, count[k])
 	}
 	fmt.Println()
-	return nil
 }
 
 // greedy plans α = 0 on mod.
@@ -247,12 +310,7 @@ func (s *study) greedy(ctx context.Context, mod *estimate.Model) (*policy.Policy
 // row prints one model's figures.
 func (s *study) row(ctx context.Context, name string, mod *estimate.Model) error {
 	K, H := s.d.NumEpisodes(), s.H
-	obs, joint := 0.0, 0.0
-	for k := range K {
-		o, a, r := s.d.Obs[k*H:(k+1)*H], s.d.Act[k*H:(k+1)*H], s.d.Reward[k*H:(k+1)*H]
-		obs += mod.ObsLogLik(o, a)
-		joint += mod.EpisodeLogLik(o, a, r)
-	}
+	obs, joint := s.logLiks(mod)
 	pol, err := s.greedy(ctx, mod)
 	if err != nil {
 		return err
@@ -271,22 +329,46 @@ func (s *study) row(ctx context.Context, name string, mod *estimate.Model) error
 	return nil
 }
 
+// logLiks are mod's log-likelihoods of the logs: of the observations,
+// ln P(o|a), and of the observations and rewards together.
+func (s *study) logLiks(mod *estimate.Model) (obs, joint float64) {
+	K, H := s.d.NumEpisodes(), s.H
+	for k := range K {
+		o, a, r := s.d.Obs[k*H:(k+1)*H], s.d.Act[k*H:(k+1)*H], s.d.Reward[k*H:(k+1)*H]
+		obs += mod.ObsLogLik(o, a)
+		joint += mod.EpisodeLogLik(o, a, r)
+	}
+	return obs, joint
+}
+
 // printModel prints a model's initial distribution, transitions and
 // emissions per action, and E[r | s, a] per state.
 func printModel(mod *estimate.Model, name string) {
-	S := mod.States
 	fmt.Printf("%s: init %.2f\n", name, mod.Init)
 	for a := range mod.NumActions {
-		fmt.Printf("  T(·|s,%s):", mod.ActVocab[a])
-		for s := range S {
-			fmt.Printf(" %.2f", mod.Trans[0][(a*S+s)*S:(a*S+s+1)*S])
-		}
-		fmt.Printf("\n  E(·|s',%s) %v:", mod.ActVocab[a], mod.ObsVocab)
-		for s := range S {
-			fmt.Printf(" %.2f", mod.EmitOf(0, a)[s*mod.NumObs:(s+1)*mod.NumObs])
-		}
-		fmt.Println()
+		printAction(mod, a)
 	}
+	printRewards(mod)
+}
+
+// printAction prints the transitions and emissions of action a, one row
+// per state.
+func printAction(mod *estimate.Model, a int) {
+	S := mod.States
+	fmt.Printf("  T(·|s,%s):", mod.ActVocab[a])
+	for s := range S {
+		fmt.Printf(" %.2f", mod.Trans[0][(a*S+s)*S:(a*S+s+1)*S])
+	}
+	fmt.Printf("\n  E(·|s',%s) %v:", mod.ActVocab[a], mod.ObsVocab)
+	for s := range S {
+		fmt.Printf(" %.2f", mod.EmitOf(0, a)[s*mod.NumObs:(s+1)*mod.NumObs])
+	}
+	fmt.Println()
+}
+
+// printRewards prints E[r | s, a] at step 1, a row per state.
+func printRewards(mod *estimate.Model) {
+	S := mod.States
 	fmt.Printf("  E[r|s,a] %v\n", mod.ActVocab)
 	b := make([]float64, S)
 	for s := range S {

@@ -34,6 +34,17 @@ func main() {
 	if flag.NArg() > 0 {
 		root = flag.Arg(0)
 	}
+	fns, err := collect(root)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "funclen:", err)
+		os.Exit(1)
+	}
+	report(fns, *top)
+}
+
+// collect walks root and returns the functions with a body of its
+// non-test, non-generated Go files, with their lengths.
+func collect(root string) ([]fn, error) {
 	var fns []fn
 	fset := token.NewFileSet()
 	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
@@ -41,67 +52,85 @@ func main() {
 			return err
 		}
 		if d.IsDir() {
-			name := d.Name()
-			if path != root && (strings.HasPrefix(name, ".") || name == "node_modules" || name == "testdata") {
-				return filepath.SkipDir
-			}
-			if path != root {
-				if _, err := os.Stat(filepath.Join(path, "go.mod")); err == nil {
-					return filepath.SkipDir // another module
-				}
-			}
-			return nil
+			return skipDir(root, path, d.Name())
 		}
 		if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
 			return nil
 		}
-		f, err := parser.ParseFile(fset, path, nil, parser.ParseComments)
-		if err != nil {
-			return err
-		}
-		if ast.IsGenerated(f) {
-			return nil
-		}
-		for _, decl := range f.Decls {
-			if fd, ok := decl.(*ast.FuncDecl); ok && fd.Body != nil {
-				n := fset.Position(fd.End()).Line - fset.Position(fd.Pos()).Line + 1
-				name := fd.Name.Name
-				if fd.Recv != nil && len(fd.Recv.List) > 0 {
-					name = recv(fd.Recv.List[0].Type) + "." + name
-				}
-				fns = append(fns, fn{filepath.ToSlash(path) + ": " + name, n})
-			}
-		}
-		return nil
+		found, err := fileFuncs(fset, path)
+		fns = append(fns, found...)
+		return err
 	})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "funclen:", err)
-		os.Exit(1)
+	return fns, err
+}
+
+// skipDir is filepath.SkipDir for a directory below root that is hidden,
+// node_modules, testdata or another module's.
+func skipDir(root, path, name string) error {
+	if path != root && (strings.HasPrefix(name, ".") || name == "node_modules" || name == "testdata") {
+		return filepath.SkipDir
 	}
+	if path != root {
+		if _, err := os.Stat(filepath.Join(path, "go.mod")); err == nil {
+			return filepath.SkipDir // another module
+		}
+	}
+	return nil
+}
+
+// fileFuncs parses the Go file at path and returns its functions with a
+// body, named "path: [Recv.]Name" (none for a generated file).
+func fileFuncs(fset *token.FileSet, path string) ([]fn, error) {
+	f, err := parser.ParseFile(fset, path, nil, parser.ParseComments)
+	if err != nil {
+		return nil, err
+	}
+	if ast.IsGenerated(f) {
+		return nil, nil
+	}
+	var fns []fn
+	for _, decl := range f.Decls {
+		if fd, ok := decl.(*ast.FuncDecl); ok && fd.Body != nil {
+			n := fset.Position(fd.End()).Line - fset.Position(fd.Pos()).Line + 1
+			name := fd.Name.Name
+			if fd.Recv != nil && len(fd.Recv.List) > 0 {
+				name = recv(fd.Recv.List[0].Type) + "." + name
+			}
+			fns = append(fns, fn{filepath.ToSlash(path) + ": " + name, n})
+		}
+	}
+	return fns, nil
+}
+
+// report prints the statistics of the functions' lengths and the top
+// longest.
+func report(fns []fn, top int) {
 	sort.Slice(fns, func(i, j int) bool { return fns[i].lines > fns[j].lines })
 	n := len(fns)
 	if n == 0 {
 		fmt.Println("no functions")
 		return
 	}
-	over := func(k int) int {
-		c := 0
-		for _, f := range fns {
-			if f.lines > k {
-				c++
-			}
-		}
-		return c
-	}
 	asc := make([]int, n)
 	for i, f := range fns {
 		asc[n-1-i] = f.lines
 	}
 	fmt.Printf("functions %d; over 80 lines %d, over 100 lines %d; median %d, 90th percentile %d\n",
-		n, over(80), over(100), asc[n/2], asc[(9*n)/10])
-	for _, f := range fns[:min(*top, n)] {
+		n, countOver(fns, 80), countOver(fns, 100), asc[n/2], asc[(9*n)/10])
+	for _, f := range fns[:min(top, n)] {
 		fmt.Printf("%5d  %s\n", f.lines, f.name)
 	}
+}
+
+// countOver is how many of the functions are longer than k lines.
+func countOver(fns []fn, k int) int {
+	c := 0
+	for _, f := range fns {
+		if f.lines > k {
+			c++
+		}
+	}
+	return c
 }
 
 func recv(e ast.Expr) string {

@@ -48,57 +48,17 @@ func main() {
 	}
 }
 
+// write writes K episodes of H steps over O items and A actions to path
+// (through path.tmp, renamed when complete).
 func write(path string, K, H, O, A int, seed uint64, flat float64) error {
-	rng := rand.New(rand.NewPCG(seed, 0xca4d))
-	per := O / 4
-	own := rand.NewZipf(rng, 1.1, 1, uint64(per-1))
-	any := rand.NewZipf(rng, 1.1, 1, uint64(O-1))
-	obs := make([]string, O)
-	for i := range obs {
-		obs[i] = fmt.Sprintf("item-%05d", i)
-	}
-	act := make([]string, A)
-	for i := range act {
-		act[i] = fmt.Sprintf("act-%02d", i)
-	}
+	gen := newGenerator(O, A, seed, flat)
 	f, err := os.Create(path + ".tmp")
 	if err != nil {
 		return err
 	}
 	w := parquet.NewGenericWriter[row](f, parquet.Compression(&zstd.Codec{Level: zstd.SpeedFastest}),
 		parquet.MaxRowsPerRowGroup(1<<20))
-	buf := make([]row, 0, 4096)
-	for e := 0; e < K; e++ {
-		g := rng.IntN(4)
-		for h := 1; h <= H; h++ {
-			var o int
-			if flat > 0 && rng.Float64() < flat {
-				o = rng.IntN(O)
-			} else if rng.Float64() < 0.7 {
-				o = int(own.Uint64())*4 + g
-			} else {
-				o = int(any.Uint64())
-			}
-			a := rng.IntN(A)
-			p := 0.1
-			if a == g*(A/4) {
-				p = 0.8
-			}
-			r := 0.0
-			if rng.Float64() < p {
-				r = 1
-			}
-			buf = append(buf, row{EpisodeID: int64(e), Step: int64(h), Observation: obs[o], Action: act[a], Reward: r, Propensity: 1 / float64(A)})
-			if len(buf) == cap(buf) {
-				if _, err := w.Write(buf); err != nil {
-					f.Close()
-					return err
-				}
-				buf = buf[:0]
-			}
-		}
-	}
-	if _, err := w.Write(buf); err != nil {
+	if err := gen.writeEpisodes(w, K, H); err != nil {
 		f.Close()
 		return err
 	}
@@ -110,4 +70,76 @@ func write(path string, K, H, O, A int, seed uint64, flat float64) error {
 		return err
 	}
 	return os.Rename(path+".tmp", path)
+}
+
+// generator draws the logged steps: the item and action names, the
+// random source, and the Zipf draws of an item among a segment's own
+// (own) or among all items (all).
+type generator struct {
+	rng      *rand.Rand
+	own, all *rand.Zipf
+	obs, act []string
+	flat     float64
+}
+
+// newGenerator is the generator of O items and A actions from seed; per
+// is the number of items of each segment.
+func newGenerator(O, A int, seed uint64, flat float64) *generator {
+	rng := rand.New(rand.NewPCG(seed, 0xca4d))
+	per := O / 4
+	gen := &generator{rng: rng, own: rand.NewZipf(rng, 1.1, 1, uint64(per-1)), all: rand.NewZipf(rng, 1.1, 1, uint64(O-1)), flat: flat}
+	gen.obs = make([]string, O)
+	for i := range gen.obs {
+		gen.obs[i] = fmt.Sprintf("item-%05d", i)
+	}
+	gen.act = make([]string, A)
+	for i := range gen.act {
+		gen.act[i] = fmt.Sprintf("act-%02d", i)
+	}
+	return gen
+}
+
+// writeEpisodes draws K episodes of H steps, each with a segment of its
+// own, and writes them in batches of 4096 rows.
+func (gen *generator) writeEpisodes(w *parquet.GenericWriter[row], K, H int) error {
+	buf := make([]row, 0, 4096)
+	for e := 0; e < K; e++ {
+		g := gen.rng.IntN(4)
+		for h := 1; h <= H; h++ {
+			buf = append(buf, gen.step(e, h, g))
+			if len(buf) == cap(buf) {
+				if _, err := w.Write(buf); err != nil {
+					return err
+				}
+				buf = buf[:0]
+			}
+		}
+	}
+	_, err := w.Write(buf)
+	return err
+}
+
+// step draws step h of episode e of segment g: the item (uniform with
+// probability flat, else 70% from the segment's own items), a uniform
+// action and a click, likelier for the segment's paying action.
+func (gen *generator) step(e, h, g int) row {
+	O, A := len(gen.obs), len(gen.act)
+	var o int
+	if gen.flat > 0 && gen.rng.Float64() < gen.flat {
+		o = gen.rng.IntN(O)
+	} else if gen.rng.Float64() < 0.7 {
+		o = int(gen.own.Uint64())*4 + g
+	} else {
+		o = int(gen.all.Uint64())
+	}
+	a := gen.rng.IntN(A)
+	p := 0.1
+	if a == g*(A/4) {
+		p = 0.8
+	}
+	r := 0.0
+	if gen.rng.Float64() < p {
+		r = 1
+	}
+	return row{EpisodeID: int64(e), Step: int64(h), Observation: gen.obs[o], Action: gen.act[a], Reward: r, Propensity: 1 / float64(A)}
 }

@@ -41,28 +41,41 @@ func main() {
 	small := flag.Bool("small", false, "with -draw: the reduced study's sizes")
 	flag.Parse()
 	if *family != "" {
-		sp := genpomdp.Spec{Family: *family, States: *S, Actions: *A, Obs: *O, Width: *width, Length: *length,
-			Slip: *slip, ObsNoise: *noise, RewardStates: *rewards, StartStates: *starts, Seed: *seed}
-		var err error
-		if *draw >= 0 {
-			sp, err = genpomdp.Draw(*family, *small, *seed, *draw)
-		}
-		var p *genpomdp.Problem
-		if err == nil {
-			p, err = genpomdp.Generate(sp)
-		}
-		if err != nil {
-			fmt.Fprintln(os.Stderr, "gen-pomdp:", err)
-			os.Exit(2)
-		}
-		fmt.Print(p.Text)
+		writeFamily(genpomdp.Spec{Family: *family, States: *S, Actions: *A, Obs: *O, Width: *width, Length: *length,
+			Slip: *slip, ObsNoise: *noise, RewardStates: *rewards, StartStates: *starts, Seed: *seed}, *draw, *small)
 		return
 	}
-	rng := rand.New(rand.NewPCG(*seed, 0))
+	writeRandom(*S, *O, *A, *seed)
+}
+
+// writeFamily prints the problem of the spec sp or, with draw ≥ 0, the
+// study's draw-th problem of sp's family for sp's seed (small: the reduced
+// study's sizes); an error exits with status 2.
+func writeFamily(sp genpomdp.Spec, draw int, small bool) {
+	var err error
+	if draw >= 0 {
+		sp, err = genpomdp.Draw(sp.Family, small, sp.Seed, draw)
+	}
+	var p *genpomdp.Problem
+	if err == nil {
+		p, err = genpomdp.Generate(sp)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "gen-pomdp:", err)
+		os.Exit(2)
+	}
+	fmt.Print(p.Text)
+}
+
+// writeRandom prints the plain random model: S states, O observations, A
+// actions, peaked random transition and observation rows, and rewards
+// 0, 1 or 2 per (action, state).
+func writeRandom(S, O, A int, seed uint64) {
+	rng := rand.New(rand.NewPCG(seed, 0))
 	w := bufio.NewWriter(os.Stdout)
 	defer w.Flush()
-	fmt.Fprintf(w, "# random POMDP: %d states, %d observations, %d actions, seed %d\n", *S, *O, *A, *seed)
-	fmt.Fprintf(w, "discount: 1.0\nvalues: reward\nstates: %d\nactions: %d\nobservations: %d\nstart: uniform\n", *S, *A, *O)
+	fmt.Fprintf(w, "# random POMDP: %d states, %d observations, %d actions, seed %d\n", S, O, A, seed)
+	fmt.Fprintf(w, "discount: 1.0\nvalues: reward\nstates: %d\nactions: %d\nobservations: %d\nstart: uniform\n", S, A, O)
 	row := func(n int) []float64 {
 		// Dirichlet(0.5)-like rows: peaked enough for the model to matter.
 		p := make([]float64, n)
@@ -77,25 +90,26 @@ func main() {
 		}
 		return p
 	}
-	for a := 0; a < *A; a++ {
+	for a := 0; a < A; a++ {
 		fmt.Fprintf(w, "T: %d\n", a)
-		for s := 0; s < *S; s++ {
-			for _, x := range row(*S) {
-				fmt.Fprintf(w, "%.17g ", x)
-			}
-			fmt.Fprintln(w)
-		}
+		writeRows(w, S, S, row)
 		fmt.Fprintf(w, "O: %d\n", a)
-		for s := 0; s < *S; s++ {
-			for _, x := range row(*O) {
-				fmt.Fprintf(w, "%.17g ", x)
-			}
-			fmt.Fprintln(w)
-		}
+		writeRows(w, S, O, row)
 	}
-	for a := 0; a < *A; a++ {
-		for s := 0; s < *S; s++ {
+	for a := 0; a < A; a++ {
+		for s := 0; s < S; s++ {
 			fmt.Fprintf(w, "R: %d : %d : * : * %d\n", a, s, rng.IntN(3))
 		}
+	}
+}
+
+// writeRows writes a matrix of rows random rows of n probabilities, each
+// drawn by row.
+func writeRows(w *bufio.Writer, rows, n int, row func(int) []float64) {
+	for s := 0; s < rows; s++ {
+		for _, x := range row(n) {
+			fmt.Fprintf(w, "%.17g ", x)
+		}
+		fmt.Fprintln(w)
 	}
 }

@@ -69,14 +69,23 @@ func main() {
 		fmt.Fprintln(os.Stderr, "obd:", err)
 		os.Exit(1)
 	}
+	if err := table(*dir, *bin, *work, *campaigns, *runs); err != nil {
+		fmt.Fprintln(os.Stderr, "obd:", err)
+		os.Exit(1)
+	}
+}
+
+// table prints the study's table: the rows of each of the comma-separated
+// campaigns in turn.
+func table(dir, bin, work, campaigns string, runs int) error {
 	fmt.Println("| campaign | estimator | relative error, mean ± sd over runs | estimate on the logs as they are [95% interval] | holds the truth |")
 	fmt.Println("|---|---|---|---|---|")
-	for _, c := range strings.Split(*campaigns, ",") {
-		if err := campaign(*dir, *bin, *work, c, *runs); err != nil {
-			fmt.Fprintln(os.Stderr, "obd:", err)
-			os.Exit(1)
+	for _, c := range strings.Split(campaigns, ",") {
+		if err := campaign(dir, bin, work, c, runs); err != nil {
+			return err
 		}
 	}
+	return nil
 }
 
 func campaign(dir, bin, work, c string, runs int) error {
@@ -88,7 +97,26 @@ func campaign(dir, bin, work, c string, runs int) error {
 	if err != nil {
 		return err
 	}
-	// The truth: BTS's mean click in its own logs, with its standard error.
+	truth, se := clickTruth(bts)
+	table := filepath.Join(work, c+"-bts-policy.parquet")
+	if err := writeTable(table, bts, random); err != nil {
+		return err
+	}
+	t := &tally{truth: truth, rel: map[string][]float64{}}
+	for b := 0; b <= runs; b++ {
+		doc, err := evaluateRun(bin, work, c, table, random, b)
+		if err != nil {
+			return err
+		}
+		t.add(b, doc)
+	}
+	t.print(c, se, len(bts))
+	return nil
+}
+
+// clickTruth is the truth: BTS's mean click in its own logs, with its
+// standard error.
+func clickTruth(bts []impression) (truth, se float64) {
 	truth, sq := 0.0, 0.0
 	for _, r := range bts {
 		truth += r.click
@@ -96,98 +124,142 @@ func campaign(dir, bin, work, c string, runs int) error {
 	}
 	n := float64(len(bts))
 	truth /= n
-	se := math.Sqrt((sq/n - truth*truth) / n)
-	table := filepath.Join(work, c+"-bts-policy.parquet")
-	if err := writeTable(table, bts, random); err != nil {
-		return err
+	return truth, math.Sqrt((sq/n - truth*truth) / n)
+}
+
+// resample returns the logs of run b: the random logs as they are for run
+// 0, else a bootstrap resample of them (with replacement, to the same
+// size) seeded by b.
+func resample(random []impression, b int) []impression {
+	if b == 0 {
+		return random
 	}
-	type result struct{ value, lower, upper float64 }
-	rel := map[string][]float64{}
-	var asIs map[string]result
-	var order []string
-	for b := 0; b <= runs; b++ {
-		logs := random
-		if b > 0 {
-			rng := rand.New(rand.NewPCG(uint64(b), 0x0bd))
-			logs = make([]impression, len(random))
-			for i := range logs {
-				logs[i] = random[rng.IntN(len(random))]
-			}
-		}
-		path := filepath.Join(work, fmt.Sprintf("%s-random-%d.parquet", c, b))
-		if err := writeLogs(path, logs); err != nil {
-			return err
-		}
-		out, err := exec.Command(bin, "evaluate", "--logs", path, "--policy", table, "--json", "--seed", strconv.Itoa(b+1)).Output()
-		var ee *exec.ExitError
-		if errors.As(err, &ee) {
-			return fmt.Errorf("%s run %d: %v: %s", c, b, err, ee.Stderr)
-		} else if err != nil {
-			return err
-		}
-		if err := os.WriteFile(strings.TrimSuffix(path, ".parquet")+".json", out, 0o644); err != nil {
-			return err
-		}
-		os.Remove(path)
-		var doc struct {
-			Estimates []struct {
-				Estimator           string
-				Value, Lower, Upper *float64
-			}
-			Recommended string
-		}
-		if err := json.Unmarshal(out, &doc); err != nil {
-			return fmt.Errorf("%s run %d: %v", c, b, err)
+	rng := rand.New(rand.NewPCG(uint64(b), 0x0bd))
+	logs := make([]impression, len(random))
+	for i := range logs {
+		logs[i] = random[rng.IntN(len(random))]
+	}
+	return logs
+}
+
+// evalEstimate is one estimate of psrlcb evaluate --json.
+type evalEstimate struct {
+	Estimator           string
+	Value, Lower, Upper *float64
+}
+
+// evalDoc is the part of psrlcb evaluate --json's output the study reads.
+type evalDoc struct {
+	Estimates   []evalEstimate
+	Recommended string
+}
+
+// evaluateRun writes run b's logs, evaluates BTS's table on them with
+// psrlcb evaluate --logs --json (keeping the JSON beside the logs, which
+// are removed) and returns the decoded output.
+func evaluateRun(bin, work, c, table string, random []impression, b int) (*evalDoc, error) {
+	path := filepath.Join(work, fmt.Sprintf("%s-random-%d.parquet", c, b))
+	if err := writeLogs(path, resample(random, b)); err != nil {
+		return nil, err
+	}
+	out, err := exec.Command(bin, "evaluate", "--logs", path, "--policy", table, "--json", "--seed", strconv.Itoa(b+1)).Output()
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		return nil, fmt.Errorf("%s run %d: %v: %s", c, b, err, ee.Stderr)
+	} else if err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(strings.TrimSuffix(path, ".parquet")+".json", out, 0o644); err != nil {
+		return nil, err
+	}
+	os.Remove(path)
+	var doc evalDoc
+	if err := json.Unmarshal(out, &doc); err != nil {
+		return nil, fmt.Errorf("%s run %d: %v", c, b, err)
+	}
+	return &doc, nil
+}
+
+// result is an estimate with its 95% interval (NaN bounds: none).
+type result struct{ value, lower, upper float64 }
+
+// tally gathers a campaign's runs: the estimates on the logs as they are
+// (run 0) and the relative errors |estimate − truth| / truth of the
+// bootstrap runs, per estimator and for the recommended one.
+type tally struct {
+	truth float64
+	rel   map[string][]float64
+	asIs  map[string]result
+	order []string
+}
+
+// add tallies the estimates of run b.
+func (t *tally) add(b int, doc *evalDoc) {
+	if b == 0 {
+		t.asIs = map[string]result{}
+	}
+	for _, e := range doc.Estimates {
+		if e.Estimator == "behavior" || e.Value == nil {
+			continue
 		}
 		if b == 0 {
-			asIs = map[string]result{}
+			t.keepAsIs(e, doc.Recommended)
+			continue
 		}
-		for _, e := range doc.Estimates {
-			if e.Estimator == "behavior" || e.Value == nil {
-				continue
-			}
-			if b == 0 {
-				r := result{value: *e.Value, lower: math.NaN(), upper: math.NaN()}
-				if e.Lower != nil {
-					r.lower, r.upper = *e.Lower, *e.Upper
-				}
-				asIs[e.Estimator] = r
-				order = append(order, e.Estimator)
-				if e.Estimator == doc.Recommended {
-					asIs["recommended ("+e.Estimator+")"] = r
-				}
-				continue
-			}
-			rel[e.Estimator] = append(rel[e.Estimator], math.Abs(*e.Value-truth)/truth)
-			if e.Estimator == doc.Recommended {
-				rel["recommended"] = append(rel["recommended"], math.Abs(*e.Value-truth)/truth)
-			}
+		t.rel[e.Estimator] = append(t.rel[e.Estimator], math.Abs(*e.Value-t.truth)/t.truth)
+		if e.Estimator == doc.Recommended {
+			t.rel["recommended"] = append(t.rel["recommended"], math.Abs(*e.Value-t.truth)/t.truth)
 		}
 	}
-	fmt.Printf("| %s | truth: BTS's mean click in its logs | | %.5f ± %.5f (standard error), %d impressions | |\n", c, truth, se, len(bts))
-	for _, est := range order {
-		r := asIs[est]
-		m, sd := meanSD(rel[est])
+}
+
+// keepAsIs records an estimate on the logs as they are, and again under
+// "recommended (…)" when it is the one psrlcb evaluate led with.
+func (t *tally) keepAsIs(e evalEstimate, recommended string) {
+	r := result{value: *e.Value, lower: math.NaN(), upper: math.NaN()}
+	if e.Lower != nil {
+		r.lower, r.upper = *e.Lower, *e.Upper
+	}
+	t.asIs[e.Estimator] = r
+	t.order = append(t.order, e.Estimator)
+	if e.Estimator == recommended {
+		t.asIs["recommended ("+e.Estimator+")"] = r
+	}
+}
+
+// print writes the campaign's rows of the table: the truth, each
+// estimator, then the recommended one.
+func (t *tally) print(c string, se float64, n int) {
+	fmt.Printf("| %s | truth: BTS's mean click in its logs | | %.5f ± %.5f (standard error), %d impressions | |\n", c, t.truth, se, n)
+	for _, est := range t.order {
+		r := t.asIs[est]
 		holds := "–"
 		if !math.IsNaN(r.lower) {
-			holds = "no"
-			if r.lower <= truth && truth <= r.upper {
-				holds = "yes"
-			}
+			holds = t.holds(r)
 		}
-		fmt.Printf("| %s | %s | %.3f ± %.3f | %s | %s |\n", c, est, m, sd, figure(r.value, r.lower, r.upper), holds)
+		printRow(c, est, t.rel[est], r, holds)
 	}
-	for k, r := range asIs {
+	for k, r := range t.asIs {
 		if strings.HasPrefix(k, "recommended") {
-			m, sd := meanSD(rel["recommended"])
-			holds := "no"
-			if r.lower <= truth && truth <= r.upper {
-				holds = "yes"
-			}
-			fmt.Printf("| %s | %s | %.3f ± %.3f | %s | %s |\n", c, k, m, sd, figure(r.value, r.lower, r.upper), holds)
+			printRow(c, k, t.rel["recommended"], r, t.holds(r))
 		}
 	}
-	return nil
+}
+
+// holds says whether r's interval holds the truth.
+func (t *tally) holds(r result) string {
+	if r.lower <= t.truth && t.truth <= r.upper {
+		return "yes"
+	}
+	return "no"
+}
+
+// printRow writes one estimator's row: its relative error over the runs,
+// its estimate on the logs as they are and whether its interval holds the
+// truth.
+func printRow(c, name string, rel []float64, r result, holds string) {
+	m, sd := meanSD(rel)
+	fmt.Printf("| %s | %s | %.3f ± %.3f | %s | %s |\n", c, name, m, sd, figure(r.value, r.lower, r.upper), holds)
 }
 
 func figure(v, lo, hi float64) string {
@@ -223,6 +295,44 @@ func readCSV(path string) ([]impression, error) {
 	}
 	defer f.Close()
 	r := csv.NewReader(f)
+	col, err := columns(path, r)
+	if err != nil {
+		return nil, err
+	}
+	var out []impression
+	for line := 2; ; line++ {
+		rec, err := r.Read()
+		if err == io.EOF {
+			return out, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		imp, err := parseImpression(rec, col)
+		if err != nil {
+			return nil, fmt.Errorf("%s line %d: %w", path, line, err)
+		}
+		out = append(out, imp)
+	}
+}
+
+// errNotNumber: a record's click or propensity_score does not parse.
+var errNotNumber = errors.New("click or propensity_score is not a number")
+
+// parseImpression is the impression of one CSV record, col mapping the
+// column names to their indices.
+func parseImpression(rec []string, col map[string]int) (impression, error) {
+	click, err1 := strconv.ParseFloat(rec[col["click"]], 64)
+	p, err2 := strconv.ParseFloat(rec[col["propensity_score"]], 64)
+	if err1 != nil || err2 != nil {
+		return impression{}, errNotNumber
+	}
+	return impression{item: rec[col["item_id"]], position: rec[col["position"]], click: click, propensity: p}, nil
+}
+
+// columns reads the CSV header and maps each column name to its index,
+// checking that the columns the study reads are there.
+func columns(path string, r *csv.Reader) (map[string]int, error) {
 	head, err := r.Read()
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
@@ -236,22 +346,7 @@ func readCSV(path string) ([]impression, error) {
 			return nil, fmt.Errorf("%s: no column %s", path, need)
 		}
 	}
-	var out []impression
-	for line := 2; ; line++ {
-		rec, err := r.Read()
-		if err == io.EOF {
-			return out, nil
-		}
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", path, err)
-		}
-		click, err1 := strconv.ParseFloat(rec[col["click"]], 64)
-		p, err2 := strconv.ParseFloat(rec[col["propensity_score"]], 64)
-		if err1 != nil || err2 != nil {
-			return nil, fmt.Errorf("%s line %d: click or propensity_score is not a number", path, line)
-		}
-		out = append(out, impression{item: rec[col["item_id"]], position: rec[col["position"]], click: click, propensity: p})
-	}
+	return col, nil
 }
 
 // writeLogs writes the impressions as psrlcb logs: one-step episodes.
@@ -276,13 +371,23 @@ type tableRow struct {
 // (an item the random logs never show cannot be evaluated; the share of
 // BTS's impressions that drops is printed).
 func writeTable(path string, bts, random []impression) error {
+	count, total, dropped := itemCounts(bts, random)
+	if dropped > 0 {
+		fmt.Fprintf(os.Stderr, "obd: %s: %d of BTS's impressions show items the random logs never do; left out of the table\n", path, dropped)
+	}
+	return parquet.WriteFile(path, tableRows(count, total))
+}
+
+// itemCounts counts BTS's impressions of each item at each position and
+// at each position in all, over the items the random logs hold; dropped
+// is how many impressions show other items.
+func itemCounts(bts, random []impression) (count map[string]map[string]int, total map[string]int, dropped int) {
 	known := map[string]bool{}
 	for _, r := range random {
 		known[r.item] = true
 	}
-	count := map[string]map[string]int{}
-	total := map[string]int{}
-	dropped := 0
+	count = map[string]map[string]int{}
+	total = map[string]int{}
 	for _, r := range bts {
 		if !known[r.item] {
 			dropped++
@@ -294,9 +399,12 @@ func writeTable(path string, bts, random []impression) error {
 		count[r.position][r.item]++
 		total[r.position]++
 	}
-	if dropped > 0 {
-		fmt.Fprintf(os.Stderr, "obd: %s: %d of BTS's impressions show items the random logs never do; left out of the table\n", path, dropped)
-	}
+	return count, total, dropped
+}
+
+// tableRows turns the counts into the table's frequencies, by position
+// then item in lexical order.
+func tableRows(count map[string]map[string]int, total map[string]int) []tableRow {
 	var rows []tableRow
 	var positions []string
 	for p := range count {
@@ -313,5 +421,5 @@ func writeTable(path string, bts, random []impression) error {
 			rows = append(rows, tableRow{Observation: p, Action: it, Probability: float64(count[p][it]) / float64(total[p])})
 		}
 	}
-	return parquet.WriteFile(path, rows)
+	return rows
 }

@@ -47,6 +47,7 @@ import (
 	"time"
 
 	"github.com/psrlcb/psrlcb/estimate"
+	"github.com/psrlcb/psrlcb/ingest"
 	"github.com/psrlcb/psrlcb/ope"
 	"github.com/psrlcb/psrlcb/pomdp"
 )
@@ -60,6 +61,23 @@ type config struct {
 }
 
 func main() {
+	c, err := parseConfig()
+	if c.workers <= 0 {
+		c.workers = runtime.GOMAXPROCS(0)
+	}
+	if err == nil {
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+		err = run(ctx, c)
+		stop()
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "ope:", err)
+		os.Exit(1)
+	}
+}
+
+// parseConfig reads the study's configuration from the command line.
+func parseConfig() (config, error) {
 	var c config
 	var problems, horizons, episodes, behaviors, targets string
 	flag.StringVar(&problems, "pomdp", "", "comma-separated POMDP files (Cassandra's format)")
@@ -84,18 +102,7 @@ func main() {
 	if err == nil && len(c.problems) == 0 {
 		err = errors.New("--pomdp is required")
 	}
-	if c.workers <= 0 {
-		c.workers = runtime.GOMAXPROCS(0)
-	}
-	if err == nil {
-		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-		err = run(ctx, c)
-		stop()
-	}
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "ope:", err)
-		os.Exit(1)
-	}
+	return c, err
 }
 
 func split(s string) []string {
@@ -213,78 +220,23 @@ func run(ctx context.Context, c config) error {
 	if err != nil {
 		return err
 	}
-	done := map[string]bool{}
-	for _, r := range recs {
-		done[r.key()] = true
-	}
-	if err := os.MkdirAll(filepath.Dir(c.out), 0o755); err != nil {
-		return err
-	}
-	f, err := os.OpenFile(c.out, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	f, err := openAppend(c.out)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
-	w := csv.NewWriter(f)
+	s := &study{c: c, done: doneCells(recs), w: csv.NewWriter(f), recs: recs}
 	if len(recs) == 0 {
-		if err := w.Write(header); err != nil {
+		if err := s.w.Write(header); err != nil {
 			return err
 		}
 	}
 	for _, path := range c.problems {
-		m, err := pomdp.ParseFile(path)
-		if err != nil {
+		if err := s.problem(ctx, path); err != nil {
 			return err
-		}
-		name := strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
-		filter, err := m.NewFilter()
-		if err != nil {
-			return err
-		}
-		for _, H := range c.horizons {
-			for _, bspec := range c.behaviors {
-				beh, err := pomdp.ParseBehavior(bspec, m)
-				if err != nil {
-					return err
-				}
-				for _, tname := range c.targets {
-					var t *target
-					for _, K := range c.episodes {
-						cl := cell{problem: name, behavior: bspec, target: tname, H: H, K: K}
-						if done[cl.key()] {
-							continue
-						}
-						if t == nil {
-							if t, err = makeTarget(ctx, tname, m, H, beh, c.maxNodes); errors.Is(err, pomdp.ErrTooLarge) {
-								fmt.Fprintf(os.Stderr, "%s H=%d %s %s: left out (%v)\n", name, H, bspec, tname, err)
-								break
-							} else if err != nil {
-								return err
-							}
-						}
-						start := time.Now()
-						rs, skipped, err := runCell(ctx, c, m, filter, beh, t, cl)
-						if err != nil {
-							return fmt.Errorf("%s: %w", cl.key(), err)
-						}
-						for _, r := range rs {
-							if err := w.Write(r.row()); err != nil {
-								return err
-							}
-						}
-						w.Flush()
-						if err := w.Error(); err != nil {
-							return err
-						}
-						recs = append(recs, rs...)
-						fmt.Fprintf(os.Stderr, "%s H=%d %s %s K=%d: %d logs (%d skipped) in %.1fs\n",
-							name, H, bspec, tname, K, c.seeds-skipped, skipped, time.Since(start).Seconds())
-					}
-				}
-			}
 		}
 	}
-	sum := summarize(recs)
+	sum := summarize(s.recs)
 	fmt.Print(sum)
 	if c.docs != "" {
 		return writeDocs(c.docs, sum)
@@ -292,10 +244,135 @@ func run(ctx context.Context, c config) error {
 	return nil
 }
 
+// openAppend opens the file at path to append to, creating it and its
+// directory when missing.
+func openAppend(path string) (*os.File, error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return nil, err
+	}
+	return os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+}
+
+// doneCells is the set of the keys of the cells the records hold.
+func doneCells(recs []record) map[string]bool {
+	done := map[string]bool{}
+	for _, r := range recs {
+		done[r.key()] = true
+	}
+	return done
+}
+
+// study is a run of the study: its configuration, the cells already
+// done, the CSV it appends to and every record so far.
+type study struct {
+	c    config
+	done map[string]bool
+	w    *csv.Writer
+	recs []record
+}
+
+// problem runs every cell of one problem file not done yet.
+func (s *study) problem(ctx context.Context, path string) error {
+	m, err := pomdp.ParseFile(path)
+	if err != nil {
+		return err
+	}
+	name := strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
+	filter, err := m.NewFilter()
+	if err != nil {
+		return err
+	}
+	for _, H := range s.c.horizons {
+		for _, bspec := range s.c.behaviors {
+			beh, err := pomdp.ParseBehavior(bspec, m)
+			if err != nil {
+				return err
+			}
+			for _, tname := range s.c.targets {
+				cl := cell{problem: name, behavior: bspec, target: tname, H: H}
+				if err := s.targetCells(ctx, m, filter, beh, cl); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// targetCells runs the cells of base's problem, H, behaviour and target
+// for each K not done yet. The target is made (and valued) once, before
+// the first of them; when it is too large to value exactly they are left
+// out.
+func (s *study) targetCells(ctx context.Context, m *pomdp.POMDP, filter *pomdp.Filter, beh pomdp.Behavior, base cell) error {
+	var t *target
+	var err error
+	for _, K := range s.c.episodes {
+		cl := base
+		cl.K = K
+		if s.done[cl.key()] {
+			continue
+		}
+		if t == nil {
+			if t, err = makeTarget(ctx, cl.target, m, cl.H, beh, s.c.maxNodes); errors.Is(err, pomdp.ErrTooLarge) {
+				fmt.Fprintf(os.Stderr, "%s H=%d %s %s: left out (%v)\n", cl.problem, cl.H, cl.behavior, cl.target, err)
+				break
+			} else if err != nil {
+				return err
+			}
+		}
+		if err := s.score(ctx, m, filter, beh, t, cl); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// score runs one cell, appends its records to the CSV (flushed at once,
+// so that an interrupted study resumes after it) and reports its
+// progress.
+func (s *study) score(ctx context.Context, m *pomdp.POMDP, filter *pomdp.Filter, beh pomdp.Behavior, t *target, cl cell) error {
+	start := time.Now()
+	rs, skipped, err := runCell(ctx, s.c, m, filter, beh, t, cl)
+	if err != nil {
+		return fmt.Errorf("%s: %w", cl.key(), err)
+	}
+	for _, r := range rs {
+		if err := s.w.Write(r.row()); err != nil {
+			return err
+		}
+	}
+	s.w.Flush()
+	if err := s.w.Error(); err != nil {
+		return err
+	}
+	s.recs = append(s.recs, rs...)
+	fmt.Fprintf(os.Stderr, "%s H=%d %s %s K=%d: %d logs (%d skipped) in %.1fs\n",
+		cl.problem, cl.H, cl.behavior, cl.target, cl.K, s.c.seeds-skipped, skipped, time.Since(start).Seconds())
+	return nil
+}
+
 // runCell evaluates the target on c.seeds logs of the cell, in parallel,
 // and returns the records in seed order and how many logs were skipped
 // (the target took an action the log never did).
 func runCell(ctx context.Context, c config, m *pomdp.POMDP, filter *pomdp.Filter, beh pomdp.Behavior, t *target, cl cell) ([]record, int, error) {
+	out, errs := runLogs(ctx, c, m, filter, beh, t, cl)
+	var recs []record
+	skipped := 0
+	for s := range c.seeds {
+		switch {
+		case errors.Is(errs[s], errUnlogged):
+			skipped++
+		case errs[s] != nil:
+			return nil, 0, fmt.Errorf("seed %d: %w", s+1, errs[s])
+		}
+		recs = append(recs, out[s]...)
+	}
+	return recs, skipped, nil
+}
+
+// runLogs evaluates the target on the c.seeds logs of the cell, c.workers
+// at a time, and returns each seed's records and error.
+func runLogs(ctx context.Context, c config, m *pomdp.POMDP, filter *pomdp.Filter, beh pomdp.Behavior, t *target, cl cell) ([][]record, []error) {
 	out := make([][]record, c.seeds)
 	errs := make([]error, c.seeds)
 	var wg sync.WaitGroup
@@ -314,18 +391,7 @@ func runCell(ctx context.Context, c config, m *pomdp.POMDP, filter *pomdp.Filter
 	}
 	close(next)
 	wg.Wait()
-	var recs []record
-	skipped := 0
-	for s := range c.seeds {
-		switch {
-		case errors.Is(errs[s], errUnlogged):
-			skipped++
-		case errs[s] != nil:
-			return nil, 0, fmt.Errorf("seed %d: %w", s+1, errs[s])
-		}
-		recs = append(recs, out[s]...)
-	}
-	return recs, skipped, nil
+	return out, errs
 }
 
 // runLog draws the log of one seed and runs every estimator on it.
@@ -343,33 +409,50 @@ func runLog(ctx context.Context, c config, m *pomdp.POMDP, filter *pomdp.Filter,
 	if err != nil {
 		return nil, err
 	}
-	o := ope.Options{Bootstrap: c.bootstrap, Seed: uint64(seed), Workers: 1}
 	withModel := seed <= c.modelSeeds && cl.K <= c.modelMaxK
-	if withModel {
-		ms, err := ope.FitModels(ctx, d, nil, estimate.Options{Seed: uint64(seed), Workers: 1}, 1)
-		if err != nil {
-			return nil, err
-		}
-		o.Model, o.Bonus, o.Folds, o.Fold, o.ModelNote = ms.All, ms.Bonus, ms.Folds, ms.Fold, ms.Note
+	o, err := evalOptions(ctx, c, d, seed, withModel)
+	if err != nil {
+		return nil, err
 	}
 	res, err := ope.Evaluate(ctx, d, rho, tg, o)
 	if err != nil {
 		return nil, err
 	}
-	secs := time.Since(start).Seconds()
+	out := records(res, cl, seed, t.value, withModel, time.Since(start).Seconds())
+	if math.IsNaN(t.value) {
+		return nil, errors.New("exact value is NaN")
+	}
+	return out, nil
+}
+
+// evalOptions are the options of ope.Evaluate on the log d of seed; with
+// withModel they carry the models ope.FitModels fits on it (on all the
+// episodes and on each half) and their bonus.
+func evalOptions(ctx context.Context, c config, d *ingest.Dataset, seed int, withModel bool) (ope.Options, error) {
+	o := ope.Options{Bootstrap: c.bootstrap, Seed: uint64(seed), Workers: 1}
+	if withModel {
+		ms, err := ope.FitModels(ctx, d, nil, estimate.Options{Seed: uint64(seed), Workers: 1}, 1)
+		if err != nil {
+			return o, err
+		}
+		o.Model, o.Bonus, o.Folds, o.Fold, o.ModelNote = ms.All, ms.Bonus, ms.Folds, ms.Fold, ms.Note
+	}
+	return o, nil
+}
+
+// records turns the estimates on one log into the study's records (the
+// model-based estimators left out when the models did not run).
+func records(res *ope.Result, cl cell, seed int, truth float64, withModel bool, secs float64) []record {
 	var out []record
 	for _, e := range res.Estimates {
 		if !withModel && (e.Estimator == ope.EstModel || e.Estimator == ope.EstModelLCB ||
 			e.Estimator == ope.EstDR || e.Estimator == ope.EstWDR) {
 			continue
 		}
-		out = append(out, record{cell: cl, seed: seed, truth: t.value, estimator: e.Estimator,
+		out = append(out, record{cell: cl, seed: seed, truth: truth, estimator: e.Estimator,
 			value: e.Value, lower: e.Lower, upper: e.Upper, nLower: e.NormalLower, nUpper: e.NormalUpper,
 			bLower: e.BernsteinLower, bUpper: e.BernsteinUpper, ess: e.ESS, reliable: e.Reliable,
 			recommended: e.Estimator == res.Recommended, withModel: withModel, seconds: secs})
 	}
-	if math.IsNaN(t.value) {
-		return nil, errors.New("exact value is NaN")
-	}
-	return out, nil
+	return out
 }

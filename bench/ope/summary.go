@@ -41,7 +41,28 @@ type cellStats struct {
 	pdisModel *stat
 }
 
+// summarize groups the records by cell, summarises every estimator of
+// each cell and returns the aggregate table and the per-cell table, the
+// cells ordered by problem, H, behaviour, target and K.
 func summarize(recs []record) string {
+	cells, group, order := groupRecords(recs)
+	for _, k := range order {
+		cells[k].fill(group[k])
+	}
+	sort.SliceStable(order, func(i, j int) bool {
+		return cells[order[i]].cell.less(cells[order[j]].cell)
+	})
+	var sb strings.Builder
+	writeAggregate(&sb, cells, order)
+	writeCells(&sb, cells, order)
+	return sb.String()
+}
+
+// groupRecords sorts the records into cells (in the order they first
+// appear) and, within a cell, by estimator; a behaviour record only
+// counts a scored log, and a recommended one also goes under
+// recommendedName.
+func groupRecords(recs []record) (map[string]*cellStats, map[string]map[string][]record, []string) {
 	cells := map[string]*cellStats{}
 	var order []string
 	group := map[string]map[string][]record{}
@@ -63,102 +84,128 @@ func summarize(recs []record) string {
 			group[k][recommendedName] = append(group[k][recommendedName], rr)
 		}
 	}
-	for _, k := range order {
-		cs := cells[k]
-		for est, rs := range group[k] {
-			cs.byEst[est] = statOf(rs)
-		}
-		var pm []record
-		for _, r := range group[k][ope.EstPDIS] {
-			if r.withModel {
-				pm = append(pm, r)
-			}
-		}
-		if len(pm) > 0 {
-			cs.pdisModel = statOf(pm)
-		}
-	}
-	sort.SliceStable(order, func(i, j int) bool {
-		a, b := cells[order[i]].cell, cells[order[j]].cell
-		if a.problem != b.problem {
-			return a.problem < b.problem
-		}
-		if a.H != b.H {
-			return a.H < b.H
-		}
-		if a.behavior != b.behavior {
-			return a.behavior > b.behavior // uniform before myopic
-		}
-		if a.target != b.target {
-			return a.target < b.target
-		}
-		return a.K < b.K
-	})
-	var sb strings.Builder
-	writeAggregate(&sb, cells, order)
-	writeCells(&sb, cells, order)
-	return sb.String()
+	return cells, group, order
 }
 
-func statOf(rs []record) *stat {
-	s := &stat{cover: math.NaN(), coverN: math.NaN(), coverB: math.NaN(), rmseRel: math.NaN()}
-	var se, seRel, bias, secs float64
-	var cov, nCov, covN, covB, below int
-	for _, r := range rs {
-		secs += r.seconds
-		if math.IsNaN(r.value) {
-			continue
-		}
-		s.n++
-		d := r.value - r.truth
-		bias += d
-		se += d * d
-		if d <= 0 {
-			below++
-		}
-		if !r.reliable {
-			continue
-		}
-		s.reliable++
-		seRel += d * d
-		if !math.IsNaN(r.lower) {
-			nCov++
-			if r.lower <= r.truth && r.truth <= r.upper {
-				cov++
-			}
-		}
-		if !math.IsNaN(r.nLower) {
-			s.nCoverN++
-			if r.nLower <= r.truth && r.truth <= r.nUpper {
-				covN++
-			}
-		}
-		if !math.IsNaN(r.bLower) {
-			s.nCoverB++
-			if r.bLower <= r.truth && r.truth <= r.bUpper {
-				covB++
-			}
+// fill summarises each estimator's records of the cell, and per-decision
+// IS on the logs that also ran the models.
+func (cs *cellStats) fill(byEst map[string][]record) {
+	for est, rs := range byEst {
+		cs.byEst[est] = statOf(rs)
+	}
+	var pm []record
+	for _, r := range byEst[ope.EstPDIS] {
+		if r.withModel {
+			pm = append(pm, r)
 		}
 	}
-	s.seconds = secs / float64(len(rs))
+	if len(pm) > 0 {
+		cs.pdisModel = statOf(pm)
+	}
+}
+
+// less orders cells by problem, H, behaviour (uniform before myopic),
+// target and K.
+func (a cell) less(b cell) bool {
+	if a.problem != b.problem {
+		return a.problem < b.problem
+	}
+	if a.H != b.H {
+		return a.H < b.H
+	}
+	if a.behavior != b.behavior {
+		return a.behavior > b.behavior // uniform before myopic
+	}
+	if a.target != b.target {
+		return a.target < b.target
+	}
+	return a.K < b.K
+}
+
+// statOf summarises one estimator's records on one cell.
+func statOf(rs []record) *stat {
+	s := &stat{cover: math.NaN(), coverN: math.NaN(), coverB: math.NaN(), rmseRel: math.NaN()}
+	var sums statSums
+	for _, r := range rs {
+		sums.add(s, r)
+	}
+	sums.finish(s, len(rs))
+	return s
+}
+
+// statSums accumulates one estimator's errors, interval hits and times
+// over its records; the counts of logs go straight into the stat.
+type statSums struct {
+	se, seRel, bias, secs        float64
+	cov, nCov, covN, covB, below int
+}
+
+// add takes in one record: its time always, its error when it has a
+// value, its squared error and interval hits when it is also reliable.
+func (a *statSums) add(s *stat, r record) {
+	a.secs += r.seconds
+	if math.IsNaN(r.value) {
+		return
+	}
+	s.n++
+	d := r.value - r.truth
+	a.bias += d
+	a.se += d * d
+	if d <= 0 {
+		a.below++
+	}
+	if !r.reliable {
+		return
+	}
+	s.reliable++
+	a.seRel += d * d
+	a.addCover(s, r)
+}
+
+// addCover counts whether each of the record's intervals (bootstrap,
+// normal, Bernstein) that it has covers the truth.
+func (a *statSums) addCover(s *stat, r record) {
+	if !math.IsNaN(r.lower) {
+		a.nCov++
+		if r.lower <= r.truth && r.truth <= r.upper {
+			a.cov++
+		}
+	}
+	if !math.IsNaN(r.nLower) {
+		s.nCoverN++
+		if r.nLower <= r.truth && r.truth <= r.nUpper {
+			a.covN++
+		}
+	}
+	if !math.IsNaN(r.bLower) {
+		s.nCoverB++
+		if r.bLower <= r.truth && r.truth <= r.bUpper {
+			a.covB++
+		}
+	}
+}
+
+// finish turns the sums over logs records into the stat's means, RMSEs
+// and coverages (NaN where no record counts).
+func (a *statSums) finish(s *stat, logs int) {
+	s.seconds = a.secs / float64(logs)
 	if s.n > 0 {
-		s.bias, s.rmse, s.below = bias/float64(s.n), math.Sqrt(se/float64(s.n)), float64(below)/float64(s.n)
+		s.bias, s.rmse, s.below = a.bias/float64(s.n), math.Sqrt(a.se/float64(s.n)), float64(a.below)/float64(s.n)
 	} else {
 		s.bias, s.rmse, s.below = math.NaN(), math.NaN(), math.NaN()
 	}
 	if s.reliable > 0 {
-		s.rmseRel = math.Sqrt(seRel / float64(s.reliable))
+		s.rmseRel = math.Sqrt(a.seRel / float64(s.reliable))
 	}
-	if nCov > 0 {
-		s.cover = float64(cov) / float64(nCov)
+	if a.nCov > 0 {
+		s.cover = float64(a.cov) / float64(a.nCov)
 	}
 	if s.nCoverN > 0 {
-		s.coverN = float64(covN) / float64(s.nCoverN)
+		s.coverN = float64(a.covN) / float64(s.nCoverN)
 	}
 	if s.nCoverB > 0 {
-		s.coverB = float64(covB) / float64(s.nCoverB)
+		s.coverB = float64(a.covB) / float64(s.nCoverB)
 	}
-	return s
 }
 
 // writeAggregate writes, per estimator, how its intervals held and how
@@ -177,85 +224,135 @@ func writeAggregate(sb *strings.Builder, cells map[string]*cellStats, order []st
 		if est == ope.EstModelLCB {
 			continue
 		}
-		var n, nC, held, heldN, nN, heldB, nB, best int
-		var covSum float64
-		var ratios []float64
-		for _, k := range order {
-			cs := cells[k]
-			s := cs.byEst[est]
-			if s == nil || s.reliable*2 < s.n || s.n == 0 {
-				continue
-			}
-			n++
-			if !math.IsNaN(s.cover) {
-				nC++
-				covSum += s.cover
-				if s.cover >= coverTarget {
-					held++
-				}
-			}
-			if !math.IsNaN(s.coverN) {
-				nN++
-				if s.coverN >= coverTarget {
-					heldN++
-				}
-			}
-			if !math.IsNaN(s.coverB) {
-				nB++
-				if s.coverB >= coverTarget {
-					heldB++
-				}
-			}
-			bestRMSE := math.Inf(1)
-			for _, e := range estimators {
-				if t := cs.byEst[e]; t != nil && e != recommendedName && e != ope.EstModelLCB && t.n > 0 && t.reliable*2 >= t.n {
-					bestRMSE = math.Min(bestRMSE, t.rmse)
-				}
-			}
-			if s.rmse <= bestRMSE {
-				best++
-			}
-			if bestRMSE > 0 {
-				ratios = append(ratios, s.rmse/bestRMSE)
-			} else if s.rmse == 0 {
-				ratios = append(ratios, 1)
-			}
-		}
-		if n == 0 {
-			fmt.Fprintf(sb, "| %s | 0 | | | | | | | |\n", est)
-			continue
-		}
-		mean := "–"
-		if nC > 0 {
-			mean = fmt.Sprintf("%.3f", covSum/float64(nC))
-		}
-		among := "–"
-		if est != ope.EstModel && est != recommendedName {
-			among = share(heldBest[est], heldCells)
-		}
-		fmt.Fprintf(sb, "| %s | %d | %s | %s | %s | %s | %.2f | %d | %s |\n", est, n, share(held, nC), mean,
-			share(heldN, nN), share(heldB, nB), median(ratios), best, among)
+		aggregateOf(est, cells, order).write(sb, est, heldBest, heldCells)
 	}
 	fmt.Fprintf(sb, "\n*Best RMSE among held*: in how many of the %d cells where at least one interval held the estimator had "+
 		"the smallest RMSE among the estimators whose interval held there (the rule the recommended order follows).\n", heldCells)
 	// The doubly robust estimators against per-decision IS on the same logs.
 	for _, est := range []string{ope.EstDR, ope.EstWDR} {
-		var n, le int
-		for _, k := range order {
-			cs := cells[k]
-			s, p := cs.byEst[est], cs.pdisModel
-			if s == nil || p == nil || s.n == 0 || p.n == 0 {
-				continue
-			}
-			n++
-			if s.rmse <= p.rmse {
-				le++
-			}
+		writeAgainstPDIS(sb, est, cells, order)
+	}
+	writeLCBBelow(sb, cells, order)
+	fmt.Fprintln(sb)
+	fmt.Fprintln(sb)
+}
+
+// aggregate is one estimator's row of the aggregate table, over the cells
+// where it was reliable on at least half the logs: how many, how its
+// intervals held there, where its RMSE was the best and its RMSE ratios.
+type aggregate struct {
+	n, nC, held, heldN, nN, heldB, nB, best int
+	covSum                                  float64
+	ratios                                  []float64
+}
+
+// aggregateOf gathers the estimator's aggregate over the cells, in order.
+func aggregateOf(est string, cells map[string]*cellStats, order []string) *aggregate {
+	g := &aggregate{}
+	for _, k := range order {
+		cs := cells[k]
+		s := cs.byEst[est]
+		if s == nil || s.reliable*2 < s.n || s.n == 0 {
+			continue
 		}
-		if n > 0 {
-			fmt.Fprintf(sb, "\n%s: RMSE at or below per-decision IS's (on the same logs) in %d of %d cells (%.0f%%).", est, le, n, 100*float64(le)/float64(n))
+		g.n++
+		g.addCoverage(s)
+		g.addRMSE(s.rmse, cs.bestRMSE())
+	}
+	return g
+}
+
+// addCoverage counts the cell's coverage of each interval, and whether
+// it reached coverTarget.
+func (g *aggregate) addCoverage(s *stat) {
+	if !math.IsNaN(s.cover) {
+		g.nC++
+		g.covSum += s.cover
+		if s.cover >= coverTarget {
+			g.held++
 		}
 	}
+	if !math.IsNaN(s.coverN) {
+		g.nN++
+		if s.coverN >= coverTarget {
+			g.heldN++
+		}
+	}
+	if !math.IsNaN(s.coverB) {
+		g.nB++
+		if s.coverB >= coverTarget {
+			g.heldB++
+		}
+	}
+}
+
+// addRMSE counts whether the cell's rmse is the best one, and records its
+// ratio to the best (1 where both are 0).
+func (g *aggregate) addRMSE(rmse, bestRMSE float64) {
+	if rmse <= bestRMSE {
+		g.best++
+	}
+	if bestRMSE > 0 {
+		g.ratios = append(g.ratios, rmse/bestRMSE)
+	} else if rmse == 0 {
+		g.ratios = append(g.ratios, 1)
+	}
+}
+
+// bestRMSE is the smallest RMSE in the cell among the estimators reliable
+// on at least half the logs, recommended and model_lcb aside.
+func (cs *cellStats) bestRMSE() float64 {
+	bestRMSE := math.Inf(1)
+	for _, e := range estimators {
+		if t := cs.byEst[e]; t != nil && e != recommendedName && e != ope.EstModelLCB && t.n > 0 && t.reliable*2 >= t.n {
+			bestRMSE = math.Min(bestRMSE, t.rmse)
+		}
+	}
+	return bestRMSE
+}
+
+// write writes the estimator's row of the aggregate table; heldBest and
+// heldCells are bestAmongHeld's counts.
+func (g *aggregate) write(sb *strings.Builder, est string, heldBest map[string]int, heldCells int) {
+	if g.n == 0 {
+		fmt.Fprintf(sb, "| %s | 0 | | | | | | | |\n", est)
+		return
+	}
+	mean := "–"
+	if g.nC > 0 {
+		mean = fmt.Sprintf("%.3f", g.covSum/float64(g.nC))
+	}
+	among := "–"
+	if est != ope.EstModel && est != recommendedName {
+		among = share(heldBest[est], heldCells)
+	}
+	fmt.Fprintf(sb, "| %s | %d | %s | %s | %s | %s | %.2f | %d | %s |\n", est, g.n, share(g.held, g.nC), mean,
+		share(g.heldN, g.nN), share(g.heldB, g.nB), median(g.ratios), g.best, among)
+}
+
+// writeAgainstPDIS writes in how many cells a doubly robust estimator's
+// RMSE was at or below per-decision IS's on the same logs.
+func writeAgainstPDIS(sb *strings.Builder, est string, cells map[string]*cellStats, order []string) {
+	var n, le int
+	for _, k := range order {
+		cs := cells[k]
+		s, p := cs.byEst[est], cs.pdisModel
+		if s == nil || p == nil || s.n == 0 || p.n == 0 {
+			continue
+		}
+		n++
+		if s.rmse <= p.rmse {
+			le++
+		}
+	}
+	if n > 0 {
+		fmt.Fprintf(sb, "\n%s: RMSE at or below per-decision IS's (on the same logs) in %d of %d cells (%.0f%%).", est, le, n, 100*float64(le)/float64(n))
+	}
+}
+
+// writeLCBBelow writes in how many cells model_lcb was at or below the
+// exact value on at least 95% of the logs.
+func writeLCBBelow(sb *strings.Builder, cells map[string]*cellStats, order []string) {
 	var n, below int
 	for _, k := range order {
 		if s := cells[k].byEst[ope.EstModelLCB]; s != nil && s.n > 0 {
@@ -268,8 +365,6 @@ func writeAggregate(sb *strings.Builder, cells map[string]*cellStats, order []st
 	if n > 0 {
 		fmt.Fprintf(sb, "\nmodel_lcb: at or below the exact value on at least 95%% of the logs in %d of %d cells.", below, n)
 	}
-	fmt.Fprintln(sb)
-	fmt.Fprintln(sb)
 }
 
 // intervalEstimators are the estimators with a 95% interval, the ones
@@ -285,16 +380,7 @@ func bestAmongHeld(cells map[string]*cellStats, order []string) (map[string]int,
 	n := 0
 	for _, k := range order {
 		cs := cells[k]
-		min := math.Inf(1)
-		var held []string
-		for _, e := range intervalEstimators {
-			s := cs.byEst[e]
-			if s == nil || s.n == 0 || s.reliable*2 < s.n || math.IsNaN(s.cover) || s.cover < coverTarget {
-				continue
-			}
-			held = append(held, e)
-			min = math.Min(min, s.rmse)
-		}
+		held, min := cs.held()
 		if len(held) == 0 {
 			continue
 		}
@@ -306,6 +392,23 @@ func bestAmongHeld(cells map[string]*cellStats, order []string) (map[string]int,
 		}
 	}
 	return best, n
+}
+
+// held is the interval estimators whose bootstrap interval held in the
+// cell (reliable on at least half the logs, coverage ≥ coverTarget), and
+// the smallest RMSE among them.
+func (cs *cellStats) held() ([]string, float64) {
+	min := math.Inf(1)
+	var held []string
+	for _, e := range intervalEstimators {
+		s := cs.byEst[e]
+		if s == nil || s.n == 0 || s.reliable*2 < s.n || math.IsNaN(s.cover) || s.cover < coverTarget {
+			continue
+		}
+		held = append(held, e)
+		min = math.Min(min, s.rmse)
+	}
+	return held, min
 }
 
 func share(a, n int) string {
@@ -330,6 +433,24 @@ func median(xs []float64) float64 {
 // writeCells writes one row per cell: every estimator's RMSE and the
 // coverage of its interval over the reliable logs.
 func writeCells(sb *strings.Builder, cells map[string]*cellStats, order []string) {
+	writeCellsHeader(sb)
+	for _, k := range order {
+		cs := cells[k]
+		fmt.Fprintf(sb, "| %s | %d | %s | %s | %d | %d | %.4g |", cs.problem, cs.H, cs.behavior, cs.target, cs.K, cs.logs, cs.truth)
+		secs := 0.0
+		for _, e := range estimators {
+			s := cs.byEst[e]
+			writeCellFigure(sb, e, s)
+			if s != nil {
+				secs = math.Max(secs, s.seconds)
+			}
+		}
+		fmt.Fprintf(sb, " %.2f |\n", secs)
+	}
+}
+
+// writeCellsHeader writes the per-cell table's explanation and header.
+func writeCellsHeader(sb *strings.Builder) {
 	fmt.Fprintln(sb, "Per cell: RMSE against the exact value V^π, then the coverage of the 95% interval over the logs where the "+
 		"estimator was reliable; “–” where it was reliable on fewer than half the logs (the share follows in brackets). "+
 		"model_lcb gives the share of logs where the bound was at or below V^π. "+
@@ -345,31 +466,24 @@ func writeCells(sb *strings.Builder, cells map[string]*cellStats, order []string
 		fmt.Fprint(sb, "---|")
 	}
 	fmt.Fprintln(sb, "---|")
-	for _, k := range order {
-		cs := cells[k]
-		fmt.Fprintf(sb, "| %s | %d | %s | %s | %d | %d | %.4g |", cs.problem, cs.H, cs.behavior, cs.target, cs.K, cs.logs, cs.truth)
-		secs := 0.0
-		for _, e := range estimators {
-			s := cs.byEst[e]
-			switch {
-			case s == nil:
-				fmt.Fprint(sb, " |")
-			case e == ope.EstModelLCB:
-				fmt.Fprintf(sb, " %.0f%% ≤ |", 100*s.below)
-			case s.n == 0:
-				fmt.Fprint(sb, " no value |")
-			case s.reliable*2 < s.n:
-				fmt.Fprintf(sb, " – (%d/%d) |", s.reliable, s.n)
-			case math.IsNaN(s.cover):
-				fmt.Fprintf(sb, " %.3g |", s.rmse)
-			default:
-				fmt.Fprintf(sb, " %.3g, %.0f%% |", s.rmse, 100*s.cover)
-			}
-			if s != nil {
-				secs = math.Max(secs, s.seconds)
-			}
-		}
-		fmt.Fprintf(sb, " %.2f |\n", secs)
+}
+
+// writeCellFigure writes estimator e's entry in a cell's row (s nil: the
+// estimator did not run there).
+func writeCellFigure(sb *strings.Builder, e string, s *stat) {
+	switch {
+	case s == nil:
+		fmt.Fprint(sb, " |")
+	case e == ope.EstModelLCB:
+		fmt.Fprintf(sb, " %.0f%% ≤ |", 100*s.below)
+	case s.n == 0:
+		fmt.Fprint(sb, " no value |")
+	case s.reliable*2 < s.n:
+		fmt.Fprintf(sb, " – (%d/%d) |", s.reliable, s.n)
+	case math.IsNaN(s.cover):
+		fmt.Fprintf(sb, " %.3g |", s.rmse)
+	default:
+		fmt.Fprintf(sb, " %.3g, %.0f%% |", s.rmse, 100*s.cover)
 	}
 }
 

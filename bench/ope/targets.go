@@ -43,46 +43,64 @@ func makeTarget(ctx context.Context, name string, m *pomdp.POMDP, H int, beh pom
 		}
 		return &target{name: name, value: v, opt: pol}, nil
 	case targetClone:
-		// Seed 0 is never a scored log's seed (those are 1..N).
-		d, err := pomdp.SimulateDataset(ctx, m, H, cloneEpisodes, beh, 0)
-		if err != nil {
-			return nil, err
-		}
-		pol, err := baseline.BehaviorCloning(ctx, d, baseline.CloneOptions{AllFirst: true})
-		if err != nil {
-			return nil, err
-		}
-		v, err := pomdp.EvaluatePolicyWithin(ctx, m, H, pol, maxNodes)
-		if err != nil {
-			return nil, err
-		}
-		return &target{name: name, value: v, tree: pol}, nil
+		return cloneTarget(ctx, m, H, beh, maxNodes)
 	case targetRandom:
-		// One Dirichlet(1, …, 1) distribution per (step, observation),
-		// drawn once per problem and horizon.
-		rng := rand.New(rand.NewPCG(uint64(H), 0x0be))
-		nA, nO := m.NumActions(), m.NumObs()+1
-		table := make([]float64, H*nO*nA)
-		for i := 0; i < len(table); i += nA {
-			s := 0.0
-			for a := range nA {
-				table[i+a] = rng.ExpFloat64()
-				s += table[i+a]
-			}
-			for a := range nA {
-				table[i+a] /= s
-			}
-		}
-		pol := func(h, o int, _ []float64, p []float64) {
-			copy(p, table[((h-1)*nO+o+1)*nA:])
-		}
-		v, err := pomdp.StochasticValueWithin(ctx, m, H, pol, maxNodes)
-		if err != nil {
-			return nil, err
-		}
-		return &target{name: name, value: v, stoch: pol}, nil
+		return randomTarget(ctx, m, H, maxNodes)
 	}
 	return nil, fmt.Errorf("unknown target %q (optimal, clone or random)", name)
+}
+
+// cloneTarget is behaviour cloning trained on a separate log of
+// cloneEpisodes episodes of beh, valued exactly.
+func cloneTarget(ctx context.Context, m *pomdp.POMDP, H int, beh pomdp.Behavior, maxNodes int) (*target, error) {
+	// Seed 0 is never a scored log's seed (those are 1..N).
+	d, err := pomdp.SimulateDataset(ctx, m, H, cloneEpisodes, beh, 0)
+	if err != nil {
+		return nil, err
+	}
+	pol, err := baseline.BehaviorCloning(ctx, d, baseline.CloneOptions{AllFirst: true})
+	if err != nil {
+		return nil, err
+	}
+	v, err := pomdp.EvaluatePolicyWithin(ctx, m, H, pol, maxNodes)
+	if err != nil {
+		return nil, err
+	}
+	return &target{name: targetClone, value: v, tree: pol}, nil
+}
+
+// randomTarget is a random stochastic policy of (step, observation),
+// valued exactly.
+func randomTarget(ctx context.Context, m *pomdp.POMDP, H int, maxNodes int) (*target, error) {
+	nA, nO := m.NumActions(), m.NumObs()+1
+	table := randomTable(H, nO, nA)
+	pol := func(h, o int, _ []float64, p []float64) {
+		copy(p, table[((h-1)*nO+o+1)*nA:])
+	}
+	v, err := pomdp.StochasticValueWithin(ctx, m, H, pol, maxNodes)
+	if err != nil {
+		return nil, err
+	}
+	return &target{name: targetRandom, value: v, stoch: pol}, nil
+}
+
+// randomTable draws one Dirichlet(1, …, 1) distribution over the nA
+// actions per (step, observation), once per problem and horizon: H·nO
+// rows of nA probabilities.
+func randomTable(H, nO, nA int) []float64 {
+	rng := rand.New(rand.NewPCG(uint64(H), 0x0be))
+	table := make([]float64, H*nO*nA)
+	for i := 0; i < len(table); i += nA {
+		s := 0.0
+		for a := range nA {
+			table[i+a] = rng.ExpFloat64()
+			s += table[i+a]
+		}
+		for a := range nA {
+			table[i+a] /= s
+		}
+	}
+	return table
 }
 
 // opeTarget is the target as package ope's Target over the logs d.
@@ -91,13 +109,19 @@ func (t *target) opeTarget(m *pomdp.POMDP, d *ingest.Dataset, f *pomdp.Filter) (
 		return ope.NewTreeTarget(t.tree, d)
 	}
 	st := &simTarget{t: t, m: m, f: f}
+	st.mapActions(m, d)
+	if err := st.mapObs(m, d); err != nil {
+		return nil, err
+	}
+	return st, nil
+}
+
+// mapActions maps the logged action codes to the model's actions and
+// back.
+func (st *simTarget) mapActions(m *pomdp.POMDP, d *ingest.Dataset) {
 	act := map[string]int{}
 	for i, a := range m.Actions {
 		act[a] = i
-	}
-	obs := map[string]int{pomdp.InitSymbol: pomdp.ObsInit}
-	for i, o := range m.Observations {
-		obs[o] = i
 	}
 	st.actOf = make([]int, len(d.ActVocab))
 	st.codeOf = make([]int, m.NumActions())
@@ -108,15 +132,24 @@ func (t *target) opeTarget(m *pomdp.POMDP, d *ingest.Dataset, f *pomdp.Filter) (
 		st.actOf[c] = act[a]
 		st.codeOf[act[a]] = c
 	}
+}
+
+// mapObs maps the logged observation codes to the model's observations;
+// every logged observation must be the model's.
+func (st *simTarget) mapObs(m *pomdp.POMDP, d *ingest.Dataset) error {
+	obs := map[string]int{pomdp.InitSymbol: pomdp.ObsInit}
+	for i, o := range m.Observations {
+		obs[o] = i
+	}
 	st.obsOf = make([]int, len(d.ObsVocab))
 	for c, o := range d.ObsVocab {
 		i, ok := obs[o]
 		if !ok {
-			return nil, fmt.Errorf("logged observation %q is not the model's", o)
+			return fmt.Errorf("logged observation %q is not the model's", o)
 		}
 		st.obsOf[c] = i
 	}
-	return st, nil
+	return nil
 }
 
 // simTarget follows a target given on the true model's beliefs.
@@ -154,30 +187,47 @@ func (f *simFollower) Next(prevAct, obs int, p []float64) error {
 	if prevAct < 0 {
 		f.b, f.obs, f.act, f.dead = f.f.Start(), f.obs[:0], f.act[:0], false
 	} else {
-		a := f.s.actOf[prevAct]
-		// The model-based estimators look ahead through histories their
-		// fitted model imagines, some impossible under the true model (the
-		// first observation again, say): the target still answers there,
-		// from the last possible belief (the optimal policy: action 0).
-		if o == pomdp.ObsInit || f.dead {
-			f.dead = true
-		} else {
-			keep := append(f.keep[:0], f.b...)
-			if !f.f.Update(f.b, a, o) {
-				f.dead = true
-				copy(f.b, keep)
-			}
-			f.keep = keep
-		}
-		f.act = append(f.act, a)
+		f.advance(f.s.actOf[prevAct], o)
 	}
 	f.obs = append(f.obs, o)
+	f.decide(o)
+	return f.toLog(p)
+}
+
+// advance updates the belief with model action a and observation o.
+//
+// The model-based estimators look ahead through histories their fitted
+// model imagines, some impossible under the true model (the first
+// observation again, say): the target still answers there, from the last
+// possible belief (the optimal policy: action 0).
+func (f *simFollower) advance(a, o int) {
+	if o == pomdp.ObsInit || f.dead {
+		f.dead = true
+	} else {
+		keep := append(f.keep[:0], f.b...)
+		if !f.f.Update(f.b, a, o) {
+			f.dead = true
+			copy(f.b, keep)
+		}
+		f.keep = keep
+	}
+	f.act = append(f.act, a)
+}
+
+// decide sets f.p to the target's distribution over the model's actions
+// after the history so far, o the last observation.
+func (f *simFollower) decide(o int) {
 	clear(f.p)
 	if f.s.t.opt != nil {
 		f.p[f.s.t.opt(f.obs, f.act)] = 1
 	} else {
 		f.s.t.stoch(len(f.obs), o, f.b, f.p)
 	}
+}
+
+// toLog writes f.p into p over the logged action codes; errUnlogged when
+// the target gives probability to an action the log never took.
+func (f *simFollower) toLog(p []float64) error {
 	clear(p)
 	for a, q := range f.p {
 		if q == 0 {

@@ -41,7 +41,8 @@ type options struct {
 	knownRange                      bool
 }
 
-func main() {
+// parseOptions reads the options from the command line.
+func parseOptions() options {
 	var o options
 	flag.StringVar(&o.out, "out", "bench/out/quality.arrow", "Arrow IPC file of every run")
 	flag.StringVar(&o.docs, "docs", "docs", "directory of validation.md and the plots (\"\" writes none)")
@@ -67,6 +68,11 @@ func main() {
 	if o.smallK && !flagSet("ks") {
 		o.ks = "10,30,100,300"
 	}
+	return o
+}
+
+func main() {
+	o := parseOptions()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := run(ctx, o); err != nil {
@@ -95,40 +101,83 @@ func problemNames(ps []Problem) string {
 // configFromOptions checks the flags and builds the study configuration.
 func configFromOptions(o options) (Config, error) {
 	cfg := Config{PomdpDir: o.pomdpDir, Behavs: Behaviors, Seeds: o.seeds, Restarts: o.restarts, MaxIter: o.maxIter, Workers: o.workers, KnownRange: o.knownRange, Fallback: o.fallback}
-	if o.alpha != "" && o.alpha != "auto" {
-		a, err := pessimism.ParseAlpha(o.alpha)
+	if err := cfg.setAlpha(o.alpha); err != nil {
+		return cfg, err
+	}
+	cfg.setBehaviors(o.behaviors)
+	tier, err := cfg.setTier(o.tier, o.rank)
+	if err != nil {
+		return cfg, err
+	}
+	cfg.setEMDefaults()
+	if err := cfg.setProblems(o.problems, tier); err != nil {
+		return cfg, err
+	}
+	if err := cfg.setKs(o.ks, o.reduced); err != nil {
+		return cfg, err
+	}
+	if o.reduced {
+		cfg.Seeds = 1
+	}
+	if len(cfg.Ks) == 0 || cfg.Seeds < 1 || cfg.Restarts < 1 || cfg.MaxIter < 1 {
+		return cfg, fmt.Errorf("nothing to run: need at least one K, one seed, one restart and one iteration")
+	}
+	return cfg, nil
+}
+
+// setAlpha sets a fixed α ("" and "auto" leave the automatic choice).
+func (cfg *Config) setAlpha(alpha string) error {
+	if alpha != "" && alpha != "auto" {
+		a, err := pessimism.ParseAlpha(alpha)
 		if err != nil {
-			return cfg, fmt.Errorf("--alpha: %w", err)
+			return fmt.Errorf("--alpha: %w", err)
 		}
 		cfg.Alpha = a
 	}
-	if o.behaviors != "" {
+	return nil
+}
+
+// setBehaviors sets the comma-separated behaviour policies ("" keeps the
+// default ones).
+func (cfg *Config) setBehaviors(behaviors string) {
+	if behaviors != "" {
 		cfg.Behavs = nil
-		for _, b := range strings.Split(o.behaviors, ",") {
+		for _, b := range strings.Split(behaviors, ",") {
 			cfg.Behavs = append(cfg.Behavs, strings.TrimSpace(b))
 		}
 	}
+}
+
+// setTier sets the tier and whether the rank is searched (--tier, then
+// --rank), and returns the tier's problems.
+func (cfg *Config) setTier(tierName, rank string) ([]Problem, error) {
 	tier := Problems
-	switch o.tier {
+	switch tierName {
 	case "", "small":
 		cfg.Tier = "small"
 	case "larger":
 		tier, cfg.Tier, cfg.RankAuto = LargerProblems, "larger", true
 	default:
-		return cfg, fmt.Errorf("--tier must be small or larger, not %q", o.tier)
+		return tier, fmt.Errorf("--tier must be small or larger, not %q", tierName)
 	}
-	switch o.rank {
+	switch rank {
 	case "":
 	case "auto":
 		cfg.RankAuto = true
 	case "true":
 		cfg.RankAuto = false
 	default:
-		return cfg, fmt.Errorf("--rank must be true or auto, not %q", o.rank)
+		return tier, fmt.Errorf("--rank must be true or auto, not %q", rank)
 	}
-	// With the automatic rank the fits run as users run psrlcb fit (its
-	// EM defaults: the rank search's starts decide the rank); with the
-	// true rank, two shorter starts keep the small tier in its budget.
+	return tier, nil
+}
+
+// setEMDefaults fills in the EM options not given.
+//
+// With the automatic rank the fits run as users run psrlcb fit (its
+// EM defaults: the rank search's starts decide the rank); with the
+// true rank, two shorter starts keep the small tier in its budget.
+func (cfg *Config) setEMDefaults() {
 	if cfg.Restarts == 0 {
 		cfg.Restarts = defaultRestarts
 		if cfg.RankAuto {
@@ -141,38 +190,43 @@ func configFromOptions(o options) (Config, error) {
 			cfg.MaxIter = estimate.DefaultMaxIter
 		}
 	}
-	if o.problems == "" {
+}
+
+// setProblems sets the problems of the comma-separated names (all of the
+// tier's when empty); every name must be one of the tier's.
+func (cfg *Config) setProblems(names string, tier []Problem) error {
+	if names == "" {
 		cfg.Problems = tier
-	} else {
-		for _, n := range strings.Split(o.problems, ",") {
-			found := false
-			for _, p := range tier {
-				if p.Name == strings.TrimSpace(n) {
-					cfg.Problems, found = append(cfg.Problems, p), true
-				}
+		return nil
+	}
+	for _, n := range strings.Split(names, ",") {
+		found := false
+		for _, p := range tier {
+			if p.Name == strings.TrimSpace(n) {
+				cfg.Problems, found = append(cfg.Problems, p), true
 			}
-			if !found {
-				return cfg, fmt.Errorf("unknown problem %q of the %s tier (known: %s)", n, cfg.Tier, problemNames(tier))
-			}
+		}
+		if !found {
+			return fmt.Errorf("unknown problem %q of the %s tier (known: %s)", n, cfg.Tier, problemNames(tier))
 		}
 	}
-	for _, s := range strings.Split(o.ks, ",") {
+	return nil
+}
+
+// setKs sets the numbers of episodes of the comma-separated list (those
+// up to 1000 in the reduced study).
+func (cfg *Config) setKs(ks string, reduced bool) error {
+	for _, s := range strings.Split(ks, ",") {
 		K, err := strconv.Atoi(strings.TrimSpace(s))
 		if err != nil || K < 10 {
-			return cfg, fmt.Errorf("--ks: %q is not a number of episodes ≥ 10", s)
+			return fmt.Errorf("--ks: %q is not a number of episodes ≥ 10", s)
 		}
-		if o.reduced && K > 1000 {
+		if reduced && K > 1000 {
 			continue
 		}
 		cfg.Ks = append(cfg.Ks, K)
 	}
-	if o.reduced {
-		cfg.Seeds = 1
-	}
-	if len(cfg.Ks) == 0 || cfg.Seeds < 1 || cfg.Restarts < 1 || cfg.MaxIter < 1 {
-		return cfg, fmt.Errorf("nothing to run: need at least one K, one seed, one restart and one iteration")
-	}
-	return cfg, nil
+	return nil
 }
 
 // fingerprint names the options a checkpointed row depends on.
@@ -214,19 +268,20 @@ func run(ctx context.Context, o options) error {
 	if o.smallK {
 		return runSmallK(ctx, cfg, o.docs)
 	}
+	return runStudy(ctx, o, cfg)
+}
+
+// runStudy runs the configurations the checkpoint does not hold yet
+// (adding them to it), writes the Arrow table, validation.md's results
+// and the plots, and prints the results.
+func runStudy(ctx context.Context, o options, cfg Config) error {
 	fp := fingerprint(cfg)
-	done := map[key][]Row{}
+	done, w, err := openCheckpoint(o, fp)
+	if err != nil {
+		return err
+	}
 	var emit func([]Row) error
-	if o.checkpoint != "" {
-		if !o.fresh {
-			if done, err = readCheckpoint(o.checkpoint, fp); err != nil {
-				return err
-			}
-		}
-		w, err := checkpoint.Create[[]Row](o.checkpoint, fp, "rows", o.fresh)
-		if err != nil {
-			return err
-		}
+	if w != nil {
 		defer w.Close()
 		emit = w.Add
 	}
@@ -236,48 +291,91 @@ func run(ctx context.Context, o options) error {
 		return err
 	}
 	wall := time.Since(start).Seconds()
-	var fitSec float64
-	for _, r := range rows {
-		if r.Method == "psrlcb" || r.Method == "tabular" || r.Method == "clone" {
-			fitSec += float64(r.FitSeconds)
-		}
-	}
-	if o.out != "" {
-		if err := os.MkdirAll(filepath.Dir(o.out), 0o755); err != nil {
-			return err
-		}
-		meta := map[string]string{"study": "does pessimism pay", "em": fp, "seeds": strconv.Itoa(cfg.Seeds)}
-		if err := writeArrow(o.out, rows, meta); err != nil {
-			return err
-		}
+	fitSec := fitSeconds(rows)
+	if err := writeStudyArrow(o.out, fp, cfg, rows); err != nil {
+		return err
 	}
 	md := resultsMarkdown(rows, cfg, fitSec, singleSeedMargin)
-	if o.docs != "" {
-		if err := os.MkdirAll(o.docs, 0o755); err != nil {
-			return err
-		}
-		if err := spliceResults(filepath.Join(o.docs, "validation.md"), md, cfg.Tier); err != nil {
-			return err
-		}
-		prefix := "validation-"
-		if cfg.Tier == "larger" {
-			prefix = "validation-larger-"
-		}
-		for _, b := range cfg.Behavs {
-			name := prefix + "regret-" + strings.SplitN(b, ":", 2)[0] + ".svg"
-			if err := regretPlot(rows, b, filepath.Join(o.docs, name)); err != nil {
-				return err
-			}
-		}
-		if err := lcbPlot(rows, filepath.Join(o.docs, prefix+"lcb.svg")); err != nil {
-			return err
-		}
+	if err := writeDocs(o.docs, cfg, rows, md); err != nil {
+		return err
 	}
 	if !o.quiet {
 		fmt.Fprintf(os.Stderr, "%d configurations in %.0f s (this run); fit seconds in total %.0f\n", len(rows)/len(Methods), wall, fitSec)
 	}
 	fmt.Print(md)
 	return nil
+}
+
+// openCheckpoint returns the finished configurations of o's checkpoint
+// stored under fp (none with --fresh) and the checkpoint opened to add
+// to; no writer without a checkpoint.
+func openCheckpoint(o options, fp string) (map[key][]Row, *checkpoint.Writer[[]Row], error) {
+	done := map[key][]Row{}
+	if o.checkpoint == "" {
+		return done, nil, nil
+	}
+	if !o.fresh {
+		var err error
+		if done, err = readCheckpoint(o.checkpoint, fp); err != nil {
+			return nil, nil, err
+		}
+	}
+	w, err := checkpoint.Create[[]Row](o.checkpoint, fp, "rows", o.fresh)
+	if err != nil {
+		return nil, nil, err
+	}
+	return done, w, nil
+}
+
+// fitSeconds is the fit time of the rows in total: PSR-LCB's and the
+// baselines'.
+func fitSeconds(rows []Row) float64 {
+	var fitSec float64
+	for _, r := range rows {
+		if r.Method == "psrlcb" || r.Method == "tabular" || r.Method == "clone" {
+			fitSec += float64(r.FitSeconds)
+		}
+	}
+	return fitSec
+}
+
+// writeStudyArrow writes every row to the Arrow file out ("": none), with
+// the study, its EM fingerprint fp and the seeds as metadata.
+func writeStudyArrow(out, fp string, cfg Config, rows []Row) error {
+	if out == "" {
+		return nil
+	}
+	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
+		return err
+	}
+	meta := map[string]string{"study": "does pessimism pay", "em": fp, "seeds": strconv.Itoa(cfg.Seeds)}
+	return writeArrow(out, rows, meta)
+}
+
+// writeDocs splices md into validation.md in the directory docs ("":
+// none) and draws the tier's regret plot of each behaviour and its LCB
+// plot there.
+func writeDocs(docs string, cfg Config, rows []Row, md string) error {
+	if docs == "" {
+		return nil
+	}
+	if err := os.MkdirAll(docs, 0o755); err != nil {
+		return err
+	}
+	if err := spliceResults(filepath.Join(docs, "validation.md"), md, cfg.Tier); err != nil {
+		return err
+	}
+	prefix := "validation-"
+	if cfg.Tier == "larger" {
+		prefix = "validation-larger-"
+	}
+	for _, b := range cfg.Behavs {
+		name := prefix + "regret-" + strings.SplitN(b, ":", 2)[0] + ".svg"
+		if err := regretPlot(rows, b, filepath.Join(docs, name)); err != nil {
+			return err
+		}
+	}
+	return lcbPlot(rows, filepath.Join(docs, prefix+"lcb.svg"))
 }
 
 // runSmallK runs the small-K study and splices its table into

@@ -20,58 +20,63 @@ import (
 
 // table turns the rows into the study's Arrow table.
 func table(rows []Row, meta map[string]string) arrowio.Table {
-	n := len(rows)
-	str := func(name string, f func(Row) string) arrowio.Column {
-		c := arrowio.Column{Name: name, String: make([]string, n)}
-		for i, r := range rows {
-			c.String[i] = f(r)
-		}
-		return c
-	}
-	i64 := func(name string, f func(Row) int) arrowio.Column {
-		c := arrowio.Column{Name: name, Int64: make([]int64, n)}
-		for i, r := range rows {
-			c.Int64[i] = int64(f(r))
-		}
-		return c
-	}
-	f64 := func(name string, f func(Row) jfloat) arrowio.Column {
-		c := arrowio.Column{Name: name, Float64: make([]float64, n)}
-		for i, r := range rows {
-			c.Float64[i] = float64(f(r))
-		}
-		return c
-	}
-	boo := func(name string, f func(Row) bool) arrowio.Column {
-		c := arrowio.Column{Name: name, Bool: make([]bool, n)}
-		for i, r := range rows {
-			c.Bool[i] = f(r)
-		}
-		return c
-	}
+	c := rowColumns(rows)
 	return arrowio.Table{Meta: meta, Columns: []arrowio.Column{
-		str("problem", func(r Row) string { return r.Problem }),
-		i64("horizon", func(r Row) int { return r.Horizon }),
-		str("behavior", func(r Row) string { return r.Behavior }),
-		i64("k", func(r Row) int { return r.K }),
-		i64("seed", func(r Row) int { return r.Seed }),
-		str("method", func(r Row) string { return r.Method }),
-		f64("value", func(r Row) jfloat { return r.Value }),
-		f64("optimal_value", func(r Row) jfloat { return r.Optimal }),
-		f64("behavior_value", func(r Row) jfloat { return r.BehaviorValue }),
-		f64("normalized_regret", func(r Row) jfloat { return r.Regret }),
-		f64("lcb_units", func(r Row) jfloat { return r.LCBUnits }),
-		f64("model_value_units", func(r Row) jfloat { return r.ModelUnits }),
-		f64("bonus_value", func(r Row) jfloat { return r.BonusValue }),
-		f64("iw_low_units", func(r Row) jfloat { return r.IWLowUnits }),
-		f64("alpha", func(r Row) jfloat { return r.Alpha }),
-		i64("rank", func(r Row) int { return r.Rank }),
-		f64("fit_seconds", func(r Row) jfloat { return r.FitSeconds }),
-		boo("plan_exact", func(r Row) bool { return r.PlanExact }),
-		boo("em_converged", func(r Row) bool { return r.EMConverged }),
-		f64("return_min", func(r Row) jfloat { return r.ReturnMin }),
-		f64("return_max", func(r Row) jfloat { return r.ReturnMax }),
+		c.str("problem", func(r Row) string { return r.Problem }),
+		c.i64("horizon", func(r Row) int { return r.Horizon }),
+		c.str("behavior", func(r Row) string { return r.Behavior }),
+		c.i64("k", func(r Row) int { return r.K }),
+		c.i64("seed", func(r Row) int { return r.Seed }),
+		c.str("method", func(r Row) string { return r.Method }),
+		c.f64("value", func(r Row) jfloat { return r.Value }),
+		c.f64("optimal_value", func(r Row) jfloat { return r.Optimal }),
+		c.f64("behavior_value", func(r Row) jfloat { return r.BehaviorValue }),
+		c.f64("normalized_regret", func(r Row) jfloat { return r.Regret }),
+		c.f64("lcb_units", func(r Row) jfloat { return r.LCBUnits }),
+		c.f64("model_value_units", func(r Row) jfloat { return r.ModelUnits }),
+		c.f64("bonus_value", func(r Row) jfloat { return r.BonusValue }),
+		c.f64("iw_low_units", func(r Row) jfloat { return r.IWLowUnits }),
+		c.f64("alpha", func(r Row) jfloat { return r.Alpha }),
+		c.i64("rank", func(r Row) int { return r.Rank }),
+		c.f64("fit_seconds", func(r Row) jfloat { return r.FitSeconds }),
+		c.boo("plan_exact", func(r Row) bool { return r.PlanExact }),
+		c.boo("em_converged", func(r Row) bool { return r.EMConverged }),
+		c.f64("return_min", func(r Row) jfloat { return r.ReturnMin }),
+		c.f64("return_max", func(r Row) jfloat { return r.ReturnMax }),
 	}}
+}
+
+// rowColumns builds the Arrow table's columns from the rows, one value
+// per row.
+type rowColumns []Row
+
+// mapRows is f of each row, in order.
+func mapRows[T any](rows []Row, f func(Row) T) []T {
+	out := make([]T, len(rows))
+	for i, r := range rows {
+		out[i] = f(r)
+	}
+	return out
+}
+
+// str is a string column.
+func (rs rowColumns) str(name string, f func(Row) string) arrowio.Column {
+	return arrowio.Column{Name: name, String: mapRows(rs, f)}
+}
+
+// i64 is an int64 column.
+func (rs rowColumns) i64(name string, f func(Row) int) arrowio.Column {
+	return arrowio.Column{Name: name, Int64: mapRows(rs, func(r Row) int64 { return int64(f(r)) })}
+}
+
+// f64 is a float64 column.
+func (rs rowColumns) f64(name string, f func(Row) jfloat) arrowio.Column {
+	return arrowio.Column{Name: name, Float64: mapRows(rs, func(r Row) float64 { return float64(f(r)) })}
+}
+
+// boo is a bool column.
+func (rs rowColumns) boo(name string, f func(Row) bool) arrowio.Column {
+	return arrowio.Column{Name: name, Bool: mapRows(rs, f)}
 }
 
 func kLabel(K int) string {
@@ -91,12 +96,34 @@ func f3(x float64) string {
 
 // resultsMarkdown is the generated part of docs/validation.md.
 func resultsMarkdown(rows []Row, cfg Config, elapsed float64, margin float64) string {
-	ix := newIndex(rows)
-	var b strings.Builder
-	w := func(format string, a ...any) { fmt.Fprintf(&b, format, a...) }
+	r := &results{rows: rows, ix: newIndex(rows)}
+	r.headline(cfg, elapsed)
+	r.problems()
+	for _, bh := range r.ix.behavs {
+		r.regretTable(bh)
+	}
+	r.psrlcbTable()
+	r.targets(margin)
+	return r.b.String()
+}
+
+// results builds the generated part of docs/validation.md, section by
+// section.
+type results struct {
+	rows []Row
+	ix   *index
+	b    strings.Builder
+}
+
+// w appends formatted text.
+func (r *results) w(format string, a ...any) { fmt.Fprintf(&r.b, format, a...) }
+
+// headline states how the results were generated: the command, the
+// seeds, the K, the EM options and the compute time.
+func (r *results) headline(cfg Config, elapsed float64) {
 	seeds := 0
-	for _, r := range rows {
-		seeds = max(seeds, r.Seed+1)
+	for _, row := range r.rows {
+		seeds = max(seeds, row.Seed+1)
 	}
 	cmd, rank := "go run ./bench/quality", "rank = |S|"
 	if cfg.Tier == "larger" {
@@ -105,10 +132,15 @@ func resultsMarkdown(rows []Row, cfg Config, elapsed float64, margin float64) st
 	if cfg.RankAuto {
 		rank = "rank auto"
 	}
-	w("Generated by `%s` (%d seeds, K ∈ {%s}, EM: %s, %d restarts, ≤ %d iterations); %d PSR-LCB fits in %.0f s of compute.\n\n",
-		cmd, seeds, joinK(ix.ks), rank, cfg.Restarts, cfg.MaxIter, countMethod(rows, "psrlcb"), elapsed)
+	r.w("Generated by `%s` (%d seeds, K ∈ {%s}, EM: %s, %d restarts, ≤ %d iterations); %d PSR-LCB fits in %.0f s of compute.\n\n",
+		cmd, seeds, joinK(r.ix.ks), rank, cfg.Restarts, cfg.MaxIter, countMethod(r.rows, "psrlcb"), elapsed)
+}
 
-	w("### Problems\n\n| problem | H | V* | V^b uniform | V^b myopic:0.1 |\n|---|---|---|---|---|\n")
+// problems writes the table of the problems: H, V* and each behaviour's
+// value.
+func (r *results) problems() {
+	ix := r.ix
+	r.w("### Problems\n\n| problem | H | V* | V^b uniform | V^b myopic:0.1 |\n|---|---|---|---|---|\n")
 	for _, p := range ix.problems {
 		var opt float64
 		vb := map[string]string{}
@@ -118,64 +150,82 @@ func resultsMarkdown(rows []Row, cfg Config, elapsed float64, margin float64) st
 				vb[bh] = fmt.Sprintf("%.4f", float64(rs[0].BehaviorValue))
 			}
 		}
-		w("| %s | %d | %.4f | %s | %s |\n", p, horizonOf(rows, p), opt, vb["uniform"], vb["myopic:0.1"])
+		r.w("| %s | %d | %.4f | %s | %s |\n", p, horizonOf(r.rows, p), opt, vb["uniform"], vb["myopic:0.1"])
 	}
+}
 
-	for _, bh := range ix.behavs {
-		w("\n### Median normalized regret, behaviour %s\n\n(V* − V^π)/(V* − V^b) over the seeds: 0 is optimal, 1 is the behaviour's value, above 1 is worse than the behaviour. In brackets: the smallest and largest seed.\n\n", bh)
-		w("| problem | method |")
-		for _, K := range ix.ks {
-			w(" K=%s |", kLabel(K))
-		}
-		w("\n|---|---|%s\n", strings.Repeat("---|", len(ix.ks)))
-		for _, p := range ix.problems {
-			for _, m := range []string{"psrlcb", "greedy", "tabular", "clone"} {
-				w("| %s | %s |", p, m)
-				for _, K := range ix.ks {
-					rg := regrets(ix.get(p, bh, K, m))
-					lo, hi := minMax(rg)
-					if len(rg) > 1 {
-						w(" %s [%s, %s] |", f3(median(rg)), f3(lo), f3(hi))
-					} else {
-						w(" %s |", f3(median(rg)))
-					}
-				}
-				w("\n")
+// regretTable writes the median normalized regret of every method per
+// problem and K under behaviour bh.
+func (r *results) regretTable(bh string) {
+	ix := r.ix
+	r.w("\n### Median normalized regret, behaviour %s\n\n(V* − V^π)/(V* − V^b) over the seeds: 0 is optimal, 1 is the behaviour's value, above 1 is worse than the behaviour. In brackets: the smallest and largest seed.\n\n", bh)
+	r.w("| problem | method |")
+	for _, K := range ix.ks {
+		r.w(" K=%s |", kLabel(K))
+	}
+	r.w("\n|---|---|%s\n", strings.Repeat("---|", len(ix.ks)))
+	for _, p := range ix.problems {
+		for _, m := range []string{"psrlcb", "greedy", "tabular", "clone"} {
+			r.w("| %s | %s |", p, m)
+			for _, K := range ix.ks {
+				r.regretFigure(regrets(ix.get(p, bh, K, m)))
 			}
+			r.w("\n")
 		}
 	}
+}
 
-	w("\n### PSR-LCB: chosen α, LCB and fit time\n\nPer cell: the α chosen on each seed, the median LCB and median true value V^π̄ (return units), the mean fit seconds (pipeline.Fit, both EM fits of the α selection included).\n\n")
-	w("| problem | behaviour | K | α per seed | median LCB | median V^π̄ | V* | fit s |\n|---|---|---|---|---|---|---|---|\n")
+// regretFigure writes the median of the seeds' regrets rg, with their
+// range when there are several.
+func (r *results) regretFigure(rg []float64) {
+	lo, hi := minMax(rg)
+	if len(rg) > 1 {
+		r.w(" %s [%s, %s] |", f3(median(rg)), f3(lo), f3(hi))
+	} else {
+		r.w(" %s |", f3(median(rg)))
+	}
+}
+
+// psrlcbTable writes, per cell, PSR-LCB's α on each seed, its median LCB
+// and true value and its mean fit time.
+func (r *results) psrlcbTable() {
+	ix := r.ix
+	r.w("\n### PSR-LCB: chosen α, LCB and fit time\n\nPer cell: the α chosen on each seed, the median LCB and median true value V^π̄ (return units), the mean fit seconds (pipeline.Fit, both EM fits of the α selection included).\n\n")
+	r.w("| problem | behaviour | K | α per seed | median LCB | median V^π̄ | V* | fit s |\n|---|---|---|---|---|---|---|---|\n")
 	for _, p := range ix.problems {
 		for _, bh := range ix.behavs {
 			for _, K := range ix.ks {
-				rs := ix.get(p, bh, K, "psrlcb")
-				if len(rs) == 0 {
-					continue
+				if rs := ix.get(p, bh, K, "psrlcb"); len(rs) > 0 {
+					r.psrlcbRow(p, bh, K, rs)
 				}
-				var as []string
-				var lcb, fs []float64
-				for _, r := range rs {
-					as = append(as, fmt.Sprintf("%g", float64(r.Alpha)))
-					lcb = append(lcb, float64(r.LCBUnits))
-					fs = append(fs, float64(r.FitSeconds))
-				}
-				mf, _ := meanSE(fs)
-				w("| %s | %s | %s | %s | %.4g | %.4g | %.4g | %.1f |\n", p, bh, kLabel(K), strings.Join(as, " "),
-					median(lcb), median(values(rs)), float64(rs[0].Optimal), mf)
 			}
 		}
 	}
+}
 
-	w("\n### Targets\n\n")
-	for _, v := range verdicts(ix, margin) {
-		w("- **%s: %s.** %s\n", v.Name, map[bool]string{true: "met", false: "NOT met"}[v.Met], v.Detail[0])
+// psrlcbRow writes the row of PSR-LCB's runs rs on one cell.
+func (r *results) psrlcbRow(p, bh string, K int, rs []Row) {
+	var as []string
+	var lcb, fs []float64
+	for _, row := range rs {
+		as = append(as, fmt.Sprintf("%g", float64(row.Alpha)))
+		lcb = append(lcb, float64(row.LCBUnits))
+		fs = append(fs, float64(row.FitSeconds))
+	}
+	mf, _ := meanSE(fs)
+	r.w("| %s | %s | %s | %s | %.4g | %.4g | %.4g | %.1f |\n", p, bh, kLabel(K), strings.Join(as, " "),
+		median(lcb), median(values(rs)), float64(rs[0].Optimal), mf)
+}
+
+// targets writes each target's verdict with its details.
+func (r *results) targets(margin float64) {
+	r.w("\n### Targets\n\n")
+	for _, v := range verdicts(r.ix, margin) {
+		r.w("- **%s: %s.** %s\n", v.Name, map[bool]string{true: "met", false: "NOT met"}[v.Met], v.Detail[0])
 		for _, d := range v.Detail[1:] {
-			w("  - %s\n", d)
+			r.w("  - %s\n", d)
 		}
 	}
-	return b.String()
 }
 
 func verdicts(ix *index, margin float64) []Verdict {
@@ -303,79 +353,122 @@ func regretPlot(rows []Row, behavior, path string) error {
 	ix := newIndex(rows)
 	var panels []*plot.Plot
 	for _, p := range ix.problems {
-		pl := plot.New()
-		pl.Title.Text = p
-		pl.X.Label.Text = "K (episodes)"
-		pl.Y.Label.Text = "normalized regret"
-		pl.X.Scale, pl.Y.Scale = plot.LogScale{}, plot.LogScale{}
-		pl.X.Tick.Marker, pl.Y.Tick.Marker = plot.LogTicks{Prec: -1}, plot.LogTicks{Prec: -1}
-		pl.Add(plotter.NewGrid())
-		pl.Legend.Top = true
-		pl.Legend.Left = true
-		pl.Legend.TextStyle.Font.Size = vg.Points(7)
-		pl.Y.Min, pl.Y.Max = regretFloor/2, 3
-		pl.X.Min, pl.X.Max = float64(ix.ks[0])/1.5, float64(ix.ks[len(ix.ks)-1])*1.5
-		pl.Y.AutoRescale = false
-		var first plotter.XY
-		for _, m := range []string{"tabular", "clone", "greedy", "psrlcb"} {
-			var xys plotter.XYs
-			var errs plotter.YErrors
-			for _, K := range ix.ks {
-				rg := regrets(ix.get(p, behavior, K, m))
-				if len(finite(rg)) == 0 {
-					continue
-				}
-				clip := func(x float64) float64 { return math.Max(x, regretFloor) }
-				md := clip(median(rg))
-				lo, hi := minMax(rg)
-				xys = append(xys, plotter.XY{X: float64(K), Y: md})
-				errs = append(errs, struct{ Low, High float64 }{md - clip(lo), clip(hi) - md})
-			}
-			if len(xys) == 0 {
-				continue
-			}
-			l, pts, err := plotter.NewLinePoints(xys)
-			if err != nil {
-				return err
-			}
-			c := methodColor[m]
-			l.Color, pts.Color = c, c
-			if m == "psrlcb" {
-				l.Width = vg.Points(2)
-				first = xys[0]
-				eb := &plotter.YErrorBars{XYs: xys, YErrors: errs, LineStyle: draw.LineStyle{Color: c, Width: vg.Points(1)}, CapWidth: vg.Points(4)}
-				pl.Add(eb)
-			} else {
-				l.Dashes = []vg.Length{vg.Points(3), vg.Points(2)}
-			}
-			pl.Add(l, pts)
-			pl.Legend.Add(m, l, pts)
-		}
-		if first.X > 0 {
-			var ref plotter.XYs
-			for _, K := range ix.ks {
-				ref = append(ref, plotter.XY{X: float64(K), Y: first.Y * math.Sqrt(first.X/float64(K))})
-			}
-			l, err := plotter.NewLine(ref)
-			if err != nil {
-				return err
-			}
-			l.Color = color.Black
-			l.Dashes = []vg.Length{vg.Points(1), vg.Points(2)}
-			pl.Add(l)
-			pl.Legend.Add("1/√K", l)
+		pl, err := regretPanel(ix, p, behavior)
+		if err != nil {
+			return err
 		}
 		panels = append(panels, pl)
 	}
-	cols := 3
-	rowsN := (len(panels) + cols - 1) / cols
-	grid := make([][]*plot.Plot, rowsN)
-	for i := range grid {
-		grid[i] = make([]*plot.Plot, cols)
-		for j := 0; j < cols && i*cols+j < len(panels); j++ {
-			grid[i][j] = panels[i*cols+j]
+	return drawPanels(panels, 3, path)
+}
+
+// regretPanel is the panel of problem p: each method's median regret
+// against K and the 1/√K reference line.
+func regretPanel(ix *index, p, behavior string) (*plot.Plot, error) {
+	pl := newRegretPanel(p, ix.ks)
+	var first plotter.XY
+	for _, m := range []string{"tabular", "clone", "greedy", "psrlcb"} {
+		xys, errs := regretSeries(ix, p, behavior, m)
+		if len(xys) == 0 {
+			continue
+		}
+		if m == "psrlcb" {
+			first = xys[0]
+		}
+		if err := addRegretLine(pl, m, xys, errs); err != nil {
+			return nil, err
 		}
 	}
+	if first.X > 0 {
+		if err := addSqrtLine(pl, ix.ks, first); err != nil {
+			return nil, err
+		}
+	}
+	return pl, nil
+}
+
+// newRegretPanel is an empty log–log panel titled p, its axes spanning
+// the ks and the regrets from regretFloor/2 to 3.
+func newRegretPanel(p string, ks []int) *plot.Plot {
+	pl := plot.New()
+	pl.Title.Text = p
+	pl.X.Label.Text = "K (episodes)"
+	pl.Y.Label.Text = "normalized regret"
+	pl.X.Scale, pl.Y.Scale = plot.LogScale{}, plot.LogScale{}
+	pl.X.Tick.Marker, pl.Y.Tick.Marker = plot.LogTicks{Prec: -1}, plot.LogTicks{Prec: -1}
+	pl.Add(plotter.NewGrid())
+	pl.Legend.Top = true
+	pl.Legend.Left = true
+	pl.Legend.TextStyle.Font.Size = vg.Points(7)
+	pl.Y.Min, pl.Y.Max = regretFloor/2, 3
+	pl.X.Min, pl.X.Max = float64(ks[0])/1.5, float64(ks[len(ks)-1])*1.5
+	pl.Y.AutoRescale = false
+	return pl
+}
+
+// regretSeries is method m's median regret per K on problem p (clipped
+// at regretFloor) with the seed range as error bars; Ks without a finite
+// regret are left out.
+func regretSeries(ix *index, p, behavior, m string) (plotter.XYs, plotter.YErrors) {
+	var xys plotter.XYs
+	var errs plotter.YErrors
+	for _, K := range ix.ks {
+		rg := regrets(ix.get(p, behavior, K, m))
+		if len(finite(rg)) == 0 {
+			continue
+		}
+		clip := func(x float64) float64 { return math.Max(x, regretFloor) }
+		md := clip(median(rg))
+		lo, hi := minMax(rg)
+		xys = append(xys, plotter.XY{X: float64(K), Y: md})
+		errs = append(errs, struct{ Low, High float64 }{md - clip(lo), clip(hi) - md})
+	}
+	return xys, errs
+}
+
+// addRegretLine draws method m's series: PSR-LCB thick with its error
+// bars, the others dashed.
+func addRegretLine(pl *plot.Plot, m string, xys plotter.XYs, errs plotter.YErrors) error {
+	l, pts, err := plotter.NewLinePoints(xys)
+	if err != nil {
+		return err
+	}
+	c := methodColor[m]
+	l.Color, pts.Color = c, c
+	if m == "psrlcb" {
+		l.Width = vg.Points(2)
+		eb := &plotter.YErrorBars{XYs: xys, YErrors: errs, LineStyle: draw.LineStyle{Color: c, Width: vg.Points(1)}, CapWidth: vg.Points(4)}
+		pl.Add(eb)
+	} else {
+		l.Dashes = []vg.Length{vg.Points(3), vg.Points(2)}
+	}
+	pl.Add(l, pts)
+	pl.Legend.Add(m, l, pts)
+	return nil
+}
+
+// addSqrtLine draws the 1/√K reference line through first.
+func addSqrtLine(pl *plot.Plot, ks []int, first plotter.XY) error {
+	var ref plotter.XYs
+	for _, K := range ks {
+		ref = append(ref, plotter.XY{X: float64(K), Y: first.Y * math.Sqrt(first.X/float64(K))})
+	}
+	l, err := plotter.NewLine(ref)
+	if err != nil {
+		return err
+	}
+	l.Color = color.Black
+	l.Dashes = []vg.Length{vg.Points(1), vg.Points(2)}
+	pl.Add(l)
+	pl.Legend.Add("1/√K", l)
+	return nil
+}
+
+// drawPanels lays the panels out in rows of cols and writes them as one
+// SVG file.
+func drawPanels(panels []*plot.Plot, cols int, path string) error {
+	grid := panelGrid(panels, cols)
+	rowsN := len(grid)
 	w, h := vg.Length(cols)*3.3*vg.Inch, vg.Length(rowsN)*3*vg.Inch
 	c := vgsvg.New(w, h)
 	dc := draw.New(c)
@@ -390,6 +483,20 @@ func regretPlot(rows []Row, behavior, path string) error {
 		}
 	}
 	return writeSVG(c, path)
+}
+
+// panelGrid lays the panels out in rows of cols, the last row's empty
+// places nil.
+func panelGrid(panels []*plot.Plot, cols int) [][]*plot.Plot {
+	rowsN := (len(panels) + cols - 1) / cols
+	grid := make([][]*plot.Plot, rowsN)
+	for i := range grid {
+		grid[i] = make([]*plot.Plot, cols)
+		for j := 0; j < cols && i*cols+j < len(panels); j++ {
+			grid[i][j] = panels[i*cols+j]
+		}
+	}
+	return grid
 }
 
 func writeSVG(c *vgsvg.Canvas, path string) error {
@@ -410,6 +517,40 @@ func lcbPlot(rows []Row, path string) error {
 	pl.Y.Label.Text = "LCB (same scale)"
 	pl.Add(plotter.NewGrid())
 	pl.Legend.Top, pl.Legend.Left = true, true
+	byProblem, names, lo, hi := lcbPoints(rows)
+	if err := addLCBScatters(pl, byProblem, names); err != nil {
+		return err
+	}
+	if err := addDiagonal(pl, lo, hi); err != nil {
+		return err
+	}
+	wt, err := pl.WriterTo(6*vg.Inch, 5*vg.Inch, "svg")
+	if err != nil {
+		return err
+	}
+	var buf bytes.Buffer
+	if _, err := wt.WriteTo(&buf); err != nil {
+		return err
+	}
+	return os.WriteFile(path, buf.Bytes(), 0o644)
+}
+
+// addDiagonal draws the dashed line LCB = V from (lo, lo) to (hi, hi).
+func addDiagonal(pl *plot.Plot, lo, hi float64) error {
+	diag, err := plotter.NewLine(plotter.XYs{{X: lo, Y: lo}, {X: hi, Y: hi}})
+	if err != nil {
+		return err
+	}
+	diag.Dashes = []vg.Length{vg.Points(3), vg.Points(2)}
+	pl.Add(diag)
+	pl.Legend.Add("LCB = V", diag)
+	return nil
+}
+
+// lcbPoints is PSR-LCB's (true value, LCB) of each run with an LCB,
+// rescaled, by problem; the problems sorted; and the range [lo, hi] the
+// points and [0, 1] span.
+func lcbPoints(rows []Row) (map[string]plotter.XYs, []string, float64, float64) {
 	byProblem := map[string]plotter.XYs{}
 	var names []string
 	lo, hi := 0.0, 1.0
@@ -430,6 +571,12 @@ func lcbPlot(rows []Row, path string) error {
 		lo, hi = math.Min(lo, math.Min(x, y)), math.Max(hi, math.Max(x, y))
 	}
 	sort.Strings(names)
+	return byProblem, names, lo, hi
+}
+
+// addLCBScatters draws one scatter per problem, each with its own glyph
+// and colour.
+func addLCBScatters(pl *plot.Plot, byProblem map[string]plotter.XYs, names []string) error {
 	shapes := []draw.GlyphDrawer{draw.CircleGlyph{}, draw.SquareGlyph{}, draw.TriangleGlyph{}, draw.CrossGlyph{}, draw.PlusGlyph{}, draw.RingGlyph{}}
 	palette := []color.RGBA{{0xd6, 0x27, 0x28, 0xff}, {0x1f, 0x77, 0xb4, 0xff}, {0x2c, 0xa0, 0x2c, 0xff}, {0x94, 0x67, 0xbd, 0xff}, {0xff, 0x7f, 0x0e, 0xff}, {0x7f, 0x7f, 0x7f, 0xff}}
 	for i, n := range names {
@@ -443,22 +590,7 @@ func lcbPlot(rows []Row, path string) error {
 		pl.Add(s)
 		pl.Legend.Add(n, s)
 	}
-	diag, err := plotter.NewLine(plotter.XYs{{X: lo, Y: lo}, {X: hi, Y: hi}})
-	if err != nil {
-		return err
-	}
-	diag.Dashes = []vg.Length{vg.Points(3), vg.Points(2)}
-	pl.Add(diag)
-	pl.Legend.Add("LCB = V", diag)
-	wt, err := pl.WriterTo(6*vg.Inch, 5*vg.Inch, "svg")
-	if err != nil {
-		return err
-	}
-	var buf bytes.Buffer
-	if _, err := wt.WriteTo(&buf); err != nil {
-		return err
-	}
-	return os.WriteFile(path, buf.Bytes(), 0o644)
+	return nil
 }
 
 func writeArrow(path string, rows []Row, meta map[string]string) error {

@@ -113,23 +113,29 @@ func smallKCells(rows []SmallRow) ([]int, map[int]*smallKCell) {
 			cells[r.K] = c
 			ks = append(ks, r.K)
 		}
-		c.runs++
-		if r.Holds() {
-			c.holds++
-		}
-		if r.FalseClaim() {
-			c.falseClaims++
-		}
-		switch r.Evidence {
-		case report.EvidenceJustified:
-			c.justified++
-		case report.EvidenceInsufficient:
-			c.insufficient++
-		default:
-			c.notProven++
-		}
+		c.add(r)
 	}
 	return ks, cells
+}
+
+// add counts the run r: whether its bound holds, whether its verdict
+// claims too much, and its verdict.
+func (c *smallKCell) add(r SmallRow) {
+	c.runs++
+	if r.Holds() {
+		c.holds++
+	}
+	if r.FalseClaim() {
+		c.falseClaims++
+	}
+	switch r.Evidence {
+	case report.EvidenceJustified:
+		c.justified++
+	case report.EvidenceInsufficient:
+		c.insufficient++
+	default:
+		c.notProven++
+	}
 }
 
 // smallKMarkdown is the small-K table of docs/validation.md.
@@ -147,6 +153,15 @@ func smallKMarkdown(rows []SmallRow, cfg Config) string {
 			c.justified, c.notProven, c.insufficient, c.falseClaims)
 	}
 	fmt.Fprintf(&b, "| all | %d | %d (%.1f%%) | | | | %d |\n", n, holds, 100*float64(holds)/math.Max(1, float64(n)), falseClaims)
+	if bad := smallKFailures(rows); len(bad) > 0 {
+		b.WriteString("\nRuns whose bound is above the true value or whose verdict claims too much:\n\n" + strings.Join(bad, "\n") + "\n")
+	}
+	return b.String()
+}
+
+// smallKFailures lists the runs whose bound is above the true value or
+// whose verdict claims too much, one Markdown item each.
+func smallKFailures(rows []SmallRow) []string {
 	var bad []string
 	for _, r := range rows {
 		if !r.Holds() || r.FalseClaim() {
@@ -154,10 +169,7 @@ func smallKMarkdown(rows []SmallRow, cfg Config) string {
 				r.Problem, r.Behavior, r.K, r.Seed, r.LCBUnits, r.Value, r.BehaviorValue, r.Alpha, r.Evidence))
 		}
 	}
-	if len(bad) > 0 {
-		b.WriteString("\nRuns whose bound is above the true value or whose verdict claims too much:\n\n" + strings.Join(bad, "\n") + "\n")
-	}
-	return b.String()
+	return bad
 }
 
 func problemList(ps []Problem) string {

@@ -44,17 +44,29 @@ func meanSE(xs []float64) (mean, se float64) {
 // logSlope is the least-squares slope of log10 y against log10 x over the
 // points with y > floor (NaN with fewer than two such points).
 func logSlope(xs, ys []float64, floor float64) float64 {
-	var lx, ly []float64
+	lx, ly := logPoints(xs, ys, floor)
+	if len(lx) < 2 {
+		return math.NaN()
+	}
+	return slope(lx, ly)
+}
+
+// logPoints are log10 x and log10 y of the points with y > floor and
+// x > 0.
+func logPoints(xs, ys []float64, floor float64) (lx, ly []float64) {
 	for i := range xs {
 		if ys[i] > floor && xs[i] > 0 {
 			lx = append(lx, math.Log10(xs[i]))
 			ly = append(ly, math.Log10(ys[i]))
 		}
 	}
+	return lx, ly
+}
+
+// slope is the least-squares slope of y against x (NaN when every x is
+// the same).
+func slope(lx, ly []float64) float64 {
 	n := float64(len(lx))
-	if n < 2 {
-		return math.NaN()
-	}
 	var mx, my float64
 	for i := range lx {
 		mx += lx[i]

@@ -17,6 +17,7 @@ import (
 	"github.com/psrlcb/psrlcb/pipeline"
 	"github.com/psrlcb/psrlcb/policy"
 	"github.com/psrlcb/psrlcb/pomdp"
+	"github.com/psrlcb/psrlcb/report"
 )
 
 // Problem is one benchmark POMDP of the study with the horizon it is run at.
@@ -201,122 +202,204 @@ func runOne(ctx context.Context, cfg Config, p Problem, tr *truth, k key) ([]Row
 	if err != nil {
 		return nil, fmt.Errorf("simulate %v: %w", k, err)
 	}
-	base := Row{Problem: p.Name, Horizon: H, Behavior: k.Behavior, K: k.K, Seed: k.Seed,
+	c := &configRun{cfg: cfg, tr: tr, k: k, H: H, d: d, base: baseRow(p, tr, k, d)}
+	out, ps, err := c.psrlcb(ctx, seed)
+	if err != nil {
+		return nil, err
+	}
+	g, err := c.greedy(ctx, out, float64(ps.FitSeconds))
+	if err != nil {
+		return nil, err
+	}
+	rows := []Row{ps, g}
+	for _, bl := range baselineMethods {
+		r, err := c.baseline(ctx, bl.name, bl.fn)
+		if err != nil {
+			return nil, err
+		}
+		rows = append(rows, r)
+	}
+	rows = append(rows, c.row("behavior", tr.vb), c.row("optimal", tr.opt))
+	return rows, nil
+}
+
+// baseRow is what every row of a configuration shares: the configuration,
+// the exact reference values and the logs' observed return range, every
+// method's own figure NaN.
+func baseRow(p Problem, tr *truth, k key, d *ingest.Dataset) Row {
+	base := Row{Problem: p.Name, Horizon: p.Horizon, Behavior: k.Behavior, K: k.K, Seed: k.Seed,
 		Optimal: jfloat(tr.opt), BehaviorValue: jfloat(tr.vb),
 		LCBUnits: nan, ModelUnits: nan, BonusValue: nan, IWLowUnits: nan, Alpha: nan, FitSeconds: nan, ReturnMin: nan, ReturnMax: nan}
 	lo, hi := d.ReturnRange()
 	base.ReturnMin, base.ReturnMax = jfloat(lo), jfloat(hi)
-	row := func(method string, v float64) Row {
-		r := base
-		r.Method, r.Value = method, jfloat(v)
-		r.Regret = jfloat(normRegret(tr.opt, tr.vb, v))
-		return r
-	}
-	eval := func(pol *policy.Policy) (float64, error) { return pomdp.EvaluatePolicy(ctx, tr.m, H, pol) }
+	return base
+}
 
+// configRun is one configuration while its methods run: its logs and the
+// row they all start from.
+type configRun struct {
+	cfg  Config
+	tr   *truth
+	k    key
+	H    int
+	d    *ingest.Dataset
+	base Row
+}
+
+// row is the base row of method with its exact value v and normalized
+// regret.
+func (c *configRun) row(method string, v float64) Row {
+	r := c.base
+	r.Method, r.Value = method, jfloat(v)
+	r.Regret = jfloat(normRegret(c.tr.opt, c.tr.vb, v))
+	return r
+}
+
+// eval is the exact value of pol on the true model.
+func (c *configRun) eval(ctx context.Context, pol *policy.Policy) (float64, error) {
+	return pomdp.EvaluatePolicy(ctx, c.tr.m, c.H, pol)
+}
+
+// psrlcb fits PSR-LCB as psrlcb fit does and returns the fit and its row.
+func (c *configRun) psrlcb(ctx context.Context, seed uint64) (*report.Outcome, Row, error) {
 	start := time.Now()
-	out, err := pipeline.Fit(ctx, d, nil, FitOptions(cfg, tr.m, seed))
+	out, err := pipeline.Fit(ctx, c.d, nil, FitOptions(c.cfg, c.tr.m, seed))
 	if err != nil {
-		return nil, fmt.Errorf("fit %v: %w", k, err)
+		return nil, Row{}, fmt.Errorf("fit %v: %w", c.k, err)
 	}
 	fitSec := time.Since(start).Seconds()
-	v, err := eval(out.Policy)
+	v, err := c.eval(ctx, out.Policy)
 	if err != nil {
-		return nil, fmt.Errorf("evaluate psrlcb %v: %w", k, err)
+		return nil, Row{}, fmt.Errorf("evaluate psrlcb %v: %w", c.k, err)
 	}
 	hl := out.Run.Manifest.Headline
-	ps := row("psrlcb", v)
+	ps := c.row("psrlcb", v)
 	ps.LCBUnits, ps.ModelUnits = jfloat(hl.LCBUnits), jfloat(hl.ModelValueUnits)
 	ps.BonusValue, ps.IWLowUnits = jfloat(hl.BonusValue), jfloat(hl.IWLowUnits)
 	ps.Alpha, ps.Rank, ps.FitSeconds = jfloat(out.Alpha), out.Model.States, jfloat(fitSec)
 	ps.PlanExact, ps.EMConverged = out.Plan.Exact, out.Fit.Converged
-	rows := []Row{ps}
+	return out, ps, nil
+}
 
-	start = time.Now()
-	gpol, gst, err := policy.Plan(ctx, out.Model, out.Bonus.WithAlpha(0), policy.PlanOptions{Workers: cfg.Workers})
+// greedy plans α = 0 on PSR-LCB's model and bonus and returns its row;
+// its fit time is PSR-LCB's fitSec plus the planning.
+func (c *configRun) greedy(ctx context.Context, out *report.Outcome, fitSec float64) (Row, error) {
+	start := time.Now()
+	gpol, gst, err := policy.Plan(ctx, out.Model, out.Bonus.WithAlpha(0), policy.PlanOptions{Workers: c.cfg.Workers})
 	if err != nil {
-		return nil, fmt.Errorf("greedy plan %v: %w", k, err)
+		return Row{}, fmt.Errorf("greedy plan %v: %w", c.k, err)
 	}
-	if v, err = eval(gpol); err != nil {
-		return nil, fmt.Errorf("evaluate greedy %v: %w", k, err)
+	v, err := c.eval(ctx, gpol)
+	if err != nil {
+		return Row{}, fmt.Errorf("evaluate greedy %v: %w", c.k, err)
 	}
-	g := row("greedy", v)
+	g := c.row("greedy", v)
 	g.Alpha, g.Rank, g.PlanExact, g.EMConverged = 0, out.Model.States, gst.Exact, out.Fit.Converged
 	g.ModelUnits = jfloat(out.Model.ReturnMin + gst.ValueReward*(out.Model.ReturnMax-out.Model.ReturnMin))
 	g.FitSeconds = jfloat(fitSec + time.Since(start).Seconds())
-	rows = append(rows, g)
+	return g, nil
+}
 
-	for _, bl := range []struct {
-		name string
-		fn   func(context.Context, *ingest.Dataset) (*policy.Policy, error)
-	}{
-		{"tabular", func(ctx context.Context, d *ingest.Dataset) (*policy.Policy, error) {
-			return baseline.TabularLCB(ctx, d, baseline.TabularOptions{})
-		}},
-		{"clone", func(ctx context.Context, d *ingest.Dataset) (*policy.Policy, error) {
-			return baseline.BehaviorCloning(ctx, d, baseline.CloneOptions{})
-		}},
-	} {
-		start = time.Now()
-		pol, err := bl.fn(ctx, d)
-		if err != nil {
-			return nil, fmt.Errorf("%s %v: %w", bl.name, k, err)
-		}
-		sec := time.Since(start).Seconds()
-		if v, err = eval(pol); err != nil {
-			return nil, fmt.Errorf("evaluate %s %v: %w", bl.name, k, err)
-		}
-		r := row(bl.name, v)
-		r.FitSeconds, r.PlanExact = jfloat(sec), true
-		rows = append(rows, r)
+// baselineMethods are the baselines of the study, in the order of the
+// tables.
+var baselineMethods = []struct {
+	name string
+	fn   func(context.Context, *ingest.Dataset) (*policy.Policy, error)
+}{
+	{"tabular", func(ctx context.Context, d *ingest.Dataset) (*policy.Policy, error) {
+		return baseline.TabularLCB(ctx, d, baseline.TabularOptions{})
+	}},
+	{"clone", func(ctx context.Context, d *ingest.Dataset) (*policy.Policy, error) {
+		return baseline.BehaviorCloning(ctx, d, baseline.CloneOptions{})
+	}},
+}
+
+// baseline trains the baseline fn on the logs and returns its row.
+func (c *configRun) baseline(ctx context.Context, name string, fn func(context.Context, *ingest.Dataset) (*policy.Policy, error)) (Row, error) {
+	start := time.Now()
+	pol, err := fn(ctx, c.d)
+	if err != nil {
+		return Row{}, fmt.Errorf("%s %v: %w", name, c.k, err)
 	}
-	rows = append(rows, row("behavior", tr.vb), row("optimal", tr.opt))
-	return rows, nil
+	sec := time.Since(start).Seconds()
+	v, err := c.eval(ctx, pol)
+	if err != nil {
+		return Row{}, fmt.Errorf("evaluate %s %v: %w", name, c.k, err)
+	}
+	r := c.row(name, v)
+	r.FitSeconds, r.PlanExact = jfloat(sec), true
+	return r, nil
 }
 
 // Run runs every configuration of cfg that done does not already hold,
 // calling emit with the rows of each finished configuration, and returns all
 // rows (done's first, in study order).
 func Run(ctx context.Context, cfg Config, done map[key][]Row, emit func([]Row) error) ([]Row, error) {
-	var all []Row
+	s := &studyRun{cfg: cfg, done: done, emit: emit}
 	for _, p := range cfg.Problems {
 		for _, bs := range cfg.Behavs {
-			var tr *truth
-			for _, K := range cfg.Ks {
-				for s := 0; s < cfg.Seeds; s++ {
-					k := key{p.Name, bs, K, s}
-					if rows, ok := done[k]; ok {
-						all = append(all, rows...)
-						continue
-					}
-					if err := ctx.Err(); err != nil {
-						return all, err
-					}
-					if tr == nil {
-						var err error
-						if tr, err = loadTruth(ctx, cfg.PomdpDir, p, bs); err != nil {
-							return all, err
-						}
-					}
-					start := time.Now()
-					rows, err := runOne(ctx, cfg, p, tr, k)
-					if err != nil {
-						return all, err
-					}
-					if emit != nil {
-						if err := emit(rows); err != nil {
-							return all, err
-						}
-					}
-					if cfg.Log != nil {
-						cfg.Log("%-8s %-10s K=%-6d seed=%d  %5.1fs  regret psrlcb %.3f greedy %.3f tabular %.3f  α=%g r=%d  LCB %.4g ≤ V %.4g",
-							p.Name, bs, K, s, time.Since(start).Seconds(), rows[0].Regret, rows[1].Regret, rows[2].Regret,
-							rows[0].Alpha, rows[0].Rank, rows[0].LCBUnits, rows[0].Value)
-					}
-					all = append(all, rows...)
-				}
+			if err := s.cells(ctx, p, bs); err != nil {
+				return s.all, err
 			}
 		}
 	}
-	return all, nil
+	return s.all, nil
+}
+
+// studyRun is a run of the study: what it runs and the rows so far.
+type studyRun struct {
+	cfg  Config
+	done map[key][]Row
+	emit func([]Row) error
+	all  []Row
+}
+
+// cells runs every configuration of problem p under behaviour bs that
+// done does not hold (taking done's rows for the others). The exact
+// reference values are computed once, before the first that runs.
+func (s *studyRun) cells(ctx context.Context, p Problem, bs string) error {
+	var tr *truth
+	for _, K := range s.cfg.Ks {
+		for seed := 0; seed < s.cfg.Seeds; seed++ {
+			k := key{p.Name, bs, K, seed}
+			if rows, ok := s.done[k]; ok {
+				s.all = append(s.all, rows...)
+				continue
+			}
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			if tr == nil {
+				var err error
+				if tr, err = loadTruth(ctx, s.cfg.PomdpDir, p, bs); err != nil {
+					return err
+				}
+			}
+			if err := s.one(ctx, p, tr, k); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// one runs configuration k, emits its rows and logs its line.
+func (s *studyRun) one(ctx context.Context, p Problem, tr *truth, k key) error {
+	start := time.Now()
+	rows, err := runOne(ctx, s.cfg, p, tr, k)
+	if err != nil {
+		return err
+	}
+	if s.emit != nil {
+		if err := s.emit(rows); err != nil {
+			return err
+		}
+	}
+	if s.cfg.Log != nil {
+		s.cfg.Log("%-8s %-10s K=%-6d seed=%d  %5.1fs  regret psrlcb %.3f greedy %.3f tabular %.3f  α=%g r=%d  LCB %.4g ≤ V %.4g",
+			p.Name, k.Behavior, k.K, k.Seed, time.Since(start).Seconds(), rows[0].Regret, rows[1].Regret, rows[2].Regret,
+			rows[0].Alpha, rows[0].Rank, rows[0].LCBUnits, rows[0].Value)
+	}
+	s.all = append(s.all, rows...)
+	return nil
 }

@@ -56,21 +56,22 @@ func newIndex(rows []Row) *index {
 			ix.by[c] = map[string][]Row{}
 		}
 		ix.by[c][r.Method] = append(ix.by[c][r.Method], r)
-		if !seenP[r.Problem] {
-			seenP[r.Problem] = true
-			ix.problems = append(ix.problems, r.Problem)
-		}
-		if !seenB[r.Behavior] {
-			seenB[r.Behavior] = true
-			ix.behavs = append(ix.behavs, r.Behavior)
-		}
-		if !seenK[r.K] {
-			seenK[r.K] = true
-			ix.ks = append(ix.ks, r.K)
-		}
+		ix.problems = appendNew(seenP, ix.problems, r.Problem)
+		ix.behavs = appendNew(seenB, ix.behavs, r.Behavior)
+		ix.ks = appendNew(seenK, ix.ks, r.K)
 	}
 	sort.Ints(ix.ks)
 	return ix
+}
+
+// appendNew appends v to list the first time it is seen (recording it in
+// seen).
+func appendNew[T comparable](seen map[T]bool, list []T, v T) []T {
+	if !seen[v] {
+		seen[v] = true
+		list = append(list, v)
+	}
+	return list
 }
 
 func (ix *index) get(p, b string, K int, method string) []Row { return ix.by[cell{p, b, K}][method] }
@@ -135,16 +136,9 @@ func behaviorTarget(ix *index, margin float64) (Verdict, int) {
 					continue
 				}
 				cells++
-				mean, se := meanSE(values(rs))
-				vb, opt := float64(rs[0].BehaviorValue), float64(rs[0].Optimal)
-				allow := seZ * se
-				if len(rs) == 1 || se < 1e-12 {
-					allow = margin * math.Abs(opt-vb)
-				}
-				if mean < vb-allow-lcbTol {
+				if worse, detail := belowBehavior(p, b, K, rs, margin); worse {
 					bad++
-					v.Detail = append(v.Detail, fmt.Sprintf("worse: %s, %s, K=%d: mean V %.4g < V^b %.4g − %.3g (SE %.3g, n=%d)",
-						p, b, K, mean, vb, allow, se, len(rs)))
+					v.Detail = append(v.Detail, detail)
 				}
 			}
 		}
@@ -152,6 +146,24 @@ func behaviorTarget(ix *index, margin float64) (Verdict, int) {
 	v.Met = cells > 0 && bad == 0
 	v.Detail = append([]string{fmt.Sprintf("%d of %d (problem, behaviour, K) cells pass", cells-bad, cells)}, v.Detail...)
 	return v, bad
+}
+
+// belowBehavior says whether PSR-LCB's mean value over its runs rs on a
+// cell is below V^b by more than the allowance (seZ standard errors of the
+// seeds' spread; margin·|V* − V^b| without a spread), with the detail
+// line that says so.
+func belowBehavior(p, b string, K int, rs []Row, margin float64) (bool, string) {
+	mean, se := meanSE(values(rs))
+	vb, opt := float64(rs[0].BehaviorValue), float64(rs[0].Optimal)
+	allow := seZ * se
+	if len(rs) == 1 || se < 1e-12 {
+		allow = margin * math.Abs(opt-vb)
+	}
+	if mean < vb-allow-lcbTol {
+		return true, fmt.Sprintf("worse: %s, %s, K=%d: mean V %.4g < V^b %.4g − %.3g (SE %.3g, n=%d)",
+			p, b, K, mean, vb, allow, se, len(rs))
+	}
+	return false, ""
 }
 
 // narrowTarget: with the narrow behaviour, PSR-LCB's median normalized
@@ -162,34 +174,13 @@ func narrowTarget(ix *index, narrow string) (Verdict, Verdict) {
 	t := Verdict{Name: "(3b) narrow coverage: PSR-LCB median regret ≤ tabular LCB's on every problem and K"}
 	wins, probs, tbad := 0, 0, 0
 	for _, p := range ix.problems {
-		var ps, gr []float64
-		for _, K := range ix.ks {
-			if K > 1000 {
-				continue
-			}
-			ps = append(ps, regrets(ix.get(p, narrow, K, "psrlcb"))...)
-			gr = append(gr, regrets(ix.get(p, narrow, K, "greedy"))...)
-		}
-		if len(ps) > 0 {
+		if ran, win := narrowVsGreedy(ix, narrow, p, &g); ran {
 			probs++
-			mp, mg := median(ps), median(gr)
-			win := mp < mg-regretTol
 			if win {
 				wins++
 			}
-			g.Detail = append(g.Detail, fmt.Sprintf("%s: PSR-LCB %.3f vs greedy %.3f → %s", p, mp, mg, map[bool]string{true: "below", false: "not below"}[win]))
 		}
-		for _, K := range ix.ks {
-			ps := ix.get(p, narrow, K, "psrlcb")
-			if len(ps) == 0 {
-				continue
-			}
-			mp, mt := median(regrets(ps)), median(regrets(ix.get(p, narrow, K, "tabular")))
-			if mp > mt+regretTol {
-				tbad++
-				t.Detail = append(t.Detail, fmt.Sprintf("above: %s, K=%d: PSR-LCB %.3f > tabular %.3f", p, K, mp, mt))
-			}
-		}
+		tbad += narrowVsTabular(ix, narrow, p, &t)
 	}
 	need := 3
 	if probs < 5 {
@@ -200,6 +191,46 @@ func narrowTarget(ix *index, narrow string) (Verdict, Verdict) {
 	t.Met = probs > 0 && tbad == 0
 	t.Detail = append([]string{fmt.Sprintf("%d (problem, K) cells above the tabular LCB", tbad)}, t.Detail...)
 	return g, t
+}
+
+// narrowVsGreedy compares PSR-LCB's median regret with greedy's over
+// problem p's runs at K ≤ 10³ under the narrow behaviour, adding the
+// comparison to g's details; ran is false when p has no such runs.
+func narrowVsGreedy(ix *index, narrow, p string, g *Verdict) (ran, win bool) {
+	var ps, gr []float64
+	for _, K := range ix.ks {
+		if K > 1000 {
+			continue
+		}
+		ps = append(ps, regrets(ix.get(p, narrow, K, "psrlcb"))...)
+		gr = append(gr, regrets(ix.get(p, narrow, K, "greedy"))...)
+	}
+	if len(ps) == 0 {
+		return false, false
+	}
+	mp, mg := median(ps), median(gr)
+	win = mp < mg-regretTol
+	g.Detail = append(g.Detail, fmt.Sprintf("%s: PSR-LCB %.3f vs greedy %.3f → %s", p, mp, mg, map[bool]string{true: "below", false: "not below"}[win]))
+	return true, win
+}
+
+// narrowVsTabular counts the K where PSR-LCB's median regret on problem p
+// under the narrow behaviour is above the tabular LCB's, adding each to
+// t's details.
+func narrowVsTabular(ix *index, narrow, p string, t *Verdict) int {
+	tbad := 0
+	for _, K := range ix.ks {
+		ps := ix.get(p, narrow, K, "psrlcb")
+		if len(ps) == 0 {
+			continue
+		}
+		mp, mt := median(regrets(ps)), median(regrets(ix.get(p, narrow, K, "tabular")))
+		if mp > mt+regretTol {
+			tbad++
+			t.Detail = append(t.Detail, fmt.Sprintf("above: %s, K=%d: PSR-LCB %.3f > tabular %.3f", p, K, mp, mt))
+		}
+	}
+	return tbad
 }
 
 // rateTarget: with the wide behaviour, median normalized regret at the
@@ -218,22 +249,29 @@ func rateTarget(ix *index, wide string) (Verdict, Verdict) {
 			a.Met = a.Met && ok
 			a.Detail = append(a.Detail, fmt.Sprintf("%s: median regret %.3f at K=%d %s", p, m, maxK, map[bool]string{true: "✓", false: "✗"}[ok]))
 		}
-		var xs, ys []float64
-		for _, K := range ix.ks {
-			if rs := ix.get(p, wide, K, "psrlcb"); len(rs) > 0 {
-				m, _ := meanSE(regrets(rs))
-				xs, ys = append(xs, float64(K)), append(ys, m)
-			}
-		}
-		sl := logSlope(xs, ys, zeroRegret)
-		switch {
-		case math.IsNaN(sl):
-			s.Detail = append(s.Detail, fmt.Sprintf("%s: mean regret ≤ %.2f at all but at most one K (already ~0): no slope", p, zeroRegret))
-		default:
-			ok := sl <= slopeMax+1e-9 // rounding of the least-squares fit
-			s.Met = s.Met && ok
-			s.Detail = append(s.Detail, fmt.Sprintf("%s: slope %.2f %s", p, sl, map[bool]string{true: "✓", false: "✗"}[ok]))
-		}
+		rateSlope(ix, wide, p, &s)
 	}
 	return a, s
+}
+
+// rateSlope checks the log–log slope of problem p's mean regret against K
+// under the wide behaviour, adding it to s's details (no slope where the
+// regret is already ~0).
+func rateSlope(ix *index, wide, p string, s *Verdict) {
+	var xs, ys []float64
+	for _, K := range ix.ks {
+		if rs := ix.get(p, wide, K, "psrlcb"); len(rs) > 0 {
+			m, _ := meanSE(regrets(rs))
+			xs, ys = append(xs, float64(K)), append(ys, m)
+		}
+	}
+	sl := logSlope(xs, ys, zeroRegret)
+	switch {
+	case math.IsNaN(sl):
+		s.Detail = append(s.Detail, fmt.Sprintf("%s: mean regret ≤ %.2f at all but at most one K (already ~0): no slope", p, zeroRegret))
+	default:
+		ok := sl <= slopeMax+1e-9 // rounding of the least-squares fit
+		s.Met = s.Met && ok
+		s.Detail = append(s.Detail, fmt.Sprintf("%s: slope %.2f %s", p, sl, map[bool]string{true: "✓", false: "✗"}[ok]))
+	}
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/psrlcb/psrlcb/baseline"
+	"github.com/psrlcb/psrlcb/ingest"
 	"github.com/psrlcb/psrlcb/pomdp"
 )
 
@@ -50,21 +51,36 @@ func RunClones(ctx context.Context, cfg Config) ([]CloneRow, error) {
 				} else if err != nil {
 					return out, err
 				}
-				for _, bs := range cfg.Behavs {
-					for _, K := range cfg.Ks {
-						r, err := cloneRun(ctx, cfg, p, key{fam, i, H, bs, K})
-						if errors.Is(err, pomdp.ErrTooLarge) {
-							continue
-						} else if err != nil {
-							return out, fmt.Errorf("%v: %w", key{fam, i, H, bs, K}, err)
-						}
-						if cfg.Log != nil {
-							cfg.Log("%-8s %3d H=%d %-10s K=%-6d regret clone %6.3f improved %6.3f", fam, i, H, bs, K, r.Regret(r.Clone), r.Regret(r.Improved))
-						}
-						out = append(out, r)
-					}
+				rows, err := problemClones(ctx, cfg, p, key{Family: fam, Problem: i, H: H})
+				out = append(out, rows...)
+				if err != nil {
+					return out, err
 				}
 			}
+		}
+	}
+	return out, nil
+}
+
+// problemClones values both clones on every configuration (behaviour, K)
+// of problem p at the horizon of base, skipping those whose exact
+// references exceed cfg.MaxNodes.
+func problemClones(ctx context.Context, cfg Config, p *problem, base key) ([]CloneRow, error) {
+	var out []CloneRow
+	for _, bs := range cfg.Behavs {
+		for _, K := range cfg.Ks {
+			k := base
+			k.Behavior, k.K = bs, K
+			r, err := cloneRun(ctx, cfg, p, k)
+			if errors.Is(err, pomdp.ErrTooLarge) {
+				continue
+			} else if err != nil {
+				return out, fmt.Errorf("%v: %w", k, err)
+			}
+			if cfg.Log != nil {
+				cfg.Log("%-8s %3d H=%d %-10s K=%-6d regret clone %6.3f improved %6.3f", k.Family, k.Problem, k.H, bs, K, r.Regret(r.Clone), r.Regret(r.Improved))
+			}
+			out = append(out, r)
 		}
 	}
 	return out, nil
@@ -85,19 +101,21 @@ func cloneRun(ctx context.Context, cfg Config, p *problem, k key) (CloneRow, err
 	if err != nil {
 		return r, err
 	}
-	for _, c := range []struct {
-		improve bool
-		v       *float64
-	}{{false, &r.Clone}, {true, &r.Improved}} {
-		pol, err := baseline.BehaviorCloning(ctx, d, baseline.CloneOptions{AllFirst: true, Improve: c.improve})
-		if err != nil {
-			return r, err
-		}
-		if *c.v, err = pomdp.EvaluatePolicyWithin(ctx, p.m, k.H, pol, EvalNodesFactor*cfg.MaxNodes); err != nil {
-			return r, err
-		}
+	if r.Clone, err = cloneValue(ctx, cfg, p, k.H, d, false); err != nil {
+		return r, err
 	}
-	return r, nil
+	r.Improved, err = cloneValue(ctx, cfg, p, k.H, d, true)
+	return r, err
+}
+
+// cloneValue is the exact value of the behaviour's clone fitted on the
+// logs d (improved with improve).
+func cloneValue(ctx context.Context, cfg Config, p *problem, H int, d *ingest.Dataset, improve bool) (float64, error) {
+	pol, err := baseline.BehaviorCloning(ctx, d, baseline.CloneOptions{AllFirst: true, Improve: improve})
+	if err != nil {
+		return 0, err
+	}
+	return pomdp.EvaluatePolicyWithin(ctx, p.m, H, pol, EvalNodesFactor*cfg.MaxNodes)
 }
 
 // clonesMarkdown is the clone study's table: per (H, K, behaviour, family)
@@ -106,57 +124,75 @@ func cloneRun(ctx context.Context, cfg Config, p *problem, k key) (CloneRow, err
 // problems the improved clone is better or worse than the clone by more
 // than worseMargin. Problems with V* = V^b are left out.
 func clonesMarkdown(rows []CloneRow) string {
-	type cell struct {
-		H, K     int
-		Behavior string
-		Family   string
+	order, g := cloneGroups(rows)
+	var b strings.Builder
+	b.WriteString("| H | K | behaviour | family | problems | clone: median, p90, worst | clone worse than the behaviour | improved: median, p90, worst | improved worse than the behaviour | improved better / worse by > 0.05 |\n|---|---|---|---|---|---|---|---|---|---|\n")
+	for _, c := range order {
+		writeCloneRow(&b, c, g[c])
 	}
-	g := map[cell][]CloneRow{}
-	var order []cell
+	return b.String()
+}
+
+// cloneCell is one (H, K, behaviour, family) of the clone study's table.
+type cloneCell struct {
+	H, K     int
+	Behavior string
+	Family   string
+}
+
+// cloneGroups groups the runs that have a normalized regret by cell, the
+// cells ordered by H, K and behaviour (the families in the order they
+// first appear).
+func cloneGroups(rows []CloneRow) ([]cloneCell, map[cloneCell][]CloneRow) {
+	g := map[cloneCell][]CloneRow{}
+	var order []cloneCell
 	for _, r := range rows {
 		if math.IsNaN(r.Regret(r.Clone)) {
 			continue
 		}
-		c := cell{r.H, r.K, r.Behavior, r.Family}
+		c := cloneCell{r.H, r.K, r.Behavior, r.Family}
 		if _, ok := g[c]; !ok {
 			order = append(order, c)
 		}
 		g[c] = append(g[c], r)
 	}
-	sort.SliceStable(order, func(i, j int) bool {
-		a, b := order[i], order[j]
-		if a.H != b.H {
-			return a.H < b.H
-		}
-		if a.K != b.K {
-			return a.K < b.K
-		}
-		return a.Behavior < b.Behavior
-	})
-	var b strings.Builder
-	b.WriteString("| H | K | behaviour | family | problems | clone: median, p90, worst | clone worse than the behaviour | improved: median, p90, worst | improved worse than the behaviour | improved better / worse by > 0.05 |\n|---|---|---|---|---|---|---|---|---|---|\n")
-	for _, c := range order {
-		rs := g[c]
-		var cl, im []float64
-		better, worse, clBad, imBad := 0, 0, 0, 0
-		for _, r := range rs {
-			x, y := r.Regret(r.Clone), r.Regret(r.Improved)
-			cl, im = append(cl, x), append(im, y)
-			if y < x-worseMargin {
-				better++
-			} else if y > x+worseMargin {
-				worse++
-			}
-			if x > 1 {
-				clBad++
-			}
-			if y > 1 {
-				imBad++
-			}
-		}
-		fmt.Fprintf(&b, "| %d | %s | %s | %s | %d | %s, %s, %s | %d | %s, %s, %s | %d | %d / %d |\n", c.H, kLabel(c.K), c.Behavior, c.Family, len(rs),
-			f3(quantile(cl, 0.5)), f3(quantile(cl, 0.9)), f3(quantile(cl, 1)), clBad,
-			f3(quantile(im, 0.5)), f3(quantile(im, 0.9)), f3(quantile(im, 1)), imBad, better, worse)
+	sort.SliceStable(order, func(i, j int) bool { return order[i].less(order[j]) })
+	return order, g
+}
+
+// less orders the cells by H, K and behaviour.
+func (a cloneCell) less(b cloneCell) bool {
+	if a.H != b.H {
+		return a.H < b.H
 	}
-	return b.String()
+	if a.K != b.K {
+		return a.K < b.K
+	}
+	return a.Behavior < b.Behavior
+}
+
+// writeCloneRow writes cell c's row: both clones' regret quantiles, how
+// many are worse than the behaviour, and how often the improved clone is
+// better or worse than the clone by more than worseMargin.
+func writeCloneRow(b *strings.Builder, c cloneCell, rs []CloneRow) {
+	var cl, im []float64
+	better, worse, clBad, imBad := 0, 0, 0, 0
+	for _, r := range rs {
+		x, y := r.Regret(r.Clone), r.Regret(r.Improved)
+		cl, im = append(cl, x), append(im, y)
+		if y < x-worseMargin {
+			better++
+		} else if y > x+worseMargin {
+			worse++
+		}
+		if x > 1 {
+			clBad++
+		}
+		if y > 1 {
+			imBad++
+		}
+	}
+	fmt.Fprintf(b, "| %d | %s | %s | %s | %d | %s, %s, %s | %d | %s, %s, %s | %d | %d / %d |\n", c.H, kLabel(c.K), c.Behavior, c.Family, len(rs),
+		f3(quantile(cl, 0.5)), f3(quantile(cl, 0.9)), f3(quantile(cl, 1)), clBad,
+		f3(quantile(im, 0.5)), f3(quantile(im, 0.9)), f3(quantile(im, 1)), imBad, better, worse)
 }

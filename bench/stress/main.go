@@ -28,7 +28,8 @@ type options struct {
 	maxNodes                     int
 }
 
-func main() {
+// parseOptions reads the options from the command line.
+func parseOptions() options {
 	var o options
 	flag.StringVar(&o.out, "out", "bench/out/stress.arrow", "Arrow IPC file of every run (\"\" for none)")
 	flag.StringVar(&o.docs, "docs", "docs", "directory of stress.md and its plots (\"\" writes none)")
@@ -49,6 +50,11 @@ func main() {
 	flag.BoolVar(&o.clones, "clones", false, "only compare the behaviour fallback's two candidates, the clone and the improved clone, valued exactly on each configuration's logs (no fit; prints a table)")
 	flag.IntVar(&o.maxNodes, "max-nodes", 2_000_000, "skip a problem at a horizon whose exact optimal or behaviour value needs more (step, belief) nodes, or a run whose policies reach 10× as many histories (0: no budget)")
 	flag.Parse()
+	return o
+}
+
+func main() {
+	o := parseOptions()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := run(ctx, o); err != nil {
@@ -122,12 +128,7 @@ func run(ctx context.Context, o options) error {
 		cfg.Log = func(format string, a ...any) { fmt.Fprintf(os.Stderr, format+"\n", a...) }
 	}
 	if o.clones {
-		rows, err := RunClones(ctx, cfg)
-		if err != nil {
-			return err
-		}
-		fmt.Print(clonesMarkdown(rows))
-		return nil
+		return runClones(ctx, cfg)
 	}
 	fp := fingerprint(cfg)
 	done := map[key]Row{}
@@ -150,6 +151,24 @@ func run(ctx context.Context, o options) error {
 	if err != nil {
 		return err
 	}
+	return writeResults(o, cfg, fp, all, start)
+}
+
+// runClones runs the clone study and prints its table.
+func runClones(ctx context.Context, cfg Config) error {
+	rows, err := RunClones(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	fmt.Print(clonesMarkdown(rows))
+	return nil
+}
+
+// writeResults writes the Arrow table of the measured runs of all and
+// stress.md's results with the plots, and prints the results (with how
+// many configurations were skipped); start is when the session's runs
+// began.
+func writeResults(o options, cfg Config, fp string, all []Row, start time.Time) error {
 	rows, skipped := Measured(all)
 	if o.out != "" {
 		if err := os.MkdirAll(filepath.Dir(o.out), 0o755); err != nil {

@@ -29,28 +29,18 @@ const (
 	noiseMargin = 0.1
 )
 
+// table turns the rows into the study's Arrow table.
 func table(rows []Row, meta map[string]string) report.Table {
-	n := len(rows)
 	var fam, beh []string
 	ints := map[string][]int32{}
 	flts := map[string][]float64{}
-	intCols := []string{"problem", "horizon", "k", "states", "actions", "observations", "rank"}
-	fltCols := []string{"optimal", "behavior_value", "psrlcb", "greedy", "tabular", "alpha",
-		"regret_psrlcb", "regret_greedy", "regret_tabular",
-		"model_of_optimal", "model_of_greedy", "model_of_psrlcb",
-		"est_error", "plan_gap", "greedy_overvalue", "bonus_loss",
-		"true_max_reward", "model_max_reward", "reward_flagged", "miscal_share", "reward_loglik", "clone", "fit_seconds"}
-	exact := make([]bool, 0, n)
+	exact := make([]bool, 0, len(rows))
 	for _, r := range rows {
 		fam, beh = append(fam, r.Family), append(beh, r.Behavior)
-		for i, v := range []int{r.Problem, r.Horizon, r.K, r.States, r.Actions, r.Obs, r.Rank} {
+		for i, v := range r.intValues() {
 			ints[intCols[i]] = append(ints[intCols[i]], int32(v))
 		}
-		for i, v := range []float64{float64(r.Optimal), float64(r.Behav), float64(r.PSRLCB), float64(r.Greedy), float64(r.Tabular), float64(r.Alpha),
-			r.Regret(r.PSRLCB), r.Regret(r.Greedy), r.Regret(r.Tabular),
-			float64(r.ModelOfOptimal), float64(r.ModelOfGreedy), float64(r.ModelOfPSRLCB),
-			r.EstErr(), r.PlanGap(), r.GreedyOver(), r.BonusLoss(),
-			float64(r.TrueMaxReward), float64(r.ModelMaxReward), flagValue(r.RewardFlagged), float64(r.MiscalShare), float64(r.RewardLogLik), flagValue(r.Clone), float64(r.FitSeconds)} {
+		for i, v := range r.floatValues() {
 			flts[fltCols[i]] = append(flts[fltCols[i]], v)
 		}
 		exact = append(exact, r.PlanExact)
@@ -65,6 +55,31 @@ func table(rows []Row, meta map[string]string) report.Table {
 	}
 	t.Columns = append(t.Columns, report.Column{Name: "plan_exact", Bool: arrowio.OrEmpty(exact)})
 	return t
+}
+
+// intCols and fltCols name the table's integer and float columns, in the
+// order of Row.intValues and Row.floatValues.
+var (
+	intCols = []string{"problem", "horizon", "k", "states", "actions", "observations", "rank"}
+	fltCols = []string{"optimal", "behavior_value", "psrlcb", "greedy", "tabular", "alpha",
+		"regret_psrlcb", "regret_greedy", "regret_tabular",
+		"model_of_optimal", "model_of_greedy", "model_of_psrlcb",
+		"est_error", "plan_gap", "greedy_overvalue", "bonus_loss",
+		"true_max_reward", "model_max_reward", "reward_flagged", "miscal_share", "reward_loglik", "clone", "fit_seconds"}
+)
+
+// intValues are the row's values of the integer columns (intCols).
+func (r Row) intValues() []int {
+	return []int{r.Problem, r.Horizon, r.K, r.States, r.Actions, r.Obs, r.Rank}
+}
+
+// floatValues are the row's values of the float columns (fltCols).
+func (r Row) floatValues() []float64 {
+	return []float64{float64(r.Optimal), float64(r.Behav), float64(r.PSRLCB), float64(r.Greedy), float64(r.Tabular), float64(r.Alpha),
+		r.Regret(r.PSRLCB), r.Regret(r.Greedy), r.Regret(r.Tabular),
+		float64(r.ModelOfOptimal), float64(r.ModelOfGreedy), float64(r.ModelOfPSRLCB),
+		r.EstErr(), r.PlanGap(), r.GreedyOver(), r.BonusLoss(),
+		float64(r.TrueMaxReward), float64(r.ModelMaxReward), flagValue(r.RewardFlagged), float64(r.MiscalShare), float64(r.RewardLogLik), flagValue(r.Clone), float64(r.FitSeconds)}
 }
 
 // flagValue is 1 for a true flag (reward check flagged, clone returned),
@@ -149,27 +164,15 @@ type Summary struct {
 	Recorded, Cloned                    int     // runs that record the fallback, and those that returned the clone
 }
 
+// summarise is the distribution of the normalized regrets and of the
+// decomposition terms over one cell's runs rs.
 func summarise(rs []Row) Summary {
 	s := Summary{N: len(rs)}
-	ps := regrets(rs, func(r Row) jfloat { return r.PSRLCB })
-	s.Median, s.P90, s.Worst = quantile(ps, 0.5), quantile(ps, 0.9), quantile(ps, 1)
-	s.GreedyMedian = quantile(regrets(rs, func(r Row) jfloat { return r.Greedy }), 0.5)
-	s.TabularMedian = quantile(regrets(rs, func(r Row) jfloat { return r.Tabular }), 0.5)
+	s.setRegrets(rs)
 	var est, plan, over, bonus []float64
 	defined, wt, wb := 0, 0, 0
 	for _, r := range rs {
-		if r.Clone != nil {
-			s.Recorded++
-			if *r.Clone {
-				s.Cloned++
-			}
-		}
-		if r.RewardFlagged != nil {
-			s.Checked++
-			if *r.RewardFlagged {
-				s.Flagged++
-			}
-		}
+		s.countFlags(r)
 		p := r.Regret(r.PSRLCB)
 		if math.IsNaN(p) {
 			s.Undefined++
@@ -191,6 +194,34 @@ func summarise(rs []Row) Summary {
 	return s
 }
 
+// setRegrets sets the median, 90th percentile and worst of PSR-LCB's
+// normalized regrets over rs, and the medians of greedy's and the tabular
+// LCB's.
+func (s *Summary) setRegrets(rs []Row) {
+	ps := regrets(rs, func(r Row) jfloat { return r.PSRLCB })
+	s.Median, s.P90, s.Worst = quantile(ps, 0.5), quantile(ps, 0.9), quantile(ps, 1)
+	s.GreedyMedian = quantile(regrets(rs, func(r Row) jfloat { return r.Greedy }), 0.5)
+	s.TabularMedian = quantile(regrets(rs, func(r Row) jfloat { return r.Tabular }), 0.5)
+}
+
+// countFlags counts r among the runs that record the fallback's decision
+// and those with a reward check, and among those that returned the clone
+// or were flagged.
+func (s *Summary) countFlags(r Row) {
+	if r.Clone != nil {
+		s.Recorded++
+		if *r.Clone {
+			s.Cloned++
+		}
+	}
+	if r.RewardFlagged != nil {
+		s.Checked++
+		if *r.RewardFlagged {
+			s.Flagged++
+		}
+	}
+}
+
 func resultsMarkdown(rows []Row, cfg Config) string {
 	var b strings.Builder
 	order, g := groups(rows)
@@ -198,23 +229,37 @@ func resultsMarkdown(rows []Row, cfg Config) string {
 		len(rows), strings.Join(cfg.Families, ", "), cfg.Problems, cfg.Seed, map[bool]string{true: ", reduced sizes", false: ""}[cfg.Small],
 		cfg.Horizons, cfg.Ks, strings.Join(cfg.Behavs, ", "), cfg.Restarts, cfg.MaxIter, map[bool]string{true: "chosen by held-out likelihood (--rank auto)", false: "= true |S|"}[cfg.AutoRank])
 	b.WriteString("Normalized regret (V* − V^π)/(V* − V^b) of PSR-LCB (α auto): median, 90th percentile and worst, with the medians of greedy (α = 0) and the tabular LCB; the share of problems where PSR-LCB is worse than the tabular LCB by more than 0.05, and worse than the behaviour beyond noise (regret > 1.1). Problems with V* = V^b have no normalized regret and are counted apart.\n\n")
+	writeRegretTable(&b, order, g)
+	b.WriteString("\nLoss decomposition (medians, normalized by V* − V^b): V* − V^π̄ = est + plan + over + bonus, where est = V* − V_θ̂(π*) is the estimation error on the true optimal policy, plan = V_θ̂(π*) − V_θ̂(π_g) is what the planner leaves on the model's own table (≤ 0 when the greedy plan is exact: the model prefers its own optimum), over = V_θ̂(π_g) − V^π_g is the model's overvaluation of its own optimum, and bonus = V^π_g − V^π̄ is what the bonus (α chosen against α = 0) costs (negative: gains).\n\n")
+	b.WriteString("The last columns count the runs whose reward check (report.RewardCheck, held out) flagged miscalibrated rewards in the verdict, and those that returned the behaviour's clone instead of the plan (the behaviour fallback).\n\n")
+	writeDecompositionTable(&b, order, g)
+	b.WriteString(targets(order, g))
+	return b.String()
+}
+
+// writeRegretTable writes per cell the distribution of PSR-LCB's
+// normalized regret, the baselines' medians and how often PSR-LCB is
+// worse than the tabular LCB and than the behaviour.
+func writeRegretTable(b *strings.Builder, order []cell, g map[cell][]Row) {
 	b.WriteString("| family | behaviour | H | K | n (undef.) | PSR-LCB median | p90 | worst | greedy median | tabular median | worse than tabular | worse than behaviour |\n")
 	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, c := range order {
 		s := summarise(g[c])
-		fmt.Fprintf(&b, "| %s | %s | %d | %d | %d (%d) | %s | %s | %s | %s | %s | %.0f%% | %.0f%% |\n",
+		fmt.Fprintf(b, "| %s | %s | %d | %d | %d (%d) | %s | %s | %s | %s | %s | %.0f%% | %.0f%% |\n",
 			c.Family, c.Behavior, c.H, c.K, s.N, s.Undefined, f3(s.Median), f3(s.P90), f3(s.Worst),
 			f3(s.GreedyMedian), f3(s.TabularMedian), 100*s.WorseThanTabular, 100*s.WorseThanBehavior)
 	}
-	b.WriteString("\nLoss decomposition (medians, normalized by V* − V^b): V* − V^π̄ = est + plan + over + bonus, where est = V* − V_θ̂(π*) is the estimation error on the true optimal policy, plan = V_θ̂(π*) − V_θ̂(π_g) is what the planner leaves on the model's own table (≤ 0 when the greedy plan is exact: the model prefers its own optimum), over = V_θ̂(π_g) − V^π_g is the model's overvaluation of its own optimum, and bonus = V^π_g − V^π̄ is what the bonus (α chosen against α = 0) costs (negative: gains).\n\n")
-	b.WriteString("The last columns count the runs whose reward check (report.RewardCheck, held out) flagged miscalibrated rewards in the verdict, and those that returned the behaviour's clone instead of the plan (the behaviour fallback).\n\n")
+}
+
+// writeDecompositionTable writes per cell the medians of the loss
+// decomposition's terms and the counts of flagged reward checks and of
+// returned clones.
+func writeDecompositionTable(b *strings.Builder, order []cell, g map[cell][]Row) {
 	b.WriteString("| family | behaviour | H | K | est | plan | over | bonus | reward check flagged | clone returned |\n|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, c := range order {
 		s := summarise(g[c])
-		fmt.Fprintf(&b, "| %s | %s | %d | %d | %s | %s | %s | %s | %d of %d | %d of %d |\n", c.Family, c.Behavior, c.H, c.K, f3(s.Est), f3(s.Plan), f3(s.Over), f3(s.Bonus), s.Flagged, s.Checked, s.Cloned, s.Recorded)
+		fmt.Fprintf(b, "| %s | %s | %d | %d | %s | %s | %s | %s | %d of %d | %d of %d |\n", c.Family, c.Behavior, c.H, c.K, f3(s.Est), f3(s.Plan), f3(s.Over), f3(s.Bonus), s.Flagged, s.Checked, s.Cloned, s.Recorded)
 	}
-	b.WriteString(targets(order, g))
-	return b.String()
 }
 
 // targets states the targets against the cells they apply to.
@@ -274,46 +319,63 @@ func regretPlot(rows []Row, path string) error {
 	p := plot.New()
 	p.Title.Text = "Normalized regret per family (box: quartiles; whiskers: 1.5 IQR)"
 	p.Y.Label.Text = "(V* − V^π)/(V* − V^b)"
-	w := vg.Points(8)
 	methods := []struct {
 		name string
 		pick func(Row) jfloat
 	}{{"PSR-LCB", func(r Row) jfloat { return r.PSRLCB }}, {"greedy α=0", func(r Row) jfloat { return r.Greedy }}, {"tabular LCB", func(r Row) jfloat { return r.Tabular }}}
-	var names []string
 	for mi, m := range methods {
-		for ci, c := range order {
-			var v plotter.Values
-			for _, x := range regrets(g[c], m.pick) {
-				if !math.IsNaN(x) {
-					v = append(v, x)
-				}
-			}
-			if len(v) == 0 {
-				continue
-			}
-			bx, err := plotter.NewBoxPlot(w, float64(ci)+float64(mi-1)*0.25, v)
-			if err != nil {
+		if err := addBoxes(p, order, g, mi, m.name, m.pick); err != nil {
+			return err
+		}
+	}
+	return saveCellPlot(p, order, path)
+}
+
+// addBoxes draws the box plot of method mi's finite regrets in each cell
+// (offset within the cell by method), and its legend swatch at the first
+// cell.
+func addBoxes(p *plot.Plot, order []cell, g map[cell][]Row, mi int, name string, pick func(Row) jfloat) error {
+	w := vg.Points(8)
+	for ci, c := range order {
+		v := finiteValues(regrets(g[c], pick))
+		if len(v) == 0 {
+			continue
+		}
+		bx, err := plotter.NewBoxPlot(w, float64(ci)+float64(mi-1)*0.25, v)
+		if err != nil {
+			return err
+		}
+		bx.FillColor = plotColor(mi)
+		p.Add(bx)
+		if ci == 0 {
+			if err := addSwatch(p, name, plotColor(mi)); err != nil {
 				return err
-			}
-			bx.FillColor = plotColor(mi)
-			p.Add(bx)
-			if ci == 0 {
-				sw, err := plotter.NewBarChart(plotter.Values{0}, 1) // a legend swatch of the box colour
-				if err != nil {
-					return err
-				}
-				sw.Color = plotColor(mi)
-				p.Legend.Add(m.name, sw)
 			}
 		}
 	}
-	for _, c := range order {
-		names = append(names, fmt.Sprintf("%s\n%s H%d K%s", c.Family, strings.SplitN(c.Behavior, ":", 2)[0], c.H, kLabel(c.K)))
+	return nil
+}
+
+// finiteValues are the values of xs that are not NaN.
+func finiteValues(xs []float64) plotter.Values {
+	var v plotter.Values
+	for _, x := range xs {
+		if !math.IsNaN(x) {
+			v = append(v, x)
+		}
 	}
-	p.NominalX(names...)
-	p.Legend.Top = true
-	p.Add(plotter.NewGrid())
-	return p.Save(vg.Length(max(6, 1.6*float64(len(order))))*vg.Inch, 4.5*vg.Inch, path)
+	return v
+}
+
+// addSwatch adds name to the legend with a swatch of colour c.
+func addSwatch(p *plot.Plot, name string, c color.Color) error {
+	sw, err := plotter.NewBarChart(plotter.Values{0}, 1) // a legend swatch of the box colour
+	if err != nil {
+		return err
+	}
+	sw.Color = c
+	p.Legend.Add(name, sw)
+	return nil
 }
 
 // decompositionPlot: the median of each decomposition term per cell.
@@ -323,27 +385,8 @@ func decompositionPlot(rows []Row, path string) error {
 	p.Title.Text = "Loss decomposition (medians, share of V* − V^b)"
 	p.Y.Label.Text = "normalized loss"
 	w := vg.Points(7)
-	terms := []struct {
-		name string
-		get  func(Summary) float64
-	}{{"estimation: V* − V_θ̂(π*)", func(s Summary) float64 { return s.Est }},
-		{"planning: V_θ̂(π*) − V_θ̂(π_g)", func(s Summary) float64 { return s.Plan }},
-		{"overvaluation: V_θ̂(π_g) − V^π_g", func(s Summary) float64 { return s.Over }},
-		{"bonus: V^π_g − V^π̄", func(s Summary) float64 { return s.Bonus }}}
-	var names []string
-	for _, c := range order {
-		names = append(names, fmt.Sprintf("%s\n%s H%d K%s", c.Family, strings.SplitN(c.Behavior, ":", 2)[0], c.H, kLabel(c.K)))
-	}
-	for ti, t := range terms {
-		var v plotter.Values
-		for _, c := range order {
-			x := t.get(summarise(g[c]))
-			if math.IsNaN(x) {
-				x = 0
-			}
-			v = append(v, x)
-		}
-		bars, err := plotter.NewBarChart(v, w)
+	for ti, t := range decompositionTerms {
+		bars, err := plotter.NewBarChart(termMedians(order, g, t.get), w)
 		if err != nil {
 			return err
 		}
@@ -352,6 +395,40 @@ func decompositionPlot(rows []Row, path string) error {
 		bars.LineStyle.Width = 0
 		p.Add(bars)
 		p.Legend.Add(t.name, bars)
+	}
+	return saveCellPlot(p, order, path)
+}
+
+// decompositionTerms are the terms of the loss decomposition, in the
+// order of the plot's bars.
+var decompositionTerms = []struct {
+	name string
+	get  func(Summary) float64
+}{{"estimation: V* − V_θ̂(π*)", func(s Summary) float64 { return s.Est }},
+	{"planning: V_θ̂(π*) − V_θ̂(π_g)", func(s Summary) float64 { return s.Plan }},
+	{"overvaluation: V_θ̂(π_g) − V^π_g", func(s Summary) float64 { return s.Over }},
+	{"bonus: V^π_g − V^π̄", func(s Summary) float64 { return s.Bonus }}}
+
+// termMedians is one decomposition term's median per cell (0 where it is
+// undefined).
+func termMedians(order []cell, g map[cell][]Row, get func(Summary) float64) plotter.Values {
+	var v plotter.Values
+	for _, c := range order {
+		x := get(summarise(g[c]))
+		if math.IsNaN(x) {
+			x = 0
+		}
+		v = append(v, x)
+	}
+	return v
+}
+
+// saveCellPlot names the x axis's positions after the cells, adds the
+// legend and a grid, and saves p to path, wider with more cells.
+func saveCellPlot(p *plot.Plot, order []cell, path string) error {
+	var names []string
+	for _, c := range order {
+		names = append(names, fmt.Sprintf("%s\n%s H%d K%s", c.Family, strings.SplitN(c.Behavior, ":", 2)[0], c.H, kLabel(c.K)))
 	}
 	p.NominalX(names...)
 	p.Legend.Top = true

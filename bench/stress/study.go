@@ -13,10 +13,12 @@ import (
 
 	"github.com/psrlcb/psrlcb/baseline"
 	"github.com/psrlcb/psrlcb/estimate"
+	"github.com/psrlcb/psrlcb/ingest"
 	"github.com/psrlcb/psrlcb/internal/genpomdp"
 	"github.com/psrlcb/psrlcb/pipeline"
 	"github.com/psrlcb/psrlcb/policy"
 	"github.com/psrlcb/psrlcb/pomdp"
+	"github.com/psrlcb/psrlcb/report"
 )
 
 // Behaviors are the two behaviour policies: wide and narrow coverage.
@@ -179,54 +181,91 @@ func loadProblem(ctx context.Context, cfg Config, family string, i, H int) (*pro
 // a fitted model with policy.ModelReturn. Each node's fallback is its own
 // action.
 func policyTable(ctx context.Context, m *pomdp.POMDP, H int, pf pomdp.PolicyFunc) (*policy.Policy, error) {
-	pol := &policy.Policy{Horizon: H}
-	S, O := m.NumStates(), m.NumObs()
-	obs := []int{pomdp.ObsInit}
-	var act []int
-	var rec func(parent int64, b []float64) error
-	rec = func(parent int64, b []float64) error {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		h := len(obs)
-		a := pf(obs, act)
-		id := int64(len(pol.Nodes))
-		name := m.ObsName(obs[h-1])
-		pol.Nodes = append(pol.Nodes, policy.Node{ID: id, Parent: parent, Step: int32(h), Obs: name,
-			Action: m.Actions[a], Fallback: m.Actions[a]})
-		if h == H {
-			return nil
-		}
-		pred := make([]float64, S)
-		for s, bs := range b {
-			for s2 := range S {
-				pred[s2] += bs * m.T[a][s][s2]
-			}
-		}
-		act = append(act, a)
-		for o := range O {
-			post := make([]float64, S)
-			z := 0.0
-			for s2 := range S {
-				post[s2] = pred[s2] * m.O[a][s2][o]
-				z += post[s2]
-			}
-			if z == 0 {
-				continue
-			}
-			for s2 := range post {
-				post[s2] /= z
-			}
-			obs = append(obs, o)
-			if err := rec(id, post); err != nil {
-				return err
-			}
-			obs = obs[:len(obs)-1]
-		}
-		act = act[:len(act)-1]
+	w := &treeWriter{m: m, H: H, pf: pf, pol: &policy.Policy{Horizon: H}, obs: []int{pomdp.ObsInit}}
+	return w.pol, w.rec(ctx, -1, append([]float64(nil), m.Start...))
+}
+
+// treeWriter walks the observation histories a deterministic policy pf
+// reaches under m, writing a node of pol for each; obs and act are the
+// history of the node being written.
+type treeWriter struct {
+	m        *pomdp.POMDP
+	H        int
+	pf       pomdp.PolicyFunc
+	pol      *policy.Policy
+	obs, act []int
+}
+
+// rec writes the node of the current history, a child of parent, with
+// belief b, then the subtree of every observation possible after it.
+func (w *treeWriter) rec(ctx context.Context, parent int64, b []float64) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	m := w.m
+	a := w.pf(w.obs, w.act)
+	id := w.addNode(parent, a)
+	if len(w.obs) == w.H {
 		return nil
 	}
-	return pol, rec(-1, append([]float64(nil), m.Start...))
+	pred := predict(m, b, a)
+	w.act = append(w.act, a)
+	for o := range m.NumObs() {
+		post := posterior(m, pred, a, o)
+		if post == nil {
+			continue
+		}
+		w.obs = append(w.obs, o)
+		if err := w.rec(ctx, id, post); err != nil {
+			return err
+		}
+		w.obs = w.obs[:len(w.obs)-1]
+	}
+	w.act = w.act[:len(w.act)-1]
+	return nil
+}
+
+// addNode writes the node of the current history, a child of parent,
+// taking action a (its fallback too), and returns its id.
+func (w *treeWriter) addNode(parent int64, a int) int64 {
+	h := len(w.obs)
+	id := int64(len(w.pol.Nodes))
+	name := w.m.ObsName(w.obs[h-1])
+	w.pol.Nodes = append(w.pol.Nodes, policy.Node{ID: id, Parent: parent, Step: int32(h), Obs: name,
+		Action: w.m.Actions[a], Fallback: w.m.Actions[a]})
+	return id
+}
+
+// predict is the distribution of the next state from belief b after
+// action a.
+func predict(m *pomdp.POMDP, b []float64, a int) []float64 {
+	S := m.NumStates()
+	pred := make([]float64, S)
+	for s, bs := range b {
+		for s2 := range S {
+			pred[s2] += bs * m.T[a][s][s2]
+		}
+	}
+	return pred
+}
+
+// posterior is the belief after action a and observation o given the
+// predicted next-state distribution pred; nil when o is impossible.
+func posterior(m *pomdp.POMDP, pred []float64, a, o int) []float64 {
+	S := m.NumStates()
+	post := make([]float64, S)
+	z := 0.0
+	for s2 := range S {
+		post[s2] = pred[s2] * m.O[a][s2][o]
+		z += post[s2]
+	}
+	if z == 0 {
+		return nil
+	}
+	for s2 := range post {
+		post[s2] /= z
+	}
+	return post
 }
 
 // seedFor derives the simulation and fit seed of a configuration.
@@ -249,6 +288,9 @@ func fitOptions(cfg Config, S int, seed uint64) pipeline.Options {
 	return pipeline.Options{Estimate: eo, Seed: seed, Workers: cfg.Workers}
 }
 
+// runOne fits PSR-LCB on the logs of configuration k of problem p and
+// values its policy, the greedy plan and the tabular LCB exactly, with the
+// terms of the loss decomposition and the run's diagnostics.
 func runOne(ctx context.Context, cfg Config, p *problem, k key) (Row, error) {
 	m := p.m
 	r := Row{Family: k.Family, Problem: k.Problem, Horizon: k.H, Behavior: k.Behavior, K: k.K,
@@ -262,46 +304,88 @@ func runOne(ctx context.Context, cfg Config, p *problem, k key) (Row, error) {
 		return r, err
 	}
 	r.Behav = jfloat(vb)
+	d, out, err := r.fit(ctx, cfg, m, k, beh)
+	if err != nil {
+		return r, err
+	}
+	if err := r.valuePolicies(ctx, cfg, p, k.H, d, out); err != nil {
+		return r, err
+	}
+	r.recordRun(m, out)
+	return r, nil
+}
+
+// fit draws the configuration's logs under beh and fits PSR-LCB on them,
+// recording the fit's time, rank and α and whether its plan is exact.
+func (r *Row) fit(ctx context.Context, cfg Config, m *pomdp.POMDP, k key, beh pomdp.Behavior) (*ingest.Dataset, *report.Outcome, error) {
 	seed := seedFor(k, cfg.Seed)
 	d, err := pomdp.SimulateDataset(ctx, m, k.H, k.K, beh, seed)
 	if err != nil {
-		return r, err
+		return nil, nil, err
 	}
 	start := time.Now()
 	out, err := pipeline.Fit(ctx, d, nil, fitOptions(cfg, m.NumStates(), seed))
 	if err != nil {
-		return r, fmt.Errorf("fit: %w", err)
+		return nil, nil, fmt.Errorf("fit: %w", err)
 	}
 	r.FitSeconds = jfloat(time.Since(start).Seconds())
 	r.Rank, r.Alpha, r.PlanExact = out.Model.States, jfloat(out.Alpha), out.Plan.Exact
+	return d, out, nil
+}
+
+// valuePolicies plans greedily (α = 0 on the fit's model and bonus) and
+// trains the tabular LCB, then values PSR-LCB's policy, the greedy plan
+// and the tabular LCB under the true model and PSR-LCB's, the greedy and
+// the true optimal policy under the fitted model.
+func (r *Row) valuePolicies(ctx context.Context, cfg Config, p *problem, H int, d *ingest.Dataset, out *report.Outcome) error {
 	gpol, _, err := policy.Plan(ctx, out.Model, out.Bonus.WithAlpha(0), policy.PlanOptions{Workers: cfg.Workers})
 	if err != nil {
-		return r, fmt.Errorf("greedy plan: %w", err)
+		return fmt.Errorf("greedy plan: %w", err)
 	}
 	tab, err := baseline.TabularLCB(ctx, d, baseline.TabularOptions{})
 	if err != nil {
-		return r, fmt.Errorf("tabular: %w", err)
+		return fmt.Errorf("tabular: %w", err)
 	}
-	for _, v := range []struct {
-		pol  *policy.Policy
-		true *jfloat
-		mod  *jfloat
-	}{{out.Policy, &r.PSRLCB, &r.ModelOfPSRLCB}, {gpol, &r.Greedy, &r.ModelOfGreedy}, {tab, &r.Tabular, nil}, {p.optTab, nil, &r.ModelOfOptimal}} {
-		if v.true != nil {
-			x, err := pomdp.EvaluatePolicyWithin(ctx, m, k.H, v.pol, EvalNodesFactor*cfg.MaxNodes)
-			if err != nil {
-				return r, err
-			}
-			*v.true = jfloat(x)
-		}
-		if v.mod != nil {
-			x, _, err := policy.ModelReturn(ctx, out.Model, v.pol)
-			if err != nil {
-				return r, err
-			}
-			*v.mod = jfloat(x)
+	for _, v := range []valued{{out.Policy, &r.PSRLCB, &r.ModelOfPSRLCB}, {gpol, &r.Greedy, &r.ModelOfGreedy}, {tab, &r.Tabular, nil}, {p.optTab, nil, &r.ModelOfOptimal}} {
+		if err := v.value(ctx, p.m, H, EvalNodesFactor*cfg.MaxNodes, out.Model); err != nil {
+			return err
 		}
 	}
+	return nil
+}
+
+// valued is a policy and where its values go: its exact value under the
+// true model and its value under the fitted model (nil: not wanted).
+type valued struct {
+	pol  *policy.Policy
+	true *jfloat
+	mod  *jfloat
+}
+
+// value computes the wanted values of v.pol: under m at horizon H within
+// maxNodes histories, and under the fitted model.
+func (v valued) value(ctx context.Context, m *pomdp.POMDP, H, maxNodes int, model *estimate.Model) error {
+	if v.true != nil {
+		x, err := pomdp.EvaluatePolicyWithin(ctx, m, H, v.pol, maxNodes)
+		if err != nil {
+			return err
+		}
+		*v.true = jfloat(x)
+	}
+	if v.mod != nil {
+		x, _, err := policy.ModelReturn(ctx, model, v.pol)
+		if err != nil {
+			return err
+		}
+		*v.mod = jfloat(x)
+	}
+	return nil
+}
+
+// recordRun records the run's diagnostics: whether it returned the
+// behaviour's clone, the largest expected rewards of the truth and of the
+// fitted model, and the reward check.
+func (r *Row) recordRun(m *pomdp.POMDP, out *report.Outcome) {
 	if fb := out.Run.Manifest.Fallback; fb != nil {
 		used := fb.Used
 		r.Clone = &used
@@ -311,7 +395,6 @@ func runOne(ctx context.Context, cfg Config, p *problem, k key) (Row, error) {
 		f := rc.Calibration.Flagged
 		r.RewardFlagged, r.MiscalShare, r.RewardLogLik = &f, jfloat(rc.Calibration.MiscalibratedShare), jfloat(rc.RewardLogLik)
 	}
-	return r, nil
 }
 
 func trueMaxReward(m *pomdp.POMDP) float64 {
@@ -355,24 +438,38 @@ func Run(ctx context.Context, cfg Config, done map[key]Row, emit func(Row) error
 	for i := range cfg.Problems {
 		for _, fam := range cfg.Families {
 			for _, H := range cfg.Horizons {
-				lp := &lazyProblem{}
-				for _, bs := range cfg.Behavs {
-					for _, K := range cfg.Ks {
-						k := key{fam, i, H, bs, K}
-						r, ok := done[k]
-						if !ok {
-							var err error
-							if r, err = measure(ctx, cfg, lp, k, emit); err != nil {
-								return all, err
-							}
-						}
-						all = append(all, r)
-					}
+				rows, err := problemRows(ctx, cfg, key{Family: fam, Problem: i, H: H}, done, emit)
+				all = append(all, rows...)
+				if err != nil {
+					return all, err
 				}
 			}
 		}
 	}
 	return all, nil
+}
+
+// problemRows runs every configuration (behaviour, K) of the problem and
+// horizon of base that done does not hold, taking done's rows for the
+// others; the problem is loaded once, when the first of them runs.
+func problemRows(ctx context.Context, cfg Config, base key, done map[key]Row, emit func(Row) error) ([]Row, error) {
+	lp := &lazyProblem{}
+	var rows []Row
+	for _, bs := range cfg.Behavs {
+		for _, K := range cfg.Ks {
+			k := base
+			k.Behavior, k.K = bs, K
+			r, ok := done[k]
+			if !ok {
+				var err error
+				if r, err = measure(ctx, cfg, lp, k, emit); err != nil {
+					return rows, err
+				}
+			}
+			rows = append(rows, r)
+		}
+	}
+	return rows, nil
 }
 
 // lazyProblem is the problem of one (family, index, H), loaded on first
@@ -399,14 +496,7 @@ func measure(ctx context.Context, cfg Config, lp *lazyProblem, k key, emit func(
 		return Row{}, err
 	}
 	start := time.Now()
-	r := Row{Family: k.Family, Problem: k.Problem, Horizon: k.H, Behavior: k.Behavior, K: k.K}
-	p, err := lp.get(ctx, cfg, k)
-	if err == nil {
-		r, err = runOne(ctx, cfg, p, k)
-	}
-	if errors.Is(err, pomdp.ErrTooLarge) {
-		r.Skipped, err = err.Error(), nil
-	}
+	r, err := runOrSkip(ctx, cfg, lp, k)
 	if err != nil {
 		return r, fmt.Errorf("%v: %w", k, err)
 	}
@@ -415,18 +505,37 @@ func measure(ctx context.Context, cfg Config, lp *lazyProblem, k key, emit func(
 			return r, err
 		}
 	}
-	if cfg.Log == nil {
-		return r, nil
+	if cfg.Log != nil {
+		logRow(cfg.Log, k, r, start)
 	}
+	return r, nil
+}
+
+// logRow logs configuration k's row r, started at start: why it was
+// skipped, or its regrets, decomposition and largest rewards.
+func logRow(log func(format string, args ...any), k key, r Row, start time.Time) {
 	head := fmt.Sprintf("%-8s %3d H=%d %-10s K=%-6d", k.Family, k.Problem, k.H, k.Behavior, k.K)
 	if r.Skipped != "" {
-		cfg.Log("%s skipped: %s", head, r.Skipped)
-		return r, nil
+		log("%s skipped: %s", head, r.Skipped)
+		return
 	}
-	cfg.Log("%s S=%-2d %5.1fs regret psrlcb %6.3f greedy %6.3f tabular %6.3f | est %6.3f plan %6.3f over %6.3f bonus %6.3f | max r %.3g vs %.3g",
+	log("%s S=%-2d %5.1fs regret psrlcb %6.3f greedy %6.3f tabular %6.3f | est %6.3f plan %6.3f over %6.3f bonus %6.3f | max r %.3g vs %.3g",
 		head, r.States, time.Since(start).Seconds(), r.Regret(r.PSRLCB), r.Regret(r.Greedy), r.Regret(r.Tabular),
 		r.EstErr(), r.PlanGap(), r.GreedyOver(), r.BonusLoss(), float64(r.ModelMaxReward), float64(r.TrueMaxReward))
-	return r, nil
+}
+
+// runOrSkip runs configuration k, or returns its row marked skipped when
+// an exact reference exceeds the budget.
+func runOrSkip(ctx context.Context, cfg Config, lp *lazyProblem, k key) (Row, error) {
+	r := Row{Family: k.Family, Problem: k.Problem, Horizon: k.H, Behavior: k.Behavior, K: k.K}
+	p, err := lp.get(ctx, cfg, k)
+	if err == nil {
+		r, err = runOne(ctx, cfg, p, k)
+	}
+	if errors.Is(err, pomdp.ErrTooLarge) {
+		r.Skipped, err = err.Error(), nil
+	}
+	return r, err
 }
 
 // Measured splits rows into the measured runs and the number skipped.
