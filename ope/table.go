@@ -76,48 +76,70 @@ func ReadTable(path string, d *ingest.Dataset) (*TableTarget, error) {
 	return newTableTarget(path, rows, d)
 }
 
+// readTableArrow reads the rows of a policy table stored as an Arrow IPC
+// file.
 func readTableArrow(path string) ([]tableRow, error) {
 	t, err := arrowio.ReadArrow(path)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: %v", ErrTarget, path, err)
 	}
-	col := func(name string) *arrowio.Column {
-		for i := range t.Columns {
-			if t.Columns[i].Name == name {
-				return &t.Columns[i]
-			}
-		}
-		return nil
+	c := arrowTable{
+		path: path, obs: column(t, "observation"), act: column(t, "action"), prob: column(t, "probability"),
+		step: column(t, "step"), hist: column(t, "history"),
 	}
-	obs, act, prob := col("observation"), col("action"), col("probability")
-	if obs == nil || obs.String == nil || act == nil || act.String == nil || prob == nil || prob.Float64 == nil {
+	if c.obs == nil || c.obs.String == nil || c.act == nil || c.act.String == nil || c.prob == nil || c.prob.Float64 == nil {
 		return nil, fmt.Errorf("%w: %s: a policy table needs string columns observation and action and a double column probability", ErrTarget, path)
 	}
-	step, hist := col("step"), col("history")
 	rows := make([]tableRow, t.Rows())
 	for i := range rows {
-		r := tableRow{line: i + 1, history: Wildcard, obs: obs.String[i], action: act.String[i], prob: prob.Float64[i]}
-		if step != nil {
-			switch {
-			case step.Int64 != nil:
-				r.step = int(step.Int64[i])
-			case step.Int32 != nil:
-				r.step = int(step.Int32[i])
-			default:
-				return nil, fmt.Errorf("%w: %s: column step must be an integer", ErrTarget, path)
-			}
+		if rows[i], err = c.row(i); err != nil {
+			return nil, err
 		}
-		if hist != nil {
-			if hist.String == nil {
-				return nil, fmt.Errorf("%w: %s: column history must be a string", ErrTarget, path)
-			}
-			r.history = hist.String[i]
-		}
-		rows[i] = r
 	}
 	return rows, nil
 }
 
+// column returns the column of t called name, or nil.
+func column(t arrowio.Table, name string) *arrowio.Column {
+	for i := range t.Columns {
+		if t.Columns[i].Name == name {
+			return &t.Columns[i]
+		}
+	}
+	return nil
+}
+
+// arrowTable holds the columns of a policy table read from the Arrow file
+// path; step and hist are nil when absent.
+type arrowTable struct {
+	path                       string
+	obs, act, prob, step, hist *arrowio.Column
+}
+
+// row returns row i (0-based) of the table.
+func (c arrowTable) row(i int) (tableRow, error) {
+	r := tableRow{line: i + 1, history: Wildcard, obs: c.obs.String[i], action: c.act.String[i], prob: c.prob.Float64[i]}
+	if c.step != nil {
+		switch {
+		case c.step.Int64 != nil:
+			r.step = int(c.step.Int64[i])
+		case c.step.Int32 != nil:
+			r.step = int(c.step.Int32[i])
+		default:
+			return r, fmt.Errorf("%w: %s: column step must be an integer", ErrTarget, c.path)
+		}
+	}
+	if c.hist != nil {
+		if c.hist.String == nil {
+			return r, fmt.Errorf("%w: %s: column history must be a string", ErrTarget, c.path)
+		}
+		r.history = c.hist.String[i]
+	}
+	return r, nil
+}
+
+// readTableParquet reads the rows of a policy table stored as a Parquet
+// file.
 func readTableParquet(path string) ([]tableRow, error) {
 	var rows []tableRow
 	names := []string{"observation", "action", "probability"}
@@ -125,36 +147,9 @@ func readTableParquet(path string) ([]tableRow, error) {
 	names = append(names, optional...)
 	err := pqcol.Columns(path, names, func(first int64, vals [][]parquet.Value) error {
 		for r := range vals[0] {
-			line := int(first) + r + 1
-			row := tableRow{line: line, history: Wildcard}
-			var ok bool
-			if row.obs, ok = pqcol.Symbol(vals[0][r]); !ok {
-				return fmt.Errorf("row %d: observation is null or not a symbol", line)
-			}
-			if row.action, ok = pqcol.Symbol(vals[1][r]); !ok {
-				return fmt.Errorf("row %d: action is null or not a symbol", line)
-			}
-			p := vals[2][r]
-			switch p.Kind() {
-			case parquet.Double:
-				row.prob = p.Double()
-			case parquet.Float:
-				row.prob = float64(p.Float())
-			default:
-				return fmt.Errorf("row %d: probability must be a double", line)
-			}
-			for i, name := range optional {
-				v := vals[3+i][r]
-				switch name {
-				case "step":
-					if !v.IsNull() {
-						row.step = int(v.Int64())
-					}
-				case "history":
-					if !v.IsNull() {
-						row.history = string(v.ByteArray())
-					}
-				}
+			row, err := parquetTableRow(int(first)+r+1, vals, r, optional)
+			if err != nil {
+				return err
 			}
 			rows = append(rows, row)
 		}
@@ -164,6 +159,46 @@ func readTableParquet(path string) ([]tableRow, error) {
 		return nil, fmt.Errorf("%w: %s: %v", ErrTarget, path, err)
 	}
 	return rows, nil
+}
+
+// parquetTableRow returns row r of a batch of Parquet values (observation,
+// action, probability, then the optional columns), the table's row line.
+func parquetTableRow(line int, vals [][]parquet.Value, r int, optional []string) (tableRow, error) {
+	row := tableRow{line: line, history: Wildcard}
+	var ok bool
+	if row.obs, ok = pqcol.Symbol(vals[0][r]); !ok {
+		return row, fmt.Errorf("row %d: observation is null or not a symbol", line)
+	}
+	if row.action, ok = pqcol.Symbol(vals[1][r]); !ok {
+		return row, fmt.Errorf("row %d: action is null or not a symbol", line)
+	}
+	p := vals[2][r]
+	switch p.Kind() {
+	case parquet.Double:
+		row.prob = p.Double()
+	case parquet.Float:
+		row.prob = float64(p.Float())
+	default:
+		return row, fmt.Errorf("row %d: probability must be a double", line)
+	}
+	for i, name := range optional {
+		row.setOptional(name, vals[3+i][r])
+	}
+	return row, nil
+}
+
+// setOptional sets the step or history (name) of the row from v unless v
+// is null.
+func (row *tableRow) setOptional(name string, v parquet.Value) {
+	if v.IsNull() {
+		return
+	}
+	switch name {
+	case "step":
+		row.step = int(v.Int64())
+	case "history":
+		row.history = string(v.ByteArray())
+	}
 }
 
 // tableOptional lists the optional columns a Parquet policy table has.
@@ -203,74 +238,134 @@ func parseHistory(s string) ([]string, bool, error) {
 	return items, false, nil
 }
 
+// newTableTarget checks the rows of the policy table at path against the
+// logs d and groups them by (step, history, observation).
 func newTableTarget(path string, rows []tableRow, d *ingest.Dataset) (*TableTarget, error) {
-	t := &TableTarget{nAct: d.NumActions(), nObs: d.NumObs(), actSym: d.ActVocab, obsSym: d.ObsVocab, groups: map[groupKey][]float64{}}
-	actCode := codes(d.ActVocab)
-	obsCode := codes(d.ObsVocab)
-	first := map[groupKey]int{}
-	bad := func(r tableRow, format string, a ...any) error {
-		return fmt.Errorf("%w: %s row %d: %s", ErrTarget, path, r.line, fmt.Sprintf(format, a...))
+	b := &tableBuilder{
+		path:    path,
+		d:       d,
+		t:       &TableTarget{nAct: d.NumActions(), nObs: d.NumObs(), actSym: d.ActVocab, obsSym: d.ObsVocab, groups: map[groupKey][]float64{}},
+		actCode: codes(d.ActVocab),
+		obsCode: codes(d.ObsVocab),
+		first:   map[groupKey]int{},
 	}
 	for _, r := range rows {
-		if r.step < 0 || r.step > d.Horizon {
-			return nil, bad(r, "step %d outside 0..%d (0: any step)", r.step, d.Horizon)
+		if err := b.add(r); err != nil {
+			return nil, err
 		}
-		hist, any, err := parseHistory(r.history)
-		if err != nil {
-			return nil, bad(r, "%v", err)
-		}
-		if !any {
-			if len(hist)%2 != 0 {
-				return nil, bad(r, "history %q must alternate observations and actions and end with an action (o1,a1,…,o_{h−1},a_{h−1})", r.history)
-			}
-			if r.step != 0 && len(hist) != 2*(r.step-1) {
-				return nil, bad(r, "history %q has %d steps, but the row is for step %d", r.history, len(hist)/2, r.step)
-			}
-			for i, sym := range hist {
-				vocab, what := obsCode, "observation"
-				if i%2 == 1 {
-					vocab, what = actCode, "action"
-				}
-				if _, ok := vocab[sym]; !ok {
-					return nil, bad(r, "history names %s %q, which the logs do not have", what, sym)
-				}
-			}
-			t.hasHistory = true
-		}
-		if _, ok := obsCode[r.obs]; !ok && r.obs != Wildcard {
-			return nil, bad(r, "observation %q is not one of the logs'", r.obs)
-		}
-		a, ok := actCode[r.action]
-		if !ok {
-			return nil, bad(r, "action %q is not one of the logs'", r.action)
-		}
-		if !(r.prob >= 0 && r.prob <= 1) {
-			return nil, bad(r, "probability %v outside [0,1]", r.prob)
-		}
-		k := groupKey{step: r.step, history: Wildcard, obs: r.obs}
-		if !any {
-			k.history = strings.Join(hist, histSep)
-		}
-		p, seen := t.groups[k]
-		if !seen {
-			p = make([]float64, t.nAct)
-			t.groups[k] = p
-			first[k] = r.line
-		}
-		if p[a] != 0 {
-			return nil, bad(r, "action %q appears twice for this step, history and observation", r.action)
-		}
-		p[a] = r.prob
 	}
-	if len(t.groups) == 0 {
+	if len(b.t.groups) == 0 {
 		return nil, fmt.Errorf("%w: %s holds no rows", ErrTarget, path)
 	}
-	for k, p := range t.groups {
-		if err := checkDistribution(p); err != nil {
-			return nil, fmt.Errorf("%w: %s row %d: the group of step %d, history %q, observation %q: %v", ErrTarget, path, first[k], k.step, strings.ReplaceAll(k.history, histSep, ","), k.obs, err)
+	if err := b.checkGroups(); err != nil {
+		return nil, err
+	}
+	return b.t, nil
+}
+
+// tableBuilder collects the rows of the policy table at path into the
+// groups of t, checking them against the logs d.
+type tableBuilder struct {
+	path             string
+	d                *ingest.Dataset
+	t                *TableTarget
+	actCode, obsCode map[string]int
+	first            map[groupKey]int // the first row of each group
+}
+
+// bad reports a fault of row r.
+func (b *tableBuilder) bad(r tableRow, format string, a ...any) error {
+	return fmt.Errorf("%w: %s row %d: %s", ErrTarget, b.path, r.line, fmt.Sprintf(format, a...))
+}
+
+// add checks row r and sets its action's probability in its group.
+func (b *tableBuilder) add(r tableRow) error {
+	if r.step < 0 || r.step > b.d.Horizon {
+		return b.bad(r, "step %d outside 0..%d (0: any step)", r.step, b.d.Horizon)
+	}
+	hist, any, err := parseHistory(r.history)
+	if err != nil {
+		return b.bad(r, "%v", err)
+	}
+	if !any {
+		if err := b.checkHistory(r, hist); err != nil {
+			return err
+		}
+		b.t.hasHistory = true
+	}
+	a, err := b.checkSymbols(r)
+	if err != nil {
+		return err
+	}
+	k := groupKey{step: r.step, history: Wildcard, obs: r.obs}
+	if !any {
+		k.history = strings.Join(hist, histSep)
+	}
+	return b.set(r, k, a)
+}
+
+// checkHistory checks the history hist of row r: alternating observations
+// and actions of the logs, as many steps as the row's step has before it.
+func (b *tableBuilder) checkHistory(r tableRow, hist []string) error {
+	if len(hist)%2 != 0 {
+		return b.bad(r, "history %q must alternate observations and actions and end with an action (o1,a1,…,o_{h−1},a_{h−1})", r.history)
+	}
+	if r.step != 0 && len(hist) != 2*(r.step-1) {
+		return b.bad(r, "history %q has %d steps, but the row is for step %d", r.history, len(hist)/2, r.step)
+	}
+	for i, sym := range hist {
+		vocab, what := b.obsCode, "observation"
+		if i%2 == 1 {
+			vocab, what = b.actCode, "action"
+		}
+		if _, ok := vocab[sym]; !ok {
+			return b.bad(r, "history names %s %q, which the logs do not have", what, sym)
 		}
 	}
-	return t, nil
+	return nil
+}
+
+// checkSymbols checks the observation, action and probability of row r and
+// returns the action's index.
+func (b *tableBuilder) checkSymbols(r tableRow) (int, error) {
+	if _, ok := b.obsCode[r.obs]; !ok && r.obs != Wildcard {
+		return 0, b.bad(r, "observation %q is not one of the logs'", r.obs)
+	}
+	a, ok := b.actCode[r.action]
+	if !ok {
+		return 0, b.bad(r, "action %q is not one of the logs'", r.action)
+	}
+	if !(r.prob >= 0 && r.prob <= 1) {
+		return 0, b.bad(r, "probability %v outside [0,1]", r.prob)
+	}
+	return a, nil
+}
+
+// set sets the probability of action a in group k to row r's, creating
+// the group at its first row; an action may appear once per group.
+func (b *tableBuilder) set(r tableRow, k groupKey, a int) error {
+	p, seen := b.t.groups[k]
+	if !seen {
+		p = make([]float64, b.t.nAct)
+		b.t.groups[k] = p
+		b.first[k] = r.line
+	}
+	if p[a] != 0 {
+		return b.bad(r, "action %q appears twice for this step, history and observation", r.action)
+	}
+	p[a] = r.prob
+	return nil
+}
+
+// checkGroups checks that every group is a distribution over actions,
+// naming its first row otherwise.
+func (b *tableBuilder) checkGroups() error {
+	for k, p := range b.t.groups {
+		if err := checkDistribution(p); err != nil {
+			return fmt.Errorf("%w: %s row %d: the group of step %d, history %q, observation %q: %v", ErrTarget, b.path, b.first[k], k.step, strings.ReplaceAll(k.history, histSep, ","), k.obs, err)
+		}
+	}
+	return nil
 }
 
 // codes maps each symbol to its index.

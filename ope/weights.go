@@ -49,26 +49,37 @@ func Ratios(ctx context.Context, d *ingest.Dataset, t Target, workers int) ([]fl
 	err := forBlocks(ctx, K, workers, func(k0, k1 int) error {
 		p := make([]float64, A)
 		for k := k0; k < k1; k++ {
-			f := t.Follow()
-			prev := -1
-			for h := range H {
-				i := k*H + h
-				o, a := int(d.Obs[i]), int(d.Act[i])
-				if o == endObs {
-					rho[i] = 1
-					prev = a
-					continue
-				}
-				if err := f.Next(prev, o, p); err != nil {
-					return fmt.Errorf("episode %s step %d: %w", d.EpisodeIDs[k], h+1, err)
-				}
-				rho[i] = p[a] / d.Propensity[i]
-				prev = a
+			if err := episodeRatios(d, t, k, endObs, p, rho); err != nil {
+				return err
 			}
 		}
 		return nil
 	})
 	return rho, err
+}
+
+// episodeRatios stores the ratios of episode k's steps in rho, following
+// the episode with t (p is a buffer for π_e); steps with the end
+// observation endObs have ratio one.
+func episodeRatios(d *ingest.Dataset, t Target, k, endObs int, p, rho []float64) error {
+	H := d.Horizon
+	f := t.Follow()
+	prev := -1
+	for h := range H {
+		i := k*H + h
+		o, a := int(d.Obs[i]), int(d.Act[i])
+		if o == endObs {
+			rho[i] = 1
+			prev = a
+			continue
+		}
+		if err := f.Next(prev, o, p); err != nil {
+			return fmt.Errorf("episode %s step %d: %w", d.EpisodeIDs[k], h+1, err)
+		}
+		rho[i] = p[a] / d.Propensity[i]
+		prev = a
+	}
+	return nil
 }
 
 // ColumnRatios reads the evaluated policy's probability of each logged
@@ -81,54 +92,81 @@ func ColumnRatios(ctx context.Context, files []string, name, epCol, stepCol stri
 		return nil, err
 	}
 	K, H := d.NumEpisodes(), d.Horizon
-	index := make(map[string]int, K)
+	c := &columnProbs{index: make(map[string]int, K), H: H, name: name, pe: make([]float64, K*H), seen: make([]bool, K*H)}
 	for k, id := range d.EpisodeIDs {
-		index[id] = k
+		c.index[id] = k
 	}
-	pe := make([]float64, K*H)
-	seen := make([]bool, K*H)
 	for _, path := range files {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		err := pqcol.Columns(path, []string{epCol, stepCol, name}, func(first int64, vals [][]parquet.Value) error {
-			for r := range vals[0] {
-				id, ok := pqcol.Symbol(vals[0][r])
-				if !ok {
-					continue // the ingest reports rows without an episode
-				}
-				k, known := index[id]
-				if !known {
-					continue // a quarantined episode
-				}
-				st, v := vals[1][r], vals[2][r]
-				h := int(st.Int64())
-				if st.IsNull() || h < 1 || h > H {
-					continue
-				}
-				x, ok := floatOf(v)
-				if !ok || !(x >= 0 && x <= 1) {
-					return fmt.Errorf("episode %s step %d: %s is %v, not a probability in [0,1]", id, h, name, v)
-				}
-				pe[k*H+h-1], seen[k*H+h-1] = x, true
-			}
-			return nil
-		})
-		if err != nil {
+		if err := pqcol.Columns(path, []string{epCol, stepCol, name}, c.batch); err != nil {
 			return nil, fmt.Errorf("%w: %s: %v", ErrTarget, path, err)
 		}
 	}
+	return c.ratios(d)
+}
+
+// columnProbs collects the evaluated policy's probabilities of the logged
+// actions from the column name: pe[k·H+h−1] for step h of episode k
+// (index maps episode ids to k), seen where one was read.
+type columnProbs struct {
+	index map[string]int
+	H     int
+	name  string
+	pe    []float64
+	seen  []bool
+}
+
+// batch reads a batch of rows of (episode id, step, probability) values.
+func (c *columnProbs) batch(first int64, vals [][]parquet.Value) error {
+	for r := range vals[0] {
+		if err := c.row(vals[0][r], vals[1][r], vals[2][r]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// row stores the probability v of the row of episode ep and step st; rows
+// of unknown episodes or steps out of range are skipped.
+func (c *columnProbs) row(ep, st, v parquet.Value) error {
+	id, ok := pqcol.Symbol(ep)
+	if !ok {
+		return nil // the ingest reports rows without an episode
+	}
+	k, known := c.index[id]
+	if !known {
+		return nil // a quarantined episode
+	}
+	h := int(st.Int64())
+	if st.IsNull() || h < 1 || h > c.H {
+		return nil
+	}
+	x, ok := floatOf(v)
+	if !ok || !(x >= 0 && x <= 1) {
+		return fmt.Errorf("episode %s step %d: %s is %v, not a probability in [0,1]", id, h, c.name, v)
+	}
+	c.pe[k*c.H+h-1], c.seen[k*c.H+h-1] = x, true
+	return nil
+}
+
+// ratios divides each logged step's probability by its propensity; steps
+// with the end observation have ratio one, and a step without a
+// probability is an error.
+func (c *columnProbs) ratios(d *ingest.Dataset) ([]float64, error) {
+	H := c.H
 	endObs, _ := endCodes(d)
-	rho := make([]float64, K*H)
+	rho := make([]float64, len(c.pe))
 	for i := range rho {
 		if int(d.Obs[i]) == endObs {
 			rho[i] = 1
 			continue
 		}
-		if !seen[i] {
-			return nil, fmt.Errorf("%w: episode %s step %d has no %s", ErrTarget, d.EpisodeIDs[i/H], i%H+1, name)
+		if !c.seen[i] {
+			return nil, fmt.Errorf("%w: episode %s step %d has no %s", ErrTarget, d.EpisodeIDs[i/H], i%H+1, c.name)
 		}
-		rho[i] = pe[i] / d.Propensity[i]
+		rho[i] = c.pe[i] / d.Propensity[i]
 	}
 	return rho, nil
 }

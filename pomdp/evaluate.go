@@ -67,31 +67,40 @@ func EvaluateContext(ctx context.Context, m *POMDP, H int, pol PolicyFunc) (floa
 	if H == 0 {
 		return 0, nil
 	}
-	w := &walker{mm: mm, H: H, ctx: ctx}
-	obs := make([]int, H)
-	act := make([]int, H)
-	obs[0] = ObsInit
-	var rec func(h int, b []float64) float64
-	rec = func(h int, b []float64) float64 {
-		if w.stop() {
-			return 0
-		}
-		a := pol(obs[:h], act[:h-1])
-		if a < 0 || a >= mm.nA {
-			w.err = fmt.Errorf("%w: the policy returned action %d at step %d (the model has %d actions)", ErrPolicy, a, h, mm.nA)
-			return 0
-		}
-		act[h-1] = a
-		return mm.backup(b, a, h == H, func(o int, post []float64) float64 {
-			obs[h] = o
-			return rec(h+1, post)
-		})
-	}
-	v := rec(1, append([]float64(nil), mm.Start...))
+	w := &funcWalk{walker: walker{mm: mm, H: H, ctx: ctx}, pol: pol, obs: make([]int, H), act: make([]int, H)}
+	w.obs[0] = ObsInit
+	v := w.value(1, append([]float64(nil), mm.Start...))
 	if w.err != nil {
 		return 0, w.err
 	}
 	return v, nil
+}
+
+// funcWalk evaluates a PolicyFunc by enumerating the histories: obs and
+// act hold the history being walked.
+type funcWalk struct {
+	walker
+	pol      PolicyFunc
+	obs, act []int
+}
+
+// value is the policy's expected return from step h on at belief b, the
+// observations of the history up to o_h in obs.
+func (w *funcWalk) value(h int, b []float64) float64 {
+	if w.stop() {
+		return 0
+	}
+	mm := w.mm
+	a := w.pol(w.obs[:h], w.act[:h-1])
+	if a < 0 || a >= mm.nA {
+		w.err = fmt.Errorf("%w: the policy returned action %d at step %d (the model has %d actions)", ErrPolicy, a, h, mm.nA)
+		return 0
+	}
+	w.act[h-1] = a
+	return mm.backup(b, a, h == w.H, func(o int, post []float64) float64 {
+		w.obs[h] = o
+		return w.value(h+1, post)
+	})
 }
 
 // EvaluatePolicy is the exact value under m of a policy tree read from
@@ -115,38 +124,58 @@ func EvaluatePolicyWithin(ctx context.Context, m *POMDP, H int, p *policy.Policy
 	if H <= 0 {
 		return 0, fmt.Errorf("%w: horizon %d must be positive", ErrPolicy, H)
 	}
-	actIdx := make(map[string]int, mm.nA)
+	w := &policyWalk{walker: walker{mm: mm, H: H, ctx: ctx, limit: maxNodes}, m: m, actIdx: make(map[string]int, mm.nA)}
 	for i, n := range m.Actions {
-		actIdx[n] = i
+		w.actIdx[n] = i
 	}
-	w := &walker{mm: mm, H: H, ctx: ctx, limit: maxNodes}
-	var rec func(h int, b []float64, cur policy.Cursor, o int) float64
-	rec = func(h int, b []float64, cur policy.Cursor, o int) float64 {
-		if w.stop() {
-			return 0
-		}
-		name, node, ok := cur.Act(m.ObsName(o))
-		if !ok {
-			w.err = fmt.Errorf("%w: the policy has no step-1 row for the initial observation %q", ErrPolicy, InitSymbol)
-			return 0
-		}
-		a, known := actIdx[name]
-		if !known {
-			where := fmt.Sprintf("node %d", node)
-			if node < 0 {
-				where = "the fallback_action"
-			}
-			w.err = fmt.Errorf("%w: action %q at step %d (%s) is not an action of %s", ErrPolicy, name, h, where, m.Name)
-			return 0
-		}
-		// Each branch continues from a copy of the cursor.
-		return mm.backup(b, a, h == H, func(o int, post []float64) float64 { return rec(h+1, post, cur, o) })
-	}
-	v := rec(1, append([]float64(nil), mm.Start...), *p.NewCursor(), ObsInit)
+	v := w.value(1, append([]float64(nil), mm.Start...), *p.NewCursor(), ObsInit)
 	if w.err != nil {
 		return 0, w.err
 	}
 	return v, nil
+}
+
+// policyWalk evaluates a policy tree under m by enumerating the histories;
+// actIdx maps the model's action names to their indices.
+type policyWalk struct {
+	walker
+	m      *POMDP
+	actIdx map[string]int
+}
+
+// value is the policy's expected return from step h on at belief b, after
+// the observation o, with the policy's cursor cur there.
+func (w *policyWalk) value(h int, b []float64, cur policy.Cursor, o int) float64 {
+	if w.stop() {
+		return 0
+	}
+	a, ok := w.action(h, &cur, o)
+	if !ok {
+		return 0
+	}
+	// Each branch continues from a copy of the cursor.
+	return w.mm.backup(b, a, h == w.H, func(o int, post []float64) float64 { return w.value(h+1, post, cur, o) })
+}
+
+// action moves the cursor on with the observation o of step h and returns
+// the index of the action it names; false, with w.err set, when the
+// policy has no row there or names an action the model does not have.
+func (w *policyWalk) action(h int, cur *policy.Cursor, o int) (int, bool) {
+	name, node, ok := cur.Act(w.m.ObsName(o))
+	if !ok {
+		w.err = fmt.Errorf("%w: the policy has no step-1 row for the initial observation %q", ErrPolicy, InitSymbol)
+		return 0, false
+	}
+	a, known := w.actIdx[name]
+	if !known {
+		where := fmt.Sprintf("node %d", node)
+		if node < 0 {
+			where = "the fallback_action"
+		}
+		w.err = fmt.Errorf("%w: action %q at step %d (%s) is not an action of %s", ErrPolicy, name, h, where, w.m.Name)
+		return 0, false
+	}
+	return a, true
 }
 
 // beliefKey is an exact key for a belief: equal bits, equal future.
@@ -233,16 +262,30 @@ func OptimalWithin(ctx context.Context, m *POMDP, H int, maxNodes int) (float64,
 	if H < 0 {
 		return 0, nil, fmt.Errorf("%w: horizon %d is negative", ErrPolicy, H)
 	}
-	sv := &solver{walker: walker{mm: mm, H: H, ctx: ctx, limit: maxNodes}, memo: make([]map[string]float64, H+2)}
-	for h := range sv.memo {
-		sv.memo[h] = make(map[string]float64)
-	}
+	sv := &solver{walker: walker{mm: mm, H: H, ctx: ctx, limit: maxNodes}, memo: newMemo(H)}
 	v := sv.value(1, mm.Start)
 	if sv.err != nil {
 		return 0, nil, sv.err
 	}
 	sv.ctx, sv.limit = nil, 0 // the policy outlives ctx and the budget
-	pol := func(obs, act []int) int {
+	return v, sv.policy(), nil
+}
+
+// newMemo is an empty memo of values for each step 0..H+1, keyed by
+// beliefKey.
+func newMemo(H int) []map[string]float64 {
+	memo := make([]map[string]float64, H+2)
+	for h := range memo {
+		memo[h] = make(map[string]float64)
+	}
+	return memo
+}
+
+// policy is the solved optimal policy: the best action at the history's
+// belief, action 0 for histories of probability 0 or past the horizon.
+func (sv *solver) policy() PolicyFunc {
+	mm, H := sv.mm, sv.H
+	return func(obs, act []int) int {
 		b, ok := mm.belief(obs, act)
 		if !ok || len(obs) > H {
 			return 0
@@ -251,7 +294,6 @@ func OptimalWithin(ctx context.Context, m *POMDP, H int, maxNodes int) (float64,
 		defer sv.mu.Unlock()
 		return sv.argmax(len(obs), b)
 	}
-	return v, pol, nil
 }
 
 // BehaviorValueContext is the exact value V^b of a behaviour policy under
@@ -278,53 +320,66 @@ func BehaviorValueWithin(ctx context.Context, m *POMDP, H int, beh Behavior, max
 	if !beh.UsesBelief() {
 		return openLoopValue(mm, H, beh), nil
 	}
-	w := &walker{mm: mm, H: H, ctx: ctx, limit: maxNodes}
-	memo := make([]map[string]float64, H+2)
-	for h := range memo {
-		memo[h] = make(map[string]float64)
-	}
-	var value func(h int, b []float64) float64
-	value = func(h int, b []float64) float64 {
-		if h > H {
-			return 0
-		}
-		key := beliefKey(b)
-		if v, ok := memo[h][key]; ok {
-			return v
-		}
-		if w.stop() {
-			return 0
-		}
-		probs := make([]float64, mm.nA)
-		beh.Probs(h, b, probs)
-		pred := make([]float64, mm.nS)
-		post := make([]float64, mm.nS)
-		v := 0.0
-		for a, pa := range probs {
-			if pa == 0 {
-				continue
-			}
-			q := mm.expectedReward(b, a)
-			if h < H {
-				mm.predict(b, a, pred)
-				for o := range mm.nO {
-					po := mm.update(pred, a, o, post)
-					if po == 0 {
-						continue
-					}
-					q += po * value(h+1, post)
-				}
-			}
-			v += pa * q
-		}
-		memo[h][key] = v
-		return v
-	}
-	v := value(1, mm.Start)
+	w := &behaviorWalk{walker: walker{mm: mm, H: H, ctx: ctx, limit: maxNodes}, beh: beh, memo: newMemo(H)}
+	v := w.value(1, mm.Start)
 	if w.err != nil {
 		return 0, w.err
 	}
 	return v, nil
+}
+
+// behaviorWalk values a belief-dependent behaviour over the history tree,
+// memoised on (step, exact belief).
+type behaviorWalk struct {
+	walker
+	beh  Behavior
+	memo []map[string]float64 // memo[h]: V^b_h(b)
+}
+
+// value is V^b_h(b) = Σ_a π^b_h(a|b) Q^b_h(b,a), and 0 after step H.
+func (w *behaviorWalk) value(h int, b []float64) float64 {
+	if h > w.H {
+		return 0
+	}
+	key := beliefKey(b)
+	if v, ok := w.memo[h][key]; ok {
+		return v
+	}
+	if w.stop() {
+		return 0
+	}
+	mm := w.mm
+	probs := make([]float64, mm.nA)
+	w.beh.Probs(h, b, probs)
+	pred := make([]float64, mm.nS)
+	post := make([]float64, mm.nS)
+	v := 0.0
+	for a, pa := range probs {
+		if pa == 0 {
+			continue
+		}
+		v += pa * w.q(h, b, a, pred, post)
+	}
+	w.memo[h][key] = v
+	return v
+}
+
+// q is Q^b_h(b,a) = E[r_h|b,a] + Σ_o P(o|b,a) V^b_{h+1}(b_{a,o}); pred and
+// post are buffers.
+func (w *behaviorWalk) q(h int, b []float64, a int, pred, post []float64) float64 {
+	mm := w.mm
+	q := mm.expectedReward(b, a)
+	if h < w.H {
+		mm.predict(b, a, pred)
+		for o := range mm.nO {
+			po := mm.update(pred, a, o, post)
+			if po == 0 {
+				continue
+			}
+			q += po * w.value(h+1, post)
+		}
+	}
+	return q
 }
 
 // openLoopValue is the exact value of a behaviour that ignores the

@@ -101,19 +101,28 @@ func (m *POMDP) Check() error {
 	if float64(A)*float64(S)*float64(S)*float64(O) > maxDense {
 		return fmt.Errorf("%w: %s: %d actions × %d² states × %d observations is too large for dense tables", ErrInvalid, m.Name, A, S, O)
 	}
+	if err := m.checkNames(); err != nil {
+		return err
+	}
+	if err := checkRow(m.Start, S); err != nil {
+		return fmt.Errorf("%w: %s: start distribution: %v", ErrInvalid, m.Name, err)
+	}
+	if err := m.checkTables(); err != nil {
+		return err
+	}
+	return m.checkRewards()
+}
+
+// checkNames checks that the names of the states, actions and
+// observations are non-empty and distinct, and that no observation is
+// called InitSymbol.
+func (m *POMDP) checkNames() error {
 	for _, set := range []struct {
 		what  string
 		names []string
 	}{{"state", m.States}, {"action", m.Actions}, {"observation", m.Observations}} {
-		seen := make(map[string]bool, len(set.names))
-		for _, n := range set.names {
-			if n == "" {
-				return fmt.Errorf("%w: %s: empty %s name", ErrInvalid, m.Name, set.what)
-			}
-			if seen[n] {
-				return fmt.Errorf("%w: %s: %s %q is declared twice", ErrInvalid, m.Name, set.what, n)
-			}
-			seen[n] = true
+		if err := m.checkNameSet(set.what, set.names); err != nil {
+			return err
 		}
 	}
 	for _, n := range m.Observations {
@@ -121,9 +130,29 @@ func (m *POMDP) Check() error {
 			return fmt.Errorf("%w: %s: observation name %q is reserved for the initial observation o_1", ErrInvalid, m.Name, InitSymbol)
 		}
 	}
-	if err := checkRow(m.Start, S); err != nil {
-		return fmt.Errorf("%w: %s: start distribution: %v", ErrInvalid, m.Name, err)
+	return nil
+}
+
+// checkNameSet checks that the names of one set (what: "state", "action"
+// or "observation") are non-empty and distinct.
+func (m *POMDP) checkNameSet(what string, names []string) error {
+	seen := make(map[string]bool, len(names))
+	for _, n := range names {
+		if n == "" {
+			return fmt.Errorf("%w: %s: empty %s name", ErrInvalid, m.Name, what)
+		}
+		if seen[n] {
+			return fmt.Errorf("%w: %s: %s %q is declared twice", ErrInvalid, m.Name, what, n)
+		}
+		seen[n] = true
 	}
+	return nil
+}
+
+// checkTables checks that T and O have one row per action and state, each
+// a probability distribution.
+func (m *POMDP) checkTables() error {
+	S, A, O := len(m.States), len(m.Actions), len(m.Observations)
 	if len(m.T) != A || len(m.O) != A {
 		return fmt.Errorf("%w: %s: T and O need one matrix per action", ErrInvalid, m.Name)
 	}
@@ -140,6 +169,13 @@ func (m *POMDP) Check() error {
 			}
 		}
 	}
+	return nil
+}
+
+// checkRewards checks that the reward table has |A|·|S|²·|O| finite
+// entries.
+func (m *POMDP) checkRewards() error {
+	S, A, O := len(m.States), len(m.Actions), len(m.Observations)
 	if len(m.Reward) != A*S*S*O {
 		return fmt.Errorf("%w: %s: reward table has %d entries, want |A|·|S|²·|O| = %d", ErrInvalid, m.Name, len(m.Reward), A*S*S*O)
 	}
