@@ -50,6 +50,31 @@ func (w *walker) stop() bool {
 	return false
 }
 
+// result is v, the walk's value, or the error that stopped the walk.
+func (w *walker) result(v float64) (float64, error) {
+	if w.err != nil {
+		return 0, w.err
+	}
+	return v, nil
+}
+
+// memoized returns memo[h][key] when known; otherwise, unless the walk
+// must stop (then 0), it computes the value with f and stores it when f
+// reports it complete.
+func (w *walker) memoized(memo []map[string]float64, h int, key string, f func() (float64, bool)) float64 {
+	if v, ok := memo[h][key]; ok {
+		return v
+	}
+	if w.stop() {
+		return 0
+	}
+	v, ok := f()
+	if ok {
+		memo[h][key] = v
+	}
+	return v
+}
+
 // EvaluateContext is the exact value V^π = E^π[r_1+…+r_H] of a
 // deterministic policy under the true model, computed by enumerating the
 // tree of observation histories with the true belief; branches of
@@ -69,11 +94,7 @@ func EvaluateContext(ctx context.Context, m *POMDP, H int, pol PolicyFunc) (floa
 	}
 	w := &funcWalk{walker: walker{mm: mm, H: H, ctx: ctx}, pol: pol, obs: make([]int, H), act: make([]int, H)}
 	w.obs[0] = ObsInit
-	v := w.value(1, append([]float64(nil), mm.Start...))
-	if w.err != nil {
-		return 0, w.err
-	}
-	return v, nil
+	return w.result(w.value(1, append([]float64(nil), mm.Start...)))
 }
 
 // funcWalk evaluates a PolicyFunc by enumerating the histories: obs and
@@ -124,15 +145,8 @@ func EvaluatePolicyWithin(ctx context.Context, m *POMDP, H int, p *policy.Policy
 	if H <= 0 {
 		return 0, fmt.Errorf("%w: horizon %d must be positive", ErrPolicy, H)
 	}
-	w := &policyWalk{walker: walker{mm: mm, H: H, ctx: ctx, limit: maxNodes}, m: m, actIdx: make(map[string]int, mm.nA)}
-	for i, n := range m.Actions {
-		w.actIdx[n] = i
-	}
-	v := w.value(1, append([]float64(nil), mm.Start...), *p.NewCursor(), ObsInit)
-	if w.err != nil {
-		return 0, w.err
-	}
-	return v, nil
+	w := &policyWalk{walker: walker{mm: mm, H: H, ctx: ctx, limit: maxNodes}, m: m, actIdx: actionIndex(m)}
+	return w.result(w.value(1, append([]float64(nil), mm.Start...), *p.NewCursor(), ObsInit))
 }
 
 // policyWalk evaluates a policy tree under m by enumerating the histories;
@@ -204,19 +218,13 @@ func (sv *solver) value(h int, b []float64) float64 {
 	if h > sv.H {
 		return 0
 	}
-	key := beliefKey(b)
-	if v, ok := sv.memo[h][key]; ok {
-		return v
-	}
-	if sv.stop() {
-		return 0
-	}
-	best := math.Inf(-1)
-	for a := range sv.mm.nA {
-		best = max(best, sv.q(h, b, a))
-	}
-	sv.memo[h][key] = best
-	return best
+	return sv.memoized(sv.memo, h, beliefKey(b), func() (float64, bool) {
+		best := math.Inf(-1)
+		for a := range sv.mm.nA {
+			best = max(best, sv.q(h, b, a))
+		}
+		return best, true
+	})
 }
 
 // q is Q*_h(b,a) = E[r_h|b,a] + Σ_o P(o|b,a) V*_{h+1}(b_{a,o}).
@@ -321,11 +329,7 @@ func BehaviorValueWithin(ctx context.Context, m *POMDP, H int, beh Behavior, max
 		return openLoopValue(mm, H, beh), nil
 	}
 	w := &behaviorWalk{walker: walker{mm: mm, H: H, ctx: ctx, limit: maxNodes}, beh: beh, memo: newMemo(H)}
-	v := w.value(1, mm.Start)
-	if w.err != nil {
-		return 0, w.err
-	}
-	return v, nil
+	return w.result(w.value(1, mm.Start))
 }
 
 // behaviorWalk values a belief-dependent behaviour over the history tree,
@@ -341,27 +345,21 @@ func (w *behaviorWalk) value(h int, b []float64) float64 {
 	if h > w.H {
 		return 0
 	}
-	key := beliefKey(b)
-	if v, ok := w.memo[h][key]; ok {
-		return v
-	}
-	if w.stop() {
-		return 0
-	}
-	mm := w.mm
-	probs := make([]float64, mm.nA)
-	w.beh.Probs(h, b, probs)
-	pred := make([]float64, mm.nS)
-	post := make([]float64, mm.nS)
-	v := 0.0
-	for a, pa := range probs {
-		if pa == 0 {
-			continue
+	return w.memoized(w.memo, h, beliefKey(b), func() (float64, bool) {
+		mm := w.mm
+		probs := make([]float64, mm.nA)
+		w.beh.Probs(h, b, probs)
+		pred := make([]float64, mm.nS)
+		post := make([]float64, mm.nS)
+		v := 0.0
+		for a, pa := range probs {
+			if pa == 0 {
+				continue
+			}
+			v += pa * w.q(h, b, a, pred, post)
 		}
-		v += pa * w.q(h, b, a, pred, post)
-	}
-	w.memo[h][key] = v
-	return v
+		return v, true
+	})
 }
 
 // q is Q^b_h(b,a) = E[r_h|b,a] + Σ_o P(o|b,a) V^b_{h+1}(b_{a,o}); pred and

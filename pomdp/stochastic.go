@@ -26,50 +26,58 @@ func StochasticValueWithin(ctx context.Context, m *POMDP, H int, pol StochasticP
 	if H < 0 {
 		return 0, fmt.Errorf("%w: horizon %d is negative", ErrPolicy, H)
 	}
-	w := &walker{mm: mm, H: H, ctx: ctx, limit: maxNodes}
-	memo := make([]map[string]float64, H+2)
-	for h := range memo {
-		memo[h] = make(map[string]float64)
+	w := &stochWalk{walker: walker{mm: mm, H: H, ctx: ctx, limit: maxNodes}, pol: pol, memo: newMemo(H)}
+	return w.result(w.value(1, ObsInit, mm.Start))
+}
+
+// stochWalk values a StochasticPolicy over the history tree, memoised on
+// (step, observation, exact belief).
+type stochWalk struct {
+	walker
+	pol  StochasticPolicy
+	memo []map[string]float64 // memo[h]: the value from step h on
+}
+
+// value is the policy's expected return from step h on after observation
+// o at belief b, and 0 after step H.
+func (w *stochWalk) value(h, o int, b []float64) float64 {
+	if h > w.H {
+		return 0
 	}
-	var value func(h, o int, b []float64) float64
-	value = func(h, o int, b []float64) float64 {
-		if h > H {
-			return 0
-		}
-		key := strconv.Itoa(o) + "|" + beliefKey(b)
-		if v, ok := memo[h][key]; ok {
-			return v
-		}
-		if w.stop() {
-			return 0
-		}
-		probs := make([]float64, mm.nA)
-		pol(h, o, b, probs)
-		sum := 0.0
-		for _, p := range probs {
-			if !(p >= 0 && p <= 1) {
-				w.err = fmt.Errorf("%w: probability %v at step %d", ErrPolicy, p, h)
-				return 0
-			}
-			sum += p
-		}
-		if sum < 1-1e-9 || sum > 1+1e-9 {
-			w.err = fmt.Errorf("%w: probabilities sum to %v at step %d", ErrPolicy, sum, h)
-			return 0
+	key := strconv.Itoa(o) + "|" + beliefKey(b)
+	return w.memoized(w.memo, h, key, func() (float64, bool) {
+		probs, ok := w.probs(h, o, b)
+		if !ok {
+			return 0, false
 		}
 		v := 0.0
 		for a, pa := range probs {
 			if pa == 0 {
 				continue
 			}
-			v += pa * mm.backup(b, a, h == H, func(o2 int, post []float64) float64 { return value(h+1, o2, post) })
+			v += pa * w.mm.backup(b, a, h == w.H, func(o2 int, post []float64) float64 { return w.value(h+1, o2, post) })
 		}
-		memo[h][key] = v
-		return v
+		return v, true
+	})
+}
+
+// probs is the policy's distribution over actions at step h after
+// observation o at belief b; false, with w.err set, when it is not a
+// distribution.
+func (w *stochWalk) probs(h, o int, b []float64) ([]float64, bool) {
+	probs := make([]float64, w.mm.nA)
+	w.pol(h, o, b, probs)
+	sum := 0.0
+	for _, p := range probs {
+		if !(p >= 0 && p <= 1) {
+			w.err = fmt.Errorf("%w: probability %v at step %d", ErrPolicy, p, h)
+			return nil, false
+		}
+		sum += p
 	}
-	v := value(1, ObsInit, mm.Start)
-	if w.err != nil {
-		return 0, w.err
+	if sum < 1-1e-9 || sum > 1+1e-9 {
+		w.err = fmt.Errorf("%w: probabilities sum to %v at step %d", ErrPolicy, sum, h)
+		return nil, false
 	}
-	return v, nil
+	return probs, true
 }
