@@ -86,10 +86,7 @@ func Evaluate(ctx context.Context, d *ingest.Dataset, rho []float64, t Target, o
 	}
 	o = o.withDefaults()
 	workers := parallel.Workers(o.Workers)
-	skipped := map[string]string{}
-	for k, v := range o.Skipped {
-		skipped[k] = v
-	}
+	skipped := copyReasons(o.Skipped)
 	qhat, vhat, err := drVariates(ctx, d, t, o, workers, skipped)
 	if err != nil {
 		return nil, err
@@ -108,6 +105,16 @@ func Evaluate(ctx context.Context, d *ingest.Dataset, rho []float64, t Target, o
 	res.Estimates = append(res.Estimates, mods...)
 	res.Recommended = recommend(res.Estimates)
 	return res, nil
+}
+
+// copyReasons returns a copy of the skipped estimators' reasons (an empty
+// map for nil).
+func copyReasons(skipped map[string]string) map[string]string {
+	out := map[string]string{}
+	for k, v := range skipped {
+		out[k] = v
+	}
+	return out
 }
 
 // withDefaults returns o with the default bootstrap and doubly robust

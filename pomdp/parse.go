@@ -815,31 +815,33 @@ func (p *parser) transMatrix(t token, as []int) error {
 	switch p.keyword("uniform", "identity") {
 	case "uniform":
 		u := uniform(S)
-		for _, a := range as {
-			for s := range S {
-				p.setTrans(a, s, u, false, t.line)
-			}
-		}
+		p.setTransRows(as, func(int) ([]float64, int) { return u, t.line })
 	case "identity":
-		for _, a := range as {
-			for s := range S {
-				row := make([]float64, S)
-				row[s] = 1
-				p.setTrans(a, s, row, false, t.line)
-			}
-		}
+		p.setTransRows(as, func(s int) ([]float64, int) {
+			row := make([]float64, S)
+			row[s] = 1
+			return row, t.line
+		})
 	default:
 		v, err := p.numbers(S*S, true, "T matrix", t.line)
 		if err != nil {
 			return err
 		}
-		for _, a := range as {
-			for s := range S {
-				p.setTrans(a, s, v[s*S:(s+1)*S], false, p.numLines[s*S])
-			}
-		}
+		p.setTransRows(as, func(s int) ([]float64, int) { return v[s*S : (s+1)*S], p.numLines[s*S] })
 	}
 	return nil
+}
+
+// setTransRows sets the transition row of (a, s), for every a in as and
+// every state s, to the row that row(s) returns, given on the line it
+// returns.
+func (p *parser) setTransRows(as []int, row func(s int) ([]float64, int)) {
+	for _, a := range as {
+		for s := range len(p.m.States) {
+			r, line := row(s)
+			p.setTrans(a, s, r, false, line)
+		}
+	}
 }
 
 // transRow reads `T: a : s` followed by a row, uniform or reset.

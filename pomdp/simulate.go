@@ -65,14 +65,8 @@ func simulate(ctx context.Context, m *POMDP, H, K int, b Behavior, seed uint64, 
 	if err != nil {
 		return nil, err
 	}
-	if H <= 0 || K <= 0 {
-		return nil, fmt.Errorf("%w: horizon %d and episodes %d must be positive", ErrBehavior, H, K)
-	}
-	if b == nil {
-		return nil, fmt.Errorf("%w: nil behaviour", ErrBehavior)
-	}
-	if float64(H)*float64(K) > math.MaxInt32 {
-		return nil, fmt.Errorf("%w: %d episodes × %d steps is too many rows for one simulation", ErrBehavior, K, H)
+	if err := checkSimulate(H, K, b); err != nil {
+		return nil, err
 	}
 	n := H * K
 	l := &Logs{
@@ -91,6 +85,21 @@ func simulate(ctx context.Context, m *POMDP, H, K int, b Behavior, seed uint64, 
 		return nil, err
 	}
 	return l, nil
+}
+
+// checkSimulate checks the horizon H, the number of episodes K and the
+// behaviour b of a simulation.
+func checkSimulate(H, K int, b Behavior) error {
+	if H <= 0 || K <= 0 {
+		return fmt.Errorf("%w: horizon %d and episodes %d must be positive", ErrBehavior, H, K)
+	}
+	if b == nil {
+		return fmt.Errorf("%w: nil behaviour", ErrBehavior)
+	}
+	if float64(H)*float64(K) > math.MaxInt32 {
+		return fmt.Errorf("%w: %d episodes × %d steps is too many rows for one simulation", ErrBehavior, K, H)
+	}
+	return nil
 }
 
 // splitmix64 scrambles a counter into a well-spread 64-bit seed.

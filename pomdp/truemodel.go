@@ -35,13 +35,7 @@ func (m *POMDP) TrueModel(d *ingest.Dataset) (*estimate.Model, error) {
 		return nil, fmt.Errorf("%w: the logs have %d actions, %s has %d", ErrPolicy, len(d.ActVocab), m.Name, A)
 	}
 	vals := rewardValues(m, d.Reward)
-	mod := &estimate.Model{States: S, NumObs: O, NumActions: A, Horizon: d.Horizon, Stationary: true,
-		ObsVocab: d.ObsVocab, ActVocab: d.ActVocab, Reward: estimate.RewardCategorical, RewardValues: vals, TestLength: 1}
-	mod.Init = slices.Clone(m.Start)
-	mod.Obs1 = make([]float64, S*O)
-	for s := range S {
-		mod.Obs1[s*O+obsCode[0]] = 1
-	}
+	mod := trueShell(m, d, vals, obsCode[0])
 	t := &trueTables{m: m, mod: mod, obsCode: obsCode, actCode: actCode,
 		T: make([]float64, A*S*S), E: make([]float64, A*S*O), R: make([]float64, S*A*S*O*len(vals))}
 	for a := range A {
@@ -53,6 +47,22 @@ func (m *POMDP) TrueModel(d *ingest.Dataset) (*estimate.Model, error) {
 	mod.ReturnMin, mod.ReturnMax = returnRange(d)
 	mod.Prepare()
 	return mod, nil
+}
+
+// trueShell is the estimate.Model of m for the logs d without its
+// transition, emission and reward tables: its dimensions, d's
+// vocabularies, the reward values vals, m's start and the certain first
+// observation of code init.
+func trueShell(m *POMDP, d *ingest.Dataset, vals []float64, init int) *estimate.Model {
+	S, A, O := m.NumStates(), m.NumActions(), len(d.ObsVocab)
+	mod := &estimate.Model{States: S, NumObs: O, NumActions: A, Horizon: d.Horizon, Stationary: true,
+		ObsVocab: d.ObsVocab, ActVocab: d.ActVocab, Reward: estimate.RewardCategorical, RewardValues: vals, TestLength: 1}
+	mod.Init = slices.Clone(m.Start)
+	mod.Obs1 = make([]float64, S*O)
+	for s := range S {
+		mod.Obs1[s*O+init] = 1
+	}
+	return mod
 }
 
 // trueTables are the stationary tables T, E and R of mod, the fitted form
