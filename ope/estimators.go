@@ -252,16 +252,19 @@ func percentile(xs []float64) (lo, hi float64) {
 		return math.NaN(), math.NaN()
 	}
 	slices.Sort(v)
-	q := func(p float64) float64 {
-		pos := p * float64(len(v)-1)
-		i := int(pos)
-		if i+1 >= len(v) {
-			return v[len(v)-1]
-		}
-		f := pos - float64(i)
-		return v[i]*(1-f) + v[i+1]*f
+	return quantile(v, 0.025), quantile(v, 0.975)
+}
+
+// quantile is the p-quantile of the sorted values v, interpolated
+// linearly between order statistics.
+func quantile(v []float64, p float64) float64 {
+	pos := p * float64(len(v)-1)
+	i := int(pos)
+	if i+1 >= len(v) {
+		return v[len(v)-1]
 	}
-	return q(0.025), q(0.975)
+	f := pos - float64(i)
+	return v[i]*(1-f) + v[i+1]*f
 }
 
 // normal is the 95% normal interval of a mean from its sums.

@@ -64,10 +64,13 @@ type Result struct {
 }
 
 // Get returns the estimate of the named estimator.
-func (r *Result) Get(name string) *Estimate {
-	for i := range r.Estimates {
-		if r.Estimates[i].Estimator == name {
-			return &r.Estimates[i]
+func (r *Result) Get(name string) *Estimate { return find(r.Estimates, name) }
+
+// find returns the estimate of the named estimator in es, or nil.
+func find(es []Estimate, name string) *Estimate {
+	for i := range es {
+		if es[i].Estimator == name {
+			return &es[i]
 		}
 	}
 	return nil
@@ -77,13 +80,10 @@ func (r *Result) Get(name string) *Estimate {
 // logs d, the ratios rho (Ratios or ColumnRatios) and, for the
 // model-based ones, the target t (nil when only rho is known).
 func Evaluate(ctx context.Context, d *ingest.Dataset, rho []float64, t Target, o Options) (*Result, error) {
-	if err := checkLogs(d); err != nil {
+	if err := checkRatios(d, rho); err != nil {
 		return nil, err
 	}
-	K, H := d.NumEpisodes(), d.Horizon
-	if len(rho) != K*H {
-		return nil, fmt.Errorf("%w: %d ratios for %d steps", ErrData, len(rho), K*H)
-	}
+	K := d.NumEpisodes()
 	o = o.withDefaults()
 	workers := parallel.Workers(o.Workers)
 	skipped := copyReasons(o.Skipped)
@@ -105,6 +105,19 @@ func Evaluate(ctx context.Context, d *ingest.Dataset, rho []float64, t Target, o
 	res.Estimates = append(res.Estimates, mods...)
 	res.Recommended = recommend(res.Estimates)
 	return res, nil
+}
+
+// checkRatios checks that the logs d can be weighted and that rho has one
+// ratio per logged step.
+func checkRatios(d *ingest.Dataset, rho []float64) error {
+	if err := checkLogs(d); err != nil {
+		return err
+	}
+	K, H := d.NumEpisodes(), d.Horizon
+	if len(rho) != K*H {
+		return fmt.Errorf("%w: %d ratios for %d steps", ErrData, len(rho), K*H)
+	}
+	return nil
 }
 
 // copyReasons returns a copy of the skipped estimators' reasons (an empty
@@ -194,11 +207,18 @@ type iwSet struct {
 	note    string
 }
 
+// blank is the named estimator's estimate before any figure: every value
+// and bound NaN, with the interval kind and the effective sample size ess.
+func blank(name, interval string, ess float64) Estimate {
+	return Estimate{Estimator: name, Value: math.NaN(), Lower: math.NaN(), Upper: math.NaN(), Interval: interval,
+		NormalLower: math.NaN(), NormalUpper: math.NaN(), BernsteinLower: math.NaN(), BernsteinUpper: math.NaN(), ESS: ess}
+}
+
 // estimate is the named estimator's figures with their intervals and
 // reliability, or its reason when skipped lists it.
 func (s *iwSet) estimate(name string, skipped map[string]string) Estimate {
-	e := Estimate{Estimator: name, Value: math.NaN(), Lower: math.NaN(), Upper: math.NaN(), Interval: IntervalBootstrap,
-		NormalLower: math.NaN(), NormalUpper: math.NaN(), BernsteinLower: math.NaN(), BernsteinUpper: math.NaN(), ESS: s.ess, Episodes: s.nonzero}
+	e := blank(name, IntervalBootstrap, s.ess)
+	e.Episodes = s.nonzero
 	if r, ok := skipped[name]; ok {
 		e.Reason, e.Interval = r, IntervalNone
 		return e
@@ -297,8 +317,7 @@ func modelEstimates(t Target, d *ingest.Dataset, o Options, skipped map[string]s
 func modelSkips(t Target, o Options, skipped map[string]string) []Estimate {
 	var out []Estimate
 	for _, name := range []string{EstModel, EstModelLCB} {
-		e := Estimate{Estimator: name, Value: math.NaN(), Lower: math.NaN(), Upper: math.NaN(), Interval: IntervalNone,
-			NormalLower: math.NaN(), NormalUpper: math.NaN(), BernsteinLower: math.NaN(), BernsteinUpper: math.NaN(), ESS: math.NaN()}
+		e := blank(name, IntervalNone, math.NaN())
 		switch {
 		case skipped[name] != "":
 			e.Reason = skipped[name]
@@ -331,14 +350,7 @@ var recommendOrder = []string{EstWPDIS, EstWIS, EstPDIS, EstDR, EstIS, EstWDR}
 // reliable one of recommendOrder, else the model's value, else the first
 // with a value.
 func recommend(es []Estimate) string {
-	get := func(n string) *Estimate {
-		for i := range es {
-			if es[i].Estimator == n {
-				return &es[i]
-			}
-		}
-		return nil
-	}
+	get := func(n string) *Estimate { return find(es, n) }
 	for _, n := range recommendOrder {
 		if e := get(n); e != nil && e.Reliable && !math.IsNaN(e.Value) {
 			return n
@@ -387,13 +399,7 @@ func sumSq(t *episodeTerms, f func(*episodeTerms, int) float64) float64 {
 func controlVariates(ctx context.Context, d *ingest.Dataset, t Target, o Options, workers int) (qhat, vhat []float64, err error) {
 	K, H := d.NumEpisodes(), d.Horizon
 	qhat, vhat = make([]float64, K*H), make([]float64, K*H)
-	endObs, endAct := endCodes(d)
-	var vals [2]*valuer
-	var memos [2]*memo
-	for f := range 2 {
-		vals[f] = newValuer(o.Folds[f], t, nil, endObs, endAct, o.Seed+uint64(f)+1)
-		memos[f] = &memo{m: map[string]stats{}}
-	}
+	vals, memos := foldValuers(d, t, o)
 	err = forBlocks(ctx, K, workers, func(k0, k1 int) error {
 		for k := k0; k < k1; k++ {
 			if err := ctx.Err(); err != nil {
@@ -407,6 +413,17 @@ func controlVariates(ctx context.Context, d *ingest.Dataset, t Target, o Options
 		return nil
 	})
 	return qhat, vhat, err
+}
+
+// foldValuers are the valuers of the target t under the two folds'
+// models, each seeded apart, and their memos.
+func foldValuers(d *ingest.Dataset, t Target, o Options) (vals [2]*valuer, memos [2]*memo) {
+	endObs, endAct := endCodes(d)
+	for f := range 2 {
+		vals[f] = newValuer(o.Folds[f], t, nil, endObs, endAct, o.Seed+uint64(f)+1)
+		memos[f] = &memo{m: map[string]stats{}}
+	}
+	return vals, memos
 }
 
 // episodeVariates follows episode k with the model's filter and the

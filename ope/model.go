@@ -233,10 +233,7 @@ func (st *stats) mean(N float64, cnt []float64) {
 // action, its return from the node on and its bonus at the end.
 func (v *valuer) rollout(n node, rng *rand.Rand) (first int, ret, bon float64, err error) {
 	s := categorical.Draw(rng, n.b)
-	r := &rollState{
-		b: append([]float64(nil), n.b...), p: append([]float64(nil), n.p...), f: n.f.Clone(),
-		pred: make([]float64, v.S), next: make([]float64, v.S), feat: v.featureBuf(n.h), sum: n.sum,
-	}
+	r := v.newRollState(n)
 	for h := n.h; ; h++ {
 		a := categorical.Draw(rng, r.p)
 		if h == n.h {
@@ -265,6 +262,15 @@ type rollState struct {
 	b, p, pred, next, feat []float64
 	f                      Follower
 	sum                    float64
+}
+
+// newRollState is the filter state of a rollout from the node n: copies
+// of its belief, π_e and follower, and its running bonus sum.
+func (v *valuer) newRollState(n node) *rollState {
+	return &rollState{
+		b: append([]float64(nil), n.b...), p: append([]float64(nil), n.p...), f: n.f.Clone(),
+		pred: make([]float64, v.S), next: make([]float64, v.S), feat: v.featureBuf(n.h), sum: n.sum,
+	}
 }
 
 // draw draws the next state and the observation after action a in state s

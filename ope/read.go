@@ -63,17 +63,27 @@ func targetKind(path string) (file string, tree bool, err error) {
 	if strings.EqualFold(filepath.Ext(file), ".parquet") {
 		return file, false, nil
 	}
+	tree, err = isPolicyTree(file)
+	if err != nil {
+		return "", false, err
+	}
+	return file, tree, nil
+}
+
+// isPolicyTree says whether the Arrow file is a psrlcb policy table: its
+// metadata says so, or it has a node column.
+func isPolicyTree(file string) (bool, error) {
 	t, err := arrowio.ReadArrow(file)
 	if err != nil {
-		return "", false, fmt.Errorf("%w: %s: %v", ErrTarget, file, err)
+		return false, fmt.Errorf("%w: %s: %v", ErrTarget, file, err)
 	}
 	if t.Meta["psrlcb.table"] == "policy" {
-		return file, true, nil
+		return true, nil
 	}
 	for _, c := range t.Columns {
 		if c.Name == "node" {
-			return file, true, nil
+			return true, nil
 		}
 	}
-	return file, false, nil
+	return false, nil
 }

@@ -172,13 +172,7 @@ func parquetTableRow(line int, vals [][]parquet.Value, r int, optional []string)
 	if row.action, ok = pqcol.Symbol(vals[1][r]); !ok {
 		return row, fmt.Errorf("row %d: action is null or not a symbol", line)
 	}
-	p := vals[2][r]
-	switch p.Kind() {
-	case parquet.Double:
-		row.prob = p.Double()
-	case parquet.Float:
-		row.prob = float64(p.Float())
-	default:
+	if row.prob, ok = doubleOf(vals[2][r]); !ok {
 		return row, fmt.Errorf("row %d: probability must be a double", line)
 	}
 	for i, name := range optional {
@@ -283,25 +277,32 @@ func (b *tableBuilder) add(r tableRow) error {
 	if r.step < 0 || r.step > b.d.Horizon {
 		return b.bad(r, "step %d outside 0..%d (0: any step)", r.step, b.d.Horizon)
 	}
-	hist, any, err := parseHistory(r.history)
+	hist, err := b.history(r)
 	if err != nil {
-		return b.bad(r, "%v", err)
-	}
-	if !any {
-		if err := b.checkHistory(r, hist); err != nil {
-			return err
-		}
-		b.t.hasHistory = true
+		return err
 	}
 	a, err := b.checkSymbols(r)
 	if err != nil {
 		return err
 	}
-	k := groupKey{step: r.step, history: Wildcard, obs: r.obs}
-	if !any {
-		k.history = strings.Join(hist, histSep)
+	return b.set(r, groupKey{step: r.step, history: hist, obs: r.obs}, a)
+}
+
+// history parses and checks the history of row r and returns it as its
+// group keys hold it: Wildcard, or the symbols joined by histSep.
+func (b *tableBuilder) history(r tableRow) (string, error) {
+	hist, any, err := parseHistory(r.history)
+	if err != nil {
+		return "", b.bad(r, "%v", err)
 	}
-	return b.set(r, k, a)
+	if any {
+		return Wildcard, nil
+	}
+	if err := b.checkHistory(r, hist); err != nil {
+		return "", err
+	}
+	b.t.hasHistory = true
+	return strings.Join(hist, histSep), nil
 }
 
 // checkHistory checks the history hist of row r: alternating observations
@@ -413,19 +414,28 @@ func (f *tableFollower) Next(prevAct, obs int, p []float64) error {
 	}
 	f.h++
 	f.obs = t.obsSym[obs]
-	hist := strings.Join(f.hist, histSep)
-	for _, step := range []int{f.h, 0} {
-		for _, h := range []string{hist, Wildcard} {
-			if h == hist && !t.hasHistory {
+	if g, ok := t.group(f.h, strings.Join(f.hist, histSep), f.obs); ok {
+		copy(p, g)
+		return nil
+	}
+	return fmt.Errorf("%w: the policy table has no row for step %d, history %q, observation %q", ErrTarget, f.h, strings.Join(f.hist, ","), f.obs)
+}
+
+// group is the most specific group for step h, the history hist (joined
+// by histSep) and the observation obs: a given history before Wildcard, a
+// given observation before Wildcard, a given step before any step.
+func (t *TableTarget) group(h int, hist, obs string) ([]float64, bool) {
+	for _, step := range []int{h, 0} {
+		for _, hs := range []string{hist, Wildcard} {
+			if hs == hist && !t.hasHistory {
 				continue
 			}
-			for _, o := range []string{f.obs, Wildcard} {
-				if g, ok := t.groups[groupKey{step, h, o}]; ok {
-					copy(p, g)
-					return nil
+			for _, o := range []string{obs, Wildcard} {
+				if g, ok := t.groups[groupKey{step, hs, o}]; ok {
+					return g, true
 				}
 			}
 		}
 	}
-	return fmt.Errorf("%w: the policy table has no row for step %d, history %q, observation %q", ErrTarget, f.h, strings.Join(f.hist, ","), f.obs)
+	return nil, false
 }

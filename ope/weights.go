@@ -176,13 +176,23 @@ func floatOf(v parquet.Value) (float64, bool) {
 	if v.IsNull() {
 		return 0, false
 	}
+	if x, ok := doubleOf(v); ok {
+		return x, true
+	}
+	switch v.Kind() {
+	case parquet.Int32, parquet.Int64:
+		return float64(v.Int64()), true
+	}
+	return 0, false
+}
+
+// doubleOf reads a double or float value.
+func doubleOf(v parquet.Value) (float64, bool) {
 	switch v.Kind() {
 	case parquet.Double:
 		return v.Double(), true
 	case parquet.Float:
 		return float64(v.Float()), true
-	case parquet.Int32, parquet.Int64:
-		return float64(v.Int64()), true
 	}
 	return 0, false
 }

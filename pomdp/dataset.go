@@ -22,7 +22,20 @@ func (l *Logs) Dataset() (*ingest.Dataset, error) {
 		return nil, fmt.Errorf("%w: %s has too many symbols for 16-bit codes", ErrInvalid, m.Name)
 	}
 	obsCode, obsVocab, actCode, actVocab := l.vocabs()
-	d := &ingest.Dataset{
+	d := newDataset(H, K, obsVocab, actVocab)
+	ids, order := l.episodeOrder()
+	for j, k := range order {
+		d.EpisodeIDs[j] = ids[k]
+		d.Length[j] = int32(H)
+		l.copyEpisode(d, j, k, obsCode, actCode)
+	}
+	return d, nil
+}
+
+// newDataset is an empty dataset of K episodes of H steps with the given
+// vocabularies.
+func newDataset(H, K int, obsVocab, actVocab []string) *ingest.Dataset {
+	return &ingest.Dataset{
 		Horizon:    H,
 		ObsVocab:   obsVocab,
 		ActVocab:   actVocab,
@@ -34,13 +47,6 @@ func (l *Logs) Dataset() (*ingest.Dataset, error) {
 		Propensity: make([]float64, K*H),
 		Rows:       int64(K * H),
 	}
-	ids, order := l.episodeOrder()
-	for j, k := range order {
-		d.EpisodeIDs[j] = ids[k]
-		d.Length[j] = int32(H)
-		l.copyEpisode(d, j, k, obsCode, actCode)
-	}
-	return d, nil
 }
 
 // vocabs returns the codes (by observation index o+1, 0 for init, and by

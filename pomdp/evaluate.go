@@ -386,9 +386,8 @@ func (w *behaviorWalk) q(h int, b []float64, a int, pred, post []float64) float6
 // Σ_a π_h(a) T(s'|s,a), and V^b = Σ_h Σ_s p_h(s) Σ_a π_h(a) E[r | s, a],
 // in O(H·|A|·|S|²) whatever the number of histories.
 func openLoopValue(mm *model, H int, beh Behavior) float64 {
-	S := mm.nS
 	p := append([]float64(nil), mm.Start...)
-	next := make([]float64, S)
+	next := make([]float64, mm.nS)
 	probs := make([]float64, mm.nA)
 	v := 0.0
 	for h := 1; h <= H; h++ {
@@ -398,17 +397,26 @@ func openLoopValue(mm *model, H int, beh Behavior) float64 {
 			if pa == 0 {
 				continue
 			}
-			for s, ps := range p {
-				if ps == 0 {
-					continue
-				}
-				v += pa * ps * mm.er[a*S+s]
-				for _, t := range mm.tNZ[a][s] {
-					next[t.i] += pa * ps * t.p
-				}
-			}
+			v = mm.openLoopAction(a, pa, p, next, v)
 		}
 		p, next = next, p
+	}
+	return v
+}
+
+// openLoopAction adds to v the expected reward of action a, taken with
+// probability pa from the state distribution p, and to next the
+// distribution of the states it leads to; it returns v.
+func (mm *model) openLoopAction(a int, pa float64, p, next []float64, v float64) float64 {
+	S := mm.nS
+	for s, ps := range p {
+		if ps == 0 {
+			continue
+		}
+		v += pa * ps * mm.er[a*S+s]
+		for _, t := range mm.tNZ[a][s] {
+			next[t.i] += pa * ps * t.p
+		}
 	}
 	return v
 }

@@ -509,6 +509,15 @@ func (p *parser) alloc(line int) error {
 	if float64(A)*float64(S)*float64(S)*float64(O) > maxDense {
 		return p.errorf(line, "%d actions × %d² states × %d observations is too large for dense tables", A, S, O)
 	}
+	p.allocTables(A, S, O)
+	p.allocated = true
+	return nil
+}
+
+// allocTables creates the zero tables for A actions, S states and O
+// observations, and the records of the lines and reset rows.
+func (p *parser) allocTables(A, S, O int) {
+	m := p.m
 	m.T = make([][][]float64, A)
 	m.O = make([][][]float64, A)
 	p.tLine = make([][]int, A)
@@ -518,8 +527,6 @@ func (p *parser) alloc(line int) error {
 		p.allocAction(a, S, O)
 	}
 	m.Reward = make([]float64, A*S*S*O)
-	p.allocated = true
-	return nil
 }
 
 // allocAction creates the zero transition and observation rows of action
@@ -637,13 +644,20 @@ func (p *parser) startSet(t token, mode string) error {
 			return p.errorf(t.line, "start exclude: every state is excluded")
 		}
 	}
-	p.m.Start = make([]float64, S)
-	for s := range S {
+	p.m.Start = uniformOver(in, count)
+	return nil
+}
+
+// uniformOver is the uniform distribution over the count states marked
+// in in.
+func uniformOver(in []bool, count int) []float64 {
+	u := make([]float64, len(in))
+	for s := range in {
 		if in[s] {
-			p.m.Start[s] = 1 / float64(count)
+			u[s] = 1 / float64(count)
 		}
 	}
-	return nil
+	return u
 }
 
 // startStates reads the states listed after `start include:` or `start
@@ -846,23 +860,9 @@ func (p *parser) setTransRows(as []int, row func(s int) ([]float64, int)) {
 
 // transRow reads `T: a : s` followed by a row, uniform or reset.
 func (p *parser) transRow(t token, as, ss []int) error {
-	S := len(p.m.States)
-	var row []float64
-	reset := false
-	line := t.line
-	switch p.keyword("uniform", "reset") {
-	case "uniform":
-		row = uniform(S)
-	case "reset":
-		row = make([]float64, S) // filled from Start in finish
-		reset = true
-	default:
-		var err error
-		row, err = p.numbers(S, true, "T row", t.line)
-		if err != nil {
-			return err
-		}
-		line = p.numLines[0]
+	row, reset, line, err := p.transRowValues(t)
+	if err != nil {
+		return err
 	}
 	for _, a := range as {
 		for _, s := range ss {
@@ -870,6 +870,23 @@ func (p *parser) transRow(t token, as, ss []int) error {
 		}
 	}
 	return nil
+}
+
+// transRowValues reads the row of a `T: a : s` entry: uniform, reset (a
+// row filled from Start in finish) or |S| probabilities, and the line it
+// was given on.
+func (p *parser) transRowValues(t token) (row []float64, reset bool, line int, err error) {
+	S := len(p.m.States)
+	switch p.keyword("uniform", "reset") {
+	case "uniform":
+		return uniform(S), false, t.line, nil
+	case "reset":
+		return make([]float64, S), true, t.line, nil // filled from Start in finish
+	}
+	if row, err = p.numbers(S, true, "T row", t.line); err != nil {
+		return nil, false, 0, err
+	}
+	return row, false, p.numLines[0], nil
 }
 
 // obs reads an "O:" entry: a matrix, a row or a single probability.
@@ -925,21 +942,9 @@ func (p *parser) obsMatrix(t token, as []int) error {
 
 // obsRow reads `O: a : s'` followed by a row or uniform.
 func (p *parser) obsRow(t token, as, ss []int) error {
-	O := len(p.m.Observations)
-	var row []float64
-	line := t.line
-	if p.keyword("uniform") != "" {
-		row = uniform(O)
-	} else {
-		if n, ok := p.peek(); ok && (n.s == "identity" || n.s == "reset") {
-			return p.errorf(n.line, "%q is not allowed for an O: row (only uniform or %d probabilities)", n.s, O)
-		}
-		var err error
-		row, err = p.numbers(O, true, "O row", t.line)
-		if err != nil {
-			return err
-		}
-		line = p.numLines[0]
+	row, line, err := p.obsRowValues(t)
+	if err != nil {
+		return err
 	}
 	for _, a := range as {
 		for _, s := range ss {
@@ -947,6 +952,23 @@ func (p *parser) obsRow(t token, as, ss []int) error {
 		}
 	}
 	return nil
+}
+
+// obsRowValues reads the row of an `O: a : s'` entry: uniform or |O|
+// probabilities, and the line it was given on.
+func (p *parser) obsRowValues(t token) ([]float64, int, error) {
+	O := len(p.m.Observations)
+	if p.keyword("uniform") != "" {
+		return uniform(O), t.line, nil
+	}
+	if n, ok := p.peek(); ok && (n.s == "identity" || n.s == "reset") {
+		return nil, 0, p.errorf(n.line, "%q is not allowed for an O: row (only uniform or %d probabilities)", n.s, O)
+	}
+	row, err := p.numbers(O, true, "O row", t.line)
+	if err != nil {
+		return nil, 0, err
+	}
+	return row, p.numLines[0], nil
 }
 
 // reward reads an "R:" entry: a matrix over (s', o) after the state, a
@@ -1040,14 +1062,19 @@ func (p *parser) finish() (*POMDP, error) {
 		return nil, err
 	}
 	if p.cost {
-		for i := range m.Reward {
-			m.Reward[i] = -m.Reward[i]
-		}
+		negate(m.Reward)
 	}
 	if err := m.Check(); err != nil {
 		return nil, err
 	}
 	return m, nil
+}
+
+// negate negates every entry of xs (costs into rewards).
+func negate(xs []float64) {
+	for i := range xs {
+		xs[i] = -xs[i]
+	}
 }
 
 // finishRows fills the reset rows from the start, then checks and

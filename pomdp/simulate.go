@@ -68,12 +68,7 @@ func simulate(ctx context.Context, m *POMDP, H, K int, b Behavior, seed uint64, 
 	if err := checkSimulate(H, K, b); err != nil {
 		return nil, err
 	}
-	n := H * K
-	l := &Logs{
-		Model: m, Horizon: H, Behavior: b.String(), Seed: seed,
-		Obs: make([]int32, n), Act: make([]int32, n),
-		Reward: make([]float64, n), Propensity: make([]float64, n),
-	}
+	l := newLogs(m, H, K, b, seed)
 	sm := newSampler(mm)
 	chunks := (K + chunkEpisodes - 1) / chunkEpisodes
 	err = parallel.For(ctx, chunks, workers, func(c int) error {
@@ -85,6 +80,16 @@ func simulate(ctx context.Context, m *POMDP, H, K int, b Behavior, seed uint64, 
 		return nil, err
 	}
 	return l, nil
+}
+
+// newLogs are empty logs of K episodes of H steps of m under b.
+func newLogs(m *POMDP, H, K int, b Behavior, seed uint64) *Logs {
+	n := H * K
+	return &Logs{
+		Model: m, Horizon: H, Behavior: b.String(), Seed: seed,
+		Obs: make([]int32, n), Act: make([]int32, n),
+		Reward: make([]float64, n), Propensity: make([]float64, n),
+	}
 }
 
 // checkSimulate checks the horizon H, the number of episodes K and the
@@ -270,15 +275,7 @@ func SimulatePolicy(ctx context.Context, m *POMDP, H int, p *policy.Policy, n in
 	err = parallel.For(ctx, chunks, 0, func(c int) error {
 		rng := chunkRand(seed, c)
 		lo, hi := c*chunkEpisodes, min(n, (c+1)*chunkEpisodes)
-		for k := lo; k < hi; k++ {
-			ret, err := ps.episode(rng)
-			if err != nil {
-				return err
-			}
-			sums[c][0] += ret
-			sums[c][1] += ret * ret
-		}
-		return nil
+		return ps.chunk(rng, lo, hi, &sums[c])
 	})
 	if err != nil {
 		return 0, 0, err
@@ -303,6 +300,20 @@ type policySim struct {
 	p      *policy.Policy
 	H      int
 	actIdx map[string]int
+}
+
+// chunk simulates episodes lo..hi−1 from rng and adds their returns and
+// squared returns to sum.
+func (ps *policySim) chunk(rng *rand.Rand, lo, hi int, sum *[2]float64) error {
+	for k := lo; k < hi; k++ {
+		ret, err := ps.episode(rng)
+		if err != nil {
+			return err
+		}
+		sum[0] += ret
+		sum[1] += ret * ret
+	}
+	return nil
 }
 
 // episode simulates one episode from rng and returns the sum of the
