@@ -304,11 +304,8 @@ func terms(d *ingest.Dataset, rho, qhat, vhat []float64) *episodeTerms {
 func (t *episodeTerms) weightFigures() (ess float64, nonzero int, wmax float64) {
 	var sw, sw2 float64
 	for k := 0; k < t.K; k++ {
-		w := 1.0
-		for h := range t.H {
-			w *= t.rho[k*t.H+h]
-			wmax = math.Max(wmax, w)
-		}
+		var w float64
+		w, wmax = t.finalWeight(k, wmax)
 		sw += w
 		sw2 += w * w
 		if w > 0 {
@@ -319,4 +316,15 @@ func (t *episodeTerms) weightFigures() (ess float64, nonzero int, wmax float64) 
 		ess = sw * sw / sw2
 	}
 	return ess, nonzero, wmax
+}
+
+// finalWeight is episode k's final importance weight w_H, with wmax
+// raised to the largest of its running weights w_h.
+func (t *episodeTerms) finalWeight(k int, wmax float64) (float64, float64) {
+	w := 1.0
+	for h := range t.H {
+		w *= t.rho[k*t.H+h]
+		wmax = math.Max(wmax, w)
+	}
+	return w, wmax
 }

@@ -234,12 +234,20 @@ func (s *iwSet) estimate(name string, skipped map[string]string) Estimate {
 		e.Lower, e.Upper = e.NormalLower, e.NormalUpper
 	}
 	if name != EstBehavior {
-		e.Reliable, e.Reason = iwReliability(name, s.ess, s.nonzero, e.Value, s.note)
-		if s.nonzero == 0 && name != EstDR && name != EstWDR {
-			e.Value, e.Lower, e.Upper = math.NaN(), math.NaN(), math.NaN()
-		}
+		s.reliability(&e)
 	}
 	return e
+}
+
+// reliability says whether the importance-weighted estimate e can be
+// relied on, and why not; without an episode that follows the policy to
+// the end, only the doubly robust estimators keep a value.
+func (s *iwSet) reliability(e *Estimate) {
+	name := e.Estimator
+	e.Reliable, e.Reason = iwReliability(name, s.ess, s.nonzero, e.Value, s.note)
+	if s.nonzero == 0 && name != EstDR && name != EstWDR {
+		e.Value, e.Lower, e.Upper = math.NaN(), math.NaN(), math.NaN()
+	}
 }
 
 // bounds sets the normal and Bernstein bounds of the estimators that have

@@ -43,16 +43,24 @@ func FitModels(ctx context.Context, d *ingest.Dataset, start *estimate.Model, eo
 	if err := ms.fitHalves(ctx, d, eo); err != nil {
 		return nil, err
 	}
-	splits, err := split.Split(K, H, eo.Seed)
-	if err != nil {
+	if ms.Bonus, err = bonusOf(ctx, ms.All, d, eo, alpha); err != nil {
 		return nil, err
 	}
-	b, err := pessimism.Build(ctx, ms.All, d, splits, pessimism.Options{Workers: eo.Workers})
-	if err != nil {
-		return nil, err
-	}
-	ms.Bonus = b.WithAlpha(alpha)
 	return ms, nil
+}
+
+// bonusOf is the bonus of eq. (6) of the model m of the logs d at alpha,
+// built on eo's seeded split of the episodes.
+func bonusOf(ctx context.Context, m *estimate.Model, d *ingest.Dataset, eo estimate.Options, alpha float64) (*pessimism.Bonus, error) {
+	splits, err := split.Split(d.NumEpisodes(), d.Horizon, eo.Seed)
+	if err != nil {
+		return nil, err
+	}
+	b, err := pessimism.Build(ctx, m, d, splits, pessimism.Options{Workers: eo.Workers})
+	if err != nil {
+		return nil, err
+	}
+	return b.WithAlpha(alpha), nil
 }
 
 // fitAll returns the model of every episode, start when given (checked

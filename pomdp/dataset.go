@@ -95,13 +95,7 @@ func (l *Logs) copyEpisode(d *ingest.Dataset, j, k int, obsCode, actCode []uint1
 // vocab returns, for the indices marked seen, their codes in the sorted
 // list of their names, and that list.
 func vocab(seen []bool, name func(int) string) ([]uint16, []string) {
-	var names []string
-	for i, ok := range seen {
-		if ok {
-			names = append(names, name(i))
-		}
-	}
-	slices.Sort(names)
+	names := sortedNames(seen, name)
 	pos := make(map[string]uint16, len(names))
 	for c, n := range names {
 		pos[n] = uint16(c)
@@ -113,6 +107,18 @@ func vocab(seen []bool, name func(int) string) ([]uint16, []string) {
 		}
 	}
 	return code, names
+}
+
+// sortedNames are the names of the indices marked seen, sorted.
+func sortedNames(seen []bool, name func(int) string) []string {
+	var names []string
+	for i, ok := range seen {
+		if ok {
+			names = append(names, name(i))
+		}
+	}
+	slices.Sort(names)
+	return names
 }
 
 // SimulateDataset is Simulate followed by Logs.Dataset: logs drawn from m

@@ -307,11 +307,7 @@ func (p *parser) ref(kind int) ([]int, string, error) {
 		return []int{i}, t.s, nil
 	}
 	if isInt(t.s) {
-		i, err := strconv.Atoi(t.s)
-		if err != nil || i >= n {
-			return nil, "", p.errorf(t.line, "%s number %s is out of range (there are %d)", kindName[kind], t.s, n)
-		}
-		return []int{i}, t.s, nil
+		return p.refNumber(t, kind, n)
 	}
 	if t.s == ":" {
 		return nil, "", p.errorf(t.line, "expected %s, found ':'", kindName[kind])
@@ -319,6 +315,17 @@ func (p *parser) ref(kind int) ([]int, string, error) {
 	return nil, "", p.errorf(t.line, "unknown %s %q", kindName[kind], t.s)
 }
 
+// refNumber reads the reference t by its 0-based number, which must be
+// below n, the count of its kind.
+func (p *parser) refNumber(t token, kind, n int) ([]int, string, error) {
+	i, err := strconv.Atoi(t.s)
+	if err != nil || i >= n {
+		return nil, "", p.errorf(t.line, "%s number %s is out of range (there are %d)", kindName[kind], t.s, n)
+	}
+	return []int{i}, t.s, nil
+}
+
+// count is the number of states, actions or observations (kind).
 func (p *parser) count(kind int) int {
 	switch kind {
 	case kState:
@@ -413,14 +420,8 @@ func (p *parser) values(t token) error {
 // declare reads the "states:", "actions:" or "observations:" declaration
 // (kind): a count or a list of names.
 func (p *parser) declare(t token, kind int) error {
-	if err := p.preamble(t); err != nil {
+	if err := p.declareOnce(t, kind); err != nil {
 		return err
-	}
-	if p.declared[kind] {
-		return p.errorf(t.line, "%ss declared twice (first on line %d)", kindName[kind], p.declLine[kind])
-	}
-	if p.startSpecs && kind == kState {
-		return p.errorf(t.line, "states must be declared before start")
 	}
 	p.declared[kind] = true
 	p.declLine[kind] = t.line
@@ -435,6 +436,21 @@ func (p *parser) declare(t token, kind int) error {
 		return err
 	}
 	p.setNames(kind, names)
+	return nil
+}
+
+// declareOnce checks that the declaration t of kind comes in the preamble,
+// for the first time, and (for states) before start.
+func (p *parser) declareOnce(t token, kind int) error {
+	if err := p.preamble(t); err != nil {
+		return err
+	}
+	if p.declared[kind] {
+		return p.errorf(t.line, "%ss declared twice (first on line %d)", kindName[kind], p.declLine[kind])
+	}
+	if p.startSpecs && kind == kState {
+		return p.errorf(t.line, "states must be declared before start")
+	}
 	return nil
 }
 
@@ -467,11 +483,8 @@ func (p *parser) declareNames(t token, kind int) ([]string, error) {
 			break
 		}
 		p.next()
-		if n.s == ":" || n.s == "*" || isNumber(n.s) {
-			return nil, p.errorf(n.line, "%q is not a valid %s name (names start with a letter)", n.s, kindName[kind])
-		}
-		if first, dup := p.idx[kind][n.s]; dup {
-			return nil, p.errorf(n.line, "%s %q is listed twice (also %s number %d)", kindName[kind], n.s, kindName[kind], first)
+		if err := p.checkName(n, kind); err != nil {
+			return nil, err
 		}
 		p.idx[kind][n.s] = len(names)
 		names = append(names, n.s)
@@ -480,6 +493,17 @@ func (p *parser) declareNames(t token, kind int) ([]string, error) {
 		return nil, p.errorf(t.line, "%ss: expected a count or a list of names", kindName[kind])
 	}
 	return names, nil
+}
+
+// checkName checks that n is a valid name of kind, not listed before.
+func (p *parser) checkName(n token, kind int) error {
+	if n.s == ":" || n.s == "*" || isNumber(n.s) {
+		return p.errorf(n.line, "%q is not a valid %s name (names start with a letter)", n.s, kindName[kind])
+	}
+	if first, dup := p.idx[kind][n.s]; dup {
+		return p.errorf(n.line, "%s %q is listed twice (also %s number %d)", kindName[kind], n.s, kindName[kind], first)
+	}
+	return nil
 }
 
 // setNames stores the names of the states, actions or observations (kind).
@@ -547,11 +571,8 @@ func (p *parser) allocAction(a, S, O int) {
 // start reads "start:", "start include:" or "start exclude:" and the start
 // distribution that follows.
 func (p *parser) start(t token) error {
-	if p.sawParams {
-		return p.errorf(t.line, "start must come before the T:, O: and R: entries")
-	}
-	if p.startSpecs {
-		return p.errorf(t.line, "start given twice (first on line %d)", p.startLine)
+	if err := p.startOnce(t); err != nil {
+		return err
 	}
 	if err := p.alloc(t.line); err != nil {
 		return err
@@ -566,6 +587,18 @@ func (p *parser) start(t token) error {
 		return p.startSet(t, mode)
 	}
 	return p.startDist(t)
+}
+
+// startOnce checks that the start t comes before the entries, for the
+// first time.
+func (p *parser) startOnce(t token) error {
+	if p.sawParams {
+		return p.errorf(t.line, "start must come before the T:, O: and R: entries")
+	}
+	if p.startSpecs {
+		return p.errorf(t.line, "start given twice (first on line %d)", p.startLine)
+	}
+	return nil
 }
 
 // startDist reads the distribution after "start:": "uniform", |S|
@@ -771,6 +804,13 @@ func (p *parser) probEntry(t token, f entryForms) error {
 	if !p.colonNext() {
 		return f.row(t, as, ss)
 	}
+	return p.probSingle(t, f, as, ss)
+}
+
+// probSingle reads the rest of the single-entry form of a "T:" or "O:"
+// entry (forms f), after the action (as) and the state (ss): the last
+// reference and the probability.
+func (p *parser) probSingle(t token, f entryForms, as, ss []int) error {
 	last, _, err := p.ref(f.last)
 	if err != nil {
 		return err
@@ -988,6 +1028,11 @@ func (p *parser) reward(t token) error {
 	if p.colonNext() {
 		return p.rewardRow(t, as, ss)
 	}
+	return p.rewardMatrix(t, as, ss)
+}
+
+// rewardMatrix reads the |S|×|O| matrix of an "R: a : s" entry.
+func (p *parser) rewardMatrix(t token, as, ss []int) error {
 	// R: a : s  matrix over (s', o)
 	S, O := len(p.m.States), len(p.m.Observations)
 	v, err := p.numbers(S*O, false, "R matrix", t.line)
@@ -1051,13 +1096,9 @@ func (p *parser) finish() (*POMDP, error) {
 		return nil, err
 	}
 	m := p.m
-	if m.Start == nil {
-		m.Start = uniform(len(m.States))
+	if err := p.finishStart(); err != nil {
+		return nil, err
 	}
-	if err := checkRow(m.Start, len(m.States)); err != nil {
-		return nil, fmt.Errorf("%w: %s:%d: start: %v", ErrInvalid, p.name, p.startLine, err)
-	}
-	normalize(m.Start)
 	if err := p.finishRows(); err != nil {
 		return nil, err
 	}
@@ -1068,6 +1109,20 @@ func (p *parser) finish() (*POMDP, error) {
 		return nil, err
 	}
 	return m, nil
+}
+
+// finishStart sets the uniform start when none was given, then checks and
+// renormalises the start.
+func (p *parser) finishStart() error {
+	m := p.m
+	if m.Start == nil {
+		m.Start = uniform(len(m.States))
+	}
+	if err := checkRow(m.Start, len(m.States)); err != nil {
+		return fmt.Errorf("%w: %s:%d: start: %v", ErrInvalid, p.name, p.startLine, err)
+	}
+	normalize(m.Start)
+	return nil
 }
 
 // negate negates every entry of xs (costs into rewards).

@@ -234,12 +234,17 @@ func (e *episodeSim) episode(k int) error {
 		o2 := draw(e.oCDF[a][s2], rng.Float64())
 		e.record(k*H+h-1, o, a, s, s2, o2)
 		if e.useBelief && h < H {
-			mm.predict(e.belief, a, e.pred)
-			mm.update(e.pred, a, o2, e.belief)
+			e.filter(a, o2)
 		}
 		s, o = s2, o2
 	}
 	return nil
+}
+
+// filter updates the true belief with the action a and the observation o.
+func (e *episodeSim) filter(a, o int) {
+	e.mm.predict(e.belief, a, e.pred)
+	e.mm.update(e.pred, a, o, e.belief)
 }
 
 // record writes row i of the logs: the observation o, the action a and

@@ -45,20 +45,25 @@ func (w *stochWalk) value(h, o int, b []float64) float64 {
 		return 0
 	}
 	key := strconv.Itoa(o) + "|" + beliefKey(b)
-	return w.memoized(w.memo, h, key, func() (float64, bool) {
-		probs, ok := w.probs(h, o, b)
-		if !ok {
-			return 0, false
+	return w.memoized(w.memo, h, key, func() (float64, bool) { return w.expand(h, o, b) })
+}
+
+// expand is the value from step h on after observation o at belief b:
+// Σ_a π(a) times the action's expected reward and the values after it;
+// false when the policy's probabilities are not a distribution.
+func (w *stochWalk) expand(h, o int, b []float64) (float64, bool) {
+	probs, ok := w.probs(h, o, b)
+	if !ok {
+		return 0, false
+	}
+	v := 0.0
+	for a, pa := range probs {
+		if pa == 0 {
+			continue
 		}
-		v := 0.0
-		for a, pa := range probs {
-			if pa == 0 {
-				continue
-			}
-			v += pa * w.mm.backup(b, a, h == w.H, func(o2 int, post []float64) float64 { return w.value(h+1, o2, post) })
-		}
-		return v, true
-	})
+		v += pa * w.mm.backup(b, a, h == w.H, func(o2 int, post []float64) float64 { return w.value(h+1, o2, post) })
+	}
+	return v, true
 }
 
 // probs is the policy's distribution over actions at step h after

@@ -38,11 +38,7 @@ func (m *POMDP) TrueModel(d *ingest.Dataset) (*estimate.Model, error) {
 	mod := trueShell(m, d, vals, obsCode[0])
 	t := &trueTables{m: m, mod: mod, obsCode: obsCode, actCode: actCode,
 		T: make([]float64, A*S*S), E: make([]float64, A*S*O), R: make([]float64, S*A*S*O*len(vals))}
-	for a := range A {
-		for s := range S {
-			t.fill(a, s)
-		}
-	}
+	t.fillAll()
 	mod.Trans, mod.Emit, mod.RewardProb = [][]float64{t.T}, [][]float64{t.E}, [][]float64{t.R}
 	mod.ReturnMin, mod.ReturnMax = returnRange(d)
 	mod.Prepare()
@@ -73,6 +69,15 @@ type trueTables struct {
 	mod              *estimate.Model
 	obsCode, actCode []int
 	T, E, R          []float64
+}
+
+// fillAll sets the entries of every action and state.
+func (t *trueTables) fillAll() {
+	for a := range t.m.NumActions() {
+		for s := range t.m.NumStates() {
+			t.fill(a, s)
+		}
+	}
 }
 
 // fill sets the entries of action a from state s: the transitions, the
