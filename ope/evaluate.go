@@ -180,15 +180,22 @@ func iwEstimates(ctx context.Context, tm *episodeTerms, d *ingest.Dataset, o Opt
 	}
 	var wmax float64
 	s.ess, s.nonzero, wmax = tm.weightFigures()
-	lo, hi := d.ReturnRange()
-	H := float64(tm.H)
-	rmin, rmax := minMax(d.Reward)
-	s.span = wmax * math.Max(hi-lo, H*(rmax-rmin))
+	s.span = bernsteinSpan(d, tm.H, wmax)
 	var out []Estimate
 	for _, name := range []string{EstBehavior, EstIS, EstWIS, EstPDIS, EstWPDIS, EstDR, EstWDR} {
 		out = append(out, s.estimate(name, skipped))
 	}
 	return out, nil
+}
+
+// bernsteinSpan is the width of the range of the importance-weighted
+// returns for the Bernstein bound: the largest weight wmax times the wider
+// of the logs' return range and H times their reward range.
+func bernsteinSpan(d *ingest.Dataset, H int, wmax float64) float64 {
+	lo, hi := d.ReturnRange()
+	h := float64(H)
+	rmin, rmax := minMax(d.Reward)
+	return wmax * math.Max(hi-lo, h*(rmax-rmin))
 }
 
 // iwSet is what the importance-weighted estimates draw on: the episodes'
@@ -312,12 +319,19 @@ func modelEstimates(t Target, d *ingest.Dataset, o Options, skipped map[string]s
 	note := "rests on the fitted model alone" + withNote(o.ModelNote)
 	out[0].Value, out[0].Reliable, out[0].Reason = val, true, note
 	if out[1].Reason == "" {
-		span := o.Model.ReturnMax - o.Model.ReturnMin
-		out[1].Value = val - bon*span
-		out[1].Reliable = true
-		out[1].Reason = fmt.Sprintf("the model's value minus its expected bonus at α = %.3g (%.4g in your units)", o.Bonus.Alpha, bon*span)
+		lowerBound(&out[1], val, bon, o)
 	}
 	return out, nil
+}
+
+// lowerBound sets the model's lower bound e from its value val and the
+// expected bonus bon (on the paper's [0,1] scale, rescaled to the model's
+// return range).
+func lowerBound(e *Estimate, val, bon float64, o Options) {
+	span := o.Model.ReturnMax - o.Model.ReturnMin
+	e.Value = val - bon*span
+	e.Reliable = true
+	e.Reason = fmt.Sprintf("the model's value minus its expected bonus at α = %.3g (%.4g in your units)", o.Bonus.Alpha, bon*span)
 }
 
 // modelSkips are the model's value and lower bound without figures, each

@@ -100,40 +100,54 @@ func (v *valuer) value(n node, key string) (stats, error) {
 // every observation.
 func (v *valuer) exact(n node) (stats, error) {
 	st := stats{q: make([]float64, v.A)}
-	pred, next := make([]float64, v.S), make([]float64, v.S)
-	feat := v.featureBuf(n.h)
+	buf := lookBufs{pred: make([]float64, v.S), next: make([]float64, v.S), feat: v.featureBuf(n.h)}
 	for a, pa := range n.p {
 		if pa == 0 {
 			continue
 		}
-		q := v.m.ExpectedReward(n.h, n.b, a)
-		if n.h == v.H {
-			st.q[a] = q
-			st.v += pa * q
-			if v.bonus != nil {
-				st.bonus += pa * v.bonus.Value(n.sum)
-			}
-			continue
-		}
-		q, bon, err := v.exactAfter(n, a, q, pred, next, feat)
-		if err != nil {
+		if err := v.exactAction(n, a, pa, &st, buf); err != nil {
 			return stats{}, err
 		}
-		st.q[a] = q
-		st.v += pa * q
-		st.bonus += pa * bon
 	}
 	return st, nil
 }
 
+// lookBufs are the buffers of one node's exact look-ahead: the
+// prediction, the next belief and the bonus features.
+type lookBufs struct {
+	pred, next, feat []float64
+}
+
+// exactAction adds to st the share of action a, of probability pa at the
+// node n: Q̂(a) is its expected reward plus, before the last step, the
+// values of the children after it.
+func (v *valuer) exactAction(n node, a int, pa float64, st *stats, buf lookBufs) error {
+	q := v.m.ExpectedReward(n.h, n.b, a)
+	if n.h == v.H {
+		st.q[a] = q
+		st.v += pa * q
+		if v.bonus != nil {
+			st.bonus += pa * v.bonus.Value(n.sum)
+		}
+		return nil
+	}
+	q, bon, err := v.exactAfter(n, a, q, buf)
+	if err != nil {
+		return err
+	}
+	st.q[a] = q
+	st.v += pa * q
+	st.bonus += pa * bon
+	return nil
+}
+
 // exactAfter adds to q, the expected reward of action a at the node n
 // (before the last step), the probability-weighted values of the node's
-// children after a, and returns it with their expected bonus at the end;
-// pred, next and feat are buffers.
-func (v *valuer) exactAfter(n node, a int, q float64, pred, next, feat []float64) (float64, float64, error) {
-	m := v.m
+// children after a, and returns it with their expected bonus at the end.
+func (v *valuer) exactAfter(n node, a int, q float64, buf lookBufs) (float64, float64, error) {
+	m, pred, next := v.m, buf.pred, buf.next
 	m.Predict(n.h, n.b, a, pred)
-	sum, err := v.addBonus(n.h, n.sum, pred, a, feat)
+	sum, err := v.addBonus(n.h, n.sum, pred, a, buf.feat)
 	if err != nil {
 		return 0, 0, err
 	}
@@ -197,9 +211,7 @@ func (v *valuer) forceEnd(o int, p []float64) {
 // the model, the expected reward of each step, and the belief filtered
 // along (for the bonus and π_e's own history).
 func (v *valuer) monteCarlo(n node, key string) (stats, error) {
-	h := fnv.New64a()
-	h.Write([]byte(key))
-	rng := rand.New(rand.NewPCG(v.seed, h.Sum64()))
+	rng := v.rng(key)
 	st := stats{q: make([]float64, v.A)}
 	cnt := make([]float64, v.A)
 	for range v.rollouts {
@@ -214,6 +226,15 @@ func (v *valuer) monteCarlo(n node, key string) (stats, error) {
 	}
 	st.mean(float64(v.rollouts), cnt)
 	return st, nil
+}
+
+// rng is the random stream of the rollouts from the history key: seeded by
+// the valuer's seed and the key's hash, so a value does not depend on
+// which worker computes it.
+func (v *valuer) rng(key string) *rand.Rand {
+	h := fnv.New64a()
+	h.Write([]byte(key))
+	return rand.New(rand.NewPCG(v.seed, h.Sum64()))
 }
 
 // mean turns the sums of N rollouts into means: of the return and the

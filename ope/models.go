@@ -83,15 +83,8 @@ func fitAll(ctx context.Context, d *ingest.Dataset, start *estimate.Model, eo es
 // fitHalves splits the episodes of d in two halves by a seeded
 // permutation and fits one model on each, warm-started from ms.All.
 func (ms *Models) fitHalves(ctx context.Context, d *ingest.Dataset, eo estimate.Options) error {
-	K := d.NumEpisodes()
-	perm := split.Permutation(K, eo.Seed^0x0fe)
-	ms.Fold = make([]int, K)
 	var halves [2][]int
-	for i, k := range perm {
-		f := i % 2
-		ms.Fold[k] = f
-		halves[f] = append(halves[f], k)
-	}
+	ms.Fold, halves = splitHalves(d.NumEpisodes(), eo.Seed)
 	for f := range 2 {
 		slices.Sort(halves[f])
 		m, err := fitOn(ctx, d.Subset(halves[f]), eo, ms.All)
@@ -101,6 +94,19 @@ func (ms *Models) fitHalves(ctx context.Context, d *ingest.Dataset, eo estimate.
 		ms.Folds[f] = m
 	}
 	return nil
+}
+
+// splitHalves deals K episodes, in a permutation seeded by seed, into two
+// halves: the half of each episode and the episodes of each half.
+func splitHalves(K int, seed uint64) (fold []int, halves [2][]int) {
+	perm := split.Permutation(K, seed^0x0fe)
+	fold = make([]int, K)
+	for i, k := range perm {
+		f := i % 2
+		fold[k] = f
+		halves[f] = append(halves[f], k)
+	}
+	return fold, halves
 }
 
 // fitOn fits a model on d: warm-started from start when its reward

@@ -120,13 +120,9 @@ type arrowTable struct {
 func (c arrowTable) row(i int) (tableRow, error) {
 	r := tableRow{line: i + 1, history: Wildcard, obs: c.obs.String[i], action: c.act.String[i], prob: c.prob.Float64[i]}
 	if c.step != nil {
-		switch {
-		case c.step.Int64 != nil:
-			r.step = int(c.step.Int64[i])
-		case c.step.Int32 != nil:
-			r.step = int(c.step.Int32[i])
-		default:
-			return r, fmt.Errorf("%w: %s: column step must be an integer", ErrTarget, c.path)
+		var err error
+		if r.step, err = c.stepAt(i); err != nil {
+			return r, err
 		}
 	}
 	if c.hist != nil {
@@ -136,6 +132,17 @@ func (c arrowTable) row(i int) (tableRow, error) {
 		r.history = c.hist.String[i]
 	}
 	return r, nil
+}
+
+// stepAt is the step of row i, from an integer step column.
+func (c arrowTable) stepAt(i int) (int, error) {
+	switch {
+	case c.step.Int64 != nil:
+		return int(c.step.Int64[i]), nil
+	case c.step.Int32 != nil:
+		return int(c.step.Int32[i]), nil
+	}
+	return 0, fmt.Errorf("%w: %s: column step must be an integer", ErrTarget, c.path)
 }
 
 // readTableParquet reads the rows of a policy table stored as a Parquet
@@ -219,11 +226,8 @@ func parseHistory(s string) ([]string, bool, error) {
 	case t == "":
 		return nil, false, nil
 	case strings.HasPrefix(t, "["):
-		var items []string
-		if err := json.Unmarshal([]byte(t), &items); err != nil {
-			return nil, false, fmt.Errorf("history %q is not a JSON array of strings: %v", s, err)
-		}
-		return items, false, nil
+		items, err := jsonHistory(s, t)
+		return items, false, err
 	}
 	items := strings.Split(t, ",")
 	for i := range items {
@@ -234,15 +238,18 @@ func parseHistory(s string) ([]string, bool, error) {
 
 // newTableTarget checks the rows of the policy table at path against the
 // logs d and groups them by (step, history, observation).
-func newTableTarget(path string, rows []tableRow, d *ingest.Dataset) (*TableTarget, error) {
-	b := &tableBuilder{
-		path:    path,
-		d:       d,
-		t:       &TableTarget{nAct: d.NumActions(), nObs: d.NumObs(), actSym: d.ActVocab, obsSym: d.ObsVocab, groups: map[groupKey][]float64{}},
-		actCode: codes(d.ActVocab),
-		obsCode: codes(d.ObsVocab),
-		first:   map[groupKey]int{},
+// jsonHistory parses the history cell s, trimmed to t, as a JSON array of
+// strings.
+func jsonHistory(s, t string) ([]string, error) {
+	var items []string
+	if err := json.Unmarshal([]byte(t), &items); err != nil {
+		return nil, fmt.Errorf("history %q is not a JSON array of strings: %v", s, err)
 	}
+	return items, nil
+}
+
+func newTableTarget(path string, rows []tableRow, d *ingest.Dataset) (*TableTarget, error) {
+	b := newTableBuilder(path, d)
 	for _, r := range rows {
 		if err := b.add(r); err != nil {
 			return nil, err
@@ -265,6 +272,19 @@ type tableBuilder struct {
 	t                *TableTarget
 	actCode, obsCode map[string]int
 	first            map[groupKey]int // the first row of each group
+}
+
+// newTableBuilder is a builder of an empty table target for the policy
+// table at path and the logs d.
+func newTableBuilder(path string, d *ingest.Dataset) *tableBuilder {
+	return &tableBuilder{
+		path:    path,
+		d:       d,
+		t:       &TableTarget{nAct: d.NumActions(), nObs: d.NumObs(), actSym: d.ActVocab, obsSym: d.ObsVocab, groups: map[groupKey][]float64{}},
+		actCode: codes(d.ActVocab),
+		obsCode: codes(d.ObsVocab),
+		first:   map[groupKey]int{},
+	}
 }
 
 // bad reports a fault of row r.

@@ -131,13 +131,9 @@ func (c *columnProbs) batch(first int64, vals [][]parquet.Value) error {
 // row stores the probability v of the row of episode ep and step st; rows
 // of unknown episodes or steps out of range are skipped.
 func (c *columnProbs) row(ep, st, v parquet.Value) error {
-	id, ok := pqcol.Symbol(ep)
+	id, k, ok := c.episode(ep)
 	if !ok {
-		return nil // the ingest reports rows without an episode
-	}
-	k, known := c.index[id]
-	if !known {
-		return nil // a quarantined episode
+		return nil
 	}
 	h := int(st.Int64())
 	if st.IsNull() || h < 1 || h > c.H {
@@ -149,6 +145,20 @@ func (c *columnProbs) row(ep, st, v parquet.Value) error {
 	}
 	c.pe[k*c.H+h-1], c.seen[k*c.H+h-1] = x, true
 	return nil
+}
+
+// episode is the id and the index of the episode of the row whose episode
+// id is ep; false for rows of no episode or of an episode not in the logs.
+func (c *columnProbs) episode(ep parquet.Value) (string, int, bool) {
+	id, ok := pqcol.Symbol(ep)
+	if !ok {
+		return "", 0, false // the ingest reports rows without an episode
+	}
+	k, known := c.index[id]
+	if !known {
+		return "", 0, false // a quarantined episode
+	}
+	return id, k, true
 }
 
 // ratios divides each logged step's probability by its propensity; steps

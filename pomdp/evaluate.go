@@ -345,21 +345,24 @@ func (w *behaviorWalk) value(h int, b []float64) float64 {
 	if h > w.H {
 		return 0
 	}
-	return w.memoized(w.memo, h, beliefKey(b), func() (float64, bool) {
-		mm := w.mm
-		probs := make([]float64, mm.nA)
-		w.beh.Probs(h, b, probs)
-		pred := make([]float64, mm.nS)
-		post := make([]float64, mm.nS)
-		v := 0.0
-		for a, pa := range probs {
-			if pa == 0 {
-				continue
-			}
-			v += pa * w.q(h, b, a, pred, post)
+	return w.memoized(w.memo, h, beliefKey(b), func() (float64, bool) { return w.expand(h, b), true })
+}
+
+// expand is V^b_h(b) computed from the actions' Q^b_h(b,a).
+func (w *behaviorWalk) expand(h int, b []float64) float64 {
+	mm := w.mm
+	probs := make([]float64, mm.nA)
+	w.beh.Probs(h, b, probs)
+	pred := make([]float64, mm.nS)
+	post := make([]float64, mm.nS)
+	v := 0.0
+	for a, pa := range probs {
+		if pa == 0 {
+			continue
 		}
-		return v, true
-	})
+		v += pa * w.q(h, b, a, pred, post)
+	}
+	return v
 }
 
 // q is Q^b_h(b,a) = E[r_h|b,a] + Σ_o P(o|b,a) V^b_{h+1}(b_{a,o}); pred and

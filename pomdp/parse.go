@@ -1135,22 +1135,31 @@ func negate(xs []float64) {
 // finishRows fills the reset rows from the start, then checks and
 // renormalises every transition and observation row.
 func (p *parser) finishRows() error {
-	m := p.m
-	for a := range m.Actions {
-		for s := range m.States {
-			if p.resetRows[a][s] {
-				copy(m.T[a][s], m.Start)
-			}
-			if err := p.rowErr("T", a, s, m.T[a][s], p.tLine[a][s]); err != nil {
+	for a := range p.m.Actions {
+		for s := range p.m.States {
+			if err := p.finishRow(a, s); err != nil {
 				return err
 			}
-			if err := p.rowErr("O", a, s, m.O[a][s], p.oLine[a][s]); err != nil {
-				return err
-			}
-			normalize(m.T[a][s])
-			normalize(m.O[a][s])
 		}
 	}
+	return nil
+}
+
+// finishRow fills the transition row of (a, s) from the start if it is a
+// reset row, then checks and renormalises it and the observation row.
+func (p *parser) finishRow(a, s int) error {
+	m := p.m
+	if p.resetRows[a][s] {
+		copy(m.T[a][s], m.Start)
+	}
+	if err := p.rowErr("T", a, s, m.T[a][s], p.tLine[a][s]); err != nil {
+		return err
+	}
+	if err := p.rowErr("O", a, s, m.O[a][s], p.oLine[a][s]); err != nil {
+		return err
+	}
+	normalize(m.T[a][s])
+	normalize(m.O[a][s])
 	return nil
 }
 
