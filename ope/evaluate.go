@@ -91,20 +91,16 @@ func Evaluate(ctx context.Context, d *ingest.Dataset, rho []float64, t Target, o
 	if err != nil {
 		return nil, err
 	}
-	tm := terms(d, rho, qhat, vhat)
-	res := &Result{Episodes: K}
-	ests, err := iwEstimates(ctx, tm, d, o, workers, skipped)
+	ests, err := iwEstimates(ctx, terms(d, rho, qhat, vhat), d, o, workers, skipped)
 	if err != nil {
 		return nil, err
 	}
-	res.Estimates = ests
 	mods, err := modelEstimates(t, d, o, skipped)
 	if err != nil {
 		return nil, err
 	}
-	res.Estimates = append(res.Estimates, mods...)
-	res.Recommended = recommend(res.Estimates)
-	return res, nil
+	ests = append(ests, mods...)
+	return &Result{Estimates: ests, Recommended: recommend(ests), Episodes: K}, nil
 }
 
 // checkRatios checks that the logs d can be weighted and that rho has one
@@ -158,13 +154,20 @@ func drVariates(ctx context.Context, d *ingest.Dataset, t Target, o Options, wor
 		return controlVariates(ctx, d, t, o, workers)
 	}
 	if _, ok := skipped[EstDR]; !ok {
-		reason := "skipped: no model (doubly robust estimation needs the fitted model's values)"
-		if t == nil {
-			reason = "skipped: only the target's probabilities of the logged actions are known, and the doubly robust estimators need them for every action"
-		}
+		reason := noDRReason(t)
 		skipped[EstDR], skipped[EstWDR] = reason, reason
 	}
 	return nil, nil, nil
+}
+
+// noDRReason says why the doubly robust estimators are skipped without the
+// folds' models, or without the target t's probabilities of every action
+// (t nil).
+func noDRReason(t Target) string {
+	if t == nil {
+		return "skipped: only the target's probabilities of the logged actions are known, and the doubly robust estimators need them for every action"
+	}
+	return "skipped: no model (doubly robust estimation needs the fitted model's values)"
 }
 
 // iwEstimates are the behaviour's mean and the importance-weighted and
@@ -340,19 +343,26 @@ func modelSkips(t Target, o Options, skipped map[string]string) []Estimate {
 	var out []Estimate
 	for _, name := range []string{EstModel, EstModelLCB} {
 		e := blank(name, IntervalNone, math.NaN())
-		switch {
-		case skipped[name] != "":
-			e.Reason = skipped[name]
-		case t == nil:
-			e.Reason = "skipped: only the target's probabilities of the logged actions are known, and the model needs them for every action"
-		case o.Model == nil:
-			e.Reason = "skipped: no model"
-		case name == EstModelLCB && o.Bonus == nil:
-			e.Reason = "skipped: no bonus"
-		}
+		e.Reason = modelSkipReason(name, t, o, skipped)
 		out = append(out, e)
 	}
 	return out
+}
+
+// modelSkipReason says why the named model-based estimator is skipped, or
+// "" when it is not.
+func modelSkipReason(name string, t Target, o Options, skipped map[string]string) string {
+	switch {
+	case skipped[name] != "":
+		return skipped[name]
+	case t == nil:
+		return "skipped: only the target's probabilities of the logged actions are known, and the model needs them for every action"
+	case o.Model == nil:
+		return "skipped: no model"
+	case name == EstModelLCB && o.Bonus == nil:
+		return "skipped: no bonus"
+	}
+	return ""
 }
 
 // recommendOrder is the order in which the summary prefers the estimators
@@ -372,17 +382,20 @@ var recommendOrder = []string{EstWPDIS, EstWIS, EstPDIS, EstDR, EstIS, EstWDR}
 // reliable one of recommendOrder, else the model's value, else the first
 // with a value.
 func recommend(es []Estimate) string {
-	get := func(n string) *Estimate { return find(es, n) }
-	for _, n := range recommendOrder {
-		if e := get(n); e != nil && e.Reliable && !math.IsNaN(e.Value) {
-			return n
-		}
+	if n := firstWith(es, func(e *Estimate) bool { return e.Reliable && !math.IsNaN(e.Value) }); n != "" {
+		return n
 	}
-	if e := get(EstModel); e != nil && !math.IsNaN(e.Value) {
+	if e := find(es, EstModel); e != nil && !math.IsNaN(e.Value) {
 		return EstModel
 	}
+	return firstWith(es, func(e *Estimate) bool { return !math.IsNaN(e.Value) })
+}
+
+// firstWith is the first estimator of recommendOrder whose estimate in es
+// satisfies ok, else "".
+func firstWith(es []Estimate, ok func(*Estimate) bool) string {
 	for _, n := range recommendOrder {
-		if e := get(n); e != nil && !math.IsNaN(e.Value) {
+		if e := find(es, n); e != nil && ok(e) {
 			return n
 		}
 	}

@@ -157,11 +157,7 @@ func (v *valuer) exactAfter(n node, a int, q float64, buf lookBufs) (float64, fl
 		if z == 0 {
 			continue
 		}
-		child, err := v.child(n, a, o, next, sum)
-		if err != nil {
-			return 0, 0, err
-		}
-		cs, err := v.exact(child)
+		cs, err := v.childStats(n, a, o, next, sum)
 		if err != nil {
 			return 0, 0, err
 		}
@@ -186,15 +182,16 @@ func (v *valuer) addBonus(h int, sum float64, pred []float64, a int, feat []floa
 	return sum + v.bonus.StepNorm2(h, feat), nil
 }
 
-// child is the node after action a and observation o from n, with the
-// belief next (copied) and the running bonus sum sum.
-func (v *valuer) child(n node, a, o int, next []float64, sum float64) (node, error) {
+// childStats is the exact look-ahead from the node after action a and
+// observation o from n, with the belief next (copied) and the running
+// bonus sum sum.
+func (v *valuer) childStats(n node, a, o int, next []float64, sum float64) (stats, error) {
 	c := node{h: n.h + 1, b: append([]float64(nil), next...), f: n.f.Clone(), p: make([]float64, v.A), sum: sum}
 	if err := c.f.Next(a, o, c.p); err != nil {
-		return node{}, err
+		return stats{}, err
 	}
 	v.forceEnd(o, c.p)
-	return c, nil
+	return v.exact(c)
 }
 
 // forceEnd makes π_e (p) take the end action for certain after the end

@@ -41,24 +41,15 @@ func CheckTarget(path string) error {
 		_, _, err = policy.ReadFile(file)
 		return err
 	}
-	if strings.EqualFold(filepath.Ext(file), ".parquet") {
-		_, err = readTableParquet(file)
-	} else {
-		_, err = readTableArrow(file)
-	}
+	_, err = readTableRows(file)
 	return err
 }
 
 // targetKind resolves a run directory to its policy.arrow and says
 // whether the file is a psrlcb policy table (else a stochastic one).
 func targetKind(path string) (file string, tree bool, err error) {
-	file = path
-	st, err := os.Stat(path)
-	if err != nil {
+	if file, err = policyFile(path); err != nil {
 		return "", false, err
-	}
-	if st.IsDir() {
-		file = filepath.Join(path, policy.FileName)
 	}
 	if strings.EqualFold(filepath.Ext(file), ".parquet") {
 		return file, false, nil
@@ -68,6 +59,19 @@ func targetKind(path string) (file string, tree bool, err error) {
 		return "", false, err
 	}
 	return file, tree, nil
+}
+
+// policyFile resolves a run directory to its policy.arrow; any other path
+// is the file itself.
+func policyFile(path string) (string, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return "", err
+	}
+	if st.IsDir() {
+		return filepath.Join(path, policy.FileName), nil
+	}
+	return path, nil
 }
 
 // isPolicyTree says whether the Arrow file is a psrlcb policy table: its

@@ -63,17 +63,20 @@ type tableRow struct {
 // action and observation it names must be the logs' (after the history's
 // symbols), every group must sum to one. Errors name the file and row.
 func ReadTable(path string, d *ingest.Dataset) (*TableTarget, error) {
-	var rows []tableRow
-	var err error
-	if strings.EqualFold(filepath.Ext(path), ".parquet") {
-		rows, err = readTableParquet(path)
-	} else {
-		rows, err = readTableArrow(path)
-	}
+	rows, err := readTableRows(path)
 	if err != nil {
 		return nil, err
 	}
 	return newTableTarget(path, rows, d)
+}
+
+// readTableRows reads the rows of a policy table: Parquet by the
+// extension .parquet, else Arrow IPC.
+func readTableRows(path string) ([]tableRow, error) {
+	if strings.EqualFold(filepath.Ext(path), ".parquet") {
+		return readTableParquet(path)
+	}
+	return readTableArrow(path)
 }
 
 // readTableArrow reads the rows of a policy table stored as an Arrow IPC

@@ -91,11 +91,7 @@ func ColumnRatios(ctx context.Context, files []string, name, epCol, stepCol stri
 	if err := checkLogs(d); err != nil {
 		return nil, err
 	}
-	K, H := d.NumEpisodes(), d.Horizon
-	c := &columnProbs{index: make(map[string]int, K), H: H, name: name, pe: make([]float64, K*H), seen: make([]bool, K*H)}
-	for k, id := range d.EpisodeIDs {
-		c.index[id] = k
-	}
+	c := newColumnProbs(d, name)
 	for _, path := range files {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -116,6 +112,17 @@ type columnProbs struct {
 	name  string
 	pe    []float64
 	seen  []bool
+}
+
+// newColumnProbs collects the probabilities of the column name for the
+// episodes of d.
+func newColumnProbs(d *ingest.Dataset, name string) *columnProbs {
+	K, H := d.NumEpisodes(), d.Horizon
+	c := &columnProbs{index: make(map[string]int, K), H: H, name: name, pe: make([]float64, K*H), seen: make([]bool, K*H)}
+	for k, id := range d.EpisodeIDs {
+		c.index[id] = k
+	}
+	return c
 }
 
 // batch reads a batch of rows of (episode id, step, probability) values.

@@ -24,16 +24,22 @@ func prepare(m *POMDP) (*model, error) {
 	}
 	S, A, O := m.NumStates(), m.NumActions(), m.NumObs()
 	mm := &model{POMDP: m, nS: S, nA: A, nO: O, er: make([]float64, A*S)}
-	for a := range A {
-		for s := range S {
-			mm.er[a*S+s] = mm.stateReward(a, s)
-		}
-	}
+	mm.stateRewards()
 	mm.tNZ = make([][][]nz, A)
 	for a := range A {
 		mm.tNZ[a] = nonzeros(m.T[a])
 	}
 	return mm, nil
+}
+
+// stateRewards fills er with the expected immediate reward of every
+// action and state.
+func (mm *model) stateRewards() {
+	for a := range mm.nA {
+		for s := range mm.nS {
+			mm.er[a*mm.nS+s] = mm.stateReward(a, s)
+		}
+	}
 }
 
 // stateReward is E[r | s, a] = Σ_{s',o} T(s'|s,a) O(o|s',a) R(a,s,s',o).

@@ -353,8 +353,7 @@ func (w *behaviorWalk) expand(h int, b []float64) float64 {
 	mm := w.mm
 	probs := make([]float64, mm.nA)
 	w.beh.Probs(h, b, probs)
-	pred := make([]float64, mm.nS)
-	post := make([]float64, mm.nS)
+	pred, post := make([]float64, mm.nS), make([]float64, mm.nS)
 	v := 0.0
 	for a, pa := range probs {
 		if pa == 0 {

@@ -1051,14 +1051,7 @@ func (p *parser) rewardRow(t token, as, ss []int) error {
 		return err
 	}
 	if !p.colonNext() {
-		// R: a : s : s'  row over o
-		O := len(p.m.Observations)
-		v, err := p.numbers(O, false, "R row", t.line)
-		if err != nil {
-			return err
-		}
-		p.setRewards(as, ss, s2s, indices(O), func(_, o int) float64 { return v[o] })
-		return nil
+		return p.rewardObsRow(t, as, ss, s2s)
 	}
 	os, _, err := p.ref(kObs)
 	if err != nil {
@@ -1069,6 +1062,18 @@ func (p *parser) rewardRow(t token, as, ss []int) error {
 		return err
 	}
 	p.setRewards(as, ss, s2s, os, func(int, int) float64 { return v })
+	return nil
+}
+
+// rewardObsRow reads the row over o of an "R: a : s : s'" entry.
+func (p *parser) rewardObsRow(t token, as, ss, s2s []int) error {
+	// R: a : s : s'  row over o
+	O := len(p.m.Observations)
+	v, err := p.numbers(O, false, "R row", t.line)
+	if err != nil {
+		return err
+	}
+	p.setRewards(as, ss, s2s, indices(O), func(_, o int) float64 { return v[o] })
 	return nil
 }
 

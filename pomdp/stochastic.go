@@ -72,17 +72,25 @@ func (w *stochWalk) expand(h, o int, b []float64) (float64, bool) {
 func (w *stochWalk) probs(h, o int, b []float64) ([]float64, bool) {
 	probs := make([]float64, w.mm.nA)
 	w.pol(h, o, b, probs)
+	if err := checkPolicyProbs(probs, h); err != nil {
+		w.err = err
+		return nil, false
+	}
+	return probs, true
+}
+
+// checkPolicyProbs checks that probs, a policy's at step h, are
+// probabilities summing to 1 within 1e-9.
+func checkPolicyProbs(probs []float64, h int) error {
 	sum := 0.0
 	for _, p := range probs {
 		if !(p >= 0 && p <= 1) {
-			w.err = fmt.Errorf("%w: probability %v at step %d", ErrPolicy, p, h)
-			return nil, false
+			return fmt.Errorf("%w: probability %v at step %d", ErrPolicy, p, h)
 		}
 		sum += p
 	}
 	if sum < 1-1e-9 || sum > 1+1e-9 {
-		w.err = fmt.Errorf("%w: probabilities sum to %v at step %d", ErrPolicy, sum, h)
-		return nil, false
+		return fmt.Errorf("%w: probabilities sum to %v at step %d", ErrPolicy, sum, h)
 	}
-	return probs, true
+	return nil
 }

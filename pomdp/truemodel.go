@@ -23,16 +23,9 @@ import (
 // a fitted model gives a policy beside the value the truth gives it.
 func (m *POMDP) TrueModel(d *ingest.Dataset) (*estimate.Model, error) {
 	S, A, O := m.NumStates(), m.NumActions(), len(d.ObsVocab)
-	obsCode, err := codes(d.ObsVocab, append([]string{InitSymbol}, m.Observations...), "observation", m.Name)
+	obsCode, actCode, err := m.trueCodes(d)
 	if err != nil {
 		return nil, err
-	}
-	actCode, err := codes(d.ActVocab, m.Actions, "action", m.Name)
-	if err != nil {
-		return nil, err
-	}
-	if len(d.ActVocab) != A {
-		return nil, fmt.Errorf("%w: the logs have %d actions, %s has %d", ErrPolicy, len(d.ActVocab), m.Name, A)
 	}
 	vals := rewardValues(m, d.Reward)
 	mod := trueShell(m, d, vals, obsCode[0])
@@ -43,6 +36,23 @@ func (m *POMDP) TrueModel(d *ingest.Dataset) (*estimate.Model, error) {
 	mod.ReturnMin, mod.ReturnMax = returnRange(d)
 	mod.Prepare()
 	return mod, nil
+}
+
+// trueCodes are the codes in d's vocabularies of m's observations
+// (InitSymbol first) and actions; every action of d must be m's.
+func (m *POMDP) trueCodes(d *ingest.Dataset) (obsCode, actCode []int, err error) {
+	obsCode, err = codes(d.ObsVocab, append([]string{InitSymbol}, m.Observations...), "observation", m.Name)
+	if err != nil {
+		return nil, nil, err
+	}
+	actCode, err = codes(d.ActVocab, m.Actions, "action", m.Name)
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(d.ActVocab) != m.NumActions() {
+		return nil, nil, fmt.Errorf("%w: the logs have %d actions, %s has %d", ErrPolicy, len(d.ActVocab), m.Name, m.NumActions())
+	}
+	return obsCode, actCode, nil
 }
 
 // trueShell is the estimate.Model of m for the logs d without its
