@@ -20,13 +20,19 @@ func ReadTarget(path string, d *ingest.Dataset) (Target, error) {
 		return nil, err
 	}
 	if tree {
-		pol, _, err := policy.ReadFile(file)
-		if err != nil {
-			return nil, err
-		}
-		return NewTreeTarget(pol, d)
+		return readTreeTarget(file, d)
 	}
 	return ReadTable(file, d)
+}
+
+// readTreeTarget reads the psrlcb policy table file as a target for the
+// logs d.
+func readTreeTarget(file string, d *ingest.Dataset) (Target, error) {
+	pol, _, err := policy.ReadFile(file)
+	if err != nil {
+		return nil, err
+	}
+	return NewTreeTarget(pol, d)
 }
 
 // CheckTarget reads the policy at path as ReadTarget would, without logs

@@ -75,6 +75,19 @@ func (w *walker) memoized(memo []map[string]float64, h int, key string, f func()
 	return v
 }
 
+// prepareHorizon prepares m for an exact recursion of horizon H, which
+// must not be negative.
+func prepareHorizon(m *POMDP, H int) (*model, error) {
+	mm, err := prepare(m)
+	if err != nil {
+		return nil, err
+	}
+	if H < 0 {
+		return nil, fmt.Errorf("%w: horizon %d is negative", ErrPolicy, H)
+	}
+	return mm, nil
+}
+
 // EvaluateContext is the exact value V^π = E^π[r_1+…+r_H] of a
 // deterministic policy under the true model, computed by enumerating the
 // tree of observation histories with the true belief; branches of
@@ -82,12 +95,9 @@ func (w *walker) memoized(memo []map[string]float64, h int, key string, f func()
 // action out of range or ctx is cancelled. The cost is the number of
 // reachable histories, at most Σ_h |O|^(h−1).
 func EvaluateContext(ctx context.Context, m *POMDP, H int, pol PolicyFunc) (float64, error) {
-	mm, err := prepare(m)
+	mm, err := prepareHorizon(m, H)
 	if err != nil {
 		return 0, err
-	}
-	if H < 0 {
-		return 0, fmt.Errorf("%w: horizon %d is negative", ErrPolicy, H)
 	}
 	if H == 0 {
 		return 0, nil
@@ -263,12 +273,9 @@ func OptimalContext(ctx context.Context, m *POMDP, H int) (float64, PolicyFunc, 
 // ErrTooLarge after solving maxNodes distinct (step, belief) nodes (0: no
 // budget). The returned policy has no budget.
 func OptimalWithin(ctx context.Context, m *POMDP, H int, maxNodes int) (float64, PolicyFunc, error) {
-	mm, err := prepare(m)
+	mm, err := prepareHorizon(m, H)
 	if err != nil {
 		return 0, nil, err
-	}
-	if H < 0 {
-		return 0, nil, fmt.Errorf("%w: horizon %d is negative", ErrPolicy, H)
 	}
 	sv := &solver{walker: walker{mm: mm, H: H, ctx: ctx, limit: maxNodes}, memo: newMemo(H)}
 	v := sv.value(1, mm.Start)
@@ -318,12 +325,9 @@ func BehaviorValueContext(ctx context.Context, m *POMDP, H int, beh Behavior) (f
 // with ErrTooLarge after valuing maxNodes distinct (step, belief) nodes
 // (0: no budget).
 func BehaviorValueWithin(ctx context.Context, m *POMDP, H int, beh Behavior, maxNodes int) (float64, error) {
-	mm, err := prepare(m)
+	mm, err := prepareHorizon(m, H)
 	if err != nil {
 		return 0, err
-	}
-	if H < 0 {
-		return 0, fmt.Errorf("%w: horizon %d is negative", ErrPolicy, H)
 	}
 	if !beh.UsesBelief() {
 		return openLoopValue(mm, H, beh), nil

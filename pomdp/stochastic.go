@@ -19,12 +19,9 @@ type StochasticPolicy func(h, o int, belief []float64, p []float64)
 // after maxNodes distinct nodes (0: no budget), when pol's probabilities
 // do not form a distribution, or when ctx is cancelled.
 func StochasticValueWithin(ctx context.Context, m *POMDP, H int, pol StochasticPolicy, maxNodes int) (float64, error) {
-	mm, err := prepare(m)
+	mm, err := prepareHorizon(m, H)
 	if err != nil {
 		return 0, err
-	}
-	if H < 0 {
-		return 0, fmt.Errorf("%w: horizon %d is negative", ErrPolicy, H)
 	}
 	w := &stochWalk{walker: walker{mm: mm, H: H, ctx: ctx, limit: maxNodes}, pol: pol, memo: newMemo(H)}
 	return w.result(w.value(1, ObsInit, mm.Start))
