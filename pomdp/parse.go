@@ -890,10 +890,17 @@ func (p *parser) transMatrix(t token, as []int) error {
 // every state s, to the row that row(s) returns, given on the line it
 // returns.
 func (p *parser) setTransRows(as []int, row func(s int) ([]float64, int)) {
+	forPairs(as, indices(len(p.m.States)), func(a, s int) {
+		r, line := row(s)
+		p.setTrans(a, s, r, false, line)
+	})
+}
+
+// forPairs calls f for every a in as and s in ss, a in the outer loop.
+func forPairs(as, ss []int, f func(a, s int)) {
 	for _, a := range as {
-		for s := range len(p.m.States) {
-			r, line := row(s)
-			p.setTrans(a, s, r, false, line)
+		for _, s := range ss {
+			f(a, s)
 		}
 	}
 }
@@ -904,11 +911,7 @@ func (p *parser) transRow(t token, as, ss []int) error {
 	if err != nil {
 		return err
 	}
-	for _, a := range as {
-		for _, s := range ss {
-			p.setTrans(a, s, row, reset, line)
-		}
-	}
+	forPairs(as, ss, func(a, s int) { p.setTrans(a, s, row, reset, line) })
 	return nil
 }
 
@@ -937,14 +940,12 @@ func (p *parser) obs(t token) error {
 // setObsEntries sets O[a][s'][o] to v for every a in as, s' in ss and o
 // in os, given on line.
 func (p *parser) setObsEntries(as, ss, os []int, v float64, line int) {
-	for _, a := range as {
-		for _, s := range ss {
-			for _, o := range os {
-				p.m.O[a][s][o] = v
-			}
-			p.oLine[a][s] = line
+	forPairs(as, ss, func(a, s int) {
+		for _, o := range os {
+			p.m.O[a][s][o] = v
 		}
-	}
+		p.oLine[a][s] = line
+	})
 }
 
 // setObs sets the observation row of (a, s') and the line it was given on.
@@ -958,11 +959,7 @@ func (p *parser) obsMatrix(t token, as []int) error {
 	S, O := len(p.m.States), len(p.m.Observations)
 	if p.keyword("uniform") != "" {
 		u := uniform(O)
-		for _, a := range as {
-			for s := range S {
-				p.setObs(a, s, u, t.line)
-			}
-		}
+		forPairs(as, indices(S), func(a, s int) { p.setObs(a, s, u, t.line) })
 		return nil
 	}
 	if n, ok := p.peek(); ok && (n.s == "identity" || n.s == "reset") {
@@ -972,11 +969,7 @@ func (p *parser) obsMatrix(t token, as []int) error {
 	if err != nil {
 		return err
 	}
-	for _, a := range as {
-		for s := range S {
-			p.setObs(a, s, v[s*O:(s+1)*O], p.numLines[s*O])
-		}
-	}
+	forPairs(as, indices(S), func(a, s int) { p.setObs(a, s, v[s*O:(s+1)*O], p.numLines[s*O]) })
 	return nil
 }
 
@@ -986,11 +979,7 @@ func (p *parser) obsRow(t token, as, ss []int) error {
 	if err != nil {
 		return err
 	}
-	for _, a := range as {
-		for _, s := range ss {
-			p.setObs(a, s, row, line)
-		}
-	}
+	forPairs(as, ss, func(a, s int) { p.setObs(a, s, row, line) })
 	return nil
 }
 
