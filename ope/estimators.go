@@ -212,13 +212,19 @@ func (t *episodeTerms) bootstrap(ctx context.Context, B int, seed uint64, worker
 	if err != nil {
 		return nil, err
 	}
+	return byEstimator(reps), nil
+}
+
+// byEstimator turns the replicates' point estimates into each
+// estimator's values, in replicate order.
+func byEstimator(reps []map[string]float64) map[string][]float64 {
 	out := map[string][]float64{}
 	for _, r := range reps {
 		for k, v := range r {
 			out[k] = append(out[k], v)
 		}
 	}
-	return out, nil
+	return out
 }
 
 // replicate is the point estimates of bootstrap replicate b: the

@@ -232,11 +232,17 @@ func parseHistory(s string) ([]string, bool, error) {
 		items, err := jsonHistory(s, t)
 		return items, false, err
 	}
+	return splitHistory(t), false, nil
+}
+
+// splitHistory splits the comma-separated symbols of t, dropping the
+// spaces around them.
+func splitHistory(t string) []string {
 	items := strings.Split(t, ",")
 	for i := range items {
 		items[i] = strings.TrimSpace(items[i])
 	}
-	return items, false, nil
+	return items
 }
 
 // newTableTarget checks the rows of the policy table at path against the
@@ -337,6 +343,12 @@ func (b *tableBuilder) checkHistory(r tableRow, hist []string) error {
 	if r.step != 0 && len(hist) != 2*(r.step-1) {
 		return b.bad(r, "history %q has %d steps, but the row is for step %d", r.history, len(hist)/2, r.step)
 	}
+	return b.checkHistorySymbols(r, hist)
+}
+
+// checkHistorySymbols checks that the history hist of row r names the
+// logs' observations and actions, in turn.
+func (b *tableBuilder) checkHistorySymbols(r tableRow, hist []string) error {
 	for i, sym := range hist {
 		vocab, what := b.obsCode, "observation"
 		if i%2 == 1 {

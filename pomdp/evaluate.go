@@ -192,14 +192,19 @@ func (w *policyWalk) action(h int, cur *policy.Cursor, o int) (int, bool) {
 	}
 	a, known := w.actIdx[name]
 	if !known {
-		where := fmt.Sprintf("node %d", node)
-		if node < 0 {
-			where = "the fallback_action"
-		}
-		w.err = fmt.Errorf("%w: action %q at step %d (%s) is not an action of %s", ErrPolicy, name, h, where, w.m.Name)
+		w.err = fmt.Errorf("%w: action %q at step %d (%s) is not an action of %s", ErrPolicy, name, h, nodeWhere(node), w.m.Name)
 		return 0, false
 	}
 	return a, true
+}
+
+// nodeWhere names the policy row node in messages: "node N", or the
+// fallback action for a negative node.
+func nodeWhere(node int64) string {
+	if node < 0 {
+		return "the fallback_action"
+	}
+	return fmt.Sprintf("node %d", node)
 }
 
 // beliefKey is an exact key for a belief: equal bits, equal future.
