@@ -1070,15 +1070,9 @@ func (p *parser) rewardObsRow(t token, as, ss, s2s []int) error {
 // s' in s2s and o in os.
 func (p *parser) setRewards(as, ss, s2s, os []int, val func(s2, o int) float64) {
 	S, O := len(p.m.States), len(p.m.Observations)
-	for _, a := range as {
-		for _, s := range ss {
-			for _, s2 := range s2s {
-				for _, o := range os {
-					p.m.Reward[((a*S+s)*S+s2)*O+o] = val(s2, o)
-				}
-			}
-		}
-	}
+	forPairs(as, ss, func(a, s int) {
+		forPairs(s2s, os, func(s2, o int) { p.m.Reward[((a*S+s)*S+s2)*O+o] = val(s2, o) })
+	})
 }
 
 // finish completes the model once every entry is read: the default
