@@ -83,8 +83,17 @@ type sums struct {
 
 // accumulate adds episode k with multiplicity c.
 func (t *episodeTerms) accumulate(s *sums, k int, c float64) {
+	w, pd, dr, g := t.steps(s, k, c)
+	s.addEpisode(c, w, pd, dr, g)
+}
+
+// steps adds the per-step sums S, C, D and B of episode k with
+// multiplicity c, and returns the episode's final weight w_H, its
+// per-decision sum Σ_h w_h r_h, its doubly robust sum (0 without a model)
+// and its return.
+func (t *episodeTerms) steps(s *sums, k int, c float64) (w, pd, dr, g float64) {
 	H := t.H
-	w, pd, dr, g := 1.0, 0.0, 0.0, 0.0
+	w = 1.0
 	model := t.qhat != nil
 	for h := range H {
 		i := k*H + h
@@ -102,6 +111,12 @@ func (t *episodeTerms) accumulate(s *sums, k int, c float64) {
 			s.B[h+1] += c * prev * t.vhat[i]
 		}
 	}
+	return w, pd, dr, g
+}
+
+// addEpisode adds the totals of an episode with multiplicity c: its final
+// weight w, per-decision sum pd, doubly robust sum dr and return g.
+func (s *sums) addEpisode(c, w, pd, dr, g float64) {
 	is := w * g
 	s.n += c
 	s.S[0] += c
@@ -128,32 +143,47 @@ func (s *sums) point(H int, model bool) map[string]float64 {
 		EstPDIS:     s.pd / s.n,
 		EstBehavior: s.g / s.n,
 	}
-	wpdis := 0.0
-	for h := 1; h <= H; h++ {
-		if s.S[h] > 0 {
-			wpdis += s.C[h] / s.S[h]
-		}
-	}
-	out[EstWPDIS] = wpdis
+	out[EstWPDIS] = s.wpdis(H)
 	if s.S[H] == 0 {
 		out[EstWIS], out[EstWPDIS] = math.NaN(), math.NaN()
 	}
 	if model {
 		out[EstDR] = s.dr / s.n
-		wdr := 0.0
-		for h := 1; h <= H; h++ {
-			if s.S[h] > 0 {
-				wdr += s.D[h] / s.S[h]
-			}
-			if s.S[h-1] > 0 {
-				wdr += s.B[h] / s.S[h-1]
-			}
-		}
-		out[EstWDR] = wdr
+		out[EstWDR] = s.wdr(H)
 	}
 	return out
 }
 
+// wpdis is the weighted per-decision estimate Σ_h C[h] / S[h] over the
+// steps with S[h] > 0.
+func (s *sums) wpdis(H int) float64 {
+	wpdis := 0.0
+	for h := 1; h <= H; h++ {
+		wpdis = addRatio(wpdis, s.C[h], s.S[h])
+	}
+	return wpdis
+}
+
+// wdr is the weighted doubly robust estimate Σ_h (D[h] / S[h] + B[h] /
+// S[h−1]), leaving out the terms whose denominator is zero.
+func (s *sums) wdr(H int) float64 {
+	wdr := 0.0
+	for h := 1; h <= H; h++ {
+		wdr = addRatio(wdr, s.D[h], s.S[h])
+		wdr = addRatio(wdr, s.B[h], s.S[h-1])
+	}
+	return wdr
+}
+
+// addRatio is acc + num/den, or acc when den is not positive.
+func addRatio(acc, num, den float64) float64 {
+	if den > 0 {
+		return acc + num/den
+	}
+	return acc
+}
+
+// ratio is a / b, NaN when b is zero.
 func ratio(a, b float64) float64 {
 	if b == 0 {
 		return math.NaN()
@@ -176,30 +206,42 @@ func (t *episodeTerms) allSums() *sums {
 func (t *episodeTerms) bootstrap(ctx context.Context, B int, seed uint64, workers int) (map[string][]float64, error) {
 	reps := make([]map[string]float64, B)
 	err := parallel.For(ctx, B, workers, func(b int) error {
-		rng := rand.New(rand.NewPCG(seed, uint64(b)+0xb007))
-		count := make([]int32, t.K)
-		for range t.K {
-			count[rng.IntN(t.K)]++
-		}
-		s := newSums(t.H)
-		for k, c := range count {
-			if c > 0 {
-				t.accumulate(s, k, float64(c))
-			}
-		}
-		reps[b] = s.point(t.H, t.qhat != nil)
+		reps[b] = t.replicate(seed, b)
 		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
+	return byEstimator(reps), nil
+}
+
+// byEstimator turns the replicates' point estimates into each
+// estimator's values, in replicate order.
+func byEstimator(reps []map[string]float64) map[string][]float64 {
 	out := map[string][]float64{}
 	for _, r := range reps {
 		for k, v := range r {
 			out[k] = append(out[k], v)
 		}
 	}
-	return out, nil
+	return out
+}
+
+// replicate is the point estimates of bootstrap replicate b: the
+// episodes resampled with replacement from the stream seeded by (seed, b).
+func (t *episodeTerms) replicate(seed uint64, b int) map[string]float64 {
+	rng := rand.New(rand.NewPCG(seed, uint64(b)+0xb007))
+	count := make([]int32, t.K)
+	for range t.K {
+		count[rng.IntN(t.K)]++
+	}
+	s := newSums(t.H)
+	for k, c := range count {
+		if c > 0 {
+			t.accumulate(s, k, float64(c))
+		}
+	}
+	return s.point(t.H, t.qhat != nil)
 }
 
 // percentile returns the 2.5% and 97.5% quantiles of xs (NaN values,
@@ -216,16 +258,19 @@ func percentile(xs []float64) (lo, hi float64) {
 		return math.NaN(), math.NaN()
 	}
 	slices.Sort(v)
-	q := func(p float64) float64 {
-		pos := p * float64(len(v)-1)
-		i := int(pos)
-		if i+1 >= len(v) {
-			return v[len(v)-1]
-		}
-		f := pos - float64(i)
-		return v[i]*(1-f) + v[i+1]*f
+	return quantile(v, 0.025), quantile(v, 0.975)
+}
+
+// quantile is the p-quantile of the sorted values v, interpolated
+// linearly between order statistics.
+func quantile(v []float64, p float64) float64 {
+	pos := p * float64(len(v)-1)
+	i := int(pos)
+	if i+1 >= len(v) {
+		return v[len(v)-1]
 	}
-	return q(0.025), q(0.975)
+	f := pos - float64(i)
+	return v[i]*(1-f) + v[i+1]*f
 }
 
 // normal is the 95% normal interval of a mean from its sums.
@@ -265,11 +310,8 @@ func terms(d *ingest.Dataset, rho, qhat, vhat []float64) *episodeTerms {
 func (t *episodeTerms) weightFigures() (ess float64, nonzero int, wmax float64) {
 	var sw, sw2 float64
 	for k := 0; k < t.K; k++ {
-		w := 1.0
-		for h := range t.H {
-			w *= t.rho[k*t.H+h]
-			wmax = math.Max(wmax, w)
-		}
+		var w float64
+		w, wmax = t.finalWeight(k, wmax)
 		sw += w
 		sw2 += w * w
 		if w > 0 {
@@ -280,4 +322,15 @@ func (t *episodeTerms) weightFigures() (ess float64, nonzero int, wmax float64) 
 		ess = sw * sw / sw2
 	}
 	return ess, nonzero, wmax
+}
+
+// finalWeight is episode k's final importance weight w_H, with wmax
+// raised to the largest of its running weights w_h.
+func (t *episodeTerms) finalWeight(k int, wmax float64) (float64, float64) {
+	w := 1.0
+	for h := range t.H {
+		w *= t.rho[k*t.H+h]
+		wmax = math.Max(wmax, w)
+	}
+	return w, wmax
 }

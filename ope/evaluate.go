@@ -64,10 +64,13 @@ type Result struct {
 }
 
 // Get returns the estimate of the named estimator.
-func (r *Result) Get(name string) *Estimate {
-	for i := range r.Estimates {
-		if r.Estimates[i].Estimator == name {
-			return &r.Estimates[i]
+func (r *Result) Get(name string) *Estimate { return find(r.Estimates, name) }
+
+// find returns the estimate of the named estimator in es, or nil.
+func find(es []Estimate, name string) *Estimate {
+	for i := range es {
+		if es[i].Estimator == name {
+			return &es[i]
 		}
 	}
 	return nil
@@ -77,116 +80,205 @@ func (r *Result) Get(name string) *Estimate {
 // logs d, the ratios rho (Ratios or ColumnRatios) and, for the
 // model-based ones, the target t (nil when only rho is known).
 func Evaluate(ctx context.Context, d *ingest.Dataset, rho []float64, t Target, o Options) (*Result, error) {
-	if err := checkLogs(d); err != nil {
+	if err := checkRatios(d, rho); err != nil {
 		return nil, err
+	}
+	K := d.NumEpisodes()
+	o = o.withDefaults()
+	workers := parallel.Workers(o.Workers)
+	skipped := copyReasons(o.Skipped)
+	qhat, vhat, err := drVariates(ctx, d, t, o, workers, skipped)
+	if err != nil {
+		return nil, err
+	}
+	ests, err := iwEstimates(ctx, terms(d, rho, qhat, vhat), d, o, workers, skipped)
+	if err != nil {
+		return nil, err
+	}
+	mods, err := modelEstimates(t, d, o, skipped)
+	if err != nil {
+		return nil, err
+	}
+	ests = append(ests, mods...)
+	return &Result{Estimates: ests, Recommended: recommend(ests), Episodes: K}, nil
+}
+
+// checkRatios checks that the logs d can be weighted and that rho has one
+// ratio per logged step.
+func checkRatios(d *ingest.Dataset, rho []float64) error {
+	if err := checkLogs(d); err != nil {
+		return err
 	}
 	K, H := d.NumEpisodes(), d.Horizon
 	if len(rho) != K*H {
-		return nil, fmt.Errorf("%w: %d ratios for %d steps", ErrData, len(rho), K*H)
+		return fmt.Errorf("%w: %d ratios for %d steps", ErrData, len(rho), K*H)
 	}
+	return nil
+}
+
+// copyReasons returns a copy of the skipped estimators' reasons (an empty
+// map for nil).
+func copyReasons(skipped map[string]string) map[string]string {
+	out := map[string]string{}
+	for k, v := range skipped {
+		out[k] = v
+	}
+	return out
+}
+
+// withDefaults returns o with the default bootstrap and doubly robust
+// look-ahead bound where they are zero.
+func (o Options) withDefaults() Options {
 	if o.Bootstrap == 0 {
 		o.Bootstrap = DefaultBootstrap
 	}
 	if o.MaxDRSteps == 0 {
 		o.MaxDRSteps = DefaultMaxDRSteps
 	}
-	workers := parallel.Workers(o.Workers)
-	skipped := map[string]string{}
-	for k, v := range o.Skipped {
-		skipped[k] = v
-	}
-	var qhat, vhat []float64
+	return o
+}
+
+// drVariates computes the doubly robust estimators' control variates when
+// the target, both folds' models and the folds are given and the logs have
+// at most o.MaxDRSteps steps; otherwise it records in skipped why the
+// doubly robust estimators are skipped (unless skipped already says so)
+// and returns nil variates.
+func drVariates(ctx context.Context, d *ingest.Dataset, t Target, o Options, workers int, skipped map[string]string) (qhat, vhat []float64, err error) {
+	K, H := d.NumEpisodes(), d.Horizon
 	if t != nil && o.Folds[0] != nil && o.Folds[1] != nil && len(o.Fold) == K {
 		if K*H > o.MaxDRSteps {
 			reason := fmt.Sprintf("skipped: %d logged steps, more than the %d the doubly robust look-ahead is given (each step needs the model's value of its history)", K*H, o.MaxDRSteps)
 			skipped[EstDR], skipped[EstWDR] = reason, reason
-		} else {
-			var err error
-			if qhat, vhat, err = controlVariates(ctx, d, t, o, workers); err != nil {
-				return nil, err
-			}
+			return nil, nil, nil
 		}
-	} else if _, ok := skipped[EstDR]; !ok {
-		reason := "skipped: no model (doubly robust estimation needs the fitted model's values)"
-		if t == nil {
-			reason = "skipped: only the target's probabilities of the logged actions are known, and the doubly robust estimators need them for every action"
-		}
+		return controlVariates(ctx, d, t, o, workers)
+	}
+	if _, ok := skipped[EstDR]; !ok {
+		reason := noDRReason(t)
 		skipped[EstDR], skipped[EstWDR] = reason, reason
 	}
-	tm := terms(d, rho, qhat, vhat)
-	res := &Result{Episodes: K}
-	ests, err := iwEstimates(ctx, tm, d, o, workers, skipped)
-	if err != nil {
-		return nil, err
+	return nil, nil, nil
+}
+
+// noDRReason says why the doubly robust estimators are skipped without the
+// folds' models, or without the target t's probabilities of every action
+// (t nil).
+func noDRReason(t Target) string {
+	if t == nil {
+		return "skipped: only the target's probabilities of the logged actions are known, and the doubly robust estimators need them for every action"
 	}
-	res.Estimates = ests
-	mods, err := modelEstimates(t, d, o, skipped)
-	if err != nil {
-		return nil, err
-	}
-	res.Estimates = append(res.Estimates, mods...)
-	res.Recommended = recommend(res.Estimates)
-	return res, nil
+	return "skipped: no model (doubly robust estimation needs the fitted model's values)"
 }
 
 // iwEstimates are the behaviour's mean and the importance-weighted and
 // doubly robust estimators with their intervals.
 func iwEstimates(ctx context.Context, tm *episodeTerms, d *ingest.Dataset, o Options, workers int, skipped map[string]string) ([]Estimate, error) {
 	all := tm.allSums()
-	point := all.point(tm.H, tm.qhat != nil)
-	var reps map[string][]float64
+	s := iwSet{tm: tm, all: all, point: all.point(tm.H, tm.qhat != nil), note: o.ModelNote}
 	if o.Bootstrap > 0 {
 		var err error
-		if reps, err = tm.bootstrap(ctx, o.Bootstrap, o.Seed, workers); err != nil {
+		if s.reps, err = tm.bootstrap(ctx, o.Bootstrap, o.Seed, workers); err != nil {
 			return nil, err
 		}
 	}
-	ess, nonzero, wmax := tm.weightFigures()
-	lo, hi := d.ReturnRange()
-	H := float64(tm.H)
-	rmin, rmax := minMax(d.Reward)
-	span := wmax * math.Max(hi-lo, H*(rmax-rmin))
+	var wmax float64
+	s.ess, s.nonzero, wmax = tm.weightFigures()
+	s.span = bernsteinSpan(d, tm.H, wmax)
 	var out []Estimate
 	for _, name := range []string{EstBehavior, EstIS, EstWIS, EstPDIS, EstWPDIS, EstDR, EstWDR} {
-		e := Estimate{Estimator: name, Value: math.NaN(), Lower: math.NaN(), Upper: math.NaN(), Interval: IntervalBootstrap,
-			NormalLower: math.NaN(), NormalUpper: math.NaN(), BernsteinLower: math.NaN(), BernsteinUpper: math.NaN(), ESS: ess, Episodes: nonzero}
-		if r, ok := skipped[name]; ok {
-			e.Reason, e.Interval = r, IntervalNone
-			out = append(out, e)
-			continue
-		}
-		e.Value = point[name]
-		if reps != nil {
-			e.Lower, e.Upper = percentile(reps[name])
-		} else {
-			e.Interval = IntervalNormal
-		}
-		switch name {
-		case EstBehavior:
-			e.ESS, e.Episodes = float64(tm.K), tm.K
-			e.NormalLower, e.NormalUpper = normal(all.g, sumSq(tm, returnOf), all.n)
-			e.Reliable = true
-		case EstIS:
-			e.NormalLower, e.NormalUpper = normal(all.is, all.isSq, all.n)
-			e.BernsteinLower, e.BernsteinUpper = bernstein(all.is, all.isSq, all.n, span)
-		case EstPDIS:
-			e.NormalLower, e.NormalUpper = normal(all.pd, all.pdSq, all.n)
-			e.BernsteinLower, e.BernsteinUpper = bernstein(all.pd, all.pdSq, all.n, span)
-		case EstDR:
-			e.NormalLower, e.NormalUpper = normal(all.dr, all.drSq, all.n)
-		}
-		if e.Interval == IntervalNormal {
-			e.Lower, e.Upper = e.NormalLower, e.NormalUpper
-		}
-		if name != EstBehavior {
-			e.Reliable, e.Reason = iwReliability(name, ess, nonzero, e.Value, o.ModelNote)
-			if nonzero == 0 && name != EstDR && name != EstWDR {
-				e.Value, e.Lower, e.Upper = math.NaN(), math.NaN(), math.NaN()
-			}
-		}
-		out = append(out, e)
+		out = append(out, s.estimate(name, skipped))
 	}
 	return out, nil
+}
+
+// bernsteinSpan is the width of the range of the importance-weighted
+// returns for the Bernstein bound: the largest weight wmax times the wider
+// of the logs' return range and H times their reward range.
+func bernsteinSpan(d *ingest.Dataset, H int, wmax float64) float64 {
+	lo, hi := d.ReturnRange()
+	h := float64(H)
+	rmin, rmax := minMax(d.Reward)
+	return wmax * math.Max(hi-lo, h*(rmax-rmin))
+}
+
+// iwSet is what the importance-weighted estimates draw on: the episodes'
+// terms and their sums, the point estimates, the bootstrap replicates (nil
+// without a bootstrap), the weights' effective sample size, the episodes
+// with a nonzero final weight, the span of the Bernstein bound and the
+// models' note.
+type iwSet struct {
+	tm      *episodeTerms
+	all     *sums
+	point   map[string]float64
+	reps    map[string][]float64
+	ess     float64
+	nonzero int
+	span    float64
+	note    string
+}
+
+// blank is the named estimator's estimate before any figure: every value
+// and bound NaN, with the interval kind and the effective sample size ess.
+func blank(name, interval string, ess float64) Estimate {
+	return Estimate{Estimator: name, Value: math.NaN(), Lower: math.NaN(), Upper: math.NaN(), Interval: interval,
+		NormalLower: math.NaN(), NormalUpper: math.NaN(), BernsteinLower: math.NaN(), BernsteinUpper: math.NaN(), ESS: ess}
+}
+
+// estimate is the named estimator's figures with their intervals and
+// reliability, or its reason when skipped lists it.
+func (s *iwSet) estimate(name string, skipped map[string]string) Estimate {
+	e := blank(name, IntervalBootstrap, s.ess)
+	e.Episodes = s.nonzero
+	if r, ok := skipped[name]; ok {
+		e.Reason, e.Interval = r, IntervalNone
+		return e
+	}
+	e.Value = s.point[name]
+	if s.reps != nil {
+		e.Lower, e.Upper = percentile(s.reps[name])
+	} else {
+		e.Interval = IntervalNormal
+	}
+	s.bounds(&e)
+	if e.Interval == IntervalNormal {
+		e.Lower, e.Upper = e.NormalLower, e.NormalUpper
+	}
+	if name != EstBehavior {
+		s.reliability(&e)
+	}
+	return e
+}
+
+// reliability says whether the importance-weighted estimate e can be
+// relied on, and why not; without an episode that follows the policy to
+// the end, only the doubly robust estimators keep a value.
+func (s *iwSet) reliability(e *Estimate) {
+	name := e.Estimator
+	e.Reliable, e.Reason = iwReliability(name, s.ess, s.nonzero, e.Value, s.note)
+	if s.nonzero == 0 && name != EstDR && name != EstWDR {
+		e.Value, e.Lower, e.Upper = math.NaN(), math.NaN(), math.NaN()
+	}
+}
+
+// bounds sets the normal and Bernstein bounds of the estimators that have
+// them; the behaviour's mean also gets every episode as its sample and is
+// reliable.
+func (s *iwSet) bounds(e *Estimate) {
+	all, tm := s.all, s.tm
+	switch e.Estimator {
+	case EstBehavior:
+		e.ESS, e.Episodes = float64(tm.K), tm.K
+		e.NormalLower, e.NormalUpper = normal(all.g, sumSq(tm, returnOf), all.n)
+		e.Reliable = true
+	case EstIS:
+		e.NormalLower, e.NormalUpper = normal(all.is, all.isSq, all.n)
+		e.BernsteinLower, e.BernsteinUpper = bernstein(all.is, all.isSq, all.n, s.span)
+	case EstPDIS:
+		e.NormalLower, e.NormalUpper = normal(all.pd, all.pdSq, all.n)
+		e.BernsteinLower, e.BernsteinUpper = bernstein(all.pd, all.pdSq, all.n, s.span)
+	case EstDR:
+		e.NormalLower, e.NormalUpper = normal(all.dr, all.drSq, all.n)
+	}
 }
 
 // iwReliability says whether an importance-weighted figure can be relied
@@ -217,22 +309,7 @@ func withNote(n string) string {
 
 // modelEstimates are the model's value of the target and its lower bound.
 func modelEstimates(t Target, d *ingest.Dataset, o Options, skipped map[string]string) ([]Estimate, error) {
-	var out []Estimate
-	for _, name := range []string{EstModel, EstModelLCB} {
-		e := Estimate{Estimator: name, Value: math.NaN(), Lower: math.NaN(), Upper: math.NaN(), Interval: IntervalNone,
-			NormalLower: math.NaN(), NormalUpper: math.NaN(), BernsteinLower: math.NaN(), BernsteinUpper: math.NaN(), ESS: math.NaN()}
-		switch {
-		case skipped[name] != "":
-			e.Reason = skipped[name]
-		case t == nil:
-			e.Reason = "skipped: only the target's probabilities of the logged actions are known, and the model needs them for every action"
-		case o.Model == nil:
-			e.Reason = "skipped: no model"
-		case name == EstModelLCB && o.Bonus == nil:
-			e.Reason = "skipped: no bonus"
-		}
-		out = append(out, e)
-	}
+	out := modelSkips(t, o, skipped)
 	if out[0].Reason != "" {
 		return out, nil
 	}
@@ -245,12 +322,47 @@ func modelEstimates(t Target, d *ingest.Dataset, o Options, skipped map[string]s
 	note := "rests on the fitted model alone" + withNote(o.ModelNote)
 	out[0].Value, out[0].Reliable, out[0].Reason = val, true, note
 	if out[1].Reason == "" {
-		span := o.Model.ReturnMax - o.Model.ReturnMin
-		out[1].Value = val - bon*span
-		out[1].Reliable = true
-		out[1].Reason = fmt.Sprintf("the model's value minus its expected bonus at α = %.3g (%.4g in your units)", o.Bonus.Alpha, bon*span)
+		lowerBound(&out[1], val, bon, o)
 	}
 	return out, nil
+}
+
+// lowerBound sets the model's lower bound e from its value val and the
+// expected bonus bon (on the paper's [0,1] scale, rescaled to the model's
+// return range).
+func lowerBound(e *Estimate, val, bon float64, o Options) {
+	span := o.Model.ReturnMax - o.Model.ReturnMin
+	e.Value = val - bon*span
+	e.Reliable = true
+	e.Reason = fmt.Sprintf("the model's value minus its expected bonus at α = %.3g (%.4g in your units)", o.Bonus.Alpha, bon*span)
+}
+
+// modelSkips are the model's value and lower bound without figures, each
+// with the reason it is skipped, if any.
+func modelSkips(t Target, o Options, skipped map[string]string) []Estimate {
+	var out []Estimate
+	for _, name := range []string{EstModel, EstModelLCB} {
+		e := blank(name, IntervalNone, math.NaN())
+		e.Reason = modelSkipReason(name, t, o, skipped)
+		out = append(out, e)
+	}
+	return out
+}
+
+// modelSkipReason says why the named model-based estimator is skipped, or
+// "" when it is not.
+func modelSkipReason(name string, t Target, o Options, skipped map[string]string) string {
+	switch {
+	case skipped[name] != "":
+		return skipped[name]
+	case t == nil:
+		return "skipped: only the target's probabilities of the logged actions are known, and the model needs them for every action"
+	case o.Model == nil:
+		return "skipped: no model"
+	case name == EstModelLCB && o.Bonus == nil:
+		return "skipped: no bonus"
+	}
+	return ""
 }
 
 // recommendOrder is the order in which the summary prefers the estimators
@@ -270,24 +382,20 @@ var recommendOrder = []string{EstWPDIS, EstWIS, EstPDIS, EstDR, EstIS, EstWDR}
 // reliable one of recommendOrder, else the model's value, else the first
 // with a value.
 func recommend(es []Estimate) string {
-	get := func(n string) *Estimate {
-		for i := range es {
-			if es[i].Estimator == n {
-				return &es[i]
-			}
-		}
-		return nil
+	if n := firstWith(es, func(e *Estimate) bool { return e.Reliable && !math.IsNaN(e.Value) }); n != "" {
+		return n
 	}
-	for _, n := range recommendOrder {
-		if e := get(n); e != nil && e.Reliable && !math.IsNaN(e.Value) {
-			return n
-		}
-	}
-	if e := get(EstModel); e != nil && !math.IsNaN(e.Value) {
+	if e := find(es, EstModel); e != nil && !math.IsNaN(e.Value) {
 		return EstModel
 	}
+	return firstWith(es, func(e *Estimate) bool { return !math.IsNaN(e.Value) })
+}
+
+// firstWith is the first estimator of recommendOrder whose estimate in es
+// satisfies ok, else "".
+func firstWith(es []Estimate, ok func(*Estimate) bool) string {
 	for _, n := range recommendOrder {
-		if e := get(n); e != nil && !math.IsNaN(e.Value) {
+		if e := find(es, n); e != nil && ok(e) {
 			return n
 		}
 	}
@@ -326,13 +434,7 @@ func sumSq(t *episodeTerms, f func(*episodeTerms, int) float64) float64 {
 func controlVariates(ctx context.Context, d *ingest.Dataset, t Target, o Options, workers int) (qhat, vhat []float64, err error) {
 	K, H := d.NumEpisodes(), d.Horizon
 	qhat, vhat = make([]float64, K*H), make([]float64, K*H)
-	endObs, endAct := endCodes(d)
-	var vals [2]*valuer
-	var memos [2]*memo
-	for f := range 2 {
-		vals[f] = newValuer(o.Folds[f], t, nil, endObs, endAct, o.Seed+uint64(f)+1)
-		memos[f] = &memo{m: map[string]stats{}}
-	}
+	vals, memos := foldValuers(d, t, o)
 	err = forBlocks(ctx, K, workers, func(k0, k1 int) error {
 		for k := k0; k < k1; k++ {
 			if err := ctx.Err(); err != nil {
@@ -348,46 +450,90 @@ func controlVariates(ctx context.Context, d *ingest.Dataset, t Target, o Options
 	return qhat, vhat, err
 }
 
+// foldValuers are the valuers of the target t under the two folds'
+// models, each seeded apart, and their memos.
+func foldValuers(d *ingest.Dataset, t Target, o Options) (vals [2]*valuer, memos [2]*memo) {
+	endObs, endAct := endCodes(d)
+	for f := range 2 {
+		vals[f] = newValuer(o.Folds[f], t, nil, endObs, endAct, o.Seed+uint64(f)+1)
+		memos[f] = &memo{m: map[string]stats{}}
+	}
+	return vals, memos
+}
+
 // episodeVariates follows episode k with the model's filter and the
 // target, and stores the values of each logged history.
 func episodeVariates(d *ingest.Dataset, k int, v *valuer, c *memo, qhat, vhat []float64) error {
-	H, S, A := d.Horizon, v.S, v.A
-	m := v.m
-	b, pred := make([]float64, S), make([]float64, S)
-	p := make([]float64, A)
-	f := v.t.Follow()
-	var key strings.Builder
+	H := d.Horizon
+	w := &episodeWalk{v: v, c: c, b: make([]float64, v.S), pred: make([]float64, v.S), p: make([]float64, v.A), f: v.t.Follow()}
 	prev := -1
 	for h := 0; h < H; h++ {
 		i := k*H + h
 		o, a := int(d.Obs[i]), int(d.Act[i])
-		if h == 0 {
-			m.Prior(b)
-			m.ObserveFirst(b, o)
-		} else {
-			m.Predict(h, b, prev, pred)
-			if m.Correct(h, pred, prev, o, b) == 0 {
-				return nil // a history the model deems impossible: no control variate
-			}
-		}
-		if err := f.Next(prev, o, p); err != nil {
+		st, done, err := w.step(h, prev, o)
+		if err != nil || done {
 			return err
-		}
-		fmt.Fprintf(&key, "%d,%d;", prev, o)
-		if o == v.endObs {
-			return nil // the rest is padding: no reward to predict
-		}
-		st, ok := c.get(key.String())
-		if !ok {
-			var err error
-			n := node{h: h + 1, b: append([]float64(nil), b...), f: f.Clone(), p: append([]float64(nil), p...)}
-			if st, err = v.value(n, key.String()); err != nil {
-				return err
-			}
-			c.put(key.String(), st)
 		}
 		vhat[i], qhat[i] = st.v, st.q[a]
 		prev = a
 	}
 	return nil
+}
+
+// episodeWalk is episodeVariates' state along one episode: the model's
+// belief (and a buffer for its prediction), the target's follower and its
+// probabilities, and the memo key of the history so far.
+type episodeWalk struct {
+	v          *valuer
+	c          *memo
+	b, pred, p []float64
+	f          Follower
+	key        strings.Builder
+}
+
+// step reads the logged observation o of step h (0-based) after the action
+// prev and returns the values of the history so far; done when the rest of
+// the episode has no control variate.
+func (w *episodeWalk) step(h, prev, o int) (st stats, done bool, err error) {
+	if !w.filter(h, prev, o) {
+		return stats{}, true, nil // a history the model deems impossible: no control variate
+	}
+	if err := w.f.Next(prev, o, w.p); err != nil {
+		return stats{}, true, err
+	}
+	fmt.Fprintf(&w.key, "%d,%d;", prev, o)
+	if o == w.v.endObs {
+		return stats{}, true, nil // the rest is padding: no reward to predict
+	}
+	st, err = w.values(h)
+	return st, false, err
+}
+
+// filter updates the belief with the action prev and the observation o of
+// step h; false when the model gives o probability zero.
+func (w *episodeWalk) filter(h, prev, o int) bool {
+	m := w.v.m
+	if h == 0 {
+		m.Prior(w.b)
+		m.ObserveFirst(w.b, o)
+		return true
+	}
+	m.Predict(h, w.b, prev, w.pred)
+	return m.Correct(h, w.pred, prev, o, w.b) != 0
+}
+
+// values returns the stats of the history so far from the memo, or
+// computes and memoises them.
+func (w *episodeWalk) values(h int) (stats, error) {
+	key := w.key.String()
+	if st, ok := w.c.get(key); ok {
+		return st, nil
+	}
+	n := node{h: h + 1, b: append([]float64(nil), w.b...), f: w.f.Clone(), p: append([]float64(nil), w.p...)}
+	st, err := w.v.value(n, key)
+	if err != nil {
+		return stats{}, err
+	}
+	w.c.put(key, st)
+	return st, nil
 }

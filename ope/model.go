@@ -99,59 +99,108 @@ func (v *valuer) value(n node, key string) (stats, error) {
 // exact is the look-ahead over every action of positive probability and
 // every observation.
 func (v *valuer) exact(n node) (stats, error) {
-	m, S := v.m, v.S
 	st := stats{q: make([]float64, v.A)}
-	pred, next := make([]float64, S), make([]float64, S)
-	feat := v.featureBuf(n.h)
+	buf := lookBufs{pred: make([]float64, v.S), next: make([]float64, v.S), feat: v.featureBuf(n.h)}
 	for a, pa := range n.p {
 		if pa == 0 {
 			continue
 		}
-		q := m.ExpectedReward(n.h, n.b, a)
-		sum := n.sum
-		if n.h == v.H {
-			st.q[a] = q
-			st.v += pa * q
-			if v.bonus != nil {
-				st.bonus += pa * v.bonus.Value(sum)
-			}
-			continue
+		if err := v.exactAction(n, a, pa, &st, buf); err != nil {
+			return stats{}, err
 		}
-		m.Predict(n.h, n.b, a, pred)
-		if v.bonus != nil {
-			fz, err := v.fz()
-			if err != nil {
-				return stats{}, err
-			}
-			fz.Feature(n.h, pred, a, feat)
-			sum += v.bonus.StepNorm2(n.h, feat)
-		}
-		var bon float64
-		for o := 0; o < v.O; o++ {
-			z := m.Correct(n.h, pred, a, o, next)
-			if z == 0 {
-				continue
-			}
-			child := node{h: n.h + 1, b: append([]float64(nil), next...), f: n.f.Clone(), p: make([]float64, v.A), sum: sum}
-			if err := child.f.Next(a, o, child.p); err != nil {
-				return stats{}, err
-			}
-			if o == v.endObs && v.endAct >= 0 {
-				clear(child.p)
-				child.p[v.endAct] = 1
-			}
-			cs, err := v.exact(child)
-			if err != nil {
-				return stats{}, err
-			}
-			q += z * cs.v
-			bon += z * cs.bonus
-		}
-		st.q[a] = q
-		st.v += pa * q
-		st.bonus += pa * bon
 	}
 	return st, nil
+}
+
+// lookBufs are the buffers of one node's exact look-ahead: the
+// prediction, the next belief and the bonus features.
+type lookBufs struct {
+	pred, next, feat []float64
+}
+
+// exactAction adds to st the share of action a, of probability pa at the
+// node n: Q̂(a) is its expected reward plus, before the last step, the
+// values of the children after it.
+func (v *valuer) exactAction(n node, a int, pa float64, st *stats, buf lookBufs) error {
+	q := v.m.ExpectedReward(n.h, n.b, a)
+	if n.h == v.H {
+		st.q[a] = q
+		st.v += pa * q
+		if v.bonus != nil {
+			st.bonus += pa * v.bonus.Value(n.sum)
+		}
+		return nil
+	}
+	q, bon, err := v.exactAfter(n, a, q, buf)
+	if err != nil {
+		return err
+	}
+	st.q[a] = q
+	st.v += pa * q
+	st.bonus += pa * bon
+	return nil
+}
+
+// exactAfter adds to q, the expected reward of action a at the node n
+// (before the last step), the probability-weighted values of the node's
+// children after a, and returns it with their expected bonus at the end.
+func (v *valuer) exactAfter(n node, a int, q float64, buf lookBufs) (float64, float64, error) {
+	m, pred, next := v.m, buf.pred, buf.next
+	m.Predict(n.h, n.b, a, pred)
+	sum, err := v.addBonus(n.h, n.sum, pred, a, buf.feat)
+	if err != nil {
+		return 0, 0, err
+	}
+	var bon float64
+	for o := 0; o < v.O; o++ {
+		z := m.Correct(n.h, pred, a, o, next)
+		if z == 0 {
+			continue
+		}
+		cs, err := v.childStats(n, a, o, next, sum)
+		if err != nil {
+			return 0, 0, err
+		}
+		q += z * cs.v
+		bon += z * cs.bonus
+	}
+	return q, bon, nil
+}
+
+// addBonus returns the running bonus sum plus the bonus's term of step h
+// for the prediction pred after action a (feat is a buffer); without a
+// bonus, sum itself.
+func (v *valuer) addBonus(h int, sum float64, pred []float64, a int, feat []float64) (float64, error) {
+	if v.bonus == nil {
+		return sum, nil
+	}
+	fz, err := v.fz()
+	if err != nil {
+		return 0, err
+	}
+	fz.Feature(h, pred, a, feat)
+	return sum + v.bonus.StepNorm2(h, feat), nil
+}
+
+// childStats is the exact look-ahead from the node after action a and
+// observation o from n, with the belief next (copied) and the running
+// bonus sum sum.
+func (v *valuer) childStats(n node, a, o int, next []float64, sum float64) (stats, error) {
+	c := node{h: n.h + 1, b: append([]float64(nil), next...), f: n.f.Clone(), p: make([]float64, v.A), sum: sum}
+	if err := c.f.Next(a, o, c.p); err != nil {
+		return stats{}, err
+	}
+	v.forceEnd(o, c.p)
+	return v.exact(c)
+}
+
+// forceEnd makes π_e (p) take the end action for certain after the end
+// observation o, when the logs have one.
+func (v *valuer) forceEnd(o int, p []float64) {
+	if o == v.endObs && v.endAct >= 0 {
+		clear(p)
+		p[v.endAct] = 1
+	}
 }
 
 // monteCarlo estimates the node's stats from rollouts: a hidden state
@@ -159,9 +208,7 @@ func (v *valuer) exact(n node) (stats, error) {
 // the model, the expected reward of each step, and the belief filtered
 // along (for the bonus and π_e's own history).
 func (v *valuer) monteCarlo(n node, key string) (stats, error) {
-	h := fnv.New64a()
-	h.Write([]byte(key))
-	rng := rand.New(rand.NewPCG(v.seed, h.Sum64()))
+	rng := v.rng(key)
 	st := stats{q: make([]float64, v.A)}
 	cnt := make([]float64, v.A)
 	for range v.rollouts {
@@ -174,7 +221,23 @@ func (v *valuer) monteCarlo(n node, key string) (stats, error) {
 		st.q[a] += g
 		cnt[a]++
 	}
-	N := float64(v.rollouts)
+	st.mean(float64(v.rollouts), cnt)
+	return st, nil
+}
+
+// rng is the random stream of the rollouts from the history key: seeded by
+// the valuer's seed and the key's hash, so a value does not depend on
+// which worker computes it.
+func (v *valuer) rng(key string) *rand.Rand {
+	h := fnv.New64a()
+	h.Write([]byte(key))
+	return rand.New(rand.NewPCG(v.seed, h.Sum64()))
+}
+
+// mean turns the sums of N rollouts into means: of the return and the
+// bonus over all of them, of Q̂ per action over the cnt[a] rollouts that
+// began with a.
+func (st *stats) mean(N float64, cnt []float64) {
 	st.v /= N
 	st.bonus /= N
 	for a := range st.q {
@@ -182,56 +245,80 @@ func (v *valuer) monteCarlo(n node, key string) (stats, error) {
 			st.q[a] /= cnt[a]
 		}
 	}
-	return st, nil
 }
 
 // rollout simulates one trajectory from the node and returns its first
 // action, its return from the node on and its bonus at the end.
 func (v *valuer) rollout(n node, rng *rand.Rand) (first int, ret, bon float64, err error) {
-	m, S := v.m, v.S
 	s := categorical.Draw(rng, n.b)
-	b := append([]float64(nil), n.b...)
-	p := append([]float64(nil), n.p...)
-	f := n.f.Clone()
-	pred, next := make([]float64, S), make([]float64, S)
-	feat := v.featureBuf(n.h)
-	sum := n.sum
+	r := v.newRollState(n)
 	for h := n.h; ; h++ {
-		a := categorical.Draw(rng, p)
+		a := categorical.Draw(rng, r.p)
 		if h == n.h {
 			first = a
 		}
-		t := m.Table(h)
-		s2 := categorical.Draw(rng, m.Trans[t][(a*S+s)*S:(a*S+s+1)*S])
-		o := categorical.Draw(rng, m.EmitOf(t, a)[s2*v.O:(s2+1)*v.O])
-		ret += m.ExpectedRewardOf(t, s, a, s2, o)
+		s2, o, rew := v.draw(rng, h, s, a)
+		ret += rew
 		if h == v.H {
 			break
 		}
-		m.Predict(h, b, a, pred)
-		if v.bonus != nil {
-			fz, err := v.fz()
-			if err != nil {
-				return 0, 0, 0, err
-			}
-			fz.Feature(h, pred, a, feat)
-			sum += v.bonus.StepNorm2(h, feat)
-		}
-		m.Correct(h, pred, a, o, next)
-		b, next = next, b
-		if err := f.Next(a, o, p); err != nil {
+		if err := v.advance(r, h, a, o); err != nil {
 			return 0, 0, 0, err
-		}
-		if o == v.endObs && v.endAct >= 0 {
-			clear(p)
-			p[v.endAct] = 1
 		}
 		s = s2
 	}
 	if v.bonus != nil {
-		bon = v.bonus.Value(sum)
+		bon = v.bonus.Value(r.sum)
 	}
 	return first, ret, bon, nil
+}
+
+// rollState is a rollout's filter state: the belief and π_e's
+// probabilities with its follower, buffers for the prediction, the next
+// belief and the bonus features, and the running bonus sum.
+type rollState struct {
+	b, p, pred, next, feat []float64
+	f                      Follower
+	sum                    float64
+}
+
+// newRollState is the filter state of a rollout from the node n: copies
+// of its belief, π_e and follower, and its running bonus sum.
+func (v *valuer) newRollState(n node) *rollState {
+	return &rollState{
+		b: append([]float64(nil), n.b...), p: append([]float64(nil), n.p...), f: n.f.Clone(),
+		pred: make([]float64, v.S), next: make([]float64, v.S), feat: v.featureBuf(n.h), sum: n.sum,
+	}
+}
+
+// draw draws the next state and the observation after action a in state s
+// at step h from the model, and returns them with the step's expected
+// reward.
+func (v *valuer) draw(rng *rand.Rand, h, s, a int) (s2, o int, rew float64) {
+	m, S := v.m, v.S
+	t := m.Table(h)
+	s2 = categorical.Draw(rng, m.Trans[t][(a*S+s)*S:(a*S+s+1)*S])
+	o = categorical.Draw(rng, m.EmitOf(t, a)[s2*v.O:(s2+1)*v.O])
+	return s2, o, m.ExpectedRewardOf(t, s, a, s2, o)
+}
+
+// advance filters the rollout's belief with action a and observation o of
+// step h, adds the step's bonus term and moves π_e on.
+func (v *valuer) advance(r *rollState, h, a, o int) error {
+	m := v.m
+	m.Predict(h, r.b, a, r.pred)
+	sum, err := v.addBonus(h, r.sum, r.pred, a, r.feat)
+	if err != nil {
+		return err
+	}
+	r.sum = sum
+	m.Correct(h, r.pred, a, o, r.next)
+	r.b, r.next = r.next, r.b
+	if err := r.f.Next(a, o, r.p); err != nil {
+		return err
+	}
+	v.forceEnd(o, r.p)
+	return nil
 }
 
 // fz is a featurizer for the bonus; one per call is cheap next to a
@@ -263,14 +350,7 @@ func (v *valuer) root() (val, bon float64, err error) {
 		if po == 0 {
 			continue
 		}
-		b := make([]float64, v.S)
-		v.m.Prior(b)
-		v.m.ObserveFirst(b, o)
-		n := node{h: 1, b: b, f: v.t.Follow(), p: make([]float64, v.A), sum: sum}
-		if err := n.f.Next(-1, o, n.p); err != nil {
-			return 0, 0, err
-		}
-		st, err := v.value(n, "root\x00"+string(rune(o)))
+		st, err := v.rootValue(o, sum)
 		if err != nil {
 			return 0, 0, err
 		}
@@ -278,6 +358,19 @@ func (v *valuer) root() (val, bon float64, err error) {
 		bon += po * st.bonus
 	}
 	return val, bon, nil
+}
+
+// rootValue is the stats of the history of the first observation o alone,
+// with the bonus's root term sum.
+func (v *valuer) rootValue(o int, sum float64) (stats, error) {
+	b := make([]float64, v.S)
+	v.m.Prior(b)
+	v.m.ObserveFirst(b, o)
+	n := node{h: 1, b: b, f: v.t.Follow(), p: make([]float64, v.A), sum: sum}
+	if err := n.f.Next(-1, o, n.p); err != nil {
+		return stats{}, err
+	}
+	return v.value(n, "root\x00"+string(rune(o)))
 }
 
 // memo caches the stats of the logged histories (Q̂ and V̂ of the doubly

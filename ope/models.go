@@ -36,46 +36,77 @@ func FitModels(ctx context.Context, d *ingest.Dataset, start *estimate.Model, eo
 		return nil, fmt.Errorf("%w: %d episodes, too few to fit a model on each half (at least %d)", ErrData, K, 2*H)
 	}
 	ms := &Models{}
+	var err error
+	if ms.All, ms.Note, err = fitAll(ctx, d, start, eo); err != nil {
+		return nil, err
+	}
+	if err := ms.fitHalves(ctx, d, eo); err != nil {
+		return nil, err
+	}
+	if ms.Bonus, err = bonusOf(ctx, ms.All, d, eo, alpha); err != nil {
+		return nil, err
+	}
+	return ms, nil
+}
+
+// bonusOf is the bonus of eq. (6) of the model m of the logs d at alpha,
+// built on eo's seeded split of the episodes.
+func bonusOf(ctx context.Context, m *estimate.Model, d *ingest.Dataset, eo estimate.Options, alpha float64) (*pessimism.Bonus, error) {
+	splits, err := split.Split(d.NumEpisodes(), d.Horizon, eo.Seed)
+	if err != nil {
+		return nil, err
+	}
+	b, err := pessimism.Build(ctx, m, d, splits, pessimism.Options{Workers: eo.Workers})
+	if err != nil {
+		return nil, err
+	}
+	return b.WithAlpha(alpha), nil
+}
+
+// fitAll returns the model of every episode, start when given (checked
+// against d's vocabularies) else fitted with eo, and the note saying how
+// the models are fitted.
+func fitAll(ctx context.Context, d *ingest.Dataset, start *estimate.Model, eo estimate.Options) (*estimate.Model, string, error) {
 	if start != nil {
 		if !slices.Equal(start.ObsVocab, d.ObsVocab) || !slices.Equal(start.ActVocab, d.ActVocab) {
-			return nil, fmt.Errorf("%w: the model's observations and actions are not the logs' (fit it on these logs)", ErrData)
+			return nil, "", fmt.Errorf("%w: the model's observations and actions are not the logs' (fit it on these logs)", ErrData)
 		}
-		ms.All = start
-		ms.Note = fmt.Sprintf("the given model of rank %d; the halves' models warm-started from it", start.States)
-	} else {
-		all, err := fitOn(ctx, d, eo, nil)
-		if err != nil {
-			return nil, err
-		}
-		ms.All = all
-		ms.Note = fmt.Sprintf("models of rank %d fitted on all episodes and on each half", all.States)
+		return start, fmt.Sprintf("the given model of rank %d; the halves' models warm-started from it", start.States), nil
 	}
-	perm := split.Permutation(K, eo.Seed^0x0fe)
-	ms.Fold = make([]int, K)
+	all, err := fitOn(ctx, d, eo, nil)
+	if err != nil {
+		return nil, "", err
+	}
+	return all, fmt.Sprintf("models of rank %d fitted on all episodes and on each half", all.States), nil
+}
+
+// fitHalves splits the episodes of d in two halves by a seeded
+// permutation and fits one model on each, warm-started from ms.All.
+func (ms *Models) fitHalves(ctx context.Context, d *ingest.Dataset, eo estimate.Options) error {
 	var halves [2][]int
-	for i, k := range perm {
-		f := i % 2
-		ms.Fold[k] = f
-		halves[f] = append(halves[f], k)
-	}
+	ms.Fold, halves = splitHalves(d.NumEpisodes(), eo.Seed)
 	for f := range 2 {
 		slices.Sort(halves[f])
 		m, err := fitOn(ctx, d.Subset(halves[f]), eo, ms.All)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		ms.Folds[f] = m
 	}
-	splits, err := split.Split(K, H, eo.Seed)
-	if err != nil {
-		return nil, err
+	return nil
+}
+
+// splitHalves deals K episodes, in a permutation seeded by seed, into two
+// halves: the half of each episode and the episodes of each half.
+func splitHalves(K int, seed uint64) (fold []int, halves [2][]int) {
+	perm := split.Permutation(K, seed^0x0fe)
+	fold = make([]int, K)
+	for i, k := range perm {
+		f := i % 2
+		fold[k] = f
+		halves[f] = append(halves[f], k)
 	}
-	b, err := pessimism.Build(ctx, ms.All, d, splits, pessimism.Options{Workers: eo.Workers})
-	if err != nil {
-		return nil, err
-	}
-	ms.Bonus = b.WithAlpha(alpha)
-	return ms, nil
+	return fold, halves
 }
 
 // fitOn fits a model on d: warm-started from start when its reward

@@ -20,13 +20,19 @@ func ReadTarget(path string, d *ingest.Dataset) (Target, error) {
 		return nil, err
 	}
 	if tree {
-		pol, _, err := policy.ReadFile(file)
-		if err != nil {
-			return nil, err
-		}
-		return NewTreeTarget(pol, d)
+		return readTreeTarget(file, d)
 	}
 	return ReadTable(file, d)
+}
+
+// readTreeTarget reads the psrlcb policy table file as a target for the
+// logs d.
+func readTreeTarget(file string, d *ingest.Dataset) (Target, error) {
+	pol, _, err := policy.ReadFile(file)
+	if err != nil {
+		return nil, err
+	}
+	return NewTreeTarget(pol, d)
 }
 
 // CheckTarget reads the policy at path as ReadTarget would, without logs
@@ -41,39 +47,53 @@ func CheckTarget(path string) error {
 		_, _, err = policy.ReadFile(file)
 		return err
 	}
-	if strings.EqualFold(filepath.Ext(file), ".parquet") {
-		_, err = readTableParquet(file)
-	} else {
-		_, err = readTableArrow(file)
-	}
+	_, err = readTableRows(file)
 	return err
 }
 
 // targetKind resolves a run directory to its policy.arrow and says
 // whether the file is a psrlcb policy table (else a stochastic one).
 func targetKind(path string) (file string, tree bool, err error) {
-	file = path
-	st, err := os.Stat(path)
-	if err != nil {
+	if file, err = policyFile(path); err != nil {
 		return "", false, err
-	}
-	if st.IsDir() {
-		file = filepath.Join(path, policy.FileName)
 	}
 	if strings.EqualFold(filepath.Ext(file), ".parquet") {
 		return file, false, nil
 	}
+	tree, err = isPolicyTree(file)
+	if err != nil {
+		return "", false, err
+	}
+	return file, tree, nil
+}
+
+// policyFile resolves a run directory to its policy.arrow; any other path
+// is the file itself.
+func policyFile(path string) (string, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return "", err
+	}
+	if st.IsDir() {
+		return filepath.Join(path, policy.FileName), nil
+	}
+	return path, nil
+}
+
+// isPolicyTree says whether the Arrow file is a psrlcb policy table: its
+// metadata says so, or it has a node column.
+func isPolicyTree(file string) (bool, error) {
 	t, err := arrowio.ReadArrow(file)
 	if err != nil {
-		return "", false, fmt.Errorf("%w: %s: %v", ErrTarget, file, err)
+		return false, fmt.Errorf("%w: %s: %v", ErrTarget, file, err)
 	}
 	if t.Meta["psrlcb.table"] == "policy" {
-		return file, true, nil
+		return true, nil
 	}
 	for _, c := range t.Columns {
 		if c.Name == "node" {
-			return file, true, nil
+			return true, nil
 		}
 	}
-	return file, false, nil
+	return false, nil
 }

@@ -63,61 +63,93 @@ type tableRow struct {
 // action and observation it names must be the logs' (after the history's
 // symbols), every group must sum to one. Errors name the file and row.
 func ReadTable(path string, d *ingest.Dataset) (*TableTarget, error) {
-	var rows []tableRow
-	var err error
-	if strings.EqualFold(filepath.Ext(path), ".parquet") {
-		rows, err = readTableParquet(path)
-	} else {
-		rows, err = readTableArrow(path)
-	}
+	rows, err := readTableRows(path)
 	if err != nil {
 		return nil, err
 	}
 	return newTableTarget(path, rows, d)
 }
 
+// readTableRows reads the rows of a policy table: Parquet by the
+// extension .parquet, else Arrow IPC.
+func readTableRows(path string) ([]tableRow, error) {
+	if strings.EqualFold(filepath.Ext(path), ".parquet") {
+		return readTableParquet(path)
+	}
+	return readTableArrow(path)
+}
+
+// readTableArrow reads the rows of a policy table stored as an Arrow IPC
+// file.
 func readTableArrow(path string) ([]tableRow, error) {
 	t, err := arrowio.ReadArrow(path)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: %v", ErrTarget, path, err)
 	}
-	col := func(name string) *arrowio.Column {
-		for i := range t.Columns {
-			if t.Columns[i].Name == name {
-				return &t.Columns[i]
-			}
-		}
-		return nil
+	c := arrowTable{
+		path: path, obs: column(t, "observation"), act: column(t, "action"), prob: column(t, "probability"),
+		step: column(t, "step"), hist: column(t, "history"),
 	}
-	obs, act, prob := col("observation"), col("action"), col("probability")
-	if obs == nil || obs.String == nil || act == nil || act.String == nil || prob == nil || prob.Float64 == nil {
+	if c.obs == nil || c.obs.String == nil || c.act == nil || c.act.String == nil || c.prob == nil || c.prob.Float64 == nil {
 		return nil, fmt.Errorf("%w: %s: a policy table needs string columns observation and action and a double column probability", ErrTarget, path)
 	}
-	step, hist := col("step"), col("history")
 	rows := make([]tableRow, t.Rows())
 	for i := range rows {
-		r := tableRow{line: i + 1, history: Wildcard, obs: obs.String[i], action: act.String[i], prob: prob.Float64[i]}
-		if step != nil {
-			switch {
-			case step.Int64 != nil:
-				r.step = int(step.Int64[i])
-			case step.Int32 != nil:
-				r.step = int(step.Int32[i])
-			default:
-				return nil, fmt.Errorf("%w: %s: column step must be an integer", ErrTarget, path)
-			}
+		if rows[i], err = c.row(i); err != nil {
+			return nil, err
 		}
-		if hist != nil {
-			if hist.String == nil {
-				return nil, fmt.Errorf("%w: %s: column history must be a string", ErrTarget, path)
-			}
-			r.history = hist.String[i]
-		}
-		rows[i] = r
 	}
 	return rows, nil
 }
 
+// column returns the column of t called name, or nil.
+func column(t arrowio.Table, name string) *arrowio.Column {
+	for i := range t.Columns {
+		if t.Columns[i].Name == name {
+			return &t.Columns[i]
+		}
+	}
+	return nil
+}
+
+// arrowTable holds the columns of a policy table read from the Arrow file
+// path; step and hist are nil when absent.
+type arrowTable struct {
+	path                       string
+	obs, act, prob, step, hist *arrowio.Column
+}
+
+// row returns row i (0-based) of the table.
+func (c arrowTable) row(i int) (tableRow, error) {
+	r := tableRow{line: i + 1, history: Wildcard, obs: c.obs.String[i], action: c.act.String[i], prob: c.prob.Float64[i]}
+	if c.step != nil {
+		var err error
+		if r.step, err = c.stepAt(i); err != nil {
+			return r, err
+		}
+	}
+	if c.hist != nil {
+		if c.hist.String == nil {
+			return r, fmt.Errorf("%w: %s: column history must be a string", ErrTarget, c.path)
+		}
+		r.history = c.hist.String[i]
+	}
+	return r, nil
+}
+
+// stepAt is the step of row i, from an integer step column.
+func (c arrowTable) stepAt(i int) (int, error) {
+	switch {
+	case c.step.Int64 != nil:
+		return int(c.step.Int64[i]), nil
+	case c.step.Int32 != nil:
+		return int(c.step.Int32[i]), nil
+	}
+	return 0, fmt.Errorf("%w: %s: column step must be an integer", ErrTarget, c.path)
+}
+
+// readTableParquet reads the rows of a policy table stored as a Parquet
+// file.
 func readTableParquet(path string) ([]tableRow, error) {
 	var rows []tableRow
 	names := []string{"observation", "action", "probability"}
@@ -125,36 +157,9 @@ func readTableParquet(path string) ([]tableRow, error) {
 	names = append(names, optional...)
 	err := pqcol.Columns(path, names, func(first int64, vals [][]parquet.Value) error {
 		for r := range vals[0] {
-			line := int(first) + r + 1
-			row := tableRow{line: line, history: Wildcard}
-			var ok bool
-			if row.obs, ok = pqcol.Symbol(vals[0][r]); !ok {
-				return fmt.Errorf("row %d: observation is null or not a symbol", line)
-			}
-			if row.action, ok = pqcol.Symbol(vals[1][r]); !ok {
-				return fmt.Errorf("row %d: action is null or not a symbol", line)
-			}
-			p := vals[2][r]
-			switch p.Kind() {
-			case parquet.Double:
-				row.prob = p.Double()
-			case parquet.Float:
-				row.prob = float64(p.Float())
-			default:
-				return fmt.Errorf("row %d: probability must be a double", line)
-			}
-			for i, name := range optional {
-				v := vals[3+i][r]
-				switch name {
-				case "step":
-					if !v.IsNull() {
-						row.step = int(v.Int64())
-					}
-				case "history":
-					if !v.IsNull() {
-						row.history = string(v.ByteArray())
-					}
-				}
+			row, err := parquetTableRow(int(first)+r+1, vals, r, optional)
+			if err != nil {
+				return err
 			}
 			rows = append(rows, row)
 		}
@@ -164,6 +169,40 @@ func readTableParquet(path string) ([]tableRow, error) {
 		return nil, fmt.Errorf("%w: %s: %v", ErrTarget, path, err)
 	}
 	return rows, nil
+}
+
+// parquetTableRow returns row r of a batch of Parquet values (observation,
+// action, probability, then the optional columns), the table's row line.
+func parquetTableRow(line int, vals [][]parquet.Value, r int, optional []string) (tableRow, error) {
+	row := tableRow{line: line, history: Wildcard}
+	var ok bool
+	if row.obs, ok = pqcol.Symbol(vals[0][r]); !ok {
+		return row, fmt.Errorf("row %d: observation is null or not a symbol", line)
+	}
+	if row.action, ok = pqcol.Symbol(vals[1][r]); !ok {
+		return row, fmt.Errorf("row %d: action is null or not a symbol", line)
+	}
+	if row.prob, ok = doubleOf(vals[2][r]); !ok {
+		return row, fmt.Errorf("row %d: probability must be a double", line)
+	}
+	for i, name := range optional {
+		row.setOptional(name, vals[3+i][r])
+	}
+	return row, nil
+}
+
+// setOptional sets the step or history (name) of the row from v unless v
+// is null.
+func (row *tableRow) setOptional(name string, v parquet.Value) {
+	if v.IsNull() {
+		return
+	}
+	switch name {
+	case "step":
+		row.step = int(v.Int64())
+	case "history":
+		row.history = string(v.ByteArray())
+	}
 }
 
 // tableOptional lists the optional columns a Parquet policy table has.
@@ -190,87 +229,179 @@ func parseHistory(s string) ([]string, bool, error) {
 	case t == "":
 		return nil, false, nil
 	case strings.HasPrefix(t, "["):
-		var items []string
-		if err := json.Unmarshal([]byte(t), &items); err != nil {
-			return nil, false, fmt.Errorf("history %q is not a JSON array of strings: %v", s, err)
-		}
-		return items, false, nil
+		items, err := jsonHistory(s, t)
+		return items, false, err
 	}
+	return splitHistory(t), false, nil
+}
+
+// splitHistory splits the comma-separated symbols of t, dropping the
+// spaces around them.
+func splitHistory(t string) []string {
 	items := strings.Split(t, ",")
 	for i := range items {
 		items[i] = strings.TrimSpace(items[i])
 	}
-	return items, false, nil
+	return items
+}
+
+// newTableTarget checks the rows of the policy table at path against the
+// logs d and groups them by (step, history, observation).
+// jsonHistory parses the history cell s, trimmed to t, as a JSON array of
+// strings.
+func jsonHistory(s, t string) ([]string, error) {
+	var items []string
+	if err := json.Unmarshal([]byte(t), &items); err != nil {
+		return nil, fmt.Errorf("history %q is not a JSON array of strings: %v", s, err)
+	}
+	return items, nil
 }
 
 func newTableTarget(path string, rows []tableRow, d *ingest.Dataset) (*TableTarget, error) {
-	t := &TableTarget{nAct: d.NumActions(), nObs: d.NumObs(), actSym: d.ActVocab, obsSym: d.ObsVocab, groups: map[groupKey][]float64{}}
-	actCode := codes(d.ActVocab)
-	obsCode := codes(d.ObsVocab)
-	first := map[groupKey]int{}
-	bad := func(r tableRow, format string, a ...any) error {
-		return fmt.Errorf("%w: %s row %d: %s", ErrTarget, path, r.line, fmt.Sprintf(format, a...))
-	}
+	b := newTableBuilder(path, d)
 	for _, r := range rows {
-		if r.step < 0 || r.step > d.Horizon {
-			return nil, bad(r, "step %d outside 0..%d (0: any step)", r.step, d.Horizon)
+		if err := b.add(r); err != nil {
+			return nil, err
 		}
-		hist, any, err := parseHistory(r.history)
-		if err != nil {
-			return nil, bad(r, "%v", err)
-		}
-		if !any {
-			if len(hist)%2 != 0 {
-				return nil, bad(r, "history %q must alternate observations and actions and end with an action (o1,a1,…,o_{h−1},a_{h−1})", r.history)
-			}
-			if r.step != 0 && len(hist) != 2*(r.step-1) {
-				return nil, bad(r, "history %q has %d steps, but the row is for step %d", r.history, len(hist)/2, r.step)
-			}
-			for i, sym := range hist {
-				vocab, what := obsCode, "observation"
-				if i%2 == 1 {
-					vocab, what = actCode, "action"
-				}
-				if _, ok := vocab[sym]; !ok {
-					return nil, bad(r, "history names %s %q, which the logs do not have", what, sym)
-				}
-			}
-			t.hasHistory = true
-		}
-		if _, ok := obsCode[r.obs]; !ok && r.obs != Wildcard {
-			return nil, bad(r, "observation %q is not one of the logs'", r.obs)
-		}
-		a, ok := actCode[r.action]
-		if !ok {
-			return nil, bad(r, "action %q is not one of the logs'", r.action)
-		}
-		if !(r.prob >= 0 && r.prob <= 1) {
-			return nil, bad(r, "probability %v outside [0,1]", r.prob)
-		}
-		k := groupKey{step: r.step, history: Wildcard, obs: r.obs}
-		if !any {
-			k.history = strings.Join(hist, histSep)
-		}
-		p, seen := t.groups[k]
-		if !seen {
-			p = make([]float64, t.nAct)
-			t.groups[k] = p
-			first[k] = r.line
-		}
-		if p[a] != 0 {
-			return nil, bad(r, "action %q appears twice for this step, history and observation", r.action)
-		}
-		p[a] = r.prob
 	}
-	if len(t.groups) == 0 {
+	if len(b.t.groups) == 0 {
 		return nil, fmt.Errorf("%w: %s holds no rows", ErrTarget, path)
 	}
-	for k, p := range t.groups {
-		if err := checkDistribution(p); err != nil {
-			return nil, fmt.Errorf("%w: %s row %d: the group of step %d, history %q, observation %q: %v", ErrTarget, path, first[k], k.step, strings.ReplaceAll(k.history, histSep, ","), k.obs, err)
+	if err := b.checkGroups(); err != nil {
+		return nil, err
+	}
+	return b.t, nil
+}
+
+// tableBuilder collects the rows of the policy table at path into the
+// groups of t, checking them against the logs d.
+type tableBuilder struct {
+	path             string
+	d                *ingest.Dataset
+	t                *TableTarget
+	actCode, obsCode map[string]int
+	first            map[groupKey]int // the first row of each group
+}
+
+// newTableBuilder is a builder of an empty table target for the policy
+// table at path and the logs d.
+func newTableBuilder(path string, d *ingest.Dataset) *tableBuilder {
+	return &tableBuilder{
+		path:    path,
+		d:       d,
+		t:       &TableTarget{nAct: d.NumActions(), nObs: d.NumObs(), actSym: d.ActVocab, obsSym: d.ObsVocab, groups: map[groupKey][]float64{}},
+		actCode: codes(d.ActVocab),
+		obsCode: codes(d.ObsVocab),
+		first:   map[groupKey]int{},
+	}
+}
+
+// bad reports a fault of row r.
+func (b *tableBuilder) bad(r tableRow, format string, a ...any) error {
+	return fmt.Errorf("%w: %s row %d: %s", ErrTarget, b.path, r.line, fmt.Sprintf(format, a...))
+}
+
+// add checks row r and sets its action's probability in its group.
+func (b *tableBuilder) add(r tableRow) error {
+	if r.step < 0 || r.step > b.d.Horizon {
+		return b.bad(r, "step %d outside 0..%d (0: any step)", r.step, b.d.Horizon)
+	}
+	hist, err := b.history(r)
+	if err != nil {
+		return err
+	}
+	a, err := b.checkSymbols(r)
+	if err != nil {
+		return err
+	}
+	return b.set(r, groupKey{step: r.step, history: hist, obs: r.obs}, a)
+}
+
+// history parses and checks the history of row r and returns it as its
+// group keys hold it: Wildcard, or the symbols joined by histSep.
+func (b *tableBuilder) history(r tableRow) (string, error) {
+	hist, any, err := parseHistory(r.history)
+	if err != nil {
+		return "", b.bad(r, "%v", err)
+	}
+	if any {
+		return Wildcard, nil
+	}
+	if err := b.checkHistory(r, hist); err != nil {
+		return "", err
+	}
+	b.t.hasHistory = true
+	return strings.Join(hist, histSep), nil
+}
+
+// checkHistory checks the history hist of row r: alternating observations
+// and actions of the logs, as many steps as the row's step has before it.
+func (b *tableBuilder) checkHistory(r tableRow, hist []string) error {
+	if len(hist)%2 != 0 {
+		return b.bad(r, "history %q must alternate observations and actions and end with an action (o1,a1,…,o_{h−1},a_{h−1})", r.history)
+	}
+	if r.step != 0 && len(hist) != 2*(r.step-1) {
+		return b.bad(r, "history %q has %d steps, but the row is for step %d", r.history, len(hist)/2, r.step)
+	}
+	return b.checkHistorySymbols(r, hist)
+}
+
+// checkHistorySymbols checks that the history hist of row r names the
+// logs' observations and actions, in turn.
+func (b *tableBuilder) checkHistorySymbols(r tableRow, hist []string) error {
+	for i, sym := range hist {
+		vocab, what := b.obsCode, "observation"
+		if i%2 == 1 {
+			vocab, what = b.actCode, "action"
+		}
+		if _, ok := vocab[sym]; !ok {
+			return b.bad(r, "history names %s %q, which the logs do not have", what, sym)
 		}
 	}
-	return t, nil
+	return nil
+}
+
+// checkSymbols checks the observation, action and probability of row r and
+// returns the action's index.
+func (b *tableBuilder) checkSymbols(r tableRow) (int, error) {
+	if _, ok := b.obsCode[r.obs]; !ok && r.obs != Wildcard {
+		return 0, b.bad(r, "observation %q is not one of the logs'", r.obs)
+	}
+	a, ok := b.actCode[r.action]
+	if !ok {
+		return 0, b.bad(r, "action %q is not one of the logs'", r.action)
+	}
+	if !(r.prob >= 0 && r.prob <= 1) {
+		return 0, b.bad(r, "probability %v outside [0,1]", r.prob)
+	}
+	return a, nil
+}
+
+// set sets the probability of action a in group k to row r's, creating
+// the group at its first row; an action may appear once per group.
+func (b *tableBuilder) set(r tableRow, k groupKey, a int) error {
+	p, seen := b.t.groups[k]
+	if !seen {
+		p = make([]float64, b.t.nAct)
+		b.t.groups[k] = p
+		b.first[k] = r.line
+	}
+	if p[a] != 0 {
+		return b.bad(r, "action %q appears twice for this step, history and observation", r.action)
+	}
+	p[a] = r.prob
+	return nil
+}
+
+// checkGroups checks that every group is a distribution over actions,
+// naming its first row otherwise.
+func (b *tableBuilder) checkGroups() error {
+	for k, p := range b.t.groups {
+		if err := checkDistribution(p); err != nil {
+			return fmt.Errorf("%w: %s row %d: the group of step %d, history %q, observation %q: %v", ErrTarget, b.path, b.first[k], k.step, strings.ReplaceAll(k.history, histSep, ","), k.obs, err)
+		}
+	}
+	return nil
 }
 
 // codes maps each symbol to its index.
@@ -318,19 +449,28 @@ func (f *tableFollower) Next(prevAct, obs int, p []float64) error {
 	}
 	f.h++
 	f.obs = t.obsSym[obs]
-	hist := strings.Join(f.hist, histSep)
-	for _, step := range []int{f.h, 0} {
-		for _, h := range []string{hist, Wildcard} {
-			if h == hist && !t.hasHistory {
+	if g, ok := t.group(f.h, strings.Join(f.hist, histSep), f.obs); ok {
+		copy(p, g)
+		return nil
+	}
+	return fmt.Errorf("%w: the policy table has no row for step %d, history %q, observation %q", ErrTarget, f.h, strings.Join(f.hist, ","), f.obs)
+}
+
+// group is the most specific group for step h, the history hist (joined
+// by histSep) and the observation obs: a given history before Wildcard, a
+// given observation before Wildcard, a given step before any step.
+func (t *TableTarget) group(h int, hist, obs string) ([]float64, bool) {
+	for _, step := range []int{h, 0} {
+		for _, hs := range []string{hist, Wildcard} {
+			if hs == hist && !t.hasHistory {
 				continue
 			}
-			for _, o := range []string{f.obs, Wildcard} {
-				if g, ok := t.groups[groupKey{step, h, o}]; ok {
-					copy(p, g)
-					return nil
+			for _, o := range []string{obs, Wildcard} {
+				if g, ok := t.groups[groupKey{step, hs, o}]; ok {
+					return g, true
 				}
 			}
 		}
 	}
-	return fmt.Errorf("%w: the policy table has no row for step %d, history %q, observation %q", ErrTarget, f.h, strings.Join(f.hist, ","), f.obs)
+	return nil, false
 }

@@ -104,6 +104,12 @@ func (f *treeFollower) Next(prevAct, obs int, p []float64) error {
 		f.last = f.t.endAct
 		return nil
 	}
+	return f.follow(obs, p)
+}
+
+// follow moves the cursor on with the observation obs and gives the action
+// the policy takes there probability one.
+func (f *treeFollower) follow(obs int, p []float64) error {
 	sym, _, ok := f.cur.Act(f.t.obs[obs])
 	if !ok {
 		return fmt.Errorf("%w: the policy has no row for the first observation %q", ErrTarget, f.t.obs[obs])

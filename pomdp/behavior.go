@@ -38,13 +38,6 @@ func ParseBehavior(spec string, m *POMDP) (Behavior, error) {
 		return nil, err
 	}
 	parts := strings.Split(strings.TrimSpace(spec), ":")
-	eps := func(s string) (float64, error) {
-		v, err := strconv.ParseFloat(s, 64)
-		if err != nil || !(v >= 0 && v <= 1) {
-			return 0, fmt.Errorf("%w: %q: EPS must be a number in [0,1], found %q", ErrBehavior, spec, s)
-		}
-		return v, nil
-	}
 	switch parts[0] {
 	case "uniform":
 		if len(parts) != 1 {
@@ -52,42 +45,71 @@ func ParseBehavior(spec string, m *POMDP) (Behavior, error) {
 		}
 		return &mixture{spec: "uniform", A: mm.nA, eps: 1, fixed: -1}, nil
 	case "myopic":
-		e := 0.0
-		switch len(parts) {
-		case 1:
-		case 2:
-			if e, err = eps(parts[1]); err != nil {
-				return nil, err
-			}
-		default:
-			return nil, fmt.Errorf("%w: %q: expected myopic:EPS", ErrBehavior, spec)
-		}
-		return &mixture{spec: spec, A: mm.nA, eps: e, fixed: -1, model: mm}, nil
+		return parseMyopic(spec, parts, mm)
 	case "fixed":
-		if len(parts) != 3 {
-			return nil, fmt.Errorf("%w: %q: expected fixed:ACTION:EPS", ErrBehavior, spec)
-		}
-		a := -1
-		for i, n := range m.Actions {
-			if n == parts[1] {
-				a = i
-			}
-		}
-		if a < 0 {
-			if i, err := strconv.Atoi(parts[1]); err == nil && i >= 0 && i < mm.nA {
-				a = i
-			}
-		}
-		if a < 0 {
-			return nil, fmt.Errorf("%w: %q: unknown action %q (the model has %s)", ErrBehavior, spec, parts[1], strings.Join(m.Actions, ", "))
-		}
-		e, err := eps(parts[2])
-		if err != nil {
-			return nil, err
-		}
-		return &mixture{spec: spec, A: mm.nA, eps: e, fixed: a}, nil
+		return parseFixed(spec, parts, mm)
 	}
 	return nil, fmt.Errorf("%w: %q: expected uniform, myopic:EPS or fixed:ACTION:EPS", ErrBehavior, spec)
+}
+
+// parseEps reads the EPS s of the behaviour spec, a number in [0,1].
+func parseEps(spec, s string) (float64, error) {
+	v, err := strconv.ParseFloat(s, 64)
+	if err != nil || !(v >= 0 && v <= 1) {
+		return 0, fmt.Errorf("%w: %q: EPS must be a number in [0,1], found %q", ErrBehavior, spec, s)
+	}
+	return v, nil
+}
+
+// parseMyopic builds the behaviour "myopic" or "myopic:EPS" (spec, split
+// at ':' into parts).
+func parseMyopic(spec string, parts []string, mm *model) (Behavior, error) {
+	e := 0.0
+	switch len(parts) {
+	case 1:
+	case 2:
+		var err error
+		if e, err = parseEps(spec, parts[1]); err != nil {
+			return nil, err
+		}
+	default:
+		return nil, fmt.Errorf("%w: %q: expected myopic:EPS", ErrBehavior, spec)
+	}
+	return &mixture{spec: spec, A: mm.nA, eps: e, fixed: -1, model: mm}, nil
+}
+
+// parseFixed builds the behaviour "fixed:ACTION:EPS" (spec, split at ':'
+// into parts).
+func parseFixed(spec string, parts []string, mm *model) (Behavior, error) {
+	if len(parts) != 3 {
+		return nil, fmt.Errorf("%w: %q: expected fixed:ACTION:EPS", ErrBehavior, spec)
+	}
+	a := mm.actionNamed(parts[1])
+	if a < 0 {
+		return nil, fmt.Errorf("%w: %q: unknown action %q (the model has %s)", ErrBehavior, spec, parts[1], strings.Join(mm.Actions, ", "))
+	}
+	e, err := parseEps(spec, parts[2])
+	if err != nil {
+		return nil, err
+	}
+	return &mixture{spec: spec, A: mm.nA, eps: e, fixed: a}, nil
+}
+
+// actionNamed is the index of the action called name (the last one so
+// called), else of the action numbered name (0-based), else -1.
+func (mm *model) actionNamed(name string) int {
+	a := -1
+	for i, n := range mm.Actions {
+		if n == name {
+			a = i
+		}
+	}
+	if a < 0 {
+		if i, err := strconv.Atoi(name); err == nil && i >= 0 && i < mm.nA {
+			a = i
+		}
+	}
+	return a
 }
 
 // mixture plays a base action with probability 1−eps and a uniform action

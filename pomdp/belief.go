@@ -24,35 +24,54 @@ func prepare(m *POMDP) (*model, error) {
 	}
 	S, A, O := m.NumStates(), m.NumActions(), m.NumObs()
 	mm := &model{POMDP: m, nS: S, nA: A, nO: O, er: make([]float64, A*S)}
-	for a := range A {
-		for s := range S {
-			sum := 0.0
-			for s2, t := range m.T[a][s] {
-				if t == 0 {
-					continue
-				}
-				base := ((a*S+s)*S + s2) * O
-				e := 0.0
-				for o, q := range m.O[a][s2] {
-					e += q * m.Reward[base+o]
-				}
-				sum += t * e
-			}
-			mm.er[a*S+s] = sum
-		}
-	}
+	mm.stateRewards()
 	mm.tNZ = make([][][]nz, A)
 	for a := range A {
-		mm.tNZ[a] = make([][]nz, S)
-		for s := range S {
-			for s2, t := range m.T[a][s] {
-				if t > 0 {
-					mm.tNZ[a][s] = append(mm.tNZ[a][s], nz{s2, t})
-				}
+		mm.tNZ[a] = nonzeros(m.T[a])
+	}
+	return mm, nil
+}
+
+// stateRewards fills er with the expected immediate reward of every
+// action and state.
+func (mm *model) stateRewards() {
+	for a := range mm.nA {
+		for s := range mm.nS {
+			mm.er[a*mm.nS+s] = mm.stateReward(a, s)
+		}
+	}
+}
+
+// stateReward is E[r | s, a] = Σ_{s',o} T(s'|s,a) O(o|s',a) R(a,s,s',o).
+func (mm *model) stateReward(a, s int) float64 {
+	m, S, O := mm.POMDP, mm.nS, mm.nO
+	sum := 0.0
+	for s2, t := range m.T[a][s] {
+		if t == 0 {
+			continue
+		}
+		base := ((a*S+s)*S + s2) * O
+		e := 0.0
+		for o, q := range m.O[a][s2] {
+			e += q * m.Reward[base+o]
+		}
+		sum += t * e
+	}
+	return sum
+}
+
+// nonzeros lists, for each state s, the next states s' with T[s][s'] > 0
+// and their probabilities.
+func nonzeros(T [][]float64) [][]nz {
+	out := make([][]nz, len(T))
+	for s, row := range T {
+		for s2, t := range row {
+			if t > 0 {
+				out[s] = append(out[s], nz{s2, t})
 			}
 		}
 	}
-	return mm, nil
+	return out
 }
 
 // expectedReward is E[r_h | belief, a_h = a].

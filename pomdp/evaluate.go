@@ -50,6 +50,44 @@ func (w *walker) stop() bool {
 	return false
 }
 
+// result is v, the walk's value, or the error that stopped the walk.
+func (w *walker) result(v float64) (float64, error) {
+	if w.err != nil {
+		return 0, w.err
+	}
+	return v, nil
+}
+
+// memoized returns memo[h][key] when known; otherwise, unless the walk
+// must stop (then 0), it computes the value with f and stores it when f
+// reports it complete.
+func (w *walker) memoized(memo []map[string]float64, h int, key string, f func() (float64, bool)) float64 {
+	if v, ok := memo[h][key]; ok {
+		return v
+	}
+	if w.stop() {
+		return 0
+	}
+	v, ok := f()
+	if ok {
+		memo[h][key] = v
+	}
+	return v
+}
+
+// prepareHorizon prepares m for an exact recursion of horizon H, which
+// must not be negative.
+func prepareHorizon(m *POMDP, H int) (*model, error) {
+	mm, err := prepare(m)
+	if err != nil {
+		return nil, err
+	}
+	if H < 0 {
+		return nil, fmt.Errorf("%w: horizon %d is negative", ErrPolicy, H)
+	}
+	return mm, nil
+}
+
 // EvaluateContext is the exact value V^π = E^π[r_1+…+r_H] of a
 // deterministic policy under the true model, computed by enumerating the
 // tree of observation histories with the true belief; branches of
@@ -57,41 +95,43 @@ func (w *walker) stop() bool {
 // action out of range or ctx is cancelled. The cost is the number of
 // reachable histories, at most Σ_h |O|^(h−1).
 func EvaluateContext(ctx context.Context, m *POMDP, H int, pol PolicyFunc) (float64, error) {
-	mm, err := prepare(m)
+	mm, err := prepareHorizon(m, H)
 	if err != nil {
 		return 0, err
-	}
-	if H < 0 {
-		return 0, fmt.Errorf("%w: horizon %d is negative", ErrPolicy, H)
 	}
 	if H == 0 {
 		return 0, nil
 	}
-	w := &walker{mm: mm, H: H, ctx: ctx}
-	obs := make([]int, H)
-	act := make([]int, H)
-	obs[0] = ObsInit
-	var rec func(h int, b []float64) float64
-	rec = func(h int, b []float64) float64 {
-		if w.stop() {
-			return 0
-		}
-		a := pol(obs[:h], act[:h-1])
-		if a < 0 || a >= mm.nA {
-			w.err = fmt.Errorf("%w: the policy returned action %d at step %d (the model has %d actions)", ErrPolicy, a, h, mm.nA)
-			return 0
-		}
-		act[h-1] = a
-		return mm.backup(b, a, h == H, func(o int, post []float64) float64 {
-			obs[h] = o
-			return rec(h+1, post)
-		})
+	w := &funcWalk{walker: walker{mm: mm, H: H, ctx: ctx}, pol: pol, obs: make([]int, H), act: make([]int, H)}
+	w.obs[0] = ObsInit
+	return w.result(w.value(1, append([]float64(nil), mm.Start...)))
+}
+
+// funcWalk evaluates a PolicyFunc by enumerating the histories: obs and
+// act hold the history being walked.
+type funcWalk struct {
+	walker
+	pol      PolicyFunc
+	obs, act []int
+}
+
+// value is the policy's expected return from step h on at belief b, the
+// observations of the history up to o_h in obs.
+func (w *funcWalk) value(h int, b []float64) float64 {
+	if w.stop() {
+		return 0
 	}
-	v := rec(1, append([]float64(nil), mm.Start...))
-	if w.err != nil {
-		return 0, w.err
+	mm := w.mm
+	a := w.pol(w.obs[:h], w.act[:h-1])
+	if a < 0 || a >= mm.nA {
+		w.err = fmt.Errorf("%w: the policy returned action %d at step %d (the model has %d actions)", ErrPolicy, a, h, mm.nA)
+		return 0
 	}
-	return v, nil
+	w.act[h-1] = a
+	return mm.backup(b, a, h == w.H, func(o int, post []float64) float64 {
+		w.obs[h] = o
+		return w.value(h+1, post)
+	})
 }
 
 // EvaluatePolicy is the exact value under m of a policy tree read from
@@ -115,38 +155,56 @@ func EvaluatePolicyWithin(ctx context.Context, m *POMDP, H int, p *policy.Policy
 	if H <= 0 {
 		return 0, fmt.Errorf("%w: horizon %d must be positive", ErrPolicy, H)
 	}
-	actIdx := make(map[string]int, mm.nA)
-	for i, n := range m.Actions {
-		actIdx[n] = i
+	w := &policyWalk{walker: walker{mm: mm, H: H, ctx: ctx, limit: maxNodes}, m: m, actIdx: actionIndex(m)}
+	return w.result(w.value(1, append([]float64(nil), mm.Start...), *p.NewCursor(), ObsInit))
+}
+
+// policyWalk evaluates a policy tree under m by enumerating the histories;
+// actIdx maps the model's action names to their indices.
+type policyWalk struct {
+	walker
+	m      *POMDP
+	actIdx map[string]int
+}
+
+// value is the policy's expected return from step h on at belief b, after
+// the observation o, with the policy's cursor cur there.
+func (w *policyWalk) value(h int, b []float64, cur policy.Cursor, o int) float64 {
+	if w.stop() {
+		return 0
 	}
-	w := &walker{mm: mm, H: H, ctx: ctx, limit: maxNodes}
-	var rec func(h int, b []float64, cur policy.Cursor, o int) float64
-	rec = func(h int, b []float64, cur policy.Cursor, o int) float64 {
-		if w.stop() {
-			return 0
-		}
-		name, node, ok := cur.Act(m.ObsName(o))
-		if !ok {
-			w.err = fmt.Errorf("%w: the policy has no step-1 row for the initial observation %q", ErrPolicy, InitSymbol)
-			return 0
-		}
-		a, known := actIdx[name]
-		if !known {
-			where := fmt.Sprintf("node %d", node)
-			if node < 0 {
-				where = "the fallback_action"
-			}
-			w.err = fmt.Errorf("%w: action %q at step %d (%s) is not an action of %s", ErrPolicy, name, h, where, m.Name)
-			return 0
-		}
-		// Each branch continues from a copy of the cursor.
-		return mm.backup(b, a, h == H, func(o int, post []float64) float64 { return rec(h+1, post, cur, o) })
+	a, ok := w.action(h, &cur, o)
+	if !ok {
+		return 0
 	}
-	v := rec(1, append([]float64(nil), mm.Start...), *p.NewCursor(), ObsInit)
-	if w.err != nil {
-		return 0, w.err
+	// Each branch continues from a copy of the cursor.
+	return w.mm.backup(b, a, h == w.H, func(o int, post []float64) float64 { return w.value(h+1, post, cur, o) })
+}
+
+// action moves the cursor on with the observation o of step h and returns
+// the index of the action it names; false, with w.err set, when the
+// policy has no row there or names an action the model does not have.
+func (w *policyWalk) action(h int, cur *policy.Cursor, o int) (int, bool) {
+	name, node, ok := cur.Act(w.m.ObsName(o))
+	if !ok {
+		w.err = fmt.Errorf("%w: the policy has no step-1 row for the initial observation %q", ErrPolicy, InitSymbol)
+		return 0, false
 	}
-	return v, nil
+	a, known := w.actIdx[name]
+	if !known {
+		w.err = fmt.Errorf("%w: action %q at step %d (%s) is not an action of %s", ErrPolicy, name, h, nodeWhere(node), w.m.Name)
+		return 0, false
+	}
+	return a, true
+}
+
+// nodeWhere names the policy row node in messages: "node N", or the
+// fallback action for a negative node.
+func nodeWhere(node int64) string {
+	if node < 0 {
+		return "the fallback_action"
+	}
+	return fmt.Sprintf("node %d", node)
 }
 
 // beliefKey is an exact key for a belief: equal bits, equal future.
@@ -175,19 +233,13 @@ func (sv *solver) value(h int, b []float64) float64 {
 	if h > sv.H {
 		return 0
 	}
-	key := beliefKey(b)
-	if v, ok := sv.memo[h][key]; ok {
-		return v
-	}
-	if sv.stop() {
-		return 0
-	}
-	best := math.Inf(-1)
-	for a := range sv.mm.nA {
-		best = max(best, sv.q(h, b, a))
-	}
-	sv.memo[h][key] = best
-	return best
+	return sv.memoized(sv.memo, h, beliefKey(b), func() (float64, bool) {
+		best := math.Inf(-1)
+		for a := range sv.mm.nA {
+			best = max(best, sv.q(h, b, a))
+		}
+		return best, true
+	})
 }
 
 // q is Q*_h(b,a) = E[r_h|b,a] + Σ_o P(o|b,a) V*_{h+1}(b_{a,o}).
@@ -226,23 +278,34 @@ func OptimalContext(ctx context.Context, m *POMDP, H int) (float64, PolicyFunc, 
 // ErrTooLarge after solving maxNodes distinct (step, belief) nodes (0: no
 // budget). The returned policy has no budget.
 func OptimalWithin(ctx context.Context, m *POMDP, H int, maxNodes int) (float64, PolicyFunc, error) {
-	mm, err := prepare(m)
+	mm, err := prepareHorizon(m, H)
 	if err != nil {
 		return 0, nil, err
 	}
-	if H < 0 {
-		return 0, nil, fmt.Errorf("%w: horizon %d is negative", ErrPolicy, H)
-	}
-	sv := &solver{walker: walker{mm: mm, H: H, ctx: ctx, limit: maxNodes}, memo: make([]map[string]float64, H+2)}
-	for h := range sv.memo {
-		sv.memo[h] = make(map[string]float64)
-	}
+	sv := &solver{walker: walker{mm: mm, H: H, ctx: ctx, limit: maxNodes}, memo: newMemo(H)}
 	v := sv.value(1, mm.Start)
 	if sv.err != nil {
 		return 0, nil, sv.err
 	}
 	sv.ctx, sv.limit = nil, 0 // the policy outlives ctx and the budget
-	pol := func(obs, act []int) int {
+	return v, sv.policy(), nil
+}
+
+// newMemo is an empty memo of values for each step 0..H+1, keyed by
+// beliefKey.
+func newMemo(H int) []map[string]float64 {
+	memo := make([]map[string]float64, H+2)
+	for h := range memo {
+		memo[h] = make(map[string]float64)
+	}
+	return memo
+}
+
+// policy is the solved optimal policy: the best action at the history's
+// belief, action 0 for histories of probability 0 or past the horizon.
+func (sv *solver) policy() PolicyFunc {
+	mm, H := sv.mm, sv.H
+	return func(obs, act []int) int {
 		b, ok := mm.belief(obs, act)
 		if !ok || len(obs) > H {
 			return 0
@@ -251,7 +314,6 @@ func OptimalWithin(ctx context.Context, m *POMDP, H int, maxNodes int) (float64,
 		defer sv.mu.Unlock()
 		return sv.argmax(len(obs), b)
 	}
-	return v, pol, nil
 }
 
 // BehaviorValueContext is the exact value V^b of a behaviour policy under
@@ -268,63 +330,65 @@ func BehaviorValueContext(ctx context.Context, m *POMDP, H int, beh Behavior) (f
 // with ErrTooLarge after valuing maxNodes distinct (step, belief) nodes
 // (0: no budget).
 func BehaviorValueWithin(ctx context.Context, m *POMDP, H int, beh Behavior, maxNodes int) (float64, error) {
-	mm, err := prepare(m)
+	mm, err := prepareHorizon(m, H)
 	if err != nil {
 		return 0, err
-	}
-	if H < 0 {
-		return 0, fmt.Errorf("%w: horizon %d is negative", ErrPolicy, H)
 	}
 	if !beh.UsesBelief() {
 		return openLoopValue(mm, H, beh), nil
 	}
-	w := &walker{mm: mm, H: H, ctx: ctx, limit: maxNodes}
-	memo := make([]map[string]float64, H+2)
-	for h := range memo {
-		memo[h] = make(map[string]float64)
+	w := &behaviorWalk{walker: walker{mm: mm, H: H, ctx: ctx, limit: maxNodes}, beh: beh, memo: newMemo(H)}
+	return w.result(w.value(1, mm.Start))
+}
+
+// behaviorWalk values a belief-dependent behaviour over the history tree,
+// memoised on (step, exact belief).
+type behaviorWalk struct {
+	walker
+	beh  Behavior
+	memo []map[string]float64 // memo[h]: V^b_h(b)
+}
+
+// value is V^b_h(b) = Σ_a π^b_h(a|b) Q^b_h(b,a), and 0 after step H.
+func (w *behaviorWalk) value(h int, b []float64) float64 {
+	if h > w.H {
+		return 0
 	}
-	var value func(h int, b []float64) float64
-	value = func(h int, b []float64) float64 {
-		if h > H {
-			return 0
+	return w.memoized(w.memo, h, beliefKey(b), func() (float64, bool) { return w.expand(h, b), true })
+}
+
+// expand is V^b_h(b) computed from the actions' Q^b_h(b,a).
+func (w *behaviorWalk) expand(h int, b []float64) float64 {
+	mm := w.mm
+	probs := make([]float64, mm.nA)
+	w.beh.Probs(h, b, probs)
+	pred, post := make([]float64, mm.nS), make([]float64, mm.nS)
+	v := 0.0
+	for a, pa := range probs {
+		if pa == 0 {
+			continue
 		}
-		key := beliefKey(b)
-		if v, ok := memo[h][key]; ok {
-			return v
-		}
-		if w.stop() {
-			return 0
-		}
-		probs := make([]float64, mm.nA)
-		beh.Probs(h, b, probs)
-		pred := make([]float64, mm.nS)
-		post := make([]float64, mm.nS)
-		v := 0.0
-		for a, pa := range probs {
-			if pa == 0 {
+		v += pa * w.q(h, b, a, pred, post)
+	}
+	return v
+}
+
+// q is Q^b_h(b,a) = E[r_h|b,a] + Σ_o P(o|b,a) V^b_{h+1}(b_{a,o}); pred and
+// post are buffers.
+func (w *behaviorWalk) q(h int, b []float64, a int, pred, post []float64) float64 {
+	mm := w.mm
+	q := mm.expectedReward(b, a)
+	if h < w.H {
+		mm.predict(b, a, pred)
+		for o := range mm.nO {
+			po := mm.update(pred, a, o, post)
+			if po == 0 {
 				continue
 			}
-			q := mm.expectedReward(b, a)
-			if h < H {
-				mm.predict(b, a, pred)
-				for o := range mm.nO {
-					po := mm.update(pred, a, o, post)
-					if po == 0 {
-						continue
-					}
-					q += po * value(h+1, post)
-				}
-			}
-			v += pa * q
+			q += po * w.value(h+1, post)
 		}
-		memo[h][key] = v
-		return v
 	}
-	v := value(1, mm.Start)
-	if w.err != nil {
-		return 0, w.err
-	}
-	return v, nil
+	return q
 }
 
 // openLoopValue is the exact value of a behaviour that ignores the
@@ -333,9 +397,8 @@ func BehaviorValueWithin(ctx context.Context, m *POMDP, H int, beh Behavior, max
 // Σ_a π_h(a) T(s'|s,a), and V^b = Σ_h Σ_s p_h(s) Σ_a π_h(a) E[r | s, a],
 // in O(H·|A|·|S|²) whatever the number of histories.
 func openLoopValue(mm *model, H int, beh Behavior) float64 {
-	S := mm.nS
 	p := append([]float64(nil), mm.Start...)
-	next := make([]float64, S)
+	next := make([]float64, mm.nS)
 	probs := make([]float64, mm.nA)
 	v := 0.0
 	for h := 1; h <= H; h++ {
@@ -345,17 +408,26 @@ func openLoopValue(mm *model, H int, beh Behavior) float64 {
 			if pa == 0 {
 				continue
 			}
-			for s, ps := range p {
-				if ps == 0 {
-					continue
-				}
-				v += pa * ps * mm.er[a*S+s]
-				for _, t := range mm.tNZ[a][s] {
-					next[t.i] += pa * ps * t.p
-				}
-			}
+			v = mm.openLoopAction(a, pa, p, next, v)
 		}
 		p, next = next, p
+	}
+	return v
+}
+
+// openLoopAction adds to v the expected reward of action a, taken with
+// probability pa from the state distribution p, and to next the
+// distribution of the states it leads to; it returns v.
+func (mm *model) openLoopAction(a int, pa float64, p, next []float64, v float64) float64 {
+	S := mm.nS
+	for s, ps := range p {
+		if ps == 0 {
+			continue
+		}
+		v += pa * ps * mm.er[a*S+s]
+		for _, t := range mm.tNZ[a][s] {
+			next[t.i] += pa * ps * t.p
+		}
 	}
 	return v
 }

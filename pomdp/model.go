@@ -94,6 +94,24 @@ func (m *POMDP) Check() error {
 	if m == nil {
 		return fmt.Errorf("%w: nil model", ErrInvalid)
 	}
+	if err := m.checkSize(); err != nil {
+		return err
+	}
+	if err := m.checkNames(); err != nil {
+		return err
+	}
+	if err := checkRow(m.Start, len(m.States)); err != nil {
+		return fmt.Errorf("%w: %s: start distribution: %v", ErrInvalid, m.Name, err)
+	}
+	if err := m.checkTables(); err != nil {
+		return err
+	}
+	return m.checkRewards()
+}
+
+// checkSize checks that m has at least one state, action and observation,
+// and not too many for dense tables.
+func (m *POMDP) checkSize() error {
 	S, A, O := len(m.States), len(m.Actions), len(m.Observations)
 	if S == 0 || A == 0 || O == 0 {
 		return fmt.Errorf("%w: %s: %d states, %d actions, %d observations; each must be at least 1", ErrInvalid, m.Name, S, A, O)
@@ -101,19 +119,19 @@ func (m *POMDP) Check() error {
 	if float64(A)*float64(S)*float64(S)*float64(O) > maxDense {
 		return fmt.Errorf("%w: %s: %d actions × %d² states × %d observations is too large for dense tables", ErrInvalid, m.Name, A, S, O)
 	}
+	return nil
+}
+
+// checkNames checks that the names of the states, actions and
+// observations are non-empty and distinct, and that no observation is
+// called InitSymbol.
+func (m *POMDP) checkNames() error {
 	for _, set := range []struct {
 		what  string
 		names []string
 	}{{"state", m.States}, {"action", m.Actions}, {"observation", m.Observations}} {
-		seen := make(map[string]bool, len(set.names))
-		for _, n := range set.names {
-			if n == "" {
-				return fmt.Errorf("%w: %s: empty %s name", ErrInvalid, m.Name, set.what)
-			}
-			if seen[n] {
-				return fmt.Errorf("%w: %s: %s %q is declared twice", ErrInvalid, m.Name, set.what, n)
-			}
-			seen[n] = true
+		if err := m.checkNameSet(set.what, set.names); err != nil {
+			return err
 		}
 	}
 	for _, n := range m.Observations {
@@ -121,25 +139,62 @@ func (m *POMDP) Check() error {
 			return fmt.Errorf("%w: %s: observation name %q is reserved for the initial observation o_1", ErrInvalid, m.Name, InitSymbol)
 		}
 	}
-	if err := checkRow(m.Start, S); err != nil {
-		return fmt.Errorf("%w: %s: start distribution: %v", ErrInvalid, m.Name, err)
+	return nil
+}
+
+// checkNameSet checks that the names of one set (what: "state", "action"
+// or "observation") are non-empty and distinct.
+func (m *POMDP) checkNameSet(what string, names []string) error {
+	seen := make(map[string]bool, len(names))
+	for _, n := range names {
+		if n == "" {
+			return fmt.Errorf("%w: %s: empty %s name", ErrInvalid, m.Name, what)
+		}
+		if seen[n] {
+			return fmt.Errorf("%w: %s: %s %q is declared twice", ErrInvalid, m.Name, what, n)
+		}
+		seen[n] = true
 	}
+	return nil
+}
+
+// checkTables checks that T and O have one row per action and state, each
+// a probability distribution.
+func (m *POMDP) checkTables() error {
+	A := len(m.Actions)
 	if len(m.T) != A || len(m.O) != A {
 		return fmt.Errorf("%w: %s: T and O need one matrix per action", ErrInvalid, m.Name)
 	}
 	for a := range A {
-		if len(m.T[a]) != S || len(m.O[a]) != S {
-			return fmt.Errorf("%w: %s: action %s: T and O need one row per state", ErrInvalid, m.Name, m.Actions[a])
-		}
-		for s := range S {
-			if err := checkRow(m.T[a][s], S); err != nil {
-				return fmt.Errorf("%w: %s: T: %s : %s: %v", ErrInvalid, m.Name, m.Actions[a], m.States[s], err)
-			}
-			if err := checkRow(m.O[a][s], O); err != nil {
-				return fmt.Errorf("%w: %s: O: %s : %s: %v", ErrInvalid, m.Name, m.Actions[a], m.States[s], err)
-			}
+		if err := m.checkAction(a); err != nil {
+			return err
 		}
 	}
+	return nil
+}
+
+// checkAction checks that T and O have one row per state for action a,
+// each a probability distribution.
+func (m *POMDP) checkAction(a int) error {
+	S, O := len(m.States), len(m.Observations)
+	if len(m.T[a]) != S || len(m.O[a]) != S {
+		return fmt.Errorf("%w: %s: action %s: T and O need one row per state", ErrInvalid, m.Name, m.Actions[a])
+	}
+	for s := range S {
+		if err := checkRow(m.T[a][s], S); err != nil {
+			return fmt.Errorf("%w: %s: T: %s : %s: %v", ErrInvalid, m.Name, m.Actions[a], m.States[s], err)
+		}
+		if err := checkRow(m.O[a][s], O); err != nil {
+			return fmt.Errorf("%w: %s: O: %s : %s: %v", ErrInvalid, m.Name, m.Actions[a], m.States[s], err)
+		}
+	}
+	return nil
+}
+
+// checkRewards checks that the reward table has |A|·|S|²·|O| finite
+// entries.
+func (m *POMDP) checkRewards() error {
+	S, A, O := len(m.States), len(m.Actions), len(m.Observations)
 	if len(m.Reward) != A*S*S*O {
 		return fmt.Errorf("%w: %s: reward table has %d entries, want |A|·|S|²·|O| = %d", ErrInvalid, m.Name, len(m.Reward), A*S*S*O)
 	}

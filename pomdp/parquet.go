@@ -44,15 +44,7 @@ const (
 // run to the horizon). The key-value metadata records the model, horizon,
 // behaviour and seed.
 func WriteParquet(w io.Writer, l *Logs) error {
-	pw := parquet.NewGenericWriter[LogRow](w,
-		parquet.Compression(&parquet.Zstd),
-		parquet.MaxRowsPerRowGroup(parquetRowGroup),
-		parquet.CreatedBy("psrlcb", "simulate", ""),
-		parquet.KeyValueMetadata("psrlcb.pomdp", filepath.Base(l.Model.Name)),
-		parquet.KeyValueMetadata("psrlcb.horizon", strconv.Itoa(l.Horizon)),
-		parquet.KeyValueMetadata("psrlcb.behavior", l.Behavior),
-		parquet.KeyValueMetadata("psrlcb.seed", strconv.FormatUint(l.Seed, 10)),
-	)
+	pw := newLogWriter(w, l)
 	buf := make([]LogRow, 0, parquetBatch)
 	n := len(l.Obs)
 	for i := 0; i < n; i++ {
@@ -72,4 +64,18 @@ func WriteParquet(w io.Writer, l *Logs) error {
 // sees a partial file and a failure leaves nothing behind.
 func WriteParquetFile(path string, l *Logs) error {
 	return atomicfile.Write(path, func(f *os.File) error { return WriteParquet(f, l) })
+}
+
+// newLogWriter is a Parquet writer of the rows of l to w, zstd-compressed,
+// with the simulation's model, horizon, behaviour and seed as metadata.
+func newLogWriter(w io.Writer, l *Logs) *parquet.GenericWriter[LogRow] {
+	return parquet.NewGenericWriter[LogRow](w,
+		parquet.Compression(&parquet.Zstd),
+		parquet.MaxRowsPerRowGroup(parquetRowGroup),
+		parquet.CreatedBy("psrlcb", "simulate", ""),
+		parquet.KeyValueMetadata("psrlcb.pomdp", filepath.Base(l.Model.Name)),
+		parquet.KeyValueMetadata("psrlcb.horizon", strconv.Itoa(l.Horizon)),
+		parquet.KeyValueMetadata("psrlcb.behavior", l.Behavior),
+		parquet.KeyValueMetadata("psrlcb.seed", strconv.FormatUint(l.Seed, 10)),
+	)
 }

@@ -60,59 +60,96 @@ type token struct {
 // published models are a few megabytes.
 const maxFileBytes = 1 << 30
 
+// tokenizer splits a .POMDP text into tokens: ':' is a token of its own,
+// white space separates tokens and '#' starts a comment to the end of the
+// line.
+type tokenizer struct {
+	br      *bufio.Reader
+	name    string
+	toks    []token
+	cur     strings.Builder
+	line    int // the line being read
+	curLine int // the line where the current token started
+	total   int // bytes read outside comments
+}
+
+// tokenize reads all the tokens of r, with the line of each; name is used
+// in error messages.
 func tokenize(r io.Reader, name string) ([]token, error) {
-	br := bufio.NewReader(io.LimitReader(r, maxFileBytes+1))
-	var toks []token
-	var cur strings.Builder
-	line, curLine := 1, 1
-	total := 0
-	flush := func() {
-		if cur.Len() > 0 {
-			toks = append(toks, token{cur.String(), curLine})
-			cur.Reset()
-		}
+	z := &tokenizer{
+		br:   bufio.NewReader(io.LimitReader(r, maxFileBytes+1)),
+		name: name, line: 1, curLine: 1,
 	}
 	for {
-		c, err := br.ReadByte()
+		c, err := z.br.ReadByte()
 		if err == io.EOF {
 			break
 		}
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", name, err)
 		}
-		total++
-		if total > maxFileBytes {
-			return nil, fmt.Errorf("%w: %s: larger than %d bytes", ErrSyntax, name, maxFileBytes)
+		if err := z.count(); err != nil {
+			return nil, err
 		}
-		switch {
-		case c == '#':
-			flush()
-			for {
-				c, err = br.ReadByte()
-				if err != nil || c == '\n' {
-					break
-				}
-			}
-			if err == nil {
-				line++
-			}
-		case c == ':':
-			flush()
-			toks = append(toks, token{":", line})
-		case c == '\n':
-			flush()
-			line++
-		case c == ' ' || c == '\t' || c == '\r' || c == '\f' || c == '\v':
-			flush()
-		default:
-			if cur.Len() == 0 {
-				curLine = line
-			}
-			cur.WriteByte(c)
+		z.add(c)
+	}
+	z.flush()
+	return z.toks, nil
+}
+
+// count counts one byte read and fails once the text exceeds maxFileBytes.
+func (z *tokenizer) count() error {
+	z.total++
+	if z.total > maxFileBytes {
+		return fmt.Errorf("%w: %s: larger than %d bytes", ErrSyntax, z.name, maxFileBytes)
+	}
+	return nil
+}
+
+// flush ends the current token, if any.
+func (z *tokenizer) flush() {
+	if z.cur.Len() > 0 {
+		z.toks = append(z.toks, token{z.cur.String(), z.curLine})
+		z.cur.Reset()
+	}
+}
+
+// add handles the byte c: it ends, extends or starts a token, or skips a
+// comment.
+func (z *tokenizer) add(c byte) {
+	switch {
+	case c == '#':
+		z.flush()
+		z.skipComment()
+	case c == ':':
+		z.flush()
+		z.toks = append(z.toks, token{":", z.line})
+	case c == '\n':
+		z.flush()
+		z.line++
+	case c == ' ' || c == '\t' || c == '\r' || c == '\f' || c == '\v':
+		z.flush()
+	default:
+		if z.cur.Len() == 0 {
+			z.curLine = z.line
+		}
+		z.cur.WriteByte(c)
+	}
+}
+
+// skipComment reads up to and including the end of the line; its bytes
+// are not counted against maxFileBytes.
+func (z *tokenizer) skipComment() {
+	for {
+		c, err := z.br.ReadByte()
+		if err != nil {
+			return
+		}
+		if c == '\n' {
+			z.line++
+			return
 		}
 	}
-	flush()
-	return toks, nil
 }
 
 // keywords end name lists: they cannot be names.
@@ -226,15 +263,8 @@ func (p *parser) numbers(n int, probs bool, what string, startLine int) ([]float
 	out := make([]float64, n)
 	p.numLines = p.numLines[:0]
 	for i := range n {
-		t, ok := p.peek()
-		if !ok || !isNumber(t.s) {
-			found := "end of file"
-			line := p.lastLine
-			if ok {
-				found = strconv.Quote(t.s)
-				line = t.line
-			}
-			return nil, p.errorf(line, "%s (from line %d): expected %d numbers, found %d before %s (truncated row or matrix?)", what, startLine, n, i, found)
+		if t, ok := p.peek(); !ok || !isNumber(t.s) {
+			return nil, p.truncated(what, startLine, n, i)
 		}
 		v, line, err := p.number("a number")
 		if err != nil {
@@ -249,6 +279,19 @@ func (p *parser) numbers(n int, probs bool, what string, startLine int) ([]float
 	return out, nil
 }
 
+// truncated reports a row or matrix (what, from startLine) of n numbers
+// that ends after i of them, naming the token found instead.
+func (p *parser) truncated(what string, startLine, n, i int) error {
+	t, ok := p.peek()
+	found := "end of file"
+	line := p.lastLine
+	if ok {
+		found = strconv.Quote(t.s)
+		line = t.line
+	}
+	return p.errorf(line, "%s (from line %d): expected %d numbers, found %d before %s (truncated row or matrix?)", what, startLine, n, i, found)
+}
+
 // ref reads a reference to a state, action or observation: a name, a
 // 0-based number or '*' (all of them).
 func (p *parser) ref(kind int) ([]int, string, error) {
@@ -258,21 +301,13 @@ func (p *parser) ref(kind int) ([]int, string, error) {
 	}
 	n := p.count(kind)
 	if t.s == "*" {
-		all := make([]int, n)
-		for i := range all {
-			all[i] = i
-		}
-		return all, "*", nil
+		return indices(n), "*", nil
 	}
 	if i, ok := p.idx[kind][t.s]; ok {
 		return []int{i}, t.s, nil
 	}
 	if isInt(t.s) {
-		i, err := strconv.Atoi(t.s)
-		if err != nil || i >= n {
-			return nil, "", p.errorf(t.line, "%s number %s is out of range (there are %d)", kindName[kind], t.s, n)
-		}
-		return []int{i}, t.s, nil
+		return p.refNumber(t, kind, n)
 	}
 	if t.s == ":" {
 		return nil, "", p.errorf(t.line, "expected %s, found ':'", kindName[kind])
@@ -280,6 +315,17 @@ func (p *parser) ref(kind int) ([]int, string, error) {
 	return nil, "", p.errorf(t.line, "unknown %s %q", kindName[kind], t.s)
 }
 
+// refNumber reads the reference t by its 0-based number, which must be
+// below n, the count of its kind.
+func (p *parser) refNumber(t token, kind, n int) ([]int, string, error) {
+	i, err := strconv.Atoi(t.s)
+	if err != nil || i >= n {
+		return nil, "", p.errorf(t.line, "%s number %s is out of range (there are %d)", kindName[kind], t.s, n)
+	}
+	return []int{i}, t.s, nil
+}
+
+// count is the number of states, actions or observations (kind).
 func (p *parser) count(kind int) int {
 	switch kind {
 	case kState:
@@ -291,39 +337,45 @@ func (p *parser) count(kind int) int {
 	}
 }
 
+// parse reads every entry, then completes and checks the model.
 func (p *parser) parse() (*POMDP, error) {
 	for !p.eof() {
 		t, _ := p.next()
-		var err error
-		switch t.s {
-		case "discount":
-			err = p.discount(t)
-		case "values":
-			err = p.values(t)
-		case "states":
-			err = p.declare(t, kState)
-		case "actions":
-			err = p.declare(t, kAction)
-		case "observations":
-			err = p.declare(t, kObs)
-		case "start":
-			err = p.start(t)
-		case "T":
-			err = p.trans(t)
-		case "O":
-			err = p.obs(t)
-		case "R":
-			err = p.reward(t)
-		default:
-			err = p.errorf(t.line, "unexpected %q: expected discount, values, states, actions, observations, start, T, O or R", t.s)
-		}
-		if err != nil {
+		if err := p.entry(t); err != nil {
 			return nil, err
 		}
 	}
 	return p.finish()
 }
 
+// entry reads the entry or declaration that starts with the keyword t.
+func (p *parser) entry(t token) error {
+	switch t.s {
+	case "discount":
+		return p.discount(t)
+	case "values":
+		return p.values(t)
+	case "states":
+		return p.declare(t, kState)
+	case "actions":
+		return p.declare(t, kAction)
+	case "observations":
+		return p.declare(t, kObs)
+	case "start":
+		return p.start(t)
+	case "T":
+		return p.trans(t)
+	case "O":
+		return p.obs(t)
+	case "R":
+		return p.reward(t)
+	default:
+		return p.errorf(t.line, "unexpected %q: expected discount, values, states, actions, observations, start, T, O or R", t.s)
+	}
+}
+
+// preamble checks that a preamble keyword (t) comes before the entries and
+// reads its ':'.
 func (p *parser) preamble(t token) error {
 	if p.sawParams {
 		return p.errorf(t.line, "%q must come before the T:, O: and R: entries", t.s)
@@ -365,7 +417,31 @@ func (p *parser) values(t token) error {
 	return nil
 }
 
+// declare reads the "states:", "actions:" or "observations:" declaration
+// (kind): a count or a list of names.
 func (p *parser) declare(t token, kind int) error {
+	if err := p.declareOnce(t, kind); err != nil {
+		return err
+	}
+	p.declared[kind] = true
+	p.declLine[kind] = t.line
+	var names []string
+	var err error
+	if n, ok := p.peek(); ok && isNumber(n.s) {
+		names, err = p.declareCount(n, kind)
+	} else {
+		names, err = p.declareNames(t, kind)
+	}
+	if err != nil {
+		return err
+	}
+	p.setNames(kind, names)
+	return nil
+}
+
+// declareOnce checks that the declaration t of kind comes in the preamble,
+// for the first time, and (for states) before start.
+func (p *parser) declareOnce(t token, kind int) error {
 	if err := p.preamble(t); err != nil {
 		return err
 	}
@@ -375,43 +451,63 @@ func (p *parser) declare(t token, kind int) error {
 	if p.startSpecs && kind == kState {
 		return p.errorf(t.line, "states must be declared before start")
 	}
-	p.declared[kind] = true
-	p.declLine[kind] = t.line
-	var names []string
-	if n, ok := p.peek(); ok && isNumber(n.s) {
-		p.next()
-		if !isInt(n.s) {
-			return p.errorf(n.line, "number of %ss must be a positive integer, found %q", kindName[kind], n.s)
-		}
-		c, err := strconv.Atoi(n.s)
-		if err != nil || c <= 0 || c > maxDense {
-			return p.errorf(n.line, "number of %ss must be a positive integer, found %q", kindName[kind], n.s)
-		}
-		names = make([]string, c)
-		for i := range names {
-			names[i] = strconv.Itoa(i)
-		}
-	} else {
-		p.idx[kind] = make(map[string]int)
-		for {
-			n, ok := p.peek()
-			if !ok || keywords[n.s] {
-				break
-			}
-			p.next()
-			if n.s == ":" || n.s == "*" || isNumber(n.s) {
-				return p.errorf(n.line, "%q is not a valid %s name (names start with a letter)", n.s, kindName[kind])
-			}
-			if first, dup := p.idx[kind][n.s]; dup {
-				return p.errorf(n.line, "%s %q is listed twice (also %s number %d)", kindName[kind], n.s, kindName[kind], first)
-			}
-			p.idx[kind][n.s] = len(names)
-			names = append(names, n.s)
-		}
-		if len(names) == 0 {
-			return p.errorf(t.line, "%ss: expected a count or a list of names", kindName[kind])
-		}
+	return nil
+}
+
+// declareCount reads the count n of a declaration and names the elements
+// "0", "1", ….
+func (p *parser) declareCount(n token, kind int) ([]string, error) {
+	p.next()
+	if !isInt(n.s) {
+		return nil, p.errorf(n.line, "number of %ss must be a positive integer, found %q", kindName[kind], n.s)
 	}
+	c, err := strconv.Atoi(n.s)
+	if err != nil || c <= 0 || c > maxDense {
+		return nil, p.errorf(n.line, "number of %ss must be a positive integer, found %q", kindName[kind], n.s)
+	}
+	names := make([]string, c)
+	for i := range names {
+		names[i] = strconv.Itoa(i)
+	}
+	return names, nil
+}
+
+// declareNames reads the list of names of a declaration, up to the next
+// keyword, and indexes them.
+func (p *parser) declareNames(t token, kind int) ([]string, error) {
+	var names []string
+	p.idx[kind] = make(map[string]int)
+	for {
+		n, ok := p.peek()
+		if !ok || keywords[n.s] {
+			break
+		}
+		p.next()
+		if err := p.checkName(n, kind); err != nil {
+			return nil, err
+		}
+		p.idx[kind][n.s] = len(names)
+		names = append(names, n.s)
+	}
+	if len(names) == 0 {
+		return nil, p.errorf(t.line, "%ss: expected a count or a list of names", kindName[kind])
+	}
+	return names, nil
+}
+
+// checkName checks that n is a valid name of kind, not listed before.
+func (p *parser) checkName(n token, kind int) error {
+	if n.s == ":" || n.s == "*" || isNumber(n.s) {
+		return p.errorf(n.line, "%q is not a valid %s name (names start with a letter)", n.s, kindName[kind])
+	}
+	if first, dup := p.idx[kind][n.s]; dup {
+		return p.errorf(n.line, "%s %q is listed twice (also %s number %d)", kindName[kind], n.s, kindName[kind], first)
+	}
+	return nil
+}
+
+// setNames stores the names of the states, actions or observations (kind).
+func (p *parser) setNames(kind int, names []string) {
 	switch kind {
 	case kState:
 		p.m.States = names
@@ -420,7 +516,6 @@ func (p *parser) declare(t token, kind int) error {
 	case kObs:
 		p.m.Observations = names
 	}
-	return nil
 }
 
 // alloc creates the tables once the three sets are known.
@@ -438,51 +533,77 @@ func (p *parser) alloc(line int) error {
 	if float64(A)*float64(S)*float64(S)*float64(O) > maxDense {
 		return p.errorf(line, "%d actions × %d² states × %d observations is too large for dense tables", A, S, O)
 	}
+	p.allocTables(A, S, O)
+	p.allocated = true
+	return nil
+}
+
+// allocTables creates the zero tables for A actions, S states and O
+// observations, and the records of the lines and reset rows.
+func (p *parser) allocTables(A, S, O int) {
+	m := p.m
 	m.T = make([][][]float64, A)
 	m.O = make([][][]float64, A)
 	p.tLine = make([][]int, A)
 	p.oLine = make([][]int, A)
 	p.resetRows = make([][]bool, A)
 	for a := range A {
-		m.T[a] = make([][]float64, S)
-		m.O[a] = make([][]float64, S)
-		for s := range S {
-			m.T[a][s] = make([]float64, S)
-			m.O[a][s] = make([]float64, O)
-		}
-		p.tLine[a] = make([]int, S)
-		p.oLine[a] = make([]int, S)
-		p.resetRows[a] = make([]bool, S)
+		p.allocAction(a, S, O)
 	}
 	m.Reward = make([]float64, A*S*S*O)
-	p.allocated = true
-	return nil
 }
 
-func (p *parser) start(t token) error {
-	if p.sawParams {
-		return p.errorf(t.line, "start must come before the T:, O: and R: entries")
+// allocAction creates the zero transition and observation rows of action
+// a and their line and reset records, for S states and O observations.
+func (p *parser) allocAction(a, S, O int) {
+	m := p.m
+	m.T[a] = make([][]float64, S)
+	m.O[a] = make([][]float64, S)
+	for s := range S {
+		m.T[a][s] = make([]float64, S)
+		m.O[a][s] = make([]float64, O)
 	}
-	if p.startSpecs {
-		return p.errorf(t.line, "start given twice (first on line %d)", p.startLine)
+	p.tLine[a] = make([]int, S)
+	p.oLine[a] = make([]int, S)
+	p.resetRows[a] = make([]bool, S)
+}
+
+// start reads "start:", "start include:" or "start exclude:" and the start
+// distribution that follows.
+func (p *parser) start(t token) error {
+	if err := p.startOnce(t); err != nil {
+		return err
 	}
 	if err := p.alloc(t.line); err != nil {
 		return err
 	}
 	p.startSpecs = true
 	p.startLine = t.line
-	S := len(p.m.States)
-	mode := ""
-	if n, ok := p.peek(); ok && (n.s == "include" || n.s == "exclude") {
-		p.next()
-		mode = n.s
-	}
+	mode := p.keyword("include", "exclude")
 	if err := p.expectColon("start"); err != nil {
 		return err
 	}
 	if mode != "" {
 		return p.startSet(t, mode)
 	}
+	return p.startDist(t)
+}
+
+// startOnce checks that the start t comes before the entries, for the
+// first time.
+func (p *parser) startOnce(t token) error {
+	if p.sawParams {
+		return p.errorf(t.line, "start must come before the T:, O: and R: entries")
+	}
+	if p.startSpecs {
+		return p.errorf(t.line, "start given twice (first on line %d)", p.startLine)
+	}
+	return nil
+}
+
+// startDist reads the distribution after "start:": "uniform", |S|
+// probabilities or one state.
+func (p *parser) startDist(t token) error {
 	n, ok := p.peek()
 	if !ok {
 		return p.errorf(t.line, "unexpected end of file after start:")
@@ -490,40 +611,48 @@ func (p *parser) start(t token) error {
 	switch {
 	case n.s == "uniform":
 		p.next()
-		p.m.Start = uniform(S)
+		p.m.Start = uniform(len(p.m.States))
+		return nil
 	case isNumber(n.s):
-		// |S| probabilities; a lone integer followed by something else is
-		// a state number.
-		k := 0
-		for k < S && p.pos+k < len(p.toks) && isNumber(p.toks[p.pos+k].s) {
-			k++
-		}
-		if k < S && k == 1 && S > 1 && isInt(n.s) {
-			ss, _, err := p.ref(kState)
-			if err != nil {
-				return err
-			}
-			p.m.Start = make([]float64, S)
-			p.m.Start[ss[0]] = 1
-			return nil
-		}
-		v, err := p.numbers(S, true, "start", t.line)
-		if err != nil {
-			return err
-		}
-		p.m.Start = v
+		return p.startNumbers(t, n)
 	default:
-		ss, name, err := p.ref(kState)
-		if err != nil {
-			return err
-		}
-		if name == "*" {
-			p.m.Start = uniform(S)
-			return nil
-		}
-		p.m.Start = make([]float64, S)
-		p.m.Start[ss[0]] = 1
+		return p.startState()
 	}
+}
+
+// startNumbers reads |S| start probabilities; a lone integer followed by
+// something else is a state number.
+func (p *parser) startNumbers(t, n token) error {
+	S := len(p.m.States)
+	k := 0
+	for k < S && p.pos+k < len(p.toks) && isNumber(p.toks[p.pos+k].s) {
+		k++
+	}
+	if k < S && k == 1 && S > 1 && isInt(n.s) {
+		return p.startState()
+	}
+	v, err := p.numbers(S, true, "start", t.line)
+	if err != nil {
+		return err
+	}
+	p.m.Start = v
+	return nil
+}
+
+// startState reads one state, the start with certainty, or '*', a uniform
+// start.
+func (p *parser) startState() error {
+	S := len(p.m.States)
+	ss, name, err := p.ref(kState)
+	if err != nil {
+		return err
+	}
+	if name == "*" {
+		p.m.Start = uniform(S)
+		return nil
+	}
+	p.m.Start = make([]float64, S)
+	p.m.Start[ss[0]] = 1
 	return nil
 }
 
@@ -532,23 +661,9 @@ func (p *parser) start(t token) error {
 // excluded).
 func (p *parser) startSet(t token, mode string) error {
 	S := len(p.m.States)
-	in := make([]bool, S)
-	count := 0
-	for {
-		n, ok := p.peek()
-		if !ok || keywords[n.s] {
-			break
-		}
-		ss, _, err := p.ref(kState)
-		if err != nil {
-			return err
-		}
-		for _, s := range ss {
-			if !in[s] {
-				in[s] = true
-				count++
-			}
-		}
+	in, count, err := p.startStates()
+	if err != nil {
+		return err
 	}
 	if count == 0 && mode == "include" {
 		return p.errorf(t.line, "start include: expected at least one state")
@@ -562,21 +677,62 @@ func (p *parser) startSet(t token, mode string) error {
 			return p.errorf(t.line, "start exclude: every state is excluded")
 		}
 	}
-	p.m.Start = make([]float64, S)
-	for s := range S {
-		if in[s] {
-			p.m.Start[s] = 1 / float64(count)
-		}
-	}
+	p.m.Start = uniformOver(in, count)
 	return nil
 }
 
+// uniformOver is the uniform distribution over the count states marked
+// in in.
+func uniformOver(in []bool, count int) []float64 {
+	u := make([]float64, len(in))
+	for s := range in {
+		if in[s] {
+			u[s] = 1 / float64(count)
+		}
+	}
+	return u
+}
+
+// startStates reads the states listed after `start include:` or `start
+// exclude:`, up to the next keyword: which states are listed and how many.
+func (p *parser) startStates() ([]bool, int, error) {
+	in := make([]bool, len(p.m.States))
+	count := 0
+	for {
+		n, ok := p.peek()
+		if !ok || keywords[n.s] {
+			break
+		}
+		ss, _, err := p.ref(kState)
+		if err != nil {
+			return nil, 0, err
+		}
+		for _, s := range ss {
+			if !in[s] {
+				in[s] = true
+				count++
+			}
+		}
+	}
+	return in, count, nil
+}
+
+// uniform returns the uniform distribution over n elements.
 func uniform(n int) []float64 {
 	u := make([]float64, n)
 	for i := range u {
 		u[i] = 1 / float64(n)
 	}
 	return u
+}
+
+// indices returns 0, 1, …, n-1.
+func indices(n int) []int {
+	all := make([]int, n)
+	for i := range all {
+		all[i] = i
+	}
+	return all
 }
 
 // entryHead reads "X:" and the action, and reports whether a ':' follows.
@@ -615,32 +771,73 @@ func (p *parser) keyword(words ...string) string {
 	return ""
 }
 
+// trans reads a "T:" entry: a matrix, a row or a single probability.
 func (p *parser) trans(t token) error {
+	return p.probEntry(t, entryForms{p.transMatrix, p.transRow, p.setTransEntries, kState})
+}
+
+// entryForms are the forms of a "T:" or "O:" entry: how to read its
+// matrix and row forms, how to set its single-entry form, and the kind of
+// the last reference of that form (a next state or an observation).
+type entryForms struct {
+	matrix func(t token, as []int) error
+	row    func(t token, as, ss []int) error
+	set    func(as, ss, last []int, v float64, line int)
+	last   int
+}
+
+// probEntry reads a "T:" or "O:" entry (forms f): a matrix after the
+// action, a row after the state, or a single probability after the last
+// reference.
+func (p *parser) probEntry(t token, f entryForms) error {
 	as, err := p.entryHead(t)
 	if err != nil {
 		return err
 	}
 	if !p.colonNext() {
-		return p.transMatrix(t, as)
+		return f.matrix(t, as)
 	}
 	ss, _, err := p.ref(kState)
 	if err != nil {
 		return err
 	}
 	if !p.colonNext() {
-		return p.transRow(t, as, ss)
+		return f.row(t, as, ss)
 	}
-	s2s, _, err := p.ref(kState)
+	return p.probSingle(t, f, as, ss)
+}
+
+// probSingle reads the rest of the single-entry form of a "T:" or "O:"
+// entry (forms f), after the action (as) and the state (ss): the last
+// reference and the probability.
+func (p *parser) probSingle(t token, f entryForms, as, ss []int) error {
+	last, _, err := p.ref(f.last)
 	if err != nil {
 		return err
 	}
+	v, err := p.probability()
+	if err != nil {
+		return err
+	}
+	f.set(as, ss, last, v, t.line)
+	return nil
+}
+
+// probability reads one probability and checks that it lies in [0,1].
+func (p *parser) probability() (float64, error) {
 	v, line, err := p.number("a probability")
 	if err != nil {
-		return err
+		return 0, err
 	}
 	if !(v >= 0 && v <= 1) {
-		return p.errorf(line, "probability %v is outside [0,1]", v)
+		return 0, p.errorf(line, "probability %v is outside [0,1]", v)
 	}
+	return v, nil
+}
+
+// setTransEntries sets T[a][s][s'] to v for every a in as, s in ss and s'
+// in s2s, given on line.
+func (p *parser) setTransEntries(as, ss, s2s []int, v float64, line int) {
 	m := p.m
 	for _, a := range as {
 		for _, s := range ss {
@@ -653,10 +850,9 @@ func (p *parser) trans(t token) error {
 			for _, s2 := range s2s {
 				m.T[a][s][s2] = v
 			}
-			p.tLine[a][s] = t.line
+			p.tLine[a][s] = line
 		}
 	}
-	return nil
 }
 
 // setTrans sets the transition row of (a, s), the line it was given on
@@ -673,96 +869,83 @@ func (p *parser) transMatrix(t token, as []int) error {
 	switch p.keyword("uniform", "identity") {
 	case "uniform":
 		u := uniform(S)
-		for _, a := range as {
-			for s := range S {
-				p.setTrans(a, s, u, false, t.line)
-			}
-		}
+		p.setTransRows(as, func(int) ([]float64, int) { return u, t.line })
 	case "identity":
-		for _, a := range as {
-			for s := range S {
-				row := make([]float64, S)
-				row[s] = 1
-				p.setTrans(a, s, row, false, t.line)
-			}
-		}
+		p.setTransRows(as, func(s int) ([]float64, int) {
+			row := make([]float64, S)
+			row[s] = 1
+			return row, t.line
+		})
 	default:
 		v, err := p.numbers(S*S, true, "T matrix", t.line)
 		if err != nil {
 			return err
 		}
-		for _, a := range as {
-			for s := range S {
-				p.setTrans(a, s, v[s*S:(s+1)*S], false, p.numLines[s*S])
-			}
-		}
+		p.setTransRows(as, func(s int) ([]float64, int) { return v[s*S : (s+1)*S], p.numLines[s*S] })
 	}
 	return nil
+}
+
+// setTransRows sets the transition row of (a, s), for every a in as and
+// every state s, to the row that row(s) returns, given on the line it
+// returns.
+func (p *parser) setTransRows(as []int, row func(s int) ([]float64, int)) {
+	forPairs(as, indices(len(p.m.States)), func(a, s int) {
+		r, line := row(s)
+		p.setTrans(a, s, r, false, line)
+	})
+}
+
+// forPairs calls f for every a in as and s in ss, a in the outer loop.
+func forPairs(as, ss []int, f func(a, s int)) {
+	for _, a := range as {
+		for _, s := range ss {
+			f(a, s)
+		}
+	}
 }
 
 // transRow reads `T: a : s` followed by a row, uniform or reset.
 func (p *parser) transRow(t token, as, ss []int) error {
-	S := len(p.m.States)
-	var row []float64
-	reset := false
-	line := t.line
-	switch p.keyword("uniform", "reset") {
-	case "uniform":
-		row = uniform(S)
-	case "reset":
-		row = make([]float64, S) // filled from Start in finish
-		reset = true
-	default:
-		var err error
-		row, err = p.numbers(S, true, "T row", t.line)
-		if err != nil {
-			return err
-		}
-		line = p.numLines[0]
+	row, reset, line, err := p.transRowValues(t)
+	if err != nil {
+		return err
 	}
-	for _, a := range as {
-		for _, s := range ss {
-			p.setTrans(a, s, row, reset, line)
-		}
-	}
+	forPairs(as, ss, func(a, s int) { p.setTrans(a, s, row, reset, line) })
 	return nil
 }
 
+// transRowValues reads the row of a `T: a : s` entry: uniform, reset (a
+// row filled from Start in finish) or |S| probabilities, and the line it
+// was given on.
+func (p *parser) transRowValues(t token) (row []float64, reset bool, line int, err error) {
+	S := len(p.m.States)
+	switch p.keyword("uniform", "reset") {
+	case "uniform":
+		return uniform(S), false, t.line, nil
+	case "reset":
+		return make([]float64, S), true, t.line, nil // filled from Start in finish
+	}
+	if row, err = p.numbers(S, true, "T row", t.line); err != nil {
+		return nil, false, 0, err
+	}
+	return row, false, p.numLines[0], nil
+}
+
+// obs reads an "O:" entry: a matrix, a row or a single probability.
 func (p *parser) obs(t token) error {
-	as, err := p.entryHead(t)
-	if err != nil {
-		return err
-	}
-	if !p.colonNext() {
-		return p.obsMatrix(t, as)
-	}
-	ss, _, err := p.ref(kState)
-	if err != nil {
-		return err
-	}
-	if !p.colonNext() {
-		return p.obsRow(t, as, ss)
-	}
-	os, _, err := p.ref(kObs)
-	if err != nil {
-		return err
-	}
-	v, line, err := p.number("a probability")
-	if err != nil {
-		return err
-	}
-	if !(v >= 0 && v <= 1) {
-		return p.errorf(line, "probability %v is outside [0,1]", v)
-	}
-	for _, a := range as {
-		for _, s := range ss {
-			for _, o := range os {
-				p.m.O[a][s][o] = v
-			}
-			p.oLine[a][s] = t.line
+	return p.probEntry(t, entryForms{p.obsMatrix, p.obsRow, p.setObsEntries, kObs})
+}
+
+// setObsEntries sets O[a][s'][o] to v for every a in as, s' in ss and o
+// in os, given on line.
+func (p *parser) setObsEntries(as, ss, os []int, v float64, line int) {
+	forPairs(as, ss, func(a, s int) {
+		for _, o := range os {
+			p.m.O[a][s][o] = v
 		}
-	}
-	return nil
+		p.oLine[a][s] = line
+	})
 }
 
 // setObs sets the observation row of (a, s') and the line it was given on.
@@ -776,11 +959,7 @@ func (p *parser) obsMatrix(t token, as []int) error {
 	S, O := len(p.m.States), len(p.m.Observations)
 	if p.keyword("uniform") != "" {
 		u := uniform(O)
-		for _, a := range as {
-			for s := range S {
-				p.setObs(a, s, u, t.line)
-			}
-		}
+		forPairs(as, indices(S), func(a, s int) { p.setObs(a, s, u, t.line) })
 		return nil
 	}
 	if n, ok := p.peek(); ok && (n.s == "identity" || n.s == "reset") {
@@ -790,47 +969,44 @@ func (p *parser) obsMatrix(t token, as []int) error {
 	if err != nil {
 		return err
 	}
-	for _, a := range as {
-		for s := range S {
-			p.setObs(a, s, v[s*O:(s+1)*O], p.numLines[s*O])
-		}
-	}
+	forPairs(as, indices(S), func(a, s int) { p.setObs(a, s, v[s*O:(s+1)*O], p.numLines[s*O]) })
 	return nil
 }
 
 // obsRow reads `O: a : s'` followed by a row or uniform.
 func (p *parser) obsRow(t token, as, ss []int) error {
-	O := len(p.m.Observations)
-	var row []float64
-	line := t.line
-	if p.keyword("uniform") != "" {
-		row = uniform(O)
-	} else {
-		if n, ok := p.peek(); ok && (n.s == "identity" || n.s == "reset") {
-			return p.errorf(n.line, "%q is not allowed for an O: row (only uniform or %d probabilities)", n.s, O)
-		}
-		var err error
-		row, err = p.numbers(O, true, "O row", t.line)
-		if err != nil {
-			return err
-		}
-		line = p.numLines[0]
+	row, line, err := p.obsRowValues(t)
+	if err != nil {
+		return err
 	}
-	for _, a := range as {
-		for _, s := range ss {
-			p.setObs(a, s, row, line)
-		}
-	}
+	forPairs(as, ss, func(a, s int) { p.setObs(a, s, row, line) })
 	return nil
 }
 
+// obsRowValues reads the row of an `O: a : s'` entry: uniform or |O|
+// probabilities, and the line it was given on.
+func (p *parser) obsRowValues(t token) ([]float64, int, error) {
+	O := len(p.m.Observations)
+	if p.keyword("uniform") != "" {
+		return uniform(O), t.line, nil
+	}
+	if n, ok := p.peek(); ok && (n.s == "identity" || n.s == "reset") {
+		return nil, 0, p.errorf(n.line, "%q is not allowed for an O: row (only uniform or %d probabilities)", n.s, O)
+	}
+	row, err := p.numbers(O, true, "O row", t.line)
+	if err != nil {
+		return nil, 0, err
+	}
+	return row, p.numLines[0], nil
+}
+
+// reward reads an "R:" entry: a matrix over (s', o) after the state, a
+// row over o after the next state, or a single value.
 func (p *parser) reward(t token) error {
 	as, err := p.entryHead(t)
 	if err != nil {
 		return err
 	}
-	m := p.m
-	S, O := len(m.States), len(m.Observations)
 	if !p.colonNext() {
 		return p.errorf(t.line, "R: needs at least an action and a start state (R: a : s followed by a |S|×|O| matrix)")
 	}
@@ -838,44 +1014,33 @@ func (p *parser) reward(t token) error {
 	if err != nil {
 		return err
 	}
-	at := func(a, s, s2, o int) *float64 { return &m.Reward[((a*S+s)*S+s2)*O+o] }
-	if !p.colonNext() {
-		// R: a : s  matrix over (s', o)
-		v, err := p.numbers(S*O, false, "R matrix", t.line)
-		if err != nil {
-			return err
-		}
-		for _, a := range as {
-			for _, s := range ss {
-				for s2 := range S {
-					for o := range O {
-						*at(a, s, s2, o) = v[s2*O+o]
-					}
-				}
-			}
-		}
-		return nil
+	if p.colonNext() {
+		return p.rewardRow(t, as, ss)
 	}
+	return p.rewardMatrix(t, as, ss)
+}
+
+// rewardMatrix reads the |S|×|O| matrix of an "R: a : s" entry.
+func (p *parser) rewardMatrix(t token, as, ss []int) error {
+	// R: a : s  matrix over (s', o)
+	S, O := len(p.m.States), len(p.m.Observations)
+	v, err := p.numbers(S*O, false, "R matrix", t.line)
+	if err != nil {
+		return err
+	}
+	p.setRewards(as, ss, indices(S), indices(O), func(s2, o int) float64 { return v[s2*O+o] })
+	return nil
+}
+
+// rewardRow reads the rest of an "R: a : s :" entry: the next state, then
+// a row over o or, after another ':', the observation and a single value.
+func (p *parser) rewardRow(t token, as, ss []int) error {
 	s2s, _, err := p.ref(kState)
 	if err != nil {
 		return err
 	}
 	if !p.colonNext() {
-		// R: a : s : s'  row over o
-		v, err := p.numbers(O, false, "R row", t.line)
-		if err != nil {
-			return err
-		}
-		for _, a := range as {
-			for _, s := range ss {
-				for _, s2 := range s2s {
-					for o := range O {
-						*at(a, s, s2, o) = v[o]
-					}
-				}
-			}
-		}
-		return nil
+		return p.rewardObsRow(t, as, ss, s2s)
 	}
 	os, _, err := p.ref(kObs)
 	if err != nil {
@@ -885,50 +1050,48 @@ func (p *parser) reward(t token) error {
 	if err != nil {
 		return err
 	}
-	for _, a := range as {
-		for _, s := range ss {
-			for _, s2 := range s2s {
-				for _, o := range os {
-					*at(a, s, s2, o) = v
-				}
-			}
-		}
-	}
+	p.setRewards(as, ss, s2s, os, func(int, int) float64 { return v })
 	return nil
 }
 
+// rewardObsRow reads the row over o of an "R: a : s : s'" entry.
+func (p *parser) rewardObsRow(t token, as, ss, s2s []int) error {
+	// R: a : s : s'  row over o
+	O := len(p.m.Observations)
+	v, err := p.numbers(O, false, "R row", t.line)
+	if err != nil {
+		return err
+	}
+	p.setRewards(as, ss, s2s, indices(O), func(_, o int) float64 { return v[o] })
+	return nil
+}
+
+// setRewards sets R(a, s, s', o) to val(s', o) for every a in as, s in ss,
+// s' in s2s and o in os.
+func (p *parser) setRewards(as, ss, s2s, os []int, val func(s2, o int) float64) {
+	S, O := len(p.m.States), len(p.m.Observations)
+	forPairs(as, ss, func(a, s int) {
+		forPairs(s2s, os, func(s2, o int) { p.m.Reward[((a*S+s)*S+s2)*O+o] = val(s2, o) })
+	})
+}
+
+// finish completes the model once every entry is read: the default
+// start, the reset rows, the checks and renormalisation of every row, and
+// the negation of costs.
 func (p *parser) finish() (*POMDP, error) {
 	line := p.lastLine
 	if err := p.alloc(line); err != nil {
 		return nil, err
 	}
 	m := p.m
-	if m.Start == nil {
-		m.Start = uniform(len(m.States))
+	if err := p.finishStart(); err != nil {
+		return nil, err
 	}
-	if err := checkRow(m.Start, len(m.States)); err != nil {
-		return nil, fmt.Errorf("%w: %s:%d: start: %v", ErrInvalid, p.name, p.startLine, err)
-	}
-	normalize(m.Start)
-	for a := range m.Actions {
-		for s := range m.States {
-			if p.resetRows[a][s] {
-				copy(m.T[a][s], m.Start)
-			}
-			if err := p.rowErr("T", a, s, m.T[a][s], p.tLine[a][s]); err != nil {
-				return nil, err
-			}
-			if err := p.rowErr("O", a, s, m.O[a][s], p.oLine[a][s]); err != nil {
-				return nil, err
-			}
-			normalize(m.T[a][s])
-			normalize(m.O[a][s])
-		}
+	if err := p.finishRows(); err != nil {
+		return nil, err
 	}
 	if p.cost {
-		for i := range m.Reward {
-			m.Reward[i] = -m.Reward[i]
-		}
+		negate(m.Reward)
 	}
 	if err := m.Check(); err != nil {
 		return nil, err
@@ -936,6 +1099,60 @@ func (p *parser) finish() (*POMDP, error) {
 	return m, nil
 }
 
+// finishStart sets the uniform start when none was given, then checks and
+// renormalises the start.
+func (p *parser) finishStart() error {
+	m := p.m
+	if m.Start == nil {
+		m.Start = uniform(len(m.States))
+	}
+	if err := checkRow(m.Start, len(m.States)); err != nil {
+		return fmt.Errorf("%w: %s:%d: start: %v", ErrInvalid, p.name, p.startLine, err)
+	}
+	normalize(m.Start)
+	return nil
+}
+
+// negate negates every entry of xs (costs into rewards).
+func negate(xs []float64) {
+	for i := range xs {
+		xs[i] = -xs[i]
+	}
+}
+
+// finishRows fills the reset rows from the start, then checks and
+// renormalises every transition and observation row.
+func (p *parser) finishRows() error {
+	for a := range p.m.Actions {
+		for s := range p.m.States {
+			if err := p.finishRow(a, s); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// finishRow fills the transition row of (a, s) from the start if it is a
+// reset row, then checks and renormalises it and the observation row.
+func (p *parser) finishRow(a, s int) error {
+	m := p.m
+	if p.resetRows[a][s] {
+		copy(m.T[a][s], m.Start)
+	}
+	if err := p.rowErr("T", a, s, m.T[a][s], p.tLine[a][s]); err != nil {
+		return err
+	}
+	if err := p.rowErr("O", a, s, m.O[a][s], p.oLine[a][s]); err != nil {
+		return err
+	}
+	normalize(m.T[a][s])
+	normalize(m.O[a][s])
+	return nil
+}
+
+// rowErr reports a row of table ("T" or "O") for (a, s) that is not a
+// distribution, naming the line of the last entry that set it.
 func (p *parser) rowErr(table string, a, s int, row []float64, line int) error {
 	err := checkRow(row, len(row))
 	if err == nil {

@@ -65,21 +65,10 @@ func simulate(ctx context.Context, m *POMDP, H, K int, b Behavior, seed uint64, 
 	if err != nil {
 		return nil, err
 	}
-	if H <= 0 || K <= 0 {
-		return nil, fmt.Errorf("%w: horizon %d and episodes %d must be positive", ErrBehavior, H, K)
+	if err := checkSimulate(H, K, b); err != nil {
+		return nil, err
 	}
-	if b == nil {
-		return nil, fmt.Errorf("%w: nil behaviour", ErrBehavior)
-	}
-	if float64(H)*float64(K) > math.MaxInt32 {
-		return nil, fmt.Errorf("%w: %d episodes × %d steps is too many rows for one simulation", ErrBehavior, K, H)
-	}
-	n := H * K
-	l := &Logs{
-		Model: m, Horizon: H, Behavior: b.String(), Seed: seed,
-		Obs: make([]int32, n), Act: make([]int32, n),
-		Reward: make([]float64, n), Propensity: make([]float64, n),
-	}
+	l := newLogs(m, H, K, b, seed)
 	sm := newSampler(mm)
 	chunks := (K + chunkEpisodes - 1) / chunkEpisodes
 	err = parallel.For(ctx, chunks, workers, func(c int) error {
@@ -91,6 +80,31 @@ func simulate(ctx context.Context, m *POMDP, H, K int, b Behavior, seed uint64, 
 		return nil, err
 	}
 	return l, nil
+}
+
+// newLogs are empty logs of K episodes of H steps of m under b.
+func newLogs(m *POMDP, H, K int, b Behavior, seed uint64) *Logs {
+	n := H * K
+	return &Logs{
+		Model: m, Horizon: H, Behavior: b.String(), Seed: seed,
+		Obs: make([]int32, n), Act: make([]int32, n),
+		Reward: make([]float64, n), Propensity: make([]float64, n),
+	}
+}
+
+// checkSimulate checks the horizon H, the number of episodes K and the
+// behaviour b of a simulation.
+func checkSimulate(H, K int, b Behavior) error {
+	if H <= 0 || K <= 0 {
+		return fmt.Errorf("%w: horizon %d and episodes %d must be positive", ErrBehavior, H, K)
+	}
+	if b == nil {
+		return fmt.Errorf("%w: nil behaviour", ErrBehavior)
+	}
+	if float64(H)*float64(K) > math.MaxInt32 {
+		return fmt.Errorf("%w: %d episodes × %d steps is too many rows for one simulation", ErrBehavior, K, H)
+	}
+	return nil
 }
 
 // splitmix64 scrambles a counter into a well-spread 64-bit seed.
@@ -177,39 +191,71 @@ func drawProbs(p []float64, u float64) int {
 	return last
 }
 
+// chunk simulates episodes lo..hi−1 of the logs l under the behaviour b
+// from the random stream rng.
 func (sm *sampler) chunk(l *Logs, b Behavior, lo, hi int, rng *rand.Rand) error {
-	mm := sm.mm
-	H := l.Horizon
-	S, O := mm.nS, mm.nO
-	useBelief := b.UsesBelief()
-	belief := make([]float64, S)
-	pred := make([]float64, S)
-	probs := make([]float64, mm.nA)
+	S := sm.mm.nS
+	e := &episodeSim{sampler: sm, l: l, b: b, rng: rng, useBelief: b.UsesBelief(),
+		belief: make([]float64, S), pred: make([]float64, S), probs: make([]float64, sm.mm.nA)}
 	for k := lo; k < hi; k++ {
-		s := draw(sm.start, rng.Float64())
-		copy(belief, mm.Start)
-		o := ObsInit
-		for h := 1; h <= H; h++ {
-			b.Probs(h, belief, probs)
-			a := drawProbs(probs, rng.Float64())
-			if a < 0 {
-				return fmt.Errorf("%w: %s gives no action a positive probability at step %d", ErrBehavior, b, h)
-			}
-			s2 := draw(sm.tCDF[a][s], rng.Float64())
-			o2 := draw(sm.oCDF[a][s2], rng.Float64())
-			i := k*H + h - 1
-			l.Obs[i] = int32(o)
-			l.Act[i] = int32(a)
-			l.Reward[i] = mm.Reward[((a*S+s)*S+s2)*O+o2]
-			l.Propensity[i] = probs[a]
-			if useBelief && h < H {
-				mm.predict(belief, a, pred)
-				mm.update(pred, a, o2, belief)
-			}
-			s, o = s2, o2
+		if err := e.episode(k); err != nil {
+			return err
 		}
 	}
 	return nil
+}
+
+// episodeSim simulates episodes of the logs l under the behaviour b from
+// the random stream rng, filtering the true belief when b uses it; pred
+// and probs are buffers.
+type episodeSim struct {
+	*sampler
+	l                   *Logs
+	b                   Behavior
+	rng                 *rand.Rand
+	useBelief           bool
+	belief, pred, probs []float64
+}
+
+// episode draws episode k and records its steps in the logs.
+func (e *episodeSim) episode(k int) error {
+	mm, rng := e.mm, e.rng
+	H := e.l.Horizon
+	s := draw(e.start, rng.Float64())
+	copy(e.belief, mm.Start)
+	o := ObsInit
+	for h := 1; h <= H; h++ {
+		e.b.Probs(h, e.belief, e.probs)
+		a := drawProbs(e.probs, rng.Float64())
+		if a < 0 {
+			return fmt.Errorf("%w: %s gives no action a positive probability at step %d", ErrBehavior, e.b, h)
+		}
+		s2 := draw(e.tCDF[a][s], rng.Float64())
+		o2 := draw(e.oCDF[a][s2], rng.Float64())
+		e.record(k*H+h-1, o, a, s, s2, o2)
+		if e.useBelief && h < H {
+			e.filter(a, o2)
+		}
+		s, o = s2, o2
+	}
+	return nil
+}
+
+// filter updates the true belief with the action a and the observation o.
+func (e *episodeSim) filter(a, o int) {
+	e.mm.predict(e.belief, a, e.pred)
+	e.mm.update(e.pred, a, o, e.belief)
+}
+
+// record writes row i of the logs: the observation o, the action a and
+// its propensity, and the reward of the move from s to s2 emitting o2.
+func (e *episodeSim) record(i, o, a, s, s2, o2 int) {
+	mm, l := e.mm, e.l
+	S, O := mm.nS, mm.nO
+	l.Obs[i] = int32(o)
+	l.Act[i] = int32(a)
+	l.Reward[i] = mm.Reward[((a*S+s)*S+s2)*O+o2]
+	l.Propensity[i] = e.probs[a]
 }
 
 // SimulatePolicy estimates the value under m of a policy read from
@@ -228,41 +274,79 @@ func SimulatePolicy(ctx context.Context, m *POMDP, H int, p *policy.Policy, n in
 	if p == nil || H <= 0 || n <= 1 {
 		return 0, 0, fmt.Errorf("%w: a policy, a positive horizon (%d) and at least 2 episodes (%d) are needed", ErrPolicy, H, n)
 	}
-	actIdx := make(map[string]int, mm.nA)
-	for i, name := range m.Actions {
-		actIdx[name] = i
-	}
-	sm := newSampler(mm)
+	ps := &policySim{sampler: newSampler(mm), p: p, H: H, actIdx: actionIndex(m)}
 	chunks := (n + chunkEpisodes - 1) / chunkEpisodes
 	sums := make([][2]float64, chunks)
 	err = parallel.For(ctx, chunks, 0, func(c int) error {
 		rng := chunkRand(seed, c)
 		lo, hi := c*chunkEpisodes, min(n, (c+1)*chunkEpisodes)
-		for k := lo; k < hi; k++ {
-			cur := p.NewCursor()
-			s, o, ret := draw(sm.start, rng.Float64()), ObsInit, 0.0
-			for h := 1; h <= H; h++ {
-				name, node, ok := cur.Act(m.ObsName(o))
-				if !ok {
-					return fmt.Errorf("%w: the policy has no step-1 row for the initial observation %q", ErrPolicy, InitSymbol)
-				}
-				a, known := actIdx[name]
-				if !known {
-					return fmt.Errorf("%w: action %q at step %d (node %d) is not an action of %s", ErrPolicy, name, h, node, m.Name)
-				}
-				ret += mm.er[a*mm.nS+s]
-				s2 := draw(sm.tCDF[a][s], rng.Float64())
-				o = draw(sm.oCDF[a][s2], rng.Float64())
-				s = s2
-			}
-			sums[c][0] += ret
-			sums[c][1] += ret * ret
-		}
-		return nil
+		return ps.chunk(rng, lo, hi, &sums[c])
 	})
 	if err != nil {
 		return 0, 0, err
 	}
+	mean, se = meanSE(sums, n)
+	return mean, se, nil
+}
+
+// actionIndex maps the action names of m to their indices.
+func actionIndex(m *POMDP) map[string]int {
+	actIdx := make(map[string]int, len(m.Actions))
+	for i, name := range m.Actions {
+		actIdx[name] = i
+	}
+	return actIdx
+}
+
+// policySim simulates episodes of H steps of the policy p; actIdx maps
+// the model's action names to their indices.
+type policySim struct {
+	*sampler
+	p      *policy.Policy
+	H      int
+	actIdx map[string]int
+}
+
+// chunk simulates episodes lo..hi−1 from rng and adds their returns and
+// squared returns to sum.
+func (ps *policySim) chunk(rng *rand.Rand, lo, hi int, sum *[2]float64) error {
+	for k := lo; k < hi; k++ {
+		ret, err := ps.episode(rng)
+		if err != nil {
+			return err
+		}
+		sum[0] += ret
+		sum[1] += ret * ret
+	}
+	return nil
+}
+
+// episode simulates one episode from rng and returns the sum of the
+// expected immediate rewards of its states and actions.
+func (ps *policySim) episode(rng *rand.Rand) (float64, error) {
+	mm, m := ps.mm, ps.mm.POMDP
+	cur := ps.p.NewCursor()
+	s, o, ret := draw(ps.start, rng.Float64()), ObsInit, 0.0
+	for h := 1; h <= ps.H; h++ {
+		name, node, ok := cur.Act(m.ObsName(o))
+		if !ok {
+			return 0, fmt.Errorf("%w: the policy has no step-1 row for the initial observation %q", ErrPolicy, InitSymbol)
+		}
+		a, known := ps.actIdx[name]
+		if !known {
+			return 0, fmt.Errorf("%w: action %q at step %d (node %d) is not an action of %s", ErrPolicy, name, h, node, m.Name)
+		}
+		ret += mm.er[a*mm.nS+s]
+		s2 := draw(ps.tCDF[a][s], rng.Float64())
+		o = draw(ps.oCDF[a][s2], rng.Float64())
+		s = s2
+	}
+	return ret, nil
+}
+
+// meanSE is the mean of n returns and its standard error from the
+// chunks' sums of the returns and of their squares.
+func meanSE(sums [][2]float64, n int) (mean, se float64) {
 	var tot, sq float64
 	for _, x := range sums {
 		tot += x[0]
@@ -270,5 +354,5 @@ func SimulatePolicy(ctx context.Context, m *POMDP, H int, p *policy.Policy, n in
 	}
 	mean = tot / float64(n)
 	v := max(sq/float64(n)-mean*mean, 0) * float64(n) / float64(n-1)
-	return mean, math.Sqrt(v / float64(n)), nil
+	return mean, math.Sqrt(v / float64(n))
 }

@@ -23,53 +23,102 @@ import (
 // a fitted model gives a policy beside the value the truth gives it.
 func (m *POMDP) TrueModel(d *ingest.Dataset) (*estimate.Model, error) {
 	S, A, O := m.NumStates(), m.NumActions(), len(d.ObsVocab)
-	obsCode, err := codes(d.ObsVocab, append([]string{InitSymbol}, m.Observations...), "observation", m.Name)
+	obsCode, actCode, err := m.trueCodes(d)
 	if err != nil {
 		return nil, err
-	}
-	actCode, err := codes(d.ActVocab, m.Actions, "action", m.Name)
-	if err != nil {
-		return nil, err
-	}
-	if len(d.ActVocab) != A {
-		return nil, fmt.Errorf("%w: the logs have %d actions, %s has %d", ErrPolicy, len(d.ActVocab), m.Name, A)
 	}
 	vals := rewardValues(m, d.Reward)
-	V := len(vals)
+	mod := trueShell(m, d, vals, obsCode[0])
+	t := &trueTables{m: m, mod: mod, obsCode: obsCode, actCode: actCode,
+		T: make([]float64, A*S*S), E: make([]float64, A*S*O), R: make([]float64, S*A*S*O*len(vals))}
+	t.fillAll()
+	mod.Trans, mod.Emit, mod.RewardProb = [][]float64{t.T}, [][]float64{t.E}, [][]float64{t.R}
+	mod.ReturnMin, mod.ReturnMax = returnRange(d)
+	mod.Prepare()
+	return mod, nil
+}
+
+// trueCodes are the codes in d's vocabularies of m's observations
+// (InitSymbol first) and actions; every action of d must be m's.
+func (m *POMDP) trueCodes(d *ingest.Dataset) (obsCode, actCode []int, err error) {
+	obsCode, err = codes(d.ObsVocab, append([]string{InitSymbol}, m.Observations...), "observation", m.Name)
+	if err != nil {
+		return nil, nil, err
+	}
+	actCode, err = codes(d.ActVocab, m.Actions, "action", m.Name)
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(d.ActVocab) != m.NumActions() {
+		return nil, nil, fmt.Errorf("%w: the logs have %d actions, %s has %d", ErrPolicy, len(d.ActVocab), m.Name, m.NumActions())
+	}
+	return obsCode, actCode, nil
+}
+
+// trueShell is the estimate.Model of m for the logs d without its
+// transition, emission and reward tables: its dimensions, d's
+// vocabularies, the reward values vals, m's start and the certain first
+// observation of code init.
+func trueShell(m *POMDP, d *ingest.Dataset, vals []float64, init int) *estimate.Model {
+	S, A, O := m.NumStates(), m.NumActions(), len(d.ObsVocab)
 	mod := &estimate.Model{States: S, NumObs: O, NumActions: A, Horizon: d.Horizon, Stationary: true,
 		ObsVocab: d.ObsVocab, ActVocab: d.ActVocab, Reward: estimate.RewardCategorical, RewardValues: vals, TestLength: 1}
 	mod.Init = slices.Clone(m.Start)
 	mod.Obs1 = make([]float64, S*O)
 	for s := range S {
-		mod.Obs1[s*O+obsCode[0]] = 1
+		mod.Obs1[s*O+init] = 1
 	}
-	T := make([]float64, A*S*S)
-	E := make([]float64, A*S*O)
-	R := make([]float64, S*A*S*O*V)
-	for a := range A {
-		ca := actCode[a]
-		for s := range S {
-			for s2 := range S {
-				T[(ca*S+s)*S+s2] = m.T[a][s][s2]
-				for c := range O {
-					// Symbols m never emits after a step (o_1's) get the
-					// first value: any valid row serves.
-					v := 0
-					if o := slices.Index(obsCode[1:], c); o >= 0 {
-						v = sort.SearchFloat64s(vals, m.R(a, s, s2, o))
-					}
-					R[mod.RewardIndex(s, ca, s2, c)*V+v] = 1
-				}
-			}
-			for o := range m.NumObs() {
-				E[(ca*S+s)*O+obsCode[o+1]] += m.O[a][s][o]
-			}
+	return mod
+}
+
+// trueTables are the stationary tables T, E and R of mod, the fitted form
+// of m, in the logs' codes of m's observations (obsCode, InitSymbol first)
+// and actions (actCode).
+type trueTables struct {
+	m                *POMDP
+	mod              *estimate.Model
+	obsCode, actCode []int
+	T, E, R          []float64
+}
+
+// fillAll sets the entries of every action and state.
+func (t *trueTables) fillAll() {
+	for a := range t.m.NumActions() {
+		for s := range t.m.NumStates() {
+			t.fill(a, s)
 		}
 	}
-	mod.Trans, mod.Emit, mod.RewardProb = [][]float64{T}, [][]float64{E}, [][]float64{R}
-	mod.ReturnMin, mod.ReturnMax = returnRange(d)
-	mod.Prepare()
-	return mod, nil
+}
+
+// fill sets the entries of action a from state s: the transitions, the
+// reward's point mass after each next state and observation symbol, and
+// the emissions.
+func (t *trueTables) fill(a, s int) {
+	m := t.m
+	S, O := m.NumStates(), t.mod.NumObs
+	ca := t.actCode[a]
+	for s2 := range S {
+		t.T[(ca*S+s)*S+s2] = m.T[a][s][s2]
+		for c := range O {
+			t.rewardMass(a, s, s2, c)
+		}
+	}
+	for o := range m.NumObs() {
+		t.E[(ca*S+s)*O+t.obsCode[o+1]] += m.O[a][s][o]
+	}
+}
+
+// rewardMass puts the reward's probability one on the value of R(a, s,
+// s′, o) where c is the code of o.
+func (t *trueTables) rewardMass(a, s, s2, c int) {
+	vals := t.mod.RewardValues
+	// Symbols m never emits after a step (o_1's) get the
+	// first value: any valid row serves.
+	v := 0
+	if o := slices.Index(t.obsCode[1:], c); o >= 0 {
+		v = sort.SearchFloat64s(vals, t.m.R(a, s, s2, o))
+	}
+	t.R[t.mod.RewardIndex(s, t.actCode[a], s2, c)*len(vals)+v] = 1
 }
 
 // codes maps each name to its code in vocab.
