@@ -133,6 +133,14 @@ func newPlanner(m *estimate.Model, bonus *pessimism.Bonus, fz *estimate.Featuriz
 	for _, d := range bonus.Dims {
 		dmax = max(dmax, d)
 	}
+	p.allocDepths(dmax)
+	return p
+}
+
+// allocDepths allocates the per-depth buffers (depths 0..H+1), with
+// feature buffers of length dmax.
+func (p *planner) allocDepths(dmax int) {
+	H, S, O, A := p.H, p.S, p.O, p.A
 	p.bel = make([][]float64, H+2)
 	p.pred = make([][]float64, H+2)
 	p.probs = make([][]float64, H+2)
@@ -153,7 +161,6 @@ func newPlanner(m *estimate.Model, bonus *pessimism.Bonus, fz *estimate.Featuriz
 		p.setU[h] = make([]float64, S)
 	}
 	p.scan = make([][]int32, H+2)
-	return p
 }
 
 // expand prepares the children of a node at step h after action a, with
@@ -267,31 +274,51 @@ func (p *planner) solve(h, o int, cond, sum, path float64) val {
 	if h == p.H {
 		return p.solveLast(start, h, o, cond, sum)
 	}
+	bestV, bestA, bestFb := p.bestAction(start, h, o, sum, path)
+	p.arena[start] = rec{obs: int32(o), act: int32(bestA), size: int32(len(p.arena) - start), fb: bestFb, cond: cond, vr: bestV.r, vb: bestV.b}
+	return bestV
+}
+
+// bestAction searches every allowed action of the node whose record is
+// arena[start] and keeps the subtree of the best one (ties to the
+// first): its values, with g the largest g of any action, the action and
+// its fallback action.
+func (p *planner) bestAction(start, h, o int, sum, path float64) (bestV val, bestA int, bestFb int32) {
 	best := math.Inf(-1)
-	var bestV val
-	bestA, bestFb := -1, int32(-1)
+	bestA, bestFb = -1, -1
 	maxG := 0.0
 	for _, a := range p.allowed[o] {
 		sub := len(p.arena)
 		v, fb := p.solveAction(h, o, a, sum, path)
 		maxG = math.Max(maxG, v.g)
-		val := v.r - v.b
-		if p.bonusObj {
-			val = v.b
-		}
-		if val > best {
-			best, bestV, bestA, bestFb = val, v, a, fb
-			if sub != start+1 {
-				n := copy(p.arena[start+1:], p.arena[sub:])
-				p.arena = p.arena[:start+1+n]
-			}
+		if x := p.objective(v); x > best {
+			best, bestV, bestA, bestFb = x, v, a, fb
+			p.keepSubtree(start+1, sub)
 		} else {
 			p.arena = p.arena[:sub]
 		}
 	}
 	bestV.g = maxG
-	p.arena[start] = rec{obs: int32(o), act: int32(bestA), size: int32(len(p.arena) - start), fb: bestFb, cond: cond, vr: bestV.r, vb: bestV.b}
-	return bestV
+	return bestV, bestA, bestFb
+}
+
+// objective is the value the search maximises: E[R − b̂], or E[b̂]
+// with ObjectiveBonus.
+func (p *planner) objective(v val) float64 {
+	x := v.r - v.b
+	if p.bonusObj {
+		x = v.b
+	}
+	return x
+}
+
+// keepSubtree moves the subtree at arena[sub:] to arena[dst:], dropping
+// what was there.
+func (p *planner) keepSubtree(dst, sub int) {
+	if sub != dst {
+		n := copy(p.arena[dst:], p.arena[sub:])
+		p.arena = p.arena[:dst+n]
+	}
 }
 
 // solveFrontier is solve at the frontier depth: collecting, it records the
@@ -328,93 +355,144 @@ func (p *planner) solveLast(start, h, o int, cond, sum float64) val {
 // when no child was pruned).
 func (p *planner) solveAction(h, o, a int, sum, path float64) (val, int32) {
 	m, b := p.m, p.bel[h]
-	acts := p.allowed[o]
-	pred, probs, next := p.pred[h], p.probs[h], p.bel[h+1]
-	acc := p.acc[h]
+	// On wide vocabularies the pruned children of an expanded node are
+	// priced as one set too (O(S) each instead of a stand-in each).
+	s := actionSearch{h: h, a: a, acts: p.allowed[o], pred: p.pred[h], acc: p.acc[h],
+		setU: p.setU[h], // per depth: the recursion below has its own
+		path: path, wide: p.O > wideObs}
+	r := (m.ExpectedReward(h, b, a) - p.shift) * p.scale
+	m.Predict(h, b, a, s.pred)
+	n := p.startAction(&s, sum)
+	for i := 0; i < n; i++ {
+		p.searchChild(&s, i)
+	}
+	if s.setMass > 0 {
+		p.priceSet(&s)
+	}
+	fb := int32(-1)
+	if s.pruned {
+		fb = int32(p.bestFallback(s.acts, s.acc, &s.v))
+	}
+	s.v.r += r
+	return s.v, fb
+}
+
+// actionSearch is the search of one action a at a node (τ_{h−1}, o_h):
+// the node's per-depth buffers, its bonus sums and the running sums of
+// its pruned children.
+type actionSearch struct {
+	h, a      int
+	acts      []int     // the node's allowed actions: the fallback candidates
+	pred      []float64 // the predicted belief over s_{h+1}
+	acc       []float64 // per fallback candidate, the pruned children's sums
+	setU      []float64 // Σ po·belief of the pruned children priced as one set
+	setMass   float64   // Σ po of those children
+	path      float64   // the node's path probability
+	s2        float64   // the bonus sum after the action
+	leafBonus float64   // the bonus of every child when they are step-H leaves
+	wide      bool      // pruned children are priced as one set (wide vocabularies)
+	leaf      bool      // the children are step-H leaves
+	pruned    bool      // some child was pruned
+	v         val
+}
+
+// startAction prepares the children of the action's node, sets the bonus
+// sum after the action (and the leaves' bonus), and starts the pruned
+// sums with the children priced before the enumeration; it returns the
+// number of children to enumerate.
+func (p *planner) startAction(s *actionSearch, sum float64) int {
 	// Every child of this node has path probability below ε: the whole
 	// level below is priced at once by the fallback stand-in at the
 	// predicted belief (standInAt), without enumerating |O| children. On
 	// wide vocabularies this keeps a node's cost O(|A|²·S²) instead of
 	// O(|A|·|O|·(S + |A|·S²)).
-	allPruned := p.eps > 0 && path*p.emax < p.eps && p.O > wideObs
-	// On wide vocabularies the pruned children of an expanded node are
-	// priced as one set too (O(S) each instead of a stand-in each).
-	wide := p.O > wideObs
-	setU, setMass := p.setU[h], 0.0 // per depth: the recursion below has its own
-	r := (m.ExpectedReward(h, b, a) - p.shift) * p.scale
-	m.Predict(h, b, a, pred)
-	n, rest := 0, 0.0
-	if !allPruned {
-		n, rest = p.expand(h, a, pred, path)
-	} else if p.oneStep {
-		m.ObsProbs(h, pred, a, probs)
+	allPruned := p.eps > 0 && s.path*p.emax < p.eps && p.O > wideObs
+	n, rest := p.expandAction(s, allPruned)
+	s.s2 = sum + p.stepNorm(s.h, s.a, s.pred, p.probs[s.h])
+	s.leaf = s.h+1 == p.H && p.frontier != p.H
+	if s.leaf {
+		s.leafBonus = p.bonus.Value(s.s2)
 	}
-	s2 := sum + p.stepNorm(h, a, pred, probs)
-	leaf := h+1 == p.H && p.frontier != p.H
-	leafBonus := 0.0
-	if leaf {
-		leafBonus = p.bonus.Value(s2)
-	}
-	var v val
-	pruned := false
 	if allPruned {
-		pruned = true
-		clear(acc)
-		p.standInAt(h, acts, pred, 1, s2, acc)
+		s.pruned = true
+		clear(s.acc)
+		p.standInAt(s.h, s.acts, s.pred, 1, s.s2, s.acc)
 	}
 	if rest > 0 {
 		// The children the index skipped: part of the pruned set.
-		pruned = true
-		clear(acc)
-		copy(setU, p.cbel)
-		setMass = rest
+		s.pruned = true
+		clear(s.acc)
+		copy(s.setU, p.cbel)
+		s.setMass = rest
 	}
-	for i := 0; i < n; i++ {
-		o2, po := p.child(h, a, i, pred)
-		if po == 0 {
-			continue
-		}
-		if p.eps > 0 && path*po < p.eps {
-			if !pruned {
-				pruned = true
-				clear(acc)
-				clear(setU)
-				setMass = 0
-			}
-			if wide {
-				// Priced with the others at once below.
-				m.Correct(h, pred, a, o2, p.cbel)
-				for s, x := range p.cbel {
-					setU[s] += po * x
-				}
-				setMass += po
-				continue
-			}
-			p.standIn(h, a, acts, pred, o2, po, s2, acc)
-			continue
-		}
-		m.Correct(h, pred, a, o2, next)
-		if leaf {
-			p.leafChild(o2, po, next, leafBonus, &v)
-			continue
-		}
-		v.add(po, p.solve(h+1, o2, po, s2, path*po))
+	return n
+}
+
+// expandAction is expand for the action's node, or, when every child is
+// pruned, no children (with the observation probabilities the one-step
+// features need).
+func (p *planner) expandAction(s *actionSearch, allPruned bool) (n int, rest float64) {
+	if !allPruned {
+		return p.expand(s.h, s.a, s.pred, s.path)
 	}
-	if setMass > 0 {
-		// The pruned children of a wide node as one set: its mean belief
-		// Σ po·b_o / Σ po and its mass (standInAt: pricing a set at once
-		// keeps the stated gap a bound).
-		for s := range setU {
-			setU[s] /= setMass
+	if p.oneStep {
+		p.m.ObsProbs(s.h, s.pred, s.a, p.probs[s.h])
+	}
+	return 0, 0
+}
+
+// searchChild adds the i-th child of the action's node to its value: a
+// pruned child to the pruned sums, a step-H leaf with its best last
+// action, any other through the search below it.
+func (p *planner) searchChild(s *actionSearch, i int) {
+	h, a := s.h, s.a
+	o2, po := p.child(h, a, i, s.pred)
+	if po == 0 {
+		return
+	}
+	if p.eps > 0 && s.path*po < p.eps {
+		p.pruneChild(s, o2, po)
+		return
+	}
+	next := p.bel[h+1]
+	p.m.Correct(h, s.pred, a, o2, next)
+	if s.leaf {
+		p.leafChild(o2, po, next, s.leafBonus, &s.v)
+		return
+	}
+	s.v.add(po, p.solve(h+1, o2, po, s.s2, s.path*po))
+}
+
+// pruneChild adds the pruned child o2 of probability po to the pruned
+// sums: on wide vocabularies to the set priced at once after the
+// enumeration (priceSet), otherwise through its own stand-in.
+func (p *planner) pruneChild(s *actionSearch, o2 int, po float64) {
+	if !s.pruned {
+		s.pruned = true
+		clear(s.acc)
+		clear(s.setU)
+		s.setMass = 0
+	}
+	if s.wide {
+		// Priced with the others at once below.
+		p.m.Correct(s.h, s.pred, s.a, o2, p.cbel)
+		for j, x := range p.cbel {
+			s.setU[j] += po * x
 		}
-		p.standInAt(h, acts, setU, setMass, s2, acc)
+		s.setMass += po
+		return
 	}
-	fb := int32(-1)
-	if pruned {
-		fb = int32(p.bestFallback(acts, acc, &v))
+	p.standIn(s.h, s.a, s.acts, s.pred, o2, po, s.s2, s.acc)
+}
+
+// priceSet prices the pruned children of a wide node as one set: its
+// mean belief Σ po·b_o / Σ po and its mass (standInAt: pricing a set at
+// once keeps the stated gap a bound).
+func (p *planner) priceSet(s *actionSearch) {
+	for j := range s.setU {
+		s.setU[j] /= s.setMass
 	}
-	v.r += r
-	return v, fb
+	p.standInAt(s.h, s.acts, s.setU, s.setMass, s.s2, s.acc)
 }
 
 // stepNorm is the bonus term ‖ψ̄̂(τ_h)‖²_{U_h⁻¹} of the action a taken
@@ -451,48 +529,63 @@ func (p *planner) leafChild(o2 int, po float64, next []float64, leafBonus float6
 // observation order).
 func (p *planner) toPolicy() *Policy {
 	recs := p.arena
-	type item struct {
-		i      int
-		parent int64
-		reach  float64
-	}
 	pol := &Policy{Horizon: p.H, Nodes: make([]Node, 0, len(recs))}
-	var queue []item
+	var queue []policyItem
 	for i := 0; i < len(recs); i += int(recs[i].size) {
-		queue = append(queue, item{i, -1, 1})
+		queue = append(queue, policyItem{i, -1, 1})
 	}
 	weights := make([]float64, p.A)
 	for len(queue) > 0 {
 		it := queue[0]
-		queue = queue[1:]
-		r := recs[it.i]
-		id := int64(len(pol.Nodes))
-		reach := it.reach * r.cond
-		// Fallback: the reach-weighted majority action of the children.
-		clear(weights)
-		fb, any := int(r.act), false
-		for c := it.i + 1; c < it.i+int(r.size); c += int(recs[c].size) {
-			weights[recs[c].act] += recs[c].cond
-			any = true
-			queue = append(queue, item{c, id, reach})
-		}
-		if r.fb >= 0 {
-			fb = int(r.fb)
-		} else if any {
-			best := -1.0
-			for a, w := range weights {
-				if w > best {
-					best, fb = w, a
-				}
-			}
-		}
-		pol.Nodes = append(pol.Nodes, Node{
-			ID: id, Parent: it.parent, Step: int32(p.depthOf(it.parent, pol)),
-			Obs: p.m.ObsVocab[r.obs], Action: p.m.ActVocab[r.act], Fallback: p.m.ActVocab[fb],
-			ReachProb: reach, ValueReward: r.vr, ValueBonus: r.vb, ValueLCB: r.vr - r.vb,
-		})
+		queue = p.addNode(pol, it, queue[1:], weights)
 	}
 	return pol
+}
+
+// policyItem is an arena record waiting in toPolicy's queue: its index,
+// its parent's node ID and its parent's reach probability.
+type policyItem struct {
+	i      int
+	parent int64
+	reach  float64
+}
+
+// addNode appends the node of it to pol and returns queue with the
+// node's children appended; weights is scratch of length A.
+func (p *planner) addNode(pol *Policy, it policyItem, queue []policyItem, weights []float64) []policyItem {
+	r := p.arena[it.i]
+	id := int64(len(pol.Nodes))
+	reach := it.reach * r.cond
+	// Fallback: the reach-weighted majority action of the children.
+	clear(weights)
+	fb, any := int(r.act), false
+	for c := it.i + 1; c < it.i+int(r.size); c += int(p.arena[c].size) {
+		weights[p.arena[c].act] += p.arena[c].cond
+		any = true
+		queue = append(queue, policyItem{c, id, reach})
+	}
+	if r.fb >= 0 {
+		fb = int(r.fb)
+	} else if any {
+		fb = heaviest(weights)
+	}
+	pol.Nodes = append(pol.Nodes, Node{
+		ID: id, Parent: it.parent, Step: int32(p.depthOf(it.parent, pol)),
+		Obs: p.m.ObsVocab[r.obs], Action: p.m.ActVocab[r.act], Fallback: p.m.ActVocab[fb],
+		ReachProb: reach, ValueReward: r.vr, ValueBonus: r.vb, ValueLCB: r.vr - r.vb,
+	})
+	return queue
+}
+
+// heaviest is the index of the largest weight (ties to the first).
+func heaviest(weights []float64) int {
+	best, fb := -1.0, 0
+	for a, w := range weights {
+		if w > best {
+			best, fb = w, a
+		}
+	}
+	return fb
 }
 
 func (p *planner) depthOf(parent int64, pol *Policy) int {
@@ -532,6 +625,8 @@ type fallbackTables struct {
 	vmax [][]float64
 }
 
+// newFallbackTables builds the stand-in tables of m under bonus, from
+// step H down to step 1.
 func newFallbackTables(m *estimate.Model, bonus *pessimism.Bonus) (*fallbackTables, error) {
 	H, S, A := m.Horizon, m.States, m.NumActions
 	shift, scale := m.RewardScale()
@@ -539,17 +634,7 @@ func newFallbackTables(m *estimate.Model, bonus *pessimism.Bonus) (*fallbackTabl
 	if err != nil {
 		return nil, err
 	}
-	ft := &fallbackTables{A: A, S: S,
-		w: make([][]float64, (H+2)*A), k: make([][]float64, (H+2)*A), u: make([][]float64, (H+2)*A),
-		lmax: make([]float64, (H+2)*A), vmax: make([][]float64, H+2)}
-	for i := range ft.w {
-		ft.w[i] = make([]float64, S)
-		ft.u[i] = make([]float64, S)
-		ft.k[i] = make([]float64, S*S)
-	}
-	for t := range ft.vmax {
-		ft.vmax[t] = make([]float64, S)
-	}
+	ft := allocFallbackTables(H, S, A)
 	sc := &fallbackScratch{unit: make([]float64, S), T: make([]float64, S*S), Q: make([]float64, S*S),
 		KT: make([]float64, S*S), cols: make([][]float64, S)}
 	for t := H; t >= 1; t-- {
@@ -559,11 +644,7 @@ func newFallbackTables(m *estimate.Model, bonus *pessimism.Bonus) (*fallbackTabl
 		}
 		for f := 0; f < A; f++ {
 			w := ft.w[t*A+f]
-			for s := 0; s < S; s++ {
-				clear(sc.unit)
-				sc.unit[s] = 1
-				w[s] = (m.ExpectedReward(t, sc.unit, f) - shift) * scale
-			}
+			sc.stepRewards(m, t, f, shift, scale, w)
 			if t == H {
 				for s := range vm {
 					vm[s] = math.Max(vm[s], w[s])
@@ -575,6 +656,33 @@ func newFallbackTables(m *estimate.Model, bonus *pessimism.Bonus) (*fallbackTabl
 		}
 	}
 	return ft, nil
+}
+
+// allocFallbackTables returns zeroed tables for steps 0..H+1, S states
+// and A actions.
+func allocFallbackTables(H, S, A int) *fallbackTables {
+	ft := &fallbackTables{A: A, S: S,
+		w: make([][]float64, (H+2)*A), k: make([][]float64, (H+2)*A), u: make([][]float64, (H+2)*A),
+		lmax: make([]float64, (H+2)*A), vmax: make([][]float64, H+2)}
+	for i := range ft.w {
+		ft.w[i] = make([]float64, S)
+		ft.u[i] = make([]float64, S)
+		ft.k[i] = make([]float64, S*S)
+	}
+	for t := range ft.vmax {
+		ft.vmax[t] = make([]float64, S)
+	}
+	return ft
+}
+
+// stepRewards sets w[s] to the rescaled expected reward (r − shift)·scale
+// of action f at step t in each state s.
+func (sc *fallbackScratch) stepRewards(m *estimate.Model, t, f int, shift, scale float64, w []float64) {
+	for s := range w {
+		clear(sc.unit)
+		sc.unit[s] = 1
+		w[s] = (m.ExpectedReward(t, sc.unit, f) - shift) * scale
+	}
 }
 
 // fallbackScratch holds one (step, action)'s tables while newFallbackTables
