@@ -323,55 +323,100 @@ func newBeliefPlanner(m *estimate.Model, bonus *pessimism.Bonus, points, workers
 // ‖ψ̄̂‖²_{U_h⁻¹} = bᵀ T (FᵀU_h⁻¹F) Tᵀ b. fz is the model's Featurizer.
 func stepTablesOf(m *estimate.Model, bonus *pessimism.Bonus, fz *estimate.Featurizer) [][]stepTables {
 	H, S, A := m.Horizon, m.States, m.NumActions
-	shift, scale := m.RewardScale()
-	unit := make([]float64, S)
+	tb := &tableBuilder{m: m, bonus: bonus, fz: fz, rw: newStateRewards(m), unit: make([]float64, S),
+		Q: make([]float64, S*S), TQ: make([]float64, S*S), cols: make([][]float64, S)}
 	tab := make([][]stepTables, H+1)
-	Q := make([]float64, S*S)
-	TQ := make([]float64, S*S)
-	cols := make([][]float64, S)
 	for h := 1; h <= H; h++ {
 		tab[h] = make([]stepTables, A)
-		tt := m.Table(h)
 		for a := 0; a < A; a++ {
-			st := &tab[h][a]
-			st.t = m.Trans[tt][a*S*S : (a+1)*S*S]
-			st.e = m.EmitOf(tt, a) // the Compact form shares one table
-			st.r = make([]float64, S)
-			for s := range unit {
-				clear(unit)
-				unit[s] = 1
-				st.r[s] = (m.ExpectedReward(h, unit, a) - shift) * scale
-			}
-			if h == H {
-				continue
-			}
-			d := bonus.Dims[h]
-			for s := range cols {
-				clear(unit)
-				unit[s] = 1
-				cols[s] = make([]float64, d)
-				fz.Feature(h, unit, a, cols[s])
-			}
-			quadForm(bonus, h, cols, Q)
-			// m = T Q Tᵀ.
-			for s := 0; s < S; s++ {
-				for j := 0; j < S; j++ {
-					x := 0.0
-					for k := 0; k < S; k++ {
-						x += st.t[s*S+k] * Q[k*S+j]
-					}
-					TQ[s*S+j] = x
-				}
-			}
-			st.m = make([]float64, S*S)
-			for s := 0; s < S; s++ {
-				for s2 := 0; s2 < S; s2++ {
-					st.m[s*S+s2] = dot(TQ[s*S:(s+1)*S], st.t[s2*S:(s2+1)*S])
-				}
-			}
+			tb.build(h, a, &tab[h][a])
 		}
 	}
 	return tab
+}
+
+// tableBuilder holds the model and the scratch buffers of stepTablesOf.
+type tableBuilder struct {
+	m     *estimate.Model
+	bonus *pessimism.Bonus
+	fz    *estimate.Featurizer
+	rw    *stateRewards
+	unit  []float64
+	Q, TQ []float64 // FᵀU_h⁻¹F and T·Q, S×S
+	cols  [][]float64
+}
+
+// build fills st, the tables of step h and action a.
+func (tb *tableBuilder) build(h, a int, st *stepTables) {
+	m, S := tb.m, tb.m.States
+	tt := m.Table(h)
+	st.t = m.Trans[tt][a*S*S : (a+1)*S*S]
+	st.e = m.EmitOf(tt, a) // the Compact form shares one table
+	st.r = make([]float64, S)
+	tb.rw.of(h, a, st.r)
+	if h == m.Horizon {
+		return
+	}
+	tb.featureColumns(h, a)
+	quadForm(tb.bonus, h, tb.cols, tb.Q)
+	st.m = tb.sandwich(st.t)
+}
+
+// featureColumns sets tb.cols[s] to the feature F e_s of each state s
+// at step h under action a.
+func (tb *tableBuilder) featureColumns(h, a int) {
+	d := tb.bonus.Dims[h]
+	for s := range tb.cols {
+		clear(tb.unit)
+		tb.unit[s] = 1
+		tb.cols[s] = make([]float64, d)
+		tb.fz.Feature(h, tb.unit, a, tb.cols[s])
+	}
+}
+
+// sandwich returns m = T Q Tᵀ (S×S, row-major) for the transitions t
+// and tb.Q.
+func (tb *tableBuilder) sandwich(t []float64) []float64 {
+	S, Q, TQ := tb.m.States, tb.Q, tb.TQ
+	for s := 0; s < S; s++ {
+		for j := 0; j < S; j++ {
+			x := 0.0
+			for k := 0; k < S; k++ {
+				x += t[s*S+k] * Q[k*S+j]
+			}
+			TQ[s*S+j] = x
+		}
+	}
+	m := make([]float64, S*S)
+	for s := 0; s < S; s++ {
+		for s2 := 0; s2 < S; s2++ {
+			m[s*S+s2] = dot(TQ[s*S:(s+1)*S], t[s2*S:(s2+1)*S])
+		}
+	}
+	return m
+}
+
+// stateRewards computes the rescaled expected rewards of single states.
+type stateRewards struct {
+	m            *estimate.Model
+	shift, scale float64
+	unit         []float64 // a point belief
+}
+
+// newStateRewards returns the rescaled rewards of m (RewardScale).
+func newStateRewards(m *estimate.Model) *stateRewards {
+	shift, scale := m.RewardScale()
+	return &stateRewards{m: m, shift: shift, scale: scale, unit: make([]float64, m.States)}
+}
+
+// of sets r[s] to the rescaled expected reward (R − shift)·scale of
+// action a at step h in each state s.
+func (sr *stateRewards) of(h, a int, r []float64) {
+	for s := range r {
+		clear(sr.unit)
+		sr.unit[s] = 1
+		r[s] = (sr.m.ExpectedReward(h, sr.unit, a) - sr.shift) * sr.scale
+	}
 }
 
 // quadForm writes Q = FᵀU_h⁻¹F (S×S) for the feature columns cols[s] =
@@ -429,20 +474,7 @@ func appendBeliefKey(buf []byte, b []float64, end bool) []byte {
 func (p *beliefPlanner) buildPoints(ctx context.Context) error {
 	H, S := p.H, p.S
 	p.pts = make([][]bpoint, H+1)
-	first := make([]float64, p.O)
-	p.m.FirstObsProbs(first)
-	var cur []bpoint
-	for o, po := range first {
-		if po == 0 {
-			continue
-		}
-		b := make([]float64, S)
-		p.m.Prior(b)
-		p.m.ObserveFirst(b, o)
-		end := o == p.endObs
-		cur = append(cur, bpoint{b: b, w: po, end: end, key: beliefKey(b, end)})
-	}
-	p.pts[1] = p.capPoints(mergePoints(cur))
+	p.pts[1] = p.capPoints(mergePoints(p.firstPoints()))
 	pred := make([]float64, S)
 	next := make([]float64, S)
 	for h := 1; h < H; h++ {
@@ -456,22 +488,49 @@ func (p *beliefPlanner) buildPoints(ctx context.Context) error {
 		var cand []bpoint
 		for _, pt := range p.pts[h] {
 			for _, a := range p.acts(pt.end) {
-				st := &p.tab[h][a]
-				predict(st.t, pt.b, pred)
-				for o := 0; o < p.O; o++ {
-					z := unnorm(st.e, p.O, pred, o, next)
-					if z == 0 || pt.w*z < cut {
-						continue
-					}
-					normalize(next, z)
-					end := o == p.endObs
-					cand = append(cand, bpoint{b: append([]float64(nil), next...), w: pt.w * z, end: end, key: beliefKey(next, end)})
-				}
+				cand = p.successorPoints(h, pt, a, cut, pred, next, cand)
 			}
 		}
 		p.pts[h+1] = p.capPoints(mergePoints(cand))
 	}
 	return nil
+}
+
+// firstPoints returns the step-1 beliefs, one per observation of
+// positive probability, weighted by it.
+func (p *beliefPlanner) firstPoints() []bpoint {
+	first := make([]float64, p.O)
+	p.m.FirstObsProbs(first)
+	var cur []bpoint
+	for o, po := range first {
+		if po == 0 {
+			continue
+		}
+		b := make([]float64, p.S)
+		p.m.Prior(b)
+		p.m.ObserveFirst(b, o)
+		end := o == p.endObs
+		cur = append(cur, bpoint{b: b, w: po, end: end, key: beliefKey(b, end)})
+	}
+	return cur
+}
+
+// successorPoints appends to cand the successors of point pt of step h
+// after action a whose path probability reaches cut, and returns it
+// (pred, next: scratch of length S).
+func (p *beliefPlanner) successorPoints(h int, pt bpoint, a int, cut float64, pred, next []float64, cand []bpoint) []bpoint {
+	st := &p.tab[h][a]
+	predict(st.t, pt.b, pred)
+	for o := 0; o < p.O; o++ {
+		z := unnorm(st.e, p.O, pred, o, next)
+		if z == 0 || pt.w*z < cut {
+			continue
+		}
+		normalize(next, z)
+		end := o == p.endObs
+		cand = append(cand, bpoint{b: append([]float64(nil), next...), w: pt.w * z, end: end, key: beliefKey(next, end)})
+	}
+	return cand
 }
 
 // candidateFactor: the forward expansion stores at most this many
@@ -676,72 +735,106 @@ func (p *beliefPlanner) qValue(h int, b []float64, a int, sc *backupScratch) flo
 // (action, observation) pairs are shared among workers and summed in a
 // fixed order, so the result does not depend on the worker count.
 func (p *beliefPlanner) backupStep(ctx context.Context, h int) error {
-	pts := p.pts[h]
-	n, S, O, A := len(pts), p.S, p.O, p.A
-	// q[a*n+i]: lookahead value of action a at point i (−Inf if not allowed).
-	q := make([]float64, A*n)
-	choice := make([]int32, A*O*n) // [(a*O+o)*n+i]: chosen successor vector, −1 if none
-	for i := range choice {
-		choice[i] = -1
-	}
-	allowed := make([]bool, A*n)
-	for i, pt := range pts {
-		for _, a := range p.acts(pt.end) {
-			allowed[a*n+i] = true
+	sb := p.newStepBackup(h)
+	p.immediateValues(sb)
+	if h < p.H {
+		if err := p.addSuccessorValues(ctx, sb); err != nil {
+			return err
 		}
 	}
-	preds := make([]float64, A*n*S)
-	for a := 0; a < A; a++ {
-		st := &p.tab[h][a]
-		for i, pt := range pts {
-			if !allowed[a*n+i] {
-				q[a*n+i] = math.Inf(-1)
+	p.gamma[h] = p.alphaVectors(sb)
+	p.backups += int64(sb.n * len(p.normal))
+	return nil
+}
+
+// stepBackup is backupStep's state: the step's n points and, per action
+// and point, the lookahead values, chosen successor vectors and
+// predictions.
+type stepBackup struct {
+	h, n    int
+	pts     []bpoint
+	q       []float64 // q[a*n+i]: lookahead value of action a at point i (−Inf if not allowed)
+	choice  []int32   // [(a*O+o)*n+i]: chosen successor vector, −1 if none
+	allowed []bool    // [a*n+i]: action a is allowed at point i
+	preds   []float64 // [(a*n+i)*S+s]: prediction of point i after action a
+}
+
+// newStepBackup returns the backup state of step h, with no successor
+// vector chosen yet.
+func (p *beliefPlanner) newStepBackup(h int) *stepBackup {
+	pts := p.pts[h]
+	n, S, O, A := len(pts), p.S, p.O, p.A
+	sb := &stepBackup{h: h, n: n, pts: pts, q: make([]float64, A*n), choice: make([]int32, A*O*n),
+		allowed: make([]bool, A*n), preds: make([]float64, A*n*S)}
+	for i := range sb.choice {
+		sb.choice[i] = -1
+	}
+	for i, pt := range pts {
+		for _, a := range p.acts(pt.end) {
+			sb.allowed[a*n+i] = true
+		}
+	}
+	return sb
+}
+
+// immediateValues sets the lookahead value of every allowed (action,
+// point) to its rescaled reward minus κ times the bonus term and, before
+// step H, the point's prediction after the action.
+func (p *beliefPlanner) immediateValues(sb *stepBackup) {
+	n, S := sb.n, p.S
+	for a := 0; a < p.A; a++ {
+		st := &p.tab[sb.h][a]
+		for i, pt := range sb.pts {
+			if !sb.allowed[a*n+i] {
+				sb.q[a*n+i] = math.Inf(-1)
 				continue
 			}
 			v := dot(st.r, pt.b)
-			if h < p.H {
+			if sb.h < p.H {
 				if p.kappa > 0 {
 					v -= p.kappa * quad(st.m, pt.b)
 				}
-				predict(st.t, pt.b, preds[(a*n+i)*S:(a*n+i+1)*S])
+				predict(st.t, pt.b, sb.preds[(a*n+i)*S:(a*n+i+1)*S])
 			}
-			q[a*n+i] = v
+			sb.q[a*n+i] = v
 		}
 	}
-	if h < p.H {
-		best := make([]float64, A*O*n)
-		err := parallel.ForWith(ctx, A*O, p.workers, func() *gemmBuf { return &gemmBuf{} }, func(buf *gemmBuf, j int) error {
-			a, o := j/O, j%O
-			p.valueSuccessors(h, a, o, preds[a*n*S:(a+1)*n*S], allowed[a*n:(a+1)*n], best[j*n:(j+1)*n], choice[j*n:(j+1)*n], buf)
-			return nil
-		})
-		if err != nil {
-			return err
-		}
-		for a := 0; a < A; a++ {
-			for o := 0; o < O; o++ {
-				for i, c := range choice[(a*O+o)*n : (a*O+o+1)*n] {
-					if c >= 0 {
-						q[a*n+i] += best[(a*O+o)*n+i]
-					}
+}
+
+// addSuccessorValues values every (action, observation)'s successors on
+// the workers (valueSuccessors) and adds the chosen vectors' values to
+// the lookahead values, observation by observation.
+func (p *beliefPlanner) addSuccessorValues(ctx context.Context, sb *stepBackup) error {
+	n, S, O, A := sb.n, p.S, p.O, p.A
+	best := make([]float64, A*O*n)
+	err := parallel.ForWith(ctx, A*O, p.workers, func() *gemmBuf { return &gemmBuf{} }, func(buf *gemmBuf, j int) error {
+		a, o := j/O, j%O
+		p.valueSuccessors(sb.h, a, o, sb.preds[a*n*S:(a+1)*n*S], sb.allowed[a*n:(a+1)*n], best[j*n:(j+1)*n], sb.choice[j*n:(j+1)*n], buf)
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for a := 0; a < A; a++ {
+		for o := 0; o < O; o++ {
+			for i, c := range sb.choice[(a*O+o)*n : (a*O+o+1)*n] {
+				if c >= 0 {
+					sb.q[a*n+i] += best[(a*O+o)*n+i]
 				}
 			}
 		}
 	}
+	return nil
+}
+
+// alphaVectors returns the α-sets of the step, per class (ordinary, end
+// observation): the α-vector of each point's best action.
+func (p *beliefPlanner) alphaVectors(sb *stepBackup) [2]alphaSet {
 	var g [2]alphaSet
-	vec := make([]float64, S)
-	sc := newBackupScratch(S, O)
-	for i, pt := range pts {
-		bestA, bestV := -1, math.Inf(-1)
-		for _, a := range p.acts(pt.end) {
-			if v := q[a*n+i]; v > bestV {
-				bestA, bestV = a, v
-			}
-		}
-		for o := 0; o < O; o++ {
-			sc.choice[o] = int(choice[(bestA*O+o)*n+i])
-		}
-		p.vector(h, pt.b, bestA, sc, vec)
+	vec := make([]float64, p.S)
+	sc := newBackupScratch(p.S, p.O)
+	for i, pt := range sb.pts {
+		bestA := p.pointVector(sb, i, sc, vec)
 		c := 0
 		if pt.end {
 			c = 1
@@ -749,11 +842,26 @@ func (p *beliefPlanner) backupStep(ctx context.Context, h int) error {
 		g[c].vec = append(g[c].vec, vec...)
 		g[c].act = append(g[c].act, bestA)
 	}
-	g[0].finish(S)
-	g[1].finish(S)
-	p.gamma[h] = g
-	p.backups += int64(n * len(p.normal))
-	return nil
+	g[0].finish(p.S)
+	g[1].finish(p.S)
+	return g
+}
+
+// pointVector writes into vec the α-vector of point i's best allowed
+// action (ties to the first) and returns that action.
+func (p *beliefPlanner) pointVector(sb *stepBackup, i int, sc *backupScratch, vec []float64) int {
+	n, O, pt := sb.n, p.O, sb.pts[i]
+	bestA, bestV := -1, math.Inf(-1)
+	for _, a := range p.acts(pt.end) {
+		if v := sb.q[a*n+i]; v > bestV {
+			bestA, bestV = a, v
+		}
+	}
+	for o := 0; o < O; o++ {
+		sc.choice[o] = int(sb.choice[(bestA*O+o)*n+i])
+	}
+	p.vector(sb.h, pt.b, bestA, sc, vec)
+	return bestA
 }
 
 // gemmBuf is one worker's buffers for valueSuccessors.
@@ -823,13 +931,7 @@ func (p *beliefPlanner) vector(h int, b []float64, a int, sc *backupScratch, vec
 	}
 	if p.kappa > 0 {
 		// tangent of bᵀmb at b on the simplex: (2mb − bᵀmb·1)·x.
-		for s := 0; s < S; s++ {
-			sc.mb[s] = dot(st.m[s*S:(s+1)*S], b)
-		}
-		q := dot(sc.mb, b)
-		for s := range vec {
-			vec[s] -= p.kappa * (2*sc.mb[s] - q)
-		}
+		subtractTangent(st.m, b, sc.mb, p.kappa, vec)
 	}
 	z := sc.z
 	clear(z)

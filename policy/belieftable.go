@@ -233,27 +233,12 @@ func (w *tableWalker) walk(ctx context.Context, eps float64, limit int64, build 
 		w.frontier = 0
 		return w.walkLevels(false)
 	}
-	// Collect: the shallowest frontier with enough tasks (every level-1
-	// node is one on wide vocabularies, where a deeper frontier would
-	// hold |O|² tasks).
-	w.collect = true
-	for w.frontier = 1; ; w.frontier++ {
-		w.tasks = w.tasks[:0]
-		w.walkLevels(false)
-		if w.over || len(w.tasks) >= walkTasks*workers || w.frontier == w.bp.H {
-			break
-		}
-	}
-	w.collect = false
+	w.collectTasks(workers)
 	if w.over {
 		return tval{}
 	}
 	top := w.count
-	for len(w.pool) < workers {
-		c := newTableWalker(w.bp, w.ft)
-		c.ctrl, c.cx, c.smp = w.ctrl, w.ctrl.newScratch(), w.smp
-		w.pool = append(w.pool, c)
-	}
+	w.growPool(workers)
 	// A building walk at the threshold of the last complete walk knows
 	// every subtree's size: the table is allocated at full length and
 	// each worker writes its subtrees in place, so a table of millions of
@@ -264,6 +249,42 @@ func (w *tableWalker) walk(ctx context.Context, eps float64, limit int64, build 
 	}
 	var shared atomic.Int64
 	shared.Store(top)
+	if !w.runTasks(&shared, workers) {
+		return tval{}
+	}
+	return w.replay(&shared)
+}
+
+// collectTasks walks the levels above the frontier collecting its nodes
+// as tasks: the shallowest frontier with enough tasks (every level-1
+// node is one on wide vocabularies, where a deeper frontier would hold
+// |O|² tasks).
+func (w *tableWalker) collectTasks(workers int) {
+	w.collect = true
+	for w.frontier = 1; ; w.frontier++ {
+		w.tasks = w.tasks[:0]
+		w.walkLevels(false)
+		if w.over || len(w.tasks) >= walkTasks*workers || w.frontier == w.bp.H {
+			break
+		}
+	}
+	w.collect = false
+}
+
+// growPool adds walkers to the pool until it has one per worker.
+func (w *tableWalker) growPool(workers int) {
+	for len(w.pool) < workers {
+		c := newTableWalker(w.bp, w.ft)
+		c.ctrl, c.cx, c.smp = w.ctrl, w.ctrl.newScratch(), w.smp
+		w.pool = append(w.pool, c)
+	}
+}
+
+// runTasks walks the frontier subtrees with the pool's walkers, which add
+// their visits to shared; it reports false, the walk over, on a worker's
+// failure or once the count passes the limit.
+func (w *tableWalker) runTasks(shared *atomic.Int64, workers int) bool {
+	ctx, eps, limit, build := w.ctx, w.eps, w.limit, w.build
 	w.results = make([]walkResult, len(w.tasks))
 	free := make(chan *tableWalker, workers)
 	for _, c := range w.pool[:workers] {
@@ -272,25 +293,32 @@ func (w *tableWalker) walk(ctx context.Context, eps float64, limit int64, build 
 	err := parallel.ForWith(ctx, len(w.tasks), workers, func() *tableWalker {
 		c := <-free
 		c.ctx, c.eps, c.limit, c.build, c.over = ctx, eps, limit, build, false
-		c.shared, c.pending, c.frontier = &shared, 0, 0
+		c.shared, c.pending, c.frontier = shared, 0, 0
 		return c
 	}, func(c *tableWalker, i int) error { return w.walkTask(c, i, build) })
 	if err != nil {
 		w.over, w.err, w.placed = true, err, false
-		return tval{}
+		return false
 	}
 	if shared.Load() > limit {
 		w.over, w.placed = true, false
-		return tval{}
+		return false
 	}
-	w.sizes, w.sizesEps, w.sizesFrontier = make([]int64, len(w.results)), eps, w.frontier
+	return true
+}
+
+// replay keeps the subtrees' sizes for a later placed walk and walks the
+// levels above the frontier again, joining the tasks' results in the
+// order of the sequential walk; it returns the root values.
+func (w *tableWalker) replay(shared *atomic.Int64) tval {
+	w.sizes, w.sizesEps, w.sizesFrontier = make([]int64, len(w.results)), w.eps, w.frontier
 	for i := range w.results {
 		w.sizes[i] = w.results[i].count
 	}
 	// Replay the levels above the frontier with the results (into a
 	// table of the exact size when not placed).
 	w.next, w.pos = 0, 0
-	if build && !w.placed {
+	if w.build && !w.placed {
 		w.nodes = make([]Node, 0, shared.Load())
 	}
 	v := w.walkLevels(true)
@@ -338,21 +366,31 @@ func (w *tableWalker) walkTask(c *tableWalker, i int, build bool) error {
 	r := walkResult{v: v, a: a, count: c.count, reached: c.reached}
 	switch {
 	case w.placed:
-		if int64(len(c.nodes)) != w.sizes[i] || (len(c.nodes) > 0 && &c.nodes[0] != &w.nodes[off]) {
-			return fmt.Errorf("internal error: subtree %d of the table walk has %d nodes, its earlier walk %d", i, len(c.nodes), w.sizes[i])
+		if err := w.renumberPlaced(c, i, off); err != nil {
+			return err
 		}
-		for k := range c.nodes {
-			n := &c.nodes[k]
-			n.ID += off
-			if n.Parent >= 0 {
-				n.Parent += off
-			}
-		}
-		c.nodes = nil
 	case build:
 		r.nodes = append([]Node(nil), c.nodes...)
 	}
 	w.results[i] = r
+	return nil
+}
+
+// renumberPlaced checks that worker c wrote subtree i in place, at
+// offset off of the table, with its earlier walk's size, and shifts its
+// nodes' ids and parents by off.
+func (w *tableWalker) renumberPlaced(c *tableWalker, i int, off int64) error {
+	if int64(len(c.nodes)) != w.sizes[i] || (len(c.nodes) > 0 && &c.nodes[0] != &w.nodes[off]) {
+		return fmt.Errorf("internal error: subtree %d of the table walk has %d nodes, its earlier walk %d", i, len(c.nodes), w.sizes[i])
+	}
+	for k := range c.nodes {
+		n := &c.nodes[k]
+		n.ID += off
+		if n.Parent >= 0 {
+			n.Parent += off
+		}
+	}
+	c.nodes = nil
 	return nil
 }
 
@@ -453,13 +491,7 @@ func (w *tableWalker) visit(h, o int, parent int64, cond, reach, sum float64) (t
 // (and, building, its nodes and reached beliefs) in the walk's order.
 func (w *tableWalker) visitFrontier(h, o int, parent int64, cond, reach, sum float64) (tval, int) {
 	if w.collect {
-		// Every task is at least one row: past the limit the walk is
-		// over, as counting the rows would find.
-		if int64(len(w.tasks))+w.count+1 > w.limit {
-			w.over = true
-			return tval{}, 0
-		}
-		w.tasks = append(w.tasks, walkTask{h: h, o: o, cond: cond, reach: reach, sum: sum, bel: append([]float64(nil), w.bel[h]...), above: w.count})
+		w.collectTask(h, o, cond, reach, sum)
 		return tval{}, 0
 	}
 	r := &w.results[w.next]
@@ -476,21 +508,40 @@ func (w *tableWalker) visitFrontier(h, o int, parent int64, cond, reach, sum flo
 		w.pos += r.count
 		return r.v, r.a
 	}
-	off := int64(len(w.nodes))
 	if w.build {
-		for _, n := range r.nodes {
-			n.ID += off
-			if n.Parent >= 0 {
-				n.Parent += off
-			} else {
-				n.Parent = parent
-			}
-			w.nodes = append(w.nodes, n)
-		}
+		w.appendSubtree(r.nodes, parent)
 	}
 	// The subtree is in w.nodes now: let its copy go.
 	r.nodes, r.reached = nil, nil
 	return r.v, r.a
+}
+
+// collectTask records the frontier node (τ_{h−1}, o_h) as a task of the
+// parallel walk.
+func (w *tableWalker) collectTask(h, o int, cond, reach, sum float64) {
+	// Every task is at least one row: past the limit the walk is
+	// over, as counting the rows would find.
+	if int64(len(w.tasks))+w.count+1 > w.limit {
+		w.over = true
+		return
+	}
+	w.tasks = append(w.tasks, walkTask{h: h, o: o, cond: cond, reach: reach, sum: sum, bel: append([]float64(nil), w.bel[h]...), above: w.count})
+}
+
+// appendSubtree appends a frontier subtree's nodes (ids from 0, its root
+// first with parent −1) to the table, renumbered after its rows, its
+// root under parent.
+func (w *tableWalker) appendSubtree(nodes []Node, parent int64) {
+	off := int64(len(w.nodes))
+	for _, n := range nodes {
+		n.ID += off
+		if n.Parent >= 0 {
+			n.Parent += off
+		} else {
+			n.Parent = parent
+		}
+		w.nodes = append(w.nodes, n)
+	}
 }
 
 // tick counts a visit against the limit (and the context, every 4096
@@ -553,81 +604,134 @@ func (w *tableWalker) expand(h, a int, id int64, reach, sum float64, end, values
 	if w.build { // the collecting pass hands the sums to the frontier tasks
 		s2 += max(quad(st.m, b), 0)
 	}
-	pred, next := w.pred[h], w.bel[h+1]
-	predict(st.t, b, pred)
-	weights, acc := w.weights[h], w.acc[h]
-	clear(weights)
-	clear(acc)
-	cut := false
-	var mc tval // the cut children's rollouts (unscaled sums)
-	acts := bp.acts(end)
-	wide := st.wide != nil
+	x := expansion{h: h, a: a, id: id, st: st, reach: reach, s2: s2, values: values, v: v,
+		pred: w.pred[h], weights: w.weights[h], acc: w.acc[h], set: w.set[h]}
+	predict(st.t, b, x.pred)
+	clear(x.weights)
+	clear(x.acc)
+	x.acts = bp.acts(end)
+	x.wide = st.wide != nil
 	n := bp.O
 	var scan []int32
-	set, setMass := w.set[h], 0.0
-	if wide {
-		scan, setMass = w.wideScan(h, st, pred, reach, set)
+	if x.wide {
+		scan = w.startWide(&x)
 		n = len(scan)
-		cut = setMass > 0
-		if values && setMass > 0 {
-			// The observations past the scan, valued by rollouts.
-			w.tailRollouts(h, a, pred, n, reach*setMass, s2, &mc)
-			v.out += setMass
-		}
 	}
 	for i := 0; i < n; i++ {
 		o2 := i
-		if wide {
+		if x.wide {
 			o2 = int(scan[i])
 		}
-		z := correct(st.e, bp.O, pred, o2, next)
-		if z == 0 {
-			continue
-		}
-		if reach*z < w.eps {
-			cut = true
-			if !values {
-				continue
-			}
-			w.rollouts(h+1, o2, next, reach*z, s2, &mc)
-			v.out += z
-			if wide {
-				for s, x := range next {
-					set[s] += z * x
-				}
-				setMass += z
-			} else {
-				w.standIn(h, acts, next, z, s2, acc)
-			}
-			continue
-		}
-		cv, ca := w.visit(h+1, o2, id, z, reach*z, s2)
-		if w.over {
+		if !w.expandChild(&x, o2) {
 			return tval{}, 0, false
 		}
-		v.add(z, cv)
-		weights[ca] += z
 	}
 	if !values {
-		return v, a, true
+		return x.v, a, true
 	}
-	v.addRollouts(mc, reach)
-	if setMass > 0 {
-		for s := range set {
-			set[s] /= setMass
+	return x.v, w.fallback(&x), true
+}
+
+// expansion is expand's state at one node: the node's per-depth buffers
+// and the sums over its children.
+type expansion struct {
+	h, a    int
+	id      int64
+	st      *stepTables
+	reach   float64
+	s2      float64 // the running bonus sum after the node's action
+	values  bool    // the values are wanted, not the tree's shape alone
+	wide    bool    // the children are found by the observation index
+	acts    []int   // the fallback candidates
+	pred    []float64
+	weights []float64 // per action, the probability of the visited children playing it
+	acc     []float64 // per fallback candidate, the cut children's sums
+	set     []float64 // a wide node's cut children's belief mass, Σ z·b_o
+	setMass float64   // their probability
+	cut     bool      // some child was cut
+	mc      tval      // the cut children's rollouts (unscaled sums)
+	v       tval
+}
+
+// startWide returns the observations of a wide node to look at
+// (wideScan) and, when values are wanted, values the observations past
+// them by rollouts.
+func (w *tableWalker) startWide(x *expansion) []int32 {
+	scan, setMass := w.wideScan(x.h, x.st, x.pred, x.reach, x.set)
+	x.setMass = setMass
+	x.cut = setMass > 0
+	if x.values && setMass > 0 {
+		// The observations past the scan, valued by rollouts.
+		w.tailRollouts(x.h, x.a, x.pred, len(scan), x.reach*setMass, x.s2, &x.mc)
+		x.v.out += setMass
+	}
+	return scan
+}
+
+// expandChild visits the child o2 of the node when it reaches the
+// threshold and cuts it otherwise; it reports false when the walk is
+// over.
+func (w *tableWalker) expandChild(x *expansion, o2 int) bool {
+	next := w.bel[x.h+1]
+	z := correct(x.st.e, w.bp.O, x.pred, o2, next)
+	if z == 0 {
+		return true
+	}
+	if x.reach*z < w.eps {
+		x.cut = true
+		if x.values {
+			w.cutChild(x, o2, z, next)
 		}
-		w.standIn(h, acts, set, setMass, s2, acc)
+		return true
 	}
-	if cut {
-		return v, w.bestFallback(acts, acc), true
+	cv, ca := w.visit(x.h+1, o2, x.id, z, x.reach*z, x.s2)
+	if w.over {
+		return false
 	}
-	fb, bestW := a, 0.0
-	for f, x := range weights {
-		if x > bestW {
-			bestW, fb = x, f
+	x.v.add(z, cv)
+	x.weights[ca] += z
+	return true
+}
+
+// cutChild values the cut child o2 of probability z and belief next by
+// rollouts and adds it to the fallback sums: on a wide node to the set
+// priced at once (fallback), otherwise by its own stand-in.
+func (w *tableWalker) cutChild(x *expansion, o2 int, z float64, next []float64) {
+	w.rollouts(x.h+1, o2, next, x.reach*z, x.s2, &x.mc)
+	x.v.out += z
+	if x.wide {
+		for s, y := range next {
+			x.set[s] += z * y
+		}
+		x.setMass += z
+		return
+	}
+	w.standIn(x.h, x.acts, next, z, x.s2, x.acc)
+}
+
+// fallback adds the cut children's rollouts to the node's values, prices
+// a wide node's cut set at its mean belief, and returns the node's
+// fallback action: the best stand-in when a child was cut, else the
+// action the visited children play with the most probability (the
+// node's own when none).
+func (w *tableWalker) fallback(x *expansion) int {
+	x.v.addRollouts(x.mc, x.reach)
+	if x.setMass > 0 {
+		for s := range x.set {
+			x.set[s] /= x.setMass
+		}
+		w.standIn(x.h, x.acts, x.set, x.setMass, x.s2, x.acc)
+	}
+	if x.cut {
+		return w.bestFallback(x.acts, x.acc)
+	}
+	fb, bestW := x.a, 0.0
+	for f, y := range x.weights {
+		if y > bestW {
+			bestW, fb = y, f
 		}
 	}
-	return v, fb, true
+	return fb
 }
 
 // wideScan returns the observations of a wide node that may reach the
@@ -764,13 +868,13 @@ func (w *tableWalker) rollouts(h, o int, bel []float64, mass, sum float64, acc *
 func (w *tableWalker) tailRollouts(h, a int, pred []float64, k int, mass, sum float64, acc *tval) {
 	bp := w.bp
 	st := &bp.tab[h][a]
-	ix, S, O := st.wide, bp.S, bp.O
+	S, O := bp.S, bp.O
 	rng := rolloutRNG(h, -1-k, pred, sum, mass)
 	n := rolloutCount(mass, rng)
 	if n == 0 {
 		return
 	}
-	tail := ix.tail[k*S : (k+1)*S]
+	tail := st.wide.tail[k*S : (k+1)*S]
 	tot := 0.0
 	for s, x := range pred {
 		w.rw[s] = x * tail[s]
@@ -782,38 +886,53 @@ func (w *tableWalker) tailRollouts(h, a int, pred []float64, k int, mass, sum fl
 	cum := w.smp.cum[&st.e[0]]
 	bel := make([]float64, S)
 	for range n {
-		u := rng.Float64() * tot
-		s := S - 1
-		for i, x := range w.rw {
-			if u < x {
-				s = i
-				break
-			}
-			u -= x
-		}
-		o := -1
-		for try := 0; try < 64 && o < 0; try++ {
-			if c := search(cum[s*O:(s+1)*O], rng.Float64()); int(ix.pos[c]) >= k {
-				o = c
-			}
-		}
-		if o < 0 {
-			u := rng.Float64() * tail[s]
-			for _, c := range ix.ord[k:] {
-				if x := st.e[s*O+int(c)]; x > 0 {
-					o = int(c)
-					if u < x {
-						break
-					}
-					u -= x
-				}
-			}
-		}
+		s := drawWeighted(rng, w.rw, tot)
+		o := st.drawTailObs(rng, cum[s*O:(s+1)*O], s, k, tail[s])
 		if o < 0 || correct(st.e, O, pred, o, bel) == 0 {
 			continue
 		}
 		w.rollout(h+1, o, bel, sum, rng, acc)
 	}
+}
+
+// drawWeighted draws an index with probability ∝ its weight, tot being
+// the weights' sum (the last index when rounding leaves none).
+func drawWeighted(rng *rand.Rand, weights []float64, tot float64) int {
+	u := rng.Float64() * tot
+	s := len(weights) - 1
+	for i, x := range weights {
+		if u < x {
+			s = i
+			break
+		}
+		u -= x
+	}
+	return s
+}
+
+// drawTailObs draws an observation o ∝ E(o|s) among the observations
+// past the first k of the wide index's order (tailMass: their emission
+// probability in state s), by rejection from the emission row (cum: its
+// cumulative sums), then by a scan of the tail; −1 when none is drawn.
+func (st *stepTables) drawTailObs(rng *rand.Rand, cum []float64, s, k int, tailMass float64) int {
+	ix, O := st.wide, len(cum)
+	for try := 0; try < 64; try++ {
+		if c := search(cum, rng.Float64()); int(ix.pos[c]) >= k {
+			return c
+		}
+	}
+	o := -1
+	u := rng.Float64() * tailMass
+	for _, c := range ix.ord[k:] {
+		if x := st.e[s*O+int(c)]; x > 0 {
+			o = int(c)
+			if u < x {
+				break
+			}
+			u -= x
+		}
+	}
+	return o
 }
 
 // rollout follows the controller from the history (…, o_h) with belief
@@ -868,6 +987,27 @@ func (w *tableWalker) rollout(h, o int, bel []float64, sum float64, rng *rand.Ra
 // growth of the count per halving (aiming at 90% of the budget, halved
 // after a miss), refineSteps counts at most.
 func (w *tableWalker) table(ctx context.Context, rows int64) (*Policy, tval, float64, error) {
+	w.setController(rows)
+	eps, err := w.refine(ctx, rows)
+	if err != nil {
+		return nil, tval{}, 0, err
+	}
+	v := w.walk(ctx, eps, math.MaxInt64, true)
+	if err := cmp.Or(w.err, ctx.Err()); err != nil {
+		return nil, tval{}, 0, err
+	}
+	// The walker is done: the policy takes its nodes.
+	levelOrder(w.nodes) // rows in level order: policy.arrow's lookup index
+	pol := &Policy{Horizon: w.bp.H, Nodes: w.nodes, Ctrl: w.ctrl}
+	w.nodes = nil
+	return pol, v, eps, nil
+}
+
+// setController sets the controller the table is the tree of (with the
+// one-step lookahead at the steps where a table of up to rows rows
+// affords it) and, on wide vocabularies, the rollouts' observation
+// sampler.
+func (w *tableWalker) setController(rows int64) {
 	nodes := math.Min(float64(rows), treeRows(w.bp.O, w.bp.H))
 	look := make([]bool, w.bp.H+1)
 	for h := 1; h <= w.bp.H; h++ {
@@ -881,6 +1021,12 @@ func (w *tableWalker) table(ctx context.Context, rows int64) (*Policy, tval, flo
 		w.bp.m.FirstObsProbs(first)
 		w.smp = newObsSampler(w.bp.m, first)
 	}
+}
+
+// refine returns the reach threshold of the table: the guaranteed one
+// (startThreshold), lowered by 2^−j while a count of the rows it keeps
+// still fits rows (see table).
+func (w *tableWalker) refine(ctx context.Context, rows int64) (float64, error) {
 	eps := startThreshold(w.bp.O, w.bp.H, rows)
 	c, growth, j := 0.0, 2.0, 1
 	for i := 0; i < refineSteps && eps > 0 && j >= 1; i++ {
@@ -890,7 +1036,7 @@ func (w *tableWalker) table(ctx context.Context, rows int64) (*Policy, tval, flo
 		}
 		w.walk(ctx, try, rows, false)
 		if err := cmp.Or(w.err, ctx.Err()); err != nil {
-			return nil, tval{}, 0, err
+			return 0, err
 		}
 		if w.over {
 			j /= 2
@@ -901,21 +1047,20 @@ func (w *tableWalker) table(ctx context.Context, rows int64) (*Policy, tval, flo
 			growth = math.Pow(n/c, 1/float64(j))
 		}
 		eps, c = try, n
-		if growth <= 1.0001 {
-			j *= 2
-		} else {
-			j = max(1, int(math.Log(0.9*float64(rows)/n)/math.Log(growth)))
-		}
+		j = nextStep(j, growth, float64(rows), n)
 	}
-	v := w.walk(ctx, eps, math.MaxInt64, true)
-	if err := cmp.Or(w.err, ctx.Err()); err != nil {
-		return nil, tval{}, 0, err
+	return eps, nil
+}
+
+// nextStep is the next exponent of refine's halving after a count of n
+// rows at exponent j: doubled while the count does not grow, else
+// extrapolated from growth, the count's growth per halving, to 90% of
+// rows.
+func nextStep(j int, growth, rows, n float64) int {
+	if growth <= 1.0001 {
+		return j * 2
 	}
-	// The walker is done: the policy takes its nodes.
-	levelOrder(w.nodes) // rows in level order: policy.arrow's lookup index
-	pol := &Policy{Horizon: w.bp.H, Nodes: w.nodes, Ctrl: w.ctrl}
-	w.nodes = nil
-	return pol, v, eps, nil
+	return max(1, int(math.Log(0.9*rows/n)/math.Log(growth)))
 }
 
 // refineSteps bounds the counts that lower the table threshold past the

@@ -196,39 +196,78 @@ func (c *Controller) Decide(obs, acts []string) (action string, ok bool, err err
 // table is the controller as controller.arrow's rows.
 func (c *Controller) table(meta map[string]string) arrowio.Table {
 	bp := c.bp
-	S := bp.S
-	var kind, act []string
-	var step, class, index, state, next []int32
-	var value []float64
-	add := func(k string, h, cl, i int, a string, s, s2 int, v float64) {
-		kind, act = append(kind, k), append(act, a)
-		step, class, index = append(step, int32(h)), append(class, int32(cl)), append(index, int32(i))
-		state, next, value = append(state, int32(s)), append(next, int32(s2)), append(value, v)
-	}
+	r := &controllerRows{}
 	for h := 1; h <= bp.H; h++ {
-		for cl := 0; cl < 2; cl++ {
-			g := &bp.gamma[h][cl]
-			for i := 0; i < g.n(S); i++ {
-				for s := 0; s < S; s++ {
-					add(kindAlpha, h, cl, i, bp.m.ActVocab[g.act[i]], s, -1, g.vec[i*S+s])
-				}
-			}
-		}
-		for a := 0; a < bp.A; a++ {
-			t := &bp.tab[h][a]
+		r.addAlphas(bp, h)
+		r.addStepTables(bp, h)
+	}
+	return arrowio.Table{Meta: c.tableMeta(meta), Columns: []arrowio.Column{
+		{Name: "kind", String: arrowio.OrEmpty(r.kind)},
+		{Name: "step", Int32: arrowio.OrEmpty(r.step)},
+		{Name: "class", Int32: arrowio.OrEmpty(r.class)},
+		{Name: "index", Int32: arrowio.OrEmpty(r.index)},
+		{Name: "action", String: arrowio.OrEmpty(r.act)},
+		{Name: "state", Int32: arrowio.OrEmpty(r.state)},
+		{Name: "next_state", Int32: arrowio.OrEmpty(r.next)},
+		{Name: "value", Float64: arrowio.OrEmpty(r.value)},
+	}}
+}
+
+// ctrlKey is a row of controller.arrow less its value: kind, step,
+// class, index, action, state and next state (−1 where they do not
+// apply).
+type ctrlKey struct {
+	kind     string
+	h, cl, i int
+	act      string
+	s, s2    int
+}
+
+// add appends the row k with value v.
+func (r *controllerRows) add(k ctrlKey, v float64) {
+	r.kind, r.act = append(r.kind, k.kind), append(r.act, k.act)
+	r.step, r.class, r.index = append(r.step, int32(k.h)), append(r.class, int32(k.cl)), append(r.index, int32(k.i))
+	r.state, r.next, r.value = append(r.state, int32(k.s)), append(r.next, int32(k.s2)), append(r.value, v)
+}
+
+// addAlphas appends the coordinates of step h's α-vectors, class by
+// class.
+func (r *controllerRows) addAlphas(bp *beliefPlanner, h int) {
+	S := bp.S
+	for cl := 0; cl < 2; cl++ {
+		g := &bp.gamma[h][cl]
+		for i := 0; i < g.n(S); i++ {
 			for s := 0; s < S; s++ {
-				add(kindReward, h, -1, -1, bp.m.ActVocab[a], s, -1, t.r[s])
-			}
-			if t.m == nil {
-				continue
-			}
-			for s := 0; s < S; s++ {
-				for s2 := 0; s2 < S; s2++ {
-					add(kindBonus, h, -1, -1, bp.m.ActVocab[a], s, s2, t.m[s*S+s2])
-				}
+				r.add(ctrlKey{kindAlpha, h, cl, i, bp.m.ActVocab[g.act[i]], s, -1}, g.vec[i*S+s])
 			}
 		}
 	}
+}
+
+// addStepTables appends step h's rewards and bonus forms, action by
+// action.
+func (r *controllerRows) addStepTables(bp *beliefPlanner, h int) {
+	S := bp.S
+	for a := 0; a < bp.A; a++ {
+		t := &bp.tab[h][a]
+		for s := 0; s < S; s++ {
+			r.add(ctrlKey{kindReward, h, -1, -1, bp.m.ActVocab[a], s, -1}, t.r[s])
+		}
+		if t.m == nil {
+			continue
+		}
+		for s := 0; s < S; s++ {
+			for s2 := 0; s2 < S; s2++ {
+				r.add(ctrlKey{kindBonus, h, -1, -1, bp.m.ActVocab[a], s, s2}, t.m[s*S+s2])
+			}
+		}
+	}
+}
+
+// tableMeta is controller.arrow's schema metadata: the caller's meta
+// with the horizon, the states, κ and the lookahead flags.
+func (c *Controller) tableMeta(meta map[string]string) map[string]string {
+	bp := c.bp
 	look := make([]string, bp.H)
 	for h := 1; h <= bp.H; h++ {
 		look[h-1] = "0"
@@ -241,19 +280,10 @@ func (c *Controller) table(meta map[string]string) arrowio.Table {
 		md[k] = v
 	}
 	md[MetaHorizon] = strconv.Itoa(bp.H)
-	md[MetaStates] = strconv.Itoa(S)
+	md[MetaStates] = strconv.Itoa(bp.S)
 	md[MetaKappa] = strconv.FormatFloat(bp.kappa, 'g', -1, 64)
 	md[MetaLookahead] = strings.Join(look, ",")
-	return arrowio.Table{Meta: md, Columns: []arrowio.Column{
-		{Name: "kind", String: arrowio.OrEmpty(kind)},
-		{Name: "step", Int32: arrowio.OrEmpty(step)},
-		{Name: "class", Int32: arrowio.OrEmpty(class)},
-		{Name: "index", Int32: arrowio.OrEmpty(index)},
-		{Name: "action", String: arrowio.OrEmpty(act)},
-		{Name: "state", Int32: arrowio.OrEmpty(state)},
-		{Name: "next_state", Int32: arrowio.OrEmpty(next)},
-		{Name: "value", Float64: arrowio.OrEmpty(value)},
-	}}
+	return md
 }
 
 // WriteController writes c to path (controller.arrow), atomically, with
@@ -378,40 +408,59 @@ func (r *controllerRows) fill(bp *beliefPlanner, bad func(string, ...any) error)
 		actIdx[s] = a
 	}
 	for i := range r.kind {
-		h, s, s2 := int(r.step[i]), int(r.state[i]), int(r.next[i])
+		h, s := int(r.step[i]), int(r.state[i])
 		a, okA := actIdx[r.act[i]]
 		if h < 1 || h > H || s < 0 || s >= S || !okA || math.IsNaN(r.value[i]) {
 			return bad("row %d (%s, step %d, action %q, state %d) does not fit the model (%d steps, %d states)", i, r.kind[i], h, r.act[i], s, H, S)
 		}
+		var err error
 		switch r.kind[i] {
 		case kindAlpha:
-			cl, k := int(r.class[i]), int(r.index[i])
-			if cl < 0 || cl > 1 {
-				return bad("row %d: class %d", i, cl)
-			}
-			g := &bp.gamma[h][cl]
-			switch {
-			case s == 0 && k == len(g.act):
-				g.act = append(g.act, a)
-			case s == 0 || k != len(g.act)-1 || len(g.vec) != k*S+s || g.act[k] != a:
-				return bad("row %d: α-vector %d of step %d is not written state by state in order", i, k, h)
-			}
-			g.vec = append(g.vec, r.value[i])
+			err = r.fillAlpha(bp, i, a, bad)
 		case kindReward:
 			bp.tab[h][a].r[s] = r.value[i]
 		case kindBonus:
-			st := &bp.tab[h][a]
-			if s2 < 0 || s2 >= S || h == H {
-				return bad("row %d: bonus entry (%d, %d) at step %d", i, s, s2, h)
-			}
-			if st.m == nil {
-				st.m = make([]float64, S*S)
-			}
-			st.m[s*S+s2] = r.value[i]
+			err = r.fillBonus(bp, i, a, bad)
 		default:
-			return bad("row %d: unknown kind %q", i, r.kind[i])
+			err = bad("row %d: unknown kind %q", i, r.kind[i])
+		}
+		if err != nil {
+			return err
 		}
 	}
+	return nil
+}
+
+// fillAlpha stores α-vector row i (action a) into bp's α-sets; the rows
+// of a vector come state by state, in order.
+func (r *controllerRows) fillAlpha(bp *beliefPlanner, i, a int, bad func(string, ...any) error) error {
+	h, s, S := int(r.step[i]), int(r.state[i]), bp.S
+	cl, k := int(r.class[i]), int(r.index[i])
+	if cl < 0 || cl > 1 {
+		return bad("row %d: class %d", i, cl)
+	}
+	g := &bp.gamma[h][cl]
+	switch {
+	case s == 0 && k == len(g.act):
+		g.act = append(g.act, a)
+	case s == 0 || k != len(g.act)-1 || len(g.vec) != k*S+s || g.act[k] != a:
+		return bad("row %d: α-vector %d of step %d is not written state by state in order", i, k, h)
+	}
+	g.vec = append(g.vec, r.value[i])
+	return nil
+}
+
+// fillBonus stores bonus-form row i (action a) into bp's step tables.
+func (r *controllerRows) fillBonus(bp *beliefPlanner, i, a int, bad func(string, ...any) error) error {
+	h, s, s2, S := int(r.step[i]), int(r.state[i]), int(r.next[i]), bp.S
+	st := &bp.tab[h][a]
+	if s2 < 0 || s2 >= S || h == bp.H {
+		return bad("row %d: bonus entry (%d, %d) at step %d", i, s, s2, h)
+	}
+	if st.m == nil {
+		st.m = make([]float64, S*S)
+	}
+	st.m[s*S+s2] = r.value[i]
 	return nil
 }
 

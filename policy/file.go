@@ -92,6 +92,38 @@ func writeFileWith(mem memory.Allocator, path string, p *Policy, meta map[string
 }
 
 func writeArrow(mem memory.Allocator, w io.WriteSeeker, p *Policy, meta map[string]string) error {
+	md := fileMetadata(p, meta)
+	schema := arrow.NewSchema(fileFields, &md)
+	fw, err := ipc.NewFileWriter(w, ipc.WithSchema(schema), ipc.WithAllocator(mem))
+	if err != nil {
+		return err
+	}
+	b := array.NewRecordBuilder(mem, schema)
+	defer b.Release()
+	nb := newNodeBuilder(b)
+	for lo := 0; lo < len(p.Nodes) || lo == 0; lo += fileBatchRowsVar {
+		hi := min(len(p.Nodes), lo+fileBatchRowsVar)
+		for i := lo; i < hi; i++ {
+			nb.append(&p.Nodes[i])
+		}
+		rec := b.NewRecord()
+		err := fw.Write(rec)
+		rec.Release()
+		if err != nil {
+			fw.Close()
+			return err
+		}
+		if hi >= len(p.Nodes) {
+			break
+		}
+	}
+	return fw.Close()
+}
+
+// fileMetadata is the schema metadata of p's file: the caller's meta in
+// key order (less the keys WriteFile sets), then the schema version, the
+// horizon and, when p has one, the batch index.
+func fileMetadata(p *Policy, meta map[string]string) arrow.Metadata {
 	keys := make([]string, 0, len(meta)+2)
 	vals := make([]string, 0, len(meta)+2)
 	for _, k := range sortedMetaKeys(meta) {
@@ -106,51 +138,45 @@ func writeArrow(mem memory.Allocator, w io.WriteSeeker, p *Policy, meta map[stri
 	if idx, ok := batchIndex(p, fileBatchRowsVar); ok && !noIndex {
 		keys, vals = append(keys, MetaBatchIndex), append(vals, idx)
 	}
-	md := arrow.NewMetadata(keys, vals)
-	schema := arrow.NewSchema(fileFields, &md)
-	fw, err := ipc.NewFileWriter(w, ipc.WithSchema(schema), ipc.WithAllocator(mem))
-	if err != nil {
-		return err
+	return arrow.NewMetadata(keys, vals)
+}
+
+// nodeBuilder holds the column builders of a policy.arrow record batch.
+type nodeBuilder struct {
+	node, parent *array.Int64Builder
+	step         *array.Int32Builder
+	obs, act, fb *array.StringBuilder
+	fl           []*array.Float64Builder // reach_prob, value_reward, value_bonus, value_lcb
+}
+
+// newNodeBuilder returns the column builders of b (schema fileFields).
+func newNodeBuilder(b *array.RecordBuilder) *nodeBuilder {
+	return &nodeBuilder{
+		node:   b.Field(0).(*array.Int64Builder),
+		parent: b.Field(1).(*array.Int64Builder),
+		step:   b.Field(2).(*array.Int32Builder),
+		obs:    b.Field(3).(*array.StringBuilder),
+		act:    b.Field(4).(*array.StringBuilder),
+		fb:     b.Field(5).(*array.StringBuilder),
+		fl: []*array.Float64Builder{
+			b.Field(6).(*array.Float64Builder), b.Field(7).(*array.Float64Builder),
+			b.Field(8).(*array.Float64Builder), b.Field(9).(*array.Float64Builder),
+		},
 	}
-	b := array.NewRecordBuilder(mem, schema)
-	defer b.Release()
-	nodeB := b.Field(0).(*array.Int64Builder)
-	parentB := b.Field(1).(*array.Int64Builder)
-	stepB := b.Field(2).(*array.Int32Builder)
-	obsB := b.Field(3).(*array.StringBuilder)
-	actB := b.Field(4).(*array.StringBuilder)
-	fbB := b.Field(5).(*array.StringBuilder)
-	fl := []*array.Float64Builder{
-		b.Field(6).(*array.Float64Builder), b.Field(7).(*array.Float64Builder),
-		b.Field(8).(*array.Float64Builder), b.Field(9).(*array.Float64Builder),
-	}
-	for lo := 0; lo < len(p.Nodes) || lo == 0; lo += fileBatchRowsVar {
-		hi := min(len(p.Nodes), lo+fileBatchRowsVar)
-		for i := lo; i < hi; i++ {
-			n := &p.Nodes[i]
-			nodeB.Append(n.ID)
-			parentB.Append(n.Parent)
-			stepB.Append(n.Step)
-			obsB.Append(n.Obs)
-			actB.Append(n.Action)
-			fbB.Append(n.Fallback)
-			fl[0].Append(n.ReachProb)
-			fl[1].Append(n.ValueReward)
-			fl[2].Append(n.ValueBonus)
-			fl[3].Append(n.ValueLCB)
-		}
-		rec := b.NewRecord()
-		err := fw.Write(rec)
-		rec.Release()
-		if err != nil {
-			fw.Close()
-			return err
-		}
-		if hi >= len(p.Nodes) {
-			break
-		}
-	}
-	return fw.Close()
+}
+
+// append appends the row of node n.
+func (nb *nodeBuilder) append(n *Node) {
+	nb.node.Append(n.ID)
+	nb.parent.Append(n.Parent)
+	nb.step.Append(n.Step)
+	nb.obs.Append(n.Obs)
+	nb.act.Append(n.Action)
+	nb.fb.Append(n.Fallback)
+	nb.fl[0].Append(n.ReachProb)
+	nb.fl[1].Append(n.ValueReward)
+	nb.fl[2].Append(n.ValueBonus)
+	nb.fl[3].Append(n.ValueLCB)
 }
 
 // batchIndex is the MetaBatchIndex value of p written in batches of rows
@@ -211,7 +237,30 @@ func readFileWith(mem memory.Allocator, path string) (*Policy, map[string]string
 		return nil, nil, fmt.Errorf("%w: %s: not an Arrow IPC file: %v", ErrFile, path, err)
 	}
 	defer r.Close()
-	schema := r.Schema()
+	meta, col, err := fileSchema(r.Schema(), path)
+	if err != nil {
+		return nil, nil, err
+	}
+	p, err := readNodes(r, col, path)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := p.check(path); err != nil {
+		return nil, nil, err
+	}
+	if err := p.setHorizon(meta, path); err != nil {
+		return nil, nil, err
+	}
+	if err := attachController(p, path); err != nil {
+		return nil, nil, err
+	}
+	return p, meta, nil
+}
+
+// fileSchema checks the schema of the policy file at path: its schema
+// version, and each column of fileFields present once with its type. It
+// returns the metadata and the columns' indices in fileFields' order.
+func fileSchema(schema *arrow.Schema, path string) (map[string]string, []int, error) {
 	meta := make(map[string]string, schema.Metadata().Len())
 	for i, k := range schema.Metadata().Keys() {
 		meta[k] = schema.Metadata().Values()[i]
@@ -230,22 +279,31 @@ func readFileWith(mem memory.Allocator, path string) (*Policy, map[string]string
 		}
 		col[j] = idx[0]
 	}
+	return meta, col, nil
+}
+
+// readNodes reads the rows of every record batch of r (columns col), at
+// most MaxRows of them.
+func readNodes(r *ipc.FileReader, col []int, path string) (*Policy, error) {
 	p := &Policy{}
 	for b := 0; b < r.NumRecords(); b++ {
 		rec, err := r.Record(b)
 		if err != nil {
-			return nil, nil, fmt.Errorf("%w: %s: record batch %d: %v", ErrFile, path, b, err)
+			return nil, fmt.Errorf("%w: %s: record batch %d: %v", ErrFile, path, b, err)
 		}
 		if err := appendNodes(p, rec, col, path); err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 		if len(p.Nodes) > MaxRows {
-			return nil, nil, fmt.Errorf("%w: %s: more than %d rows, the most a policy table may hold", ErrFile, path, MaxRows)
+			return nil, fmt.Errorf("%w: %s: more than %d rows, the most a policy table may hold", ErrFile, path, MaxRows)
 		}
 	}
-	if err := p.check(path); err != nil {
-		return nil, nil, err
-	}
+	return p, nil
+}
+
+// setHorizon sets p's horizon from the metadata, which must not be below
+// the deepest step, or else to the deepest step.
+func (p *Policy) setHorizon(meta map[string]string, path string) error {
 	maxStep := 0
 	for i := range p.Nodes {
 		maxStep = max(maxStep, int(p.Nodes[i].Step))
@@ -254,14 +312,11 @@ func readFileWith(mem memory.Allocator, path string) (*Policy, map[string]string
 	if v, ok := meta[MetaHorizon]; ok {
 		h, err := strconv.Atoi(v)
 		if err != nil || h < maxStep {
-			return nil, nil, fmt.Errorf("%w: %s: metadata %s = %q is not a horizon ≥ the deepest step %d", ErrFile, path, MetaHorizon, v, maxStep)
+			return fmt.Errorf("%w: %s: metadata %s = %q is not a horizon ≥ the deepest step %d", ErrFile, path, MetaHorizon, v, maxStep)
 		}
 		p.Horizon = h
 	}
-	if err := attachController(p, path); err != nil {
-		return nil, nil, err
-	}
-	return p, meta, nil
+	return nil
 }
 
 // attachController attaches the controller beside policy.arrow, when

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"math/rand/v2"
 
 	"github.com/psrlcb/psrlcb/estimate"
 )
@@ -60,48 +59,21 @@ func ModelReturnSampled(ctx context.Context, m *estimate.Model, pol *Policy, n i
 	if n <= 1 {
 		n = DefaultRollouts
 	}
-	H, S := m.Horizon, m.States
 	c := newCodes(m)
-	first := make([]float64, m.NumObs)
-	m.FirstObsProbs(first)
-	for o, po := range first {
+	ts := newTrajSampler(m, seed, 0x5eed2)
+	for o, po := range ts.first {
 		if _, ok := pol.Child(-1, c.obs[o]); !ok && po > 0 {
 			unmatched += po
 		}
 	}
-	var smp *obsSampler
-	if m.NumObs > wideObs {
-		smp = newObsSampler(m, first)
-	}
-	bel, next, pred := make([]float64, S), make([]float64, S), make([]float64, S)
-	probs := make([]float64, m.NumObs)
-	rng := rand.New(rand.NewPCG(seed, 0x5eed2))
 	sum, sq := 0.0, 0.0
 	for i := 0; i < n; i++ {
 		if i%1024 == 0 && ctx.Err() != nil {
 			return 0, 0, 0, ctx.Err()
 		}
-		o := smp.start(rng, first)
-		ret := 0.0
-		if _, ok := pol.Child(-1, c.obs[o]); ok {
-			m.Prior(bel)
-			m.ObserveFirst(bel, o)
-			st := pol.NewCursor()
-			for h := 1; ; h++ {
-				sym, _, ok := st.Act(c.obs[o])
-				a, known := c.act[sym]
-				if !ok || !known {
-					return 0, 0, 0, fmt.Errorf("%w: the policy's action %q at step %d is not in the model's vocabulary", ErrModel, sym, h)
-				}
-				ret += m.ExpectedReward(h, bel, a)
-				if h == H {
-					break
-				}
-				m.Predict(h, bel, a, pred)
-				o = smp.next(rng, m, h, pred, a, probs)
-				m.Correct(h, pred, a, o, next)
-				bel, next = next, bel
-			}
+		ret, err := ts.policyReturn(pol, c)
+		if err != nil {
+			return 0, 0, 0, err
 		}
 		sum += ret
 		sq += ret * ret
@@ -109,4 +81,32 @@ func ModelReturnSampled(ctx context.Context, m *estimate.Model, pol *Policy, n i
 	value = sum / float64(n)
 	v := max(sq/float64(n)-value*value, 0) * float64(n) / float64(n-1)
 	return value, math.Sqrt(v / float64(n)), unmatched, nil
+}
+
+// policyReturn draws a trajectory of the model following pol and returns
+// its expected return given its observations, in the user's units (0
+// when pol has no row for its first observation).
+func (ts *trajSampler) policyReturn(pol *Policy, c codes) (float64, error) {
+	m := ts.m
+	o := ts.start()
+	ret := 0.0
+	if _, ok := pol.Child(-1, c.obs[o]); !ok {
+		return ret, nil
+	}
+	ts.begin(o)
+	st := pol.NewCursor()
+	for h := 1; ; h++ {
+		sym, _, ok := st.Act(c.obs[o])
+		a, known := c.act[sym]
+		if !ok || !known {
+			return 0, fmt.Errorf("%w: the policy's action %q at step %d is not in the model's vocabulary", ErrModel, sym, h)
+		}
+		ret += m.ExpectedReward(h, ts.bel, a)
+		if h == m.Horizon {
+			break
+		}
+		m.Predict(h, ts.bel, a, ts.pred)
+		o = ts.step(h, a)
+	}
+	return ret, nil
 }

@@ -203,48 +203,21 @@ func Plan(ctx context.Context, m *estimate.Model, bonus *pessimism.Bonus, opts P
 	if !(bonus.Alpha >= 0) || math.IsInf(bonus.Alpha, 0) {
 		return nil, nil, fmt.Errorf("%w: alpha %v", ErrOptions, bonus.Alpha)
 	}
-	budget := opts.Budget
-	if budget == 0 {
-		budget = DefaultBudget
-	}
-	if budget < 0 {
-		return nil, nil, fmt.Errorf("%w: budget %d", ErrOptions, budget)
-	}
-	workers := parallel.Workers(opts.Workers)
-	fz, err := estimate.NewFeaturizer(m)
+	budget, err := planBudget(opts)
 	if err != nil {
 		return nil, nil, err
 	}
-	proto := newPlanner(m, bonus, fz)
-	if !proto.oneStep {
-		proto.oix = obsIndexes(m)
-	}
-	if len(proto.allowed[0]) == 0 {
-		return nil, nil, fmt.Errorf("%w: no action other than %s", ErrModel, ingest.EndSymbol)
+	workers := parallel.Workers(opts.Workers)
+	proto, err := newSearchPlanner(m, bonus)
+	if err != nil {
+		return nil, nil, err
 	}
 	st := &PlanStats{Alpha: bonus.Alpha, TreeNodes: treeSize(m.NumObs, m.NumActions, m.Horizon)}
 	st.Exact = st.TreeNodes <= float64(budget)
-	switch opts.Planner {
-	case "", PlannerAuto, PlannerExact, PlannerBelief:
-	default:
-		return nil, nil, fmt.Errorf("%w: planner %q (want %q, %q or %q)", ErrOptions, opts.Planner, PlannerExact, PlannerBelief, PlannerAuto)
+	if err := proto.applyOptions(opts, st, budget); err != nil {
+		return nil, nil, err
 	}
-	switch opts.Objective {
-	case "", ObjectiveLCB:
-	case ObjectiveBonus:
-		proto.bonusObj = true
-		if opts.Planner == PlannerBelief || !st.Exact {
-			return nil, nil, fmt.Errorf("%w: history tree of %.3g nodes exceeds the budget %d (the bonus objective is planned exactly only)", ErrModel, st.TreeNodes, budget)
-		}
-	default:
-		return nil, nil, fmt.Errorf("%w: objective %q (want %q or %q)", ErrOptions, opts.Objective, ObjectiveLCB, ObjectiveBonus)
-	}
-	points := opts.Points
-	if points <= 0 {
-		points = DefaultPoints
-	}
-	auto := opts.Planner != PlannerExact && opts.Planner != PlannerBelief
-	if opts.Planner == PlannerBelief || (auto && !st.Exact && beliefAffordable(m, points)) {
+	if wantsBelief(m, opts, st) {
 		st.Exact = false
 		pol, err := beliefPlan(ctx, m, bonus, opts, workers, st)
 		if err != nil {
@@ -253,6 +226,68 @@ func Plan(ctx context.Context, m *estimate.Model, bonus *pessimism.Bonus, opts P
 		return pol, st, nil
 	}
 	return exactPlan(ctx, m, bonus, opts, proto, budget, workers, st)
+}
+
+// planBudget is the node budget of opts (DefaultBudget when 0).
+func planBudget(opts PlanOptions) (int64, error) {
+	budget := opts.Budget
+	if budget == 0 {
+		budget = DefaultBudget
+	}
+	if budget < 0 {
+		return 0, fmt.Errorf("%w: budget %d", ErrOptions, budget)
+	}
+	return budget, nil
+}
+
+// newSearchPlanner returns the tree search's planner of m, with the
+// observation index when the features are not one-step.
+func newSearchPlanner(m *estimate.Model, bonus *pessimism.Bonus) (*planner, error) {
+	fz, err := estimate.NewFeaturizer(m)
+	if err != nil {
+		return nil, err
+	}
+	proto := newPlanner(m, bonus, fz)
+	if !proto.oneStep {
+		proto.oix = obsIndexes(m)
+	}
+	if len(proto.allowed[0]) == 0 {
+		return nil, fmt.Errorf("%w: no action other than %s", ErrModel, ingest.EndSymbol)
+	}
+	return proto, nil
+}
+
+// applyOptions checks opts' planner and objective and sets the
+// objective; the bonus objective is planned exactly only.
+func (p *planner) applyOptions(opts PlanOptions, st *PlanStats, budget int64) error {
+	switch opts.Planner {
+	case "", PlannerAuto, PlannerExact, PlannerBelief:
+	default:
+		return fmt.Errorf("%w: planner %q (want %q, %q or %q)", ErrOptions, opts.Planner, PlannerExact, PlannerBelief, PlannerAuto)
+	}
+	switch opts.Objective {
+	case "", ObjectiveLCB:
+	case ObjectiveBonus:
+		p.bonusObj = true
+		if opts.Planner == PlannerBelief || !st.Exact {
+			return fmt.Errorf("%w: history tree of %.3g nodes exceeds the budget %d (the bonus objective is planned exactly only)", ErrModel, st.TreeNodes, budget)
+		}
+	default:
+		return fmt.Errorf("%w: objective %q (want %q or %q)", ErrOptions, opts.Objective, ObjectiveLCB, ObjectiveBonus)
+	}
+	return nil
+}
+
+// wantsBelief says whether the belief planner plans: when asked for, or
+// under auto when the tree exceeds the budget and the belief backups are
+// affordable.
+func wantsBelief(m *estimate.Model, opts PlanOptions, st *PlanStats) bool {
+	points := opts.Points
+	if points <= 0 {
+		points = DefaultPoints
+	}
+	auto := opts.Planner != PlannerExact && opts.Planner != PlannerBelief
+	return opts.Planner == PlannerBelief || (auto && !st.Exact && beliefAffordable(m, points))
 }
 
 // exactPlan is the exact planner (with its pruned search past the
@@ -275,39 +310,63 @@ func exactPlan(ctx context.Context, m *estimate.Model, bonus *pessimism.Bonus, o
 			return nil, nil, err
 		}
 	}
-
-	// Pass 1: collect the frontier subtrees in search order.
-	proto.collect = true
-	proto.tasks = nil
-	proto.nodes = 0
-	proto.root(ctx)
-	tasks := proto.tasks
-	proto.arena = proto.arena[:0]
-	results := make([]taskResult, len(tasks))
-
-	// Pass 2: search the subtrees in parallel.
-	newP := func() *planner {
-		p := newPlanner(m, bonus, proto.fz.Clone())
-		p.eps, p.fbt, p.bonusObj, p.oix = proto.eps, proto.fbt, proto.bonusObj, proto.oix
-		return p
-	}
-	if err := parallel.ForWith(ctx, len(tasks), workers, newP, func(p *planner, i int) error {
-		results[i] = p.runTask(ctx, &tasks[i])
-		return nil
-	}); err != nil {
+	tasks := proto.collectTasks(ctx)
+	results, err := proto.searchTasks(ctx, tasks, workers)
+	if err != nil {
 		return nil, nil, err
 	}
-
-	// Pass 3: the levels above the frontier, using the subtree results.
-	proto.collect = false
-	proto.nodes = 0
-	proto.results = results
-	proto.arena = proto.arena[:0]
-	v := proto.root(ctx)
+	v := proto.searchAbove(ctx, results)
 	if err := ctx.Err(); err != nil {
 		return nil, nil, err
 	}
-	st.Nodes = proto.nodes
+	proto.setStats(st, v, results)
+	return proto.toPolicy(), st, nil
+}
+
+// collectTasks is pass 1: it collects the frontier subtrees in search
+// order.
+func (p *planner) collectTasks(ctx context.Context) []task {
+	p.collect = true
+	p.tasks = nil
+	p.nodes = 0
+	p.root(ctx)
+	tasks := p.tasks
+	p.arena = p.arena[:0]
+	return tasks
+}
+
+// searchTasks is pass 2: it searches the subtrees in parallel, each
+// worker with a planner of its own.
+func (p *planner) searchTasks(ctx context.Context, tasks []task, workers int) ([]taskResult, error) {
+	results := make([]taskResult, len(tasks))
+	newP := func() *planner {
+		w := newPlanner(p.m, p.bonus, p.fz.Clone())
+		w.eps, w.fbt, w.bonusObj, w.oix = p.eps, p.fbt, p.bonusObj, p.oix
+		return w
+	}
+	if err := parallel.ForWith(ctx, len(tasks), workers, newP, func(w *planner, i int) error {
+		results[i] = w.runTask(ctx, &tasks[i])
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	return results, nil
+}
+
+// searchAbove is pass 3: it searches the levels above the frontier,
+// using the subtree results, and returns the root values.
+func (p *planner) searchAbove(ctx context.Context, results []taskResult) val {
+	p.collect = false
+	p.nodes = 0
+	p.results = results
+	p.arena = p.arena[:0]
+	return p.root(ctx)
+}
+
+// setStats records the search's node count and root values v in st
+// (with the pruned mass and the gap bound past the budget).
+func (p *planner) setStats(st *PlanStats, v val, results []taskResult) {
+	st.Nodes = p.nodes
 	for i := range results {
 		st.Nodes += results[i].nodes
 	}
@@ -317,7 +376,6 @@ func exactPlan(ctx context.Context, m *estimate.Model, bonus *pessimism.Bonus, o
 		st.PrunedMass = v.pmass
 		st.GapBound = v.g + v.gm
 	}
-	return proto.toPolicy(), st, nil
 }
 
 // pruneFor prepares the pruned search past the budget: the stand-in
@@ -442,17 +500,9 @@ func (p *planner) searchEpsilon(ctx context.Context, budget int64, workers int) 
 	}
 	cPrev, kLast, kFail := 0.0, 0, 64
 	for iter := 0; iter < 64; iter++ {
-		k := 1
-		if cPrev > 0 {
-			r := math.Pow(c/cPrev, 1/float64(kLast))
-			if r > 1+1e-9 {
-				if c*r > float64(budget) {
-					break // one more halving is predicted not to fit
-				}
-				k = int(math.Log(0.9*float64(budget)/c) / math.Log(r))
-			} else {
-				k = 2 * kLast
-			}
+		k, fits := halvings(c, cPrev, kLast, budget)
+		if !fits {
+			break // one more halving is predicted not to fit
 		}
 		k = min(max(k, 1), kFail-1, 40)
 		if k < 1 {
@@ -479,6 +529,27 @@ func (p *planner) searchEpsilon(ctx context.Context, budget int64, workers int) 
 	return eps, nil
 }
 
+// halvings is the number of halvings of ε for the next count: 1 after
+// the first count, then extrapolated from the growth per halving between
+// the last two counts cPrev and c (kLast halvings apart) to 90% of the
+// budget, or doubled when the count did not grow. It is false when one
+// more halving is predicted not to fit.
+func halvings(c, cPrev float64, kLast int, budget int64) (int, bool) {
+	k := 1
+	if cPrev > 0 {
+		r := math.Pow(c/cPrev, 1/float64(kLast))
+		if r > 1+1e-9 {
+			if c*r > float64(budget) {
+				return 0, false
+			}
+			k = int(math.Log(0.9*float64(budget)/c) / math.Log(r))
+		} else {
+			k = 2 * kLast
+		}
+	}
+	return k, true
+}
+
 // countNodes counts the nodes the search with threshold eps would visit
 // (stopping once the total passes limit: ok false) and reports whether
 // any node was pruned (full: none was).
@@ -495,7 +566,20 @@ func (p *planner) countNodes(ctx context.Context, pool []*planner, eps float64, 
 	}
 	var total atomic.Int64
 	total.Store(p.nodes)
-	pruned := top.pmass > 0
+	pruned, err := p.countTasks(ctx, pool, eps, limit, &total)
+	if err != nil {
+		return 0, false, false, err
+	}
+	pruned = top.pmass > 0 || pruned
+	n = float64(total.Load())
+	return n, !pruned, n <= float64(limit), nil
+}
+
+// countTasks counts the collected frontier subtrees with the pool's
+// planners, adding to total, and reports whether any of them pruned a
+// node.
+func (p *planner) countTasks(ctx context.Context, pool []*planner, eps float64, limit int64, total *atomic.Int64) (bool, error) {
+	pruned := false
 	// Each pool member counts the subtrees handed to it; ForWith hands
 	// them out one goroutine per member, so no member is shared.
 	var mu sync.Mutex
@@ -503,19 +587,13 @@ func (p *planner) countNodes(ctx context.Context, pool []*planner, eps float64, 
 	for _, w := range pool {
 		members <- w
 	}
-	err = parallel.ForWith(ctx, len(p.tasks), len(pool), func() *planner {
+	err := parallel.ForWith(ctx, len(p.tasks), len(pool), func() *planner {
 		w := <-members
 		w.ctx, w.eps, w.stop, w.pruned = ctx, eps, false, false
-		w.total, w.limit = &total, limit
+		w.total, w.limit = total, limit
 		return w
 	}, func(w *planner, i int) error {
-		if !w.stop {
-			t := &p.tasks[i]
-			copy(w.bel[t.h], t.bel)
-			w.nodes = 0
-			w.count(t.h, t.o, t.path)
-			w.flush()
-		}
+		w.countTask(&p.tasks[i])
 		if w.pruned {
 			mu.Lock()
 			pruned = true
@@ -523,11 +601,18 @@ func (p *planner) countNodes(ctx context.Context, pool []*planner, eps float64, 
 		}
 		return nil
 	})
-	if err != nil {
-		return 0, false, false, err
+	return pruned, err
+}
+
+// countTask counts the frontier subtree t, unless the count has stopped.
+func (p *planner) countTask(t *task) {
+	if p.stop {
+		return
 	}
-	n = float64(total.Load())
-	return n, !pruned, n <= float64(limit), nil
+	copy(p.bel[t.h], t.bel)
+	p.nodes = 0
+	p.count(t.h, t.o, t.path)
+	p.flush()
 }
 
 // flush adds the nodes counted since the last flush to the shared total
@@ -555,32 +640,41 @@ func (p *planner) count(h, o int, path float64) {
 		p.pruned = true
 		return
 	}
-	m, b := p.m, p.bel[h]
-	pred, next := p.pred[h], p.bel[h+1]
 	for _, a := range p.allowed[o] {
-		m.Predict(h, b, a, pred)
-		n, rest := p.expand(h, a, pred, path)
-		if rest > 0 {
-			p.pruned = true
-		}
-		for i := 0; i < n; i++ {
-			o2, po := p.child(h, a, i, pred)
-			if po == 0 {
-				continue
-			}
-			if path*po < p.eps {
-				p.pruned = true
-				continue
-			}
-			if h+1 == p.H {
-				p.nodes++
-				continue
-			}
-			m.Correct(h, pred, a, o2, next)
-			p.count(h+1, o2, path*po)
-			if p.stop {
-				return
-			}
+		if !p.countAction(h, a, path) {
+			return
 		}
 	}
+}
+
+// countAction counts the children of the node after action a and their
+// descendants; it reports false when the count has stopped.
+func (p *planner) countAction(h, a int, path float64) bool {
+	m, b := p.m, p.bel[h]
+	pred, next := p.pred[h], p.bel[h+1]
+	m.Predict(h, b, a, pred)
+	n, rest := p.expand(h, a, pred, path)
+	if rest > 0 {
+		p.pruned = true
+	}
+	for i := 0; i < n; i++ {
+		o2, po := p.child(h, a, i, pred)
+		if po == 0 {
+			continue
+		}
+		if path*po < p.eps {
+			p.pruned = true
+			continue
+		}
+		if h+1 == p.H {
+			p.nodes++
+			continue
+		}
+		m.Correct(h, pred, a, o2, next)
+		p.count(h+1, o2, path*po)
+		if p.stop {
+			return false
+		}
+	}
+	return true
 }

@@ -629,7 +629,7 @@ type fallbackTables struct {
 // step H down to step 1.
 func newFallbackTables(m *estimate.Model, bonus *pessimism.Bonus) (*fallbackTables, error) {
 	H, S, A := m.Horizon, m.States, m.NumActions
-	shift, scale := m.RewardScale()
+	rw := newStateRewards(m)
 	fz, err := estimate.NewFeaturizer(m)
 	if err != nil {
 		return nil, err
@@ -644,7 +644,7 @@ func newFallbackTables(m *estimate.Model, bonus *pessimism.Bonus) (*fallbackTabl
 		}
 		for f := 0; f < A; f++ {
 			w := ft.w[t*A+f]
-			sc.stepRewards(m, t, f, shift, scale, w)
+			rw.of(t, f, w)
 			if t == H {
 				for s := range vm {
 					vm[s] = math.Max(vm[s], w[s])
@@ -673,16 +673,6 @@ func allocFallbackTables(H, S, A int) *fallbackTables {
 		ft.vmax[t] = make([]float64, S)
 	}
 	return ft
-}
-
-// stepRewards sets w[s] to the rescaled expected reward (r − shift)·scale
-// of action f at step t in each state s.
-func (sc *fallbackScratch) stepRewards(m *estimate.Model, t, f int, shift, scale float64, w []float64) {
-	for s := range w {
-		clear(sc.unit)
-		sc.unit[s] = 1
-		w[s] = (m.ExpectedReward(t, sc.unit, f) - shift) * scale
-	}
 }
 
 // fallbackScratch holds one (step, action)'s tables while newFallbackTables

@@ -100,58 +100,107 @@ func ValueUnder(ctx context.Context, m *estimate.Model, b *pessimism.Bonus, pol 
 	if err != nil {
 		return nil, err
 	}
-	S := m.States
-	bel, next := make([]float64, S), make([]float64, S)
-	pred := make([]float64, S)
-	probs := make([]float64, m.NumObs)
-	first := make([]float64, m.NumObs)
-	m.FirstObsProbs(first)
+	ts := newTrajSampler(m, seed, 0xc0ffee)
 	feat := make([][]float64, H)
 	for h := 0; h < H; h++ {
 		feat[h] = make([]float64, b.Dims[h])
 	}
-	var smp *obsSampler
-	if m.NumObs > wideObs {
-		smp = newObsSampler(m, first)
-	}
-	rng := rand.New(rand.NewPCG(seed, 0xc0ffee))
 	r := &Rollout{Sums: make([]float64, n), Weights: make([]float64, n), Returns: make([]float64, n)}
 	w := 1 / float64(n)
 	for i := 0; i < n; i++ {
 		if i%1024 == 0 && ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		o := smp.start(rng, first)
-		m.Prior(bel)
-		m.ObserveFirst(bel, o)
-		st := *pol.NewCursor()
-		sum, ret := b.Root, 0.0
-		for h := 1; ; h++ {
-			var sym string
-			var ok bool
-			sym, _, ok = st.Act(e.c.obs[o])
-			if !ok {
-				return nil, fmt.Errorf("%w: the policy has no action for the first observation %q", ErrModel, e.c.obs[o])
-			}
-			a, ok := e.c.act[sym]
-			if !ok {
-				return nil, fmt.Errorf("%w: the policy's action %q is not in the model's vocabulary", ErrModel, sym)
-			}
-			ret += (m.ExpectedReward(h, bel, a) - e.shift) * e.scale
-			if h == H {
-				break
-			}
-			m.Predict(h, bel, a, pred)
-			e.fz.Feature(h, pred, a, feat[h])
-			sum += b.StepNorm2(h, feat[h])
-			o = smp.next(rng, m, h, pred, a, probs)
-			m.Correct(h, pred, a, o, next)
-			bel, next = next, bel
+		sum, ret, err := e.sampleTrajectory(ts, feat)
+		if err != nil {
+			return nil, err
 		}
 		r.Sums[i], r.Weights[i], r.Returns[i] = sum, w, ret
 		r.Reward += w * ret
 	}
 	return r, nil
+}
+
+// sampleTrajectory draws a trajectory of the model following the policy
+// with ts and returns its bonus sum Σ and its expected rescaled return
+// given its observations (feat: per-step feature scratch).
+func (e *historyWalk) sampleTrajectory(ts *trajSampler, feat [][]float64) (sum, ret float64, err error) {
+	m, b := e.m, e.b
+	o := ts.start()
+	ts.begin(o)
+	st := *e.pol.NewCursor()
+	sum = b.Root
+	for h := 1; ; h++ {
+		a, err := e.cursorAction(&st, o)
+		if err != nil {
+			return 0, 0, err
+		}
+		ret += (m.ExpectedReward(h, ts.bel, a) - e.shift) * e.scale
+		if h == m.Horizon {
+			break
+		}
+		m.Predict(h, ts.bel, a, ts.pred)
+		e.fz.Feature(h, ts.pred, a, feat[h])
+		sum += b.StepNorm2(h, feat[h])
+		o = ts.step(h, a)
+	}
+	return sum, ret, nil
+}
+
+// cursorAction is the model's code of the action the cursor st plays
+// after observation o.
+func (e *historyWalk) cursorAction(st *Cursor, o int) (int, error) {
+	sym, _, ok := st.Act(e.c.obs[o])
+	if !ok {
+		return 0, fmt.Errorf("%w: the policy has no action for the first observation %q", ErrModel, e.c.obs[o])
+	}
+	a, ok := e.c.act[sym]
+	if !ok {
+		return 0, fmt.Errorf("%w: the policy's action %q is not in the model's vocabulary", ErrModel, sym)
+	}
+	return a, nil
+}
+
+// trajSampler draws trajectories of a model: the observations, and the
+// belief over the current state along the way.
+type trajSampler struct {
+	m               *estimate.Model
+	smp             *obsSampler // nil below wideObs observations
+	rng             *rand.Rand
+	first, probs    []float64 // P(o_1); scratch of |O|
+	bel, next, pred []float64
+}
+
+// newTrajSampler returns a sampler of m drawing from the PCG stream
+// (seed, stream).
+func newTrajSampler(m *estimate.Model, seed, stream uint64) *trajSampler {
+	S := m.States
+	ts := &trajSampler{m: m, bel: make([]float64, S), next: make([]float64, S), pred: make([]float64, S),
+		probs: make([]float64, m.NumObs), first: make([]float64, m.NumObs)}
+	m.FirstObsProbs(ts.first)
+	if m.NumObs > wideObs {
+		ts.smp = newObsSampler(m, ts.first)
+	}
+	ts.rng = rand.New(rand.NewPCG(seed, stream))
+	return ts
+}
+
+// start draws o_1.
+func (ts *trajSampler) start() int { return ts.smp.start(ts.rng, ts.first) }
+
+// begin sets the belief to the one over s_1 after o_1 = o.
+func (ts *trajSampler) begin(o int) {
+	ts.m.Prior(ts.bel)
+	ts.m.ObserveFirst(ts.bel, o)
+}
+
+// step draws o_{h+1} after action a from the prediction ts.pred (set by
+// the caller) and moves the belief to s_{h+1}; it returns the observation.
+func (ts *trajSampler) step(h, a int) int {
+	o := ts.smp.next(ts.rng, ts.m, h, ts.pred, a, ts.probs)
+	ts.m.Correct(h, ts.pred, a, o, ts.next)
+	ts.bel, ts.next = ts.next, ts.bel
+	return o
 }
 
 // obsSampler draws observations for wide alphabets (past wideObs) in
