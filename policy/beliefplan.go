@@ -482,37 +482,50 @@ func simplexQuadLower(M []float64, S int) float64 {
 	}
 	y := append([]float64(nil), b...)
 	prev := make([]float64, S)
-	g := make([]float64, S)
-	best := math.Inf(-1)
-	certify := func(x []float64) {
-		for s := 0; s < S; s++ {
-			g[s] = 2 * dot(M[s*S:(s+1)*S], x)
-		}
-		gx := dot(g, x)
-		mn := g[0]
-		for _, v := range g {
-			mn = min(mn, v)
-		}
-		best = max(best, gx/2+mn-gx)
-	}
+	q := &simplexQuad{M: M, g: make([]float64, S), best: math.Inf(-1)}
 	tk := 1.0
 	for it := 0; it < 500; it++ {
-		for s := 0; s < S; s++ {
-			g[s] = 2 * dot(M[s*S:(s+1)*S], y)
-		}
+		q.grad(y)
 		copy(prev, b)
 		for s := range b {
-			b[s] = y[s] - step*g[s]
+			b[s] = y[s] - step*q.g[s]
 		}
 		projectSimplex(b)
-		certify(b)
+		q.certify(b)
 		tn := (1 + math.Sqrt(1+4*tk*tk)) / 2
 		for s := range y {
 			y[s] = b[s] + (tk-1)/tn*(b[s]-prev[s])
 		}
 		tk = tn
 	}
-	return best
+	return q.best
+}
+
+// simplexQuad is simplexQuadLower's f(b) = bᵀMb (M S×S, row-major): its
+// gradient g at the last point and the best certificate so far.
+type simplexQuad struct {
+	M, g []float64
+	best float64
+}
+
+// grad sets g to ∇f(x) = 2Mx.
+func (q *simplexQuad) grad(x []float64) {
+	S := len(q.g)
+	for s := 0; s < S; s++ {
+		q.g[s] = 2 * dot(q.M[s*S:(s+1)*S], x)
+	}
+}
+
+// certify raises best to the bound f(x) + min_s ∇f(x)_s − ∇f(x)·x on
+// min f that the linearisation at x certifies.
+func (q *simplexQuad) certify(x []float64) {
+	q.grad(x)
+	gx := dot(q.g, x)
+	mn := q.g[0]
+	for _, v := range q.g {
+		mn = min(mn, v)
+	}
+	q.best = max(q.best, gx/2+mn-gx)
 }
 
 // projectSimplex replaces x by its Euclidean projection on the

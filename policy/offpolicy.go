@@ -46,6 +46,20 @@ func Weights(pol *Policy, d *ingest.Dataset) ([]float64, error) {
 // false at the first disagreement (node is then the node of o_{h+1},
 // which the history reached by following the policy).
 func walkLogs(pol *Policy, d *ingest.Dataset, visit func(k, h int, ok bool, prefix float64, node int64)) error {
+	if err := checkLogs(pol, d); err != nil {
+		return err
+	}
+	for k := 0; k < d.NumEpisodes(); k++ {
+		if err := walkEpisode(pol, d, k, visit); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkLogs checks that d has propensities and holds whole episodes of
+// pol's horizon.
+func checkLogs(pol *Policy, d *ingest.Dataset) error {
 	if pol == nil || d == nil {
 		return fmt.Errorf("%w: no policy or no dataset", ErrData)
 	}
@@ -59,38 +73,50 @@ func walkLogs(pol *Policy, d *ingest.Dataset, visit func(k, h int, ok bool, pref
 	if len(d.Obs) != K*H || len(d.Act) != K*H || len(d.Propensity) != K*H {
 		return fmt.Errorf("%w: dataset arrays do not hold %d episodes of %d steps", ErrData, K, H)
 	}
-	for k := 0; k < K; k++ {
-		st := *pol.NewCursor()
-		prefix := 1.0
-		for h := 0; h < H; h++ {
-			i := k*H + h
-			if int(d.Obs[i]) >= len(d.ObsVocab) || int(d.Act[i]) >= len(d.ActVocab) {
-				return fmt.Errorf("%w: episode %s step %d: code out of vocabulary", ErrData, d.EpisodeIDs[k], h+1)
-			}
-			obs, act := d.ObsVocab[d.Obs[i]], d.ActVocab[d.Act[i]]
-			p := d.Propensity[i]
-			if !(p > 0 && p <= 1) {
-				return fmt.Errorf("%w: episode %s step %d: propensity %v", ErrData, d.EpisodeIDs[k], h+1, p)
-			}
-			var a string
-			var ok bool
-			a, _, ok = st.Act(obs)
-			if obs == ingest.EndSymbol {
-				a, ok = act, true
-			}
-			node := st.node
-			if st.left {
-				node = -1
-			}
-			if !ok || a != act {
-				visit(k, h, false, 0, node)
-				break
-			}
-			prefix /= p
-			visit(k, h, true, prefix, node)
+	return nil
+}
+
+// walkEpisode follows episode k of d through pol, calling visit as
+// walkLogs says.
+func walkEpisode(pol *Policy, d *ingest.Dataset, k int, visit func(k, h int, ok bool, prefix float64, node int64)) error {
+	H := d.Horizon
+	st := *pol.NewCursor()
+	prefix := 1.0
+	for h := 0; h < H; h++ {
+		i := k*H + h
+		if int(d.Obs[i]) >= len(d.ObsVocab) || int(d.Act[i]) >= len(d.ActVocab) {
+			return fmt.Errorf("%w: episode %s step %d: code out of vocabulary", ErrData, d.EpisodeIDs[k], h+1)
 		}
+		obs, act := d.ObsVocab[d.Obs[i]], d.ActVocab[d.Act[i]]
+		p := d.Propensity[i]
+		if !(p > 0 && p <= 1) {
+			return fmt.Errorf("%w: episode %s step %d: propensity %v", ErrData, d.EpisodeIDs[k], h+1, p)
+		}
+		a, ok, node := loggedStep(&st, obs, act)
+		if !ok || a != act {
+			visit(k, h, false, 0, node)
+			break
+		}
+		prefix /= p
+		visit(k, h, true, prefix, node)
 	}
 	return nil
+}
+
+// loggedStep moves the cursor st by the logged observation obs and
+// returns the policy's action (the logged action act after the end
+// symbol), whether it has one, and the node it used (−1 outside the
+// tree).
+func loggedStep(st *Cursor, obs, act string) (a string, ok bool, node int64) {
+	a, _, ok = st.Act(obs)
+	if obs == ingest.EndSymbol {
+		a, ok = act, true
+	}
+	node = st.node
+	if st.left {
+		node = -1
+	}
+	return a, ok, node
 }
 
 // IWResult is an importance-weighted estimate of a policy's value from

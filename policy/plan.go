@@ -488,11 +488,7 @@ func chooseEpsilon(O, A, H int, budget int64) float64 {
 // the final search's. Counts are exact sums, so ε does not depend on the
 // worker count.
 func (p *planner) searchEpsilon(ctx context.Context, budget int64, workers int) (float64, error) {
-	pool := make([]*planner, max(workers, 1))
-	for i := range pool {
-		pool[i] = newPlanner(p.m, p.bonus, p.fz.Clone())
-		pool[i].oix = p.oix
-	}
+	pool := p.countPool(workers)
 	eps := chooseEpsilon(p.O, p.A, p.H, budget)
 	c, full, _, err := p.countNodes(ctx, pool, eps, budget)
 	if err != nil || full {
@@ -504,8 +500,7 @@ func (p *planner) searchEpsilon(ctx context.Context, budget int64, workers int) 
 		if !fits {
 			break // one more halving is predicted not to fit
 		}
-		k = min(max(k, 1), kFail-1, 40)
-		if k < 1 {
+		if k = min(max(k, 1), kFail-1, 40); k < 1 {
 			break
 		}
 		try := math.Ldexp(eps, -k)
@@ -527,6 +522,16 @@ func (p *planner) searchEpsilon(ctx context.Context, budget int64, workers int) 
 		}
 	}
 	return eps, nil
+}
+
+// countPool returns one counting planner per worker (at least one).
+func (p *planner) countPool(workers int) []*planner {
+	pool := make([]*planner, max(workers, 1))
+	for i := range pool {
+		pool[i] = newPlanner(p.m, p.bonus, p.fz.Clone())
+		pool[i].oix = p.oix
+	}
+	return pool
 }
 
 // halvings is the number of halvings of ε for the next count: 1 after

@@ -85,21 +85,28 @@ func OpenTable(path string) (*Table, error) {
 		}
 		return &Table{Meta: meta, Horizon: pol.Horizon, whole: pol}, nil
 	}
-	if err := t.checkSchema(); err != nil {
+	if err := t.checkIndexed(); err != nil {
 		t.Close()
 		return nil, err
 	}
+	return t, nil
+}
+
+// checkIndexed checks the schema, schema version and horizon of a table
+// with the batch index, and sets its horizon.
+func (t *Table) checkIndexed() error {
+	if err := t.checkSchema(); err != nil {
+		return err
+	}
 	if v, ok := t.Meta[MetaSchemaVersion]; ok && v != arrowio.SchemaVersion {
-		t.Close()
-		return nil, fmt.Errorf("%w: %s: schema version %q, this psrlcb reads version %s", ErrFile, path, v, arrowio.SchemaVersion)
+		return fmt.Errorf("%w: %s: schema version %q, this psrlcb reads version %s", ErrFile, t.path, v, arrowio.SchemaVersion)
 	}
 	h, err := strconv.Atoi(t.Meta[MetaHorizon])
 	if err != nil || h < 1 {
-		t.Close()
-		return nil, fmt.Errorf("%w: %s: metadata %s = %q is not a horizon", ErrFile, path, MetaHorizon, t.Meta[MetaHorizon])
+		return fmt.Errorf("%w: %s: metadata %s = %q is not a horizon", ErrFile, t.path, MetaHorizon, t.Meta[MetaHorizon])
 	}
 	t.Horizon = h
-	return t, nil
+	return nil
 }
 
 // parseIndex reads MetaBatchIndex; false when it does not describe the
@@ -164,14 +171,8 @@ func (t *Table) batch(b int) (*tableBatch, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: record batch %d: %v", ErrFile, t.path, b, err)
 	}
-	n := int(rec.NumRows())
-	if n == 0 || (b < t.r.NumRecords()-1 && n != t.rows) || n > t.rows {
-		return nil, fmt.Errorf("%w: %s: record batch %d has %d rows, the index says %d", ErrFile, t.path, b, n, t.rows)
-	}
-	for j, c := range t.col[:4] {
-		if rec.Column(c).NullN() > 0 {
-			return nil, fmt.Errorf("%w: %s: column %q has nulls in record batch %d", ErrFile, t.path, fileFields[j].Name, b)
-		}
+	if err := t.checkBatch(b, rec); err != nil {
+		return nil, err
 	}
 	rec.Retain() // the reader releases its own reference at the next read
 	tb := &tableBatch{lo: int64(b) * int64(t.rows), rec: rec,
@@ -180,15 +181,9 @@ func (t *Table) batch(b int) (*tableBatch, error) {
 		step:   rec.Column(t.col[2]).(*array.Int32).Int32Values(),
 		obs:    rec.Column(t.col[3]).(*array.String),
 	}
-	if tb.parent[0] != t.first[b] {
+	if err := t.checkParents(b, tb); err != nil {
 		rec.Release()
-		return nil, fmt.Errorf("%w: %s: record batch %d starts with parent %d, the index says %d", ErrFile, t.path, b, tb.parent[0], t.first[b])
-	}
-	for i := 1; i < n; i++ {
-		if tb.parent[i] < tb.parent[i-1] {
-			rec.Release()
-			return nil, fmt.Errorf("%w: %s: row %d: parent %d after %d, but the index says parents never decrease", ErrFile, t.path, tb.lo+int64(i), tb.parent[i], tb.parent[i-1])
-		}
+		return nil, err
 	}
 	if len(t.batches) >= maxCachedBatches {
 		for k, old := range t.batches {
@@ -199,6 +194,35 @@ func (t *Table) batch(b int) (*tableBatch, error) {
 	}
 	t.batches[b] = tb
 	return tb, nil
+}
+
+// checkBatch checks record batch b's row count against the index and
+// that its node, parent, step and observation columns have no nulls.
+func (t *Table) checkBatch(b int, rec arrow.Record) error {
+	n := int(rec.NumRows())
+	if n == 0 || (b < t.r.NumRecords()-1 && n != t.rows) || n > t.rows {
+		return fmt.Errorf("%w: %s: record batch %d has %d rows, the index says %d", ErrFile, t.path, b, n, t.rows)
+	}
+	for j, c := range t.col[:4] {
+		if rec.Column(c).NullN() > 0 {
+			return fmt.Errorf("%w: %s: column %q has nulls in record batch %d", ErrFile, t.path, fileFields[j].Name, b)
+		}
+	}
+	return nil
+}
+
+// checkParents checks that batch b starts with the parent the index
+// says and that its parents never decrease.
+func (t *Table) checkParents(b int, tb *tableBatch) error {
+	if tb.parent[0] != t.first[b] {
+		return fmt.Errorf("%w: %s: record batch %d starts with parent %d, the index says %d", ErrFile, t.path, b, tb.parent[0], t.first[b])
+	}
+	for i := 1; i < len(tb.parent); i++ {
+		if tb.parent[i] < tb.parent[i-1] {
+			return fmt.Errorf("%w: %s: row %d: parent %d after %d, but the index says parents never decrease", ErrFile, t.path, tb.lo+int64(i), tb.parent[i], tb.parent[i-1])
+		}
+	}
+	return nil
 }
 
 // child finds the row of parent's child with observation obs (parent −1:
@@ -267,28 +291,17 @@ func (t *Table) Node(id int64) (Node, error) {
 // fallback action plays past the tree). ok is false when the first
 // observation has no row.
 func (t *Table) Lookup(obs []string) (actions []string, node, last int64, ok bool, err error) {
-	last = -1
 	if t.whole != nil {
-		c := t.whole.NewCursor()
-		for _, o := range obs {
-			a, n, found := c.Act(o)
-			if !found {
-				return nil, -1, -1, false, nil
-			}
-			if n >= 0 {
-				last = n
-			}
-			actions, node = append(actions, a), n
-		}
-		return actions, node, last, true, nil
+		return lookupWhole(t.whole, obs)
 	}
+	last = -1
 	cur, fallback := int64(-1), ""
 	for h, o := range obs {
 		if fallback != "" {
 			actions = append(actions, fallback)
 			continue
 		}
-		id, found, err := t.child(cur, o)
+		id, a, found, err := t.lookupStep(cur, h, o)
 		if err != nil {
 			return nil, -1, -1, false, err
 		}
@@ -296,26 +309,61 @@ func (t *Table) Lookup(obs []string) (actions []string, node, last int64, ok boo
 			if cur < 0 {
 				return nil, -1, -1, false, nil
 			}
-			n, err := t.Node(cur)
-			if err != nil {
-				return nil, -1, -1, false, err
-			}
-			fallback = n.Fallback
+			fallback = a
 			actions = append(actions, fallback)
 			continue
 		}
-		n, err := t.Node(id)
-		if err != nil {
-			return nil, -1, -1, false, err
-		}
-		if int(n.Step) != h+1 {
-			return nil, -1, -1, false, fmt.Errorf("%w: %s: row %d is at step %d, want %d", ErrFile, t.path, id, n.Step, h+1)
-		}
 		cur, last = id, id
-		actions = append(actions, n.Action)
+		actions = append(actions, a)
 	}
 	if fallback != "" {
 		return actions, -1, last, true, nil
 	}
 	return actions, cur, last, true, nil
+}
+
+// lookupWhole is Lookup on a table read whole, by a Cursor.
+func lookupWhole(pol *Policy, obs []string) (actions []string, node, last int64, ok bool, err error) {
+	last = -1
+	c := pol.NewCursor()
+	for _, o := range obs {
+		a, n, found := c.Act(o)
+		if !found {
+			return nil, -1, -1, false, nil
+		}
+		if n >= 0 {
+			last = n
+		}
+		actions, node = append(actions, a), n
+	}
+	return actions, node, last, true, nil
+}
+
+// lookupStep finds the child of row cur (−1: the step-1 rows) with
+// observation o, at step h+1, and returns it with its action; when there
+// is none, found is false and action is cur's fallback action (none when
+// cur is −1).
+func (t *Table) lookupStep(cur int64, h int, o string) (id int64, action string, found bool, err error) {
+	id, found, err = t.child(cur, o)
+	if err != nil {
+		return 0, "", false, err
+	}
+	if !found {
+		if cur < 0 {
+			return 0, "", false, nil
+		}
+		n, err := t.Node(cur)
+		if err != nil {
+			return 0, "", false, err
+		}
+		return 0, n.Fallback, false, nil
+	}
+	n, err := t.Node(id)
+	if err != nil {
+		return 0, "", false, err
+	}
+	if int(n.Step) != h+1 {
+		return 0, "", false, fmt.Errorf("%w: %s: row %d is at step %d, want %d", ErrFile, t.path, id, n.Step, h+1)
+	}
+	return id, n.Action, true, nil
 }

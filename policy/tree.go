@@ -203,29 +203,7 @@ func (p *Policy) Lookup(obs []string) (action string, node int64, ok bool) {
 // Node ids must equal the row indices and parents precede children.
 func levelOrder(nodes []Node) {
 	n := len(nodes)
-	// Children of each row, by a counting sort on the parent (row n
-	// stands for the parent −1).
-	start := make([]int32, n+2)
-	for i := range nodes {
-		p := nodes[i].Parent
-		if p < 0 {
-			p = int64(n)
-		}
-		start[p+1]++
-	}
-	for i := 1; i < len(start); i++ {
-		start[i] += start[i-1]
-	}
-	kids := make([]int32, n)
-	fill := append([]int32(nil), start...)
-	for i := range nodes {
-		p := nodes[i].Parent
-		if p < 0 {
-			p = int64(n)
-		}
-		kids[fill[p]] = int32(i)
-		fill[p]++
-	}
+	start, kids := childIndex(nodes)
 	// The level order of the old ids: the roots, then each listed row's
 	// children in turn (a breadth-first queue over the order itself).
 	order := make([]int32, 0, n)
@@ -234,7 +212,6 @@ func levelOrder(nodes []Node) {
 		o := order[q]
 		order = append(order, kids[start[o]:start[o+1]]...)
 	}
-	kids, fill = nil, nil
 	newID := start[:n] // reuse: newID[old] = new
 	for pos, old := range order {
 		newID[old] = int32(pos)
@@ -245,8 +222,44 @@ func levelOrder(nodes []Node) {
 			nodes[i].Parent = int64(newID[p])
 		}
 	}
+	permuteNodes(nodes, newID)
+}
+
+// childIndex lists the children of each row, by a counting sort on the
+// parent (row n stands for the parent −1): the children of row p are
+// kids[start[p]:start[p+1]], in row order.
+func childIndex(nodes []Node) (start, kids []int32) {
+	n := len(nodes)
+	start = make([]int32, n+2)
+	for i := range nodes {
+		start[parentRow(nodes[i].Parent, n)+1]++
+	}
+	for i := 1; i < len(start); i++ {
+		start[i] += start[i-1]
+	}
+	kids = make([]int32, n)
+	fill := append([]int32(nil), start...)
+	for i := range nodes {
+		p := parentRow(nodes[i].Parent, n)
+		kids[fill[p]] = int32(i)
+		fill[p]++
+	}
+	return start, kids
+}
+
+// parentRow is the row of parent p in childIndex: n for the parent −1.
+func parentRow(p int64, n int) int64 {
+	if p < 0 {
+		return int64(n)
+	}
+	return p
+}
+
+// permuteNodes moves every row i to its new index newID[i], following
+// the permutation's cycles (newID ends as the identity).
+func permuteNodes(nodes []Node, newID []int32) {
 	// Move every row to its new index, following the permutation's cycles.
-	for i := 0; i < n; i++ {
+	for i := range nodes {
 		for int(newID[i]) != i {
 			j := newID[i]
 			nodes[i], nodes[j] = nodes[j], nodes[i]

@@ -131,9 +131,12 @@ func (e *historyWalk) sampleTrajectory(ts *trajSampler, feat [][]float64) (sum, 
 	st := *e.pol.NewCursor()
 	sum = b.Root
 	for h := 1; ; h++ {
-		a, err := e.cursorAction(&st, o)
+		a, sym, err := e.cursorAction(&st, o)
 		if err != nil {
 			return 0, 0, err
+		}
+		if a < 0 {
+			return 0, 0, fmt.Errorf("%w: the policy's action %q is not in the model's vocabulary", ErrModel, sym)
 		}
 		ret += (m.ExpectedReward(h, ts.bel, a) - e.shift) * e.scale
 		if h == m.Horizon {
@@ -147,18 +150,20 @@ func (e *historyWalk) sampleTrajectory(ts *trajSampler, feat [][]float64) (sum, 
 	return sum, ret, nil
 }
 
-// cursorAction is the model's code of the action the cursor st plays
-// after observation o.
-func (e *historyWalk) cursorAction(st *Cursor, o int) (int, error) {
+// cursorAction moves the cursor st by observation o and returns the
+// model's code of the action it plays, −1 (with the action's symbol)
+// when the model's vocabulary lacks it; the error is for an observation
+// the policy has no action for.
+func (e *historyWalk) cursorAction(st *Cursor, o int) (a int, sym string, err error) {
 	sym, _, ok := st.Act(e.c.obs[o])
 	if !ok {
-		return 0, fmt.Errorf("%w: the policy has no action for the first observation %q", ErrModel, e.c.obs[o])
+		return -1, sym, fmt.Errorf("%w: the policy has no action for the first observation %q", ErrModel, e.c.obs[o])
 	}
-	a, ok := e.c.act[sym]
+	a, ok = e.c.act[sym]
 	if !ok {
-		return 0, fmt.Errorf("%w: the policy's action %q is not in the model's vocabulary", ErrModel, sym)
+		return -1, sym, nil
 	}
-	return a, nil
+	return a, sym, nil
 }
 
 // trajSampler draws trajectories of a model: the observations, and the
