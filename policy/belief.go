@@ -255,16 +255,35 @@ func (g *alphaSet) best(S int, u []float64, buf *[]float64) (float64, int) {
 		return math.Inf(-1), -1
 	}
 	if n < rowwiseBest {
-		bv, bi := math.Inf(-1), -1
-		for i := 0; i < len(g.vec); i += S {
-			if v := dot(g.vec[i:i+S], u); v > bv {
-				bv, bi = v, i/S
-			}
-		}
-		return bv, bi
+		return g.bestRowwise(S, u)
 	}
 	vals := grow(*buf, n)
 	*buf = vals
+	g.values(S, u, vals)
+	bi, bv := 0, vals[0]
+	for i, v := range vals {
+		if v > bv {
+			bi, bv = i, v
+		}
+	}
+	return bv, bi
+}
+
+// bestRowwise is best by one dot product per vector.
+func (g *alphaSet) bestRowwise(S int, u []float64) (float64, int) {
+	bv, bi := math.Inf(-1), -1
+	for i := 0; i < len(g.vec); i += S {
+		if v := dot(g.vec[i:i+S], u); v > bv {
+			bv, bi = v, i/S
+		}
+	}
+	return bv, bi
+}
+
+// values sets vals[i] to vec_i·u, accumulated coordinate by coordinate
+// over the columns (see best).
+func (g *alphaSet) values(S int, u, vals []float64) {
+	n := len(vals)
 	// 0 + x·c is x·c (up to the sign of a zero), so the first coordinate
 	// sets the values.
 	x := u[0]
@@ -278,13 +297,6 @@ func (g *alphaSet) best(S int, u []float64, buf *[]float64) (float64, int) {
 		}
 		blas64.Axpy(x, blas64.Vector{N: n, Inc: 1, Data: g.cols[s*n : (s+1)*n]}, blas64.Vector{N: n, Inc: 1, Data: vals})
 	}
-	bi, bv := 0, vals[0]
-	for i, v := range vals {
-		if v > bv {
-			bi, bv = i, v
-		}
-	}
-	return bv, bi
 }
 
 // beliefPlanner is the state of one belief-space plan.
@@ -872,7 +884,7 @@ type gemmBuf struct{ u, v, z []float64 }
 // the successor α-set: best[i] = max_k vec_k·u_i, choice[i] = k (−1 when
 // P(o | b_i, a) = 0 or a is not allowed at i).
 func (p *beliefPlanner) valueSuccessors(h, a, o int, preds []float64, allowed []bool, best []float64, choice []int32, buf *gemmBuf) {
-	n, S, O := len(allowed), p.S, p.O
+	n, S := len(allowed), p.S
 	e := p.tab[h][a].e
 	g := p.successor(h, o)
 	m := g.n(S)
@@ -882,7 +894,20 @@ func (p *beliefPlanner) valueSuccessors(h, a, o int, preds []float64, allowed []
 	buf.u = grow(buf.u, n*S)
 	buf.z = grow(buf.z, n)
 	buf.v = grow(buf.v, n*m)
-	for i := 0; i < n; i++ {
+	buf.successors(e, p.O, o, preds, allowed)
+	blas64.Gemm(blas.NoTrans, blas.Trans, 1,
+		blas64.General{Rows: n, Cols: S, Stride: S, Data: buf.u},
+		blas64.General{Rows: m, Cols: S, Stride: S, Data: g.vec},
+		0, blas64.General{Rows: n, Cols: m, Stride: m, Data: buf.v})
+	buf.pickBest(m, best, choice)
+}
+
+// successors sets the rows of buf.u to the unnormalised successors after
+// observation o (emissions e over O observations) of the predictions
+// preds, row by row, and buf.z to their masses (0 where not allowed).
+func (buf *gemmBuf) successors(e []float64, O, o int, preds []float64, allowed []bool) {
+	S := len(e) / O // e is S×O
+	for i := range allowed {
 		u := buf.u[i*S : (i+1)*S]
 		if !allowed[i] {
 			clear(u)
@@ -891,12 +916,14 @@ func (p *beliefPlanner) valueSuccessors(h, a, o int, preds []float64, allowed []
 		}
 		buf.z[i] = unnorm(e, O, preds[i*S:(i+1)*S], o, u)
 	}
-	blas64.Gemm(blas.NoTrans, blas.Trans, 1,
-		blas64.General{Rows: n, Cols: S, Stride: S, Data: buf.u},
-		blas64.General{Rows: m, Cols: S, Stride: S, Data: g.vec},
-		0, blas64.General{Rows: n, Cols: m, Stride: m, Data: buf.v})
-	for i := 0; i < n; i++ {
-		if buf.z[i] == 0 {
+}
+
+// pickBest sets best[i] and choice[i] to the largest value of row i of
+// buf.v (m values) and its first index, for every successor of positive
+// mass.
+func (buf *gemmBuf) pickBest(m int, best []float64, choice []int32) {
+	for i, z := range buf.z {
+		if z == 0 {
 			continue
 		}
 		row := buf.v[i*m : (i+1)*m]

@@ -468,10 +468,7 @@ func (p *beliefPlanner) cornerValues(rr [][][]float64) [][]float64 {
 // minimiser (where the gradient is constant on the support and no smaller
 // off it), a valid bound before it.
 func simplexQuadLower(M []float64, S int) float64 {
-	tr := 0.0
-	for s := 0; s < S; s++ {
-		tr += M[s*S+s]
-	}
+	tr := trace(M, S)
 	if !(tr > 0) {
 		return 0
 	}
@@ -499,6 +496,15 @@ func simplexQuadLower(M []float64, S int) float64 {
 		tk = tn
 	}
 	return q.best
+}
+
+// trace is the trace of the S×S matrix M (row-major).
+func trace(M []float64, S int) float64 {
+	tr := 0.0
+	for s := 0; s < S; s++ {
+		tr += M[s*S+s]
+	}
+	return tr
 }
 
 // simplexQuad is simplexQuadLower's f(b) = bᵀMb (M S×S, row-major): its

@@ -349,17 +349,7 @@ func (w *tableWalker) walkTask(c *tableWalker, i int, build bool) error {
 		return nil
 	}
 	t := &w.tasks[i]
-	c.count = 0
-	c.nodes = c.nodes[:0]
-	var off int64
-	if w.placed {
-		off = w.offs[i]
-		c.nodes = w.nodes[off : off : off+w.sizes[i]]
-	}
-	c.reached = nil
-	if build && w.reached != nil {
-		c.reached = make([][]bpoint, w.bp.H+1)
-	}
+	off := w.startTask(c, i, build)
 	copy(c.bel[t.h], t.bel)
 	v, a := c.visit(t.h, t.o, -1, t.cond, t.reach, t.sum)
 	c.flush()
@@ -374,6 +364,23 @@ func (w *tableWalker) walkTask(c *tableWalker, i int, build bool) error {
 	}
 	w.results[i] = r
 	return nil
+}
+
+// startTask resets worker c for frontier subtree i: its count, its
+// nodes (written in place at the subtree's offset, returned, when the
+// table is placed) and, building, its reached beliefs.
+func (w *tableWalker) startTask(c *tableWalker, i int, build bool) (off int64) {
+	c.count = 0
+	c.nodes = c.nodes[:0]
+	if w.placed {
+		off = w.offs[i]
+		c.nodes = w.nodes[off : off : off+w.sizes[i]]
+	}
+	c.reached = nil
+	if build && w.reached != nil {
+		c.reached = make([][]bpoint, w.bp.H+1)
+	}
+	return off
 }
 
 // renumberPlaced checks that worker c wrote subtree i in place, at
@@ -458,10 +465,18 @@ func (w *tableWalker) visit(h, o int, parent int64, cond, reach, sum float64) (t
 	if !w.tick() {
 		return tval{}, 0
 	}
-	b := w.bel[h]
 	end := o == bp.endObs
-	a := w.action(h, b, end)
+	a := w.action(h, w.bel[h], end)
 	id := w.addNode(h, o, a, parent, reach, end)
+	return w.valueNode(h, a, id, reach, sum, end)
+}
+
+// valueNode values node id of step h (action a) and, below step H, its
+// children (expand). It returns the node's values (zero when only the
+// tree's shape is wanted) and its action, or action 0 when the walk is
+// over.
+func (w *tableWalker) valueNode(h, a int, id int64, reach, sum float64, end bool) (tval, int) {
+	bp, b := w.bp, w.bel[h]
 	// Only the building walk's values are used: a count or a collecting
 	// pass needs the tree's shape alone.
 	values := w.build && !w.collect
@@ -482,7 +497,7 @@ func (w *tableWalker) visit(h, o int, parent int64, cond, reach, sum float64) (t
 	if !values {
 		return tval{}, a
 	}
-	w.finishFallback(id, v, fb)
+	w.finish(id, v, fb)
 	return v, a
 }
 
@@ -617,19 +632,29 @@ func (w *tableWalker) expand(h, a int, id int64, reach, sum float64, end, values
 		scan = w.startWide(&x)
 		n = len(scan)
 	}
-	for i := 0; i < n; i++ {
-		o2 := i
-		if x.wide {
-			o2 = int(scan[i])
-		}
-		if !w.expandChild(&x, o2) {
-			return tval{}, 0, false
-		}
+	if !w.expandChildren(&x, scan, n) {
+		return tval{}, 0, false
 	}
 	if !values {
 		return x.v, a, true
 	}
 	return x.v, w.fallback(&x), true
+}
+
+// expandChildren visits or cuts the node's first n children: the
+// observations in scan on a wide node, 0..n−1 otherwise. It reports
+// false when the walk is over.
+func (w *tableWalker) expandChildren(x *expansion, scan []int32, n int) bool {
+	for i := 0; i < n; i++ {
+		o2 := i
+		if x.wide {
+			o2 = int(scan[i])
+		}
+		if !w.expandChild(x, o2) {
+			return false
+		}
+	}
+	return true
 }
 
 // expansion is expand's state at one node: the node's per-depth buffers
@@ -760,16 +785,9 @@ func (t *tval) addRollouts(mc tval, reach float64) {
 	t.add(1/(reach*rolloutDensity), mc) // mc.out is 0: rollouts leave no table
 }
 
-// finish stores a leaf's values.
-func (w *tableWalker) finish(id int64, v tval, a int) {
-	if w.build {
-		n := &w.nodes[id]
-		n.Fallback = w.bp.m.ActVocab[a]
-		n.ValueReward, n.ValueBonus, n.ValueLCB = v.r, v.b, v.r-v.b
-	}
-}
-
-func (w *tableWalker) finishFallback(id int64, v tval, fb int) {
+// finish stores the values v of node id and its fallback action fb (a
+// leaf's is its own action).
+func (w *tableWalker) finish(id int64, v tval, fb int) {
 	if w.build {
 		n := &w.nodes[id]
 		n.Fallback = w.bp.m.ActVocab[fb]
@@ -954,20 +972,32 @@ func (w *tableWalker) rollout(h, o int, bel []float64, sum float64, rng *rand.Ra
 		}
 		sum += max(quad(st.m, b), 0)
 		predict(st.t, b, w.rpred)
-		if w.smp != nil {
-			o = w.smp.draw(rng, t, w.rpred, a)
-		} else {
-			w.rprobs = grow(w.rprobs, bp.O)
-			for i := range w.rprobs {
-				w.rprobs[i] = emitProb(st.e, bp.O, w.rpred, i)
-			}
-			o = draw(rng, w.rprobs)
-		}
+		o = w.drawObs(rng, t, a, st)
 		if correct(st.e, bp.O, w.rpred, o, b) == 0 {
 			break // not reached: o was drawn with positive probability
 		}
 	}
-	bon := bp.bonus.Value(sum)
+	acc.addRollout(ret, bp.bonus.Value(sum), sum)
+}
+
+// drawObs draws a rollout's o_{t+1} after action a (tables st) from the
+// prediction w.rpred: by the sampler on wide vocabularies, otherwise
+// from the observation probabilities.
+func (w *tableWalker) drawObs(rng *rand.Rand, t, a int, st *stepTables) int {
+	if w.smp != nil {
+		return w.smp.draw(rng, t, w.rpred, a)
+	}
+	O := w.bp.O
+	w.rprobs = grow(w.rprobs, O)
+	for i := range w.rprobs {
+		w.rprobs[i] = emitProb(st.e, O, w.rpred, i)
+	}
+	return draw(rng, w.rprobs)
+}
+
+// addRollout adds a rollout of rescaled return ret, bonus bon and bonus
+// sum sum to the sums acc.
+func (acc *tval) addRollout(ret, bon, sum float64) {
 	x := ret - bon
 	acc.r += ret
 	acc.b += bon

@@ -4,8 +4,6 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -296,9 +294,7 @@ func WriteController(path string, c *Controller, meta map[string]string) error {
 // holding it) for the model m it was planned on (model.arrow of the same
 // run). Errors wrap ErrFile and name the file and row.
 func ReadController(path string, m *estimate.Model) (*Controller, error) {
-	if st, err := os.Stat(path); err == nil && st.IsDir() {
-		path = filepath.Join(path, ControllerFileName)
-	}
+	path = inDir(path, ControllerFileName)
 	t, err := arrowio.ReadArrow(path)
 	if err != nil {
 		return nil, err

@@ -224,9 +224,7 @@ func ReadFile(path string) (*Policy, map[string]string, error) {
 }
 
 func readFileWith(mem memory.Allocator, path string) (*Policy, map[string]string, error) {
-	if st, err := os.Stat(path); err == nil && st.IsDir() {
-		path = filepath.Join(path, FileName)
-	}
+	path = inDir(path, FileName)
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, nil, err
@@ -245,26 +243,37 @@ func readFileWith(mem memory.Allocator, path string) (*Policy, map[string]string
 	if err != nil {
 		return nil, nil, err
 	}
-	if err := p.check(path); err != nil {
-		return nil, nil, err
-	}
-	if err := p.setHorizon(meta, path); err != nil {
-		return nil, nil, err
-	}
-	if err := attachController(p, path); err != nil {
+	if err := p.finishRead(meta, path); err != nil {
 		return nil, nil, err
 	}
 	return p, meta, nil
+}
+
+// inDir is path, or the file name inside it when path is a directory.
+func inDir(path, name string) string {
+	if st, err := os.Stat(path); err == nil && st.IsDir() {
+		return filepath.Join(path, name)
+	}
+	return path
+}
+
+// finishRead checks the policy read from path, sets its horizon from
+// the metadata and attaches the controller beside it.
+func (p *Policy) finishRead(meta map[string]string, path string) error {
+	if err := p.check(path); err != nil {
+		return err
+	}
+	if err := p.setHorizon(meta, path); err != nil {
+		return err
+	}
+	return attachController(p, path)
 }
 
 // fileSchema checks the schema of the policy file at path: its schema
 // version, and each column of fileFields present once with its type. It
 // returns the metadata and the columns' indices in fileFields' order.
 func fileSchema(schema *arrow.Schema, path string) (map[string]string, []int, error) {
-	meta := make(map[string]string, schema.Metadata().Len())
-	for i, k := range schema.Metadata().Keys() {
-		meta[k] = schema.Metadata().Values()[i]
-	}
+	meta := metaMap(schema.Metadata())
 	if v, ok := meta[MetaSchemaVersion]; ok && v != arrowio.SchemaVersion {
 		return nil, nil, fmt.Errorf("%w: %s: schema version %q, this psrlcb reads version %s", ErrFile, path, v, arrowio.SchemaVersion)
 	}
@@ -280,6 +289,15 @@ func fileSchema(schema *arrow.Schema, path string) (map[string]string, []int, er
 		col[j] = idx[0]
 	}
 	return meta, col, nil
+}
+
+// metaMap returns the schema metadata md as a map.
+func metaMap(md arrow.Metadata) map[string]string {
+	meta := make(map[string]string, md.Len())
+	for i, k := range md.Keys() {
+		meta[k] = md.Values()[i]
+	}
+	return meta
 }
 
 // readNodes reads the rows of every record batch of r (columns col), at
@@ -362,37 +380,54 @@ func appendNodes(p *Policy, rec arrow.Record, col []int, path string) error {
 			return fmt.Errorf("%w: %s: column %q has %d nulls (first batch row %d)", ErrFile, path, fileFields[j].Name, n, first)
 		}
 	}
-	node := rec.Column(col[0]).(*array.Int64)
-	parent := rec.Column(col[1]).(*array.Int64)
-	step := rec.Column(col[2]).(*array.Int32)
-	obs := rec.Column(col[3]).(*array.String)
-	act := rec.Column(col[4]).(*array.String)
-	fb := rec.Column(col[5]).(*array.String)
-	fl := [4]*array.Float64{}
-	for k := range fl {
-		fl[k] = rec.Column(col[6+k]).(*array.Float64)
-	}
+	nc := newNodeColumns(rec, col)
 	for i := 0; i < int(rec.NumRows()); i++ {
-		p.Nodes = append(p.Nodes, Node{
-			ID:          node.Value(i),
-			Parent:      parent.Value(i),
-			Step:        step.Value(i),
-			Obs:         obs.Value(i),
-			Action:      act.Value(i),
-			Fallback:    fb.Value(i),
-			ReachProb:   fl[0].Value(i),
-			ValueReward: fl[1].Value(i),
-			ValueBonus:  fl[2].Value(i),
-			ValueLCB:    fl[3].Value(i),
-		})
-		// String.Value points into the batch's buffers, which the reader
-		// frees: copy the strings out.
-		n := &p.Nodes[len(p.Nodes)-1]
-		n.Obs = strings.Clone(n.Obs)
-		n.Action = strings.Clone(n.Action)
-		n.Fallback = strings.Clone(n.Fallback)
+		p.Nodes = append(p.Nodes, nc.row(i))
 	}
 	return nil
+}
+
+// nodeColumns are the typed columns of a policy.arrow record batch.
+type nodeColumns struct {
+	node, parent *array.Int64
+	step         *array.Int32
+	obs, act, fb *array.String
+	fl           [4]*array.Float64 // reach_prob, value_reward, value_bonus, value_lcb
+}
+
+// newNodeColumns returns the columns col (in fileFields' order) of rec.
+func newNodeColumns(rec arrow.Record, col []int) *nodeColumns {
+	nc := &nodeColumns{
+		node:   rec.Column(col[0]).(*array.Int64),
+		parent: rec.Column(col[1]).(*array.Int64),
+		step:   rec.Column(col[2]).(*array.Int32),
+		obs:    rec.Column(col[3]).(*array.String),
+		act:    rec.Column(col[4]).(*array.String),
+		fb:     rec.Column(col[5]).(*array.String),
+	}
+	for k := range nc.fl {
+		nc.fl[k] = rec.Column(col[6+k]).(*array.Float64)
+	}
+	return nc
+}
+
+// row returns row i.
+func (nc *nodeColumns) row(i int) Node {
+	n := Node{
+		ID:          nc.node.Value(i),
+		Parent:      nc.parent.Value(i),
+		Step:        nc.step.Value(i),
+		ReachProb:   nc.fl[0].Value(i),
+		ValueReward: nc.fl[1].Value(i),
+		ValueBonus:  nc.fl[2].Value(i),
+		ValueLCB:    nc.fl[3].Value(i),
+	}
+	// String.Value points into the batch's buffers, which the reader
+	// frees: copy the strings out.
+	n.Obs = strings.Clone(nc.obs.Value(i))
+	n.Action = strings.Clone(nc.act.Value(i))
+	n.Fallback = strings.Clone(nc.fb.Value(i))
+	return n
 }
 
 // check validates the tree layout that Cursor relies on; name is the file
@@ -404,28 +439,38 @@ func (p *Policy) check(name string) error {
 		row := func(format string, args ...any) error {
 			return rowError(name, i, n.ID, format, args...)
 		}
-		if n.ID != int64(i) {
-			return row("node is %d, want the row index %d", n.ID, i)
-		}
-		switch {
-		case n.Parent == -1:
-			if n.Step != 1 {
-				return row("step %d under parent −1, want 1", n.Step)
-			}
-		case n.Parent < 0 || n.Parent >= int64(i):
-			return row("parent %d does not precede the node", n.Parent)
-		default:
-			if ps := p.Nodes[n.Parent].Step; n.Step != ps+1 {
-				return row("step %d, but its parent %d is at step %d", n.Step, n.Parent, ps)
-			}
-		}
-		for _, v := range []float64{n.ReachProb, n.ValueReward, n.ValueBonus, n.ValueLCB} {
-			if math.IsInf(v, 0) {
-				return row("infinite value %v", v)
-			}
+		if err := p.checkRow(i, row); err != nil {
+			return err
 		}
 		if i == dup {
 			return row("observation %q repeats row %d under the same parent", n.Obs, first)
+		}
+	}
+	return nil
+}
+
+// checkRow checks row i's node id, its parent and step, and that its
+// values are finite; row formats the error.
+func (p *Policy) checkRow(i int, row func(string, ...any) error) error {
+	n := &p.Nodes[i]
+	if n.ID != int64(i) {
+		return row("node is %d, want the row index %d", n.ID, i)
+	}
+	switch {
+	case n.Parent == -1:
+		if n.Step != 1 {
+			return row("step %d under parent −1, want 1", n.Step)
+		}
+	case n.Parent < 0 || n.Parent >= int64(i):
+		return row("parent %d does not precede the node", n.Parent)
+	default:
+		if ps := p.Nodes[n.Parent].Step; n.Step != ps+1 {
+			return row("step %d, but its parent %d is at step %d", n.Step, n.Parent, ps)
+		}
+	}
+	for _, v := range []float64{n.ReachProb, n.ValueReward, n.ValueBonus, n.ValueLCB} {
+		if math.IsInf(v, 0) {
+			return row("infinite value %v", v)
 		}
 	}
 	return nil

@@ -61,11 +61,7 @@ func ModelReturnSampled(ctx context.Context, m *estimate.Model, pol *Policy, n i
 	}
 	c := newCodes(m)
 	ts := newTrajSampler(m, seed, 0x5eed2)
-	for o, po := range ts.first {
-		if _, ok := pol.Child(-1, c.obs[o]); !ok && po > 0 {
-			unmatched += po
-		}
-	}
+	unmatched = unmatchedMass(pol, c, ts.first)
 	sum, sq := 0.0, 0.0
 	for i := 0; i < n; i++ {
 		if i%1024 == 0 && ctx.Err() != nil {
@@ -81,6 +77,18 @@ func ModelReturnSampled(ctx context.Context, m *estimate.Model, pol *Policy, n i
 	value = sum / float64(n)
 	v := max(sq/float64(n)-value*value, 0) * float64(n) / float64(n-1)
 	return value, math.Sqrt(v / float64(n)), unmatched, nil
+}
+
+// unmatchedMass is the probability of the first observations pol has no
+// row for (first: P(o_1)).
+func unmatchedMass(pol *Policy, c codes, first []float64) float64 {
+	unmatched := 0.0
+	for o, po := range first {
+		if _, ok := pol.Child(-1, c.obs[o]); !ok && po > 0 {
+			unmatched += po
+		}
+	}
+	return unmatched
 }
 
 // policyReturn draws a trajectory of the model following pol and returns

@@ -150,28 +150,42 @@ func IWEstimate(m *estimate.Model, pol *Policy, d *ingest.Dataset, z float64) (I
 	if res.N == 0 {
 		return res, fmt.Errorf("%w: no episodes to estimate from", ErrData)
 	}
-	var sw, sw2, sx, sx2 float64
-	for k, wk := range w {
-		if wk > 0 {
-			res.Matched++
-		}
-		x := wk * m.RescaleReturn(d.Return(k))
-		sw += wk
-		sw2 += wk * wk
-		sx += x
-		sx2 += x * x
-	}
+	s := weightedSums(m, d, w)
+	res.Matched = s.matched
 	n := float64(res.N)
-	res.Mean = sx / n
+	res.Mean = s.sx / n
 	if res.N > 1 {
-		v := (sx2 - n*res.Mean*res.Mean) / (n - 1)
+		v := (s.sx2 - n*res.Mean*res.Mean) / (n - 1)
 		res.StdErr = math.Sqrt(math.Max(v, 0) / n)
 	}
-	if sw2 > 0 {
-		res.ESS = sw * sw / sw2
+	if s.sw2 > 0 {
+		res.ESS = s.sw * s.sw / s.sw2
 	}
 	res.Lower, res.Upper = res.Mean-z*res.StdErr, res.Mean+z*res.StdErr
 	return res, nil
+}
+
+// iwSums are IWEstimate's sums over the episodes: Σw, Σw², Σx, Σx² with
+// x = w·(rescaled return), and the number of positive weights.
+type iwSums struct {
+	sw, sw2, sx, sx2 float64
+	matched          int
+}
+
+// weightedSums returns the sums of the episodes of d with weights w.
+func weightedSums(m *estimate.Model, d *ingest.Dataset, w []float64) iwSums {
+	var s iwSums
+	for k, wk := range w {
+		if wk > 0 {
+			s.matched++
+		}
+		x := wk * m.RescaleReturn(d.Return(k))
+		s.sw += wk
+		s.sw2 += wk * wk
+		s.sx += x
+		s.sx2 += x * x
+	}
+	return s
 }
 
 // StepCoverage is the coverage of a policy's histories at step h.

@@ -212,8 +212,7 @@ func Plan(ctx context.Context, m *estimate.Model, bonus *pessimism.Bonus, opts P
 	if err != nil {
 		return nil, nil, err
 	}
-	st := &PlanStats{Alpha: bonus.Alpha, TreeNodes: treeSize(m.NumObs, m.NumActions, m.Horizon)}
-	st.Exact = st.TreeNodes <= float64(budget)
+	st := newPlanStats(m, bonus, budget)
 	if err := proto.applyOptions(opts, st, budget); err != nil {
 		return nil, nil, err
 	}
@@ -226,6 +225,14 @@ func Plan(ctx context.Context, m *estimate.Model, bonus *pessimism.Bonus, opts P
 		return pol, st, nil
 	}
 	return exactPlan(ctx, m, bonus, opts, proto, budget, workers, st)
+}
+
+// newPlanStats returns the stats of a plan of m under bonus: α, the
+// history tree's size, and whether it fits the budget (exact planning).
+func newPlanStats(m *estimate.Model, bonus *pessimism.Bonus, budget int64) *PlanStats {
+	st := &PlanStats{Alpha: bonus.Alpha, TreeNodes: treeSize(m.NumObs, m.NumActions, m.Horizon)}
+	st.Exact = st.TreeNodes <= float64(budget)
+	return st
 }
 
 // planBudget is the node budget of opts (DefaultBudget when 0).
@@ -494,34 +501,49 @@ func (p *planner) searchEpsilon(ctx context.Context, budget int64, workers int) 
 	if err != nil || full {
 		return eps, err
 	}
-	cPrev, kLast, kFail := 0.0, 0, 64
+	es := &epsSearch{c: c, eps: eps, kFail: 64}
 	for iter := 0; iter < 64; iter++ {
-		k, fits := halvings(c, cPrev, kLast, budget)
-		if !fits {
-			break // one more halving is predicted not to fit
-		}
-		if k = min(max(k, 1), kFail-1, 40); k < 1 {
-			break
-		}
-		try := math.Ldexp(eps, -k)
-		if try == 0 {
-			break
-		}
-		c2, full2, ok, err := p.countNodes(ctx, pool, try, budget)
+		done, err := p.halveEps(ctx, pool, budget, es)
 		if err != nil {
 			return 0, err
 		}
-		if !ok {
-			kFail = k
-			continue
-		}
-		cPrev, c, eps, kLast = c, c2, try, k
-		kFail -= k
-		if full2 {
+		if done {
 			break
 		}
 	}
-	return eps, nil
+	return es.eps, nil
+}
+
+// epsSearch is searchEpsilon's state: the threshold verified so far, its
+// count c, the count before it and the halvings between them, and the
+// fewest halvings found not to fit (less those since).
+type epsSearch struct {
+	c, cPrev, eps float64
+	kLast, kFail  int
+}
+
+// halveEps counts the next threshold of searchEpsilon and keeps it when
+// it fits the budget; it reports whether the search is over.
+func (p *planner) halveEps(ctx context.Context, pool []*planner, budget int64, es *epsSearch) (bool, error) {
+	k, fits := halvings(es.c, es.cPrev, es.kLast, budget)
+	if !fits {
+		return true, nil // one more halving is predicted not to fit
+	}
+	if k = min(max(k, 1), es.kFail-1, 40); k < 1 {
+		return true, nil
+	}
+	try := math.Ldexp(es.eps, -k)
+	if try == 0 {
+		return true, nil
+	}
+	c2, full2, ok, err := p.countNodes(ctx, pool, try, budget)
+	if err != nil || !ok {
+		es.kFail = k
+		return false, err
+	}
+	es.cPrev, es.c, es.eps, es.kLast = es.c, c2, try, k
+	es.kFail -= k
+	return full2, nil
 }
 
 // countPool returns one counting planner per worker (at least one).

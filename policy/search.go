@@ -635,27 +635,33 @@ func newFallbackTables(m *estimate.Model, bonus *pessimism.Bonus) (*fallbackTabl
 		return nil, err
 	}
 	ft := allocFallbackTables(H, S, A)
-	sc := &fallbackScratch{unit: make([]float64, S), T: make([]float64, S*S), Q: make([]float64, S*S),
-		KT: make([]float64, S*S), cols: make([][]float64, S)}
+	sc := &fallbackScratch{m: m, fz: fz, bonus: bonus, rw: rw, unit: make([]float64, S), T: make([]float64, S*S),
+		Q: make([]float64, S*S), KT: make([]float64, S*S), cols: make([][]float64, S)}
 	for t := H; t >= 1; t-- {
-		vm := ft.vmax[t]
-		for s := range vm {
-			vm[s] = math.Inf(-1)
-		}
-		for f := 0; f < A; f++ {
-			w := ft.w[t*A+f]
-			rw.of(t, f, w)
-			if t == H {
-				for s := range vm {
-					vm[s] = math.Max(vm[s], w[s])
-				}
-				continue
-			}
-			sc.stepQ(m, fz, bonus, t, f)
-			ft.backup(t, f, sc)
-		}
+		ft.buildStep(t, sc)
 	}
 	return ft, nil
+}
+
+// buildStep fills the tables of step t for every action: at step H the
+// rewards (vmax their maximum), before it by backup from step t+1.
+func (ft *fallbackTables) buildStep(t int, sc *fallbackScratch) {
+	vm := ft.vmax[t]
+	for s := range vm {
+		vm[s] = math.Inf(-1)
+	}
+	for f := 0; f < ft.A; f++ {
+		w := ft.w[t*ft.A+f]
+		sc.rw.of(t, f, w)
+		if t == sc.m.Horizon {
+			for s := range vm {
+				vm[s] = math.Max(vm[s], w[s])
+			}
+			continue
+		}
+		sc.stepQ(t, f)
+		ft.backup(t, f, sc)
+	}
 }
 
 // allocFallbackTables returns zeroed tables for steps 0..H+1, S states
@@ -675,26 +681,26 @@ func allocFallbackTables(H, S, A int) *fallbackTables {
 	return ft
 }
 
-// fallbackScratch holds one (step, action)'s tables while newFallbackTables
-// builds them.
+// fallbackScratch holds the model and one (step, action)'s tables while
+// newFallbackTables builds them.
 type fallbackScratch struct {
-	unit []float64
-	T    []float64 // T[s2*S+s] = T_t(s2|s,f)
-	Q    []float64 // FᵀU⁻¹F, S×S
-	KT   []float64
-	cols [][]float64
-	sumF []float64
+	m     *estimate.Model
+	fz    *estimate.Featurizer
+	bonus *pessimism.Bonus
+	rw    *stateRewards
+	unit  []float64
+	T     []float64 // T[s2*S+s] = T_t(s2|s,f)
+	Q     []float64 // FᵀU⁻¹F, S×S
+	KT    []float64
+	cols  [][]float64
 }
 
 // stepQ sets sc.T to the transitions of step t under action f and sc.Q
 // to FᵀU_t⁻¹F, F the features of the states' predictions (by
-// polarisation of the bonus norms).
-func (sc *fallbackScratch) stepQ(m *estimate.Model, fz *estimate.Featurizer, bonus *pessimism.Bonus, t, f int) {
-	S, T, Q, cols := m.States, sc.T, sc.Q, sc.cols
-	d := bonus.Dims[t]
-	if cap(sc.sumF) < d {
-		sc.sumF = make([]float64, d)
-	}
+// polarisation of the bonus norms, quadForm).
+func (sc *fallbackScratch) stepQ(t, f int) {
+	m, S, T, cols := sc.m, sc.m.States, sc.T, sc.cols
+	d := sc.bonus.Dims[t]
 	pred := make([]float64, S)
 	for s := 0; s < S; s++ {
 		clear(sc.unit)
@@ -704,31 +710,27 @@ func (sc *fallbackScratch) stepQ(m *estimate.Model, fz *estimate.Featurizer, bon
 			T[s2*S+s] = pred[s2]
 		}
 		cols[s] = make([]float64, d)
-		fz.Feature(t, pred, f, cols[s])
+		sc.fz.Feature(t, pred, f, cols[s])
 	}
-	for s := 0; s < S; s++ {
-		Q[s*S+s] = bonus.StepNorm2(t, cols[s])
-	}
-	for s := 0; s < S; s++ {
-		for s2 := s + 1; s2 < S; s2++ {
-			x := sc.sumF[:d]
-			for j := range x {
-				x[j] = cols[s][j] + cols[s2][j]
-			}
-			q := (bonus.StepNorm2(t, x) - Q[s*S+s] - Q[s2*S+s2]) / 2
-			Q[s*S+s2], Q[s2*S+s] = q, q
-		}
-	}
+	quadForm(sc.bonus, t, cols, sc.Q)
 }
 
 // backup runs the recursions of step t < H and action f from step t+1:
 // w_t = r + Tᵀw_{t+1}, u_t = diag Q + Tᵀu_{t+1}, k_t = Q + Tᵀk_{t+1}T,
 // vmax_t = max_f (r + Tᵀvmax_{t+1}), with sc from stepQ (w_t holds r).
 func (ft *fallbackTables) backup(t, f int, sc *fallbackScratch) {
-	S, A, T, Q, KT := ft.S, ft.A, sc.T, sc.Q, sc.KT
-	i, n := t*A+f, (t+1)*A+f
-	w, u, k, vm := ft.w[i], ft.u[i], ft.k[i], ft.vmax[t]
-	kn := ft.k[n]
+	i, n := t*ft.A+f, (t+1)*ft.A+f
+	sc.kT(ft.k[n])
+	dmax := 0.0
+	for s := 0; s < ft.S; s++ {
+		dmax = math.Max(dmax, ft.backupState(t, f, s, sc))
+	}
+	ft.lmax[i] = dmax + ft.lmax[n]
+}
+
+// kT sets sc.KT to kn·T, kn being k_{t+1}.
+func (sc *fallbackScratch) kT(kn []float64) {
+	S, T, KT := len(sc.unit), sc.T, sc.KT
 	for s2 := 0; s2 < S; s2++ {
 		for s := 0; s < S; s++ {
 			x := 0.0
@@ -738,27 +740,37 @@ func (ft *fallbackTables) backup(t, f int, sc *fallbackScratch) {
 			KT[s2*S+s] = x
 		}
 	}
-	dmax := 0.0
-	for s := 0; s < S; s++ {
-		wv, uv, mv := w[s], Q[s*S+s], w[s]
-		for s2 := 0; s2 < S; s2++ {
-			tp := T[s2*S+s]
-			wv += tp * ft.w[n][s2]
-			uv += tp * ft.u[n][s2]
-			mv += tp * ft.vmax[t+1][s2]
-		}
-		w[s], u[s] = wv, uv
-		vm[s] = math.Max(vm[s], mv)
-		dmax = math.Max(dmax, Q[s*S+s])
-		for s3 := 0; s3 < S; s3++ {
-			x := Q[s*S+s3]
-			for s2 := 0; s2 < S; s2++ {
-				x += T[s2*S+s] * KT[s2*S+s3]
-			}
-			k[s*S+s3] = x
-		}
+}
+
+// backupState runs backup's recursions at state s: w_t, u_t and vmax_t
+// at s and row s of k_t. It returns Q_ss.
+func (ft *fallbackTables) backupState(t, f, s int, sc *fallbackScratch) float64 {
+	S, T, Q := ft.S, sc.T, sc.Q
+	i, n := t*ft.A+f, (t+1)*ft.A+f
+	w, vm := ft.w[i], ft.vmax[t]
+	wv, uv, mv := w[s], Q[s*S+s], w[s]
+	for s2 := 0; s2 < S; s2++ {
+		tp := T[s2*S+s]
+		wv += tp * ft.w[n][s2]
+		uv += tp * ft.u[n][s2]
+		mv += tp * ft.vmax[t+1][s2]
 	}
-	ft.lmax[i] = dmax + ft.lmax[n]
+	w[s], ft.u[i][s] = wv, uv
+	vm[s] = math.Max(vm[s], mv)
+	sc.kRow(s, ft.k[i])
+	return Q[s*S+s]
+}
+
+// kRow sets row s of k to the row of Q + TᵀKT.
+func (sc *fallbackScratch) kRow(s int, k []float64) {
+	S, T, Q, KT := len(sc.unit), sc.T, sc.Q, sc.KT
+	for s3 := 0; s3 < S; s3++ {
+		x := Q[s*S+s3]
+		for s2 := 0; s2 < S; s2++ {
+			x += T[s2*S+s] * KT[s2*S+s3]
+		}
+		k[s*S+s3] = x
+	}
 }
 
 // standIn adds the stand-in of the pruned node (τ_h, o_{h+1} = o2) of
@@ -789,7 +801,7 @@ func (p *planner) standIn(h, a int, acts []int, pred []float64, o2 int, po, s2 f
 // Jensen's inequality the set's [bLo, bHi] contains the mass-weighted
 // mean of its children's intervals, and the stated gap stays a bound.
 func (p *planner) standInAt(h int, acts []int, cb []float64, po, s2 float64, acc []float64) {
-	ft, S, t := p.fbt, p.S, h+1
+	ft, t := p.fbt, h+1
 	lo0 := p.bonus.Value(s2)
 	hiNode := dot(ft.vmax[t], cb) - lo0
 	for i, f := range acts {
@@ -797,19 +809,7 @@ func (p *planner) standInAt(h int, acts []int, cb []float64, po, s2 float64, acc
 		r := dot(ft.w[j], cb)
 		bEst, width := lo0, 0.0
 		if L := ft.lmax[j]; p.bonus.Alpha > 0 && L > 0 && lo0 < 1 {
-			k := ft.k[j]
-			lbS := 0.0
-			for s, x := range cb[:S] {
-				if x == 0 {
-					continue
-				}
-				lbS += x * dot(k[s*S:(s+1)*S], cb)
-			}
-			lbS = max(lbS, 0)
-			bEst = p.bonus.Value(s2 + lbS)
-			bHi := p.bonus.Value(s2 + dot(ft.u[j], cb))
-			bLo := lo0 + lbS*(p.bonus.Value(s2+L)-lo0)/L
-			width = max(bHi-bLo, 0)
+			bEst, width = p.bonusInterval(j, cb, s2, lo0, L)
 		}
 		c := acc[i*accLen : (i+1)*accLen]
 		c[0] += po * r
@@ -818,6 +818,19 @@ func (p *planner) standInAt(h int, acts []int, cb []float64, po, s2 float64, acc
 		c[3] += po * width
 		c[4] += po
 	}
+}
+
+// bonusInterval returns the open-loop bonus estimate of a stand-in with
+// table j (lmax L > 0) at belief cb and running sum s2 (bonus lo0), and
+// the width of the interval [bLo, bHi] its exact expected bonus lies in
+// (standIn).
+func (p *planner) bonusInterval(j int, cb []float64, s2, lo0, L float64) (bEst, width float64) {
+	ft := p.fbt
+	lbS := max(quad(ft.k[j], cb), 0)
+	bEst = p.bonus.Value(s2 + lbS)
+	bHi := p.bonus.Value(s2 + dot(ft.u[j], cb))
+	bLo := lo0 + lbS*(p.bonus.Value(s2+L)-lo0)/L
+	return bEst, max(bHi-bLo, 0)
 }
 
 // bestFallback picks the fallback candidate with the largest stand-in

@@ -3,7 +3,6 @@ package policy
 import (
 	"fmt"
 	"os"
-	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -54,9 +53,7 @@ const maxCachedBatches = 8
 // OpenTable opens the policy at path (policy.arrow or a run directory
 // holding it) for lookups. Close releases it.
 func OpenTable(path string) (*Table, error) {
-	if st, err := os.Stat(path); err == nil && st.IsDir() {
-		path = filepath.Join(path, FileName)
-	}
+	path = inDir(path, FileName)
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
@@ -66,12 +63,7 @@ func OpenTable(path string) (*Table, error) {
 		f.Close()
 		return nil, fmt.Errorf("%w: %s: not an Arrow IPC file: %v", ErrFile, path, err)
 	}
-	t := &Table{path: path, f: f, r: r, batches: map[int]*tableBatch{}}
-	md := r.Schema().Metadata()
-	t.Meta = make(map[string]string, md.Len())
-	for i, k := range md.Keys() {
-		t.Meta[k] = md.Values()[i]
-	}
+	t := &Table{path: path, f: f, r: r, batches: map[int]*tableBatch{}, Meta: metaMap(r.Schema().Metadata())}
 	idx, ok := t.Meta[MetaBatchIndex]
 	if ok {
 		ok = t.parseIndex(idx)
@@ -79,17 +71,23 @@ func OpenTable(path string) (*Table, error) {
 	if !ok {
 		// No usable index: the whole table, checked by ReadFile.
 		t.Close()
-		pol, meta, err := ReadFile(path)
-		if err != nil {
-			return nil, err
-		}
-		return &Table{Meta: meta, Horizon: pol.Horizon, whole: pol}, nil
+		return openWhole(path)
 	}
 	if err := t.checkIndexed(); err != nil {
 		t.Close()
 		return nil, err
 	}
 	return t, nil
+}
+
+// openWhole reads the table at path whole (ReadFile), for lookups in
+// memory.
+func openWhole(path string) (*Table, error) {
+	pol, meta, err := ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return &Table{Meta: meta, Horizon: pol.Horizon, whole: pol}, nil
 }
 
 // checkIndexed checks the schema, schema version and horizon of a table
@@ -185,6 +183,13 @@ func (t *Table) batch(b int) (*tableBatch, error) {
 		rec.Release()
 		return nil, err
 	}
+	t.cache(b, tb)
+	return tb, nil
+}
+
+// cache keeps batch b, dropping another one when maxCachedBatches are
+// kept.
+func (t *Table) cache(b int, tb *tableBatch) {
 	if len(t.batches) >= maxCachedBatches {
 		for k, old := range t.batches {
 			old.rec.Release()
@@ -193,7 +198,6 @@ func (t *Table) batch(b int) (*tableBatch, error) {
 		}
 	}
 	t.batches[b] = tb
-	return tb, nil
 }
 
 // checkBatch checks record batch b's row count against the index and
@@ -317,7 +321,7 @@ func (t *Table) Lookup(obs []string) (actions []string, node, last int64, ok boo
 		actions = append(actions, a)
 	}
 	if fallback != "" {
-		return actions, -1, last, true, nil
+		cur = -1 // the history has left the tree
 	}
 	return actions, cur, last, true, nil
 }

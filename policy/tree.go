@@ -58,23 +58,7 @@ func (p *Policy) index() {
 	if n > MaxRows {
 		panic(fmt.Sprintf("policy: %d rows, more than the %d a table may hold", n, MaxRows))
 	}
-	first := make([]int32, n+2)
-	for i := range p.Nodes {
-		if k := p.Nodes[i].Parent + 1; k >= 0 && k <= int64(n) {
-			first[k+1]++
-		}
-	}
-	for k := 1; k < len(first); k++ {
-		first[k] += first[k-1]
-	}
-	kids := make([]int32, first[n+1])
-	next := append([]int32(nil), first[:n+1]...)
-	for i := range p.Nodes {
-		if k := p.Nodes[i].Parent + 1; k >= 0 && k <= int64(n) {
-			kids[next[k]] = int32(i)
-			next[k]++
-		}
-	}
+	first, kids := groupRows(n, func(i int) int64 { return p.Nodes[i].Parent + 1 })
 	for k := 0; k <= n; k++ {
 		seg := kids[first[k]:first[k+1]]
 		slices.SortFunc(seg, func(a, b int32) int {
@@ -230,29 +214,36 @@ func levelOrder(nodes []Node) {
 // kids[start[p]:start[p+1]], in row order.
 func childIndex(nodes []Node) (start, kids []int32) {
 	n := len(nodes)
-	start = make([]int32, n+2)
-	for i := range nodes {
-		start[parentRow(nodes[i].Parent, n)+1]++
-	}
-	for i := 1; i < len(start); i++ {
-		start[i] += start[i-1]
-	}
-	kids = make([]int32, n)
-	fill := append([]int32(nil), start...)
-	for i := range nodes {
-		p := parentRow(nodes[i].Parent, n)
-		kids[fill[p]] = int32(i)
-		fill[p]++
-	}
-	return start, kids
+	return groupRows(n, func(i int) int64 {
+		if p := nodes[i].Parent; p >= 0 {
+			return p
+		}
+		return int64(n)
+	})
 }
 
-// parentRow is the row of parent p in childIndex: n for the parent −1.
-func parentRow(p int64, n int) int64 {
-	if p < 0 {
-		return int64(n)
+// groupRows groups the rows 0..n−1 by key(i) ∈ [0, n] by a counting sort
+// (rows whose key falls outside are left out): the rows of key k are
+// kids[start[k]:start[k+1]], in row order.
+func groupRows(n int, key func(i int) int64) (start, kids []int32) {
+	start = make([]int32, n+2)
+	for i := 0; i < n; i++ {
+		if k := key(i); k >= 0 && k <= int64(n) {
+			start[k+1]++
+		}
 	}
-	return p
+	for k := 1; k < len(start); k++ {
+		start[k] += start[k-1]
+	}
+	kids = make([]int32, start[n+1])
+	next := append([]int32(nil), start[:n+1]...)
+	for i := 0; i < n; i++ {
+		if k := key(i); k >= 0 && k <= int64(n) {
+			kids[next[k]] = int32(i)
+			next[k]++
+		}
+	}
+	return start, kids
 }
 
 // permuteNodes moves every row i to its new index newID[i], following

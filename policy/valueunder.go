@@ -92,18 +92,23 @@ func ValueUnder(ctx context.Context, m *estimate.Model, b *pessimism.Bonus, pol 
 	if n <= 0 {
 		n = DefaultRollouts
 	}
-	H := m.Horizon
-	if math.Pow(float64(m.NumObs), float64(H)) <= float64(maxLeaves) {
+	if math.Pow(float64(m.NumObs), float64(m.Horizon)) <= float64(maxLeaves) {
 		return exactRollout(m, b, pol)
 	}
 	e, err := newHistoryWalk(m, b, pol, true) // its codes, scale and features
 	if err != nil {
 		return nil, err
 	}
-	ts := newTrajSampler(m, seed, 0xc0ffee)
-	feat := make([][]float64, H)
-	for h := 0; h < H; h++ {
-		feat[h] = make([]float64, b.Dims[h])
+	return e.sampledRollout(ctx, n, seed)
+}
+
+// sampledRollout is ValueUnder's sampled case: n trajectories of the
+// model following the policy, seeded by seed.
+func (e *historyWalk) sampledRollout(ctx context.Context, n int, seed uint64) (*Rollout, error) {
+	ts := newTrajSampler(e.m, seed, 0xc0ffee)
+	feat := make([][]float64, e.m.Horizon)
+	for h := range feat {
+		feat[h] = make([]float64, e.b.Dims[h])
 	}
 	r := &Rollout{Sums: make([]float64, n), Weights: make([]float64, n), Returns: make([]float64, n)}
 	w := 1 / float64(n)
