@@ -98,12 +98,7 @@ type obsIndex struct {
 
 func newObsIndex(e []float64, S, O int) *obsIndex {
 	ix := &obsIndex{ord: make([]int32, O), emax: make([]float64, O), tail: make([]float64, (O+1)*S)}
-	mx := make([]float64, O)
-	for s := 0; s < S; s++ {
-		for o, x := range e[s*O : (s+1)*O] {
-			mx[o] = max(mx[o], x)
-		}
-	}
+	mx := emissionMax(e, S, O)
 	for o := range ix.ord {
 		ix.ord[o] = int32(o)
 	}
@@ -113,13 +108,31 @@ func newObsIndex(e []float64, S, O int) *obsIndex {
 		ix.emax[i] = mx[o]
 		ix.pos[o] = int32(i)
 	}
+	ix.fillTail(e, S, O)
+	return ix
+}
+
+// emissionMax returns max_s E(o|s) of each observation o of the S×O
+// emission table e.
+func emissionMax(e []float64, S, O int) []float64 {
+	mx := make([]float64, O)
+	for s := 0; s < S; s++ {
+		for o, x := range e[s*O : (s+1)*O] {
+			mx[o] = max(mx[o], x)
+		}
+	}
+	return mx
+}
+
+// fillTail sets ix.tail from the emission table e, from the last
+// observation of ord back.
+func (ix *obsIndex) fillTail(e []float64, S, O int) {
 	for i := O - 1; i >= 0; i-- {
 		o := int(ix.ord[i])
 		for s := 0; s < S; s++ {
 			ix.tail[i*S+s] = ix.tail[(i+1)*S+s] + e[s*O+o]
 		}
 	}
-	return ix
 }
 
 // obsIndexes returns the observation index of every emission table
@@ -209,6 +222,19 @@ func (g *alphaSet) n(S int) int { return len(g.vec) / S }
 // best. Point-based backups give many points the same vector (the same
 // action and successor choices), most of all near the horizon.
 func (g *alphaSet) finish(S int) {
+	k := g.dedup(S)
+	g.vec, g.act = g.vec[:k*S], g.act[:k]
+	g.cols = make([]float64, k*S)
+	for i := 0; i < k; i++ {
+		for s := 0; s < S; s++ {
+			g.cols[s*k+i] = g.vec[i*S+s]
+		}
+	}
+}
+
+// dedup moves the vectors (and actions) not equal to an earlier one to
+// the front, in order, and returns their number.
+func (g *alphaSet) dedup(S int) int {
 	n := g.n(S)
 	seen := make(map[string]struct{}, n)
 	k := 0
@@ -223,13 +249,7 @@ func (g *alphaSet) finish(S int) {
 		g.act[k] = g.act[i]
 		k++
 	}
-	g.vec, g.act = g.vec[:k*S], g.act[:k]
-	g.cols = make([]float64, k*S)
-	for i := 0; i < k; i++ {
-		for s := 0; s < S; s++ {
-			g.cols[s*k+i] = g.vec[i*S+s]
-		}
-	}
+	return k
 }
 
 // rowwiseBest: sets of fewer vectors are valued by one dot product per
@@ -557,17 +577,7 @@ func (p *beliefPlanner) candidateCutoff(h int, pred []float64) float64 {
 	var ws []float64
 	for _, pt := range p.pts[h] {
 		for _, a := range p.acts(pt.end) {
-			st := &p.tab[h][a]
-			predict(st.t, pt.b, pred)
-			for o := 0; o < p.O; o++ {
-				z := 0.0
-				for s2, x := range pred {
-					z += x * st.e[s2*p.O+o]
-				}
-				if z > 0 {
-					ws = append(ws, pt.w*z)
-				}
-			}
+			ws = p.candidateWeights(h, pt, a, pred, ws)
 		}
 	}
 	k := candidateFactor * p.points
@@ -576,6 +586,19 @@ func (p *beliefPlanner) candidateCutoff(h int, pred []float64) float64 {
 	}
 	sort.Sort(sort.Reverse(sort.Float64Slice(ws)))
 	return ws[k-1]
+}
+
+// candidateWeights appends to ws the path probabilities of the
+// successors of point pt after action a (pred: scratch of S).
+func (p *beliefPlanner) candidateWeights(h int, pt bpoint, a int, pred, ws []float64) []float64 {
+	st := &p.tab[h][a]
+	predict(st.t, pt.b, pred)
+	for o := 0; o < p.O; o++ {
+		if z := emitProb(st.e, p.O, pred, o); z > 0 {
+			ws = append(ws, pt.w*z)
+		}
+	}
+	return ws
 }
 
 func (p *beliefPlanner) acts(end bool) []int {
@@ -622,24 +645,31 @@ func (p *beliefPlanner) capPoints(c []bpoint) []bpoint {
 // policy's value depends on.
 func (p *beliefPlanner) enrich(reached [][]bpoint) {
 	for h := 1; h <= p.H && h < len(reached); h++ {
-		pol := mergePoints(reached[h])
-		if len(pol) > p.points/2 {
-			pol = pol[:p.points/2]
-		}
-		seen := make(map[string]bool, len(pol))
-		for _, pt := range pol {
-			seen[pt.key] = true
-		}
-		for _, pt := range p.pts[h] {
-			if len(pol) >= p.points {
-				break
-			}
-			if !seen[pt.key] {
-				pol = append(pol, pt)
-			}
-		}
-		p.pts[h] = pol
+		p.pts[h] = p.enrichStep(h, reached[h])
 	}
+}
+
+// enrichStep returns step h's points: up to half of them the policy's
+// reached beliefs, most probable first, then the current points not
+// among them.
+func (p *beliefPlanner) enrichStep(h int, reached []bpoint) []bpoint {
+	pol := mergePoints(reached)
+	if len(pol) > p.points/2 {
+		pol = pol[:p.points/2]
+	}
+	seen := make(map[string]bool, len(pol))
+	for _, pt := range pol {
+		seen[pt.key] = true
+	}
+	for _, pt := range p.pts[h] {
+		if len(pol) >= p.points {
+			break
+		}
+		if !seen[pt.key] {
+			pol = append(pol, pt)
+		}
+	}
+	return pol
 }
 
 // predict writes pred[s'] = Σ_s b[s] t[s*S+s'].
@@ -725,6 +755,13 @@ func (p *beliefPlanner) qValue(h int, b []float64, a int, sc *backupScratch) flo
 		v -= p.kappa * quad(st.m, b)
 	}
 	predict(st.t, b, sc.pred)
+	return p.addLookahead(h, st, sc, v)
+}
+
+// addLookahead adds to v, observation by observation, the value of the
+// best successor vector at each unnormalised successor of the
+// prediction sc.pred, recording the choices in sc.choice.
+func (p *beliefPlanner) addLookahead(h int, st *stepTables, sc *backupScratch, v float64) float64 {
 	for o := 0; o < p.O; o++ {
 		sc.choice[o] = -1
 		if unnorm(st.e, p.O, sc.pred, o, sc.u) == 0 {
@@ -951,7 +988,7 @@ func grow(x []float64, n int) []float64 {
 // the tangent is exact at b).
 func (p *beliefPlanner) vector(h int, b []float64, a int, sc *backupScratch, vec []float64) {
 	st := &p.tab[h][a]
-	S, O := p.S, p.O
+	S := p.S
 	copy(vec, st.r)
 	if h == p.H {
 		return
@@ -960,6 +997,16 @@ func (p *beliefPlanner) vector(h int, b []float64, a int, sc *backupScratch, vec
 		// tangent of bᵀmb at b on the simplex: (2mb − bᵀmb·1)·x.
 		subtractTangent(st.m, b, sc.mb, p.kappa, vec)
 	}
+	z := p.successorSum(h, st, sc)
+	for s := 0; s < S; s++ {
+		vec[s] += dot(st.t[s*S:(s+1)*S], z)
+	}
+}
+
+// successorSum returns sc.z set to Σ_o E(o|·)∘α_o over s_{h+1}, α_o the
+// successor vector sc.choice chose for observation o.
+func (p *beliefPlanner) successorSum(h int, st *stepTables, sc *backupScratch) []float64 {
+	S, O := p.S, p.O
 	z := sc.z
 	clear(z)
 	for o := 0; o < O; o++ {
@@ -972,9 +1019,7 @@ func (p *beliefPlanner) vector(h int, b []float64, a int, sc *backupScratch, vec
 			z[s2] += st.e[s2*O+o] * av[s2]
 		}
 	}
-	for s := 0; s < S; s++ {
-		vec[s] += dot(st.t[s*S:(s+1)*S], z)
-	}
+	return z
 }
 
 // backward runs the backups from step H to step 1.

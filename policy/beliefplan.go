@@ -123,10 +123,7 @@ type planRound struct {
 // the first).
 func (bp *beliefPlanner) rounds(ctx context.Context, ft *fallbackTables, rows int64) (planRound, error) {
 	alpha := bp.bonus.Alpha
-	x0 := 0.0
-	if alpha > 0 {
-		x0 = 1 / (alpha * alpha)
-	}
+	x0 := saturationPoint(alpha)
 	var best planRound
 	enriched := false
 	for round := 0; round < tangentRounds; round++ {
@@ -134,9 +131,7 @@ func (bp *beliefPlanner) rounds(ctx context.Context, ft *fallbackTables, rows in
 		if err != nil {
 			return planRound{}, err
 		}
-		if best.pol == nil || r.v.r-r.v.b > best.v.r-best.v.b {
-			best = r
-		}
+		best.keepBetter(r)
 		converged := alpha == 0 || math.Abs(r.v.sum-x0) <= 1e-3*x0
 		if converged && reached == nil {
 			break
@@ -150,6 +145,23 @@ func (bp *beliefPlanner) rounds(ctx context.Context, ft *fallbackTables, rows in
 		}
 	}
 	return best, nil
+}
+
+// saturationPoint is 1/α², where g(x) = min{α√x, 1} saturates (0 when
+// α is 0): the first round's tangent point.
+func saturationPoint(alpha float64) float64 {
+	if alpha > 0 {
+		return 1 / (alpha * alpha)
+	}
+	return 0
+}
+
+// keepBetter replaces the round best by r when best is none yet or r's
+// value r − b is larger.
+func (best *planRound) keepBetter(r planRound) {
+	if best.pol == nil || r.v.r-r.v.b > best.v.r-best.v.b {
+		*best = r
+	}
 }
 
 // round plans with the tangent at x0 and builds the policy's table
@@ -472,14 +484,20 @@ func simplexQuadLower(M []float64, S int) float64 {
 	if !(tr > 0) {
 		return 0
 	}
-	step := 1 / (2 * tr)
+	q := &simplexQuad{M: M, g: make([]float64, S), best: math.Inf(-1)}
+	q.run(1/(2*tr), S)
+	return q.best
+}
+
+// run runs 500 iterations of accelerated projected gradient (FISTA) of
+// step size step from the simplex's centre, certifying each iterate.
+func (q *simplexQuad) run(step float64, S int) {
 	b := make([]float64, S)
 	for s := range b {
 		b[s] = 1 / float64(S)
 	}
 	y := append([]float64(nil), b...)
 	prev := make([]float64, S)
-	q := &simplexQuad{M: M, g: make([]float64, S), best: math.Inf(-1)}
 	tk := 1.0
 	for it := 0; it < 500; it++ {
 		q.grad(y)
@@ -495,7 +513,6 @@ func simplexQuadLower(M []float64, S int) float64 {
 		}
 		tk = tn
 	}
-	return q.best
 }
 
 // trace is the trace of the S×S matrix M (row-major).

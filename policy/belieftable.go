@@ -190,19 +190,10 @@ func newTableWalker(bp *beliefPlanner, ft *fallbackTables) *tableWalker {
 	H, S := bp.H, bp.S
 	w := &tableWalker{bp: bp, ft: ft, sc: newBackupScratch(S, bp.O)}
 	w.rbel, w.rpred, w.rw = make([]float64, S), make([]float64, S), make([]float64, S)
-	w.bel = make([][]float64, H+2)
-	w.pred = make([][]float64, H+2)
-	w.weights = make([][]float64, H+2)
-	w.acc = make([][]float64, H+2)
-	w.set = make([][]float64, H+2)
+	w.bel, w.pred = perDepth(H, S), perDepth(H, S)
+	w.weights, w.acc = perDepth(H, bp.A), perDepth(H, 4*bp.A)
+	w.set = perDepth(H, S)
 	w.scan = make([][]int32, H+2)
-	for h := range w.bel {
-		w.bel[h] = make([]float64, S)
-		w.pred[h] = make([]float64, S)
-		w.weights[h] = make([]float64, bp.A)
-		w.acc[h] = make([]float64, 4*bp.A)
-		w.set[h] = make([]float64, S)
-	}
 	return w
 }
 
@@ -509,6 +500,13 @@ func (w *tableWalker) visitFrontier(h, o int, parent int64, cond, reach, sum flo
 		w.collectTask(h, o, cond, reach, sum)
 		return tval{}, 0
 	}
+	return w.takeResult(parent)
+}
+
+// takeResult takes the next task's result under parent: its values and
+// action and, building, its reached beliefs and its nodes (in place
+// when the table is placed).
+func (w *tableWalker) takeResult(parent int64) (tval, int) {
 	r := &w.results[w.next]
 	w.next++
 	if w.build && w.reached != nil {
@@ -893,11 +891,7 @@ func (w *tableWalker) tailRollouts(h, a int, pred []float64, k int, mass, sum fl
 		return
 	}
 	tail := st.wide.tail[k*S : (k+1)*S]
-	tot := 0.0
-	for s, x := range pred {
-		w.rw[s] = x * tail[s]
-		tot += w.rw[s]
-	}
+	tot := w.tailWeights(pred, tail)
 	if !(tot > 0) {
 		return
 	}
@@ -911,6 +905,17 @@ func (w *tableWalker) tailRollouts(h, a int, pred []float64, k int, mass, sum fl
 		}
 		w.rollout(h+1, o, bel, sum, rng, acc)
 	}
+}
+
+// tailWeights sets w.rw to the states' weights pred(s)·tail(s) for the
+// draw of a tail observation's state, and returns their sum.
+func (w *tableWalker) tailWeights(pred, tail []float64) float64 {
+	tot := 0.0
+	for s, x := range pred {
+		w.rw[s] = x * tail[s]
+		tot += w.rw[s]
+	}
+	return tot
 }
 
 // drawWeighted draws an index with probability ∝ its weight, tot being

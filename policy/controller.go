@@ -60,14 +60,17 @@ type Controller struct {
 // surrogate slope, acting by the lookahead on the steps look marks.
 func newController(bp *beliefPlanner, look []bool) *Controller {
 	snap := *bp // the α-sets and κ of this moment (later rounds replace them)
-	c := &Controller{bp: &snap, look: look, memo: newActionMemo(), obs: map[string]int{}, act: map[string]int{}}
-	for o, s := range bp.m.ObsVocab {
-		c.obs[s] = o
+	return &Controller{bp: &snap, look: look, memo: newActionMemo(), obs: vocabIndex(bp.m.ObsVocab), act: vocabIndex(bp.m.ActVocab)}
+}
+
+// vocabIndex maps each symbol of vocab to its index (the last one of a
+// repeated symbol).
+func vocabIndex(vocab []string) map[string]int {
+	idx := map[string]int{}
+	for i, s := range vocab {
+		idx[s] = i
 	}
-	for a, s := range bp.m.ActVocab {
-		c.act[s] = a
-	}
-	return c
+	return idx
 }
 
 // Model is the fitted model whose filter the controller runs.
@@ -110,20 +113,25 @@ func (c *Controller) decide(h int, b []float64, end bool, x *ctrlScratch) int {
 	if a, ok := c.memo.load(k); ok {
 		return a
 	}
+	a := c.compute(h, b, end, x)
+	c.memo.store(k, a)
+	return a
+}
+
+// compute is decide's action computed at b rounded to the grid of
+// beliefKey: by the one-step lookahead on the steps marked for it, by
+// the best α-vector on the others.
+func (c *Controller) compute(h int, b []float64, end bool, x *ctrlScratch) int {
 	if x.sc == nil {
 		x.rb, x.sc = make([]float64, c.bp.S), newBackupScratch(c.bp.S, c.bp.O)
 	}
 	for s, v := range b {
 		x.rb[s] = math.Round(v*beliefGrid) / beliefGrid
 	}
-	var a int
 	if c.look[h] {
-		a = c.bp.lookahead(h, x.rb, end, x.sc)
-	} else {
-		a = c.bp.vectorAction(h, x.rb, end, x.sc)
+		return c.bp.lookahead(h, x.rb, end, x.sc)
 	}
-	c.memo.store(k, a)
-	return a
+	return c.bp.vectorAction(h, x.rb, end, x.sc)
 }
 
 // ctrlState is the filter's state of one episode: the belief over s_h
@@ -146,21 +154,25 @@ func (c *Controller) step(st ctrlState, sym string, pred []float64) (ctrlState, 
 	if !ok || st.h >= c.bp.H {
 		return ctrlState{lost: true}, false
 	}
-	m := c.bp.m
-	next := make([]float64, c.bp.S)
-	var z float64
-	if st.h == 0 {
-		m.Prior(next)
-		z = m.ObserveFirst(next, o)
-	} else {
-		t := &c.bp.tab[st.h][st.a]
-		predict(t.t, st.bel, pred)
-		z = correct(t.e, c.bp.O, pred, o, next)
-	}
+	next, z := c.filter(st, o, pred)
 	if !(z > 0) {
 		return ctrlState{lost: true}, false
 	}
 	return ctrlState{h: st.h + 1, bel: next, a: -1}, true
+}
+
+// filter returns the belief after observation o from the state st (the
+// prior's at the start) and the observation's probability (pred:
+// scratch of S).
+func (c *Controller) filter(st ctrlState, o int, pred []float64) ([]float64, float64) {
+	next := make([]float64, c.bp.S)
+	if st.h == 0 {
+		c.bp.m.Prior(next)
+		return next, c.bp.m.ObserveFirst(next, o)
+	}
+	t := &c.bp.tab[st.h][st.a]
+	predict(t.t, st.bel, pred)
+	return next, correct(t.e, c.bp.O, pred, o, next)
 }
 
 // Decide returns the controller's action after the history o_1, a_1, …,
@@ -310,9 +322,7 @@ func ReadController(path string, m *estimate.Model) (*Controller, error) {
 	if err != nil {
 		return nil, err
 	}
-	bp := &beliefPlanner{planner: filterPlanner(m), kappa: kappa}
-	bp.tab = filterTables(m)
-	bp.gamma = make([][2]alphaSet, m.Horizon+2)
+	bp := &beliefPlanner{planner: filterPlanner(m), kappa: kappa, tab: filterTables(m), gamma: make([][2]alphaSet, m.Horizon+2)}
 	if err := rows.fill(bp, bad); err != nil {
 		return nil, err
 	}
@@ -336,15 +346,22 @@ func controllerMeta(meta map[string]string, m *estimate.Model, bad func(string, 
 	if err != nil || kappa < 0 || math.IsInf(kappa, 0) {
 		return 0, nil, bad("metadata %s = %q is not a slope ≥ 0", MetaKappa, meta[MetaKappa])
 	}
-	lookS := strings.Split(meta[MetaLookahead], ",")
+	look, err := parseLookahead(meta[MetaLookahead], H, bad)
+	return kappa, look, err
+}
+
+// parseLookahead reads MetaLookahead's flags for steps 1..H (index 0
+// unused).
+func parseLookahead(v string, H int, bad func(string, ...any) error) ([]bool, error) {
+	lookS := strings.Split(v, ",")
 	if len(lookS) != H {
-		return 0, nil, bad("metadata %s has %d steps, the horizon is %d", MetaLookahead, len(lookS), H)
+		return nil, bad("metadata %s has %d steps, the horizon is %d", MetaLookahead, len(lookS), H)
 	}
 	look := make([]bool, H+1)
 	for h, s := range lookS {
 		look[h+1] = s == "1"
 	}
-	return kappa, look, nil
+	return look, nil
 }
 
 // controllerRows are controller.arrow's columns.
@@ -398,33 +415,34 @@ func filterTables(m *estimate.Model) [][]stepTables {
 
 // fill stores the rows into bp's α-sets and step tables.
 func (r *controllerRows) fill(bp *beliefPlanner, bad func(string, ...any) error) error {
-	H, S := bp.H, bp.S
-	actIdx := map[string]int{}
-	for a, s := range bp.m.ActVocab {
-		actIdx[s] = a
-	}
+	actIdx := vocabIndex(bp.m.ActVocab)
 	for i := range r.kind {
-		h, s := int(r.step[i]), int(r.state[i])
-		a, okA := actIdx[r.act[i]]
-		if h < 1 || h > H || s < 0 || s >= S || !okA || math.IsNaN(r.value[i]) {
-			return bad("row %d (%s, step %d, action %q, state %d) does not fit the model (%d steps, %d states)", i, r.kind[i], h, r.act[i], s, H, S)
-		}
-		var err error
-		switch r.kind[i] {
-		case kindAlpha:
-			err = r.fillAlpha(bp, i, a, bad)
-		case kindReward:
-			bp.tab[h][a].r[s] = r.value[i]
-		case kindBonus:
-			err = r.fillBonus(bp, i, a, bad)
-		default:
-			err = bad("row %d: unknown kind %q", i, r.kind[i])
-		}
-		if err != nil {
+		if err := r.fillRow(bp, i, actIdx, bad); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// fillRow checks that row i fits the model (actIdx: its actions' codes)
+// and stores it by its kind.
+func (r *controllerRows) fillRow(bp *beliefPlanner, i int, actIdx map[string]int, bad func(string, ...any) error) error {
+	H, S := bp.H, bp.S
+	h, s := int(r.step[i]), int(r.state[i])
+	a, okA := actIdx[r.act[i]]
+	if h < 1 || h > H || s < 0 || s >= S || !okA || math.IsNaN(r.value[i]) {
+		return bad("row %d (%s, step %d, action %q, state %d) does not fit the model (%d steps, %d states)", i, r.kind[i], h, r.act[i], s, H, S)
+	}
+	switch r.kind[i] {
+	case kindAlpha:
+		return r.fillAlpha(bp, i, a, bad)
+	case kindReward:
+		bp.tab[h][a].r[s] = r.value[i]
+		return nil
+	case kindBonus:
+		return r.fillBonus(bp, i, a, bad)
+	}
+	return bad("row %d: unknown kind %q", i, r.kind[i])
 }
 
 // fillAlpha stores α-vector row i (action a) into bp's α-sets; the rows
@@ -463,28 +481,45 @@ func (r *controllerRows) fillBonus(bp *beliefPlanner, i, a int, bad func(string,
 // checkController finishes the α-sets and checks that every step has
 // vectors, rewards and (with κ > 0) bonus forms.
 func checkController(bp *beliefPlanner, bad func(string, ...any) error) error {
-	H, S := bp.H, bp.S
-	for h := 1; h <= H; h++ {
-		for cl := 0; cl < 2; cl++ {
-			g := &bp.gamma[h][cl]
-			if len(g.vec) != len(g.act)*S {
-				return bad("step %d: an α-vector is incomplete", h)
-			}
-			g.finish(S)
+	for h := 1; h <= bp.H; h++ {
+		if err := checkControllerStep(bp, h, bad); err != nil {
+			return err
 		}
-		if bp.gamma[h][0].n(S)+bp.gamma[h][1].n(S) == 0 {
-			return bad("step %d has no α-vector", h)
+	}
+	return nil
+}
+
+// checkControllerStep is checkController at step h.
+func checkControllerStep(bp *beliefPlanner, h int, bad func(string, ...any) error) error {
+	S := bp.S
+	for cl := 0; cl < 2; cl++ {
+		g := &bp.gamma[h][cl]
+		if len(g.vec) != len(g.act)*S {
+			return bad("step %d: an α-vector is incomplete", h)
 		}
-		for a := range bp.tab[h] {
-			for _, x := range bp.tab[h][a].r {
-				if math.IsNaN(x) {
-					return bad("step %d, action %q: reward rows missing", h, bp.m.ActVocab[a])
-				}
-			}
-			if h < H && bp.kappa > 0 && bp.tab[h][a].m == nil {
-				return bad("step %d, action %q: bonus rows missing", h, bp.m.ActVocab[a])
-			}
+		g.finish(S)
+	}
+	if bp.gamma[h][0].n(S)+bp.gamma[h][1].n(S) == 0 {
+		return bad("step %d has no α-vector", h)
+	}
+	for a := range bp.tab[h] {
+		if err := checkStepTables(bp, h, a, bad); err != nil {
+			return err
 		}
+	}
+	return nil
+}
+
+// checkStepTables checks that the file gave the rewards of step h and
+// action a and, before H with κ > 0, its bonus form.
+func checkStepTables(bp *beliefPlanner, h, a int, bad func(string, ...any) error) error {
+	for _, x := range bp.tab[h][a].r {
+		if math.IsNaN(x) {
+			return bad("step %d, action %q: reward rows missing", h, bp.m.ActVocab[a])
+		}
+	}
+	if h < bp.H && bp.kappa > 0 && bp.tab[h][a].m == nil {
+		return bad("step %d, action %q: bonus rows missing", h, bp.m.ActVocab[a])
 	}
 	return nil
 }

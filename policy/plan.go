@@ -197,13 +197,7 @@ type PlanStats struct {
 // E[Σ_{t≥h} (r_t − shift)·scale | node] (for step-1 nodes, E[R | o_1]),
 // ValueBonus = E[b̂(τ_H) | node], ValueLCB their difference.
 func Plan(ctx context.Context, m *estimate.Model, bonus *pessimism.Bonus, opts PlanOptions) (*Policy, *PlanStats, error) {
-	if err := checkPlan(m, bonus); err != nil {
-		return nil, nil, err
-	}
-	if !(bonus.Alpha >= 0) || math.IsInf(bonus.Alpha, 0) {
-		return nil, nil, fmt.Errorf("%w: alpha %v", ErrOptions, bonus.Alpha)
-	}
-	budget, err := planBudget(opts)
+	budget, err := checkPlanInputs(m, bonus, opts)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -217,14 +211,31 @@ func Plan(ctx context.Context, m *estimate.Model, bonus *pessimism.Bonus, opts P
 		return nil, nil, err
 	}
 	if wantsBelief(m, opts, st) {
-		st.Exact = false
-		pol, err := beliefPlan(ctx, m, bonus, opts, workers, st)
-		if err != nil {
-			return nil, nil, err
-		}
-		return pol, st, nil
+		return planBelief(ctx, m, bonus, opts, workers, st)
 	}
 	return exactPlan(ctx, m, bonus, opts, proto, budget, workers, st)
+}
+
+// checkPlanInputs checks the model, the bonus and its α, and returns
+// the node budget of opts.
+func checkPlanInputs(m *estimate.Model, bonus *pessimism.Bonus, opts PlanOptions) (int64, error) {
+	if err := checkPlan(m, bonus); err != nil {
+		return 0, err
+	}
+	if !(bonus.Alpha >= 0) || math.IsInf(bonus.Alpha, 0) {
+		return 0, fmt.Errorf("%w: alpha %v", ErrOptions, bonus.Alpha)
+	}
+	return planBudget(opts)
+}
+
+// planBelief is Plan by the belief planner.
+func planBelief(ctx context.Context, m *estimate.Model, bonus *pessimism.Bonus, opts PlanOptions, workers int, st *PlanStats) (*Policy, *PlanStats, error) {
+	st.Exact = false
+	pol, err := beliefPlan(ctx, m, bonus, opts, workers, st)
+	if err != nil {
+		return nil, nil, err
+	}
+	return pol, st, nil
 }
 
 // newPlanStats returns the stats of a plan of m under bonus: α, the
@@ -306,12 +317,7 @@ func exactPlan(ctx context.Context, m *estimate.Model, bonus *pessimism.Bonus, o
 	if !st.Exact {
 		st.Planner = plannerSearch
 	}
-	H := m.Horizon
-	frontier := 1
-	for frontier < H && treeLevel(m.NumObs, m.NumActions, frontier) < frontierTasks {
-		frontier++
-	}
-	proto.frontier = frontier
+	proto.frontier = frontierDepth(m)
 	if !st.Exact {
 		if err := proto.pruneFor(ctx, opts, budget, workers, st); err != nil {
 			return nil, nil, err
@@ -328,6 +334,16 @@ func exactPlan(ctx context.Context, m *estimate.Model, bonus *pessimism.Bonus, o
 	}
 	proto.setStats(st, v, results)
 	return proto.toPolicy(), st, nil
+}
+
+// frontierDepth is the depth the exact planner cuts the tree at: the
+// shallowest with frontierTasks nodes (H at most).
+func frontierDepth(m *estimate.Model) int {
+	frontier := 1
+	for frontier < m.Horizon && treeLevel(m.NumObs, m.NumActions, frontier) < frontierTasks {
+		frontier++
+	}
+	return frontier
 }
 
 // collectTasks is pass 1: it collects the frontier subtrees in search
@@ -677,31 +693,37 @@ func (p *planner) count(h, o int, path float64) {
 // countAction counts the children of the node after action a and their
 // descendants; it reports false when the count has stopped.
 func (p *planner) countAction(h, a int, path float64) bool {
-	m, b := p.m, p.bel[h]
-	pred, next := p.pred[h], p.bel[h+1]
-	m.Predict(h, b, a, pred)
+	pred := p.pred[h]
+	p.m.Predict(h, p.bel[h], a, pred)
 	n, rest := p.expand(h, a, pred, path)
 	if rest > 0 {
 		p.pruned = true
 	}
 	for i := 0; i < n; i++ {
-		o2, po := p.child(h, a, i, pred)
-		if po == 0 {
-			continue
-		}
-		if path*po < p.eps {
-			p.pruned = true
-			continue
-		}
-		if h+1 == p.H {
-			p.nodes++
-			continue
-		}
-		m.Correct(h, pred, a, o2, next)
-		p.count(h+1, o2, path*po)
-		if p.stop {
+		if !p.countChild(h, a, i, path) {
 			return false
 		}
 	}
 	return true
+}
+
+// countChild counts the i-th child (expand) of the node after action a
+// and its descendants; it reports false when the count has stopped.
+func (p *planner) countChild(h, a, i int, path float64) bool {
+	pred := p.pred[h]
+	o2, po := p.child(h, a, i, pred)
+	if po == 0 {
+		return true
+	}
+	if path*po < p.eps {
+		p.pruned = true
+		return true
+	}
+	if h+1 == p.H {
+		p.nodes++
+		return true
+	}
+	p.m.Correct(h, pred, a, o2, p.bel[h+1])
+	p.count(h+1, o2, path*po)
+	return !p.stop
 }

@@ -91,17 +91,7 @@ type planner struct {
 // every action but the end action, and the end action alone (every
 // ordinary action when the model has none).
 func endActions(m *estimate.Model) (endObs int, normal, end []int) {
-	endObs, endAct := -1, -1
-	for o, s := range m.ObsVocab {
-		if s == ingest.EndSymbol {
-			endObs = o
-		}
-	}
-	for a, s := range m.ActVocab {
-		if s == ingest.EndSymbol {
-			endAct = a
-		}
-	}
+	endObs, endAct := lastIndex(m.ObsVocab, ingest.EndSymbol), lastIndex(m.ActVocab, ingest.EndSymbol)
 	for a := 0; a < m.NumActions; a++ {
 		if a != endAct {
 			normal = append(normal, a)
@@ -112,6 +102,18 @@ func endActions(m *estimate.Model) (endObs int, normal, end []int) {
 		end = []int{endAct}
 	}
 	return endObs, normal, end
+}
+
+// lastIndex is the index of the last occurrence of sym in vocab, −1 if
+// none.
+func lastIndex(vocab []string, sym string) int {
+	i := -1
+	for j, s := range vocab {
+		if s == sym {
+			i = j
+		}
+	}
+	return i
 }
 
 // newPlanner returns a planner that computes features with fz, its own.
@@ -140,27 +142,22 @@ func newPlanner(m *estimate.Model, bonus *pessimism.Bonus, fz *estimate.Featuriz
 // allocDepths allocates the per-depth buffers (depths 0..H+1), with
 // feature buffers of length dmax.
 func (p *planner) allocDepths(dmax int) {
-	H, S, O, A := p.H, p.S, p.O, p.A
-	p.bel = make([][]float64, H+2)
-	p.pred = make([][]float64, H+2)
-	p.probs = make([][]float64, H+2)
-	p.feat = make([][]float64, H+2)
-	for h := range p.bel {
-		p.bel[h] = make([]float64, S)
-		p.pred[h] = make([]float64, S)
-		p.probs[h] = make([]float64, O)
-		p.feat[h] = make([]float64, dmax)
-	}
-	p.acc = make([][]float64, H+2)
-	for h := range p.acc {
-		p.acc[h] = make([]float64, accLen*A)
-	}
+	H, S := p.H, p.S
+	p.bel, p.pred = perDepth(H, S), perDepth(H, S)
+	p.probs, p.feat = perDepth(H, p.O), perDepth(H, dmax)
+	p.acc = perDepth(H, accLen*p.A)
 	p.cbel = make([]float64, S)
-	p.setU = make([][]float64, H+2)
-	for h := range p.setU {
-		p.setU[h] = make([]float64, S)
-	}
+	p.setU = perDepth(H, S)
 	p.scan = make([][]int32, H+2)
+}
+
+// perDepth returns H+2 buffers of n values, one per depth 0..H+1.
+func perDepth(H, n int) [][]float64 {
+	x := make([][]float64, H+2)
+	for h := range x {
+		x[h] = make([]float64, n)
+	}
+	return x
 }
 
 // expand prepares the children of a node at step h after action a, with
@@ -413,6 +410,14 @@ func (p *planner) startAction(s *actionSearch, sum float64) int {
 	if s.leaf {
 		s.leafBonus = p.bonus.Value(s.s2)
 	}
+	p.seedPruned(s, allPruned, rest)
+	return n
+}
+
+// seedPruned starts the pruned sums with the children priced before the
+// enumeration: the whole level below when every child is pruned, and
+// the children the index skipped (mass rest).
+func (p *planner) seedPruned(s *actionSearch, allPruned bool, rest float64) {
 	if allPruned {
 		s.pruned = true
 		clear(s.acc)
@@ -425,7 +430,6 @@ func (p *planner) startAction(s *actionSearch, sum float64) int {
 		copy(s.setU, p.cbel)
 		s.setMass = rest
 	}
-	return n
 }
 
 // expandAction is expand for the action's node, or, when every child is
@@ -557,13 +561,8 @@ func (p *planner) addNode(pol *Policy, it policyItem, queue []policyItem, weight
 	id := int64(len(pol.Nodes))
 	reach := it.reach * r.cond
 	// Fallback: the reach-weighted majority action of the children.
-	clear(weights)
-	fb, any := int(r.act), false
-	for c := it.i + 1; c < it.i+int(r.size); c += int(p.arena[c].size) {
-		weights[p.arena[c].act] += p.arena[c].cond
-		any = true
-		queue = append(queue, policyItem{c, id, reach})
-	}
+	queue, any := p.queueChildren(it.i, id, reach, weights, queue)
+	fb := int(r.act)
 	if r.fb >= 0 {
 		fb = int(r.fb)
 	} else if any {
@@ -575,6 +574,20 @@ func (p *planner) addNode(pol *Policy, it policyItem, queue []policyItem, weight
 		ReachProb: reach, ValueReward: r.vr, ValueBonus: r.vb, ValueLCB: r.vr - r.vb,
 	})
 	return queue
+}
+
+// queueChildren appends the children of record i (node id, reach
+// probability reach) to queue and sets weights to their reach-weighted
+// actions; it reports whether there was any child.
+func (p *planner) queueChildren(i int, id int64, reach float64, weights []float64, queue []policyItem) ([]policyItem, bool) {
+	clear(weights)
+	any := false
+	for c := i + 1; c < i+int(p.arena[i].size); c += int(p.arena[c].size) {
+		weights[p.arena[c].act] += p.arena[c].cond
+		any = true
+		queue = append(queue, policyItem{c, id, reach})
+	}
+	return queue, any
 }
 
 // heaviest is the index of the largest weight (ties to the first).

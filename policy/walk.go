@@ -46,14 +46,7 @@ func newHistoryWalk(m *estimate.Model, b *pessimism.Bonus, pol *Policy, rescale 
 		w.shift, w.scale = m.RewardScale()
 	}
 	H, S := m.Horizon, m.States
-	w.bel = make([][]float64, H+2)
-	w.pred = make([][]float64, H+2)
-	w.probs = make([][]float64, H+2)
-	for h := range w.bel {
-		w.bel[h] = make([]float64, S)
-		w.pred[h] = make([]float64, S)
-		w.probs[h] = make([]float64, m.NumObs)
-	}
+	w.bel, w.pred, w.probs = perDepth(H, S), perDepth(H, S), perDepth(H, m.NumObs)
 	return w, nil
 }
 
