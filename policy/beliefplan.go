@@ -248,15 +248,20 @@ func (p *beliefPlanner) upperBound(ctx context.Context, ft *fallbackTables) (flo
 		pts := p.pts[h]
 		n := min(len(pts), boundPoints)
 		for i := 0; i < n; i++ {
-			b := pts[i].b
-			v := p.upperBackup(sw, h, b)
-			if g := v - dot(sw.vm[h], b); g < 0 {
-				sw.sets[h].b = append(sw.sets[h].b, b)
-				sw.sets[h].gain = append(sw.sets[h].gain, g)
-			}
+			p.addSawtoothPoint(sw, h, pts[i].b)
 		}
 	}
 	return p.rootUpper(sw) - base, nil
+}
+
+// addSawtoothPoint backs up the relaxed value at point b of step h and
+// keeps the point when the value is below the corners' interpolation.
+func (p *beliefPlanner) addSawtoothPoint(sw *sawtooth, h int, b []float64) {
+	v := p.upperBackup(sw, h, b)
+	if g := v - dot(sw.vm[h], b); g < 0 {
+		sw.sets[h].b = append(sw.sets[h].b, b)
+		sw.sets[h].gain = append(sw.sets[h].gain, g)
+	}
 }
 
 // sawtooth is upperBound's state: the relaxed rewards rr[h][a] and the
@@ -301,22 +306,28 @@ func (sw *sawtooth) interp(h int, b []float64) float64 {
 // s_h: the best action's relaxed reward plus, before step H, the
 // sawtooth values of its successors.
 func (p *beliefPlanner) upperBackup(sw *sawtooth, h int, b []float64) float64 {
-	O := p.O
 	v := math.Inf(-1)
 	for a := 0; a < p.A; a++ {
-		st := &p.tab[h][a]
-		q := dot(sw.rr[h][a], b)
-		if h < p.H {
-			predict(st.t, b, sw.pred)
-			for o := 0; o < O; o++ {
-				if z := correct(st.e, O, sw.pred, o, sw.next); z > 0 {
-					q += z * sw.interp(h+1, sw.next)
-				}
-			}
-		}
-		v = max(v, q)
+		v = max(v, p.upperQ(sw, h, a, b))
 	}
 	return v
+}
+
+// upperQ is upperBackup's value of action a: its relaxed reward at b
+// plus, before step H, its successors' sawtooth values.
+func (p *beliefPlanner) upperQ(sw *sawtooth, h, a int, b []float64) float64 {
+	O := p.O
+	st := &p.tab[h][a]
+	q := dot(sw.rr[h][a], b)
+	if h < p.H {
+		predict(st.t, b, sw.pred)
+		for o := 0; o < O; o++ {
+			if z := correct(st.e, O, sw.pred, o, sw.next); z > 0 {
+				q += z * sw.interp(h+1, sw.next)
+			}
+		}
+	}
+	return q
 }
 
 // rootUpper is the sawtooth upper value of the root: Σ_o P(o_1 = o)
@@ -451,24 +462,31 @@ func subtractTangent(m, b0, mb []float64, c float64, v []float64) {
 // cornerValues returns the optimal values vm[h] of the relaxed problem's
 // fully observed version from each state (vm[H+1] = 0).
 func (p *beliefPlanner) cornerValues(rr [][][]float64) [][]float64 {
-	H, S, A := p.H, p.S, p.A
+	H, S := p.H, p.S
 	vm := make([][]float64, H+2)
 	vm[H+1] = make([]float64, S)
 	for h := H; h >= 1; h-- {
 		vm[h] = make([]float64, S)
 		for s := 0; s < S; s++ {
-			best := math.Inf(-1)
-			for a := 0; a < A; a++ {
-				v := rr[h][a][s]
-				if h < H {
-					v += dot(p.tab[h][a].t[s*S:(s+1)*S], vm[h+1])
-				}
-				best = max(best, v)
-			}
-			vm[h][s] = best
+			vm[h][s] = p.cornerValue(rr, vm, h, s)
 		}
 	}
 	return vm
+}
+
+// cornerValue is vm[h][s]: the best action's relaxed reward in state s
+// plus, before step H, its expected vm[h+1].
+func (p *beliefPlanner) cornerValue(rr [][][]float64, vm [][]float64, h, s int) float64 {
+	S := p.S
+	best := math.Inf(-1)
+	for a := 0; a < p.A; a++ {
+		v := rr[h][a][s]
+		if h < p.H {
+			v += dot(p.tab[h][a].t[s*S:(s+1)*S], vm[h+1])
+		}
+		best = max(best, v)
+	}
+	return best
 }
 
 // simplexQuadLower is a lower bound of min_{b∈Δ} bᵀMb for a positive

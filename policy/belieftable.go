@@ -230,14 +230,7 @@ func (w *tableWalker) walk(ctx context.Context, eps float64, limit int64, build 
 	}
 	top := w.count
 	w.growPool(workers)
-	// A building walk at the threshold of the last complete walk knows
-	// every subtree's size: the table is allocated at full length and
-	// each worker writes its subtrees in place, so a table of millions of
-	// rows is never held twice.
-	w.placed = build && w.sizes != nil && eps == w.sizesEps && w.frontier == w.sizesFrontier && len(w.sizes) == len(w.tasks)
-	if w.placed {
-		w.place(top)
-	}
+	w.tryPlace(top)
 	var shared atomic.Int64
 	shared.Store(top)
 	if !w.runTasks(&shared, workers) {
@@ -277,10 +270,7 @@ func (w *tableWalker) growPool(workers int) {
 func (w *tableWalker) runTasks(shared *atomic.Int64, workers int) bool {
 	ctx, eps, limit, build := w.ctx, w.eps, w.limit, w.build
 	w.results = make([]walkResult, len(w.tasks))
-	free := make(chan *tableWalker, workers)
-	for _, c := range w.pool[:workers] {
-		free <- c
-	}
+	free := chanOf(w.pool[:workers])
 	err := parallel.ForWith(ctx, len(w.tasks), workers, func() *tableWalker {
 		c := <-free
 		c.ctx, c.eps, c.limit, c.build, c.over = ctx, eps, limit, build, false
@@ -316,6 +306,17 @@ func (w *tableWalker) replay(shared *atomic.Int64) tval {
 	w.count = shared.Load()
 	w.results, w.placed = nil, false
 	return v
+}
+
+// tryPlace places the table (place) when the walk can. A building walk
+// at the threshold of the last complete walk knows every subtree's size:
+// the table is allocated at full length and each worker writes its
+// subtrees in place, so a table of millions of rows is never held twice.
+func (w *tableWalker) tryPlace(top int64) {
+	w.placed = w.build && w.sizes != nil && w.eps == w.sizesEps && w.frontier == w.sizesFrontier && len(w.sizes) == len(w.tasks)
+	if w.placed {
+		w.place(top)
+	}
 }
 
 // place allocates the table at its full length (top nodes above the
@@ -412,15 +413,23 @@ func (w *tableWalker) walkLevels(replay bool) tval {
 		if po == 0 {
 			continue
 		}
-		bp.m.Prior(w.bel[1])
-		bp.m.ObserveFirst(w.bel[1], o)
-		v, _ := w.visit(1, o, -1, po, po, bp.bonus.Root)
+		v := w.visitFirst(o, po)
 		tot.add(po, v)
 		if w.over {
 			break
 		}
 	}
 	return tot
+}
+
+// visitFirst visits the step-1 node of observation o (probability po)
+// and returns its values.
+func (w *tableWalker) visitFirst(o int, po float64) tval {
+	bp := w.bp
+	bp.m.Prior(w.bel[1])
+	bp.m.ObserveFirst(w.bel[1], o)
+	v, _ := w.visit(1, o, -1, po, po, bp.bonus.Root)
+	return v
 }
 
 // flush adds a worker's pending visits to the shared count and marks the
@@ -515,10 +524,7 @@ func (w *tableWalker) takeResult(parent int64) (tval, int) {
 		}
 	}
 	if w.placed {
-		if r.count > 0 {
-			w.nodes[w.pos].Parent = parent
-		}
-		w.pos += r.count
+		w.takePlaced(r, parent)
 		return r.v, r.a
 	}
 	if w.build {
@@ -527,6 +533,15 @@ func (w *tableWalker) takeResult(parent int64) (tval, int) {
 	// The subtree is in w.nodes now: let its copy go.
 	r.nodes, r.reached = nil, nil
 	return r.v, r.a
+}
+
+// takePlaced links a subtree a worker wrote in place to parent and moves
+// the replay's position past it.
+func (w *tableWalker) takePlaced(r *walkResult, parent int64) {
+	if r.count > 0 {
+		w.nodes[w.pos].Parent = parent
+	}
+	w.pos += r.count
 }
 
 // collectTask records the frontier node (τ_{h−1}, o_h) as a task of the
@@ -624,12 +639,7 @@ func (w *tableWalker) expand(h, a int, id int64, reach, sum float64, end, values
 	clear(x.acc)
 	x.acts = bp.acts(end)
 	x.wide = st.wide != nil
-	n := bp.O
-	var scan []int32
-	if x.wide {
-		scan = w.startWide(&x)
-		n = len(scan)
-	}
+	scan, n := w.childScan(&x)
 	if !w.expandChildren(&x, scan, n) {
 		return tval{}, 0, false
 	}
@@ -674,6 +684,17 @@ type expansion struct {
 	cut     bool      // some child was cut
 	mc      tval      // the cut children's rollouts (unscaled sums)
 	v       tval
+}
+
+// childScan returns the number of children to enumerate: on a wide
+// node, the observations to look at (startWide, returned), otherwise
+// every observation.
+func (w *tableWalker) childScan(x *expansion) ([]int32, int) {
+	if !x.wide {
+		return nil, w.bp.O
+	}
+	scan := w.startWide(x)
+	return scan, len(scan)
 }
 
 // startWide returns the observations of a wide node to look at
@@ -748,13 +769,7 @@ func (w *tableWalker) fallback(x *expansion) int {
 	if x.cut {
 		return w.bestFallback(x.acts, x.acc)
 	}
-	fb, bestW := x.a, 0.0
-	for f, y := range x.weights {
-		if y > bestW {
-			bestW, fb = y, f
-		}
-	}
-	return fb
+	return argmaxAbove(x.weights, 0, x.a)
 }
 
 // wideScan returns the observations of a wide node that may reach the
@@ -1115,23 +1130,26 @@ func treeRows(O, H int) float64 {
 // Σ_{h=1}^H min(|O|^h, 1/ε) on the table's rows fits rows (step 1 is
 // always kept whole).
 func startThreshold(O, H int, rows int64) float64 {
-	bound := func(eps float64) float64 {
-		n := 0.0
-		for h := 1; h <= H; h++ {
-			c := math.Pow(float64(O), float64(h))
-			if eps > 0 && h > 1 {
-				c = math.Min(c, 1/eps)
-			}
-			n += c
-		}
-		return n
-	}
-	if bound(0) <= float64(rows) {
+	if rowBound(O, H, 0) <= float64(rows) {
 		return 0
 	}
 	eps := 1.0
-	for k := 0; k < 1000 && bound(eps/2) <= float64(rows); k++ {
+	for k := 0; k < 1000 && rowBound(O, H, eps/2) <= float64(rows); k++ {
 		eps /= 2
 	}
 	return eps
+}
+
+// rowBound is Σ_{h=1}^H min(|O|^h, 1/ε), step 1 whole (ε = 0: no
+// threshold): the most rows a table of threshold ε can have.
+func rowBound(O, H int, eps float64) float64 {
+	n := 0.0
+	for h := 1; h <= H; h++ {
+		c := math.Pow(float64(O), float64(h))
+		if eps > 0 && h > 1 {
+			c = math.Min(c, 1/eps)
+		}
+		n += c
+	}
+	return n
 }

@@ -314,22 +314,33 @@ func ReadController(path string, m *estimate.Model) (*Controller, error) {
 	bad := func(format string, args ...any) error {
 		return fmt.Errorf("%w: %s: %s", ErrFile, path, fmt.Sprintf(format, args...))
 	}
-	kappa, look, err := controllerMeta(t.Meta, m, bad)
+	bp, look, err := controllerPlanner(t, m, bad)
 	if err != nil {
-		return nil, err
-	}
-	rows, err := controllerColumns(t, bad)
-	if err != nil {
-		return nil, err
-	}
-	bp := &beliefPlanner{planner: filterPlanner(m), kappa: kappa, tab: filterTables(m), gamma: make([][2]alphaSet, m.Horizon+2)}
-	if err := rows.fill(bp, bad); err != nil {
-		return nil, err
-	}
-	if err := checkController(bp, bad); err != nil {
 		return nil, err
 	}
 	return newController(bp, look), nil
+}
+
+// controllerPlanner checks controller.arrow's table t against the model
+// m and returns the planner state it holds (κ, α-sets, step tables) and
+// the lookahead flags.
+func controllerPlanner(t arrowio.Table, m *estimate.Model, bad func(string, ...any) error) (*beliefPlanner, []bool, error) {
+	kappa, look, err := controllerMeta(t.Meta, m, bad)
+	if err != nil {
+		return nil, nil, err
+	}
+	rows, err := controllerColumns(t, bad)
+	if err != nil {
+		return nil, nil, err
+	}
+	bp := &beliefPlanner{planner: filterPlanner(m), kappa: kappa, tab: filterTables(m), gamma: make([][2]alphaSet, m.Horizon+2)}
+	if err := rows.fill(bp, bad); err != nil {
+		return nil, nil, err
+	}
+	if err := checkController(bp, bad); err != nil {
+		return nil, nil, err
+	}
+	return bp, look, nil
 }
 
 // controllerMeta checks controller.arrow's metadata against the model and

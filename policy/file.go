@@ -100,6 +100,16 @@ func writeArrow(mem memory.Allocator, w io.WriteSeeker, p *Policy, meta map[stri
 	}
 	b := array.NewRecordBuilder(mem, schema)
 	defer b.Release()
+	if err := writeRecords(fw, b, p); err != nil {
+		fw.Close()
+		return err
+	}
+	return fw.Close()
+}
+
+// writeRecords writes p's nodes with b to fw in record batches of
+// fileBatchRowsVar rows (one empty batch for no nodes).
+func writeRecords(fw *ipc.FileWriter, b *array.RecordBuilder, p *Policy) error {
 	nb := newNodeBuilder(b)
 	for lo := 0; lo < len(p.Nodes) || lo == 0; lo += fileBatchRowsVar {
 		hi := min(len(p.Nodes), lo+fileBatchRowsVar)
@@ -110,14 +120,13 @@ func writeArrow(mem memory.Allocator, w io.WriteSeeker, p *Policy, meta map[stri
 		err := fw.Write(rec)
 		rec.Release()
 		if err != nil {
-			fw.Close()
 			return err
 		}
 		if hi >= len(p.Nodes) {
 			break
 		}
 	}
-	return fw.Close()
+	return nil
 }
 
 // fileMetadata is the schema metadata of p's file: the caller's meta in
@@ -277,18 +286,29 @@ func fileSchema(schema *arrow.Schema, path string) (map[string]string, []int, er
 	if v, ok := meta[MetaSchemaVersion]; ok && v != arrowio.SchemaVersion {
 		return nil, nil, fmt.Errorf("%w: %s: schema version %q, this psrlcb reads version %s", ErrFile, path, v, arrowio.SchemaVersion)
 	}
+	col, err := schemaColumns(schema, path)
+	if err != nil {
+		return nil, nil, err
+	}
+	return meta, col, nil
+}
+
+// schemaColumns checks that each column of fileFields is in the schema
+// of the file at path once, with its type, and returns their indices in
+// fileFields' order.
+func schemaColumns(schema *arrow.Schema, path string) ([]int, error) {
 	col := make([]int, len(fileFields))
 	for j, want := range fileFields {
 		idx := schema.FieldIndices(want.Name)
 		if len(idx) != 1 {
-			return nil, nil, fmt.Errorf("%w: %s: column %q is missing (or repeated)", ErrFile, path, want.Name)
+			return nil, fmt.Errorf("%w: %s: column %q is missing (or repeated)", ErrFile, path, want.Name)
 		}
 		if got := schema.Field(idx[0]).Type; !arrow.TypeEqual(got, want.Type) {
-			return nil, nil, fmt.Errorf("%w: %s: column %q has type %s, want %s", ErrFile, path, want.Name, got, want.Type)
+			return nil, fmt.Errorf("%w: %s: column %q has type %s, want %s", ErrFile, path, want.Name, got, want.Type)
 		}
 		col[j] = idx[0]
 	}
-	return meta, col, nil
+	return col, nil
 }
 
 // metaMap returns the schema metadata md as a map.
@@ -456,6 +476,21 @@ func (p *Policy) checkRow(i int, row func(string, ...any) error) error {
 	if n.ID != int64(i) {
 		return row("node is %d, want the row index %d", n.ID, i)
 	}
+	if err := p.checkParent(i, row); err != nil {
+		return err
+	}
+	for _, v := range []float64{n.ReachProb, n.ValueReward, n.ValueBonus, n.ValueLCB} {
+		if math.IsInf(v, 0) {
+			return row("infinite value %v", v)
+		}
+	}
+	return nil
+}
+
+// checkParent checks that row i's parent precedes it and that its step
+// is one more than its parent's (1 under parent −1).
+func (p *Policy) checkParent(i int, row func(string, ...any) error) error {
+	n := &p.Nodes[i]
 	switch {
 	case n.Parent == -1:
 		if n.Step != 1 {
@@ -468,11 +503,6 @@ func (p *Policy) checkRow(i int, row func(string, ...any) error) error {
 			return row("step %d, but its parent %d is at step %d", n.Step, n.Parent, ps)
 		}
 	}
-	for _, v := range []float64{n.ReachProb, n.ValueReward, n.ValueBonus, n.ValueLCB} {
-		if math.IsInf(v, 0) {
-			return row("infinite value %v", v)
-		}
-	}
 	return nil
 }
 
@@ -483,14 +513,7 @@ func (p *Policy) checkRow(i int, row func(string, ...any) error) error {
 // of 4-byte row numbers, where a map of (parent, observation) keys would
 // take gigabytes on tables of millions of rows.
 func (p *Policy) repeatedObs() (dup, first int) {
-	idx := make([]int32, len(p.Nodes))
-	for i := range idx {
-		idx[i] = int32(i)
-	}
-	slices.SortFunc(idx, func(a, b int32) int {
-		na, nb := &p.Nodes[a], &p.Nodes[b]
-		return cmp.Or(cmp.Compare(na.Parent, nb.Parent), strings.Compare(na.Obs, nb.Obs), cmp.Compare(a, b))
-	})
+	idx := p.byParentObs()
 	dup, first = -1, -1
 	start := 0 // the first position of the current group
 	for k := 1; k < len(idx); k++ {
@@ -504,6 +527,20 @@ func (p *Policy) repeatedObs() (dup, first int) {
 		}
 	}
 	return dup, first
+}
+
+// byParentObs returns the row numbers sorted by (parent, observation,
+// row).
+func (p *Policy) byParentObs() []int32 {
+	idx := make([]int32, len(p.Nodes))
+	for i := range idx {
+		idx[i] = int32(i)
+	}
+	slices.SortFunc(idx, func(a, b int32) int {
+		na, nb := &p.Nodes[a], &p.Nodes[b]
+		return cmp.Or(cmp.Compare(na.Parent, nb.Parent), strings.Compare(na.Obs, nb.Obs), cmp.Compare(a, b))
+	})
+	return idx
 }
 
 func rowError(name string, i int, id int64, format string, args ...any) error {

@@ -62,21 +62,31 @@ func ModelReturnSampled(ctx context.Context, m *estimate.Model, pol *Policy, n i
 	c := newCodes(m)
 	ts := newTrajSampler(m, seed, 0x5eed2)
 	unmatched = unmatchedMass(pol, c, ts.first)
+	value, se, err = ts.meanReturn(ctx, pol, c, n)
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	return value, se, unmatched, nil
+}
+
+// meanReturn is the mean return of n trajectories following pol and its
+// standard error; it checks ctx every 1024 trajectories.
+func (ts *trajSampler) meanReturn(ctx context.Context, pol *Policy, c codes, n int) (value, se float64, err error) {
 	sum, sq := 0.0, 0.0
 	for i := 0; i < n; i++ {
 		if i%1024 == 0 && ctx.Err() != nil {
-			return 0, 0, 0, ctx.Err()
+			return 0, 0, ctx.Err()
 		}
 		ret, err := ts.policyReturn(pol, c)
 		if err != nil {
-			return 0, 0, 0, err
+			return 0, 0, err
 		}
 		sum += ret
 		sq += ret * ret
 	}
 	value = sum / float64(n)
 	v := max(sq/float64(n)-value*value, 0) * float64(n) / float64(n-1)
-	return value, math.Sqrt(v / float64(n)), unmatched, nil
+	return value, math.Sqrt(v / float64(n)), nil
 }
 
 // unmatchedMass is the probability of the first observations pol has no

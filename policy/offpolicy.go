@@ -119,6 +119,21 @@ func loggedStep(st *Cursor, obs, act string) (a string, ok bool, node int64) {
 	return a, ok, node
 }
 
+// newCoverage returns the coverage of pol's steps 1..H before the logs
+// are walked: each step's number of table nodes.
+func newCoverage(pol *Policy, H int) *Coverage {
+	c := &Coverage{Steps: make([]StepCoverage, H)}
+	for h := range c.Steps {
+		c.Steps[h].Step = h + 1
+	}
+	for _, n := range pol.Nodes {
+		if n.Step >= 1 && int(n.Step) <= H {
+			c.Steps[n.Step-1].Nodes++
+		}
+	}
+	return c
+}
+
 // IWResult is an importance-weighted estimate of a policy's value from
 // logs.
 type IWResult struct {
@@ -220,16 +235,7 @@ type Coverage struct {
 
 // CoverageOf computes per-step coverage and the C∞ estimate of pol on d.
 func CoverageOf(pol *Policy, d *ingest.Dataset) (*Coverage, error) {
-	H := d.Horizon
-	c := &Coverage{Steps: make([]StepCoverage, H)}
-	for h := range c.Steps {
-		c.Steps[h].Step = h + 1
-	}
-	for _, n := range pol.Nodes {
-		if n.Step >= 1 && int(n.Step) <= H {
-			c.Steps[n.Step-1].Nodes++
-		}
-	}
+	c := newCoverage(pol, d.Horizon)
 	seen := make([]bool, len(pol.Nodes))
 	err := walkLogs(pol, d, func(k, h int, ok bool, prefix float64, node int64) {
 		// (o_1, a_1, …, o_{h+1}) follows the policy either way.

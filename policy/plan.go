@@ -323,8 +323,8 @@ func exactPlan(ctx context.Context, m *estimate.Model, bonus *pessimism.Bonus, o
 			return nil, nil, err
 		}
 	}
-	tasks := proto.collectTasks(ctx)
-	results, err := proto.searchTasks(ctx, tasks, workers)
+	proto.collectTasks(ctx)
+	results, err := proto.searchTasks(ctx, proto.tasks, workers)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -347,15 +347,14 @@ func frontierDepth(m *estimate.Model) int {
 }
 
 // collectTasks is pass 1: it collects the frontier subtrees in search
-// order.
-func (p *planner) collectTasks(ctx context.Context) []task {
+// order (p.tasks) and returns the root values of the levels above them.
+func (p *planner) collectTasks(ctx context.Context) val {
 	p.collect = true
 	p.tasks = nil
 	p.nodes = 0
-	p.root(ctx)
-	tasks := p.tasks
+	v := p.root(ctx)
 	p.arena = p.arena[:0]
-	return tasks
+	return v
 }
 
 // searchTasks is pass 2: it searches the subtrees in parallel, each
@@ -409,20 +408,27 @@ func (p *planner) pruneFor(ctx context.Context, opts PlanOptions, budget int64, 
 	if p.fbt, err = newFallbackTables(p.m, p.bonus); err != nil {
 		return err
 	}
-	search := opts.SearchBudget
-	if search <= 0 {
-		search = min(budget, DefaultSearchBudget)
-		if p.m.NumObs > wideObs {
-			search = max(1, search*wideRefChildren/int64(p.m.NumObs*p.m.NumActions))
-		}
-	}
-	eps, err := p.searchEpsilon(ctx, search, workers)
+	eps, err := p.searchEpsilon(ctx, searchBudget(p.m, opts, budget), workers)
 	if err != nil {
 		return err
 	}
 	p.eps = eps
 	st.Epsilon = eps
 	return nil
+}
+
+// searchBudget is the node budget of the pruned search: opts'
+// SearchBudget, by default the least of budget and DefaultSearchBudget,
+// scaled down on wide vocabularies by the children a node has.
+func searchBudget(m *estimate.Model, opts PlanOptions, budget int64) int64 {
+	search := opts.SearchBudget
+	if search <= 0 {
+		search = min(budget, DefaultSearchBudget)
+		if m.NumObs > wideObs {
+			search = max(1, search*wideRefChildren/int64(m.NumObs*m.NumActions))
+		}
+	}
+	return search
 }
 
 func checkPlan(m *estimate.Model, bonus *pessimism.Bonus) error {
@@ -441,6 +447,12 @@ func checkPlan(m *estimate.Model, bonus *pessimism.Bonus) error {
 	if m.NumObs > ingest.MaxSymbols || m.NumActions > ingest.MaxSymbols {
 		return fmt.Errorf("%w: more than %d observations or actions", ErrModel, ingest.MaxSymbols)
 	}
+	return checkFeatureDims(m, bonus)
+}
+
+// checkFeatureDims checks that bonus has the model's feature dimension
+// at every step.
+func checkFeatureDims(m *estimate.Model, bonus *pessimism.Bonus) error {
 	for h := 0; h < m.Horizon; h++ {
 		if bonus.Dims[h] != m.FeatureDim(h) {
 			return fmt.Errorf("%w: bonus feature dimension %d at step %d, model %d", ErrModel, bonus.Dims[h], h, m.FeatureDim(h))
@@ -598,12 +610,8 @@ func halvings(c, cPrev float64, kLast int, budget int64) (int, bool) {
 // any node was pruned (full: none was).
 func (p *planner) countNodes(ctx context.Context, pool []*planner, eps float64, limit int64) (n float64, full, ok bool, err error) {
 	p.eps = eps
-	p.collect = true
-	p.tasks = nil
-	p.nodes = 0
 	p.arena = p.arena[:0]
-	top := p.root(ctx)
-	p.arena = p.arena[:0]
+	top := p.collectTasks(ctx)
 	if err := ctx.Err(); err != nil {
 		return 0, false, false, err
 	}
@@ -626,10 +634,7 @@ func (p *planner) countTasks(ctx context.Context, pool []*planner, eps float64, 
 	// Each pool member counts the subtrees handed to it; ForWith hands
 	// them out one goroutine per member, so no member is shared.
 	var mu sync.Mutex
-	members := make(chan *planner, len(pool))
-	for _, w := range pool {
-		members <- w
-	}
+	members := chanOf(pool)
 	err := parallel.ForWith(ctx, len(p.tasks), len(pool), func() *planner {
 		w := <-members
 		w.ctx, w.eps, w.stop, w.pruned = ctx, eps, false, false
@@ -645,6 +650,15 @@ func (p *planner) countTasks(ctx context.Context, pool []*planner, eps float64, 
 		return nil
 	})
 	return pruned, err
+}
+
+// chanOf returns a channel holding the elements of xs, in order.
+func chanOf[T any](xs []T) chan T {
+	c := make(chan T, len(xs))
+	for _, x := range xs {
+		c <- x
+	}
+	return c
 }
 
 // countTask counts the frontier subtree t, unless the count has stopped.

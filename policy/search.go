@@ -3,6 +3,7 @@ package policy
 import (
 	"context"
 	"math"
+	"slices"
 	"sync/atomic"
 
 	"github.com/psrlcb/psrlcb/estimate"
@@ -131,11 +132,7 @@ func newPlanner(m *estimate.Model, bonus *pessimism.Bonus, fz *estimate.Featuriz
 			p.allowed[o] = p.end
 		}
 	}
-	dmax := 0
-	for _, d := range bonus.Dims {
-		dmax = max(dmax, d)
-	}
-	p.allocDepths(dmax)
+	p.allocDepths(slices.Max(append([]int{0}, bonus.Dims...)))
 	return p
 }
 
@@ -566,7 +563,7 @@ func (p *planner) addNode(pol *Policy, it policyItem, queue []policyItem, weight
 	if r.fb >= 0 {
 		fb = int(r.fb)
 	} else if any {
-		fb = heaviest(weights)
+		fb = argmaxAbove(weights, -1, 0)
 	}
 	pol.Nodes = append(pol.Nodes, Node{
 		ID: id, Parent: it.parent, Step: int32(p.depthOf(it.parent, pol)),
@@ -590,15 +587,16 @@ func (p *planner) queueChildren(i int, id int64, reach float64, weights []float6
 	return queue, any
 }
 
-// heaviest is the index of the largest weight (ties to the first).
-func heaviest(weights []float64) int {
-	best, fb := -1.0, 0
-	for a, w := range weights {
+// argmaxAbove is the index of the largest weight above floor (ties to
+// the first), none when none is above it.
+func argmaxAbove(weights []float64, floor float64, none int) int {
+	best, i := floor, none
+	for j, w := range weights {
 		if w > best {
-			best, fb = w, a
+			best, i = w, j
 		}
 	}
-	return fb
+	return i
 }
 
 func (p *planner) depthOf(parent int64, pol *Policy) int {

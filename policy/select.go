@@ -167,17 +167,28 @@ func Select(ctx context.Context, m *estimate.Model, bonus *pessimism.Bonus, em *
 		return nil, err
 	}
 	sel := &Selection{Criterion: SelectCriterion, Chosen: -1, EvalAlpha: sr.ae}
-	for _, a := range alphas {
-		c, err := sr.candidate(ctx, a)
-		if err != nil {
-			return nil, err
-		}
-		sel.Candidates = append(sel.Candidates, c)
+	var err error
+	if sel.Candidates, err = sr.candidates(ctx, alphas); err != nil {
+		return nil, err
 	}
 	sel.Chosen = choose(sel.Candidates)
 	sel.Candidates[sel.Chosen].Chosen = true
 	sel.Reason = reason(sel)
 	return sel, nil
+}
+
+// candidates plans and values the candidate of each α in alphas, in
+// order.
+func (sr *selector) candidates(ctx context.Context, alphas []float64) ([]Candidate, error) {
+	var cs []Candidate
+	for _, a := range alphas {
+		c, err := sr.candidate(ctx, a)
+		if err != nil {
+			return nil, err
+		}
+		cs = append(cs, c)
+	}
+	return cs, nil
 }
 
 // selector holds Select's models, bonuses, held-out episodes and
@@ -230,18 +241,40 @@ func (sr *selector) candidate(ctx context.Context, a float64) (Candidate, error)
 	if err != nil {
 		return Candidate{}, err
 	}
-	cf := CrossFit{Reward: ro.Reward, Bonus: ro.Bonus(a), Criterion: ro.Reward - ro.Bonus(sr.ae),
-		StdErr: ro.LCBStdErr(sr.ae), Exact: ro.Exact}
-	cf.LCB = cf.Reward - cf.Bonus
 	return Candidate{Alpha: a,
 		Model: Value{Reward: st.ValueReward, Bonus: st.ValueBonus, LCB: st.Value},
-		Cross: cf, Saturated: st.ValueBonus >= SaturatedBonus, HeldOut: iw, Plan: *st, Policy: pol, CInf: math.NaN()}, nil
+		Cross: crossFit(ro, a, sr.ae), Saturated: st.ValueBonus >= SaturatedBonus, HeldOut: iw, Plan: *st, Policy: pol, CInf: math.NaN()}, nil
+}
+
+// crossFit is the cross-fitted figures of a candidate α = a valued by
+// ro, with the criterion at α_e = ae.
+func crossFit(ro *Rollout, a, ae float64) CrossFit {
+	cf := CrossFit{Reward: ro.Reward, Bonus: ro.Bonus(a), Criterion: ro.Reward - ro.Bonus(ae),
+		StdErr: ro.LCBStdErr(ae), Exact: ro.Exact}
+	cf.LCB = cf.Reward - cf.Bonus
+	return cf
 }
 
 // choose returns the index of the winning candidate: the largest
 // criterion among the unsaturated ones, exact ties to the larger α; the
 // smallest α when all are saturated.
 func choose(cs []Candidate) int {
+	if best := bestUnsaturated(cs); best >= 0 {
+		return best
+	}
+	best := 0
+	for i, c := range cs {
+		if c.Alpha < cs[best].Alpha {
+			best = i
+		}
+	}
+	return best
+}
+
+// bestUnsaturated is the index of the largest criterion among the
+// unsaturated candidates, exact ties to the larger α; −1 when all are
+// saturated.
+func bestUnsaturated(cs []Candidate) int {
 	best := -1
 	for i, c := range cs {
 		if c.Saturated {
@@ -252,27 +285,13 @@ func choose(cs []Candidate) int {
 			best = i
 		}
 	}
-	if best >= 0 {
-		return best
-	}
-	best = 0
-	for i, c := range cs {
-		if c.Alpha < cs[best].Alpha {
-			best = i
-		}
-	}
 	return best
 }
 
 // reason is the sentence of the report that says why the chosen α won.
 func reason(s *Selection) string {
 	c := s.Candidates[s.Chosen]
-	var sat []string
-	for _, x := range s.Candidates {
-		if x.Saturated {
-			sat = append(sat, fmt.Sprintf("%g", x.Alpha))
-		}
-	}
+	sat := saturatedAlphas(s.Candidates)
 	var b strings.Builder
 	if len(sat) == len(s.Candidates) {
 		fmt.Fprintf(&b, "Every candidate α saturated the bonus (planning bonus ≥ %.2g of its cap), so none could rank policies by coverage; α = %g, the smallest, was kept, and the logs are too few for the bonus to tell policies apart.", SaturatedBonus, c.Alpha)
@@ -287,6 +306,17 @@ func reason(s *Selection) string {
 		fmt.Fprintf(&b, " The importance-weighted estimate on the held-out part has effective sample size %.3g, too small to choose by.", c.HeldOut.ESS)
 	}
 	return b.String()
+}
+
+// saturatedAlphas lists the α of the saturated candidates.
+func saturatedAlphas(cs []Candidate) []string {
+	var sat []string
+	for _, x := range cs {
+		if x.Saturated {
+			sat = append(sat, fmt.Sprintf("%g", x.Alpha))
+		}
+	}
+	return sat
 }
 
 // chosenReason writes the sentence that says what the chosen candidate c
@@ -307,6 +337,22 @@ func chosenReason(b *strings.Builder, s *Selection, c Candidate) {
 // unsaturated candidates, if any: a tie with the chosen c, or its score.
 func runnerUpReason(b *strings.Builder, s *Selection, c Candidate) {
 	// Runner-up among the unsaturated with a different figure.
+	ri := runnerUp(s)
+	if ri < 0 {
+		return
+	}
+	r := s.Candidates[ri]
+	if r.Cross.Criterion == c.Cross.Criterion {
+		fmt.Fprintf(b, " α = %g planned a policy of the same value; the larger α is kept, its reported bound being the more cautious.", r.Alpha)
+	} else {
+		fmt.Fprintf(b, " The next best, α = %g, scored %.4g.", r.Alpha, r.Cross.Criterion)
+	}
+}
+
+// runnerUp is the index of the unsaturated candidate other than the
+// chosen one with the largest criterion (the first of equal ones), −1
+// when there is none.
+func runnerUp(s *Selection) int {
 	idx := make([]int, 0, len(s.Candidates))
 	for i, x := range s.Candidates {
 		if i != s.Chosen && !x.Saturated {
@@ -317,14 +363,9 @@ func runnerUpReason(b *strings.Builder, s *Selection, c Candidate) {
 		return s.Candidates[idx[i]].Cross.Criterion > s.Candidates[idx[j]].Cross.Criterion
 	})
 	if len(idx) == 0 {
-		return
+		return -1
 	}
-	r := s.Candidates[idx[0]]
-	if r.Cross.Criterion == c.Cross.Criterion {
-		fmt.Fprintf(b, " α = %g planned a policy of the same value; the larger α is kept, its reported bound being the more cautious.", r.Alpha)
-	} else {
-		fmt.Fprintf(b, " The next best, α = %g, scored %.4g.", r.Alpha, r.Cross.Criterion)
-	}
+	return idx[0]
 }
 
 // PlanScale is the factor that gives a bonus built on part episodes the

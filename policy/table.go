@@ -126,20 +126,11 @@ func (t *Table) parseIndex(s string) bool {
 	return true
 }
 
+// checkSchema checks the columns (schemaColumns) and sets t.col.
 func (t *Table) checkSchema() error {
-	schema := t.r.Schema()
-	t.col = make([]int, len(fileFields))
-	for j, want := range fileFields {
-		idx := schema.FieldIndices(want.Name)
-		if len(idx) != 1 {
-			return fmt.Errorf("%w: %s: column %q is missing (or repeated)", ErrFile, t.path, want.Name)
-		}
-		if got := schema.Field(idx[0]).Type; !arrow.TypeEqual(got, want.Type) {
-			return fmt.Errorf("%w: %s: column %q has type %s, want %s", ErrFile, t.path, want.Name, got, want.Type)
-		}
-		t.col[j] = idx[0]
-	}
-	return nil
+	var err error
+	t.col, err = schemaColumns(t.r.Schema(), t.path)
+	return err
 }
 
 // Close releases the file.
@@ -244,30 +235,43 @@ func (t *Table) child(parent int64, obs string) (int64, bool, error) {
 		if err != nil {
 			return 0, false, err
 		}
-		i := sort.Search(len(tb.parent), func(i int) bool { return tb.parent[i] >= parent })
-		for ; i < len(tb.parent) && tb.parent[i] == parent; i++ {
-			if tb.obs.Value(i) == obs {
-				row := tb.lo + int64(i)
-				if tb.node[i] != row {
-					return 0, false, fmt.Errorf("%w: %s: row %d (node %d): node is not the row index", ErrFile, t.path, row, tb.node[i])
-				}
-				return row, true, nil
-			}
+		i, ended := tb.find(parent, obs)
+		if i >= 0 {
+			return t.rowOf(tb, i)
 		}
-		if i < len(tb.parent) {
+		if ended {
 			return 0, false, nil // the parent's rows end inside this batch
 		}
 	}
 	return 0, false, nil
 }
 
+// find returns the batch row of parent's child with observation obs (−1
+// if none) and whether the parent's rows end inside the batch.
+func (tb *tableBatch) find(parent int64, obs string) (int, bool) {
+	i := sort.Search(len(tb.parent), func(i int) bool { return tb.parent[i] >= parent })
+	for ; i < len(tb.parent) && tb.parent[i] == parent; i++ {
+		if tb.obs.Value(i) == obs {
+			return i, true
+		}
+	}
+	return -1, i < len(tb.parent)
+}
+
+// rowOf is the table row of batch row i, which its node column must
+// equal.
+func (t *Table) rowOf(tb *tableBatch, i int) (int64, bool, error) {
+	row := tb.lo + int64(i)
+	if tb.node[i] != row {
+		return 0, false, fmt.Errorf("%w: %s: row %d (node %d): node is not the row index", ErrFile, t.path, row, tb.node[i])
+	}
+	return row, true, nil
+}
+
 // Node returns the row id.
 func (t *Table) Node(id int64) (Node, error) {
 	if t.whole != nil {
-		if id < 0 || id >= int64(len(t.whole.Nodes)) {
-			return Node{}, fmt.Errorf("%w: no row %d", ErrFile, id)
-		}
-		return t.whole.Nodes[id], nil
+		return t.wholeNode(id)
 	}
 	b := int(id / int64(t.rows))
 	if id < 0 || b >= len(t.first) {
@@ -281,11 +285,25 @@ func (t *Table) Node(id int64) (Node, error) {
 	if i >= len(tb.node) {
 		return Node{}, fmt.Errorf("%w: %s: no row %d", ErrFile, t.path, id)
 	}
+	return tb.row(t.col, i), nil
+}
+
+// wholeNode is Node on a table read whole.
+func (t *Table) wholeNode(id int64) (Node, error) {
+	if id < 0 || id >= int64(len(t.whole.Nodes)) {
+		return Node{}, fmt.Errorf("%w: no row %d", ErrFile, id)
+	}
+	return t.whole.Nodes[id], nil
+}
+
+// row copies batch row i out of the batch (col: the columns' indices in
+// fileFields' order).
+func (tb *tableBatch) row(col []int, i int) Node {
 	rec := tb.rec
-	str := func(k int) string { return strings.Clone(rec.Column(t.col[k]).(*array.String).Value(i)) }
-	fl := func(k int) float64 { return rec.Column(t.col[k]).(*array.Float64).Value(i) }
+	str := func(k int) string { return strings.Clone(rec.Column(col[k]).(*array.String).Value(i)) }
+	fl := func(k int) float64 { return rec.Column(col[k]).(*array.Float64).Value(i) }
 	return Node{ID: tb.node[i], Parent: tb.parent[i], Step: tb.step[i], Obs: str(3), Action: str(4), Fallback: str(5),
-		ReachProb: fl(6), ValueReward: fl(7), ValueBonus: fl(8), ValueLCB: fl(9)}, nil
+		ReachProb: fl(6), ValueReward: fl(7), ValueBonus: fl(8), ValueLCB: fl(9)}
 }
 
 // Lookup follows obs through the table with the lookup rule of
@@ -298,32 +316,50 @@ func (t *Table) Lookup(obs []string) (actions []string, node, last int64, ok boo
 	if t.whole != nil {
 		return lookupWhole(t.whole, obs)
 	}
-	last = -1
-	cur, fallback := int64(-1), ""
+	c := tableCursor{cur: -1, last: -1}
 	for h, o := range obs {
-		if fallback != "" {
-			actions = append(actions, fallback)
-			continue
-		}
-		id, a, found, err := t.lookupStep(cur, h, o)
+		a, found, err := c.act(t, h, o)
 		if err != nil {
 			return nil, -1, -1, false, err
 		}
 		if !found {
-			if cur < 0 {
-				return nil, -1, -1, false, nil
-			}
-			fallback = a
-			actions = append(actions, fallback)
-			continue
+			return nil, -1, -1, false, nil
 		}
-		cur, last = id, id
 		actions = append(actions, a)
 	}
-	if fallback != "" {
-		cur = -1 // the history has left the tree
+	if c.fallback != "" {
+		c.cur = -1 // the history has left the tree
 	}
-	return actions, cur, last, true, nil
+	return actions, c.cur, c.last, true, nil
+}
+
+// tableCursor is Lookup's place in the table: the row of the last step
+// (−1 before the first), the last row found, and the fallback action
+// once the history has left the tree.
+type tableCursor struct {
+	cur, last int64
+	fallback  string
+}
+
+// act returns the action at step h+1 after observation o and moves the
+// cursor; found is false when the first observation has no row.
+func (c *tableCursor) act(t *Table, h int, o string) (action string, found bool, err error) {
+	if c.fallback != "" {
+		return c.fallback, true, nil
+	}
+	id, a, found, err := t.lookupStep(c.cur, h, o)
+	if err != nil {
+		return "", false, err
+	}
+	if !found {
+		if c.cur < 0 {
+			return "", false, nil
+		}
+		c.fallback = a
+		return a, true, nil
+	}
+	c.cur, c.last = id, id
+	return a, true, nil
 }
 
 // lookupWhole is Lookup on a table read whole, by a Cursor.

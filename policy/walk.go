@@ -57,10 +57,7 @@ func newHistoryWalk(m *estimate.Model, b *pessimism.Bonus, pol *Policy, rescale 
 func (w *historyWalk) run(ctx context.Context, skip func(o int) bool) (reward, bonus, skipped float64, err error) {
 	first := make([]float64, w.m.NumObs)
 	w.m.FirstObsProbs(first)
-	root := 0.0
-	if w.b != nil {
-		root = w.b.Root
-	}
+	root := w.rootSum()
 	for o, po := range first {
 		if po == 0 {
 			continue
@@ -72,9 +69,7 @@ func (w *historyWalk) run(ctx context.Context, skip func(o int) bool) (reward, b
 			skipped += po
 			continue
 		}
-		w.m.Prior(w.bel[1])
-		w.m.ObserveFirst(w.bel[1], o)
-		r, bon, err := w.walk(1, o, *w.pol.NewCursor(), root, po)
+		r, bon, err := w.walkFirst(o, root, po)
 		if err != nil {
 			return 0, 0, 0, err
 		}
@@ -82,6 +77,22 @@ func (w *historyWalk) run(ctx context.Context, skip func(o int) bool) (reward, b
 		bonus += po * bon
 	}
 	return reward, bonus, skipped, nil
+}
+
+// rootSum is the bonus sum's start, Σ_0 (0 without a bonus).
+func (w *historyWalk) rootSum() float64 {
+	if w.b != nil {
+		return w.b.Root
+	}
+	return 0
+}
+
+// walkFirst is walk from the first observation o of probability po,
+// with the bonus sum's start root.
+func (w *historyWalk) walkFirst(o int, root, po float64) (float64, float64, error) {
+	w.m.Prior(w.bel[1])
+	w.m.ObserveFirst(w.bel[1], o)
+	return w.walk(1, o, *w.pol.NewCursor(), root, po)
 }
 
 // walk returns the expected reward-to-go from step h and the expected b̂,
