@@ -409,6 +409,19 @@ func (tb *tableBuilder) featureColumns(h, a int) {
 // sandwich returns m = T Q Tᵀ (S×S, row-major) for the transitions t
 // and tb.Q.
 func (tb *tableBuilder) sandwich(t []float64) []float64 {
+	S, TQ := tb.m.States, tb.TQ
+	tb.timesQ(t)
+	m := make([]float64, S*S)
+	for s := 0; s < S; s++ {
+		for s2 := 0; s2 < S; s2++ {
+			m[s*S+s2] = dot(TQ[s*S:(s+1)*S], t[s2*S:(s2+1)*S])
+		}
+	}
+	return m
+}
+
+// timesQ sets tb.TQ to T·Q for the transitions t.
+func (tb *tableBuilder) timesQ(t []float64) {
 	S, Q, TQ := tb.m.States, tb.Q, tb.TQ
 	for s := 0; s < S; s++ {
 		for j := 0; j < S; j++ {
@@ -419,13 +432,6 @@ func (tb *tableBuilder) sandwich(t []float64) []float64 {
 			TQ[s*S+j] = x
 		}
 	}
-	m := make([]float64, S*S)
-	for s := 0; s < S; s++ {
-		for s2 := 0; s2 < S; s2++ {
-			m[s*S+s2] = dot(TQ[s*S:(s+1)*S], t[s2*S:(s2+1)*S])
-		}
-	}
-	return m
 }
 
 // stateRewards computes the rescaled expected rewards of single states.
@@ -517,15 +523,22 @@ func (p *beliefPlanner) buildPoints(ctx context.Context) error {
 		if cut > 0 {
 			p.capped = true
 		}
-		var cand []bpoint
-		for _, pt := range p.pts[h] {
-			for _, a := range p.acts(pt.end) {
-				cand = p.successorPoints(h, pt, a, cut, pred, next, cand)
-			}
-		}
-		p.pts[h+1] = p.capPoints(mergePoints(cand))
+		p.pts[h+1] = p.capPoints(mergePoints(p.candidates(h, cut, pred, next)))
 	}
 	return nil
+}
+
+// candidates returns the successors of step h's points under every
+// allowed action whose path probability reaches cut (pred, next:
+// scratch of S).
+func (p *beliefPlanner) candidates(h int, cut float64, pred, next []float64) []bpoint {
+	var cand []bpoint
+	for _, pt := range p.pts[h] {
+		for _, a := range p.acts(pt.end) {
+			cand = p.successorPoints(h, pt, a, cut, pred, next, cand)
+		}
+	}
+	return cand
 }
 
 // firstPoints returns the step-1 beliefs, one per observation of
@@ -621,13 +634,18 @@ func mergePoints(c []bpoint) []bpoint {
 		idx[pt.key] = len(out)
 		out = append(out, pt)
 	}
+	sortPoints(out)
+	return out
+}
+
+// sortPoints sorts points by decreasing weight, then key.
+func sortPoints(out []bpoint) {
 	sort.Slice(out, func(i, j int) bool {
 		if out[i].w != out[j].w {
 			return out[i].w > out[j].w
 		}
 		return out[i].key < out[j].key
 	})
-	return out
 }
 
 // capPoints keeps the first p.points points, noting when it drops some.
@@ -838,16 +856,23 @@ func (p *beliefPlanner) immediateValues(sb *stepBackup) {
 				sb.q[a*n+i] = math.Inf(-1)
 				continue
 			}
-			v := dot(st.r, pt.b)
-			if sb.h < p.H {
-				if p.kappa > 0 {
-					v -= p.kappa * quad(st.m, pt.b)
-				}
-				predict(st.t, pt.b, sb.preds[(a*n+i)*S:(a*n+i+1)*S])
-			}
-			sb.q[a*n+i] = v
+			sb.q[a*n+i] = p.immediateValue(sb.h, st, pt.b, sb.preds[(a*n+i)*S:(a*n+i+1)*S])
 		}
 	}
+}
+
+// immediateValue is the rescaled reward of the action of tables st at
+// belief b minus κ times the bonus term, and sets pred to b's
+// prediction (before step H).
+func (p *beliefPlanner) immediateValue(h int, st *stepTables, b, pred []float64) float64 {
+	v := dot(st.r, b)
+	if h < p.H {
+		if p.kappa > 0 {
+			v -= p.kappa * quad(st.m, b)
+		}
+		predict(st.t, b, pred)
+	}
+	return v
 }
 
 // addSuccessorValues values every (action, observation)'s successors on
@@ -864,6 +889,14 @@ func (p *beliefPlanner) addSuccessorValues(ctx context.Context, sb *stepBackup) 
 	if err != nil {
 		return err
 	}
+	sb.addChosen(best, A, O)
+	return nil
+}
+
+// addChosen adds best[(a*O+o)*n+i], the value of the chosen successor
+// vector, to the lookahead value of (a, i), observation by observation.
+func (sb *stepBackup) addChosen(best []float64, A, O int) {
+	n := sb.n
 	for a := 0; a < A; a++ {
 		for o := 0; o < O; o++ {
 			for i, c := range sb.choice[(a*O+o)*n : (a*O+o+1)*n] {
@@ -873,7 +906,6 @@ func (p *beliefPlanner) addSuccessorValues(ctx context.Context, sb *stepBackup) 
 			}
 		}
 	}
-	return nil
 }
 
 // alphaVectors returns the α-sets of the step, per class (ordinary, end

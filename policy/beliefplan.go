@@ -526,10 +526,15 @@ func (q *simplexQuad) run(step float64, S int) {
 		projectSimplex(b)
 		q.certify(b)
 		tn := (1 + math.Sqrt(1+4*tk*tk)) / 2
-		for s := range y {
-			y[s] = b[s] + (tk-1)/tn*(b[s]-prev[s])
-		}
+		extrapolate(y, b, prev, (tk-1)/tn)
 		tk = tn
+	}
+}
+
+// extrapolate sets y to FISTA's next point b + c·(b − prev).
+func extrapolate(y, b, prev []float64, c float64) {
+	for s := range y {
+		y[s] = b[s] + c*(b[s]-prev[s])
 	}
 }
 

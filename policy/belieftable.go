@@ -483,12 +483,9 @@ func (w *tableWalker) valueNode(h, a int, id int64, reach, sum float64, end bool
 	if !values && h == bp.H {
 		return tval{}, a
 	}
-	st := &bp.tab[h][a]
-	v := tval{r: dot(st.r, b)}
+	v := tval{r: dot(bp.tab[h][a].r, b)}
 	if h == bp.H {
-		v.b, v.sum = bp.bonus.Value(sum), sum
-		w.finish(id, v, a)
-		return v, a
+		return w.leafValue(id, a, sum, v), a
 	}
 	v, fb, ok := w.expand(h, a, id, reach, sum, end, values, v)
 	if !ok {
@@ -499,6 +496,14 @@ func (w *tableWalker) valueNode(h, a int, id int64, reach, sum float64, end bool
 	}
 	w.finish(id, v, fb)
 	return v, a
+}
+
+// leafValue completes the values v of the step-H node id (action a,
+// running sum sum) with its bonus, stores them and returns them.
+func (w *tableWalker) leafValue(id int64, a int, sum float64, v tval) tval {
+	v.b, v.sum = w.bp.bonus.Value(sum), sum
+	w.finish(id, v, a)
+	return v
 }
 
 // visitFrontier is visit at the frontier of a parallel walk: collecting,
@@ -603,14 +608,19 @@ func (w *tableWalker) addNode(h, o, a int, parent int64, reach float64, end bool
 		w.reached[h] = append(w.reached[h], bpoint{b: append([]float64(nil), b...), w: reach, end: end, key: beliefKey(b, end)})
 	}
 	if w.build {
-		n := Node{ID: id, Parent: parent, Step: int32(h), Obs: bp.m.ObsVocab[o], Action: bp.m.ActVocab[a], ReachProb: reach}
-		if w.placed {
-			w.nodes[id] = n
-		} else {
-			w.nodes = append(w.nodes, n)
-		}
+		w.writeRow(Node{ID: id, Parent: parent, Step: int32(h), Obs: bp.m.ObsVocab[o], Action: bp.m.ActVocab[a], ReachProb: reach})
 	}
 	return id
+}
+
+// writeRow writes row n at its id in a placed table, appends it
+// otherwise.
+func (w *tableWalker) writeRow(n Node) {
+	if w.placed {
+		w.nodes[n.ID] = n
+	} else {
+		w.nodes = append(w.nodes, n)
+	}
 }
 
 // expand visits the children of node id (step h < H, action a) that

@@ -189,11 +189,9 @@ func (c *Controller) Decide(obs, acts []string) (action string, ok bool, err err
 	var st ctrlState
 	for i, o := range obs {
 		if i > 0 {
-			a, known := c.act[acts[i-1]]
-			if !known {
-				return "", false, fmt.Errorf("%w: action %q at step %d is not one of the model's %d actions (%s)", ErrOptions, acts[i-1], i, len(c.bp.m.ActVocab), listSome(c.bp.m.ActVocab, 8))
+			if st.a, err = c.knownAction(acts[i-1], i); err != nil {
+				return "", false, err
 			}
-			st.a = a
 		}
 		if st, ok = c.step(st, o, pred); !ok {
 			return "", false, nil
@@ -201,6 +199,16 @@ func (c *Controller) Decide(obs, acts []string) (action string, ok bool, err err
 	}
 	a := c.decide(st.h, st.bel, c.obs[obs[len(obs)-1]] == c.bp.endObs, x)
 	return c.bp.m.ActVocab[a], true, nil
+}
+
+// knownAction is the code of the action sym at step i of a history
+// given to Decide; the error names an action the model does not know.
+func (c *Controller) knownAction(sym string, i int) (int, error) {
+	a, known := c.act[sym]
+	if !known {
+		return 0, fmt.Errorf("%w: action %q at step %d is not one of the model's %d actions (%s)", ErrOptions, sym, i, len(c.bp.m.ActVocab), listSome(c.bp.m.ActVocab, 8))
+	}
+	return a, nil
 }
 
 // table is the controller as controller.arrow's rows.
@@ -278,13 +286,6 @@ func (r *controllerRows) addStepTables(bp *beliefPlanner, h int) {
 // with the horizon, the states, κ and the lookahead flags.
 func (c *Controller) tableMeta(meta map[string]string) map[string]string {
 	bp := c.bp
-	look := make([]string, bp.H)
-	for h := 1; h <= bp.H; h++ {
-		look[h-1] = "0"
-		if c.look[h] {
-			look[h-1] = "1"
-		}
-	}
 	md := map[string]string{}
 	for k, v := range meta {
 		md[k] = v
@@ -292,8 +293,21 @@ func (c *Controller) tableMeta(meta map[string]string) map[string]string {
 	md[MetaHorizon] = strconv.Itoa(bp.H)
 	md[MetaStates] = strconv.Itoa(bp.S)
 	md[MetaKappa] = strconv.FormatFloat(bp.kappa, 'g', -1, 64)
-	md[MetaLookahead] = strings.Join(look, ",")
+	md[MetaLookahead] = c.lookFlags()
 	return md
+}
+
+// lookFlags is MetaLookahead's value: per step, "1" where the controller
+// acts by the lookahead, "0" elsewhere.
+func (c *Controller) lookFlags() string {
+	look := make([]string, c.bp.H)
+	for h := 1; h <= c.bp.H; h++ {
+		look[h-1] = "0"
+		if c.look[h] {
+			look[h-1] = "1"
+		}
+	}
+	return strings.Join(look, ",")
 }
 
 // WriteController writes c to path (controller.arrow), atomically, with

@@ -234,15 +234,11 @@ func ReadFile(path string) (*Policy, map[string]string, error) {
 
 func readFileWith(mem memory.Allocator, path string) (*Policy, map[string]string, error) {
 	path = inDir(path, FileName)
-	f, err := os.Open(path)
+	f, r, err := openArrow(mem, path)
 	if err != nil {
 		return nil, nil, err
 	}
 	defer f.Close()
-	r, err := ipc.NewFileReader(f, ipc.WithAllocator(mem))
-	if err != nil {
-		return nil, nil, fmt.Errorf("%w: %s: not an Arrow IPC file: %v", ErrFile, path, err)
-	}
 	defer r.Close()
 	meta, col, err := fileSchema(r.Schema(), path)
 	if err != nil {
@@ -256,6 +252,21 @@ func readFileWith(mem memory.Allocator, path string) (*Policy, map[string]string
 		return nil, nil, err
 	}
 	return p, meta, nil
+}
+
+// openArrow opens the Arrow IPC file at path for reading; the caller
+// closes the reader and the file.
+func openArrow(mem memory.Allocator, path string) (*os.File, *ipc.FileReader, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	r, err := ipc.NewFileReader(f, ipc.WithAllocator(mem))
+	if err != nil {
+		f.Close()
+		return nil, nil, fmt.Errorf("%w: %s: not an Arrow IPC file: %v", ErrFile, path, err)
+	}
+	return f, r, nil
 }
 
 // inDir is path, or the file name inside it when path is a directory.

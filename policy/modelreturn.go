@@ -89,6 +89,18 @@ func (ts *trajSampler) meanReturn(ctx context.Context, pol *Policy, c codes, n i
 	return value, math.Sqrt(v / float64(n)), nil
 }
 
+// cursorAct is the model's code of the action the cursor st plays after
+// observation o at step h; the error is for an action the model does not
+// know (or none).
+func (c codes) cursorAct(st *Cursor, o, h int) (int, error) {
+	sym, _, ok := st.Act(c.obs[o])
+	a, known := c.act[sym]
+	if !ok || !known {
+		return 0, fmt.Errorf("%w: the policy's action %q at step %d is not in the model's vocabulary", ErrModel, sym, h)
+	}
+	return a, nil
+}
+
 // unmatchedMass is the probability of the first observations pol has no
 // row for (first: P(o_1)).
 func unmatchedMass(pol *Policy, c codes, first []float64) float64 {
@@ -114,10 +126,9 @@ func (ts *trajSampler) policyReturn(pol *Policy, c codes) (float64, error) {
 	ts.begin(o)
 	st := pol.NewCursor()
 	for h := 1; ; h++ {
-		sym, _, ok := st.Act(c.obs[o])
-		a, known := c.act[sym]
-		if !ok || !known {
-			return 0, fmt.Errorf("%w: the policy's action %q at step %d is not in the model's vocabulary", ErrModel, sym, h)
+		a, err := c.cursorAct(st, o, h)
+		if err != nil {
+			return 0, err
 		}
 		ret += m.ExpectedReward(h, ts.bel, a)
 		if h == m.Horizon {

@@ -83,14 +83,9 @@ func walkEpisode(pol *Policy, d *ingest.Dataset, k int, visit func(k, h int, ok 
 	st := *pol.NewCursor()
 	prefix := 1.0
 	for h := 0; h < H; h++ {
-		i := k*H + h
-		if int(d.Obs[i]) >= len(d.ObsVocab) || int(d.Act[i]) >= len(d.ActVocab) {
-			return fmt.Errorf("%w: episode %s step %d: code out of vocabulary", ErrData, d.EpisodeIDs[k], h+1)
-		}
-		obs, act := d.ObsVocab[d.Obs[i]], d.ActVocab[d.Act[i]]
-		p := d.Propensity[i]
-		if !(p > 0 && p <= 1) {
-			return fmt.Errorf("%w: episode %s step %d: propensity %v", ErrData, d.EpisodeIDs[k], h+1, p)
+		obs, act, p, err := loggedSymbols(d, k, h)
+		if err != nil {
+			return err
 		}
 		a, ok, node := loggedStep(&st, obs, act)
 		if !ok || a != act {
@@ -101,6 +96,27 @@ func walkEpisode(pol *Policy, d *ingest.Dataset, k int, visit func(k, h int, ok 
 		visit(k, h, true, prefix, node)
 	}
 	return nil
+}
+
+// loggedSymbols returns the observation, the action and the propensity
+// of episode k's step h (0-based), checked.
+func loggedSymbols(d *ingest.Dataset, k, h int) (obs, act string, p float64, err error) {
+	i := k*d.Horizon + h
+	if int(d.Obs[i]) >= len(d.ObsVocab) || int(d.Act[i]) >= len(d.ActVocab) {
+		return "", "", 0, fmt.Errorf("%w: episode %s step %d: code out of vocabulary", ErrData, d.EpisodeIDs[k], h+1)
+	}
+	p, err = propensity(d, k, h)
+	return d.ObsVocab[d.Obs[i]], d.ActVocab[d.Act[i]], p, err
+}
+
+// propensity is the logged propensity of episode k's step h (0-based),
+// which must lie in (0, 1].
+func propensity(d *ingest.Dataset, k, h int) (float64, error) {
+	p := d.Propensity[k*d.Horizon+h]
+	if !(p > 0 && p <= 1) {
+		return 0, fmt.Errorf("%w: episode %s step %d: propensity %v", ErrData, d.EpisodeIDs[k], h+1, p)
+	}
+	return p, nil
 }
 
 // loggedStep moves the cursor st by the logged observation obs and
@@ -165,7 +181,14 @@ func IWEstimate(m *estimate.Model, pol *Policy, d *ingest.Dataset, z float64) (I
 	if res.N == 0 {
 		return res, fmt.Errorf("%w: no episodes to estimate from", ErrData)
 	}
-	s := weightedSums(m, d, w)
+	res.setMoments(weightedSums(m, d, w))
+	res.Lower, res.Upper = res.Mean-z*res.StdErr, res.Mean+z*res.StdErr
+	return res, nil
+}
+
+// setMoments sets the matched count, the mean, its standard error and
+// the effective sample size from the sums s of res.N episodes.
+func (res *IWResult) setMoments(s iwSums) {
 	res.Matched = s.matched
 	n := float64(res.N)
 	res.Mean = s.sx / n
@@ -176,8 +199,6 @@ func IWEstimate(m *estimate.Model, pol *Policy, d *ingest.Dataset, z float64) (I
 	if s.sw2 > 0 {
 		res.ESS = s.sw * s.sw / s.sw2
 	}
-	res.Lower, res.Upper = res.Mean-z*res.StdErr, res.Mean+z*res.StdErr
-	return res, nil
 }
 
 // iwSums are IWEstimate's sums over the episodes: Σw, Σw², Σx, Σx² with

@@ -217,20 +217,23 @@ func maxEmission(m *estimate.Model) float64 {
 func (p *planner) root(ctx context.Context) val {
 	p.ctx = ctx
 	p.next = 0
-	m := p.m
 	first := p.probs[0]
-	m.FirstObsProbs(first)
+	p.m.FirstObsProbs(first)
 	var tot val
 	for o, po := range first[:p.O] {
 		if po == 0 {
 			continue
 		}
-		m.Prior(p.bel[1])
-		m.ObserveFirst(p.bel[1], o)
-		v := p.solve(1, o, po, p.bonus.Root, po)
-		tot.add(po, v)
+		tot.add(po, p.solveFirst(o, po))
 	}
 	return tot
+}
+
+// solveFirst searches the step-1 node of observation o (probability po).
+func (p *planner) solveFirst(o int, po float64) val {
+	p.m.Prior(p.bel[1])
+	p.m.ObserveFirst(p.bel[1], o)
+	return p.solve(1, o, po, p.bonus.Root, po)
 }
 
 func (t *val) add(p float64, v val) {
@@ -816,12 +819,7 @@ func (p *planner) standInAt(h int, acts []int, cb []float64, po, s2 float64, acc
 	lo0 := p.bonus.Value(s2)
 	hiNode := dot(ft.vmax[t], cb) - lo0
 	for i, f := range acts {
-		j := t*ft.A + f
-		r := dot(ft.w[j], cb)
-		bEst, width := lo0, 0.0
-		if L := ft.lmax[j]; p.bonus.Alpha > 0 && L > 0 && lo0 < 1 {
-			bEst, width = p.bonusInterval(j, cb, s2, lo0, L)
-		}
+		r, bEst, width := p.standInOf(t*ft.A+f, cb, s2, lo0)
 		c := acc[i*accLen : (i+1)*accLen]
 		c[0] += po * r
 		c[1] += po * bEst
@@ -829,6 +827,18 @@ func (p *planner) standInAt(h int, acts []int, cb []float64, po, s2 float64, acc
 		c[3] += po * width
 		c[4] += po
 	}
+}
+
+// standInOf is the stand-in with table j at belief cb and running sum
+// s2 (bonus lo0): its reward-to-go, its open-loop bonus estimate and the
+// width of its bonus interval (0 when the bonus cannot grow).
+func (p *planner) standInOf(j int, cb []float64, s2, lo0 float64) (r, bEst, width float64) {
+	r = dot(p.fbt.w[j], cb)
+	bEst = lo0
+	if L := p.fbt.lmax[j]; p.bonus.Alpha > 0 && L > 0 && lo0 < 1 {
+		bEst, width = p.bonusInterval(j, cb, s2, lo0, L)
+	}
+	return r, bEst, width
 }
 
 // bonusInterval returns the open-loop bonus estimate of a stand-in with

@@ -54,14 +54,9 @@ const maxCachedBatches = 8
 // holding it) for lookups. Close releases it.
 func OpenTable(path string) (*Table, error) {
 	path = inDir(path, FileName)
-	f, err := os.Open(path)
+	f, r, err := openArrow(memory.DefaultAllocator, path)
 	if err != nil {
 		return nil, err
-	}
-	r, err := ipc.NewFileReader(f, ipc.WithAllocator(memory.DefaultAllocator))
-	if err != nil {
-		f.Close()
-		return nil, fmt.Errorf("%w: %s: not an Arrow IPC file: %v", ErrFile, path, err)
 	}
 	t := &Table{path: path, f: f, r: r, batches: map[int]*tableBatch{}, Meta: metaMap(r.Schema().Metadata())}
 	idx, ok := t.Meta[MetaBatchIndex]
@@ -164,12 +159,7 @@ func (t *Table) batch(b int) (*tableBatch, error) {
 		return nil, err
 	}
 	rec.Retain() // the reader releases its own reference at the next read
-	tb := &tableBatch{lo: int64(b) * int64(t.rows), rec: rec,
-		node:   rec.Column(t.col[0]).(*array.Int64).Int64Values(),
-		parent: rec.Column(t.col[1]).(*array.Int64).Int64Values(),
-		step:   rec.Column(t.col[2]).(*array.Int32).Int32Values(),
-		obs:    rec.Column(t.col[3]).(*array.String),
-	}
+	tb := t.newBatch(b, rec)
 	if err := t.checkParents(b, tb); err != nil {
 		rec.Release()
 		return nil, err
@@ -189,6 +179,16 @@ func (t *Table) cache(b int, tb *tableBatch) {
 		}
 	}
 	t.batches[b] = tb
+}
+
+// newBatch is record batch b's lookup columns.
+func (t *Table) newBatch(b int, rec arrow.Record) *tableBatch {
+	return &tableBatch{lo: int64(b) * int64(t.rows), rec: rec,
+		node:   rec.Column(t.col[0]).(*array.Int64).Int64Values(),
+		parent: rec.Column(t.col[1]).(*array.Int64).Int64Values(),
+		step:   rec.Column(t.col[2]).(*array.Int32).Int32Values(),
+		obs:    rec.Column(t.col[3]).(*array.String),
+	}
 }
 
 // checkBatch checks record batch b's row count against the index and
@@ -244,6 +244,18 @@ func (t *Table) child(parent int64, obs string) (int64, bool, error) {
 		}
 	}
 	return 0, false, nil
+}
+
+// fallbackOf is row cur's fallback action (none for cur −1).
+func (t *Table) fallbackOf(cur int64) (string, error) {
+	if cur < 0 {
+		return "", nil
+	}
+	n, err := t.Node(cur)
+	if err != nil {
+		return "", err
+	}
+	return n.Fallback, nil
 }
 
 // find returns the batch row of parent's child with observation obs (−1
@@ -389,14 +401,8 @@ func (t *Table) lookupStep(cur int64, h int, o string) (id int64, action string,
 		return 0, "", false, err
 	}
 	if !found {
-		if cur < 0 {
-			return 0, "", false, nil
-		}
-		n, err := t.Node(cur)
-		if err != nil {
-			return 0, "", false, err
-		}
-		return 0, n.Fallback, false, nil
+		action, err = t.fallbackOf(cur)
+		return 0, action, false, err
 	}
 	n, err := t.Node(id)
 	if err != nil {

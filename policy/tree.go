@@ -127,26 +127,37 @@ func (p *Policy) NewCursor() *Cursor { return &Cursor{p: p, node: -1} }
 // callers treat that as "no action known".
 func (c *Cursor) Act(obs string) (action string, node int64, ok bool) {
 	ctrl := c.p.Ctrl
-	follows := false
-	if ctrl != nil {
-		if c.x == nil {
-			c.x = &cursorScratch{pred: make([]float64, ctrl.bp.S), cx: ctrl.newScratch()}
-		}
-		c.cs, follows = ctrl.step(c.cs, obs, c.x.pred)
-	}
+	follows := ctrl != nil && c.filter(ctrl, obs)
 	action, node, ok = c.treeAct(obs)
 	if follows && node < 0 {
 		a := ctrl.decide(c.cs.h, c.cs.bel, ctrl.obs[obs] == ctrl.bp.endObs, c.x.cx)
 		action, ok = ctrl.bp.m.ActVocab[a], true
 	}
 	if follows {
-		if a, known := ctrl.act[action]; known {
-			c.cs.a = a
-		} else {
-			c.cs = ctrlState{lost: true}
-		}
+		c.played(ctrl, action)
 	}
 	return action, node, ok
+}
+
+// filter advances the controller's filter by obs and reports whether
+// the model follows the history.
+func (c *Cursor) filter(ctrl *Controller, obs string) bool {
+	if c.x == nil {
+		c.x = &cursorScratch{pred: make([]float64, ctrl.bp.S), cx: ctrl.newScratch()}
+	}
+	var follows bool
+	c.cs, follows = ctrl.step(c.cs, obs, c.x.pred)
+	return follows
+}
+
+// played records action as the action taken in the filter, which loses
+// the history when the model does not know it.
+func (c *Cursor) played(ctrl *Controller, action string) {
+	if a, known := ctrl.act[action]; known {
+		c.cs.a = a
+	} else {
+		c.cs = ctrlState{lost: true}
+	}
 }
 
 // treeAct is the rule of the rows and their fallback_action.

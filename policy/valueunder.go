@@ -136,12 +136,9 @@ func (e *historyWalk) sampleTrajectory(ts *trajSampler, feat [][]float64) (sum, 
 	st := *e.pol.NewCursor()
 	sum = b.Root
 	for h := 1; ; h++ {
-		a, sym, err := e.cursorAction(&st, o)
+		a, err := e.sampledAction(&st, o)
 		if err != nil {
 			return 0, 0, err
-		}
-		if a < 0 {
-			return 0, 0, fmt.Errorf("%w: the policy's action %q is not in the model's vocabulary", ErrModel, sym)
 		}
 		ret += (m.ExpectedReward(h, ts.bel, a) - e.shift) * e.scale
 		if h == m.Horizon {
@@ -169,6 +166,16 @@ func (e *historyWalk) cursorAction(st *Cursor, o int) (a int, sym string, err er
 		return -1, sym, nil
 	}
 	return a, sym, nil
+}
+
+// sampledAction is cursorAction's action code, an error when the model
+// does not know the action.
+func (e *historyWalk) sampledAction(st *Cursor, o int) (int, error) {
+	a, sym, err := e.cursorAction(st, o)
+	if err == nil && a < 0 {
+		err = fmt.Errorf("%w: the policy's action %q is not in the model's vocabulary", ErrModel, sym)
+	}
+	return a, err
 }
 
 // trajSampler draws trajectories of a model: the observations, and the
@@ -226,21 +233,26 @@ type obsSampler struct {
 
 func newObsSampler(m *estimate.Model, first []float64) *obsSampler {
 	smp := &obsSampler{m: m, cum: map[*float64][]float64{}, firstCD: cumulative(first)}
-	S, O := m.States, m.NumObs
 	for h := 1; h <= m.Horizon; h++ {
 		for a := 0; a < m.NumActions; a++ {
-			e := m.EmitOf(m.Table(h), a)
-			if smp.cum[&e[0]] != nil {
-				continue
-			}
-			c := make([]float64, S*O)
-			for s := 0; s < S; s++ {
-				copy(c[s*O:(s+1)*O], cumulative(e[s*O:(s+1)*O]))
-			}
-			smp.cum[&e[0]] = c
+			smp.addTable(m.EmitOf(m.Table(h), a))
 		}
 	}
 	return smp
+}
+
+// addTable adds the row-wise cumulative sums of the emission table e,
+// unless it has them.
+func (smp *obsSampler) addTable(e []float64) {
+	if smp.cum[&e[0]] != nil {
+		return
+	}
+	S, O := smp.m.States, smp.m.NumObs
+	c := make([]float64, S*O)
+	for s := 0; s < S; s++ {
+		copy(c[s*O:(s+1)*O], cumulative(e[s*O:(s+1)*O]))
+	}
+	smp.cum[&e[0]] = c
 }
 
 // cumulative returns the running sums of p.
