@@ -340,13 +340,19 @@ func newBeliefPlanner(m *estimate.Model, bonus *pessimism.Bonus, points, workers
 	bp := &beliefPlanner{planner: newPlanner(m, bonus, fz), points: points, workers: workers}
 	bp.tab = stepTablesOf(m, bonus, fz.Clone())
 	if oix := obsIndexes(m); oix != nil {
-		for h := 1; h < len(bp.tab); h++ {
-			for a := range bp.tab[h] {
-				bp.tab[h][a].wide = oix[m.Table(h)][a]
-			}
-		}
+		bp.setIndexes(oix)
 	}
 	return bp, nil
+}
+
+// setIndexes gives each step table its emission table's observation
+// index oix[table][action].
+func (bp *beliefPlanner) setIndexes(oix [][]*obsIndex) {
+	for h := 1; h < len(bp.tab); h++ {
+		for a := range bp.tab[h] {
+			bp.tab[h][a].wide = oix[bp.m.Table(h)][a]
+		}
+	}
 }
 
 // stepTablesOf computes, per step and action, the reward vector and the
@@ -410,7 +416,7 @@ func (tb *tableBuilder) featureColumns(h, a int) {
 // and tb.Q.
 func (tb *tableBuilder) sandwich(t []float64) []float64 {
 	S, TQ := tb.m.States, tb.TQ
-	tb.timesQ(t)
+	matMul(t, tb.Q, TQ, S)
 	m := make([]float64, S*S)
 	for s := 0; s < S; s++ {
 		for s2 := 0; s2 < S; s2++ {
@@ -420,16 +426,16 @@ func (tb *tableBuilder) sandwich(t []float64) []float64 {
 	return m
 }
 
-// timesQ sets tb.TQ to T·Q for the transitions t.
-func (tb *tableBuilder) timesQ(t []float64) {
-	S, Q, TQ := tb.m.States, tb.Q, tb.TQ
-	for s := 0; s < S; s++ {
+// matMul sets c to the product a·b of S×S row-major matrices, each
+// entry summed over k in order.
+func matMul(a, b, c []float64, S int) {
+	for i := 0; i < S; i++ {
 		for j := 0; j < S; j++ {
 			x := 0.0
 			for k := 0; k < S; k++ {
-				x += t[s*S+k] * Q[k*S+j]
+				x += a[i*S+k] * b[k*S+j]
 			}
-			TQ[s*S+j] = x
+			c[i*S+j] = x
 		}
 	}
 }

@@ -78,10 +78,8 @@ func beliefPlan(ctx context.Context, m *estimate.Model, bonus *pessimism.Bonus, 
 	if err != nil {
 		return nil, err
 	}
-	if rows > roundRows && (best.eps > 0 || best.v.out > 0) {
-		if err := bp.fullTable(ctx, ft, rows, &best); err != nil {
-			return nil, err
-		}
+	if err := bp.fullTable(ctx, ft, rows, &best); err != nil {
+		return nil, err
 	}
 	ub, err := bp.upperBound(ctx, ft)
 	if err != nil {
@@ -184,8 +182,13 @@ func (bp *beliefPlanner) round(ctx context.Context, ft *fallbackTables, x0 float
 }
 
 // fullTable rebuilds the table of round best within the full row
-// budget: the rounds were compared on tables of roundRows rows.
+// budget when that one held less than the whole tree: the rounds were
+// compared on tables of roundRows rows; the chosen one gets its table
+// within the full budget.
 func (bp *beliefPlanner) fullTable(ctx context.Context, ft *fallbackTables, rows int64, best *planRound) error {
+	if !(rows > roundRows && (best.eps > 0 || best.v.out > 0)) {
+		return nil
+	}
 	bp.gamma, bp.kappa = best.gamma, tangentSlope(bp.bonus.Alpha, best.x0)
 	pol, v, eps, err := newTableWalker(bp, ft).table(ctx, rows)
 	if err != nil {
@@ -291,15 +294,21 @@ func (sw *sawtooth) interp(h int, b []float64) float64 {
 	c := dot(sw.vm[h], b)
 	best := c
 	for i, bi := range sw.sets[h].b {
-		phi := math.Inf(1)
-		for s, x := range bi {
-			if x > 0 {
-				phi = min(phi, b[s]/x)
-			}
-		}
-		best = min(best, c+phi*sw.sets[h].gain[i])
+		best = min(best, c+sawtoothWeight(b, bi)*sw.sets[h].gain[i])
 	}
 	return best
+}
+
+// sawtoothWeight is the weight of the kept point bi at belief b,
+// min_s b(s)/bi(s) over bi's support.
+func sawtoothWeight(b, bi []float64) float64 {
+	phi := math.Inf(1)
+	for s, x := range bi {
+		if x > 0 {
+			phi = min(phi, b[s]/x)
+		}
+	}
+	return phi
 }
 
 // upperBackup is the relaxed problem's backed-up value at belief b over
@@ -510,10 +519,7 @@ func simplexQuadLower(M []float64, S int) float64 {
 // run runs 500 iterations of accelerated projected gradient (FISTA) of
 // step size step from the simplex's centre, certifying each iterate.
 func (q *simplexQuad) run(step float64, S int) {
-	b := make([]float64, S)
-	for s := range b {
-		b[s] = 1 / float64(S)
-	}
+	b := uniform(S)
 	y := append([]float64(nil), b...)
 	prev := make([]float64, S)
 	tk := 1.0
@@ -529,6 +535,15 @@ func (q *simplexQuad) run(step float64, S int) {
 		extrapolate(y, b, prev, (tk-1)/tn)
 		tk = tn
 	}
+}
+
+// uniform is the uniform distribution on S states.
+func uniform(S int) []float64 {
+	b := make([]float64, S)
+	for s := range b {
+		b[s] = 1 / float64(S)
+	}
+	return b
 }
 
 // extrapolate sets y to FISTA's next point b + c·(b − prev).

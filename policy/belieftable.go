@@ -842,14 +842,7 @@ func (w *tableWalker) standIn(h int, acts []int, cb []float64, z, s2 float64, ac
 // to the first): the fallback_action of the node, which a reader of the
 // table alone plays beyond it (the controller decides those histories).
 func (w *tableWalker) bestFallback(acts []int, acc []float64) int {
-	best, bi := math.Inf(-1), 0
-	for i := range acts {
-		c := acc[4*i : 4*i+4]
-		if x := c[0] - c[1]; x > best {
-			best, bi = x, i
-		}
-	}
-	return acts[bi]
+	return acts[bestStandIn(len(acts), acc, 4)]
 }
 
 // rolloutDensity is the number of controller rollouts per unit of model
@@ -963,15 +956,22 @@ func drawWeighted(rng *rand.Rand, weights []float64, tot float64) int {
 // probability in state s), by rejection from the emission row (cum: its
 // cumulative sums), then by a scan of the tail; −1 when none is drawn.
 func (st *stepTables) drawTailObs(rng *rand.Rand, cum []float64, s, k int, tailMass float64) int {
-	ix, O := st.wide, len(cum)
+	ix := st.wide
 	for try := 0; try < 64; try++ {
 		if c := search(cum, rng.Float64()); int(ix.pos[c]) >= k {
 			return c
 		}
 	}
+	return st.scanTail(rng.Float64()*tailMass, s, k, len(cum))
+}
+
+// scanTail returns the tail observation (past the first k of the wide
+// index's order, O in all) at which u, uniform on the tail's emission
+// probability in state s, falls; the last one of positive probability
+// when rounding leaves none, −1 when there is none.
+func (st *stepTables) scanTail(u float64, s, k, O int) int {
 	o := -1
-	u := rng.Float64() * tailMass
-	for _, c := range ix.ord[k:] {
+	for _, c := range st.wide.ord[k:] {
 		if x := st.e[s*O+int(c)]; x > 0 {
 			o = int(c)
 			if u < x {
@@ -1090,10 +1090,7 @@ func (w *tableWalker) refine(ctx context.Context, rows int64) (float64, error) {
 	eps := startThreshold(w.bp.O, w.bp.H, rows)
 	c, growth, j := 0.0, 2.0, 1
 	for i := 0; i < refineSteps && eps > 0 && j >= 1; i++ {
-		try := math.Ldexp(eps, -j)
-		if try < 1e-300 {
-			try = 0
-		}
+		try := halved(eps, j)
 		w.walk(ctx, try, rows, false)
 		if err := cmp.Or(w.err, ctx.Err()); err != nil {
 			return 0, err
@@ -1103,13 +1100,30 @@ func (w *tableWalker) refine(ctx context.Context, rows int64) (float64, error) {
 			continue
 		}
 		n := float64(w.count)
-		if c > 0 && n > c {
-			growth = math.Pow(n/c, 1/float64(j))
-		}
+		growth = growthPer(c, n, j, growth)
 		eps, c = try, n
 		j = nextStep(j, growth, float64(rows), n)
 	}
 	return eps, nil
+}
+
+// halved is ε·2^−j, 0 below 1e-300.
+func halved(eps float64, j int) float64 {
+	try := math.Ldexp(eps, -j)
+	if try < 1e-300 {
+		try = 0
+	}
+	return try
+}
+
+// growthPer is the growth of the row count per halving from c to n rows
+// over j halvings, or growth unchanged when there is no earlier count or
+// the count did not grow.
+func growthPer(c, n float64, j int, growth float64) float64 {
+	if c > 0 && n > c {
+		return math.Pow(n/c, 1/float64(j))
+	}
+	return growth
 }
 
 // nextStep is the next exponent of refine's halving after a count of n

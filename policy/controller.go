@@ -219,7 +219,12 @@ func (c *Controller) table(meta map[string]string) arrowio.Table {
 		r.addAlphas(bp, h)
 		r.addStepTables(bp, h)
 	}
-	return arrowio.Table{Meta: c.tableMeta(meta), Columns: []arrowio.Column{
+	return arrowio.Table{Meta: c.tableMeta(meta), Columns: r.columns()}
+}
+
+// columns are controller.arrow's columns holding the rows.
+func (r *controllerRows) columns() []arrowio.Column {
+	return []arrowio.Column{
 		{Name: "kind", String: arrowio.OrEmpty(r.kind)},
 		{Name: "step", Int32: arrowio.OrEmpty(r.step)},
 		{Name: "class", Int32: arrowio.OrEmpty(r.class)},
@@ -228,7 +233,7 @@ func (c *Controller) table(meta map[string]string) arrowio.Table {
 		{Name: "state", Int32: arrowio.OrEmpty(r.state)},
 		{Name: "next_state", Int32: arrowio.OrEmpty(r.next)},
 		{Name: "value", Float64: arrowio.OrEmpty(r.value)},
-	}}
+	}
 }
 
 // ctrlKey is a row of controller.arrow less its value: kind, step,

@@ -24,15 +24,8 @@ import (
 // unmatched, so the caller can tell a policy that misses real mass from
 // one that misses only smoothing mass.
 func ModelReturn(ctx context.Context, m *estimate.Model, pol *Policy) (value, unmatched float64, err error) {
-	if m == nil || pol == nil {
-		return 0, 0, fmt.Errorf("%w: no model or no policy", ErrModel)
-	}
-	if m.Horizon <= 0 || m.States <= 0 || len(m.ObsVocab) != m.NumObs || len(m.ActVocab) != m.NumActions {
-		return 0, 0, fmt.Errorf("%w: sizes S=%d O=%d A=%d H=%d with %d and %d symbols", ErrModel,
-			m.States, m.NumObs, m.NumActions, m.Horizon, len(m.ObsVocab), len(m.ActVocab))
-	}
-	if pol.Horizon != 0 && pol.Horizon != m.Horizon {
-		return 0, 0, fmt.Errorf("%w: policy for horizon %d, model horizon %d", ErrModel, pol.Horizon, m.Horizon)
+	if err := checkReturnInputs(m, pol); err != nil {
+		return 0, 0, err
 	}
 	w, err := newHistoryWalk(m, nil, pol, false)
 	if err != nil {
@@ -43,6 +36,22 @@ func ModelReturn(ctx context.Context, m *estimate.Model, pol *Policy) (value, un
 		return !ok
 	})
 	return value, unmatched, err
+}
+
+// checkReturnInputs checks that m has consistent sizes and pol its
+// horizon (or none).
+func checkReturnInputs(m *estimate.Model, pol *Policy) error {
+	if m == nil || pol == nil {
+		return fmt.Errorf("%w: no model or no policy", ErrModel)
+	}
+	if m.Horizon <= 0 || m.States <= 0 || len(m.ObsVocab) != m.NumObs || len(m.ActVocab) != m.NumActions {
+		return fmt.Errorf("%w: sizes S=%d O=%d A=%d H=%d with %d and %d symbols", ErrModel,
+			m.States, m.NumObs, m.NumActions, m.Horizon, len(m.ObsVocab), len(m.ActVocab))
+	}
+	if pol.Horizon != 0 && pol.Horizon != m.Horizon {
+		return fmt.Errorf("%w: policy for horizon %d, model horizon %d", ErrModel, pol.Horizon, m.Horizon)
+	}
+	return nil
 }
 
 // ModelReturnSampled is ModelReturn by n trajectories of m following pol

@@ -313,10 +313,7 @@ func wantsBelief(m *estimate.Model, opts PlanOptions, st *PlanStats) bool {
 // searched in parallel, and the levels above are searched again with
 // their results.
 func exactPlan(ctx context.Context, m *estimate.Model, bonus *pessimism.Bonus, opts PlanOptions, proto *planner, budget int64, workers int, st *PlanStats) (*Policy, *PlanStats, error) {
-	st.Planner = PlannerExact
-	if !st.Exact {
-		st.Planner = plannerSearch
-	}
+	st.Planner = exactPlanner(st.Exact)
 	proto.frontier = frontierDepth(m)
 	if !st.Exact {
 		if err := proto.pruneFor(ctx, opts, budget, workers, st); err != nil {
@@ -334,6 +331,15 @@ func exactPlan(ctx context.Context, m *estimate.Model, bonus *pessimism.Bonus, o
 	}
 	proto.setStats(st, v, results)
 	return proto.toPolicy(), st, nil
+}
+
+// exactPlanner names the exact planner: its pruned search past the
+// budget (exact false).
+func exactPlanner(exact bool) string {
+	if exact {
+		return PlannerExact
+	}
+	return plannerSearch
 }
 
 // frontierDepth is the depth the exact planner cuts the tree at: the

@@ -734,26 +734,12 @@ func (sc *fallbackScratch) stepQ(t, f int) {
 // vmax_t = max_f (r + Tᵀvmax_{t+1}), with sc from stepQ (w_t holds r).
 func (ft *fallbackTables) backup(t, f int, sc *fallbackScratch) {
 	i, n := t*ft.A+f, (t+1)*ft.A+f
-	sc.kT(ft.k[n])
+	matMul(ft.k[n], sc.T, sc.KT, ft.S) // KT = k_{t+1}·T
 	dmax := 0.0
 	for s := 0; s < ft.S; s++ {
 		dmax = math.Max(dmax, ft.backupState(t, f, s, sc))
 	}
 	ft.lmax[i] = dmax + ft.lmax[n]
-}
-
-// kT sets sc.KT to kn·T, kn being k_{t+1}.
-func (sc *fallbackScratch) kT(kn []float64) {
-	S, T, KT := len(sc.unit), sc.T, sc.KT
-	for s2 := 0; s2 < S; s2++ {
-		for s := 0; s < S; s++ {
-			x := 0.0
-			for j := 0; j < S; j++ {
-				x += kn[s2*S+j] * T[j*S+s]
-			}
-			KT[s2*S+s] = x
-		}
-	}
 }
 
 // backupState runs backup's recursions at state s: w_t, u_t and vmax_t
@@ -857,13 +843,7 @@ func (p *planner) bonusInterval(j int, cb []float64, s2, lo0, L float64) (bEst, 
 // bestFallback picks the fallback candidate with the largest stand-in
 // value (ties to the first), adds its sums to v and returns it.
 func (p *planner) bestFallback(acts []int, acc []float64, v *val) int {
-	best, bi := math.Inf(-1), 0
-	for i := range acts {
-		c := acc[i*accLen : (i+1)*accLen]
-		if x := c[0] - c[1]; x > best {
-			best, bi = x, i
-		}
-	}
+	bi := bestStandIn(len(acts), acc, accLen)
 	c := acc[bi*accLen : (bi+1)*accLen]
 	v.r += c[0]
 	v.b += c[1]
@@ -871,6 +851,20 @@ func (p *planner) bestFallback(acts []int, acc []float64, v *val) int {
 	v.gm += c[3]
 	v.pmass += c[4]
 	return acts[bi]
+}
+
+// bestStandIn is the index of the first of n fallback candidates whose
+// sums (stride values each in acc, reward then bonus first) have the
+// largest stand-in value reward − bonus.
+func bestStandIn(n int, acc []float64, stride int) int {
+	best, bi := math.Inf(-1), 0
+	for i := 0; i < n; i++ {
+		c := acc[i*stride : (i+1)*stride]
+		if x := c[0] - c[1]; x > best {
+			best, bi = x, i
+		}
+	}
+	return bi
 }
 
 func dot(x, y []float64) float64 {

@@ -153,14 +153,8 @@ func (s *Selection) Alpha() float64 { return s.Candidates[s.Chosen].Alpha }
 // propensities (logged or estimated) for the recorded importance-weighted
 // figures. Every candidate's figures are kept for the report.
 func Select(ctx context.Context, m *estimate.Model, bonus *pessimism.Bonus, em *estimate.Model, eb *pessimism.Bonus, heldOut *ingest.Dataset, alphas []float64, opts SelectOptions) (*Selection, error) {
-	if len(alphas) == 0 {
-		return nil, fmt.Errorf("%w: no candidate alpha", ErrOptions)
-	}
-	if heldOut == nil || heldOut.NumEpisodes() == 0 {
-		return nil, fmt.Errorf("%w: choosing alpha needs held-out episodes", ErrData)
-	}
-	if em == nil || eb == nil {
-		return nil, fmt.Errorf("%w: choosing alpha needs a model fitted on the held-out episodes", ErrModel)
+	if err := checkSelectInputs(em, eb, heldOut, alphas); err != nil {
+		return nil, err
 	}
 	sr := &selector{m: m, bonus: bonus, em: em, eb: eb, heldOut: heldOut, opts: opts}
 	if err := sr.setAlphas(); err != nil {
@@ -175,6 +169,21 @@ func Select(ctx context.Context, m *estimate.Model, bonus *pessimism.Bonus, em *
 	sel.Candidates[sel.Chosen].Chosen = true
 	sel.Reason = reason(sel)
 	return sel, nil
+}
+
+// checkSelectInputs checks that there are candidates, held-out
+// episodes and a model with its bonus fitted on them.
+func checkSelectInputs(em *estimate.Model, eb *pessimism.Bonus, heldOut *ingest.Dataset, alphas []float64) error {
+	if len(alphas) == 0 {
+		return fmt.Errorf("%w: no candidate alpha", ErrOptions)
+	}
+	if heldOut == nil || heldOut.NumEpisodes() == 0 {
+		return fmt.Errorf("%w: choosing alpha needs held-out episodes", ErrData)
+	}
+	if em == nil || eb == nil {
+		return fmt.Errorf("%w: choosing alpha needs a model fitted on the held-out episodes", ErrModel)
+	}
+	return nil
 }
 
 // candidates plans and values the candidate of each α in alphas, in
@@ -225,11 +234,7 @@ func (sr *selector) candidate(ctx context.Context, a float64) (Candidate, error)
 	if !(a >= 0) || math.IsInf(a, 0) {
 		return Candidate{}, fmt.Errorf("%w: alpha %v", ErrOptions, a)
 	}
-	po := sr.opts.Plan
-	if po.RowBudget <= 0 || po.RowBudget > SelectRowBudget {
-		po.RowBudget = SelectRowBudget
-	}
-	pol, st, err := Plan(ctx, sr.m, sr.bonus.WithAlpha(a*sr.scale), po)
+	pol, st, err := Plan(ctx, sr.m, sr.bonus.WithAlpha(a*sr.scale), sr.planOptions())
 	if err != nil {
 		return Candidate{}, err
 	}
@@ -244,6 +249,16 @@ func (sr *selector) candidate(ctx context.Context, a float64) (Candidate, error)
 	return Candidate{Alpha: a,
 		Model: Value{Reward: st.ValueReward, Bonus: st.ValueBonus, LCB: st.Value},
 		Cross: crossFit(ro, a, sr.ae), Saturated: st.ValueBonus >= SaturatedBonus, HeldOut: iw, Plan: *st, Policy: pol, CInf: math.NaN()}, nil
+}
+
+// planOptions are the candidates' plan options: the options' Plan with
+// the row budget capped at SelectRowBudget.
+func (sr *selector) planOptions() PlanOptions {
+	po := sr.opts.Plan
+	if po.RowBudget <= 0 || po.RowBudget > SelectRowBudget {
+		po.RowBudget = SelectRowBudget
+	}
+	return po
 }
 
 // crossFit is the cross-fitted figures of a candidate α = a valued by

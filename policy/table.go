@@ -59,11 +59,7 @@ func OpenTable(path string) (*Table, error) {
 		return nil, err
 	}
 	t := &Table{path: path, f: f, r: r, batches: map[int]*tableBatch{}, Meta: metaMap(r.Schema().Metadata())}
-	idx, ok := t.Meta[MetaBatchIndex]
-	if ok {
-		ok = t.parseIndex(idx)
-	}
-	if !ok {
+	if !t.hasIndex() {
 		// No usable index: the whole table, checked by ReadFile.
 		t.Close()
 		return openWhole(path)
@@ -100,6 +96,13 @@ func (t *Table) checkIndexed() error {
 	}
 	t.Horizon = h
 	return nil
+}
+
+// hasIndex reads MetaBatchIndex; false when the file has none or it
+// does not describe the file's batches.
+func (t *Table) hasIndex() bool {
+	idx, ok := t.Meta[MetaBatchIndex]
+	return ok && t.parseIndex(idx)
 }
 
 // parseIndex reads MetaBatchIndex; false when it does not describe the

@@ -60,12 +60,16 @@ func (p *Policy) index() {
 	}
 	first, kids := groupRows(n, func(i int) int64 { return p.Nodes[i].Parent + 1 })
 	for k := 0; k <= n; k++ {
-		seg := kids[first[k]:first[k+1]]
-		slices.SortFunc(seg, func(a, b int32) int {
-			return cmp.Or(strings.Compare(p.Nodes[a].Obs, p.Nodes[b].Obs), cmp.Compare(a, b))
-		})
+		p.sortByObs(kids[first[k]:first[k+1]])
 	}
 	p.first, p.kids = first, kids
+}
+
+// sortByObs sorts the rows seg by observation, then row.
+func (p *Policy) sortByObs(seg []int32) {
+	slices.SortFunc(seg, func(a, b int32) int {
+		return cmp.Or(strings.Compare(p.Nodes[a].Obs, p.Nodes[b].Obs), cmp.Compare(a, b))
+	})
 }
 
 // Child returns the node reached from parent (−1 for the root level) on
@@ -199,14 +203,7 @@ func (p *Policy) Lookup(obs []string) (action string, node int64, ok bool) {
 func levelOrder(nodes []Node) {
 	n := len(nodes)
 	start, kids := childIndex(nodes)
-	// The level order of the old ids: the roots, then each listed row's
-	// children in turn (a breadth-first queue over the order itself).
-	order := make([]int32, 0, n)
-	order = append(order, kids[start[n]:start[n+1]]...)
-	for q := 0; q < len(order); q++ {
-		o := order[q]
-		order = append(order, kids[start[o]:start[o+1]]...)
-	}
+	order := levelOrderOf(start, kids, n)
 	newID := start[:n] // reuse: newID[old] = new
 	for pos, old := range order {
 		newID[old] = int32(pos)
@@ -218,6 +215,20 @@ func levelOrder(nodes []Node) {
 		}
 	}
 	permuteNodes(nodes, newID)
+}
+
+// levelOrderOf is the level order of the old ids of n rows with
+// children kids[start[p]:start[p+1]] (childIndex): the roots, then each
+// listed row's children in turn (a breadth-first queue over the order
+// itself).
+func levelOrderOf(start, kids []int32, n int) []int32 {
+	order := make([]int32, 0, n)
+	order = append(order, kids[start[n]:start[n+1]]...)
+	for q := 0; q < len(order); q++ {
+		o := order[q]
+		order = append(order, kids[start[o]:start[o+1]]...)
+	}
+	return order
 }
 
 // childIndex lists the children of each row, by a counting sort on the

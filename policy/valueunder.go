@@ -144,9 +144,7 @@ func (e *historyWalk) sampleTrajectory(ts *trajSampler, feat [][]float64) (sum, 
 		if h == m.Horizon {
 			break
 		}
-		m.Predict(h, ts.bel, a, ts.pred)
-		e.fz.Feature(h, ts.pred, a, feat[h])
-		sum += b.StepNorm2(h, feat[h])
+		sum += e.predictTerm(ts, h, a, feat[h])
 		o = ts.step(h, a)
 	}
 	return sum, ret, nil
@@ -166,6 +164,14 @@ func (e *historyWalk) cursorAction(st *Cursor, o int) (a int, sym string, err er
 		return -1, sym, nil
 	}
 	return a, sym, nil
+}
+
+// predictTerm sets ts.pred to the prediction after action a at step h
+// and returns its bonus term ‖ψ̄(τ_h)‖²_{U_h⁻¹} (f: feature scratch).
+func (e *historyWalk) predictTerm(ts *trajSampler, h, a int, f []float64) float64 {
+	e.m.Predict(h, ts.bel, a, ts.pred)
+	e.fz.Feature(h, ts.pred, a, f)
+	return e.b.StepNorm2(h, f)
 }
 
 // sampledAction is cursorAction's action code, an error when the model
