@@ -99,10 +99,7 @@ type obsIndex struct {
 func newObsIndex(e []float64, S, O int) *obsIndex {
 	ix := &obsIndex{ord: make([]int32, O), emax: make([]float64, O), tail: make([]float64, (O+1)*S)}
 	mx := emissionMax(e, S, O)
-	for o := range ix.ord {
-		ix.ord[o] = int32(o)
-	}
-	sort.SliceStable(ix.ord, func(i, j int) bool { return mx[ix.ord[i]] > mx[ix.ord[j]] })
+	ix.sortBy(mx)
 	ix.pos = make([]int32, O)
 	for i, o := range ix.ord {
 		ix.emax[i] = mx[o]
@@ -110,6 +107,14 @@ func newObsIndex(e []float64, S, O int) *obsIndex {
 	}
 	ix.fillTail(e, S, O)
 	return ix
+}
+
+// sortBy sets ord to the observations by decreasing mx (ties by index).
+func (ix *obsIndex) sortBy(mx []float64) {
+	for o := range ix.ord {
+		ix.ord[o] = int32(o)
+	}
+	sort.SliceStable(ix.ord, func(i, j int) bool { return mx[ix.ord[i]] > mx[ix.ord[j]] })
 }
 
 // emissionMax returns max_s E(o|s) of each observation o of the S×O
@@ -473,13 +478,18 @@ func quadForm(bonus *pessimism.Bonus, h int, cols [][]float64, Q []float64) {
 	}
 	for s := 0; s < S; s++ {
 		for s2 := s + 1; s2 < S; s2++ {
-			for j := range x {
-				x[j] = cols[s][j] + cols[s2][j]
-			}
-			q := (bonus.StepNorm2(h, x) - Q[s*S+s] - Q[s2*S+s2]) / 2
+			q := (bonus.StepNorm2(h, sumInto(x, cols[s], cols[s2])) - Q[s*S+s] - Q[s2*S+s2]) / 2
 			Q[s*S+s2], Q[s2*S+s] = q, q
 		}
 	}
+}
+
+// sumInto sets x to a + b and returns it.
+func sumInto(x, a, b []float64) []float64 {
+	for j := range x {
+		x[j] = a[j] + b[j]
+	}
+	return x
 }
 
 // quad is bᵀ m b.
@@ -751,12 +761,18 @@ func newBackupScratch(S, O int) *backupScratch {
 	return &backupScratch{pred: make([]float64, S), u: make([]float64, S), z: make([]float64, S), mb: make([]float64, S), choice: make([]int, O)}
 }
 
+// class is the α-set class of a belief after an observation: 1 after
+// the end symbol, 0 after an ordinary one.
+func class(end bool) int {
+	if end {
+		return 1
+	}
+	return 0
+}
+
 // successor returns the α-set that values the belief after observation o.
 func (p *beliefPlanner) successor(h, o int) *alphaSet {
-	c := 0
-	if o == p.endObs {
-		c = 1
-	}
+	c := class(o == p.endObs)
 	g := &p.gamma[h+1][c]
 	if len(g.vec) == 0 {
 		g = &p.gamma[h+1][1-c]
@@ -842,12 +858,17 @@ func (p *beliefPlanner) newStepBackup(h int) *stepBackup {
 	for i := range sb.choice {
 		sb.choice[i] = -1
 	}
-	for i, pt := range pts {
+	p.allow(sb)
+	return sb
+}
+
+// allow marks in sb.allowed the actions allowed at each point.
+func (p *beliefPlanner) allow(sb *stepBackup) {
+	for i, pt := range sb.pts {
 		for _, a := range p.acts(pt.end) {
-			sb.allowed[a*n+i] = true
+			sb.allowed[a*sb.n+i] = true
 		}
 	}
-	return sb
 }
 
 // immediateValues sets the lookahead value of every allowed (action,
@@ -922,10 +943,7 @@ func (p *beliefPlanner) alphaVectors(sb *stepBackup) [2]alphaSet {
 	sc := newBackupScratch(p.S, p.O)
 	for i, pt := range sb.pts {
 		bestA := p.pointVector(sb, i, sc, vec)
-		c := 0
-		if pt.end {
-			c = 1
-		}
+		c := class(pt.end)
 		g[c].vec = append(g[c].vec, vec...)
 		g[c].act = append(g[c].act, bestA)
 	}
@@ -1002,14 +1020,20 @@ func (buf *gemmBuf) pickBest(m int, best []float64, choice []int32) {
 			continue
 		}
 		row := buf.v[i*m : (i+1)*m]
-		bi := 0
-		for k, x := range row {
-			if x > row[bi] {
-				bi = k
-			}
-		}
+		bi := firstMax(row)
 		best[i], choice[i] = row[bi], int32(bi)
 	}
+}
+
+// firstMax is the index of the first largest value of row.
+func firstMax(row []float64) int {
+	bi := 0
+	for k, x := range row {
+		if x > row[bi] {
+			bi = k
+		}
+	}
+	return bi
 }
 
 func grow(x []float64, n int) []float64 {
@@ -1097,11 +1121,7 @@ func (p *beliefPlanner) lookaheadCost(h int) int {
 // point-based policy), falling back on the lookahead when the class has
 // no vector.
 func (p *beliefPlanner) vectorAction(h int, b []float64, end bool, sc *backupScratch) int {
-	c := 0
-	if end {
-		c = 1
-	}
-	g := &p.gamma[h][c]
+	g := &p.gamma[h][class(end)]
 	if _, i := g.best(p.S, b, &sc.vals); i >= 0 {
 		return g.act[i]
 	}

@@ -240,21 +240,27 @@ const roundRows = 100_000
 // value (Hauskrecht 2000, "Value-function approximations for partially
 // observable Markov decision processes", JAIR 13).
 func (p *beliefPlanner) upperBound(ctx context.Context, ft *fallbackTables) (float64, error) {
-	H, S := p.H, p.S
-	sw := &sawtooth{H: H, sets: make([]ubSet, H+2), pred: make([]float64, S), next: make([]float64, S)}
-	var base float64
-	sw.rr, sw.vm, base = p.boundRewards(ft)
-	for h := H; h >= 1; h-- {
+	sw, base := p.newSawtooth(ft)
+	for h := p.H; h >= 1; h-- {
 		if err := ctx.Err(); err != nil {
 			return 0, err
 		}
 		pts := p.pts[h]
-		n := min(len(pts), boundPoints)
-		for i := 0; i < n; i++ {
+		for i := 0; i < min(len(pts), boundPoints); i++ {
 			p.addSawtoothPoint(sw, h, pts[i].b)
 		}
 	}
 	return p.rootUpper(sw) - base, nil
+}
+
+// newSawtooth returns the sawtooth with the relaxed rewards and corner
+// values of boundRewards and no point yet, and the bound's constant base.
+func (p *beliefPlanner) newSawtooth(ft *fallbackTables) (*sawtooth, float64) {
+	H, S := p.H, p.S
+	sw := &sawtooth{H: H, sets: make([]ubSet, H+2), pred: make([]float64, S), next: make([]float64, S)}
+	var base float64
+	sw.rr, sw.vm, base = p.boundRewards(ft)
+	return sw, base
 }
 
 // addSawtoothPoint backs up the relaxed value at point b of step h and
@@ -593,6 +599,15 @@ func (q *simplexQuad) certify(x []float64) {
 // probability simplex (Duchi et al. 2008: shift by the threshold that
 // makes the positive parts sum to one).
 func projectSimplex(x []float64) {
+	theta := simplexShift(x)
+	for i := range x {
+		x[i] = max(x[i]-theta, 0)
+	}
+}
+
+// simplexShift is the threshold θ of projectSimplex: over x sorted in
+// decreasing order, the last (Σ_{j≤i} x_j − 1)/i still below x_i.
+func simplexShift(x []float64) float64 {
 	u := append([]float64(nil), x...)
 	slices.Sort(u)
 	sum, theta := 0.0, 0.0
@@ -604,7 +619,5 @@ func projectSimplex(x []float64) {
 			break
 		}
 	}
-	for i := range x {
-		x[i] = max(x[i]-theta, 0)
-	}
+	return theta
 }

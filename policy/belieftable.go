@@ -292,10 +292,7 @@ func (w *tableWalker) runTasks(shared *atomic.Int64, workers int) bool {
 // levels above the frontier again, joining the tasks' results in the
 // order of the sequential walk; it returns the root values.
 func (w *tableWalker) replay(shared *atomic.Int64) tval {
-	w.sizes, w.sizesEps, w.sizesFrontier = make([]int64, len(w.results)), w.eps, w.frontier
-	for i := range w.results {
-		w.sizes[i] = w.results[i].count
-	}
+	w.keepSizes()
 	// Replay the levels above the frontier with the results (into a
 	// table of the exact size when not placed).
 	w.next, w.pos = 0, 0
@@ -316,6 +313,15 @@ func (w *tableWalker) tryPlace(top int64) {
 	w.placed = w.build && w.sizes != nil && w.eps == w.sizesEps && w.frontier == w.sizesFrontier && len(w.sizes) == len(w.tasks)
 	if w.placed {
 		w.place(top)
+	}
+}
+
+// keepSizes keeps the subtrees' sizes of this walk, with its threshold
+// and frontier, for a later placed walk.
+func (w *tableWalker) keepSizes() {
+	w.sizes, w.sizesEps, w.sizesFrontier = make([]int64, len(w.results)), w.eps, w.frontier
+	for i := range w.results {
+		w.sizes[i] = w.results[i].count
 	}
 }
 
@@ -605,12 +611,18 @@ func (w *tableWalker) addNode(h, o, a int, parent int64, reach float64, end bool
 		w.pos++
 	}
 	if w.build && w.reached != nil && !w.collect {
-		w.reached[h] = append(w.reached[h], bpoint{b: append([]float64(nil), b...), w: reach, end: end, key: beliefKey(b, end)})
+		w.addReached(h, b, reach, end)
 	}
 	if w.build {
 		w.writeRow(Node{ID: id, Parent: parent, Step: int32(h), Obs: bp.m.ObsVocab[o], Action: bp.m.ActVocab[a], ReachProb: reach})
 	}
 	return id
+}
+
+// addReached records the belief b of a step-h node reached with
+// probability reach (after the end symbol: end) for the enrichment.
+func (w *tableWalker) addReached(h int, b []float64, reach float64, end bool) {
+	w.reached[h] = append(w.reached[h], bpoint{b: append([]float64(nil), b...), w: reach, end: end, key: beliefKey(b, end)})
 }
 
 // writeRow writes row n at its id in a placed table, appends it
@@ -1056,11 +1068,16 @@ func (w *tableWalker) table(ctx context.Context, rows int64) (*Policy, tval, flo
 	if err := cmp.Or(w.err, ctx.Err()); err != nil {
 		return nil, tval{}, 0, err
 	}
+	return w.takePolicy(), v, eps, nil
+}
+
+// takePolicy returns the policy of the built table and its controller.
+func (w *tableWalker) takePolicy() *Policy {
 	// The walker is done: the policy takes its nodes.
 	levelOrder(w.nodes) // rows in level order: policy.arrow's lookup index
 	pol := &Policy{Horizon: w.bp.H, Nodes: w.nodes, Ctrl: w.ctrl}
 	w.nodes = nil
-	return pol, v, eps, nil
+	return pol
 }
 
 // setController sets the controller the table is the tree of (with the
@@ -1068,19 +1085,26 @@ func (w *tableWalker) table(ctx context.Context, rows int64) (*Policy, tval, flo
 // affords it) and, on wide vocabularies, the rollouts' observation
 // sampler.
 func (w *tableWalker) setController(rows int64) {
-	nodes := math.Min(float64(rows), treeRows(w.bp.O, w.bp.H))
-	look := make([]bool, w.bp.H+1)
-	for h := 1; h <= w.bp.H; h++ {
-		c := float64(w.bp.lookaheadCost(h))
-		look[h] = c <= lookaheadMaxCost && c*nodes <= lookaheadTotal
-	}
-	w.ctrl = newController(w.bp, look)
+	w.ctrl = newController(w.bp, w.bp.lookaheadSteps(rows))
 	w.cx = w.ctrl.newScratch()
 	if w.bp.O > wideObs {
 		first := make([]float64, w.bp.O)
 		w.bp.m.FirstObsProbs(first)
 		w.smp = newObsSampler(w.bp.m, first)
 	}
+}
+
+// lookaheadSteps marks the steps 1..H where the one-step lookahead is
+// affordable on a table of up to rows rows (lookaheadMaxCost,
+// lookaheadTotal).
+func (bp *beliefPlanner) lookaheadSteps(rows int64) []bool {
+	nodes := math.Min(float64(rows), treeRows(bp.O, bp.H))
+	look := make([]bool, bp.H+1)
+	for h := 1; h <= bp.H; h++ {
+		c := float64(bp.lookaheadCost(h))
+		look[h] = c <= lookaheadMaxCost && c*nodes <= lookaheadTotal
+	}
+	return look
 }
 
 // refine returns the reach threshold of the table: the guaranteed one

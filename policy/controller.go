@@ -107,15 +107,21 @@ func (c *Controller) newScratch() *ctrlScratch { return &ctrlScratch{} }
 // computation would, whoever asked first: actions do not depend on the
 // memo, its limit or the worker count.
 func (c *Controller) decide(h int, b []float64, end bool, x *ctrlScratch) int {
-	k := binary.LittleEndian.AppendUint32(x.key[:0], uint32(h))
-	k = appendBeliefKey(k, b, end)
-	x.key = k
+	k := x.memoKey(h, b, end)
 	if a, ok := c.memo.load(k); ok {
 		return a
 	}
 	a := c.compute(h, b, end, x)
 	c.memo.store(k, a)
 	return a
+}
+
+// memoKey is the memo's key of belief b over s_h after an observation
+// of class end: h, then beliefKey's bytes (in x.key, reused).
+func (x *ctrlScratch) memoKey(h int, b []float64, end bool) []byte {
+	k := binary.LittleEndian.AppendUint32(x.key[:0], uint32(h))
+	x.key = appendBeliefKey(k, b, end)
+	return x.key
 }
 
 // compute is decide's action computed at b rounded to the grid of
@@ -276,13 +282,19 @@ func (r *controllerRows) addStepTables(bp *beliefPlanner, h int) {
 		for s := 0; s < S; s++ {
 			r.add(ctrlKey{kindReward, h, -1, -1, bp.m.ActVocab[a], s, -1}, t.r[s])
 		}
-		if t.m == nil {
-			continue
+		if t.m != nil {
+			r.addBonusForm(bp, h, a)
 		}
-		for s := 0; s < S; s++ {
-			for s2 := 0; s2 < S; s2++ {
-				r.add(ctrlKey{kindBonus, h, -1, -1, bp.m.ActVocab[a], s, s2}, t.m[s*S+s2])
-			}
+	}
+}
+
+// addBonusForm appends the bonus quadratic form of step h and action a,
+// row by row.
+func (r *controllerRows) addBonusForm(bp *beliefPlanner, h, a int) {
+	S, m := bp.S, bp.tab[h][a].m
+	for s := 0; s < S; s++ {
+		for s2 := 0; s2 < S; s2++ {
+			r.add(ctrlKey{kindBonus, h, -1, -1, bp.m.ActVocab[a], s, s2}, m[s*S+s2])
 		}
 	}
 }
@@ -372,12 +384,21 @@ func controllerMeta(meta map[string]string, m *estimate.Model, bad func(string, 
 	if v := meta[MetaStates]; v != strconv.Itoa(S) {
 		return 0, nil, bad("%q states, the model has %d", v, S)
 	}
-	kappa, err := strconv.ParseFloat(meta[MetaKappa], 64)
-	if err != nil || kappa < 0 || math.IsInf(kappa, 0) {
-		return 0, nil, bad("metadata %s = %q is not a slope ≥ 0", MetaKappa, meta[MetaKappa])
+	kappa, err := parseKappa(meta[MetaKappa], bad)
+	if err != nil {
+		return 0, nil, err
 	}
 	look, err := parseLookahead(meta[MetaLookahead], H, bad)
 	return kappa, look, err
+}
+
+// parseKappa reads MetaKappa's slope κ ≥ 0.
+func parseKappa(v string, bad func(string, ...any) error) (float64, error) {
+	kappa, err := strconv.ParseFloat(v, 64)
+	if err != nil || kappa < 0 || math.IsInf(kappa, 0) {
+		return 0, bad("metadata %s = %q is not a slope ≥ 0", MetaKappa, v)
+	}
+	return kappa, nil
 }
 
 // parseLookahead reads MetaLookahead's flags for steps 1..H (index 0

@@ -133,8 +133,20 @@ func writeRecords(fw *ipc.FileWriter, b *array.RecordBuilder, p *Policy) error {
 // key order (less the keys WriteFile sets), then the schema version, the
 // horizon and, when p has one, the batch index.
 func fileMetadata(p *Policy, meta map[string]string) arrow.Metadata {
-	keys := make([]string, 0, len(meta)+2)
-	vals := make([]string, 0, len(meta)+2)
+	keys, vals := callerMeta(meta)
+	keys = append(keys, MetaSchemaVersion, MetaHorizon)
+	vals = append(vals, arrowio.SchemaVersion, strconv.Itoa(p.Horizon))
+	if idx, ok := batchIndex(p, fileBatchRowsVar); ok && !noIndex {
+		keys, vals = append(keys, MetaBatchIndex), append(vals, idx)
+	}
+	return arrow.NewMetadata(keys, vals)
+}
+
+// callerMeta returns the caller's meta in key order, less the keys
+// WriteFile sets, as keys and values (room left for those).
+func callerMeta(meta map[string]string) (keys, vals []string) {
+	keys = make([]string, 0, len(meta)+2)
+	vals = make([]string, 0, len(meta)+2)
 	for _, k := range sortedMetaKeys(meta) {
 		if k == MetaSchemaVersion || k == MetaHorizon || k == MetaBatchIndex {
 			continue
@@ -142,12 +154,7 @@ func fileMetadata(p *Policy, meta map[string]string) arrow.Metadata {
 		keys = append(keys, k)
 		vals = append(vals, meta[k])
 	}
-	keys = append(keys, MetaSchemaVersion, MetaHorizon)
-	vals = append(vals, arrowio.SchemaVersion, strconv.Itoa(p.Horizon))
-	if idx, ok := batchIndex(p, fileBatchRowsVar); ok && !noIndex {
-		keys, vals = append(keys, MetaBatchIndex), append(vals, idx)
-	}
-	return arrow.NewMetadata(keys, vals)
+	return keys, vals
 }
 
 // nodeBuilder holds the column builders of a policy.arrow record batch.
@@ -350,13 +357,19 @@ func readNodes(r *ipc.FileReader, col []int, path string) (*Policy, error) {
 	return p, nil
 }
 
-// setHorizon sets p's horizon from the metadata, which must not be below
-// the deepest step, or else to the deepest step.
-func (p *Policy) setHorizon(meta map[string]string, path string) error {
+// deepestStep is the largest step of p's rows (0 for none).
+func (p *Policy) deepestStep() int {
 	maxStep := 0
 	for i := range p.Nodes {
 		maxStep = max(maxStep, int(p.Nodes[i].Step))
 	}
+	return maxStep
+}
+
+// setHorizon sets p's horizon from the metadata, which must not be below
+// the deepest step, or else to the deepest step.
+func (p *Policy) setHorizon(meta map[string]string, path string) error {
+	maxStep := p.deepestStep()
 	p.Horizon = maxStep
 	if v, ok := meta[MetaHorizon]; ok {
 		h, err := strconv.Atoi(v)
@@ -387,10 +400,7 @@ func attachController(p *Policy, path string) error {
 // model.arrow; nil when the run has none (an exact plan, or a run of an
 // earlier version, whose table and fallback_action are the whole policy).
 func ControllerBeside(path string) (*Controller, error) {
-	dir := path
-	if st, err := os.Stat(path); err != nil || !st.IsDir() {
-		dir = filepath.Dir(path)
-	}
+	dir := runDir(path)
 	cpath := filepath.Join(dir, ControllerFileName)
 	if _, err := os.Stat(cpath); err != nil {
 		return nil, nil
@@ -400,6 +410,15 @@ func ControllerBeside(path string) (*Controller, error) {
 		return nil, fmt.Errorf("%w: %s needs the run's model.arrow: %v", ErrFile, cpath, err)
 	}
 	return ReadController(cpath, m)
+}
+
+// runDir is the run directory of the policy at path: path itself when
+// it is a directory, else the directory holding it.
+func runDir(path string) string {
+	if st, err := os.Stat(path); err != nil || !st.IsDir() {
+		return filepath.Dir(path)
+	}
+	return path
 }
 
 // appendNodes copies the rows of one record batch (owned by the reader)

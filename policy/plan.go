@@ -367,18 +367,21 @@ func (p *planner) collectTasks(ctx context.Context) val {
 // worker with a planner of its own.
 func (p *planner) searchTasks(ctx context.Context, tasks []task, workers int) ([]taskResult, error) {
 	results := make([]taskResult, len(tasks))
-	newP := func() *planner {
-		w := newPlanner(p.m, p.bonus, p.fz.Clone())
-		w.eps, w.fbt, w.bonusObj, w.oix = p.eps, p.fbt, p.bonusObj, p.oix
-		return w
-	}
-	if err := parallel.ForWith(ctx, len(tasks), workers, newP, func(w *planner, i int) error {
+	if err := parallel.ForWith(ctx, len(tasks), workers, p.newWorker, func(w *planner, i int) error {
 		results[i] = w.runTask(ctx, &tasks[i])
 		return nil
 	}); err != nil {
 		return nil, err
 	}
 	return results, nil
+}
+
+// newWorker returns a search worker's planner: its own buffers and
+// featurizer, p's threshold, stand-in tables, objective and index.
+func (p *planner) newWorker() *planner {
+	w := newPlanner(p.m, p.bonus, p.fz.Clone())
+	w.eps, w.fbt, w.bonusObj, w.oix = p.eps, p.fbt, p.bonusObj, p.oix
+	return w
 }
 
 // searchAbove is pass 3: it searches the levels above the frontier,
@@ -501,21 +504,24 @@ func treeSize(O, A, H int) float64 {
 // one depth with path probability ≥ ε number at most 1/ε, and depth 1 is
 // always expanded.
 func chooseEpsilon(O, A, H int, budget int64) float64 {
-	bound := func(eps float64) float64 {
-		n := float64(O)
-		for h := 2; h <= H; h++ {
-			n += math.Pow(float64(A), float64(h-1)) * math.Min(math.Pow(float64(O), float64(h)), 1/eps)
-		}
-		return n
-	}
 	eps := 1.0
 	for k := 0; k < 60; k++ {
-		if bound(eps/2) > float64(budget) {
+		if nodeBound(O, A, H, eps/2) > float64(budget) {
 			break
 		}
 		eps /= 2
 	}
 	return eps
+}
+
+// nodeBound is chooseEpsilon's bound on the nodes of the search with
+// threshold eps: |O| + Σ_{h≥2} |A|^{h−1}·min(|O|^h, 1/ε).
+func nodeBound(O, A, H int, eps float64) float64 {
+	n := float64(O)
+	for h := 2; h <= H; h++ {
+		n += math.Pow(float64(A), float64(h-1)) * math.Min(math.Pow(float64(O), float64(h)), 1/eps)
+	}
+	return n
 }
 
 // searchEpsilon returns the smallest pruning threshold ε = 2^−k whose

@@ -93,16 +93,23 @@ type planner struct {
 // ordinary action when the model has none).
 func endActions(m *estimate.Model) (endObs int, normal, end []int) {
 	endObs, endAct := lastIndex(m.ObsVocab, ingest.EndSymbol), lastIndex(m.ActVocab, ingest.EndSymbol)
-	for a := 0; a < m.NumActions; a++ {
-		if a != endAct {
-			normal = append(normal, a)
-		}
-	}
+	normal = allBut(m.NumActions, endAct)
 	end = normal
 	if endAct >= 0 {
 		end = []int{endAct}
 	}
 	return endObs, normal, end
+}
+
+// allBut lists 0..n−1 but skip (nil when none is left).
+func allBut(n, skip int) []int {
+	var xs []int
+	for i := 0; i < n; i++ {
+		if i != skip {
+			xs = append(xs, i)
+		}
+	}
+	return xs
 }
 
 // lastIndex is the index of the last occurrence of sym in vocab, −1 if
@@ -125,15 +132,23 @@ func newPlanner(m *estimate.Model, bonus *pessimism.Bonus, fz *estimate.Featuriz
 	p.shift, p.scale = m.RewardScale()
 	p.emax = maxEmission(m)
 	p.endObs, p.normal, p.end = endActions(m)
-	p.allowed = make([][]int, O)
-	for o := range p.allowed {
-		p.allowed[o] = p.normal
-		if o == p.endObs {
-			p.allowed[o] = p.end
-		}
-	}
+	p.allowed = p.allowedAfter(O)
 	p.allocDepths(slices.Max(append([]int{0}, bonus.Dims...)))
 	return p
+}
+
+// allowedAfter lists, for each of the O observations, the actions
+// allowed after it: p.end after the end observation, p.normal after any
+// other.
+func (p *planner) allowedAfter(O int) [][]int {
+	allowed := make([][]int, O)
+	for o := range allowed {
+		allowed[o] = p.normal
+		if o == p.endObs {
+			allowed[o] = p.end
+		}
+	}
+	return allowed
 }
 
 // allocDepths allocates the per-depth buffers (depths 0..H+1), with
@@ -532,18 +547,23 @@ func (p *planner) leafChild(o2 int, po float64, next []float64, leafBonus float6
 // in breadth-first order (parents before children, children in
 // observation order).
 func (p *planner) toPolicy() *Policy {
-	recs := p.arena
-	pol := &Policy{Horizon: p.H, Nodes: make([]Node, 0, len(recs))}
-	var queue []policyItem
-	for i := 0; i < len(recs); i += int(recs[i].size) {
-		queue = append(queue, policyItem{i, -1, 1})
-	}
+	pol := &Policy{Horizon: p.H, Nodes: make([]Node, 0, len(p.arena))}
+	queue := p.rootItems()
 	weights := make([]float64, p.A)
 	for len(queue) > 0 {
 		it := queue[0]
 		queue = p.addNode(pol, it, queue[1:], weights)
 	}
 	return pol
+}
+
+// rootItems returns the queue items of the step-1 subtrees' roots.
+func (p *planner) rootItems() []policyItem {
+	var queue []policyItem
+	for i := 0; i < len(p.arena); i += int(p.arena[i].size) {
+		queue = append(queue, policyItem{i, -1, 1})
+	}
+	return queue
 }
 
 // policyItem is an arena record waiting in toPolicy's queue: its index,

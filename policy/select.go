@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math"
@@ -217,10 +218,7 @@ func (sr *selector) setAlphas() error {
 	if !(sr.ae >= 0) || math.IsInf(sr.ae, 0) {
 		return fmt.Errorf("%w: evaluation alpha %v", ErrOptions, sr.ae)
 	}
-	sr.scale = sr.opts.PlanScale
-	if sr.scale == 0 {
-		sr.scale = 1
-	}
+	sr.scale = cmp.Or(sr.opts.PlanScale, 1)
 	if !(sr.scale > 0) || math.IsInf(sr.scale, 0) {
 		return fmt.Errorf("%w: plan scale %v", ErrOptions, sr.scale)
 	}
@@ -368,12 +366,7 @@ func runnerUpReason(b *strings.Builder, s *Selection, c Candidate) {
 // chosen one with the largest criterion (the first of equal ones), −1
 // when there is none.
 func runnerUp(s *Selection) int {
-	idx := make([]int, 0, len(s.Candidates))
-	for i, x := range s.Candidates {
-		if i != s.Chosen && !x.Saturated {
-			idx = append(idx, i)
-		}
-	}
+	idx := unsaturatedOthers(s)
 	sort.SliceStable(idx, func(i, j int) bool {
 		return s.Candidates[idx[i]].Cross.Criterion > s.Candidates[idx[j]].Cross.Criterion
 	})
@@ -381,6 +374,18 @@ func runnerUp(s *Selection) int {
 		return -1
 	}
 	return idx[0]
+}
+
+// unsaturatedOthers lists the unsaturated candidates other than the
+// chosen one, in order.
+func unsaturatedOthers(s *Selection) []int {
+	idx := make([]int, 0, len(s.Candidates))
+	for i, x := range s.Candidates {
+		if i != s.Chosen && !x.Saturated {
+			idx = append(idx, i)
+		}
+	}
+	return idx
 }
 
 // PlanScale is the factor that gives a bonus built on part episodes the

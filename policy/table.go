@@ -113,15 +113,23 @@ func (t *Table) parseIndex(s string) bool {
 	if err != nil || n < 1 || len(parts)-1 != t.r.NumRecords() {
 		return false
 	}
-	t.rows = n
-	for _, p := range parts[1:] {
+	first, ok := parseParents(parts[1:])
+	t.rows, t.first = n, first
+	return ok
+}
+
+// parseParents parses the index's parents of the batches' first rows,
+// which must never decrease.
+func parseParents(parts []string) ([]int64, bool) {
+	var first []int64
+	for _, p := range parts {
 		v, err := strconv.ParseInt(p, 10, 64)
-		if err != nil || (len(t.first) > 0 && v < t.first[len(t.first)-1]) {
-			return false
+		if err != nil || (len(first) > 0 && v < first[len(first)-1]) {
+			return first, false
 		}
-		t.first = append(t.first, v)
+		first = append(first, v)
 	}
-	return true
+	return first, true
 }
 
 // checkSchema checks the columns (schemaColumns) and sets t.col.
@@ -133,10 +141,7 @@ func (t *Table) checkSchema() error {
 
 // Close releases the file.
 func (t *Table) Close() error {
-	for _, b := range t.batches {
-		b.rec.Release()
-	}
-	t.batches = nil
+	t.releaseBatches()
 	if t.r != nil {
 		t.r.Close()
 		t.r = nil
@@ -147,6 +152,14 @@ func (t *Table) Close() error {
 		return err
 	}
 	return nil
+}
+
+// releaseBatches releases and drops the cached batches.
+func (t *Table) releaseBatches() {
+	for _, b := range t.batches {
+		b.rec.Release()
+	}
+	t.batches = nil
 }
 
 // batch reads record batch b (cached).
