@@ -98,28 +98,46 @@ type obsIndex struct {
 
 func newObsIndex(e []float64, S, O int) *obsIndex {
 	ix := &obsIndex{ord: make([]int32, O), emax: make([]float64, O), tail: make([]float64, (O+1)*S)}
+	mx := emissionMax(e, S, O)
+	ix.sortBy(mx)
+	ix.pos = make([]int32, O)
+	for i, o := range ix.ord {
+		ix.emax[i] = mx[o]
+		ix.pos[o] = int32(i)
+	}
+	ix.fillTail(e, S, O)
+	return ix
+}
+
+// sortBy sets ord to the observations by decreasing mx (ties by index).
+func (ix *obsIndex) sortBy(mx []float64) {
+	for o := range ix.ord {
+		ix.ord[o] = int32(o)
+	}
+	sort.SliceStable(ix.ord, func(i, j int) bool { return mx[ix.ord[i]] > mx[ix.ord[j]] })
+}
+
+// emissionMax returns max_s E(o|s) of each observation o of the S×O
+// emission table e.
+func emissionMax(e []float64, S, O int) []float64 {
 	mx := make([]float64, O)
 	for s := 0; s < S; s++ {
 		for o, x := range e[s*O : (s+1)*O] {
 			mx[o] = max(mx[o], x)
 		}
 	}
-	for o := range ix.ord {
-		ix.ord[o] = int32(o)
-	}
-	sort.SliceStable(ix.ord, func(i, j int) bool { return mx[ix.ord[i]] > mx[ix.ord[j]] })
-	ix.pos = make([]int32, O)
-	for i, o := range ix.ord {
-		ix.emax[i] = mx[o]
-		ix.pos[o] = int32(i)
-	}
+	return mx
+}
+
+// fillTail sets ix.tail from the emission table e, from the last
+// observation of ord back.
+func (ix *obsIndex) fillTail(e []float64, S, O int) {
 	for i := O - 1; i >= 0; i-- {
 		o := int(ix.ord[i])
 		for s := 0; s < S; s++ {
 			ix.tail[i*S+s] = ix.tail[(i+1)*S+s] + e[s*O+o]
 		}
 	}
-	return ix
 }
 
 // obsIndexes returns the observation index of every emission table
@@ -209,6 +227,19 @@ func (g *alphaSet) n(S int) int { return len(g.vec) / S }
 // best. Point-based backups give many points the same vector (the same
 // action and successor choices), most of all near the horizon.
 func (g *alphaSet) finish(S int) {
+	k := g.dedup(S)
+	g.vec, g.act = g.vec[:k*S], g.act[:k]
+	g.cols = make([]float64, k*S)
+	for i := 0; i < k; i++ {
+		for s := 0; s < S; s++ {
+			g.cols[s*k+i] = g.vec[i*S+s]
+		}
+	}
+}
+
+// dedup moves the vectors (and actions) not equal to an earlier one to
+// the front, in order, and returns their number.
+func (g *alphaSet) dedup(S int) int {
 	n := g.n(S)
 	seen := make(map[string]struct{}, n)
 	k := 0
@@ -223,13 +254,7 @@ func (g *alphaSet) finish(S int) {
 		g.act[k] = g.act[i]
 		k++
 	}
-	g.vec, g.act = g.vec[:k*S], g.act[:k]
-	g.cols = make([]float64, k*S)
-	for i := 0; i < k; i++ {
-		for s := 0; s < S; s++ {
-			g.cols[s*k+i] = g.vec[i*S+s]
-		}
-	}
+	return k
 }
 
 // rowwiseBest: sets of fewer vectors are valued by one dot product per
@@ -255,16 +280,35 @@ func (g *alphaSet) best(S int, u []float64, buf *[]float64) (float64, int) {
 		return math.Inf(-1), -1
 	}
 	if n < rowwiseBest {
-		bv, bi := math.Inf(-1), -1
-		for i := 0; i < len(g.vec); i += S {
-			if v := dot(g.vec[i:i+S], u); v > bv {
-				bv, bi = v, i/S
-			}
-		}
-		return bv, bi
+		return g.bestRowwise(S, u)
 	}
 	vals := grow(*buf, n)
 	*buf = vals
+	g.values(S, u, vals)
+	bi, bv := 0, vals[0]
+	for i, v := range vals {
+		if v > bv {
+			bi, bv = i, v
+		}
+	}
+	return bv, bi
+}
+
+// bestRowwise is best by one dot product per vector.
+func (g *alphaSet) bestRowwise(S int, u []float64) (float64, int) {
+	bv, bi := math.Inf(-1), -1
+	for i := 0; i < len(g.vec); i += S {
+		if v := dot(g.vec[i:i+S], u); v > bv {
+			bv, bi = v, i/S
+		}
+	}
+	return bv, bi
+}
+
+// values sets vals[i] to vec_i·u, accumulated coordinate by coordinate
+// over the columns (see best).
+func (g *alphaSet) values(S int, u, vals []float64) {
+	n := len(vals)
 	// 0 + x·c is x·c (up to the sign of a zero), so the first coordinate
 	// sets the values.
 	x := u[0]
@@ -278,13 +322,6 @@ func (g *alphaSet) best(S int, u []float64, buf *[]float64) (float64, int) {
 		}
 		blas64.Axpy(x, blas64.Vector{N: n, Inc: 1, Data: g.cols[s*n : (s+1)*n]}, blas64.Vector{N: n, Inc: 1, Data: vals})
 	}
-	bi, bv := 0, vals[0]
-	for i, v := range vals {
-		if v > bv {
-			bi, bv = i, v
-		}
-	}
-	return bv, bi
 }
 
 // beliefPlanner is the state of one belief-space plan.
@@ -308,13 +345,19 @@ func newBeliefPlanner(m *estimate.Model, bonus *pessimism.Bonus, points, workers
 	bp := &beliefPlanner{planner: newPlanner(m, bonus, fz), points: points, workers: workers}
 	bp.tab = stepTablesOf(m, bonus, fz.Clone())
 	if oix := obsIndexes(m); oix != nil {
-		for h := 1; h < len(bp.tab); h++ {
-			for a := range bp.tab[h] {
-				bp.tab[h][a].wide = oix[m.Table(h)][a]
-			}
-		}
+		bp.setIndexes(oix)
 	}
 	return bp, nil
+}
+
+// setIndexes gives each step table its emission table's observation
+// index oix[table][action].
+func (bp *beliefPlanner) setIndexes(oix [][]*obsIndex) {
+	for h := 1; h < len(bp.tab); h++ {
+		for a := range bp.tab[h] {
+			bp.tab[h][a].wide = oix[bp.m.Table(h)][a]
+		}
+	}
 }
 
 // stepTablesOf computes, per step and action, the reward vector and the
@@ -323,55 +366,106 @@ func newBeliefPlanner(m *estimate.Model, bonus *pessimism.Bonus, points, workers
 // ‖ψ̄̂‖²_{U_h⁻¹} = bᵀ T (FᵀU_h⁻¹F) Tᵀ b. fz is the model's Featurizer.
 func stepTablesOf(m *estimate.Model, bonus *pessimism.Bonus, fz *estimate.Featurizer) [][]stepTables {
 	H, S, A := m.Horizon, m.States, m.NumActions
-	shift, scale := m.RewardScale()
-	unit := make([]float64, S)
+	tb := &tableBuilder{m: m, bonus: bonus, fz: fz, rw: newStateRewards(m), unit: make([]float64, S),
+		Q: make([]float64, S*S), TQ: make([]float64, S*S), cols: make([][]float64, S)}
 	tab := make([][]stepTables, H+1)
-	Q := make([]float64, S*S)
-	TQ := make([]float64, S*S)
-	cols := make([][]float64, S)
 	for h := 1; h <= H; h++ {
 		tab[h] = make([]stepTables, A)
-		tt := m.Table(h)
 		for a := 0; a < A; a++ {
-			st := &tab[h][a]
-			st.t = m.Trans[tt][a*S*S : (a+1)*S*S]
-			st.e = m.EmitOf(tt, a) // the Compact form shares one table
-			st.r = make([]float64, S)
-			for s := range unit {
-				clear(unit)
-				unit[s] = 1
-				st.r[s] = (m.ExpectedReward(h, unit, a) - shift) * scale
-			}
-			if h == H {
-				continue
-			}
-			d := bonus.Dims[h]
-			for s := range cols {
-				clear(unit)
-				unit[s] = 1
-				cols[s] = make([]float64, d)
-				fz.Feature(h, unit, a, cols[s])
-			}
-			quadForm(bonus, h, cols, Q)
-			// m = T Q Tᵀ.
-			for s := 0; s < S; s++ {
-				for j := 0; j < S; j++ {
-					x := 0.0
-					for k := 0; k < S; k++ {
-						x += st.t[s*S+k] * Q[k*S+j]
-					}
-					TQ[s*S+j] = x
-				}
-			}
-			st.m = make([]float64, S*S)
-			for s := 0; s < S; s++ {
-				for s2 := 0; s2 < S; s2++ {
-					st.m[s*S+s2] = dot(TQ[s*S:(s+1)*S], st.t[s2*S:(s2+1)*S])
-				}
-			}
+			tb.build(h, a, &tab[h][a])
 		}
 	}
 	return tab
+}
+
+// tableBuilder holds the model and the scratch buffers of stepTablesOf.
+type tableBuilder struct {
+	m     *estimate.Model
+	bonus *pessimism.Bonus
+	fz    *estimate.Featurizer
+	rw    *stateRewards
+	unit  []float64
+	Q, TQ []float64 // FᵀU_h⁻¹F and T·Q, S×S
+	cols  [][]float64
+}
+
+// build fills st, the tables of step h and action a.
+func (tb *tableBuilder) build(h, a int, st *stepTables) {
+	m, S := tb.m, tb.m.States
+	tt := m.Table(h)
+	st.t = m.Trans[tt][a*S*S : (a+1)*S*S]
+	st.e = m.EmitOf(tt, a) // the Compact form shares one table
+	st.r = make([]float64, S)
+	tb.rw.of(h, a, st.r)
+	if h == m.Horizon {
+		return
+	}
+	tb.featureColumns(h, a)
+	quadForm(tb.bonus, h, tb.cols, tb.Q)
+	st.m = tb.sandwich(st.t)
+}
+
+// featureColumns sets tb.cols[s] to the feature F e_s of each state s
+// at step h under action a.
+func (tb *tableBuilder) featureColumns(h, a int) {
+	d := tb.bonus.Dims[h]
+	for s := range tb.cols {
+		clear(tb.unit)
+		tb.unit[s] = 1
+		tb.cols[s] = make([]float64, d)
+		tb.fz.Feature(h, tb.unit, a, tb.cols[s])
+	}
+}
+
+// sandwich returns m = T Q Tᵀ (S×S, row-major) for the transitions t
+// and tb.Q.
+func (tb *tableBuilder) sandwich(t []float64) []float64 {
+	S, TQ := tb.m.States, tb.TQ
+	matMul(t, tb.Q, TQ, S)
+	m := make([]float64, S*S)
+	for s := 0; s < S; s++ {
+		for s2 := 0; s2 < S; s2++ {
+			m[s*S+s2] = dot(TQ[s*S:(s+1)*S], t[s2*S:(s2+1)*S])
+		}
+	}
+	return m
+}
+
+// matMul sets c to the product a·b of S×S row-major matrices, each
+// entry summed over k in order.
+func matMul(a, b, c []float64, S int) {
+	for i := 0; i < S; i++ {
+		for j := 0; j < S; j++ {
+			x := 0.0
+			for k := 0; k < S; k++ {
+				x += a[i*S+k] * b[k*S+j]
+			}
+			c[i*S+j] = x
+		}
+	}
+}
+
+// stateRewards computes the rescaled expected rewards of single states.
+type stateRewards struct {
+	m            *estimate.Model
+	shift, scale float64
+	unit         []float64 // a point belief
+}
+
+// newStateRewards returns the rescaled rewards of m (RewardScale).
+func newStateRewards(m *estimate.Model) *stateRewards {
+	shift, scale := m.RewardScale()
+	return &stateRewards{m: m, shift: shift, scale: scale, unit: make([]float64, m.States)}
+}
+
+// of sets r[s] to the rescaled expected reward (R − shift)·scale of
+// action a at step h in each state s.
+func (sr *stateRewards) of(h, a int, r []float64) {
+	for s := range r {
+		clear(sr.unit)
+		sr.unit[s] = 1
+		r[s] = (sr.m.ExpectedReward(h, sr.unit, a) - sr.shift) * sr.scale
+	}
 }
 
 // quadForm writes Q = FᵀU_h⁻¹F (S×S) for the feature columns cols[s] =
@@ -384,13 +478,18 @@ func quadForm(bonus *pessimism.Bonus, h int, cols [][]float64, Q []float64) {
 	}
 	for s := 0; s < S; s++ {
 		for s2 := s + 1; s2 < S; s2++ {
-			for j := range x {
-				x[j] = cols[s][j] + cols[s2][j]
-			}
-			q := (bonus.StepNorm2(h, x) - Q[s*S+s] - Q[s2*S+s2]) / 2
+			q := (bonus.StepNorm2(h, sumInto(x, cols[s], cols[s2])) - Q[s*S+s] - Q[s2*S+s2]) / 2
 			Q[s*S+s2], Q[s2*S+s] = q, q
 		}
 	}
+}
+
+// sumInto sets x to a + b and returns it.
+func sumInto(x, a, b []float64) []float64 {
+	for j := range x {
+		x[j] = a[j] + b[j]
+	}
+	return x
 }
 
 // quad is bᵀ m b.
@@ -429,20 +528,7 @@ func appendBeliefKey(buf []byte, b []float64, end bool) []byte {
 func (p *beliefPlanner) buildPoints(ctx context.Context) error {
 	H, S := p.H, p.S
 	p.pts = make([][]bpoint, H+1)
-	first := make([]float64, p.O)
-	p.m.FirstObsProbs(first)
-	var cur []bpoint
-	for o, po := range first {
-		if po == 0 {
-			continue
-		}
-		b := make([]float64, S)
-		p.m.Prior(b)
-		p.m.ObserveFirst(b, o)
-		end := o == p.endObs
-		cur = append(cur, bpoint{b: b, w: po, end: end, key: beliefKey(b, end)})
-	}
-	p.pts[1] = p.capPoints(mergePoints(cur))
+	p.pts[1] = p.capPoints(mergePoints(p.firstPoints()))
 	pred := make([]float64, S)
 	next := make([]float64, S)
 	for h := 1; h < H; h++ {
@@ -453,25 +539,59 @@ func (p *beliefPlanner) buildPoints(ctx context.Context) error {
 		if cut > 0 {
 			p.capped = true
 		}
-		var cand []bpoint
-		for _, pt := range p.pts[h] {
-			for _, a := range p.acts(pt.end) {
-				st := &p.tab[h][a]
-				predict(st.t, pt.b, pred)
-				for o := 0; o < p.O; o++ {
-					z := unnorm(st.e, p.O, pred, o, next)
-					if z == 0 || pt.w*z < cut {
-						continue
-					}
-					normalize(next, z)
-					end := o == p.endObs
-					cand = append(cand, bpoint{b: append([]float64(nil), next...), w: pt.w * z, end: end, key: beliefKey(next, end)})
-				}
-			}
-		}
-		p.pts[h+1] = p.capPoints(mergePoints(cand))
+		p.pts[h+1] = p.capPoints(mergePoints(p.candidates(h, cut, pred, next)))
 	}
 	return nil
+}
+
+// candidates returns the successors of step h's points under every
+// allowed action whose path probability reaches cut (pred, next:
+// scratch of S).
+func (p *beliefPlanner) candidates(h int, cut float64, pred, next []float64) []bpoint {
+	var cand []bpoint
+	for _, pt := range p.pts[h] {
+		for _, a := range p.acts(pt.end) {
+			cand = p.successorPoints(h, pt, a, cut, pred, next, cand)
+		}
+	}
+	return cand
+}
+
+// firstPoints returns the step-1 beliefs, one per observation of
+// positive probability, weighted by it.
+func (p *beliefPlanner) firstPoints() []bpoint {
+	first := make([]float64, p.O)
+	p.m.FirstObsProbs(first)
+	var cur []bpoint
+	for o, po := range first {
+		if po == 0 {
+			continue
+		}
+		b := make([]float64, p.S)
+		p.m.Prior(b)
+		p.m.ObserveFirst(b, o)
+		end := o == p.endObs
+		cur = append(cur, bpoint{b: b, w: po, end: end, key: beliefKey(b, end)})
+	}
+	return cur
+}
+
+// successorPoints appends to cand the successors of point pt of step h
+// after action a whose path probability reaches cut, and returns it
+// (pred, next: scratch of length S).
+func (p *beliefPlanner) successorPoints(h int, pt bpoint, a int, cut float64, pred, next []float64, cand []bpoint) []bpoint {
+	st := &p.tab[h][a]
+	predict(st.t, pt.b, pred)
+	for o := 0; o < p.O; o++ {
+		z := unnorm(st.e, p.O, pred, o, next)
+		if z == 0 || pt.w*z < cut {
+			continue
+		}
+		normalize(next, z)
+		end := o == p.endObs
+		cand = append(cand, bpoint{b: append([]float64(nil), next...), w: pt.w * z, end: end, key: beliefKey(next, end)})
+	}
+	return cand
 }
 
 // candidateFactor: the forward expansion stores at most this many
@@ -486,17 +606,7 @@ func (p *beliefPlanner) candidateCutoff(h int, pred []float64) float64 {
 	var ws []float64
 	for _, pt := range p.pts[h] {
 		for _, a := range p.acts(pt.end) {
-			st := &p.tab[h][a]
-			predict(st.t, pt.b, pred)
-			for o := 0; o < p.O; o++ {
-				z := 0.0
-				for s2, x := range pred {
-					z += x * st.e[s2*p.O+o]
-				}
-				if z > 0 {
-					ws = append(ws, pt.w*z)
-				}
-			}
+			ws = p.candidateWeights(h, pt, a, pred, ws)
 		}
 	}
 	k := candidateFactor * p.points
@@ -505,6 +615,19 @@ func (p *beliefPlanner) candidateCutoff(h int, pred []float64) float64 {
 	}
 	sort.Sort(sort.Reverse(sort.Float64Slice(ws)))
 	return ws[k-1]
+}
+
+// candidateWeights appends to ws the path probabilities of the
+// successors of point pt after action a (pred: scratch of S).
+func (p *beliefPlanner) candidateWeights(h int, pt bpoint, a int, pred, ws []float64) []float64 {
+	st := &p.tab[h][a]
+	predict(st.t, pt.b, pred)
+	for o := 0; o < p.O; o++ {
+		if z := emitProb(st.e, p.O, pred, o); z > 0 {
+			ws = append(ws, pt.w*z)
+		}
+	}
+	return ws
 }
 
 func (p *beliefPlanner) acts(end bool) []int {
@@ -527,13 +650,18 @@ func mergePoints(c []bpoint) []bpoint {
 		idx[pt.key] = len(out)
 		out = append(out, pt)
 	}
+	sortPoints(out)
+	return out
+}
+
+// sortPoints sorts points by decreasing weight, then key.
+func sortPoints(out []bpoint) {
 	sort.Slice(out, func(i, j int) bool {
 		if out[i].w != out[j].w {
 			return out[i].w > out[j].w
 		}
 		return out[i].key < out[j].key
 	})
-	return out
 }
 
 // capPoints keeps the first p.points points, noting when it drops some.
@@ -551,24 +679,31 @@ func (p *beliefPlanner) capPoints(c []bpoint) []bpoint {
 // policy's value depends on.
 func (p *beliefPlanner) enrich(reached [][]bpoint) {
 	for h := 1; h <= p.H && h < len(reached); h++ {
-		pol := mergePoints(reached[h])
-		if len(pol) > p.points/2 {
-			pol = pol[:p.points/2]
-		}
-		seen := make(map[string]bool, len(pol))
-		for _, pt := range pol {
-			seen[pt.key] = true
-		}
-		for _, pt := range p.pts[h] {
-			if len(pol) >= p.points {
-				break
-			}
-			if !seen[pt.key] {
-				pol = append(pol, pt)
-			}
-		}
-		p.pts[h] = pol
+		p.pts[h] = p.enrichStep(h, reached[h])
 	}
+}
+
+// enrichStep returns step h's points: up to half of them the policy's
+// reached beliefs, most probable first, then the current points not
+// among them.
+func (p *beliefPlanner) enrichStep(h int, reached []bpoint) []bpoint {
+	pol := mergePoints(reached)
+	if len(pol) > p.points/2 {
+		pol = pol[:p.points/2]
+	}
+	seen := make(map[string]bool, len(pol))
+	for _, pt := range pol {
+		seen[pt.key] = true
+	}
+	for _, pt := range p.pts[h] {
+		if len(pol) >= p.points {
+			break
+		}
+		if !seen[pt.key] {
+			pol = append(pol, pt)
+		}
+	}
+	return pol
 }
 
 // predict writes pred[s'] = Σ_s b[s] t[s*S+s'].
@@ -626,12 +761,18 @@ func newBackupScratch(S, O int) *backupScratch {
 	return &backupScratch{pred: make([]float64, S), u: make([]float64, S), z: make([]float64, S), mb: make([]float64, S), choice: make([]int, O)}
 }
 
+// class is the α-set class of a belief after an observation: 1 after
+// the end symbol, 0 after an ordinary one.
+func class(end bool) int {
+	if end {
+		return 1
+	}
+	return 0
+}
+
 // successor returns the α-set that values the belief after observation o.
 func (p *beliefPlanner) successor(h, o int) *alphaSet {
-	c := 0
-	if o == p.endObs {
-		c = 1
-	}
+	c := class(o == p.endObs)
 	g := &p.gamma[h+1][c]
 	if len(g.vec) == 0 {
 		g = &p.gamma[h+1][1-c]
@@ -654,6 +795,13 @@ func (p *beliefPlanner) qValue(h int, b []float64, a int, sc *backupScratch) flo
 		v -= p.kappa * quad(st.m, b)
 	}
 	predict(st.t, b, sc.pred)
+	return p.addLookahead(h, st, sc, v)
+}
+
+// addLookahead adds to v, observation by observation, the value of the
+// best successor vector at each unnormalised successor of the
+// prediction sc.pred, recording the choices in sc.choice.
+func (p *beliefPlanner) addLookahead(h int, st *stepTables, sc *backupScratch, v float64) float64 {
 	for o := 0; o < p.O; o++ {
 		sc.choice[o] = -1
 		if unnorm(st.e, p.O, sc.pred, o, sc.u) == 0 {
@@ -676,84 +824,149 @@ func (p *beliefPlanner) qValue(h int, b []float64, a int, sc *backupScratch) flo
 // (action, observation) pairs are shared among workers and summed in a
 // fixed order, so the result does not depend on the worker count.
 func (p *beliefPlanner) backupStep(ctx context.Context, h int) error {
-	pts := p.pts[h]
-	n, S, O, A := len(pts), p.S, p.O, p.A
-	// q[a*n+i]: lookahead value of action a at point i (−Inf if not allowed).
-	q := make([]float64, A*n)
-	choice := make([]int32, A*O*n) // [(a*O+o)*n+i]: chosen successor vector, −1 if none
-	for i := range choice {
-		choice[i] = -1
-	}
-	allowed := make([]bool, A*n)
-	for i, pt := range pts {
-		for _, a := range p.acts(pt.end) {
-			allowed[a*n+i] = true
-		}
-	}
-	preds := make([]float64, A*n*S)
-	for a := 0; a < A; a++ {
-		st := &p.tab[h][a]
-		for i, pt := range pts {
-			if !allowed[a*n+i] {
-				q[a*n+i] = math.Inf(-1)
-				continue
-			}
-			v := dot(st.r, pt.b)
-			if h < p.H {
-				if p.kappa > 0 {
-					v -= p.kappa * quad(st.m, pt.b)
-				}
-				predict(st.t, pt.b, preds[(a*n+i)*S:(a*n+i+1)*S])
-			}
-			q[a*n+i] = v
-		}
-	}
+	sb := p.newStepBackup(h)
+	p.immediateValues(sb)
 	if h < p.H {
-		best := make([]float64, A*O*n)
-		err := parallel.ForWith(ctx, A*O, p.workers, func() *gemmBuf { return &gemmBuf{} }, func(buf *gemmBuf, j int) error {
-			a, o := j/O, j%O
-			p.valueSuccessors(h, a, o, preds[a*n*S:(a+1)*n*S], allowed[a*n:(a+1)*n], best[j*n:(j+1)*n], choice[j*n:(j+1)*n], buf)
-			return nil
-		})
-		if err != nil {
+		if err := p.addSuccessorValues(ctx, sb); err != nil {
 			return err
 		}
-		for a := 0; a < A; a++ {
-			for o := 0; o < O; o++ {
-				for i, c := range choice[(a*O+o)*n : (a*O+o+1)*n] {
-					if c >= 0 {
-						q[a*n+i] += best[(a*O+o)*n+i]
-					}
+	}
+	p.gamma[h] = p.alphaVectors(sb)
+	p.backups += int64(sb.n * len(p.normal))
+	return nil
+}
+
+// stepBackup is backupStep's state: the step's n points and, per action
+// and point, the lookahead values, chosen successor vectors and
+// predictions.
+type stepBackup struct {
+	h, n    int
+	pts     []bpoint
+	q       []float64 // q[a*n+i]: lookahead value of action a at point i (−Inf if not allowed)
+	choice  []int32   // [(a*O+o)*n+i]: chosen successor vector, −1 if none
+	allowed []bool    // [a*n+i]: action a is allowed at point i
+	preds   []float64 // [(a*n+i)*S+s]: prediction of point i after action a
+}
+
+// newStepBackup returns the backup state of step h, with no successor
+// vector chosen yet.
+func (p *beliefPlanner) newStepBackup(h int) *stepBackup {
+	pts := p.pts[h]
+	n, S, O, A := len(pts), p.S, p.O, p.A
+	sb := &stepBackup{h: h, n: n, pts: pts, q: make([]float64, A*n), choice: make([]int32, A*O*n),
+		allowed: make([]bool, A*n), preds: make([]float64, A*n*S)}
+	for i := range sb.choice {
+		sb.choice[i] = -1
+	}
+	p.allow(sb)
+	return sb
+}
+
+// allow marks in sb.allowed the actions allowed at each point.
+func (p *beliefPlanner) allow(sb *stepBackup) {
+	for i, pt := range sb.pts {
+		for _, a := range p.acts(pt.end) {
+			sb.allowed[a*sb.n+i] = true
+		}
+	}
+}
+
+// immediateValues sets the lookahead value of every allowed (action,
+// point) to its rescaled reward minus κ times the bonus term and, before
+// step H, the point's prediction after the action.
+func (p *beliefPlanner) immediateValues(sb *stepBackup) {
+	n, S := sb.n, p.S
+	for a := 0; a < p.A; a++ {
+		st := &p.tab[sb.h][a]
+		for i, pt := range sb.pts {
+			if !sb.allowed[a*n+i] {
+				sb.q[a*n+i] = math.Inf(-1)
+				continue
+			}
+			sb.q[a*n+i] = p.immediateValue(sb.h, st, pt.b, sb.preds[(a*n+i)*S:(a*n+i+1)*S])
+		}
+	}
+}
+
+// immediateValue is the rescaled reward of the action of tables st at
+// belief b minus κ times the bonus term, and sets pred to b's
+// prediction (before step H).
+func (p *beliefPlanner) immediateValue(h int, st *stepTables, b, pred []float64) float64 {
+	v := dot(st.r, b)
+	if h < p.H {
+		if p.kappa > 0 {
+			v -= p.kappa * quad(st.m, b)
+		}
+		predict(st.t, b, pred)
+	}
+	return v
+}
+
+// addSuccessorValues values every (action, observation)'s successors on
+// the workers (valueSuccessors) and adds the chosen vectors' values to
+// the lookahead values, observation by observation.
+func (p *beliefPlanner) addSuccessorValues(ctx context.Context, sb *stepBackup) error {
+	n, S, O, A := sb.n, p.S, p.O, p.A
+	best := make([]float64, A*O*n)
+	err := parallel.ForWith(ctx, A*O, p.workers, func() *gemmBuf { return &gemmBuf{} }, func(buf *gemmBuf, j int) error {
+		a, o := j/O, j%O
+		p.valueSuccessors(sb.h, a, o, sb.preds[a*n*S:(a+1)*n*S], sb.allowed[a*n:(a+1)*n], best[j*n:(j+1)*n], sb.choice[j*n:(j+1)*n], buf)
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	sb.addChosen(best, A, O)
+	return nil
+}
+
+// addChosen adds best[(a*O+o)*n+i], the value of the chosen successor
+// vector, to the lookahead value of (a, i), observation by observation.
+func (sb *stepBackup) addChosen(best []float64, A, O int) {
+	n := sb.n
+	for a := 0; a < A; a++ {
+		for o := 0; o < O; o++ {
+			for i, c := range sb.choice[(a*O+o)*n : (a*O+o+1)*n] {
+				if c >= 0 {
+					sb.q[a*n+i] += best[(a*O+o)*n+i]
 				}
 			}
 		}
 	}
+}
+
+// alphaVectors returns the α-sets of the step, per class (ordinary, end
+// observation): the α-vector of each point's best action.
+func (p *beliefPlanner) alphaVectors(sb *stepBackup) [2]alphaSet {
 	var g [2]alphaSet
-	vec := make([]float64, S)
-	sc := newBackupScratch(S, O)
-	for i, pt := range pts {
-		bestA, bestV := -1, math.Inf(-1)
-		for _, a := range p.acts(pt.end) {
-			if v := q[a*n+i]; v > bestV {
-				bestA, bestV = a, v
-			}
-		}
-		for o := 0; o < O; o++ {
-			sc.choice[o] = int(choice[(bestA*O+o)*n+i])
-		}
-		p.vector(h, pt.b, bestA, sc, vec)
-		c := 0
-		if pt.end {
-			c = 1
-		}
+	vec := make([]float64, p.S)
+	sc := newBackupScratch(p.S, p.O)
+	for i, pt := range sb.pts {
+		bestA := p.pointVector(sb, i, sc, vec)
+		c := class(pt.end)
 		g[c].vec = append(g[c].vec, vec...)
 		g[c].act = append(g[c].act, bestA)
 	}
-	g[0].finish(S)
-	g[1].finish(S)
-	p.gamma[h] = g
-	p.backups += int64(n * len(p.normal))
-	return nil
+	g[0].finish(p.S)
+	g[1].finish(p.S)
+	return g
+}
+
+// pointVector writes into vec the α-vector of point i's best allowed
+// action (ties to the first) and returns that action.
+func (p *beliefPlanner) pointVector(sb *stepBackup, i int, sc *backupScratch, vec []float64) int {
+	n, O, pt := sb.n, p.O, sb.pts[i]
+	bestA, bestV := -1, math.Inf(-1)
+	for _, a := range p.acts(pt.end) {
+		if v := sb.q[a*n+i]; v > bestV {
+			bestA, bestV = a, v
+		}
+	}
+	for o := 0; o < O; o++ {
+		sc.choice[o] = int(sb.choice[(bestA*O+o)*n+i])
+	}
+	p.vector(sb.h, pt.b, bestA, sc, vec)
+	return bestA
 }
 
 // gemmBuf is one worker's buffers for valueSuccessors.
@@ -764,7 +977,7 @@ type gemmBuf struct{ u, v, z []float64 }
 // the successor α-set: best[i] = max_k vec_k·u_i, choice[i] = k (−1 when
 // P(o | b_i, a) = 0 or a is not allowed at i).
 func (p *beliefPlanner) valueSuccessors(h, a, o int, preds []float64, allowed []bool, best []float64, choice []int32, buf *gemmBuf) {
-	n, S, O := len(allowed), p.S, p.O
+	n, S := len(allowed), p.S
 	e := p.tab[h][a].e
 	g := p.successor(h, o)
 	m := g.n(S)
@@ -774,7 +987,20 @@ func (p *beliefPlanner) valueSuccessors(h, a, o int, preds []float64, allowed []
 	buf.u = grow(buf.u, n*S)
 	buf.z = grow(buf.z, n)
 	buf.v = grow(buf.v, n*m)
-	for i := 0; i < n; i++ {
+	buf.successors(e, p.O, o, preds, allowed)
+	blas64.Gemm(blas.NoTrans, blas.Trans, 1,
+		blas64.General{Rows: n, Cols: S, Stride: S, Data: buf.u},
+		blas64.General{Rows: m, Cols: S, Stride: S, Data: g.vec},
+		0, blas64.General{Rows: n, Cols: m, Stride: m, Data: buf.v})
+	buf.pickBest(m, best, choice)
+}
+
+// successors sets the rows of buf.u to the unnormalised successors after
+// observation o (emissions e over O observations) of the predictions
+// preds, row by row, and buf.z to their masses (0 where not allowed).
+func (buf *gemmBuf) successors(e []float64, O, o int, preds []float64, allowed []bool) {
+	S := len(e) / O // e is S×O
+	for i := range allowed {
 		u := buf.u[i*S : (i+1)*S]
 		if !allowed[i] {
 			clear(u)
@@ -783,23 +1009,31 @@ func (p *beliefPlanner) valueSuccessors(h, a, o int, preds []float64, allowed []
 		}
 		buf.z[i] = unnorm(e, O, preds[i*S:(i+1)*S], o, u)
 	}
-	blas64.Gemm(blas.NoTrans, blas.Trans, 1,
-		blas64.General{Rows: n, Cols: S, Stride: S, Data: buf.u},
-		blas64.General{Rows: m, Cols: S, Stride: S, Data: g.vec},
-		0, blas64.General{Rows: n, Cols: m, Stride: m, Data: buf.v})
-	for i := 0; i < n; i++ {
-		if buf.z[i] == 0 {
+}
+
+// pickBest sets best[i] and choice[i] to the largest value of row i of
+// buf.v (m values) and its first index, for every successor of positive
+// mass.
+func (buf *gemmBuf) pickBest(m int, best []float64, choice []int32) {
+	for i, z := range buf.z {
+		if z == 0 {
 			continue
 		}
 		row := buf.v[i*m : (i+1)*m]
-		bi := 0
-		for k, x := range row {
-			if x > row[bi] {
-				bi = k
-			}
-		}
+		bi := firstMax(row)
 		best[i], choice[i] = row[bi], int32(bi)
 	}
+}
+
+// firstMax is the index of the first largest value of row.
+func firstMax(row []float64) int {
+	bi := 0
+	for k, x := range row {
+		if x > row[bi] {
+			bi = k
+		}
+	}
+	return bi
 }
 
 func grow(x []float64, n int) []float64 {
@@ -816,21 +1050,25 @@ func grow(x []float64, n int) []float64 {
 // the tangent is exact at b).
 func (p *beliefPlanner) vector(h int, b []float64, a int, sc *backupScratch, vec []float64) {
 	st := &p.tab[h][a]
-	S, O := p.S, p.O
+	S := p.S
 	copy(vec, st.r)
 	if h == p.H {
 		return
 	}
 	if p.kappa > 0 {
 		// tangent of bᵀmb at b on the simplex: (2mb − bᵀmb·1)·x.
-		for s := 0; s < S; s++ {
-			sc.mb[s] = dot(st.m[s*S:(s+1)*S], b)
-		}
-		q := dot(sc.mb, b)
-		for s := range vec {
-			vec[s] -= p.kappa * (2*sc.mb[s] - q)
-		}
+		subtractTangent(st.m, b, sc.mb, p.kappa, vec)
 	}
+	z := p.successorSum(h, st, sc)
+	for s := 0; s < S; s++ {
+		vec[s] += dot(st.t[s*S:(s+1)*S], z)
+	}
+}
+
+// successorSum returns sc.z set to Σ_o E(o|·)∘α_o over s_{h+1}, α_o the
+// successor vector sc.choice chose for observation o.
+func (p *beliefPlanner) successorSum(h int, st *stepTables, sc *backupScratch) []float64 {
+	S, O := p.S, p.O
 	z := sc.z
 	clear(z)
 	for o := 0; o < O; o++ {
@@ -843,9 +1081,7 @@ func (p *beliefPlanner) vector(h int, b []float64, a int, sc *backupScratch, vec
 			z[s2] += st.e[s2*O+o] * av[s2]
 		}
 	}
-	for s := 0; s < S; s++ {
-		vec[s] += dot(st.t[s*S:(s+1)*S], z)
-	}
+	return z
 }
 
 // backward runs the backups from step H to step 1.
@@ -885,11 +1121,7 @@ func (p *beliefPlanner) lookaheadCost(h int) int {
 // point-based policy), falling back on the lookahead when the class has
 // no vector.
 func (p *beliefPlanner) vectorAction(h int, b []float64, end bool, sc *backupScratch) int {
-	c := 0
-	if end {
-		c = 1
-	}
-	g := &p.gamma[h][c]
+	g := &p.gamma[h][class(end)]
 	if _, i := g.best(p.S, b, &sc.vals); i >= 0 {
 		return g.act[i]
 	}

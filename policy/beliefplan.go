@@ -70,72 +70,132 @@ func beliefPlan(ctx context.Context, m *estimate.Model, bonus *pessimism.Bonus, 
 	if points < 0 || rows < 0 {
 		return nil, fmt.Errorf("%w: belief points %d, row budget %d", ErrOptions, points, rows)
 	}
-	bp, err := newBeliefPlanner(m, bonus, points, workers)
+	bp, ft, err := prepareBeliefPlan(ctx, m, bonus, points, workers)
 	if err != nil {
 		return nil, err
 	}
-	if err := bp.buildPoints(ctx); err != nil {
-		return nil, err
-	}
-	ft, err := newFallbackTables(m, bonus)
+	best, err := bp.rounds(ctx, ft, rows)
 	if err != nil {
 		return nil, err
 	}
-	alpha := bonus.Alpha
-	x0 := 0.0
-	if alpha > 0 {
-		x0 = 1 / (alpha * alpha)
-	}
-	var best *Policy
-	var bestV tval
-	var bestGamma [][2]alphaSet
-	enriched := false
-	bestEps, bestX := 0.0, 0.0
-	for round := 0; round < tangentRounds; round++ {
-		bp.kappa = tangentSlope(alpha, x0)
-		if err := bp.backward(ctx); err != nil {
-			return nil, err
-		}
-		tw := newTableWalker(bp, ft)
-		if bp.capped && !enriched {
-			tw.reached = make([][]bpoint, bp.H+1)
-		}
-		pol, v, eps, err := tw.table(ctx, min(rows, roundRows))
-		if err != nil {
-			return nil, err
-		}
-		if best == nil || v.r-v.b > bestV.r-bestV.b {
-			best, bestV, bestEps, bestX = pol, v, eps, x0
-			bestGamma = bp.gamma
-		}
-		converged := alpha == 0 || math.Abs(v.sum-x0) <= 1e-3*x0
-		if converged && tw.reached == nil {
-			break
-		}
-		if tw.reached != nil {
-			bp.enrich(tw.reached)
-			enriched = true
-		}
-		if !converged {
-			x0 = v.sum
-		}
-	}
-	if rows > roundRows && (bestEps > 0 || bestV.out > 0) {
-		// The rounds were compared on tables of roundRows rows; the
-		// chosen one gets its table within the full budget.
-		bp.gamma, bp.kappa = bestGamma, tangentSlope(alpha, bestX)
-		pol, v, eps, err := newTableWalker(bp, ft).table(ctx, rows)
-		if err != nil {
-			return nil, err
-		}
-		best, bestV, bestEps = pol, v, eps
+	if err := bp.fullTable(ctx, ft, rows, &best); err != nil {
+		return nil, err
 	}
 	ub, err := bp.upperBound(ctx, ft)
 	if err != nil {
 		return nil, err
 	}
-	bp.stats(st, points, best, bestV, bestEps, bestX, ub)
+	bp.stats(st, points, best.pol, best.v, best.eps, best.x0, ub)
+	return best.pol, nil
+}
+
+// prepareBeliefPlan returns the belief planner of m, with its belief
+// points built, and the fallback stand-in tables.
+func prepareBeliefPlan(ctx context.Context, m *estimate.Model, bonus *pessimism.Bonus, points, workers int) (*beliefPlanner, *fallbackTables, error) {
+	bp, err := newBeliefPlanner(m, bonus, points, workers)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := bp.buildPoints(ctx); err != nil {
+		return nil, nil, err
+	}
+	ft, err := newFallbackTables(m, bonus)
+	if err != nil {
+		return nil, nil, err
+	}
+	return bp, ft, nil
+}
+
+// planRound is a tangent round's outcome: the policy, its root values,
+// the α-sets it was planned with, its table's threshold and the tangent
+// point.
+type planRound struct {
+	pol     *Policy
+	v       tval
+	gamma   [][2]alphaSet
+	eps, x0 float64
+}
+
+// rounds runs the tangent rounds (see beliefPlan), comparing them on
+// tables of at most roundRows rows, and returns the best round (ties to
+// the first).
+func (bp *beliefPlanner) rounds(ctx context.Context, ft *fallbackTables, rows int64) (planRound, error) {
+	alpha := bp.bonus.Alpha
+	x0 := saturationPoint(alpha)
+	var best planRound
+	enriched := false
+	for round := 0; round < tangentRounds; round++ {
+		r, reached, err := bp.round(ctx, ft, x0, min(rows, roundRows), bp.capped && !enriched)
+		if err != nil {
+			return planRound{}, err
+		}
+		best.keepBetter(r)
+		converged := alpha == 0 || math.Abs(r.v.sum-x0) <= 1e-3*x0
+		if converged && reached == nil {
+			break
+		}
+		if reached != nil {
+			bp.enrich(reached)
+			enriched = true
+		}
+		if !converged {
+			x0 = r.v.sum
+		}
+	}
 	return best, nil
+}
+
+// saturationPoint is 1/α², where g(x) = min{α√x, 1} saturates (0 when
+// α is 0): the first round's tangent point.
+func saturationPoint(alpha float64) float64 {
+	if alpha > 0 {
+		return 1 / (alpha * alpha)
+	}
+	return 0
+}
+
+// keepBetter replaces the round best by r when best is none yet or r's
+// value r − b is larger.
+func (best *planRound) keepBetter(r planRound) {
+	if best.pol == nil || r.v.r-r.v.b > best.v.r-best.v.b {
+		*best = r
+	}
+}
+
+// round plans with the tangent at x0 and builds the policy's table
+// within rows rows; with collect set it also returns the beliefs the
+// table's nodes reach, per step.
+func (bp *beliefPlanner) round(ctx context.Context, ft *fallbackTables, x0 float64, rows int64, collect bool) (planRound, [][]bpoint, error) {
+	bp.kappa = tangentSlope(bp.bonus.Alpha, x0)
+	if err := bp.backward(ctx); err != nil {
+		return planRound{}, nil, err
+	}
+	tw := newTableWalker(bp, ft)
+	if collect {
+		tw.reached = make([][]bpoint, bp.H+1)
+	}
+	pol, v, eps, err := tw.table(ctx, rows)
+	if err != nil {
+		return planRound{}, nil, err
+	}
+	return planRound{pol: pol, v: v, gamma: bp.gamma, eps: eps, x0: x0}, tw.reached, nil
+}
+
+// fullTable rebuilds the table of round best within the full row
+// budget when that one held less than the whole tree: the rounds were
+// compared on tables of roundRows rows; the chosen one gets its table
+// within the full budget.
+func (bp *beliefPlanner) fullTable(ctx context.Context, ft *fallbackTables, rows int64, best *planRound) error {
+	if !(rows > roundRows && (best.eps > 0 || best.v.out > 0)) {
+		return nil
+	}
+	bp.gamma, bp.kappa = best.gamma, tangentSlope(bp.bonus.Alpha, best.x0)
+	pol, v, eps, err := newTableWalker(bp, ft).table(ctx, rows)
+	if err != nil {
+		return err
+	}
+	best.pol, best.v, best.eps = pol, v, eps
+	return nil
 }
 
 // stats records the plan's figures in st: the policy best of value v,
@@ -180,63 +240,117 @@ const roundRows = 100_000
 // value (Hauskrecht 2000, "Value-function approximations for partially
 // observable Markov decision processes", JAIR 13).
 func (p *beliefPlanner) upperBound(ctx context.Context, ft *fallbackTables) (float64, error) {
-	H, S, O := p.H, p.S, p.O
-	type ubSet struct {
-		b    [][]float64
-		gain []float64 // v_i − corner·b_i (< 0 kept only)
-	}
-	sets := make([]ubSet, H+2)
-	rr, vm, base := p.boundRewards(ft)
-	interp := func(h int, b []float64) float64 {
-		if h > H {
-			return 0
-		}
-		c := dot(vm[h], b)
-		best := c
-		for i, bi := range sets[h].b {
-			phi := math.Inf(1)
-			for s, x := range bi {
-				if x > 0 {
-					phi = min(phi, b[s]/x)
-				}
-			}
-			best = min(best, c+phi*sets[h].gain[i])
-		}
-		return best
-	}
-	pred := make([]float64, S)
-	next := make([]float64, S)
-	for h := H; h >= 1; h-- {
+	sw, base := p.newSawtooth(ft)
+	for h := p.H; h >= 1; h-- {
 		if err := ctx.Err(); err != nil {
 			return 0, err
 		}
 		pts := p.pts[h]
-		n := min(len(pts), boundPoints)
-		for i := 0; i < n; i++ {
-			b := pts[i].b
-			v := math.Inf(-1)
-			for a := 0; a < p.A; a++ {
-				st := &p.tab[h][a]
-				q := dot(rr[h][a], b)
-				if h < H {
-					predict(st.t, b, pred)
-					for o := 0; o < O; o++ {
-						if z := correct(st.e, O, pred, o, next); z > 0 {
-							q += z * interp(h+1, next)
-						}
-					}
-				}
-				v = max(v, q)
-			}
-			if g := v - dot(vm[h], b); g < 0 {
-				sets[h].b = append(sets[h].b, b)
-				sets[h].gain = append(sets[h].gain, g)
+		for i := 0; i < min(len(pts), boundPoints); i++ {
+			p.addSawtoothPoint(sw, h, pts[i].b)
+		}
+	}
+	return p.rootUpper(sw) - base, nil
+}
+
+// newSawtooth returns the sawtooth with the relaxed rewards and corner
+// values of boundRewards and no point yet, and the bound's constant base.
+func (p *beliefPlanner) newSawtooth(ft *fallbackTables) (*sawtooth, float64) {
+	H, S := p.H, p.S
+	sw := &sawtooth{H: H, sets: make([]ubSet, H+2), pred: make([]float64, S), next: make([]float64, S)}
+	var base float64
+	sw.rr, sw.vm, base = p.boundRewards(ft)
+	return sw, base
+}
+
+// addSawtoothPoint backs up the relaxed value at point b of step h and
+// keeps the point when the value is below the corners' interpolation.
+func (p *beliefPlanner) addSawtoothPoint(sw *sawtooth, h int, b []float64) {
+	v := p.upperBackup(sw, h, b)
+	if g := v - dot(sw.vm[h], b); g < 0 {
+		sw.sets[h].b = append(sw.sets[h].b, b)
+		sw.sets[h].gain = append(sw.sets[h].gain, g)
+	}
+}
+
+// sawtooth is upperBound's state: the relaxed rewards rr[h][a] and the
+// corner values vm[h] (boundRewards), and per step the points whose
+// upper value is below the corners' interpolation.
+type sawtooth struct {
+	H          int
+	rr         [][][]float64
+	vm         [][]float64
+	sets       []ubSet
+	pred, next []float64 // scratch
+}
+
+// ubSet is one step's sawtooth points.
+type ubSet struct {
+	b    [][]float64
+	gain []float64 // v_i − corner·b_i (< 0 kept only)
+}
+
+// interp is the sawtooth upper value at belief b over s_h (0 past step
+// H): the corners' value, lowered by each kept point's gain in
+// proportion to its weight at b.
+func (sw *sawtooth) interp(h int, b []float64) float64 {
+	if h > sw.H {
+		return 0
+	}
+	c := dot(sw.vm[h], b)
+	best := c
+	for i, bi := range sw.sets[h].b {
+		best = min(best, c+sawtoothWeight(b, bi)*sw.sets[h].gain[i])
+	}
+	return best
+}
+
+// sawtoothWeight is the weight of the kept point bi at belief b,
+// min_s b(s)/bi(s) over bi's support.
+func sawtoothWeight(b, bi []float64) float64 {
+	phi := math.Inf(1)
+	for s, x := range bi {
+		if x > 0 {
+			phi = min(phi, b[s]/x)
+		}
+	}
+	return phi
+}
+
+// upperBackup is the relaxed problem's backed-up value at belief b over
+// s_h: the best action's relaxed reward plus, before step H, the
+// sawtooth values of its successors.
+func (p *beliefPlanner) upperBackup(sw *sawtooth, h int, b []float64) float64 {
+	v := math.Inf(-1)
+	for a := 0; a < p.A; a++ {
+		v = max(v, p.upperQ(sw, h, a, b))
+	}
+	return v
+}
+
+// upperQ is upperBackup's value of action a: its relaxed reward at b
+// plus, before step H, its successors' sawtooth values.
+func (p *beliefPlanner) upperQ(sw *sawtooth, h, a int, b []float64) float64 {
+	O := p.O
+	st := &p.tab[h][a]
+	q := dot(sw.rr[h][a], b)
+	if h < p.H {
+		predict(st.t, b, sw.pred)
+		for o := 0; o < O; o++ {
+			if z := correct(st.e, O, sw.pred, o, sw.next); z > 0 {
+				q += z * sw.interp(h+1, sw.next)
 			}
 		}
 	}
-	first := make([]float64, O)
+	return q
+}
+
+// rootUpper is the sawtooth upper value of the root: Σ_o P(o_1 = o)
+// times the value at the step-1 belief after o.
+func (p *beliefPlanner) rootUpper(sw *sawtooth) float64 {
+	first := make([]float64, p.O)
 	p.m.FirstObsProbs(first)
-	b := make([]float64, S)
+	b := make([]float64, p.S)
 	ub := 0.0
 	for o, po := range first {
 		if po == 0 {
@@ -244,9 +358,9 @@ func (p *beliefPlanner) upperBound(ctx context.Context, ft *fallbackTables) (flo
 		}
 		p.m.Prior(b)
 		p.m.ObserveFirst(b, o)
-		ub += po * interp(1, b)
+		ub += po * sw.interp(1, b)
 	}
-	return ub - base, nil
+	return ub
 }
 
 // boundRewards returns the per-step rewards of the relaxed problem whose
@@ -264,6 +378,25 @@ func (p *beliefPlanner) upperBound(ctx context.Context, ft *fallbackTables) (flo
 // relaxed step reward (r − c·ℓ)·b is linear in the belief, so its optimal
 // value function is convex and the sawtooth bound applies.
 func (p *beliefPlanner) boundRewards(ft *fallbackTables) (rr [][][]float64, vm [][]float64, base float64) {
+	L := p.quadMaxSum()
+	// Every trajectory also has Σ ≥ Σ_lo = Σ_0 + Lmin, Lmin = Σ_{h≥1}
+	// min_a min_{b∈Δ} bᵀm_{h,a}b: the chord over [Σ_lo, Σ_0 + L] is a
+	// tighter lower bound of g there (g is concave), and the constant
+	// g(Σ_lo) − c·Lmin replaces g(Σ_0) (see upperBound).
+	Lmin := min(p.quadMinSum(), L)
+	c := 0.0
+	lo, hi := p.bonus.Root+Lmin, p.bonus.Root+L
+	if hi > lo {
+		c = (p.bonus.Value(hi) - p.bonus.Value(lo)) / (hi - lo)
+	}
+	base = p.bonus.Value(lo) - c*Lmin
+	rr = p.relaxedRewards(c)
+	return rr, p.cornerValues(rr), base
+}
+
+// quadMaxSum is L = Σ_{1≤h<H} max_{a,s} (m_{h,a})_{ss}, the most the
+// step terms past step 0 sum to on any trajectory.
+func (p *beliefPlanner) quadMaxSum() float64 {
 	H, S, A := p.H, p.S, p.A
 	L := 0.0
 	for h := 1; h < H; h++ {
@@ -275,10 +408,13 @@ func (p *beliefPlanner) boundRewards(ft *fallbackTables) (rr [][][]float64, vm [
 		}
 		L += mx
 	}
-	// Every trajectory also has Σ ≥ Σ_lo = Σ_0 + Lmin, Lmin = Σ_{h≥1}
-	// min_a min_{b∈Δ} bᵀm_{h,a}b: the chord over [Σ_lo, Σ_0 + L] is a
-	// tighter lower bound of g there (g is concave), and the constant
-	// g(Σ_lo) − c·Lmin replaces g(Σ_0) (see upperBound).
+	return L
+}
+
+// quadMinSum is Lmin = Σ_{1≤h<H} max(min_a simplexQuadLower(m_{h,a}), 0),
+// the least the step terms past step 0 sum to on any trajectory.
+func (p *beliefPlanner) quadMinSum() float64 {
+	H, S, A := p.H, p.S, p.A
 	Lmin := 0.0
 	for h := 1; h < H; h++ {
 		mn := math.Inf(1)
@@ -287,57 +423,85 @@ func (p *beliefPlanner) boundRewards(ft *fallbackTables) (rr [][][]float64, vm [
 		}
 		Lmin += max(mn, 0)
 	}
-	Lmin = min(Lmin, L)
-	c := 0.0
-	lo, hi := p.bonus.Root+Lmin, p.bonus.Root+L
-	if hi > lo {
-		c = (p.bonus.Value(hi) - p.bonus.Value(lo)) / (hi - lo)
-	}
-	base = p.bonus.Value(lo) - c*Lmin
-	rr = make([][][]float64, H+1)
+	return Lmin
+}
+
+// relaxedRewards returns the relaxed step rewards rr[h][a] = r − c·ℓ,
+// ℓ the tangent of bᵀm_{h,a}b at the mean of the step's bound points
+// (r alone at step H and when c is 0).
+func (p *beliefPlanner) relaxedRewards(c float64) [][][]float64 {
+	H, S, A := p.H, p.S, p.A
+	rr := make([][][]float64, H+1)
 	mu := make([]float64, S)
 	mmu := make([]float64, S)
 	for h := 1; h <= H; h++ {
 		rr[h] = make([][]float64, A)
-		clear(mu)
-		n := min(len(p.pts[h]), boundPoints)
-		for _, pt := range p.pts[h][:n] {
-			for s, x := range pt.b {
-				mu[s] += x / float64(n)
-			}
-		}
+		p.boundMean(h, mu)
 		for a := 0; a < A; a++ {
 			st := &p.tab[h][a]
 			rr[h][a] = append([]float64(nil), st.r...)
 			if h == H || c == 0 {
 				continue
 			}
-			for s := 0; s < S; s++ {
-				mmu[s] = dot(st.m[s*S:(s+1)*S], mu)
-			}
-			q := dot(mmu, mu)
-			for s := range rr[h][a] {
-				rr[h][a][s] -= c * (2*mmu[s] - q)
-			}
+			subtractTangent(st.m, mu, mmu, c, rr[h][a])
 		}
 	}
-	vm = make([][]float64, H+2)
+	return rr
+}
+
+// boundMean sets mu to the mean belief of step h's bound points (the
+// first boundPoints).
+func (p *beliefPlanner) boundMean(h int, mu []float64) {
+	clear(mu)
+	n := min(len(p.pts[h]), boundPoints)
+	for _, pt := range p.pts[h][:n] {
+		for s, x := range pt.b {
+			mu[s] += x / float64(n)
+		}
+	}
+}
+
+// subtractTangent subtracts c times the tangent of bᵀmb at b0 on the
+// simplex, (2mb0 − b0ᵀmb0·1)·b, from the vector v (mb: scratch).
+func subtractTangent(m, b0, mb []float64, c float64, v []float64) {
+	S := len(b0)
+	for s := 0; s < S; s++ {
+		mb[s] = dot(m[s*S:(s+1)*S], b0)
+	}
+	q := dot(mb, b0)
+	for s := range v {
+		v[s] -= c * (2*mb[s] - q)
+	}
+}
+
+// cornerValues returns the optimal values vm[h] of the relaxed problem's
+// fully observed version from each state (vm[H+1] = 0).
+func (p *beliefPlanner) cornerValues(rr [][][]float64) [][]float64 {
+	H, S := p.H, p.S
+	vm := make([][]float64, H+2)
 	vm[H+1] = make([]float64, S)
 	for h := H; h >= 1; h-- {
 		vm[h] = make([]float64, S)
 		for s := 0; s < S; s++ {
-			best := math.Inf(-1)
-			for a := 0; a < A; a++ {
-				v := rr[h][a][s]
-				if h < H {
-					v += dot(p.tab[h][a].t[s*S:(s+1)*S], vm[h+1])
-				}
-				best = max(best, v)
-			}
-			vm[h][s] = best
+			vm[h][s] = p.cornerValue(rr, vm, h, s)
 		}
 	}
-	return rr, vm, base
+	return vm
+}
+
+// cornerValue is vm[h][s]: the best action's relaxed reward in state s
+// plus, before step H, its expected vm[h+1].
+func (p *beliefPlanner) cornerValue(rr [][][]float64, vm [][]float64, h, s int) float64 {
+	S := p.S
+	best := math.Inf(-1)
+	for a := 0; a < p.A; a++ {
+		v := rr[h][a][s]
+		if h < p.H {
+			v += dot(p.tab[h][a].t[s*S:(s+1)*S], vm[h+1])
+		}
+		best = max(best, v)
+	}
+	return best
 }
 
 // simplexQuadLower is a lower bound of min_{b∈Δ} bᵀMb for a positive
@@ -349,57 +513,101 @@ func (p *beliefPlanner) boundRewards(ft *fallbackTables) (rr [][][]float64, vm [
 // minimiser (where the gradient is constant on the support and no smaller
 // off it), a valid bound before it.
 func simplexQuadLower(M []float64, S int) float64 {
-	tr := 0.0
-	for s := 0; s < S; s++ {
-		tr += M[s*S+s]
-	}
+	tr := trace(M, S)
 	if !(tr > 0) {
 		return 0
 	}
-	step := 1 / (2 * tr)
+	q := &simplexQuad{M: M, g: make([]float64, S), best: math.Inf(-1)}
+	q.run(1/(2*tr), S)
+	return q.best
+}
+
+// run runs 500 iterations of accelerated projected gradient (FISTA) of
+// step size step from the simplex's centre, certifying each iterate.
+func (q *simplexQuad) run(step float64, S int) {
+	b := uniform(S)
+	y := append([]float64(nil), b...)
+	prev := make([]float64, S)
+	tk := 1.0
+	for it := 0; it < 500; it++ {
+		q.grad(y)
+		copy(prev, b)
+		for s := range b {
+			b[s] = y[s] - step*q.g[s]
+		}
+		projectSimplex(b)
+		q.certify(b)
+		tn := (1 + math.Sqrt(1+4*tk*tk)) / 2
+		extrapolate(y, b, prev, (tk-1)/tn)
+		tk = tn
+	}
+}
+
+// uniform is the uniform distribution on S states.
+func uniform(S int) []float64 {
 	b := make([]float64, S)
 	for s := range b {
 		b[s] = 1 / float64(S)
 	}
-	y := append([]float64(nil), b...)
-	prev := make([]float64, S)
-	g := make([]float64, S)
-	best := math.Inf(-1)
-	certify := func(x []float64) {
-		for s := 0; s < S; s++ {
-			g[s] = 2 * dot(M[s*S:(s+1)*S], x)
-		}
-		gx := dot(g, x)
-		mn := g[0]
-		for _, v := range g {
-			mn = min(mn, v)
-		}
-		best = max(best, gx/2+mn-gx)
+	return b
+}
+
+// extrapolate sets y to FISTA's next point b + c·(b − prev).
+func extrapolate(y, b, prev []float64, c float64) {
+	for s := range y {
+		y[s] = b[s] + c*(b[s]-prev[s])
 	}
-	tk := 1.0
-	for it := 0; it < 500; it++ {
-		for s := 0; s < S; s++ {
-			g[s] = 2 * dot(M[s*S:(s+1)*S], y)
-		}
-		copy(prev, b)
-		for s := range b {
-			b[s] = y[s] - step*g[s]
-		}
-		projectSimplex(b)
-		certify(b)
-		tn := (1 + math.Sqrt(1+4*tk*tk)) / 2
-		for s := range y {
-			y[s] = b[s] + (tk-1)/tn*(b[s]-prev[s])
-		}
-		tk = tn
+}
+
+// trace is the trace of the S×S matrix M (row-major).
+func trace(M []float64, S int) float64 {
+	tr := 0.0
+	for s := 0; s < S; s++ {
+		tr += M[s*S+s]
 	}
-	return best
+	return tr
+}
+
+// simplexQuad is simplexQuadLower's f(b) = bᵀMb (M S×S, row-major): its
+// gradient g at the last point and the best certificate so far.
+type simplexQuad struct {
+	M, g []float64
+	best float64
+}
+
+// grad sets g to ∇f(x) = 2Mx.
+func (q *simplexQuad) grad(x []float64) {
+	S := len(q.g)
+	for s := 0; s < S; s++ {
+		q.g[s] = 2 * dot(q.M[s*S:(s+1)*S], x)
+	}
+}
+
+// certify raises best to the bound f(x) + min_s ∇f(x)_s − ∇f(x)·x on
+// min f that the linearisation at x certifies.
+func (q *simplexQuad) certify(x []float64) {
+	q.grad(x)
+	gx := dot(q.g, x)
+	mn := q.g[0]
+	for _, v := range q.g {
+		mn = min(mn, v)
+	}
+	q.best = max(q.best, gx/2+mn-gx)
 }
 
 // projectSimplex replaces x by its Euclidean projection on the
 // probability simplex (Duchi et al. 2008: shift by the threshold that
 // makes the positive parts sum to one).
 func projectSimplex(x []float64) {
+	theta := simplexShift(x)
+	for i := range x {
+		x[i] = max(x[i]-theta, 0)
+	}
+}
+
+// simplexShift is the threshold θ of projectSimplex: over x sorted in
+// decreasing order, the last (Σ_{j≤i} x_j − 1)/i still below x_i.
+func simplexShift(x []float64) float64 {
 	u := append([]float64(nil), x...)
 	slices.Sort(u)
 	sum, theta := 0.0, 0.0
@@ -411,7 +619,5 @@ func projectSimplex(x []float64) {
 			break
 		}
 	}
-	for i := range x {
-		x[i] = max(x[i]-theta, 0)
-	}
+	return theta
 }

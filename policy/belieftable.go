@@ -190,19 +190,10 @@ func newTableWalker(bp *beliefPlanner, ft *fallbackTables) *tableWalker {
 	H, S := bp.H, bp.S
 	w := &tableWalker{bp: bp, ft: ft, sc: newBackupScratch(S, bp.O)}
 	w.rbel, w.rpred, w.rw = make([]float64, S), make([]float64, S), make([]float64, S)
-	w.bel = make([][]float64, H+2)
-	w.pred = make([][]float64, H+2)
-	w.weights = make([][]float64, H+2)
-	w.acc = make([][]float64, H+2)
-	w.set = make([][]float64, H+2)
+	w.bel, w.pred = perDepth(H, S), perDepth(H, S)
+	w.weights, w.acc = perDepth(H, bp.A), perDepth(H, 4*bp.A)
+	w.set = perDepth(H, S)
 	w.scan = make([][]int32, H+2)
-	for h := range w.bel {
-		w.bel[h] = make([]float64, S)
-		w.pred[h] = make([]float64, S)
-		w.weights[h] = make([]float64, bp.A)
-		w.acc[h] = make([]float64, 4*bp.A)
-		w.set[h] = make([]float64, S)
-	}
 	return w
 }
 
@@ -233,9 +224,26 @@ func (w *tableWalker) walk(ctx context.Context, eps float64, limit int64, build 
 		w.frontier = 0
 		return w.walkLevels(false)
 	}
-	// Collect: the shallowest frontier with enough tasks (every level-1
-	// node is one on wide vocabularies, where a deeper frontier would
-	// hold |O|² tasks).
+	w.collectTasks(workers)
+	if w.over {
+		return tval{}
+	}
+	top := w.count
+	w.growPool(workers)
+	w.tryPlace(top)
+	var shared atomic.Int64
+	shared.Store(top)
+	if !w.runTasks(&shared, workers) {
+		return tval{}
+	}
+	return w.replay(&shared)
+}
+
+// collectTasks walks the levels above the frontier collecting its nodes
+// as tasks: the shallowest frontier with enough tasks (every level-1
+// node is one on wide vocabularies, where a deeper frontier would hold
+// |O|² tasks).
+func (w *tableWalker) collectTasks(workers int) {
 	w.collect = true
 	for w.frontier = 1; ; w.frontier++ {
 		w.tasks = w.tasks[:0]
@@ -245,58 +253,76 @@ func (w *tableWalker) walk(ctx context.Context, eps float64, limit int64, build 
 		}
 	}
 	w.collect = false
-	if w.over {
-		return tval{}
-	}
-	top := w.count
+}
+
+// growPool adds walkers to the pool until it has one per worker.
+func (w *tableWalker) growPool(workers int) {
 	for len(w.pool) < workers {
 		c := newTableWalker(w.bp, w.ft)
 		c.ctrl, c.cx, c.smp = w.ctrl, w.ctrl.newScratch(), w.smp
 		w.pool = append(w.pool, c)
 	}
-	// A building walk at the threshold of the last complete walk knows
-	// every subtree's size: the table is allocated at full length and
-	// each worker writes its subtrees in place, so a table of millions of
-	// rows is never held twice.
-	w.placed = build && w.sizes != nil && eps == w.sizesEps && w.frontier == w.sizesFrontier && len(w.sizes) == len(w.tasks)
-	if w.placed {
-		w.place(top)
-	}
-	var shared atomic.Int64
-	shared.Store(top)
+}
+
+// runTasks walks the frontier subtrees with the pool's walkers, which add
+// their visits to shared; it reports false, the walk over, on a worker's
+// failure or once the count passes the limit.
+func (w *tableWalker) runTasks(shared *atomic.Int64, workers int) bool {
+	ctx, eps, limit, build := w.ctx, w.eps, w.limit, w.build
 	w.results = make([]walkResult, len(w.tasks))
-	free := make(chan *tableWalker, workers)
-	for _, c := range w.pool[:workers] {
-		free <- c
-	}
+	free := chanOf(w.pool[:workers])
 	err := parallel.ForWith(ctx, len(w.tasks), workers, func() *tableWalker {
 		c := <-free
 		c.ctx, c.eps, c.limit, c.build, c.over = ctx, eps, limit, build, false
-		c.shared, c.pending, c.frontier = &shared, 0, 0
+		c.shared, c.pending, c.frontier = shared, 0, 0
 		return c
 	}, func(c *tableWalker, i int) error { return w.walkTask(c, i, build) })
 	if err != nil {
 		w.over, w.err, w.placed = true, err, false
-		return tval{}
+		return false
 	}
 	if shared.Load() > limit {
 		w.over, w.placed = true, false
-		return tval{}
+		return false
 	}
-	w.sizes, w.sizesEps, w.sizesFrontier = make([]int64, len(w.results)), eps, w.frontier
-	for i := range w.results {
-		w.sizes[i] = w.results[i].count
-	}
+	return true
+}
+
+// replay keeps the subtrees' sizes for a later placed walk and walks the
+// levels above the frontier again, joining the tasks' results in the
+// order of the sequential walk; it returns the root values.
+func (w *tableWalker) replay(shared *atomic.Int64) tval {
+	w.keepSizes()
 	// Replay the levels above the frontier with the results (into a
 	// table of the exact size when not placed).
 	w.next, w.pos = 0, 0
-	if build && !w.placed {
+	if w.build && !w.placed {
 		w.nodes = make([]Node, 0, shared.Load())
 	}
 	v := w.walkLevels(true)
 	w.count = shared.Load()
 	w.results, w.placed = nil, false
 	return v
+}
+
+// tryPlace places the table (place) when the walk can. A building walk
+// at the threshold of the last complete walk knows every subtree's size:
+// the table is allocated at full length and each worker writes its
+// subtrees in place, so a table of millions of rows is never held twice.
+func (w *tableWalker) tryPlace(top int64) {
+	w.placed = w.build && w.sizes != nil && w.eps == w.sizesEps && w.frontier == w.sizesFrontier && len(w.sizes) == len(w.tasks)
+	if w.placed {
+		w.place(top)
+	}
+}
+
+// keepSizes keeps the subtrees' sizes of this walk, with its threshold
+// and frontier, for a later placed walk.
+func (w *tableWalker) keepSizes() {
+	w.sizes, w.sizesEps, w.sizesFrontier = make([]int64, len(w.results)), w.eps, w.frontier
+	for i := range w.results {
+		w.sizes[i] = w.results[i].count
+	}
 }
 
 // place allocates the table at its full length (top nodes above the
@@ -321,9 +347,29 @@ func (w *tableWalker) walkTask(c *tableWalker, i int, build bool) error {
 		return nil
 	}
 	t := &w.tasks[i]
+	off := w.startTask(c, i, build)
+	copy(c.bel[t.h], t.bel)
+	v, a := c.visit(t.h, t.o, -1, t.cond, t.reach, t.sum)
+	c.flush()
+	r := walkResult{v: v, a: a, count: c.count, reached: c.reached}
+	switch {
+	case w.placed:
+		if err := w.renumberPlaced(c, i, off); err != nil {
+			return err
+		}
+	case build:
+		r.nodes = append([]Node(nil), c.nodes...)
+	}
+	w.results[i] = r
+	return nil
+}
+
+// startTask resets worker c for frontier subtree i: its count, its
+// nodes (written in place at the subtree's offset, returned, when the
+// table is placed) and, building, its reached beliefs.
+func (w *tableWalker) startTask(c *tableWalker, i int, build bool) (off int64) {
 	c.count = 0
 	c.nodes = c.nodes[:0]
-	var off int64
 	if w.placed {
 		off = w.offs[i]
 		c.nodes = w.nodes[off : off : off+w.sizes[i]]
@@ -332,27 +378,24 @@ func (w *tableWalker) walkTask(c *tableWalker, i int, build bool) error {
 	if build && w.reached != nil {
 		c.reached = make([][]bpoint, w.bp.H+1)
 	}
-	copy(c.bel[t.h], t.bel)
-	v, a := c.visit(t.h, t.o, -1, t.cond, t.reach, t.sum)
-	c.flush()
-	r := walkResult{v: v, a: a, count: c.count, reached: c.reached}
-	switch {
-	case w.placed:
-		if int64(len(c.nodes)) != w.sizes[i] || (len(c.nodes) > 0 && &c.nodes[0] != &w.nodes[off]) {
-			return fmt.Errorf("internal error: subtree %d of the table walk has %d nodes, its earlier walk %d", i, len(c.nodes), w.sizes[i])
-		}
-		for k := range c.nodes {
-			n := &c.nodes[k]
-			n.ID += off
-			if n.Parent >= 0 {
-				n.Parent += off
-			}
-		}
-		c.nodes = nil
-	case build:
-		r.nodes = append([]Node(nil), c.nodes...)
+	return off
+}
+
+// renumberPlaced checks that worker c wrote subtree i in place, at
+// offset off of the table, with its earlier walk's size, and shifts its
+// nodes' ids and parents by off.
+func (w *tableWalker) renumberPlaced(c *tableWalker, i int, off int64) error {
+	if int64(len(c.nodes)) != w.sizes[i] || (len(c.nodes) > 0 && &c.nodes[0] != &w.nodes[off]) {
+		return fmt.Errorf("internal error: subtree %d of the table walk has %d nodes, its earlier walk %d", i, len(c.nodes), w.sizes[i])
 	}
-	w.results[i] = r
+	for k := range c.nodes {
+		n := &c.nodes[k]
+		n.ID += off
+		if n.Parent >= 0 {
+			n.Parent += off
+		}
+	}
+	c.nodes = nil
 	return nil
 }
 
@@ -376,15 +419,23 @@ func (w *tableWalker) walkLevels(replay bool) tval {
 		if po == 0 {
 			continue
 		}
-		bp.m.Prior(w.bel[1])
-		bp.m.ObserveFirst(w.bel[1], o)
-		v, _ := w.visit(1, o, -1, po, po, bp.bonus.Root)
+		v := w.visitFirst(o, po)
 		tot.add(po, v)
 		if w.over {
 			break
 		}
 	}
 	return tot
+}
+
+// visitFirst visits the step-1 node of observation o (probability po)
+// and returns its values.
+func (w *tableWalker) visitFirst(o int, po float64) tval {
+	bp := w.bp
+	bp.m.Prior(w.bel[1])
+	bp.m.ObserveFirst(w.bel[1], o)
+	v, _ := w.visit(1, o, -1, po, po, bp.bonus.Root)
+	return v
 }
 
 // flush adds a worker's pending visits to the shared count and marks the
@@ -420,22 +471,27 @@ func (w *tableWalker) visit(h, o int, parent int64, cond, reach, sum float64) (t
 	if !w.tick() {
 		return tval{}, 0
 	}
-	b := w.bel[h]
 	end := o == bp.endObs
-	a := w.action(h, b, end)
+	a := w.action(h, w.bel[h], end)
 	id := w.addNode(h, o, a, parent, reach, end)
+	return w.valueNode(h, a, id, reach, sum, end)
+}
+
+// valueNode values node id of step h (action a) and, below step H, its
+// children (expand). It returns the node's values (zero when only the
+// tree's shape is wanted) and its action, or action 0 when the walk is
+// over.
+func (w *tableWalker) valueNode(h, a int, id int64, reach, sum float64, end bool) (tval, int) {
+	bp, b := w.bp, w.bel[h]
 	// Only the building walk's values are used: a count or a collecting
 	// pass needs the tree's shape alone.
 	values := w.build && !w.collect
 	if !values && h == bp.H {
 		return tval{}, a
 	}
-	st := &bp.tab[h][a]
-	v := tval{r: dot(st.r, b)}
+	v := tval{r: dot(bp.tab[h][a].r, b)}
 	if h == bp.H {
-		v.b, v.sum = bp.bonus.Value(sum), sum
-		w.finish(id, v, a)
-		return v, a
+		return w.leafValue(id, a, sum, v), a
 	}
 	v, fb, ok := w.expand(h, a, id, reach, sum, end, values, v)
 	if !ok {
@@ -444,8 +500,16 @@ func (w *tableWalker) visit(h, o int, parent int64, cond, reach, sum float64) (t
 	if !values {
 		return tval{}, a
 	}
-	w.finishFallback(id, v, fb)
+	w.finish(id, v, fb)
 	return v, a
+}
+
+// leafValue completes the values v of the step-H node id (action a,
+// running sum sum) with its bonus, stores them and returns them.
+func (w *tableWalker) leafValue(id int64, a int, sum float64, v tval) tval {
+	v.b, v.sum = w.bp.bonus.Value(sum), sum
+	w.finish(id, v, a)
+	return v
 }
 
 // visitFrontier is visit at the frontier of a parallel walk: collecting,
@@ -453,15 +517,16 @@ func (w *tableWalker) visit(h, o int, parent int64, cond, reach, sum float64) (t
 // (and, building, its nodes and reached beliefs) in the walk's order.
 func (w *tableWalker) visitFrontier(h, o int, parent int64, cond, reach, sum float64) (tval, int) {
 	if w.collect {
-		// Every task is at least one row: past the limit the walk is
-		// over, as counting the rows would find.
-		if int64(len(w.tasks))+w.count+1 > w.limit {
-			w.over = true
-			return tval{}, 0
-		}
-		w.tasks = append(w.tasks, walkTask{h: h, o: o, cond: cond, reach: reach, sum: sum, bel: append([]float64(nil), w.bel[h]...), above: w.count})
+		w.collectTask(h, o, cond, reach, sum)
 		return tval{}, 0
 	}
+	return w.takeResult(parent)
+}
+
+// takeResult takes the next task's result under parent: its values and
+// action and, building, its reached beliefs and its nodes (in place
+// when the table is placed).
+func (w *tableWalker) takeResult(parent int64) (tval, int) {
 	r := &w.results[w.next]
 	w.next++
 	if w.build && w.reached != nil {
@@ -470,27 +535,52 @@ func (w *tableWalker) visitFrontier(h, o int, parent int64, cond, reach, sum flo
 		}
 	}
 	if w.placed {
-		if r.count > 0 {
-			w.nodes[w.pos].Parent = parent
-		}
-		w.pos += r.count
+		w.takePlaced(r, parent)
 		return r.v, r.a
 	}
-	off := int64(len(w.nodes))
 	if w.build {
-		for _, n := range r.nodes {
-			n.ID += off
-			if n.Parent >= 0 {
-				n.Parent += off
-			} else {
-				n.Parent = parent
-			}
-			w.nodes = append(w.nodes, n)
-		}
+		w.appendSubtree(r.nodes, parent)
 	}
 	// The subtree is in w.nodes now: let its copy go.
 	r.nodes, r.reached = nil, nil
 	return r.v, r.a
+}
+
+// takePlaced links a subtree a worker wrote in place to parent and moves
+// the replay's position past it.
+func (w *tableWalker) takePlaced(r *walkResult, parent int64) {
+	if r.count > 0 {
+		w.nodes[w.pos].Parent = parent
+	}
+	w.pos += r.count
+}
+
+// collectTask records the frontier node (τ_{h−1}, o_h) as a task of the
+// parallel walk.
+func (w *tableWalker) collectTask(h, o int, cond, reach, sum float64) {
+	// Every task is at least one row: past the limit the walk is
+	// over, as counting the rows would find.
+	if int64(len(w.tasks))+w.count+1 > w.limit {
+		w.over = true
+		return
+	}
+	w.tasks = append(w.tasks, walkTask{h: h, o: o, cond: cond, reach: reach, sum: sum, bel: append([]float64(nil), w.bel[h]...), above: w.count})
+}
+
+// appendSubtree appends a frontier subtree's nodes (ids from 0, its root
+// first with parent −1) to the table, renumbered after its rows, its
+// root under parent.
+func (w *tableWalker) appendSubtree(nodes []Node, parent int64) {
+	off := int64(len(w.nodes))
+	for _, n := range nodes {
+		n.ID += off
+		if n.Parent >= 0 {
+			n.Parent += off
+		} else {
+			n.Parent = parent
+		}
+		w.nodes = append(w.nodes, n)
+	}
 }
 
 // tick counts a visit against the limit (and the context, every 4096
@@ -521,17 +611,28 @@ func (w *tableWalker) addNode(h, o, a int, parent int64, reach float64, end bool
 		w.pos++
 	}
 	if w.build && w.reached != nil && !w.collect {
-		w.reached[h] = append(w.reached[h], bpoint{b: append([]float64(nil), b...), w: reach, end: end, key: beliefKey(b, end)})
+		w.addReached(h, b, reach, end)
 	}
 	if w.build {
-		n := Node{ID: id, Parent: parent, Step: int32(h), Obs: bp.m.ObsVocab[o], Action: bp.m.ActVocab[a], ReachProb: reach}
-		if w.placed {
-			w.nodes[id] = n
-		} else {
-			w.nodes = append(w.nodes, n)
-		}
+		w.writeRow(Node{ID: id, Parent: parent, Step: int32(h), Obs: bp.m.ObsVocab[o], Action: bp.m.ActVocab[a], ReachProb: reach})
 	}
 	return id
+}
+
+// addReached records the belief b of a step-h node reached with
+// probability reach (after the end symbol: end) for the enrichment.
+func (w *tableWalker) addReached(h int, b []float64, reach float64, end bool) {
+	w.reached[h] = append(w.reached[h], bpoint{b: append([]float64(nil), b...), w: reach, end: end, key: beliefKey(b, end)})
+}
+
+// writeRow writes row n at its id in a placed table, appends it
+// otherwise.
+func (w *tableWalker) writeRow(n Node) {
+	if w.placed {
+		w.nodes[n.ID] = n
+	} else {
+		w.nodes = append(w.nodes, n)
+	}
 }
 
 // expand visits the children of node id (step h < H, action a) that
@@ -553,81 +654,144 @@ func (w *tableWalker) expand(h, a int, id int64, reach, sum float64, end, values
 	if w.build { // the collecting pass hands the sums to the frontier tasks
 		s2 += max(quad(st.m, b), 0)
 	}
-	pred, next := w.pred[h], w.bel[h+1]
-	predict(st.t, b, pred)
-	weights, acc := w.weights[h], w.acc[h]
-	clear(weights)
-	clear(acc)
-	cut := false
-	var mc tval // the cut children's rollouts (unscaled sums)
-	acts := bp.acts(end)
-	wide := st.wide != nil
-	n := bp.O
-	var scan []int32
-	set, setMass := w.set[h], 0.0
-	if wide {
-		scan, setMass = w.wideScan(h, st, pred, reach, set)
-		n = len(scan)
-		cut = setMass > 0
-		if values && setMass > 0 {
-			// The observations past the scan, valued by rollouts.
-			w.tailRollouts(h, a, pred, n, reach*setMass, s2, &mc)
-			v.out += setMass
-		}
-	}
-	for i := 0; i < n; i++ {
-		o2 := i
-		if wide {
-			o2 = int(scan[i])
-		}
-		z := correct(st.e, bp.O, pred, o2, next)
-		if z == 0 {
-			continue
-		}
-		if reach*z < w.eps {
-			cut = true
-			if !values {
-				continue
-			}
-			w.rollouts(h+1, o2, next, reach*z, s2, &mc)
-			v.out += z
-			if wide {
-				for s, x := range next {
-					set[s] += z * x
-				}
-				setMass += z
-			} else {
-				w.standIn(h, acts, next, z, s2, acc)
-			}
-			continue
-		}
-		cv, ca := w.visit(h+1, o2, id, z, reach*z, s2)
-		if w.over {
-			return tval{}, 0, false
-		}
-		v.add(z, cv)
-		weights[ca] += z
+	x := expansion{h: h, a: a, id: id, st: st, reach: reach, s2: s2, values: values, v: v,
+		pred: w.pred[h], weights: w.weights[h], acc: w.acc[h], set: w.set[h]}
+	predict(st.t, b, x.pred)
+	clear(x.weights)
+	clear(x.acc)
+	x.acts = bp.acts(end)
+	x.wide = st.wide != nil
+	scan, n := w.childScan(&x)
+	if !w.expandChildren(&x, scan, n) {
+		return tval{}, 0, false
 	}
 	if !values {
-		return v, a, true
+		return x.v, a, true
 	}
-	v.addRollouts(mc, reach)
-	if setMass > 0 {
-		for s := range set {
-			set[s] /= setMass
+	return x.v, w.fallback(&x), true
+}
+
+// expandChildren visits or cuts the node's first n children: the
+// observations in scan on a wide node, 0..n−1 otherwise. It reports
+// false when the walk is over.
+func (w *tableWalker) expandChildren(x *expansion, scan []int32, n int) bool {
+	for i := 0; i < n; i++ {
+		o2 := i
+		if x.wide {
+			o2 = int(scan[i])
 		}
-		w.standIn(h, acts, set, setMass, s2, acc)
-	}
-	if cut {
-		return v, w.bestFallback(acts, acc), true
-	}
-	fb, bestW := a, 0.0
-	for f, x := range weights {
-		if x > bestW {
-			bestW, fb = x, f
+		if !w.expandChild(x, o2) {
+			return false
 		}
 	}
-	return v, fb, true
+	return true
+}
+
+// expansion is expand's state at one node: the node's per-depth buffers
+// and the sums over its children.
+type expansion struct {
+	h, a    int
+	id      int64
+	st      *stepTables
+	reach   float64
+	s2      float64 // the running bonus sum after the node's action
+	values  bool    // the values are wanted, not the tree's shape alone
+	wide    bool    // the children are found by the observation index
+	acts    []int   // the fallback candidates
+	pred    []float64
+	weights []float64 // per action, the probability of the visited children playing it
+	acc     []float64 // per fallback candidate, the cut children's sums
+	set     []float64 // a wide node's cut children's belief mass, Σ z·b_o
+	setMass float64   // their probability
+	cut     bool      // some child was cut
+	mc      tval      // the cut children's rollouts (unscaled sums)
+	v       tval
+}
+
+// childScan returns the number of children to enumerate: on a wide
+// node, the observations to look at (startWide, returned), otherwise
+// every observation.
+func (w *tableWalker) childScan(x *expansion) ([]int32, int) {
+	if !x.wide {
+		return nil, w.bp.O
+	}
+	scan := w.startWide(x)
+	return scan, len(scan)
+}
+
+// startWide returns the observations of a wide node to look at
+// (wideScan) and, when values are wanted, values the observations past
+// them by rollouts.
+func (w *tableWalker) startWide(x *expansion) []int32 {
+	scan, setMass := w.wideScan(x.h, x.st, x.pred, x.reach, x.set)
+	x.setMass = setMass
+	x.cut = setMass > 0
+	if x.values && setMass > 0 {
+		// The observations past the scan, valued by rollouts.
+		w.tailRollouts(x.h, x.a, x.pred, len(scan), x.reach*setMass, x.s2, &x.mc)
+		x.v.out += setMass
+	}
+	return scan
+}
+
+// expandChild visits the child o2 of the node when it reaches the
+// threshold and cuts it otherwise; it reports false when the walk is
+// over.
+func (w *tableWalker) expandChild(x *expansion, o2 int) bool {
+	next := w.bel[x.h+1]
+	z := correct(x.st.e, w.bp.O, x.pred, o2, next)
+	if z == 0 {
+		return true
+	}
+	if x.reach*z < w.eps {
+		x.cut = true
+		if x.values {
+			w.cutChild(x, o2, z, next)
+		}
+		return true
+	}
+	cv, ca := w.visit(x.h+1, o2, x.id, z, x.reach*z, x.s2)
+	if w.over {
+		return false
+	}
+	x.v.add(z, cv)
+	x.weights[ca] += z
+	return true
+}
+
+// cutChild values the cut child o2 of probability z and belief next by
+// rollouts and adds it to the fallback sums: on a wide node to the set
+// priced at once (fallback), otherwise by its own stand-in.
+func (w *tableWalker) cutChild(x *expansion, o2 int, z float64, next []float64) {
+	w.rollouts(x.h+1, o2, next, x.reach*z, x.s2, &x.mc)
+	x.v.out += z
+	if x.wide {
+		for s, y := range next {
+			x.set[s] += z * y
+		}
+		x.setMass += z
+		return
+	}
+	w.standIn(x.h, x.acts, next, z, x.s2, x.acc)
+}
+
+// fallback adds the cut children's rollouts to the node's values, prices
+// a wide node's cut set at its mean belief, and returns the node's
+// fallback action: the best stand-in when a child was cut, else the
+// action the visited children play with the most probability (the
+// node's own when none).
+func (w *tableWalker) fallback(x *expansion) int {
+	x.v.addRollouts(x.mc, x.reach)
+	if x.setMass > 0 {
+		for s := range x.set {
+			x.set[s] /= x.setMass
+		}
+		w.standIn(x.h, x.acts, x.set, x.setMass, x.s2, x.acc)
+	}
+	if x.cut {
+		return w.bestFallback(x.acts, x.acc)
+	}
+	return argmaxAbove(x.weights, 0, x.a)
 }
 
 // wideScan returns the observations of a wide node that may reach the
@@ -656,16 +820,9 @@ func (t *tval) addRollouts(mc tval, reach float64) {
 	t.add(1/(reach*rolloutDensity), mc) // mc.out is 0: rollouts leave no table
 }
 
-// finish stores a leaf's values.
-func (w *tableWalker) finish(id int64, v tval, a int) {
-	if w.build {
-		n := &w.nodes[id]
-		n.Fallback = w.bp.m.ActVocab[a]
-		n.ValueReward, n.ValueBonus, n.ValueLCB = v.r, v.b, v.r-v.b
-	}
-}
-
-func (w *tableWalker) finishFallback(id int64, v tval, fb int) {
+// finish stores the values v of node id and its fallback action fb (a
+// leaf's is its own action).
+func (w *tableWalker) finish(id int64, v tval, fb int) {
 	if w.build {
 		n := &w.nodes[id]
 		n.Fallback = w.bp.m.ActVocab[fb]
@@ -697,14 +854,7 @@ func (w *tableWalker) standIn(h int, acts []int, cb []float64, z, s2 float64, ac
 // to the first): the fallback_action of the node, which a reader of the
 // table alone plays beyond it (the controller decides those histories).
 func (w *tableWalker) bestFallback(acts []int, acc []float64) int {
-	best, bi := math.Inf(-1), 0
-	for i := range acts {
-		c := acc[4*i : 4*i+4]
-		if x := c[0] - c[1]; x > best {
-			best, bi = x, i
-		}
-	}
-	return acts[bi]
+	return acts[bestStandIn(len(acts), acc, 4)]
 }
 
 // rolloutDensity is the number of controller rollouts per unit of model
@@ -764,56 +914,85 @@ func (w *tableWalker) rollouts(h, o int, bel []float64, mass, sum float64, acc *
 func (w *tableWalker) tailRollouts(h, a int, pred []float64, k int, mass, sum float64, acc *tval) {
 	bp := w.bp
 	st := &bp.tab[h][a]
-	ix, S, O := st.wide, bp.S, bp.O
+	S, O := bp.S, bp.O
 	rng := rolloutRNG(h, -1-k, pred, sum, mass)
 	n := rolloutCount(mass, rng)
 	if n == 0 {
 		return
 	}
-	tail := ix.tail[k*S : (k+1)*S]
-	tot := 0.0
-	for s, x := range pred {
-		w.rw[s] = x * tail[s]
-		tot += w.rw[s]
-	}
+	tail := st.wide.tail[k*S : (k+1)*S]
+	tot := w.tailWeights(pred, tail)
 	if !(tot > 0) {
 		return
 	}
 	cum := w.smp.cum[&st.e[0]]
 	bel := make([]float64, S)
 	for range n {
-		u := rng.Float64() * tot
-		s := S - 1
-		for i, x := range w.rw {
-			if u < x {
-				s = i
-				break
-			}
-			u -= x
-		}
-		o := -1
-		for try := 0; try < 64 && o < 0; try++ {
-			if c := search(cum[s*O:(s+1)*O], rng.Float64()); int(ix.pos[c]) >= k {
-				o = c
-			}
-		}
-		if o < 0 {
-			u := rng.Float64() * tail[s]
-			for _, c := range ix.ord[k:] {
-				if x := st.e[s*O+int(c)]; x > 0 {
-					o = int(c)
-					if u < x {
-						break
-					}
-					u -= x
-				}
-			}
-		}
+		s := drawWeighted(rng, w.rw, tot)
+		o := st.drawTailObs(rng, cum[s*O:(s+1)*O], s, k, tail[s])
 		if o < 0 || correct(st.e, O, pred, o, bel) == 0 {
 			continue
 		}
 		w.rollout(h+1, o, bel, sum, rng, acc)
 	}
+}
+
+// tailWeights sets w.rw to the states' weights pred(s)·tail(s) for the
+// draw of a tail observation's state, and returns their sum.
+func (w *tableWalker) tailWeights(pred, tail []float64) float64 {
+	tot := 0.0
+	for s, x := range pred {
+		w.rw[s] = x * tail[s]
+		tot += w.rw[s]
+	}
+	return tot
+}
+
+// drawWeighted draws an index with probability ∝ its weight, tot being
+// the weights' sum (the last index when rounding leaves none).
+func drawWeighted(rng *rand.Rand, weights []float64, tot float64) int {
+	u := rng.Float64() * tot
+	s := len(weights) - 1
+	for i, x := range weights {
+		if u < x {
+			s = i
+			break
+		}
+		u -= x
+	}
+	return s
+}
+
+// drawTailObs draws an observation o ∝ E(o|s) among the observations
+// past the first k of the wide index's order (tailMass: their emission
+// probability in state s), by rejection from the emission row (cum: its
+// cumulative sums), then by a scan of the tail; −1 when none is drawn.
+func (st *stepTables) drawTailObs(rng *rand.Rand, cum []float64, s, k int, tailMass float64) int {
+	ix := st.wide
+	for try := 0; try < 64; try++ {
+		if c := search(cum, rng.Float64()); int(ix.pos[c]) >= k {
+			return c
+		}
+	}
+	return st.scanTail(rng.Float64()*tailMass, s, k, len(cum))
+}
+
+// scanTail returns the tail observation (past the first k of the wide
+// index's order, O in all) at which u, uniform on the tail's emission
+// probability in state s, falls; the last one of positive probability
+// when rounding leaves none, −1 when there is none.
+func (st *stepTables) scanTail(u float64, s, k, O int) int {
+	o := -1
+	for _, c := range st.wide.ord[k:] {
+		if x := st.e[s*O+int(c)]; x > 0 {
+			o = int(c)
+			if u < x {
+				break
+			}
+			u -= x
+		}
+	}
+	return o
 }
 
 // rollout follows the controller from the history (…, o_h) with belief
@@ -835,20 +1014,32 @@ func (w *tableWalker) rollout(h, o int, bel []float64, sum float64, rng *rand.Ra
 		}
 		sum += max(quad(st.m, b), 0)
 		predict(st.t, b, w.rpred)
-		if w.smp != nil {
-			o = w.smp.draw(rng, t, w.rpred, a)
-		} else {
-			w.rprobs = grow(w.rprobs, bp.O)
-			for i := range w.rprobs {
-				w.rprobs[i] = emitProb(st.e, bp.O, w.rpred, i)
-			}
-			o = draw(rng, w.rprobs)
-		}
+		o = w.drawObs(rng, t, a, st)
 		if correct(st.e, bp.O, w.rpred, o, b) == 0 {
 			break // not reached: o was drawn with positive probability
 		}
 	}
-	bon := bp.bonus.Value(sum)
+	acc.addRollout(ret, bp.bonus.Value(sum), sum)
+}
+
+// drawObs draws a rollout's o_{t+1} after action a (tables st) from the
+// prediction w.rpred: by the sampler on wide vocabularies, otherwise
+// from the observation probabilities.
+func (w *tableWalker) drawObs(rng *rand.Rand, t, a int, st *stepTables) int {
+	if w.smp != nil {
+		return w.smp.draw(rng, t, w.rpred, a)
+	}
+	O := w.bp.O
+	w.rprobs = grow(w.rprobs, O)
+	for i := range w.rprobs {
+		w.rprobs[i] = emitProb(st.e, O, w.rpred, i)
+	}
+	return draw(rng, w.rprobs)
+}
+
+// addRollout adds a rollout of rescaled return ret, bonus bon and bonus
+// sum sum to the sums acc.
+func (acc *tval) addRollout(ret, bon, sum float64) {
 	x := ret - bon
 	acc.r += ret
 	acc.b += bon
@@ -868,54 +1059,106 @@ func (w *tableWalker) rollout(h, o int, bel []float64, sum float64, rng *rand.Ra
 // growth of the count per halving (aiming at 90% of the budget, halved
 // after a miss), refineSteps counts at most.
 func (w *tableWalker) table(ctx context.Context, rows int64) (*Policy, tval, float64, error) {
-	nodes := math.Min(float64(rows), treeRows(w.bp.O, w.bp.H))
-	look := make([]bool, w.bp.H+1)
-	for h := 1; h <= w.bp.H; h++ {
-		c := float64(w.bp.lookaheadCost(h))
-		look[h] = c <= lookaheadMaxCost && c*nodes <= lookaheadTotal
+	w.setController(rows)
+	eps, err := w.refine(ctx, rows)
+	if err != nil {
+		return nil, tval{}, 0, err
 	}
-	w.ctrl = newController(w.bp, look)
+	v := w.walk(ctx, eps, math.MaxInt64, true)
+	if err := cmp.Or(w.err, ctx.Err()); err != nil {
+		return nil, tval{}, 0, err
+	}
+	return w.takePolicy(), v, eps, nil
+}
+
+// takePolicy returns the policy of the built table and its controller.
+func (w *tableWalker) takePolicy() *Policy {
+	// The walker is done: the policy takes its nodes.
+	levelOrder(w.nodes) // rows in level order: policy.arrow's lookup index
+	pol := &Policy{Horizon: w.bp.H, Nodes: w.nodes, Ctrl: w.ctrl}
+	w.nodes = nil
+	return pol
+}
+
+// setController sets the controller the table is the tree of (with the
+// one-step lookahead at the steps where a table of up to rows rows
+// affords it) and, on wide vocabularies, the rollouts' observation
+// sampler.
+func (w *tableWalker) setController(rows int64) {
+	w.ctrl = newController(w.bp, w.bp.lookaheadSteps(rows))
 	w.cx = w.ctrl.newScratch()
 	if w.bp.O > wideObs {
 		first := make([]float64, w.bp.O)
 		w.bp.m.FirstObsProbs(first)
 		w.smp = newObsSampler(w.bp.m, first)
 	}
+}
+
+// lookaheadSteps marks the steps 1..H where the one-step lookahead is
+// affordable on a table of up to rows rows (lookaheadMaxCost,
+// lookaheadTotal).
+func (bp *beliefPlanner) lookaheadSteps(rows int64) []bool {
+	nodes := math.Min(float64(rows), treeRows(bp.O, bp.H))
+	look := make([]bool, bp.H+1)
+	for h := 1; h <= bp.H; h++ {
+		c := float64(bp.lookaheadCost(h))
+		look[h] = c <= lookaheadMaxCost && c*nodes <= lookaheadTotal
+	}
+	return look
+}
+
+// refine returns the reach threshold of the table: the guaranteed one
+// (startThreshold), lowered by 2^−j while a count of the rows it keeps
+// still fits rows (see table).
+func (w *tableWalker) refine(ctx context.Context, rows int64) (float64, error) {
 	eps := startThreshold(w.bp.O, w.bp.H, rows)
 	c, growth, j := 0.0, 2.0, 1
 	for i := 0; i < refineSteps && eps > 0 && j >= 1; i++ {
-		try := math.Ldexp(eps, -j)
-		if try < 1e-300 {
-			try = 0
-		}
+		try := halved(eps, j)
 		w.walk(ctx, try, rows, false)
 		if err := cmp.Or(w.err, ctx.Err()); err != nil {
-			return nil, tval{}, 0, err
+			return 0, err
 		}
 		if w.over {
 			j /= 2
 			continue
 		}
 		n := float64(w.count)
-		if c > 0 && n > c {
-			growth = math.Pow(n/c, 1/float64(j))
-		}
+		growth = growthPer(c, n, j, growth)
 		eps, c = try, n
-		if growth <= 1.0001 {
-			j *= 2
-		} else {
-			j = max(1, int(math.Log(0.9*float64(rows)/n)/math.Log(growth)))
-		}
+		j = nextStep(j, growth, float64(rows), n)
 	}
-	v := w.walk(ctx, eps, math.MaxInt64, true)
-	if err := cmp.Or(w.err, ctx.Err()); err != nil {
-		return nil, tval{}, 0, err
+	return eps, nil
+}
+
+// halved is ε·2^−j, 0 below 1e-300.
+func halved(eps float64, j int) float64 {
+	try := math.Ldexp(eps, -j)
+	if try < 1e-300 {
+		try = 0
 	}
-	// The walker is done: the policy takes its nodes.
-	levelOrder(w.nodes) // rows in level order: policy.arrow's lookup index
-	pol := &Policy{Horizon: w.bp.H, Nodes: w.nodes, Ctrl: w.ctrl}
-	w.nodes = nil
-	return pol, v, eps, nil
+	return try
+}
+
+// growthPer is the growth of the row count per halving from c to n rows
+// over j halvings, or growth unchanged when there is no earlier count or
+// the count did not grow.
+func growthPer(c, n float64, j int, growth float64) float64 {
+	if c > 0 && n > c {
+		return math.Pow(n/c, 1/float64(j))
+	}
+	return growth
+}
+
+// nextStep is the next exponent of refine's halving after a count of n
+// rows at exponent j: doubled while the count does not grow, else
+// extrapolated from growth, the count's growth per halving, to 90% of
+// rows.
+func nextStep(j int, growth, rows, n float64) int {
+	if growth <= 1.0001 {
+		return j * 2
+	}
+	return max(1, int(math.Log(0.9*rows/n)/math.Log(growth)))
 }
 
 // refineSteps bounds the counts that lower the table threshold past the
@@ -935,23 +1178,26 @@ func treeRows(O, H int) float64 {
 // Σ_{h=1}^H min(|O|^h, 1/ε) on the table's rows fits rows (step 1 is
 // always kept whole).
 func startThreshold(O, H int, rows int64) float64 {
-	bound := func(eps float64) float64 {
-		n := 0.0
-		for h := 1; h <= H; h++ {
-			c := math.Pow(float64(O), float64(h))
-			if eps > 0 && h > 1 {
-				c = math.Min(c, 1/eps)
-			}
-			n += c
-		}
-		return n
-	}
-	if bound(0) <= float64(rows) {
+	if rowBound(O, H, 0) <= float64(rows) {
 		return 0
 	}
 	eps := 1.0
-	for k := 0; k < 1000 && bound(eps/2) <= float64(rows); k++ {
+	for k := 0; k < 1000 && rowBound(O, H, eps/2) <= float64(rows); k++ {
 		eps /= 2
 	}
 	return eps
+}
+
+// rowBound is Σ_{h=1}^H min(|O|^h, 1/ε), step 1 whole (ε = 0: no
+// threshold): the most rows a table of threshold ε can have.
+func rowBound(O, H int, eps float64) float64 {
+	n := 0.0
+	for h := 1; h <= H; h++ {
+		c := math.Pow(float64(O), float64(h))
+		if eps > 0 && h > 1 {
+			c = math.Min(c, 1/eps)
+		}
+		n += c
+	}
+	return n
 }

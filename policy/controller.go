@@ -4,8 +4,6 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -62,14 +60,17 @@ type Controller struct {
 // surrogate slope, acting by the lookahead on the steps look marks.
 func newController(bp *beliefPlanner, look []bool) *Controller {
 	snap := *bp // the α-sets and κ of this moment (later rounds replace them)
-	c := &Controller{bp: &snap, look: look, memo: newActionMemo(), obs: map[string]int{}, act: map[string]int{}}
-	for o, s := range bp.m.ObsVocab {
-		c.obs[s] = o
+	return &Controller{bp: &snap, look: look, memo: newActionMemo(), obs: vocabIndex(bp.m.ObsVocab), act: vocabIndex(bp.m.ActVocab)}
+}
+
+// vocabIndex maps each symbol of vocab to its index (the last one of a
+// repeated symbol).
+func vocabIndex(vocab []string) map[string]int {
+	idx := map[string]int{}
+	for i, s := range vocab {
+		idx[s] = i
 	}
-	for a, s := range bp.m.ActVocab {
-		c.act[s] = a
-	}
-	return c
+	return idx
 }
 
 // Model is the fitted model whose filter the controller runs.
@@ -106,26 +107,37 @@ func (c *Controller) newScratch() *ctrlScratch { return &ctrlScratch{} }
 // computation would, whoever asked first: actions do not depend on the
 // memo, its limit or the worker count.
 func (c *Controller) decide(h int, b []float64, end bool, x *ctrlScratch) int {
-	k := binary.LittleEndian.AppendUint32(x.key[:0], uint32(h))
-	k = appendBeliefKey(k, b, end)
-	x.key = k
+	k := x.memoKey(h, b, end)
 	if a, ok := c.memo.load(k); ok {
 		return a
 	}
+	a := c.compute(h, b, end, x)
+	c.memo.store(k, a)
+	return a
+}
+
+// memoKey is the memo's key of belief b over s_h after an observation
+// of class end: h, then beliefKey's bytes (in x.key, reused).
+func (x *ctrlScratch) memoKey(h int, b []float64, end bool) []byte {
+	k := binary.LittleEndian.AppendUint32(x.key[:0], uint32(h))
+	x.key = appendBeliefKey(k, b, end)
+	return x.key
+}
+
+// compute is decide's action computed at b rounded to the grid of
+// beliefKey: by the one-step lookahead on the steps marked for it, by
+// the best α-vector on the others.
+func (c *Controller) compute(h int, b []float64, end bool, x *ctrlScratch) int {
 	if x.sc == nil {
 		x.rb, x.sc = make([]float64, c.bp.S), newBackupScratch(c.bp.S, c.bp.O)
 	}
 	for s, v := range b {
 		x.rb[s] = math.Round(v*beliefGrid) / beliefGrid
 	}
-	var a int
 	if c.look[h] {
-		a = c.bp.lookahead(h, x.rb, end, x.sc)
-	} else {
-		a = c.bp.vectorAction(h, x.rb, end, x.sc)
+		return c.bp.lookahead(h, x.rb, end, x.sc)
 	}
-	c.memo.store(k, a)
-	return a
+	return c.bp.vectorAction(h, x.rb, end, x.sc)
 }
 
 // ctrlState is the filter's state of one episode: the belief over s_h
@@ -148,21 +160,25 @@ func (c *Controller) step(st ctrlState, sym string, pred []float64) (ctrlState, 
 	if !ok || st.h >= c.bp.H {
 		return ctrlState{lost: true}, false
 	}
-	m := c.bp.m
-	next := make([]float64, c.bp.S)
-	var z float64
-	if st.h == 0 {
-		m.Prior(next)
-		z = m.ObserveFirst(next, o)
-	} else {
-		t := &c.bp.tab[st.h][st.a]
-		predict(t.t, st.bel, pred)
-		z = correct(t.e, c.bp.O, pred, o, next)
-	}
+	next, z := c.filter(st, o, pred)
 	if !(z > 0) {
 		return ctrlState{lost: true}, false
 	}
 	return ctrlState{h: st.h + 1, bel: next, a: -1}, true
+}
+
+// filter returns the belief after observation o from the state st (the
+// prior's at the start) and the observation's probability (pred:
+// scratch of S).
+func (c *Controller) filter(st ctrlState, o int, pred []float64) ([]float64, float64) {
+	next := make([]float64, c.bp.S)
+	if st.h == 0 {
+		c.bp.m.Prior(next)
+		return next, c.bp.m.ObserveFirst(next, o)
+	}
+	t := &c.bp.tab[st.h][st.a]
+	predict(t.t, st.bel, pred)
+	return next, correct(t.e, c.bp.O, pred, o, next)
 }
 
 // Decide returns the controller's action after the history o_1, a_1, …,
@@ -179,11 +195,9 @@ func (c *Controller) Decide(obs, acts []string) (action string, ok bool, err err
 	var st ctrlState
 	for i, o := range obs {
 		if i > 0 {
-			a, known := c.act[acts[i-1]]
-			if !known {
-				return "", false, fmt.Errorf("%w: action %q at step %d is not one of the model's %d actions (%s)", ErrOptions, acts[i-1], i, len(c.bp.m.ActVocab), listSome(c.bp.m.ActVocab, 8))
+			if st.a, err = c.knownAction(acts[i-1], i); err != nil {
+				return "", false, err
 			}
-			st.a = a
 		}
 		if st, ok = c.step(st, o, pred); !ok {
 			return "", false, nil
@@ -193,67 +207,124 @@ func (c *Controller) Decide(obs, acts []string) (action string, ok bool, err err
 	return c.bp.m.ActVocab[a], true, nil
 }
 
+// knownAction is the code of the action sym at step i of a history
+// given to Decide; the error names an action the model does not know.
+func (c *Controller) knownAction(sym string, i int) (int, error) {
+	a, known := c.act[sym]
+	if !known {
+		return 0, fmt.Errorf("%w: action %q at step %d is not one of the model's %d actions (%s)", ErrOptions, sym, i, len(c.bp.m.ActVocab), listSome(c.bp.m.ActVocab, 8))
+	}
+	return a, nil
+}
+
 // table is the controller as controller.arrow's rows.
 func (c *Controller) table(meta map[string]string) arrowio.Table {
 	bp := c.bp
+	r := &controllerRows{}
+	for h := 1; h <= bp.H; h++ {
+		r.addAlphas(bp, h)
+		r.addStepTables(bp, h)
+	}
+	return arrowio.Table{Meta: c.tableMeta(meta), Columns: r.columns()}
+}
+
+// columns are controller.arrow's columns holding the rows.
+func (r *controllerRows) columns() []arrowio.Column {
+	return []arrowio.Column{
+		{Name: "kind", String: arrowio.OrEmpty(r.kind)},
+		{Name: "step", Int32: arrowio.OrEmpty(r.step)},
+		{Name: "class", Int32: arrowio.OrEmpty(r.class)},
+		{Name: "index", Int32: arrowio.OrEmpty(r.index)},
+		{Name: "action", String: arrowio.OrEmpty(r.act)},
+		{Name: "state", Int32: arrowio.OrEmpty(r.state)},
+		{Name: "next_state", Int32: arrowio.OrEmpty(r.next)},
+		{Name: "value", Float64: arrowio.OrEmpty(r.value)},
+	}
+}
+
+// ctrlKey is a row of controller.arrow less its value: kind, step,
+// class, index, action, state and next state (−1 where they do not
+// apply).
+type ctrlKey struct {
+	kind     string
+	h, cl, i int
+	act      string
+	s, s2    int
+}
+
+// add appends the row k with value v.
+func (r *controllerRows) add(k ctrlKey, v float64) {
+	r.kind, r.act = append(r.kind, k.kind), append(r.act, k.act)
+	r.step, r.class, r.index = append(r.step, int32(k.h)), append(r.class, int32(k.cl)), append(r.index, int32(k.i))
+	r.state, r.next, r.value = append(r.state, int32(k.s)), append(r.next, int32(k.s2)), append(r.value, v)
+}
+
+// addAlphas appends the coordinates of step h's α-vectors, class by
+// class.
+func (r *controllerRows) addAlphas(bp *beliefPlanner, h int) {
 	S := bp.S
-	var kind, act []string
-	var step, class, index, state, next []int32
-	var value []float64
-	add := func(k string, h, cl, i int, a string, s, s2 int, v float64) {
-		kind, act = append(kind, k), append(act, a)
-		step, class, index = append(step, int32(h)), append(class, int32(cl)), append(index, int32(i))
-		state, next, value = append(state, int32(s)), append(next, int32(s2)), append(value, v)
-	}
-	for h := 1; h <= bp.H; h++ {
-		for cl := 0; cl < 2; cl++ {
-			g := &bp.gamma[h][cl]
-			for i := 0; i < g.n(S); i++ {
-				for s := 0; s < S; s++ {
-					add(kindAlpha, h, cl, i, bp.m.ActVocab[g.act[i]], s, -1, g.vec[i*S+s])
-				}
-			}
-		}
-		for a := 0; a < bp.A; a++ {
-			t := &bp.tab[h][a]
+	for cl := 0; cl < 2; cl++ {
+		g := &bp.gamma[h][cl]
+		for i := 0; i < g.n(S); i++ {
 			for s := 0; s < S; s++ {
-				add(kindReward, h, -1, -1, bp.m.ActVocab[a], s, -1, t.r[s])
-			}
-			if t.m == nil {
-				continue
-			}
-			for s := 0; s < S; s++ {
-				for s2 := 0; s2 < S; s2++ {
-					add(kindBonus, h, -1, -1, bp.m.ActVocab[a], s, s2, t.m[s*S+s2])
-				}
+				r.add(ctrlKey{kindAlpha, h, cl, i, bp.m.ActVocab[g.act[i]], s, -1}, g.vec[i*S+s])
 			}
 		}
 	}
-	look := make([]string, bp.H)
-	for h := 1; h <= bp.H; h++ {
-		look[h-1] = "0"
-		if c.look[h] {
-			look[h-1] = "1"
+}
+
+// addStepTables appends step h's rewards and bonus forms, action by
+// action.
+func (r *controllerRows) addStepTables(bp *beliefPlanner, h int) {
+	S := bp.S
+	for a := 0; a < bp.A; a++ {
+		t := &bp.tab[h][a]
+		for s := 0; s < S; s++ {
+			r.add(ctrlKey{kindReward, h, -1, -1, bp.m.ActVocab[a], s, -1}, t.r[s])
+		}
+		if t.m != nil {
+			r.addBonusForm(bp, h, a)
 		}
 	}
+}
+
+// addBonusForm appends the bonus quadratic form of step h and action a,
+// row by row.
+func (r *controllerRows) addBonusForm(bp *beliefPlanner, h, a int) {
+	S, m := bp.S, bp.tab[h][a].m
+	for s := 0; s < S; s++ {
+		for s2 := 0; s2 < S; s2++ {
+			r.add(ctrlKey{kindBonus, h, -1, -1, bp.m.ActVocab[a], s, s2}, m[s*S+s2])
+		}
+	}
+}
+
+// tableMeta is controller.arrow's schema metadata: the caller's meta
+// with the horizon, the states, κ and the lookahead flags.
+func (c *Controller) tableMeta(meta map[string]string) map[string]string {
+	bp := c.bp
 	md := map[string]string{}
 	for k, v := range meta {
 		md[k] = v
 	}
 	md[MetaHorizon] = strconv.Itoa(bp.H)
-	md[MetaStates] = strconv.Itoa(S)
+	md[MetaStates] = strconv.Itoa(bp.S)
 	md[MetaKappa] = strconv.FormatFloat(bp.kappa, 'g', -1, 64)
-	md[MetaLookahead] = strings.Join(look, ",")
-	return arrowio.Table{Meta: md, Columns: []arrowio.Column{
-		{Name: "kind", String: arrowio.OrEmpty(kind)},
-		{Name: "step", Int32: arrowio.OrEmpty(step)},
-		{Name: "class", Int32: arrowio.OrEmpty(class)},
-		{Name: "index", Int32: arrowio.OrEmpty(index)},
-		{Name: "action", String: arrowio.OrEmpty(act)},
-		{Name: "state", Int32: arrowio.OrEmpty(state)},
-		{Name: "next_state", Int32: arrowio.OrEmpty(next)},
-		{Name: "value", Float64: arrowio.OrEmpty(value)},
-	}}
+	md[MetaLookahead] = c.lookFlags()
+	return md
+}
+
+// lookFlags is MetaLookahead's value: per step, "1" where the controller
+// acts by the lookahead, "0" elsewhere.
+func (c *Controller) lookFlags() string {
+	look := make([]string, c.bp.H)
+	for h := 1; h <= c.bp.H; h++ {
+		look[h-1] = "0"
+		if c.look[h] {
+			look[h-1] = "1"
+		}
+	}
+	return strings.Join(look, ",")
 }
 
 // WriteController writes c to path (controller.arrow), atomically, with
@@ -266,9 +337,7 @@ func WriteController(path string, c *Controller, meta map[string]string) error {
 // holding it) for the model m it was planned on (model.arrow of the same
 // run). Errors wrap ErrFile and name the file and row.
 func ReadController(path string, m *estimate.Model) (*Controller, error) {
-	if st, err := os.Stat(path); err == nil && st.IsDir() {
-		path = filepath.Join(path, ControllerFileName)
-	}
+	path = inDir(path, ControllerFileName)
 	t, err := arrowio.ReadArrow(path)
 	if err != nil {
 		return nil, err
@@ -276,24 +345,33 @@ func ReadController(path string, m *estimate.Model) (*Controller, error) {
 	bad := func(format string, args ...any) error {
 		return fmt.Errorf("%w: %s: %s", ErrFile, path, fmt.Sprintf(format, args...))
 	}
-	kappa, look, err := controllerMeta(t.Meta, m, bad)
+	bp, look, err := controllerPlanner(t, m, bad)
 	if err != nil {
-		return nil, err
-	}
-	rows, err := controllerColumns(t, bad)
-	if err != nil {
-		return nil, err
-	}
-	bp := &beliefPlanner{planner: filterPlanner(m), kappa: kappa}
-	bp.tab = filterTables(m)
-	bp.gamma = make([][2]alphaSet, m.Horizon+2)
-	if err := rows.fill(bp, bad); err != nil {
-		return nil, err
-	}
-	if err := checkController(bp, bad); err != nil {
 		return nil, err
 	}
 	return newController(bp, look), nil
+}
+
+// controllerPlanner checks controller.arrow's table t against the model
+// m and returns the planner state it holds (κ, α-sets, step tables) and
+// the lookahead flags.
+func controllerPlanner(t arrowio.Table, m *estimate.Model, bad func(string, ...any) error) (*beliefPlanner, []bool, error) {
+	kappa, look, err := controllerMeta(t.Meta, m, bad)
+	if err != nil {
+		return nil, nil, err
+	}
+	rows, err := controllerColumns(t, bad)
+	if err != nil {
+		return nil, nil, err
+	}
+	bp := &beliefPlanner{planner: filterPlanner(m), kappa: kappa, tab: filterTables(m), gamma: make([][2]alphaSet, m.Horizon+2)}
+	if err := rows.fill(bp, bad); err != nil {
+		return nil, nil, err
+	}
+	if err := checkController(bp, bad); err != nil {
+		return nil, nil, err
+	}
+	return bp, look, nil
 }
 
 // controllerMeta checks controller.arrow's metadata against the model and
@@ -306,19 +384,35 @@ func controllerMeta(meta map[string]string, m *estimate.Model, bad func(string, 
 	if v := meta[MetaStates]; v != strconv.Itoa(S) {
 		return 0, nil, bad("%q states, the model has %d", v, S)
 	}
-	kappa, err := strconv.ParseFloat(meta[MetaKappa], 64)
-	if err != nil || kappa < 0 || math.IsInf(kappa, 0) {
-		return 0, nil, bad("metadata %s = %q is not a slope ≥ 0", MetaKappa, meta[MetaKappa])
+	kappa, err := parseKappa(meta[MetaKappa], bad)
+	if err != nil {
+		return 0, nil, err
 	}
-	lookS := strings.Split(meta[MetaLookahead], ",")
+	look, err := parseLookahead(meta[MetaLookahead], H, bad)
+	return kappa, look, err
+}
+
+// parseKappa reads MetaKappa's slope κ ≥ 0.
+func parseKappa(v string, bad func(string, ...any) error) (float64, error) {
+	kappa, err := strconv.ParseFloat(v, 64)
+	if err != nil || kappa < 0 || math.IsInf(kappa, 0) {
+		return 0, bad("metadata %s = %q is not a slope ≥ 0", MetaKappa, v)
+	}
+	return kappa, nil
+}
+
+// parseLookahead reads MetaLookahead's flags for steps 1..H (index 0
+// unused).
+func parseLookahead(v string, H int, bad func(string, ...any) error) ([]bool, error) {
+	lookS := strings.Split(v, ",")
 	if len(lookS) != H {
-		return 0, nil, bad("metadata %s has %d steps, the horizon is %d", MetaLookahead, len(lookS), H)
+		return nil, bad("metadata %s has %d steps, the horizon is %d", MetaLookahead, len(lookS), H)
 	}
 	look := make([]bool, H+1)
 	for h, s := range lookS {
 		look[h+1] = s == "1"
 	}
-	return kappa, look, nil
+	return look, nil
 }
 
 // controllerRows are controller.arrow's columns.
@@ -372,74 +466,111 @@ func filterTables(m *estimate.Model) [][]stepTables {
 
 // fill stores the rows into bp's α-sets and step tables.
 func (r *controllerRows) fill(bp *beliefPlanner, bad func(string, ...any) error) error {
-	H, S := bp.H, bp.S
-	actIdx := map[string]int{}
-	for a, s := range bp.m.ActVocab {
-		actIdx[s] = a
-	}
+	actIdx := vocabIndex(bp.m.ActVocab)
 	for i := range r.kind {
-		h, s, s2 := int(r.step[i]), int(r.state[i]), int(r.next[i])
-		a, okA := actIdx[r.act[i]]
-		if h < 1 || h > H || s < 0 || s >= S || !okA || math.IsNaN(r.value[i]) {
-			return bad("row %d (%s, step %d, action %q, state %d) does not fit the model (%d steps, %d states)", i, r.kind[i], h, r.act[i], s, H, S)
-		}
-		switch r.kind[i] {
-		case kindAlpha:
-			cl, k := int(r.class[i]), int(r.index[i])
-			if cl < 0 || cl > 1 {
-				return bad("row %d: class %d", i, cl)
-			}
-			g := &bp.gamma[h][cl]
-			switch {
-			case s == 0 && k == len(g.act):
-				g.act = append(g.act, a)
-			case s == 0 || k != len(g.act)-1 || len(g.vec) != k*S+s || g.act[k] != a:
-				return bad("row %d: α-vector %d of step %d is not written state by state in order", i, k, h)
-			}
-			g.vec = append(g.vec, r.value[i])
-		case kindReward:
-			bp.tab[h][a].r[s] = r.value[i]
-		case kindBonus:
-			st := &bp.tab[h][a]
-			if s2 < 0 || s2 >= S || h == H {
-				return bad("row %d: bonus entry (%d, %d) at step %d", i, s, s2, h)
-			}
-			if st.m == nil {
-				st.m = make([]float64, S*S)
-			}
-			st.m[s*S+s2] = r.value[i]
-		default:
-			return bad("row %d: unknown kind %q", i, r.kind[i])
+		if err := r.fillRow(bp, i, actIdx, bad); err != nil {
+			return err
 		}
 	}
+	return nil
+}
+
+// fillRow checks that row i fits the model (actIdx: its actions' codes)
+// and stores it by its kind.
+func (r *controllerRows) fillRow(bp *beliefPlanner, i int, actIdx map[string]int, bad func(string, ...any) error) error {
+	H, S := bp.H, bp.S
+	h, s := int(r.step[i]), int(r.state[i])
+	a, okA := actIdx[r.act[i]]
+	if h < 1 || h > H || s < 0 || s >= S || !okA || math.IsNaN(r.value[i]) {
+		return bad("row %d (%s, step %d, action %q, state %d) does not fit the model (%d steps, %d states)", i, r.kind[i], h, r.act[i], s, H, S)
+	}
+	switch r.kind[i] {
+	case kindAlpha:
+		return r.fillAlpha(bp, i, a, bad)
+	case kindReward:
+		bp.tab[h][a].r[s] = r.value[i]
+		return nil
+	case kindBonus:
+		return r.fillBonus(bp, i, a, bad)
+	}
+	return bad("row %d: unknown kind %q", i, r.kind[i])
+}
+
+// fillAlpha stores α-vector row i (action a) into bp's α-sets; the rows
+// of a vector come state by state, in order.
+func (r *controllerRows) fillAlpha(bp *beliefPlanner, i, a int, bad func(string, ...any) error) error {
+	h, s, S := int(r.step[i]), int(r.state[i]), bp.S
+	cl, k := int(r.class[i]), int(r.index[i])
+	if cl < 0 || cl > 1 {
+		return bad("row %d: class %d", i, cl)
+	}
+	g := &bp.gamma[h][cl]
+	switch {
+	case s == 0 && k == len(g.act):
+		g.act = append(g.act, a)
+	case s == 0 || k != len(g.act)-1 || len(g.vec) != k*S+s || g.act[k] != a:
+		return bad("row %d: α-vector %d of step %d is not written state by state in order", i, k, h)
+	}
+	g.vec = append(g.vec, r.value[i])
+	return nil
+}
+
+// fillBonus stores bonus-form row i (action a) into bp's step tables.
+func (r *controllerRows) fillBonus(bp *beliefPlanner, i, a int, bad func(string, ...any) error) error {
+	h, s, s2, S := int(r.step[i]), int(r.state[i]), int(r.next[i]), bp.S
+	st := &bp.tab[h][a]
+	if s2 < 0 || s2 >= S || h == bp.H {
+		return bad("row %d: bonus entry (%d, %d) at step %d", i, s, s2, h)
+	}
+	if st.m == nil {
+		st.m = make([]float64, S*S)
+	}
+	st.m[s*S+s2] = r.value[i]
 	return nil
 }
 
 // checkController finishes the α-sets and checks that every step has
 // vectors, rewards and (with κ > 0) bonus forms.
 func checkController(bp *beliefPlanner, bad func(string, ...any) error) error {
-	H, S := bp.H, bp.S
-	for h := 1; h <= H; h++ {
-		for cl := 0; cl < 2; cl++ {
-			g := &bp.gamma[h][cl]
-			if len(g.vec) != len(g.act)*S {
-				return bad("step %d: an α-vector is incomplete", h)
-			}
-			g.finish(S)
+	for h := 1; h <= bp.H; h++ {
+		if err := checkControllerStep(bp, h, bad); err != nil {
+			return err
 		}
-		if bp.gamma[h][0].n(S)+bp.gamma[h][1].n(S) == 0 {
-			return bad("step %d has no α-vector", h)
+	}
+	return nil
+}
+
+// checkControllerStep is checkController at step h.
+func checkControllerStep(bp *beliefPlanner, h int, bad func(string, ...any) error) error {
+	S := bp.S
+	for cl := 0; cl < 2; cl++ {
+		g := &bp.gamma[h][cl]
+		if len(g.vec) != len(g.act)*S {
+			return bad("step %d: an α-vector is incomplete", h)
 		}
-		for a := range bp.tab[h] {
-			for _, x := range bp.tab[h][a].r {
-				if math.IsNaN(x) {
-					return bad("step %d, action %q: reward rows missing", h, bp.m.ActVocab[a])
-				}
-			}
-			if h < H && bp.kappa > 0 && bp.tab[h][a].m == nil {
-				return bad("step %d, action %q: bonus rows missing", h, bp.m.ActVocab[a])
-			}
+		g.finish(S)
+	}
+	if bp.gamma[h][0].n(S)+bp.gamma[h][1].n(S) == 0 {
+		return bad("step %d has no α-vector", h)
+	}
+	for a := range bp.tab[h] {
+		if err := checkStepTables(bp, h, a, bad); err != nil {
+			return err
 		}
+	}
+	return nil
+}
+
+// checkStepTables checks that the file gave the rewards of step h and
+// action a and, before H with κ > 0, its bonus form.
+func checkStepTables(bp *beliefPlanner, h, a int, bad func(string, ...any) error) error {
+	for _, x := range bp.tab[h][a].r {
+		if math.IsNaN(x) {
+			return bad("step %d, action %q: reward rows missing", h, bp.m.ActVocab[a])
+		}
+	}
+	if h < bp.H && bp.kappa > 0 && bp.tab[h][a].m == nil {
+		return bad("step %d, action %q: bonus rows missing", h, bp.m.ActVocab[a])
 	}
 	return nil
 }

@@ -22,11 +22,7 @@ type codes struct {
 }
 
 func newCodes(m *estimate.Model) codes {
-	c := codes{obs: m.ObsVocab, act: make(map[string]int, len(m.ActVocab))}
-	for a, s := range m.ActVocab {
-		c.act[s] = a
-	}
-	return c
+	return codes{obs: m.ObsVocab, act: vocabIndex(m.ActVocab)}
 }
 
 // ModelValue evaluates pol exactly under the model m: V_{θ̂,R}^π and

@@ -92,21 +92,7 @@ func writeFileWith(mem memory.Allocator, path string, p *Policy, meta map[string
 }
 
 func writeArrow(mem memory.Allocator, w io.WriteSeeker, p *Policy, meta map[string]string) error {
-	keys := make([]string, 0, len(meta)+2)
-	vals := make([]string, 0, len(meta)+2)
-	for _, k := range sortedMetaKeys(meta) {
-		if k == MetaSchemaVersion || k == MetaHorizon || k == MetaBatchIndex {
-			continue
-		}
-		keys = append(keys, k)
-		vals = append(vals, meta[k])
-	}
-	keys = append(keys, MetaSchemaVersion, MetaHorizon)
-	vals = append(vals, arrowio.SchemaVersion, strconv.Itoa(p.Horizon))
-	if idx, ok := batchIndex(p, fileBatchRowsVar); ok && !noIndex {
-		keys, vals = append(keys, MetaBatchIndex), append(vals, idx)
-	}
-	md := arrow.NewMetadata(keys, vals)
+	md := fileMetadata(p, meta)
 	schema := arrow.NewSchema(fileFields, &md)
 	fw, err := ipc.NewFileWriter(w, ipc.WithSchema(schema), ipc.WithAllocator(mem))
 	if err != nil {
@@ -114,43 +100,99 @@ func writeArrow(mem memory.Allocator, w io.WriteSeeker, p *Policy, meta map[stri
 	}
 	b := array.NewRecordBuilder(mem, schema)
 	defer b.Release()
-	nodeB := b.Field(0).(*array.Int64Builder)
-	parentB := b.Field(1).(*array.Int64Builder)
-	stepB := b.Field(2).(*array.Int32Builder)
-	obsB := b.Field(3).(*array.StringBuilder)
-	actB := b.Field(4).(*array.StringBuilder)
-	fbB := b.Field(5).(*array.StringBuilder)
-	fl := []*array.Float64Builder{
-		b.Field(6).(*array.Float64Builder), b.Field(7).(*array.Float64Builder),
-		b.Field(8).(*array.Float64Builder), b.Field(9).(*array.Float64Builder),
+	if err := writeRecords(fw, b, p); err != nil {
+		fw.Close()
+		return err
 	}
+	return fw.Close()
+}
+
+// writeRecords writes p's nodes with b to fw in record batches of
+// fileBatchRowsVar rows (one empty batch for no nodes).
+func writeRecords(fw *ipc.FileWriter, b *array.RecordBuilder, p *Policy) error {
+	nb := newNodeBuilder(b)
 	for lo := 0; lo < len(p.Nodes) || lo == 0; lo += fileBatchRowsVar {
 		hi := min(len(p.Nodes), lo+fileBatchRowsVar)
 		for i := lo; i < hi; i++ {
-			n := &p.Nodes[i]
-			nodeB.Append(n.ID)
-			parentB.Append(n.Parent)
-			stepB.Append(n.Step)
-			obsB.Append(n.Obs)
-			actB.Append(n.Action)
-			fbB.Append(n.Fallback)
-			fl[0].Append(n.ReachProb)
-			fl[1].Append(n.ValueReward)
-			fl[2].Append(n.ValueBonus)
-			fl[3].Append(n.ValueLCB)
+			nb.append(&p.Nodes[i])
 		}
 		rec := b.NewRecord()
 		err := fw.Write(rec)
 		rec.Release()
 		if err != nil {
-			fw.Close()
 			return err
 		}
 		if hi >= len(p.Nodes) {
 			break
 		}
 	}
-	return fw.Close()
+	return nil
+}
+
+// fileMetadata is the schema metadata of p's file: the caller's meta in
+// key order (less the keys WriteFile sets), then the schema version, the
+// horizon and, when p has one, the batch index.
+func fileMetadata(p *Policy, meta map[string]string) arrow.Metadata {
+	keys, vals := callerMeta(meta)
+	keys = append(keys, MetaSchemaVersion, MetaHorizon)
+	vals = append(vals, arrowio.SchemaVersion, strconv.Itoa(p.Horizon))
+	if idx, ok := batchIndex(p, fileBatchRowsVar); ok && !noIndex {
+		keys, vals = append(keys, MetaBatchIndex), append(vals, idx)
+	}
+	return arrow.NewMetadata(keys, vals)
+}
+
+// callerMeta returns the caller's meta in key order, less the keys
+// WriteFile sets, as keys and values (room left for those).
+func callerMeta(meta map[string]string) (keys, vals []string) {
+	keys = make([]string, 0, len(meta)+2)
+	vals = make([]string, 0, len(meta)+2)
+	for _, k := range sortedMetaKeys(meta) {
+		if k == MetaSchemaVersion || k == MetaHorizon || k == MetaBatchIndex {
+			continue
+		}
+		keys = append(keys, k)
+		vals = append(vals, meta[k])
+	}
+	return keys, vals
+}
+
+// nodeBuilder holds the column builders of a policy.arrow record batch.
+type nodeBuilder struct {
+	node, parent *array.Int64Builder
+	step         *array.Int32Builder
+	obs, act, fb *array.StringBuilder
+	fl           []*array.Float64Builder // reach_prob, value_reward, value_bonus, value_lcb
+}
+
+// newNodeBuilder returns the column builders of b (schema fileFields).
+func newNodeBuilder(b *array.RecordBuilder) *nodeBuilder {
+	return &nodeBuilder{
+		node:   b.Field(0).(*array.Int64Builder),
+		parent: b.Field(1).(*array.Int64Builder),
+		step:   b.Field(2).(*array.Int32Builder),
+		obs:    b.Field(3).(*array.StringBuilder),
+		act:    b.Field(4).(*array.StringBuilder),
+		fb:     b.Field(5).(*array.StringBuilder),
+		fl: []*array.Float64Builder{
+			b.Field(6).(*array.Float64Builder), b.Field(7).(*array.Float64Builder),
+			b.Field(8).(*array.Float64Builder), b.Field(9).(*array.Float64Builder),
+		},
+	}
+}
+
+// append appends the row of node n.
+func (nb *nodeBuilder) append(n *Node) {
+	nb.node.Append(n.ID)
+	nb.parent.Append(n.Parent)
+	nb.step.Append(n.Step)
+	nb.obs.Append(n.Obs)
+	nb.act.Append(n.Action)
+	nb.fb.Append(n.Fallback)
+	nb.fl[0].Append(n.ReachProb)
+	nb.fl[1].Append(n.ValueReward)
+	nb.fl[2].Append(n.ValueBonus)
+	nb.fl[3].Append(n.ValueLCB)
 }
 
 // batchIndex is the MetaBatchIndex value of p written in batches of rows
@@ -198,70 +240,145 @@ func ReadFile(path string) (*Policy, map[string]string, error) {
 }
 
 func readFileWith(mem memory.Allocator, path string) (*Policy, map[string]string, error) {
-	if st, err := os.Stat(path); err == nil && st.IsDir() {
-		path = filepath.Join(path, FileName)
-	}
-	f, err := os.Open(path)
+	path = inDir(path, FileName)
+	f, r, err := openArrow(mem, path)
 	if err != nil {
 		return nil, nil, err
 	}
 	defer f.Close()
+	defer r.Close()
+	meta, col, err := fileSchema(r.Schema(), path)
+	if err != nil {
+		return nil, nil, err
+	}
+	p, err := readNodes(r, col, path)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := p.finishRead(meta, path); err != nil {
+		return nil, nil, err
+	}
+	return p, meta, nil
+}
+
+// openArrow opens the Arrow IPC file at path for reading; the caller
+// closes the reader and the file.
+func openArrow(mem memory.Allocator, path string) (*os.File, *ipc.FileReader, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, nil, err
+	}
 	r, err := ipc.NewFileReader(f, ipc.WithAllocator(mem))
 	if err != nil {
+		f.Close()
 		return nil, nil, fmt.Errorf("%w: %s: not an Arrow IPC file: %v", ErrFile, path, err)
 	}
-	defer r.Close()
-	schema := r.Schema()
-	meta := make(map[string]string, schema.Metadata().Len())
-	for i, k := range schema.Metadata().Keys() {
-		meta[k] = schema.Metadata().Values()[i]
+	return f, r, nil
+}
+
+// inDir is path, or the file name inside it when path is a directory.
+func inDir(path, name string) string {
+	if st, err := os.Stat(path); err == nil && st.IsDir() {
+		return filepath.Join(path, name)
 	}
+	return path
+}
+
+// finishRead checks the policy read from path, sets its horizon from
+// the metadata and attaches the controller beside it.
+func (p *Policy) finishRead(meta map[string]string, path string) error {
+	if err := p.check(path); err != nil {
+		return err
+	}
+	if err := p.setHorizon(meta, path); err != nil {
+		return err
+	}
+	return attachController(p, path)
+}
+
+// fileSchema checks the schema of the policy file at path: its schema
+// version, and each column of fileFields present once with its type. It
+// returns the metadata and the columns' indices in fileFields' order.
+func fileSchema(schema *arrow.Schema, path string) (map[string]string, []int, error) {
+	meta := metaMap(schema.Metadata())
 	if v, ok := meta[MetaSchemaVersion]; ok && v != arrowio.SchemaVersion {
 		return nil, nil, fmt.Errorf("%w: %s: schema version %q, this psrlcb reads version %s", ErrFile, path, v, arrowio.SchemaVersion)
 	}
+	col, err := schemaColumns(schema, path)
+	if err != nil {
+		return nil, nil, err
+	}
+	return meta, col, nil
+}
+
+// schemaColumns checks that each column of fileFields is in the schema
+// of the file at path once, with its type, and returns their indices in
+// fileFields' order.
+func schemaColumns(schema *arrow.Schema, path string) ([]int, error) {
 	col := make([]int, len(fileFields))
 	for j, want := range fileFields {
 		idx := schema.FieldIndices(want.Name)
 		if len(idx) != 1 {
-			return nil, nil, fmt.Errorf("%w: %s: column %q is missing (or repeated)", ErrFile, path, want.Name)
+			return nil, fmt.Errorf("%w: %s: column %q is missing (or repeated)", ErrFile, path, want.Name)
 		}
 		if got := schema.Field(idx[0]).Type; !arrow.TypeEqual(got, want.Type) {
-			return nil, nil, fmt.Errorf("%w: %s: column %q has type %s, want %s", ErrFile, path, want.Name, got, want.Type)
+			return nil, fmt.Errorf("%w: %s: column %q has type %s, want %s", ErrFile, path, want.Name, got, want.Type)
 		}
 		col[j] = idx[0]
 	}
+	return col, nil
+}
+
+// metaMap returns the schema metadata md as a map.
+func metaMap(md arrow.Metadata) map[string]string {
+	meta := make(map[string]string, md.Len())
+	for i, k := range md.Keys() {
+		meta[k] = md.Values()[i]
+	}
+	return meta
+}
+
+// readNodes reads the rows of every record batch of r (columns col), at
+// most MaxRows of them.
+func readNodes(r *ipc.FileReader, col []int, path string) (*Policy, error) {
 	p := &Policy{}
 	for b := 0; b < r.NumRecords(); b++ {
 		rec, err := r.Record(b)
 		if err != nil {
-			return nil, nil, fmt.Errorf("%w: %s: record batch %d: %v", ErrFile, path, b, err)
+			return nil, fmt.Errorf("%w: %s: record batch %d: %v", ErrFile, path, b, err)
 		}
 		if err := appendNodes(p, rec, col, path); err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 		if len(p.Nodes) > MaxRows {
-			return nil, nil, fmt.Errorf("%w: %s: more than %d rows, the most a policy table may hold", ErrFile, path, MaxRows)
+			return nil, fmt.Errorf("%w: %s: more than %d rows, the most a policy table may hold", ErrFile, path, MaxRows)
 		}
 	}
-	if err := p.check(path); err != nil {
-		return nil, nil, err
-	}
+	return p, nil
+}
+
+// deepestStep is the largest step of p's rows (0 for none).
+func (p *Policy) deepestStep() int {
 	maxStep := 0
 	for i := range p.Nodes {
 		maxStep = max(maxStep, int(p.Nodes[i].Step))
 	}
+	return maxStep
+}
+
+// setHorizon sets p's horizon from the metadata, which must not be below
+// the deepest step, or else to the deepest step.
+func (p *Policy) setHorizon(meta map[string]string, path string) error {
+	maxStep := p.deepestStep()
 	p.Horizon = maxStep
 	if v, ok := meta[MetaHorizon]; ok {
 		h, err := strconv.Atoi(v)
 		if err != nil || h < maxStep {
-			return nil, nil, fmt.Errorf("%w: %s: metadata %s = %q is not a horizon ≥ the deepest step %d", ErrFile, path, MetaHorizon, v, maxStep)
+			return fmt.Errorf("%w: %s: metadata %s = %q is not a horizon ≥ the deepest step %d", ErrFile, path, MetaHorizon, v, maxStep)
 		}
 		p.Horizon = h
 	}
-	if err := attachController(p, path); err != nil {
-		return nil, nil, err
-	}
-	return p, meta, nil
+	return nil
 }
 
 // attachController attaches the controller beside policy.arrow, when
@@ -283,10 +400,7 @@ func attachController(p *Policy, path string) error {
 // model.arrow; nil when the run has none (an exact plan, or a run of an
 // earlier version, whose table and fallback_action are the whole policy).
 func ControllerBeside(path string) (*Controller, error) {
-	dir := path
-	if st, err := os.Stat(path); err != nil || !st.IsDir() {
-		dir = filepath.Dir(path)
-	}
+	dir := runDir(path)
 	cpath := filepath.Join(dir, ControllerFileName)
 	if _, err := os.Stat(cpath); err != nil {
 		return nil, nil
@@ -298,6 +412,15 @@ func ControllerBeside(path string) (*Controller, error) {
 	return ReadController(cpath, m)
 }
 
+// runDir is the run directory of the policy at path: path itself when
+// it is a directory, else the directory holding it.
+func runDir(path string) string {
+	if st, err := os.Stat(path); err != nil || !st.IsDir() {
+		return filepath.Dir(path)
+	}
+	return path
+}
+
 // appendNodes copies the rows of one record batch (owned by the reader)
 // into p.
 func appendNodes(p *Policy, rec arrow.Record, col []int, path string) error {
@@ -307,37 +430,54 @@ func appendNodes(p *Policy, rec arrow.Record, col []int, path string) error {
 			return fmt.Errorf("%w: %s: column %q has %d nulls (first batch row %d)", ErrFile, path, fileFields[j].Name, n, first)
 		}
 	}
-	node := rec.Column(col[0]).(*array.Int64)
-	parent := rec.Column(col[1]).(*array.Int64)
-	step := rec.Column(col[2]).(*array.Int32)
-	obs := rec.Column(col[3]).(*array.String)
-	act := rec.Column(col[4]).(*array.String)
-	fb := rec.Column(col[5]).(*array.String)
-	fl := [4]*array.Float64{}
-	for k := range fl {
-		fl[k] = rec.Column(col[6+k]).(*array.Float64)
-	}
+	nc := newNodeColumns(rec, col)
 	for i := 0; i < int(rec.NumRows()); i++ {
-		p.Nodes = append(p.Nodes, Node{
-			ID:          node.Value(i),
-			Parent:      parent.Value(i),
-			Step:        step.Value(i),
-			Obs:         obs.Value(i),
-			Action:      act.Value(i),
-			Fallback:    fb.Value(i),
-			ReachProb:   fl[0].Value(i),
-			ValueReward: fl[1].Value(i),
-			ValueBonus:  fl[2].Value(i),
-			ValueLCB:    fl[3].Value(i),
-		})
-		// String.Value points into the batch's buffers, which the reader
-		// frees: copy the strings out.
-		n := &p.Nodes[len(p.Nodes)-1]
-		n.Obs = strings.Clone(n.Obs)
-		n.Action = strings.Clone(n.Action)
-		n.Fallback = strings.Clone(n.Fallback)
+		p.Nodes = append(p.Nodes, nc.row(i))
 	}
 	return nil
+}
+
+// nodeColumns are the typed columns of a policy.arrow record batch.
+type nodeColumns struct {
+	node, parent *array.Int64
+	step         *array.Int32
+	obs, act, fb *array.String
+	fl           [4]*array.Float64 // reach_prob, value_reward, value_bonus, value_lcb
+}
+
+// newNodeColumns returns the columns col (in fileFields' order) of rec.
+func newNodeColumns(rec arrow.Record, col []int) *nodeColumns {
+	nc := &nodeColumns{
+		node:   rec.Column(col[0]).(*array.Int64),
+		parent: rec.Column(col[1]).(*array.Int64),
+		step:   rec.Column(col[2]).(*array.Int32),
+		obs:    rec.Column(col[3]).(*array.String),
+		act:    rec.Column(col[4]).(*array.String),
+		fb:     rec.Column(col[5]).(*array.String),
+	}
+	for k := range nc.fl {
+		nc.fl[k] = rec.Column(col[6+k]).(*array.Float64)
+	}
+	return nc
+}
+
+// row returns row i.
+func (nc *nodeColumns) row(i int) Node {
+	n := Node{
+		ID:          nc.node.Value(i),
+		Parent:      nc.parent.Value(i),
+		Step:        nc.step.Value(i),
+		ReachProb:   nc.fl[0].Value(i),
+		ValueReward: nc.fl[1].Value(i),
+		ValueBonus:  nc.fl[2].Value(i),
+		ValueLCB:    nc.fl[3].Value(i),
+	}
+	// String.Value points into the batch's buffers, which the reader
+	// frees: copy the strings out.
+	n.Obs = strings.Clone(nc.obs.Value(i))
+	n.Action = strings.Clone(nc.act.Value(i))
+	n.Fallback = strings.Clone(nc.fb.Value(i))
+	return n
 }
 
 // check validates the tree layout that Cursor relies on; name is the file
@@ -349,28 +489,48 @@ func (p *Policy) check(name string) error {
 		row := func(format string, args ...any) error {
 			return rowError(name, i, n.ID, format, args...)
 		}
-		if n.ID != int64(i) {
-			return row("node is %d, want the row index %d", n.ID, i)
-		}
-		switch {
-		case n.Parent == -1:
-			if n.Step != 1 {
-				return row("step %d under parent −1, want 1", n.Step)
-			}
-		case n.Parent < 0 || n.Parent >= int64(i):
-			return row("parent %d does not precede the node", n.Parent)
-		default:
-			if ps := p.Nodes[n.Parent].Step; n.Step != ps+1 {
-				return row("step %d, but its parent %d is at step %d", n.Step, n.Parent, ps)
-			}
-		}
-		for _, v := range []float64{n.ReachProb, n.ValueReward, n.ValueBonus, n.ValueLCB} {
-			if math.IsInf(v, 0) {
-				return row("infinite value %v", v)
-			}
+		if err := p.checkRow(i, row); err != nil {
+			return err
 		}
 		if i == dup {
 			return row("observation %q repeats row %d under the same parent", n.Obs, first)
+		}
+	}
+	return nil
+}
+
+// checkRow checks row i's node id, its parent and step, and that its
+// values are finite; row formats the error.
+func (p *Policy) checkRow(i int, row func(string, ...any) error) error {
+	n := &p.Nodes[i]
+	if n.ID != int64(i) {
+		return row("node is %d, want the row index %d", n.ID, i)
+	}
+	if err := p.checkParent(i, row); err != nil {
+		return err
+	}
+	for _, v := range []float64{n.ReachProb, n.ValueReward, n.ValueBonus, n.ValueLCB} {
+		if math.IsInf(v, 0) {
+			return row("infinite value %v", v)
+		}
+	}
+	return nil
+}
+
+// checkParent checks that row i's parent precedes it and that its step
+// is one more than its parent's (1 under parent −1).
+func (p *Policy) checkParent(i int, row func(string, ...any) error) error {
+	n := &p.Nodes[i]
+	switch {
+	case n.Parent == -1:
+		if n.Step != 1 {
+			return row("step %d under parent −1, want 1", n.Step)
+		}
+	case n.Parent < 0 || n.Parent >= int64(i):
+		return row("parent %d does not precede the node", n.Parent)
+	default:
+		if ps := p.Nodes[n.Parent].Step; n.Step != ps+1 {
+			return row("step %d, but its parent %d is at step %d", n.Step, n.Parent, ps)
 		}
 	}
 	return nil
@@ -383,14 +543,7 @@ func (p *Policy) check(name string) error {
 // of 4-byte row numbers, where a map of (parent, observation) keys would
 // take gigabytes on tables of millions of rows.
 func (p *Policy) repeatedObs() (dup, first int) {
-	idx := make([]int32, len(p.Nodes))
-	for i := range idx {
-		idx[i] = int32(i)
-	}
-	slices.SortFunc(idx, func(a, b int32) int {
-		na, nb := &p.Nodes[a], &p.Nodes[b]
-		return cmp.Or(cmp.Compare(na.Parent, nb.Parent), strings.Compare(na.Obs, nb.Obs), cmp.Compare(a, b))
-	})
+	idx := p.byParentObs()
 	dup, first = -1, -1
 	start := 0 // the first position of the current group
 	for k := 1; k < len(idx); k++ {
@@ -404,6 +557,20 @@ func (p *Policy) repeatedObs() (dup, first int) {
 		}
 	}
 	return dup, first
+}
+
+// byParentObs returns the row numbers sorted by (parent, observation,
+// row).
+func (p *Policy) byParentObs() []int32 {
+	idx := make([]int32, len(p.Nodes))
+	for i := range idx {
+		idx[i] = int32(i)
+	}
+	slices.SortFunc(idx, func(a, b int32) int {
+		na, nb := &p.Nodes[a], &p.Nodes[b]
+		return cmp.Or(cmp.Compare(na.Parent, nb.Parent), strings.Compare(na.Obs, nb.Obs), cmp.Compare(a, b))
+	})
+	return idx
 }
 
 func rowError(name string, i int, id int64, format string, args ...any) error {

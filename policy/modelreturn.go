@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"math/rand/v2"
 
 	"github.com/psrlcb/psrlcb/estimate"
 )
@@ -25,15 +24,8 @@ import (
 // unmatched, so the caller can tell a policy that misses real mass from
 // one that misses only smoothing mass.
 func ModelReturn(ctx context.Context, m *estimate.Model, pol *Policy) (value, unmatched float64, err error) {
-	if m == nil || pol == nil {
-		return 0, 0, fmt.Errorf("%w: no model or no policy", ErrModel)
-	}
-	if m.Horizon <= 0 || m.States <= 0 || len(m.ObsVocab) != m.NumObs || len(m.ActVocab) != m.NumActions {
-		return 0, 0, fmt.Errorf("%w: sizes S=%d O=%d A=%d H=%d with %d and %d symbols", ErrModel,
-			m.States, m.NumObs, m.NumActions, m.Horizon, len(m.ObsVocab), len(m.ActVocab))
-	}
-	if pol.Horizon != 0 && pol.Horizon != m.Horizon {
-		return 0, 0, fmt.Errorf("%w: policy for horizon %d, model horizon %d", ErrModel, pol.Horizon, m.Horizon)
+	if err := checkReturnInputs(m, pol); err != nil {
+		return 0, 0, err
 	}
 	w, err := newHistoryWalk(m, nil, pol, false)
 	if err != nil {
@@ -44,6 +36,22 @@ func ModelReturn(ctx context.Context, m *estimate.Model, pol *Policy) (value, un
 		return !ok
 	})
 	return value, unmatched, err
+}
+
+// checkReturnInputs checks that m has consistent sizes and pol its
+// horizon (or none).
+func checkReturnInputs(m *estimate.Model, pol *Policy) error {
+	if m == nil || pol == nil {
+		return fmt.Errorf("%w: no model or no policy", ErrModel)
+	}
+	if m.Horizon <= 0 || m.States <= 0 || len(m.ObsVocab) != m.NumObs || len(m.ActVocab) != m.NumActions {
+		return fmt.Errorf("%w: sizes S=%d O=%d A=%d H=%d with %d and %d symbols", ErrModel,
+			m.States, m.NumObs, m.NumActions, m.Horizon, len(m.ObsVocab), len(m.ActVocab))
+	}
+	if pol.Horizon != 0 && pol.Horizon != m.Horizon {
+		return fmt.Errorf("%w: policy for horizon %d, model horizon %d", ErrModel, pol.Horizon, m.Horizon)
+	}
+	return nil
 }
 
 // ModelReturnSampled is ModelReturn by n trajectories of m following pol
@@ -60,53 +68,83 @@ func ModelReturnSampled(ctx context.Context, m *estimate.Model, pol *Policy, n i
 	if n <= 1 {
 		n = DefaultRollouts
 	}
-	H, S := m.Horizon, m.States
 	c := newCodes(m)
-	first := make([]float64, m.NumObs)
-	m.FirstObsProbs(first)
-	for o, po := range first {
-		if _, ok := pol.Child(-1, c.obs[o]); !ok && po > 0 {
-			unmatched += po
-		}
+	ts := newTrajSampler(m, seed, 0x5eed2)
+	unmatched = unmatchedMass(pol, c, ts.first)
+	value, se, err = ts.meanReturn(ctx, pol, c, n)
+	if err != nil {
+		return 0, 0, 0, err
 	}
-	var smp *obsSampler
-	if m.NumObs > wideObs {
-		smp = newObsSampler(m, first)
-	}
-	bel, next, pred := make([]float64, S), make([]float64, S), make([]float64, S)
-	probs := make([]float64, m.NumObs)
-	rng := rand.New(rand.NewPCG(seed, 0x5eed2))
+	return value, se, unmatched, nil
+}
+
+// meanReturn is the mean return of n trajectories following pol and its
+// standard error; it checks ctx every 1024 trajectories.
+func (ts *trajSampler) meanReturn(ctx context.Context, pol *Policy, c codes, n int) (value, se float64, err error) {
 	sum, sq := 0.0, 0.0
 	for i := 0; i < n; i++ {
 		if i%1024 == 0 && ctx.Err() != nil {
-			return 0, 0, 0, ctx.Err()
+			return 0, 0, ctx.Err()
 		}
-		o := smp.start(rng, first)
-		ret := 0.0
-		if _, ok := pol.Child(-1, c.obs[o]); ok {
-			m.Prior(bel)
-			m.ObserveFirst(bel, o)
-			st := pol.NewCursor()
-			for h := 1; ; h++ {
-				sym, _, ok := st.Act(c.obs[o])
-				a, known := c.act[sym]
-				if !ok || !known {
-					return 0, 0, 0, fmt.Errorf("%w: the policy's action %q at step %d is not in the model's vocabulary", ErrModel, sym, h)
-				}
-				ret += m.ExpectedReward(h, bel, a)
-				if h == H {
-					break
-				}
-				m.Predict(h, bel, a, pred)
-				o = smp.next(rng, m, h, pred, a, probs)
-				m.Correct(h, pred, a, o, next)
-				bel, next = next, bel
-			}
+		ret, err := ts.policyReturn(pol, c)
+		if err != nil {
+			return 0, 0, err
 		}
 		sum += ret
 		sq += ret * ret
 	}
 	value = sum / float64(n)
 	v := max(sq/float64(n)-value*value, 0) * float64(n) / float64(n-1)
-	return value, math.Sqrt(v / float64(n)), unmatched, nil
+	return value, math.Sqrt(v / float64(n)), nil
+}
+
+// cursorAct is the model's code of the action the cursor st plays after
+// observation o at step h; the error is for an action the model does not
+// know (or none).
+func (c codes) cursorAct(st *Cursor, o, h int) (int, error) {
+	sym, _, ok := st.Act(c.obs[o])
+	a, known := c.act[sym]
+	if !ok || !known {
+		return 0, fmt.Errorf("%w: the policy's action %q at step %d is not in the model's vocabulary", ErrModel, sym, h)
+	}
+	return a, nil
+}
+
+// unmatchedMass is the probability of the first observations pol has no
+// row for (first: P(o_1)).
+func unmatchedMass(pol *Policy, c codes, first []float64) float64 {
+	unmatched := 0.0
+	for o, po := range first {
+		if _, ok := pol.Child(-1, c.obs[o]); !ok && po > 0 {
+			unmatched += po
+		}
+	}
+	return unmatched
+}
+
+// policyReturn draws a trajectory of the model following pol and returns
+// its expected return given its observations, in the user's units (0
+// when pol has no row for its first observation).
+func (ts *trajSampler) policyReturn(pol *Policy, c codes) (float64, error) {
+	m := ts.m
+	o := ts.start()
+	ret := 0.0
+	if _, ok := pol.Child(-1, c.obs[o]); !ok {
+		return ret, nil
+	}
+	ts.begin(o)
+	st := pol.NewCursor()
+	for h := 1; ; h++ {
+		a, err := c.cursorAct(st, o, h)
+		if err != nil {
+			return 0, err
+		}
+		ret += m.ExpectedReward(h, ts.bel, a)
+		if h == m.Horizon {
+			break
+		}
+		m.Predict(h, ts.bel, a, ts.pred)
+		o = ts.step(h, a)
+	}
+	return ret, nil
 }

@@ -46,6 +46,20 @@ func Weights(pol *Policy, d *ingest.Dataset) ([]float64, error) {
 // false at the first disagreement (node is then the node of o_{h+1},
 // which the history reached by following the policy).
 func walkLogs(pol *Policy, d *ingest.Dataset, visit func(k, h int, ok bool, prefix float64, node int64)) error {
+	if err := checkLogs(pol, d); err != nil {
+		return err
+	}
+	for k := 0; k < d.NumEpisodes(); k++ {
+		if err := walkEpisode(pol, d, k, visit); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkLogs checks that d has propensities and holds whole episodes of
+// pol's horizon.
+func checkLogs(pol *Policy, d *ingest.Dataset) error {
 	if pol == nil || d == nil {
 		return fmt.Errorf("%w: no policy or no dataset", ErrData)
 	}
@@ -59,38 +73,81 @@ func walkLogs(pol *Policy, d *ingest.Dataset, visit func(k, h int, ok bool, pref
 	if len(d.Obs) != K*H || len(d.Act) != K*H || len(d.Propensity) != K*H {
 		return fmt.Errorf("%w: dataset arrays do not hold %d episodes of %d steps", ErrData, K, H)
 	}
-	for k := 0; k < K; k++ {
-		st := *pol.NewCursor()
-		prefix := 1.0
-		for h := 0; h < H; h++ {
-			i := k*H + h
-			if int(d.Obs[i]) >= len(d.ObsVocab) || int(d.Act[i]) >= len(d.ActVocab) {
-				return fmt.Errorf("%w: episode %s step %d: code out of vocabulary", ErrData, d.EpisodeIDs[k], h+1)
-			}
-			obs, act := d.ObsVocab[d.Obs[i]], d.ActVocab[d.Act[i]]
-			p := d.Propensity[i]
-			if !(p > 0 && p <= 1) {
-				return fmt.Errorf("%w: episode %s step %d: propensity %v", ErrData, d.EpisodeIDs[k], h+1, p)
-			}
-			var a string
-			var ok bool
-			a, _, ok = st.Act(obs)
-			if obs == ingest.EndSymbol {
-				a, ok = act, true
-			}
-			node := st.node
-			if st.left {
-				node = -1
-			}
-			if !ok || a != act {
-				visit(k, h, false, 0, node)
-				break
-			}
-			prefix /= p
-			visit(k, h, true, prefix, node)
+	return nil
+}
+
+// walkEpisode follows episode k of d through pol, calling visit as
+// walkLogs says.
+func walkEpisode(pol *Policy, d *ingest.Dataset, k int, visit func(k, h int, ok bool, prefix float64, node int64)) error {
+	H := d.Horizon
+	st := *pol.NewCursor()
+	prefix := 1.0
+	for h := 0; h < H; h++ {
+		obs, act, p, err := loggedSymbols(d, k, h)
+		if err != nil {
+			return err
 		}
+		a, ok, node := loggedStep(&st, obs, act)
+		if !ok || a != act {
+			visit(k, h, false, 0, node)
+			break
+		}
+		prefix /= p
+		visit(k, h, true, prefix, node)
 	}
 	return nil
+}
+
+// loggedSymbols returns the observation, the action and the propensity
+// of episode k's step h (0-based), checked.
+func loggedSymbols(d *ingest.Dataset, k, h int) (obs, act string, p float64, err error) {
+	i := k*d.Horizon + h
+	if int(d.Obs[i]) >= len(d.ObsVocab) || int(d.Act[i]) >= len(d.ActVocab) {
+		return "", "", 0, fmt.Errorf("%w: episode %s step %d: code out of vocabulary", ErrData, d.EpisodeIDs[k], h+1)
+	}
+	p, err = propensity(d, k, h)
+	return d.ObsVocab[d.Obs[i]], d.ActVocab[d.Act[i]], p, err
+}
+
+// propensity is the logged propensity of episode k's step h (0-based),
+// which must lie in (0, 1].
+func propensity(d *ingest.Dataset, k, h int) (float64, error) {
+	p := d.Propensity[k*d.Horizon+h]
+	if !(p > 0 && p <= 1) {
+		return 0, fmt.Errorf("%w: episode %s step %d: propensity %v", ErrData, d.EpisodeIDs[k], h+1, p)
+	}
+	return p, nil
+}
+
+// loggedStep moves the cursor st by the logged observation obs and
+// returns the policy's action (the logged action act after the end
+// symbol), whether it has one, and the node it used (−1 outside the
+// tree).
+func loggedStep(st *Cursor, obs, act string) (a string, ok bool, node int64) {
+	a, _, ok = st.Act(obs)
+	if obs == ingest.EndSymbol {
+		a, ok = act, true
+	}
+	node = st.node
+	if st.left {
+		node = -1
+	}
+	return a, ok, node
+}
+
+// newCoverage returns the coverage of pol's steps 1..H before the logs
+// are walked: each step's number of table nodes.
+func newCoverage(pol *Policy, H int) *Coverage {
+	c := &Coverage{Steps: make([]StepCoverage, H)}
+	for h := range c.Steps {
+		c.Steps[h].Step = h + 1
+	}
+	for _, n := range pol.Nodes {
+		if n.Step >= 1 && int(n.Step) <= H {
+			c.Steps[n.Step-1].Nodes++
+		}
+	}
+	return c
 }
 
 // IWResult is an importance-weighted estimate of a policy's value from
@@ -124,28 +181,47 @@ func IWEstimate(m *estimate.Model, pol *Policy, d *ingest.Dataset, z float64) (I
 	if res.N == 0 {
 		return res, fmt.Errorf("%w: no episodes to estimate from", ErrData)
 	}
-	var sw, sw2, sx, sx2 float64
-	for k, wk := range w {
-		if wk > 0 {
-			res.Matched++
-		}
-		x := wk * m.RescaleReturn(d.Return(k))
-		sw += wk
-		sw2 += wk * wk
-		sx += x
-		sx2 += x * x
-	}
-	n := float64(res.N)
-	res.Mean = sx / n
-	if res.N > 1 {
-		v := (sx2 - n*res.Mean*res.Mean) / (n - 1)
-		res.StdErr = math.Sqrt(math.Max(v, 0) / n)
-	}
-	if sw2 > 0 {
-		res.ESS = sw * sw / sw2
-	}
+	res.setMoments(weightedSums(m, d, w))
 	res.Lower, res.Upper = res.Mean-z*res.StdErr, res.Mean+z*res.StdErr
 	return res, nil
+}
+
+// setMoments sets the matched count, the mean, its standard error and
+// the effective sample size from the sums s of res.N episodes.
+func (res *IWResult) setMoments(s iwSums) {
+	res.Matched = s.matched
+	n := float64(res.N)
+	res.Mean = s.sx / n
+	if res.N > 1 {
+		v := (s.sx2 - n*res.Mean*res.Mean) / (n - 1)
+		res.StdErr = math.Sqrt(math.Max(v, 0) / n)
+	}
+	if s.sw2 > 0 {
+		res.ESS = s.sw * s.sw / s.sw2
+	}
+}
+
+// iwSums are IWEstimate's sums over the episodes: Σw, Σw², Σx, Σx² with
+// x = w·(rescaled return), and the number of positive weights.
+type iwSums struct {
+	sw, sw2, sx, sx2 float64
+	matched          int
+}
+
+// weightedSums returns the sums of the episodes of d with weights w.
+func weightedSums(m *estimate.Model, d *ingest.Dataset, w []float64) iwSums {
+	var s iwSums
+	for k, wk := range w {
+		if wk > 0 {
+			s.matched++
+		}
+		x := wk * m.RescaleReturn(d.Return(k))
+		s.sw += wk
+		s.sw2 += wk * wk
+		s.sx += x
+		s.sx2 += x * x
+	}
+	return s
 }
 
 // StepCoverage is the coverage of a policy's histories at step h.
@@ -180,16 +256,7 @@ type Coverage struct {
 
 // CoverageOf computes per-step coverage and the C∞ estimate of pol on d.
 func CoverageOf(pol *Policy, d *ingest.Dataset) (*Coverage, error) {
-	H := d.Horizon
-	c := &Coverage{Steps: make([]StepCoverage, H)}
-	for h := range c.Steps {
-		c.Steps[h].Step = h + 1
-	}
-	for _, n := range pol.Nodes {
-		if n.Step >= 1 && int(n.Step) <= H {
-			c.Steps[n.Step-1].Nodes++
-		}
-	}
+	c := newCoverage(pol, d.Horizon)
 	seen := make([]bool, len(pol.Nodes))
 	err := walkLogs(pol, d, func(k, h int, ok bool, prefix float64, node int64) {
 		// (o_1, a_1, …, o_{h+1}) follows the policy either way.

@@ -197,62 +197,115 @@ type PlanStats struct {
 // E[Σ_{t≥h} (r_t − shift)·scale | node] (for step-1 nodes, E[R | o_1]),
 // ValueBonus = E[b̂(τ_H) | node], ValueLCB their difference.
 func Plan(ctx context.Context, m *estimate.Model, bonus *pessimism.Bonus, opts PlanOptions) (*Policy, *PlanStats, error) {
-	if err := checkPlan(m, bonus); err != nil {
+	budget, err := checkPlanInputs(m, bonus, opts)
+	if err != nil {
 		return nil, nil, err
 	}
-	if !(bonus.Alpha >= 0) || math.IsInf(bonus.Alpha, 0) {
-		return nil, nil, fmt.Errorf("%w: alpha %v", ErrOptions, bonus.Alpha)
+	workers := parallel.Workers(opts.Workers)
+	proto, err := newSearchPlanner(m, bonus)
+	if err != nil {
+		return nil, nil, err
 	}
+	st := newPlanStats(m, bonus, budget)
+	if err := proto.applyOptions(opts, st, budget); err != nil {
+		return nil, nil, err
+	}
+	if wantsBelief(m, opts, st) {
+		return planBelief(ctx, m, bonus, opts, workers, st)
+	}
+	return exactPlan(ctx, m, bonus, opts, proto, budget, workers, st)
+}
+
+// checkPlanInputs checks the model, the bonus and its α, and returns
+// the node budget of opts.
+func checkPlanInputs(m *estimate.Model, bonus *pessimism.Bonus, opts PlanOptions) (int64, error) {
+	if err := checkPlan(m, bonus); err != nil {
+		return 0, err
+	}
+	if !(bonus.Alpha >= 0) || math.IsInf(bonus.Alpha, 0) {
+		return 0, fmt.Errorf("%w: alpha %v", ErrOptions, bonus.Alpha)
+	}
+	return planBudget(opts)
+}
+
+// planBelief is Plan by the belief planner.
+func planBelief(ctx context.Context, m *estimate.Model, bonus *pessimism.Bonus, opts PlanOptions, workers int, st *PlanStats) (*Policy, *PlanStats, error) {
+	st.Exact = false
+	pol, err := beliefPlan(ctx, m, bonus, opts, workers, st)
+	if err != nil {
+		return nil, nil, err
+	}
+	return pol, st, nil
+}
+
+// newPlanStats returns the stats of a plan of m under bonus: α, the
+// history tree's size, and whether it fits the budget (exact planning).
+func newPlanStats(m *estimate.Model, bonus *pessimism.Bonus, budget int64) *PlanStats {
+	st := &PlanStats{Alpha: bonus.Alpha, TreeNodes: treeSize(m.NumObs, m.NumActions, m.Horizon)}
+	st.Exact = st.TreeNodes <= float64(budget)
+	return st
+}
+
+// planBudget is the node budget of opts (DefaultBudget when 0).
+func planBudget(opts PlanOptions) (int64, error) {
 	budget := opts.Budget
 	if budget == 0 {
 		budget = DefaultBudget
 	}
 	if budget < 0 {
-		return nil, nil, fmt.Errorf("%w: budget %d", ErrOptions, budget)
+		return 0, fmt.Errorf("%w: budget %d", ErrOptions, budget)
 	}
-	workers := parallel.Workers(opts.Workers)
+	return budget, nil
+}
+
+// newSearchPlanner returns the tree search's planner of m, with the
+// observation index when the features are not one-step.
+func newSearchPlanner(m *estimate.Model, bonus *pessimism.Bonus) (*planner, error) {
 	fz, err := estimate.NewFeaturizer(m)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	proto := newPlanner(m, bonus, fz)
 	if !proto.oneStep {
 		proto.oix = obsIndexes(m)
 	}
 	if len(proto.allowed[0]) == 0 {
-		return nil, nil, fmt.Errorf("%w: no action other than %s", ErrModel, ingest.EndSymbol)
+		return nil, fmt.Errorf("%w: no action other than %s", ErrModel, ingest.EndSymbol)
 	}
-	st := &PlanStats{Alpha: bonus.Alpha, TreeNodes: treeSize(m.NumObs, m.NumActions, m.Horizon)}
-	st.Exact = st.TreeNodes <= float64(budget)
+	return proto, nil
+}
+
+// applyOptions checks opts' planner and objective and sets the
+// objective; the bonus objective is planned exactly only.
+func (p *planner) applyOptions(opts PlanOptions, st *PlanStats, budget int64) error {
 	switch opts.Planner {
 	case "", PlannerAuto, PlannerExact, PlannerBelief:
 	default:
-		return nil, nil, fmt.Errorf("%w: planner %q (want %q, %q or %q)", ErrOptions, opts.Planner, PlannerExact, PlannerBelief, PlannerAuto)
+		return fmt.Errorf("%w: planner %q (want %q, %q or %q)", ErrOptions, opts.Planner, PlannerExact, PlannerBelief, PlannerAuto)
 	}
 	switch opts.Objective {
 	case "", ObjectiveLCB:
 	case ObjectiveBonus:
-		proto.bonusObj = true
+		p.bonusObj = true
 		if opts.Planner == PlannerBelief || !st.Exact {
-			return nil, nil, fmt.Errorf("%w: history tree of %.3g nodes exceeds the budget %d (the bonus objective is planned exactly only)", ErrModel, st.TreeNodes, budget)
+			return fmt.Errorf("%w: history tree of %.3g nodes exceeds the budget %d (the bonus objective is planned exactly only)", ErrModel, st.TreeNodes, budget)
 		}
 	default:
-		return nil, nil, fmt.Errorf("%w: objective %q (want %q or %q)", ErrOptions, opts.Objective, ObjectiveLCB, ObjectiveBonus)
+		return fmt.Errorf("%w: objective %q (want %q or %q)", ErrOptions, opts.Objective, ObjectiveLCB, ObjectiveBonus)
 	}
+	return nil
+}
+
+// wantsBelief says whether the belief planner plans: when asked for, or
+// under auto when the tree exceeds the budget and the belief backups are
+// affordable.
+func wantsBelief(m *estimate.Model, opts PlanOptions, st *PlanStats) bool {
 	points := opts.Points
 	if points <= 0 {
 		points = DefaultPoints
 	}
 	auto := opts.Planner != PlannerExact && opts.Planner != PlannerBelief
-	if opts.Planner == PlannerBelief || (auto && !st.Exact && beliefAffordable(m, points)) {
-		st.Exact = false
-		pol, err := beliefPlan(ctx, m, bonus, opts, workers, st)
-		if err != nil {
-			return nil, nil, err
-		}
-		return pol, st, nil
-	}
-	return exactPlan(ctx, m, bonus, opts, proto, budget, workers, st)
+	return opts.Planner == PlannerBelief || (auto && !st.Exact && beliefAffordable(m, points))
 }
 
 // exactPlan is the exact planner (with its pruned search past the
@@ -260,54 +313,91 @@ func Plan(ctx context.Context, m *estimate.Model, bonus *pessimism.Bonus, opts P
 // searched in parallel, and the levels above are searched again with
 // their results.
 func exactPlan(ctx context.Context, m *estimate.Model, bonus *pessimism.Bonus, opts PlanOptions, proto *planner, budget int64, workers int, st *PlanStats) (*Policy, *PlanStats, error) {
-	st.Planner = PlannerExact
-	if !st.Exact {
-		st.Planner = plannerSearch
-	}
-	H := m.Horizon
-	frontier := 1
-	for frontier < H && treeLevel(m.NumObs, m.NumActions, frontier) < frontierTasks {
-		frontier++
-	}
-	proto.frontier = frontier
+	st.Planner = exactPlanner(st.Exact)
+	proto.frontier = frontierDepth(m)
 	if !st.Exact {
 		if err := proto.pruneFor(ctx, opts, budget, workers, st); err != nil {
 			return nil, nil, err
 		}
 	}
-
-	// Pass 1: collect the frontier subtrees in search order.
-	proto.collect = true
-	proto.tasks = nil
-	proto.nodes = 0
-	proto.root(ctx)
-	tasks := proto.tasks
-	proto.arena = proto.arena[:0]
-	results := make([]taskResult, len(tasks))
-
-	// Pass 2: search the subtrees in parallel.
-	newP := func() *planner {
-		p := newPlanner(m, bonus, proto.fz.Clone())
-		p.eps, p.fbt, p.bonusObj, p.oix = proto.eps, proto.fbt, proto.bonusObj, proto.oix
-		return p
-	}
-	if err := parallel.ForWith(ctx, len(tasks), workers, newP, func(p *planner, i int) error {
-		results[i] = p.runTask(ctx, &tasks[i])
-		return nil
-	}); err != nil {
+	proto.collectTasks(ctx)
+	results, err := proto.searchTasks(ctx, proto.tasks, workers)
+	if err != nil {
 		return nil, nil, err
 	}
-
-	// Pass 3: the levels above the frontier, using the subtree results.
-	proto.collect = false
-	proto.nodes = 0
-	proto.results = results
-	proto.arena = proto.arena[:0]
-	v := proto.root(ctx)
+	v := proto.searchAbove(ctx, results)
 	if err := ctx.Err(); err != nil {
 		return nil, nil, err
 	}
-	st.Nodes = proto.nodes
+	proto.setStats(st, v, results)
+	return proto.toPolicy(), st, nil
+}
+
+// exactPlanner names the exact planner: its pruned search past the
+// budget (exact false).
+func exactPlanner(exact bool) string {
+	if exact {
+		return PlannerExact
+	}
+	return plannerSearch
+}
+
+// frontierDepth is the depth the exact planner cuts the tree at: the
+// shallowest with frontierTasks nodes (H at most).
+func frontierDepth(m *estimate.Model) int {
+	frontier := 1
+	for frontier < m.Horizon && treeLevel(m.NumObs, m.NumActions, frontier) < frontierTasks {
+		frontier++
+	}
+	return frontier
+}
+
+// collectTasks is pass 1: it collects the frontier subtrees in search
+// order (p.tasks) and returns the root values of the levels above them.
+func (p *planner) collectTasks(ctx context.Context) val {
+	p.collect = true
+	p.tasks = nil
+	p.nodes = 0
+	v := p.root(ctx)
+	p.arena = p.arena[:0]
+	return v
+}
+
+// searchTasks is pass 2: it searches the subtrees in parallel, each
+// worker with a planner of its own.
+func (p *planner) searchTasks(ctx context.Context, tasks []task, workers int) ([]taskResult, error) {
+	results := make([]taskResult, len(tasks))
+	if err := parallel.ForWith(ctx, len(tasks), workers, p.newWorker, func(w *planner, i int) error {
+		results[i] = w.runTask(ctx, &tasks[i])
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	return results, nil
+}
+
+// newWorker returns a search worker's planner: its own buffers and
+// featurizer, p's threshold, stand-in tables, objective and index.
+func (p *planner) newWorker() *planner {
+	w := newPlanner(p.m, p.bonus, p.fz.Clone())
+	w.eps, w.fbt, w.bonusObj, w.oix = p.eps, p.fbt, p.bonusObj, p.oix
+	return w
+}
+
+// searchAbove is pass 3: it searches the levels above the frontier,
+// using the subtree results, and returns the root values.
+func (p *planner) searchAbove(ctx context.Context, results []taskResult) val {
+	p.collect = false
+	p.nodes = 0
+	p.results = results
+	p.arena = p.arena[:0]
+	return p.root(ctx)
+}
+
+// setStats records the search's node count and root values v in st
+// (with the pruned mass and the gap bound past the budget).
+func (p *planner) setStats(st *PlanStats, v val, results []taskResult) {
+	st.Nodes = p.nodes
 	for i := range results {
 		st.Nodes += results[i].nodes
 	}
@@ -317,7 +407,6 @@ func exactPlan(ctx context.Context, m *estimate.Model, bonus *pessimism.Bonus, o
 		st.PrunedMass = v.pmass
 		st.GapBound = v.g + v.gm
 	}
-	return proto.toPolicy(), st, nil
 }
 
 // pruneFor prepares the pruned search past the budget: the stand-in
@@ -328,20 +417,27 @@ func (p *planner) pruneFor(ctx context.Context, opts PlanOptions, budget int64, 
 	if p.fbt, err = newFallbackTables(p.m, p.bonus); err != nil {
 		return err
 	}
-	search := opts.SearchBudget
-	if search <= 0 {
-		search = min(budget, DefaultSearchBudget)
-		if p.m.NumObs > wideObs {
-			search = max(1, search*wideRefChildren/int64(p.m.NumObs*p.m.NumActions))
-		}
-	}
-	eps, err := p.searchEpsilon(ctx, search, workers)
+	eps, err := p.searchEpsilon(ctx, searchBudget(p.m, opts, budget), workers)
 	if err != nil {
 		return err
 	}
 	p.eps = eps
 	st.Epsilon = eps
 	return nil
+}
+
+// searchBudget is the node budget of the pruned search: opts'
+// SearchBudget, by default the least of budget and DefaultSearchBudget,
+// scaled down on wide vocabularies by the children a node has.
+func searchBudget(m *estimate.Model, opts PlanOptions, budget int64) int64 {
+	search := opts.SearchBudget
+	if search <= 0 {
+		search = min(budget, DefaultSearchBudget)
+		if m.NumObs > wideObs {
+			search = max(1, search*wideRefChildren/int64(m.NumObs*m.NumActions))
+		}
+	}
+	return search
 }
 
 func checkPlan(m *estimate.Model, bonus *pessimism.Bonus) error {
@@ -360,6 +456,12 @@ func checkPlan(m *estimate.Model, bonus *pessimism.Bonus) error {
 	if m.NumObs > ingest.MaxSymbols || m.NumActions > ingest.MaxSymbols {
 		return fmt.Errorf("%w: more than %d observations or actions", ErrModel, ingest.MaxSymbols)
 	}
+	return checkFeatureDims(m, bonus)
+}
+
+// checkFeatureDims checks that bonus has the model's feature dimension
+// at every step.
+func checkFeatureDims(m *estimate.Model, bonus *pessimism.Bonus) error {
 	for h := 0; h < m.Horizon; h++ {
 		if bonus.Dims[h] != m.FeatureDim(h) {
 			return fmt.Errorf("%w: bonus feature dimension %d at step %d, model %d", ErrModel, bonus.Dims[h], h, m.FeatureDim(h))
@@ -402,21 +504,24 @@ func treeSize(O, A, H int) float64 {
 // one depth with path probability ≥ ε number at most 1/ε, and depth 1 is
 // always expanded.
 func chooseEpsilon(O, A, H int, budget int64) float64 {
-	bound := func(eps float64) float64 {
-		n := float64(O)
-		for h := 2; h <= H; h++ {
-			n += math.Pow(float64(A), float64(h-1)) * math.Min(math.Pow(float64(O), float64(h)), 1/eps)
-		}
-		return n
-	}
 	eps := 1.0
 	for k := 0; k < 60; k++ {
-		if bound(eps/2) > float64(budget) {
+		if nodeBound(O, A, H, eps/2) > float64(budget) {
 			break
 		}
 		eps /= 2
 	}
 	return eps
+}
+
+// nodeBound is chooseEpsilon's bound on the nodes of the search with
+// threshold eps: |O| + Σ_{h≥2} |A|^{h−1}·min(|O|^h, 1/ε).
+func nodeBound(O, A, H int, eps float64) float64 {
+	n := float64(O)
+	for h := 2; h <= H; h++ {
+		n += math.Pow(float64(A), float64(h-1)) * math.Min(math.Pow(float64(O), float64(h)), 1/eps)
+	}
+	return n
 }
 
 // searchEpsilon returns the smallest pruning threshold ε = 2^−k whose
@@ -430,53 +535,86 @@ func chooseEpsilon(O, A, H int, budget int64) float64 {
 // the final search's. Counts are exact sums, so ε does not depend on the
 // worker count.
 func (p *planner) searchEpsilon(ctx context.Context, budget int64, workers int) (float64, error) {
-	pool := make([]*planner, max(workers, 1))
-	for i := range pool {
-		pool[i] = newPlanner(p.m, p.bonus, p.fz.Clone())
-		pool[i].oix = p.oix
-	}
+	pool := p.countPool(workers)
 	eps := chooseEpsilon(p.O, p.A, p.H, budget)
 	c, full, _, err := p.countNodes(ctx, pool, eps, budget)
 	if err != nil || full {
 		return eps, err
 	}
-	cPrev, kLast, kFail := 0.0, 0, 64
+	es := &epsSearch{c: c, eps: eps, kFail: 64}
 	for iter := 0; iter < 64; iter++ {
-		k := 1
-		if cPrev > 0 {
-			r := math.Pow(c/cPrev, 1/float64(kLast))
-			if r > 1+1e-9 {
-				if c*r > float64(budget) {
-					break // one more halving is predicted not to fit
-				}
-				k = int(math.Log(0.9*float64(budget)/c) / math.Log(r))
-			} else {
-				k = 2 * kLast
-			}
-		}
-		k = min(max(k, 1), kFail-1, 40)
-		if k < 1 {
-			break
-		}
-		try := math.Ldexp(eps, -k)
-		if try == 0 {
-			break
-		}
-		c2, full2, ok, err := p.countNodes(ctx, pool, try, budget)
+		done, err := p.halveEps(ctx, pool, budget, es)
 		if err != nil {
 			return 0, err
 		}
-		if !ok {
-			kFail = k
-			continue
-		}
-		cPrev, c, eps, kLast = c, c2, try, k
-		kFail -= k
-		if full2 {
+		if done {
 			break
 		}
 	}
-	return eps, nil
+	return es.eps, nil
+}
+
+// epsSearch is searchEpsilon's state: the threshold verified so far, its
+// count c, the count before it and the halvings between them, and the
+// fewest halvings found not to fit (less those since).
+type epsSearch struct {
+	c, cPrev, eps float64
+	kLast, kFail  int
+}
+
+// halveEps counts the next threshold of searchEpsilon and keeps it when
+// it fits the budget; it reports whether the search is over.
+func (p *planner) halveEps(ctx context.Context, pool []*planner, budget int64, es *epsSearch) (bool, error) {
+	k, fits := halvings(es.c, es.cPrev, es.kLast, budget)
+	if !fits {
+		return true, nil // one more halving is predicted not to fit
+	}
+	if k = min(max(k, 1), es.kFail-1, 40); k < 1 {
+		return true, nil
+	}
+	try := math.Ldexp(es.eps, -k)
+	if try == 0 {
+		return true, nil
+	}
+	c2, full2, ok, err := p.countNodes(ctx, pool, try, budget)
+	if err != nil || !ok {
+		es.kFail = k
+		return false, err
+	}
+	es.cPrev, es.c, es.eps, es.kLast = es.c, c2, try, k
+	es.kFail -= k
+	return full2, nil
+}
+
+// countPool returns one counting planner per worker (at least one).
+func (p *planner) countPool(workers int) []*planner {
+	pool := make([]*planner, max(workers, 1))
+	for i := range pool {
+		pool[i] = newPlanner(p.m, p.bonus, p.fz.Clone())
+		pool[i].oix = p.oix
+	}
+	return pool
+}
+
+// halvings is the number of halvings of ε for the next count: 1 after
+// the first count, then extrapolated from the growth per halving between
+// the last two counts cPrev and c (kLast halvings apart) to 90% of the
+// budget, or doubled when the count did not grow. It is false when one
+// more halving is predicted not to fit.
+func halvings(c, cPrev float64, kLast int, budget int64) (int, bool) {
+	k := 1
+	if cPrev > 0 {
+		r := math.Pow(c/cPrev, 1/float64(kLast))
+		if r > 1+1e-9 {
+			if c*r > float64(budget) {
+				return 0, false
+			}
+			k = int(math.Log(0.9*float64(budget)/c) / math.Log(r))
+		} else {
+			k = 2 * kLast
+		}
+	}
+	return k, true
 }
 
 // countNodes counts the nodes the search with threshold eps would visit
@@ -484,38 +622,38 @@ func (p *planner) searchEpsilon(ctx context.Context, budget int64, workers int) 
 // any node was pruned (full: none was).
 func (p *planner) countNodes(ctx context.Context, pool []*planner, eps float64, limit int64) (n float64, full, ok bool, err error) {
 	p.eps = eps
-	p.collect = true
-	p.tasks = nil
-	p.nodes = 0
 	p.arena = p.arena[:0]
-	top := p.root(ctx)
-	p.arena = p.arena[:0]
+	top := p.collectTasks(ctx)
 	if err := ctx.Err(); err != nil {
 		return 0, false, false, err
 	}
 	var total atomic.Int64
 	total.Store(p.nodes)
-	pruned := top.pmass > 0
+	pruned, err := p.countTasks(ctx, pool, eps, limit, &total)
+	if err != nil {
+		return 0, false, false, err
+	}
+	pruned = top.pmass > 0 || pruned
+	n = float64(total.Load())
+	return n, !pruned, n <= float64(limit), nil
+}
+
+// countTasks counts the collected frontier subtrees with the pool's
+// planners, adding to total, and reports whether any of them pruned a
+// node.
+func (p *planner) countTasks(ctx context.Context, pool []*planner, eps float64, limit int64, total *atomic.Int64) (bool, error) {
+	pruned := false
 	// Each pool member counts the subtrees handed to it; ForWith hands
 	// them out one goroutine per member, so no member is shared.
 	var mu sync.Mutex
-	members := make(chan *planner, len(pool))
-	for _, w := range pool {
-		members <- w
-	}
-	err = parallel.ForWith(ctx, len(p.tasks), len(pool), func() *planner {
+	members := chanOf(pool)
+	err := parallel.ForWith(ctx, len(p.tasks), len(pool), func() *planner {
 		w := <-members
 		w.ctx, w.eps, w.stop, w.pruned = ctx, eps, false, false
-		w.total, w.limit = &total, limit
+		w.total, w.limit = total, limit
 		return w
 	}, func(w *planner, i int) error {
-		if !w.stop {
-			t := &p.tasks[i]
-			copy(w.bel[t.h], t.bel)
-			w.nodes = 0
-			w.count(t.h, t.o, t.path)
-			w.flush()
-		}
+		w.countTask(&p.tasks[i])
 		if w.pruned {
 			mu.Lock()
 			pruned = true
@@ -523,11 +661,27 @@ func (p *planner) countNodes(ctx context.Context, pool []*planner, eps float64, 
 		}
 		return nil
 	})
-	if err != nil {
-		return 0, false, false, err
+	return pruned, err
+}
+
+// chanOf returns a channel holding the elements of xs, in order.
+func chanOf[T any](xs []T) chan T {
+	c := make(chan T, len(xs))
+	for _, x := range xs {
+		c <- x
 	}
-	n = float64(total.Load())
-	return n, !pruned, n <= float64(limit), nil
+	return c
+}
+
+// countTask counts the frontier subtree t, unless the count has stopped.
+func (p *planner) countTask(t *task) {
+	if p.stop {
+		return
+	}
+	copy(p.bel[t.h], t.bel)
+	p.nodes = 0
+	p.count(t.h, t.o, t.path)
+	p.flush()
 }
 
 // flush adds the nodes counted since the last flush to the shared total
@@ -555,32 +709,47 @@ func (p *planner) count(h, o int, path float64) {
 		p.pruned = true
 		return
 	}
-	m, b := p.m, p.bel[h]
-	pred, next := p.pred[h], p.bel[h+1]
 	for _, a := range p.allowed[o] {
-		m.Predict(h, b, a, pred)
-		n, rest := p.expand(h, a, pred, path)
-		if rest > 0 {
-			p.pruned = true
-		}
-		for i := 0; i < n; i++ {
-			o2, po := p.child(h, a, i, pred)
-			if po == 0 {
-				continue
-			}
-			if path*po < p.eps {
-				p.pruned = true
-				continue
-			}
-			if h+1 == p.H {
-				p.nodes++
-				continue
-			}
-			m.Correct(h, pred, a, o2, next)
-			p.count(h+1, o2, path*po)
-			if p.stop {
-				return
-			}
+		if !p.countAction(h, a, path) {
+			return
 		}
 	}
+}
+
+// countAction counts the children of the node after action a and their
+// descendants; it reports false when the count has stopped.
+func (p *planner) countAction(h, a int, path float64) bool {
+	pred := p.pred[h]
+	p.m.Predict(h, p.bel[h], a, pred)
+	n, rest := p.expand(h, a, pred, path)
+	if rest > 0 {
+		p.pruned = true
+	}
+	for i := 0; i < n; i++ {
+		if !p.countChild(h, a, i, path) {
+			return false
+		}
+	}
+	return true
+}
+
+// countChild counts the i-th child (expand) of the node after action a
+// and its descendants; it reports false when the count has stopped.
+func (p *planner) countChild(h, a, i int, path float64) bool {
+	pred := p.pred[h]
+	o2, po := p.child(h, a, i, pred)
+	if po == 0 {
+		return true
+	}
+	if path*po < p.eps {
+		p.pruned = true
+		return true
+	}
+	if h+1 == p.H {
+		p.nodes++
+		return true
+	}
+	p.m.Correct(h, pred, a, o2, p.bel[h+1])
+	p.count(h+1, o2, path*po)
+	return !p.stop
 }

@@ -3,6 +3,7 @@ package policy
 import (
 	"context"
 	"math"
+	"slices"
 	"sync/atomic"
 
 	"github.com/psrlcb/psrlcb/estimate"
@@ -91,27 +92,36 @@ type planner struct {
 // every action but the end action, and the end action alone (every
 // ordinary action when the model has none).
 func endActions(m *estimate.Model) (endObs int, normal, end []int) {
-	endObs, endAct := -1, -1
-	for o, s := range m.ObsVocab {
-		if s == ingest.EndSymbol {
-			endObs = o
-		}
-	}
-	for a, s := range m.ActVocab {
-		if s == ingest.EndSymbol {
-			endAct = a
-		}
-	}
-	for a := 0; a < m.NumActions; a++ {
-		if a != endAct {
-			normal = append(normal, a)
-		}
-	}
+	endObs, endAct := lastIndex(m.ObsVocab, ingest.EndSymbol), lastIndex(m.ActVocab, ingest.EndSymbol)
+	normal = allBut(m.NumActions, endAct)
 	end = normal
 	if endAct >= 0 {
 		end = []int{endAct}
 	}
 	return endObs, normal, end
+}
+
+// allBut lists 0..n−1 but skip (nil when none is left).
+func allBut(n, skip int) []int {
+	var xs []int
+	for i := 0; i < n; i++ {
+		if i != skip {
+			xs = append(xs, i)
+		}
+	}
+	return xs
+}
+
+// lastIndex is the index of the last occurrence of sym in vocab, −1 if
+// none.
+func lastIndex(vocab []string, sym string) int {
+	i := -1
+	for j, s := range vocab {
+		if s == sym {
+			i = j
+		}
+	}
+	return i
 }
 
 // newPlanner returns a planner that computes features with fz, its own.
@@ -122,38 +132,44 @@ func newPlanner(m *estimate.Model, bonus *pessimism.Bonus, fz *estimate.Featuriz
 	p.shift, p.scale = m.RewardScale()
 	p.emax = maxEmission(m)
 	p.endObs, p.normal, p.end = endActions(m)
-	p.allowed = make([][]int, O)
-	for o := range p.allowed {
-		p.allowed[o] = p.normal
+	p.allowed = p.allowedAfter(O)
+	p.allocDepths(slices.Max(append([]int{0}, bonus.Dims...)))
+	return p
+}
+
+// allowedAfter lists, for each of the O observations, the actions
+// allowed after it: p.end after the end observation, p.normal after any
+// other.
+func (p *planner) allowedAfter(O int) [][]int {
+	allowed := make([][]int, O)
+	for o := range allowed {
+		allowed[o] = p.normal
 		if o == p.endObs {
-			p.allowed[o] = p.end
+			allowed[o] = p.end
 		}
 	}
-	dmax := 0
-	for _, d := range bonus.Dims {
-		dmax = max(dmax, d)
-	}
-	p.bel = make([][]float64, H+2)
-	p.pred = make([][]float64, H+2)
-	p.probs = make([][]float64, H+2)
-	p.feat = make([][]float64, H+2)
-	for h := range p.bel {
-		p.bel[h] = make([]float64, S)
-		p.pred[h] = make([]float64, S)
-		p.probs[h] = make([]float64, O)
-		p.feat[h] = make([]float64, dmax)
-	}
-	p.acc = make([][]float64, H+2)
-	for h := range p.acc {
-		p.acc[h] = make([]float64, accLen*A)
-	}
+	return allowed
+}
+
+// allocDepths allocates the per-depth buffers (depths 0..H+1), with
+// feature buffers of length dmax.
+func (p *planner) allocDepths(dmax int) {
+	H, S := p.H, p.S
+	p.bel, p.pred = perDepth(H, S), perDepth(H, S)
+	p.probs, p.feat = perDepth(H, p.O), perDepth(H, dmax)
+	p.acc = perDepth(H, accLen*p.A)
 	p.cbel = make([]float64, S)
-	p.setU = make([][]float64, H+2)
-	for h := range p.setU {
-		p.setU[h] = make([]float64, S)
-	}
+	p.setU = perDepth(H, S)
 	p.scan = make([][]int32, H+2)
-	return p
+}
+
+// perDepth returns H+2 buffers of n values, one per depth 0..H+1.
+func perDepth(H, n int) [][]float64 {
+	x := make([][]float64, H+2)
+	for h := range x {
+		x[h] = make([]float64, n)
+	}
+	return x
 }
 
 // expand prepares the children of a node at step h after action a, with
@@ -216,20 +232,23 @@ func maxEmission(m *estimate.Model) float64 {
 func (p *planner) root(ctx context.Context) val {
 	p.ctx = ctx
 	p.next = 0
-	m := p.m
 	first := p.probs[0]
-	m.FirstObsProbs(first)
+	p.m.FirstObsProbs(first)
 	var tot val
 	for o, po := range first[:p.O] {
 		if po == 0 {
 			continue
 		}
-		m.Prior(p.bel[1])
-		m.ObserveFirst(p.bel[1], o)
-		v := p.solve(1, o, po, p.bonus.Root, po)
-		tot.add(po, v)
+		tot.add(po, p.solveFirst(o, po))
 	}
 	return tot
+}
+
+// solveFirst searches the step-1 node of observation o (probability po).
+func (p *planner) solveFirst(o int, po float64) val {
+	p.m.Prior(p.bel[1])
+	p.m.ObserveFirst(p.bel[1], o)
+	return p.solve(1, o, po, p.bonus.Root, po)
 }
 
 func (t *val) add(p float64, v val) {
@@ -267,31 +286,51 @@ func (p *planner) solve(h, o int, cond, sum, path float64) val {
 	if h == p.H {
 		return p.solveLast(start, h, o, cond, sum)
 	}
+	bestV, bestA, bestFb := p.bestAction(start, h, o, sum, path)
+	p.arena[start] = rec{obs: int32(o), act: int32(bestA), size: int32(len(p.arena) - start), fb: bestFb, cond: cond, vr: bestV.r, vb: bestV.b}
+	return bestV
+}
+
+// bestAction searches every allowed action of the node whose record is
+// arena[start] and keeps the subtree of the best one (ties to the
+// first): its values, with g the largest g of any action, the action and
+// its fallback action.
+func (p *planner) bestAction(start, h, o int, sum, path float64) (bestV val, bestA int, bestFb int32) {
 	best := math.Inf(-1)
-	var bestV val
-	bestA, bestFb := -1, int32(-1)
+	bestA, bestFb = -1, -1
 	maxG := 0.0
 	for _, a := range p.allowed[o] {
 		sub := len(p.arena)
 		v, fb := p.solveAction(h, o, a, sum, path)
 		maxG = math.Max(maxG, v.g)
-		val := v.r - v.b
-		if p.bonusObj {
-			val = v.b
-		}
-		if val > best {
-			best, bestV, bestA, bestFb = val, v, a, fb
-			if sub != start+1 {
-				n := copy(p.arena[start+1:], p.arena[sub:])
-				p.arena = p.arena[:start+1+n]
-			}
+		if x := p.objective(v); x > best {
+			best, bestV, bestA, bestFb = x, v, a, fb
+			p.keepSubtree(start+1, sub)
 		} else {
 			p.arena = p.arena[:sub]
 		}
 	}
 	bestV.g = maxG
-	p.arena[start] = rec{obs: int32(o), act: int32(bestA), size: int32(len(p.arena) - start), fb: bestFb, cond: cond, vr: bestV.r, vb: bestV.b}
-	return bestV
+	return bestV, bestA, bestFb
+}
+
+// objective is the value the search maximises: E[R − b̂], or E[b̂]
+// with ObjectiveBonus.
+func (p *planner) objective(v val) float64 {
+	x := v.r - v.b
+	if p.bonusObj {
+		x = v.b
+	}
+	return x
+}
+
+// keepSubtree moves the subtree at arena[sub:] to arena[dst:], dropping
+// what was there.
+func (p *planner) keepSubtree(dst, sub int) {
+	if sub != dst {
+		n := copy(p.arena[dst:], p.arena[sub:])
+		p.arena = p.arena[:dst+n]
+	}
 }
 
 // solveFrontier is solve at the frontier depth: collecting, it records the
@@ -328,93 +367,151 @@ func (p *planner) solveLast(start, h, o int, cond, sum float64) val {
 // when no child was pruned).
 func (p *planner) solveAction(h, o, a int, sum, path float64) (val, int32) {
 	m, b := p.m, p.bel[h]
-	acts := p.allowed[o]
-	pred, probs, next := p.pred[h], p.probs[h], p.bel[h+1]
-	acc := p.acc[h]
+	// On wide vocabularies the pruned children of an expanded node are
+	// priced as one set too (O(S) each instead of a stand-in each).
+	s := actionSearch{h: h, a: a, acts: p.allowed[o], pred: p.pred[h], acc: p.acc[h],
+		setU: p.setU[h], // per depth: the recursion below has its own
+		path: path, wide: p.O > wideObs}
+	r := (m.ExpectedReward(h, b, a) - p.shift) * p.scale
+	m.Predict(h, b, a, s.pred)
+	n := p.startAction(&s, sum)
+	for i := 0; i < n; i++ {
+		p.searchChild(&s, i)
+	}
+	if s.setMass > 0 {
+		p.priceSet(&s)
+	}
+	fb := int32(-1)
+	if s.pruned {
+		fb = int32(p.bestFallback(s.acts, s.acc, &s.v))
+	}
+	s.v.r += r
+	return s.v, fb
+}
+
+// actionSearch is the search of one action a at a node (τ_{h−1}, o_h):
+// the node's per-depth buffers, its bonus sums and the running sums of
+// its pruned children.
+type actionSearch struct {
+	h, a      int
+	acts      []int     // the node's allowed actions: the fallback candidates
+	pred      []float64 // the predicted belief over s_{h+1}
+	acc       []float64 // per fallback candidate, the pruned children's sums
+	setU      []float64 // Σ po·belief of the pruned children priced as one set
+	setMass   float64   // Σ po of those children
+	path      float64   // the node's path probability
+	s2        float64   // the bonus sum after the action
+	leafBonus float64   // the bonus of every child when they are step-H leaves
+	wide      bool      // pruned children are priced as one set (wide vocabularies)
+	leaf      bool      // the children are step-H leaves
+	pruned    bool      // some child was pruned
+	v         val
+}
+
+// startAction prepares the children of the action's node, sets the bonus
+// sum after the action (and the leaves' bonus), and starts the pruned
+// sums with the children priced before the enumeration; it returns the
+// number of children to enumerate.
+func (p *planner) startAction(s *actionSearch, sum float64) int {
 	// Every child of this node has path probability below ε: the whole
 	// level below is priced at once by the fallback stand-in at the
 	// predicted belief (standInAt), without enumerating |O| children. On
 	// wide vocabularies this keeps a node's cost O(|A|²·S²) instead of
 	// O(|A|·|O|·(S + |A|·S²)).
-	allPruned := p.eps > 0 && path*p.emax < p.eps && p.O > wideObs
-	// On wide vocabularies the pruned children of an expanded node are
-	// priced as one set too (O(S) each instead of a stand-in each).
-	wide := p.O > wideObs
-	setU, setMass := p.setU[h], 0.0 // per depth: the recursion below has its own
-	r := (m.ExpectedReward(h, b, a) - p.shift) * p.scale
-	m.Predict(h, b, a, pred)
-	n, rest := 0, 0.0
-	if !allPruned {
-		n, rest = p.expand(h, a, pred, path)
-	} else if p.oneStep {
-		m.ObsProbs(h, pred, a, probs)
+	allPruned := p.eps > 0 && s.path*p.emax < p.eps && p.O > wideObs
+	n, rest := p.expandAction(s, allPruned)
+	s.s2 = sum + p.stepNorm(s.h, s.a, s.pred, p.probs[s.h])
+	s.leaf = s.h+1 == p.H && p.frontier != p.H
+	if s.leaf {
+		s.leafBonus = p.bonus.Value(s.s2)
 	}
-	s2 := sum + p.stepNorm(h, a, pred, probs)
-	leaf := h+1 == p.H && p.frontier != p.H
-	leafBonus := 0.0
-	if leaf {
-		leafBonus = p.bonus.Value(s2)
-	}
-	var v val
-	pruned := false
+	p.seedPruned(s, allPruned, rest)
+	return n
+}
+
+// seedPruned starts the pruned sums with the children priced before the
+// enumeration: the whole level below when every child is pruned, and
+// the children the index skipped (mass rest).
+func (p *planner) seedPruned(s *actionSearch, allPruned bool, rest float64) {
 	if allPruned {
-		pruned = true
-		clear(acc)
-		p.standInAt(h, acts, pred, 1, s2, acc)
+		s.pruned = true
+		clear(s.acc)
+		p.standInAt(s.h, s.acts, s.pred, 1, s.s2, s.acc)
 	}
 	if rest > 0 {
 		// The children the index skipped: part of the pruned set.
-		pruned = true
-		clear(acc)
-		copy(setU, p.cbel)
-		setMass = rest
+		s.pruned = true
+		clear(s.acc)
+		copy(s.setU, p.cbel)
+		s.setMass = rest
 	}
-	for i := 0; i < n; i++ {
-		o2, po := p.child(h, a, i, pred)
-		if po == 0 {
-			continue
-		}
-		if p.eps > 0 && path*po < p.eps {
-			if !pruned {
-				pruned = true
-				clear(acc)
-				clear(setU)
-				setMass = 0
-			}
-			if wide {
-				// Priced with the others at once below.
-				m.Correct(h, pred, a, o2, p.cbel)
-				for s, x := range p.cbel {
-					setU[s] += po * x
-				}
-				setMass += po
-				continue
-			}
-			p.standIn(h, a, acts, pred, o2, po, s2, acc)
-			continue
-		}
-		m.Correct(h, pred, a, o2, next)
-		if leaf {
-			p.leafChild(o2, po, next, leafBonus, &v)
-			continue
-		}
-		v.add(po, p.solve(h+1, o2, po, s2, path*po))
+}
+
+// expandAction is expand for the action's node, or, when every child is
+// pruned, no children (with the observation probabilities the one-step
+// features need).
+func (p *planner) expandAction(s *actionSearch, allPruned bool) (n int, rest float64) {
+	if !allPruned {
+		return p.expand(s.h, s.a, s.pred, s.path)
 	}
-	if setMass > 0 {
-		// The pruned children of a wide node as one set: its mean belief
-		// Σ po·b_o / Σ po and its mass (standInAt: pricing a set at once
-		// keeps the stated gap a bound).
-		for s := range setU {
-			setU[s] /= setMass
+	if p.oneStep {
+		p.m.ObsProbs(s.h, s.pred, s.a, p.probs[s.h])
+	}
+	return 0, 0
+}
+
+// searchChild adds the i-th child of the action's node to its value: a
+// pruned child to the pruned sums, a step-H leaf with its best last
+// action, any other through the search below it.
+func (p *planner) searchChild(s *actionSearch, i int) {
+	h, a := s.h, s.a
+	o2, po := p.child(h, a, i, s.pred)
+	if po == 0 {
+		return
+	}
+	if p.eps > 0 && s.path*po < p.eps {
+		p.pruneChild(s, o2, po)
+		return
+	}
+	next := p.bel[h+1]
+	p.m.Correct(h, s.pred, a, o2, next)
+	if s.leaf {
+		p.leafChild(o2, po, next, s.leafBonus, &s.v)
+		return
+	}
+	s.v.add(po, p.solve(h+1, o2, po, s.s2, s.path*po))
+}
+
+// pruneChild adds the pruned child o2 of probability po to the pruned
+// sums: on wide vocabularies to the set priced at once after the
+// enumeration (priceSet), otherwise through its own stand-in.
+func (p *planner) pruneChild(s *actionSearch, o2 int, po float64) {
+	if !s.pruned {
+		s.pruned = true
+		clear(s.acc)
+		clear(s.setU)
+		s.setMass = 0
+	}
+	if s.wide {
+		// Priced with the others at once below.
+		p.m.Correct(s.h, s.pred, s.a, o2, p.cbel)
+		for j, x := range p.cbel {
+			s.setU[j] += po * x
 		}
-		p.standInAt(h, acts, setU, setMass, s2, acc)
+		s.setMass += po
+		return
 	}
-	fb := int32(-1)
-	if pruned {
-		fb = int32(p.bestFallback(acts, acc, &v))
+	p.standIn(s.h, s.a, s.acts, s.pred, o2, po, s.s2, s.acc)
+}
+
+// priceSet prices the pruned children of a wide node as one set: its
+// mean belief Σ po·b_o / Σ po and its mass (standInAt: pricing a set at
+// once keeps the stated gap a bound).
+func (p *planner) priceSet(s *actionSearch) {
+	for j := range s.setU {
+		s.setU[j] /= s.setMass
 	}
-	v.r += r
-	return v, fb
+	p.standInAt(s.h, s.acts, s.setU, s.setMass, s.s2, s.acc)
 }
 
 // stepNorm is the bonus term ‖ψ̄̂(τ_h)‖²_{U_h⁻¹} of the action a taken
@@ -450,49 +547,79 @@ func (p *planner) leafChild(o2 int, po float64, next []float64, leafBonus float6
 // in breadth-first order (parents before children, children in
 // observation order).
 func (p *planner) toPolicy() *Policy {
-	recs := p.arena
-	type item struct {
-		i      int
-		parent int64
-		reach  float64
-	}
-	pol := &Policy{Horizon: p.H, Nodes: make([]Node, 0, len(recs))}
-	var queue []item
-	for i := 0; i < len(recs); i += int(recs[i].size) {
-		queue = append(queue, item{i, -1, 1})
-	}
+	pol := &Policy{Horizon: p.H, Nodes: make([]Node, 0, len(p.arena))}
+	queue := p.rootItems()
 	weights := make([]float64, p.A)
 	for len(queue) > 0 {
 		it := queue[0]
-		queue = queue[1:]
-		r := recs[it.i]
-		id := int64(len(pol.Nodes))
-		reach := it.reach * r.cond
-		// Fallback: the reach-weighted majority action of the children.
-		clear(weights)
-		fb, any := int(r.act), false
-		for c := it.i + 1; c < it.i+int(r.size); c += int(recs[c].size) {
-			weights[recs[c].act] += recs[c].cond
-			any = true
-			queue = append(queue, item{c, id, reach})
-		}
-		if r.fb >= 0 {
-			fb = int(r.fb)
-		} else if any {
-			best := -1.0
-			for a, w := range weights {
-				if w > best {
-					best, fb = w, a
-				}
-			}
-		}
-		pol.Nodes = append(pol.Nodes, Node{
-			ID: id, Parent: it.parent, Step: int32(p.depthOf(it.parent, pol)),
-			Obs: p.m.ObsVocab[r.obs], Action: p.m.ActVocab[r.act], Fallback: p.m.ActVocab[fb],
-			ReachProb: reach, ValueReward: r.vr, ValueBonus: r.vb, ValueLCB: r.vr - r.vb,
-		})
+		queue = p.addNode(pol, it, queue[1:], weights)
 	}
 	return pol
+}
+
+// rootItems returns the queue items of the step-1 subtrees' roots.
+func (p *planner) rootItems() []policyItem {
+	var queue []policyItem
+	for i := 0; i < len(p.arena); i += int(p.arena[i].size) {
+		queue = append(queue, policyItem{i, -1, 1})
+	}
+	return queue
+}
+
+// policyItem is an arena record waiting in toPolicy's queue: its index,
+// its parent's node ID and its parent's reach probability.
+type policyItem struct {
+	i      int
+	parent int64
+	reach  float64
+}
+
+// addNode appends the node of it to pol and returns queue with the
+// node's children appended; weights is scratch of length A.
+func (p *planner) addNode(pol *Policy, it policyItem, queue []policyItem, weights []float64) []policyItem {
+	r := p.arena[it.i]
+	id := int64(len(pol.Nodes))
+	reach := it.reach * r.cond
+	// Fallback: the reach-weighted majority action of the children.
+	queue, any := p.queueChildren(it.i, id, reach, weights, queue)
+	fb := int(r.act)
+	if r.fb >= 0 {
+		fb = int(r.fb)
+	} else if any {
+		fb = argmaxAbove(weights, -1, 0)
+	}
+	pol.Nodes = append(pol.Nodes, Node{
+		ID: id, Parent: it.parent, Step: int32(p.depthOf(it.parent, pol)),
+		Obs: p.m.ObsVocab[r.obs], Action: p.m.ActVocab[r.act], Fallback: p.m.ActVocab[fb],
+		ReachProb: reach, ValueReward: r.vr, ValueBonus: r.vb, ValueLCB: r.vr - r.vb,
+	})
+	return queue
+}
+
+// queueChildren appends the children of record i (node id, reach
+// probability reach) to queue and sets weights to their reach-weighted
+// actions; it reports whether there was any child.
+func (p *planner) queueChildren(i int, id int64, reach float64, weights []float64, queue []policyItem) ([]policyItem, bool) {
+	clear(weights)
+	any := false
+	for c := i + 1; c < i+int(p.arena[i].size); c += int(p.arena[c].size) {
+		weights[p.arena[c].act] += p.arena[c].cond
+		any = true
+		queue = append(queue, policyItem{c, id, reach})
+	}
+	return queue, any
+}
+
+// argmaxAbove is the index of the largest weight above floor (ties to
+// the first), none when none is above it.
+func argmaxAbove(weights []float64, floor float64, none int) int {
+	best, i := floor, none
+	for j, w := range weights {
+		if w > best {
+			best, i = w, j
+		}
+	}
+	return i
 }
 
 func (p *planner) depthOf(parent int64, pol *Policy) int {
@@ -532,13 +659,48 @@ type fallbackTables struct {
 	vmax [][]float64
 }
 
+// newFallbackTables builds the stand-in tables of m under bonus, from
+// step H down to step 1.
 func newFallbackTables(m *estimate.Model, bonus *pessimism.Bonus) (*fallbackTables, error) {
 	H, S, A := m.Horizon, m.States, m.NumActions
-	shift, scale := m.RewardScale()
+	rw := newStateRewards(m)
 	fz, err := estimate.NewFeaturizer(m)
 	if err != nil {
 		return nil, err
 	}
+	ft := allocFallbackTables(H, S, A)
+	sc := &fallbackScratch{m: m, fz: fz, bonus: bonus, rw: rw, unit: make([]float64, S), T: make([]float64, S*S),
+		Q: make([]float64, S*S), KT: make([]float64, S*S), cols: make([][]float64, S)}
+	for t := H; t >= 1; t-- {
+		ft.buildStep(t, sc)
+	}
+	return ft, nil
+}
+
+// buildStep fills the tables of step t for every action: at step H the
+// rewards (vmax their maximum), before it by backup from step t+1.
+func (ft *fallbackTables) buildStep(t int, sc *fallbackScratch) {
+	vm := ft.vmax[t]
+	for s := range vm {
+		vm[s] = math.Inf(-1)
+	}
+	for f := 0; f < ft.A; f++ {
+		w := ft.w[t*ft.A+f]
+		sc.rw.of(t, f, w)
+		if t == sc.m.Horizon {
+			for s := range vm {
+				vm[s] = math.Max(vm[s], w[s])
+			}
+			continue
+		}
+		sc.stepQ(t, f)
+		ft.backup(t, f, sc)
+	}
+}
+
+// allocFallbackTables returns zeroed tables for steps 0..H+1, S states
+// and A actions.
+func allocFallbackTables(H, S, A int) *fallbackTables {
 	ft := &fallbackTables{A: A, S: S,
 		w: make([][]float64, (H+2)*A), k: make([][]float64, (H+2)*A), u: make([][]float64, (H+2)*A),
 		lmax: make([]float64, (H+2)*A), vmax: make([][]float64, H+2)}
@@ -550,53 +712,29 @@ func newFallbackTables(m *estimate.Model, bonus *pessimism.Bonus) (*fallbackTabl
 	for t := range ft.vmax {
 		ft.vmax[t] = make([]float64, S)
 	}
-	sc := &fallbackScratch{unit: make([]float64, S), T: make([]float64, S*S), Q: make([]float64, S*S),
-		KT: make([]float64, S*S), cols: make([][]float64, S)}
-	for t := H; t >= 1; t-- {
-		vm := ft.vmax[t]
-		for s := range vm {
-			vm[s] = math.Inf(-1)
-		}
-		for f := 0; f < A; f++ {
-			w := ft.w[t*A+f]
-			for s := 0; s < S; s++ {
-				clear(sc.unit)
-				sc.unit[s] = 1
-				w[s] = (m.ExpectedReward(t, sc.unit, f) - shift) * scale
-			}
-			if t == H {
-				for s := range vm {
-					vm[s] = math.Max(vm[s], w[s])
-				}
-				continue
-			}
-			sc.stepQ(m, fz, bonus, t, f)
-			ft.backup(t, f, sc)
-		}
-	}
-	return ft, nil
+	return ft
 }
 
-// fallbackScratch holds one (step, action)'s tables while newFallbackTables
-// builds them.
+// fallbackScratch holds the model and one (step, action)'s tables while
+// newFallbackTables builds them.
 type fallbackScratch struct {
-	unit []float64
-	T    []float64 // T[s2*S+s] = T_t(s2|s,f)
-	Q    []float64 // FᵀU⁻¹F, S×S
-	KT   []float64
-	cols [][]float64
-	sumF []float64
+	m     *estimate.Model
+	fz    *estimate.Featurizer
+	bonus *pessimism.Bonus
+	rw    *stateRewards
+	unit  []float64
+	T     []float64 // T[s2*S+s] = T_t(s2|s,f)
+	Q     []float64 // FᵀU⁻¹F, S×S
+	KT    []float64
+	cols  [][]float64
 }
 
 // stepQ sets sc.T to the transitions of step t under action f and sc.Q
 // to FᵀU_t⁻¹F, F the features of the states' predictions (by
-// polarisation of the bonus norms).
-func (sc *fallbackScratch) stepQ(m *estimate.Model, fz *estimate.Featurizer, bonus *pessimism.Bonus, t, f int) {
-	S, T, Q, cols := m.States, sc.T, sc.Q, sc.cols
-	d := bonus.Dims[t]
-	if cap(sc.sumF) < d {
-		sc.sumF = make([]float64, d)
-	}
+// polarisation of the bonus norms, quadForm).
+func (sc *fallbackScratch) stepQ(t, f int) {
+	m, S, T, cols := sc.m, sc.m.States, sc.T, sc.cols
+	d := sc.bonus.Dims[t]
 	pred := make([]float64, S)
 	for s := 0; s < S; s++ {
 		clear(sc.unit)
@@ -606,61 +744,53 @@ func (sc *fallbackScratch) stepQ(m *estimate.Model, fz *estimate.Featurizer, bon
 			T[s2*S+s] = pred[s2]
 		}
 		cols[s] = make([]float64, d)
-		fz.Feature(t, pred, f, cols[s])
+		sc.fz.Feature(t, pred, f, cols[s])
 	}
-	for s := 0; s < S; s++ {
-		Q[s*S+s] = bonus.StepNorm2(t, cols[s])
-	}
-	for s := 0; s < S; s++ {
-		for s2 := s + 1; s2 < S; s2++ {
-			x := sc.sumF[:d]
-			for j := range x {
-				x[j] = cols[s][j] + cols[s2][j]
-			}
-			q := (bonus.StepNorm2(t, x) - Q[s*S+s] - Q[s2*S+s2]) / 2
-			Q[s*S+s2], Q[s2*S+s] = q, q
-		}
-	}
+	quadForm(sc.bonus, t, cols, sc.Q)
 }
 
 // backup runs the recursions of step t < H and action f from step t+1:
 // w_t = r + Tᵀw_{t+1}, u_t = diag Q + Tᵀu_{t+1}, k_t = Q + Tᵀk_{t+1}T,
 // vmax_t = max_f (r + Tᵀvmax_{t+1}), with sc from stepQ (w_t holds r).
 func (ft *fallbackTables) backup(t, f int, sc *fallbackScratch) {
-	S, A, T, Q, KT := ft.S, ft.A, sc.T, sc.Q, sc.KT
-	i, n := t*A+f, (t+1)*A+f
-	w, u, k, vm := ft.w[i], ft.u[i], ft.k[i], ft.vmax[t]
-	kn := ft.k[n]
-	for s2 := 0; s2 < S; s2++ {
-		for s := 0; s < S; s++ {
-			x := 0.0
-			for j := 0; j < S; j++ {
-				x += kn[s2*S+j] * T[j*S+s]
-			}
-			KT[s2*S+s] = x
-		}
-	}
+	i, n := t*ft.A+f, (t+1)*ft.A+f
+	matMul(ft.k[n], sc.T, sc.KT, ft.S) // KT = k_{t+1}·T
 	dmax := 0.0
-	for s := 0; s < S; s++ {
-		wv, uv, mv := w[s], Q[s*S+s], w[s]
-		for s2 := 0; s2 < S; s2++ {
-			tp := T[s2*S+s]
-			wv += tp * ft.w[n][s2]
-			uv += tp * ft.u[n][s2]
-			mv += tp * ft.vmax[t+1][s2]
-		}
-		w[s], u[s] = wv, uv
-		vm[s] = math.Max(vm[s], mv)
-		dmax = math.Max(dmax, Q[s*S+s])
-		for s3 := 0; s3 < S; s3++ {
-			x := Q[s*S+s3]
-			for s2 := 0; s2 < S; s2++ {
-				x += T[s2*S+s] * KT[s2*S+s3]
-			}
-			k[s*S+s3] = x
-		}
+	for s := 0; s < ft.S; s++ {
+		dmax = math.Max(dmax, ft.backupState(t, f, s, sc))
 	}
 	ft.lmax[i] = dmax + ft.lmax[n]
+}
+
+// backupState runs backup's recursions at state s: w_t, u_t and vmax_t
+// at s and row s of k_t. It returns Q_ss.
+func (ft *fallbackTables) backupState(t, f, s int, sc *fallbackScratch) float64 {
+	S, T, Q := ft.S, sc.T, sc.Q
+	i, n := t*ft.A+f, (t+1)*ft.A+f
+	w, vm := ft.w[i], ft.vmax[t]
+	wv, uv, mv := w[s], Q[s*S+s], w[s]
+	for s2 := 0; s2 < S; s2++ {
+		tp := T[s2*S+s]
+		wv += tp * ft.w[n][s2]
+		uv += tp * ft.u[n][s2]
+		mv += tp * ft.vmax[t+1][s2]
+	}
+	w[s], ft.u[i][s] = wv, uv
+	vm[s] = math.Max(vm[s], mv)
+	sc.kRow(s, ft.k[i])
+	return Q[s*S+s]
+}
+
+// kRow sets row s of k to the row of Q + TᵀKT.
+func (sc *fallbackScratch) kRow(s int, k []float64) {
+	S, T, Q, KT := len(sc.unit), sc.T, sc.Q, sc.KT
+	for s3 := 0; s3 < S; s3++ {
+		x := Q[s*S+s3]
+		for s2 := 0; s2 < S; s2++ {
+			x += T[s2*S+s] * KT[s2*S+s3]
+		}
+		k[s*S+s3] = x
+	}
 }
 
 // standIn adds the stand-in of the pruned node (τ_h, o_{h+1} = o2) of
@@ -691,28 +821,11 @@ func (p *planner) standIn(h, a int, acts []int, pred []float64, o2 int, po, s2 f
 // Jensen's inequality the set's [bLo, bHi] contains the mass-weighted
 // mean of its children's intervals, and the stated gap stays a bound.
 func (p *planner) standInAt(h int, acts []int, cb []float64, po, s2 float64, acc []float64) {
-	ft, S, t := p.fbt, p.S, h+1
+	ft, t := p.fbt, h+1
 	lo0 := p.bonus.Value(s2)
 	hiNode := dot(ft.vmax[t], cb) - lo0
 	for i, f := range acts {
-		j := t*ft.A + f
-		r := dot(ft.w[j], cb)
-		bEst, width := lo0, 0.0
-		if L := ft.lmax[j]; p.bonus.Alpha > 0 && L > 0 && lo0 < 1 {
-			k := ft.k[j]
-			lbS := 0.0
-			for s, x := range cb[:S] {
-				if x == 0 {
-					continue
-				}
-				lbS += x * dot(k[s*S:(s+1)*S], cb)
-			}
-			lbS = max(lbS, 0)
-			bEst = p.bonus.Value(s2 + lbS)
-			bHi := p.bonus.Value(s2 + dot(ft.u[j], cb))
-			bLo := lo0 + lbS*(p.bonus.Value(s2+L)-lo0)/L
-			width = max(bHi-bLo, 0)
-		}
+		r, bEst, width := p.standInOf(t*ft.A+f, cb, s2, lo0)
 		c := acc[i*accLen : (i+1)*accLen]
 		c[0] += po * r
 		c[1] += po * bEst
@@ -722,16 +835,35 @@ func (p *planner) standInAt(h int, acts []int, cb []float64, po, s2 float64, acc
 	}
 }
 
+// standInOf is the stand-in with table j at belief cb and running sum
+// s2 (bonus lo0): its reward-to-go, its open-loop bonus estimate and the
+// width of its bonus interval (0 when the bonus cannot grow).
+func (p *planner) standInOf(j int, cb []float64, s2, lo0 float64) (r, bEst, width float64) {
+	r = dot(p.fbt.w[j], cb)
+	bEst = lo0
+	if L := p.fbt.lmax[j]; p.bonus.Alpha > 0 && L > 0 && lo0 < 1 {
+		bEst, width = p.bonusInterval(j, cb, s2, lo0, L)
+	}
+	return r, bEst, width
+}
+
+// bonusInterval returns the open-loop bonus estimate of a stand-in with
+// table j (lmax L > 0) at belief cb and running sum s2 (bonus lo0), and
+// the width of the interval [bLo, bHi] its exact expected bonus lies in
+// (standIn).
+func (p *planner) bonusInterval(j int, cb []float64, s2, lo0, L float64) (bEst, width float64) {
+	ft := p.fbt
+	lbS := max(quad(ft.k[j], cb), 0)
+	bEst = p.bonus.Value(s2 + lbS)
+	bHi := p.bonus.Value(s2 + dot(ft.u[j], cb))
+	bLo := lo0 + lbS*(p.bonus.Value(s2+L)-lo0)/L
+	return bEst, max(bHi-bLo, 0)
+}
+
 // bestFallback picks the fallback candidate with the largest stand-in
 // value (ties to the first), adds its sums to v and returns it.
 func (p *planner) bestFallback(acts []int, acc []float64, v *val) int {
-	best, bi := math.Inf(-1), 0
-	for i := range acts {
-		c := acc[i*accLen : (i+1)*accLen]
-		if x := c[0] - c[1]; x > best {
-			best, bi = x, i
-		}
-	}
+	bi := bestStandIn(len(acts), acc, accLen)
 	c := acc[bi*accLen : (bi+1)*accLen]
 	v.r += c[0]
 	v.b += c[1]
@@ -739,6 +871,20 @@ func (p *planner) bestFallback(acts []int, acc []float64, v *val) int {
 	v.gm += c[3]
 	v.pmass += c[4]
 	return acts[bi]
+}
+
+// bestStandIn is the index of the first of n fallback candidates whose
+// sums (stride values each in acc, reward then bonus first) have the
+// largest stand-in value reward − bonus.
+func bestStandIn(n int, acc []float64, stride int) int {
+	best, bi := math.Inf(-1), 0
+	for i := 0; i < n; i++ {
+		c := acc[i*stride : (i+1)*stride]
+		if x := c[0] - c[1]; x > best {
+			best, bi = x, i
+		}
+	}
+	return bi
 }
 
 func dot(x, y []float64) float64 {

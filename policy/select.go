@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math"
@@ -153,53 +154,17 @@ func (s *Selection) Alpha() float64 { return s.Candidates[s.Chosen].Alpha }
 // propensities (logged or estimated) for the recorded importance-weighted
 // figures. Every candidate's figures are kept for the report.
 func Select(ctx context.Context, m *estimate.Model, bonus *pessimism.Bonus, em *estimate.Model, eb *pessimism.Bonus, heldOut *ingest.Dataset, alphas []float64, opts SelectOptions) (*Selection, error) {
-	if len(alphas) == 0 {
-		return nil, fmt.Errorf("%w: no candidate alpha", ErrOptions)
+	if err := checkSelectInputs(em, eb, heldOut, alphas); err != nil {
+		return nil, err
 	}
-	if heldOut == nil || heldOut.NumEpisodes() == 0 {
-		return nil, fmt.Errorf("%w: choosing alpha needs held-out episodes", ErrData)
+	sr := &selector{m: m, bonus: bonus, em: em, eb: eb, heldOut: heldOut, opts: opts}
+	if err := sr.setAlphas(); err != nil {
+		return nil, err
 	}
-	if em == nil || eb == nil {
-		return nil, fmt.Errorf("%w: choosing alpha needs a model fitted on the held-out episodes", ErrModel)
-	}
-	ae := opts.EvalAlpha
-	if !(ae >= 0) || math.IsInf(ae, 0) {
-		return nil, fmt.Errorf("%w: evaluation alpha %v", ErrOptions, ae)
-	}
-	scale := opts.PlanScale
-	if scale == 0 {
-		scale = 1
-	}
-	if !(scale > 0) || math.IsInf(scale, 0) {
-		return nil, fmt.Errorf("%w: plan scale %v", ErrOptions, scale)
-	}
-	sel := &Selection{Criterion: SelectCriterion, Chosen: -1, EvalAlpha: ae}
-	for _, a := range alphas {
-		if !(a >= 0) || math.IsInf(a, 0) {
-			return nil, fmt.Errorf("%w: alpha %v", ErrOptions, a)
-		}
-		po := opts.Plan
-		if po.RowBudget <= 0 || po.RowBudget > SelectRowBudget {
-			po.RowBudget = SelectRowBudget
-		}
-		pol, st, err := Plan(ctx, m, bonus.WithAlpha(a*scale), po)
-		if err != nil {
-			return nil, err
-		}
-		iw, err := IWEstimate(m, pol, heldOut, opts.Z)
-		if err != nil {
-			return nil, err
-		}
-		ro, err := ValueUnder(ctx, em, eb, pol, opts.MaxLeaves, opts.Rollouts, opts.Seed)
-		if err != nil {
-			return nil, err
-		}
-		cf := CrossFit{Reward: ro.Reward, Bonus: ro.Bonus(a), Criterion: ro.Reward - ro.Bonus(ae),
-			StdErr: ro.LCBStdErr(ae), Exact: ro.Exact}
-		cf.LCB = cf.Reward - cf.Bonus
-		sel.Candidates = append(sel.Candidates, Candidate{Alpha: a,
-			Model: Value{Reward: st.ValueReward, Bonus: st.ValueBonus, LCB: st.Value},
-			Cross: cf, Saturated: st.ValueBonus >= SaturatedBonus, HeldOut: iw, Plan: *st, Policy: pol, CInf: math.NaN()})
+	sel := &Selection{Criterion: SelectCriterion, Chosen: -1, EvalAlpha: sr.ae}
+	var err error
+	if sel.Candidates, err = sr.candidates(ctx, alphas); err != nil {
+		return nil, err
 	}
 	sel.Chosen = choose(sel.Candidates)
 	sel.Candidates[sel.Chosen].Chosen = true
@@ -207,10 +172,122 @@ func Select(ctx context.Context, m *estimate.Model, bonus *pessimism.Bonus, em *
 	return sel, nil
 }
 
+// checkSelectInputs checks that there are candidates, held-out
+// episodes and a model with its bonus fitted on them.
+func checkSelectInputs(em *estimate.Model, eb *pessimism.Bonus, heldOut *ingest.Dataset, alphas []float64) error {
+	if len(alphas) == 0 {
+		return fmt.Errorf("%w: no candidate alpha", ErrOptions)
+	}
+	if heldOut == nil || heldOut.NumEpisodes() == 0 {
+		return fmt.Errorf("%w: choosing alpha needs held-out episodes", ErrData)
+	}
+	if em == nil || eb == nil {
+		return fmt.Errorf("%w: choosing alpha needs a model fitted on the held-out episodes", ErrModel)
+	}
+	return nil
+}
+
+// candidates plans and values the candidate of each α in alphas, in
+// order.
+func (sr *selector) candidates(ctx context.Context, alphas []float64) ([]Candidate, error) {
+	var cs []Candidate
+	for _, a := range alphas {
+		c, err := sr.candidate(ctx, a)
+		if err != nil {
+			return nil, err
+		}
+		cs = append(cs, c)
+	}
+	return cs, nil
+}
+
+// selector holds Select's models, bonuses, held-out episodes and
+// options, with the evaluation α_e and the plan scale.
+type selector struct {
+	m, em     *estimate.Model
+	bonus, eb *pessimism.Bonus
+	heldOut   *ingest.Dataset
+	opts      SelectOptions
+	ae, scale float64
+}
+
+// setAlphas checks and sets the evaluation α_e and the plan scale (0
+// means 1) of the options.
+func (sr *selector) setAlphas() error {
+	sr.ae = sr.opts.EvalAlpha
+	if !(sr.ae >= 0) || math.IsInf(sr.ae, 0) {
+		return fmt.Errorf("%w: evaluation alpha %v", ErrOptions, sr.ae)
+	}
+	sr.scale = cmp.Or(sr.opts.PlanScale, 1)
+	if !(sr.scale > 0) || math.IsInf(sr.scale, 0) {
+		return fmt.Errorf("%w: plan scale %v", ErrOptions, sr.scale)
+	}
+	return nil
+}
+
+// candidate plans the policy of α = a with the planning model and its
+// bonus at a·scale (within SelectRowBudget rows), and returns it with its
+// held-out and cross-fitted figures.
+func (sr *selector) candidate(ctx context.Context, a float64) (Candidate, error) {
+	if !(a >= 0) || math.IsInf(a, 0) {
+		return Candidate{}, fmt.Errorf("%w: alpha %v", ErrOptions, a)
+	}
+	pol, st, err := Plan(ctx, sr.m, sr.bonus.WithAlpha(a*sr.scale), sr.planOptions())
+	if err != nil {
+		return Candidate{}, err
+	}
+	iw, err := IWEstimate(sr.m, pol, sr.heldOut, sr.opts.Z)
+	if err != nil {
+		return Candidate{}, err
+	}
+	ro, err := ValueUnder(ctx, sr.em, sr.eb, pol, sr.opts.MaxLeaves, sr.opts.Rollouts, sr.opts.Seed)
+	if err != nil {
+		return Candidate{}, err
+	}
+	return Candidate{Alpha: a,
+		Model: Value{Reward: st.ValueReward, Bonus: st.ValueBonus, LCB: st.Value},
+		Cross: crossFit(ro, a, sr.ae), Saturated: st.ValueBonus >= SaturatedBonus, HeldOut: iw, Plan: *st, Policy: pol, CInf: math.NaN()}, nil
+}
+
+// planOptions are the candidates' plan options: the options' Plan with
+// the row budget capped at SelectRowBudget.
+func (sr *selector) planOptions() PlanOptions {
+	po := sr.opts.Plan
+	if po.RowBudget <= 0 || po.RowBudget > SelectRowBudget {
+		po.RowBudget = SelectRowBudget
+	}
+	return po
+}
+
+// crossFit is the cross-fitted figures of a candidate α = a valued by
+// ro, with the criterion at α_e = ae.
+func crossFit(ro *Rollout, a, ae float64) CrossFit {
+	cf := CrossFit{Reward: ro.Reward, Bonus: ro.Bonus(a), Criterion: ro.Reward - ro.Bonus(ae),
+		StdErr: ro.LCBStdErr(ae), Exact: ro.Exact}
+	cf.LCB = cf.Reward - cf.Bonus
+	return cf
+}
+
 // choose returns the index of the winning candidate: the largest
 // criterion among the unsaturated ones, exact ties to the larger α; the
 // smallest α when all are saturated.
 func choose(cs []Candidate) int {
+	if best := bestUnsaturated(cs); best >= 0 {
+		return best
+	}
+	best := 0
+	for i, c := range cs {
+		if c.Alpha < cs[best].Alpha {
+			best = i
+		}
+	}
+	return best
+}
+
+// bestUnsaturated is the index of the largest criterion among the
+// unsaturated candidates, exact ties to the larger α; −1 when all are
+// saturated.
+func bestUnsaturated(cs []Candidate) int {
 	best := -1
 	for i, c := range cs {
 		if c.Saturated {
@@ -221,59 +298,20 @@ func choose(cs []Candidate) int {
 			best = i
 		}
 	}
-	if best >= 0 {
-		return best
-	}
-	best = 0
-	for i, c := range cs {
-		if c.Alpha < cs[best].Alpha {
-			best = i
-		}
-	}
 	return best
 }
 
 // reason is the sentence of the report that says why the chosen α won.
 func reason(s *Selection) string {
 	c := s.Candidates[s.Chosen]
-	var sat []string
-	for _, x := range s.Candidates {
-		if x.Saturated {
-			sat = append(sat, fmt.Sprintf("%g", x.Alpha))
-		}
-	}
+	sat := saturatedAlphas(s.Candidates)
 	var b strings.Builder
 	if len(sat) == len(s.Candidates) {
 		fmt.Fprintf(&b, "Every candidate α saturated the bonus (planning bonus ≥ %.2g of its cap), so none could rank policies by coverage; α = %g, the smallest, was kept, and the logs are too few for the bonus to tell policies apart.", SaturatedBonus, c.Alpha)
 		return b.String()
 	}
-	if s.EvalAlpha == 0 {
-		fmt.Fprintf(&b, "α = %g was chosen because its policy, planned with the model of one half of the episodes, has the largest value (%.4g on the [0,1] scale) under the model fitted on the other half", c.Alpha, c.Cross.Criterion)
-	} else {
-		fmt.Fprintf(&b, "α = %g was chosen because its policy, planned with the model of one half of the episodes, has the largest cross-fitted bound under the model fitted on the other half: value %.3g − bonus at α_e = %g gives %.4g", c.Alpha, c.Cross.Reward, s.EvalAlpha, c.Cross.Criterion)
-	}
-	if c.Cross.StdErr > 0 {
-		fmt.Fprintf(&b, " (Monte Carlo SE %.2g)", c.Cross.StdErr)
-	}
-	b.WriteString(".")
-	// Runner-up among the unsaturated with a different figure.
-	idx := make([]int, 0, len(s.Candidates))
-	for i, x := range s.Candidates {
-		if i != s.Chosen && !x.Saturated {
-			idx = append(idx, i)
-		}
-	}
-	sort.SliceStable(idx, func(i, j int) bool {
-		return s.Candidates[idx[i]].Cross.Criterion > s.Candidates[idx[j]].Cross.Criterion
-	})
-	if len(idx) > 0 {
-		r := s.Candidates[idx[0]]
-		if r.Cross.Criterion == c.Cross.Criterion {
-			fmt.Fprintf(&b, " α = %g planned a policy of the same value; the larger α is kept, its reported bound being the more cautious.", r.Alpha)
-		} else {
-			fmt.Fprintf(&b, " The next best, α = %g, scored %.4g.", r.Alpha, r.Cross.Criterion)
-		}
-	}
+	chosenReason(&b, s, c)
+	runnerUpReason(&b, s, c)
 	if len(sat) > 0 {
 		fmt.Fprintf(&b, " α = %s saturated the bonus (planning bonus ≥ %.2g of its cap, where it no longer ranks policies) and were excluded.", strings.Join(sat, ", "), SaturatedBonus)
 	}
@@ -281,6 +319,73 @@ func reason(s *Selection) string {
 		fmt.Fprintf(&b, " The importance-weighted estimate on the held-out part has effective sample size %.3g, too small to choose by.", c.HeldOut.ESS)
 	}
 	return b.String()
+}
+
+// saturatedAlphas lists the α of the saturated candidates.
+func saturatedAlphas(cs []Candidate) []string {
+	var sat []string
+	for _, x := range cs {
+		if x.Saturated {
+			sat = append(sat, fmt.Sprintf("%g", x.Alpha))
+		}
+	}
+	return sat
+}
+
+// chosenReason writes the sentence that says what the chosen candidate c
+// scored.
+func chosenReason(b *strings.Builder, s *Selection, c Candidate) {
+	if s.EvalAlpha == 0 {
+		fmt.Fprintf(b, "α = %g was chosen because its policy, planned with the model of one half of the episodes, has the largest value (%.4g on the [0,1] scale) under the model fitted on the other half", c.Alpha, c.Cross.Criterion)
+	} else {
+		fmt.Fprintf(b, "α = %g was chosen because its policy, planned with the model of one half of the episodes, has the largest cross-fitted bound under the model fitted on the other half: value %.3g − bonus at α_e = %g gives %.4g", c.Alpha, c.Cross.Reward, s.EvalAlpha, c.Cross.Criterion)
+	}
+	if c.Cross.StdErr > 0 {
+		fmt.Fprintf(b, " (Monte Carlo SE %.2g)", c.Cross.StdErr)
+	}
+	b.WriteString(".")
+}
+
+// runnerUpReason writes the sentence on the runner-up among the
+// unsaturated candidates, if any: a tie with the chosen c, or its score.
+func runnerUpReason(b *strings.Builder, s *Selection, c Candidate) {
+	// Runner-up among the unsaturated with a different figure.
+	ri := runnerUp(s)
+	if ri < 0 {
+		return
+	}
+	r := s.Candidates[ri]
+	if r.Cross.Criterion == c.Cross.Criterion {
+		fmt.Fprintf(b, " α = %g planned a policy of the same value; the larger α is kept, its reported bound being the more cautious.", r.Alpha)
+	} else {
+		fmt.Fprintf(b, " The next best, α = %g, scored %.4g.", r.Alpha, r.Cross.Criterion)
+	}
+}
+
+// runnerUp is the index of the unsaturated candidate other than the
+// chosen one with the largest criterion (the first of equal ones), −1
+// when there is none.
+func runnerUp(s *Selection) int {
+	idx := unsaturatedOthers(s)
+	sort.SliceStable(idx, func(i, j int) bool {
+		return s.Candidates[idx[i]].Cross.Criterion > s.Candidates[idx[j]].Cross.Criterion
+	})
+	if len(idx) == 0 {
+		return -1
+	}
+	return idx[0]
+}
+
+// unsaturatedOthers lists the unsaturated candidates other than the
+// chosen one, in order.
+func unsaturatedOthers(s *Selection) []int {
+	idx := make([]int, 0, len(s.Candidates))
+	for i, x := range s.Candidates {
+		if i != s.Chosen && !x.Saturated {
+			idx = append(idx, i)
+		}
+	}
+	return idx
 }
 
 // PlanScale is the factor that gives a bonus built on part episodes the

@@ -3,7 +3,6 @@ package policy
 import (
 	"fmt"
 	"os"
-	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -54,52 +53,56 @@ const maxCachedBatches = 8
 // OpenTable opens the policy at path (policy.arrow or a run directory
 // holding it) for lookups. Close releases it.
 func OpenTable(path string) (*Table, error) {
-	if st, err := os.Stat(path); err == nil && st.IsDir() {
-		path = filepath.Join(path, FileName)
-	}
-	f, err := os.Open(path)
+	path = inDir(path, FileName)
+	f, r, err := openArrow(memory.DefaultAllocator, path)
 	if err != nil {
 		return nil, err
 	}
-	r, err := ipc.NewFileReader(f, ipc.WithAllocator(memory.DefaultAllocator))
-	if err != nil {
-		f.Close()
-		return nil, fmt.Errorf("%w: %s: not an Arrow IPC file: %v", ErrFile, path, err)
-	}
-	t := &Table{path: path, f: f, r: r, batches: map[int]*tableBatch{}}
-	md := r.Schema().Metadata()
-	t.Meta = make(map[string]string, md.Len())
-	for i, k := range md.Keys() {
-		t.Meta[k] = md.Values()[i]
-	}
-	idx, ok := t.Meta[MetaBatchIndex]
-	if ok {
-		ok = t.parseIndex(idx)
-	}
-	if !ok {
+	t := &Table{path: path, f: f, r: r, batches: map[int]*tableBatch{}, Meta: metaMap(r.Schema().Metadata())}
+	if !t.hasIndex() {
 		// No usable index: the whole table, checked by ReadFile.
 		t.Close()
-		pol, meta, err := ReadFile(path)
-		if err != nil {
-			return nil, err
-		}
-		return &Table{Meta: meta, Horizon: pol.Horizon, whole: pol}, nil
+		return openWhole(path)
 	}
-	if err := t.checkSchema(); err != nil {
+	if err := t.checkIndexed(); err != nil {
 		t.Close()
 		return nil, err
 	}
+	return t, nil
+}
+
+// openWhole reads the table at path whole (ReadFile), for lookups in
+// memory.
+func openWhole(path string) (*Table, error) {
+	pol, meta, err := ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return &Table{Meta: meta, Horizon: pol.Horizon, whole: pol}, nil
+}
+
+// checkIndexed checks the schema, schema version and horizon of a table
+// with the batch index, and sets its horizon.
+func (t *Table) checkIndexed() error {
+	if err := t.checkSchema(); err != nil {
+		return err
+	}
 	if v, ok := t.Meta[MetaSchemaVersion]; ok && v != arrowio.SchemaVersion {
-		t.Close()
-		return nil, fmt.Errorf("%w: %s: schema version %q, this psrlcb reads version %s", ErrFile, path, v, arrowio.SchemaVersion)
+		return fmt.Errorf("%w: %s: schema version %q, this psrlcb reads version %s", ErrFile, t.path, v, arrowio.SchemaVersion)
 	}
 	h, err := strconv.Atoi(t.Meta[MetaHorizon])
 	if err != nil || h < 1 {
-		t.Close()
-		return nil, fmt.Errorf("%w: %s: metadata %s = %q is not a horizon", ErrFile, path, MetaHorizon, t.Meta[MetaHorizon])
+		return fmt.Errorf("%w: %s: metadata %s = %q is not a horizon", ErrFile, t.path, MetaHorizon, t.Meta[MetaHorizon])
 	}
 	t.Horizon = h
-	return t, nil
+	return nil
+}
+
+// hasIndex reads MetaBatchIndex; false when the file has none or it
+// does not describe the file's batches.
+func (t *Table) hasIndex() bool {
+	idx, ok := t.Meta[MetaBatchIndex]
+	return ok && t.parseIndex(idx)
 }
 
 // parseIndex reads MetaBatchIndex; false when it does not describe the
@@ -110,39 +113,35 @@ func (t *Table) parseIndex(s string) bool {
 	if err != nil || n < 1 || len(parts)-1 != t.r.NumRecords() {
 		return false
 	}
-	t.rows = n
-	for _, p := range parts[1:] {
-		v, err := strconv.ParseInt(p, 10, 64)
-		if err != nil || (len(t.first) > 0 && v < t.first[len(t.first)-1]) {
-			return false
-		}
-		t.first = append(t.first, v)
-	}
-	return true
+	first, ok := parseParents(parts[1:])
+	t.rows, t.first = n, first
+	return ok
 }
 
-func (t *Table) checkSchema() error {
-	schema := t.r.Schema()
-	t.col = make([]int, len(fileFields))
-	for j, want := range fileFields {
-		idx := schema.FieldIndices(want.Name)
-		if len(idx) != 1 {
-			return fmt.Errorf("%w: %s: column %q is missing (or repeated)", ErrFile, t.path, want.Name)
+// parseParents parses the index's parents of the batches' first rows,
+// which must never decrease.
+func parseParents(parts []string) ([]int64, bool) {
+	var first []int64
+	for _, p := range parts {
+		v, err := strconv.ParseInt(p, 10, 64)
+		if err != nil || (len(first) > 0 && v < first[len(first)-1]) {
+			return first, false
 		}
-		if got := schema.Field(idx[0]).Type; !arrow.TypeEqual(got, want.Type) {
-			return fmt.Errorf("%w: %s: column %q has type %s, want %s", ErrFile, t.path, want.Name, got, want.Type)
-		}
-		t.col[j] = idx[0]
+		first = append(first, v)
 	}
-	return nil
+	return first, true
+}
+
+// checkSchema checks the columns (schemaColumns) and sets t.col.
+func (t *Table) checkSchema() error {
+	var err error
+	t.col, err = schemaColumns(t.r.Schema(), t.path)
+	return err
 }
 
 // Close releases the file.
 func (t *Table) Close() error {
-	for _, b := range t.batches {
-		b.rec.Release()
-	}
-	t.batches = nil
+	t.releaseBatches()
 	if t.r != nil {
 		t.r.Close()
 		t.r = nil
@@ -155,6 +154,14 @@ func (t *Table) Close() error {
 	return nil
 }
 
+// releaseBatches releases and drops the cached batches.
+func (t *Table) releaseBatches() {
+	for _, b := range t.batches {
+		b.rec.Release()
+	}
+	t.batches = nil
+}
+
 // batch reads record batch b (cached).
 func (t *Table) batch(b int) (*tableBatch, error) {
 	if tb, ok := t.batches[b]; ok {
@@ -164,32 +171,22 @@ func (t *Table) batch(b int) (*tableBatch, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: record batch %d: %v", ErrFile, t.path, b, err)
 	}
-	n := int(rec.NumRows())
-	if n == 0 || (b < t.r.NumRecords()-1 && n != t.rows) || n > t.rows {
-		return nil, fmt.Errorf("%w: %s: record batch %d has %d rows, the index says %d", ErrFile, t.path, b, n, t.rows)
-	}
-	for j, c := range t.col[:4] {
-		if rec.Column(c).NullN() > 0 {
-			return nil, fmt.Errorf("%w: %s: column %q has nulls in record batch %d", ErrFile, t.path, fileFields[j].Name, b)
-		}
+	if err := t.checkBatch(b, rec); err != nil {
+		return nil, err
 	}
 	rec.Retain() // the reader releases its own reference at the next read
-	tb := &tableBatch{lo: int64(b) * int64(t.rows), rec: rec,
-		node:   rec.Column(t.col[0]).(*array.Int64).Int64Values(),
-		parent: rec.Column(t.col[1]).(*array.Int64).Int64Values(),
-		step:   rec.Column(t.col[2]).(*array.Int32).Int32Values(),
-		obs:    rec.Column(t.col[3]).(*array.String),
-	}
-	if tb.parent[0] != t.first[b] {
+	tb := t.newBatch(b, rec)
+	if err := t.checkParents(b, tb); err != nil {
 		rec.Release()
-		return nil, fmt.Errorf("%w: %s: record batch %d starts with parent %d, the index says %d", ErrFile, t.path, b, tb.parent[0], t.first[b])
+		return nil, err
 	}
-	for i := 1; i < n; i++ {
-		if tb.parent[i] < tb.parent[i-1] {
-			rec.Release()
-			return nil, fmt.Errorf("%w: %s: row %d: parent %d after %d, but the index says parents never decrease", ErrFile, t.path, tb.lo+int64(i), tb.parent[i], tb.parent[i-1])
-		}
-	}
+	t.cache(b, tb)
+	return tb, nil
+}
+
+// cache keeps batch b, dropping another one when maxCachedBatches are
+// kept.
+func (t *Table) cache(b int, tb *tableBatch) {
 	if len(t.batches) >= maxCachedBatches {
 		for k, old := range t.batches {
 			old.rec.Release()
@@ -198,7 +195,45 @@ func (t *Table) batch(b int) (*tableBatch, error) {
 		}
 	}
 	t.batches[b] = tb
-	return tb, nil
+}
+
+// newBatch is record batch b's lookup columns.
+func (t *Table) newBatch(b int, rec arrow.Record) *tableBatch {
+	return &tableBatch{lo: int64(b) * int64(t.rows), rec: rec,
+		node:   rec.Column(t.col[0]).(*array.Int64).Int64Values(),
+		parent: rec.Column(t.col[1]).(*array.Int64).Int64Values(),
+		step:   rec.Column(t.col[2]).(*array.Int32).Int32Values(),
+		obs:    rec.Column(t.col[3]).(*array.String),
+	}
+}
+
+// checkBatch checks record batch b's row count against the index and
+// that its node, parent, step and observation columns have no nulls.
+func (t *Table) checkBatch(b int, rec arrow.Record) error {
+	n := int(rec.NumRows())
+	if n == 0 || (b < t.r.NumRecords()-1 && n != t.rows) || n > t.rows {
+		return fmt.Errorf("%w: %s: record batch %d has %d rows, the index says %d", ErrFile, t.path, b, n, t.rows)
+	}
+	for j, c := range t.col[:4] {
+		if rec.Column(c).NullN() > 0 {
+			return fmt.Errorf("%w: %s: column %q has nulls in record batch %d", ErrFile, t.path, fileFields[j].Name, b)
+		}
+	}
+	return nil
+}
+
+// checkParents checks that batch b starts with the parent the index
+// says and that its parents never decrease.
+func (t *Table) checkParents(b int, tb *tableBatch) error {
+	if tb.parent[0] != t.first[b] {
+		return fmt.Errorf("%w: %s: record batch %d starts with parent %d, the index says %d", ErrFile, t.path, b, tb.parent[0], t.first[b])
+	}
+	for i := 1; i < len(tb.parent); i++ {
+		if tb.parent[i] < tb.parent[i-1] {
+			return fmt.Errorf("%w: %s: row %d: parent %d after %d, but the index says parents never decrease", ErrFile, t.path, tb.lo+int64(i), tb.parent[i], tb.parent[i-1])
+		}
+	}
+	return nil
 }
 
 // child finds the row of parent's child with observation obs (parent −1:
@@ -216,30 +251,55 @@ func (t *Table) child(parent int64, obs string) (int64, bool, error) {
 		if err != nil {
 			return 0, false, err
 		}
-		i := sort.Search(len(tb.parent), func(i int) bool { return tb.parent[i] >= parent })
-		for ; i < len(tb.parent) && tb.parent[i] == parent; i++ {
-			if tb.obs.Value(i) == obs {
-				row := tb.lo + int64(i)
-				if tb.node[i] != row {
-					return 0, false, fmt.Errorf("%w: %s: row %d (node %d): node is not the row index", ErrFile, t.path, row, tb.node[i])
-				}
-				return row, true, nil
-			}
+		i, ended := tb.find(parent, obs)
+		if i >= 0 {
+			return t.rowOf(tb, i)
 		}
-		if i < len(tb.parent) {
+		if ended {
 			return 0, false, nil // the parent's rows end inside this batch
 		}
 	}
 	return 0, false, nil
 }
 
+// fallbackOf is row cur's fallback action (none for cur −1).
+func (t *Table) fallbackOf(cur int64) (string, error) {
+	if cur < 0 {
+		return "", nil
+	}
+	n, err := t.Node(cur)
+	if err != nil {
+		return "", err
+	}
+	return n.Fallback, nil
+}
+
+// find returns the batch row of parent's child with observation obs (−1
+// if none) and whether the parent's rows end inside the batch.
+func (tb *tableBatch) find(parent int64, obs string) (int, bool) {
+	i := sort.Search(len(tb.parent), func(i int) bool { return tb.parent[i] >= parent })
+	for ; i < len(tb.parent) && tb.parent[i] == parent; i++ {
+		if tb.obs.Value(i) == obs {
+			return i, true
+		}
+	}
+	return -1, i < len(tb.parent)
+}
+
+// rowOf is the table row of batch row i, which its node column must
+// equal.
+func (t *Table) rowOf(tb *tableBatch, i int) (int64, bool, error) {
+	row := tb.lo + int64(i)
+	if tb.node[i] != row {
+		return 0, false, fmt.Errorf("%w: %s: row %d (node %d): node is not the row index", ErrFile, t.path, row, tb.node[i])
+	}
+	return row, true, nil
+}
+
 // Node returns the row id.
 func (t *Table) Node(id int64) (Node, error) {
 	if t.whole != nil {
-		if id < 0 || id >= int64(len(t.whole.Nodes)) {
-			return Node{}, fmt.Errorf("%w: no row %d", ErrFile, id)
-		}
-		return t.whole.Nodes[id], nil
+		return t.wholeNode(id)
 	}
 	b := int(id / int64(t.rows))
 	if id < 0 || b >= len(t.first) {
@@ -253,11 +313,25 @@ func (t *Table) Node(id int64) (Node, error) {
 	if i >= len(tb.node) {
 		return Node{}, fmt.Errorf("%w: %s: no row %d", ErrFile, t.path, id)
 	}
+	return tb.row(t.col, i), nil
+}
+
+// wholeNode is Node on a table read whole.
+func (t *Table) wholeNode(id int64) (Node, error) {
+	if id < 0 || id >= int64(len(t.whole.Nodes)) {
+		return Node{}, fmt.Errorf("%w: no row %d", ErrFile, id)
+	}
+	return t.whole.Nodes[id], nil
+}
+
+// row copies batch row i out of the batch (col: the columns' indices in
+// fileFields' order).
+func (tb *tableBatch) row(col []int, i int) Node {
 	rec := tb.rec
-	str := func(k int) string { return strings.Clone(rec.Column(t.col[k]).(*array.String).Value(i)) }
-	fl := func(k int) float64 { return rec.Column(t.col[k]).(*array.Float64).Value(i) }
+	str := func(k int) string { return strings.Clone(rec.Column(col[k]).(*array.String).Value(i)) }
+	fl := func(k int) float64 { return rec.Column(col[k]).(*array.Float64).Value(i) }
 	return Node{ID: tb.node[i], Parent: tb.parent[i], Step: tb.step[i], Obs: str(3), Action: str(4), Fallback: str(5),
-		ReachProb: fl(6), ValueReward: fl(7), ValueBonus: fl(8), ValueLCB: fl(9)}, nil
+		ReachProb: fl(6), ValueReward: fl(7), ValueBonus: fl(8), ValueLCB: fl(9)}
 }
 
 // Lookup follows obs through the table with the lookup rule of
@@ -267,55 +341,91 @@ func (t *Table) Node(id int64) (Node, error) {
 // fallback action plays past the tree). ok is false when the first
 // observation has no row.
 func (t *Table) Lookup(obs []string) (actions []string, node, last int64, ok bool, err error) {
-	last = -1
 	if t.whole != nil {
-		c := t.whole.NewCursor()
-		for _, o := range obs {
-			a, n, found := c.Act(o)
-			if !found {
-				return nil, -1, -1, false, nil
-			}
-			if n >= 0 {
-				last = n
-			}
-			actions, node = append(actions, a), n
-		}
-		return actions, node, last, true, nil
+		return lookupWhole(t.whole, obs)
 	}
-	cur, fallback := int64(-1), ""
+	c := tableCursor{cur: -1, last: -1}
 	for h, o := range obs {
-		if fallback != "" {
-			actions = append(actions, fallback)
-			continue
-		}
-		id, found, err := t.child(cur, o)
+		a, found, err := c.act(t, h, o)
 		if err != nil {
 			return nil, -1, -1, false, err
 		}
 		if !found {
-			if cur < 0 {
-				return nil, -1, -1, false, nil
-			}
-			n, err := t.Node(cur)
-			if err != nil {
-				return nil, -1, -1, false, err
-			}
-			fallback = n.Fallback
-			actions = append(actions, fallback)
-			continue
+			return nil, -1, -1, false, nil
 		}
-		n, err := t.Node(id)
-		if err != nil {
-			return nil, -1, -1, false, err
-		}
-		if int(n.Step) != h+1 {
-			return nil, -1, -1, false, fmt.Errorf("%w: %s: row %d is at step %d, want %d", ErrFile, t.path, id, n.Step, h+1)
-		}
-		cur, last = id, id
-		actions = append(actions, n.Action)
+		actions = append(actions, a)
 	}
-	if fallback != "" {
-		return actions, -1, last, true, nil
+	if c.fallback != "" {
+		c.cur = -1 // the history has left the tree
 	}
-	return actions, cur, last, true, nil
+	return actions, c.cur, c.last, true, nil
+}
+
+// tableCursor is Lookup's place in the table: the row of the last step
+// (−1 before the first), the last row found, and the fallback action
+// once the history has left the tree.
+type tableCursor struct {
+	cur, last int64
+	fallback  string
+}
+
+// act returns the action at step h+1 after observation o and moves the
+// cursor; found is false when the first observation has no row.
+func (c *tableCursor) act(t *Table, h int, o string) (action string, found bool, err error) {
+	if c.fallback != "" {
+		return c.fallback, true, nil
+	}
+	id, a, found, err := t.lookupStep(c.cur, h, o)
+	if err != nil {
+		return "", false, err
+	}
+	if !found {
+		if c.cur < 0 {
+			return "", false, nil
+		}
+		c.fallback = a
+		return a, true, nil
+	}
+	c.cur, c.last = id, id
+	return a, true, nil
+}
+
+// lookupWhole is Lookup on a table read whole, by a Cursor.
+func lookupWhole(pol *Policy, obs []string) (actions []string, node, last int64, ok bool, err error) {
+	last = -1
+	c := pol.NewCursor()
+	for _, o := range obs {
+		a, n, found := c.Act(o)
+		if !found {
+			return nil, -1, -1, false, nil
+		}
+		if n >= 0 {
+			last = n
+		}
+		actions, node = append(actions, a), n
+	}
+	return actions, node, last, true, nil
+}
+
+// lookupStep finds the child of row cur (−1: the step-1 rows) with
+// observation o, at step h+1, and returns it with its action; when there
+// is none, found is false and action is cur's fallback action (none when
+// cur is −1).
+func (t *Table) lookupStep(cur int64, h int, o string) (id int64, action string, found bool, err error) {
+	id, found, err = t.child(cur, o)
+	if err != nil {
+		return 0, "", false, err
+	}
+	if !found {
+		action, err = t.fallbackOf(cur)
+		return 0, action, false, err
+	}
+	n, err := t.Node(id)
+	if err != nil {
+		return 0, "", false, err
+	}
+	if int(n.Step) != h+1 {
+		return 0, "", false, fmt.Errorf("%w: %s: row %d is at step %d, want %d", ErrFile, t.path, id, n.Step, h+1)
+	}
+	return id, n.Action, true, nil
 }

@@ -58,30 +58,18 @@ func (p *Policy) index() {
 	if n > MaxRows {
 		panic(fmt.Sprintf("policy: %d rows, more than the %d a table may hold", n, MaxRows))
 	}
-	first := make([]int32, n+2)
-	for i := range p.Nodes {
-		if k := p.Nodes[i].Parent + 1; k >= 0 && k <= int64(n) {
-			first[k+1]++
-		}
-	}
-	for k := 1; k < len(first); k++ {
-		first[k] += first[k-1]
-	}
-	kids := make([]int32, first[n+1])
-	next := append([]int32(nil), first[:n+1]...)
-	for i := range p.Nodes {
-		if k := p.Nodes[i].Parent + 1; k >= 0 && k <= int64(n) {
-			kids[next[k]] = int32(i)
-			next[k]++
-		}
-	}
+	first, kids := groupRows(n, func(i int) int64 { return p.Nodes[i].Parent + 1 })
 	for k := 0; k <= n; k++ {
-		seg := kids[first[k]:first[k+1]]
-		slices.SortFunc(seg, func(a, b int32) int {
-			return cmp.Or(strings.Compare(p.Nodes[a].Obs, p.Nodes[b].Obs), cmp.Compare(a, b))
-		})
+		p.sortByObs(kids[first[k]:first[k+1]])
 	}
 	p.first, p.kids = first, kids
+}
+
+// sortByObs sorts the rows seg by observation, then row.
+func (p *Policy) sortByObs(seg []int32) {
+	slices.SortFunc(seg, func(a, b int32) int {
+		return cmp.Or(strings.Compare(p.Nodes[a].Obs, p.Nodes[b].Obs), cmp.Compare(a, b))
+	})
 }
 
 // Child returns the node reached from parent (−1 for the root level) on
@@ -143,26 +131,37 @@ func (p *Policy) NewCursor() *Cursor { return &Cursor{p: p, node: -1} }
 // callers treat that as "no action known".
 func (c *Cursor) Act(obs string) (action string, node int64, ok bool) {
 	ctrl := c.p.Ctrl
-	follows := false
-	if ctrl != nil {
-		if c.x == nil {
-			c.x = &cursorScratch{pred: make([]float64, ctrl.bp.S), cx: ctrl.newScratch()}
-		}
-		c.cs, follows = ctrl.step(c.cs, obs, c.x.pred)
-	}
+	follows := ctrl != nil && c.filter(ctrl, obs)
 	action, node, ok = c.treeAct(obs)
 	if follows && node < 0 {
 		a := ctrl.decide(c.cs.h, c.cs.bel, ctrl.obs[obs] == ctrl.bp.endObs, c.x.cx)
 		action, ok = ctrl.bp.m.ActVocab[a], true
 	}
 	if follows {
-		if a, known := ctrl.act[action]; known {
-			c.cs.a = a
-		} else {
-			c.cs = ctrlState{lost: true}
-		}
+		c.played(ctrl, action)
 	}
 	return action, node, ok
+}
+
+// filter advances the controller's filter by obs and reports whether
+// the model follows the history.
+func (c *Cursor) filter(ctrl *Controller, obs string) bool {
+	if c.x == nil {
+		c.x = &cursorScratch{pred: make([]float64, ctrl.bp.S), cx: ctrl.newScratch()}
+	}
+	var follows bool
+	c.cs, follows = ctrl.step(c.cs, obs, c.x.pred)
+	return follows
+}
+
+// played records action as the action taken in the filter, which loses
+// the history when the model does not know it.
+func (c *Cursor) played(ctrl *Controller, action string) {
+	if a, known := ctrl.act[action]; known {
+		c.cs.a = a
+	} else {
+		c.cs = ctrlState{lost: true}
+	}
 }
 
 // treeAct is the rule of the rows and their fallback_action.
@@ -203,38 +202,8 @@ func (p *Policy) Lookup(obs []string) (action string, node int64, ok bool) {
 // Node ids must equal the row indices and parents precede children.
 func levelOrder(nodes []Node) {
 	n := len(nodes)
-	// Children of each row, by a counting sort on the parent (row n
-	// stands for the parent −1).
-	start := make([]int32, n+2)
-	for i := range nodes {
-		p := nodes[i].Parent
-		if p < 0 {
-			p = int64(n)
-		}
-		start[p+1]++
-	}
-	for i := 1; i < len(start); i++ {
-		start[i] += start[i-1]
-	}
-	kids := make([]int32, n)
-	fill := append([]int32(nil), start...)
-	for i := range nodes {
-		p := nodes[i].Parent
-		if p < 0 {
-			p = int64(n)
-		}
-		kids[fill[p]] = int32(i)
-		fill[p]++
-	}
-	// The level order of the old ids: the roots, then each listed row's
-	// children in turn (a breadth-first queue over the order itself).
-	order := make([]int32, 0, n)
-	order = append(order, kids[start[n]:start[n+1]]...)
-	for q := 0; q < len(order); q++ {
-		o := order[q]
-		order = append(order, kids[start[o]:start[o+1]]...)
-	}
-	kids, fill = nil, nil
+	start, kids := childIndex(nodes)
+	order := levelOrderOf(start, kids, n)
 	newID := start[:n] // reuse: newID[old] = new
 	for pos, old := range order {
 		newID[old] = int32(pos)
@@ -245,8 +214,65 @@ func levelOrder(nodes []Node) {
 			nodes[i].Parent = int64(newID[p])
 		}
 	}
-	// Move every row to its new index, following the permutation's cycles.
+	permuteNodes(nodes, newID)
+}
+
+// levelOrderOf is the level order of the old ids of n rows with
+// children kids[start[p]:start[p+1]] (childIndex): the roots, then each
+// listed row's children in turn (a breadth-first queue over the order
+// itself).
+func levelOrderOf(start, kids []int32, n int) []int32 {
+	order := make([]int32, 0, n)
+	order = append(order, kids[start[n]:start[n+1]]...)
+	for q := 0; q < len(order); q++ {
+		o := order[q]
+		order = append(order, kids[start[o]:start[o+1]]...)
+	}
+	return order
+}
+
+// childIndex lists the children of each row, by a counting sort on the
+// parent (row n stands for the parent −1): the children of row p are
+// kids[start[p]:start[p+1]], in row order.
+func childIndex(nodes []Node) (start, kids []int32) {
+	n := len(nodes)
+	return groupRows(n, func(i int) int64 {
+		if p := nodes[i].Parent; p >= 0 {
+			return p
+		}
+		return int64(n)
+	})
+}
+
+// groupRows groups the rows 0..n−1 by key(i) ∈ [0, n] by a counting sort
+// (rows whose key falls outside are left out): the rows of key k are
+// kids[start[k]:start[k+1]], in row order.
+func groupRows(n int, key func(i int) int64) (start, kids []int32) {
+	start = make([]int32, n+2)
 	for i := 0; i < n; i++ {
+		if k := key(i); k >= 0 && k <= int64(n) {
+			start[k+1]++
+		}
+	}
+	for k := 1; k < len(start); k++ {
+		start[k] += start[k-1]
+	}
+	kids = make([]int32, start[n+1])
+	next := append([]int32(nil), start[:n+1]...)
+	for i := 0; i < n; i++ {
+		if k := key(i); k >= 0 && k <= int64(n) {
+			kids[next[k]] = int32(i)
+			next[k]++
+		}
+	}
+	return start, kids
+}
+
+// permuteNodes moves every row i to its new index newID[i], following
+// the permutation's cycles (newID ends as the identity).
+func permuteNodes(nodes []Node, newID []int32) {
+	// Move every row to its new index, following the permutation's cycles.
+	for i := range nodes {
 		for int(newID[i]) != i {
 			j := newID[i]
 			nodes[i], nodes[j] = nodes[j], nodes[i]

@@ -92,66 +92,138 @@ func ValueUnder(ctx context.Context, m *estimate.Model, b *pessimism.Bonus, pol 
 	if n <= 0 {
 		n = DefaultRollouts
 	}
-	H := m.Horizon
-	if math.Pow(float64(m.NumObs), float64(H)) <= float64(maxLeaves) {
+	if math.Pow(float64(m.NumObs), float64(m.Horizon)) <= float64(maxLeaves) {
 		return exactRollout(m, b, pol)
 	}
 	e, err := newHistoryWalk(m, b, pol, true) // its codes, scale and features
 	if err != nil {
 		return nil, err
 	}
-	S := m.States
-	bel, next := make([]float64, S), make([]float64, S)
-	pred := make([]float64, S)
-	probs := make([]float64, m.NumObs)
-	first := make([]float64, m.NumObs)
-	m.FirstObsProbs(first)
-	feat := make([][]float64, H)
-	for h := 0; h < H; h++ {
-		feat[h] = make([]float64, b.Dims[h])
+	return e.sampledRollout(ctx, n, seed)
+}
+
+// sampledRollout is ValueUnder's sampled case: n trajectories of the
+// model following the policy, seeded by seed.
+func (e *historyWalk) sampledRollout(ctx context.Context, n int, seed uint64) (*Rollout, error) {
+	ts := newTrajSampler(e.m, seed, 0xc0ffee)
+	feat := make([][]float64, e.m.Horizon)
+	for h := range feat {
+		feat[h] = make([]float64, e.b.Dims[h])
 	}
-	var smp *obsSampler
-	if m.NumObs > wideObs {
-		smp = newObsSampler(m, first)
-	}
-	rng := rand.New(rand.NewPCG(seed, 0xc0ffee))
 	r := &Rollout{Sums: make([]float64, n), Weights: make([]float64, n), Returns: make([]float64, n)}
 	w := 1 / float64(n)
 	for i := 0; i < n; i++ {
 		if i%1024 == 0 && ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		o := smp.start(rng, first)
-		m.Prior(bel)
-		m.ObserveFirst(bel, o)
-		st := *pol.NewCursor()
-		sum, ret := b.Root, 0.0
-		for h := 1; ; h++ {
-			var sym string
-			var ok bool
-			sym, _, ok = st.Act(e.c.obs[o])
-			if !ok {
-				return nil, fmt.Errorf("%w: the policy has no action for the first observation %q", ErrModel, e.c.obs[o])
-			}
-			a, ok := e.c.act[sym]
-			if !ok {
-				return nil, fmt.Errorf("%w: the policy's action %q is not in the model's vocabulary", ErrModel, sym)
-			}
-			ret += (m.ExpectedReward(h, bel, a) - e.shift) * e.scale
-			if h == H {
-				break
-			}
-			m.Predict(h, bel, a, pred)
-			e.fz.Feature(h, pred, a, feat[h])
-			sum += b.StepNorm2(h, feat[h])
-			o = smp.next(rng, m, h, pred, a, probs)
-			m.Correct(h, pred, a, o, next)
-			bel, next = next, bel
+		sum, ret, err := e.sampleTrajectory(ts, feat)
+		if err != nil {
+			return nil, err
 		}
 		r.Sums[i], r.Weights[i], r.Returns[i] = sum, w, ret
 		r.Reward += w * ret
 	}
 	return r, nil
+}
+
+// sampleTrajectory draws a trajectory of the model following the policy
+// with ts and returns its bonus sum Σ and its expected rescaled return
+// given its observations (feat: per-step feature scratch).
+func (e *historyWalk) sampleTrajectory(ts *trajSampler, feat [][]float64) (sum, ret float64, err error) {
+	m, b := e.m, e.b
+	o := ts.start()
+	ts.begin(o)
+	st := *e.pol.NewCursor()
+	sum = b.Root
+	for h := 1; ; h++ {
+		a, err := e.sampledAction(&st, o)
+		if err != nil {
+			return 0, 0, err
+		}
+		ret += (m.ExpectedReward(h, ts.bel, a) - e.shift) * e.scale
+		if h == m.Horizon {
+			break
+		}
+		sum += e.predictTerm(ts, h, a, feat[h])
+		o = ts.step(h, a)
+	}
+	return sum, ret, nil
+}
+
+// cursorAction moves the cursor st by observation o and returns the
+// model's code of the action it plays, −1 (with the action's symbol)
+// when the model's vocabulary lacks it; the error is for an observation
+// the policy has no action for.
+func (e *historyWalk) cursorAction(st *Cursor, o int) (a int, sym string, err error) {
+	sym, _, ok := st.Act(e.c.obs[o])
+	if !ok {
+		return -1, sym, fmt.Errorf("%w: the policy has no action for the first observation %q", ErrModel, e.c.obs[o])
+	}
+	a, ok = e.c.act[sym]
+	if !ok {
+		return -1, sym, nil
+	}
+	return a, sym, nil
+}
+
+// predictTerm sets ts.pred to the prediction after action a at step h
+// and returns its bonus term ‖ψ̄(τ_h)‖²_{U_h⁻¹} (f: feature scratch).
+func (e *historyWalk) predictTerm(ts *trajSampler, h, a int, f []float64) float64 {
+	e.m.Predict(h, ts.bel, a, ts.pred)
+	e.fz.Feature(h, ts.pred, a, f)
+	return e.b.StepNorm2(h, f)
+}
+
+// sampledAction is cursorAction's action code, an error when the model
+// does not know the action.
+func (e *historyWalk) sampledAction(st *Cursor, o int) (int, error) {
+	a, sym, err := e.cursorAction(st, o)
+	if err == nil && a < 0 {
+		err = fmt.Errorf("%w: the policy's action %q is not in the model's vocabulary", ErrModel, sym)
+	}
+	return a, err
+}
+
+// trajSampler draws trajectories of a model: the observations, and the
+// belief over the current state along the way.
+type trajSampler struct {
+	m               *estimate.Model
+	smp             *obsSampler // nil below wideObs observations
+	rng             *rand.Rand
+	first, probs    []float64 // P(o_1); scratch of |O|
+	bel, next, pred []float64
+}
+
+// newTrajSampler returns a sampler of m drawing from the PCG stream
+// (seed, stream).
+func newTrajSampler(m *estimate.Model, seed, stream uint64) *trajSampler {
+	S := m.States
+	ts := &trajSampler{m: m, bel: make([]float64, S), next: make([]float64, S), pred: make([]float64, S),
+		probs: make([]float64, m.NumObs), first: make([]float64, m.NumObs)}
+	m.FirstObsProbs(ts.first)
+	if m.NumObs > wideObs {
+		ts.smp = newObsSampler(m, ts.first)
+	}
+	ts.rng = rand.New(rand.NewPCG(seed, stream))
+	return ts
+}
+
+// start draws o_1.
+func (ts *trajSampler) start() int { return ts.smp.start(ts.rng, ts.first) }
+
+// begin sets the belief to the one over s_1 after o_1 = o.
+func (ts *trajSampler) begin(o int) {
+	ts.m.Prior(ts.bel)
+	ts.m.ObserveFirst(ts.bel, o)
+}
+
+// step draws o_{h+1} after action a from the prediction ts.pred (set by
+// the caller) and moves the belief to s_{h+1}; it returns the observation.
+func (ts *trajSampler) step(h, a int) int {
+	o := ts.smp.next(ts.rng, ts.m, h, ts.pred, a, ts.probs)
+	ts.m.Correct(h, ts.pred, a, o, ts.next)
+	ts.bel, ts.next = ts.next, ts.bel
+	return o
 }
 
 // obsSampler draws observations for wide alphabets (past wideObs) in
@@ -167,21 +239,26 @@ type obsSampler struct {
 
 func newObsSampler(m *estimate.Model, first []float64) *obsSampler {
 	smp := &obsSampler{m: m, cum: map[*float64][]float64{}, firstCD: cumulative(first)}
-	S, O := m.States, m.NumObs
 	for h := 1; h <= m.Horizon; h++ {
 		for a := 0; a < m.NumActions; a++ {
-			e := m.EmitOf(m.Table(h), a)
-			if smp.cum[&e[0]] != nil {
-				continue
-			}
-			c := make([]float64, S*O)
-			for s := 0; s < S; s++ {
-				copy(c[s*O:(s+1)*O], cumulative(e[s*O:(s+1)*O]))
-			}
-			smp.cum[&e[0]] = c
+			smp.addTable(m.EmitOf(m.Table(h), a))
 		}
 	}
 	return smp
+}
+
+// addTable adds the row-wise cumulative sums of the emission table e,
+// unless it has them.
+func (smp *obsSampler) addTable(e []float64) {
+	if smp.cum[&e[0]] != nil {
+		return
+	}
+	S, O := smp.m.States, smp.m.NumObs
+	c := make([]float64, S*O)
+	for s := 0; s < S; s++ {
+		copy(c[s*O:(s+1)*O], cumulative(e[s*O:(s+1)*O]))
+	}
+	smp.cum[&e[0]] = c
 }
 
 // cumulative returns the running sums of p.

@@ -46,14 +46,7 @@ func newHistoryWalk(m *estimate.Model, b *pessimism.Bonus, pol *Policy, rescale 
 		w.shift, w.scale = m.RewardScale()
 	}
 	H, S := m.Horizon, m.States
-	w.bel = make([][]float64, H+2)
-	w.pred = make([][]float64, H+2)
-	w.probs = make([][]float64, H+2)
-	for h := range w.bel {
-		w.bel[h] = make([]float64, S)
-		w.pred[h] = make([]float64, S)
-		w.probs[h] = make([]float64, m.NumObs)
-	}
+	w.bel, w.pred, w.probs = perDepth(H, S), perDepth(H, S), perDepth(H, m.NumObs)
 	return w, nil
 }
 
@@ -64,10 +57,7 @@ func newHistoryWalk(m *estimate.Model, b *pessimism.Bonus, pol *Policy, rescale 
 func (w *historyWalk) run(ctx context.Context, skip func(o int) bool) (reward, bonus, skipped float64, err error) {
 	first := make([]float64, w.m.NumObs)
 	w.m.FirstObsProbs(first)
-	root := 0.0
-	if w.b != nil {
-		root = w.b.Root
-	}
+	root := w.rootSum()
 	for o, po := range first {
 		if po == 0 {
 			continue
@@ -79,9 +69,7 @@ func (w *historyWalk) run(ctx context.Context, skip func(o int) bool) (reward, b
 			skipped += po
 			continue
 		}
-		w.m.Prior(w.bel[1])
-		w.m.ObserveFirst(w.bel[1], o)
-		r, bon, err := w.walk(1, o, *w.pol.NewCursor(), root, po)
+		r, bon, err := w.walkFirst(o, root, po)
 		if err != nil {
 			return 0, 0, 0, err
 		}
@@ -91,45 +79,85 @@ func (w *historyWalk) run(ctx context.Context, skip func(o int) bool) (reward, b
 	return reward, bonus, skipped, nil
 }
 
+// rootSum is the bonus sum's start, Σ_0 (0 without a bonus).
+func (w *historyWalk) rootSum() float64 {
+	if w.b != nil {
+		return w.b.Root
+	}
+	return 0
+}
+
+// walkFirst is walk from the first observation o of probability po,
+// with the bonus sum's start root.
+func (w *historyWalk) walkFirst(o int, root, po float64) (float64, float64, error) {
+	w.m.Prior(w.bel[1])
+	w.m.ObserveFirst(w.bel[1], o)
+	return w.walk(1, o, *w.pol.NewCursor(), root, po)
+}
+
 // walk returns the expected reward-to-go from step h and the expected b̂,
 // given o_h = o, the belief bel[h] over s_h, the running sum and the
 // history's model probability prob.
 func (w *historyWalk) walk(h, o int, st Cursor, sum, prob float64) (float64, float64, error) {
 	m := w.m
-	sym, _, ok := st.Act(w.c.obs[o])
-	if !ok {
-		return 0, 0, fmt.Errorf("%w: the policy has no action for the first observation %q", ErrModel, w.c.obs[o])
+	a, sym, err := w.cursorAction(&st, o)
+	if err != nil {
+		return 0, 0, err
 	}
-	a, ok := w.c.act[sym]
-	if !ok {
+	if a < 0 {
 		return 0, 0, fmt.Errorf("%w: the policy's action %q at step %d is not in the model's vocabulary", ErrModel, sym, h)
 	}
 	b := w.bel[h]
 	r := (m.ExpectedReward(h, b, a) - w.shift) * w.scale
 	if h == m.Horizon {
-		if w.leaf != nil {
-			w.leaf(sum, prob)
-		}
-		if w.b == nil {
-			return r, 0, nil
-		}
-		return r, w.b.Value(sum), nil
+		return w.atLeaf(r, sum, prob)
 	}
+	s2 := w.predict(h, a, sum)
+	vr, vb, err := w.children(h, a, st, s2, prob)
+	if err != nil {
+		return 0, 0, err
+	}
+	return r + vr, vb, nil
+}
+
+// atLeaf reports the step-H history of running sum sum and probability
+// prob to leaf, and returns its reward r and its b̂ (0 without a bonus).
+func (w *historyWalk) atLeaf(r, sum, prob float64) (float64, float64, error) {
+	if w.leaf != nil {
+		w.leaf(sum, prob)
+	}
+	if w.b == nil {
+		return r, 0, nil
+	}
+	return r, w.b.Value(sum), nil
+}
+
+// predict sets pred[h] and probs[h] to the prediction after action a at
+// step h and its observation probabilities, and returns the running sum
+// with the step's bonus term added (when there is a bonus).
+func (w *historyWalk) predict(h, a int, sum float64) float64 {
 	pred, probs := w.pred[h], w.probs[h]
-	m.Predict(h, b, a, pred)
-	m.ObsProbs(h, pred, a, probs)
+	w.m.Predict(h, w.bel[h], a, pred)
+	w.m.ObsProbs(h, pred, a, probs)
 	s2 := sum
 	if w.b != nil {
 		f := make([]float64, w.b.Dims[h])
 		w.fz.Feature(h, pred, a, f)
 		s2 += w.b.StepNorm2(h, f)
 	}
-	var vr, vb float64
-	for o2, po := range probs {
+	return s2
+}
+
+// children walks the children of the step-h node after action a (its
+// prediction in pred[h]) and returns their probability-weighted sums of
+// reward-to-go and b̂.
+func (w *historyWalk) children(h, a int, st Cursor, s2, prob float64) (vr, vb float64, err error) {
+	pred := w.pred[h]
+	for o2, po := range w.probs[h] {
 		if po == 0 {
 			continue
 		}
-		m.Correct(h, pred, a, o2, w.bel[h+1])
+		w.m.Correct(h, pred, a, o2, w.bel[h+1])
 		cr, cb, err := w.walk(h+1, o2, st, s2, prob*po)
 		if err != nil {
 			return 0, 0, err
@@ -137,5 +165,5 @@ func (w *historyWalk) walk(h, o int, st Cursor, sum, prob float64) (float64, flo
 		vr += po * cr
 		vb += po * cb
 	}
-	return r + vr, vb, nil
+	return vr, vb, nil
 }
