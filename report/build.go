@@ -148,7 +148,7 @@ func goVersion() string {
 // measured on it (fig).
 func Build(ctx context.Context, d *ingest.Dataset, inputs []string, p Params, out *Outcome, fig *Figures) (*Run, error) {
 	run := &Run{}
-	files, err := hashFiles(ctx, inputs)
+	files, err := HashInputs(ctx, inputs)
 	if err != nil {
 		return nil, err
 	}
@@ -187,19 +187,6 @@ func (run *Run) tabulate(ctx context.Context, d *ingest.Dataset, out *Outcome, f
 	run.Policy = NewPolicyView(out.Policy, *run.Range, fig.Visits, DefaultPolicyRows)
 	run.Compare = fig.Compare
 	return nil
-}
-
-// hashFiles hashes each input file for the manifest.
-func hashFiles(ctx context.Context, paths []string) ([]InputFile, error) {
-	var files []InputFile
-	for _, path := range paths {
-		f, err := hashFile(ctx, path)
-		if err != nil {
-			return nil, err
-		}
-		files = append(files, f)
-	}
-	return files, nil
 }
 
 // hashCompared hashes the policies of --compare: a file, or a run

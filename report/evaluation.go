@@ -171,7 +171,7 @@ func estimatesTable(ev *Evaluation) Table {
 	}}
 }
 
-// HashInputs hashes the input files for an evaluation's manifest.
+// HashInputs hashes the input files for a run's or an evaluation's manifest.
 func HashInputs(ctx context.Context, files []string) ([]InputFile, error) {
 	var out []InputFile
 	for _, f := range files {

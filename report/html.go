@@ -222,17 +222,11 @@ var figureSpecs = []figureSpec{
 	{id: "fig-coverage", title: "Coverage of the policy's histories per step",
 		caption: "Share of the policy's probability mass (under the fitted model) on histories that some logged episode followed.",
 		show:    func(r *Run) bool { return len(r.Coverage) > 0 },
-		draw: func(r *Run) (*plot.Plot, []legendItem, error) {
-			p, _, err := plotCoverage(r.Coverage)
-			return p, nil, err
-		}},
+		draw:    drawCoverage(false)},
 	{id: "fig-cinf", title: "C∞ per step",
 		caption: "Largest ratio between the policy's and the behaviour's probability of a logged history up to step h (see C∞ in the glossary).",
 		show:    func(r *Run) bool { return len(r.Coverage) > 0 },
-		draw: func(r *Run) (*plot.Plot, []legendItem, error) {
-			_, q, err := plotCoverage(r.Coverage)
-			return q, nil, err
-		}},
+		draw:    drawCoverage(true)},
 	{id: "fig-bonus", title: "Bonus contribution per step",
 		caption: "Distribution over logged episodes of each step's term of the bonus before α: quantile summaries, one set per step.",
 		show:    func(r *Run) bool { return len(r.BonusSteps) > 0 },
@@ -241,6 +235,18 @@ var figureSpecs = []figureSpec{
 		caption: "Model values of the policy planned with each candidate α, and its importance-weighted value on the held-out episodes (grey). Candidates are evenly spaced on the axis.",
 		show:    func(r *Run) bool { return len(r.Alphas) > 1 },
 		draw:    func(r *Run) (*plot.Plot, []legendItem, error) { return plotAlpha(r.Alphas) }},
+}
+
+// drawCoverage draws one of plotCoverage's two plots: the covered mass,
+// or with cinf the running C∞.
+func drawCoverage(cinf bool) func(*Run) (*plot.Plot, []legendItem, error) {
+	return func(r *Run) (*plot.Plot, []legendItem, error) {
+		p, q, err := plotCoverage(r.Coverage)
+		if cinf {
+			p = q
+		}
+		return p, nil, err
+	}
 }
 
 // renderFigures draws the figures the run has data for, as SVG.
