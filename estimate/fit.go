@@ -169,68 +169,47 @@ func runEM(ctx context.Context, c *coded, m0 *Model, o *Options, workers int, ta
 // climb runs EM from the accepted point r.cur until the run stops (r.res
 // set).
 func (r *emRun) climb() {
-	c, o := r.c, r.o
-	mstep := func(p emPoint) *Model { return p.k.mstep(p.st, c, o.Smoothing) }
-	// step runs the EM step from p and says whether the run stops.
-	step := func(p emPoint) bool {
-		n, err := r.eval(mstep(p))
-		if err != nil {
-			r.res.err = err
-			return true
-		}
-		return r.advance(n, true)
-	}
-	if o.PlainEM {
-		for !step(r.cur) {
+	if r.o.PlainEM {
+		for !r.step(r.cur) {
 		}
 		return
 	}
-	// SQUAREM (accel.go). base is θ0 and r.cur = M(θ0) = θ1, both
-	// accepted.
+	r.squarem()
+}
+
+// mstep is the M-step from the E-step of p.
+func (r *emRun) mstep(p emPoint) *Model { return p.k.mstep(p.st, r.c, r.o.Smoothing) }
+
+// step runs the EM step from p and says whether the run stops.
+func (r *emRun) step(p emPoint) bool {
+	n, err := r.eval(r.mstep(p))
+	if err != nil {
+		r.res.err = err
+		return true
+	}
+	return r.advance(n, true)
+}
+
+// squarem climbs with SQUAREM (accel.go). base is θ0 and r.cur =
+// M(θ0) = θ1, both accepted.
+func (r *emRun) squarem() {
 	q := newSquarem()
 	base := r.cur
-	if step(base) {
+	if r.step(base) {
 		return
 	}
 	for {
 		p1 := r.cur
-		m2 := mstep(p1)
-		mx, alpha := q.extrapolate(base.m, p1.m, m2, c.varFloor())
+		m2 := r.mstep(p1)
+		mx, alpha := q.extrapolate(base.m, p1.m, m2, r.c.varFloor())
 		if alpha > 1 {
-			px, err := r.eval(mx)
-			if err != nil {
-				r.res.err = err
-				return
-			}
-			ok := px.obj >= p1.obj && px.st.ll >= p1.st.ll
-			if ok && px.iter >= o.MaxIter {
-				r.advance(px, false)
+			px, ok, stop := r.extrapolated(q, mx, alpha, p1)
+			if stop {
 				return
 			}
 			if ok {
-				// The EM step from θ' (the next cycle's θ1) cannot lower
-				// the objective but by rounding; if it does, θ' is
-				// dropped like a rejected point.
-				pn, err := r.eval(mstep(px))
-				if err != nil {
-					r.res.err = err
-					return
-				}
-				ok = pn.obj >= px.obj
-				if ok {
-					q.accepted(alpha, true)
-					if r.advance(px, false) || r.advance(pn, true) {
-						return
-					}
-					base = px
-					continue
-				}
-			}
-			q.accepted(alpha, false)
-			if r.esteps > o.MaxIter {
-				r.fin = p1
-				r.res.model, r.res.ll, r.res.iters, r.res.esteps = p1.m, p1.st.ll, p1.iter, r.esteps
-				return
+				base = px
+				continue
 			}
 			// Rejected: EM goes on from θ2.
 		}
@@ -244,6 +223,52 @@ func (r *emRun) climb() {
 		}
 		base = p1
 	}
+}
+
+// extrapolated evaluates the extrapolation mx (step length alpha) from
+// θ1 = p1: ok says whether it is accepted (px, its point, is then the
+// next cycle's θ0), stop whether the run stops.
+func (r *emRun) extrapolated(q *squarem, mx *Model, alpha float64, p1 emPoint) (px emPoint, ok, stop bool) {
+	o := r.o
+	px, err := r.eval(mx)
+	if err != nil {
+		r.res.err = err
+		return px, false, true
+	}
+	ok = px.obj >= p1.obj && px.st.ll >= p1.st.ll
+	if ok && px.iter >= o.MaxIter {
+		r.advance(px, false)
+		return px, false, true
+	}
+	if ok {
+		if ok, stop = r.confirm(q, alpha, px); ok || stop {
+			return px, ok, stop
+		}
+	}
+	q.accepted(alpha, false)
+	if r.esteps > o.MaxIter {
+		r.fin = p1
+		r.res.model, r.res.ll, r.res.iters, r.res.esteps = p1.m, p1.st.ll, p1.iter, r.esteps
+		return px, false, true
+	}
+	return px, false, false
+}
+
+// confirm runs the EM step from the accepted extrapolation θ' = px. The
+// EM step from θ' (the next cycle's θ1) cannot lower the objective but by
+// rounding; if it does, θ' is dropped like a rejected point (ok false).
+// stop says whether the run stops.
+func (r *emRun) confirm(q *squarem, alpha float64, px emPoint) (ok, stop bool) {
+	pn, err := r.eval(r.mstep(px))
+	if err != nil {
+		r.res.err = err
+		return false, true
+	}
+	if !(pn.obj >= px.obj) {
+		return false, false
+	}
+	q.accepted(alpha, true)
+	return true, r.advance(px, false) || r.advance(pn, true)
 }
 
 // returnBounds is the range of returns the model can produce: H times the
@@ -451,14 +476,8 @@ func prepare(d *ingest.Dataset, o *Options) (*coded, *Model, func(TraceRow), err
 // (rank chosen by held-out likelihood when Options.Rank is 0) fitted by EM,
 // moved into Θ_min (see ThetaMinCheck). The returned model is prepared.
 func Fit(ctx context.Context, d *ingest.Dataset, opts Options) (*Result, error) {
-	o, err := opts.withDefaults()
+	o, err := checkedOptions(d, opts)
 	if err != nil {
-		return nil, err
-	}
-	if err := checkDataset(d); err != nil {
-		return nil, err
-	}
-	if err := checkSplits(o.Splits, d.NumEpisodes(), d.Horizon); err != nil {
 		return nil, err
 	}
 	all, proto, report, err := prepare(d, &o)
@@ -467,16 +486,53 @@ func Fit(ctx context.Context, d *ingest.Dataset, opts Options) (*Result, error) 
 	}
 	res := &Result{HeldOutLogLik: math.NaN(), Steps: all.K * all.H}
 
-	S, err := startRank(&o, all, proto)
+	S, fo, err := fitRankOptions(ctx, all, proto, &o, res, report)
 	if err != nil {
 		return nil, err
 	}
-	fo := o
+	rs, b, err := fitAll(ctx, d, all, proto, S, &fo, report)
+	if err != nil {
+		return nil, err
+	}
+	res.takeStarts(rs, b)
+
+	if err := res.thetaMin(ctx, d, all, &o); err != nil {
+		return nil, err
+	}
+	o.Splits, o.Reporter, o.EStepper = nil, nil, nil
+	res.Options = o
+	return res, nil
+}
+
+// checkedOptions returns opts with defaults filled in, after checking
+// them, the dataset and the splits.
+func checkedOptions(d *ingest.Dataset, opts Options) (Options, error) {
+	o, err := opts.withDefaults()
+	if err != nil {
+		return o, err
+	}
+	if err := checkDataset(d); err != nil {
+		return o, err
+	}
+	if err := checkSplits(o.Splits, d.NumEpisodes(), d.Horizon); err != nil {
+		return o, err
+	}
+	return o, nil
+}
+
+// fitRankOptions returns the rank of the final fit (startRank, or the
+// rank search's choice) and the options of the final fit.
+func fitRankOptions(ctx context.Context, all *coded, proto *Model, o *Options, res *Result, report func(TraceRow)) (int, Options, error) {
+	S, err := startRank(o, all, proto)
+	if err != nil {
+		return 0, Options{}, err
+	}
+	fo := *o
 	if S == 0 {
 		var sm *Model
-		S, sm, err = rankSearch(ctx, all, proto, &o, res, report)
+		S, sm, err = rankSearch(ctx, all, proto, o, res, report)
 		if err != nil {
-			return nil, err
+			return 0, Options{}, err
 		}
 		if sm != nil {
 			// The search compared the starts already: one start on all
@@ -484,10 +540,12 @@ func Fit(ctx context.Context, d *ingest.Dataset, opts Options) (*Result, error) 
 			fo.Start, fo.Restarts = sm, 1
 		}
 	}
-	rs, b, err := fitAll(ctx, d, all, proto, S, &fo, report)
-	if err != nil {
-		return nil, err
-	}
+	return S, fo, nil
+}
+
+// takeStarts records the starts' traces and log-likelihoods in res and
+// takes the best start b's model.
+func (res *Result) takeStarts(rs []emResult, b int) {
 	for _, r := range rs {
 		res.Trace = append(res.Trace, r.trace...)
 		res.RestartLogLiks = append(res.RestartLogLiks, r.ll)
@@ -497,13 +555,6 @@ func Fit(ctx context.Context, d *ingest.Dataset, opts Options) (*Result, error) 
 	res.Model = rs[b].model
 	res.LogLik = rs[b].ll
 	res.UnconstrainedLogLik = rs[b].ll
-
-	if err := res.thetaMin(ctx, d, all, &o); err != nil {
-		return nil, err
-	}
-	o.Splits, o.Reporter, o.EStepper = nil, nil, nil
-	res.Options = o
-	return res, nil
 }
 
 // startRank is the rank of the fit: o.Rank, or the start model's when
