@@ -97,18 +97,25 @@ func (k *kernel) addGaussTable(t int) {
 			}
 		}
 	}
-	n := S * A * S * O
-	mu, iv, ln := make([]float64, n), make([]float64, n), make([]float64, n)
+	mu, iv, ln := gaussTerms(m, t)
+	k.TE = append(k.TE, TE)
+	k.mu = append(k.mu, mu)
+	k.iv = append(k.iv, iv)
+	k.ln = append(k.ln, ln)
+}
+
+// gaussTerms returns step table t's Gaussian reward means, inverse
+// variances and log normalisers −½·ln(2π·σ²) per RewardIndex.
+func gaussTerms(m *Model, t int) (mu, iv, ln []float64) {
+	n := m.RewardCells()
+	mu, iv, ln = make([]float64, n), make([]float64, n), make([]float64, n)
 	for i := 0; i < n; i++ {
 		v := m.RewardVar[t][i]
 		mu[i] = m.RewardMean[t][i]
 		iv[i] = 1 / v
 		ln[i] = -0.5 * math.Log(2*math.Pi*v)
 	}
-	k.TE = append(k.TE, TE)
-	k.mu = append(k.mu, mu)
-	k.iv = append(k.iv, iv)
-	k.ln = append(k.ln, ln)
+	return mu, iv, ln
 }
 
 // stats are the expected sufficient statistics of one E-step (or block).

@@ -285,10 +285,7 @@ func returnBounds(d *ingest.Dataset) (lo, hi float64) {
 	if len(d.Reward) == 0 {
 		return 0, 0
 	}
-	lo, hi = math.Inf(1), math.Inf(-1)
-	for _, r := range d.Reward {
-		lo, hi = math.Min(lo, r), math.Max(hi, r)
-	}
+	lo, hi = rewardRange(d.Reward)
 	H := float64(d.Horizon)
 	return H * lo, H * hi
 }

@@ -204,55 +204,65 @@ func (m *Model) Validate(tol float64) error {
 	if len(m.Trans) != nt || len(m.Emit) != nt {
 		return fmt.Errorf("%w: %d transition and %d emission tables, want %d", ErrModel, len(m.Trans), len(m.Emit), nt)
 	}
-	dist := func(name string, p []float64, n, width int) error {
-		if len(p) != n*width {
-			return fmt.Errorf("%w: %s has %d entries, want %d", ErrModel, name, len(p), n*width)
-		}
-		for r := 0; r < n; r++ {
-			sum := 0.0
-			for _, x := range p[r*width : (r+1)*width] {
-				if x < 0 || math.IsNaN(x) {
-					return fmt.Errorf("%w: %s row %d has entry %v", ErrModel, name, r, x)
-				}
-				sum += x
-			}
-			if math.Abs(sum-1) > tol {
-				return fmt.Errorf("%w: %s row %d sums to %v", ErrModel, name, r, sum)
-			}
-		}
-		return nil
-	}
-	if err := dist("Init", m.Init, 1, S); err != nil {
+	if err := checkDist("Init", m.Init, 1, S, tol); err != nil {
 		return err
 	}
-	if err := dist("Obs1", m.Obs1, S, O); err != nil {
+	if err := checkDist("Obs1", m.Obs1, S, O, tol); err != nil {
 		return err
 	}
-	n := m.RewardCells()
 	for t := 0; t < nt; t++ {
-		if err := dist(fmt.Sprintf("Trans[%d]", t), m.Trans[t], A*S, S); err != nil {
+		if err := m.validateTable(t, nt, tol); err != nil {
 			return err
-		}
-		if err := dist(fmt.Sprintf("Emit[%d]", t), m.Emit[t], m.EmitRows(), O); err != nil {
-			return err
-		}
-		switch m.Reward {
-		case RewardCategorical:
-			if len(m.RewardProb) != nt {
-				return fmt.Errorf("%w: %d reward tables, want %d", ErrModel, len(m.RewardProb), nt)
-			}
-			if err := dist(fmt.Sprintf("RewardProb[%d]", t), m.RewardProb[t], n, len(m.RewardValues)); err != nil {
-				return err
-			}
-		case RewardGaussian:
-			if len(m.RewardMean) != nt || len(m.RewardVar) != nt || len(m.RewardMean[t]) != n || len(m.RewardVar[t]) != n {
-				return fmt.Errorf("%w: gaussian reward tables have the wrong shape", ErrModel)
-			}
-		default:
-			return fmt.Errorf("%w: unknown reward kind %d", ErrModel, m.Reward)
 		}
 	}
 	return nil
+}
+
+// checkDist checks that p holds n distributions of width entries, each
+// non-negative and summing to 1 within tol; name names p in the error.
+func checkDist(name string, p []float64, n, width int, tol float64) error {
+	if len(p) != n*width {
+		return fmt.Errorf("%w: %s has %d entries, want %d", ErrModel, name, len(p), n*width)
+	}
+	for r := 0; r < n; r++ {
+		sum := 0.0
+		for _, x := range p[r*width : (r+1)*width] {
+			if x < 0 || math.IsNaN(x) {
+				return fmt.Errorf("%w: %s row %d has entry %v", ErrModel, name, r, x)
+			}
+			sum += x
+		}
+		if math.Abs(sum-1) > tol {
+			return fmt.Errorf("%w: %s row %d sums to %v", ErrModel, name, r, sum)
+		}
+	}
+	return nil
+}
+
+// validateTable checks step table t (of nt): its transitions, emissions
+// and rewards.
+func (m *Model) validateTable(t, nt int, tol float64) error {
+	S, A, O, n := m.States, m.NumActions, m.NumObs, m.RewardCells()
+	if err := checkDist(fmt.Sprintf("Trans[%d]", t), m.Trans[t], A*S, S, tol); err != nil {
+		return err
+	}
+	if err := checkDist(fmt.Sprintf("Emit[%d]", t), m.Emit[t], m.EmitRows(), O, tol); err != nil {
+		return err
+	}
+	switch m.Reward {
+	case RewardCategorical:
+		if len(m.RewardProb) != nt {
+			return fmt.Errorf("%w: %d reward tables, want %d", ErrModel, len(m.RewardProb), nt)
+		}
+		return checkDist(fmt.Sprintf("RewardProb[%d]", t), m.RewardProb[t], n, len(m.RewardValues), tol)
+	case RewardGaussian:
+		if len(m.RewardMean) != nt || len(m.RewardVar) != nt || len(m.RewardMean[t]) != n || len(m.RewardVar[t]) != n {
+			return fmt.Errorf("%w: gaussian reward tables have the wrong shape", ErrModel)
+		}
+		return nil
+	default:
+		return fmt.Errorf("%w: unknown reward kind %d", ErrModel, m.Reward)
+	}
 }
 
 // Prior writes the distribution of s_1 into b.

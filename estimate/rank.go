@@ -186,11 +186,22 @@ func rankSearch(ctx context.Context, c *coded, proto *Model, o *Options, res *Re
 			return 0, nil, err
 		}
 	}
-	// Bisection between the last improving rank and the failed doubling.
-	for hi != nil && hi.S-lo.S > 1 && rs.work < o.RankBudget {
+	if err := rs.bisect(lo, hi); err != nil {
+		return 0, nil, err
+	}
+	chosen := rs.choose()
+	res.HeldOutLogLik = chosen.held
+	res.RankSearchEpisodes = n
+	return chosen.S, chosen.model, nil
+}
+
+// bisect is the bisection between the last improving rank lo and the
+// failed doubling hi (none when hi is nil), within the work budget.
+func (rs *rankSearcher) bisect(lo, hi *rankTry) error {
+	for hi != nil && hi.S-lo.S > 1 && rs.work < rs.o.RankBudget {
 		t, err := rs.fitAt((lo.S+hi.S)/2, lo)
 		if err != nil {
-			return 0, nil, err
+			return err
 		}
 		if beats(t, lo) {
 			lo = t
@@ -198,10 +209,7 @@ func rankSearch(ctx context.Context, c *coded, proto *Model, o *Options, res *Re
 			hi = t
 		}
 	}
-	chosen := rs.choose()
-	res.HeldOutLogLik = chosen.held
-	res.RankSearchEpisodes = n
-	return chosen.S, chosen.model, nil
+	return nil
 }
 
 // rankSearcher is the state of one rank search: the training episodes,
@@ -259,6 +267,30 @@ func (rs *rankSearcher) fitAt(S int, from *rankTry) (*rankTry, error) {
 	if t, ok := rs.tried[S]; ok {
 		return t, nil
 	}
+	fits, b, err := rs.fitStarts(S, from)
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range fits {
+		rs.res.Trace = append(rs.res.Trace, r.trace...)
+		rs.addWork(r, S)
+	}
+	t := &rankTry{S: S, model: fits[b].model, train: fits[b].ll}
+	if err := rs.score(t); err != nil {
+		return nil, err
+	}
+	rs.tried[S] = t
+	return t, nil
+}
+
+// addWork counts the E-step work of the start r of rank S.
+func (rs *rankSearcher) addWork(r emResult, S int) {
+	rs.work += float64(r.esteps) * float64(rs.tr.K*rs.tr.H) * float64(S*S)
+}
+
+// fitStarts runs the starts of rank S on the training episodes and
+// returns them with the index of the best.
+func (rs *rankSearcher) fitStarts(S int, from *rankTry) ([]emResult, int, error) {
 	ctx, tr, o := rs.ctx, rs.tr, rs.o
 	// Start 0 is the warm start from the smaller rank with its states
 	// split; then a random and an informed start (fitRank).
@@ -270,7 +302,7 @@ func (rs *rankSearcher) fitAt(S int, from *rankTry) (*rankTry, error) {
 	}
 	fits, err := fitRank(ctx, tr, rs.proto, S, &ro, "train", rs.report)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	b := best(fits)
 	if from != nil && ro.Restarts < rankSearchRestarts && stalled(fits[b].ll, from.train) {
@@ -281,29 +313,29 @@ func (rs *rankSearcher) fitAt(S int, from *rankTry) (*rankTry, error) {
 		// stopped at rank 1. The start kinds not run yet (the informed
 		// one) get their turn.
 		for _, r := range fits {
-			rs.work += float64(r.esteps) * float64(tr.K*tr.H) * float64(S*S)
+			rs.addWork(r, S)
 		}
 		ro.Restarts = rankSearchRestarts
 		if fits, err = fitRank(ctx, tr, rs.proto, S, &ro, "train", rs.report); err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 		b = best(fits)
 	}
-	for _, r := range fits {
-		rs.res.Trace = append(rs.res.Trace, r.trace...)
-		rs.work += float64(r.esteps) * float64(tr.K*tr.H) * float64(S*S)
-	}
-	t := &rankTry{S: S, model: fits[b].model, train: fits[b].ll}
+	return fits, b, nil
+}
+
+// score sets t's held-out log-likelihood per block and in total.
+func (rs *rankSearcher) score(t *rankTry) error {
+	o := rs.o
 	for _, blk := range rs.blocks {
-		st, err := o.runEStep(ctx, newKernel(fits[b].model, blk), blk, o.Workers)
+		st, err := o.runEStep(rs.ctx, newKernel(t.model, blk), blk, o.Workers)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		t.blocks = append(t.blocks, st.ll)
 		t.held += st.ll
 	}
-	rs.tried[S] = t
-	return t, nil
+	return nil
 }
 
 // double doubles the rank from 1 while it improves, up to maxR and the
@@ -404,69 +436,97 @@ func growModel(m *Model, S2 int, seed uint64) *Model {
 // growModelJitter is growModel with perturbation factors in
 // [1−jitter, 1+jitter].
 func growModelJitter(m *Model, S2 int, seed uint64, jitter float64) *Model {
-	S, O, A := m.States, m.NumObs, m.NumActions
+	S := m.States
 	if S2 <= S {
 		return m
 	}
-	rng := rand.New(rand.NewPCG(seed, 0x96a3))
-	jit := func(p []float64) {
-		z := 0.0
-		for i := range p {
-			p[i] *= 1 - jitter + 2*jitter*rng.Float64()
-			z += p[i]
-		}
-		if z > 0 {
-			for i := range p {
-				p[i] /= z
-			}
-		}
-	}
-	par := func(j int) int { return j % S }
-	copies := make([]float64, S)
+	g := &grower{m: m, n: shapeLike(m), S: S, S2: S2, rng: rand.New(rand.NewPCG(seed, 0x96a3)), jitter: jitter,
+		copies: make([]float64, S)}
 	for j := 0; j < S2; j++ {
-		copies[par(j)]++
+		g.copies[g.par(j)]++
 	}
-	n := shapeLike(m)
-	n.States = S2
+	g.n.States = S2
+	g.firstStep()
+	for t := range m.Trans {
+		g.table(t)
+		pullRewards(g.n, m, t, g.par)
+	}
+	g.n.Prepare()
+	return g.n
+}
+
+// grower builds growModelJitter's model n of S2 states from m of S:
+// copies[s] is the number of new states copying s.
+type grower struct {
+	m, n   *Model
+	S, S2  int
+	copies []float64
+	rng    *rand.Rand
+	jitter float64
+}
+
+// par is the parent of new state j.
+func (g *grower) par(j int) int { return j % g.S }
+
+// jit multiplies every entry of p by a factor drawn in
+// [1−jitter, 1+jitter] and renormalises p.
+func (g *grower) jit(p []float64) {
+	z := 0.0
+	for i := range p {
+		p[i] *= 1 - g.jitter + 2*g.jitter*g.rng.Float64()
+		z += p[i]
+	}
+	if z > 0 {
+		for i := range p {
+			p[i] /= z
+		}
+	}
+}
+
+// firstStep sets n's initial distribution, sharing a parent's
+// probability among its copies, and its first-observation emission.
+func (g *grower) firstStep() {
+	m, n, S2, O := g.m, g.n, g.S2, g.m.NumObs
 	n.Init = make([]float64, S2)
 	for j := range n.Init {
-		n.Init[j] = m.Init[par(j)] / copies[par(j)]
+		n.Init[j] = m.Init[g.par(j)] / g.copies[g.par(j)]
 	}
-	jit(n.Init)
+	g.jit(n.Init)
 	n.Obs1 = make([]float64, S2*O)
 	for j := 0; j < S2; j++ {
-		copy(n.Obs1[j*O:(j+1)*O], m.Obs1[par(j)*O:(par(j)+1)*O])
-		jit(n.Obs1[j*O : (j+1)*O])
+		copy(n.Obs1[j*O:(j+1)*O], m.Obs1[g.par(j)*O:(g.par(j)+1)*O])
+		g.jit(n.Obs1[j*O : (j+1)*O])
 	}
+}
+
+// table appends step table t's transitions (the probability of entering
+// a parent shared among its copies) and emissions to n.
+func (g *grower) table(t int) {
+	m, S, S2, O, A := g.m, g.S, g.S2, g.m.NumObs, g.m.NumActions
 	// The Compact form's emission rows do not depend on the action: one
 	// "action" of emission rows.
 	eA := A
 	if m.Compact {
 		eA = 1
 	}
-	for t := range m.Trans {
-		T := make([]float64, A*S2*S2)
-		E := make([]float64, eA*S2*O)
-		for a := 0; a < A; a++ {
-			for j := 0; j < S2; j++ {
-				row := T[(a*S2+j)*S2 : (a*S2+j+1)*S2]
-				for j2 := 0; j2 < S2; j2++ {
-					row[j2] = m.Trans[t][(a*S+par(j))*S+par(j2)] / copies[par(j2)]
-				}
-				jit(row)
-				if a < eA {
-					e := E[(a*S2+j)*O : (a*S2+j+1)*O]
-					copy(e, m.Emit[t][(a*S+par(j))*O:(a*S+par(j)+1)*O])
-					jit(e)
-				}
+	T := make([]float64, A*S2*S2)
+	E := make([]float64, eA*S2*O)
+	for a := 0; a < A; a++ {
+		for j := 0; j < S2; j++ {
+			row := T[(a*S2+j)*S2 : (a*S2+j+1)*S2]
+			for j2 := 0; j2 < S2; j2++ {
+				row[j2] = m.Trans[t][(a*S+g.par(j))*S+g.par(j2)] / g.copies[g.par(j2)]
+			}
+			g.jit(row)
+			if a < eA {
+				e := E[(a*S2+j)*O : (a*S2+j+1)*O]
+				copy(e, m.Emit[t][(a*S+g.par(j))*O:(a*S+g.par(j)+1)*O])
+				g.jit(e)
 			}
 		}
-		n.Trans = append(n.Trans, T)
-		n.Emit = append(n.Emit, E)
-		pullRewards(n, m, t, par)
 	}
-	n.Prepare()
-	return n
+	g.n.Trans = append(g.n.Trans, T)
+	g.n.Emit = append(g.n.Emit, E)
 }
 
 // RankChoice is the outcome of ChooseRank.

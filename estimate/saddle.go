@@ -310,7 +310,18 @@ func (r *emRun) lineSearch(cur emPoint, x, u []float64) (emPoint, error) {
 // v0 and returns the unit Ritz vector of the Ritz value of largest real
 // part, and that real part (nil when apply could not be evaluated).
 func arnoldiTop(v0 []float64, apply func([]float64) ([]float64, error), k int) ([]float64, float64, error) {
-	n := len(v0)
+	Q, Hm, m, err := arnoldi(v0, apply, k)
+	if Q == nil {
+		return nil, 0, err
+	}
+	return topRitz(Q, Hm, m, len(v0))
+}
+
+// arnoldi runs up to k steps of Arnoldi's method on apply from v0 and
+// returns the orthonormal basis Q, the (k+1)×k Hessenberg matrix Hm and
+// the number m of steps taken (fewer when the Krylov space is exhausted);
+// Q is nil when apply could not be evaluated.
+func arnoldi(v0 []float64, apply func([]float64) ([]float64, error), k int) ([][]float64, *mat.Dense, int, error) {
 	q0 := append([]float64(nil), v0...)
 	floats.Scale(1/floats.Norm(q0, 2), q0)
 	Q := [][]float64{q0}
@@ -319,16 +330,9 @@ func arnoldiTop(v0 []float64, apply func([]float64) ([]float64, error), k int) (
 	for j := 0; j < k; j++ {
 		w, err := apply(Q[j])
 		if err != nil || w == nil {
-			return nil, 0, err
+			return nil, nil, 0, err
 		}
-		// Modified Gram–Schmidt, twice for orthogonality.
-		for pass := 0; pass < 2; pass++ {
-			for i := 0; i <= j; i++ {
-				h := floats.Dot(Q[i], w)
-				Hm.Set(i, j, Hm.At(i, j)+h)
-				floats.AddScaled(w, -h, Q[i])
-			}
-		}
+		gramSchmidt(Q, Hm, j, w)
 		m = j + 1
 		nw := floats.Norm(w, 2)
 		Hm.Set(j+1, j, nw)
@@ -338,6 +342,25 @@ func arnoldiTop(v0 []float64, apply func([]float64) ([]float64, error), k int) (
 		floats.Scale(1/nw, w)
 		Q = append(Q, w)
 	}
+	return Q, Hm, m, nil
+}
+
+// gramSchmidt orthogonalises w against Q[0..j] and adds the projections
+// into column j of Hm: modified Gram–Schmidt, twice for orthogonality.
+func gramSchmidt(Q [][]float64, Hm *mat.Dense, j int, w []float64) {
+	for pass := 0; pass < 2; pass++ {
+		for i := 0; i <= j; i++ {
+			h := floats.Dot(Q[i], w)
+			Hm.Set(i, j, Hm.At(i, j)+h)
+			floats.AddScaled(w, -h, Q[i])
+		}
+	}
+}
+
+// topRitz returns the unit Ritz vector (length n) of the Ritz value of
+// largest real part of the m×m leading block of Hm, and that real part
+// (nil when the eigen-decomposition fails or the vector vanishes).
+func topRitz(Q [][]float64, Hm *mat.Dense, m, n int) ([]float64, float64, error) {
 	Hk := mat.DenseCopyOf(Hm.Slice(0, m, 0, m))
 	var eig mat.Eigen
 	if !eig.Factorize(Hk, mat.EigenRight) {

@@ -31,33 +31,12 @@ func Build(ctx context.Context, m *estimate.Model, d *ingest.Dataset, splits [][
 	if err != nil {
 		return nil, err
 	}
-	H := m.Horizon
-	b := &Bonus{Alpha: DefaultAlpha, Lambda: lambda, Horizon: H, m: m, fz: fz,
-		Dims: make([]int, H), Counts: make([]int, H),
-		inv: make([][]float64, H), upper: make([]blas64.Triangular, H), u: make([]*mat.SymDense, H)}
-	for h := 0; h < H; h++ {
-		b.Dims[h] = m.FeatureDim(h)
-		b.Counts[h] = len(splits[h])
+	b := newBonus(m, fz, lambda, splits)
+	sums, err := b.uSums(ctx, d, splits, opts)
+	if err != nil {
+		return nil, err
 	}
-
-	var sums [][]float64
-	if opts.USummer != nil {
-		var err error
-		if sums, err = opts.USummer.USums(ctx, m, d, splits); err != nil {
-			return nil, err
-		}
-		for h := 0; h < H; h++ {
-			if h >= len(sums) || len(sums[h]) != b.Dims[h]*b.Dims[h] {
-				return nil, fmt.Errorf("pessimism: the U_h sums of the external summer have the wrong shape at h = %d", h)
-			}
-		}
-	} else {
-		var err error
-		if sums, err = localSums(ctx, b, d, splits, opts.Workers); err != nil {
-			return nil, err
-		}
-	}
-	for h := 0; h < H; h++ {
+	for h := 0; h < m.Horizon; h++ {
 		if err := b.factor(h, sums[h]); err != nil {
 			return nil, err
 		}
@@ -66,6 +45,38 @@ func Build(ctx context.Context, m *estimate.Model, d *ingest.Dataset, splits [][
 	fz.Feature(0, m.Init, 0, f0)
 	b.Root = b.StepNorm2(0, f0)
 	return b, nil
+}
+
+// newBonus is Build's Bonus before its sums are factorised: the feature
+// dimension and the number of prefixes of every step.
+func newBonus(m *estimate.Model, fz *estimate.Featurizer, lambda float64, splits [][]int) *Bonus {
+	H := m.Horizon
+	b := &Bonus{Alpha: DefaultAlpha, Lambda: lambda, Horizon: H, m: m, fz: fz,
+		Dims: make([]int, H), Counts: make([]int, H),
+		inv: make([][]float64, H), upper: make([]blas64.Triangular, H), u: make([]*mat.SymDense, H)}
+	for h := 0; h < H; h++ {
+		b.Dims[h] = m.FeatureDim(h)
+		b.Counts[h] = len(splits[h])
+	}
+	return b
+}
+
+// uSums is the U_h sums (upper triangles) of eq. (6): from the external
+// summer opts.USummer, whose shapes are checked, or localSums.
+func (b *Bonus) uSums(ctx context.Context, d *ingest.Dataset, splits [][]int, opts Options) ([][]float64, error) {
+	if opts.USummer == nil {
+		return localSums(ctx, b, d, splits, opts.Workers)
+	}
+	sums, err := opts.USummer.USums(ctx, b.m, d, splits)
+	if err != nil {
+		return nil, err
+	}
+	for h := 0; h < b.Horizon; h++ {
+		if h >= len(sums) || len(sums[h]) != b.Dims[h]*b.Dims[h] {
+			return nil, fmt.Errorf("pessimism: the U_h sums of the external summer have the wrong shape at h = %d", h)
+		}
+	}
+	return sums, nil
 }
 
 // USummer computes Σ_{k∈splits[h]} ψ̄̂(τ_h^k)ψ̄̂(τ_h^k)ᵀ of eq. (6) for every
