@@ -217,13 +217,7 @@ func (q *squarem) extrapolate(m0, m1, m2 *Model, varFloor float64) (*Model, floa
 	q.x0 = flatten(m0, q.x0)
 	q.x1 = flatten(m1, q.x1)
 	q.x2 = flatten(m2, q.x2)
-	var rr, vv float64
-	for i := range q.x0 {
-		r := q.x1[i] - q.x0[i]
-		v := q.x2[i] - 2*q.x1[i] + q.x0[i]
-		rr += r * r
-		vv += v * v
-	}
+	rr, vv := q.norms()
 	if !(vv > 0) || math.IsInf(rr, 0) || math.IsNaN(rr) {
 		return m2, 1
 	}
@@ -234,24 +228,35 @@ func (q *squarem) extrapolate(m0, m1, m2 *Model, varFloor float64) (*Model, floa
 		q.accepted(alpha, true)
 		return m2, 1
 	}
+	for ; alpha > minStep; alpha = (alpha + 1) / 2 {
+		q.point(alpha)
+		if m, ok := unflatten(m2, q.xn, varFloor); ok {
+			return m, alpha
+		}
+	}
+	return m2, 1
+}
+
+// norms returns ‖r‖² and ‖v‖² for r = θ1 − θ0 and v = θ2 − 2θ1 + θ0.
+func (q *squarem) norms() (rr, vv float64) {
+	for i := range q.x0 {
+		r := q.x1[i] - q.x0[i]
+		v := q.x2[i] - 2*q.x1[i] + q.x0[i]
+		rr += r * r
+		vv += v * v
+	}
+	return rr, vv
+}
+
+// point sets q.xn to the extrapolation θ0 + 2α·r + α²·v of step length
+// alpha.
+func (q *squarem) point(alpha float64) {
 	q.xn = q.xn[:0]
 	for i := range q.x0 {
 		r := q.x1[i] - q.x0[i]
 		v := q.x2[i] - 2*q.x1[i] + q.x0[i]
 		q.xn = append(q.xn, q.x0[i]+2*alpha*r+alpha*alpha*v)
 	}
-	for ; alpha > minStep; alpha = (alpha + 1) / 2 {
-		q.xn = q.xn[:0]
-		for i := range q.x0 {
-			r := q.x1[i] - q.x0[i]
-			v := q.x2[i] - 2*q.x1[i] + q.x0[i]
-			q.xn = append(q.xn, q.x0[i]+2*alpha*r+alpha*alpha*v)
-		}
-		if m, ok := unflatten(m2, q.xn, varFloor); ok {
-			return m, alpha
-		}
-	}
-	return m2, 1
 }
 
 // accepted updates the step bound after the extrapolation of length

@@ -233,41 +233,57 @@ func expectedReward(m *Model, d *ingest.Dataset, k, i int, b, pred []float64) fl
 // summarise fills cal's figures from the accumulated cells (those of at
 // least MinCount steps) of the logs d of steps steps.
 func (cal *Calibration) summarise(order []*calAcc, d *ingest.Dataset, steps int) {
-	var checked, bad int
-	var sq float64
+	var tot calTotals
 	var all []CalibrationCell
-	// In a fixed order (the cells' first episode and step), so that the
-	// sums, and the figures, are those of one order of the cells.
+	sortCells(order)
+	for _, c := range order {
+		if c.n < cal.MinCount {
+			continue
+		}
+		cell := c.cell(d)
+		cal.tally(&tot, c, cell)
+		all = append(all, cell)
+	}
+	if tot.checked == 0 {
+		return
+	}
+	cal.StepShare = float64(tot.checked) / float64(steps)
+	cal.MiscalibratedShare = float64(tot.bad) / float64(tot.checked)
+	cal.RMSE = math.Sqrt(tot.sq / float64(tot.checked))
+	cal.Flagged = cal.MiscalibratedShare > calibrationFlagShare
+	cal.Worst = worstCells(all)
+}
+
+// sortCells puts the cells in a fixed order (the cells' first episode
+// and step), so that the sums, and the figures, are those of one order
+// of the cells.
+func sortCells(order []*calAcc) {
 	sort.Slice(order, func(i, j int) bool {
 		if order[i].k != order[j].k {
 			return order[i].k < order[j].k
 		}
 		return order[i].h < order[j].h
 	})
-	for _, c := range order {
-		if c.n < cal.MinCount {
-			continue
-		}
-		cell := c.cell(d)
-		n := float64(c.n)
-		gap := math.Abs(cell.Logged - c.predicted)
-		cal.Cells++
-		checked += c.n
-		sq += n * gap * gap
-		if gap > calibrationZ*cell.StdErr && gap > calibrationTol*cal.Range {
-			cal.Miscalibrated++
-			bad += c.n
-		}
-		all = append(all, cell)
+}
+
+// calTotals are summarise's sums over the checked cells: their steps,
+// the steps of the miscalibrated ones, and Σ n·gap².
+type calTotals struct {
+	checked, bad int
+	sq           float64
+}
+
+// tally counts the checked cell c, reported as cell, into cal and tot.
+func (cal *Calibration) tally(tot *calTotals, c *calAcc, cell CalibrationCell) {
+	n := float64(c.n)
+	gap := math.Abs(cell.Logged - c.predicted)
+	cal.Cells++
+	tot.checked += c.n
+	tot.sq += n * gap * gap
+	if gap > calibrationZ*cell.StdErr && gap > calibrationTol*cal.Range {
+		cal.Miscalibrated++
+		tot.bad += c.n
 	}
-	if checked == 0 {
-		return
-	}
-	cal.StepShare = float64(checked) / float64(steps)
-	cal.MiscalibratedShare = float64(bad) / float64(checked)
-	cal.RMSE = math.Sqrt(sq / float64(checked))
-	cal.Flagged = cal.MiscalibratedShare > calibrationFlagShare
-	cal.Worst = worstCells(all)
 }
 
 // cell is the report of the accumulated cell c: its logged mean, the

@@ -63,16 +63,26 @@ func checkDataset(d *ingest.Dataset) error {
 		return errorf(ErrData, "empty vocabulary")
 	}
 	for i := 0; i < n; i++ {
-		if int(d.Obs[i]) >= O || int(d.Act[i]) >= A {
-			return errorf(ErrData, "episode %d step %d: code out of vocabulary", i/H, i%H+1)
+		if err := checkStep(d, i, O, A); err != nil {
+			return err
 		}
-		if r := d.Reward[i]; math.IsNaN(r) || math.IsInf(r, 0) {
-			return errorf(ErrData, "episode %d step %d: reward %v", i/H, i%H+1, r)
-		}
-		if d.Propensity != nil {
-			if p := d.Propensity[i]; !(p > 0 && p <= 1) {
-				return errorf(ErrData, "episode %d step %d: propensity %v", i/H, i%H+1, p)
-			}
+	}
+	return nil
+}
+
+// checkStep checks step i of d: its codes against O observations and A
+// actions, a finite reward and a propensity in (0,1].
+func checkStep(d *ingest.Dataset, i, O, A int) error {
+	H := d.Horizon
+	if int(d.Obs[i]) >= O || int(d.Act[i]) >= A {
+		return errorf(ErrData, "episode %d step %d: code out of vocabulary", i/H, i%H+1)
+	}
+	if r := d.Reward[i]; math.IsNaN(r) || math.IsInf(r, 0) {
+		return errorf(ErrData, "episode %d step %d: reward %v", i/H, i%H+1, r)
+	}
+	if d.Propensity != nil {
+		if p := d.Propensity[i]; !(p > 0 && p <= 1) {
+			return errorf(ErrData, "episode %d step %d: propensity %v", i/H, i%H+1, p)
 		}
 	}
 	return nil

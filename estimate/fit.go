@@ -381,15 +381,7 @@ func chooseProtoForm(proto *Model, c *coded, o *Options) error {
 	}
 	// The automatic rank: the largest rank that fits (the need grows with
 	// the rank), with the form chosen for it.
-	lo, hi := 0, S // lo fits (0: none yet), hi does not
-	for hi-lo > 1 {
-		mid := (lo + hi) / 2
-		if checkMemory(c, mid, nt, form(mid), o) == nil {
-			lo = mid
-		} else {
-			hi = mid
-		}
-	}
+	lo := largestFitting(S, func(r int) bool { return checkMemory(c, r, nt, form(r), o) == nil })
 	if lo == 0 {
 		return checkMemory(c, 1, nt, form(1), o)
 	}
@@ -397,6 +389,21 @@ func chooseProtoForm(proto *Model, c *coded, o *Options) error {
 	o.MaxRankCause = fmt.Sprintf("larger ranks need more memory than the limit of %s", gib(o.MemoryLimit))
 	proto.Compact = form(lo)
 	return nil
+}
+
+// largestFitting is, by bisection, the largest rank below S for which
+// fits holds (it holds up to some rank and not above), 0 when none does.
+func largestFitting(S int, fits func(int) bool) int {
+	lo, hi := 0, S // lo fits (0: none yet), hi does not
+	for hi-lo > 1 {
+		mid := (lo + hi) / 2
+		if fits(mid) {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	return lo
 }
 
 // formFor is the model form for rank S: Options.Form, and under FormAuto

@@ -224,18 +224,24 @@ func (m *Model) obsPrefixLogLik(obs, act []uint16, f func(h int, ll float64)) {
 	ll := math.Log(z)
 	f(1, ll)
 	for h := 1; h < len(obs); h++ {
-		if math.IsInf(ll, -1) {
-			f(h+1, ll)
-			continue
-		}
-		a := int(act[h-1])
-		m.Predict(h, b, a, pred)
-		z := m.Correct(h, pred, a, int(obs[h]), b)
-		if z > 0 {
-			ll += math.Log(z)
-		} else {
-			ll = math.Inf(-1)
+		if !math.IsInf(ll, -1) {
+			if lz, ok := m.filterStep(h, int(act[h-1]), int(obs[h]), b, pred); ok {
+				ll += lz
+			} else {
+				ll = math.Inf(-1)
+			}
 		}
 		f(h+1, ll)
 	}
+}
+
+// filterStep moves the belief b (scratch pred) through step h under
+// action a and observation o, and returns ln P(o | b, a); ok is false
+// when o is impossible.
+func (m *Model) filterStep(h, a, o int, b, pred []float64) (float64, bool) {
+	m.Predict(h, b, a, pred)
+	if z := m.Correct(h, pred, a, o, b); z > 0 {
+		return math.Log(z), true
+	}
+	return 0, false
 }

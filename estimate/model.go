@@ -155,39 +155,46 @@ func (m *Model) ExpectedRewardOf(t, s, a, s2, o int) float64 {
 // Prepare derives the cached expected rewards; call it after changing any
 // parameter. Fit returns prepared models.
 func (m *Model) Prepare() {
-	S, A, O := m.States, m.NumActions, m.NumObs
+	S, A := m.States, m.NumActions
 	nt := len(m.Trans)
 	m.basisCache = &basisCache{}
 	m.expReward = make([][]float64, nt)
 	for t := 0; t < nt; t++ {
 		er := make([]float64, A*S)
 		for a := 0; a < A; a++ {
-			E := m.EmitOf(t, a)
 			for s := 0; s < S; s++ {
-				e := 0.0
-				for s2 := 0; s2 < S; s2++ {
-					ps2 := m.Trans[t][(a*S+s)*S+s2]
-					if ps2 == 0 {
-						continue
-					}
-					if m.Compact {
-						// The reward does not depend on o_{h+1}.
-						e += ps2 * m.ExpectedRewardOf(t, s, a, s2, 0)
-						continue
-					}
-					for o := 0; o < O; o++ {
-						po := E[s2*O+o]
-						if po == 0 {
-							continue
-						}
-						e += ps2 * po * m.ExpectedRewardOf(t, s, a, s2, o)
-					}
-				}
-				er[a*S+s] = e
+				er[a*S+s] = m.stepExpectedReward(t, s, a)
 			}
 		}
 		m.expReward[t] = er
 	}
+}
+
+// stepExpectedReward is E[r | s, a] at step table t: the expected reward
+// over s_{h+1} and o_{h+1}.
+func (m *Model) stepExpectedReward(t, s, a int) float64 {
+	S, O := m.States, m.NumObs
+	E := m.EmitOf(t, a)
+	e := 0.0
+	for s2 := 0; s2 < S; s2++ {
+		ps2 := m.Trans[t][(a*S+s)*S+s2]
+		if ps2 == 0 {
+			continue
+		}
+		if m.Compact {
+			// The reward does not depend on o_{h+1}.
+			e += ps2 * m.ExpectedRewardOf(t, s, a, s2, 0)
+			continue
+		}
+		for o := 0; o < O; o++ {
+			po := E[s2*O+o]
+			if po == 0 {
+				continue
+			}
+			e += ps2 * po * m.ExpectedRewardOf(t, s, a, s2, o)
+		}
+	}
+	return e
 }
 
 // Validate checks shapes and that every distribution sums to 1 within

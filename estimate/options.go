@@ -199,6 +199,14 @@ func (o Options) withDefaults() (Options, error) {
 // searchDefaults: the rank, the rank search's and the model form's
 // options.
 func (o *Options) searchDefaults() error {
+	if err := o.rankDefaults(); err != nil {
+		return err
+	}
+	return o.formDefaults()
+}
+
+// rankDefaults: the rank's and the rank search's options.
+func (o *Options) rankDefaults() error {
 	if o.Rank < 0 {
 		return errorf(ErrOptions, "rank %d is negative", o.Rank)
 	}
@@ -220,6 +228,11 @@ func (o *Options) searchDefaults() error {
 	if !(o.HeldOut > 0 && o.HeldOut < 1) {
 		return errorf(ErrOptions, "held-out fraction %v is not in (0,1)", o.HeldOut)
 	}
+	return nil
+}
+
+// formDefaults: the dynamics' and the model form's options.
+func (o *Options) formDefaults() error {
 	switch o.Dynamics {
 	case "":
 		o.Dynamics = DynamicsStationary

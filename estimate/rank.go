@@ -166,9 +166,21 @@ func rankSearch(ctx context.Context, c *coded, proto *Model, o *Options, res *Re
 		return min(2, o.MaxRank), nil, nil
 	}
 	maxR := max(1, min(o.MaxRank, rs.tr.K))
+	if err := rs.refine(maxR); err != nil {
+		return 0, nil, err
+	}
+	chosen := rs.choose()
+	res.HeldOutLogLik = chosen.held
+	res.RankSearchEpisodes = n
+	return chosen.S, chosen.model, nil
+}
+
+// refine tries the ranks of the search up to maxR: the doubling, then
+// the bisection below or above the last improving rank.
+func (rs *rankSearcher) refine(maxR int) error {
 	lo, hi, prev, err := rs.double(maxR)
 	if err != nil {
-		return 0, nil, err
+		return err
 	}
 	// The doubling ended on an improvement (the work budget or MaxRank
 	// stopped it): the ranks between the last two doublings were never
@@ -183,16 +195,10 @@ func rankSearch(ctx context.Context, c *coded, proto *Model, o *Options, res *Re
 	// log₂(lo − prev) of them, each of a rank below lo.
 	if hi == nil && prev != nil && lo.S-prev.S > 1 {
 		if err := rs.below(prev, lo); err != nil {
-			return 0, nil, err
+			return err
 		}
 	}
-	if err := rs.bisect(lo, hi); err != nil {
-		return 0, nil, err
-	}
-	chosen := rs.choose()
-	res.HeldOutLogLik = chosen.held
-	res.RankSearchEpisodes = n
-	return chosen.S, chosen.model, nil
+	return rs.bisect(lo, hi)
 }
 
 // bisect is the bisection between the last improving rank lo and the

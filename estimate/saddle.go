@@ -107,7 +107,7 @@ func splitPairs(S, S2 int) []int {
 // permuteStates returns m with its states relabelled: state j of the
 // result is state perm[j] of m.
 func permuteStates(m *Model, perm []int) *Model {
-	S, O, A := m.States, m.NumObs, m.NumActions
+	S, O := m.States, m.NumObs
 	n := shapeLike(m)
 	n.Init = make([]float64, S)
 	n.Obs1 = make([]float64, S*O)
@@ -115,23 +115,8 @@ func permuteStates(m *Model, perm []int) *Model {
 		n.Init[j] = m.Init[pj]
 		copy(n.Obs1[j*O:(j+1)*O], m.Obs1[pj*O:(pj+1)*O])
 	}
-	eA := A
-	if m.Compact {
-		eA = 1
-	}
 	for t := range m.Trans {
-		T := make([]float64, len(m.Trans[t]))
-		E := make([]float64, len(m.Emit[t]))
-		for a := 0; a < A; a++ {
-			for j, pj := range perm {
-				for j2, pj2 := range perm {
-					T[(a*S+j)*S+j2] = m.Trans[t][(a*S+pj)*S+pj2]
-				}
-				if a < eA {
-					copy(E[(a*S+j)*O:(a*S+j+1)*O], m.Emit[t][(a*S+pj)*O:(a*S+pj+1)*O])
-				}
-			}
-		}
+		T, E := permuteTable(m, t, perm)
 		n.Trans = append(n.Trans, T)
 		n.Emit = append(n.Emit, E)
 		pullRewards(n, m, t, func(j int) int { return perm[j] })
@@ -140,26 +125,34 @@ func permuteStates(m *Model, perm []int) *Model {
 	return n
 }
 
+// permuteTable returns m's transitions and emissions of step table t
+// with the states relabelled as in permuteStates.
+func permuteTable(m *Model, t int, perm []int) (T, E []float64) {
+	S, O, A := m.States, m.NumObs, m.NumActions
+	eA := A
+	if m.Compact {
+		eA = 1
+	}
+	T = make([]float64, len(m.Trans[t]))
+	E = make([]float64, len(m.Emit[t]))
+	for a := 0; a < A; a++ {
+		for j, pj := range perm {
+			for j2, pj2 := range perm {
+				T[(a*S+j)*S+j2] = m.Trans[t][(a*S+pj)*S+pj2]
+			}
+			if a < eA {
+				copy(E[(a*S+j)*O:(a*S+j+1)*O], m.Emit[t][(a*S+pj)*O:(a*S+pj+1)*O])
+			}
+		}
+	}
+	return T, E
+}
+
 // pullRewards appends to n the reward parameters of m's step table t,
 // n's state j taking those of m's state from(j) (n has m's actions,
 // observations and reward form; growModel and permuteStates).
 func pullRewards(n, m *Model, t int, from func(int) int) {
-	S2, A, rO := n.States, n.NumActions, n.NumObs
-	if n.Compact {
-		rO = 1 // the Compact form's rewards do not depend on o_{h+1}
-	}
-	cells := func(dst, src []float64, V int) {
-		for j := 0; j < S2; j++ {
-			for a := 0; a < A; a++ {
-				for j2 := 0; j2 < S2; j2++ {
-					for o := 0; o < rO; o++ {
-						d, s := n.RewardIndex(j, a, j2, o)*V, m.RewardIndex(from(j), a, from(j2), o)*V
-						copy(dst[d:d+V], src[s:s+V])
-					}
-				}
-			}
-		}
-	}
+	cells := func(dst, src []float64, V int) { pullCells(n, m, from, dst, src, V) }
 	nc := n.RewardCells()
 	if m.Reward == RewardCategorical {
 		V := len(m.RewardValues)
@@ -173,6 +166,25 @@ func pullRewards(n, m *Model, t int, from func(int) int) {
 	cells(vr, m.RewardVar[t], 1)
 	n.RewardMean = append(n.RewardMean, mu)
 	n.RewardVar = append(n.RewardVar, vr)
+}
+
+// pullCells copies the reward cells (V numbers each) of m in src into
+// those of n in dst, n's state j taking those of m's state from(j).
+func pullCells(n, m *Model, from func(int) int, dst, src []float64, V int) {
+	S2, A, rO := n.States, n.NumActions, n.NumObs
+	if n.Compact {
+		rO = 1 // the Compact form's rewards do not depend on o_{h+1}
+	}
+	for j := 0; j < S2; j++ {
+		for a := 0; a < A; a++ {
+			for j2 := 0; j2 < S2; j2++ {
+				for o := 0; o < rO; o++ {
+					d, s := n.RewardIndex(j, a, j2, o)*V, m.RewardIndex(from(j), a, from(j2), o)*V
+					copy(dst[d:d+V], src[s:s+V])
+				}
+			}
+		}
+	}
 }
 
 // flatPerm is σ on the extrapolation space of m: flatten(σm)[i] =

@@ -132,21 +132,9 @@ type Theory struct {
 //
 // all in log space. The O(·) constants of the theorem are taken as 1.
 func TheoryAlpha(p TheoryParams) (Theory, error) {
-	if !(p.Gamma > 0) || math.IsInf(p.Gamma, 0) {
-		return Theory{}, fmt.Errorf("%w: theory alpha needs γ > 0 (got %v)", ErrOptions, p.Gamma)
-	}
-	if !(p.Iota > 0 && p.Iota <= 1) {
-		return Theory{}, fmt.Errorf("%w: theory alpha needs ι in (0,1] (got %v)", ErrOptions, p.Iota)
-	}
-	if p.Episodes <= 0 || p.Horizon <= 0 || p.Obs <= 0 || p.Actions <= 0 || p.Rank <= 0 || p.MaxDim <= 0 {
-		return Theory{}, fmt.Errorf("%w: theory alpha needs positive K, H, |O|, |A|, r and d", ErrOptions)
-	}
-	delta := p.Delta
-	if delta == 0 {
-		delta = 0.05
-	}
-	if !(delta > 0 && delta < 1) {
-		return Theory{}, fmt.Errorf("%w: δ = %v must lie in (0,1)", ErrOptions, delta)
+	delta, err := p.checkedDelta()
+	if err != nil {
+		return Theory{}, err
 	}
 	lambda := p.Lambda
 	if lambda == 0 {
@@ -167,6 +155,28 @@ func TheoryAlpha(p TheoryParams) (Theory, error) {
 	th.DataTerm = 7 * th.BetaHat / (p.Iota * p.Iota * g * g)
 	th.Alpha = math.Sqrt(th.FirstTerm + th.DataTerm)
 	return th, nil
+}
+
+// checkedDelta checks TheoryAlpha's parameters and returns δ (0.05 when
+// unset).
+func (p TheoryParams) checkedDelta() (float64, error) {
+	if !(p.Gamma > 0) || math.IsInf(p.Gamma, 0) {
+		return 0, fmt.Errorf("%w: theory alpha needs γ > 0 (got %v)", ErrOptions, p.Gamma)
+	}
+	if !(p.Iota > 0 && p.Iota <= 1) {
+		return 0, fmt.Errorf("%w: theory alpha needs ι in (0,1] (got %v)", ErrOptions, p.Iota)
+	}
+	if p.Episodes <= 0 || p.Horizon <= 0 || p.Obs <= 0 || p.Actions <= 0 || p.Rank <= 0 || p.MaxDim <= 0 {
+		return 0, fmt.Errorf("%w: theory alpha needs positive K, H, |O|, |A|, r and d", ErrOptions)
+	}
+	delta := p.Delta
+	if delta == 0 {
+		delta = 0.05
+	}
+	if !(delta > 0 && delta < 1) {
+		return 0, fmt.Errorf("%w: δ = %v must lie in (0,1)", ErrOptions, delta)
+	}
+	return delta, nil
 }
 
 // Iota estimates ι = min_{a ∈ Q_h^exp} π^b(a) (Theorem, offline PSR-LCB)

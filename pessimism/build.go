@@ -158,19 +158,8 @@ func localSums(ctx context.Context, b *Bonus, d *ingest.Dataset, splits [][]int,
 func accumulate(w *walker, d *ingest.Dataset, h int, eps []int) ([]float64, error) {
 	dim := w.b.Dims[h]
 	out := make([]float64, dim*dim)
-	H := d.Horizon
 	for _, k := range eps {
-		var f []float64
-		if h == 0 {
-			f = w.fe[:dim]
-			w.fz.Feature(0, w.m.Init, 0, f)
-		} else {
-			w.start()
-			for t := 1; t <= h; t++ {
-				w.advance(t, int(d.Obs[k*H+t-1]), int(d.Act[k*H+t-1]))
-			}
-			f = w.feature(h)
-		}
+		f := w.prefixFeature(d, k, h)
 		for i, x := range f {
 			if math.IsNaN(x) || math.IsInf(x, 0) {
 				return nil, fmt.Errorf("%w: episode %s step %d: feature entry %d is %v", ErrData, d.EpisodeIDs[k], h, i, x)
@@ -185,6 +174,21 @@ func accumulate(w *walker, d *ingest.Dataset, h int, eps []int) ([]float64, erro
 		}
 	}
 	return out, nil
+}
+
+// prefixFeature is ψ̄̂(τ_h) of episode k's length-h prefix (w's scratch).
+func (w *walker) prefixFeature(d *ingest.Dataset, k, h int) []float64 {
+	H := d.Horizon
+	if h == 0 {
+		f := w.fe[:w.b.Dims[0]]
+		w.fz.Feature(0, w.m.Init, 0, f)
+		return f
+	}
+	w.start()
+	for t := 1; t <= h; t++ {
+		w.advance(t, int(d.Obs[k*H+t-1]), int(d.Act[k*H+t-1]))
+	}
+	return w.feature(h)
 }
 
 // factor sets U_h = λI + sum (upper triangle) and factorises it.
@@ -206,22 +210,28 @@ func (b *Bonus) factor(h int, sum []float64) error {
 		return fmt.Errorf("%w: U_%d is not positive definite (λ = %v)", ErrData, h, b.Lambda)
 	}
 	if dim <= explicitMaxDim {
-		var inv mat.SymDense
-		if err := ch.InverseTo(&inv); err != nil {
-			return fmt.Errorf("%w: U_%d: %v", ErrData, h, err)
-		}
-		full := make([]float64, dim*dim)
-		for i := 0; i < dim; i++ {
-			for j := 0; j < dim; j++ {
-				full[i*dim+j] = inv.At(i, j)
-			}
-		}
-		b.inv[h] = full
-		return nil
+		return b.setInverse(h, &ch)
 	}
 	var r mat.TriDense
 	ch.UTo(&r)
 	b.upper[h] = r.RawTriangular()
+	return nil
+}
+
+// setInverse stores U_h⁻¹ (row-major, dense) from its Cholesky factor.
+func (b *Bonus) setInverse(h int, ch *mat.Cholesky) error {
+	dim := b.Dims[h]
+	var inv mat.SymDense
+	if err := ch.InverseTo(&inv); err != nil {
+		return fmt.Errorf("%w: U_%d: %v", ErrData, h, err)
+	}
+	full := make([]float64, dim*dim)
+	for i := 0; i < dim; i++ {
+		for j := 0; j < dim; j++ {
+			full[i*dim+j] = inv.At(i, j)
+		}
+	}
+	b.inv[h] = full
 	return nil
 }
 
@@ -243,7 +253,16 @@ func checkInputs(m *estimate.Model, d *ingest.Dataset, splits [][]int) error {
 	if d.NumObs() != m.NumObs || d.NumActions() != m.NumActions {
 		return fmt.Errorf("%w: dataset has %d observations and %d actions, model %d and %d", ErrData, d.NumObs(), d.NumActions(), m.NumObs, m.NumActions)
 	}
-	K := d.NumEpisodes()
+	if err := checkCodes(m, d); err != nil {
+		return err
+	}
+	return checkSplits(d.NumEpisodes(), H, splits)
+}
+
+// checkCodes verifies that d's arrays hold its episodes and that its
+// codes lie in m's vocabularies.
+func checkCodes(m *estimate.Model, d *ingest.Dataset) error {
+	K, H := d.NumEpisodes(), m.Horizon
 	if len(d.Obs) != K*H || len(d.Act) != K*H {
 		return fmt.Errorf("%w: dataset arrays do not hold %d episodes of %d steps", ErrData, K, H)
 	}
@@ -252,6 +271,12 @@ func checkInputs(m *estimate.Model, d *ingest.Dataset, splits [][]int) error {
 			return fmt.Errorf("%w: episode %d step %d: code out of vocabulary", ErrData, i/H, i%H+1)
 		}
 	}
+	return nil
+}
+
+// checkSplits verifies that there are H splits of indexes of the K
+// episodes.
+func checkSplits(K, H int, splits [][]int) error {
 	if len(splits) != H {
 		return fmt.Errorf("%w: %d splits for horizon %d", ErrData, len(splits), H)
 	}
