@@ -205,13 +205,7 @@ func (k *kernel) forwardCompact(c *coded, base int, w *work) (float64, bool) {
 		cur := alpha[i*S : (i+1)*S]
 		if i == H-1 {
 			// The last reward: s_{H+1} and o_{H+1} unlogged, Σ_o E = 1.
-			z = 0
-			for s, as := range cur {
-				row := M[s*S : (s+1)*S]
-				for _, x := range row {
-					z += as * x
-				}
-			}
+			z = stepMass(cur, M)
 		} else {
 			z = k.forwardStepCompact(cur, alpha[(i+1)*S:(i+2)*S], M, t, int(obs[i+1]))
 		}
@@ -221,6 +215,19 @@ func (k *kernel) forwardCompact(c *coded, base int, w *work) (float64, bool) {
 		scale[i+1] = z
 	}
 	return sumLogs(scale[:H+1]), true
+}
+
+// stepMass is Σ_s cur(s)·Σ_s2 M[s,s2], summed row by row in that order.
+func stepMass(cur, M []float64) float64 {
+	S := len(cur)
+	z := 0.0
+	for s, as := range cur {
+		row := M[s*S : (s+1)*S]
+		for _, x := range row {
+			z += as * x
+		}
+	}
+	return z
 }
 
 // forwardStepCompact sets nxt = (cur·M)∘E(o|·) / z for the step matrix M
@@ -268,14 +275,10 @@ func (k *kernel) backwardCompact(c *coded, base int, st *stats, w *work, gam []f
 // into gam.
 func (k *kernel) backwardLastCompact(c *coded, base int, st *stats, w *work, gam []float64) {
 	S, H := k.S, c.H
-	SS := S * S
 	alpha, scale, beta := w.alpha, w.scale, w.beta
 	tH := k.table(H)
 	aL := int(c.act[base+H-1])
-	M := w.mat(H-1, SS)
-	if k.kind == RewardCategorical {
-		M = k.stepMatrix(tH, aL, 0, k.rvAt(c, base+H-1), nil)
-	}
+	M := k.storedStepMatrix(c, base, H-1, tH, aL, w)
 	inv := 1 / scale[H]
 	aH := alpha[(H-1)*S : H*S]
 	rL, vL := k.reward(c, base+H-1), k.rvAt(c, base+H-1)
@@ -305,18 +308,23 @@ func (k *kernel) backwardStepCompact(c *coded, base, i int, st *stats, w *work) 
 	alpha, beta, bp := w.alpha, w.beta, w.bp
 	t := k.table(i + 1)
 	a, o := int(c.act[base+i]), int(c.obs[base+i+1])
-	M := w.mat(i, S*S)
-	if k.kind == RewardCategorical {
-		M = k.stepMatrix(t, a, 0, k.rvAt(c, base+i), nil)
-	}
+	M := k.storedStepMatrix(c, base, i, t, a, w)
 	E := k.m.Emit[t]
 	r, v := k.reward(c, base+i), k.rvAt(c, base+i)
 	inv := 1 / w.scale[i+1]
 	for s2 := range bp {
 		bp[s2] = beta[s2] * E[s2*O+o] * inv
 	}
-	cur := alpha[i*S : (i+1)*S]
 	B := st.block(k, t, a, v, w.xi)
+	backwardStepPosterior(alpha[i*S:(i+1)*S], bp, beta, M, B)
+	st.flush(k, t, a, r, w.xi)
+}
+
+// backwardStepPosterior is the core of a Compact backward step: with
+// bp = β̂_{h+1}∘E/c_{h+1} and cur = α̂_h it adds the step posterior
+// cur(s)·M[s,s2]·bp(s2) to B and sets beta = M·bp.
+func backwardStepPosterior(cur, bp, beta, M, B []float64) {
+	S := len(cur)
 	for s, as := range cur {
 		row := M[s*S : (s+1)*S]
 		brow := B[s*S : (s+1)*S]
@@ -329,7 +337,17 @@ func (k *kernel) backwardStepCompact(c *coded, base, i int, st *stats, w *work) 
 		}
 		beta[s] = sum
 	}
-	st.flush(k, t, a, r, w.xi)
+}
+
+// storedStepMatrix is the (a, r)-part of step i (table t, action a) of
+// the episode at base after forwardCompact: the kernel's for categorical
+// rewards, the one stored in w for Gaussian rewards.
+func (k *kernel) storedStepMatrix(c *coded, base, i, t, a int, w *work) []float64 {
+	M := w.mat(i, k.S*k.S)
+	if k.kind == RewardCategorical {
+		M = k.stepMatrix(t, a, 0, k.rvAt(c, base+i), nil)
+	}
+	return M
 }
 
 func (k *kernel) reward(c *coded, i int) float64 {
@@ -351,11 +369,7 @@ func (k *kernel) rvAt(c *coded, i int) uint8 {
 func (st *stats) addCompact(k *kernel, c *coded, o *stats) {
 	st.ll += o.ll
 	st.zero += o.zero
-	for t := range st.cnt {
-		addTo(st.cnt[t], o.cnt[t])
-		addTo(st.sr[t], o.sr[t])
-		addTo(st.srr[t], o.srr[t])
-	}
+	st.addGauss(o)
 	for t := range st.cp.rc {
 		addTo(st.cp.rc[t], o.cp.rc[t])
 	}
@@ -479,19 +493,27 @@ func gaussianMStep(cnt, sr, srr []float64, c *coded, eps float64) (mean, vr []fl
 	floor := c.varFloor()
 	gm, gv := c.rewMean, c.rewVar
 	for i, x := range cnt {
-		w := x + eps
-		if w > 0 {
-			mu := (sr[i] + eps*gm) / w
-			mean[i] = mu
-			vr[i] = (srr[i]+eps*(gm*gm+gv))/w - mu*mu
-		} else {
-			mean[i], vr[i] = gm, gv
-		}
-		if !(vr[i] >= floor) {
-			vr[i] = floor
-		}
+		mean[i], vr[i] = gaussCell(x, sr[i], srr[i], eps, gm, gv, floor)
 	}
 	return mean, vr
+}
+
+// gaussCell is the M-step's mean and variance of one reward cell from its
+// posterior count x, Σ ξ·r = sr and Σ ξ·r² = srr, with eps
+// pseudo-observations of the data's mean gm and variance gv; the variance
+// is at least floor.
+func gaussCell(x, sr, srr, eps, gm, gv, floor float64) (mu, v float64) {
+	w := x + eps
+	if w > 0 {
+		mu = (sr + eps*gm) / w
+		v = (srr+eps*(gm*gm+gv))/w - mu*mu
+	} else {
+		mu, v = gm, gv
+	}
+	if !(v >= floor) {
+		v = floor
+	}
+	return mu, v
 }
 
 // mat is the stored step matrix i (n numbers each) of a Gaussian E-step,

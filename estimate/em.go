@@ -192,21 +192,20 @@ func (st *stats) reset() {
 func (st *stats) add(o *stats) {
 	st.ll += o.ll
 	st.zero += o.zero
-	add := func(d, s []float64) {
-		s = s[:len(d)]
-		for i := range d {
-			d[i] += s[i]
-		}
-	}
-	add(st.init, o.init)
+	addTo(st.init, o.init)
 	for t := range st.bucket {
-		add(st.bucket[t], o.bucket[t])
-		add(st.last[t], o.last[t])
+		addTo(st.bucket[t], o.bucket[t])
+		addTo(st.last[t], o.last[t])
 	}
+	st.addGauss(o)
+}
+
+// addGauss adds o's Gaussian counts and reward sums into st.
+func (st *stats) addGauss(o *stats) {
 	for t := range st.cnt {
-		add(st.cnt[t], o.cnt[t])
-		add(st.sr[t], o.sr[t])
-		add(st.srr[t], o.srr[t])
+		addTo(st.cnt[t], o.cnt[t])
+		addTo(st.sr[t], o.sr[t])
+		addTo(st.srr[t], o.srr[t])
 	}
 }
 
@@ -366,19 +365,24 @@ func (e *catEpisode) forward() bool {
 		}
 		scale[i+1] = z
 	}
-	if ok {
-		e.tH = k.table(H)
-		e.lastIdx = (int(e.act[H-1])*k.V + int(e.rv[H-1])) * S
-		gg := k.g[e.tH][e.lastIdx : e.lastIdx+S]
-		aH := alpha[(H-1)*S : H*S]
-		z = 0
-		for s, x := range aH {
-			z += x * gg[s]
-		}
-		ok = z > 0
-		scale[H] = z
+	return ok && e.lastForward()
+}
+
+// lastForward locates the last step's row sums g in the kernel and sets
+// scale[H] to c_{H+1} = Σ_s α̂_H(s)·g(s); it reports whether c_{H+1} is
+// positive and finite.
+func (e *catEpisode) lastForward() bool {
+	k, S, H := e.k, e.k.S, len(e.obs)
+	e.tH = k.table(H)
+	e.lastIdx = (int(e.act[H-1])*k.V + int(e.rv[H-1])) * S
+	gg := k.g[e.tH][e.lastIdx : e.lastIdx+S]
+	aH := e.w.alpha[(H-1)*S : H*S]
+	z := 0.0
+	for s, x := range aH {
+		z += x * gg[s]
 	}
-	return ok && !math.IsInf(z, 0) && !math.IsNaN(z)
+	e.w.scale[H] = z
+	return z > 0 && !math.IsInf(z, 0) && !math.IsNaN(z)
 }
 
 // backward runs the scaled backward pass after forward, leaving β̂_1 in
@@ -759,17 +763,7 @@ func (k *kernel) mstepGaussian(t int, st *stats, c *coded, eps float64, tc, ec [
 					x := cnt[ri]
 					tc[(a*S+s)*S+s2] += x
 					ec[(a*S+s2)*O+o] += x
-					w := x + eps
-					if w > 0 {
-						mu := (sr[ri] + eps*gm) / w
-						mean[ri] = mu
-						vr[ri] = (srr[ri]+eps*(gv+gm*gm))/w - mu*mu
-					} else {
-						mean[ri], vr[ri] = gm, gv
-					}
-					if !(vr[ri] >= floor) {
-						vr[ri] = floor
-					}
+					mean[ri], vr[ri] = gaussCell(x, sr[ri], srr[ri], eps, gm, gv, floor)
 				}
 			}
 		}

@@ -200,14 +200,8 @@ func (e *EStep) NewStats() *Stats { return &Stats{st: newStats(e.k, e.k.H, true)
 func (e *EStep) Block(b Block, st *Stats) error {
 	k := e.k
 	H := b.Horizon
-	if H != k.H || H <= 0 || len(b.Obs)%H != 0 || len(b.Act) != len(b.Obs) || len(b.Reward) != len(b.Obs) {
-		return errorf(ErrData, "E-step block of %d steps does not hold episodes of %d steps", len(b.Obs), k.H)
-	}
-	if k.cp != nil {
-		return errorf(ErrOptions, "the E-step of the compact model form (large vocabularies) runs in process only")
-	}
-	if !sameShape(st.st, newStats(k, k.H, true)) {
-		return errorf(ErrData, "E-step statistics of another model shape")
+	if err := e.checkBlock(b, st); err != nil {
+		return err
 	}
 	c := &coded{K: len(b.Obs) / H, H: H, O: k.O, A: k.A, obs: b.Obs, act: b.Act, rew: b.Reward, kind: k.kind, values: k.m.RewardValues}
 	if c.kind == RewardCategorical {
@@ -223,6 +217,22 @@ func (e *EStep) Block(b Block, st *Stats) error {
 		k.estepGauss(c, 0, c.K, st.st, w)
 	} else {
 		k.estepCat(c, 0, c.K, st.st, w)
+	}
+	return nil
+}
+
+// checkBlock checks that b holds whole episodes of the model's horizon,
+// that the model is not of the Compact form and that st has its shape.
+func (e *EStep) checkBlock(b Block, st *Stats) error {
+	k, H := e.k, b.Horizon
+	if H != k.H || H <= 0 || len(b.Obs)%H != 0 || len(b.Act) != len(b.Obs) || len(b.Reward) != len(b.Obs) {
+		return errorf(ErrData, "E-step block of %d steps does not hold episodes of %d steps", len(b.Obs), k.H)
+	}
+	if k.cp != nil {
+		return errorf(ErrOptions, "the E-step of the compact model form (large vocabularies) runs in process only")
+	}
+	if !sameShape(st.st, newStats(k, k.H, true)) {
+		return errorf(ErrData, "E-step statistics of another model shape")
 	}
 	return nil
 }

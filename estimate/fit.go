@@ -91,36 +91,49 @@ func (r *emRun) eval(m *Model) (emPoint, error) {
 // The gain of an extrapolation is not a convergence test: a poor
 // extrapolation can gain little far from the fixed point.
 func (r *emRun) advance(p emPoint, emStep bool) bool {
-	ll := p.st.ll
-	row := r.tag
-	row.Iter, row.LogLik = p.iter, ll
-	r.res.trace = append(r.res.trace, row)
-	r.res.obj = append(r.res.obj, p.obj)
-	r.report(row)
-	done := func(q emPoint, converged bool) bool {
-		r.fin = q
-		r.res.esteps = r.esteps
-		r.res.model, r.res.ll, r.res.iters, r.res.converged = q.m, q.st.ll, q.iter, converged
-		return true
-	}
+	r.record(p)
 	if r.start {
 		f, prev := p.obj, r.cur.obj
 		if f < prev {
-			return done(r.cur, true)
+			return r.done(r.cur, true)
 		}
-		tol := r.o.Tol
-		if r.esteps <= r.tight {
-			tol = min(tol, saddleTol)
-		}
-		if emStep && f-prev <= tol*math.Abs(f) {
-			return done(p, true)
+		if emStep && f-prev <= r.tol()*math.Abs(f) {
+			return r.done(p, true)
 		}
 	}
-	if p.iter >= r.o.MaxIter || math.IsInf(ll, -1) && r.start {
-		return done(p, false)
+	if p.iter >= r.o.MaxIter || math.IsInf(p.st.ll, -1) && r.start {
+		return r.done(p, false)
 	}
 	r.cur, r.start = p, true
 	return false
+}
+
+// record reports p's log-likelihood as a trace row and keeps its
+// objective.
+func (r *emRun) record(p emPoint) {
+	row := r.tag
+	row.Iter, row.LogLik = p.iter, p.st.ll
+	r.res.trace = append(r.res.trace, row)
+	r.res.obj = append(r.res.obj, p.obj)
+	r.report(row)
+}
+
+// done stops the run on q and sets r.res; it returns true.
+func (r *emRun) done(q emPoint, converged bool) bool {
+	r.fin = q
+	r.res.esteps = r.esteps
+	r.res.model, r.res.ll, r.res.iters, r.res.converged = q.m, q.st.ll, q.iter, converged
+	return true
+}
+
+// tol is the run's relative tolerance: Options.Tol, and at most
+// saddleTol up to the E-step r.tight.
+func (r *emRun) tol() float64 {
+	tol := r.o.Tol
+	if r.esteps <= r.tight {
+		tol = min(tol, saddleTol)
+	}
+	return tol
 }
 
 // runEM iterates E and M steps from m0, accelerated by SQUAREM (see
@@ -144,24 +157,31 @@ func runEM(ctx context.Context, c *coded, m0 *Model, o *Options, workers int, ta
 		r.res.err = err
 		return r.res
 	}
-	if r.advance(p, true) {
-		return r.res
+	if !r.advance(p, true) {
+		r.climbAndEscape()
 	}
+	return r.res
+}
+
+// climbAndEscape climbs from the accepted point until the run stops for
+// good: a converged split start is probed for a way out of its saddle
+// point and climbs on when escape finds one.
+func (r *emRun) climbAndEscape() {
 	for {
 		r.climb()
 		if r.res.err != nil || !r.res.converged {
-			return r.res
+			return
 		}
 		// A split start may have stopped in the lull of leaving its
 		// saddle point (saddle.go).
 		more, err := r.escape()
 		if err != nil {
 			r.res.err = err
-			return r.res
+			return
 		}
 		if !more {
 			r.res.esteps = r.esteps
-			return r.res
+			return
 		}
 	}
 }
@@ -181,8 +201,12 @@ func (r *emRun) climb() {
 func (r *emRun) mstep(p emPoint) *Model { return p.k.mstep(p.st, r.c, r.o.Smoothing) }
 
 // step runs the EM step from p and says whether the run stops.
-func (r *emRun) step(p emPoint) bool {
-	n, err := r.eval(r.mstep(p))
+func (r *emRun) step(p emPoint) bool { return r.accept(r.mstep(p)) }
+
+// accept evaluates m, the M-step of the run's last point, and advances
+// the run to it; it says whether the run stops.
+func (r *emRun) accept(m *Model) bool {
+	n, err := r.eval(m)
 	if err != nil {
 		r.res.err = err
 		return true
@@ -213,12 +237,7 @@ func (r *emRun) squarem() {
 			}
 			// Rejected: EM goes on from θ2.
 		}
-		p2, err := r.eval(m2)
-		if err != nil {
-			r.res.err = err
-			return
-		}
-		if r.advance(p2, true) {
+		if r.accept(m2) {
 			return
 		}
 		base = p1
@@ -340,6 +359,13 @@ func fitAll(ctx context.Context, d *ingest.Dataset, all *coded, proto *Model, S 
 		}
 		return []emResult{r}, 0, nil
 	}
+	return fitSampled(ctx, d, all, proto, S, o, report)
+}
+
+// fitSampled is fitAll on logs of more than fitSampleEpisodes episodes:
+// the starts run on a seeded sample and the best goes on on all
+// episodes, its trace continuing the sample's.
+func fitSampled(ctx context.Context, d *ingest.Dataset, all *coded, proto *Model, S int, o *Options, report func(TraceRow)) ([]emResult, int, error) {
 	sub := code(d.Subset(sampleIndex(all.K, fitSampleEpisodes, o.Seed)), all.kind, all.values)
 	rs, err := fitRank(ctx, sub, proto, S, o, "sample", report)
 	if err != nil {
@@ -379,8 +405,14 @@ func chooseProtoForm(proto *Model, c *coded, o *Options) error {
 	if err == nil || o.Rank != 0 {
 		return err
 	}
-	// The automatic rank: the largest rank that fits (the need grows with
-	// the rank), with the form chosen for it.
+	return capRankMemory(proto, c, o, S, form)
+}
+
+// capRankMemory lowers the automatic rank's MaxRank below S, which does
+// not fit the memory limit, to the largest rank that fits (the need
+// grows with the rank), with the form chosen for it.
+func capRankMemory(proto *Model, c *coded, o *Options, S int, form func(int) bool) error {
+	nt := len(proto.Trans)
 	lo := largestFitting(S, func(r int) bool { return checkMemory(c, r, nt, form(r), o) == nil })
 	if lo == 0 {
 		return checkMemory(c, 1, nt, form(1), o)

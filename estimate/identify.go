@@ -72,6 +72,14 @@ func capRank(c *coded, o *Options, compact func(S int) bool) error {
 		o.MaxRank = S
 		o.MaxRankCause = fmt.Sprintf("the logs hold at most %d distinct histories at any step", d)
 	}
+	capParams(c, o, S, compact)
+	return nil
+}
+
+// capParams lowers the automatic rank's MaxRank from S to the largest
+// rank with no more free transition and emission parameters than logged
+// steps.
+func capParams(c *coded, o *Options, S int, compact func(S int) bool) {
 	steps := float64(c.K * c.H)
 	p := S
 	for p > 1 && freeParams(c, p, compact(p)) > steps {
@@ -81,7 +89,6 @@ func capRank(c *coded, o *Options, compact func(S int) bool) error {
 		o.MaxRank = p
 		o.MaxRankCause = fmt.Sprintf("a rank-%d model of %d actions and %d observations has %.0f free transition and emission parameters, more than the %d logged steps", p+1, c.A, c.O, freeParams(c, p+1, compact(p+1)), c.K*c.H)
 	}
-	return nil
 }
 
 // gib formats a byte count in GiB.

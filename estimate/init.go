@@ -152,21 +152,7 @@ func kmeansPP(X *sparseRows, n, S, D int, rng *rand.Rand) (cent, cc []float64) {
 		dist[p] = X.sqDist(p, cent[:D], cc[0])
 	}
 	for j := 1; j < S; j++ {
-		tot := 0.0
-		for _, d := range dist {
-			tot += d
-		}
-		p := rng.IntN(n)
-		if tot > 0 {
-			u := rng.Float64() * tot
-			for q, d := range dist {
-				u -= d
-				if u < 0 {
-					p = q
-					break
-				}
-			}
-		}
+		p := drawSeed(rng, dist)
 		cj := cent[j*D : (j+1)*D]
 		cc[j] = X.setRow(p, cj)
 		for q := range dist {
@@ -174,6 +160,28 @@ func kmeansPP(X *sparseRows, n, S, D int, rng *rand.Rand) (cent, cc []float64) {
 		}
 	}
 	return cent, cc
+}
+
+// drawSeed draws k-means++'s next seed: a point with probability
+// proportional to its squared distance dist to the nearest seed. It
+// draws a uniform point first, which it keeps when every distance is 0.
+func drawSeed(rng *rand.Rand, dist []float64) int {
+	tot := 0.0
+	for _, d := range dist {
+		tot += d
+	}
+	p := rng.IntN(len(dist))
+	if tot > 0 {
+		u := rng.Float64() * tot
+		for q, d := range dist {
+			u -= d
+			if u < 0 {
+				p = q
+				break
+			}
+		}
+	}
+	return p
 }
 
 // informedStart builds the clustering start with S states.

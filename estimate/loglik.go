@@ -45,35 +45,43 @@ func (m *Model) lastStepSums() [][]float64 {
 	return c.last
 }
 
+// computeLastStepSums computes lastStepSums.
 func (m *Model) computeLastStepSums() [][]float64 {
-	S, O, A, V := m.States, m.NumObs, m.NumActions, len(m.RewardValues)
+	S, A, V := m.States, m.NumActions, len(m.RewardValues)
 	out := make([][]float64, len(m.Trans))
 	for t := range out {
 		g := make([]float64, A*V*S)
 		for a := 0; a < A; a++ {
-			T, E := m.Trans[t], m.EmitOf(t, a)
 			for s := 0; s < S; s++ {
-				for s2 := 0; s2 < S; s2++ {
-					ts := T[(a*S+s)*S+s2]
-					if ts == 0 {
-						continue
-					}
-					for o := 0; o < O; o++ {
-						te := ts * E[s2*O+o]
-						if te == 0 {
-							continue
-						}
-						R := m.RewardProb[t][m.RewardIndex(s, a, s2, o)*V:]
-						for v := 0; v < V; v++ {
-							g[(a*V+v)*S+s] += te * R[v]
-						}
-					}
-				}
+				m.addLastStepSums(t, a, s, g)
 			}
 		}
 		out[t] = g
 	}
 	return out
+}
+
+// addLastStepSums adds into g[(a·V+v)·S+s] the probability of every
+// reward value v from s under a at table t, over s2 and o.
+func (m *Model) addLastStepSums(t, a, s int, g []float64) {
+	S, O, V := m.States, m.NumObs, len(m.RewardValues)
+	T, E := m.Trans[t], m.EmitOf(t, a)
+	for s2 := 0; s2 < S; s2++ {
+		ts := T[(a*S+s)*S+s2]
+		if ts == 0 {
+			continue
+		}
+		for o := 0; o < O; o++ {
+			te := ts * E[s2*O+o]
+			if te == 0 {
+				continue
+			}
+			R := m.RewardProb[t][m.RewardIndex(s, a, s2, o)*V:]
+			for v := 0; v < V; v++ {
+				g[(a*V+v)*S+s] += te * R[v]
+			}
+		}
+	}
 }
 
 // EpisodeLogLik is ln P(o_{1:H}, r_{1:H} | a_{1:H}) of one episode of
@@ -143,15 +151,20 @@ func (m *Model) stepLik(h, a, o int, r float64, alpha, next []float64) float64 {
 				next[s2] += alpha[s] * T[(a*S+s)*S+s2] * E[s2*O+o] * R[m.RewardIndex(s, a, s2, o)*V+v]
 			}
 		}
-	} else {
-		for s := 0; s < S; s++ {
-			for s2 := 0; s2 < S; s2++ {
-				next[s2] += alpha[s] * T[(a*S+s)*S+s2] * E[s2*O+o] * m.RewardLik(t, s, a, s2, o, r)
-			}
+		return sumOf(next)
+	}
+	for s := 0; s < S; s++ {
+		for s2 := 0; s2 < S; s2++ {
+			next[s2] += alpha[s] * T[(a*S+s)*S+s2] * E[s2*O+o] * m.RewardLik(t, s, a, s2, o, r)
 		}
 	}
+	return sumOf(next)
+}
+
+// sumOf is Σ x over xs, in order.
+func sumOf(xs []float64) float64 {
 	z := 0.0
-	for _, x := range next {
+	for _, x := range xs {
 		z += x
 	}
 	return z
@@ -165,18 +178,7 @@ func (m *Model) lastStepLik(a int, r float64, alpha []float64) float64 {
 	S, O, H := m.States, m.NumObs, m.Horizon
 	t := m.Table(H)
 	if m.Reward == RewardCategorical && !m.Compact {
-		// The unlogged (s_{H+1}, o_{H+1}) summed out once per model
-		// (lastStepSums): O(S) here instead of O(S²·|O|).
-		v := m.valueIndex(r)
-		if v < 0 {
-			return 0
-		}
-		g := m.lastStepSums()[t][(a*len(m.RewardValues)+v)*S:]
-		z := 0.0
-		for s, x := range alpha {
-			z += x * g[s]
-		}
-		return z
+		return m.lastStepLikCat(t, a, r, alpha)
 	}
 	T, E := m.Trans[t], m.EmitOf(t, a)
 	z := 0.0
@@ -191,6 +193,22 @@ func (m *Model) lastStepLik(a int, r float64, alpha []float64) float64 {
 				z += alpha[s] * T[(a*S+s)*S+s2] * E[s2*O+o] * m.RewardLik(t, s, a, s2, o, r)
 			}
 		}
+	}
+	return z
+}
+
+// lastStepLikCat is lastStepLik for categorical rewards in the full form:
+// the unlogged (s_{H+1}, o_{H+1}) summed out once per model
+// (lastStepSums), O(S) here instead of O(S²·|O|).
+func (m *Model) lastStepLikCat(t, a int, r float64, alpha []float64) float64 {
+	v := m.valueIndex(r)
+	if v < 0 {
+		return 0
+	}
+	g := m.lastStepSums()[t][(a*len(m.RewardValues)+v)*m.States:]
+	z := 0.0
+	for s, x := range alpha {
+		z += x * g[s]
 	}
 	return z
 }

@@ -408,31 +408,37 @@ func normalize(b []float64, z float64) {
 // to compare fits made different ways.
 func (m *Model) MaxParamDiff(o *Model) float64 {
 	d := 0.0
-	cmp := func(x, y []float64) {
-		if len(x) != len(y) {
-			d = math.Inf(1)
-			return
-		}
-		for i := range x {
-			d = max(d, math.Abs(x[i]-y[i]))
-		}
+	d = maxDiff(d, m.Init, o.Init)
+	d = maxDiff(d, m.Obs1, o.Obs1)
+	d = maxDiff(d, m.RewardValues, o.RewardValues)
+	d = maxDiffAll(d, m.Trans, o.Trans)
+	d = maxDiffAll(d, m.Emit, o.Emit)
+	d = maxDiffAll(d, m.RewardProb, o.RewardProb)
+	d = maxDiffAll(d, m.RewardMean, o.RewardMean)
+	d = maxDiffAll(d, m.RewardVar, o.RewardVar)
+	return d
+}
+
+// maxDiff is the larger of d and max_i |x_i − y_i|, +Inf when the
+// lengths differ.
+func maxDiff(d float64, x, y []float64) float64 {
+	if len(x) != len(y) {
+		return math.Inf(1)
 	}
-	cmpAll := func(x, y [][]float64) {
-		if len(x) != len(y) {
-			d = math.Inf(1)
-			return
-		}
-		for i := range x {
-			cmp(x[i], y[i])
-		}
+	for i := range x {
+		d = max(d, math.Abs(x[i]-y[i]))
 	}
-	cmp(m.Init, o.Init)
-	cmp(m.Obs1, o.Obs1)
-	cmp(m.RewardValues, o.RewardValues)
-	cmpAll(m.Trans, o.Trans)
-	cmpAll(m.Emit, o.Emit)
-	cmpAll(m.RewardProb, o.RewardProb)
-	cmpAll(m.RewardMean, o.RewardMean)
-	cmpAll(m.RewardVar, o.RewardVar)
+	return d
+}
+
+// maxDiffAll is maxDiff over the tables of x and y, +Inf when their
+// numbers differ.
+func maxDiffAll(d float64, x, y [][]float64) float64 {
+	if len(x) != len(y) {
+		return math.Inf(1)
+	}
+	for i := range x {
+		d = maxDiff(d, x[i], y[i])
+	}
 	return d
 }

@@ -267,6 +267,11 @@ func (o *Options) emDefaults() error {
 	if o.MaxIter < 0 {
 		return errorf(ErrOptions, "max iterations %d is negative", o.MaxIter)
 	}
+	return o.convergenceDefaults()
+}
+
+// convergenceDefaults: EM's tolerance and smoothing.
+func (o *Options) convergenceDefaults() error {
 	if o.Tol == 0 {
 		o.Tol = DefaultTol
 	}

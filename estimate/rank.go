@@ -253,18 +253,26 @@ func newRankSearcher(ctx context.Context, c *coded, proto *Model, o *Options, re
 	sort.Ints(held)
 	sort.Ints(train)
 	rs := &rankSearcher{ctx: ctx, tr: c.subset(train), proto: proto, o: o, so: *o, res: res, report: report, tried: map[int]*rankTry{}}
+	rs.blocks = heldOutBlocks(c, held)
+	rs.so.Restarts = min(o.Restarts, rankSearchRestarts)
+	rs.so.Tol = rankTol(o)
+	return rs, n
+}
+
+// heldOutBlocks deals the held-out episodes held round-robin into
+// rankBlocks blocks (fewer when there are fewer episodes).
+func heldOutBlocks(c *coded, held []int) []*coded {
+	nHeld := len(held)
 	nb := min(rankBlocks, nHeld)
-	rs.blocks = make([]*coded, nb)
+	blocks := make([]*coded, nb)
 	for b := 0; b < nb; b++ {
 		var idx []int
 		for i := b; i < nHeld; i += nb {
 			idx = append(idx, held[i])
 		}
-		rs.blocks[b] = c.subset(idx)
+		blocks[b] = c.subset(idx)
 	}
-	rs.so.Restarts = min(o.Restarts, rankSearchRestarts)
-	rs.so.Tol = rankTol(o)
-	return rs, n
+	return blocks
 }
 
 // fitAt fits rank S on the training episodes (once: a rank tried before
@@ -297,15 +305,8 @@ func (rs *rankSearcher) addWork(r emResult, S int) {
 // fitStarts runs the starts of rank S on the training episodes and
 // returns them with the index of the best.
 func (rs *rankSearcher) fitStarts(S int, from *rankTry) ([]emResult, int, error) {
-	ctx, tr, o := rs.ctx, rs.tr, rs.o
-	// Start 0 is the warm start from the smaller rank with its states
-	// split; then a random and an informed start (fitRank).
-	ro := rs.so
-	ro.Start, ro.startPairs = nil, nil
-	if from != nil {
-		ro.Start = growModel(from.model, S, o.Seed+uint64(S))
-		ro.startPairs = splitPairs(from.S, S)
-	}
+	ctx, tr := rs.ctx, rs.tr
+	ro := rs.startOptions(S, from)
 	fits, err := fitRank(ctx, tr, rs.proto, S, &ro, "train", rs.report)
 	if err != nil {
 		return nil, 0, err
@@ -328,6 +329,19 @@ func (rs *rankSearcher) fitStarts(S int, from *rankTry) ([]emResult, int, error)
 		b = best(fits)
 	}
 	return fits, b, nil
+}
+
+// startOptions are the fit options of rank S. Start 0 is the warm start
+// from the smaller rank with its states split; then a random and an
+// informed start (fitRank).
+func (rs *rankSearcher) startOptions(S int, from *rankTry) Options {
+	ro := rs.so
+	ro.Start, ro.startPairs = nil, nil
+	if from != nil {
+		ro.Start = growModel(from.model, S, rs.o.Seed+uint64(S))
+		ro.startPairs = splitPairs(from.S, S)
+	}
+	return ro
 }
 
 // score sets t's held-out log-likelihood per block and in total.

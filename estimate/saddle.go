@@ -219,16 +219,9 @@ func (r *emRun) escape() (bool, error) {
 	r.probes++
 	cur := r.fin
 	x := flatten(cur.m, nil)
-	d := r.startVector(cur, x)
-	if d == nil {
-		return false, nil
-	}
-	u, mu, err := arnoldiTop(d, r.jacobianProbe(cur, x), escapeKrylov)
-	if err != nil || u == nil || !(mu*float64(r.o.MaxIter-r.esteps) > escapeGrowth) {
+	u, mu, err := r.unstableDirection(cur, x)
+	if err != nil || u == nil {
 		return false, err
-	}
-	if floats.Dot(u, d) < 0 {
-		floats.Scale(-1, u)
 	}
 	best, err := r.lineSearch(cur, x, u)
 	if err != nil {
@@ -243,6 +236,25 @@ func (r *emRun) escape() (bool, error) {
 	r.res = emResult{trace: r.res.trace, obj: r.res.obj}
 	r.cur, r.start = cur, true
 	return !r.advance(best, false), nil
+}
+
+// unstableDirection is the direction u, at the stopping point cur
+// (flattened: x), of the Jacobian's eigenvalue mu of largest real part,
+// turned along the start vector, when EM leaves along it within the
+// run's remaining iterations (nil otherwise).
+func (r *emRun) unstableDirection(cur emPoint, x []float64) ([]float64, float64, error) {
+	d := r.startVector(cur, x)
+	if d == nil {
+		return nil, 0, nil
+	}
+	u, mu, err := arnoldiTop(d, r.jacobianProbe(cur, x), escapeKrylov)
+	if err != nil || u == nil || !(mu*float64(r.o.MaxIter-r.esteps) > escapeGrowth) {
+		return nil, 0, err
+	}
+	if floats.Dot(u, d) < 0 {
+		floats.Scale(-1, u)
+	}
+	return u, mu, nil
 }
 
 // startVector is the Arnoldi start vector at the stopping point cur

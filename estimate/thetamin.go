@@ -25,30 +25,29 @@ type prefix struct {
 // of the episodes of splits[h] (h ≥ 1; τ_0 is empty and has probability
 // 1), or every prefix τ_1..τ_H of every episode when splits is nil.
 func thetaMinPrefixes(K, H int, splits [][]int, prop []float64) []prefix {
-	lp := func(k, h int) float64 {
-		s := 0.0
-		for _, p := range prop[k*H : k*H+h] {
-			s += math.Log(p)
-		}
-		return s
+	if splits == nil {
+		return allPrefixes(K, H, prop)
 	}
 	var out []prefix
-	if splits == nil {
-		for k := 0; k < K; k++ {
-			s := 0.0
-			for h := 1; h <= H; h++ {
-				s += math.Log(prop[k*H+h-1])
-				out = append(out, prefix{k, h, s})
-			}
-		}
-		return out
-	}
 	for h, ks := range splits {
 		if h == 0 {
 			continue
 		}
 		for _, k := range ks {
-			out = append(out, prefix{k, h, lp(k, h)})
+			out = append(out, prefix{k, h, sumLogs(prop[k*H : k*H+h])})
+		}
+	}
+	return out
+}
+
+// allPrefixes lists every prefix τ_1..τ_H of every episode.
+func allPrefixes(K, H int, prop []float64) []prefix {
+	var out []prefix
+	for k := 0; k < K; k++ {
+		s := 0.0
+		for h := 1; h <= H; h++ {
+			s += math.Log(prop[k*H+h-1])
+			out = append(out, prefix{k, h, s})
 		}
 	}
 	return out
@@ -315,12 +314,7 @@ func leastMix(ctx context.Context, d *ingest.Dataset, m, floor *Model, active []
 		if err := prefixMargins(ctx, Mix(m, floor, w), d, active, lpm, workers, amg); err != nil {
 			return false, err
 		}
-		for _, x := range amg {
-			if x < 0 {
-				return false, nil
-			}
-		}
-		return true, nil
+		return countNegative(amg) == 0, nil
 	}
 	if ok, err := feasible(0); err != nil || ok {
 		return 0, err

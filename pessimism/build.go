@@ -146,11 +146,16 @@ func localSums(ctx context.Context, b *Bonus, d *ingest.Dataset, splits [][]int,
 		sums[h] = make([]float64, b.Dims[h]*b.Dims[h])
 	}
 	for i, t := range tasks {
-		for j, v := range partial[i] {
-			sums[t.h][j] += v
-		}
+		addInto(sums[t.h], partial[i])
 	}
 	return sums, nil
+}
+
+// addInto adds src into dst entry by entry.
+func addInto(dst, src []float64) {
+	for j, v := range src {
+		dst[j] += v
+	}
 }
 
 // accumulate sums ψ̄̂(τ_h)ψ̄̂(τ_h)ᵀ (upper triangle, row-major d×d) over

@@ -70,11 +70,9 @@ func RandomModel(rng *rand.Rand, sp Spec) *estimate.Model {
 }
 
 // addRandomTable appends a random step table to m: transitions,
-// emissions, and Gaussian rewards (means in [0,1], variance 0.01) or
-// categorical ones on {0, 1}.
+// emissions and rewards (addRandomRewards).
 func addRandomTable(rng *rand.Rand, m *estimate.Model, gaussian bool) {
 	S, O, A := m.States, m.NumObs, m.NumActions
-	n := S * A * S * O
 	T := make([]float64, A*S*S)
 	for r := 0; r < A*S; r++ {
 		randDist(rng, T[r*S:(r+1)*S])
@@ -85,6 +83,13 @@ func addRandomTable(rng *rand.Rand, m *estimate.Model, gaussian bool) {
 	}
 	m.Trans = append(m.Trans, T)
 	m.Emit = append(m.Emit, E)
+	addRandomRewards(rng, m, gaussian)
+}
+
+// addRandomRewards appends a random reward table to m: Gaussian rewards
+// (means in [0,1], variance 0.01) or categorical ones on {0, 1}.
+func addRandomRewards(rng *rand.Rand, m *estimate.Model, gaussian bool) {
+	n := m.States * m.NumActions * m.States * m.NumObs
 	if gaussian {
 		mu := make([]float64, n)
 		v := make([]float64, n)
