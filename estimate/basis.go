@@ -230,16 +230,25 @@ func (m *Model) testGram(h int) []float64 {
 	return next
 }
 
+// checkFiniteGram fails (ErrModel) when an entry of the n×n test Gram
+// matrix w is not finite.
+func checkFiniteGram(w []float64, n int) error {
+	for i, x := range w {
+		if math.IsNaN(x) || math.IsInf(x, 0) {
+			return fmt.Errorf("%w: entry (%d, %d) of a %d×%d test Gram matrix is %v", ErrModel, i/n, i%n, n, n, x)
+		}
+	}
+	return nil
+}
+
 // sqrtPSD returns the symmetric square root of the positive
 // semi-definite n×n matrix w (row-major); eigenvalues below zero by
 // rounding count as zero. It fails (ErrModel) when w has an entry that is
 // not finite, whose eigendecomposition would be NaN throughout, or when
 // the eigendecomposition does not converge.
 func sqrtPSD(w []float64, n int) ([]float64, error) {
-	for i, x := range w {
-		if math.IsNaN(x) || math.IsInf(x, 0) {
-			return nil, fmt.Errorf("%w: entry (%d, %d) of a %d×%d test Gram matrix is %v", ErrModel, i/n, i%n, n, n, x)
-		}
+	if err := checkFiniteGram(w, n); err != nil {
+		return nil, err
 	}
 	var eig mat.EigenSym
 	if !eig.Factorize(mat.NewSymDense(n, append([]float64(nil), w...)), true) {

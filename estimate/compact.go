@@ -101,9 +101,7 @@ func newCompactStats(k *kernel, st *stats, H int, dense bool) {
 		if k.kind == RewardCategorical {
 			cs.rc = append(cs.rc, make([]float64, n*V))
 		} else {
-			st.cnt = append(st.cnt, make([]float64, n))
-			st.sr = append(st.sr, make([]float64, n))
-			st.srr = append(st.srr, make([]float64, n))
+			st.appendGaussTable(n)
 		}
 		cs.lastS = append(cs.lastS, make([]float64, S))
 		if dense {
@@ -411,12 +409,8 @@ func (k *kernel) mstepCompact(st *stats, c *coded, eps float64, nm *Model) {
 			nm.RewardMean = append(nm.RewardMean, mean)
 			nm.RewardVar = append(nm.RewardVar, vr)
 		}
-		for r := 0; r < A*S; r++ {
-			normRow(tc[r*S:(r+1)*S], eps)
-		}
-		for r := 0; r < S; r++ {
-			normRow(ec[r*O:(r+1)*O], eps)
-		}
+		normRows(tc, A*S, S, eps)
+		normRows(ec, S, O, eps)
 		nm.Trans = append(nm.Trans, tc)
 		nm.Emit = append(nm.Emit, ec)
 	}
@@ -459,9 +453,7 @@ func (k *kernel) catRewardsCompact(st *stats, t int, eps float64, tc []float64) 
 			}
 		}
 	}
-	for i := 0; i < n; i++ {
-		normRow(C[i*V:(i+1)*V], eps)
-	}
+	normRows(C, n, V, eps)
 	return C
 }
 

@@ -46,6 +46,25 @@ func checkDataset(d *ingest.Dataset) error {
 	if d == nil || d.Horizon <= 0 {
 		return errorf(ErrData, "empty dataset")
 	}
+	if err := checkLengths(d); err != nil {
+		return err
+	}
+	n := d.NumEpisodes() * d.Horizon
+	O, A := d.NumObs(), d.NumActions()
+	if O == 0 || A == 0 {
+		return errorf(ErrData, "empty vocabulary")
+	}
+	for i := 0; i < n; i++ {
+		if err := checkStep(d, i, O, A); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkLengths checks that d has episodes and that its columns hold
+// them.
+func checkLengths(d *ingest.Dataset) error {
 	K := d.NumEpisodes()
 	H := d.Horizon
 	if K == 0 {
@@ -57,15 +76,6 @@ func checkDataset(d *ingest.Dataset) error {
 	}
 	if d.Propensity != nil && len(d.Propensity) != n {
 		return errorf(ErrData, "%d propensities for %d steps", len(d.Propensity), n)
-	}
-	O, A := d.NumObs(), d.NumActions()
-	if O == 0 || A == 0 {
-		return errorf(ErrData, "empty vocabulary")
-	}
-	for i := 0; i < n; i++ {
-		if err := checkStep(d, i, O, A); err != nil {
-			return err
-		}
 	}
 	return nil
 }

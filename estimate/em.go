@@ -150,27 +150,27 @@ func newStats(k *kernel, H int, total bool) *stats {
 			st.bucket = append(st.bucket, make([]float64, A*O*V*S*S))
 			st.last = append(st.last, make([]float64, A*V*S))
 		} else {
-			n := S * A * S * O
-			st.cnt = append(st.cnt, make([]float64, n))
-			st.sr = append(st.sr, make([]float64, n))
-			st.srr = append(st.srr, make([]float64, n))
+			st.appendGaussTable(S * A * S * O)
 		}
 	}
 	return st
 }
 
+// appendGaussTable appends a table of n cells of zero Gaussian counts
+// and reward sums to st.
+func (st *stats) appendGaussTable(n int) {
+	st.cnt = append(st.cnt, make([]float64, n))
+	st.sr = append(st.sr, make([]float64, n))
+	st.srr = append(st.srr, make([]float64, n))
+}
+
+// each calls f on every vector of st in a fixed order, with a slot
+// number i: 0 for the initial and the Compact form's counts, 1 + the
+// vector's place among the per-table vectors otherwise.
 func (st *stats) each(f func(dst []float64, i int)) {
 	f(st.init, 0)
 	if st.cp != nil {
-		for t := range st.cp.rc {
-			f(st.cp.rc[t], 0)
-		}
-		for t := range st.cp.lastS {
-			f(st.cp.lastS[t], 0)
-		}
-		for t := range st.cp.emit {
-			f(st.cp.emit[t], 0)
-		}
+		st.cp.each(f)
 	}
 	for t := range st.bucket {
 		f(st.bucket[t], 1+t)
@@ -183,6 +183,20 @@ func (st *stats) each(f func(dst []float64, i int)) {
 	}
 }
 
+// each calls f on every vector of cs with index 0.
+func (cs *compactStats) each(f func(dst []float64, i int)) {
+	for t := range cs.rc {
+		f(cs.rc[t], 0)
+	}
+	for t := range cs.lastS {
+		f(cs.lastS[t], 0)
+	}
+	for t := range cs.emit {
+		f(cs.emit[t], 0)
+	}
+}
+
+// reset zeroes st.
 func (st *stats) reset() {
 	st.ll, st.zero = 0, 0
 	st.each(func(d []float64, _ int) { clear(d) })
@@ -706,6 +720,14 @@ func normRow(p []float64, eps float64) {
 	}
 }
 
+// normRows normalises each of the rows rows of width entries of p with
+// normRow.
+func normRows(p []float64, rows, width int, eps float64) {
+	for r := 0; r < rows; r++ {
+		normRow(p[r*width:(r+1)*width], eps)
+	}
+}
+
 // shapeLike returns an empty model with the shape, vocabularies and
 // metadata of m.
 func shapeLike(m *Model) *Model {
@@ -738,9 +760,7 @@ func (k *kernel) mstepCategorical(t int, st *stats, eps float64, tc, ec []float6
 			}
 		}
 	}
-	for i := 0; i < n; i++ {
-		normRow(C[i*V:(i+1)*V], eps)
-	}
+	normRows(C, n, V, eps)
 	return C
 }
 
@@ -802,9 +822,7 @@ func (k *kernel) mstepFirst(st *stats, eps float64, nm *Model) {
 		}
 	}
 	normRow(nm.Init, eps)
-	for s := 0; s < S; s++ {
-		normRow(nm.Obs1[s*O:(s+1)*O], eps)
-	}
+	normRows(nm.Obs1, S, O, eps)
 }
 
 // mstepTable appends step table t's rewards, transitions and emissions
@@ -820,10 +838,8 @@ func (k *kernel) mstepTable(t int, st *stats, c *coded, eps float64, nm *Model) 
 		nm.RewardMean = append(nm.RewardMean, mean)
 		nm.RewardVar = append(nm.RewardVar, vr)
 	}
-	for r := 0; r < A*S; r++ {
-		normRow(tc[r*S:(r+1)*S], eps)
-		normRow(ec[r*O:(r+1)*O], eps)
-	}
+	normRows(tc, A*S, S, eps)
+	normRows(ec, A*S, O, eps)
 	nm.Trans = append(nm.Trans, tc)
 	nm.Emit = append(nm.Emit, ec)
 }

@@ -457,18 +457,7 @@ func fitRank(ctx context.Context, c *coded, proto *Model, S int, o *Options, dat
 	per := max(1, o.Workers/conc)
 	out := make([]emResult, R)
 	err := parallel.For(ctx, R, conc, func(j int) error {
-		// Seeds of the starts derive from the user's seed, the rank
-		// and the start index only.
-		seed := o.Seed*0x9e3779b97f4a7c15 + uint64(S)*1000003 + uint64(j)
-		var m0 *Model
-		switch {
-		case j == 0 && o.Start != nil:
-			m0 = o.Start
-		case j%2 == 0:
-			m0 = informedStart(c, proto, S, seed)
-		default:
-			m0 = randomStart(c, proto, S, seed)
-		}
+		m0 := startModel(c, proto, S, o, j)
 		out[j] = runEM(ctx, c, m0, o, per, TraceRow{Data: data, Rank: S, Restart: j}, report)
 		return out[j].err
 	})
@@ -478,6 +467,23 @@ func fitRank(ctx context.Context, c *coded, proto *Model, S int, o *Options, dat
 	return out, nil
 }
 
+// startModel is start j's model of rank S: the warm start Options.Start
+// first, then informed and random starts in turn.
+func startModel(c *coded, proto *Model, S int, o *Options, j int) *Model {
+	// Seeds of the starts derive from the user's seed, the rank
+	// and the start index only.
+	seed := o.Seed*0x9e3779b97f4a7c15 + uint64(S)*1000003 + uint64(j)
+	switch {
+	case j == 0 && o.Start != nil:
+		return o.Start
+	case j%2 == 0:
+		return informedStart(c, proto, S, seed)
+	default:
+		return randomStart(c, proto, S, seed)
+	}
+}
+
+// best is the index of the first start of the highest log-likelihood.
 func best(rs []emResult) int {
 	b := 0
 	for j, r := range rs {

@@ -20,19 +20,24 @@ func distinctHistories(c *coded, atMost int) int {
 	for h := 0; h < H && best < atMost; h++ {
 		clear(seen)
 		for k := range hash {
-			x := hash[k]
-			if h > 0 {
-				x = (x ^ uint64(c.act[k*H+h-1]) ^ 1<<40) * 1099511628211
-			}
-			x = (x ^ uint64(c.obs[k*H+h])) * 1099511628211
-			hash[k] = x
+			hash[k] = c.extendHash(hash[k], k, h)
 			if len(seen) < atMost {
-				seen[x] = struct{}{}
+				seen[hash[k]] = struct{}{}
 			}
 		}
 		best = max(best, len(seen))
 	}
 	return best
+}
+
+// extendHash extends the FNV-style hash x of episode k's history before
+// step h by a_{h−1} (h > 0) and o_h.
+func (c *coded) extendHash(x uint64, k, h int) uint64 {
+	H := c.H
+	if h > 0 {
+		x = (x ^ uint64(c.act[k*H+h-1]) ^ 1<<40) * 1099511628211
+	}
+	return (x ^ uint64(c.obs[k*H+h])) * 1099511628211
 }
 
 // freeParams is the number of free transition and emission parameters of

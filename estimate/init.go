@@ -350,21 +350,15 @@ func (ac *assignCounts) addStep(t, j, s, s2 int, last bool) {
 func normCounts(m *Model, c *coded, pseudo float64, gc, gs, gss [][]float64) {
 	S, O, A, V, n := m.States, c.O, c.A, len(c.values), m.RewardCells()
 	normRow(m.Init, pseudo)
-	for s := 0; s < S; s++ {
-		normRow(m.Obs1[s*O:(s+1)*O], pseudo)
-	}
+	normRows(m.Obs1, S, O, pseudo)
 	for t := range m.Trans {
-		for r := 0; r < A*S; r++ {
-			normRow(m.Trans[t][r*S:(r+1)*S], pseudo)
-		}
-		for r := 0; r < m.EmitRows(); r++ {
-			normRow(m.Emit[t][r*O:(r+1)*O], pseudo)
+		normRows(m.Trans[t], A*S, S, pseudo)
+		normRows(m.Emit[t], m.EmitRows(), O, pseudo)
+		if c.kind == RewardCategorical {
+			normRows(m.RewardProb[t], n, V, pseudo)
+			continue
 		}
 		for i := 0; i < n; i++ {
-			if c.kind == RewardCategorical {
-				normRow(m.RewardProb[t][i*V:(i+1)*V], pseudo)
-				continue
-			}
 			w := gc[t][i] + pseudo
 			mu := (gs[t][i] + pseudo*c.rewMean) / w
 			v := (gss[t][i]+pseudo*(c.rewVar+c.rewMean*c.rewMean))/w - mu*mu

@@ -121,8 +121,6 @@ type rankTry struct {
 	held   float64
 }
 
-// beats says whether b's held-out log-likelihood exceeds a's by more than
-// rankNoiseZ standard errors of the paired block differences.
 // stalled says a larger rank's best training log-likelihood ll did not
 // improve on the smaller rank's, small, by more than a relative 10⁻⁶: a
 // larger model contains the smaller one, so its EM stopped at the
@@ -131,28 +129,36 @@ func stalled(ll, small float64) bool {
 	return ll <= small+1e-6*math.Abs(small)
 }
 
+// beats says whether b's held-out log-likelihood exceeds a's by more than
+// rankNoiseZ standard errors of the paired block differences.
 func beats(b, a *rankTry) bool {
-	n := len(a.blocks)
-	if n == 0 {
+	if len(a.blocks) == 0 {
 		return b.held > a.held
 	}
+	return b.held-a.held > rankNoiseZ*pairedSE(b.blocks, a.blocks)
+}
+
+// pairedSE is the standard error of the total Σ d_i of the paired
+// differences d_i = x_i − y_i (0 for one pair).
+func pairedSE(x, y []float64) float64 {
+	n := len(y)
 	d := make([]float64, n)
 	mean := 0.0
 	for i := range d {
-		d[i] = b.blocks[i] - a.blocks[i]
+		d[i] = x[i] - y[i]
 		mean += d[i]
 	}
 	mean /= float64(n)
 	v := 0.0
-	for _, x := range d {
-		v += (x - mean) * (x - mean)
+	for _, di := range d {
+		v += (di - mean) * (di - mean)
 	}
 	se := 0.0
 	if n > 1 {
 		// SE of the total Σ d_i = n·mean.
 		se = math.Sqrt(v/float64(n-1)) * math.Sqrt(float64(n))
 	}
-	return b.held-a.held > rankNoiseZ*se
+	return se
 }
 
 // rankSearch chooses the rank (see the comment above). It appends the

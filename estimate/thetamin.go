@@ -127,7 +127,7 @@ func floorFreqs(d *ingest.Dataset, like *Model) floorMarginals {
 // addTable appends a step table of uniform transitions and marginal
 // emissions and rewards to m.
 func (f floorMarginals) addTable(m *Model) {
-	S, O, A, n := m.States, m.NumObs, m.NumActions, m.RewardCells()
+	S, O, A := m.States, m.NumObs, m.NumActions
 	T := make([]float64, A*S*S)
 	E := make([]float64, m.EmitRows()*O)
 	for r := 0; r < A*S; r++ {
@@ -140,6 +140,12 @@ func (f floorMarginals) addTable(m *Model) {
 	}
 	m.Trans = append(m.Trans, T)
 	m.Emit = append(m.Emit, E)
+	f.addRewards(m)
+}
+
+// addRewards appends a reward table of the marginal rewards to m.
+func (f floorMarginals) addRewards(m *Model) {
+	n := m.RewardCells()
 	if m.Reward == RewardCategorical {
 		V := len(m.RewardValues)
 		R := make([]float64, n*V)
@@ -239,18 +245,22 @@ func (e *marginEval) slack(mm *Model) (float64, error) {
 	return minMargin(e.mg), nil
 }
 
+// logPMin is Options.LogPMin, or LogPMin of the logs c when it is 0.
+func (o *Options) logPMin(c *coded) float64 {
+	if o.LogPMin != 0 {
+		return o.LogPMin
+	}
+	return LogPMin(o.Delta, c.K, c.H, c.O, c.A)
+}
+
 // projectThetaMin checks Θ_min for m and, where it binds, returns
 // (1−w)·m + w·FloorModel with the least w ∈ (0,1] (by bisection to
 // MixTolerance) under which every prefix that the floor model itself
 // satisfies is satisfied.
 func projectThetaMin(ctx context.Context, d *ingest.Dataset, c *coded, m *Model, prop []float64, o *Options) (ThetaMin, *Model, error) {
-	K, H := c.K, c.H
-	lpm := o.LogPMin
-	if lpm == 0 {
-		lpm = LogPMin(o.Delta, K, H, c.O, c.A)
-	}
+	lpm := o.logPMin(c)
 	tm := ThetaMin{LogPMin: lpm}
-	ps := thetaMinPrefixes(K, H, o.Splits, prop)
+	ps := thetaMinPrefixes(c.K, c.H, o.Splits, prop)
 	tm.Prefixes = len(ps)
 	if len(ps) == 0 {
 		tm.SlackBefore, tm.Slack = math.Inf(1), math.Inf(1)
@@ -281,14 +291,8 @@ func (tm *ThetaMin) mixToFloor(ev *marginEval, m *Model) (*Model, error) {
 	if _, err := ev.slack(floor); err != nil {
 		return nil, err
 	}
-	var active []prefix
-	for i, x := range ev.mg {
-		if x >= 0 {
-			active = append(active, ev.ps[i])
-		} else {
-			tm.Unsatisfiable++
-		}
-	}
+	active, unsat := activePrefixes(ev.ps, ev.mg)
+	tm.Unsatisfiable += unsat
 	hi, err := leastMix(ev.ctx, ev.d, m, floor, active, ev.lpm, ev.workers)
 	if err != nil {
 		return nil, err
@@ -303,6 +307,19 @@ func (tm *ThetaMin) mixToFloor(ev *marginEval, m *Model) (*Model, error) {
 		return nil, err
 	}
 	return mm, nil
+}
+
+// activePrefixes returns the prefixes of ps whose margin in mg is not
+// negative, and the number of the others.
+func activePrefixes(ps []prefix, mg []float64) (active []prefix, negative int) {
+	for i, x := range mg {
+		if x >= 0 {
+			active = append(active, ps[i])
+		} else {
+			negative++
+		}
+	}
+	return active, negative
 }
 
 // leastMix is the least weight w of floor (to MixTolerance, by bisection)

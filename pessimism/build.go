@@ -118,19 +118,27 @@ func PartialUSums(m *estimate.Model, d *ingest.Dataset, eps [][]int) ([][]float6
 	return out, nil
 }
 
+// sumTask is one task of localSums: the block [lo, hi) of splits[h].
+type sumTask struct{ h, lo, hi int }
+
+// sumTasks cuts the splits into blocks of blockSize episodes. Each task
+// writes the upper triangle of its partial sum into its own slot; slots
+// are added in order.
+func sumTasks(splits [][]int) []sumTask {
+	var tasks []sumTask
+	for h := range splits {
+		for lo := 0; lo < len(splits[h]); lo += blockSize {
+			tasks = append(tasks, sumTask{h, lo, min(lo+blockSize, len(splits[h]))})
+		}
+	}
+	return tasks
+}
+
 // localSums is USums in this process, in parallel over blocks of each
 // split.
 func localSums(ctx context.Context, b *Bonus, d *ingest.Dataset, splits [][]int, workers int) ([][]float64, error) {
 	H := b.Horizon
-	// Tasks: (h, block of splits[h]); each writes the upper triangle of
-	// its partial sum into its own slot; slots are added in order.
-	type task struct{ h, lo, hi int }
-	var tasks []task
-	for h := 0; h < H; h++ {
-		for lo := 0; lo < len(splits[h]); lo += blockSize {
-			tasks = append(tasks, task{h, lo, min(lo+blockSize, len(splits[h]))})
-		}
-	}
+	tasks := sumTasks(splits)
 	partial := make([][]float64, len(tasks))
 	err := parallel.ForWith(ctx, len(tasks), workers, func() *walker { return newWalker(b) }, func(wk *walker, i int) error {
 		t := tasks[i]

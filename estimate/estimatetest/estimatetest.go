@@ -62,11 +62,9 @@ func RandomModel(S, O, A, H int, stationary bool, rewardValues []float64, seed u
 }
 
 // addRandomTable appends a step table drawn from rng to m: flat
-// Dirichlet transitions, emissions and categorical rewards, or Gaussian
-// rewards as RandomModel describes.
+// Dirichlet transitions and emissions, and rewards (addRandomRewards).
 func addRandomTable(rng *rand.Rand, m *estimate.Model) {
 	S, O, A := m.States, m.NumObs, m.NumActions
-	n := S * A * S * O
 	T := make([]float64, A*S*S)
 	E := make([]float64, A*S*O)
 	for r := 0; r < A*S; r++ {
@@ -75,6 +73,14 @@ func addRandomTable(rng *rand.Rand, m *estimate.Model) {
 	}
 	m.Trans = append(m.Trans, T)
 	m.Emit = append(m.Emit, E)
+	addRandomRewards(rng, m)
+}
+
+// addRandomRewards appends a reward table drawn from rng to m: flat
+// Dirichlet categorical rewards, or Gaussian rewards as RandomModel
+// describes.
+func addRandomRewards(rng *rand.Rand, m *estimate.Model) {
+	n := m.States * m.NumActions * m.States * m.NumObs
 	if m.Reward == estimate.RewardCategorical {
 		V := len(m.RewardValues)
 		R := make([]float64, n*V)
@@ -122,6 +128,15 @@ func SampleDataset(m *estimate.Model, K int, seed uint64) *ingest.Dataset {
 	return d
 }
 
+// drawReward draws the reward of reward cell ri at table t of m.
+func drawReward(rng *rand.Rand, m *estimate.Model, t, ri int) float64 {
+	if m.Reward == estimate.RewardGaussian {
+		return m.RewardMean[t][ri] + math.Sqrt(m.RewardVar[t][ri])*rng.NormFloat64()
+	}
+	V := len(m.RewardValues)
+	return m.RewardValues[categorical.Draw(rng, m.RewardProb[t][ri*V:(ri+1)*V])]
+}
+
 // sampleEpisode draws episode k of d from m under the uniform behaviour
 // policy.
 func sampleEpisode(rng *rand.Rand, m *estimate.Model, d *ingest.Dataset, k int) {
@@ -135,14 +150,7 @@ func sampleEpisode(rng *rand.Rand, m *estimate.Model, d *ingest.Dataset, k int) 
 		a := rng.IntN(A)
 		s2 := categorical.Draw(rng, m.Trans[t][(a*S+s)*S:(a*S+s+1)*S])
 		o2 := categorical.Draw(rng, m.EmitOf(t, a)[s2*O:(s2+1)*O])
-		ri := m.RewardIndex(s, a, s2, o2)
-		var r float64
-		if m.Reward == estimate.RewardGaussian {
-			r = m.RewardMean[t][ri] + math.Sqrt(m.RewardVar[t][ri])*rng.NormFloat64()
-		} else {
-			V := len(m.RewardValues)
-			r = m.RewardValues[categorical.Draw(rng, m.RewardProb[t][ri*V:(ri+1)*V])]
-		}
+		r := drawReward(rng, m, t, m.RewardIndex(s, a, s2, o2))
 		j := k*H + i
 		d.Obs[j], d.Act[j], d.Reward[j], d.Propensity[j] = uint16(o), uint16(a), r, prop
 		s, o = s2, o2

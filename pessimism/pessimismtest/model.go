@@ -42,12 +42,7 @@ func randDist(rng *rand.Rand, p []float64) {
 func RandomModel(rng *rand.Rand, sp Spec) *estimate.Model {
 	S, O, A, H := sp.States, sp.Obs, sp.Actions, sp.Horizon
 	m := &estimate.Model{States: S, NumObs: O, NumActions: A, Horizon: H, Stationary: sp.Stationary, TestLength: sp.TestLength}
-	for o := 0; o < O; o++ {
-		m.ObsVocab = append(m.ObsVocab, fmt.Sprintf("o%d", o))
-	}
-	for a := 0; a < A; a++ {
-		m.ActVocab = append(m.ActVocab, fmt.Sprintf("a%d", a))
-	}
+	m.ObsVocab, m.ActVocab = names("o", O), names("a", A)
 	m.Init = make([]float64, S)
 	randDist(rng, m.Init)
 	m.Obs1 = make([]float64, S*O)
@@ -67,6 +62,15 @@ func RandomModel(rng *rand.Rand, sp Spec) *estimate.Model {
 		panic(err) // a bug in this generator
 	}
 	return m
+}
+
+// names returns the n names "<prefix>0", "<prefix>1", ….
+func names(prefix string, n int) []string {
+	var out []string
+	for i := 0; i < n; i++ {
+		out = append(out, fmt.Sprintf("%s%d", prefix, i))
+	}
+	return out
 }
 
 // addRandomTable appends a random step table to m: transitions,
@@ -153,31 +157,41 @@ func (sm *sampler) draw(p []float64) int {
 	return len(p) - 1
 }
 
+// behave sets probs to the behaviour's action probabilities at step h
+// after observation o (uniform when beh is nil).
+func (sm *sampler) behave(h, o int) {
+	if sm.beh == nil {
+		for a := range sm.probs {
+			sm.probs[a] = 1 / float64(len(sm.probs))
+		}
+		return
+	}
+	sm.beh(h, o, sm.probs)
+}
+
+// reward is the reward of the step of reward cell i at table t: the
+// Gaussian mean, or a draw of the categorical value.
+func (sm *sampler) reward(t, i int) float64 {
+	m := sm.m
+	if m.Reward == estimate.RewardGaussian {
+		return m.RewardMean[t][i]
+	}
+	return m.RewardValues[sm.draw(m.RewardProb[t][2*i:2*i+2])]
+}
+
 // episode draws episode k into d.
 func (sm *sampler) episode(d *ingest.Dataset, k int) {
 	m, probs := sm.m, sm.probs
-	S, O, A, H := m.States, m.NumObs, m.NumActions, m.Horizon
+	S, O, H := m.States, m.NumObs, m.Horizon
 	s := sm.draw(m.Init)
 	o := sm.draw(m.Obs1[s*O : (s+1)*O])
 	for h := 1; h <= H; h++ {
-		if sm.beh == nil {
-			for a := range probs {
-				probs[a] = 1 / float64(A)
-			}
-		} else {
-			sm.beh(h, o, probs)
-		}
+		sm.behave(h, o)
 		a := sm.draw(probs)
 		t := m.Table(h)
 		s2 := sm.draw(m.Trans[t][(a*S+s)*S : (a*S+s+1)*S])
 		o2 := sm.draw(m.EmitOf(t, a)[s2*O : (s2+1)*O])
-		var r float64
-		if m.Reward == estimate.RewardGaussian {
-			r = m.RewardMean[t][m.RewardIndex(s, a, s2, o2)]
-		} else {
-			i := m.RewardIndex(s, a, s2, o2)
-			r = m.RewardValues[sm.draw(m.RewardProb[t][2*i:2*i+2])]
-		}
+		r := sm.reward(t, m.RewardIndex(s, a, s2, o2))
 		i := k*H + h - 1
 		d.Obs[i], d.Act[i], d.Reward[i], d.Propensity[i] = uint16(o), uint16(a), r, probs[a]
 		s, o = s2, o2
