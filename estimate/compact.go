@@ -374,6 +374,12 @@ func (st *stats) addCompact(k *kernel, c *coded, o *stats) {
 	for t := range st.cp.lastS {
 		addTo(st.cp.lastS[t], o.cp.lastS[t])
 	}
+	st.scatterPosteriors(k, c, o)
+}
+
+// scatterPosteriors adds block o's per-step posteriors, episode by
+// episode, into the total's initial and dense emission counts.
+func (st *stats) scatterPosteriors(k *kernel, c *coded, o *stats) {
 	S, O, H := k.S, k.O, c.H
 	for ep := o.cp.k0; ep < o.cp.k1; ep++ {
 		g := o.cp.gam[(ep-o.cp.k0)*H*S : (ep-o.cp.k0+1)*H*S]

@@ -109,16 +109,22 @@ func code(d *ingest.Dataset, kind RewardKind, values []float64) *coded {
 			c.rv[i] = uint8(sort.SearchFloat64s(values, r))
 		}
 	}
-	n := float64(len(d.Reward))
-	for _, r := range d.Reward {
-		c.rewMean += r
-	}
-	c.rewMean /= n
-	for _, r := range d.Reward {
-		c.rewVar += (r - c.rewMean) * (r - c.rewMean)
-	}
-	c.rewVar /= n
+	c.rewMean, c.rewVar = meanVar(d.Reward)
 	return c
+}
+
+// meanVar is the mean and the (population) variance of xs.
+func meanVar(xs []float64) (mean, vr float64) {
+	n := float64(len(xs))
+	for _, r := range xs {
+		mean += r
+	}
+	mean /= n
+	for _, r := range xs {
+		vr += (r - mean) * (r - mean)
+	}
+	vr /= n
+	return mean, vr
 }
 
 // varFloor is the smallest variance of a Gaussian reward emission: 1e-4 of

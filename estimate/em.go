@@ -270,16 +270,11 @@ func forwardStep(cur, nxt, M []float64) (z float64, ok bool) {
 			nxt[s2] += as * row[s2]
 		}
 	}
-	for _, x := range nxt {
-		z += x
-	}
+	z = sumOf(nxt)
 	if !(z > 0) || math.IsInf(z, 0) {
 		return z, false
 	}
-	inv := 1 / z
-	for s2 := range nxt {
-		nxt[s2] *= inv
-	}
+	normalize(nxt, z)
 	return z, true
 }
 
@@ -605,12 +600,7 @@ func (e *gaussEpisode) backwardStep(i int, st *stats) {
 // blocks are added in block order.
 func (k *kernel) estep(ctx context.Context, c *coded, workers int) (*stats, error) {
 	nb := (c.K + blockEpisodes - 1) / blockEpisodes
-	if workers > nb {
-		workers = nb
-	}
-	if workers < 1 {
-		workers = 1
-	}
+	workers = windowWorkers(workers, nb)
 	r := newEstepRun(k, c, nb, workers)
 	if nb == 1 {
 		r.run(0, 0)
@@ -628,6 +618,18 @@ func (k *kernel) estep(ctx context.Context, c *coded, workers int) (*stats, erro
 		}
 	}
 	return r.total, nil
+}
+
+// windowWorkers is the number of blocks of a window: workers, at most
+// the nb blocks and at least 1.
+func windowWorkers(workers, nb int) int {
+	if workers > nb {
+		workers = nb
+	}
+	if workers < 1 {
+		workers = 1
+	}
+	return workers
 }
 
 // estepRun is the state of one E-step: the total, and per worker slot a

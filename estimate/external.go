@@ -199,20 +199,14 @@ func (e *EStep) NewStats() *Stats { return &Stats{st: newStats(e.k, e.k.H, true)
 // index in the dataset) and the step.
 func (e *EStep) Block(b Block, st *Stats) error {
 	k := e.k
-	H := b.Horizon
 	if err := e.checkBlock(b, st); err != nil {
 		return err
 	}
-	c := &coded{K: len(b.Obs) / H, H: H, O: k.O, A: k.A, obs: b.Obs, act: b.Act, rew: b.Reward, kind: k.kind, values: k.m.RewardValues}
-	if c.kind == RewardCategorical {
-		c.rv = make([]uint8, len(b.Reward))
+	c, err := e.codeBlock(b)
+	if err != nil {
+		return err
 	}
-	for i := range b.Obs {
-		if err := c.codeBlockStep(b, i); err != nil {
-			return err
-		}
-	}
-	w := newWork(k.S, H, k.kind == RewardGaussian)
+	w := newWork(k.S, b.Horizon, k.kind == RewardGaussian)
 	if k.kind == RewardGaussian {
 		k.estepGauss(c, 0, c.K, st.st, w)
 	} else {
@@ -235,6 +229,22 @@ func (e *EStep) checkBlock(b Block, st *Stats) error {
 		return errorf(ErrData, "E-step statistics of another model shape")
 	}
 	return nil
+}
+
+// codeBlock returns the episodes of b coded for the model's kernel,
+// checking every step (codeBlockStep).
+func (e *EStep) codeBlock(b Block) (*coded, error) {
+	k, H := e.k, b.Horizon
+	c := &coded{K: len(b.Obs) / H, H: H, O: k.O, A: k.A, obs: b.Obs, act: b.Act, rew: b.Reward, kind: k.kind, values: k.m.RewardValues}
+	if c.kind == RewardCategorical {
+		c.rv = make([]uint8, len(b.Reward))
+	}
+	for i := range b.Obs {
+		if err := c.codeBlockStep(b, i); err != nil {
+			return nil, err
+		}
+	}
+	return c, nil
 }
 
 // codeBlockStep checks step i of the block b against c's vocabularies

@@ -237,17 +237,7 @@ func (l *lloyd) assignAll(first bool) bool {
 // updateCentroids sets every centroid to the mean of its points.
 func (l *lloyd) updateCentroids() {
 	D := l.D
-	clear(l.cent)
-	clear(l.cnt)
-	for p := 0; p < l.n; p++ {
-		j := l.assign[p]
-		l.cnt[j]++
-		cj := l.cent[j*D : (j+1)*D]
-		idx, val := l.X.row(p)
-		for i, x := range val {
-			cj[idx[i]] += x
-		}
-	}
+	l.sumPoints()
 	for j := 0; j < l.S; j++ {
 		cj := l.cent[j*D : (j+1)*D]
 		if l.cnt[j] == 0 {
@@ -262,6 +252,23 @@ func (l *lloyd) updateCentroids() {
 	}
 }
 
+// sumPoints sets every centroid to the sum of its points and cnt to
+// their numbers.
+func (l *lloyd) sumPoints() {
+	D := l.D
+	clear(l.cent)
+	clear(l.cnt)
+	for p := 0; p < l.n; p++ {
+		j := l.assign[p]
+		l.cnt[j]++
+		cj := l.cent[j*D : (j+1)*D]
+		idx, val := l.X.row(p)
+		for i, x := range val {
+			cj[idx[i]] += x
+		}
+	}
+}
+
 // fromAssignments estimates a model from hard state paths: assign[e*H+i]
 // is s_{i+1} of episode eps[e]. The unlogged s_{H+1} is taken equal to
 // s_H, and the last step contributes only its transition.
@@ -272,15 +279,7 @@ func fromAssignments(c *coded, proto *Model, S int, eps []int, assign []int) *Mo
 	m.States = S
 	nt := len(proto.Trans)
 	allocParams(m, nt)
-	ac := &assignCounts{c: c, m: m, nt: nt}
-	if c.kind == RewardGaussian {
-		n := m.RewardCells()
-		for t := 0; t < nt; t++ {
-			ac.gc = append(ac.gc, make([]float64, n))
-			ac.gs = append(ac.gs, make([]float64, n))
-			ac.gss = append(ac.gss, make([]float64, n))
-		}
-	}
+	ac := newAssignCounts(c, m, nt)
 	for e, k := range eps {
 		ac.addEpisode(k, assign[e*H:(e+1)*H])
 	}
@@ -297,6 +296,20 @@ type assignCounts struct {
 	m           *Model
 	nt          int
 	gc, gs, gss [][]float64
+}
+
+// newAssignCounts returns zero counts into m, of nt step tables.
+func newAssignCounts(c *coded, m *Model, nt int) *assignCounts {
+	ac := &assignCounts{c: c, m: m, nt: nt}
+	if c.kind == RewardGaussian {
+		n := m.RewardCells()
+		for t := 0; t < nt; t++ {
+			ac.gc = append(ac.gc, make([]float64, n))
+			ac.gs = append(ac.gs, make([]float64, n))
+			ac.gss = append(ac.gss, make([]float64, n))
+		}
+	}
+	return ac
 }
 
 // addEpisode adds the counts of episode k with the state path st.
@@ -381,9 +394,7 @@ func randomStart(c *coded, proto *Model, S int, seed uint64) *Model {
 	m.Init = make([]float64, S)
 	dirichlet1(r.rng, m.Init)
 	m.Obs1 = make([]float64, S*O)
-	for s := 0; s < S; s++ {
-		r.mix(m.Obs1[s*O:(s+1)*O], r.fo)
-	}
+	r.mixRows(m.Obs1, S)
 	for t := 0; t < len(proto.Trans); t++ {
 		r.addTable()
 	}
@@ -427,6 +438,15 @@ func (r *randomStarter) mix(p, marg []float64) {
 	}
 }
 
+// mixRows mixes each of the rows rows of |O| entries of E with the
+// observations' marginal frequencies.
+func (r *randomStarter) mixRows(E []float64, rows int) {
+	O := r.c.O
+	for row := 0; row < rows; row++ {
+		r.mix(E[row*O:(row+1)*O], r.fo)
+	}
+}
+
 // addTable draws one step table's transitions, emissions and rewards and
 // appends them to m.
 func (r *randomStarter) addTable() {
@@ -441,9 +461,7 @@ func (r *randomStarter) addTable() {
 		}
 	}
 	if m.Compact {
-		for row := 0; row < S; row++ {
-			r.mix(E[row*O:(row+1)*O], r.fo)
-		}
+		r.mixRows(E, S)
 	}
 	m.Trans = append(m.Trans, T)
 	m.Emit = append(m.Emit, E)

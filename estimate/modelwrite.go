@@ -99,27 +99,44 @@ func (b *modelBatch) table(meta map[string]string) arrowio.Table {
 // each emits the rows of model.arrow in tables of at most batch rows, the
 // schema metadata on each.
 func (r ModelRows) each(batch int, emit func(arrowio.Table) error) error {
-	meta := modelMeta(r.Model)
-	var b modelBatch
-	emitted := false
-	var err error
-	add := func(p string, h, s int, a string, s2 int, o string, rw, v float64) {
-		if err != nil {
-			return
-		}
-		b.add(p, h, s, a, s2, o, rw, v)
-		if len(b.param) >= batch {
-			err, emitted, b = emit(b.table(meta)), true, modelBatch{}
-		}
-	}
-	modelParams(r.Model, add)
+	w := &batchWriter{meta: modelMeta(r.Model), batch: batch, emit: emit}
+	modelParams(r.Model, w.add)
 	for _, s := range r.Merged {
-		add("other", -1, -1, "", -1, s.Symbol, math.NaN(), float64(s.Count))
+		w.add("other", -1, -1, "", -1, s.Symbol, math.NaN(), float64(s.Count))
 	}
-	if err == nil && (len(b.param) > 0 || !emitted) {
-		err = emit(b.table(meta))
+	return w.flush()
+}
+
+// batchWriter cuts model.arrow's rows into tables of at most batch rows,
+// each with the schema metadata meta, and emits them; err is emit's
+// first error, after which rows are dropped.
+type batchWriter struct {
+	meta    map[string]string
+	batch   int
+	emit    func(arrowio.Table) error
+	b       modelBatch
+	emitted bool
+	err     error
+}
+
+// add adds a row, emitting the batch when it is full.
+func (w *batchWriter) add(p string, h, s int, a string, s2 int, o string, rw, v float64) {
+	if w.err != nil {
+		return
 	}
-	return err
+	w.b.add(p, h, s, a, s2, o, rw, v)
+	if len(w.b.param) >= w.batch {
+		w.err, w.emitted, w.b = w.emit(w.b.table(w.meta)), true, modelBatch{}
+	}
+}
+
+// flush emits the last batch when it holds rows, or the empty table when
+// none was emitted, and returns the first error.
+func (w *batchWriter) flush() error {
+	if w.err == nil && (len(w.b.param) > 0 || !w.emitted) {
+		w.err = w.emit(w.b.table(w.meta))
+	}
+	return w.err
 }
 
 // modelParams calls add for every parameter of m, in the table's order.

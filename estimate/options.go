@@ -216,6 +216,11 @@ func (o *Options) rankDefaults() error {
 	if o.MaxRank < 0 {
 		return errorf(ErrOptions, "max rank %d is negative", o.MaxRank)
 	}
+	return o.heldOutDefaults()
+}
+
+// heldOutDefaults: the rank search's work budget and held-out fraction.
+func (o *Options) heldOutDefaults() error {
 	if o.RankBudget == 0 {
 		o.RankBudget = DefaultRankBudget
 	}
@@ -304,6 +309,11 @@ func (o *Options) boundDefaults() error {
 	if !(o.Delta > 0 && o.Delta < 1) {
 		return errorf(ErrOptions, "delta %v is not in (0,1)", o.Delta)
 	}
+	return o.runDefaults()
+}
+
+// runDefaults: Θ_min's ln p_min and the run's own options.
+func (o *Options) runDefaults() error {
 	if math.IsNaN(o.LogPMin) {
 		o.LogPMin = 0
 	}

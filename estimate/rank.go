@@ -439,14 +439,20 @@ func (c *coded) subset(idx []int) *coded {
 		n.src = c.src.Subset(idx)
 	}
 	for _, k := range idx {
-		n.obs = append(n.obs, c.obs[k*H:(k+1)*H]...)
-		n.act = append(n.act, c.act[k*H:(k+1)*H]...)
-		n.rew = append(n.rew, c.rew[k*H:(k+1)*H]...)
-		if c.rv != nil {
-			n.rv = append(n.rv, c.rv[k*H:(k+1)*H]...)
-		}
+		n.appendEpisode(c, k)
 	}
 	return &n
+}
+
+// appendEpisode appends episode k of c to n's columns.
+func (n *coded) appendEpisode(c *coded, k int) {
+	H := c.H
+	n.obs = append(n.obs, c.obs[k*H:(k+1)*H]...)
+	n.act = append(n.act, c.act[k*H:(k+1)*H]...)
+	n.rew = append(n.rew, c.rew[k*H:(k+1)*H]...)
+	if c.rv != nil {
+		n.rv = append(n.rv, c.rv[k*H:(k+1)*H]...)
+	}
 }
 
 // growModel returns a model with S2 ≥ m.States states that represents the

@@ -76,19 +76,28 @@ func ParseAlpha(s string) (AlphaSpec, error) {
 	case "theory":
 		return AlphaSpec{Mode: AlphaTheory}, nil
 	}
-	parts := strings.Split(s, ",")
-	vals := make([]float64, 0, len(parts))
-	for _, p := range parts {
-		v, err := strconv.ParseFloat(strings.TrimSpace(p), 64)
-		if err != nil || v < 0 || math.IsNaN(v) || math.IsInf(v, 0) {
-			return AlphaSpec{}, fmt.Errorf("%w: alpha %q: want a non-negative number, a comma-separated list, \"theory\" or \"auto\"", ErrOptions, p)
-		}
-		vals = append(vals, v)
+	vals, err := parseAlphas(s)
+	if err != nil {
+		return AlphaSpec{}, err
 	}
 	if len(vals) == 1 {
 		return AlphaSpec{Mode: AlphaFixed, Values: vals}, nil
 	}
 	return AlphaSpec{Mode: AlphaList, Values: vals}, nil
+}
+
+// parseAlphas parses the comma-separated list of non-negative numbers s.
+func parseAlphas(s string) ([]float64, error) {
+	parts := strings.Split(s, ",")
+	vals := make([]float64, 0, len(parts))
+	for _, p := range parts {
+		v, err := strconv.ParseFloat(strings.TrimSpace(p), 64)
+		if err != nil || v < 0 || math.IsNaN(v) || math.IsInf(v, 0) {
+			return nil, fmt.Errorf("%w: alpha %q: want a non-negative number, a comma-separated list, \"theory\" or \"auto\"", ErrOptions, p)
+		}
+		vals = append(vals, v)
+	}
+	return vals, nil
 }
 
 // TheoryParams are the inputs of the paper's α̂.
@@ -200,14 +209,21 @@ func Iota(d *ingest.Dataset, testLength int) (float64, error) {
 	}
 	iota := 1.0
 	for k := 0; k < K; k++ {
-		p := d.Propensity[k*H : (k+1)*H]
-		for h := 0; h < H; h++ {
-			prod := 1.0
-			for j := h; j < min(h+m, H); j++ {
-				prod *= p[j]
-			}
-			iota = math.Min(iota, prod)
-		}
+		iota = minWindowProduct(iota, d.Propensity[k*H:(k+1)*H], m)
 	}
 	return iota, nil
+}
+
+// minWindowProduct is the smaller of iota and the least product of the
+// propensities p over a window of m steps (shorter at the end).
+func minWindowProduct(iota float64, p []float64, m int) float64 {
+	H := len(p)
+	for h := 0; h < H; h++ {
+		prod := 1.0
+		for j := h; j < min(h+m, H); j++ {
+			prod *= p[j]
+		}
+		iota = math.Min(iota, prod)
+	}
+	return iota
 }

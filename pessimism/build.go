@@ -107,9 +107,13 @@ func PartialUSums(m *estimate.Model, d *ingest.Dataset, eps [][]int) ([][]float6
 	for h := range H {
 		b.Dims[h] = m.FeatureDim(h)
 	}
-	w := newWalker(b)
-	out := make([][]float64, H)
-	for h := range H {
+	return accumulateAll(newWalker(b), d, eps)
+}
+
+// accumulateAll is accumulate at every step h over the episodes eps[h].
+func accumulateAll(w *walker, d *ingest.Dataset, eps [][]int) ([][]float64, error) {
+	out := make([][]float64, len(eps))
+	for h := range eps {
 		var err error
 		if out[h], err = accumulate(w, d, h, eps[h]); err != nil {
 			return nil, err
