@@ -167,30 +167,34 @@ func (f floorMarginals) addRewards(m *Model) {
 // Every table stays a valid distribution; Gaussian means and variances
 // are mixed likewise.
 func Mix(m, f *Model, w float64) *Model {
-	lin := func(a, b []float64) []float64 {
-		out := make([]float64, len(a))
-		for i := range a {
-			out[i] = (1-w)*a[i] + w*b[i]
-		}
-		return out
-	}
-	linAll := func(a, b [][]float64) [][]float64 {
-		var out [][]float64
-		for t := range a {
-			out = append(out, lin(a[t], b[t]))
-		}
-		return out
-	}
 	nm := shapeLike(m)
-	nm.Init = lin(m.Init, f.Init)
-	nm.Obs1 = lin(m.Obs1, f.Obs1)
-	nm.Trans = linAll(m.Trans, f.Trans)
-	nm.Emit = linAll(m.Emit, f.Emit)
-	nm.RewardProb = linAll(m.RewardProb, f.RewardProb)
-	nm.RewardMean = linAll(m.RewardMean, f.RewardMean)
-	nm.RewardVar = linAll(m.RewardVar, f.RewardVar)
+	nm.Init = mixVec(m.Init, f.Init, w)
+	nm.Obs1 = mixVec(m.Obs1, f.Obs1, w)
+	nm.Trans = mixTables(m.Trans, f.Trans, w)
+	nm.Emit = mixTables(m.Emit, f.Emit, w)
+	nm.RewardProb = mixTables(m.RewardProb, f.RewardProb, w)
+	nm.RewardMean = mixTables(m.RewardMean, f.RewardMean, w)
+	nm.RewardVar = mixTables(m.RewardVar, f.RewardVar, w)
 	nm.Prepare()
 	return nm
+}
+
+// mixVec returns (1−w)·a + w·b entry by entry.
+func mixVec(a, b []float64, w float64) []float64 {
+	out := make([]float64, len(a))
+	for i := range a {
+		out[i] = (1-w)*a[i] + w*b[i]
+	}
+	return out
+}
+
+// mixTables is mixVec table by table (nil for no tables).
+func mixTables(a, b [][]float64, w float64) [][]float64 {
+	var out [][]float64
+	for t := range a {
+		out = append(out, mixVec(a[t], b[t], w))
+	}
+	return out
 }
 
 // ThetaMinCheck evaluates the Θ_min constraint for m: the smallest margin

@@ -17,12 +17,9 @@ import (
 // of splits[h] under the model m and factorises them (eq. (6) of
 // Huang, Liang, Yang (ICLR 2024, arXiv:2307.00405)). The returned Bonus has Alpha = DefaultAlpha.
 func Build(ctx context.Context, m *estimate.Model, d *ingest.Dataset, splits [][]int, opts Options) (*Bonus, error) {
-	lambda := opts.Lambda
-	if lambda == 0 {
-		lambda = DefaultLambda
-	}
-	if !(lambda > 0) || math.IsInf(lambda, 0) {
-		return nil, fmt.Errorf("%w: lambda %v must be a positive number", ErrOptions, opts.Lambda)
+	lambda, err := opts.lambda()
+	if err != nil {
+		return nil, err
 	}
 	if err := checkInputs(m, d, splits); err != nil {
 		return nil, err
@@ -45,6 +42,19 @@ func Build(ctx context.Context, m *estimate.Model, d *ingest.Dataset, splits [][
 	fz.Feature(0, m.Init, 0, f0)
 	b.Root = b.StepNorm2(0, f0)
 	return b, nil
+}
+
+// lambda is Options.Lambda, DefaultLambda when it is 0; it must be a
+// positive number.
+func (opts Options) lambda() (float64, error) {
+	lambda := opts.Lambda
+	if lambda == 0 {
+		lambda = DefaultLambda
+	}
+	if !(lambda > 0) || math.IsInf(lambda, 0) {
+		return 0, fmt.Errorf("%w: lambda %v must be a positive number", ErrOptions, opts.Lambda)
+	}
+	return lambda, nil
 }
 
 // newBonus is Build's Bonus before its sums are factorised: the feature
