@@ -311,30 +311,35 @@ func (rs *rankSearcher) addWork(r emResult, S int) {
 // fitStarts runs the starts of rank S on the training episodes and
 // returns them with the index of the best.
 func (rs *rankSearcher) fitStarts(S int, from *rankTry) ([]emResult, int, error) {
-	ctx, tr := rs.ctx, rs.tr
 	ro := rs.startOptions(S, from)
-	fits, err := fitRank(ctx, tr, rs.proto, S, &ro, "train", rs.report)
+	fits, err := fitRank(rs.ctx, rs.tr, rs.proto, S, &ro, "train", rs.report)
 	if err != nil {
 		return nil, 0, err
 	}
 	b := best(fits)
 	if from != nil && ro.Restarts < rankSearchRestarts && stalled(fits[b].ll, from.train) {
-		// Every start stayed at the smaller rank's solution (the split
-		// copies of a state stay alike, and a random start can fall
-		// there too): on 10⁵ episodes of query.s2 with two starts, rank
-		// 2 matched rank 1's training likelihood to 10⁻⁶ and the search
-		// stopped at rank 1. The start kinds not run yet (the informed
-		// one) get their turn.
-		for _, r := range fits {
-			rs.addWork(r, S)
-		}
-		ro.Restarts = rankSearchRestarts
-		if fits, err = fitRank(ctx, tr, rs.proto, S, &ro, "train", rs.report); err != nil {
-			return nil, 0, err
-		}
-		b = best(fits)
+		return rs.refitAll(S, &ro, fits)
 	}
 	return fits, b, nil
+}
+
+// refitAll runs rank S again with every kind of start after its starts
+// fits stalled, counting their work. Every start stayed at the smaller
+// rank's solution (the split copies of a state stay alike, and a random
+// start can fall there too): on 10⁵ episodes of query.s2 with two
+// starts, rank 2 matched rank 1's training likelihood to 10⁻⁶ and the
+// search stopped at rank 1. The start kinds not run yet (the informed
+// one) get their turn.
+func (rs *rankSearcher) refitAll(S int, ro *Options, fits []emResult) ([]emResult, int, error) {
+	for _, r := range fits {
+		rs.addWork(r, S)
+	}
+	ro.Restarts = rankSearchRestarts
+	fits, err := fitRank(rs.ctx, rs.tr, rs.proto, S, ro, "train", rs.report)
+	if err != nil {
+		return nil, 0, err
+	}
+	return fits, best(fits), nil
 }
 
 // startOptions are the fit options of rank S. Start 0 is the warm start
@@ -545,11 +550,7 @@ func (g *grower) table(t int) {
 	E := make([]float64, eA*S2*O)
 	for a := 0; a < A; a++ {
 		for j := 0; j < S2; j++ {
-			row := T[(a*S2+j)*S2 : (a*S2+j+1)*S2]
-			for j2 := 0; j2 < S2; j2++ {
-				row[j2] = m.Trans[t][(a*S+g.par(j))*S+g.par(j2)] / g.copies[g.par(j2)]
-			}
-			g.jit(row)
+			g.transRow(t, a, j, T[(a*S2+j)*S2:(a*S2+j+1)*S2])
 			if a < eA {
 				e := E[(a*S2+j)*O : (a*S2+j+1)*O]
 				copy(e, m.Emit[t][(a*S+g.par(j))*O:(a*S+g.par(j)+1)*O])
@@ -559,6 +560,17 @@ func (g *grower) table(t int) {
 	}
 	g.n.Trans = append(g.n.Trans, T)
 	g.n.Emit = append(g.n.Emit, E)
+}
+
+// transRow sets row to new state j's transitions under action a at
+// table t: its parent's, each parent's probability shared among its
+// copies, jittered.
+func (g *grower) transRow(t, a, j int, row []float64) {
+	m, S := g.m, g.S
+	for j2 := range row {
+		row[j2] = m.Trans[t][(a*S+g.par(j))*S+g.par(j2)] / g.copies[g.par(j2)]
+	}
+	g.jit(row)
 }
 
 // RankChoice is the outcome of ChooseRank.
