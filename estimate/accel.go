@@ -119,6 +119,22 @@ func flatten(m *Model, dst []float64) []float64 {
 // variance (the M-step's). ok is false if x holds a non-finite value or a
 // variance below varFloor.
 func unflatten(like *Model, x []float64, varFloor float64) (*Model, bool) {
+	m := zerosLike(like)
+	i := 0
+	for _, b := range paramBlocks(m) {
+		n := len(b.p)
+		src := x[i : i+n]
+		i += n
+		if !b.set(src, varFloor) {
+			return nil, false
+		}
+	}
+	m.Prepare()
+	return m, true
+}
+
+// zerosLike returns a model of the shape of like with zero parameters.
+func zerosLike(like *Model) *Model {
 	m := shapeLike(like)
 	cp := func(p []float64) []float64 { return make([]float64, len(p)) }
 	cpAll := func(ps [][]float64) [][]float64 {
@@ -134,48 +150,55 @@ func unflatten(like *Model, x []float64, varFloor float64) (*Model, bool) {
 	m.Init, m.Obs1 = cp(like.Init), cp(like.Obs1)
 	m.Trans, m.Emit = cpAll(like.Trans), cpAll(like.Emit)
 	m.RewardProb, m.RewardMean, m.RewardVar = cpAll(like.RewardProb), cpAll(like.RewardMean), cpAll(like.RewardVar)
+	return m
+}
 
-	i := 0
-	for _, b := range paramBlocks(m) {
-		n := len(b.p)
-		src := x[i : i+n]
-		i += n
-		for _, y := range src {
-			if math.IsNaN(y) || math.IsInf(y, 0) {
-				return nil, false
-			}
-		}
-		switch b.kind {
-		case kindSimplex:
-			for r := 0; r < n; r += b.row {
-				row, ls := b.p[r:r+b.row], src[r:r+b.row]
-				mx := math.Inf(-1)
-				for _, l := range ls {
-					mx = max(mx, l)
-				}
-				z := 0.0
-				for j, l := range ls {
-					row[j] = math.Exp(max(l, logFloor) - mx)
-					z += row[j]
-				}
-				inv := 1 / z
-				for j := range row {
-					row[j] *= inv
-				}
-			}
-		case kindPositive:
-			for j, v := range src {
-				if !(v >= varFloor) {
-					return nil, false
-				}
-				b.p[j] = v
-			}
-		default:
-			copy(b.p, src)
+// set maps src back from the extrapolation space into the block's
+// parameters: log-probabilities to distributions (softmaxRows),
+// variances as they are. It is false if src holds a non-finite value or
+// a variance below varFloor.
+func (b paramBlock) set(src []float64, varFloor float64) bool {
+	for _, y := range src {
+		if math.IsNaN(y) || math.IsInf(y, 0) {
+			return false
 		}
 	}
-	m.Prepare()
-	return m, true
+	switch b.kind {
+	case kindSimplex:
+		softmaxRows(b.p, src, b.row)
+	case kindPositive:
+		for j, v := range src {
+			if !(v >= varFloor) {
+				return false
+			}
+			b.p[j] = v
+		}
+	default:
+		copy(b.p, src)
+	}
+	return true
+}
+
+// softmaxRows sets every row of width entries of p to the normalised
+// exp of the log-probabilities logs (floored at logFloor), shifted by
+// the row's largest for stability.
+func softmaxRows(p, logs []float64, width int) {
+	for r := 0; r < len(p); r += width {
+		row, ls := p[r:r+width], logs[r:r+width]
+		mx := math.Inf(-1)
+		for _, l := range ls {
+			mx = max(mx, l)
+		}
+		z := 0.0
+		for j, l := range ls {
+			row[j] = math.Exp(max(l, logFloor) - mx)
+			z += row[j]
+		}
+		inv := 1 / z
+		for j := range row {
+			row[j] *= inv
+		}
+	}
 }
 
 // squarem holds the scratch vectors of the extrapolation.
@@ -194,13 +217,7 @@ func (q *squarem) extrapolate(m0, m1, m2 *Model, varFloor float64) (*Model, floa
 	q.x0 = flatten(m0, q.x0)
 	q.x1 = flatten(m1, q.x1)
 	q.x2 = flatten(m2, q.x2)
-	var rr, vv float64
-	for i := range q.x0 {
-		r := q.x1[i] - q.x0[i]
-		v := q.x2[i] - 2*q.x1[i] + q.x0[i]
-		rr += r * r
-		vv += v * v
-	}
+	rr, vv := q.norms()
 	if !(vv > 0) || math.IsInf(rr, 0) || math.IsNaN(rr) {
 		return m2, 1
 	}
@@ -211,24 +228,35 @@ func (q *squarem) extrapolate(m0, m1, m2 *Model, varFloor float64) (*Model, floa
 		q.accepted(alpha, true)
 		return m2, 1
 	}
+	for ; alpha > minStep; alpha = (alpha + 1) / 2 {
+		q.point(alpha)
+		if m, ok := unflatten(m2, q.xn, varFloor); ok {
+			return m, alpha
+		}
+	}
+	return m2, 1
+}
+
+// norms returns ‖r‖² and ‖v‖² for r = θ1 − θ0 and v = θ2 − 2θ1 + θ0.
+func (q *squarem) norms() (rr, vv float64) {
+	for i := range q.x0 {
+		r := q.x1[i] - q.x0[i]
+		v := q.x2[i] - 2*q.x1[i] + q.x0[i]
+		rr += r * r
+		vv += v * v
+	}
+	return rr, vv
+}
+
+// point sets q.xn to the extrapolation θ0 + 2α·r + α²·v of step length
+// alpha.
+func (q *squarem) point(alpha float64) {
 	q.xn = q.xn[:0]
 	for i := range q.x0 {
 		r := q.x1[i] - q.x0[i]
 		v := q.x2[i] - 2*q.x1[i] + q.x0[i]
 		q.xn = append(q.xn, q.x0[i]+2*alpha*r+alpha*alpha*v)
 	}
-	for ; alpha > minStep; alpha = (alpha + 1) / 2 {
-		q.xn = q.xn[:0]
-		for i := range q.x0 {
-			r := q.x1[i] - q.x0[i]
-			v := q.x2[i] - 2*q.x1[i] + q.x0[i]
-			q.xn = append(q.xn, q.x0[i]+2*alpha*r+alpha*alpha*v)
-		}
-		if m, ok := unflatten(m2, q.xn, varFloor); ok {
-			return m, alpha
-		}
-	}
-	return m2, 1
 }
 
 // accepted updates the step bound after the extrapolation of length

@@ -161,30 +161,7 @@ func (m *Model) sandwichSum(t int, W func(a int) []float64) []float64 {
 // one-step tests), which no longer depends on a or a′.
 func (m *Model) blockGram(h int) []float64 {
 	S, O, B := m.States, m.NumObs, m.blocks(h)
-	k := m.testLen(h)
-	// rest[u*S+u2]: Σ over the later levels' observations and actions of
-	// the products of their probabilities from s_{h+1} = u and u2.
-	var rest []float64
-	if k > 1 {
-		var next [][]float64 // W_{j+1}^{(a)} per action a; nil at j = k
-		for j := k; j >= 2; j-- {
-			var acc []float64
-			if next != nil {
-				acc = m.sandwichSum(m.Table(h+j), func(a int) []float64 { return next[a] })
-			}
-			cur := make([][]float64, m.NumActions)
-			for a := range cur {
-				E := m.emitRow(h+j-1, a)
-				w := emitGram(E, E, S, O)
-				for i := range acc {
-					w[i] *= acc[i]
-				}
-				cur[a] = w
-			}
-			next = cur
-		}
-		rest = m.sandwichSum(m.Table(h+1), func(a int) []float64 { return next[a] })
-	}
+	rest := m.laterGram(h)
 	n := B * S
 	g := make([]float64, n*n)
 	for a := 0; a < B; a++ {
@@ -203,6 +180,35 @@ func (m *Model) blockGram(h int) []float64 {
 		}
 	}
 	return g
+}
+
+// laterGram is rest[u*S+u2]: Σ over the later levels' observations and
+// actions of the tests at step h of the products of their probabilities
+// from s_{h+1} = u and u2 (nil for one-step tests).
+func (m *Model) laterGram(h int) []float64 {
+	S, O := m.States, m.NumObs
+	k := m.testLen(h)
+	if k <= 1 {
+		return nil
+	}
+	var next [][]float64 // W_{j+1}^{(a)} per action a; nil at j = k
+	for j := k; j >= 2; j-- {
+		var acc []float64
+		if next != nil {
+			acc = m.sandwichSum(m.Table(h+j), func(a int) []float64 { return next[a] })
+		}
+		cur := make([][]float64, m.NumActions)
+		for a := range cur {
+			E := m.emitRow(h+j-1, a)
+			w := emitGram(E, E, S, O)
+			for i := range acc {
+				w[i] *= acc[i]
+			}
+			cur[a] = w
+		}
+		next = cur
+	}
+	return m.sandwichSum(m.Table(h+1), func(a int) []float64 { return next[a] })
 }
 
 // testGram is G_hᵀG_h (row-major S×S) of the tests at step h of the
@@ -224,16 +230,25 @@ func (m *Model) testGram(h int) []float64 {
 	return next
 }
 
+// checkFiniteGram fails (ErrModel) when an entry of the n×n test Gram
+// matrix w is not finite.
+func checkFiniteGram(w []float64, n int) error {
+	for i, x := range w {
+		if math.IsNaN(x) || math.IsInf(x, 0) {
+			return fmt.Errorf("%w: entry (%d, %d) of a %d×%d test Gram matrix is %v", ErrModel, i/n, i%n, n, n, x)
+		}
+	}
+	return nil
+}
+
 // sqrtPSD returns the symmetric square root of the positive
 // semi-definite n×n matrix w (row-major); eigenvalues below zero by
 // rounding count as zero. It fails (ErrModel) when w has an entry that is
 // not finite, whose eigendecomposition would be NaN throughout, or when
 // the eigendecomposition does not converge.
 func sqrtPSD(w []float64, n int) ([]float64, error) {
-	for i, x := range w {
-		if math.IsNaN(x) || math.IsInf(x, 0) {
-			return nil, fmt.Errorf("%w: entry (%d, %d) of a %d×%d test Gram matrix is %v", ErrModel, i/n, i%n, n, n, x)
-		}
+	if err := checkFiniteGram(w, n); err != nil {
+		return nil, err
 	}
 	var eig mat.EigenSym
 	if !eig.Factorize(mat.NewSymDense(n, append([]float64(nil), w...)), true) {

@@ -16,19 +16,7 @@ import "github.com/psrlcb/psrlcb/ingest"
 func EstimateBehavior(d *ingest.Dataset) []float64 {
 	H, O, A := d.Horizon, d.NumObs(), d.NumActions()
 	K := d.NumEpisodes()
-	n := make([]float64, H*O*A)
-	for k := 0; k < K; k++ {
-		for i := 0; i < H; i++ {
-			j := k*H + i
-			n[(i*O+int(d.Obs[j]))*A+int(d.Act[j])]++
-		}
-	}
-	tot := make([]float64, H*O)
-	for i := range tot {
-		for a := 0; a < A; a++ {
-			tot[i] += n[i*A+a]
-		}
-	}
+	n, tot := behaviorCounts(d)
 	out := make([]float64, K*H)
 	for k := 0; k < K; k++ {
 		for i := 0; i < H; i++ {
@@ -38,4 +26,25 @@ func EstimateBehavior(d *ingest.Dataset) []float64 {
 		}
 	}
 	return out
+}
+
+// behaviorCounts returns the counts n_h(o, a) (index (h·|O|+o)·|A|+a)
+// of d and their totals n_h(o) (index h·|O|+o).
+func behaviorCounts(d *ingest.Dataset) (n, tot []float64) {
+	H, O, A := d.Horizon, d.NumObs(), d.NumActions()
+	K := d.NumEpisodes()
+	n = make([]float64, H*O*A)
+	for k := 0; k < K; k++ {
+		for i := 0; i < H; i++ {
+			j := k*H + i
+			n[(i*O+int(d.Obs[j]))*A+int(d.Act[j])]++
+		}
+	}
+	tot = make([]float64, H*O)
+	for i := range tot {
+		for a := 0; a < A; a++ {
+			tot[i] += n[i*A+a]
+		}
+	}
+	return n, tot
 }

@@ -114,10 +114,32 @@ func RewardCalibration(m *Model, d *ingest.Dataset, minCount int, heldOut bool) 
 	if H != m.Horizon || K == 0 {
 		return cal
 	}
-	lo, hi := math.Inf(1), math.Inf(-1)
-	for _, r := range d.Reward[:K*H] {
+	lo, hi := rewardRange(d.Reward[:K*H])
+	sc := &calScan{m: m, d: d, H: H, K: K, minCount: minCount, order: prefixOrder(d, K, H),
+		start: make([]bool, K), b: make([]float64, m.States), pred: make([]float64, m.States)}
+	sc.start[0] = true
+	for i := range H {
+		sc.refine(i)
+		sc.addCells(i)
+	}
+	cal.Range = hi - lo
+	cal.summarise(sc.cells, d, K*H)
+	return cal
+}
+
+// rewardRange is the smallest and largest of rs (+Inf and −Inf when rs
+// is empty).
+func rewardRange(rs []float64) (lo, hi float64) {
+	lo, hi = math.Inf(1), math.Inf(-1)
+	for _, r := range rs {
 		lo, hi = math.Min(lo, r), math.Max(hi, r)
 	}
+	return lo, hi
+}
+
+// prefixOrder is the K episodes of d sorted by o_1,a_1,…,o_H,a_H (ties by
+// index), so that the episodes sharing a prefix are consecutive.
+func prefixOrder(d *ingest.Dataset, K, H int) []int32 {
 	order := make([]int32, K)
 	for k := range order {
 		order[k] = int32(k)
@@ -134,42 +156,63 @@ func RewardCalibration(m *Model, d *ingest.Dataset, minCount int, heldOut bool) 
 		}
 		return cmp.Compare(a, b)
 	})
-	// start[j]: order[j] begins a run of episodes sharing o_1,a_1,…,o_h,a_h
-	// (refined step by step: a run at step h splits at step h+1).
-	start := make([]bool, K)
-	start[0] = true
-	var cells []*calAcc
-	b := make([]float64, m.States)
-	pred := make([]float64, m.States)
-	for i := range H {
-		for j := 1; j < K; j++ {
-			p, q := int(order[j-1])*H+i, int(order[j])*H+i
-			if d.Obs[p] != d.Obs[q] || d.Act[p] != d.Act[q] {
-				start[j] = true
-			}
-		}
-		for j := 0; j < K; {
-			e := j + 1
-			for e < K && !start[e] {
-				e++
-			}
-			if e-j >= minCount {
-				c := &calAcc{step: i + 1, n: e - j, k: K, h: i + 1}
-				for _, k := range order[j:e] {
-					r := d.Reward[int(k)*H+i]
-					c.sum += r
-					c.sum2 += r * r
-					c.k = min(c.k, int(k))
-				}
-				c.predicted = expectedReward(m, d, c.k, i, b, pred)
-				cells = append(cells, c)
-			}
-			j = e
+	return order
+}
+
+// calScan finds RewardCalibration's cells step by step in the prefix
+// order of the episodes.
+type calScan struct {
+	m        *Model
+	d        *ingest.Dataset
+	H, K     int
+	minCount int
+	order    []int32
+	// start[j]: order[j] begins a run of episodes sharing
+	// o_1,a_1,…,o_h,a_h (refined step by step: a run at step h splits at
+	// step h+1).
+	start   []bool
+	cells   []*calAcc
+	b, pred []float64 // belief scratch of expectedReward
+}
+
+// refine splits the runs of sc.start where o_{i+1} or a_{i+1} changes.
+func (sc *calScan) refine(i int) {
+	d, H := sc.d, sc.H
+	for j := 1; j < sc.K; j++ {
+		p, q := int(sc.order[j-1])*H+i, int(sc.order[j])*H+i
+		if d.Obs[p] != d.Obs[q] || d.Act[p] != d.Act[q] {
+			sc.start[j] = true
 		}
 	}
-	cal.Range = hi - lo
-	cal.summarise(cells, d, K*H)
-	return cal
+}
+
+// addCells adds a cell of step i+1 for every run of at least minCount
+// episodes.
+func (sc *calScan) addCells(i int) {
+	for j := 0; j < sc.K; {
+		e := j + 1
+		for e < sc.K && !sc.start[e] {
+			e++
+		}
+		if e-j >= sc.minCount {
+			sc.cells = append(sc.cells, sc.cell(i, sc.order[j:e]))
+		}
+		j = e
+	}
+}
+
+// cell accumulates the step-(i+1) rewards of the run of episodes run and
+// the model's prediction at its first episode.
+func (sc *calScan) cell(i int, run []int32) *calAcc {
+	c := &calAcc{step: i + 1, n: len(run), k: sc.K, h: i + 1}
+	for _, k := range run {
+		r := sc.d.Reward[int(k)*sc.H+i]
+		c.sum += r
+		c.sum2 += r * r
+		c.k = min(c.k, int(k))
+	}
+	c.predicted = expectedReward(sc.m, sc.d, c.k, i, sc.b, sc.pred)
+	return c
 }
 
 // expectedReward is E_θ̂[r_{i+1} | o_1,a_1,…,o_{i+1}, a_{i+1}] of episode k
@@ -187,44 +230,75 @@ func expectedReward(m *Model, d *ingest.Dataset, k, i int, b, pred []float64) fl
 	return m.ExpectedReward(i+1, b, int(act[i]))
 }
 
+// summarise fills cal's figures from the accumulated cells (those of at
+// least MinCount steps) of the logs d of steps steps.
 func (cal *Calibration) summarise(order []*calAcc, d *ingest.Dataset, steps int) {
-	var checked, bad int
-	var sq float64
+	var tot calTotals
 	var all []CalibrationCell
-	// In a fixed order (the cells' first episode and step), so that the
-	// sums, and the figures, are those of one order of the cells.
+	sortCells(order)
+	for _, c := range order {
+		if c.n < cal.MinCount {
+			continue
+		}
+		cell := c.cell(d)
+		cal.tally(&tot, c, cell)
+		all = append(all, cell)
+	}
+	if tot.checked == 0 {
+		return
+	}
+	cal.StepShare = float64(tot.checked) / float64(steps)
+	cal.MiscalibratedShare = float64(tot.bad) / float64(tot.checked)
+	cal.RMSE = math.Sqrt(tot.sq / float64(tot.checked))
+	cal.Flagged = cal.MiscalibratedShare > calibrationFlagShare
+	cal.Worst = worstCells(all)
+}
+
+// sortCells puts the cells in a fixed order (the cells' first episode
+// and step), so that the sums, and the figures, are those of one order
+// of the cells.
+func sortCells(order []*calAcc) {
 	sort.Slice(order, func(i, j int) bool {
 		if order[i].k != order[j].k {
 			return order[i].k < order[j].k
 		}
 		return order[i].h < order[j].h
 	})
-	for _, c := range order {
-		if c.n < cal.MinCount {
-			continue
-		}
-		n := float64(c.n)
-		mean := c.sum / n
-		v := math.Max(c.sum2/n-mean*mean, 0) * n / (n - 1)
-		cell := CalibrationCell{Step: c.step, Count: c.n, Logged: mean, Predicted: c.predicted, StdErr: math.Sqrt(v / n),
-			History: historyName(d, c.k, c.h)}
-		gap := math.Abs(mean - c.predicted)
-		cal.Cells++
-		checked += c.n
-		sq += n * gap * gap
-		if gap > calibrationZ*cell.StdErr && gap > calibrationTol*cal.Range {
-			cal.Miscalibrated++
-			bad += c.n
-		}
-		all = append(all, cell)
+}
+
+// calTotals are summarise's sums over the checked cells: their steps,
+// the steps of the miscalibrated ones, and Σ n·gap².
+type calTotals struct {
+	checked, bad int
+	sq           float64
+}
+
+// tally counts the checked cell c, reported as cell, into cal and tot.
+func (cal *Calibration) tally(tot *calTotals, c *calAcc, cell CalibrationCell) {
+	n := float64(c.n)
+	gap := math.Abs(cell.Logged - c.predicted)
+	cal.Cells++
+	tot.checked += c.n
+	tot.sq += n * gap * gap
+	if gap > calibrationZ*cell.StdErr && gap > calibrationTol*cal.Range {
+		cal.Miscalibrated++
+		tot.bad += c.n
 	}
-	if checked == 0 {
-		return
-	}
-	cal.StepShare = float64(checked) / float64(steps)
-	cal.MiscalibratedShare = float64(bad) / float64(checked)
-	cal.RMSE = math.Sqrt(sq / float64(checked))
-	cal.Flagged = cal.MiscalibratedShare > calibrationFlagShare
+}
+
+// cell is the report of the accumulated cell c: its logged mean, the
+// model's prediction and the standard error of the mean.
+func (c *calAcc) cell(d *ingest.Dataset) CalibrationCell {
+	n := float64(c.n)
+	mean := c.sum / n
+	v := math.Max(c.sum2/n-mean*mean, 0) * n / (n - 1)
+	return CalibrationCell{Step: c.step, Count: c.n, Logged: mean, Predicted: c.predicted, StdErr: math.Sqrt(v / n),
+		History: historyName(d, c.k, c.h)}
+}
+
+// worstCells sorts all by decreasing |logged − predicted| (ties by
+// history) and returns the first calibrationWorst.
+func worstCells(all []CalibrationCell) []CalibrationCell {
 	sort.Slice(all, func(i, j int) bool {
 		gi, gj := math.Abs(all[i].Logged-all[i].Predicted), math.Abs(all[j].Logged-all[j].Predicted)
 		if gi != gj {
@@ -232,7 +306,7 @@ func (cal *Calibration) summarise(order []*calAcc, d *ingest.Dataset, steps int)
 		}
 		return all[i].History < all[j].History
 	})
-	cal.Worst = all[:min(len(all), calibrationWorst)]
+	return all[:min(len(all), calibrationWorst)]
 }
 
 // historyName spells o_1,a_1,…,o_h,a_h of episode k in the logs' symbols.

@@ -47,41 +47,48 @@ type compactStats struct {
 	emit [][]float64
 }
 
+// newCompactKernel sets k.cp, the Compact form's step products.
 func newCompactKernel(k *kernel) {
-	m := k.m
-	S, A, V := k.S, k.A, k.V
 	k.cp = &compactKernel{}
 	for t := 0; t < k.nt; t++ {
-		T := m.Trans[t]
 		if k.kind == RewardCategorical {
-			R := m.RewardProb[t]
-			TR := make([]float64, A*V*S*S)
-			g := make([]float64, A*V*S)
-			for a := 0; a < A; a++ {
-				for v := 0; v < V; v++ {
-					for s := 0; s < S; s++ {
-						for s2 := 0; s2 < S; s2++ {
-							x := T[(a*S+s)*S+s2] * R[m.RewardIndex(s, a, s2, 0)*V+v]
-							TR[((a*V+v)*S+s)*S+s2] = x
-							g[(a*V+v)*S+s] += x
-						}
-					}
+			k.addCatTableCompact(t)
+		} else {
+			k.addGaussTableCompact(t)
+		}
+	}
+}
+
+// addCatTableCompact appends step table t's products T·R and their
+// last-step row sums g to k.cp.
+func (k *kernel) addCatTableCompact(t int) {
+	m := k.m
+	S, A, V := k.S, k.A, k.V
+	T, R := m.Trans[t], m.RewardProb[t]
+	TR := make([]float64, A*V*S*S)
+	g := make([]float64, A*V*S)
+	for a := 0; a < A; a++ {
+		for v := 0; v < V; v++ {
+			for s := 0; s < S; s++ {
+				for s2 := 0; s2 < S; s2++ {
+					x := T[(a*S+s)*S+s2] * R[m.RewardIndex(s, a, s2, 0)*V+v]
+					TR[((a*V+v)*S+s)*S+s2] = x
+					g[(a*V+v)*S+s] += x
 				}
 			}
-			k.cp.TR = append(k.cp.TR, TR)
-			k.cp.g = append(k.cp.g, g)
-			continue
 		}
-		n := m.RewardCells()
-		mu, iv, ln := make([]float64, n), make([]float64, n), make([]float64, n)
-		for i := 0; i < n; i++ {
-			v := m.RewardVar[t][i]
-			mu[i], iv[i], ln[i] = m.RewardMean[t][i], 1/v, -0.5*math.Log(2*math.Pi*v)
-		}
-		k.cp.mu = append(k.cp.mu, mu)
-		k.cp.iv = append(k.cp.iv, iv)
-		k.cp.ln = append(k.cp.ln, ln)
 	}
+	k.cp.TR = append(k.cp.TR, TR)
+	k.cp.g = append(k.cp.g, g)
+}
+
+// addGaussTableCompact appends step table t's Gaussian reward means,
+// inverse variances and log normalisers to k.cp.
+func (k *kernel) addGaussTableCompact(t int) {
+	mu, iv, ln := gaussTerms(k.m, t)
+	k.cp.mu = append(k.cp.mu, mu)
+	k.cp.iv = append(k.cp.iv, iv)
+	k.cp.ln = append(k.cp.ln, ln)
 }
 
 // newCompactStats sets the Compact parts of st; dense says whether st
@@ -94,9 +101,7 @@ func newCompactStats(k *kernel, st *stats, H int, dense bool) {
 		if k.kind == RewardCategorical {
 			cs.rc = append(cs.rc, make([]float64, n*V))
 		} else {
-			st.cnt = append(st.cnt, make([]float64, n))
-			st.sr = append(st.sr, make([]float64, n))
-			st.srr = append(st.srr, make([]float64, n))
+			st.appendGaussTable(n)
 		}
 		cs.lastS = append(cs.lastS, make([]float64, S))
 		if dense {
@@ -171,8 +176,7 @@ func (k *kernel) estepCompact(c *coded, k0, k1 int, st *stats, w *work) {
 		base := ep * H
 		ll, ok := k.forwardCompact(c, base, w)
 		if !ok {
-			st.zero++
-			st.ll = math.Inf(-1)
+			st.markImpossible()
 			continue
 		}
 		st.ll += ll
@@ -184,7 +188,7 @@ func (k *kernel) estepCompact(c *coded, k0, k1 int, st *stats, w *work) {
 // w.mstore (the step matrices) for the episode at base, and returns its
 // log-likelihood; ok is false for an impossible episode.
 func (k *kernel) forwardCompact(c *coded, base int, w *work) (float64, bool) {
-	S, O, H := k.S, k.O, c.H
+	S, H := k.S, c.H
 	SS := S * S
 	obs, act := c.obs[base:base+H], c.act[base:base+H]
 	alpha, scale := w.alpha, w.scale
@@ -199,32 +203,9 @@ func (k *kernel) forwardCompact(c *coded, base int, w *work) (float64, bool) {
 		cur := alpha[i*S : (i+1)*S]
 		if i == H-1 {
 			// The last reward: s_{H+1} and o_{H+1} unlogged, Σ_o E = 1.
-			z = 0
-			for s, as := range cur {
-				row := M[s*S : (s+1)*S]
-				for _, x := range row {
-					z += as * x
-				}
-			}
+			z = stepMass(cur, M)
 		} else {
-			E := k.m.Emit[t]
-			o := int(obs[i+1])
-			nxt := alpha[(i+1)*S : (i+2)*S]
-			clear(nxt)
-			for s, as := range cur {
-				row := M[s*S : (s+1)*S]
-				for s2 := range nxt {
-					nxt[s2] += as * row[s2]
-				}
-			}
-			z = 0
-			for s2 := range nxt {
-				nxt[s2] *= E[s2*O+o]
-				z += nxt[s2]
-			}
-			if z > 0 && !math.IsInf(z, 0) {
-				normalize(nxt, z)
-			}
+			z = k.forwardStepCompact(cur, alpha[(i+1)*S:(i+2)*S], M, t, int(obs[i+1]))
 		}
 		if !(z > 0) || math.IsInf(z, 0) {
 			return 0, false
@@ -234,21 +215,68 @@ func (k *kernel) forwardCompact(c *coded, base int, w *work) (float64, bool) {
 	return sumLogs(scale[:H+1]), true
 }
 
+// stepMass is Σ_s cur(s)·Σ_s2 M[s,s2], summed row by row in that order.
+func stepMass(cur, M []float64) float64 {
+	S := len(cur)
+	z := 0.0
+	for s, as := range cur {
+		row := M[s*S : (s+1)*S]
+		for _, x := range row {
+			z += as * x
+		}
+	}
+	return z
+}
+
+// forwardStepCompact sets nxt = (cur·M)∘E(o|·) / z for the step matrix M
+// of table t and the next observation o, and returns z (nxt is left
+// unnormalised when z is not positive and finite).
+func (k *kernel) forwardStepCompact(cur, nxt, M []float64, t, o int) float64 {
+	S, O := k.S, k.O
+	E := k.m.Emit[t]
+	clear(nxt)
+	for s, as := range cur {
+		row := M[s*S : (s+1)*S]
+		for s2 := range nxt {
+			nxt[s2] += as * row[s2]
+		}
+	}
+	z := 0.0
+	for s2 := range nxt {
+		nxt[s2] *= E[s2*O+o]
+		z += nxt[s2]
+	}
+	if z > 0 && !math.IsInf(z, 0) {
+		normalize(nxt, z)
+	}
+	return z
+}
+
 // backwardCompact runs the scaled backward pass of the episode at base
 // after forwardCompact, adds the step counts to st and writes the
 // posteriors of s_1..s_H into gam (H×S).
 func (k *kernel) backwardCompact(c *coded, base int, st *stats, w *work, gam []float64) {
-	S, O, H := k.S, k.O, c.H
-	SS := S * S
-	obs, act := c.obs[base:base+H], c.act[base:base+H]
-	alpha, scale, beta, bp := w.alpha, w.scale, w.beta, w.bp
-	// Last step: β̂_H(s) = Σ_s2 M_H[s,s2] / c_{H+1}.
-	tH := k.table(H)
-	aL := int(act[H-1])
-	M := w.mat(H-1, SS)
-	if k.kind == RewardCategorical {
-		M = k.stepMatrix(tH, aL, 0, k.rvAt(c, base+H-1), nil)
+	S, H := k.S, c.H
+	k.backwardLastCompact(c, base, st, w, gam)
+	for i := H - 2; i >= 0; i-- {
+		k.backwardStepCompact(c, base, i, st, w)
+		cur := w.alpha[i*S : (i+1)*S]
+		for s := range w.beta {
+			gam[i*S+s] = cur[s] * w.beta[s]
+		}
 	}
+}
+
+// backwardLastCompact is the last step of backwardCompact:
+// β̂_H(s) = Σ_s2 M_H[s,s2] / c_{H+1}. It adds the step's counts and the
+// posterior of the unlogged s_{H+1} to st and writes the posterior of s_H
+// into gam.
+func (k *kernel) backwardLastCompact(c *coded, base int, st *stats, w *work, gam []float64) {
+	S, H := k.S, c.H
+	alpha, scale, beta := w.alpha, w.scale, w.beta
+	tH := k.table(H)
+	aL := int(c.act[base+H-1])
+	M := k.storedStepMatrix(c, base, H-1, tH, aL, w)
 	inv := 1 / scale[H]
 	aH := alpha[(H-1)*S : H*S]
 	rL, vL := k.reward(c, base+H-1), k.rvAt(c, base+H-1)
@@ -269,38 +297,55 @@ func (k *kernel) backwardCompact(c *coded, base int, st *stats, w *work, gam []f
 	for s := range beta {
 		gam[(H-1)*S+s] = aH[s] * beta[s]
 	}
-	for i := H - 2; i >= 0; i-- {
-		t := k.table(i + 1)
-		a, o := int(act[i]), int(obs[i+1])
-		M := w.mat(i, SS)
-		if k.kind == RewardCategorical {
-			M = k.stepMatrix(t, a, 0, k.rvAt(c, base+i), nil)
-		}
-		E := k.m.Emit[t]
-		r, v := k.reward(c, base+i), k.rvAt(c, base+i)
-		inv := 1 / scale[i+1]
-		for s2 := range bp {
-			bp[s2] = beta[s2] * E[s2*O+o] * inv
-		}
-		cur := alpha[i*S : (i+1)*S]
-		B := st.block(k, t, a, v, w.xi)
-		for s, as := range cur {
-			row := M[s*S : (s+1)*S]
-			brow := B[s*S : (s+1)*S]
-			row, brow = row[:len(bp)], brow[:len(bp)]
-			sum := 0.0
-			for s2, b := range bp {
-				mb := row[s2] * b
-				brow[s2] += as * mb
-				sum += mb
-			}
-			beta[s] = sum
-		}
-		st.flush(k, t, a, r, w.xi)
-		for s := range beta {
-			gam[i*S+s] = cur[s] * beta[s]
-		}
+}
+
+// backwardStepCompact is step i of backwardCompact: it sets w.beta from
+// β̂_{i+2} to β̂_{i+1} and adds the step's counts to st.
+func (k *kernel) backwardStepCompact(c *coded, base, i int, st *stats, w *work) {
+	S, O := k.S, k.O
+	alpha, beta, bp := w.alpha, w.beta, w.bp
+	t := k.table(i + 1)
+	a, o := int(c.act[base+i]), int(c.obs[base+i+1])
+	M := k.storedStepMatrix(c, base, i, t, a, w)
+	E := k.m.Emit[t]
+	r, v := k.reward(c, base+i), k.rvAt(c, base+i)
+	inv := 1 / w.scale[i+1]
+	for s2 := range bp {
+		bp[s2] = beta[s2] * E[s2*O+o] * inv
 	}
+	B := st.block(k, t, a, v, w.xi)
+	backwardStepPosterior(alpha[i*S:(i+1)*S], bp, beta, M, B)
+	st.flush(k, t, a, r, w.xi)
+}
+
+// backwardStepPosterior is the core of a Compact backward step: with
+// bp = β̂_{h+1}∘E/c_{h+1} and cur = α̂_h it adds the step posterior
+// cur(s)·M[s,s2]·bp(s2) to B and sets beta = M·bp.
+func backwardStepPosterior(cur, bp, beta, M, B []float64) {
+	S := len(cur)
+	for s, as := range cur {
+		row := M[s*S : (s+1)*S]
+		brow := B[s*S : (s+1)*S]
+		row, brow = row[:len(bp)], brow[:len(bp)]
+		sum := 0.0
+		for s2, b := range bp {
+			mb := row[s2] * b
+			brow[s2] += as * mb
+			sum += mb
+		}
+		beta[s] = sum
+	}
+}
+
+// storedStepMatrix is the (a, r)-part of step i (table t, action a) of
+// the episode at base after forwardCompact: the kernel's for categorical
+// rewards, the one stored in w for Gaussian rewards.
+func (k *kernel) storedStepMatrix(c *coded, base, i, t, a int, w *work) []float64 {
+	M := w.mat(i, k.S*k.S)
+	if k.kind == RewardCategorical {
+		M = k.stepMatrix(t, a, 0, k.rvAt(c, base+i), nil)
+	}
+	return M
 }
 
 func (k *kernel) reward(c *coded, i int) float64 {
@@ -322,17 +367,19 @@ func (k *kernel) rvAt(c *coded, i int) uint8 {
 func (st *stats) addCompact(k *kernel, c *coded, o *stats) {
 	st.ll += o.ll
 	st.zero += o.zero
-	for t := range st.cnt {
-		addTo(st.cnt[t], o.cnt[t])
-		addTo(st.sr[t], o.sr[t])
-		addTo(st.srr[t], o.srr[t])
-	}
+	st.addGauss(o)
 	for t := range st.cp.rc {
 		addTo(st.cp.rc[t], o.cp.rc[t])
 	}
 	for t := range st.cp.lastS {
 		addTo(st.cp.lastS[t], o.cp.lastS[t])
 	}
+	st.scatterPosteriors(k, c, o)
+}
+
+// scatterPosteriors adds block o's per-step posteriors, episode by
+// episode, into the total's initial and dense emission counts.
+func (st *stats) scatterPosteriors(k *kernel, c *coded, o *stats) {
 	S, O, H := k.S, k.O, c.H
 	for ep := o.cp.k0; ep < o.cp.k1; ep++ {
 		g := o.cp.gam[(ep-o.cp.k0)*H*S : (ep-o.cp.k0+1)*H*S]
@@ -357,63 +404,82 @@ func addTo(d, s []float64) {
 
 // mstepCompact is mstep for the Compact form.
 func (k *kernel) mstepCompact(st *stats, c *coded, eps float64, nm *Model) {
-	m := k.m
-	S, O, A, V := k.S, k.O, k.A, k.V
-	n := S * A * S
+	S, O, A := k.S, k.O, k.A
 	for t := 0; t < k.nt; t++ {
 		tc := make([]float64, A*S*S)
-		ec := slices.Clone(st.cp.emit[t])
-		Eold := m.Emit[t]
-		// Expected emission counts of the unlogged o_{H+1}.
-		for s2, x := range st.cp.lastS[t] {
-			for o := 0; o < O; o++ {
-				ec[s2*O+o] += x * Eold[s2*O+o]
-			}
-		}
-		// Step layout (a*S+s)*S+s2 to RewardIndex (s*A+a)*S+s2.
-		ri := func(a, s, s2 int) int { return (s*A+a)*S + s2 }
+		ec := k.emitCountsCompact(st, t)
 		if k.kind == RewardCategorical {
-			C := make([]float64, n*V)
-			R := st.cp.rc[t]
-			for a := 0; a < A; a++ {
-				for v := 0; v < V; v++ {
-					for s := 0; s < S; s++ {
-						for s2 := 0; s2 < S; s2++ {
-							x := R[((a*V+v)*S+s)*S+s2]
-							C[ri(a, s, s2)*V+v] = x
-							tc[(a*S+s)*S+s2] += x
-						}
-					}
-				}
-			}
-			for i := 0; i < n; i++ {
-				normRow(C[i*V:(i+1)*V], eps)
-			}
-			nm.RewardProb = append(nm.RewardProb, C)
+			nm.RewardProb = append(nm.RewardProb, k.catRewardsCompact(st, t, eps, tc))
 		} else {
-			cnt, sr, srr := make([]float64, n), make([]float64, n), make([]float64, n)
-			for a := 0; a < A; a++ {
-				for s := 0; s < S; s++ {
-					for s2 := 0; s2 < S; s2++ {
-						j := (a*S+s)*S + s2
-						cnt[ri(a, s, s2)], sr[ri(a, s, s2)], srr[ri(a, s, s2)] = st.cnt[t][j], st.sr[t][j], st.srr[t][j]
-						tc[j] = st.cnt[t][j]
-					}
-				}
-			}
-			mean, vr := gaussianMStep(cnt, sr, srr, c, eps)
+			mean, vr := k.gaussRewardsCompact(st, t, c, eps, tc)
 			nm.RewardMean = append(nm.RewardMean, mean)
 			nm.RewardVar = append(nm.RewardVar, vr)
 		}
-		for r := 0; r < A*S; r++ {
-			normRow(tc[r*S:(r+1)*S], eps)
-		}
-		for r := 0; r < S; r++ {
-			normRow(ec[r*O:(r+1)*O], eps)
-		}
+		normRows(tc, A*S, S, eps)
+		normRows(ec, S, O, eps)
 		nm.Trans = append(nm.Trans, tc)
 		nm.Emit = append(nm.Emit, ec)
 	}
+}
+
+// emitCountsCompact is table t's expected emission counts: the logged
+// steps' and, under the current emission, the unlogged o_{H+1}'s.
+func (k *kernel) emitCountsCompact(st *stats, t int) []float64 {
+	O := k.O
+	ec := slices.Clone(st.cp.emit[t])
+	Eold := k.m.Emit[t]
+	// Expected emission counts of the unlogged o_{H+1}.
+	for s2, x := range st.cp.lastS[t] {
+		for o := 0; o < O; o++ {
+			ec[s2*O+o] += x * Eold[s2*O+o]
+		}
+	}
+	return ec
+}
+
+// rewardIndexCompact maps the step layout (a*S+s)*S+s2 to RewardIndex
+// (s*A+a)*S+s2.
+func (k *kernel) rewardIndexCompact(a, s, s2 int) int { return (s*k.A+a)*k.S + s2 }
+
+// catRewardsCompact is table t's categorical reward M-step; it adds the
+// transition counts into tc.
+func (k *kernel) catRewardsCompact(st *stats, t int, eps float64, tc []float64) []float64 {
+	S, A, V := k.S, k.A, k.V
+	n := S * A * S
+	C := make([]float64, n*V)
+	R := st.cp.rc[t]
+	for a := 0; a < A; a++ {
+		for v := 0; v < V; v++ {
+			for s := 0; s < S; s++ {
+				for s2 := 0; s2 < S; s2++ {
+					x := R[((a*V+v)*S+s)*S+s2]
+					C[k.rewardIndexCompact(a, s, s2)*V+v] = x
+					tc[(a*S+s)*S+s2] += x
+				}
+			}
+		}
+	}
+	normRows(C, n, V, eps)
+	return C
+}
+
+// gaussRewardsCompact is table t's Gaussian reward M-step (means and
+// variances); it sets the transition counts tc.
+func (k *kernel) gaussRewardsCompact(st *stats, t int, c *coded, eps float64, tc []float64) (mean, vr []float64) {
+	S, A := k.S, k.A
+	n := S * A * S
+	cnt, sr, srr := make([]float64, n), make([]float64, n), make([]float64, n)
+	for a := 0; a < A; a++ {
+		for s := 0; s < S; s++ {
+			for s2 := 0; s2 < S; s2++ {
+				j := (a*S+s)*S + s2
+				ri := k.rewardIndexCompact(a, s, s2)
+				cnt[ri], sr[ri], srr[ri] = st.cnt[t][j], st.sr[t][j], st.srr[t][j]
+				tc[j] = st.cnt[t][j]
+			}
+		}
+	}
+	return gaussianMStep(cnt, sr, srr, c, eps)
 }
 
 // gaussianMStep returns the reward means and variances of the M-step from
@@ -425,19 +491,27 @@ func gaussianMStep(cnt, sr, srr []float64, c *coded, eps float64) (mean, vr []fl
 	floor := c.varFloor()
 	gm, gv := c.rewMean, c.rewVar
 	for i, x := range cnt {
-		w := x + eps
-		if w > 0 {
-			mu := (sr[i] + eps*gm) / w
-			mean[i] = mu
-			vr[i] = (srr[i]+eps*(gm*gm+gv))/w - mu*mu
-		} else {
-			mean[i], vr[i] = gm, gv
-		}
-		if !(vr[i] >= floor) {
-			vr[i] = floor
-		}
+		mean[i], vr[i] = gaussCell(x, sr[i], srr[i], eps, gm, gv, floor)
 	}
 	return mean, vr
+}
+
+// gaussCell is the M-step's mean and variance of one reward cell from its
+// posterior count x, Σ ξ·r = sr and Σ ξ·r² = srr, with eps
+// pseudo-observations of the data's mean gm and variance gv; the variance
+// is at least floor.
+func gaussCell(x, sr, srr, eps, gm, gv, floor float64) (mu, v float64) {
+	w := x + eps
+	if w > 0 {
+		mu = (sr + eps*gm) / w
+		v = (srr+eps*(gm*gm+gv))/w - mu*mu
+	} else {
+		mu, v = gm, gv
+	}
+	if !(v >= floor) {
+		v = floor
+	}
+	return mu, v
 }
 
 // mat is the stored step matrix i (n numbers each) of a Gaussian E-step,

@@ -46,6 +46,25 @@ func checkDataset(d *ingest.Dataset) error {
 	if d == nil || d.Horizon <= 0 {
 		return errorf(ErrData, "empty dataset")
 	}
+	if err := checkLengths(d); err != nil {
+		return err
+	}
+	n := d.NumEpisodes() * d.Horizon
+	O, A := d.NumObs(), d.NumActions()
+	if O == 0 || A == 0 {
+		return errorf(ErrData, "empty vocabulary")
+	}
+	for i := 0; i < n; i++ {
+		if err := checkStep(d, i, O, A); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkLengths checks that d has episodes and that its columns hold
+// them.
+func checkLengths(d *ingest.Dataset) error {
 	K := d.NumEpisodes()
 	H := d.Horizon
 	if K == 0 {
@@ -58,21 +77,22 @@ func checkDataset(d *ingest.Dataset) error {
 	if d.Propensity != nil && len(d.Propensity) != n {
 		return errorf(ErrData, "%d propensities for %d steps", len(d.Propensity), n)
 	}
-	O, A := d.NumObs(), d.NumActions()
-	if O == 0 || A == 0 {
-		return errorf(ErrData, "empty vocabulary")
+	return nil
+}
+
+// checkStep checks step i of d: its codes against O observations and A
+// actions, a finite reward and a propensity in (0,1].
+func checkStep(d *ingest.Dataset, i, O, A int) error {
+	H := d.Horizon
+	if int(d.Obs[i]) >= O || int(d.Act[i]) >= A {
+		return errorf(ErrData, "episode %d step %d: code out of vocabulary", i/H, i%H+1)
 	}
-	for i := 0; i < n; i++ {
-		if int(d.Obs[i]) >= O || int(d.Act[i]) >= A {
-			return errorf(ErrData, "episode %d step %d: code out of vocabulary", i/H, i%H+1)
-		}
-		if r := d.Reward[i]; math.IsNaN(r) || math.IsInf(r, 0) {
-			return errorf(ErrData, "episode %d step %d: reward %v", i/H, i%H+1, r)
-		}
-		if d.Propensity != nil {
-			if p := d.Propensity[i]; !(p > 0 && p <= 1) {
-				return errorf(ErrData, "episode %d step %d: propensity %v", i/H, i%H+1, p)
-			}
+	if r := d.Reward[i]; math.IsNaN(r) || math.IsInf(r, 0) {
+		return errorf(ErrData, "episode %d step %d: reward %v", i/H, i%H+1, r)
+	}
+	if d.Propensity != nil {
+		if p := d.Propensity[i]; !(p > 0 && p <= 1) {
+			return errorf(ErrData, "episode %d step %d: propensity %v", i/H, i%H+1, p)
 		}
 	}
 	return nil
@@ -89,16 +109,22 @@ func code(d *ingest.Dataset, kind RewardKind, values []float64) *coded {
 			c.rv[i] = uint8(sort.SearchFloat64s(values, r))
 		}
 	}
-	n := float64(len(d.Reward))
-	for _, r := range d.Reward {
-		c.rewMean += r
-	}
-	c.rewMean /= n
-	for _, r := range d.Reward {
-		c.rewVar += (r - c.rewMean) * (r - c.rewMean)
-	}
-	c.rewVar /= n
+	c.rewMean, c.rewVar = meanVar(d.Reward)
 	return c
+}
+
+// meanVar is the mean and the (population) variance of xs.
+func meanVar(xs []float64) (mean, vr float64) {
+	n := float64(len(xs))
+	for _, r := range xs {
+		mean += r
+	}
+	mean /= n
+	for _, r := range xs {
+		vr += (r - mean) * (r - mean)
+	}
+	vr /= n
+	return mean, vr
 }
 
 // varFloor is the smallest variance of a Gaussian reward emission: 1e-4 of

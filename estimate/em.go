@@ -35,6 +35,8 @@ type kernel struct {
 	cp *compactKernel
 }
 
+// newKernel computes the step products of m that the E-step reads
+// (the Compact form's through newCompactKernel).
 func newKernel(m *Model, c *coded) *kernel {
 	S, O, A := m.States, m.NumObs, m.NumActions
 	k := &kernel{m: m, S: S, O: O, A: A, H: m.Horizon, nt: len(m.Trans), kind: m.Reward}
@@ -46,54 +48,74 @@ func newKernel(m *Model, c *coded) *kernel {
 		return k
 	}
 	for t := 0; t < k.nt; t++ {
-		T, E := m.Trans[t], m.Emit[t]
 		if k.kind == RewardCategorical {
-			V := k.V
-			R := m.RewardProb[t]
-			M := make([]float64, A*O*V*S*S)
-			g := make([]float64, A*V*S)
-			for a := 0; a < A; a++ {
-				for o := 0; o < O; o++ {
-					for v := 0; v < V; v++ {
-						blk := M[((a*O+o)*V+v)*S*S:]
-						for s := 0; s < S; s++ {
-							for s2 := 0; s2 < S; s2++ {
-								x := T[(a*S+s)*S+s2] * E[(a*S+s2)*O+o] * R[m.RewardIndex(s, a, s2, o)*V+v]
-								blk[s*S+s2] = x
-								g[(a*V+v)*S+s] += x
-							}
-						}
-					}
-				}
-			}
-			k.M = append(k.M, M)
-			k.g = append(k.g, g)
-			continue
+			k.addCatTable(t)
+		} else {
+			k.addGaussTable(t)
 		}
-		TE := make([]float64, A*O*S*S)
-		for a := 0; a < A; a++ {
-			for o := 0; o < O; o++ {
-				for s := 0; s < S; s++ {
-					for s2 := 0; s2 < S; s2++ {
-						TE[((a*O+o)*S+s)*S+s2] = T[(a*S+s)*S+s2] * E[(a*S+s2)*O+o]
-					}
-				}
-			}
-		}
-		n := S * A * S * O
-		mu, iv, ln := make([]float64, n), make([]float64, n), make([]float64, n)
-		for i := 0; i < n; i++ {
-			v := m.RewardVar[t][i]
-			mu[i] = m.RewardMean[t][i]
-			iv[i] = 1 / v
-			ln[i] = -0.5 * math.Log(2*math.Pi*v)
-		}
-		k.TE = append(k.TE, TE)
-		k.mu = append(k.mu, mu)
-		k.iv = append(k.iv, iv)
-		k.ln = append(k.ln, ln)
 	}
 	return k
+}
+
+// addCatTable appends step table t's categorical step matrix M and its
+// last-step row sums g (s2 and o summed out) to k.M and k.g.
+func (k *kernel) addCatTable(t int) {
+	m, S, O, A, V := k.m, k.S, k.O, k.A, k.V
+	T, E, R := m.Trans[t], m.Emit[t], m.RewardProb[t]
+	M := make([]float64, A*O*V*S*S)
+	g := make([]float64, A*V*S)
+	for a := 0; a < A; a++ {
+		for o := 0; o < O; o++ {
+			for v := 0; v < V; v++ {
+				blk := M[((a*O+o)*V+v)*S*S:]
+				for s := 0; s < S; s++ {
+					for s2 := 0; s2 < S; s2++ {
+						x := T[(a*S+s)*S+s2] * E[(a*S+s2)*O+o] * R[m.RewardIndex(s, a, s2, o)*V+v]
+						blk[s*S+s2] = x
+						g[(a*V+v)*S+s] += x
+					}
+				}
+			}
+		}
+	}
+	k.M = append(k.M, M)
+	k.g = append(k.g, g)
+}
+
+// addGaussTable appends step table t's products T·E and its Gaussian
+// reward means, inverse variances and log normalisers to k.
+func (k *kernel) addGaussTable(t int) {
+	m, S, O, A := k.m, k.S, k.O, k.A
+	T, E := m.Trans[t], m.Emit[t]
+	TE := make([]float64, A*O*S*S)
+	for a := 0; a < A; a++ {
+		for o := 0; o < O; o++ {
+			for s := 0; s < S; s++ {
+				for s2 := 0; s2 < S; s2++ {
+					TE[((a*O+o)*S+s)*S+s2] = T[(a*S+s)*S+s2] * E[(a*S+s2)*O+o]
+				}
+			}
+		}
+	}
+	mu, iv, ln := gaussTerms(m, t)
+	k.TE = append(k.TE, TE)
+	k.mu = append(k.mu, mu)
+	k.iv = append(k.iv, iv)
+	k.ln = append(k.ln, ln)
+}
+
+// gaussTerms returns step table t's Gaussian reward means, inverse
+// variances and log normalisers −½·ln(2π·σ²) per RewardIndex.
+func gaussTerms(m *Model, t int) (mu, iv, ln []float64) {
+	n := m.RewardCells()
+	mu, iv, ln = make([]float64, n), make([]float64, n), make([]float64, n)
+	for i := 0; i < n; i++ {
+		v := m.RewardVar[t][i]
+		mu[i] = m.RewardMean[t][i]
+		iv[i] = 1 / v
+		ln[i] = -0.5 * math.Log(2*math.Pi*v)
+	}
+	return mu, iv, ln
 }
 
 // stats are the expected sufficient statistics of one E-step (or block).
@@ -128,27 +150,27 @@ func newStats(k *kernel, H int, total bool) *stats {
 			st.bucket = append(st.bucket, make([]float64, A*O*V*S*S))
 			st.last = append(st.last, make([]float64, A*V*S))
 		} else {
-			n := S * A * S * O
-			st.cnt = append(st.cnt, make([]float64, n))
-			st.sr = append(st.sr, make([]float64, n))
-			st.srr = append(st.srr, make([]float64, n))
+			st.appendGaussTable(S * A * S * O)
 		}
 	}
 	return st
 }
 
+// appendGaussTable appends a table of n cells of zero Gaussian counts
+// and reward sums to st.
+func (st *stats) appendGaussTable(n int) {
+	st.cnt = append(st.cnt, make([]float64, n))
+	st.sr = append(st.sr, make([]float64, n))
+	st.srr = append(st.srr, make([]float64, n))
+}
+
+// each calls f on every vector of st in a fixed order, with a slot
+// number i: 0 for the initial and the Compact form's counts, 1 + the
+// vector's place among the per-table vectors otherwise.
 func (st *stats) each(f func(dst []float64, i int)) {
 	f(st.init, 0)
 	if st.cp != nil {
-		for t := range st.cp.rc {
-			f(st.cp.rc[t], 0)
-		}
-		for t := range st.cp.lastS {
-			f(st.cp.lastS[t], 0)
-		}
-		for t := range st.cp.emit {
-			f(st.cp.emit[t], 0)
-		}
+		st.cp.each(f)
 	}
 	for t := range st.bucket {
 		f(st.bucket[t], 1+t)
@@ -161,6 +183,20 @@ func (st *stats) each(f func(dst []float64, i int)) {
 	}
 }
 
+// each calls f on every vector of cs with index 0.
+func (cs *compactStats) each(f func(dst []float64, i int)) {
+	for t := range cs.rc {
+		f(cs.rc[t], 0)
+	}
+	for t := range cs.lastS {
+		f(cs.lastS[t], 0)
+	}
+	for t := range cs.emit {
+		f(cs.emit[t], 0)
+	}
+}
+
+// reset zeroes st.
 func (st *stats) reset() {
 	st.ll, st.zero = 0, 0
 	st.each(func(d []float64, _ int) { clear(d) })
@@ -170,21 +206,20 @@ func (st *stats) reset() {
 func (st *stats) add(o *stats) {
 	st.ll += o.ll
 	st.zero += o.zero
-	add := func(d, s []float64) {
-		s = s[:len(d)]
-		for i := range d {
-			d[i] += s[i]
-		}
-	}
-	add(st.init, o.init)
+	addTo(st.init, o.init)
 	for t := range st.bucket {
-		add(st.bucket[t], o.bucket[t])
-		add(st.last[t], o.last[t])
+		addTo(st.bucket[t], o.bucket[t])
+		addTo(st.last[t], o.last[t])
 	}
+	st.addGauss(o)
+}
+
+// addGauss adds o's Gaussian counts and reward sums into st.
+func (st *stats) addGauss(o *stats) {
 	for t := range st.cnt {
-		add(st.cnt[t], o.cnt[t])
-		add(st.sr[t], o.sr[t])
-		add(st.srr[t], o.srr[t])
+		addTo(st.cnt[t], o.cnt[t])
+		addTo(st.sr[t], o.sr[t])
+		addTo(st.srr[t], o.srr[t])
 	}
 }
 
@@ -214,13 +249,7 @@ func (k *kernel) table(h int) int {
 // P(s_1 | o_1) = Init(s)·Obs1(o_1|s)/c_1, and returns c_1 = P(o_1) (0 when
 // o_1 is impossible, a0 then unnormalised).
 func (k *kernel) firstForward(a0 []float64, o1 int) float64 {
-	init, obs1, O := k.m.Init, k.m.Obs1, k.O
-	z := 0.0
-	for s := range a0 {
-		x := init[s] * obs1[s*O+o1]
-		a0[s] = x
-		z += x
-	}
+	z := k.m.firstLik(a0, o1)
 	if z > 0 {
 		normalize(a0, z)
 	}
@@ -241,16 +270,11 @@ func forwardStep(cur, nxt, M []float64) (z float64, ok bool) {
 			nxt[s2] += as * row[s2]
 		}
 	}
-	for _, x := range nxt {
-		z += x
-	}
+	z = sumOf(nxt)
 	if !(z > 0) || math.IsInf(z, 0) {
 		return z, false
 	}
-	inv := 1 / z
-	for s2 := range nxt {
-		nxt[s2] *= inv
-	}
+	normalize(nxt, z)
 	return z, true
 }
 
@@ -271,6 +295,21 @@ func addProducts(dst, a, b []float64) {
 	}
 }
 
+// markImpossible records an episode of probability 0 under the model: it
+// is left out of the counts and makes the log-likelihood −∞.
+func (st *stats) markImpossible() {
+	st.zero++
+	st.ll = math.Inf(-1)
+}
+
+// scaleInto sets dst[s] = src[s]·inv: the backward vector β̂_{h+1}
+// divided by its step's normaliser.
+func scaleInto(dst, src []float64, inv float64) {
+	for s := range dst {
+		dst[s] = src[s] * inv
+	}
+}
+
 // estepCat runs scaled forward–backward on episodes [k0, k1) with
 // categorical rewards and adds their statistics to st.
 //
@@ -278,190 +317,280 @@ func addProducts(dst, a, b []float64) {
 // normaliser c_h, so ln P = Σ_h ln c_h never underflows; β̂ is scaled by
 // the same c's, so that Σ_s α̂_h(s)·β̂_h(s) = 1 at every h.
 func (k *kernel) estepCat(c *coded, k0, k1 int, st *stats, w *work) {
-	S, O, V, H := k.S, k.O, k.V, c.H
-	SS := S * S
+	H := c.H
 	for ep := k0; ep < k1; ep++ {
 		base := ep * H
-		obs := c.obs[base : base+H]
-		act := c.act[base : base+H]
-		rv := c.rv[base : base+H]
-		alpha, scale := w.alpha, w.scale
-		// Forward.
-		o1 := int(obs[0])
-		a0 := alpha[:S]
-		z := k.firstForward(a0, o1)
-		ok := z > 0
-		scale[0] = z
-		for i := 0; ok && i < H-1; i++ {
-			t := k.table(i + 1)
-			idx := (int(act[i])*O+int(obs[i+1]))*V + int(rv[i])
-			M := k.M[t][idx*SS : (idx+1)*SS]
-			if z, ok = forwardStep(alpha[i*S:(i+1)*S], alpha[(i+1)*S:(i+2)*S], M); !ok {
-				break
-			}
-			scale[i+1] = z
+		e := catEpisode{k: k, w: w, obs: c.obs[base : base+H], act: c.act[base : base+H], rv: c.rv[base : base+H]}
+		e.run(st)
+	}
+}
+
+// catEpisode is the forward–backward pass of one episode with
+// categorical rewards (estepCat), in the kernel k and scratch w.
+type catEpisode struct {
+	k        *kernel
+	w        *work
+	obs, act []uint16
+	rv       []uint8
+	// tH and lastIdx locate the last step's row sums in k.g (set by
+	// forward).
+	tH, lastIdx int
+}
+
+// run adds the episode's statistics to st, or marks it impossible.
+func (e *catEpisode) run(st *stats) {
+	S, H := e.k.S, len(e.obs)
+	if !e.forward() {
+		st.markImpossible()
+		return
+	}
+	st.ll += sumLogs(e.w.scale[:H+1])
+	e.backward(st)
+	o1 := int(e.obs[0])
+	addProducts(st.init[o1*S:(o1+1)*S], e.w.alpha[:S], e.w.beta)
+}
+
+// stepIndex is the index (a_i, o_{i+1}, r_i) of step i's S×S matrix in
+// the kernel's M (and of its bucket in the stats).
+func (e *catEpisode) stepIndex(i int) int {
+	return (int(e.act[i])*e.k.O+int(e.obs[i+1]))*e.k.V + int(e.rv[i])
+}
+
+// forward runs the scaled forward pass into w.alpha and w.scale, the last
+// normaliser c_{H+1} = Σ_s α̂_H(s)·g(s) included; it is false when the
+// episode is impossible under the model.
+func (e *catEpisode) forward() bool {
+	k, alpha, scale := e.k, e.w.alpha, e.w.scale
+	S, H := k.S, len(e.obs)
+	SS := S * S
+	z := k.firstForward(alpha[:S], int(e.obs[0]))
+	ok := z > 0
+	scale[0] = z
+	for i := 0; ok && i < H-1; i++ {
+		idx := e.stepIndex(i)
+		M := k.M[k.table(i+1)][idx*SS : (idx+1)*SS]
+		if z, ok = forwardStep(alpha[i*S:(i+1)*S], alpha[(i+1)*S:(i+2)*S], M); !ok {
+			break
 		}
-		var gg []float64
-		var tH, lastIdx int
-		if ok {
-			tH = k.table(H)
-			lastIdx = (int(act[H-1])*V + int(rv[H-1])) * S
-			gg = k.g[tH][lastIdx : lastIdx+S]
-			aH := alpha[(H-1)*S : H*S]
-			z = 0
-			for s, x := range aH {
-				z += x * gg[s]
-			}
-			ok = z > 0
-			scale[H] = z
+		scale[i+1] = z
+	}
+	return ok && e.lastForward()
+}
+
+// lastForward locates the last step's row sums g in the kernel and sets
+// scale[H] to c_{H+1} = Σ_s α̂_H(s)·g(s); it reports whether c_{H+1} is
+// positive and finite.
+func (e *catEpisode) lastForward() bool {
+	k, S, H := e.k, e.k.S, len(e.obs)
+	e.tH = k.table(H)
+	e.lastIdx = (int(e.act[H-1])*k.V + int(e.rv[H-1])) * S
+	gg := k.g[e.tH][e.lastIdx : e.lastIdx+S]
+	aH := e.w.alpha[(H-1)*S : H*S]
+	z := 0.0
+	for s, x := range aH {
+		z += x * gg[s]
+	}
+	e.w.scale[H] = z
+	return z > 0 && !math.IsInf(z, 0) && !math.IsNaN(z)
+}
+
+// backward runs the scaled backward pass after forward, leaving β̂_1 in
+// w.beta; it adds α̂_H/c_{H+1} to st.last and α̂_h(s)·β̂_{h+1}(s2)/c_{h+1}
+// to st.bucket.
+func (e *catEpisode) backward(st *stats) {
+	k, alpha, scale, beta := e.k, e.w.alpha, e.w.scale, e.w.beta
+	S, H := k.S, len(e.obs)
+	SS := S * S
+	inv := 1 / scale[H]
+	gg := k.g[e.tH][e.lastIdx : e.lastIdx+S]
+	last := st.last[e.tH][e.lastIdx : e.lastIdx+S]
+	aH := alpha[(H-1)*S : H*S]
+	for s := range beta {
+		last[s] += aH[s] * inv
+		beta[s] = gg[s] * inv
+	}
+	for i := H - 2; i >= 0; i-- {
+		t := k.table(i + 1)
+		idx := e.stepIndex(i)
+		scaleInto(e.w.bp, beta, 1/scale[i+1])
+		backwardStepCat(alpha[i*S:(i+1)*S], e.w.bp, beta, k.M[t][idx*SS:(idx+1)*SS], st.bucket[t][idx*SS:(idx+1)*SS])
+	}
+}
+
+// backwardStepCat is one step of the categorical backward pass: with
+// bp = β̂_{h+1}/c_{h+1} and cur = α̂_h, it adds cur(s)·bp(s2) to the
+// bucket B and sets beta = M·bp.
+func backwardStepCat(cur, bp, beta, M, B []float64) {
+	S := len(cur)
+	for s, as := range cur {
+		row := M[s*S : (s+1)*S]
+		brow := B[s*S : (s+1)*S]
+		row = row[:len(bp)]
+		brow = brow[:len(bp)]
+		sum := 0.0
+		for s2, b := range bp {
+			brow[s2] += as * b
+			sum += row[s2] * b
 		}
-		if !ok || math.IsInf(z, 0) || math.IsNaN(z) {
-			st.zero++
-			st.ll = math.Inf(-1)
-			continue
-		}
-		st.ll += sumLogs(scale[:H+1])
-		// Backward.
-		beta, bp := w.beta, w.bp
-		inv := 1 / scale[H]
-		last := st.last[tH][lastIdx : lastIdx+S]
-		aH := alpha[(H-1)*S : H*S]
-		for s := range beta {
-			last[s] += aH[s] * inv
-			beta[s] = gg[s] * inv
-		}
-		for i := H - 2; i >= 0; i-- {
-			t := k.table(i + 1)
-			idx := (int(act[i])*O+int(obs[i+1]))*V + int(rv[i])
-			M := k.M[t][idx*SS : (idx+1)*SS]
-			B := st.bucket[t][idx*SS : (idx+1)*SS]
-			inv := 1 / scale[i+1]
-			for s2 := range bp {
-				bp[s2] = beta[s2] * inv
-			}
-			cur := alpha[i*S : (i+1)*S]
-			for s, as := range cur {
-				row := M[s*S : (s+1)*S]
-				brow := B[s*S : (s+1)*S]
-				row = row[:len(bp)]
-				brow = brow[:len(bp)]
-				sum := 0.0
-				for s2, b := range bp {
-					brow[s2] += as * b
-					sum += row[s2] * b
-				}
-				beta[s] = sum
-			}
-		}
-		addProducts(st.init[o1*S:(o1+1)*S], a0, beta)
+		beta[s] = sum
 	}
 }
 
 // estepGauss is estepCat for Gaussian rewards: the step matrices depend
 // on the logged reward and are built per step.
 func (k *kernel) estepGauss(c *coded, k0, k1 int, st *stats, w *work) {
-	S, O, A, H := k.S, k.O, k.A, c.H
-	SS := S * S
+	H := c.H
 	for ep := k0; ep < k1; ep++ {
 		base := ep * H
-		obs := c.obs[base : base+H]
-		act := c.act[base : base+H]
-		rew := c.rew[base : base+H]
-		alpha, scale := w.alpha, w.scale
-		// Forward.
-		o1 := int(obs[0])
-		a0 := alpha[:S]
-		z := k.firstForward(a0, o1)
-		ok := z > 0
-		scale[0] = z
-		for i := 0; ok && i < H-1; i++ {
-			t := k.table(i + 1)
-			a, o, r := int(act[i]), int(obs[i+1]), rew[i]
-			TE := k.TE[t][(a*O+o)*SS : (a*O+o+1)*SS]
-			M := w.mstore[i*SS : (i+1)*SS]
-			for s := 0; s < S; s++ {
-				for s2 := 0; s2 < S; s2++ {
-					ri := ((s*A+a)*S+s2)*O + o
-					d := r - k.mu[t][ri]
-					M[s*S+s2] = TE[s*S+s2] * math.Exp(k.ln[t][ri]-0.5*d*d*k.iv[t][ri])
-				}
-			}
-			if z, ok = forwardStep(alpha[i*S:(i+1)*S], alpha[(i+1)*S:(i+2)*S], M); !ok {
-				break
-			}
-			scale[i+1] = z
+		e := gaussEpisode{k: k, w: w, obs: c.obs[base : base+H], act: c.act[base : base+H], rew: c.rew[base : base+H]}
+		e.run(st)
+	}
+}
+
+// gaussEpisode is the forward–backward pass of one episode with Gaussian
+// rewards (estepGauss), in the kernel k and scratch w.
+type gaussEpisode struct {
+	k        *kernel
+	w        *work
+	obs, act []uint16
+	rew      []float64
+	// The last step's table, action and reward.
+	tH, aL int
+	rL     float64
+}
+
+// run adds the episode's statistics to st, or marks it impossible.
+func (e *gaussEpisode) run(st *stats) {
+	S, H := e.k.S, len(e.obs)
+	e.tH, e.aL, e.rL = e.k.table(H), int(e.act[H-1]), e.rew[H-1]
+	if !e.forward() {
+		st.markImpossible()
+		return
+	}
+	st.ll += sumLogs(e.w.scale[:H+1])
+	e.backwardLast(st)
+	for i := H - 2; i >= 0; i-- {
+		e.backwardStep(i, st)
+	}
+	o1 := int(e.obs[0])
+	addProducts(st.init[o1*S:(o1+1)*S], e.w.alpha[:S], e.w.beta)
+}
+
+// stepMatrix builds step i's matrix at table t in w.mstore,
+// M[s*S+s2] = T·E·N(r_i; μ, σ²), and returns it.
+func (e *gaussEpisode) stepMatrix(i, t int) []float64 {
+	k := e.k
+	S, O, A := k.S, k.O, k.A
+	SS := S * S
+	a, o, r := int(e.act[i]), int(e.obs[i+1]), e.rew[i]
+	TE := k.TE[t][(a*O+o)*SS : (a*O+o+1)*SS]
+	M := e.w.mstore[i*SS : (i+1)*SS]
+	for s := 0; s < S; s++ {
+		for s2 := 0; s2 < S; s2++ {
+			ri := ((s*A+a)*S+s2)*O + o
+			d := r - k.mu[t][ri]
+			M[s*S+s2] = TE[s*S+s2] * math.Exp(k.ln[t][ri]-0.5*d*d*k.iv[t][ri])
 		}
-		tH := k.table(H)
-		aL, rL := int(act[H-1]), rew[H-1]
-		// lastTerm(s, s2, o) = T·E·N(r_H) for the unlogged (s_{H+1}, o_{H+1}).
-		lastTerm := func(s, s2, o int) float64 {
-			ri := ((s*A+aL)*S+s2)*O + o
-			d := rL - k.mu[tH][ri]
-			return k.TE[tH][((aL*O+o)*S+s)*S+s2] * math.Exp(k.ln[tH][ri]-0.5*d*d*k.iv[tH][ri])
+	}
+	return M
+}
+
+// lastTerm(s, s2, o) = T·E·N(r_H) for the unlogged (s_{H+1}, o_{H+1}).
+func (e *gaussEpisode) lastTerm(s, s2, o int) float64 {
+	k, tH, aL := e.k, e.tH, e.aL
+	S, O, A := k.S, k.O, k.A
+	ri := ((s*A+aL)*S+s2)*O + o
+	d := e.rL - k.mu[tH][ri]
+	return k.TE[tH][((aL*O+o)*S+s)*S+s2] * math.Exp(k.ln[tH][ri]-0.5*d*d*k.iv[tH][ri])
+}
+
+// forward runs the scaled forward pass into w.alpha and w.scale (the step
+// matrices into w.mstore) and then lastForward; it is false when the
+// episode is impossible under the model.
+func (e *gaussEpisode) forward() bool {
+	k, alpha, scale := e.k, e.w.alpha, e.w.scale
+	S, H := k.S, len(e.obs)
+	z := k.firstForward(alpha[:S], int(e.obs[0]))
+	ok := z > 0
+	scale[0] = z
+	for i := 0; ok && i < H-1; i++ {
+		M := e.stepMatrix(i, k.table(i+1))
+		if z, ok = forwardStep(alpha[i*S:(i+1)*S], alpha[(i+1)*S:(i+2)*S], M); !ok {
+			break
 		}
-		beta, bp := w.beta, w.bp
-		if ok {
-			aH := alpha[(H-1)*S : H*S]
-			z = 0
-			for s := 0; s < S; s++ {
-				gs := 0.0
-				for s2 := 0; s2 < S; s2++ {
-					for o := 0; o < O; o++ {
-						gs += lastTerm(s, s2, o)
-					}
-				}
-				beta[s] = gs
-				z += aH[s] * gs
-			}
-			ok = z > 0 && !math.IsInf(z, 0)
-			scale[H] = z
-		}
-		if !ok || math.IsNaN(z) {
-			st.zero++
-			st.ll = math.Inf(-1)
-			continue
-		}
-		st.ll += sumLogs(scale[:H+1])
-		inv := 1 / scale[H]
-		aH := alpha[(H-1)*S : H*S]
-		cnt, sr, srr := st.cnt[tH], st.sr[tH], st.srr[tH]
-		for s := 0; s < S; s++ {
-			beta[s] *= inv
-			for s2 := 0; s2 < S; s2++ {
-				for o := 0; o < O; o++ {
-					x := aH[s] * inv * lastTerm(s, s2, o)
-					ri := ((s*A+aL)*S+s2)*O + o
-					cnt[ri] += x
-					sr[ri] += x * rL
-					srr[ri] += x * rL * rL
-				}
-			}
-		}
-		for i := H - 2; i >= 0; i-- {
-			t := k.table(i + 1)
-			a, o, r := int(act[i]), int(obs[i+1]), rew[i]
-			M := w.mstore[i*SS : (i+1)*SS]
-			cnt, sr, srr := st.cnt[t], st.sr[t], st.srr[t]
-			inv := 1 / scale[i+1]
-			for s2 := range bp {
-				bp[s2] = beta[s2] * inv
-			}
-			cur := alpha[i*S : (i+1)*S]
-			for s, as := range cur {
-				sum := 0.0
-				for s2, b := range bp {
-					mb := M[s*S+s2] * b
-					x := as * mb
-					ri := ((s*A+a)*S+s2)*O + o
-					cnt[ri] += x
-					sr[ri] += x * r
-					srr[ri] += x * r * r
-					sum += mb
-				}
-				beta[s] = sum
+		scale[i+1] = z
+	}
+	return ok && e.lastForward()
+}
+
+// lastForward sets w.beta to the unscaled last-step sums
+// g(s) = Σ_{s2,o} lastTerm(s, s2, o) and scale[H] to
+// c_{H+1} = Σ_s α̂_H(s)·g(s); it reports whether c_{H+1} is positive and
+// finite.
+func (e *gaussEpisode) lastForward() bool {
+	S, O, H := e.k.S, e.k.O, len(e.obs)
+	aH := e.w.alpha[(H-1)*S : H*S]
+	z := 0.0
+	for s := 0; s < S; s++ {
+		gs := 0.0
+		for s2 := 0; s2 < S; s2++ {
+			for o := 0; o < O; o++ {
+				gs += e.lastTerm(s, s2, o)
 			}
 		}
-		addProducts(st.init[o1*S:(o1+1)*S], a0, beta)
+		e.w.beta[s] = gs
+		z += aH[s] * gs
+	}
+	e.w.scale[H] = z
+	return z > 0 && !math.IsInf(z, 0)
+}
+
+// backwardLast scales the last-step sums in w.beta to β̂_H and adds the
+// last step's posterior counts, Σ ξ·r and Σ ξ·r² to st.
+func (e *gaussEpisode) backwardLast(st *stats) {
+	S, O, A, H := e.k.S, e.k.O, e.k.A, len(e.obs)
+	beta, rL := e.w.beta, e.rL
+	inv := 1 / e.w.scale[H]
+	aH := e.w.alpha[(H-1)*S : H*S]
+	cnt, sr, srr := st.cnt[e.tH], st.sr[e.tH], st.srr[e.tH]
+	for s := 0; s < S; s++ {
+		beta[s] *= inv
+		for s2 := 0; s2 < S; s2++ {
+			for o := 0; o < O; o++ {
+				x := aH[s] * inv * e.lastTerm(s, s2, o)
+				ri := ((s*A+e.aL)*S+s2)*O + o
+				cnt[ri] += x
+				sr[ri] += x * rL
+				srr[ri] += x * rL * rL
+			}
+		}
+	}
+}
+
+// backwardStep is step i of the backward pass: it sets w.beta from
+// β̂_{i+2} to β̂_{i+1} with the stored step matrix and adds the step's
+// posterior counts, Σ ξ·r and Σ ξ·r² to st.
+func (e *gaussEpisode) backwardStep(i int, st *stats) {
+	k, beta, bp := e.k, e.w.beta, e.w.bp
+	S, O, A := k.S, k.O, k.A
+	SS := S * S
+	t := k.table(i + 1)
+	a, o, r := int(e.act[i]), int(e.obs[i+1]), e.rew[i]
+	M := e.w.mstore[i*SS : (i+1)*SS]
+	cnt, sr, srr := st.cnt[t], st.sr[t], st.srr[t]
+	scaleInto(bp, beta, 1/e.w.scale[i+1])
+	for s, as := range e.w.alpha[i*S : (i+1)*S] {
+		sum := 0.0
+		for s2, b := range bp {
+			mb := M[s*S+s2] * b
+			x := as * mb
+			ri := ((s*A+a)*S+s2)*O + o
+			cnt[ri] += x
+			sr[ri] += x * r
+			srr[ri] += x * r * r
+			sum += mb
+		}
+		beta[s] = sum
 	}
 }
 
@@ -471,68 +600,105 @@ func (k *kernel) estepGauss(c *coded, k0, k1 int, st *stats, w *work) {
 // blocks are added in block order.
 func (k *kernel) estep(ctx context.Context, c *coded, workers int) (*stats, error) {
 	nb := (c.K + blockEpisodes - 1) / blockEpisodes
+	workers = windowWorkers(workers, nb)
+	r := newEstepRun(k, c, nb, workers)
+	if nb == 1 {
+		r.run(0, 0)
+		if r.slots[0] != r.total {
+			r.merge(0)
+		}
+		return r.total, ctx.Err()
+	}
+	for b0 := 0; b0 < nb; b0 += workers {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		if err := r.window(ctx, b0, min(workers, nb-b0)); err != nil {
+			return nil, err
+		}
+	}
+	return r.total, nil
+}
+
+// windowWorkers is the number of blocks of a window: workers, at most
+// the nb blocks and at least 1.
+func windowWorkers(workers, nb int) int {
 	if workers > nb {
 		workers = nb
 	}
 	if workers < 1 {
 		workers = 1
 	}
-	total := newStats(k, c.H, true)
-	gauss := k.kind == RewardGaussian
-	slots := make([]*stats, workers)
-	works := make([]*work, workers)
-	for j := range slots {
+	return workers
+}
+
+// estepRun is the state of one E-step: the total, and per worker slot a
+// block's stats and scratch space.
+type estepRun struct {
+	k     *kernel
+	c     *coded
+	gauss bool
+	total *stats
+	slots []*stats
+	works []*work
+}
+
+// newEstepRun allocates the total and the workers' slots for nb blocks;
+// a single block of a non-Compact kernel accumulates into the total
+// directly.
+func newEstepRun(k *kernel, c *coded, nb, workers int) *estepRun {
+	r := &estepRun{k: k, c: c, gauss: k.kind == RewardGaussian, total: newStats(k, c.H, true),
+		slots: make([]*stats, workers), works: make([]*work, workers)}
+	for j := range r.slots {
 		if j == 0 && nb == 1 && k.cp == nil {
-			slots[j] = total
+			r.slots[j] = r.total
 		} else {
-			slots[j] = newStats(k, c.H, false)
+			r.slots[j] = newStats(k, c.H, false)
 		}
-		works[j] = newWork(k.S, c.H, gauss)
+		r.works[j] = newWork(k.S, c.H, r.gauss)
 	}
-	merge := func(j int) {
-		if k.cp != nil {
-			total.addCompact(k, c, slots[j])
-		} else {
-			total.add(slots[j])
-		}
+	return r
+}
+
+// merge adds slot j's block statistics into the total.
+func (r *estepRun) merge(j int) {
+	if r.k.cp != nil {
+		r.total.addCompact(r.k, r.c, r.slots[j])
+	} else {
+		r.total.add(r.slots[j])
 	}
-	run := func(j, b int) {
-		k0 := b * blockEpisodes
-		k1 := min(k0+blockEpisodes, c.K)
-		if k.cp != nil {
-			k.estepCompact(c, k0, k1, slots[j], works[j])
-		} else if gauss {
-			k.estepGauss(c, k0, k1, slots[j], works[j])
-		} else {
-			k.estepCat(c, k0, k1, slots[j], works[j])
-		}
+}
+
+// run computes block b's statistics in slot j.
+func (r *estepRun) run(j, b int) {
+	k, c := r.k, r.c
+	k0 := b * blockEpisodes
+	k1 := min(k0+blockEpisodes, c.K)
+	if k.cp != nil {
+		k.estepCompact(c, k0, k1, r.slots[j], r.works[j])
+	} else if r.gauss {
+		k.estepGauss(c, k0, k1, r.slots[j], r.works[j])
+	} else {
+		k.estepCat(c, k0, k1, r.slots[j], r.works[j])
 	}
-	if nb == 1 {
-		run(0, 0)
-		if slots[0] != total {
-			merge(0)
-		}
-		return total, ctx.Err()
+}
+
+// window runs the n blocks from b0 in parallel, one per slot, and adds
+// them to the total in block order.
+func (r *estepRun) window(ctx context.Context, b0, n int) error {
+	for j := 0; j < n; j++ {
+		r.slots[j].reset()
 	}
-	for b0 := 0; b0 < nb; b0 += workers {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		n := min(workers, nb-b0)
-		for j := 0; j < n; j++ {
-			slots[j].reset()
-		}
-		if err := parallel.For(ctx, n, n, func(j int) error {
-			run(j, b0+j)
-			return nil
-		}); err != nil {
-			return nil, err
-		}
-		for j := 0; j < n; j++ {
-			merge(j)
-		}
+	if err := parallel.For(ctx, n, n, func(j int) error {
+		r.run(j, b0+j)
+		return nil
+	}); err != nil {
+		return err
 	}
-	return total, nil
+	for j := 0; j < n; j++ {
+		r.merge(j)
+	}
+	return nil
 }
 
 // normRow normalises counts+eps in place into a distribution; an all-zero
@@ -553,6 +719,14 @@ func normRow(p []float64, eps float64) {
 	u := 1 / float64(len(p))
 	for i := range p {
 		p[i] = u
+	}
+}
+
+// normRows normalises each of the rows rows of width entries of p with
+// normRow.
+func normRows(p []float64, rows, width int, eps float64) {
+	for r := 0; r < rows; r++ {
+		normRow(p[r*width:(r+1)*width], eps)
 	}
 }
 
@@ -588,9 +762,7 @@ func (k *kernel) mstepCategorical(t int, st *stats, eps float64, tc, ec []float6
 			}
 		}
 	}
-	for i := 0; i < n; i++ {
-		normRow(C[i*V:(i+1)*V], eps)
-	}
+	normRows(C, n, V, eps)
 	return C
 }
 
@@ -613,17 +785,7 @@ func (k *kernel) mstepGaussian(t int, st *stats, c *coded, eps float64, tc, ec [
 					x := cnt[ri]
 					tc[(a*S+s)*S+s2] += x
 					ec[(a*S+s2)*O+o] += x
-					w := x + eps
-					if w > 0 {
-						mu := (sr[ri] + eps*gm) / w
-						mean[ri] = mu
-						vr[ri] = (srr[ri]+eps*(gv+gm*gm))/w - mu*mu
-					} else {
-						mean[ri], vr[ri] = gm, gv
-					}
-					if !(vr[ri] >= floor) {
-						vr[ri] = floor
-					}
+					mean[ri], vr[ri] = gaussCell(x, sr[ri], srr[ri], eps, gm, gv, floor)
 				}
 			}
 		}
@@ -634,9 +796,24 @@ func (k *kernel) mstepGaussian(t int, st *stats, c *coded, eps float64, tc, ec [
 // mstep maximises the expected complete-data log-likelihood plus the
 // Dirichlet log-prior (pseudo-count eps per cell).
 func (k *kernel) mstep(st *stats, c *coded, eps float64) *Model {
-	m := k.m
-	S, O, A := k.S, k.O, k.A
-	nm := shapeLike(m)
+	nm := shapeLike(k.m)
+	k.mstepFirst(st, eps, nm)
+	if k.cp != nil {
+		k.mstepCompact(st, c, eps, nm)
+		nm.Prepare()
+		return nm
+	}
+	for t := 0; t < k.nt; t++ {
+		k.mstepTable(t, st, c, eps, nm)
+	}
+	nm.Prepare()
+	return nm
+}
+
+// mstepFirst sets nm's initial-state distribution and first-observation
+// emission from the posteriors of s_1 in st.init.
+func (k *kernel) mstepFirst(st *stats, eps float64, nm *Model) {
+	S, O := k.S, k.O
 	nm.Init = make([]float64, S)
 	nm.Obs1 = make([]float64, S*O)
 	for o := 0; o < O; o++ {
@@ -647,31 +824,24 @@ func (k *kernel) mstep(st *stats, c *coded, eps float64) *Model {
 		}
 	}
 	normRow(nm.Init, eps)
-	for s := 0; s < S; s++ {
-		normRow(nm.Obs1[s*O:(s+1)*O], eps)
+	normRows(nm.Obs1, S, O, eps)
+}
+
+// mstepTable appends step table t's rewards, transitions and emissions
+// to nm.
+func (k *kernel) mstepTable(t int, st *stats, c *coded, eps float64, nm *Model) {
+	S, O, A := k.S, k.O, k.A
+	tc := make([]float64, A*S*S)
+	ec := make([]float64, A*S*O)
+	if k.kind == RewardCategorical {
+		nm.RewardProb = append(nm.RewardProb, k.mstepCategorical(t, st, eps, tc, ec))
+	} else {
+		mean, vr := k.mstepGaussian(t, st, c, eps, tc, ec)
+		nm.RewardMean = append(nm.RewardMean, mean)
+		nm.RewardVar = append(nm.RewardVar, vr)
 	}
-	if k.cp != nil {
-		k.mstepCompact(st, c, eps, nm)
-		nm.Prepare()
-		return nm
-	}
-	for t := 0; t < k.nt; t++ {
-		tc := make([]float64, A*S*S)
-		ec := make([]float64, A*S*O)
-		if k.kind == RewardCategorical {
-			nm.RewardProb = append(nm.RewardProb, k.mstepCategorical(t, st, eps, tc, ec))
-		} else {
-			mean, vr := k.mstepGaussian(t, st, c, eps, tc, ec)
-			nm.RewardMean = append(nm.RewardMean, mean)
-			nm.RewardVar = append(nm.RewardVar, vr)
-		}
-		for r := 0; r < A*S; r++ {
-			normRow(tc[r*S:(r+1)*S], eps)
-			normRow(ec[r*O:(r+1)*O], eps)
-		}
-		nm.Trans = append(nm.Trans, tc)
-		nm.Emit = append(nm.Emit, ec)
-	}
-	nm.Prepare()
-	return nm
+	normRows(tc, A*S, S, eps)
+	normRows(ec, A*S, O, eps)
+	nm.Trans = append(nm.Trans, tc)
+	nm.Emit = append(nm.Emit, ec)
 }

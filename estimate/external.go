@@ -119,6 +119,14 @@ func (s *Stats) UnmarshalBinary(b []byte) error {
 	if r.bad || len(r.b) != 0 {
 		return errStatsFormat
 	}
+	st.setTables(kind, nt, perTable, vs)
+	s.st = st
+	return nil
+}
+
+// setTables sets st's per-table vectors of the given reward kind from
+// vs, nt tables of perTable vectors in stats.each's order.
+func (st *stats) setTables(kind RewardKind, nt, perTable int, vs [][]float64) {
 	// stats.each visits the vectors table by table.
 	for t := 0; t < nt; t++ {
 		v := vs[t*perTable:]
@@ -128,8 +136,6 @@ func (s *Stats) UnmarshalBinary(b []byte) error {
 			st.cnt, st.sr, st.srr = append(st.cnt, v[0]), append(st.sr, v[1]), append(st.srr, v[2])
 		}
 	}
-	s.st = st
-	return nil
 }
 
 type statsReader struct {
@@ -193,7 +199,26 @@ func (e *EStep) NewStats() *Stats { return &Stats{st: newStats(e.k, e.k.H, true)
 // index in the dataset) and the step.
 func (e *EStep) Block(b Block, st *Stats) error {
 	k := e.k
-	H := b.Horizon
+	if err := e.checkBlock(b, st); err != nil {
+		return err
+	}
+	c, err := e.codeBlock(b)
+	if err != nil {
+		return err
+	}
+	w := newWork(k.S, b.Horizon, k.kind == RewardGaussian)
+	if k.kind == RewardGaussian {
+		k.estepGauss(c, 0, c.K, st.st, w)
+	} else {
+		k.estepCat(c, 0, c.K, st.st, w)
+	}
+	return nil
+}
+
+// checkBlock checks that b holds whole episodes of the model's horizon,
+// that the model is not of the Compact form and that st has its shape.
+func (e *EStep) checkBlock(b Block, st *Stats) error {
+	k, H := e.k, b.Horizon
 	if H != k.H || H <= 0 || len(b.Obs)%H != 0 || len(b.Act) != len(b.Obs) || len(b.Reward) != len(b.Obs) {
 		return errorf(ErrData, "E-step block of %d steps does not hold episodes of %d steps", len(b.Obs), k.H)
 	}
@@ -203,32 +228,43 @@ func (e *EStep) Block(b Block, st *Stats) error {
 	if !sameShape(st.st, newStats(k, k.H, true)) {
 		return errorf(ErrData, "E-step statistics of another model shape")
 	}
+	return nil
+}
+
+// codeBlock returns the episodes of b coded for the model's kernel,
+// checking every step (codeBlockStep).
+func (e *EStep) codeBlock(b Block) (*coded, error) {
+	k, H := e.k, b.Horizon
 	c := &coded{K: len(b.Obs) / H, H: H, O: k.O, A: k.A, obs: b.Obs, act: b.Act, rew: b.Reward, kind: k.kind, values: k.m.RewardValues}
 	if c.kind == RewardCategorical {
 		c.rv = make([]uint8, len(b.Reward))
 	}
 	for i := range b.Obs {
-		ep, step := b.FirstOffset+i/H, i%H+1
-		if int(b.Obs[i]) >= k.O || int(b.Act[i]) >= k.A {
-			return errorf(ErrData, "episode %d step %d: code out of vocabulary", ep, step)
-		}
-		r := b.Reward[i]
-		if math.IsNaN(r) || math.IsInf(r, 0) {
-			return errorf(ErrData, "episode %d step %d: reward %v", ep, step, r)
-		}
-		if c.rv != nil {
-			j := sort.SearchFloat64s(c.values, r)
-			if j == len(c.values) || c.values[j] != r {
-				return errorf(ErrData, "episode %d step %d: reward %v outside the model's values", ep, step, r)
-			}
-			c.rv[i] = uint8(j)
+		if err := c.codeBlockStep(b, i); err != nil {
+			return nil, err
 		}
 	}
-	w := newWork(k.S, H, k.kind == RewardGaussian)
-	if k.kind == RewardGaussian {
-		k.estepGauss(c, 0, c.K, st.st, w)
-	} else {
-		k.estepCat(c, 0, c.K, st.st, w)
+	return c, nil
+}
+
+// codeBlockStep checks step i of the block b against c's vocabularies
+// and, for categorical rewards, codes its reward value into c.rv.
+func (c *coded) codeBlockStep(b Block, i int) error {
+	H := c.H
+	ep, step := b.FirstOffset+i/H, i%H+1
+	if int(b.Obs[i]) >= c.O || int(b.Act[i]) >= c.A {
+		return errorf(ErrData, "episode %d step %d: code out of vocabulary", ep, step)
+	}
+	r := b.Reward[i]
+	if math.IsNaN(r) || math.IsInf(r, 0) {
+		return errorf(ErrData, "episode %d step %d: reward %v", ep, step, r)
+	}
+	if c.rv != nil {
+		j := sort.SearchFloat64s(c.values, r)
+		if j == len(c.values) || c.values[j] != r {
+			return errorf(ErrData, "episode %d step %d: reward %v outside the model's values", ep, step, r)
+		}
+		c.rv[i] = uint8(j)
 	}
 	return nil
 }

@@ -91,36 +91,49 @@ func (r *emRun) eval(m *Model) (emPoint, error) {
 // The gain of an extrapolation is not a convergence test: a poor
 // extrapolation can gain little far from the fixed point.
 func (r *emRun) advance(p emPoint, emStep bool) bool {
-	ll := p.st.ll
-	row := r.tag
-	row.Iter, row.LogLik = p.iter, ll
-	r.res.trace = append(r.res.trace, row)
-	r.res.obj = append(r.res.obj, p.obj)
-	r.report(row)
-	done := func(q emPoint, converged bool) bool {
-		r.fin = q
-		r.res.esteps = r.esteps
-		r.res.model, r.res.ll, r.res.iters, r.res.converged = q.m, q.st.ll, q.iter, converged
-		return true
-	}
+	r.record(p)
 	if r.start {
 		f, prev := p.obj, r.cur.obj
 		if f < prev {
-			return done(r.cur, true)
+			return r.done(r.cur, true)
 		}
-		tol := r.o.Tol
-		if r.esteps <= r.tight {
-			tol = min(tol, saddleTol)
-		}
-		if emStep && f-prev <= tol*math.Abs(f) {
-			return done(p, true)
+		if emStep && f-prev <= r.tol()*math.Abs(f) {
+			return r.done(p, true)
 		}
 	}
-	if p.iter >= r.o.MaxIter || math.IsInf(ll, -1) && r.start {
-		return done(p, false)
+	if p.iter >= r.o.MaxIter || math.IsInf(p.st.ll, -1) && r.start {
+		return r.done(p, false)
 	}
 	r.cur, r.start = p, true
 	return false
+}
+
+// record reports p's log-likelihood as a trace row and keeps its
+// objective.
+func (r *emRun) record(p emPoint) {
+	row := r.tag
+	row.Iter, row.LogLik = p.iter, p.st.ll
+	r.res.trace = append(r.res.trace, row)
+	r.res.obj = append(r.res.obj, p.obj)
+	r.report(row)
+}
+
+// done stops the run on q and sets r.res; it returns true.
+func (r *emRun) done(q emPoint, converged bool) bool {
+	r.fin = q
+	r.res.esteps = r.esteps
+	r.res.model, r.res.ll, r.res.iters, r.res.converged = q.m, q.st.ll, q.iter, converged
+	return true
+}
+
+// tol is the run's relative tolerance: Options.Tol, and at most
+// saddleTol up to the E-step r.tight.
+func (r *emRun) tol() float64 {
+	tol := r.o.Tol
+	if r.esteps <= r.tight {
+		tol = min(tol, saddleTol)
+	}
+	return tol
 }
 
 // runEM iterates E and M steps from m0, accelerated by SQUAREM (see
@@ -144,24 +157,31 @@ func runEM(ctx context.Context, c *coded, m0 *Model, o *Options, workers int, ta
 		r.res.err = err
 		return r.res
 	}
-	if r.advance(p, true) {
-		return r.res
+	if !r.advance(p, true) {
+		r.climbAndEscape()
 	}
+	return r.res
+}
+
+// climbAndEscape climbs from the accepted point until the run stops for
+// good: a converged split start is probed for a way out of its saddle
+// point and climbs on when escape finds one.
+func (r *emRun) climbAndEscape() {
 	for {
 		r.climb()
 		if r.res.err != nil || !r.res.converged {
-			return r.res
+			return
 		}
 		// A split start may have stopped in the lull of leaving its
 		// saddle point (saddle.go).
 		more, err := r.escape()
 		if err != nil {
 			r.res.err = err
-			return r.res
+			return
 		}
 		if !more {
 			r.res.esteps = r.esteps
-			return r.res
+			return
 		}
 	}
 }
@@ -169,81 +189,105 @@ func runEM(ctx context.Context, c *coded, m0 *Model, o *Options, workers int, ta
 // climb runs EM from the accepted point r.cur until the run stops (r.res
 // set).
 func (r *emRun) climb() {
-	c, o := r.c, r.o
-	mstep := func(p emPoint) *Model { return p.k.mstep(p.st, c, o.Smoothing) }
-	// step runs the EM step from p and says whether the run stops.
-	step := func(p emPoint) bool {
-		n, err := r.eval(mstep(p))
-		if err != nil {
-			r.res.err = err
-			return true
-		}
-		return r.advance(n, true)
-	}
-	if o.PlainEM {
-		for !step(r.cur) {
+	if r.o.PlainEM {
+		for !r.step(r.cur) {
 		}
 		return
 	}
-	// SQUAREM (accel.go). base is θ0 and r.cur = M(θ0) = θ1, both
-	// accepted.
+	r.squarem()
+}
+
+// mstep is the M-step from the E-step of p.
+func (r *emRun) mstep(p emPoint) *Model { return p.k.mstep(p.st, r.c, r.o.Smoothing) }
+
+// step runs the EM step from p and says whether the run stops.
+func (r *emRun) step(p emPoint) bool { return r.accept(r.mstep(p)) }
+
+// accept evaluates m, the M-step of the run's last point, and advances
+// the run to it; it says whether the run stops.
+func (r *emRun) accept(m *Model) bool {
+	n, err := r.eval(m)
+	if err != nil {
+		r.res.err = err
+		return true
+	}
+	return r.advance(n, true)
+}
+
+// squarem climbs with SQUAREM (accel.go). base is θ0 and r.cur =
+// M(θ0) = θ1, both accepted.
+func (r *emRun) squarem() {
 	q := newSquarem()
 	base := r.cur
-	if step(base) {
+	if r.step(base) {
 		return
 	}
 	for {
 		p1 := r.cur
-		m2 := mstep(p1)
-		mx, alpha := q.extrapolate(base.m, p1.m, m2, c.varFloor())
+		m2 := r.mstep(p1)
+		mx, alpha := q.extrapolate(base.m, p1.m, m2, r.c.varFloor())
 		if alpha > 1 {
-			px, err := r.eval(mx)
-			if err != nil {
-				r.res.err = err
-				return
-			}
-			ok := px.obj >= p1.obj && px.st.ll >= p1.st.ll
-			if ok && px.iter >= o.MaxIter {
-				r.advance(px, false)
+			px, ok, stop := r.extrapolated(q, mx, alpha, p1)
+			if stop {
 				return
 			}
 			if ok {
-				// The EM step from θ' (the next cycle's θ1) cannot lower
-				// the objective but by rounding; if it does, θ' is
-				// dropped like a rejected point.
-				pn, err := r.eval(mstep(px))
-				if err != nil {
-					r.res.err = err
-					return
-				}
-				ok = pn.obj >= px.obj
-				if ok {
-					q.accepted(alpha, true)
-					if r.advance(px, false) || r.advance(pn, true) {
-						return
-					}
-					base = px
-					continue
-				}
-			}
-			q.accepted(alpha, false)
-			if r.esteps > o.MaxIter {
-				r.fin = p1
-				r.res.model, r.res.ll, r.res.iters, r.res.esteps = p1.m, p1.st.ll, p1.iter, r.esteps
-				return
+				base = px
+				continue
 			}
 			// Rejected: EM goes on from θ2.
 		}
-		p2, err := r.eval(m2)
-		if err != nil {
-			r.res.err = err
-			return
-		}
-		if r.advance(p2, true) {
+		if r.accept(m2) {
 			return
 		}
 		base = p1
 	}
+}
+
+// extrapolated evaluates the extrapolation mx (step length alpha) from
+// θ1 = p1: ok says whether it is accepted (px, its point, is then the
+// next cycle's θ0), stop whether the run stops.
+func (r *emRun) extrapolated(q *squarem, mx *Model, alpha float64, p1 emPoint) (px emPoint, ok, stop bool) {
+	o := r.o
+	px, err := r.eval(mx)
+	if err != nil {
+		r.res.err = err
+		return px, false, true
+	}
+	ok = px.obj >= p1.obj && px.st.ll >= p1.st.ll
+	if ok && px.iter >= o.MaxIter {
+		r.advance(px, false)
+		return px, false, true
+	}
+	if ok {
+		if ok, stop = r.confirm(q, alpha, px); ok || stop {
+			return px, ok, stop
+		}
+	}
+	q.accepted(alpha, false)
+	if r.esteps > o.MaxIter {
+		r.fin = p1
+		r.res.model, r.res.ll, r.res.iters, r.res.esteps = p1.m, p1.st.ll, p1.iter, r.esteps
+		return px, false, true
+	}
+	return px, false, false
+}
+
+// confirm runs the EM step from the accepted extrapolation θ' = px. The
+// EM step from θ' (the next cycle's θ1) cannot lower the objective but by
+// rounding; if it does, θ' is dropped like a rejected point (ok false).
+// stop says whether the run stops.
+func (r *emRun) confirm(q *squarem, alpha float64, px emPoint) (ok, stop bool) {
+	pn, err := r.eval(r.mstep(px))
+	if err != nil {
+		r.res.err = err
+		return false, true
+	}
+	if !(pn.obj >= px.obj) {
+		return false, false
+	}
+	q.accepted(alpha, true)
+	return true, r.advance(px, false) || r.advance(pn, true)
 }
 
 // returnBounds is the range of returns the model can produce: H times the
@@ -260,10 +304,7 @@ func returnBounds(d *ingest.Dataset) (lo, hi float64) {
 	if len(d.Reward) == 0 {
 		return 0, 0
 	}
-	lo, hi = math.Inf(1), math.Inf(-1)
-	for _, r := range d.Reward {
-		lo, hi = math.Min(lo, r), math.Max(hi, r)
-	}
+	lo, hi = rewardRange(d.Reward)
 	H := float64(d.Horizon)
 	return H * lo, H * hi
 }
@@ -318,6 +359,13 @@ func fitAll(ctx context.Context, d *ingest.Dataset, all *coded, proto *Model, S 
 		}
 		return []emResult{r}, 0, nil
 	}
+	return fitSampled(ctx, d, all, proto, S, o, report)
+}
+
+// fitSampled is fitAll on logs of more than fitSampleEpisodes episodes:
+// the starts run on a seeded sample and the best goes on on all
+// episodes, its trace continuing the sample's.
+func fitSampled(ctx context.Context, d *ingest.Dataset, all *coded, proto *Model, S int, o *Options, report func(TraceRow)) ([]emResult, int, error) {
 	sub := code(d.Subset(sampleIndex(all.K, fitSampleEpisodes, o.Seed)), all.kind, all.values)
 	rs, err := fitRank(ctx, sub, proto, S, o, "sample", report)
 	if err != nil {
@@ -357,17 +405,15 @@ func chooseProtoForm(proto *Model, c *coded, o *Options) error {
 	if err == nil || o.Rank != 0 {
 		return err
 	}
-	// The automatic rank: the largest rank that fits (the need grows with
-	// the rank), with the form chosen for it.
-	lo, hi := 0, S // lo fits (0: none yet), hi does not
-	for hi-lo > 1 {
-		mid := (lo + hi) / 2
-		if checkMemory(c, mid, nt, form(mid), o) == nil {
-			lo = mid
-		} else {
-			hi = mid
-		}
-	}
+	return capRankMemory(proto, c, o, S, form)
+}
+
+// capRankMemory lowers the automatic rank's MaxRank below S, which does
+// not fit the memory limit, to the largest rank that fits (the need
+// grows with the rank), with the form chosen for it.
+func capRankMemory(proto *Model, c *coded, o *Options, S int, form func(int) bool) error {
+	nt := len(proto.Trans)
+	lo := largestFitting(S, func(r int) bool { return checkMemory(c, r, nt, form(r), o) == nil })
 	if lo == 0 {
 		return checkMemory(c, 1, nt, form(1), o)
 	}
@@ -375,6 +421,21 @@ func chooseProtoForm(proto *Model, c *coded, o *Options) error {
 	o.MaxRankCause = fmt.Sprintf("larger ranks need more memory than the limit of %s", gib(o.MemoryLimit))
 	proto.Compact = form(lo)
 	return nil
+}
+
+// largestFitting is, by bisection, the largest rank below S for which
+// fits holds (it holds up to some rank and not above), 0 when none does.
+func largestFitting(S int, fits func(int) bool) int {
+	lo, hi := 0, S // lo fits (0: none yet), hi does not
+	for hi-lo > 1 {
+		mid := (lo + hi) / 2
+		if fits(mid) {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	return lo
 }
 
 // formFor is the model form for rank S: Options.Form, and under FormAuto
@@ -396,18 +457,7 @@ func fitRank(ctx context.Context, c *coded, proto *Model, S int, o *Options, dat
 	per := max(1, o.Workers/conc)
 	out := make([]emResult, R)
 	err := parallel.For(ctx, R, conc, func(j int) error {
-		// Seeds of the starts derive from the user's seed, the rank
-		// and the start index only.
-		seed := o.Seed*0x9e3779b97f4a7c15 + uint64(S)*1000003 + uint64(j)
-		var m0 *Model
-		switch {
-		case j == 0 && o.Start != nil:
-			m0 = o.Start
-		case j%2 == 0:
-			m0 = informedStart(c, proto, S, seed)
-		default:
-			m0 = randomStart(c, proto, S, seed)
-		}
+		m0 := startModel(c, proto, S, o, j)
 		out[j] = runEM(ctx, c, m0, o, per, TraceRow{Data: data, Rank: S, Restart: j}, report)
 		return out[j].err
 	})
@@ -417,6 +467,23 @@ func fitRank(ctx context.Context, c *coded, proto *Model, S int, o *Options, dat
 	return out, nil
 }
 
+// startModel is start j's model of rank S: the warm start Options.Start
+// first, then informed and random starts in turn.
+func startModel(c *coded, proto *Model, S int, o *Options, j int) *Model {
+	// Seeds of the starts derive from the user's seed, the rank
+	// and the start index only.
+	seed := o.Seed*0x9e3779b97f4a7c15 + uint64(S)*1000003 + uint64(j)
+	switch {
+	case j == 0 && o.Start != nil:
+		return o.Start
+	case j%2 == 0:
+		return informedStart(c, proto, S, seed)
+	default:
+		return randomStart(c, proto, S, seed)
+	}
+}
+
+// best is the index of the first start of the highest log-likelihood.
 func best(rs []emResult) int {
 	b := 0
 	for j, r := range rs {
@@ -451,14 +518,8 @@ func prepare(d *ingest.Dataset, o *Options) (*coded, *Model, func(TraceRow), err
 // (rank chosen by held-out likelihood when Options.Rank is 0) fitted by EM,
 // moved into Θ_min (see ThetaMinCheck). The returned model is prepared.
 func Fit(ctx context.Context, d *ingest.Dataset, opts Options) (*Result, error) {
-	o, err := opts.withDefaults()
+	o, err := checkedOptions(d, opts)
 	if err != nil {
-		return nil, err
-	}
-	if err := checkDataset(d); err != nil {
-		return nil, err
-	}
-	if err := checkSplits(o.Splits, d.NumEpisodes(), d.Horizon); err != nil {
 		return nil, err
 	}
 	all, proto, report, err := prepare(d, &o)
@@ -467,16 +528,53 @@ func Fit(ctx context.Context, d *ingest.Dataset, opts Options) (*Result, error) 
 	}
 	res := &Result{HeldOutLogLik: math.NaN(), Steps: all.K * all.H}
 
-	S, err := startRank(&o, all, proto)
+	S, fo, err := fitRankOptions(ctx, all, proto, &o, res, report)
 	if err != nil {
 		return nil, err
 	}
-	fo := o
+	rs, b, err := fitAll(ctx, d, all, proto, S, &fo, report)
+	if err != nil {
+		return nil, err
+	}
+	res.takeStarts(rs, b)
+
+	if err := res.thetaMin(ctx, d, all, &o); err != nil {
+		return nil, err
+	}
+	o.Splits, o.Reporter, o.EStepper = nil, nil, nil
+	res.Options = o
+	return res, nil
+}
+
+// checkedOptions returns opts with defaults filled in, after checking
+// them, the dataset and the splits.
+func checkedOptions(d *ingest.Dataset, opts Options) (Options, error) {
+	o, err := opts.withDefaults()
+	if err != nil {
+		return o, err
+	}
+	if err := checkDataset(d); err != nil {
+		return o, err
+	}
+	if err := checkSplits(o.Splits, d.NumEpisodes(), d.Horizon); err != nil {
+		return o, err
+	}
+	return o, nil
+}
+
+// fitRankOptions returns the rank of the final fit (startRank, or the
+// rank search's choice) and the options of the final fit.
+func fitRankOptions(ctx context.Context, all *coded, proto *Model, o *Options, res *Result, report func(TraceRow)) (int, Options, error) {
+	S, err := startRank(o, all, proto)
+	if err != nil {
+		return 0, Options{}, err
+	}
+	fo := *o
 	if S == 0 {
 		var sm *Model
-		S, sm, err = rankSearch(ctx, all, proto, &o, res, report)
+		S, sm, err = rankSearch(ctx, all, proto, o, res, report)
 		if err != nil {
-			return nil, err
+			return 0, Options{}, err
 		}
 		if sm != nil {
 			// The search compared the starts already: one start on all
@@ -484,10 +582,12 @@ func Fit(ctx context.Context, d *ingest.Dataset, opts Options) (*Result, error) 
 			fo.Start, fo.Restarts = sm, 1
 		}
 	}
-	rs, b, err := fitAll(ctx, d, all, proto, S, &fo, report)
-	if err != nil {
-		return nil, err
-	}
+	return S, fo, nil
+}
+
+// takeStarts records the starts' traces and log-likelihoods in res and
+// takes the best start b's model.
+func (res *Result) takeStarts(rs []emResult, b int) {
 	for _, r := range rs {
 		res.Trace = append(res.Trace, r.trace...)
 		res.RestartLogLiks = append(res.RestartLogLiks, r.ll)
@@ -497,13 +597,6 @@ func Fit(ctx context.Context, d *ingest.Dataset, opts Options) (*Result, error) 
 	res.Model = rs[b].model
 	res.LogLik = rs[b].ll
 	res.UnconstrainedLogLik = rs[b].ll
-
-	if err := res.thetaMin(ctx, d, all, &o); err != nil {
-		return nil, err
-	}
-	o.Splits, o.Reporter, o.EStepper = nil, nil, nil
-	res.Options = o
-	return res, nil
 }
 
 // startRank is the rank of the fit: o.Rank, or the start model's when

@@ -20,19 +20,24 @@ func distinctHistories(c *coded, atMost int) int {
 	for h := 0; h < H && best < atMost; h++ {
 		clear(seen)
 		for k := range hash {
-			x := hash[k]
-			if h > 0 {
-				x = (x ^ uint64(c.act[k*H+h-1]) ^ 1<<40) * 1099511628211
-			}
-			x = (x ^ uint64(c.obs[k*H+h])) * 1099511628211
-			hash[k] = x
+			hash[k] = c.extendHash(hash[k], k, h)
 			if len(seen) < atMost {
-				seen[x] = struct{}{}
+				seen[hash[k]] = struct{}{}
 			}
 		}
 		best = max(best, len(seen))
 	}
 	return best
+}
+
+// extendHash extends the FNV-style hash x of episode k's history before
+// step h by a_{h−1} (h > 0) and o_h.
+func (c *coded) extendHash(x uint64, k, h int) uint64 {
+	H := c.H
+	if h > 0 {
+		x = (x ^ uint64(c.act[k*H+h-1]) ^ 1<<40) * 1099511628211
+	}
+	return (x ^ uint64(c.obs[k*H+h])) * 1099511628211
 }
 
 // freeParams is the number of free transition and emission parameters of
@@ -72,6 +77,14 @@ func capRank(c *coded, o *Options, compact func(S int) bool) error {
 		o.MaxRank = S
 		o.MaxRankCause = fmt.Sprintf("the logs hold at most %d distinct histories at any step", d)
 	}
+	capParams(c, o, S, compact)
+	return nil
+}
+
+// capParams lowers the automatic rank's MaxRank from S to the largest
+// rank with no more free transition and emission parameters than logged
+// steps.
+func capParams(c *coded, o *Options, S int, compact func(S int) bool) {
 	steps := float64(c.K * c.H)
 	p := S
 	for p > 1 && freeParams(c, p, compact(p)) > steps {
@@ -81,7 +94,6 @@ func capRank(c *coded, o *Options, compact func(S int) bool) error {
 		o.MaxRank = p
 		o.MaxRankCause = fmt.Sprintf("a rank-%d model of %d actions and %d observations has %.0f free transition and emission parameters, more than the %d logged steps", p+1, c.A, c.O, freeParams(c, p+1, compact(p+1)), c.K*c.H)
 	}
-	return nil
 }
 
 // gib formats a byte count in GiB.

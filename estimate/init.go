@@ -152,21 +152,7 @@ func kmeansPP(X *sparseRows, n, S, D int, rng *rand.Rand) (cent, cc []float64) {
 		dist[p] = X.sqDist(p, cent[:D], cc[0])
 	}
 	for j := 1; j < S; j++ {
-		tot := 0.0
-		for _, d := range dist {
-			tot += d
-		}
-		p := rng.IntN(n)
-		if tot > 0 {
-			u := rng.Float64() * tot
-			for q, d := range dist {
-				u -= d
-				if u < 0 {
-					p = q
-					break
-				}
-			}
-		}
+		p := drawSeed(rng, dist)
 		cj := cent[j*D : (j+1)*D]
 		cc[j] = X.setRow(p, cj)
 		for q := range dist {
@@ -174,6 +160,28 @@ func kmeansPP(X *sparseRows, n, S, D int, rng *rand.Rand) (cent, cc []float64) {
 		}
 	}
 	return cent, cc
+}
+
+// drawSeed draws k-means++'s next seed: a point with probability
+// proportional to its squared distance dist to the nearest seed. It
+// draws a uniform point first, which it keeps when every distance is 0.
+func drawSeed(rng *rand.Rand, dist []float64) int {
+	tot := 0.0
+	for _, d := range dist {
+		tot += d
+	}
+	p := rng.IntN(len(dist))
+	if tot > 0 {
+		u := rng.Float64() * tot
+		for q, d := range dist {
+			u -= d
+			if u < 0 {
+				p = q
+				break
+			}
+		}
+	}
+	return p
 }
 
 // informedStart builds the clustering start with S states.
@@ -184,50 +192,81 @@ func informedStart(c *coded, proto *Model, S int, seed uint64) *Model {
 	n := len(eps) * c.H
 	X := signatures(c, eps)
 	cent, cc := kmeansPP(X, n, S, D, rng)
-	assign := make([]int, n)
-	cnt := make([]float64, S)
+	l := &lloyd{X: X, n: n, S: S, D: D, cent: cent, cc: cc, assign: make([]int, n), cnt: make([]float64, S), rng: rng}
 	for iter := 0; iter < 30; iter++ {
-		changed := false
-		for p := 0; p < n; p++ {
-			best, bd := 0, math.Inf(1)
-			for j := 0; j < S; j++ {
-				if d := X.sqDist(p, cent[j*D:(j+1)*D], cc[j]); d < bd {
-					best, bd = j, d
-				}
-			}
-			if assign[p] != best || iter == 0 {
-				changed = true
-			}
-			assign[p] = best
-		}
-		if !changed {
+		if !l.assignAll(iter == 0) {
 			break
 		}
-		clear(cent)
-		clear(cnt)
-		for p := 0; p < n; p++ {
-			j := assign[p]
-			cnt[j]++
-			cj := cent[j*D : (j+1)*D]
-			idx, val := X.row(p)
-			for i, x := range val {
-				cj[idx[i]] += x
+		l.updateCentroids()
+	}
+	return fromAssignments(c, proto, S, eps, l.assign)
+}
+
+// lloyd is the state of the Lloyd iterations of the informed start: the
+// n signatures X, the S dense centroids cent (S×D) with their squared
+// norms cc, the points' clusters assign and the clusters' sizes cnt.
+type lloyd struct {
+	X        *sparseRows
+	n, S, D  int
+	cent, cc []float64
+	assign   []int
+	cnt      []float64
+	rng      *rand.Rand
+}
+
+// assignAll assigns every point to its nearest centroid (the first of
+// equally near ones) and says whether an assignment changed (always on
+// the first iteration).
+func (l *lloyd) assignAll(first bool) bool {
+	changed := false
+	for p := 0; p < l.n; p++ {
+		best, bd := 0, math.Inf(1)
+		for j := 0; j < l.S; j++ {
+			if d := l.X.sqDist(p, l.cent[j*l.D:(j+1)*l.D], l.cc[j]); d < bd {
+				best, bd = j, d
 			}
 		}
-		for j := 0; j < S; j++ {
-			cj := cent[j*D : (j+1)*D]
-			if cnt[j] == 0 {
-				// An empty cluster takes a random point.
-				cc[j] = X.setRow(rng.IntN(n), cj)
-				continue
-			}
-			for i := range cj {
-				cj[i] /= cnt[j]
-			}
-			cc[j] = sqNorm(cj)
+		if l.assign[p] != best || first {
+			changed = true
+		}
+		l.assign[p] = best
+	}
+	return changed
+}
+
+// updateCentroids sets every centroid to the mean of its points.
+func (l *lloyd) updateCentroids() {
+	D := l.D
+	l.sumPoints()
+	for j := 0; j < l.S; j++ {
+		cj := l.cent[j*D : (j+1)*D]
+		if l.cnt[j] == 0 {
+			// An empty cluster takes a random point.
+			l.cc[j] = l.X.setRow(l.rng.IntN(l.n), cj)
+			continue
+		}
+		for i := range cj {
+			cj[i] /= l.cnt[j]
+		}
+		l.cc[j] = sqNorm(cj)
+	}
+}
+
+// sumPoints sets every centroid to the sum of its points and cnt to
+// their numbers.
+func (l *lloyd) sumPoints() {
+	D := l.D
+	clear(l.cent)
+	clear(l.cnt)
+	for p := 0; p < l.n; p++ {
+		j := l.assign[p]
+		l.cnt[j]++
+		cj := l.cent[j*D : (j+1)*D]
+		idx, val := l.X.row(p)
+		for i, x := range val {
+			cj[idx[i]] += x
 		}
 	}
-	return fromAssignments(c, proto, S, eps, assign)
 }
 
 // fromAssignments estimates a model from hard state paths: assign[e*H+i]
@@ -235,70 +274,86 @@ func informedStart(c *coded, proto *Model, S int, seed uint64) *Model {
 // s_H, and the last step contributes only its transition.
 func fromAssignments(c *coded, proto *Model, S int, eps []int, assign []int) *Model {
 	const pseudo = 1 // one pseudo-count per cell keeps the start soft
-	O, A, H := c.O, c.A, c.H
+	H := c.H
 	m := shapeLike(proto)
 	m.States = S
 	nt := len(proto.Trans)
-	tab := func(h int) int {
-		if nt == 1 {
-			return 0
-		}
-		return h - 1
-	}
-	m.Init = make([]float64, S)
-	m.Obs1 = make([]float64, S*O)
-	V := len(c.values)
-	n := m.RewardCells()
-	for t := 0; t < nt; t++ {
-		m.Trans = append(m.Trans, make([]float64, A*S*S))
-		m.Emit = append(m.Emit, make([]float64, m.EmitRows()*O))
-		if c.kind == RewardCategorical {
-			m.RewardProb = append(m.RewardProb, make([]float64, n*V))
-		} else {
-			m.RewardMean = append(m.RewardMean, make([]float64, n))
-			m.RewardVar = append(m.RewardVar, make([]float64, n))
-		}
-	}
-	var gc, gs, gss [][]float64
-	if c.kind == RewardGaussian {
-		for t := 0; t < nt; t++ {
-			gc = append(gc, make([]float64, n))
-			gs = append(gs, make([]float64, n))
-			gss = append(gss, make([]float64, n))
-		}
-	}
+	allocParams(m, nt)
+	ac := newAssignCounts(c, m, nt)
 	for e, k := range eps {
-		st := assign[e*H : (e+1)*H]
-		m.Init[st[0]]++
-		m.Obs1[st[0]*O+int(c.obs[k*H])]++
-		for i := 0; i < H; i++ {
-			t := tab(i + 1)
-			a := int(c.act[k*H+i])
-			s := st[i]
-			s2 := s
-			if i+1 < H {
-				s2 = st[i+1]
-			}
-			m.Trans[t][(a*S+s)*S+s2]++
-			if i+1 == H {
-				continue
-			}
-			o := int(c.obs[k*H+i+1])
-			m.EmitOf(t, a)[s2*O+o]++
-			ri := m.RewardIndex(s, a, s2, o)
-			if c.kind == RewardCategorical {
-				m.RewardProb[t][ri*V+int(c.rv[k*H+i])]++
-			} else {
-				r := c.rew[k*H+i]
-				gc[t][ri]++
-				gs[t][ri] += r
-				gss[t][ri] += r * r
-			}
-		}
+		ac.addEpisode(k, assign[e*H:(e+1)*H])
 	}
-	normCounts(m, c, pseudo, gc, gs, gss)
+	normCounts(m, c, pseudo, ac.gc, ac.gs, ac.gss)
 	m.Prepare()
 	return m
+}
+
+// assignCounts accumulates fromAssignments' counts into the model m (nt
+// step tables), and the Gaussian rewards' count, sum and sum of squares
+// per cell into gc, gs and gss.
+type assignCounts struct {
+	c           *coded
+	m           *Model
+	nt          int
+	gc, gs, gss [][]float64
+}
+
+// newAssignCounts returns zero counts into m, of nt step tables.
+func newAssignCounts(c *coded, m *Model, nt int) *assignCounts {
+	ac := &assignCounts{c: c, m: m, nt: nt}
+	if c.kind == RewardGaussian {
+		n := m.RewardCells()
+		for t := 0; t < nt; t++ {
+			ac.gc = append(ac.gc, make([]float64, n))
+			ac.gs = append(ac.gs, make([]float64, n))
+			ac.gss = append(ac.gss, make([]float64, n))
+		}
+	}
+	return ac
+}
+
+// addEpisode adds the counts of episode k with the state path st.
+func (ac *assignCounts) addEpisode(k int, st []int) {
+	c, m := ac.c, ac.m
+	O, H := c.O, c.H
+	m.Init[st[0]]++
+	m.Obs1[st[0]*O+int(c.obs[k*H])]++
+	for i := 0; i < H; i++ {
+		t := 0
+		if ac.nt != 1 {
+			t = i
+		}
+		s := st[i]
+		s2 := s
+		if i+1 < H {
+			s2 = st[i+1]
+		}
+		ac.addStep(t, k*H+i, s, s2, i+1 == H)
+	}
+}
+
+// addStep adds the counts of the logged step j (table t) from s to s2:
+// its transition, and unless it is the last step its emission and
+// reward.
+func (ac *assignCounts) addStep(t, j, s, s2 int, last bool) {
+	c, m := ac.c, ac.m
+	S, O := m.States, c.O
+	a := int(c.act[j])
+	m.Trans[t][(a*S+s)*S+s2]++
+	if last {
+		return
+	}
+	o := int(c.obs[j+1])
+	m.EmitOf(t, a)[s2*O+o]++
+	ri := m.RewardIndex(s, a, s2, o)
+	if c.kind == RewardCategorical {
+		m.RewardProb[t][ri*len(c.values)+int(c.rv[j])]++
+	} else {
+		r := c.rew[j]
+		ac.gc[t][ri]++
+		ac.gs[t][ri] += r
+		ac.gss[t][ri] += r * r
+	}
 }
 
 // normCounts turns fromAssignments' counts in m into distributions with
@@ -308,21 +363,15 @@ func fromAssignments(c *coded, proto *Model, S int, eps []int, assign []int) *Mo
 func normCounts(m *Model, c *coded, pseudo float64, gc, gs, gss [][]float64) {
 	S, O, A, V, n := m.States, c.O, c.A, len(c.values), m.RewardCells()
 	normRow(m.Init, pseudo)
-	for s := 0; s < S; s++ {
-		normRow(m.Obs1[s*O:(s+1)*O], pseudo)
-	}
+	normRows(m.Obs1, S, O, pseudo)
 	for t := range m.Trans {
-		for r := 0; r < A*S; r++ {
-			normRow(m.Trans[t][r*S:(r+1)*S], pseudo)
-		}
-		for r := 0; r < m.EmitRows(); r++ {
-			normRow(m.Emit[t][r*O:(r+1)*O], pseudo)
+		normRows(m.Trans[t], A*S, S, pseudo)
+		normRows(m.Emit[t], m.EmitRows(), O, pseudo)
+		if c.kind == RewardCategorical {
+			normRows(m.RewardProb[t], n, V, pseudo)
+			continue
 		}
 		for i := 0; i < n; i++ {
-			if c.kind == RewardCategorical {
-				normRow(m.RewardProb[t][i*V:(i+1)*V], pseudo)
-				continue
-			}
 			w := gc[t][i] + pseudo
 			mu := (gs[t][i] + pseudo*c.rewMean) / w
 			v := (gss[t][i]+pseudo*(c.rewVar+c.rewMean*c.rewMean))/w - mu*mu
@@ -337,70 +386,113 @@ func normCounts(m *Model, c *coded, pseudo float64, gc, gs, gss [][]float64) {
 // an even mix of the data's marginal frequencies and a flat Dirichlet
 // draw, so that every start explains the marginals roughly.
 func randomStart(c *coded, proto *Model, S int, seed uint64) *Model {
-	rng := rand.New(rand.NewPCG(seed, 0x4a4d))
-	O, A := c.O, c.A
 	m := shapeLike(proto)
 	m.States = S
-	nt := len(proto.Trans)
-	fo := make([]float64, O)
-	for _, o := range c.obs {
-		fo[o]++
-	}
-	normRow(fo, 1)
-	V := len(c.values)
-	fv := make([]float64, V)
-	for _, v := range c.rv {
-		fv[v]++
-	}
-	if V > 0 {
-		normRow(fv, 1)
-	}
-	mix := func(p, marg []float64) {
-		dirichlet1(rng, p)
-		for i := range p {
-			p[i] = 0.5*p[i] + 0.5*marg[i]
-		}
-	}
+	r := &randomStarter{rng: rand.New(rand.NewPCG(seed, 0x4a4d)), c: c, m: m}
+	r.marginals()
+	O := c.O
 	m.Init = make([]float64, S)
-	dirichlet1(rng, m.Init)
+	dirichlet1(r.rng, m.Init)
 	m.Obs1 = make([]float64, S*O)
-	for s := 0; s < S; s++ {
-		mix(m.Obs1[s*O:(s+1)*O], fo)
-	}
-	n := m.RewardCells()
-	sd := math.Sqrt(c.rewVar)
-	for t := 0; t < nt; t++ {
-		T := make([]float64, A*S*S)
-		E := make([]float64, m.EmitRows()*O)
-		for r := 0; r < A*S; r++ {
-			dirichlet1(rng, T[r*S:(r+1)*S])
-			if !m.Compact {
-				mix(E[r*O:(r+1)*O], fo)
-			}
-		}
-		if m.Compact {
-			for r := 0; r < S; r++ {
-				mix(E[r*O:(r+1)*O], fo)
-			}
-		}
-		m.Trans = append(m.Trans, T)
-		m.Emit = append(m.Emit, E)
-		if c.kind == RewardCategorical {
-			R := make([]float64, n*V)
-			for i := 0; i < n; i++ {
-				mix(R[i*V:(i+1)*V], fv)
-			}
-			m.RewardProb = append(m.RewardProb, R)
-		} else {
-			mu, vr := make([]float64, n), make([]float64, n)
-			for i := range mu {
-				mu[i] = c.rewMean + 0.5*sd*rng.NormFloat64()
-				vr[i] = max(c.rewVar, c.varFloor())
-			}
-			m.RewardMean = append(m.RewardMean, mu)
-			m.RewardVar = append(m.RewardVar, vr)
-		}
+	r.mixRows(m.Obs1, S)
+	for t := 0; t < len(proto.Trans); t++ {
+		r.addTable()
 	}
 	m.Prepare()
 	return m
+}
+
+// randomStarter draws randomStart's model m from rng, with the data's
+// marginal frequencies fo of the observations and fv of the categorical
+// reward values.
+type randomStarter struct {
+	rng    *rand.Rand
+	c      *coded
+	m      *Model
+	fo, fv []float64
+}
+
+// marginals sets fo and fv from the data, with one pseudo-count each.
+func (r *randomStarter) marginals() {
+	c := r.c
+	r.fo = make([]float64, c.O)
+	for _, o := range c.obs {
+		r.fo[o]++
+	}
+	normRow(r.fo, 1)
+	V := len(c.values)
+	r.fv = make([]float64, V)
+	for _, v := range c.rv {
+		r.fv[v]++
+	}
+	if V > 0 {
+		normRow(r.fv, 1)
+	}
+}
+
+// mix sets p to the even mix of a flat Dirichlet draw and marg.
+func (r *randomStarter) mix(p, marg []float64) {
+	dirichlet1(r.rng, p)
+	for i := range p {
+		p[i] = 0.5*p[i] + 0.5*marg[i]
+	}
+}
+
+// mixRows mixes each of the rows rows of |O| entries of E with the
+// observations' marginal frequencies.
+func (r *randomStarter) mixRows(E []float64, rows int) {
+	O := r.c.O
+	for row := 0; row < rows; row++ {
+		r.mix(E[row*O:(row+1)*O], r.fo)
+	}
+}
+
+// addTable draws one step table's transitions, emissions and rewards and
+// appends them to m.
+func (r *randomStarter) addTable() {
+	c, m := r.c, r.m
+	S, O, A := m.States, c.O, c.A
+	T := make([]float64, A*S*S)
+	E := make([]float64, m.EmitRows()*O)
+	for row := 0; row < A*S; row++ {
+		dirichlet1(r.rng, T[row*S:(row+1)*S])
+		if !m.Compact {
+			r.mix(E[row*O:(row+1)*O], r.fo)
+		}
+	}
+	if m.Compact {
+		r.mixRows(E, S)
+	}
+	m.Trans = append(m.Trans, T)
+	m.Emit = append(m.Emit, E)
+	if c.kind == RewardCategorical {
+		r.addCatRewards()
+	} else {
+		r.addGaussRewards()
+	}
+}
+
+// addCatRewards appends a table of reward probabilities, each cell mixed
+// with the values' marginal frequencies.
+func (r *randomStarter) addCatRewards() {
+	n, V := r.m.RewardCells(), len(r.c.values)
+	R := make([]float64, n*V)
+	for i := 0; i < n; i++ {
+		r.mix(R[i*V:(i+1)*V], r.fv)
+	}
+	r.m.RewardProb = append(r.m.RewardProb, R)
+}
+
+// addGaussRewards appends a table of reward means drawn around the
+// data's mean (half its standard deviation) and variances at the data's.
+func (r *randomStarter) addGaussRewards() {
+	c, n := r.c, r.m.RewardCells()
+	sd := math.Sqrt(c.rewVar)
+	mu, vr := make([]float64, n), make([]float64, n)
+	for i := range mu {
+		mu[i] = c.rewMean + 0.5*sd*r.rng.NormFloat64()
+		vr[i] = max(c.rewVar, c.varFloor())
+	}
+	r.m.RewardMean = append(r.m.RewardMean, mu)
+	r.m.RewardVar = append(r.m.RewardVar, vr)
 }

@@ -83,27 +83,28 @@ func checkMemory(c *coded, S, nt int, compact bool, o *Options) error {
 	}
 	what := fmt.Sprintf("%d observations, %d actions and rank %d need about %.1f GiB in the %s model form, above the memory limit of %s",
 		c.O, c.A, S, need/(1<<30), form, gib(o.MemoryLimit))
-	// What to do depends on what dominates: with one observation the
-	// model would still be too large when the actions and the rank are
-	// what costs, and merging rare observations cannot help then.
-	one := *c
-	one.O = 1
-	if memoryNeed(&one, S, nt, compact, o) > float64(o.MemoryLimit) {
+	if tooLargeWithOneObs(c, S, nt, compact, o) {
 		return fmt.Errorf("%w: %s; the actions and the rank dominate, so merging observations (--max-observations) cannot help: lower the rank (--rank/--max-rank), coarsen the action set, or raise --memory-limit", ErrTooLarge, what)
 	}
 	return fmt.Errorf("%w: %s; bucket rare observations, pass --max-observations N, lower the rank (--rank/--max-rank), or raise --memory-limit", ErrTooLarge, what)
+}
+
+// tooLargeWithOneObs says whether rank S would exceed the memory limit
+// even with one observation. What to do depends on what dominates: with
+// one observation the model would still be too large when the actions
+// and the rank are what costs, and merging rare observations cannot help
+// then.
+func tooLargeWithOneObs(c *coded, S, nt int, compact bool, o *Options) bool {
+	one := *c
+	one.O = 1
+	return memoryNeed(&one, S, nt, compact, o) > float64(o.MemoryLimit)
 }
 
 // DefaultMemoryLimit is three quarters of the memory this process may use:
 // the smaller of the machine's MemTotal and the cgroup limit; 0 (no
 // check) when neither can be read.
 func DefaultMemoryLimit() int64 {
-	lim := int64(0)
-	if b, err := os.ReadFile("/sys/fs/cgroup/memory.max"); err == nil {
-		if n, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64); err == nil && n > 0 {
-			lim = n
-		}
-	}
+	lim := cgroupMemoryLimit()
 	if f, err := os.Open("/proc/meminfo"); err == nil {
 		defer f.Close()
 		sc := bufio.NewScanner(f)
@@ -117,4 +118,15 @@ func DefaultMemoryLimit() int64 {
 		}
 	}
 	return lim / 4 * 3
+}
+
+// cgroupMemoryLimit is the cgroup's memory.max, 0 when it cannot be read
+// or is not a positive number.
+func cgroupMemoryLimit() int64 {
+	if b, err := os.ReadFile("/sys/fs/cgroup/memory.max"); err == nil {
+		if n, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64); err == nil && n > 0 {
+			return n
+		}
+	}
+	return 0
 }

@@ -155,39 +155,46 @@ func (m *Model) ExpectedRewardOf(t, s, a, s2, o int) float64 {
 // Prepare derives the cached expected rewards; call it after changing any
 // parameter. Fit returns prepared models.
 func (m *Model) Prepare() {
-	S, A, O := m.States, m.NumActions, m.NumObs
+	S, A := m.States, m.NumActions
 	nt := len(m.Trans)
 	m.basisCache = &basisCache{}
 	m.expReward = make([][]float64, nt)
 	for t := 0; t < nt; t++ {
 		er := make([]float64, A*S)
 		for a := 0; a < A; a++ {
-			E := m.EmitOf(t, a)
 			for s := 0; s < S; s++ {
-				e := 0.0
-				for s2 := 0; s2 < S; s2++ {
-					ps2 := m.Trans[t][(a*S+s)*S+s2]
-					if ps2 == 0 {
-						continue
-					}
-					if m.Compact {
-						// The reward does not depend on o_{h+1}.
-						e += ps2 * m.ExpectedRewardOf(t, s, a, s2, 0)
-						continue
-					}
-					for o := 0; o < O; o++ {
-						po := E[s2*O+o]
-						if po == 0 {
-							continue
-						}
-						e += ps2 * po * m.ExpectedRewardOf(t, s, a, s2, o)
-					}
-				}
-				er[a*S+s] = e
+				er[a*S+s] = m.stepExpectedReward(t, s, a)
 			}
 		}
 		m.expReward[t] = er
 	}
+}
+
+// stepExpectedReward is E[r | s, a] at step table t: the expected reward
+// over s_{h+1} and o_{h+1}.
+func (m *Model) stepExpectedReward(t, s, a int) float64 {
+	S, O := m.States, m.NumObs
+	E := m.EmitOf(t, a)
+	e := 0.0
+	for s2 := 0; s2 < S; s2++ {
+		ps2 := m.Trans[t][(a*S+s)*S+s2]
+		if ps2 == 0 {
+			continue
+		}
+		if m.Compact {
+			// The reward does not depend on o_{h+1}.
+			e += ps2 * m.ExpectedRewardOf(t, s, a, s2, 0)
+			continue
+		}
+		for o := 0; o < O; o++ {
+			po := E[s2*O+o]
+			if po == 0 {
+				continue
+			}
+			e += ps2 * po * m.ExpectedRewardOf(t, s, a, s2, o)
+		}
+	}
+	return e
 }
 
 // Validate checks shapes and that every distribution sums to 1 within
@@ -204,55 +211,65 @@ func (m *Model) Validate(tol float64) error {
 	if len(m.Trans) != nt || len(m.Emit) != nt {
 		return fmt.Errorf("%w: %d transition and %d emission tables, want %d", ErrModel, len(m.Trans), len(m.Emit), nt)
 	}
-	dist := func(name string, p []float64, n, width int) error {
-		if len(p) != n*width {
-			return fmt.Errorf("%w: %s has %d entries, want %d", ErrModel, name, len(p), n*width)
-		}
-		for r := 0; r < n; r++ {
-			sum := 0.0
-			for _, x := range p[r*width : (r+1)*width] {
-				if x < 0 || math.IsNaN(x) {
-					return fmt.Errorf("%w: %s row %d has entry %v", ErrModel, name, r, x)
-				}
-				sum += x
-			}
-			if math.Abs(sum-1) > tol {
-				return fmt.Errorf("%w: %s row %d sums to %v", ErrModel, name, r, sum)
-			}
-		}
-		return nil
-	}
-	if err := dist("Init", m.Init, 1, S); err != nil {
+	if err := checkDist("Init", m.Init, 1, S, tol); err != nil {
 		return err
 	}
-	if err := dist("Obs1", m.Obs1, S, O); err != nil {
+	if err := checkDist("Obs1", m.Obs1, S, O, tol); err != nil {
 		return err
 	}
-	n := m.RewardCells()
 	for t := 0; t < nt; t++ {
-		if err := dist(fmt.Sprintf("Trans[%d]", t), m.Trans[t], A*S, S); err != nil {
+		if err := m.validateTable(t, nt, tol); err != nil {
 			return err
-		}
-		if err := dist(fmt.Sprintf("Emit[%d]", t), m.Emit[t], m.EmitRows(), O); err != nil {
-			return err
-		}
-		switch m.Reward {
-		case RewardCategorical:
-			if len(m.RewardProb) != nt {
-				return fmt.Errorf("%w: %d reward tables, want %d", ErrModel, len(m.RewardProb), nt)
-			}
-			if err := dist(fmt.Sprintf("RewardProb[%d]", t), m.RewardProb[t], n, len(m.RewardValues)); err != nil {
-				return err
-			}
-		case RewardGaussian:
-			if len(m.RewardMean) != nt || len(m.RewardVar) != nt || len(m.RewardMean[t]) != n || len(m.RewardVar[t]) != n {
-				return fmt.Errorf("%w: gaussian reward tables have the wrong shape", ErrModel)
-			}
-		default:
-			return fmt.Errorf("%w: unknown reward kind %d", ErrModel, m.Reward)
 		}
 	}
 	return nil
+}
+
+// checkDist checks that p holds n distributions of width entries, each
+// non-negative and summing to 1 within tol; name names p in the error.
+func checkDist(name string, p []float64, n, width int, tol float64) error {
+	if len(p) != n*width {
+		return fmt.Errorf("%w: %s has %d entries, want %d", ErrModel, name, len(p), n*width)
+	}
+	for r := 0; r < n; r++ {
+		sum := 0.0
+		for _, x := range p[r*width : (r+1)*width] {
+			if x < 0 || math.IsNaN(x) {
+				return fmt.Errorf("%w: %s row %d has entry %v", ErrModel, name, r, x)
+			}
+			sum += x
+		}
+		if math.Abs(sum-1) > tol {
+			return fmt.Errorf("%w: %s row %d sums to %v", ErrModel, name, r, sum)
+		}
+	}
+	return nil
+}
+
+// validateTable checks step table t (of nt): its transitions, emissions
+// and rewards.
+func (m *Model) validateTable(t, nt int, tol float64) error {
+	S, A, O, n := m.States, m.NumActions, m.NumObs, m.RewardCells()
+	if err := checkDist(fmt.Sprintf("Trans[%d]", t), m.Trans[t], A*S, S, tol); err != nil {
+		return err
+	}
+	if err := checkDist(fmt.Sprintf("Emit[%d]", t), m.Emit[t], m.EmitRows(), O, tol); err != nil {
+		return err
+	}
+	switch m.Reward {
+	case RewardCategorical:
+		if len(m.RewardProb) != nt {
+			return fmt.Errorf("%w: %d reward tables, want %d", ErrModel, len(m.RewardProb), nt)
+		}
+		return checkDist(fmt.Sprintf("RewardProb[%d]", t), m.RewardProb[t], n, len(m.RewardValues), tol)
+	case RewardGaussian:
+		if len(m.RewardMean) != nt || len(m.RewardVar) != nt || len(m.RewardMean[t]) != n || len(m.RewardVar[t]) != n {
+			return fmt.Errorf("%w: gaussian reward tables have the wrong shape", ErrModel)
+		}
+		return nil
+	default:
+		return fmt.Errorf("%w: unknown reward kind %d", ErrModel, m.Reward)
+	}
 }
 
 // Prior writes the distribution of s_1 into b.
@@ -391,31 +408,37 @@ func normalize(b []float64, z float64) {
 // to compare fits made different ways.
 func (m *Model) MaxParamDiff(o *Model) float64 {
 	d := 0.0
-	cmp := func(x, y []float64) {
-		if len(x) != len(y) {
-			d = math.Inf(1)
-			return
-		}
-		for i := range x {
-			d = max(d, math.Abs(x[i]-y[i]))
-		}
+	d = maxDiff(d, m.Init, o.Init)
+	d = maxDiff(d, m.Obs1, o.Obs1)
+	d = maxDiff(d, m.RewardValues, o.RewardValues)
+	d = maxDiffAll(d, m.Trans, o.Trans)
+	d = maxDiffAll(d, m.Emit, o.Emit)
+	d = maxDiffAll(d, m.RewardProb, o.RewardProb)
+	d = maxDiffAll(d, m.RewardMean, o.RewardMean)
+	d = maxDiffAll(d, m.RewardVar, o.RewardVar)
+	return d
+}
+
+// maxDiff is the larger of d and max_i |x_i − y_i|, +Inf when the
+// lengths differ.
+func maxDiff(d float64, x, y []float64) float64 {
+	if len(x) != len(y) {
+		return math.Inf(1)
 	}
-	cmpAll := func(x, y [][]float64) {
-		if len(x) != len(y) {
-			d = math.Inf(1)
-			return
-		}
-		for i := range x {
-			cmp(x[i], y[i])
-		}
+	for i := range x {
+		d = max(d, math.Abs(x[i]-y[i]))
 	}
-	cmp(m.Init, o.Init)
-	cmp(m.Obs1, o.Obs1)
-	cmp(m.RewardValues, o.RewardValues)
-	cmpAll(m.Trans, o.Trans)
-	cmpAll(m.Emit, o.Emit)
-	cmpAll(m.RewardProb, o.RewardProb)
-	cmpAll(m.RewardMean, o.RewardMean)
-	cmpAll(m.RewardVar, o.RewardVar)
+	return d
+}
+
+// maxDiffAll is maxDiff over the tables of x and y, +Inf when their
+// numbers differ.
+func maxDiffAll(d float64, x, y [][]float64) float64 {
+	if len(x) != len(y) {
+		return math.Inf(1)
+	}
+	for i := range x {
+		d = maxDiff(d, x[i], y[i])
+	}
 	return d
 }

@@ -74,6 +74,8 @@ func metaInt(meta map[string]string, key string) (int, error) {
 	return v, nil
 }
 
+// modelFromTable is the model that model.arrow's table t holds,
+// validated and prepared.
 func modelFromTable(t arrowio.Table) (*Model, error) {
 	c, err := readModelCols(t)
 	if err != nil {
@@ -83,60 +85,15 @@ func modelFromTable(t arrowio.Table) (*Model, error) {
 	if err != nil {
 		return nil, err
 	}
-	S, H := m.States, m.Horizon
-	obsIdx, actIdx, rewIdx := map[string]int{}, map[string]int{}, map[float64]bool{}
-	gauss := false
-	for i, p := range c.param {
-		switch p {
-		case "obs1":
-			if _, ok := obsIdx[c.obs[i]]; !ok {
-				obsIdx[c.obs[i]] = len(m.ObsVocab)
-				m.ObsVocab = append(m.ObsVocab, c.obs[i])
-			}
-		case "trans":
-			if _, ok := actIdx[c.act[i]]; !ok {
-				actIdx[c.act[i]] = len(m.ActVocab)
-				m.ActVocab = append(m.ActVocab, c.act[i])
-			}
-		case "reward_prob":
-			rewIdx[c.reward[i]] = true
-		case "reward_mean", "reward_var":
-			gauss = true
-		}
-	}
-	m.NumObs, m.NumActions = len(m.ObsVocab), len(m.ActVocab)
-	O, A := m.NumObs, m.NumActions
-	if O == 0 || A == 0 {
+	obsIdx, actIdx := scanVocab(m, c)
+	if m.NumObs == 0 || m.NumActions == 0 {
 		return nil, fmt.Errorf("%w: no obs1 or trans rows", ErrModel)
 	}
-	nt := H
+	nt := m.Horizon
 	if m.Stationary {
 		nt = 1
 	}
-	if gauss {
-		m.Reward = RewardGaussian
-	} else {
-		m.Reward = RewardCategorical
-		for r := range rewIdx {
-			m.RewardValues = append(m.RewardValues, r)
-		}
-		sort.Float64s(m.RewardValues)
-	}
-	V, n := len(m.RewardValues), m.RewardCells()
-	eA := A // the Compact form's emission has one row set for every action
-	if m.Compact {
-		eA = 1
-	}
-	m.Init, m.Obs1 = make([]float64, S), make([]float64, S*O)
-	for range nt {
-		m.Trans = append(m.Trans, make([]float64, A*S*S))
-		m.Emit = append(m.Emit, make([]float64, eA*S*O))
-		if gauss {
-			m.RewardMean, m.RewardVar = append(m.RewardMean, make([]float64, n)), append(m.RewardVar, make([]float64, n))
-		} else {
-			m.RewardProb = append(m.RewardProb, make([]float64, n*V))
-		}
-	}
+	allocParams(m, nt)
 	for i, p := range c.param {
 		if err := setParam(m, p, c, i, obsIdx, actIdx, nt); err != nil {
 			return nil, err
@@ -147,6 +104,68 @@ func modelFromTable(t arrowio.Table) (*Model, error) {
 	}
 	m.Prepare()
 	return m, nil
+}
+
+// scanVocab sets m's vocabularies from the rows of c (observations in
+// the order of the obs1 rows, actions in that of the trans rows), its
+// sizes, and its reward kind with the sorted categorical support; it
+// returns the observations' and actions' codes.
+func scanVocab(m *Model, c modelCols) (obsIdx, actIdx map[string]int) {
+	obsIdx, actIdx, rewIdx := map[string]int{}, map[string]int{}, map[float64]bool{}
+	gauss := false
+	for i, p := range c.param {
+		switch p {
+		case "obs1":
+			m.ObsVocab = addWord(obsIdx, m.ObsVocab, c.obs[i])
+		case "trans":
+			m.ActVocab = addWord(actIdx, m.ActVocab, c.act[i])
+		case "reward_prob":
+			rewIdx[c.reward[i]] = true
+		case "reward_mean", "reward_var":
+			gauss = true
+		}
+	}
+	m.NumObs, m.NumActions = len(m.ObsVocab), len(m.ActVocab)
+	if gauss {
+		m.Reward = RewardGaussian
+	} else {
+		m.Reward = RewardCategorical
+		for r := range rewIdx {
+			m.RewardValues = append(m.RewardValues, r)
+		}
+		sort.Float64s(m.RewardValues)
+	}
+	return obsIdx, actIdx
+}
+
+// addWord appends w to vocab, and gives it the next code in idx, when it
+// is new.
+func addWord(idx map[string]int, vocab []string, w string) []string {
+	if _, ok := idx[w]; !ok {
+		idx[w] = len(vocab)
+		vocab = append(vocab, w)
+	}
+	return vocab
+}
+
+// allocParams allocates m's zero parameters for nt step tables.
+func allocParams(m *Model, nt int) {
+	S, O, A := m.States, m.NumObs, m.NumActions
+	V, n := len(m.RewardValues), m.RewardCells()
+	eA := A // the Compact form's emission has one row set for every action
+	if m.Compact {
+		eA = 1
+	}
+	m.Init, m.Obs1 = make([]float64, S), make([]float64, S*O)
+	for range nt {
+		m.Trans = append(m.Trans, make([]float64, A*S*S))
+		m.Emit = append(m.Emit, make([]float64, eA*S*O))
+		if m.Reward == RewardGaussian {
+			m.RewardMean, m.RewardVar = append(m.RewardMean, make([]float64, n)), append(m.RewardVar, make([]float64, n))
+		} else {
+			m.RewardProb = append(m.RewardProb, make([]float64, n*V))
+		}
+	}
 }
 
 // modelFromMeta is the model that model.arrow's schema metadata
@@ -177,65 +196,105 @@ func modelFromMeta(meta map[string]string) (*Model, error) {
 
 // setParam stores row i of model.arrow into m.
 func setParam(m *Model, p string, c modelCols, i int, obsIdx, actIdx map[string]int, nt int) error {
-	S, O := m.States, m.NumObs
-	s, s2, v := int(c.state[i]), int(c.next[i]), c.value[i]
-	o, okO := obsIdx[c.obs[i]]
-	a, okA := actIdx[c.act[i]]
-	t := 0
+	r := paramRow{S: m.States, s: int(c.state[i]), s2: int(c.next[i]), v: c.value[i]}
+	r.o, r.okO = obsIdx[c.obs[i]]
+	r.a, r.okA = actIdx[c.act[i]]
 	if !m.Stationary {
-		t = int(c.step[i]) - 1
+		r.t = int(c.step[i]) - 1
 	}
-	bad := func() error {
-		return fmt.Errorf("%w: row %d (%s) does not fit %d states, %d observations, %d actions, %d tables", ErrModel, i, p, S, O, m.NumActions, nt)
-	}
-	inS := func(x int) bool { return x >= 0 && x < S }
 	needT := p == "trans" || p == "emit" || p == "reward_prob" || p == "reward_mean" || p == "reward_var"
-	if needT && (t < 0 || t >= nt) {
-		return bad()
-	}
-	switch p {
-	case "init":
-		if !inS(s) {
-			return bad()
-		}
-		m.Init[s] = v
-	case "obs1":
-		if !inS(s) || !okO {
-			return bad()
-		}
-		m.Obs1[s*O+o] = v
-	case "trans":
-		if !inS(s) || !inS(s2) || !okA {
-			return bad()
-		}
-		m.Trans[t][(a*S+s)*S+s2] = v
-	case "emit":
-		if m.Compact { // one row set for every action, action ""
-			a, okA = 0, c.act[i] == ""
-		}
-		if !inS(s2) || !okA || !okO {
-			return bad()
-		}
-		m.Emit[t][(a*S+s2)*O+o] = v
-	case "reward_prob", "reward_mean", "reward_var":
-		if m.Compact { // the reward does not depend on the observation ""
-			o, okO = 0, c.obs[i] == ""
-		}
-		if !inS(s) || !inS(s2) || !okA || !okO {
-			return bad()
-		}
-		ri := m.RewardIndex(s, a, s2, o)
-		switch p {
-		case "reward_prob":
-			V := len(m.RewardValues)
-			m.RewardProb[t][ri*V+sort.SearchFloat64s(m.RewardValues, c.reward[i])] = v
-		case "reward_mean":
-			m.RewardMean[t][ri] = v
-		default:
-			m.RewardVar[t][ri] = v
-		}
+	var fits bool
+	switch {
+	case needT && (r.t < 0 || r.t >= nt): // no such step table
+	case p == "init":
+		fits = r.setInit(m)
+	case p == "obs1":
+		fits = r.setObs1(m)
+	case p == "trans":
+		fits = r.setTrans(m)
+	case p == "emit":
+		fits = r.setEmit(m, c.act[i])
+	case p == "reward_prob" || p == "reward_mean" || p == "reward_var":
+		fits = r.setReward(m, p, c.obs[i], c.reward[i])
 	default:
 		return fmt.Errorf("%w: row %d has unknown param %q", ErrModel, i, p)
 	}
+	if !fits {
+		return fmt.Errorf("%w: row %d (%s) does not fit %d states, %d observations, %d actions, %d tables", ErrModel, i, p, m.States, m.NumObs, m.NumActions, nt)
+	}
 	return nil
+}
+
+// paramRow is a row of model.arrow decoded against the model: states s
+// and s2, observation o and action a (okO, okA: in the vocabularies),
+// step table t and value v. Its set methods store v into the model and
+// report whether the row fits it.
+type paramRow struct {
+	S, s, s2, o, a, t int
+	okO, okA          bool
+	v                 float64
+}
+
+// inS says whether x is a state.
+func (r *paramRow) inS(x int) bool { return x >= 0 && x < r.S }
+
+// setInit stores an init row.
+func (r *paramRow) setInit(m *Model) bool {
+	if !r.inS(r.s) {
+		return false
+	}
+	m.Init[r.s] = r.v
+	return true
+}
+
+// setObs1 stores an obs1 row.
+func (r *paramRow) setObs1(m *Model) bool {
+	if !r.inS(r.s) || !r.okO {
+		return false
+	}
+	m.Obs1[r.s*m.NumObs+r.o] = r.v
+	return true
+}
+
+// setTrans stores a trans row.
+func (r *paramRow) setTrans(m *Model) bool {
+	if !r.inS(r.s) || !r.inS(r.s2) || !r.okA {
+		return false
+	}
+	m.Trans[r.t][(r.a*r.S+r.s)*r.S+r.s2] = r.v
+	return true
+}
+
+// setEmit stores an emit row of action act.
+func (r *paramRow) setEmit(m *Model, act string) bool {
+	if m.Compact { // one row set for every action, action ""
+		r.a, r.okA = 0, act == ""
+	}
+	if !r.inS(r.s2) || !r.okA || !r.okO {
+		return false
+	}
+	m.Emit[r.t][(r.a*r.S+r.s2)*m.NumObs+r.o] = r.v
+	return true
+}
+
+// setReward stores a reward_prob (of reward value rew), reward_mean or
+// reward_var row p of observation obs.
+func (r *paramRow) setReward(m *Model, p, obs string, rew float64) bool {
+	if m.Compact { // the reward does not depend on the observation ""
+		r.o, r.okO = 0, obs == ""
+	}
+	if !r.inS(r.s) || !r.inS(r.s2) || !r.okA || !r.okO {
+		return false
+	}
+	ri := m.RewardIndex(r.s, r.a, r.s2, r.o)
+	switch p {
+	case "reward_prob":
+		V := len(m.RewardValues)
+		m.RewardProb[r.t][ri*V+sort.SearchFloat64s(m.RewardValues, rew)] = r.v
+	case "reward_mean":
+		m.RewardMean[r.t][ri] = r.v
+	default:
+		m.RewardVar[r.t][ri] = r.v
+	}
+	return true
 }

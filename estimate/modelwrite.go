@@ -99,96 +99,156 @@ func (b *modelBatch) table(meta map[string]string) arrowio.Table {
 // each emits the rows of model.arrow in tables of at most batch rows, the
 // schema metadata on each.
 func (r ModelRows) each(batch int, emit func(arrowio.Table) error) error {
-	meta := modelMeta(r.Model)
-	var b modelBatch
-	emitted := false
-	var err error
-	add := func(p string, h, s int, a string, s2 int, o string, rw, v float64) {
-		if err != nil {
-			return
-		}
-		b.add(p, h, s, a, s2, o, rw, v)
-		if len(b.param) >= batch {
-			err, emitted, b = emit(b.table(meta)), true, modelBatch{}
-		}
-	}
-	modelParams(r.Model, add)
+	w := &batchWriter{meta: modelMeta(r.Model), batch: batch, emit: emit}
+	modelParams(r.Model, w.add)
 	for _, s := range r.Merged {
-		add("other", -1, -1, "", -1, s.Symbol, math.NaN(), float64(s.Count))
+		w.add("other", -1, -1, "", -1, s.Symbol, math.NaN(), float64(s.Count))
 	}
-	if err == nil && (len(b.param) > 0 || !emitted) {
-		err = emit(b.table(meta))
+	return w.flush()
+}
+
+// batchWriter cuts model.arrow's rows into tables of at most batch rows,
+// each with the schema metadata meta, and emits them; err is emit's
+// first error, after which rows are dropped.
+type batchWriter struct {
+	meta    map[string]string
+	batch   int
+	emit    func(arrowio.Table) error
+	b       modelBatch
+	emitted bool
+	err     error
+}
+
+// add adds a row, emitting the batch when it is full.
+func (w *batchWriter) add(p string, h, s int, a string, s2 int, o string, rw, v float64) {
+	if w.err != nil {
+		return
 	}
-	return err
+	w.b.add(p, h, s, a, s2, o, rw, v)
+	if len(w.b.param) >= w.batch {
+		w.err, w.emitted, w.b = w.emit(w.b.table(w.meta)), true, modelBatch{}
+	}
+}
+
+// flush emits the last batch when it holds rows, or the empty table when
+// none was emitted, and returns the first error.
+func (w *batchWriter) flush() error {
+	if w.err == nil && (len(w.b.param) > 0 || !w.emitted) {
+		w.err = w.emit(w.b.table(w.meta))
+	}
+	return w.err
 }
 
 // modelParams calls add for every parameter of m, in the table's order.
 func modelParams(m *Model, add func(p string, h, s int, a string, s2 int, o string, r, v float64)) {
-	S, O, A := m.States, m.NumObs, m.NumActions
-	nan := math.NaN()
+	w := paramWriter{m: m, add: add}
+	w.firstStep()
+	for t := range m.Trans {
+		h := t + 1
+		if m.Stationary {
+			h = 0
+		}
+		w.trans(t, h)
+		w.emit(t, h)
+		w.rewards(t, h)
+	}
+}
+
+// paramWriter calls add for the parameters of m (modelParams).
+type paramWriter struct {
+	m   *Model
+	add func(p string, h, s int, a string, s2 int, o string, r, v float64)
+}
+
+// firstStep adds the init and obs1 rows.
+func (w paramWriter) firstStep() {
+	m, nan := w.m, math.NaN()
+	S, O := m.States, m.NumObs
 	for s := 0; s < S; s++ {
-		add("init", 1, s, "", -1, "", nan, m.Init[s])
+		w.add("init", 1, s, "", -1, "", nan, m.Init[s])
 	}
 	for s := 0; s < S; s++ {
 		for o := 0; o < O; o++ {
-			add("obs1", 1, s, "", -1, m.ObsVocab[o], nan, m.Obs1[s*O+o])
+			w.add("obs1", 1, s, "", -1, m.ObsVocab[o], nan, m.Obs1[s*O+o])
 		}
 	}
-	stepOf := func(t int) int {
-		if m.Stationary {
-			return 0
-		}
-		return t + 1
-	}
-	for t := range m.Trans {
-		h := stepOf(t)
-		for a := 0; a < A; a++ {
-			for s := 0; s < S; s++ {
-				for s2 := 0; s2 < S; s2++ {
-					add("trans", h, s, m.ActVocab[a], s2, "", nan, m.Trans[t][(a*S+s)*S+s2])
-				}
-			}
-		}
-		// The compact form's emission and reward do not depend on the
-		// action and the observation: one row each, with "" there.
-		acts, obsR := A, O
-		if m.Compact {
-			acts, obsR = 1, 1
-		}
-		symbol := func(vocab []string, i, n int) string {
-			if n == 1 && m.Compact {
-				return ""
-			}
-			return vocab[i]
-		}
-		for a := 0; a < acts; a++ {
-			E := m.EmitOf(t, a)
-			for s2 := 0; s2 < S; s2++ {
-				for o := 0; o < O; o++ {
-					add("emit", h, -1, symbol(m.ActVocab, a, acts), s2, m.ObsVocab[o], nan, E[s2*O+o])
-				}
-			}
-		}
+}
+
+// trans adds the trans rows of step table t (step h).
+func (w paramWriter) trans(t, h int) {
+	m, nan := w.m, math.NaN()
+	S := m.States
+	for a := 0; a < m.NumActions; a++ {
 		for s := 0; s < S; s++ {
-			for a := 0; a < A; a++ {
-				for s2 := 0; s2 < S; s2++ {
-					for o := 0; o < obsR; o++ {
-						i := m.RewardIndex(s, a, s2, o)
-						os := symbol(m.ObsVocab, o, obsR)
-						if m.Reward == RewardGaussian {
-							add("reward_mean", h, s, m.ActVocab[a], s2, os, nan, m.RewardMean[t][i])
-							add("reward_var", h, s, m.ActVocab[a], s2, os, nan, m.RewardVar[t][i])
-							continue
-						}
-						V := len(m.RewardValues)
-						for v, r := range m.RewardValues {
-							if p := m.RewardProb[t][i*V+v]; p > 0 {
-								add("reward_prob", h, s, m.ActVocab[a], s2, os, r, p)
-							}
-						}
-					}
+			for s2 := 0; s2 < S; s2++ {
+				w.add("trans", h, s, m.ActVocab[a], s2, "", nan, m.Trans[t][(a*S+s)*S+s2])
+			}
+		}
+	}
+}
+
+// symbol is vocab[i], or "" for the one row (n = 1) of the compact
+// form's emission and reward, which do not depend on the action and the
+// observation.
+func (w paramWriter) symbol(vocab []string, i, n int) string {
+	if n == 1 && w.m.Compact {
+		return ""
+	}
+	return vocab[i]
+}
+
+// emit adds the emit rows of step table t (step h): one row set per
+// action, or one with action "" in the compact form.
+func (w paramWriter) emit(t, h int) {
+	m, nan := w.m, math.NaN()
+	S, O, acts := m.States, m.NumObs, m.NumActions
+	if m.Compact {
+		acts = 1
+	}
+	for a := 0; a < acts; a++ {
+		E := m.EmitOf(t, a)
+		for s2 := 0; s2 < S; s2++ {
+			for o := 0; o < O; o++ {
+				w.add("emit", h, -1, w.symbol(m.ActVocab, a, acts), s2, m.ObsVocab[o], nan, E[s2*O+o])
+			}
+		}
+	}
+}
+
+// rewards adds the reward rows of step table t (step h): one set per
+// observation, or one with observation "" in the compact form.
+func (w paramWriter) rewards(t, h int) {
+	m := w.m
+	S, A, obsR := m.States, m.NumActions, m.NumObs
+	if m.Compact {
+		obsR = 1
+	}
+	for s := 0; s < S; s++ {
+		for a := 0; a < A; a++ {
+			for s2 := 0; s2 < S; s2++ {
+				for o := 0; o < obsR; o++ {
+					w.reward(t, h, s, a, s2, o, w.symbol(m.ObsVocab, o, obsR))
 				}
 			}
+		}
+	}
+}
+
+// reward adds the rows of the reward cell (s, a, s2, o) of table t,
+// observation symbol os: its Gaussian mean and variance, or its
+// categorical values of positive probability.
+func (w paramWriter) reward(t, h, s, a, s2, o int, os string) {
+	m, nan := w.m, math.NaN()
+	i := m.RewardIndex(s, a, s2, o)
+	if m.Reward == RewardGaussian {
+		w.add("reward_mean", h, s, m.ActVocab[a], s2, os, nan, m.RewardMean[t][i])
+		w.add("reward_var", h, s, m.ActVocab[a], s2, os, nan, m.RewardVar[t][i])
+		return
+	}
+	V := len(m.RewardValues)
+	for v, r := range m.RewardValues {
+		if p := m.RewardProb[t][i*V+v]; p > 0 {
+			w.add("reward_prob", h, s, m.ActVocab[a], s2, os, r, p)
 		}
 	}
 }

@@ -199,6 +199,14 @@ func (o Options) withDefaults() (Options, error) {
 // searchDefaults: the rank, the rank search's and the model form's
 // options.
 func (o *Options) searchDefaults() error {
+	if err := o.rankDefaults(); err != nil {
+		return err
+	}
+	return o.formDefaults()
+}
+
+// rankDefaults: the rank's and the rank search's options.
+func (o *Options) rankDefaults() error {
 	if o.Rank < 0 {
 		return errorf(ErrOptions, "rank %d is negative", o.Rank)
 	}
@@ -208,6 +216,11 @@ func (o *Options) searchDefaults() error {
 	if o.MaxRank < 0 {
 		return errorf(ErrOptions, "max rank %d is negative", o.MaxRank)
 	}
+	return o.heldOutDefaults()
+}
+
+// heldOutDefaults: the rank search's work budget and held-out fraction.
+func (o *Options) heldOutDefaults() error {
 	if o.RankBudget == 0 {
 		o.RankBudget = DefaultRankBudget
 	}
@@ -220,6 +233,11 @@ func (o *Options) searchDefaults() error {
 	if !(o.HeldOut > 0 && o.HeldOut < 1) {
 		return errorf(ErrOptions, "held-out fraction %v is not in (0,1)", o.HeldOut)
 	}
+	return nil
+}
+
+// formDefaults: the dynamics' and the model form's options.
+func (o *Options) formDefaults() error {
 	switch o.Dynamics {
 	case "":
 		o.Dynamics = DynamicsStationary
@@ -254,6 +272,11 @@ func (o *Options) emDefaults() error {
 	if o.MaxIter < 0 {
 		return errorf(ErrOptions, "max iterations %d is negative", o.MaxIter)
 	}
+	return o.convergenceDefaults()
+}
+
+// convergenceDefaults: EM's tolerance and smoothing.
+func (o *Options) convergenceDefaults() error {
 	if o.Tol == 0 {
 		o.Tol = DefaultTol
 	}
@@ -286,6 +309,11 @@ func (o *Options) boundDefaults() error {
 	if !(o.Delta > 0 && o.Delta < 1) {
 		return errorf(ErrOptions, "delta %v is not in (0,1)", o.Delta)
 	}
+	return o.runDefaults()
+}
+
+// runDefaults: Θ_min's ln p_min and the run's own options.
+func (o *Options) runDefaults() error {
 	if math.IsNaN(o.LogPMin) {
 		o.LogPMin = 0
 	}

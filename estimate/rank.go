@@ -121,8 +121,6 @@ type rankTry struct {
 	held   float64
 }
 
-// beats says whether b's held-out log-likelihood exceeds a's by more than
-// rankNoiseZ standard errors of the paired block differences.
 // stalled says a larger rank's best training log-likelihood ll did not
 // improve on the smaller rank's, small, by more than a relative 10⁻⁶: a
 // larger model contains the smaller one, so its EM stopped at the
@@ -131,28 +129,36 @@ func stalled(ll, small float64) bool {
 	return ll <= small+1e-6*math.Abs(small)
 }
 
+// beats says whether b's held-out log-likelihood exceeds a's by more than
+// rankNoiseZ standard errors of the paired block differences.
 func beats(b, a *rankTry) bool {
-	n := len(a.blocks)
-	if n == 0 {
+	if len(a.blocks) == 0 {
 		return b.held > a.held
 	}
+	return b.held-a.held > rankNoiseZ*pairedSE(b.blocks, a.blocks)
+}
+
+// pairedSE is the standard error of the total Σ d_i of the paired
+// differences d_i = x_i − y_i (0 for one pair).
+func pairedSE(x, y []float64) float64 {
+	n := len(y)
 	d := make([]float64, n)
 	mean := 0.0
 	for i := range d {
-		d[i] = b.blocks[i] - a.blocks[i]
+		d[i] = x[i] - y[i]
 		mean += d[i]
 	}
 	mean /= float64(n)
 	v := 0.0
-	for _, x := range d {
-		v += (x - mean) * (x - mean)
+	for _, di := range d {
+		v += (di - mean) * (di - mean)
 	}
 	se := 0.0
 	if n > 1 {
 		// SE of the total Σ d_i = n·mean.
 		se = math.Sqrt(v/float64(n-1)) * math.Sqrt(float64(n))
 	}
-	return b.held-a.held > rankNoiseZ*se
+	return se
 }
 
 // rankSearch chooses the rank (see the comment above). It appends the
@@ -166,9 +172,21 @@ func rankSearch(ctx context.Context, c *coded, proto *Model, o *Options, res *Re
 		return min(2, o.MaxRank), nil, nil
 	}
 	maxR := max(1, min(o.MaxRank, rs.tr.K))
+	if err := rs.refine(maxR); err != nil {
+		return 0, nil, err
+	}
+	chosen := rs.choose()
+	res.HeldOutLogLik = chosen.held
+	res.RankSearchEpisodes = n
+	return chosen.S, chosen.model, nil
+}
+
+// refine tries the ranks of the search up to maxR: the doubling, then
+// the bisection below or above the last improving rank.
+func (rs *rankSearcher) refine(maxR int) error {
 	lo, hi, prev, err := rs.double(maxR)
 	if err != nil {
-		return 0, nil, err
+		return err
 	}
 	// The doubling ended on an improvement (the work budget or MaxRank
 	// stopped it): the ranks between the last two doublings were never
@@ -183,14 +201,19 @@ func rankSearch(ctx context.Context, c *coded, proto *Model, o *Options, res *Re
 	// log₂(lo − prev) of them, each of a rank below lo.
 	if hi == nil && prev != nil && lo.S-prev.S > 1 {
 		if err := rs.below(prev, lo); err != nil {
-			return 0, nil, err
+			return err
 		}
 	}
-	// Bisection between the last improving rank and the failed doubling.
-	for hi != nil && hi.S-lo.S > 1 && rs.work < o.RankBudget {
+	return rs.bisect(lo, hi)
+}
+
+// bisect is the bisection between the last improving rank lo and the
+// failed doubling hi (none when hi is nil), within the work budget.
+func (rs *rankSearcher) bisect(lo, hi *rankTry) error {
+	for hi != nil && hi.S-lo.S > 1 && rs.work < rs.o.RankBudget {
 		t, err := rs.fitAt((lo.S+hi.S)/2, lo)
 		if err != nil {
-			return 0, nil, err
+			return err
 		}
 		if beats(t, lo) {
 			lo = t
@@ -198,10 +221,7 @@ func rankSearch(ctx context.Context, c *coded, proto *Model, o *Options, res *Re
 			hi = t
 		}
 	}
-	chosen := rs.choose()
-	res.HeldOutLogLik = chosen.held
-	res.RankSearchEpisodes = n
-	return chosen.S, chosen.model, nil
+	return nil
 }
 
 // rankSearcher is the state of one rank search: the training episodes,
@@ -239,18 +259,26 @@ func newRankSearcher(ctx context.Context, c *coded, proto *Model, o *Options, re
 	sort.Ints(held)
 	sort.Ints(train)
 	rs := &rankSearcher{ctx: ctx, tr: c.subset(train), proto: proto, o: o, so: *o, res: res, report: report, tried: map[int]*rankTry{}}
+	rs.blocks = heldOutBlocks(c, held)
+	rs.so.Restarts = min(o.Restarts, rankSearchRestarts)
+	rs.so.Tol = rankTol(o)
+	return rs, n
+}
+
+// heldOutBlocks deals the held-out episodes held round-robin into
+// rankBlocks blocks (fewer when there are fewer episodes).
+func heldOutBlocks(c *coded, held []int) []*coded {
+	nHeld := len(held)
 	nb := min(rankBlocks, nHeld)
-	rs.blocks = make([]*coded, nb)
+	blocks := make([]*coded, nb)
 	for b := 0; b < nb; b++ {
 		var idx []int
 		for i := b; i < nHeld; i += nb {
 			idx = append(idx, held[i])
 		}
-		rs.blocks[b] = c.subset(idx)
+		blocks[b] = c.subset(idx)
 	}
-	rs.so.Restarts = min(o.Restarts, rankSearchRestarts)
-	rs.so.Tol = rankTol(o)
-	return rs, n
+	return blocks
 }
 
 // fitAt fits rank S on the training episodes (once: a rank tried before
@@ -259,51 +287,86 @@ func (rs *rankSearcher) fitAt(S int, from *rankTry) (*rankTry, error) {
 	if t, ok := rs.tried[S]; ok {
 		return t, nil
 	}
-	ctx, tr, o := rs.ctx, rs.tr, rs.o
-	// Start 0 is the warm start from the smaller rank with its states
-	// split; then a random and an informed start (fitRank).
-	ro := rs.so
-	ro.Start, ro.startPairs = nil, nil
-	if from != nil {
-		ro.Start = growModel(from.model, S, o.Seed+uint64(S))
-		ro.startPairs = splitPairs(from.S, S)
-	}
-	fits, err := fitRank(ctx, tr, rs.proto, S, &ro, "train", rs.report)
+	fits, b, err := rs.fitStarts(S, from)
 	if err != nil {
 		return nil, err
 	}
-	b := best(fits)
-	if from != nil && ro.Restarts < rankSearchRestarts && stalled(fits[b].ll, from.train) {
-		// Every start stayed at the smaller rank's solution (the split
-		// copies of a state stay alike, and a random start can fall
-		// there too): on 10⁵ episodes of query.s2 with two starts, rank
-		// 2 matched rank 1's training likelihood to 10⁻⁶ and the search
-		// stopped at rank 1. The start kinds not run yet (the informed
-		// one) get their turn.
-		for _, r := range fits {
-			rs.work += float64(r.esteps) * float64(tr.K*tr.H) * float64(S*S)
-		}
-		ro.Restarts = rankSearchRestarts
-		if fits, err = fitRank(ctx, tr, rs.proto, S, &ro, "train", rs.report); err != nil {
-			return nil, err
-		}
-		b = best(fits)
-	}
 	for _, r := range fits {
 		rs.res.Trace = append(rs.res.Trace, r.trace...)
-		rs.work += float64(r.esteps) * float64(tr.K*tr.H) * float64(S*S)
+		rs.addWork(r, S)
 	}
 	t := &rankTry{S: S, model: fits[b].model, train: fits[b].ll}
+	if err := rs.score(t); err != nil {
+		return nil, err
+	}
+	rs.tried[S] = t
+	return t, nil
+}
+
+// addWork counts the E-step work of the start r of rank S.
+func (rs *rankSearcher) addWork(r emResult, S int) {
+	rs.work += float64(r.esteps) * float64(rs.tr.K*rs.tr.H) * float64(S*S)
+}
+
+// fitStarts runs the starts of rank S on the training episodes and
+// returns them with the index of the best.
+func (rs *rankSearcher) fitStarts(S int, from *rankTry) ([]emResult, int, error) {
+	ro := rs.startOptions(S, from)
+	fits, err := fitRank(rs.ctx, rs.tr, rs.proto, S, &ro, "train", rs.report)
+	if err != nil {
+		return nil, 0, err
+	}
+	b := best(fits)
+	if from != nil && ro.Restarts < rankSearchRestarts && stalled(fits[b].ll, from.train) {
+		return rs.refitAll(S, &ro, fits)
+	}
+	return fits, b, nil
+}
+
+// refitAll runs rank S again with every kind of start after its starts
+// fits stalled, counting their work. Every start stayed at the smaller
+// rank's solution (the split copies of a state stay alike, and a random
+// start can fall there too): on 10⁵ episodes of query.s2 with two
+// starts, rank 2 matched rank 1's training likelihood to 10⁻⁶ and the
+// search stopped at rank 1. The start kinds not run yet (the informed
+// one) get their turn.
+func (rs *rankSearcher) refitAll(S int, ro *Options, fits []emResult) ([]emResult, int, error) {
+	for _, r := range fits {
+		rs.addWork(r, S)
+	}
+	ro.Restarts = rankSearchRestarts
+	fits, err := fitRank(rs.ctx, rs.tr, rs.proto, S, ro, "train", rs.report)
+	if err != nil {
+		return nil, 0, err
+	}
+	return fits, best(fits), nil
+}
+
+// startOptions are the fit options of rank S. Start 0 is the warm start
+// from the smaller rank with its states split; then a random and an
+// informed start (fitRank).
+func (rs *rankSearcher) startOptions(S int, from *rankTry) Options {
+	ro := rs.so
+	ro.Start, ro.startPairs = nil, nil
+	if from != nil {
+		ro.Start = growModel(from.model, S, rs.o.Seed+uint64(S))
+		ro.startPairs = splitPairs(from.S, S)
+	}
+	return ro
+}
+
+// score sets t's held-out log-likelihood per block and in total.
+func (rs *rankSearcher) score(t *rankTry) error {
+	o := rs.o
 	for _, blk := range rs.blocks {
-		st, err := o.runEStep(ctx, newKernel(fits[b].model, blk), blk, o.Workers)
+		st, err := o.runEStep(rs.ctx, newKernel(t.model, blk), blk, o.Workers)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		t.blocks = append(t.blocks, st.ll)
 		t.held += st.ll
 	}
-	rs.tried[S] = t
-	return t, nil
+	return nil
 }
 
 // double doubles the rank from 1 while it improves, up to maxR and the
@@ -381,14 +444,20 @@ func (c *coded) subset(idx []int) *coded {
 		n.src = c.src.Subset(idx)
 	}
 	for _, k := range idx {
-		n.obs = append(n.obs, c.obs[k*H:(k+1)*H]...)
-		n.act = append(n.act, c.act[k*H:(k+1)*H]...)
-		n.rew = append(n.rew, c.rew[k*H:(k+1)*H]...)
-		if c.rv != nil {
-			n.rv = append(n.rv, c.rv[k*H:(k+1)*H]...)
-		}
+		n.appendEpisode(c, k)
 	}
 	return &n
+}
+
+// appendEpisode appends episode k of c to n's columns.
+func (n *coded) appendEpisode(c *coded, k int) {
+	H := c.H
+	n.obs = append(n.obs, c.obs[k*H:(k+1)*H]...)
+	n.act = append(n.act, c.act[k*H:(k+1)*H]...)
+	n.rew = append(n.rew, c.rew[k*H:(k+1)*H]...)
+	if c.rv != nil {
+		n.rv = append(n.rv, c.rv[k*H:(k+1)*H]...)
+	}
 }
 
 // growModel returns a model with S2 ≥ m.States states that represents the
@@ -404,69 +473,104 @@ func growModel(m *Model, S2 int, seed uint64) *Model {
 // growModelJitter is growModel with perturbation factors in
 // [1−jitter, 1+jitter].
 func growModelJitter(m *Model, S2 int, seed uint64, jitter float64) *Model {
-	S, O, A := m.States, m.NumObs, m.NumActions
+	S := m.States
 	if S2 <= S {
 		return m
 	}
-	rng := rand.New(rand.NewPCG(seed, 0x96a3))
-	jit := func(p []float64) {
-		z := 0.0
-		for i := range p {
-			p[i] *= 1 - jitter + 2*jitter*rng.Float64()
-			z += p[i]
-		}
-		if z > 0 {
-			for i := range p {
-				p[i] /= z
-			}
-		}
-	}
-	par := func(j int) int { return j % S }
-	copies := make([]float64, S)
+	g := &grower{m: m, n: shapeLike(m), S: S, S2: S2, rng: rand.New(rand.NewPCG(seed, 0x96a3)), jitter: jitter,
+		copies: make([]float64, S)}
 	for j := 0; j < S2; j++ {
-		copies[par(j)]++
+		g.copies[g.par(j)]++
 	}
-	n := shapeLike(m)
-	n.States = S2
+	g.n.States = S2
+	g.firstStep()
+	for t := range m.Trans {
+		g.table(t)
+		pullRewards(g.n, m, t, g.par)
+	}
+	g.n.Prepare()
+	return g.n
+}
+
+// grower builds growModelJitter's model n of S2 states from m of S:
+// copies[s] is the number of new states copying s.
+type grower struct {
+	m, n   *Model
+	S, S2  int
+	copies []float64
+	rng    *rand.Rand
+	jitter float64
+}
+
+// par is the parent of new state j.
+func (g *grower) par(j int) int { return j % g.S }
+
+// jit multiplies every entry of p by a factor drawn in
+// [1−jitter, 1+jitter] and renormalises p.
+func (g *grower) jit(p []float64) {
+	z := 0.0
+	for i := range p {
+		p[i] *= 1 - g.jitter + 2*g.jitter*g.rng.Float64()
+		z += p[i]
+	}
+	if z > 0 {
+		for i := range p {
+			p[i] /= z
+		}
+	}
+}
+
+// firstStep sets n's initial distribution, sharing a parent's
+// probability among its copies, and its first-observation emission.
+func (g *grower) firstStep() {
+	m, n, S2, O := g.m, g.n, g.S2, g.m.NumObs
 	n.Init = make([]float64, S2)
 	for j := range n.Init {
-		n.Init[j] = m.Init[par(j)] / copies[par(j)]
+		n.Init[j] = m.Init[g.par(j)] / g.copies[g.par(j)]
 	}
-	jit(n.Init)
+	g.jit(n.Init)
 	n.Obs1 = make([]float64, S2*O)
 	for j := 0; j < S2; j++ {
-		copy(n.Obs1[j*O:(j+1)*O], m.Obs1[par(j)*O:(par(j)+1)*O])
-		jit(n.Obs1[j*O : (j+1)*O])
+		copy(n.Obs1[j*O:(j+1)*O], m.Obs1[g.par(j)*O:(g.par(j)+1)*O])
+		g.jit(n.Obs1[j*O : (j+1)*O])
 	}
+}
+
+// table appends step table t's transitions (the probability of entering
+// a parent shared among its copies) and emissions to n.
+func (g *grower) table(t int) {
+	m, S, S2, O, A := g.m, g.S, g.S2, g.m.NumObs, g.m.NumActions
 	// The Compact form's emission rows do not depend on the action: one
 	// "action" of emission rows.
 	eA := A
 	if m.Compact {
 		eA = 1
 	}
-	for t := range m.Trans {
-		T := make([]float64, A*S2*S2)
-		E := make([]float64, eA*S2*O)
-		for a := 0; a < A; a++ {
-			for j := 0; j < S2; j++ {
-				row := T[(a*S2+j)*S2 : (a*S2+j+1)*S2]
-				for j2 := 0; j2 < S2; j2++ {
-					row[j2] = m.Trans[t][(a*S+par(j))*S+par(j2)] / copies[par(j2)]
-				}
-				jit(row)
-				if a < eA {
-					e := E[(a*S2+j)*O : (a*S2+j+1)*O]
-					copy(e, m.Emit[t][(a*S+par(j))*O:(a*S+par(j)+1)*O])
-					jit(e)
-				}
+	T := make([]float64, A*S2*S2)
+	E := make([]float64, eA*S2*O)
+	for a := 0; a < A; a++ {
+		for j := 0; j < S2; j++ {
+			g.transRow(t, a, j, T[(a*S2+j)*S2:(a*S2+j+1)*S2])
+			if a < eA {
+				e := E[(a*S2+j)*O : (a*S2+j+1)*O]
+				copy(e, m.Emit[t][(a*S+g.par(j))*O:(a*S+g.par(j)+1)*O])
+				g.jit(e)
 			}
 		}
-		n.Trans = append(n.Trans, T)
-		n.Emit = append(n.Emit, E)
-		pullRewards(n, m, t, par)
 	}
-	n.Prepare()
-	return n
+	g.n.Trans = append(g.n.Trans, T)
+	g.n.Emit = append(g.n.Emit, E)
+}
+
+// transRow sets row to new state j's transitions under action a at
+// table t: its parent's, each parent's probability shared among its
+// copies, jittered.
+func (g *grower) transRow(t, a, j int, row []float64) {
+	m, S := g.m, g.S
+	for j2 := range row {
+		row[j2] = m.Trans[t][(a*S+g.par(j))*S+g.par(j2)] / g.copies[g.par(j2)]
+	}
+	g.jit(row)
 }
 
 // RankChoice is the outcome of ChooseRank.

@@ -107,7 +107,7 @@ func splitPairs(S, S2 int) []int {
 // permuteStates returns m with its states relabelled: state j of the
 // result is state perm[j] of m.
 func permuteStates(m *Model, perm []int) *Model {
-	S, O, A := m.States, m.NumObs, m.NumActions
+	S, O := m.States, m.NumObs
 	n := shapeLike(m)
 	n.Init = make([]float64, S)
 	n.Obs1 = make([]float64, S*O)
@@ -115,23 +115,8 @@ func permuteStates(m *Model, perm []int) *Model {
 		n.Init[j] = m.Init[pj]
 		copy(n.Obs1[j*O:(j+1)*O], m.Obs1[pj*O:(pj+1)*O])
 	}
-	eA := A
-	if m.Compact {
-		eA = 1
-	}
 	for t := range m.Trans {
-		T := make([]float64, len(m.Trans[t]))
-		E := make([]float64, len(m.Emit[t]))
-		for a := 0; a < A; a++ {
-			for j, pj := range perm {
-				for j2, pj2 := range perm {
-					T[(a*S+j)*S+j2] = m.Trans[t][(a*S+pj)*S+pj2]
-				}
-				if a < eA {
-					copy(E[(a*S+j)*O:(a*S+j+1)*O], m.Emit[t][(a*S+pj)*O:(a*S+pj+1)*O])
-				}
-			}
-		}
+		T, E := permuteTable(m, t, perm)
 		n.Trans = append(n.Trans, T)
 		n.Emit = append(n.Emit, E)
 		pullRewards(n, m, t, func(j int) int { return perm[j] })
@@ -140,26 +125,34 @@ func permuteStates(m *Model, perm []int) *Model {
 	return n
 }
 
+// permuteTable returns m's transitions and emissions of step table t
+// with the states relabelled as in permuteStates.
+func permuteTable(m *Model, t int, perm []int) (T, E []float64) {
+	S, O, A := m.States, m.NumObs, m.NumActions
+	eA := A
+	if m.Compact {
+		eA = 1
+	}
+	T = make([]float64, len(m.Trans[t]))
+	E = make([]float64, len(m.Emit[t]))
+	for a := 0; a < A; a++ {
+		for j, pj := range perm {
+			for j2, pj2 := range perm {
+				T[(a*S+j)*S+j2] = m.Trans[t][(a*S+pj)*S+pj2]
+			}
+			if a < eA {
+				copy(E[(a*S+j)*O:(a*S+j+1)*O], m.Emit[t][(a*S+pj)*O:(a*S+pj+1)*O])
+			}
+		}
+	}
+	return T, E
+}
+
 // pullRewards appends to n the reward parameters of m's step table t,
 // n's state j taking those of m's state from(j) (n has m's actions,
 // observations and reward form; growModel and permuteStates).
 func pullRewards(n, m *Model, t int, from func(int) int) {
-	S2, A, rO := n.States, n.NumActions, n.NumObs
-	if n.Compact {
-		rO = 1 // the Compact form's rewards do not depend on o_{h+1}
-	}
-	cells := func(dst, src []float64, V int) {
-		for j := 0; j < S2; j++ {
-			for a := 0; a < A; a++ {
-				for j2 := 0; j2 < S2; j2++ {
-					for o := 0; o < rO; o++ {
-						d, s := n.RewardIndex(j, a, j2, o)*V, m.RewardIndex(from(j), a, from(j2), o)*V
-						copy(dst[d:d+V], src[s:s+V])
-					}
-				}
-			}
-		}
-	}
+	cells := func(dst, src []float64, V int) { pullCells(n, m, from, dst, src, V) }
 	nc := n.RewardCells()
 	if m.Reward == RewardCategorical {
 		V := len(m.RewardValues)
@@ -173,6 +166,25 @@ func pullRewards(n, m *Model, t int, from func(int) int) {
 	cells(vr, m.RewardVar[t], 1)
 	n.RewardMean = append(n.RewardMean, mu)
 	n.RewardVar = append(n.RewardVar, vr)
+}
+
+// pullCells copies the reward cells (V numbers each) of m in src into
+// those of n in dst, n's state j taking those of m's state from(j).
+func pullCells(n, m *Model, from func(int) int, dst, src []float64, V int) {
+	S2, A, rO := n.States, n.NumActions, n.NumObs
+	if n.Compact {
+		rO = 1 // the Compact form's rewards do not depend on o_{h+1}
+	}
+	for j := 0; j < S2; j++ {
+		for a := 0; a < A; a++ {
+			for j2 := 0; j2 < S2; j2++ {
+				for o := 0; o < rO; o++ {
+					d, s := n.RewardIndex(j, a, j2, o)*V, m.RewardIndex(from(j), a, from(j2), o)*V
+					copy(dst[d:d+V], src[s:s+V])
+				}
+			}
+		}
+	}
 }
 
 // flatPerm is σ on the extrapolation space of m: flatten(σm)[i] =
@@ -207,16 +219,9 @@ func (r *emRun) escape() (bool, error) {
 	r.probes++
 	cur := r.fin
 	x := flatten(cur.m, nil)
-	d := r.startVector(cur, x)
-	if d == nil {
-		return false, nil
-	}
-	u, mu, err := arnoldiTop(d, r.jacobianProbe(cur, x), escapeKrylov)
-	if err != nil || u == nil || !(mu*float64(r.o.MaxIter-r.esteps) > escapeGrowth) {
+	u, mu, err := r.unstableDirection(cur, x)
+	if err != nil || u == nil {
 		return false, err
-	}
-	if floats.Dot(u, d) < 0 {
-		floats.Scale(-1, u)
 	}
 	best, err := r.lineSearch(cur, x, u)
 	if err != nil {
@@ -231,6 +236,25 @@ func (r *emRun) escape() (bool, error) {
 	r.res = emResult{trace: r.res.trace, obj: r.res.obj}
 	r.cur, r.start = cur, true
 	return !r.advance(best, false), nil
+}
+
+// unstableDirection is the direction u, at the stopping point cur
+// (flattened: x), of the Jacobian's eigenvalue mu of largest real part,
+// turned along the start vector, when EM leaves along it within the
+// run's remaining iterations (nil otherwise).
+func (r *emRun) unstableDirection(cur emPoint, x []float64) ([]float64, float64, error) {
+	d := r.startVector(cur, x)
+	if d == nil {
+		return nil, 0, nil
+	}
+	u, mu, err := arnoldiTop(d, r.jacobianProbe(cur, x), escapeKrylov)
+	if err != nil || u == nil || !(mu*float64(r.o.MaxIter-r.esteps) > escapeGrowth) {
+		return nil, 0, err
+	}
+	if floats.Dot(u, d) < 0 {
+		floats.Scale(-1, u)
+	}
+	return u, mu, nil
 }
 
 // startVector is the Arnoldi start vector at the stopping point cur
@@ -310,7 +334,18 @@ func (r *emRun) lineSearch(cur emPoint, x, u []float64) (emPoint, error) {
 // v0 and returns the unit Ritz vector of the Ritz value of largest real
 // part, and that real part (nil when apply could not be evaluated).
 func arnoldiTop(v0 []float64, apply func([]float64) ([]float64, error), k int) ([]float64, float64, error) {
-	n := len(v0)
+	Q, Hm, m, err := arnoldi(v0, apply, k)
+	if Q == nil {
+		return nil, 0, err
+	}
+	return topRitz(Q, Hm, m, len(v0))
+}
+
+// arnoldi runs up to k steps of Arnoldi's method on apply from v0 and
+// returns the orthonormal basis Q, the (k+1)×k Hessenberg matrix Hm and
+// the number m of steps taken (fewer when the Krylov space is exhausted);
+// Q is nil when apply could not be evaluated.
+func arnoldi(v0 []float64, apply func([]float64) ([]float64, error), k int) ([][]float64, *mat.Dense, int, error) {
 	q0 := append([]float64(nil), v0...)
 	floats.Scale(1/floats.Norm(q0, 2), q0)
 	Q := [][]float64{q0}
@@ -319,16 +354,9 @@ func arnoldiTop(v0 []float64, apply func([]float64) ([]float64, error), k int) (
 	for j := 0; j < k; j++ {
 		w, err := apply(Q[j])
 		if err != nil || w == nil {
-			return nil, 0, err
+			return nil, nil, 0, err
 		}
-		// Modified Gram–Schmidt, twice for orthogonality.
-		for pass := 0; pass < 2; pass++ {
-			for i := 0; i <= j; i++ {
-				h := floats.Dot(Q[i], w)
-				Hm.Set(i, j, Hm.At(i, j)+h)
-				floats.AddScaled(w, -h, Q[i])
-			}
-		}
+		gramSchmidt(Q, Hm, j, w)
 		m = j + 1
 		nw := floats.Norm(w, 2)
 		Hm.Set(j+1, j, nw)
@@ -338,6 +366,25 @@ func arnoldiTop(v0 []float64, apply func([]float64) ([]float64, error), k int) (
 		floats.Scale(1/nw, w)
 		Q = append(Q, w)
 	}
+	return Q, Hm, m, nil
+}
+
+// gramSchmidt orthogonalises w against Q[0..j] and adds the projections
+// into column j of Hm: modified Gram–Schmidt, twice for orthogonality.
+func gramSchmidt(Q [][]float64, Hm *mat.Dense, j int, w []float64) {
+	for pass := 0; pass < 2; pass++ {
+		for i := 0; i <= j; i++ {
+			h := floats.Dot(Q[i], w)
+			Hm.Set(i, j, Hm.At(i, j)+h)
+			floats.AddScaled(w, -h, Q[i])
+		}
+	}
+}
+
+// topRitz returns the unit Ritz vector (length n) of the Ritz value of
+// largest real part of the m×m leading block of Hm, and that real part
+// (nil when the eigen-decomposition fails or the vector vanishes).
+func topRitz(Q [][]float64, Hm *mat.Dense, m, n int) ([]float64, float64, error) {
 	Hk := mat.DenseCopyOf(Hm.Slice(0, m, 0, m))
 	var eig mat.Eigen
 	if !eig.Factorize(Hk, mat.EigenRight) {

@@ -76,19 +76,28 @@ func ParseAlpha(s string) (AlphaSpec, error) {
 	case "theory":
 		return AlphaSpec{Mode: AlphaTheory}, nil
 	}
-	parts := strings.Split(s, ",")
-	vals := make([]float64, 0, len(parts))
-	for _, p := range parts {
-		v, err := strconv.ParseFloat(strings.TrimSpace(p), 64)
-		if err != nil || v < 0 || math.IsNaN(v) || math.IsInf(v, 0) {
-			return AlphaSpec{}, fmt.Errorf("%w: alpha %q: want a non-negative number, a comma-separated list, \"theory\" or \"auto\"", ErrOptions, p)
-		}
-		vals = append(vals, v)
+	vals, err := parseAlphas(s)
+	if err != nil {
+		return AlphaSpec{}, err
 	}
 	if len(vals) == 1 {
 		return AlphaSpec{Mode: AlphaFixed, Values: vals}, nil
 	}
 	return AlphaSpec{Mode: AlphaList, Values: vals}, nil
+}
+
+// parseAlphas parses the comma-separated list of non-negative numbers s.
+func parseAlphas(s string) ([]float64, error) {
+	parts := strings.Split(s, ",")
+	vals := make([]float64, 0, len(parts))
+	for _, p := range parts {
+		v, err := strconv.ParseFloat(strings.TrimSpace(p), 64)
+		if err != nil || v < 0 || math.IsNaN(v) || math.IsInf(v, 0) {
+			return nil, fmt.Errorf("%w: alpha %q: want a non-negative number, a comma-separated list, \"theory\" or \"auto\"", ErrOptions, p)
+		}
+		vals = append(vals, v)
+	}
+	return vals, nil
 }
 
 // TheoryParams are the inputs of the paper's α̂.
@@ -132,21 +141,9 @@ type Theory struct {
 //
 // all in log space. The O(·) constants of the theorem are taken as 1.
 func TheoryAlpha(p TheoryParams) (Theory, error) {
-	if !(p.Gamma > 0) || math.IsInf(p.Gamma, 0) {
-		return Theory{}, fmt.Errorf("%w: theory alpha needs γ > 0 (got %v)", ErrOptions, p.Gamma)
-	}
-	if !(p.Iota > 0 && p.Iota <= 1) {
-		return Theory{}, fmt.Errorf("%w: theory alpha needs ι in (0,1] (got %v)", ErrOptions, p.Iota)
-	}
-	if p.Episodes <= 0 || p.Horizon <= 0 || p.Obs <= 0 || p.Actions <= 0 || p.Rank <= 0 || p.MaxDim <= 0 {
-		return Theory{}, fmt.Errorf("%w: theory alpha needs positive K, H, |O|, |A|, r and d", ErrOptions)
-	}
-	delta := p.Delta
-	if delta == 0 {
-		delta = 0.05
-	}
-	if !(delta > 0 && delta < 1) {
-		return Theory{}, fmt.Errorf("%w: δ = %v must lie in (0,1)", ErrOptions, delta)
+	delta, err := p.checkedDelta()
+	if err != nil {
+		return Theory{}, err
 	}
 	lambda := p.Lambda
 	if lambda == 0 {
@@ -167,6 +164,28 @@ func TheoryAlpha(p TheoryParams) (Theory, error) {
 	th.DataTerm = 7 * th.BetaHat / (p.Iota * p.Iota * g * g)
 	th.Alpha = math.Sqrt(th.FirstTerm + th.DataTerm)
 	return th, nil
+}
+
+// checkedDelta checks TheoryAlpha's parameters and returns δ (0.05 when
+// unset).
+func (p TheoryParams) checkedDelta() (float64, error) {
+	if !(p.Gamma > 0) || math.IsInf(p.Gamma, 0) {
+		return 0, fmt.Errorf("%w: theory alpha needs γ > 0 (got %v)", ErrOptions, p.Gamma)
+	}
+	if !(p.Iota > 0 && p.Iota <= 1) {
+		return 0, fmt.Errorf("%w: theory alpha needs ι in (0,1] (got %v)", ErrOptions, p.Iota)
+	}
+	if p.Episodes <= 0 || p.Horizon <= 0 || p.Obs <= 0 || p.Actions <= 0 || p.Rank <= 0 || p.MaxDim <= 0 {
+		return 0, fmt.Errorf("%w: theory alpha needs positive K, H, |O|, |A|, r and d", ErrOptions)
+	}
+	delta := p.Delta
+	if delta == 0 {
+		delta = 0.05
+	}
+	if !(delta > 0 && delta < 1) {
+		return 0, fmt.Errorf("%w: δ = %v must lie in (0,1)", ErrOptions, delta)
+	}
+	return delta, nil
 }
 
 // Iota estimates ι = min_{a ∈ Q_h^exp} π^b(a) (Theorem, offline PSR-LCB)
@@ -190,14 +209,21 @@ func Iota(d *ingest.Dataset, testLength int) (float64, error) {
 	}
 	iota := 1.0
 	for k := 0; k < K; k++ {
-		p := d.Propensity[k*H : (k+1)*H]
-		for h := 0; h < H; h++ {
-			prod := 1.0
-			for j := h; j < min(h+m, H); j++ {
-				prod *= p[j]
-			}
-			iota = math.Min(iota, prod)
-		}
+		iota = minWindowProduct(iota, d.Propensity[k*H:(k+1)*H], m)
 	}
 	return iota, nil
+}
+
+// minWindowProduct is the smaller of iota and the least product of the
+// propensities p over a window of m steps (shorter at the end).
+func minWindowProduct(iota float64, p []float64, m int) float64 {
+	H := len(p)
+	for h := 0; h < H; h++ {
+		prod := 1.0
+		for j := h; j < min(h+m, H); j++ {
+			prod *= p[j]
+		}
+		iota = math.Min(iota, prod)
+	}
+	return iota
 }

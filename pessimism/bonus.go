@@ -129,19 +129,7 @@ func (b *Bonus) StepNorm2Scratch(h int, x, scratch []float64) float64 {
 	d := b.Dims[h]
 	x = x[:d]
 	if inv := b.inv[h]; inv != nil {
-		q := 0.0
-		for i, xi := range x {
-			if xi == 0 {
-				continue
-			}
-			row := inv[i*d : (i+1)*d]
-			s := 0.0
-			for j, xj := range x {
-				s += row[j] * xj
-			}
-			q += xi * s
-		}
-		return math.Max(q, 0)
+		return math.Max(quadForm(inv, x), 0)
 	}
 	// U = RᵀR, so xᵀU⁻¹x = ‖R⁻ᵀx‖².
 	y := scratch[:d]
@@ -150,6 +138,25 @@ func (b *Bonus) StepNorm2Scratch(h int, x, scratch []float64) float64 {
 	q := 0.0
 	for _, v := range y {
 		q += v * v
+	}
+	return q
+}
+
+// quadForm is xᵀ·A·x for the row-major len(x)×len(x) matrix A, skipping
+// the rows of zero entries of x.
+func quadForm(A, x []float64) float64 {
+	d := len(x)
+	q := 0.0
+	for i, xi := range x {
+		if xi == 0 {
+			continue
+		}
+		row := A[i*d : (i+1)*d]
+		s := 0.0
+		for j, xj := range x {
+			s += row[j] * xj
+		}
+		q += xi * s
 	}
 	return q
 }

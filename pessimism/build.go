@@ -17,12 +17,9 @@ import (
 // of splits[h] under the model m and factorises them (eq. (6) of
 // Huang, Liang, Yang (ICLR 2024, arXiv:2307.00405)). The returned Bonus has Alpha = DefaultAlpha.
 func Build(ctx context.Context, m *estimate.Model, d *ingest.Dataset, splits [][]int, opts Options) (*Bonus, error) {
-	lambda := opts.Lambda
-	if lambda == 0 {
-		lambda = DefaultLambda
-	}
-	if !(lambda > 0) || math.IsInf(lambda, 0) {
-		return nil, fmt.Errorf("%w: lambda %v must be a positive number", ErrOptions, opts.Lambda)
+	lambda, err := opts.lambda()
+	if err != nil {
+		return nil, err
 	}
 	if err := checkInputs(m, d, splits); err != nil {
 		return nil, err
@@ -31,33 +28,12 @@ func Build(ctx context.Context, m *estimate.Model, d *ingest.Dataset, splits [][
 	if err != nil {
 		return nil, err
 	}
-	H := m.Horizon
-	b := &Bonus{Alpha: DefaultAlpha, Lambda: lambda, Horizon: H, m: m, fz: fz,
-		Dims: make([]int, H), Counts: make([]int, H),
-		inv: make([][]float64, H), upper: make([]blas64.Triangular, H), u: make([]*mat.SymDense, H)}
-	for h := 0; h < H; h++ {
-		b.Dims[h] = m.FeatureDim(h)
-		b.Counts[h] = len(splits[h])
+	b := newBonus(m, fz, lambda, splits)
+	sums, err := b.uSums(ctx, d, splits, opts)
+	if err != nil {
+		return nil, err
 	}
-
-	var sums [][]float64
-	if opts.USummer != nil {
-		var err error
-		if sums, err = opts.USummer.USums(ctx, m, d, splits); err != nil {
-			return nil, err
-		}
-		for h := 0; h < H; h++ {
-			if h >= len(sums) || len(sums[h]) != b.Dims[h]*b.Dims[h] {
-				return nil, fmt.Errorf("pessimism: the U_h sums of the external summer have the wrong shape at h = %d", h)
-			}
-		}
-	} else {
-		var err error
-		if sums, err = localSums(ctx, b, d, splits, opts.Workers); err != nil {
-			return nil, err
-		}
-	}
-	for h := 0; h < H; h++ {
+	for h := 0; h < m.Horizon; h++ {
 		if err := b.factor(h, sums[h]); err != nil {
 			return nil, err
 		}
@@ -66,6 +42,51 @@ func Build(ctx context.Context, m *estimate.Model, d *ingest.Dataset, splits [][
 	fz.Feature(0, m.Init, 0, f0)
 	b.Root = b.StepNorm2(0, f0)
 	return b, nil
+}
+
+// lambda is Options.Lambda, DefaultLambda when it is 0; it must be a
+// positive number.
+func (opts Options) lambda() (float64, error) {
+	lambda := opts.Lambda
+	if lambda == 0 {
+		lambda = DefaultLambda
+	}
+	if !(lambda > 0) || math.IsInf(lambda, 0) {
+		return 0, fmt.Errorf("%w: lambda %v must be a positive number", ErrOptions, opts.Lambda)
+	}
+	return lambda, nil
+}
+
+// newBonus is Build's Bonus before its sums are factorised: the feature
+// dimension and the number of prefixes of every step.
+func newBonus(m *estimate.Model, fz *estimate.Featurizer, lambda float64, splits [][]int) *Bonus {
+	H := m.Horizon
+	b := &Bonus{Alpha: DefaultAlpha, Lambda: lambda, Horizon: H, m: m, fz: fz,
+		Dims: make([]int, H), Counts: make([]int, H),
+		inv: make([][]float64, H), upper: make([]blas64.Triangular, H), u: make([]*mat.SymDense, H)}
+	for h := 0; h < H; h++ {
+		b.Dims[h] = m.FeatureDim(h)
+		b.Counts[h] = len(splits[h])
+	}
+	return b
+}
+
+// uSums is the U_h sums (upper triangles) of eq. (6): from the external
+// summer opts.USummer, whose shapes are checked, or localSums.
+func (b *Bonus) uSums(ctx context.Context, d *ingest.Dataset, splits [][]int, opts Options) ([][]float64, error) {
+	if opts.USummer == nil {
+		return localSums(ctx, b, d, splits, opts.Workers)
+	}
+	sums, err := opts.USummer.USums(ctx, b.m, d, splits)
+	if err != nil {
+		return nil, err
+	}
+	for h := 0; h < b.Horizon; h++ {
+		if h >= len(sums) || len(sums[h]) != b.Dims[h]*b.Dims[h] {
+			return nil, fmt.Errorf("pessimism: the U_h sums of the external summer have the wrong shape at h = %d", h)
+		}
+	}
+	return sums, nil
 }
 
 // USummer computes Σ_{k∈splits[h]} ψ̄̂(τ_h^k)ψ̄̂(τ_h^k)ᵀ of eq. (6) for every
@@ -96,9 +117,13 @@ func PartialUSums(m *estimate.Model, d *ingest.Dataset, eps [][]int) ([][]float6
 	for h := range H {
 		b.Dims[h] = m.FeatureDim(h)
 	}
-	w := newWalker(b)
-	out := make([][]float64, H)
-	for h := range H {
+	return accumulateAll(newWalker(b), d, eps)
+}
+
+// accumulateAll is accumulate at every step h over the episodes eps[h].
+func accumulateAll(w *walker, d *ingest.Dataset, eps [][]int) ([][]float64, error) {
+	out := make([][]float64, len(eps))
+	for h := range eps {
 		var err error
 		if out[h], err = accumulate(w, d, h, eps[h]); err != nil {
 			return nil, err
@@ -107,19 +132,27 @@ func PartialUSums(m *estimate.Model, d *ingest.Dataset, eps [][]int) ([][]float6
 	return out, nil
 }
 
+// sumTask is one task of localSums: the block [lo, hi) of splits[h].
+type sumTask struct{ h, lo, hi int }
+
+// sumTasks cuts the splits into blocks of blockSize episodes. Each task
+// writes the upper triangle of its partial sum into its own slot; slots
+// are added in order.
+func sumTasks(splits [][]int) []sumTask {
+	var tasks []sumTask
+	for h := range splits {
+		for lo := 0; lo < len(splits[h]); lo += blockSize {
+			tasks = append(tasks, sumTask{h, lo, min(lo+blockSize, len(splits[h]))})
+		}
+	}
+	return tasks
+}
+
 // localSums is USums in this process, in parallel over blocks of each
 // split.
 func localSums(ctx context.Context, b *Bonus, d *ingest.Dataset, splits [][]int, workers int) ([][]float64, error) {
 	H := b.Horizon
-	// Tasks: (h, block of splits[h]); each writes the upper triangle of
-	// its partial sum into its own slot; slots are added in order.
-	type task struct{ h, lo, hi int }
-	var tasks []task
-	for h := 0; h < H; h++ {
-		for lo := 0; lo < len(splits[h]); lo += blockSize {
-			tasks = append(tasks, task{h, lo, min(lo+blockSize, len(splits[h]))})
-		}
-	}
+	tasks := sumTasks(splits)
 	partial := make([][]float64, len(tasks))
 	err := parallel.ForWith(ctx, len(tasks), workers, func() *walker { return newWalker(b) }, func(wk *walker, i int) error {
 		t := tasks[i]
@@ -135,11 +168,16 @@ func localSums(ctx context.Context, b *Bonus, d *ingest.Dataset, splits [][]int,
 		sums[h] = make([]float64, b.Dims[h]*b.Dims[h])
 	}
 	for i, t := range tasks {
-		for j, v := range partial[i] {
-			sums[t.h][j] += v
-		}
+		addInto(sums[t.h], partial[i])
 	}
 	return sums, nil
+}
+
+// addInto adds src into dst entry by entry.
+func addInto(dst, src []float64) {
+	for j, v := range src {
+		dst[j] += v
+	}
 }
 
 // accumulate sums ψ̄̂(τ_h)ψ̄̂(τ_h)ᵀ (upper triangle, row-major d×d) over
@@ -147,19 +185,8 @@ func localSums(ctx context.Context, b *Bonus, d *ingest.Dataset, splits [][]int,
 func accumulate(w *walker, d *ingest.Dataset, h int, eps []int) ([]float64, error) {
 	dim := w.b.Dims[h]
 	out := make([]float64, dim*dim)
-	H := d.Horizon
 	for _, k := range eps {
-		var f []float64
-		if h == 0 {
-			f = w.fe[:dim]
-			w.fz.Feature(0, w.m.Init, 0, f)
-		} else {
-			w.start()
-			for t := 1; t <= h; t++ {
-				w.advance(t, int(d.Obs[k*H+t-1]), int(d.Act[k*H+t-1]))
-			}
-			f = w.feature(h)
-		}
+		f := w.prefixFeature(d, k, h)
 		for i, x := range f {
 			if math.IsNaN(x) || math.IsInf(x, 0) {
 				return nil, fmt.Errorf("%w: episode %s step %d: feature entry %d is %v", ErrData, d.EpisodeIDs[k], h, i, x)
@@ -174,6 +201,21 @@ func accumulate(w *walker, d *ingest.Dataset, h int, eps []int) ([]float64, erro
 		}
 	}
 	return out, nil
+}
+
+// prefixFeature is ψ̄̂(τ_h) of episode k's length-h prefix (w's scratch).
+func (w *walker) prefixFeature(d *ingest.Dataset, k, h int) []float64 {
+	H := d.Horizon
+	if h == 0 {
+		f := w.fe[:w.b.Dims[0]]
+		w.fz.Feature(0, w.m.Init, 0, f)
+		return f
+	}
+	w.start()
+	for t := 1; t <= h; t++ {
+		w.advance(t, int(d.Obs[k*H+t-1]), int(d.Act[k*H+t-1]))
+	}
+	return w.feature(h)
 }
 
 // factor sets U_h = λI + sum (upper triangle) and factorises it.
@@ -195,22 +237,28 @@ func (b *Bonus) factor(h int, sum []float64) error {
 		return fmt.Errorf("%w: U_%d is not positive definite (λ = %v)", ErrData, h, b.Lambda)
 	}
 	if dim <= explicitMaxDim {
-		var inv mat.SymDense
-		if err := ch.InverseTo(&inv); err != nil {
-			return fmt.Errorf("%w: U_%d: %v", ErrData, h, err)
-		}
-		full := make([]float64, dim*dim)
-		for i := 0; i < dim; i++ {
-			for j := 0; j < dim; j++ {
-				full[i*dim+j] = inv.At(i, j)
-			}
-		}
-		b.inv[h] = full
-		return nil
+		return b.setInverse(h, &ch)
 	}
 	var r mat.TriDense
 	ch.UTo(&r)
 	b.upper[h] = r.RawTriangular()
+	return nil
+}
+
+// setInverse stores U_h⁻¹ (row-major, dense) from its Cholesky factor.
+func (b *Bonus) setInverse(h int, ch *mat.Cholesky) error {
+	dim := b.Dims[h]
+	var inv mat.SymDense
+	if err := ch.InverseTo(&inv); err != nil {
+		return fmt.Errorf("%w: U_%d: %v", ErrData, h, err)
+	}
+	full := make([]float64, dim*dim)
+	for i := 0; i < dim; i++ {
+		for j := 0; j < dim; j++ {
+			full[i*dim+j] = inv.At(i, j)
+		}
+	}
+	b.inv[h] = full
 	return nil
 }
 
@@ -232,7 +280,16 @@ func checkInputs(m *estimate.Model, d *ingest.Dataset, splits [][]int) error {
 	if d.NumObs() != m.NumObs || d.NumActions() != m.NumActions {
 		return fmt.Errorf("%w: dataset has %d observations and %d actions, model %d and %d", ErrData, d.NumObs(), d.NumActions(), m.NumObs, m.NumActions)
 	}
-	K := d.NumEpisodes()
+	if err := checkCodes(m, d); err != nil {
+		return err
+	}
+	return checkSplits(d.NumEpisodes(), H, splits)
+}
+
+// checkCodes verifies that d's arrays hold its episodes and that its
+// codes lie in m's vocabularies.
+func checkCodes(m *estimate.Model, d *ingest.Dataset) error {
+	K, H := d.NumEpisodes(), m.Horizon
 	if len(d.Obs) != K*H || len(d.Act) != K*H {
 		return fmt.Errorf("%w: dataset arrays do not hold %d episodes of %d steps", ErrData, K, H)
 	}
@@ -241,6 +298,12 @@ func checkInputs(m *estimate.Model, d *ingest.Dataset, splits [][]int) error {
 			return fmt.Errorf("%w: episode %d step %d: code out of vocabulary", ErrData, i/H, i%H+1)
 		}
 	}
+	return nil
+}
+
+// checkSplits verifies that there are H splits of indexes of the K
+// episodes.
+func checkSplits(K, H int, splits [][]int) error {
 	if len(splits) != H {
 		return fmt.Errorf("%w: %d splits for horizon %d", ErrData, len(splits), H)
 	}

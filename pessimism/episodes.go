@@ -26,6 +26,21 @@ type EpisodeNorms struct {
 // b̂(τ_H).
 func (e *EpisodeNorms) Sum(k int) float64 { return e.Sums[k] }
 
+// episode writes the terms ‖ψ̄̂(τ_h)‖²_{U_h⁻¹} of episode k of d into row
+// and returns their sum, added in step order.
+func (wk *walker) episode(d *ingest.Dataset, k int, row []float32) float64 {
+	b, H := wk.b, d.Horizon
+	sum := b.Root
+	row[0] = float32(b.Root)
+	wk.start()
+	for h := 1; h < H; h++ {
+		v := wk.step(h, int(d.Obs[k*H+h-1]), int(d.Act[k*H+h-1]))
+		row[h] = float32(v)
+		sum += v
+	}
+	return sum
+}
+
 // Episodes computes the bonus terms of every episode of d (which must use
 // the model's vocabularies). workers ≤ 0 means GOMAXPROCS.
 func (b *Bonus) Episodes(ctx context.Context, d *ingest.Dataset, workers int) (*EpisodeNorms, error) {
@@ -38,16 +53,7 @@ func (b *Bonus) Episodes(ctx context.Context, d *ingest.Dataset, workers int) (*
 	err := parallel.ForWith(ctx, nb, workers, func() *walker { return newWalker(b) }, func(wk *walker, blk int) error {
 		lo := blk * blockSize
 		for k := lo; k < min(lo+blockSize, K); k++ {
-			row := out.Norm2[k*H : (k+1)*H]
-			sum := b.Root
-			row[0] = float32(b.Root)
-			wk.start()
-			for h := 1; h < H; h++ {
-				v := wk.step(h, int(d.Obs[k*H+h-1]), int(d.Act[k*H+h-1]))
-				row[h] = float32(v)
-				sum += v
-			}
-			out.Sums[k] = sum
+			out.Sums[k] = wk.episode(d, k, out.Norm2[k*H:(k+1)*H])
 		}
 		return nil
 	})

@@ -48,7 +48,6 @@ func RandomModel(S, O, A, H int, stationary bool, rewardValues []float64, seed u
 	for s := 0; s < S; s++ {
 		categorical.Dirichlet1(rng, m.Obs1[s*O:(s+1)*O])
 	}
-	n := S * A * S * O
 	if rewardValues != nil {
 		m.Reward = estimate.RewardCategorical
 		m.RewardValues = append([]float64(nil), rewardValues...)
@@ -56,34 +55,49 @@ func RandomModel(S, O, A, H int, stationary bool, rewardValues []float64, seed u
 		m.Reward = estimate.RewardGaussian
 	}
 	for t := 0; t < nt; t++ {
-		T := make([]float64, A*S*S)
-		E := make([]float64, A*S*O)
-		for r := 0; r < A*S; r++ {
-			categorical.Dirichlet1(rng, T[r*S:(r+1)*S])
-			categorical.Dirichlet1(rng, E[r*O:(r+1)*O])
-		}
-		m.Trans = append(m.Trans, T)
-		m.Emit = append(m.Emit, E)
-		if rewardValues != nil {
-			V := len(rewardValues)
-			R := make([]float64, n*V)
-			for i := 0; i < n; i++ {
-				categorical.Dirichlet1(rng, R[i*V:(i+1)*V])
-			}
-			m.RewardProb = append(m.RewardProb, R)
-		} else {
-			mu, vr := make([]float64, n), make([]float64, n)
-			for i := range mu {
-				mu[i] = rng.Float64()
-				sd := 0.05 + 0.2*rng.Float64()
-				vr[i] = sd * sd
-			}
-			m.RewardMean = append(m.RewardMean, mu)
-			m.RewardVar = append(m.RewardVar, vr)
-		}
+		addRandomTable(rng, m)
 	}
 	m.Prepare()
 	return m
+}
+
+// addRandomTable appends a step table drawn from rng to m: flat
+// Dirichlet transitions and emissions, and rewards (addRandomRewards).
+func addRandomTable(rng *rand.Rand, m *estimate.Model) {
+	S, O, A := m.States, m.NumObs, m.NumActions
+	T := make([]float64, A*S*S)
+	E := make([]float64, A*S*O)
+	for r := 0; r < A*S; r++ {
+		categorical.Dirichlet1(rng, T[r*S:(r+1)*S])
+		categorical.Dirichlet1(rng, E[r*O:(r+1)*O])
+	}
+	m.Trans = append(m.Trans, T)
+	m.Emit = append(m.Emit, E)
+	addRandomRewards(rng, m)
+}
+
+// addRandomRewards appends a reward table drawn from rng to m: flat
+// Dirichlet categorical rewards, or Gaussian rewards as RandomModel
+// describes.
+func addRandomRewards(rng *rand.Rand, m *estimate.Model) {
+	n := m.States * m.NumActions * m.States * m.NumObs
+	if m.Reward == estimate.RewardCategorical {
+		V := len(m.RewardValues)
+		R := make([]float64, n*V)
+		for i := 0; i < n; i++ {
+			categorical.Dirichlet1(rng, R[i*V:(i+1)*V])
+		}
+		m.RewardProb = append(m.RewardProb, R)
+		return
+	}
+	mu, vr := make([]float64, n), make([]float64, n)
+	for i := range mu {
+		mu[i] = rng.Float64()
+		sd := 0.05 + 0.2*rng.Float64()
+		vr[i] = sd * sd
+	}
+	m.RewardMean = append(m.RewardMean, mu)
+	m.RewardVar = append(m.RewardVar, vr)
 }
 
 // SampleDataset draws K episodes of m.Horizon steps from m under the
@@ -92,7 +106,7 @@ func RandomModel(S, O, A, H int, stationary bool, rewardValues []float64, seed u
 // "o0", "o1", … and "a0", …; episode ids are zero-padded indexes.
 func SampleDataset(m *estimate.Model, K int, seed uint64) *ingest.Dataset {
 	rng := rand.New(rand.NewPCG(seed, 0xda7a))
-	S, O, A, H := m.States, m.NumObs, m.NumActions, m.Horizon
+	O, A, H := m.NumObs, m.NumActions, m.Horizon
 	d := &ingest.Dataset{Horizon: H, ObsVocab: m.ObsVocab, ActVocab: m.ActVocab}
 	if len(d.ObsVocab) != O {
 		d.ObsVocab = symbolNames("o", O)
@@ -107,29 +121,38 @@ func SampleDataset(m *estimate.Model, K int, seed uint64) *ingest.Dataset {
 	d.Reward = make([]float64, K*H)
 	d.Propensity = make([]float64, K*H)
 	d.Rows = int64(K * H)
-	prop := 1 / float64(A)
 	for k := 0; k < K; k++ {
 		d.Length[k] = int32(H)
-		s := categorical.Draw(rng, m.Init)
-		o := categorical.Draw(rng, m.Obs1[s*O:(s+1)*O])
-		for i := 0; i < H; i++ {
-			h := i + 1
-			t := m.Table(h)
-			a := rng.IntN(A)
-			s2 := categorical.Draw(rng, m.Trans[t][(a*S+s)*S:(a*S+s+1)*S])
-			o2 := categorical.Draw(rng, m.EmitOf(t, a)[s2*O:(s2+1)*O])
-			ri := m.RewardIndex(s, a, s2, o2)
-			var r float64
-			if m.Reward == estimate.RewardGaussian {
-				r = m.RewardMean[t][ri] + math.Sqrt(m.RewardVar[t][ri])*rng.NormFloat64()
-			} else {
-				V := len(m.RewardValues)
-				r = m.RewardValues[categorical.Draw(rng, m.RewardProb[t][ri*V:(ri+1)*V])]
-			}
-			j := k*H + i
-			d.Obs[j], d.Act[j], d.Reward[j], d.Propensity[j] = uint16(o), uint16(a), r, prop
-			s, o = s2, o2
-		}
+		sampleEpisode(rng, m, d, k)
 	}
 	return d
+}
+
+// drawReward draws the reward of reward cell ri at table t of m.
+func drawReward(rng *rand.Rand, m *estimate.Model, t, ri int) float64 {
+	if m.Reward == estimate.RewardGaussian {
+		return m.RewardMean[t][ri] + math.Sqrt(m.RewardVar[t][ri])*rng.NormFloat64()
+	}
+	V := len(m.RewardValues)
+	return m.RewardValues[categorical.Draw(rng, m.RewardProb[t][ri*V:(ri+1)*V])]
+}
+
+// sampleEpisode draws episode k of d from m under the uniform behaviour
+// policy.
+func sampleEpisode(rng *rand.Rand, m *estimate.Model, d *ingest.Dataset, k int) {
+	S, O, A, H := m.States, m.NumObs, m.NumActions, m.Horizon
+	prop := 1 / float64(A)
+	s := categorical.Draw(rng, m.Init)
+	o := categorical.Draw(rng, m.Obs1[s*O:(s+1)*O])
+	for i := 0; i < H; i++ {
+		h := i + 1
+		t := m.Table(h)
+		a := rng.IntN(A)
+		s2 := categorical.Draw(rng, m.Trans[t][(a*S+s)*S:(a*S+s+1)*S])
+		o2 := categorical.Draw(rng, m.EmitOf(t, a)[s2*O:(s2+1)*O])
+		r := drawReward(rng, m, t, m.RewardIndex(s, a, s2, o2))
+		j := k*H + i
+		d.Obs[j], d.Act[j], d.Reward[j], d.Propensity[j] = uint16(o), uint16(a), r, prop
+		s, o = s2, o2
+	}
 }

@@ -42,12 +42,7 @@ func randDist(rng *rand.Rand, p []float64) {
 func RandomModel(rng *rand.Rand, sp Spec) *estimate.Model {
 	S, O, A, H := sp.States, sp.Obs, sp.Actions, sp.Horizon
 	m := &estimate.Model{States: S, NumObs: O, NumActions: A, Horizon: H, Stationary: sp.Stationary, TestLength: sp.TestLength}
-	for o := 0; o < O; o++ {
-		m.ObsVocab = append(m.ObsVocab, fmt.Sprintf("o%d", o))
-	}
-	for a := 0; a < A; a++ {
-		m.ActVocab = append(m.ActVocab, fmt.Sprintf("a%d", a))
-	}
+	m.ObsVocab, m.ActVocab = names("o", O), names("a", A)
 	m.Init = make([]float64, S)
 	randDist(rng, m.Init)
 	m.Obs1 = make([]float64, S*O)
@@ -58,37 +53,8 @@ func RandomModel(rng *rand.Rand, sp Spec) *estimate.Model {
 	if sp.Stationary {
 		nt = 1
 	}
-	n := S * A * S * O
 	for t := 0; t < nt; t++ {
-		T := make([]float64, A*S*S)
-		for r := 0; r < A*S; r++ {
-			randDist(rng, T[r*S:(r+1)*S])
-		}
-		E := make([]float64, A*S*O)
-		for r := 0; r < A*S; r++ {
-			randDist(rng, E[r*O:(r+1)*O])
-		}
-		m.Trans = append(m.Trans, T)
-		m.Emit = append(m.Emit, E)
-		if sp.Gaussian {
-			mu := make([]float64, n)
-			v := make([]float64, n)
-			for i := range mu {
-				mu[i] = rng.Float64()
-				v[i] = 0.01
-			}
-			m.Reward = estimate.RewardGaussian
-			m.RewardMean = append(m.RewardMean, mu)
-			m.RewardVar = append(m.RewardVar, v)
-		} else {
-			m.Reward = estimate.RewardCategorical
-			m.RewardValues = []float64{0, 1}
-			p := make([]float64, 2*n)
-			for i := 0; i < n; i++ {
-				randDist(rng, p[2*i:2*i+2])
-			}
-			m.RewardProb = append(m.RewardProb, p)
-		}
+		addRandomTable(rng, m, sp.Gaussian)
 	}
 	m.ReturnMin, m.ReturnMax = 0, float64(H)
 	m.Prepare()
@@ -98,6 +64,57 @@ func RandomModel(rng *rand.Rand, sp Spec) *estimate.Model {
 	return m
 }
 
+// names returns the n names "<prefix>0", "<prefix>1", ….
+func names(prefix string, n int) []string {
+	var out []string
+	for i := 0; i < n; i++ {
+		out = append(out, fmt.Sprintf("%s%d", prefix, i))
+	}
+	return out
+}
+
+// addRandomTable appends a random step table to m: transitions,
+// emissions and rewards (addRandomRewards).
+func addRandomTable(rng *rand.Rand, m *estimate.Model, gaussian bool) {
+	S, O, A := m.States, m.NumObs, m.NumActions
+	T := make([]float64, A*S*S)
+	for r := 0; r < A*S; r++ {
+		randDist(rng, T[r*S:(r+1)*S])
+	}
+	E := make([]float64, A*S*O)
+	for r := 0; r < A*S; r++ {
+		randDist(rng, E[r*O:(r+1)*O])
+	}
+	m.Trans = append(m.Trans, T)
+	m.Emit = append(m.Emit, E)
+	addRandomRewards(rng, m, gaussian)
+}
+
+// addRandomRewards appends a random reward table to m: Gaussian rewards
+// (means in [0,1], variance 0.01) or categorical ones on {0, 1}.
+func addRandomRewards(rng *rand.Rand, m *estimate.Model, gaussian bool) {
+	n := m.States * m.NumActions * m.States * m.NumObs
+	if gaussian {
+		mu := make([]float64, n)
+		v := make([]float64, n)
+		for i := range mu {
+			mu[i] = rng.Float64()
+			v[i] = 0.01
+		}
+		m.Reward = estimate.RewardGaussian
+		m.RewardMean = append(m.RewardMean, mu)
+		m.RewardVar = append(m.RewardVar, v)
+		return
+	}
+	m.Reward = estimate.RewardCategorical
+	m.RewardValues = []float64{0, 1}
+	p := make([]float64, 2*n)
+	for i := 0; i < n; i++ {
+		randDist(rng, p[2*i:2*i+2])
+	}
+	m.RewardProb = append(m.RewardProb, p)
+}
+
 // Behaviour is a stochastic behaviour policy: the probability of action a
 // at step h (1-based) after observation o. Nil means uniform.
 type Behaviour func(h, o int, probs []float64)
@@ -105,52 +122,80 @@ type Behaviour func(h, o int, probs []float64)
 // Sample draws K episodes from m under the behaviour policy beh (uniform
 // when nil), logging its propensities. Episode IDs are "e000000", … .
 func Sample(rng *rand.Rand, m *estimate.Model, beh Behaviour, K int) *ingest.Dataset {
-	S, O, A, H := m.States, m.NumObs, m.NumActions, m.Horizon
+	H := m.Horizon
 	d := &ingest.Dataset{Horizon: H, ObsVocab: m.ObsVocab, ActVocab: m.ActVocab,
 		EpisodeIDs: make([]string, K), Length: make([]int32, K),
 		Obs: make([]uint16, K*H), Act: make([]uint16, K*H), Reward: make([]float64, K*H), Propensity: make([]float64, K*H)}
-	probs := make([]float64, A)
-	draw := func(p []float64) int {
-		u := rng.Float64()
-		for i, x := range p {
-			u -= x
-			if u < 0 {
-				return i
-			}
-		}
-		return len(p) - 1
-	}
+	sm := &sampler{rng: rng, m: m, beh: beh, probs: make([]float64, m.NumActions)}
 	for k := 0; k < K; k++ {
 		d.EpisodeIDs[k] = fmt.Sprintf("e%06d", k)
 		d.Length[k] = int32(H)
-		s := draw(m.Init)
-		o := draw(m.Obs1[s*O : (s+1)*O])
-		for h := 1; h <= H; h++ {
-			if beh == nil {
-				for a := range probs {
-					probs[a] = 1 / float64(A)
-				}
-			} else {
-				beh(h, o, probs)
-			}
-			a := draw(probs)
-			t := m.Table(h)
-			s2 := draw(m.Trans[t][(a*S+s)*S : (a*S+s+1)*S])
-			o2 := draw(m.EmitOf(t, a)[s2*O : (s2+1)*O])
-			var r float64
-			if m.Reward == estimate.RewardGaussian {
-				r = m.RewardMean[t][m.RewardIndex(s, a, s2, o2)]
-			} else {
-				i := m.RewardIndex(s, a, s2, o2)
-				r = m.RewardValues[draw(m.RewardProb[t][2*i:2*i+2])]
-			}
-			i := k*H + h - 1
-			d.Obs[i], d.Act[i], d.Reward[i], d.Propensity[i] = uint16(o), uint16(a), r, probs[a]
-			s, o = s2, o2
-		}
+		sm.episode(d, k)
 	}
 	d.Rows = int64(K * H)
 	return d
+}
+
+// sampler draws Sample's episodes from m under beh; probs is the
+// behaviour's scratch.
+type sampler struct {
+	rng   *rand.Rand
+	m     *estimate.Model
+	beh   Behaviour
+	probs []float64
+}
+
+// draw samples an index from the distribution p.
+func (sm *sampler) draw(p []float64) int {
+	u := sm.rng.Float64()
+	for i, x := range p {
+		u -= x
+		if u < 0 {
+			return i
+		}
+	}
+	return len(p) - 1
+}
+
+// behave sets probs to the behaviour's action probabilities at step h
+// after observation o (uniform when beh is nil).
+func (sm *sampler) behave(h, o int) {
+	if sm.beh == nil {
+		for a := range sm.probs {
+			sm.probs[a] = 1 / float64(len(sm.probs))
+		}
+		return
+	}
+	sm.beh(h, o, sm.probs)
+}
+
+// reward is the reward of the step of reward cell i at table t: the
+// Gaussian mean, or a draw of the categorical value.
+func (sm *sampler) reward(t, i int) float64 {
+	m := sm.m
+	if m.Reward == estimate.RewardGaussian {
+		return m.RewardMean[t][i]
+	}
+	return m.RewardValues[sm.draw(m.RewardProb[t][2*i:2*i+2])]
+}
+
+// episode draws episode k into d.
+func (sm *sampler) episode(d *ingest.Dataset, k int) {
+	m, probs := sm.m, sm.probs
+	S, O, H := m.States, m.NumObs, m.Horizon
+	s := sm.draw(m.Init)
+	o := sm.draw(m.Obs1[s*O : (s+1)*O])
+	for h := 1; h <= H; h++ {
+		sm.behave(h, o)
+		a := sm.draw(probs)
+		t := m.Table(h)
+		s2 := sm.draw(m.Trans[t][(a*S+s)*S : (a*S+s+1)*S])
+		o2 := sm.draw(m.EmitOf(t, a)[s2*O : (s2+1)*O])
+		r := sm.reward(t, m.RewardIndex(s, a, s2, o2))
+		i := k*H + h - 1
+		d.Obs[i], d.Act[i], d.Reward[i], d.Propensity[i] = uint16(o), uint16(a), r, probs[a]
+		s, o = s2, o2
+	}
 }
 
 // EvenSplits deals episodes 0..K−1 round-robin into H splits.
