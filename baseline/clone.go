@@ -71,43 +71,16 @@ func BehaviorCloning(ctx context.Context, d *ingest.Dataset, opts CloneOptions) 
 	if err != nil {
 		return nil, err
 	}
-	nn := len(t.nodeObs)
-	choice := make([]int32, nn)
-	for i := range choice {
-		choice[i] = -1
-	}
-	for e, v := range t.edgeNode {
-		best := choice[v]
-		if best < 0 || t.edgeN[e] > t.edgeN[best] || (t.edgeN[e] == t.edgeN[best] && t.edgeAct[e] < t.edgeAct[best]) {
-			choice[v] = int32(e)
-		}
-	}
+	choice := t.mostLogged()
 	if opts.Improve {
 		if err := t.improve(ctx, choice, opts); err != nil {
 			return nil, err
 		}
 	}
-
-	// Episodes that follow the cloned actions from step h to the end.
-	sum, cnt := make([]float64, nn), make([]int32, nn)
-	H := t.H
-	for k := range t.K {
-		if k%ctxEvery == 0 {
-			if err := ctx.Err(); err != nil {
-				return nil, err
-			}
-		}
-		for h := H - 1; h >= 0; h-- {
-			i := k*H + h
-			v := t.path[i]
-			if t.d.Act[i] != t.edgeAct[choice[v]] {
-				break
-			}
-			sum[v] += t.ret[k]
-			cnt[v]++
-		}
+	sum, cnt, err := t.followers(ctx, choice)
+	if err != nil {
+		return nil, err
 	}
-
 	p, from := t.emit(choice)
 	for i := range p.Nodes {
 		v := from[i]
@@ -122,6 +95,48 @@ func BehaviorCloning(ctx context.Context, d *ingest.Dataset, opts CloneOptions) 
 		addFirst(p, d)
 	}
 	return p, nil
+}
+
+// mostLogged returns, per node, the edge of the action logged there most
+// often, ties to the lowest action code.
+func (t *trie) mostLogged() []int32 {
+	choice := make([]int32, len(t.nodeObs))
+	for i := range choice {
+		choice[i] = -1
+	}
+	for e, v := range t.edgeNode {
+		best := choice[v]
+		if best < 0 || t.edgeN[e] > t.edgeN[best] || (t.edgeN[e] == t.edgeN[best] && t.edgeAct[e] < t.edgeAct[best]) {
+			choice[v] = int32(e)
+		}
+	}
+	return choice
+}
+
+// followers returns, per node of step h, the sum of the rescaled returns
+// and the number of the episodes that pass it and follow the chosen
+// actions from step h to the end.
+func (t *trie) followers(ctx context.Context, choice []int32) (sum []float64, cnt []int32, err error) {
+	nn := len(t.nodeObs)
+	sum, cnt = make([]float64, nn), make([]int32, nn)
+	H := t.H
+	for k := range t.K {
+		if k%ctxEvery == 0 {
+			if err := ctx.Err(); err != nil {
+				return nil, nil, err
+			}
+		}
+		for h := H - 1; h >= 0; h-- {
+			i := k*H + h
+			v := t.path[i]
+			if t.d.Act[i] != t.edgeAct[choice[v]] {
+				break
+			}
+			sum[v] += t.ret[k]
+			cnt[v]++
+		}
+	}
+	return sum, cnt, nil
 }
 
 // addFirst appends to p a step-1 row for every observation of d's

@@ -53,6 +53,21 @@ func episodeName(d *ingest.Dataset, k int) string {
 // validate checks the Dataset invariants the baselines rely on, so that bad
 // input gives an error instead of an index panic.
 func validate(d *ingest.Dataset) error {
+	if err := validateShape(d); err != nil {
+		return err
+	}
+	endObs, endAct := vocabIndex(d.ObsVocab, ingest.EndSymbol), vocabIndex(d.ActVocab, ingest.EndSymbol)
+	for i := range d.Obs {
+		if err := validateStep(d, i, endObs, endAct); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// validateShape checks that d holds whole episodes of a positive horizon
+// within the baselines' size limits and has vocabularies of 1..65536 codes.
+func validateShape(d *ingest.Dataset) error {
 	if d == nil {
 		return fmt.Errorf("%w: nil dataset", ErrInvalidDataset)
 	}
@@ -74,24 +89,28 @@ func validate(d *ingest.Dataset) error {
 		return fmt.Errorf("%w: vocabularies of %d observations and %d actions, want 1..65536 each",
 			ErrInvalidDataset, len(d.ObsVocab), len(d.ActVocab))
 	}
-	endObs, endAct := vocabIndex(d.ObsVocab, ingest.EndSymbol), vocabIndex(d.ActVocab, ingest.EndSymbol)
-	for i := range d.Obs {
-		k, h := i/H, i%H
-		o, a, r := int(d.Obs[i]), int(d.Act[i]), d.Reward[i]
-		switch {
-		case o >= len(d.ObsVocab):
-			return fmt.Errorf("%w: episode %s step %d: observation code %d outside a vocabulary of %d",
-				ErrInvalidDataset, episodeName(d, k), h+1, o, len(d.ObsVocab))
-		case a >= len(d.ActVocab):
-			return fmt.Errorf("%w: episode %s step %d: action code %d outside a vocabulary of %d",
-				ErrInvalidDataset, episodeName(d, k), h+1, a, len(d.ActVocab))
-		case math.IsNaN(r) || math.IsInf(r, 0):
-			return fmt.Errorf("%w: episode %s step %d: reward %v is not finite",
-				ErrInvalidDataset, episodeName(d, k), h+1, r)
-		case o == endObs && a != endAct:
-			return fmt.Errorf("%w: episode %s step %d: observation %q with action %q, want the forced action %q",
-				ErrInvalidDataset, episodeName(d, k), h+1, ingest.EndSymbol, d.ActVocab[a], ingest.EndSymbol)
-		}
+	return nil
+}
+
+// validateStep checks logged step i of d: codes inside the vocabularies, a
+// finite reward, and the forced end action after the end observation
+// (endObs and endAct are the end symbol's codes, −1 if absent).
+func validateStep(d *ingest.Dataset, i, endObs, endAct int) error {
+	k, h := i/d.Horizon, i%d.Horizon
+	o, a, r := int(d.Obs[i]), int(d.Act[i]), d.Reward[i]
+	switch {
+	case o >= len(d.ObsVocab):
+		return fmt.Errorf("%w: episode %s step %d: observation code %d outside a vocabulary of %d",
+			ErrInvalidDataset, episodeName(d, k), h+1, o, len(d.ObsVocab))
+	case a >= len(d.ActVocab):
+		return fmt.Errorf("%w: episode %s step %d: action code %d outside a vocabulary of %d",
+			ErrInvalidDataset, episodeName(d, k), h+1, a, len(d.ActVocab))
+	case math.IsNaN(r) || math.IsInf(r, 0):
+		return fmt.Errorf("%w: episode %s step %d: reward %v is not finite",
+			ErrInvalidDataset, episodeName(d, k), h+1, r)
+	case o == endObs && a != endAct:
+		return fmt.Errorf("%w: episode %s step %d: observation %q with action %q, want the forced action %q",
+			ErrInvalidDataset, episodeName(d, k), h+1, ingest.EndSymbol, d.ActVocab[a], ingest.EndSymbol)
 	}
 	return nil
 }
@@ -111,9 +130,22 @@ func buildTrie(ctx context.Context, d *ingest.Dataset) (*trie, error) {
 	if err := validate(d); err != nil {
 		return nil, err
 	}
+	t := newTrie(d)
+	if err := t.rescale(); err != nil {
+		return nil, err
+	}
+	if err := t.count(ctx); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// newTrie is the empty trie of the validated d, with its end codes and
+// per-episode and per-step slices allocated.
+func newTrie(d *ingest.Dataset) *trie {
 	H := d.Horizon
 	K := len(d.Obs) / H
-	t := &trie{
+	return &trie{
 		d: d, H: H, K: K,
 		endObs:      vocabIndex(d.ObsVocab, ingest.EndSymbol),
 		endAct:      vocabIndex(d.ActVocab, ingest.EndSymbol),
@@ -122,69 +154,90 @@ func buildTrie(ctx context.Context, d *ingest.Dataset) (*trie, error) {
 		nodesByStep: make([][]int32, H),
 		edgesByStep: make([][]int32, H),
 	}
+}
+
+// rescale sets the reward scale and shift that map the returns onto
+// [0, 1] and stores every episode's rescaled return.
+func (t *trie) rescale() error {
 	lo, hi := math.Inf(1), math.Inf(-1)
-	for k := range K {
-		r := d.Return(k)
+	for k := range t.K {
+		r := t.d.Return(k)
 		t.ret[k] = r
 		lo, hi = min(lo, r), max(hi, r)
 	}
 	if math.IsInf(hi-lo, 0) {
-		return nil, fmt.Errorf("%w: the range of returns [%v, %v] overflows", ErrInvalidDataset, lo, hi)
+		return fmt.Errorf("%w: the range of returns [%v, %v] overflows", ErrInvalidDataset, lo, hi)
 	}
 	t.scale = 1
 	if hi > lo {
 		t.scale = 1 / (hi - lo)
 	}
-	t.shift = lo / float64(H)
-	for k := range K {
+	t.shift = lo / float64(t.H)
+	for k := range t.K {
 		t.ret[k] = (t.ret[k] - lo) * t.scale
 	}
+	return nil
+}
 
+// count walks every episode down the trie, creating its nodes and edges
+// and counting visits and rescaled rewards.
+func (t *trie) count(ctx context.Context) error {
 	// Keys pack (parent edge + 1, observation) and (node, action) into 64
 	// bits; codes are < 2^16 and indices < 2^31.
 	nodeMap := make(map[uint64]int32)
-	edgeMap := make(map[uint64]int32)
-	t.edgeOf = edgeMap
-	for k := range K {
+	t.edgeOf = make(map[uint64]int32)
+	for k := range t.K {
 		if k%ctxEvery == 0 {
 			if err := ctx.Err(); err != nil {
-				return nil, err
+				return err
 			}
 		}
 		par := int32(-1)
-		for h := range H {
-			i := k*H + h
-			o, a := d.Obs[i], d.Act[i]
-			nk := uint64(par+1)<<16 | uint64(o)
-			n, ok := nodeMap[nk]
-			if !ok {
-				n = int32(len(t.nodeObs))
-				nodeMap[nk] = n
-				t.nodeObs = append(t.nodeObs, o)
-				t.nodeStp = append(t.nodeStp, int32(h))
-				t.nodePar = append(t.nodePar, par)
-				t.nodeCnt = append(t.nodeCnt, 0)
-				t.nodesByStep[h] = append(t.nodesByStep[h], n)
-			}
+		for h := range t.H {
+			i := k*t.H + h
+			n := t.node(nodeMap, par, h, t.d.Obs[i])
 			t.nodeCnt[n]++
 			t.path[i] = n
-			ek := uint64(n)<<16 | uint64(a)
-			e, ok := edgeMap[ek]
-			if !ok {
-				e = int32(len(t.edgeNode))
-				edgeMap[ek] = e
-				t.edgeNode = append(t.edgeNode, n)
-				t.edgeAct = append(t.edgeAct, a)
-				t.edgeN = append(t.edgeN, 0)
-				t.edgeR = append(t.edgeR, 0)
-				t.edgesByStep[h] = append(t.edgesByStep[h], e)
-			}
+			e := t.edge(n, h, t.d.Act[i])
 			t.edgeN[e]++
-			t.edgeR[e] += (d.Reward[i] - t.shift) * t.scale
+			t.edgeR[e] += (t.d.Reward[i] - t.shift) * t.scale
 			par = e
 		}
 	}
-	return t, nil
+	return nil
+}
+
+// node returns the step-(h+1) node reached by observing o after parent
+// edge par, creating it if new; nodeMap keys it (par+1)<<16 | o.
+func (t *trie) node(nodeMap map[uint64]int32, par int32, h int, o uint16) int32 {
+	nk := uint64(par+1)<<16 | uint64(o)
+	n, ok := nodeMap[nk]
+	if !ok {
+		n = int32(len(t.nodeObs))
+		nodeMap[nk] = n
+		t.nodeObs = append(t.nodeObs, o)
+		t.nodeStp = append(t.nodeStp, int32(h))
+		t.nodePar = append(t.nodePar, par)
+		t.nodeCnt = append(t.nodeCnt, 0)
+		t.nodesByStep[h] = append(t.nodesByStep[h], n)
+	}
+	return n
+}
+
+// edge returns the edge (n, a) of step h+1, creating it if new.
+func (t *trie) edge(n int32, h int, a uint16) int32 {
+	ek := uint64(n)<<16 | uint64(a)
+	e, ok := t.edgeOf[ek]
+	if !ok {
+		e = int32(len(t.edgeNode))
+		t.edgeOf[ek] = e
+		t.edgeNode = append(t.edgeNode, n)
+		t.edgeAct = append(t.edgeAct, a)
+		t.edgeN = append(t.edgeN, 0)
+		t.edgeR = append(t.edgeR, 0)
+		t.edgesByStep[h] = append(t.edgesByStep[h], e)
+	}
+	return e
 }
 
 // fallbacks returns, per 0-based step h, the fallback action code of a
