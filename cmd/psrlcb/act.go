@@ -145,12 +145,14 @@ func splitHistory(parts []string, flag string) (obs, acts []string, err error) {
 	return obs, acts, nil
 }
 
+// runAct prints the policy's action for the history of o: on its own, or
+// with the node's figures as JSON; warnings go to o.stderr.
 func runAct(_ context.Context, stdout io.Writer, o actOptions) error {
 	stderr := o.stderr
 	if stderr == nil {
 		stderr = os.Stderr
 	}
-	obs, acts := slices.Clone(o.obs), o.acts
+	obs := slices.Clone(o.obs)
 	tab, err := policy.OpenTable(o.policy)
 	if err != nil {
 		return err
@@ -161,13 +163,36 @@ func runAct(_ context.Context, stdout io.Writer, o actOptions) error {
 		return usagef("--history has %d observations; the policy's horizon is %d", len(obs), tab.Horizon)
 	}
 	res := actResult{Step: len(obs), LastNode: -1}
-	if w := recommendationWarning(o.policy); w != "" {
+	if err := res.lookup(tab, o.policy, obs, o.acts); err != nil {
+		return err
+	}
+	res.InTree = res.Node >= 0
+	for _, w := range res.Warnings {
+		fmt.Fprintf(stderr, "psrlcb: warning: %s\n", w)
+	}
+	if !o.json {
+		_, err := fmt.Fprintln(stdout, res.Action)
+		return err
+	}
+	if err := nodeFigures(tab, meta, &res); err != nil {
+		return err
+	}
+	enc := json.NewEncoder(stdout)
+	enc.SetIndent("", "  ")
+	return enc.Encode(res)
+}
+
+// lookup finds the action of the history obs, acts in tab (read from
+// policyPath) and the controller beside it, with the run's warnings and
+// the observations mapped to the merged symbol.
+func (res *actResult) lookup(tab *policy.Table, policyPath string, obs, acts []string) error {
+	if w := recommendationWarning(policyPath); w != "" {
 		res.Warnings = append(res.Warnings, w)
 	}
-	if w := treeOnlyNote(o.policy); w != "" {
+	if w := treeOnlyNote(policyPath); w != "" {
 		res.Warnings = append(res.Warnings, w)
 	}
-	if err := mapMerged(o.policy, obs, &res); err != nil {
+	if err := mapMerged(policyPath, obs, res); err != nil {
 		return err
 	}
 	actions, node, last, ok, err := tab.Lookup(obs)
@@ -177,11 +202,18 @@ func runAct(_ context.Context, stdout io.Writer, o actOptions) error {
 	if !ok {
 		return fmt.Errorf("%w: the policy has no row for the first observation %q", errNoAction, obs[0])
 	}
-	ctrl, err := policy.ControllerBeside(o.policy)
+	ctrl, err := policy.ControllerBeside(policyPath)
 	if err != nil {
 		return err
 	}
 	res.Action, res.Node, res.LastNode = actions[len(actions)-1], node, last
+	return res.decide(ctrl, obs, acts, actions)
+}
+
+// decide lets the controller ctrl decide the action when it can follow
+// the history; otherwise the table's action stands, with a warning for
+// every step where the history took another action than the rows'.
+func (res *actResult) decide(ctrl *policy.Controller, obs, acts, actions []string) error {
 	switch a, follows, err := decideBy(ctrl, obs, acts); {
 	case err != nil:
 		return usagef("%v", err)
@@ -207,20 +239,7 @@ func runAct(_ context.Context, stdout io.Writer, o actOptions) error {
 			}
 		}
 	}
-	res.InTree = res.Node >= 0
-	for _, w := range res.Warnings {
-		fmt.Fprintf(stderr, "psrlcb: warning: %s\n", w)
-	}
-	if !o.json {
-		_, err := fmt.Fprintln(stdout, res.Action)
-		return err
-	}
-	if err := nodeFigures(tab, meta, &res); err != nil {
-		return err
-	}
-	enc := json.NewEncoder(stdout)
-	enc.SetIndent("", "  ")
-	return enc.Encode(res)
+	return nil
 }
 
 // mapMerged maps each observation of obs the fit merged into

@@ -18,6 +18,20 @@ import (
 )
 
 func newEvaluateCommand() *cli.Command {
+	flags, before := configurable(evaluateFlags())
+	return &cli.Command{
+		Name:        "evaluate",
+		Usage:       "evaluate a policy: exactly under a known POMDP, under a fitted model, or from logs another policy produced (off-policy)",
+		Description: evaluateDescription,
+		Flags:       flags,
+		Before:      before,
+		Action:      evaluateAction,
+	}
+}
+
+// evaluateFlags are evaluate's own flags followed by the ingest flags but
+// --horizon (evaluate has its own).
+func evaluateFlags() []cli.Flag {
 	flags := []cli.Flag{
 		&cli.StringFlag{Name: "pomdp", Usage: "`FILE` holding the true model in Cassandra's .POMDP format (this, --model or --logs)"},
 		&cli.StringFlag{Name: "model", Usage: "`RUNDIR` of a fit (or its model.arrow): value the policy under the fitted model; with --logs, the model the model-based estimators start from"},
@@ -42,44 +56,43 @@ func newEvaluateCommand() *cli.Command {
 			flags = append(flags, f)
 		}
 	}
-	flags, before := configurable(flags)
-	return &cli.Command{
-		Name:  "evaluate",
-		Usage: "evaluate a policy: exactly under a known POMDP, under a fitted model, or from logs another policy produced (off-policy)",
-		Description: "With --pomdp: follows policy.arrow with the policy's lookup rule (observations are the model's\n" +
-			"observation names, \"init\" at step 1; actions must be actions of the model) and computes its exact\n" +
-			"value V^π under the true model, the exact optimal finite-horizon value V*, the behaviour's value V^b,\n" +
-			"and the normalized regret (V* − V^π)/(V* − V^b): 0 is optimal, 1 is no better than the\n" +
-			"behaviour; it is undefined (null) when V* = V^b. Values are undiscounted sums of H rewards.\n\n" +
-			"With --model RUNDIR instead of --pomdp it values any policy table under the model a fit wrote\n" +
-			"(model.arrow): the expected return E_θ̂^π[r_1+…+r_H] the fitted model assigns to the policy.\n\n" +
-			"With --logs FILES it estimates the policy's value from logs with the behaviour's propensities\n" +
-			"(off-policy evaluation): importance sampling per trajectory and per decision (and their\n" +
-			"self-normalised forms), the value a latent-state model fitted on the logs gives the policy and\n" +
-			"its lower bound, and doubly robust estimators with that model as control variate (cross-fitted\n" +
-			"on halves of the logs), each with a 95% interval, its effective sample size and how many episodes\n" +
-			"it rests on. The policy may depend on the whole history; a stochastic policy table gives the\n" +
-			"probability of each action. Reads the logs as fit does (same columns, validation, exit codes).",
-		Flags:  flags,
-		Before: before,
-		Action: func(c *cli.Context) error {
-			o := evaluateOptions{
-				pomdp: c.String("pomdp"), model: c.String("model"), horizon: c.Int("horizon"), policy: c.String("policy"),
-				behavior: c.String("behavior"), json: c.Bool("json"), rollouts: c.Int("rollouts"), seed: c.Uint64("seed"),
-			}
-			if c.IsSet("logs") || c.IsSet("target-propensity-column") {
-				lo, err := evaluateLogsOptions(c, o)
-				if err != nil {
-					return err
-				}
-				return runEvaluateLogs(c.Context, c.App.Writer, lo)
-			}
-			if c.NArg() > 0 {
-				return usagef("evaluate takes no arguments (got %q); log files go with --logs", c.Args().Slice())
-			}
-			return runEvaluate(c.Context, c.App.Writer, o)
-		},
+	return flags
+}
+
+// evaluateDescription is evaluate's help text.
+const evaluateDescription = "With --pomdp: follows policy.arrow with the policy's lookup rule (observations are the model's\n" +
+	"observation names, \"init\" at step 1; actions must be actions of the model) and computes its exact\n" +
+	"value V^π under the true model, the exact optimal finite-horizon value V*, the behaviour's value V^b,\n" +
+	"and the normalized regret (V* − V^π)/(V* − V^b): 0 is optimal, 1 is no better than the\n" +
+	"behaviour; it is undefined (null) when V* = V^b. Values are undiscounted sums of H rewards.\n\n" +
+	"With --model RUNDIR instead of --pomdp it values any policy table under the model a fit wrote\n" +
+	"(model.arrow): the expected return E_θ̂^π[r_1+…+r_H] the fitted model assigns to the policy.\n\n" +
+	"With --logs FILES it estimates the policy's value from logs with the behaviour's propensities\n" +
+	"(off-policy evaluation): importance sampling per trajectory and per decision (and their\n" +
+	"self-normalised forms), the value a latent-state model fitted on the logs gives the policy and\n" +
+	"its lower bound, and doubly robust estimators with that model as control variate (cross-fitted\n" +
+	"on halves of the logs), each with a 95% interval, its effective sample size and how many episodes\n" +
+	"it rests on. The policy may depend on the whole history; a stochastic policy table gives the\n" +
+	"probability of each action. Reads the logs as fit does (same columns, validation, exit codes)."
+
+// evaluateAction runs evaluate --logs (or with
+// --target-propensity-column), else evaluate under a known or fitted model.
+func evaluateAction(c *cli.Context) error {
+	o := evaluateOptions{
+		pomdp: c.String("pomdp"), model: c.String("model"), horizon: c.Int("horizon"), policy: c.String("policy"),
+		behavior: c.String("behavior"), json: c.Bool("json"), rollouts: c.Int("rollouts"), seed: c.Uint64("seed"),
 	}
+	if c.IsSet("logs") || c.IsSet("target-propensity-column") {
+		lo, err := evaluateLogsOptions(c, o)
+		if err != nil {
+			return err
+		}
+		return runEvaluateLogs(c.Context, c.App.Writer, lo)
+	}
+	if c.NArg() > 0 {
+		return usagef("evaluate takes no arguments (got %q); log files go with --logs", c.Args().Slice())
+	}
+	return runEvaluate(c.Context, c.App.Writer, o)
 }
 
 type evaluateOptions struct {
@@ -202,6 +215,9 @@ func printPOMDPEvaluation(w io.Writer, o evaluateOptions, m *pomdp.POMDP, pol *p
 	return tw.Flush()
 }
 
+// runEvaluate values the policy exactly (or by Monte Carlo past
+// exactEvalNodes histories) under the known POMDP, beside the optimal and
+// the behaviour's values, or hands --model to runEvaluateModel.
 func runEvaluate(ctx context.Context, w io.Writer, o evaluateOptions) error {
 	if o.policy == "" {
 		return usagef("--policy PATH is required")
@@ -220,16 +236,39 @@ func runEvaluate(ctx context.Context, w io.Writer, o evaluateOptions) error {
 	if err != nil {
 		return err
 	}
-	H := o.horizon
+	H, err := evaluationHorizon(o.horizon, o.policy, pol)
+	if err != nil {
+		return err
+	}
+	res := evaluateResult{POMDP: o.pomdp, Policy: o.policy, PolicyNodes: len(pol.Nodes), Horizon: H, Behavior: b.String()}
+	if err := policyValue(ctx, o, m, H, pol, &res); err != nil {
+		return err
+	}
+	if err := referenceValues(ctx, m, b, H, &res); err != nil {
+		return err
+	}
+	return printPOMDPEvaluation(w, o, m, pol, &res)
+}
+
+// evaluationHorizon is --horizon H, or the policy's own horizon when H is
+// 0; they must agree when both are given.
+func evaluationHorizon(H int, path string, pol *policy.Policy) (int, error) {
 	switch {
 	case H == 0 && pol.Horizon == 0:
-		return usagef("--horizon is needed: %s does not say its horizon", o.policy)
+		return 0, usagef("--horizon is needed: %s does not say its horizon", path)
 	case H == 0:
 		H = pol.Horizon
 	case pol.Horizon != 0 && pol.Horizon != H:
-		return usagef("--horizon %d, but %s was planned for horizon %d", H, o.policy, pol.Horizon)
+		return 0, usagef("--horizon %d, but %s was planned for horizon %d", H, path, pol.Horizon)
 	}
-	res := evaluateResult{POMDP: o.pomdp, Policy: o.policy, PolicyNodes: len(pol.Nodes), Horizon: H, Behavior: b.String()}
+	return H, nil
+}
+
+// policyValue sets res's value of pol under m: exact within
+// exactEvalNodes histories, else the Monte Carlo mean of o.rollouts
+// episodes with its standard error.
+func policyValue(ctx context.Context, o evaluateOptions, m *pomdp.POMDP, H int, pol *policy.Policy, res *evaluateResult) error {
+	var err error
 	res.PolicyValue, err = pomdp.EvaluatePolicyWithin(ctx, m, H, pol, exactEvalNodes)
 	if errors.Is(err, pomdp.ErrTooLarge) {
 		if o.rollouts < 2 {
@@ -241,8 +280,5 @@ func runEvaluate(ctx context.Context, w io.Writer, o evaluateOptions) error {
 	if err != nil {
 		return fmt.Errorf("%s under %s: %w", o.policy, o.pomdp, err)
 	}
-	if err := referenceValues(ctx, m, b, H, &res); err != nil {
-		return err
-	}
-	return printPOMDPEvaluation(w, o, m, pol, &res)
+	return nil
 }

@@ -94,61 +94,17 @@ func runEvaluateLogs(ctx context.Context, stdout io.Writer, o evaluateLogsOpts) 
 		tmp, commit = d.Tmp, d.Commit
 	}
 	times := map[string]float64{}
-	start := time.Now()
-	d, err := ingest.Read(ctx, o.files, o.ingest)
+	d, notes, err := readEvaluationLogs(ctx, o, times)
 	if err != nil {
 		return err
 	}
-	times["ingest"] = time.Since(start).Seconds()
-	var notes []string
-	if !d.HasPropensity() {
-		d.Propensity = estimate.EstimateBehavior(d)
-		notes = append(notes, "The logs carry no propensities: the behaviour's probabilities were estimated from action frequencies, so every importance weight is an estimate.")
-	}
-	start = time.Now()
-	target, targetName, rho, err := evaluationTarget(ctx, o, d)
-	if err != nil {
-		return err
-	}
-	eo := ope.Options{Bootstrap: o.bootstrap, Seed: o.seed, Workers: o.workers}
-	if target != nil && !o.noModel {
-		var startModel *estimate.Model
-		if o.model != "" {
-			if startModel, err = estimate.ReadModel(o.model); err != nil {
-				return err
-			}
-		}
-		ms, err := ope.FitModels(ctx, d, startModel, estimate.Options{Rank: o.rank, Seed: o.seed, Workers: o.workers}, o.alpha)
-		if err != nil {
-			return err
-		}
-		eo.Model, eo.Bonus, eo.Folds, eo.Fold, eo.ModelNote = ms.All, ms.Bonus, ms.Folds, ms.Fold, ms.Note
-	} else if o.noModel {
-		eo.Skipped = map[string]string{}
-		for _, n := range []string{ope.EstModel, ope.EstModelLCB, ope.EstDR, ope.EstWDR} {
-			eo.Skipped[n] = "skipped: --no-model"
-		}
-	}
-	times["models"] = time.Since(start).Seconds()
-	start = time.Now()
-	res, err := ope.Evaluate(ctx, d, rho, target, eo)
-	if err != nil {
-		return err
-	}
-	times["estimates"] = time.Since(start).Seconds()
-	ev, err := evaluationRecord(ctx, o, d, targetName, res, eo.ModelNote, notes, times)
+	ev, err := estimateEvaluation(ctx, o, d, notes, times)
 	if err != nil {
 		return err
 	}
 	if commit != nil {
-		if err := report.WriteEvaluation(tmp, ev); err != nil {
-			return fmt.Errorf("writing %s: %w", o.out, err)
-		}
-		if err := ctx.Err(); err != nil {
+		if err := writeEvaluationOut(ctx, o.out, tmp, commit, ev); err != nil {
 			return err
-		}
-		if err := commit(); err != nil {
-			return fmt.Errorf("moving the results into %s: %w", o.out, err)
 		}
 	}
 	if o.json {
@@ -157,6 +113,88 @@ func runEvaluateLogs(ctx context.Context, stdout io.Writer, o evaluateLogsOpts) 
 		return enc.Encode(jsonEvaluation(ev))
 	}
 	return printEvaluation(stdout, ev, o.out)
+}
+
+// readEvaluationLogs reads the logs (timed as times["ingest"]) and, when
+// they carry no propensities, estimates the behaviour's, with a note.
+func readEvaluationLogs(ctx context.Context, o evaluateLogsOpts, times map[string]float64) (*ingest.Dataset, []string, error) {
+	start := time.Now()
+	d, err := ingest.Read(ctx, o.files, o.ingest)
+	if err != nil {
+		return nil, nil, err
+	}
+	times["ingest"] = time.Since(start).Seconds()
+	var notes []string
+	if !d.HasPropensity() {
+		d.Propensity = estimate.EstimateBehavior(d)
+		notes = append(notes, "The logs carry no propensities: the behaviour's probabilities were estimated from action frequencies, so every importance weight is an estimate.")
+	}
+	return d, notes, nil
+}
+
+// estimateEvaluation reads the evaluated policy, fits the models, runs
+// the estimators on d (timing the two stages in times) and returns the
+// evaluation record.
+func estimateEvaluation(ctx context.Context, o evaluateLogsOpts, d *ingest.Dataset, notes []string, times map[string]float64) (*report.Evaluation, error) {
+	start := time.Now()
+	target, targetName, rho, err := evaluationTarget(ctx, o, d)
+	if err != nil {
+		return nil, err
+	}
+	eo, err := estimatorOptions(ctx, o, d, target)
+	if err != nil {
+		return nil, err
+	}
+	times["models"] = time.Since(start).Seconds()
+	start = time.Now()
+	res, err := ope.Evaluate(ctx, d, rho, target, eo)
+	if err != nil {
+		return nil, err
+	}
+	times["estimates"] = time.Since(start).Seconds()
+	return evaluationRecord(ctx, o, d, targetName, res, eo.ModelNote, notes, times)
+}
+
+// estimatorOptions are the estimators' options: with a target policy and
+// without --no-model, the fitted models (from --model's start when
+// given); with --no-model, the model-based estimators marked skipped.
+func estimatorOptions(ctx context.Context, o evaluateLogsOpts, d *ingest.Dataset, target ope.Target) (ope.Options, error) {
+	eo := ope.Options{Bootstrap: o.bootstrap, Seed: o.seed, Workers: o.workers}
+	if target != nil && !o.noModel {
+		var startModel *estimate.Model
+		var err error
+		if o.model != "" {
+			if startModel, err = estimate.ReadModel(o.model); err != nil {
+				return eo, err
+			}
+		}
+		ms, err := ope.FitModels(ctx, d, startModel, estimate.Options{Rank: o.rank, Seed: o.seed, Workers: o.workers}, o.alpha)
+		if err != nil {
+			return eo, err
+		}
+		eo.Model, eo.Bonus, eo.Folds, eo.Fold, eo.ModelNote = ms.All, ms.Bonus, ms.Folds, ms.Fold, ms.Note
+	} else if o.noModel {
+		eo.Skipped = map[string]string{}
+		for _, n := range []string{ope.EstModel, ope.EstModelLCB, ope.EstDR, ope.EstWDR} {
+			eo.Skipped[n] = "skipped: --no-model"
+		}
+	}
+	return eo, nil
+}
+
+// writeEvaluationOut writes ev into the temporary directory tmp and, unless
+// ctx was cancelled meanwhile, commits it as out.
+func writeEvaluationOut(ctx context.Context, out, tmp string, commit func() error, ev *report.Evaluation) error {
+	if err := report.WriteEvaluation(tmp, ev); err != nil {
+		return fmt.Errorf("writing %s: %w", out, err)
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := commit(); err != nil {
+		return fmt.Errorf("moving the results into %s: %w", out, err)
+	}
+	return nil
 }
 
 // evaluationTarget reads the evaluated policy and the ratios of its
