@@ -82,6 +82,17 @@ func BehaviorCloning(ctx context.Context, d *ingest.Dataset, opts CloneOptions) 
 		return nil, err
 	}
 	p, from := t.emit(choice)
+	cloneValues(p, from, sum, cnt)
+	if opts.AllFirst {
+		addFirst(p, d)
+	}
+	return p, nil
+}
+
+// cloneValues sets the value columns of p, whose node i came from trie
+// node from[i], to the mean return of the episodes that follow the clone
+// from the node on (NaN when none does).
+func cloneValues(p *policy.Policy, from []int32, sum []float64, cnt []int32) {
 	for i := range p.Nodes {
 		v := from[i]
 		r := math.NaN()
@@ -91,10 +102,6 @@ func BehaviorCloning(ctx context.Context, d *ingest.Dataset, opts CloneOptions) 
 		p.Nodes[i].ValueReward = r
 		p.Nodes[i].ValueLCB = r
 	}
-	if opts.AllFirst {
-		addFirst(p, d)
-	}
-	return p, nil
 }
 
 // mostLogged returns, per node, the edge of the action logged there most
@@ -144,26 +151,8 @@ func (t *trie) followers(ctx context.Context, choice []int32) (sum []float64, cn
 // CloneOptions.AllFirst).
 func addFirst(p *policy.Policy, d *ingest.Dataset) {
 	nan := math.NaN()
-	have := map[string]bool{}
-	fallback := ""
-	for _, n := range p.Nodes {
-		if n.Parent == -1 {
-			have[n.Obs] = true
-			if n.Obs != ingest.EndSymbol {
-				fallback = n.Fallback
-			}
-		}
-	}
-	count := make([]int, len(d.ActVocab))
-	for k := range d.NumEpisodes() {
-		count[d.Act[k*d.Horizon]]++
-	}
-	first := 0
-	for a, c := range count {
-		if c > count[first] {
-			first = a
-		}
-	}
+	have, fallback := firstRows(p)
+	first := mostLoggedFirst(d)
 	if fallback == "" {
 		fallback = d.ActVocab[first]
 	}
@@ -174,6 +163,38 @@ func addFirst(p *policy.Policy, d *ingest.Dataset) {
 		p.Nodes = append(p.Nodes, policy.Node{ID: int64(len(p.Nodes)), Parent: -1, Step: 1, Obs: o,
 			Action: d.ActVocab[first], Fallback: fallback, ValueReward: nan, ValueBonus: nan, ValueLCB: nan})
 	}
+}
+
+// firstRows returns the observations p has a step-1 row for and the
+// fallback action of its last such row (the end symbol's aside), "" if
+// none.
+func firstRows(p *policy.Policy) (have map[string]bool, fallback string) {
+	have = map[string]bool{}
+	for _, n := range p.Nodes {
+		if n.Parent == -1 {
+			have[n.Obs] = true
+			if n.Obs != ingest.EndSymbol {
+				fallback = n.Fallback
+			}
+		}
+	}
+	return have, fallback
+}
+
+// mostLoggedFirst is the action code logged most often at step 1, ties to
+// the lowest code.
+func mostLoggedFirst(d *ingest.Dataset) int {
+	count := make([]int, len(d.ActVocab))
+	for k := range d.NumEpisodes() {
+		count[d.Act[k*d.Horizon]]++
+	}
+	first := 0
+	for a, c := range count {
+		if c > count[first] {
+			first = a
+		}
+	}
+	return first
 }
 
 // improve replaces choice[v] (the most logged action's edge) by the edge
@@ -227,6 +248,15 @@ func (t *trie) returnToGo(ctx context.Context) (mean, se []float64, err error) {
 			sq[e] += g * g
 		}
 	}
+	mean, se = t.meanSE(sum, sq)
+	return mean, se, nil
+}
+
+// meanSE returns, per edge, the mean of values whose sum and sum of
+// squares over the edge's visits are sum and sq, and its standard error
+// (0 with one visit).
+func (t *trie) meanSE(sum, sq []float64) (mean, se []float64) {
+	ne := len(t.edgeNode)
 	mean, se = make([]float64, ne), make([]float64, ne)
 	for e := range ne {
 		n := float64(t.edgeN[e])
@@ -236,5 +266,5 @@ func (t *trie) returnToGo(ctx context.Context) (mean, se []float64, err error) {
 			se[e] = math.Sqrt(v / n)
 		}
 	}
-	return mean, se, nil
+	return mean, se
 }

@@ -246,13 +246,7 @@ func (t *trie) edge(n int32, h int, a uint16) int32 {
 // action when nothing else was logged there.
 func (t *trie) fallbacks() []int {
 	H, A := t.H, len(t.d.ActVocab)
-	perStep := make([][]int, H)
-	for h := range H {
-		perStep[h] = make([]int, A)
-	}
-	for i, a := range t.d.Act {
-		perStep[i%H][a]++
-	}
+	perStep := t.actionCounts()
 	out := make([]int, H)
 	pooled := make([]int, A)
 	for h := H - 1; h >= 0; h-- {
@@ -261,24 +255,44 @@ func (t *trie) fallbacks() []int {
 		if h == H-1 {
 			counts = perStep[H-1]
 		}
-		best := -1
-		for a, c := range counts {
-			if a == t.endAct || c == 0 {
-				continue
-			}
-			if best < 0 || c > counts[best] {
-				best = a
-			}
-		}
-		if best < 0 {
-			best = max(t.endAct, 0)
-		}
-		out[h] = best
+		out[h] = t.mostCounted(counts)
 		for a, c := range perStep[h] {
 			pooled[a] += c
 		}
 	}
 	return out
+}
+
+// actionCounts counts, per 0-based step, the logged steps of every action
+// code.
+func (t *trie) actionCounts() [][]int {
+	perStep := make([][]int, t.H)
+	for h := range t.H {
+		perStep[h] = make([]int, len(t.d.ActVocab))
+	}
+	for i, a := range t.d.Act {
+		perStep[i%t.H][a]++
+	}
+	return perStep
+}
+
+// mostCounted is the non-end action of the largest positive count, ties
+// to the lowest code; the end action (or 0 without one) when there is
+// none.
+func (t *trie) mostCounted(counts []int) int {
+	best := -1
+	for a, c := range counts {
+		if a == t.endAct || c == 0 {
+			continue
+		}
+		if best < 0 || c > counts[best] {
+			best = a
+		}
+	}
+	if best < 0 {
+		best = max(t.endAct, 0)
+	}
+	return best
 }
 
 // childIndex lists the child nodes of every edge, sorted by observation
@@ -316,37 +330,50 @@ func (t *trie) childIndex() (start, kids []int32) {
 // node, the trie node it came from.
 func (t *trie) emit(choice []int32) (*policy.Policy, []int32) {
 	start, kids := t.childIndex()
-	fb := t.fallbacks()
 	roots := slices.Clone(t.nodesByStep[0])
 	slices.SortFunc(roots, func(x, y int32) int { return int(t.nodeObs[x]) - int(t.nodeObs[y]) })
 
-	p := &policy.Policy{Horizon: t.H}
-	var from []int32
-	add := func(n int32, parent int64, reach float64) {
-		e := choice[n]
-		node := policy.Node{
-			ID:        int64(len(p.Nodes)),
-			Parent:    parent,
-			Step:      t.nodeStp[n] + 1,
-			Obs:       t.d.ObsVocab[t.nodeObs[n]],
-			Action:    t.d.ActVocab[t.edgeAct[e]],
-			Fallback:  t.d.ActVocab[fb[t.nodeStp[n]]],
-			ReachProb: reach,
-		}
-		if int(t.nodeObs[n]) == t.endObs {
-			node.Fallback = ingest.EndSymbol
-		}
-		p.Nodes = append(p.Nodes, node)
-		from = append(from, n)
-	}
+	em := &emitter{t: t, choice: choice, fb: t.fallbacks(), p: &policy.Policy{Horizon: t.H}}
 	for _, n := range roots {
-		add(n, -1, float64(t.nodeCnt[n])/float64(t.K))
+		em.add(n, -1, float64(t.nodeCnt[n])/float64(t.K))
 	}
-	for i := 0; i < len(p.Nodes); i++ {
-		e := choice[from[i]]
+	for i := 0; i < len(em.p.Nodes); i++ {
+		e := choice[em.from[i]]
 		for _, c := range kids[start[e]:start[e+1]] {
-			add(c, int64(i), p.Nodes[i].ReachProb*float64(t.nodeCnt[c])/float64(t.edgeN[e]))
+			em.add(c, int64(i), em.p.Nodes[i].ReachProb*float64(t.nodeCnt[c])/float64(t.edgeN[e]))
 		}
 	}
-	return p, from
+	return em.p, em.from
+}
+
+// emitter builds the policy p of trie.emit: choice[node] is the chosen
+// edge, fb the fallback action per step, from[i] the trie node of output
+// node i.
+type emitter struct {
+	t      *trie
+	choice []int32
+	fb     []int
+	p      *policy.Policy
+	from   []int32
+}
+
+// add appends the output node of trie node n with the given parent output
+// node and reach probability.
+func (em *emitter) add(n int32, parent int64, reach float64) {
+	t := em.t
+	e := em.choice[n]
+	node := policy.Node{
+		ID:        int64(len(em.p.Nodes)),
+		Parent:    parent,
+		Step:      t.nodeStp[n] + 1,
+		Obs:       t.d.ObsVocab[t.nodeObs[n]],
+		Action:    t.d.ActVocab[t.edgeAct[e]],
+		Fallback:  t.d.ActVocab[em.fb[t.nodeStp[n]]],
+		ReachProb: reach,
+	}
+	if int(t.nodeObs[n]) == t.endObs {
+		node.Fallback = ingest.EndSymbol
+	}
+	em.p.Nodes = append(em.p.Nodes, node)
+	em.from = append(em.from, n)
 }

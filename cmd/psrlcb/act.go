@@ -37,19 +37,19 @@ func newActCommand() *cli.Command {
 			&cli.StringFlag{Name: "history-json", Usage: "the history as a JSON array of strings, `'[\"o1\",\"a1\",…,\"oh\"]'`, for symbols that are empty, hold commas or spaces"},
 			&cli.BoolFlag{Name: "json", Usage: "print the node's values as one JSON object"},
 		},
-		Action: func(c *cli.Context) error {
-			if c.NArg() > 0 {
-				return usagef("act takes no arguments (got %q)", c.Args().Slice())
-			}
-			obs, acts, err := historyFlags(c.IsSet("history"), c.String("history"), c.IsSet("history-json"), c.String("history-json"))
-			if err != nil {
-				return err
-			}
-			return runAct(c.Context, c.App.Writer, actOptions{
-				policy: c.String("policy"), obs: obs, acts: acts, json: c.Bool("json"), stderr: c.App.ErrWriter,
-			})
-		},
+		Action: actAction,
 	}
+}
+
+// actAction prints the action of the history its flags give.
+func actAction(c *cli.Context) error {
+	obs, acts, err := historyArgs(c, "act")
+	if err != nil {
+		return err
+	}
+	return runAct(c.Context, c.App.Writer, actOptions{
+		policy: c.String("policy"), obs: obs, acts: acts, json: c.Bool("json"), stderr: c.App.ErrWriter,
+	})
 }
 
 // errNoAction: the policy has no row for the history's first observation,
@@ -93,6 +93,15 @@ type actResult struct {
 
 // jsonHint says how to give symbols the comma-separated form cannot.
 const jsonHint = `an empty symbol, or one holding a comma, goes in --history-json '["o1","a1",""]'`
+
+// historyArgs refuses positional arguments to the command name and reads
+// the history from its flags (historyFlags).
+func historyArgs(c *cli.Context, name string) (obs, acts []string, err error) {
+	if err := noArgs(c, name); err != nil {
+		return nil, nil, err
+	}
+	return historyFlags(c.IsSet("history"), c.String("history"), c.IsSet("history-json"), c.String("history-json"))
+}
 
 // historyFlags reads the history from exactly one of --history and
 // --history-json.
@@ -324,20 +333,27 @@ func mergedObservations(policyPath string) (*mergedVocab, error) {
 	if !ok1 || !ok2 || len(param.String) != len(obs.String) {
 		return nil, fmt.Errorf("%w: %s has no param or observation column", errModelFile, path)
 	}
+	return modelVocab(param.String, obs.String), nil
+}
+
+// modelVocab is the observation vocabulary of the model table's param and
+// observation columns (its obs1 rows) when the table has "other" rows and
+// OtherSymbol among the observations; nil otherwise.
+func modelVocab(param, obs []string) *mergedVocab {
 	v := &mergedVocab{known: map[string]bool{}}
 	merged := false
-	for i, p := range param.String {
+	for i, p := range param {
 		switch p {
 		case "obs1":
-			v.known[obs.String[i]] = true
+			v.known[obs[i]] = true
 		case "other":
 			merged = true
 		}
 	}
 	if !merged || !v.known[ingest.OtherSymbol] {
-		return nil, nil
+		return nil
 	}
-	return v, nil
+	return v
 }
 
 // decideBy is the controller's action after the history (follows false

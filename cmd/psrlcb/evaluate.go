@@ -20,12 +20,25 @@ import (
 func newEvaluateCommand() *cli.Command {
 	flags, before := configurable(evaluateFlags())
 	return &cli.Command{
-		Name:        "evaluate",
-		Usage:       "evaluate a policy: exactly under a known POMDP, under a fitted model, or from logs another policy produced (off-policy)",
-		Description: evaluateDescription,
-		Flags:       flags,
-		Before:      before,
-		Action:      evaluateAction,
+		Name:  "evaluate",
+		Usage: "evaluate a policy: exactly under a known POMDP, under a fitted model, or from logs another policy produced (off-policy)",
+		Description: "With --pomdp: follows policy.arrow with the policy's lookup rule (observations are the model's\n" +
+			"observation names, \"init\" at step 1; actions must be actions of the model) and computes its exact\n" +
+			"value V^π under the true model, the exact optimal finite-horizon value V*, the behaviour's value V^b,\n" +
+			"and the normalized regret (V* − V^π)/(V* − V^b): 0 is optimal, 1 is no better than the\n" +
+			"behaviour; it is undefined (null) when V* = V^b. Values are undiscounted sums of H rewards.\n\n" +
+			"With --model RUNDIR instead of --pomdp it values any policy table under the model a fit wrote\n" +
+			"(model.arrow): the expected return E_θ̂^π[r_1+…+r_H] the fitted model assigns to the policy.\n\n" +
+			"With --logs FILES it estimates the policy's value from logs with the behaviour's propensities\n" +
+			"(off-policy evaluation): importance sampling per trajectory and per decision (and their\n" +
+			"self-normalised forms), the value a latent-state model fitted on the logs gives the policy and\n" +
+			"its lower bound, and doubly robust estimators with that model as control variate (cross-fitted\n" +
+			"on halves of the logs), each with a 95% interval, its effective sample size and how many episodes\n" +
+			"it rests on. The policy may depend on the whole history; a stochastic policy table gives the\n" +
+			"probability of each action. Reads the logs as fit does (same columns, validation, exit codes).",
+		Flags:  flags,
+		Before: before,
+		Action: evaluateAction,
 	}
 }
 
@@ -58,22 +71,6 @@ func evaluateFlags() []cli.Flag {
 	}
 	return flags
 }
-
-// evaluateDescription is evaluate's help text.
-const evaluateDescription = "With --pomdp: follows policy.arrow with the policy's lookup rule (observations are the model's\n" +
-	"observation names, \"init\" at step 1; actions must be actions of the model) and computes its exact\n" +
-	"value V^π under the true model, the exact optimal finite-horizon value V*, the behaviour's value V^b,\n" +
-	"and the normalized regret (V* − V^π)/(V* − V^b): 0 is optimal, 1 is no better than the\n" +
-	"behaviour; it is undefined (null) when V* = V^b. Values are undiscounted sums of H rewards.\n\n" +
-	"With --model RUNDIR instead of --pomdp it values any policy table under the model a fit wrote\n" +
-	"(model.arrow): the expected return E_θ̂^π[r_1+…+r_H] the fitted model assigns to the policy.\n\n" +
-	"With --logs FILES it estimates the policy's value from logs with the behaviour's propensities\n" +
-	"(off-policy evaluation): importance sampling per trajectory and per decision (and their\n" +
-	"self-normalised forms), the value a latent-state model fitted on the logs gives the policy and\n" +
-	"its lower bound, and doubly robust estimators with that model as control variate (cross-fitted\n" +
-	"on halves of the logs), each with a 95% interval, its effective sample size and how many episodes\n" +
-	"it rests on. The policy may depend on the whole history; a stochastic policy table gives the\n" +
-	"probability of each action. Reads the logs as fit does (same columns, validation, exit codes)."
 
 // evaluateAction runs evaluate --logs (or with
 // --target-propensity-column), else evaluate under a known or fitted model.
@@ -180,23 +177,13 @@ func referenceValues(ctx context.Context, m *pomdp.POMDP, b pomdp.Behavior, H in
 // printPOMDPEvaluation writes res as JSON (--json) or as the table a person
 // reads.
 func printPOMDPEvaluation(w io.Writer, o evaluateOptions, m *pomdp.POMDP, pol *policy.Policy, res *evaluateResult) error {
-	H := res.Horizon
 	if o.json {
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
 		return enc.Encode(res)
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintf(tw, "model\t%s (%d states, %d actions, %d observations)\n", o.pomdp, m.NumStates(), m.NumActions(), m.NumObs())
-	if pol.Ctrl != nil {
-		fmt.Fprintf(tw, "policy\t%s (a controller for every history; %d nodes in its table)\n", o.policy, len(pol.Nodes))
-	} else {
-		fmt.Fprintf(tw, "policy\t%s (%d nodes)\n", o.policy, len(pol.Nodes))
-	}
-	if n := treeOnlyNote(o.policy); n != "" {
-		fmt.Fprintf(tw, "note\t%s\n", n)
-	}
-	fmt.Fprintf(tw, "horizon\t%d\n", H)
+	printEvaluatedPolicy(tw, o, m, pol, res.Horizon)
 	if res.PolicyValueEpisodes > 0 {
 		fmt.Fprintf(tw, "policy value\t%.10g ± %.3g (Monte Carlo standard error, %d episodes: more than %d histories to enumerate)\n", res.PolicyValue, res.PolicyValueSE, res.PolicyValueEpisodes, exactEvalNodes)
 	} else {
@@ -213,6 +200,21 @@ func printPOMDPEvaluation(w io.Writer, o evaluateOptions, m *pomdp.POMDP, pol *p
 	}
 	fmt.Fprintf(tw, "normalized regret\t%.6g (V* − V^π)/(V* − V^b)\n", regret)
 	return tw.Flush()
+}
+
+// printEvaluatedPolicy writes the rows of the model, the policy (with the
+// run's note on a table without a controller) and the horizon H.
+func printEvaluatedPolicy(tw io.Writer, o evaluateOptions, m *pomdp.POMDP, pol *policy.Policy, H int) {
+	fmt.Fprintf(tw, "model\t%s (%d states, %d actions, %d observations)\n", o.pomdp, m.NumStates(), m.NumActions(), m.NumObs())
+	if pol.Ctrl != nil {
+		fmt.Fprintf(tw, "policy\t%s (a controller for every history; %d nodes in its table)\n", o.policy, len(pol.Nodes))
+	} else {
+		fmt.Fprintf(tw, "policy\t%s (%d nodes)\n", o.policy, len(pol.Nodes))
+	}
+	if n := treeOnlyNote(o.policy); n != "" {
+		fmt.Fprintf(tw, "note\t%s\n", n)
+	}
+	fmt.Fprintf(tw, "horizon\t%d\n", H)
 }
 
 // runEvaluate values the policy exactly (or by Monte Carlo past

@@ -40,23 +40,14 @@ type evaluateLogsOpts struct {
 // evaluateLogsOutput is the output kind of evaluate --logs (package outdir).
 var evaluateLogsOutput = outputKind{"psrlcb evaluate --logs", report.ManifestFile, report.EvaluationFiles()}
 
+// evaluateLogsOptions reads and checks the flags of evaluate --logs (or
+// with --target-propensity-column) on top of evaluate's base options.
 func evaluateLogsOptions(c *cli.Context, base evaluateOptions) (evaluateLogsOpts, error) {
 	o := evaluateLogsOpts{evaluateOptions: base, column: c.String("target-propensity-column"), out: c.String("out"),
 		force: c.Bool("force"), seed: c.Uint64("seed"), bootstrap: c.Int("bootstrap"), noModel: c.Bool("no-model"),
 		alpha: c.Float64("alpha"), workers: c.Int("workers"), stderr: c.App.ErrWriter}
-	switch {
-	case o.pomdp != "":
-		return o, usagef("--logs estimates from logs; --pomdp evaluates under a known model: give one of them")
-	case o.column != "" && o.policy != "":
-		return o, usagef("give the evaluated policy once: --policy or --target-propensity-column, not both")
-	case o.column == "" && o.policy == "":
-		return o, usagef("--logs needs the evaluated policy: --policy PATH, or --target-propensity-column COLUMN")
-	case !c.IsSet("logs"):
-		return o, usagef("--target-propensity-column needs the logs: --logs FILES")
-	case o.bootstrap < 0:
-		return o, usagef("--bootstrap must be 0 or a number of replicates, not %d", o.bootstrap)
-	case !(o.alpha >= 0):
-		return o, usagef("--alpha must be a non-negative number, not %v", o.alpha)
+	if err := checkEvaluateLogs(c, o); err != nil {
+		return o, err
 	}
 	if r := c.String("rank"); r != "auto" {
 		n, err := strconv.Atoi(r)
@@ -78,6 +69,27 @@ func evaluateLogsOptions(c *cli.Context, base evaluateOptions) (evaluateLogsOpts
 		o.bootstrap = -1 // ope: no bootstrap
 	}
 	return o, nil
+}
+
+// checkEvaluateLogs refuses --pomdp with --logs, an evaluated policy given
+// neither or twice, a column without logs, and a negative --bootstrap or
+// --alpha.
+func checkEvaluateLogs(c *cli.Context, o evaluateLogsOpts) error {
+	switch {
+	case o.pomdp != "":
+		return usagef("--logs estimates from logs; --pomdp evaluates under a known model: give one of them")
+	case o.column != "" && o.policy != "":
+		return usagef("give the evaluated policy once: --policy or --target-propensity-column, not both")
+	case o.column == "" && o.policy == "":
+		return usagef("--logs needs the evaluated policy: --policy PATH, or --target-propensity-column COLUMN")
+	case !c.IsSet("logs"):
+		return usagef("--target-propensity-column needs the logs: --logs FILES")
+	case o.bootstrap < 0:
+		return usagef("--bootstrap must be 0 or a number of replicates, not %d", o.bootstrap)
+	case !(o.alpha >= 0):
+		return usagef("--alpha must be a non-negative number, not %v", o.alpha)
+	}
+	return nil
 }
 
 // runEvaluateLogs estimates the policy's value from the logs and prints
@@ -103,7 +115,8 @@ func runEvaluateLogs(ctx context.Context, stdout io.Writer, o evaluateLogsOpts) 
 		return err
 	}
 	if commit != nil {
-		if err := writeEvaluationOut(ctx, o.out, tmp, commit, ev); err != nil {
+		write := func(tmp string) error { return report.WriteEvaluation(tmp, ev) }
+		if err := writeAndCommit(ctx, o.out, tmp, commit, write); err != nil {
 			return err
 		}
 	}
@@ -182,21 +195,6 @@ func estimatorOptions(ctx context.Context, o evaluateLogsOpts, d *ingest.Dataset
 	return eo, nil
 }
 
-// writeEvaluationOut writes ev into the temporary directory tmp and, unless
-// ctx was cancelled meanwhile, commits it as out.
-func writeEvaluationOut(ctx context.Context, out, tmp string, commit func() error, ev *report.Evaluation) error {
-	if err := report.WriteEvaluation(tmp, ev); err != nil {
-		return fmt.Errorf("writing %s: %w", out, err)
-	}
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	if err := commit(); err != nil {
-		return fmt.Errorf("moving the results into %s: %w", out, err)
-	}
-	return nil
-}
-
 // evaluationTarget reads the evaluated policy and the ratios of its
 // probabilities to the behaviour's at every logged step.
 func evaluationTarget(ctx context.Context, o evaluateLogsOpts, d *ingest.Dataset) (ope.Target, string, []float64, error) {
@@ -263,24 +261,7 @@ func printEvaluation(w io.Writer, ev *report.Evaluation, out string) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "estimator\tvalue\t95%% interval\tESS\tepisodes\tnote\n")
 	for _, e := range ev.Estimates {
-		interval := ""
-		if !math.IsNaN(float64(e.Lower)) {
-			interval = fmt.Sprintf("[%.4g, %.4g] %s", float64(e.Lower), float64(e.Upper), e.Interval)
-		}
-		mark := ""
-		if e.Estimator == ev.Recommended {
-			mark = " *"
-		}
-		value, ess, eps := "–", "", ""
-		if !math.IsNaN(float64(e.Value)) {
-			value = fmt.Sprintf("%.4g", float64(e.Value))
-		}
-		if !math.IsNaN(float64(e.ESS)) {
-			// ESS and episodes describe the importance weights: blank for the
-			// model's rows, which use none.
-			ess, eps = strconv.FormatFloat(math.Round(float64(e.ESS)*10)/10, 'f', -1, 64), strconv.Itoa(e.Episodes)
-		}
-		fmt.Fprintf(tw, "%s%s\t%s\t%s\t%s\t%s\t%s\n", e.Estimator, mark, value, interval, ess, eps, e.Reason)
+		printEstimate(tw, e, e.Estimator == ev.Recommended)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -292,4 +273,28 @@ func printEvaluation(w io.Writer, ev *report.Evaluation, out string) error {
 		fmt.Fprintf(w, "wrote %s (open %s)\n", out, filepath.Join(out, report.HTMLFile))
 	}
 	return nil
+}
+
+// printEstimate writes the table row of the estimate e, its name marked
+// with " *" when it is the recommended one; a value or interval that could
+// not be computed is "–" or blank.
+func printEstimate(tw io.Writer, e report.EstimateRow, recommended bool) {
+	interval := ""
+	if !math.IsNaN(float64(e.Lower)) {
+		interval = fmt.Sprintf("[%.4g, %.4g] %s", float64(e.Lower), float64(e.Upper), e.Interval)
+	}
+	mark := ""
+	if recommended {
+		mark = " *"
+	}
+	value, ess, eps := "–", "", ""
+	if !math.IsNaN(float64(e.Value)) {
+		value = fmt.Sprintf("%.4g", float64(e.Value))
+	}
+	if !math.IsNaN(float64(e.ESS)) {
+		// ESS and episodes describe the importance weights: blank for the
+		// model's rows, which use none.
+		ess, eps = strconv.FormatFloat(math.Round(float64(e.ESS)*10)/10, 'f', -1, 64), strconv.Itoa(e.Episodes)
+	}
+	fmt.Fprintf(tw, "%s%s\t%s\t%s\t%s\t%s\t%s\n", e.Estimator, mark, value, interval, ess, eps, e.Reason)
 }

@@ -102,17 +102,17 @@ func newExploreActCommand() *cli.Command {
 			&cli.StringFlag{Name: "history-json", Usage: "the history as a JSON array of strings, `'[\"o1\",\"a1\",…,\"oh\"]'`, for symbols that are empty, hold commas or spaces"},
 			&cli.Float64Flag{Name: "u", Value: -1, Usage: "uniform random number in [0,1) for uniform steps"},
 		},
-		Action: func(c *cli.Context) error {
-			if c.NArg() > 0 {
-				return usagef("explore-act takes no arguments (got %q)", c.Args().Slice())
-			}
-			obs, _, err := historyFlags(c.IsSet("history"), c.String("history"), c.IsSet("history-json"), c.String("history-json"))
-			if err != nil {
-				return err
-			}
-			return runExploreAct(c.Context, c.App.Writer, exploreActOptions{policy: c.String("policy"), obs: obs, u: c.Float64("u")})
-		},
+		Action: exploreActAction,
 	}
+}
+
+// exploreActAction prints the exploration action of the history its flags give.
+func exploreActAction(c *cli.Context) error {
+	obs, _, err := historyArgs(c, "explore-act")
+	if err != nil {
+		return err
+	}
+	return runExploreAct(c.Context, c.App.Writer, exploreActOptions{policy: c.String("policy"), obs: obs, u: c.Float64("u")})
 }
 
 // exploreOptions are the options of `psrlcb explore`.
@@ -147,6 +147,8 @@ func exploreCmdOptions(c *cli.Context) (exploreOptions, error) {
 	return o, nil
 }
 
+// runExplore runs one round on the tagged logs, writes its outputs into
+// o.out and prints the termination test.
 func runExplore(ctx context.Context, w io.Writer, o exploreOptions) error {
 	out, files, iopts, ro := o.out, o.files, o.ingest, o.round
 	// Fail on an output in the way before any work.
@@ -168,6 +170,13 @@ func runExplore(ctx context.Context, w io.Writer, o exploreOptions) error {
 	if err := dir.Commit(); err != nil {
 		return err
 	}
+	printExploreRound(w, lr, out)
+	return nil
+}
+
+// printExploreRound prints the round's sizes, its termination test with
+// what to do next, and the output directory out.
+func printExploreRound(w io.Writer, lr *explore.LogRound, out string) {
 	res, tf, round := lr.Result, lr.Termination, lr.Round
 	fmt.Fprintf(w, "round %d: %d episodes, D_h sizes %v, rank %d\n", round, tf.Episodes, tf.SplitSizes, tf.Rank)
 	verdict := "continue: serve the exploration policies of round " + strconv.FormatInt(round+1, 10)
@@ -176,7 +185,6 @@ func runExplore(ctx context.Context, w io.Writer, o exploreOptions) error {
 	}
 	fmt.Fprintf(w, "termination statistic V_{θ̂,b̂}^{π^k} = %.6g vs ε/2 = %.6g (α = %g): %s\n", res.BonusValue, res.Threshold, res.Alpha, verdict)
 	fmt.Fprintf(w, "wrote %s\n", out)
-	return nil
 }
 
 // exploreActOptions are the options of `psrlcb explore-act`.

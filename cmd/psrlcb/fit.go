@@ -28,35 +28,8 @@ func newFitCommand() *cli.Command {
 	flags := append(ingestFlags(),
 		&cli.PathFlag{Name: "out", Aliases: []string{"o"}, Usage: "output directory, written atomically; may not be, contain or lie inside an input, nor be the current directory"},
 		&cli.BoolFlag{Name: "force", Usage: "replace an earlier output of fit (a directory holding manifest.json and only the files fit writes); anything else is refused"},
-		&cli.StringFlag{Name: "rank", Value: "auto", Usage: `latent states r of the model, or "auto" to choose by held-out log-likelihood`},
-		&cli.IntFlag{Name: "max-rank", Usage: fmt.Sprintf("largest rank tried by --rank auto (0: %d)", estimate.DefaultMaxRank)},
-		&cli.StringFlag{Name: "dynamics", Value: estimate.DynamicsStationary, Usage: `"stationary" (one transition/emission table for every step) or "per-step"`},
-		&cli.IntFlag{Name: "restarts", Usage: fmt.Sprintf("EM starts, the first from an informed start (0: %d)", estimate.DefaultRestarts)},
-		&cli.IntFlag{Name: "max-iter", Usage: fmt.Sprintf("EM iterations per start (0: %d)", estimate.DefaultMaxIter)},
-		&cli.Float64Flag{Name: "tol", Usage: fmt.Sprintf("EM stops when the relative log-likelihood gain falls below this (0: %g). The rank search of --rank auto uses %g unless a value is given here: a smaller one, such as 1e-8, lets EM find hidden states only the rewards reveal, at several times the fit's time (docs/validation.md)", estimate.DefaultTol, estimate.RankSearchTol)},
-		&cli.IntFlag{Name: "test-length", Value: 1, Usage: "length m of the core tests of the prediction features"},
-		&cli.Float64Flag{Name: "delta", Usage: fmt.Sprintf("confidence level δ of p_min = δ/(K·H·(|O||A|)^H) (0: %g)", estimate.DefaultDelta)},
-		&cli.Float64Flag{Name: "p-min", Usage: "override p_min of Θ_min (0: the default above)"},
-		&cli.StringFlag{Name: "alpha", Value: "auto", Usage: `bonus coefficient α: a number, a list "0,0.3,1", "auto" (a list chosen on held-out episodes) or "theory" (the paper's α̂, needs --gamma)`},
-		&cli.Float64Flag{Name: "lambda", Usage: fmt.Sprintf("regulariser λ of U_h (0: %g)", pessimism.DefaultLambda)},
-		&cli.Float64Flag{Name: "gamma", Usage: "γ of the paper's α̂ for --alpha theory"},
-		&cli.Float64Flag{Name: "select-heldout", Usage: fmt.Sprintf("share of episodes in the evaluation part when choosing α among candidates (0: %g)", pipeline.DefaultSelectHeldOut)},
-		&cli.StringFlag{Name: "return-range", Usage: `"LO,HI": the range episode returns can take, when known (default: H × the smallest and largest logged reward)`},
-		&cli.StringFlag{Name: "lcb-correction", Value: "cross-fit", Usage: `correction of the reported lower bound when α is chosen among candidates: "cross-fit" (price the bonus at the least α that covers the planning model's optimism measured on the held-out part) or "none" (the paper's bound at the chosen α)`},
-		&cli.StringFlag{Name: "fallback", Value: "behavior", Usage: `when α is chosen among candidates: "behavior" (when the held-out lower bound of the behaviour's clone, its most-logged action at every history, beats the plan's, return that clone improved where the logs show a better logged action, or the clone itself) or "none" (always the plan)`},
-		&cli.Int64Flag{Name: "plan-budget", Usage: fmt.Sprintf("node budget of the exact planner; larger trees are planned approximately with a stated gap (0: %d)", policy.DefaultBudget)},
-		&cli.StringFlag{Name: "planner", Value: policy.PlannerAuto, Usage: `"exact" (dynamic programming over the history tree, pruned search past --plan-budget), "belief" (point-based planning over the model's beliefs) or "auto" (exact when the tree fits --plan-budget)`},
-		&cli.IntFlag{Name: "plan-points", Usage: fmt.Sprintf("belief points per step of the belief planner: more points plan closer to the optimum (its stated gap), at a cost growing with their square (0: %d)", policy.DefaultPoints)},
-		&cli.Int64Flag{Name: "plan-rows", Usage: fmt.Sprintf("rows of the belief planner's policy table, the readable view of the controller's most probable decisions (0: %d)", policy.DefaultRowBudget)},
-		&cli.StringFlag{Name: "memory-limit", Value: memlimit.Default, Usage: `memory budget of the run: a size ("600MiB", "4GiB"), a share of the machine's memory ("50%"), or "none"; logs larger than half of it keep their step codes in a spill file on disk (--spill-dir), logs that cannot fit even so are refused before they are read, the policy table is kept to what fits beside the logs, and the garbage collector holds the heap under it`},
-		&cli.PathFlag{Name: "spill-dir", Usage: "where logs too large for --memory-limit keep their step codes, read from there at every pass (default: the system's temporary directory; use local disk, not tmpfs)"},
-		&cli.Uint64Flag{Name: "seed", Value: 1, Usage: "seed of the split, held-out draws and EM starts"},
-		&cli.IntFlag{Name: "max-observations", Usage: `keep the N most frequent observations and map the rest to "<other>" (0: keep all)`},
-		&cli.IntFlag{Name: "workers", Usage: "goroutines (0: all cores); results do not depend on it"},
-		&cli.StringFlag{Name: "runner", Value: "local", Usage: `where the passes over the episodes run: "local" (this process), or "prism", "flink", "spark", "dataflow", "universal" (Apache Beam: the run is handed to psrlcb-beam, found beside psrlcb or on PATH, with the same arguments; Beam's own flags such as --endpoint go with it; docs/scale-out.md)`},
-		&cli.StringSliceFlag{Name: "compare", Usage: "a policy to estimate from the logs beside the run's own (repeatable): a run directory, a policy.arrow or a stochastic policy table (as evaluate --logs --policy takes it); the report and compared.arrow put them side by side"},
-		&cli.StringFlag{Name: "log-format", Value: "auto", Usage: `"auto" (a progress bar on a terminal, JSON lines otherwise), "text" or "json"`},
 	)
+	flags = append(append(append(flags, fitModelFlags()...), fitPlanFlags()...), fitRunFlags()...)
 	flags, before := configurable(flags)
 	return &cli.Command{
 		Name:      "fit",
@@ -74,6 +47,54 @@ func newFitCommand() *cli.Command {
 			}
 			return runFit(c.Context, c.App.Writer, o)
 		},
+	}
+}
+
+// fitModelFlags are fit's flags of the model's estimation.
+func fitModelFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{Name: "rank", Value: "auto", Usage: `latent states r of the model, or "auto" to choose by held-out log-likelihood`},
+		&cli.IntFlag{Name: "max-rank", Usage: fmt.Sprintf("largest rank tried by --rank auto (0: %d)", estimate.DefaultMaxRank)},
+		&cli.StringFlag{Name: "dynamics", Value: estimate.DynamicsStationary, Usage: `"stationary" (one transition/emission table for every step) or "per-step"`},
+		&cli.IntFlag{Name: "restarts", Usage: fmt.Sprintf("EM starts, the first from an informed start (0: %d)", estimate.DefaultRestarts)},
+		&cli.IntFlag{Name: "max-iter", Usage: fmt.Sprintf("EM iterations per start (0: %d)", estimate.DefaultMaxIter)},
+		&cli.Float64Flag{Name: "tol", Usage: fmt.Sprintf("EM stops when the relative log-likelihood gain falls below this (0: %g). The rank search of --rank auto uses %g unless a value is given here: a smaller one, such as 1e-8, lets EM find hidden states only the rewards reveal, at several times the fit's time (docs/validation.md)", estimate.DefaultTol, estimate.RankSearchTol)},
+		&cli.IntFlag{Name: "test-length", Value: 1, Usage: "length m of the core tests of the prediction features"},
+		&cli.Float64Flag{Name: "delta", Usage: fmt.Sprintf("confidence level δ of p_min = δ/(K·H·(|O||A|)^H) (0: %g)", estimate.DefaultDelta)},
+		&cli.Float64Flag{Name: "p-min", Usage: "override p_min of Θ_min (0: the default above)"},
+	}
+}
+
+// fitPlanFlags are fit's flags of the bonus, the lower bound and the
+// planner.
+func fitPlanFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{Name: "alpha", Value: "auto", Usage: `bonus coefficient α: a number, a list "0,0.3,1", "auto" (a list chosen on held-out episodes) or "theory" (the paper's α̂, needs --gamma)`},
+		&cli.Float64Flag{Name: "lambda", Usage: fmt.Sprintf("regulariser λ of U_h (0: %g)", pessimism.DefaultLambda)},
+		&cli.Float64Flag{Name: "gamma", Usage: "γ of the paper's α̂ for --alpha theory"},
+		&cli.Float64Flag{Name: "select-heldout", Usage: fmt.Sprintf("share of episodes in the evaluation part when choosing α among candidates (0: %g)", pipeline.DefaultSelectHeldOut)},
+		&cli.StringFlag{Name: "return-range", Usage: `"LO,HI": the range episode returns can take, when known (default: H × the smallest and largest logged reward)`},
+		&cli.StringFlag{Name: "lcb-correction", Value: "cross-fit", Usage: `correction of the reported lower bound when α is chosen among candidates: "cross-fit" (price the bonus at the least α that covers the planning model's optimism measured on the held-out part) or "none" (the paper's bound at the chosen α)`},
+		&cli.StringFlag{Name: "fallback", Value: "behavior", Usage: `when α is chosen among candidates: "behavior" (when the held-out lower bound of the behaviour's clone, its most-logged action at every history, beats the plan's, return that clone improved where the logs show a better logged action, or the clone itself) or "none" (always the plan)`},
+		&cli.Int64Flag{Name: "plan-budget", Usage: fmt.Sprintf("node budget of the exact planner; larger trees are planned approximately with a stated gap (0: %d)", policy.DefaultBudget)},
+		&cli.StringFlag{Name: "planner", Value: policy.PlannerAuto, Usage: `"exact" (dynamic programming over the history tree, pruned search past --plan-budget), "belief" (point-based planning over the model's beliefs) or "auto" (exact when the tree fits --plan-budget)`},
+		&cli.IntFlag{Name: "plan-points", Usage: fmt.Sprintf("belief points per step of the belief planner: more points plan closer to the optimum (its stated gap), at a cost growing with their square (0: %d)", policy.DefaultPoints)},
+		&cli.Int64Flag{Name: "plan-rows", Usage: fmt.Sprintf("rows of the belief planner's policy table, the readable view of the controller's most probable decisions (0: %d)", policy.DefaultRowBudget)},
+	}
+}
+
+// fitRunFlags are fit's flags of the run's resources, seed, comparisons
+// and messages.
+func fitRunFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{Name: "memory-limit", Value: memlimit.Default, Usage: `memory budget of the run: a size ("600MiB", "4GiB"), a share of the machine's memory ("50%"), or "none"; logs larger than half of it keep their step codes in a spill file on disk (--spill-dir), logs that cannot fit even so are refused before they are read, the policy table is kept to what fits beside the logs, and the garbage collector holds the heap under it`},
+		&cli.PathFlag{Name: "spill-dir", Usage: "where logs too large for --memory-limit keep their step codes, read from there at every pass (default: the system's temporary directory; use local disk, not tmpfs)"},
+		&cli.Uint64Flag{Name: "seed", Value: 1, Usage: "seed of the split, held-out draws and EM starts"},
+		&cli.IntFlag{Name: "max-observations", Usage: `keep the N most frequent observations and map the rest to "<other>" (0: keep all)`},
+		&cli.IntFlag{Name: "workers", Usage: "goroutines (0: all cores); results do not depend on it"},
+		&cli.StringFlag{Name: "runner", Value: "local", Usage: `where the passes over the episodes run: "local" (this process), or "prism", "flink", "spark", "dataflow", "universal" (Apache Beam: the run is handed to psrlcb-beam, found beside psrlcb or on PATH, with the same arguments; Beam's own flags such as --endpoint go with it; docs/scale-out.md)`},
+		&cli.StringSliceFlag{Name: "compare", Usage: "a policy to estimate from the logs beside the run's own (repeatable): a run directory, a policy.arrow or a stochastic policy table (as evaluate --logs --policy takes it); the report and compared.arrow put them side by side"},
+		&cli.StringFlag{Name: "log-format", Value: "auto", Usage: `"auto" (a progress bar on a terminal, JSON lines otherwise), "text" or "json"`},
 	}
 }
 
@@ -115,31 +136,51 @@ func fitCmdOptions(c *cli.Context) (fitOpts, error) {
 // fitOptions turns the flags into the pipeline's options.
 func fitOptions(c *cli.Context) (pipeline.Options, error) {
 	var o pipeline.Options
+	if err := fitEstimateOptions(c, &o.Estimate); err != nil {
+		return o, err
+	}
+	if err := fitPlanOptions(c, &o); err != nil {
+		return o, err
+	}
+	if err := fitRunOptions(c, &o); err != nil {
+		return o, err
+	}
+	return o, checkFitOptions(o)
+}
+
+// fitEstimateOptions sets the estimation's options from fitModelFlags.
+func fitEstimateOptions(c *cli.Context, o *estimate.Options) error {
 	switch r := c.String("rank"); r {
 	case "auto", "":
 	default:
 		n, err := strconv.Atoi(r)
 		if err != nil || n < 1 {
-			return o, usagef(`--rank must be a positive integer or "auto", not %q`, r)
+			return usagef(`--rank must be a positive integer or "auto", not %q`, r)
 		}
-		o.Estimate.Rank = n
+		o.Rank = n
 	}
-	o.Estimate.MaxRank = c.Int("max-rank")
-	o.Estimate.Dynamics = c.String("dynamics")
-	o.Estimate.Restarts = c.Int("restarts")
-	o.Estimate.MaxIter = c.Int("max-iter")
-	o.Estimate.Tol = c.Float64("tol")
-	o.Estimate.TestLength = c.Int("test-length")
-	o.Estimate.Delta = c.Float64("delta")
+	o.MaxRank = c.Int("max-rank")
+	o.Dynamics = c.String("dynamics")
+	o.Restarts = c.Int("restarts")
+	o.MaxIter = c.Int("max-iter")
+	o.Tol = c.Float64("tol")
+	o.TestLength = c.Int("test-length")
+	o.Delta = c.Float64("delta")
 	if p := c.Float64("p-min"); p != 0 {
 		if !(p > 0 && p < 1) {
-			return o, usagef("--p-min must be in (0,1), not %v", p)
+			return usagef("--p-min must be in (0,1), not %v", p)
 		}
-		o.Estimate.LogPMin = math.Log(p)
+		o.LogPMin = math.Log(p)
 	}
+	return nil
+}
+
+// fitPlanOptions sets o's options of the bonus, the lower bound and the
+// planner from fitPlanFlags.
+func fitPlanOptions(c *cli.Context, o *pipeline.Options) error {
 	spec, err := pessimism.ParseAlpha(c.String("alpha"))
 	if err != nil {
-		return o, usagef("--alpha: %v", err)
+		return usagef("--alpha: %v", err)
 	}
 	o.Alpha = spec
 	o.Gamma = c.Float64("gamma")
@@ -154,28 +195,34 @@ func fitOptions(c *cli.Context) (pipeline.Options, error) {
 		a, err1 := strconv.ParseFloat(strings.TrimSpace(lo), 64)
 		b, err2 := strconv.ParseFloat(strings.TrimSpace(hi), 64)
 		if !ok || err1 != nil || err2 != nil {
-			return o, usagef(`--return-range must be "LO,HI" with finite LO < HI, not %q`, r)
+			return usagef(`--return-range must be "LO,HI" with finite LO < HI, not %q`, r)
 		}
 		o.ReturnRange = [2]float64{a, b}
 	}
 	o.Planner = c.String("planner")
 	o.PlanPoints = c.Int("plan-points")
 	o.PlanRows = c.Int64("plan-rows")
+	return nil
+}
+
+// fitRunOptions sets o's options of the run's resources, seed and
+// comparisons from fitRunFlags.
+func fitRunOptions(c *cli.Context, o *pipeline.Options) error {
 	if r := c.String("runner"); r != "local" {
 		// main hands --runner on the command line to psrlcb-beam; a
 		// runner set in a config file reaches here.
-		return o, usagef("--runner %s: give it on the command line (a Beam runner hands the whole run to %s)", r, beamCommand)
+		return usagef("--runner %s: give it on the command line (a Beam runner hands the whole run to %s)", r, beamCommand)
 	}
 	limit, err := memlimit.Parse(c.String("memory-limit"), memlimit.System.Machine())
 	if err != nil {
-		return o, usagef("--memory-limit: %v", err)
+		return usagef("--memory-limit: %v", err)
 	}
 	o.MemoryLimit = limit
 	o.SpillDir = c.Path("spill-dir")
 	o.Seed = c.Uint64("seed")
 	o.Workers = c.Int("workers")
 	o.Compare = c.StringSlice("compare")
-	return o, checkFitOptions(o)
+	return nil
 }
 
 // fitFlags names the flag of each field of pipeline.Options whose rule
@@ -243,6 +290,8 @@ func setMemoryLimit(limit int64, env string) {
 	}
 }
 
+// runFit runs the pipeline on the logs, writes its outcome into o.out and
+// prints the headline.
 func runFit(ctx context.Context, stdout io.Writer, o fitOpts) error {
 	// Fail on an output in the way before any work.
 	dir, err := createOut(o.stderr, o.out, o.force, fitOutput, o.inputs)
@@ -263,15 +312,9 @@ func runFit(ctx context.Context, stdout io.Writer, o fitOpts) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if err := report.WriteOutcome(dir.Tmp, &res.Outcome); err != nil {
-		return fmt.Errorf("writing %s: %w", o.out, err)
-	}
-	// An interrupt while writing still leaves nothing behind.
-	if err := ctx.Err(); err != nil {
+	write := func(tmp string) error { return report.WriteOutcome(tmp, &res.Outcome) }
+	if err := writeAndCommit(ctx, o.out, dir.Tmp, dir.Commit, write); err != nil {
 		return err
-	}
-	if err := dir.Commit(); err != nil {
-		return fmt.Errorf("moving the results into %s: %w", o.out, err)
 	}
 	printHeadline(stdout, o.out, &res.Run.Manifest, res.Plan)
 	fmt.Fprintf(stdout, "wrote %s (open %s)\n", o.out, filepath.Join(o.out, report.HTMLFile))
@@ -295,6 +338,22 @@ func printHeadline(w io.Writer, dir string, m *report.Manifest, plan *policy.Pla
 			float64(h.IWValueUnits), float64(h.IWLowUnits), float64(h.IWHighUnits), float64(h.ESS), m.Episodes)
 	}
 	fmt.Fprintf(w, "  behaviour, mean in the logs     %10.4g\n", float64(h.BehaviorUnits))
+	printPlanNotes(w, plan)
+	for _, c := range m.Compared[min(1, len(m.Compared)):] {
+		// The run's own policy is the first compared one, shown above.
+		fmt.Fprintf(w, "  compared: %s, %s\n", c.Policy, c.Summary)
+	}
+	if h.IotaEstimated {
+		fmt.Fprintf(w, "  the logs carry no propensities: the behaviour policy was estimated from action frequencies\n")
+	}
+	fmt.Fprintf(w, "verdict: %s\n", h.Verdict)
+	printRecommendation(w, m)
+}
+
+// printPlanNotes says how close an approximate plan is to the optimum:
+// the belief planner's gap, why it may stay above policy.TargetGap and how
+// its value past the table was computed, or the pruned search's gap.
+func printPlanNotes(w io.Writer, plan *policy.PlanStats) {
 	if plan != nil && plan.Planner == policy.PlannerBelief {
 		fmt.Fprintf(w, "  the belief planner's policy is within %.3g of the optimum (share of the logged return range); it decides every history (%s), and its table holds the %d most probable of them\n", plan.GapBound, report.ControllerFile, plan.Nodes)
 		if plan.GapBound > policy.TargetGap {
@@ -310,14 +369,12 @@ func printHeadline(w io.Writer, dir string, m *report.Manifest, plan *policy.Pla
 	} else if plan != nil && !plan.Exact {
 		fmt.Fprintf(w, "  the planner was approximate: within %.3g of the optimum, as a share of the logged return range\n", plan.GapBound)
 	}
-	for _, c := range m.Compared[min(1, len(m.Compared)):] {
-		// The run's own policy is the first compared one, shown above.
-		fmt.Fprintf(w, "  compared: %s, %s\n", c.Policy, c.Summary)
-	}
-	if h.IotaEstimated {
-		fmt.Fprintf(w, "  the logs carry no propensities: the behaviour policy was estimated from action frequencies\n")
-	}
-	fmt.Fprintf(w, "verdict: %s\n", h.Verdict)
+}
+
+// printRecommendation prints the recommendation when it is to keep the
+// behaviour policy or when the fallback returned a clone of it.
+func printRecommendation(w io.Writer, m *report.Manifest) {
+	h := m.Headline
 	cloned := m.Fallback != nil && m.Fallback.Used
 	switch {
 	case h.Recommendation == report.RecommendBehavior && cloned:

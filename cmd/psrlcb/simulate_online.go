@@ -42,20 +42,23 @@ func newSimulateOnlineCommand() *cli.Command {
 			"See docs/exploration.md.",
 		Flags:  flags,
 		Before: before,
-		Action: func(c *cli.Context) error {
-			if c.NArg() > 0 {
-				return usagef("simulate-online takes no arguments (got %q)", c.Args().Slice())
-			}
-			o := simulateOnlineOptions{pomdp: c.String("pomdp"), horizon: c.Int("horizon"), seed: c.Uint64("seed"), out: c.Path("out"),
-				force: c.Bool("force"), batch: c.Int("batch"), rounds: c.Int("rounds"), baseline: c.Bool("baseline"), plot: c.Path("plot"),
-				stderr: c.App.ErrWriter}
-			var err error
-			if o.round, err = roundOptions(c, o.seed); err != nil {
-				return err
-			}
-			return runSimulateOnline(c.Context, c.App.Writer, o)
-		},
+		Action: simulateOnlineAction,
 	}
+}
+
+// simulateOnlineAction runs simulate-online with the options of its flags.
+func simulateOnlineAction(c *cli.Context) error {
+	if err := noArgs(c, "simulate-online"); err != nil {
+		return err
+	}
+	o := simulateOnlineOptions{pomdp: c.String("pomdp"), horizon: c.Int("horizon"), seed: c.Uint64("seed"), out: c.Path("out"),
+		force: c.Bool("force"), batch: c.Int("batch"), rounds: c.Int("rounds"), baseline: c.Bool("baseline"), plot: c.Path("plot"),
+		stderr: c.App.ErrWriter}
+	var err error
+	if o.round, err = roundOptions(c, o.seed); err != nil {
+		return err
+	}
+	return runSimulateOnline(c.Context, c.App.Writer, o)
 }
 
 // simulateOnlineOptions are the options of `psrlcb simulate-online`.
@@ -91,14 +94,7 @@ func runSimulateOnline(ctx context.Context, w io.Writer, o simulateOnlineOptions
 	}
 	res, err := explore.Online(ctx, m, explore.OnlineOptions{
 		Horizon: H, PerStep: o.batch, MaxRounds: o.rounds, Round: ro, Seed: seed, Baseline: o.baseline,
-		Progress: func(r explore.RoundRow) {
-			fmt.Fprintf(w, "round %d: %d episodes, statistic %.4g (ε/2 = %.4g), true TV uniform %.4g optimal %.4g, regret %.4g",
-				r.Round, r.TotalEpisodes, r.BonusValue, r.Threshold, r.TVUniform, r.TVOptimal, r.Regret)
-			if o.baseline {
-				fmt.Fprintf(w, ", uniform-exploration regret %.4g", r.BaselineRegret)
-			}
-			fmt.Fprintln(w)
-		}})
+		Progress: onlineProgress(w, o.baseline)})
 	if err != nil {
 		return err
 	}
@@ -112,6 +108,26 @@ func runSimulateOnline(ctx context.Context, w io.Writer, o simulateOnlineOptions
 	if err := dir.Commit(); err != nil {
 		return err
 	}
+	printOnlineSummary(w, last, out)
+	return nil
+}
+
+// onlineProgress prints each round's line to w as the round ends, with
+// the uniform-exploration regret when baseline is set.
+func onlineProgress(w io.Writer, baseline bool) func(explore.RoundRow) {
+	return func(r explore.RoundRow) {
+		fmt.Fprintf(w, "round %d: %d episodes, statistic %.4g (ε/2 = %.4g), true TV uniform %.4g optimal %.4g, regret %.4g",
+			r.Round, r.TotalEpisodes, r.BonusValue, r.Threshold, r.TVUniform, r.TVOptimal, r.Regret)
+		if baseline {
+			fmt.Fprintf(w, ", uniform-exploration regret %.4g", r.BaselineRegret)
+		}
+		fmt.Fprintln(w)
+	}
+}
+
+// printOnlineSummary says whether the loop terminated (last is the last
+// round) and what was written into out.
+func printOnlineSummary(w io.Writer, last explore.RoundRow, out string) {
 	state := fmt.Sprintf("terminated at round %d", last.Round)
 	if !last.Terminated {
 		state = fmt.Sprintf("did not terminate in %d rounds", last.Round)
@@ -121,7 +137,6 @@ func runSimulateOnline(ctx context.Context, w io.Writer, o simulateOnlineOptions
 		fmt.Fprint(w, ", policy.arrow")
 	}
 	fmt.Fprintln(w, ")")
-	return nil
 }
 
 // checkSimulateOnline checks simulate-online's options before any work.
