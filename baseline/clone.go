@@ -197,17 +197,24 @@ func mostLoggedFirst(d *ingest.Dataset) int {
 	return first
 }
 
-// improve replaces choice[v] (the most logged action's edge) by the edge
-// of the largest mean return-to-go among those that beat it by the test
-// of CloneOptions.Improve.
-func (t *trie) improve(ctx context.Context, choice []int32, opts CloneOptions) error {
-	z, minN := opts.Z, opts.MinVisits
+// improveTest is the normal quantile and the least number of visits of
+// the improvement test, the defaults in place of zeros.
+func (opts CloneOptions) improveTest() (z float64, minN int) {
+	z, minN = opts.Z, opts.MinVisits
 	if z == 0 {
 		z = DefaultImproveZ
 	}
 	if minN == 0 {
 		minN = DefaultImproveVisits
 	}
+	return z, minN
+}
+
+// improve replaces choice[v] (the most logged action's edge) by the edge
+// of the largest mean return-to-go among those that beat it by the test
+// of CloneOptions.Improve.
+func (t *trie) improve(ctx context.Context, choice []int32, opts CloneOptions) error {
+	z, minN := opts.improveTest()
 	mean, se, err := t.returnToGo(ctx)
 	if err != nil {
 		return err

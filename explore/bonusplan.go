@@ -55,11 +55,7 @@ func PlanBonus(ctx context.Context, m *estimate.Model, b *pessimism.Bonus, budge
 	if budget <= 0 {
 		budget = DefaultPlanBudget
 	}
-	size := 0.0
-	for h := 1; h <= m.Horizon; h++ {
-		size += math.Pow(float64(m.NumObs), float64(h)) * math.Pow(float64(m.NumActions), float64(h-1))
-	}
-	if size > float64(budget) {
+	if size := treeSize(m); size > float64(budget) {
 		return nil, 0, fmt.Errorf("%w: history tree of %.3g nodes exceeds the bonus planner's budget %d", ErrModel, size, budget)
 	}
 	pol, st, err := policy.Plan(ctx, m, b, policy.PlanOptions{
@@ -72,4 +68,14 @@ func PlanBonus(ctx context.Context, m *estimate.Model, b *pessimism.Bonus, budge
 		return nil, 0, err
 	}
 	return pol, st.ValueBonus, nil
+}
+
+// treeSize is the number of decision points (τ_{h−1}, o_h) of m's full
+// history tree, Σ_h |O|^h·|A|^{h−1}.
+func treeSize(m *estimate.Model) float64 {
+	size := 0.0
+	for h := 1; h <= m.Horizon; h++ {
+		size += math.Pow(float64(m.NumObs), float64(h)) * math.Pow(float64(m.NumActions), float64(h-1))
+	}
+	return size
 }

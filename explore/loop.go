@@ -195,12 +195,18 @@ func (o *onlineRun) round(k int, prev *policy.Policy) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	o.record(row, r)
+	return r, nil
+}
+
+// record appends row to the result with r as the last round's, and
+// reports it to Progress.
+func (o *onlineRun) record(row RoundRow, r *Result) {
 	o.res.Rows = append(o.res.Rows, row)
 	o.res.Last = r
 	if o.opts.Progress != nil {
 		o.opts.Progress(row)
 	}
-	return r, nil
 }
 
 // collect appends round k's episodes, explored with prev, to the logs with

@@ -170,16 +170,11 @@ func TV(ctx context.Context, truth *pomdp.POMDP, m *estimate.Model, H int, pol S
 	t := newTVSearch(ctx, truth, m, H, pol)
 	initCode := vocabCode(m.ObsVocab, pomdp.InitSymbol)
 	// Step 1: o_1 = init with probability 1 under the truth.
-	q := 0.0
-	bel := make([]float64, m.States)
-	if initCode >= 0 {
-		first := make([]float64, m.NumObs)
-		m.FirstObsProbs(first)
-		q = first[initCode]
-	}
+	q := firstObsProb(m, initCode)
 	if q == 0 {
 		return 1, nil // disjoint supports
 	}
+	bel := make([]float64, m.States)
 	m.Prior(bel)
 	m.ObserveFirst(bel, initCode)
 	total := (1 - q) // model mass on other first symbols
@@ -189,6 +184,17 @@ func TV(ctx context.Context, truth *pomdp.POMDP, m *estimate.Model, H int, pol S
 		return 0, t.err
 	}
 	return total / 2, nil
+}
+
+// firstObsProb is the model's probability of the first observation of
+// code c, 0 when c < 0 (a symbol the model does not know).
+func firstObsProb(m *estimate.Model, c int) float64 {
+	if c < 0 {
+		return 0
+	}
+	first := make([]float64, m.NumObs)
+	m.FirstObsProbs(first)
+	return first[c]
 }
 
 // vocabCode is the index of name in vocab, −1 if absent.
@@ -281,10 +287,7 @@ func (n *tvNode) action(a int, w2 float64) {
 		m.ObsProbs(n.h, n.pred, ca, n.probs)
 	}
 	for o2 := 0; o2 < t.O; o2++ {
-		p2 := 0.0
-		for s2 := 0; s2 < t.S; s2++ {
-			p2 += joint[s2*t.O+o2]
-		}
+		p2 := t.obsMass(joint, o2)
 		q2 := 0.0
 		if c := t.obsCode[o2]; ca >= 0 && c >= 0 {
 			q2 = n.q * n.probs[c]
@@ -316,6 +319,16 @@ func (t *tvSearch) trueJoint(alpha []float64, a int) []float64 {
 		}
 	}
 	return joint
+}
+
+// obsMass is the true probability of observation o2 in joint, summed
+// over the states s' in order.
+func (t *tvSearch) obsMass(joint []float64, o2 int) float64 {
+	p2 := 0.0
+	for s2 := 0; s2 < t.S; s2++ {
+		p2 += joint[s2*t.O+o2]
+	}
+	return p2
 }
 
 // branch adds to the sum the branch (a, o2) with true mass p2 and model

@@ -176,14 +176,20 @@ func runAct(_ context.Context, stdout io.Writer, o actOptions) error {
 		return err
 	}
 	res.InTree = res.Node >= 0
+	return res.print(stdout, stderr, tab, meta, o.json)
+}
+
+// print writes the warnings to stderr and the action to stdout, or with
+// asJSON the action with the figures of its row in tab as JSON.
+func (res *actResult) print(stdout, stderr io.Writer, tab *policy.Table, meta map[string]string, asJSON bool) error {
 	for _, w := range res.Warnings {
 		fmt.Fprintf(stderr, "psrlcb: warning: %s\n", w)
 	}
-	if !o.json {
+	if !asJSON {
 		_, err := fmt.Fprintln(stdout, res.Action)
 		return err
 	}
-	if err := nodeFigures(tab, meta, &res); err != nil {
+	if err := nodeFigures(tab, meta, res); err != nil {
 		return err
 	}
 	enc := json.NewEncoder(stdout)
@@ -232,23 +238,37 @@ func (res *actResult) decide(ctrl *policy.Controller, obs, acts, actions []strin
 		// table stands for the history only when it took the rows'
 		// actions.
 		res.Controller, res.Action = true, a
-		for h := range acts {
-			if h >= len(actions) || acts[h] != actions[h] {
-				res.Node, res.LastNode = -1, -1
-				break
-			}
+		if !tookRowActions(acts, actions) {
+			res.Node, res.LastNode = -1, -1
 		}
 	case ctrl != nil:
 		res.Warnings = append(res.Warnings, "the model gives this history probability 0, so its controller cannot follow it; the table's rule (its rows, then the fallback_action) answers")
 		fallthrough
 	default:
-		for h, a := range actions {
-			if h < len(acts) && acts[h] != a {
-				res.Warnings = append(res.Warnings, fmt.Sprintf("step %d: the history took action %q where the policy takes %q; the lookup follows the observations only", h+1, acts[h], a))
-			}
-		}
+		res.warnDepartures(acts, actions)
 	}
 	return nil
+}
+
+// tookRowActions says whether the history's actions acts are those of
+// the policy's rows (actions) at every step.
+func tookRowActions(acts, actions []string) bool {
+	for h := range acts {
+		if h >= len(actions) || acts[h] != actions[h] {
+			return false
+		}
+	}
+	return true
+}
+
+// warnDepartures warns of every step where the history took another
+// action (acts) than the policy's rows (actions).
+func (res *actResult) warnDepartures(acts, actions []string) {
+	for h, a := range actions {
+		if h < len(acts) && acts[h] != a {
+			res.Warnings = append(res.Warnings, fmt.Sprintf("step %d: the history took action %q where the policy takes %q; the lookup follows the observations only", h+1, acts[h], a))
+		}
+	}
 }
 
 // mapMerged maps each observation of obs the fit merged into

@@ -148,22 +148,12 @@ type evaluateResult struct {
 // which could not be computed).
 func referenceValues(ctx context.Context, m *pomdp.POMDP, b pomdp.Behavior, H int, res *evaluateResult) error {
 	opt, _, err := pomdp.OptimalWithin(ctx, m, H, exactSolveNodes)
-	switch {
-	case errors.Is(err, pomdp.ErrTooLarge):
-		res.Notes = append(res.Notes, fmt.Sprintf("the optimum is not computed: more than %d beliefs to solve at horizon %d", exactSolveNodes, H))
-	case err != nil:
+	if res.OptimalValue, err = res.within(&opt, err, fmt.Sprintf("the optimum is not computed: more than %d beliefs to solve at horizon %d", exactSolveNodes, H)); err != nil {
 		return err
-	default:
-		res.OptimalValue = &opt
 	}
 	beh, err := pomdp.BehaviorValueWithin(ctx, m, H, b, exactSolveNodes)
-	switch {
-	case errors.Is(err, pomdp.ErrTooLarge):
-		res.Notes = append(res.Notes, fmt.Sprintf("the behaviour's value is not computed: more than %d beliefs at horizon %d", exactSolveNodes, H))
-	case err != nil:
+	if res.BehaviorValue, err = res.within(&beh, err, fmt.Sprintf("the behaviour's value is not computed: more than %d beliefs at horizon %d", exactSolveNodes, H)); err != nil {
 		return err
-	default:
-		res.BehaviorValue = &beh
 	}
 	if res.OptimalValue != nil && res.BehaviorValue != nil {
 		if gap := opt - beh; gap != 0 {
@@ -172,6 +162,20 @@ func referenceValues(ctx context.Context, m *pomdp.POMDP, b pomdp.Behavior, H in
 		}
 	}
 	return nil
+}
+
+// within is v, the value a solver computed with error err: nil with note
+// added to res's notes when the solver gave up (pomdp.ErrTooLarge), and
+// err itself when it failed otherwise.
+func (res *evaluateResult) within(v *float64, err error, note string) (*float64, error) {
+	switch {
+	case errors.Is(err, pomdp.ErrTooLarge):
+		res.Notes = append(res.Notes, note)
+		return nil, nil
+	case err != nil:
+		return nil, err
+	}
+	return v, nil
 }
 
 // printPOMDPEvaluation writes res as JSON (--json) or as the table a person
@@ -221,11 +225,8 @@ func printEvaluatedPolicy(tw io.Writer, o evaluateOptions, m *pomdp.POMDP, pol *
 // exactEvalNodes histories) under the known POMDP, beside the optimal and
 // the behaviour's values, or hands --model to runEvaluateModel.
 func runEvaluate(ctx context.Context, w io.Writer, o evaluateOptions) error {
-	if o.policy == "" {
-		return usagef("--policy PATH is required")
-	}
-	if o.horizon < 0 {
-		return usagef("--horizon %d must not be negative", o.horizon)
+	if err := checkEvaluate(o); err != nil {
+		return err
 	}
 	if o.model != "" {
 		return runEvaluateModel(ctx, w, o)
@@ -250,6 +251,17 @@ func runEvaluate(ctx context.Context, w io.Writer, o evaluateOptions) error {
 		return err
 	}
 	return printPOMDPEvaluation(w, o, m, pol, &res)
+}
+
+// checkEvaluate requires --policy and a horizon that is not negative.
+func checkEvaluate(o evaluateOptions) error {
+	if o.policy == "" {
+		return usagef("--policy PATH is required")
+	}
+	if o.horizon < 0 {
+		return usagef("--horizon %d must not be negative", o.horizon)
+	}
+	return nil
 }
 
 // evaluationHorizon is --horizon H, or the policy's own horizon when H is

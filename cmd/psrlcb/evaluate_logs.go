@@ -49,14 +49,10 @@ func evaluateLogsOptions(c *cli.Context, base evaluateOptions) (evaluateLogsOpts
 	if err := checkEvaluateLogs(c, o); err != nil {
 		return o, err
 	}
-	if r := c.String("rank"); r != "auto" {
-		n, err := strconv.Atoi(r)
-		if err != nil || n < 1 {
-			return o, usagef(`--rank must be a positive integer or "auto", not %q`, r)
-		}
-		o.rank = n
-	}
 	var err error
+	if o.rank, err = rankFlag(c.String("rank")); err != nil {
+		return o, err
+	}
 	if o.ingest, err = ingestOptions(c); err != nil {
 		return o, err
 	}
@@ -69,6 +65,18 @@ func evaluateLogsOptions(c *cli.Context, base evaluateOptions) (evaluateLogsOpts
 		o.bootstrap = -1 // ope: no bootstrap
 	}
 	return o, nil
+}
+
+// rankFlag is the rank --rank r asks for, 0 for "auto".
+func rankFlag(r string) (int, error) {
+	if r == "auto" {
+		return 0, nil
+	}
+	n, err := strconv.Atoi(r)
+	if err != nil || n < 1 {
+		return 0, usagef(`--rank must be a positive integer or "auto", not %q`, r)
+	}
+	return n, nil
 }
 
 // checkEvaluateLogs refuses --pomdp with --logs, an evaluated policy given
@@ -120,6 +128,12 @@ func runEvaluateLogs(ctx context.Context, stdout io.Writer, o evaluateLogsOpts) 
 			return err
 		}
 	}
+	return writeEvaluation(stdout, ev, o)
+}
+
+// writeEvaluation prints ev as JSON (--json) or as the table a person
+// reads.
+func writeEvaluation(stdout io.Writer, ev *report.Evaluation, o evaluateLogsOpts) error {
 	if o.json {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")

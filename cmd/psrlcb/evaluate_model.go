@@ -44,11 +44,8 @@ func runEvaluateModel(ctx context.Context, w io.Writer, o evaluateOptions) error
 	if err != nil {
 		return err
 	}
-	if o.horizon != 0 && o.horizon != m.Horizon {
-		return usagef("--horizon %d, but the model %s was fitted for horizon %d", o.horizon, o.model, m.Horizon)
-	}
-	if pol.Horizon != 0 && pol.Horizon != m.Horizon {
-		return usagef("%s was planned for horizon %d, the model %s has horizon %d", o.policy, pol.Horizon, o.model, m.Horizon)
+	if err := checkModelHorizon(o, m, pol); err != nil {
+		return err
 	}
 	res, err := modelValue(ctx, o, m, pol)
 	if err != nil {
@@ -60,6 +57,18 @@ func runEvaluateModel(ctx context.Context, w io.Writer, o evaluateOptions) error
 		return enc.Encode(res)
 	}
 	return printModelEvaluation(w, m, res)
+}
+
+// checkModelHorizon refuses a --horizon or a policy planned for another
+// horizon than the model's.
+func checkModelHorizon(o evaluateOptions, m *estimate.Model, pol *policy.Policy) error {
+	if o.horizon != 0 && o.horizon != m.Horizon {
+		return usagef("--horizon %d, but the model %s was fitted for horizon %d", o.horizon, o.model, m.Horizon)
+	}
+	if pol.Horizon != 0 && pol.Horizon != m.Horizon {
+		return usagef("%s was planned for horizon %d, the model %s has horizon %d", o.policy, pol.Horizon, o.model, m.Horizon)
+	}
+	return nil
 }
 
 // modelValue is pol's expected return under m: exact when the model's

@@ -56,15 +56,7 @@ func roundOptions(c *cli.Context, seed uint64) (explore.Options, error) {
 }
 
 func newExploreCommand() *cli.Command {
-	flags := append(ingestFlags(), roundFlags()...)
-	flags = append(flags,
-		&cli.PathFlag{Name: "out", Aliases: []string{"o"}, Usage: "output `DIR` (written atomically)"},
-		&cli.BoolFlag{Name: "force", Usage: "replace an earlier output of explore (a directory holding termination.json and only the files explore writes)"},
-		&cli.Uint64Flag{Name: "seed", Value: 1, Usage: "seed of the EM starts"},
-		&cli.StringFlag{Name: "col-round", Usage: "name of the round column (default: " + explore.RoundColumn + ")"},
-		&cli.StringFlag{Name: "col-explore-step", Usage: "name of the explore_step column (default: " + explore.ExploreStepColumn + ")"},
-	)
-	flags, before := configurable(flags)
+	flags, before := configurable(exploreFlags())
 	return &cli.Command{
 		Name:      "explore",
 		Usage:     "one round of PSR-UCB: fit the logs so far and write the next round's exploration policy",
@@ -86,6 +78,19 @@ func newExploreCommand() *cli.Command {
 			return runExplore(c.Context, c.App.Writer, o)
 		},
 	}
+}
+
+// exploreFlags are explore's flags: the ingest flags, the round's
+// (roundFlags) and its own.
+func exploreFlags() []cli.Flag {
+	flags := append(ingestFlags(), roundFlags()...)
+	return append(flags,
+		&cli.PathFlag{Name: "out", Aliases: []string{"o"}, Usage: "output `DIR` (written atomically)"},
+		&cli.BoolFlag{Name: "force", Usage: "replace an earlier output of explore (a directory holding termination.json and only the files explore writes)"},
+		&cli.Uint64Flag{Name: "seed", Value: 1, Usage: "seed of the EM starts"},
+		&cli.StringFlag{Name: "col-round", Usage: "name of the round column (default: " + explore.RoundColumn + ")"},
+		&cli.StringFlag{Name: "col-explore-step", Usage: "name of the explore_step column (default: " + explore.ExploreStepColumn + ")"},
+	)
 }
 
 func newExploreActCommand() *cli.Command {

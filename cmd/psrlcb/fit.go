@@ -24,32 +24,6 @@ import (
 	"github.com/psrlcb/psrlcb/report"
 )
 
-func newFitCommand() *cli.Command {
-	flags := append(ingestFlags(),
-		&cli.PathFlag{Name: "out", Aliases: []string{"o"}, Usage: "output directory, written atomically; may not be, contain or lie inside an input, nor be the current directory"},
-		&cli.BoolFlag{Name: "force", Usage: "replace an earlier output of fit (a directory holding manifest.json and only the files fit writes); anything else is refused"},
-	)
-	flags = append(append(append(flags, fitModelFlags()...), fitPlanFlags()...), fitRunFlags()...)
-	flags, before := configurable(flags)
-	return &cli.Command{
-		Name:      "fit",
-		Usage:     "learn the PSR-LCB policy from logs and write policy, model and report into --out",
-		ArgsUsage: "FILES...",
-		Description: "Runs ingest → split → estimate → pessimism → policy → report. The output directory gets\n" +
-			"policy.arrow, model.arrow, coverage.arrow, episodes.arrow, fit.arrow, alpha.arrow (Arrow IPC files),\n" +
-			"manifest.json and report.html. Nothing is written unless the whole run succeeds.",
-		Flags:  flags,
-		Before: before,
-		Action: func(c *cli.Context) error {
-			o, err := fitCmdOptions(c)
-			if err != nil {
-				return err
-			}
-			return runFit(c.Context, c.App.Writer, o)
-		},
-	}
-}
-
 // fitModelFlags are fit's flags of the model's estimation.
 func fitModelFlags() []cli.Flag {
 	return []cli.Flag{
@@ -98,6 +72,32 @@ func fitRunFlags() []cli.Flag {
 	}
 }
 
+func newFitCommand() *cli.Command {
+	flags := append(ingestFlags(),
+		&cli.PathFlag{Name: "out", Aliases: []string{"o"}, Usage: "output directory, written atomically; may not be, contain or lie inside an input, nor be the current directory"},
+		&cli.BoolFlag{Name: "force", Usage: "replace an earlier output of fit (a directory holding manifest.json and only the files fit writes); anything else is refused"},
+	)
+	flags = append(append(append(flags, fitModelFlags()...), fitPlanFlags()...), fitRunFlags()...)
+	flags, before := configurable(flags)
+	return &cli.Command{
+		Name:      "fit",
+		Usage:     "learn the PSR-LCB policy from logs and write policy, model and report into --out",
+		ArgsUsage: "FILES...",
+		Description: "Runs ingest → split → estimate → pessimism → policy → report. The output directory gets\n" +
+			"policy.arrow, model.arrow, coverage.arrow, episodes.arrow, fit.arrow, alpha.arrow (Arrow IPC files),\n" +
+			"manifest.json and report.html. Nothing is written unless the whole run succeeds.",
+		Flags:  flags,
+		Before: before,
+		Action: func(c *cli.Context) error {
+			o, err := fitCmdOptions(c)
+			if err != nil {
+				return err
+			}
+			return runFit(c.Context, c.App.Writer, o)
+		},
+	}
+}
+
 // fitOpts are the options of `psrlcb fit`: the pipeline's, and where the
 // outputs and messages go.
 type fitOpts struct {
@@ -136,7 +136,7 @@ func fitCmdOptions(c *cli.Context) (fitOpts, error) {
 // fitOptions turns the flags into the pipeline's options.
 func fitOptions(c *cli.Context) (pipeline.Options, error) {
 	var o pipeline.Options
-	if err := fitEstimateOptions(c, &o.Estimate); err != nil {
+	if err := fitEstimateOptions(c, &o); err != nil {
 		return o, err
 	}
 	if err := fitPlanOptions(c, &o); err != nil {
@@ -148,8 +148,9 @@ func fitOptions(c *cli.Context) (pipeline.Options, error) {
 	return o, checkFitOptions(o)
 }
 
-// fitEstimateOptions sets the estimation's options from fitModelFlags.
-func fitEstimateOptions(c *cli.Context, o *estimate.Options) error {
+// fitEstimateOptions sets o's options of the estimation from
+// fitModelFlags.
+func fitEstimateOptions(c *cli.Context, o *pipeline.Options) error {
 	switch r := c.String("rank"); r {
 	case "auto", "":
 	default:
@@ -157,20 +158,20 @@ func fitEstimateOptions(c *cli.Context, o *estimate.Options) error {
 		if err != nil || n < 1 {
 			return usagef(`--rank must be a positive integer or "auto", not %q`, r)
 		}
-		o.Rank = n
+		o.Estimate.Rank = n
 	}
-	o.MaxRank = c.Int("max-rank")
-	o.Dynamics = c.String("dynamics")
-	o.Restarts = c.Int("restarts")
-	o.MaxIter = c.Int("max-iter")
-	o.Tol = c.Float64("tol")
-	o.TestLength = c.Int("test-length")
-	o.Delta = c.Float64("delta")
+	o.Estimate.MaxRank = c.Int("max-rank")
+	o.Estimate.Dynamics = c.String("dynamics")
+	o.Estimate.Restarts = c.Int("restarts")
+	o.Estimate.MaxIter = c.Int("max-iter")
+	o.Estimate.Tol = c.Float64("tol")
+	o.Estimate.TestLength = c.Int("test-length")
+	o.Estimate.Delta = c.Float64("delta")
 	if p := c.Float64("p-min"); p != 0 {
 		if !(p > 0 && p < 1) {
 			return usagef("--p-min must be in (0,1), not %v", p)
 		}
-		o.LogPMin = math.Log(p)
+		o.Estimate.LogPMin = math.Log(p)
 	}
 	return nil
 }
@@ -191,18 +192,26 @@ func fitPlanOptions(c *cli.Context, o *pipeline.Options) error {
 	o.PlanBudget = c.Int64("plan-budget")
 	o.MaxObservations = c.Int("max-observations")
 	if r := c.String("return-range"); r != "" {
-		lo, hi, ok := strings.Cut(r, ",")
-		a, err1 := strconv.ParseFloat(strings.TrimSpace(lo), 64)
-		b, err2 := strconv.ParseFloat(strings.TrimSpace(hi), 64)
-		if !ok || err1 != nil || err2 != nil {
-			return usagef(`--return-range must be "LO,HI" with finite LO < HI, not %q`, r)
+		if o.ReturnRange, err = returnRangeFlag(r); err != nil {
+			return err
 		}
-		o.ReturnRange = [2]float64{a, b}
 	}
 	o.Planner = c.String("planner")
 	o.PlanPoints = c.Int("plan-points")
 	o.PlanRows = c.Int64("plan-rows")
 	return nil
+}
+
+// returnRangeFlag parses --return-range "LO,HI" (the pipeline checks
+// that LO < HI are finite).
+func returnRangeFlag(r string) ([2]float64, error) {
+	lo, hi, ok := strings.Cut(r, ",")
+	a, err1 := strconv.ParseFloat(strings.TrimSpace(lo), 64)
+	b, err2 := strconv.ParseFloat(strings.TrimSpace(hi), 64)
+	if !ok || err1 != nil || err2 != nil {
+		return [2]float64{}, usagef(`--return-range must be "LO,HI" with finite LO < HI, not %q`, r)
+	}
+	return [2]float64{a, b}, nil
 }
 
 // fitRunOptions sets o's options of the run's resources, seed and

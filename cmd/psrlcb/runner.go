@@ -79,7 +79,13 @@ func handOff(runner string, args []string, stdout, stderr io.Writer) int {
 	}
 	cmd := exec.Command(path, args...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, stdout, stderr
-	err = cmd.Run()
+	return beamExit(cmd.Run(), path, stderr)
+}
+
+// beamExit is psrlcb's exit code for psrlcb-beam's (at path) outcome err:
+// its own exit code, or that of an interrupt when a signal killed it; a
+// failure to run it is reported to stderr.
+func beamExit(err error, path string, stderr io.Writer) int {
 	var exit *exec.ExitError
 	switch {
 	case err == nil:

@@ -81,9 +81,7 @@ func runSimulateOnline(ctx context.Context, w io.Writer, o simulateOnlineOptions
 	if err := checkSimulateOnline(o); err != nil {
 		return err
 	}
-	H, out := o.horizon, o.out
-	seed, ro := o.seed, o.round
-	dir, err := createOut(o.stderr, out, o.force, simulateOnlineOutput, []string{o.pomdp})
+	dir, err := createOut(o.stderr, o.out, o.force, simulateOnlineOutput, []string{o.pomdp})
 	if err != nil {
 		return err
 	}
@@ -92,24 +90,34 @@ func runSimulateOnline(ctx context.Context, w io.Writer, o simulateOnlineOptions
 	if err != nil {
 		return err
 	}
-	res, err := explore.Online(ctx, m, explore.OnlineOptions{
-		Horizon: H, PerStep: o.batch, MaxRounds: o.rounds, Round: ro, Seed: seed, Baseline: o.baseline,
-		Progress: onlineProgress(w, o.baseline)})
+	res, err := explore.Online(ctx, m, onlineOptions(w, o))
 	if err != nil {
 		return err
 	}
-	last := res.Rows[len(res.Rows)-1]
+	if err := commitOnline(ctx, dir, o, m, res); err != nil {
+		return err
+	}
+	printOnlineSummary(w, res.Rows[len(res.Rows)-1], o.out)
+	return nil
+}
+
+// commitOnline writes the run's outputs into dir (writeOnline) and,
+// unless ctx was cancelled meanwhile, commits them.
+func commitOnline(ctx context.Context, dir *outdir.Dir, o simulateOnlineOptions, m *pomdp.POMDP, res *explore.OnlineResult) error {
 	if err := writeOnline(dir, o, m, res); err != nil {
 		return err
 	}
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if err := dir.Commit(); err != nil {
-		return err
-	}
-	printOnlineSummary(w, last, out)
-	return nil
+	return dir.Commit()
+}
+
+// onlineOptions are the loop's options of o, its progress printed to w.
+func onlineOptions(w io.Writer, o simulateOnlineOptions) explore.OnlineOptions {
+	return explore.OnlineOptions{
+		Horizon: o.horizon, PerStep: o.batch, MaxRounds: o.rounds, Round: o.round, Seed: o.seed, Baseline: o.baseline,
+		Progress: onlineProgress(w, o.baseline)}
 }
 
 // onlineProgress prints each round's line to w as the round ends, with
@@ -169,11 +177,7 @@ func checkSimulateOnline(o simulateOnlineOptions) error {
 // writeOnline writes the run's rounds, logs, last model and (when the
 // loop terminated) its greedy policy into dir, and the plot.
 func writeOnline(dir *outdir.Dir, o simulateOnlineOptions, m *pomdp.POMDP, res *explore.OnlineResult) error {
-	meta := map[string]string{
-		"psrlcb.pomdp": o.pomdp, "psrlcb.horizon": strconv.Itoa(o.horizon), "psrlcb.seed": strconv.FormatUint(o.seed, 10),
-		"psrlcb.alpha": strconv.FormatFloat(res.Last.Alpha, 'g', -1, 64), "psrlcb.epsilon": strconv.FormatFloat(res.Last.Epsilon, 'g', -1, 64),
-		"psrlcb.batch": strconv.Itoa(o.batch),
-	}
+	meta := onlineMeta(o, res)
 	if err := arrowio.WriteArrow(dir.Path(roundsFileName), explore.RoundsTable(res.Rows, meta)); err != nil {
 		return err
 	}
@@ -194,6 +198,16 @@ func writeOnline(dir *outdir.Dir, o simulateOnlineOptions, m *pomdp.POMDP, res *
 		}
 	}
 	return nil
+}
+
+// onlineMeta is the metadata of the run's Arrow files: the model, the
+// horizon, the seed, the last round's α and ε, and the batch size.
+func onlineMeta(o simulateOnlineOptions, res *explore.OnlineResult) map[string]string {
+	return map[string]string{
+		"psrlcb.pomdp": o.pomdp, "psrlcb.horizon": strconv.Itoa(o.horizon), "psrlcb.seed": strconv.FormatUint(o.seed, 10),
+		"psrlcb.alpha": strconv.FormatFloat(res.Last.Alpha, 'g', -1, 64), "psrlcb.epsilon": strconv.FormatFloat(res.Last.Epsilon, 'g', -1, 64),
+		"psrlcb.batch": strconv.Itoa(o.batch),
+	}
 }
 
 // checkPlotPath refuses a --plot file that is the model file, a
