@@ -126,24 +126,30 @@ func (t *trie) mostLogged() []int32 {
 func (t *trie) followers(ctx context.Context, choice []int32) (sum []float64, cnt []int32, err error) {
 	nn := len(t.nodeObs)
 	sum, cnt = make([]float64, nn), make([]int32, nn)
-	H := t.H
 	for k := range t.K {
 		if k%ctxEvery == 0 {
 			if err := ctx.Err(); err != nil {
 				return nil, nil, err
 			}
 		}
-		for h := H - 1; h >= 0; h-- {
-			i := k*H + h
-			v := t.path[i]
-			if t.d.Act[i] != t.edgeAct[choice[v]] {
-				break
-			}
-			sum[v] += t.ret[k]
-			cnt[v]++
-		}
+		t.follow(k, choice, sum, cnt)
 	}
 	return sum, cnt, nil
+}
+
+// follow adds episode k's rescaled return to sum and counts it in cnt at
+// the nodes of the steps from which on it follows the chosen actions.
+func (t *trie) follow(k int, choice []int32, sum []float64, cnt []int32) {
+	H := t.H
+	for h := H - 1; h >= 0; h-- {
+		i := k*H + h
+		v := t.path[i]
+		if t.d.Act[i] != t.edgeAct[choice[v]] {
+			break
+		}
+		sum[v] += t.ret[k]
+		cnt[v]++
+	}
 }
 
 // addFirst appends to p a step-1 row for every observation of d's
@@ -239,24 +245,30 @@ func (t *trie) improve(ctx context.Context, choice []int32, opts CloneOptions) e
 func (t *trie) returnToGo(ctx context.Context) (mean, se []float64, err error) {
 	ne := len(t.edgeNode)
 	sum, sq := make([]float64, ne), make([]float64, ne)
-	H := t.H
 	for k := range t.K {
 		if k%ctxEvery == 0 {
 			if err := ctx.Err(); err != nil {
 				return nil, nil, err
 			}
 		}
-		g := 0.0
-		for h := H - 1; h >= 0; h-- {
-			i := k*H + h
-			g += (t.d.Reward[i] - t.shift) * t.scale
-			e := t.edgeOf[uint64(t.path[i])<<16|uint64(t.d.Act[i])]
-			sum[e] += g
-			sq[e] += g * g
-		}
+		t.addReturnsToGo(k, sum, sq)
 	}
 	mean, se = t.meanSE(sum, sq)
 	return mean, se, nil
+}
+
+// addReturnsToGo adds, at every edge episode k takes, its rescaled
+// return from that step to the end to sum and its square to sq.
+func (t *trie) addReturnsToGo(k int, sum, sq []float64) {
+	H := t.H
+	g := 0.0
+	for h := H - 1; h >= 0; h-- {
+		i := k*H + h
+		g += (t.d.Reward[i] - t.shift) * t.scale
+		e := t.edgeOf[uint64(t.path[i])<<16|uint64(t.d.Act[i])]
+		sum[e] += g
+		sq[e] += g * g
+	}
 }
 
 // meanSE returns, per edge, the mean of values whose sum and sum of

@@ -192,19 +192,25 @@ func (t *trie) count(ctx context.Context) error {
 				return err
 			}
 		}
-		par := int32(-1)
-		for h := range t.H {
-			i := k*t.H + h
-			n := t.node(nodeMap, par, h, t.d.Obs[i])
-			t.nodeCnt[n]++
-			t.path[i] = n
-			e := t.edge(n, h, t.d.Act[i])
-			t.edgeN[e]++
-			t.edgeR[e] += (t.d.Reward[i] - t.shift) * t.scale
-			par = e
-		}
+		t.countEpisode(nodeMap, k)
 	}
 	return nil
+}
+
+// countEpisode walks episode k down the trie, creating its nodes and
+// edges and counting its visits and rescaled rewards.
+func (t *trie) countEpisode(nodeMap map[uint64]int32, k int) {
+	par := int32(-1)
+	for h := range t.H {
+		i := k*t.H + h
+		n := t.node(nodeMap, par, h, t.d.Obs[i])
+		t.nodeCnt[n]++
+		t.path[i] = n
+		e := t.edge(n, h, t.d.Act[i])
+		t.edgeN[e]++
+		t.edgeR[e] += (t.d.Reward[i] - t.shift) * t.scale
+		par = e
+	}
 }
 
 // node returns the step-(h+1) node reached by observing o after parent

@@ -58,26 +58,37 @@ func RoundFromLogs(ctx context.Context, files []string, in ingest.Options, tags 
 	if err != nil {
 		return nil, err
 	}
-	if tags.Episode == "" {
-		tags.Episode = in.Columns.Episode
-	}
-	tg, err := ReadTags(ctx, files, tags)
+	steps, round, err := tagSteps(ctx, files, in, tags, d)
 	if err != nil {
 		return nil, err
-	}
-	steps, err := StepsOf(d.EpisodeIDs, tg, d.Horizon)
-	if err != nil {
-		return nil, err
-	}
-	round := int64(0)
-	for _, id := range d.EpisodeIDs {
-		round = max(round, tg[id].Round)
 	}
 	res, err := Round(ctx, d, steps, opts)
 	if err != nil {
 		return nil, err
 	}
 	return &LogRound{Round: round, Data: d, Result: res, Termination: termination(round, d.NumEpisodes(), res)}, nil
+}
+
+// tagSteps reads the exploration tags of d's episodes from files (the
+// episode column defaulting to in's) and returns every episode's switch
+// step and the round k, the largest round tag.
+func tagSteps(ctx context.Context, files []string, in ingest.Options, tags TagColumns, d *ingest.Dataset) ([]int, int64, error) {
+	if tags.Episode == "" {
+		tags.Episode = in.Columns.Episode
+	}
+	tg, err := ReadTags(ctx, files, tags)
+	if err != nil {
+		return nil, 0, err
+	}
+	steps, err := StepsOf(d.EpisodeIDs, tg, d.Horizon)
+	if err != nil {
+		return nil, 0, err
+	}
+	round := int64(0)
+	for _, id := range d.EpisodeIDs {
+		round = max(round, tg[id].Round)
+	}
+	return steps, round, nil
 }
 
 // termination is the record of round's result res on the given number of

@@ -238,11 +238,7 @@ func newTVSearch(ctx context.Context, truth *pomdp.POMDP, m *estimate.Model, H i
 // and the model belief bel (mass q), w the policy's probability of the
 // actions so far.
 func (t *tvSearch) node(h int, obs, act []int, alpha []float64, p float64, bel []float64, q, w float64) float64 {
-	t.count++
-	if t.count&0xfff == 0 && t.ctx.Err() != nil {
-		t.err = t.ctx.Err()
-	}
-	if t.err != nil {
+	if t.stopped() {
 		return 0
 	}
 	if h == t.H {
@@ -259,6 +255,16 @@ func (t *tvSearch) node(h int, obs, act []int, alpha []float64, p float64, bel [
 		n.action(a, w*wa)
 	}
 	return n.sum
+}
+
+// stopped counts a node and says whether the search has stopped on an
+// error; every 4096 nodes it checks ctx.
+func (t *tvSearch) stopped() bool {
+	t.count++
+	if t.count&0xfff == 0 && t.ctx.Err() != nil {
+		t.err = t.ctx.Err()
+	}
+	return t.err != nil
 }
 
 // tvNode is an inner node of the TV search being expanded: its history,

@@ -34,14 +34,8 @@ func roundFlags() []cli.Flag {
 // roundOptions reads the flags of roundFlags.
 func roundOptions(c *cli.Context, seed uint64) (explore.Options, error) {
 	o := explore.Options{Alpha: c.Float64("alpha"), Lambda: c.Float64("lambda"), Epsilon: c.Float64("epsilon"), Workers: c.Int("workers")}
-	if !(o.Alpha > 0) {
-		return o, usagef("--alpha must be positive, not %v", o.Alpha)
-	}
-	if !(o.Epsilon > 0) {
-		return o, usagef("--epsilon must be positive, not %v", o.Epsilon)
-	}
-	if o.Lambda < 0 {
-		return o, usagef("--lambda must be positive, not %v", o.Lambda)
+	if err := checkRoundCoefficients(o); err != nil {
+		return o, err
 	}
 	if c.Int("rank") < 0 || c.Int("restarts") < 0 {
 		return o, usagef("--rank and --restarts must not be negative")
@@ -53,6 +47,21 @@ func roundOptions(c *cli.Context, seed uint64) (explore.Options, error) {
 	o.Estimate = estimate.Options{Rank: c.Int("rank"), Restarts: c.Int("restarts"), Dynamics: d, Seed: seed, Workers: c.Int("workers")}
 	o.Plan.Workers = c.Int("workers")
 	return o, nil
+}
+
+// checkRoundCoefficients refuses an α or ε that is not positive and a
+// negative λ.
+func checkRoundCoefficients(o explore.Options) error {
+	if !(o.Alpha > 0) {
+		return usagef("--alpha must be positive, not %v", o.Alpha)
+	}
+	if !(o.Epsilon > 0) {
+		return usagef("--epsilon must be positive, not %v", o.Epsilon)
+	}
+	if o.Lambda < 0 {
+		return usagef("--lambda must be positive, not %v", o.Lambda)
+	}
+	return nil
 }
 
 func newExploreCommand() *cli.Command {

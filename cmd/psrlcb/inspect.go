@@ -95,6 +95,8 @@ type inspectReport struct {
 	ingest.Summary
 }
 
+// runInspect summarises the logs of o as text or JSON, or shows the fit
+// output directory o.runDir.
 func runInspect(ctx context.Context, w io.Writer, o inspectOptions) error {
 	if o.runDir != "" {
 		return inspectRunDir(w, o.runDir, o)

@@ -33,19 +33,24 @@ func inspectRunDir(w io.Writer, dir string, o inspectOptions) error {
 		return err
 	}
 	if o.json {
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		return enc.Encode(struct {
-			RunID       string          `json:"run_id"`
-			Episodes    int             `json:"episodes"`
-			Horizon     int             `json:"horizon"`
-			Quarantined int             `json:"quarantined"`
-			Headline    report.Headline `json:"headline"`
-		}{m.RunID, m.Episodes, m.Horizon, len(m.Quarantined), m.Headline})
+		return writeRunJSON(w, m)
 	}
 	plan := m.Plan
 	printHeadline(w, dir, m, &plan)
 	return nil
+}
+
+// writeRunJSON writes the run's size and headline as one JSON object.
+func writeRunJSON(w io.Writer, m *report.Manifest) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(struct {
+		RunID       string          `json:"run_id"`
+		Episodes    int             `json:"episodes"`
+		Horizon     int             `json:"horizon"`
+		Quarantined int             `json:"quarantined"`
+		Headline    report.Headline `json:"headline"`
+	}{m.RunID, m.Episodes, m.Horizon, len(m.Quarantined), m.Headline})
 }
 
 // policyNodeJSON is one node of `inspect --policy --json`.

@@ -34,16 +34,27 @@ func runnerArg(args []string) (string, bool) {
 			break
 		}
 		url = url || isURL(strings.TrimLeft(a[strings.Index(a, "=")+1:], " "))
-		for _, name := range []string{"--runner", "-runner"} {
-			if a == name && i+1 < len(args) {
-				runner = args[i+1]
-			}
-			if v, ok := strings.CutPrefix(a, name+"="); ok {
-				runner = v
-			}
+		if v, ok := runnerValue(args, i); ok {
+			runner = v
 		}
 	}
 	return runner, (runner != "" && runner != "local") || url
+}
+
+// runnerValue is the runner that args[i] names, as "--runner X" or
+// "--runner=X" (with one dash or two), if it does.
+func runnerValue(args []string, i int) (string, bool) {
+	a := args[i]
+	runner, found := "", false
+	for _, name := range []string{"--runner", "-runner"} {
+		if a == name && i+1 < len(args) {
+			runner, found = args[i+1], true
+		}
+		if v, ok := strings.CutPrefix(a, name+"="); ok {
+			runner, found = v, true
+		}
+	}
+	return runner, found
 }
 
 // isURL says whether s names an object through a URL scheme (gs://,
