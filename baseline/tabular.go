@@ -109,6 +109,14 @@ func (l *lcbPlan) pen(n int32) float64 { return min(l.c/math.Sqrt(float64(n)), 1
 // pessimistic Q (ties to the lowest action code), then adds the nodes'
 // count-weighted values to their parent edges' sums.
 func (l *lcbPlan) backup(h int) {
+	l.choose(h)
+	l.propagate(h)
+}
+
+// choose sets, at every node of 0-based step h, the chosen edge: the one
+// of the largest pessimistic Q, ties to the lowest action code, with its
+// reward and penalty values to go.
+func (l *lcbPlan) choose(h int) {
 	t := l.t
 	for _, e := range t.edgesByStep[h] {
 		n := float64(t.edgeN[e])
@@ -120,6 +128,12 @@ func (l *lcbPlan) backup(h int) {
 			l.choice[v], l.bestQ[v], l.vr[v], l.vb[v] = e, q, r, b
 		}
 	}
+}
+
+// propagate adds the values of the nodes of 0-based step h, weighted by
+// their counts, to their parent edges' sums.
+func (l *lcbPlan) propagate(h int) {
+	t := l.t
 	for _, v := range t.nodesByStep[h] {
 		if p := t.nodePar[v]; p >= 0 {
 			w := float64(t.nodeCnt[v])

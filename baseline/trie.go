@@ -304,15 +304,7 @@ func (t *trie) mostCounted(counts []int) int {
 // childIndex lists the child nodes of every edge, sorted by observation
 // code (compressed rows: children of e are kids[start[e]:start[e+1]]).
 func (t *trie) childIndex() (start, kids []int32) {
-	start = make([]int32, len(t.edgeNode)+1)
-	for _, p := range t.nodePar {
-		if p >= 0 {
-			start[p+1]++
-		}
-	}
-	for e := range t.edgeNode {
-		start[e+1] += start[e]
-	}
+	start = t.childStarts()
 	kids = make([]int32, start[len(t.edgeNode)])
 	fill := slices.Clone(start[:len(t.edgeNode)])
 	for n, p := range t.nodePar {
@@ -322,11 +314,28 @@ func (t *trie) childIndex() (start, kids []int32) {
 		}
 	}
 	for e := range t.edgeNode {
-		s := kids[start[e]:start[e+1]]
-		slices.SortFunc(s, func(x, y int32) int { return int(t.nodeObs[x]) - int(t.nodeObs[y]) })
+		slices.SortFunc(kids[start[e]:start[e+1]], t.byObs)
 	}
 	return start, kids
 }
+
+// childStarts returns, per edge e, the index start[e] of its first child
+// in the compressed rows of childIndex, and start[len] = the child count.
+func (t *trie) childStarts() []int32 {
+	start := make([]int32, len(t.edgeNode)+1)
+	for _, p := range t.nodePar {
+		if p >= 0 {
+			start[p+1]++
+		}
+	}
+	for e := range t.edgeNode {
+		start[e+1] += start[e]
+	}
+	return start
+}
+
+// byObs orders nodes by observation code.
+func (t *trie) byObs(x, y int32) int { return int(t.nodeObs[x]) - int(t.nodeObs[y]) }
 
 // emit lays out the policy tree that follows choice[node] (an edge) from
 // every logged first observation: nodes level by level, roots by
@@ -337,7 +346,7 @@ func (t *trie) childIndex() (start, kids []int32) {
 func (t *trie) emit(choice []int32) (*policy.Policy, []int32) {
 	start, kids := t.childIndex()
 	roots := slices.Clone(t.nodesByStep[0])
-	slices.SortFunc(roots, func(x, y int32) int { return int(t.nodeObs[x]) - int(t.nodeObs[y]) })
+	slices.SortFunc(roots, t.byObs)
 
 	em := &emitter{t: t, choice: choice, fb: t.fallbacks(), p: &policy.Policy{Horizon: t.H}}
 	for _, n := range roots {

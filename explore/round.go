@@ -50,6 +50,8 @@ type Options struct {
 	Workers int
 }
 
+// withDefaults is o with the defaults of λ, α and ε in place of zeros,
+// checked.
 func (o Options) withDefaults() (Options, error) {
 	if o.Lambda == 0 {
 		o.Lambda = pessimism.DefaultLambda
@@ -60,16 +62,21 @@ func (o Options) withDefaults() (Options, error) {
 	if o.Epsilon == 0 {
 		o.Epsilon = DefaultEpsilon
 	}
+	return o, o.check()
+}
+
+// check refuses a λ, α or ε that is not positive and finite.
+func (o Options) check() error {
 	if !(o.Lambda > 0) || math.IsInf(o.Lambda, 0) {
-		return o, fmt.Errorf("%w: lambda %v must be positive", ErrOptions, o.Lambda)
+		return fmt.Errorf("%w: lambda %v must be positive", ErrOptions, o.Lambda)
 	}
 	if !(o.Alpha > 0) || math.IsInf(o.Alpha, 0) {
-		return o, fmt.Errorf("%w: alpha %v must be positive", ErrOptions, o.Alpha)
+		return fmt.Errorf("%w: alpha %v must be positive", ErrOptions, o.Alpha)
 	}
 	if !(o.Epsilon > 0) || math.IsInf(o.Epsilon, 0) {
-		return o, fmt.Errorf("%w: epsilon %v must be positive", ErrOptions, o.Epsilon)
+		return fmt.Errorf("%w: epsilon %v must be positive", ErrOptions, o.Epsilon)
 	}
-	return o, nil
+	return nil
 }
 
 // Result is the outcome of one round of PSR-UCB.

@@ -38,15 +38,7 @@ type TagColumns struct {
 // nulls; a violation is an ErrData error naming the file, the row and the
 // episode.
 func ReadTags(ctx context.Context, files []string, cols TagColumns) (map[string]Tag, error) {
-	if cols.Episode == "" {
-		cols.Episode = "episode_id"
-	}
-	if cols.Round == "" {
-		cols.Round = RoundColumn
-	}
-	if cols.ExploreStep == "" {
-		cols.ExploreStep = ExploreStepColumn
-	}
+	cols = cols.withDefaults()
 	tags := map[string]Tag{}
 	for _, path := range files {
 		if err := ctx.Err(); err != nil {
@@ -60,6 +52,20 @@ func ReadTags(ctx context.Context, files []string, cols TagColumns) (map[string]
 		return nil, fmt.Errorf("%w: no tagged episodes in %d files", ErrData, len(files))
 	}
 	return tags, nil
+}
+
+// withDefaults is cols with the default name of every empty field.
+func (cols TagColumns) withDefaults() TagColumns {
+	if cols.Episode == "" {
+		cols.Episode = "episode_id"
+	}
+	if cols.Round == "" {
+		cols.Round = RoundColumn
+	}
+	if cols.ExploreStep == "" {
+		cols.ExploreStep = ExploreStepColumn
+	}
+	return cols
 }
 
 // readTagsFile adds the tags of the Parquet file path to tags, with the

@@ -188,14 +188,7 @@ func estimateEvaluation(ctx context.Context, o evaluateLogsOpts, d *ingest.Datas
 func estimatorOptions(ctx context.Context, o evaluateLogsOpts, d *ingest.Dataset, target ope.Target) (ope.Options, error) {
 	eo := ope.Options{Bootstrap: o.bootstrap, Seed: o.seed, Workers: o.workers}
 	if target != nil && !o.noModel {
-		var startModel *estimate.Model
-		var err error
-		if o.model != "" {
-			if startModel, err = estimate.ReadModel(o.model); err != nil {
-				return eo, err
-			}
-		}
-		ms, err := ope.FitModels(ctx, d, startModel, estimate.Options{Rank: o.rank, Seed: o.seed, Workers: o.workers}, o.alpha)
+		ms, err := fitEvaluationModels(ctx, o, d)
 		if err != nil {
 			return eo, err
 		}
@@ -207,6 +200,19 @@ func estimatorOptions(ctx context.Context, o evaluateLogsOpts, d *ingest.Dataset
 		}
 	}
 	return eo, nil
+}
+
+// fitEvaluationModels fits the model-based estimators' models on d, from
+// --model's start when given.
+func fitEvaluationModels(ctx context.Context, o evaluateLogsOpts, d *ingest.Dataset) (*ope.Models, error) {
+	var startModel *estimate.Model
+	if o.model != "" {
+		var err error
+		if startModel, err = estimate.ReadModel(o.model); err != nil {
+			return nil, err
+		}
+	}
+	return ope.FitModels(ctx, d, startModel, estimate.Options{Rank: o.rank, Seed: o.seed, Workers: o.workers}, o.alpha)
 }
 
 // evaluationTarget reads the evaluated policy and the ratios of its
