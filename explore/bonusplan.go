@@ -62,12 +62,18 @@ func PlanBonus(ctx context.Context, m *estimate.Model, b *pessimism.Bonus, budge
 		Budget: budget, Planner: policy.PlannerExact, Objective: policy.ObjectiveBonus,
 	})
 	if err != nil {
-		if errors.Is(err, policy.ErrModel) {
-			return nil, 0, fmt.Errorf("%w: %w", ErrModel, err)
-		}
-		return nil, 0, err
+		return nil, 0, asModelError(err)
 	}
 	return pol, st.ValueBonus, nil
+}
+
+// asModelError is err, wrapped in ErrModel too when it is the planner's
+// model error.
+func asModelError(err error) error {
+	if errors.Is(err, policy.ErrModel) {
+		return fmt.Errorf("%w: %w", ErrModel, err)
+	}
+	return err
 }
 
 // treeSize is the number of decision points (τ_{h−1}, o_h) of m's full

@@ -201,12 +201,7 @@ func (res *actResult) print(stdout, stderr io.Writer, tab *policy.Table, meta ma
 // policyPath) and the controller beside it, with the run's warnings and
 // the observations mapped to the merged symbol.
 func (res *actResult) lookup(tab *policy.Table, policyPath string, obs, acts []string) error {
-	if w := recommendationWarning(policyPath); w != "" {
-		res.Warnings = append(res.Warnings, w)
-	}
-	if w := treeOnlyNote(policyPath); w != "" {
-		res.Warnings = append(res.Warnings, w)
-	}
+	res.runWarnings(policyPath)
 	if err := mapMerged(policyPath, obs, res); err != nil {
 		return err
 	}
@@ -223,6 +218,18 @@ func (res *actResult) lookup(tab *policy.Table, policyPath string, obs, acts []s
 	}
 	res.Action, res.Node, res.LastNode = actions[len(actions)-1], node, last
 	return res.decide(ctrl, obs, acts, actions)
+}
+
+// runWarnings adds the warnings of the run that wrote the policy at
+// policyPath: its recommendation to keep the behaviour, and a table
+// without a controller.
+func (res *actResult) runWarnings(policyPath string) {
+	if w := recommendationWarning(policyPath); w != "" {
+		res.Warnings = append(res.Warnings, w)
+	}
+	if w := treeOnlyNote(policyPath); w != "" {
+		res.Warnings = append(res.Warnings, w)
+	}
 }
 
 // decide lets the controller ctrl decide the action when it can follow

@@ -110,11 +110,7 @@ func newConfigFile(c *cli.Context, path string, flags []cli.Flag) *configFile {
 func (cf *configFile) set(k string, v any) error {
 	f, ok := cf.byName[k]
 	if !ok || k == "config" {
-		msg := fmt.Sprintf("--config %s: unknown key %q: %s has no flag --%s", cf.path, k, cf.c.Command.Name, k)
-		if near := nearest(k, cf.names); near != "" {
-			msg += fmt.Sprintf("; did you mean %q (--%s)?", near, near)
-		}
-		return usagef("%s", msg)
+		return cf.unknownKey(k)
 	}
 	name := f.Names()[0]
 	if cf.c.IsSet(name) {
@@ -130,6 +126,16 @@ func (cf *configFile) set(k string, v any) error {
 		}
 	}
 	return nil
+}
+
+// unknownKey is the error of a key k that is no flag of the command,
+// naming the nearest flag when one is close.
+func (cf *configFile) unknownKey(k string) error {
+	msg := fmt.Sprintf("--config %s: unknown key %q: %s has no flag --%s", cf.path, k, cf.c.Command.Name, k)
+	if near := nearest(k, cf.names); near != "" {
+		msg += fmt.Sprintf("; did you mean %q (--%s)?", near, near)
+	}
+	return usagef("%s", msg)
 }
 
 // flagValues are the flag texts of key k's value v for the flag f: one,

@@ -235,11 +235,7 @@ func runEvaluate(ctx context.Context, w io.Writer, o evaluateOptions) error {
 	if err != nil {
 		return err
 	}
-	pol, _, err := policy.ReadFile(o.policy)
-	if err != nil {
-		return err
-	}
-	H, err := evaluationHorizon(o.horizon, o.policy, pol)
+	pol, H, err := readEvaluatedPolicy(o)
 	if err != nil {
 		return err
 	}
@@ -262,6 +258,17 @@ func checkEvaluate(o evaluateOptions) error {
 		return usagef("--horizon %d must not be negative", o.horizon)
 	}
 	return nil
+}
+
+// readEvaluatedPolicy reads --policy and the horizon to evaluate it at
+// (evaluationHorizon).
+func readEvaluatedPolicy(o evaluateOptions) (*policy.Policy, int, error) {
+	pol, _, err := policy.ReadFile(o.policy)
+	if err != nil {
+		return nil, 0, err
+	}
+	H, err := evaluationHorizon(o.horizon, o.policy, pol)
+	return pol, H, err
 }
 
 // evaluationHorizon is --horizon H, or the policy's own horizon when H is

@@ -113,12 +113,7 @@ func runEvaluateLogs(ctx context.Context, stdout io.Writer, o evaluateLogsOpts) 
 		defer d.Abort()
 		tmp, commit = d.Tmp, d.Commit
 	}
-	times := map[string]float64{}
-	d, notes, err := readEvaluationLogs(ctx, o, times)
-	if err != nil {
-		return err
-	}
-	ev, err := estimateEvaluation(ctx, o, d, notes, times)
+	ev, err := evaluateLogs(ctx, o)
 	if err != nil {
 		return err
 	}
@@ -129,6 +124,17 @@ func runEvaluateLogs(ctx context.Context, stdout io.Writer, o evaluateLogsOpts) 
 		}
 	}
 	return writeEvaluation(stdout, ev, o)
+}
+
+// evaluateLogs reads the logs and estimates the policy's value from them,
+// timing the stages.
+func evaluateLogs(ctx context.Context, o evaluateLogsOpts) (*report.Evaluation, error) {
+	times := map[string]float64{}
+	d, notes, err := readEvaluationLogs(ctx, o, times)
+	if err != nil {
+		return nil, err
+	}
+	return estimateEvaluation(ctx, o, d, notes, times)
 }
 
 // writeEvaluation prints ev as JSON (--json) or as the table a person

@@ -337,16 +337,7 @@ func runFit(ctx context.Context, stdout io.Writer, o fitOpts) error {
 func printHeadline(w io.Writer, dir string, m *report.Manifest, plan *policy.PlanStats) {
 	h := m.Headline
 	fmt.Fprintf(w, "run %s: %d episodes × %d steps, rank %d, α = %.3g\n", m.RunID, m.Episodes, m.Horizon, h.Rank, float64(h.Alpha))
-	fmt.Fprintf(w, "expected return per episode, in the logs' units:\n")
-	fmt.Fprintf(w, "  policy, lower confidence bound  %10.4g\n", float64(h.LCBUnits))
-	fmt.Fprintf(w, "  policy, fitted model's value    %10.4g\n", float64(h.ModelValueUnits))
-	if h.ESS < 1 {
-		fmt.Fprintf(w, "  policy, estimated from the logs       —  no logged episode follows the policy's choices through all %d steps\n", m.Horizon)
-	} else {
-		fmt.Fprintf(w, "  policy, estimated from the logs %10.4g  95%% interval [%.4g, %.4g]; effective sample size %.0f of %d episodes\n",
-			float64(h.IWValueUnits), float64(h.IWLowUnits), float64(h.IWHighUnits), float64(h.ESS), m.Episodes)
-	}
-	fmt.Fprintf(w, "  behaviour, mean in the logs     %10.4g\n", float64(h.BehaviorUnits))
+	printReturns(w, m)
 	printPlanNotes(w, plan)
 	for _, c := range m.Compared[min(1, len(m.Compared)):] {
 		// The run's own policy is the first compared one, shown above.
@@ -357,6 +348,23 @@ func printHeadline(w io.Writer, dir string, m *report.Manifest, plan *policy.Pla
 	}
 	fmt.Fprintf(w, "verdict: %s\n", h.Verdict)
 	printRecommendation(w, m)
+}
+
+// printReturns prints the expected return per episode in the logs' units:
+// the policy's lower bound, fitted model value and estimate from the logs
+// (when some logged episode follows it), and the behaviour's mean.
+func printReturns(w io.Writer, m *report.Manifest) {
+	h := m.Headline
+	fmt.Fprintf(w, "expected return per episode, in the logs' units:\n")
+	fmt.Fprintf(w, "  policy, lower confidence bound  %10.4g\n", float64(h.LCBUnits))
+	fmt.Fprintf(w, "  policy, fitted model's value    %10.4g\n", float64(h.ModelValueUnits))
+	if h.ESS < 1 {
+		fmt.Fprintf(w, "  policy, estimated from the logs       —  no logged episode follows the policy's choices through all %d steps\n", m.Horizon)
+	} else {
+		fmt.Fprintf(w, "  policy, estimated from the logs %10.4g  95%% interval [%.4g, %.4g]; effective sample size %.0f of %d episodes\n",
+			float64(h.IWValueUnits), float64(h.IWLowUnits), float64(h.IWHighUnits), float64(h.ESS), m.Episodes)
+	}
+	fmt.Fprintf(w, "  behaviour, mean in the logs     %10.4g\n", float64(h.BehaviorUnits))
 }
 
 // printPlanNotes says how close an approximate plan is to the optimum:
