@@ -192,9 +192,7 @@ func (res *actResult) print(stdout, stderr io.Writer, tab *policy.Table, meta ma
 	if err := nodeFigures(tab, meta, res); err != nil {
 		return err
 	}
-	enc := json.NewEncoder(stdout)
-	enc.SetIndent("", "  ")
-	return enc.Encode(res)
+	return writeJSON(stdout, res)
 }
 
 // lookup finds the action of the history obs, acts in tab (read from

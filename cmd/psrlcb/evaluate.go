@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -182,9 +181,7 @@ func (res *evaluateResult) within(v *float64, err error, note string) (*float64,
 // reads.
 func printPOMDPEvaluation(w io.Writer, o evaluateOptions, m *pomdp.POMDP, pol *policy.Policy, res *evaluateResult) error {
 	if o.json {
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		return enc.Encode(res)
+		return writeJSON(w, res)
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	printEvaluatedPolicy(tw, o, m, pol, res.Horizon)

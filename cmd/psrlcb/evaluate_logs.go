@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"math"
@@ -141,9 +140,7 @@ func evaluateLogs(ctx context.Context, o evaluateLogsOpts) (*report.Evaluation, 
 // reads.
 func writeEvaluation(stdout io.Writer, ev *report.Evaluation, o evaluateLogsOpts) error {
 	if o.json {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(jsonEvaluation(ev))
+		return writeJSON(stdout, jsonEvaluation(ev))
 	}
 	return printEvaluation(stdout, ev, o.out)
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"math"
@@ -52,9 +51,7 @@ func runEvaluateModel(ctx context.Context, w io.Writer, o evaluateOptions) error
 		return err
 	}
 	if o.json {
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		return enc.Encode(res)
+		return writeJSON(w, res)
 	}
 	return printModelEvaluation(w, m, res)
 }

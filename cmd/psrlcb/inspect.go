@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -113,9 +112,7 @@ func runInspect(ctx context.Context, w io.Writer, o inspectOptions) error {
 		}
 	}
 	if o.json {
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		return enc.Encode(rep)
+		return writeJSON(w, rep)
 	}
 	return writeInspectText(w, &rep)
 }

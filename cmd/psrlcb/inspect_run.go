@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"math"
@@ -42,9 +41,7 @@ func inspectRunDir(w io.Writer, dir string, o inspectOptions) error {
 
 // writeRunJSON writes the run's size and headline as one JSON object.
 func writeRunJSON(w io.Writer, m *report.Manifest) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(struct {
+	return writeJSON(w, struct {
 		RunID       string          `json:"run_id"`
 		Episodes    int             `json:"episodes"`
 		Horizon     int             `json:"horizon"`
@@ -95,9 +92,7 @@ func writePolicyJSON(w io.Writer, v *report.PolicyView, va, ba float64) error {
 	for i, r := range v.Rows {
 		nodes[i] = policyNodeJSON{r.Node, r.Parent, r.Step, r.History, r.Action, r.Reach, r.Value, r.Bonus, r.LCB}
 	}
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(struct {
+	return writeJSON(w, struct {
 		TotalNodes  int              `json:"total_nodes"`
 		ValuesAlpha report.Float     `json:"values_alpha"`
 		BoundAlpha  report.Float     `json:"bound_alpha"`

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -62,6 +63,13 @@ func writeAndCommit(ctx context.Context, out, tmp string, commit func() error, w
 		return fmt.Errorf("moving the results into %s: %w", out, err)
 	}
 	return nil
+}
+
+// writeJSON writes v to w as indented JSON, one value and a newline.
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
 }
 
 func warnf(w io.Writer, format string, args ...any) {
