@@ -71,44 +71,28 @@ func BehaviorCloning(ctx context.Context, d *ingest.Dataset, opts CloneOptions) 
 	if err != nil {
 		return nil, err
 	}
-	nn := len(t.nodeObs)
-	choice := make([]int32, nn)
-	for i := range choice {
-		choice[i] = -1
-	}
-	for e, v := range t.edgeNode {
-		best := choice[v]
-		if best < 0 || t.edgeN[e] > t.edgeN[best] || (t.edgeN[e] == t.edgeN[best] && t.edgeAct[e] < t.edgeAct[best]) {
-			choice[v] = int32(e)
-		}
-	}
+	choice := t.mostLogged()
 	if opts.Improve {
 		if err := t.improve(ctx, choice, opts); err != nil {
 			return nil, err
 		}
 	}
-
-	// Episodes that follow the cloned actions from step h to the end.
-	sum, cnt := make([]float64, nn), make([]int32, nn)
-	H := t.H
-	for k := range t.K {
-		if k%ctxEvery == 0 {
-			if err := ctx.Err(); err != nil {
-				return nil, err
-			}
-		}
-		for h := H - 1; h >= 0; h-- {
-			i := k*H + h
-			v := t.path[i]
-			if t.d.Act[i] != t.edgeAct[choice[v]] {
-				break
-			}
-			sum[v] += t.ret[k]
-			cnt[v]++
-		}
+	sum, cnt, err := t.followers(ctx, choice)
+	if err != nil {
+		return nil, err
 	}
-
 	p, from := t.emit(choice)
+	cloneValues(p, from, sum, cnt)
+	if opts.AllFirst {
+		addFirst(p, d)
+	}
+	return p, nil
+}
+
+// cloneValues sets the value columns of p, whose node i came from trie
+// node from[i], to the mean return of the episodes that follow the clone
+// from the node on (NaN when none does).
+func cloneValues(p *policy.Policy, from []int32, sum []float64, cnt []int32) {
 	for i := range p.Nodes {
 		v := from[i]
 		r := math.NaN()
@@ -118,10 +102,54 @@ func BehaviorCloning(ctx context.Context, d *ingest.Dataset, opts CloneOptions) 
 		p.Nodes[i].ValueReward = r
 		p.Nodes[i].ValueLCB = r
 	}
-	if opts.AllFirst {
-		addFirst(p, d)
+}
+
+// mostLogged returns, per node, the edge of the action logged there most
+// often, ties to the lowest action code.
+func (t *trie) mostLogged() []int32 {
+	choice := make([]int32, len(t.nodeObs))
+	for i := range choice {
+		choice[i] = -1
 	}
-	return p, nil
+	for e, v := range t.edgeNode {
+		best := choice[v]
+		if best < 0 || t.edgeN[e] > t.edgeN[best] || (t.edgeN[e] == t.edgeN[best] && t.edgeAct[e] < t.edgeAct[best]) {
+			choice[v] = int32(e)
+		}
+	}
+	return choice
+}
+
+// followers returns, per node of step h, the sum of the rescaled returns
+// and the number of the episodes that pass it and follow the chosen
+// actions from step h to the end.
+func (t *trie) followers(ctx context.Context, choice []int32) (sum []float64, cnt []int32, err error) {
+	nn := len(t.nodeObs)
+	sum, cnt = make([]float64, nn), make([]int32, nn)
+	for k := range t.K {
+		if k%ctxEvery == 0 {
+			if err := ctx.Err(); err != nil {
+				return nil, nil, err
+			}
+		}
+		t.follow(k, choice, sum, cnt)
+	}
+	return sum, cnt, nil
+}
+
+// follow adds episode k's rescaled return to sum and counts it in cnt at
+// the nodes of the steps from which on it follows the chosen actions.
+func (t *trie) follow(k int, choice []int32, sum []float64, cnt []int32) {
+	H := t.H
+	for h := H - 1; h >= 0; h-- {
+		i := k*H + h
+		v := t.path[i]
+		if t.d.Act[i] != t.edgeAct[choice[v]] {
+			break
+		}
+		sum[v] += t.ret[k]
+		cnt[v]++
+	}
 }
 
 // addFirst appends to p a step-1 row for every observation of d's
@@ -129,26 +157,8 @@ func BehaviorCloning(ctx context.Context, d *ingest.Dataset, opts CloneOptions) 
 // CloneOptions.AllFirst).
 func addFirst(p *policy.Policy, d *ingest.Dataset) {
 	nan := math.NaN()
-	have := map[string]bool{}
-	fallback := ""
-	for _, n := range p.Nodes {
-		if n.Parent == -1 {
-			have[n.Obs] = true
-			if n.Obs != ingest.EndSymbol {
-				fallback = n.Fallback
-			}
-		}
-	}
-	count := make([]int, len(d.ActVocab))
-	for k := range d.NumEpisodes() {
-		count[d.Act[k*d.Horizon]]++
-	}
-	first := 0
-	for a, c := range count {
-		if c > count[first] {
-			first = a
-		}
-	}
+	have, fallback := firstRows(p)
+	first := mostLoggedFirst(d)
 	if fallback == "" {
 		fallback = d.ActVocab[first]
 	}
@@ -161,17 +171,56 @@ func addFirst(p *policy.Policy, d *ingest.Dataset) {
 	}
 }
 
-// improve replaces choice[v] (the most logged action's edge) by the edge
-// of the largest mean return-to-go among those that beat it by the test
-// of CloneOptions.Improve.
-func (t *trie) improve(ctx context.Context, choice []int32, opts CloneOptions) error {
-	z, minN := opts.Z, opts.MinVisits
+// firstRows returns the observations p has a step-1 row for and the
+// fallback action of its last such row (the end symbol's aside), "" if
+// none.
+func firstRows(p *policy.Policy) (have map[string]bool, fallback string) {
+	have = map[string]bool{}
+	for _, n := range p.Nodes {
+		if n.Parent == -1 {
+			have[n.Obs] = true
+			if n.Obs != ingest.EndSymbol {
+				fallback = n.Fallback
+			}
+		}
+	}
+	return have, fallback
+}
+
+// mostLoggedFirst is the action code logged most often at step 1, ties to
+// the lowest code.
+func mostLoggedFirst(d *ingest.Dataset) int {
+	count := make([]int, len(d.ActVocab))
+	for k := range d.NumEpisodes() {
+		count[d.Act[k*d.Horizon]]++
+	}
+	first := 0
+	for a, c := range count {
+		if c > count[first] {
+			first = a
+		}
+	}
+	return first
+}
+
+// improveTest is the normal quantile and the least number of visits of
+// the improvement test, the defaults in place of zeros.
+func (opts CloneOptions) improveTest() (z float64, minN int) {
+	z, minN = opts.Z, opts.MinVisits
 	if z == 0 {
 		z = DefaultImproveZ
 	}
 	if minN == 0 {
 		minN = DefaultImproveVisits
 	}
+	return z, minN
+}
+
+// improve replaces choice[v] (the most logged action's edge) by the edge
+// of the largest mean return-to-go among those that beat it by the test
+// of CloneOptions.Improve.
+func (t *trie) improve(ctx context.Context, choice []int32, opts CloneOptions) error {
+	z, minN := opts.improveTest()
 	mean, se, err := t.returnToGo(ctx)
 	if err != nil {
 		return err
@@ -196,22 +245,37 @@ func (t *trie) improve(ctx context.Context, choice []int32, opts CloneOptions) e
 func (t *trie) returnToGo(ctx context.Context) (mean, se []float64, err error) {
 	ne := len(t.edgeNode)
 	sum, sq := make([]float64, ne), make([]float64, ne)
-	H := t.H
 	for k := range t.K {
 		if k%ctxEvery == 0 {
 			if err := ctx.Err(); err != nil {
 				return nil, nil, err
 			}
 		}
-		g := 0.0
-		for h := H - 1; h >= 0; h-- {
-			i := k*H + h
-			g += (t.d.Reward[i] - t.shift) * t.scale
-			e := t.edgeOf[uint64(t.path[i])<<16|uint64(t.d.Act[i])]
-			sum[e] += g
-			sq[e] += g * g
-		}
+		t.addReturnsToGo(k, sum, sq)
 	}
+	mean, se = t.meanSE(sum, sq)
+	return mean, se, nil
+}
+
+// addReturnsToGo adds, at every edge episode k takes, its rescaled
+// return from that step to the end to sum and its square to sq.
+func (t *trie) addReturnsToGo(k int, sum, sq []float64) {
+	H := t.H
+	g := 0.0
+	for h := H - 1; h >= 0; h-- {
+		i := k*H + h
+		g += (t.d.Reward[i] - t.shift) * t.scale
+		e := t.edgeOf[uint64(t.path[i])<<16|uint64(t.d.Act[i])]
+		sum[e] += g
+		sq[e] += g * g
+	}
+}
+
+// meanSE returns, per edge, the mean of values whose sum and sum of
+// squares over the edge's visits are sum and sq, and its standard error
+// (0 with one visit).
+func (t *trie) meanSE(sum, sq []float64) (mean, se []float64) {
+	ne := len(t.edgeNode)
 	mean, se = make([]float64, ne), make([]float64, ne)
 	for e := range ne {
 		n := float64(t.edgeN[e])
@@ -221,5 +285,5 @@ func (t *trie) returnToGo(ctx context.Context) (mean, se []float64, err error) {
 			se[e] = math.Sqrt(v / n)
 		}
 	}
-	return mean, se, nil
+	return mean, se
 }

@@ -60,57 +60,107 @@ func TabularLCB(ctx context.Context, d *ingest.Dataset, opts TabularOptions) (*p
 	if err != nil {
 		return nil, err
 	}
-	nn, ne := len(t.nodeObs), len(t.edgeNode)
-	// Per edge: the reward and penalty sums over child nodes, weighted by
-	// the child counts (Σ_o n(τ a o)·V(τ a o)); per node: the chosen edge
-	// and its reward and penalty values to go.
-	accR, accB := make([]float64, ne), make([]float64, ne)
-	choice := make([]int32, nn)
-	bestQ := make([]float64, nn)
-	vr, vb := make([]float64, nn), make([]float64, nn)
-	for i := range choice {
-		choice[i] = -1
-	}
-	pen := func(n int32) float64 { return min(c/math.Sqrt(float64(n)), 1) }
+	l := newLCBPlan(t, c)
 	for h := t.H - 1; h >= 0; h-- {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		for _, e := range t.edgesByStep[h] {
-			n := float64(t.edgeN[e])
-			r := (t.edgeR[e] + accR[e]) / n
-			b := pen(t.edgeN[e]) + accB[e]/n
-			q := r - b
-			v := t.edgeNode[e]
-			if best := choice[v]; best < 0 || q > bestQ[v] || (q == bestQ[v] && t.edgeAct[e] < t.edgeAct[best]) {
-				choice[v], bestQ[v], vr[v], vb[v] = e, q, r, b
-			}
-		}
-		for _, v := range t.nodesByStep[h] {
-			if p := t.nodePar[v]; p >= 0 {
-				w := float64(t.nodeCnt[v])
-				accR[p] += w * vr[v]
-				accB[p] += w * vb[v]
-			}
+		l.backup(h)
+	}
+	p, from := t.emit(l.choice)
+	l.values(p, from)
+	return p, nil
+}
+
+// lcbPlan is the backward induction of TabularLCB over the trie t with
+// penalty scale c.
+type lcbPlan struct {
+	t *trie
+	c float64
+	// Per edge: the reward and penalty sums over child nodes, weighted by
+	// the child counts (Σ_o n(τ a o)·V(τ a o)); per node: the chosen edge
+	// and its reward and penalty values to go.
+	accR, accB []float64
+	choice     []int32
+	bestQ      []float64
+	vr, vb     []float64
+}
+
+// newLCBPlan allocates the sums and values of t, with no edge chosen yet.
+func newLCBPlan(t *trie, c float64) *lcbPlan {
+	nn, ne := len(t.nodeObs), len(t.edgeNode)
+	l := &lcbPlan{
+		t: t, c: c,
+		accR: make([]float64, ne), accB: make([]float64, ne),
+		choice: make([]int32, nn),
+		bestQ:  make([]float64, nn),
+		vr:     make([]float64, nn), vb: make([]float64, nn),
+	}
+	for i := range l.choice {
+		l.choice[i] = -1
+	}
+	return l
+}
+
+// pen is the penalty min(c/√n, 1) of a pair visited n times.
+func (l *lcbPlan) pen(n int32) float64 { return min(l.c/math.Sqrt(float64(n)), 1) }
+
+// backup chooses, at every node of 0-based step h, the edge of the largest
+// pessimistic Q (ties to the lowest action code), then adds the nodes'
+// count-weighted values to their parent edges' sums.
+func (l *lcbPlan) backup(h int) {
+	l.choose(h)
+	l.propagate(h)
+}
+
+// choose sets, at every node of 0-based step h, the chosen edge: the one
+// of the largest pessimistic Q, ties to the lowest action code, with its
+// reward and penalty values to go.
+func (l *lcbPlan) choose(h int) {
+	t := l.t
+	for _, e := range t.edgesByStep[h] {
+		n := float64(t.edgeN[e])
+		r := (t.edgeR[e] + l.accR[e]) / n
+		b := l.pen(t.edgeN[e]) + l.accB[e]/n
+		q := r - b
+		v := t.edgeNode[e]
+		if best := l.choice[v]; best < 0 || q > l.bestQ[v] || (q == l.bestQ[v] && t.edgeAct[e] < t.edgeAct[best]) {
+			l.choice[v], l.bestQ[v], l.vr[v], l.vb[v] = e, q, r, b
 		}
 	}
+}
 
-	p, from := t.emit(choice)
-	// Rewards and penalties of the steps already taken: under the empirical
-	// model the immediate reward of (τ,a) has mean r̂(τ,a) whatever comes next.
+// propagate adds the values of the nodes of 0-based step h, weighted by
+// their counts, to their parent edges' sums.
+func (l *lcbPlan) propagate(h int) {
+	t := l.t
+	for _, v := range t.nodesByStep[h] {
+		if p := t.nodePar[v]; p >= 0 {
+			w := float64(t.nodeCnt[v])
+			l.accR[p] += w * l.vr[v]
+			l.accB[p] += w * l.vb[v]
+		}
+	}
+}
+
+// values fills the value columns of p, whose node i came from trie node
+// from[i]: the values to go plus the rewards and penalties of the steps
+// already taken. Under the empirical model the immediate reward of (τ,a)
+// has mean r̂(τ,a) whatever comes next.
+func (l *lcbPlan) values(p *policy.Policy, from []int32) {
+	t := l.t
 	pastR, pastB := make([]float64, len(p.Nodes)), make([]float64, len(p.Nodes))
 	for i := range p.Nodes {
 		node := &p.Nodes[i]
 		v := from[i]
 		if node.Parent >= 0 {
 			pv := from[node.Parent]
-			e := choice[pv]
+			e := l.choice[pv]
 			pastR[i] = pastR[node.Parent] + t.edgeR[e]/float64(t.edgeN[e])
-			pastB[i] = pastB[node.Parent] + pen(t.edgeN[e])
+			pastB[i] = pastB[node.Parent] + l.pen(t.edgeN[e])
 		}
-		node.ValueReward = pastR[i] + vr[v]
-		node.ValueBonus = pastB[i] + vb[v]
+		node.ValueReward = pastR[i] + l.vr[v]
+		node.ValueBonus = pastB[i] + l.vb[v]
 		node.ValueLCB = node.ValueReward - node.ValueBonus
 	}
-	return p, nil
 }

@@ -53,6 +53,21 @@ func episodeName(d *ingest.Dataset, k int) string {
 // validate checks the Dataset invariants the baselines rely on, so that bad
 // input gives an error instead of an index panic.
 func validate(d *ingest.Dataset) error {
+	if err := validateShape(d); err != nil {
+		return err
+	}
+	endObs, endAct := vocabIndex(d.ObsVocab, ingest.EndSymbol), vocabIndex(d.ActVocab, ingest.EndSymbol)
+	for i := range d.Obs {
+		if err := validateStep(d, i, endObs, endAct); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// validateShape checks that d holds whole episodes of a positive horizon
+// within the baselines' size limits and has vocabularies of 1..65536 codes.
+func validateShape(d *ingest.Dataset) error {
 	if d == nil {
 		return fmt.Errorf("%w: nil dataset", ErrInvalidDataset)
 	}
@@ -74,24 +89,28 @@ func validate(d *ingest.Dataset) error {
 		return fmt.Errorf("%w: vocabularies of %d observations and %d actions, want 1..65536 each",
 			ErrInvalidDataset, len(d.ObsVocab), len(d.ActVocab))
 	}
-	endObs, endAct := vocabIndex(d.ObsVocab, ingest.EndSymbol), vocabIndex(d.ActVocab, ingest.EndSymbol)
-	for i := range d.Obs {
-		k, h := i/H, i%H
-		o, a, r := int(d.Obs[i]), int(d.Act[i]), d.Reward[i]
-		switch {
-		case o >= len(d.ObsVocab):
-			return fmt.Errorf("%w: episode %s step %d: observation code %d outside a vocabulary of %d",
-				ErrInvalidDataset, episodeName(d, k), h+1, o, len(d.ObsVocab))
-		case a >= len(d.ActVocab):
-			return fmt.Errorf("%w: episode %s step %d: action code %d outside a vocabulary of %d",
-				ErrInvalidDataset, episodeName(d, k), h+1, a, len(d.ActVocab))
-		case math.IsNaN(r) || math.IsInf(r, 0):
-			return fmt.Errorf("%w: episode %s step %d: reward %v is not finite",
-				ErrInvalidDataset, episodeName(d, k), h+1, r)
-		case o == endObs && a != endAct:
-			return fmt.Errorf("%w: episode %s step %d: observation %q with action %q, want the forced action %q",
-				ErrInvalidDataset, episodeName(d, k), h+1, ingest.EndSymbol, d.ActVocab[a], ingest.EndSymbol)
-		}
+	return nil
+}
+
+// validateStep checks logged step i of d: codes inside the vocabularies, a
+// finite reward, and the forced end action after the end observation
+// (endObs and endAct are the end symbol's codes, −1 if absent).
+func validateStep(d *ingest.Dataset, i, endObs, endAct int) error {
+	k, h := i/d.Horizon, i%d.Horizon
+	o, a, r := int(d.Obs[i]), int(d.Act[i]), d.Reward[i]
+	switch {
+	case o >= len(d.ObsVocab):
+		return fmt.Errorf("%w: episode %s step %d: observation code %d outside a vocabulary of %d",
+			ErrInvalidDataset, episodeName(d, k), h+1, o, len(d.ObsVocab))
+	case a >= len(d.ActVocab):
+		return fmt.Errorf("%w: episode %s step %d: action code %d outside a vocabulary of %d",
+			ErrInvalidDataset, episodeName(d, k), h+1, a, len(d.ActVocab))
+	case math.IsNaN(r) || math.IsInf(r, 0):
+		return fmt.Errorf("%w: episode %s step %d: reward %v is not finite",
+			ErrInvalidDataset, episodeName(d, k), h+1, r)
+	case o == endObs && a != endAct:
+		return fmt.Errorf("%w: episode %s step %d: observation %q with action %q, want the forced action %q",
+			ErrInvalidDataset, episodeName(d, k), h+1, ingest.EndSymbol, d.ActVocab[a], ingest.EndSymbol)
 	}
 	return nil
 }
@@ -111,9 +130,22 @@ func buildTrie(ctx context.Context, d *ingest.Dataset) (*trie, error) {
 	if err := validate(d); err != nil {
 		return nil, err
 	}
+	t := newTrie(d)
+	if err := t.rescale(); err != nil {
+		return nil, err
+	}
+	if err := t.count(ctx); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// newTrie is the empty trie of the validated d, with its end codes and
+// per-episode and per-step slices allocated.
+func newTrie(d *ingest.Dataset) *trie {
 	H := d.Horizon
 	K := len(d.Obs) / H
-	t := &trie{
+	return &trie{
 		d: d, H: H, K: K,
 		endObs:      vocabIndex(d.ObsVocab, ingest.EndSymbol),
 		endAct:      vocabIndex(d.ActVocab, ingest.EndSymbol),
@@ -122,69 +154,96 @@ func buildTrie(ctx context.Context, d *ingest.Dataset) (*trie, error) {
 		nodesByStep: make([][]int32, H),
 		edgesByStep: make([][]int32, H),
 	}
+}
+
+// rescale sets the reward scale and shift that map the returns onto
+// [0, 1] and stores every episode's rescaled return.
+func (t *trie) rescale() error {
 	lo, hi := math.Inf(1), math.Inf(-1)
-	for k := range K {
-		r := d.Return(k)
+	for k := range t.K {
+		r := t.d.Return(k)
 		t.ret[k] = r
 		lo, hi = min(lo, r), max(hi, r)
 	}
 	if math.IsInf(hi-lo, 0) {
-		return nil, fmt.Errorf("%w: the range of returns [%v, %v] overflows", ErrInvalidDataset, lo, hi)
+		return fmt.Errorf("%w: the range of returns [%v, %v] overflows", ErrInvalidDataset, lo, hi)
 	}
 	t.scale = 1
 	if hi > lo {
 		t.scale = 1 / (hi - lo)
 	}
-	t.shift = lo / float64(H)
-	for k := range K {
+	t.shift = lo / float64(t.H)
+	for k := range t.K {
 		t.ret[k] = (t.ret[k] - lo) * t.scale
 	}
+	return nil
+}
 
+// count walks every episode down the trie, creating its nodes and edges
+// and counting visits and rescaled rewards.
+func (t *trie) count(ctx context.Context) error {
 	// Keys pack (parent edge + 1, observation) and (node, action) into 64
 	// bits; codes are < 2^16 and indices < 2^31.
 	nodeMap := make(map[uint64]int32)
-	edgeMap := make(map[uint64]int32)
-	t.edgeOf = edgeMap
-	for k := range K {
+	t.edgeOf = make(map[uint64]int32)
+	for k := range t.K {
 		if k%ctxEvery == 0 {
 			if err := ctx.Err(); err != nil {
-				return nil, err
+				return err
 			}
 		}
-		par := int32(-1)
-		for h := range H {
-			i := k*H + h
-			o, a := d.Obs[i], d.Act[i]
-			nk := uint64(par+1)<<16 | uint64(o)
-			n, ok := nodeMap[nk]
-			if !ok {
-				n = int32(len(t.nodeObs))
-				nodeMap[nk] = n
-				t.nodeObs = append(t.nodeObs, o)
-				t.nodeStp = append(t.nodeStp, int32(h))
-				t.nodePar = append(t.nodePar, par)
-				t.nodeCnt = append(t.nodeCnt, 0)
-				t.nodesByStep[h] = append(t.nodesByStep[h], n)
-			}
-			t.nodeCnt[n]++
-			t.path[i] = n
-			ek := uint64(n)<<16 | uint64(a)
-			e, ok := edgeMap[ek]
-			if !ok {
-				e = int32(len(t.edgeNode))
-				edgeMap[ek] = e
-				t.edgeNode = append(t.edgeNode, n)
-				t.edgeAct = append(t.edgeAct, a)
-				t.edgeN = append(t.edgeN, 0)
-				t.edgeR = append(t.edgeR, 0)
-				t.edgesByStep[h] = append(t.edgesByStep[h], e)
-			}
-			t.edgeN[e]++
-			t.edgeR[e] += (d.Reward[i] - t.shift) * t.scale
-			par = e
-		}
+		t.countEpisode(nodeMap, k)
 	}
-	return t, nil
+	return nil
+}
+
+// countEpisode walks episode k down the trie, creating its nodes and
+// edges and counting its visits and rescaled rewards.
+func (t *trie) countEpisode(nodeMap map[uint64]int32, k int) {
+	par := int32(-1)
+	for h := range t.H {
+		i := k*t.H + h
+		n := t.node(nodeMap, par, h, t.d.Obs[i])
+		t.nodeCnt[n]++
+		t.path[i] = n
+		e := t.edge(n, h, t.d.Act[i])
+		t.edgeN[e]++
+		t.edgeR[e] += (t.d.Reward[i] - t.shift) * t.scale
+		par = e
+	}
+}
+
+// node returns the step-(h+1) node reached by observing o after parent
+// edge par, creating it if new; nodeMap keys it (par+1)<<16 | o.
+func (t *trie) node(nodeMap map[uint64]int32, par int32, h int, o uint16) int32 {
+	nk := uint64(par+1)<<16 | uint64(o)
+	n, ok := nodeMap[nk]
+	if !ok {
+		n = int32(len(t.nodeObs))
+		nodeMap[nk] = n
+		t.nodeObs = append(t.nodeObs, o)
+		t.nodeStp = append(t.nodeStp, int32(h))
+		t.nodePar = append(t.nodePar, par)
+		t.nodeCnt = append(t.nodeCnt, 0)
+		t.nodesByStep[h] = append(t.nodesByStep[h], n)
+	}
+	return n
+}
+
+// edge returns the edge (n, a) of step h+1, creating it if new.
+func (t *trie) edge(n int32, h int, a uint16) int32 {
+	ek := uint64(n)<<16 | uint64(a)
+	e, ok := t.edgeOf[ek]
+	if !ok {
+		e = int32(len(t.edgeNode))
+		t.edgeOf[ek] = e
+		t.edgeNode = append(t.edgeNode, n)
+		t.edgeAct = append(t.edgeAct, a)
+		t.edgeN = append(t.edgeN, 0)
+		t.edgeR = append(t.edgeR, 0)
+		t.edgesByStep[h] = append(t.edgesByStep[h], e)
+	}
+	return e
 }
 
 // fallbacks returns, per 0-based step h, the fallback action code of a
@@ -193,13 +252,7 @@ func buildTrie(ctx context.Context, d *ingest.Dataset) (*trie, error) {
 // action when nothing else was logged there.
 func (t *trie) fallbacks() []int {
 	H, A := t.H, len(t.d.ActVocab)
-	perStep := make([][]int, H)
-	for h := range H {
-		perStep[h] = make([]int, A)
-	}
-	for i, a := range t.d.Act {
-		perStep[i%H][a]++
-	}
+	perStep := t.actionCounts()
 	out := make([]int, H)
 	pooled := make([]int, A)
 	for h := H - 1; h >= 0; h-- {
@@ -208,19 +261,7 @@ func (t *trie) fallbacks() []int {
 		if h == H-1 {
 			counts = perStep[H-1]
 		}
-		best := -1
-		for a, c := range counts {
-			if a == t.endAct || c == 0 {
-				continue
-			}
-			if best < 0 || c > counts[best] {
-				best = a
-			}
-		}
-		if best < 0 {
-			best = max(t.endAct, 0)
-		}
-		out[h] = best
+		out[h] = t.mostCounted(counts)
 		for a, c := range perStep[h] {
 			pooled[a] += c
 		}
@@ -228,18 +269,42 @@ func (t *trie) fallbacks() []int {
 	return out
 }
 
+// actionCounts counts, per 0-based step, the logged steps of every action
+// code.
+func (t *trie) actionCounts() [][]int {
+	perStep := make([][]int, t.H)
+	for h := range t.H {
+		perStep[h] = make([]int, len(t.d.ActVocab))
+	}
+	for i, a := range t.d.Act {
+		perStep[i%t.H][a]++
+	}
+	return perStep
+}
+
+// mostCounted is the non-end action of the largest positive count, ties
+// to the lowest code; the end action (or 0 without one) when there is
+// none.
+func (t *trie) mostCounted(counts []int) int {
+	best := -1
+	for a, c := range counts {
+		if a == t.endAct || c == 0 {
+			continue
+		}
+		if best < 0 || c > counts[best] {
+			best = a
+		}
+	}
+	if best < 0 {
+		best = max(t.endAct, 0)
+	}
+	return best
+}
+
 // childIndex lists the child nodes of every edge, sorted by observation
 // code (compressed rows: children of e are kids[start[e]:start[e+1]]).
 func (t *trie) childIndex() (start, kids []int32) {
-	start = make([]int32, len(t.edgeNode)+1)
-	for _, p := range t.nodePar {
-		if p >= 0 {
-			start[p+1]++
-		}
-	}
-	for e := range t.edgeNode {
-		start[e+1] += start[e]
-	}
+	start = t.childStarts()
 	kids = make([]int32, start[len(t.edgeNode)])
 	fill := slices.Clone(start[:len(t.edgeNode)])
 	for n, p := range t.nodePar {
@@ -249,11 +314,28 @@ func (t *trie) childIndex() (start, kids []int32) {
 		}
 	}
 	for e := range t.edgeNode {
-		s := kids[start[e]:start[e+1]]
-		slices.SortFunc(s, func(x, y int32) int { return int(t.nodeObs[x]) - int(t.nodeObs[y]) })
+		slices.SortFunc(kids[start[e]:start[e+1]], t.byObs)
 	}
 	return start, kids
 }
+
+// childStarts returns, per edge e, the index start[e] of its first child
+// in the compressed rows of childIndex, and start[len] = the child count.
+func (t *trie) childStarts() []int32 {
+	start := make([]int32, len(t.edgeNode)+1)
+	for _, p := range t.nodePar {
+		if p >= 0 {
+			start[p+1]++
+		}
+	}
+	for e := range t.edgeNode {
+		start[e+1] += start[e]
+	}
+	return start
+}
+
+// byObs orders nodes by observation code.
+func (t *trie) byObs(x, y int32) int { return int(t.nodeObs[x]) - int(t.nodeObs[y]) }
 
 // emit lays out the policy tree that follows choice[node] (an edge) from
 // every logged first observation: nodes level by level, roots by
@@ -263,37 +345,50 @@ func (t *trie) childIndex() (start, kids []int32) {
 // node, the trie node it came from.
 func (t *trie) emit(choice []int32) (*policy.Policy, []int32) {
 	start, kids := t.childIndex()
-	fb := t.fallbacks()
 	roots := slices.Clone(t.nodesByStep[0])
-	slices.SortFunc(roots, func(x, y int32) int { return int(t.nodeObs[x]) - int(t.nodeObs[y]) })
+	slices.SortFunc(roots, t.byObs)
 
-	p := &policy.Policy{Horizon: t.H}
-	var from []int32
-	add := func(n int32, parent int64, reach float64) {
-		e := choice[n]
-		node := policy.Node{
-			ID:        int64(len(p.Nodes)),
-			Parent:    parent,
-			Step:      t.nodeStp[n] + 1,
-			Obs:       t.d.ObsVocab[t.nodeObs[n]],
-			Action:    t.d.ActVocab[t.edgeAct[e]],
-			Fallback:  t.d.ActVocab[fb[t.nodeStp[n]]],
-			ReachProb: reach,
-		}
-		if int(t.nodeObs[n]) == t.endObs {
-			node.Fallback = ingest.EndSymbol
-		}
-		p.Nodes = append(p.Nodes, node)
-		from = append(from, n)
-	}
+	em := &emitter{t: t, choice: choice, fb: t.fallbacks(), p: &policy.Policy{Horizon: t.H}}
 	for _, n := range roots {
-		add(n, -1, float64(t.nodeCnt[n])/float64(t.K))
+		em.add(n, -1, float64(t.nodeCnt[n])/float64(t.K))
 	}
-	for i := 0; i < len(p.Nodes); i++ {
-		e := choice[from[i]]
+	for i := 0; i < len(em.p.Nodes); i++ {
+		e := choice[em.from[i]]
 		for _, c := range kids[start[e]:start[e+1]] {
-			add(c, int64(i), p.Nodes[i].ReachProb*float64(t.nodeCnt[c])/float64(t.edgeN[e]))
+			em.add(c, int64(i), em.p.Nodes[i].ReachProb*float64(t.nodeCnt[c])/float64(t.edgeN[e]))
 		}
 	}
-	return p, from
+	return em.p, em.from
+}
+
+// emitter builds the policy p of trie.emit: choice[node] is the chosen
+// edge, fb the fallback action per step, from[i] the trie node of output
+// node i.
+type emitter struct {
+	t      *trie
+	choice []int32
+	fb     []int
+	p      *policy.Policy
+	from   []int32
+}
+
+// add appends the output node of trie node n with the given parent output
+// node and reach probability.
+func (em *emitter) add(n int32, parent int64, reach float64) {
+	t := em.t
+	e := em.choice[n]
+	node := policy.Node{
+		ID:        int64(len(em.p.Nodes)),
+		Parent:    parent,
+		Step:      t.nodeStp[n] + 1,
+		Obs:       t.d.ObsVocab[t.nodeObs[n]],
+		Action:    t.d.ActVocab[t.edgeAct[e]],
+		Fallback:  t.d.ActVocab[em.fb[t.nodeStp[n]]],
+		ReachProb: reach,
+	}
+	if int(t.nodeObs[n]) == t.endObs {
+		node.Fallback = ingest.EndSymbol
+	}
+	em.p.Nodes = append(em.p.Nodes, node)
+	em.from = append(em.from, n)
 }

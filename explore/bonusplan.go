@@ -55,21 +55,33 @@ func PlanBonus(ctx context.Context, m *estimate.Model, b *pessimism.Bonus, budge
 	if budget <= 0 {
 		budget = DefaultPlanBudget
 	}
-	size := 0.0
-	for h := 1; h <= m.Horizon; h++ {
-		size += math.Pow(float64(m.NumObs), float64(h)) * math.Pow(float64(m.NumActions), float64(h-1))
-	}
-	if size > float64(budget) {
+	if size := treeSize(m); size > float64(budget) {
 		return nil, 0, fmt.Errorf("%w: history tree of %.3g nodes exceeds the bonus planner's budget %d", ErrModel, size, budget)
 	}
 	pol, st, err := policy.Plan(ctx, m, b, policy.PlanOptions{
 		Budget: budget, Planner: policy.PlannerExact, Objective: policy.ObjectiveBonus,
 	})
 	if err != nil {
-		if errors.Is(err, policy.ErrModel) {
-			return nil, 0, fmt.Errorf("%w: %w", ErrModel, err)
-		}
-		return nil, 0, err
+		return nil, 0, asModelError(err)
 	}
 	return pol, st.ValueBonus, nil
+}
+
+// asModelError is err, wrapped in ErrModel too when it is the planner's
+// model error.
+func asModelError(err error) error {
+	if errors.Is(err, policy.ErrModel) {
+		return fmt.Errorf("%w: %w", ErrModel, err)
+	}
+	return err
+}
+
+// treeSize is the number of decision points (τ_{h−1}, o_h) of m's full
+// history tree, Σ_h |O|^h·|A|^{h−1}.
+func treeSize(m *estimate.Model) float64 {
+	size := 0.0
+	for h := 1; h <= m.Horizon; h++ {
+		size += math.Pow(float64(m.NumObs), float64(h)) * math.Pow(float64(m.NumActions), float64(h-1))
+	}
+	return size
 }

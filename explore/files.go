@@ -74,19 +74,27 @@ func WritePolicies(dir string, pi *policy.Policy, H, round int, actions []string
 	}
 	for h := 1; h <= H; h++ {
 		sp := Cut(pi, H, h, round, actions)
-		md := map[string]string{}
-		for k, v := range meta {
-			md[k] = v
-		}
-		md[MetaRound] = strconv.Itoa(round)
-		md[MetaExploreStep] = strconv.Itoa(h)
-		md[MetaActions] = string(acts)
-		md[MetaPropensity] = strconv.FormatFloat(1/float64(len(actions)), 'g', -1, 64)
+		md := switchMeta(meta, round, h, string(acts), len(actions))
 		if err := policy.WriteFile(filepath.Join(dir, PolicyFileName(h)), sp.Tree, md); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// switchMeta is meta with the keys of switch step h's file: the round,
+// the step, the uniform actions (acts, a JSON array of nActs actions) and
+// their propensity.
+func switchMeta(meta map[string]string, round, h int, acts string, nActs int) map[string]string {
+	md := map[string]string{}
+	for k, v := range meta {
+		md[k] = v
+	}
+	md[MetaRound] = strconv.Itoa(round)
+	md[MetaExploreStep] = strconv.Itoa(h)
+	md[MetaActions] = acts
+	md[MetaPropensity] = strconv.FormatFloat(1/float64(nActs), 'g', -1, 64)
+	return md
 }
 
 // ReadPolicy reads one exploration policy file written by WritePolicies.
@@ -96,14 +104,8 @@ func ReadPolicy(path string) (*SwitchPolicy, error) {
 		return nil, err
 	}
 	sp := &SwitchPolicy{Tree: tree}
-	if sp.Round, err = strconv.Atoi(meta[MetaRound]); err != nil {
-		return nil, fmt.Errorf("%w: %s: metadata %s: %q is not a round", ErrData, path, MetaRound, meta[MetaRound])
-	}
-	if sp.Step, err = strconv.Atoi(meta[MetaExploreStep]); err != nil || sp.Step < 1 {
-		return nil, fmt.Errorf("%w: %s: metadata %s: %q is not a step", ErrData, path, MetaExploreStep, meta[MetaExploreStep])
-	}
-	if err := json.Unmarshal([]byte(meta[MetaActions]), &sp.Actions); err != nil || len(sp.Actions) == 0 {
-		return nil, fmt.Errorf("%w: %s: metadata %s: %q is not a list of actions", ErrData, path, MetaActions, meta[MetaActions])
+	if err := sp.readMeta(path, meta); err != nil {
+		return nil, err
 	}
 	for _, n := range tree.Nodes {
 		if int(n.Step) >= sp.Step {
@@ -111,6 +113,22 @@ func ReadPolicy(path string) (*SwitchPolicy, error) {
 		}
 	}
 	return sp, nil
+}
+
+// readMeta sets the round, the switch step and the uniform actions from
+// the metadata of the file path.
+func (sp *SwitchPolicy) readMeta(path string, meta map[string]string) error {
+	var err error
+	if sp.Round, err = strconv.Atoi(meta[MetaRound]); err != nil {
+		return fmt.Errorf("%w: %s: metadata %s: %q is not a round", ErrData, path, MetaRound, meta[MetaRound])
+	}
+	if sp.Step, err = strconv.Atoi(meta[MetaExploreStep]); err != nil || sp.Step < 1 {
+		return fmt.Errorf("%w: %s: metadata %s: %q is not a step", ErrData, path, MetaExploreStep, meta[MetaExploreStep])
+	}
+	if err := json.Unmarshal([]byte(meta[MetaActions]), &sp.Actions); err != nil || len(sp.Actions) == 0 {
+		return fmt.Errorf("%w: %s: metadata %s: %q is not a list of actions", ErrData, path, MetaActions, meta[MetaActions])
+	}
+	return nil
 }
 
 // Act returns the exploration action for the observation history
@@ -152,19 +170,23 @@ func WriteTaggedParquet(path string, l *pomdp.Logs, rounds, steps []int) error {
 	if len(rounds) != K || len(steps) != K {
 		return fmt.Errorf("%w: %d rounds and %d steps for %d episodes", ErrData, len(rounds), len(steps), K)
 	}
-	return atomicfile.Write(path, func(f *os.File) error {
-		w := parquet.NewGenericWriter[TaggedRow](f, parquet.Compression(&parquet.Zstd))
-		rows := make([]TaggedRow, 0, l.Horizon)
-		for k := range K {
-			rows = rows[:0]
-			for h := range l.Horizon {
-				r := l.Row(k*l.Horizon + h)
-				rows = append(rows, TaggedRow{Row: r, Round: int64(rounds[k]), ExploreStep: int64(steps[k])})
-			}
-			if _, err := w.Write(rows); err != nil {
-				return err
-			}
+	return atomicfile.Write(path, func(f *os.File) error { return writeTaggedRows(f, l, rounds, steps) })
+}
+
+// writeTaggedRows writes the rows of l, episode by episode, with their
+// episode's round and switch step as zstd-compressed Parquet to f.
+func writeTaggedRows(f *os.File, l *pomdp.Logs, rounds, steps []int) error {
+	w := parquet.NewGenericWriter[TaggedRow](f, parquet.Compression(&parquet.Zstd))
+	rows := make([]TaggedRow, 0, l.Horizon)
+	for k := range l.NumEpisodes() {
+		rows = rows[:0]
+		for h := range l.Horizon {
+			r := l.Row(k*l.Horizon + h)
+			rows = append(rows, TaggedRow{Row: r, Round: int64(rounds[k]), ExploreStep: int64(steps[k])})
 		}
-		return w.Close()
-	})
+		if _, err := w.Write(rows); err != nil {
+			return err
+		}
+	}
+	return w.Close()
 }

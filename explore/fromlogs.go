@@ -58,36 +58,52 @@ func RoundFromLogs(ctx context.Context, files []string, in ingest.Options, tags 
 	if err != nil {
 		return nil, err
 	}
-	if tags.Episode == "" {
-		tags.Episode = in.Columns.Episode
-	}
-	tg, err := ReadTags(ctx, files, tags)
+	steps, round, err := tagSteps(ctx, files, in, tags, d)
 	if err != nil {
 		return nil, err
-	}
-	steps, err := StepsOf(d.EpisodeIDs, tg, d.Horizon)
-	if err != nil {
-		return nil, err
-	}
-	round := int64(0)
-	for _, id := range d.EpisodeIDs {
-		round = max(round, tg[id].Round)
 	}
 	res, err := Round(ctx, d, steps, opts)
 	if err != nil {
 		return nil, err
 	}
-	lr := &LogRound{Round: round, Data: d, Result: res}
-	lr.Termination = Termination{Round: round, NextRound: round + 1, Episodes: d.NumEpisodes(), BonusValue: res.BonusValue,
+	return &LogRound{Round: round, Data: d, Result: res, Termination: termination(round, d.NumEpisodes(), res)}, nil
+}
+
+// tagSteps reads the exploration tags of d's episodes from files (the
+// episode column defaulting to in's) and returns every episode's switch
+// step and the round k, the largest round tag.
+func tagSteps(ctx context.Context, files []string, in ingest.Options, tags TagColumns, d *ingest.Dataset) ([]int, int64, error) {
+	if tags.Episode == "" {
+		tags.Episode = in.Columns.Episode
+	}
+	tg, err := ReadTags(ctx, files, tags)
+	if err != nil {
+		return nil, 0, err
+	}
+	steps, err := StepsOf(d.EpisodeIDs, tg, d.Horizon)
+	if err != nil {
+		return nil, 0, err
+	}
+	round := int64(0)
+	for _, id := range d.EpisodeIDs {
+		round = max(round, tg[id].Round)
+	}
+	return steps, round, nil
+}
+
+// termination is the record of round's result res on the given number of
+// episodes.
+func termination(round int64, episodes int, res *Result) Termination {
+	t := Termination{Round: round, NextRound: round + 1, Episodes: episodes, BonusValue: res.BonusValue,
 		Threshold: res.Threshold, Epsilon: res.Epsilon, Alpha: res.Alpha, Lambda: res.Bonus.Lambda, Terminated: res.Terminated,
 		Rank: res.Fit.Model.States, LogLik: res.Fit.LogLik, ThetaMinMix: res.Fit.ThetaMin.MixWeight, GreedyValue: res.GreedyStats.ValueReward}
 	for _, s := range res.Splits {
-		lr.Termination.SplitSizes = append(lr.Termination.SplitSizes, len(s))
+		t.SplitSizes = append(t.SplitSizes, len(s))
 	}
 	if res.Terminated {
-		lr.Termination.GreedyPolicy = policy.FileName
+		t.GreedyPolicy = policy.FileName
 	}
-	return lr, nil
+	return t
 }
 
 // WriteRound writes the round's outputs into dir: the next round's
@@ -97,13 +113,7 @@ func RoundFromLogs(ctx context.Context, files []string, in ingest.Options, tags 
 func WriteRound(ctx context.Context, dir string, lr *LogRound) error {
 	res, d := lr.Result, lr.Data
 	meta := map[string]string{"psrlcb.explore.alpha": strconv.FormatFloat(res.Alpha, 'g', -1, 64)}
-	var acts []string
-	for _, a := range res.Fit.Model.ActVocab {
-		if a != ingest.EndSymbol {
-			acts = append(acts, a)
-		}
-	}
-	if err := WritePolicies(dir, res.Explore, d.Horizon, int(lr.Round)+1, acts, meta); err != nil {
+	if err := WritePolicies(dir, res.Explore, d.Horizon, int(lr.Round)+1, modelActions(res.Fit.Model), meta); err != nil {
 		return err
 	}
 	if err := ctx.Err(); err != nil {
@@ -122,4 +132,15 @@ func WriteRound(ctx context.Context, dir string, lr *LogRound) error {
 		return err
 	}
 	return atomicfile.WriteBytes(filepath.Join(dir, TerminationFileName), append(b, '\n'))
+}
+
+// modelActions are the actions of m's vocabulary but the end symbol.
+func modelActions(m *estimate.Model) []string {
+	var acts []string
+	for _, a := range m.ActVocab {
+		if a != ingest.EndSymbol {
+			acts = append(acts, a)
+		}
+	}
+	return acts
 }

@@ -97,9 +97,22 @@ func Online(ctx context.Context, m *pomdp.POMDP, opts OnlineOptions) (*OnlineRes
 	if err := m.Check(); err != nil {
 		return nil, err
 	}
-	H := opts.Horizon
-	if H <= 0 {
-		return nil, fmt.Errorf("%w: horizon %d must be positive", ErrOptions, H)
+	opts, err := onlineDefaults(opts)
+	if err != nil {
+		return nil, err
+	}
+	o, err := newOnlineRun(ctx, m, opts)
+	if err != nil {
+		return nil, err
+	}
+	return o.run()
+}
+
+// onlineDefaults checks opts' horizon and fills in and checks the batch
+// size and the number of rounds.
+func onlineDefaults(opts OnlineOptions) (OnlineOptions, error) {
+	if opts.Horizon <= 0 {
+		return opts, fmt.Errorf("%w: horizon %d must be positive", ErrOptions, opts.Horizon)
 	}
 	if opts.PerStep == 0 {
 		opts.PerStep = DefaultPerStep
@@ -108,76 +121,144 @@ func Online(ctx context.Context, m *pomdp.POMDP, opts OnlineOptions) (*OnlineRes
 		opts.MaxRounds = DefaultMaxRounds
 	}
 	if opts.PerStep < 0 || opts.MaxRounds < 0 {
-		return nil, fmt.Errorf("%w: episodes per step %d and rounds %d must be positive", ErrOptions, opts.PerStep, opts.MaxRounds)
+		return opts, fmt.Errorf("%w: episodes per step %d and rounds %d must be positive", ErrOptions, opts.PerStep, opts.MaxRounds)
 	}
-	vStar, optPol, err := pomdp.OptimalContext(ctx, m, H)
-	if err != nil {
+	return opts, nil
+}
+
+// onlineRun is the state the rounds of one Online call share: the true
+// model with its reference values and policies, and the logs so far.
+type onlineRun struct {
+	ctx    context.Context
+	m      *pomdp.POMDP
+	opts   OnlineOptions
+	vStar  float64          // optimal value of m
+	optPol pomdp.PolicyFunc // an optimal policy of m
+	beh    pomdp.Behavior   // the uniform behaviour
+	vUni   float64          // value of the uniform behaviour
+	res    *OnlineResult
+	base   *pomdp.Logs // the baseline's uniformly explored episodes
+}
+
+// newOnlineRun computes the reference figures of m: its optimal value and
+// policy and the value of the uniform behaviour.
+func newOnlineRun(ctx context.Context, m *pomdp.POMDP, opts OnlineOptions) (*onlineRun, error) {
+	o := &onlineRun{ctx: ctx, m: m, opts: opts, res: &OnlineResult{}}
+	var err error
+	if o.vStar, o.optPol, err = pomdp.OptimalContext(ctx, m, opts.Horizon); err != nil {
 		return nil, err
 	}
-	beh, err := pomdp.ParseBehavior("uniform", m)
-	if err != nil {
+	if o.beh, err = pomdp.ParseBehavior("uniform", m); err != nil {
 		return nil, err
 	}
-	vUni, err := pomdp.BehaviorValueContext(ctx, m, H, beh)
-	if err != nil {
+	if o.vUni, err = pomdp.BehaviorValueContext(ctx, m, opts.Horizon, o.beh); err != nil {
 		return nil, err
 	}
-	res := &OnlineResult{}
-	var base *pomdp.Logs
+	return o, nil
+}
+
+// run plays the rounds until the termination rule fires or MaxRounds is
+// reached, each round exploring with the previous round's policy.
+func (o *onlineRun) run() (*OnlineResult, error) {
 	var prev *policy.Policy
-	for k := 1; k <= opts.MaxRounds; k++ {
-		batch, steps, err := Collect(ctx, m, H, prev, opts.PerStep, k, opts.Seed)
+	for k := 1; k <= o.opts.MaxRounds; k++ {
+		r, err := o.round(k, prev)
 		if err != nil {
 			return nil, err
-		}
-		res.Logs = Append(res.Logs, batch)
-		res.Steps = append(res.Steps, steps...)
-		for range steps {
-			res.Rounds = append(res.Rounds, k)
-		}
-		d, err := res.Logs.Dataset()
-		if err != nil {
-			return nil, err
-		}
-		ro := opts.Round
-		ro.Estimate.Seed = opts.Seed ^ uint64(k)*0x9e3779b97f4a7c15
-		r, err := Round(ctx, d, res.Steps, ro)
-		if err != nil {
-			return nil, fmt.Errorf("round %d: %w", k, err)
-		}
-		row := RoundRow{
-			Round: k, Episodes: len(steps), TotalEpisodes: len(res.Steps),
-			BonusValue: r.BonusValue, Threshold: r.Threshold, Terminated: r.Terminated,
-			Rank: r.Fit.Model.States, LogLik: r.Fit.LogLik, MixWeight: r.Fit.ThetaMin.MixWeight,
-			OptimalValue: vStar, UniformValue: vUni,
-			BaselineRegret: math.NaN(), BaselineTVUniform: math.NaN(), BaselineTVOptimal: math.NaN(),
-		}
-		if row.TVUniform, row.TVOptimal, row.GreedyValue, err = truthFigures(ctx, m, H, r.Fit.Model, r.Greedy, optPol); err != nil {
-			return nil, err
-		}
-		row.Regret = vStar - row.GreedyValue
-		row.NormRegret = normRegret(row.Regret, vStar, vUni)
-		if opts.Baseline {
-			more, err := pomdp.Simulate(ctx, m, H, len(steps), beh, opts.Seed^0x5bd1e995^uint64(k)<<20)
-			if err != nil {
-				return nil, err
-			}
-			base = Append(base, more)
-			if err := baselineRound(ctx, m, H, base, ro, optPol, vStar, &row); err != nil {
-				return nil, fmt.Errorf("round %d baseline: %w", k, err)
-			}
-		}
-		res.Rows = append(res.Rows, row)
-		res.Last = r
-		if opts.Progress != nil {
-			opts.Progress(row)
 		}
 		if r.Terminated {
 			break
 		}
 		prev = r.Explore
 	}
-	return res, nil
+	return o.res, nil
+}
+
+// round k collects a batch with prev, runs Round on all the logs and
+// records the round's row (and reports it to Progress).
+func (o *onlineRun) round(k int, prev *policy.Policy) (*Result, error) {
+	n, err := o.collect(k, prev)
+	if err != nil {
+		return nil, err
+	}
+	d, err := o.res.Logs.Dataset()
+	if err != nil {
+		return nil, err
+	}
+	ro := o.opts.Round
+	ro.Estimate.Seed = o.opts.Seed ^ uint64(k)*0x9e3779b97f4a7c15
+	r, err := Round(o.ctx, d, o.res.Steps, ro)
+	if err != nil {
+		return nil, fmt.Errorf("round %d: %w", k, err)
+	}
+	row, err := o.row(k, n, r, ro)
+	if err != nil {
+		return nil, err
+	}
+	o.record(row, r)
+	return r, nil
+}
+
+// record appends row to the result with r as the last round's, and
+// reports it to Progress.
+func (o *onlineRun) record(row RoundRow, r *Result) {
+	o.res.Rows = append(o.res.Rows, row)
+	o.res.Last = r
+	if o.opts.Progress != nil {
+		o.opts.Progress(row)
+	}
+}
+
+// collect appends round k's episodes, explored with prev, to the logs with
+// their switch steps and round numbers, and returns how many there are.
+func (o *onlineRun) collect(k int, prev *policy.Policy) (int, error) {
+	batch, steps, err := Collect(o.ctx, o.m, o.opts.Horizon, prev, o.opts.PerStep, k, o.opts.Seed)
+	if err != nil {
+		return 0, err
+	}
+	o.res.Logs = Append(o.res.Logs, batch)
+	o.res.Steps = append(o.res.Steps, steps...)
+	for range steps {
+		o.res.Rounds = append(o.res.Rounds, k)
+	}
+	return len(steps), nil
+}
+
+// row is round k's row: r's statistics with the true errors of its model
+// and greedy policy and, with Baseline, those of uniform exploration of n
+// more episodes.
+func (o *onlineRun) row(k, n int, r *Result, ro Options) (RoundRow, error) {
+	row := RoundRow{
+		Round: k, Episodes: n, TotalEpisodes: len(o.res.Steps),
+		BonusValue: r.BonusValue, Threshold: r.Threshold, Terminated: r.Terminated,
+		Rank: r.Fit.Model.States, LogLik: r.Fit.LogLik, MixWeight: r.Fit.ThetaMin.MixWeight,
+		OptimalValue: o.vStar, UniformValue: o.vUni,
+		BaselineRegret: math.NaN(), BaselineTVUniform: math.NaN(), BaselineTVOptimal: math.NaN(),
+	}
+	var err error
+	if row.TVUniform, row.TVOptimal, row.GreedyValue, err = truthFigures(o.ctx, o.m, o.opts.Horizon, r.Fit.Model, r.Greedy, o.optPol); err != nil {
+		return row, err
+	}
+	row.Regret = o.vStar - row.GreedyValue
+	row.NormRegret = normRegret(row.Regret, o.vStar, o.vUni)
+	if o.opts.Baseline {
+		err = o.baseline(k, n, ro, &row)
+	}
+	return row, err
+}
+
+// baseline simulates n more uniform episodes for round k, appends them to
+// the baseline's logs and fills row's baseline figures.
+func (o *onlineRun) baseline(k, n int, ro Options, row *RoundRow) error {
+	more, err := pomdp.Simulate(o.ctx, o.m, o.opts.Horizon, n, o.beh, o.opts.Seed^0x5bd1e995^uint64(k)<<20)
+	if err != nil {
+		return err
+	}
+	o.base = Append(o.base, more)
+	if err := baselineRound(o.ctx, o.m, o.opts.Horizon, o.base, ro, o.optPol, o.vStar, row); err != nil {
+		return fmt.Errorf("round %d baseline: %w", k, err)
+	}
+	return nil
 }
 
 // baselineRound fills row's figures of uniform exploration: the greedy

@@ -16,22 +16,9 @@ import (
 // RoundsTable is the per-round record of Online as an Arrow table
 // (rounds.arrow): one row per round with the columns of RoundRow.
 func RoundsTable(rows []RoundRow, meta map[string]string) arrowio.Table {
-	n := len(rows)
-	i64 := func(name string, f func(RoundRow) int) arrowio.Column {
-		c := arrowio.Column{Name: name, Int64: make([]int64, n)}
-		for i, r := range rows {
-			c.Int64[i] = int64(f(r))
-		}
-		return c
-	}
-	f64 := func(name string, f func(RoundRow) float64) arrowio.Column {
-		c := arrowio.Column{Name: name, Float64: make([]float64, n)}
-		for i, r := range rows {
-			c.Float64[i] = f(r)
-		}
-		return c
-	}
-	term := arrowio.Column{Name: "terminated", Bool: make([]bool, n)}
+	i64 := func(name string, f func(RoundRow) int) arrowio.Column { return intColumn(rows, name, f) }
+	f64 := func(name string, f func(RoundRow) float64) arrowio.Column { return floatColumn(rows, name, f) }
+	term := arrowio.Column{Name: "terminated", Bool: make([]bool, len(rows))}
 	for i, r := range rows {
 		term.Bool[i] = r.Terminated
 	}
@@ -58,6 +45,47 @@ func RoundsTable(rows []RoundRow, meta map[string]string) arrowio.Table {
 	}}
 }
 
+// intColumn is the int64 column name holding f of every row.
+func intColumn(rows []RoundRow, name string, f func(RoundRow) int) arrowio.Column {
+	c := arrowio.Column{Name: name, Int64: make([]int64, len(rows))}
+	for i, r := range rows {
+		c.Int64[i] = int64(f(r))
+	}
+	return c
+}
+
+// floatColumn is the float64 column name holding f of every row.
+func floatColumn(rows []RoundRow, name string, f func(RoundRow) float64) arrowio.Column {
+	c := arrowio.Column{Name: name, Float64: make([]float64, len(rows))}
+	for i, r := range rows {
+		c.Float64[i] = f(r)
+	}
+	return c
+}
+
+// The colours of the plot's lines.
+var (
+	plotBlue   = color.RGBA{31, 119, 180, 255}
+	plotOrange = color.RGBA{255, 127, 14, 255}
+	plotGreen  = color.RGBA{44, 160, 44, 255}
+	plotGrey   = color.RGBA{120, 120, 120, 255}
+	plotRed    = color.RGBA{214, 39, 40, 255}
+)
+
+// plotLine is one line of a panel: its legend name, whether it is dashed,
+// its colour, and its x and y per round.
+type plotLine struct {
+	name string
+	dash bool
+	c    color.Color
+	x, y func(RoundRow) float64
+}
+
+// plotRound and plotEpisodes are the panels' x axes: the round and the
+// episodes used so far.
+func plotRound(r RoundRow) float64    { return float64(r.Round) }
+func plotEpisodes(r RoundRow) float64 { return float64(r.TotalEpisodes) }
+
 // WritePlot draws the termination statistic V_{θ̂^k,b̂^k}^{π^k}, the
 // threshold ε/2 and the true TV errors of θ̂^k per round (left), and the
 // true regret of the greedy policy beside the uniform-exploration
@@ -67,67 +95,69 @@ func WritePlot(path, title string, rows []RoundRow) error {
 	if len(rows) == 0 {
 		return fmt.Errorf("%w: no rounds to plot", ErrData)
 	}
-	line := func(p *plot.Plot, name string, dash bool, c color.Color, x, y func(RoundRow) float64) error {
-		var pts plotter.XYs
-		for _, r := range rows {
-			if v := y(r); !math.IsNaN(v) {
-				pts = append(pts, plotter.XY{X: x(r), Y: v})
-			}
+	left, err := newPanel(title+": termination statistic and true error", "round k", "value", rows, []plotLine{
+		{"statistic V of π^k under (θ̂^k, b̂^k)", false, plotBlue, plotRound, func(r RoundRow) float64 { return r.BonusValue }},
+		{"ε/2 (threshold)", true, plotGrey, plotRound, func(r RoundRow) float64 { return r.Threshold }},
+		{"true TV, uniform π", false, plotOrange, plotRound, func(r RoundRow) float64 { return r.TVUniform }},
+		{"true TV, optimal π", false, plotGreen, plotRound, func(r RoundRow) float64 { return r.TVOptimal }},
+	})
+	if err != nil {
+		return err
+	}
+	right, err := newPanel("true regret of the greedy policy", "episodes", "V* − V^π (reward units)", rows, []plotLine{
+		{"PSR-UCB exploration", false, plotBlue, plotEpisodes, func(r RoundRow) float64 { return r.Regret }},
+		{"uniform exploration", true, plotRed, plotEpisodes, func(r RoundRow) float64 { return r.BaselineRegret }},
+	})
+	if err != nil {
+		return err
+	}
+	return drawPanels(path, left, right)
+}
+
+// newPanel is a plot titled title with the given axis labels, the legend
+// on top, and lines drawn over rows.
+func newPanel(title, xLabel, yLabel string, rows []RoundRow, lines []plotLine) (*plot.Plot, error) {
+	p := plot.New()
+	p.Title.Text = title
+	p.X.Label.Text = xLabel
+	p.Y.Label.Text = yLabel
+	p.Legend.Top = true
+	for _, l := range lines {
+		if err := addLine(p, rows, l); err != nil {
+			return nil, err
 		}
-		if len(pts) == 0 {
-			return nil
+	}
+	return p, nil
+}
+
+// addLine adds l's points over rows (NaN values of l.y left out) to p and
+// its legend; a line without points is not drawn.
+func addLine(p *plot.Plot, rows []RoundRow, l plotLine) error {
+	var pts plotter.XYs
+	for _, r := range rows {
+		if v := l.y(r); !math.IsNaN(v) {
+			pts = append(pts, plotter.XY{X: l.x(r), Y: v})
 		}
-		l, s, err := plotter.NewLinePoints(pts)
-		if err != nil {
-			return err
-		}
-		l.Color, s.Color = c, c
-		if dash {
-			l.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
-		}
-		p.Add(l, s)
-		p.Legend.Add(name, l, s)
+	}
+	if len(pts) == 0 {
 		return nil
 	}
-	blue := color.RGBA{31, 119, 180, 255}
-	orange := color.RGBA{255, 127, 14, 255}
-	green := color.RGBA{44, 160, 44, 255}
-	grey := color.RGBA{120, 120, 120, 255}
-	red := color.RGBA{214, 39, 40, 255}
-	round := func(r RoundRow) float64 { return float64(r.Round) }
-	eps := func(r RoundRow) float64 { return float64(r.TotalEpisodes) }
+	line, s, err := plotter.NewLinePoints(pts)
+	if err != nil {
+		return err
+	}
+	line.Color, s.Color = l.c, l.c
+	if l.dash {
+		line.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
+	}
+	p.Add(line, s)
+	p.Legend.Add(l.name, line, s)
+	return nil
+}
 
-	left := plot.New()
-	left.Title.Text = title + ": termination statistic and true error"
-	left.X.Label.Text = "round k"
-	left.Y.Label.Text = "value"
-	left.Legend.Top = true
-	for _, l := range []struct {
-		name string
-		dash bool
-		c    color.Color
-		f    func(RoundRow) float64
-	}{
-		{"statistic V of π^k under (θ̂^k, b̂^k)", false, blue, func(r RoundRow) float64 { return r.BonusValue }},
-		{"ε/2 (threshold)", true, grey, func(r RoundRow) float64 { return r.Threshold }},
-		{"true TV, uniform π", false, orange, func(r RoundRow) float64 { return r.TVUniform }},
-		{"true TV, optimal π", false, green, func(r RoundRow) float64 { return r.TVOptimal }},
-	} {
-		if err := line(left, l.name, l.dash, l.c, round, l.f); err != nil {
-			return err
-		}
-	}
-	right := plot.New()
-	right.Title.Text = "true regret of the greedy policy"
-	right.X.Label.Text = "episodes"
-	right.Y.Label.Text = "V* − V^π (reward units)"
-	right.Legend.Top = true
-	if err := line(right, "PSR-UCB exploration", false, blue, eps, func(r RoundRow) float64 { return r.Regret }); err != nil {
-		return err
-	}
-	if err := line(right, "uniform exploration", true, red, eps, func(r RoundRow) float64 { return r.BaselineRegret }); err != nil {
-		return err
-	}
+// drawPanels draws left and right side by side on a 10×4 inch canvas in
+// the format of path's extension and writes it to path.
+func drawPanels(path string, left, right *plot.Plot) error {
 	const w, h = 10 * vg.Inch, 4 * vg.Inch
 	img, err := draw.NewFormattedCanvas(w, h, extOf(path))
 	if err != nil {

@@ -50,6 +50,8 @@ type Options struct {
 	Workers int
 }
 
+// withDefaults is o with the defaults of λ, α and ε in place of zeros,
+// checked.
 func (o Options) withDefaults() (Options, error) {
 	if o.Lambda == 0 {
 		o.Lambda = pessimism.DefaultLambda
@@ -60,16 +62,21 @@ func (o Options) withDefaults() (Options, error) {
 	if o.Epsilon == 0 {
 		o.Epsilon = DefaultEpsilon
 	}
+	return o, o.check()
+}
+
+// check refuses a λ, α or ε that is not positive and finite.
+func (o Options) check() error {
 	if !(o.Lambda > 0) || math.IsInf(o.Lambda, 0) {
-		return o, fmt.Errorf("%w: lambda %v must be positive", ErrOptions, o.Lambda)
+		return fmt.Errorf("%w: lambda %v must be positive", ErrOptions, o.Lambda)
 	}
 	if !(o.Alpha > 0) || math.IsInf(o.Alpha, 0) {
-		return o, fmt.Errorf("%w: alpha %v must be positive", ErrOptions, o.Alpha)
+		return fmt.Errorf("%w: alpha %v must be positive", ErrOptions, o.Alpha)
 	}
 	if !(o.Epsilon > 0) || math.IsInf(o.Epsilon, 0) {
-		return o, fmt.Errorf("%w: epsilon %v must be positive", ErrOptions, o.Epsilon)
+		return fmt.Errorf("%w: epsilon %v must be positive", ErrOptions, o.Epsilon)
 	}
-	return o, nil
+	return nil
 }
 
 // Result is the outcome of one round of PSR-UCB.
@@ -120,27 +127,14 @@ func Round(ctx context.Context, d *ingest.Dataset, steps []int, opts Options) (*
 	if err != nil {
 		return nil, err
 	}
-	if d == nil || d.NumEpisodes() == 0 {
-		return nil, fmt.Errorf("%w: no episodes", ErrData)
-	}
-	if len(steps) != d.NumEpisodes() {
-		return nil, fmt.Errorf("%w: %d switch steps for %d episodes", ErrData, len(steps), d.NumEpisodes())
-	}
-	splits, err := Splits(steps, d.Horizon)
+	splits, err := roundSplits(d, steps)
 	if err != nil {
 		return nil, err
 	}
-	eo := opts.Estimate
-	eo.Splits = splits
-	fit, err := estimate.Fit(ctx, d, eo)
+	fit, bonus, err := fitBonus(ctx, d, splits, opts)
 	if err != nil {
 		return nil, err
 	}
-	bonus, err := pessimism.Build(ctx, fit.Model, d, splits, pessimism.Options{Lambda: opts.Lambda, Workers: opts.Workers})
-	if err != nil {
-		return nil, err
-	}
-	bonus = bonus.WithAlpha(opts.Alpha)
 	pol, v, err := PlanBonus(ctx, fit.Model, bonus, opts.BonusBudget)
 	if err != nil {
 		return nil, err
@@ -154,6 +148,34 @@ func Round(ctx context.Context, d *ingest.Dataset, steps []int, opts Options) (*
 		Threshold: opts.Epsilon / 2, Terminated: v <= opts.Epsilon/2, // Algorithm 1, line 10
 		Epsilon: opts.Epsilon, Alpha: opts.Alpha, Greedy: greedy, GreedyStats: gst,
 	}, nil
+}
+
+// roundSplits checks that d has episodes, one switch step each, and
+// groups them by switch step (Splits).
+func roundSplits(d *ingest.Dataset, steps []int) ([][]int, error) {
+	if d == nil || d.NumEpisodes() == 0 {
+		return nil, fmt.Errorf("%w: no episodes", ErrData)
+	}
+	if len(steps) != d.NumEpisodes() {
+		return nil, fmt.Errorf("%w: %d switch steps for %d episodes", ErrData, len(steps), d.NumEpisodes())
+	}
+	return Splits(steps, d.Horizon)
+}
+
+// fitBonus fits θ̂^k on d under the splits' Θ_min^k and builds b̂^k on the
+// splits D_h^k, scaled by opts.Alpha.
+func fitBonus(ctx context.Context, d *ingest.Dataset, splits [][]int, opts Options) (*estimate.Result, *pessimism.Bonus, error) {
+	eo := opts.Estimate
+	eo.Splits = splits
+	fit, err := estimate.Fit(ctx, d, eo)
+	if err != nil {
+		return nil, nil, err
+	}
+	bonus, err := pessimism.Build(ctx, fit.Model, d, splits, pessimism.Options{Lambda: opts.Lambda, Workers: opts.Workers})
+	if err != nil {
+		return nil, nil, err
+	}
+	return fit, bonus.WithAlpha(opts.Alpha), nil
 }
 
 // zeroBonus is a bonus with α = 0, for greedy planning with policy.Plan.

@@ -27,15 +27,8 @@ func Collect(ctx context.Context, m *pomdp.POMDP, H int, prev *policy.Policy, pe
 	if H <= 0 || perStep <= 0 {
 		return nil, nil, fmt.Errorf("%w: horizon %d and episodes per step %d must be positive", ErrOptions, H, perStep)
 	}
-	A := m.NumActions()
-	actIndex := make(map[string]int, A)
-	for a, name := range m.Actions {
-		actIndex[name] = a
-	}
-	K := H * perStep
-	l := &pomdp.Logs{Model: m, Horizon: H, Behavior: "psr-ucb exploration", Seed: seed,
-		Obs: make([]int32, K*H), Act: make([]int32, K*H), Reward: make([]float64, K*H), Propensity: make([]float64, K*H)}
-	steps := make([]int, K)
+	c := newCollector(m, H, prev, H*perStep, seed)
+	steps := make([]int, H*perStep)
 	k := 0
 	for sw := 1; sw <= H; sw++ {
 		rng := rand.New(rand.NewPCG(seed, uint64(round)<<32|uint64(sw)))
@@ -44,38 +37,80 @@ func Collect(ctx context.Context, m *pomdp.POMDP, H int, prev *policy.Policy, pe
 				return nil, nil, err
 			}
 			steps[k] = sw
-			var cur *policy.Cursor
-			if prev != nil {
-				cur = prev.NewCursor()
-			}
-			s := categorical.Draw(rng, m.Start)
-			o := pomdp.ObsInit
-			for h := 1; h <= H; h++ {
-				i := k*H + h - 1
-				a, prop := -1, 1.0/float64(A)
-				if cur != nil && h < sw {
-					name, _, ok := cur.Act(m.ObsName(o))
-					if ok {
-						ai, found := actIndex[name]
-						if !found {
-							return nil, nil, fmt.Errorf("%w: exploration policy action %q at step %d is not an action of %s", ErrModel, name, h, m.Name)
-						}
-						a, prop = ai, 1
-					}
-				}
-				if a < 0 {
-					a = rng.IntN(A)
-				}
-				s2 := categorical.Draw(rng, m.T[a][s])
-				o2 := categorical.Draw(rng, m.O[a][s2])
-				l.Obs[i], l.Act[i], l.Propensity[i] = int32(o), int32(a), prop
-				l.Reward[i] = m.R(a, s, s2, o2)
-				s, o = s2, o2
+			if err := c.episode(rng, k, sw); err != nil {
+				return nil, nil, err
 			}
 			k++
 		}
 	}
-	return l, steps, nil
+	return c.l, steps, nil
+}
+
+// collector simulates the episodes of one Collect call into l.
+type collector struct {
+	m        *pomdp.POMDP
+	H, A     int
+	prev     *policy.Policy // π^{k−1}, nil in the first round
+	actIndex map[string]int // action index of each action name of m
+	l        *pomdp.Logs
+}
+
+// newCollector allocates logs of K episodes of H steps.
+func newCollector(m *pomdp.POMDP, H int, prev *policy.Policy, K int, seed uint64) *collector {
+	A := m.NumActions()
+	actIndex := make(map[string]int, A)
+	for a, name := range m.Actions {
+		actIndex[name] = a
+	}
+	l := &pomdp.Logs{Model: m, Horizon: H, Behavior: "psr-ucb exploration", Seed: seed,
+		Obs: make([]int32, K*H), Act: make([]int32, K*H), Reward: make([]float64, K*H), Propensity: make([]float64, K*H)}
+	return &collector{m: m, H: H, A: A, prev: prev, actIndex: actIndex, l: l}
+}
+
+// episode simulates episode k, which follows prev before its switch step
+// sw and acts uniformly from sw on, drawing from rng.
+func (c *collector) episode(rng *rand.Rand, k, sw int) error {
+	m := c.m
+	var cur *policy.Cursor
+	if c.prev != nil {
+		cur = c.prev.NewCursor()
+	}
+	s := categorical.Draw(rng, m.Start)
+	o := pomdp.ObsInit
+	for h := 1; h <= c.H; h++ {
+		i := k*c.H + h - 1
+		a, prop, err := c.action(rng, cur, h, sw, o)
+		if err != nil {
+			return err
+		}
+		s2 := categorical.Draw(rng, m.T[a][s])
+		o2 := categorical.Draw(rng, m.O[a][s2])
+		c.l.Obs[i], c.l.Act[i], c.l.Propensity[i] = int32(o), int32(a), prop
+		c.l.Reward[i] = m.R(a, s, s2, o2)
+		s, o = s2, o2
+	}
+	return nil
+}
+
+// action is the action at step h after observation o with its logged
+// propensity: prev's (propensity 1) before the switch step sw when prev
+// has a row, else uniform (1/|A|).
+func (c *collector) action(rng *rand.Rand, cur *policy.Cursor, h, sw, o int) (int, float64, error) {
+	a, prop := -1, 1.0/float64(c.A)
+	if cur != nil && h < sw {
+		name, _, ok := cur.Act(c.m.ObsName(o))
+		if ok {
+			ai, found := c.actIndex[name]
+			if !found {
+				return 0, 0, fmt.Errorf("%w: exploration policy action %q at step %d is not an action of %s", ErrModel, name, h, c.m.Name)
+			}
+			a, prop = ai, 1
+		}
+	}
+	if a < 0 {
+		a = rng.IntN(c.A)
+	}
+	return a, prop, nil
 }
 
 // Append returns the logs a followed by b (same model and horizon).
@@ -132,36 +167,14 @@ func TV(ctx context.Context, truth *pomdp.POMDP, m *estimate.Model, H int, pol S
 	if m == nil || m.Horizon < H || H <= 0 {
 		return 0, fmt.Errorf("%w: model horizon does not cover %d steps", ErrModel, H)
 	}
-	O, A, S := truth.NumObs(), truth.NumActions(), truth.NumStates()
-	code := func(vocab []string, name string) int {
-		for i, v := range vocab {
-			if v == name {
-				return i
-			}
-		}
-		return -1
-	}
-	obsCode := make([]int, O)
-	for o := range O {
-		obsCode[o] = code(m.ObsVocab, truth.ObsName(o))
-	}
-	actCode := make([]int, A)
-	for a := range A {
-		actCode[a] = code(m.ActVocab, truth.Actions[a])
-	}
-	initCode := code(m.ObsVocab, pomdp.InitSymbol)
-	t := &tvSearch{ctx: ctx, truth: truth, m: m, H: H, O: O, A: A, S: S, obsCode: obsCode, actCode: actCode, pol: pol}
+	t := newTVSearch(ctx, truth, m, H, pol)
+	initCode := vocabCode(m.ObsVocab, pomdp.InitSymbol)
 	// Step 1: o_1 = init with probability 1 under the truth.
-	q := 0.0
-	bel := make([]float64, m.States)
-	if initCode >= 0 {
-		first := make([]float64, m.NumObs)
-		m.FirstObsProbs(first)
-		q = first[initCode]
-	}
+	q := firstObsProb(m, initCode)
 	if q == 0 {
 		return 1, nil // disjoint supports
 	}
+	bel := make([]float64, m.States)
 	m.Prior(bel)
 	m.ObserveFirst(bel, initCode)
 	total := (1 - q) // model mass on other first symbols
@@ -171,6 +184,27 @@ func TV(ctx context.Context, truth *pomdp.POMDP, m *estimate.Model, H int, pol S
 		return 0, t.err
 	}
 	return total / 2, nil
+}
+
+// firstObsProb is the model's probability of the first observation of
+// code c, 0 when c < 0 (a symbol the model does not know).
+func firstObsProb(m *estimate.Model, c int) float64 {
+	if c < 0 {
+		return 0
+	}
+	first := make([]float64, m.NumObs)
+	m.FirstObsProbs(first)
+	return first[c]
+}
+
+// vocabCode is the index of name in vocab, −1 if absent.
+func vocabCode(vocab []string, name string) int {
+	for i, v := range vocab {
+		if v == name {
+			return i
+		}
+	}
+	return -1
 }
 
 type tvSearch struct {
@@ -184,82 +218,141 @@ type tvSearch struct {
 	err              error
 }
 
+// newTVSearch is the search of TV, with the model's code of every
+// observation and action of truth (−1 for those the model does not know).
+func newTVSearch(ctx context.Context, truth *pomdp.POMDP, m *estimate.Model, H int, pol StochasticPolicy) *tvSearch {
+	O, A, S := truth.NumObs(), truth.NumActions(), truth.NumStates()
+	obsCode := make([]int, O)
+	for o := range O {
+		obsCode[o] = vocabCode(m.ObsVocab, truth.ObsName(o))
+	}
+	actCode := make([]int, A)
+	for a := range A {
+		actCode[a] = vocabCode(m.ActVocab, truth.Actions[a])
+	}
+	return &tvSearch{ctx: ctx, truth: truth, m: m, H: H, O: O, A: A, S: S, obsCode: obsCode, actCode: actCode, pol: pol}
+}
+
 // node returns Σ over the subtree of |P̂ − P*|·π, given the history
 // o_1..o_h, a_1..a_{h−1}, the true unnormalised state vector alpha (mass p)
 // and the model belief bel (mass q), w the policy's probability of the
 // actions so far.
 func (t *tvSearch) node(h int, obs, act []int, alpha []float64, p float64, bel []float64, q, w float64) float64 {
-	t.count++
-	if t.count&0xfff == 0 && t.ctx.Err() != nil {
-		t.err = t.ctx.Err()
-	}
-	if t.err != nil {
+	if t.stopped() {
 		return 0
 	}
 	if h == t.H {
 		return w * math.Abs(p-q)
 	}
-	m, truth := t.m, t.truth
 	pa := make([]float64, t.A)
 	t.pol(obs, act, pa)
-	pred := make([]float64, m.States)
-	probs := make([]float64, m.NumObs)
-	next := make([]float64, m.States)
-	sum := 0.0
+	n := &tvNode{t: t, h: h, obs: obs, act: act, alpha: alpha, bel: bel, q: q,
+		pred: make([]float64, t.m.States), probs: make([]float64, t.m.NumObs), next: make([]float64, t.m.States)}
 	for a, wa := range pa {
 		if wa == 0 {
 			continue
 		}
-		w2 := w * wa
-		// True joint of (s', o') after a.
-		joint := make([]float64, t.S*t.O)
-		for s, as := range alpha {
-			if as == 0 {
+		n.action(a, w*wa)
+	}
+	return n.sum
+}
+
+// stopped counts a node and says whether the search has stopped on an
+// error; every 4096 nodes it checks ctx.
+func (t *tvSearch) stopped() bool {
+	t.count++
+	if t.count&0xfff == 0 && t.ctx.Err() != nil {
+		t.err = t.ctx.Err()
+	}
+	return t.err != nil
+}
+
+// tvNode is an inner node of the TV search being expanded: its history,
+// true state vector and model belief (mass q), scratch vectors of the
+// model's prediction, observation probabilities and correction, and the
+// running sum over its subtree.
+type tvNode struct {
+	t                 *tvSearch
+	h                 int
+	obs, act          []int
+	alpha, bel        []float64
+	q                 float64
+	pred, probs, next []float64
+	sum               float64
+}
+
+// action adds to the sum the subtrees of action a, taken with the policy's
+// probability w2 of the actions so far.
+func (n *tvNode) action(a int, w2 float64) {
+	t, m := n.t, n.t.m
+	joint := t.trueJoint(n.alpha, a)
+	ca := t.actCode[a]
+	mapped := 0.0
+	if ca >= 0 {
+		m.Predict(n.h, n.bel, ca, n.pred)
+		m.ObsProbs(n.h, n.pred, ca, n.probs)
+	}
+	for o2 := 0; o2 < t.O; o2++ {
+		p2 := t.obsMass(joint, o2)
+		q2 := 0.0
+		if c := t.obsCode[o2]; ca >= 0 && c >= 0 {
+			q2 = n.q * n.probs[c]
+			mapped += n.probs[c]
+		}
+		n.branch(a, o2, joint, p2, q2, w2)
+	}
+	if ca >= 0 {
+		// Model mass on symbols the true model does not emit.
+		n.sum += w2 * n.q * math.Max(0, 1-mapped)
+	}
+}
+
+// trueJoint is the true joint of (s', o') after a from the unnormalised
+// state vector alpha, indexed s'·O + o'.
+func (t *tvSearch) trueJoint(alpha []float64, a int) []float64 {
+	joint := make([]float64, t.S*t.O)
+	for s, as := range alpha {
+		if as == 0 {
+			continue
+		}
+		for s2, ts := range t.truth.T[a][s] {
+			if ts == 0 {
 				continue
 			}
-			for s2, ts := range truth.T[a][s] {
-				if ts == 0 {
-					continue
-				}
-				for o2, po := range truth.O[a][s2] {
-					joint[s2*t.O+o2] += as * ts * po
-				}
+			for o2, po := range t.truth.O[a][s2] {
+				joint[s2*t.O+o2] += as * ts * po
 			}
-		}
-		ca := t.actCode[a]
-		mapped := 0.0
-		if ca >= 0 {
-			m.Predict(h, bel, ca, pred)
-			m.ObsProbs(h, pred, ca, probs)
-		}
-		for o2 := 0; o2 < t.O; o2++ {
-			p2 := 0.0
-			for s2 := 0; s2 < t.S; s2++ {
-				p2 += joint[s2*t.O+o2]
-			}
-			q2 := 0.0
-			if c := t.obsCode[o2]; ca >= 0 && c >= 0 {
-				q2 = q * probs[c]
-				mapped += probs[c]
-			}
-			switch {
-			case p2 == 0 && q2 == 0:
-			case p2 == 0 || q2 == 0:
-				sum += w2 * (p2 + q2)
-			default:
-				alpha2 := make([]float64, t.S)
-				for s2 := range alpha2 {
-					alpha2[s2] = joint[s2*t.O+o2]
-				}
-				m.Correct(h, pred, ca, t.obsCode[o2], next)
-				bel2 := append([]float64(nil), next...)
-				sum += t.node(h+1, append(obs[:h:h], o2), append(act[:h-1:h-1], a), alpha2, p2, bel2, q2, w2)
-			}
-		}
-		if ca >= 0 {
-			// Model mass on symbols the true model does not emit.
-			sum += w2 * q * math.Max(0, 1-mapped)
 		}
 	}
-	return sum
+	return joint
+}
+
+// obsMass is the true probability of observation o2 in joint, summed
+// over the states s' in order.
+func (t *tvSearch) obsMass(joint []float64, o2 int) float64 {
+	p2 := 0.0
+	for s2 := 0; s2 < t.S; s2++ {
+		p2 += joint[s2*t.O+o2]
+	}
+	return p2
+}
+
+// branch adds to the sum the branch (a, o2) with true mass p2 and model
+// mass q2: nothing when both are 0, the other's whole mass when one is,
+// else the subtree below it.
+func (n *tvNode) branch(a, o2 int, joint []float64, p2, q2, w2 float64) {
+	t, h := n.t, n.h
+	switch {
+	case p2 == 0 && q2 == 0:
+	case p2 == 0 || q2 == 0:
+		n.sum += w2 * (p2 + q2)
+	default:
+		alpha2 := make([]float64, t.S)
+		for s2 := range alpha2 {
+			alpha2[s2] = joint[s2*t.O+o2]
+		}
+		t.m.Correct(h, n.pred, t.actCode[a], t.obsCode[o2], n.next)
+		bel2 := append([]float64(nil), n.next...)
+		n.sum += t.node(h+1, append(n.obs[:h:h], o2), append(n.act[:h-1:h-1], a), alpha2, p2, bel2, q2, w2)
+	}
 }

@@ -38,15 +38,7 @@ type TagColumns struct {
 // nulls; a violation is an ErrData error naming the file, the row and the
 // episode.
 func ReadTags(ctx context.Context, files []string, cols TagColumns) (map[string]Tag, error) {
-	if cols.Episode == "" {
-		cols.Episode = "episode_id"
-	}
-	if cols.Round == "" {
-		cols.Round = RoundColumn
-	}
-	if cols.ExploreStep == "" {
-		cols.ExploreStep = ExploreStepColumn
-	}
+	cols = cols.withDefaults()
 	tags := map[string]Tag{}
 	for _, path := range files {
 		if err := ctx.Err(); err != nil {
@@ -62,29 +54,29 @@ func ReadTags(ctx context.Context, files []string, cols TagColumns) (map[string]
 	return tags, nil
 }
 
+// withDefaults is cols with the default name of every empty field.
+func (cols TagColumns) withDefaults() TagColumns {
+	if cols.Episode == "" {
+		cols.Episode = "episode_id"
+	}
+	if cols.Round == "" {
+		cols.Round = RoundColumn
+	}
+	if cols.ExploreStep == "" {
+		cols.ExploreStep = ExploreStepColumn
+	}
+	return cols
+}
+
+// readTagsFile adds the tags of the Parquet file path to tags, with the
+// file's own errors as ErrData errors naming it (but a missing or
+// unreadable file).
 func readTagsFile(path string, cols TagColumns, tags map[string]Tag) error {
 	err := pqcol.Columns(path, []string{cols.Episode, cols.Round, cols.ExploreStep}, func(row int64, vals [][]parquet.Value) error {
 		for r := range vals[0] {
-			ep, rd, hs := vals[0][r], vals[1][r], vals[2][r]
-			line := row + int64(r) + 1
-			if ep.IsNull() || rd.IsNull() || hs.IsNull() {
-				return fmt.Errorf("%w: %s row %d: null episode id, %s or %s", ErrData, path, line, cols.Round, cols.ExploreStep)
+			if err := addTag(path, cols, row+int64(r)+1, vals[0][r], vals[1][r], vals[2][r], tags); err != nil {
+				return err
 			}
-			id, ok := pqcol.Symbol(ep)
-			if !ok {
-				return fmt.Errorf("%w: %s: episode id column has type %v", ErrData, path, ep.Kind())
-			}
-			for j, v := range []parquet.Value{rd, hs} {
-				if k := v.Kind(); k != parquet.Int32 && k != parquet.Int64 {
-					return fmt.Errorf("%w: %s: column %q must be an integer, has type %v", ErrData, path, []string{cols.Round, cols.ExploreStep}[j], k)
-				}
-			}
-			t := Tag{Round: rd.Int64(), ExploreStep: hs.Int64()}
-			if old, ok := tags[id]; ok && old != t {
-				return fmt.Errorf("%w: %s row %d: episode %s has round %d, explore_step %d here and round %d, explore_step %d on another row (they must be constant within an episode)",
-					ErrData, path, line, id, t.Round, t.ExploreStep, old.Round, old.ExploreStep)
-			}
-			tags[id] = t
 		}
 		return nil
 	})
@@ -99,6 +91,31 @@ func readTagsFile(path string, cols TagColumns, tags map[string]Tag) error {
 	default:
 		return fmt.Errorf("%w: %v", ErrData, err)
 	}
+}
+
+// addTag checks the values ep (episode id), rd (round) and hs
+// (explore_step) of row line of path and records the episode's tag,
+// which must agree with the one its earlier rows gave.
+func addTag(path string, cols TagColumns, line int64, ep, rd, hs parquet.Value, tags map[string]Tag) error {
+	if ep.IsNull() || rd.IsNull() || hs.IsNull() {
+		return fmt.Errorf("%w: %s row %d: null episode id, %s or %s", ErrData, path, line, cols.Round, cols.ExploreStep)
+	}
+	id, ok := pqcol.Symbol(ep)
+	if !ok {
+		return fmt.Errorf("%w: %s: episode id column has type %v", ErrData, path, ep.Kind())
+	}
+	for j, v := range []parquet.Value{rd, hs} {
+		if k := v.Kind(); k != parquet.Int32 && k != parquet.Int64 {
+			return fmt.Errorf("%w: %s: column %q must be an integer, has type %v", ErrData, path, []string{cols.Round, cols.ExploreStep}[j], k)
+		}
+	}
+	t := Tag{Round: rd.Int64(), ExploreStep: hs.Int64()}
+	if old, ok := tags[id]; ok && old != t {
+		return fmt.Errorf("%w: %s row %d: episode %s has round %d, explore_step %d here and round %d, explore_step %d on another row (they must be constant within an episode)",
+			ErrData, path, line, id, t.Round, t.ExploreStep, old.Round, old.ExploreStep)
+	}
+	tags[id] = t
+	return nil
 }
 
 // StepsOf returns the switch step of every episode of a dataset from the

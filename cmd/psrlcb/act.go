@@ -37,19 +37,19 @@ func newActCommand() *cli.Command {
 			&cli.StringFlag{Name: "history-json", Usage: "the history as a JSON array of strings, `'[\"o1\",\"a1\",…,\"oh\"]'`, for symbols that are empty, hold commas or spaces"},
 			&cli.BoolFlag{Name: "json", Usage: "print the node's values as one JSON object"},
 		},
-		Action: func(c *cli.Context) error {
-			if c.NArg() > 0 {
-				return usagef("act takes no arguments (got %q)", c.Args().Slice())
-			}
-			obs, acts, err := historyFlags(c.IsSet("history"), c.String("history"), c.IsSet("history-json"), c.String("history-json"))
-			if err != nil {
-				return err
-			}
-			return runAct(c.Context, c.App.Writer, actOptions{
-				policy: c.String("policy"), obs: obs, acts: acts, json: c.Bool("json"), stderr: c.App.ErrWriter,
-			})
-		},
+		Action: actAction,
 	}
+}
+
+// actAction prints the action of the history its flags give.
+func actAction(c *cli.Context) error {
+	obs, acts, err := historyArgs(c, "act")
+	if err != nil {
+		return err
+	}
+	return runAct(c.Context, c.App.Writer, actOptions{
+		policy: c.String("policy"), obs: obs, acts: acts, json: c.Bool("json"), stderr: c.App.ErrWriter,
+	})
 }
 
 // errNoAction: the policy has no row for the history's first observation,
@@ -93,6 +93,15 @@ type actResult struct {
 
 // jsonHint says how to give symbols the comma-separated form cannot.
 const jsonHint = `an empty symbol, or one holding a comma, goes in --history-json '["o1","a1",""]'`
+
+// historyArgs refuses positional arguments to the command name and reads
+// the history from its flags (historyFlags).
+func historyArgs(c *cli.Context, name string) (obs, acts []string, err error) {
+	if err := noArgs(c, name); err != nil {
+		return nil, nil, err
+	}
+	return historyFlags(c.IsSet("history"), c.String("history"), c.IsSet("history-json"), c.String("history-json"))
+}
 
 // historyFlags reads the history from exactly one of --history and
 // --history-json.
@@ -145,12 +154,14 @@ func splitHistory(parts []string, flag string) (obs, acts []string, err error) {
 	return obs, acts, nil
 }
 
+// runAct prints the policy's action for the history of o: on its own, or
+// with the node's figures as JSON; warnings go to o.stderr.
 func runAct(_ context.Context, stdout io.Writer, o actOptions) error {
 	stderr := o.stderr
 	if stderr == nil {
 		stderr = os.Stderr
 	}
-	obs, acts := slices.Clone(o.obs), o.acts
+	obs := slices.Clone(o.obs)
 	tab, err := policy.OpenTable(o.policy)
 	if err != nil {
 		return err
@@ -161,13 +172,35 @@ func runAct(_ context.Context, stdout io.Writer, o actOptions) error {
 		return usagef("--history has %d observations; the policy's horizon is %d", len(obs), tab.Horizon)
 	}
 	res := actResult{Step: len(obs), LastNode: -1}
-	if w := recommendationWarning(o.policy); w != "" {
-		res.Warnings = append(res.Warnings, w)
+	if err := res.lookup(tab, o.policy, obs, o.acts); err != nil {
+		return err
 	}
-	if w := treeOnlyNote(o.policy); w != "" {
-		res.Warnings = append(res.Warnings, w)
+	res.InTree = res.Node >= 0
+	return res.print(stdout, stderr, tab, meta, o.json)
+}
+
+// print writes the warnings to stderr and the action to stdout, or with
+// asJSON the action with the figures of its row in tab as JSON.
+func (res *actResult) print(stdout, stderr io.Writer, tab *policy.Table, meta map[string]string, asJSON bool) error {
+	for _, w := range res.Warnings {
+		fmt.Fprintf(stderr, "psrlcb: warning: %s\n", w)
 	}
-	if err := mapMerged(o.policy, obs, &res); err != nil {
+	if !asJSON {
+		_, err := fmt.Fprintln(stdout, res.Action)
+		return err
+	}
+	if err := nodeFigures(tab, meta, res); err != nil {
+		return err
+	}
+	return writeJSON(stdout, res)
+}
+
+// lookup finds the action of the history obs, acts in tab (read from
+// policyPath) and the controller beside it, with the run's warnings and
+// the observations mapped to the merged symbol.
+func (res *actResult) lookup(tab *policy.Table, policyPath string, obs, acts []string) error {
+	res.runWarnings(policyPath)
+	if err := mapMerged(policyPath, obs, res); err != nil {
 		return err
 	}
 	actions, node, last, ok, err := tab.Lookup(obs)
@@ -177,11 +210,30 @@ func runAct(_ context.Context, stdout io.Writer, o actOptions) error {
 	if !ok {
 		return fmt.Errorf("%w: the policy has no row for the first observation %q", errNoAction, obs[0])
 	}
-	ctrl, err := policy.ControllerBeside(o.policy)
+	ctrl, err := policy.ControllerBeside(policyPath)
 	if err != nil {
 		return err
 	}
 	res.Action, res.Node, res.LastNode = actions[len(actions)-1], node, last
+	return res.decide(ctrl, obs, acts, actions)
+}
+
+// runWarnings adds the warnings of the run that wrote the policy at
+// policyPath: its recommendation to keep the behaviour, and a table
+// without a controller.
+func (res *actResult) runWarnings(policyPath string) {
+	if w := recommendationWarning(policyPath); w != "" {
+		res.Warnings = append(res.Warnings, w)
+	}
+	if w := treeOnlyNote(policyPath); w != "" {
+		res.Warnings = append(res.Warnings, w)
+	}
+}
+
+// decide lets the controller ctrl decide the action when it can follow
+// the history; otherwise the table's action stands, with a warning for
+// every step where the history took another action than the rows'.
+func (res *actResult) decide(ctrl *policy.Controller, obs, acts, actions []string) error {
 	switch a, follows, err := decideBy(ctrl, obs, acts); {
 	case err != nil:
 		return usagef("%v", err)
@@ -191,36 +243,37 @@ func runAct(_ context.Context, stdout io.Writer, o actOptions) error {
 		// table stands for the history only when it took the rows'
 		// actions.
 		res.Controller, res.Action = true, a
-		for h := range acts {
-			if h >= len(actions) || acts[h] != actions[h] {
-				res.Node, res.LastNode = -1, -1
-				break
-			}
+		if !tookRowActions(acts, actions) {
+			res.Node, res.LastNode = -1, -1
 		}
 	case ctrl != nil:
 		res.Warnings = append(res.Warnings, "the model gives this history probability 0, so its controller cannot follow it; the table's rule (its rows, then the fallback_action) answers")
 		fallthrough
 	default:
-		for h, a := range actions {
-			if h < len(acts) && acts[h] != a {
-				res.Warnings = append(res.Warnings, fmt.Sprintf("step %d: the history took action %q where the policy takes %q; the lookup follows the observations only", h+1, acts[h], a))
-			}
+		res.warnDepartures(acts, actions)
+	}
+	return nil
+}
+
+// tookRowActions says whether the history's actions acts are those of
+// the policy's rows (actions) at every step.
+func tookRowActions(acts, actions []string) bool {
+	for h := range acts {
+		if h >= len(actions) || acts[h] != actions[h] {
+			return false
 		}
 	}
-	res.InTree = res.Node >= 0
-	for _, w := range res.Warnings {
-		fmt.Fprintf(stderr, "psrlcb: warning: %s\n", w)
+	return true
+}
+
+// warnDepartures warns of every step where the history took another
+// action (acts) than the policy's rows (actions).
+func (res *actResult) warnDepartures(acts, actions []string) {
+	for h, a := range actions {
+		if h < len(acts) && acts[h] != a {
+			res.Warnings = append(res.Warnings, fmt.Sprintf("step %d: the history took action %q where the policy takes %q; the lookup follows the observations only", h+1, acts[h], a))
+		}
 	}
-	if !o.json {
-		_, err := fmt.Fprintln(stdout, res.Action)
-		return err
-	}
-	if err := nodeFigures(tab, meta, &res); err != nil {
-		return err
-	}
-	enc := json.NewEncoder(stdout)
-	enc.SetIndent("", "  ")
-	return enc.Encode(res)
 }
 
 // mapMerged maps each observation of obs the fit merged into
@@ -305,20 +358,27 @@ func mergedObservations(policyPath string) (*mergedVocab, error) {
 	if !ok1 || !ok2 || len(param.String) != len(obs.String) {
 		return nil, fmt.Errorf("%w: %s has no param or observation column", errModelFile, path)
 	}
+	return modelVocab(param.String, obs.String), nil
+}
+
+// modelVocab is the observation vocabulary of the model table's param and
+// observation columns (its obs1 rows) when the table has "other" rows and
+// OtherSymbol among the observations; nil otherwise.
+func modelVocab(param, obs []string) *mergedVocab {
 	v := &mergedVocab{known: map[string]bool{}}
 	merged := false
-	for i, p := range param.String {
+	for i, p := range param {
 		switch p {
 		case "obs1":
-			v.known[obs.String[i]] = true
+			v.known[obs[i]] = true
 		case "other":
 			merged = true
 		}
 	}
 	if !merged || !v.known[ingest.OtherSymbol] {
-		return nil, nil
+		return nil
 	}
-	return v, nil
+	return v
 }
 
 // decideBy is the controller's action after the history (follows false

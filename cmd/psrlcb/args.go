@@ -14,6 +14,24 @@ func interspersed(app *cli.App, args []string) []string {
 	if len(args) < 2 {
 		return args
 	}
+	cmd, ci := commandArg(app, args)
+	if cmd == nil {
+		return args
+	}
+	flags, pos := splitFlags(args[ci+1:], valueFlags(cmd))
+	out := append([]string{}, args[:ci+1]...)
+	out = append(out, flags...)
+	if len(pos) > 0 {
+		out = append(out, "--")
+		out = append(out, pos...)
+	}
+	return out
+}
+
+// commandArg finds the command named by the first argument after the
+// program name that is not a global flag, and its index; nil, −1 when that
+// argument names no command.
+func commandArg(app *cli.App, args []string) (*cli.Command, int) {
 	var cmd *cli.Command
 	ci := -1
 	for i := 1; i < len(args); i++ {
@@ -27,9 +45,12 @@ func interspersed(app *cli.App, args []string) []string {
 		}
 		break
 	}
-	if cmd == nil {
-		return args
-	}
+	return cmd, ci
+}
+
+// valueFlags says, for every name of cmd's flags, whether the flag takes
+// a value.
+func valueFlags(cmd *cli.Command) map[string]bool {
 	takesValue := map[string]bool{}
 	for _, f := range cmd.Flags {
 		// Every flag type of the parser, and the config-file wrappers
@@ -43,8 +64,12 @@ func interspersed(app *cli.App, args []string) []string {
 			takesValue[n] = tv
 		}
 	}
-	var flags, pos []string
-	rest := args[ci+1:]
+	return takesValue
+}
+
+// splitFlags separates the command's arguments rest into its flags (with
+// their values) and its positional arguments, all of them after "--".
+func splitFlags(rest []string, takesValue map[string]bool) (flags, pos []string) {
 	for i := 0; i < len(rest); i++ {
 		a := rest[i]
 		if a == "--" {
@@ -65,11 +90,13 @@ func interspersed(app *cli.App, args []string) []string {
 			i++
 		}
 	}
-	out := append([]string{}, args[:ci+1]...)
-	out = append(out, flags...)
-	if len(pos) > 0 {
-		out = append(out, "--")
-		out = append(out, pos...)
+	return flags, pos
+}
+
+// noArgs refuses positional arguments to the command name.
+func noArgs(c *cli.Context, name string) error {
+	if c.NArg() > 0 {
+		return usagef("%s takes no arguments (got %q)", name, c.Args().Slice())
 	}
-	return out
+	return nil
 }

@@ -69,53 +69,93 @@ func applyConfig(c *cli.Context, path string, flags []cli.Flag) error {
 	if err != nil {
 		return err
 	}
-	byName := map[string]cli.Flag{}
-	var names []string
-	for _, f := range flags {
-		for _, n := range f.Names() {
-			byName[n] = f
-		}
-		names = append(names, f.Names()[0])
-	}
+	cf := newConfigFile(c, path, flags)
 	keys := make([]string, 0, len(vals))
 	for k := range vals {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
 	for _, k := range keys {
-		f, ok := byName[k]
-		if !ok || k == "config" {
-			msg := fmt.Sprintf("--config %s: unknown key %q: %s has no flag --%s", path, k, c.Command.Name, k)
-			if near := nearest(k, names); near != "" {
-				msg += fmt.Sprintf("; did you mean %q (--%s)?", near, near)
-			}
-			return usagef("%s", msg)
-		}
-		name := f.Names()[0]
-		if c.IsSet(name) {
-			continue // the command line or the environment wins
-		}
-		strs, err := configStrings(vals[k])
-		if err != nil {
-			return usagef("--config %s: key %q: %v", path, k, err)
-		}
-		if _, isList := vals[k].([]any); isList {
-			if _, isString := f.(*cli.StringFlag); isString {
-				// A list for a string flag is its comma-separated form,
-				// as in `alpha: [0, 0.3, 1]`.
-				strs = []string{strings.Join(strs, ",")}
-			}
-		}
-		if _, isSlice := f.(*cli.StringSliceFlag); !isSlice && len(strs) != 1 {
-			return usagef("--config %s: key %q takes one value, not a list", path, k)
-		}
-		for _, s := range strs {
-			if err := c.Set(name, s); err != nil {
-				return usagef("--config %s: key %q: %q is not a valid value of --%s: %v", path, k, s, name, err)
-			}
+		if err := cf.set(k, vals[k]); err != nil {
+			return err
 		}
 	}
 	return nil
+}
+
+// configFile applies the config file path to the command of c: its flags
+// by every name, and their first names for suggestions.
+type configFile struct {
+	c      *cli.Context
+	path   string
+	byName map[string]cli.Flag
+	names  []string
+}
+
+// newConfigFile indexes flags by their names.
+func newConfigFile(c *cli.Context, path string, flags []cli.Flag) *configFile {
+	cf := &configFile{c: c, path: path, byName: map[string]cli.Flag{}}
+	for _, f := range flags {
+		for _, n := range f.Names() {
+			cf.byName[n] = f
+		}
+		cf.names = append(cf.names, f.Names()[0])
+	}
+	return cf
+}
+
+// set sets the flag of key k to the file's value v unless the command line
+// or the environment set it; a key that is no flag is refused, naming the
+// nearest flag.
+func (cf *configFile) set(k string, v any) error {
+	f, ok := cf.byName[k]
+	if !ok || k == "config" {
+		return cf.unknownKey(k)
+	}
+	name := f.Names()[0]
+	if cf.c.IsSet(name) {
+		return nil // the command line or the environment wins
+	}
+	strs, err := cf.flagValues(f, k, v)
+	if err != nil {
+		return err
+	}
+	for _, s := range strs {
+		if err := cf.c.Set(name, s); err != nil {
+			return usagef("--config %s: key %q: %q is not a valid value of --%s: %v", cf.path, k, s, name, err)
+		}
+	}
+	return nil
+}
+
+// unknownKey is the error of a key k that is no flag of the command,
+// naming the nearest flag when one is close.
+func (cf *configFile) unknownKey(k string) error {
+	msg := fmt.Sprintf("--config %s: unknown key %q: %s has no flag --%s", cf.path, k, cf.c.Command.Name, k)
+	if near := nearest(k, cf.names); near != "" {
+		msg += fmt.Sprintf("; did you mean %q (--%s)?", near, near)
+	}
+	return usagef("%s", msg)
+}
+
+// flagValues are the flag texts of key k's value v for the flag f: one,
+// except for a string-slice flag.
+func (cf *configFile) flagValues(f cli.Flag, k string, v any) ([]string, error) {
+	strs, err := configStrings(v)
+	if err != nil {
+		return nil, usagef("--config %s: key %q: %v", cf.path, k, err)
+	}
+	if _, isList := v.([]any); isList {
+		if _, isString := f.(*cli.StringFlag); isString {
+			// A list for a string flag is its comma-separated form,
+			// as in `alpha: [0, 0.3, 1]`.
+			strs = []string{strings.Join(strs, ",")}
+		}
+	}
+	if _, isSlice := f.(*cli.StringSliceFlag); !isSlice && len(strs) != 1 {
+		return nil, usagef("--config %s: key %q takes one value, not a list", cf.path, k)
+	}
+	return strs, nil
 }
 
 // configStrings renders a YAML/TOML value as the flag text(s) it stands
@@ -135,22 +175,27 @@ func configStrings(v any) ([]string, error) {
 	case float64:
 		return []string{strconv.FormatFloat(x, 'g', -1, 64)}, nil
 	case []any:
-		var out []string
-		for _, e := range x {
-			s, err := configStrings(e)
-			if err != nil {
-				return nil, err
-			}
-			if len(s) != 1 {
-				return nil, fmt.Errorf("nested lists are not flag values")
-			}
-			out = append(out, s[0])
-		}
-		return out, nil
+		return configList(x)
 	case nil:
 		return nil, fmt.Errorf("no value")
 	}
 	return nil, fmt.Errorf("a %T is not a flag value (use a number, a boolean, a string or a list)", v)
+}
+
+// configList renders the items of a YAML/TOML list, none of them a list.
+func configList(x []any) ([]string, error) {
+	var out []string
+	for _, e := range x {
+		s, err := configStrings(e)
+		if err != nil {
+			return nil, err
+		}
+		if len(s) != 1 {
+			return nil, fmt.Errorf("nested lists are not flag values")
+		}
+		out = append(out, s[0])
+	}
+	return out, nil
 }
 
 // nearest is the name closest to k in edit distance, if close enough to

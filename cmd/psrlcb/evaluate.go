@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -18,6 +17,33 @@ import (
 )
 
 func newEvaluateCommand() *cli.Command {
+	flags, before := configurable(evaluateFlags())
+	return &cli.Command{
+		Name:  "evaluate",
+		Usage: "evaluate a policy: exactly under a known POMDP, under a fitted model, or from logs another policy produced (off-policy)",
+		Description: "With --pomdp: follows policy.arrow with the policy's lookup rule (observations are the model's\n" +
+			"observation names, \"init\" at step 1; actions must be actions of the model) and computes its exact\n" +
+			"value V^π under the true model, the exact optimal finite-horizon value V*, the behaviour's value V^b,\n" +
+			"and the normalized regret (V* − V^π)/(V* − V^b): 0 is optimal, 1 is no better than the\n" +
+			"behaviour; it is undefined (null) when V* = V^b. Values are undiscounted sums of H rewards.\n\n" +
+			"With --model RUNDIR instead of --pomdp it values any policy table under the model a fit wrote\n" +
+			"(model.arrow): the expected return E_θ̂^π[r_1+…+r_H] the fitted model assigns to the policy.\n\n" +
+			"With --logs FILES it estimates the policy's value from logs with the behaviour's propensities\n" +
+			"(off-policy evaluation): importance sampling per trajectory and per decision (and their\n" +
+			"self-normalised forms), the value a latent-state model fitted on the logs gives the policy and\n" +
+			"its lower bound, and doubly robust estimators with that model as control variate (cross-fitted\n" +
+			"on halves of the logs), each with a 95% interval, its effective sample size and how many episodes\n" +
+			"it rests on. The policy may depend on the whole history; a stochastic policy table gives the\n" +
+			"probability of each action. Reads the logs as fit does (same columns, validation, exit codes).",
+		Flags:  flags,
+		Before: before,
+		Action: evaluateAction,
+	}
+}
+
+// evaluateFlags are evaluate's own flags followed by the ingest flags but
+// --horizon (evaluate has its own).
+func evaluateFlags() []cli.Flag {
 	flags := []cli.Flag{
 		&cli.StringFlag{Name: "pomdp", Usage: "`FILE` holding the true model in Cassandra's .POMDP format (this, --model or --logs)"},
 		&cli.StringFlag{Name: "model", Usage: "`RUNDIR` of a fit (or its model.arrow): value the policy under the fitted model; with --logs, the model the model-based estimators start from"},
@@ -42,44 +68,27 @@ func newEvaluateCommand() *cli.Command {
 			flags = append(flags, f)
 		}
 	}
-	flags, before := configurable(flags)
-	return &cli.Command{
-		Name:  "evaluate",
-		Usage: "evaluate a policy: exactly under a known POMDP, under a fitted model, or from logs another policy produced (off-policy)",
-		Description: "With --pomdp: follows policy.arrow with the policy's lookup rule (observations are the model's\n" +
-			"observation names, \"init\" at step 1; actions must be actions of the model) and computes its exact\n" +
-			"value V^π under the true model, the exact optimal finite-horizon value V*, the behaviour's value V^b,\n" +
-			"and the normalized regret (V* − V^π)/(V* − V^b): 0 is optimal, 1 is no better than the\n" +
-			"behaviour; it is undefined (null) when V* = V^b. Values are undiscounted sums of H rewards.\n\n" +
-			"With --model RUNDIR instead of --pomdp it values any policy table under the model a fit wrote\n" +
-			"(model.arrow): the expected return E_θ̂^π[r_1+…+r_H] the fitted model assigns to the policy.\n\n" +
-			"With --logs FILES it estimates the policy's value from logs with the behaviour's propensities\n" +
-			"(off-policy evaluation): importance sampling per trajectory and per decision (and their\n" +
-			"self-normalised forms), the value a latent-state model fitted on the logs gives the policy and\n" +
-			"its lower bound, and doubly robust estimators with that model as control variate (cross-fitted\n" +
-			"on halves of the logs), each with a 95% interval, its effective sample size and how many episodes\n" +
-			"it rests on. The policy may depend on the whole history; a stochastic policy table gives the\n" +
-			"probability of each action. Reads the logs as fit does (same columns, validation, exit codes).",
-		Flags:  flags,
-		Before: before,
-		Action: func(c *cli.Context) error {
-			o := evaluateOptions{
-				pomdp: c.String("pomdp"), model: c.String("model"), horizon: c.Int("horizon"), policy: c.String("policy"),
-				behavior: c.String("behavior"), json: c.Bool("json"), rollouts: c.Int("rollouts"), seed: c.Uint64("seed"),
-			}
-			if c.IsSet("logs") || c.IsSet("target-propensity-column") {
-				lo, err := evaluateLogsOptions(c, o)
-				if err != nil {
-					return err
-				}
-				return runEvaluateLogs(c.Context, c.App.Writer, lo)
-			}
-			if c.NArg() > 0 {
-				return usagef("evaluate takes no arguments (got %q); log files go with --logs", c.Args().Slice())
-			}
-			return runEvaluate(c.Context, c.App.Writer, o)
-		},
+	return flags
+}
+
+// evaluateAction runs evaluate --logs (or with
+// --target-propensity-column), else evaluate under a known or fitted model.
+func evaluateAction(c *cli.Context) error {
+	o := evaluateOptions{
+		pomdp: c.String("pomdp"), model: c.String("model"), horizon: c.Int("horizon"), policy: c.String("policy"),
+		behavior: c.String("behavior"), json: c.Bool("json"), rollouts: c.Int("rollouts"), seed: c.Uint64("seed"),
 	}
+	if c.IsSet("logs") || c.IsSet("target-propensity-column") {
+		lo, err := evaluateLogsOptions(c, o)
+		if err != nil {
+			return err
+		}
+		return runEvaluateLogs(c.Context, c.App.Writer, lo)
+	}
+	if c.NArg() > 0 {
+		return usagef("evaluate takes no arguments (got %q); log files go with --logs", c.Args().Slice())
+	}
+	return runEvaluate(c.Context, c.App.Writer, o)
 }
 
 type evaluateOptions struct {
@@ -138,22 +147,12 @@ type evaluateResult struct {
 // which could not be computed).
 func referenceValues(ctx context.Context, m *pomdp.POMDP, b pomdp.Behavior, H int, res *evaluateResult) error {
 	opt, _, err := pomdp.OptimalWithin(ctx, m, H, exactSolveNodes)
-	switch {
-	case errors.Is(err, pomdp.ErrTooLarge):
-		res.Notes = append(res.Notes, fmt.Sprintf("the optimum is not computed: more than %d beliefs to solve at horizon %d", exactSolveNodes, H))
-	case err != nil:
+	if res.OptimalValue, err = res.within(&opt, err, fmt.Sprintf("the optimum is not computed: more than %d beliefs to solve at horizon %d", exactSolveNodes, H)); err != nil {
 		return err
-	default:
-		res.OptimalValue = &opt
 	}
 	beh, err := pomdp.BehaviorValueWithin(ctx, m, H, b, exactSolveNodes)
-	switch {
-	case errors.Is(err, pomdp.ErrTooLarge):
-		res.Notes = append(res.Notes, fmt.Sprintf("the behaviour's value is not computed: more than %d beliefs at horizon %d", exactSolveNodes, H))
-	case err != nil:
+	if res.BehaviorValue, err = res.within(&beh, err, fmt.Sprintf("the behaviour's value is not computed: more than %d beliefs at horizon %d", exactSolveNodes, H)); err != nil {
 		return err
-	default:
-		res.BehaviorValue = &beh
 	}
 	if res.OptimalValue != nil && res.BehaviorValue != nil {
 		if gap := opt - beh; gap != 0 {
@@ -164,26 +163,28 @@ func referenceValues(ctx context.Context, m *pomdp.POMDP, b pomdp.Behavior, H in
 	return nil
 }
 
+// within is v, the value a solver computed with error err: nil with note
+// added to res's notes when the solver gave up (pomdp.ErrTooLarge), and
+// err itself when it failed otherwise.
+func (res *evaluateResult) within(v *float64, err error, note string) (*float64, error) {
+	switch {
+	case errors.Is(err, pomdp.ErrTooLarge):
+		res.Notes = append(res.Notes, note)
+		return nil, nil
+	case err != nil:
+		return nil, err
+	}
+	return v, nil
+}
+
 // printPOMDPEvaluation writes res as JSON (--json) or as the table a person
 // reads.
 func printPOMDPEvaluation(w io.Writer, o evaluateOptions, m *pomdp.POMDP, pol *policy.Policy, res *evaluateResult) error {
-	H := res.Horizon
 	if o.json {
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		return enc.Encode(res)
+		return writeJSON(w, res)
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintf(tw, "model\t%s (%d states, %d actions, %d observations)\n", o.pomdp, m.NumStates(), m.NumActions(), m.NumObs())
-	if pol.Ctrl != nil {
-		fmt.Fprintf(tw, "policy\t%s (a controller for every history; %d nodes in its table)\n", o.policy, len(pol.Nodes))
-	} else {
-		fmt.Fprintf(tw, "policy\t%s (%d nodes)\n", o.policy, len(pol.Nodes))
-	}
-	if n := treeOnlyNote(o.policy); n != "" {
-		fmt.Fprintf(tw, "note\t%s\n", n)
-	}
-	fmt.Fprintf(tw, "horizon\t%d\n", H)
+	printEvaluatedPolicy(tw, o, m, pol, res.Horizon)
 	if res.PolicyValueEpisodes > 0 {
 		fmt.Fprintf(tw, "policy value\t%.10g ± %.3g (Monte Carlo standard error, %d episodes: more than %d histories to enumerate)\n", res.PolicyValue, res.PolicyValueSE, res.PolicyValueEpisodes, exactEvalNodes)
 	} else {
@@ -202,12 +203,27 @@ func printPOMDPEvaluation(w io.Writer, o evaluateOptions, m *pomdp.POMDP, pol *p
 	return tw.Flush()
 }
 
-func runEvaluate(ctx context.Context, w io.Writer, o evaluateOptions) error {
-	if o.policy == "" {
-		return usagef("--policy PATH is required")
+// printEvaluatedPolicy writes the rows of the model, the policy (with the
+// run's note on a table without a controller) and the horizon H.
+func printEvaluatedPolicy(tw io.Writer, o evaluateOptions, m *pomdp.POMDP, pol *policy.Policy, H int) {
+	fmt.Fprintf(tw, "model\t%s (%d states, %d actions, %d observations)\n", o.pomdp, m.NumStates(), m.NumActions(), m.NumObs())
+	if pol.Ctrl != nil {
+		fmt.Fprintf(tw, "policy\t%s (a controller for every history; %d nodes in its table)\n", o.policy, len(pol.Nodes))
+	} else {
+		fmt.Fprintf(tw, "policy\t%s (%d nodes)\n", o.policy, len(pol.Nodes))
 	}
-	if o.horizon < 0 {
-		return usagef("--horizon %d must not be negative", o.horizon)
+	if n := treeOnlyNote(o.policy); n != "" {
+		fmt.Fprintf(tw, "note\t%s\n", n)
+	}
+	fmt.Fprintf(tw, "horizon\t%d\n", H)
+}
+
+// runEvaluate values the policy exactly (or by Monte Carlo past
+// exactEvalNodes histories) under the known POMDP, beside the optimal and
+// the behaviour's values, or hands --model to runEvaluateModel.
+func runEvaluate(ctx context.Context, w io.Writer, o evaluateOptions) error {
+	if err := checkEvaluate(o); err != nil {
+		return err
 	}
 	if o.model != "" {
 		return runEvaluateModel(ctx, w, o)
@@ -216,20 +232,61 @@ func runEvaluate(ctx context.Context, w io.Writer, o evaluateOptions) error {
 	if err != nil {
 		return err
 	}
-	pol, _, err := policy.ReadFile(o.policy)
+	pol, H, err := readEvaluatedPolicy(o)
 	if err != nil {
 		return err
 	}
-	H := o.horizon
+	res := evaluateResult{POMDP: o.pomdp, Policy: o.policy, PolicyNodes: len(pol.Nodes), Horizon: H, Behavior: b.String()}
+	if err := policyValue(ctx, o, m, H, pol, &res); err != nil {
+		return err
+	}
+	if err := referenceValues(ctx, m, b, H, &res); err != nil {
+		return err
+	}
+	return printPOMDPEvaluation(w, o, m, pol, &res)
+}
+
+// checkEvaluate requires --policy and a horizon that is not negative.
+func checkEvaluate(o evaluateOptions) error {
+	if o.policy == "" {
+		return usagef("--policy PATH is required")
+	}
+	if o.horizon < 0 {
+		return usagef("--horizon %d must not be negative", o.horizon)
+	}
+	return nil
+}
+
+// readEvaluatedPolicy reads --policy and the horizon to evaluate it at
+// (evaluationHorizon).
+func readEvaluatedPolicy(o evaluateOptions) (*policy.Policy, int, error) {
+	pol, _, err := policy.ReadFile(o.policy)
+	if err != nil {
+		return nil, 0, err
+	}
+	H, err := evaluationHorizon(o.horizon, o.policy, pol)
+	return pol, H, err
+}
+
+// evaluationHorizon is --horizon H, or the policy's own horizon when H is
+// 0; they must agree when both are given.
+func evaluationHorizon(H int, path string, pol *policy.Policy) (int, error) {
 	switch {
 	case H == 0 && pol.Horizon == 0:
-		return usagef("--horizon is needed: %s does not say its horizon", o.policy)
+		return 0, usagef("--horizon is needed: %s does not say its horizon", path)
 	case H == 0:
 		H = pol.Horizon
 	case pol.Horizon != 0 && pol.Horizon != H:
-		return usagef("--horizon %d, but %s was planned for horizon %d", H, o.policy, pol.Horizon)
+		return 0, usagef("--horizon %d, but %s was planned for horizon %d", H, path, pol.Horizon)
 	}
-	res := evaluateResult{POMDP: o.pomdp, Policy: o.policy, PolicyNodes: len(pol.Nodes), Horizon: H, Behavior: b.String()}
+	return H, nil
+}
+
+// policyValue sets res's value of pol under m: exact within
+// exactEvalNodes histories, else the Monte Carlo mean of o.rollouts
+// episodes with its standard error.
+func policyValue(ctx context.Context, o evaluateOptions, m *pomdp.POMDP, H int, pol *policy.Policy, res *evaluateResult) error {
+	var err error
 	res.PolicyValue, err = pomdp.EvaluatePolicyWithin(ctx, m, H, pol, exactEvalNodes)
 	if errors.Is(err, pomdp.ErrTooLarge) {
 		if o.rollouts < 2 {
@@ -241,8 +298,5 @@ func runEvaluate(ctx context.Context, w io.Writer, o evaluateOptions) error {
 	if err != nil {
 		return fmt.Errorf("%s under %s: %w", o.policy, o.pomdp, err)
 	}
-	if err := referenceValues(ctx, m, b, H, &res); err != nil {
-		return err
-	}
-	return printPOMDPEvaluation(w, o, m, pol, &res)
+	return nil
 }

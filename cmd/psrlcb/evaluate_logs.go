@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"math"
@@ -40,32 +39,19 @@ type evaluateLogsOpts struct {
 // evaluateLogsOutput is the output kind of evaluate --logs (package outdir).
 var evaluateLogsOutput = outputKind{"psrlcb evaluate --logs", report.ManifestFile, report.EvaluationFiles()}
 
+// evaluateLogsOptions reads and checks the flags of evaluate --logs (or
+// with --target-propensity-column) on top of evaluate's base options.
 func evaluateLogsOptions(c *cli.Context, base evaluateOptions) (evaluateLogsOpts, error) {
 	o := evaluateLogsOpts{evaluateOptions: base, column: c.String("target-propensity-column"), out: c.String("out"),
 		force: c.Bool("force"), seed: c.Uint64("seed"), bootstrap: c.Int("bootstrap"), noModel: c.Bool("no-model"),
 		alpha: c.Float64("alpha"), workers: c.Int("workers"), stderr: c.App.ErrWriter}
-	switch {
-	case o.pomdp != "":
-		return o, usagef("--logs estimates from logs; --pomdp evaluates under a known model: give one of them")
-	case o.column != "" && o.policy != "":
-		return o, usagef("give the evaluated policy once: --policy or --target-propensity-column, not both")
-	case o.column == "" && o.policy == "":
-		return o, usagef("--logs needs the evaluated policy: --policy PATH, or --target-propensity-column COLUMN")
-	case !c.IsSet("logs"):
-		return o, usagef("--target-propensity-column needs the logs: --logs FILES")
-	case o.bootstrap < 0:
-		return o, usagef("--bootstrap must be 0 or a number of replicates, not %d", o.bootstrap)
-	case !(o.alpha >= 0):
-		return o, usagef("--alpha must be a non-negative number, not %v", o.alpha)
-	}
-	if r := c.String("rank"); r != "auto" {
-		n, err := strconv.Atoi(r)
-		if err != nil || n < 1 {
-			return o, usagef(`--rank must be a positive integer or "auto", not %q`, r)
-		}
-		o.rank = n
+	if err := checkEvaluateLogs(c, o); err != nil {
+		return o, err
 	}
 	var err error
+	if o.rank, err = rankFlag(c.String("rank")); err != nil {
+		return o, err
+	}
 	if o.ingest, err = ingestOptions(c); err != nil {
 		return o, err
 	}
@@ -78,6 +64,39 @@ func evaluateLogsOptions(c *cli.Context, base evaluateOptions) (evaluateLogsOpts
 		o.bootstrap = -1 // ope: no bootstrap
 	}
 	return o, nil
+}
+
+// rankFlag is the rank --rank r asks for, 0 for "auto".
+func rankFlag(r string) (int, error) {
+	if r == "auto" {
+		return 0, nil
+	}
+	n, err := strconv.Atoi(r)
+	if err != nil || n < 1 {
+		return 0, usagef(`--rank must be a positive integer or "auto", not %q`, r)
+	}
+	return n, nil
+}
+
+// checkEvaluateLogs refuses --pomdp with --logs, an evaluated policy given
+// neither or twice, a column without logs, and a negative --bootstrap or
+// --alpha.
+func checkEvaluateLogs(c *cli.Context, o evaluateLogsOpts) error {
+	switch {
+	case o.pomdp != "":
+		return usagef("--logs estimates from logs; --pomdp evaluates under a known model: give one of them")
+	case o.column != "" && o.policy != "":
+		return usagef("give the evaluated policy once: --policy or --target-propensity-column, not both")
+	case o.column == "" && o.policy == "":
+		return usagef("--logs needs the evaluated policy: --policy PATH, or --target-propensity-column COLUMN")
+	case !c.IsSet("logs"):
+		return usagef("--target-propensity-column needs the logs: --logs FILES")
+	case o.bootstrap < 0:
+		return usagef("--bootstrap must be 0 or a number of replicates, not %d", o.bootstrap)
+	case !(o.alpha >= 0):
+		return usagef("--alpha must be a non-negative number, not %v", o.alpha)
+	}
+	return nil
 }
 
 // runEvaluateLogs estimates the policy's value from the logs and prints
@@ -93,11 +112,46 @@ func runEvaluateLogs(ctx context.Context, stdout io.Writer, o evaluateLogsOpts) 
 		defer d.Abort()
 		tmp, commit = d.Tmp, d.Commit
 	}
+	ev, err := evaluateLogs(ctx, o)
+	if err != nil {
+		return err
+	}
+	if commit != nil {
+		write := func(tmp string) error { return report.WriteEvaluation(tmp, ev) }
+		if err := writeAndCommit(ctx, o.out, tmp, commit, write); err != nil {
+			return err
+		}
+	}
+	return writeEvaluation(stdout, ev, o)
+}
+
+// evaluateLogs reads the logs and estimates the policy's value from them,
+// timing the stages.
+func evaluateLogs(ctx context.Context, o evaluateLogsOpts) (*report.Evaluation, error) {
 	times := map[string]float64{}
+	d, notes, err := readEvaluationLogs(ctx, o, times)
+	if err != nil {
+		return nil, err
+	}
+	return estimateEvaluation(ctx, o, d, notes, times)
+}
+
+// writeEvaluation prints ev as JSON (--json) or as the table a person
+// reads.
+func writeEvaluation(stdout io.Writer, ev *report.Evaluation, o evaluateLogsOpts) error {
+	if o.json {
+		return writeJSON(stdout, jsonEvaluation(ev))
+	}
+	return printEvaluation(stdout, ev, o.out)
+}
+
+// readEvaluationLogs reads the logs (timed as times["ingest"]) and, when
+// they carry no propensities, estimates the behaviour's, with a note.
+func readEvaluationLogs(ctx context.Context, o evaluateLogsOpts, times map[string]float64) (*ingest.Dataset, []string, error) {
 	start := time.Now()
 	d, err := ingest.Read(ctx, o.files, o.ingest)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
 	times["ingest"] = time.Since(start).Seconds()
 	var notes []string
@@ -105,22 +159,41 @@ func runEvaluateLogs(ctx context.Context, stdout io.Writer, o evaluateLogsOpts) 
 		d.Propensity = estimate.EstimateBehavior(d)
 		notes = append(notes, "The logs carry no propensities: the behaviour's probabilities were estimated from action frequencies, so every importance weight is an estimate.")
 	}
-	start = time.Now()
+	return d, notes, nil
+}
+
+// estimateEvaluation reads the evaluated policy, fits the models, runs
+// the estimators on d (timing the two stages in times) and returns the
+// evaluation record.
+func estimateEvaluation(ctx context.Context, o evaluateLogsOpts, d *ingest.Dataset, notes []string, times map[string]float64) (*report.Evaluation, error) {
+	start := time.Now()
 	target, targetName, rho, err := evaluationTarget(ctx, o, d)
 	if err != nil {
-		return err
+		return nil, err
 	}
+	eo, err := estimatorOptions(ctx, o, d, target)
+	if err != nil {
+		return nil, err
+	}
+	times["models"] = time.Since(start).Seconds()
+	start = time.Now()
+	res, err := ope.Evaluate(ctx, d, rho, target, eo)
+	if err != nil {
+		return nil, err
+	}
+	times["estimates"] = time.Since(start).Seconds()
+	return evaluationRecord(ctx, o, d, targetName, res, eo.ModelNote, notes, times)
+}
+
+// estimatorOptions are the estimators' options: with a target policy and
+// without --no-model, the fitted models (from --model's start when
+// given); with --no-model, the model-based estimators marked skipped.
+func estimatorOptions(ctx context.Context, o evaluateLogsOpts, d *ingest.Dataset, target ope.Target) (ope.Options, error) {
 	eo := ope.Options{Bootstrap: o.bootstrap, Seed: o.seed, Workers: o.workers}
 	if target != nil && !o.noModel {
-		var startModel *estimate.Model
-		if o.model != "" {
-			if startModel, err = estimate.ReadModel(o.model); err != nil {
-				return err
-			}
-		}
-		ms, err := ope.FitModels(ctx, d, startModel, estimate.Options{Rank: o.rank, Seed: o.seed, Workers: o.workers}, o.alpha)
+		ms, err := fitEvaluationModels(ctx, o, d)
 		if err != nil {
-			return err
+			return eo, err
 		}
 		eo.Model, eo.Bonus, eo.Folds, eo.Fold, eo.ModelNote = ms.All, ms.Bonus, ms.Folds, ms.Fold, ms.Note
 	} else if o.noModel {
@@ -129,34 +202,20 @@ func runEvaluateLogs(ctx context.Context, stdout io.Writer, o evaluateLogsOpts) 
 			eo.Skipped[n] = "skipped: --no-model"
 		}
 	}
-	times["models"] = time.Since(start).Seconds()
-	start = time.Now()
-	res, err := ope.Evaluate(ctx, d, rho, target, eo)
-	if err != nil {
-		return err
-	}
-	times["estimates"] = time.Since(start).Seconds()
-	ev, err := evaluationRecord(ctx, o, d, targetName, res, eo.ModelNote, notes, times)
-	if err != nil {
-		return err
-	}
-	if commit != nil {
-		if err := report.WriteEvaluation(tmp, ev); err != nil {
-			return fmt.Errorf("writing %s: %w", o.out, err)
-		}
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		if err := commit(); err != nil {
-			return fmt.Errorf("moving the results into %s: %w", o.out, err)
+	return eo, nil
+}
+
+// fitEvaluationModels fits the model-based estimators' models on d, from
+// --model's start when given.
+func fitEvaluationModels(ctx context.Context, o evaluateLogsOpts, d *ingest.Dataset) (*ope.Models, error) {
+	var startModel *estimate.Model
+	if o.model != "" {
+		var err error
+		if startModel, err = estimate.ReadModel(o.model); err != nil {
+			return nil, err
 		}
 	}
-	if o.json {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(jsonEvaluation(ev))
-	}
-	return printEvaluation(stdout, ev, o.out)
+	return ope.FitModels(ctx, d, startModel, estimate.Options{Rank: o.rank, Seed: o.seed, Workers: o.workers}, o.alpha)
 }
 
 // evaluationTarget reads the evaluated policy and the ratios of its
@@ -225,24 +284,7 @@ func printEvaluation(w io.Writer, ev *report.Evaluation, out string) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "estimator\tvalue\t95%% interval\tESS\tepisodes\tnote\n")
 	for _, e := range ev.Estimates {
-		interval := ""
-		if !math.IsNaN(float64(e.Lower)) {
-			interval = fmt.Sprintf("[%.4g, %.4g] %s", float64(e.Lower), float64(e.Upper), e.Interval)
-		}
-		mark := ""
-		if e.Estimator == ev.Recommended {
-			mark = " *"
-		}
-		value, ess, eps := "–", "", ""
-		if !math.IsNaN(float64(e.Value)) {
-			value = fmt.Sprintf("%.4g", float64(e.Value))
-		}
-		if !math.IsNaN(float64(e.ESS)) {
-			// ESS and episodes describe the importance weights: blank for the
-			// model's rows, which use none.
-			ess, eps = strconv.FormatFloat(math.Round(float64(e.ESS)*10)/10, 'f', -1, 64), strconv.Itoa(e.Episodes)
-		}
-		fmt.Fprintf(tw, "%s%s\t%s\t%s\t%s\t%s\t%s\n", e.Estimator, mark, value, interval, ess, eps, e.Reason)
+		printEstimate(tw, e, e.Estimator == ev.Recommended)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -254,4 +296,28 @@ func printEvaluation(w io.Writer, ev *report.Evaluation, out string) error {
 		fmt.Fprintf(w, "wrote %s (open %s)\n", out, filepath.Join(out, report.HTMLFile))
 	}
 	return nil
+}
+
+// printEstimate writes the table row of the estimate e, its name marked
+// with " *" when it is the recommended one; a value or interval that could
+// not be computed is "–" or blank.
+func printEstimate(tw io.Writer, e report.EstimateRow, recommended bool) {
+	interval := ""
+	if !math.IsNaN(float64(e.Lower)) {
+		interval = fmt.Sprintf("[%.4g, %.4g] %s", float64(e.Lower), float64(e.Upper), e.Interval)
+	}
+	mark := ""
+	if recommended {
+		mark = " *"
+	}
+	value, ess, eps := "–", "", ""
+	if !math.IsNaN(float64(e.Value)) {
+		value = fmt.Sprintf("%.4g", float64(e.Value))
+	}
+	if !math.IsNaN(float64(e.ESS)) {
+		// ESS and episodes describe the importance weights: blank for the
+		// model's rows, which use none.
+		ess, eps = strconv.FormatFloat(math.Round(float64(e.ESS)*10)/10, 'f', -1, 64), strconv.Itoa(e.Episodes)
+	}
+	fmt.Fprintf(tw, "%s%s\t%s\t%s\t%s\t%s\t%s\n", e.Estimator, mark, value, interval, ess, eps, e.Reason)
 }

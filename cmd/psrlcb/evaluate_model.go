@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"math"
@@ -44,13 +43,37 @@ func runEvaluateModel(ctx context.Context, w io.Writer, o evaluateOptions) error
 	if err != nil {
 		return err
 	}
+	if err := checkModelHorizon(o, m, pol); err != nil {
+		return err
+	}
+	res, err := modelValue(ctx, o, m, pol)
+	if err != nil {
+		return err
+	}
+	if o.json {
+		return writeJSON(w, res)
+	}
+	return printModelEvaluation(w, m, res)
+}
+
+// checkModelHorizon refuses a --horizon or a policy planned for another
+// horizon than the model's.
+func checkModelHorizon(o evaluateOptions, m *estimate.Model, pol *policy.Policy) error {
 	if o.horizon != 0 && o.horizon != m.Horizon {
 		return usagef("--horizon %d, but the model %s was fitted for horizon %d", o.horizon, o.model, m.Horizon)
 	}
 	if pol.Horizon != 0 && pol.Horizon != m.Horizon {
 		return usagef("%s was planned for horizon %d, the model %s has horizon %d", o.policy, pol.Horizon, o.model, m.Horizon)
 	}
+	return nil
+}
+
+// modelValue is pol's expected return under m: exact when the model's
+// histories can be enumerated (at most policy.DefaultMaxLeaves), else the
+// Monte Carlo mean over o.rollouts (at least 2) of its trajectories.
+func modelValue(ctx context.Context, o evaluateOptions, m *estimate.Model, pol *policy.Policy) (modelEvaluation, error) {
 	var v, se, un float64
+	var err error
 	episodes := 0
 	if math.Pow(float64(m.NumObs), float64(m.Horizon)) <= policy.DefaultMaxLeaves {
 		v, un, err = policy.ModelReturn(ctx, m, pol)
@@ -60,26 +83,26 @@ func runEvaluateModel(ctx context.Context, w io.Writer, o evaluateOptions) error
 		v, se, un, err = policy.ModelReturnSampled(ctx, m, pol, episodes, o.seed)
 	}
 	if err != nil {
-		return fmt.Errorf("%s under %s: %w", o.policy, o.model, err)
+		return modelEvaluation{}, fmt.Errorf("%s under %s: %w", o.policy, o.model, err)
 	}
-	res := modelEvaluation{Model: o.model, Policy: o.policy, PolicyNodes: len(pol.Nodes), Horizon: m.Horizon, Rank: m.States,
-		ModelValue: v, ModelScaled: m.RescaleReturn(v), Unmatched: un, StdErr: se, Episodes: episodes}
-	if o.json {
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		return enc.Encode(res)
-	}
+	return modelEvaluation{Model: o.model, Policy: o.policy, PolicyNodes: len(pol.Nodes), Horizon: m.Horizon, Rank: m.States,
+		ModelValue: v, ModelScaled: m.RescaleReturn(v), Unmatched: un, StdErr: se, Episodes: episodes}, nil
+}
+
+// printModelEvaluation writes res of the model m as the table a person
+// reads.
+func printModelEvaluation(w io.Writer, m *estimate.Model, res modelEvaluation) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintf(tw, "model\t%s (fitted, rank %d, %d actions, %d observations)\n", o.model, m.States, m.NumActions, m.NumObs)
-	fmt.Fprintf(tw, "policy\t%s (%d nodes)\n", o.policy, len(pol.Nodes))
+	fmt.Fprintf(tw, "model\t%s (fitted, rank %d, %d actions, %d observations)\n", res.Model, m.States, m.NumActions, m.NumObs)
+	fmt.Fprintf(tw, "policy\t%s (%d nodes)\n", res.Policy, res.PolicyNodes)
 	fmt.Fprintf(tw, "horizon\t%d\n", m.Horizon)
-	if episodes > 0 {
-		fmt.Fprintf(tw, "model value\t%.10g ± %.3g (expected return under the fitted model, Monte Carlo over %d of its trajectories: too many histories to enumerate; %.6g on the [0,1] scale)\n", res.ModelValue, se, episodes, res.ModelScaled)
+	if res.Episodes > 0 {
+		fmt.Fprintf(tw, "model value\t%.10g ± %.3g (expected return under the fitted model, Monte Carlo over %d of its trajectories: too many histories to enumerate; %.6g on the [0,1] scale)\n", res.ModelValue, res.StdErr, res.Episodes, res.ModelScaled)
 	} else {
 		fmt.Fprintf(tw, "model value\t%.10g (expected return under the fitted model; %.6g on the [0,1] scale)\n", res.ModelValue, res.ModelScaled)
 	}
-	if un > 0 {
-		fmt.Fprintf(tw, "unmatched mass\t%.3g (model probability of first observations the policy has no row for; they count as return 0)\n", un)
+	if res.Unmatched > 0 {
+		fmt.Fprintf(tw, "unmatched mass\t%.3g (model probability of first observations the policy has no row for; they count as return 0)\n", res.Unmatched)
 	}
 	return tw.Flush()
 }

@@ -34,14 +34,8 @@ func roundFlags() []cli.Flag {
 // roundOptions reads the flags of roundFlags.
 func roundOptions(c *cli.Context, seed uint64) (explore.Options, error) {
 	o := explore.Options{Alpha: c.Float64("alpha"), Lambda: c.Float64("lambda"), Epsilon: c.Float64("epsilon"), Workers: c.Int("workers")}
-	if !(o.Alpha > 0) {
-		return o, usagef("--alpha must be positive, not %v", o.Alpha)
-	}
-	if !(o.Epsilon > 0) {
-		return o, usagef("--epsilon must be positive, not %v", o.Epsilon)
-	}
-	if o.Lambda < 0 {
-		return o, usagef("--lambda must be positive, not %v", o.Lambda)
+	if err := checkRoundCoefficients(o); err != nil {
+		return o, err
 	}
 	if c.Int("rank") < 0 || c.Int("restarts") < 0 {
 		return o, usagef("--rank and --restarts must not be negative")
@@ -55,16 +49,23 @@ func roundOptions(c *cli.Context, seed uint64) (explore.Options, error) {
 	return o, nil
 }
 
+// checkRoundCoefficients refuses an α or ε that is not positive and a
+// negative λ.
+func checkRoundCoefficients(o explore.Options) error {
+	if !(o.Alpha > 0) {
+		return usagef("--alpha must be positive, not %v", o.Alpha)
+	}
+	if !(o.Epsilon > 0) {
+		return usagef("--epsilon must be positive, not %v", o.Epsilon)
+	}
+	if o.Lambda < 0 {
+		return usagef("--lambda must be positive, not %v", o.Lambda)
+	}
+	return nil
+}
+
 func newExploreCommand() *cli.Command {
-	flags := append(ingestFlags(), roundFlags()...)
-	flags = append(flags,
-		&cli.PathFlag{Name: "out", Aliases: []string{"o"}, Usage: "output `DIR` (written atomically)"},
-		&cli.BoolFlag{Name: "force", Usage: "replace an earlier output of explore (a directory holding termination.json and only the files explore writes)"},
-		&cli.Uint64Flag{Name: "seed", Value: 1, Usage: "seed of the EM starts"},
-		&cli.StringFlag{Name: "col-round", Usage: "name of the round column (default: " + explore.RoundColumn + ")"},
-		&cli.StringFlag{Name: "col-explore-step", Usage: "name of the explore_step column (default: " + explore.ExploreStepColumn + ")"},
-	)
-	flags, before := configurable(flags)
+	flags, before := configurable(exploreFlags())
 	return &cli.Command{
 		Name:      "explore",
 		Usage:     "one round of PSR-UCB: fit the logs so far and write the next round's exploration policy",
@@ -88,6 +89,19 @@ func newExploreCommand() *cli.Command {
 	}
 }
 
+// exploreFlags are explore's flags: the ingest flags, the round's
+// (roundFlags) and its own.
+func exploreFlags() []cli.Flag {
+	flags := append(ingestFlags(), roundFlags()...)
+	return append(flags,
+		&cli.PathFlag{Name: "out", Aliases: []string{"o"}, Usage: "output `DIR` (written atomically)"},
+		&cli.BoolFlag{Name: "force", Usage: "replace an earlier output of explore (a directory holding termination.json and only the files explore writes)"},
+		&cli.Uint64Flag{Name: "seed", Value: 1, Usage: "seed of the EM starts"},
+		&cli.StringFlag{Name: "col-round", Usage: "name of the round column (default: " + explore.RoundColumn + ")"},
+		&cli.StringFlag{Name: "col-explore-step", Usage: "name of the explore_step column (default: " + explore.ExploreStepColumn + ")"},
+	)
+}
+
 func newExploreActCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "explore-act",
@@ -102,17 +116,17 @@ func newExploreActCommand() *cli.Command {
 			&cli.StringFlag{Name: "history-json", Usage: "the history as a JSON array of strings, `'[\"o1\",\"a1\",…,\"oh\"]'`, for symbols that are empty, hold commas or spaces"},
 			&cli.Float64Flag{Name: "u", Value: -1, Usage: "uniform random number in [0,1) for uniform steps"},
 		},
-		Action: func(c *cli.Context) error {
-			if c.NArg() > 0 {
-				return usagef("explore-act takes no arguments (got %q)", c.Args().Slice())
-			}
-			obs, _, err := historyFlags(c.IsSet("history"), c.String("history"), c.IsSet("history-json"), c.String("history-json"))
-			if err != nil {
-				return err
-			}
-			return runExploreAct(c.Context, c.App.Writer, exploreActOptions{policy: c.String("policy"), obs: obs, u: c.Float64("u")})
-		},
+		Action: exploreActAction,
 	}
+}
+
+// exploreActAction prints the exploration action of the history its flags give.
+func exploreActAction(c *cli.Context) error {
+	obs, _, err := historyArgs(c, "explore-act")
+	if err != nil {
+		return err
+	}
+	return runExploreAct(c.Context, c.App.Writer, exploreActOptions{policy: c.String("policy"), obs: obs, u: c.Float64("u")})
 }
 
 // exploreOptions are the options of `psrlcb explore`.
@@ -147,6 +161,8 @@ func exploreCmdOptions(c *cli.Context) (exploreOptions, error) {
 	return o, nil
 }
 
+// runExplore runs one round on the tagged logs, writes its outputs into
+// o.out and prints the termination test.
 func runExplore(ctx context.Context, w io.Writer, o exploreOptions) error {
 	out, files, iopts, ro := o.out, o.files, o.ingest, o.round
 	// Fail on an output in the way before any work.
@@ -168,6 +184,13 @@ func runExplore(ctx context.Context, w io.Writer, o exploreOptions) error {
 	if err := dir.Commit(); err != nil {
 		return err
 	}
+	printExploreRound(w, lr, out)
+	return nil
+}
+
+// printExploreRound prints the round's sizes, its termination test with
+// what to do next, and the output directory out.
+func printExploreRound(w io.Writer, lr *explore.LogRound, out string) {
 	res, tf, round := lr.Result, lr.Termination, lr.Round
 	fmt.Fprintf(w, "round %d: %d episodes, D_h sizes %v, rank %d\n", round, tf.Episodes, tf.SplitSizes, tf.Rank)
 	verdict := "continue: serve the exploration policies of round " + strconv.FormatInt(round+1, 10)
@@ -176,7 +199,6 @@ func runExplore(ctx context.Context, w io.Writer, o exploreOptions) error {
 	}
 	fmt.Fprintf(w, "termination statistic V_{θ̂,b̂}^{π^k} = %.6g vs ε/2 = %.6g (α = %g): %s\n", res.BonusValue, res.Threshold, res.Alpha, verdict)
 	fmt.Fprintf(w, "wrote %s\n", out)
-	return nil
 }
 
 // exploreActOptions are the options of `psrlcb explore-act`.

@@ -24,10 +24,9 @@ import (
 	"github.com/psrlcb/psrlcb/report"
 )
 
-func newFitCommand() *cli.Command {
-	flags := append(ingestFlags(),
-		&cli.PathFlag{Name: "out", Aliases: []string{"o"}, Usage: "output directory, written atomically; may not be, contain or lie inside an input, nor be the current directory"},
-		&cli.BoolFlag{Name: "force", Usage: "replace an earlier output of fit (a directory holding manifest.json and only the files fit writes); anything else is refused"},
+// fitModelFlags are fit's flags of the model's estimation.
+func fitModelFlags() []cli.Flag {
+	return []cli.Flag{
 		&cli.StringFlag{Name: "rank", Value: "auto", Usage: `latent states r of the model, or "auto" to choose by held-out log-likelihood`},
 		&cli.IntFlag{Name: "max-rank", Usage: fmt.Sprintf("largest rank tried by --rank auto (0: %d)", estimate.DefaultMaxRank)},
 		&cli.StringFlag{Name: "dynamics", Value: estimate.DynamicsStationary, Usage: `"stationary" (one transition/emission table for every step) or "per-step"`},
@@ -37,6 +36,13 @@ func newFitCommand() *cli.Command {
 		&cli.IntFlag{Name: "test-length", Value: 1, Usage: "length m of the core tests of the prediction features"},
 		&cli.Float64Flag{Name: "delta", Usage: fmt.Sprintf("confidence level δ of p_min = δ/(K·H·(|O||A|)^H) (0: %g)", estimate.DefaultDelta)},
 		&cli.Float64Flag{Name: "p-min", Usage: "override p_min of Θ_min (0: the default above)"},
+	}
+}
+
+// fitPlanFlags are fit's flags of the bonus, the lower bound and the
+// planner.
+func fitPlanFlags() []cli.Flag {
+	return []cli.Flag{
 		&cli.StringFlag{Name: "alpha", Value: "auto", Usage: `bonus coefficient α: a number, a list "0,0.3,1", "auto" (a list chosen on held-out episodes) or "theory" (the paper's α̂, needs --gamma)`},
 		&cli.Float64Flag{Name: "lambda", Usage: fmt.Sprintf("regulariser λ of U_h (0: %g)", pessimism.DefaultLambda)},
 		&cli.Float64Flag{Name: "gamma", Usage: "γ of the paper's α̂ for --alpha theory"},
@@ -48,6 +54,13 @@ func newFitCommand() *cli.Command {
 		&cli.StringFlag{Name: "planner", Value: policy.PlannerAuto, Usage: `"exact" (dynamic programming over the history tree, pruned search past --plan-budget), "belief" (point-based planning over the model's beliefs) or "auto" (exact when the tree fits --plan-budget)`},
 		&cli.IntFlag{Name: "plan-points", Usage: fmt.Sprintf("belief points per step of the belief planner: more points plan closer to the optimum (its stated gap), at a cost growing with their square (0: %d)", policy.DefaultPoints)},
 		&cli.Int64Flag{Name: "plan-rows", Usage: fmt.Sprintf("rows of the belief planner's policy table, the readable view of the controller's most probable decisions (0: %d)", policy.DefaultRowBudget)},
+	}
+}
+
+// fitRunFlags are fit's flags of the run's resources, seed, comparisons
+// and messages.
+func fitRunFlags() []cli.Flag {
+	return []cli.Flag{
 		&cli.StringFlag{Name: "memory-limit", Value: memlimit.Default, Usage: `memory budget of the run: a size ("600MiB", "4GiB"), a share of the machine's memory ("50%"), or "none"; logs larger than half of it keep their step codes in a spill file on disk (--spill-dir), logs that cannot fit even so are refused before they are read, the policy table is kept to what fits beside the logs, and the garbage collector holds the heap under it`},
 		&cli.PathFlag{Name: "spill-dir", Usage: "where logs too large for --memory-limit keep their step codes, read from there at every pass (default: the system's temporary directory; use local disk, not tmpfs)"},
 		&cli.Uint64Flag{Name: "seed", Value: 1, Usage: "seed of the split, held-out draws and EM starts"},
@@ -56,7 +69,15 @@ func newFitCommand() *cli.Command {
 		&cli.StringFlag{Name: "runner", Value: "local", Usage: `where the passes over the episodes run: "local" (this process), or "prism", "flink", "spark", "dataflow", "universal" (Apache Beam: the run is handed to psrlcb-beam, found beside psrlcb or on PATH, with the same arguments; Beam's own flags such as --endpoint go with it; docs/scale-out.md)`},
 		&cli.StringSliceFlag{Name: "compare", Usage: "a policy to estimate from the logs beside the run's own (repeatable): a run directory, a policy.arrow or a stochastic policy table (as evaluate --logs --policy takes it); the report and compared.arrow put them side by side"},
 		&cli.StringFlag{Name: "log-format", Value: "auto", Usage: `"auto" (a progress bar on a terminal, JSON lines otherwise), "text" or "json"`},
+	}
+}
+
+func newFitCommand() *cli.Command {
+	flags := append(ingestFlags(),
+		&cli.PathFlag{Name: "out", Aliases: []string{"o"}, Usage: "output directory, written atomically; may not be, contain or lie inside an input, nor be the current directory"},
+		&cli.BoolFlag{Name: "force", Usage: "replace an earlier output of fit (a directory holding manifest.json and only the files fit writes); anything else is refused"},
 	)
+	flags = append(append(append(flags, fitModelFlags()...), fitPlanFlags()...), fitRunFlags()...)
 	flags, before := configurable(flags)
 	return &cli.Command{
 		Name:      "fit",
@@ -115,12 +136,27 @@ func fitCmdOptions(c *cli.Context) (fitOpts, error) {
 // fitOptions turns the flags into the pipeline's options.
 func fitOptions(c *cli.Context) (pipeline.Options, error) {
 	var o pipeline.Options
+	if err := fitEstimateOptions(c, &o); err != nil {
+		return o, err
+	}
+	if err := fitPlanOptions(c, &o); err != nil {
+		return o, err
+	}
+	if err := fitRunOptions(c, &o); err != nil {
+		return o, err
+	}
+	return o, checkFitOptions(o)
+}
+
+// fitEstimateOptions sets o's options of the estimation from
+// fitModelFlags.
+func fitEstimateOptions(c *cli.Context, o *pipeline.Options) error {
 	switch r := c.String("rank"); r {
 	case "auto", "":
 	default:
 		n, err := strconv.Atoi(r)
 		if err != nil || n < 1 {
-			return o, usagef(`--rank must be a positive integer or "auto", not %q`, r)
+			return usagef(`--rank must be a positive integer or "auto", not %q`, r)
 		}
 		o.Estimate.Rank = n
 	}
@@ -133,13 +169,19 @@ func fitOptions(c *cli.Context) (pipeline.Options, error) {
 	o.Estimate.Delta = c.Float64("delta")
 	if p := c.Float64("p-min"); p != 0 {
 		if !(p > 0 && p < 1) {
-			return o, usagef("--p-min must be in (0,1), not %v", p)
+			return usagef("--p-min must be in (0,1), not %v", p)
 		}
 		o.Estimate.LogPMin = math.Log(p)
 	}
+	return nil
+}
+
+// fitPlanOptions sets o's options of the bonus, the lower bound and the
+// planner from fitPlanFlags.
+func fitPlanOptions(c *cli.Context, o *pipeline.Options) error {
 	spec, err := pessimism.ParseAlpha(c.String("alpha"))
 	if err != nil {
-		return o, usagef("--alpha: %v", err)
+		return usagef("--alpha: %v", err)
 	}
 	o.Alpha = spec
 	o.Gamma = c.Float64("gamma")
@@ -150,32 +192,46 @@ func fitOptions(c *cli.Context) (pipeline.Options, error) {
 	o.PlanBudget = c.Int64("plan-budget")
 	o.MaxObservations = c.Int("max-observations")
 	if r := c.String("return-range"); r != "" {
-		lo, hi, ok := strings.Cut(r, ",")
-		a, err1 := strconv.ParseFloat(strings.TrimSpace(lo), 64)
-		b, err2 := strconv.ParseFloat(strings.TrimSpace(hi), 64)
-		if !ok || err1 != nil || err2 != nil {
-			return o, usagef(`--return-range must be "LO,HI" with finite LO < HI, not %q`, r)
+		if o.ReturnRange, err = returnRangeFlag(r); err != nil {
+			return err
 		}
-		o.ReturnRange = [2]float64{a, b}
 	}
 	o.Planner = c.String("planner")
 	o.PlanPoints = c.Int("plan-points")
 	o.PlanRows = c.Int64("plan-rows")
+	return nil
+}
+
+// returnRangeFlag parses --return-range "LO,HI" (the pipeline checks
+// that LO < HI are finite).
+func returnRangeFlag(r string) ([2]float64, error) {
+	lo, hi, ok := strings.Cut(r, ",")
+	a, err1 := strconv.ParseFloat(strings.TrimSpace(lo), 64)
+	b, err2 := strconv.ParseFloat(strings.TrimSpace(hi), 64)
+	if !ok || err1 != nil || err2 != nil {
+		return [2]float64{}, usagef(`--return-range must be "LO,HI" with finite LO < HI, not %q`, r)
+	}
+	return [2]float64{a, b}, nil
+}
+
+// fitRunOptions sets o's options of the run's resources, seed and
+// comparisons from fitRunFlags.
+func fitRunOptions(c *cli.Context, o *pipeline.Options) error {
 	if r := c.String("runner"); r != "local" {
 		// main hands --runner on the command line to psrlcb-beam; a
 		// runner set in a config file reaches here.
-		return o, usagef("--runner %s: give it on the command line (a Beam runner hands the whole run to %s)", r, beamCommand)
+		return usagef("--runner %s: give it on the command line (a Beam runner hands the whole run to %s)", r, beamCommand)
 	}
 	limit, err := memlimit.Parse(c.String("memory-limit"), memlimit.System.Machine())
 	if err != nil {
-		return o, usagef("--memory-limit: %v", err)
+		return usagef("--memory-limit: %v", err)
 	}
 	o.MemoryLimit = limit
 	o.SpillDir = c.Path("spill-dir")
 	o.Seed = c.Uint64("seed")
 	o.Workers = c.Int("workers")
 	o.Compare = c.StringSlice("compare")
-	return o, checkFitOptions(o)
+	return nil
 }
 
 // fitFlags names the flag of each field of pipeline.Options whose rule
@@ -243,6 +299,8 @@ func setMemoryLimit(limit int64, env string) {
 	}
 }
 
+// runFit runs the pipeline on the logs, writes its outcome into o.out and
+// prints the headline.
 func runFit(ctx context.Context, stdout io.Writer, o fitOpts) error {
 	// Fail on an output in the way before any work.
 	dir, err := createOut(o.stderr, o.out, o.force, fitOutput, o.inputs)
@@ -263,15 +321,9 @@ func runFit(ctx context.Context, stdout io.Writer, o fitOpts) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if err := report.WriteOutcome(dir.Tmp, &res.Outcome); err != nil {
-		return fmt.Errorf("writing %s: %w", o.out, err)
-	}
-	// An interrupt while writing still leaves nothing behind.
-	if err := ctx.Err(); err != nil {
+	write := func(tmp string) error { return report.WriteOutcome(tmp, &res.Outcome) }
+	if err := writeAndCommit(ctx, o.out, dir.Tmp, dir.Commit, write); err != nil {
 		return err
-	}
-	if err := dir.Commit(); err != nil {
-		return fmt.Errorf("moving the results into %s: %w", o.out, err)
 	}
 	printHeadline(stdout, o.out, &res.Run.Manifest, res.Plan)
 	fmt.Fprintf(stdout, "wrote %s (open %s)\n", o.out, filepath.Join(o.out, report.HTMLFile))
@@ -285,6 +337,24 @@ func runFit(ctx context.Context, stdout io.Writer, o fitOpts) error {
 func printHeadline(w io.Writer, dir string, m *report.Manifest, plan *policy.PlanStats) {
 	h := m.Headline
 	fmt.Fprintf(w, "run %s: %d episodes × %d steps, rank %d, α = %.3g\n", m.RunID, m.Episodes, m.Horizon, h.Rank, float64(h.Alpha))
+	printReturns(w, m)
+	printPlanNotes(w, plan)
+	for _, c := range m.Compared[min(1, len(m.Compared)):] {
+		// The run's own policy is the first compared one, shown above.
+		fmt.Fprintf(w, "  compared: %s, %s\n", c.Policy, c.Summary)
+	}
+	if h.IotaEstimated {
+		fmt.Fprintf(w, "  the logs carry no propensities: the behaviour policy was estimated from action frequencies\n")
+	}
+	fmt.Fprintf(w, "verdict: %s\n", h.Verdict)
+	printRecommendation(w, m)
+}
+
+// printReturns prints the expected return per episode in the logs' units:
+// the policy's lower bound, fitted model value and estimate from the logs
+// (when some logged episode follows it), and the behaviour's mean.
+func printReturns(w io.Writer, m *report.Manifest) {
+	h := m.Headline
 	fmt.Fprintf(w, "expected return per episode, in the logs' units:\n")
 	fmt.Fprintf(w, "  policy, lower confidence bound  %10.4g\n", float64(h.LCBUnits))
 	fmt.Fprintf(w, "  policy, fitted model's value    %10.4g\n", float64(h.ModelValueUnits))
@@ -295,6 +365,12 @@ func printHeadline(w io.Writer, dir string, m *report.Manifest, plan *policy.Pla
 			float64(h.IWValueUnits), float64(h.IWLowUnits), float64(h.IWHighUnits), float64(h.ESS), m.Episodes)
 	}
 	fmt.Fprintf(w, "  behaviour, mean in the logs     %10.4g\n", float64(h.BehaviorUnits))
+}
+
+// printPlanNotes says how close an approximate plan is to the optimum:
+// the belief planner's gap, why it may stay above policy.TargetGap and how
+// its value past the table was computed, or the pruned search's gap.
+func printPlanNotes(w io.Writer, plan *policy.PlanStats) {
 	if plan != nil && plan.Planner == policy.PlannerBelief {
 		fmt.Fprintf(w, "  the belief planner's policy is within %.3g of the optimum (share of the logged return range); it decides every history (%s), and its table holds the %d most probable of them\n", plan.GapBound, report.ControllerFile, plan.Nodes)
 		if plan.GapBound > policy.TargetGap {
@@ -310,14 +386,12 @@ func printHeadline(w io.Writer, dir string, m *report.Manifest, plan *policy.Pla
 	} else if plan != nil && !plan.Exact {
 		fmt.Fprintf(w, "  the planner was approximate: within %.3g of the optimum, as a share of the logged return range\n", plan.GapBound)
 	}
-	for _, c := range m.Compared[min(1, len(m.Compared)):] {
-		// The run's own policy is the first compared one, shown above.
-		fmt.Fprintf(w, "  compared: %s, %s\n", c.Policy, c.Summary)
-	}
-	if h.IotaEstimated {
-		fmt.Fprintf(w, "  the logs carry no propensities: the behaviour policy was estimated from action frequencies\n")
-	}
-	fmt.Fprintf(w, "verdict: %s\n", h.Verdict)
+}
+
+// printRecommendation prints the recommendation when it is to keep the
+// behaviour policy or when the fallback returned a clone of it.
+func printRecommendation(w io.Writer, m *report.Manifest) {
+	h := m.Headline
 	cloned := m.Fallback != nil && m.Fallback.Used
 	switch {
 	case h.Recommendation == report.RecommendBehavior && cloned:

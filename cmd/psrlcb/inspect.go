@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -31,33 +30,46 @@ func newInspectCommand() *cli.Command {
 			"--force run beside it are repaired first (the previous output is restored) and reported.",
 		Flags:  flags,
 		Before: before,
-		Action: func(c *cli.Context) error {
-			o := inspectOptions{args: c.Args().Slice(), json: c.Bool("json"), stderr: c.App.ErrWriter, policy: c.Bool("policy"), top: c.Int("top")}
-			if len(o.args) == 1 && !strings.ContainsAny(o.args[0], "*?[") {
-				// A fit output killed in the middle of a --force replace
-				// is found and repaired before it is looked for.
-				notes, err := outdir.Recover(o.args[0])
-				for _, n := range notes {
-					notef(o.stderr, "%s", n)
-				}
-				if err != nil {
-					return err
-				}
-				if isRunDir(o.args[0]) {
-					o.runDir = o.args[0]
-					return runInspect(c.Context, c.App.Writer, o)
-				}
-			}
-			var err error
-			if o.files, err = logFiles(c); err != nil {
-				return err
-			}
-			if o.ingest, err = ingestOptions(c); err != nil {
-				return err
-			}
-			return runInspect(c.Context, c.App.Writer, o)
-		},
+		Action: inspectAction,
 	}
+}
+
+// inspectAction inspects one fit output directory, repaired first, or
+// the logs its arguments name.
+func inspectAction(c *cli.Context) error {
+	o := inspectOptions{args: c.Args().Slice(), json: c.Bool("json"), stderr: c.App.ErrWriter, policy: c.Bool("policy"), top: c.Int("top")}
+	if len(o.args) == 1 && !strings.ContainsAny(o.args[0], "*?[") {
+		runDir, err := recoverRunDir(o.args[0], o.stderr)
+		if err != nil {
+			return err
+		}
+		if runDir {
+			o.runDir = o.args[0]
+			return runInspect(c.Context, c.App.Writer, o)
+		}
+	}
+	var err error
+	if o.files, err = logFiles(c); err != nil {
+		return err
+	}
+	if o.ingest, err = ingestOptions(c); err != nil {
+		return err
+	}
+	return runInspect(c.Context, c.App.Writer, o)
+}
+
+// recoverRunDir says whether path is a fit output directory. A fit output
+// killed in the middle of a --force replace is found and repaired before
+// it is looked for, with notes to stderr.
+func recoverRunDir(path string, stderr io.Writer) (bool, error) {
+	notes, err := outdir.Recover(path)
+	for _, n := range notes {
+		notef(stderr, "%s", n)
+	}
+	if err != nil {
+		return false, err
+	}
+	return isRunDir(path), nil
 }
 
 // inspectOptions are the options of `psrlcb inspect`: logs to summarise,
@@ -82,6 +94,8 @@ type inspectReport struct {
 	ingest.Summary
 }
 
+// runInspect summarises the logs of o as text or JSON, or shows the fit
+// output directory o.runDir.
 func runInspect(ctx context.Context, w io.Writer, o inspectOptions) error {
 	if o.runDir != "" {
 		return inspectRunDir(w, o.runDir, o)
@@ -98,13 +112,12 @@ func runInspect(ctx context.Context, w io.Writer, o inspectOptions) error {
 		}
 	}
 	if o.json {
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		return enc.Encode(rep)
+		return writeJSON(w, rep)
 	}
 	return writeInspectText(w, &rep)
 }
 
+// writeInspectText writes the summary r as the table a person reads.
 func writeInspectText(out io.Writer, r *inspectReport) error {
 	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	s := &r.Summary
@@ -118,6 +131,19 @@ func writeInspectText(out io.Writer, r *inspectReport) error {
 	for h, rr := range s.StepReward {
 		fmt.Fprintf(w, "reward h=%d\tmin %g  max %g  mean %.6g  (%d steps)\n", h+1, rr.Min, rr.Max, rr.Mean, rr.N)
 	}
+	writePropensityText(w, s)
+	hist := make([]string, len(s.Histories))
+	for h, n := range s.Histories {
+		hist[h] = fmt.Sprintf("h=%d: %d", h+1, n)
+	}
+	fmt.Fprintf(w, "distinct histories\t%s\n", strings.Join(hist, ", "))
+	writeQuarantinedText(w, s)
+	return w.Flush()
+}
+
+// writePropensityText writes the rows of the logged propensities'
+// quantiles and ι, or of ι estimated from action frequencies without them.
+func writePropensityText(w io.Writer, s *ingest.Summary) {
 	if p := s.Propensity; p != nil {
 		fmt.Fprintf(w, "propensity\tmin %g  p01 %g  p05 %g  p25 %g  median %g  max %g\n", p.Min, p.P01, p.P05, p.P25, p.Median, p.Max)
 		fmt.Fprintf(w, "iota\t%g (least logged propensity; one-step tests)\n", s.Iota)
@@ -125,11 +151,11 @@ func writeInspectText(out io.Writer, r *inspectReport) error {
 		fmt.Fprintf(w, "propensity\tabsent\n")
 		fmt.Fprintf(w, "iota\t%g ESTIMATED (least frequency of a logged action given step and observation; one-step tests)\n", s.Iota)
 	}
-	hist := make([]string, len(s.Histories))
-	for h, n := range s.Histories {
-		hist[h] = fmt.Sprintf("h=%d: %d", h+1, n)
-	}
-	fmt.Fprintf(w, "distinct histories\t%s\n", strings.Join(hist, ", "))
+}
+
+// writeQuarantinedText writes the number of quarantined episodes and the
+// first of them.
+func writeQuarantinedText(w io.Writer, s *ingest.Summary) {
 	fmt.Fprintf(w, "quarantined\t%d (episodes, and per file the rows without an episode id)\n", s.Quarantined)
 	for _, q := range s.FirstQuarantined {
 		fmt.Fprintf(w, "\t%s\n", q)
@@ -137,7 +163,6 @@ func writeInspectText(out io.Writer, r *inspectReport) error {
 	if s.Quarantined > len(s.FirstQuarantined) {
 		fmt.Fprintf(w, "\t... and %d more\n", s.Quarantined-len(s.FirstQuarantined))
 	}
-	return w.Flush()
 }
 
 func symbolList(top []ingest.SymbolCount) string {

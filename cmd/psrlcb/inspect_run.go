@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"math"
@@ -33,19 +32,22 @@ func inspectRunDir(w io.Writer, dir string, o inspectOptions) error {
 		return err
 	}
 	if o.json {
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		return enc.Encode(struct {
-			RunID       string          `json:"run_id"`
-			Episodes    int             `json:"episodes"`
-			Horizon     int             `json:"horizon"`
-			Quarantined int             `json:"quarantined"`
-			Headline    report.Headline `json:"headline"`
-		}{m.RunID, m.Episodes, m.Horizon, len(m.Quarantined), m.Headline})
+		return writeRunJSON(w, m)
 	}
 	plan := m.Plan
 	printHeadline(w, dir, m, &plan)
 	return nil
+}
+
+// writeRunJSON writes the run's size and headline as one JSON object.
+func writeRunJSON(w io.Writer, m *report.Manifest) error {
+	return writeJSON(w, struct {
+		RunID       string          `json:"run_id"`
+		Episodes    int             `json:"episodes"`
+		Horizon     int             `json:"horizon"`
+		Quarantined int             `json:"quarantined"`
+		Headline    report.Headline `json:"headline"`
+	}{m.RunID, m.Episodes, m.Horizon, len(m.Quarantined), m.Headline})
 }
 
 // policyNodeJSON is one node of `inspect --policy --json`.
@@ -78,20 +80,24 @@ func inspectPolicy(w io.Writer, dir string, top int, asJSON bool) error {
 	}
 	view := report.NewPolicyView(pol, rng, nil, top)
 	if asJSON {
-		nodes := make([]policyNodeJSON, len(view.Rows))
-		for i, r := range view.Rows {
-			nodes[i] = policyNodeJSON{r.Node, r.Parent, r.Step, r.History, r.Action, r.Reach, r.Value, r.Bonus, r.LCB}
-		}
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		return enc.Encode(struct {
-			TotalNodes  int              `json:"total_nodes"`
-			ValuesAlpha report.Float     `json:"values_alpha"`
-			BoundAlpha  report.Float     `json:"bound_alpha"`
-			Nodes       []policyNodeJSON `json:"nodes"`
-		}{view.TotalNodes, report.Float(va), report.Float(ba), nodes})
+		return writePolicyJSON(w, view, va, ba)
 	}
 	return writePolicyText(w, dir, view, va, ba)
+}
+
+// writePolicyJSON writes the nodes of v with the α of their values (va)
+// and of the run's bound (ba) as one JSON object.
+func writePolicyJSON(w io.Writer, v *report.PolicyView, va, ba float64) error {
+	nodes := make([]policyNodeJSON, len(v.Rows))
+	for i, r := range v.Rows {
+		nodes[i] = policyNodeJSON{r.Node, r.Parent, r.Step, r.History, r.Action, r.Reach, r.Value, r.Bonus, r.LCB}
+	}
+	return writeJSON(w, struct {
+		TotalNodes  int              `json:"total_nodes"`
+		ValuesAlpha report.Float     `json:"values_alpha"`
+		BoundAlpha  report.Float     `json:"bound_alpha"`
+		Nodes       []policyNodeJSON `json:"nodes"`
+	}{v.TotalNodes, report.Float(va), report.Float(ba), nodes})
 }
 
 // valuesAlpha reads from policy.arrow's metadata the α of its value
@@ -117,7 +123,25 @@ func alphaNote(values, bound float64) string {
 	return fmt.Sprintf("V_b and LCB per node are priced at the planning α = %.3g (the objective the policy maximises); the run's reported lower bound prices the bonus at α = %.3g (see the summary), so its LCB is lower than the root rows'", values, bound)
 }
 
+// writePolicyText writes the legend of the policy view v of the run dir
+// and its rows as an indented tree.
 func writePolicyText(out io.Writer, dir string, v *report.PolicyView, va, ba float64) error {
+	writePolicyLegend(out, dir, v, va, ba)
+	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(w, "step\tobservation\taction\t%6s\t%9s\t%9s\t%9s\n", "reach", "V_R", "V_b", "LCB")
+	for _, r := range v.Rows {
+		obs := strings.Repeat("  ", r.Step-1) + r.Obs
+		if len(r.History) > 1 {
+			obs = strings.Repeat("  ", r.Step-1) + r.History[len(r.History)-2] + " -> " + r.Obs
+		}
+		fmt.Fprintf(w, "%4d\t%s\t%s\t%6s\t%9.4g\t%9.3g\t%9.4g\n", r.Step, obs, r.Action, share(r.Reach), r.Value, r.Bonus, r.LCB)
+	}
+	return w.Flush()
+}
+
+// writePolicyLegend says which nodes are shown, whether a controller
+// decides past them, and what the columns mean.
+func writePolicyLegend(out io.Writer, dir string, v *report.PolicyView, va, ba float64) {
 	shown := fmt.Sprintf("all %d decision nodes", v.TotalNodes)
 	if len(v.Rows) < v.TotalNodes {
 		shown = fmt.Sprintf("the %d most probable of %d decision nodes (--top N for more; all are in %s)", len(v.Rows), v.TotalNodes, filepath.Join(dir, report.PolicyFile))
@@ -133,16 +157,6 @@ func writePolicyText(out io.Writer, dir string, v *report.PolicyView, va, ba flo
 		fmt.Fprintf(out, "%s\n", n)
 	}
 	fmt.Fprintln(out)
-	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-	fmt.Fprintf(w, "step\tobservation\taction\t%6s\t%9s\t%9s\t%9s\n", "reach", "V_R", "V_b", "LCB")
-	for _, r := range v.Rows {
-		obs := strings.Repeat("  ", r.Step-1) + r.Obs
-		if len(r.History) > 1 {
-			obs = strings.Repeat("  ", r.Step-1) + r.History[len(r.History)-2] + " -> " + r.Obs
-		}
-		fmt.Fprintf(w, "%4d\t%s\t%s\t%6s\t%9.4g\t%9.3g\t%9.4g\n", r.Step, obs, r.Action, share(r.Reach), r.Value, r.Bonus, r.LCB)
-	}
-	return w.Flush()
 }
 
 // share formats a probability as a percentage.

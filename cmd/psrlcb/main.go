@@ -186,6 +186,15 @@ func suggestFlag(c *cli.Context, err error) error {
 		return err
 	}
 	name := strings.TrimLeft(msg[i+len(undefined):], "-")
+	if near := nearest(name, flagNames(c)); near != "" {
+		return fmt.Errorf("%w; did you mean --%s?", err, near)
+	}
+	return err
+}
+
+// flagNames are all the names of the flags of c's command, or of the
+// app's global flags outside a command.
+func flagNames(c *cli.Context) []string {
 	flags := c.App.Flags
 	if c.Command != nil && c.Command.Name != "" {
 		flags = c.Command.Flags
@@ -194,10 +203,7 @@ func suggestFlag(c *cli.Context, err error) error {
 	for _, f := range flags {
 		names = append(names, f.Names()...)
 	}
-	if near := nearest(name, names); near != "" {
-		return fmt.Errorf("%w; did you mean --%s?", err, near)
-	}
-	return err
+	return names
 }
 
 // execute runs the app on args with flags allowed after the positional

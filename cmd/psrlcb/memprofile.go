@@ -24,44 +24,61 @@ func startMemProfile(path string, stderr io.Writer) (stop func()) {
 	if path == "" {
 		return func() {}
 	}
+	p := &heapProfiler{path: path, stderr: stderr}
 	done := make(chan struct{})
 	finished := make(chan struct{})
-	sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
-	failed := false
-	write := func() {
-		if failed {
-			return
-		}
-		err := writeHeapProfile(path)
-		if err != nil {
-			failed = true
-			fmt.Fprintf(stderr, "psrlcb: PSRLCB_MEMPROFILE: %v (no profile written)\n", err)
-		}
-	}
 	go func() {
 		defer close(finished)
-		var high uint64
-		t := time.NewTicker(memProfileEvery)
-		defer t.Stop()
-		for {
-			select {
-			case <-done:
-				if high == 0 {
-					write()
-				}
-				return
-			case <-t.C:
-				metrics.Read(sample)
-				if v := sample[0].Value.Uint64(); v > high+high/10 {
-					high = v
-					write()
-				}
-			}
-		}
+		p.watch(done)
 	}()
 	return func() {
 		close(done)
 		<-finished
+	}
+}
+
+// heapProfiler writes the heap profile to path, and after the first
+// failure, reported to stderr, no more.
+type heapProfiler struct {
+	path   string
+	stderr io.Writer
+	failed bool
+}
+
+// write writes the profile unless an earlier write failed.
+func (p *heapProfiler) write() {
+	if p.failed {
+		return
+	}
+	err := writeHeapProfile(p.path)
+	if err != nil {
+		p.failed = true
+		fmt.Fprintf(p.stderr, "psrlcb: PSRLCB_MEMPROFILE: %v (no profile written)\n", err)
+	}
+}
+
+// watch samples the heap in use every memProfileEvery and writes the
+// profile at each new high by a tenth, until done is closed; then once
+// more if it never wrote.
+func (p *heapProfiler) watch(done <-chan struct{}) {
+	sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+	var high uint64
+	t := time.NewTicker(memProfileEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-done:
+			if high == 0 {
+				p.write()
+			}
+			return
+		case <-t.C:
+			metrics.Read(sample)
+			if v := sample[0].Value.Uint64(); v > high+high/10 {
+				high = v
+				p.write()
+			}
+		}
 	}
 }
 

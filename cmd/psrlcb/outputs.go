@@ -1,6 +1,8 @@
 package main
 
 import (
+	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -45,6 +47,29 @@ func createOut(stderr io.Writer, out string, force bool, kind outputKind, inputs
 		notef(stderr, "%s", n)
 	}
 	return dir, nil
+}
+
+// writeAndCommit writes the outputs into the staging directory tmp and,
+// unless ctx was cancelled meanwhile (an interrupt while writing still
+// leaves nothing behind), commits them as out.
+func writeAndCommit(ctx context.Context, out, tmp string, commit func() error, write func(tmp string) error) error {
+	if err := write(tmp); err != nil {
+		return fmt.Errorf("writing %s: %w", out, err)
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := commit(); err != nil {
+		return fmt.Errorf("moving the results into %s: %w", out, err)
+	}
+	return nil
+}
+
+// writeJSON writes v to w as indented JSON, one value and a newline.
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
 }
 
 func warnf(w io.Writer, format string, args ...any) {

@@ -34,16 +34,27 @@ func runnerArg(args []string) (string, bool) {
 			break
 		}
 		url = url || isURL(strings.TrimLeft(a[strings.Index(a, "=")+1:], " "))
-		for _, name := range []string{"--runner", "-runner"} {
-			if a == name && i+1 < len(args) {
-				runner = args[i+1]
-			}
-			if v, ok := strings.CutPrefix(a, name+"="); ok {
-				runner = v
-			}
+		if v, ok := runnerValue(args, i); ok {
+			runner = v
 		}
 	}
 	return runner, (runner != "" && runner != "local") || url
+}
+
+// runnerValue is the runner that args[i] names, as "--runner X" or
+// "--runner=X" (with one dash or two), if it does.
+func runnerValue(args []string, i int) (string, bool) {
+	a := args[i]
+	runner, found := "", false
+	for _, name := range []string{"--runner", "-runner"} {
+		if a == name && i+1 < len(args) {
+			runner, found = args[i+1], true
+		}
+		if v, ok := strings.CutPrefix(a, name+"="); ok {
+			runner, found = v, true
+		}
+	}
+	return runner, found
 }
 
 // isURL says whether s names an object through a URL scheme (gs://,
@@ -79,7 +90,13 @@ func handOff(runner string, args []string, stdout, stderr io.Writer) int {
 	}
 	cmd := exec.Command(path, args...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, stdout, stderr
-	err = cmd.Run()
+	return beamExit(cmd.Run(), path, stderr)
+}
+
+// beamExit is psrlcb's exit code for psrlcb-beam's (at path) outcome err:
+// its own exit code, or that of an interrupt when a signal killed it; a
+// failure to run it is reported to stderr.
+func beamExit(err error, path string, stderr io.Writer) int {
 	var exit *exec.ExitError
 	switch {
 	case err == nil:

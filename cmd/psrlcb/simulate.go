@@ -32,19 +32,22 @@ func newSimulateCommand() *cli.Command {
 			"with the highest expected immediate reward under the true belief, else uniform); fixed:ACTION:EPS.",
 		Flags:  flags,
 		Before: before,
-		Action: func(c *cli.Context) error {
-			if c.NArg() > 0 {
-				return usagef("simulate takes no arguments (got %q)", c.Args().Slice())
-			}
-			if c.Bool("online") {
-				return usagef("simulate --online is now its own command: psrlcb simulate-online")
-			}
-			return runSimulate(c.Context, c.App.Writer, simulateOptions{
-				pomdp: c.String("pomdp"), horizon: c.Int("horizon"), episodes: c.Int("episodes"),
-				behavior: c.String("behavior"), seed: c.Uint64("seed"), out: c.String("out"),
-			})
-		},
+		Action: simulateAction,
 	}
+}
+
+// simulateAction runs simulate with the options of its flags.
+func simulateAction(c *cli.Context) error {
+	if err := noArgs(c, "simulate"); err != nil {
+		return err
+	}
+	if c.Bool("online") {
+		return usagef("simulate --online is now its own command: psrlcb simulate-online")
+	}
+	return runSimulate(c.Context, c.App.Writer, simulateOptions{
+		pomdp: c.String("pomdp"), horizon: c.Int("horizon"), episodes: c.Int("episodes"),
+		behavior: c.String("behavior"), seed: c.Uint64("seed"), out: c.String("out"),
+	})
 }
 
 type simulateOptions struct {
@@ -72,7 +75,51 @@ func loadModelAndBehavior(path, spec string) (*pomdp.POMDP, pomdp.Behavior, erro
 	return m, b, nil
 }
 
+// runSimulate draws the episodes of o's model and behaviour, writes them
+// as Parquet and prints a summary with their mean return.
 func runSimulate(ctx context.Context, w io.Writer, o simulateOptions) error {
+	if err := checkSimulate(o); err != nil {
+		return err
+	}
+	m, b, err := loadModelAndBehavior(o.pomdp, o.behavior)
+	if err != nil {
+		return err
+	}
+	logs, err := pomdp.Simulate(ctx, m, o.horizon, o.episodes, b, o.seed)
+	if err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := pomdp.WriteParquetFile(o.out, logs); err != nil {
+		return err
+	}
+	printSimulateSummary(w, o, m, b, logs)
+	return nil
+}
+
+// printSimulateSummary says what was written, from which model and
+// behaviour, and the logs' mean return.
+func printSimulateSummary(w io.Writer, o simulateOptions, m *pomdp.POMDP, b pomdp.Behavior, logs *pomdp.Logs) {
+	mean := 0.0
+	for k := range o.episodes {
+		mean += logs.Return(k)
+	}
+	mean /= float64(o.episodes)
+	size := int64(0)
+	if st, err := os.Stat(o.out); err == nil {
+		size = st.Size()
+	}
+	fmt.Fprintf(w, "wrote %s: %d episodes × %d steps = %d rows (%s)\n", o.out, o.episodes, o.horizon, o.episodes*o.horizon, humanBytes(size))
+	fmt.Fprintf(w, "model %s (%d states, %d actions, %d observations), behaviour %s, seed %d\n",
+		o.pomdp, m.NumStates(), m.NumActions(), m.NumObs(), b, o.seed)
+	fmt.Fprintf(w, "mean return %.6g\n", mean)
+}
+
+// checkSimulate refuses options without a horizon, episodes or output
+// file, and an output that is the model file or a directory.
+func checkSimulate(o simulateOptions) error {
 	var missing []string
 	if o.horizon <= 0 {
 		missing = append(missing, "--horizon H (> 0)")
@@ -94,32 +141,5 @@ func runSimulate(ctx context.Context, w io.Writer, o simulateOptions) error {
 	if st, err := os.Stat(o.out); err == nil && st.IsDir() {
 		return usagef("--out %s is a directory; name the Parquet file to write", o.out)
 	}
-	m, b, err := loadModelAndBehavior(o.pomdp, o.behavior)
-	if err != nil {
-		return err
-	}
-	logs, err := pomdp.Simulate(ctx, m, o.horizon, o.episodes, b, o.seed)
-	if err != nil {
-		return err
-	}
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	if err := pomdp.WriteParquetFile(o.out, logs); err != nil {
-		return err
-	}
-	mean := 0.0
-	for k := range o.episodes {
-		mean += logs.Return(k)
-	}
-	mean /= float64(o.episodes)
-	size := int64(0)
-	if st, err := os.Stat(o.out); err == nil {
-		size = st.Size()
-	}
-	fmt.Fprintf(w, "wrote %s: %d episodes × %d steps = %d rows (%s)\n", o.out, o.episodes, o.horizon, o.episodes*o.horizon, humanBytes(size))
-	fmt.Fprintf(w, "model %s (%d states, %d actions, %d observations), behaviour %s, seed %d\n",
-		o.pomdp, m.NumStates(), m.NumActions(), m.NumObs(), b, o.seed)
-	fmt.Fprintf(w, "mean return %.6g\n", mean)
 	return nil
 }

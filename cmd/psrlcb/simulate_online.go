@@ -42,20 +42,23 @@ func newSimulateOnlineCommand() *cli.Command {
 			"See docs/exploration.md.",
 		Flags:  flags,
 		Before: before,
-		Action: func(c *cli.Context) error {
-			if c.NArg() > 0 {
-				return usagef("simulate-online takes no arguments (got %q)", c.Args().Slice())
-			}
-			o := simulateOnlineOptions{pomdp: c.String("pomdp"), horizon: c.Int("horizon"), seed: c.Uint64("seed"), out: c.Path("out"),
-				force: c.Bool("force"), batch: c.Int("batch"), rounds: c.Int("rounds"), baseline: c.Bool("baseline"), plot: c.Path("plot"),
-				stderr: c.App.ErrWriter}
-			var err error
-			if o.round, err = roundOptions(c, o.seed); err != nil {
-				return err
-			}
-			return runSimulateOnline(c.Context, c.App.Writer, o)
-		},
+		Action: simulateOnlineAction,
 	}
+}
+
+// simulateOnlineAction runs simulate-online with the options of its flags.
+func simulateOnlineAction(c *cli.Context) error {
+	if err := noArgs(c, "simulate-online"); err != nil {
+		return err
+	}
+	o := simulateOnlineOptions{pomdp: c.String("pomdp"), horizon: c.Int("horizon"), seed: c.Uint64("seed"), out: c.Path("out"),
+		force: c.Bool("force"), batch: c.Int("batch"), rounds: c.Int("rounds"), baseline: c.Bool("baseline"), plot: c.Path("plot"),
+		stderr: c.App.ErrWriter}
+	var err error
+	if o.round, err = roundOptions(c, o.seed); err != nil {
+		return err
+	}
+	return runSimulateOnline(c.Context, c.App.Writer, o)
 }
 
 // simulateOnlineOptions are the options of `psrlcb simulate-online`.
@@ -78,9 +81,7 @@ func runSimulateOnline(ctx context.Context, w io.Writer, o simulateOnlineOptions
 	if err := checkSimulateOnline(o); err != nil {
 		return err
 	}
-	H, out := o.horizon, o.out
-	seed, ro := o.seed, o.round
-	dir, err := createOut(o.stderr, out, o.force, simulateOnlineOutput, []string{o.pomdp})
+	dir, err := createOut(o.stderr, o.out, o.force, simulateOnlineOutput, []string{o.pomdp})
 	if err != nil {
 		return err
 	}
@@ -89,29 +90,52 @@ func runSimulateOnline(ctx context.Context, w io.Writer, o simulateOnlineOptions
 	if err != nil {
 		return err
 	}
-	res, err := explore.Online(ctx, m, explore.OnlineOptions{
-		Horizon: H, PerStep: o.batch, MaxRounds: o.rounds, Round: ro, Seed: seed, Baseline: o.baseline,
-		Progress: func(r explore.RoundRow) {
-			fmt.Fprintf(w, "round %d: %d episodes, statistic %.4g (ε/2 = %.4g), true TV uniform %.4g optimal %.4g, regret %.4g",
-				r.Round, r.TotalEpisodes, r.BonusValue, r.Threshold, r.TVUniform, r.TVOptimal, r.Regret)
-			if o.baseline {
-				fmt.Fprintf(w, ", uniform-exploration regret %.4g", r.BaselineRegret)
-			}
-			fmt.Fprintln(w)
-		}})
+	res, err := explore.Online(ctx, m, onlineOptions(w, o))
 	if err != nil {
 		return err
 	}
-	last := res.Rows[len(res.Rows)-1]
+	if err := commitOnline(ctx, dir, o, m, res); err != nil {
+		return err
+	}
+	printOnlineSummary(w, res.Rows[len(res.Rows)-1], o.out)
+	return nil
+}
+
+// commitOnline writes the run's outputs into dir (writeOnline) and,
+// unless ctx was cancelled meanwhile, commits them.
+func commitOnline(ctx context.Context, dir *outdir.Dir, o simulateOnlineOptions, m *pomdp.POMDP, res *explore.OnlineResult) error {
 	if err := writeOnline(dir, o, m, res); err != nil {
 		return err
 	}
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if err := dir.Commit(); err != nil {
-		return err
+	return dir.Commit()
+}
+
+// onlineOptions are the loop's options of o, its progress printed to w.
+func onlineOptions(w io.Writer, o simulateOnlineOptions) explore.OnlineOptions {
+	return explore.OnlineOptions{
+		Horizon: o.horizon, PerStep: o.batch, MaxRounds: o.rounds, Round: o.round, Seed: o.seed, Baseline: o.baseline,
+		Progress: onlineProgress(w, o.baseline)}
+}
+
+// onlineProgress prints each round's line to w as the round ends, with
+// the uniform-exploration regret when baseline is set.
+func onlineProgress(w io.Writer, baseline bool) func(explore.RoundRow) {
+	return func(r explore.RoundRow) {
+		fmt.Fprintf(w, "round %d: %d episodes, statistic %.4g (ε/2 = %.4g), true TV uniform %.4g optimal %.4g, regret %.4g",
+			r.Round, r.TotalEpisodes, r.BonusValue, r.Threshold, r.TVUniform, r.TVOptimal, r.Regret)
+		if baseline {
+			fmt.Fprintf(w, ", uniform-exploration regret %.4g", r.BaselineRegret)
+		}
+		fmt.Fprintln(w)
 	}
+}
+
+// printOnlineSummary says whether the loop terminated (last is the last
+// round) and what was written into out.
+func printOnlineSummary(w io.Writer, last explore.RoundRow, out string) {
 	state := fmt.Sprintf("terminated at round %d", last.Round)
 	if !last.Terminated {
 		state = fmt.Sprintf("did not terminate in %d rounds", last.Round)
@@ -121,7 +145,6 @@ func runSimulateOnline(ctx context.Context, w io.Writer, o simulateOnlineOptions
 		fmt.Fprint(w, ", policy.arrow")
 	}
 	fmt.Fprintln(w, ")")
-	return nil
 }
 
 // checkSimulateOnline checks simulate-online's options before any work.
@@ -154,11 +177,7 @@ func checkSimulateOnline(o simulateOnlineOptions) error {
 // writeOnline writes the run's rounds, logs, last model and (when the
 // loop terminated) its greedy policy into dir, and the plot.
 func writeOnline(dir *outdir.Dir, o simulateOnlineOptions, m *pomdp.POMDP, res *explore.OnlineResult) error {
-	meta := map[string]string{
-		"psrlcb.pomdp": o.pomdp, "psrlcb.horizon": strconv.Itoa(o.horizon), "psrlcb.seed": strconv.FormatUint(o.seed, 10),
-		"psrlcb.alpha": strconv.FormatFloat(res.Last.Alpha, 'g', -1, 64), "psrlcb.epsilon": strconv.FormatFloat(res.Last.Epsilon, 'g', -1, 64),
-		"psrlcb.batch": strconv.Itoa(o.batch),
-	}
+	meta := onlineMeta(o, res)
 	if err := arrowio.WriteArrow(dir.Path(roundsFileName), explore.RoundsTable(res.Rows, meta)); err != nil {
 		return err
 	}
@@ -179,6 +198,16 @@ func writeOnline(dir *outdir.Dir, o simulateOnlineOptions, m *pomdp.POMDP, res *
 		}
 	}
 	return nil
+}
+
+// onlineMeta is the metadata of the run's Arrow files: the model, the
+// horizon, the seed, the last round's α and ε, and the batch size.
+func onlineMeta(o simulateOnlineOptions, res *explore.OnlineResult) map[string]string {
+	return map[string]string{
+		"psrlcb.pomdp": o.pomdp, "psrlcb.horizon": strconv.Itoa(o.horizon), "psrlcb.seed": strconv.FormatUint(o.seed, 10),
+		"psrlcb.alpha": strconv.FormatFloat(res.Last.Alpha, 'g', -1, 64), "psrlcb.epsilon": strconv.FormatFloat(res.Last.Epsilon, 'g', -1, 64),
+		"psrlcb.batch": strconv.Itoa(o.batch),
+	}
 }
 
 // checkPlotPath refuses a --plot file that is the model file, a
