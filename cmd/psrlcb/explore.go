@@ -14,6 +14,7 @@ import (
 	"github.com/psrlcb/psrlcb/estimate"
 	"github.com/psrlcb/psrlcb/explore"
 	"github.com/psrlcb/psrlcb/ingest"
+	"github.com/psrlcb/psrlcb/internal/fitflag"
 	"github.com/psrlcb/psrlcb/policy"
 )
 
@@ -22,7 +23,7 @@ import (
 func roundFlags() []cli.Flag {
 	return []cli.Flag{
 		&cli.Float64Flag{Name: "alpha", Value: explore.DefaultAlpha, Usage: "UCB coefficient α of the bonus b̂ = min{α·sqrt(Σ_h‖ψ̄̂(τ_h)‖²_{U_h⁻¹}), 1} (the paper's α saturates b̂; see docs/exploration.md)"},
-		&cli.Float64Flag{Name: "lambda", Usage: "regulariser λ of U_h (0: 1)"},
+		cliFloat(fitflag.Lambda),
 		&cli.Float64Flag{Name: "epsilon", Value: explore.DefaultEpsilon, Usage: "accuracy ε: stop when V_{θ̂,b̂}^{π^k} ≤ ε/2"},
 		&cli.IntFlag{Name: "rank", Usage: "latent states r of the model (0: chosen by held-out log-likelihood)"},
 		&cli.IntFlag{Name: "restarts", Usage: fmt.Sprintf("EM starts (0: %d)", estimate.DefaultRestarts)},

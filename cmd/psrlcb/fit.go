@@ -16,6 +16,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/psrlcb/psrlcb/estimate"
+	"github.com/psrlcb/psrlcb/internal/fitflag"
 	"github.com/psrlcb/psrlcb/internal/memlimit"
 	"github.com/psrlcb/psrlcb/pessimism"
 	"github.com/psrlcb/psrlcb/pipeline"
@@ -27,12 +28,12 @@ import (
 // fitModelFlags are fit's flags of the model's estimation.
 func fitModelFlags() []cli.Flag {
 	return []cli.Flag{
-		&cli.StringFlag{Name: "rank", Value: "auto", Usage: `latent states r of the model, or "auto" to choose by held-out log-likelihood`},
-		&cli.IntFlag{Name: "max-rank", Usage: fmt.Sprintf("largest rank tried by --rank auto (0: %d)", estimate.DefaultMaxRank)},
-		&cli.StringFlag{Name: "dynamics", Value: estimate.DynamicsStationary, Usage: `"stationary" (one transition/emission table for every step) or "per-step"`},
-		&cli.IntFlag{Name: "restarts", Usage: fmt.Sprintf("EM starts, the first from an informed start (0: %d)", estimate.DefaultRestarts)},
-		&cli.IntFlag{Name: "max-iter", Usage: fmt.Sprintf("EM iterations per start (0: %d)", estimate.DefaultMaxIter)},
-		&cli.Float64Flag{Name: "tol", Usage: fmt.Sprintf("EM stops when the relative log-likelihood gain falls below this (0: %g). The rank search of --rank auto uses %g unless a value is given here: a smaller one, such as 1e-8, lets EM find hidden states only the rewards reveal, at several times the fit's time (docs/validation.md)", estimate.DefaultTol, estimate.RankSearchTol)},
+		cliString(fitflag.Rank),
+		cliInt(fitflag.MaxRank),
+		cliString(fitflag.Dynamics),
+		cliInt(fitflag.Restarts),
+		cliInt(fitflag.MaxIter),
+		cliFloat(fitflag.Tol),
 		&cli.IntFlag{Name: "test-length", Value: 1, Usage: "length m of the core tests of the prediction features"},
 		&cli.Float64Flag{Name: "delta", Usage: fmt.Sprintf("confidence level δ of p_min = δ/(K·H·(|O||A|)^H) (0: %g)", estimate.DefaultDelta)},
 		&cli.Float64Flag{Name: "p-min", Usage: "override p_min of Θ_min (0: the default above)"},
@@ -44,16 +45,16 @@ func fitModelFlags() []cli.Flag {
 func fitPlanFlags() []cli.Flag {
 	return []cli.Flag{
 		&cli.StringFlag{Name: "alpha", Value: "auto", Usage: `bonus coefficient α: a number, a list "0,0.3,1", "auto" (a list chosen on held-out episodes) or "theory" (the paper's α̂, needs --gamma)`},
-		&cli.Float64Flag{Name: "lambda", Usage: fmt.Sprintf("regulariser λ of U_h (0: %g)", pessimism.DefaultLambda)},
+		cliFloat(fitflag.Lambda),
 		&cli.Float64Flag{Name: "gamma", Usage: "γ of the paper's α̂ for --alpha theory"},
-		&cli.Float64Flag{Name: "select-heldout", Usage: fmt.Sprintf("share of episodes in the evaluation part when choosing α among candidates (0: %g)", pipeline.DefaultSelectHeldOut)},
+		cliFloat(fitflag.SelectHeldOut),
 		&cli.StringFlag{Name: "return-range", Usage: `"LO,HI": the range episode returns can take, when known (default: H × the smallest and largest logged reward)`},
 		&cli.StringFlag{Name: "lcb-correction", Value: "cross-fit", Usage: `correction of the reported lower bound when α is chosen among candidates: "cross-fit" (price the bonus at the least α that covers the planning model's optimism measured on the held-out part) or "none" (the paper's bound at the chosen α)`},
 		&cli.StringFlag{Name: "fallback", Value: "behavior", Usage: `when α is chosen among candidates: "behavior" (when the held-out lower bound of the behaviour's clone, its most-logged action at every history, beats the plan's, return that clone improved where the logs show a better logged action, or the clone itself) or "none" (always the plan)`},
-		&cli.Int64Flag{Name: "plan-budget", Usage: fmt.Sprintf("node budget of the exact planner; larger trees are planned approximately with a stated gap (0: %d)", policy.DefaultBudget)},
-		&cli.StringFlag{Name: "planner", Value: policy.PlannerAuto, Usage: `"exact" (dynamic programming over the history tree, pruned search past --plan-budget), "belief" (point-based planning over the model's beliefs) or "auto" (exact when the tree fits --plan-budget)`},
-		&cli.IntFlag{Name: "plan-points", Usage: fmt.Sprintf("belief points per step of the belief planner: more points plan closer to the optimum (its stated gap), at a cost growing with their square (0: %d)", policy.DefaultPoints)},
-		&cli.Int64Flag{Name: "plan-rows", Usage: fmt.Sprintf("rows of the belief planner's policy table, the readable view of the controller's most probable decisions (0: %d)", policy.DefaultRowBudget)},
+		cliInt64(fitflag.PlanBudget),
+		cliString(fitflag.Planner),
+		cliInt(fitflag.PlanPoints),
+		cliInt64(fitflag.PlanRows),
 	}
 }
 
@@ -63,7 +64,7 @@ func fitRunFlags() []cli.Flag {
 	return []cli.Flag{
 		&cli.StringFlag{Name: "memory-limit", Value: memlimit.Default, Usage: `memory budget of the run: a size ("600MiB", "4GiB"), a share of the machine's memory ("50%"), or "none"; logs larger than half of it keep their step codes in a spill file on disk (--spill-dir), logs that cannot fit even so are refused before they are read, the policy table is kept to what fits beside the logs, and the garbage collector holds the heap under it`},
 		&cli.PathFlag{Name: "spill-dir", Usage: "where logs too large for --memory-limit keep their step codes, read from there at every pass (default: the system's temporary directory; use local disk, not tmpfs)"},
-		&cli.Uint64Flag{Name: "seed", Value: 1, Usage: "seed of the split, held-out draws and EM starts"},
+		cliUint64(fitflag.Seed),
 		&cli.IntFlag{Name: "max-observations", Usage: `keep the N most frequent observations and map the rest to "<other>" (0: keep all)`},
 		&cli.IntFlag{Name: "workers", Usage: "goroutines (0: all cores); results do not depend on it"},
 		&cli.StringFlag{Name: "runner", Value: "local", Usage: `where the passes over the episodes run: "local" (this process), or "prism", "flink", "spark", "dataflow", "universal" (Apache Beam: the run is handed to psrlcb-beam, found beside psrlcb or on PATH, with the same arguments; Beam's own flags such as --endpoint go with it; docs/scale-out.md)`},

@@ -6,6 +6,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/psrlcb/psrlcb/ingest"
+	"github.com/psrlcb/psrlcb/internal/fitflag"
 	"github.com/psrlcb/psrlcb/schemas"
 )
 
@@ -24,17 +25,7 @@ var columnFlags = [schemas.NumRoles]string{
 // horizon, the invalid-episode policy and the column names. Every command
 // that reads logs appends them to its own flags.
 func ingestFlags() []cli.Flag {
-	flags := []cli.Flag{
-		&cli.IntFlag{
-			Name:  "horizon",
-			Usage: "episode length H; 0 takes the largest step in the logs (longer episodes are invalid, shorter ones need terminal)",
-		},
-		&cli.StringFlag{
-			Name:  "on-invalid",
-			Value: ingest.OnInvalidFail,
-			Usage: `"fail" stops at the first invalid episode; "skip" quarantines invalid episodes, lists and counts them`,
-		},
-	}
+	flags := []cli.Flag{cliInt(fitflag.Horizon), cliString(fitflag.OnInvalid)}
 	for r := schemas.Role(0); r < schemas.NumRoles; r++ {
 		c := schemas.Columns[r]
 		usage := "name of the " + c.Name + " column"
