@@ -52,13 +52,11 @@ func checkEnough(K, H int) error {
 // (see MaxAbsReward, minRelativeRange). Constant returns are fine: the
 // verdict then says the logs cannot rank policies.
 func checkRewards(d *ingest.Dataset) error {
-	H, K := d.Horizon, d.NumEpisodes()
+	K := d.NumEpisodes()
 	lo, hi, klo, khi := math.Inf(1), math.Inf(-1), 0, 0
 	for k := 0; k < K; k++ {
-		for h, r := range d.Reward[k*H : (k+1)*H] {
-			if !(math.Abs(r) <= MaxAbsReward) {
-				return fmt.Errorf("%w: episode %s step %d: reward %g is beyond ±%g; rescale the rewards (divide them by a constant)", ErrReward, d.EpisodeIDs[k], h+1, r, MaxAbsReward)
-			}
+		if err := checkEpisodeRewards(d, k); err != nil {
+			return err
 		}
 		ret := d.Return(k)
 		if ret < lo {
@@ -73,6 +71,18 @@ func checkRewards(d *ingest.Dataset) error {
 	}
 	if size := math.Max(math.Abs(lo), math.Abs(hi)); hi-lo < minRelativeRange*size {
 		return fmt.Errorf("%w: returns range from %.17g (episode %s) to %.17g (episode %s), a spread of %.3g at a size of %.3g, below what double precision resolves when they are rescaled to [0,1]; subtract a constant from the rewards", ErrReward, lo, d.EpisodeIDs[klo], hi, d.EpisodeIDs[khi], hi-lo, size)
+	}
+	return nil
+}
+
+// checkEpisodeRewards refuses a reward of episode k beyond ±MaxAbsReward
+// (or NaN), naming the episode and step.
+func checkEpisodeRewards(d *ingest.Dataset, k int) error {
+	H := d.Horizon
+	for h, r := range d.Reward[k*H : (k+1)*H] {
+		if !(math.Abs(r) <= MaxAbsReward) {
+			return fmt.Errorf("%w: episode %s step %d: reward %g is beyond ±%g; rescale the rewards (divide them by a constant)", ErrReward, d.EpisodeIDs[k], h+1, r, MaxAbsReward)
+		}
 	}
 	return nil
 }

@@ -41,16 +41,25 @@ func comparePolicies(ctx context.Context, d *ingest.Dataset, out *report.Outcome
 	cmp := []report.ComparedPolicy{report.NewComparedPolicy(report.PlanName, res)}
 	prog.Advance(1, report.PlanName)
 	for _, p := range opts.Compare {
-		t, err := ope.ReadTarget(p, d)
+		c, err := compareOne(ctx, d, out, p, eo)
 		if err != nil {
 			return nil, fmt.Errorf("--compare %s: %w", p, err)
 		}
-		res, err := ope.Compare(ctx, d, t, out.Model, out.Bonus, eo)
-		if err != nil {
-			return nil, fmt.Errorf("--compare %s: %w", p, err)
-		}
-		cmp = append(cmp, report.NewComparedPolicy(p, res))
+		cmp = append(cmp, c)
 		prog.Advance(1, p)
 	}
 	return cmp, nil
+}
+
+// compareOne estimates the policy of --compare path p on the logs.
+func compareOne(ctx context.Context, d *ingest.Dataset, out *report.Outcome, p string, eo ope.Options) (report.ComparedPolicy, error) {
+	t, err := ope.ReadTarget(p, d)
+	if err != nil {
+		return report.ComparedPolicy{}, err
+	}
+	res, err := ope.Compare(ctx, d, t, out.Model, out.Bonus, eo)
+	if err != nil {
+		return report.ComparedPolicy{}, err
+	}
+	return report.NewComparedPolicy(p, res), nil
 }

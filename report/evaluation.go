@@ -7,7 +7,6 @@ import (
 	"encoding/hex"
 	"fmt"
 	"html/template"
-	"math"
 	"path/filepath"
 	"strings"
 
@@ -77,7 +76,25 @@ func EstimateRows(es []ope.Estimate) []EstimateRow {
 // EvaluationSummary is the sentence an evaluation leads with: the
 // recommended estimate with its interval, beside the behaviour's mean.
 func EvaluationSummary(ev *Evaluation) string {
-	var rec, beh *EstimateRow
+	rec, beh := summaryRows(ev)
+	behavior := ""
+	if beh != nil {
+		behavior = fmt.Sprintf("; behaviour (the logs' mean): %s", num(float64(beh.Value), 4))
+	}
+	if rec == nil {
+		return "The logs cannot estimate the evaluated policy's value: no estimator could be computed" + behavior + "."
+	}
+	s := fmt.Sprintf("The evaluated policy: %s per episode", num(float64(rec.Value), 4)) + intervalText(rec)
+	s += fmt.Sprintf(" (%s)%s.", EstimatorWords(rec.Estimator), behavior)
+	if !rec.Reliable || rec.Estimator == ope.EstModel {
+		s += " Caution: " + rec.Reason + "."
+	}
+	return s
+}
+
+// summaryRows are the evaluation's recommended estimate and the
+// behaviour's (nil when absent).
+func summaryRows(ev *Evaluation) (rec, beh *EstimateRow) {
 	for i := range ev.Estimates {
 		switch ev.Estimates[i].Estimator {
 		case ev.Recommended:
@@ -86,22 +103,7 @@ func EvaluationSummary(ev *Evaluation) string {
 			beh = &ev.Estimates[i]
 		}
 	}
-	behavior := ""
-	if beh != nil {
-		behavior = fmt.Sprintf("; behaviour (the logs' mean): %s", num(float64(beh.Value), 4))
-	}
-	if rec == nil {
-		return "The logs cannot estimate the evaluated policy's value: no estimator could be computed" + behavior + "."
-	}
-	s := fmt.Sprintf("The evaluated policy: %s per episode", num(float64(rec.Value), 4))
-	if !math.IsNaN(float64(rec.Lower)) {
-		s += fmt.Sprintf(" [%s, %s]", num(float64(rec.Lower), 4), num(float64(rec.Upper), 4))
-	}
-	s += fmt.Sprintf(" (%s)%s.", EstimatorWords(rec.Estimator), behavior)
-	if !rec.Reliable || rec.Estimator == ope.EstModel {
-		s += " Caution: " + rec.Reason + "."
-	}
-	return s
+	return rec, beh
 }
 
 // EstimatorWords names an estimator for a reader.
