@@ -52,25 +52,9 @@ func recoverUnreadable(name string, err *error) {
 // resolves the log columns.
 func openFile(src source, m schemas.Mapping) (of *openedFile, err error) {
 	defer recoverUnreadable(src.name, &err)
-	// Parquet files begin and end with "PAR1" and the footer length sits
-	// before the trailing magic. Checking the length first keeps a damaged
-	// length from turning into a huge allocation.
-	if src.size < 12 {
-		return nil, &FileError{File: src.name, Err: ErrUnreadable, Detail: fmt.Sprintf("%d bytes is too short for Parquet", src.size)}
-	}
-	var head, tail [8]byte
-	if _, err := src.r.ReadAt(head[:4], 0); err != nil {
-		return nil, &FileError{File: src.name, Err: ErrIO, Detail: err.Error()}
-	}
-	if _, err := src.r.ReadAt(tail[:], src.size-8); err != nil {
-		return nil, &FileError{File: src.name, Err: ErrIO, Detail: err.Error()}
-	}
-	if string(head[:4]) != "PAR1" || string(tail[4:]) != "PAR1" {
-		return nil, &FileError{File: src.name, Err: ErrUnreadable, Detail: "bad magic bytes (truncated, encrypted or not Parquet)"}
-	}
-	footerLen := int64(binary.LittleEndian.Uint32(tail[:4]))
-	if footerLen > src.size-12 {
-		return nil, &FileError{File: src.name, Err: ErrUnreadable, Detail: "footer length exceeds the file (truncated?)"}
+	footerLen, err := checkFraming(src)
+	if err != nil {
+		return nil, err
 	}
 	f, err := parquet.OpenFile(src.r, src.size,
 		parquet.SkipPageIndex(true), parquet.SkipBloomFilters(true), parquet.ReadBufferSize(1<<16))
@@ -78,20 +62,8 @@ func openFile(src source, m schemas.Mapping) (of *openedFile, err error) {
 		return nil, &FileError{File: src.name, Err: ErrUnreadable, Detail: err.Error()}
 	}
 	of = &openedFile{src: src, f: f}
-	// Row-group and chunk metadata must agree with the footer before any
-	// page is read.
-	var total int64
-	for _, rg := range f.RowGroups() {
-		if rg.NumRows() < 0 || rg.NumRows() > math.MaxInt32 {
-			return nil, &FileError{File: src.name, Err: ErrUnreadable, Detail: fmt.Sprintf("row group of %d rows", rg.NumRows())}
-		}
-		if len(rg.ColumnChunks()) != len(f.Schema().Columns()) {
-			return nil, &FileError{File: src.name, Err: ErrUnreadable, Detail: "row group does not have one chunk per column"}
-		}
-		total += rg.NumRows()
-	}
-	if total != f.NumRows() {
-		return nil, &FileError{File: src.name, Err: ErrUnreadable, Detail: "row groups do not add up to the row count"}
+	if err := of.checkRowGroups(); err != nil {
+		return nil, err
 	}
 	if err := of.resolve(m); err != nil {
 		return nil, err
@@ -102,6 +74,52 @@ func openFile(src source, m schemas.Mapping) (of *openedFile, err error) {
 	return of, nil
 }
 
+// checkFraming checks the magic bytes and the footer length of a parquet
+// file and returns that length. Parquet files begin and end with "PAR1"
+// and the footer length sits before the trailing magic. Checking the
+// length first keeps a damaged length from turning into a huge
+// allocation.
+func checkFraming(src source) (int64, error) {
+	if src.size < 12 {
+		return 0, &FileError{File: src.name, Err: ErrUnreadable, Detail: fmt.Sprintf("%d bytes is too short for Parquet", src.size)}
+	}
+	var head, tail [8]byte
+	if _, err := src.r.ReadAt(head[:4], 0); err != nil {
+		return 0, &FileError{File: src.name, Err: ErrIO, Detail: err.Error()}
+	}
+	if _, err := src.r.ReadAt(tail[:], src.size-8); err != nil {
+		return 0, &FileError{File: src.name, Err: ErrIO, Detail: err.Error()}
+	}
+	if string(head[:4]) != "PAR1" || string(tail[4:]) != "PAR1" {
+		return 0, &FileError{File: src.name, Err: ErrUnreadable, Detail: "bad magic bytes (truncated, encrypted or not Parquet)"}
+	}
+	footerLen := int64(binary.LittleEndian.Uint32(tail[:4]))
+	if footerLen > src.size-12 {
+		return 0, &FileError{File: src.name, Err: ErrUnreadable, Detail: "footer length exceeds the file (truncated?)"}
+	}
+	return footerLen, nil
+}
+
+// checkRowGroups checks that the row-group and chunk metadata agree with
+// the footer before any page is read.
+func (of *openedFile) checkRowGroups() error {
+	f, name := of.f, of.src.name
+	var total int64
+	for _, rg := range f.RowGroups() {
+		if rg.NumRows() < 0 || rg.NumRows() > math.MaxInt32 {
+			return &FileError{File: name, Err: ErrUnreadable, Detail: fmt.Sprintf("row group of %d rows", rg.NumRows())}
+		}
+		if len(rg.ColumnChunks()) != len(f.Schema().Columns()) {
+			return &FileError{File: name, Err: ErrUnreadable, Detail: "row group does not have one chunk per column"}
+		}
+		total += rg.NumRows()
+	}
+	if total != f.NumRows() {
+		return &FileError{File: name, Err: ErrUnreadable, Detail: "row groups do not add up to the row count"}
+	}
+	return nil
+}
+
 // resolve finds each role's column and checks its type.
 func (of *openedFile) resolve(m schemas.Mapping) error {
 	leaves := map[string]*parquet.Column{}
@@ -109,69 +127,101 @@ func (of *openedFile) resolve(m schemas.Mapping) error {
 		leaves[c.Name()] = c
 	}
 	for r := schemas.Role(0); r < schemas.NumRoles; r++ {
-		spec := &of.cols[r]
-		spec.index = -1
-		var found []*parquet.Column
-		for _, name := range m.Candidates(r) {
-			if c, ok := leaves[name]; ok {
-				found = append(found, c)
-			}
+		if err := of.resolveRole(r, m, leaves); err != nil {
+			return err
 		}
-		if len(found) > 1 {
-			return &FileError{File: of.src.name, Err: ErrAmbiguousColumn,
-				Detail: fmt.Sprintf("both %q and %q can be the %s column; name one with the column flag", found[0].Name(), found[1].Name(), r)}
+	}
+	return nil
+}
+
+// resolveRole finds the column of role r among the file's top-level
+// columns (leaves, by name) and sets of.cols[r] from it; its index stays
+// -1 when an optional column is absent.
+func (of *openedFile) resolveRole(r schemas.Role, m schemas.Mapping, leaves map[string]*parquet.Column) error {
+	spec := &of.cols[r]
+	spec.index = -1
+	c, err := of.findColumn(r, m, leaves)
+	if err != nil || c == nil {
+		return err
+	}
+	if !c.Leaf() || c.Repeated() || c.MaxRepetitionLevel() > 0 {
+		return &FileError{File: of.src.name, Err: ErrColumnType,
+			Detail: fmt.Sprintf("column %q (%s) must be a plain, non-repeated value", c.Name(), r)}
+	}
+	spec.index = c.Index()
+	spec.name = c.Name()
+	spec.max = c.MaxDefinitionLevel()
+	isDec := spec.setType(c.Type())
+	return of.checkKind(r, spec, c, isDec)
+}
+
+// findColumn returns the one column the mapping allows for role r, or
+// nil when there is none and the role may be absent.
+func (of *openedFile) findColumn(r schemas.Role, m schemas.Mapping, leaves map[string]*parquet.Column) (*parquet.Column, error) {
+	var found []*parquet.Column
+	for _, name := range m.Candidates(r) {
+		if c, ok := leaves[name]; ok {
+			found = append(found, c)
 		}
-		if len(found) == 0 {
-			if schemas.Columns[r].Required || m.Name(r) != "" {
-				return &FileError{File: of.src.name, Err: ErrMissingColumn,
-					Detail: fmt.Sprintf("no %s column (looked for %q)", r, m.Candidates(r))}
-			}
-			continue
+	}
+	if len(found) > 1 {
+		return nil, &FileError{File: of.src.name, Err: ErrAmbiguousColumn,
+			Detail: fmt.Sprintf("both %q and %q can be the %s column; name one with the column flag", found[0].Name(), found[1].Name(), r)}
+	}
+	if len(found) == 0 {
+		if schemas.Columns[r].Required || m.Name(r) != "" {
+			return nil, &FileError{File: of.src.name, Err: ErrMissingColumn,
+				Detail: fmt.Sprintf("no %s column (looked for %q)", r, m.Candidates(r))}
 		}
-		c := found[0]
-		if !c.Leaf() || c.Repeated() || c.MaxRepetitionLevel() > 0 {
-			return &FileError{File: of.src.name, Err: ErrColumnType,
-				Detail: fmt.Sprintf("column %q (%s) must be a plain, non-repeated value", c.Name(), r)}
-		}
-		spec.index = c.Index()
-		spec.name = c.Name()
-		spec.max = c.MaxDefinitionLevel()
-		spec.scale = 1
-		t := c.Type()
-		spec.phys = t.Kind()
-		var lt format.LogicalTypeValue
-		if l := t.LogicalType(); l != nil {
-			lt = l.Value
-		}
-		dec, isDec := lt.(*format.DecimalType)
-		switch spec.phys {
-		case parquet.Int32, parquet.Int64:
-			spec.kind = schemas.KindInt
-			if isDec {
-				spec.kind = schemas.KindFloat
-				spec.scale = math.Pow10(-int(dec.Scale))
-			}
-		case parquet.ByteArray:
-			spec.kind = schemas.KindString
-		case parquet.Float, parquet.Double:
+		return nil, nil
+	}
+	return found[0], nil
+}
+
+// setType sets the physical type, the kind and the scale of a column of
+// type t, and reports whether t is a decimal.
+func (spec *colSpec) setType(t parquet.Type) (isDec bool) {
+	spec.scale = 1
+	spec.phys = t.Kind()
+	var lt format.LogicalTypeValue
+	if l := t.LogicalType(); l != nil {
+		lt = l.Value
+	}
+	dec, isDec := lt.(*format.DecimalType)
+	switch spec.phys {
+	case parquet.Int32, parquet.Int64:
+		spec.kind = schemas.KindInt
+		if isDec {
 			spec.kind = schemas.KindFloat
-		case parquet.Boolean:
-			spec.kind = schemas.KindBool
-		default:
-			spec.kind = 0
+			spec.scale = math.Pow10(-int(dec.Scale))
 		}
-		accepted := schemas.Columns[r].Kinds
-		if r == schemas.Reward || r == schemas.Propensity {
-			// Numeric columns also accept integers, e.g. a reward of 0/1.
-			accepted |= schemas.KindInt
-		}
-		if spec.kind&accepted == 0 || (isDec && r != schemas.Reward && r != schemas.Propensity) {
-			return &FileError{File: of.src.name, Err: ErrColumnType,
-				Detail: fmt.Sprintf("column %q (%s) is %s, want %s", c.Name(), r, t, schemas.Columns[r].Kinds)}
-		}
-		if spec.kind == schemas.KindInt && (r == schemas.Reward || r == schemas.Propensity) {
-			spec.kind = schemas.KindFloat
-		}
+	case parquet.ByteArray:
+		spec.kind = schemas.KindString
+	case parquet.Float, parquet.Double:
+		spec.kind = schemas.KindFloat
+	case parquet.Boolean:
+		spec.kind = schemas.KindBool
+	default:
+		spec.kind = 0
+	}
+	return isDec
+}
+
+// checkKind checks that role r accepts the kind of its column c (a
+// decimal only for rewards and propensities); integer rewards and
+// propensities are read as floats.
+func (of *openedFile) checkKind(r schemas.Role, spec *colSpec, c *parquet.Column, isDec bool) error {
+	accepted := schemas.Columns[r].Kinds
+	if r == schemas.Reward || r == schemas.Propensity {
+		// Numeric columns also accept integers, e.g. a reward of 0/1.
+		accepted |= schemas.KindInt
+	}
+	if spec.kind&accepted == 0 || (isDec && r != schemas.Reward && r != schemas.Propensity) {
+		return &FileError{File: of.src.name, Err: ErrColumnType,
+			Detail: fmt.Sprintf("column %q (%s) is %s, want %s", c.Name(), r, c.Type(), schemas.Columns[r].Kinds)}
+	}
+	if spec.kind == schemas.KindInt && (r == schemas.Reward || r == schemas.Propensity) {
+		spec.kind = schemas.KindFloat
 	}
 	return nil
 }

@@ -38,14 +38,7 @@ func LimitObservations(d *Dataset, n int) *Dataset {
 	for _, o := range d.Obs {
 		count[o]++
 	}
-	order := make([]int, 0, real)
-	for o := 0; o < O; o++ {
-		if o != end {
-			order = append(order, o)
-		}
-	}
-	// Symbols are sorted, so code order breaks ties bytewise.
-	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(count[b], count[a]) })
+	order := frequencyOrder(count, end, real)
 	keep := make([]bool, O)
 	for _, o := range order[:n] {
 		keep[o] = true
@@ -53,27 +46,9 @@ func LimitObservations(d *Dataset, n int) *Dataset {
 	if end >= 0 {
 		keep[end] = true
 	}
-	vocab := []string{}
-	for o := 0; o < O; o++ {
-		if keep[o] {
-			vocab = append(vocab, d.ObsVocab[o])
-		}
-	}
-	if !slices.Contains(vocab, OtherSymbol) {
-		vocab = append(vocab, OtherSymbol)
-	}
-	slices.Sort(vocab)
-	other := uint16(slices.Index(vocab, OtherSymbol))
-	recode := make([]uint16, O)
+	vocab, recode := limitedVocab(d.ObsVocab, keep)
 	out := *d
 	out.Merged = nil
-	for o := 0; o < O; o++ {
-		if keep[o] {
-			recode[o] = uint16(slices.Index(vocab, d.ObsVocab[o]))
-		} else {
-			recode[o] = other
-		}
-	}
 	for _, o := range order[n:] {
 		out.Merged = append(out.Merged, MergedSymbol{Symbol: d.ObsVocab[o], Count: count[o]})
 	}
@@ -83,4 +58,44 @@ func LimitObservations(d *Dataset, n int) *Dataset {
 		out.Obs[i] = recode[o]
 	}
 	return &out
+}
+
+// frequencyOrder returns the real observation codes (all but end, the
+// code of EndSymbol or -1) from the most to the least frequent by count.
+func frequencyOrder(count []int64, end, real int) []int {
+	order := make([]int, 0, real)
+	for o := range count {
+		if o != end {
+			order = append(order, o)
+		}
+	}
+	// Symbols are sorted, so code order breaks ties bytewise.
+	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(count[b], count[a]) })
+	return order
+}
+
+// limitedVocab returns the sorted vocabulary of the kept observations and
+// OtherSymbol, and the new code of each observation of the old vocabulary
+// (OtherSymbol's for those not kept).
+func limitedVocab(old []string, keep []bool) (vocab []string, recode []uint16) {
+	vocab = []string{}
+	for o := range old {
+		if keep[o] {
+			vocab = append(vocab, old[o])
+		}
+	}
+	if !slices.Contains(vocab, OtherSymbol) {
+		vocab = append(vocab, OtherSymbol)
+	}
+	slices.Sort(vocab)
+	other := uint16(slices.Index(vocab, OtherSymbol))
+	recode = make([]uint16, len(old))
+	for o := range old {
+		if keep[o] {
+			recode[o] = uint16(slices.Index(vocab, old[o]))
+		} else {
+			recode[o] = other
+		}
+	}
+	return vocab, recode
 }
