@@ -245,28 +245,9 @@ func ReadArrow(path string) (Table, error) {
 		return Table{}, fmt.Errorf("%s: %w", path, err)
 	}
 	defer r.Close()
-	schema := r.Schema()
-	t := Table{Meta: map[string]string{}}
-	for i, k := range schema.Metadata().Keys() {
-		t.Meta[k] = schema.Metadata().Values()[i]
-	}
-	t.Columns = make([]Column, len(schema.Fields()))
-	for i, fd := range schema.Fields() {
-		t.Columns[i].Name = fd.Name
-		switch fd.Type.ID() {
-		case arrow.INT64:
-			t.Columns[i].Int64 = []int64{}
-		case arrow.INT32:
-			t.Columns[i].Int32 = []int32{}
-		case arrow.FLOAT64:
-			t.Columns[i].Float64 = []float64{}
-		case arrow.STRING:
-			t.Columns[i].String = []string{}
-		case arrow.BOOL:
-			t.Columns[i].Bool = []bool{}
-		default:
-			return Table{}, fmt.Errorf("%s: column %q has unsupported type %s", path, fd.Name, fd.Type)
-		}
+	t, err := emptyTable(path, r.Schema())
+	if err != nil {
+		return Table{}, err
 	}
 	for b := 0; b < r.NumRecords(); b++ {
 		rec, err := r.Record(b)
@@ -274,31 +255,73 @@ func ReadArrow(path string) (Table, error) {
 			return Table{}, fmt.Errorf("%s: batch %d: %w", path, b, err)
 		}
 		for i := range t.Columns {
-			c := &t.Columns[i]
-			switch a := rec.Column(i).(type) {
-			case *array.Int64:
-				c.Int64 = append(c.Int64, a.Int64Values()...)
-			case *array.Int32:
-				c.Int32 = append(c.Int32, a.Int32Values()...)
-			case *array.Float64:
-				for j, x := range a.Float64Values() {
-					if a.IsNull(j) {
-						x = math.NaN()
-					}
-					c.Float64 = append(c.Float64, x)
-				}
-			case *array.String:
-				for j := 0; j < a.Len(); j++ {
-					c.String = append(c.String, a.Value(j))
-				}
-			case *array.Boolean:
-				for j := 0; j < a.Len(); j++ {
-					c.Bool = append(c.Bool, a.Value(j))
-				}
-			}
+			t.Columns[i].appendArray(rec.Column(i))
 		}
 	}
 	return t, nil
+}
+
+// emptyTable is the Table of schema's metadata and columns, without rows;
+// it fails on a column type a Column cannot hold.
+func emptyTable(path string, schema *arrow.Schema) (Table, error) {
+	t := Table{Meta: map[string]string{}}
+	for i, k := range schema.Metadata().Keys() {
+		t.Meta[k] = schema.Metadata().Values()[i]
+	}
+	t.Columns = make([]Column, len(schema.Fields()))
+	for i, fd := range schema.Fields() {
+		t.Columns[i].Name = fd.Name
+		if !t.Columns[i].setEmpty(fd.Type.ID()) {
+			return Table{}, fmt.Errorf("%s: column %q has unsupported type %s", path, fd.Name, fd.Type)
+		}
+	}
+	return t, nil
+}
+
+// setEmpty sets the empty slice of the Arrow type id, or reports false for
+// a type a Column cannot hold.
+func (c *Column) setEmpty(id arrow.Type) bool {
+	switch id {
+	case arrow.INT64:
+		c.Int64 = []int64{}
+	case arrow.INT32:
+		c.Int32 = []int32{}
+	case arrow.FLOAT64:
+		c.Float64 = []float64{}
+	case arrow.STRING:
+		c.String = []string{}
+	case arrow.BOOL:
+		c.Bool = []bool{}
+	default:
+		return false
+	}
+	return true
+}
+
+// appendArray appends the values of one record batch's column a (the
+// nulls of a float column as NaN).
+func (c *Column) appendArray(a arrow.Array) {
+	switch a := a.(type) {
+	case *array.Int64:
+		c.Int64 = append(c.Int64, a.Int64Values()...)
+	case *array.Int32:
+		c.Int32 = append(c.Int32, a.Int32Values()...)
+	case *array.Float64:
+		for j, x := range a.Float64Values() {
+			if a.IsNull(j) {
+				x = math.NaN()
+			}
+			c.Float64 = append(c.Float64, x)
+		}
+	case *array.String:
+		for j := 0; j < a.Len(); j++ {
+			c.String = append(c.String, a.Value(j))
+		}
+	case *array.Boolean:
+		for j := 0; j < a.Len(); j++ {
+			c.Bool = append(c.Bool, a.Value(j))
+		}
+	}
 }
 
 // Column returns the column named name, or false.

@@ -117,41 +117,14 @@ func maze(spec Spec, rng *rand.Rand) (*gen, error) {
 		return nil, fmt.Errorf("genpomdp: maze %d×%d needs both sides ≥ 2", W, L)
 	}
 	S := W * L
-	open := mazeOpenings(W, L, rng)
-	// The observation is the wall pattern (bit d set: direction d blocked).
-	pat := make([]int, S)
-	code := map[int]int{}
-	for s := range S {
-		for d := range 4 {
-			if !open[s][d] {
-				pat[s] |= 1 << d
-			}
-		}
-		if _, ok := code[pat[s]]; !ok {
-			code[pat[s]] = len(code)
-		}
-	}
+	m := &mazeGrid{W: W, L: L, open: mazeOpenings(W, L, rng)}
+	pat, code := m.wallPatterns()
 	g := &gen{S: S, A: 5, O: len(code), rng: rng, names: []string{"N", "E", "S", "W", "stay"}}
-	dest := func(s, d int) int {
-		if d == 4 || !open[s][d] {
-			return s
-		}
-		x, y := s%W+mazeMoves[d][0], s/W+mazeMoves[d][1]
-		return y*W + x
-	}
 	g.T = make([][][]float64, 5)
 	for a := range 5 {
 		g.T[a] = make([][]float64, S)
 		for s := range S {
-			row := make([]float64, S)
-			row[dest(s, a)] += 1 - spec.Slip
-			if a == 4 {
-				row[s] += spec.Slip
-			} else { // slip to one of the two perpendicular directions
-				row[dest(s, (a+1)%4)] += spec.Slip / 2
-				row[dest(s, (a+3)%4)] += spec.Slip / 2
-			}
-			g.T[a][s] = row
+			g.T[a][s] = m.moveRow(s, a, spec.Slip)
 		}
 	}
 	g.E = make([][]float64, S)
@@ -162,23 +135,91 @@ func maze(spec Spec, rng *rand.Rand) (*gen, error) {
 	return g, nil
 }
 
+// mazeGrid is a maze of W×L cells (cell s at x = s%W, y = s/W) and, per
+// cell, which of N, E, S, W is open.
+type mazeGrid struct {
+	W, L int
+	open [][4]bool
+}
+
+// wallPatterns returns each cell's wall pattern (bit d set: direction d
+// blocked), the cell's observation, and the dense code of each pattern in
+// order of first appearance.
+func (m *mazeGrid) wallPatterns() (pat []int, code map[int]int) {
+	pat = make([]int, len(m.open))
+	code = map[int]int{}
+	for s := range pat {
+		for d := range 4 {
+			if !m.open[s][d] {
+				pat[s] |= 1 << d
+			}
+		}
+		if _, ok := code[pat[s]]; !ok {
+			code[pat[s]] = len(code)
+		}
+	}
+	return pat, code
+}
+
+// dest is the cell a move in direction d (4: stay) leads to from s: the
+// neighbour through an open side, s itself otherwise.
+func (m *mazeGrid) dest(s, d int) int {
+	if d == 4 || !m.open[s][d] {
+		return s
+	}
+	x, y := s%m.W+mazeMoves[d][0], s/m.W+mazeMoves[d][1]
+	return y*m.W + x
+}
+
+// moveRow is the distribution of the cell after action a from s: the
+// intended move with probability 1−slip, else a slip.
+func (m *mazeGrid) moveRow(s, a int, slip float64) []float64 {
+	row := make([]float64, len(m.open))
+	row[m.dest(s, a)] += 1 - slip
+	if a == 4 {
+		row[s] += slip
+	} else { // slip to one of the two perpendicular directions
+		row[m.dest(s, (a+1)%4)] += slip / 2
+		row[m.dest(s, (a+3)%4)] += slip / 2
+	}
+	return row
+}
+
+// nb is the neighbour of cell s in direction d, if it lies in the grid.
+func (m *mazeGrid) nb(s, d int) (int, bool) {
+	x, y := s%m.W+mazeMoves[d][0], s/m.W+mazeMoves[d][1]
+	if x < 0 || x >= m.W || y < 0 || y >= m.L {
+		return 0, false
+	}
+	return y*m.W + x, true
+}
+
+// link opens the wall between cell s and its neighbour in direction d.
+func (m *mazeGrid) link(s, d int) {
+	t, _ := m.nb(s, d)
+	m.open[s][d], m.open[t][(d+2)%4] = true, true
+}
+
 // mazeOpenings returns, per cell, which of N, E, S, W is open: a random
 // spanning tree of the grid (randomised depth-first search) plus about a
 // fifth of the remaining inner walls removed, so that the maze has loops.
 func mazeOpenings(W, L int, rng *rand.Rand) [][4]bool {
-	S := W * L
-	open := make([][4]bool, S)
-	nb := func(s, d int) (int, bool) {
-		x, y := s%W+mazeMoves[d][0], s/W+mazeMoves[d][1]
-		if x < 0 || x >= W || y < 0 || y >= L {
-			return 0, false
+	m := &mazeGrid{W: W, L: L, open: make([][4]bool, W*L)}
+	m.spanningTree(rng)
+	for s := range m.open {
+		for d := 1; d <= 2; d++ { // E and S: each inner wall once
+			if _, ok := m.nb(s, d); ok && !m.open[s][d] && rng.Float64() < 0.2 {
+				m.link(s, d)
+			}
 		}
-		return y*W + x, true
 	}
-	link := func(s, d int) {
-		t, _ := nb(s, d)
-		open[s][d], open[t][(d+2)%4] = true, true
-	}
+	return m.open
+}
+
+// spanningTree opens the walls of a random spanning tree of the grid, by
+// randomised depth-first search from a random cell.
+func (m *mazeGrid) spanningTree(rng *rand.Rand) {
+	S := len(m.open)
 	seen := make([]bool, S)
 	stack := []int{rng.IntN(S)}
 	seen[stack[0]] = true
@@ -186,7 +227,7 @@ func mazeOpenings(W, L int, rng *rand.Rand) [][4]bool {
 		s := stack[len(stack)-1]
 		var cand []int
 		for d := range 4 {
-			if t, ok := nb(s, d); ok && !seen[t] {
+			if t, ok := m.nb(s, d); ok && !seen[t] {
 				cand = append(cand, d)
 			}
 		}
@@ -195,19 +236,11 @@ func mazeOpenings(W, L int, rng *rand.Rand) [][4]bool {
 			continue
 		}
 		d := cand[rng.IntN(len(cand))]
-		t, _ := nb(s, d)
-		link(s, d)
+		t, _ := m.nb(s, d)
+		m.link(s, d)
 		seen[t] = true
 		stack = append(stack, t)
 	}
-	for s := range S {
-		for d := 1; d <= 2; d++ { // E and S: each inner wall once
-			if _, ok := nb(s, d); ok && !open[s][d] && rng.Float64() < 0.2 {
-				link(s, d)
-			}
-		}
-	}
-	return open
 }
 
 func aliased(spec Spec, rng *rand.Rand) (*gen, error) {
