@@ -227,18 +227,6 @@ func (c *chunk) readSteps(cc parquet.ColumnChunk, spec colSpec, horizon int) err
 		limit = int64(horizon)
 	}
 	dec := intDecoder(spec)
-	check := func(row int, v int64) {
-		switch {
-		case v < 1:
-			c.bad = append(c.bad, rowErr{row: int32(row), err: ErrStep, detail: fmt.Sprintf("(%d; steps start at 1)", v)})
-		case v > limit && horizon > 0:
-			c.bad = append(c.bad, rowErr{row: int32(row), step: int(v), err: ErrTooLong, detail: fmt.Sprintf("(horizon %d)", horizon)})
-		case v > limit:
-			c.bad = append(c.bad, rowErr{row: int32(row), err: ErrStep, detail: fmt.Sprintf("(%d; the largest horizon is %d)", v, MaxHorizon)})
-		default:
-			c.step[row] = uint16(v)
-		}
-	}
 	return walkPages(cc, c.n, func(row, nr int, defs []byte, p parquet.Page) error {
 		vals, err := dec.values(p, nonNull(defs, spec.max, nr))
 		if err != nil {
@@ -250,11 +238,26 @@ func (c *chunk) readSteps(cc parquet.ColumnChunk, spec colSpec, horizon int) err
 				c.bad = append(c.bad, rowErr{row: int32(row + i), err: ErrNull, detail: "in column " + quote(spec.name)})
 				continue
 			}
-			check(row+i, vals[j])
+			c.checkStep(row+i, vals[j], limit, horizon)
 			j++
 		}
 		return nil
 	})
+}
+
+// checkStep stores step v of a row, or records it as a row error when it
+// is not in 1..limit (the horizon, or MaxHorizon when horizon is 0).
+func (c *chunk) checkStep(row int, v, limit int64, horizon int) {
+	switch {
+	case v < 1:
+		c.bad = append(c.bad, rowErr{row: int32(row), err: ErrStep, detail: fmt.Sprintf("(%d; steps start at 1)", v)})
+	case v > limit && horizon > 0:
+		c.bad = append(c.bad, rowErr{row: int32(row), step: int(v), err: ErrTooLong, detail: fmt.Sprintf("(horizon %d)", horizon)})
+	case v > limit:
+		c.bad = append(c.bad, rowErr{row: int32(row), err: ErrStep, detail: fmt.Sprintf("(%d; the largest horizon is %d)", v, MaxHorizon)})
+	default:
+		c.step[row] = uint16(v)
+	}
 }
 
 // symbolReader reads one categorical column into chunk-local codes; it

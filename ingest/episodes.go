@@ -261,14 +261,7 @@ func CheckEpisode(ctx context.Context, parts []EpisodeRows, H int) (CheckedEpiso
 		return cmp.Or(cmp.Compare(a.FileIndex, b.FileIndex), cmp.Compare(a.Group, b.Group))
 	})
 	ce := CheckedEpisode{ID: parts[0].ID, IntID: parts[0].IntID, IDValue: parts[0].IDValue}
-	var files []*openedFile
-	chunks := make([]*chunk, len(parts))
-	for i, p := range parts {
-		if len(files) == 0 || files[len(files)-1].src.name != p.File {
-			files = append(files, &openedFile{src: source{name: p.File}})
-		}
-		chunks[i] = p.chunk(len(files) - 1)
-	}
+	files, chunks := episodeChunks(parts)
 	d, err := assemble(ctx, files, chunks, Options{Horizon: H, OnInvalid: OnInvalidFail})
 	var ee *EpisodeError
 	switch {
@@ -281,6 +274,20 @@ func CheckEpisode(ctx context.Context, parts []EpisodeRows, H int) (CheckedEpiso
 		ce.Data = d
 	}
 	return ce, nil
+}
+
+// episodeChunks rebuilds Read's files and chunks from the rows of one
+// episode, parts sorted by file and row group.
+func episodeChunks(parts []EpisodeRows) ([]*openedFile, []*chunk) {
+	var files []*openedFile
+	chunks := make([]*chunk, len(parts))
+	for i, p := range parts {
+		if len(files) == 0 || files[len(files)-1].src.name != p.File {
+			files = append(files, &openedFile{src: source{name: p.File}})
+		}
+		chunks[i] = p.chunk(len(files) - 1)
+	}
+	return files, chunks
 }
 
 // chunk rebuilds Read's chunk from the rows of one episode.

@@ -171,15 +171,9 @@ func chunkCells(c *chunk, m []int32, H int, steps, term []uint64) error {
 	var run int32 = -1 // rows of an episode are usually adjacent
 	var k int32
 	var seen uint64
-	flush := func() bool {
-		if run >= 0 && atomic.OrUint64(&steps[k], seen)&seen != 0 {
-			return false
-		}
-		return true
-	}
 	for i, l := range c.ep {
 		if l != run {
-			if !flush() {
+			if !flushSteps(steps, run, k, seen) {
 				return errExact
 			}
 			run, k, seen = l, m[l], 0
@@ -195,10 +189,17 @@ func chunkCells(c *chunk, m []int32, H int, steps, term []uint64) error {
 			return errExact // a second terminal step
 		}
 	}
-	if !flush() {
+	if !flushSteps(steps, run, k, seen) {
 		return errExact
 	}
 	return nil
+}
+
+// flushSteps adds the steps seen in a run of episode k's rows to steps[k]
+// (nothing before the first run, run < 0); false when one of them was
+// seen already.
+func flushSteps(steps []uint64, run, k int32, seen uint64) bool {
+	return run < 0 || atomic.OrUint64(&steps[k], seen)&seen == 0
 }
 
 // directLengths is each episode's length from its steps seen, and whether

@@ -246,18 +246,7 @@ func walkPages(cc parquet.ColumnChunk, n int, fn pageFunc) error {
 		if err != nil {
 			return err
 		}
-		nr := int(p.NumRows())
-		if nr < 0 || row+nr > n {
-			parquet.Release(p)
-			return fmt.Errorf("column chunk has more rows than its row group (%d)", n)
-		}
-		defs := p.DefinitionLevels()
-		if defs != nil && len(defs) != nr {
-			parquet.Release(p)
-			return errors.New("definition levels do not match the page rows")
-		}
-		err = fn(row, nr, defs, p)
-		parquet.Release(p)
+		nr, err := visitPage(p, row, n, fn)
 		if err != nil {
 			return err
 		}
@@ -267,6 +256,25 @@ func walkPages(cc parquet.ColumnChunk, n int, fn pageFunc) error {
 		return fmt.Errorf("column chunk has %d rows, its row group %d", row, n)
 	}
 	return nil
+}
+
+// visitPage checks that page p, starting at row, stays within the n rows
+// of its row group and has one definition level per row, passes it to fn
+// and releases it. It returns the page's row count.
+func visitPage(p parquet.Page, row, n int, fn pageFunc) (int, error) {
+	nr := int(p.NumRows())
+	if nr < 0 || row+nr > n {
+		parquet.Release(p)
+		return 0, fmt.Errorf("column chunk has more rows than its row group (%d)", n)
+	}
+	defs := p.DefinitionLevels()
+	if defs != nil && len(defs) != nr {
+		parquet.Release(p)
+		return 0, errors.New("definition levels do not match the page rows")
+	}
+	err := fn(row, nr, defs, p)
+	parquet.Release(p)
+	return nr, err
 }
 
 // nonNull counts the values a page must hold.
@@ -300,26 +308,18 @@ func dictIndexes(p parquet.Page, dict parquet.Dictionary, need int) ([]int32, er
 	return idx[:need], nil
 }
 
+// errShortPage is the error for a page holding fewer values than its rows
+// need.
+var errShortPage = errors.New("page holds fewer values than its rows")
+
 // intValues widens the integer values of a page (or dictionary page).
 func intValues(p parquet.Page, phys parquet.Kind, need int, buf []int64) ([]int64, error) {
 	d := p.Data()
-	buf = buf[:0]
 	switch phys {
 	case parquet.Int32:
-		v := d.Int32()
-		if len(v) < need {
-			return nil, errors.New("page holds fewer values than its rows")
-		}
-		for _, x := range v[:need] {
-			buf = append(buf, int64(x))
-		}
-		return buf, nil
+		return widen(d.Int32(), need, buf[:0])
 	case parquet.Int64:
-		v := d.Int64()
-		if len(v) < need {
-			return nil, errors.New("page holds fewer values than its rows")
-		}
-		return v[:need], nil
+		return firstValues(d.Int64(), need)
 	}
 	return nil, fmt.Errorf("unexpected physical type %s", phys)
 }
@@ -327,41 +327,47 @@ func intValues(p parquet.Page, phys parquet.Kind, need int, buf []int64) ([]int6
 // floatValues widens the numeric values of a page (or dictionary page).
 func floatValues(p parquet.Page, phys parquet.Kind, scale float64, need int, buf []float64) ([]float64, error) {
 	d := p.Data()
-	buf = buf[:0]
-	short := errors.New("page holds fewer values than its rows")
 	switch phys {
 	case parquet.Double:
-		v := d.Double()
-		if len(v) < need {
-			return nil, short
-		}
-		return v[:need], nil
+		return firstValues(d.Double(), need)
 	case parquet.Float:
-		v := d.Float()
-		if len(v) < need {
-			return nil, short
-		}
-		for _, x := range v[:need] {
-			buf = append(buf, float64(x))
-		}
+		return widen(d.Float(), need, buf[:0])
 	case parquet.Int32:
-		v := d.Int32()
-		if len(v) < need {
-			return nil, short
-		}
-		for _, x := range v[:need] {
-			buf = append(buf, float64(x)*scale)
-		}
+		return scaledInts(d.Int32(), scale, need, buf[:0])
 	case parquet.Int64:
-		v := d.Int64()
-		if len(v) < need {
-			return nil, short
-		}
-		for _, x := range v[:need] {
-			buf = append(buf, float64(x)*scale)
-		}
-	default:
-		return nil, fmt.Errorf("unexpected physical type %s", phys)
+		return scaledInts(d.Int64(), scale, need, buf[:0])
+	}
+	return nil, fmt.Errorf("unexpected physical type %s", phys)
+}
+
+// firstValues is the first need values of v, in place.
+func firstValues[T any](v []T, need int) ([]T, error) {
+	if len(v) < need {
+		return nil, errShortPage
+	}
+	return v[:need], nil
+}
+
+// widen appends to buf the first need values of v, converted to the wider
+// type.
+func widen[T int32 | float32, U int64 | float64](v []T, need int, buf []U) ([]U, error) {
+	if len(v) < need {
+		return nil, errShortPage
+	}
+	for _, x := range v[:need] {
+		buf = append(buf, U(x))
+	}
+	return buf, nil
+}
+
+// scaledInts appends to buf the first need integers of v times scale (a
+// decimal's 10^-scale, or 1).
+func scaledInts[T int32 | int64](v []T, scale float64, need int, buf []float64) ([]float64, error) {
+	if len(v) < need {
+		return nil, errShortPage
+	}
+	for _, x := range v[:need] {
+		buf = append(buf, float64(x)*scale)
 	}
 	return buf, nil
 }

@@ -213,18 +213,8 @@ func readUnits(ctx context.Context, files []*openedFile, units []unit, opts Opti
 // distinct keys and returns, per chunk, the map from local to global code.
 func mergeKeys[T cmp.Ordered](local [][]T) (global []T, l2g [][]int32) {
 	perms := make([][]int32, len(local))
+	parallel.Do(len(local), 0, func(c int) { perms[c] = sortedOrder(local[c]) })
 	total := 0
-	parallel.Do(len(local), 0, func(c int) {
-		keys := local[c]
-		p := make([]int32, len(keys))
-		for i := range p {
-			p[i] = int32(i)
-		}
-		if !slices.IsSortedFunc(p, func(a, b int32) int { return cmp.Compare(keys[a], keys[b]) }) {
-			slices.SortFunc(p, func(a, b int32) int { return cmp.Compare(keys[a], keys[b]) })
-		}
-		perms[c] = p
-	})
 	for _, l := range local {
 		total += len(l)
 	}
@@ -235,19 +225,34 @@ func mergeKeys[T cmp.Ordered](local [][]T) (global []T, l2g [][]int32) {
 	slices.Sort(global)
 	global = slices.Compact(global)
 	l2g = make([][]int32, len(local))
-	parallel.Do(len(local), 0, func(c int) {
-		keys := local[c]
-		m := make([]int32, len(keys))
-		j := 0
-		for _, i := range perms[c] {
-			for global[j] != keys[i] {
-				j++
-			}
-			m[i] = int32(j)
-		}
-		l2g[c] = m
-	})
+	parallel.Do(len(local), 0, func(c int) { l2g[c] = globalCodes(local[c], perms[c], global) })
 	return global, l2g
+}
+
+// sortedOrder is the permutation that sorts keys.
+func sortedOrder[T cmp.Ordered](keys []T) []int32 {
+	p := make([]int32, len(keys))
+	for i := range p {
+		p[i] = int32(i)
+	}
+	if !slices.IsSortedFunc(p, func(a, b int32) int { return cmp.Compare(keys[a], keys[b]) }) {
+		slices.SortFunc(p, func(a, b int32) int { return cmp.Compare(keys[a], keys[b]) })
+	}
+	return p
+}
+
+// globalCodes maps each of keys, in the order perm sorts them, to its
+// index in global (sorted, holding every key).
+func globalCodes[T cmp.Ordered](keys []T, perm []int32, global []T) []int32 {
+	m := make([]int32, len(keys))
+	j := 0
+	for _, i := range perm {
+		for global[j] != keys[i] {
+			j++
+		}
+		m[i] = int32(j)
+	}
+	return m
 }
 
 // renderInts formats integers in decimal into one shared buffer, so that
@@ -586,38 +591,52 @@ func (s *scattering) terminal(c *chunk, k int32, h uint16) bool {
 // the valid early-terminated ones to H with EndSymbol. It reports whether
 // any episode was padded.
 func (a *assembly) checkEpisodes(d *Dataset, g *grid) (padded bool) {
-	H := d.Horizon
-	hasProp := d.Propensity != nil
 	for k := range a.ids {
 		if a.badEp[k] != nil {
 			continue
 		}
-		L := int(g.lastStep[k])
-		file := a.files[g.lastFile[k]].src.name
-		row := g.seen[k*H : k*H+L]
-		if gap := slices.Index(row, false); gap >= 0 {
-			a.markBad(int32(k), &EpisodeError{File: file, Step: gap + 1, Err: ErrStepGap, Detail: fmt.Sprintf("(step %d missing; the episode reaches step %d)", gap+1, L)})
+		if e := a.episodeError(d.Horizon, g, k); e != nil {
+			a.markBad(int32(k), e)
 			continue
 		}
-		ts := int(g.termStep[k])
-		if ts != 0 && ts != L {
-			a.markBad(int32(k), &EpisodeError{File: file, Step: ts, Err: ErrTerminal, Detail: fmt.Sprintf("(the episode continues to step %d)", L)})
-			continue
-		}
-		if L < H && ts == 0 {
-			a.markBad(int32(k), &EpisodeError{File: file, Step: L, Err: ErrShortEpisode, Detail: fmt.Sprintf("(ends at step %d of %d; mark the last step of an episode that ended early as terminal)", L, H)})
-			continue
-		}
-		for h := L; h < H; h++ {
-			i := k*H + h
-			d.Obs[i], d.Act[i], d.Reward[i] = padCode, padCode, 0
-			if hasProp {
-				d.Propensity[i] = 1
-			}
-			padded = true
-		}
+		padded = padEpisode(d, k, int(g.lastStep[k])) || padded
 	}
 	return padded
+}
+
+// episodeError is the error of episode k when it has a missing step, a
+// terminal step before its last, or an early end without a terminal step;
+// nil otherwise.
+func (a *assembly) episodeError(H int, g *grid, k int) *EpisodeError {
+	L := int(g.lastStep[k])
+	file := a.files[g.lastFile[k]].src.name
+	row := g.seen[k*H : k*H+L]
+	if gap := slices.Index(row, false); gap >= 0 {
+		return &EpisodeError{File: file, Step: gap + 1, Err: ErrStepGap, Detail: fmt.Sprintf("(step %d missing; the episode reaches step %d)", gap+1, L)}
+	}
+	ts := int(g.termStep[k])
+	if ts != 0 && ts != L {
+		return &EpisodeError{File: file, Step: ts, Err: ErrTerminal, Detail: fmt.Sprintf("(the episode continues to step %d)", L)}
+	}
+	if L < H && ts == 0 {
+		return &EpisodeError{File: file, Step: L, Err: ErrShortEpisode, Detail: fmt.Sprintf("(ends at step %d of %d; mark the last step of an episode that ended early as terminal)", L, H)}
+	}
+	return nil
+}
+
+// padEpisode pads episode k of length L to the horizon with EndSymbol (a
+// zero reward and, when d has propensities, propensity 1) and reports
+// whether it was shorter.
+func padEpisode(d *Dataset, k, L int) bool {
+	H := d.Horizon
+	for h := L; h < H; h++ {
+		i := k*H + h
+		d.Obs[i], d.Act[i], d.Reward[i] = padCode, padCode, 0
+		if d.Propensity != nil {
+			d.Propensity[i] = 1
+		}
+	}
+	return L < H
 }
 
 // quarantine drops the invalid episodes from d (whose episodes have the
@@ -653,14 +672,8 @@ func (a *assembly) quarantine(d *Dataset, lengths []int32) error {
 func keepEpisodes(d *Dataset, keep []int) {
 	H := d.Horizon
 	for j, k := range keep {
-		if j == k {
-			continue
-		}
-		copy(d.Obs[j*H:(j+1)*H], d.Obs[k*H:(k+1)*H])
-		copy(d.Act[j*H:(j+1)*H], d.Act[k*H:(k+1)*H])
-		copy(d.Reward[j*H:(j+1)*H], d.Reward[k*H:(k+1)*H])
-		if d.Propensity != nil {
-			copy(d.Propensity[j*H:(j+1)*H], d.Propensity[k*H:(k+1)*H])
+		if j != k {
+			copySteps(d, d, j, k)
 		}
 	}
 	n := len(keep) * H

@@ -243,32 +243,47 @@ func DistinctHistories(d *Dataset) []int {
 	if K == 0 {
 		return out
 	}
-	nA := uint64(d.NumActions())
-	sym := uint64(d.NumObs()) * nA
-	parent := make([]uint64, K) // id of τ_{h-1}; τ_0 = ∅ has id 0
-	keys := make([]uint64, K)
-	idx := make([]int32, K)
-	tmpK := make([]uint64, K)
-	tmpI := make([]int32, K)
+	r := &historyIDs{
+		nA: uint64(d.NumActions()), sym: uint64(d.NumObs()) * uint64(d.NumActions()),
+		parent: make([]uint64, K), keys: make([]uint64, K), idx: make([]int32, K),
+		tmpK: make([]uint64, K), tmpI: make([]int32, K),
+	}
 	distinct := uint64(1)
 	for h := range H {
-		for k := range K {
-			i := k*H + h
-			keys[k] = parent[k]*sym + uint64(d.Obs[i])*nA + uint64(d.Act[i])
-			idx[k] = int32(k)
-		}
-		radixSort(keys, idx, tmpK, tmpI, distinct*sym-1)
-		id := uint64(0)
-		for j := range K {
-			if j > 0 && keys[j] != keys[j-1] {
-				id++
-			}
-			parent[idx[j]] = id
-		}
-		distinct = id + 1
+		distinct = r.step(d, h, distinct)
 		out[h] = int(distinct)
 	}
 	return out
+}
+
+// historyIDs numbers the histories of DistinctHistories step by step.
+type historyIDs struct {
+	nA, sym uint64   // |A| and |O|·|A|
+	parent  []uint64 // id of τ_{h-1}; τ_0 = ∅ has id 0
+	keys    []uint64
+	idx     []int32
+	tmpK    []uint64
+	tmpI    []int32
+}
+
+// step replaces the ids of τ_{h-1} (of which distinct are distinct) by
+// those of τ_h, h 0-based, and returns how many of them are distinct.
+func (r *historyIDs) step(d *Dataset, h int, distinct uint64) uint64 {
+	K, H := len(r.parent), d.Horizon
+	for k := range K {
+		i := k*H + h
+		r.keys[k] = r.parent[k]*r.sym + uint64(d.Obs[i])*r.nA + uint64(d.Act[i])
+		r.idx[k] = int32(k)
+	}
+	radixSort(r.keys, r.idx, r.tmpK, r.tmpI, distinct*r.sym-1)
+	id := uint64(0)
+	for j := range K {
+		if j > 0 && r.keys[j] != r.keys[j-1] {
+			id++
+		}
+		r.parent[r.idx[j]] = id
+	}
+	return id + 1
 }
 
 // radixSort sorts keys (carrying idx) ascending with 16-bit LSD passes,
