@@ -132,39 +132,53 @@ func WriteArrowBatches(path string, meta map[string]string, each func(emit func(
 	return writeBatches(memory.DefaultAllocator, path, meta, each)
 }
 
+// batchWriter writes the record batches of one Arrow file; the first
+// table fixes the schema and opens the writer.
+type batchWriter struct {
+	mem    memory.Allocator
+	path   string
+	meta   map[string]string
+	f      *os.File
+	schema *arrow.Schema
+	w      *ipc.FileWriter
+}
+
+// writeBatches is WriteArrowBatches with an explicit allocator.
 func writeBatches(mem memory.Allocator, path string, meta map[string]string, each func(emit func(Table) error) error) error {
 	return atomicfile.Write(path, func(f *os.File) error {
-		var schema *arrow.Schema
-		var w *ipc.FileWriter
-		err := each(func(t Table) error {
-			if schema == nil {
-				var err error
-				if schema, err = schemaOf(path, t, meta); err != nil {
-					return err
-				}
-				if w, err = ipc.NewFileWriter(f, ipc.WithSchema(schema), ipc.WithAllocator(mem)); err != nil {
-					return err
-				}
-			}
-			rec, err := record(mem, path, schema, t)
-			if err != nil {
-				return err
-			}
-			defer rec.Release()
-			return w.Write(rec)
-		})
-		if w == nil {
+		bw := &batchWriter{mem: mem, path: path, meta: meta, f: f}
+		err := each(bw.emit)
+		if bw.w == nil {
 			if err == nil {
 				err = fmt.Errorf("%s: no table to write", filepath.Base(path))
 			}
 			return err
 		}
 		if err != nil {
-			w.Close()
+			bw.w.Close()
 			return err
 		}
-		return w.Close()
+		return bw.w.Close()
 	})
+}
+
+// emit writes t as the next record batch.
+func (bw *batchWriter) emit(t Table) error {
+	if bw.schema == nil {
+		var err error
+		if bw.schema, err = schemaOf(bw.path, t, bw.meta); err != nil {
+			return err
+		}
+		if bw.w, err = ipc.NewFileWriter(bw.f, ipc.WithSchema(bw.schema), ipc.WithAllocator(bw.mem)); err != nil {
+			return err
+		}
+	}
+	rec, err := record(bw.mem, bw.path, bw.schema, t)
+	if err != nil {
+		return err
+	}
+	defer rec.Release()
+	return bw.w.Write(rec)
 }
 
 // schemaOf is the Arrow schema of t's columns with the metadata meta (and
@@ -190,17 +204,8 @@ func schemaOf(path string, t Table, meta map[string]string) (*arrow.Schema, erro
 // record builds one record batch of t under schema (whose columns t must
 // have, in order, with the same types).
 func record(mem memory.Allocator, path string, schema *arrow.Schema, t Table) (arrow.Record, error) {
-	n := t.Rows()
-	if len(t.Columns) != len(schema.Fields()) {
-		return nil, fmt.Errorf("%s: a batch of %d columns, want %d", filepath.Base(path), len(t.Columns), len(schema.Fields()))
-	}
-	for i, c := range t.Columns {
-		if c.len() != n {
-			return nil, fmt.Errorf("%s: column %q has %d rows, want %d", filepath.Base(path), c.Name, c.len(), n)
-		}
-		if f := schema.Field(i); f.Name != c.Name || !arrow.TypeEqual(f.Type, c.dataType()) {
-			return nil, fmt.Errorf("%s: batch column %q (%s) where the file has %q (%s)", filepath.Base(path), c.Name, c.dataType(), f.Name, f.Type)
-		}
+	if err := checkBatch(path, schema, t); err != nil {
+		return nil, err
 	}
 	b := array.NewRecordBuilder(mem, schema)
 	defer b.Release()
@@ -219,6 +224,24 @@ func record(mem memory.Allocator, path string, schema *arrow.Schema, t Table) (a
 		}
 	}
 	return b.NewRecord(), nil
+}
+
+// checkBatch checks that t has the columns of schema, in order, with the
+// same types, all of the same length.
+func checkBatch(path string, schema *arrow.Schema, t Table) error {
+	n := t.Rows()
+	if len(t.Columns) != len(schema.Fields()) {
+		return fmt.Errorf("%s: a batch of %d columns, want %d", filepath.Base(path), len(t.Columns), len(schema.Fields()))
+	}
+	for i, c := range t.Columns {
+		if c.len() != n {
+			return fmt.Errorf("%s: column %q has %d rows, want %d", filepath.Base(path), c.Name, c.len(), n)
+		}
+		if f := schema.Field(i); f.Name != c.Name || !arrow.TypeEqual(f.Type, c.dataType()) {
+			return fmt.Errorf("%s: batch column %q (%s) where the file has %q (%s)", filepath.Base(path), c.Name, c.dataType(), f.Name, f.Type)
+		}
+	}
+	return nil
 }
 
 // MergeMeta returns schema metadata with a's entries, overwritten by

@@ -120,13 +120,7 @@ func maze(spec Spec, rng *rand.Rand) (*gen, error) {
 	m := &mazeGrid{W: W, L: L, open: mazeOpenings(W, L, rng)}
 	pat, code := m.wallPatterns()
 	g := &gen{S: S, A: 5, O: len(code), rng: rng, names: []string{"N", "E", "S", "W", "stay"}}
-	g.T = make([][][]float64, 5)
-	for a := range 5 {
-		g.T[a] = make([][]float64, S)
-		for s := range S {
-			g.T[a][s] = m.moveRow(s, a, spec.Slip)
-		}
-	}
+	g.transitions(func(a, s int) []float64 { return m.moveRow(s, a, spec.Slip) })
 	g.E = make([][]float64, S)
 	for s := range S {
 		g.E[s] = make([]float64, g.O)
@@ -249,29 +243,30 @@ func aliased(spec Spec, rng *rand.Rand) (*gen, error) {
 		return nil, err
 	}
 	g := &gen{S: S, A: A, O: O, rng: rng}
-	g.T = make([][][]float64, A)
-	for a := range A {
-		g.T[a] = make([][]float64, S)
-		for s := range S {
-			row := make([]float64, S)
-			row[rng.IntN(S)] += 1 - spec.Slip
-			row[rng.IntN(S)] += spec.Slip
-			g.T[a][s] = row
-		}
-	}
-	// Labels: every symbol is used once, the rest drawn at random, so
-	// that S > O states share O symbols.
-	label := rng.Perm(S)
-	g.E = make([][]float64, S)
-	for s := range S {
-		g.E[s] = make([]float64, O)
+	g.transitions(func(a, s int) []float64 {
+		row := make([]float64, S)
+		row[rng.IntN(S)] += 1 - spec.Slip
+		row[rng.IntN(S)] += spec.Slip
+		return row
+	})
+	g.labels()
+	return g, nil
+}
+
+// labels gives each state one of the O symbols as its observation: every
+// symbol is used once, the rest drawn at random, so that S > O states
+// share O symbols.
+func (g *gen) labels() {
+	label := g.rng.Perm(g.S)
+	g.E = make([][]float64, g.S)
+	for s := range g.S {
+		g.E[s] = make([]float64, g.O)
 		l := label[s]
-		if l >= O {
-			l = rng.IntN(O)
+		if l >= g.O {
+			l = g.rng.IntN(g.O)
 		}
 		g.E[s][l] = 1
 	}
-	return g, nil
 }
 
 func dense(spec Spec, rng *rand.Rand) (*gen, error) {
@@ -280,18 +275,24 @@ func dense(spec Spec, rng *rand.Rand) (*gen, error) {
 		return nil, err
 	}
 	g := &gen{S: S, A: A, O: O, rng: rng}
-	g.T = make([][][]float64, A)
-	for a := range A {
-		g.T[a] = make([][]float64, S)
-		for s := range S {
-			g.T[a][s] = peaked(S, rng)
-		}
-	}
+	g.transitions(func(a, s int) []float64 { return peaked(S, rng) })
 	g.E = make([][]float64, S)
 	for s := range S {
 		g.E[s] = peaked(O, rng)
 	}
 	return g, nil
+}
+
+// transitions sets T[a][s] to row(a, s) for every action a and state s,
+// in that order.
+func (g *gen) transitions(row func(a, s int) []float64) {
+	g.T = make([][][]float64, g.A)
+	for a := range g.A {
+		g.T[a] = make([][]float64, g.S)
+		for s := range g.S {
+			g.T[a][s] = row(a, s)
+		}
+	}
 }
 
 func checkSizes(S, A, O int) error {
