@@ -305,16 +305,10 @@ func (e *EpisodeRows) chunk(file int) *chunk {
 		c.obs[i] = uint16(c.obsT.str([]byte(e.Obs[i])))
 		c.act[i] = uint16(c.actT.str([]byte(e.Act[i])))
 	}
-	bad := map[int32]bool{}
 	for _, p := range e.Problems {
 		c.bad = append(c.bad, rowErr{row: p.Row, step: p.Step, err: classes[p.Class], detail: p.Detail})
-		bad[p.Row] = true
 	}
-	for i, s := range e.Step {
-		if int(s) > c.maxStep && !bad[int32(i)] {
-			c.maxStep = int(s)
-		}
-	}
+	c.setMaxStep()
 	return c
 }
 

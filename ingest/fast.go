@@ -95,13 +95,12 @@ func planDirect(ctx context.Context, files []*openedFile, units []unit, opts Opt
 // given one, or the largest step when it is 0.
 func directExtent(chunks []*chunk, horizon int) (rows int64, H int) {
 	H = horizon
-	for _, c := range chunks {
-		rows += int64(c.n)
-		if horizon == 0 {
+	if horizon == 0 {
+		for _, c := range chunks {
 			H = max(H, c.maxStep)
 		}
 	}
-	return rows, H
+	return chunkRows(chunks), H
 }
 
 // scatter is pass 2: it decodes the symbols and numbers of every row group
@@ -257,11 +256,10 @@ func readKeys(of *openedFile, fileIdx int, rgIdx int, rowBase int64, horizon int
 	cc := rg.ColumnChunks()
 	c = &chunk{file: fileIdx, rowBase: rowBase, n: n}
 	cols := &of.cols
+	null := func(int) { c.bad = append(c.bad, rowErr{}) }
 	c.ids = newSymTable(cols[schemas.Episode].kind == schemas.KindInt)
 	c.ep = make([]int32, n)
-	if err := readSymbols(cc[cols[schemas.Episode].index], cols[schemas.Episode], n, c.ids, c.ep, math.MaxInt32, func(int) {
-		c.bad = append(c.bad, rowErr{})
-	}); err != nil {
+	if err := readSymbols(cc[cols[schemas.Episode].index], cols[schemas.Episode], n, c.ids, c.ep, math.MaxInt32, null); err != nil {
 		return nil, err
 	}
 	c.step = make([]uint16, n)
@@ -270,9 +268,7 @@ func readKeys(of *openedFile, fileIdx int, rgIdx int, rowBase int64, horizon int
 	}
 	if spec := cols[schemas.Terminal]; spec.index >= 0 {
 		c.term = make([]bool, n)
-		if err := readBools(cc[spec.index], spec, n, c.term, func(int) {
-			c.bad = append(c.bad, rowErr{})
-		}); err != nil {
+		if err := readBools(cc[spec.index], spec, n, c.term, null); err != nil {
 			return nil, err
 		}
 	}
@@ -326,8 +322,8 @@ type symbolSet struct {
 	names []string
 }
 
-// add returns the codes of the local symbols t holds beyond those l2g
-// already maps.
+// extend returns l2g extended with the codes of the local symbols t holds
+// beyond those l2g already maps.
 func (g *symbolSet) extend(t *symTable, l2g []uint16) ([]uint16, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -335,27 +331,42 @@ func (g *symbolSet) extend(t *symTable, l2g []uint16) ([]uint16, error) {
 		g.codes = map[string]uint16{}
 	}
 	for i := len(l2g); i < t.len(); i++ {
-		var s string
-		if t.intKind {
-			s = strconv.FormatInt(t.vals[i], 10)
-		} else {
-			s = t.names[i]
-			if s == EndSymbol {
-				return nil, errExact
-			}
-		}
-		code, ok := g.codes[s]
+		s, ok := directSymbol(t, i)
 		if !ok {
-			if len(g.names) >= padCode-1 {
-				return nil, errExact
-			}
-			code = uint16(len(g.names))
-			g.codes[s] = code
-			g.names = append(g.names, s)
+			return nil, errExact
+		}
+		code, ok := g.code(s)
+		if !ok {
+			return nil, errExact
 		}
 		l2g = append(l2g, code)
 	}
 	return l2g, nil
+}
+
+// directSymbol is the text of t's local symbol i; false for EndSymbol,
+// which only the exact path reports.
+func directSymbol(t *symTable, i int) (string, bool) {
+	if t.intKind {
+		return strconv.FormatInt(t.vals[i], 10), true
+	}
+	s := t.names[i]
+	return s, s != EndSymbol
+}
+
+// code returns the global code of s, numbering it when it is new; false
+// when a new symbol would reach the padding code.
+func (g *symbolSet) code(s string) (uint16, bool) {
+	if code, ok := g.codes[s]; ok {
+		return code, true
+	}
+	if len(g.names) >= padCode-1 {
+		return 0, false
+	}
+	code := uint16(len(g.names))
+	g.codes[s] = code
+	g.names = append(g.names, s)
+	return code, true
 }
 
 // symbolScatter decodes one categorical column into global codes; it

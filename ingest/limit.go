@@ -39,14 +39,7 @@ func LimitObservations(d *Dataset, n int) *Dataset {
 		count[o]++
 	}
 	order := frequencyOrder(count, end, real)
-	keep := make([]bool, O)
-	for _, o := range order[:n] {
-		keep[o] = true
-	}
-	if end >= 0 {
-		keep[end] = true
-	}
-	vocab, recode := limitedVocab(d.ObsVocab, keep)
+	vocab, recode := limitedVocab(d.ObsVocab, keptObservations(order[:n], end, O))
 	out := *d
 	out.Merged = nil
 	for _, o := range order[n:] {
@@ -58,6 +51,19 @@ func LimitObservations(d *Dataset, n int) *Dataset {
 		out.Obs[i] = recode[o]
 	}
 	return &out
+}
+
+// keptObservations marks, among O observation codes, those LimitObservations
+// keeps: the most frequent (top) and EndSymbol's (end, when ≥ 0).
+func keptObservations(top []int, end, O int) []bool {
+	keep := make([]bool, O)
+	for _, o := range top {
+		keep[o] = true
+	}
+	if end >= 0 {
+		keep[end] = true
+	}
+	return keep
 }
 
 // frequencyOrder returns the real observation codes (all but end, the

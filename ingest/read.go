@@ -311,10 +311,7 @@ const padCode = 0xFFFF // code of EndSymbol until the vocabulary is final
 // global symbol codes, the scatter of rows into the K×H arrays, the
 // per-episode checks with padding, and the quarantine of invalid episodes.
 func assemble(ctx context.Context, files []*openedFile, chunks []*chunk, opts Options) (*Dataset, error) {
-	var rows int64
-	for _, c := range chunks {
-		rows += int64(c.n)
-	}
+	rows := chunkRows(chunks)
 	if rows == 0 {
 		return nil, fmt.Errorf("%w: %s", ErrEmpty, noRows(files))
 	}
@@ -330,6 +327,21 @@ func assemble(ctx context.Context, files []*openedFile, chunks []*chunk, opts Op
 	if err != nil {
 		return nil, err
 	}
+	return a.build(ctx, H, obs, act, opts)
+}
+
+// chunkRows is the number of rows of the chunks.
+func chunkRows(chunks []*chunk) int64 {
+	var rows int64
+	for _, c := range chunks {
+		rows += int64(c.n)
+	}
+	return rows
+}
+
+// build scatters the rows into a new dataset with horizon H, checks its
+// episodes (padding, quarantine) and sets its final vocabularies.
+func (a *assembly) build(ctx context.Context, H int, obs, act symbolUnion, opts Options) (*Dataset, error) {
 	d, g, err := a.scatter(H, obs.l2g, act.l2g, opts.Arrays)
 	if err != nil {
 		return nil, err
@@ -736,12 +748,7 @@ func recodeUsed(all []string, used []bool, vocab []string, codes []uint16, padde
 // describeDuplicates adds to each duplicate-step error the file of the
 // first occurrence.
 func describeDuplicates(files []*openedFile, chunks []*chunk, epL2G [][]int32, badEp []*EpisodeError, H int) {
-	want := map[int]*EpisodeError{}
-	for k, e := range badEp {
-		if e != nil && e.Err == ErrDuplicateStep {
-			want[k*H+e.Step-1] = e
-		}
-	}
+	want := duplicateCells(badEp, H)
 	for ci, c := range chunks {
 		for i := 0; i < c.n; i++ {
 			if c.ep[i] < 0 || c.step[i] == 0 {
@@ -761,6 +768,18 @@ func describeDuplicates(files []*openedFile, chunks []*chunk, epL2G [][]int32, b
 			}
 		}
 	}
+}
+
+// duplicateCells maps the cell k*H+h-1 of each duplicate step to its
+// episode's error.
+func duplicateCells(badEp []*EpisodeError, H int) map[int]*EpisodeError {
+	want := map[int]*EpisodeError{}
+	for k, e := range badEp {
+		if e != nil && e.Err == ErrDuplicateStep {
+			want[k*H+e.Step-1] = e
+		}
+	}
+	return want
 }
 
 // noRows says that the input files hold no rows, naming them (the first
@@ -798,16 +817,19 @@ func failOrEmpty(badEp []*EpisodeError, orphans []*EpisodeError, nBad int, rows 
 		e.More = nBad
 		return &e
 	}
-	var first *EpisodeError
-	for _, e := range badEp {
-		if e != nil {
-			first = e
-			break
-		}
-	}
-	e := *first
+	e := *firstBad(badEp)
 	e.More = nBad - 1
 	return &e
+}
+
+// firstBad is the first error of badEp that is not nil.
+func firstBad(badEp []*EpisodeError) *EpisodeError {
+	for _, e := range badEp {
+		if e != nil {
+			return e
+		}
+	}
+	return nil
 }
 
 // orphanEntries lists the rows whose episode id is null as one quarantine

@@ -218,18 +218,25 @@ func estimatedIota(d *Dataset) float64 {
 	}
 	iota := 1.0
 	for node := range H * nO {
-		row := n[node*nA : (node+1)*nA]
-		var tot int64
-		for _, c := range row {
-			tot += c
-		}
-		for _, c := range row {
-			if c > 0 {
-				iota = min(iota, float64(c)/float64(tot))
-			}
-		}
+		iota = min(iota, leastShare(n[node*nA:(node+1)*nA]))
 	}
 	return iota
+}
+
+// leastShare is the least c/Σrow over the positive counts c of row (1
+// when none is positive).
+func leastShare(row []int64) float64 {
+	var tot int64
+	for _, c := range row {
+		tot += c
+	}
+	least := 1.0
+	for _, c := range row {
+		if c > 0 {
+			least = min(least, float64(c)/float64(tot))
+		}
+	}
+	return least
 }
 
 // DistinctHistories returns, for h = 1..H, the number of distinct
@@ -353,22 +360,30 @@ func (c *fewCounter) add(seg []float64) {
 			c.counts[c.last]++
 			continue
 		}
-		if !(v > 0) {
+		if !c.insert(v) {
 			c.ok = false
 			return
 		}
-		i, found := slices.BinarySearch(c.vals, v)
-		if !found {
-			if len(c.vals) == c.max {
-				c.ok = false
-				return
-			}
-			c.vals = slices.Insert(c.vals, i, v)
-			c.counts = slices.Insert(c.counts, i, 0)
-		}
-		c.counts[i]++
-		c.last = i
 	}
+}
+
+// insert counts a value other than the previous one; false for a value
+// that is not positive or a distinct value beyond max.
+func (c *fewCounter) insert(v float64) bool {
+	if !(v > 0) {
+		return false
+	}
+	i, found := slices.BinarySearch(c.vals, v)
+	if !found {
+		if len(c.vals) == c.max {
+			return false
+		}
+		c.vals = slices.Insert(c.vals, i, v)
+		c.counts = slices.Insert(c.counts, i, 0)
+	}
+	c.counts[i]++
+	c.last = i
+	return true
 }
 
 // quantiles returns the order statistics of rank floor(q·(n−1)) of the n
