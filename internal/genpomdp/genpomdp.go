@@ -357,15 +357,7 @@ func (g *gen) startBelief(n int) {
 // cassandra writes the tables in Cassandra's format.
 func (g *gen) cassandra(spec Spec) string {
 	var b bytes.Buffer
-	fmt.Fprintf(&b, "# generated POMDP: family %s, %d states, %d actions, %d observations, slip %g, observation noise %g, seed %d\n",
-		spec.Family, g.S, g.A, g.O, spec.Slip, spec.ObsNoise, spec.Seed)
-	fmt.Fprintf(&b, "discount: 1.0\nvalues: reward\nstates: %d\n", g.S)
-	if g.names != nil {
-		fmt.Fprintf(&b, "actions: %s\n", strings.Join(g.names, " "))
-	} else {
-		fmt.Fprintf(&b, "actions: %d\n", g.A)
-	}
-	fmt.Fprintf(&b, "observations: %d\nstart: %s\n", g.O, joinFloats(g.start))
+	g.writeHeader(&b, spec)
 	for a := range g.A {
 		fmt.Fprintf(&b, "T: %d\n", a)
 		for _, row := range g.T[a] {
@@ -382,6 +374,20 @@ func (g *gen) cassandra(spec Spec) string {
 		}
 	}
 	return b.String()
+}
+
+// writeHeader writes the comment line naming the spec and the preamble:
+// discount, values, states, actions, observations and start belief.
+func (g *gen) writeHeader(b *bytes.Buffer, spec Spec) {
+	fmt.Fprintf(b, "# generated POMDP: family %s, %d states, %d actions, %d observations, slip %g, observation noise %g, seed %d\n",
+		spec.Family, g.S, g.A, g.O, spec.Slip, spec.ObsNoise, spec.Seed)
+	fmt.Fprintf(b, "discount: 1.0\nvalues: reward\nstates: %d\n", g.S)
+	if g.names != nil {
+		fmt.Fprintf(b, "actions: %s\n", strings.Join(g.names, " "))
+	} else {
+		fmt.Fprintf(b, "actions: %d\n", g.A)
+	}
+	fmt.Fprintf(b, "observations: %d\nstart: %s\n", g.O, joinFloats(g.start))
 }
 
 func joinFloats(p []float64) string {

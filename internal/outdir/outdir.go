@@ -84,14 +84,7 @@ const partialTag = ".partial-"
 // Create checks final against the rules of the package and prepares the
 // staging directory. It creates nothing but the hidden staging directory.
 func Create(final string, o Options) (*Dir, error) {
-	if final == "" {
-		return nil, fmt.Errorf("%w: no output directory given", ErrOverlap)
-	}
-	abs, err := resolve(final)
-	if err != nil {
-		return nil, err
-	}
-	if err := checkPlace(final, abs, o.Inputs); err != nil {
+	if err := checkTarget(final, o.Inputs); err != nil {
 		return nil, err
 	}
 	final = filepath.Clean(final)
@@ -112,6 +105,19 @@ func Create(final string, o Options) (*Dir, error) {
 		return nil, err
 	}
 	return &Dir{Final: final, Tmp: tmp, Notes: notes, force: o.Force, opts: o}, nil
+}
+
+// checkTarget refuses an empty output directory name and a final that
+// breaks the rules on its place (checkPlace).
+func checkTarget(final string, inputs []string) error {
+	if final == "" {
+		return fmt.Errorf("%w: no output directory given", ErrOverlap)
+	}
+	abs, err := resolve(final)
+	if err != nil {
+		return err
+	}
+	return checkPlace(final, abs, inputs)
 }
 
 // checkExisting refuses an existing final unless o.Force is set and final
@@ -250,17 +256,7 @@ func checkReplaceable(dir string, o Options) error {
 	if err != nil {
 		return err
 	}
-	var foreign []string
-	marker := false
-	for _, e := range entries {
-		name := e.Name()
-		if name == o.Marker && e.Type().IsRegular() {
-			marker = true
-		}
-		if !e.Type().IsRegular() || !known(name, o.Known) {
-			foreign = append(foreign, name)
-		}
-	}
+	foreign, marker := scanEntries(entries, o)
 	if !marker || o.Marker == "" {
 		what := "it is empty"
 		if len(entries) > 0 {
@@ -274,6 +270,22 @@ func checkReplaceable(dir string, o Options) error {
 			ErrExists, dir, list(foreign), cmdName(o))
 	}
 	return nil
+}
+
+// scanEntries lists the entries of a directory that the command does not
+// write (not regular files, or matching none of o.Known) and reports
+// whether o.Marker is among them as a regular file.
+func scanEntries(entries []os.DirEntry, o Options) (foreign []string, marker bool) {
+	for _, e := range entries {
+		name := e.Name()
+		if name == o.Marker && e.Type().IsRegular() {
+			marker = true
+		}
+		if !e.Type().IsRegular() || !known(name, o.Known) {
+			foreign = append(foreign, name)
+		}
+	}
+	return foreign, marker
 }
 
 func known(name string, patterns []string) bool {
