@@ -58,7 +58,7 @@ func readChunk(of *openedFile, fileIdx int, rgIdx int, rowBase int64, horizon in
 	n := int(rg.NumRows())
 	c = &chunk{file: fileIdx, rowBase: rowBase, n: n}
 	r := &chunkReader{c: c, name: name, rgIdx: rgIdx, cc: rg.ColumnChunks(), cols: &of.cols}
-	if err := r.readKeys(horizon); err != nil {
+	if err := r.readEpisodesAndSteps(horizon); err != nil {
 		return nil, err
 	}
 	for _, role := range []schemas.Role{schemas.Observation, schemas.Action} {
@@ -99,8 +99,8 @@ func (r *chunkReader) nullIn(role schemas.Role) func(row int) {
 	}
 }
 
-// readKeys reads the episode ids and the steps.
-func (r *chunkReader) readKeys(horizon int) error {
+// readEpisodesAndSteps reads the episode ids and the steps.
+func (r *chunkReader) readEpisodesAndSteps(horizon int) error {
 	c, cols := r.c, r.cols
 	// Episode ids first, so later problems can name the episode.
 	c.ids = newSymTable(cols[schemas.Episode].kind == schemas.KindInt)
@@ -335,6 +335,13 @@ func (r *symbolReader[T]) dictPage(row int, defs []byte, p parquet.Page, dict pa
 		}
 		return nil
 	}
+	r.nullableCodes(row, defs, idx, out)
+	return nil
+}
+
+// nullableCodes fills out with the codes of the dictionary indexes idx of
+// a page's non-null rows, and records its null rows.
+func (r *symbolReader[T]) nullableCodes(row int, defs []byte, idx []int32, out []T) {
 	j := 0
 	for i := range out {
 		if int(defs[i]) != r.spec.max {
@@ -344,7 +351,6 @@ func (r *symbolReader[T]) dictPage(row int, defs []byte, p parquet.Page, dict pa
 		out[i] = r.dictCodes[idx[j]]
 		j++
 	}
-	return nil
 }
 
 // plainInts reads the codes of a plain page of integer symbols into out.

@@ -142,11 +142,7 @@ func openSources(srcs []source, opts Options) ([]*openedFile, []unit, error) {
 			return nil, nil, err
 		}
 		files[i] = of
-		var base int64
-		for j, rg := range of.f.RowGroups() {
-			units = append(units, unit{i, j, base})
-			base += rg.NumRows()
-		}
+		units = appendUnits(units, i, of)
 	}
 	if err := checkPropensityColumns(files); err != nil {
 		return nil, nil, err
@@ -155,6 +151,17 @@ func openSources(srcs []source, opts Options) ([]*openedFile, []unit, error) {
 		return nil, nil, err
 	}
 	return files, units, nil
+}
+
+// appendUnits appends the row groups of file i (of) to units, each with
+// the index of its first row in the file.
+func appendUnits(units []unit, i int, of *openedFile) []unit {
+	var base int64
+	for j, rg := range of.f.RowGroups() {
+		units = append(units, unit{i, j, base})
+		base += rg.NumRows()
+	}
+	return units
 }
 
 // checkPropensityColumns checks that all files or none have propensities:

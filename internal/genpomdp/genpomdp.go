@@ -74,18 +74,7 @@ type gen struct {
 // Generate builds the problem of spec.
 func Generate(spec Spec) (*Problem, error) {
 	rng := rand.New(rand.NewPCG(spec.Seed, 0x9e3779b97f4a7c15))
-	var g *gen
-	var err error
-	switch spec.Family {
-	case "maze":
-		g, err = maze(spec, rng)
-	case "aliased":
-		g, err = aliased(spec, rng)
-	case "dense":
-		g, err = dense(spec, rng)
-	default:
-		return nil, fmt.Errorf("genpomdp: unknown family %q (maze, aliased, dense)", spec.Family)
-	}
+	g, err := build(spec, rng)
 	if err != nil {
 		return nil, err
 	}
@@ -96,6 +85,19 @@ func Generate(spec Spec) (*Problem, error) {
 	g.rewards(spec.RewardStates)
 	g.startBelief(spec.StartStates)
 	return &Problem{Spec: spec, States: g.S, Actions: g.A, Obs: g.O, Text: g.cassandra(spec)}, nil
+}
+
+// build draws the moves and observations of spec's family.
+func build(spec Spec, rng *rand.Rand) (*gen, error) {
+	switch spec.Family {
+	case "maze":
+		return maze(spec, rng)
+	case "aliased":
+		return aliased(spec, rng)
+	case "dense":
+		return dense(spec, rng)
+	}
+	return nil, fmt.Errorf("genpomdp: unknown family %q (maze, aliased, dense)", spec.Family)
 }
 
 func checkSize(what string, n, lo, hi int) error {
