@@ -188,23 +188,28 @@ func (spec *colSpec) setType(t parquet.Type) (isDec bool) {
 		lt = l.Value
 	}
 	dec, isDec := lt.(*format.DecimalType)
-	switch spec.phys {
-	case parquet.Int32, parquet.Int64:
-		spec.kind = schemas.KindInt
-		if isDec {
-			spec.kind = schemas.KindFloat
-			spec.scale = math.Pow10(-int(dec.Scale))
-		}
-	case parquet.ByteArray:
-		spec.kind = schemas.KindString
-	case parquet.Float, parquet.Double:
+	spec.kind = physKind(spec.phys)
+	if spec.kind == schemas.KindInt && isDec {
 		spec.kind = schemas.KindFloat
-	case parquet.Boolean:
-		spec.kind = schemas.KindBool
-	default:
-		spec.kind = 0
+		spec.scale = math.Pow10(-int(dec.Scale))
 	}
 	return isDec
+}
+
+// physKind is the kind of the values of a physical type (0 for a type
+// ingest does not read).
+func physKind(phys parquet.Kind) schemas.Kind {
+	switch phys {
+	case parquet.Int32, parquet.Int64:
+		return schemas.KindInt
+	case parquet.ByteArray:
+		return schemas.KindString
+	case parquet.Float, parquet.Double:
+		return schemas.KindFloat
+	case parquet.Boolean:
+		return schemas.KindBool
+	}
+	return 0
 }
 
 // checkKind checks that role r accepts the kind of its column c (a

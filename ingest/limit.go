@@ -41,16 +41,23 @@ func LimitObservations(d *Dataset, n int) *Dataset {
 	order := frequencyOrder(count, end, real)
 	vocab, recode := limitedVocab(d.ObsVocab, keptObservations(order[:n], end, O))
 	out := *d
-	out.Merged = nil
-	for _, o := range order[n:] {
-		out.Merged = append(out.Merged, MergedSymbol{Symbol: d.ObsVocab[o], Count: count[o]})
-	}
+	out.Merged = mergedSymbols(d.ObsVocab, count, order[n:])
 	out.ObsVocab = vocab
 	out.Obs = make([]uint16, len(d.Obs))
 	for i, o := range d.Obs {
 		out.Obs[i] = recode[o]
 	}
 	return &out
+}
+
+// mergedSymbols lists the observations merged (codes, most frequent
+// first) with their counts.
+func mergedSymbols(vocab []string, count []int64, merged []int) []MergedSymbol {
+	var out []MergedSymbol
+	for _, o := range merged {
+		out = append(out, MergedSymbol{Symbol: vocab[o], Count: count[o]})
+	}
+	return out
 }
 
 // keptObservations marks, among O observation codes, those LimitObservations

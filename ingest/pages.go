@@ -95,19 +95,24 @@ func (of *openedFile) checkPage(i int, rows int64, col string, o, end int64) (in
 	if unc < 0 || unc > max(minPageBound, pageRatio*comp) {
 		return 0, of.bad("column %q, row group %d: page claims %d bytes uncompressed from %d", col, i, unc, comp)
 	}
-	var nv int64
-	switch {
-	case h.DataPageHeader.Valid:
-		nv = int64(h.DataPageHeader.V.NumValues)
-	case h.DataPageHeaderV2.Valid:
-		nv = int64(h.DataPageHeaderV2.V.NumValues)
-	case h.DictionaryPageHeader.Valid:
-		nv = int64(h.DictionaryPageHeader.V.NumValues)
-	}
-	if nv < 0 || nv > rows {
+	if nv := valueCount(h); nv < 0 || nv > rows {
 		return 0, of.bad("column %q, row group %d: page of %d values in a row group of %d rows", col, i, nv, rows)
 	}
 	return n + comp, nil
+}
+
+// valueCount is the number of values a page header claims (0 for a page
+// that is neither data nor dictionary).
+func valueCount(h *format.PageHeader) int64 {
+	switch {
+	case h.DataPageHeader.Valid:
+		return int64(h.DataPageHeader.V.NumValues)
+	case h.DataPageHeaderV2.Valid:
+		return int64(h.DataPageHeaderV2.V.NumValues)
+	case h.DictionaryPageHeader.Valid:
+		return int64(h.DictionaryPageHeader.V.NumValues)
+	}
+	return 0
 }
 
 // readPageHeader decodes the thrift page header at off and returns it with
