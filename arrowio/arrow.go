@@ -132,39 +132,53 @@ func WriteArrowBatches(path string, meta map[string]string, each func(emit func(
 	return writeBatches(memory.DefaultAllocator, path, meta, each)
 }
 
+// batchWriter writes the record batches of one Arrow file; the first
+// table fixes the schema and opens the writer.
+type batchWriter struct {
+	mem    memory.Allocator
+	path   string
+	meta   map[string]string
+	f      *os.File
+	schema *arrow.Schema
+	w      *ipc.FileWriter
+}
+
+// writeBatches is WriteArrowBatches with an explicit allocator.
 func writeBatches(mem memory.Allocator, path string, meta map[string]string, each func(emit func(Table) error) error) error {
 	return atomicfile.Write(path, func(f *os.File) error {
-		var schema *arrow.Schema
-		var w *ipc.FileWriter
-		err := each(func(t Table) error {
-			if schema == nil {
-				var err error
-				if schema, err = schemaOf(path, t, meta); err != nil {
-					return err
-				}
-				if w, err = ipc.NewFileWriter(f, ipc.WithSchema(schema), ipc.WithAllocator(mem)); err != nil {
-					return err
-				}
-			}
-			rec, err := record(mem, path, schema, t)
-			if err != nil {
-				return err
-			}
-			defer rec.Release()
-			return w.Write(rec)
-		})
-		if w == nil {
+		bw := &batchWriter{mem: mem, path: path, meta: meta, f: f}
+		err := each(bw.emit)
+		if bw.w == nil {
 			if err == nil {
 				err = fmt.Errorf("%s: no table to write", filepath.Base(path))
 			}
 			return err
 		}
 		if err != nil {
-			w.Close()
+			bw.w.Close()
 			return err
 		}
-		return w.Close()
+		return bw.w.Close()
 	})
+}
+
+// emit writes t as the next record batch.
+func (bw *batchWriter) emit(t Table) error {
+	if bw.schema == nil {
+		var err error
+		if bw.schema, err = schemaOf(bw.path, t, bw.meta); err != nil {
+			return err
+		}
+		if bw.w, err = ipc.NewFileWriter(bw.f, ipc.WithSchema(bw.schema), ipc.WithAllocator(bw.mem)); err != nil {
+			return err
+		}
+	}
+	rec, err := record(bw.mem, bw.path, bw.schema, t)
+	if err != nil {
+		return err
+	}
+	defer rec.Release()
+	return bw.w.Write(rec)
 }
 
 // schemaOf is the Arrow schema of t's columns with the metadata meta (and
@@ -190,17 +204,8 @@ func schemaOf(path string, t Table, meta map[string]string) (*arrow.Schema, erro
 // record builds one record batch of t under schema (whose columns t must
 // have, in order, with the same types).
 func record(mem memory.Allocator, path string, schema *arrow.Schema, t Table) (arrow.Record, error) {
-	n := t.Rows()
-	if len(t.Columns) != len(schema.Fields()) {
-		return nil, fmt.Errorf("%s: a batch of %d columns, want %d", filepath.Base(path), len(t.Columns), len(schema.Fields()))
-	}
-	for i, c := range t.Columns {
-		if c.len() != n {
-			return nil, fmt.Errorf("%s: column %q has %d rows, want %d", filepath.Base(path), c.Name, c.len(), n)
-		}
-		if f := schema.Field(i); f.Name != c.Name || !arrow.TypeEqual(f.Type, c.dataType()) {
-			return nil, fmt.Errorf("%s: batch column %q (%s) where the file has %q (%s)", filepath.Base(path), c.Name, c.dataType(), f.Name, f.Type)
-		}
+	if err := checkBatch(path, schema, t); err != nil {
+		return nil, err
 	}
 	b := array.NewRecordBuilder(mem, schema)
 	defer b.Release()
@@ -219,6 +224,24 @@ func record(mem memory.Allocator, path string, schema *arrow.Schema, t Table) (a
 		}
 	}
 	return b.NewRecord(), nil
+}
+
+// checkBatch checks that t has the columns of schema, in order, with the
+// same types, all of the same length.
+func checkBatch(path string, schema *arrow.Schema, t Table) error {
+	n := t.Rows()
+	if len(t.Columns) != len(schema.Fields()) {
+		return fmt.Errorf("%s: a batch of %d columns, want %d", filepath.Base(path), len(t.Columns), len(schema.Fields()))
+	}
+	for i, c := range t.Columns {
+		if c.len() != n {
+			return fmt.Errorf("%s: column %q has %d rows, want %d", filepath.Base(path), c.Name, c.len(), n)
+		}
+		if f := schema.Field(i); f.Name != c.Name || !arrow.TypeEqual(f.Type, c.dataType()) {
+			return fmt.Errorf("%s: batch column %q (%s) where the file has %q (%s)", filepath.Base(path), c.Name, c.dataType(), f.Name, f.Type)
+		}
+	}
+	return nil
 }
 
 // MergeMeta returns schema metadata with a's entries, overwritten by
@@ -245,28 +268,9 @@ func ReadArrow(path string) (Table, error) {
 		return Table{}, fmt.Errorf("%s: %w", path, err)
 	}
 	defer r.Close()
-	schema := r.Schema()
-	t := Table{Meta: map[string]string{}}
-	for i, k := range schema.Metadata().Keys() {
-		t.Meta[k] = schema.Metadata().Values()[i]
-	}
-	t.Columns = make([]Column, len(schema.Fields()))
-	for i, fd := range schema.Fields() {
-		t.Columns[i].Name = fd.Name
-		switch fd.Type.ID() {
-		case arrow.INT64:
-			t.Columns[i].Int64 = []int64{}
-		case arrow.INT32:
-			t.Columns[i].Int32 = []int32{}
-		case arrow.FLOAT64:
-			t.Columns[i].Float64 = []float64{}
-		case arrow.STRING:
-			t.Columns[i].String = []string{}
-		case arrow.BOOL:
-			t.Columns[i].Bool = []bool{}
-		default:
-			return Table{}, fmt.Errorf("%s: column %q has unsupported type %s", path, fd.Name, fd.Type)
-		}
+	t, err := emptyTable(path, r.Schema())
+	if err != nil {
+		return Table{}, err
 	}
 	for b := 0; b < r.NumRecords(); b++ {
 		rec, err := r.Record(b)
@@ -274,31 +278,73 @@ func ReadArrow(path string) (Table, error) {
 			return Table{}, fmt.Errorf("%s: batch %d: %w", path, b, err)
 		}
 		for i := range t.Columns {
-			c := &t.Columns[i]
-			switch a := rec.Column(i).(type) {
-			case *array.Int64:
-				c.Int64 = append(c.Int64, a.Int64Values()...)
-			case *array.Int32:
-				c.Int32 = append(c.Int32, a.Int32Values()...)
-			case *array.Float64:
-				for j, x := range a.Float64Values() {
-					if a.IsNull(j) {
-						x = math.NaN()
-					}
-					c.Float64 = append(c.Float64, x)
-				}
-			case *array.String:
-				for j := 0; j < a.Len(); j++ {
-					c.String = append(c.String, a.Value(j))
-				}
-			case *array.Boolean:
-				for j := 0; j < a.Len(); j++ {
-					c.Bool = append(c.Bool, a.Value(j))
-				}
-			}
+			t.Columns[i].appendArray(rec.Column(i))
 		}
 	}
 	return t, nil
+}
+
+// emptyTable is the Table of schema's metadata and columns, without rows;
+// it fails on a column type a Column cannot hold.
+func emptyTable(path string, schema *arrow.Schema) (Table, error) {
+	t := Table{Meta: map[string]string{}}
+	for i, k := range schema.Metadata().Keys() {
+		t.Meta[k] = schema.Metadata().Values()[i]
+	}
+	t.Columns = make([]Column, len(schema.Fields()))
+	for i, fd := range schema.Fields() {
+		t.Columns[i].Name = fd.Name
+		if !t.Columns[i].setEmpty(fd.Type.ID()) {
+			return Table{}, fmt.Errorf("%s: column %q has unsupported type %s", path, fd.Name, fd.Type)
+		}
+	}
+	return t, nil
+}
+
+// setEmpty sets the empty slice of the Arrow type id, or reports false for
+// a type a Column cannot hold.
+func (c *Column) setEmpty(id arrow.Type) bool {
+	switch id {
+	case arrow.INT64:
+		c.Int64 = []int64{}
+	case arrow.INT32:
+		c.Int32 = []int32{}
+	case arrow.FLOAT64:
+		c.Float64 = []float64{}
+	case arrow.STRING:
+		c.String = []string{}
+	case arrow.BOOL:
+		c.Bool = []bool{}
+	default:
+		return false
+	}
+	return true
+}
+
+// appendArray appends the values of one record batch's column a (the
+// nulls of a float column as NaN).
+func (c *Column) appendArray(a arrow.Array) {
+	switch a := a.(type) {
+	case *array.Int64:
+		c.Int64 = append(c.Int64, a.Int64Values()...)
+	case *array.Int32:
+		c.Int32 = append(c.Int32, a.Int32Values()...)
+	case *array.Float64:
+		for j, x := range a.Float64Values() {
+			if a.IsNull(j) {
+				x = math.NaN()
+			}
+			c.Float64 = append(c.Float64, x)
+		}
+	case *array.String:
+		for j := 0; j < a.Len(); j++ {
+			c.String = append(c.String, a.Value(j))
+		}
+	case *array.Boolean:
+		for j := 0; j < a.Len(); j++ {
+			c.Bool = append(c.Bool, a.Value(j))
+		}
+	}
 }
 
 // Column returns the column named name, or false.

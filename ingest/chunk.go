@@ -41,88 +41,127 @@ type chunk struct {
 	maxStep int // over rows without row errors
 }
 
+// chunkReader reads the columns of one row group into a chunk.
+type chunkReader struct {
+	c     *chunk
+	name  string // the file's name
+	rgIdx int
+	cc    []parquet.ColumnChunk
+	cols  *[schemas.NumRoles]colSpec
+}
+
 // readChunk reads one row group column by column, page by page.
 func readChunk(of *openedFile, fileIdx int, rgIdx int, rowBase int64, horizon int) (c *chunk, err error) {
 	name := of.src.name
 	defer recoverUnreadable(name, &err)
 	rg := of.f.RowGroups()[rgIdx]
 	n := int(rg.NumRows())
-	cc := rg.ColumnChunks()
 	c = &chunk{file: fileIdx, rowBase: rowBase, n: n}
-	cols := &of.cols
-
-	wrap := func(r schemas.Role, err error) error {
-		if err == nil {
-			return nil
-		}
-		var fe *FileError
-		if errors.As(err, &fe) {
-			if fe.File == "" {
-				fe.File = name
-			}
-			return err
-		}
-		return &FileError{File: name, Err: ErrUnreadable, Detail: fmt.Sprintf("column %q, row group %d: %v", cols[r].name, rgIdx, err)}
+	r := &chunkReader{c: c, name: name, rgIdx: rgIdx, cc: rg.ColumnChunks(), cols: &of.cols}
+	if err := r.readEpisodesAndSteps(horizon); err != nil {
+		return nil, err
 	}
+	for _, role := range []schemas.Role{schemas.Observation, schemas.Action} {
+		if err := r.readSymbolColumn(role); err != nil {
+			return nil, err
+		}
+	}
+	if err := r.readNumbers(); err != nil {
+		return nil, err
+	}
+	c.setMaxStep()
+	return c, nil
+}
 
+// wrap words a column's read error as a FileError naming the file, the
+// column and the row group (nil stays nil).
+func (r *chunkReader) wrap(role schemas.Role, err error) error {
+	if err == nil {
+		return nil
+	}
+	var fe *FileError
+	if errors.As(err, &fe) {
+		if fe.File == "" {
+			fe.File = r.name
+		}
+		return err
+	}
+	return &FileError{File: r.name, Err: ErrUnreadable, Detail: fmt.Sprintf("column %q, row group %d: %v", r.cols[role].name, r.rgIdx, err)}
+}
+
+// nullIn returns the function recording a null in the role's column as a
+// row error.
+func (r *chunkReader) nullIn(role schemas.Role) func(row int) {
+	c := r.c
+	detail := "in column " + quote(r.cols[role].name)
+	return func(row int) {
+		c.bad = append(c.bad, rowErr{row: int32(row), step: int(c.step[row]), err: ErrNull, detail: detail})
+	}
+}
+
+// readEpisodesAndSteps reads the episode ids and the steps.
+func (r *chunkReader) readEpisodesAndSteps(horizon int) error {
+	c, cols := r.c, r.cols
 	// Episode ids first, so later problems can name the episode.
 	c.ids = newSymTable(cols[schemas.Episode].kind == schemas.KindInt)
-	c.ep = make([]int32, n)
-	if err := readSymbols(cc[cols[schemas.Episode].index], cols[schemas.Episode], n, c.ids, c.ep, math.MaxInt32, func(row int) {
+	c.ep = make([]int32, c.n)
+	if err := readSymbols(r.cc[cols[schemas.Episode].index], cols[schemas.Episode], c.n, c.ids, c.ep, math.MaxInt32, func(row int) {
 		c.ep[row] = -1
 		c.bad = append(c.bad, rowErr{row: int32(row), err: ErrNull, detail: "in column " + quote(cols[schemas.Episode].name)})
 	}); err != nil {
-		return nil, wrap(schemas.Episode, err)
+		return r.wrap(schemas.Episode, err)
 	}
 
-	c.step = make([]uint16, n)
-	if err := c.readSteps(cc[cols[schemas.Step].index], cols[schemas.Step], horizon); err != nil {
-		return nil, wrap(schemas.Step, err)
+	c.step = make([]uint16, c.n)
+	if err := c.readSteps(r.cc[cols[schemas.Step].index], cols[schemas.Step], horizon); err != nil {
+		return r.wrap(schemas.Step, err)
 	}
+	return nil
+}
 
-	nullIn := func(r schemas.Role) func(row int) {
-		detail := "in column " + quote(cols[r].name)
-		return func(row int) {
-			c.bad = append(c.bad, rowErr{row: int32(row), step: int(c.step[row]), err: ErrNull, detail: detail})
-		}
+// readSymbolColumn reads the observation or action column and records
+// its rows holding the reserved EndSymbol.
+func (r *chunkReader) readSymbolColumn(role schemas.Role) error {
+	c, spec := r.c, r.cols[role]
+	t := newSymTable(spec.kind == schemas.KindInt)
+	dst := make([]uint16, c.n)
+	if err := readSymbols(r.cc[spec.index], spec, c.n, t, dst, MaxSymbols-1, r.nullIn(role)); err != nil {
+		return r.wrap(role, err)
 	}
-	for _, r := range []schemas.Role{schemas.Observation, schemas.Action} {
-		t := newSymTable(cols[r].kind == schemas.KindInt)
-		dst := make([]uint16, n)
-		if err := readSymbols(cc[cols[r].index], cols[r], n, t, dst, MaxSymbols-1, nullIn(r)); err != nil {
-			return nil, wrap(r, err)
-		}
-		c.checkReserved(t, dst, cols[r].name)
-		if r == schemas.Observation {
-			c.obsT, c.obs = t, dst
-		} else {
-			c.actT, c.act = t, dst
-		}
+	c.checkReserved(t, dst, spec.name)
+	if role == schemas.Observation {
+		c.obsT, c.obs = t, dst
+	} else {
+		c.actT, c.act = t, dst
 	}
+	return nil
+}
 
-	c.rew = make([]float64, n)
-	if err := readFloats(cc[cols[schemas.Reward].index], cols[schemas.Reward], n, c.rew, nullIn(schemas.Reward)); err != nil {
-		return nil, wrap(schemas.Reward, err)
+// readNumbers reads and checks the rewards, and the propensities and
+// terminal flags when the file has them.
+func (r *chunkReader) readNumbers() error {
+	c, cols := r.c, r.cols
+	c.rew = make([]float64, c.n)
+	if err := readFloats(r.cc[cols[schemas.Reward].index], cols[schemas.Reward], c.n, c.rew, r.nullIn(schemas.Reward)); err != nil {
+		return r.wrap(schemas.Reward, err)
 	}
 	c.checkRewards()
 
 	if spec := cols[schemas.Propensity]; spec.index >= 0 {
-		c.prop = make([]float64, n)
-		if err := readFloats(cc[spec.index], spec, n, c.prop, nullIn(schemas.Propensity)); err != nil {
-			return nil, wrap(schemas.Propensity, err)
+		c.prop = make([]float64, c.n)
+		if err := readFloats(r.cc[spec.index], spec, c.n, c.prop, r.nullIn(schemas.Propensity)); err != nil {
+			return r.wrap(schemas.Propensity, err)
 		}
 		c.checkPropensities()
 	}
 
 	if spec := cols[schemas.Terminal]; spec.index >= 0 {
-		c.term = make([]bool, n)
-		if err := readBools(cc[spec.index], spec, n, c.term, nullIn(schemas.Terminal)); err != nil {
-			return nil, wrap(schemas.Terminal, err)
+		c.term = make([]bool, c.n)
+		if err := readBools(r.cc[spec.index], spec, c.n, c.term, r.nullIn(schemas.Terminal)); err != nil {
+			return r.wrap(schemas.Terminal, err)
 		}
 	}
-
-	c.setMaxStep()
-	return c, nil
+	return nil
 }
 
 // checkReserved records the rows of a string column (col) whose symbol is
@@ -188,18 +227,6 @@ func (c *chunk) readSteps(cc parquet.ColumnChunk, spec colSpec, horizon int) err
 		limit = int64(horizon)
 	}
 	dec := intDecoder(spec)
-	check := func(row int, v int64) {
-		switch {
-		case v < 1:
-			c.bad = append(c.bad, rowErr{row: int32(row), err: ErrStep, detail: fmt.Sprintf("(%d; steps start at 1)", v)})
-		case v > limit && horizon > 0:
-			c.bad = append(c.bad, rowErr{row: int32(row), step: int(v), err: ErrTooLong, detail: fmt.Sprintf("(horizon %d)", horizon)})
-		case v > limit:
-			c.bad = append(c.bad, rowErr{row: int32(row), err: ErrStep, detail: fmt.Sprintf("(%d; the largest horizon is %d)", v, MaxHorizon)})
-		default:
-			c.step[row] = uint16(v)
-		}
-	}
 	return walkPages(cc, c.n, func(row, nr int, defs []byte, p parquet.Page) error {
 		vals, err := dec.values(p, nonNull(defs, spec.max, nr))
 		if err != nil {
@@ -211,115 +238,166 @@ func (c *chunk) readSteps(cc parquet.ColumnChunk, spec colSpec, horizon int) err
 				c.bad = append(c.bad, rowErr{row: int32(row + i), err: ErrNull, detail: "in column " + quote(spec.name)})
 				continue
 			}
-			check(row+i, vals[j])
+			c.checkStep(row+i, vals[j], limit, horizon)
 			j++
 		}
 		return nil
 	})
 }
 
+// checkStep stores step v of a row, or records it as a row error when it
+// is not in 1..limit (the horizon, or MaxHorizon when horizon is 0).
+func (c *chunk) checkStep(row int, v, limit int64, horizon int) {
+	switch {
+	case v < 1:
+		c.bad = append(c.bad, rowErr{row: int32(row), err: ErrStep, detail: fmt.Sprintf("(%d; steps start at 1)", v)})
+	case v > limit && horizon > 0:
+		c.bad = append(c.bad, rowErr{row: int32(row), step: int(v), err: ErrTooLong, detail: fmt.Sprintf("(horizon %d)", horizon)})
+	case v > limit:
+		c.bad = append(c.bad, rowErr{row: int32(row), err: ErrStep, detail: fmt.Sprintf("(%d; the largest horizon is %d)", v, MaxHorizon)})
+	default:
+		c.step[row] = uint16(v)
+	}
+}
+
+// symbolReader reads one categorical column into chunk-local codes; it
+// keeps the codes of the last dictionary met across pages.
+type symbolReader[T int32 | uint16] struct {
+	spec      colSpec
+	t         *symTable
+	dst       []T
+	maxCodes  int
+	null      func(row int)
+	ints      *numDecoder[int64]
+	lastDict  parquet.Dictionary
+	dictCodes []T
+	local     []int32
+}
+
 // readSymbols reads a categorical column into chunk-local codes.
 func readSymbols[T int32 | uint16](cc parquet.ColumnChunk, spec colSpec, n int, t *symTable, dst []T, maxCodes int, null func(row int)) error {
-	var lastDict parquet.Dictionary
-	var dictCodes []T
-	var local []int32
-	ints := intDecoder(spec)
-	tooMany := func() error {
-		return &FileError{File: "", Err: ErrTooManySymbols, Detail: fmt.Sprintf("column %q has more than %d distinct values (%s)", spec.name, maxCodes, symbolLimitHelp)}
+	r := &symbolReader[T]{spec: spec, t: t, dst: dst, maxCodes: maxCodes, null: null, ints: intDecoder(spec)}
+	return walkPages(cc, n, r.page)
+}
+
+// tooMany is the error for a column with more than maxCodes symbols.
+func (r *symbolReader[T]) tooMany() error {
+	return &FileError{File: "", Err: ErrTooManySymbols, Detail: fmt.Sprintf("column %q has more than %d distinct values (%s)", r.spec.name, r.maxCodes, symbolLimitHelp)}
+}
+
+// page reads the codes of one page's rows, from its dictionary or from its
+// plain values.
+func (r *symbolReader[T]) page(row, nr int, defs []byte, p parquet.Page) error {
+	need := nonNull(defs, r.spec.max, nr)
+	out := r.dst[row : row+nr]
+	if dict := p.Dictionary(); dict != nil {
+		return r.dictPage(row, defs, p, dict, need, out)
 	}
-	return walkPages(cc, n, func(row, nr int, defs []byte, p parquet.Page) error {
-		need := nonNull(defs, spec.max, nr)
-		out := dst[row : row+nr]
-		if dict := p.Dictionary(); dict != nil {
-			if dict != lastDict {
-				// Map the row group's dictionary to codes once.
-				var err error
-				if local, err = dictSymbols(local[:0], dict, spec, t, ints.buf); err != nil {
-					return err
-				}
-				dictCodes = dictCodes[:0]
-				for _, l := range local {
-					dictCodes = append(dictCodes, T(l))
-				}
-				if t.len() > maxCodes {
-					return tooMany()
-				}
-				lastDict = dict
-			}
-			idx, err := dictIndexes(p, dict, need)
-			if err != nil {
-				return err
-			}
-			if defs == nil {
-				for i, x := range idx {
-					out[i] = dictCodes[x]
-				}
-				return nil
-			}
-			j := 0
-			for i := range out {
-				if int(defs[i]) != spec.max {
-					null(row + i)
-					continue
-				}
-				out[i] = dictCodes[idx[j]]
-				j++
-			}
-			return nil
-		}
-		// Plain pages: a map lookup per value, skipped while the value
-		// repeats (rows of an episode are usually adjacent).
-		if t.intKind {
-			vals, err := ints.plainValues(p, need)
-			if err != nil {
-				return err
-			}
-			var last int64
-			var lastCode T
-			have := false
-			j := 0
-			for i := range out {
-				if defs != nil && int(defs[i]) != spec.max {
-					null(row + i)
-					continue
-				}
-				v := vals[j]
-				j++
-				if !have || v != last {
-					lastCode, last, have = T(t.int(v)), v, true
-					if t.len() > maxCodes {
-						return tooMany()
-					}
-				}
-				out[i] = lastCode
-			}
-			return nil
-		}
-		data, off, err := byteArrays(p, need)
-		if err != nil {
+	// Plain pages: a map lookup per value, skipped while the value
+	// repeats (rows of an episode are usually adjacent).
+	if r.t.intKind {
+		return r.plainInts(row, defs, p, need, out)
+	}
+	return r.plainStrings(row, defs, p, need, out)
+}
+
+// mapDict maps a row group's dictionary to codes once.
+func (r *symbolReader[T]) mapDict(dict parquet.Dictionary) error {
+	var err error
+	if r.local, err = dictSymbols(r.local[:0], dict, r.spec, r.t, r.ints.buf); err != nil {
+		return err
+	}
+	r.dictCodes = r.dictCodes[:0]
+	for _, l := range r.local {
+		r.dictCodes = append(r.dictCodes, T(l))
+	}
+	if r.t.len() > r.maxCodes {
+		return r.tooMany()
+	}
+	r.lastDict = dict
+	return nil
+}
+
+// dictPage reads the codes of a dictionary-encoded page into out.
+func (r *symbolReader[T]) dictPage(row int, defs []byte, p parquet.Page, dict parquet.Dictionary, need int, out []T) error {
+	if dict != r.lastDict {
+		if err := r.mapDict(dict); err != nil {
 			return err
 		}
-		var last []byte
-		var lastCode T
-		have := false
-		j := 0
-		for i := range out {
-			if defs != nil && int(defs[i]) != spec.max {
-				null(row + i)
-				continue
-			}
-			b := data[off[j]:off[j+1]]
-			j++
-			if !have || !bytes.Equal(b, last) {
-				lastCode, last, have = T(t.str(b)), b, true
-				if t.len() > maxCodes {
-					return tooMany()
-				}
-			}
-			out[i] = lastCode
+	}
+	idx, err := dictIndexes(p, dict, need)
+	if err != nil {
+		return err
+	}
+	if defs == nil {
+		for i, x := range idx {
+			out[i] = r.dictCodes[x]
 		}
 		return nil
-	})
+	}
+	r.nullableCodes(row, defs, idx, out)
+	return nil
+}
+
+// nullableCodes fills out with the codes of the dictionary indexes idx of
+// a page's non-null rows, and records its null rows.
+func (r *symbolReader[T]) nullableCodes(row int, defs []byte, idx []int32, out []T) {
+	j := 0
+	for i := range out {
+		if int(defs[i]) != r.spec.max {
+			r.null(row + i)
+			continue
+		}
+		out[i] = r.dictCodes[idx[j]]
+		j++
+	}
+}
+
+// plainInts reads the codes of a plain page of integer symbols into out.
+func (r *symbolReader[T]) plainInts(row int, defs []byte, p parquet.Page, need int, out []T) error {
+	vals, err := r.ints.plainValues(p, need)
+	if err != nil {
+		return err
+	}
+	at := func(j int) int64 { return vals[j] }
+	same := func(a, b int64) bool { return a == b }
+	return plainCodes(r, row, defs, out, at, same, r.t.int)
+}
+
+// plainStrings reads the codes of a plain page of string symbols into out.
+func (r *symbolReader[T]) plainStrings(row int, defs []byte, p parquet.Page, need int, out []T) error {
+	data, off, err := byteArrays(p, need)
+	if err != nil {
+		return err
+	}
+	at := func(j int) []byte { return data[off[j]:off[j+1]] }
+	return plainCodes(r, row, defs, out, at, bytes.Equal, r.t.str)
+}
+
+// plainCodes fills out with the codes of a plain page's rows: at(j) is the
+// j-th non-null value, and its code is looked up only when it is not the
+// same as the previous value's.
+func plainCodes[T int32 | uint16, V any](r *symbolReader[T], row int, defs []byte, out []T, at func(j int) V, same func(a, b V) bool, code func(V) int32) error {
+	var last V
+	var lastCode T
+	have := false
+	j := 0
+	for i := range out {
+		if defs != nil && int(defs[i]) != r.spec.max {
+			r.null(row + i)
+			continue
+		}
+		v := at(j)
+		j++
+		if !have || !same(v, last) {
+			lastCode, last, have = T(code(v)), v, true
+			if r.t.len() > r.maxCodes {
+				return r.tooMany()
+			}
+		}
+		out[i] = lastCode
+	}
+	return nil
 }
 
 // readFloats reads a numeric column as float64.

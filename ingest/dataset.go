@@ -110,29 +110,36 @@ func (d *Dataset) ReturnRange() (lo, hi float64) {
 // order); vocabularies are shared, slices copied.
 func (d *Dataset) Subset(episodes []int) *Dataset {
 	H := d.Horizon
-	out := &Dataset{
-		Horizon:  H,
-		ObsVocab: d.ObsVocab,
-		ActVocab: d.ActVocab,
-	}
 	n := len(episodes)
-	out.EpisodeIDs = make([]string, n)
-	out.Length = make([]int32, n)
-	out.Obs = make([]uint16, n*H)
-	out.Act = make([]uint16, n*H)
-	out.Reward = make([]float64, n*H)
+	out := &Dataset{
+		Horizon:    H,
+		ObsVocab:   d.ObsVocab,
+		ActVocab:   d.ActVocab,
+		EpisodeIDs: make([]string, n),
+		Length:     make([]int32, n),
+		Obs:        make([]uint16, n*H),
+		Act:        make([]uint16, n*H),
+		Reward:     make([]float64, n*H),
+	}
 	if d.Propensity != nil {
 		out.Propensity = make([]float64, n*H)
 	}
 	for i, k := range episodes {
 		out.EpisodeIDs[i] = d.EpisodeIDs[k]
 		out.Length[i] = d.Length[k]
-		copy(out.Obs[i*H:(i+1)*H], d.Obs[k*H:(k+1)*H])
-		copy(out.Act[i*H:(i+1)*H], d.Act[k*H:(k+1)*H])
-		copy(out.Reward[i*H:(i+1)*H], d.Reward[k*H:(k+1)*H])
-		if d.Propensity != nil {
-			copy(out.Propensity[i*H:(i+1)*H], d.Propensity[k*H:(k+1)*H])
-		}
+		copySteps(out, d, i, k)
 	}
 	return out
+}
+
+// copySteps copies the steps of episode k of src to episode j of dst
+// (which may be src).
+func copySteps(dst, src *Dataset, j, k int) {
+	H := src.Horizon
+	copy(dst.Obs[j*H:(j+1)*H], src.Obs[k*H:(k+1)*H])
+	copy(dst.Act[j*H:(j+1)*H], src.Act[k*H:(k+1)*H])
+	copy(dst.Reward[j*H:(j+1)*H], src.Reward[k*H:(k+1)*H])
+	if src.Propensity != nil {
+		copy(dst.Propensity[j*H:(j+1)*H], src.Propensity[k*H:(k+1)*H])
+	}
 }

@@ -148,35 +148,51 @@ func ReadRowGroup(g RowGroup, opts Options) ([]EpisodeRows, error) {
 
 // splitChunk cuts a chunk into its episodes' rows.
 func splitChunk(c *chunk, g RowGroup) []EpisodeRows {
-	ids, obs, act := c.ids.render(), c.obsT.render(), c.actT.render()
+	obs, act := c.obsT.render(), c.actT.render()
 	out := make([]EpisodeRows, c.ids.len()+1) // the last: null ids
 	pos := make([]int32, c.n)                 // index of each row in its EpisodeRows
 	for i := 0; i < c.n; i++ {
-		l := int(c.ep[i])
-		if l < 0 {
-			l = len(out) - 1
-		}
-		e := &out[l]
+		e := &out[rowEpisode(c, i, len(out))]
 		pos[i] = int32(len(e.Rows))
-		e.Rows = append(e.Rows, c.rowBase+int64(i))
-		e.Step = append(e.Step, c.step[i])
-		e.Obs = append(e.Obs, obs[c.obs[i]])
-		e.Act = append(e.Act, act[c.act[i]])
-		e.Reward = append(e.Reward, c.rew[i])
-		if c.prop != nil {
-			e.Prop = append(e.Prop, c.prop[i])
-		}
-		if c.term != nil {
-			e.Terminal = append(e.Terminal, c.term[i])
-		}
+		e.addRow(c, i, obs, act)
 	}
 	for _, b := range c.bad {
-		l := int(c.ep[b.row])
-		if l < 0 {
-			l = len(out) - 1
-		}
+		l := rowEpisode(c, int(b.row), len(out))
 		out[l].Problems = append(out[l].Problems, RowProblem{Row: pos[b.row], Step: b.step, Class: b.err.Error(), Detail: b.detail})
 	}
+	return labelEpisodes(c, g, out)
+}
+
+// rowEpisode is the index in splitChunk's n EpisodeRows of row i's
+// episode: its local code, or the last for a null id.
+func rowEpisode(c *chunk, i, n int) int {
+	l := int(c.ep[i])
+	if l < 0 {
+		l = n - 1
+	}
+	return l
+}
+
+// addRow appends row i of chunk c, whose observation and action symbols
+// are obs and act, to e.
+func (e *EpisodeRows) addRow(c *chunk, i int, obs, act []string) {
+	e.Rows = append(e.Rows, c.rowBase+int64(i))
+	e.Step = append(e.Step, c.step[i])
+	e.Obs = append(e.Obs, obs[c.obs[i]])
+	e.Act = append(e.Act, act[c.act[i]])
+	e.Reward = append(e.Reward, c.rew[i])
+	if c.prop != nil {
+		e.Prop = append(e.Prop, c.prop[i])
+	}
+	if c.term != nil {
+		e.Terminal = append(e.Terminal, c.term[i])
+	}
+}
+
+// labelEpisodes keeps the EpisodeRows of out that have rows, labelled with
+// their row group and episode id (the last, of null ids, as Orphans).
+func labelEpisodes(c *chunk, g RowGroup, out []EpisodeRows) []EpisodeRows {
+	ids := c.ids.render()
 	keep := out[:0]
 	for l := range out {
 		e := out[l]
@@ -245,14 +261,7 @@ func CheckEpisode(ctx context.Context, parts []EpisodeRows, H int) (CheckedEpiso
 		return cmp.Or(cmp.Compare(a.FileIndex, b.FileIndex), cmp.Compare(a.Group, b.Group))
 	})
 	ce := CheckedEpisode{ID: parts[0].ID, IntID: parts[0].IntID, IDValue: parts[0].IDValue}
-	var files []*openedFile
-	chunks := make([]*chunk, len(parts))
-	for i, p := range parts {
-		if len(files) == 0 || files[len(files)-1].src.name != p.File {
-			files = append(files, &openedFile{src: source{name: p.File}})
-		}
-		chunks[i] = p.chunk(len(files) - 1)
-	}
+	files, chunks := episodeChunks(parts)
 	d, err := assemble(ctx, files, chunks, Options{Horizon: H, OnInvalid: OnInvalidFail})
 	var ee *EpisodeError
 	switch {
@@ -265,6 +274,20 @@ func CheckEpisode(ctx context.Context, parts []EpisodeRows, H int) (CheckedEpiso
 		ce.Data = d
 	}
 	return ce, nil
+}
+
+// episodeChunks rebuilds Read's files and chunks from the rows of one
+// episode, parts sorted by file and row group.
+func episodeChunks(parts []EpisodeRows) ([]*openedFile, []*chunk) {
+	var files []*openedFile
+	chunks := make([]*chunk, len(parts))
+	for i, p := range parts {
+		if len(files) == 0 || files[len(files)-1].src.name != p.File {
+			files = append(files, &openedFile{src: source{name: p.File}})
+		}
+		chunks[i] = p.chunk(len(files) - 1)
+	}
+	return files, chunks
 }
 
 // chunk rebuilds Read's chunk from the rows of one episode.
@@ -282,16 +305,10 @@ func (e *EpisodeRows) chunk(file int) *chunk {
 		c.obs[i] = uint16(c.obsT.str([]byte(e.Obs[i])))
 		c.act[i] = uint16(c.actT.str([]byte(e.Act[i])))
 	}
-	bad := map[int32]bool{}
 	for _, p := range e.Problems {
 		c.bad = append(c.bad, rowErr{row: p.Row, step: p.Step, err: classes[p.Class], detail: p.Detail})
-		bad[p.Row] = true
 	}
-	for i, s := range e.Step {
-		if int(s) > c.maxStep && !bad[int32(i)] {
-			c.maxStep = int(s)
-		}
-	}
+	c.setMaxStep()
 	return c
 }
 
@@ -304,6 +321,35 @@ func Merge(eps []CheckedEpisode, orphans []*EpisodeError, H int, rows int64, opt
 	if rows == 0 {
 		return nil, fmt.Errorf("%w: the input files hold no rows", ErrEmpty)
 	}
+	m := newMerging(eps, orphans, rows)
+	if err := m.check(H, opts.OnInvalid); err != nil {
+		return nil, err
+	}
+	d := &Dataset{Horizon: H, Rows: rows}
+	if err := m.quarantineAndVocab(d); err != nil {
+		return nil, err
+	}
+	for _, e := range m.eps {
+		if e.Err == nil {
+			d.append(e.Data)
+		}
+	}
+	return d, nil
+}
+
+// merging is the state Merge's phases share: the episodes in Read's
+// order, the rows with a null id and the episodes' errors.
+type merging struct {
+	eps     []CheckedEpisode
+	orphans []*EpisodeError
+	badEp   []*EpisodeError
+	nBad    int
+	rows    int64
+}
+
+// newMerging sorts the episodes as Read does (by id, numerically when all
+// ids are integers) and collects their errors.
+func newMerging(eps []CheckedEpisode, orphans []*EpisodeError, rows int64) *merging {
 	allInt := !slices.ContainsFunc(eps, func(e CheckedEpisode) bool { return !e.IntID })
 	eps = slices.Clone(eps)
 	slices.SortFunc(eps, func(a, b CheckedEpisode) int {
@@ -312,31 +358,46 @@ func Merge(eps []CheckedEpisode, orphans []*EpisodeError, H int, rows int64, opt
 		}
 		return cmp.Compare(a.ID, b.ID)
 	})
-	badEp := make([]*EpisodeError, len(eps))
-	nBad := 0
+	m := &merging{eps: eps, orphans: orphans, rows: rows, badEp: make([]*EpisodeError, len(eps))}
 	for k, e := range eps {
 		if e.Err != nil {
-			badEp[k] = e.Err
-			nBad++
+			m.badEp[k] = e.Err
+			m.nBad++
 		}
 	}
+	return m
+}
+
+// failure is the error reporting the invalid episodes and orphan rows.
+func (m *merging) failure() error { return failOrEmpty(m.badEp, m.orphans, m.nBad, m.rows) }
+
+// check fails as Read does: without a horizon, on invalid episodes or
+// orphan rows unless onInvalid is OnInvalidSkip, and when every episode
+// is invalid.
+func (m *merging) check(H int, onInvalid string) error {
 	if H == 0 {
 		// As Read: every episode invalid under skip says so.
-		if opts.OnInvalid == OnInvalidSkip && nBad > 0 {
-			return nil, fmt.Errorf("%w: all %d episodes are invalid, the first: %w", ErrEmpty, nBad, failOrEmpty(badEp, orphans, nBad, rows))
+		if onInvalid == OnInvalidSkip && m.nBad > 0 {
+			return fmt.Errorf("%w: all %d episodes are invalid, the first: %w", ErrEmpty, m.nBad, m.failure())
 		}
-		return nil, failOrEmpty(badEp, orphans, nBad, rows)
+		return m.failure()
 	}
-	if nBad+len(orphans) > 0 && opts.OnInvalid != OnInvalidSkip {
-		return nil, failOrEmpty(badEp, orphans, nBad, rows)
+	if m.nBad+len(m.orphans) > 0 && onInvalid != OnInvalidSkip {
+		return m.failure()
 	}
-	if nBad == len(eps) {
-		return nil, fmt.Errorf("%w: all %d episodes are invalid, the first: %w", ErrEmpty, len(eps), failOrEmpty(badEp, orphans, nBad, rows))
+	if m.nBad == len(m.eps) {
+		return fmt.Errorf("%w: all %d episodes are invalid, the first: %w", ErrEmpty, len(m.eps), m.failure())
 	}
-	d := &Dataset{Horizon: H, Rows: rows}
-	d.Quarantined = append(d.Quarantined, orphanEntries(orphans)...)
+	return nil
+}
+
+// quarantineAndVocab lists the orphan rows and the invalid episodes in
+// d.Quarantined and sets d's vocabularies to the sorted union of the
+// valid episodes' symbols.
+func (m *merging) quarantineAndVocab(d *Dataset) error {
+	d.Quarantined = append(d.Quarantined, orphanEntries(m.orphans)...)
 	var obsAll, actAll []string
-	for _, e := range eps {
+	for _, e := range m.eps {
 		if e.Err != nil {
 			d.Quarantined = append(d.Quarantined, Quarantined{EpisodeID: e.ID, File: e.Err.File, Step: e.Err.Step, Reason: e.Err.Reason()})
 			continue
@@ -348,14 +409,9 @@ func Merge(eps []CheckedEpisode, orphans []*EpisodeError, H int, rows int64, opt
 	slices.Sort(actAll)
 	d.ObsVocab, d.ActVocab = slices.Compact(obsAll), slices.Compact(actAll)
 	if len(d.ObsVocab) >= padCode || len(d.ActVocab) >= padCode {
-		return nil, fmt.Errorf("%w: %d observation and %d action symbols (at most %d each)", ErrTooManySymbols, len(d.ObsVocab), len(d.ActVocab), MaxSymbols-1)
+		return fmt.Errorf("%w: %d observation and %d action symbols (at most %d each)", ErrTooManySymbols, len(d.ObsVocab), len(d.ActVocab), MaxSymbols-1)
 	}
-	for _, e := range eps {
-		if e.Err == nil {
-			d.append(e.Data)
-		}
-	}
-	return d, nil
+	return nil
 }
 
 // append adds the episode of one-episode dataset e, recoding its symbols

@@ -1,6 +1,7 @@
 package ingest
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -37,61 +38,92 @@ const maxDirectHorizon = 64
 // errExact abandons the direct path.
 var errExact = errors.New("ingest: logs need the exact path")
 
+// directPlan is what pass 1 of the direct path fixes: the row groups'
+// keys, the row count, the horizon and each episode's id and length.
+type directPlan struct {
+	chunks  []*chunk
+	rows    int64
+	H       int
+	ids     []string
+	lengths []int32
+	padded  bool
+}
+
 // readDirect returns the Dataset of valid logs, or errExact when the logs
 // are not plainly valid, or the context's error.
 func readDirect(ctx context.Context, files []*openedFile, units []unit, opts Options) (*Dataset, error) {
 	if !directPath {
 		return nil, errExact
 	}
-	// Pass 1: episode ids, steps and terminal flags of every row group.
+	pl, err := planDirect(ctx, files, units, opts)
+	if err != nil {
+		return nil, err
+	}
+	return pl.scatter(ctx, files, units, opts)
+}
+
+// planDirect is pass 1: it reads the episode ids, steps and terminal
+// flags of every row group and fixes the horizon, the episodes and their
+// lengths (errExact when the logs are not plainly valid).
+func planDirect(ctx context.Context, files []*openedFile, units []unit, opts Options) (*directPlan, error) {
 	chunks, err := readKeyChunks(ctx, files, units, opts)
 	if err != nil {
 		return nil, err
 	}
-	var rows int64
-	H := opts.Horizon
-	for _, c := range chunks {
-		rows += int64(c.n)
-		if opts.Horizon == 0 {
-			H = max(H, c.maxStep)
-		}
-	}
-	if rows == 0 || H == 0 || H > maxDirectHorizon {
+	pl := &directPlan{chunks: chunks}
+	pl.rows, pl.H = directExtent(chunks, opts.Horizon)
+	if pl.rows == 0 || pl.H == 0 || pl.H > maxDirectHorizon {
 		return nil, errExact
 	}
 	ids, epL2G := episodeKeys(chunks)
 	K := len(ids)
-	if int64(K)*int64(H) > math.MaxInt32 {
+	if int64(K)*int64(pl.H) > math.MaxInt32 {
 		return nil, errExact
 	}
-	steps, term, err := directCells(ctx, chunks, epL2G, K, H, opts.Workers)
+	steps, term, err := directCells(ctx, chunks, epL2G, K, pl.H, opts.Workers)
 	if err != nil {
 		return nil, err
 	}
-	lengths, padded, err := directLengths(steps, term, H)
-	if err != nil {
+	pl.ids = ids
+	if pl.lengths, pl.padded, err = directLengths(steps, term, pl.H); err != nil {
 		return nil, err
 	}
+	return pl, nil
+}
 
-	// Pass 2: symbols and numbers straight into their cells.
+// directExtent is the number of rows of the chunks and the horizon: the
+// given one, or the largest step when it is 0.
+func directExtent(chunks []*chunk, horizon int) (rows int64, H int) {
+	H = horizon
+	if horizon == 0 {
+		for _, c := range chunks {
+			H = max(H, c.maxStep)
+		}
+	}
+	return chunkRows(chunks), H
+}
+
+// scatter is pass 2: it decodes the symbols and numbers of every row group
+// straight into their cells of the Dataset.
+func (pl *directPlan) scatter(ctx context.Context, files []*openedFile, units []unit, opts Options) (*Dataset, error) {
 	hasProp := files[0].cols[schemas.Propensity].index >= 0
-	d := &Dataset{Horizon: H, Rows: rows, EpisodeIDs: ids, Length: lengths}
-	if err := allocSteps(d, K*H, hasProp, opts.Arrays); err != nil {
+	d := &Dataset{Horizon: pl.H, Rows: pl.rows, EpisodeIDs: pl.ids, Length: pl.lengths}
+	if err := allocSteps(d, len(pl.ids)*pl.H, hasProp, opts.Arrays); err != nil {
 		return nil, fmt.Errorf("%w: the logs' step arrays: %v", ErrIO, err)
 	}
 	var obsSet, actSet symbolSet
 	if err := forUnits(ctx, len(units), opts.Workers, func(i int) error {
-		c := chunks[i]
+		c := pl.chunks[i]
 		of := files[c.file]
 		return scatterChunk(of, units[i].rg, c, d, &obsSet, &actSet)
 	}); err != nil {
 		return nil, err
 	}
-	if padded {
+	if pl.padded {
 		padCells(d, hasProp)
 	}
-	d.ObsVocab = recodeVocab(obsSet.names, d.Obs, padded)
-	d.ActVocab = recodeVocab(actSet.names, d.Act, padded)
+	d.ObsVocab = recodeVocab(obsSet.names, d.Obs, pl.padded)
+	d.ActVocab = recodeVocab(actSet.names, d.Act, pl.padded)
 	return d, nil
 }
 
@@ -127,41 +159,46 @@ func directCells(ctx context.Context, chunks []*chunk, epL2G [][]int32, K, H, wo
 		}
 	}
 	err = forUnits(ctx, len(chunks), workers, func(ci int) error {
-		c := chunks[ci]
-		m := epL2G[ci]
-		var run int32 = -1 // rows of an episode are usually adjacent
-		var k int32
-		var seen uint64
-		flush := func() bool {
-			if run >= 0 && atomic.OrUint64(&steps[k], seen)&seen != 0 {
-				return false
-			}
-			return true
-		}
-		for i, l := range c.ep {
-			if l != run {
-				if !flush() {
-					return errExact
-				}
-				run, k, seen = l, m[l], 0
-			}
-			h := c.step[i]
-			bit := uint64(1) << (h - 1)
-			if seen&bit != 0 {
-				return errExact
-			}
-			seen |= bit
-			c.ep[i] = k*int32(H) + int32(h) - 1
-			if c.term != nil && c.term[i] && atomic.OrUint64(&term[k], bit) != 0 {
-				return errExact // a second terminal step
-			}
-		}
-		if !flush() {
-			return errExact
-		}
-		return nil
+		return chunkCells(chunks[ci], epL2G[ci], H, steps, term)
 	})
 	return steps, term, err
+}
+
+// chunkCells is directCells for one chunk c, whose local episode codes m
+// maps to global ones.
+func chunkCells(c *chunk, m []int32, H int, steps, term []uint64) error {
+	var run int32 = -1 // rows of an episode are usually adjacent
+	var k int32
+	var seen uint64
+	for i, l := range c.ep {
+		if l != run {
+			if !flushSteps(steps, run, k, seen) {
+				return errExact
+			}
+			run, k, seen = l, m[l], 0
+		}
+		h := c.step[i]
+		bit := uint64(1) << (h - 1)
+		if seen&bit != 0 {
+			return errExact
+		}
+		seen |= bit
+		c.ep[i] = k*int32(H) + int32(h) - 1
+		if c.term != nil && c.term[i] && atomic.OrUint64(&term[k], bit) != 0 {
+			return errExact // a second terminal step
+		}
+	}
+	if !flushSteps(steps, run, k, seen) {
+		return errExact
+	}
+	return nil
+}
+
+// flushSteps adds the steps seen in a run of episode k's rows to steps[k]
+// (nothing before the first run, run < 0); false when one of them was
+// seen already.
+func flushSteps(steps []uint64, run, k int32, seen uint64) bool {
+	return run < 0 || atomic.OrUint64(&steps[k], seen)&seen == 0
 }
 
 // directLengths is each episode's length from its steps seen, and whether
@@ -219,11 +256,10 @@ func readKeys(of *openedFile, fileIdx int, rgIdx int, rowBase int64, horizon int
 	cc := rg.ColumnChunks()
 	c = &chunk{file: fileIdx, rowBase: rowBase, n: n}
 	cols := &of.cols
+	null := func(int) { c.bad = append(c.bad, rowErr{}) }
 	c.ids = newSymTable(cols[schemas.Episode].kind == schemas.KindInt)
 	c.ep = make([]int32, n)
-	if err := readSymbols(cc[cols[schemas.Episode].index], cols[schemas.Episode], n, c.ids, c.ep, math.MaxInt32, func(int) {
-		c.bad = append(c.bad, rowErr{})
-	}); err != nil {
+	if err := readSymbols(cc[cols[schemas.Episode].index], cols[schemas.Episode], n, c.ids, c.ep, math.MaxInt32, null); err != nil {
 		return nil, err
 	}
 	c.step = make([]uint16, n)
@@ -232,9 +268,7 @@ func readKeys(of *openedFile, fileIdx int, rgIdx int, rowBase int64, horizon int
 	}
 	if spec := cols[schemas.Terminal]; spec.index >= 0 {
 		c.term = make([]bool, n)
-		if err := readBools(cc[spec.index], spec, n, c.term, func(int) {
-			c.bad = append(c.bad, rowErr{})
-		}); err != nil {
+		if err := readBools(cc[spec.index], spec, n, c.term, null); err != nil {
 			return nil, err
 		}
 	}
@@ -288,8 +322,8 @@ type symbolSet struct {
 	names []string
 }
 
-// add returns the codes of the local symbols t holds beyond those l2g
-// already maps.
+// extend returns l2g extended with the codes of the local symbols t holds
+// beyond those l2g already maps.
 func (g *symbolSet) extend(t *symTable, l2g []uint16) ([]uint16, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -297,160 +331,239 @@ func (g *symbolSet) extend(t *symTable, l2g []uint16) ([]uint16, error) {
 		g.codes = map[string]uint16{}
 	}
 	for i := len(l2g); i < t.len(); i++ {
-		var s string
-		if t.intKind {
-			s = strconv.FormatInt(t.vals[i], 10)
-		} else {
-			s = t.names[i]
-			if s == EndSymbol {
-				return nil, errExact
-			}
-		}
-		code, ok := g.codes[s]
+		s, ok := directSymbol(t, i)
 		if !ok {
-			if len(g.names) >= padCode-1 {
-				return nil, errExact
-			}
-			code = uint16(len(g.names))
-			g.codes[s] = code
-			g.names = append(g.names, s)
+			return nil, errExact
+		}
+		code, ok := g.code(s)
+		if !ok {
+			return nil, errExact
 		}
 		l2g = append(l2g, code)
 	}
 	return l2g, nil
 }
 
+// directSymbol is the text of t's local symbol i; false for EndSymbol,
+// which only the exact path reports.
+func directSymbol(t *symTable, i int) (string, bool) {
+	if t.intKind {
+		return strconv.FormatInt(t.vals[i], 10), true
+	}
+	s := t.names[i]
+	return s, s != EndSymbol
+}
+
+// code returns the global code of s, numbering it when it is new; false
+// when a new symbol would reach the padding code.
+func (g *symbolSet) code(s string) (uint16, bool) {
+	if code, ok := g.codes[s]; ok {
+		return code, true
+	}
+	if len(g.names) >= padCode-1 {
+		return 0, false
+	}
+	code := uint16(len(g.names))
+	g.codes[s] = code
+	g.names = append(g.names, s)
+	return code, true
+}
+
+// symbolScatter decodes one categorical column into global codes; it
+// keeps the chunk-local symbols met so far, their global codes (l2g) and
+// the codes of the last dictionary met across pages.
+type symbolScatter struct {
+	spec      colSpec
+	out       []uint16
+	g         *symbolSet
+	t         *symTable
+	l2g       []uint16
+	lastDict  parquet.Dictionary
+	dictCodes []uint16
+	local     []int32
+	ints      *numDecoder[int64]
+}
+
 // scatterSymbols decodes a categorical column into out[cell[row]].
 func scatterSymbols(cc parquet.ColumnChunk, spec colSpec, cell []int32, out []uint16, g *symbolSet) error {
-	t := newSymTable(spec.kind == schemas.KindInt)
-	var l2g []uint16
-	global := func() error {
-		if t.len() > len(l2g) {
-			var err error
-			if l2g, err = g.extend(t, l2g); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
-	var lastDict parquet.Dictionary
-	var dictCodes []uint16
-	var local []int32
-	ints := intDecoder(spec)
+	s := &symbolScatter{spec: spec, out: out, g: g, t: newSymTable(spec.kind == schemas.KindInt), ints: intDecoder(spec)}
+	return scatterPages(cc, spec, cell, s)
+}
+
+// cellScatter decodes the pages of one column into the cells of a Dataset.
+type cellScatter interface {
+	dictPage(p parquet.Page, dict parquet.Dictionary, dst []int32) error
+	plainPage(p parquet.Page, dst []int32) error
+}
+
+// scatterPages decodes each page of a column into the cells cell[row]
+// through s, from its dictionary or from its plain values; errExact on a
+// null.
+func scatterPages(cc parquet.ColumnChunk, spec colSpec, cell []int32, s cellScatter) error {
 	return walkPages(cc, len(cell), func(row, nr int, defs []byte, p parquet.Page) error {
 		if defs != nil && !allDefined(defs, spec.max) {
 			return errExact
 		}
 		dst := cell[row : row+nr]
 		if dict := p.Dictionary(); dict != nil {
-			if dict != lastDict {
-				var err error
-				if local, err = dictSymbols(local[:0], dict, spec, t, ints.buf); err != nil {
-					return err
-				}
-				if err := global(); err != nil {
-					return err
-				}
-				dictCodes = dictCodes[:0]
-				for _, l := range local {
-					dictCodes = append(dictCodes, l2g[l])
-				}
-				lastDict = dict
-			}
-			idx, err := dictIndexes(p, dict, nr)
-			if err != nil {
-				return err
-			}
-			for i, x := range idx {
-				out[dst[i]] = dictCodes[x]
-			}
-			return nil
+			return s.dictPage(p, dict, dst)
 		}
-		if t.intKind {
-			vals, err := ints.plainValues(p, nr)
-			if err != nil {
-				return err
-			}
-			var last int64
-			var code uint16
-			for i, v := range vals {
-				if i == 0 || v != last {
-					l := t.int(v)
-					if err := global(); err != nil {
-						return err
-					}
-					last, code = v, l2g[l]
-				}
-				out[dst[i]] = code
-			}
-			return nil
-		}
-		data, off, err := byteArrays(p, nr)
-		if err != nil {
+		return s.plainPage(p, dst)
+	})
+}
+
+// global gives global codes to the local symbols met since the last call.
+func (s *symbolScatter) global() error {
+	if s.t.len() > len(s.l2g) {
+		var err error
+		if s.l2g, err = s.g.extend(s.t, s.l2g); err != nil {
 			return err
 		}
-		var last []byte
-		var code uint16
-		for i := range nr {
-			b := data[off[i]:off[i+1]]
-			if i == 0 || string(b) != string(last) {
-				l := t.str(b)
-				if err := global(); err != nil {
-					return err
-				}
-				last, code = b, l2g[l]
-			}
-			out[dst[i]] = code
+	}
+	return nil
+}
+
+// plainPage decodes a plain page of integer or string symbols into the
+// cells dst.
+func (s *symbolScatter) plainPage(p parquet.Page, dst []int32) error {
+	if s.t.intKind {
+		return s.plainInts(p, dst)
+	}
+	return s.plainStrings(p, dst)
+}
+
+// mapDict maps a row group's dictionary to global codes once.
+func (s *symbolScatter) mapDict(dict parquet.Dictionary) error {
+	var err error
+	if s.local, err = dictSymbols(s.local[:0], dict, s.spec, s.t, s.ints.buf); err != nil {
+		return err
+	}
+	if err := s.global(); err != nil {
+		return err
+	}
+	s.dictCodes = s.dictCodes[:0]
+	for _, l := range s.local {
+		s.dictCodes = append(s.dictCodes, s.l2g[l])
+	}
+	s.lastDict = dict
+	return nil
+}
+
+// dictPage decodes a dictionary-encoded page into the cells dst.
+func (s *symbolScatter) dictPage(p parquet.Page, dict parquet.Dictionary, dst []int32) error {
+	if dict != s.lastDict {
+		if err := s.mapDict(dict); err != nil {
+			return err
 		}
-		return nil
-	})
+	}
+	idx, err := dictIndexes(p, dict, len(dst))
+	if err != nil {
+		return err
+	}
+	for i, x := range idx {
+		s.out[dst[i]] = s.dictCodes[x]
+	}
+	return nil
+}
+
+// plainInts decodes a plain page of integer symbols into the cells dst.
+func (s *symbolScatter) plainInts(p parquet.Page, dst []int32) error {
+	vals, err := s.ints.plainValues(p, len(dst))
+	if err != nil {
+		return err
+	}
+	at := func(i int) int64 { return vals[i] }
+	same := func(a, b int64) bool { return a == b }
+	return scatterCodes(s, dst, at, same, s.t.int)
+}
+
+// plainStrings decodes a plain page of string symbols into the cells dst.
+func (s *symbolScatter) plainStrings(p parquet.Page, dst []int32) error {
+	data, off, err := byteArrays(p, len(dst))
+	if err != nil {
+		return err
+	}
+	at := func(i int) []byte { return data[off[i]:off[i+1]] }
+	return scatterCodes(s, dst, at, bytes.Equal, s.t.str)
+}
+
+// scatterCodes writes the global codes of a plain page's values into the
+// cells dst: at(i) is the i-th value, and its code is looked up only when
+// it is not the same as the previous value's.
+func scatterCodes[V any](s *symbolScatter, dst []int32, at func(i int) V, same func(a, b V) bool, local func(V) int32) error {
+	var last V
+	var code uint16
+	for i := range dst {
+		v := at(i)
+		if i == 0 || !same(v, last) {
+			l := local(v)
+			if err := s.global(); err != nil {
+				return err
+			}
+			last, code = v, s.l2g[l]
+		}
+		s.out[dst[i]] = code
+	}
+	return nil
+}
+
+// floatScatter decodes one numeric column into out[cell[row]], abandoning
+// the direct path on a value outside (lo, hi].
+type floatScatter struct {
+	dec    *numDecoder[float64]
+	out    []float64
+	lo, hi float64
 }
 
 // scatterFloats decodes a numeric column into out[cell[row]], abandoning
 // the direct path on a value outside (lo, hi] (NaN is outside any range).
 // The range is two comparisons inlined in the hot loop, not a callback.
 func scatterFloats(cc parquet.ColumnChunk, spec colSpec, cell []int32, out []float64, lo, hi float64) error {
-	dec := floatDecoder(spec)
-	return walkPages(cc, len(cell), func(row, nr int, defs []byte, p parquet.Page) error {
-		if defs != nil && !allDefined(defs, spec.max) {
-			return errExact
-		}
-		dst := cell[row : row+nr]
-		if dict := p.Dictionary(); dict != nil {
-			dictVals, fresh, err := dec.dictionary(dict)
-			if err != nil {
-				return err
+	s := &floatScatter{dec: floatDecoder(spec), out: out, lo: lo, hi: hi}
+	return scatterPages(cc, spec, cell, s)
+}
+
+// dictPage decodes a dictionary-encoded page into the cells dst, checking
+// the range of each dictionary's values once.
+func (s *floatScatter) dictPage(p parquet.Page, dict parquet.Dictionary, dst []int32) error {
+	lo, hi := s.lo, s.hi
+	dictVals, fresh, err := s.dec.dictionary(dict)
+	if err != nil {
+		return err
+	}
+	if fresh {
+		for _, v := range dictVals {
+			if !(v > lo && v <= hi) {
+				return errExact
 			}
-			if fresh {
-				for _, v := range dictVals {
-					if !(v > lo && v <= hi) {
-						return errExact
-					}
-				}
-			}
-			idx, err := dictIndexes(p, dict, nr)
-			if err != nil {
-				return err
-			}
-			for i, x := range idx {
-				out[dst[i]] = dictVals[x]
-			}
-			return nil
 		}
-		vals, err := dec.plainValues(p, nr)
-		if err != nil {
-			return err
-		}
-		bad := false
-		for i, v := range vals {
-			bad = bad || !(v > lo && v <= hi)
-			out[dst[i]] = v
-		}
-		if bad {
-			return errExact
-		}
-		return nil
-	})
+	}
+	idx, err := dictIndexes(p, dict, len(dst))
+	if err != nil {
+		return err
+	}
+	for i, x := range idx {
+		s.out[dst[i]] = dictVals[x]
+	}
+	return nil
+}
+
+// plainPage decodes a plain page into the cells dst.
+func (s *floatScatter) plainPage(p parquet.Page, dst []int32) error {
+	lo, hi, out := s.lo, s.hi, s.out
+	vals, err := s.dec.plainValues(p, len(dst))
+	if err != nil {
+		return err
+	}
+	bad := false
+	for i, v := range vals {
+		bad = bad || !(v > lo && v <= hi)
+		out[dst[i]] = v
+	}
+	if bad {
+		return errExact
+	}
+	return nil
 }
 
 // recodeVocab is finalVocab for symbols in any order: it keeps the symbols

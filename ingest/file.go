@@ -52,25 +52,9 @@ func recoverUnreadable(name string, err *error) {
 // resolves the log columns.
 func openFile(src source, m schemas.Mapping) (of *openedFile, err error) {
 	defer recoverUnreadable(src.name, &err)
-	// Parquet files begin and end with "PAR1" and the footer length sits
-	// before the trailing magic. Checking the length first keeps a damaged
-	// length from turning into a huge allocation.
-	if src.size < 12 {
-		return nil, &FileError{File: src.name, Err: ErrUnreadable, Detail: fmt.Sprintf("%d bytes is too short for Parquet", src.size)}
-	}
-	var head, tail [8]byte
-	if _, err := src.r.ReadAt(head[:4], 0); err != nil {
-		return nil, &FileError{File: src.name, Err: ErrIO, Detail: err.Error()}
-	}
-	if _, err := src.r.ReadAt(tail[:], src.size-8); err != nil {
-		return nil, &FileError{File: src.name, Err: ErrIO, Detail: err.Error()}
-	}
-	if string(head[:4]) != "PAR1" || string(tail[4:]) != "PAR1" {
-		return nil, &FileError{File: src.name, Err: ErrUnreadable, Detail: "bad magic bytes (truncated, encrypted or not Parquet)"}
-	}
-	footerLen := int64(binary.LittleEndian.Uint32(tail[:4]))
-	if footerLen > src.size-12 {
-		return nil, &FileError{File: src.name, Err: ErrUnreadable, Detail: "footer length exceeds the file (truncated?)"}
+	footerLen, err := checkFraming(src)
+	if err != nil {
+		return nil, err
 	}
 	f, err := parquet.OpenFile(src.r, src.size,
 		parquet.SkipPageIndex(true), parquet.SkipBloomFilters(true), parquet.ReadBufferSize(1<<16))
@@ -78,20 +62,8 @@ func openFile(src source, m schemas.Mapping) (of *openedFile, err error) {
 		return nil, &FileError{File: src.name, Err: ErrUnreadable, Detail: err.Error()}
 	}
 	of = &openedFile{src: src, f: f}
-	// Row-group and chunk metadata must agree with the footer before any
-	// page is read.
-	var total int64
-	for _, rg := range f.RowGroups() {
-		if rg.NumRows() < 0 || rg.NumRows() > math.MaxInt32 {
-			return nil, &FileError{File: src.name, Err: ErrUnreadable, Detail: fmt.Sprintf("row group of %d rows", rg.NumRows())}
-		}
-		if len(rg.ColumnChunks()) != len(f.Schema().Columns()) {
-			return nil, &FileError{File: src.name, Err: ErrUnreadable, Detail: "row group does not have one chunk per column"}
-		}
-		total += rg.NumRows()
-	}
-	if total != f.NumRows() {
-		return nil, &FileError{File: src.name, Err: ErrUnreadable, Detail: "row groups do not add up to the row count"}
+	if err := of.checkRowGroups(); err != nil {
+		return nil, err
 	}
 	if err := of.resolve(m); err != nil {
 		return nil, err
@@ -102,6 +74,52 @@ func openFile(src source, m schemas.Mapping) (of *openedFile, err error) {
 	return of, nil
 }
 
+// checkFraming checks the magic bytes and the footer length of a parquet
+// file and returns that length. Parquet files begin and end with "PAR1"
+// and the footer length sits before the trailing magic. Checking the
+// length first keeps a damaged length from turning into a huge
+// allocation.
+func checkFraming(src source) (int64, error) {
+	if src.size < 12 {
+		return 0, &FileError{File: src.name, Err: ErrUnreadable, Detail: fmt.Sprintf("%d bytes is too short for Parquet", src.size)}
+	}
+	var head, tail [8]byte
+	if _, err := src.r.ReadAt(head[:4], 0); err != nil {
+		return 0, &FileError{File: src.name, Err: ErrIO, Detail: err.Error()}
+	}
+	if _, err := src.r.ReadAt(tail[:], src.size-8); err != nil {
+		return 0, &FileError{File: src.name, Err: ErrIO, Detail: err.Error()}
+	}
+	if string(head[:4]) != "PAR1" || string(tail[4:]) != "PAR1" {
+		return 0, &FileError{File: src.name, Err: ErrUnreadable, Detail: "bad magic bytes (truncated, encrypted or not Parquet)"}
+	}
+	footerLen := int64(binary.LittleEndian.Uint32(tail[:4]))
+	if footerLen > src.size-12 {
+		return 0, &FileError{File: src.name, Err: ErrUnreadable, Detail: "footer length exceeds the file (truncated?)"}
+	}
+	return footerLen, nil
+}
+
+// checkRowGroups checks that the row-group and chunk metadata agree with
+// the footer before any page is read.
+func (of *openedFile) checkRowGroups() error {
+	f, name := of.f, of.src.name
+	var total int64
+	for _, rg := range f.RowGroups() {
+		if rg.NumRows() < 0 || rg.NumRows() > math.MaxInt32 {
+			return &FileError{File: name, Err: ErrUnreadable, Detail: fmt.Sprintf("row group of %d rows", rg.NumRows())}
+		}
+		if len(rg.ColumnChunks()) != len(f.Schema().Columns()) {
+			return &FileError{File: name, Err: ErrUnreadable, Detail: "row group does not have one chunk per column"}
+		}
+		total += rg.NumRows()
+	}
+	if total != f.NumRows() {
+		return &FileError{File: name, Err: ErrUnreadable, Detail: "row groups do not add up to the row count"}
+	}
+	return nil
+}
+
 // resolve finds each role's column and checks its type.
 func (of *openedFile) resolve(m schemas.Mapping) error {
 	leaves := map[string]*parquet.Column{}
@@ -109,69 +127,106 @@ func (of *openedFile) resolve(m schemas.Mapping) error {
 		leaves[c.Name()] = c
 	}
 	for r := schemas.Role(0); r < schemas.NumRoles; r++ {
-		spec := &of.cols[r]
-		spec.index = -1
-		var found []*parquet.Column
-		for _, name := range m.Candidates(r) {
-			if c, ok := leaves[name]; ok {
-				found = append(found, c)
-			}
+		if err := of.resolveRole(r, m, leaves); err != nil {
+			return err
 		}
-		if len(found) > 1 {
-			return &FileError{File: of.src.name, Err: ErrAmbiguousColumn,
-				Detail: fmt.Sprintf("both %q and %q can be the %s column; name one with the column flag", found[0].Name(), found[1].Name(), r)}
+	}
+	return nil
+}
+
+// resolveRole finds the column of role r among the file's top-level
+// columns (leaves, by name) and sets of.cols[r] from it; its index stays
+// -1 when an optional column is absent.
+func (of *openedFile) resolveRole(r schemas.Role, m schemas.Mapping, leaves map[string]*parquet.Column) error {
+	spec := &of.cols[r]
+	spec.index = -1
+	c, err := of.findColumn(r, m, leaves)
+	if err != nil || c == nil {
+		return err
+	}
+	if !c.Leaf() || c.Repeated() || c.MaxRepetitionLevel() > 0 {
+		return &FileError{File: of.src.name, Err: ErrColumnType,
+			Detail: fmt.Sprintf("column %q (%s) must be a plain, non-repeated value", c.Name(), r)}
+	}
+	spec.index = c.Index()
+	spec.name = c.Name()
+	spec.max = c.MaxDefinitionLevel()
+	isDec := spec.setType(c.Type())
+	return of.checkKind(r, spec, c, isDec)
+}
+
+// findColumn returns the one column the mapping allows for role r, or
+// nil when there is none and the role may be absent.
+func (of *openedFile) findColumn(r schemas.Role, m schemas.Mapping, leaves map[string]*parquet.Column) (*parquet.Column, error) {
+	var found []*parquet.Column
+	for _, name := range m.Candidates(r) {
+		if c, ok := leaves[name]; ok {
+			found = append(found, c)
 		}
-		if len(found) == 0 {
-			if schemas.Columns[r].Required || m.Name(r) != "" {
-				return &FileError{File: of.src.name, Err: ErrMissingColumn,
-					Detail: fmt.Sprintf("no %s column (looked for %q)", r, m.Candidates(r))}
-			}
-			continue
+	}
+	if len(found) > 1 {
+		return nil, &FileError{File: of.src.name, Err: ErrAmbiguousColumn,
+			Detail: fmt.Sprintf("both %q and %q can be the %s column; name one with the column flag", found[0].Name(), found[1].Name(), r)}
+	}
+	if len(found) == 0 {
+		if schemas.Columns[r].Required || m.Name(r) != "" {
+			return nil, &FileError{File: of.src.name, Err: ErrMissingColumn,
+				Detail: fmt.Sprintf("no %s column (looked for %q)", r, m.Candidates(r))}
 		}
-		c := found[0]
-		if !c.Leaf() || c.Repeated() || c.MaxRepetitionLevel() > 0 {
-			return &FileError{File: of.src.name, Err: ErrColumnType,
-				Detail: fmt.Sprintf("column %q (%s) must be a plain, non-repeated value", c.Name(), r)}
-		}
-		spec.index = c.Index()
-		spec.name = c.Name()
-		spec.max = c.MaxDefinitionLevel()
-		spec.scale = 1
-		t := c.Type()
-		spec.phys = t.Kind()
-		var lt format.LogicalTypeValue
-		if l := t.LogicalType(); l != nil {
-			lt = l.Value
-		}
-		dec, isDec := lt.(*format.DecimalType)
-		switch spec.phys {
-		case parquet.Int32, parquet.Int64:
-			spec.kind = schemas.KindInt
-			if isDec {
-				spec.kind = schemas.KindFloat
-				spec.scale = math.Pow10(-int(dec.Scale))
-			}
-		case parquet.ByteArray:
-			spec.kind = schemas.KindString
-		case parquet.Float, parquet.Double:
-			spec.kind = schemas.KindFloat
-		case parquet.Boolean:
-			spec.kind = schemas.KindBool
-		default:
-			spec.kind = 0
-		}
-		accepted := schemas.Columns[r].Kinds
-		if r == schemas.Reward || r == schemas.Propensity {
-			// Numeric columns also accept integers, e.g. a reward of 0/1.
-			accepted |= schemas.KindInt
-		}
-		if spec.kind&accepted == 0 || (isDec && r != schemas.Reward && r != schemas.Propensity) {
-			return &FileError{File: of.src.name, Err: ErrColumnType,
-				Detail: fmt.Sprintf("column %q (%s) is %s, want %s", c.Name(), r, t, schemas.Columns[r].Kinds)}
-		}
-		if spec.kind == schemas.KindInt && (r == schemas.Reward || r == schemas.Propensity) {
-			spec.kind = schemas.KindFloat
-		}
+		return nil, nil
+	}
+	return found[0], nil
+}
+
+// setType sets the physical type, the kind and the scale of a column of
+// type t, and reports whether t is a decimal.
+func (spec *colSpec) setType(t parquet.Type) (isDec bool) {
+	spec.scale = 1
+	spec.phys = t.Kind()
+	var lt format.LogicalTypeValue
+	if l := t.LogicalType(); l != nil {
+		lt = l.Value
+	}
+	dec, isDec := lt.(*format.DecimalType)
+	spec.kind = physKind(spec.phys)
+	if spec.kind == schemas.KindInt && isDec {
+		spec.kind = schemas.KindFloat
+		spec.scale = math.Pow10(-int(dec.Scale))
+	}
+	return isDec
+}
+
+// physKind is the kind of the values of a physical type (0 for a type
+// ingest does not read).
+func physKind(phys parquet.Kind) schemas.Kind {
+	switch phys {
+	case parquet.Int32, parquet.Int64:
+		return schemas.KindInt
+	case parquet.ByteArray:
+		return schemas.KindString
+	case parquet.Float, parquet.Double:
+		return schemas.KindFloat
+	case parquet.Boolean:
+		return schemas.KindBool
+	}
+	return 0
+}
+
+// checkKind checks that role r accepts the kind of its column c (a
+// decimal only for rewards and propensities); integer rewards and
+// propensities are read as floats.
+func (of *openedFile) checkKind(r schemas.Role, spec *colSpec, c *parquet.Column, isDec bool) error {
+	accepted := schemas.Columns[r].Kinds
+	if r == schemas.Reward || r == schemas.Propensity {
+		// Numeric columns also accept integers, e.g. a reward of 0/1.
+		accepted |= schemas.KindInt
+	}
+	if spec.kind&accepted == 0 || (isDec && r != schemas.Reward && r != schemas.Propensity) {
+		return &FileError{File: of.src.name, Err: ErrColumnType,
+			Detail: fmt.Sprintf("column %q (%s) is %s, want %s", c.Name(), r, c.Type(), schemas.Columns[r].Kinds)}
+	}
+	if spec.kind == schemas.KindInt && (r == schemas.Reward || r == schemas.Propensity) {
+		spec.kind = schemas.KindFloat
 	}
 	return nil
 }
@@ -196,18 +251,7 @@ func walkPages(cc parquet.ColumnChunk, n int, fn pageFunc) error {
 		if err != nil {
 			return err
 		}
-		nr := int(p.NumRows())
-		if nr < 0 || row+nr > n {
-			parquet.Release(p)
-			return fmt.Errorf("column chunk has more rows than its row group (%d)", n)
-		}
-		defs := p.DefinitionLevels()
-		if defs != nil && len(defs) != nr {
-			parquet.Release(p)
-			return errors.New("definition levels do not match the page rows")
-		}
-		err = fn(row, nr, defs, p)
-		parquet.Release(p)
+		nr, err := visitPage(p, row, n, fn)
 		if err != nil {
 			return err
 		}
@@ -217,6 +261,25 @@ func walkPages(cc parquet.ColumnChunk, n int, fn pageFunc) error {
 		return fmt.Errorf("column chunk has %d rows, its row group %d", row, n)
 	}
 	return nil
+}
+
+// visitPage checks that page p, starting at row, stays within the n rows
+// of its row group and has one definition level per row, passes it to fn
+// and releases it. It returns the page's row count.
+func visitPage(p parquet.Page, row, n int, fn pageFunc) (int, error) {
+	nr := int(p.NumRows())
+	if nr < 0 || row+nr > n {
+		parquet.Release(p)
+		return 0, fmt.Errorf("column chunk has more rows than its row group (%d)", n)
+	}
+	defs := p.DefinitionLevels()
+	if defs != nil && len(defs) != nr {
+		parquet.Release(p)
+		return 0, errors.New("definition levels do not match the page rows")
+	}
+	err := fn(row, nr, defs, p)
+	parquet.Release(p)
+	return nr, err
 }
 
 // nonNull counts the values a page must hold.
@@ -250,26 +313,18 @@ func dictIndexes(p parquet.Page, dict parquet.Dictionary, need int) ([]int32, er
 	return idx[:need], nil
 }
 
+// errShortPage is the error for a page holding fewer values than its rows
+// need.
+var errShortPage = errors.New("page holds fewer values than its rows")
+
 // intValues widens the integer values of a page (or dictionary page).
 func intValues(p parquet.Page, phys parquet.Kind, need int, buf []int64) ([]int64, error) {
 	d := p.Data()
-	buf = buf[:0]
 	switch phys {
 	case parquet.Int32:
-		v := d.Int32()
-		if len(v) < need {
-			return nil, errors.New("page holds fewer values than its rows")
-		}
-		for _, x := range v[:need] {
-			buf = append(buf, int64(x))
-		}
-		return buf, nil
+		return widen(d.Int32(), need, buf[:0])
 	case parquet.Int64:
-		v := d.Int64()
-		if len(v) < need {
-			return nil, errors.New("page holds fewer values than its rows")
-		}
-		return v[:need], nil
+		return firstValues(d.Int64(), need)
 	}
 	return nil, fmt.Errorf("unexpected physical type %s", phys)
 }
@@ -277,41 +332,47 @@ func intValues(p parquet.Page, phys parquet.Kind, need int, buf []int64) ([]int6
 // floatValues widens the numeric values of a page (or dictionary page).
 func floatValues(p parquet.Page, phys parquet.Kind, scale float64, need int, buf []float64) ([]float64, error) {
 	d := p.Data()
-	buf = buf[:0]
-	short := errors.New("page holds fewer values than its rows")
 	switch phys {
 	case parquet.Double:
-		v := d.Double()
-		if len(v) < need {
-			return nil, short
-		}
-		return v[:need], nil
+		return firstValues(d.Double(), need)
 	case parquet.Float:
-		v := d.Float()
-		if len(v) < need {
-			return nil, short
-		}
-		for _, x := range v[:need] {
-			buf = append(buf, float64(x))
-		}
+		return widen(d.Float(), need, buf[:0])
 	case parquet.Int32:
-		v := d.Int32()
-		if len(v) < need {
-			return nil, short
-		}
-		for _, x := range v[:need] {
-			buf = append(buf, float64(x)*scale)
-		}
+		return scaledInts(d.Int32(), scale, need, buf[:0])
 	case parquet.Int64:
-		v := d.Int64()
-		if len(v) < need {
-			return nil, short
-		}
-		for _, x := range v[:need] {
-			buf = append(buf, float64(x)*scale)
-		}
-	default:
-		return nil, fmt.Errorf("unexpected physical type %s", phys)
+		return scaledInts(d.Int64(), scale, need, buf[:0])
+	}
+	return nil, fmt.Errorf("unexpected physical type %s", phys)
+}
+
+// firstValues is the first need values of v, in place.
+func firstValues[T any](v []T, need int) ([]T, error) {
+	if len(v) < need {
+		return nil, errShortPage
+	}
+	return v[:need], nil
+}
+
+// widen appends to buf the first need values of v, converted to the wider
+// type.
+func widen[T int32 | float32, U int64 | float64](v []T, need int, buf []U) ([]U, error) {
+	if len(v) < need {
+		return nil, errShortPage
+	}
+	for _, x := range v[:need] {
+		buf = append(buf, U(x))
+	}
+	return buf, nil
+}
+
+// scaledInts appends to buf the first need integers of v times scale (a
+// decimal's 10^-scale, or 1).
+func scaledInts[T int32 | int64](v []T, scale float64, need int, buf []float64) ([]float64, error) {
+	if len(v) < need {
+		return nil, errShortPage
+	}
+	for _, x := range v[:need] {
+		buf = append(buf, float64(x)*scale)
 	}
 	return buf, nil
 }

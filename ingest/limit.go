@@ -38,25 +38,63 @@ func LimitObservations(d *Dataset, n int) *Dataset {
 	for _, o := range d.Obs {
 		count[o]++
 	}
+	order := frequencyOrder(count, end, real)
+	vocab, recode := limitedVocab(d.ObsVocab, keptObservations(order[:n], end, O))
+	out := *d
+	out.Merged = mergedSymbols(d.ObsVocab, count, order[n:])
+	out.ObsVocab = vocab
+	out.Obs = make([]uint16, len(d.Obs))
+	for i, o := range d.Obs {
+		out.Obs[i] = recode[o]
+	}
+	return &out
+}
+
+// mergedSymbols lists the observations merged (codes, most frequent
+// first) with their counts.
+func mergedSymbols(vocab []string, count []int64, merged []int) []MergedSymbol {
+	var out []MergedSymbol
+	for _, o := range merged {
+		out = append(out, MergedSymbol{Symbol: vocab[o], Count: count[o]})
+	}
+	return out
+}
+
+// keptObservations marks, among O observation codes, those LimitObservations
+// keeps: the most frequent (top) and EndSymbol's (end, when ≥ 0).
+func keptObservations(top []int, end, O int) []bool {
+	keep := make([]bool, O)
+	for _, o := range top {
+		keep[o] = true
+	}
+	if end >= 0 {
+		keep[end] = true
+	}
+	return keep
+}
+
+// frequencyOrder returns the real observation codes (all but end, the
+// code of EndSymbol or -1) from the most to the least frequent by count.
+func frequencyOrder(count []int64, end, real int) []int {
 	order := make([]int, 0, real)
-	for o := 0; o < O; o++ {
+	for o := range count {
 		if o != end {
 			order = append(order, o)
 		}
 	}
 	// Symbols are sorted, so code order breaks ties bytewise.
 	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(count[b], count[a]) })
-	keep := make([]bool, O)
-	for _, o := range order[:n] {
-		keep[o] = true
-	}
-	if end >= 0 {
-		keep[end] = true
-	}
-	vocab := []string{}
-	for o := 0; o < O; o++ {
+	return order
+}
+
+// limitedVocab returns the sorted vocabulary of the kept observations and
+// OtherSymbol, and the new code of each observation of the old vocabulary
+// (OtherSymbol's for those not kept).
+func limitedVocab(old []string, keep []bool) (vocab []string, recode []uint16) {
+	vocab = []string{}
+	for o := range old {
 		if keep[o] {
-			vocab = append(vocab, d.ObsVocab[o])
+			vocab = append(vocab, old[o])
 		}
 	}
 	if !slices.Contains(vocab, OtherSymbol) {
@@ -64,23 +102,13 @@ func LimitObservations(d *Dataset, n int) *Dataset {
 	}
 	slices.Sort(vocab)
 	other := uint16(slices.Index(vocab, OtherSymbol))
-	recode := make([]uint16, O)
-	out := *d
-	out.Merged = nil
-	for o := 0; o < O; o++ {
+	recode = make([]uint16, len(old))
+	for o := range old {
 		if keep[o] {
-			recode[o] = uint16(slices.Index(vocab, d.ObsVocab[o]))
+			recode[o] = uint16(slices.Index(vocab, old[o]))
 		} else {
 			recode[o] = other
 		}
 	}
-	for _, o := range order[n:] {
-		out.Merged = append(out.Merged, MergedSymbol{Symbol: d.ObsVocab[o], Count: count[o]})
-	}
-	out.ObsVocab = vocab
-	out.Obs = make([]uint16, len(d.Obs))
-	for i, o := range d.Obs {
-		out.Obs[i] = recode[o]
-	}
-	return &out
+	return vocab, recode
 }

@@ -100,31 +100,38 @@ func (o *Options) check() error {
 func Expand(args []string) ([]string, error) {
 	var out []string
 	for _, a := range args {
-		if strings.ContainsAny(a, "*?[") {
-			m, err := filepath.Glob(a)
-			if err != nil {
-				return nil, fmt.Errorf("%w: bad pattern %q: %v", ErrIO, a, err)
-			}
-			if len(m) == 0 {
-				return nil, fmt.Errorf("%w: no file matches %q", ErrIO, a)
-			}
-			out = append(out, m...)
-			continue
-		}
-		st, err := os.Stat(a)
+		m, err := expandArg(a)
 		if err != nil {
-			return nil, fmt.Errorf("%w: %v", ErrIO, err)
+			return nil, err
 		}
-		if st.IsDir() {
-			m, _ := filepath.Glob(filepath.Join(a, "*.parquet"))
-			if len(m) == 0 {
-				return nil, fmt.Errorf("%w: no *.parquet file in directory %s", ErrIO, a)
-			}
-			out = append(out, m...)
-			continue
-		}
-		out = append(out, a)
+		out = append(out, m...)
 	}
 	slices.Sort(out)
 	return out, nil
+}
+
+// expandArg is the files one argument of Expand names.
+func expandArg(a string) ([]string, error) {
+	if strings.ContainsAny(a, "*?[") {
+		m, err := filepath.Glob(a)
+		if err != nil {
+			return nil, fmt.Errorf("%w: bad pattern %q: %v", ErrIO, a, err)
+		}
+		if len(m) == 0 {
+			return nil, fmt.Errorf("%w: no file matches %q", ErrIO, a)
+		}
+		return m, nil
+	}
+	st, err := os.Stat(a)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrIO, err)
+	}
+	if st.IsDir() {
+		m, _ := filepath.Glob(filepath.Join(a, "*.parquet"))
+		if len(m) == 0 {
+			return nil, fmt.Errorf("%w: no *.parquet file in directory %s", ErrIO, a)
+		}
+		return m, nil
+	}
+	return []string{a}, nil
 }

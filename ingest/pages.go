@@ -29,64 +29,90 @@ const (
 // and checks each claimed size against the file before the decoder sees it.
 func (of *openedFile) checkPages(footerLen int64) error {
 	md := of.f.Metadata()
-	name := of.src.name
 	dataEnd := of.src.size - 8 - footerLen
 	if md.NumRows > maxRowsPerByte*of.src.size {
-		return &FileError{File: name, Err: ErrUnreadable, Detail: fmt.Sprintf("%d rows claimed in %d bytes", md.NumRows, of.src.size)}
+		return &FileError{File: of.src.name, Err: ErrUnreadable, Detail: fmt.Sprintf("%d rows claimed in %d bytes", md.NumRows, of.src.size)}
 	}
-	bad := func(format string, args ...any) error {
-		return &FileError{File: name, Err: ErrUnreadable, Detail: fmt.Sprintf(format, args...)}
-	}
-	for i, rg := range md.RowGroups {
+	for i := range md.RowGroups {
 		for r := range of.cols {
-			spec := of.cols[r]
-			if spec.index < 0 {
+			if of.cols[r].index < 0 {
 				continue
 			}
-			if spec.index >= len(rg.Columns) {
-				return bad("row group %d has no chunk for column %q", i, spec.name)
-			}
-			m := rg.Columns[spec.index].MetaData
-			if m.NumValues != rg.NumRows {
-				return bad("column %q, row group %d: %d values for %d rows", spec.name, i, m.NumValues, rg.NumRows)
-			}
-			start := m.DataPageOffset
-			if m.DictionaryPageOffset > 0 && m.DictionaryPageOffset < start {
-				start = m.DictionaryPageOffset
-			}
-			end := start + m.TotalCompressedSize
-			if start < 4 || m.TotalCompressedSize < 0 || end > dataEnd || end < start {
-				return bad("column %q, row group %d: chunk [%d,%d) outside the data", spec.name, i, start, end)
-			}
-			for o := start; o < end; {
-				h, n, err := readPageHeader(of.src.r, o, end)
-				if err != nil {
-					return bad("column %q, row group %d: page header at %d: %v", spec.name, i, o, err)
-				}
-				comp, unc := int64(h.CompressedPageSize), int64(h.UncompressedPageSize)
-				if comp < 0 || o+n+comp > end {
-					return bad("column %q, row group %d: page of %d bytes overruns its chunk", spec.name, i, comp)
-				}
-				if unc < 0 || unc > max(minPageBound, pageRatio*comp) {
-					return bad("column %q, row group %d: page claims %d bytes uncompressed from %d", spec.name, i, unc, comp)
-				}
-				var nv int64
-				switch {
-				case h.DataPageHeader.Valid:
-					nv = int64(h.DataPageHeader.V.NumValues)
-				case h.DataPageHeaderV2.Valid:
-					nv = int64(h.DataPageHeaderV2.V.NumValues)
-				case h.DictionaryPageHeader.Valid:
-					nv = int64(h.DictionaryPageHeader.V.NumValues)
-				}
-				if nv < 0 || nv > rg.NumRows {
-					return bad("column %q, row group %d: page of %d values in a row group of %d rows", spec.name, i, nv, rg.NumRows)
-				}
-				o += n + comp
+			if err := of.checkChunk(i, &md.RowGroups[i], of.cols[r].index, of.cols[r].name, dataEnd); err != nil {
+				return err
 			}
 		}
 	}
 	return nil
+}
+
+// bad is the ErrUnreadable error of the file, with a formatted detail.
+func (of *openedFile) bad(format string, args ...any) error {
+	return &FileError{File: of.src.name, Err: ErrUnreadable, Detail: fmt.Sprintf(format, args...)}
+}
+
+// checkChunk checks the chunk of column col (leaf index) in row group i
+// (rg): its value count, its extent within the data (which ends at
+// dataEnd) and each of its pages.
+func (of *openedFile) checkChunk(i int, rg *format.RowGroup, index int, col string, dataEnd int64) error {
+	if index >= len(rg.Columns) {
+		return of.bad("row group %d has no chunk for column %q", i, col)
+	}
+	m := rg.Columns[index].MetaData
+	if m.NumValues != rg.NumRows {
+		return of.bad("column %q, row group %d: %d values for %d rows", col, i, m.NumValues, rg.NumRows)
+	}
+	start := m.DataPageOffset
+	if m.DictionaryPageOffset > 0 && m.DictionaryPageOffset < start {
+		start = m.DictionaryPageOffset
+	}
+	end := start + m.TotalCompressedSize
+	if start < 4 || m.TotalCompressedSize < 0 || end > dataEnd || end < start {
+		return of.bad("column %q, row group %d: chunk [%d,%d) outside the data", col, i, start, end)
+	}
+	for o := start; o < end; {
+		n, err := of.checkPage(i, rg.NumRows, col, o, end)
+		if err != nil {
+			return err
+		}
+		o += n
+	}
+	return nil
+}
+
+// checkPage checks the page at offset o of a chunk of column col ending
+// at end, in row group i of the given rows: its header, its sizes and its
+// value count. It returns the page's length, header included.
+func (of *openedFile) checkPage(i int, rows int64, col string, o, end int64) (int64, error) {
+	h, n, err := readPageHeader(of.src.r, o, end)
+	if err != nil {
+		return 0, of.bad("column %q, row group %d: page header at %d: %v", col, i, o, err)
+	}
+	comp, unc := int64(h.CompressedPageSize), int64(h.UncompressedPageSize)
+	if comp < 0 || o+n+comp > end {
+		return 0, of.bad("column %q, row group %d: page of %d bytes overruns its chunk", col, i, comp)
+	}
+	if unc < 0 || unc > max(minPageBound, pageRatio*comp) {
+		return 0, of.bad("column %q, row group %d: page claims %d bytes uncompressed from %d", col, i, unc, comp)
+	}
+	if nv := valueCount(h); nv < 0 || nv > rows {
+		return 0, of.bad("column %q, row group %d: page of %d values in a row group of %d rows", col, i, nv, rows)
+	}
+	return n + comp, nil
+}
+
+// valueCount is the number of values a page header claims (0 for a page
+// that is neither data nor dictionary).
+func valueCount(h *format.PageHeader) int64 {
+	switch {
+	case h.DataPageHeader.Valid:
+		return int64(h.DataPageHeader.V.NumValues)
+	case h.DataPageHeaderV2.Valid:
+		return int64(h.DataPageHeaderV2.V.NumValues)
+	case h.DictionaryPageHeader.Valid:
+		return int64(h.DictionaryPageHeader.V.NumValues)
+	}
+	return 0
 }
 
 // readPageHeader decodes the thrift page header at off and returns it with

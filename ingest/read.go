@@ -32,41 +32,67 @@ func Read(ctx context.Context, files []string, opts Options) (*Dataset, error) {
 	if len(files) == 0 {
 		return nil, fmt.Errorf("%w: no input files", ErrEmpty)
 	}
-	srcs := make([]source, 0, len(files))
-	stats := make([]os.FileInfo, 0, len(files))
-	for _, name := range files {
-		f, err := os.Open(name)
-		if err != nil {
-			closeAll(srcs)
-			return nil, &FileError{File: name, Err: ErrIO, Detail: errors.Unwrap(err).Error()}
-		}
-		st, err := f.Stat()
-		if err != nil {
-			f.Close()
-			closeAll(srcs)
-			return nil, &FileError{File: name, Err: ErrIO, Detail: err.Error()}
-		}
-		if st.IsDir() {
-			f.Close()
-			closeAll(srcs)
-			return nil, &FileError{File: name, Err: ErrIO, Detail: "is a directory"}
-		}
-		for j, prev := range stats {
-			if os.SameFile(prev, st) {
-				f.Close()
-				closeAll(srcs)
-				detail := "name each file once"
-				if files[j] != name {
-					detail = fmt.Sprintf("also as %s; name each file once", files[j])
-				}
-				return nil, &FileError{File: name, Err: ErrSameFile, Detail: detail}
-			}
-		}
-		srcs = append(srcs, source{name: name, r: f, size: st.Size()})
-		stats = append(stats, st)
+	srcs, err := openSourceFiles(files)
+	if err != nil {
+		return nil, err
 	}
 	defer closeAll(srcs)
 	return readSources(ctx, srcs, opts)
+}
+
+// openSourceFiles opens the named files, refusing a directory and a file
+// named twice; on failure it closes the files it opened.
+func openSourceFiles(files []string) ([]source, error) {
+	srcs := make([]source, 0, len(files))
+	stats := make([]os.FileInfo, 0, len(files))
+	for _, name := range files {
+		src, st, err := openSourceFile(name, files, stats)
+		if err != nil {
+			closeAll(srcs)
+			return nil, err
+		}
+		srcs = append(srcs, src)
+		stats = append(stats, st)
+	}
+	return srcs, nil
+}
+
+// openSourceFile opens the named file; stats are those of the files
+// opened before it, the first of files.
+func openSourceFile(name string, files []string, stats []os.FileInfo) (source, os.FileInfo, error) {
+	f, err := os.Open(name)
+	if err != nil {
+		return source{}, nil, &FileError{File: name, Err: ErrIO, Detail: errors.Unwrap(err).Error()}
+	}
+	st, err := statSource(name, f, files, stats)
+	if err != nil {
+		f.Close()
+		return source{}, nil, err
+	}
+	return source{name: name, r: f, size: st.Size()}, st, nil
+}
+
+// statSource returns the stats of the opened file f, or the error for a
+// directory or for a file already opened under one of files (whose stats
+// are stats).
+func statSource(name string, f *os.File, files []string, stats []os.FileInfo) (os.FileInfo, error) {
+	st, err := f.Stat()
+	if err != nil {
+		return nil, &FileError{File: name, Err: ErrIO, Detail: err.Error()}
+	}
+	if st.IsDir() {
+		return nil, &FileError{File: name, Err: ErrIO, Detail: "is a directory"}
+	}
+	for j, prev := range stats {
+		if os.SameFile(prev, st) {
+			detail := "name each file once"
+			if files[j] != name {
+				detail = fmt.Sprintf("also as %s; name each file once", files[j])
+			}
+			return nil, &FileError{File: name, Err: ErrSameFile, Detail: detail}
+		}
+	}
+	return st, nil
 }
 
 func closeAll(srcs []source) {
@@ -116,14 +142,32 @@ func openSources(srcs []source, opts Options) ([]*openedFile, []unit, error) {
 			return nil, nil, err
 		}
 		files[i] = of
-		var base int64
-		for j, rg := range of.f.RowGroups() {
-			units = append(units, unit{i, j, base})
-			base += rg.NumRows()
-		}
+		units = appendUnits(units, i, of)
 	}
-	// Propensities are all or nothing: a file without them would leave
-	// holes that no later stage could fill honestly.
+	if err := checkPropensityColumns(files); err != nil {
+		return nil, nil, err
+	}
+	if err := checkSymbolKinds(files); err != nil {
+		return nil, nil, err
+	}
+	return files, units, nil
+}
+
+// appendUnits appends the row groups of file i (of) to units, each with
+// the index of its first row in the file.
+func appendUnits(units []unit, i int, of *openedFile) []unit {
+	var base int64
+	for j, rg := range of.f.RowGroups() {
+		units = append(units, unit{i, j, base})
+		base += rg.NumRows()
+	}
+	return units
+}
+
+// checkPropensityColumns checks that all files or none have propensities:
+// a file without them would leave holes that no later stage could fill
+// honestly.
+func checkPropensityColumns(files []*openedFile) error {
 	for i := range files {
 		a, b := files[0].cols[schemas.Propensity], files[i].cols[schemas.Propensity]
 		if (a.index >= 0) != (b.index >= 0) {
@@ -131,24 +175,28 @@ func openSources(srcs []source, opts Options) ([]*openedFile, []unit, error) {
 			if b.index >= 0 {
 				with, without = files[i], files[0]
 			}
-			return nil, nil, &FileError{File: without.src.name, Err: ErrMissingColumn,
+			return &FileError{File: without.src.name, Err: ErrMissingColumn,
 				Detail: fmt.Sprintf("no propensity column, but %s has one (%q)", with.src.name, with.cols[schemas.Propensity].name)}
 		}
 	}
-	// Symbols are compared as text, so an integer 1 in one file and a
-	// string "1" in another would silently become one symbol: the kinds of
-	// the symbol columns must agree across files.
+	return nil
+}
+
+// checkSymbolKinds checks that the kinds of the symbol columns agree
+// across files: symbols are compared as text, so an integer 1 in one file
+// and a string "1" in another would silently become one symbol.
+func checkSymbolKinds(files []*openedFile) error {
 	for _, r := range []schemas.Role{schemas.Episode, schemas.Observation, schemas.Action} {
 		for i := 1; i < len(files); i++ {
 			a, b := files[0].cols[r], files[i].cols[r]
 			if a.kind != b.kind {
-				return nil, nil, &FileError{File: files[i].src.name, Err: ErrInconsistentCols,
+				return &FileError{File: files[i].src.name, Err: ErrInconsistentCols,
 					Detail: fmt.Sprintf("the %s column %q is %s here but %s in %s (%q); convert one so that all files agree",
 						r, b.name, b.kind, a.kind, files[0].src.name, a.name)}
 			}
 		}
 	}
-	return files, units, nil
+	return nil
 }
 
 // readUnits reads the row groups in parallel. Results are kept in unit
@@ -172,18 +220,8 @@ func readUnits(ctx context.Context, files []*openedFile, units []unit, opts Opti
 // distinct keys and returns, per chunk, the map from local to global code.
 func mergeKeys[T cmp.Ordered](local [][]T) (global []T, l2g [][]int32) {
 	perms := make([][]int32, len(local))
+	parallel.Do(len(local), 0, func(c int) { perms[c] = sortedOrder(local[c]) })
 	total := 0
-	parallel.Do(len(local), 0, func(c int) {
-		keys := local[c]
-		p := make([]int32, len(keys))
-		for i := range p {
-			p[i] = int32(i)
-		}
-		if !slices.IsSortedFunc(p, func(a, b int32) int { return cmp.Compare(keys[a], keys[b]) }) {
-			slices.SortFunc(p, func(a, b int32) int { return cmp.Compare(keys[a], keys[b]) })
-		}
-		perms[c] = p
-	})
 	for _, l := range local {
 		total += len(l)
 	}
@@ -194,19 +232,34 @@ func mergeKeys[T cmp.Ordered](local [][]T) (global []T, l2g [][]int32) {
 	slices.Sort(global)
 	global = slices.Compact(global)
 	l2g = make([][]int32, len(local))
-	parallel.Do(len(local), 0, func(c int) {
-		keys := local[c]
-		m := make([]int32, len(keys))
-		j := 0
-		for _, i := range perms[c] {
-			for global[j] != keys[i] {
-				j++
-			}
-			m[i] = int32(j)
-		}
-		l2g[c] = m
-	})
+	parallel.Do(len(local), 0, func(c int) { l2g[c] = globalCodes(local[c], perms[c], global) })
 	return global, l2g
+}
+
+// sortedOrder is the permutation that sorts keys.
+func sortedOrder[T cmp.Ordered](keys []T) []int32 {
+	p := make([]int32, len(keys))
+	for i := range p {
+		p[i] = int32(i)
+	}
+	if !slices.IsSortedFunc(p, func(a, b int32) int { return cmp.Compare(keys[a], keys[b]) }) {
+		slices.SortFunc(p, func(a, b int32) int { return cmp.Compare(keys[a], keys[b]) })
+	}
+	return p
+}
+
+// globalCodes maps each of keys, in the order perm sorts them, to its
+// index in global (sorted, holding every key).
+func globalCodes[T cmp.Ordered](keys []T, perm []int32, global []T) []int32 {
+	m := make([]int32, len(keys))
+	j := 0
+	for _, i := range perm {
+		for global[j] != keys[i] {
+			j++
+		}
+		m[i] = int32(j)
+	}
+	return m
 }
 
 // renderInts formats integers in decimal into one shared buffer, so that
@@ -265,69 +318,114 @@ const padCode = 0xFFFF // code of EndSymbol until the vocabulary is final
 // global symbol codes, the scatter of rows into the K×H arrays, the
 // per-episode checks with padding, and the quarantine of invalid episodes.
 func assemble(ctx context.Context, files []*openedFile, chunks []*chunk, opts Options) (*Dataset, error) {
-	var rows int64
-	for _, c := range chunks {
-		rows += int64(c.n)
-	}
+	rows := chunkRows(chunks)
 	if rows == 0 {
 		return nil, fmt.Errorf("%w: %s", ErrEmpty, noRows(files))
 	}
 	a := newAssembly(files, chunks, rows)
-
-	H := opts.Horizon
-	if H == 0 {
-		H = a.inferHorizon()
-	}
-	if H == 0 {
-		if opts.OnInvalid == OnInvalidSkip && a.nBad > 0 {
-			return nil, fmt.Errorf("%w: all %d episodes are invalid, the first: %w", ErrEmpty, a.nBad, a.failure())
-		}
-		return nil, a.failure()
-	}
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-
-	// Global pre-codes for symbols: the sorted union of all chunks' symbols.
-	obsLocal := make([][]string, len(chunks))
-	actLocal := make([][]string, len(chunks))
-	for i, c := range chunks {
-		obsLocal[i] = c.obsT.render()
-		actLocal[i] = c.actT.render()
-	}
-	obsAll, obsL2G := mergeKeys(obsLocal)
-	actAll, actL2G := mergeKeys(actLocal)
-	if len(obsAll) >= padCode || len(actAll) >= padCode {
-		return nil, fmt.Errorf("%w: %d observation and %d action symbols (at most %d each; %s)", ErrTooManySymbols, len(obsAll), len(actAll), MaxSymbols-1, symbolLimitHelp)
-	}
-
-	d, g, err := a.scatter(H, obsL2G, actL2G, opts.Arrays)
+	H, err := a.horizon(opts)
 	if err != nil {
 		return nil, err
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	padded := a.checkEpisodes(d, g)
+	obs, act, err := a.globalSymbols()
+	if err != nil {
+		return nil, err
+	}
+	return a.build(ctx, H, obs, act, opts)
+}
+
+// chunkRows is the number of rows of the chunks.
+func chunkRows(chunks []*chunk) int64 {
+	var rows int64
+	for _, c := range chunks {
+		rows += int64(c.n)
+	}
+	return rows
+}
+
+// build scatters the rows into a new dataset with horizon H, checks its
+// episodes (padding, quarantine) and sets its final vocabularies.
+func (a *assembly) build(ctx context.Context, H int, obs, act symbolUnion, opts Options) (*Dataset, error) {
+	d, g, err := a.scatter(H, obs.l2g, act.l2g, opts.Arrays)
+	if err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	padded, err := a.settle(d, g, opts.OnInvalid)
+	if err != nil {
+		return nil, err
+	}
+	d.ObsVocab = finalVocab(obs.all, d.Obs, padded)
+	d.ActVocab = finalVocab(act.all, d.Act, padded)
+	return d, nil
+}
+
+// horizon is opts.Horizon, or when it is 0 the horizon inferred from the
+// episodes without row errors; it fails when that is 0 too.
+func (a *assembly) horizon(opts Options) (int, error) {
+	H := opts.Horizon
+	if H == 0 {
+		H = a.inferHorizon()
+	}
+	if H == 0 {
+		if opts.OnInvalid == OnInvalidSkip && a.nBad > 0 {
+			return 0, fmt.Errorf("%w: all %d episodes are invalid, the first: %w", ErrEmpty, a.nBad, a.failure())
+		}
+		return 0, a.failure()
+	}
+	return H, nil
+}
+
+// symbolUnion is the global pre-codes of one symbol column.
+type symbolUnion struct {
+	all []string  // the sorted union of all chunks' symbols
+	l2g [][]int32 // per chunk: local code → index in all
+}
+
+// globalSymbols gives global pre-codes to the observation and action
+// symbols: the sorted union of all chunks' symbols.
+func (a *assembly) globalSymbols() (obs, act symbolUnion, err error) {
+	obsLocal := make([][]string, len(a.chunks))
+	actLocal := make([][]string, len(a.chunks))
+	for i, c := range a.chunks {
+		obsLocal[i] = c.obsT.render()
+		actLocal[i] = c.actT.render()
+	}
+	obs.all, obs.l2g = mergeKeys(obsLocal)
+	act.all, act.l2g = mergeKeys(actLocal)
+	if len(obs.all) >= padCode || len(act.all) >= padCode {
+		return obs, act, fmt.Errorf("%w: %d observation and %d action symbols (at most %d each; %s)", ErrTooManySymbols, len(obs.all), len(act.all), MaxSymbols-1, symbolLimitHelp)
+	}
+	return obs, act, nil
+}
+
+// settle runs the per-episode checks with padding, sets d's episode ids
+// and lengths, and with invalid episodes or orphan rows fails or, when
+// onInvalid is OnInvalidSkip, quarantines them. It reports whether a kept
+// episode was padded.
+func (a *assembly) settle(d *Dataset, g *grid, onInvalid string) (padded bool, err error) {
+	padded = a.checkEpisodes(d, g)
 	lengths := make([]int32, len(a.ids))
 	for k := range lengths {
 		lengths[k] = int32(g.lastStep[k])
 	}
-
-	if a.nBad > 0 || len(a.orphans) > 0 {
-		if opts.OnInvalid != OnInvalidSkip {
-			return nil, a.failure()
-		}
-		if err := a.quarantine(d, lengths); err != nil {
-			return nil, err
-		}
-		padded = slices.ContainsFunc(d.Length, func(l int32) bool { return int(l) < H })
-	} else {
+	if a.nBad == 0 && len(a.orphans) == 0 {
 		d.EpisodeIDs, d.Length = a.ids, lengths
+		return padded, nil
 	}
-	d.ObsVocab = finalVocab(obsAll, d.Obs, padded)
-	d.ActVocab = finalVocab(actAll, d.Act, padded)
-	return d, nil
+	if onInvalid != OnInvalidSkip {
+		return false, a.failure()
+	}
+	if err := a.quarantine(d, lengths); err != nil {
+		return false, err
+	}
+	H := d.Horizon
+	return slices.ContainsFunc(d.Length, func(l int32) bool { return int(l) < H }), nil
 }
 
 // assembly is the state assemble's phases share: the chunks, the global
@@ -403,6 +501,16 @@ type grid struct {
 	lastFile []int32
 }
 
+// scattering is the state of assembly.scatter's pass over the rows.
+type scattering struct {
+	*assembly
+	d       *Dataset
+	g       *grid
+	H       int
+	hasProp bool
+	dups    bool // an episode has a duplicate step
+}
+
 // scatter writes the rows into the K×H arrays of a new dataset with
 // horizon H, marking episodes with too-late, duplicate or doubly terminal
 // steps. One pass, in unit order, so the first occurrence of a duplicate
@@ -416,58 +524,85 @@ func (a *assembly) scatter(H int, obsL2G, actL2G [][]int32, arr Arrays) (*Datase
 		return nil, nil, fmt.Errorf("%w: the logs' step arrays: %v", ErrIO, err)
 	}
 	g := &grid{seen: make([]bool, cells), lastStep: make([]uint16, K), termStep: make([]uint16, K), lastFile: make([]int32, K)}
-	seen, lastStep, termStep := g.seen, g.lastStep, g.termStep
-	dups := false
+	s := &scattering{assembly: a, d: d, g: g, H: H, hasProp: hasProp}
 	for ci, c := range a.chunks {
 		em, om, am := a.epL2G[ci], obsL2G[ci], actL2G[ci]
 		for i := 0; i < c.n; i++ {
-			l := c.ep[i]
-			if l < 0 {
-				continue
-			}
-			k := em[l]
-			if a.badEp[k] != nil {
-				continue
-			}
-			h := c.step[i]
-			if h == 0 {
-				continue // already a row error
-			}
-			if int(h) > H {
-				a.markBad(k, &EpisodeError{File: a.fileName(c), Step: int(h), Err: ErrTooLong, Detail: fmt.Sprintf("(horizon %d)", H)})
-				continue
-			}
-			idx := int(k)*H + int(h) - 1
-			if seen[idx] {
-				a.markBad(k, &EpisodeError{File: a.fileName(c), Step: int(h), Err: ErrDuplicateStep})
-				dups = true
-				continue
-			}
-			seen[idx] = true
-			d.Obs[idx] = uint16(om[c.obs[i]])
-			d.Act[idx] = uint16(am[c.act[i]])
-			d.Reward[idx] = c.rew[i]
-			if hasProp {
-				d.Propensity[idx] = c.prop[i]
-			}
-			if c.term != nil && c.term[i] {
-				if termStep[k] != 0 {
-					a.markBad(k, &EpisodeError{File: a.fileName(c), Step: int(min(h, termStep[k])), Err: ErrTerminal,
-						Detail: fmt.Sprintf("(terminal on steps %d and %d)", min(h, termStep[k]), max(h, termStep[k]))})
-					continue
-				}
-				termStep[k] = h
-			}
-			if h > lastStep[k] {
-				lastStep[k] = h
-				g.lastFile[k] = int32(c.file)
-			}
+			s.row(c, i, em, om, am)
 		}
 	}
-	if dups {
+	if s.dups {
 		describeDuplicates(a.files, a.chunks, a.epL2G, a.badEp, H)
 	}
 	return d, g, nil
+}
+
+// row writes row i of chunk c into its cell and records its step; em, om
+// and am map the chunk's local episode, observation and action codes to
+// global ones.
+func (s *scattering) row(c *chunk, i int, em, om, am []int32) {
+	k, h, idx, ok := s.cell(c, i, em)
+	if !ok {
+		return
+	}
+	d := s.d
+	s.g.seen[idx] = true
+	d.Obs[idx] = uint16(om[c.obs[i]])
+	d.Act[idx] = uint16(am[c.act[i]])
+	d.Reward[idx] = c.rew[i]
+	if s.hasProp {
+		d.Propensity[idx] = c.prop[i]
+	}
+	if c.term != nil && c.term[i] && !s.terminal(c, k, h) {
+		return
+	}
+	if h > s.g.lastStep[k] {
+		s.g.lastStep[k] = h
+		s.g.lastFile[k] = int32(c.file)
+	}
+}
+
+// cell returns the episode k, step h and cell index of row i of chunk c;
+// ok is false for a row to skip: one without episode id, of an invalid
+// episode or with an invalid step, or one whose step is past H or
+// duplicate, which marks its episode.
+func (s *scattering) cell(c *chunk, i int, em []int32) (k int32, h uint16, idx int, ok bool) {
+	l := c.ep[i]
+	if l < 0 {
+		return 0, 0, 0, false
+	}
+	k = em[l]
+	if s.badEp[k] != nil {
+		return 0, 0, 0, false
+	}
+	h = c.step[i]
+	if h == 0 {
+		return 0, 0, 0, false // already a row error
+	}
+	if int(h) > s.H {
+		s.markBad(k, &EpisodeError{File: s.fileName(c), Step: int(h), Err: ErrTooLong, Detail: fmt.Sprintf("(horizon %d)", s.H)})
+		return 0, 0, 0, false
+	}
+	idx = int(k)*s.H + int(h) - 1
+	if s.g.seen[idx] {
+		s.markBad(k, &EpisodeError{File: s.fileName(c), Step: int(h), Err: ErrDuplicateStep})
+		s.dups = true
+		return 0, 0, 0, false
+	}
+	return k, h, idx, true
+}
+
+// terminal records step h as episode k's terminal step, or marks the
+// episode for a second terminal step and returns false.
+func (s *scattering) terminal(c *chunk, k int32, h uint16) bool {
+	termStep := s.g.termStep
+	if termStep[k] != 0 {
+		s.markBad(k, &EpisodeError{File: s.fileName(c), Step: int(min(h, termStep[k])), Err: ErrTerminal,
+			Detail: fmt.Sprintf("(terminal on steps %d and %d)", min(h, termStep[k]), max(h, termStep[k]))})
+		return false
+	}
+	termStep[k] = h
+	return true
 }
 
 // checkEpisodes marks episodes with a missing step, a terminal step
@@ -475,38 +610,52 @@ func (a *assembly) scatter(H int, obsL2G, actL2G [][]int32, arr Arrays) (*Datase
 // the valid early-terminated ones to H with EndSymbol. It reports whether
 // any episode was padded.
 func (a *assembly) checkEpisodes(d *Dataset, g *grid) (padded bool) {
-	H := d.Horizon
-	hasProp := d.Propensity != nil
 	for k := range a.ids {
 		if a.badEp[k] != nil {
 			continue
 		}
-		L := int(g.lastStep[k])
-		file := a.files[g.lastFile[k]].src.name
-		row := g.seen[k*H : k*H+L]
-		if gap := slices.Index(row, false); gap >= 0 {
-			a.markBad(int32(k), &EpisodeError{File: file, Step: gap + 1, Err: ErrStepGap, Detail: fmt.Sprintf("(step %d missing; the episode reaches step %d)", gap+1, L)})
+		if e := a.episodeError(d.Horizon, g, k); e != nil {
+			a.markBad(int32(k), e)
 			continue
 		}
-		ts := int(g.termStep[k])
-		if ts != 0 && ts != L {
-			a.markBad(int32(k), &EpisodeError{File: file, Step: ts, Err: ErrTerminal, Detail: fmt.Sprintf("(the episode continues to step %d)", L)})
-			continue
-		}
-		if L < H && ts == 0 {
-			a.markBad(int32(k), &EpisodeError{File: file, Step: L, Err: ErrShortEpisode, Detail: fmt.Sprintf("(ends at step %d of %d; mark the last step of an episode that ended early as terminal)", L, H)})
-			continue
-		}
-		for h := L; h < H; h++ {
-			i := k*H + h
-			d.Obs[i], d.Act[i], d.Reward[i] = padCode, padCode, 0
-			if hasProp {
-				d.Propensity[i] = 1
-			}
-			padded = true
-		}
+		padded = padEpisode(d, k, int(g.lastStep[k])) || padded
 	}
 	return padded
+}
+
+// episodeError is the error of episode k when it has a missing step, a
+// terminal step before its last, or an early end without a terminal step;
+// nil otherwise.
+func (a *assembly) episodeError(H int, g *grid, k int) *EpisodeError {
+	L := int(g.lastStep[k])
+	file := a.files[g.lastFile[k]].src.name
+	row := g.seen[k*H : k*H+L]
+	if gap := slices.Index(row, false); gap >= 0 {
+		return &EpisodeError{File: file, Step: gap + 1, Err: ErrStepGap, Detail: fmt.Sprintf("(step %d missing; the episode reaches step %d)", gap+1, L)}
+	}
+	ts := int(g.termStep[k])
+	if ts != 0 && ts != L {
+		return &EpisodeError{File: file, Step: ts, Err: ErrTerminal, Detail: fmt.Sprintf("(the episode continues to step %d)", L)}
+	}
+	if L < H && ts == 0 {
+		return &EpisodeError{File: file, Step: L, Err: ErrShortEpisode, Detail: fmt.Sprintf("(ends at step %d of %d; mark the last step of an episode that ended early as terminal)", L, H)}
+	}
+	return nil
+}
+
+// padEpisode pads episode k of length L to the horizon with EndSymbol (a
+// zero reward and, when d has propensities, propensity 1) and reports
+// whether it was shorter.
+func padEpisode(d *Dataset, k, L int) bool {
+	H := d.Horizon
+	for h := L; h < H; h++ {
+		i := k*H + h
+		d.Obs[i], d.Act[i], d.Reward[i] = padCode, padCode, 0
+		if d.Propensity != nil {
+			d.Propensity[i] = 1
+		}
+	}
+	return L < H
 }
 
 // quarantine drops the invalid episodes from d (whose episodes have the
@@ -526,30 +675,31 @@ func (a *assembly) quarantine(d *Dataset, lengths []int32) error {
 			keep = append(keep, k)
 		}
 	}
-	// The kept episodes move forward in place (keep is increasing), so
-	// the step arrays stay where Options.Arrays put them (a spill file)
-	// and no second copy of the logs is made.
-	H := d.Horizon
 	ids, lens := make([]string, len(keep)), make([]int32, len(keep))
 	for j, k := range keep {
 		ids[j], lens[j] = a.ids[k], lengths[k]
-		if j == k {
-			continue
-		}
-		copy(d.Obs[j*H:(j+1)*H], d.Obs[k*H:(k+1)*H])
-		copy(d.Act[j*H:(j+1)*H], d.Act[k*H:(k+1)*H])
-		copy(d.Reward[j*H:(j+1)*H], d.Reward[k*H:(k+1)*H])
-		if d.Propensity != nil {
-			copy(d.Propensity[j*H:(j+1)*H], d.Propensity[k*H:(k+1)*H])
+	}
+	keepEpisodes(d, keep)
+	d.EpisodeIDs, d.Length = ids, lens
+	return nil
+}
+
+// keepEpisodes keeps only the episodes keep (increasing) of d's step
+// arrays. The kept episodes move forward in place, so the step arrays stay
+// where Options.Arrays put them (a spill file) and no second copy of the
+// logs is made.
+func keepEpisodes(d *Dataset, keep []int) {
+	H := d.Horizon
+	for j, k := range keep {
+		if j != k {
+			copySteps(d, d, j, k)
 		}
 	}
 	n := len(keep) * H
-	d.EpisodeIDs, d.Length = ids, lens
 	d.Obs, d.Act, d.Reward = d.Obs[:n:n], d.Act[:n:n], d.Reward[:n:n]
 	if d.Propensity != nil {
 		d.Propensity = d.Propensity[:n:n]
 	}
-	return nil
 }
 
 // finalVocab keeps the symbols the kept episodes use, adds EndSymbol when
@@ -571,6 +721,14 @@ func finalVocab(all []string, codes []uint16, padded bool) []string {
 		vocab = append(vocab, EndSymbol)
 	}
 	slices.Sort(vocab)
+	recodeUsed(all, used, vocab, codes, padded)
+	return vocab
+}
+
+// recodeUsed recodes codes in place from indexes into all (sorted, of
+// which used are kept) to indexes into vocab, and padCode to the index
+// of EndSymbol when an episode was padded (0 otherwise).
+func recodeUsed(all []string, used []bool, vocab []string, codes []uint16, padded bool) {
 	recode := make([]uint16, len(all)+1)
 	j := 0
 	for i, s := range all {
@@ -592,18 +750,12 @@ func finalVocab(all []string, codes []uint16, padded bool) []string {
 			codes[i] = recode[c]
 		}
 	}
-	return vocab
 }
 
 // describeDuplicates adds to each duplicate-step error the file of the
 // first occurrence.
 func describeDuplicates(files []*openedFile, chunks []*chunk, epL2G [][]int32, badEp []*EpisodeError, H int) {
-	want := map[int]*EpisodeError{}
-	for k, e := range badEp {
-		if e != nil && e.Err == ErrDuplicateStep {
-			want[k*H+e.Step-1] = e
-		}
-	}
+	want := duplicateCells(badEp, H)
 	for ci, c := range chunks {
 		for i := 0; i < c.n; i++ {
 			if c.ep[i] < 0 || c.step[i] == 0 {
@@ -623,6 +775,18 @@ func describeDuplicates(files []*openedFile, chunks []*chunk, epL2G [][]int32, b
 			}
 		}
 	}
+}
+
+// duplicateCells maps the cell k*H+h-1 of each duplicate step to its
+// episode's error.
+func duplicateCells(badEp []*EpisodeError, H int) map[int]*EpisodeError {
+	want := map[int]*EpisodeError{}
+	for k, e := range badEp {
+		if e != nil && e.Err == ErrDuplicateStep {
+			want[k*H+e.Step-1] = e
+		}
+	}
+	return want
 }
 
 // noRows says that the input files hold no rows, naming them (the first
@@ -660,16 +824,19 @@ func failOrEmpty(badEp []*EpisodeError, orphans []*EpisodeError, nBad int, rows 
 		e.More = nBad
 		return &e
 	}
-	var first *EpisodeError
-	for _, e := range badEp {
-		if e != nil {
-			first = e
-			break
-		}
-	}
-	e := *first
+	e := *firstBad(badEp)
 	e.More = nBad - 1
 	return &e
+}
+
+// firstBad is the first error of badEp that is not nil.
+func firstBad(badEp []*EpisodeError) *EpisodeError {
+	for _, e := range badEp {
+		if e != nil {
+			return e
+		}
+	}
+	return nil
 }
 
 // orphanEntries lists the rows whose episode id is null as one quarantine

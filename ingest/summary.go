@@ -77,9 +77,20 @@ const FirstQuarantined = 10
 
 // Summarize computes the inspect figures of d.
 func Summarize(d *Dataset) Summary {
-	K, H := d.NumEpisodes(), d.Horizon
+	s := newSummary(d)
+	// The distinct-history counts (radix sorts over the episodes) run
+	// beside the rest of the summary; they write only s.Histories.
+	histories := parallel.Go(func() { s.Histories = DistinctHistories(d) })
+	s.countSteps(d)
+	s.summarizePropensities(d)
+	histories()
+	return s
+}
+
+// newSummary is the Summary of d's sizes and first quarantined episodes.
+func newSummary(d *Dataset) Summary {
 	s := Summary{
-		Episodes: K, Horizon: H, Rows: d.Rows,
+		Episodes: d.NumEpisodes(), Horizon: d.Horizon, Rows: d.Rows,
 		NumObs: d.NumObs(), NumActions: d.NumActions(),
 		Quarantined: len(d.Quarantined),
 	}
@@ -87,72 +98,93 @@ func Summarize(d *Dataset) Summary {
 	if s.FirstQuarantined == nil {
 		s.FirstQuarantined = []Quarantined{}
 	}
-	// The distinct-history counts (radix sorts over the episodes) run
-	// beside the rest of the summary; they write only s.Histories.
-	histories := parallel.Go(func() { s.Histories = DistinctHistories(d) })
+	return s
+}
+
+// emptyRange is the Range of no value, ready for add.
+func emptyRange() Range { return Range{Min: math.Inf(1), Max: math.Inf(-1)} }
+
+// add counts v in the range, its minimum, maximum and sum.
+func (r *Range) add(v float64) {
+	r.Min, r.Max = min(r.Min, v), max(r.Max, v)
+	r.Mean += v
+	r.N++
+}
+
+// finish turns the sum into the mean, or the range into the zero Range
+// when it holds no value.
+func (r *Range) finish() {
+	if r.N == 0 {
+		*r = Range{}
+		return
+	}
+	r.Mean /= float64(r.N)
+}
+
+// countSteps sets the padded and logged counts, the reward ranges of each
+// step and of the returns, and the most frequent symbols.
+func (s *Summary) countSteps(d *Dataset) {
 	obsCount := make([]int64, d.NumObs())
 	actCount := make([]int64, d.NumActions())
-	s.StepReward = make([]Range, H)
+	s.StepReward = make([]Range, s.Horizon)
 	for h := range s.StepReward {
-		s.StepReward[h] = Range{Min: math.Inf(1), Max: math.Inf(-1)}
+		s.StepReward[h] = emptyRange()
 	}
-	s.Return = Range{Min: math.Inf(1), Max: math.Inf(-1)}
-	for k := range K {
-		L := int(d.Length[k])
-		if L < H {
-			s.Padded++
-		}
-		s.LoggedRows += int64(L)
-		ret := 0.0
-		for h := range H {
-			i := k*H + h
-			ret += d.Reward[i]
-			if h >= L {
-				continue
-			}
-			obsCount[d.Obs[i]]++
-			actCount[d.Act[i]]++
-			r := &s.StepReward[h]
-			r.Min, r.Max = min(r.Min, d.Reward[i]), max(r.Max, d.Reward[i])
-			r.Mean += d.Reward[i]
-			r.N++
-		}
-		s.Return.Min, s.Return.Max = min(s.Return.Min, ret), max(s.Return.Max, ret)
-		s.Return.Mean += ret
+	s.Return = emptyRange()
+	for k := range s.Episodes {
+		s.addEpisode(d, k, obsCount, actCount)
 	}
-	s.Return.N = int64(K)
-	finish := func(r *Range) {
-		if r.N == 0 {
-			*r = Range{}
-			return
-		}
-		r.Mean /= float64(r.N)
-	}
-	finish(&s.Return)
+	s.Return.finish()
 	for h := range s.StepReward {
-		finish(&s.StepReward[h])
+		s.StepReward[h].finish()
 	}
 	s.TopObs = top(d.ObsVocab, obsCount)
 	s.TopActions = top(d.ActVocab, actCount)
+}
 
-	if d.Propensity != nil {
-		logged := func(visit func([]float64)) {
-			for k := range K {
-				visit(d.Propensity[k*H : k*H+int(d.Length[k])])
-			}
-		}
-		qs := []float64{0, 0.01, 0.05, 0.25, 0.5, 1}
-		q, ok := fewQuantiles(int(s.LoggedRows), logged, qs, fewDistinct)
-		if !ok {
-			q = streamQuantiles(int(s.LoggedRows), logged, qs)
-		}
-		s.Propensity = &Quantiles{q[0], q[1], q[2], q[3], q[4], q[5]}
-		s.Iota = q[0]
-	} else {
-		s.Iota, s.IotaEstimated = estimatedIota(d), true
+// addEpisode counts episode k: its logged steps' symbols and rewards, and
+// its return (padding rewards included).
+func (s *Summary) addEpisode(d *Dataset, k int, obsCount, actCount []int64) {
+	H := s.Horizon
+	L := int(d.Length[k])
+	if L < H {
+		s.Padded++
 	}
-	histories()
-	return s
+	s.LoggedRows += int64(L)
+	ret := 0.0
+	for h := range H {
+		i := k*H + h
+		ret += d.Reward[i]
+		if h >= L {
+			continue
+		}
+		obsCount[d.Obs[i]]++
+		actCount[d.Act[i]]++
+		s.StepReward[h].add(d.Reward[i])
+	}
+	s.Return.add(ret)
+}
+
+// summarizePropensities sets the quantiles of the logged propensities and
+// ι, their minimum; without propensities, ι is estimated (estimatedIota).
+func (s *Summary) summarizePropensities(d *Dataset) {
+	if d.Propensity == nil {
+		s.Iota, s.IotaEstimated = estimatedIota(d), true
+		return
+	}
+	K, H := s.Episodes, s.Horizon
+	logged := func(visit func([]float64)) {
+		for k := range K {
+			visit(d.Propensity[k*H : k*H+int(d.Length[k])])
+		}
+	}
+	qs := []float64{0, 0.01, 0.05, 0.25, 0.5, 1}
+	q, ok := fewQuantiles(int(s.LoggedRows), logged, qs, fewDistinct)
+	if !ok {
+		q = streamQuantiles(int(s.LoggedRows), logged, qs)
+	}
+	s.Propensity = &Quantiles{q[0], q[1], q[2], q[3], q[4], q[5]}
+	s.Iota = q[0]
 }
 
 func top(vocab []string, count []int64) []SymbolCount {
@@ -186,18 +218,25 @@ func estimatedIota(d *Dataset) float64 {
 	}
 	iota := 1.0
 	for node := range H * nO {
-		row := n[node*nA : (node+1)*nA]
-		var tot int64
-		for _, c := range row {
-			tot += c
-		}
-		for _, c := range row {
-			if c > 0 {
-				iota = min(iota, float64(c)/float64(tot))
-			}
-		}
+		iota = min(iota, leastShare(n[node*nA:(node+1)*nA]))
 	}
 	return iota
+}
+
+// leastShare is the least c/Σrow over the positive counts c of row (1
+// when none is positive).
+func leastShare(row []int64) float64 {
+	var tot int64
+	for _, c := range row {
+		tot += c
+	}
+	least := 1.0
+	for _, c := range row {
+		if c > 0 {
+			least = min(least, float64(c)/float64(tot))
+		}
+	}
+	return least
 }
 
 // DistinctHistories returns, for h = 1..H, the number of distinct
@@ -211,32 +250,47 @@ func DistinctHistories(d *Dataset) []int {
 	if K == 0 {
 		return out
 	}
-	nA := uint64(d.NumActions())
-	sym := uint64(d.NumObs()) * nA
-	parent := make([]uint64, K) // id of τ_{h-1}; τ_0 = ∅ has id 0
-	keys := make([]uint64, K)
-	idx := make([]int32, K)
-	tmpK := make([]uint64, K)
-	tmpI := make([]int32, K)
+	r := &historyIDs{
+		nA: uint64(d.NumActions()), sym: uint64(d.NumObs()) * uint64(d.NumActions()),
+		parent: make([]uint64, K), keys: make([]uint64, K), idx: make([]int32, K),
+		tmpK: make([]uint64, K), tmpI: make([]int32, K),
+	}
 	distinct := uint64(1)
 	for h := range H {
-		for k := range K {
-			i := k*H + h
-			keys[k] = parent[k]*sym + uint64(d.Obs[i])*nA + uint64(d.Act[i])
-			idx[k] = int32(k)
-		}
-		radixSort(keys, idx, tmpK, tmpI, distinct*sym-1)
-		id := uint64(0)
-		for j := range K {
-			if j > 0 && keys[j] != keys[j-1] {
-				id++
-			}
-			parent[idx[j]] = id
-		}
-		distinct = id + 1
+		distinct = r.step(d, h, distinct)
 		out[h] = int(distinct)
 	}
 	return out
+}
+
+// historyIDs numbers the histories of DistinctHistories step by step.
+type historyIDs struct {
+	nA, sym uint64   // |A| and |O|·|A|
+	parent  []uint64 // id of τ_{h-1}; τ_0 = ∅ has id 0
+	keys    []uint64
+	idx     []int32
+	tmpK    []uint64
+	tmpI    []int32
+}
+
+// step replaces the ids of τ_{h-1} (of which distinct are distinct) by
+// those of τ_h, h 0-based, and returns how many of them are distinct.
+func (r *historyIDs) step(d *Dataset, h int, distinct uint64) uint64 {
+	K, H := len(r.parent), d.Horizon
+	for k := range K {
+		i := k*H + h
+		r.keys[k] = r.parent[k]*r.sym + uint64(d.Obs[i])*r.nA + uint64(d.Act[i])
+		r.idx[k] = int32(k)
+	}
+	radixSort(r.keys, r.idx, r.tmpK, r.tmpI, distinct*r.sym-1)
+	id := uint64(0)
+	for j := range K {
+		if j > 0 && r.keys[j] != r.keys[j-1] {
+			id++
+		}
+		r.parent[r.idx[j]] = id
+	}
+	return id + 1
 }
 
 // radixSort sorts keys (carrying idx) ascending with 16-bit LSD passes,
@@ -278,48 +332,73 @@ func fewQuantiles(n int, visit func(func([]float64)), qs []float64, max int) (ou
 	if n == 0 {
 		return nil, false
 	}
-	vals := make([]float64, 0, max)
-	counts := make([]int, 0, max)
-	last, ok := -1, true
-	visit(func(seg []float64) {
-		for _, v := range seg {
-			if !ok {
-				return
-			}
-			if last >= 0 && v == vals[last] {
-				counts[last]++
-				continue
-			}
-			if !(v > 0) {
-				ok = false
-				return
-			}
-			i, found := slices.BinarySearch(vals, v)
-			if !found {
-				if len(vals) == max {
-					ok = false
-					return
-				}
-				vals = slices.Insert(vals, i, v)
-				counts = slices.Insert(counts, i, 0)
-			}
-			counts[i]++
-			last = i
-		}
-	})
-	if !ok {
+	c := &fewCounter{vals: make([]float64, 0, max), counts: make([]int, 0, max), max: max, last: -1, ok: true}
+	visit(c.add)
+	if !c.ok {
 		return nil, false
 	}
-	out = make([]float64, len(qs))
+	return c.quantiles(n, qs), true
+}
+
+// fewCounter counts the distinct values of a stream, kept sorted, while
+// there are at most max of them and all are positive (ok).
+type fewCounter struct {
+	vals   []float64
+	counts []int
+	max    int
+	last   int // index of the previous value, -1 before the first
+	ok     bool
+}
+
+// add counts the values of one segment.
+func (c *fewCounter) add(seg []float64) {
+	for _, v := range seg {
+		if !c.ok {
+			return
+		}
+		if c.last >= 0 && v == c.vals[c.last] {
+			c.counts[c.last]++
+			continue
+		}
+		if !c.insert(v) {
+			c.ok = false
+			return
+		}
+	}
+}
+
+// insert counts a value other than the previous one; false for a value
+// that is not positive or a distinct value beyond max.
+func (c *fewCounter) insert(v float64) bool {
+	if !(v > 0) {
+		return false
+	}
+	i, found := slices.BinarySearch(c.vals, v)
+	if !found {
+		if len(c.vals) == c.max {
+			return false
+		}
+		c.vals = slices.Insert(c.vals, i, v)
+		c.counts = slices.Insert(c.counts, i, 0)
+	}
+	c.counts[i]++
+	c.last = i
+	return true
+}
+
+// quantiles returns the order statistics of rank floor(q·(n−1)) of the n
+// values counted.
+func (c *fewCounter) quantiles(n int, qs []float64) []float64 {
+	out := make([]float64, len(qs))
 	for j, q := range qs {
 		r := int(math.Floor(q * float64(n-1)))
 		i := 0
-		for ; r >= counts[i]; i++ {
-			r -= counts[i]
+		for ; r >= c.counts[i]; i++ {
+			r -= c.counts[i]
 		}
-		out[j] = vals[i]
+		out[j] = c.vals[i]
 	}
-	return out, true
+	return out
 }
 
 // streamQuantiles returns, for each q, the order statistic of rank
@@ -344,49 +423,66 @@ func streamQuantiles(n int, visit func(func([]float64)), qs []float64) []float64
 		rank[i] = int(math.Floor(q * float64(n-1)))
 	}
 	for shift := 48; shift >= 0; shift -= 16 {
-		// Distinct prefixes (digits above shift) of the wanted ranks.
-		var groups []uint64
-		group := make([]int, len(qs))
-		for i, p := range prefix {
-			j := slices.Index(groups, p)
-			if j < 0 {
-				j = len(groups)
-				groups = append(groups, p)
-			}
-			group[i] = j
-		}
-		counts := make([][1 << 16]int, len(groups))
-		high := uint(shift + 16)
-		visit(func(vals []float64) {
-			for _, v := range vals {
-				k := floatKey(v)
-				digit := (k >> uint(shift)) & 0xFFFF
-				if high == 64 {
-					counts[0][digit]++
-					continue
-				}
-				for j, g := range groups {
-					if k>>high == g>>high {
-						counts[j][digit]++
-						break
-					}
-				}
-			}
-		})
+		groups, group := prefixGroups(prefix)
+		counts := countDigits(visit, groups, shift)
 		for i := range qs {
-			c := &counts[group[i]]
-			b, r := 0, rank[i]
-			for ; r >= c[b]; b++ {
-				r -= c[b]
-			}
-			rank[i] = r
-			prefix[i] |= uint64(b) << uint(shift)
+			rank[i], prefix[i] = selectDigit(&counts[group[i]], rank[i], prefix[i], shift)
 		}
 	}
 	for i, p := range prefix {
 		out[i] = keyFloat(p)
 	}
 	return out
+}
+
+// prefixGroups returns the distinct prefixes (digits above shift) of the
+// wanted ranks, in order of first appearance, and the group of each rank.
+func prefixGroups(prefix []uint64) (groups []uint64, group []int) {
+	group = make([]int, len(prefix))
+	for i, p := range prefix {
+		j := slices.Index(groups, p)
+		if j < 0 {
+			j = len(groups)
+			groups = append(groups, p)
+		}
+		group[i] = j
+	}
+	return groups, group
+}
+
+// countDigits counts, in one pass over the values visit passes, the
+// 16-bit digit at shift of the keys of the values in each prefix group.
+func countDigits(visit func(func([]float64)), groups []uint64, shift int) [][1 << 16]int {
+	counts := make([][1 << 16]int, len(groups))
+	high := uint(shift + 16)
+	visit(func(vals []float64) {
+		for _, v := range vals {
+			k := floatKey(v)
+			digit := (k >> uint(shift)) & 0xFFFF
+			if high == 64 {
+				counts[0][digit]++
+				continue
+			}
+			for j, g := range groups {
+				if k>>high == g>>high {
+					counts[j][digit]++
+					break
+				}
+			}
+		}
+	})
+	return counts
+}
+
+// selectDigit finds the digit at shift of the value of rank r within its
+// prefix group's counts c, and returns the rank within that digit and the
+// prefix extended by the digit.
+func selectDigit(c *[1 << 16]int, r int, prefix uint64, shift int) (int, uint64) {
+	b := 0
+	for ; r >= c[b]; b++ {
+		r -= c[b]
+	}
+	return r, prefix | uint64(b)<<uint(shift)
 }
 
 // floatKey maps floats to integers with the same order.

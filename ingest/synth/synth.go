@@ -54,18 +54,7 @@ func (o *Options) defaults() {
 // w_j = (j+1)/Σ(i+1), logged as the propensity.
 func Write(path string, opts Options) error {
 	opts.defaults()
-	rng := rand.New(rand.NewPCG(opts.Seed, 7))
-	obs := make([]string, opts.Observations)
-	for i := range obs {
-		obs[i] = fmt.Sprintf("obs-%d", i)
-	}
-	act := make([]string, opts.Actions)
-	weights := make([]float64, opts.Actions)
-	total := float64(opts.Actions*(opts.Actions+1)) / 2
-	for i := range act {
-		act[i] = fmt.Sprintf("act-%d", i)
-		weights[i] = float64(i+1) / total
-	}
+	b := newBehaviour(opts)
 	f, err := os.Create(path)
 	if err != nil {
 		return err
@@ -74,26 +63,7 @@ func Write(path string, opts Options) error {
 	perGroup := (rows + opts.RowGroups - 1) / opts.RowGroups
 	w := parquet.NewGenericWriter[Row](f, parquet.Compression(&zstd.Codec{Level: zstd.SpeedFastest}),
 		parquet.MaxRowsPerRowGroup(int64(perGroup)))
-	buf := make([]Row, 0, 4096)
-	for e := range opts.Episodes {
-		for h := 1; h <= opts.Horizon; h++ {
-			u := rng.Float64()
-			a := 0
-			for a < opts.Actions-1 && u >= weights[a] {
-				u -= weights[a]
-				a++
-			}
-			buf = append(buf, Row{EpisodeID: int64(e), Step: int64(h), Observation: obs[rng.IntN(len(obs))], Action: act[a], Reward: rng.Float64(), Propensity: weights[a]})
-			if len(buf) == cap(buf) {
-				if _, err := w.Write(buf); err != nil {
-					f.Close()
-					return err
-				}
-				buf = buf[:0]
-			}
-		}
-	}
-	if _, err := w.Write(buf); err != nil {
+	if err := b.writeEpisodes(w, opts); err != nil {
 		f.Close()
 		return err
 	}
@@ -102,4 +72,60 @@ func Write(path string, opts Options) error {
 		return err
 	}
 	return f.Close()
+}
+
+// behaviour draws the logged steps: uniform observations and rewards,
+// actions from the behaviour policy.
+type behaviour struct {
+	rng     *rand.Rand
+	obs     []string
+	act     []string
+	weights []float64 // w_j, the probability of action j
+}
+
+// newBehaviour names the symbols and sets the weights of the options.
+func newBehaviour(opts Options) *behaviour {
+	b := &behaviour{rng: rand.New(rand.NewPCG(opts.Seed, 7))}
+	b.obs = make([]string, opts.Observations)
+	for i := range b.obs {
+		b.obs[i] = fmt.Sprintf("obs-%d", i)
+	}
+	b.act = make([]string, opts.Actions)
+	b.weights = make([]float64, opts.Actions)
+	total := float64(opts.Actions*(opts.Actions+1)) / 2
+	for i := range b.act {
+		b.act[i] = fmt.Sprintf("act-%d", i)
+		b.weights[i] = float64(i+1) / total
+	}
+	return b
+}
+
+// writeEpisodes writes the rows of every episode to w, 4096 at a time.
+func (b *behaviour) writeEpisodes(w *parquet.GenericWriter[Row], opts Options) error {
+	buf := make([]Row, 0, 4096)
+	for e := range opts.Episodes {
+		for h := 1; h <= opts.Horizon; h++ {
+			buf = append(buf, b.row(e, h))
+			if len(buf) == cap(buf) {
+				if _, err := w.Write(buf); err != nil {
+					return err
+				}
+				buf = buf[:0]
+			}
+		}
+	}
+	_, err := w.Write(buf)
+	return err
+}
+
+// row draws step h of episode e: the action first, then the observation
+// and the reward.
+func (b *behaviour) row(e, h int) Row {
+	u := b.rng.Float64()
+	a := 0
+	for a < len(b.act)-1 && u >= b.weights[a] {
+		u -= b.weights[a]
+		a++
+	}
+	return Row{EpisodeID: int64(e), Step: int64(h), Observation: b.obs[b.rng.IntN(len(b.obs))], Action: b.act[a], Reward: b.rng.Float64(), Propensity: b.weights[a]}
 }

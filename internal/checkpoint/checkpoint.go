@@ -26,25 +26,33 @@ func Read[T any](path, fp, field string) ([]T, error) {
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 1<<20), 1<<24)
 	for line := 1; sc.Scan(); line++ {
-		var l map[string]json.RawMessage
-		var lfp string
-		err := json.Unmarshal(sc.Bytes(), &l)
-		if err == nil {
-			err = json.Unmarshal(l["fp"], &lfp)
-		}
+		r, ok, err := decodeLine[T](sc.Bytes(), fp, field)
 		if err != nil {
 			return nil, fmt.Errorf("%s line %d: %w (delete it or pass --fresh)", path, line, err)
 		}
-		if lfp != fp {
-			continue
+		if ok {
+			out = append(out, r)
 		}
-		var r T
-		if err := json.Unmarshal(l[field], &r); err != nil {
-			return nil, fmt.Errorf("%s line %d: %w (delete it or pass --fresh)", path, line, err)
-		}
-		out = append(out, r)
 	}
 	return out, sc.Err()
+}
+
+// decodeLine decodes the record in field of one line; ok is false for a
+// line stored under another fingerprint than fp.
+func decodeLine[T any](b []byte, fp, field string) (r T, ok bool, err error) {
+	var l map[string]json.RawMessage
+	var lfp string
+	err = json.Unmarshal(b, &l)
+	if err == nil {
+		err = json.Unmarshal(l["fp"], &lfp)
+	}
+	if err != nil || lfp != fp {
+		return r, false, err
+	}
+	if err := json.Unmarshal(l[field], &r); err != nil {
+		return r, false, err
+	}
+	return r, true, nil
 }
 
 // Writer appends records to a checkpoint file.

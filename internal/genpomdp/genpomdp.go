@@ -74,18 +74,7 @@ type gen struct {
 // Generate builds the problem of spec.
 func Generate(spec Spec) (*Problem, error) {
 	rng := rand.New(rand.NewPCG(spec.Seed, 0x9e3779b97f4a7c15))
-	var g *gen
-	var err error
-	switch spec.Family {
-	case "maze":
-		g, err = maze(spec, rng)
-	case "aliased":
-		g, err = aliased(spec, rng)
-	case "dense":
-		g, err = dense(spec, rng)
-	default:
-		return nil, fmt.Errorf("genpomdp: unknown family %q (maze, aliased, dense)", spec.Family)
-	}
+	g, err := build(spec, rng)
 	if err != nil {
 		return nil, err
 	}
@@ -96,6 +85,19 @@ func Generate(spec Spec) (*Problem, error) {
 	g.rewards(spec.RewardStates)
 	g.startBelief(spec.StartStates)
 	return &Problem{Spec: spec, States: g.S, Actions: g.A, Obs: g.O, Text: g.cassandra(spec)}, nil
+}
+
+// build draws the moves and observations of spec's family.
+func build(spec Spec, rng *rand.Rand) (*gen, error) {
+	switch spec.Family {
+	case "maze":
+		return maze(spec, rng)
+	case "aliased":
+		return aliased(spec, rng)
+	case "dense":
+		return dense(spec, rng)
+	}
+	return nil, fmt.Errorf("genpomdp: unknown family %q (maze, aliased, dense)", spec.Family)
 }
 
 func checkSize(what string, n, lo, hi int) error {
@@ -117,43 +119,10 @@ func maze(spec Spec, rng *rand.Rand) (*gen, error) {
 		return nil, fmt.Errorf("genpomdp: maze %d×%d needs both sides ≥ 2", W, L)
 	}
 	S := W * L
-	open := mazeOpenings(W, L, rng)
-	// The observation is the wall pattern (bit d set: direction d blocked).
-	pat := make([]int, S)
-	code := map[int]int{}
-	for s := range S {
-		for d := range 4 {
-			if !open[s][d] {
-				pat[s] |= 1 << d
-			}
-		}
-		if _, ok := code[pat[s]]; !ok {
-			code[pat[s]] = len(code)
-		}
-	}
+	m := &mazeGrid{W: W, L: L, open: mazeOpenings(W, L, rng)}
+	pat, code := m.wallPatterns()
 	g := &gen{S: S, A: 5, O: len(code), rng: rng, names: []string{"N", "E", "S", "W", "stay"}}
-	dest := func(s, d int) int {
-		if d == 4 || !open[s][d] {
-			return s
-		}
-		x, y := s%W+mazeMoves[d][0], s/W+mazeMoves[d][1]
-		return y*W + x
-	}
-	g.T = make([][][]float64, 5)
-	for a := range 5 {
-		g.T[a] = make([][]float64, S)
-		for s := range S {
-			row := make([]float64, S)
-			row[dest(s, a)] += 1 - spec.Slip
-			if a == 4 {
-				row[s] += spec.Slip
-			} else { // slip to one of the two perpendicular directions
-				row[dest(s, (a+1)%4)] += spec.Slip / 2
-				row[dest(s, (a+3)%4)] += spec.Slip / 2
-			}
-			g.T[a][s] = row
-		}
-	}
+	g.transitions(func(a, s int) []float64 { return m.moveRow(s, a, spec.Slip) })
 	g.E = make([][]float64, S)
 	for s := range S {
 		g.E[s] = make([]float64, g.O)
@@ -162,23 +131,91 @@ func maze(spec Spec, rng *rand.Rand) (*gen, error) {
 	return g, nil
 }
 
+// mazeGrid is a maze of W×L cells (cell s at x = s%W, y = s/W) and, per
+// cell, which of N, E, S, W is open.
+type mazeGrid struct {
+	W, L int
+	open [][4]bool
+}
+
+// wallPatterns returns each cell's wall pattern (bit d set: direction d
+// blocked), the cell's observation, and the dense code of each pattern in
+// order of first appearance.
+func (m *mazeGrid) wallPatterns() (pat []int, code map[int]int) {
+	pat = make([]int, len(m.open))
+	code = map[int]int{}
+	for s := range pat {
+		for d := range 4 {
+			if !m.open[s][d] {
+				pat[s] |= 1 << d
+			}
+		}
+		if _, ok := code[pat[s]]; !ok {
+			code[pat[s]] = len(code)
+		}
+	}
+	return pat, code
+}
+
+// dest is the cell a move in direction d (4: stay) leads to from s: the
+// neighbour through an open side, s itself otherwise.
+func (m *mazeGrid) dest(s, d int) int {
+	if d == 4 || !m.open[s][d] {
+		return s
+	}
+	x, y := s%m.W+mazeMoves[d][0], s/m.W+mazeMoves[d][1]
+	return y*m.W + x
+}
+
+// moveRow is the distribution of the cell after action a from s: the
+// intended move with probability 1−slip, else a slip.
+func (m *mazeGrid) moveRow(s, a int, slip float64) []float64 {
+	row := make([]float64, len(m.open))
+	row[m.dest(s, a)] += 1 - slip
+	if a == 4 {
+		row[s] += slip
+	} else { // slip to one of the two perpendicular directions
+		row[m.dest(s, (a+1)%4)] += slip / 2
+		row[m.dest(s, (a+3)%4)] += slip / 2
+	}
+	return row
+}
+
+// nb is the neighbour of cell s in direction d, if it lies in the grid.
+func (m *mazeGrid) nb(s, d int) (int, bool) {
+	x, y := s%m.W+mazeMoves[d][0], s/m.W+mazeMoves[d][1]
+	if x < 0 || x >= m.W || y < 0 || y >= m.L {
+		return 0, false
+	}
+	return y*m.W + x, true
+}
+
+// link opens the wall between cell s and its neighbour in direction d.
+func (m *mazeGrid) link(s, d int) {
+	t, _ := m.nb(s, d)
+	m.open[s][d], m.open[t][(d+2)%4] = true, true
+}
+
 // mazeOpenings returns, per cell, which of N, E, S, W is open: a random
 // spanning tree of the grid (randomised depth-first search) plus about a
 // fifth of the remaining inner walls removed, so that the maze has loops.
 func mazeOpenings(W, L int, rng *rand.Rand) [][4]bool {
-	S := W * L
-	open := make([][4]bool, S)
-	nb := func(s, d int) (int, bool) {
-		x, y := s%W+mazeMoves[d][0], s/W+mazeMoves[d][1]
-		if x < 0 || x >= W || y < 0 || y >= L {
-			return 0, false
+	m := &mazeGrid{W: W, L: L, open: make([][4]bool, W*L)}
+	m.spanningTree(rng)
+	for s := range m.open {
+		for d := 1; d <= 2; d++ { // E and S: each inner wall once
+			if _, ok := m.nb(s, d); ok && !m.open[s][d] && rng.Float64() < 0.2 {
+				m.link(s, d)
+			}
 		}
-		return y*W + x, true
 	}
-	link := func(s, d int) {
-		t, _ := nb(s, d)
-		open[s][d], open[t][(d+2)%4] = true, true
-	}
+	return m.open
+}
+
+// spanningTree opens the walls of a random spanning tree of the grid, by
+// randomised depth-first search from a random cell.
+func (m *mazeGrid) spanningTree(rng *rand.Rand) {
+	S := len(m.open)
 	seen := make([]bool, S)
 	stack := []int{rng.IntN(S)}
 	seen[stack[0]] = true
@@ -186,7 +223,7 @@ func mazeOpenings(W, L int, rng *rand.Rand) [][4]bool {
 		s := stack[len(stack)-1]
 		var cand []int
 		for d := range 4 {
-			if t, ok := nb(s, d); ok && !seen[t] {
+			if t, ok := m.nb(s, d); ok && !seen[t] {
 				cand = append(cand, d)
 			}
 		}
@@ -195,19 +232,11 @@ func mazeOpenings(W, L int, rng *rand.Rand) [][4]bool {
 			continue
 		}
 		d := cand[rng.IntN(len(cand))]
-		t, _ := nb(s, d)
-		link(s, d)
+		t, _ := m.nb(s, d)
+		m.link(s, d)
 		seen[t] = true
 		stack = append(stack, t)
 	}
-	for s := range S {
-		for d := 1; d <= 2; d++ { // E and S: each inner wall once
-			if _, ok := nb(s, d); ok && !open[s][d] && rng.Float64() < 0.2 {
-				link(s, d)
-			}
-		}
-	}
-	return open
 }
 
 func aliased(spec Spec, rng *rand.Rand) (*gen, error) {
@@ -216,29 +245,30 @@ func aliased(spec Spec, rng *rand.Rand) (*gen, error) {
 		return nil, err
 	}
 	g := &gen{S: S, A: A, O: O, rng: rng}
-	g.T = make([][][]float64, A)
-	for a := range A {
-		g.T[a] = make([][]float64, S)
-		for s := range S {
-			row := make([]float64, S)
-			row[rng.IntN(S)] += 1 - spec.Slip
-			row[rng.IntN(S)] += spec.Slip
-			g.T[a][s] = row
-		}
-	}
-	// Labels: every symbol is used once, the rest drawn at random, so
-	// that S > O states share O symbols.
-	label := rng.Perm(S)
-	g.E = make([][]float64, S)
-	for s := range S {
-		g.E[s] = make([]float64, O)
+	g.transitions(func(a, s int) []float64 {
+		row := make([]float64, S)
+		row[rng.IntN(S)] += 1 - spec.Slip
+		row[rng.IntN(S)] += spec.Slip
+		return row
+	})
+	g.labels()
+	return g, nil
+}
+
+// labels gives each state one of the O symbols as its observation: every
+// symbol is used once, the rest drawn at random, so that S > O states
+// share O symbols.
+func (g *gen) labels() {
+	label := g.rng.Perm(g.S)
+	g.E = make([][]float64, g.S)
+	for s := range g.S {
+		g.E[s] = make([]float64, g.O)
 		l := label[s]
-		if l >= O {
-			l = rng.IntN(O)
+		if l >= g.O {
+			l = g.rng.IntN(g.O)
 		}
 		g.E[s][l] = 1
 	}
-	return g, nil
 }
 
 func dense(spec Spec, rng *rand.Rand) (*gen, error) {
@@ -247,18 +277,24 @@ func dense(spec Spec, rng *rand.Rand) (*gen, error) {
 		return nil, err
 	}
 	g := &gen{S: S, A: A, O: O, rng: rng}
-	g.T = make([][][]float64, A)
-	for a := range A {
-		g.T[a] = make([][]float64, S)
-		for s := range S {
-			g.T[a][s] = peaked(S, rng)
-		}
-	}
+	g.transitions(func(a, s int) []float64 { return peaked(S, rng) })
 	g.E = make([][]float64, S)
 	for s := range S {
 		g.E[s] = peaked(O, rng)
 	}
 	return g, nil
+}
+
+// transitions sets T[a][s] to row(a, s) for every action a and state s,
+// in that order.
+func (g *gen) transitions(row func(a, s int) []float64) {
+	g.T = make([][][]float64, g.A)
+	for a := range g.A {
+		g.T[a] = make([][]float64, g.S)
+		for s := range g.S {
+			g.T[a][s] = row(a, s)
+		}
+	}
 }
 
 func checkSizes(S, A, O int) error {
@@ -323,15 +359,7 @@ func (g *gen) startBelief(n int) {
 // cassandra writes the tables in Cassandra's format.
 func (g *gen) cassandra(spec Spec) string {
 	var b bytes.Buffer
-	fmt.Fprintf(&b, "# generated POMDP: family %s, %d states, %d actions, %d observations, slip %g, observation noise %g, seed %d\n",
-		spec.Family, g.S, g.A, g.O, spec.Slip, spec.ObsNoise, spec.Seed)
-	fmt.Fprintf(&b, "discount: 1.0\nvalues: reward\nstates: %d\n", g.S)
-	if g.names != nil {
-		fmt.Fprintf(&b, "actions: %s\n", strings.Join(g.names, " "))
-	} else {
-		fmt.Fprintf(&b, "actions: %d\n", g.A)
-	}
-	fmt.Fprintf(&b, "observations: %d\nstart: %s\n", g.O, joinFloats(g.start))
+	g.writeHeader(&b, spec)
 	for a := range g.A {
 		fmt.Fprintf(&b, "T: %d\n", a)
 		for _, row := range g.T[a] {
@@ -348,6 +376,20 @@ func (g *gen) cassandra(spec Spec) string {
 		}
 	}
 	return b.String()
+}
+
+// writeHeader writes the comment line naming the spec and the preamble:
+// discount, values, states, actions, observations and start belief.
+func (g *gen) writeHeader(b *bytes.Buffer, spec Spec) {
+	fmt.Fprintf(b, "# generated POMDP: family %s, %d states, %d actions, %d observations, slip %g, observation noise %g, seed %d\n",
+		spec.Family, g.S, g.A, g.O, spec.Slip, spec.ObsNoise, spec.Seed)
+	fmt.Fprintf(b, "discount: 1.0\nvalues: reward\nstates: %d\n", g.S)
+	if g.names != nil {
+		fmt.Fprintf(b, "actions: %s\n", strings.Join(g.names, " "))
+	} else {
+		fmt.Fprintf(b, "actions: %d\n", g.A)
+	}
+	fmt.Fprintf(b, "observations: %d\nstart: %s\n", g.O, joinFloats(g.start))
 }
 
 func joinFloats(p []float64) string {

@@ -84,66 +84,99 @@ const partialTag = ".partial-"
 // Create checks final against the rules of the package and prepares the
 // staging directory. It creates nothing but the hidden staging directory.
 func Create(final string, o Options) (*Dir, error) {
-	if final == "" {
-		return nil, fmt.Errorf("%w: no output directory given", ErrOverlap)
-	}
-	abs, err := resolve(final)
-	if err != nil {
-		return nil, err
-	}
-	if err := checkPlace(final, abs, o.Inputs); err != nil {
+	if err := checkTarget(final, o.Inputs); err != nil {
 		return nil, err
 	}
 	final = filepath.Clean(final)
-	parent := filepath.Dir(final)
 	notes, err := Recover(final)
 	if err != nil {
 		return nil, err
 	}
-	if fi, err := os.Lstat(final); err == nil {
-		if !o.Force {
-			return nil, fmt.Errorf("%w: %s (use --force to replace an earlier output of %s)", ErrExists, final, cmdName(o))
-		}
-		if fi.Mode()&os.ModeSymlink != 0 {
-			return nil, fmt.Errorf("%w: %s is a symbolic link; --force replaces only a directory written by %s, so name the directory itself", ErrExists, final, cmdName(o))
-		}
-		if !fi.IsDir() {
-			return nil, fmt.Errorf("%w: %s is a file, not an earlier output of %s; --force replaces only those", ErrExists, final, cmdName(o))
-		}
-		if err := checkReplaceable(final, o); err != nil {
-			return nil, err
-		}
-	} else if !os.IsNotExist(err) {
+	if err := checkExisting(final, o); err != nil {
 		return nil, err
 	}
-	stageIn := parent
-	for {
-		if fi, err := os.Stat(stageIn); err == nil {
-			if !fi.IsDir() {
-				return nil, fmt.Errorf("%w: %s is a file, so %s cannot be a directory", ErrExists, stageIn, final)
-			}
-			break
-		}
-		up := filepath.Dir(stageIn)
-		if up == stageIn {
-			break
-		}
-		stageIn = up
+	stageIn, more, err := stagingDir(final)
+	if err != nil {
+		return nil, err
 	}
-	if stageIn != parent {
-		// Staging directories of killed runs into the same missing
-		// parent lie here.
-		more, err := Recover(filepath.Join(stageIn, filepath.Base(final)))
-		if err != nil {
-			return nil, err
-		}
-		notes = append(notes, more...)
-	}
+	notes = append(notes, more...)
 	tmp := filepath.Join(stageIn, fmt.Sprintf(".%s%sp%d-%d", filepath.Base(final), partialTag, os.Getpid(), rand.Uint32()))
 	if err := os.Mkdir(tmp, 0o700); err != nil {
 		return nil, err
 	}
 	return &Dir{Final: final, Tmp: tmp, Notes: notes, force: o.Force, opts: o}, nil
+}
+
+// checkTarget refuses an empty output directory name and a final that
+// breaks the rules on its place (checkPlace).
+func checkTarget(final string, inputs []string) error {
+	if final == "" {
+		return fmt.Errorf("%w: no output directory given", ErrOverlap)
+	}
+	abs, err := resolve(final)
+	if err != nil {
+		return err
+	}
+	return checkPlace(final, abs, inputs)
+}
+
+// checkExisting refuses an existing final unless o.Force is set and final
+// is a directory that is an earlier output of the command.
+func checkExisting(final string, o Options) error {
+	fi, err := os.Lstat(final)
+	if err != nil {
+		if os.IsNotExist(err) {
+			return nil
+		}
+		return err
+	}
+	if !o.Force {
+		return fmt.Errorf("%w: %s (use --force to replace an earlier output of %s)", ErrExists, final, cmdName(o))
+	}
+	if fi.Mode()&os.ModeSymlink != 0 {
+		return fmt.Errorf("%w: %s is a symbolic link; --force replaces only a directory written by %s, so name the directory itself", ErrExists, final, cmdName(o))
+	}
+	if !fi.IsDir() {
+		return fmt.Errorf("%w: %s is a file, not an earlier output of %s; --force replaces only those", ErrExists, final, cmdName(o))
+	}
+	return checkReplaceable(final, o)
+}
+
+// stagingDir is where final is staged: its parent or, while the parent
+// does not exist, its nearest existing ancestor, where it also repairs
+// what killed runs left; it returns the sentences of those repairs.
+func stagingDir(final string) (string, []string, error) {
+	parent := filepath.Dir(final)
+	stageIn, err := nearestExisting(parent, final)
+	if err != nil || stageIn == parent {
+		return stageIn, nil, err
+	}
+	// Staging directories of killed runs into the same missing
+	// parent lie here.
+	notes, err := Recover(filepath.Join(stageIn, filepath.Base(final)))
+	if err != nil {
+		return "", nil, err
+	}
+	return stageIn, notes, nil
+}
+
+// nearestExisting is dir or its nearest existing ancestor (the root when
+// none exists); it fails when that is a file, where the directory final
+// cannot be made.
+func nearestExisting(dir, final string) (string, error) {
+	for {
+		if fi, err := os.Stat(dir); err == nil {
+			if !fi.IsDir() {
+				return "", fmt.Errorf("%w: %s is a file, so %s cannot be a directory", ErrExists, dir, final)
+			}
+			return dir, nil
+		}
+		up := filepath.Dir(dir)
+		if up == dir {
+			return dir, nil
+		}
+		dir = up
+	}
 }
 
 func cmdName(o Options) string {
@@ -223,17 +256,7 @@ func checkReplaceable(dir string, o Options) error {
 	if err != nil {
 		return err
 	}
-	var foreign []string
-	marker := false
-	for _, e := range entries {
-		name := e.Name()
-		if name == o.Marker && e.Type().IsRegular() {
-			marker = true
-		}
-		if !e.Type().IsRegular() || !known(name, o.Known) {
-			foreign = append(foreign, name)
-		}
-	}
+	foreign, marker := scanEntries(entries, o)
 	if !marker || o.Marker == "" {
 		what := "it is empty"
 		if len(entries) > 0 {
@@ -247,6 +270,22 @@ func checkReplaceable(dir string, o Options) error {
 			ErrExists, dir, list(foreign), cmdName(o))
 	}
 	return nil
+}
+
+// scanEntries lists the entries of a directory that the command does not
+// write (not regular files, or matching none of o.Known) and reports
+// whether o.Marker is among them as a regular file.
+func scanEntries(entries []os.DirEntry, o Options) (foreign []string, marker bool) {
+	for _, e := range entries {
+		name := e.Name()
+		if name == o.Marker && e.Type().IsRegular() {
+			marker = true
+		}
+		if !e.Type().IsRegular() || !known(name, o.Known) {
+			foreign = append(foreign, name)
+		}
+	}
+	return foreign, marker
 }
 
 func known(name string, patterns []string) bool {
@@ -287,32 +326,11 @@ func (o *Dir) Commit() error {
 	}
 	parent := filepath.Dir(o.Final)
 	if filepath.Dir(o.Tmp) != parent {
-		// Staged in an ancestor: make the parent now, then move.
-		made, err := mkdirAll(parent)
-		if err != nil {
-			return err
-		}
-		if err := os.Rename(o.Tmp, o.Final); err != nil {
-			for i := len(made) - 1; i >= 0; i-- {
-				_ = os.Remove(made[i])
-			}
-			return err
-		}
-		return nil
+		return o.commitMakingParent(parent)
 	}
-	var old string
-	if _, err := os.Lstat(o.Final); err == nil {
-		if !o.force {
-			return fmt.Errorf("%w: %s appeared during the run", ErrExists, o.Final)
-		}
-		// Checked again: files may have been added during the run.
-		if err := checkReplaceable(o.Final, o.opts); err != nil {
-			return err
-		}
-		old = o.Tmp + ".old"
-		if err := os.Rename(o.Final, old); err != nil {
-			return err
-		}
+	old, err := o.moveAside()
+	if err != nil {
+		return err
 	}
 	if err := os.Rename(o.Tmp, o.Final); err != nil {
 		if old != "" {
@@ -324,6 +342,42 @@ func (o *Dir) Commit() error {
 		return os.RemoveAll(old)
 	}
 	return nil
+}
+
+// commitMakingParent commits a directory staged in an ancestor: it makes
+// the parent now, then moves, removing the directories it made when the
+// move fails.
+func (o *Dir) commitMakingParent(parent string) error {
+	made, err := mkdirAll(parent)
+	if err != nil {
+		return err
+	}
+	if err := os.Rename(o.Tmp, o.Final); err != nil {
+		removeMade(made)
+		return err
+	}
+	return nil
+}
+
+// moveAside moves an existing final directory to Tmp+".old" and returns
+// that path ("" when there is no final directory), once it is checked to
+// be replaceable.
+func (o *Dir) moveAside() (old string, err error) {
+	if _, err := os.Lstat(o.Final); err != nil {
+		return "", nil
+	}
+	if !o.force {
+		return "", fmt.Errorf("%w: %s appeared during the run", ErrExists, o.Final)
+	}
+	// Checked again: files may have been added during the run.
+	if err := checkReplaceable(o.Final, o.opts); err != nil {
+		return "", err
+	}
+	old = o.Tmp + ".old"
+	if err := os.Rename(o.Final, old); err != nil {
+		return "", err
+	}
+	return old, nil
 }
 
 // mkdirAll makes dir and its missing parents and returns the directories
@@ -344,14 +398,19 @@ func mkdirAll(dir string) ([]string, error) {
 	var made []string
 	for i := len(missing) - 1; i >= 0; i-- {
 		if err := os.Mkdir(missing[i], 0o755); err != nil && !os.IsExist(err) {
-			for j := len(made) - 1; j >= 0; j-- {
-				_ = os.Remove(made[j])
-			}
+			removeMade(made)
 			return nil, err
 		}
 		made = append(made, missing[i])
 	}
 	return made, nil
+}
+
+// removeMade removes the directories mkdirAll made, innermost first.
+func removeMade(made []string) {
+	for i := len(made) - 1; i >= 0; i-- {
+		_ = os.Remove(made[i])
+	}
 }
 
 // Abort removes the staged directory; the final one is left as it was.
@@ -380,10 +439,26 @@ func Recover(final string) ([]string, error) {
 		}
 		return nil, err
 	}
-	type leftovers struct {
-		staged map[string]bool
-		olds   []string
+	byName := collectLeftovers(entries)
+	var notes []string
+	for _, name := range sortedKeysOf(byName) {
+		if notes, err = byName[name].repair(parent, name, notes); err != nil {
+			return notes, err
+		}
 	}
+	return notes, nil
+}
+
+// leftovers are what killed runs left for one output name: staging
+// directories (staged) and moved-aside earlier outputs (olds, .old).
+type leftovers struct {
+	staged map[string]bool
+	olds   []string
+}
+
+// collectLeftovers groups by output name the staging directories among
+// entries whose process no longer runs.
+func collectLeftovers(entries []os.DirEntry) map[string]*leftovers {
 	byName := map[string]*leftovers{}
 	for _, e := range entries {
 		n := e.Name()
@@ -405,38 +480,52 @@ func Recover(final string) ([]string, error) {
 			l.staged[n] = true
 		}
 	}
-	var notes []string
-	for _, name := range sortedKeysOf(byName) {
-		l := byName[name]
-		target := filepath.Join(parent, name)
-		for _, old := range l.olds {
-			oldPath := filepath.Join(parent, old)
-			stage := strings.TrimSuffix(old, ".old")
-			_, targetErr := os.Lstat(target)
-			switch {
-			case l.staged[stage] && os.IsNotExist(targetErr):
-				if err := os.Rename(oldPath, target); err != nil {
-					return notes, fmt.Errorf("restoring %s from %s: %w", target, oldPath, err)
-				}
-				notes = append(notes, fmt.Sprintf("restored %s from %s, left by a --force run killed while replacing it", target, old))
-			case l.staged[stage]:
-				notes = append(notes, fmt.Sprintf("left %s alone: a --force run was killed while replacing %s, and %s exists again; it holds the previous output", oldPath, target, target))
-				delete(l.staged, stage)
-			default:
-				if err := os.RemoveAll(oldPath); err != nil {
-					return notes, err
-				}
-				notes = append(notes, fmt.Sprintf("removed %s, the replaced output a --force run was killed while deleting", oldPath))
-			}
+	return byName
+}
+
+// repair repairs the leftovers of output name in parent (see Recover),
+// appending one sentence per repair to notes.
+func (l *leftovers) repair(parent, name string, notes []string) ([]string, error) {
+	target := filepath.Join(parent, name)
+	for _, old := range l.olds {
+		note, err := l.repairOld(parent, target, old)
+		if err != nil {
+			return notes, err
 		}
-		for _, n := range sortedKeysOf(l.staged) {
-			if err := os.RemoveAll(filepath.Join(parent, n)); err != nil {
-				return notes, err
-			}
-			notes = append(notes, fmt.Sprintf("removed %s, the unfinished output of a killed run", filepath.Join(parent, n)))
+		notes = append(notes, note)
+	}
+	for _, n := range sortedKeysOf(l.staged) {
+		if err := os.RemoveAll(filepath.Join(parent, n)); err != nil {
+			return notes, err
 		}
+		notes = append(notes, fmt.Sprintf("removed %s, the unfinished output of a killed run", filepath.Join(parent, n)))
 	}
 	return notes, nil
+}
+
+// repairOld puts the moved-aside output old back at target when its
+// replace was killed between the two renames, leaves it alone (and its
+// staging directory too) when target exists again, and otherwise removes
+// it. It returns the sentence saying so.
+func (l *leftovers) repairOld(parent, target, old string) (string, error) {
+	oldPath := filepath.Join(parent, old)
+	stage := strings.TrimSuffix(old, ".old")
+	_, targetErr := os.Lstat(target)
+	switch {
+	case l.staged[stage] && os.IsNotExist(targetErr):
+		if err := os.Rename(oldPath, target); err != nil {
+			return "", fmt.Errorf("restoring %s from %s: %w", target, oldPath, err)
+		}
+		return fmt.Sprintf("restored %s from %s, left by a --force run killed while replacing it", target, old), nil
+	case l.staged[stage]:
+		delete(l.staged, stage)
+		return fmt.Sprintf("left %s alone: a --force run was killed while replacing %s, and %s exists again; it holds the previous output", oldPath, target, target), nil
+	default:
+		if err := os.RemoveAll(oldPath); err != nil {
+			return "", err
+		}
+		return fmt.Sprintf("removed %s, the replaced output a --force run was killed while deleting", oldPath), nil
+	}
 }
 
 // parseStage splits a staging directory's name .NAME.partial-pPID-RAND

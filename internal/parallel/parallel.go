@@ -69,59 +69,36 @@ func ForWith[S any](ctx context.Context, n, workers int, newState func() S, fn f
 	})
 }
 
+// loopState is what the goroutines of one loop share: the next index to
+// hand out, whether to stop, and the smallest failing index with its
+// error.
+type loopState struct {
+	ctx     context.Context
+	n       int
+	mk      func() func(int) error
+	next    atomic.Int64
+	stop    atomic.Bool
+	mu      sync.Mutex
+	errIdx  int
+	failure error
+}
+
 // loop runs the goroutines; each calls mk once for its body.
 func loop(ctx context.Context, n, workers int, mk func() func(int) error) error {
 	if n <= 0 {
 		return ctx.Err()
 	}
 	w := min(Workers(workers), n)
-	var (
-		next    atomic.Int64
-		stop    atomic.Bool
-		mu      sync.Mutex
-		errIdx  = n
-		failure error
-	)
-	fail := func(i int, err error) {
-		stop.Store(true)
-		mu.Lock()
-		if i < errIdx {
-			errIdx, failure = i, err
-		}
-		mu.Unlock()
-	}
-	run := func() {
-		var fn func(int) error
-		body := func(i int) error {
-			if fn == nil {
-				fn = mk()
-			}
-			return fn(i)
-		}
-		for !stop.Load() {
-			i := int(next.Add(1) - 1)
-			if i >= n {
-				return
-			}
-			if err := ctx.Err(); err != nil {
-				fail(i, err)
-				return
-			}
-			if err := call(body, i); err != nil {
-				fail(i, err)
-				return
-			}
-		}
-	}
+	s := &loopState{ctx: ctx, n: n, mk: mk, errIdx: n}
 	if w == 1 {
-		run()
+		s.run()
 	} else {
 		var wg sync.WaitGroup
 		for range w {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				run()
+				s.run()
 			}()
 		}
 		wg.Wait()
@@ -129,7 +106,45 @@ func loop(ctx context.Context, n, workers int, mk func() func(int) error) error 
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	return failure
+	return s.failure
+}
+
+// fail stops the loop after index i failed with err, keeping the error of
+// the smallest failing index.
+func (s *loopState) fail(i int, err error) {
+	s.stop.Store(true)
+	s.mu.Lock()
+	if i < s.errIdx {
+		s.errIdx, s.failure = i, err
+	}
+	s.mu.Unlock()
+}
+
+// run is the work of one goroutine: it takes the next index until none is
+// left, the loop stops, ctx is cancelled or an index fails. It calls mk
+// for its body before its first index.
+func (s *loopState) run() {
+	var fn func(int) error
+	body := func(i int) error {
+		if fn == nil {
+			fn = s.mk()
+		}
+		return fn(i)
+	}
+	for !s.stop.Load() {
+		i := int(s.next.Add(1) - 1)
+		if i >= s.n {
+			return
+		}
+		if err := s.ctx.Err(); err != nil {
+			s.fail(i, err)
+			return
+		}
+		if err := call(body, i); err != nil {
+			s.fail(i, err)
+			return
+		}
+	}
 }
 
 // call runs fn(i), turning a panic into a *PanicError.

@@ -56,35 +56,19 @@ func Columns(path string, names []string, each func(first int64, vals [][]parque
 		return err
 	}
 	defer fh.Close()
-	st, err := fh.Stat()
+	f, err := openParquet(path, fh)
 	if err != nil {
 		return err
 	}
-	f, err := parquet.OpenFile(fh, st.Size())
+	idx, err := columnIndexes(path, f, names)
 	if err != nil {
-		return fmt.Errorf("%s: not a readable Parquet file: %v", path, err)
-	}
-	idx := make([]int, len(names))
-	for i, name := range names {
-		leaf, ok := f.Schema().Lookup(name)
-		if !ok {
-			return &MissingColumnError{Path: path, Name: name}
-		}
-		idx[i] = leaf.ColumnIndex
+		return err
 	}
 	row := int64(0)
 	for _, rg := range f.RowGroups() {
-		chunks := rg.ColumnChunks()
-		vals := make([][]parquet.Value, len(idx))
-		for i, c := range idx {
-			v, err := Read(chunks[c])
-			if err != nil {
-				return fmt.Errorf("%s: column %q: %v", path, names[i], err)
-			}
-			if int64(len(v)) != rg.NumRows() {
-				return fmt.Errorf("%s: column %q holds %d values for %d rows", path, names[i], len(v), rg.NumRows())
-			}
-			vals[i] = v
+		vals, err := readColumns(path, rg, idx, names)
+		if err != nil {
+			return err
 		}
 		if err := each(row, vals); err != nil {
 			return err
@@ -92,6 +76,51 @@ func Columns(path string, names []string, each func(first int64, vals [][]parque
 		row += rg.NumRows()
 	}
 	return nil
+}
+
+// openParquet opens the Parquet file fh, found at path.
+func openParquet(path string, fh *os.File) (*parquet.File, error) {
+	st, err := fh.Stat()
+	if err != nil {
+		return nil, err
+	}
+	f, err := parquet.OpenFile(fh, st.Size())
+	if err != nil {
+		return nil, fmt.Errorf("%s: not a readable Parquet file: %v", path, err)
+	}
+	return f, nil
+}
+
+// columnIndexes returns the leaf column index of each of the named
+// columns of f, or a *MissingColumnError.
+func columnIndexes(path string, f *parquet.File, names []string) ([]int, error) {
+	idx := make([]int, len(names))
+	for i, name := range names {
+		leaf, ok := f.Schema().Lookup(name)
+		if !ok {
+			return nil, &MissingColumnError{Path: path, Name: name}
+		}
+		idx[i] = leaf.ColumnIndex
+	}
+	return idx, nil
+}
+
+// readColumns returns the values of the columns idx (named names) of one
+// row group, checking that each holds one value per row.
+func readColumns(path string, rg parquet.RowGroup, idx []int, names []string) ([][]parquet.Value, error) {
+	chunks := rg.ColumnChunks()
+	vals := make([][]parquet.Value, len(idx))
+	for i, c := range idx {
+		v, err := Read(chunks[c])
+		if err != nil {
+			return nil, fmt.Errorf("%s: column %q: %v", path, names[i], err)
+		}
+		if int64(len(v)) != rg.NumRows() {
+			return nil, fmt.Errorf("%s: column %q holds %d values for %d rows", path, names[i], len(v), rg.NumRows())
+		}
+		vals[i] = v
+	}
+	return vals, nil
 }
 
 // Symbol renders a categorical value as ingest does: integers in
