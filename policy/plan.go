@@ -278,11 +278,25 @@ func newSearchPlanner(m *estimate.Model, bonus *pessimism.Bonus) (*planner, erro
 // applyOptions checks opts' planner and objective and sets the
 // objective; the bonus objective is planned exactly only.
 func (p *planner) applyOptions(opts PlanOptions, st *PlanStats, budget int64) error {
+	if err := checkPlanner(opts); err != nil {
+		return err
+	}
+	return p.setObjective(opts, st, budget)
+}
+
+// checkPlanner checks that opts names a planner (or none).
+func checkPlanner(opts PlanOptions) error {
 	switch opts.Planner {
 	case "", PlannerAuto, PlannerExact, PlannerBelief:
 	default:
 		return fmt.Errorf("%w: planner %q (want %q, %q or %q)", ErrOptions, opts.Planner, PlannerExact, PlannerBelief, PlannerAuto)
 	}
+	return nil
+}
+
+// setObjective checks opts' objective and sets it; the bonus objective
+// is planned exactly only.
+func (p *planner) setObjective(opts PlanOptions, st *PlanStats, budget int64) error {
 	switch opts.Objective {
 	case "", ObjectiveLCB:
 	case ObjectiveBonus:
@@ -320,17 +334,25 @@ func exactPlan(ctx context.Context, m *estimate.Model, bonus *pessimism.Bonus, o
 			return nil, nil, err
 		}
 	}
-	proto.collectTasks(ctx)
-	results, err := proto.searchTasks(ctx, proto.tasks, workers)
+	v, results, err := proto.searchFrontier(ctx, workers)
 	if err != nil {
-		return nil, nil, err
-	}
-	v := proto.searchAbove(ctx, results)
-	if err := ctx.Err(); err != nil {
 		return nil, nil, err
 	}
 	proto.setStats(st, v, results)
 	return proto.toPolicy(), st, nil
+}
+
+// searchFrontier collects the frontier subtrees, searches them with
+// workers workers and the levels above them with their results; it
+// returns the root values and the subtrees' results.
+func (p *planner) searchFrontier(ctx context.Context, workers int) (val, []taskResult, error) {
+	p.collectTasks(ctx)
+	results, err := p.searchTasks(ctx, p.tasks, workers)
+	if err != nil {
+		return val{}, nil, err
+	}
+	v := p.searchAbove(ctx, results)
+	return v, results, ctx.Err()
 }
 
 // exactPlanner names the exact planner: its pruned search past the
@@ -447,6 +469,15 @@ func checkPlan(m *estimate.Model, bonus *pessimism.Bonus) error {
 	if bonus.Horizon != m.Horizon || len(bonus.Dims) != m.Horizon {
 		return fmt.Errorf("%w: bonus for horizon %d, model horizon %d", ErrModel, bonus.Horizon, m.Horizon)
 	}
+	if err := checkModelSizes(m); err != nil {
+		return err
+	}
+	return checkFeatureDims(m, bonus)
+}
+
+// checkModelSizes checks the model's sizes, its vocabularies' lengths
+// and the symbol limit.
+func checkModelSizes(m *estimate.Model) error {
 	if m.Horizon <= 0 || m.States <= 0 || m.NumObs <= 0 || m.NumActions <= 0 {
 		return fmt.Errorf("%w: sizes S=%d O=%d A=%d H=%d", ErrModel, m.States, m.NumObs, m.NumActions, m.Horizon)
 	}
@@ -456,7 +487,7 @@ func checkPlan(m *estimate.Model, bonus *pessimism.Bonus) error {
 	if m.NumObs > ingest.MaxSymbols || m.NumActions > ingest.MaxSymbols {
 		return fmt.Errorf("%w: more than %d observations or actions", ErrModel, ingest.MaxSymbols)
 	}
-	return checkFeatureDims(m, bonus)
+	return nil
 }
 
 // checkFeatureDims checks that bonus has the model's feature dimension
@@ -565,11 +596,8 @@ type epsSearch struct {
 // halveEps counts the next threshold of searchEpsilon and keeps it when
 // it fits the budget; it reports whether the search is over.
 func (p *planner) halveEps(ctx context.Context, pool []*planner, budget int64, es *epsSearch) (bool, error) {
-	k, fits := halvings(es.c, es.cPrev, es.kLast, budget)
-	if !fits {
-		return true, nil // one more halving is predicted not to fit
-	}
-	if k = min(max(k, 1), es.kFail-1, 40); k < 1 {
+	k, ok := es.nextHalvings(budget)
+	if !ok {
 		return true, nil
 	}
 	try := math.Ldexp(es.eps, -k)
@@ -581,9 +609,28 @@ func (p *planner) halveEps(ctx context.Context, pool []*planner, budget int64, e
 		es.kFail = k
 		return false, err
 	}
+	es.keep(c2, try, k)
+	return full2, nil
+}
+
+// nextHalvings is the number of halvings of ε for the next count
+// (halvings, at least 1, below the fewest found not to fit and at most
+// 40); it is false when the search is over.
+func (es *epsSearch) nextHalvings(budget int64) (int, bool) {
+	k, fits := halvings(es.c, es.cPrev, es.kLast, budget)
+	if !fits {
+		return 0, false // one more halving is predicted not to fit
+	}
+	if k = min(max(k, 1), es.kFail-1, 40); k < 1 {
+		return 0, false
+	}
+	return k, true
+}
+
+// keep keeps the threshold try, k halvings below the last, of count c2.
+func (es *epsSearch) keep(c2, try float64, k int) {
 	es.cPrev, es.c, es.eps, es.kLast = es.c, c2, try, k
 	es.kFail -= k
-	return full2, nil
 }
 
 // countPool returns one counting planner per worker (at least one).

@@ -274,11 +274,7 @@ func (p *planner) solve(h, o int, cond, sum, path float64) val {
 	if p.frontier == h {
 		return p.solveFrontier(h, o, cond, sum, path)
 	}
-	p.nodes++
-	if p.nodes&0xffff == 0 && p.ctx.Err() != nil {
-		p.stop = true
-	}
-	if p.stop {
+	if !p.countVisit() {
 		return val{}
 	}
 	start := len(p.arena)
@@ -289,6 +285,16 @@ func (p *planner) solve(h, o int, cond, sum, path float64) val {
 	bestV, bestA, bestFb := p.bestAction(start, h, o, sum, path)
 	p.arena[start] = rec{obs: int32(o), act: int32(bestA), size: int32(len(p.arena) - start), fb: bestFb, cond: cond, vr: bestV.r, vb: bestV.b}
 	return bestV
+}
+
+// countVisit counts a node of the search (checking the context every
+// 65536 nodes) and reports whether the search goes on.
+func (p *planner) countVisit() bool {
+	p.nodes++
+	if p.nodes&0xffff == 0 && p.ctx.Err() != nil {
+		p.stop = true
+	}
+	return !p.stop
 }
 
 // bestAction searches every allowed action of the node whose record is
@@ -375,18 +381,31 @@ func (p *planner) solveAction(h, o, a int, sum, path float64) (val, int32) {
 	r := (m.ExpectedReward(h, b, a) - p.shift) * p.scale
 	m.Predict(h, b, a, s.pred)
 	n := p.startAction(&s, sum)
+	p.searchChildren(&s, n)
+	fb := p.actionFallback(&s)
+	s.v.r += r
+	return s.v, fb
+}
+
+// searchChildren adds the action's first n children to its value and
+// prices a wide node's pruned set.
+func (p *planner) searchChildren(s *actionSearch, n int) {
 	for i := 0; i < n; i++ {
-		p.searchChild(&s, i)
+		p.searchChild(s, i)
 	}
 	if s.setMass > 0 {
-		p.priceSet(&s)
+		p.priceSet(s)
 	}
+}
+
+// actionFallback is the action's fallback action: the best stand-in
+// when a child was pruned, −1 otherwise.
+func (p *planner) actionFallback(s *actionSearch) int32 {
 	fb := int32(-1)
 	if s.pruned {
 		fb = int32(p.bestFallback(s.acts, s.acc, &s.v))
 	}
-	s.v.r += r
-	return s.v, fb
+	return fb
 }
 
 // actionSearch is the search of one action a at a node (τ_{h−1}, o_h):
@@ -473,6 +492,14 @@ func (p *planner) searchChild(s *actionSearch, i int) {
 		p.pruneChild(s, o2, po)
 		return
 	}
+	p.searchBelow(s, o2, po)
+}
+
+// searchBelow adds the child o2 of probability po, reached, to the
+// action's value: a step-H leaf with its best last action, any other
+// through the search below it.
+func (p *planner) searchBelow(s *actionSearch, o2 int, po float64) {
+	h, a := s.h, s.a
 	next := p.bel[h+1]
 	p.m.Correct(h, s.pred, a, o2, next)
 	if s.leaf {
@@ -487,21 +514,33 @@ func (p *planner) searchChild(s *actionSearch, i int) {
 // enumeration (priceSet), otherwise through its own stand-in.
 func (p *planner) pruneChild(s *actionSearch, o2 int, po float64) {
 	if !s.pruned {
-		s.pruned = true
-		clear(s.acc)
-		clear(s.setU)
-		s.setMass = 0
+		s.startPruned()
 	}
 	if s.wide {
 		// Priced with the others at once below.
-		p.m.Correct(s.h, s.pred, s.a, o2, p.cbel)
-		for j, x := range p.cbel {
-			s.setU[j] += po * x
-		}
-		s.setMass += po
+		p.addToSet(s, o2, po)
 		return
 	}
 	p.standIn(s.h, s.a, s.acts, s.pred, o2, po, s.s2, s.acc)
+}
+
+// startPruned marks the action's node as having a pruned child and
+// clears the pruned sums.
+func (s *actionSearch) startPruned() {
+	s.pruned = true
+	clear(s.acc)
+	clear(s.setU)
+	s.setMass = 0
+}
+
+// addToSet adds the pruned child o2 of probability po to the set of a
+// wide node's pruned children: its belief mass and its probability.
+func (p *planner) addToSet(s *actionSearch, o2 int, po float64) {
+	p.m.Correct(s.h, s.pred, s.a, o2, p.cbel)
+	for j, x := range p.cbel {
+		s.setU[j] += po * x
+	}
+	s.setMass += po
 }
 
 // priceSet prices the pruned children of a wide node as one set: its
@@ -582,18 +621,26 @@ func (p *planner) addNode(pol *Policy, it policyItem, queue []policyItem, weight
 	reach := it.reach * r.cond
 	// Fallback: the reach-weighted majority action of the children.
 	queue, any := p.queueChildren(it.i, id, reach, weights, queue)
-	fb := int(r.act)
-	if r.fb >= 0 {
-		fb = int(r.fb)
-	} else if any {
-		fb = argmaxAbove(weights, -1, 0)
-	}
+	fb := nodeFallback(r, any, weights)
 	pol.Nodes = append(pol.Nodes, Node{
 		ID: id, Parent: it.parent, Step: int32(p.depthOf(it.parent, pol)),
 		Obs: p.m.ObsVocab[r.obs], Action: p.m.ActVocab[r.act], Fallback: p.m.ActVocab[fb],
 		ReachProb: reach, ValueReward: r.vr, ValueBonus: r.vb, ValueLCB: r.vr - r.vb,
 	})
 	return queue
+}
+
+// nodeFallback is the fallback action of the node of record r: the
+// record's when a child was pruned, else the reach-weighted majority
+// action of its children (weights; any: it has some), else its own.
+func nodeFallback(r rec, any bool, weights []float64) int {
+	if r.fb >= 0 {
+		return int(r.fb)
+	}
+	if any {
+		return argmaxAbove(weights, -1, 0)
+	}
+	return int(r.act)
 }
 
 // queueChildren appends the children of record i (node id, reach
