@@ -374,13 +374,19 @@ func controllerPlanner(t arrowio.Table, m *estimate.Model, bad func(string, ...a
 		return nil, nil, err
 	}
 	bp := &beliefPlanner{planner: filterPlanner(m), kappa: kappa, tab: filterTables(m), gamma: make([][2]alphaSet, m.Horizon+2)}
-	if err := rows.fill(bp, bad); err != nil {
-		return nil, nil, err
-	}
-	if err := checkController(bp, bad); err != nil {
+	if err := rows.fillChecked(bp, bad); err != nil {
 		return nil, nil, err
 	}
 	return bp, look, nil
+}
+
+// fillChecked fills the planner's tables and α-sets from the rows and
+// checks the controller they make.
+func (r *controllerRows) fillChecked(bp *beliefPlanner, bad func(string, ...any) error) error {
+	if err := r.fill(bp, bad); err != nil {
+		return err
+	}
+	return checkController(bp, bad)
 }
 
 // controllerMeta checks controller.arrow's metadata against the model and

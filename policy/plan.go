@@ -202,6 +202,19 @@ func Plan(ctx context.Context, m *estimate.Model, bonus *pessimism.Bonus, opts P
 		return nil, nil, err
 	}
 	workers := parallel.Workers(opts.Workers)
+	proto, st, err := setUpPlan(m, bonus, opts, budget)
+	if err != nil {
+		return nil, nil, err
+	}
+	if wantsBelief(m, opts, st) {
+		return planBelief(ctx, m, bonus, opts, workers, st)
+	}
+	return exactPlan(ctx, m, bonus, opts, proto, budget, workers, st)
+}
+
+// setUpPlan returns the tree search's planner of m, with opts' objective
+// set, and the plan's stats.
+func setUpPlan(m *estimate.Model, bonus *pessimism.Bonus, opts PlanOptions, budget int64) (*planner, *PlanStats, error) {
 	proto, err := newSearchPlanner(m, bonus)
 	if err != nil {
 		return nil, nil, err
@@ -210,10 +223,7 @@ func Plan(ctx context.Context, m *estimate.Model, bonus *pessimism.Bonus, opts P
 	if err := proto.applyOptions(opts, st, budget); err != nil {
 		return nil, nil, err
 	}
-	if wantsBelief(m, opts, st) {
-		return planBelief(ctx, m, bonus, opts, workers, st)
-	}
-	return exactPlan(ctx, m, bonus, opts, proto, budget, workers, st)
+	return proto, st, nil
 }
 
 // checkPlanInputs checks the model, the bonus and its α, and returns
@@ -573,16 +583,22 @@ func (p *planner) searchEpsilon(ctx context.Context, budget int64, workers int) 
 		return eps, err
 	}
 	es := &epsSearch{c: c, eps: eps, kFail: 64}
-	for iter := 0; iter < 64; iter++ {
-		done, err := p.halveEps(ctx, pool, budget, es)
-		if err != nil {
-			return 0, err
-		}
-		if done {
-			break
-		}
+	if err := p.lowerEps(ctx, pool, budget, es); err != nil {
+		return 0, err
 	}
 	return es.eps, nil
+}
+
+// lowerEps halves the threshold of es while the counts fit the budget
+// (halveEps), 64 times at most.
+func (p *planner) lowerEps(ctx context.Context, pool []*planner, budget int64, es *epsSearch) error {
+	for iter := 0; iter < 64; iter++ {
+		done, err := p.halveEps(ctx, pool, budget, es)
+		if err != nil || done {
+			return err
+		}
+	}
+	return nil
 }
 
 // epsSearch is searchEpsilon's state: the threshold verified so far, its
@@ -695,10 +711,7 @@ func (p *planner) countTasks(ctx context.Context, pool []*planner, eps float64, 
 	var mu sync.Mutex
 	members := chanOf(pool)
 	err := parallel.ForWith(ctx, len(p.tasks), len(pool), func() *planner {
-		w := <-members
-		w.ctx, w.eps, w.stop, w.pruned = ctx, eps, false, false
-		w.total, w.limit = total, limit
-		return w
+		return (<-members).startCount(ctx, eps, limit, total)
 	}, func(w *planner, i int) error {
 		w.countTask(&p.tasks[i])
 		if w.pruned {
@@ -709,6 +722,14 @@ func (p *planner) countTasks(ctx context.Context, pool []*planner, eps float64, 
 		return nil
 	})
 	return pruned, err
+}
+
+// startCount readies the pool member p for a count with threshold eps
+// that stops once the shared total passes limit.
+func (p *planner) startCount(ctx context.Context, eps float64, limit int64, total *atomic.Int64) *planner {
+	p.ctx, p.eps, p.stop, p.pruned = ctx, eps, false, false
+	p.total, p.limit = total, limit
+	return p
 }
 
 // chanOf returns a channel holding the elements of xs, in order.
@@ -743,10 +764,7 @@ func (p *planner) flush() {
 // count visits the node (τ_{h−1}, o_h) (belief in p.bel[h]) and its
 // descendants of path probability ≥ p.eps, as solve does, counting them.
 func (p *planner) count(h, o int, path float64) {
-	p.nodes++
-	if p.nodes >= 1<<12 {
-		p.flush()
-	}
+	p.countNode()
 	if p.stop || h == p.H {
 		return
 	}
@@ -756,6 +774,21 @@ func (p *planner) count(h, o int, path float64) {
 		p.pruned = true
 		return
 	}
+	p.countActions(h, o, path)
+}
+
+// countNode counts a node, flushing the count to the shared total every
+// 4096 nodes.
+func (p *planner) countNode() {
+	p.nodes++
+	if p.nodes >= 1<<12 {
+		p.flush()
+	}
+}
+
+// countActions counts the children of the node (τ_{h−1}, o_h) after
+// each allowed action, until the count stops.
+func (p *planner) countActions(h, o int, path float64) {
 	for _, a := range p.allowed[o] {
 		if !p.countAction(h, a, path) {
 			return
@@ -792,11 +825,18 @@ func (p *planner) countChild(h, a, i int, path float64) bool {
 		p.pruned = true
 		return true
 	}
+	return p.countBelow(h, a, o2, path*po)
+}
+
+// countBelow counts the child o2 (path probability path) of the node
+// after action a and its descendants; it reports false when the count
+// has stopped.
+func (p *planner) countBelow(h, a, o2 int, path float64) bool {
 	if h+1 == p.H {
 		p.nodes++
 		return true
 	}
-	p.m.Correct(h, pred, a, o2, p.bel[h+1])
-	p.count(h+1, o2, path*po)
+	p.m.Correct(h, p.pred[h], a, o2, p.bel[h+1])
+	p.count(h+1, o2, path)
 	return !p.stop
 }

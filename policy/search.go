@@ -728,20 +728,30 @@ func newFallbackTables(m *estimate.Model, bonus *pessimism.Bonus) (*fallbackTabl
 // rewards (vmax their maximum), before it by backup from step t+1.
 func (ft *fallbackTables) buildStep(t int, sc *fallbackScratch) {
 	vm := ft.vmax[t]
-	for s := range vm {
-		vm[s] = math.Inf(-1)
-	}
+	fillNegInf(vm)
 	for f := 0; f < ft.A; f++ {
 		w := ft.w[t*ft.A+f]
 		sc.rw.of(t, f, w)
 		if t == sc.m.Horizon {
-			for s := range vm {
-				vm[s] = math.Max(vm[s], w[s])
-			}
+			maxInto(vm, w)
 			continue
 		}
 		sc.stepQ(t, f)
 		ft.backup(t, f, sc)
+	}
+}
+
+// fillNegInf sets every entry of x to −∞.
+func fillNegInf(x []float64) {
+	for s := range x {
+		x[s] = math.Inf(-1)
+	}
+}
+
+// maxInto sets x to the entrywise maximum of x and y.
+func maxInto(x, y []float64) {
+	for s := range x {
+		x[s] = math.Max(x[s], y[s])
 	}
 }
 
@@ -780,20 +790,26 @@ type fallbackScratch struct {
 // to FᵀU_t⁻¹F, F the features of the states' predictions (by
 // polarisation of the bonus norms, quadForm).
 func (sc *fallbackScratch) stepQ(t, f int) {
-	m, S, T, cols := sc.m, sc.m.States, sc.T, sc.cols
-	d := sc.bonus.Dims[t]
+	S := sc.m.States
 	pred := make([]float64, S)
 	for s := 0; s < S; s++ {
-		clear(sc.unit)
-		sc.unit[s] = 1
-		m.Predict(t, sc.unit, f, pred)
-		for s2 := 0; s2 < S; s2++ {
-			T[s2*S+s] = pred[s2]
-		}
-		cols[s] = make([]float64, d)
-		sc.fz.Feature(t, pred, f, cols[s])
+		sc.column(t, f, s, pred)
 	}
-	quadForm(sc.bonus, t, cols, sc.Q)
+	quadForm(sc.bonus, t, sc.cols, sc.Q)
+}
+
+// column sets column s of T to the prediction from state s after action
+// f at step t (pred: scratch of S) and cols[s] to its feature.
+func (sc *fallbackScratch) column(t, f, s int, pred []float64) {
+	S, T := sc.m.States, sc.T
+	clear(sc.unit)
+	sc.unit[s] = 1
+	sc.m.Predict(t, sc.unit, f, pred)
+	for s2 := 0; s2 < S; s2++ {
+		T[s2*S+s] = pred[s2]
+	}
+	sc.cols[s] = make([]float64, sc.bonus.Dims[t])
+	sc.fz.Feature(t, pred, f, sc.cols[s])
 }
 
 // backup runs the recursions of step t < H and action f from step t+1:
