@@ -624,10 +624,15 @@ func (p *beliefPlanner) successorPoints(h int, pt bpoint, a int, cut float64, pr
 			continue
 		}
 		normalize(next, z)
-		end := o == p.endObs
-		cand = append(cand, bpoint{b: append([]float64(nil), next...), w: pt.w * z, end: end, key: beliefKey(next, end)})
+		cand = append(cand, newPoint(next, pt.w*z, o == p.endObs))
 	}
 	return cand
+}
+
+// newPoint is the point of a copy of belief b, of weight w (after the
+// end symbol: end).
+func newPoint(b []float64, w float64, end bool) bpoint {
+	return bpoint{b: append([]float64(nil), b...), w: w, end: end, key: beliefKey(b, end)}
 }
 
 // candidateFactor: the forward expansion stores at most this many
@@ -1120,8 +1125,13 @@ func (p *beliefPlanner) vector(h int, b []float64, a int, sc *backupScratch, vec
 		subtractTangent(st.m, b, sc.mb, p.kappa, vec)
 	}
 	z := p.successorSum(h, st, sc)
+	addMatVec(vec, st.t, z, S)
+}
+
+// addMatVec adds T·z to vec (T: S×S, by rows).
+func addMatVec(vec, T, z []float64, S int) {
 	for s := 0; s < S; s++ {
-		vec[s] += dot(st.t[s*S:(s+1)*S], z)
+		vec[s] += dot(T[s*S:(s+1)*S], z)
 	}
 }
 

@@ -666,7 +666,7 @@ func (w *tableWalker) addNode(h, o, a int, parent int64, reach float64, end bool
 // addReached records the belief b of a step-h node reached with
 // probability reach (after the end symbol: end) for the enrichment.
 func (w *tableWalker) addReached(h int, b []float64, reach float64, end bool) {
-	w.reached[h] = append(w.reached[h], bpoint{b: append([]float64(nil), b...), w: reach, end: end, key: beliefKey(b, end)})
+	w.reached[h] = append(w.reached[h], newPoint(b, reach, end))
 }
 
 // writeRow writes row n at its id in a placed table, appends it

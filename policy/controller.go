@@ -351,14 +351,19 @@ func ReadController(path string, m *estimate.Model) (*Controller, error) {
 	if err != nil {
 		return nil, err
 	}
-	bad := func(format string, args ...any) error {
-		return fmt.Errorf("%w: %s: %s", ErrFile, path, fmt.Sprintf(format, args...))
-	}
-	bp, look, err := controllerPlanner(t, m, bad)
+	bp, look, err := controllerPlanner(t, m, fileErrorf(path))
 	if err != nil {
 		return nil, err
 	}
 	return newController(bp, look), nil
+}
+
+// fileErrorf returns the maker of the errors of the controller file
+// path: ErrFile, the path and the formatted message.
+func fileErrorf(path string) func(string, ...any) error {
+	return func(format string, args ...any) error {
+		return fmt.Errorf("%w: %s: %s", ErrFile, path, fmt.Sprintf(format, args...))
+	}
 }
 
 // controllerPlanner checks controller.arrow's table t against the model
@@ -561,14 +566,24 @@ func (r *controllerRows) fillAlpha(bp *beliefPlanner, i, a int, bad func(string,
 		return bad("row %d: class %d", i, cl)
 	}
 	g := &bp.gamma[h][cl]
-	switch {
-	case s == 0 && k == len(g.act):
-		g.act = append(g.act, a)
-	case s == 0 || k != len(g.act)-1 || len(g.vec) != k*S+s || g.act[k] != a:
+	if !g.nextEntry(a, s, k, S) {
 		return bad("row %d: α-vector %d of step %d is not written state by state in order", i, k, h)
 	}
 	g.vec = append(g.vec, r.value[i])
 	return nil
+}
+
+// nextEntry reports whether entry s of α-vector k (action a) comes next
+// in the set, vectors written state by state in order, and records the
+// action of a vector it starts.
+func (g *alphaSet) nextEntry(a, s, k, S int) bool {
+	switch {
+	case s == 0 && k == len(g.act):
+		g.act = append(g.act, a)
+	case s == 0 || k != len(g.act)-1 || len(g.vec) != k*S+s || g.act[k] != a:
+		return false
+	}
+	return true
 }
 
 // fillBonus stores bonus-form row i (action a) into bp's step tables.

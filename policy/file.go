@@ -506,16 +506,26 @@ func (nc *nodeColumns) row(i int) Node {
 func (p *Policy) check(name string) error {
 	dup, first := p.repeatedObs()
 	for i := range p.Nodes {
-		n := &p.Nodes[i]
-		row := func(format string, args ...any) error {
-			return rowError(name, i, n.ID, format, args...)
-		}
-		if err := p.checkRow(i, row); err != nil {
+		if err := p.checkNode(name, i, dup, first); err != nil {
 			return err
 		}
-		if i == dup {
-			return row("observation %q repeats row %d under the same parent", n.Obs, first)
-		}
+	}
+	return nil
+}
+
+// checkNode checks row i of the table name (checkRow) and that it is not
+// dup, the first row repeating the observation of row first under the
+// same parent.
+func (p *Policy) checkNode(name string, i, dup, first int) error {
+	n := &p.Nodes[i]
+	row := func(format string, args ...any) error {
+		return rowError(name, i, n.ID, format, args...)
+	}
+	if err := p.checkRow(i, row); err != nil {
+		return err
+	}
+	if i == dup {
+		return row("observation %q repeats row %d under the same parent", n.Obs, first)
 	}
 	return nil
 }
