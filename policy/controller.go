@@ -397,19 +397,28 @@ func (r *controllerRows) fillChecked(bp *beliefPlanner, bad func(string, ...any)
 // controllerMeta checks controller.arrow's metadata against the model and
 // returns κ and the lookahead flag of each step.
 func controllerMeta(meta map[string]string, m *estimate.Model, bad func(string, ...any) error) (float64, []bool, error) {
-	H, S := m.Horizon, m.States
-	if v := meta[MetaHorizon]; v != strconv.Itoa(H) {
-		return 0, nil, bad("horizon %q, the model's is %d", v, H)
-	}
-	if v := meta[MetaStates]; v != strconv.Itoa(S) {
-		return 0, nil, bad("%q states, the model has %d", v, S)
+	if err := checkMetaSizes(meta, m, bad); err != nil {
+		return 0, nil, err
 	}
 	kappa, err := parseKappa(meta[MetaKappa], bad)
 	if err != nil {
 		return 0, nil, err
 	}
-	look, err := parseLookahead(meta[MetaLookahead], H, bad)
+	look, err := parseLookahead(meta[MetaLookahead], m.Horizon, bad)
 	return kappa, look, err
+}
+
+// checkMetaSizes checks that the controller's horizon and state count
+// are the model's.
+func checkMetaSizes(meta map[string]string, m *estimate.Model, bad func(string, ...any) error) error {
+	H, S := m.Horizon, m.States
+	if v := meta[MetaHorizon]; v != strconv.Itoa(H) {
+		return bad("horizon %q, the model's is %d", v, H)
+	}
+	if v := meta[MetaStates]; v != strconv.Itoa(S) {
+		return bad("%q states, the model has %d", v, S)
+	}
+	return nil
 }
 
 // parseKappa reads MetaKappa's slope κ ≥ 0.

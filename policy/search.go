@@ -716,12 +716,19 @@ func newFallbackTables(m *estimate.Model, bonus *pessimism.Bonus) (*fallbackTabl
 		return nil, err
 	}
 	ft := allocFallbackTables(H, S, A)
-	sc := &fallbackScratch{m: m, fz: fz, bonus: bonus, rw: rw, unit: make([]float64, S), T: make([]float64, S*S),
-		Q: make([]float64, S*S), KT: make([]float64, S*S), cols: make([][]float64, S)}
+	sc := newFallbackScratch(m, fz, bonus, rw)
 	for t := H; t >= 1; t-- {
 		ft.buildStep(t, sc)
 	}
 	return ft, nil
+}
+
+// newFallbackScratch returns the scratch of the fallback tables' steps
+// of m: its buffers of S and S×S.
+func newFallbackScratch(m *estimate.Model, fz *estimate.Featurizer, bonus *pessimism.Bonus, rw *stateRewards) *fallbackScratch {
+	S := m.States
+	return &fallbackScratch{m: m, fz: fz, bonus: bonus, rw: rw, unit: make([]float64, S), T: make([]float64, S*S),
+		Q: make([]float64, S*S), KT: make([]float64, S*S), cols: make([][]float64, S)}
 }
 
 // buildStep fills the tables of step t for every action: at step H the
