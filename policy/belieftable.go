@@ -1168,24 +1168,35 @@ func (bp *beliefPlanner) lookaheadSteps(rows int64) []bool {
 // (startThreshold), lowered by 2^−j while a count of the rows it keeps
 // still fits rows (see table).
 func (w *tableWalker) refine(ctx context.Context, rows int64) (float64, error) {
-	eps := startThreshold(w.bp.O, w.bp.H, rows)
-	c, growth, j := 0.0, 2.0, 1
-	for i := 0; i < refineSteps && eps > 0 && j >= 1; i++ {
-		try := halved(eps, j)
+	r := refinement{eps: startThreshold(w.bp.O, w.bp.H, rows), growth: 2, j: 1}
+	for i := 0; i < refineSteps && r.eps > 0 && r.j >= 1; i++ {
+		try := halved(r.eps, r.j)
 		w.walk(ctx, try, rows, false)
 		if err := cmp.Or(w.err, ctx.Err()); err != nil {
 			return 0, err
 		}
 		if w.over {
-			j /= 2
+			r.j /= 2
 			continue
 		}
-		n := float64(w.count)
-		growth = growthPer(c, n, j, growth)
-		eps, c = try, n
-		j = nextStep(j, growth, float64(rows), n)
+		r.keep(try, float64(w.count), rows)
 	}
-	return eps, nil
+	return r.eps, nil
+}
+
+// refinement is refine's state: the threshold kept so far, its count c,
+// the count's growth per halving and the next exponent j.
+type refinement struct {
+	eps, c, growth float64
+	j              int
+}
+
+// keep keeps the threshold try, whose count n fits rows, and sets the
+// next exponent from the count's growth.
+func (r *refinement) keep(try, n float64, rows int64) {
+	r.growth = growthPer(r.c, n, r.j, r.growth)
+	r.eps, r.c = try, n
+	r.j = nextStep(r.j, r.growth, float64(rows), n)
 }
 
 // halved is ε·2^−j, 0 below 1e-300.

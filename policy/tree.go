@@ -59,10 +59,16 @@ func (p *Policy) index() {
 		panic(fmt.Sprintf("policy: %d rows, more than the %d a table may hold", n, MaxRows))
 	}
 	first, kids := groupRows(n, func(i int) int64 { return p.Nodes[i].Parent + 1 })
+	p.sortGroups(first, kids, n)
+	p.first, p.kids = first, kids
+}
+
+// sortGroups sorts each of the n+1 groups of rows kids[first[k]:first[k+1]]
+// by observation.
+func (p *Policy) sortGroups(first, kids []int32, n int) {
 	for k := 0; k <= n; k++ {
 		p.sortByObs(kids[first[k]:first[k+1]])
 	}
-	p.first, p.kids = first, kids
 }
 
 // sortByObs sorts the rows seg by observation, then row.
