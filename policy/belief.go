@@ -150,16 +150,24 @@ func obsIndexes(m *estimate.Model) [][]*obsIndex {
 	seen := map[*float64]*obsIndex{}
 	oix := make([][]*obsIndex, len(m.Emit))
 	for t := range oix {
-		oix[t] = make([]*obsIndex, m.NumActions)
-		for a := range oix[t] {
-			e := m.EmitOf(t, a)
-			if seen[&e[0]] == nil {
-				seen[&e[0]] = newObsIndex(e, m.States, m.NumObs)
-			}
-			oix[t][a] = seen[&e[0]]
-		}
+		oix[t] = tableIndexes(m, t, seen)
 	}
 	return oix
+}
+
+// tableIndexes returns the observation index of every action's emission
+// table of m's table t, one per distinct table (seen: those built so
+// far, by their first entry).
+func tableIndexes(m *estimate.Model, t int, seen map[*float64]*obsIndex) []*obsIndex {
+	ix := make([]*obsIndex, m.NumActions)
+	for a := range ix {
+		e := m.EmitOf(t, a)
+		if seen[&e[0]] == nil {
+			seen[&e[0]] = newObsIndex(e, m.States, m.NumObs)
+		}
+		ix[a] = seen[&e[0]]
+	}
+	return ix
 }
 
 // children returns, for a node with predicted state distribution pred
@@ -167,22 +175,32 @@ func obsIndexes(m *estimate.Model) [][]*obsIndex {
 // that may reach thr, sorted (in buf), and the unnormalised belief mass
 // of all the others, pred(s)·tail(s), added into rest (with its total).
 func (ix *obsIndex) children(pred []float64, thr float64, buf []int32, rest []float64) ([]int32, float64) {
-	psum := 0.0
-	for _, x := range pred {
-		psum += x
-	}
-	k := ix.scanLen(psum, thr)
+	k := ix.scanLen(sumOf(pred), thr)
 	buf = append(buf[:0], ix.ord[:k]...)
 	slices.Sort(buf)
 	S := len(pred)
-	tail := ix.tail[k*S : (k+1)*S]
+	return buf, addTail(pred, ix.tail[k*S:(k+1)*S], rest)
+}
+
+// sumOf is Σ x, summed in order.
+func sumOf(x []float64) float64 {
+	sum := 0.0
+	for _, v := range x {
+		sum += v
+	}
+	return sum
+}
+
+// addTail adds the belief mass pred(s)·tail(s) of the observations past
+// the scan to rest and returns its total.
+func addTail(pred, tail, rest []float64) float64 {
 	mass := 0.0
 	for s, x := range pred {
 		v := x * tail[s]
 		rest[s] += v
 		mass += v
 	}
-	return buf, mass
+	return mass
 }
 
 // emitProb is P(o) = Σ_s pred(s)·E(o|s) for the emission table e.
@@ -285,6 +303,11 @@ func (g *alphaSet) best(S int, u []float64, buf *[]float64) (float64, int) {
 	vals := grow(*buf, n)
 	*buf = vals
 	g.values(S, u, vals)
+	return maxFirst(vals)
+}
+
+// maxFirst returns the largest of vals (not empty) and its first index.
+func maxFirst(vals []float64) (float64, int) {
 	bi, bv := 0, vals[0]
 	for i, v := range vals {
 		if v > bv {
@@ -535,13 +558,20 @@ func (p *beliefPlanner) buildPoints(ctx context.Context) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		cut := p.candidateCutoff(h, pred)
-		if cut > 0 {
-			p.capped = true
-		}
-		p.pts[h+1] = p.capPoints(mergePoints(p.candidates(h, cut, pred, next)))
+		p.pts[h+1] = p.nextPoints(h, pred, next)
 	}
 	return nil
+}
+
+// nextPoints returns the points of step h+1: the successors of step h's
+// candidates, merged and capped (pred, next: scratch of S); a cutoff
+// marks the points capped.
+func (p *beliefPlanner) nextPoints(h int, pred, next []float64) []bpoint {
+	cut := p.candidateCutoff(h, pred)
+	if cut > 0 {
+		p.capped = true
+	}
+	return p.capPoints(mergePoints(p.candidates(h, cut, pred, next)))
 }
 
 // candidates returns the successors of step h's points under every
@@ -567,13 +597,19 @@ func (p *beliefPlanner) firstPoints() []bpoint {
 		if po == 0 {
 			continue
 		}
-		b := make([]float64, p.S)
-		p.m.Prior(b)
-		p.m.ObserveFirst(b, o)
-		end := o == p.endObs
-		cur = append(cur, bpoint{b: b, w: po, end: end, key: beliefKey(b, end)})
+		cur = append(cur, p.firstPoint(o, po))
 	}
 	return cur
+}
+
+// firstPoint is the point of the step-1 belief after observation o, of
+// probability po.
+func (p *beliefPlanner) firstPoint(o int, po float64) bpoint {
+	b := make([]float64, p.S)
+	p.m.Prior(b)
+	p.m.ObserveFirst(b, o)
+	end := o == p.endObs
+	return bpoint{b: b, w: po, end: end, key: beliefKey(b, end)}
 }
 
 // successorPoints appends to cand the successors of point pt of step h
@@ -588,10 +624,15 @@ func (p *beliefPlanner) successorPoints(h int, pt bpoint, a int, cut float64, pr
 			continue
 		}
 		normalize(next, z)
-		end := o == p.endObs
-		cand = append(cand, bpoint{b: append([]float64(nil), next...), w: pt.w * z, end: end, key: beliefKey(next, end)})
+		cand = append(cand, newPoint(next, pt.w*z, o == p.endObs))
 	}
 	return cand
+}
+
+// newPoint is the point of a copy of belief b, of weight w (after the
+// end symbol: end).
+func newPoint(b []float64, w float64, end bool) bpoint {
+	return bpoint{b: append([]float64(nil), b...), w: w, end: end, key: beliefKey(b, end)}
 }
 
 // candidateFactor: the forward expansion stores at most this many
@@ -691,12 +732,15 @@ func (p *beliefPlanner) enrichStep(h int, reached []bpoint) []bpoint {
 	if len(pol) > p.points/2 {
 		pol = pol[:p.points/2]
 	}
-	seen := make(map[string]bool, len(pol))
-	for _, pt := range pol {
-		seen[pt.key] = true
-	}
-	for _, pt := range p.pts[h] {
-		if len(pol) >= p.points {
+	return appendUnseen(pol, p.pts[h], p.points)
+}
+
+// appendUnseen appends to pol, in order, the points of pts whose keys
+// pol does not hold, while it holds fewer than limit points.
+func appendUnseen(pol, pts []bpoint, limit int) []bpoint {
+	seen := pointKeys(pol)
+	for _, pt := range pts {
+		if len(pol) >= limit {
 			break
 		}
 		if !seen[pt.key] {
@@ -704,6 +748,15 @@ func (p *beliefPlanner) enrichStep(h int, reached []bpoint) []bpoint {
 		}
 	}
 	return pol
+}
+
+// pointKeys returns the set of the points' belief keys.
+func pointKeys(pts []bpoint) map[string]bool {
+	seen := make(map[string]bool, len(pts))
+	for _, pt := range pts {
+		seen[pt.key] = true
+	}
+	return seen
 }
 
 // predict writes pred[s'] = Σ_s b[s] t[s*S+s'].
@@ -984,15 +1037,27 @@ func (p *beliefPlanner) valueSuccessors(h, a, o int, preds []float64, allowed []
 	if m == 0 {
 		return
 	}
+	buf.size(n, m, S)
+	buf.successors(e, p.O, o, preds, allowed)
+	buf.products(n, m, S, g.vec)
+	buf.pickBest(m, best, choice)
+}
+
+// size grows the buffers for n successors of S states against m
+// α-vectors.
+func (buf *gemmBuf) size(n, m, S int) {
 	buf.u = grow(buf.u, n*S)
 	buf.z = grow(buf.z, n)
 	buf.v = grow(buf.v, n*m)
-	buf.successors(e, p.O, o, preds, allowed)
+}
+
+// products sets buf.v to the n×m products of the successors buf.u (n×S)
+// with the α-vectors vec (m×S).
+func (buf *gemmBuf) products(n, m, S int, vec []float64) {
 	blas64.Gemm(blas.NoTrans, blas.Trans, 1,
 		blas64.General{Rows: n, Cols: S, Stride: S, Data: buf.u},
-		blas64.General{Rows: m, Cols: S, Stride: S, Data: g.vec},
+		blas64.General{Rows: m, Cols: S, Stride: S, Data: vec},
 		0, blas64.General{Rows: n, Cols: m, Stride: m, Data: buf.v})
-	buf.pickBest(m, best, choice)
 }
 
 // successors sets the rows of buf.u to the unnormalised successors after
@@ -1060,8 +1125,13 @@ func (p *beliefPlanner) vector(h int, b []float64, a int, sc *backupScratch, vec
 		subtractTangent(st.m, b, sc.mb, p.kappa, vec)
 	}
 	z := p.successorSum(h, st, sc)
+	addMatVec(vec, st.t, z, S)
+}
+
+// addMatVec adds T·z to vec (T: S×S, by rows).
+func addMatVec(vec, T, z []float64, S int) {
 	for s := 0; s < S; s++ {
-		vec[s] += dot(st.t[s*S:(s+1)*S], z)
+		vec[s] += dot(T[s*S:(s+1)*S], z)
 	}
 }
 

@@ -74,19 +74,27 @@ func beliefPlan(ctx context.Context, m *estimate.Model, bonus *pessimism.Bonus, 
 	if err != nil {
 		return nil, err
 	}
-	best, err := bp.rounds(ctx, ft, rows)
-	if err != nil {
-		return nil, err
-	}
-	if err := bp.fullTable(ctx, ft, rows, &best); err != nil {
-		return nil, err
-	}
-	ub, err := bp.upperBound(ctx, ft)
+	best, ub, err := bp.planRounds(ctx, ft, rows)
 	if err != nil {
 		return nil, err
 	}
 	bp.stats(st, points, best.pol, best.v, best.eps, best.x0, ub)
 	return best.pol, nil
+}
+
+// planRounds runs the tangent rounds, builds the full table of the best
+// one (within rows rows) and bounds the optimal value; it returns the
+// best round and the upper bound.
+func (bp *beliefPlanner) planRounds(ctx context.Context, ft *fallbackTables, rows int64) (planRound, float64, error) {
+	best, err := bp.rounds(ctx, ft, rows)
+	if err != nil {
+		return planRound{}, 0, err
+	}
+	if err := bp.fullTable(ctx, ft, rows, &best); err != nil {
+		return planRound{}, 0, err
+	}
+	ub, err := bp.upperBound(ctx, ft)
+	return best, ub, err
 }
 
 // prepareBeliefPlan returns the belief planner of m, with its belief
@@ -384,14 +392,20 @@ func (p *beliefPlanner) boundRewards(ft *fallbackTables) (rr [][][]float64, vm [
 	// tighter lower bound of g there (g is concave), and the constant
 	// g(Σ_lo) − c·Lmin replaces g(Σ_0) (see upperBound).
 	Lmin := min(p.quadMinSum(), L)
-	c := 0.0
 	lo, hi := p.bonus.Root+Lmin, p.bonus.Root+L
-	if hi > lo {
-		c = (p.bonus.Value(hi) - p.bonus.Value(lo)) / (hi - lo)
-	}
+	c := p.chordSlope(lo, hi)
 	base = p.bonus.Value(lo) - c*Lmin
 	rr = p.relaxedRewards(c)
 	return rr, p.cornerValues(rr), base
+}
+
+// chordSlope is the slope of the bonus's chord over [lo, hi], 0 when
+// the interval is empty.
+func (p *beliefPlanner) chordSlope(lo, hi float64) float64 {
+	if hi > lo {
+		return (p.bonus.Value(hi) - p.bonus.Value(lo)) / (hi - lo)
+	}
+	return 0
 }
 
 // quadMaxSum is L = Σ_{1≤h<H} max_{a,s} (m_{h,a})_{ss}, the most the
@@ -430,21 +444,28 @@ func (p *beliefPlanner) quadMinSum() float64 {
 // ℓ the tangent of bᵀm_{h,a}b at the mean of the step's bound points
 // (r alone at step H and when c is 0).
 func (p *beliefPlanner) relaxedRewards(c float64) [][][]float64 {
-	H, S, A := p.H, p.S, p.A
+	H, S := p.H, p.S
 	rr := make([][][]float64, H+1)
 	mu := make([]float64, S)
 	mmu := make([]float64, S)
 	for h := 1; h <= H; h++ {
-		rr[h] = make([][]float64, A)
-		p.boundMean(h, mu)
-		for a := 0; a < A; a++ {
-			st := &p.tab[h][a]
-			rr[h][a] = append([]float64(nil), st.r...)
-			if h == H || c == 0 {
-				continue
-			}
-			subtractTangent(st.m, mu, mmu, c, rr[h][a])
+		rr[h] = p.relaxedStep(h, c, mu, mmu)
+	}
+	return rr
+}
+
+// relaxedStep is relaxedRewards at step h, per action (mu, mmu: scratch
+// of S): the rewards less the tangent term of slope c below step H.
+func (p *beliefPlanner) relaxedStep(h int, c float64, mu, mmu []float64) [][]float64 {
+	rr := make([][]float64, p.A)
+	p.boundMean(h, mu)
+	for a := 0; a < p.A; a++ {
+		st := &p.tab[h][a]
+		rr[a] = append([]float64(nil), st.r...)
+		if h == p.H || c == 0 {
+			continue
 		}
+		subtractTangent(st.m, mu, mmu, c, rr[a])
 	}
 	return rr
 }
@@ -530,17 +551,23 @@ func (q *simplexQuad) run(step float64, S int) {
 	prev := make([]float64, S)
 	tk := 1.0
 	for it := 0; it < 500; it++ {
-		q.grad(y)
-		copy(prev, b)
-		for s := range b {
-			b[s] = y[s] - step*q.g[s]
-		}
-		projectSimplex(b)
-		q.certify(b)
+		q.gradStep(b, y, prev, step)
 		tn := (1 + math.Sqrt(1+4*tk*tk)) / 2
 		extrapolate(y, b, prev, (tk-1)/tn)
 		tk = tn
 	}
+}
+
+// gradStep is FISTA's projected gradient step from y into b (prev: the
+// last b), with the certificate of the new point.
+func (q *simplexQuad) gradStep(b, y, prev []float64, step float64) {
+	q.grad(y)
+	copy(prev, b)
+	for s := range b {
+		b[s] = y[s] - step*q.g[s]
+	}
+	projectSimplex(b)
+	q.certify(b)
 }
 
 // uniform is the uniform distribution on S states.

@@ -224,6 +224,13 @@ func (w *tableWalker) walk(ctx context.Context, eps float64, limit int64, build 
 		w.frontier = 0
 		return w.walkLevels(false)
 	}
+	return w.walkParallel(workers)
+}
+
+// walkParallel is walk with workers workers: it collects the frontier
+// tasks, walks their subtrees with the pool and replays the levels above
+// the frontier with their results.
+func (w *tableWalker) walkParallel(workers int) tval {
 	w.collectTasks(workers)
 	if w.over {
 		return tval{}
@@ -268,20 +275,32 @@ func (w *tableWalker) growPool(workers int) {
 // their visits to shared; it reports false, the walk over, on a worker's
 // failure or once the count passes the limit.
 func (w *tableWalker) runTasks(shared *atomic.Int64, workers int) bool {
-	ctx, eps, limit, build := w.ctx, w.eps, w.limit, w.build
+	ctx, build := w.ctx, w.build
 	w.results = make([]walkResult, len(w.tasks))
 	free := chanOf(w.pool[:workers])
 	err := parallel.ForWith(ctx, len(w.tasks), workers, func() *tableWalker {
-		c := <-free
-		c.ctx, c.eps, c.limit, c.build, c.over = ctx, eps, limit, build, false
-		c.shared, c.pending, c.frontier = shared, 0, 0
-		return c
+		return w.readyWorker(<-free, shared)
 	}, func(c *tableWalker, i int) error { return w.walkTask(c, i, build) })
+	return w.tasksDone(err, shared)
+}
+
+// readyWorker readies worker c for the walk's tasks: the walk's context,
+// threshold, limit and building flag, and the shared count.
+func (w *tableWalker) readyWorker(c *tableWalker, shared *atomic.Int64) *tableWalker {
+	c.ctx, c.eps, c.limit, c.build, c.over = w.ctx, w.eps, w.limit, w.build, false
+	c.shared, c.pending, c.frontier = shared, 0, 0
+	return c
+}
+
+// tasksDone reports whether the walk goes on after its tasks: false, the
+// walk over and not placed, on a worker's failure err or once the shared
+// count passes the limit.
+func (w *tableWalker) tasksDone(err error, shared *atomic.Int64) bool {
 	if err != nil {
 		w.over, w.err, w.placed = true, err, false
 		return false
 	}
-	if shared.Load() > limit {
+	if shared.Load() > w.limit {
 		w.over, w.placed = true, false
 		return false
 	}
@@ -351,7 +370,13 @@ func (w *tableWalker) walkTask(c *tableWalker, i int, build bool) error {
 	copy(c.bel[t.h], t.bel)
 	v, a := c.visit(t.h, t.o, -1, t.cond, t.reach, t.sum)
 	c.flush()
-	r := walkResult{v: v, a: a, count: c.count, reached: c.reached}
+	return w.storeResult(c, i, off, build, walkResult{v: v, a: a, count: c.count, reached: c.reached})
+}
+
+// storeResult stores worker c's result r of frontier subtree i: its
+// nodes renumbered in place at offset off when the table is placed,
+// copied when building.
+func (w *tableWalker) storeResult(c *tableWalker, i int, off int64, build bool, r walkResult) error {
 	switch {
 	case w.placed:
 		if err := w.renumberPlaced(c, i, off); err != nil {
@@ -414,6 +439,13 @@ func (w *tableWalker) walkLevels(replay bool) tval {
 	}
 	first := make([]float64, bp.O)
 	bp.m.FirstObsProbs(first)
+	return w.visitFirsts(first)
+}
+
+// visitFirsts visits the step-1 nodes of the observations of positive
+// probability first[o], in order until the walk is over, and returns the
+// sum of their values weighted by those probabilities.
+func (w *tableWalker) visitFirsts(first []float64) tval {
 	var tot tval
 	for o, po := range first {
 		if po == 0 {
@@ -529,21 +561,33 @@ func (w *tableWalker) visitFrontier(h, o int, parent int64, cond, reach, sum flo
 func (w *tableWalker) takeResult(parent int64) (tval, int) {
 	r := &w.results[w.next]
 	w.next++
+	w.takeReached(r)
+	if w.placed {
+		w.takePlaced(r, parent)
+	} else {
+		w.takeNodes(r, parent)
+	}
+	return r.v, r.a
+}
+
+// takeReached appends, building, the reached beliefs of result r to the
+// walk's.
+func (w *tableWalker) takeReached(r *walkResult) {
 	if w.build && w.reached != nil {
 		for t := range r.reached {
 			w.reached[t] = append(w.reached[t], r.reached[t]...)
 		}
 	}
-	if w.placed {
-		w.takePlaced(r, parent)
-		return r.v, r.a
-	}
+}
+
+// takeNodes appends, building, the nodes of result r to the table under
+// parent and lets the result's copies go.
+func (w *tableWalker) takeNodes(r *walkResult, parent int64) {
 	if w.build {
 		w.appendSubtree(r.nodes, parent)
 	}
 	// The subtree is in w.nodes now: let its copy go.
 	r.nodes, r.reached = nil, nil
-	return r.v, r.a
 }
 
 // takePlaced links a subtree a worker wrote in place to parent and moves
@@ -622,7 +666,7 @@ func (w *tableWalker) addNode(h, o, a int, parent int64, reach float64, end bool
 // addReached records the belief b of a step-h node reached with
 // probability reach (after the end symbol: end) for the enrichment.
 func (w *tableWalker) addReached(h int, b []float64, reach float64, end bool) {
-	w.reached[h] = append(w.reached[h], bpoint{b: append([]float64(nil), b...), w: reach, end: end, key: beliefKey(b, end)})
+	w.reached[h] = append(w.reached[h], newPoint(b, reach, end))
 }
 
 // writeRow writes row n at its id in a placed table, appends it
@@ -744,12 +788,25 @@ func (w *tableWalker) expandChild(x *expansion, o2 int) bool {
 		return true
 	}
 	if x.reach*z < w.eps {
-		x.cut = true
-		if x.values {
-			w.cutChild(x, o2, z, next)
-		}
+		w.cut(x, o2, z, next)
 		return true
 	}
+	return w.visitChild(x, o2, z)
+}
+
+// cut marks the child o2 (probability z, belief next) of the node cut
+// and, when values are wanted, values it (cutChild).
+func (w *tableWalker) cut(x *expansion, o2 int, z float64, next []float64) {
+	x.cut = true
+	if x.values {
+		w.cutChild(x, o2, z, next)
+	}
+}
+
+// visitChild visits the child o2 (probability z) of the node and adds
+// its values and action weight to the node's; it reports false when the
+// walk is over.
+func (w *tableWalker) visitChild(x *expansion, o2 int, z float64) bool {
 	cv, ca := w.visit(x.h+1, o2, x.id, z, x.reach*z, x.s2)
 	if w.over {
 		return false
@@ -1111,24 +1168,35 @@ func (bp *beliefPlanner) lookaheadSteps(rows int64) []bool {
 // (startThreshold), lowered by 2^−j while a count of the rows it keeps
 // still fits rows (see table).
 func (w *tableWalker) refine(ctx context.Context, rows int64) (float64, error) {
-	eps := startThreshold(w.bp.O, w.bp.H, rows)
-	c, growth, j := 0.0, 2.0, 1
-	for i := 0; i < refineSteps && eps > 0 && j >= 1; i++ {
-		try := halved(eps, j)
+	r := refinement{eps: startThreshold(w.bp.O, w.bp.H, rows), growth: 2, j: 1}
+	for i := 0; i < refineSteps && r.eps > 0 && r.j >= 1; i++ {
+		try := halved(r.eps, r.j)
 		w.walk(ctx, try, rows, false)
 		if err := cmp.Or(w.err, ctx.Err()); err != nil {
 			return 0, err
 		}
 		if w.over {
-			j /= 2
+			r.j /= 2
 			continue
 		}
-		n := float64(w.count)
-		growth = growthPer(c, n, j, growth)
-		eps, c = try, n
-		j = nextStep(j, growth, float64(rows), n)
+		r.keep(try, float64(w.count), rows)
 	}
-	return eps, nil
+	return r.eps, nil
+}
+
+// refinement is refine's state: the threshold kept so far, its count c,
+// the count's growth per halving and the next exponent j.
+type refinement struct {
+	eps, c, growth float64
+	j              int
+}
+
+// keep keeps the threshold try, whose count n fits rows, and sets the
+// next exponent from the count's growth.
+func (r *refinement) keep(try, n float64, rows int64) {
+	r.growth = growthPer(r.c, n, r.j, r.growth)
+	r.eps, r.c = try, n
+	r.j = nextStep(r.j, r.growth, float64(rows), n)
 }
 
 // halved is ε·2^−j, 0 below 1e-300.

@@ -191,20 +191,29 @@ func (c *Controller) Decide(obs, acts []string) (action string, ok bool, err err
 		return "", false, fmt.Errorf("%w: a history of %d observations and %d actions (horizon %d)", ErrOptions, len(obs), len(acts), c.bp.H)
 	}
 	x := c.newScratch()
-	pred := make([]float64, c.bp.S)
-	var st ctrlState
-	for i, o := range obs {
-		if i > 0 {
-			if st.a, err = c.knownAction(acts[i-1], i); err != nil {
-				return "", false, err
-			}
-		}
-		if st, ok = c.step(st, o, pred); !ok {
-			return "", false, nil
-		}
+	st, ok, err := c.follow(obs, acts)
+	if err != nil || !ok {
+		return "", false, err
 	}
 	a := c.decide(st.h, st.bel, c.obs[obs[len(obs)-1]] == c.bp.endObs, x)
 	return c.bp.m.ActVocab[a], true, nil
+}
+
+// follow runs the controller's state along the history obs, acts; it is
+// false when the history has model probability 0.
+func (c *Controller) follow(obs, acts []string) (st ctrlState, ok bool, err error) {
+	pred := make([]float64, c.bp.S)
+	for i, o := range obs {
+		if i > 0 {
+			if st.a, err = c.knownAction(acts[i-1], i); err != nil {
+				return st, false, err
+			}
+		}
+		if st, ok = c.step(st, o, pred); !ok {
+			return st, false, nil
+		}
+	}
+	return st, true, nil
 }
 
 // knownAction is the code of the action sym at step i of a history
@@ -342,14 +351,19 @@ func ReadController(path string, m *estimate.Model) (*Controller, error) {
 	if err != nil {
 		return nil, err
 	}
-	bad := func(format string, args ...any) error {
-		return fmt.Errorf("%w: %s: %s", ErrFile, path, fmt.Sprintf(format, args...))
-	}
-	bp, look, err := controllerPlanner(t, m, bad)
+	bp, look, err := controllerPlanner(t, m, fileErrorf(path))
 	if err != nil {
 		return nil, err
 	}
 	return newController(bp, look), nil
+}
+
+// fileErrorf returns the maker of the errors of the controller file
+// path: ErrFile, the path and the formatted message.
+func fileErrorf(path string) func(string, ...any) error {
+	return func(format string, args ...any) error {
+		return fmt.Errorf("%w: %s: %s", ErrFile, path, fmt.Sprintf(format, args...))
+	}
 }
 
 // controllerPlanner checks controller.arrow's table t against the model
@@ -365,31 +379,46 @@ func controllerPlanner(t arrowio.Table, m *estimate.Model, bad func(string, ...a
 		return nil, nil, err
 	}
 	bp := &beliefPlanner{planner: filterPlanner(m), kappa: kappa, tab: filterTables(m), gamma: make([][2]alphaSet, m.Horizon+2)}
-	if err := rows.fill(bp, bad); err != nil {
-		return nil, nil, err
-	}
-	if err := checkController(bp, bad); err != nil {
+	if err := rows.fillChecked(bp, bad); err != nil {
 		return nil, nil, err
 	}
 	return bp, look, nil
 }
 
+// fillChecked fills the planner's tables and α-sets from the rows and
+// checks the controller they make.
+func (r *controllerRows) fillChecked(bp *beliefPlanner, bad func(string, ...any) error) error {
+	if err := r.fill(bp, bad); err != nil {
+		return err
+	}
+	return checkController(bp, bad)
+}
+
 // controllerMeta checks controller.arrow's metadata against the model and
 // returns κ and the lookahead flag of each step.
 func controllerMeta(meta map[string]string, m *estimate.Model, bad func(string, ...any) error) (float64, []bool, error) {
-	H, S := m.Horizon, m.States
-	if v := meta[MetaHorizon]; v != strconv.Itoa(H) {
-		return 0, nil, bad("horizon %q, the model's is %d", v, H)
-	}
-	if v := meta[MetaStates]; v != strconv.Itoa(S) {
-		return 0, nil, bad("%q states, the model has %d", v, S)
+	if err := checkMetaSizes(meta, m, bad); err != nil {
+		return 0, nil, err
 	}
 	kappa, err := parseKappa(meta[MetaKappa], bad)
 	if err != nil {
 		return 0, nil, err
 	}
-	look, err := parseLookahead(meta[MetaLookahead], H, bad)
+	look, err := parseLookahead(meta[MetaLookahead], m.Horizon, bad)
 	return kappa, look, err
+}
+
+// checkMetaSizes checks that the controller's horizon and state count
+// are the model's.
+func checkMetaSizes(meta map[string]string, m *estimate.Model, bad func(string, ...any) error) error {
+	H, S := m.Horizon, m.States
+	if v := meta[MetaHorizon]; v != strconv.Itoa(H) {
+		return bad("horizon %q, the model's is %d", v, H)
+	}
+	if v := meta[MetaStates]; v != strconv.Itoa(S) {
+		return bad("%q states, the model has %d", v, S)
+	}
+	return nil
 }
 
 // parseKappa reads MetaKappa's slope κ ≥ 0.
@@ -423,6 +452,21 @@ type controllerRows struct {
 }
 
 func controllerColumns(t arrowio.Table, bad func(string, ...any) error) (*controllerRows, error) {
+	cols, err := namedColumns(t, bad)
+	if err != nil {
+		return nil, err
+	}
+	r := &controllerRows{kind: cols["kind"].String, act: cols["action"].String, value: cols["value"].Float64,
+		step: cols["step"].Int32, class: cols["class"].Int32, index: cols["index"].Int32, state: cols["state"].Int32, next: cols["next_state"].Int32}
+	if err := r.checkLengths(t.Rows(), bad); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// namedColumns returns the controller table's columns by name, an error
+// when one is missing.
+func namedColumns(t arrowio.Table, bad func(string, ...any) error) (map[string]arrowio.Column, error) {
 	cols := map[string]arrowio.Column{}
 	for _, name := range []string{"kind", "step", "class", "index", "action", "state", "next_state", "value"} {
 		col, ok := t.Column(name)
@@ -431,37 +475,53 @@ func controllerColumns(t arrowio.Table, bad func(string, ...any) error) (*contro
 		}
 		cols[name] = col
 	}
-	r := &controllerRows{kind: cols["kind"].String, act: cols["action"].String, value: cols["value"].Float64,
-		step: cols["step"].Int32, class: cols["class"].Int32, index: cols["index"].Int32, state: cols["state"].Int32, next: cols["next_state"].Int32}
-	n := t.Rows()
+	return cols, nil
+}
+
+// checkLengths checks that every column holds n values (a column of
+// another type reads as none).
+func (r *controllerRows) checkLengths(n int, bad func(string, ...any) error) error {
 	for _, l := range []int{len(r.kind), len(r.act), len(r.value), len(r.step), len(r.class), len(r.index), len(r.state), len(r.next)} {
 		if l != n {
-			return nil, bad("a column has the wrong type")
+			return bad("a column has the wrong type")
 		}
 	}
-	return r, nil
+	return nil
 }
 
 // filterTables are the planner's step tables with the model's transitions
 // and emissions; the rewards (NaN until read) and bonus forms come from
 // the file.
 func filterTables(m *estimate.Model) [][]stepTables {
-	H, S := m.Horizon, m.States
-	tab := make([][]stepTables, H+1)
-	for h := 1; h <= H; h++ {
-		tab[h] = make([]stepTables, m.NumActions)
-		tt := m.Table(h)
-		for a := range tab[h] {
-			st := &tab[h][a]
-			st.t = m.Trans[tt][a*S*S : (a+1)*S*S]
-			st.e = m.EmitOf(tt, a)
-			st.r = make([]float64, S)
-			for s := range st.r {
-				st.r[s] = math.NaN()
-			}
-		}
+	tab := make([][]stepTables, m.Horizon+1)
+	for h := 1; h <= m.Horizon; h++ {
+		tab[h] = filterStep(m, h)
 	}
 	return tab
+}
+
+// filterStep returns the step-h tables of every action: the model's
+// transitions and emissions, and rewards not yet read (NaN).
+func filterStep(m *estimate.Model, h int) []stepTables {
+	S := m.States
+	tabs := make([]stepTables, m.NumActions)
+	tt := m.Table(h)
+	for a := range tabs {
+		st := &tabs[a]
+		st.t = m.Trans[tt][a*S*S : (a+1)*S*S]
+		st.e = m.EmitOf(tt, a)
+		st.r = nanVector(S)
+	}
+	return tabs
+}
+
+// nanVector returns a vector of n NaNs.
+func nanVector(n int) []float64 {
+	v := make([]float64, n)
+	for s := range v {
+		v[s] = math.NaN()
+	}
+	return v
 }
 
 // fill stores the rows into bp's α-sets and step tables.
@@ -478,22 +538,32 @@ func (r *controllerRows) fill(bp *beliefPlanner, bad func(string, ...any) error)
 // fillRow checks that row i fits the model (actIdx: its actions' codes)
 // and stores it by its kind.
 func (r *controllerRows) fillRow(bp *beliefPlanner, i int, actIdx map[string]int, bad func(string, ...any) error) error {
-	H, S := bp.H, bp.S
-	h, s := int(r.step[i]), int(r.state[i])
-	a, okA := actIdx[r.act[i]]
-	if h < 1 || h > H || s < 0 || s >= S || !okA || math.IsNaN(r.value[i]) {
-		return bad("row %d (%s, step %d, action %q, state %d) does not fit the model (%d steps, %d states)", i, r.kind[i], h, r.act[i], s, H, S)
+	a, err := r.rowAction(bp, i, actIdx, bad)
+	if err != nil {
+		return err
 	}
 	switch r.kind[i] {
 	case kindAlpha:
 		return r.fillAlpha(bp, i, a, bad)
 	case kindReward:
-		bp.tab[h][a].r[s] = r.value[i]
+		bp.tab[r.step[i]][a].r[r.state[i]] = r.value[i]
 		return nil
 	case kindBonus:
 		return r.fillBonus(bp, i, a, bad)
 	}
 	return bad("row %d: unknown kind %q", i, r.kind[i])
+}
+
+// rowAction checks that row i fits the model (its step, state, action
+// and value) and returns its action's code.
+func (r *controllerRows) rowAction(bp *beliefPlanner, i int, actIdx map[string]int, bad func(string, ...any) error) (int, error) {
+	H, S := bp.H, bp.S
+	h, s := int(r.step[i]), int(r.state[i])
+	a, okA := actIdx[r.act[i]]
+	if h < 1 || h > H || s < 0 || s >= S || !okA || math.IsNaN(r.value[i]) {
+		return 0, bad("row %d (%s, step %d, action %q, state %d) does not fit the model (%d steps, %d states)", i, r.kind[i], h, r.act[i], s, H, S)
+	}
+	return a, nil
 }
 
 // fillAlpha stores α-vector row i (action a) into bp's α-sets; the rows
@@ -505,14 +575,24 @@ func (r *controllerRows) fillAlpha(bp *beliefPlanner, i, a int, bad func(string,
 		return bad("row %d: class %d", i, cl)
 	}
 	g := &bp.gamma[h][cl]
-	switch {
-	case s == 0 && k == len(g.act):
-		g.act = append(g.act, a)
-	case s == 0 || k != len(g.act)-1 || len(g.vec) != k*S+s || g.act[k] != a:
+	if !g.nextEntry(a, s, k, S) {
 		return bad("row %d: α-vector %d of step %d is not written state by state in order", i, k, h)
 	}
 	g.vec = append(g.vec, r.value[i])
 	return nil
+}
+
+// nextEntry reports whether entry s of α-vector k (action a) comes next
+// in the set, vectors written state by state in order, and records the
+// action of a vector it starts.
+func (g *alphaSet) nextEntry(a, s, k, S int) bool {
+	switch {
+	case s == 0 && k == len(g.act):
+		g.act = append(g.act, a)
+	case s == 0 || k != len(g.act)-1 || len(g.vec) != k*S+s || g.act[k] != a:
+		return false
+	}
+	return true
 }
 
 // fillBonus stores bonus-form row i (action a) into bp's step tables.
@@ -543,12 +623,8 @@ func checkController(bp *beliefPlanner, bad func(string, ...any) error) error {
 // checkControllerStep is checkController at step h.
 func checkControllerStep(bp *beliefPlanner, h int, bad func(string, ...any) error) error {
 	S := bp.S
-	for cl := 0; cl < 2; cl++ {
-		g := &bp.gamma[h][cl]
-		if len(g.vec) != len(g.act)*S {
-			return bad("step %d: an α-vector is incomplete", h)
-		}
-		g.finish(S)
+	if err := finishAlphaSets(bp, h, bad); err != nil {
+		return err
 	}
 	if bp.gamma[h][0].n(S)+bp.gamma[h][1].n(S) == 0 {
 		return bad("step %d has no α-vector", h)
@@ -557,6 +633,19 @@ func checkControllerStep(bp *beliefPlanner, h int, bad func(string, ...any) erro
 		if err := checkStepTables(bp, h, a, bad); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// finishAlphaSets checks that both α-sets of step h hold whole vectors
+// and finishes them.
+func finishAlphaSets(bp *beliefPlanner, h int, bad func(string, ...any) error) error {
+	for cl := 0; cl < 2; cl++ {
+		g := &bp.gamma[h][cl]
+		if len(g.vec) != len(g.act)*bp.S {
+			return bad("step %d: an α-vector is incomplete", h)
+		}
+		g.finish(bp.S)
 	}
 	return nil
 }

@@ -113,13 +113,7 @@ func writeRecords(fw *ipc.FileWriter, b *array.RecordBuilder, p *Policy) error {
 	nb := newNodeBuilder(b)
 	for lo := 0; lo < len(p.Nodes) || lo == 0; lo += fileBatchRowsVar {
 		hi := min(len(p.Nodes), lo+fileBatchRowsVar)
-		for i := lo; i < hi; i++ {
-			nb.append(&p.Nodes[i])
-		}
-		rec := b.NewRecord()
-		err := fw.Write(rec)
-		rec.Release()
-		if err != nil {
+		if err := writeBatch(fw, b, nb, p.Nodes[lo:hi]); err != nil {
 			return err
 		}
 		if hi >= len(p.Nodes) {
@@ -127,6 +121,18 @@ func writeRecords(fw *ipc.FileWriter, b *array.RecordBuilder, p *Policy) error {
 		}
 	}
 	return nil
+}
+
+// writeBatch appends the rows nodes to the builder (nb over b) and
+// writes them to fw as one record batch.
+func writeBatch(fw *ipc.FileWriter, b *array.RecordBuilder, nb *nodeBuilder, nodes []Node) error {
+	for i := range nodes {
+		nb.append(&nodes[i])
+	}
+	rec := b.NewRecord()
+	err := fw.Write(rec)
+	rec.Release()
+	return err
 }
 
 // fileMetadata is the schema metadata of p's file: the caller's meta in
@@ -247,6 +253,12 @@ func readFileWith(mem memory.Allocator, path string) (*Policy, map[string]string
 	}
 	defer f.Close()
 	defer r.Close()
+	return readOpened(r, path)
+}
+
+// readOpened reads the policy and its metadata from the open file of r
+// (path) and checks them.
+func readOpened(r *ipc.FileReader, path string) (*Policy, map[string]string, error) {
 	meta, col, err := fileSchema(r.Schema(), path)
 	if err != nil {
 		return nil, nil, err
@@ -343,18 +355,27 @@ func metaMap(md arrow.Metadata) map[string]string {
 func readNodes(r *ipc.FileReader, col []int, path string) (*Policy, error) {
 	p := &Policy{}
 	for b := 0; b < r.NumRecords(); b++ {
-		rec, err := r.Record(b)
-		if err != nil {
-			return nil, fmt.Errorf("%w: %s: record batch %d: %v", ErrFile, path, b, err)
-		}
-		if err := appendNodes(p, rec, col, path); err != nil {
+		if err := p.readRecord(r, b, col, path); err != nil {
 			return nil, err
-		}
-		if len(p.Nodes) > MaxRows {
-			return nil, fmt.Errorf("%w: %s: more than %d rows, the most a policy table may hold", ErrFile, path, MaxRows)
 		}
 	}
 	return p, nil
+}
+
+// readRecord appends the rows of record batch b to the policy (col: the
+// columns' indexes), an error past MaxRows rows.
+func (p *Policy) readRecord(r *ipc.FileReader, b int, col []int, path string) error {
+	rec, err := r.Record(b)
+	if err != nil {
+		return fmt.Errorf("%w: %s: record batch %d: %v", ErrFile, path, b, err)
+	}
+	if err := appendNodes(p, rec, col, path); err != nil {
+		return err
+	}
+	if len(p.Nodes) > MaxRows {
+		return fmt.Errorf("%w: %s: more than %d rows, the most a policy table may hold", ErrFile, path, MaxRows)
+	}
+	return nil
 }
 
 // deepestStep is the largest step of p's rows (0 for none).
@@ -485,16 +506,26 @@ func (nc *nodeColumns) row(i int) Node {
 func (p *Policy) check(name string) error {
 	dup, first := p.repeatedObs()
 	for i := range p.Nodes {
-		n := &p.Nodes[i]
-		row := func(format string, args ...any) error {
-			return rowError(name, i, n.ID, format, args...)
-		}
-		if err := p.checkRow(i, row); err != nil {
+		if err := p.checkNode(name, i, dup, first); err != nil {
 			return err
 		}
-		if i == dup {
-			return row("observation %q repeats row %d under the same parent", n.Obs, first)
-		}
+	}
+	return nil
+}
+
+// checkNode checks row i of the table name (checkRow) and that it is not
+// dup, the first row repeating the observation of row first under the
+// same parent.
+func (p *Policy) checkNode(name string, i, dup, first int) error {
+	n := &p.Nodes[i]
+	row := func(format string, args ...any) error {
+		return rowError(name, i, n.ID, format, args...)
+	}
+	if err := p.checkRow(i, row); err != nil {
+		return err
+	}
+	if i == dup {
+		return row("observation %q repeats row %d under the same parent", n.Obs, first)
 	}
 	return nil
 }
@@ -509,6 +540,12 @@ func (p *Policy) checkRow(i int, row func(string, ...any) error) error {
 	if err := p.checkParent(i, row); err != nil {
 		return err
 	}
+	return checkFinite(n, row)
+}
+
+// checkFinite checks that node n's reach probability and values are not
+// infinite.
+func checkFinite(n *Node, row func(string, ...any) error) error {
 	for _, v := range []float64{n.ReachProb, n.ValueReward, n.ValueBonus, n.ValueLCB} {
 		if math.IsInf(v, 0) {
 			return row("infinite value %v", v)

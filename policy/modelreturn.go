@@ -93,9 +93,16 @@ func (ts *trajSampler) meanReturn(ctx context.Context, pol *Policy, c codes, n i
 		sum += ret
 		sq += ret * ret
 	}
+	value, se = meanAndSE(sum, sq, n)
+	return value, se, nil
+}
+
+// meanAndSE returns the mean of n returns of sum sum and sum of squares
+// sq, and its standard error (from the unbiased variance).
+func meanAndSE(sum, sq float64, n int) (value, se float64) {
 	value = sum / float64(n)
 	v := max(sq/float64(n)-value*value, 0) * float64(n) / float64(n-1)
-	return value, math.Sqrt(v / float64(n)), nil
+	return value, math.Sqrt(v / float64(n))
 }
 
 // cursorAct is the model's code of the action the cursor st plays after
@@ -126,14 +133,20 @@ func unmatchedMass(pol *Policy, c codes, first []float64) float64 {
 // its expected return given its observations, in the user's units (0
 // when pol has no row for its first observation).
 func (ts *trajSampler) policyReturn(pol *Policy, c codes) (float64, error) {
-	m := ts.m
 	o := ts.start()
-	ret := 0.0
 	if _, ok := pol.Child(-1, c.obs[o]); !ok {
-		return ret, nil
+		return 0, nil
 	}
 	ts.begin(o)
-	st := pol.NewCursor()
+	return ts.follow(pol.NewCursor(), c, o)
+}
+
+// follow plays the policy from its cursor st and the first observation
+// o to step H, drawing the observations, and returns the sum of the
+// steps' expected rewards given the beliefs.
+func (ts *trajSampler) follow(st *Cursor, c codes, o int) (float64, error) {
+	m := ts.m
+	ret := 0.0
 	for h := 1; ; h++ {
 		a, err := c.cursorAct(st, o, h)
 		if err != nil {

@@ -66,6 +66,12 @@ func checkLogs(pol *Policy, d *ingest.Dataset) error {
 	if !d.HasPropensity() {
 		return fmt.Errorf("%w: importance weights need propensities (logged or estimated)", ErrData)
 	}
+	return checkLogShape(pol, d)
+}
+
+// checkLogShape checks that the policy's horizon is the dataset's and
+// that the dataset's arrays hold its episodes.
+func checkLogShape(pol *Policy, d *ingest.Dataset) error {
 	H, K := d.Horizon, d.NumEpisodes()
 	if pol.Horizon != 0 && pol.Horizon != H {
 		return fmt.Errorf("%w: policy horizon %d, dataset horizon %d", ErrData, pol.Horizon, H)
@@ -256,21 +262,40 @@ type Coverage struct {
 
 // CoverageOf computes per-step coverage and the C∞ estimate of pol on d.
 func CoverageOf(pol *Policy, d *ingest.Dataset) (*Coverage, error) {
-	c := newCoverage(pol, d.Horizon)
-	seen := make([]bool, len(pol.Nodes))
-	err := walkLogs(pol, d, func(k, h int, ok bool, prefix float64, node int64) {
-		// (o_1, a_1, …, o_{h+1}) follows the policy either way.
-		c.Steps[h].Logged++
-		if node >= 0 && !seen[node] {
-			seen[node] = true
-			c.Steps[h].CoveredMass += pol.Nodes[node].ReachProb
-		}
-		if ok && prefix > c.CInf {
-			c.CInf, c.CInfEpisode, c.CInfStep = prefix, d.EpisodeIDs[k], h+1
-		}
-	})
-	if err != nil {
+	cw := &coverageWalk{c: newCoverage(pol, d.Horizon), pol: pol, d: d, seen: make([]bool, len(pol.Nodes))}
+	if err := walkLogs(pol, d, cw.visit); err != nil {
 		return nil, err
 	}
-	return c, nil
+	return cw.c, nil
+}
+
+// coverageWalk is CoverageOf's state along the logs: the coverage so
+// far and the policy's nodes already counted.
+type coverageWalk struct {
+	c    *Coverage
+	pol  *Policy
+	d    *ingest.Dataset
+	seen []bool
+}
+
+// visit counts the logged step h of episode k (at the policy's node, −1
+// once off the table) and keeps the largest ratio prefix of a step the
+// policy takes.
+func (cw *coverageWalk) visit(k, h int, ok bool, prefix float64, node int64) {
+	c := cw.c
+	// (o_1, a_1, …, o_{h+1}) follows the policy either way.
+	c.Steps[h].Logged++
+	cw.cover(h, node)
+	if ok && prefix > c.CInf {
+		c.CInf, c.CInfEpisode, c.CInfStep = prefix, cw.d.EpisodeIDs[k], h+1
+	}
+}
+
+// cover adds the reach probability of node, the first time it is
+// logged, to the covered mass of step h.
+func (cw *coverageWalk) cover(h int, node int64) {
+	if node >= 0 && !cw.seen[node] {
+		cw.seen[node] = true
+		cw.c.Steps[h].CoveredMass += cw.pol.Nodes[node].ReachProb
+	}
 }

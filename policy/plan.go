@@ -202,6 +202,19 @@ func Plan(ctx context.Context, m *estimate.Model, bonus *pessimism.Bonus, opts P
 		return nil, nil, err
 	}
 	workers := parallel.Workers(opts.Workers)
+	proto, st, err := setUpPlan(m, bonus, opts, budget)
+	if err != nil {
+		return nil, nil, err
+	}
+	if wantsBelief(m, opts, st) {
+		return planBelief(ctx, m, bonus, opts, workers, st)
+	}
+	return exactPlan(ctx, m, bonus, opts, proto, budget, workers, st)
+}
+
+// setUpPlan returns the tree search's planner of m, with opts' objective
+// set, and the plan's stats.
+func setUpPlan(m *estimate.Model, bonus *pessimism.Bonus, opts PlanOptions, budget int64) (*planner, *PlanStats, error) {
 	proto, err := newSearchPlanner(m, bonus)
 	if err != nil {
 		return nil, nil, err
@@ -210,10 +223,7 @@ func Plan(ctx context.Context, m *estimate.Model, bonus *pessimism.Bonus, opts P
 	if err := proto.applyOptions(opts, st, budget); err != nil {
 		return nil, nil, err
 	}
-	if wantsBelief(m, opts, st) {
-		return planBelief(ctx, m, bonus, opts, workers, st)
-	}
-	return exactPlan(ctx, m, bonus, opts, proto, budget, workers, st)
+	return proto, st, nil
 }
 
 // checkPlanInputs checks the model, the bonus and its α, and returns
@@ -278,11 +288,25 @@ func newSearchPlanner(m *estimate.Model, bonus *pessimism.Bonus) (*planner, erro
 // applyOptions checks opts' planner and objective and sets the
 // objective; the bonus objective is planned exactly only.
 func (p *planner) applyOptions(opts PlanOptions, st *PlanStats, budget int64) error {
+	if err := checkPlanner(opts); err != nil {
+		return err
+	}
+	return p.setObjective(opts, st, budget)
+}
+
+// checkPlanner checks that opts names a planner (or none).
+func checkPlanner(opts PlanOptions) error {
 	switch opts.Planner {
 	case "", PlannerAuto, PlannerExact, PlannerBelief:
 	default:
 		return fmt.Errorf("%w: planner %q (want %q, %q or %q)", ErrOptions, opts.Planner, PlannerExact, PlannerBelief, PlannerAuto)
 	}
+	return nil
+}
+
+// setObjective checks opts' objective and sets it; the bonus objective
+// is planned exactly only.
+func (p *planner) setObjective(opts PlanOptions, st *PlanStats, budget int64) error {
 	switch opts.Objective {
 	case "", ObjectiveLCB:
 	case ObjectiveBonus:
@@ -320,17 +344,25 @@ func exactPlan(ctx context.Context, m *estimate.Model, bonus *pessimism.Bonus, o
 			return nil, nil, err
 		}
 	}
-	proto.collectTasks(ctx)
-	results, err := proto.searchTasks(ctx, proto.tasks, workers)
+	v, results, err := proto.searchFrontier(ctx, workers)
 	if err != nil {
-		return nil, nil, err
-	}
-	v := proto.searchAbove(ctx, results)
-	if err := ctx.Err(); err != nil {
 		return nil, nil, err
 	}
 	proto.setStats(st, v, results)
 	return proto.toPolicy(), st, nil
+}
+
+// searchFrontier collects the frontier subtrees, searches them with
+// workers workers and the levels above them with their results; it
+// returns the root values and the subtrees' results.
+func (p *planner) searchFrontier(ctx context.Context, workers int) (val, []taskResult, error) {
+	p.collectTasks(ctx)
+	results, err := p.searchTasks(ctx, p.tasks, workers)
+	if err != nil {
+		return val{}, nil, err
+	}
+	v := p.searchAbove(ctx, results)
+	return v, results, ctx.Err()
 }
 
 // exactPlanner names the exact planner: its pruned search past the
@@ -447,6 +479,15 @@ func checkPlan(m *estimate.Model, bonus *pessimism.Bonus) error {
 	if bonus.Horizon != m.Horizon || len(bonus.Dims) != m.Horizon {
 		return fmt.Errorf("%w: bonus for horizon %d, model horizon %d", ErrModel, bonus.Horizon, m.Horizon)
 	}
+	if err := checkModelSizes(m); err != nil {
+		return err
+	}
+	return checkFeatureDims(m, bonus)
+}
+
+// checkModelSizes checks the model's sizes, its vocabularies' lengths
+// and the symbol limit.
+func checkModelSizes(m *estimate.Model) error {
 	if m.Horizon <= 0 || m.States <= 0 || m.NumObs <= 0 || m.NumActions <= 0 {
 		return fmt.Errorf("%w: sizes S=%d O=%d A=%d H=%d", ErrModel, m.States, m.NumObs, m.NumActions, m.Horizon)
 	}
@@ -456,7 +497,7 @@ func checkPlan(m *estimate.Model, bonus *pessimism.Bonus) error {
 	if m.NumObs > ingest.MaxSymbols || m.NumActions > ingest.MaxSymbols {
 		return fmt.Errorf("%w: more than %d observations or actions", ErrModel, ingest.MaxSymbols)
 	}
-	return checkFeatureDims(m, bonus)
+	return nil
 }
 
 // checkFeatureDims checks that bonus has the model's feature dimension
@@ -542,16 +583,22 @@ func (p *planner) searchEpsilon(ctx context.Context, budget int64, workers int) 
 		return eps, err
 	}
 	es := &epsSearch{c: c, eps: eps, kFail: 64}
-	for iter := 0; iter < 64; iter++ {
-		done, err := p.halveEps(ctx, pool, budget, es)
-		if err != nil {
-			return 0, err
-		}
-		if done {
-			break
-		}
+	if err := p.lowerEps(ctx, pool, budget, es); err != nil {
+		return 0, err
 	}
 	return es.eps, nil
+}
+
+// lowerEps halves the threshold of es while the counts fit the budget
+// (halveEps), 64 times at most.
+func (p *planner) lowerEps(ctx context.Context, pool []*planner, budget int64, es *epsSearch) error {
+	for iter := 0; iter < 64; iter++ {
+		done, err := p.halveEps(ctx, pool, budget, es)
+		if err != nil || done {
+			return err
+		}
+	}
+	return nil
 }
 
 // epsSearch is searchEpsilon's state: the threshold verified so far, its
@@ -565,11 +612,8 @@ type epsSearch struct {
 // halveEps counts the next threshold of searchEpsilon and keeps it when
 // it fits the budget; it reports whether the search is over.
 func (p *planner) halveEps(ctx context.Context, pool []*planner, budget int64, es *epsSearch) (bool, error) {
-	k, fits := halvings(es.c, es.cPrev, es.kLast, budget)
-	if !fits {
-		return true, nil // one more halving is predicted not to fit
-	}
-	if k = min(max(k, 1), es.kFail-1, 40); k < 1 {
+	k, ok := es.nextHalvings(budget)
+	if !ok {
 		return true, nil
 	}
 	try := math.Ldexp(es.eps, -k)
@@ -581,9 +625,28 @@ func (p *planner) halveEps(ctx context.Context, pool []*planner, budget int64, e
 		es.kFail = k
 		return false, err
 	}
+	es.keep(c2, try, k)
+	return full2, nil
+}
+
+// nextHalvings is the number of halvings of ε for the next count
+// (halvings, at least 1, below the fewest found not to fit and at most
+// 40); it is false when the search is over.
+func (es *epsSearch) nextHalvings(budget int64) (int, bool) {
+	k, fits := halvings(es.c, es.cPrev, es.kLast, budget)
+	if !fits {
+		return 0, false // one more halving is predicted not to fit
+	}
+	if k = min(max(k, 1), es.kFail-1, 40); k < 1 {
+		return 0, false
+	}
+	return k, true
+}
+
+// keep keeps the threshold try, k halvings below the last, of count c2.
+func (es *epsSearch) keep(c2, try float64, k int) {
 	es.cPrev, es.c, es.eps, es.kLast = es.c, c2, try, k
 	es.kFail -= k
-	return full2, nil
 }
 
 // countPool returns one counting planner per worker (at least one).
@@ -648,10 +711,7 @@ func (p *planner) countTasks(ctx context.Context, pool []*planner, eps float64, 
 	var mu sync.Mutex
 	members := chanOf(pool)
 	err := parallel.ForWith(ctx, len(p.tasks), len(pool), func() *planner {
-		w := <-members
-		w.ctx, w.eps, w.stop, w.pruned = ctx, eps, false, false
-		w.total, w.limit = total, limit
-		return w
+		return (<-members).startCount(ctx, eps, limit, total)
 	}, func(w *planner, i int) error {
 		w.countTask(&p.tasks[i])
 		if w.pruned {
@@ -662,6 +722,14 @@ func (p *planner) countTasks(ctx context.Context, pool []*planner, eps float64, 
 		return nil
 	})
 	return pruned, err
+}
+
+// startCount readies the pool member p for a count with threshold eps
+// that stops once the shared total passes limit.
+func (p *planner) startCount(ctx context.Context, eps float64, limit int64, total *atomic.Int64) *planner {
+	p.ctx, p.eps, p.stop, p.pruned = ctx, eps, false, false
+	p.total, p.limit = total, limit
+	return p
 }
 
 // chanOf returns a channel holding the elements of xs, in order.
@@ -696,10 +764,7 @@ func (p *planner) flush() {
 // count visits the node (τ_{h−1}, o_h) (belief in p.bel[h]) and its
 // descendants of path probability ≥ p.eps, as solve does, counting them.
 func (p *planner) count(h, o int, path float64) {
-	p.nodes++
-	if p.nodes >= 1<<12 {
-		p.flush()
-	}
+	p.countNode()
 	if p.stop || h == p.H {
 		return
 	}
@@ -709,6 +774,21 @@ func (p *planner) count(h, o int, path float64) {
 		p.pruned = true
 		return
 	}
+	p.countActions(h, o, path)
+}
+
+// countNode counts a node, flushing the count to the shared total every
+// 4096 nodes.
+func (p *planner) countNode() {
+	p.nodes++
+	if p.nodes >= 1<<12 {
+		p.flush()
+	}
+}
+
+// countActions counts the children of the node (τ_{h−1}, o_h) after
+// each allowed action, until the count stops.
+func (p *planner) countActions(h, o int, path float64) {
 	for _, a := range p.allowed[o] {
 		if !p.countAction(h, a, path) {
 			return
@@ -745,11 +825,18 @@ func (p *planner) countChild(h, a, i int, path float64) bool {
 		p.pruned = true
 		return true
 	}
+	return p.countBelow(h, a, o2, path*po)
+}
+
+// countBelow counts the child o2 (path probability path) of the node
+// after action a and its descendants; it reports false when the count
+// has stopped.
+func (p *planner) countBelow(h, a, o2 int, path float64) bool {
 	if h+1 == p.H {
 		p.nodes++
 		return true
 	}
-	p.m.Correct(h, pred, a, o2, p.bel[h+1])
-	p.count(h+1, o2, path*po)
+	p.m.Correct(h, p.pred[h], a, o2, p.bel[h+1])
+	p.count(h+1, o2, path)
 	return !p.stop
 }

@@ -274,11 +274,7 @@ func (p *planner) solve(h, o int, cond, sum, path float64) val {
 	if p.frontier == h {
 		return p.solveFrontier(h, o, cond, sum, path)
 	}
-	p.nodes++
-	if p.nodes&0xffff == 0 && p.ctx.Err() != nil {
-		p.stop = true
-	}
-	if p.stop {
+	if !p.countVisit() {
 		return val{}
 	}
 	start := len(p.arena)
@@ -289,6 +285,16 @@ func (p *planner) solve(h, o int, cond, sum, path float64) val {
 	bestV, bestA, bestFb := p.bestAction(start, h, o, sum, path)
 	p.arena[start] = rec{obs: int32(o), act: int32(bestA), size: int32(len(p.arena) - start), fb: bestFb, cond: cond, vr: bestV.r, vb: bestV.b}
 	return bestV
+}
+
+// countVisit counts a node of the search (checking the context every
+// 65536 nodes) and reports whether the search goes on.
+func (p *planner) countVisit() bool {
+	p.nodes++
+	if p.nodes&0xffff == 0 && p.ctx.Err() != nil {
+		p.stop = true
+	}
+	return !p.stop
 }
 
 // bestAction searches every allowed action of the node whose record is
@@ -375,18 +381,31 @@ func (p *planner) solveAction(h, o, a int, sum, path float64) (val, int32) {
 	r := (m.ExpectedReward(h, b, a) - p.shift) * p.scale
 	m.Predict(h, b, a, s.pred)
 	n := p.startAction(&s, sum)
+	p.searchChildren(&s, n)
+	fb := p.actionFallback(&s)
+	s.v.r += r
+	return s.v, fb
+}
+
+// searchChildren adds the action's first n children to its value and
+// prices a wide node's pruned set.
+func (p *planner) searchChildren(s *actionSearch, n int) {
 	for i := 0; i < n; i++ {
-		p.searchChild(&s, i)
+		p.searchChild(s, i)
 	}
 	if s.setMass > 0 {
-		p.priceSet(&s)
+		p.priceSet(s)
 	}
+}
+
+// actionFallback is the action's fallback action: the best stand-in
+// when a child was pruned, −1 otherwise.
+func (p *planner) actionFallback(s *actionSearch) int32 {
 	fb := int32(-1)
 	if s.pruned {
 		fb = int32(p.bestFallback(s.acts, s.acc, &s.v))
 	}
-	s.v.r += r
-	return s.v, fb
+	return fb
 }
 
 // actionSearch is the search of one action a at a node (τ_{h−1}, o_h):
@@ -473,6 +492,14 @@ func (p *planner) searchChild(s *actionSearch, i int) {
 		p.pruneChild(s, o2, po)
 		return
 	}
+	p.searchBelow(s, o2, po)
+}
+
+// searchBelow adds the child o2 of probability po, reached, to the
+// action's value: a step-H leaf with its best last action, any other
+// through the search below it.
+func (p *planner) searchBelow(s *actionSearch, o2 int, po float64) {
+	h, a := s.h, s.a
 	next := p.bel[h+1]
 	p.m.Correct(h, s.pred, a, o2, next)
 	if s.leaf {
@@ -487,21 +514,33 @@ func (p *planner) searchChild(s *actionSearch, i int) {
 // enumeration (priceSet), otherwise through its own stand-in.
 func (p *planner) pruneChild(s *actionSearch, o2 int, po float64) {
 	if !s.pruned {
-		s.pruned = true
-		clear(s.acc)
-		clear(s.setU)
-		s.setMass = 0
+		s.startPruned()
 	}
 	if s.wide {
 		// Priced with the others at once below.
-		p.m.Correct(s.h, s.pred, s.a, o2, p.cbel)
-		for j, x := range p.cbel {
-			s.setU[j] += po * x
-		}
-		s.setMass += po
+		p.addToSet(s, o2, po)
 		return
 	}
 	p.standIn(s.h, s.a, s.acts, s.pred, o2, po, s.s2, s.acc)
+}
+
+// startPruned marks the action's node as having a pruned child and
+// clears the pruned sums.
+func (s *actionSearch) startPruned() {
+	s.pruned = true
+	clear(s.acc)
+	clear(s.setU)
+	s.setMass = 0
+}
+
+// addToSet adds the pruned child o2 of probability po to the set of a
+// wide node's pruned children: its belief mass and its probability.
+func (p *planner) addToSet(s *actionSearch, o2 int, po float64) {
+	p.m.Correct(s.h, s.pred, s.a, o2, p.cbel)
+	for j, x := range p.cbel {
+		s.setU[j] += po * x
+	}
+	s.setMass += po
 }
 
 // priceSet prices the pruned children of a wide node as one set: its
@@ -582,18 +621,26 @@ func (p *planner) addNode(pol *Policy, it policyItem, queue []policyItem, weight
 	reach := it.reach * r.cond
 	// Fallback: the reach-weighted majority action of the children.
 	queue, any := p.queueChildren(it.i, id, reach, weights, queue)
-	fb := int(r.act)
-	if r.fb >= 0 {
-		fb = int(r.fb)
-	} else if any {
-		fb = argmaxAbove(weights, -1, 0)
-	}
+	fb := nodeFallback(r, any, weights)
 	pol.Nodes = append(pol.Nodes, Node{
 		ID: id, Parent: it.parent, Step: int32(p.depthOf(it.parent, pol)),
 		Obs: p.m.ObsVocab[r.obs], Action: p.m.ActVocab[r.act], Fallback: p.m.ActVocab[fb],
 		ReachProb: reach, ValueReward: r.vr, ValueBonus: r.vb, ValueLCB: r.vr - r.vb,
 	})
 	return queue
+}
+
+// nodeFallback is the fallback action of the node of record r: the
+// record's when a child was pruned, else the reach-weighted majority
+// action of its children (weights; any: it has some), else its own.
+func nodeFallback(r rec, any bool, weights []float64) int {
+	if r.fb >= 0 {
+		return int(r.fb)
+	}
+	if any {
+		return argmaxAbove(weights, -1, 0)
+	}
+	return int(r.act)
 }
 
 // queueChildren appends the children of record i (node id, reach
@@ -669,32 +716,49 @@ func newFallbackTables(m *estimate.Model, bonus *pessimism.Bonus) (*fallbackTabl
 		return nil, err
 	}
 	ft := allocFallbackTables(H, S, A)
-	sc := &fallbackScratch{m: m, fz: fz, bonus: bonus, rw: rw, unit: make([]float64, S), T: make([]float64, S*S),
-		Q: make([]float64, S*S), KT: make([]float64, S*S), cols: make([][]float64, S)}
+	sc := newFallbackScratch(m, fz, bonus, rw)
 	for t := H; t >= 1; t-- {
 		ft.buildStep(t, sc)
 	}
 	return ft, nil
 }
 
+// newFallbackScratch returns the scratch of the fallback tables' steps
+// of m: its buffers of S and S×S.
+func newFallbackScratch(m *estimate.Model, fz *estimate.Featurizer, bonus *pessimism.Bonus, rw *stateRewards) *fallbackScratch {
+	S := m.States
+	return &fallbackScratch{m: m, fz: fz, bonus: bonus, rw: rw, unit: make([]float64, S), T: make([]float64, S*S),
+		Q: make([]float64, S*S), KT: make([]float64, S*S), cols: make([][]float64, S)}
+}
+
 // buildStep fills the tables of step t for every action: at step H the
 // rewards (vmax their maximum), before it by backup from step t+1.
 func (ft *fallbackTables) buildStep(t int, sc *fallbackScratch) {
 	vm := ft.vmax[t]
-	for s := range vm {
-		vm[s] = math.Inf(-1)
-	}
+	fillNegInf(vm)
 	for f := 0; f < ft.A; f++ {
 		w := ft.w[t*ft.A+f]
 		sc.rw.of(t, f, w)
 		if t == sc.m.Horizon {
-			for s := range vm {
-				vm[s] = math.Max(vm[s], w[s])
-			}
+			maxInto(vm, w)
 			continue
 		}
 		sc.stepQ(t, f)
 		ft.backup(t, f, sc)
+	}
+}
+
+// fillNegInf sets every entry of x to −∞.
+func fillNegInf(x []float64) {
+	for s := range x {
+		x[s] = math.Inf(-1)
+	}
+}
+
+// maxInto sets x to the entrywise maximum of x and y.
+func maxInto(x, y []float64) {
+	for s := range x {
+		x[s] = math.Max(x[s], y[s])
 	}
 }
 
@@ -733,20 +797,26 @@ type fallbackScratch struct {
 // to FᵀU_t⁻¹F, F the features of the states' predictions (by
 // polarisation of the bonus norms, quadForm).
 func (sc *fallbackScratch) stepQ(t, f int) {
-	m, S, T, cols := sc.m, sc.m.States, sc.T, sc.cols
-	d := sc.bonus.Dims[t]
+	S := sc.m.States
 	pred := make([]float64, S)
 	for s := 0; s < S; s++ {
-		clear(sc.unit)
-		sc.unit[s] = 1
-		m.Predict(t, sc.unit, f, pred)
-		for s2 := 0; s2 < S; s2++ {
-			T[s2*S+s] = pred[s2]
-		}
-		cols[s] = make([]float64, d)
-		sc.fz.Feature(t, pred, f, cols[s])
+		sc.column(t, f, s, pred)
 	}
-	quadForm(sc.bonus, t, cols, sc.Q)
+	quadForm(sc.bonus, t, sc.cols, sc.Q)
+}
+
+// column sets column s of T to the prediction from state s after action
+// f at step t (pred: scratch of S) and cols[s] to its feature.
+func (sc *fallbackScratch) column(t, f, s int, pred []float64) {
+	S, T := sc.m.States, sc.T
+	clear(sc.unit)
+	sc.unit[s] = 1
+	sc.m.Predict(t, sc.unit, f, pred)
+	for s2 := 0; s2 < S; s2++ {
+		T[s2*S+s] = pred[s2]
+	}
+	sc.cols[s] = make([]float64, sc.bonus.Dims[t])
+	sc.fz.Feature(t, pred, f, sc.cols[s])
 }
 
 // backup runs the recursions of step t < H and action f from step t+1:

@@ -166,10 +166,15 @@ func Select(ctx context.Context, m *estimate.Model, bonus *pessimism.Bonus, em *
 	if sel.Candidates, err = sr.candidates(ctx, alphas); err != nil {
 		return nil, err
 	}
-	sel.Chosen = choose(sel.Candidates)
-	sel.Candidates[sel.Chosen].Chosen = true
-	sel.Reason = reason(sel)
+	sel.pick()
 	return sel, nil
+}
+
+// pick marks the chosen candidate (choose) and states the reason.
+func (s *Selection) pick() {
+	s.Chosen = choose(s.Candidates)
+	s.Candidates[s.Chosen].Chosen = true
+	s.Reason = reason(s)
 }
 
 // checkSelectInputs checks that there are candidates, held-out
@@ -236,17 +241,27 @@ func (sr *selector) candidate(ctx context.Context, a float64) (Candidate, error)
 	if err != nil {
 		return Candidate{}, err
 	}
-	iw, err := IWEstimate(sr.m, pol, sr.heldOut, sr.opts.Z)
-	if err != nil {
-		return Candidate{}, err
-	}
-	ro, err := ValueUnder(ctx, sr.em, sr.eb, pol, sr.opts.MaxLeaves, sr.opts.Rollouts, sr.opts.Seed)
+	iw, ro, err := sr.evaluate(ctx, pol)
 	if err != nil {
 		return Candidate{}, err
 	}
 	return Candidate{Alpha: a,
 		Model: Value{Reward: st.ValueReward, Bonus: st.ValueBonus, LCB: st.Value},
 		Cross: crossFit(ro, a, sr.ae), Saturated: st.ValueBonus >= SaturatedBonus, HeldOut: iw, Plan: *st, Policy: pol, CInf: math.NaN()}, nil
+}
+
+// evaluate values the candidate policy pol on the held-out logs
+// (IWEstimate) and under the evaluation model (ValueUnder).
+func (sr *selector) evaluate(ctx context.Context, pol *Policy) (IWResult, *Rollout, error) {
+	iw, err := IWEstimate(sr.m, pol, sr.heldOut, sr.opts.Z)
+	if err != nil {
+		return IWResult{}, nil, err
+	}
+	ro, err := ValueUnder(ctx, sr.em, sr.eb, pol, sr.opts.MaxLeaves, sr.opts.Rollouts, sr.opts.Seed)
+	if err != nil {
+		return IWResult{}, nil, err
+	}
+	return iw, ro, nil
 }
 
 // planOptions are the candidates' plan options: the options' Plan with
@@ -312,13 +327,20 @@ func reason(s *Selection) string {
 	}
 	chosenReason(&b, s, c)
 	runnerUpReason(&b, s, c)
+	caveatReasons(&b, sat, c)
+	return b.String()
+}
+
+// caveatReasons appends the reason's caveats: the saturated α sat that
+// were excluded, and a held-out estimate of the chosen candidate c too
+// small to choose by.
+func caveatReasons(b *strings.Builder, sat []string, c Candidate) {
 	if len(sat) > 0 {
-		fmt.Fprintf(&b, " α = %s saturated the bonus (planning bonus ≥ %.2g of its cap, where it no longer ranks policies) and were excluded.", strings.Join(sat, ", "), SaturatedBonus)
+		fmt.Fprintf(b, " α = %s saturated the bonus (planning bonus ≥ %.2g of its cap, where it no longer ranks policies) and were excluded.", strings.Join(sat, ", "), SaturatedBonus)
 	}
 	if c.HeldOut.ESS < 10 {
-		fmt.Fprintf(&b, " The importance-weighted estimate on the held-out part has effective sample size %.3g, too small to choose by.", c.HeldOut.ESS)
+		fmt.Fprintf(b, " The importance-weighted estimate on the held-out part has effective sample size %.3g, too small to choose by.", c.HeldOut.ESS)
 	}
-	return b.String()
 }
 
 // saturatedAlphas lists the α of the saturated candidates.

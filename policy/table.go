@@ -59,6 +59,13 @@ func OpenTable(path string) (*Table, error) {
 		return nil, err
 	}
 	t := &Table{path: path, f: f, r: r, batches: map[int]*tableBatch{}, Meta: metaMap(r.Schema().Metadata())}
+	return t.indexedOrWhole()
+}
+
+// indexedOrWhole returns the table read by its index, checked, or, when
+// it has no usable index, the whole table read by openWhole.
+func (t *Table) indexedOrWhole() (*Table, error) {
+	path := t.path
 	if !t.hasIndex() {
 		// No usable index: the whole table, checked by ReadFile.
 		t.Close()
@@ -167,6 +174,16 @@ func (t *Table) batch(b int) (*tableBatch, error) {
 	if tb, ok := t.batches[b]; ok {
 		return tb, nil
 	}
+	tb, err := t.readBatch(b)
+	if err != nil {
+		return nil, err
+	}
+	t.cache(b, tb)
+	return tb, nil
+}
+
+// readBatch reads record batch b and checks it and its rows' parents.
+func (t *Table) readBatch(b int) (*tableBatch, error) {
 	rec, err := t.r.Record(b)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: record batch %d: %v", ErrFile, t.path, b, err)
@@ -180,7 +197,6 @@ func (t *Table) batch(b int) (*tableBatch, error) {
 		rec.Release()
 		return nil, err
 	}
-	t.cache(b, tb)
 	return tb, nil
 }
 
@@ -247,19 +263,28 @@ func (t *Table) child(parent int64, obs string) (int64, bool, error) {
 		if t.first[b] > parent {
 			return 0, false, nil
 		}
-		tb, err := t.batch(b)
-		if err != nil {
-			return 0, false, err
-		}
-		i, ended := tb.find(parent, obs)
-		if i >= 0 {
-			return t.rowOf(tb, i)
-		}
-		if ended {
-			return 0, false, nil // the parent's rows end inside this batch
+		id, found, ended, err := t.childIn(b, parent, obs)
+		if found || ended || err != nil {
+			return id, found, err
 		}
 	}
 	return 0, false, nil
+}
+
+// childIn looks in batch b for the child of parent with observation obs:
+// its id and whether it is there, and whether the search ends in this
+// batch (the child's row found or the parent's rows ending here).
+func (t *Table) childIn(b int, parent int64, obs string) (id int64, found, ended bool, err error) {
+	tb, err := t.batch(b)
+	if err != nil {
+		return 0, false, true, err
+	}
+	i, ended := tb.find(parent, obs)
+	if i >= 0 {
+		id, found, err = t.rowOf(tb, i)
+		return id, found, true, err
+	}
+	return 0, false, ended, nil // ended: the parent's rows end inside this batch
 }
 
 // fallbackOf is row cur's fallback action (none for cur −1).
@@ -303,17 +328,27 @@ func (t *Table) Node(id int64) (Node, error) {
 	}
 	b := int(id / int64(t.rows))
 	if id < 0 || b >= len(t.first) {
-		return Node{}, fmt.Errorf("%w: %s: no row %d", ErrFile, t.path, id)
+		return Node{}, t.noRow(id)
 	}
+	return t.batchNode(b, id)
+}
+
+// batchNode returns row id of batch b.
+func (t *Table) batchNode(b int, id int64) (Node, error) {
 	tb, err := t.batch(b)
 	if err != nil {
 		return Node{}, err
 	}
 	i := int(id - tb.lo)
 	if i >= len(tb.node) {
-		return Node{}, fmt.Errorf("%w: %s: no row %d", ErrFile, t.path, id)
+		return Node{}, t.noRow(id)
 	}
 	return tb.row(t.col, i), nil
+}
+
+// noRow is the error for a row id the table does not have.
+func (t *Table) noRow(id int64) error {
+	return fmt.Errorf("%w: %s: no row %d", ErrFile, t.path, id)
 }
 
 // wholeNode is Node on a table read whole.
@@ -345,20 +380,28 @@ func (t *Table) Lookup(obs []string) (actions []string, node, last int64, ok boo
 		return lookupWhole(t.whole, obs)
 	}
 	c := tableCursor{cur: -1, last: -1}
-	for h, o := range obs {
-		a, found, err := c.act(t, h, o)
-		if err != nil {
-			return nil, -1, -1, false, err
-		}
-		if !found {
-			return nil, -1, -1, false, nil
-		}
-		actions = append(actions, a)
+	actions, found, err := c.actions(t, obs)
+	if err != nil || !found {
+		return nil, -1, -1, false, err
 	}
 	if c.fallback != "" {
 		c.cur = -1 // the history has left the tree
 	}
 	return actions, c.cur, c.last, true, nil
+}
+
+// actions moves the cursor along the observations obs and returns the
+// actions it plays; found is false when the table has no action for
+// the history.
+func (c *tableCursor) actions(t *Table, obs []string) (actions []string, found bool, err error) {
+	for h, o := range obs {
+		a, found, err := c.act(t, h, o)
+		if err != nil || !found {
+			return nil, false, err
+		}
+		actions = append(actions, a)
+	}
+	return actions, true, nil
 }
 
 // tableCursor is Lookup's place in the table: the row of the last step
@@ -380,13 +423,19 @@ func (c *tableCursor) act(t *Table, h int, o string) (action string, found bool,
 		return "", false, err
 	}
 	if !found {
-		if c.cur < 0 {
-			return "", false, nil
-		}
-		c.fallback = a
-		return a, true, nil
+		return c.leave(a)
 	}
 	c.cur, c.last = id, id
+	return a, true, nil
+}
+
+// leave moves the cursor out of the table with its node's fallback
+// action a and returns it; it is false at the root, where there is none.
+func (c *tableCursor) leave(a string) (action string, found bool, err error) {
+	if c.cur < 0 {
+		return "", false, nil
+	}
+	c.fallback = a
 	return a, true, nil
 }
 
@@ -420,12 +469,21 @@ func (t *Table) lookupStep(cur int64, h int, o string) (id int64, action string,
 		action, err = t.fallbackOf(cur)
 		return 0, action, false, err
 	}
-	n, err := t.Node(id)
+	action, err = t.actionAt(id, h)
 	if err != nil {
 		return 0, "", false, err
 	}
-	if int(n.Step) != h+1 {
-		return 0, "", false, fmt.Errorf("%w: %s: row %d is at step %d, want %d", ErrFile, t.path, id, n.Step, h+1)
+	return id, action, true, nil
+}
+
+// actionAt returns the action of row id, which must be at step h+1.
+func (t *Table) actionAt(id int64, h int) (string, error) {
+	n, err := t.Node(id)
+	if err != nil {
+		return "", err
 	}
-	return id, n.Action, true, nil
+	if int(n.Step) != h+1 {
+		return "", fmt.Errorf("%w: %s: row %d is at step %d, want %d", ErrFile, t.path, id, n.Step, h+1)
+	}
+	return n.Action, nil
 }

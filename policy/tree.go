@@ -59,10 +59,16 @@ func (p *Policy) index() {
 		panic(fmt.Sprintf("policy: %d rows, more than the %d a table may hold", n, MaxRows))
 	}
 	first, kids := groupRows(n, func(i int) int64 { return p.Nodes[i].Parent + 1 })
+	p.sortGroups(first, kids, n)
+	p.first, p.kids = first, kids
+}
+
+// sortGroups sorts each of the n+1 groups of rows kids[first[k]:first[k+1]]
+// by observation.
+func (p *Policy) sortGroups(first, kids []int32, n int) {
 	for k := 0; k <= n; k++ {
 		p.sortByObs(kids[first[k]:first[k+1]])
 	}
-	p.first, p.kids = first, kids
 }
 
 // sortByObs sorts the rows seg by observation, then row.
@@ -81,18 +87,29 @@ func (p *Policy) Child(parent int64, obs string) (int64, bool) {
 		return 0, false
 	}
 	seg := p.kids[p.first[parent+1]:p.first[parent+2]]
+	return p.lastWithObs(seg, obs)
+}
+
+// lastWithObs returns the last row of the children seg (sorted by
+// observation) whose observation is obs, if any.
+func (p *Policy) lastWithObs(seg []int32, obs string) (int64, bool) {
 	// The first child whose observation sorts after obs; the one before
 	// it is the last row with obs, if any.
-	j, _ := slices.BinarySearchFunc(seg, obs, func(id int32, o string) int {
-		if p.Nodes[id].Obs <= o {
-			return -1
-		}
-		return 1
-	})
+	j, _ := slices.BinarySearchFunc(seg, obs, p.obsAfter)
 	if j == 0 || p.Nodes[seg[j-1]].Obs != obs {
 		return 0, false
 	}
 	return int64(seg[j-1]), true
+}
+
+// obsAfter orders row id against observation o for the binary search of
+// lastWithObs: −1 while the row's observation sorts at or before o, 1
+// after.
+func (p *Policy) obsAfter(id int32, o string) int {
+	if p.Nodes[id].Obs <= o {
+		return -1
+	}
+	return 1
 }
 
 // Cursor follows one episode through the policy with the lookup rule of the
@@ -171,15 +188,22 @@ func (c *Cursor) treeAct(obs string) (action string, node int64, ok bool) {
 	}
 	id, found := c.p.Child(c.node, obs)
 	if !found {
-		if c.node < 0 {
-			return "", -1, false
-		}
-		c.left = true
-		c.fallback = c.p.Nodes[c.node].Fallback
-		return c.fallback, -1, true
+		return c.leave()
 	}
 	c.node = id
 	return c.p.Nodes[id].Action, id, true
+}
+
+// leave moves the cursor out of the tree at an observation its node has
+// no child for and returns the node's fallback action; it is false at
+// the root, where there is none.
+func (c *Cursor) leave() (action string, node int64, ok bool) {
+	if c.node < 0 {
+		return "", -1, false
+	}
+	c.left = true
+	c.fallback = c.p.Nodes[c.node].Fallback
+	return c.fallback, -1, true
 }
 
 // Lookup returns the action for the observation history obs[0..h-1] (the
@@ -208,13 +232,19 @@ func levelOrder(nodes []Node) {
 	for pos, old := range order {
 		newID[old] = int32(pos)
 	}
+	renumber(nodes, newID)
+	permuteNodes(nodes, newID)
+}
+
+// renumber sets every node's id and parent id to their new ids
+// (newID[old]).
+func renumber(nodes []Node, newID []int32) {
 	for i := range nodes {
 		nodes[i].ID = int64(newID[i])
 		if p := nodes[i].Parent; p >= 0 {
 			nodes[i].Parent = int64(newID[p])
 		}
 	}
-	permuteNodes(nodes, newID)
 }
 
 // levelOrderOf is the level order of the old ids of n rows with
@@ -248,15 +278,7 @@ func childIndex(nodes []Node) (start, kids []int32) {
 // (rows whose key falls outside are left out): the rows of key k are
 // kids[start[k]:start[k+1]], in row order.
 func groupRows(n int, key func(i int) int64) (start, kids []int32) {
-	start = make([]int32, n+2)
-	for i := 0; i < n; i++ {
-		if k := key(i); k >= 0 && k <= int64(n) {
-			start[k+1]++
-		}
-	}
-	for k := 1; k < len(start); k++ {
-		start[k] += start[k-1]
-	}
+	start = keyStarts(n, key)
 	kids = make([]int32, start[n+1])
 	next := append([]int32(nil), start[:n+1]...)
 	for i := 0; i < n; i++ {
@@ -266,6 +288,22 @@ func groupRows(n int, key func(i int) int64) (start, kids []int32) {
 		}
 	}
 	return start, kids
+}
+
+// keyStarts counts the rows of each key in 0..n (other keys are left
+// out) and returns where each key's group starts in the grouped order:
+// start[k] for key k, start[n+1] the rows grouped.
+func keyStarts(n int, key func(i int) int64) []int32 {
+	start := make([]int32, n+2)
+	for i := 0; i < n; i++ {
+		if k := key(i); k >= 0 && k <= int64(n) {
+			start[k+1]++
+		}
+	}
+	for k := 1; k < len(start); k++ {
+		start[k] += start[k-1]
+	}
+	return start
 }
 
 // permuteNodes moves every row i to its new index newID[i], following

@@ -86,12 +86,7 @@ func ValueUnder(ctx context.Context, m *estimate.Model, b *pessimism.Bonus, pol 
 	if err := checkPlan(m, b); err != nil {
 		return nil, err
 	}
-	if maxLeaves <= 0 {
-		maxLeaves = DefaultMaxLeaves
-	}
-	if n <= 0 {
-		n = DefaultRollouts
-	}
+	maxLeaves, n = rolloutDefaults(maxLeaves, n)
 	if math.Pow(float64(m.NumObs), float64(m.Horizon)) <= float64(maxLeaves) {
 		return exactRollout(m, b, pol)
 	}
@@ -102,28 +97,56 @@ func ValueUnder(ctx context.Context, m *estimate.Model, b *pessimism.Bonus, pol 
 	return e.sampledRollout(ctx, n, seed)
 }
 
+// rolloutDefaults returns maxLeaves and n, DefaultMaxLeaves and
+// DefaultRollouts in place of values ≤ 0.
+func rolloutDefaults(maxLeaves, n int) (int, int) {
+	if maxLeaves <= 0 {
+		maxLeaves = DefaultMaxLeaves
+	}
+	if n <= 0 {
+		n = DefaultRollouts
+	}
+	return maxLeaves, n
+}
+
 // sampledRollout is ValueUnder's sampled case: n trajectories of the
 // model following the policy, seeded by seed.
 func (e *historyWalk) sampledRollout(ctx context.Context, n int, seed uint64) (*Rollout, error) {
 	ts := newTrajSampler(e.m, seed, 0xc0ffee)
-	feat := make([][]float64, e.m.Horizon)
-	for h := range feat {
-		feat[h] = make([]float64, e.b.Dims[h])
-	}
+	feat := e.featScratch()
 	r := &Rollout{Sums: make([]float64, n), Weights: make([]float64, n), Returns: make([]float64, n)}
 	w := 1 / float64(n)
 	for i := 0; i < n; i++ {
 		if i%1024 == 0 && ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		sum, ret, err := e.sampleTrajectory(ts, feat)
-		if err != nil {
+		if err := e.addTrajectory(r, i, w, ts, feat); err != nil {
 			return nil, err
 		}
-		r.Sums[i], r.Weights[i], r.Returns[i] = sum, w, ret
-		r.Reward += w * ret
 	}
 	return r, nil
+}
+
+// featScratch returns per-step feature scratch of the bonus's
+// dimensions.
+func (e *historyWalk) featScratch() [][]float64 {
+	feat := make([][]float64, e.m.Horizon)
+	for h := range feat {
+		feat[h] = make([]float64, e.b.Dims[h])
+	}
+	return feat
+}
+
+// addTrajectory draws trajectory i (weight w) with ts, stores its bonus
+// sum, weight and return in r and adds its weighted return to r.Reward.
+func (e *historyWalk) addTrajectory(r *Rollout, i int, w float64, ts *trajSampler, feat [][]float64) error {
+	sum, ret, err := e.sampleTrajectory(ts, feat)
+	if err != nil {
+		return err
+	}
+	r.Sums[i], r.Weights[i], r.Returns[i] = sum, w, ret
+	r.Reward += w * ret
+	return nil
 }
 
 // sampleTrajectory draws a trajectory of the model following the policy

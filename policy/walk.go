@@ -35,12 +35,8 @@ type historyWalk struct {
 // kept in the user's units. The error is estimate.NewFeaturizer's.
 func newHistoryWalk(m *estimate.Model, b *pessimism.Bonus, pol *Policy, rescale bool) (*historyWalk, error) {
 	w := &historyWalk{m: m, b: b, pol: pol, c: newCodes(m), scale: 1}
-	if b != nil {
-		fz, err := estimate.NewFeaturizer(m)
-		if err != nil {
-			return nil, err
-		}
-		w.fz = fz
+	if err := w.addFeaturizer(); err != nil {
+		return nil, err
 	}
 	if rescale {
 		w.shift, w.scale = m.RewardScale()
@@ -48,6 +44,17 @@ func newHistoryWalk(m *estimate.Model, b *pessimism.Bonus, pol *Policy, rescale 
 	H, S := m.Horizon, m.States
 	w.bel, w.pred, w.probs = perDepth(H, S), perDepth(H, S), perDepth(H, m.NumObs)
 	return w, nil
+}
+
+// addFeaturizer sets the walk's featurizer of the model's features when
+// there is a bonus; the error is estimate.NewFeaturizer's.
+func (w *historyWalk) addFeaturizer() error {
+	if w.b == nil {
+		return nil
+	}
+	fz, err := estimate.NewFeaturizer(w.m)
+	w.fz = fz
+	return err
 }
 
 // run walks from every first observation of positive probability, except
@@ -100,12 +107,9 @@ func (w *historyWalk) walkFirst(o int, root, po float64) (float64, float64, erro
 // history's model probability prob.
 func (w *historyWalk) walk(h, o int, st Cursor, sum, prob float64) (float64, float64, error) {
 	m := w.m
-	a, sym, err := w.cursorAction(&st, o)
+	a, err := w.stepAction(&st, o, h)
 	if err != nil {
 		return 0, 0, err
-	}
-	if a < 0 {
-		return 0, 0, fmt.Errorf("%w: the policy's action %q at step %d is not in the model's vocabulary", ErrModel, sym, h)
 	}
 	b := w.bel[h]
 	r := (m.ExpectedReward(h, b, a) - w.shift) * w.scale
@@ -118,6 +122,16 @@ func (w *historyWalk) walk(h, o int, st Cursor, sum, prob float64) (float64, flo
 		return 0, 0, err
 	}
 	return r + vr, vb, nil
+}
+
+// stepAction is cursorAction's action code at step h, an error when the
+// model does not know the action.
+func (w *historyWalk) stepAction(st *Cursor, o, h int) (int, error) {
+	a, sym, err := w.cursorAction(st, o)
+	if err == nil && a < 0 {
+		err = fmt.Errorf("%w: the policy's action %q at step %d is not in the model's vocabulary", ErrModel, sym, h)
+	}
+	return a, err
 }
 
 // atLeaf reports the step-H history of running sum sum and probability
