@@ -155,15 +155,7 @@ type problem struct {
 }
 
 func loadProblem(ctx context.Context, cfg Config, family string, i, H int) (*problem, error) {
-	sp, err := genpomdp.Draw(family, cfg.Small, cfg.Seed, i)
-	if err != nil {
-		return nil, err
-	}
-	g, err := genpomdp.Generate(sp)
-	if err != nil {
-		return nil, err
-	}
-	m, err := pomdp.Parse(strings.NewReader(g.Text), fmt.Sprintf("%s-%d", family, i))
+	m, err := drawProblem(cfg, family, i)
 	if err != nil {
 		return nil, err
 	}
@@ -202,16 +194,26 @@ func (w *treeWriter) rec(ctx context.Context, parent int64, b []float64) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	m := w.m
 	a := w.pf(w.obs, w.act)
 	id := w.addNode(parent, a)
 	if len(w.obs) == w.H {
 		return nil
 	}
-	pred := predict(m, b, a)
+	pred := predict(w.m, b, a)
 	w.act = append(w.act, a)
-	for o := range m.NumObs() {
-		post := posterior(m, pred, a, o)
+	if err := w.children(ctx, id, pred, a); err != nil {
+		return err
+	}
+	w.act = w.act[:len(w.act)-1]
+	return nil
+}
+
+// children writes the subtrees below node id, which took action a: one
+// for each observation with a posterior from the predicted next-state
+// distribution pred.
+func (w *treeWriter) children(ctx context.Context, id int64, pred []float64, a int) error {
+	for o := range w.m.NumObs() {
+		post := posterior(w.m, pred, a, o)
 		if post == nil {
 			continue
 		}
@@ -221,7 +223,6 @@ func (w *treeWriter) rec(ctx context.Context, parent int64, b []float64) error {
 		}
 		w.obs = w.obs[:len(w.obs)-1]
 	}
-	w.act = w.act[:len(w.act)-1]
 	return nil
 }
 
@@ -288,6 +289,20 @@ func fitOptions(cfg Config, S int, seed uint64) pipeline.Options {
 	return pipeline.Options{Estimate: eo, Seed: seed, Workers: cfg.Workers}
 }
 
+// drawProblem draws problem i of the family with genpomdp and parses its
+// generated file.
+func drawProblem(cfg Config, family string, i int) (*pomdp.POMDP, error) {
+	sp, err := genpomdp.Draw(family, cfg.Small, cfg.Seed, i)
+	if err != nil {
+		return nil, err
+	}
+	g, err := genpomdp.Generate(sp)
+	if err != nil {
+		return nil, err
+	}
+	return pomdp.Parse(strings.NewReader(g.Text), fmt.Sprintf("%s-%d", family, i))
+}
+
 // runOne fits PSR-LCB on the logs of configuration k of problem p and
 // values its policy, the greedy plan and the tabular LCB exactly, with the
 // terms of the loss decomposition and the run's diagnostics.
@@ -295,11 +310,7 @@ func runOne(ctx context.Context, cfg Config, p *problem, k key) (Row, error) {
 	m := p.m
 	r := Row{Family: k.Family, Problem: k.Problem, Horizon: k.H, Behavior: k.Behavior, K: k.K,
 		States: m.NumStates(), Actions: m.NumActions(), Obs: m.NumObs(), Optimal: jfloat(p.optVal)}
-	beh, err := pomdp.ParseBehavior(k.Behavior, m)
-	if err != nil {
-		return r, err
-	}
-	vb, err := pomdp.BehaviorValueWithin(ctx, m, k.H, beh, cfg.MaxNodes)
+	beh, vb, err := behaviorValue(ctx, cfg, m, k)
 	if err != nil {
 		return r, err
 	}
@@ -449,6 +460,17 @@ func Run(ctx context.Context, cfg Config, done map[key]Row, emit func(Row) error
 	return all, nil
 }
 
+// behaviorValue is configuration k's behaviour policy and its exact value
+// over horizon k.H.
+func behaviorValue(ctx context.Context, cfg Config, m *pomdp.POMDP, k key) (pomdp.Behavior, float64, error) {
+	beh, err := pomdp.ParseBehavior(k.Behavior, m)
+	if err != nil {
+		return nil, 0, err
+	}
+	vb, err := pomdp.BehaviorValueWithin(ctx, m, k.H, beh, cfg.MaxNodes)
+	return beh, vb, err
+}
+
 // problemRows runs every configuration (behaviour, K) of the problem and
 // horizon of base that done does not hold, taking done's rows for the
 // others; the problem is loaded once, when the first of them runs.
@@ -459,12 +481,9 @@ func problemRows(ctx context.Context, cfg Config, base key, done map[key]Row, em
 		for _, K := range cfg.Ks {
 			k := base
 			k.Behavior, k.K = bs, K
-			r, ok := done[k]
-			if !ok {
-				var err error
-				if r, err = measure(ctx, cfg, lp, k, emit); err != nil {
-					return rows, err
-				}
+			r, err := rowOf(ctx, cfg, lp, k, done, emit)
+			if err != nil {
+				return rows, err
 			}
 			rows = append(rows, r)
 		}
@@ -487,6 +506,15 @@ func (l *lazyProblem) get(ctx context.Context, cfg Config, k key) (*problem, err
 		l.loaded = true
 	}
 	return l.p, l.err
+}
+
+// rowOf is configuration k's row: done's when it holds one, else
+// measured now.
+func rowOf(ctx context.Context, cfg Config, lp *lazyProblem, k key, done map[key]Row, emit func(Row) error) (Row, error) {
+	if r, ok := done[k]; ok {
+		return r, nil
+	}
+	return measure(ctx, cfg, lp, k, emit)
 }
 
 // measure runs configuration k, or records it as skipped when an exact
