@@ -76,25 +76,22 @@ func writeRandom(S, O, A int, seed uint64) {
 	defer w.Flush()
 	fmt.Fprintf(w, "# random POMDP: %d states, %d observations, %d actions, seed %d\n", S, O, A, seed)
 	fmt.Fprintf(w, "discount: 1.0\nvalues: reward\nstates: %d\nactions: %d\nobservations: %d\nstart: uniform\n", S, A, O)
-	row := func(n int) []float64 { return peakedRow(rng, n) }
+	row := func(n int) []float64 {
+		// Dirichlet(0.5)-like rows: peaked enough for the model to matter.
+		p := make([]float64, n)
+		sum := 0.0
+		for i := range p {
+			x := rng.Float64()
+			p[i] = x * x * x
+			sum += p[i]
+		}
+		for i := range p {
+			p[i] /= sum
+		}
+		return p
+	}
 	writeDynamics(w, S, O, A, row)
 	writeRewards(w, rng, S, A)
-}
-
-// peakedRow draws a probability row of n entries from rng.
-func peakedRow(rng *rand.Rand, n int) []float64 {
-	// Dirichlet(0.5)-like rows: peaked enough for the model to matter.
-	p := make([]float64, n)
-	sum := 0.0
-	for i := range p {
-		x := rng.Float64()
-		p[i] = x * x * x
-		sum += p[i]
-	}
-	for i := range p {
-		p[i] /= sum
-	}
-	return p
 }
 
 // writeDynamics writes each action's transition and observation matrices,
