@@ -364,7 +364,16 @@ func (g *aggregate) write(sb *strings.Builder, est string, heldBest map[string]i
 // writeAgainstPDIS writes in how many cells a doubly robust estimator's
 // RMSE was at or below per-decision IS's on the same logs.
 func writeAgainstPDIS(sb *strings.Builder, est string, cells map[string]*cellStats, order []string) {
-	var n, le int
+	n, le := againstPDIS(est, cells, order)
+	if n > 0 {
+		fmt.Fprintf(sb, "\n%s: RMSE at or below per-decision IS's (on the same logs) in %d of %d cells (%.0f%%).", est, le, n, 100*float64(le)/float64(n))
+	}
+}
+
+// againstPDIS counts the cells where both the estimator and per-decision
+// IS on the same logs have errors (n) and, of those, the cells where the
+// estimator's RMSE was at or below per-decision IS's (le).
+func againstPDIS(est string, cells map[string]*cellStats, order []string) (n, le int) {
 	for _, k := range order {
 		cs := cells[k]
 		s, p := cs.byEst[est], cs.pdisModel
@@ -376,9 +385,7 @@ func writeAgainstPDIS(sb *strings.Builder, est string, cells map[string]*cellSta
 			le++
 		}
 	}
-	if n > 0 {
-		fmt.Fprintf(sb, "\n%s: RMSE at or below per-decision IS's (on the same logs) in %d of %d cells (%.0f%%).", est, le, n, 100*float64(le)/float64(n))
-	}
+	return n, le
 }
 
 // writeLCBBelow writes in how many cells model_lcb was at or below the
@@ -416,13 +423,19 @@ func bestAmongHeld(cells map[string]*cellStats, order []string) (map[string]int,
 			continue
 		}
 		n++
-		for _, e := range held {
-			if cs.byEst[e].rmse <= min {
-				best[e]++
-			}
-		}
+		cs.countBest(best, held, min)
 	}
 	return best, n
+}
+
+// countBest counts in best each estimator of held whose RMSE in the cell
+// is at most min.
+func (cs *cellStats) countBest(best map[string]int, held []string, min float64) {
+	for _, e := range held {
+		if cs.byEst[e].rmse <= min {
+			best[e]++
+		}
+	}
 }
 
 // held is the interval estimators whose bootstrap interval held in the
@@ -487,6 +500,12 @@ func writeCellsHeader(sb *strings.Builder) {
 		"model_lcb gives the share of logs where the bound was at or below V^π. "+
 		"*s/log* is the mean time of one log's whole evaluation (one core), with the three model fits when they ran.")
 	fmt.Fprintln(sb)
+	writeCellsColumns(sb)
+}
+
+// writeCellsColumns writes the per-cell table's header row, a column per
+// estimator.
+func writeCellsColumns(sb *strings.Builder) {
 	fmt.Fprint(sb, "| problem | H | behaviour | target | K | logs | V^π |")
 	for _, e := range estimators {
 		fmt.Fprintf(sb, " %s |", e)

@@ -397,21 +397,28 @@ func (s *studyRun) cells(ctx context.Context, p Problem, bs string) error {
 				s.all = append(s.all, rows...)
 				continue
 			}
-			if err := ctx.Err(); err != nil {
-				return err
-			}
-			if tr == nil {
-				var err error
-				if tr, err = loadTruth(ctx, s.cfg.PomdpDir, p, bs); err != nil {
-					return err
-				}
-			}
-			if err := s.one(ctx, p, tr, k); err != nil {
+			var err error
+			if tr, err = s.run(ctx, p, tr, k); err != nil {
 				return err
 			}
 		}
 	}
 	return nil
+}
+
+// run runs configuration k, computing the exact reference values first
+// when tr is nil (the first to run), and returns them.
+func (s *studyRun) run(ctx context.Context, p Problem, tr *truth, k key) (*truth, error) {
+	if err := ctx.Err(); err != nil {
+		return tr, err
+	}
+	if tr == nil {
+		var err error
+		if tr, err = loadTruth(ctx, s.cfg.PomdpDir, p, k.Behavior); err != nil {
+			return nil, err
+		}
+	}
+	return tr, s.one(ctx, p, tr, k)
 }
 
 // one runs configuration k, emits its rows and logs its line.

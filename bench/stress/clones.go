@@ -45,13 +45,7 @@ func RunClones(ctx context.Context, cfg Config) ([]CloneRow, error) {
 	for i := range cfg.Problems {
 		for _, fam := range cfg.Families {
 			for _, H := range cfg.Horizons {
-				p, err := loadProblem(ctx, cfg, fam, i, H)
-				if errors.Is(err, pomdp.ErrTooLarge) {
-					continue
-				} else if err != nil {
-					return out, err
-				}
-				rows, err := problemClones(ctx, cfg, p, key{Family: fam, Problem: i, H: H})
+				rows, err := loadedClones(ctx, cfg, fam, i, H)
 				out = append(out, rows...)
 				if err != nil {
 					return out, err
@@ -60,6 +54,19 @@ func RunClones(ctx context.Context, cfg Config) ([]CloneRow, error) {
 		}
 	}
 	return out, nil
+}
+
+// loadedClones loads problem i of the family at horizon H and values both
+// clones on its configurations; none when its exact references exceed
+// cfg.MaxNodes.
+func loadedClones(ctx context.Context, cfg Config, fam string, i, H int) ([]CloneRow, error) {
+	p, err := loadProblem(ctx, cfg, fam, i, H)
+	if errors.Is(err, pomdp.ErrTooLarge) {
+		return nil, nil
+	} else if err != nil {
+		return nil, err
+	}
+	return problemClones(ctx, cfg, p, key{Family: fam, Problem: i, H: H})
 }
 
 // problemClones values both clones on every configuration (behaviour, K)
