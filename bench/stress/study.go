@@ -408,21 +408,29 @@ func (r *Row) recordRun(m *pomdp.POMDP, out *report.Outcome) {
 	}
 }
 
+// trueMaxReward is the largest true expected reward of any action in any
+// state.
 func trueMaxReward(m *pomdp.POMDP) float64 {
 	best := math.Inf(-1)
-	S, O := m.NumStates(), m.NumObs()
 	for a := range m.NumActions() {
-		for s := range S {
-			e := 0.0
-			for s2 := range S {
-				for o := range O {
-					e += m.T[a][s][s2] * m.O[a][s2][o] * m.R(a, s, s2, o)
-				}
-			}
-			best = math.Max(best, e)
+		for s := range m.NumStates() {
+			best = math.Max(best, expectedReward(m, a, s))
 		}
 	}
 	return best
+}
+
+// expectedReward is the true expected reward of action a in state s, over
+// the next state and observation.
+func expectedReward(m *pomdp.POMDP, a, s int) float64 {
+	S, O := m.NumStates(), m.NumObs()
+	e := 0.0
+	for s2 := range S {
+		for o := range O {
+			e += m.T[a][s][s2] * m.O[a][s2][o] * m.R(a, s, s2, o)
+		}
+	}
+	return e
 }
 
 func modelMaxReward(m *estimate.Model) float64 {
