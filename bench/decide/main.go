@@ -200,14 +200,24 @@ func newStudy(ctx context.Context, c config, m *pomdp.POMDP, beh pomdp.Behavior,
 		return nil, nil, err
 	}
 	s := &study{m: m, d: d, H: c.H, vStar: vStar, vBehav: vb, splits: splits, workers: runtime.GOMAXPROCS(0), points: c.points}
-	truth, err := m.TrueModel(d)
+	truth, err := s.trueOptimal(ctx)
 	if err != nil {
 		return nil, nil, err
 	}
-	if s.optimal, err = s.greedy(ctx, truth); err != nil {
-		return nil, nil, err
-	}
 	return s, truth, nil
+}
+
+// trueOptimal sets the study's optimal policy, the greedy plan of the true
+// model, and returns that model in the fit's form.
+func (s *study) trueOptimal(ctx context.Context) (*estimate.Model, error) {
+	truth, err := s.m.TrueModel(s.d)
+	if err != nil {
+		return nil, err
+	}
+	if s.optimal, err = s.greedy(ctx, truth); err != nil {
+		return nil, err
+	}
+	return truth, nil
 }
 
 // namedFit is one of the fits compared: its row's name and its options.

@@ -58,10 +58,16 @@ func smallKOne(ctx context.Context, cfg Config, p Problem, tr *truth, k key) (Sm
 	if err != nil {
 		return SmallRow{}, fmt.Errorf("evaluate %v: %w", k, err)
 	}
+	return smallRow(p, k, tr, v, out), nil
+}
+
+// smallRow is configuration k's row: the policy's exact value v, the
+// behaviour's, and the fit's LCB, α and verdict.
+func smallRow(p Problem, k key, tr *truth, v float64, out *report.Outcome) SmallRow {
 	h := out.Run.Manifest.Headline
 	return SmallRow{Problem: p.Name, Behavior: k.Behavior, K: k.K, Seed: k.Seed,
 		Value: jfloat(v), BehaviorValue: jfloat(tr.vb), LCBUnits: jfloat(h.LCBUnits), Alpha: jfloat(out.Alpha),
-		Evidence: h.Evidence}, nil
+		Evidence: h.Evidence}
 }
 
 // smallKOptions are the fit options of a small-K run with seed: the
