@@ -340,10 +340,8 @@ func (s *study) targetCells(ctx context.Context, m *pomdp.POMDP, filter *pomdp.F
 			continue
 		}
 		if t == nil {
-			if t, err = makeTarget(ctx, cl.target, m, cl.H, beh, s.c.maxNodes); errors.Is(err, pomdp.ErrTooLarge) {
-				fmt.Fprintf(os.Stderr, "%s H=%d %s %s: left out (%v)\n", cl.problem, cl.H, cl.behavior, cl.target, err)
-				break
-			} else if err != nil {
+			var ok bool
+			if t, ok, err = s.newTarget(ctx, m, beh, cl); !ok {
 				return err
 			}
 		}
@@ -352,6 +350,18 @@ func (s *study) targetCells(ctx context.Context, m *pomdp.POMDP, filter *pomdp.F
 		}
 	}
 	return nil
+}
+
+// newTarget makes the cell's target and values it; ok is false when that
+// failed, or when the target is too large to value exactly, which leaves
+// its cells out (reported, with no error).
+func (s *study) newTarget(ctx context.Context, m *pomdp.POMDP, beh pomdp.Behavior, cl cell) (t *target, ok bool, err error) {
+	t, err = makeTarget(ctx, cl.target, m, cl.H, beh, s.c.maxNodes)
+	if errors.Is(err, pomdp.ErrTooLarge) {
+		fmt.Fprintf(os.Stderr, "%s H=%d %s %s: left out (%v)\n", cl.problem, cl.H, cl.behavior, cl.target, err)
+		return nil, false, nil
+	}
+	return t, err == nil, err
 }
 
 // score runs one cell, appends its records to the CSV (flushed at once,

@@ -536,15 +536,21 @@ func measure(ctx context.Context, cfg Config, lp *lazyProblem, k key, emit func(
 	if err != nil {
 		return r, fmt.Errorf("%v: %w", k, err)
 	}
+	return r, emitRow(cfg, k, r, start, emit)
+}
+
+// emitRow passes configuration k's row r to emit (when there is one) and
+// logs its line, timed from start.
+func emitRow(cfg Config, k key, r Row, start time.Time, emit func(Row) error) error {
 	if emit != nil {
 		if err := emit(r); err != nil {
-			return r, err
+			return err
 		}
 	}
 	if cfg.Log != nil {
 		logRow(cfg.Log, k, r, start)
 	}
-	return r, nil
+	return nil
 }
 
 // logRow logs configuration k's row r, started at start: why it was
