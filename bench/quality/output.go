@@ -382,6 +382,21 @@ func regretPlot(rows []Row, behavior, path string) error {
 // against K and the 1/√K reference line.
 func regretPanel(ix *index, p, behavior string) (*plot.Plot, error) {
 	pl := newRegretPanel(p, ix.ks)
+	first, err := addRegretLines(pl, ix, p, behavior)
+	if err != nil {
+		return nil, err
+	}
+	if first.X > 0 {
+		if err := addSqrtLine(pl, ix.ks, first); err != nil {
+			return nil, err
+		}
+	}
+	return pl, nil
+}
+
+// addRegretLines draws each method's series of problem p under the
+// behaviour, and returns PSR-LCB's first point (zero without one).
+func addRegretLines(pl *plot.Plot, ix *index, p, behavior string) (plotter.XY, error) {
 	var first plotter.XY
 	for _, m := range []string{"tabular", "clone", "greedy", "psrlcb"} {
 		xys, errs := regretSeries(ix, p, behavior, m)
@@ -392,15 +407,10 @@ func regretPanel(ix *index, p, behavior string) (*plot.Plot, error) {
 			first = xys[0]
 		}
 		if err := addRegretLine(pl, m, xys, errs); err != nil {
-			return nil, err
+			return first, err
 		}
 	}
-	if first.X > 0 {
-		if err := addSqrtLine(pl, ix.ks, first); err != nil {
-			return nil, err
-		}
-	}
-	return pl, nil
+	return first, nil
 }
 
 // newRegretPanel is an empty log–log panel titled p, its axes spanning

@@ -111,13 +111,18 @@ func lcbTarget(ix *index) (Verdict, int, int) {
 		n++
 		if float64(r.LCBUnits) > float64(r.Value)+lcbTol {
 			bad++
-			v.Detail = append(v.Detail, fmt.Sprintf("violation: %s, %s, K=%d, seed %d: LCB %.4g > V %.4g (α=%g, model value %.4g)",
-				r.Problem, r.Behavior, r.K, r.Seed, r.LCBUnits, r.Value, r.Alpha, r.ModelUnits))
+			v.Detail = append(v.Detail, lcbViolation(r))
 		}
 	}
 	v.Met = n > 0 && float64(n-bad) >= lcbCoverage*float64(n)
 	v.Detail = append([]string{fmt.Sprintf("%d of %d runs have LCB ≤ V^π̄ (%.1f%%)", n-bad, n, 100*float64(n-bad)/math.Max(1, float64(n)))}, v.Detail...)
 	return v, n, bad
+}
+
+// lcbViolation describes the run r, whose LCB is above its true value.
+func lcbViolation(r Row) string {
+	return fmt.Sprintf("violation: %s, %s, K=%d, seed %d: LCB %.4g > V %.4g (α=%g, model value %.4g)",
+		r.Problem, r.Behavior, r.K, r.Seed, r.LCBUnits, r.Value, r.Alpha, r.ModelUnits)
 }
 
 // behaviorTarget: in every cell, mean V^π̄ ≥ V^b − seZ·SE (SE of the seed
