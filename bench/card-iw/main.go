@@ -58,11 +58,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, "card-iw:", err)
 		os.Exit(3)
 	}
-	e := newIWSums(d.NumEpisodes(), d.Horizon)
-	for k := 0; k < e.K; k++ {
-		e.episode(pol, d, k)
-	}
-	b, _ := json.Marshal(e.summary())
+	b, _ := json.Marshal(iwSumsOf(pol, d).summary())
 	fmt.Println(string(b))
 }
 
@@ -94,6 +90,16 @@ type iwSums struct {
 	behStep, pdStep [][]float64
 }
 
+// iwSumsOf is the sums of the policy's importance weights over every
+// episode of d.
+func iwSumsOf(pol *policy.Policy, d *ingest.Dataset) *iwSums {
+	e := newIWSums(d.NumEpisodes(), d.Horizon)
+	for k := 0; k < e.K; k++ {
+		e.episode(pol, d, k)
+	}
+	return e
+}
+
 // newIWSums is the zero sums of K episodes of H steps.
 func newIWSums(K, H int) *iwSums {
 	e := &iwSums{K: K, H: H}
@@ -119,20 +125,28 @@ func (e *iwSums) episode(pol *policy.Policy, d *ingest.Dataset, k int) {
 		r := d.Reward[i]
 		e.ret[k] += r
 		e.behStep[h][k] = r
-		if w == 0 {
-			continue
+		if w != 0 {
+			w = e.weigh(c, d, k, h, w)
 		}
-		a, _, ok := c.Act(d.ObsVocab[d.Obs[i]])
-		if !ok || a != d.ActVocab[d.Act[i]] {
-			w = 0
-			continue
-		}
-		w /= d.Propensity[i]
-		e.matched[h]++
-		e.pd[k] += w * r
-		e.pdStep[h][k] = w * r
 	}
 	e.traj[k] = w * e.ret[k]
+}
+
+// weigh moves the policy's cursor c by step h of episode k and returns
+// the importance weight w after it: 0 when the policy does not take the
+// logged action, else w over the propensity, whose per-decision term it
+// adds.
+func (e *iwSums) weigh(c *policy.Cursor, d *ingest.Dataset, k, h int, w float64) float64 {
+	i := k*e.H + h
+	a, _, ok := c.Act(d.ObsVocab[d.Obs[i]])
+	if !ok || a != d.ActVocab[d.Act[i]] {
+		return 0
+	}
+	w /= d.Propensity[i]
+	e.matched[h]++
+	e.pd[k] += w * d.Reward[i]
+	e.pdStep[h][k] = w * d.Reward[i]
+	return w
 }
 
 // summary is the JSON object printed: the estimates with their standard

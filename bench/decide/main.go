@@ -92,11 +92,7 @@ type study struct {
 }
 
 func run(ctx context.Context, c config) error {
-	m, err := pomdp.ParseFile(c.file)
-	if err != nil {
-		return err
-	}
-	beh, err := pomdp.ParseBehavior(c.behavior, m)
+	m, beh, err := loadProblem(c)
 	if err != nil {
 		return err
 	}
@@ -104,10 +100,7 @@ func run(ctx context.Context, c config) error {
 	if err != nil {
 		return err
 	}
-	rank := c.rank
-	if rank == 0 {
-		rank = m.NumStates()
-	}
+	rank := fitRank(c.rank, m)
 	fmt.Printf("%s H=%d K=%d rank=%d behaviour %s: V*=%.4g V^b=%.4g\n", m.Name, c.H, c.K, rank, c.behavior, vStar, vb)
 	for seed := 1; seed <= c.seeds; seed++ {
 		if err := runSeed(ctx, c, m, beh, rank, uint64(seed), vStar, vb); err != nil {
@@ -127,6 +120,25 @@ func references(ctx context.Context, m *pomdp.POMDP, H int, beh pomdp.Behavior) 
 	return vStar, vb, err
 }
 
+// loadProblem reads the POMDP file and the behaviour policy of c.
+func loadProblem(c config) (*pomdp.POMDP, pomdp.Behavior, error) {
+	m, err := pomdp.ParseFile(c.file)
+	if err != nil {
+		return nil, nil, err
+	}
+	beh, err := pomdp.ParseBehavior(c.behavior, m)
+	return m, beh, err
+}
+
+// fitRank is the rank of the fits: rank, or the true number of states
+// when it is 0.
+func fitRank(rank int, m *pomdp.POMDP) int {
+	if rank == 0 {
+		return m.NumStates()
+	}
+	return rank
+}
+
 // runSeed draws the log of one seed and prints the row of every model
 // compared on it (with the rank search's table and the tally of starts
 // when asked for).
@@ -142,6 +154,12 @@ func runSeed(ctx context.Context, c config, m *pomdp.POMDP, beh pomdp.Behavior, 
 	if err := s.fits(ctx, fitList(c, m, rank, seed, truth), c.verbose); err != nil {
 		return err
 	}
+	return s.extras(ctx, c, rank, seed)
+}
+
+// extras prints what c asks for beyond the models' rows: the rank
+// search's table, the rows of earlier runs and the tally of random starts.
+func (s *study) extras(ctx context.Context, c config, rank int, seed uint64) error {
 	if c.ranks {
 		if err := s.rankSearch(ctx, seed); err != nil {
 			return err
@@ -182,14 +200,24 @@ func newStudy(ctx context.Context, c config, m *pomdp.POMDP, beh pomdp.Behavior,
 		return nil, nil, err
 	}
 	s := &study{m: m, d: d, H: c.H, vStar: vStar, vBehav: vb, splits: splits, workers: runtime.GOMAXPROCS(0), points: c.points}
-	truth, err := m.TrueModel(d)
+	truth, err := s.trueOptimal(ctx)
 	if err != nil {
 		return nil, nil, err
 	}
-	if s.optimal, err = s.greedy(ctx, truth); err != nil {
-		return nil, nil, err
-	}
 	return s, truth, nil
+}
+
+// trueOptimal sets the study's optimal policy, the greedy plan of the true
+// model, and returns that model in the fit's form.
+func (s *study) trueOptimal(ctx context.Context) (*estimate.Model, error) {
+	truth, err := s.m.TrueModel(s.d)
+	if err != nil {
+		return nil, err
+	}
+	if s.optimal, err = s.greedy(ctx, truth); err != nil {
+		return nil, err
+	}
+	return truth, nil
 }
 
 // namedFit is one of the fits compared: its row's name and its options.
@@ -217,21 +245,30 @@ func fitList(c config, m *pomdp.POMDP, rank int, seed uint64, truth *estimate.Mo
 // values the logs miss is reported and passed over.
 func (s *study) fits(ctx context.Context, fits []namedFit, verbose bool) error {
 	for _, f := range fits {
-		f.o.SkipThetaMin = true
-		res, err := estimate.Fit(ctx, s.d, f.o)
-		if err != nil && f.o.Start != nil && errors.Is(err, estimate.ErrOptions) {
-			fmt.Printf("%-10s (the logs miss a reward value of the truth: no warm start)\n", f.name)
-			continue
-		}
-		if err != nil {
-			return fmt.Errorf("%s: %w", f.name, err)
-		}
-		if err := s.row(ctx, f.name, res.Model); err != nil {
+		if err := s.fit(ctx, f, verbose); err != nil {
 			return err
 		}
-		if verbose && f.name == "default" && res.Model.States <= 8 {
-			printModel(res.Model, f.name)
-		}
+	}
+	return nil
+}
+
+// fit runs one fit (without Θ_min) and prints its row, and with verbose
+// the default model's parameters.
+func (s *study) fit(ctx context.Context, f namedFit, verbose bool) error {
+	f.o.SkipThetaMin = true
+	res, err := estimate.Fit(ctx, s.d, f.o)
+	if err != nil && f.o.Start != nil && errors.Is(err, estimate.ErrOptions) {
+		fmt.Printf("%-10s (the logs miss a reward value of the truth: no warm start)\n", f.name)
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("%s: %w", f.name, err)
+	}
+	if err := s.row(ctx, f.name, res.Model); err != nil {
+		return err
+	}
+	if verbose && f.name == "default" && res.Model.States <= 8 {
+		printModel(res.Model, f.name)
 	}
 	return nil
 }
@@ -309,17 +346,9 @@ func (s *study) greedy(ctx context.Context, mod *estimate.Model) (*policy.Policy
 
 // row prints one model's figures.
 func (s *study) row(ctx context.Context, name string, mod *estimate.Model) error {
-	K, H := s.d.NumEpisodes(), s.H
+	K := s.d.NumEpisodes()
 	obs, joint := s.logLiks(mod)
-	pol, err := s.greedy(ctx, mod)
-	if err != nil {
-		return err
-	}
-	v, err := pomdp.EvaluatePolicy(ctx, s.m, H, pol)
-	if err != nil {
-		return err
-	}
-	vo, _, err := policy.ModelReturn(ctx, mod, s.optimal)
+	v, vo, err := s.values(ctx, mod)
 	if err != nil {
 		return err
 	}
@@ -327,6 +356,20 @@ func (s *study) row(ctx context.Context, name string, mod *estimate.Model) error
 	fmt.Printf("%-10s %10.4f %10.4f %10.4f %8.3f %8.3f %8.3f  %s\n", name, obs/float64(K), (joint-obs)/float64(K), joint/float64(K),
 		(s.vStar-v)/gap, vo, math.Abs(vo-s.vStar)/gap, s.planNote)
 	return nil
+}
+
+// values are the exact value of the model's greedy plan, and the value
+// the model gives the optimal policy.
+func (s *study) values(ctx context.Context, mod *estimate.Model) (v, vo float64, err error) {
+	pol, err := s.greedy(ctx, mod)
+	if err != nil {
+		return 0, 0, err
+	}
+	if v, err = pomdp.EvaluatePolicy(ctx, s.m, s.H, pol); err != nil {
+		return 0, 0, err
+	}
+	vo, _, err = policy.ModelReturn(ctx, mod, s.optimal)
+	return v, vo, err
 }
 
 // logLiks are mod's log-likelihoods of the logs: of the observations,

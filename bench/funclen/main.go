@@ -91,15 +91,21 @@ func fileFuncs(fset *token.FileSet, path string) ([]fn, error) {
 	var fns []fn
 	for _, decl := range f.Decls {
 		if fd, ok := decl.(*ast.FuncDecl); ok && fd.Body != nil {
-			n := fset.Position(fd.End()).Line - fset.Position(fd.Pos()).Line + 1
-			name := fd.Name.Name
-			if fd.Recv != nil && len(fd.Recv.List) > 0 {
-				name = recv(fd.Recv.List[0].Type) + "." + name
-			}
-			fns = append(fns, fn{filepath.ToSlash(path) + ": " + name, n})
+			fns = append(fns, funcOf(fset, path, fd))
 		}
 	}
 	return fns, nil
+}
+
+// funcOf is the function fd of the file at path, named "path:
+// [Recv.]Name", with its length in lines.
+func funcOf(fset *token.FileSet, path string, fd *ast.FuncDecl) fn {
+	n := fset.Position(fd.End()).Line - fset.Position(fd.Pos()).Line + 1
+	name := fd.Name.Name
+	if fd.Recv != nil && len(fd.Recv.List) > 0 {
+		name = recv(fd.Recv.List[0].Type) + "." + name
+	}
+	return fn{filepath.ToSlash(path) + ": " + name, n}
 }
 
 // report prints the statistics of the functions' lengths and the top
@@ -111,15 +117,23 @@ func report(fns []fn, top int) {
 		fmt.Println("no functions")
 		return
 	}
-	asc := make([]int, n)
-	for i, f := range fns {
-		asc[n-1-i] = f.lines
-	}
+	asc := ascending(fns)
 	fmt.Printf("functions %d; over 80 lines %d, over 100 lines %d; median %d, 90th percentile %d\n",
 		n, countOver(fns, 80), countOver(fns, 100), asc[n/2], asc[(9*n)/10])
 	for _, f := range fns[:min(top, n)] {
 		fmt.Printf("%5d  %s\n", f.lines, f.name)
 	}
+}
+
+// ascending is the functions' lengths in ascending order, from fns sorted
+// longest first.
+func ascending(fns []fn) []int {
+	n := len(fns)
+	asc := make([]int, n)
+	for i, f := range fns {
+		asc[n-1-i] = f.lines
+	}
+	return asc
 }
 
 // countOver is how many of the functions are longer than k lines.

@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/psrlcb/psrlcb/estimate"
+	"github.com/psrlcb/psrlcb/ingest"
 	"github.com/psrlcb/psrlcb/pessimism"
 	"github.com/psrlcb/psrlcb/policy"
 	"github.com/psrlcb/psrlcb/pomdp"
@@ -42,11 +43,7 @@ func main() {
 }
 
 func run(ctx context.Context, file string, H int, pts string, rows int64) error {
-	m, err := pomdp.ParseFile(file)
-	if err != nil {
-		return err
-	}
-	beh, err := pomdp.ParseBehavior("uniform", m)
+	m, beh, err := loadUniform(file)
 	if err != nil {
 		return err
 	}
@@ -60,6 +57,16 @@ func run(ctx context.Context, file string, H int, pts string, rows int64) error 
 	fmt.Printf("%s H=%d: V*=%.5g V^b=%.5g, %d states\n", m.Name, H, g.vStar, g.vb, g.truth.States)
 	fmt.Printf("%8s %10s %10s %16s %8s %10s\n", "points", "gap", "rollout", "regret", "rows", "plan s")
 	return g.planAll(ctx, pts)
+}
+
+// loadUniform reads the POMDP file and the uniform behaviour on it.
+func loadUniform(file string) (*pomdp.POMDP, pomdp.Behavior, error) {
+	m, err := pomdp.ParseFile(file)
+	if err != nil {
+		return nil, nil, err
+	}
+	beh, err := pomdp.ParseBehavior("uniform", m)
+	return m, beh, err
 }
 
 // planAll plans with each of the comma-separated numbers of belief
@@ -101,6 +108,12 @@ func (g *gapStudy) trueModel(ctx context.Context, beh pomdp.Behavior) error {
 	if g.truth, err = g.m.TrueModel(d); err != nil {
 		return err
 	}
+	return g.zeroBonus(ctx, d, K)
+}
+
+// zeroBonus sets the true model's bonus at α = 0, its covariances from
+// the log d of K episodes.
+func (g *gapStudy) zeroBonus(ctx context.Context, d *ingest.Dataset, K int) error {
 	splits, err := split.Split(K, g.H, 1)
 	if err != nil {
 		return err
@@ -142,12 +155,18 @@ func (g *gapStudy) plan(ctx context.Context, n int) error {
 	if err != nil {
 		return err
 	}
+	fmt.Printf("%8d %10.4f %10.3g %16s %8d %10.1f\n", n, st.GapBound, st.RolloutMass, g.regret(v, se), st.Nodes, secs)
+	return nil
+}
+
+// regret is the normalized regret of a plan of value v, with its
+// standard error when the value is estimated (se > 0).
+func (g *gapStudy) regret(v, se float64) string {
 	reg := fmt.Sprintf("%.4f", (g.vStar-v)/(g.vStar-g.vb))
 	if se > 0 {
 		reg += fmt.Sprintf("±%.4f", se/(g.vStar-g.vb))
 	}
-	fmt.Printf("%8d %10.4f %10.3g %16s %8d %10.1f\n", n, st.GapBound, st.RolloutMass, reg, st.Nodes, secs)
-	return nil
+	return reg
 }
 
 // value is pol's true value: exact, or Monte Carlo with its standard

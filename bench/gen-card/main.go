@@ -56,13 +56,7 @@ func write(path string, K, H, O, A int, seed uint64, flat float64) error {
 	if err != nil {
 		return err
 	}
-	w := parquet.NewGenericWriter[row](f, parquet.Compression(&zstd.Codec{Level: zstd.SpeedFastest}),
-		parquet.MaxRowsPerRowGroup(1<<20))
-	if err := gen.writeEpisodes(w, K, H); err != nil {
-		f.Close()
-		return err
-	}
-	if err := w.Close(); err != nil {
+	if err := gen.writeParquet(f, K, H); err != nil {
 		f.Close()
 		return err
 	}
@@ -99,6 +93,17 @@ func newGenerator(O, A int, seed uint64, flat float64) *generator {
 	return gen
 }
 
+// writeParquet writes K episodes of H steps to f as Parquet (zstd, row
+// groups of up to 2²⁰ rows).
+func (gen *generator) writeParquet(f *os.File, K, H int) error {
+	w := parquet.NewGenericWriter[row](f, parquet.Compression(&zstd.Codec{Level: zstd.SpeedFastest}),
+		parquet.MaxRowsPerRowGroup(1<<20))
+	if err := gen.writeEpisodes(w, K, H); err != nil {
+		return err
+	}
+	return w.Close()
+}
+
 // writeEpisodes draws K episodes of H steps, each with a segment of its
 // own, and writes them in batches of 4096 rows.
 func (gen *generator) writeEpisodes(w *parquet.GenericWriter[row], K, H int) error {
@@ -123,23 +128,35 @@ func (gen *generator) writeEpisodes(w *parquet.GenericWriter[row], K, H int) err
 // probability flat, else 70% from the segment's own items), a uniform
 // action and a click, likelier for the segment's paying action.
 func (gen *generator) step(e, h, g int) row {
-	O, A := len(gen.obs), len(gen.act)
-	var o int
-	if gen.flat > 0 && gen.rng.Float64() < gen.flat {
-		o = gen.rng.IntN(O)
-	} else if gen.rng.Float64() < 0.7 {
-		o = int(gen.own.Uint64())*4 + g
-	} else {
-		o = int(gen.all.Uint64())
-	}
+	A := len(gen.act)
+	o := gen.observation(g)
 	a := gen.rng.IntN(A)
+	r := gen.reward(a, g)
+	return row{EpisodeID: int64(e), Step: int64(h), Observation: gen.obs[o], Action: gen.act[a], Reward: r, Propensity: 1 / float64(A)}
+}
+
+// observation draws the item of a step of an episode of segment g: with
+// probability flat any item, else with probability 0.7 one of the
+// segment's own, else one from all.
+func (gen *generator) observation(g int) int {
+	if gen.flat > 0 && gen.rng.Float64() < gen.flat {
+		return gen.rng.IntN(len(gen.obs))
+	} else if gen.rng.Float64() < 0.7 {
+		return int(gen.own.Uint64())*4 + g
+	}
+	return int(gen.all.Uint64())
+}
+
+// reward draws the reward of action a in an episode of segment g: 1 with
+// probability 0.8 for the segment's action, 0.1 for the others.
+func (gen *generator) reward(a, g int) float64 {
 	p := 0.1
-	if a == g*(A/4) {
+	if a == g*(len(gen.act)/4) {
 		p = 0.8
 	}
 	r := 0.0
 	if gen.rng.Float64() < p {
 		r = 1
 	}
-	return row{EpisodeID: int64(e), Step: int64(h), Observation: gen.obs[o], Action: gen.act[a], Reward: r, Propensity: 1 / float64(A)}
+	return r
 }

@@ -21,18 +21,22 @@ func main() {
 	horizon := flag.Int("horizon", 10, "steps per episode")
 	seed := flag.Uint64("seed", 1, "random seed")
 	flag.Parse()
-	if err := os.MkdirAll(filepath.Dir(*out), 0o755); err != nil {
+	if err := generate(*out, synth.Options{Episodes: *episodes, Horizon: *horizon, Seed: *seed}); err != nil {
 		fmt.Fprintln(os.Stderr, "gen-ingest:", err)
 		os.Exit(4)
 	}
-	tmp := *out + ".tmp"
-	if err := synth.Write(tmp, synth.Options{Episodes: *episodes, Horizon: *horizon, Seed: *seed}); err != nil {
+}
+
+// generate writes the synthetic logs of o to out, through a temporary
+// file beside it, creating its directory.
+func generate(out string, o synth.Options) error {
+	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
+		return err
+	}
+	tmp := out + ".tmp"
+	if err := synth.Write(tmp, o); err != nil {
 		os.Remove(tmp)
-		fmt.Fprintln(os.Stderr, "gen-ingest:", err)
-		os.Exit(4)
+		return err
 	}
-	if err := os.Rename(tmp, *out); err != nil {
-		fmt.Fprintln(os.Stderr, "gen-ingest:", err)
-		os.Exit(4)
-	}
+	return os.Rename(tmp, out)
 }

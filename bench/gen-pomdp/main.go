@@ -90,12 +90,24 @@ func writeRandom(S, O, A int, seed uint64) {
 		}
 		return p
 	}
+	writeDynamics(w, S, O, A, row)
+	writeRewards(w, rng, S, A)
+}
+
+// writeDynamics writes each action's transition and observation matrices,
+// their rows drawn by row.
+func writeDynamics(w *bufio.Writer, S, O, A int, row func(int) []float64) {
 	for a := 0; a < A; a++ {
 		fmt.Fprintf(w, "T: %d\n", a)
 		writeRows(w, S, S, row)
 		fmt.Fprintf(w, "O: %d\n", a)
 		writeRows(w, S, O, row)
 	}
+}
+
+// writeRewards writes the reward of each action and state, drawn from
+// {0, 1, 2}.
+func writeRewards(w *bufio.Writer, rng *rand.Rand, S, A int) {
 	for a := 0; a < A; a++ {
 		for s := 0; s < S; s++ {
 			fmt.Fprintf(w, "R: %d : %d : * : * %d\n", a, s, rng.IntN(3))

@@ -42,6 +42,13 @@ func run(file, out string, first float64) error {
 	if out == "" || !(first >= 0 && first <= 1) || A < 2 {
 		return fmt.Errorf("need --out, --first in [0,1] and at least two actions")
 	}
+	return parquet.WriteFile(out, firstRows(m, first))
+}
+
+// firstRows are the table's rows: probability first for the first action
+// and the rest shared evenly by the others, in every observation.
+func firstRows(m *pomdp.POMDP, first float64) []row {
+	A := m.NumActions()
 	rows := make([]row, A)
 	for a := range A {
 		p := (1 - first) / float64(A-1)
@@ -50,5 +57,5 @@ func run(file, out string, first float64) error {
 		}
 		rows[a] = row{Observation: "*", Action: m.Actions[a], Probability: p}
 	}
-	return parquet.WriteFile(out, rows)
+	return rows
 }

@@ -89,11 +89,7 @@ func table(dir, bin, work, campaigns string, runs int) error {
 }
 
 func campaign(dir, bin, work, c string, runs int) error {
-	random, err := readCSV(filepath.Join(dir, "random", c, c+".csv"))
-	if err != nil {
-		return err
-	}
-	bts, err := readCSV(filepath.Join(dir, "bts", c, c+".csv"))
+	random, bts, err := readCampaign(dir, c)
 	if err != nil {
 		return err
 	}
@@ -112,6 +108,17 @@ func campaign(dir, bin, work, c string, runs int) error {
 	}
 	t.print(c, se, len(bts))
 	return nil
+}
+
+// readCampaign reads the campaign c's logs of the random policy and of
+// BTS from the obd directory dir.
+func readCampaign(dir, c string) (random, bts []impression, err error) {
+	random, err = readCSV(filepath.Join(dir, "random", c, c+".csv"))
+	if err != nil {
+		return nil, nil, err
+	}
+	bts, err = readCSV(filepath.Join(dir, "bts", c, c+".csv"))
+	return random, bts, err
 }
 
 // clickTruth is the truth: BTS's mean click in its own logs, with its
@@ -162,11 +169,8 @@ func evaluateRun(bin, work, c, table string, random []impression, b int) (*evalD
 	if err := writeLogs(path, resample(random, b)); err != nil {
 		return nil, err
 	}
-	out, err := exec.Command(bin, "evaluate", "--logs", path, "--policy", table, "--json", "--seed", strconv.Itoa(b+1)).Output()
-	var ee *exec.ExitError
-	if errors.As(err, &ee) {
-		return nil, fmt.Errorf("%s run %d: %v: %s", c, b, err, ee.Stderr)
-	} else if err != nil {
+	out, err := runEvaluate(bin, path, table, c, b)
+	if err != nil {
 		return nil, err
 	}
 	if err := os.WriteFile(strings.TrimSuffix(path, ".parquet")+".json", out, 0o644); err != nil {
@@ -182,6 +186,19 @@ func evaluateRun(bin, work, c, table string, random []impression, b int) (*evalD
 
 // result is an estimate with its 95% interval (NaN bounds: none).
 type result struct{ value, lower, upper float64 }
+
+// runEvaluate runs psrlcb evaluate --logs --json on run b's logs at path
+// with BTS's table, seeded b+1, and returns its output.
+func runEvaluate(bin, path, table, c string, b int) ([]byte, error) {
+	out, err := exec.Command(bin, "evaluate", "--logs", path, "--policy", table, "--json", "--seed", strconv.Itoa(b+1)).Output()
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		return nil, fmt.Errorf("%s run %d: %v: %s", c, b, err, ee.Stderr)
+	} else if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
 
 // tally gathers a campaign's runs: the estimates on the logs as they are
 // (run 0) and the relative errors |estimate − truth| / truth of the
@@ -206,10 +223,16 @@ func (t *tally) add(b int, doc *evalDoc) {
 			t.keepAsIs(e, doc.Recommended)
 			continue
 		}
-		t.rel[e.Estimator] = append(t.rel[e.Estimator], math.Abs(*e.Value-t.truth)/t.truth)
-		if e.Estimator == doc.Recommended {
-			t.rel["recommended"] = append(t.rel["recommended"], math.Abs(*e.Value-t.truth)/t.truth)
-		}
+		t.addRel(e, doc.Recommended)
+	}
+}
+
+// addRel tallies the relative error of a resampled run's estimate e, also
+// under "recommended" when it is the recommended one.
+func (t *tally) addRel(e evalEstimate, recommended string) {
+	t.rel[e.Estimator] = append(t.rel[e.Estimator], math.Abs(*e.Value-t.truth)/t.truth)
+	if e.Estimator == recommended {
+		t.rel["recommended"] = append(t.rel["recommended"], math.Abs(*e.Value-t.truth)/t.truth)
 	}
 }
 
@@ -299,6 +322,12 @@ func readCSV(path string) ([]impression, error) {
 	if err != nil {
 		return nil, err
 	}
+	return readImpressions(path, r, col)
+}
+
+// readImpressions parses the rows of the CSV at path after its header, to
+// its end, with the column indices col.
+func readImpressions(path string, r *csv.Reader, col map[string]int) ([]impression, error) {
 	var out []impression
 	for line := 2; ; line++ {
 		rec, err := r.Read()
@@ -382,10 +411,7 @@ func writeTable(path string, bts, random []impression) error {
 // at each position in all, over the items the random logs hold; dropped
 // is how many impressions show other items.
 func itemCounts(bts, random []impression) (count map[string]map[string]int, total map[string]int, dropped int) {
-	known := map[string]bool{}
-	for _, r := range random {
-		known[r.item] = true
-	}
+	known := itemSet(random)
 	count = map[string]map[string]int{}
 	total = map[string]int{}
 	for _, r := range bts {
@@ -406,20 +432,29 @@ func itemCounts(bts, random []impression) (count map[string]map[string]int, tota
 // then item in lexical order.
 func tableRows(count map[string]map[string]int, total map[string]int) []tableRow {
 	var rows []tableRow
-	var positions []string
-	for p := range count {
-		positions = append(positions, p)
-	}
-	sort.Strings(positions)
-	for _, p := range positions {
-		var items []string
-		for it := range count[p] {
-			items = append(items, it)
-		}
-		sort.Strings(items)
-		for _, it := range items {
+	for _, p := range sortedKeys(count) {
+		for _, it := range sortedKeys(count[p]) {
 			rows = append(rows, tableRow{Observation: p, Action: it, Probability: float64(count[p][it]) / float64(total[p])})
 		}
 	}
 	return rows
+}
+
+// itemSet is the set of the items the impressions show.
+func itemSet(imps []impression) map[string]bool {
+	known := map[string]bool{}
+	for _, r := range imps {
+		known[r.item] = true
+	}
+	return known
+}
+
+// sortedKeys are the keys of m in lexical order.
+func sortedKeys[V any](m map[string]V) []string {
+	var keys []string
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
 }

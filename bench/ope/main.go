@@ -194,7 +194,12 @@ func readRecords(path string) ([]record, error) {
 		return nil, err
 	}
 	defer f.Close()
-	cr := csv.NewReader(f)
+	return decodeRecords(csv.NewReader(f), path)
+}
+
+// decodeRecords parses the rows of the CSV at path after its header, to
+// its end.
+func decodeRecords(cr *csv.Reader, path string) ([]record, error) {
 	var out []record
 	for i := 0; ; i++ {
 		row, err := cr.Read()
@@ -225,6 +230,12 @@ func run(ctx context.Context, c config) error {
 		return err
 	}
 	defer f.Close()
+	return runStudy(ctx, c, recs, f)
+}
+
+// runStudy runs the study on top of the records recs already in the CSV
+// f (writing its header when there are none) and reports the summary.
+func runStudy(ctx context.Context, c config, recs []record, f *os.File) error {
 	s := &study{c: c, done: doneCells(recs), w: csv.NewWriter(f), recs: recs}
 	if len(recs) == 0 {
 		if err := s.w.Write(header); err != nil {
@@ -236,7 +247,13 @@ func run(ctx context.Context, c config) error {
 			return err
 		}
 	}
-	sum := summarize(s.recs)
+	return report(c, s.recs)
+}
+
+// report prints the summary of the records and, with --docs, writes it
+// into the docs file.
+func report(c config, recs []record) error {
+	sum := summarize(recs)
 	fmt.Print(sum)
 	if c.docs != "" {
 		return writeDocs(c.docs, sum)
@@ -284,16 +301,26 @@ func (s *study) problem(ctx context.Context, path string) error {
 	}
 	for _, H := range s.c.horizons {
 		for _, bspec := range s.c.behaviors {
-			beh, err := pomdp.ParseBehavior(bspec, m)
-			if err != nil {
+			if err := s.behaviorCells(ctx, m, filter, cell{problem: name, behavior: bspec, H: H}); err != nil {
 				return err
 			}
-			for _, tname := range s.c.targets {
-				cl := cell{problem: name, behavior: bspec, target: tname, H: H}
-				if err := s.targetCells(ctx, m, filter, beh, cl); err != nil {
-					return err
-				}
-			}
+		}
+	}
+	return nil
+}
+
+// behaviorCells runs the cells of base's problem, H and behaviour for
+// each target.
+func (s *study) behaviorCells(ctx context.Context, m *pomdp.POMDP, filter *pomdp.Filter, base cell) error {
+	beh, err := pomdp.ParseBehavior(base.behavior, m)
+	if err != nil {
+		return err
+	}
+	for _, tname := range s.c.targets {
+		cl := base
+		cl.target = tname
+		if err := s.targetCells(ctx, m, filter, beh, cl); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -313,10 +340,8 @@ func (s *study) targetCells(ctx context.Context, m *pomdp.POMDP, filter *pomdp.F
 			continue
 		}
 		if t == nil {
-			if t, err = makeTarget(ctx, cl.target, m, cl.H, beh, s.c.maxNodes); errors.Is(err, pomdp.ErrTooLarge) {
-				fmt.Fprintf(os.Stderr, "%s H=%d %s %s: left out (%v)\n", cl.problem, cl.H, cl.behavior, cl.target, err)
-				break
-			} else if err != nil {
+			var ok bool
+			if t, ok, err = s.newTarget(ctx, m, beh, cl); !ok {
 				return err
 			}
 		}
@@ -325,6 +350,18 @@ func (s *study) targetCells(ctx context.Context, m *pomdp.POMDP, filter *pomdp.F
 		}
 	}
 	return nil
+}
+
+// newTarget makes the cell's target and values it; ok is false when that
+// failed, or when the target is too large to value exactly, which leaves
+// its cells out (reported, with no error).
+func (s *study) newTarget(ctx context.Context, m *pomdp.POMDP, beh pomdp.Behavior, cl cell) (t *target, ok bool, err error) {
+	t, err = makeTarget(ctx, cl.target, m, cl.H, beh, s.c.maxNodes)
+	if errors.Is(err, pomdp.ErrTooLarge) {
+		fmt.Fprintf(os.Stderr, "%s H=%d %s %s: left out (%v)\n", cl.problem, cl.H, cl.behavior, cl.target, err)
+		return nil, false, nil
+	}
+	return t, err == nil, err
 }
 
 // score runs one cell, appends its records to the CSV (flushed at once,
@@ -336,6 +373,17 @@ func (s *study) score(ctx context.Context, m *pomdp.POMDP, filter *pomdp.Filter,
 	if err != nil {
 		return fmt.Errorf("%s: %w", cl.key(), err)
 	}
+	if err := s.save(rs); err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "%s H=%d %s %s K=%d: %d logs (%d skipped) in %.1fs\n",
+		cl.problem, cl.H, cl.behavior, cl.target, cl.K, s.c.seeds-skipped, skipped, time.Since(start).Seconds())
+	return nil
+}
+
+// save appends the records rs to the CSV, flushed at once, and to the
+// study's records.
+func (s *study) save(rs []record) error {
 	for _, r := range rs {
 		if err := s.w.Write(r.row()); err != nil {
 			return err
@@ -346,8 +394,6 @@ func (s *study) score(ctx context.Context, m *pomdp.POMDP, filter *pomdp.Filter,
 		return err
 	}
 	s.recs = append(s.recs, rs...)
-	fmt.Fprintf(os.Stderr, "%s H=%d %s %s K=%d: %d logs (%d skipped) in %.1fs\n",
-		cl.problem, cl.H, cl.behavior, cl.target, cl.K, s.c.seeds-skipped, skipped, time.Since(start).Seconds())
 	return nil
 }
 
@@ -397,15 +443,7 @@ func runLogs(ctx context.Context, c config, m *pomdp.POMDP, filter *pomdp.Filter
 // runLog draws the log of one seed and runs every estimator on it.
 func runLog(ctx context.Context, c config, m *pomdp.POMDP, filter *pomdp.Filter, beh pomdp.Behavior, t *target, cl cell, seed int) ([]record, error) {
 	start := time.Now()
-	d, err := pomdp.SimulateDataset(ctx, m, cl.H, cl.K, beh, uint64(seed))
-	if err != nil {
-		return nil, err
-	}
-	tg, err := t.opeTarget(m, d, filter)
-	if err != nil {
-		return nil, err
-	}
-	rho, err := ope.Ratios(ctx, d, tg, 1)
+	d, tg, rho, err := drawLog(ctx, m, filter, beh, t, cl, seed)
 	if err != nil {
 		return nil, err
 	}
@@ -423,6 +461,21 @@ func runLog(ctx context.Context, c config, m *pomdp.POMDP, filter *pomdp.Filter,
 		return nil, errors.New("exact value is NaN")
 	}
 	return out, nil
+}
+
+// drawLog draws the log of one seed of the cell, the target's form for
+// package ope on it and the target's importance ratios.
+func drawLog(ctx context.Context, m *pomdp.POMDP, filter *pomdp.Filter, beh pomdp.Behavior, t *target, cl cell, seed int) (*ingest.Dataset, ope.Target, []float64, error) {
+	d, err := pomdp.SimulateDataset(ctx, m, cl.H, cl.K, beh, uint64(seed))
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	tg, err := t.opeTarget(m, d, filter)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	rho, err := ope.Ratios(ctx, d, tg, 1)
+	return d, tg, rho, err
 }
 
 // evalOptions are the options of ope.Evaluate on the log d of seed; with

@@ -77,14 +77,20 @@ func groupRecords(recs []record) (map[string]*cellStats, map[string]map[string][
 			cells[k].logs++
 			continue
 		}
-		group[k][r.estimator] = append(group[k][r.estimator], r)
-		if r.recommended {
-			rr := r
-			rr.estimator = recommendedName
-			group[k][recommendedName] = append(group[k][recommendedName], rr)
-		}
+		addEstimate(group[k], r)
 	}
 	return cells, group, order
+}
+
+// addEstimate files the record under its estimator and, when it is the
+// recommended one, also under recommendedName.
+func addEstimate(byEst map[string][]record, r record) {
+	byEst[r.estimator] = append(byEst[r.estimator], r)
+	if r.recommended {
+		rr := r
+		rr.estimator = recommendedName
+		byEst[recommendedName] = append(byEst[recommendedName], rr)
+	}
 }
 
 // fill summarises each estimator's records of the cell, and per-decision
@@ -149,14 +155,25 @@ func (a *statSums) add(s *stat, r record) {
 	}
 	s.n++
 	d := r.value - r.truth
+	a.addError(d)
+	if r.reliable {
+		a.addReliable(s, r, d)
+	}
+}
+
+// addError sums the error d of one record with a value: its bias, its
+// square and whether it is at most 0.
+func (a *statSums) addError(d float64) {
 	a.bias += d
 	a.se += d * d
 	if d <= 0 {
 		a.below++
 	}
-	if !r.reliable {
-		return
-	}
+}
+
+// addReliable sums the squared error d of a reliable record and counts
+// its interval hits.
+func (a *statSums) addReliable(s *stat, r record, d float64) {
 	s.reliable++
 	a.seRel += d * d
 	a.addCover(s, r)
@@ -165,23 +182,20 @@ func (a *statSums) add(s *stat, r record) {
 // addCover counts whether each of the record's intervals (bootstrap,
 // normal, Bernstein) that it has covers the truth.
 func (a *statSums) addCover(s *stat, r record) {
-	if !math.IsNaN(r.lower) {
-		a.nCov++
-		if r.lower <= r.truth && r.truth <= r.upper {
-			a.cov++
-		}
+	countCover(r.lower, r.upper, r.truth, &a.nCov, &a.cov)
+	countCover(r.nLower, r.nUpper, r.truth, &s.nCoverN, &a.covN)
+	countCover(r.bLower, r.bUpper, r.truth, &s.nCoverB, &a.covB)
+}
+
+// countCover counts an interval [lower, upper] the record has (lower is
+// not NaN) in *n and, when it covers truth, in *hits.
+func countCover(lower, upper, truth float64, n, hits *int) {
+	if math.IsNaN(lower) {
+		return
 	}
-	if !math.IsNaN(r.nLower) {
-		s.nCoverN++
-		if r.nLower <= r.truth && r.truth <= r.nUpper {
-			a.covN++
-		}
-	}
-	if !math.IsNaN(r.bLower) {
-		s.nCoverB++
-		if r.bLower <= r.truth && r.truth <= r.bUpper {
-			a.covB++
-		}
+	*n++
+	if lower <= truth && truth <= upper {
+		*hits++
 	}
 }
 
@@ -189,6 +203,13 @@ func (a *statSums) addCover(s *stat, r record) {
 // and coverages (NaN where no record counts).
 func (a *statSums) finish(s *stat, logs int) {
 	s.seconds = a.secs / float64(logs)
+	a.finishErrors(s)
+	a.finishCover(s)
+}
+
+// finishErrors sets the stat's bias, RMSE and share at or below the truth
+// (NaN without a value), and its RMSE over the reliable records.
+func (a *statSums) finishErrors(s *stat) {
 	if s.n > 0 {
 		s.bias, s.rmse, s.below = a.bias/float64(s.n), math.Sqrt(a.se/float64(s.n)), float64(a.below)/float64(s.n)
 	} else {
@@ -197,6 +218,11 @@ func (a *statSums) finish(s *stat, logs int) {
 	if s.reliable > 0 {
 		s.rmseRel = math.Sqrt(a.seRel / float64(s.reliable))
 	}
+}
+
+// finishCover sets the stat's coverage of each interval (NaN when no
+// record has it).
+func (a *statSums) finishCover(s *stat) {
 	if a.nCov > 0 {
 		s.cover = float64(a.cov) / float64(a.nCov)
 	}
@@ -212,13 +238,7 @@ func (a *statSums) finish(s *stat, logs int) {
 // its error compares across cells: the figures the recommendation rule of
 // psrlcb evaluate rests on.
 func writeAggregate(sb *strings.Builder, cells map[string]*cellStats, order []string) {
-	fmt.Fprintf(sb, "Across %d cells. *Cells* counts the cells where the estimator was reliable on at least half the logs "+
-		"(ESS ≥ %d for the weighted ones); *coverage held* is the share of those where its 95%% interval (bootstrap) "+
-		"covered the exact value on at least %.0f%% of the reliable logs; *normal* and *Bernstein* the same for those intervals; "+
-		"*RMSE ratio* is the median over those cells of its RMSE divided by the smallest RMSE any estimator reached there "+
-		"(1 is the best in every cell).\n\n", len(order), ope.MinESS, 100*coverTarget)
-	fmt.Fprintln(sb, "| estimator | cells | coverage held | mean coverage | normal held | Bernstein held | RMSE ratio (median) | best RMSE in | best RMSE among held in |")
-	fmt.Fprintln(sb, "|---|---|---|---|---|---|---|---|---|")
+	writeAggregateHeader(sb, len(order))
 	heldBest, heldCells := bestAmongHeld(cells, order)
 	for _, est := range estimators {
 		if est == ope.EstModelLCB {
@@ -235,6 +255,18 @@ func writeAggregate(sb *strings.Builder, cells map[string]*cellStats, order []st
 	writeLCBBelow(sb, cells, order)
 	fmt.Fprintln(sb)
 	fmt.Fprintln(sb)
+}
+
+// writeAggregateHeader writes the aggregate table's legend over the cells
+// and its header.
+func writeAggregateHeader(sb *strings.Builder, cells int) {
+	fmt.Fprintf(sb, "Across %d cells. *Cells* counts the cells where the estimator was reliable on at least half the logs "+
+		"(ESS ≥ %d for the weighted ones); *coverage held* is the share of those where its 95%% interval (bootstrap) "+
+		"covered the exact value on at least %.0f%% of the reliable logs; *normal* and *Bernstein* the same for those intervals; "+
+		"*RMSE ratio* is the median over those cells of its RMSE divided by the smallest RMSE any estimator reached there "+
+		"(1 is the best in every cell).\n\n", cells, ope.MinESS, 100*coverTarget)
+	fmt.Fprintln(sb, "| estimator | cells | coverage held | mean coverage | normal held | Bernstein held | RMSE ratio (median) | best RMSE in | best RMSE among held in |")
+	fmt.Fprintln(sb, "|---|---|---|---|---|---|---|---|---|")
 }
 
 // aggregate is one estimator's row of the aggregate table, over the cells
@@ -266,23 +298,22 @@ func aggregateOf(est string, cells map[string]*cellStats, order []string) *aggre
 // it reached coverTarget.
 func (g *aggregate) addCoverage(s *stat) {
 	if !math.IsNaN(s.cover) {
-		g.nC++
 		g.covSum += s.cover
-		if s.cover >= coverTarget {
-			g.held++
-		}
 	}
-	if !math.IsNaN(s.coverN) {
-		g.nN++
-		if s.coverN >= coverTarget {
-			g.heldN++
-		}
+	countHeld(s.cover, &g.nC, &g.held)
+	countHeld(s.coverN, &g.nN, &g.heldN)
+	countHeld(s.coverB, &g.nB, &g.heldB)
+}
+
+// countHeld counts a coverage the cell has (not NaN) in *n and, when it
+// reached coverTarget, in *held.
+func countHeld(cover float64, n, held *int) {
+	if math.IsNaN(cover) {
+		return
 	}
-	if !math.IsNaN(s.coverB) {
-		g.nB++
-		if s.coverB >= coverTarget {
-			g.heldB++
-		}
+	*n++
+	if cover >= coverTarget {
+		*held++
 	}
 }
 
@@ -333,7 +364,16 @@ func (g *aggregate) write(sb *strings.Builder, est string, heldBest map[string]i
 // writeAgainstPDIS writes in how many cells a doubly robust estimator's
 // RMSE was at or below per-decision IS's on the same logs.
 func writeAgainstPDIS(sb *strings.Builder, est string, cells map[string]*cellStats, order []string) {
-	var n, le int
+	n, le := againstPDIS(est, cells, order)
+	if n > 0 {
+		fmt.Fprintf(sb, "\n%s: RMSE at or below per-decision IS's (on the same logs) in %d of %d cells (%.0f%%).", est, le, n, 100*float64(le)/float64(n))
+	}
+}
+
+// againstPDIS counts the cells where both the estimator and per-decision
+// IS on the same logs have errors (n) and, of those, the cells where the
+// estimator's RMSE was at or below per-decision IS's (le).
+func againstPDIS(est string, cells map[string]*cellStats, order []string) (n, le int) {
 	for _, k := range order {
 		cs := cells[k]
 		s, p := cs.byEst[est], cs.pdisModel
@@ -345,9 +385,7 @@ func writeAgainstPDIS(sb *strings.Builder, est string, cells map[string]*cellSta
 			le++
 		}
 	}
-	if n > 0 {
-		fmt.Fprintf(sb, "\n%s: RMSE at or below per-decision IS's (on the same logs) in %d of %d cells (%.0f%%).", est, le, n, 100*float64(le)/float64(n))
-	}
+	return n, le
 }
 
 // writeLCBBelow writes in how many cells model_lcb was at or below the
@@ -385,13 +423,19 @@ func bestAmongHeld(cells map[string]*cellStats, order []string) (map[string]int,
 			continue
 		}
 		n++
-		for _, e := range held {
-			if cs.byEst[e].rmse <= min {
-				best[e]++
-			}
-		}
+		cs.countBest(best, held, min)
 	}
 	return best, n
+}
+
+// countBest counts in best each estimator of held whose RMSE in the cell
+// is at most min.
+func (cs *cellStats) countBest(best map[string]int, held []string, min float64) {
+	for _, e := range held {
+		if cs.byEst[e].rmse <= min {
+			best[e]++
+		}
+	}
 }
 
 // held is the interval estimators whose bootstrap interval held in the
@@ -456,6 +500,12 @@ func writeCellsHeader(sb *strings.Builder) {
 		"model_lcb gives the share of logs where the bound was at or below V^π. "+
 		"*s/log* is the mean time of one log's whole evaluation (one core), with the three model fits when they ran.")
 	fmt.Fprintln(sb)
+	writeCellsColumns(sb)
+}
+
+// writeCellsColumns writes the per-cell table's header row, a column per
+// estimator.
+func writeCellsColumns(sb *strings.Builder) {
 	fmt.Fprint(sb, "| problem | H | behaviour | target | K | logs | V^π |")
 	for _, e := range estimators {
 		fmt.Fprintf(sb, " %s |", e)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/psrlcb/psrlcb/baseline"
 	"github.com/psrlcb/psrlcb/ingest"
+	"github.com/psrlcb/psrlcb/internal/categorical"
 	"github.com/psrlcb/psrlcb/ope"
 	"github.com/psrlcb/psrlcb/policy"
 	"github.com/psrlcb/psrlcb/pomdp"
@@ -91,14 +92,7 @@ func randomTable(H, nO, nA int) []float64 {
 	rng := rand.New(rand.NewPCG(uint64(H), 0x0be))
 	table := make([]float64, H*nO*nA)
 	for i := 0; i < len(table); i += nA {
-		s := 0.0
-		for a := range nA {
-			table[i+a] = rng.ExpFloat64()
-			s += table[i+a]
-		}
-		for a := range nA {
-			table[i+a] /= s
-		}
+		categorical.Dirichlet1(rng, table[i:i+nA])
 	}
 	return table
 }
@@ -119,10 +113,7 @@ func (t *target) opeTarget(m *pomdp.POMDP, d *ingest.Dataset, f *pomdp.Filter) (
 // mapActions maps the logged action codes to the model's actions and
 // back.
 func (st *simTarget) mapActions(m *pomdp.POMDP, d *ingest.Dataset) {
-	act := map[string]int{}
-	for i, a := range m.Actions {
-		act[a] = i
-	}
+	act := indices(map[string]int{}, m.Actions)
 	st.actOf = make([]int, len(d.ActVocab))
 	st.codeOf = make([]int, m.NumActions())
 	for i := range st.codeOf {
@@ -137,10 +128,7 @@ func (st *simTarget) mapActions(m *pomdp.POMDP, d *ingest.Dataset) {
 // mapObs maps the logged observation codes to the model's observations;
 // every logged observation must be the model's.
 func (st *simTarget) mapObs(m *pomdp.POMDP, d *ingest.Dataset) error {
-	obs := map[string]int{pomdp.InitSymbol: pomdp.ObsInit}
-	for i, o := range m.Observations {
-		obs[o] = i
-	}
+	obs := indices(map[string]int{pomdp.InitSymbol: pomdp.ObsInit}, m.Observations)
 	st.obsOf = make([]int, len(d.ObsVocab))
 	for c, o := range d.ObsVocab {
 		i, ok := obs[o]
@@ -150,6 +138,14 @@ func (st *simTarget) mapObs(m *pomdp.POMDP, d *ingest.Dataset) error {
 		st.obsOf[c] = i
 	}
 	return nil
+}
+
+// indices adds to idx the index of each of names, and returns it.
+func indices(idx map[string]int, names []string) map[string]int {
+	for i, n := range names {
+		idx[n] = i
+	}
+	return idx
 }
 
 // simTarget follows a target given on the true model's beliefs.

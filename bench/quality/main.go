@@ -113,16 +113,23 @@ func configFromOptions(o options) (Config, error) {
 	if err := cfg.setProblems(o.problems, tier); err != nil {
 		return cfg, err
 	}
+	err = cfg.setRuns(o)
+	return cfg, err
+}
+
+// setRuns sets the Ks (--ks, --reduced) and, with --reduced, a single
+// seed; there must be something to run.
+func (cfg *Config) setRuns(o options) error {
 	if err := cfg.setKs(o.ks, o.reduced); err != nil {
-		return cfg, err
+		return err
 	}
 	if o.reduced {
 		cfg.Seeds = 1
 	}
 	if len(cfg.Ks) == 0 || cfg.Seeds < 1 || cfg.Restarts < 1 || cfg.MaxIter < 1 {
-		return cfg, fmt.Errorf("nothing to run: need at least one K, one seed, one restart and one iteration")
+		return fmt.Errorf("nothing to run: need at least one K, one seed, one restart and one iteration")
 	}
-	return cfg, nil
+	return nil
 }
 
 // setAlpha sets a fixed α ("" and "auto" leave the automatic choice).
@@ -160,6 +167,12 @@ func (cfg *Config) setTier(tierName, rank string) ([]Problem, error) {
 	default:
 		return tier, fmt.Errorf("--tier must be small or larger, not %q", tierName)
 	}
+	return tier, cfg.setRank(rank)
+}
+
+// setRank sets whether the rank is searched from --rank ("" keeps the
+// tier's choice).
+func (cfg *Config) setRank(rank string) error {
 	switch rank {
 	case "":
 	case "auto":
@@ -167,9 +180,9 @@ func (cfg *Config) setTier(tierName, rank string) ([]Problem, error) {
 	case "true":
 		cfg.RankAuto = false
 	default:
-		return tier, fmt.Errorf("--rank must be true or auto, not %q", rank)
+		return fmt.Errorf("--rank must be true or auto, not %q", rank)
 	}
-	return tier, nil
+	return nil
 }
 
 // setEMDefaults fills in the EM options not given.
@@ -200,17 +213,24 @@ func (cfg *Config) setProblems(names string, tier []Problem) error {
 		return nil
 	}
 	for _, n := range strings.Split(names, ",") {
-		found := false
-		for _, p := range tier {
-			if p.Name == strings.TrimSpace(n) {
-				cfg.Problems, found = append(cfg.Problems, p), true
-			}
-		}
-		if !found {
+		ps := named(tier, strings.TrimSpace(n))
+		if len(ps) == 0 {
 			return fmt.Errorf("unknown problem %q of the %s tier (known: %s)", n, cfg.Tier, problemNames(tier))
 		}
+		cfg.Problems = append(cfg.Problems, ps...)
 	}
 	return nil
+}
+
+// named is the tier's problems named name.
+func named(tier []Problem, name string) []Problem {
+	var out []Problem
+	for _, p := range tier {
+		if p.Name == name {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // setKs sets the numbers of episodes of the comma-separated list (those
@@ -290,7 +310,13 @@ func runStudy(ctx context.Context, o options, cfg Config) error {
 	if err != nil {
 		return err
 	}
-	wall := time.Since(start).Seconds()
+	return writeOutputs(o, cfg, fp, rows, time.Since(start).Seconds())
+}
+
+// writeOutputs writes the study's Arrow table, validation.md's results and
+// the plots, and prints the results; the progress line on stderr gives
+// this run's wall seconds.
+func writeOutputs(o options, cfg Config, fp string, rows []Row, wall float64) error {
 	fitSec := fitSeconds(rows)
 	if err := writeStudyArrow(o.out, fp, cfg, rows); err != nil {
 		return err
@@ -365,10 +391,21 @@ func writeDocs(docs string, cfg Config, rows []Row, md string) error {
 	if err := spliceResults(filepath.Join(docs, "validation.md"), md, cfg.Tier); err != nil {
 		return err
 	}
-	prefix := "validation-"
-	if cfg.Tier == "larger" {
-		prefix = "validation-larger-"
+	return writePlots(docs, cfg, rows)
+}
+
+// plotPrefix is the start of the names of the tier's plot files.
+func plotPrefix(tier string) string {
+	if tier == "larger" {
+		return "validation-larger-"
 	}
+	return "validation-"
+}
+
+// writePlots draws the tier's regret plot of each behaviour and its LCB
+// plot in the directory docs.
+func writePlots(docs string, cfg Config, rows []Row) error {
+	prefix := plotPrefix(cfg.Tier)
 	for _, b := range cfg.Behavs {
 		name := prefix + "regret-" + strings.SplitN(b, ":", 2)[0] + ".svg"
 		if err := regretPlot(rows, b, filepath.Join(docs, name)); err != nil {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"image/color"
+	"io"
 	"math"
 	"os"
 	"sort"
@@ -158,12 +159,7 @@ func (r *results) problems() {
 // problem and K under behaviour bh.
 func (r *results) regretTable(bh string) {
 	ix := r.ix
-	r.w("\n### Median normalized regret, behaviour %s\n\n(V* − V^π)/(V* − V^b) over the seeds: 0 is optimal, 1 is the behaviour's value, above 1 is worse than the behaviour. In brackets: the smallest and largest seed.\n\n", bh)
-	r.w("| problem | method |")
-	for _, K := range ix.ks {
-		r.w(" K=%s |", kLabel(K))
-	}
-	r.w("\n|---|---|%s\n", strings.Repeat("---|", len(ix.ks)))
+	r.regretHeader(bh)
 	for _, p := range ix.problems {
 		for _, m := range []string{"psrlcb", "greedy", "tabular", "clone"} {
 			r.w("| %s | %s |", p, m)
@@ -173,6 +169,17 @@ func (r *results) regretTable(bh string) {
 			r.w("\n")
 		}
 	}
+}
+
+// regretHeader writes the regret table's heading, legend and header row
+// (a column per K) under behaviour bh.
+func (r *results) regretHeader(bh string) {
+	r.w("\n### Median normalized regret, behaviour %s\n\n(V* − V^π)/(V* − V^b) over the seeds: 0 is optimal, 1 is the behaviour's value, above 1 is worse than the behaviour. In brackets: the smallest and largest seed.\n\n", bh)
+	r.w("| problem | method |")
+	for _, K := range r.ix.ks {
+		r.w(" K=%s |", kLabel(K))
+	}
+	r.w("\n|---|---|%s\n", strings.Repeat("---|", len(r.ix.ks)))
 }
 
 // regretFigure writes the median of the seeds' regrets rg, with their
@@ -318,13 +325,10 @@ func spliceResults(path, generated, tier string) error {
 // with appendMissing, markers missing from an existing file are appended
 // first, otherwise they are an error.
 func splice(path, beginMarker, endMarker, generated string, appendMissing bool) error {
-	old, err := os.ReadFile(path)
-	if os.IsNotExist(err) {
-		old = []byte("# Validation study\n\n" + beginMarker + "\n" + endMarker + "\n")
-	} else if err != nil {
+	s, err := readOrNew(path, beginMarker, endMarker)
+	if err != nil {
 		return err
 	}
-	s := string(old)
 	if appendMissing && !strings.Contains(s, beginMarker) {
 		s += "\n" + beginMarker + "\n" + endMarker + "\n"
 	}
@@ -334,6 +338,18 @@ func splice(path, beginMarker, endMarker, generated string, appendMissing bool) 
 	}
 	s = s[:i+len(beginMarker)] + "\n" + generated + "\n" + s[j:]
 	return os.WriteFile(path, []byte(s), 0o644)
+}
+
+// readOrNew is the text of the file at path or, when it does not exist, a
+// new validation document holding only the markers.
+func readOrNew(path, beginMarker, endMarker string) (string, error) {
+	old, err := os.ReadFile(path)
+	if os.IsNotExist(err) {
+		old = []byte("# Validation study\n\n" + beginMarker + "\n" + endMarker + "\n")
+	} else if err != nil {
+		return "", err
+	}
+	return string(old), nil
 }
 
 // regretFloor is where a zero regret is drawn on the log axis.
@@ -366,6 +382,21 @@ func regretPlot(rows []Row, behavior, path string) error {
 // against K and the 1/√K reference line.
 func regretPanel(ix *index, p, behavior string) (*plot.Plot, error) {
 	pl := newRegretPanel(p, ix.ks)
+	first, err := addRegretLines(pl, ix, p, behavior)
+	if err != nil {
+		return nil, err
+	}
+	if first.X > 0 {
+		if err := addSqrtLine(pl, ix.ks, first); err != nil {
+			return nil, err
+		}
+	}
+	return pl, nil
+}
+
+// addRegretLines draws each method's series of problem p under the
+// behaviour, and returns PSR-LCB's first point (zero without one).
+func addRegretLines(pl *plot.Plot, ix *index, p, behavior string) (plotter.XY, error) {
 	var first plotter.XY
 	for _, m := range []string{"tabular", "clone", "greedy", "psrlcb"} {
 		xys, errs := regretSeries(ix, p, behavior, m)
@@ -376,15 +407,10 @@ func regretPanel(ix *index, p, behavior string) (*plot.Plot, error) {
 			first = xys[0]
 		}
 		if err := addRegretLine(pl, m, xys, errs); err != nil {
-			return nil, err
+			return first, err
 		}
 	}
-	if first.X > 0 {
-		if err := addSqrtLine(pl, ix.ks, first); err != nil {
-			return nil, err
-		}
-	}
-	return pl, nil
+	return first, nil
 }
 
 // newRegretPanel is an empty log–log panel titled p, its axes spanning
@@ -474,7 +500,12 @@ func drawPanels(panels []*plot.Plot, cols int, path string) error {
 	dc := draw.New(c)
 	tiles := draw.Tiles{Rows: rowsN, Cols: cols, PadX: vg.Millimeter * 4, PadY: vg.Millimeter * 4,
 		PadTop: vg.Millimeter * 2, PadBottom: vg.Millimeter * 2, PadLeft: vg.Millimeter * 2, PadRight: vg.Millimeter * 2}
-	canv := plot.Align(grid, tiles, dc)
+	drawGrid(grid, plot.Align(grid, tiles, dc))
+	return writeSVG(c, path)
+}
+
+// drawGrid draws each panel of the grid on its canvas.
+func drawGrid(grid [][]*plot.Plot, canv [][]draw.Canvas) {
 	for i := range grid {
 		for j := range grid[i] {
 			if grid[i][j] != nil {
@@ -482,7 +513,6 @@ func drawPanels(panels []*plot.Plot, cols int, path string) error {
 			}
 		}
 	}
-	return writeSVG(c, path)
 }
 
 // panelGrid lays the panels out in rows of cols, the last row's empty
@@ -499,7 +529,8 @@ func panelGrid(panels []*plot.Plot, cols int) [][]*plot.Plot {
 	return grid
 }
 
-func writeSVG(c *vgsvg.Canvas, path string) error {
+// writeSVG writes the SVG that c renders to the file at path.
+func writeSVG(c io.WriterTo, path string) error {
 	var buf bytes.Buffer
 	if _, err := c.WriteTo(&buf); err != nil {
 		return err
@@ -511,12 +542,7 @@ func writeSVG(c *vgsvg.Canvas, path string) error {
 // with the run's observed return range (the paper's scale of R), one point
 // per run; points below the diagonal are runs where the bound holds.
 func lcbPlot(rows []Row, path string) error {
-	pl := plot.New()
-	pl.Title.Text = "PSR-LCB: lower confidence bound vs true value"
-	pl.X.Label.Text = "true value V^π̄ (rescaled to [0,1] by the logged return range)"
-	pl.Y.Label.Text = "LCB (same scale)"
-	pl.Add(plotter.NewGrid())
-	pl.Legend.Top, pl.Legend.Left = true, true
+	pl := newLCBPlot()
 	byProblem, names, lo, hi := lcbPoints(rows)
 	if err := addLCBScatters(pl, byProblem, names); err != nil {
 		return err
@@ -528,11 +554,19 @@ func lcbPlot(rows []Row, path string) error {
 	if err != nil {
 		return err
 	}
-	var buf bytes.Buffer
-	if _, err := wt.WriteTo(&buf); err != nil {
-		return err
-	}
-	return os.WriteFile(path, buf.Bytes(), 0o644)
+	return writeSVG(wt, path)
+}
+
+// newLCBPlot is the LCB plot's empty frame: its titles, grid and legend
+// placement.
+func newLCBPlot() *plot.Plot {
+	pl := plot.New()
+	pl.Title.Text = "PSR-LCB: lower confidence bound vs true value"
+	pl.X.Label.Text = "true value V^π̄ (rescaled to [0,1] by the logged return range)"
+	pl.Y.Label.Text = "LCB (same scale)"
+	pl.Add(plotter.NewGrid())
+	pl.Legend.Top, pl.Legend.Left = true, true
+	return pl
 }
 
 // addDiagonal draws the dashed line LCB = V from (lo, lo) to (hi, hi).
@@ -558,12 +592,7 @@ func lcbPoints(rows []Row) (map[string]plotter.XYs, []string, float64, float64) 
 		if r.Method != "psrlcb" || math.IsNaN(float64(r.LCBUnits)) {
 			continue
 		}
-		span := float64(r.ReturnMax - r.ReturnMin)
-		if span <= 0 {
-			span = 1
-		}
-		x := (float64(r.Value) - float64(r.ReturnMin)) / span
-		y := (float64(r.LCBUnits) - float64(r.ReturnMin)) / span
+		x, y := rescaled(r)
 		if _, ok := byProblem[r.Problem]; !ok {
 			names = append(names, r.Problem)
 		}
@@ -572,6 +601,18 @@ func lcbPoints(rows []Row) (map[string]plotter.XYs, []string, float64, float64) 
 	}
 	sort.Strings(names)
 	return byProblem, names, lo, hi
+}
+
+// rescaled is the run's true value and LCB rescaled by its observed
+// return range (a span of 1 when the range is empty).
+func rescaled(r Row) (x, y float64) {
+	span := float64(r.ReturnMax - r.ReturnMin)
+	if span <= 0 {
+		span = 1
+	}
+	x = (float64(r.Value) - float64(r.ReturnMin)) / span
+	y = (float64(r.LCBUnits) - float64(r.ReturnMin)) / span
+	return x, y
 }
 
 // addLCBScatters draws one scatter per problem, each with its own glyph

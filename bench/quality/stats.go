@@ -27,18 +27,30 @@ func meanSE(xs []float64) (mean, se float64) {
 	if n == 0 {
 		return math.NaN(), math.NaN()
 	}
-	for _, x := range v {
-		mean += x
-	}
-	mean /= n
+	mean = sum(v) / n
 	if n < 2 {
 		return mean, 0
 	}
+	return mean, math.Sqrt(squaredDeviations(v, mean)/(n-1)) / math.Sqrt(n)
+}
+
+// sum is the sum of xs, added in order.
+func sum(xs []float64) float64 {
+	var s float64
+	for _, x := range xs {
+		s += x
+	}
+	return s
+}
+
+// squaredDeviations is the sum of the squared deviations of xs from mean,
+// added in order.
+func squaredDeviations(xs []float64, mean float64) float64 {
 	var ss float64
-	for _, x := range v {
+	for _, x := range xs {
 		ss += (x - mean) * (x - mean)
 	}
-	return mean, math.Sqrt(ss/(n-1)) / math.Sqrt(n)
+	return ss
 }
 
 // logSlope is the least-squares slope of log10 y against log10 x over the
@@ -67,12 +79,7 @@ func logPoints(xs, ys []float64, floor float64) (lx, ly []float64) {
 // the same).
 func slope(lx, ly []float64) float64 {
 	n := float64(len(lx))
-	var mx, my float64
-	for i := range lx {
-		mx += lx[i]
-		my += ly[i]
-	}
-	mx, my = mx/n, my/n
+	mx, my := sum(lx)/n, sum(ly)/n
 	var sxy, sxx float64
 	for i := range lx {
 		sxy += (lx[i] - mx) * (ly[i] - my)

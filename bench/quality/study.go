@@ -145,6 +145,8 @@ type truth struct {
 	opt, vb float64
 }
 
+// loadTruth reads problem p from dir and values the optimal policy and
+// the behaviour behSpec on it exactly.
 func loadTruth(ctx context.Context, dir string, p Problem, behSpec string) (*truth, error) {
 	m, err := pomdp.ParseFile(filepath.Join(dir, p.File))
 	if err != nil {
@@ -154,11 +156,17 @@ func loadTruth(ctx context.Context, dir string, p Problem, behSpec string) (*tru
 	if err != nil {
 		return nil, err
 	}
-	opt, _, err := pomdp.OptimalContext(ctx, m, p.Horizon)
+	return exactTruth(ctx, m, p.Horizon, b)
+}
+
+// exactTruth is the reference of model m and behaviour b: the optimal and
+// the behaviour's exact values over horizon H.
+func exactTruth(ctx context.Context, m *pomdp.POMDP, H int, b pomdp.Behavior) (*truth, error) {
+	opt, _, err := pomdp.OptimalContext(ctx, m, H)
 	if err != nil {
 		return nil, err
 	}
-	vb, err := pomdp.BehaviorValueContext(ctx, m, p.Horizon, b)
+	vb, err := pomdp.BehaviorValueContext(ctx, m, H, b)
 	if err != nil {
 		return nil, err
 	}
@@ -203,21 +211,12 @@ func runOne(ctx context.Context, cfg Config, p Problem, tr *truth, k key) ([]Row
 		return nil, fmt.Errorf("simulate %v: %w", k, err)
 	}
 	c := &configRun{cfg: cfg, tr: tr, k: k, H: H, d: d, base: baseRow(p, tr, k, d)}
-	out, ps, err := c.psrlcb(ctx, seed)
+	rows, err := c.planRows(ctx, seed)
 	if err != nil {
 		return nil, err
 	}
-	g, err := c.greedy(ctx, out, float64(ps.FitSeconds))
-	if err != nil {
+	if rows, err = c.baselines(ctx, rows); err != nil {
 		return nil, err
-	}
-	rows := []Row{ps, g}
-	for _, bl := range baselineMethods {
-		r, err := c.baseline(ctx, bl.name, bl.fn)
-		if err != nil {
-			return nil, err
-		}
-		rows = append(rows, r)
 	}
 	rows = append(rows, c.row("behavior", tr.vb), c.row("optimal", tr.opt))
 	return rows, nil
@@ -260,6 +259,32 @@ func (c *configRun) eval(ctx context.Context, pol *policy.Policy) (float64, erro
 	return pomdp.EvaluatePolicy(ctx, c.tr.m, c.H, pol)
 }
 
+// planRows are the rows of PSR-LCB (fitted with seed) and of the greedy
+// plan on its model.
+func (c *configRun) planRows(ctx context.Context, seed uint64) ([]Row, error) {
+	out, ps, err := c.psrlcb(ctx, seed)
+	if err != nil {
+		return nil, err
+	}
+	g, err := c.greedy(ctx, out, float64(ps.FitSeconds))
+	if err != nil {
+		return nil, err
+	}
+	return []Row{ps, g}, nil
+}
+
+// baselines appends the row of each baseline method to rows.
+func (c *configRun) baselines(ctx context.Context, rows []Row) ([]Row, error) {
+	for _, bl := range baselineMethods {
+		r, err := c.baseline(ctx, bl.name, bl.fn)
+		if err != nil {
+			return nil, err
+		}
+		rows = append(rows, r)
+	}
+	return rows, nil
+}
+
 // psrlcb fits PSR-LCB as psrlcb fit does and returns the fit and its row.
 func (c *configRun) psrlcb(ctx context.Context, seed uint64) (*report.Outcome, Row, error) {
 	start := time.Now()
@@ -272,13 +297,19 @@ func (c *configRun) psrlcb(ctx context.Context, seed uint64) (*report.Outcome, R
 	if err != nil {
 		return nil, Row{}, fmt.Errorf("evaluate psrlcb %v: %w", c.k, err)
 	}
+	return out, c.psrlcbRow(out, v, fitSec), nil
+}
+
+// psrlcbRow is PSR-LCB's row: its policy's exact value v, the fit's
+// headline figures and diagnostics, and its fit time fitSec.
+func (c *configRun) psrlcbRow(out *report.Outcome, v, fitSec float64) Row {
 	hl := out.Run.Manifest.Headline
 	ps := c.row("psrlcb", v)
 	ps.LCBUnits, ps.ModelUnits = jfloat(hl.LCBUnits), jfloat(hl.ModelValueUnits)
 	ps.BonusValue, ps.IWLowUnits = jfloat(hl.BonusValue), jfloat(hl.IWLowUnits)
 	ps.Alpha, ps.Rank, ps.FitSeconds = jfloat(out.Alpha), out.Model.States, jfloat(fitSec)
 	ps.PlanExact, ps.EMConverged = out.Plan.Exact, out.Fit.Converged
-	return out, ps, nil
+	return ps
 }
 
 // greedy plans α = 0 on PSR-LCB's model and bonus and returns its row;
@@ -366,21 +397,28 @@ func (s *studyRun) cells(ctx context.Context, p Problem, bs string) error {
 				s.all = append(s.all, rows...)
 				continue
 			}
-			if err := ctx.Err(); err != nil {
-				return err
-			}
-			if tr == nil {
-				var err error
-				if tr, err = loadTruth(ctx, s.cfg.PomdpDir, p, bs); err != nil {
-					return err
-				}
-			}
-			if err := s.one(ctx, p, tr, k); err != nil {
+			var err error
+			if tr, err = s.run(ctx, p, tr, k); err != nil {
 				return err
 			}
 		}
 	}
 	return nil
+}
+
+// run runs configuration k, computing the exact reference values first
+// when tr is nil (the first to run), and returns them.
+func (s *studyRun) run(ctx context.Context, p Problem, tr *truth, k key) (*truth, error) {
+	if err := ctx.Err(); err != nil {
+		return tr, err
+	}
+	if tr == nil {
+		var err error
+		if tr, err = loadTruth(ctx, s.cfg.PomdpDir, p, k.Behavior); err != nil {
+			return nil, err
+		}
+	}
+	return tr, s.one(ctx, p, tr, k)
 }
 
 // one runs configuration k, emits its rows and logs its line.
@@ -396,10 +434,17 @@ func (s *studyRun) one(ctx context.Context, p Problem, tr *truth, k key) error {
 		}
 	}
 	if s.cfg.Log != nil {
-		s.cfg.Log("%-8s %-10s K=%-6d seed=%d  %5.1fs  regret psrlcb %.3f greedy %.3f tabular %.3f  α=%g r=%d  LCB %.4g ≤ V %.4g",
-			p.Name, k.Behavior, k.K, k.Seed, time.Since(start).Seconds(), rows[0].Regret, rows[1].Regret, rows[2].Regret,
-			rows[0].Alpha, rows[0].Rank, rows[0].LCBUnits, rows[0].Value)
+		logRows(s.cfg.Log, p, k, rows, start)
 	}
 	s.all = append(s.all, rows...)
 	return nil
+}
+
+// logRows logs configuration k's line: its time since start, the regrets
+// of PSR-LCB, the greedy plan and tabular, and PSR-LCB's α, rank, LCB and
+// value.
+func logRows(log func(string, ...any), p Problem, k key, rows []Row, start time.Time) {
+	log("%-8s %-10s K=%-6d seed=%d  %5.1fs  regret psrlcb %.3f greedy %.3f tabular %.3f  α=%g r=%d  LCB %.4g ≤ V %.4g",
+		p.Name, k.Behavior, k.K, k.Seed, time.Since(start).Seconds(), rows[0].Regret, rows[1].Regret, rows[2].Regret,
+		rows[0].Alpha, rows[0].Rank, rows[0].LCBUnits, rows[0].Value)
 }

@@ -111,13 +111,18 @@ func lcbTarget(ix *index) (Verdict, int, int) {
 		n++
 		if float64(r.LCBUnits) > float64(r.Value)+lcbTol {
 			bad++
-			v.Detail = append(v.Detail, fmt.Sprintf("violation: %s, %s, K=%d, seed %d: LCB %.4g > V %.4g (α=%g, model value %.4g)",
-				r.Problem, r.Behavior, r.K, r.Seed, r.LCBUnits, r.Value, r.Alpha, r.ModelUnits))
+			v.Detail = append(v.Detail, lcbViolation(r))
 		}
 	}
 	v.Met = n > 0 && float64(n-bad) >= lcbCoverage*float64(n)
 	v.Detail = append([]string{fmt.Sprintf("%d of %d runs have LCB ≤ V^π̄ (%.1f%%)", n-bad, n, 100*float64(n-bad)/math.Max(1, float64(n)))}, v.Detail...)
 	return v, n, bad
+}
+
+// lcbViolation describes the run r, whose LCB is above its true value.
+func lcbViolation(r Row) string {
+	return fmt.Sprintf("violation: %s, %s, K=%d, seed %d: LCB %.4g > V %.4g (α=%g, model value %.4g)",
+		r.Problem, r.Behavior, r.K, r.Seed, r.LCBUnits, r.Value, r.Alpha, r.ModelUnits)
 }
 
 // behaviorTarget: in every cell, mean V^π̄ ≥ V^b − seZ·SE (SE of the seed
@@ -130,22 +135,31 @@ func behaviorTarget(ix *index, margin float64) (Verdict, int) {
 	cells, bad := 0, 0
 	for _, p := range ix.problems {
 		for _, b := range ix.behavs {
-			for _, K := range ix.ks {
-				rs := ix.get(p, b, K, "psrlcb")
-				if len(rs) == 0 {
-					continue
-				}
-				cells++
-				if worse, detail := belowBehavior(p, b, K, rs, margin); worse {
-					bad++
-					v.Detail = append(v.Detail, detail)
-				}
-			}
+			c, n := behaviorCells(ix, p, b, margin, &v)
+			cells, bad = cells+c, bad+n
 		}
 	}
 	v.Met = cells > 0 && bad == 0
 	v.Detail = append([]string{fmt.Sprintf("%d of %d (problem, behaviour, K) cells pass", cells-bad, cells)}, v.Detail...)
 	return v, bad
+}
+
+// behaviorCells checks PSR-LCB against the behaviour in each K cell of
+// problem p under behaviour b, adding the failures to v's details, and
+// returns how many cells ran and how many failed.
+func behaviorCells(ix *index, p, b string, margin float64, v *Verdict) (cells, bad int) {
+	for _, K := range ix.ks {
+		rs := ix.get(p, b, K, "psrlcb")
+		if len(rs) == 0 {
+			continue
+		}
+		cells++
+		if worse, detail := belowBehavior(p, b, K, rs, margin); worse {
+			bad++
+			v.Detail = append(v.Detail, detail)
+		}
+	}
+	return cells, bad
 }
 
 // belowBehavior says whether PSR-LCB's mean value over its runs rs on a
@@ -182,10 +196,7 @@ func narrowTarget(ix *index, narrow string) (Verdict, Verdict) {
 		}
 		tbad += narrowVsTabular(ix, narrow, p, &t)
 	}
-	need := 3
-	if probs < 5 {
-		need = (3*probs + 4) / 5 // the same share on a reduced study
-	}
+	need := winsNeeded(probs)
 	g.Met = probs > 0 && wins >= need
 	g.Detail = append([]string{fmt.Sprintf("below on %d of %d problems (need %d)", wins, probs, need)}, g.Detail...)
 	t.Met = probs > 0 && tbad == 0
@@ -193,18 +204,20 @@ func narrowTarget(ix *index, narrow string) (Verdict, Verdict) {
 	return g, t
 }
 
+// winsNeeded is on how many of probs problems PSR-LCB must be below
+// greedy: 3 of 5.
+func winsNeeded(probs int) int {
+	if probs < 5 {
+		return (3*probs + 4) / 5 // the same share on a reduced study
+	}
+	return 3
+}
+
 // narrowVsGreedy compares PSR-LCB's median regret with greedy's over
 // problem p's runs at K ≤ 10³ under the narrow behaviour, adding the
 // comparison to g's details; ran is false when p has no such runs.
 func narrowVsGreedy(ix *index, narrow, p string, g *Verdict) (ran, win bool) {
-	var ps, gr []float64
-	for _, K := range ix.ks {
-		if K > 1000 {
-			continue
-		}
-		ps = append(ps, regrets(ix.get(p, narrow, K, "psrlcb"))...)
-		gr = append(gr, regrets(ix.get(p, narrow, K, "greedy"))...)
-	}
+	ps, gr := narrowRegrets(ix, narrow, p)
 	if len(ps) == 0 {
 		return false, false
 	}
@@ -212,6 +225,19 @@ func narrowVsGreedy(ix *index, narrow, p string, g *Verdict) (ran, win bool) {
 	win = mp < mg-regretTol
 	g.Detail = append(g.Detail, fmt.Sprintf("%s: PSR-LCB %.3f vs greedy %.3f → %s", p, mp, mg, map[bool]string{true: "below", false: "not below"}[win]))
 	return true, win
+}
+
+// narrowRegrets are PSR-LCB's and greedy's regrets over problem p's runs
+// at K ≤ 10³ under the narrow behaviour.
+func narrowRegrets(ix *index, narrow, p string) (ps, gr []float64) {
+	for _, K := range ix.ks {
+		if K > 1000 {
+			continue
+		}
+		ps = append(ps, regrets(ix.get(p, narrow, K, "psrlcb"))...)
+		gr = append(gr, regrets(ix.get(p, narrow, K, "greedy"))...)
+	}
+	return ps, gr
 }
 
 // narrowVsTabular counts the K where PSR-LCB's median regret on problem p
@@ -258,13 +284,7 @@ func rateTarget(ix *index, wide string) (Verdict, Verdict) {
 // under the wide behaviour, adding it to s's details (no slope where the
 // regret is already ~0).
 func rateSlope(ix *index, wide, p string, s *Verdict) {
-	var xs, ys []float64
-	for _, K := range ix.ks {
-		if rs := ix.get(p, wide, K, "psrlcb"); len(rs) > 0 {
-			m, _ := meanSE(regrets(rs))
-			xs, ys = append(xs, float64(K)), append(ys, m)
-		}
-	}
+	xs, ys := meanRegrets(ix, wide, p)
 	sl := logSlope(xs, ys, zeroRegret)
 	switch {
 	case math.IsNaN(sl):
@@ -274,4 +294,16 @@ func rateSlope(ix *index, wide, p string, s *Verdict) {
 		s.Met = s.Met && ok
 		s.Detail = append(s.Detail, fmt.Sprintf("%s: slope %.2f %s", p, sl, map[bool]string{true: "✓", false: "✗"}[ok]))
 	}
+}
+
+// meanRegrets are the Ks at which problem p has PSR-LCB runs under the
+// wide behaviour, and its mean regret at each.
+func meanRegrets(ix *index, wide, p string) (xs, ys []float64) {
+	for _, K := range ix.ks {
+		if rs := ix.get(p, wide, K, "psrlcb"); len(rs) > 0 {
+			m, _ := meanSE(regrets(rs))
+			xs, ys = append(xs, float64(K)), append(ys, m)
+		}
+	}
+	return xs, ys
 }

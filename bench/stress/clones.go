@@ -45,13 +45,7 @@ func RunClones(ctx context.Context, cfg Config) ([]CloneRow, error) {
 	for i := range cfg.Problems {
 		for _, fam := range cfg.Families {
 			for _, H := range cfg.Horizons {
-				p, err := loadProblem(ctx, cfg, fam, i, H)
-				if errors.Is(err, pomdp.ErrTooLarge) {
-					continue
-				} else if err != nil {
-					return out, err
-				}
-				rows, err := problemClones(ctx, cfg, p, key{Family: fam, Problem: i, H: H})
+				rows, err := loadedClones(ctx, cfg, fam, i, H)
 				out = append(out, rows...)
 				if err != nil {
 					return out, err
@@ -60,6 +54,19 @@ func RunClones(ctx context.Context, cfg Config) ([]CloneRow, error) {
 		}
 	}
 	return out, nil
+}
+
+// loadedClones loads problem i of the family at horizon H and values both
+// clones on its configurations; none when its exact references exceed
+// cfg.MaxNodes.
+func loadedClones(ctx context.Context, cfg Config, fam string, i, H int) ([]CloneRow, error) {
+	p, err := loadProblem(ctx, cfg, fam, i, H)
+	if errors.Is(err, pomdp.ErrTooLarge) {
+		return nil, nil
+	} else if err != nil {
+		return nil, err
+	}
+	return problemClones(ctx, cfg, p, key{Family: fam, Problem: i, H: H})
 }
 
 // problemClones values both clones on every configuration (behaviour, K)
@@ -90,13 +97,11 @@ func problemClones(ctx context.Context, cfg Config, p *problem, base key) ([]Clo
 // seedFor) and values both clones.
 func cloneRun(ctx context.Context, cfg Config, p *problem, k key) (CloneRow, error) {
 	r := CloneRow{Family: k.Family, Problem: k.Problem, H: k.H, K: k.K, Behavior: k.Behavior, Optimal: p.optVal}
-	beh, err := pomdp.ParseBehavior(k.Behavior, p.m)
+	beh, vb, err := behaviorValue(ctx, cfg, p.m, k)
 	if err != nil {
 		return r, err
 	}
-	if r.Behav, err = pomdp.BehaviorValueWithin(ctx, p.m, k.H, beh, cfg.MaxNodes); err != nil {
-		return r, err
-	}
+	r.Behav = vb
 	d, err := pomdp.SimulateDataset(ctx, p.m, k.H, k.K, beh, seedFor(k, cfg.Seed))
 	if err != nil {
 		return r, err
@@ -175,24 +180,36 @@ func (a cloneCell) less(b cloneCell) bool {
 // many are worse than the behaviour, and how often the improved clone is
 // better or worse than the clone by more than worseMargin.
 func writeCloneRow(b *strings.Builder, c cloneCell, rs []CloneRow) {
-	var cl, im []float64
-	better, worse, clBad, imBad := 0, 0, 0, 0
+	var t cloneTally
 	for _, r := range rs {
-		x, y := r.Regret(r.Clone), r.Regret(r.Improved)
-		cl, im = append(cl, x), append(im, y)
-		if y < x-worseMargin {
-			better++
-		} else if y > x+worseMargin {
-			worse++
-		}
-		if x > 1 {
-			clBad++
-		}
-		if y > 1 {
-			imBad++
-		}
+		t.add(r)
 	}
 	fmt.Fprintf(b, "| %d | %s | %s | %s | %d | %s, %s, %s | %d | %s, %s, %s | %d | %d / %d |\n", c.H, kLabel(c.K), c.Behavior, c.Family, len(rs),
-		f3(quantile(cl, 0.5)), f3(quantile(cl, 0.9)), f3(quantile(cl, 1)), clBad,
-		f3(quantile(im, 0.5)), f3(quantile(im, 0.9)), f3(quantile(im, 1)), imBad, better, worse)
+		f3(quantile(t.cl, 0.5)), f3(quantile(t.cl, 0.9)), f3(quantile(t.cl, 1)), t.clBad,
+		f3(quantile(t.im, 0.5)), f3(quantile(t.im, 0.9)), f3(quantile(t.im, 1)), t.imBad, t.better, t.worse)
+}
+
+// cloneTally accumulates a cell's regrets of the clone (cl) and of the
+// improved clone (im), how many of each are worse than the behaviour, and
+// how often the improved clone is better or worse than the clone.
+type cloneTally struct {
+	cl, im                      []float64
+	better, worse, clBad, imBad int
+}
+
+// add takes in one configuration's row.
+func (t *cloneTally) add(r CloneRow) {
+	x, y := r.Regret(r.Clone), r.Regret(r.Improved)
+	t.cl, t.im = append(t.cl, x), append(t.im, y)
+	if y < x-worseMargin {
+		t.better++
+	} else if y > x+worseMargin {
+		t.worse++
+	}
+	if x > 1 {
+		t.clBad++
+	}
+	if y > 1 {
+		t.imBad++
+	}
 }

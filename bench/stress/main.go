@@ -90,16 +90,21 @@ func configFromOptions(o options) (Config, error) {
 	if cfg.Horizons, err = ints(o.horizons, "horizons"); err != nil {
 		return cfg, err
 	}
-	for _, f := range strings.Split(o.families, ",") {
-		cfg.Families = append(cfg.Families, strings.TrimSpace(f))
-	}
-	for _, b := range strings.Split(o.behs, ",") {
-		cfg.Behavs = append(cfg.Behavs, strings.TrimSpace(b))
-	}
+	cfg.Families, cfg.Behavs = trimmed(o.families), trimmed(o.behs)
 	if cfg.Problems < 1 || cfg.Restarts < 1 || cfg.MaxIter < 1 {
 		return cfg, fmt.Errorf("nothing to run: need at least one problem, one restart and one iteration")
 	}
 	return cfg, nil
+}
+
+// trimmed splits the comma-separated list s, each entry trimmed of
+// spaces.
+func trimmed(s string) []string {
+	var out []string
+	for _, f := range strings.Split(s, ",") {
+		out = append(out, strings.TrimSpace(f))
+	}
+	return out
 }
 
 // fingerprint names the options a checkpointed row depends on.
@@ -130,21 +135,22 @@ func run(ctx context.Context, o options) error {
 	if o.clones {
 		return runClones(ctx, cfg)
 	}
+	return runStudy(ctx, o, cfg)
+}
+
+// runStudy runs the study, resuming from and appending to the checkpoint
+// when there is one, and writes its results.
+func runStudy(ctx context.Context, o options, cfg Config) error {
 	fp := fingerprint(cfg)
 	done := map[key]Row{}
 	var emit func(Row) error
 	if o.checkpoint != "" {
-		if !o.fresh {
-			if done, err = readCheckpoint(o.checkpoint, fp); err != nil {
-				return err
-			}
-		}
-		w, err := checkpoint.Create[Row](o.checkpoint, fp, "row", o.fresh)
+		w, d, err := openCheckpoint(o, fp)
 		if err != nil {
 			return err
 		}
 		defer w.Close()
-		emit = w.Add
+		done, emit = d, w.Add
 	}
 	start := time.Now()
 	all, err := Run(ctx, cfg, done, emit)
@@ -152,6 +158,20 @@ func run(ctx context.Context, o options) error {
 		return err
 	}
 	return writeResults(o, cfg, fp, all, start)
+}
+
+// openCheckpoint reads the rows the checkpoint holds for the fingerprint
+// fp (none with --fresh) and opens it to append to.
+func openCheckpoint(o options, fp string) (*checkpoint.Writer[Row], map[key]Row, error) {
+	done := map[key]Row{}
+	var err error
+	if !o.fresh {
+		if done, err = readCheckpoint(o.checkpoint, fp); err != nil {
+			return nil, nil, err
+		}
+	}
+	w, err := checkpoint.Create[Row](o.checkpoint, fp, "row", o.fresh)
+	return w, done, err
 }
 
 // runClones runs the clone study and prints its table.
@@ -171,17 +191,11 @@ func runClones(ctx context.Context, cfg Config) error {
 func writeResults(o options, cfg Config, fp string, all []Row, start time.Time) error {
 	rows, skipped := Measured(all)
 	if o.out != "" {
-		if err := os.MkdirAll(filepath.Dir(o.out), 0o755); err != nil {
-			return err
-		}
-		if err := writeArrow(o.out, rows, map[string]string{"study": "stress", "em": fp}); err != nil {
+		if err := saveArrow(o.out, rows, fp); err != nil {
 			return err
 		}
 	}
-	md := resultsMarkdown(rows, cfg)
-	if skipped > 0 {
-		md = fmt.Sprintf("%d configurations skipped: an exact reference exceeded the node budget (--max-nodes %d).\n\n", skipped, cfg.MaxNodes) + md
-	}
+	md := studyMarkdown(rows, cfg, skipped)
 	if o.docs != "" {
 		if err := writeDocs(o.docs, rows, md); err != nil {
 			return err
@@ -192,4 +206,23 @@ func writeResults(o options, cfg Config, fp string, all []Row, start time.Time) 
 	}
 	fmt.Print(md)
 	return nil
+}
+
+// saveArrow writes the measured rows to the Arrow file at path, creating
+// its directory.
+func saveArrow(path string, rows []Row, fp string) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	return writeArrow(path, rows, map[string]string{"study": "stress", "em": fp})
+}
+
+// studyMarkdown is the results' Markdown, headed by the count of the
+// configurations skipped over the node budget when there are any.
+func studyMarkdown(rows []Row, cfg Config, skipped int) string {
+	md := resultsMarkdown(rows, cfg)
+	if skipped > 0 {
+		md = fmt.Sprintf("%d configurations skipped: an exact reference exceeded the node budget (--max-nodes %d).\n\n", skipped, cfg.MaxNodes) + md
+	}
+	return md
 }

@@ -31,29 +31,46 @@ const (
 
 // table turns the rows into the study's Arrow table.
 func table(rows []Row, meta map[string]string) report.Table {
-	var fam, beh []string
-	ints := map[string][]int32{}
-	flts := map[string][]float64{}
-	exact := make([]bool, 0, len(rows))
+	tc := tableColumns{ints: map[string][]int32{}, flts: map[string][]float64{}, exact: make([]bool, 0, len(rows))}
 	for _, r := range rows {
-		fam, beh = append(fam, r.Family), append(beh, r.Behavior)
-		for i, v := range r.intValues() {
-			ints[intCols[i]] = append(ints[intCols[i]], int32(v))
-		}
-		for i, v := range r.floatValues() {
-			flts[fltCols[i]] = append(flts[fltCols[i]], v)
-		}
-		exact = append(exact, r.PlanExact)
+		tc.add(r)
 	}
+	return tc.table(meta)
+}
+
+// tableColumns gathers the values of the Arrow table's columns, row by
+// row.
+type tableColumns struct {
+	fam, beh []string
+	ints     map[string][]int32
+	flts     map[string][]float64
+	exact    []bool
+}
+
+// add appends the row's value to each column.
+func (tc *tableColumns) add(r Row) {
+	tc.fam, tc.beh = append(tc.fam, r.Family), append(tc.beh, r.Behavior)
+	for i, v := range r.intValues() {
+		tc.ints[intCols[i]] = append(tc.ints[intCols[i]], int32(v))
+	}
+	for i, v := range r.floatValues() {
+		tc.flts[fltCols[i]] = append(tc.flts[fltCols[i]], v)
+	}
+	tc.exact = append(tc.exact, r.PlanExact)
+}
+
+// table is the Arrow table of the columns gathered, with the metadata
+// meta.
+func (tc *tableColumns) table(meta map[string]string) report.Table {
 	t := report.Table{Meta: meta}
-	t.Columns = append(t.Columns, report.Column{Name: "family", String: arrowio.OrEmpty(fam)}, report.Column{Name: "behavior", String: arrowio.OrEmpty(beh)})
+	t.Columns = append(t.Columns, report.Column{Name: "family", String: arrowio.OrEmpty(tc.fam)}, report.Column{Name: "behavior", String: arrowio.OrEmpty(tc.beh)})
 	for _, c := range intCols {
-		t.Columns = append(t.Columns, report.Column{Name: c, Int32: arrowio.OrEmpty(ints[c])})
+		t.Columns = append(t.Columns, report.Column{Name: c, Int32: arrowio.OrEmpty(tc.ints[c])})
 	}
 	for _, c := range fltCols {
-		t.Columns = append(t.Columns, report.Column{Name: c, Float64: arrowio.OrEmpty(flts[c])})
+		t.Columns = append(t.Columns, report.Column{Name: c, Float64: arrowio.OrEmpty(tc.flts[c])})
 	}
-	t.Columns = append(t.Columns, report.Column{Name: "plan_exact", Bool: arrowio.OrEmpty(exact)})
+	t.Columns = append(t.Columns, report.Column{Name: "plan_exact", Bool: arrowio.OrEmpty(tc.exact)})
 	return t
 }
 
@@ -120,12 +137,7 @@ func groups(rows []Row) ([]cell, map[cell][]Row) {
 // quantile is the q-quantile of the finite values (linear interpolation),
 // NaN when there are none.
 func quantile(xs []float64, q float64) float64 {
-	var v []float64
-	for _, x := range xs {
-		if !math.IsNaN(x) {
-			v = append(v, x)
-		}
-	}
+	v := []float64(finiteValues(xs))
 	if len(v) == 0 {
 		return math.NaN()
 	}
@@ -169,29 +181,50 @@ type Summary struct {
 func summarise(rs []Row) Summary {
 	s := Summary{N: len(rs)}
 	s.setRegrets(rs)
-	var est, plan, over, bonus []float64
-	defined, wt, wb := 0, 0, 0
+	var t summaryTally
 	for _, r := range rs {
 		s.countFlags(r)
-		p := r.Regret(r.PSRLCB)
-		if math.IsNaN(p) {
+		if !t.add(r) {
 			s.Undefined++
-			continue
 		}
-		defined++
-		if p > r.Regret(r.Tabular)+worseMargin {
-			wt++
-		}
-		if p > 1+noiseMargin {
-			wb++
-		}
-		est, plan, over, bonus = append(est, r.EstErr()), append(plan, r.PlanGap()), append(over, r.GreedyOver()), append(bonus, r.BonusLoss())
 	}
-	if defined > 0 {
-		s.WorseThanTabular, s.WorseThanBehavior = float64(wt)/float64(defined), float64(wb)/float64(defined)
-	}
-	s.Est, s.Plan, s.Over, s.Bonus = quantile(est, 0.5), quantile(plan, 0.5), quantile(over, 0.5), quantile(bonus, 0.5)
+	t.finish(&s)
 	return s
+}
+
+// summaryTally accumulates, over the runs whose PSRLCB regret is defined,
+// how often it is worse than tabular's and than the behaviour's, and the
+// decomposition terms.
+type summaryTally struct {
+	est, plan, over, bonus []float64
+	defined, wt, wb        int
+}
+
+// add takes in one run, and is false when its PSRLCB regret is undefined
+// (the run then counts for nothing).
+func (t *summaryTally) add(r Row) bool {
+	p := r.Regret(r.PSRLCB)
+	if math.IsNaN(p) {
+		return false
+	}
+	t.defined++
+	if p > r.Regret(r.Tabular)+worseMargin {
+		t.wt++
+	}
+	if p > 1+noiseMargin {
+		t.wb++
+	}
+	t.est, t.plan, t.over, t.bonus = append(t.est, r.EstErr()), append(t.plan, r.PlanGap()), append(t.over, r.GreedyOver()), append(t.bonus, r.BonusLoss())
+	return true
+}
+
+// finish sets the summary's shares worse than tabular and than the
+// behaviour, and the medians of the decomposition terms.
+func (t *summaryTally) finish(s *Summary) {
+	if t.defined > 0 {
+		s.WorseThanTabular, s.WorseThanBehavior = float64(t.wt)/float64(t.defined), float64(t.wb)/float64(t.defined)
+	}
+	s.Est, s.Plan, s.Over, s.Bonus = quantile(t.est, 0.5), quantile(t.plan, 0.5), quantile(t.over, 0.5), quantile(t.bonus, 0.5)
 }
 
 // setRegrets sets the median, 90th percentile and worst of PSR-LCB's
@@ -267,20 +300,25 @@ func targets(order []cell, g map[cell][]Row) string {
 	var b strings.Builder
 	b.WriteString("\nTargets:\n\n")
 	for _, c := range order {
-		s := summarise(g[c])
-		switch {
-		case c.Behavior == "uniform":
-			ok := s.Median <= 0.05 && s.P90 <= 0.2 && s.WorseThanTabular <= 0.05
-			fmt.Fprintf(&b, "- %s, uniform, H=%d, K=%d: median %s ≤ 0.05, p90 %s ≤ 0.2, worse than tabular %.0f%% ≤ 5%%: **%s**%s\n",
-				c.Family, c.H, c.K, f3(s.Median), f3(s.P90), 100*s.WorseThanTabular, map[bool]string{true: "met", false: "not met"}[ok],
-				map[bool]string{true: "", false: " (the issue states it at K = 10⁵)"}[c.K >= 100000])
-		default:
-			ok := s.WorseThanBehavior <= 0.05
-			fmt.Fprintf(&b, "- %s, %s, H=%d, K=%d: worse than the behaviour beyond noise on %.0f%% ≤ 5%% of problems: **%s**\n",
-				c.Family, c.Behavior, c.H, c.K, 100*s.WorseThanBehavior, map[bool]string{true: "met", false: "not met"}[ok])
-		}
+		writeTarget(&b, c, summarise(g[c]))
 	}
 	return b.String()
+}
+
+// writeTarget states the target that applies to the cell c, whose runs
+// summarise to s, and whether it is met.
+func writeTarget(b *strings.Builder, c cell, s Summary) {
+	switch {
+	case c.Behavior == "uniform":
+		ok := s.Median <= 0.05 && s.P90 <= 0.2 && s.WorseThanTabular <= 0.05
+		fmt.Fprintf(b, "- %s, uniform, H=%d, K=%d: median %s ≤ 0.05, p90 %s ≤ 0.2, worse than tabular %.0f%% ≤ 5%%: **%s**%s\n",
+			c.Family, c.H, c.K, f3(s.Median), f3(s.P90), 100*s.WorseThanTabular, map[bool]string{true: "met", false: "not met"}[ok],
+			map[bool]string{true: "", false: " (the issue states it at K = 10⁵)"}[c.K >= 100000])
+	default:
+		ok := s.WorseThanBehavior <= 0.05
+		fmt.Fprintf(b, "- %s, %s, H=%d, K=%d: worse than the behaviour beyond noise on %.0f%% ≤ 5%% of problems: **%s**\n",
+			c.Family, c.Behavior, c.H, c.K, 100*s.WorseThanBehavior, map[bool]string{true: "met", false: "not met"}[ok])
+	}
 }
 
 func spliceResults(path, generated string) error {
@@ -335,18 +373,14 @@ func regretPlot(rows []Row, path string) error {
 // (offset within the cell by method), and its legend swatch at the first
 // cell.
 func addBoxes(p *plot.Plot, order []cell, g map[cell][]Row, mi int, name string, pick func(Row) jfloat) error {
-	w := vg.Points(8)
 	for ci, c := range order {
 		v := finiteValues(regrets(g[c], pick))
 		if len(v) == 0 {
 			continue
 		}
-		bx, err := plotter.NewBoxPlot(w, float64(ci)+float64(mi-1)*0.25, v)
-		if err != nil {
+		if err := addBox(p, float64(ci)+float64(mi-1)*0.25, v, mi); err != nil {
 			return err
 		}
-		bx.FillColor = plotColor(mi)
-		p.Add(bx)
 		if ci == 0 {
 			if err := addSwatch(p, name, plotColor(mi)); err != nil {
 				return err
@@ -378,25 +412,45 @@ func addSwatch(p *plot.Plot, name string, c color.Color) error {
 	return nil
 }
 
+// addBox draws the box plot of the values v at x, in method mi's colour.
+func addBox(p *plot.Plot, x float64, v plotter.Values, mi int) error {
+	bx, err := plotter.NewBoxPlot(vg.Points(8), x, v)
+	if err != nil {
+		return err
+	}
+	bx.FillColor = plotColor(mi)
+	p.Add(bx)
+	return nil
+}
+
 // decompositionPlot: the median of each decomposition term per cell.
 func decompositionPlot(rows []Row, path string) error {
 	order, g := groups(rows)
 	p := plot.New()
 	p.Title.Text = "Loss decomposition (medians, share of V* − V^b)"
 	p.Y.Label.Text = "normalized loss"
-	w := vg.Points(7)
 	for ti, t := range decompositionTerms {
-		bars, err := plotter.NewBarChart(termMedians(order, g, t.get), w)
-		if err != nil {
+		if err := addTermBars(p, ti, t.name, termMedians(order, g, t.get)); err != nil {
 			return err
 		}
-		bars.Offset = vg.Length(ti-2)*w + w/2
-		bars.Color = plotColor(ti)
-		bars.LineStyle.Width = 0
-		p.Add(bars)
-		p.Legend.Add(t.name, bars)
 	}
 	return saveCellPlot(p, order, path)
+}
+
+// addTermBars draws the bars of decomposition term ti's medians v, offset
+// within each cell by term, and its legend entry.
+func addTermBars(p *plot.Plot, ti int, name string, v plotter.Values) error {
+	w := vg.Points(7)
+	bars, err := plotter.NewBarChart(v, w)
+	if err != nil {
+		return err
+	}
+	bars.Offset = vg.Length(ti-2)*w + w/2
+	bars.Color = plotColor(ti)
+	bars.LineStyle.Width = 0
+	p.Add(bars)
+	p.Legend.Add(name, bars)
+	return nil
 }
 
 // decompositionTerms are the terms of the loss decomposition, in the

@@ -155,15 +155,7 @@ type problem struct {
 }
 
 func loadProblem(ctx context.Context, cfg Config, family string, i, H int) (*problem, error) {
-	sp, err := genpomdp.Draw(family, cfg.Small, cfg.Seed, i)
-	if err != nil {
-		return nil, err
-	}
-	g, err := genpomdp.Generate(sp)
-	if err != nil {
-		return nil, err
-	}
-	m, err := pomdp.Parse(strings.NewReader(g.Text), fmt.Sprintf("%s-%d", family, i))
+	m, err := drawProblem(cfg, family, i)
 	if err != nil {
 		return nil, err
 	}
@@ -202,16 +194,26 @@ func (w *treeWriter) rec(ctx context.Context, parent int64, b []float64) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	m := w.m
 	a := w.pf(w.obs, w.act)
 	id := w.addNode(parent, a)
 	if len(w.obs) == w.H {
 		return nil
 	}
-	pred := predict(m, b, a)
+	pred := predict(w.m, b, a)
 	w.act = append(w.act, a)
-	for o := range m.NumObs() {
-		post := posterior(m, pred, a, o)
+	if err := w.children(ctx, id, pred, a); err != nil {
+		return err
+	}
+	w.act = w.act[:len(w.act)-1]
+	return nil
+}
+
+// children writes the subtrees below node id, which took action a: one
+// for each observation with a posterior from the predicted next-state
+// distribution pred.
+func (w *treeWriter) children(ctx context.Context, id int64, pred []float64, a int) error {
+	for o := range w.m.NumObs() {
+		post := posterior(w.m, pred, a, o)
 		if post == nil {
 			continue
 		}
@@ -221,7 +223,6 @@ func (w *treeWriter) rec(ctx context.Context, parent int64, b []float64) error {
 		}
 		w.obs = w.obs[:len(w.obs)-1]
 	}
-	w.act = w.act[:len(w.act)-1]
 	return nil
 }
 
@@ -288,6 +289,20 @@ func fitOptions(cfg Config, S int, seed uint64) pipeline.Options {
 	return pipeline.Options{Estimate: eo, Seed: seed, Workers: cfg.Workers}
 }
 
+// drawProblem draws problem i of the family with genpomdp and parses its
+// generated file.
+func drawProblem(cfg Config, family string, i int) (*pomdp.POMDP, error) {
+	sp, err := genpomdp.Draw(family, cfg.Small, cfg.Seed, i)
+	if err != nil {
+		return nil, err
+	}
+	g, err := genpomdp.Generate(sp)
+	if err != nil {
+		return nil, err
+	}
+	return pomdp.Parse(strings.NewReader(g.Text), fmt.Sprintf("%s-%d", family, i))
+}
+
 // runOne fits PSR-LCB on the logs of configuration k of problem p and
 // values its policy, the greedy plan and the tabular LCB exactly, with the
 // terms of the loss decomposition and the run's diagnostics.
@@ -295,11 +310,7 @@ func runOne(ctx context.Context, cfg Config, p *problem, k key) (Row, error) {
 	m := p.m
 	r := Row{Family: k.Family, Problem: k.Problem, Horizon: k.H, Behavior: k.Behavior, K: k.K,
 		States: m.NumStates(), Actions: m.NumActions(), Obs: m.NumObs(), Optimal: jfloat(p.optVal)}
-	beh, err := pomdp.ParseBehavior(k.Behavior, m)
-	if err != nil {
-		return r, err
-	}
-	vb, err := pomdp.BehaviorValueWithin(ctx, m, k.H, beh, cfg.MaxNodes)
+	beh, vb, err := behaviorValue(ctx, cfg, m, k)
 	if err != nil {
 		return r, err
 	}
@@ -397,21 +408,29 @@ func (r *Row) recordRun(m *pomdp.POMDP, out *report.Outcome) {
 	}
 }
 
+// trueMaxReward is the largest true expected reward of any action in any
+// state.
 func trueMaxReward(m *pomdp.POMDP) float64 {
 	best := math.Inf(-1)
-	S, O := m.NumStates(), m.NumObs()
 	for a := range m.NumActions() {
-		for s := range S {
-			e := 0.0
-			for s2 := range S {
-				for o := range O {
-					e += m.T[a][s][s2] * m.O[a][s2][o] * m.R(a, s, s2, o)
-				}
-			}
-			best = math.Max(best, e)
+		for s := range m.NumStates() {
+			best = math.Max(best, expectedReward(m, a, s))
 		}
 	}
 	return best
+}
+
+// expectedReward is the true expected reward of action a in state s, over
+// the next state and observation.
+func expectedReward(m *pomdp.POMDP, a, s int) float64 {
+	S, O := m.NumStates(), m.NumObs()
+	e := 0.0
+	for s2 := range S {
+		for o := range O {
+			e += m.T[a][s][s2] * m.O[a][s2][o] * m.R(a, s, s2, o)
+		}
+	}
+	return e
 }
 
 func modelMaxReward(m *estimate.Model) float64 {
@@ -449,6 +468,17 @@ func Run(ctx context.Context, cfg Config, done map[key]Row, emit func(Row) error
 	return all, nil
 }
 
+// behaviorValue is configuration k's behaviour policy and its exact value
+// over horizon k.H.
+func behaviorValue(ctx context.Context, cfg Config, m *pomdp.POMDP, k key) (pomdp.Behavior, float64, error) {
+	beh, err := pomdp.ParseBehavior(k.Behavior, m)
+	if err != nil {
+		return nil, 0, err
+	}
+	vb, err := pomdp.BehaviorValueWithin(ctx, m, k.H, beh, cfg.MaxNodes)
+	return beh, vb, err
+}
+
 // problemRows runs every configuration (behaviour, K) of the problem and
 // horizon of base that done does not hold, taking done's rows for the
 // others; the problem is loaded once, when the first of them runs.
@@ -459,12 +489,9 @@ func problemRows(ctx context.Context, cfg Config, base key, done map[key]Row, em
 		for _, K := range cfg.Ks {
 			k := base
 			k.Behavior, k.K = bs, K
-			r, ok := done[k]
-			if !ok {
-				var err error
-				if r, err = measure(ctx, cfg, lp, k, emit); err != nil {
-					return rows, err
-				}
+			r, err := rowOf(ctx, cfg, lp, k, done, emit)
+			if err != nil {
+				return rows, err
 			}
 			rows = append(rows, r)
 		}
@@ -489,6 +516,15 @@ func (l *lazyProblem) get(ctx context.Context, cfg Config, k key) (*problem, err
 	return l.p, l.err
 }
 
+// rowOf is configuration k's row: done's when it holds one, else
+// measured now.
+func rowOf(ctx context.Context, cfg Config, lp *lazyProblem, k key, done map[key]Row, emit func(Row) error) (Row, error) {
+	if r, ok := done[k]; ok {
+		return r, nil
+	}
+	return measure(ctx, cfg, lp, k, emit)
+}
+
 // measure runs configuration k, or records it as skipped when an exact
 // reference exceeds the budget, and emits and logs the row.
 func measure(ctx context.Context, cfg Config, lp *lazyProblem, k key, emit func(Row) error) (Row, error) {
@@ -500,15 +536,21 @@ func measure(ctx context.Context, cfg Config, lp *lazyProblem, k key, emit func(
 	if err != nil {
 		return r, fmt.Errorf("%v: %w", k, err)
 	}
+	return r, emitRow(cfg, k, r, start, emit)
+}
+
+// emitRow passes configuration k's row r to emit (when there is one) and
+// logs its line, timed from start.
+func emitRow(cfg Config, k key, r Row, start time.Time, emit func(Row) error) error {
 	if emit != nil {
 		if err := emit(r); err != nil {
-			return r, err
+			return err
 		}
 	}
 	if cfg.Log != nil {
 		logRow(cfg.Log, k, r, start)
 	}
-	return r, nil
+	return nil
 }
 
 // logRow logs configuration k's row r, started at start: why it was
