@@ -513,6 +513,14 @@ func (r *fitRun) chooseRank(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	r.useRank(rc)
+	r.st.end()
+	return nil
+}
+
+// useRank sets the rank the search chose, notes a capped search, and
+// warm-starts the fits that follow from the search's model.
+func (r *fitRun) useRank(rc *estimate.RankChoice) {
 	r.rankChoice = rc
 	r.eopts.Rank = rc.Rank
 	if rc.MaxRankCause != "" {
@@ -523,8 +531,6 @@ func (r *fitRun) chooseRank(ctx context.Context) error {
 	if rc.Model != nil {
 		r.eopts = warmStart(r.eopts, rc.Model, r.d, r.restarts)
 	}
-	r.st.end()
-	return nil
 }
 
 // chooseAlpha chooses α among the candidates by cross-fitting: fit a
@@ -532,13 +538,7 @@ func (r *fitRun) chooseRank(ctx context.Context) error {
 // and bonus, and value each under B's model with B's bonus
 // (policy.Select). With one candidate, that is α.
 func (r *fitRun) chooseAlpha(ctx context.Context) error {
-	alpha, K := r.opts.Alpha, r.K
-	if need := minHeldOutEpisodes(r.opts.SelectHeldOut, r.H); len(r.candidates) > 1 && alpha.Mode == pessimism.AlphaAuto && K < need {
-		// Too few episodes to choose α on held-out ones: the default α,
-		// said in the report (an explicit list is an error below).
-		r.candidates = []float64{pessimism.DefaultAlpha}
-		r.out.Notes = append(r.out.Notes, fmt.Sprintf("α = %g, the default: %s are too few to choose α on held-out episodes (that needs at least %d).", pessimism.DefaultAlpha, plural(K, "episode"), need))
-	}
+	r.defaultAlphaOnFewEpisodes()
 	switch {
 	case len(r.candidates) == 1:
 		r.out.Alpha = r.candidates[0]
@@ -557,6 +557,18 @@ func (r *fitRun) chooseAlpha(ctx context.Context) error {
 		r.st.end()
 	}
 	return nil
+}
+
+// defaultAlphaOnFewEpisodes falls back to the default α, said in the
+// report, when --alpha auto has too few episodes to choose α on held-out
+// ones (an explicit list is an error later).
+func (r *fitRun) defaultAlphaOnFewEpisodes() {
+	K, need := r.K, minHeldOutEpisodes(r.opts.SelectHeldOut, r.H)
+	if len(r.candidates) <= 1 || r.opts.Alpha.Mode != pessimism.AlphaAuto || K >= need {
+		return
+	}
+	r.candidates = []float64{pessimism.DefaultAlpha}
+	r.out.Notes = append(r.out.Notes, fmt.Sprintf("α = %g, the default: %s are too few to choose α on held-out episodes (that needs at least %d).", pessimism.DefaultAlpha, plural(K, "episode"), need))
 }
 
 // split assigns the episodes to the steps' datasets D_h.
@@ -728,19 +740,8 @@ func (r *fitRun) compare(ctx context.Context) error {
 func (r *fitRun) report(ctx context.Context, inputs []string) (*report.Outcome, error) {
 	out := r.out
 	r.st.begin("report", int64(r.K))
-	params := r.opts.params(r.d)
-	if r.rows < r.opts.PlanRows {
-		params.PlanRowsLimited = r.rows
-	}
-	fig, err := measure(ctx, r.d, out, r.opts.Scorer, r.opts.Workers)
+	run, err := r.buildRun(ctx, inputs)
 	if err != nil {
-		return nil, err
-	}
-	run, err := report.Build(ctx, r.d, inputs, params, out, fig)
-	if err != nil {
-		return nil, err
-	}
-	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	r.opts.Progress.Advance(int64(r.K), "")
@@ -748,6 +749,24 @@ func (r *fitRun) report(ctx context.Context, inputs []string) (*report.Outcome, 
 	run.Manifest.StageTimes = r.st.times
 	out.Run = run
 	return out, nil
+}
+
+// buildRun measures the finished fit on the logs and tabulates it
+// (report.Build) with the run's parameters.
+func (r *fitRun) buildRun(ctx context.Context, inputs []string) (*report.Run, error) {
+	params := r.opts.params(r.d)
+	if r.rows < r.opts.PlanRows {
+		params.PlanRowsLimited = r.rows
+	}
+	fig, err := measure(ctx, r.d, r.out, r.opts.Scorer, r.opts.Workers)
+	if err != nil {
+		return nil, err
+	}
+	run, err := report.Build(ctx, r.d, inputs, params, r.out, fig)
+	if err != nil {
+		return nil, err
+	}
+	return run, ctx.Err()
 }
 
 // crossFit is what a cross-fitted α selection leaves for the final fit
