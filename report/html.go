@@ -135,25 +135,32 @@ func paramValue(v any) string {
 	case string, bool, int, int32, int64, uint64:
 		return fmt.Sprint(x)
 	}
+	return structValue(v)
+}
+
+// structValue writes a parameter that is a struct as its non-empty
+// fields, "key=value, …" by key ("defaults" when every field is empty),
+// or as JSON when it is not an object.
+func structValue(v any) string {
 	b, err := json.Marshal(v)
 	if err != nil {
 		return fmt.Sprint(v)
 	}
 	var m map[string]any
-	if json.Unmarshal(b, &m) == nil {
-		var parts []string
-		for _, k := range sortedKeys(m) {
-			if s, ok := m[k].(string); ok && s == "" {
-				continue
-			}
-			parts = append(parts, fmt.Sprintf("%s=%v", strings.ToLower(k), m[k]))
-		}
-		if len(parts) == 0 {
-			return "defaults"
-		}
-		return strings.Join(parts, ", ")
+	if json.Unmarshal(b, &m) != nil {
+		return string(b)
 	}
-	return string(b)
+	var parts []string
+	for _, k := range sortedKeys(m) {
+		if s, ok := m[k].(string); ok && s == "" {
+			continue
+		}
+		parts = append(parts, fmt.Sprintf("%s=%v", strings.ToLower(k), m[k]))
+	}
+	if len(parts) == 0 {
+		return "defaults"
+	}
+	return strings.Join(parts, ", ")
 }
 
 // WriteHTML renders report.html: the headline figures, a plain-language
