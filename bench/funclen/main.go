@@ -2,11 +2,12 @@
 // module's non-test, non-generated source: how many exceed 80 and 100
 // lines, the median and the 90th percentile, and the longest. A
 // function's length is the lines from its func keyword to its closing
-// brace.
+// brace. With -fail-over N it exits with status 1 when a function is
+// longer than N lines (.ci/run uses -fail-over 80).
 //
 // Usage (from the module root):
 //
-//	go run ./bench/funclen [-top 15] [DIR]
+//	go run ./bench/funclen [-top 15] [-fail-over N] [DIR]
 package main
 
 import (
@@ -29,6 +30,7 @@ type fn struct {
 
 func main() {
 	top := flag.Int("top", 15, "longest functions to list")
+	failOver := flag.Int("fail-over", 0, "exit with status 1 when a function is longer than this many lines (0: never)")
 	flag.Parse()
 	root := "."
 	if flag.NArg() > 0 {
@@ -40,6 +42,10 @@ func main() {
 		os.Exit(1)
 	}
 	report(fns, *top)
+	if n := countOver(fns, *failOver); *failOver > 0 && n > 0 {
+		fmt.Fprintf(os.Stderr, "funclen: %d functions are longer than %d lines\n", n, *failOver)
+		os.Exit(1)
+	}
 }
 
 // collect walks root and returns the functions with a body of its
