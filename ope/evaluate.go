@@ -175,20 +175,34 @@ func noDRReason(t Target) string {
 func iwEstimates(ctx context.Context, tm *episodeTerms, d *ingest.Dataset, o Options, workers int, skipped map[string]string) ([]Estimate, error) {
 	all := tm.allSums()
 	s := iwSet{tm: tm, all: all, point: all.point(tm.H, tm.qhat != nil), note: o.ModelNote}
-	if o.Bootstrap > 0 {
-		var err error
-		if s.reps, err = tm.bootstrap(ctx, o.Bootstrap, o.Seed, workers); err != nil {
-			return nil, err
-		}
+	if err := s.bootstrap(ctx, o, workers); err != nil {
+		return nil, err
 	}
 	var wmax float64
 	s.ess, s.nonzero, wmax = tm.weightFigures()
 	s.span = bernsteinSpan(d, tm.H, wmax)
+	return s.estimates(skipped), nil
+}
+
+// bootstrap draws the o.Bootstrap replicates of the estimators, when
+// there are any, on workers goroutines.
+func (s *iwSet) bootstrap(ctx context.Context, o Options, workers int) error {
+	if o.Bootstrap <= 0 {
+		return nil
+	}
+	var err error
+	s.reps, err = s.tm.bootstrap(ctx, o.Bootstrap, o.Seed, workers)
+	return err
+}
+
+// estimates are the behaviour's mean and the importance-weighted and
+// doubly robust estimates, in that order.
+func (s *iwSet) estimates(skipped map[string]string) []Estimate {
 	var out []Estimate
 	for _, name := range []string{EstBehavior, EstIS, EstWIS, EstPDIS, EstWPDIS, EstDR, EstWDR} {
 		out = append(out, s.estimate(name, skipped))
 	}
-	return out, nil
+	return out
 }
 
 // bernsteinSpan is the width of the range of the importance-weighted
@@ -233,20 +247,27 @@ func (s *iwSet) estimate(name string, skipped map[string]string) Estimate {
 		e.Reason, e.Interval = r, IntervalNone
 		return e
 	}
-	e.Value = s.point[name]
-	if s.reps != nil {
-		e.Lower, e.Upper = percentile(s.reps[name])
-	} else {
-		e.Interval = IntervalNormal
-	}
-	s.bounds(&e)
-	if e.Interval == IntervalNormal {
-		e.Lower, e.Upper = e.NormalLower, e.NormalUpper
-	}
+	s.figures(&e)
 	if name != EstBehavior {
 		s.reliability(&e)
 	}
 	return e
+}
+
+// figures sets the point estimate of e, its normal and Bernstein bounds,
+// and its interval: the bootstrap percentiles, or the normal bounds
+// without a bootstrap.
+func (s *iwSet) figures(e *Estimate) {
+	e.Value = s.point[e.Estimator]
+	if s.reps != nil {
+		e.Lower, e.Upper = percentile(s.reps[e.Estimator])
+	} else {
+		e.Interval = IntervalNormal
+	}
+	s.bounds(e)
+	if e.Interval == IntervalNormal {
+		e.Lower, e.Upper = e.NormalLower, e.NormalUpper
+	}
 }
 
 // reliability says whether the importance-weighted estimate e can be
@@ -313,9 +334,7 @@ func modelEstimates(t Target, d *ingest.Dataset, o Options, skipped map[string]s
 	if out[0].Reason != "" {
 		return out, nil
 	}
-	endObs, endAct := endCodes(d)
-	v := newValuer(o.Model, t, o.Bonus, endObs, endAct, o.Seed)
-	val, bon, err := v.root()
+	val, bon, err := modelValue(t, d, o)
 	if err != nil {
 		return nil, err
 	}
@@ -325,6 +344,14 @@ func modelEstimates(t Target, d *ingest.Dataset, o Options, skipped map[string]s
 		lowerBound(&out[1], val, bon, o)
 	}
 	return out, nil
+}
+
+// modelValue is the fitted model's value of the target t from the start
+// of an episode of the logs d, and its expected bonus at the end.
+func modelValue(t Target, d *ingest.Dataset, o Options) (val, bon float64, err error) {
+	endObs, endAct := endCodes(d)
+	v := newValuer(o.Model, t, o.Bonus, endObs, endAct, o.Seed)
+	return v.root()
 }
 
 // lowerBound sets the model's lower bound e from its value val and the
@@ -433,21 +460,44 @@ func sumSq(t *episodeTerms, f func(*episodeTerms, int) float64) float64 {
 // other fold.
 func controlVariates(ctx context.Context, d *ingest.Dataset, t Target, o Options, workers int) (qhat, vhat []float64, err error) {
 	K, H := d.NumEpisodes(), d.Horizon
-	qhat, vhat = make([]float64, K*H), make([]float64, K*H)
-	vals, memos := foldValuers(d, t, o)
-	err = forBlocks(ctx, K, workers, func(k0, k1 int) error {
-		for k := k0; k < k1; k++ {
-			if err := ctx.Err(); err != nil {
-				return err
-			}
-			use := 1 - o.Fold[k]
-			if err := episodeVariates(d, k, vals[use], memos[use], qhat, vhat); err != nil {
-				return fmt.Errorf("episode %s: %w", d.EpisodeIDs[k], err)
-			}
+	cv := &variates{d: d, fold: o.Fold, qhat: make([]float64, K*H), vhat: make([]float64, K*H)}
+	cv.vals, cv.memos = foldValuers(d, t, o)
+	err = forBlocks(ctx, K, workers, func(k0, k1 int) error { return cv.block(ctx, k0, k1) })
+	return cv.qhat, cv.vhat, err
+}
+
+// variates is controlVariates' state: the logs d and their folds, the two
+// folds' valuers and memos, and the control variates being filled.
+type variates struct {
+	d          *ingest.Dataset
+	fold       []int
+	vals       [2]*valuer
+	memos      [2]*memo
+	qhat, vhat []float64
+}
+
+// block computes the control variates of episodes k0..k1−1, stopping when
+// ctx is cancelled.
+func (cv *variates) block(ctx context.Context, k0, k1 int) error {
+	for k := k0; k < k1; k++ {
+		if err := ctx.Err(); err != nil {
+			return err
 		}
-		return nil
-	})
-	return qhat, vhat, err
+		if err := cv.episode(k); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// episode computes the control variates of episode k with the model of
+// the fold that did not see it.
+func (cv *variates) episode(k int) error {
+	use := 1 - cv.fold[k]
+	if err := episodeVariates(cv.d, k, cv.vals[use], cv.memos[use], cv.qhat, cv.vhat); err != nil {
+		return fmt.Errorf("episode %s: %w", cv.d.EpisodeIDs[k], err)
+	}
+	return nil
 }
 
 // foldValuers are the valuers of the target t under the two folds'
