@@ -98,13 +98,22 @@ func (f *treeFollower) Next(prevAct, obs int, p []float64) error {
 		p[max(f.last, 0)] = 1
 		return nil
 	}
+	if f.forced(obs, p) {
+		return nil
+	}
+	return f.follow(obs, p)
+}
+
+// forced gives the end action probability one after the end observation
+// obs, when the logs have both, and reports whether it did.
+func (f *treeFollower) forced(obs int, p []float64) bool {
 	if obs == f.t.endCode && f.t.endAct >= 0 {
 		// Past an early end the action is forced, whatever the policy.
 		p[f.t.endAct] = 1
 		f.last = f.t.endAct
-		return nil
+		return true
 	}
-	return f.follow(obs, p)
+	return false
 }
 
 // follow moves the cursor on with the observation obs and gives the action
@@ -126,18 +135,19 @@ func (f *treeFollower) follow(obs int, p []float64) error {
 // endCodes are the codes of the end symbol among the logs' observations
 // and actions (−1 when the logs have no early end).
 func endCodes(d *ingest.Dataset) (obs, act int) {
-	obs, act = -1, -1
-	for i, o := range d.ObsVocab {
-		if o == ingest.EndSymbol {
-			obs = i
+	return endCode(d.ObsVocab), endCode(d.ActVocab)
+}
+
+// endCode is the code of the end symbol in vocab (the last one, were it
+// listed twice), −1 when vocab has none.
+func endCode(vocab []string) int {
+	code := -1
+	for i, s := range vocab {
+		if s == ingest.EndSymbol {
+			code = i
 		}
 	}
-	for i, a := range d.ActVocab {
-		if a == ingest.EndSymbol {
-			act = i
-		}
-	}
-	return obs, act
+	return code
 }
 
 // checkDistribution checks a probability vector: entries in [0,1] summing
