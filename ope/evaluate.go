@@ -83,10 +83,19 @@ func Evaluate(ctx context.Context, d *ingest.Dataset, rho []float64, t Target, o
 	if err := checkRatios(d, rho); err != nil {
 		return nil, err
 	}
-	K := d.NumEpisodes()
 	o = o.withDefaults()
+	ests, err := estimates(ctx, d, rho, t, o, copyReasons(o.Skipped))
+	if err != nil {
+		return nil, err
+	}
+	return &Result{Estimates: ests, Recommended: recommend(ests), Episodes: d.NumEpisodes()}, nil
+}
+
+// estimates are the importance-weighted and doubly robust estimates, then
+// the model-based ones, of the target t from the logs d and the ratios
+// rho; skipped holds the reasons of the estimators left out.
+func estimates(ctx context.Context, d *ingest.Dataset, rho []float64, t Target, o Options, skipped map[string]string) ([]Estimate, error) {
 	workers := parallel.Workers(o.Workers)
-	skipped := copyReasons(o.Skipped)
 	qhat, vhat, err := drVariates(ctx, d, t, o, workers, skipped)
 	if err != nil {
 		return nil, err
@@ -99,8 +108,7 @@ func Evaluate(ctx context.Context, d *ingest.Dataset, rho []float64, t Target, o
 	if err != nil {
 		return nil, err
 	}
-	ests = append(ests, mods...)
-	return &Result{Estimates: ests, Recommended: recommend(ests), Episodes: K}, nil
+	return append(ests, mods...), nil
 }
 
 // checkRatios checks that the logs d can be weighted and that rho has one
@@ -515,7 +523,7 @@ func foldValuers(d *ingest.Dataset, t Target, o Options) (vals [2]*valuer, memos
 // target, and stores the values of each logged history.
 func episodeVariates(d *ingest.Dataset, k int, v *valuer, c *memo, qhat, vhat []float64) error {
 	H := d.Horizon
-	w := &episodeWalk{v: v, c: c, b: make([]float64, v.S), pred: make([]float64, v.S), p: make([]float64, v.A), f: v.t.Follow()}
+	w := newEpisodeWalk(v, c)
 	prev := -1
 	for h := 0; h < H; h++ {
 		i := k*H + h
@@ -539,6 +547,12 @@ type episodeWalk struct {
 	b, pred, p []float64
 	f          Follower
 	key        strings.Builder
+}
+
+// newEpisodeWalk starts a walk along an episode with the valuer v and the
+// memo c.
+func newEpisodeWalk(v *valuer, c *memo) *episodeWalk {
+	return &episodeWalk{v: v, c: c, b: make([]float64, v.S), pred: make([]float64, v.S), p: make([]float64, v.A), f: v.t.Follow()}
 }
 
 // step reads the logged observation o of step h (0-based) after the action

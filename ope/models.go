@@ -31,9 +31,8 @@ type Models struct {
 // fit chooses it), then one model per half of a seeded split, each
 // warm-started from it, and the bonus of the first at alpha.
 func FitModels(ctx context.Context, d *ingest.Dataset, start *estimate.Model, eo estimate.Options, alpha float64) (*Models, error) {
-	K, H := d.NumEpisodes(), d.Horizon
-	if K < 2*H {
-		return nil, fmt.Errorf("%w: %d episodes, too few to fit a model on each half (at least %d)", ErrData, K, 2*H)
+	if err := checkHalves(d); err != nil {
+		return nil, err
 	}
 	ms := &Models{}
 	var err error
@@ -47,6 +46,16 @@ func FitModels(ctx context.Context, d *ingest.Dataset, start *estimate.Model, eo
 		return nil, err
 	}
 	return ms, nil
+}
+
+// checkHalves checks that d has enough episodes to fit a model on each
+// half: at least twice the horizon.
+func checkHalves(d *ingest.Dataset) error {
+	K, H := d.NumEpisodes(), d.Horizon
+	if K < 2*H {
+		return fmt.Errorf("%w: %d episodes, too few to fit a model on each half (at least %d)", ErrData, K, 2*H)
+	}
+	return nil
 }
 
 // bonusOf is the bonus of eq. (6) of the model m of the logs d at alpha,
