@@ -205,11 +205,21 @@ func (v *valuer) addBonus(h int, sum float64, pred []float64, a int, feat []floa
 // bonus sum sum.
 func (v *valuer) childStats(n node, a, o int, next []float64, sum float64) (stats, error) {
 	c := node{h: n.h + 1, b: append([]float64(nil), next...), f: n.f.Clone(), p: make([]float64, v.A), sum: sum}
-	if err := c.f.Next(a, o, c.p); err != nil {
+	if err := v.next(c.f, a, o, c.p); err != nil {
 		return stats{}, err
 	}
-	v.forceEnd(o, c.p)
 	return v.exact(c)
+}
+
+// next moves the follower f on with the action a and the observation o,
+// writing π_e into p, then forces the end action after the end
+// observation.
+func (v *valuer) next(f Follower, a, o int, p []float64) error {
+	if err := f.Next(a, o, p); err != nil {
+		return err
+	}
+	v.forceEnd(o, p)
+	return nil
 }
 
 // forceEnd makes π_e (p) take the end action for certain after the end
@@ -335,11 +345,7 @@ func (v *valuer) advance(r *rollState, h, a, o int) error {
 	r.sum = sum
 	m.Correct(h, r.pred, a, o, r.next)
 	r.b, r.next = r.next, r.b
-	if err := r.f.Next(a, o, r.p); err != nil {
-		return err
-	}
-	v.forceEnd(o, r.p)
-	return nil
+	return v.next(r.f, a, o, r.p)
 }
 
 // fz is a featurizer for the bonus; one per call is cheap next to a

@@ -300,15 +300,10 @@ func jsonHistory(s, t string) ([]string, error) {
 // logs d and groups them by (step, history, observation).
 func newTableTarget(path string, rows []tableRow, d *ingest.Dataset) (*TableTarget, error) {
 	b := newTableBuilder(path, d)
-	for _, r := range rows {
-		if err := b.add(r); err != nil {
-			return nil, err
-		}
+	if err := b.addAll(rows); err != nil {
+		return nil, err
 	}
-	if len(b.t.groups) == 0 {
-		return nil, fmt.Errorf("%w: %s holds no rows", ErrTarget, path)
-	}
-	if err := b.checkGroups(); err != nil {
+	if err := b.finish(); err != nil {
 		return nil, err
 	}
 	return b.t, nil
@@ -335,6 +330,26 @@ func newTableBuilder(path string, d *ingest.Dataset) *tableBuilder {
 		obsCode: codes(d.ObsVocab),
 		first:   map[groupKey]int{},
 	}
+}
+
+// addAll checks the rows in order and sets their probabilities in their
+// groups.
+func (b *tableBuilder) addAll(rows []tableRow) error {
+	for _, r := range rows {
+		if err := b.add(r); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// finish checks that the table holds rows and that its groups are
+// distributions.
+func (b *tableBuilder) finish() error {
+	if len(b.t.groups) == 0 {
+		return fmt.Errorf("%w: %s holds no rows", ErrTarget, b.path)
+	}
+	return b.checkGroups()
 }
 
 // bad reports a fault of row r.
@@ -506,11 +521,20 @@ func (t *TableTarget) group(h int, hist, obs string) ([]float64, bool) {
 			if hs == hist && !t.hasHistory {
 				continue
 			}
-			for _, o := range []string{obs, Wildcard} {
-				if g, ok := t.groups[groupKey{step, hs, o}]; ok {
-					return g, true
-				}
+			if g, ok := t.groupFor(step, hs, obs); ok {
+				return g, true
 			}
+		}
+	}
+	return nil, false
+}
+
+// groupFor is the group of the step and the history hs for the
+// observation obs, else for Wildcard.
+func (t *TableTarget) groupFor(step int, hs, obs string) ([]float64, bool) {
+	for _, o := range []string{obs, Wildcard} {
+		if g, ok := t.groups[groupKey{step, hs, o}]; ok {
+			return g, true
 		}
 	}
 	return nil, false

@@ -51,19 +51,25 @@ type TreeTarget struct {
 // NewTreeTarget checks that every action of pol is an action of the logs
 // d and returns the target.
 func NewTreeTarget(pol *policy.Policy, d *ingest.Dataset) (*TreeTarget, error) {
-	t := &TreeTarget{pol: pol, obs: d.ObsVocab, actCode: map[string]int{}, nAct: d.NumActions()}
-	for i, a := range d.ActVocab {
-		t.actCode[a] = i
-	}
+	t := &TreeTarget{pol: pol, obs: d.ObsVocab, actCode: codes(d.ActVocab), nAct: d.NumActions()}
 	t.endCode, t.endAct = endCodes(d)
-	for _, n := range pol.Nodes {
+	if err := t.checkActions(); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// checkActions checks that every action and fallback action of the
+// policy's rows is an action of the logs.
+func (t *TreeTarget) checkActions() error {
+	for _, n := range t.pol.Nodes {
 		for _, a := range []string{n.Action, n.Fallback} {
 			if _, ok := t.actCode[a]; !ok && a != "" {
-				return nil, fmt.Errorf("%w: policy row %d (step %d, observation %q) takes action %q, which the logs never took", ErrTarget, n.ID, n.Step, n.Obs, a)
+				return fmt.Errorf("%w: policy row %d (step %d, observation %q) takes action %q, which the logs never took", ErrTarget, n.ID, n.Step, n.Obs, a)
 			}
 		}
 	}
-	return t, nil
+	return nil
 }
 
 // Deterministic is true.
