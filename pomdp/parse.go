@@ -638,14 +638,21 @@ func (p *parser) start(t token) error {
 	}
 	p.startSpecs = true
 	p.startLine = t.line
-	mode := p.keyword("include", "exclude")
-	if err := p.expectColon("start"); err != nil {
+	mode, err := p.startMode()
+	if err != nil {
 		return err
 	}
 	if mode != "" {
 		return p.startSet(t, mode)
 	}
 	return p.startDist(t)
+}
+
+// startMode reads "include" or "exclude" when one follows "start", and
+// the ':' after it.
+func (p *parser) startMode() (string, error) {
+	mode := p.keyword("include", "exclude")
+	return mode, p.expectColon("start")
 }
 
 // startOnce checks that the start t comes before the entries, for the
@@ -1059,6 +1066,13 @@ func (p *parser) obsMatrix(t token, as []int) error {
 	if n, ok := p.peek(); ok && (n.s == "identity" || n.s == "reset") {
 		return p.errorf(n.line, "%q is not allowed for O: (only uniform or a matrix)", n.s)
 	}
+	return p.obsNumbers(t, as)
+}
+
+// obsNumbers reads the |S|×|O| probabilities of `O: a` and sets the rows
+// of every action in as.
+func (p *parser) obsNumbers(t token, as []int) error {
+	S, O := len(p.m.States), len(p.m.Observations)
 	v, err := p.numbers(S*O, true, "O matrix", t.line)
 	if err != nil {
 		return err
