@@ -454,7 +454,7 @@ func (p *parser) declare(t token, kind int) error {
 	}
 	p.declared[kind] = true
 	p.declLine[kind] = t.line
-	names, err := p.declaredNames(t, kind)
+	names, err := p.elements(t, kind)
 	if err != nil {
 		return err
 	}
@@ -462,9 +462,9 @@ func (p *parser) declare(t token, kind int) error {
 	return nil
 }
 
-// declaredNames reads the elements of the declaration t of kind: a count or a
-// list of names.
-func (p *parser) declaredNames(t token, kind int) ([]string, error) {
+// elements reads the names of the elements that the declaration t of
+// kind declares: by a count (then named "0", "1", …) or as a list.
+func (p *parser) elements(t token, kind int) ([]string, error) {
 	if n, ok := p.peek(); ok && isNumber(n.s) {
 		return p.declareCount(n, kind)
 	}
