@@ -344,10 +344,16 @@ func (t *episodeTerms) weightFigures() (ess float64, nonzero int, wmax float64) 
 			nonzero++
 		}
 	}
+	return effectiveSize(sw, sw2), nonzero, wmax
+}
+
+// effectiveSize is the effective sample size (Σ w)² / Σ w² of weights
+// whose sum is sw and sum of squares sw2; 0 when every weight is zero.
+func effectiveSize(sw, sw2 float64) float64 {
 	if sw2 > 0 {
-		ess = sw * sw / sw2
+		return sw * sw / sw2
 	}
-	return ess, nonzero, wmax
+	return 0
 }
 
 // finalWeight is episode k's final importance weight w_H, with wmax

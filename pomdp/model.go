@@ -100,13 +100,21 @@ func (m *POMDP) Check() error {
 	if err := m.checkNames(); err != nil {
 		return err
 	}
-	if err := checkRow(m.Start, len(m.States)); err != nil {
-		return fmt.Errorf("%w: %s: start distribution: %v", ErrInvalid, m.Name, err)
+	if err := m.checkStart(); err != nil {
+		return err
 	}
 	if err := m.checkTables(); err != nil {
 		return err
 	}
 	return m.checkRewards()
+}
+
+// checkStart checks that the start is a distribution over the states.
+func (m *POMDP) checkStart() error {
+	if err := checkRow(m.Start, len(m.States)); err != nil {
+		return fmt.Errorf("%w: %s: start distribution: %v", ErrInvalid, m.Name, err)
+	}
+	return nil
 }
 
 // checkSize checks that m has at least one state, action and observation,

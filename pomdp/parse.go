@@ -435,15 +435,24 @@ func (p *parser) values(t token) error {
 	if !ok {
 		return p.errorf(t.line, "unexpected end of file: expected reward or cost")
 	}
+	cost, err := p.costOf(v)
+	if err != nil {
+		return err
+	}
+	p.cost = cost
+	return nil
+}
+
+// costOf reads the word v after "values:": whether the entries are costs
+// ("cost") rather than rewards ("reward").
+func (p *parser) costOf(v token) (bool, error) {
 	switch v.s {
 	case "reward":
-		p.cost = false
+		return false, nil
 	case "cost":
-		p.cost = true
-	default:
-		return p.errorf(v.line, "values must be reward or cost, found %q", v.s)
+		return true, nil
 	}
-	return nil
+	return false, p.errorf(v.line, "values must be reward or cost, found %q", v.s)
 }
 
 // declare reads the "states:", "actions:" or "observations:" declaration
