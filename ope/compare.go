@@ -20,11 +20,7 @@ const ReasonCompareDR = "skipped by fit --compare: the doubly robust estimators 
 // propensities get the behaviour's estimated ones
 // (estimate.EstimateBehavior), d itself unchanged.
 func Compare(ctx context.Context, d *ingest.Dataset, t Target, m *estimate.Model, b *pessimism.Bonus, o Options) (*Result, error) {
-	if !d.HasPropensity() {
-		c := *d
-		c.Propensity = estimate.EstimateBehavior(d)
-		d = &c
-	}
+	d = withPropensities(d)
 	rho, err := Ratios(ctx, d, t, o.Workers)
 	if err != nil {
 		return nil, err
@@ -33,4 +29,15 @@ func Compare(ctx context.Context, d *ingest.Dataset, t Target, m *estimate.Model
 	o.Folds, o.Fold = [2]*estimate.Model{}, nil
 	o.Skipped = map[string]string{EstDR: ReasonCompareDR, EstWDR: ReasonCompareDR}
 	return Evaluate(ctx, d, rho, t, o)
+}
+
+// withPropensities is d, or a copy of d with the behaviour's estimated
+// propensities when d has none.
+func withPropensities(d *ingest.Dataset) *ingest.Dataset {
+	if d.HasPropensity() {
+		return d
+	}
+	c := *d
+	c.Propensity = estimate.EstimateBehavior(d)
+	return &c
 }

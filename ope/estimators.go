@@ -105,13 +105,21 @@ func (t *episodeTerms) steps(s *sums, k int, c float64) (w, pd, dr, g float64) {
 		s.S[h+1] += c * w
 		s.C[h+1] += c * w * r
 		if model {
-			d := w*(r-t.qhat[i]) + prev*t.vhat[i]
-			dr += d
-			s.D[h+1] += c * w * (r - t.qhat[i])
-			s.B[h+1] += c * prev * t.vhat[i]
+			dr += t.drStep(s, i, h, c, w, prev)
 		}
 	}
 	return w, pd, dr, g
+}
+
+// drStep adds to the sums D and B of step h+1 the logged step i with
+// multiplicity c, its weight w and the weight prev before it, and returns
+// its doubly robust term w (r − Q̂) + prev V̂.
+func (t *episodeTerms) drStep(s *sums, i, h int, c, w, prev float64) float64 {
+	r := t.rew[i]
+	d := w*(r-t.qhat[i]) + prev*t.vhat[i]
+	s.D[h+1] += c * w * (r - t.qhat[i])
+	s.B[h+1] += c * prev * t.vhat[i]
+	return d
 }
 
 // addEpisode adds the totals of an episode with multiplicity c: its final
@@ -230,11 +238,7 @@ func byEstimator(reps []map[string]float64) map[string][]float64 {
 // replicate is the point estimates of bootstrap replicate b: the
 // episodes resampled with replacement from the stream seeded by (seed, b).
 func (t *episodeTerms) replicate(seed uint64, b int) map[string]float64 {
-	rng := rand.New(rand.NewPCG(seed, uint64(b)+0xb007))
-	count := make([]int32, t.K)
-	for range t.K {
-		count[rng.IntN(t.K)]++
-	}
+	count := resample(rand.New(rand.NewPCG(seed, uint64(b)+0xb007)), t.K)
 	s := newSums(t.H)
 	for k, c := range count {
 		if c > 0 {
@@ -244,21 +248,37 @@ func (t *episodeTerms) replicate(seed uint64, b int) map[string]float64 {
 	return s.point(t.H, t.qhat != nil)
 }
 
+// resample draws K episodes with replacement from rng and returns how
+// many times each was drawn.
+func resample(rng *rand.Rand, K int) []int32 {
+	count := make([]int32, K)
+	for range K {
+		count[rng.IntN(K)]++
+	}
+	return count
+}
+
 // percentile returns the 2.5% and 97.5% quantiles of xs (NaN values,
 // replicates whose estimator was undefined, left out), NaN when fewer than
 // half the replicates are defined.
 func percentile(xs []float64) (lo, hi float64) {
+	v := defined(xs)
+	if len(v) == 0 || 2*len(v) < len(xs) {
+		return math.NaN(), math.NaN()
+	}
+	slices.Sort(v)
+	return quantile(v, 0.025), quantile(v, 0.975)
+}
+
+// defined is the values of xs that are not NaN, in order.
+func defined(xs []float64) []float64 {
 	v := make([]float64, 0, len(xs))
 	for _, x := range xs {
 		if !math.IsNaN(x) {
 			v = append(v, x)
 		}
 	}
-	if len(v) == 0 || 2*len(v) < len(xs) {
-		return math.NaN(), math.NaN()
-	}
-	slices.Sort(v)
-	return quantile(v, 0.025), quantile(v, 0.975)
+	return v
 }
 
 // quantile is the p-quantile of the sorted values v, interpolated
@@ -278,10 +298,17 @@ func normal(sum, sumSq, n float64) (lo, hi float64) {
 	if n < 2 {
 		return math.NaN(), math.NaN()
 	}
-	m := sum / n
-	v := math.Max(sumSq/n-m*m, 0) * n / (n - 1)
+	m, v := meanVar(sum, sumSq, n)
 	se := math.Sqrt(v / n)
 	return m - 1.96*se, m + 1.96*se
+}
+
+// meanVar is the mean of n terms and their unbiased sample variance, from
+// their sum and the sum of their squares.
+func meanVar(sum, sumSq, n float64) (m, v float64) {
+	m = sum / n
+	v = math.Max(sumSq/n-m*m, 0) * n / (n - 1)
+	return m, v
 }
 
 // bernstein is the two-sided 95% empirical Bernstein interval (Maurer &
@@ -292,8 +319,7 @@ func bernstein(sum, sumSq, n, span float64) (lo, hi float64) {
 	if n < 2 || !(span > 0) || math.IsInf(span, 0) {
 		return math.NaN(), math.NaN()
 	}
-	m := sum / n
-	v := math.Max(sumSq/n-m*m, 0) * n / (n - 1)
+	m, v := meanVar(sum, sumSq, n)
 	l := math.Log(2 / 0.025)
 	e := math.Sqrt(2*v*l/n) + 7*span*l/(3*(n-1))
 	return m - e, m + e
@@ -318,10 +344,16 @@ func (t *episodeTerms) weightFigures() (ess float64, nonzero int, wmax float64) 
 			nonzero++
 		}
 	}
+	return effectiveSize(sw, sw2), nonzero, wmax
+}
+
+// effectiveSize is the effective sample size (Σ w)² / Σ w² of weights
+// whose sum is sw and sum of squares sw2; 0 when every weight is zero.
+func effectiveSize(sw, sw2 float64) float64 {
 	if sw2 > 0 {
-		ess = sw * sw / sw2
+		return sw * sw / sw2
 	}
-	return ess, nonzero, wmax
+	return 0
 }
 
 // finalWeight is episode k's final importance weight w_H, with wmax

@@ -83,10 +83,19 @@ func Evaluate(ctx context.Context, d *ingest.Dataset, rho []float64, t Target, o
 	if err := checkRatios(d, rho); err != nil {
 		return nil, err
 	}
-	K := d.NumEpisodes()
 	o = o.withDefaults()
+	ests, err := estimates(ctx, d, rho, t, o, copyReasons(o.Skipped))
+	if err != nil {
+		return nil, err
+	}
+	return &Result{Estimates: ests, Recommended: recommend(ests), Episodes: d.NumEpisodes()}, nil
+}
+
+// estimates are the importance-weighted and doubly robust estimates, then
+// the model-based ones, of the target t from the logs d and the ratios
+// rho; skipped holds the reasons of the estimators left out.
+func estimates(ctx context.Context, d *ingest.Dataset, rho []float64, t Target, o Options, skipped map[string]string) ([]Estimate, error) {
 	workers := parallel.Workers(o.Workers)
-	skipped := copyReasons(o.Skipped)
 	qhat, vhat, err := drVariates(ctx, d, t, o, workers, skipped)
 	if err != nil {
 		return nil, err
@@ -99,8 +108,7 @@ func Evaluate(ctx context.Context, d *ingest.Dataset, rho []float64, t Target, o
 	if err != nil {
 		return nil, err
 	}
-	ests = append(ests, mods...)
-	return &Result{Estimates: ests, Recommended: recommend(ests), Episodes: K}, nil
+	return append(ests, mods...), nil
 }
 
 // checkRatios checks that the logs d can be weighted and that rho has one
@@ -175,20 +183,34 @@ func noDRReason(t Target) string {
 func iwEstimates(ctx context.Context, tm *episodeTerms, d *ingest.Dataset, o Options, workers int, skipped map[string]string) ([]Estimate, error) {
 	all := tm.allSums()
 	s := iwSet{tm: tm, all: all, point: all.point(tm.H, tm.qhat != nil), note: o.ModelNote}
-	if o.Bootstrap > 0 {
-		var err error
-		if s.reps, err = tm.bootstrap(ctx, o.Bootstrap, o.Seed, workers); err != nil {
-			return nil, err
-		}
+	if err := s.bootstrap(ctx, o, workers); err != nil {
+		return nil, err
 	}
 	var wmax float64
 	s.ess, s.nonzero, wmax = tm.weightFigures()
 	s.span = bernsteinSpan(d, tm.H, wmax)
+	return s.estimates(skipped), nil
+}
+
+// bootstrap draws the o.Bootstrap replicates of the estimators, when
+// there are any, on workers goroutines.
+func (s *iwSet) bootstrap(ctx context.Context, o Options, workers int) error {
+	if o.Bootstrap <= 0 {
+		return nil
+	}
+	var err error
+	s.reps, err = s.tm.bootstrap(ctx, o.Bootstrap, o.Seed, workers)
+	return err
+}
+
+// estimates are the behaviour's mean and the importance-weighted and
+// doubly robust estimates, in that order.
+func (s *iwSet) estimates(skipped map[string]string) []Estimate {
 	var out []Estimate
 	for _, name := range []string{EstBehavior, EstIS, EstWIS, EstPDIS, EstWPDIS, EstDR, EstWDR} {
 		out = append(out, s.estimate(name, skipped))
 	}
-	return out, nil
+	return out
 }
 
 // bernsteinSpan is the width of the range of the importance-weighted
@@ -233,20 +255,27 @@ func (s *iwSet) estimate(name string, skipped map[string]string) Estimate {
 		e.Reason, e.Interval = r, IntervalNone
 		return e
 	}
-	e.Value = s.point[name]
-	if s.reps != nil {
-		e.Lower, e.Upper = percentile(s.reps[name])
-	} else {
-		e.Interval = IntervalNormal
-	}
-	s.bounds(&e)
-	if e.Interval == IntervalNormal {
-		e.Lower, e.Upper = e.NormalLower, e.NormalUpper
-	}
+	s.figures(&e)
 	if name != EstBehavior {
 		s.reliability(&e)
 	}
 	return e
+}
+
+// figures sets the point estimate of e, its normal and Bernstein bounds,
+// and its interval: the bootstrap percentiles, or the normal bounds
+// without a bootstrap.
+func (s *iwSet) figures(e *Estimate) {
+	e.Value = s.point[e.Estimator]
+	if s.reps != nil {
+		e.Lower, e.Upper = percentile(s.reps[e.Estimator])
+	} else {
+		e.Interval = IntervalNormal
+	}
+	s.bounds(e)
+	if e.Interval == IntervalNormal {
+		e.Lower, e.Upper = e.NormalLower, e.NormalUpper
+	}
 }
 
 // reliability says whether the importance-weighted estimate e can be
@@ -313,9 +342,7 @@ func modelEstimates(t Target, d *ingest.Dataset, o Options, skipped map[string]s
 	if out[0].Reason != "" {
 		return out, nil
 	}
-	endObs, endAct := endCodes(d)
-	v := newValuer(o.Model, t, o.Bonus, endObs, endAct, o.Seed)
-	val, bon, err := v.root()
+	val, bon, err := modelValue(t, d, o)
 	if err != nil {
 		return nil, err
 	}
@@ -325,6 +352,14 @@ func modelEstimates(t Target, d *ingest.Dataset, o Options, skipped map[string]s
 		lowerBound(&out[1], val, bon, o)
 	}
 	return out, nil
+}
+
+// modelValue is the fitted model's value of the target t from the start
+// of an episode of the logs d, and its expected bonus at the end.
+func modelValue(t Target, d *ingest.Dataset, o Options) (val, bon float64, err error) {
+	endObs, endAct := endCodes(d)
+	v := newValuer(o.Model, t, o.Bonus, endObs, endAct, o.Seed)
+	return v.root()
 }
 
 // lowerBound sets the model's lower bound e from its value val and the
@@ -433,21 +468,44 @@ func sumSq(t *episodeTerms, f func(*episodeTerms, int) float64) float64 {
 // other fold.
 func controlVariates(ctx context.Context, d *ingest.Dataset, t Target, o Options, workers int) (qhat, vhat []float64, err error) {
 	K, H := d.NumEpisodes(), d.Horizon
-	qhat, vhat = make([]float64, K*H), make([]float64, K*H)
-	vals, memos := foldValuers(d, t, o)
-	err = forBlocks(ctx, K, workers, func(k0, k1 int) error {
-		for k := k0; k < k1; k++ {
-			if err := ctx.Err(); err != nil {
-				return err
-			}
-			use := 1 - o.Fold[k]
-			if err := episodeVariates(d, k, vals[use], memos[use], qhat, vhat); err != nil {
-				return fmt.Errorf("episode %s: %w", d.EpisodeIDs[k], err)
-			}
+	cv := &variates{d: d, fold: o.Fold, qhat: make([]float64, K*H), vhat: make([]float64, K*H)}
+	cv.vals, cv.memos = foldValuers(d, t, o)
+	err = forBlocks(ctx, K, workers, func(k0, k1 int) error { return cv.block(ctx, k0, k1) })
+	return cv.qhat, cv.vhat, err
+}
+
+// variates is controlVariates' state: the logs d and their folds, the two
+// folds' valuers and memos, and the control variates being filled.
+type variates struct {
+	d          *ingest.Dataset
+	fold       []int
+	vals       [2]*valuer
+	memos      [2]*memo
+	qhat, vhat []float64
+}
+
+// block computes the control variates of episodes k0..k1−1, stopping when
+// ctx is cancelled.
+func (cv *variates) block(ctx context.Context, k0, k1 int) error {
+	for k := k0; k < k1; k++ {
+		if err := ctx.Err(); err != nil {
+			return err
 		}
-		return nil
-	})
-	return qhat, vhat, err
+		if err := cv.episode(k); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// episode computes the control variates of episode k with the model of
+// the fold that did not see it.
+func (cv *variates) episode(k int) error {
+	use := 1 - cv.fold[k]
+	if err := episodeVariates(cv.d, k, cv.vals[use], cv.memos[use], cv.qhat, cv.vhat); err != nil {
+		return fmt.Errorf("episode %s: %w", cv.d.EpisodeIDs[k], err)
+	}
+	return nil
 }
 
 // foldValuers are the valuers of the target t under the two folds'
@@ -465,7 +523,7 @@ func foldValuers(d *ingest.Dataset, t Target, o Options) (vals [2]*valuer, memos
 // target, and stores the values of each logged history.
 func episodeVariates(d *ingest.Dataset, k int, v *valuer, c *memo, qhat, vhat []float64) error {
 	H := d.Horizon
-	w := &episodeWalk{v: v, c: c, b: make([]float64, v.S), pred: make([]float64, v.S), p: make([]float64, v.A), f: v.t.Follow()}
+	w := newEpisodeWalk(v, c)
 	prev := -1
 	for h := 0; h < H; h++ {
 		i := k*H + h
@@ -489,6 +547,12 @@ type episodeWalk struct {
 	b, pred, p []float64
 	f          Follower
 	key        strings.Builder
+}
+
+// newEpisodeWalk starts a walk along an episode with the valuer v and the
+// memo c.
+func newEpisodeWalk(v *valuer, c *memo) *episodeWalk {
+	return &episodeWalk{v: v, c: c, b: make([]float64, v.S), pred: make([]float64, v.S), p: make([]float64, v.A), f: v.t.Follow()}
 }
 
 // step reads the logged observation o of step h (0-based) after the action

@@ -122,16 +122,7 @@ type lookBufs struct {
 // node n: Q̂(a) is its expected reward plus, before the last step, the
 // values of the children after it.
 func (v *valuer) exactAction(n node, a int, pa float64, st *stats, buf lookBufs) error {
-	q := v.m.ExpectedReward(n.h, n.b, a)
-	if n.h == v.H {
-		st.q[a] = q
-		st.v += pa * q
-		if v.bonus != nil {
-			st.bonus += pa * v.bonus.Value(n.sum)
-		}
-		return nil
-	}
-	q, bon, err := v.exactAfter(n, a, q, buf)
+	q, bon, err := v.actionQ(n, a, buf)
 	if err != nil {
 		return err
 	}
@@ -141,23 +132,50 @@ func (v *valuer) exactAction(n node, a int, pa float64, st *stats, buf lookBufs)
 	return nil
 }
 
+// actionQ is Q̂(a) at the node n, its expected reward plus, before the last
+// step, the values of the children after a, with the expected bonus at
+// the end after a.
+func (v *valuer) actionQ(n node, a int, buf lookBufs) (float64, float64, error) {
+	q := v.m.ExpectedReward(n.h, n.b, a)
+	if n.h == v.H {
+		return q, v.endBonus(n.sum), nil
+	}
+	return v.exactAfter(n, a, q, buf)
+}
+
+// endBonus is the bonus at the end of an episode whose running bonus sum
+// is sum; 0 without a bonus.
+func (v *valuer) endBonus(sum float64) float64 {
+	if v.bonus == nil {
+		return 0
+	}
+	return v.bonus.Value(sum)
+}
+
 // exactAfter adds to q, the expected reward of action a at the node n
 // (before the last step), the probability-weighted values of the node's
 // children after a, and returns it with their expected bonus at the end.
 func (v *valuer) exactAfter(n node, a int, q float64, buf lookBufs) (float64, float64, error) {
-	m, pred, next := v.m, buf.pred, buf.next
-	m.Predict(n.h, n.b, a, pred)
-	sum, err := v.addBonus(n.h, n.sum, pred, a, buf.feat)
+	v.m.Predict(n.h, n.b, a, buf.pred)
+	sum, err := v.addBonus(n.h, n.sum, buf.pred, a, buf.feat)
 	if err != nil {
 		return 0, 0, err
 	}
+	return v.children(n, a, q, sum, buf)
+}
+
+// children adds to q the values of the node's children after action a,
+// each weighted by the probability of its observation given the
+// prediction in buf, and returns it with their expected bonus at the end;
+// sum is the running bonus sum after a.
+func (v *valuer) children(n node, a int, q, sum float64, buf lookBufs) (float64, float64, error) {
 	var bon float64
 	for o := 0; o < v.O; o++ {
-		z := m.Correct(n.h, pred, a, o, next)
+		z := v.m.Correct(n.h, buf.pred, a, o, buf.next)
 		if z == 0 {
 			continue
 		}
-		cs, err := v.childStats(n, a, o, next, sum)
+		cs, err := v.childStats(n, a, o, buf.next, sum)
 		if err != nil {
 			return 0, 0, err
 		}
@@ -187,11 +205,21 @@ func (v *valuer) addBonus(h int, sum float64, pred []float64, a int, feat []floa
 // bonus sum sum.
 func (v *valuer) childStats(n node, a, o int, next []float64, sum float64) (stats, error) {
 	c := node{h: n.h + 1, b: append([]float64(nil), next...), f: n.f.Clone(), p: make([]float64, v.A), sum: sum}
-	if err := c.f.Next(a, o, c.p); err != nil {
+	if err := v.next(c.f, a, o, c.p); err != nil {
 		return stats{}, err
 	}
-	v.forceEnd(o, c.p)
 	return v.exact(c)
+}
+
+// next moves the follower f on with the action a and the observation o,
+// writing π_e into p, then forces the end action after the end
+// observation.
+func (v *valuer) next(f Follower, a, o int, p []float64) error {
+	if err := f.Next(a, o, p); err != nil {
+		return err
+	}
+	v.forceEnd(o, p)
+	return nil
 }
 
 // forceEnd makes π_e (p) take the end action for certain after the end
@@ -216,10 +244,7 @@ func (v *valuer) monteCarlo(n node, key string) (stats, error) {
 		if err != nil {
 			return stats{}, err
 		}
-		st.v += g
-		st.bonus += bon
-		st.q[a] += g
-		cnt[a]++
+		st.add(a, g, bon, cnt)
 	}
 	st.mean(float64(v.rollouts), cnt)
 	return st, nil
@@ -232,6 +257,15 @@ func (v *valuer) rng(key string) *rand.Rand {
 	h := fnv.New64a()
 	h.Write([]byte(key))
 	return rand.New(rand.NewPCG(v.seed, h.Sum64()))
+}
+
+// add adds a rollout that began with action a, of return g and bonus bon
+// at the end, to the sums, and counts it in cnt.
+func (st *stats) add(a int, g, bon float64, cnt []float64) {
+	st.v += g
+	st.bonus += bon
+	st.q[a] += g
+	cnt[a]++
 }
 
 // mean turns the sums of N rollouts into means: of the return and the
@@ -267,10 +301,7 @@ func (v *valuer) rollout(n node, rng *rand.Rand) (first int, ret, bon float64, e
 		}
 		s = s2
 	}
-	if v.bonus != nil {
-		bon = v.bonus.Value(r.sum)
-	}
-	return first, ret, bon, nil
+	return first, ret, v.endBonus(r.sum), nil
 }
 
 // rollState is a rollout's filter state: the belief and π_e's
@@ -314,11 +345,7 @@ func (v *valuer) advance(r *rollState, h, a, o int) error {
 	r.sum = sum
 	m.Correct(h, r.pred, a, o, r.next)
 	r.b, r.next = r.next, r.b
-	if err := r.f.Next(a, o, r.p); err != nil {
-		return err
-	}
-	v.forceEnd(o, r.p)
-	return nil
+	return v.next(r.f, a, o, r.p)
 }
 
 // fz is a featurizer for the bonus; one per call is cheap next to a
@@ -342,10 +369,7 @@ func (v *valuer) featureBuf(h int) []float64 {
 func (v *valuer) root() (val, bon float64, err error) {
 	first := make([]float64, v.O)
 	v.m.FirstObsProbs(first)
-	sum := 0.0
-	if v.bonus != nil {
-		sum = v.bonus.Root
-	}
+	sum := v.rootSum()
 	for o, po := range first {
 		if po == 0 {
 			continue
@@ -358,6 +382,15 @@ func (v *valuer) root() (val, bon float64, err error) {
 		bon += po * st.bonus
 	}
 	return val, bon, nil
+}
+
+// rootSum is the running bonus sum at the start of an episode: the
+// bonus's root term, 0 without a bonus.
+func (v *valuer) rootSum() float64 {
+	if v.bonus == nil {
+		return 0
+	}
+	return v.bonus.Root
 }
 
 // rootValue is the stats of the history of the first observation o alone,

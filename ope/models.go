@@ -31,9 +31,8 @@ type Models struct {
 // fit chooses it), then one model per half of a seeded split, each
 // warm-started from it, and the bonus of the first at alpha.
 func FitModels(ctx context.Context, d *ingest.Dataset, start *estimate.Model, eo estimate.Options, alpha float64) (*Models, error) {
-	K, H := d.NumEpisodes(), d.Horizon
-	if K < 2*H {
-		return nil, fmt.Errorf("%w: %d episodes, too few to fit a model on each half (at least %d)", ErrData, K, 2*H)
+	if err := checkHalves(d); err != nil {
+		return nil, err
 	}
 	ms := &Models{}
 	var err error
@@ -47,6 +46,16 @@ func FitModels(ctx context.Context, d *ingest.Dataset, start *estimate.Model, eo
 		return nil, err
 	}
 	return ms, nil
+}
+
+// checkHalves checks that d has enough episodes to fit a model on each
+// half: at least twice the horizon.
+func checkHalves(d *ingest.Dataset) error {
+	K, H := d.NumEpisodes(), d.Horizon
+	if K < 2*H {
+		return fmt.Errorf("%w: %d episodes, too few to fit a model on each half (at least %d)", ErrData, K, 2*H)
+	}
+	return nil
 }
 
 // bonusOf is the bonus of eq. (6) of the model m of the logs d at alpha,
@@ -109,21 +118,34 @@ func splitHalves(K int, seed uint64) (fold []int, halves [2][]int) {
 	return fold, halves
 }
 
-// fitOn fits a model on d: warm-started from start when its reward
-// values are d's (a half may miss a rare reward value), otherwise with the
-// rank of start, or searched when start is nil.
-func fitOn(ctx context.Context, d *ingest.Dataset, eo estimate.Options, start *estimate.Model) (*estimate.Model, error) {
+// fitOptions are eo for a fit with the rank of start, warm-started from
+// it, or eo itself when start is nil; either skips the θ_min search.
+func fitOptions(eo estimate.Options, start *estimate.Model) estimate.Options {
 	o := eo
 	o.SkipThetaMin = true
 	if start != nil {
 		o.Rank = start.States
 		o.Start, o.Restarts = start, 1
 	}
+	return o
+}
+
+// fitWarm fits a model on d with o; when a warm-started fit fails, it fits
+// again without the warm start, with restarts restarts.
+func fitWarm(ctx context.Context, d *ingest.Dataset, o estimate.Options, restarts int) (*estimate.Result, error) {
 	res, err := estimate.Fit(ctx, d, o)
 	if err != nil && o.Start != nil {
-		o.Start, o.Restarts = nil, eo.Restarts
+		o.Start, o.Restarts = nil, restarts
 		res, err = estimate.Fit(ctx, d, o)
 	}
+	return res, err
+}
+
+// fitOn fits a model on d: warm-started from start when its reward
+// values are d's (a half may miss a rare reward value), otherwise with the
+// rank of start, or searched when start is nil.
+func fitOn(ctx context.Context, d *ingest.Dataset, eo estimate.Options, start *estimate.Model) (*estimate.Model, error) {
+	res, err := fitWarm(ctx, d, fitOptions(eo, start), eo.Restarts)
 	if err != nil {
 		return nil, err
 	}

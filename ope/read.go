@@ -87,13 +87,5 @@ func isPolicyTree(file string) (bool, error) {
 	if err != nil {
 		return false, fmt.Errorf("%w: %s: %v", ErrTarget, file, err)
 	}
-	if t.Meta["psrlcb.table"] == "policy" {
-		return true, nil
-	}
-	for _, c := range t.Columns {
-		if c.Name == "node" {
-			return true, nil
-		}
-	}
-	return false, nil
+	return t.Meta["psrlcb.table"] == "policy" || column(t, "node") != nil, nil
 }

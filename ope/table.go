@@ -90,11 +90,26 @@ func readTableArrow(path string) ([]tableRow, error) {
 		path: path, obs: column(t, "observation"), act: column(t, "action"), prob: column(t, "probability"),
 		step: column(t, "step"), hist: column(t, "history"),
 	}
-	if c.obs == nil || c.obs.String == nil || c.act == nil || c.act.String == nil || c.prob == nil || c.prob.Float64 == nil {
-		return nil, fmt.Errorf("%w: %s: a policy table needs string columns observation and action and a double column probability", ErrTarget, path)
+	if err := c.check(); err != nil {
+		return nil, err
 	}
-	rows := make([]tableRow, t.Rows())
+	return c.rows(t.Rows())
+}
+
+// check checks that the table has the string columns observation and
+// action and the double column probability.
+func (c arrowTable) check() error {
+	if c.obs == nil || c.obs.String == nil || c.act == nil || c.act.String == nil || c.prob == nil || c.prob.Float64 == nil {
+		return fmt.Errorf("%w: %s: a policy table needs string columns observation and action and a double column probability", ErrTarget, c.path)
+	}
+	return nil
+}
+
+// rows returns the n rows of the table.
+func (c arrowTable) rows(n int) ([]tableRow, error) {
+	rows := make([]tableRow, n)
 	for i := range rows {
+		var err error
 		if rows[i], err = c.row(i); err != nil {
 			return nil, err
 		}
@@ -129,12 +144,20 @@ func (c arrowTable) row(i int) (tableRow, error) {
 		}
 	}
 	if c.hist != nil {
-		if c.hist.String == nil {
-			return r, fmt.Errorf("%w: %s: column history must be a string", ErrTarget, c.path)
+		var err error
+		if r.history, err = c.historyAt(i); err != nil {
+			return r, err
 		}
-		r.history = c.hist.String[i]
 	}
 	return r, nil
+}
+
+// historyAt is the history of row i, from a string history column.
+func (c arrowTable) historyAt(i int) (string, error) {
+	if c.hist.String == nil {
+		return Wildcard, fmt.Errorf("%w: %s: column history must be a string", ErrTarget, c.path)
+	}
+	return c.hist.String[i], nil
 }
 
 // stepAt is the step of row i, from an integer step column.
@@ -151,44 +174,62 @@ func (c arrowTable) stepAt(i int) (int, error) {
 // readTableParquet reads the rows of a policy table stored as a Parquet
 // file.
 func readTableParquet(path string) ([]tableRow, error) {
-	var rows []tableRow
 	names := []string{"observation", "action", "probability"}
-	optional := tableOptional(path)
-	names = append(names, optional...)
-	err := pqcol.Columns(path, names, func(first int64, vals [][]parquet.Value) error {
-		for r := range vals[0] {
-			row, err := parquetTableRow(int(first)+r+1, vals, r, optional)
-			if err != nil {
-				return err
-			}
-			rows = append(rows, row)
-		}
-		return nil
-	})
-	if err != nil {
+	c := &parquetTable{optional: tableOptional(path)}
+	names = append(names, c.optional...)
+	if err := pqcol.Columns(path, names, c.batch); err != nil {
 		return nil, fmt.Errorf("%w: %s: %v", ErrTarget, path, err)
 	}
-	return rows, nil
+	return c.rows, nil
+}
+
+// parquetTable collects the rows of a Parquet policy table with the
+// optional columns it has.
+type parquetTable struct {
+	optional []string
+	rows     []tableRow
+}
+
+// batch adds the rows of a batch of Parquet values whose first row is
+// first (0-based).
+func (c *parquetTable) batch(first int64, vals [][]parquet.Value) error {
+	for r := range vals[0] {
+		row, err := parquetTableRow(int(first)+r+1, vals, r, c.optional)
+		if err != nil {
+			return err
+		}
+		c.rows = append(c.rows, row)
+	}
+	return nil
 }
 
 // parquetTableRow returns row r of a batch of Parquet values (observation,
 // action, probability, then the optional columns), the table's row line.
 func parquetTableRow(line int, vals [][]parquet.Value, r int, optional []string) (tableRow, error) {
 	row := tableRow{line: line, history: Wildcard}
-	var ok bool
-	if row.obs, ok = pqcol.Symbol(vals[0][r]); !ok {
-		return row, fmt.Errorf("row %d: observation is null or not a symbol", line)
-	}
-	if row.action, ok = pqcol.Symbol(vals[1][r]); !ok {
-		return row, fmt.Errorf("row %d: action is null or not a symbol", line)
-	}
-	if row.prob, ok = doubleOf(vals[2][r]); !ok {
-		return row, fmt.Errorf("row %d: probability must be a double", line)
+	if err := row.setRequired(vals[0][r], vals[1][r], vals[2][r]); err != nil {
+		return row, err
 	}
 	for i, name := range optional {
 		row.setOptional(name, vals[3+i][r])
 	}
 	return row, nil
+}
+
+// setRequired sets the observation, action and probability of the row
+// from obs and act, which must be symbols, and prob, a double.
+func (row *tableRow) setRequired(obs, act, prob parquet.Value) error {
+	var ok bool
+	if row.obs, ok = pqcol.Symbol(obs); !ok {
+		return fmt.Errorf("row %d: observation is null or not a symbol", row.line)
+	}
+	if row.action, ok = pqcol.Symbol(act); !ok {
+		return fmt.Errorf("row %d: action is null or not a symbol", row.line)
+	}
+	if row.prob, ok = doubleOf(prob); !ok {
+		return fmt.Errorf("row %d: probability must be a double", row.line)
+	}
+	return nil
 }
 
 // setOptional sets the step or history (name) of the row from v unless v
@@ -245,8 +286,6 @@ func splitHistory(t string) []string {
 	return items
 }
 
-// newTableTarget checks the rows of the policy table at path against the
-// logs d and groups them by (step, history, observation).
 // jsonHistory parses the history cell s, trimmed to t, as a JSON array of
 // strings.
 func jsonHistory(s, t string) ([]string, error) {
@@ -257,17 +296,14 @@ func jsonHistory(s, t string) ([]string, error) {
 	return items, nil
 }
 
+// newTableTarget checks the rows of the policy table at path against the
+// logs d and groups them by (step, history, observation).
 func newTableTarget(path string, rows []tableRow, d *ingest.Dataset) (*TableTarget, error) {
 	b := newTableBuilder(path, d)
-	for _, r := range rows {
-		if err := b.add(r); err != nil {
-			return nil, err
-		}
+	if err := b.addAll(rows); err != nil {
+		return nil, err
 	}
-	if len(b.t.groups) == 0 {
-		return nil, fmt.Errorf("%w: %s holds no rows", ErrTarget, path)
-	}
-	if err := b.checkGroups(); err != nil {
+	if err := b.finish(); err != nil {
 		return nil, err
 	}
 	return b.t, nil
@@ -294,6 +330,26 @@ func newTableBuilder(path string, d *ingest.Dataset) *tableBuilder {
 		obsCode: codes(d.ObsVocab),
 		first:   map[groupKey]int{},
 	}
+}
+
+// addAll checks the rows in order and sets their probabilities in their
+// groups.
+func (b *tableBuilder) addAll(rows []tableRow) error {
+	for _, r := range rows {
+		if err := b.add(r); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// finish checks that the table holds rows and that its groups are
+// distributions.
+func (b *tableBuilder) finish() error {
+	if len(b.t.groups) == 0 {
+		return fmt.Errorf("%w: %s holds no rows", ErrTarget, b.path)
+	}
+	return b.checkGroups()
 }
 
 // bad reports a fault of row r.
@@ -465,11 +521,20 @@ func (t *TableTarget) group(h int, hist, obs string) ([]float64, bool) {
 			if hs == hist && !t.hasHistory {
 				continue
 			}
-			for _, o := range []string{obs, Wildcard} {
-				if g, ok := t.groups[groupKey{step, hs, o}]; ok {
-					return g, true
-				}
+			if g, ok := t.groupFor(step, hs, obs); ok {
+				return g, true
 			}
+		}
+	}
+	return nil, false
+}
+
+// groupFor is the group of the step and the history hs for the
+// observation obs, else for Wildcard.
+func (t *TableTarget) groupFor(step int, hs, obs string) ([]float64, bool) {
+	for _, o := range []string{obs, Wildcard} {
+		if g, ok := t.groups[groupKey{step, hs, o}]; ok {
+			return g, true
 		}
 	}
 	return nil, false

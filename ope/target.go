@@ -51,19 +51,25 @@ type TreeTarget struct {
 // NewTreeTarget checks that every action of pol is an action of the logs
 // d and returns the target.
 func NewTreeTarget(pol *policy.Policy, d *ingest.Dataset) (*TreeTarget, error) {
-	t := &TreeTarget{pol: pol, obs: d.ObsVocab, actCode: map[string]int{}, nAct: d.NumActions()}
-	for i, a := range d.ActVocab {
-		t.actCode[a] = i
-	}
+	t := &TreeTarget{pol: pol, obs: d.ObsVocab, actCode: codes(d.ActVocab), nAct: d.NumActions()}
 	t.endCode, t.endAct = endCodes(d)
-	for _, n := range pol.Nodes {
+	if err := t.checkActions(); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// checkActions checks that every action and fallback action of the
+// policy's rows is an action of the logs.
+func (t *TreeTarget) checkActions() error {
+	for _, n := range t.pol.Nodes {
 		for _, a := range []string{n.Action, n.Fallback} {
 			if _, ok := t.actCode[a]; !ok && a != "" {
-				return nil, fmt.Errorf("%w: policy row %d (step %d, observation %q) takes action %q, which the logs never took", ErrTarget, n.ID, n.Step, n.Obs, a)
+				return fmt.Errorf("%w: policy row %d (step %d, observation %q) takes action %q, which the logs never took", ErrTarget, n.ID, n.Step, n.Obs, a)
 			}
 		}
 	}
-	return t, nil
+	return nil
 }
 
 // Deterministic is true.
@@ -98,13 +104,22 @@ func (f *treeFollower) Next(prevAct, obs int, p []float64) error {
 		p[max(f.last, 0)] = 1
 		return nil
 	}
+	if f.forced(obs, p) {
+		return nil
+	}
+	return f.follow(obs, p)
+}
+
+// forced gives the end action probability one after the end observation
+// obs, when the logs have both, and reports whether it did.
+func (f *treeFollower) forced(obs int, p []float64) bool {
 	if obs == f.t.endCode && f.t.endAct >= 0 {
 		// Past an early end the action is forced, whatever the policy.
 		p[f.t.endAct] = 1
 		f.last = f.t.endAct
-		return nil
+		return true
 	}
-	return f.follow(obs, p)
+	return false
 }
 
 // follow moves the cursor on with the observation obs and gives the action
@@ -126,18 +141,19 @@ func (f *treeFollower) follow(obs int, p []float64) error {
 // endCodes are the codes of the end symbol among the logs' observations
 // and actions (−1 when the logs have no early end).
 func endCodes(d *ingest.Dataset) (obs, act int) {
-	obs, act = -1, -1
-	for i, o := range d.ObsVocab {
-		if o == ingest.EndSymbol {
-			obs = i
+	return endCode(d.ObsVocab), endCode(d.ActVocab)
+}
+
+// endCode is the code of the end symbol in vocab (the last one, were it
+// listed twice), −1 when vocab has none.
+func endCode(vocab []string) int {
+	code := -1
+	for i, s := range vocab {
+		if s == ingest.EndSymbol {
+			code = i
 		}
 	}
-	for i, a := range d.ActVocab {
-		if a == ingest.EndSymbol {
-			act = i
-		}
-	}
-	return obs, act
+	return code
 }
 
 // checkDistribution checks a probability vector: entries in [0,1] summing

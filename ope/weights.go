@@ -43,42 +43,62 @@ func Ratios(ctx context.Context, d *ingest.Dataset, t Target, workers int) ([]fl
 	if err := checkLogs(d); err != nil {
 		return nil, err
 	}
-	K, H, A := d.NumEpisodes(), d.Horizon, d.NumActions()
+	K, H := d.NumEpisodes(), d.Horizon
 	endObs, _ := endCodes(d)
-	rho := make([]float64, K*H)
-	err := forBlocks(ctx, K, workers, func(k0, k1 int) error {
-		p := make([]float64, A)
-		for k := k0; k < k1; k++ {
-			if err := episodeRatios(d, t, k, endObs, p, rho); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	return rho, err
+	rw := &ratioWalk{d: d, t: t, endObs: endObs, rho: make([]float64, K*H)}
+	err := forBlocks(ctx, K, workers, rw.block)
+	return rw.rho, err
 }
 
-// episodeRatios stores the ratios of episode k's steps in rho, following
-// the episode with t (p is a buffer for π_e); steps with the end
-// observation endObs have ratio one.
-func episodeRatios(d *ingest.Dataset, t Target, k, endObs int, p, rho []float64) error {
-	H := d.Horizon
-	f := t.Follow()
+// ratioWalk stores in rho the ratios of the steps of the logs d under the
+// target t; steps with the end observation endObs have ratio one.
+type ratioWalk struct {
+	d      *ingest.Dataset
+	t      Target
+	endObs int
+	rho    []float64
+}
+
+// block stores the ratios of episodes k0..k1−1, with one buffer for π_e.
+func (rw *ratioWalk) block(k0, k1 int) error {
+	p := make([]float64, rw.d.NumActions())
+	for k := k0; k < k1; k++ {
+		if err := rw.episode(k, p); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// episode stores the ratios of episode k's steps, following the episode
+// with the target (p is a buffer for π_e).
+func (rw *ratioWalk) episode(k int, p []float64) error {
+	d, H := rw.d, rw.d.Horizon
+	f := rw.t.Follow()
 	prev := -1
 	for h := range H {
 		i := k*H + h
-		o, a := int(d.Obs[i]), int(d.Act[i])
-		if o == endObs {
-			rho[i] = 1
-			prev = a
-			continue
-		}
-		if err := f.Next(prev, o, p); err != nil {
+		if err := rw.step(f, i, prev, p); err != nil {
 			return fmt.Errorf("episode %s step %d: %w", d.EpisodeIDs[k], h+1, err)
 		}
-		rho[i] = p[a] / d.Propensity[i]
-		prev = a
+		prev = int(d.Act[i])
 	}
+	return nil
+}
+
+// step stores the ratio of the logged step i after the action prev,
+// moving the follower f on (p is a buffer for π_e); a step with the end
+// observation has ratio one and leaves f where it is.
+func (rw *ratioWalk) step(f Follower, i, prev int, p []float64) error {
+	o, a := int(rw.d.Obs[i]), int(rw.d.Act[i])
+	if o == rw.endObs {
+		rw.rho[i] = 1
+		return nil
+	}
+	if err := f.Next(prev, o, p); err != nil {
+		return err
+	}
+	rw.rho[i] = p[a] / rw.d.Propensity[i]
 	return nil
 }
 
@@ -92,15 +112,24 @@ func ColumnRatios(ctx context.Context, files []string, name, epCol, stepCol stri
 		return nil, err
 	}
 	c := newColumnProbs(d, name)
-	for _, path := range files {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		if err := pqcol.Columns(path, []string{epCol, stepCol, name}, c.batch); err != nil {
-			return nil, fmt.Errorf("%w: %s: %v", ErrTarget, path, err)
-		}
+	if err := c.readFiles(ctx, files, epCol, stepCol); err != nil {
+		return nil, err
 	}
 	return c.ratios(d)
+}
+
+// readFiles collects the probabilities of the Parquet logs files, whose
+// columns epCol and stepCol hold the episode id and the step.
+func (c *columnProbs) readFiles(ctx context.Context, files []string, epCol, stepCol string) error {
+	for _, path := range files {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if err := pqcol.Columns(path, []string{epCol, stepCol, c.name}, c.batch); err != nil {
+			return fmt.Errorf("%w: %s: %v", ErrTarget, path, err)
+		}
+	}
+	return nil
 }
 
 // columnProbs collects the evaluated policy's probabilities of the logged
@@ -142,8 +171,8 @@ func (c *columnProbs) row(ep, st, v parquet.Value) error {
 	if !ok {
 		return nil
 	}
-	h := int(st.Int64())
-	if st.IsNull() || h < 1 || h > c.H {
+	h, ok := c.step(st)
+	if !ok {
 		return nil
 	}
 	x, ok := floatOf(v)
@@ -152,6 +181,16 @@ func (c *columnProbs) row(ep, st, v parquet.Value) error {
 	}
 	c.pe[k*c.H+h-1], c.seen[k*c.H+h-1] = x, true
 	return nil
+}
+
+// step is the step of a row from its value st; false when it is null or
+// out of 1..H.
+func (c *columnProbs) step(st parquet.Value) (int, bool) {
+	h := int(st.Int64())
+	if st.IsNull() || h < 1 || h > c.H {
+		return 0, false
+	}
+	return h, true
 }
 
 // episode is the id and the index of the episode of the row whose episode
@@ -172,20 +211,28 @@ func (c *columnProbs) episode(ep parquet.Value) (string, int, bool) {
 // with the end observation have ratio one, and a step without a
 // probability is an error.
 func (c *columnProbs) ratios(d *ingest.Dataset) ([]float64, error) {
-	H := c.H
 	endObs, _ := endCodes(d)
 	rho := make([]float64, len(c.pe))
 	for i := range rho {
-		if int(d.Obs[i]) == endObs {
-			rho[i] = 1
-			continue
+		var err error
+		if rho[i], err = c.ratio(d, i, endObs); err != nil {
+			return nil, err
 		}
-		if !c.seen[i] {
-			return nil, fmt.Errorf("%w: episode %s step %d has no %s", ErrTarget, d.EpisodeIDs[i/H], i%H+1, c.name)
-		}
-		rho[i] = c.pe[i] / d.Propensity[i]
 	}
 	return rho, nil
+}
+
+// ratio is the ratio of the logged step i of d: one with the end
+// observation endObs, else its probability over its propensity.
+func (c *columnProbs) ratio(d *ingest.Dataset, i, endObs int) (float64, error) {
+	H := c.H
+	if int(d.Obs[i]) == endObs {
+		return 1, nil
+	}
+	if !c.seen[i] {
+		return 0, fmt.Errorf("%w: episode %s step %d has no %s", ErrTarget, d.EpisodeIDs[i/H], i%H+1, c.name)
+	}
+	return c.pe[i] / d.Propensity[i], nil
 }
 
 // floatOf reads a floating-point (or integer) value.

@@ -40,10 +40,9 @@ func ParseBehavior(spec string, m *POMDP) (Behavior, error) {
 	parts := strings.Split(strings.TrimSpace(spec), ":")
 	switch parts[0] {
 	case "uniform":
-		if len(parts) != 1 {
-			break
+		if len(parts) == 1 {
+			return &mixture{spec: "uniform", A: mm.nA, eps: 1, fixed: -1}, nil
 		}
-		return &mixture{spec: "uniform", A: mm.nA, eps: 1, fixed: -1}, nil
 	case "myopic":
 		return parseMyopic(spec, parts, mm)
 	case "fixed":
@@ -105,11 +104,18 @@ func (mm *model) actionNamed(name string) int {
 		}
 	}
 	if a < 0 {
-		if i, err := strconv.Atoi(name); err == nil && i >= 0 && i < mm.nA {
-			a = i
-		}
+		a = mm.actionNumbered(name)
 	}
 	return a
+}
+
+// actionNumbered is the index of the action numbered name (0-based), or
+// -1.
+func (mm *model) actionNumbered(name string) int {
+	if i, err := strconv.Atoi(name); err == nil && i >= 0 && i < mm.nA {
+		return i
+	}
+	return -1
 }
 
 // mixture plays a base action with probability 1−eps and a uniform action
@@ -135,11 +141,16 @@ func (b *mixture) Probs(h int, belief []float64, p []float64) {
 	if b.eps == 1 {
 		return
 	}
-	a := b.fixed
+	p[b.base(belief)] += 1 - b.eps
+}
+
+// base is the base action: the fixed one, or the greedy one under the
+// belief when the behaviour is myopic.
+func (b *mixture) base(belief []float64) int {
 	if b.model != nil {
-		a = greedy(b.model, belief)
+		return greedy(b.model, belief)
 	}
-	p[a] += 1 - b.eps
+	return b.fixed
 }
 
 // greedy is the action with the highest expected immediate reward under

@@ -50,14 +50,19 @@ func (mm *model) stateReward(a, s int) float64 {
 		if t == 0 {
 			continue
 		}
-		base := ((a*S+s)*S + s2) * O
-		e := 0.0
-		for o, q := range m.O[a][s2] {
-			e += q * m.Reward[base+o]
-		}
-		sum += t * e
+		sum += t * mm.obsReward(((a*S+s)*S+s2)*O, a, s2)
 	}
 	return sum
+}
+
+// obsReward is Σ_o O(o|s2,a) R(a,s,s2,o), the entries of R for (a, s, s2)
+// starting at base.
+func (mm *model) obsReward(base, a, s2 int) float64 {
+	e := 0.0
+	for o, q := range mm.O[a][s2] {
+		e += q * mm.Reward[base+o]
+	}
+	return e
 }
 
 // nonzeros lists, for each state s, the next states s' with T[s][s'] > 0
@@ -108,11 +113,16 @@ func (mm *model) update(pred []float64, a, o int, post []float64) float64 {
 		po += v
 	}
 	if po > 0 {
-		for s2 := range post {
-			post[s2] /= po
-		}
+		divide(post, po)
 	}
 	return po
+}
+
+// divide divides every entry of xs by d.
+func divide(xs []float64, d float64) {
+	for i := range xs {
+		xs[i] /= d
+	}
 }
 
 // backup is the one-step expansion every exact recursion over histories
@@ -125,6 +135,12 @@ func (mm *model) backup(b []float64, a int, last bool, next func(o int, post []f
 	if last {
 		return v
 	}
+	return mm.addChildren(b, a, v, next)
+}
+
+// addChildren adds to v Σ_o P(o|b,a)·next(o, b') over the observations of
+// positive probability, b' the belief after a and o, and returns it.
+func (mm *model) addChildren(b []float64, a int, v float64, next func(o int, post []float64) float64) float64 {
 	pred := make([]float64, mm.nS)
 	post := make([]float64, mm.nS)
 	mm.predict(b, a, pred)
@@ -150,6 +166,8 @@ func (m *POMDP) Belief(obs, act []int) ([]float64, bool) {
 	return mm.belief(obs, act)
 }
 
+// belief is the true belief after the history obs, act (see
+// POMDP.Belief), and whether the history has positive probability.
 func (mm *model) belief(obs, act []int) ([]float64, bool) {
 	if len(obs) == 0 || obs[0] != ObsInit || len(act) != len(obs)-1 {
 		return nil, false
@@ -157,14 +175,20 @@ func (mm *model) belief(obs, act []int) ([]float64, bool) {
 	b := append([]float64(nil), mm.Start...)
 	pred := make([]float64, mm.nS)
 	for i, a := range act {
-		o := obs[i+1]
-		if a < 0 || a >= mm.nA || o < 0 || o >= mm.nO {
-			return nil, false
-		}
-		mm.predict(b, a, pred)
-		if mm.update(pred, a, o, b) == 0 {
+		if !mm.filter(b, pred, a, obs[i+1]) {
 			return nil, false
 		}
 	}
 	return b, true
+}
+
+// filter updates the belief b in place with the action a and the
+// observation o (pred is a buffer); false when either is out of range or
+// o has probability 0.
+func (mm *model) filter(b, pred []float64, a, o int) bool {
+	if a < 0 || a >= mm.nA || o < 0 || o >= mm.nO {
+		return false
+	}
+	mm.predict(b, a, pred)
+	return mm.update(pred, a, o, b) != 0
 }

@@ -16,10 +16,9 @@ import (
 // rendered in decimal; every episode of full length; propensities
 // included.
 func (l *Logs) Dataset() (*ingest.Dataset, error) {
-	m := l.Model
 	H, K := l.Horizon, l.NumEpisodes()
-	if m.NumObs()+1 > math.MaxUint16 || m.NumActions() > math.MaxUint16 {
-		return nil, fmt.Errorf("%w: %s has too many symbols for 16-bit codes", ErrInvalid, m.Name)
+	if err := checkCodes(l.Model); err != nil {
+		return nil, err
 	}
 	obsCode, obsVocab, actCode, actVocab := l.vocabs()
 	d := newDataset(H, K, obsVocab, actVocab)
@@ -30,6 +29,15 @@ func (l *Logs) Dataset() (*ingest.Dataset, error) {
 		l.copyEpisode(d, j, k, obsCode, actCode)
 	}
 	return d, nil
+}
+
+// checkCodes checks that the observations (with InitSymbol) and the
+// actions of m fit 16-bit codes.
+func checkCodes(m *POMDP) error {
+	if m.NumObs()+1 > math.MaxUint16 || m.NumActions() > math.MaxUint16 {
+		return fmt.Errorf("%w: %s has too many symbols for 16-bit codes", ErrInvalid, m.Name)
+	}
+	return nil
 }
 
 // newDataset is an empty dataset of K episodes of H steps with the given
@@ -96,10 +104,7 @@ func (l *Logs) copyEpisode(d *ingest.Dataset, j, k int, obsCode, actCode []uint1
 // list of their names, and that list.
 func vocab(seen []bool, name func(int) string) ([]uint16, []string) {
 	names := sortedNames(seen, name)
-	pos := make(map[string]uint16, len(names))
-	for c, n := range names {
-		pos[n] = uint16(c)
-	}
+	pos := positions(names)
 	code := make([]uint16, len(seen))
 	for i, ok := range seen {
 		if ok {
@@ -107,6 +112,15 @@ func vocab(seen []bool, name func(int) string) ([]uint16, []string) {
 		}
 	}
 	return code, names
+}
+
+// positions maps each of names to its position in the list.
+func positions(names []string) map[string]uint16 {
+	pos := make(map[string]uint16, len(names))
+	for c, n := range names {
+		pos[n] = uint16(c)
+	}
+	return pos
 }
 
 // sortedNames are the names of the indices marked seen, sorted.

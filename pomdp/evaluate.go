@@ -37,10 +37,22 @@ func (w *walker) stop() bool {
 		return true
 	}
 	w.nodes++
+	return w.overBudget() || w.cancelled()
+}
+
+// overBudget reports whether the walk has visited more nodes than its
+// budget, recording ErrTooLarge then.
+func (w *walker) overBudget() bool {
 	if w.limit > 0 && w.nodes > w.limit {
 		w.err = fmt.Errorf("%w: more than %d nodes at horizon %d", ErrTooLarge, w.limit, w.H)
 		return true
 	}
+	return false
+}
+
+// cancelled looks at the context once every ctxEvery nodes and reports
+// whether it is cancelled, recording its error then.
+func (w *walker) cancelled() bool {
 	if w.nodes%ctxEvery == 1 && w.ctx != nil {
 		if err := w.ctx.Err(); err != nil {
 			w.err = err
@@ -121,17 +133,26 @@ func (w *funcWalk) value(h int, b []float64) float64 {
 	if w.stop() {
 		return 0
 	}
-	mm := w.mm
-	a := w.pol(w.obs[:h], w.act[:h-1])
-	if a < 0 || a >= mm.nA {
-		w.err = fmt.Errorf("%w: the policy returned action %d at step %d (the model has %d actions)", ErrPolicy, a, h, mm.nA)
+	a, ok := w.action(h)
+	if !ok {
 		return 0
 	}
 	w.act[h-1] = a
-	return mm.backup(b, a, h == w.H, func(o int, post []float64) float64 {
+	return w.mm.backup(b, a, h == w.H, func(o int, post []float64) float64 {
 		w.obs[h] = o
 		return w.value(h+1, post)
 	})
+}
+
+// action is the policy's action at step h of the history in obs and act;
+// false, with w.err set, when it is not an action of the model.
+func (w *funcWalk) action(h int) (int, bool) {
+	a := w.pol(w.obs[:h], w.act[:h-1])
+	if a < 0 || a >= w.mm.nA {
+		w.err = fmt.Errorf("%w: the policy returned action %d at step %d (the model has %d actions)", ErrPolicy, a, h, w.mm.nA)
+		return 0, false
+	}
+	return a, true
 }
 
 // EvaluatePolicy is the exact value under m of a policy tree read from
@@ -149,14 +170,23 @@ func EvaluatePolicyWithin(ctx context.Context, m *POMDP, H int, p *policy.Policy
 	if err != nil {
 		return 0, err
 	}
-	if p == nil {
-		return 0, fmt.Errorf("%w: nil policy", ErrPolicy)
-	}
-	if H <= 0 {
-		return 0, fmt.Errorf("%w: horizon %d must be positive", ErrPolicy, H)
+	if err := checkPolicyTree(p, H); err != nil {
+		return 0, err
 	}
 	w := &policyWalk{walker: walker{mm: mm, H: H, ctx: ctx, limit: maxNodes}, m: m, actIdx: actionIndex(m)}
 	return w.result(w.value(1, append([]float64(nil), mm.Start...), *p.NewCursor(), ObsInit))
+}
+
+// checkPolicyTree checks that the policy tree p is given and the horizon
+// H positive.
+func checkPolicyTree(p *policy.Policy, H int) error {
+	if p == nil {
+		return fmt.Errorf("%w: nil policy", ErrPolicy)
+	}
+	if H <= 0 {
+		return fmt.Errorf("%w: horizon %d must be positive", ErrPolicy, H)
+	}
+	return nil
 }
 
 // policyWalk evaluates a policy tree under m by enumerating the histories;

@@ -100,13 +100,21 @@ func (m *POMDP) Check() error {
 	if err := m.checkNames(); err != nil {
 		return err
 	}
-	if err := checkRow(m.Start, len(m.States)); err != nil {
-		return fmt.Errorf("%w: %s: start distribution: %v", ErrInvalid, m.Name, err)
+	if err := m.checkStart(); err != nil {
+		return err
 	}
 	if err := m.checkTables(); err != nil {
 		return err
 	}
 	return m.checkRewards()
+}
+
+// checkStart checks that the start is a distribution over the states.
+func (m *POMDP) checkStart() error {
+	if err := checkRow(m.Start, len(m.States)); err != nil {
+		return fmt.Errorf("%w: %s: start distribution: %v", ErrInvalid, m.Name, err)
+	}
+	return nil
 }
 
 // checkSize checks that m has at least one state, action and observation,
@@ -134,6 +142,11 @@ func (m *POMDP) checkNames() error {
 			return err
 		}
 	}
+	return m.checkInit()
+}
+
+// checkInit checks that no observation is called InitSymbol.
+func (m *POMDP) checkInit() error {
 	for _, n := range m.Observations {
 		if n == InitSymbol {
 			return fmt.Errorf("%w: %s: observation name %q is reserved for the initial observation o_1", ErrInvalid, m.Name, InitSymbol)
@@ -181,12 +194,21 @@ func (m *POMDP) checkAction(a int) error {
 		return fmt.Errorf("%w: %s: action %s: T and O need one row per state", ErrInvalid, m.Name, m.Actions[a])
 	}
 	for s := range S {
-		if err := checkRow(m.T[a][s], S); err != nil {
-			return fmt.Errorf("%w: %s: T: %s : %s: %v", ErrInvalid, m.Name, m.Actions[a], m.States[s], err)
+		if err := m.checkRows(a, s, O); err != nil {
+			return err
 		}
-		if err := checkRow(m.O[a][s], O); err != nil {
-			return fmt.Errorf("%w: %s: O: %s : %s: %v", ErrInvalid, m.Name, m.Actions[a], m.States[s], err)
-		}
+	}
+	return nil
+}
+
+// checkRows checks that the transition row of (a, s) is a distribution
+// over the states, and its observation row one over the O observations.
+func (m *POMDP) checkRows(a, s, O int) error {
+	if err := checkRow(m.T[a][s], len(m.States)); err != nil {
+		return fmt.Errorf("%w: %s: T: %s : %s: %v", ErrInvalid, m.Name, m.Actions[a], m.States[s], err)
+	}
+	if err := checkRow(m.O[a][s], O); err != nil {
+		return fmt.Errorf("%w: %s: O: %s : %s: %v", ErrInvalid, m.Name, m.Actions[a], m.States[s], err)
 	}
 	return nil
 }
@@ -211,17 +233,27 @@ func checkRow(p []float64, n int) error {
 	if len(p) != n {
 		return fmt.Errorf("has %d entries, want %d", len(p), n)
 	}
-	sum := 0.0
-	for _, v := range p {
-		if !(v >= 0 && v <= 1) {
-			return fmt.Errorf("probability %v is outside [0,1]", v)
-		}
-		sum += v
+	sum, err := probSum(p)
+	if err != nil {
+		return err
 	}
 	if math.Abs(sum-1) > probTol {
 		return fmt.Errorf("probabilities sum to %.9g, not 1 (tolerance %g)", sum, probTol)
 	}
 	return nil
+}
+
+// probSum is the sum of the probabilities p, each of which must lie in
+// [0,1].
+func probSum(p []float64) (float64, error) {
+	sum := 0.0
+	for _, v := range p {
+		if !(v >= 0 && v <= 1) {
+			return 0, fmt.Errorf("probability %v is outside [0,1]", v)
+		}
+		sum += v
+	}
+	return sum, nil
 }
 
 // normalize rescales a row that passed checkRow to sum exactly (up to

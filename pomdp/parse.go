@@ -80,21 +80,34 @@ func tokenize(r io.Reader, name string) ([]token, error) {
 		br:   bufio.NewReader(io.LimitReader(r, maxFileBytes+1)),
 		name: name, line: 1, curLine: 1,
 	}
-	for {
-		c, err := z.br.ReadByte()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", name, err)
-		}
-		if err := z.count(); err != nil {
-			return nil, err
-		}
-		z.add(c)
+	if err := z.readAll(); err != nil {
+		return nil, err
 	}
 	z.flush()
 	return z.toks, nil
+}
+
+// readAll reads and handles every byte of the text, up to the end of it.
+func (z *tokenizer) readAll() error {
+	for {
+		c, err := z.br.ReadByte()
+		if err != nil {
+			return z.readErr(err)
+		}
+		if err := z.count(); err != nil {
+			return err
+		}
+		z.add(c)
+	}
+}
+
+// readErr is the error of a failed read: none at the end of the text,
+// else err with the name of the file.
+func (z *tokenizer) readErr(err error) error {
+	if err == io.EOF {
+		return nil
+	}
+	return fmt.Errorf("%s: %w", z.name, err)
 }
 
 // count counts one byte read and fails once the text exceeds maxFileBytes.
@@ -266,17 +279,27 @@ func (p *parser) numbers(n int, probs bool, what string, startLine int) ([]float
 		if t, ok := p.peek(); !ok || !isNumber(t.s) {
 			return nil, p.truncated(what, startLine, n, i)
 		}
-		v, line, err := p.number("a number")
+		v, err := p.rowNumber(probs, what)
 		if err != nil {
 			return nil, err
 		}
-		if probs && !(v >= 0 && v <= 1) {
-			return nil, p.errorf(line, "%s: probability %v is outside [0,1]", what, v)
-		}
 		out[i] = v
-		p.numLines = append(p.numLines, line)
 	}
 	return out, nil
+}
+
+// rowNumber reads one number of a row or matrix (what) and records its
+// line; probs also checks that it lies in [0,1].
+func (p *parser) rowNumber(probs bool, what string) (float64, error) {
+	v, line, err := p.number("a number")
+	if err != nil {
+		return 0, err
+	}
+	if probs && !(v >= 0 && v <= 1) {
+		return 0, p.errorf(line, "%s: probability %v is outside [0,1]", what, v)
+	}
+	p.numLines = append(p.numLines, line)
+	return v, nil
 }
 
 // truncated reports a row or matrix (what, from startLine) of n numbers
@@ -306,6 +329,12 @@ func (p *parser) ref(kind int) ([]int, string, error) {
 	if i, ok := p.idx[kind][t.s]; ok {
 		return []int{i}, t.s, nil
 	}
+	return p.refOther(t, kind, n)
+}
+
+// refOther reads the reference t of kind that is neither '*' nor a name:
+// a 0-based number below n, or an error.
+func (p *parser) refOther(t token, kind, n int) ([]int, string, error) {
 	if isInt(t.s) {
 		return p.refNumber(t, kind, n)
 	}
@@ -406,15 +435,24 @@ func (p *parser) values(t token) error {
 	if !ok {
 		return p.errorf(t.line, "unexpected end of file: expected reward or cost")
 	}
+	cost, err := p.costOf(v)
+	if err != nil {
+		return err
+	}
+	p.cost = cost
+	return nil
+}
+
+// costOf reads the word v after "values:": whether the entries are costs
+// ("cost") rather than rewards ("reward").
+func (p *parser) costOf(v token) (bool, error) {
 	switch v.s {
 	case "reward":
-		p.cost = false
+		return false, nil
 	case "cost":
-		p.cost = true
-	default:
-		return p.errorf(v.line, "values must be reward or cost, found %q", v.s)
+		return true, nil
 	}
-	return nil
+	return false, p.errorf(v.line, "values must be reward or cost, found %q", v.s)
 }
 
 // declare reads the "states:", "actions:" or "observations:" declaration
@@ -425,18 +463,21 @@ func (p *parser) declare(t token, kind int) error {
 	}
 	p.declared[kind] = true
 	p.declLine[kind] = t.line
-	var names []string
-	var err error
-	if n, ok := p.peek(); ok && isNumber(n.s) {
-		names, err = p.declareCount(n, kind)
-	} else {
-		names, err = p.declareNames(t, kind)
-	}
+	names, err := p.elements(t, kind)
 	if err != nil {
 		return err
 	}
 	p.setNames(kind, names)
 	return nil
+}
+
+// elements reads the names of the elements that the declaration t of
+// kind declares: by a count (then named "0", "1", …) or as a list.
+func (p *parser) elements(t token, kind int) ([]string, error) {
+	if n, ok := p.peek(); ok && isNumber(n.s) {
+		return p.declareCount(n, kind)
+	}
+	return p.declareNames(t, kind)
 }
 
 // declareOnce checks that the declaration t of kind comes in the preamble,
@@ -465,34 +506,52 @@ func (p *parser) declareCount(n token, kind int) ([]string, error) {
 	if err != nil || c <= 0 || c > maxDense {
 		return nil, p.errorf(n.line, "number of %ss must be a positive integer, found %q", kindName[kind], n.s)
 	}
+	return numberNames(c), nil
+}
+
+// numberNames names c elements "0", "1", ….
+func numberNames(c int) []string {
 	names := make([]string, c)
 	for i := range names {
 		names[i] = strconv.Itoa(i)
 	}
-	return names, nil
+	return names
 }
 
 // declareNames reads the list of names of a declaration, up to the next
 // keyword, and indexes them.
 func (p *parser) declareNames(t token, kind int) ([]string, error) {
-	var names []string
 	p.idx[kind] = make(map[string]int)
-	for {
-		n, ok := p.peek()
-		if !ok || keywords[n.s] {
-			break
-		}
-		p.next()
+	names, err := p.nameList(kind)
+	if err != nil {
+		return nil, err
+	}
+	if len(names) == 0 {
+		return nil, p.errorf(t.line, "%ss: expected a count or a list of names", kindName[kind])
+	}
+	return names, nil
+}
+
+// nameList reads the names of kind up to the next keyword, checking and
+// indexing each.
+func (p *parser) nameList(kind int) ([]string, error) {
+	var names []string
+	for p.inList() {
+		n, _ := p.next()
 		if err := p.checkName(n, kind); err != nil {
 			return nil, err
 		}
 		p.idx[kind][n.s] = len(names)
 		names = append(names, n.s)
 	}
-	if len(names) == 0 {
-		return nil, p.errorf(t.line, "%ss: expected a count or a list of names", kindName[kind])
-	}
 	return names, nil
+}
+
+// inList reports whether a token follows that is not a keyword: a list of
+// names or states goes on.
+func (p *parser) inList() bool {
+	n, ok := p.peek()
+	return ok && !keywords[n.s]
 }
 
 // checkName checks that n is a valid name of kind, not listed before.
@@ -523,10 +582,8 @@ func (p *parser) alloc(line int) error {
 	if p.allocated {
 		return nil
 	}
-	for k := range 3 {
-		if !p.declared[k] {
-			return p.errorf(line, "%ss must be declared before start, T:, O: and R:", kindName[k])
-		}
+	if err := p.checkDeclared(line); err != nil {
+		return err
 	}
 	m := p.m
 	S, A, O := len(m.States), len(m.Actions), len(m.Observations)
@@ -535,6 +592,17 @@ func (p *parser) alloc(line int) error {
 	}
 	p.allocTables(A, S, O)
 	p.allocated = true
+	return nil
+}
+
+// checkDeclared checks that the states, actions and observations are all
+// declared before the entry on line.
+func (p *parser) checkDeclared(line int) error {
+	for k := range 3 {
+		if !p.declared[k] {
+			return p.errorf(line, "%ss must be declared before start, T:, O: and R:", kindName[k])
+		}
+	}
 	return nil
 }
 
@@ -579,14 +647,21 @@ func (p *parser) start(t token) error {
 	}
 	p.startSpecs = true
 	p.startLine = t.line
-	mode := p.keyword("include", "exclude")
-	if err := p.expectColon("start"); err != nil {
+	mode, err := p.startMode()
+	if err != nil {
 		return err
 	}
 	if mode != "" {
 		return p.startSet(t, mode)
 	}
 	return p.startDist(t)
+}
+
+// startMode reads "include" or "exclude" when one follows "start", and
+// the ':' after it.
+func (p *parser) startMode() (string, error) {
+	mode := p.keyword("include", "exclude")
+	return mode, p.expectColon("start")
 }
 
 // startOnce checks that the start t comes before the entries, for the
@@ -624,10 +699,7 @@ func (p *parser) startDist(t token) error {
 // something else is a state number.
 func (p *parser) startNumbers(t, n token) error {
 	S := len(p.m.States)
-	k := 0
-	for k < S && p.pos+k < len(p.toks) && isNumber(p.toks[p.pos+k].s) {
-		k++
-	}
+	k := p.numbersAhead(S)
 	if k < S && k == 1 && S > 1 && isInt(n.s) {
 		return p.startState()
 	}
@@ -637,6 +709,15 @@ func (p *parser) startNumbers(t, n token) error {
 	}
 	p.m.Start = v
 	return nil
+}
+
+// numbersAhead counts the numbers that follow, up to S of them.
+func (p *parser) numbersAhead(S int) int {
+	k := 0
+	for k < S && p.pos+k < len(p.toks) && isNumber(p.toks[p.pos+k].s) {
+		k++
+	}
+	return k
 }
 
 // startState reads one state, the start with certainty, or '*', a uniform
@@ -660,25 +741,36 @@ func (p *parser) startState() error {
 // (mode) and sets a uniform start over the states included (or not
 // excluded).
 func (p *parser) startSet(t token, mode string) error {
-	S := len(p.m.States)
 	in, count, err := p.startStates()
 	if err != nil {
 		return err
 	}
-	if count == 0 && mode == "include" {
-		return p.errorf(t.line, "start include: expected at least one state")
-	}
 	if mode == "exclude" {
-		for s := range in {
-			in[s] = !in[s]
-		}
-		count = S - count
-		if count == 0 {
-			return p.errorf(t.line, "start exclude: every state is excluded")
-		}
+		count = invert(in, count)
+	}
+	if count == 0 {
+		return p.emptyStart(t, mode)
 	}
 	p.m.Start = uniformOver(in, count)
 	return nil
+}
+
+// invert turns the count states marked in in into the others, and returns
+// their count.
+func invert(in []bool, count int) int {
+	for s := range in {
+		in[s] = !in[s]
+	}
+	return len(in) - count
+}
+
+// emptyStart reports a `start include:` that lists no state, or a `start
+// exclude:` (mode) that excludes every state.
+func (p *parser) emptyStart(t token, mode string) error {
+	if mode == "include" {
+		return p.errorf(t.line, "start include: expected at least one state")
+	}
+	return p.errorf(t.line, "start exclude: every state is excluded")
 }
 
 // uniformOver is the uniform distribution over the count states marked
@@ -698,23 +790,27 @@ func uniformOver(in []bool, count int) []float64 {
 func (p *parser) startStates() ([]bool, int, error) {
 	in := make([]bool, len(p.m.States))
 	count := 0
-	for {
-		n, ok := p.peek()
-		if !ok || keywords[n.s] {
-			break
-		}
+	for p.inList() {
 		ss, _, err := p.ref(kState)
 		if err != nil {
 			return nil, 0, err
 		}
-		for _, s := range ss {
-			if !in[s] {
-				in[s] = true
-				count++
-			}
-		}
+		count += mark(in, ss)
 	}
 	return in, count, nil
+}
+
+// mark marks the states ss in in and returns how many were not marked
+// before.
+func mark(in []bool, ss []int) int {
+	added := 0
+	for _, s := range ss {
+		if !in[s] {
+			in[s] = true
+			added++
+		}
+	}
+	return added
 }
 
 // uniform returns the uniform distribution over n elements.
@@ -838,20 +934,23 @@ func (p *parser) probability() (float64, error) {
 // setTransEntries sets T[a][s][s'] to v for every a in as, s in ss and s'
 // in s2s, given on line.
 func (p *parser) setTransEntries(as, ss, s2s []int, v float64, line int) {
-	m := p.m
-	for _, a := range as {
-		for _, s := range ss {
-			if p.resetRows[a][s] {
-				// Overriding one entry of a reset row keeps the rest
-				// of it: materialise the row now.
-				copy(m.T[a][s], m.Start)
-				p.resetRows[a][s] = false
-			}
-			for _, s2 := range s2s {
-				m.T[a][s][s2] = v
-			}
-			p.tLine[a][s] = line
+	forPairs(as, ss, func(a, s int) {
+		p.materialise(a, s)
+		for _, s2 := range s2s {
+			p.m.T[a][s][s2] = v
 		}
+		p.tLine[a][s] = line
+	})
+}
+
+// materialise fills the transition row of (a, s) from the start if it is
+// a reset row, which it then no longer is.
+func (p *parser) materialise(a, s int) {
+	if p.resetRows[a][s] {
+		// Overriding one entry of a reset row keeps the rest
+		// of it: materialise the row now.
+		copy(p.m.T[a][s], p.m.Start)
+		p.resetRows[a][s] = false
 	}
 }
 
@@ -871,18 +970,29 @@ func (p *parser) transMatrix(t token, as []int) error {
 		u := uniform(S)
 		p.setTransRows(as, func(int) ([]float64, int) { return u, t.line })
 	case "identity":
-		p.setTransRows(as, func(s int) ([]float64, int) {
-			row := make([]float64, S)
-			row[s] = 1
-			return row, t.line
-		})
+		p.setTransRows(as, func(s int) ([]float64, int) { return unitRow(S, s), t.line })
 	default:
-		v, err := p.numbers(S*S, true, "T matrix", t.line)
-		if err != nil {
-			return err
-		}
-		p.setTransRows(as, func(s int) ([]float64, int) { return v[s*S : (s+1)*S], p.numLines[s*S] })
+		return p.transNumbers(t, as)
 	}
+	return nil
+}
+
+// unitRow is the row of n entries that puts all the mass on s.
+func unitRow(n, s int) []float64 {
+	row := make([]float64, n)
+	row[s] = 1
+	return row
+}
+
+// transNumbers reads the |S|×|S| probabilities of `T: a` and sets the
+// rows of every action in as.
+func (p *parser) transNumbers(t token, as []int) error {
+	S := len(p.m.States)
+	v, err := p.numbers(S*S, true, "T matrix", t.line)
+	if err != nil {
+		return err
+	}
+	p.setTransRows(as, func(s int) ([]float64, int) { return v[s*S : (s+1)*S], p.numLines[s*S] })
 	return nil
 }
 
@@ -965,6 +1075,13 @@ func (p *parser) obsMatrix(t token, as []int) error {
 	if n, ok := p.peek(); ok && (n.s == "identity" || n.s == "reset") {
 		return p.errorf(n.line, "%q is not allowed for O: (only uniform or a matrix)", n.s)
 	}
+	return p.obsNumbers(t, as)
+}
+
+// obsNumbers reads the |S|×|O| probabilities of `O: a` and sets the rows
+// of every action in as.
+func (p *parser) obsNumbers(t token, as []int) error {
+	S, O := len(p.m.States), len(p.m.Observations)
 	v, err := p.numbers(S*O, true, "O matrix", t.line)
 	if err != nil {
 		return err
@@ -1007,10 +1124,7 @@ func (p *parser) reward(t token) error {
 	if err != nil {
 		return err
 	}
-	if !p.colonNext() {
-		return p.errorf(t.line, "R: needs at least an action and a start state (R: a : s followed by a |S|×|O| matrix)")
-	}
-	ss, _, err := p.ref(kState)
+	ss, err := p.rewardState(t)
 	if err != nil {
 		return err
 	}
@@ -1018,6 +1132,16 @@ func (p *parser) reward(t token) error {
 		return p.rewardRow(t, as, ss)
 	}
 	return p.rewardMatrix(t, as, ss)
+}
+
+// rewardState reads the ':' and the start state of an "R:" entry, which
+// every form needs.
+func (p *parser) rewardState(t token) ([]int, error) {
+	if !p.colonNext() {
+		return nil, p.errorf(t.line, "R: needs at least an action and a start state (R: a : s followed by a |S|×|O| matrix)")
+	}
+	ss, _, err := p.ref(kState)
+	return ss, err
 }
 
 // rewardMatrix reads the |S|×|O| matrix of an "R: a : s" entry.
@@ -1042,6 +1166,12 @@ func (p *parser) rewardRow(t token, as, ss []int) error {
 	if !p.colonNext() {
 		return p.rewardObsRow(t, as, ss, s2s)
 	}
+	return p.rewardSingle(as, ss, s2s)
+}
+
+// rewardSingle reads the observation and the single value of an
+// "R: a : s : s' : o" entry and sets it.
+func (p *parser) rewardSingle(as, ss, s2s []int) error {
 	os, _, err := p.ref(kObs)
 	if err != nil {
 		return err
@@ -1083,20 +1213,28 @@ func (p *parser) finish() (*POMDP, error) {
 	if err := p.alloc(line); err != nil {
 		return nil, err
 	}
-	m := p.m
-	if err := p.finishStart(); err != nil {
+	if err := p.complete(); err != nil {
 		return nil, err
+	}
+	if err := p.m.Check(); err != nil {
+		return nil, err
+	}
+	return p.m, nil
+}
+
+// complete sets the start, fills the reset rows, checks and renormalises
+// every row, and negates costs.
+func (p *parser) complete() error {
+	if err := p.finishStart(); err != nil {
+		return err
 	}
 	if err := p.finishRows(); err != nil {
-		return nil, err
+		return err
 	}
 	if p.cost {
-		negate(m.Reward)
+		negate(p.m.Reward)
 	}
-	if err := m.Check(); err != nil {
-		return nil, err
-	}
-	return m, nil
+	return nil
 }
 
 // finishStart sets the uniform start when none was given, then checks and
@@ -1158,13 +1296,18 @@ func (p *parser) rowErr(table string, a, s int, row []float64, line int) error {
 	if err == nil {
 		return nil
 	}
-	what := "next-state"
-	if table == "O" {
-		what = "observation"
-	}
+	what := rowWhat(table)
 	m := p.m
 	if line == 0 {
 		return fmt.Errorf("%w: %s: no %s: entry gives the %s distribution for action %s, state %s", ErrInvalid, p.name, table, what, m.Actions[a], m.States[s])
 	}
 	return fmt.Errorf("%w: %s:%d: %s: %s : %s: %v (the last entry that sets this row)", ErrInvalid, p.name, line, table, m.Actions[a], m.States[s], err)
+}
+
+// rowWhat names what a row of table ("T" or "O") is a distribution of.
+func rowWhat(table string) string {
+	if table == "O" {
+		return "observation"
+	}
+	return "next-state"
 }

@@ -61,6 +61,20 @@ func Simulate(ctx context.Context, m *POMDP, H, K int, b Behavior, seed uint64) 
 }
 
 func simulate(ctx context.Context, m *POMDP, H, K int, b Behavior, seed uint64, workers int) (*Logs, error) {
+	mm, err := prepareSimulate(m, H, K, b)
+	if err != nil {
+		return nil, err
+	}
+	l := newLogs(m, H, K, b, seed)
+	if err := newSampler(mm).simulateAll(ctx, l, b, workers); err != nil {
+		return nil, err
+	}
+	return l, nil
+}
+
+// prepareSimulate prepares m for a simulation of K episodes of H steps
+// under b, after checking them.
+func prepareSimulate(m *POMDP, H, K int, b Behavior) (*model, error) {
 	mm, err := prepare(m)
 	if err != nil {
 		return nil, err
@@ -68,18 +82,19 @@ func simulate(ctx context.Context, m *POMDP, H, K int, b Behavior, seed uint64, 
 	if err := checkSimulate(H, K, b); err != nil {
 		return nil, err
 	}
-	l := newLogs(m, H, K, b, seed)
-	sm := newSampler(mm)
+	return mm, nil
+}
+
+// simulateAll simulates every episode of the logs l under b, chunk by chunk,
+// each chunk from its own random stream, on up to workers goroutines.
+func (sm *sampler) simulateAll(ctx context.Context, l *Logs, b Behavior, workers int) error {
+	K := l.NumEpisodes()
 	chunks := (K + chunkEpisodes - 1) / chunkEpisodes
-	err = parallel.For(ctx, chunks, workers, func(c int) error {
+	return parallel.For(ctx, chunks, workers, func(c int) error {
 		lo := c * chunkEpisodes
 		hi := min(K, lo+chunkEpisodes)
-		return sm.chunk(l, b, lo, hi, chunkRand(seed, c))
+		return sm.chunk(l, b, lo, hi, chunkRand(l.Seed, c))
 	})
-	if err != nil {
-		return nil, err
-	}
-	return l, nil
 }
 
 // newLogs are empty logs of K episodes of H steps of m under b.
@@ -133,14 +148,21 @@ func newSampler(mm *model) *sampler {
 	sm.tCDF = make([][][]float64, mm.nA)
 	sm.oCDF = make([][][]float64, mm.nA)
 	for a := range mm.nA {
-		sm.tCDF[a] = make([][]float64, mm.nS)
-		sm.oCDF[a] = make([][]float64, mm.nS)
-		for s := range mm.nS {
-			sm.tCDF[a][s] = cdf(mm.T[a][s])
-			sm.oCDF[a][s] = cdf(mm.O[a][s])
-		}
+		sm.actionCDFs(a)
 	}
 	return sm
+}
+
+// actionCDFs sets the cumulative transition and observation distributions
+// of action a from every state.
+func (sm *sampler) actionCDFs(a int) {
+	mm := sm.mm
+	sm.tCDF[a] = make([][]float64, mm.nS)
+	sm.oCDF[a] = make([][]float64, mm.nS)
+	for s := range mm.nS {
+		sm.tCDF[a][s] = cdf(mm.T[a][s])
+		sm.oCDF[a][s] = cdf(mm.O[a][s])
+	}
 }
 
 // cdf is the cumulative distribution of p, set to exactly 1 from the last
@@ -219,26 +241,45 @@ type episodeSim struct {
 
 // episode draws episode k and records its steps in the logs.
 func (e *episodeSim) episode(k int) error {
-	mm, rng := e.mm, e.rng
-	H := e.l.Horizon
-	s := draw(e.start, rng.Float64())
-	copy(e.belief, mm.Start)
+	s := draw(e.start, e.rng.Float64())
+	copy(e.belief, e.mm.Start)
 	o := ObsInit
-	for h := 1; h <= H; h++ {
-		e.b.Probs(h, e.belief, e.probs)
-		a := drawProbs(e.probs, rng.Float64())
-		if a < 0 {
-			return fmt.Errorf("%w: %s gives no action a positive probability at step %d", ErrBehavior, e.b, h)
+	for h := 1; h <= e.l.Horizon; h++ {
+		var err error
+		if s, o, err = e.step(k, h, s, o); err != nil {
+			return err
 		}
-		s2 := draw(e.tCDF[a][s], rng.Float64())
-		o2 := draw(e.oCDF[a][s2], rng.Float64())
-		e.record(k*H+h-1, o, a, s, s2, o2)
-		if e.useBelief && h < H {
-			e.filter(a, o2)
-		}
-		s, o = s2, o2
 	}
 	return nil
+}
+
+// step draws step h of episode k from the state s after the observation
+// o, records it and filters the belief; it returns the next state and
+// observation.
+func (e *episodeSim) step(k, h, s, o int) (int, int, error) {
+	H := e.l.Horizon
+	a, err := e.action(h)
+	if err != nil {
+		return 0, 0, err
+	}
+	s2 := draw(e.tCDF[a][s], e.rng.Float64())
+	o2 := draw(e.oCDF[a][s2], e.rng.Float64())
+	e.record(k*H+h-1, o, a, s, s2, o2)
+	if e.useBelief && h < H {
+		e.filter(a, o2)
+	}
+	return s2, o2, nil
+}
+
+// action draws the action of step h from the behaviour's probabilities,
+// which it leaves in e.probs.
+func (e *episodeSim) action(h int) (int, error) {
+	e.b.Probs(h, e.belief, e.probs)
+	a := drawProbs(e.probs, e.rng.Float64())
+	if a < 0 {
+		return 0, fmt.Errorf("%w: %s gives no action a positive probability at step %d", ErrBehavior, e.b, h)
+	}
+	return a, nil
 }
 
 // filter updates the true belief with the action a and the observation o.
@@ -275,18 +316,26 @@ func SimulatePolicy(ctx context.Context, m *POMDP, H int, p *policy.Policy, n in
 		return 0, 0, fmt.Errorf("%w: a policy, a positive horizon (%d) and at least 2 episodes (%d) are needed", ErrPolicy, H, n)
 	}
 	ps := &policySim{sampler: newSampler(mm), p: p, H: H, actIdx: actionIndex(m)}
-	chunks := (n + chunkEpisodes - 1) / chunkEpisodes
-	sums := make([][2]float64, chunks)
-	err = parallel.For(ctx, chunks, 0, func(c int) error {
-		rng := chunkRand(seed, c)
-		lo, hi := c*chunkEpisodes, min(n, (c+1)*chunkEpisodes)
-		return ps.chunk(rng, lo, hi, &sums[c])
-	})
+	sums, err := ps.chunkSums(ctx, n, seed)
 	if err != nil {
 		return 0, 0, err
 	}
 	mean, se = meanSE(sums, n)
 	return mean, se, nil
+}
+
+// chunkSums simulates n episodes chunk by chunk, each chunk from its own
+// random stream of seed, and returns each chunk's sums of the returns and
+// of their squares.
+func (ps *policySim) chunkSums(ctx context.Context, n int, seed uint64) ([][2]float64, error) {
+	chunks := (n + chunkEpisodes - 1) / chunkEpisodes
+	sums := make([][2]float64, chunks)
+	err := parallel.For(ctx, chunks, 0, func(c int) error {
+		rng := chunkRand(seed, c)
+		lo, hi := c*chunkEpisodes, min(n, (c+1)*chunkEpisodes)
+		return ps.chunk(rng, lo, hi, &sums[c])
+	})
+	return sums, err
 }
 
 // actionIndex maps the action names of m to their indices.
@@ -324,17 +373,13 @@ func (ps *policySim) chunk(rng *rand.Rand, lo, hi int, sum *[2]float64) error {
 // episode simulates one episode from rng and returns the sum of the
 // expected immediate rewards of its states and actions.
 func (ps *policySim) episode(rng *rand.Rand) (float64, error) {
-	mm, m := ps.mm, ps.mm.POMDP
+	mm := ps.mm
 	cur := ps.p.NewCursor()
 	s, o, ret := draw(ps.start, rng.Float64()), ObsInit, 0.0
 	for h := 1; h <= ps.H; h++ {
-		name, node, ok := cur.Act(m.ObsName(o))
-		if !ok {
-			return 0, fmt.Errorf("%w: the policy has no step-1 row for the initial observation %q", ErrPolicy, InitSymbol)
-		}
-		a, known := ps.actIdx[name]
-		if !known {
-			return 0, fmt.Errorf("%w: action %q at step %d (node %d) is not an action of %s", ErrPolicy, name, h, node, m.Name)
+		a, err := ps.action(cur, h, o)
+		if err != nil {
+			return 0, err
 		}
 		ret += mm.er[a*mm.nS+s]
 		s2 := draw(ps.tCDF[a][s], rng.Float64())
@@ -342,6 +387,21 @@ func (ps *policySim) episode(rng *rand.Rand) (float64, error) {
 		s = s2
 	}
 	return ret, nil
+}
+
+// action is the index of the action that the policy's cursor cur takes at
+// step h after the observation o.
+func (ps *policySim) action(cur *policy.Cursor, h, o int) (int, error) {
+	m := ps.mm.POMDP
+	name, node, ok := cur.Act(m.ObsName(o))
+	if !ok {
+		return 0, fmt.Errorf("%w: the policy has no step-1 row for the initial observation %q", ErrPolicy, InitSymbol)
+	}
+	a, known := ps.actIdx[name]
+	if !known {
+		return 0, fmt.Errorf("%w: action %q at step %d (node %d) is not an action of %s", ErrPolicy, name, h, node, m.Name)
+	}
+	return a, nil
 }
 
 // meanSE is the mean of n returns and its standard error from the

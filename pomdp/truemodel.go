@@ -94,17 +94,29 @@ func (t *trueTables) fillAll() {
 // reward's point mass after each next state and observation symbol, and
 // the emissions.
 func (t *trueTables) fill(a, s int) {
-	m := t.m
-	S, O := m.NumStates(), t.mod.NumObs
-	ca := t.actCode[a]
-	for s2 := range S {
-		t.T[(ca*S+s)*S+s2] = m.T[a][s][s2]
-		for c := range O {
-			t.rewardMass(a, s, s2, c)
-		}
+	for s2 := range t.m.NumStates() {
+		t.fillNext(a, s, s2)
 	}
-	for o := range m.NumObs() {
-		t.E[(ca*S+s)*O+t.obsCode[o+1]] += m.O[a][s][o]
+	t.emissions(a, s)
+}
+
+// fillNext sets the transition of action a from s to s2 and the reward's
+// point mass after s2 and each observation symbol.
+func (t *trueTables) fillNext(a, s, s2 int) {
+	S := t.m.NumStates()
+	t.T[(t.actCode[a]*S+s)*S+s2] = t.m.T[a][s][s2]
+	for c := range t.mod.NumObs {
+		t.rewardMass(a, s, s2, c)
+	}
+}
+
+// emissions adds the emission probabilities of action a into the state
+// s, in the logs' codes of the observations.
+func (t *trueTables) emissions(a, s int) {
+	S, O := t.m.NumStates(), t.mod.NumObs
+	ca := t.actCode[a]
+	for o := range t.m.NumObs() {
+		t.E[(ca*S+s)*O+t.obsCode[o+1]] += t.m.O[a][s][o]
 	}
 }
 
@@ -139,12 +151,20 @@ func codes(vocab, names []string, what, model string) ([]int, error) {
 // with m's.
 func rewardValues(m *POMDP, logged []float64) []float64 {
 	set := map[float64]bool{}
-	for _, r := range logged {
-		set[r] = true
+	addAll(set, logged)
+	addAll(set, m.Reward)
+	return sortedKeys(set)
+}
+
+// addAll adds the values xs to set.
+func addAll(set map[float64]bool, xs []float64) {
+	for _, x := range xs {
+		set[x] = true
 	}
-	for _, r := range m.Reward {
-		set[r] = true
-	}
+}
+
+// sortedKeys are the values in set, sorted.
+func sortedKeys(set map[float64]bool) []float64 {
 	vals := make([]float64, 0, len(set))
 	for v := range set {
 		vals = append(vals, v)
