@@ -351,15 +351,20 @@ func fitAll(ctx context.Context, d *ingest.Dataset, all *coded, proto *Model, S 
 		return rs, best(rs), nil
 	}
 	if o.Start != nil {
-		// A warm start is a fit of these logs (or most of them): it needs
-		// no competition on a sample.
-		r := runEM(ctx, all, o.Start, o, o.Workers, TraceRow{Data: "all", Rank: S}, report)
-		if r.err != nil {
-			return nil, 0, r.err
-		}
-		return []emResult{r}, 0, nil
+		return fitWarm(ctx, all, S, o, report)
 	}
 	return fitSampled(ctx, d, all, proto, S, o, report)
+}
+
+// fitWarm runs EM on all episodes from the warm start o.Start alone: a
+// warm start is a fit of these logs (or most of them), it needs no
+// competition on a sample.
+func fitWarm(ctx context.Context, all *coded, S int, o *Options, report func(TraceRow)) ([]emResult, int, error) {
+	r := runEM(ctx, all, o.Start, o, o.Workers, TraceRow{Data: "all", Rank: S}, report)
+	if r.err != nil {
+		return nil, 0, r.err
+	}
+	return []emResult{r}, 0, nil
 }
 
 // fitSampled is fitAll on logs of more than fitSampleEpisodes episodes:
@@ -549,17 +554,21 @@ func Fit(ctx context.Context, d *ingest.Dataset, opts Options) (*Result, error) 
 // checkedOptions returns opts with defaults filled in, after checking
 // them, the dataset and the splits.
 func checkedOptions(d *ingest.Dataset, opts Options) (Options, error) {
+	o, err := dataOptions(d, opts)
+	if err != nil {
+		return o, err
+	}
+	return o, checkSplits(o.Splits, d.NumEpisodes(), d.Horizon)
+}
+
+// dataOptions returns opts with defaults filled in, after checking them
+// and the dataset d.
+func dataOptions(d *ingest.Dataset, opts Options) (Options, error) {
 	o, err := opts.withDefaults()
 	if err != nil {
 		return o, err
 	}
-	if err := checkDataset(d); err != nil {
-		return o, err
-	}
-	if err := checkSplits(o.Splits, d.NumEpisodes(), d.Horizon); err != nil {
-		return o, err
-	}
-	return o, nil
+	return o, checkDataset(d)
 }
 
 // fitRankOptions returns the rank of the final fit (startRank, or the
@@ -613,11 +622,17 @@ func startRank(o *Options, all *coded, proto *Model) (int, error) {
 	if S == 0 {
 		S = st.States
 	}
-	if st.States != S || st.NumObs != all.O || st.NumActions != all.A || st.Horizon != all.H ||
-		st.Stationary != proto.Stationary || st.Compact != proto.Compact || st.Reward != all.kind || !slices.Equal(st.RewardValues, all.values) {
+	if !st.matches(all, proto, S) {
 		return 0, errorf(ErrOptions, "start model does not match the data, rank and dynamics")
 	}
 	return S, nil
+}
+
+// matches says whether the start model m fits the coded data, the
+// prototype's dynamics and form, and rank S.
+func (m *Model) matches(all *coded, proto *Model, S int) bool {
+	return m.States == S && m.NumObs == all.O && m.NumActions == all.A && m.Horizon == all.H &&
+		m.Stationary == proto.Stationary && m.Compact == proto.Compact && m.Reward == all.kind && slices.Equal(m.RewardValues, all.values)
 }
 
 // thetaMin projects res.Model onto Θ_min (projectThetaMin) with the
@@ -655,10 +670,18 @@ func checkSplits(splits [][]int, K, H int) error {
 		return errorf(ErrData, "%d splits for horizon %d", len(splits), H)
 	}
 	for h, ks := range splits {
-		for _, k := range ks {
-			if k < 0 || k >= K {
-				return errorf(ErrData, "split %d holds episode index %d, want 0..%d", h, k, K-1)
-			}
+		if err := checkSplit(h, ks, K); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkSplit checks that split h's episode indices ks are in 0..K-1.
+func checkSplit(h int, ks []int, K int) error {
+	for _, k := range ks {
+		if k < 0 || k >= K {
+			return errorf(ErrData, "split %d holds episode index %d, want 0..%d", h, k, K-1)
 		}
 	}
 	return nil
