@@ -47,6 +47,13 @@ func newKernel(m *Model, c *coded) *kernel {
 		newCompactKernel(k)
 		return k
 	}
+	k.addTables()
+	return k
+}
+
+// addTables adds the full form's kernel tables of every step table, of
+// categorical or Gaussian rewards.
+func (k *kernel) addTables() {
 	for t := 0; t < k.nt; t++ {
 		if k.kind == RewardCategorical {
 			k.addCatTable(t)
@@ -54,7 +61,6 @@ func newKernel(m *Model, c *coded) *kernel {
 			k.addGaussTable(t)
 		}
 	}
-	return k
 }
 
 // addCatTable appends step table t's categorical step matrix M and its
@@ -138,7 +144,7 @@ type stats struct {
 // says whether they are the sum of all blocks or one block's (see
 // compactStats).
 func newStats(k *kernel, H int, total bool) *stats {
-	S, O, A, V := k.S, k.O, k.A, k.V
+	S, O := k.S, k.O
 	if k.cp != nil {
 		st := &stats{}
 		newCompactStats(k, st, H, total)
@@ -146,14 +152,22 @@ func newStats(k *kernel, H int, total bool) *stats {
 	}
 	st := &stats{init: make([]float64, O*S)}
 	for t := 0; t < k.nt; t++ {
-		if k.kind == RewardCategorical {
-			st.bucket = append(st.bucket, make([]float64, A*O*V*S*S))
-			st.last = append(st.last, make([]float64, A*V*S))
-		} else {
-			st.appendGaussTable(S * A * S * O)
-		}
+		st.appendFullTable(k)
 	}
 	return st
+}
+
+// appendFullTable appends the full form's zero statistics of one step
+// table: the buckets and last steps of categorical rewards, or the
+// Gaussian sums.
+func (st *stats) appendFullTable(k *kernel) {
+	S, O, A, V := k.S, k.O, k.A, k.V
+	if k.kind == RewardCategorical {
+		st.bucket = append(st.bucket, make([]float64, A*O*V*S*S))
+		st.last = append(st.last, make([]float64, A*V*S))
+	} else {
+		st.appendGaussTable(S * A * S * O)
+	}
 }
 
 // appendGaussTable appends a table of n cells of zero Gaussian counts
@@ -710,12 +724,21 @@ func normRow(p []float64, eps float64) {
 		z += p[i]
 	}
 	if z > 0 && !math.IsInf(z, 0) {
-		inv := 1 / z
-		for i := range p {
-			p[i] *= inv
-		}
+		scaleBy(p, 1/z)
 		return
 	}
+	fillUniform(p)
+}
+
+// scaleBy multiplies every entry of p by inv.
+func scaleBy(p []float64, inv float64) {
+	for i := range p {
+		p[i] *= inv
+	}
+}
+
+// fillUniform sets p to the uniform distribution.
+func fillUniform(p []float64) {
 	u := 1 / float64(len(p))
 	for i := range p {
 		p[i] = u
