@@ -66,26 +66,33 @@ func (k *kernel) addTables() {
 // addCatTable appends step table t's categorical step matrix M and its
 // last-step row sums g (s2 and o summed out) to k.M and k.g.
 func (k *kernel) addCatTable(t int) {
-	m, S, O, A, V := k.m, k.S, k.O, k.A, k.V
-	T, E, R := m.Trans[t], m.Emit[t], m.RewardProb[t]
+	S, O, A, V := k.S, k.O, k.A, k.V
 	M := make([]float64, A*O*V*S*S)
 	g := make([]float64, A*V*S)
 	for a := 0; a < A; a++ {
 		for o := 0; o < O; o++ {
 			for v := 0; v < V; v++ {
-				blk := M[((a*O+o)*V+v)*S*S:]
-				for s := 0; s < S; s++ {
-					for s2 := 0; s2 < S; s2++ {
-						x := T[(a*S+s)*S+s2] * E[(a*S+s2)*O+o] * R[m.RewardIndex(s, a, s2, o)*V+v]
-						blk[s*S+s2] = x
-						g[(a*V+v)*S+s] += x
-					}
-				}
+				k.catBlock(t, a, o, v, M[((a*O+o)*V+v)*S*S:], g)
 			}
 		}
 	}
 	k.M = append(k.M, M)
 	k.g = append(k.g, g)
+}
+
+// catBlock fills blk, the kernel block of action a, observation o and
+// reward value v at step table t, with T(s2|s,a)·E(o|s2,a)·R(v|s,a,s2,o)
+// for every s and s2, and adds every row's entries into g.
+func (k *kernel) catBlock(t, a, o, v int, blk, g []float64) {
+	m, S, O, V := k.m, k.S, k.O, k.V
+	T, E, R := m.Trans[t], m.Emit[t], m.RewardProb[t]
+	for s := 0; s < S; s++ {
+		for s2 := 0; s2 < S; s2++ {
+			x := T[(a*S+s)*S+s2] * E[(a*S+s2)*O+o] * R[m.RewardIndex(s, a, s2, o)*V+v]
+			blk[s*S+s2] = x
+			g[(a*V+v)*S+s] += x
+		}
+	}
 }
 
 // addGaussTable appends step table t's products T·E and its Gaussian

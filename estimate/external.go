@@ -75,23 +75,33 @@ const statsMagic = 0x50534531
 // with its length, little-endian float64.
 func (s *Stats) MarshalBinary() ([]byte, error) {
 	st := s.st
+	b := st.appendHeader(nil)
+	st.each(func(d []float64, _ int) { b = appendVec(b, d) })
+	return b, nil
+}
+
+// appendHeader appends the encoding's header to b: the magic number, the
+// reward kind, the number of step tables, ll and zero.
+func (st *stats) appendHeader(b []byte) []byte {
 	nt := len(st.bucket) + len(st.cnt)
 	kind := RewardCategorical
 	if len(st.cnt) > 0 {
 		kind = RewardGaussian
 	}
-	b := binary.LittleEndian.AppendUint32(nil, statsMagic)
+	b = binary.LittleEndian.AppendUint32(b, statsMagic)
 	b = binary.LittleEndian.AppendUint32(b, uint32(kind))
 	b = binary.LittleEndian.AppendUint32(b, uint32(nt))
 	b = binary.LittleEndian.AppendUint64(b, math.Float64bits(st.ll))
-	b = binary.LittleEndian.AppendUint64(b, uint64(st.zero))
-	st.each(func(d []float64, _ int) {
-		b = binary.LittleEndian.AppendUint64(b, uint64(len(d)))
-		for _, x := range d {
-			b = binary.LittleEndian.AppendUint64(b, math.Float64bits(x))
-		}
-	})
-	return b, nil
+	return binary.LittleEndian.AppendUint64(b, uint64(st.zero))
+}
+
+// appendVec appends the length of d and its entries' bits to b.
+func appendVec(b []byte, d []float64) []byte {
+	b = binary.LittleEndian.AppendUint64(b, uint64(len(d)))
+	for _, x := range d {
+		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(x))
+	}
+	return b
 }
 
 var errStatsFormat = errors.New("estimate: malformed E-step statistics")

@@ -174,16 +174,25 @@ func (r *emRun) climbAndEscape() {
 		}
 		// A split start may have stopped in the lull of leaving its
 		// saddle point (saddle.go).
-		more, err := r.escape()
-		if err != nil {
-			r.res.err = err
-			return
-		}
-		if !more {
-			r.res.esteps = r.esteps
+		if !r.escaped() {
 			return
 		}
 	}
+}
+
+// escaped runs one saddle escape and says whether the run moved on, to
+// climb again; when it did not, it records the error or, when there was
+// nothing to escape, the E-steps.
+func (r *emRun) escaped() bool {
+	more, err := r.escape()
+	if err != nil {
+		r.res.err = err
+		return false
+	}
+	if !more {
+		r.res.esteps = r.esteps
+	}
+	return more
 }
 
 // climb runs EM from the accepted point r.cur until the run stops (r.res
@@ -510,13 +519,18 @@ func prepare(d *ingest.Dataset, o *Options) (*coded, *Model, func(TraceRow), err
 	if err := chooseProtoForm(proto, all, o); err != nil {
 		return nil, nil, nil, err
 	}
+	return all, proto, serialReport(o), nil
+}
+
+// serialReport is a report function that hands the trace rows to
+// o.Reporter one at a time, whichever goroutine calls it.
+func serialReport(o *Options) func(TraceRow) {
 	var mu sync.Mutex
-	report := func(r TraceRow) {
+	return func(r TraceRow) {
 		mu.Lock()
 		o.Reporter.Iteration(r)
 		mu.Unlock()
 	}
-	return all, proto, report, nil
 }
 
 // Fit estimates θ̂ from d: the maximum-likelihood rank-r latent-state model

@@ -101,10 +101,7 @@ func checkMemory(c *coded, S, nt int, compact bool, o *Options) error {
 	if need <= float64(o.MemoryLimit) {
 		return nil
 	}
-	form := FormFull
-	if compact {
-		form = FormCompact
-	}
+	form := formName(compact)
 	what := fmt.Sprintf("%d observations, %d actions and rank %d need about %.1f GiB in the %s model form, above the memory limit of %s",
 		c.O, c.A, S, need/(1<<30), form, gib(o.MemoryLimit))
 	if tooLargeWithOneObs(c, S, nt, compact, o) {
@@ -128,20 +125,43 @@ func tooLargeWithOneObs(c *coded, S, nt int, compact bool, o *Options) bool {
 // the smaller of the machine's MemTotal and the cgroup limit; 0 (no
 // check) when neither can be read.
 func DefaultMemoryLimit() int64 {
-	lim := cgroupMemoryLimit()
-	if f, err := os.Open("/proc/meminfo"); err == nil {
-		defer f.Close()
-		sc := bufio.NewScanner(f)
-		for sc.Scan() {
-			fs := strings.Fields(sc.Text())
-			if len(fs) >= 2 && fs[0] == "MemTotal:" {
-				if kb, err := strconv.ParseInt(fs[1], 10, 64); err == nil && (lim == 0 || kb*1024 < lim) {
-					lim = kb * 1024
-				}
-			}
+	return meminfoLimit(cgroupMemoryLimit()) / 4 * 3
+}
+
+// meminfoLimit lowers the limit lim (0: none) to /proc/meminfo's
+// MemTotal; lim is unchanged when the file cannot be read.
+func meminfoLimit(lim int64) int64 {
+	f, err := os.Open("/proc/meminfo")
+	if err != nil {
+		return lim
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		lim = memTotalLimit(sc.Text(), lim)
+	}
+	return lim
+}
+
+// memTotalLimit lowers lim (0: none) to the bytes of a MemTotal line of
+// /proc/meminfo; lim is unchanged for any other line.
+func memTotalLimit(line string, lim int64) int64 {
+	fs := strings.Fields(line)
+	if len(fs) >= 2 && fs[0] == "MemTotal:" {
+		if kb, err := strconv.ParseInt(fs[1], 10, 64); err == nil && (lim == 0 || kb*1024 < lim) {
+			lim = kb * 1024
 		}
 	}
-	return lim / 4 * 3
+	return lim
+}
+
+// formName is the name of the Compact form when compact, of the full
+// form otherwise.
+func formName(compact bool) string {
+	if compact {
+		return FormCompact
+	}
+	return FormFull
 }
 
 // cgroupMemoryLimit is the cgroup's memory.max, 0 when it cannot be read
