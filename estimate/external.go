@@ -106,6 +106,15 @@ func appendVec(b []byte, d []float64) []byte {
 
 var errStatsFormat = errors.New("estimate: malformed E-step statistics")
 
+// tableVecs is the number of vectors of a step table's statistics: 2
+// for categorical rewards, 3 for Gaussian ones.
+func tableVecs(kind RewardKind) int {
+	if kind == RewardGaussian {
+		return 3
+	}
+	return 2
+}
+
 // UnmarshalBinary decodes the form written by MarshalBinary into s.
 func (s *Stats) UnmarshalBinary(b []byte) error {
 	r := statsReader{b: b}
@@ -115,17 +124,11 @@ func (s *Stats) UnmarshalBinary(b []byte) error {
 	kind, nt := RewardKind(r.u32()), int(r.u32())
 	st := &stats{ll: math.Float64frombits(r.u64()), zero: int(r.u64())}
 	st.init = r.vec()
-	perTable := 2
-	if kind == RewardGaussian {
-		perTable = 3
-	}
+	perTable := tableVecs(kind)
 	if r.bad || nt > len(r.b) || kind != RewardCategorical && kind != RewardGaussian {
 		return errStatsFormat
 	}
-	vs := make([][]float64, perTable*nt)
-	for i := range vs {
-		vs[i] = r.vec()
-	}
+	vs := r.vecs(perTable * nt)
 	if r.bad || len(r.b) != 0 {
 		return errStatsFormat
 	}
@@ -177,6 +180,15 @@ func (r *statsReader) vec() []float64 {
 		v[i] = math.Float64frombits(r.u64())
 	}
 	return v
+}
+
+// vecs reads n vectors in order.
+func (r *statsReader) vecs(n int) [][]float64 {
+	vs := make([][]float64, n)
+	for i := range vs {
+		vs[i] = r.vec()
+	}
+	return vs
 }
 
 // Block is a run of episodes in the coded form of ingest.Dataset: episode

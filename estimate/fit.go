@@ -410,10 +410,7 @@ func chooseProtoForm(proto *Model, c *coded, o *Options) error {
 	if err := capRank(c, o, form); err != nil {
 		return err
 	}
-	S := o.Rank
-	if S == 0 {
-		S = o.MaxRank
-	}
+	S := o.largestRank()
 	proto.Compact = form(S)
 	err := checkMemory(c, S, nt, proto.Compact, o)
 	if err == nil || o.Rank != 0 {

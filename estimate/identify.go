@@ -67,10 +67,7 @@ func freeParams(c *coded, S int, compact bool) float64 {
 // logged steps (freeParams; with thousands of actions and a few steps per
 // action even two states cannot be estimated). MaxRankCause says why.
 func capRank(c *coded, o *Options, compact func(S int) bool) error {
-	S := o.Rank
-	if S == 0 {
-		S = o.MaxRank
-	}
+	S := o.largestRank()
 	d := distinctHistories(c, S)
 	if o.Rank != 0 {
 		o.capAskedRank(d)
@@ -78,6 +75,15 @@ func capRank(c *coded, o *Options, compact func(S int) bool) error {
 	}
 	capParams(c, o, o.capMaxRank(S, d), compact)
 	return nil
+}
+
+// largestRank is the rank asked or, when the rank search chooses it, the
+// search's largest rank.
+func (o *Options) largestRank() int {
+	if o.Rank == 0 {
+		return o.MaxRank
+	}
+	return o.Rank
 }
 
 // capAskedRank lowers the rank asked to the d distinct histories (at

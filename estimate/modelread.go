@@ -338,6 +338,13 @@ func (r *paramRow) setReward(m *Model, p, obs string, rew float64) bool {
 	if !r.inS(r.s) || !r.inS(r.s2) || !r.okA || !r.okO {
 		return false
 	}
+	r.storeReward(m, p, rew)
+	return true
+}
+
+// storeReward stores v into the reward table of param p at r's cell:
+// reward_prob (of reward value rew), reward_mean or reward_var.
+func (r *paramRow) storeReward(m *Model, p string, rew float64) {
 	ri := m.RewardIndex(r.s, r.a, r.s2, r.o)
 	switch p {
 	case "reward_prob":
@@ -348,5 +355,4 @@ func (r *paramRow) setReward(m *Model, p, obs string, rew float64) bool {
 	default:
 		m.RewardVar[r.t][ri] = r.v
 	}
-	return true
 }

@@ -317,16 +317,22 @@ func (rs *rankSearcher) fitAt(S int, from *rankTry) (*rankTry, error) {
 	if err != nil {
 		return nil, err
 	}
-	for _, r := range fits {
-		rs.res.Trace = append(rs.res.Trace, r.trace...)
-		rs.addWork(r, S)
-	}
+	rs.recordFits(fits, S)
 	t := &rankTry{S: S, model: fits[b].model, train: fits[b].ll}
 	if err := rs.score(t); err != nil {
 		return nil, err
 	}
 	rs.tried[S] = t
 	return t, nil
+}
+
+// recordFits appends the trace of every fit of rank S to the result's
+// and counts its work.
+func (rs *rankSearcher) recordFits(fits []emResult, S int) {
+	for _, r := range fits {
+		rs.res.Trace = append(rs.res.Trace, r.trace...)
+		rs.addWork(r, S)
+	}
 }
 
 // addWork counts the E-step work of the start r of rank S.
