@@ -99,19 +99,23 @@ func flatten(m *Model, dst []float64) []float64 {
 	dst = dst[:0]
 	for _, b := range paramBlocks(m) {
 		for _, x := range b.p {
-			switch b.kind {
-			case kindSimplex:
-				l := math.Log(x)
-				if !(l >= logFloor) {
-					l = logFloor
-				}
-				dst = append(dst, l)
-			default:
-				dst = append(dst, x)
-			}
+			dst = append(dst, flatValue(b.kind, x))
 		}
 	}
 	return dst
+}
+
+// flatValue is the coordinate of a parameter x of kind kind in the flat
+// vector: ln x, floored at logFloor, for a probability; x otherwise.
+func flatValue(kind paramKind, x float64) float64 {
+	if kind != kindSimplex {
+		return x
+	}
+	l := math.Log(x)
+	if !(l >= logFloor) {
+		l = logFloor
+	}
+	return l
 }
 
 // unflatten returns a model of the shape of like whose parameters are x
@@ -136,21 +140,25 @@ func unflatten(like *Model, x []float64, varFloor float64) (*Model, bool) {
 // zerosLike returns a model of the shape of like with zero parameters.
 func zerosLike(like *Model) *Model {
 	m := shapeLike(like)
-	cp := func(p []float64) []float64 { return make([]float64, len(p)) }
-	cpAll := func(ps [][]float64) [][]float64 {
-		if ps == nil {
-			return nil
-		}
-		out := make([][]float64, len(ps))
-		for i, p := range ps {
-			out[i] = cp(p)
-		}
-		return out
-	}
-	m.Init, m.Obs1 = cp(like.Init), cp(like.Obs1)
-	m.Trans, m.Emit = cpAll(like.Trans), cpAll(like.Emit)
-	m.RewardProb, m.RewardMean, m.RewardVar = cpAll(like.RewardProb), cpAll(like.RewardMean), cpAll(like.RewardVar)
+	m.Init, m.Obs1 = zerosOf(like.Init), zerosOf(like.Obs1)
+	m.Trans, m.Emit = zerosOfAll(like.Trans), zerosOfAll(like.Emit)
+	m.RewardProb, m.RewardMean, m.RewardVar = zerosOfAll(like.RewardProb), zerosOfAll(like.RewardMean), zerosOfAll(like.RewardVar)
 	return m
+}
+
+// zerosOf is a zero vector of p's length.
+func zerosOf(p []float64) []float64 { return make([]float64, len(p)) }
+
+// zerosOfAll is zero vectors of the lengths of ps's (nil for nil ps).
+func zerosOfAll(ps [][]float64) [][]float64 {
+	if ps == nil {
+		return nil
+	}
+	out := make([][]float64, len(ps))
+	for i, p := range ps {
+		out[i] = zerosOf(p)
+	}
+	return out
 }
 
 // set maps src back from the extrapolation space into the block's
@@ -158,23 +166,39 @@ func zerosLike(like *Model) *Model {
 // variances as they are. It is false if src holds a non-finite value or
 // a variance below varFloor.
 func (b paramBlock) set(src []float64, varFloor float64) bool {
-	for _, y := range src {
-		if math.IsNaN(y) || math.IsInf(y, 0) {
-			return false
-		}
+	if !allFinite(src) {
+		return false
 	}
 	switch b.kind {
 	case kindSimplex:
 		softmaxRows(b.p, src, b.row)
 	case kindPositive:
-		for j, v := range src {
-			if !(v >= varFloor) {
-				return false
-			}
-			b.p[j] = v
-		}
+		return b.setPositive(src, varFloor)
 	default:
 		copy(b.p, src)
+	}
+	return true
+}
+
+// allFinite says whether no entry of xs is NaN or infinite.
+func allFinite(xs []float64) bool {
+	for _, y := range xs {
+		if math.IsNaN(y) || math.IsInf(y, 0) {
+			return false
+		}
+	}
+	return true
+}
+
+// setPositive copies the variances src into b, in order, and says
+// whether all of them were at least varFloor (stopping at the first one
+// below).
+func (b paramBlock) setPositive(src []float64, varFloor float64) bool {
+	for j, v := range src {
+		if !(v >= varFloor) {
+			return false
+		}
+		b.p[j] = v
 	}
 	return true
 }
@@ -184,20 +208,25 @@ func (b paramBlock) set(src []float64, varFloor float64) bool {
 // the row's largest for stability.
 func softmaxRows(p, logs []float64, width int) {
 	for r := 0; r < len(p); r += width {
-		row, ls := p[r:r+width], logs[r:r+width]
-		mx := math.Inf(-1)
-		for _, l := range ls {
-			mx = max(mx, l)
-		}
-		z := 0.0
-		for j, l := range ls {
-			row[j] = math.Exp(max(l, logFloor) - mx)
-			z += row[j]
-		}
-		inv := 1 / z
-		for j := range row {
-			row[j] *= inv
-		}
+		softmaxRow(p[r:r+width], logs[r:r+width])
+	}
+}
+
+// softmaxRow sets row to the softmax of the logs ls (floored at
+// logFloor), shifted by their maximum.
+func softmaxRow(row, ls []float64) {
+	mx := math.Inf(-1)
+	for _, l := range ls {
+		mx = max(mx, l)
+	}
+	z := 0.0
+	for j, l := range ls {
+		row[j] = math.Exp(max(l, logFloor) - mx)
+		z += row[j]
+	}
+	inv := 1 / z
+	for j := range row {
+		row[j] *= inv
 	}
 }
 
@@ -281,6 +310,13 @@ func logPrior(m *Model, eps float64, c *coded) float64 {
 	if eps == 0 {
 		return 0
 	}
+	lp := simplexLogSum(m)
+	lp = c.addGaussPrior(lp, m)
+	return eps * lp
+}
+
+// simplexLogSum is Σ ln p over every probability of m, block by block.
+func simplexLogSum(m *Model) float64 {
 	lp := 0.0
 	for _, b := range paramBlocks(m) {
 		if b.kind != kindSimplex {
@@ -290,6 +326,13 @@ func logPrior(m *Model, eps float64, c *coded) float64 {
 			lp += math.Log(p)
 		}
 	}
+	return lp
+}
+
+// addGaussPrior adds to lp the log-density terms of m's Gaussian reward
+// cells under the prior centred on the logs' reward mean and variance,
+// and returns the sum.
+func (c *coded) addGaussPrior(lp float64, m *Model) float64 {
 	gm, gv := c.rewMean, c.rewVar
 	for t := range m.RewardMean {
 		for i, mu := range m.RewardMean[t] {
@@ -298,5 +341,5 @@ func logPrior(m *Model, eps float64, c *coded) float64 {
 			lp += -0.5*math.Log(v) - (gv+d*d)/(2*v)
 		}
 	}
-	return eps * lp
+	return lp
 }

@@ -52,17 +52,24 @@ func (m *Model) FeatureBasis() ([][]float64, error) {
 	out := make([][]float64, m.Horizon)
 	for h := range out {
 		var err error
-		switch {
-		case m.Compact:
-			out[h], err = sqrtPSD(m.testGram(h), m.States)
-		case m.reduced(h):
-			out[h], err = sqrtPSD(m.blockGram(h), m.FeatureDim(h))
-		}
-		if err != nil {
+		if out[h], err = m.stepBasis(h); err != nil {
 			return nil, fmt.Errorf("step %d: %w", h, err)
 		}
 	}
 	return out, nil
+}
+
+// stepBasis is step h's basis: the square root of the tests' Gram matrix
+// in the Compact form, of the blocks' Gram matrix when step h is
+// reduced, nil otherwise.
+func (m *Model) stepBasis(h int) ([]float64, error) {
+	switch {
+	case m.Compact:
+		return sqrtPSD(m.testGram(h), m.States)
+	case m.reduced(h):
+		return sqrtPSD(m.blockGram(h), m.FeatureDim(h))
+	}
+	return nil, nil
 }
 
 // featureBases is FeatureBasis, computed once per prepared model: every

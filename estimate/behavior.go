@@ -40,11 +40,16 @@ func behaviorCounts(d *ingest.Dataset) (n, tot []float64) {
 			n[(i*O+int(d.Obs[j]))*A+int(d.Act[j])]++
 		}
 	}
-	tot = make([]float64, H*O)
+	return n, rowTotals(n, H*O, A)
+}
+
+// rowTotals is the sum of each of the rows rows of A entries of n.
+func rowTotals(n []float64, rows, A int) []float64 {
+	tot := make([]float64, rows)
 	for i := range tot {
 		for a := 0; a < A; a++ {
 			tot[i] += n[i*A+a]
 		}
 	}
-	return n, tot
+	return tot
 }

@@ -115,13 +115,8 @@ func RewardCalibration(m *Model, d *ingest.Dataset, minCount int, heldOut bool) 
 		return cal
 	}
 	lo, hi := rewardRange(d.Reward[:K*H])
-	sc := &calScan{m: m, d: d, H: H, K: K, minCount: minCount, order: prefixOrder(d, K, H),
-		start: make([]bool, K), b: make([]float64, m.States), pred: make([]float64, m.States)}
-	sc.start[0] = true
-	for i := range H {
-		sc.refine(i)
-		sc.addCells(i)
-	}
+	sc := newCalScan(m, d, minCount)
+	sc.scan()
 	cal.Range = hi - lo
 	cal.summarise(sc.cells, d, K*H)
 	return cal
@@ -144,19 +139,23 @@ func prefixOrder(d *ingest.Dataset, K, H int) []int32 {
 	for k := range order {
 		order[k] = int32(k)
 	}
-	slices.SortFunc(order, func(a, b int32) int {
-		ea, eb := int(a)*H, int(b)*H
-		for i := range H {
-			if c := cmp.Compare(d.Obs[ea+i], d.Obs[eb+i]); c != 0 {
-				return c
-			}
-			if c := cmp.Compare(d.Act[ea+i], d.Act[eb+i]); c != 0 {
-				return c
-			}
-		}
-		return cmp.Compare(a, b)
-	})
+	slices.SortFunc(order, func(a, b int32) int { return compareEpisodes(d, H, a, b) })
 	return order
+}
+
+// compareEpisodes orders episodes a and b of d by their observations and
+// actions step by step, and by their index when those agree.
+func compareEpisodes(d *ingest.Dataset, H int, a, b int32) int {
+	ea, eb := int(a)*H, int(b)*H
+	for i := range H {
+		if c := cmp.Compare(d.Obs[ea+i], d.Obs[eb+i]); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(d.Act[ea+i], d.Act[eb+i]); c != 0 {
+			return c
+		}
+	}
+	return cmp.Compare(a, b)
 }
 
 // calScan finds RewardCalibration's cells step by step in the prefix
@@ -173,6 +172,24 @@ type calScan struct {
 	start   []bool
 	cells   []*calAcc
 	b, pred []float64 // belief scratch of expectedReward
+}
+
+// newCalScan is the scan of the K episodes of d, of horizon H, in prefix
+// order, with one run of all of them.
+func newCalScan(m *Model, d *ingest.Dataset, minCount int) *calScan {
+	H, K := d.Horizon, d.NumEpisodes()
+	sc := &calScan{m: m, d: d, H: H, K: K, minCount: minCount, order: prefixOrder(d, K, H),
+		start: make([]bool, K), b: make([]float64, m.States), pred: make([]float64, m.States)}
+	sc.start[0] = true
+	return sc
+}
+
+// scan adds the cells of every step, refining the runs step by step.
+func (sc *calScan) scan() {
+	for i := range sc.H {
+		sc.refine(i)
+		sc.addCells(i)
+	}
 }
 
 // refine splits the runs of sc.start where o_{i+1} or a_{i+1} changes.
@@ -233,17 +250,8 @@ func expectedReward(m *Model, d *ingest.Dataset, k, i int, b, pred []float64) fl
 // summarise fills cal's figures from the accumulated cells (those of at
 // least MinCount steps) of the logs d of steps steps.
 func (cal *Calibration) summarise(order []*calAcc, d *ingest.Dataset, steps int) {
-	var tot calTotals
-	var all []CalibrationCell
 	sortCells(order)
-	for _, c := range order {
-		if c.n < cal.MinCount {
-			continue
-		}
-		cell := c.cell(d)
-		cal.tally(&tot, c, cell)
-		all = append(all, cell)
-	}
+	tot, all := cal.tallyAll(order, d)
 	if tot.checked == 0 {
 		return
 	}
@@ -252,6 +260,22 @@ func (cal *Calibration) summarise(order []*calAcc, d *ingest.Dataset, steps int)
 	cal.RMSE = math.Sqrt(tot.sq / float64(tot.checked))
 	cal.Flagged = cal.MiscalibratedShare > calibrationFlagShare
 	cal.Worst = worstCells(all)
+}
+
+// tallyAll tallies the cells of at least MinCount steps, in order, and
+// returns the totals and those cells.
+func (cal *Calibration) tallyAll(order []*calAcc, d *ingest.Dataset) (calTotals, []CalibrationCell) {
+	var tot calTotals
+	var all []CalibrationCell
+	for _, c := range order {
+		if c.n < cal.MinCount {
+			continue
+		}
+		cell := c.cell(d)
+		cal.tally(&tot, c, cell)
+		all = append(all, cell)
+	}
+	return tot, all
 }
 
 // sortCells puts the cells in a fixed order (the cells' first episode

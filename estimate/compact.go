@@ -94,19 +94,10 @@ func (k *kernel) addGaussTableCompact(t int) {
 // newCompactStats sets the Compact parts of st; dense says whether st
 // is a total (dense emission counts) or a block (per-step posteriors).
 func newCompactStats(k *kernel, st *stats, H int, dense bool) {
-	S, A, V, O := k.S, k.A, k.V, k.O
+	S, O := k.S, k.O
 	cs := &compactStats{}
 	for t := 0; t < k.nt; t++ {
-		n := S * A * S
-		if k.kind == RewardCategorical {
-			cs.rc = append(cs.rc, make([]float64, n*V))
-		} else {
-			st.appendGaussTable(n)
-		}
-		cs.lastS = append(cs.lastS, make([]float64, S))
-		if dense {
-			cs.emit = append(cs.emit, make([]float64, S*O))
-		}
+		cs.appendTable(k, st, dense)
 	}
 	if dense {
 		st.init = make([]float64, O*S)
@@ -114,6 +105,23 @@ func newCompactStats(k *kernel, st *stats, H int, dense bool) {
 		cs.gam = make([]float64, blockEpisodes*H*S)
 	}
 	st.cp = cs
+}
+
+// appendTable appends the Compact form's zero statistics of one step
+// table: the reward sums (Gaussian ones into st), the last-step state
+// sums and, when dense, the emission sums.
+func (cs *compactStats) appendTable(k *kernel, st *stats, dense bool) {
+	S, A, V, O := k.S, k.A, k.V, k.O
+	n := S * A * S
+	if k.kind == RewardCategorical {
+		cs.rc = append(cs.rc, make([]float64, n*V))
+	} else {
+		st.appendGaussTable(n)
+	}
+	cs.lastS = append(cs.lastS, make([]float64, S))
+	if dense {
+		cs.emit = append(cs.emit, make([]float64, S*O))
+	}
 }
 
 // stepMatrix writes into M the (a, r)-part of step i of an episode,

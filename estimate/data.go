@@ -25,14 +25,9 @@ type coded struct {
 // over the distinct values when there are at most MaxCategoricalRewards,
 // Gaussian otherwise.
 func rewardSupport(rew []float64) (RewardKind, []float64) {
-	seen := make(map[float64]struct{})
-	for _, r := range rew {
-		if _, ok := seen[r]; !ok {
-			seen[r] = struct{}{}
-			if len(seen) > MaxCategoricalRewards {
-				return RewardGaussian, nil
-			}
-		}
+	seen, ok := distinctRewards(rew)
+	if !ok {
+		return RewardGaussian, nil
 	}
 	vals := make([]float64, 0, len(seen))
 	for r := range seen {
@@ -42,6 +37,23 @@ func rewardSupport(rew []float64) (RewardKind, []float64) {
 	return RewardCategorical, vals
 }
 
+// distinctRewards is the set of distinct values of rew; ok is false (and
+// the set incomplete) once there are more than MaxCategoricalRewards.
+func distinctRewards(rew []float64) (seen map[float64]struct{}, ok bool) {
+	seen = make(map[float64]struct{})
+	for _, r := range rew {
+		if _, ok := seen[r]; !ok {
+			seen[r] = struct{}{}
+			if len(seen) > MaxCategoricalRewards {
+				return seen, false
+			}
+		}
+	}
+	return seen, true
+}
+
+// checkDataset checks that d is a non-empty dataset whose columns hold
+// its episodes and whose every step is valid.
 func checkDataset(d *ingest.Dataset) error {
 	if d == nil || d.Horizon <= 0 {
 		return errorf(ErrData, "empty dataset")
@@ -49,6 +61,12 @@ func checkDataset(d *ingest.Dataset) error {
 	if err := checkLengths(d); err != nil {
 		return err
 	}
+	return checkSteps(d)
+}
+
+// checkSteps checks that d's vocabulary is not empty and every step of d
+// against it (checkStep), in order.
+func checkSteps(d *ingest.Dataset) error {
 	n := d.NumEpisodes() * d.Horizon
 	O, A := d.NumObs(), d.NumActions()
 	if O == 0 || A == 0 {

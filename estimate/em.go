@@ -47,6 +47,13 @@ func newKernel(m *Model, c *coded) *kernel {
 		newCompactKernel(k)
 		return k
 	}
+	k.addTables()
+	return k
+}
+
+// addTables adds the full form's kernel tables of every step table, of
+// categorical or Gaussian rewards.
+func (k *kernel) addTables() {
 	for t := 0; t < k.nt; t++ {
 		if k.kind == RewardCategorical {
 			k.addCatTable(t)
@@ -54,32 +61,38 @@ func newKernel(m *Model, c *coded) *kernel {
 			k.addGaussTable(t)
 		}
 	}
-	return k
 }
 
 // addCatTable appends step table t's categorical step matrix M and its
 // last-step row sums g (s2 and o summed out) to k.M and k.g.
 func (k *kernel) addCatTable(t int) {
-	m, S, O, A, V := k.m, k.S, k.O, k.A, k.V
-	T, E, R := m.Trans[t], m.Emit[t], m.RewardProb[t]
+	S, O, A, V := k.S, k.O, k.A, k.V
 	M := make([]float64, A*O*V*S*S)
 	g := make([]float64, A*V*S)
 	for a := 0; a < A; a++ {
 		for o := 0; o < O; o++ {
 			for v := 0; v < V; v++ {
-				blk := M[((a*O+o)*V+v)*S*S:]
-				for s := 0; s < S; s++ {
-					for s2 := 0; s2 < S; s2++ {
-						x := T[(a*S+s)*S+s2] * E[(a*S+s2)*O+o] * R[m.RewardIndex(s, a, s2, o)*V+v]
-						blk[s*S+s2] = x
-						g[(a*V+v)*S+s] += x
-					}
-				}
+				k.catBlock(t, a, o, v, M[((a*O+o)*V+v)*S*S:], g)
 			}
 		}
 	}
 	k.M = append(k.M, M)
 	k.g = append(k.g, g)
+}
+
+// catBlock fills blk, the kernel block of action a, observation o and
+// reward value v at step table t, with T(s2|s,a)·E(o|s2,a)·R(v|s,a,s2,o)
+// for every s and s2, and adds every row's entries into g.
+func (k *kernel) catBlock(t, a, o, v int, blk, g []float64) {
+	m, S, O, V := k.m, k.S, k.O, k.V
+	T, E, R := m.Trans[t], m.Emit[t], m.RewardProb[t]
+	for s := 0; s < S; s++ {
+		for s2 := 0; s2 < S; s2++ {
+			x := T[(a*S+s)*S+s2] * E[(a*S+s2)*O+o] * R[m.RewardIndex(s, a, s2, o)*V+v]
+			blk[s*S+s2] = x
+			g[(a*V+v)*S+s] += x
+		}
+	}
 }
 
 // addGaussTable appends step table t's products T·E and its Gaussian
@@ -138,7 +151,7 @@ type stats struct {
 // says whether they are the sum of all blocks or one block's (see
 // compactStats).
 func newStats(k *kernel, H int, total bool) *stats {
-	S, O, A, V := k.S, k.O, k.A, k.V
+	S, O := k.S, k.O
 	if k.cp != nil {
 		st := &stats{}
 		newCompactStats(k, st, H, total)
@@ -146,14 +159,22 @@ func newStats(k *kernel, H int, total bool) *stats {
 	}
 	st := &stats{init: make([]float64, O*S)}
 	for t := 0; t < k.nt; t++ {
-		if k.kind == RewardCategorical {
-			st.bucket = append(st.bucket, make([]float64, A*O*V*S*S))
-			st.last = append(st.last, make([]float64, A*V*S))
-		} else {
-			st.appendGaussTable(S * A * S * O)
-		}
+		st.appendFullTable(k)
 	}
 	return st
+}
+
+// appendFullTable appends the full form's zero statistics of one step
+// table: the buckets and last steps of categorical rewards, or the
+// Gaussian sums.
+func (st *stats) appendFullTable(k *kernel) {
+	S, O, A, V := k.S, k.O, k.A, k.V
+	if k.kind == RewardCategorical {
+		st.bucket = append(st.bucket, make([]float64, A*O*V*S*S))
+		st.last = append(st.last, make([]float64, A*V*S))
+	} else {
+		st.appendGaussTable(S * A * S * O)
+	}
 }
 
 // appendGaussTable appends a table of n cells of zero Gaussian counts
@@ -710,12 +731,21 @@ func normRow(p []float64, eps float64) {
 		z += p[i]
 	}
 	if z > 0 && !math.IsInf(z, 0) {
-		inv := 1 / z
-		for i := range p {
-			p[i] *= inv
-		}
+		scaleBy(p, 1/z)
 		return
 	}
+	fillUniform(p)
+}
+
+// scaleBy multiplies every entry of p by inv.
+func scaleBy(p []float64, inv float64) {
+	for i := range p {
+		p[i] *= inv
+	}
+}
+
+// fillUniform sets p to the uniform distribution.
+func fillUniform(p []float64) {
 	u := 1 / float64(len(p))
 	for i := range p {
 		p[i] = u

@@ -75,26 +75,45 @@ const statsMagic = 0x50534531
 // with its length, little-endian float64.
 func (s *Stats) MarshalBinary() ([]byte, error) {
 	st := s.st
+	b := st.appendHeader(nil)
+	st.each(func(d []float64, _ int) { b = appendVec(b, d) })
+	return b, nil
+}
+
+// appendHeader appends the encoding's header to b: the magic number, the
+// reward kind, the number of step tables, ll and zero.
+func (st *stats) appendHeader(b []byte) []byte {
 	nt := len(st.bucket) + len(st.cnt)
 	kind := RewardCategorical
 	if len(st.cnt) > 0 {
 		kind = RewardGaussian
 	}
-	b := binary.LittleEndian.AppendUint32(nil, statsMagic)
+	b = binary.LittleEndian.AppendUint32(b, statsMagic)
 	b = binary.LittleEndian.AppendUint32(b, uint32(kind))
 	b = binary.LittleEndian.AppendUint32(b, uint32(nt))
 	b = binary.LittleEndian.AppendUint64(b, math.Float64bits(st.ll))
-	b = binary.LittleEndian.AppendUint64(b, uint64(st.zero))
-	st.each(func(d []float64, _ int) {
-		b = binary.LittleEndian.AppendUint64(b, uint64(len(d)))
-		for _, x := range d {
-			b = binary.LittleEndian.AppendUint64(b, math.Float64bits(x))
-		}
-	})
-	return b, nil
+	return binary.LittleEndian.AppendUint64(b, uint64(st.zero))
+}
+
+// appendVec appends the length of d and its entries' bits to b.
+func appendVec(b []byte, d []float64) []byte {
+	b = binary.LittleEndian.AppendUint64(b, uint64(len(d)))
+	for _, x := range d {
+		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(x))
+	}
+	return b
 }
 
 var errStatsFormat = errors.New("estimate: malformed E-step statistics")
+
+// tableVecs is the number of vectors of a step table's statistics: 2
+// for categorical rewards, 3 for Gaussian ones.
+func tableVecs(kind RewardKind) int {
+	if kind == RewardGaussian {
+		return 3
+	}
+	return 2
+}
 
 // UnmarshalBinary decodes the form written by MarshalBinary into s.
 func (s *Stats) UnmarshalBinary(b []byte) error {
@@ -105,17 +124,11 @@ func (s *Stats) UnmarshalBinary(b []byte) error {
 	kind, nt := RewardKind(r.u32()), int(r.u32())
 	st := &stats{ll: math.Float64frombits(r.u64()), zero: int(r.u64())}
 	st.init = r.vec()
-	perTable := 2
-	if kind == RewardGaussian {
-		perTable = 3
-	}
+	perTable := tableVecs(kind)
 	if r.bad || nt > len(r.b) || kind != RewardCategorical && kind != RewardGaussian {
 		return errStatsFormat
 	}
-	vs := make([][]float64, perTable*nt)
-	for i := range vs {
-		vs[i] = r.vec()
-	}
+	vs := r.vecs(perTable * nt)
 	if r.bad || len(r.b) != 0 {
 		return errStatsFormat
 	}
@@ -167,6 +180,15 @@ func (r *statsReader) vec() []float64 {
 		v[i] = math.Float64frombits(r.u64())
 	}
 	return v
+}
+
+// vecs reads n vectors in order.
+func (r *statsReader) vecs(n int) [][]float64 {
+	vs := make([][]float64, n)
+	for i := range vs {
+		vs[i] = r.vec()
+	}
+	return vs
 }
 
 // Block is a run of episodes in the coded form of ingest.Dataset: episode

@@ -174,16 +174,25 @@ func (r *emRun) climbAndEscape() {
 		}
 		// A split start may have stopped in the lull of leaving its
 		// saddle point (saddle.go).
-		more, err := r.escape()
-		if err != nil {
-			r.res.err = err
-			return
-		}
-		if !more {
-			r.res.esteps = r.esteps
+		if !r.escaped() {
 			return
 		}
 	}
+}
+
+// escaped runs one saddle escape and says whether the run moved on, to
+// climb again; when it did not, it records the error or, when there was
+// nothing to escape, the E-steps.
+func (r *emRun) escaped() bool {
+	more, err := r.escape()
+	if err != nil {
+		r.res.err = err
+		return false
+	}
+	if !more {
+		r.res.esteps = r.esteps
+	}
+	return more
 }
 
 // climb runs EM from the accepted point r.cur until the run stops (r.res
@@ -351,15 +360,20 @@ func fitAll(ctx context.Context, d *ingest.Dataset, all *coded, proto *Model, S 
 		return rs, best(rs), nil
 	}
 	if o.Start != nil {
-		// A warm start is a fit of these logs (or most of them): it needs
-		// no competition on a sample.
-		r := runEM(ctx, all, o.Start, o, o.Workers, TraceRow{Data: "all", Rank: S}, report)
-		if r.err != nil {
-			return nil, 0, r.err
-		}
-		return []emResult{r}, 0, nil
+		return fitWarm(ctx, all, S, o, report)
 	}
 	return fitSampled(ctx, d, all, proto, S, o, report)
+}
+
+// fitWarm runs EM on all episodes from the warm start o.Start alone: a
+// warm start is a fit of these logs (or most of them), it needs no
+// competition on a sample.
+func fitWarm(ctx context.Context, all *coded, S int, o *Options, report func(TraceRow)) ([]emResult, int, error) {
+	r := runEM(ctx, all, o.Start, o, o.Workers, TraceRow{Data: "all", Rank: S}, report)
+	if r.err != nil {
+		return nil, 0, r.err
+	}
+	return []emResult{r}, 0, nil
 }
 
 // fitSampled is fitAll on logs of more than fitSampleEpisodes episodes:
@@ -396,10 +410,7 @@ func chooseProtoForm(proto *Model, c *coded, o *Options) error {
 	if err := capRank(c, o, form); err != nil {
 		return err
 	}
-	S := o.Rank
-	if S == 0 {
-		S = o.MaxRank
-	}
+	S := o.largestRank()
 	proto.Compact = form(S)
 	err := checkMemory(c, S, nt, proto.Compact, o)
 	if err == nil || o.Rank != 0 {
@@ -505,13 +516,18 @@ func prepare(d *ingest.Dataset, o *Options) (*coded, *Model, func(TraceRow), err
 	if err := chooseProtoForm(proto, all, o); err != nil {
 		return nil, nil, nil, err
 	}
+	return all, proto, serialReport(o), nil
+}
+
+// serialReport is a report function that hands the trace rows to
+// o.Reporter one at a time, whichever goroutine calls it.
+func serialReport(o *Options) func(TraceRow) {
 	var mu sync.Mutex
-	report := func(r TraceRow) {
+	return func(r TraceRow) {
 		mu.Lock()
 		o.Reporter.Iteration(r)
 		mu.Unlock()
 	}
-	return all, proto, report, nil
 }
 
 // Fit estimates θ̂ from d: the maximum-likelihood rank-r latent-state model
@@ -549,17 +565,21 @@ func Fit(ctx context.Context, d *ingest.Dataset, opts Options) (*Result, error) 
 // checkedOptions returns opts with defaults filled in, after checking
 // them, the dataset and the splits.
 func checkedOptions(d *ingest.Dataset, opts Options) (Options, error) {
+	o, err := dataOptions(d, opts)
+	if err != nil {
+		return o, err
+	}
+	return o, checkSplits(o.Splits, d.NumEpisodes(), d.Horizon)
+}
+
+// dataOptions returns opts with defaults filled in, after checking them
+// and the dataset d.
+func dataOptions(d *ingest.Dataset, opts Options) (Options, error) {
 	o, err := opts.withDefaults()
 	if err != nil {
 		return o, err
 	}
-	if err := checkDataset(d); err != nil {
-		return o, err
-	}
-	if err := checkSplits(o.Splits, d.NumEpisodes(), d.Horizon); err != nil {
-		return o, err
-	}
-	return o, nil
+	return o, checkDataset(d)
 }
 
 // fitRankOptions returns the rank of the final fit (startRank, or the
@@ -613,11 +633,17 @@ func startRank(o *Options, all *coded, proto *Model) (int, error) {
 	if S == 0 {
 		S = st.States
 	}
-	if st.States != S || st.NumObs != all.O || st.NumActions != all.A || st.Horizon != all.H ||
-		st.Stationary != proto.Stationary || st.Compact != proto.Compact || st.Reward != all.kind || !slices.Equal(st.RewardValues, all.values) {
+	if !st.matches(all, proto, S) {
 		return 0, errorf(ErrOptions, "start model does not match the data, rank and dynamics")
 	}
 	return S, nil
+}
+
+// matches says whether the start model m fits the coded data, the
+// prototype's dynamics and form, and rank S.
+func (m *Model) matches(all *coded, proto *Model, S int) bool {
+	return m.States == S && m.NumObs == all.O && m.NumActions == all.A && m.Horizon == all.H &&
+		m.Stationary == proto.Stationary && m.Compact == proto.Compact && m.Reward == all.kind && slices.Equal(m.RewardValues, all.values)
 }
 
 // thetaMin projects res.Model onto Θ_min (projectThetaMin) with the
@@ -655,10 +681,18 @@ func checkSplits(splits [][]int, K, H int) error {
 		return errorf(ErrData, "%d splits for horizon %d", len(splits), H)
 	}
 	for h, ks := range splits {
-		for _, k := range ks {
-			if k < 0 || k >= K {
-				return errorf(ErrData, "split %d holds episode index %d, want 0..%d", h, k, K-1)
-			}
+		if err := checkSplit(h, ks, K); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkSplit checks that split h's episode indices ks are in 0..K-1.
+func checkSplit(h int, ks []int, K int) error {
+	for _, k := range ks {
+		if k < 0 || k >= K {
+			return errorf(ErrData, "split %d holds episode index %d, want 0..%d", h, k, K-1)
 		}
 	}
 	return nil

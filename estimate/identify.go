@@ -18,16 +18,23 @@ func distinctHistories(c *coded, atMost int) int {
 	best := 0
 	seen := make(map[uint64]struct{})
 	for h := 0; h < H && best < atMost; h++ {
-		clear(seen)
-		for k := range hash {
-			hash[k] = c.extendHash(hash[k], k, h)
-			if len(seen) < atMost {
-				seen[hash[k]] = struct{}{}
-			}
-		}
-		best = max(best, len(seen))
+		best = max(best, c.stepHashes(hash, h, atMost, seen))
 	}
 	return best
+}
+
+// stepHashes extends every episode's history hash by step h and returns
+// the number of distinct hashes, counting at most atMost (seen is
+// scratch).
+func (c *coded) stepHashes(hash []uint64, h, atMost int, seen map[uint64]struct{}) int {
+	clear(seen)
+	for k := range hash {
+		hash[k] = c.extendHash(hash[k], k, h)
+		if len(seen) < atMost {
+			seen[hash[k]] = struct{}{}
+		}
+	}
+	return len(seen)
 }
 
 // extendHash extends the FNV-style hash x of episode k's history before
@@ -60,25 +67,44 @@ func freeParams(c *coded, S int, compact bool) float64 {
 // logged steps (freeParams; with thousands of actions and a few steps per
 // action even two states cannot be estimated). MaxRankCause says why.
 func capRank(c *coded, o *Options, compact func(S int) bool) error {
-	S := o.Rank
-	if S == 0 {
-		S = o.MaxRank
-	}
+	S := o.largestRank()
 	d := distinctHistories(c, S)
 	if o.Rank != 0 {
-		if d < S {
-			o.MaxRankCause = fmt.Sprintf("rank %d was asked, but the logs hold at most %d distinct histories at any step, so no more than %d latent states can be told apart: rank %d was fitted", o.Rank, d, d, max(d, 1))
-			o.Rank = max(d, 1)
-		}
+		o.capAskedRank(d)
 		return nil
 	}
+	capParams(c, o, o.capMaxRank(S, d), compact)
+	return nil
+}
+
+// largestRank is the rank asked or, when the rank search chooses it, the
+// search's largest rank.
+func (o *Options) largestRank() int {
+	if o.Rank == 0 {
+		return o.MaxRank
+	}
+	return o.Rank
+}
+
+// capAskedRank lowers the rank asked to the d distinct histories (at
+// least 1) when it is above them, and says why.
+func (o *Options) capAskedRank(d int) {
+	if d < o.Rank {
+		o.MaxRankCause = fmt.Sprintf("rank %d was asked, but the logs hold at most %d distinct histories at any step, so no more than %d latent states can be told apart: rank %d was fitted", o.Rank, d, d, max(d, 1))
+		o.Rank = max(d, 1)
+	}
+}
+
+// capMaxRank lowers the rank search's largest rank S to the d distinct
+// histories (at least 1) when it is above them, saying why, and returns
+// the largest rank left.
+func (o *Options) capMaxRank(S, d int) int {
 	if d < S {
 		S = max(d, 1)
 		o.MaxRank = S
 		o.MaxRankCause = fmt.Sprintf("the logs hold at most %d distinct histories at any step", d)
 	}
-	capParams(c, o, S, compact)
-	return nil
+	return S
 }
 
 // capParams lowers the automatic rank's MaxRank from S to the largest

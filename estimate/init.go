@@ -49,27 +49,50 @@ func (c *coded) sigDim() int {
 func (c *coded) signature(k, i int, idx []int32, val []float64) {
 	clear(idx)
 	clear(val)
+	w := &sigWriter{idx: idx, val: val}
+	c.obsSignature(w, k, i)
+	c.rewardSignature(w, k, i)
+}
+
+// sigWriter writes a sparse signature's entries in order.
+type sigWriter struct {
+	idx []int32
+	val []float64
+	n   int
+}
+
+// put writes the next entry: value v at coordinate j.
+func (w *sigWriter) put(j int, v float64) {
+	w.idx[w.n], w.val[w.n] = int32(j), v
+	w.n++
+}
+
+// obsSignature writes the weighted observations of steps i-1 to i+2 of
+// episode k (those inside the episode).
+func (c *coded) obsSignature(w *sigWriter, k, i int) {
 	H, O := c.H, c.O
-	n := 0
-	put := func(j int, v float64) {
-		idx[n], val[n] = int32(j), v
-		n++
-	}
 	for j, off := range [4]int{-1, 0, 1, 2} {
 		if i+off >= 0 && i+off < H {
-			put(j*O+int(c.obs[k*H+i+off]), sigWeights[j])
+			w.put(j*O+int(c.obs[k*H+i+off]), sigWeights[j])
 		}
 	}
+}
+
+// rewardSignature writes the weighted rewards of steps i-1 and i of
+// episode k: their categories, or their standardised values when
+// Gaussian (none when all rewards agree).
+func (c *coded) rewardSignature(w *sigWriter, k, i int) {
+	H, O := c.H, c.O
 	sd := math.Sqrt(c.rewVar)
 	for j, off := range [2]int{-1, 0} {
 		if i+off < 0 {
 			continue
 		}
-		w := sigWeights[4+j]
+		wt := sigWeights[4+j]
 		if c.kind == RewardCategorical {
-			put(4*O+j*len(c.values)+int(c.rv[k*H+i+off]), w)
+			w.put(4*O+j*len(c.values)+int(c.rv[k*H+i+off]), wt)
 		} else if sd > 0 {
-			put(4*O+j, w*(c.rew[k*H+i+off]-c.rewMean)/sd)
+			w.put(4*O+j, wt*(c.rew[k*H+i+off]-c.rewMean)/sd)
 		}
 	}
 }
@@ -166,19 +189,21 @@ func kmeansPP(X *sparseRows, n, S, D int, rng *rand.Rand) (cent, cc []float64) {
 // proportional to its squared distance dist to the nearest seed. It
 // draws a uniform point first, which it keeps when every distance is 0.
 func drawSeed(rng *rand.Rand, dist []float64) int {
-	tot := 0.0
-	for _, d := range dist {
-		tot += d
-	}
+	tot := sumOf(dist)
 	p := rng.IntN(len(dist))
 	if tot > 0 {
-		u := rng.Float64() * tot
-		for q, d := range dist {
-			u -= d
-			if u < 0 {
-				p = q
-				break
-			}
+		p = pickAt(dist, rng.Float64()*tot, p)
+	}
+	return p
+}
+
+// pickAt is the first index q at which u minus the running sum of dist
+// falls below 0, or p when it never does.
+func pickAt(dist []float64, u float64, p int) int {
+	for q, d := range dist {
+		u -= d
+		if u < 0 {
+			return q
 		}
 	}
 	return p
@@ -193,13 +218,19 @@ func informedStart(c *coded, proto *Model, S int, seed uint64) *Model {
 	X := signatures(c, eps)
 	cent, cc := kmeansPP(X, n, S, D, rng)
 	l := &lloyd{X: X, n: n, S: S, D: D, cent: cent, cc: cc, assign: make([]int, n), cnt: make([]float64, S), rng: rng}
+	l.run()
+	return fromAssignments(c, proto, S, eps, l.assign)
+}
+
+// run iterates Lloyd's algorithm, at most 30 times, until no point
+// changes its centroid.
+func (l *lloyd) run() {
 	for iter := 0; iter < 30; iter++ {
 		if !l.assignAll(iter == 0) {
 			break
 		}
 		l.updateCentroids()
 	}
-	return fromAssignments(c, proto, S, eps, l.assign)
 }
 
 // lloyd is the state of the Lloyd iterations of the informed start: the
@@ -390,11 +421,7 @@ func randomStart(c *coded, proto *Model, S int, seed uint64) *Model {
 	m.States = S
 	r := &randomStarter{rng: rand.New(rand.NewPCG(seed, 0x4a4d)), c: c, m: m}
 	r.marginals()
-	O := c.O
-	m.Init = make([]float64, S)
-	dirichlet1(r.rng, m.Init)
-	m.Obs1 = make([]float64, S*O)
-	r.mixRows(m.Obs1, S)
+	r.firstStep()
 	for t := 0; t < len(proto.Trans); t++ {
 		r.addTable()
 	}
@@ -450,10 +477,33 @@ func (r *randomStarter) mixRows(E []float64, rows int) {
 // addTable draws one step table's transitions, emissions and rewards and
 // appends them to m.
 func (r *randomStarter) addTable() {
+	T, E := r.drawTable()
+	r.m.Trans = append(r.m.Trans, T)
+	r.m.Emit = append(r.m.Emit, E)
+	if r.c.kind == RewardCategorical {
+		r.addCatRewards()
+	} else {
+		r.addGaussRewards()
+	}
+}
+
+// firstStep draws the start's first step: a flat-Dirichlet Init and
+// Obs1 rows mixed with the observation marginals.
+func (r *randomStarter) firstStep() {
+	m, S := r.m, r.m.States
+	m.Init = make([]float64, S)
+	dirichlet1(r.rng, m.Init)
+	m.Obs1 = make([]float64, S*r.c.O)
+	r.mixRows(m.Obs1, S)
+}
+
+// drawTable draws a step table's transitions T (flat-Dirichlet rows)
+// and emissions E (rows mixed with the observation marginals).
+func (r *randomStarter) drawTable() (T, E []float64) {
 	c, m := r.c, r.m
 	S, O, A := m.States, c.O, c.A
-	T := make([]float64, A*S*S)
-	E := make([]float64, m.EmitRows()*O)
+	T = make([]float64, A*S*S)
+	E = make([]float64, m.EmitRows()*O)
 	for row := 0; row < A*S; row++ {
 		dirichlet1(r.rng, T[row*S:(row+1)*S])
 		if !m.Compact {
@@ -463,13 +513,7 @@ func (r *randomStarter) addTable() {
 	if m.Compact {
 		r.mixRows(E, S)
 	}
-	m.Trans = append(m.Trans, T)
-	m.Emit = append(m.Emit, E)
-	if c.kind == RewardCategorical {
-		r.addCatRewards()
-	} else {
-		r.addGaussRewards()
-	}
+	return T, E
 }
 
 // addCatRewards appends a table of reward probabilities, each cell mixed

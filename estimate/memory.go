@@ -43,28 +43,52 @@ func chooseForm(form string, c *coded, S, nt int) bool {
 // SQUAREM points), two kernels and one statistics accumulator per worker
 // plus the total.
 func memoryNeed(c *coded, S, nt int, compact bool, o *Options) float64 {
-	O, A, H := float64(c.O), float64(c.A), float64(c.H)
 	s, t := float64(S), float64(nt)
-	v := float64(max(len(c.values), 1))
-	if c.kind == RewardGaussian {
-		v = 2
-	}
 	var model, kernel, stats float64
 	if compact {
-		model = s + s*O + t*(A*s*s+s*O+s*A*s*v)
-		kernel = t * A * v * s * s
-		stats = float64(blockEpisodes)*H*s + t*(s*O+s*A*s*v) + O*s
+		model, kernel, stats = c.compactNeed(s, t)
 	} else {
-		model = s + s*O + t*(A*s*s+A*s*O+s*A*s*O*v)
-		kernel = t * A * O * v * s * s
-		if c.kind == RewardGaussian {
-			kernel = t * (A*O*s*s + 3*s*A*s*O)
-		}
-		stats = t*(A*O*v*s*s+A*v*s) + O*s
+		model, kernel, stats = c.fullNeed(s, t)
 	}
 	conc := float64(max(1, min(o.Restarts, o.Workers)))
 	per := float64(max(1, o.Workers/max(1, min(o.Restarts, o.Workers))))
 	return 8 * conc * (6*model + 2*kernel + (per+1)*stats)
+}
+
+// rewardWidth is the number of reward parameters of a cell: the reward
+// values when categorical (at least 1), the mean and variance when
+// Gaussian.
+func (c *coded) rewardWidth() float64 {
+	v := float64(max(len(c.values), 1))
+	if c.kind == RewardGaussian {
+		v = 2
+	}
+	return v
+}
+
+// compactNeed is the float64s of the Compact form's model, E-step kernel
+// and statistics, of s states and t step tables.
+func (c *coded) compactNeed(s, t float64) (model, kernel, stats float64) {
+	O, A, H := float64(c.O), float64(c.A), float64(c.H)
+	v := c.rewardWidth()
+	model = s + s*O + t*(A*s*s+s*O+s*A*s*v)
+	kernel = t * A * v * s * s
+	stats = float64(blockEpisodes)*H*s + t*(s*O+s*A*s*v) + O*s
+	return model, kernel, stats
+}
+
+// fullNeed is the float64s of the full form's model, E-step kernel and
+// statistics, of s states and t step tables.
+func (c *coded) fullNeed(s, t float64) (model, kernel, stats float64) {
+	O, A := float64(c.O), float64(c.A)
+	v := c.rewardWidth()
+	model = s + s*O + t*(A*s*s+A*s*O+s*A*s*O*v)
+	kernel = t * A * O * v * s * s
+	if c.kind == RewardGaussian {
+		kernel = t * (A*O*s*s + 3*s*A*s*O)
+	}
+	stats = t*(A*O*v*s*s+A*v*s) + O*s
+	return model, kernel, stats
 }
 
 // checkMemory returns ErrTooLarge when fitting rank S needs more than
@@ -77,10 +101,7 @@ func checkMemory(c *coded, S, nt int, compact bool, o *Options) error {
 	if need <= float64(o.MemoryLimit) {
 		return nil
 	}
-	form := FormFull
-	if compact {
-		form = FormCompact
-	}
+	form := formName(compact)
 	what := fmt.Sprintf("%d observations, %d actions and rank %d need about %.1f GiB in the %s model form, above the memory limit of %s",
 		c.O, c.A, S, need/(1<<30), form, gib(o.MemoryLimit))
 	if tooLargeWithOneObs(c, S, nt, compact, o) {
@@ -104,20 +125,43 @@ func tooLargeWithOneObs(c *coded, S, nt int, compact bool, o *Options) bool {
 // the smaller of the machine's MemTotal and the cgroup limit; 0 (no
 // check) when neither can be read.
 func DefaultMemoryLimit() int64 {
-	lim := cgroupMemoryLimit()
-	if f, err := os.Open("/proc/meminfo"); err == nil {
-		defer f.Close()
-		sc := bufio.NewScanner(f)
-		for sc.Scan() {
-			fs := strings.Fields(sc.Text())
-			if len(fs) >= 2 && fs[0] == "MemTotal:" {
-				if kb, err := strconv.ParseInt(fs[1], 10, 64); err == nil && (lim == 0 || kb*1024 < lim) {
-					lim = kb * 1024
-				}
-			}
+	return meminfoLimit(cgroupMemoryLimit()) / 4 * 3
+}
+
+// meminfoLimit lowers the limit lim (0: none) to /proc/meminfo's
+// MemTotal; lim is unchanged when the file cannot be read.
+func meminfoLimit(lim int64) int64 {
+	f, err := os.Open("/proc/meminfo")
+	if err != nil {
+		return lim
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		lim = memTotalLimit(sc.Text(), lim)
+	}
+	return lim
+}
+
+// memTotalLimit lowers lim (0: none) to the bytes of a MemTotal line of
+// /proc/meminfo; lim is unchanged for any other line.
+func memTotalLimit(line string, lim int64) int64 {
+	fs := strings.Fields(line)
+	if len(fs) >= 2 && fs[0] == "MemTotal:" {
+		if kb, err := strconv.ParseInt(fs[1], 10, 64); err == nil && (lim == 0 || kb*1024 < lim) {
+			lim = kb * 1024
 		}
 	}
-	return lim / 4 * 3
+	return lim
+}
+
+// formName is the name of the Compact form when compact, of the full
+// form otherwise.
+func formName(compact bool) string {
+	if compact {
+		return FormCompact
+	}
+	return FormFull
 }
 
 // cgroupMemoryLimit is the cgroup's memory.max, 0 when it cannot be read

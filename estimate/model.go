@@ -155,42 +155,50 @@ func (m *Model) ExpectedRewardOf(t, s, a, s2, o int) float64 {
 // Prepare derives the cached expected rewards; call it after changing any
 // parameter. Fit returns prepared models.
 func (m *Model) Prepare() {
-	S, A := m.States, m.NumActions
 	nt := len(m.Trans)
 	m.basisCache = &basisCache{}
 	m.expReward = make([][]float64, nt)
 	for t := 0; t < nt; t++ {
-		er := make([]float64, A*S)
-		for a := 0; a < A; a++ {
-			for s := 0; s < S; s++ {
-				er[a*S+s] = m.stepExpectedReward(t, s, a)
-			}
-		}
-		m.expReward[t] = er
+		m.expReward[t] = m.tableExpectedRewards(t)
 	}
+}
+
+// tableExpectedRewards is E[r | s, a] at step table t for every action a
+// and state s, indexed a*S+s.
+func (m *Model) tableExpectedRewards(t int) []float64 {
+	S, A := m.States, m.NumActions
+	er := make([]float64, A*S)
+	for a := 0; a < A; a++ {
+		for s := 0; s < S; s++ {
+			er[a*S+s] = m.stepExpectedReward(t, s, a)
+		}
+	}
+	return er
 }
 
 // stepExpectedReward is E[r | s, a] at step table t: the expected reward
 // over s_{h+1} and o_{h+1}.
 func (m *Model) stepExpectedReward(t, s, a int) float64 {
-	S, O := m.States, m.NumObs
-	E := m.EmitOf(t, a)
+	S := m.States
 	e := 0.0
 	for s2 := 0; s2 < S; s2++ {
-		ps2 := m.Trans[t][(a*S+s)*S+s2]
-		if ps2 == 0 {
-			continue
+		if ps2 := m.Trans[t][(a*S+s)*S+s2]; ps2 != 0 {
+			e = m.addNextReward(e, t, s, a, s2, ps2)
 		}
-		if m.Compact {
-			// The reward does not depend on o_{h+1}.
-			e += ps2 * m.ExpectedRewardOf(t, s, a, s2, 0)
-			continue
-		}
-		for o := 0; o < O; o++ {
-			po := E[s2*O+o]
-			if po == 0 {
-				continue
-			}
+	}
+	return e
+}
+
+// addNextReward adds to the running sum e the reward expected after the
+// move to s2 (of probability ps2), over o_{h+1}, and returns the sum.
+func (m *Model) addNextReward(e float64, t, s, a, s2 int, ps2 float64) float64 {
+	if m.Compact {
+		// The reward does not depend on o_{h+1}.
+		return e + ps2*m.ExpectedRewardOf(t, s, a, s2, 0)
+	}
+	O := m.NumObs
+	for o, po := range m.EmitOf(t, a)[s2*O : (s2+1)*O] {
+		if po != 0 {
 			e += ps2 * po * m.ExpectedRewardOf(t, s, a, s2, o)
 		}
 	}
@@ -200,23 +208,50 @@ func (m *Model) stepExpectedReward(t, s, a int) float64 {
 // Validate checks shapes and that every distribution sums to 1 within
 // tol.
 func (m *Model) Validate(tol float64) error {
+	nt, err := m.checkSizes()
+	if err != nil {
+		return err
+	}
+	if err := m.validateFirst(tol); err != nil {
+		return err
+	}
+	return m.validateTables(nt, tol)
+}
+
+// checkSizes checks the sizes S, A, O and H and the number of step
+// tables, and returns that number nt (1 when stationary, H otherwise).
+func (m *Model) checkSizes() (nt int, err error) {
 	S, A, O, H := m.States, m.NumActions, m.NumObs, m.Horizon
 	if S <= 0 || A <= 0 || O <= 0 || H <= 0 {
-		return fmt.Errorf("%w: sizes S=%d A=%d O=%d H=%d", ErrModel, S, A, O, H)
+		return 0, fmt.Errorf("%w: sizes S=%d A=%d O=%d H=%d", ErrModel, S, A, O, H)
 	}
-	nt := H
-	if m.Stationary {
-		nt = 1
-	}
+	nt = m.numTables()
 	if len(m.Trans) != nt || len(m.Emit) != nt {
-		return fmt.Errorf("%w: %d transition and %d emission tables, want %d", ErrModel, len(m.Trans), len(m.Emit), nt)
+		return 0, fmt.Errorf("%w: %d transition and %d emission tables, want %d", ErrModel, len(m.Trans), len(m.Emit), nt)
 	}
-	if err := checkDist("Init", m.Init, 1, S, tol); err != nil {
+	return nt, nil
+}
+
+// numTables is the number of step tables: 1 when stationary, H
+// otherwise.
+func (m *Model) numTables() int {
+	if m.Stationary {
+		return 1
+	}
+	return m.Horizon
+}
+
+// validateFirst checks the distributions of the first step: s_1 (Init)
+// and o_1 given s_1 (Obs1).
+func (m *Model) validateFirst(tol float64) error {
+	if err := checkDist("Init", m.Init, 1, m.States, tol); err != nil {
 		return err
 	}
-	if err := checkDist("Obs1", m.Obs1, S, O, tol); err != nil {
-		return err
-	}
+	return checkDist("Obs1", m.Obs1, m.States, m.NumObs, tol)
+}
+
+// validateTables checks the nt step tables in order.
+func (m *Model) validateTables(nt int, tol float64) error {
 	for t := 0; t < nt; t++ {
 		if err := m.validateTable(t, nt, tol); err != nil {
 			return err
@@ -232,16 +267,25 @@ func checkDist(name string, p []float64, n, width int, tol float64) error {
 		return fmt.Errorf("%w: %s has %d entries, want %d", ErrModel, name, len(p), n*width)
 	}
 	for r := 0; r < n; r++ {
-		sum := 0.0
-		for _, x := range p[r*width : (r+1)*width] {
-			if x < 0 || math.IsNaN(x) {
-				return fmt.Errorf("%w: %s row %d has entry %v", ErrModel, name, r, x)
-			}
-			sum += x
+		if err := checkRow(name, r, p[r*width:(r+1)*width], tol); err != nil {
+			return err
 		}
-		if math.Abs(sum-1) > tol {
-			return fmt.Errorf("%w: %s row %d sums to %v", ErrModel, name, r, sum)
+	}
+	return nil
+}
+
+// checkRow checks that row r of p (named name) is non-negative and sums
+// to 1 within tol.
+func checkRow(name string, r int, row []float64, tol float64) error {
+	sum := 0.0
+	for _, x := range row {
+		if x < 0 || math.IsNaN(x) {
+			return fmt.Errorf("%w: %s row %d has entry %v", ErrModel, name, r, x)
 		}
+		sum += x
+	}
+	if math.Abs(sum-1) > tol {
+		return fmt.Errorf("%w: %s row %d sums to %v", ErrModel, name, r, sum)
 	}
 	return nil
 }
@@ -249,13 +293,21 @@ func checkDist(name string, p []float64, n, width int, tol float64) error {
 // validateTable checks step table t (of nt): its transitions, emissions
 // and rewards.
 func (m *Model) validateTable(t, nt int, tol float64) error {
-	S, A, O, n := m.States, m.NumActions, m.NumObs, m.RewardCells()
+	S, A, O := m.States, m.NumActions, m.NumObs
 	if err := checkDist(fmt.Sprintf("Trans[%d]", t), m.Trans[t], A*S, S, tol); err != nil {
 		return err
 	}
 	if err := checkDist(fmt.Sprintf("Emit[%d]", t), m.Emit[t], m.EmitRows(), O, tol); err != nil {
 		return err
 	}
+	return m.validateRewards(t, nt, tol)
+}
+
+// validateRewards checks the reward tables of step table t (of nt):
+// categorical rows summing to 1, or Gaussian means and variances of the
+// right shape.
+func (m *Model) validateRewards(t, nt int, tol float64) error {
+	n := m.RewardCells()
 	switch m.Reward {
 	case RewardCategorical:
 		if len(m.RewardProb) != nt {

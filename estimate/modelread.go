@@ -41,29 +41,42 @@ type modelCols struct {
 
 func readModelCols(t arrowio.Table) (modelCols, error) {
 	var c modelCols
-	for _, x := range []struct {
-		name string
-		s    *[]string
-		i    *[]int32
-		f    *[]float64
-	}{{"param", &c.param, nil, nil}, {"action", &c.act, nil, nil}, {"observation", &c.obs, nil, nil},
+	for _, x := range []modelCol{{"param", &c.param, nil, nil}, {"action", &c.act, nil, nil}, {"observation", &c.obs, nil, nil},
 		{"step", nil, &c.step, nil}, {"state", nil, &c.state, nil}, {"next_state", nil, &c.next, nil},
 		{"reward", nil, nil, &c.reward}, {"value", nil, nil, &c.value}} {
-		col, ok := t.Column(x.name)
-		switch {
-		case !ok:
-			return c, fmt.Errorf("%w: model table has no column %q", ErrModel, x.name)
-		case x.s != nil && col.String != nil:
-			*x.s = col.String
-		case x.i != nil && col.Int32 != nil:
-			*x.i = col.Int32
-		case x.f != nil && col.Float64 != nil:
-			*x.f = col.Float64
-		case t.Rows() > 0:
-			return c, fmt.Errorf("%w: model table column %q has the wrong type", ErrModel, x.name)
+		if err := x.read(t); err != nil {
+			return c, err
 		}
 	}
 	return c, nil
+}
+
+// modelCol is a column of model.arrow: its name and where to store it,
+// as strings (s), int32s (i) or float64s (f).
+type modelCol struct {
+	name string
+	s    *[]string
+	i    *[]int32
+	f    *[]float64
+}
+
+// read stores t's column of x's name, which must exist and, when t has
+// rows, have x's type.
+func (x modelCol) read(t arrowio.Table) error {
+	col, ok := t.Column(x.name)
+	switch {
+	case !ok:
+		return fmt.Errorf("%w: model table has no column %q", ErrModel, x.name)
+	case x.s != nil && col.String != nil:
+		*x.s = col.String
+	case x.i != nil && col.Int32 != nil:
+		*x.i = col.Int32
+	case x.f != nil && col.Float64 != nil:
+		*x.f = col.Float64
+	case t.Rows() > 0:
+		return fmt.Errorf("%w: model table column %q has the wrong type", ErrModel, x.name)
+	}
+	return nil
 }
 
 func metaInt(meta map[string]string, key string) (int, error) {
@@ -85,19 +98,8 @@ func modelFromTable(t arrowio.Table) (*Model, error) {
 	if err != nil {
 		return nil, err
 	}
-	obsIdx, actIdx := scanVocab(m, c)
-	if m.NumObs == 0 || m.NumActions == 0 {
-		return nil, fmt.Errorf("%w: no obs1 or trans rows", ErrModel)
-	}
-	nt := m.Horizon
-	if m.Stationary {
-		nt = 1
-	}
-	allocParams(m, nt)
-	for i, p := range c.param {
-		if err := setParam(m, p, c, i, obsIdx, actIdx, nt); err != nil {
-			return nil, err
-		}
+	if err := m.setParams(c); err != nil {
+		return nil, err
 	}
 	if err := m.Validate(1e-6); err != nil {
 		return nil, err
@@ -106,36 +108,71 @@ func modelFromTable(t arrowio.Table) (*Model, error) {
 	return m, nil
 }
 
+// setParams reads the vocabularies and the reward support from c's rows
+// (scanVocab), allocates m's parameters and stores the rows into them.
+func (m *Model) setParams(c modelCols) error {
+	obsIdx, actIdx := scanVocab(m, c)
+	if m.NumObs == 0 || m.NumActions == 0 {
+		return fmt.Errorf("%w: no obs1 or trans rows", ErrModel)
+	}
+	nt := m.numTables()
+	allocParams(m, nt)
+	for i, p := range c.param {
+		if err := setParam(m, p, c, i, obsIdx, actIdx, nt); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // scanVocab sets m's vocabularies from the rows of c (observations in
 // the order of the obs1 rows, actions in that of the trans rows), its
 // sizes, and its reward kind with the sorted categorical support; it
 // returns the observations' and actions' codes.
 func scanVocab(m *Model, c modelCols) (obsIdx, actIdx map[string]int) {
-	obsIdx, actIdx, rewIdx := map[string]int{}, map[string]int{}, map[float64]bool{}
-	gauss := false
+	v := vocabScan{obsIdx: map[string]int{}, actIdx: map[string]int{}, rewIdx: map[float64]bool{}}
 	for i, p := range c.param {
-		switch p {
-		case "obs1":
-			m.ObsVocab = addWord(obsIdx, m.ObsVocab, c.obs[i])
-		case "trans":
-			m.ActVocab = addWord(actIdx, m.ActVocab, c.act[i])
-		case "reward_prob":
-			rewIdx[c.reward[i]] = true
-		case "reward_mean", "reward_var":
-			gauss = true
-		}
+		v.row(m, c, i, p)
 	}
 	m.NumObs, m.NumActions = len(m.ObsVocab), len(m.ActVocab)
-	if gauss {
-		m.Reward = RewardGaussian
-	} else {
-		m.Reward = RewardCategorical
-		for r := range rewIdx {
-			m.RewardValues = append(m.RewardValues, r)
-		}
-		sort.Float64s(m.RewardValues)
+	v.setReward(m)
+	return v.obsIdx, v.actIdx
+}
+
+// vocabScan is scanVocab's state: the observation and action codes, the
+// categorical reward values seen and whether a Gaussian row was seen.
+type vocabScan struct {
+	obsIdx, actIdx map[string]int
+	rewIdx         map[float64]bool
+	gauss          bool
+}
+
+// row reads the vocabulary word or reward value of row i, of param p.
+func (v *vocabScan) row(m *Model, c modelCols, i int, p string) {
+	switch p {
+	case "obs1":
+		m.ObsVocab = addWord(v.obsIdx, m.ObsVocab, c.obs[i])
+	case "trans":
+		m.ActVocab = addWord(v.actIdx, m.ActVocab, c.act[i])
+	case "reward_prob":
+		v.rewIdx[c.reward[i]] = true
+	case "reward_mean", "reward_var":
+		v.gauss = true
 	}
-	return obsIdx, actIdx
+}
+
+// setReward sets m's reward kind and, when categorical, its sorted
+// reward values.
+func (v *vocabScan) setReward(m *Model) {
+	if v.gauss {
+		m.Reward = RewardGaussian
+		return
+	}
+	m.Reward = RewardCategorical
+	for r := range v.rewIdx {
+		m.RewardValues = append(m.RewardValues, r)
+	}
+	sort.Float64s(m.RewardValues)
 }
 
 // addWord appends w to vocab, and gives it the next code in idx, when it
@@ -196,33 +233,48 @@ func modelFromMeta(meta map[string]string) (*Model, error) {
 
 // setParam stores row i of model.arrow into m.
 func setParam(m *Model, p string, c modelCols, i int, obsIdx, actIdx map[string]int, nt int) error {
-	r := paramRow{S: m.States, s: int(c.state[i]), s2: int(c.next[i]), v: c.value[i]}
-	r.o, r.okO = obsIdx[c.obs[i]]
-	r.a, r.okA = actIdx[c.act[i]]
-	if !m.Stationary {
-		r.t = int(c.step[i]) - 1
-	}
-	needT := p == "trans" || p == "emit" || p == "reward_prob" || p == "reward_mean" || p == "reward_var"
-	var fits bool
-	switch {
-	case needT && (r.t < 0 || r.t >= nt): // no such step table
-	case p == "init":
-		fits = r.setInit(m)
-	case p == "obs1":
-		fits = r.setObs1(m)
-	case p == "trans":
-		fits = r.setTrans(m)
-	case p == "emit":
-		fits = r.setEmit(m, c.act[i])
-	case p == "reward_prob" || p == "reward_mean" || p == "reward_var":
-		fits = r.setReward(m, p, c.obs[i], c.reward[i])
-	default:
+	r := newParamRow(m, c, i, obsIdx, actIdx)
+	fits, known := r.set(m, p, c, i, nt)
+	if !known {
 		return fmt.Errorf("%w: row %d has unknown param %q", ErrModel, i, p)
 	}
 	if !fits {
 		return fmt.Errorf("%w: row %d (%s) does not fit %d states, %d observations, %d actions, %d tables", ErrModel, i, p, m.States, m.NumObs, m.NumActions, nt)
 	}
 	return nil
+}
+
+// newParamRow decodes row i of c against m's vocabularies (obsIdx,
+// actIdx) and dynamics.
+func newParamRow(m *Model, c modelCols, i int, obsIdx, actIdx map[string]int) paramRow {
+	r := paramRow{S: m.States, s: int(c.state[i]), s2: int(c.next[i]), v: c.value[i]}
+	r.o, r.okO = obsIdx[c.obs[i]]
+	r.a, r.okA = actIdx[c.act[i]]
+	if !m.Stationary {
+		r.t = int(c.step[i]) - 1
+	}
+	return r
+}
+
+// set stores row i, of param p, into m (of nt step tables): known is
+// false for an unknown param, fits false when the row does not fit m.
+func (r *paramRow) set(m *Model, p string, c modelCols, i, nt int) (fits, known bool) {
+	needT := p == "trans" || p == "emit" || p == "reward_prob" || p == "reward_mean" || p == "reward_var"
+	switch {
+	case needT && (r.t < 0 || r.t >= nt): // no such step table
+		return false, true
+	case p == "init":
+		return r.setInit(m), true
+	case p == "obs1":
+		return r.setObs1(m), true
+	case p == "trans":
+		return r.setTrans(m), true
+	case p == "emit":
+		return r.setEmit(m, c.act[i]), true
+	case p == "reward_prob" || p == "reward_mean" || p == "reward_var":
+		return r.setReward(m, p, c.obs[i], c.reward[i]), true
+	}
+	return false, false
 }
 
 // paramRow is a row of model.arrow decoded against the model: states s
@@ -286,6 +338,13 @@ func (r *paramRow) setReward(m *Model, p, obs string, rew float64) bool {
 	if !r.inS(r.s) || !r.inS(r.s2) || !r.okA || !r.okO {
 		return false
 	}
+	r.storeReward(m, p, rew)
+	return true
+}
+
+// storeReward stores v into the reward table of param p at r's cell:
+// reward_prob (of reward value rew), reward_mean or reward_var.
+func (r *paramRow) storeReward(m *Model, p string, rew float64) {
 	ri := m.RewardIndex(r.s, r.a, r.s2, r.o)
 	switch p {
 	case "reward_prob":
@@ -296,5 +355,4 @@ func (r *paramRow) setReward(m *Model, p, obs string, rew float64) bool {
 	default:
 		m.RewardVar[r.t][ri] = r.v
 	}
-	return true
 }

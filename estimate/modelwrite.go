@@ -200,17 +200,24 @@ func (w paramWriter) symbol(vocab []string, i, n int) string {
 // emit adds the emit rows of step table t (step h): one row set per
 // action, or one with action "" in the compact form.
 func (w paramWriter) emit(t, h int) {
-	m, nan := w.m, math.NaN()
-	S, O, acts := m.States, m.NumObs, m.NumActions
-	if m.Compact {
+	acts := w.m.NumActions
+	if w.m.Compact {
 		acts = 1
 	}
 	for a := 0; a < acts; a++ {
-		E := m.EmitOf(t, a)
-		for s2 := 0; s2 < S; s2++ {
-			for o := 0; o < O; o++ {
-				w.add("emit", h, -1, w.symbol(m.ActVocab, a, acts), s2, m.ObsVocab[o], nan, E[s2*O+o])
-			}
+		w.emitAction(t, h, a, acts)
+	}
+}
+
+// emitAction writes the emission rows of step table t for action a, of
+// the acts actions that have rows of their own.
+func (w paramWriter) emitAction(t, h, a, acts int) {
+	m, nan := w.m, math.NaN()
+	S, O := m.States, m.NumObs
+	E := m.EmitOf(t, a)
+	for s2 := 0; s2 < S; s2++ {
+		for o := 0; o < O; o++ {
+			w.add("emit", h, -1, w.symbol(m.ActVocab, a, acts), s2, m.ObsVocab[o], nan, E[s2*O+o])
 		}
 	}
 }
@@ -225,11 +232,18 @@ func (w paramWriter) rewards(t, h int) {
 	}
 	for s := 0; s < S; s++ {
 		for a := 0; a < A; a++ {
-			for s2 := 0; s2 < S; s2++ {
-				for o := 0; o < obsR; o++ {
-					w.reward(t, h, s, a, s2, o, w.symbol(m.ObsVocab, o, obsR))
-				}
-			}
+			w.rewardsFrom(t, h, s, a, obsR)
+		}
+	}
+}
+
+// rewardsFrom writes the reward rows of step table t from state s under
+// action a, for every next state and each of the obsR observations the
+// rewards depend on.
+func (w paramWriter) rewardsFrom(t, h, s, a, obsR int) {
+	for s2 := 0; s2 < w.m.States; s2++ {
+		for o := 0; o < obsR; o++ {
+			w.reward(t, h, s, a, s2, o, w.symbol(w.m.ObsVocab, o, obsR))
 		}
 	}
 }

@@ -188,7 +188,7 @@ func (o Options) Check() error {
 }
 
 func (o Options) withDefaults() (Options, error) {
-	for _, f := range []func(*Options) error{(*Options).searchDefaults, (*Options).emDefaults, (*Options).boundDefaults} {
+	for _, f := range defaultGroups {
 		if err := f(&o); err != nil {
 			return o, err
 		}
@@ -196,37 +196,50 @@ func (o Options) withDefaults() (Options, error) {
 	return o, nil
 }
 
-// searchDefaults: the rank, the rank search's and the model form's
-// options.
-func (o *Options) searchDefaults() error {
-	if err := o.rankDefaults(); err != nil {
-		return err
-	}
-	return o.formDefaults()
+// defaultGroups fills in and checks the options group by group, in the
+// order their errors are reported: the rank search's, the model form's,
+// EM's, the features' and Θ_min's, and the run's own.
+var defaultGroups = []func(*Options) error{
+	(*Options).rankDefaults, (*Options).maxRankDefaults, (*Options).budgetDefaults, (*Options).heldOutDefaults,
+	(*Options).dynamicsDefaults, (*Options).formDefaults,
+	(*Options).restartDefaults, (*Options).maxIterDefaults,
+	(*Options).tolDefaults, (*Options).smoothingDefaults,
+	(*Options).testLengthDefaults, (*Options).deltaDefaults,
+	(*Options).logPMinDefaults, (*Options).runDefaults,
 }
 
-// rankDefaults: the rank's and the rank search's options.
+// rankDefaults: the rank, chosen by the rank search when 0.
 func (o *Options) rankDefaults() error {
 	if o.Rank < 0 {
 		return errorf(ErrOptions, "rank %d is negative", o.Rank)
 	}
+	return nil
+}
+
+// maxRankDefaults: the rank search's largest rank.
+func (o *Options) maxRankDefaults() error {
 	if o.MaxRank == 0 {
 		o.MaxRank = DefaultMaxRank
 	}
 	if o.MaxRank < 0 {
 		return errorf(ErrOptions, "max rank %d is negative", o.MaxRank)
 	}
-	return o.heldOutDefaults()
+	return nil
 }
 
-// heldOutDefaults: the rank search's work budget and held-out fraction.
-func (o *Options) heldOutDefaults() error {
+// budgetDefaults: the rank search's work budget.
+func (o *Options) budgetDefaults() error {
 	if o.RankBudget == 0 {
 		o.RankBudget = DefaultRankBudget
 	}
 	if !(o.RankBudget > 0) || math.IsInf(o.RankBudget, 0) {
 		return errorf(ErrOptions, "rank search budget %v is not a positive number", o.RankBudget)
 	}
+	return nil
+}
+
+// heldOutDefaults: the rank search's held-out fraction.
+func (o *Options) heldOutDefaults() error {
 	if o.HeldOut == 0 {
 		o.HeldOut = DefaultHeldOut
 	}
@@ -236,8 +249,8 @@ func (o *Options) heldOutDefaults() error {
 	return nil
 }
 
-// formDefaults: the dynamics' and the model form's options.
-func (o *Options) formDefaults() error {
+// dynamicsDefaults: the dynamics, stationary unless set.
+func (o *Options) dynamicsDefaults() error {
 	switch o.Dynamics {
 	case "":
 		o.Dynamics = DynamicsStationary
@@ -245,6 +258,11 @@ func (o *Options) formDefaults() error {
 	default:
 		return errorf(ErrOptions, "dynamics %q is not %q or %q", o.Dynamics, DynamicsStationary, DynamicsPerStep)
 	}
+	return nil
+}
+
+// formDefaults: the model form, chosen automatically unless set.
+func (o *Options) formDefaults() error {
 	switch o.Form {
 	case "":
 		o.Form = FormAuto
@@ -255,34 +273,41 @@ func (o *Options) formDefaults() error {
 	return nil
 }
 
-// emDefaults: the EM starts' options and the memory they may plan.
-func (o *Options) emDefaults() error {
-	if o.MemoryLimit == 0 {
-		o.MemoryLimit = DefaultMemoryLimit()
-	}
+// restartDefaults: the number of EM's starts.
+func (o *Options) restartDefaults() error {
 	if o.Restarts == 0 {
 		o.Restarts = DefaultRestarts
 	}
 	if o.Restarts < 0 {
 		return errorf(ErrOptions, "restarts %d is negative", o.Restarts)
 	}
+	return nil
+}
+
+// maxIterDefaults: the number of EM iterations of a start.
+func (o *Options) maxIterDefaults() error {
 	if o.MaxIter == 0 {
 		o.MaxIter = DefaultMaxIter
 	}
 	if o.MaxIter < 0 {
 		return errorf(ErrOptions, "max iterations %d is negative", o.MaxIter)
 	}
-	return o.convergenceDefaults()
+	return nil
 }
 
-// convergenceDefaults: EM's tolerance and smoothing.
-func (o *Options) convergenceDefaults() error {
+// tolDefaults: EM's convergence tolerance.
+func (o *Options) tolDefaults() error {
 	if o.Tol == 0 {
 		o.Tol = DefaultTol
 	}
 	if !(o.Tol > 0) {
 		return errorf(ErrOptions, "tolerance %v is not positive", o.Tol)
 	}
+	return nil
+}
+
+// smoothingDefaults: EM's smoothing, where a negative value means none.
+func (o *Options) smoothingDefaults() error {
 	if o.Smoothing == 0 {
 		o.Smoothing = DefaultSmoothing
 	}
@@ -295,30 +320,44 @@ func (o *Options) convergenceDefaults() error {
 	return nil
 }
 
-// boundDefaults: the features', Θ_min's and the run's own options.
-func (o *Options) boundDefaults() error {
+// testLengthDefaults: the features' test length.
+func (o *Options) testLengthDefaults() error {
 	if o.TestLength == 0 {
 		o.TestLength = 1
 	}
 	if o.TestLength < 0 {
 		return errorf(ErrOptions, "test length %d is negative", o.TestLength)
 	}
+	return nil
+}
+
+// deltaDefaults: the confidence level δ.
+func (o *Options) deltaDefaults() error {
 	if o.Delta == 0 {
 		o.Delta = DefaultDelta
 	}
 	if !(o.Delta > 0 && o.Delta < 1) {
 		return errorf(ErrOptions, "delta %v is not in (0,1)", o.Delta)
 	}
-	return o.runDefaults()
+	return nil
 }
 
-// runDefaults: Θ_min's ln p_min and the run's own options.
-func (o *Options) runDefaults() error {
+// logPMinDefaults: Θ_min's ln p_min.
+func (o *Options) logPMinDefaults() error {
 	if math.IsNaN(o.LogPMin) {
 		o.LogPMin = 0
 	}
 	if o.LogPMin > 0 || math.IsInf(o.LogPMin, 0) {
 		return errorf(ErrOptions, "ln p_min %v must be finite and negative", o.LogPMin)
+	}
+	return nil
+}
+
+// runDefaults: the run's own options, the memory EM's starts may plan,
+// the workers and the reporter.
+func (o *Options) runDefaults() error {
+	if o.MemoryLimit == 0 {
+		o.MemoryLimit = DefaultMemoryLimit()
 	}
 	o.Workers = parallel.Workers(o.Workers)
 	if o.Reporter == nil {

@@ -141,14 +141,8 @@ func beats(b, a *rankTry) bool {
 // pairedSE is the standard error of the total Σ d_i of the paired
 // differences d_i = x_i − y_i (0 for one pair).
 func pairedSE(x, y []float64) float64 {
-	n := len(y)
-	d := make([]float64, n)
-	mean := 0.0
-	for i := range d {
-		d[i] = x[i] - y[i]
-		mean += d[i]
-	}
-	mean /= float64(n)
+	d, mean := diffMean(x, y)
+	n := len(d)
 	v := 0.0
 	for _, di := range d {
 		v += (di - mean) * (di - mean)
@@ -159,6 +153,19 @@ func pairedSE(x, y []float64) float64 {
 		se = math.Sqrt(v/float64(n-1)) * math.Sqrt(float64(n))
 	}
 	return se
+}
+
+// diffMean is the differences x_i − y_i (over the length of y) and
+// their mean.
+func diffMean(x, y []float64) (d []float64, mean float64) {
+	n := len(y)
+	d = make([]float64, n)
+	for i := range d {
+		d[i] = x[i] - y[i]
+		mean += d[i]
+	}
+	mean /= float64(n)
+	return d, mean
 }
 
 // rankSearch chooses the rank (see the comment above). It appends the
@@ -244,25 +251,44 @@ type rankSearcher struct {
 // and held-out blocks. It returns nil when the sample cannot hold an
 // episode out, and the sample's size.
 func newRankSearcher(ctx context.Context, c *coded, proto *Model, o *Options, res *Result, report func(TraceRow)) (*rankSearcher, int) {
-	rng := rand.New(rand.NewPCG(o.Seed, 0x4e1d))
-	perm := rng.Perm(c.K)
-	if n := rankSampleSize(c, proto.Compact); c.K > n {
-		perm = perm[:n]
-	}
-	n := len(perm)
-	nHeld := int(math.Round(o.HeldOut * float64(n)))
-	if nHeld < 1 || n-nHeld < 1 {
+	held, train, n := heldOutSplit(c, proto.Compact, o)
+	if held == nil {
 		return nil, n
 	}
-	held := append([]int(nil), perm[:nHeld]...)
-	train := append([]int(nil), perm[nHeld:]...)
-	sort.Ints(held)
-	sort.Ints(train)
 	rs := &rankSearcher{ctx: ctx, tr: c.subset(train), proto: proto, o: o, so: *o, res: res, report: report, tried: map[int]*rankTry{}}
 	rs.blocks = heldOutBlocks(c, held)
 	rs.so.Restarts = min(o.Restarts, rankSearchRestarts)
 	rs.so.Tol = rankTol(o)
 	return rs, n
+}
+
+// heldOutSplit splits the rank search's episodes (searchSample) into the
+// held-out and the training ones, each sorted, and returns how many
+// there are, n; held is nil when either part would be empty.
+func heldOutSplit(c *coded, compact bool, o *Options) (held, train []int, n int) {
+	perm := searchSample(c, compact, o.Seed)
+	n = len(perm)
+	nHeld := int(math.Round(o.HeldOut * float64(n)))
+	if nHeld < 1 || n-nHeld < 1 {
+		return nil, nil, n
+	}
+	held = append([]int(nil), perm[:nHeld]...)
+	train = append([]int(nil), perm[nHeld:]...)
+	sort.Ints(held)
+	sort.Ints(train)
+	return held, train, n
+}
+
+// searchSample is the episodes of the rank search in a random order drawn
+// with seed: all of them, or the first rankSampleSize of the order when
+// there are more.
+func searchSample(c *coded, compact bool, seed uint64) []int {
+	rng := rand.New(rand.NewPCG(seed, 0x4e1d))
+	perm := rng.Perm(c.K)
+	if n := rankSampleSize(c, compact); c.K > n {
+		perm = perm[:n]
+	}
+	return perm
 }
 
 // heldOutBlocks deals the held-out episodes held round-robin into
@@ -291,16 +317,22 @@ func (rs *rankSearcher) fitAt(S int, from *rankTry) (*rankTry, error) {
 	if err != nil {
 		return nil, err
 	}
-	for _, r := range fits {
-		rs.res.Trace = append(rs.res.Trace, r.trace...)
-		rs.addWork(r, S)
-	}
+	rs.recordFits(fits, S)
 	t := &rankTry{S: S, model: fits[b].model, train: fits[b].ll}
 	if err := rs.score(t); err != nil {
 		return nil, err
 	}
 	rs.tried[S] = t
 	return t, nil
+}
+
+// recordFits appends the trace of every fit of rank S to the result's
+// and counts its work.
+func (rs *rankSearcher) recordFits(fits []emResult, S int) {
+	for _, r := range fits {
+		rs.res.Trace = append(rs.res.Trace, r.trace...)
+		rs.addWork(r, S)
+	}
 }
 
 // addWork counts the E-step work of the start r of rank S.
@@ -410,35 +442,53 @@ func (rs *rankSearcher) below(prev, lo *rankTry) error {
 // choose picks, in increasing rank, a larger rank over the current one
 // only when it beats it beyond the noise, and writes the rank table.
 func (rs *rankSearcher) choose() *rankTry {
-	ranks := make([]int, 0, len(rs.tried))
-	for S := range rs.tried {
-		ranks = append(ranks, S)
-	}
-	sort.Ints(ranks)
+	ranks := rs.triedRanks()
 	chosen := rs.tried[ranks[0]]
 	for _, S := range ranks[1:] {
 		if t := rs.tried[S]; beats(t, chosen) {
 			chosen = t
 		}
 	}
+	rs.tabulate(ranks, chosen)
+	return chosen
+}
+
+// triedRanks is the ranks tried, in increasing order.
+func (rs *rankSearcher) triedRanks() []int {
+	ranks := make([]int, 0, len(rs.tried))
+	for S := range rs.tried {
+		ranks = append(ranks, S)
+	}
+	sort.Ints(ranks)
+	return ranks
+}
+
+// tabulate appends a row of the rank table for every rank of ranks,
+// marking the chosen one.
+func (rs *rankSearcher) tabulate(ranks []int, chosen *rankTry) {
 	for _, S := range ranks {
 		t := rs.tried[S]
 		rs.res.RankTable = append(rs.res.RankTable, RankRow{Rank: S, TrainLogLik: t.train, HeldOutLogLik: t.held, Chosen: t == chosen})
 	}
-	return chosen
+}
+
+// allocSteps gives c empty step columns with room for its K episodes,
+// the reward codes too when codes.
+func (c *coded) allocSteps(codes bool) {
+	steps := c.K * c.H
+	c.obs = make([]uint16, 0, steps)
+	c.act = make([]uint16, 0, steps)
+	c.rew = make([]float64, 0, steps)
+	if codes {
+		c.rv = make([]uint8, 0, steps)
+	}
 }
 
 // subset returns the coded episodes idx of c (copies).
 func (c *coded) subset(idx []int) *coded {
 	n := *c
-	H := c.H
 	n.K = len(idx)
-	n.obs = make([]uint16, 0, len(idx)*H)
-	n.act = make([]uint16, 0, len(idx)*H)
-	n.rew = make([]float64, 0, len(idx)*H)
-	if c.rv != nil {
-		n.rv = make([]uint8, 0, len(idx)*H)
-	}
+	n.allocSteps(c.rv != nil)
 	if c.src != nil {
 		// The episodes' own dataset, for an external E-step runner.
 		n.src = c.src.Subset(idx)
@@ -473,16 +523,10 @@ func growModel(m *Model, S2 int, seed uint64) *Model {
 // growModelJitter is growModel with perturbation factors in
 // [1−jitter, 1+jitter].
 func growModelJitter(m *Model, S2 int, seed uint64, jitter float64) *Model {
-	S := m.States
-	if S2 <= S {
+	if S2 <= m.States {
 		return m
 	}
-	g := &grower{m: m, n: shapeLike(m), S: S, S2: S2, rng: rand.New(rand.NewPCG(seed, 0x96a3)), jitter: jitter,
-		copies: make([]float64, S)}
-	for j := 0; j < S2; j++ {
-		g.copies[g.par(j)]++
-	}
-	g.n.States = S2
+	g := newGrower(m, S2, seed, jitter)
 	g.firstStep()
 	for t := range m.Trans {
 		g.table(t)
@@ -490,6 +534,20 @@ func growModelJitter(m *Model, S2 int, seed uint64, jitter float64) *Model {
 	}
 	g.n.Prepare()
 	return g.n
+}
+
+// newGrower is the grower of m to S2 states: its new model of S2 states
+// (no parameters yet), its random draws from seed, and the number of
+// copies of every state of m.
+func newGrower(m *Model, S2 int, seed uint64, jitter float64) *grower {
+	S := m.States
+	g := &grower{m: m, n: shapeLike(m), S: S, S2: S2, rng: rand.New(rand.NewPCG(seed, 0x96a3)), jitter: jitter,
+		copies: make([]float64, S)}
+	for j := 0; j < S2; j++ {
+		g.copies[g.par(j)]++
+	}
+	g.n.States = S2
+	return g
 }
 
 // grower builds growModelJitter's model n of S2 states from m of S:
@@ -598,11 +656,8 @@ type RankChoice struct {
 // comment at the top of rank.go), so that a caller fitting several parts
 // of the same logs searches once. opts.Rank is ignored.
 func ChooseRank(ctx context.Context, d *ingest.Dataset, opts Options) (*RankChoice, error) {
-	o, err := opts.withDefaults()
+	o, err := dataOptions(d, opts)
 	if err != nil {
-		return nil, err
-	}
-	if err := checkDataset(d); err != nil {
 		return nil, err
 	}
 	o.Rank = 0 // ignored: the form is chosen for the search's largest rank

@@ -107,14 +107,8 @@ func splitPairs(S, S2 int) []int {
 // permuteStates returns m with its states relabelled: state j of the
 // result is state perm[j] of m.
 func permuteStates(m *Model, perm []int) *Model {
-	S, O := m.States, m.NumObs
 	n := shapeLike(m)
-	n.Init = make([]float64, S)
-	n.Obs1 = make([]float64, S*O)
-	for j, pj := range perm {
-		n.Init[j] = m.Init[pj]
-		copy(n.Obs1[j*O:(j+1)*O], m.Obs1[pj*O:(pj+1)*O])
-	}
+	permuteFirst(n, m, perm)
 	for t := range m.Trans {
 		T, E := permuteTable(m, t, perm)
 		n.Trans = append(n.Trans, T)
@@ -123,6 +117,18 @@ func permuteStates(m *Model, perm []int) *Model {
 	}
 	n.Prepare()
 	return n
+}
+
+// permuteFirst sets n's first-step distributions, Init and Obs1, to m's
+// with state j of n taken from state perm[j] of m.
+func permuteFirst(n, m *Model, perm []int) {
+	S, O := m.States, m.NumObs
+	n.Init = make([]float64, S)
+	n.Obs1 = make([]float64, S*O)
+	for j, pj := range perm {
+		n.Init[j] = m.Init[pj]
+		copy(n.Obs1[j*O:(j+1)*O], m.Obs1[pj*O:(pj+1)*O])
+	}
 }
 
 // permuteTable returns m's transitions and emissions of step table t
@@ -190,14 +196,7 @@ func pullCells(n, m *Model, from func(int) int, dst, src []float64, V int) {
 // flatPerm is σ on the extrapolation space of m: flatten(σm)[i] =
 // flatten(m)[perm[i]].
 func flatPerm(m *Model, pairs []int) []int {
-	idx, _ := unflatten(m, flatten(m, nil), math.Inf(-1))
-	n := 0
-	for _, b := range paramBlocks(idx) {
-		for i := range b.p {
-			b.p[i] = float64(n)
-			n++
-		}
-	}
+	idx, n := indexModel(m)
 	perm := make([]int, 0, n)
 	for _, b := range paramBlocks(permuteStates(idx, pairs)) {
 		for _, v := range b.p {
@@ -205,6 +204,19 @@ func flatPerm(m *Model, pairs []int) []int {
 		}
 	}
 	return perm
+}
+
+// indexModel is a model of m's shape whose every parameter holds its own
+// index in the flat vector, and the number n of parameters.
+func indexModel(m *Model) (idx *Model, n int) {
+	idx, _ = unflatten(m, flatten(m, nil), math.Inf(-1))
+	for _, b := range paramBlocks(idx) {
+		for i := range b.p {
+			b.p[i] = float64(n)
+			n++
+		}
+	}
+	return idx, n
 }
 
 // escape probes the point the run stopped on for an unstable direction

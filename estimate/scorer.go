@@ -24,19 +24,26 @@ const scoreBlock = 4096
 // of episodes (workers ≤ 0: GOMAXPROCS). Each episode's figures are
 // computed alone, so they do not depend on the blocks or workers.
 func ScoreEpisodes(ctx context.Context, m *Model, d *ingest.Dataset, workers int) (obs, reward []float64, err error) {
-	K, H := d.NumEpisodes(), d.Horizon
+	K := d.NumEpisodes()
 	obs, reward = make([]float64, K), make([]float64, K)
 	nb := (K + scoreBlock - 1) / scoreBlock
 	err = parallel.For(ctx, nb, workers, func(b int) error {
-		for k := b * scoreBlock; k < min((b+1)*scoreBlock, K); k++ {
-			o, a, r := d.Obs[k*H:(k+1)*H], d.Act[k*H:(k+1)*H], d.Reward[k*H:(k+1)*H]
-			obs[k] = m.ObsLogLik(o, a)
-			reward[k] = m.EpisodeLogLik(o, a, r) - obs[k]
-		}
+		scoreBlockOf(m, d, b, obs, reward)
 		return nil
 	})
 	if err != nil {
 		return nil, nil, err
 	}
 	return obs, reward, nil
+}
+
+// scoreBlockOf sets obs[k] and reward[k] of the episodes k of block b
+// (scoreBlock episodes): ln P(o|a) and ln P(o,r|a) − ln P(o|a).
+func scoreBlockOf(m *Model, d *ingest.Dataset, b int, obs, reward []float64) {
+	K, H := d.NumEpisodes(), d.Horizon
+	for k := b * scoreBlock; k < min((b+1)*scoreBlock, K); k++ {
+		o, a, r := d.Obs[k*H:(k+1)*H], d.Act[k*H:(k+1)*H], d.Reward[k*H:(k+1)*H]
+		obs[k] = m.ObsLogLik(o, a)
+		reward[k] = m.EpisodeLogLik(o, a, r) - obs[k]
+	}
 }

@@ -78,14 +78,8 @@ func prefixMargins(ctx context.Context, m *Model, d *ingest.Dataset, ps []prefix
 // history made of logged symbols. It has the shape of like.
 func FloorModel(d *ingest.Dataset, like *Model) *Model {
 	m := shapeLike(like)
-	S, O := like.States, like.NumObs
 	f := floorFreqs(d, like)
-	m.Init = make([]float64, S)
-	m.Obs1 = make([]float64, S*O)
-	for s := 0; s < S; s++ {
-		m.Init[s] = 1 / float64(S)
-		copy(m.Obs1[s*O:(s+1)*O], f.fo)
-	}
+	setFloorFirst(m, f.fo)
 	for range like.Trans {
 		f.addTable(m)
 	}
@@ -103,13 +97,40 @@ type floorMarginals struct {
 
 // floorFreqs computes the marginals of d for a model shaped like like.
 func floorFreqs(d *ingest.Dataset, like *Model) floorMarginals {
-	kind, values := like.Reward, like.RewardValues
 	var f floorMarginals
-	f.fo = make([]float64, like.NumObs)
-	for _, o := range d.Obs {
-		f.fo[o]++
+	f.fo = obsFreqs(d, like.NumObs)
+	f.setRewardFreqs(d, like)
+	return f
+}
+
+// setFloorFirst sets the floor model m's first step: a uniform s_1 and
+// o_1 of the marginal observation frequencies fo in every state.
+func setFloorFirst(m *Model, fo []float64) {
+	S, O := m.States, m.NumObs
+	m.Init = make([]float64, S)
+	m.Obs1 = make([]float64, S*O)
+	for s := 0; s < S; s++ {
+		m.Init[s] = 1 / float64(S)
+		copy(m.Obs1[s*O:(s+1)*O], fo)
 	}
-	normRow(f.fo, 0.5)
+}
+
+// obsFreqs is the frequencies of the O observations over every step of
+// d, with 0.5 added to every count.
+func obsFreqs(d *ingest.Dataset, O int) []float64 {
+	fo := make([]float64, O)
+	for _, o := range d.Obs {
+		fo[o]++
+	}
+	normRow(fo, 0.5)
+	return fo
+}
+
+// setRewardFreqs sets the reward marginals of d: the frequencies of
+// like's categorical reward values (0.5 added to every count), or the
+// Gaussian mean and variance (at least the variance floor).
+func (f *floorMarginals) setRewardFreqs(d *ingest.Dataset, like *Model) {
+	kind, values := like.Reward, like.RewardValues
 	if kind == RewardCategorical {
 		c := code(d, kind, values)
 		f.fv = make([]float64, len(values))
@@ -121,7 +142,6 @@ func floorFreqs(d *ingest.Dataset, like *Model) floorMarginals {
 		c := code(d, kind, nil)
 		f.gm, f.gv = c.rewMean, max(c.rewVar, c.varFloor())
 	}
-	return f
 }
 
 // addTable appends a step table of uniform transitions and marginal

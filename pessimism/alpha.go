@@ -70,11 +70,8 @@ func (a AlphaSpec) String() string {
 // The empty string means "auto", the default.
 func ParseAlpha(s string) (AlphaSpec, error) {
 	s = strings.TrimSpace(s)
-	switch strings.ToLower(s) {
-	case "", "auto":
-		return AlphaSpec{Mode: AlphaAuto}, nil
-	case "theory":
-		return AlphaSpec{Mode: AlphaTheory}, nil
+	if spec, ok := namedAlpha(s); ok {
+		return spec, nil
 	}
 	vals, err := parseAlphas(s)
 	if err != nil {
@@ -84,6 +81,18 @@ func ParseAlpha(s string) (AlphaSpec, error) {
 		return AlphaSpec{Mode: AlphaFixed, Values: vals}, nil
 	}
 	return AlphaSpec{Mode: AlphaList, Values: vals}, nil
+}
+
+// namedAlpha is the spec of the named modes "auto" (or empty) and
+// "theory", in any case; ok is false for any other s.
+func namedAlpha(s string) (spec AlphaSpec, ok bool) {
+	switch strings.ToLower(s) {
+	case "", "auto":
+		return AlphaSpec{Mode: AlphaAuto}, true
+	case "theory":
+		return AlphaSpec{Mode: AlphaTheory}, true
+	}
+	return AlphaSpec{}, false
 }
 
 // parseAlphas parses the comma-separated list of non-negative numbers s.
@@ -145,38 +154,48 @@ func TheoryAlpha(p TheoryParams) (Theory, error) {
 	if err != nil {
 		return Theory{}, err
 	}
-	lambda := p.Lambda
-	if lambda == 0 {
-		lambda = DefaultLambda
+	th := Theory{Iota: p.Iota, Gamma: p.Gamma, Lambda: p.lambda(), D: p.MaxDim}
+	th.setBetaHat(p, delta)
+	th.setAlpha(p)
+	return th, nil
+}
+
+// lambda is the ridge λ of the bonus, DefaultLambda when unset.
+func (p TheoryParams) lambda() float64 {
+	if p.Lambda == 0 {
+		return DefaultLambda
 	}
-	m := max(p.TestLength, 1)
+	return p.Lambda
+}
+
+// setBetaHat sets β̂ = 31·ln(3K|Θ̄_ε|/δ) and the terms it is built from:
+// ln p_min, ln ε and the bound on ln|Θ̄_ε|.
+func (th *Theory) setBetaHat(p TheoryParams, delta float64) {
 	K, H := float64(p.Episodes), float64(p.Horizon)
 	lnOA := math.Log(float64(p.Obs) * float64(p.Actions))
-	th := Theory{Iota: p.Iota, Gamma: p.Gamma, Lambda: lambda, D: p.MaxDim}
-	th.QA = int(math.Pow(float64(p.Actions), float64(m-1)))
 	th.LogPMin = math.Log(delta) - math.Log(K) - math.Log(H) - H*lnOA
 	th.LogEps = th.LogPMin - math.Log(K) - math.Log(H)
 	r := float64(p.Rank)
 	th.LogNet = 2 * r * r * float64(p.Obs) * float64(p.Actions) * H * H * (lnOA - th.LogEps)
 	th.BetaHat = 31 * (math.Log(3) + math.Log(K) + th.LogNet - math.Log(delta))
-	qa, g := float64(th.QA), p.Gamma
-	th.FirstTerm = 4 * lambda * H * qa * qa * float64(p.MaxDim) / (g * g * g * g)
+}
+
+// setAlpha sets Q_A = |A|^{m−1}, the two terms of α̂ and α̂ itself from
+// β̂ (set by setBetaHat) and λ.
+func (th *Theory) setAlpha(p TheoryParams) {
+	m := max(p.TestLength, 1)
+	th.QA = int(math.Pow(float64(p.Actions), float64(m-1)))
+	qa, g, H := float64(th.QA), p.Gamma, float64(p.Horizon)
+	th.FirstTerm = 4 * th.Lambda * H * qa * qa * float64(p.MaxDim) / (g * g * g * g)
 	th.DataTerm = 7 * th.BetaHat / (p.Iota * p.Iota * g * g)
 	th.Alpha = math.Sqrt(th.FirstTerm + th.DataTerm)
-	return th, nil
 }
 
 // checkedDelta checks TheoryAlpha's parameters and returns δ (0.05 when
 // unset).
 func (p TheoryParams) checkedDelta() (float64, error) {
-	if !(p.Gamma > 0) || math.IsInf(p.Gamma, 0) {
-		return 0, fmt.Errorf("%w: theory alpha needs γ > 0 (got %v)", ErrOptions, p.Gamma)
-	}
-	if !(p.Iota > 0 && p.Iota <= 1) {
-		return 0, fmt.Errorf("%w: theory alpha needs ι in (0,1] (got %v)", ErrOptions, p.Iota)
-	}
-	if p.Episodes <= 0 || p.Horizon <= 0 || p.Obs <= 0 || p.Actions <= 0 || p.Rank <= 0 || p.MaxDim <= 0 {
-		return 0, fmt.Errorf("%w: theory alpha needs positive K, H, |O|, |A|, r and d", ErrOptions)
+	if err := p.check(); err != nil {
+		return 0, err
 	}
 	delta := p.Delta
 	if delta == 0 {
@@ -186,6 +205,21 @@ func (p TheoryParams) checkedDelta() (float64, error) {
 		return 0, fmt.Errorf("%w: δ = %v must lie in (0,1)", ErrOptions, delta)
 	}
 	return delta, nil
+}
+
+// check says whether γ, ι and the sizes K, H, |O|, |A|, r and d are valid
+// for TheoryAlpha.
+func (p TheoryParams) check() error {
+	if !(p.Gamma > 0) || math.IsInf(p.Gamma, 0) {
+		return fmt.Errorf("%w: theory alpha needs γ > 0 (got %v)", ErrOptions, p.Gamma)
+	}
+	if !(p.Iota > 0 && p.Iota <= 1) {
+		return fmt.Errorf("%w: theory alpha needs ι in (0,1] (got %v)", ErrOptions, p.Iota)
+	}
+	if p.Episodes <= 0 || p.Horizon <= 0 || p.Obs <= 0 || p.Actions <= 0 || p.Rank <= 0 || p.MaxDim <= 0 {
+		return fmt.Errorf("%w: theory alpha needs positive K, H, |O|, |A|, r and d", ErrOptions)
+	}
+	return nil
 }
 
 // Iota estimates ι = min_{a ∈ Q_h^exp} π^b(a) (Theorem, offline PSR-LCB)

@@ -17,6 +17,23 @@ import (
 // of splits[h] under the model m and factorises them (eq. (6) of
 // Huang, Liang, Yang (ICLR 2024, arXiv:2307.00405)). The returned Bonus has Alpha = DefaultAlpha.
 func Build(ctx context.Context, m *estimate.Model, d *ingest.Dataset, splits [][]int, opts Options) (*Bonus, error) {
+	b, err := prepareBonus(m, d, splits, opts)
+	if err != nil {
+		return nil, err
+	}
+	sums, err := b.uSums(ctx, d, splits, opts)
+	if err != nil {
+		return nil, err
+	}
+	if err := b.factorAll(sums); err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+// prepareBonus checks Build's options and inputs and returns its Bonus
+// before the sums (newBonus, with the featurizer of m).
+func prepareBonus(m *estimate.Model, d *ingest.Dataset, splits [][]int, opts Options) (*Bonus, error) {
 	lambda, err := opts.lambda()
 	if err != nil {
 		return nil, err
@@ -28,20 +45,21 @@ func Build(ctx context.Context, m *estimate.Model, d *ingest.Dataset, splits [][
 	if err != nil {
 		return nil, err
 	}
-	b := newBonus(m, fz, lambda, splits)
-	sums, err := b.uSums(ctx, d, splits, opts)
-	if err != nil {
-		return nil, err
-	}
-	for h := 0; h < m.Horizon; h++ {
+	return newBonus(m, fz, lambda, splits), nil
+}
+
+// factorAll factorises U_h from its sum for every h (factor) and sets
+// Root, the squared norm at the empty history.
+func (b *Bonus) factorAll(sums [][]float64) error {
+	for h := 0; h < b.Horizon; h++ {
 		if err := b.factor(h, sums[h]); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	f0 := make([]float64, b.Dims[0])
-	fz.Feature(0, m.Init, 0, f0)
+	b.fz.Feature(0, b.m.Init, 0, f0)
 	b.Root = b.StepNorm2(0, f0)
-	return b, nil
+	return nil
 }
 
 // lambda is Options.Lambda, DefaultLambda when it is 0; it must be a
@@ -113,11 +131,18 @@ func PartialUSums(m *estimate.Model, d *ingest.Dataset, eps [][]int) ([][]float6
 	if err != nil {
 		return nil, err
 	}
+	return accumulateAll(newWalker(sumBonus(m, fz)), d, eps)
+}
+
+// sumBonus is the part of a Bonus that PartialUSums' walker needs: the
+// model, its featurizer and the feature dimension of every step.
+func sumBonus(m *estimate.Model, fz *estimate.Featurizer) *Bonus {
+	H := m.Horizon
 	b := &Bonus{Horizon: H, m: m, fz: fz, Dims: make([]int, H), inv: make([][]float64, H)}
 	for h := range H {
 		b.Dims[h] = m.FeatureDim(h)
 	}
-	return accumulateAll(newWalker(b), d, eps)
+	return b
 }
 
 // accumulateAll is accumulate at every step h over the episodes eps[h].
@@ -151,7 +176,6 @@ func sumTasks(splits [][]int) []sumTask {
 // localSums is USums in this process, in parallel over blocks of each
 // split.
 func localSums(ctx context.Context, b *Bonus, d *ingest.Dataset, splits [][]int, workers int) ([][]float64, error) {
-	H := b.Horizon
 	tasks := sumTasks(splits)
 	partial := make([][]float64, len(tasks))
 	err := parallel.ForWith(ctx, len(tasks), workers, func() *walker { return newWalker(b) }, func(wk *walker, i int) error {
@@ -163,14 +187,20 @@ func localSums(ctx context.Context, b *Bonus, d *ingest.Dataset, splits [][]int,
 	if err != nil {
 		return nil, err
 	}
-	sums := make([][]float64, H)
-	for h := 0; h < H; h++ {
+	return b.addPartials(tasks, partial), nil
+}
+
+// addPartials is the U_h sums of every h: the tasks' partial sums added
+// in task order.
+func (b *Bonus) addPartials(tasks []sumTask, partial [][]float64) [][]float64 {
+	sums := make([][]float64, b.Horizon)
+	for h := range sums {
 		sums[h] = make([]float64, b.Dims[h]*b.Dims[h])
 	}
 	for i, t := range tasks {
 		addInto(sums[t.h], partial[i])
 	}
-	return sums, nil
+	return sums
 }
 
 // addInto adds src into dst entry by entry.
@@ -187,20 +217,30 @@ func accumulate(w *walker, d *ingest.Dataset, h int, eps []int) ([]float64, erro
 	out := make([]float64, dim*dim)
 	for _, k := range eps {
 		f := w.prefixFeature(d, k, h)
-		for i, x := range f {
-			if math.IsNaN(x) || math.IsInf(x, 0) {
-				return nil, fmt.Errorf("%w: episode %s step %d: feature entry %d is %v", ErrData, d.EpisodeIDs[k], h, i, x)
-			}
-			if x == 0 {
-				continue
-			}
-			row := out[i*dim : (i+1)*dim]
-			for j := i; j < dim; j++ {
-				row[j] += x * f[j]
-			}
+		if i := addUpperOuter(out, f, dim); i >= 0 {
+			return nil, fmt.Errorf("%w: episode %s step %d: feature entry %d is %v", ErrData, d.EpisodeIDs[k], h, i, f[i])
 		}
 	}
 	return out, nil
+}
+
+// addUpperOuter adds the upper triangle of f fᵀ to the row-major dim×dim
+// out, row by row. It stops at the first entry of f that is not finite
+// and returns its index, or -1 when there is none.
+func addUpperOuter(out, f []float64, dim int) int {
+	for i, x := range f {
+		if math.IsNaN(x) || math.IsInf(x, 0) {
+			return i
+		}
+		if x == 0 {
+			continue
+		}
+		row := out[i*dim : (i+1)*dim]
+		for j := i; j < dim; j++ {
+			row[j] += x * f[j]
+		}
+	}
+	return -1
 }
 
 // prefixFeature is ψ̄̂(τ_h) of episode k's length-h prefix (w's scratch).
@@ -221,16 +261,7 @@ func (w *walker) prefixFeature(d *ingest.Dataset, k, h int) []float64 {
 // factor sets U_h = λI + sum (upper triangle) and factorises it.
 func (b *Bonus) factor(h int, sum []float64) error {
 	dim := b.Dims[h]
-	u := mat.NewSymDense(dim, nil)
-	for i := 0; i < dim; i++ {
-		for j := i; j < dim; j++ {
-			v := sum[i*dim+j]
-			if i == j {
-				v += b.Lambda
-			}
-			u.SetSym(i, j, v)
-		}
-	}
+	u := b.regularised(h, sum)
 	b.u[h] = u
 	var ch mat.Cholesky
 	if ok := ch.Factorize(u); !ok {
@@ -243,6 +274,23 @@ func (b *Bonus) factor(h int, sum []float64) error {
 	ch.UTo(&r)
 	b.upper[h] = r.RawTriangular()
 	return nil
+}
+
+// regularised is U_h = λI + sum as a symmetric matrix, from the upper
+// triangle of the row-major sum.
+func (b *Bonus) regularised(h int, sum []float64) *mat.SymDense {
+	dim := b.Dims[h]
+	u := mat.NewSymDense(dim, nil)
+	for i := 0; i < dim; i++ {
+		for j := i; j < dim; j++ {
+			v := sum[i*dim+j]
+			if i == j {
+				v += b.Lambda
+			}
+			u.SetSym(i, j, v)
+		}
+	}
+	return u
 }
 
 // setInverse stores U_h⁻¹ (row-major, dense) from its Cholesky factor.
@@ -264,12 +312,32 @@ func (b *Bonus) setInverse(h int, ch *mat.Cholesky) error {
 
 // checkInputs verifies that model, dataset and splits fit together.
 func checkInputs(m *estimate.Model, d *ingest.Dataset, splits [][]int) error {
+	if err := checkPresent(m, d); err != nil {
+		return err
+	}
+	if err := checkShapes(m, d); err != nil {
+		return err
+	}
+	if err := checkCodes(m, d); err != nil {
+		return err
+	}
+	return checkSplits(d.NumEpisodes(), m.Horizon, splits)
+}
+
+// checkPresent checks that there is a model and a dataset.
+func checkPresent(m *estimate.Model, d *ingest.Dataset) error {
 	if m == nil {
 		return fmt.Errorf("%w: no model", ErrData)
 	}
 	if d == nil {
 		return fmt.Errorf("%w: no dataset", ErrData)
 	}
+	return nil
+}
+
+// checkShapes checks the model's sizes and that the dataset's horizon and
+// vocabulary match them.
+func checkShapes(m *estimate.Model, d *ingest.Dataset) error {
 	H := m.Horizon
 	if H <= 0 || m.States <= 0 || m.NumObs <= 0 || m.NumActions <= 0 {
 		return fmt.Errorf("%w: model sizes S=%d O=%d A=%d H=%d", ErrData, m.States, m.NumObs, m.NumActions, H)
@@ -280,10 +348,7 @@ func checkInputs(m *estimate.Model, d *ingest.Dataset, splits [][]int) error {
 	if d.NumObs() != m.NumObs || d.NumActions() != m.NumActions {
 		return fmt.Errorf("%w: dataset has %d observations and %d actions, model %d and %d", ErrData, d.NumObs(), d.NumActions(), m.NumObs, m.NumActions)
 	}
-	if err := checkCodes(m, d); err != nil {
-		return err
-	}
-	return checkSplits(d.NumEpisodes(), H, splits)
+	return nil
 }
 
 // checkCodes verifies that d's arrays hold its episodes and that its

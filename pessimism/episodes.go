@@ -51,14 +51,21 @@ func (b *Bonus) Episodes(ctx context.Context, d *ingest.Dataset, workers int) (*
 	out := &EpisodeNorms{Horizon: H, Norm2: make([]float32, K*H), Sums: make([]float64, K)}
 	nb := (K + blockSize - 1) / blockSize
 	err := parallel.ForWith(ctx, nb, workers, func() *walker { return newWalker(b) }, func(wk *walker, blk int) error {
-		lo := blk * blockSize
-		for k := lo; k < min(lo+blockSize, K); k++ {
-			out.Sums[k] = wk.episode(d, k, out.Norm2[k*H:(k+1)*H])
-		}
+		wk.episodesBlock(d, blk, out)
 		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
 	return out, nil
+}
+
+// episodesBlock sets into out the squared norms and their sums of the
+// episodes of block blk (blockSize episodes).
+func (w *walker) episodesBlock(d *ingest.Dataset, blk int, out *EpisodeNorms) {
+	H, K := out.Horizon, len(out.Sums)
+	lo := blk * blockSize
+	for k := lo; k < min(lo+blockSize, K); k++ {
+		out.Sums[k] = w.episode(d, k, out.Norm2[k*H:(k+1)*H])
+	}
 }

@@ -42,23 +42,36 @@ func RandomModel(S, O, A, H int, stationary bool, rewardValues []float64, seed u
 	if stationary {
 		nt = 1
 	}
+	addRandomFirst(rng, m)
+	setRewardKind(m, rewardValues)
+	for t := 0; t < nt; t++ {
+		addRandomTable(rng, m)
+	}
+	m.Prepare()
+	return m
+}
+
+// addRandomFirst draws m's first-step distributions, of s_1 (Init) and
+// of o_1 given s_1 (Obs1), flat-Dirichlet.
+func addRandomFirst(rng *rand.Rand, m *estimate.Model) {
+	S, O := m.States, m.NumObs
 	m.Init = make([]float64, S)
 	categorical.Dirichlet1(rng, m.Init)
 	m.Obs1 = make([]float64, S*O)
 	for s := 0; s < S; s++ {
 		categorical.Dirichlet1(rng, m.Obs1[s*O:(s+1)*O])
 	}
+}
+
+// setRewardKind makes m's rewards categorical over rewardValues, or
+// Gaussian when rewardValues is nil.
+func setRewardKind(m *estimate.Model, rewardValues []float64) {
 	if rewardValues != nil {
 		m.Reward = estimate.RewardCategorical
 		m.RewardValues = append([]float64(nil), rewardValues...)
 	} else {
 		m.Reward = estimate.RewardGaussian
 	}
-	for t := 0; t < nt; t++ {
-		addRandomTable(rng, m)
-	}
-	m.Prepare()
-	return m
 }
 
 // addRandomTable appends a step table drawn from rng to m: flat
@@ -82,14 +95,26 @@ func addRandomTable(rng *rand.Rand, m *estimate.Model) {
 func addRandomRewards(rng *rand.Rand, m *estimate.Model) {
 	n := m.States * m.NumActions * m.States * m.NumObs
 	if m.Reward == estimate.RewardCategorical {
-		V := len(m.RewardValues)
-		R := make([]float64, n*V)
-		for i := 0; i < n; i++ {
-			categorical.Dirichlet1(rng, R[i*V:(i+1)*V])
-		}
-		m.RewardProb = append(m.RewardProb, R)
+		addRandomCatRewards(rng, m, n)
 		return
 	}
+	addRandomGaussRewards(rng, m, n)
+}
+
+// addRandomCatRewards appends a table of n flat-Dirichlet reward
+// distributions over m's reward values.
+func addRandomCatRewards(rng *rand.Rand, m *estimate.Model, n int) {
+	V := len(m.RewardValues)
+	R := make([]float64, n*V)
+	for i := 0; i < n; i++ {
+		categorical.Dirichlet1(rng, R[i*V:(i+1)*V])
+	}
+	m.RewardProb = append(m.RewardProb, R)
+}
+
+// addRandomGaussRewards appends tables of n Gaussian reward means,
+// uniform on [0,1), and variances of a deviation uniform on [0.05,0.25).
+func addRandomGaussRewards(rng *rand.Rand, m *estimate.Model, n int) {
 	mu, vr := make([]float64, n), make([]float64, n)
 	for i := range mu {
 		mu[i] = rng.Float64()
@@ -106,14 +131,19 @@ func addRandomRewards(rng *rand.Rand, m *estimate.Model) {
 // "o0", "o1", … and "a0", …; episode ids are zero-padded indexes.
 func SampleDataset(m *estimate.Model, K int, seed uint64) *ingest.Dataset {
 	rng := rand.New(rand.NewPCG(seed, 0xda7a))
-	O, A, H := m.NumObs, m.NumActions, m.Horizon
-	d := &ingest.Dataset{Horizon: H, ObsVocab: m.ObsVocab, ActVocab: m.ActVocab}
-	if len(d.ObsVocab) != O {
-		d.ObsVocab = symbolNames("o", O)
+	d := emptyDataset(m, K)
+	for k := 0; k < K; k++ {
+		d.Length[k] = int32(m.Horizon)
+		sampleEpisode(rng, m, d, k)
 	}
-	if len(d.ActVocab) != A {
-		d.ActVocab = symbolNames("a", A)
-	}
+	return d
+}
+
+// emptyDataset is a dataset of K episodes of m's horizon and
+// vocabularies (made-up names when m has none), every step zero.
+func emptyDataset(m *estimate.Model, K int) *ingest.Dataset {
+	H := m.Horizon
+	d := &ingest.Dataset{Horizon: H, ObsVocab: vocabOf(m.ObsVocab, "o", m.NumObs), ActVocab: vocabOf(m.ActVocab, "a", m.NumActions)}
 	d.EpisodeIDs = symbolNames("", K)
 	d.Length = make([]int32, K)
 	d.Obs = make([]uint16, K*H)
@@ -121,11 +151,16 @@ func SampleDataset(m *estimate.Model, K int, seed uint64) *ingest.Dataset {
 	d.Reward = make([]float64, K*H)
 	d.Propensity = make([]float64, K*H)
 	d.Rows = int64(K * H)
-	for k := 0; k < K; k++ {
-		d.Length[k] = int32(H)
-		sampleEpisode(rng, m, d, k)
-	}
 	return d
+}
+
+// vocabOf is vocab when it has n words, otherwise n names prefixed by
+// prefix.
+func vocabOf(vocab []string, prefix string, n int) []string {
+	if len(vocab) != n {
+		return symbolNames(prefix, n)
+	}
+	return vocab
 }
 
 // drawReward draws the reward of reward cell ri at table t of m.

@@ -43,12 +43,7 @@ func RandomModel(rng *rand.Rand, sp Spec) *estimate.Model {
 	S, O, A, H := sp.States, sp.Obs, sp.Actions, sp.Horizon
 	m := &estimate.Model{States: S, NumObs: O, NumActions: A, Horizon: H, Stationary: sp.Stationary, TestLength: sp.TestLength}
 	m.ObsVocab, m.ActVocab = names("o", O), names("a", A)
-	m.Init = make([]float64, S)
-	randDist(rng, m.Init)
-	m.Obs1 = make([]float64, S*O)
-	for s := 0; s < S; s++ {
-		randDist(rng, m.Obs1[s*O:(s+1)*O])
-	}
+	addRandomFirst(rng, m)
 	nt := H
 	if sp.Stationary {
 		nt = 1
@@ -62,6 +57,18 @@ func RandomModel(rng *rand.Rand, sp Spec) *estimate.Model {
 		panic(err) // a bug in this generator
 	}
 	return m
+}
+
+// addRandomFirst draws m's first-step distributions, of s_1 (Init) and
+// of o_1 given s_1 (Obs1), with randDist.
+func addRandomFirst(rng *rand.Rand, m *estimate.Model) {
+	S, O := m.States, m.NumObs
+	m.Init = make([]float64, S)
+	randDist(rng, m.Init)
+	m.Obs1 = make([]float64, S*O)
+	for s := 0; s < S; s++ {
+		randDist(rng, m.Obs1[s*O:(s+1)*O])
+	}
 }
 
 // names returns the n names "<prefix>0", "<prefix>1", ….
@@ -95,17 +102,29 @@ func addRandomTable(rng *rand.Rand, m *estimate.Model, gaussian bool) {
 func addRandomRewards(rng *rand.Rand, m *estimate.Model, gaussian bool) {
 	n := m.States * m.NumActions * m.States * m.NumObs
 	if gaussian {
-		mu := make([]float64, n)
-		v := make([]float64, n)
-		for i := range mu {
-			mu[i] = rng.Float64()
-			v[i] = 0.01
-		}
-		m.Reward = estimate.RewardGaussian
-		m.RewardMean = append(m.RewardMean, mu)
-		m.RewardVar = append(m.RewardVar, v)
+		addRandomGaussRewards(rng, m, n)
 		return
 	}
+	addRandomBinaryRewards(rng, m, n)
+}
+
+// addRandomGaussRewards appends tables of n Gaussian reward means,
+// uniform on [0,1), of variance 0.01.
+func addRandomGaussRewards(rng *rand.Rand, m *estimate.Model, n int) {
+	mu := make([]float64, n)
+	v := make([]float64, n)
+	for i := range mu {
+		mu[i] = rng.Float64()
+		v[i] = 0.01
+	}
+	m.Reward = estimate.RewardGaussian
+	m.RewardMean = append(m.RewardMean, mu)
+	m.RewardVar = append(m.RewardVar, v)
+}
+
+// addRandomBinaryRewards appends a table of n random reward distributions
+// over the values 0 and 1.
+func addRandomBinaryRewards(rng *rand.Rand, m *estimate.Model, n int) {
 	m.Reward = estimate.RewardCategorical
 	m.RewardValues = []float64{0, 1}
 	p := make([]float64, 2*n)
