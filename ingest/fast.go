@@ -75,20 +75,27 @@ func planDirect(ctx context.Context, files []*openedFile, units []unit, opts Opt
 	if pl.rows == 0 || pl.H == 0 || pl.H > maxDirectHorizon {
 		return nil, errExact
 	}
-	ids, epL2G := episodeKeys(chunks)
-	K := len(ids)
-	if int64(K)*int64(pl.H) > math.MaxInt32 {
-		return nil, errExact
-	}
-	steps, term, err := directCells(ctx, chunks, epL2G, K, pl.H, opts.Workers)
-	if err != nil {
-		return nil, err
-	}
-	pl.ids = ids
-	if pl.lengths, pl.padded, err = directLengths(steps, term, pl.H); err != nil {
+	if err := pl.episodes(ctx, opts.Workers); err != nil {
 		return nil, err
 	}
 	return pl, nil
+}
+
+// episodes fixes the plan's episode ids and lengths from its chunks' ids,
+// steps and terminal flags (errExact when they are not plainly valid).
+func (pl *directPlan) episodes(ctx context.Context, workers int) error {
+	ids, epL2G := episodeKeys(pl.chunks)
+	K := len(ids)
+	if int64(K)*int64(pl.H) > math.MaxInt32 {
+		return errExact
+	}
+	steps, term, err := directCells(ctx, pl.chunks, epL2G, K, pl.H, workers)
+	if err != nil {
+		return err
+	}
+	pl.ids = ids
+	pl.lengths, pl.padded, err = directLengths(steps, term, pl.H)
+	return err
 }
 
 // directExtent is the number of rows of the chunks and the horizon: the
@@ -570,6 +577,31 @@ func (s *floatScatter) plainPage(p parquet.Page, dst []int32) error {
 // the codes use, adds EndSymbol when an episode was padded, sorts them and
 // recodes in place.
 func recodeVocab(all []string, codes []uint16, padded bool) []string {
+	sorted, rank := sortSymbols(all)
+	for i, c := range codes {
+		if c != padCode {
+			codes[i] = rank[c]
+		}
+	}
+	return finalVocab(sorted, codes, padded)
+}
+
+// sortSymbols returns the symbols all sorted, and the rank of each symbol
+// of all in that order.
+func sortSymbols(all []string) (sorted []string, rank []uint16) {
+	order := symbolOrder(all)
+	sorted = make([]string, len(all))
+	rank = make([]uint16, len(all)+1)
+	for r, i := range order {
+		sorted[r] = all[i]
+		rank[i] = uint16(r)
+	}
+	return sorted, rank
+}
+
+// symbolOrder returns the indexes of the symbols all in the order of the
+// symbols.
+func symbolOrder(all []string) []int {
 	order := make([]int, len(all))
 	for i := range order {
 		order[i] = i
@@ -580,16 +612,5 @@ func recodeVocab(all []string, codes []uint16, padded bool) []string {
 		}
 		return 1
 	})
-	sorted := make([]string, len(all))
-	rank := make([]uint16, len(all)+1)
-	for r, i := range order {
-		sorted[r] = all[i]
-		rank[i] = uint16(r)
-	}
-	for i, c := range codes {
-		if c != padCode {
-			codes[i] = rank[c]
-		}
-	}
-	return finalVocab(sorted, codes, padded)
+	return order
 }
