@@ -55,11 +55,15 @@ func ListRowGroups(files []string, opts Options) ([]RowGroup, error) {
 	}
 	out := make([]RowGroup, len(units))
 	for i, u := range units {
-		of := opened[u.file]
-		out[i] = RowGroup{File: of.src.name, FileIndex: u.file, Index: u.rg, RowBase: u.rowBase, Rows: of.f.RowGroups()[u.rg].NumRows(),
-			Propensity: of.cols[schemas.Propensity].index >= 0}
+		out[i] = u.rowGroup(opened[u.file])
 	}
 	return out, nil
+}
+
+// rowGroup describes the row group u of the opened file of.
+func (u unit) rowGroup(of *openedFile) RowGroup {
+	return RowGroup{File: of.src.name, FileIndex: u.file, Index: u.rg, RowBase: u.rowBase, Rows: of.f.RowGroups()[u.rg].NumRows(),
+		Propensity: of.cols[schemas.Propensity].index >= 0}
 }
 
 // openLocal opens local files as Read does.
