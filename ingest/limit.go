@@ -35,7 +35,7 @@ func LimitObservations(d *Dataset, n int) *Dataset {
 	out := *d
 	out.Merged = mergedSymbols(d.ObsVocab, count, order[n:])
 	out.ObsVocab = vocab
-	out.Obs = recodeObs(d.Obs, recode)
+	out.Obs = recodeCodes(d.Obs, recode)
 	return &out
 }
 
@@ -59,11 +59,11 @@ func (d *Dataset) obsCounts() []int64 {
 	return count
 }
 
-// recodeObs returns the observation codes obs recoded through recode.
-func recodeObs(obs []uint16, recode []uint16) []uint16 {
-	out := make([]uint16, len(obs))
-	for i, o := range obs {
-		out[i] = recode[o]
+// recodeCodes returns the symbol codes recoded through recode.
+func recodeCodes(codes []uint16, recode []uint16) []uint16 {
+	out := make([]uint16, len(codes))
+	for i, c := range codes {
+		out[i] = recode[c]
 	}
 	return out
 }
