@@ -159,11 +159,8 @@ func readKeyChunks(ctx context.Context, files []*openedFile, units []unit, opts 
 // errExact on a step seen twice or a second terminal step.
 func directCells(ctx context.Context, chunks []*chunk, epL2G [][]int32, K, H, workers int) (steps, term []uint64, err error) {
 	steps = make([]uint64, K)
-	for _, c := range chunks {
-		if c.term != nil {
-			term = make([]uint64, K)
-			break
-		}
+	if anyTerminal(chunks) {
+		term = make([]uint64, K)
 	}
 	err = forUnits(ctx, len(chunks), workers, func(ci int) error {
 		return chunkCells(chunks[ci], epL2G[ci], H, steps, term)
@@ -199,6 +196,16 @@ func chunkCells(c *chunk, m []int32, H int, steps, term []uint64) error {
 		return errExact
 	}
 	return nil
+}
+
+// anyTerminal reports whether any chunk has a terminal column.
+func anyTerminal(chunks []*chunk) bool {
+	for _, c := range chunks {
+		if c.term != nil {
+			return true
+		}
+	}
+	return false
 }
 
 // flushSteps adds the steps seen in a run of episode k's rows to steps[k]
