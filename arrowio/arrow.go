@@ -210,20 +210,26 @@ func record(mem memory.Allocator, path string, schema *arrow.Schema, t Table) (a
 	b := array.NewRecordBuilder(mem, schema)
 	defer b.Release()
 	for i, c := range t.Columns {
-		switch fb := b.Field(i).(type) {
-		case *array.Int64Builder:
-			fb.AppendValues(c.Int64, nil)
-		case *array.Int32Builder:
-			fb.AppendValues(c.Int32, nil)
-		case *array.Float64Builder:
-			fb.AppendValues(c.Float64, finiteMask(c.Float64))
-		case *array.StringBuilder:
-			fb.AppendValues(c.String, nil)
-		case *array.BooleanBuilder:
-			fb.AppendValues(c.Bool, nil)
-		}
+		c.appendTo(b.Field(i))
 	}
 	return b.NewRecord(), nil
+}
+
+// appendTo appends the column's values to the record builder's field fb
+// of the column's type (non-finite floats as nulls).
+func (c Column) appendTo(fb array.Builder) {
+	switch fb := fb.(type) {
+	case *array.Int64Builder:
+		fb.AppendValues(c.Int64, nil)
+	case *array.Int32Builder:
+		fb.AppendValues(c.Int32, nil)
+	case *array.Float64Builder:
+		fb.AppendValues(c.Float64, finiteMask(c.Float64))
+	case *array.StringBuilder:
+		fb.AppendValues(c.String, nil)
+	case *array.BooleanBuilder:
+		fb.AppendValues(c.Bool, nil)
+	}
 }
 
 // checkBatch checks that t has the columns of schema, in order, with the

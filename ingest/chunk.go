@@ -218,14 +218,20 @@ func (c *chunk) setMaxStep() {
 
 func quote(s string) string { return fmt.Sprintf("%q", s) }
 
+// stepLimit is the largest valid step: the horizon, or MaxHorizon when
+// the horizon comes from the data.
+func stepLimit(horizon int) int64 {
+	if horizon > 0 {
+		return int64(horizon)
+	}
+	return int64(MaxHorizon)
+}
+
 // readSteps reads the step column, checking 1 <= step <= horizon (or
 // MaxHorizon when the horizon comes from the data). Invalid steps are
 // stored as 0 and reported as row errors.
 func (c *chunk) readSteps(cc parquet.ColumnChunk, spec colSpec, horizon int) error {
-	limit := int64(MaxHorizon)
-	if horizon > 0 {
-		limit = int64(horizon)
-	}
+	limit := stepLimit(horizon)
 	dec := intDecoder(spec)
 	return walkPages(cc, c.n, func(row, nr int, defs []byte, p parquet.Page) error {
 		vals, err := dec.values(p, nonNull(defs, spec.max, nr))

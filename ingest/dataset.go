@@ -109,8 +109,19 @@ func (d *Dataset) ReturnRange() (lo, hi float64) {
 // Subset returns a dataset holding only the listed episodes (in the given
 // order); vocabularies are shared, slices copied.
 func (d *Dataset) Subset(episodes []int) *Dataset {
+	out := d.emptyLike(len(episodes))
+	for i, k := range episodes {
+		out.EpisodeIDs[i] = d.EpisodeIDs[k]
+		out.Length[i] = d.Length[k]
+		copySteps(out, d, i, k)
+	}
+	return out
+}
+
+// emptyLike returns a dataset of n episodes with d's horizon and
+// vocabularies, and zeroed slices (propensities when d has them).
+func (d *Dataset) emptyLike(n int) *Dataset {
 	H := d.Horizon
-	n := len(episodes)
 	out := &Dataset{
 		Horizon:    H,
 		ObsVocab:   d.ObsVocab,
@@ -123,11 +134,6 @@ func (d *Dataset) Subset(episodes []int) *Dataset {
 	}
 	if d.Propensity != nil {
 		out.Propensity = make([]float64, n*H)
-	}
-	for i, k := range episodes {
-		out.EpisodeIDs[i] = d.EpisodeIDs[k]
-		out.Length[i] = d.Length[k]
-		copySteps(out, d, i, k)
 	}
 	return out
 }

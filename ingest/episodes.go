@@ -55,11 +55,15 @@ func ListRowGroups(files []string, opts Options) ([]RowGroup, error) {
 	}
 	out := make([]RowGroup, len(units))
 	for i, u := range units {
-		of := opened[u.file]
-		out[i] = RowGroup{File: of.src.name, FileIndex: u.file, Index: u.rg, RowBase: u.rowBase, Rows: of.f.RowGroups()[u.rg].NumRows(),
-			Propensity: of.cols[schemas.Propensity].index >= 0}
+		out[i] = u.rowGroup(opened[u.file])
 	}
 	return out, nil
+}
+
+// rowGroup describes the row group u of the opened file of.
+func (u unit) rowGroup(of *openedFile) RowGroup {
+	return RowGroup{File: of.src.name, FileIndex: u.file, Index: u.rg, RowBase: u.rowBase, Rows: of.f.RowGroups()[u.rg].NumRows(),
+		Propensity: of.cols[schemas.Propensity].index >= 0}
 }
 
 // openLocal opens local files as Read does.
@@ -417,26 +421,25 @@ func (m *merging) quarantineAndVocab(d *Dataset) error {
 // append adds the episode of one-episode dataset e, recoding its symbols
 // into d's vocabularies.
 func (d *Dataset) append(e *Dataset) {
-	recode := func(vocab, local []string, codes []uint16) []uint16 {
-		m := make([]uint16, len(local))
-		for i, s := range local {
-			j, _ := slices.BinarySearch(vocab, s)
-			m[i] = uint16(j)
-		}
-		out := make([]uint16, len(codes))
-		for i, c := range codes {
-			out[i] = m[c]
-		}
-		return out
-	}
 	d.EpisodeIDs = append(d.EpisodeIDs, e.EpisodeIDs...)
 	d.Length = append(d.Length, e.Length...)
-	d.Obs = append(d.Obs, recode(d.ObsVocab, e.ObsVocab, e.Obs)...)
-	d.Act = append(d.Act, recode(d.ActVocab, e.ActVocab, e.Act)...)
+	d.Obs = append(d.Obs, recodeCodes(e.Obs, vocabCodes(d.ObsVocab, e.ObsVocab))...)
+	d.Act = append(d.Act, recodeCodes(e.Act, vocabCodes(d.ActVocab, e.ActVocab))...)
 	d.Reward = append(d.Reward, e.Reward...)
 	if e.Propensity != nil {
 		d.Propensity = append(d.Propensity, e.Propensity...)
 	}
+}
+
+// vocabCodes returns the code in the sorted vocabulary vocab of each
+// symbol of local.
+func vocabCodes(vocab, local []string) []uint16 {
+	m := make([]uint16, len(local))
+	for i, s := range local {
+		j, _ := slices.BinarySearch(vocab, s)
+		m[i] = uint16(j)
+	}
+	return m
 }
 
 // ErrorClass is the error class (ErrNull, ErrStepGap, …) whose message is

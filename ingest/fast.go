@@ -75,20 +75,27 @@ func planDirect(ctx context.Context, files []*openedFile, units []unit, opts Opt
 	if pl.rows == 0 || pl.H == 0 || pl.H > maxDirectHorizon {
 		return nil, errExact
 	}
-	ids, epL2G := episodeKeys(chunks)
-	K := len(ids)
-	if int64(K)*int64(pl.H) > math.MaxInt32 {
-		return nil, errExact
-	}
-	steps, term, err := directCells(ctx, chunks, epL2G, K, pl.H, opts.Workers)
-	if err != nil {
-		return nil, err
-	}
-	pl.ids = ids
-	if pl.lengths, pl.padded, err = directLengths(steps, term, pl.H); err != nil {
+	if err := pl.episodes(ctx, opts.Workers); err != nil {
 		return nil, err
 	}
 	return pl, nil
+}
+
+// episodes fixes the plan's episode ids and lengths from its chunks' ids,
+// steps and terminal flags (errExact when they are not plainly valid).
+func (pl *directPlan) episodes(ctx context.Context, workers int) error {
+	ids, epL2G := episodeKeys(pl.chunks)
+	K := len(ids)
+	if int64(K)*int64(pl.H) > math.MaxInt32 {
+		return errExact
+	}
+	steps, term, err := directCells(ctx, pl.chunks, epL2G, K, pl.H, workers)
+	if err != nil {
+		return err
+	}
+	pl.ids = ids
+	pl.lengths, pl.padded, err = directLengths(steps, term, pl.H)
+	return err
 }
 
 // directExtent is the number of rows of the chunks and the horizon: the
@@ -152,11 +159,8 @@ func readKeyChunks(ctx context.Context, files []*openedFile, units []unit, opts 
 // errExact on a step seen twice or a second terminal step.
 func directCells(ctx context.Context, chunks []*chunk, epL2G [][]int32, K, H, workers int) (steps, term []uint64, err error) {
 	steps = make([]uint64, K)
-	for _, c := range chunks {
-		if c.term != nil {
-			term = make([]uint64, K)
-			break
-		}
+	if anyTerminal(chunks) {
+		term = make([]uint64, K)
 	}
 	err = forUnits(ctx, len(chunks), workers, func(ci int) error {
 		return chunkCells(chunks[ci], epL2G[ci], H, steps, term)
@@ -192,6 +196,16 @@ func chunkCells(c *chunk, m []int32, H int, steps, term []uint64) error {
 		return errExact
 	}
 	return nil
+}
+
+// anyTerminal reports whether any chunk has a terminal column.
+func anyTerminal(chunks []*chunk) bool {
+	for _, c := range chunks {
+		if c.term != nil {
+			return true
+		}
+	}
+	return false
 }
 
 // flushSteps adds the steps seen in a run of episode k's rows to steps[k]
@@ -570,6 +584,31 @@ func (s *floatScatter) plainPage(p parquet.Page, dst []int32) error {
 // the codes use, adds EndSymbol when an episode was padded, sorts them and
 // recodes in place.
 func recodeVocab(all []string, codes []uint16, padded bool) []string {
+	sorted, rank := sortSymbols(all)
+	for i, c := range codes {
+		if c != padCode {
+			codes[i] = rank[c]
+		}
+	}
+	return finalVocab(sorted, codes, padded)
+}
+
+// sortSymbols returns the symbols all sorted, and the rank of each symbol
+// of all in that order.
+func sortSymbols(all []string) (sorted []string, rank []uint16) {
+	order := symbolOrder(all)
+	sorted = make([]string, len(all))
+	rank = make([]uint16, len(all)+1)
+	for r, i := range order {
+		sorted[r] = all[i]
+		rank[i] = uint16(r)
+	}
+	return sorted, rank
+}
+
+// symbolOrder returns the indexes of the symbols all in the order of the
+// symbols.
+func symbolOrder(all []string) []int {
 	order := make([]int, len(all))
 	for i := range order {
 		order[i] = i
@@ -580,16 +619,5 @@ func recodeVocab(all []string, codes []uint16, padded bool) []string {
 		}
 		return 1
 	})
-	sorted := make([]string, len(all))
-	rank := make([]uint16, len(all)+1)
-	for r, i := range order {
-		sorted[r] = all[i]
-		rank[i] = uint16(r)
-	}
-	for i, c := range codes {
-		if c != padCode {
-			codes[i] = rank[c]
-		}
-	}
-	return finalVocab(sorted, codes, padded)
+	return order
 }

@@ -25,29 +25,47 @@ type MergedSymbol struct {
 // returned unchanged when it has at most n observations (besides
 // EndSymbol) or n ≤ 0; it is never modified.
 func LimitObservations(d *Dataset, n int) *Dataset {
-	O := d.NumObs()
-	end := slices.Index(d.ObsVocab, EndSymbol)
-	real := O
-	if end >= 0 {
-		real--
-	}
+	end, real := d.realObservations()
 	if n <= 0 || real <= n {
 		return d
 	}
-	count := make([]int64, O)
-	for _, o := range d.Obs {
-		count[o]++
-	}
+	count := d.obsCounts()
 	order := frequencyOrder(count, end, real)
-	vocab, recode := limitedVocab(d.ObsVocab, keptObservations(order[:n], end, O))
+	vocab, recode := limitedVocab(d.ObsVocab, keptObservations(order[:n], end, d.NumObs()))
 	out := *d
 	out.Merged = mergedSymbols(d.ObsVocab, count, order[n:])
 	out.ObsVocab = vocab
-	out.Obs = make([]uint16, len(d.Obs))
-	for i, o := range d.Obs {
-		out.Obs[i] = recode[o]
-	}
+	out.Obs = recodeCodes(d.Obs, recode)
 	return &out
+}
+
+// realObservations returns the code of EndSymbol among d's observations
+// (−1 when absent) and the number of the other observations.
+func (d *Dataset) realObservations() (end, real int) {
+	end = slices.Index(d.ObsVocab, EndSymbol)
+	real = d.NumObs()
+	if end >= 0 {
+		real--
+	}
+	return end, real
+}
+
+// obsCounts counts the logged steps that carry each observation code.
+func (d *Dataset) obsCounts() []int64 {
+	count := make([]int64, d.NumObs())
+	for _, o := range d.Obs {
+		count[o]++
+	}
+	return count
+}
+
+// recodeCodes returns the symbol codes recoded through recode.
+func recodeCodes(codes []uint16, recode []uint16) []uint16 {
+	out := make([]uint16, len(codes))
+	for i, c := range codes {
+		out[i] = recode[c]
+	}
+	return out
 }
 
 // mergedSymbols lists the observations merged (codes, most frequent

@@ -113,25 +113,35 @@ func Expand(args []string) ([]string, error) {
 // expandArg is the files one argument of Expand names.
 func expandArg(a string) ([]string, error) {
 	if strings.ContainsAny(a, "*?[") {
-		m, err := filepath.Glob(a)
-		if err != nil {
-			return nil, fmt.Errorf("%w: bad pattern %q: %v", ErrIO, a, err)
-		}
-		if len(m) == 0 {
-			return nil, fmt.Errorf("%w: no file matches %q", ErrIO, a)
-		}
-		return m, nil
+		return globFiles(a)
 	}
 	st, err := os.Stat(a)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrIO, err)
 	}
 	if st.IsDir() {
-		m, _ := filepath.Glob(filepath.Join(a, "*.parquet"))
-		if len(m) == 0 {
-			return nil, fmt.Errorf("%w: no *.parquet file in directory %s", ErrIO, a)
-		}
-		return m, nil
+		return dirFiles(a)
 	}
 	return []string{a}, nil
+}
+
+// globFiles is the files the pattern a matches, at least one.
+func globFiles(a string) ([]string, error) {
+	m, err := filepath.Glob(a)
+	if err != nil {
+		return nil, fmt.Errorf("%w: bad pattern %q: %v", ErrIO, a, err)
+	}
+	if len(m) == 0 {
+		return nil, fmt.Errorf("%w: no file matches %q", ErrIO, a)
+	}
+	return m, nil
+}
+
+// dirFiles is the *.parquet files of directory a, at least one.
+func dirFiles(a string) ([]string, error) {
+	m, _ := filepath.Glob(filepath.Join(a, "*.parquet"))
+	if len(m) == 0 {
+		return nil, fmt.Errorf("%w: no *.parquet file in directory %s", ErrIO, a)
+	}
+	return m, nil
 }

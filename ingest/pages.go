@@ -62,16 +62,28 @@ func (of *openedFile) checkChunk(i int, rg *format.RowGroup, index int, col stri
 	if m.NumValues != rg.NumRows {
 		return of.bad("column %q, row group %d: %d values for %d rows", col, i, m.NumValues, rg.NumRows)
 	}
-	start := m.DataPageOffset
-	if m.DictionaryPageOffset > 0 && m.DictionaryPageOffset < start {
-		start = m.DictionaryPageOffset
-	}
-	end := start + m.TotalCompressedSize
+	start, end := chunkExtent(&m)
 	if start < 4 || m.TotalCompressedSize < 0 || end > dataEnd || end < start {
 		return of.bad("column %q, row group %d: chunk [%d,%d) outside the data", col, i, start, end)
 	}
+	return of.checkChunkPages(i, rg.NumRows, col, start, end)
+}
+
+// chunkExtent returns the byte range [start, end) a column chunk claims:
+// from its dictionary page, when it comes first, or its first data page.
+func chunkExtent(m *format.ColumnMetaData) (start, end int64) {
+	start = m.DataPageOffset
+	if m.DictionaryPageOffset > 0 && m.DictionaryPageOffset < start {
+		start = m.DictionaryPageOffset
+	}
+	return start, start + m.TotalCompressedSize
+}
+
+// checkChunkPages checks each page of the chunk [start, end) of column col
+// in row group i of the given rows.
+func (of *openedFile) checkChunkPages(i int, rows int64, col string, start, end int64) error {
 	for o := start; o < end; {
-		n, err := of.checkPage(i, rg.NumRows, col, o, end)
+		n, err := of.checkPage(i, rows, col, o, end)
 		if err != nil {
 			return err
 		}

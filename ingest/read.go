@@ -286,20 +286,35 @@ func renderInts(vals []int64) []string {
 // numerically; if any file has string ids, all ids are compared as strings
 // (integers rendered in decimal).
 func episodeKeys(chunks []*chunk) (ids []string, l2g [][]int32) {
-	anyStr := false
-	for _, c := range chunks {
-		if !c.ids.intKind {
-			anyStr = true
-		}
-	}
-	if !anyStr {
-		local := make([][]int64, len(chunks))
-		for i, c := range chunks {
-			local[i] = c.ids.vals
-		}
-		g, m := mergeKeys(local)
+	if !anyStringIDs(chunks) {
+		g, m := mergeKeys(intIDs(chunks))
 		return renderInts(g), m
 	}
+	return mergeKeys(stringIDs(chunks))
+}
+
+// anyStringIDs reports whether any chunk has string episode ids.
+func anyStringIDs(chunks []*chunk) bool {
+	for _, c := range chunks {
+		if !c.ids.intKind {
+			return true
+		}
+	}
+	return false
+}
+
+// intIDs lists each chunk's integer episode ids.
+func intIDs(chunks []*chunk) [][]int64 {
+	local := make([][]int64, len(chunks))
+	for i, c := range chunks {
+		local[i] = c.ids.vals
+	}
+	return local
+}
+
+// stringIDs lists each chunk's episode ids as strings, integers rendered
+// in decimal.
+func stringIDs(chunks []*chunk) [][]string {
 	local := make([][]string, len(chunks))
 	for i, c := range chunks {
 		if c.ids.intKind {
@@ -308,7 +323,7 @@ func episodeKeys(chunks []*chunk) (ids []string, l2g [][]int32) {
 			local[i] = c.ids.names
 		}
 	}
-	return mergeKeys(local)
+	return local
 }
 
 const padCode = 0xFFFF // code of EndSymbol until the vocabulary is final
@@ -567,29 +582,46 @@ func (s *scattering) row(c *chunk, i int, em, om, am []int32) {
 // episode or with an invalid step, or one whose step is past H or
 // duplicate, which marks its episode.
 func (s *scattering) cell(c *chunk, i int, em []int32) (k int32, h uint16, idx int, ok bool) {
-	l := c.ep[i]
-	if l < 0 {
-		return 0, 0, 0, false
-	}
-	k = em[l]
-	if s.badEp[k] != nil {
+	if k, ok = s.episode(c, i, em); !ok {
 		return 0, 0, 0, false
 	}
 	h = c.step[i]
+	if idx, ok = s.stepCell(c, k, h); !ok {
+		return 0, 0, 0, false
+	}
+	return k, h, idx, true
+}
+
+// episode returns the global episode k of row i of chunk c (em maps the
+// chunk's episode codes to global ones); ok is false for a row without
+// episode id or of an invalid episode.
+func (s *scattering) episode(c *chunk, i int, em []int32) (k int32, ok bool) {
+	l := c.ep[i]
+	if l < 0 {
+		return 0, false
+	}
+	k = em[l]
+	return k, s.badEp[k] == nil
+}
+
+// stepCell returns the cell index of step h of episode k (a row of chunk
+// c); ok is false for an invalid step, or for a step past H or duplicate,
+// which marks the episode.
+func (s *scattering) stepCell(c *chunk, k int32, h uint16) (idx int, ok bool) {
 	if h == 0 {
-		return 0, 0, 0, false // already a row error
+		return 0, false // already a row error
 	}
 	if int(h) > s.H {
 		s.markBad(k, &EpisodeError{File: s.fileName(c), Step: int(h), Err: ErrTooLong, Detail: fmt.Sprintf("(horizon %d)", s.H)})
-		return 0, 0, 0, false
+		return 0, false
 	}
 	idx = int(k)*s.H + int(h) - 1
 	if s.g.seen[idx] {
 		s.markBad(k, &EpisodeError{File: s.fileName(c), Step: int(h), Err: ErrDuplicateStep})
 		s.dups = true
-		return 0, 0, 0, false
+		return 0, false
 	}
-	return k, h, idx, true
+	return idx, true
 }
 
 // terminal records step h as episode k's terminal step, or marks the
@@ -757,24 +789,41 @@ func recodeUsed(all []string, used []bool, vocab []string, codes []uint16, padde
 func describeDuplicates(files []*openedFile, chunks []*chunk, epL2G [][]int32, badEp []*EpisodeError, H int) {
 	want := duplicateCells(badEp, H)
 	for ci, c := range chunks {
-		for i := 0; i < c.n; i++ {
-			if c.ep[i] < 0 || c.step[i] == 0 {
-				continue
-			}
-			k := int(epL2G[ci][c.ep[i]])
-			key := k*H + int(c.step[i]) - 1
-			e, ok := want[key]
-			if !ok {
-				continue
-			}
+		c.describeDuplicates(files[c.file].src.name, epL2G[ci], want, H)
+	}
+}
+
+// describeDuplicates names file f, where chunk c comes from, in each error
+// of want whose duplicate cell a row of c fills first, and deletes it from
+// want; m maps the chunk's episode codes to global ones.
+func (c *chunk) describeDuplicates(f string, m []int32, want map[int]*EpisodeError, H int) {
+	for i := 0; i < c.n; i++ {
+		key, ok := c.cellKey(i, m, H)
+		if e := want[key]; ok && e != nil {
 			delete(want, key)
-			if f := files[c.file].src.name; f == e.File {
-				e.Detail = "(twice in this file)"
-			} else {
-				e.Detail = "(also in " + f + ")"
-			}
+			e.Detail = duplicateDetail(f, e.File)
 		}
 	}
+}
+
+// cellKey returns the cell k*H+h-1 of row i of chunk c, whose episode
+// codes m maps to global ones; ok is false for a row without episode id
+// or valid step.
+func (c *chunk) cellKey(i int, m []int32, H int) (key int, ok bool) {
+	if c.ep[i] < 0 || c.step[i] == 0 {
+		return 0, false
+	}
+	k := int(m[c.ep[i]])
+	return k*H + int(c.step[i]) - 1, true
+}
+
+// duplicateDetail is the detail of a duplicate-step error in file ef
+// whose first occurrence is in file f.
+func duplicateDetail(f, ef string) string {
+	if f == ef {
+		return "(twice in this file)"
+	}
+	return "(also in " + f + ")"
 }
 
 // duplicateCells maps the cell k*H+h-1 of each duplicate step to its
@@ -844,25 +893,38 @@ func firstBad(badEp []*EpisodeError) *EpisodeError {
 func orphanEntries(orphans []*EpisodeError) []Quarantined {
 	var out []Quarantined
 	for i := 0; i < len(orphans); {
-		j := i
-		var rows []string
-		for ; j < len(orphans) && orphans[j].File == orphans[i].File; j++ {
-			if len(rows) < maxListedRows {
-				rows = append(rows, fmt.Sprint(orphans[j].Row))
-			}
-		}
-		list := strings.Join(rows, ", ")
-		if j-i > maxListedRows {
-			list += ", …"
-		}
-		reason := fmt.Sprintf("row %d: %s", orphans[i].Row, orphans[i].Reason())
-		if j-i > 1 {
-			reason += fmt.Sprintf(" (%d rows in all have a null episode_id: rows %s)", j-i, list)
-		}
-		out = append(out, Quarantined{File: orphans[i].File, Reason: reason})
-		i = j
+		q, n := orphanEntry(orphans[i:])
+		out = append(out, q)
+		i += n
 	}
 	return out
+}
+
+// orphanEntry is the quarantine entry of the first rows of orphans that
+// share a file, and how many rows it covers.
+func orphanEntry(orphans []*EpisodeError) (Quarantined, int) {
+	n, list := sameFileRows(orphans)
+	reason := fmt.Sprintf("row %d: %s", orphans[0].Row, orphans[0].Reason())
+	if n > 1 {
+		reason += fmt.Sprintf(" (%d rows in all have a null episode_id: rows %s)", n, list)
+	}
+	return Quarantined{File: orphans[0].File, Reason: reason}, n
+}
+
+// sameFileRows counts the first rows of orphans that share the first one's
+// file, and lists them (the first maxListedRows, then "…").
+func sameFileRows(orphans []*EpisodeError) (n int, list string) {
+	var rows []string
+	for ; n < len(orphans) && orphans[n].File == orphans[0].File; n++ {
+		if len(rows) < maxListedRows {
+			rows = append(rows, fmt.Sprint(orphans[n].Row))
+		}
+	}
+	list = strings.Join(rows, ", ")
+	if n > maxListedRows {
+		list += ", …"
+	}
+	return n, list
 }
 
 // maxListedRows is how many rows a quarantine entry of rows without an

@@ -410,18 +410,11 @@ func (c *fewCounter) quantiles(n int, qs []float64) []float64 {
 // per quantile): four passes that only read, no copy or sort of the
 // values.
 func streamQuantiles(n int, visit func(func([]float64)), qs []float64) []float64 {
-	out := make([]float64, len(qs))
 	if n == 0 {
-		for i := range out {
-			out[i] = math.NaN()
-		}
-		return out
+		return nanQuantiles(len(qs))
 	}
-	rank := make([]int, len(qs))
+	rank := quantileRanks(qs, n)
 	prefix := make([]uint64, len(qs))
-	for i, q := range qs {
-		rank[i] = int(math.Floor(q * float64(n-1)))
-	}
 	for shift := 48; shift >= 0; shift -= 16 {
 		groups, group := prefixGroups(prefix)
 		counts := countDigits(visit, groups, shift)
@@ -429,7 +422,32 @@ func streamQuantiles(n int, visit func(func([]float64)), qs []float64) []float64
 			rank[i], prefix[i] = selectDigit(&counts[group[i]], rank[i], prefix[i], shift)
 		}
 	}
-	for i, p := range prefix {
+	return keyFloats(prefix)
+}
+
+// nanQuantiles is the n quantiles of no values: all NaN.
+func nanQuantiles(n int) []float64 {
+	out := make([]float64, n)
+	for i := range out {
+		out[i] = math.NaN()
+	}
+	return out
+}
+
+// quantileRanks returns the rank ⌊q·(n−1)⌋ of each quantile q of qs among
+// n sorted values.
+func quantileRanks(qs []float64, n int) []int {
+	rank := make([]int, len(qs))
+	for i, q := range qs {
+		rank[i] = int(math.Floor(q * float64(n-1)))
+	}
+	return rank
+}
+
+// keyFloats returns the floats whose sort keys are keys.
+func keyFloats(keys []uint64) []float64 {
+	out := make([]float64, len(keys))
+	for i, p := range keys {
 		out[i] = keyFloat(p)
 	}
 	return out

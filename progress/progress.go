@@ -47,6 +47,14 @@ type textProgress struct {
 func (p *textProgress) StartStage(name string, total int64) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	opts, total := p.barOptions(name, total)
+	p.stage = name
+	p.bar = progressbar.NewOptions64(total, opts...)
+}
+
+// barOptions returns the options of stage name's bar and the bar's total:
+// a bar with a count when total > 0, else a spinner (total −1).
+func (p *textProgress) barOptions(name string, total int64) ([]progressbar.Option, int64) {
 	opts := []progressbar.Option{
 		progressbar.OptionSetWriter(p.w),
 		progressbar.OptionSetDescription(padStage(name)),
@@ -63,8 +71,7 @@ func (p *textProgress) StartStage(name string, total int64) {
 		total = -1
 		opts = append(opts, progressbar.OptionSetPredictTime(false))
 	}
-	p.stage = name
-	p.bar = progressbar.NewOptions64(total, opts...)
+	return opts, total
 }
 
 func (p *textProgress) Advance(n int64, detail string) {

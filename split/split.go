@@ -19,10 +19,15 @@ func Split(numEpisodes, horizon int, seed uint64) ([][]int, error) {
 	if numEpisodes < 0 {
 		return nil, fmt.Errorf("split: %d episodes", numEpisodes)
 	}
-	perm := Permutation(numEpisodes, seed)
+	return deal(Permutation(numEpisodes, seed), horizon), nil
+}
+
+// deal deals the permuted episodes perm in turn into horizon subsets and
+// sorts each subset.
+func deal(perm []int, horizon int) [][]int {
 	out := make([][]int, horizon)
 	for h := range out {
-		out[h] = make([]int, 0, numEpisodes/horizon+1)
+		out[h] = make([]int, 0, len(perm)/horizon+1)
 	}
 	for i, k := range perm {
 		out[i%horizon] = append(out[i%horizon], k)
@@ -30,7 +35,7 @@ func Split(numEpisodes, horizon int, seed uint64) ([][]int, error) {
 	for _, s := range out {
 		slices.Sort(s)
 	}
-	return out, nil
+	return out
 }
 
 // Permutation is the seeded shuffle of 0..n-1 behind Split. The second PCG

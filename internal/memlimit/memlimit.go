@@ -64,19 +64,28 @@ func memTotal(path string) uint64 {
 	defer f.Close()
 	s := bufio.NewScanner(f)
 	for s.Scan() {
-		fields := strings.Fields(s.Text())
-		if len(fields) >= 2 && fields[0] == "MemTotal:" {
-			v, err := strconv.ParseUint(fields[1], 10, 64)
-			if err != nil {
-				return 0
-			}
-			if len(fields) >= 3 && fields[2] == "kB" {
-				v *= 1024
-			}
+		if v, ok := memTotalLine(s.Text()); ok {
 			return v
 		}
 	}
 	return 0
+}
+
+// memTotalLine is the bytes of a "MemTotal: n kB" line of /proc/meminfo
+// (0 when n is not a number); ok is false for any other line.
+func memTotalLine(line string) (v uint64, ok bool) {
+	fields := strings.Fields(line)
+	if len(fields) < 2 || fields[0] != "MemTotal:" {
+		return 0, false
+	}
+	v, err := strconv.ParseUint(fields[1], 10, 64)
+	if err != nil {
+		return 0, true
+	}
+	if len(fields) >= 3 && fields[2] == "kB" {
+		v *= 1024
+	}
+	return v, true
 }
 
 var units = []struct {

@@ -227,24 +227,43 @@ func checkPlace(final, abs string, inputs []string) error {
 	if filepath.Dir(abs) == abs {
 		return fmt.Errorf("%w: --out %s is the root directory", ErrOverlap, final)
 	}
+	if err := checkWorkDir(final, abs); err != nil {
+		return err
+	}
+	for _, in := range inputs {
+		if err := checkInput(final, abs, in); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkWorkDir refuses an output directory abs (final as given) that is
+// the current directory or one of its parents.
+func checkWorkDir(final, abs string) error {
 	if wd, err := os.Getwd(); err == nil {
 		if rwd, err := resolve(wd); err == nil && within(rwd, abs) {
 			return fmt.Errorf("%w: --out %s is the current directory or one of its parents; name a new directory", ErrOverlap, final)
 		}
 	}
-	for _, in := range inputs {
-		rin, err := resolve(in)
-		if err != nil {
-			continue
-		}
-		switch {
-		case rin == abs:
-			return fmt.Errorf("%w: --out %s is the input %s", ErrOverlap, final, in)
-		case within(rin, abs):
-			return fmt.Errorf("%w: --out %s contains the input %s", ErrOverlap, final, in)
-		case within(abs, rin):
-			return fmt.Errorf("%w: --out %s lies inside the input directory %s", ErrOverlap, final, in)
-		}
+	return nil
+}
+
+// checkInput refuses an output directory abs (final as given) that is the
+// input in, contains it or lies inside it; an input that does not resolve
+// is passed over.
+func checkInput(final, abs, in string) error {
+	rin, err := resolve(in)
+	if err != nil {
+		return nil
+	}
+	switch {
+	case rin == abs:
+		return fmt.Errorf("%w: --out %s is the input %s", ErrOverlap, final, in)
+	case within(rin, abs):
+		return fmt.Errorf("%w: --out %s contains the input %s", ErrOverlap, final, in)
+	case within(abs, rin):
+		return fmt.Errorf("%w: --out %s lies inside the input directory %s", ErrOverlap, final, in)
 	}
 	return nil
 }
@@ -461,12 +480,8 @@ type leftovers struct {
 func collectLeftovers(entries []os.DirEntry) map[string]*leftovers {
 	byName := map[string]*leftovers{}
 	for _, e := range entries {
-		n := e.Name()
-		if !e.IsDir() {
-			continue
-		}
-		name, pid, ok := parseStage(n)
-		if !ok || alive(pid) {
+		name, ok := abandonedStage(e)
+		if !ok {
 			continue
 		}
 		l := byName[name]
@@ -474,13 +489,32 @@ func collectLeftovers(entries []os.DirEntry) map[string]*leftovers {
 			l = &leftovers{staged: map[string]bool{}}
 			byName[name] = l
 		}
-		if strings.HasSuffix(n, ".old") {
-			l.olds = append(l.olds, n)
-		} else {
-			l.staged[n] = true
-		}
+		l.add(e.Name())
 	}
 	return byName
+}
+
+// abandonedStage returns the output name of entry e when it is a staging
+// directory whose process no longer runs.
+func abandonedStage(e os.DirEntry) (name string, ok bool) {
+	if !e.IsDir() {
+		return "", false
+	}
+	name, pid, ok := parseStage(e.Name())
+	if !ok || alive(pid) {
+		return "", false
+	}
+	return name, true
+}
+
+// add records the leftover directory n among the old outputs (a ".old"
+// name) or the staged ones.
+func (l *leftovers) add(n string) {
+	if strings.HasSuffix(n, ".old") {
+		l.olds = append(l.olds, n)
+	} else {
+		l.staged[n] = true
+	}
 }
 
 // repair repairs the leftovers of output name in parent (see Recover),

@@ -27,17 +27,25 @@ func Read(cc parquet.ColumnChunk) ([]parquet.Value, error) {
 		if err != nil {
 			return nil, err
 		}
-		buf := make([]parquet.Value, p.NumValues())
-		n, err := p.Values().ReadValues(buf)
-		if err != nil && !errors.Is(err, io.EOF) {
-			parquet.Release(p)
+		if out, err = appendPage(out, p); err != nil {
 			return nil, err
 		}
-		for _, v := range buf[:n] {
-			out = append(out, v.Clone())
-		}
-		parquet.Release(p)
 	}
+}
+
+// appendPage appends the values of page p, cloned, to out and releases
+// the page.
+func appendPage(out []parquet.Value, p parquet.Page) ([]parquet.Value, error) {
+	defer parquet.Release(p)
+	buf := make([]parquet.Value, p.NumValues())
+	n, err := p.Values().ReadValues(buf)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return nil, err
+	}
+	for _, v := range buf[:n] {
+		out = append(out, v.Clone())
+	}
+	return out, nil
 }
 
 // MissingColumnError is Columns' error for a file without a named column.
