@@ -78,16 +78,26 @@ func validateShape(d *ingest.Dataset) error {
 	if len(d.Obs) == 0 {
 		return fmt.Errorf("%w: no episodes", ErrInvalidDataset)
 	}
+	if err := validateLengths(d); err != nil {
+		return err
+	}
+	if len(d.ObsVocab) == 0 || len(d.ActVocab) == 0 || len(d.ObsVocab) > 1<<16 || len(d.ActVocab) > 1<<16 {
+		return fmt.Errorf("%w: vocabularies of %d observations and %d actions, want 1..65536 each",
+			ErrInvalidDataset, len(d.ObsVocab), len(d.ActVocab))
+	}
+	return nil
+}
+
+// validateLengths checks that d's observations, actions and rewards form
+// whole episodes of d.Horizon steps, at most math.MaxInt32 steps in all.
+func validateLengths(d *ingest.Dataset) error {
+	H := d.Horizon
 	if len(d.Obs)%H != 0 || len(d.Act) != len(d.Obs) || len(d.Reward) != len(d.Obs) {
 		return fmt.Errorf("%w: %d observations, %d actions and %d rewards do not form episodes of %d steps",
 			ErrInvalidDataset, len(d.Obs), len(d.Act), len(d.Reward), H)
 	}
 	if len(d.Obs) > math.MaxInt32 {
 		return fmt.Errorf("%w: %d steps exceed the baseline limit of %d", ErrInvalidDataset, len(d.Obs), math.MaxInt32)
-	}
-	if len(d.ObsVocab) == 0 || len(d.ActVocab) == 0 || len(d.ObsVocab) > 1<<16 || len(d.ActVocab) > 1<<16 {
-		return fmt.Errorf("%w: vocabularies of %d observations and %d actions, want 1..65536 each",
-			ErrInvalidDataset, len(d.ObsVocab), len(d.ActVocab))
 	}
 	return nil
 }

@@ -161,11 +161,8 @@ func Deterministic(f pomdp.PolicyFunc) StochasticPolicy {
 // that step counts fully. The cost is the number of histories with positive
 // probability under both, at most (|O||A|)^H.
 func TV(ctx context.Context, truth *pomdp.POMDP, m *estimate.Model, H int, pol StochasticPolicy) (float64, error) {
-	if err := truth.Check(); err != nil {
+	if err := checkTV(truth, m, H); err != nil {
 		return 0, err
-	}
-	if m == nil || m.Horizon < H || H <= 0 {
-		return 0, fmt.Errorf("%w: model horizon does not cover %d steps", ErrModel, H)
 	}
 	t := newTVSearch(ctx, truth, m, H, pol)
 	initCode := vocabCode(m.ObsVocab, pomdp.InitSymbol)
@@ -174,9 +171,7 @@ func TV(ctx context.Context, truth *pomdp.POMDP, m *estimate.Model, H int, pol S
 	if q == 0 {
 		return 1, nil // disjoint supports
 	}
-	bel := make([]float64, m.States)
-	m.Prior(bel)
-	m.ObserveFirst(bel, initCode)
+	bel := firstBelief(m, initCode)
 	total := (1 - q) // model mass on other first symbols
 	alpha := append([]float64(nil), truth.Start...)
 	total += t.node(1, []int{pomdp.ObsInit}, nil, alpha, 1, bel, q, 1)
@@ -184,6 +179,27 @@ func TV(ctx context.Context, truth *pomdp.POMDP, m *estimate.Model, H int, pol S
 		return 0, t.err
 	}
 	return total / 2, nil
+}
+
+// checkTV checks TV's arguments: a valid true model and a model whose
+// horizon covers H ≥ 1 steps.
+func checkTV(truth *pomdp.POMDP, m *estimate.Model, H int) error {
+	if err := truth.Check(); err != nil {
+		return err
+	}
+	if m == nil || m.Horizon < H || H <= 0 {
+		return fmt.Errorf("%w: model horizon does not cover %d steps", ErrModel, H)
+	}
+	return nil
+}
+
+// firstBelief is the model's belief after its prior sees the first
+// observation initCode.
+func firstBelief(m *estimate.Model, initCode int) []float64 {
+	bel := make([]float64, m.States)
+	m.Prior(bel)
+	m.ObserveFirst(bel, initCode)
+	return bel
 }
 
 // firstObsProb is the model's probability of the first observation of
