@@ -169,12 +169,7 @@ func newTrie(d *ingest.Dataset) *trie {
 // rescale sets the reward scale and shift that map the returns onto
 // [0, 1] and stores every episode's rescaled return.
 func (t *trie) rescale() error {
-	lo, hi := math.Inf(1), math.Inf(-1)
-	for k := range t.K {
-		r := t.d.Return(k)
-		t.ret[k] = r
-		lo, hi = min(lo, r), max(hi, r)
-	}
+	lo, hi := t.returns()
 	if math.IsInf(hi-lo, 0) {
 		return fmt.Errorf("%w: the range of returns [%v, %v] overflows", ErrInvalidDataset, lo, hi)
 	}
@@ -187,6 +182,18 @@ func (t *trie) rescale() error {
 		t.ret[k] = (t.ret[k] - lo) * t.scale
 	}
 	return nil
+}
+
+// returns stores every episode's return in t.ret and returns the
+// smallest and the largest.
+func (t *trie) returns() (lo, hi float64) {
+	lo, hi = math.Inf(1), math.Inf(-1)
+	for k := range t.K {
+		r := t.d.Return(k)
+		t.ret[k] = r
+		lo, hi = min(lo, r), max(hi, r)
+	}
+	return lo, hi
 }
 
 // count walks every episode down the trie, creating its nodes and edges

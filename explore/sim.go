@@ -70,12 +70,8 @@ func newCollector(m *pomdp.POMDP, H int, prev *policy.Policy, K int, seed uint64
 // episode simulates episode k, which follows prev before its switch step
 // sw and acts uniformly from sw on, drawing from rng.
 func (c *collector) episode(rng *rand.Rand, k, sw int) error {
-	m := c.m
-	var cur *policy.Cursor
-	if c.prev != nil {
-		cur = c.prev.NewCursor()
-	}
-	s := categorical.Draw(rng, m.Start)
+	cur := c.cursor()
+	s := categorical.Draw(rng, c.m.Start)
 	o := pomdp.ObsInit
 	for h := 1; h <= c.H; h++ {
 		i := k*c.H + h - 1
@@ -83,13 +79,30 @@ func (c *collector) episode(rng *rand.Rand, k, sw int) error {
 		if err != nil {
 			return err
 		}
-		s2 := categorical.Draw(rng, m.T[a][s])
-		o2 := categorical.Draw(rng, m.O[a][s2])
-		c.l.Obs[i], c.l.Act[i], c.l.Propensity[i] = int32(o), int32(a), prop
-		c.l.Reward[i] = m.R(a, s, s2, o2)
-		s, o = s2, o2
+		s, o = c.step(rng, i, s, o, a, prop)
 	}
 	return nil
+}
+
+// cursor is a fresh cursor of the previous round's policy, nil when
+// there is none.
+func (c *collector) cursor() *policy.Cursor {
+	if c.prev == nil {
+		return nil
+	}
+	return c.prev.NewCursor()
+}
+
+// step draws the next state and observation after action a (of
+// propensity prop) in state s, records step i of the logs and returns
+// the next state and observation.
+func (c *collector) step(rng *rand.Rand, i, s, o, a int, prop float64) (int, int) {
+	m := c.m
+	s2 := categorical.Draw(rng, m.T[a][s])
+	o2 := categorical.Draw(rng, m.O[a][s2])
+	c.l.Obs[i], c.l.Act[i], c.l.Propensity[i] = int32(o), int32(a), prop
+	c.l.Reward[i] = m.R(a, s, s2, o2)
+	return s2, o2
 }
 
 // action is the action at step h after observation o with its logged

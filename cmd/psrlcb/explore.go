@@ -176,13 +176,7 @@ func runExplore(ctx context.Context, w io.Writer, o exploreOptions) error {
 	if err != nil {
 		return err
 	}
-	if err := explore.WriteRound(ctx, dir.Tmp, lr); err != nil {
-		return err
-	}
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	if err := dir.Commit(); err != nil {
+	if err := commitDir(ctx, dir, func() error { return explore.WriteRound(ctx, dir.Tmp, lr) }); err != nil {
 		return err
 	}
 	printExploreRound(w, lr, out)

@@ -182,15 +182,15 @@ func fitEstimateOptions(c *cli.Context, o *pipeline.Options) error {
 	return pMinOption(c.Float64("p-min"), o)
 }
 
-// rankOption sets o's rank from --rank r: a positive integer, or "auto"
-// (or empty), which leaves the rank to the search.
+// rankOption sets o's rank from --rank r (rankFlag); "auto" or an empty
+// r leaves the rank to the search.
 func rankOption(r string, o *pipeline.Options) error {
-	if r == "auto" || r == "" {
+	if r == "" {
 		return nil
 	}
-	n, err := strconv.Atoi(r)
-	if err != nil || n < 1 {
-		return usagef(`--rank must be a positive integer or "auto", not %q`, r)
+	n, err := rankFlag(r)
+	if err != nil {
+		return err
 	}
 	o.Estimate.Rank = n
 	return nil

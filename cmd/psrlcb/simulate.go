@@ -85,18 +85,25 @@ func runSimulate(ctx context.Context, w io.Writer, o simulateOptions) error {
 	if err != nil {
 		return err
 	}
-	logs, err := pomdp.Simulate(ctx, m, o.horizon, o.episodes, b, o.seed)
+	logs, err := simulateFile(ctx, o, m, b)
 	if err != nil {
-		return err
-	}
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	if err := pomdp.WriteParquetFile(o.out, logs); err != nil {
 		return err
 	}
 	printSimulateSummary(w, o, m, b, logs)
 	return nil
+}
+
+// simulateFile simulates o's episodes of m under the behaviour b and,
+// unless ctx was cancelled meanwhile, writes them into o.out.
+func simulateFile(ctx context.Context, o simulateOptions, m *pomdp.POMDP, b pomdp.Behavior) (*pomdp.Logs, error) {
+	logs, err := pomdp.Simulate(ctx, m, o.horizon, o.episodes, b, o.seed)
+	if err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return logs, pomdp.WriteParquetFile(o.out, logs)
 }
 
 // printSimulateSummary says what was written, from which model and
@@ -133,6 +140,12 @@ func checkSimulate(o simulateOptions) error {
 	if len(missing) > 0 {
 		return usagef("simulate needs %s", strings.Join(missing, ", "))
 	}
+	return checkSimulateOut(o)
+}
+
+// checkSimulateOut checks that --out names neither the model file nor a
+// directory.
+func checkSimulateOut(o simulateOptions) error {
 	if a, err := os.Stat(o.pomdp); err == nil {
 		if b, err := os.Stat(o.out); err == nil && os.SameFile(a, b) {
 			return usagef("--out %s is the model file --pomdp %s; name a new Parquet file", o.out, o.pomdp)

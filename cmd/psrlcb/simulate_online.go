@@ -96,7 +96,7 @@ func runSimulateOnline(ctx context.Context, w io.Writer, o simulateOnlineOptions
 	if err != nil {
 		return err
 	}
-	if err := commitOnline(ctx, dir, o, m, res); err != nil {
+	if err := commitDir(ctx, dir, func() error { return writeOnline(dir, o, m, res) }); err != nil {
 		return err
 	}
 	printOnlineSummary(w, res.Rows[len(res.Rows)-1], o.out)
@@ -114,10 +114,10 @@ func simulateOnline(ctx context.Context, w io.Writer, o simulateOnlineOptions) (
 	return m, res, err
 }
 
-// commitOnline writes the run's outputs into dir (writeOnline) and,
-// unless ctx was cancelled meanwhile, commits them.
-func commitOnline(ctx context.Context, dir *outdir.Dir, o simulateOnlineOptions, m *pomdp.POMDP, res *explore.OnlineResult) error {
-	if err := writeOnline(dir, o, m, res); err != nil {
+// commitDir writes the outputs into dir (write) and, unless ctx was
+// cancelled meanwhile, commits them.
+func commitDir(ctx context.Context, dir *outdir.Dir, write func() error) error {
+	if err := write(); err != nil {
 		return err
 	}
 	if err := ctx.Err(); err != nil {
