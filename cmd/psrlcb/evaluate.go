@@ -154,13 +154,21 @@ func referenceValues(ctx context.Context, m *pomdp.POMDP, b pomdp.Behavior, H in
 	if res.BehaviorValue, err = res.within(&beh, err, fmt.Sprintf("the behaviour's value is not computed: more than %d beliefs at horizon %d", exactSolveNodes, H)); err != nil {
 		return err
 	}
-	if res.OptimalValue != nil && res.BehaviorValue != nil {
-		if gap := opt - beh; gap != 0 {
-			r := (opt - res.PolicyValue) / gap
-			res.NormalizedRegret = &r
-		}
-	}
+	res.setNormalizedRegret(opt, beh)
 	return nil
+}
+
+// setNormalizedRegret sets res's normalized regret (V* − V^π)/(V* − V^b)
+// from the optimal value opt and the behaviour's beh, when both were
+// computed and differ.
+func (res *evaluateResult) setNormalizedRegret(opt, beh float64) {
+	if res.OptimalValue == nil || res.BehaviorValue == nil {
+		return
+	}
+	if gap := opt - beh; gap != 0 {
+		r := (opt - res.PolicyValue) / gap
+		res.NormalizedRegret = &r
+	}
 }
 
 // within is v, the value a solver computed with error err: nil with note

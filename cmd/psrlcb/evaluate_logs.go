@@ -281,12 +281,7 @@ func jsonEvaluation(ev *report.Evaluation) any {
 func printEvaluation(w io.Writer, ev *report.Evaluation, out string) error {
 	fmt.Fprintf(w, "run %s: %s on %d episodes × %d steps\n", ev.RunID, ev.Target, ev.Episodes, ev.Horizon)
 	fmt.Fprintln(w, ev.Summary)
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintf(tw, "estimator\tvalue\t95%% interval\tESS\tepisodes\tnote\n")
-	for _, e := range ev.Estimates {
-		printEstimate(tw, e, e.Estimator == ev.Recommended)
-	}
-	if err := tw.Flush(); err != nil {
+	if err := printEstimates(w, ev); err != nil {
 		return err
 	}
 	for _, n := range ev.Notes {
@@ -302,22 +297,45 @@ func printEvaluation(w io.Writer, ev *report.Evaluation, out string) error {
 // with " *" when it is the recommended one; a value or interval that could
 // not be computed is "–" or blank.
 func printEstimate(tw io.Writer, e report.EstimateRow, recommended bool) {
-	interval := ""
-	if !math.IsNaN(float64(e.Lower)) {
-		interval = fmt.Sprintf("[%.4g, %.4g] %s", float64(e.Lower), float64(e.Upper), e.Interval)
-	}
+	interval := estimateInterval(e)
 	mark := ""
 	if recommended {
 		mark = " *"
 	}
-	value, ess, eps := "–", "", ""
+	value := "–"
 	if !math.IsNaN(float64(e.Value)) {
 		value = fmt.Sprintf("%.4g", float64(e.Value))
 	}
-	if !math.IsNaN(float64(e.ESS)) {
-		// ESS and episodes describe the importance weights: blank for the
-		// model's rows, which use none.
-		ess, eps = strconv.FormatFloat(math.Round(float64(e.ESS)*10)/10, 'f', -1, 64), strconv.Itoa(e.Episodes)
-	}
+	ess, eps := estimateWeights(e)
 	fmt.Fprintf(tw, "%s%s\t%s\t%s\t%s\t%s\t%s\n", e.Estimator, mark, value, interval, ess, eps, e.Reason)
+}
+
+// estimateInterval is e's 95% interval and its kind, empty when e has
+// none.
+func estimateInterval(e report.EstimateRow) string {
+	if math.IsNaN(float64(e.Lower)) {
+		return ""
+	}
+	return fmt.Sprintf("[%.4g, %.4g] %s", float64(e.Lower), float64(e.Upper), e.Interval)
+}
+
+// estimateWeights are e's effective sample size and number of episodes.
+// They describe the importance weights: blank for the model's rows,
+// which use none.
+func estimateWeights(e report.EstimateRow) (ess, eps string) {
+	if math.IsNaN(float64(e.ESS)) {
+		return "", ""
+	}
+	return strconv.FormatFloat(math.Round(float64(e.ESS)*10)/10, 'f', -1, 64), strconv.Itoa(e.Episodes)
+}
+
+// printEstimates prints the table of ev's estimates, the recommended one
+// marked.
+func printEstimates(w io.Writer, ev *report.Evaluation) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "estimator\tvalue\t95%% interval\tESS\tepisodes\tnote\n")
+	for _, e := range ev.Estimates {
+		printEstimate(tw, e, e.Estimator == ev.Recommended)
+	}
+	return tw.Flush()
 }

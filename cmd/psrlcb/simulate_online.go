@@ -114,18 +114,6 @@ func simulateOnline(ctx context.Context, w io.Writer, o simulateOnlineOptions) (
 	return m, res, err
 }
 
-// commitDir writes the outputs into dir (write) and, unless ctx was
-// cancelled meanwhile, commits them.
-func commitDir(ctx context.Context, dir *outdir.Dir, write func() error) error {
-	if err := write(); err != nil {
-		return err
-	}
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	return dir.Commit()
-}
-
 // onlineOptions are the loop's options of o, its progress printed to w.
 func onlineOptions(w io.Writer, o simulateOnlineOptions) explore.OnlineOptions {
 	return explore.OnlineOptions{
