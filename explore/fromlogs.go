@@ -84,11 +84,16 @@ func tagSteps(ctx context.Context, files []string, in ingest.Options, tags TagCo
 	if err != nil {
 		return nil, 0, err
 	}
+	return steps, lastRound(d.EpisodeIDs, tg), nil
+}
+
+// lastRound is k, the largest round tag of the episodes ids.
+func lastRound(ids []string, tg map[string]Tag) int64 {
 	round := int64(0)
-	for _, id := range d.EpisodeIDs {
+	for _, id := range ids {
 		round = max(round, tg[id].Round)
 	}
-	return steps, round, nil
+	return round
 }
 
 // termination is the record of round's result res on the given number of

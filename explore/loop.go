@@ -317,13 +317,7 @@ func truthFigures(ctx context.Context, m *pomdp.POMDP, H int, model *estimate.Mo
 // fitUniform is the baseline: the same fit on uniformly explored logs with
 // a random even split for Θ_min, and the greedy plan.
 func fitUniform(ctx context.Context, d *ingest.Dataset, ro Options) (*estimate.Result, *policy.Policy, error) {
-	splits, err := split.Split(d.NumEpisodes(), d.Horizon, ro.Estimate.Seed)
-	if err != nil {
-		return nil, nil, err
-	}
-	eo := ro.Estimate
-	eo.Splits = splits
-	fit, err := estimate.Fit(ctx, d, eo)
+	fit, splits, err := fitSplit(ctx, d, ro)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -333,4 +327,18 @@ func fitUniform(ctx context.Context, d *ingest.Dataset, ro Options) (*estimate.R
 	}
 	pol, _, err := policy.Plan(ctx, fit.Model, zero, ro.Plan)
 	return fit, pol, err
+}
+
+// fitSplit fits d with ro's estimation options on a split of its
+// episodes drawn from ro's estimation seed, and returns the fit and the
+// split.
+func fitSplit(ctx context.Context, d *ingest.Dataset, ro Options) (*estimate.Result, [][]int, error) {
+	splits, err := split.Split(d.NumEpisodes(), d.Horizon, ro.Estimate.Seed)
+	if err != nil {
+		return nil, nil, err
+	}
+	eo := ro.Estimate
+	eo.Splits = splits
+	fit, err := estimate.Fit(ctx, d, eo)
+	return fit, splits, err
 }

@@ -83,8 +83,9 @@ func readTagsFile(path string, cols TagColumns, tags map[string]Tag) error {
 	return tagsError(path, cols, err)
 }
 
-// tagsError is the error of reading path's tags: nil, or err as
-// ErrData unless the file could not be opened.
+// tagsError is readTagsFile's error for err, the error of reading path's
+// tags: a missing tag column or an unreadable file as ErrData, a file
+// that does not exist or may not be read as it is.
 func tagsError(path string, cols TagColumns, err error) error {
 	var missing *pqcol.MissingColumnError
 	switch {

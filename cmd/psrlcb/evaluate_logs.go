@@ -248,18 +248,30 @@ func evaluationRecord(ctx context.Context, o evaluateLogsOpts, d *ingest.Dataset
 	if err != nil {
 		return nil, err
 	}
-	params := map[string]any{"seed": o.seed, "bootstrap": o.bootstrap, "no_model": o.noModel, "rank": o.rank, "alpha": o.alpha,
-		"horizon": d.Horizon, "on_invalid": o.ingest.OnInvalid, "target_propensity_column": o.column, "model": o.model}
 	ev := &report.Evaluation{Tool: "psrlcb", Version: version, GoVersion: runtime.Version(), Inputs: inputs, Target: target,
-		Parameters: params, Episodes: d.NumEpisodes(), Horizon: d.Horizon, Estimates: report.EstimateRows(res.Estimates),
+		Parameters: evaluationParams(o, d), Episodes: d.NumEpisodes(), Horizon: d.Horizon, Estimates: report.EstimateRows(res.Estimates),
 		Recommended: res.Recommended, Models: models, Notes: notes, StageTimes: times}
-	ev.Quarantined = []report.Quarantined{}
-	for _, q := range d.Quarantined {
-		ev.Quarantined = append(ev.Quarantined, report.Quarantined(q))
-	}
+	ev.Quarantined = quarantinedRows(d)
 	ev.RunID = report.EvaluationID(ev)
 	ev.Summary = report.EvaluationSummary(ev)
 	return ev, nil
+}
+
+// evaluationParams are the parameters of the evaluation o of d, as the
+// record keeps them.
+func evaluationParams(o evaluateLogsOpts, d *ingest.Dataset) map[string]any {
+	return map[string]any{"seed": o.seed, "bootstrap": o.bootstrap, "no_model": o.noModel, "rank": o.rank, "alpha": o.alpha,
+		"horizon": d.Horizon, "on_invalid": o.ingest.OnInvalid, "target_propensity_column": o.column, "model": o.model}
+}
+
+// quarantinedRows are d's quarantined episodes as the record's rows
+// (an empty list, not null, when there are none).
+func quarantinedRows(d *ingest.Dataset) []report.Quarantined {
+	rows := []report.Quarantined{}
+	for _, q := range d.Quarantined {
+		rows = append(rows, report.Quarantined(q))
+	}
+	return rows
 }
 
 // jsonEvaluation is --json's object: the estimates (null where an

@@ -111,16 +111,23 @@ func runInspect(ctx context.Context, w io.Writer, o inspectOptions) error {
 	if err != nil {
 		return err
 	}
-	rep := inspectReport{Files: files, Summary: ingest.Summarize(d)}
-	for _, f := range files {
-		if st, err := os.Stat(f); err == nil {
-			rep.FileBytes += st.Size()
-		}
-	}
+	rep := inspectReport{Files: files, Summary: ingest.Summarize(d), FileBytes: fileBytes(files)}
 	if o.json {
 		return writeJSON(w, rep)
 	}
 	return writeInspectText(w, &rep)
+}
+
+// fileBytes is the total size of files, those that cannot be stat'ed
+// left out.
+func fileBytes(files []string) int64 {
+	var n int64
+	for _, f := range files {
+		if st, err := os.Stat(f); err == nil {
+			n += st.Size()
+		}
+	}
+	return n
 }
 
 // writeInspectText writes the summary r as the table a person reads.
