@@ -362,20 +362,35 @@ func (t *trie) byObs(x, y int32) int { return int(t.nodeObs[x]) - int(t.nodeObs[
 // node, the trie node it came from.
 func (t *trie) emit(choice []int32) (*policy.Policy, []int32) {
 	start, kids := t.childIndex()
+	em := &emitter{t: t, choice: choice, fb: t.fallbacks(), p: &policy.Policy{Horizon: t.H}}
+	em.addRoots()
+	em.addChildren(start, kids)
+	return em.p, em.from
+}
+
+// addRoots adds the trie's first-step nodes, in the order of their
+// observations, with their shares of the episodes as reach
+// probabilities.
+func (em *emitter) addRoots() {
+	t := em.t
 	roots := slices.Clone(t.nodesByStep[0])
 	slices.SortFunc(roots, t.byObs)
-
-	em := &emitter{t: t, choice: choice, fb: t.fallbacks(), p: &policy.Policy{Horizon: t.H}}
 	for _, n := range roots {
 		em.add(n, -1, float64(t.nodeCnt[n])/float64(t.K))
 	}
+}
+
+// addChildren adds, breadth first, the children of every added node
+// along its chosen edge (start and kids index them, childIndex), with its
+// reach probability times the edge's share of episodes reaching each.
+func (em *emitter) addChildren(start, kids []int32) {
+	t := em.t
 	for i := 0; i < len(em.p.Nodes); i++ {
-		e := choice[em.from[i]]
+		e := em.choice[em.from[i]]
 		for _, c := range kids[start[e]:start[e+1]] {
 			em.add(c, int64(i), em.p.Nodes[i].ReachProb*float64(t.nodeCnt[c])/float64(t.edgeN[e]))
 		}
 	}
-	return em.p, em.from
 }
 
 // emitter builds the policy p of trie.emit: choice[node] is the chosen

@@ -109,11 +109,7 @@ func simulateFile(ctx context.Context, o simulateOptions, m *pomdp.POMDP, b pomd
 // printSimulateSummary says what was written, from which model and
 // behaviour, and the logs' mean return.
 func printSimulateSummary(w io.Writer, o simulateOptions, m *pomdp.POMDP, b pomdp.Behavior, logs *pomdp.Logs) {
-	mean := 0.0
-	for k := range o.episodes {
-		mean += logs.Return(k)
-	}
-	mean /= float64(o.episodes)
+	mean := meanReturn(logs, o.episodes)
 	size := int64(0)
 	if st, err := os.Stat(o.out); err == nil {
 		size = st.Size()
@@ -122,6 +118,15 @@ func printSimulateSummary(w io.Writer, o simulateOptions, m *pomdp.POMDP, b pomd
 	fmt.Fprintf(w, "model %s (%d states, %d actions, %d observations), behaviour %s, seed %d\n",
 		o.pomdp, m.NumStates(), m.NumActions(), m.NumObs(), b, o.seed)
 	fmt.Fprintf(w, "mean return %.6g\n", mean)
+}
+
+// meanReturn is the mean return of the first K episodes of logs.
+func meanReturn(logs *pomdp.Logs, K int) float64 {
+	mean := 0.0
+	for k := range K {
+		mean += logs.Return(k)
+	}
+	return mean / float64(K)
 }
 
 // checkSimulate refuses options without a horizon, episodes or output
