@@ -226,9 +226,7 @@ func onlineMeta(o simulateOnlineOptions, res *explore.OnlineResult) map[string]s
 // checkPlotPath refuses a --plot file that is the model file, a
 // directory, or lies inside the output directory.
 func checkPlotPath(plot, out, model string) error {
-	pa, err1 := filepath.Abs(plot)
-	oa, err2 := filepath.Abs(out)
-	if err1 == nil && err2 == nil && (pa == oa || strings.HasPrefix(pa, oa+string(filepath.Separator))) {
+	if insideDir(plot, out) {
 		return usagef("--plot %s lies inside --out %s; put the plot beside the output directory", plot, out)
 	}
 	if st, err := os.Stat(plot); err == nil {
@@ -240,4 +238,12 @@ func checkPlotPath(plot, out, model string) error {
 		}
 	}
 	return nil
+}
+
+// insideDir reports whether path is dir or lies inside it, false when
+// either has no absolute form.
+func insideDir(path, dir string) bool {
+	pa, err1 := filepath.Abs(path)
+	oa, err2 := filepath.Abs(dir)
+	return err1 == nil && err2 == nil && (pa == oa || strings.HasPrefix(pa, oa+string(filepath.Separator)))
 }
