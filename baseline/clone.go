@@ -71,11 +71,9 @@ func BehaviorCloning(ctx context.Context, d *ingest.Dataset, opts CloneOptions) 
 	if err != nil {
 		return nil, err
 	}
-	choice := t.mostLogged()
-	if opts.Improve {
-		if err := t.improve(ctx, choice, opts); err != nil {
-			return nil, err
-		}
+	choice, err := t.cloneChoice(ctx, opts)
+	if err != nil {
+		return nil, err
 	}
 	sum, cnt, err := t.followers(ctx, choice)
 	if err != nil {
@@ -87,6 +85,18 @@ func BehaviorCloning(ctx context.Context, d *ingest.Dataset, opts CloneOptions) 
 		addFirst(p, d)
 	}
 	return p, nil
+}
+
+// cloneChoice is the clone's edge at every node: the most-logged action,
+// improved where the logs show a better one when opts.Improve is set.
+func (t *trie) cloneChoice(ctx context.Context, opts CloneOptions) ([]int32, error) {
+	choice := t.mostLogged()
+	if opts.Improve {
+		if err := t.improve(ctx, choice, opts); err != nil {
+			return nil, err
+		}
+	}
+	return choice, nil
 }
 
 // cloneValues sets the value columns of p, whose node i came from trie

@@ -61,15 +61,24 @@ func TabularLCB(ctx context.Context, d *ingest.Dataset, opts TabularOptions) (*p
 		return nil, err
 	}
 	l := newLCBPlan(t, c)
-	for h := t.H - 1; h >= 0; h-- {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		l.backup(h)
+	if err := l.backupAll(ctx); err != nil {
+		return nil, err
 	}
 	p, from := t.emit(l.choice)
 	l.values(p, from)
 	return p, nil
+}
+
+// backupAll backs the values up from the last step to the first,
+// checking ctx before each step.
+func (l *lcbPlan) backupAll(ctx context.Context) error {
+	for h := l.t.H - 1; h >= 0; h-- {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		l.backup(h)
+	}
+	return nil
 }
 
 // lcbPlan is the backward induction of TabularLCB over the trie t with

@@ -78,16 +78,26 @@ func validateShape(d *ingest.Dataset) error {
 	if len(d.Obs) == 0 {
 		return fmt.Errorf("%w: no episodes", ErrInvalidDataset)
 	}
+	if err := validateLengths(d); err != nil {
+		return err
+	}
+	if len(d.ObsVocab) == 0 || len(d.ActVocab) == 0 || len(d.ObsVocab) > 1<<16 || len(d.ActVocab) > 1<<16 {
+		return fmt.Errorf("%w: vocabularies of %d observations and %d actions, want 1..65536 each",
+			ErrInvalidDataset, len(d.ObsVocab), len(d.ActVocab))
+	}
+	return nil
+}
+
+// validateLengths checks that d's observations, actions and rewards form
+// whole episodes of d.Horizon steps, at most math.MaxInt32 steps in all.
+func validateLengths(d *ingest.Dataset) error {
+	H := d.Horizon
 	if len(d.Obs)%H != 0 || len(d.Act) != len(d.Obs) || len(d.Reward) != len(d.Obs) {
 		return fmt.Errorf("%w: %d observations, %d actions and %d rewards do not form episodes of %d steps",
 			ErrInvalidDataset, len(d.Obs), len(d.Act), len(d.Reward), H)
 	}
 	if len(d.Obs) > math.MaxInt32 {
 		return fmt.Errorf("%w: %d steps exceed the baseline limit of %d", ErrInvalidDataset, len(d.Obs), math.MaxInt32)
-	}
-	if len(d.ObsVocab) == 0 || len(d.ActVocab) == 0 || len(d.ObsVocab) > 1<<16 || len(d.ActVocab) > 1<<16 {
-		return fmt.Errorf("%w: vocabularies of %d observations and %d actions, want 1..65536 each",
-			ErrInvalidDataset, len(d.ObsVocab), len(d.ActVocab))
 	}
 	return nil
 }
@@ -159,12 +169,7 @@ func newTrie(d *ingest.Dataset) *trie {
 // rescale sets the reward scale and shift that map the returns onto
 // [0, 1] and stores every episode's rescaled return.
 func (t *trie) rescale() error {
-	lo, hi := math.Inf(1), math.Inf(-1)
-	for k := range t.K {
-		r := t.d.Return(k)
-		t.ret[k] = r
-		lo, hi = min(lo, r), max(hi, r)
-	}
+	lo, hi := t.returns()
 	if math.IsInf(hi-lo, 0) {
 		return fmt.Errorf("%w: the range of returns [%v, %v] overflows", ErrInvalidDataset, lo, hi)
 	}
@@ -177,6 +182,18 @@ func (t *trie) rescale() error {
 		t.ret[k] = (t.ret[k] - lo) * t.scale
 	}
 	return nil
+}
+
+// returns stores every episode's return in t.ret and returns the
+// smallest and the largest.
+func (t *trie) returns() (lo, hi float64) {
+	lo, hi = math.Inf(1), math.Inf(-1)
+	for k := range t.K {
+		r := t.d.Return(k)
+		t.ret[k] = r
+		lo, hi = min(lo, r), max(hi, r)
+	}
+	return lo, hi
 }
 
 // count walks every episode down the trie, creating its nodes and edges
@@ -345,20 +362,35 @@ func (t *trie) byObs(x, y int32) int { return int(t.nodeObs[x]) - int(t.nodeObs[
 // node, the trie node it came from.
 func (t *trie) emit(choice []int32) (*policy.Policy, []int32) {
 	start, kids := t.childIndex()
+	em := &emitter{t: t, choice: choice, fb: t.fallbacks(), p: &policy.Policy{Horizon: t.H}}
+	em.addRoots()
+	em.addChildren(start, kids)
+	return em.p, em.from
+}
+
+// addRoots adds the trie's first-step nodes, in the order of their
+// observations, with their shares of the episodes as reach
+// probabilities.
+func (em *emitter) addRoots() {
+	t := em.t
 	roots := slices.Clone(t.nodesByStep[0])
 	slices.SortFunc(roots, t.byObs)
-
-	em := &emitter{t: t, choice: choice, fb: t.fallbacks(), p: &policy.Policy{Horizon: t.H}}
 	for _, n := range roots {
 		em.add(n, -1, float64(t.nodeCnt[n])/float64(t.K))
 	}
+}
+
+// addChildren adds, breadth first, the children of every added node
+// along its chosen edge (start and kids index them, childIndex), with its
+// reach probability times the edge's share of episodes reaching each.
+func (em *emitter) addChildren(start, kids []int32) {
+	t := em.t
 	for i := 0; i < len(em.p.Nodes); i++ {
-		e := choice[em.from[i]]
+		e := em.choice[em.from[i]]
 		for _, c := range kids[start[e]:start[e+1]] {
 			em.add(c, int64(i), em.p.Nodes[i].ReachProb*float64(t.nodeCnt[c])/float64(t.edgeN[e]))
 		}
 	}
-	return em.p, em.from
 }
 
 // emitter builds the policy p of trie.emit: choice[node] is the chosen

@@ -46,17 +46,12 @@ const DefaultPlanBudget = 5_000_000
 // the rescaled reward-to-go of the policy, value_lcb their difference.
 // budget ≤ 0 means DefaultPlanBudget; a larger tree is an ErrModel error.
 func PlanBonus(ctx context.Context, m *estimate.Model, b *pessimism.Bonus, budget int64) (*policy.Policy, float64, error) {
-	if m == nil || b == nil {
-		return nil, 0, fmt.Errorf("%w: no model or no bonus", ErrModel)
+	if err := checkBonusPlan(m, b); err != nil {
+		return nil, 0, err
 	}
-	if b.Horizon != m.Horizon || len(b.Dims) != m.Horizon || m.Horizon <= 0 {
-		return nil, 0, fmt.Errorf("%w: bonus for horizon %d, model horizon %d", ErrModel, b.Horizon, m.Horizon)
-	}
-	if budget <= 0 {
-		budget = DefaultPlanBudget
-	}
-	if size := treeSize(m); size > float64(budget) {
-		return nil, 0, fmt.Errorf("%w: history tree of %.3g nodes exceeds the bonus planner's budget %d", ErrModel, size, budget)
+	budget, err := bonusBudget(m, budget)
+	if err != nil {
+		return nil, 0, err
 	}
 	pol, st, err := policy.Plan(ctx, m, b, policy.PlanOptions{
 		Budget: budget, Planner: policy.PlannerExact, Objective: policy.ObjectiveBonus,
@@ -65,6 +60,30 @@ func PlanBonus(ctx context.Context, m *estimate.Model, b *pessimism.Bonus, budge
 		return nil, 0, asModelError(err)
 	}
 	return pol, st.ValueBonus, nil
+}
+
+// checkBonusPlan checks that there are a model and a bonus, of the same
+// horizon H ≥ 1.
+func checkBonusPlan(m *estimate.Model, b *pessimism.Bonus) error {
+	if m == nil || b == nil {
+		return fmt.Errorf("%w: no model or no bonus", ErrModel)
+	}
+	if b.Horizon != m.Horizon || len(b.Dims) != m.Horizon || m.Horizon <= 0 {
+		return fmt.Errorf("%w: bonus for horizon %d, model horizon %d", ErrModel, b.Horizon, m.Horizon)
+	}
+	return nil
+}
+
+// bonusBudget is the planner's node budget (DefaultPlanBudget when
+// budget ≤ 0), which m's history tree must not exceed.
+func bonusBudget(m *estimate.Model, budget int64) (int64, error) {
+	if budget <= 0 {
+		budget = DefaultPlanBudget
+	}
+	if size := treeSize(m); size > float64(budget) {
+		return 0, fmt.Errorf("%w: history tree of %.3g nodes exceeds the bonus planner's budget %d", ErrModel, size, budget)
+	}
+	return budget, nil
 }
 
 // asModelError is err, wrapped in ErrModel too when it is the planner's

@@ -107,12 +107,21 @@ func ReadPolicy(path string) (*SwitchPolicy, error) {
 	if err := sp.readMeta(path, meta); err != nil {
 		return nil, err
 	}
-	for _, n := range tree.Nodes {
-		if int(n.Step) >= sp.Step {
-			return nil, fmt.Errorf("%w: %s: node %d at step %d, but steps from %d on are uniform", ErrData, path, n.ID, n.Step, sp.Step)
-		}
+	if err := sp.checkSteps(path); err != nil {
+		return nil, err
 	}
 	return sp, nil
+}
+
+// checkSteps checks that the tree read from path has no node at the
+// steps from Step on, which are uniform.
+func (sp *SwitchPolicy) checkSteps(path string) error {
+	for _, n := range sp.Tree.Nodes {
+		if int(n.Step) >= sp.Step {
+			return fmt.Errorf("%w: %s: node %d at step %d, but steps from %d on are uniform", ErrData, path, n.ID, n.Step, sp.Step)
+		}
+	}
+	return nil
 }
 
 // readMeta sets the round, the switch step and the uniform actions from
@@ -142,17 +151,23 @@ func (sp *SwitchPolicy) Act(obs []string, u float64) (action string, propensity 
 		return "", 0, fmt.Errorf("%w: empty history", ErrOptions)
 	}
 	if h >= sp.Step {
-		if !(u >= 0 && u < 1) {
-			return "", 0, fmt.Errorf("%w: uniform draw %v outside [0,1)", ErrOptions, u)
-		}
-		i := min(int(math.Floor(u*float64(len(sp.Actions)))), len(sp.Actions)-1)
-		return sp.Actions[i], 1 / float64(len(sp.Actions)), nil
+		return sp.uniform(u)
 	}
 	a, _, ok := sp.Tree.Lookup(obs)
 	if !ok {
 		return "", 0, fmt.Errorf("%w: the exploration policy has no row for the first observation %q", ErrData, obs[0])
 	}
 	return a, 1, nil
+}
+
+// uniform is the action of the steps from Step on, Actions[⌊u·|A|⌋]
+// with propensity 1/|A|, for the uniform draw u ∈ [0,1).
+func (sp *SwitchPolicy) uniform(u float64) (string, float64, error) {
+	if !(u >= 0 && u < 1) {
+		return "", 0, fmt.Errorf("%w: uniform draw %v outside [0,1)", ErrOptions, u)
+	}
+	i := min(int(math.Floor(u*float64(len(sp.Actions)))), len(sp.Actions)-1)
+	return sp.Actions[i], 1 / float64(len(sp.Actions)), nil
 }
 
 // TaggedRow is one row of exploration logs: the input schema of psrlcb

@@ -84,11 +84,16 @@ func tagSteps(ctx context.Context, files []string, in ingest.Options, tags TagCo
 	if err != nil {
 		return nil, 0, err
 	}
+	return steps, lastRound(d.EpisodeIDs, tg), nil
+}
+
+// lastRound is k, the largest round tag of the episodes ids.
+func lastRound(ids []string, tg map[string]Tag) int64 {
 	round := int64(0)
-	for _, id := range d.EpisodeIDs {
+	for _, id := range ids {
 		round = max(round, tg[id].Round)
 	}
-	return steps, round, nil
+	return round
 }
 
 // termination is the record of round's result res on the given number of
@@ -111,22 +116,42 @@ func termination(round int64, episodes int, res *Result) Termination {
 // termination.json and, when the round terminated, the greedy policy as
 // policy.arrow.
 func WriteRound(ctx context.Context, dir string, lr *LogRound) error {
+	if err := writeRoundPolicies(ctx, dir, lr); err != nil {
+		return err
+	}
+	if err := writeRoundModel(dir, lr); err != nil {
+		return err
+	}
+	return writeTermination(dir, lr)
+}
+
+// writeRoundPolicies writes the round's exploration policies, one per
+// switch step, into dir.
+func writeRoundPolicies(ctx context.Context, dir string, lr *LogRound) error {
 	res, d := lr.Result, lr.Data
 	meta := map[string]string{"psrlcb.explore.alpha": strconv.FormatFloat(res.Alpha, 'g', -1, 64)}
 	if err := WritePolicies(dir, res.Explore, d.Horizon, int(lr.Round)+1, modelActions(res.Fit.Model), meta); err != nil {
 		return err
 	}
-	if err := ctx.Err(); err != nil {
-		return err
-	}
+	return ctx.Err()
+}
+
+// writeRoundModel writes the round's fitted model into dir and, when the
+// loop terminated, its greedy policy.
+func writeRoundModel(dir string, lr *LogRound) error {
+	res := lr.Result
 	if err := arrowio.WriteArrow(filepath.Join(dir, ModelFileName), estimate.ModelTable(res.Fit.Model)); err != nil {
 		return err
 	}
 	if res.Terminated {
-		if err := policy.WriteFile(filepath.Join(dir, policy.FileName), res.Greedy, map[string]string{"psrlcb.explore.round": strconv.FormatInt(lr.Round, 10)}); err != nil {
-			return err
-		}
+		return policy.WriteFile(filepath.Join(dir, policy.FileName), res.Greedy, map[string]string{"psrlcb.explore.round": strconv.FormatInt(lr.Round, 10)})
 	}
+	return nil
+}
+
+// writeTermination writes the round's termination record into dir as
+// indented JSON.
+func writeTermination(dir string, lr *LogRound) error {
 	b, err := json.MarshalIndent(lr.Termination, "", "  ")
 	if err != nil {
 		return err

@@ -177,16 +177,11 @@ func (o *onlineRun) run() (*OnlineResult, error) {
 // round k collects a batch with prev, runs Round on all the logs and
 // records the round's row (and reports it to Progress).
 func (o *onlineRun) round(k int, prev *policy.Policy) (*Result, error) {
-	n, err := o.collect(k, prev)
+	n, d, err := o.collectData(k, prev)
 	if err != nil {
 		return nil, err
 	}
-	d, err := o.res.Logs.Dataset()
-	if err != nil {
-		return nil, err
-	}
-	ro := o.opts.Round
-	ro.Estimate.Seed = o.opts.Seed ^ uint64(k)*0x9e3779b97f4a7c15
+	ro := o.roundOptions(k)
 	r, err := Round(o.ctx, d, o.res.Steps, ro)
 	if err != nil {
 		return nil, fmt.Errorf("round %d: %w", k, err)
@@ -197,6 +192,25 @@ func (o *onlineRun) round(k int, prev *policy.Policy) (*Result, error) {
 	}
 	o.record(row, r)
 	return r, nil
+}
+
+// collectData collects round k's episodes with prev, and returns their
+// number and the dataset of all the logs so far.
+func (o *onlineRun) collectData(k int, prev *policy.Policy) (int, *ingest.Dataset, error) {
+	n, err := o.collect(k, prev)
+	if err != nil {
+		return 0, nil, err
+	}
+	d, err := o.res.Logs.Dataset()
+	return n, d, err
+}
+
+// roundOptions are the loop's round options for round k, with an
+// estimation seed of its own drawn from the loop's seed and k.
+func (o *onlineRun) roundOptions(k int) Options {
+	ro := o.opts.Round
+	ro.Estimate.Seed = o.opts.Seed ^ uint64(k)*0x9e3779b97f4a7c15
+	return ro
 }
 
 // record appends row to the result with r as the last round's, and
@@ -303,13 +317,7 @@ func truthFigures(ctx context.Context, m *pomdp.POMDP, H int, model *estimate.Mo
 // fitUniform is the baseline: the same fit on uniformly explored logs with
 // a random even split for Θ_min, and the greedy plan.
 func fitUniform(ctx context.Context, d *ingest.Dataset, ro Options) (*estimate.Result, *policy.Policy, error) {
-	splits, err := split.Split(d.NumEpisodes(), d.Horizon, ro.Estimate.Seed)
-	if err != nil {
-		return nil, nil, err
-	}
-	eo := ro.Estimate
-	eo.Splits = splits
-	fit, err := estimate.Fit(ctx, d, eo)
+	fit, splits, err := fitSplit(ctx, d, ro)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -319,4 +327,18 @@ func fitUniform(ctx context.Context, d *ingest.Dataset, ro Options) (*estimate.R
 	}
 	pol, _, err := policy.Plan(ctx, fit.Model, zero, ro.Plan)
 	return fit, pol, err
+}
+
+// fitSplit fits d with ro's estimation options on a split of its
+// episodes drawn from ro's estimation seed, and returns the fit and the
+// split.
+func fitSplit(ctx context.Context, d *ingest.Dataset, ro Options) (*estimate.Result, [][]int, error) {
+	splits, err := split.Split(d.NumEpisodes(), d.Horizon, ro.Estimate.Seed)
+	if err != nil {
+		return nil, nil, err
+	}
+	eo := ro.Estimate
+	eo.Splits = splits
+	fit, err := estimate.Fit(ctx, d, eo)
+	return fit, splits, err
 }

@@ -95,23 +95,35 @@ func WritePlot(path, title string, rows []RoundRow) error {
 	if len(rows) == 0 {
 		return fmt.Errorf("%w: no rounds to plot", ErrData)
 	}
-	left, err := newPanel(title+": termination statistic and true error", "round k", "value", rows, []plotLine{
+	left, err := statisticPanel(title, rows)
+	if err != nil {
+		return err
+	}
+	right, err := regretPanel(rows)
+	if err != nil {
+		return err
+	}
+	return drawPanels(path, left, right)
+}
+
+// statisticPanel is the plot's left panel: the termination statistic,
+// its threshold ε/2 and the true errors per round.
+func statisticPanel(title string, rows []RoundRow) (*plot.Plot, error) {
+	return newPanel(title+": termination statistic and true error", "round k", "value", rows, []plotLine{
 		{"statistic V of π^k under (θ̂^k, b̂^k)", false, plotBlue, plotRound, func(r RoundRow) float64 { return r.BonusValue }},
 		{"ε/2 (threshold)", true, plotGrey, plotRound, func(r RoundRow) float64 { return r.Threshold }},
 		{"true TV, uniform π", false, plotOrange, plotRound, func(r RoundRow) float64 { return r.TVUniform }},
 		{"true TV, optimal π", false, plotGreen, plotRound, func(r RoundRow) float64 { return r.TVOptimal }},
 	})
-	if err != nil {
-		return err
-	}
-	right, err := newPanel("true regret of the greedy policy", "episodes", "V* − V^π (reward units)", rows, []plotLine{
+}
+
+// regretPanel is the plot's right panel: the greedy policy's true regret
+// against the episodes, under PSR-UCB and under uniform exploration.
+func regretPanel(rows []RoundRow) (*plot.Plot, error) {
+	return newPanel("true regret of the greedy policy", "episodes", "V* − V^π (reward units)", rows, []plotLine{
 		{"PSR-UCB exploration", false, plotBlue, plotEpisodes, func(r RoundRow) float64 { return r.Regret }},
 		{"uniform exploration", true, plotRed, plotEpisodes, func(r RoundRow) float64 { return r.BaselineRegret }},
 	})
-	if err != nil {
-		return err
-	}
-	return drawPanels(path, left, right)
 }
 
 // newPanel is a plot titled title with the given axis labels, the legend
@@ -133,12 +145,7 @@ func newPanel(title, xLabel, yLabel string, rows []RoundRow, lines []plotLine) (
 // addLine adds l's points over rows (NaN values of l.y left out) to p and
 // its legend; a line without points is not drawn.
 func addLine(p *plot.Plot, rows []RoundRow, l plotLine) error {
-	var pts plotter.XYs
-	for _, r := range rows {
-		if v := l.y(r); !math.IsNaN(v) {
-			pts = append(pts, plotter.XY{X: l.x(r), Y: v})
-		}
-	}
+	pts := l.points(rows)
 	if len(pts) == 0 {
 		return nil
 	}
@@ -153,6 +160,17 @@ func addLine(p *plot.Plot, rows []RoundRow, l plotLine) error {
 	p.Add(line, s)
 	p.Legend.Add(l.name, line, s)
 	return nil
+}
+
+// points are l's points over rows, NaN values of l.y left out.
+func (l plotLine) points(rows []RoundRow) plotter.XYs {
+	var pts plotter.XYs
+	for _, r := range rows {
+		if v := l.y(r); !math.IsNaN(v) {
+			pts = append(pts, plotter.XY{X: l.x(r), Y: v})
+		}
+	}
+	return pts
 }
 
 // drawPanels draws left and right side by side on a 10×4 inch canvas in

@@ -135,19 +135,24 @@ func Round(ctx context.Context, d *ingest.Dataset, steps []int, opts Options) (*
 	if err != nil {
 		return nil, err
 	}
-	pol, v, err := PlanBonus(ctx, fit.Model, bonus, opts.BonusBudget)
-	if err != nil {
+	r := &Result{Fit: fit, Bonus: bonus, Splits: splits, Epsilon: opts.Epsilon, Alpha: opts.Alpha}
+	if err := r.plan(ctx, opts); err != nil {
 		return nil, err
 	}
-	greedy, gst, err := policy.Plan(ctx, fit.Model, bonus.WithAlpha(0), opts.Plan)
-	if err != nil {
-		return nil, err
+	return r, nil
+}
+
+// plan plans r's exploration policy on the bonus, whose value against
+// ε/2 decides termination, and the greedy policy of the model at α = 0.
+func (r *Result) plan(ctx context.Context, opts Options) error {
+	var err error
+	if r.Explore, r.BonusValue, err = PlanBonus(ctx, r.Fit.Model, r.Bonus, opts.BonusBudget); err != nil {
+		return err
 	}
-	return &Result{
-		Fit: fit, Bonus: bonus, Splits: splits, Explore: pol, BonusValue: v,
-		Threshold: opts.Epsilon / 2, Terminated: v <= opts.Epsilon/2, // Algorithm 1, line 10
-		Epsilon: opts.Epsilon, Alpha: opts.Alpha, Greedy: greedy, GreedyStats: gst,
-	}, nil
+	r.Threshold = opts.Epsilon / 2
+	r.Terminated = r.BonusValue <= opts.Epsilon/2 // Algorithm 1, line 10
+	r.Greedy, r.GreedyStats, err = policy.Plan(ctx, r.Fit.Model, r.Bonus.WithAlpha(0), opts.Plan)
+	return err
 }
 
 // roundSplits checks that d has episodes, one switch step each, and

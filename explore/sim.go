@@ -70,12 +70,8 @@ func newCollector(m *pomdp.POMDP, H int, prev *policy.Policy, K int, seed uint64
 // episode simulates episode k, which follows prev before its switch step
 // sw and acts uniformly from sw on, drawing from rng.
 func (c *collector) episode(rng *rand.Rand, k, sw int) error {
-	m := c.m
-	var cur *policy.Cursor
-	if c.prev != nil {
-		cur = c.prev.NewCursor()
-	}
-	s := categorical.Draw(rng, m.Start)
+	cur := c.cursor()
+	s := categorical.Draw(rng, c.m.Start)
 	o := pomdp.ObsInit
 	for h := 1; h <= c.H; h++ {
 		i := k*c.H + h - 1
@@ -83,13 +79,30 @@ func (c *collector) episode(rng *rand.Rand, k, sw int) error {
 		if err != nil {
 			return err
 		}
-		s2 := categorical.Draw(rng, m.T[a][s])
-		o2 := categorical.Draw(rng, m.O[a][s2])
-		c.l.Obs[i], c.l.Act[i], c.l.Propensity[i] = int32(o), int32(a), prop
-		c.l.Reward[i] = m.R(a, s, s2, o2)
-		s, o = s2, o2
+		s, o = c.step(rng, i, s, o, a, prop)
 	}
 	return nil
+}
+
+// cursor is a fresh cursor of the previous round's policy, nil when
+// there is none.
+func (c *collector) cursor() *policy.Cursor {
+	if c.prev == nil {
+		return nil
+	}
+	return c.prev.NewCursor()
+}
+
+// step draws the next state and observation after action a (of
+// propensity prop) in state s, records step i of the logs and returns
+// the next state and observation.
+func (c *collector) step(rng *rand.Rand, i, s, o, a int, prop float64) (int, int) {
+	m := c.m
+	s2 := categorical.Draw(rng, m.T[a][s])
+	o2 := categorical.Draw(rng, m.O[a][s2])
+	c.l.Obs[i], c.l.Act[i], c.l.Propensity[i] = int32(o), int32(a), prop
+	c.l.Reward[i] = m.R(a, s, s2, o2)
+	return s2, o2
 }
 
 // action is the action at step h after observation o with its logged
@@ -161,11 +174,8 @@ func Deterministic(f pomdp.PolicyFunc) StochasticPolicy {
 // that step counts fully. The cost is the number of histories with positive
 // probability under both, at most (|O||A|)^H.
 func TV(ctx context.Context, truth *pomdp.POMDP, m *estimate.Model, H int, pol StochasticPolicy) (float64, error) {
-	if err := truth.Check(); err != nil {
+	if err := checkTV(truth, m, H); err != nil {
 		return 0, err
-	}
-	if m == nil || m.Horizon < H || H <= 0 {
-		return 0, fmt.Errorf("%w: model horizon does not cover %d steps", ErrModel, H)
 	}
 	t := newTVSearch(ctx, truth, m, H, pol)
 	initCode := vocabCode(m.ObsVocab, pomdp.InitSymbol)
@@ -174,9 +184,7 @@ func TV(ctx context.Context, truth *pomdp.POMDP, m *estimate.Model, H int, pol S
 	if q == 0 {
 		return 1, nil // disjoint supports
 	}
-	bel := make([]float64, m.States)
-	m.Prior(bel)
-	m.ObserveFirst(bel, initCode)
+	bel := firstBelief(m, initCode)
 	total := (1 - q) // model mass on other first symbols
 	alpha := append([]float64(nil), truth.Start...)
 	total += t.node(1, []int{pomdp.ObsInit}, nil, alpha, 1, bel, q, 1)
@@ -184,6 +192,27 @@ func TV(ctx context.Context, truth *pomdp.POMDP, m *estimate.Model, H int, pol S
 		return 0, t.err
 	}
 	return total / 2, nil
+}
+
+// checkTV checks TV's arguments: a valid true model and a model whose
+// horizon covers H ≥ 1 steps.
+func checkTV(truth *pomdp.POMDP, m *estimate.Model, H int) error {
+	if err := truth.Check(); err != nil {
+		return err
+	}
+	if m == nil || m.Horizon < H || H <= 0 {
+		return fmt.Errorf("%w: model horizon does not cover %d steps", ErrModel, H)
+	}
+	return nil
+}
+
+// firstBelief is the model's belief after its prior sees the first
+// observation initCode.
+func firstBelief(m *estimate.Model, initCode int) []float64 {
+	bel := make([]float64, m.States)
+	m.Prior(bel)
+	m.ObserveFirst(bel, initCode)
+	return bel
 }
 
 // firstObsProb is the model's probability of the first observation of

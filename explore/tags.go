@@ -80,6 +80,13 @@ func readTagsFile(path string, cols TagColumns, tags map[string]Tag) error {
 		}
 		return nil
 	})
+	return tagsError(path, cols, err)
+}
+
+// tagsError is readTagsFile's error for err, the error of reading path's
+// tags: a missing tag column or an unreadable file as ErrData, a file
+// that does not exist or may not be read as it is.
+func tagsError(path string, cols TagColumns, err error) error {
 	var missing *pqcol.MissingColumnError
 	switch {
 	case err == nil, errors.Is(err, ErrData):
@@ -104,10 +111,8 @@ func addTag(path string, cols TagColumns, line int64, ep, rd, hs parquet.Value, 
 	if !ok {
 		return fmt.Errorf("%w: %s: episode id column has type %v", ErrData, path, ep.Kind())
 	}
-	for j, v := range []parquet.Value{rd, hs} {
-		if k := v.Kind(); k != parquet.Int32 && k != parquet.Int64 {
-			return fmt.Errorf("%w: %s: column %q must be an integer, has type %v", ErrData, path, []string{cols.Round, cols.ExploreStep}[j], k)
-		}
+	if err := checkTagKinds(path, cols, rd, hs); err != nil {
+		return err
 	}
 	t := Tag{Round: rd.Int64(), ExploreStep: hs.Int64()}
 	if old, ok := tags[id]; ok && old != t {
@@ -115,6 +120,17 @@ func addTag(path string, cols TagColumns, line int64, ep, rd, hs parquet.Value, 
 			ErrData, path, line, id, t.Round, t.ExploreStep, old.Round, old.ExploreStep)
 	}
 	tags[id] = t
+	return nil
+}
+
+// checkTagKinds checks that a row's round rd and explore step hs are
+// integers.
+func checkTagKinds(path string, cols TagColumns, rd, hs parquet.Value) error {
+	for j, v := range []parquet.Value{rd, hs} {
+		if k := v.Kind(); k != parquet.Int32 && k != parquet.Int64 {
+			return fmt.Errorf("%w: %s: column %q must be an integer, has type %v", ErrData, path, []string{cols.Round, cols.ExploreStep}[j], k)
+		}
+	}
 	return nil
 }
 

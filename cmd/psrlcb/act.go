@@ -144,6 +144,13 @@ func splitHistory(parts []string, flag string) (obs, acts []string, err error) {
 	if len(parts)%2 == 0 {
 		return nil, nil, usagef("%s has %d items: it must end with an observation (o1,a1,…,oh)", flag, len(parts))
 	}
+	obs, acts = alternate(parts)
+	return obs, acts, nil
+}
+
+// alternate splits the items o1,a1,…,oh of a history into its
+// observations and its actions.
+func alternate(parts []string) (obs, acts []string) {
 	for i, p := range parts {
 		if i%2 == 0 {
 			obs = append(obs, p)
@@ -151,7 +158,7 @@ func splitHistory(parts []string, flag string) (obs, acts []string, err error) {
 			acts = append(acts, p)
 		}
 	}
-	return obs, acts, nil
+	return obs, acts
 }
 
 // runAct prints the policy's action for the history of o: on its own, or
@@ -203,12 +210,9 @@ func (res *actResult) lookup(tab *policy.Table, policyPath string, obs, acts []s
 	if err := mapMerged(policyPath, obs, res); err != nil {
 		return err
 	}
-	actions, node, last, ok, err := tab.Lookup(obs)
+	actions, node, last, err := lookupRow(tab, obs)
 	if err != nil {
 		return err
-	}
-	if !ok {
-		return fmt.Errorf("%w: the policy has no row for the first observation %q", errNoAction, obs[0])
 	}
 	ctrl, err := policy.ControllerBeside(policyPath)
 	if err != nil {
@@ -216,6 +220,20 @@ func (res *actResult) lookup(tab *policy.Table, policyPath string, obs, acts []s
 	}
 	res.Action, res.Node, res.LastNode = actions[len(actions)-1], node, last
 	return res.decide(ctrl, obs, acts, actions)
+}
+
+// lookupRow looks the history obs up in tab: the actions along its rows,
+// its row and the last row it reached. A history whose first observation
+// has no row is an error.
+func lookupRow(tab *policy.Table, obs []string) ([]string, int64, int64, error) {
+	actions, node, last, ok, err := tab.Lookup(obs)
+	if err != nil {
+		return nil, 0, 0, err
+	}
+	if !ok {
+		return nil, 0, 0, fmt.Errorf("%w: the policy has no row for the first observation %q", errNoAction, obs[0])
+	}
+	return actions, node, last, nil
 }
 
 // runWarnings adds the warnings of the run that wrote the policy at
@@ -296,21 +314,30 @@ func mapMerged(path string, obs []string, res *actResult) error {
 // history, else the fallback of the last row it reached) for --json.
 func nodeFigures(tab *policy.Table, meta map[string]string, res *actResult) error {
 	if res.InTree {
-		n, err := tab.Node(res.Node)
-		if err != nil {
-			return err
-		}
-		res.Fallback = n.Fallback
-		res.ReachProb, res.ValueRew, res.ValueBonus, res.ValueLCB = &n.ReachProb, &n.ValueReward, &n.ValueBonus, &n.ValueLCB
-		if va, ba := valuesAlpha(meta); !math.IsNaN(va) && !math.IsNaN(ba) {
-			res.ValuesAlpha, res.BoundAlpha = &va, &ba
-		}
-	} else if res.LastNode >= 0 {
+		return res.treeFigures(tab, meta)
+	}
+	if res.LastNode >= 0 {
 		n, err := tab.Node(res.LastNode)
 		if err != nil {
 			return err
 		}
 		res.Fallback = n.Fallback
+	}
+	return nil
+}
+
+// treeFigures fills res's figures of the table row of its history: the
+// fallback, reach probability and values, and the α of the values and of
+// the bound when the policy's metadata records them.
+func (res *actResult) treeFigures(tab *policy.Table, meta map[string]string) error {
+	n, err := tab.Node(res.Node)
+	if err != nil {
+		return err
+	}
+	res.Fallback = n.Fallback
+	res.ReachProb, res.ValueRew, res.ValueBonus, res.ValueLCB = &n.ReachProb, &n.ValueReward, &n.ValueBonus, &n.ValueLCB
+	if va, ba := valuesAlpha(meta); !math.IsNaN(va) && !math.IsNaN(ba) {
+		res.ValuesAlpha, res.BoundAlpha = &va, &ba
 	}
 	return nil
 }
@@ -349,6 +376,12 @@ func mergedObservations(policyPath string) (*mergedVocab, error) {
 	if _, err := os.Stat(path); err != nil {
 		return nil, nil
 	}
+	return readModelVocab(path)
+}
+
+// readModelVocab reads the merged observations of the model file path
+// from its param and observation columns.
+func readModelVocab(path string) (*mergedVocab, error) {
 	t, err := arrowio.ReadArrow(path)
 	if err != nil {
 		return nil, err

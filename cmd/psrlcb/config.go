@@ -46,6 +46,12 @@ func readConfig(path string) (map[string]any, error) {
 	if err != nil {
 		return nil, fmt.Errorf("--config: %w", err)
 	}
+	return decodeConfig(path, b)
+}
+
+// decodeConfig decodes the contents b of the config file path, as TOML
+// or YAML by its extension.
+func decodeConfig(path string, b []byte) (map[string]any, error) {
 	vals := map[string]any{}
 	switch strings.ToLower(filepath.Ext(path)) {
 	case ".toml":
@@ -120,6 +126,12 @@ func (cf *configFile) set(k string, v any) error {
 	if err != nil {
 		return err
 	}
+	return cf.setValues(name, k, strs)
+}
+
+// setValues sets flag name to each of strs, the values of key k, in
+// order.
+func (cf *configFile) setValues(name, k string, strs []string) error {
 	for _, s := range strs {
 		if err := cf.c.Set(name, s); err != nil {
 			return usagef("--config %s: key %q: %q is not a valid value of --%s: %v", cf.path, k, s, name, err)

@@ -154,13 +154,21 @@ func referenceValues(ctx context.Context, m *pomdp.POMDP, b pomdp.Behavior, H in
 	if res.BehaviorValue, err = res.within(&beh, err, fmt.Sprintf("the behaviour's value is not computed: more than %d beliefs at horizon %d", exactSolveNodes, H)); err != nil {
 		return err
 	}
-	if res.OptimalValue != nil && res.BehaviorValue != nil {
-		if gap := opt - beh; gap != 0 {
-			r := (opt - res.PolicyValue) / gap
-			res.NormalizedRegret = &r
-		}
-	}
+	res.setNormalizedRegret(opt, beh)
 	return nil
+}
+
+// setNormalizedRegret sets res's normalized regret (V* − V^π)/(V* − V^b)
+// from the optimal value opt and the behaviour's beh, when both were
+// computed and differ.
+func (res *evaluateResult) setNormalizedRegret(opt, beh float64) {
+	if res.OptimalValue == nil || res.BehaviorValue == nil {
+		return
+	}
+	if gap := opt - beh; gap != 0 {
+		r := (opt - res.PolicyValue) / gap
+		res.NormalizedRegret = &r
+	}
 }
 
 // within is v, the value a solver computed with error err: nil with note
@@ -185,22 +193,33 @@ func printPOMDPEvaluation(w io.Writer, o evaluateOptions, m *pomdp.POMDP, pol *p
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	printEvaluatedPolicy(tw, o, m, pol, res.Horizon)
-	if res.PolicyValueEpisodes > 0 {
-		fmt.Fprintf(tw, "policy value\t%.10g ± %.3g (Monte Carlo standard error, %d episodes: more than %d histories to enumerate)\n", res.PolicyValue, res.PolicyValueSE, res.PolicyValueEpisodes, exactEvalNodes)
-	} else {
-		fmt.Fprintf(tw, "policy value\t%.10g\n", res.PolicyValue)
-	}
+	printPolicyValue(tw, res)
 	fmt.Fprintf(tw, "optimal value\t%s\n", orNA(res.OptimalValue))
 	fmt.Fprintf(tw, "behavior value\t%s (%s)\n", orNA(res.BehaviorValue), res.Behavior)
 	for _, n := range res.Notes {
 		fmt.Fprintf(tw, "note\t%s\n", n)
 	}
-	regret := math.NaN()
-	if res.NormalizedRegret != nil {
-		regret = *res.NormalizedRegret
-	}
-	fmt.Fprintf(tw, "normalized regret\t%.6g (V* − V^π)/(V* − V^b)\n", regret)
+	fmt.Fprintf(tw, "normalized regret\t%.6g (V* − V^π)/(V* − V^b)\n", normalizedRegret(res))
 	return tw.Flush()
+}
+
+// printPolicyValue prints the policy's value row: exact, or with its
+// Monte Carlo standard error when the histories were too many to
+// enumerate.
+func printPolicyValue(w io.Writer, res *evaluateResult) {
+	if res.PolicyValueEpisodes > 0 {
+		fmt.Fprintf(w, "policy value\t%.10g ± %.3g (Monte Carlo standard error, %d episodes: more than %d histories to enumerate)\n", res.PolicyValue, res.PolicyValueSE, res.PolicyValueEpisodes, exactEvalNodes)
+	} else {
+		fmt.Fprintf(w, "policy value\t%.10g\n", res.PolicyValue)
+	}
+}
+
+// normalizedRegret is res's normalized regret, NaN when it is undefined.
+func normalizedRegret(res *evaluateResult) float64 {
+	if res.NormalizedRegret != nil {
+		return *res.NormalizedRegret
+	}
+	return math.NaN()
 }
 
 // printEvaluatedPolicy writes the rows of the model, the policy (with the
@@ -236,14 +255,24 @@ func runEvaluate(ctx context.Context, w io.Writer, o evaluateOptions) error {
 	if err != nil {
 		return err
 	}
+	res, err := evaluatePOMDP(ctx, o, m, b, pol, H)
+	if err != nil {
+		return err
+	}
+	return printPOMDPEvaluation(w, o, m, pol, res)
+}
+
+// evaluatePOMDP evaluates pol over H steps of the true model m: its
+// value, and the optimal and behaviour b's values it is compared with.
+func evaluatePOMDP(ctx context.Context, o evaluateOptions, m *pomdp.POMDP, b pomdp.Behavior, pol *policy.Policy, H int) (*evaluateResult, error) {
 	res := evaluateResult{POMDP: o.pomdp, Policy: o.policy, PolicyNodes: len(pol.Nodes), Horizon: H, Behavior: b.String()}
 	if err := policyValue(ctx, o, m, H, pol, &res); err != nil {
-		return err
+		return nil, err
 	}
 	if err := referenceValues(ctx, m, b, H, &res); err != nil {
-		return err
+		return nil, err
 	}
-	return printPOMDPEvaluation(w, o, m, pol, &res)
+	return &res, nil
 }
 
 // checkEvaluate requires --policy and a horizon that is not negative.

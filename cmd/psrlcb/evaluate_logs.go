@@ -248,18 +248,30 @@ func evaluationRecord(ctx context.Context, o evaluateLogsOpts, d *ingest.Dataset
 	if err != nil {
 		return nil, err
 	}
-	params := map[string]any{"seed": o.seed, "bootstrap": o.bootstrap, "no_model": o.noModel, "rank": o.rank, "alpha": o.alpha,
-		"horizon": d.Horizon, "on_invalid": o.ingest.OnInvalid, "target_propensity_column": o.column, "model": o.model}
 	ev := &report.Evaluation{Tool: "psrlcb", Version: version, GoVersion: runtime.Version(), Inputs: inputs, Target: target,
-		Parameters: params, Episodes: d.NumEpisodes(), Horizon: d.Horizon, Estimates: report.EstimateRows(res.Estimates),
+		Parameters: evaluationParams(o, d), Episodes: d.NumEpisodes(), Horizon: d.Horizon, Estimates: report.EstimateRows(res.Estimates),
 		Recommended: res.Recommended, Models: models, Notes: notes, StageTimes: times}
-	ev.Quarantined = []report.Quarantined{}
-	for _, q := range d.Quarantined {
-		ev.Quarantined = append(ev.Quarantined, report.Quarantined(q))
-	}
+	ev.Quarantined = quarantinedRows(d)
 	ev.RunID = report.EvaluationID(ev)
 	ev.Summary = report.EvaluationSummary(ev)
 	return ev, nil
+}
+
+// evaluationParams are the parameters of the evaluation o of d, as the
+// record keeps them.
+func evaluationParams(o evaluateLogsOpts, d *ingest.Dataset) map[string]any {
+	return map[string]any{"seed": o.seed, "bootstrap": o.bootstrap, "no_model": o.noModel, "rank": o.rank, "alpha": o.alpha,
+		"horizon": d.Horizon, "on_invalid": o.ingest.OnInvalid, "target_propensity_column": o.column, "model": o.model}
+}
+
+// quarantinedRows are d's quarantined episodes as the record's rows
+// (an empty list, not null, when there are none).
+func quarantinedRows(d *ingest.Dataset) []report.Quarantined {
+	rows := []report.Quarantined{}
+	for _, q := range d.Quarantined {
+		rows = append(rows, report.Quarantined(q))
+	}
+	return rows
 }
 
 // jsonEvaluation is --json's object: the estimates (null where an
@@ -281,12 +293,7 @@ func jsonEvaluation(ev *report.Evaluation) any {
 func printEvaluation(w io.Writer, ev *report.Evaluation, out string) error {
 	fmt.Fprintf(w, "run %s: %s on %d episodes × %d steps\n", ev.RunID, ev.Target, ev.Episodes, ev.Horizon)
 	fmt.Fprintln(w, ev.Summary)
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintf(tw, "estimator\tvalue\t95%% interval\tESS\tepisodes\tnote\n")
-	for _, e := range ev.Estimates {
-		printEstimate(tw, e, e.Estimator == ev.Recommended)
-	}
-	if err := tw.Flush(); err != nil {
+	if err := printEstimates(w, ev); err != nil {
 		return err
 	}
 	for _, n := range ev.Notes {
@@ -302,22 +309,45 @@ func printEvaluation(w io.Writer, ev *report.Evaluation, out string) error {
 // with " *" when it is the recommended one; a value or interval that could
 // not be computed is "–" or blank.
 func printEstimate(tw io.Writer, e report.EstimateRow, recommended bool) {
-	interval := ""
-	if !math.IsNaN(float64(e.Lower)) {
-		interval = fmt.Sprintf("[%.4g, %.4g] %s", float64(e.Lower), float64(e.Upper), e.Interval)
-	}
+	interval := estimateInterval(e)
 	mark := ""
 	if recommended {
 		mark = " *"
 	}
-	value, ess, eps := "–", "", ""
+	value := "–"
 	if !math.IsNaN(float64(e.Value)) {
 		value = fmt.Sprintf("%.4g", float64(e.Value))
 	}
-	if !math.IsNaN(float64(e.ESS)) {
-		// ESS and episodes describe the importance weights: blank for the
-		// model's rows, which use none.
-		ess, eps = strconv.FormatFloat(math.Round(float64(e.ESS)*10)/10, 'f', -1, 64), strconv.Itoa(e.Episodes)
-	}
+	ess, eps := estimateWeights(e)
 	fmt.Fprintf(tw, "%s%s\t%s\t%s\t%s\t%s\t%s\n", e.Estimator, mark, value, interval, ess, eps, e.Reason)
+}
+
+// estimateInterval is e's 95% interval and its kind, empty when e has
+// none.
+func estimateInterval(e report.EstimateRow) string {
+	if math.IsNaN(float64(e.Lower)) {
+		return ""
+	}
+	return fmt.Sprintf("[%.4g, %.4g] %s", float64(e.Lower), float64(e.Upper), e.Interval)
+}
+
+// estimateWeights are e's effective sample size and number of episodes.
+// They describe the importance weights: blank for the model's rows,
+// which use none.
+func estimateWeights(e report.EstimateRow) (ess, eps string) {
+	if math.IsNaN(float64(e.ESS)) {
+		return "", ""
+	}
+	return strconv.FormatFloat(math.Round(float64(e.ESS)*10)/10, 'f', -1, 64), strconv.Itoa(e.Episodes)
+}
+
+// printEstimates prints the table of ev's estimates, the recommended one
+// marked.
+func printEstimates(w io.Writer, ev *report.Evaluation) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "estimator\tvalue\t95%% interval\tESS\tepisodes\tnote\n")
+	for _, e := range ev.Estimates {
+		printEstimate(tw, e, e.Estimator == ev.Recommended)
+	}
+	return tw.Flush()
 }

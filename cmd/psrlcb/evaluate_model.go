@@ -35,15 +35,8 @@ func runEvaluateModel(ctx context.Context, w io.Writer, o evaluateOptions) error
 	if o.pomdp != "" {
 		return usagef("give either --pomdp (a known true model) or --model (a fitted run), not both")
 	}
-	m, err := estimate.ReadModel(o.model)
+	m, pol, err := readModelAndPolicy(o)
 	if err != nil {
-		return err
-	}
-	pol, _, err := policy.ReadFile(o.policy)
-	if err != nil {
-		return err
-	}
-	if err := checkModelHorizon(o, m, pol); err != nil {
 		return err
 	}
 	res, err := modelValue(ctx, o, m, pol)
@@ -54,6 +47,20 @@ func runEvaluateModel(ctx context.Context, w io.Writer, o evaluateOptions) error
 		return writeJSON(w, res)
 	}
 	return printModelEvaluation(w, m, res)
+}
+
+// readModelAndPolicy reads the fitted model and the policy of o, and
+// checks that the model's horizon covers the policy's.
+func readModelAndPolicy(o evaluateOptions) (*estimate.Model, *policy.Policy, error) {
+	m, err := estimate.ReadModel(o.model)
+	if err != nil {
+		return nil, nil, err
+	}
+	pol, _, err := policy.ReadFile(o.policy)
+	if err != nil {
+		return nil, nil, err
+	}
+	return m, pol, checkModelHorizon(o, m, pol)
 }
 
 // checkModelHorizon refuses a --horizon or a policy planned for another

@@ -38,16 +38,25 @@ func roundOptions(c *cli.Context, seed uint64) (explore.Options, error) {
 	if err := checkRoundCoefficients(o); err != nil {
 		return o, err
 	}
+	if err := checkRoundEstimate(c); err != nil {
+		return o, err
+	}
+	o.Estimate = estimate.Options{Rank: c.Int("rank"), Restarts: c.Int("restarts"), Dynamics: c.String("dynamics"), Seed: seed, Workers: c.Int("workers")}
+	o.Plan.Workers = c.Int("workers")
+	return o, nil
+}
+
+// checkRoundEstimate checks the round's flags of the estimation: --rank
+// and --restarts not negative, --dynamics one of the two kinds.
+func checkRoundEstimate(c *cli.Context) error {
 	if c.Int("rank") < 0 || c.Int("restarts") < 0 {
-		return o, usagef("--rank and --restarts must not be negative")
+		return usagef("--rank and --restarts must not be negative")
 	}
 	d := c.String("dynamics")
 	if d != estimate.DynamicsStationary && d != estimate.DynamicsPerStep {
-		return o, usagef("--dynamics must be %q or %q, not %q", estimate.DynamicsStationary, estimate.DynamicsPerStep, d)
+		return usagef("--dynamics must be %q or %q, not %q", estimate.DynamicsStationary, estimate.DynamicsPerStep, d)
 	}
-	o.Estimate = estimate.Options{Rank: c.Int("rank"), Restarts: c.Int("restarts"), Dynamics: d, Seed: seed, Workers: c.Int("workers")}
-	o.Plan.Workers = c.Int("workers")
-	return o, nil
+	return nil
 }
 
 // checkRoundCoefficients refuses an α or ε that is not positive and a
@@ -176,13 +185,7 @@ func runExplore(ctx context.Context, w io.Writer, o exploreOptions) error {
 	if err != nil {
 		return err
 	}
-	if err := explore.WriteRound(ctx, dir.Tmp, lr); err != nil {
-		return err
-	}
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	if err := dir.Commit(); err != nil {
+	if err := commitDir(ctx, dir, func() error { return explore.WriteRound(ctx, dir.Tmp, lr) }); err != nil {
 		return err
 	}
 	printExploreRound(w, lr, out)

@@ -18,6 +18,7 @@ import (
 	"github.com/psrlcb/psrlcb/estimate"
 	"github.com/psrlcb/psrlcb/internal/fitflag"
 	"github.com/psrlcb/psrlcb/internal/memlimit"
+	"github.com/psrlcb/psrlcb/internal/outdir"
 	"github.com/psrlcb/psrlcb/pessimism"
 	"github.com/psrlcb/psrlcb/pipeline"
 	"github.com/psrlcb/psrlcb/policy"
@@ -73,13 +74,18 @@ func fitRunFlags() []cli.Flag {
 	}
 }
 
-func newFitCommand() *cli.Command {
+// fitCommandFlags are all of fit's flags: the ingest flags, the output
+// directory's, then the model's, the plan's and the run's.
+func fitCommandFlags() []cli.Flag {
 	flags := append(ingestFlags(),
 		&cli.PathFlag{Name: "out", Aliases: []string{"o"}, Usage: "output directory, written atomically; may not be, contain or lie inside an input, nor be the current directory"},
 		&cli.BoolFlag{Name: "force", Usage: "replace an earlier output of fit (a directory holding manifest.json and only the files fit writes); anything else is refused"},
 	)
-	flags = append(append(append(flags, fitModelFlags()...), fitPlanFlags()...), fitRunFlags()...)
-	flags, before := configurable(flags)
+	return append(append(append(flags, fitModelFlags()...), fitPlanFlags()...), fitRunFlags()...)
+}
+
+func newFitCommand() *cli.Command {
+	flags, before := configurable(fitCommandFlags())
 	return &cli.Command{
 		Name:      "fit",
 		Usage:     "learn the PSR-LCB policy from logs and write policy, model and report into --out",
@@ -89,14 +95,17 @@ func newFitCommand() *cli.Command {
 			"manifest.json and report.html. Nothing is written unless the whole run succeeds.",
 		Flags:  flags,
 		Before: before,
-		Action: func(c *cli.Context) error {
-			o, err := fitCmdOptions(c)
-			if err != nil {
-				return err
-			}
-			return runFit(c.Context, c.App.Writer, o)
-		},
+		Action: fitAction,
 	}
+}
+
+// fitAction is fit's action: it reads the flags and runs the fit.
+func fitAction(c *cli.Context) error {
+	o, err := fitCmdOptions(c)
+	if err != nil {
+		return err
+	}
+	return runFit(c.Context, c.App.Writer, o)
 }
 
 // fitOpts are the options of `psrlcb fit`: the pipeline's, and where the
@@ -117,14 +126,7 @@ func fitCmdOptions(c *cli.Context) (fitOpts, error) {
 		return o, usagef("fit: --out DIR is required")
 	}
 	var err error
-	if o.pipe, err = fitOptions(c); err != nil {
-		return o, err
-	}
-	if o.pipe.Progress, err = progressFor(c, c.App.ErrWriter); err != nil {
-		return o, err
-	}
-	o.pipe.Version = version
-	if o.pipe.Ingest, err = ingestOptions(c); err != nil {
+	if o.pipe, err = fitPipelineOptions(c); err != nil {
 		return o, err
 	}
 	if o.files, err = logFiles(c); err != nil {
@@ -132,6 +134,21 @@ func fitCmdOptions(c *cli.Context) (fitOpts, error) {
 	}
 	o.inputs = inputPaths(c.Args().Slice(), o.files)
 	return o, nil
+}
+
+// fitPipelineOptions are the pipeline's options of fit's flags, with the
+// progress reporter, the version and the ingest options.
+func fitPipelineOptions(c *cli.Context) (pipeline.Options, error) {
+	o, err := fitOptions(c)
+	if err != nil {
+		return o, err
+	}
+	if o.Progress, err = progressFor(c, c.App.ErrWriter); err != nil {
+		return o, err
+	}
+	o.Version = version
+	o.Ingest, err = ingestOptions(c)
+	return o, err
 }
 
 // fitOptions turns the flags into the pipeline's options.
@@ -152,14 +169,8 @@ func fitOptions(c *cli.Context) (pipeline.Options, error) {
 // fitEstimateOptions sets o's options of the estimation from
 // fitModelFlags.
 func fitEstimateOptions(c *cli.Context, o *pipeline.Options) error {
-	switch r := c.String("rank"); r {
-	case "auto", "":
-	default:
-		n, err := strconv.Atoi(r)
-		if err != nil || n < 1 {
-			return usagef(`--rank must be a positive integer or "auto", not %q`, r)
-		}
-		o.Estimate.Rank = n
+	if err := rankOption(c.String("rank"), o); err != nil {
+		return err
 	}
 	o.Estimate.MaxRank = c.Int("max-rank")
 	o.Estimate.Dynamics = c.String("dynamics")
@@ -168,18 +179,48 @@ func fitEstimateOptions(c *cli.Context, o *pipeline.Options) error {
 	o.Estimate.Tol = c.Float64("tol")
 	o.Estimate.TestLength = c.Int("test-length")
 	o.Estimate.Delta = c.Float64("delta")
-	if p := c.Float64("p-min"); p != 0 {
-		if !(p > 0 && p < 1) {
-			return usagef("--p-min must be in (0,1), not %v", p)
-		}
-		o.Estimate.LogPMin = math.Log(p)
+	return pMinOption(c.Float64("p-min"), o)
+}
+
+// rankOption sets o's rank from --rank r (rankFlag); "auto" or an empty
+// r leaves the rank to the search.
+func rankOption(r string, o *pipeline.Options) error {
+	if r == "" {
+		return nil
 	}
+	n, err := rankFlag(r)
+	if err != nil {
+		return err
+	}
+	o.Estimate.Rank = n
+	return nil
+}
+
+// pMinOption sets o's log p_min from --p-min p, which must be in (0,1);
+// 0 keeps the default.
+func pMinOption(p float64, o *pipeline.Options) error {
+	if p == 0 {
+		return nil
+	}
+	if !(p > 0 && p < 1) {
+		return usagef("--p-min must be in (0,1), not %v", p)
+	}
+	o.Estimate.LogPMin = math.Log(p)
 	return nil
 }
 
 // fitPlanOptions sets o's options of the bonus, the lower bound and the
 // planner from fitPlanFlags.
 func fitPlanOptions(c *cli.Context, o *pipeline.Options) error {
+	if err := fitBonusOptions(c, o); err != nil {
+		return err
+	}
+	return fitPlannerOptions(c, o)
+}
+
+// fitBonusOptions sets o's options of the bonus coefficient α, the
+// lower bound's correction and the fallback.
+func fitBonusOptions(c *cli.Context, o *pipeline.Options) error {
 	spec, err := pessimism.ParseAlpha(c.String("alpha"))
 	if err != nil {
 		return usagef("--alpha: %v", err)
@@ -190,6 +231,13 @@ func fitPlanOptions(c *cli.Context, o *pipeline.Options) error {
 	o.SelectHeldOut = c.Float64("select-heldout")
 	o.LCBCorrection = c.String("lcb-correction")
 	o.Fallback = c.String("fallback")
+	return nil
+}
+
+// fitPlannerOptions sets o's options of the planner, its budget and the
+// return range.
+func fitPlannerOptions(c *cli.Context, o *pipeline.Options) error {
+	var err error
 	o.PlanBudget = c.Int64("plan-budget")
 	o.MaxObservations = c.Int("max-observations")
 	if r := c.String("return-range"); r != "" {
@@ -269,10 +317,7 @@ func checkFitOptions(o pipeline.Options) error {
 // progressFor picks the reporter: a live bar on a terminal, JSON lines
 // when stderr is not a terminal or with --log-format json.
 func progressFor(c *cli.Context, w io.Writer) (progress.Reporter, error) {
-	tty := false
-	if f, ok := w.(*os.File); ok {
-		tty = term.IsTerminal(int(f.Fd()))
-	}
+	tty := isTerminal(w)
 	switch f := c.String("log-format"); f {
 	case "json":
 		return progress.NewJSON(w), nil
@@ -289,6 +334,14 @@ func progressFor(c *cli.Context, w io.Writer) (progress.Reporter, error) {
 	default:
 		return nil, usagef(`--log-format must be "auto", "text" or "json", not %q`, f)
 	}
+}
+
+// isTerminal reports whether w is a file open on a terminal.
+func isTerminal(w io.Writer) bool {
+	if f, ok := w.(*os.File); ok {
+		return term.IsTerminal(int(f.Fd()))
+	}
+	return false
 }
 
 // setMemoryLimit gives the garbage collector the run's memory budget as
@@ -316,6 +369,12 @@ func runFit(ctx context.Context, stdout io.Writer, o fitOpts) error {
 		return err
 	}
 	defer res.Close()
+	return writeFit(ctx, stdout, o, dir, res)
+}
+
+// writeFit prints the run's warnings, writes its outcome into o.out
+// through dir and prints the headline.
+func writeFit(ctx context.Context, stdout io.Writer, o fitOpts, dir *outdir.Dir, res *pipeline.Result) error {
 	for _, w := range res.Warnings {
 		warnf(o.stderr, "%s", w)
 	}
@@ -373,19 +432,25 @@ func printReturns(w io.Writer, m *report.Manifest) {
 // its value past the table was computed, or the pruned search's gap.
 func printPlanNotes(w io.Writer, plan *policy.PlanStats) {
 	if plan != nil && plan.Planner == policy.PlannerBelief {
-		fmt.Fprintf(w, "  the belief planner's policy is within %.3g of the optimum (share of the logged return range); it decides every history (%s), and its table holds the %d most probable of them\n", plan.GapBound, report.ControllerFile, plan.Nodes)
-		if plan.GapBound > policy.TargetGap {
-			if plan.PointsCapped {
-				fmt.Fprintf(w, "  the gap is above %.2g: some steps reach more beliefs than the %d points planned at; more --plan-points may close it\n", policy.TargetGap, plan.Points)
-			} else {
-				fmt.Fprintf(w, "  the gap is above %.2g although the points held every belief the model reaches: it is the upper bound's relaxation of the bonus, not a loss more points would recover (docs/planning.md)\n", policy.TargetGap)
-			}
-		}
-		if plan.RolloutMass >= 1e-6 {
-			fmt.Fprintf(w, "  its value past the table (histories of model probability %.3g) is from rollouts of it under the model: standard error %.2g of the return range\n", plan.RolloutMass, plan.ValueSE)
-		}
+		printBeliefPlanNotes(w, plan)
 	} else if plan != nil && !plan.Exact {
 		fmt.Fprintf(w, "  the planner was approximate: within %.3g of the optimum, as a share of the logged return range\n", plan.GapBound)
+	}
+}
+
+// printBeliefPlanNotes prints the belief planner's gap, why it may stay
+// above policy.TargetGap and how its value past the table was computed.
+func printBeliefPlanNotes(w io.Writer, plan *policy.PlanStats) {
+	fmt.Fprintf(w, "  the belief planner's policy is within %.3g of the optimum (share of the logged return range); it decides every history (%s), and its table holds the %d most probable of them\n", plan.GapBound, report.ControllerFile, plan.Nodes)
+	if plan.GapBound > policy.TargetGap {
+		if plan.PointsCapped {
+			fmt.Fprintf(w, "  the gap is above %.2g: some steps reach more beliefs than the %d points planned at; more --plan-points may close it\n", policy.TargetGap, plan.Points)
+		} else {
+			fmt.Fprintf(w, "  the gap is above %.2g although the points held every belief the model reaches: it is the upper bound's relaxation of the bonus, not a loss more points would recover (docs/planning.md)\n", policy.TargetGap)
+		}
+	}
+	if plan.RolloutMass >= 1e-6 {
+		fmt.Fprintf(w, "  its value past the table (histories of model probability %.3g) is from rollouts of it under the model: standard error %.2g of the return range\n", plan.RolloutMass, plan.ValueSE)
 	}
 }
 

@@ -38,17 +38,14 @@ func newInspectCommand() *cli.Command {
 // the logs its arguments name.
 func inspectAction(c *cli.Context) error {
 	o := inspectOptions{args: c.Args().Slice(), json: c.Bool("json"), stderr: c.App.ErrWriter, policy: c.Bool("policy"), top: c.Int("top")}
-	if len(o.args) == 1 && !strings.ContainsAny(o.args[0], "*?[") {
-		runDir, err := recoverRunDir(o.args[0], o.stderr)
-		if err != nil {
-			return err
-		}
-		if runDir {
-			o.runDir = o.args[0]
-			return runInspect(c.Context, c.App.Writer, o)
-		}
+	runDir, err := runDirArg(o)
+	if err != nil {
+		return err
 	}
-	var err error
+	if runDir {
+		o.runDir = o.args[0]
+		return runInspect(c.Context, c.App.Writer, o)
+	}
 	if o.files, err = logFiles(c); err != nil {
 		return err
 	}
@@ -56,6 +53,15 @@ func inspectAction(c *cli.Context) error {
 		return err
 	}
 	return runInspect(c.Context, c.App.Writer, o)
+}
+
+// runDirArg reports whether o's only argument is a run directory (a
+// glob pattern never is), repairing an interrupted --force as it checks.
+func runDirArg(o inspectOptions) (bool, error) {
+	if len(o.args) != 1 || strings.ContainsAny(o.args[0], "*?[") {
+		return false, nil
+	}
+	return recoverRunDir(o.args[0], o.stderr)
 }
 
 // recoverRunDir says whether path is a fit output directory. A fit output
@@ -105,16 +111,23 @@ func runInspect(ctx context.Context, w io.Writer, o inspectOptions) error {
 	if err != nil {
 		return err
 	}
-	rep := inspectReport{Files: files, Summary: ingest.Summarize(d)}
-	for _, f := range files {
-		if st, err := os.Stat(f); err == nil {
-			rep.FileBytes += st.Size()
-		}
-	}
+	rep := inspectReport{Files: files, Summary: ingest.Summarize(d), FileBytes: fileBytes(files)}
 	if o.json {
 		return writeJSON(w, rep)
 	}
 	return writeInspectText(w, &rep)
+}
+
+// fileBytes is the total size of files, those that cannot be stat'ed
+// left out.
+func fileBytes(files []string) int64 {
+	var n int64
+	for _, f := range files {
+		if st, err := os.Stat(f); err == nil {
+			n += st.Size()
+		}
+	}
+	return n
 }
 
 // writeInspectText writes the summary r as the table a person reads.
@@ -128,17 +141,29 @@ func writeInspectText(out io.Writer, r *inspectReport) error {
 	fmt.Fprintf(w, "observations\t|O| = %d; most frequent: %s\n", s.NumObs, symbolList(s.TopObs))
 	fmt.Fprintf(w, "actions\t|A| = %d; most frequent: %s\n", s.NumActions, symbolList(s.TopActions))
 	fmt.Fprintf(w, "return\tmin %g  max %g  mean %.6g\n", s.Return.Min, s.Return.Max, s.Return.Mean)
+	writeRewardText(w, s)
+	writePropensityText(w, s)
+	fmt.Fprintf(w, "distinct histories\t%s\n", historyCounts(s))
+	writeQuarantinedText(w, s)
+	return w.Flush()
+}
+
+// writeRewardText writes one row per step: the range, mean and number of
+// its rewards.
+func writeRewardText(w io.Writer, s *ingest.Summary) {
 	for h, rr := range s.StepReward {
 		fmt.Fprintf(w, "reward h=%d\tmin %g  max %g  mean %.6g  (%d steps)\n", h+1, rr.Min, rr.Max, rr.Mean, rr.N)
 	}
-	writePropensityText(w, s)
+}
+
+// historyCounts lists the number of distinct histories of each length,
+// "h=1: n1, h=2: n2, ...".
+func historyCounts(s *ingest.Summary) string {
 	hist := make([]string, len(s.Histories))
 	for h, n := range s.Histories {
 		hist[h] = fmt.Sprintf("h=%d: %d", h+1, n)
 	}
-	fmt.Fprintf(w, "distinct histories\t%s\n", strings.Join(hist, ", "))
-	writeQuarantinedText(w, s)
-	return w.Flush()
+	return strings.Join(hist, ", ")
 }
 
 // writePropensityText writes the rows of the logged propensities'

@@ -95,16 +95,20 @@ func main() {
 	if p, ok := gcPercent(os.Getenv("GOGC")); ok {
 		debug.SetGCPercent(p)
 	}
-	var code int
-	if runner, beam := runnerArg(os.Args[1:]); beam {
-		code = handOff(runner, os.Args[1:], os.Stdout, os.Stderr)
-	} else {
-		code = run(ctx, newApp(), os.Args, os.Stdout, os.Stderr)
-	}
+	code := dispatch(ctx)
 	stopProfile()
 	stopMemProfile()
 	stop()
 	os.Exit(code)
+}
+
+// dispatch runs the command line, handed to psrlcb-beam for a Beam
+// runner and here otherwise, and returns the exit code.
+func dispatch(ctx context.Context) int {
+	if runner, beam := runnerArg(os.Args[1:]); beam {
+		return handOff(runner, os.Args[1:], os.Stdout, os.Stderr)
+	}
+	return run(ctx, newApp(), os.Args, os.Stdout, os.Stderr)
 }
 
 // defaultGCPercent is the garbage collector's target heap growth of a
@@ -134,12 +138,7 @@ func startProfile(path string, stderr io.Writer) (stop func()) {
 	if path == "" {
 		return func() {}
 	}
-	f, err := os.Create(path)
-	if err == nil {
-		if err = pprof.StartCPUProfile(f); err != nil {
-			f.Close()
-		}
-	}
+	f, err := createCPUProfile(path)
 	if err != nil {
 		fmt.Fprintf(stderr, "psrlcb: PSRLCB_CPUPROFILE: %v (no profile written)\n", err)
 		return func() {}
@@ -148,6 +147,20 @@ func startProfile(path string, stderr io.Writer) (stop func()) {
 		pprof.StopCPUProfile()
 		f.Close()
 	}
+}
+
+// createCPUProfile creates the file path and starts the CPU profile
+// into it.
+func createCPUProfile(path string) (*os.File, error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
 }
 
 // run runs the command line args (args[0] is the program's name) as main

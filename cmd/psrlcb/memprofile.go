@@ -73,13 +73,20 @@ func (p *heapProfiler) watch(done <-chan struct{}) {
 			}
 			return
 		case <-t.C:
-			metrics.Read(sample)
-			if v := sample[0].Value.Uint64(); v > high+high/10 {
-				high = v
-				p.write()
-			}
+			high = p.sample(sample, high)
 		}
 	}
+}
+
+// sample reads the heap in use into s and writes the profile when it is
+// a tenth above the high mark high; it returns the new high mark.
+func (p *heapProfiler) sample(s []metrics.Sample, high uint64) uint64 {
+	metrics.Read(s)
+	if v := s[0].Value.Uint64(); v > high+high/10 {
+		high = v
+		p.write()
+	}
+	return high
 }
 
 // writeHeapProfile writes the heap profile to path through a temporary

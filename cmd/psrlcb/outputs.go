@@ -49,6 +49,18 @@ func createOut(stderr io.Writer, out string, force bool, kind outputKind, inputs
 	return dir, nil
 }
 
+// commitDir writes the outputs into dir (write) and, unless ctx was
+// cancelled meanwhile, commits them.
+func commitDir(ctx context.Context, dir *outdir.Dir, write func() error) error {
+	if err := write(); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return dir.Commit()
+}
+
 // writeAndCommit writes the outputs into the staging directory tmp and,
 // unless ctx was cancelled meanwhile (an interrupt while writing still
 // leaves nothing behind), commits them as out.

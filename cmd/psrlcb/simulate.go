@@ -85,28 +85,31 @@ func runSimulate(ctx context.Context, w io.Writer, o simulateOptions) error {
 	if err != nil {
 		return err
 	}
-	logs, err := pomdp.Simulate(ctx, m, o.horizon, o.episodes, b, o.seed)
+	logs, err := simulateFile(ctx, o, m, b)
 	if err != nil {
-		return err
-	}
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	if err := pomdp.WriteParquetFile(o.out, logs); err != nil {
 		return err
 	}
 	printSimulateSummary(w, o, m, b, logs)
 	return nil
 }
 
+// simulateFile simulates o's episodes of m under the behaviour b and,
+// unless ctx was cancelled meanwhile, writes them into o.out.
+func simulateFile(ctx context.Context, o simulateOptions, m *pomdp.POMDP, b pomdp.Behavior) (*pomdp.Logs, error) {
+	logs, err := pomdp.Simulate(ctx, m, o.horizon, o.episodes, b, o.seed)
+	if err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return logs, pomdp.WriteParquetFile(o.out, logs)
+}
+
 // printSimulateSummary says what was written, from which model and
 // behaviour, and the logs' mean return.
 func printSimulateSummary(w io.Writer, o simulateOptions, m *pomdp.POMDP, b pomdp.Behavior, logs *pomdp.Logs) {
-	mean := 0.0
-	for k := range o.episodes {
-		mean += logs.Return(k)
-	}
-	mean /= float64(o.episodes)
+	mean := meanReturn(logs, o.episodes)
 	size := int64(0)
 	if st, err := os.Stat(o.out); err == nil {
 		size = st.Size()
@@ -115,6 +118,15 @@ func printSimulateSummary(w io.Writer, o simulateOptions, m *pomdp.POMDP, b pomd
 	fmt.Fprintf(w, "model %s (%d states, %d actions, %d observations), behaviour %s, seed %d\n",
 		o.pomdp, m.NumStates(), m.NumActions(), m.NumObs(), b, o.seed)
 	fmt.Fprintf(w, "mean return %.6g\n", mean)
+}
+
+// meanReturn is the mean return of the first K episodes of logs.
+func meanReturn(logs *pomdp.Logs, K int) float64 {
+	mean := 0.0
+	for k := range K {
+		mean += logs.Return(k)
+	}
+	return mean / float64(K)
 }
 
 // checkSimulate refuses options without a horizon, episodes or output
@@ -133,6 +145,12 @@ func checkSimulate(o simulateOptions) error {
 	if len(missing) > 0 {
 		return usagef("simulate needs %s", strings.Join(missing, ", "))
 	}
+	return checkSimulateOut(o)
+}
+
+// checkSimulateOut checks that --out names neither the model file nor a
+// directory.
+func checkSimulateOut(o simulateOptions) error {
 	if a, err := os.Stat(o.pomdp); err == nil {
 		if b, err := os.Stat(o.out); err == nil && os.SameFile(a, b) {
 			return usagef("--out %s is the model file --pomdp %s; name a new Parquet file", o.out, o.pomdp)

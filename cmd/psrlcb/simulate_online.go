@@ -19,8 +19,10 @@ import (
 	"github.com/psrlcb/psrlcb/pomdp"
 )
 
-func newSimulateOnlineCommand() *cli.Command {
-	flags, before := configurable(append([]cli.Flag{
+// simulateOnlineFlags are simulate-online's own flags: the model's, the
+// output's and the loop's.
+func simulateOnlineFlags() []cli.Flag {
+	return []cli.Flag{
 		&cli.StringFlag{Name: "pomdp", Usage: "`FILE` holding the true model in Cassandra's .POMDP format (required)"},
 		&cli.IntFlag{Name: "horizon", Usage: "steps per episode `H` (required)"},
 		&cli.Uint64Flag{Name: "seed", Value: 1, Usage: "random `SEED` of the episodes and the EM starts"},
@@ -30,7 +32,11 @@ func newSimulateOnlineCommand() *cli.Command {
 		&cli.IntFlag{Name: "rounds", Value: explore.DefaultMaxRounds, Usage: "largest number of rounds"},
 		&cli.BoolFlag{Name: "baseline", Usage: "also fit uniformly explored logs of the same size each round and report their regret"},
 		&cli.PathFlag{Name: "plot", Usage: "also draw the statistic, the true errors and the regrets per round into this SVG `FILE`"},
-	}, roundFlags()...))
+	}
+}
+
+func newSimulateOnlineCommand() *cli.Command {
+	flags, before := configurable(append(simulateOnlineFlags(), roundFlags()...))
 	return &cli.Command{
 		Name:  "simulate-online",
 		Usage: "run the PSR-UCB exploration loop against a known POMDP, round by round",
@@ -86,31 +92,26 @@ func runSimulateOnline(ctx context.Context, w io.Writer, o simulateOnlineOptions
 		return err
 	}
 	defer dir.Abort()
-	m, err := pomdp.ParseFile(o.pomdp)
+	m, res, err := simulateOnline(ctx, w, o)
 	if err != nil {
 		return err
 	}
-	res, err := explore.Online(ctx, m, onlineOptions(w, o))
-	if err != nil {
-		return err
-	}
-	if err := commitOnline(ctx, dir, o, m, res); err != nil {
+	if err := commitDir(ctx, dir, func() error { return writeOnline(dir, o, m, res) }); err != nil {
 		return err
 	}
 	printOnlineSummary(w, res.Rows[len(res.Rows)-1], o.out)
 	return nil
 }
 
-// commitOnline writes the run's outputs into dir (writeOnline) and,
-// unless ctx was cancelled meanwhile, commits them.
-func commitOnline(ctx context.Context, dir *outdir.Dir, o simulateOnlineOptions, m *pomdp.POMDP, res *explore.OnlineResult) error {
-	if err := writeOnline(dir, o, m, res); err != nil {
-		return err
+// simulateOnline reads the true model of o and runs the exploration
+// loop against it, its progress printed to w.
+func simulateOnline(ctx context.Context, w io.Writer, o simulateOnlineOptions) (*pomdp.POMDP, *explore.OnlineResult, error) {
+	m, err := pomdp.ParseFile(o.pomdp)
+	if err != nil {
+		return nil, nil, err
 	}
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	return dir.Commit()
+	res, err := explore.Online(ctx, m, onlineOptions(w, o))
+	return m, res, err
 }
 
 // onlineOptions are the loop's options of o, its progress printed to w.
@@ -149,17 +150,7 @@ func printOnlineSummary(w io.Writer, last explore.RoundRow, out string) {
 
 // checkSimulateOnline checks simulate-online's options before any work.
 func checkSimulateOnline(o simulateOnlineOptions) error {
-	var missing []string
-	if o.horizon <= 0 {
-		missing = append(missing, "--horizon H (> 0)")
-	}
-	if o.out == "" {
-		missing = append(missing, "--out DIR")
-	}
-	if o.pomdp == "" {
-		missing = append(missing, "--pomdp FILE")
-	}
-	if len(missing) > 0 {
+	if missing := missingSimulateOnline(o); len(missing) > 0 {
 		return usagef("simulate-online needs %s", strings.Join(missing, ", "))
 	}
 	if o.batch <= 0 || o.rounds <= 0 {
@@ -174,17 +165,27 @@ func checkSimulateOnline(o simulateOnlineOptions) error {
 	return nil
 }
 
+// missingSimulateOnline lists the required options of simulate-online
+// that o lacks, in the order of the usage message.
+func missingSimulateOnline(o simulateOnlineOptions) []string {
+	var missing []string
+	if o.horizon <= 0 {
+		missing = append(missing, "--horizon H (> 0)")
+	}
+	if o.out == "" {
+		missing = append(missing, "--out DIR")
+	}
+	if o.pomdp == "" {
+		missing = append(missing, "--pomdp FILE")
+	}
+	return missing
+}
+
 // writeOnline writes the run's rounds, logs, last model and (when the
 // loop terminated) its greedy policy into dir, and the plot.
 func writeOnline(dir *outdir.Dir, o simulateOnlineOptions, m *pomdp.POMDP, res *explore.OnlineResult) error {
 	meta := onlineMeta(o, res)
-	if err := arrowio.WriteArrow(dir.Path(roundsFileName), explore.RoundsTable(res.Rows, meta)); err != nil {
-		return err
-	}
-	if err := explore.WriteTaggedParquet(dir.Path(onlineLogsFileName), res.Logs, res.Rounds, res.Steps); err != nil {
-		return err
-	}
-	if err := arrowio.WriteArrow(dir.Path("model.arrow"), estimate.ModelTable(res.Last.Fit.Model)); err != nil {
+	if err := writeOnlineTables(dir, res, meta); err != nil {
 		return err
 	}
 	if res.Rows[len(res.Rows)-1].Terminated {
@@ -200,6 +201,18 @@ func writeOnline(dir *outdir.Dir, o simulateOnlineOptions, m *pomdp.POMDP, res *
 	return nil
 }
 
+// writeOnlineTables writes the run's rounds (with meta), tagged logs and
+// last model into dir.
+func writeOnlineTables(dir *outdir.Dir, res *explore.OnlineResult, meta map[string]string) error {
+	if err := arrowio.WriteArrow(dir.Path(roundsFileName), explore.RoundsTable(res.Rows, meta)); err != nil {
+		return err
+	}
+	if err := explore.WriteTaggedParquet(dir.Path(onlineLogsFileName), res.Logs, res.Rounds, res.Steps); err != nil {
+		return err
+	}
+	return arrowio.WriteArrow(dir.Path("model.arrow"), estimate.ModelTable(res.Last.Fit.Model))
+}
+
 // onlineMeta is the metadata of the run's Arrow files: the model, the
 // horizon, the seed, the last round's α and ε, and the batch size.
 func onlineMeta(o simulateOnlineOptions, res *explore.OnlineResult) map[string]string {
@@ -213,9 +226,7 @@ func onlineMeta(o simulateOnlineOptions, res *explore.OnlineResult) map[string]s
 // checkPlotPath refuses a --plot file that is the model file, a
 // directory, or lies inside the output directory.
 func checkPlotPath(plot, out, model string) error {
-	pa, err1 := filepath.Abs(plot)
-	oa, err2 := filepath.Abs(out)
-	if err1 == nil && err2 == nil && (pa == oa || strings.HasPrefix(pa, oa+string(filepath.Separator))) {
+	if insideDir(plot, out) {
 		return usagef("--plot %s lies inside --out %s; put the plot beside the output directory", plot, out)
 	}
 	if st, err := os.Stat(plot); err == nil {
@@ -227,4 +238,12 @@ func checkPlotPath(plot, out, model string) error {
 		}
 	}
 	return nil
+}
+
+// insideDir reports whether path is dir or lies inside it, false when
+// either has no absolute form.
+func insideDir(path, dir string) bool {
+	pa, err1 := filepath.Abs(path)
+	oa, err2 := filepath.Abs(dir)
+	return err1 == nil && err2 == nil && (pa == oa || strings.HasPrefix(pa, oa+string(filepath.Separator)))
 }
