@@ -891,11 +891,28 @@ func (p *planner) standIn(h, a int, acts []int, pred []float64, o2 int, po, s2 f
 // Jensen's inequality the set's [bLo, bHi] contains the mass-weighted
 // mean of its children's intervals, and the stated gap stays a bound.
 func (p *planner) standInAt(h int, acts []int, cb []float64, po, s2 float64, acc []float64) {
-	ft, t := p.fbt, h+1
+	ft, S, t := p.fbt, p.S, h+1
 	lo0 := p.bonus.Value(s2)
 	hiNode := dot(ft.vmax[t], cb) - lo0
 	for i, f := range acts {
-		r, bEst, width := p.standInOf(t*ft.A+f, cb, s2, lo0)
+		j := t*ft.A + f
+		r := dot(ft.w[j], cb)
+		bEst, width := lo0, 0.0
+		if L := ft.lmax[j]; p.bonus.Alpha > 0 && L > 0 && lo0 < 1 {
+			k := ft.k[j]
+			lbS := 0.0
+			for s, x := range cb[:S] {
+				if x == 0 {
+					continue
+				}
+				lbS += x * dot(k[s*S:(s+1)*S], cb)
+			}
+			lbS = max(lbS, 0)
+			bEst = p.bonus.Value(s2 + lbS)
+			bHi := p.bonus.Value(s2 + dot(ft.u[j], cb))
+			bLo := lo0 + lbS*(p.bonus.Value(s2+L)-lo0)/L
+			width = max(bHi-bLo, 0)
+		}
 		c := acc[i*accLen : (i+1)*accLen]
 		c[0] += po * r
 		c[1] += po * bEst
@@ -903,31 +920,6 @@ func (p *planner) standInAt(h int, acts []int, cb []float64, po, s2 float64, acc
 		c[3] += po * width
 		c[4] += po
 	}
-}
-
-// standInOf is the stand-in with table j at belief cb and running sum
-// s2 (bonus lo0): its reward-to-go, its open-loop bonus estimate and the
-// width of its bonus interval (0 when the bonus cannot grow).
-func (p *planner) standInOf(j int, cb []float64, s2, lo0 float64) (r, bEst, width float64) {
-	r = dot(p.fbt.w[j], cb)
-	bEst = lo0
-	if L := p.fbt.lmax[j]; p.bonus.Alpha > 0 && L > 0 && lo0 < 1 {
-		bEst, width = p.bonusInterval(j, cb, s2, lo0, L)
-	}
-	return r, bEst, width
-}
-
-// bonusInterval returns the open-loop bonus estimate of a stand-in with
-// table j (lmax L > 0) at belief cb and running sum s2 (bonus lo0), and
-// the width of the interval [bLo, bHi] its exact expected bonus lies in
-// (standIn).
-func (p *planner) bonusInterval(j int, cb []float64, s2, lo0, L float64) (bEst, width float64) {
-	ft := p.fbt
-	lbS := max(quad(ft.k[j], cb), 0)
-	bEst = p.bonus.Value(s2 + lbS)
-	bHi := p.bonus.Value(s2 + dot(ft.u[j], cb))
-	bLo := lo0 + lbS*(p.bonus.Value(s2+L)-lo0)/L
-	return bEst, max(bHi-bLo, 0)
 }
 
 // bestFallback picks the fallback candidate with the largest stand-in
