@@ -432,6 +432,18 @@ func (m *Model) RescaleReturn(ret float64) float64 {
 	return (ret - m.ReturnMin) / (m.ReturnMax - m.ReturnMin)
 }
 
+// ObsSequences is |O|^H, the number of observation sequences of an
+// episode: what an exact walk over every history of a policy enumerates.
+func (m *Model) ObsSequences() float64 {
+	return math.Pow(float64(m.NumObs), float64(m.Horizon))
+}
+
+// ReturnUnits maps a value on the paper's [0,1] scale back to the user's
+// units: the inverse of RescaleReturn where the range is not constant.
+func (m *Model) ReturnUnits(v float64) float64 {
+	return m.ReturnMin + v*(m.ReturnMax-m.ReturnMin)
+}
+
 // RewardScale returns (shift per step, scale) such that the rescaled
 // return R = Σ_h (r_h − shift)·scale = RescaleReturn(Σ_h r_h).
 func (m *Model) RewardScale() (shift, scale float64) {

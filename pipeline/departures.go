@@ -1,8 +1,6 @@
 package pipeline
 
 import (
-	"math"
-
 	"github.com/psrlcb/psrlcb/estimate"
 	"github.com/psrlcb/psrlcb/pessimism"
 	"github.com/psrlcb/psrlcb/policy"
@@ -23,7 +21,7 @@ const (
 // them undone, in the user's units. It does nothing when c has no
 // departure or the observation tree is too large to enumerate.
 func valueDepartures(m *estimate.Model, b *pessimism.Bonus, pol *policy.Policy, c *report.Comparison) error {
-	if len(c.Departures) == 0 || treeObs(m) > maxEvalTree {
+	if len(c.Departures) == 0 || m.ObsSequences() > maxEvalTree {
 		return nil
 	}
 	width := m.ReturnMax - m.ReturnMin
@@ -31,7 +29,7 @@ func valueDepartures(m *estimate.Model, b *pessimism.Bonus, pol *policy.Policy, 
 	if err != nil {
 		return err
 	}
-	if err := valueEach(m, b, pol, c, full); err != nil {
+	if err := valueEach(m, b, pol, c, full, width); err != nil {
 		return err
 	}
 	all, err := valueWith(m, b, pol, func(ns []policy.Node) {
@@ -48,15 +46,15 @@ func valueDepartures(m *estimate.Model, b *pessimism.Bonus, pol *policy.Policy, 
 
 // valueEach sets the gain of each of the maxDepartureEvals most probable
 // departures of c: full (V_R of pol) less V_R with that departure undone,
-// in the user's units.
-func valueEach(m *estimate.Model, b *pessimism.Bonus, pol *policy.Policy, c *report.Comparison, full float64) error {
+// times width, the return range: in the user's units.
+func valueEach(m *estimate.Model, b *pessimism.Bonus, pol *policy.Policy, c *report.Comparison, full, width float64) error {
 	for i := range c.Departures[:min(len(c.Departures), maxDepartureEvals)] {
 		dep := &c.Departures[i]
 		val, err := valueWith(m, b, pol, func(ns []policy.Node) { ns[dep.Row.Node].Action = dep.Row.MostLogged })
 		if err != nil {
 			return err
 		}
-		dep.Gain = (full - val) * (m.ReturnMax - m.ReturnMin)
+		dep.Gain = (full - val) * width
 		c.Checked++
 	}
 	return nil
@@ -69,10 +67,4 @@ func valueWith(m *estimate.Model, b *pessimism.Bonus, pol *policy.Policy, change
 	change(q.Nodes)
 	val, err := policy.ModelValue(m, b, q)
 	return val.Reward, err
-}
-
-// treeObs is |O|^H, the number of observation sequences policy.ModelValue
-// may enumerate.
-func treeObs(m *estimate.Model) float64 {
-	return math.Pow(float64(m.NumObs), float64(m.Horizon))
 }

@@ -218,7 +218,7 @@ func checkFallback(ctx context.Context, sel *policy.Selection, planB float64, tr
 		bounds = append(bounds, boundOf(iw))
 	}
 	units := func(v float64) report.Float {
-		return report.Float(evalB.ReturnMin + v*(evalB.ReturnMax-evalB.ReturnMin))
+		return report.Float(evalB.ReturnUnits(v))
 	}
 	fb := &report.Fallback{Chosen: "plan",
 		PlanCrossBound: report.Float(planB), PlanCrossAlpha: report.Float(math.Max(c.Alpha, pessimism.DefaultAlpha)),

@@ -31,6 +31,7 @@ func measure(ctx context.Context, d *ingest.Dataset, out *report.Outcome, scorer
 		func() error { return weighEpisodes(f, out) },
 		func() (err error) { f.Norms, err = out.Bonus.Episodes(ctx, d, workers); return err },
 		func() error { describeLogs(f, out, d); return nil },
+		func() error { inSampleRewardCheck(out, d); return nil },
 		func() error { return compareWithBehaviour(f, out, d) },
 		func() (err error) {
 			f.LogLik, f.RewardLogLik, err = scoreEpisodes(ctx, out.Model, d, scorer, workers)
@@ -73,9 +74,8 @@ func weighEpisodes(f *report.Figures, out *report.Outcome) (err error) {
 }
 
 // describeLogs is the logs' summary, the behaviour's mean return, the
-// range of returns, the running C∞ and least propensity per step, the C∞
-// of each α candidate, and the reward check when the α selection did not
-// make one on held-out episodes.
+// range of returns, the running C∞ and least propensity per step, and
+// the C∞ of each α candidate.
 func describeLogs(f *report.Figures, out *report.Outcome, d *ingest.Dataset) {
 	dp := f.DP
 	f.Sum = ingest.Summarize(dp)
@@ -90,9 +90,6 @@ func describeLogs(f *report.Figures, out *report.Outcome, d *ingest.Dataset) {
 		for _, c := range out.Selection.Candidates {
 			f.CandidateCInf = append(f.CandidateCInf, candidateCInf(c, dp))
 		}
-	}
-	if out.RewardCheck == nil {
-		out.RewardCheck = modelRewardCheck(out.Model, d, false)
 	}
 }
 
@@ -112,7 +109,7 @@ func scoreEpisodes(ctx context.Context, m *estimate.Model, d *ingest.Dataset, sc
 func compareWithBehaviour(f *report.Figures, out *report.Outcome, d *ingest.Dataset) error {
 	m, pol := out.Model, out.Policy
 	f.Visits = policy.LoggedVisits(pol, d)
-	behaviourUnits := m.ReturnMin + f.Beh*(m.ReturnMax-m.ReturnMin)
+	behaviourUnits := m.ReturnUnits(f.Beh)
 	f.Compare = report.Departures(m, pol, f.Visits, f.Val.Reward, behaviourUnits)
 	return valueDepartures(m, out.Bonus, pol, f.Compare)
 }

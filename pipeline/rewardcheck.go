@@ -27,3 +27,11 @@ func modelRewardCheck(m *estimate.Model, d *ingest.Dataset, heldOut bool) *repor
 	rc.ObsLogLik, rc.RewardLogLik = report.Float(obs/float64(K)), report.Float(rew/float64(K))
 	return rc
 }
+
+// inSampleRewardCheck checks the final model's rewards on every episode
+// of d when the α selection made no check on held-out episodes.
+func inSampleRewardCheck(out *report.Outcome, d *ingest.Dataset) {
+	if out.RewardCheck == nil {
+		out.RewardCheck = modelRewardCheck(out.Model, d, false)
+	}
+}

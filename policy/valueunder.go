@@ -87,7 +87,7 @@ func ValueUnder(ctx context.Context, m *estimate.Model, b *pessimism.Bonus, pol 
 		return nil, err
 	}
 	maxLeaves, n = rolloutDefaults(maxLeaves, n)
-	if math.Pow(float64(m.NumObs), float64(m.Horizon)) <= float64(maxLeaves) {
+	if m.ObsSequences() <= float64(maxLeaves) {
 		return exactRollout(m, b, pol)
 	}
 	e, err := newHistoryWalk(m, b, pol, true) // its codes, scale and features

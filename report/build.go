@@ -237,7 +237,7 @@ type Figures struct {
 // returnUnits maps a value on the model's [0,1] return scale to the
 // logs' units.
 func returnUnits(m *estimate.Model) func(float64) Float {
-	return func(v float64) Float { return Float(m.ReturnMin + v*(m.ReturnMax-m.ReturnMin)) }
+	return func(v float64) Float { return Float(m.ReturnUnits(v)) }
 }
 
 // coverageRows is the coverage per step, with the running C∞ over

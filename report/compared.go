@@ -35,10 +35,13 @@ func NewComparedPolicy(name string, res *ope.Result) ComparedPolicy {
 }
 
 // Get returns the named estimator's row (nil when absent).
-func (c *ComparedPolicy) Get(name string) *EstimateRow {
-	for i := range c.Estimates {
-		if c.Estimates[i].Estimator == name {
-			return &c.Estimates[i]
+func (c *ComparedPolicy) Get(name string) *EstimateRow { return estimateNamed(c.Estimates, name) }
+
+// estimateNamed is the row of estimator name in rows (nil when absent).
+func estimateNamed(rows []EstimateRow, name string) *EstimateRow {
+	for i := range rows {
+		if rows[i].Estimator == name {
+			return &rows[i]
 		}
 	}
 	return nil

@@ -76,7 +76,11 @@ func EstimateRows(es []ope.Estimate) []EstimateRow {
 // EvaluationSummary is the sentence an evaluation leads with: the
 // recommended estimate with its interval, beside the behaviour's mean.
 func EvaluationSummary(ev *Evaluation) string {
-	rec, beh := summaryRows(ev)
+	rec := estimateNamed(ev.Estimates, ev.Recommended)
+	var beh *EstimateRow // the logs' mean, when it is not the recommended row itself
+	if ev.Recommended != ope.EstBehavior {
+		beh = estimateNamed(ev.Estimates, ope.EstBehavior)
+	}
 	behavior := ""
 	if beh != nil {
 		behavior = fmt.Sprintf("; behaviour (the logs' mean): %s", num(float64(beh.Value), 4))
@@ -90,20 +94,6 @@ func EvaluationSummary(ev *Evaluation) string {
 		s += " Caution: " + rec.Reason + "."
 	}
 	return s
-}
-
-// summaryRows are the evaluation's recommended estimate and the
-// behaviour's (nil when absent).
-func summaryRows(ev *Evaluation) (rec, beh *EstimateRow) {
-	for i := range ev.Estimates {
-		switch ev.Estimates[i].Estimator {
-		case ev.Recommended:
-			rec = &ev.Estimates[i]
-		case ope.EstBehavior:
-			beh = &ev.Estimates[i]
-		}
-	}
-	return rec, beh
 }
 
 // EstimatorWords names an estimator for a reader.

@@ -326,7 +326,7 @@ func (c *configRun) greedy(ctx context.Context, out *report.Outcome, fitSec floa
 	}
 	g := c.row("greedy", v)
 	g.Alpha, g.Rank, g.PlanExact, g.EMConverged = 0, out.Model.States, gst.Exact, out.Fit.Converged
-	g.ModelUnits = jfloat(out.Model.ReturnMin + gst.ValueReward*(out.Model.ReturnMax-out.Model.ReturnMin))
+	g.ModelUnits = jfloat(out.Model.ReturnUnits(gst.ValueReward))
 	g.FitSeconds = jfloat(fitSec + time.Since(start).Seconds())
 	return g, nil
 }

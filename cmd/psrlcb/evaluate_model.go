@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"math"
 	"text/tabwriter"
 
 	"github.com/psrlcb/psrlcb/estimate"
@@ -82,7 +81,7 @@ func modelValue(ctx context.Context, o evaluateOptions, m *estimate.Model, pol *
 	var v, se, un float64
 	var err error
 	episodes := 0
-	if math.Pow(float64(m.NumObs), float64(m.Horizon)) <= policy.DefaultMaxLeaves {
+	if m.ObsSequences() <= policy.DefaultMaxLeaves {
 		v, un, err = policy.ModelReturn(ctx, m, pol)
 	} else {
 		// Too many histories to enumerate: trajectories of the model.
