@@ -291,8 +291,10 @@ func exactKey(v []float64) string {
 // best returns max_i vec_i·u and its first index (−1 for an empty set).
 // The products are accumulated one coordinate at a time over all
 // vectors (an axpy per coordinate, in the order of dot), so each value
-// is bit for bit vec_i·u; buf holds them.
-func (g *alphaSet) best(S int, u []float64, buf *[]float64) (float64, int) {
+// is bit for bit vec_i·u; sc holds them. On amd64 with AVX2 the sets of
+// at least bestColsBlock vectors go through bestColsAVX2, which adds the
+// same products in the same order, four vectors to a register.
+func (g *alphaSet) best(S int, u []float64, sc *bestScratch) (float64, int) {
 	n := g.n(S)
 	if n == 0 {
 		return math.Inf(-1), -1
@@ -300,10 +302,67 @@ func (g *alphaSet) best(S int, u []float64, buf *[]float64) (float64, int) {
 	if n < rowwiseBest {
 		return g.bestRowwise(S, u)
 	}
-	vals := grow(*buf, n)
-	*buf = vals
+	if hasBestCols && n >= bestColsBlock {
+		if v, i, ok := g.bestCols(S, u, sc); ok {
+			return v, i
+		}
+	}
+	vals := grow(sc.vals, n)
+	sc.vals = vals
 	g.values(S, u, vals)
 	return maxFirst(vals)
+}
+
+// bestScratch is best's scratch: the values, and the coefficients and
+// column offsets of bestCols.
+type bestScratch struct {
+	vals, coef []float64
+	off        []int
+}
+
+// bestColsBlock is how many vectors bestColsAVX2 takes per iteration.
+const bestColsBlock = 16
+
+// bestCols is best by bestColsAVX2 on the leading multiple of
+// bestColsBlock vectors and by one dot product each on the rest. The
+// coordinates are those values adds (the first, then every nonzero one),
+// in its order, so every value is the same float64. ok is false when the
+// largest value is not finite (a NaN or an overflow, which the lanes'
+// ordered comparison would treat differently from maxFirst).
+func (g *alphaSet) bestCols(S int, u []float64, sc *bestScratch) (float64, int, bool) {
+	n := g.n(S)
+	coef, off := sc.coef[:0], sc.off[:0]
+	for s, x := range u[:S] {
+		if s == 0 || x != 0 {
+			coef, off = append(coef, x), append(off, 8*s*n)
+		}
+	}
+	sc.coef, sc.off = coef, off
+	m := n &^ (bestColsBlock - 1)
+	var out [8]float64
+	bestColsAVX2(&g.cols[0], m, &coef[0], &off[0], len(coef), &out)
+	bv, bi := out[0], int(out[4])
+	for l := 1; l < 4; l++ {
+		if v, i := out[l], int(out[4+l]); v > bv || (v == bv && i < bi) {
+			bv, bi = v, i
+		}
+	}
+	for k := m; k < n; k++ {
+		if v := g.colValue(k, n, coef, off); v > bv {
+			bv, bi = v, k
+		}
+	}
+	return bv, bi, !math.IsInf(bv, 0) && !math.IsNaN(bv)
+}
+
+// colValue is vector k's value over the coordinates of bestCols, added
+// in values' order.
+func (g *alphaSet) colValue(k, n int, coef []float64, off []int) float64 {
+	v := coef[0] * g.cols[k]
+	for j := 1; j < len(coef); j++ {
+		v += float64(coef[j] * g.cols[off[j]/8+k])
+	}
+	return v
 }
 
 // maxFirst returns the largest of vals (not empty) and its first index.
@@ -806,7 +865,7 @@ func normalize(b []float64, z float64) {
 // backupScratch is one worker's buffers for backups.
 type backupScratch struct {
 	pred, u, z, mb []float64
-	vals           []float64 // alphaSet.best's values
+	best           bestScratch
 	choice         []int
 }
 
@@ -860,7 +919,7 @@ func (p *beliefPlanner) addLookahead(h int, st *stepTables, sc *backupScratch, v
 		if unnorm(st.e, p.O, sc.pred, o, sc.u) == 0 {
 			continue
 		}
-		bv, bi := p.successor(h, o).best(p.S, sc.u, &sc.vals)
+		bv, bi := p.successor(h, o).best(p.S, sc.u, &sc.best)
 		if bi >= 0 {
 			v += bv
 			sc.choice[o] = bi
@@ -1192,7 +1251,7 @@ func (p *beliefPlanner) lookaheadCost(h int) int {
 // no vector.
 func (p *beliefPlanner) vectorAction(h int, b []float64, end bool, sc *backupScratch) int {
 	g := &p.gamma[h][class(end)]
-	if _, i := g.best(p.S, b, &sc.vals); i >= 0 {
+	if _, i := g.best(p.S, b, &sc.best); i >= 0 {
 		return g.act[i]
 	}
 	return p.lookahead(h, b, end, sc)

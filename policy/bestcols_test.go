@@ -1,0 +1,123 @@
+package policy
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+)
+
+// bestByValues is best's portable path: values, then maxFirst.
+func bestByValues(g *alphaSet, S int, u []float64) (float64, int) {
+	vals := make([]float64, g.n(S))
+	g.values(S, u, vals)
+	return maxFirst(vals)
+}
+
+// randomAlphaSet is a finished set of n vectors over S states. With
+// small, the coordinates are small integers (or their negatives, or
+// signed zeros), so that many values tie exactly.
+func randomAlphaSet(r *rand.Rand, S, n int, small bool) *alphaSet {
+	g := &alphaSet{act: make([]int, n)}
+	for range n * S {
+		x := r.NormFloat64() * 10
+		if small {
+			x = float64(r.IntN(5) - 2)
+			if x == 0 && r.IntN(2) == 0 {
+				x = math.Copysign(0, -1)
+			}
+		}
+		g.vec = append(g.vec, x)
+	}
+	g.finish(S)
+	return g
+}
+
+// TestBestColsMatchesValues checks the vector kernel against the
+// portable path bit for bit: the same largest value (sign of a zero
+// included) and the same first index, on sets of every size around the
+// kernel's block, with ties, zero coordinates of u and signed zeros.
+func TestBestColsMatchesValues(t *testing.T) {
+	if !hasBestCols {
+		t.Skip("no AVX2 on this processor: best takes the portable path only")
+	}
+	r := rand.New(rand.NewPCG(7, 11))
+	sc := &bestScratch{}
+	for trial := range 3000 {
+		S := 1 + r.IntN(12)
+		n := bestColsBlock + r.IntN(5*bestColsBlock)
+		small := trial%2 == 0
+		g := randomAlphaSet(r, S, n, small)
+		if g.n(S) < bestColsBlock {
+			continue
+		}
+		u := make([]float64, S)
+		for s := range u {
+			if r.IntN(4) > 0 {
+				u[s] = r.Float64()
+				if small {
+					u[s] = float64(r.IntN(3))
+				}
+			}
+		}
+		wantV, wantI := bestByValues(g, S, u)
+		gotV, gotI, ok := g.bestCols(S, u, sc)
+		if !ok {
+			t.Fatalf("trial %d: the kernel refused finite values", trial)
+		}
+		if math.Float64bits(gotV) != math.Float64bits(wantV) || gotI != wantI {
+			t.Fatalf("trial %d (S=%d, n=%d): kernel %v at %d, portable path %v at %d", trial, S, g.n(S), gotV, gotI, wantV, wantI)
+		}
+		if g.n(S) < rowwiseBest {
+			continue // best takes one dot product per vector
+		}
+		if v, i := g.best(S, u, sc); math.Float64bits(v) != math.Float64bits(wantV) || i != wantI {
+			t.Fatalf("trial %d: best %v at %d, portable path %v at %d", trial, v, i, wantV, wantI)
+		}
+	}
+}
+
+// TestBestColsRefusesOverflow checks that a largest value that is not
+// finite sends best back to the portable path.
+func TestBestColsRefusesOverflow(t *testing.T) {
+	if !hasBestCols {
+		t.Skip("no AVX2 on this processor")
+	}
+	r := rand.New(rand.NewPCG(3, 5))
+	S := 3
+	g := randomAlphaSet(r, S, 2*bestColsBlock, false)
+	n := g.n(S)
+	g.cols[5] = math.MaxFloat64 // vector 5, coordinate 0
+	g.cols[n+5] = math.MaxFloat64
+	u := []float64{1, 1, 0.5}
+	if _, _, ok := g.bestCols(S, u, &bestScratch{}); ok {
+		t.Fatal("the kernel accepted an overflowing value")
+	}
+	wantV, wantI := bestByValues(g, S, u)
+	if v, i := g.best(S, u, &bestScratch{}); v != wantV || i != wantI || !math.IsInf(v, 1) || i != 5 {
+		t.Fatalf("best %v at %d, want %v at %d (+Inf at 5)", v, i, wantV, wantI)
+	}
+}
+
+// BenchmarkAlphaSetBest is one best over 300 vectors of 8 states, by
+// the kernel (when the processor has it) and by the portable path.
+func BenchmarkAlphaSetBest(b *testing.B) {
+	r := rand.New(rand.NewPCG(1, 2))
+	g := randomAlphaSet(r, 8, 300, false)
+	u := make([]float64, 8)
+	for s := range u {
+		u[s] = r.Float64()
+	}
+	sc := &bestScratch{}
+	b.Run("best", func(b *testing.B) {
+		for b.Loop() {
+			g.best(8, u, sc)
+		}
+	})
+	b.Run("portable", func(b *testing.B) {
+		vals := make([]float64, g.n(8))
+		for b.Loop() {
+			g.values(8, u, vals)
+			maxFirst(vals)
+		}
+	})
+}
