@@ -23,8 +23,10 @@ type kernel struct {
 	// Categorical rewards: the step matrix
 	// M[t][(((a*O+o)*V+v)*S+s)*S+s2] = T(s2|s,a)·E(o|s2,a)·R(v|s,a,s2,o)
 	// and its row sums g[t][((a*V+v)*S+s)] (the last step, where s2 and o
-	// are not logged and are summed out).
-	M, g [][]float64
+	// are not logged and are summed out). MT holds each S×S block of M
+	// transposed, for the backward pass's vector kernel, when the blocks
+	// are few (transposeCells); nil otherwise.
+	M, g, MT [][]float64
 
 	// Gaussian rewards: TE[t][((a*O+o)*S+s)*S+s2] = T·E, and per
 	// RewardIndex the mean, inverse variance and log normaliser.
@@ -48,7 +50,46 @@ func newKernel(m *Model, c *coded) *kernel {
 		return k
 	}
 	k.addTables()
+	k.addTransposes()
 	return k
+}
+
+// transposeCells bounds the numbers of the categorical kernel that get a
+// transposed copy (kernel.MT): 2²⁰ numbers are 8 MiB.
+const transposeCells = 1 << 20
+
+// keepsTransposes is whether a categorical kernel of cells numbers over
+// every table, of S states, keeps MT.
+func keepsTransposes(cells float64, S int) bool {
+	return useStepKernels(S) && cells <= transposeCells
+}
+
+// addTransposes sets k.MT when keepsTransposes says so.
+func (k *kernel) addTransposes() {
+	if k.kind != RewardCategorical || !keepsTransposes(float64(k.nt*k.A*k.O*k.V*k.S*k.S), k.S) {
+		return
+	}
+	S := k.S
+	for _, M := range k.M {
+		MT := make([]float64, len(M))
+		for b := 0; b < len(M); b += S * S {
+			for s := 0; s < S; s++ {
+				for s2 := 0; s2 < S; s2++ {
+					MT[b+s2*S+s] = M[b+s*S+s2]
+				}
+			}
+		}
+		k.MT = append(k.MT, MT)
+	}
+}
+
+// block is block idx (of size SS) of table t of tables, nil when tables
+// is.
+func (k *kernel) block(tables [][]float64, t, idx, SS int) []float64 {
+	if tables == nil {
+		return nil
+	}
+	return tables[t][idx*SS : (idx+1)*SS]
 }
 
 // addTables adds the full form's kernel tables of every step table, of
@@ -283,12 +324,18 @@ func (k *kernel) firstForward(a0 []float64, o1 int) float64 {
 // not positive and finite (the episode is impossible under the model).
 func forwardStep(cur, nxt, M []float64) (z float64, ok bool) {
 	S := len(cur)
-	clear(nxt)
-	for s, as := range cur {
-		row := M[s*S : (s+1)*S]
-		row = row[:len(nxt)]
-		for s2 := range nxt {
-			nxt[s2] += as * row[s2]
+	if useStepKernels(S) {
+		nc := S &^ 3
+		matVecCols(&cur[0], &M[0], &nxt[0], S, nc)
+		matVecTail(cur, M, nxt, nc)
+	} else {
+		clear(nxt)
+		for s, as := range cur {
+			row := M[s*S : (s+1)*S]
+			row = row[:len(nxt)]
+			for s2 := range nxt {
+				nxt[s2] += as * row[s2]
+			}
 		}
 	}
 	z = sumOf(nxt)
@@ -434,15 +481,25 @@ func (e *catEpisode) backward(st *stats) {
 		t := k.table(i + 1)
 		idx := e.stepIndex(i)
 		scaleInto(e.w.bp, beta, 1/scale[i+1])
-		backwardStepCat(alpha[i*S:(i+1)*S], e.w.bp, beta, k.M[t][idx*SS:(idx+1)*SS], st.bucket[t][idx*SS:(idx+1)*SS])
+		backwardStepCat(alpha[i*S:(i+1)*S], e.w.bp, beta, k.M[t][idx*SS:(idx+1)*SS], k.block(k.MT, t, idx, SS), st.bucket[t][idx*SS:(idx+1)*SS])
 	}
 }
 
 // backwardStepCat is one step of the categorical backward pass: with
 // bp = β̂_{h+1}/c_{h+1} and cur = α̂_h, it adds cur(s)·bp(s2) to the
-// bucket B and sets beta = M·bp.
-func backwardStepCat(cur, bp, beta, M, B []float64) {
+// bucket B and sets beta = M·bp. MT, M transposed (nil when the kernel
+// keeps none), lets the vector kernels compute M·bp a column of MT at a
+// time, adding the same products in the same order.
+func backwardStepCat(cur, bp, beta, M, MT, B []float64) {
 	S := len(cur)
+	if MT != nil && useStepKernels(S) {
+		nc := S &^ 3
+		addOuter(&B[0], &cur[0], &bp[0], S, nc)
+		matVecCols(&bp[0], &MT[0], &beta[0], S, nc)
+		outerTail(cur, bp, B, nc)
+		matVecTail(bp, MT, beta, nc)
+		return
+	}
 	for s, as := range cur {
 		row := M[s*S : (s+1)*S]
 		brow := B[s*S : (s+1)*S]
@@ -454,6 +511,34 @@ func backwardStepCat(cur, bp, beta, M, B []float64) {
 			sum += row[s2] * b
 		}
 		beta[s] = sum
+	}
+}
+
+// useStepKernels is whether the E-step's vector kernels (matVecCols,
+// addOuter) serve S states: on amd64 with AVX2, for S ≥ 4.
+func useStepKernels(S int) bool { return hasStepKernels && S >= 4 }
+
+// matVecTail sets y[j] = Σ_s x[s]·M[s·S+j] for the columns j ≥ nc that
+// matVecCols leaves, in its order.
+func matVecTail(x, M, y []float64, nc int) {
+	S := len(x)
+	for j := nc; j < S; j++ {
+		v := 0.0
+		for s, xs := range x {
+			v += xs * M[s*S+j]
+		}
+		y[j] = v
+	}
+}
+
+// outerTail adds x[s]·y[j] to B[s·S+j] for the columns j ≥ nc that
+// addOuter leaves.
+func outerTail(x, y, B []float64, nc int) {
+	S := len(x)
+	for s, xs := range x {
+		for j := nc; j < S; j++ {
+			B[s*S+j] += xs * y[j]
+		}
 	}
 }
 

@@ -86,6 +86,8 @@ func (c *coded) fullNeed(s, t float64) (model, kernel, stats float64) {
 	kernel = t * A * O * v * s * s
 	if c.kind == RewardGaussian {
 		kernel = t * (A*O*s*s + 3*s*A*s*O)
+	} else if keepsTransposes(kernel, int(s)) {
+		kernel *= 2 // kernel.MT
 	}
 	stats = t*(A*O*v*s*s+A*v*s) + O*s
 	return model, kernel, stats
