@@ -240,16 +240,123 @@ func leastShare(row []int64) float64 {
 }
 
 // DistinctHistories returns, for h = 1..H, the number of distinct
-// histories τ_h = (o_1,a_1,…,o_h,a_h) among d's episodes. Histories are
-// numbered step by step: the id of τ_h is the rank of the pair
-// (id of τ_{h-1}, (o_h,a_h)) among the distinct pairs, found by radix
-// sorting, so the cost is linear in K·H.
+// histories τ_h = (o_1,a_1,…,o_h,a_h) among d's episodes. The episodes
+// are split step by step into groups of equal histories
+// (historyGroups); a history that one episode alone has stays one
+// history at every later step, so only the groups of two or more are
+// split further, and the work shrinks as the histories fan out. With
+// more than groupSymbols (o, a) pairs, the histories are numbered by
+// radix sorting instead (historyIDs). Either way the cost is linear in
+// K·H.
 func DistinctHistories(d *Dataset) []int {
 	K, H := d.NumEpisodes(), d.Horizon
 	out := make([]int, H)
 	if K == 0 {
 		return out
 	}
+	if d.NumObs()*d.NumActions() > groupSymbols {
+		return distinctByRadix(d)
+	}
+	g := newHistoryGroups(K, d.NumObs()*d.NumActions(), d.NumActions())
+	for h := range H {
+		out[h] = g.step(d, h)
+	}
+	return out
+}
+
+// groupSymbols bounds the (o, a) pairs historyGroups indexes directly (8
+// bytes each).
+const groupSymbols = 1 << 20
+
+// historyGroups holds the episodes whose history at the last step is
+// shared with another episode, grouped: order[bounds[i]:bounds[i+1]] is
+// group i. settled counts the histories of one episode each.
+type historyGroups struct {
+	nA            int
+	order, next   []int32
+	bounds, nextB []int32
+	local, count  []int32 // per position: its subgroup; per subgroup: its size, then its cursor
+	stamp, slot   []int32 // per (o, a): the group that saw it last, its subgroup there
+	serial        int32
+	settled       int
+}
+
+func newHistoryGroups(K, sym, nA int) *historyGroups {
+	g := &historyGroups{nA: nA, order: make([]int32, K), next: make([]int32, 0, K),
+		bounds: []int32{0, int32(K)}, local: make([]int32, K),
+		stamp: make([]int32, sym), slot: make([]int32, sym)}
+	for k := range g.order {
+		g.order[k] = int32(k)
+	}
+	return g
+}
+
+// step splits every group by (o_h, a_h), h 0-based, and returns the
+// number of distinct histories τ_{h+1}.
+func (g *historyGroups) step(d *Dataset, h int) int {
+	g.next, g.nextB = g.next[:0], append(g.nextB[:0], 0)
+	for i := 0; i+1 < len(g.bounds); i++ {
+		g.split(d, h, int(g.bounds[i]), int(g.bounds[i+1]))
+	}
+	g.order, g.next = g.next, g.order
+	g.bounds, g.nextB = g.nextB, g.bounds
+	return g.settled + len(g.bounds) - 1
+}
+
+// split splits group order[lo:hi] by (o_h, a_h): subgroups of one
+// episode settle, the others are appended to next in the order of their
+// first episode.
+func (g *historyGroups) split(d *Dataset, h, lo, hi int) {
+	H := d.Horizon
+	if g.serial == math.MaxInt32 { // start over: no stamp may look current
+		clear(g.stamp)
+		g.serial = 0
+	}
+	g.serial++
+	count := g.count[:0]
+	for p := lo; p < hi; p++ {
+		i := int(g.order[p])*H + h
+		c := int(d.Obs[i])*g.nA + int(d.Act[i])
+		if g.stamp[c] != g.serial {
+			g.stamp[c], g.slot[c] = g.serial, int32(len(count))
+			count = append(count, 0)
+		}
+		g.local[p] = g.slot[c]
+		count[g.slot[c]]++
+	}
+	g.count = count
+	g.place(lo, hi)
+}
+
+// place turns count into the subgroups' start offsets in next (−1 for a
+// settling subgroup of one) and moves the group's episodes there.
+func (g *historyGroups) place(lo, hi int) {
+	at := int32(len(g.next))
+	for j, c := range g.count {
+		if c == 1 {
+			g.settled++
+			g.count[j] = -1
+			continue
+		}
+		g.count[j] = at
+		at += c
+		g.nextB = append(g.nextB, at)
+	}
+	g.next = g.next[:at]
+	for p := lo; p < hi; p++ {
+		if j := g.local[p]; g.count[j] >= 0 {
+			g.next[g.count[j]] = g.order[p]
+			g.count[j]++
+		}
+	}
+}
+
+// distinctByRadix is DistinctHistories by numbering the histories step
+// by step: the id of τ_h is the rank of the pair (id of τ_{h-1},
+// (o_h,a_h)) among the distinct pairs, found by radix sorting.
+func distinctByRadix(d *Dataset) []int {
+	K, H := d.NumEpisodes(), d.Horizon
+	out := make([]int, H)
 	r := &historyIDs{
 		nA: uint64(d.NumActions()), sym: uint64(d.NumObs()) * uint64(d.NumActions()),
 		parent: make([]uint64, K), keys: make([]uint64, K), idx: make([]int32, K),
@@ -320,70 +427,96 @@ func radixSort(keys []uint64, idx []int32, tmpK []uint64, tmpI []int32, maxKey u
 
 // fewDistinct is the most distinct values fewQuantiles tracks. Logged
 // propensities usually take a handful of values (ε-greedy, uniform,
-// discretised scores); 64 keeps each lookup a six-step binary search.
+// discretised scores); 64 keeps fewCounter's table at most half full.
 const fewDistinct = 64
 
 // fewQuantiles returns the quantiles qs (as streamQuantiles does) of the n
 // positive values that visit passes, in one pass that counts each distinct
-// value, when there are at most max of them; ok is false otherwise (or
-// for a value that is not positive), and the caller falls back to
-// streamQuantiles.
+// value, when there are at most max (≤ fewDistinct) of them; ok is false
+// otherwise (or for a value that is not positive), and the caller falls
+// back to streamQuantiles.
 func fewQuantiles(n int, visit func(func([]float64)), qs []float64, max int) (out []float64, ok bool) {
 	if n == 0 {
 		return nil, false
 	}
-	c := &fewCounter{vals: make([]float64, 0, max), counts: make([]int, 0, max), max: max, last: -1, ok: true}
+	c := &fewCounter{max: min(max, fewDistinct), ok: true}
 	visit(c.add)
 	if !c.ok {
 		return nil, false
 	}
+	c.sortCounts()
 	return c.quantiles(n, qs), true
 }
 
-// fewCounter counts the distinct values of a stream, kept sorted, while
-// there are at most max of them and all are positive (ok).
+// fewSlots is the size of fewCounter's table, a power of two at least
+// twice fewDistinct.
+const fewSlots = 2 * fewDistinct
+
+// fewCounter counts the distinct values of a stream while there are at
+// most max of them and all are positive (ok), in an open-addressed table
+// keyed by the values' bits (0, the bits of +0, marks a free slot); vals
+// and counts are the values in ascending order with their counts, once
+// sortCounts has run.
 type fewCounter struct {
-	vals   []float64
-	counts []int
-	max    int
-	last   int // index of the previous value, -1 before the first
-	ok     bool
+	key      [fewSlots]uint64
+	count    [fewSlots]int
+	distinct int
+	max      int
+	ok       bool
+	vals     []float64
+	counts   []int
 }
 
 // add counts the values of one segment.
 func (c *fewCounter) add(seg []float64) {
+	if !c.ok {
+		return
+	}
 	for _, v := range seg {
-		if !c.ok {
-			return
-		}
-		if c.last >= 0 && v == c.vals[c.last] {
-			c.counts[c.last]++
-			continue
-		}
-		if !c.insert(v) {
+		if !(v > 0) {
 			c.ok = false
 			return
 		}
+		i, found := c.slot(math.Float64bits(v))
+		if !found {
+			if c.distinct == c.max {
+				c.ok = false
+				return
+			}
+			c.key[i] = math.Float64bits(v)
+			c.distinct++
+		}
+		c.count[i]++
 	}
 }
 
-// insert counts a value other than the previous one; false for a value
-// that is not positive or a distinct value beyond max.
-func (c *fewCounter) insert(v float64) bool {
-	if !(v > 0) {
-		return false
-	}
-	i, found := slices.BinarySearch(c.vals, v)
-	if !found {
-		if len(c.vals) == c.max {
-			return false
+// slot is the table slot of the bits b: the one holding them (found) or
+// the free one where they would go, probing linearly from a Fibonacci
+// hash of b.
+func (c *fewCounter) slot(b uint64) (i uint64, found bool) {
+	i = (b * 0x9E3779B97F4A7C15) >> 57 // the top 7 bits: fewSlots = 128
+	for c.key[i] != b {
+		if c.key[i] == 0 {
+			return i, false
 		}
-		c.vals = slices.Insert(c.vals, i, v)
-		c.counts = slices.Insert(c.counts, i, 0)
+		i = (i + 1) % fewSlots
 	}
-	c.counts[i]++
-	c.last = i
-	return true
+	return i, true
+}
+
+// sortCounts sets vals and counts from the table, in ascending order.
+func (c *fewCounter) sortCounts() {
+	c.vals, c.counts = c.vals[:0], c.counts[:0]
+	for _, b := range c.key {
+		if b != 0 {
+			c.vals = append(c.vals, math.Float64frombits(b))
+		}
+	}
+	slices.Sort(c.vals)
+	for _, v := range c.vals {
+		i, _ := c.slot(math.Float64bits(v))
+		c.counts = append(c.counts, c.count[i])
+	}
 }
 
 // quantiles returns the order statistics of rank floor(q·(n−1)) of the n

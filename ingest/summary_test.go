@@ -195,3 +195,45 @@ func TestReturnRange(t *testing.T) {
 func quantiles(vals []float64, qs []float64) []float64 {
 	return streamQuantiles(len(vals), func(visit func([]float64)) { visit(vals) }, qs)
 }
+
+// TestDistinctHistoriesGroupsMatchRadix compares the grouping count with
+// the radix numbering on logs with padding, skewed symbols (groups of
+// every size) and a stamp counter about to start over.
+func TestDistinctHistoriesGroupsMatchRadix(t *testing.T) {
+	rng := rand.New(rand.NewPCG(8, 9))
+	for trial := range 40 {
+		K, H := 1+rng.IntN(4000), 1+rng.IntN(9)
+		nO, nA := 1+rng.IntN(6), 1+rng.IntN(4)
+		d := &Dataset{Horizon: H, ObsVocab: make([]string, nO), ActVocab: make([]string, nA),
+			Obs: make([]uint16, K*H), Act: make([]uint16, K*H), Length: make([]int32, K)}
+		for k := range K {
+			L := H
+			if rng.IntN(3) == 0 {
+				L = 1 + rng.IntN(H)
+			}
+			d.Length[k] = int32(L)
+			for h := range H {
+				i := k*H + h
+				if h >= L { // padding: the last codes stand for the end symbol
+					d.Obs[i], d.Act[i] = uint16(nO-1), uint16(nA-1)
+					continue
+				}
+				d.Obs[i] = uint16(min(rng.IntN(nO), rng.IntN(nO))) // skewed
+				d.Act[i] = uint16(rng.IntN(nA))
+			}
+		}
+		want := distinctByRadix(d)
+		g := newHistoryGroups(K, nO*nA, nA)
+		if trial%2 == 1 {
+			g.serial = math.MaxInt32 - int32(rng.IntN(3))
+		}
+		for h := range H {
+			if got := g.step(d, h); got != want[h] {
+				t.Fatalf("trial %d (K=%d, H=%d): step %d has %d distinct histories, radix %d", trial, K, H, h+1, got, want[h])
+			}
+		}
+		if got := DistinctHistories(d); !slices.Equal(got, want) {
+			t.Fatalf("trial %d: DistinctHistories %v, radix %v", trial, got, want)
+		}
+	}
+}
