@@ -129,8 +129,10 @@ func (pl *directPlan) scatter(ctx context.Context, files []*openedFile, units []
 	if pl.padded {
 		padCells(d, hasProp)
 	}
-	d.ObsVocab = recodeVocab(obsSet.names, d.Obs, pl.padded)
+	// The two recodings are independent passes over the step arrays.
+	obsDone := parallel.Go(func() { d.ObsVocab = recodeVocab(obsSet.names, d.Obs, pl.padded) })
 	d.ActVocab = recodeVocab(actSet.names, d.Act, pl.padded)
+	obsDone()
 	return d, nil
 }
 
@@ -585,12 +587,19 @@ func (s *floatScatter) plainPage(p parquet.Page, dst []int32) error {
 // recodes in place.
 func recodeVocab(all []string, codes []uint16, padded bool) []string {
 	sorted, rank := sortSymbols(all)
-	for i, c := range codes {
-		if c != padCode {
-			codes[i] = rank[c]
-		}
+	used := usedCodes(codes, len(all))
+	usedSorted := make([]bool, len(all))
+	for i, u := range used {
+		usedSorted[rank[i]] = u
 	}
-	return finalVocab(sorted, codes, padded)
+	vocab := keptVocab(sorted, usedSorted, padded)
+	bySorted := recodeTable(sorted, usedSorted, vocab)
+	recode := make([]uint16, len(all))
+	for i := range recode {
+		recode[i] = bySorted[rank[i]]
+	}
+	applyCodes(codes, recode, endCode(vocab, padded))
+	return vocab
 }
 
 // sortSymbols returns the symbols all sorted, and the rank of each symbol

@@ -737,12 +737,26 @@ func keepEpisodes(d *Dataset, keep []int) {
 // finalVocab keeps the symbols the kept episodes use, adds EndSymbol when
 // an episode was padded, and recodes codes in place to the sorted result.
 func finalVocab(all []string, codes []uint16, padded bool) []string {
-	used := make([]bool, len(all))
+	used := usedCodes(codes, len(all))
+	vocab := keptVocab(all, used, padded)
+	applyCodes(codes, recodeTable(all, used, vocab), endCode(vocab, padded))
+	return vocab
+}
+
+// usedCodes marks the codes below n that codes holds.
+func usedCodes(codes []uint16, n int) []bool {
+	used := make([]bool, n)
 	for _, c := range codes {
 		if c != padCode {
 			used[c] = true
 		}
 	}
+	return used
+}
+
+// keptVocab is the symbols of all that are used, with EndSymbol when an
+// episode was padded, sorted.
+func keptVocab(all []string, used []bool, padded bool) []string {
 	vocab := make([]string, 0, len(all)+1)
 	for i, s := range all {
 		if used[i] {
@@ -753,15 +767,13 @@ func finalVocab(all []string, codes []uint16, padded bool) []string {
 		vocab = append(vocab, EndSymbol)
 	}
 	slices.Sort(vocab)
-	recodeUsed(all, used, vocab, codes, padded)
 	return vocab
 }
 
-// recodeUsed recodes codes in place from indexes into all (sorted, of
-// which used are kept) to indexes into vocab, and padCode to the index
-// of EndSymbol when an episode was padded (0 otherwise).
-func recodeUsed(all []string, used []bool, vocab []string, codes []uint16, padded bool) {
-	recode := make([]uint16, len(all)+1)
+// recodeTable maps the indexes into all (sorted, of which used are kept)
+// to indexes into vocab.
+func recodeTable(all []string, used []bool, vocab []string) []uint16 {
+	recode := make([]uint16, len(all))
 	j := 0
 	for i, s := range all {
 		if used[i] {
@@ -771,10 +783,20 @@ func recodeUsed(all []string, used []bool, vocab []string, codes []uint16, padde
 			recode[i] = uint16(j)
 		}
 	}
-	end := uint16(0)
-	if padded {
-		end = uint16(slices.Index(vocab, EndSymbol))
+	return recode
+}
+
+// endCode is the index of EndSymbol in vocab when an episode was padded,
+// 0 otherwise.
+func endCode(vocab []string, padded bool) uint16 {
+	if !padded {
+		return 0
 	}
+	return uint16(slices.Index(vocab, EndSymbol))
+}
+
+// applyCodes recodes codes in place by recode, and padCode to end.
+func applyCodes(codes, recode []uint16, end uint16) {
 	for i, c := range codes {
 		if c == padCode {
 			codes[i] = end
