@@ -10,7 +10,7 @@
 # auto: the doubling search on a subsample of 20 000 episodes with three
 # EM starts per rank; α auto: the cross-fitted selection on two parts of at
 # most 10⁵ episodes each; one warm start for each later fit, the final one
-# on all episodes). Target: under 3 minutes and 2 GiB peak RSS on 2 cores.
+# on all episodes). Target: under 60 s and 1 GiB peak RSS on 2 cores (docs/speed.md).
 #
 # MEMORY_LIMIT passes --memory-limit (default: fit's own, half the
 # machine's memory); the fit then keeps the belief planner's policy table
@@ -28,7 +28,7 @@ fitargs=(--rank 8 --restarts 1 --alpha 1)
 target=120
 if [ "${1:-}" = "--defaults" ]; then
   fitargs=()
-  target=180
+  target=60
 elif [ -n "${1:-}" ]; then
   echo "usage: bash bench/fit.sh [--defaults]" >&2
   exit 2
