@@ -240,28 +240,123 @@ func leastShare(row []int64) float64 {
 }
 
 // DistinctHistories returns, for h = 1..H, the number of distinct
-// histories τ_h = (o_1,a_1,…,o_h,a_h) among d's episodes. The episodes
-// are split step by step into groups of equal histories
-// (historyGroups); a history that one episode alone has stays one
+// histories τ_h = (o_1,a_1,…,o_h,a_h) among d's episodes. While the
+// histories are few, they are numbered in a table of (history, o, a)
+// cells (historyIDTable), reading the episodes in order; then the
+// episodes are split step by step into groups of equal histories
+// (historyGroups): a history that one episode alone has stays one
 // history at every later step, so only the groups of two or more are
 // split further, and the work shrinks as the histories fan out. With
 // more than groupSymbols (o, a) pairs, the histories are numbered by
-// radix sorting instead (historyIDs). Either way the cost is linear in
+// radix sorting instead (historyIDs). Every way the cost is linear in
 // K·H.
 func DistinctHistories(d *Dataset) []int {
+	return distinctHistories(d, idTableCells)
+}
+
+// distinctHistories is DistinctHistories with historyIDTable's table
+// bounded by cells.
+func distinctHistories(d *Dataset, cells int) []int {
 	K, H := d.NumEpisodes(), d.Horizon
 	out := make([]int, H)
 	if K == 0 {
 		return out
 	}
-	if d.NumObs()*d.NumActions() > groupSymbols {
+	sym := d.NumObs() * d.NumActions()
+	if sym > groupSymbols {
 		return distinctByRadix(d)
 	}
-	g := newHistoryGroups(K, d.NumObs()*d.NumActions(), d.NumActions())
-	for h := range H {
+	ids := newHistoryIDTable(K)
+	h := 0
+	for ; h < H && ids.distinct*sym <= cells; h++ {
+		out[h] = ids.step(d, h, sym)
+	}
+	if h == H {
+		return out
+	}
+	g := ids.groups(sym, d.NumActions())
+	for ; h < H; h++ {
 		out[h] = g.step(d, h)
 	}
 	return out
+}
+
+// idTableCells bounds the (history, o, a) cells historyIDTable counts in:
+// 2²² cells of 4 bytes.
+const idTableCells = 1 << 22
+
+// historyIDTable numbers the histories of the first steps, while there
+// are few: the id of τ_h is the rank of the cell (id of τ_{h−1}, o_h·|A|
+// + a_h) among the cells the episodes reach, found by marking cells in a
+// table, so every pass reads the episodes in order.
+type historyIDTable struct {
+	id, cell []int32 // per episode: the id of its history, its cell
+	table    []int32
+	distinct int
+}
+
+func newHistoryIDTable(K int) *historyIDTable {
+	return &historyIDTable{id: make([]int32, K), cell: make([]int32, K), distinct: 1}
+}
+
+// step numbers the histories τ_{h+1}, h 0-based, and returns how many
+// there are.
+func (t *historyIDTable) step(d *Dataset, h, sym int) int {
+	H, nA := d.Horizon, d.NumActions()
+	n := t.distinct * sym
+	t.table = slices.Grow(t.table[:0], n)[:n]
+	clear(t.table)
+	for k, id := range t.id {
+		i := k*H + h
+		c := int32(int(id)*sym + int(d.Obs[i])*nA + int(d.Act[i]))
+		t.cell[k] = c
+		t.table[c] = 1
+	}
+	next := int32(0)
+	for c, used := range t.table {
+		if used != 0 {
+			t.table[c] = next
+			next++
+		}
+	}
+	for k, c := range t.cell {
+		t.id[k] = t.table[c]
+	}
+	t.distinct = int(next)
+	return t.distinct
+}
+
+// groups hands the numbered histories to historyGroups: the episodes
+// grouped by history (counting sort by id), the histories of one
+// episode settled.
+func (t *historyIDTable) groups(sym, nA int) *historyGroups {
+	K := len(t.id)
+	g := &historyGroups{nA: nA, order: make([]int32, 0, K), next: make([]int32, 0, K),
+		local: make([]int32, K), stamp: make([]int32, sym), slot: make([]int32, sym)}
+	start := make([]int32, t.distinct)
+	for _, id := range t.id {
+		start[id]++
+	}
+	g.bounds = append(g.bounds, 0)
+	at := int32(0)
+	for id, c := range start {
+		if c == 1 {
+			g.settled++
+			start[id] = -1
+			continue
+		}
+		start[id] = at
+		at += c
+		g.bounds = append(g.bounds, at)
+	}
+	g.order = g.order[:at]
+	for k, id := range t.id {
+		if start[id] >= 0 {
+			g.order[start[id]] = int32(k)
+			start[id]++
+		}
+	}
+	return g
 }
 
 // groupSymbols bounds the (o, a) pairs historyGroups indexes directly (8

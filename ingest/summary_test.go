@@ -235,5 +235,11 @@ func TestDistinctHistoriesGroupsMatchRadix(t *testing.T) {
 		if got := DistinctHistories(d); !slices.Equal(got, want) {
 			t.Fatalf("trial %d: DistinctHistories %v, radix %v", trial, got, want)
 		}
+		// The id table handing over to the groups at every step.
+		for _, cells := range []int{0, nO * nA, 8 * nO * nA, 64 * nO * nA} {
+			if got := distinctHistories(d, cells); !slices.Equal(got, want) {
+				t.Fatalf("trial %d, table of %d cells: %v, radix %v", trial, cells, got, want)
+			}
+		}
 	}
 }

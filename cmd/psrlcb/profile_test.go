@@ -38,13 +38,19 @@ func TestStartProfile(t *testing.T) {
 }
 
 // TestGCPercent: the run sets its own GC target only when GOGC is unset,
-// so a user's GOGC (a number or "off") is left to the runtime.
+// so a user's GOGC (a number or "off") is left to the runtime, and not
+// for inspect.
 func TestGCPercent(t *testing.T) {
-	if p, ok := gcPercent(""); !ok || p != defaultGCPercent || p <= 0 || p >= 100 {
-		t.Fatalf("unset GOGC: %d, %v (want %d, true; a target below the runtime's 100)", p, ok, defaultGCPercent)
+	for _, args := range [][]string{{"fit", "logs.parquet"}, {"evaluate"}, nil} {
+		if p, ok := gcPercent("", args); !ok || p != defaultGCPercent || p <= 0 || p >= 100 {
+			t.Fatalf("unset GOGC, %q: %d, %v (want %d, true; a target below the runtime's 100)", args, p, ok, defaultGCPercent)
+		}
+	}
+	if _, ok := gcPercent("", []string{"inspect", "logs.parquet"}); ok {
+		t.Fatal("inspect got the fit's GC target")
 	}
 	for _, env := range []string{"100", "off", "50"} {
-		if _, ok := gcPercent(env); ok {
+		if _, ok := gcPercent(env, []string{"fit"}); ok {
 			t.Fatalf("GOGC=%s overridden", env)
 		}
 	}
