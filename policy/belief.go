@@ -293,7 +293,8 @@ func exactKey(v []float64) string {
 // vectors (an axpy per coordinate, in the order of dot), so each value
 // is bit for bit vec_i·u; sc holds them. On amd64 with AVX2 the sets of
 // at least bestColsBlock vectors go through bestColsAVX2, which adds the
-// same products in the same order, four vectors to a register.
+// same products in the same order, four vectors to a register (eight,
+// by bestColsAVX512, where the processor has AVX-512).
 func (g *alphaSet) best(S int, u []float64, sc *bestScratch) (float64, int) {
 	n := g.n(S)
 	if n == 0 {
@@ -339,13 +340,16 @@ func (g *alphaSet) bestCols(S int, u []float64, sc *bestScratch) (float64, int, 
 	}
 	sc.coef, sc.off = coef, off
 	m := n &^ (bestColsBlock - 1)
-	var out [8]float64
-	bestColsAVX2(&g.cols[0], m, &coef[0], &off[0], len(coef), &out)
-	bv, bi := out[0], int(out[4])
-	for l := 1; l < 4; l++ {
-		if v, i := out[l], int(out[4+l]); v > bv || (v == bv && i < bi) {
-			bv, bi = v, i
-		}
+	var bv float64
+	var bi int
+	if useBestCols512 {
+		var out [16]float64
+		bestColsAVX512(&g.cols[0], m, &coef[0], &off[0], len(coef), &out)
+		bv, bi = laneBest(out[:8], out[8:])
+	} else {
+		var out [8]float64
+		bestColsAVX2(&g.cols[0], m, &coef[0], &off[0], len(coef), &out)
+		bv, bi = laneBest(out[:4], out[4:])
 	}
 	for k := m; k < n; k++ {
 		if v := g.colValue(k, n, coef, off); v > bv {
@@ -353,6 +357,18 @@ func (g *alphaSet) bestCols(S int, u []float64, sc *bestScratch) (float64, int, 
 		}
 	}
 	return bv, bi, !math.IsInf(bv, 0) && !math.IsNaN(bv)
+}
+
+// laneBest merges the kernels' lanes: the largest of vals and, among
+// the lanes holding it, the smallest index (idx holds them as float64s).
+func laneBest(vals, idx []float64) (float64, int) {
+	bv, bi := vals[0], int(idx[0])
+	for l := 1; l < len(vals); l++ {
+		if v, i := vals[l], int(idx[l]); v > bv || (v == bv && i < bi) {
+			bv, bi = v, i
+		}
+	}
+	return bv, bi
 }
 
 // colValue is vector k's value over the coordinates of bestCols, added

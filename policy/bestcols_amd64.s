@@ -93,3 +93,78 @@ GLOBL four<>(SB), RODATA|NOPTR, $8
 
 DATA neginf<>+0(SB)/8, $0xfff0000000000000
 GLOBL neginf<>(SB), RODATA|NOPTR, $8
+
+// func bestColsAVX512(cols *float64, n int, coef *float64, off *int, m int, out *[16]float64)
+//
+// bestColsAVX2 with eight vectors to a register: out[0:8] gets the
+// largest value of each lane k mod 8 and out[8:16] the first k reaching
+// it. n is a positive multiple of 16.
+TEXT ·bestColsAVX512(SB), NOSPLIT, $0-48
+	MOVQ cols+0(FP), SI
+	MOVQ n+8(FP), CX
+	MOVQ coef+16(FP), R8
+	MOVQ off+24(FP), R9
+	MOVQ m+32(FP), R10
+	MOVQ out+40(FP), DI
+
+	SHLQ $3, CX
+	VMOVUPD idx07<>(SB), Z4
+	VBROADCASTSD eight<>(SB), Z5
+	VBROADCASTSD neginf<>(SB), Z12
+	VPXORQ Z13, Z13, Z13
+	XORQ AX, AX
+
+block512:
+	VBROADCASTSD (R8), Z8
+	MOVQ (R9), DX
+	ADDQ SI, DX
+	ADDQ AX, DX
+	VMULPD (DX), Z8, Z0
+	VMULPD 64(DX), Z8, Z1
+	MOVQ $1, BX
+
+coord512:
+	CMPQ BX, R10
+	JGE merge512
+	VBROADCASTSD (R8)(BX*8), Z8
+	MOVQ (R9)(BX*8), DX
+	ADDQ SI, DX
+	ADDQ AX, DX
+	VMULPD (DX), Z8, Z6
+	VMULPD 64(DX), Z8, Z7
+	VADDPD Z6, Z0, Z0
+	VADDPD Z7, Z1, Z1
+	INCQ BX
+	JMP coord512
+
+merge512:
+	VCMPPD $0x1e, Z12, Z0, K1
+	VMOVAPD Z0, K1, Z12
+	VMOVAPD Z4, K1, Z13
+	VADDPD Z5, Z4, Z4
+	VCMPPD $0x1e, Z12, Z1, K1
+	VMOVAPD Z1, K1, Z12
+	VMOVAPD Z4, K1, Z13
+	VADDPD Z5, Z4, Z4
+
+	ADDQ $128, AX
+	CMPQ AX, CX
+	JLT block512
+
+	VMOVUPD Z12, (DI)
+	VMOVUPD Z13, 64(DI)
+	VZEROUPPER
+	RET
+
+DATA idx07<>+0(SB)/8, $0.0
+DATA idx07<>+8(SB)/8, $1.0
+DATA idx07<>+16(SB)/8, $2.0
+DATA idx07<>+24(SB)/8, $3.0
+DATA idx07<>+32(SB)/8, $4.0
+DATA idx07<>+40(SB)/8, $5.0
+DATA idx07<>+48(SB)/8, $6.0
+DATA idx07<>+56(SB)/8, $7.0
+GLOBL idx07<>(SB), RODATA|NOPTR, $64
+
+DATA eight<>+0(SB)/8, $8.0
+GLOBL eight<>(SB), RODATA|NOPTR, $8

@@ -40,6 +40,22 @@ func TestBestColsMatchesValues(t *testing.T) {
 	if !hasBestCols {
 		t.Skip("no AVX2 on this processor: best takes the portable path only")
 	}
+	wide := useBestCols512
+	t.Run("AVX2", func(t *testing.T) {
+		useBestCols512 = false
+		defer func() { useBestCols512 = wide }()
+		checkBestCols(t)
+	})
+	if !wide {
+		t.Log("no AVX-512 on this processor: its kernel is not tested")
+		return
+	}
+	t.Run("AVX-512", func(t *testing.T) { checkBestCols(t) })
+}
+
+// checkBestCols is TestBestColsMatchesValues with the kernel
+// useBestCols512 selects.
+func checkBestCols(t *testing.T) {
 	r := rand.New(rand.NewPCG(7, 11))
 	sc := &bestScratch{}
 	for trial := range 3000 {
