@@ -268,7 +268,87 @@ func (p *beliefPlanner) newSawtooth(ft *fallbackTables) (*sawtooth, float64) {
 	sw := &sawtooth{H: H, sets: make([]ubSet, H+2), pred: make([]float64, S), next: make([]float64, S)}
 	var base float64
 	sw.rr, sw.vm, base = p.boundRewards(ft)
+	if p.fibAffordable() {
+		sw.fib = p.informedBound(sw.rr)
+		sw.vm = fibCorners(sw.fib, sw.vm)
+	}
 	return sw, base
+}
+
+// fibCost bounds the multiply–adds of informedBound, |A|²·|O|·S² per
+// step (beside the backups' |A|·|O|·points²·S, small at this size).
+const fibCost = 1 << 26
+
+// fibAffordable is whether informedBound fits fibCost per step.
+func (p *beliefPlanner) fibAffordable() bool {
+	return float64(p.A)*float64(p.A)*float64(p.O)*float64(p.S)*float64(p.S) <= fibCost
+}
+
+// informedBound returns the relaxed problem's fast informed bound
+// (Hauskrecht 2000, JAIR 13, section 4.3): per step h and action a the
+// vector α_{h,a}(s) = rr_{h,a}(s) + Σ_o max_{a′} Σ_{s′} T_h(s′|s,a)
+// E_h(o|s′,a) α_{h+1,a′}(s′), fib[h][a]; max_a α_{h,a}·b bounds the
+// relaxed problem's optimal value at every belief b over s_h from above
+// (it lets the action after each observation depend on the state before
+// it), and it is at most the fully observed values at the corners.
+func (p *beliefPlanner) informedBound(rr [][][]float64) [][][]float64 {
+	H, A := p.H, p.A
+	fib := make([][][]float64, H+2)
+	for h := H; h >= 1; h-- {
+		fib[h] = make([][]float64, A)
+		for a := range A {
+			fib[h][a] = p.informedVector(rr, fib, h, a)
+		}
+	}
+	return fib
+}
+
+// informedVector is α_{h,a} of informedBound, from the vectors of step
+// h+1.
+func (p *beliefPlanner) informedVector(rr, fib [][][]float64, h, a int) []float64 {
+	S, O := p.S, p.O
+	v := append([]float64(nil), rr[h][a]...)
+	if h == p.H {
+		return v
+	}
+	st := &p.tab[h][a]
+	w := make([]float64, S) // E_h(o|s′,a)·α_{h+1,a′}(s′)
+	for s := range S {
+		row := st.t[s*S : (s+1)*S]
+		for o := range O {
+			best := math.Inf(-1)
+			for _, next := range fib[h+1] {
+				for s2 := range S {
+					w[s2] = st.e[s2*O+o] * next[s2]
+				}
+				best = max(best, dot(row, w))
+			}
+			v[s] += best
+		}
+	}
+	return v
+}
+
+// fibCorners is the informed bound's value at each corner (the belief
+// certain of one state), max_a α_{h,a}(s), in place of the fully
+// observed values vm where it is lower (it never is higher, up to
+// rounding).
+func fibCorners(fib [][][]float64, vm [][]float64) [][]float64 {
+	out := make([][]float64, len(vm))
+	for h, row := range vm {
+		out[h] = append([]float64(nil), row...)
+		if h >= len(fib) || fib[h] == nil {
+			continue
+		}
+		for s := range out[h] {
+			c := math.Inf(-1)
+			for _, a := range fib[h] {
+				c = max(c, a[s])
+			}
+			out[h][s] = min(out[h][s], c)
+		}
+	}
+	return out
 }
 
 // addSawtoothPoint backs up the relaxed value at point b of step h and
@@ -288,6 +368,7 @@ type sawtooth struct {
 	H          int
 	rr         [][][]float64
 	vm         [][]float64
+	fib        [][][]float64 // the informed bound's vectors [h][a], nil when too costly
 	sets       []ubSet
 	pred, next []float64 // scratch
 }
@@ -300,7 +381,9 @@ type ubSet struct {
 
 // interp is the sawtooth upper value at belief b over s_h (0 past step
 // H): the corners' value, lowered by each kept point's gain in
-// proportion to its weight at b.
+// proportion to its weight at b, and by the informed bound where that is
+// lower (both bound the convex optimal value from above, so their
+// minimum does).
 func (sw *sawtooth) interp(h int, b []float64) float64 {
 	if h > sw.H {
 		return 0
@@ -309,6 +392,13 @@ func (sw *sawtooth) interp(h int, b []float64) float64 {
 	best := c
 	for i, bi := range sw.sets[h].b {
 		best = min(best, c+sawtoothWeight(b, bi)*sw.sets[h].gain[i])
+	}
+	if sw.fib != nil {
+		informed := math.Inf(-1)
+		for _, a := range sw.fib[h] {
+			informed = max(informed, dot(a, b))
+		}
+		best = min(best, informed)
 	}
 	return best
 }

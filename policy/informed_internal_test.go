@@ -1,0 +1,92 @@
+package policy
+
+import (
+	"context"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/psrlcb/psrlcb/pessimism"
+	"github.com/psrlcb/psrlcb/pessimism/pessimismtest"
+)
+
+// TestInformedBound: on random models at α = 0 (so the relaxed problem
+// is the problem itself), the fast informed bound's value at the root is
+// at least the exact optimum (the exact planner's) and at most the fully
+// observed values' (the corners' interpolation); its corner values are
+// at most the fully observed ones, and strictly lower on some model.
+func TestInformedBound(t *testing.T) {
+	tighter := 0
+	for seed := uint64(1); seed <= 12; seed++ {
+		rng := rand.New(rand.NewPCG(seed, 17))
+		sp := pessimismtest.Spec{States: 2 + int(seed%3), Obs: 2 + int(seed%2), Actions: 2 + int(seed%2), Horizon: 3 + int(seed%2)}
+		m := pessimismtest.RandomModel(rng, sp)
+		d := pessimismtest.Sample(rng, m, func(h, o int, p []float64) {
+			for a := range p {
+				p[a] = 1 / float64(len(p))
+			}
+		}, 200)
+		b, err := pessimism.Build(context.Background(), m, d, pessimismtest.EvenSplits(200, sp.Horizon), pessimism.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		b = b.WithAlpha(0)
+		_, ex, err := Plan(context.Background(), m, b, PlanOptions{Planner: PlannerExact})
+		if err != nil || !ex.Exact {
+			t.Fatal(err, ex)
+		}
+		bp, ft, err := prepareBeliefPlan(context.Background(), m, b, 50, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rr, mdp, base := bp.boundRewards(ft)
+		fib := bp.informedBound(rr)
+		corners := fibCorners(fib, mdp)
+		informed, full := bp.rootValues(fib, mdp)
+		informed -= base
+		full -= base
+		if informed < ex.Value-1e-9 {
+			t.Fatalf("seed %d: informed bound %v below the optimum %v", seed, informed, ex.Value)
+		}
+		if informed > full+1e-9 {
+			t.Fatalf("seed %d: informed bound %v above the fully observed one %v", seed, informed, full)
+		}
+		for h := 1; h <= sp.Horizon; h++ {
+			for s := range corners[h] {
+				if corners[h][s] > mdp[h][s]+1e-12 {
+					t.Fatalf("seed %d: corner (%d, %d) %v above the fully observed %v", seed, h, s, corners[h][s], mdp[h][s])
+				}
+				if corners[h][s] < mdp[h][s]-1e-9 {
+					tighter++
+				}
+			}
+		}
+		t.Logf("seed %d: optimum %.4f, informed %.4f, fully observed %.4f", seed, ex.Value, informed, full)
+	}
+	if tighter == 0 {
+		t.Fatal("the informed bound never lowered a corner")
+	}
+}
+
+// rootValues is the root's value under the informed bound's vectors and
+// under the corners' interpolation: Σ_o P(o_1 = o) times each at the
+// step-1 belief after o.
+func (p *beliefPlanner) rootValues(fib [][][]float64, vm [][]float64) (informed, full float64) {
+	first := make([]float64, p.O)
+	p.m.FirstObsProbs(first)
+	b := make([]float64, p.S)
+	for o, po := range first {
+		if po == 0 {
+			continue
+		}
+		p.m.Prior(b)
+		p.m.ObserveFirst(b, o)
+		best := math.Inf(-1)
+		for _, a := range fib[1] {
+			best = max(best, dot(a, b))
+		}
+		informed += po * best
+		full += po * dot(vm[1], b)
+	}
+	return informed, full
+}
