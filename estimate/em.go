@@ -2,6 +2,7 @@ package estimate
 
 import (
 	"context"
+	"github.com/psrlcb/psrlcb/internal/simd"
 	"math"
 
 	"github.com/psrlcb/psrlcb/internal/parallel"
@@ -59,14 +60,17 @@ func newKernel(m *Model, c *coded) *kernel {
 const transposeCells = 1 << 20
 
 // keepsTransposes is whether a categorical kernel of cells numbers over
-// every table, of S states, keeps MT.
+// every table, of S states, keeps MT where the vector kernels run. The
+// memory estimate counts MT by this rule whatever the processor, so that
+// it, and the choices it makes, are the same everywhere.
 func keepsTransposes(cells float64, S int) bool {
-	return useStepKernels(S) && cells <= transposeCells
+	return S >= 4 && cells <= transposeCells
 }
 
-// addTransposes sets k.MT when keepsTransposes says so.
+// addTransposes sets k.MT when keepsTransposes says so and the vector
+// kernels run.
 func (k *kernel) addTransposes() {
-	if k.kind != RewardCategorical || !keepsTransposes(float64(k.nt*k.A*k.O*k.V*k.S*k.S), k.S) {
+	if k.kind != RewardCategorical || !useStepKernels(k.S) || !keepsTransposes(float64(k.nt*k.A*k.O*k.V*k.S*k.S), k.S) {
 		return
 	}
 	S := k.S
@@ -516,7 +520,7 @@ func backwardStepCat(cur, bp, beta, M, MT, B []float64) {
 
 // useStepKernels is whether the E-step's vector kernels (matVecCols,
 // addOuter) serve S states: on amd64 with AVX2, for S ≥ 4.
-func useStepKernels(S int) bool { return hasStepKernels && S >= 4 }
+func useStepKernels(S int) bool { return simd.AVX2 && S >= 4 }
 
 // matVecTail sets y[j] = Σ_s x[s]·M[s·S+j] for the columns j ≥ nc that
 // matVecCols leaves, in its order.

@@ -1,12 +1,7 @@
 package estimate
 
-import "golang.org/x/sys/cpu"
-
-// hasStepKernels is whether matVecCols and addOuter may run on this
-// processor.
-var hasStepKernels = cpu.X86.HasAVX2
-
-// matVecCols and addOuter are in stepkern_amd64.s.
+// matVecCols and addOuter are in stepkern_amd64.s; simd.AVX2 says
+// whether they may run.
 //
 //go:noescape
 func matVecCols(x *float64, M *float64, y *float64, S int, nc int)

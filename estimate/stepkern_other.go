@@ -2,8 +2,8 @@
 
 package estimate
 
-// hasStepKernels is false: the vector kernels are for amd64 only.
-const hasStepKernels = false
+// The vector kernels are for amd64 only; simd.AVX2 is false elsewhere,
+// so these never run.
 
 func matVecCols(x *float64, M *float64, y *float64, S int, nc int) {
 	panic("matVecCols without amd64")

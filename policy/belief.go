@@ -3,6 +3,7 @@ package policy
 import (
 	"context"
 	"encoding/binary"
+	"github.com/psrlcb/psrlcb/internal/simd"
 	"math"
 	"slices"
 	"sort"
@@ -303,7 +304,7 @@ func (g *alphaSet) best(S int, u []float64, sc *bestScratch) (float64, int) {
 	if n < rowwiseBest {
 		return g.bestRowwise(S, u)
 	}
-	if hasBestCols && n >= bestColsBlock {
+	if simd.AVX2 && n >= bestColsBlock {
 		if v, i, ok := g.bestCols(S, u, sc); ok {
 			return v, i
 		}
@@ -342,7 +343,7 @@ func (g *alphaSet) bestCols(S int, u []float64, sc *bestScratch) (float64, int, 
 	m := n &^ (bestColsBlock - 1)
 	var bv float64
 	var bi int
-	if useBestCols512 {
+	if simd.AVX512 {
 		var out [16]float64
 		bestColsAVX512(&g.cols[0], m, &coef[0], &off[0], len(coef), &out)
 		bv, bi = laneBest(out[:8], out[8:])

@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"github.com/psrlcb/psrlcb/internal/simd"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -37,13 +38,13 @@ func randomAlphaSet(r *rand.Rand, S, n int, small bool) *alphaSet {
 // included) and the same first index, on sets of every size around the
 // kernel's block, with ties, zero coordinates of u and signed zeros.
 func TestBestColsMatchesValues(t *testing.T) {
-	if !hasBestCols {
-		t.Skip("no AVX2 on this processor: best takes the portable path only")
+	if !simd.AVX2 {
+		t.Skip("no AVX2 on this processor (or PSRLCB_PORTABLE set): best takes the portable path only")
 	}
-	wide := useBestCols512
+	wide := simd.AVX512
 	t.Run("AVX2", func(t *testing.T) {
-		useBestCols512 = false
-		defer func() { useBestCols512 = wide }()
+		simd.AVX512 = false
+		defer func() { simd.AVX512 = wide }()
 		checkBestCols(t)
 	})
 	if !wide {
@@ -54,7 +55,7 @@ func TestBestColsMatchesValues(t *testing.T) {
 }
 
 // checkBestCols is TestBestColsMatchesValues with the kernel
-// useBestCols512 selects.
+// simd.AVX512 selects.
 func checkBestCols(t *testing.T) {
 	r := rand.New(rand.NewPCG(7, 11))
 	sc := &bestScratch{}
@@ -95,8 +96,8 @@ func checkBestCols(t *testing.T) {
 // TestBestColsRefusesOverflow checks that a largest value that is not
 // finite sends best back to the portable path.
 func TestBestColsRefusesOverflow(t *testing.T) {
-	if !hasBestCols {
-		t.Skip("no AVX2 on this processor")
+	if !simd.AVX2 {
+		t.Skip("no AVX2 on this processor (or PSRLCB_PORTABLE set)")
 	}
 	r := rand.New(rand.NewPCG(3, 5))
 	S := 3
