@@ -7,6 +7,7 @@ import (
 	"os"
 	"runtime"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -40,6 +41,7 @@ func benchEpisodes(b *testing.B) int {
 func BenchmarkEMIteration(b *testing.B) {
 	K := benchEpisodes(b)
 	peak := dgemmRate(512, 300*time.Millisecond)
+	fma := fmaPeak(300 * time.Millisecond)
 	const S, O, A, H = 8, 8, 4, 10
 	truth := randomModel(S, O, A, H, true, []float64{0, 1}, 1)
 	d := sampleDataset(truth, K, 2)
@@ -66,6 +68,10 @@ func BenchmarkEMIteration(b *testing.B) {
 		b.ReportMetric(gflops, "GFLOP/s")
 		b.ReportMetric(peak, "dgemm-GFLOP/s")
 		b.ReportMetric(gflops/peak, "peak-share")
+		if fma > 0 {
+			b.ReportMetric(fma, "fma-peak-GFLOP/s")
+			b.ReportMetric(gflops/fma, "fma-share")
+		}
 		b.ReportMetric(sec/float64(b.N), "s/iter")
 	})
 }
@@ -91,6 +97,38 @@ func dgemmRate(n int, d time.Duration) float64 {
 		reps++
 	}
 	return 2 * float64(n) * float64(n) * float64(n) * float64(reps) / time.Since(start).Seconds() / 1e9
+}
+
+// fmaPeak is the GFLOP/s of the widest fused multiply–add loop the
+// processor has (fmaLoop: registers only, independent chains), run on
+// every core at once for at least d: the machine's arithmetic peak, which
+// no memory-bound kernel reaches; 0 where there is no such loop.
+func fmaPeak(d time.Duration) float64 {
+	loop, flops := fmaLoop()
+	if loop == nil {
+		return 0
+	}
+	const n = 1 << 22
+	P := runtime.GOMAXPROCS(0)
+	var wg sync.WaitGroup
+	start := time.Now()
+	reps := make([]int, P)
+	for w := range P {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for reps[w] == 0 || time.Since(start) < d {
+				loop(n)
+				reps[w]++
+			}
+		}()
+	}
+	wg.Wait()
+	total := 0
+	for _, r := range reps {
+		total += r
+	}
+	return flops * n * float64(total) / time.Since(start).Seconds() / 1e9
 }
 
 // BenchmarkEMIterationCardinality times one EM iteration of a rank-8
