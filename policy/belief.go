@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"cmp"
 	"context"
 	"encoding/binary"
 	"github.com/psrlcb/psrlcb/internal/simd"
@@ -236,6 +237,7 @@ type alphaSet struct {
 	vec  []float64 // n×S
 	act  []int
 	cols []float64 // S×n: vec transposed, for best (set by finish)
+	top  []float64 // S: the largest entry of each coordinate (set by finish)
 }
 
 func (g *alphaSet) n(S int) int { return len(g.vec) / S }
@@ -249,9 +251,16 @@ func (g *alphaSet) finish(S int) {
 	k := g.dedup(S)
 	g.vec, g.act = g.vec[:k*S], g.act[:k]
 	g.cols = make([]float64, k*S)
+	g.top = nil
 	for i := 0; i < k; i++ {
 		for s := 0; s < S; s++ {
 			g.cols[s*k+i] = g.vec[i*S+s]
+		}
+	}
+	if k > 0 {
+		g.top = make([]float64, S)
+		for s := range S {
+			g.top[s] = slices.Max(g.cols[s*k : (s+1)*k])
 		}
 	}
 }
@@ -884,6 +893,8 @@ type backupScratch struct {
 	pred, u, z, mb []float64
 	best           bestScratch
 	choice         []int
+	top            []float64
+	pl             pruneScratch
 }
 
 func newBackupScratch(S, O int) *backupScratch {
@@ -1245,13 +1256,101 @@ func (p *beliefPlanner) backward(ctx context.Context) error {
 // s_h after an observation of class end: the best one-step lookahead
 // against the α-sets of step h+1 (ties to the lowest action index).
 func (p *beliefPlanner) lookahead(h int, b []float64, end bool, sc *backupScratch) int {
+	acts := p.acts(end)
+	top := p.successorTop(h, sc)
+	if top == nil || len(acts) < 2 {
+		bestA, bestV := -1, math.Inf(-1)
+		for _, a := range acts {
+			if v := p.qValue(h, b, a, sc); v > bestV {
+				bestA, bestV = a, v
+			}
+		}
+		return bestA
+	}
+	return p.prunedLookahead(h, b, acts, top, sc)
+}
+
+// prunedLookahead is lookahead by upper bounds first: with the largest
+// entry top(s) of any successor vector, Σ_o max_i α_i·u_o ≤
+// Σ_o top·u_o = top·pred (the emission rows sum to 1 and u_o ≥ 0), so
+// each action's value is at most its immediate value plus top·pred. The
+// actions are valued in decreasing order of that bound, and one whose
+// bound lies below the best value found (by more than a rounding slack)
+// is not valued: it cannot reach the maximum. The action returned is the
+// one the plain loop returns, the lowest index among the maxima.
+func (p *beliefPlanner) prunedLookahead(h int, b []float64, acts []int, top []float64, sc *backupScratch) int {
+	pl := sc.prune(len(acts), p.S)
+	for i, a := range acts {
+		st := &p.tab[h][a]
+		v := dot(st.r, b)
+		if p.kappa > 0 {
+			v -= p.kappa * quad(st.m, b)
+		}
+		predict(st.t, b, pl.preds[i])
+		pl.imm[i], pl.ub[i], pl.order[i] = v, v+dot(pl.preds[i], top), i
+	}
+	slices.SortStableFunc(pl.order, func(x, y int) int { return cmp.Compare(pl.ub[y], pl.ub[x]) })
 	bestA, bestV := -1, math.Inf(-1)
-	for _, a := range p.acts(end) {
-		if v := p.qValue(h, b, a, sc); v > bestV {
+	for _, i := range pl.order {
+		if bestA >= 0 && pl.ub[i] < bestV-pruneSlack*(1+math.Abs(bestV)) {
+			continue
+		}
+		copy(sc.pred, pl.preds[i])
+		a := acts[i]
+		if v := p.addLookahead(h, &p.tab[h][a], sc, pl.imm[i]); v > bestV || (v == bestV && a < bestA) {
 			bestA, bestV = a, v
 		}
 	}
 	return bestA
+}
+
+// pruneSlack is prunedLookahead's allowance for rounding: the bound and
+// the value add the same terms in different orders, which can differ by
+// a few units in the last place, far below 10⁻⁹.
+const pruneSlack = 1e-9
+
+// successorTop is the largest entry of each coordinate over the α-sets
+// of step h+1 (both classes), nil at the last step or when both are
+// empty.
+func (p *beliefPlanner) successorTop(h int, sc *backupScratch) []float64 {
+	if h >= p.H {
+		return nil
+	}
+	t0, t1 := p.gamma[h+1][0].top, p.gamma[h+1][1].top
+	switch {
+	case t0 == nil:
+		return t1
+	case t1 == nil:
+		return t0
+	}
+	top := grow(sc.top, p.S)
+	sc.top = top
+	for s := range top {
+		top[s] = max(t0[s], t1[s])
+	}
+	return top
+}
+
+// pruneScratch is prunedLookahead's scratch, per action: predictions,
+// immediate values, bounds and the order of valuation.
+type pruneScratch struct {
+	preds   [][]float64
+	imm, ub []float64
+	order   []int
+}
+
+// prune returns sc's pruneScratch for A actions of S states.
+func (sc *backupScratch) prune(A, S int) *pruneScratch {
+	pl := &sc.pl
+	if len(pl.preds) < A || (A > 0 && len(pl.preds[0]) != S) {
+		pl.preds = make([][]float64, A)
+		for i := range pl.preds {
+			pl.preds[i] = make([]float64, S)
+		}
+		pl.imm, pl.ub, pl.order = make([]float64, A), make([]float64, A), make([]int, A)
+	}
+	pl.order = pl.order[:A]
+	return pl
 }
 
 // lookaheadCost is the multiply–adds of one lookahead at step h.
