@@ -1297,11 +1297,38 @@ func (p *beliefPlanner) prunedLookahead(h int, b []float64, acts []int, top []fl
 		}
 		copy(sc.pred, pl.preds[i])
 		a := acts[i]
-		if v := p.addLookahead(h, &p.tab[h][a], sc, pl.imm[i]); v > bestV || (v == bestV && a < bestA) {
+		cut := math.Inf(-1)
+		if bestA >= 0 {
+			cut = bestV - pruneSlack*(1+math.Abs(bestV))
+		}
+		v, whole := p.addLookaheadAbove(h, &p.tab[h][a], sc, pl.imm[i], top, cut)
+		if whole && (v > bestV || (v == bestV && a < bestA)) {
 			bestA, bestV = a, v
 		}
 	}
 	return bestA
+}
+
+// addLookaheadAbove is addLookahead (the same sums in the same order)
+// that gives up, whole false, as soon as the value so far plus top·u_o of
+// the observations still to come falls below cut: the action's value is
+// then below cut too.
+func (p *beliefPlanner) addLookaheadAbove(h int, st *stepTables, sc *backupScratch, v float64, top []float64, cut float64) (float64, bool) {
+	rest := dot(top, sc.pred) // Σ_o top·u_o over the observations to come
+	for o := 0; o < p.O; o++ {
+		if unnorm(st.e, p.O, sc.pred, o, sc.u) == 0 {
+			continue
+		}
+		rest -= dot(top, sc.u)
+		bv, bi := p.successor(h, o).best(p.S, sc.u, &sc.best)
+		if bi >= 0 {
+			v += bv
+		}
+		if v+rest < cut {
+			return v, false
+		}
+	}
+	return v, true
 }
 
 // pruneSlack is prunedLookahead's allowance for rounding: the bound and
