@@ -276,8 +276,11 @@ func (p *beliefPlanner) newSawtooth(ft *fallbackTables) (*sawtooth, float64) {
 }
 
 // fibCost bounds the multiply–adds of informedBound, |A|²·|O|·S² per
-// step (beside the backups' |A|·|O|·points²·S, small at this size).
-const fibCost = 1 << 26
+// step: 2²² keeps it to a fraction of a second per plan (the bench's
+// problem takes 8192, tiger-grid's 36 states 5.5·10⁵), while a
+// vocabulary of thousands of observations and dozens of actions, where
+// it would cost seconds per plan, keeps the fully observed corners.
+const fibCost = 1 << 22
 
 // fibAffordable is whether informedBound fits fibCost per step.
 func (p *beliefPlanner) fibAffordable() bool {
