@@ -3,6 +3,7 @@ package ingest
 import (
 	"fmt"
 	"io"
+	"slices"
 
 	"github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/encoding/thrift"
@@ -223,7 +224,7 @@ func (d *numDecoder[V]) values(p parquet.Page, n int) ([]V, error) {
 	if err != nil {
 		return nil, err
 	}
-	d.buf = d.buf[:0]
+	d.buf = slices.Grow(d.buf[:0], len(idx)) // one allocation per page size, not a doubling series
 	for _, i := range idx {
 		d.buf = append(d.buf, dv[i])
 	}
