@@ -68,3 +68,6 @@ go_out=$(go test -run '^$' -bench 'BenchmarkEMIteration' -benchtime 3x ./estimat
 echo "$go_out" | grep -E '^Benchmark'
 go_rate=$(echo "$go_out" | grep -E '^BenchmarkEMIteration' | tr -s ' \t' '\n' | grep -B1 '^steps/s$' | head -1)
 awk -v g="$go_rate" -v p="$pg_rate" 'BEGIN { printf "psrlcb EM: %.0f steps/s; pomegranate: %.0f steps/s; ratio %.1fx\n", g, p, g / p }'
+metric() { echo "$go_out" | grep -E '^BenchmarkEMIteration/' | tr -s ' \t' '\n' | grep -B1 "^$1\$" | head -1; }
+printf 'psrlcb EM: %s GFLOP/s; gonum DGEMM %s GFLOP/s (share %s); FMA peak %s GFLOP/s (share %s)\n' \
+  "$(metric GFLOP/s)" "$(metric dgemm-GFLOP/s)" "$(metric peak-share)" "$(metric fma-peak-GFLOP/s)" "$(metric fma-share)"
