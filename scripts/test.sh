@@ -7,6 +7,13 @@ cd "$(dirname "$0")/.."
 
 go test -count=1 -timeout 20m ./...
 
+# The same packages without the vector kernels (internal/simd), as on a
+# processor without AVX2: the portable loops must pass the same tests and
+# write the pinned outputs.
+echo "== portable path (PSRLCB_PORTABLE=1)"
+PSRLCB_PORTABLE=1 go test -count=1 -timeout 20m ./policy ./estimate
+PSRLCB_PORTABLE=1 go test -count=1 -timeout 20m -run 'OutputsByteIdentical' ./cmd/psrlcb
+
 # The Beam runner is a separate Go module (docs/scale-out.md). Its
 # packages run one at a time (-p 1): two test processes each running an
 # in-process Prism job at once lose each other's loopback worker binary
