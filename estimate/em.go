@@ -2,10 +2,10 @@ package estimate
 
 import (
 	"context"
-	"github.com/psrlcb/psrlcb/internal/simd"
 	"math"
 
 	"github.com/psrlcb/psrlcb/internal/parallel"
+	"github.com/psrlcb/psrlcb/internal/simd"
 )
 
 // blockEpisodes is the number of episodes per E-step block. Blocks are

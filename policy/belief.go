@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"encoding/binary"
-	"github.com/psrlcb/psrlcb/internal/simd"
 	"math"
 	"slices"
 	"sort"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/psrlcb/psrlcb/estimate"
 	"github.com/psrlcb/psrlcb/internal/parallel"
+	"github.com/psrlcb/psrlcb/internal/simd"
 	"github.com/psrlcb/psrlcb/pessimism"
 )
 

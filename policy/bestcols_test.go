@@ -1,10 +1,11 @@
 package policy
 
 import (
-	"github.com/psrlcb/psrlcb/internal/simd"
 	"math"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/psrlcb/psrlcb/internal/simd"
 )
 
 // bestByValues is best's portable path: values, then maxFirst.
