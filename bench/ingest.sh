@@ -20,21 +20,27 @@ if [ ! -f "$file" ]; then
 fi
 ls -l "$file"
 
-# psrlcb inspect, whole process, best of 3 (as DuckDB's query below).
-inspect_s=
-for run in 1 2 3; do
-  start=$(date +%s.%N)
-  if [ -x /usr/bin/time ]; then
-    /usr/bin/time -v "$dir/psrlcb" inspect "$file" >"$dir/inspect.out" 2>"$dir/inspect.time"
-    rss_kb=$(awk -F: '/Maximum resident set size/ {gsub(/ /,"",$2); print $2}' "$dir/inspect.time")
-  else
-    "$dir/psrlcb" inspect "$file" >"$dir/inspect.out"
-    rss_kb=0
-  fi
-  end=$(date +%s.%N)
-  s=$(echo "$end - $start" | bc -l)
-  if [ -z "$inspect_s" ] || [ "$(echo "$s < $inspect_s" | bc -l)" = 1 ]; then inspect_s=$s; fi
-done
+# best_inspect FILE: psrlcb inspect of FILE as a whole process, best of 3
+# (as DuckDB's query below), into inspect_s; the peak RSS of the last run
+# into rss_kb and its output into $dir/inspect.out.
+best_inspect() {
+  inspect_s=
+  for run in 1 2 3; do
+    start=$(date +%s.%N)
+    if [ -x /usr/bin/time ]; then
+      /usr/bin/time -v "$dir/psrlcb" inspect "$1" >"$dir/inspect.out" 2>"$dir/inspect.time"
+      rss_kb=$(awk -F: '/Maximum resident set size/ {gsub(/ /,"",$2); print $2}' "$dir/inspect.time")
+    else
+      "$dir/psrlcb" inspect "$1" >"$dir/inspect.out"
+      rss_kb=0
+    fi
+    end=$(date +%s.%N)
+    s=$(echo "$end - $start" | bc -l)
+    if [ -z "$inspect_s" ] || [ "$(echo "$s < $inspect_s" | bc -l)" = 1 ]; then inspect_s=$s; fi
+  done
+}
+
+best_inspect "$file"
 cat "$dir/inspect.out"
 
 # The read alone, inside the process (ingest.Read into the compact codes,
@@ -84,14 +90,9 @@ if [ ! -f "$duck_file" ]; then
 fi
 duck2=$(node "$node_dir/scan.mjs" "$duck_file")
 duck2_s=$(echo "$duck2" | sed 's/.*"seconds":\([0-9.e-]*\).*/\1/')
-inspect2_s=
-for run in 1 2 3; do
-  start=$(date +%s.%N)
-  "$dir/psrlcb" inspect "$duck_file" >/dev/null
-  end=$(date +%s.%N)
-  s=$(echo "$end - $start" | bc -l)
-  if [ -z "$inspect2_s" ] || [ "$(echo "$s < $inspect2_s" | bc -l)" = 1 ]; then inspect2_s=$s; fi
-done
+first_s=$inspect_s first_rss=$rss_kb
+best_inspect "$duck_file"
+inspect2_s=$inspect_s inspect_s=$first_s rss_kb=$first_rss
 
 printf 'psrlcb inspect: %.3f s wall (best of 3, whole process), peak RSS %d MiB\n' "$inspect_s" $((rss_kb / 1024))
 printf 'psrlcb read:    %.3f s (ingest.Read in-process, BenchmarkIngest)\n' "$read_s"

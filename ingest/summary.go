@@ -337,18 +337,8 @@ func (t *historyIDTable) groups(sym, nA int) *historyGroups {
 	for _, id := range t.id {
 		start[id]++
 	}
-	g.bounds = append(g.bounds, 0)
-	at := int32(0)
-	for id, c := range start {
-		if c == 1 {
-			g.settled++
-			start[id] = -1
-			continue
-		}
-		start[id] = at
-		at += c
-		g.bounds = append(g.bounds, at)
-	}
+	var at int32
+	at, g.bounds = g.offsets(start, 0, []int32{0})
 	g.order = g.order[:at]
 	for k, id := range t.id {
 		if start[id] >= 0 {
@@ -426,17 +416,8 @@ func (g *historyGroups) split(d *Dataset, h, lo, hi int) {
 // place turns count into the subgroups' start offsets in next (−1 for a
 // settling subgroup of one) and moves the group's episodes there.
 func (g *historyGroups) place(lo, hi int) {
-	at := int32(len(g.next))
-	for j, c := range g.count {
-		if c == 1 {
-			g.settled++
-			g.count[j] = -1
-			continue
-		}
-		g.count[j] = at
-		at += c
-		g.nextB = append(g.nextB, at)
-	}
+	var at int32
+	at, g.nextB = g.offsets(g.count, int32(len(g.next)), g.nextB)
 	g.next = g.next[:at]
 	for p := lo; p < hi; p++ {
 		if j := g.local[p]; g.count[j] >= 0 {
@@ -444,6 +425,23 @@ func (g *historyGroups) place(lo, hi int) {
 			g.count[j]++
 		}
 	}
+}
+
+// offsets turns the group sizes count into their start positions from at
+// on (−1 for a group of one episode, which settles), appends each kept
+// group's end to bounds, and returns the end of the last one.
+func (g *historyGroups) offsets(count []int32, at int32, bounds []int32) (int32, []int32) {
+	for j, c := range count {
+		if c == 1 {
+			g.settled++
+			count[j] = -1
+			continue
+		}
+		count[j] = at
+		at += c
+		bounds = append(bounds, at)
+	}
+	return at, bounds
 }
 
 // distinctByRadix is DistinctHistories by numbering the histories step

@@ -927,21 +927,27 @@ func (p *beliefPlanner) successor(h, o int) *alphaSet {
 // observation has probability 0).
 func (p *beliefPlanner) qValue(h int, b []float64, a int, sc *backupScratch) float64 {
 	st := &p.tab[h][a]
-	v := dot(st.r, b)
+	v := p.immediateValue(h, st, b, sc.pred)
 	if h == p.H {
 		return v
 	}
-	if p.kappa > 0 {
-		v -= p.kappa * quad(st.m, b)
-	}
-	predict(st.t, b, sc.pred)
-	return p.addLookahead(h, st, sc, v)
+	v, _ = p.addLookahead(h, st, sc, v, nil, math.Inf(-1))
+	return v
 }
 
 // addLookahead adds to v, observation by observation, the value of the
 // best successor vector at each unnormalised successor of the
-// prediction sc.pred, recording the choices in sc.choice.
-func (p *beliefPlanner) addLookahead(h int, st *stepTables, sc *backupScratch, v float64) float64 {
+// prediction sc.pred, recording the choices in sc.choice. With top (the
+// largest entry of each coordinate over the successor vectors) it gives
+// up, whole false, as soon as the value so far plus top·u_o of the
+// observations still to come falls below cut: the action's value is then
+// below cut too. Given up or not, the sums are the same, in the same
+// order.
+func (p *beliefPlanner) addLookahead(h int, st *stepTables, sc *backupScratch, v float64, top []float64, cut float64) (float64, bool) {
+	rest := 0.0 // Σ_o top·u_o over the observations to come
+	if top != nil {
+		rest = dot(top, sc.pred)
+	}
 	for o := 0; o < p.O; o++ {
 		sc.choice[o] = -1
 		if unnorm(st.e, p.O, sc.pred, o, sc.u) == 0 {
@@ -952,8 +958,13 @@ func (p *beliefPlanner) addLookahead(h int, st *stepTables, sc *backupScratch, v
 			v += bv
 			sc.choice[o] = bi
 		}
+		if top != nil {
+			if rest -= dot(top, sc.u); v+rest < cut {
+				return v, false
+			}
+		}
 	}
-	return v
+	return v, true
 }
 
 // backupStep computes the α-set of step h from that of step h+1: one
@@ -1281,12 +1292,7 @@ func (p *beliefPlanner) lookahead(h int, b []float64, end bool, sc *backupScratc
 func (p *beliefPlanner) prunedLookahead(h int, b []float64, acts []int, top []float64, sc *backupScratch) int {
 	pl := sc.prune(len(acts), p.S)
 	for i, a := range acts {
-		st := &p.tab[h][a]
-		v := dot(st.r, b)
-		if p.kappa > 0 {
-			v -= p.kappa * quad(st.m, b)
-		}
-		predict(st.t, b, pl.preds[i])
+		v := p.immediateValue(h, &p.tab[h][a], b, pl.preds[i])
 		pl.imm[i], pl.ub[i], pl.order[i] = v, v+dot(pl.preds[i], top), i
 	}
 	slices.SortStableFunc(pl.order, func(x, y int) int { return cmp.Compare(pl.ub[y], pl.ub[x]) })
@@ -1301,34 +1307,12 @@ func (p *beliefPlanner) prunedLookahead(h int, b []float64, acts []int, top []fl
 		if bestA >= 0 {
 			cut = bestV - pruneSlack*(1+math.Abs(bestV))
 		}
-		v, whole := p.addLookaheadAbove(h, &p.tab[h][a], sc, pl.imm[i], top, cut)
+		v, whole := p.addLookahead(h, &p.tab[h][a], sc, pl.imm[i], top, cut)
 		if whole && (v > bestV || (v == bestV && a < bestA)) {
 			bestA, bestV = a, v
 		}
 	}
 	return bestA
-}
-
-// addLookaheadAbove is addLookahead (the same sums in the same order)
-// that gives up, whole false, as soon as the value so far plus top·u_o of
-// the observations still to come falls below cut: the action's value is
-// then below cut too.
-func (p *beliefPlanner) addLookaheadAbove(h int, st *stepTables, sc *backupScratch, v float64, top []float64, cut float64) (float64, bool) {
-	rest := dot(top, sc.pred) // Σ_o top·u_o over the observations to come
-	for o := 0; o < p.O; o++ {
-		if unnorm(st.e, p.O, sc.pred, o, sc.u) == 0 {
-			continue
-		}
-		rest -= dot(top, sc.u)
-		bv, bi := p.successor(h, o).best(p.S, sc.u, &sc.best)
-		if bi >= 0 {
-			v += bv
-		}
-		if v+rest < cut {
-			return v, false
-		}
-	}
-	return v, true
 }
 
 // pruneSlack is prunedLookahead's allowance for rounding: the bound and

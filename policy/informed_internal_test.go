@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/psrlcb/psrlcb/estimate"
 	"github.com/psrlcb/psrlcb/pessimism"
 	"github.com/psrlcb/psrlcb/pessimism/pessimismtest"
 )
@@ -20,16 +21,7 @@ func TestInformedBound(t *testing.T) {
 	for seed := uint64(1); seed <= 12; seed++ {
 		rng := rand.New(rand.NewPCG(seed, 17))
 		sp := pessimismtest.Spec{States: 2 + int(seed%3), Obs: 2 + int(seed%2), Actions: 2 + int(seed%2), Horizon: 3 + int(seed%2)}
-		m := pessimismtest.RandomModel(rng, sp)
-		d := pessimismtest.Sample(rng, m, func(h, o int, p []float64) {
-			for a := range p {
-				p[a] = 1 / float64(len(p))
-			}
-		}, 200)
-		b, err := pessimism.Build(context.Background(), m, d, pessimismtest.EvenSplits(200, sp.Horizon), pessimism.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
+		m, b := uniformLogsModel(t, rng, sp, 200)
 		b = b.WithAlpha(0)
 		_, ex, err := Plan(context.Background(), m, b, PlanOptions{Planner: PlannerExact})
 		if err != nil || !ex.Exact {
@@ -66,6 +58,23 @@ func TestInformedBound(t *testing.T) {
 	if tighter == 0 {
 		t.Fatal("the informed bound never lowered a corner")
 	}
+}
+
+// uniformLogsModel is a random model of shape sp and its bonus built
+// from K episodes of the uniform behaviour, drawn from rng.
+func uniformLogsModel(t *testing.T, rng *rand.Rand, sp pessimismtest.Spec, K int) (*estimate.Model, *pessimism.Bonus) {
+	t.Helper()
+	m := pessimismtest.RandomModel(rng, sp)
+	d := pessimismtest.Sample(rng, m, func(h, o int, p []float64) {
+		for a := range p {
+			p[a] = 1 / float64(len(p))
+		}
+	}, K)
+	b, err := pessimism.Build(context.Background(), m, d, pessimismtest.EvenSplits(K, sp.Horizon), pessimism.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m, b
 }
 
 // rootValues is the root's value under the informed bound's vectors and

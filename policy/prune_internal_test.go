@@ -5,7 +5,6 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"github.com/psrlcb/psrlcb/pessimism"
 	"github.com/psrlcb/psrlcb/pessimism/pessimismtest"
 )
 
@@ -31,16 +30,7 @@ func TestPrunedLookaheadMatchesPlain(t *testing.T) {
 	for seed := uint64(1); seed <= 8; seed++ {
 		rng := rand.New(rand.NewPCG(seed, 23))
 		sp := pessimismtest.Spec{States: 3 + int(seed%3), Obs: 3, Actions: 3 + int(seed%2), Horizon: 4}
-		m := pessimismtest.RandomModel(rng, sp)
-		d := pessimismtest.Sample(rng, m, func(h, o int, p []float64) {
-			for a := range p {
-				p[a] = 1 / float64(len(p))
-			}
-		}, 300)
-		bonus, err := pessimism.Build(context.Background(), m, d, pessimismtest.EvenSplits(300, sp.Horizon), pessimism.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
+		m, bonus := uniformLogsModel(t, rng, sp, 300)
 		for _, alpha := range []float64{0, 1} {
 			bp, _, err := prepareBeliefPlan(context.Background(), m, bonus.WithAlpha(alpha), 60, 1)
 			if err != nil {
