@@ -495,7 +495,11 @@ func newFitRun(d *ingest.Dataset, opts Options) *fitRun {
 	// The exact planner writes its whole tree as the table: past the rows
 	// that fit, the tree is planned over beliefs instead.
 	budget, _ := tableRows(opts.PlanBudget, d, spilled, opts.MemoryLimit)
-	r.planOpts = policy.PlanOptions{Workers: workers, Budget: budget, Planner: opts.Planner, RowBudget: r.rows, Points: opts.PlanPoints}
+	// Every plan, the α selection's too, gets the pruned search's second
+	// opinion when its belief plan states a gap above the target
+	// (docs/planning.md): α is then chosen among the policies the fit
+	// may return.
+	r.planOpts = policy.PlanOptions{Workers: workers, Budget: budget, Planner: opts.Planner, RowBudget: r.rows, Points: opts.PlanPoints, SearchAbove: policy.TargetGap}
 	return r
 }
 

@@ -81,6 +81,12 @@ type PlanOptions struct {
 	// Points is the number of belief points per step of the belief
 	// planner (default DefaultPoints).
 	Points int
+	// SearchAbove: under PlannerAuto, when the belief planner's stated
+	// gap is above it, the exact planner's pruned search plans the model
+	// too, and its policy is kept when it is certainly the better one
+	// (searchInstead). 0 never searches; fit sets TargetGap for its
+	// final plan.
+	SearchAbove float64
 	// RowBudget bounds the rows of the belief planner's policy table
 	// (default DefaultRowBudget).
 	RowBudget int64
@@ -148,6 +154,14 @@ type PlanStats struct {
 	// under θ̂; ValueSE is the Monte Carlo standard error this puts on
 	// Value (and on ValueReward and ValueBonus).
 	RolloutMass, ValueSE float64
+	// BeliefGap and SearchGap, when the pruned search planned beside the
+	// belief planner (PlanOptions.SearchAbove; BeliefGap > 0 says it
+	// ran): the belief plan's own stated gap and the search's gap bound.
+	// Planner says which policy was kept; UpperBound is the lesser of the
+	// two upper bounds and GapBound the kept policy's distance to it
+	// (the search's own gap bound when the search was kept).
+	BeliefGap float64 `json:",omitempty"`
+	SearchGap float64 `json:",omitempty"`
 	// PointsCapped: some step had more distinct beliefs than Points, so
 	// more points (fit --plan-points) may plan closer to the optimum;
 	// false when the points held every belief the model reaches, so the
@@ -207,9 +221,113 @@ func Plan(ctx context.Context, m *estimate.Model, bonus *pessimism.Bonus, opts P
 		return nil, nil, err
 	}
 	if wantsBelief(m, opts, st) {
-		return planBelief(ctx, m, bonus, opts, workers, st)
+		pol, bst, err := planBelief(ctx, m, bonus, opts, workers, st)
+		if err != nil || opts.Planner == PlannerBelief || !wantsSecondOpinion(opts, bst) {
+			return pol, bst, err
+		}
+		return searchInstead(ctx, m, bonus, opts, budget, workers, pol, bst)
 	}
 	return exactPlan(ctx, m, bonus, opts, proto, budget, workers, st)
+}
+
+// wantsSecondOpinion says whether the pruned search should plan beside
+// the belief plan of stats bst: its stated gap is above opts.SearchAbove,
+// and its table holds all but that share of the plan's probability
+// (RolloutMass). Past the table the plan's histories are too many and
+// too improbable to list, and the search, which must also list every
+// other action's, would prune them: on bench/fit.sh's model (all of the
+// probability past a table of 33 228 rows) a search of 2¹⁴ nodes cost
+// about a second of counting and pricing stand-ins per plan and stated a
+// gap of 0.2.
+func wantsSecondOpinion(opts PlanOptions, bst *PlanStats) bool {
+	return opts.SearchAbove > 0 && bst.GapBound > opts.SearchAbove && bst.RolloutMass <= opts.SearchAbove
+}
+
+// secondOpinionBudget is the default node budget of searchInstead's
+// search: an eighth of DefaultSearchBudget, about a second on
+// bench/fit.sh's model (8 states, 8 observations, 4 actions, H = 10),
+// where the full budget took 8 s for nothing (its gap bound 0.17 against
+// the belief plan's 0.03); on 1d.noisy at H = 10 it holds all but 2·10⁻⁷
+// of the probability and certifies the optimum to 10⁻⁸.
+const secondOpinionBudget = DefaultSearchBudget / 8
+
+// secondOpinionStart is the first budget of searchInstead's search
+// (secondOpinion doubles it while that pays).
+const secondOpinionStart = 1 << 14
+
+// searchInstead plans m by the exact planner's pruned search beside the
+// belief planner's policy pol, whose stated gap was too large, and
+// returns the better of the two.
+//
+// The search's gap bound is exact arithmetic over the probable part of
+// the history tree: where the model's observations are few or nearly
+// deterministic, that part is small and the search is exact but for a
+// negligible mass, while the belief planner's upper bound relaxes the
+// bonus along every path (a chord of the concave bonus) and can state a
+// gap many times the true one (1d.noisy at H = 10, α = 10:
+// docs/planning.md). Its value less its gap bound is a lower bound of
+// its policy's exact value, so the search's policy is kept only when
+// that lower bound is above the belief plan's value (plus two of its
+// standard errors when rollouts valued it): only when it is certainly
+// the better policy. It keeps the belief planner's controller for the
+// histories past its table, so it still decides every history. The
+// search costs at most opts.SearchBudget nodes, by default at most
+// secondOpinionBudget over budgets doubled while they pay
+// (secondOpinion), and only runs when the stated gap is above
+// opts.SearchAbove.
+func searchInstead(ctx context.Context, m *estimate.Model, bonus *pessimism.Bonus, opts PlanOptions, budget int64, workers int, pol *Policy, bst *PlanStats) (*Policy, *PlanStats, error) {
+	spol, sst, err := secondOpinion(ctx, m, bonus, opts, budget, workers)
+	if err != nil {
+		return nil, nil, err
+	}
+	upper := min(bst.UpperBound, sst.Value+sst.GapBound)
+	if !(sst.Value-sst.GapBound > bst.Value+2*bst.ValueSE) {
+		// The belief plan stays; the search's bound may still be the
+		// tighter upper bound of the optimum.
+		bst.BeliefGap, bst.SearchGap = bst.GapBound, sst.GapBound
+		bst.UpperBound = upper
+		bst.GapBound = max(upper-bst.Value, 0)
+		return pol, bst, nil
+	}
+	spol.Ctrl = pol.Ctrl
+	sst.BeliefGap, sst.SearchGap = bst.GapBound, sst.GapBound
+	sst.UpperBound = upper
+	return spol, sst, nil
+}
+
+// secondOpinion is searchInstead's pruned search: at opts.SearchBudget
+// nodes when set; otherwise at secondOpinionStart nodes, doubled while
+// each doubling at least halves the gap bound and the gap is above
+// opts.SearchAbove, up to secondOpinionBudget. Where the probable part
+// of the tree is small the gap falls by orders of magnitude with each
+// doubling (1d.noisy at H = 10: 0.007 at 2¹⁵ nodes, 10⁻⁸ at 2¹⁷); where
+// it is not, the gap hardly moves (bench/fit.sh's model: 0.18 at 2¹⁷,
+// 0.17 at 2²⁰), and the search stops after two small budgets, so that
+// the α selection's plans can afford it.
+func secondOpinion(ctx context.Context, m *estimate.Model, bonus *pessimism.Bonus, opts PlanOptions, budget int64, workers int) (*Policy, *PlanStats, error) {
+	fixed := opts.SearchBudget > 0
+	limit := opts.SearchBudget
+	if !fixed {
+		limit = searchBudget(m, PlanOptions{}, min(budget, secondOpinionBudget))
+		opts.SearchBudget = min(limit, secondOpinionStart)
+	}
+	var spol *Policy
+	var sst *PlanStats
+	for {
+		proto, st, err := setUpPlan(m, bonus, opts, budget)
+		if err != nil {
+			return nil, nil, err
+		}
+		st.Exact = false
+		prev := sst
+		if spol, sst, err = exactPlan(ctx, m, bonus, opts, proto, budget, workers, st); err != nil {
+			return nil, nil, err
+		}
+		if fixed || opts.SearchBudget >= limit || sst.GapBound <= opts.SearchAbove || (prev != nil && sst.GapBound > prev.GapBound/2) {
+			return spol, sst, nil
+		}
+		opts.SearchBudget = min(2*opts.SearchBudget, limit)
+	}
 }
 
 // setUpPlan returns the tree search's planner of m, with opts' objective

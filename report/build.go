@@ -459,6 +459,9 @@ func rankNote(rt []estimate.RankRow, selected bool) string {
 func planNotes(pl *policy.PlanStats) []string {
 	if pl.Planner == policy.PlannerBelief {
 		n := []string{fmt.Sprintf("The history tree (%.3g nodes) exceeded the exact planner's budget: the policy was planned over the model's beliefs (%d points per step) with the tangent upper bound of the bonus at Σ = %.3g; the policy is a controller that decides every history from the model's belief (%s), and its table holds the %d histories it reaches with model probability ≥ %.3g. The values are exact on the table; the histories past it, which the policy reaches with model probability %.3g, are valued by rollouts of the controller under the model (Monte Carlo standard error %.2g on the [0,1] scale). The optimum of E[R − b̂] is at most %.3g above the reported LCB.", pl.TreeNodes, pl.Points, pl.TangentPoint, ControllerFile, pl.Nodes, pl.Threshold, pl.RolloutMass, pl.ValueSE, pl.GapBound)}
+		if pl.BeliefGap > 0 {
+			n = append(n, searchNote(pl))
+		}
 		switch {
 		case pl.GapBound <= policy.TargetGap:
 		case pl.PointsCapped:
@@ -469,9 +472,23 @@ func planNotes(pl *policy.PlanStats) []string {
 		return n
 	}
 	if !pl.Exact {
-		return []string{fmt.Sprintf("The history tree (%.3g nodes) exceeded the planner's budget: branches whose observation path has probability below %.3g under every policy were not expanded, and the model values stand in the midpoint of their range there. The policy's objective is within %.3g of the exact optimum.", pl.TreeNodes, pl.Epsilon, pl.GapBound)}
+		n := []string{fmt.Sprintf("The history tree (%.3g nodes) exceeded the planner's budget: branches whose observation path has probability below %.3g under every policy were not expanded, and the model values stand in the midpoint of their range there. The policy's objective is within %.3g of the exact optimum.", pl.TreeNodes, pl.Epsilon, pl.GapBound)}
+		if pl.BeliefGap > 0 {
+			n = append(n, fmt.Sprintf("The belief planner planned first and stated a gap of %.3g; this search's policy is certainly better (its value less its gap bound is above the belief plan's value), so it is the policy. Past its table, whose histories leave it only with model probability %.3g, the belief planner's controller (%s) decides.", pl.BeliefGap, pl.PrunedMass, ControllerFile))
+		}
+		return n
 	}
 	return nil
+}
+
+// searchNote says what the pruned search that planned beside a kept
+// belief plan did to its stated gap.
+func searchNote(pl *policy.PlanStats) string {
+	head := fmt.Sprintf("The belief planner's own upper bound stated a gap of %.3g, so a pruned search of the history tree planned beside it (docs/planning.md, \"The pruned search's second opinion\"). Its policy was not certainly better", pl.BeliefGap)
+	if pl.GapBound < pl.BeliefGap {
+		return fmt.Sprintf("%s, but its value plus its gap bound (%.3g) caps the optimum and brings the stated gap to %.3g.", head, pl.SearchGap, pl.GapBound)
+	}
+	return fmt.Sprintf("%s, and its gap bound (%.3g) did not tighten the stated one.", head, pl.SearchGap)
 }
 
 // runID is a content hash of the inputs, parameters and seed, so the same

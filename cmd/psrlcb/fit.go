@@ -435,6 +435,9 @@ func printPlanNotes(w io.Writer, plan *policy.PlanStats) {
 		printBeliefPlanNotes(w, plan)
 	} else if plan != nil && !plan.Exact {
 		fmt.Fprintf(w, "  the planner was approximate: within %.3g of the optimum, as a share of the logged return range\n", plan.GapBound)
+		if plan.BeliefGap > 0 {
+			fmt.Fprintf(w, "  (a pruned search of the history tree; the belief planner's policy, within %.3g, was certainly worse; its controller decides past the table)\n", plan.BeliefGap)
+		}
 	}
 }
 
@@ -442,6 +445,9 @@ func printPlanNotes(w io.Writer, plan *policy.PlanStats) {
 // above policy.TargetGap and how its value past the table was computed.
 func printBeliefPlanNotes(w io.Writer, plan *policy.PlanStats) {
 	fmt.Fprintf(w, "  the belief planner's policy is within %.3g of the optimum (share of the logged return range); it decides every history (%s), and its table holds the %d most probable of them\n", plan.GapBound, report.ControllerFile, plan.Nodes)
+	if plan.BeliefGap > 0 && plan.GapBound < plan.BeliefGap {
+		fmt.Fprintf(w, "  (%.3g by its own upper bound; a pruned search of the history tree certified the rest)\n", plan.BeliefGap)
+	}
 	if plan.GapBound > policy.TargetGap {
 		if plan.PointsCapped {
 			fmt.Fprintf(w, "  the gap is above %.2g: some steps reach more beliefs than the %d points planned at; more --plan-points may close it\n", policy.TargetGap, plan.Points)

@@ -1,0 +1,37 @@
+package report
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/psrlcb/psrlcb/policy"
+)
+
+// TestPlanNotesSecondOpinion: the notes say what the pruned search that
+// planned beside the belief planner did: capped the stated gap, left it,
+// or replaced the plan; and say nothing of it when it did not run.
+func TestPlanNotesSecondOpinion(t *testing.T) {
+	belief := policy.PlanStats{Planner: policy.PlannerBelief, Points: 500, GapBound: 0.0067, BeliefGap: 0.034, SearchGap: 0.0069}
+	for _, c := range []struct {
+		name string
+		pl   policy.PlanStats
+		want []string
+	}{
+		{"capped", belief, []string{"stated a gap of 0.034", "(0.0069) caps the optimum and brings the stated gap to 0.0067"}},
+		{"left", policy.PlanStats{Planner: policy.PlannerBelief, Points: 500, GapBound: 0.061, BeliefGap: 0.061, SearchGap: 0.31, PointsCapped: true},
+			[]string{"stated a gap of 0.061", "its gap bound (0.31) did not tighten", "more points (--plan-points)"}},
+		{"replaced", policy.PlanStats{Planner: "search", GapBound: 1e-15, BeliefGap: 0.141, PrunedMass: 2e-14, Epsilon: 3e-17},
+			[]string{"within 1e-15 of the exact optimum", "stated a gap of 0.141; this search's policy is certainly better", "probability 2e-14", ControllerFile}},
+		{"not run", policy.PlanStats{Planner: policy.PlannerBelief, Points: 500, GapBound: 0.01}, nil},
+	} {
+		text := strings.Join(planNotes(&c.pl), "\n")
+		for _, w := range c.want {
+			if !strings.Contains(text, w) {
+				t.Errorf("%s: notes lack %q:\n%s", c.name, w, text)
+			}
+		}
+		if c.want == nil && (strings.Contains(text, "pruned search") || strings.Contains(text, "second opinion")) {
+			t.Errorf("%s: notes speak of a search that did not run:\n%s", c.name, text)
+		}
+	}
+}
