@@ -722,7 +722,11 @@ func (r *fitRun) planPolicy(ctx context.Context) (pol *policy.Policy, stats *pol
 		pol, stats, r.out.Bound, err = clonePlan(ctx, r.d, r.fit.Model, r.bonus, fb, r.opts.Seed)
 		return pol, stats, err
 	}
-	return policy.Plan(ctx, r.fit.Model, r.bonus, r.planOpts)
+	// The final plan's stated gap is the one reported: its upper bound
+	// also tries the relaxed problem's exact value iteration.
+	opts := r.planOpts
+	opts.ExactBound = true
+	return policy.Plan(ctx, r.fit.Model, r.bonus, opts)
 }
 
 // compare estimates the policies given with --compare beside the run's.

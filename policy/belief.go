@@ -443,6 +443,9 @@ type beliefPlanner struct {
 	capped  bool // some step had more distinct beliefs than points
 	workers int
 	backups int64
+	// exactBound: the upper bound also tries the relaxed problem's exact
+	// value iteration (PlanOptions.ExactBound).
+	exactBound bool
 }
 
 func newBeliefPlanner(m *estimate.Model, bonus *pessimism.Bonus, points, workers int) (*beliefPlanner, error) {

@@ -74,6 +74,7 @@ func beliefPlan(ctx context.Context, m *estimate.Model, bonus *pessimism.Bonus, 
 	if err != nil {
 		return nil, err
 	}
+	bp.exactBound = opts.ExactBound
 	best, ub, err := bp.planRounds(ctx, ft, rows)
 	if err != nil {
 		return nil, err
@@ -258,7 +259,17 @@ func (p *beliefPlanner) upperBound(ctx context.Context, ft *fallbackTables) (flo
 			p.addSawtoothPoint(sw, h, pts[i].b)
 		}
 	}
-	return p.rootUpper(sw) - base, nil
+	ub := p.rootUpper(sw)
+	if p.exactBound {
+		exact, ok, err := p.exactRelaxedBound(ctx, sw)
+		if err != nil {
+			return 0, err
+		}
+		if ok {
+			ub = min(ub, exact)
+		}
+	}
+	return ub - base, nil
 }
 
 // newSawtooth returns the sawtooth with the relaxed rewards and corner
