@@ -723,9 +723,9 @@ func (r *fitRun) planPolicy(ctx context.Context) (pol *policy.Policy, stats *pol
 		return pol, stats, err
 	}
 	// The final plan's stated gap is the one reported: its upper bound
-	// also tries the relaxed problem's exact value iteration.
+	// spends more (policy.PlanOptions, TightBound).
 	opts := r.planOpts
-	opts.ExactBound = true
+	opts.TightBound = true
 	return policy.Plan(ctx, r.fit.Model, r.bonus, opts)
 }
 

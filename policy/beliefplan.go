@@ -74,7 +74,7 @@ func beliefPlan(ctx context.Context, m *estimate.Model, bonus *pessimism.Bonus, 
 	if err != nil {
 		return nil, err
 	}
-	bp.exactBound = opts.ExactBound
+	bp.tightBound = opts.TightBound
 	best, ub, err := bp.planRounds(ctx, ft, rows)
 	if err != nil {
 		return nil, err
@@ -255,12 +255,16 @@ func (p *beliefPlanner) upperBound(ctx context.Context, ft *fallbackTables) (flo
 			return 0, err
 		}
 		pts := p.pts[h]
-		for i := 0; i < min(len(pts), boundPoints); i++ {
+		n := min(len(pts), boundPoints)
+		if p.tightBound {
+			n = len(pts)
+		}
+		for i := range n {
 			p.addSawtoothPoint(sw, h, pts[i].b)
 		}
 	}
 	ub := p.rootUpper(sw)
-	if p.exactBound {
+	if p.tightBound {
 		exact, ok, err := p.exactRelaxedBound(ctx, sw)
 		if err != nil {
 			return 0, err

@@ -18,7 +18,7 @@ import (
 // α = 1 it must, with the slack, lie above the exact optimum, and at or
 // below the sawtooth bound of the same relaxed problem. The sets must
 // stay within their limits on these sizes, and on some model the value
-// must be strictly below the sawtooth's. Through Plan, ExactBound must state an upper
+// must be strictly below the sawtooth's. Through Plan, TightBound must state an upper
 // bound at or below the sawtooth's alone and above the optimum, strictly
 // below on some model.
 func TestExactRelaxedBound(t *testing.T) {
@@ -60,18 +60,18 @@ func TestExactRelaxedBound(t *testing.T) {
 			if exact < saw-1e-6 {
 				tighter++
 			}
-			// Through Plan: with ExactBound the stated upper bound is at or
+			// Through Plan: with TightBound the stated upper bound is at or
 			// below the sawtooth's alone, and still above the optimum.
 			var ub [2]float64
 			for i, withExact := range []bool{false, true} {
-				_, st, err := Plan(ctx, m, b, PlanOptions{Planner: PlannerBelief, Points: 50, ExactBound: withExact})
+				_, st, err := Plan(ctx, m, b, PlanOptions{Planner: PlannerBelief, Points: 50, TightBound: withExact})
 				if err != nil {
 					t.Fatal(err)
 				}
 				ub[i] = st.UpperBound
 			}
 			if ub[1] > ub[0]+1e-12 || ub[1] < ex.Value-1e-9 {
-				t.Errorf("seed %d α %g: stated upper bound %v with ExactBound, %v without, optimum %v", seed, alpha, ub[1], ub[0], ex.Value)
+				t.Errorf("seed %d α %g: stated upper bound %v with TightBound, %v without, optimum %v", seed, alpha, ub[1], ub[0], ex.Value)
 			}
 			if ub[1] < ub[0]-1e-6 {
 				tighterPlan++

@@ -81,13 +81,13 @@ type PlanOptions struct {
 	// Points is the number of belief points per step of the belief
 	// planner (default DefaultPoints).
 	Points int
-	// ExactBound: the belief planner also tries the exact value
-	// iteration of its upper bound's relaxed problem (exactRelaxedBound),
-	// which can state a far smaller gap where the model has few latent
-	// states, at up to half a second when its sets grow too large. fit
-	// sets it for its final plan, whose gap it states, not for the α
-	// selection's.
-	ExactBound bool
+	// TightBound: the belief planner's upper bound spends more, for a
+	// smaller stated gap: its sawtooth takes every belief point of the
+	// plan (not the first boundPoints), and the exact value iteration of
+	// its relaxed problem is tried (exactRelaxedBound), at up to half a
+	// second when the vector sets grow too large. fit sets it for its
+	// final plan, whose gap it states, not for the α selection's.
+	TightBound bool
 	// SearchAbove: under PlannerAuto, when the belief planner's stated
 	// gap is above it, the exact planner's pruned search plans the model
 	// too, and its policy is kept when it is certainly the better one
