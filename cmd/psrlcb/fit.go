@@ -436,7 +436,7 @@ func printPlanNotes(w io.Writer, plan *policy.PlanStats) {
 	} else if plan != nil && !plan.Exact {
 		fmt.Fprintf(w, "  the planner was approximate: within %.3g of the optimum, as a share of the logged return range\n", plan.GapBound)
 		if plan.BeliefGap > 0 {
-			fmt.Fprintf(w, "  (a pruned search of the history tree; the belief planner's policy, within %.3g, was certainly worse; its controller decides past the table)\n", plan.BeliefGap)
+			fmt.Fprintf(w, "  (the pruned search's policy: the belief planner's, which stated a gap of %.3g, was certainly worse; its controller decides the histories past the table)\n", plan.BeliefGap)
 		}
 	}
 }
