@@ -464,19 +464,24 @@ func (p *beliefPlanner) upperQ(sw *sawtooth, h, a int, b []float64) float64 {
 // rootUpper is the sawtooth upper value of the root: Σ_o P(o_1 = o)
 // times the value at the step-1 belief after o.
 func (p *beliefPlanner) rootUpper(sw *sawtooth) float64 {
+	return p.rootValue(func(b []float64) float64 { return sw.interp(1, b) })
+}
+
+// rootValue is Σ_o P(o_1 = o)·value(b_o), b_o the step-1 belief after o.
+func (p *beliefPlanner) rootValue(value func(b []float64) float64) float64 {
 	first := make([]float64, p.O)
 	p.m.FirstObsProbs(first)
 	b := make([]float64, p.S)
-	ub := 0.0
+	v := 0.0
 	for o, po := range first {
 		if po == 0 {
 			continue
 		}
 		p.m.Prior(b)
 		p.m.ObserveFirst(b, o)
-		ub += po * sw.interp(1, b)
+		v += po * value(b)
 	}
-	return ub
+	return v
 }
 
 // boundRewards returns the per-step rewards of the relaxed problem whose

@@ -79,22 +79,17 @@ func (p *beliefPlanner) exactRelaxedValue(ctx context.Context, sw *sawtooth) (v,
 	if err != nil {
 		return 0, 0, false, err
 	}
-	first := make([]float64, p.O)
-	p.m.FirstObsProbs(first)
-	b := make([]float64, p.S)
-	for o, po := range first {
-		if po == 0 {
-			continue
-		}
-		p.m.Prior(b)
-		p.m.ObserveFirst(b, o)
-		best := math.Inf(-1)
-		for _, g := range gamma {
-			best = max(best, dot(g, b))
-		}
-		v += po * best
-	}
+	v = p.rootValue(func(b []float64) float64 { return envelope(gamma, b) })
 	return v, exactSlack(p.H, p.O), true, nil
+}
+
+// envelope is max_{g∈gamma} g·b.
+func envelope(gamma [][]float64, b []float64) float64 {
+	best := math.Inf(-1)
+	for _, g := range gamma {
+		best = max(best, dot(g, b))
+	}
+	return best
 }
 
 // run computes Γ_1.
@@ -296,7 +291,7 @@ func geq(w, v []float64) bool {
 func witness(v []float64, kept [][]float64, S int) ([]float64, float64, float64, bool) {
 	b := make([]float64, S)
 	if len(kept) == 0 {
-		b[argmax(v)] = 1
+		b[firstMax(v)] = 1
 		return b, math.Inf(1), 0, true
 	}
 	L := math.Inf(1)
@@ -434,15 +429,4 @@ func pivot(T []float64, w, m, r, e int) {
 		}
 		row[e] = 0
 	}
-}
-
-// argmax is the index of the largest entry (the first of ties).
-func argmax(v []float64) int {
-	best := 0
-	for i, x := range v {
-		if x > v[best] {
-			best = i
-		}
-	}
-	return best
 }

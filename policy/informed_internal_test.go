@@ -2,7 +2,6 @@ package policy
 
 import (
 	"context"
-	"math"
 	"math/rand/v2"
 	"testing"
 
@@ -81,21 +80,7 @@ func uniformLogsModel(t *testing.T, rng *rand.Rand, sp pessimismtest.Spec, K int
 // under the corners' interpolation: Σ_o P(o_1 = o) times each at the
 // step-1 belief after o.
 func (p *beliefPlanner) rootValues(fib [][][]float64, vm [][]float64) (informed, full float64) {
-	first := make([]float64, p.O)
-	p.m.FirstObsProbs(first)
-	b := make([]float64, p.S)
-	for o, po := range first {
-		if po == 0 {
-			continue
-		}
-		p.m.Prior(b)
-		p.m.ObserveFirst(b, o)
-		best := math.Inf(-1)
-		for _, a := range fib[1] {
-			best = max(best, dot(a, b))
-		}
-		informed += po * best
-		full += po * dot(vm[1], b)
-	}
+	informed = p.rootValue(func(b []float64) float64 { return envelope(fib[1], b) })
+	full = p.rootValue(func(b []float64) float64 { return dot(vm[1], b) })
 	return informed, full
 }
