@@ -148,7 +148,7 @@ func writePolicyLegend(out io.Writer, dir string, v *report.PolicyView, va, ba f
 	}
 	fmt.Fprintf(out, "policy: %s\n", shown)
 	if _, err := os.Stat(filepath.Join(dir, report.ControllerFile)); err == nil {
-		fmt.Fprintf(out, "these are the most probable decisions of the controller in %s, which decides every history (psrlcb act)\n", filepath.Join(dir, report.ControllerFile))
+		fmt.Fprintf(out, "past these rows the controller in %s decides every history (psrlcb act follows both)\n", filepath.Join(dir, report.ControllerFile))
 	}
 	fmt.Fprintf(out, "on seeing the observation after the history above it, take the action; reach is the share of episodes\n")
 	fmt.Fprintf(out, "getting there under the fitted model; V_R is the expected return to go, V_b the expected bonus of the\n")
