@@ -264,7 +264,16 @@ const secondOpinionStart = 1 << 14
 
 // searchInstead plans m by the exact planner's pruned search beside the
 // belief planner's policy pol, whose stated gap was too large, and
-// returns the better of the two.
+// returns the better of the two (betterPlan). The search runs at
+// opts.SearchBudget nodes when set; otherwise at secondOpinionStart
+// nodes, doubled up to secondOpinionBudget while the stated gap of the
+// better plan is above opts.SearchAbove and each doubling at least halves
+// the search's gap bound. Where the probable part of the tree is small
+// the gap falls by orders of magnitude with each doubling (1d.noisy at
+// H = 10: 0.007 at 2¹⁵ nodes, 10⁻⁸ at 2¹⁷); where it is not, the gap
+// hardly moves (bench/fit.sh's model: 0.18 at 2¹⁷, 0.17 at 2²⁰), and the
+// search stops after two small budgets, so that the α selection's plans
+// can afford it.
 //
 // The search's gap bound is exact arithmetic over the probable part of
 // the history tree: where the model's observations are few or nearly
@@ -277,64 +286,56 @@ const secondOpinionStart = 1 << 14
 // that lower bound is above the belief plan's value (plus two of its
 // standard errors when rollouts valued it): only when it is certainly
 // the better policy. It keeps the belief planner's controller for the
-// histories past its table, so it still decides every history. The
-// search costs at most opts.SearchBudget nodes, by default at most
-// secondOpinionBudget over budgets doubled while they pay
-// (secondOpinion), and only runs when the stated gap is above
-// opts.SearchAbove.
+// histories past its table, so it still decides every history.
 func searchInstead(ctx context.Context, m *estimate.Model, bonus *pessimism.Bonus, opts PlanOptions, budget int64, workers int, pol *Policy, bst *PlanStats) (*Policy, *PlanStats, error) {
-	spol, sst, err := secondOpinion(ctx, m, bonus, opts, budget, workers)
-	if err != nil {
-		return nil, nil, err
-	}
-	upper := min(bst.UpperBound, sst.Value+sst.GapBound)
-	if !(sst.Value-sst.GapBound > bst.Value+2*bst.ValueSE) {
-		// The belief plan stays; the search's bound may still be the
-		// tighter upper bound of the optimum.
-		bst.BeliefGap, bst.SearchGap = bst.GapBound, sst.GapBound
-		bst.UpperBound = upper
-		bst.GapBound = max(upper-bst.Value, 0)
-		return pol, bst, nil
-	}
-	spol.Ctrl = pol.Ctrl
-	sst.BeliefGap, sst.SearchGap = bst.GapBound, sst.GapBound
-	sst.UpperBound = upper
-	return spol, sst, nil
-}
-
-// secondOpinion is searchInstead's pruned search: at opts.SearchBudget
-// nodes when set; otherwise at secondOpinionStart nodes, doubled while
-// each doubling at least halves the gap bound and the gap is above
-// opts.SearchAbove, up to secondOpinionBudget. Where the probable part
-// of the tree is small the gap falls by orders of magnitude with each
-// doubling (1d.noisy at H = 10: 0.007 at 2¹⁵ nodes, 10⁻⁸ at 2¹⁷); where
-// it is not, the gap hardly moves (bench/fit.sh's model: 0.18 at 2¹⁷,
-// 0.17 at 2²⁰), and the search stops after two small budgets, so that
-// the α selection's plans can afford it.
-func secondOpinion(ctx context.Context, m *estimate.Model, bonus *pessimism.Bonus, opts PlanOptions, budget int64, workers int) (*Policy, *PlanStats, error) {
 	fixed := opts.SearchBudget > 0
 	limit := opts.SearchBudget
 	if !fixed {
 		limit = searchBudget(m, PlanOptions{}, min(budget, secondOpinionBudget))
 		opts.SearchBudget = min(limit, secondOpinionStart)
 	}
-	var spol *Policy
-	var sst *PlanStats
-	for {
+	var prevGap float64
+	for first := true; ; first = false {
 		proto, st, err := setUpPlan(m, bonus, opts, budget)
 		if err != nil {
 			return nil, nil, err
 		}
 		st.Exact = false
-		prev := sst
-		if spol, sst, err = exactPlan(ctx, m, bonus, opts, proto, budget, workers, st); err != nil {
+		spol, sst, err := exactPlan(ctx, m, bonus, opts, proto, budget, workers, st)
+		if err != nil {
 			return nil, nil, err
 		}
-		if fixed || opts.SearchBudget >= limit || sst.GapBound <= opts.SearchAbove || (prev != nil && sst.GapBound > prev.GapBound/2) {
-			return spol, sst, nil
+		kept, kst := betterPlan(pol, bst, spol, sst)
+		paid := first || sst.GapBound <= prevGap/2
+		if fixed || opts.SearchBudget >= limit || kst.GapBound <= opts.SearchAbove || !paid {
+			return kept, kst, nil
 		}
+		prevGap = sst.GapBound
 		opts.SearchBudget = min(2*opts.SearchBudget, limit)
 	}
+}
+
+// betterPlan is searchInstead's choice between the belief plan pol and
+// the search's spol: the search's only when it is certainly better (its
+// value less its gap bound above the belief plan's value, plus two
+// standard errors), with the belief controller past its rows; either way
+// with the lesser of the two upper bounds, and the stats of the other
+// recorded (BeliefGap, SearchGap). It leaves bst and sst as they are.
+func betterPlan(pol *Policy, bst *PlanStats, spol *Policy, sst *PlanStats) (*Policy, *PlanStats) {
+	upper := min(bst.UpperBound, sst.Value+sst.GapBound)
+	if !(sst.Value-sst.GapBound > bst.Value+2*bst.ValueSE) {
+		b := *bst
+		b.BeliefGap, b.SearchGap = bst.GapBound, sst.GapBound
+		b.UpperBound = upper
+		b.GapBound = max(upper-b.Value, 0)
+		return pol, &b
+	}
+	s := *sst
+	s.BeliefGap, s.SearchGap = bst.GapBound, sst.GapBound
+	s.UpperBound = upper
+	q := *spol
+	q.Ctrl = pol.Ctrl
+	return &q, &s
 }
 
 // setUpPlan returns the tree search's planner of m, with opts' objective

@@ -35,6 +35,13 @@ func TestSearchInstead(t *testing.T) {
 		}
 	}
 
+	// The default budget (doubled from 2¹⁴ nodes while it pays) finds the
+	// same plan.
+	dpol, dst, err := policy.Plan(context.Background(), m, b, policy.PlanOptions{Budget: 50, SearchAbove: policy.TargetGap})
+	if err != nil || dst.Planner != "search" || dst.GapBound > 1e-9 || len(dpol.Nodes) != len(pol.Nodes) {
+		t.Errorf("default search budget: %v, %+v", err, dst)
+	}
+
 	tm := tigerModel(5)
 	tb := uniformBonus(t, tm, 2000, 11).WithAlpha(3)
 	checkSearchBound(t, tm, tb)
