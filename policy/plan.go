@@ -91,8 +91,9 @@ type PlanOptions struct {
 	// SearchAbove: under PlannerAuto, when the belief planner's stated
 	// gap is above it, the exact planner's pruned search plans the model
 	// too, and its policy is kept when it is certainly the better one
-	// (searchInstead). 0 never searches; fit sets TargetGap for its
-	// final plan.
+	// (searchInstead). 0 never searches; fit sets TargetGap for every
+	// plan, the α selection's included, so that α is chosen among the
+	// policies the fit may return.
 	SearchAbove float64
 	// RowBudget bounds the rows of the belief planner's policy table
 	// (default DefaultRowBudget).
@@ -258,8 +259,8 @@ func wantsSecondOpinion(opts PlanOptions, bst *PlanStats) bool {
 // of the probability and certifies the optimum to 10⁻⁸.
 const secondOpinionBudget = DefaultSearchBudget / 8
 
-// secondOpinionStart is the first budget of searchInstead's search
-// (secondOpinion doubles it while that pays).
+// secondOpinionStart is the first budget of searchInstead's search,
+// which it doubles while that pays.
 const secondOpinionStart = 1 << 14
 
 // searchInstead plans m by the exact planner's pruned search beside the
@@ -320,7 +321,7 @@ func searchInstead(ctx context.Context, m *estimate.Model, bonus *pessimism.Bonu
 // value less its gap bound above the belief plan's value, plus two
 // standard errors), with the belief controller past its rows; either way
 // with the lesser of the two upper bounds, and the stats of the other
-// recorded (BeliefGap, SearchGap). It leaves bst and sst as they are.
+// recorded (BeliefGap, SearchGap), in a copy of the kept plan's stats.
 func betterPlan(pol *Policy, bst *PlanStats, spol *Policy, sst *PlanStats) (*Policy, *PlanStats) {
 	upper := min(bst.UpperBound, sst.Value+sst.GapBound)
 	if !(sst.Value-sst.GapBound > bst.Value+2*bst.ValueSE) {
@@ -333,9 +334,8 @@ func betterPlan(pol *Policy, bst *PlanStats, spol *Policy, sst *PlanStats) (*Pol
 	s := *sst
 	s.BeliefGap, s.SearchGap = bst.GapBound, sst.GapBound
 	s.UpperBound = upper
-	q := *spol
-	q.Ctrl = pol.Ctrl
-	return &q, &s
+	spol.Ctrl = pol.Ctrl
+	return spol, &s
 }
 
 // setUpPlan returns the tree search's planner of m, with opts' objective
