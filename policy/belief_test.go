@@ -71,11 +71,7 @@ func tigerModel(H int) *estimate.Model {
 func uniformBonus(t testing.TB, m *estimate.Model, K int, seed uint64) *pessimism.Bonus {
 	t.Helper()
 	rng := rand.New(rand.NewPCG(seed, 7))
-	d := pessimismtest.Sample(rng, m, func(h, o int, p []float64) {
-		for a := range p {
-			p[a] = 1 / float64(len(p))
-		}
-	}, K)
+	d := pessimismtest.Sample(rng, m, nil, K) // nil: the uniform behaviour
 	b, err := pessimism.Build(context.Background(), m, d, pessimismtest.EvenSplits(K, m.Horizon), pessimism.Options{})
 	if err != nil {
 		t.Fatal(err)

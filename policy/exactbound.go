@@ -50,10 +50,10 @@ const (
 const exactPruneTol = 1e-9
 
 // relaxedVI is the exact value iteration's state: the planner, the
-// relaxed rewards and the work done so far.
+// relaxed rewards rr[h][a] and the work done so far.
 type relaxedVI struct {
 	p    *beliefPlanner
-	sw   *sawtooth
+	rr   [][][]float64
 	work float64
 }
 
@@ -71,7 +71,7 @@ func (p *beliefPlanner) exactRelaxedBound(ctx context.Context, sw *sawtooth) (fl
 // exactRelaxedValue is exactRelaxedBound's value before the slack is
 // added, and the slack.
 func (p *beliefPlanner) exactRelaxedValue(ctx context.Context, sw *sawtooth) (v, slack float64, ok bool, err error) {
-	vi := &relaxedVI{p: p, sw: sw}
+	vi := &relaxedVI{p: p, rr: sw.rr}
 	gamma, err := vi.run(ctx)
 	if errors.Is(err, errTooLarge) {
 		return 0, 0, false, nil
@@ -130,7 +130,7 @@ func exactSlack(H, O int) float64 { return float64(H*(2*O+1)) * exactPruneTol }
 func (vi *relaxedVI) actionVectors(h, a int, next [][]float64) ([][]float64, error) {
 	p := vi.p
 	S, O := p.S, p.O
-	rr := vi.sw.rr[h][a]
+	rr := vi.rr[h][a]
 	if h == p.H {
 		return [][]float64{slices.Clone(rr)}, nil
 	}
@@ -170,16 +170,16 @@ func (vi *relaxedVI) actionVectors(h, a int, next [][]float64) ([][]float64, err
 // emission e, g(s) = Σ_{s′} t(s′|s) e(o|s′) α′(s′); nil when o has
 // probability 0 from every state.
 func project(t, e []float64, S, O, o int, next [][]float64) [][]float64 {
-	w := make([]float64, S)
-	any := false
+	reachable := false
 	for s2 := range S {
 		for s := range S {
-			any = any || (t[s*S+s2] != 0 && e[s2*O+o] != 0)
+			reachable = reachable || (t[s*S+s2] != 0 && e[s2*O+o] != 0)
 		}
 	}
-	if !any {
+	if !reachable {
 		return nil
 	}
+	w := make([]float64, S)
 	g := make([][]float64, 0, len(next))
 	for _, v := range next {
 		for s2 := range S {
@@ -222,10 +222,10 @@ func (vi *relaxedVI) prune(set [][]float64) ([][]float64, error) {
 			continue
 		}
 		// The best candidate at the witness belief is on the envelope.
-		bi := 0
+		bi, best := 0, dot(cands[0], b)
 		for i := 1; i < len(cands); i++ {
-			if d := dot(cands[i], b) - dot(cands[bi], b); d > 0 || (d == 0 && slices.Compare(cands[i], cands[bi]) > 0) {
-				bi = i
+			if v := dot(cands[i], b); v > best || (v == best && slices.Compare(cands[i], cands[bi]) > 0) {
+				bi, best = i, v
 			}
 		}
 		kept = append(kept, cands[bi])

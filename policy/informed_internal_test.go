@@ -64,11 +64,7 @@ func TestInformedBound(t *testing.T) {
 func uniformLogsModel(t *testing.T, rng *rand.Rand, sp pessimismtest.Spec, K int) (*estimate.Model, *pessimism.Bonus) {
 	t.Helper()
 	m := pessimismtest.RandomModel(rng, sp)
-	d := pessimismtest.Sample(rng, m, func(h, o int, p []float64) {
-		for a := range p {
-			p[a] = 1 / float64(len(p))
-		}
-	}, K)
+	d := pessimismtest.Sample(rng, m, nil, K) // nil: the uniform behaviour
 	b, err := pessimism.Build(context.Background(), m, d, pessimismtest.EvenSplits(K, sp.Horizon), pessimism.Options{})
 	if err != nil {
 		t.Fatal(err)

@@ -230,7 +230,7 @@ func Plan(ctx context.Context, m *estimate.Model, bonus *pessimism.Bonus, opts P
 	}
 	if wantsBelief(m, opts, st) {
 		pol, bst, err := planBelief(ctx, m, bonus, opts, workers, st)
-		if err != nil || opts.Planner == PlannerBelief || !wantsSecondOpinion(opts, bst) {
+		if err != nil || !wantsSecondOpinion(opts, bst) {
 			return pol, bst, err
 		}
 		return searchInstead(ctx, m, bonus, opts, budget, workers, pol, bst)
@@ -239,7 +239,8 @@ func Plan(ctx context.Context, m *estimate.Model, bonus *pessimism.Bonus, opts P
 }
 
 // wantsSecondOpinion says whether the pruned search should plan beside
-// the belief plan of stats bst: its stated gap is above opts.SearchAbove,
+// the belief plan of stats bst: under auto (an explicit --planner belief
+// gets the belief plan alone), its stated gap is above opts.SearchAbove,
 // and its table holds all but that share of the plan's probability
 // (RolloutMass). Past the table the plan's histories are too many and
 // too improbable to list, and the search, which must also list every
@@ -248,7 +249,7 @@ func Plan(ctx context.Context, m *estimate.Model, bonus *pessimism.Bonus, opts P
 // about a second of counting and pricing stand-ins per plan and stated a
 // gap of 0.2.
 func wantsSecondOpinion(opts PlanOptions, bst *PlanStats) bool {
-	return opts.SearchAbove > 0 && bst.GapBound > opts.SearchAbove && bst.RolloutMass <= opts.SearchAbove
+	return opts.Planner != PlannerBelief && opts.SearchAbove > 0 && bst.GapBound > opts.SearchAbove && bst.RolloutMass <= opts.SearchAbove
 }
 
 // secondOpinionBudget is the default node budget of searchInstead's
