@@ -233,8 +233,13 @@ func stepLimit(horizon int) int64 {
 func (c *chunk) readSteps(cc parquet.ColumnChunk, spec colSpec, horizon int) error {
 	limit := stepLimit(horizon)
 	dec := intDecoder(spec)
+	var steps dictSteps
 	return walkPages(cc, c.n, func(row, nr int, defs []byte, p parquet.Page) error {
-		vals, err := dec.values(p, nonNull(defs, spec.max, nr))
+		need := nonNull(defs, spec.max, nr)
+		if dict := p.Dictionary(); dict != nil && need == nr {
+			return steps.page(c, row, p, dict, dec, limit, horizon)
+		}
+		vals, err := dec.values(p, need)
 		if err != nil {
 			return err
 		}
@@ -249,6 +254,49 @@ func (c *chunk) readSteps(cc parquet.ColumnChunk, spec colSpec, horizon int) err
 		}
 		return nil
 	})
+}
+
+// dictSteps reads the dictionary pages of a step column without nulls
+// straight into the chunk's steps: each entry of a dictionary is checked
+// once, and a row whose entry is not a valid step goes through checkStep,
+// which records it. Most logs hold few distinct steps, so this spares a
+// 64-bit value per row.
+type dictSteps struct {
+	last parquet.Dictionary
+	vals []int64  // the last dictionary's values
+	step []uint16 // their steps, 0 where invalid
+}
+
+// page stores the steps of one dictionary page of nr rows from row on.
+func (s *dictSteps) page(c *chunk, row int, p parquet.Page, dict parquet.Dictionary, dec *numDecoder[int64], limit int64, horizon int) error {
+	if dict != s.last {
+		vals, _, err := dec.dictionary(dict)
+		if err != nil {
+			return err
+		}
+		s.last, s.vals, s.step = dict, vals, s.step[:0]
+		for _, v := range vals {
+			var st uint16
+			if v >= 1 && v <= limit {
+				st = uint16(v)
+			}
+			s.step = append(s.step, st)
+		}
+	}
+	nr := int(p.NumRows())
+	idx, err := dictIndexes(p, dict, nr)
+	if err != nil {
+		return err
+	}
+	out := c.step[row : row+nr]
+	for i, x := range idx[:nr] {
+		if st := s.step[x]; st != 0 {
+			out[i] = st
+		} else {
+			c.checkStep(row+i, s.vals[x], limit, horizon)
+		}
+	}
+	return nil
 }
 
 // checkStep stores step v of a row, or records it as a row error when it

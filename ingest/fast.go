@@ -160,9 +160,15 @@ func readKeyChunks(ctx context.Context, files []*openedFile, units []unit, opts 
 // and its terminal steps (term, nil when no file has the column).
 // errExact on a step seen twice or a second terminal step.
 func directCells(ctx context.Context, chunks []*chunk, epL2G [][]int32, K, H, workers int) (steps, term []uint64, err error) {
+	// The masks are written before the workers read them: their first
+	// access is an atomic OR, whose load would map the kernel's shared
+	// zero page and whose store would then replace it page by page, each
+	// replacement interrupting the other cores to flush their TLBs.
 	steps = make([]uint64, K)
+	clear(steps)
 	if anyTerminal(chunks) {
 		term = make([]uint64, K)
+		clear(term)
 	}
 	err = forUnits(ctx, len(chunks), workers, func(ci int) error {
 		return chunkCells(chunks[ci], epL2G[ci], H, steps, term)

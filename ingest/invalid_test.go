@@ -32,6 +32,12 @@ func goodRows(tb *table, withProp, withTerm bool) *table {
 
 func TestInvalidEpisodes(t *testing.T) {
 	optObs := func(tb *table) *table { tb.nodes[2] = parquet.Optional(parquet.String()); return tb }
+	// dictSteps stores the steps as dictionary indexes, which are read
+	// by checking each dictionary entry once.
+	dictSteps := func(tb *table) *table {
+		tb.nodes[1] = parquet.Encoded(parquet.Int(64), &parquet.RLEDictionary)
+		return tb
+	}
 	cases := []struct {
 		name    string
 		files   func() []*table // rows of the episode "bad" are added here
@@ -81,6 +87,12 @@ func TestInvalidEpisodes(t *testing.T) {
 		{"step zero", func() []*table {
 			return []*table{goodRows(logTable(false, false), false, false).add("bad", int64(0), "o", "a", 0.0)}
 		}, Options{}, ErrStep, []string{`episode "bad": step out of range (0; steps start at 1)`}, 1},
+		{"step zero in a dictionary", func() []*table {
+			return []*table{dictSteps(goodRows(logTable(false, false), false, false)).add("bad", int64(1), "o", "a", 0.0).add("bad", int64(0), "o", "a", 0.0)}
+		}, Options{}, ErrStep, []string{`episode "bad": step out of range (0; steps start at 1)`}, 1},
+		{"dictionary steps too long for the horizon", func() []*table {
+			return []*table{dictSteps(goodRows(logTable(false, false), false, false)).add("ok", int64(1), "o", "a", 0.0).add("ok", int64(2), "o", "a", 0.0)}
+		}, Options{Horizon: 2}, ErrTooLong, []string{`episode "e1" step 3: episode longer than the horizon (horizon 2)`}, 2},
 		{"null observation", func() []*table {
 			return []*table{optObs(goodRows(logTable(false, false), false, false)).add("bad", int64(2), nil, "a", 0.0)}
 		}, Options{}, ErrNull, []string{`episode "bad" step 2: null value in column "observation"`}, 1},

@@ -219,6 +219,9 @@ func readUnits(ctx context.Context, files []*openedFile, units []unit, opts Opti
 // mergeKeys merges the chunk-local key tables into one sorted table of
 // distinct keys and returns, per chunk, the map from local to global code.
 func mergeKeys[T cmp.Ordered](local [][]T) (global []T, l2g [][]int32) {
+	if global, l2g, ok := mergeIncreasing(local); ok {
+		return global, l2g
+	}
 	perms := make([][]int32, len(local))
 	parallel.Do(len(local), 0, func(c int) { perms[c] = sortedOrder(local[c]) })
 	total := 0
@@ -234,6 +237,59 @@ func mergeKeys[T cmp.Ordered](local [][]T) (global []T, l2g [][]int32) {
 	l2g = make([][]int32, len(local))
 	parallel.Do(len(local), 0, func(c int) { l2g[c] = globalCodes(local[c], perms[c], global) })
 	return global, l2g
+}
+
+// mergeIncreasing is mergeKeys for the usual layout of logs written
+// episode by episode: each table increasing, and each starting at or
+// after the end of the one before (where a row group boundary splits an
+// episode, the two tables share that key). The global table is then
+// their concatenation, the shared keys once, and local code i of table c
+// is global code base_c + i, without a sort. false for any other layout.
+func mergeIncreasing[T cmp.Ordered](local [][]T) (global []T, l2g [][]int32, ok bool) {
+	increasing := make([]bool, len(local))
+	parallel.Do(len(local), 0, func(c int) {
+		l := local[c]
+		increasing[c] = true
+		for i := 1; i < len(l); i++ {
+			if !(l[i-1] < l[i]) {
+				increasing[c] = false
+				return
+			}
+		}
+	})
+	total := 0
+	var last T
+	bases := make([]int, len(local))
+	for c, l := range local {
+		if !increasing[c] {
+			return nil, nil, false
+		}
+		if len(l) == 0 {
+			continue
+		}
+		bases[c] = total
+		if total > 0 {
+			if l[0] < last {
+				return nil, nil, false
+			}
+			if l[0] == last {
+				bases[c]--
+			}
+		}
+		total = bases[c] + len(l)
+		last = l[len(l)-1]
+	}
+	global = make([]T, total)
+	l2g = make([][]int32, len(local))
+	parallel.Do(len(local), 0, func(c int) {
+		copy(global[bases[c]:], local[c])
+		m := make([]int32, len(local[c]))
+		for i := range m {
+			m[i] = int32(bases[c] + i)
+		}
+		l2g[c] = m
+	})
+	return global, l2g, true
 }
 
 // sortedOrder is the permutation that sorts keys.
@@ -262,16 +318,27 @@ func globalCodes[T cmp.Ordered](keys []T, perm []int32, global []T) []int32 {
 	return m
 }
 
-// renderInts formats integers in decimal into one shared buffer, so that
-// a million episode ids cost one allocation rather than a million.
+// renderInts formats integers in decimal, into one buffer per part of
+// 2¹⁶ values rendered in parallel, so that a million episode ids cost a
+// few allocations rather than a million.
 func renderInts(vals []int64) []string {
+	out := make([]string, len(vals))
+	const part = 1 << 16 // values per parallel part
+	parallel.Do((len(vals)+part-1)/part, 0, func(i int) {
+		lo, hi := i*part, min((i+1)*part, len(vals))
+		renderIntsInto(out[lo:hi], vals[lo:hi])
+	})
+	return out
+}
+
+// renderIntsInto is renderInts of vals into out, in one buffer.
+func renderIntsInto(out []string, vals []int64) {
 	buf := make([]byte, 0, len(vals)*8)
 	ends := make([]int, len(vals))
 	for i, v := range vals {
 		buf = strconv.AppendInt(buf, v, 10)
 		ends[i] = len(buf)
 	}
-	out := make([]string, len(vals))
 	start := 0
 	for i, e := range ends {
 		if e > start {
@@ -279,7 +346,6 @@ func renderInts(vals []int64) []string {
 		}
 		start = e
 	}
-	return out
 }
 
 // episodeKeys merges the episode ids of all chunks. Integer ids sort

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -309,5 +310,71 @@ func TestExpand(t *testing.T) {
 	}
 	if _, err := Expand([]string{filepath.Join(dir, "nope.parquet")}); !errors.Is(err, ErrIO) {
 		t.Errorf("missing file: err = %v, want ErrIO", err)
+	}
+}
+
+// TestMergeKeysLayouts: mergeKeys gives the sorted distinct keys of all
+// tables and each local key's index among them, computed here by a sort
+// and a binary search, on the layouts its increasing path takes (tables
+// in order, disjoint or sharing a boundary key, empty ones between) and
+// on those it leaves to the sort (a table out of order, overlapping
+// ranges, a table not increasing).
+func TestMergeKeysLayouts(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	increasing := func(from, n int) []int64 {
+		l := make([]int64, n)
+		for i := range l {
+			from += 1 + rng.IntN(3)
+			l[i] = int64(from)
+		}
+		return l
+	}
+	layouts := map[string][][]int64{
+		"disjoint":                  {increasing(0, 5), increasing(20, 7), increasing(40, 1)},
+		"shared bounds":             {{1, 3, 5}, {5, 6}, {6}, {6, 9, 12}},
+		"empty between":             {{}, {2, 4}, {}, {4, 8}, {}},
+		"out of order":              {increasing(40, 4), increasing(0, 5)},
+		"overlapping":               {{1, 5, 9}, {3, 4, 10}},
+		"not increasing in a table": {{1, 2, 7}, {9, 8}},
+		"one table":                 {increasing(-10, 30)},
+		"none":                      {},
+	}
+	for name, local := range layouts {
+		t.Run(name, func(t *testing.T) {
+			var want []int64
+			for _, l := range local {
+				want = append(want, l...)
+			}
+			slices.Sort(want)
+			want = slices.Compact(want)
+			global, l2g := mergeKeys(local)
+			if len(global) != len(want) || (len(want) > 0 && !slices.Equal(global, want)) {
+				t.Fatalf("global = %v, want %v", global, want)
+			}
+			for c, l := range local {
+				for i, k := range l {
+					j, _ := slices.BinarySearch(want, k)
+					if int(l2g[c][i]) != j {
+						t.Fatalf("table %d key %d: global code %d, want %d", c, k, l2g[c][i], j)
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestRenderIntsParts: integers render in decimal across the parallel
+// parts' boundaries.
+func TestRenderIntsParts(t *testing.T) {
+	vals := make([]int64, 3<<16+5)
+	for i := range vals {
+		vals[i] = int64(i*7919) - 1<<20
+	}
+	vals[0], vals[1] = math.MinInt64, math.MaxInt64
+	got := renderInts(vals)
+	for i, v := range vals {
+		if got[i] != strconv.FormatInt(v, 10) {
+			t.Fatalf("value %d: %q, want %d", i, got[i], v)
+		}
 	}
 }
