@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/parquet-go/parquet-go"
 
@@ -361,7 +362,7 @@ func (r *symbolReader[T]) mapDict(dict parquet.Dictionary) error {
 	if r.local, err = dictSymbols(r.local[:0], dict, r.spec, r.t, r.ints.buf); err != nil {
 		return err
 	}
-	r.dictCodes = r.dictCodes[:0]
+	r.dictCodes = slices.Grow(r.dictCodes[:0], len(r.local))
 	for _, l := range r.local {
 		r.dictCodes = append(r.dictCodes, T(l))
 	}
@@ -383,8 +384,8 @@ func (r *symbolReader[T]) dictPage(row int, defs []byte, p parquet.Page, dict pa
 	if err != nil {
 		return err
 	}
-	if defs == nil {
-		for i, x := range idx {
+	if need == len(out) { // no null
+		for i, x := range idx[:need] {
 			out[i] = r.dictCodes[x]
 		}
 		return nil
@@ -493,9 +494,15 @@ func readBools(cc parquet.ColumnChunk, spec colSpec, n int, dst []bool, null fun
 			return errors.New("page holds fewer values than its rows")
 		}
 		out := dst[row : row+nr]
+		if need == nr {
+			for i := range out {
+				out[i] = bits[i>>3]>>(i&7)&1 != 0
+			}
+			return nil
+		}
 		j := 0
 		for i := range out {
-			if defs != nil && int(defs[i]) != spec.max {
+			if int(defs[i]) != spec.max {
 				null(row + i)
 				continue
 			}

@@ -327,12 +327,7 @@ func scatterChunk(of *openedFile, rgIdx int, c *chunk, d *Dataset, obsSet, actSe
 
 // allDefined reports whether a page has no null.
 func allDefined(defs []byte, max int) bool {
-	for _, d := range defs {
-		if int(d) != max {
-			return false
-		}
-	}
-	return true
+	return nonNull(defs, max, len(defs)) == len(defs)
 }
 
 // symbolSet numbers the symbols of a column across all row groups, in the

@@ -1,11 +1,13 @@
 package ingest
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strconv"
 
 	"github.com/parquet-go/parquet-go"
@@ -287,13 +289,8 @@ func nonNull(defs []byte, max int, nr int) int {
 	if defs == nil {
 		return nr
 	}
-	k := 0
-	for _, d := range defs {
-		if int(d) == max {
-			k++
-		}
-	}
-	return k
+	// Definition levels are bytes; bytes.Count of one byte is vectorised.
+	return bytes.Count(defs, []byte{byte(max)})
 }
 
 // dictIndexes returns the int32 indexes of an indexed page, checked against
@@ -416,6 +413,16 @@ func (t *symTable) len() int {
 		return len(t.vals)
 	}
 	return len(t.names)
+}
+
+// reserve makes room for n more symbols, so that a dictionary's entries
+// are appended without a series of doublings.
+func (t *symTable) reserve(n int) {
+	if t.intKind {
+		t.vals = slices.Grow(t.vals, n)
+	} else {
+		t.names = slices.Grow(t.names, n)
+	}
 }
 
 func (t *symTable) int(v int64) int32 {

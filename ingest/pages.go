@@ -235,6 +235,8 @@ func (d *numDecoder[V]) values(p parquet.Page, n int) ([]V, error) {
 // entries of a categorical column's dictionary, in dictionary order.
 func dictSymbols(dst []int32, dict parquet.Dictionary, spec colSpec, t *symTable, ibuf []int64) ([]int32, error) {
 	dp := dict.Page()
+	t.reserve(dict.Len())
+	dst = slices.Grow(dst, dict.Len())
 	if t.intKind {
 		dv, err := intValues(dp, spec.phys, dict.Len(), ibuf)
 		if err != nil {
