@@ -46,8 +46,11 @@ func TestGCPercent(t *testing.T) {
 			t.Fatalf("unset GOGC, %q: %d, %v (want %d, true; a target below the runtime's 100)", args, p, ok, defaultGCPercent)
 		}
 	}
-	if _, ok := gcPercent("", []string{"inspect", "logs.parquet"}); ok {
-		t.Fatal("inspect got the fit's GC target")
+	if p, ok := gcPercent("", []string{"inspect", "logs.parquet"}); !ok || p != inspectGCPercent || p <= 100 {
+		t.Fatalf("inspect: %d, %v (want %d, true; a target above the runtime's 100)", p, ok, inspectGCPercent)
+	}
+	if _, ok := gcPercent("50", []string{"inspect"}); ok {
+		t.Fatal("GOGC=50 overridden for inspect")
 	}
 	for _, env := range []string{"100", "off", "50"} {
 		if _, ok := gcPercent(env, []string{"fit"}); ok {
