@@ -3,6 +3,7 @@ package ingest
 import (
 	"cmp"
 	"math"
+	"math/bits"
 	"slices"
 
 	"github.com/psrlcb/psrlcb/internal/parallel"
@@ -78,8 +79,8 @@ const FirstQuarantined = 10
 // Summarize computes the inspect figures of d.
 func Summarize(d *Dataset) Summary {
 	s := newSummary(d)
-	// The distinct-history counts (radix sorts over the episodes) run
-	// beside the rest of the summary; they write only s.Histories.
+	// The distinct-history counts run beside the rest of the summary;
+	// they write only s.Histories.
 	histories := parallel.Go(func() { s.Histories = DistinctHistories(d) })
 	s.countSteps(d)
 	s.summarizePropensities(d)
@@ -87,12 +88,19 @@ func Summarize(d *Dataset) Summary {
 	return s
 }
 
-// newSummary is the Summary of d's sizes and first quarantined episodes.
+// newSummary is the Summary of d's sizes, padded and logged counts and
+// first quarantined episodes.
 func newSummary(d *Dataset) Summary {
 	s := Summary{
 		Episodes: d.NumEpisodes(), Horizon: d.Horizon, Rows: d.Rows,
 		NumObs: d.NumObs(), NumActions: d.NumActions(),
 		Quarantined: len(d.Quarantined),
+	}
+	for _, L := range d.Length {
+		if int(L) < d.Horizon {
+			s.Padded++
+		}
+		s.LoggedRows += int64(L)
 	}
 	s.FirstQuarantined = d.Quarantined[:min(len(d.Quarantined), FirstQuarantined)]
 	if s.FirstQuarantined == nil {
@@ -121,8 +129,8 @@ func (r *Range) finish() {
 	r.Mean /= float64(r.N)
 }
 
-// countSteps sets the padded and logged counts, the reward ranges of each
-// step and of the returns, and the most frequent symbols.
+// countSteps sets the reward ranges of each step and of the returns, and
+// the most frequent symbols.
 func (s *Summary) countSteps(d *Dataset) {
 	obsCount := make([]int64, d.NumObs())
 	actCount := make([]int64, d.NumActions())
@@ -147,10 +155,6 @@ func (s *Summary) countSteps(d *Dataset) {
 func (s *Summary) addEpisode(d *Dataset, k int, obsCount, actCount []int64) {
 	H := s.Horizon
 	L := int(d.Length[k])
-	if L < H {
-		s.Padded++
-	}
-	s.LoggedRows += int64(L)
 	ret := 0.0
 	for h := range H {
 		i := k*H + h
@@ -250,8 +254,82 @@ func leastShare(row []int64) float64 {
 // more than groupSymbols (o, a) pairs, the histories are numbered by
 // radix sorting instead (historyIDs). Every way the cost is linear in
 // K·H.
+//
+// When an episode's whole sequence of (o, a) codes fits in 64 bits, the
+// episodes are instead sorted as numbers whose digits are those codes
+// (distinctByPaths): histories of length h are then distinct exactly
+// where two neighbours in that order first differ within h steps.
 func DistinctHistories(d *Dataset) []int {
+	if out, ok := distinctByPaths(d); ok {
+		return out
+	}
 	return distinctHistories(d, idTableCells)
+}
+
+// distinctByPaths is DistinctHistories by sorting: each episode's codes
+// c_h = o_h·|A| + a_h, b bits each, written one after the other into a
+// 64-bit key with c_1 highest, so that the keys sort as the sequences do
+// lexicographically. In that order the histories of length h are
+// distinct exactly where neighbours first differ at a step ≤ h, found
+// from the leading zeros of the two keys' XOR. false when H·b > 64.
+func distinctByPaths(d *Dataset) ([]int, bool) {
+	K, H, nA := d.NumEpisodes(), d.Horizon, d.NumActions()
+	b := max(1, bits.Len(uint(d.NumObs()*nA-1)))
+	if H*b > 64 {
+		return nil, false
+	}
+	out := make([]int, H)
+	if K == 0 {
+		return out, true
+	}
+	keys := make([]uint64, K)
+	for k := range keys {
+		var key uint64
+		for i := k * H; i < (k+1)*H; i++ {
+			key = key<<b | uint64(int(d.Obs[i])*nA+int(d.Act[i]))
+		}
+		keys[k] = key
+	}
+	radixSortKeys(keys, make([]uint64, K), H*b)
+	firstDiff := make([]int, H) // neighbours whose first difference is at step h+1
+	unused := 64 - H*b          // the keys' high bits that are always 0
+	for j := 1; j < K; j++ {
+		if x := keys[j-1] ^ keys[j]; x != 0 {
+			firstDiff[(bits.LeadingZeros64(x)-unused)/b]++
+		}
+	}
+	n := 1
+	for h := range H {
+		n += firstDiff[h]
+		out[h] = n
+	}
+	return out, true
+}
+
+// radixSortKeys sorts keys of at most width bits ascending with 16-bit
+// LSD passes; tmp has the same length.
+func radixSortKeys(keys, tmp []uint64, width int) {
+	var count [1 << 16]int
+	for shift := 0; shift < width; shift += 16 {
+		clear(count[:])
+		for _, k := range keys {
+			count[(k>>shift)&0xFFFF]++
+		}
+		sum := 0
+		for i, c := range count {
+			count[i] = sum
+			sum += c
+		}
+		for _, k := range keys {
+			d := (k >> shift) & 0xFFFF
+			tmp[count[d]] = k
+			count[d]++
+		}
+		keys, tmp = tmp, keys
+	}
+	if (width+15)/16%2 == 1 { // the sorted keys are in the other slice
+		copy(tmp, keys)
+	}
 }
 
 // distinctHistories is DistinctHistories with historyIDTable's table

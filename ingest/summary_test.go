@@ -2,6 +2,7 @@ package ingest
 
 import (
 	"math"
+	"math/bits"
 	"math/rand/v2"
 	"reflect"
 	"slices"
@@ -241,5 +242,44 @@ func TestDistinctHistoriesGroupsMatchRadix(t *testing.T) {
 				t.Fatalf("trial %d, table of %d cells: %v, radix %v", trial, cells, got, want)
 			}
 		}
+	}
+}
+
+// TestDistinctByPathsWidths: the sorted-keys count equals the radix
+// numbering's where the keys fill all 64 bits (16 codes of 4 bits), with
+// one code, one episode and padded episodes, and gives way past 64 bits.
+func TestDistinctByPathsWidths(t *testing.T) {
+	rng := rand.New(rand.NewPCG(21, 22))
+	for _, c := range []struct{ K, H, nO, nA int }{
+		{5000, 16, 4, 4}, {3000, 8, 16, 16}, {4000, 21, 2, 3}, {500, 6, 1, 1}, {1, 4, 3, 2}, {2000, 1, 5, 5},
+	} {
+		d := &Dataset{Horizon: c.H, ObsVocab: make([]string, c.nO), ActVocab: make([]string, c.nA),
+			Obs: make([]uint16, c.K*c.H), Act: make([]uint16, c.K*c.H), Length: make([]int32, c.K)}
+		for k := range c.K {
+			L := c.H - rng.IntN(2)*rng.IntN(c.H) // some end early: padded with the last codes
+			d.Length[k] = int32(L)
+			for h := range c.H {
+				i := k*c.H + h
+				d.Obs[i], d.Act[i] = uint16(c.nO-1), uint16(c.nA-1)
+				if h < L {
+					d.Obs[i] = uint16(min(rng.IntN(c.nO), rng.IntN(c.nO)))
+					d.Act[i] = uint16(rng.IntN(c.nA))
+				}
+			}
+		}
+		got, ok := distinctByPaths(d)
+		if !ok {
+			t.Fatalf("%+v: keys of %d bits refused", c, c.H*max(1, bits.Len(uint(c.nO*c.nA-1))))
+		}
+		if want := distinctByRadix(d); !slices.Equal(got, want) {
+			t.Fatalf("%+v: sorted keys %v, radix %v", c, got, want)
+		}
+	}
+	wide := &Dataset{Horizon: 13, ObsVocab: make([]string, 17), ActVocab: make([]string, 1), Obs: make([]uint16, 13), Act: make([]uint16, 13)}
+	if _, ok := distinctByPaths(wide); ok {
+		t.Fatal("13 codes of 5 bits (65) taken")
+	}
+	if got := DistinctHistories(&Dataset{Horizon: 3, ObsVocab: []string{"o"}, ActVocab: []string{"a"}}); !slices.Equal(got, []int{0, 0, 0}) {
+		t.Fatalf("no episodes: %v", got)
 	}
 }
