@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	mbits "math/bits"
 	"slices"
 
 	"github.com/parquet-go/parquet-go"
@@ -36,7 +37,7 @@ type chunk struct {
 	act  []uint16
 	rew  []float64
 	prop []float64 // nil when the file has no propensity column
-	term []bool    // nil when the file has no terminal column
+	term rowFlags  // nil when the file has no terminal column
 
 	bad     []rowErr
 	maxStep int // over rows without row errors
@@ -157,7 +158,7 @@ func (r *chunkReader) readNumbers() error {
 	}
 
 	if spec := cols[schemas.Terminal]; spec.index >= 0 {
-		c.term = make([]bool, c.n)
+		c.term = newRowFlags(c.n)
 		if err := readBools(r.cc[spec.index], spec, c.n, c.term, r.nullIn(schemas.Terminal)); err != nil {
 			return r.wrap(schemas.Terminal, err)
 		}
@@ -481,8 +482,19 @@ func readFloats(cc parquet.ColumnChunk, spec colSpec, n int, dst []float64, null
 	})
 }
 
+// rowFlags holds a flag per row of a row group, a bit each.
+type rowFlags []uint64
+
+func newRowFlags(n int) rowFlags { return make(rowFlags, (n+63)/64) }
+
+// at is the flag of row i.
+func (f rowFlags) at(i int) bool { return f[i>>6]>>(i&63)&1 != 0 }
+
+// set raises the flag of row i.
+func (f rowFlags) set(i int) { f[i>>6] |= 1 << (i & 63) }
+
 // readBools reads a boolean column (bit-packed in the page).
-func readBools(cc parquet.ColumnChunk, spec colSpec, n int, dst []bool, null func(row int)) error {
+func readBools(cc parquet.ColumnChunk, spec colSpec, n int, dst rowFlags, null func(row int)) error {
 	return walkPages(cc, n, func(row, nr int, defs []byte, p parquet.Page) error {
 		need := nonNull(defs, spec.max, nr)
 		if p.Dictionary() != nil {
@@ -493,20 +505,25 @@ func readBools(cc parquet.ColumnChunk, spec colSpec, n int, dst []bool, null fun
 		if len(bits)*8 < need {
 			return errors.New("page holds fewer values than its rows")
 		}
-		out := dst[row : row+nr]
-		if need == nr {
-			for i := range out {
-				out[i] = bits[i>>3]>>(i&7)&1 != 0
+		if need == nr { // no null: the set bits, a byte at a time
+			for j, b := range bits[:(nr+7)/8] {
+				for ; b != 0; b &= b - 1 {
+					if i := j*8 + mbits.TrailingZeros8(b); i < nr {
+						dst.set(row + i)
+					}
+				}
 			}
 			return nil
 		}
 		j := 0
-		for i := range out {
+		for i := range nr {
 			if int(defs[i]) != spec.max {
 				null(row + i)
 				continue
 			}
-			out[i] = bits[j>>3]>>(j&7)&1 != 0
+			if bits[j>>3]>>(j&7)&1 != 0 {
+				dst.set(row + i)
+			}
 			j++
 		}
 		return nil

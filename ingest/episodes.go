@@ -189,7 +189,7 @@ func (e *EpisodeRows) addRow(c *chunk, i int, obs, act []string) {
 		e.Prop = append(e.Prop, c.prop[i])
 	}
 	if c.term != nil {
-		e.Terminal = append(e.Terminal, c.term[i])
+		e.Terminal = append(e.Terminal, c.term.at(i))
 	}
 }
 
@@ -299,7 +299,15 @@ func (e *EpisodeRows) chunk(file int) *chunk {
 	n := len(e.Rows)
 	c := &chunk{file: file, rowBase: 0, n: n, ids: newSymTable(e.IntID), ep: make([]int32, n),
 		step: e.Step, obsT: newSymTable(false), actT: newSymTable(false),
-		obs: make([]uint16, n), act: make([]uint16, n), rew: e.Reward, prop: e.Prop, term: e.Terminal}
+		obs: make([]uint16, n), act: make([]uint16, n), rew: e.Reward, prop: e.Prop}
+	if e.Terminal != nil {
+		c.term = newRowFlags(n)
+		for i, t := range e.Terminal {
+			if t {
+				c.term.set(i)
+			}
+		}
+	}
 	if e.IntID {
 		c.ids.int(e.IDValue)
 	} else {

@@ -196,7 +196,7 @@ func chunkCells(c *chunk, m []int32, H int, steps, term []uint64) error {
 		}
 		seen |= bit
 		c.ep[i] = k*int32(H) + int32(h) - 1
-		if c.term != nil && c.term[i] && atomic.OrUint64(&term[k], bit) != 0 {
+		if c.term != nil && c.term.at(i) && atomic.OrUint64(&term[k], bit) != 0 {
 			return errExact // a second terminal step
 		}
 	}
@@ -289,7 +289,7 @@ func readKeys(of *openedFile, fileIdx int, rgIdx int, rowBase int64, horizon int
 		return nil, err
 	}
 	if spec := cols[schemas.Terminal]; spec.index >= 0 {
-		c.term = make([]bool, n)
+		c.term = newRowFlags(n)
 		if err := readBools(cc[spec.index], spec, n, c.term, null); err != nil {
 			return nil, err
 		}
@@ -473,7 +473,7 @@ func (s *symbolScatter) dictPage(p parquet.Page, dict parquet.Dictionary, dst []
 			return err
 		}
 	}
-	idx, err := dictIndexes(p, dict, len(dst))
+	idx, err := pageIndexes(p, len(dst)) // the gather below checks them
 	if err != nil {
 		return err
 	}
@@ -555,7 +555,7 @@ func (s *floatScatter) dictPage(p parquet.Page, dict parquet.Dictionary, dst []i
 			}
 		}
 	}
-	idx, err := dictIndexes(p, dict, len(dst))
+	idx, err := pageIndexes(p, len(dst)) // the gather below checks them
 	if err != nil {
 		return err
 	}

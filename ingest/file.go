@@ -296,16 +296,29 @@ func nonNull(defs []byte, max int, nr int) int {
 // dictIndexes returns the int32 indexes of an indexed page, checked against
 // the dictionary length.
 func dictIndexes(p parquet.Page, dict parquet.Dictionary, need int) ([]int32, error) {
-	dv := p.Data()
-	idx := dv.Int32()
-	if len(idx) < need {
-		return nil, errors.New("page holds fewer values than its rows")
+	idx, err := pageIndexes(p, need)
+	if err != nil {
+		return nil, err
 	}
 	n := int32(dict.Len())
 	for _, i := range idx[:need] {
 		if uint32(i) >= uint32(n) {
 			return nil, fmt.Errorf("dictionary index %d out of range [0,%d)", i, n)
 		}
+	}
+	return idx[:need], nil
+}
+
+// pageIndexes returns the need int32 indexes of an indexed page without
+// checking them against the dictionary: for a caller that indexes a slice
+// of the dictionary's length with each, whose bounds check (a panic that
+// recoverUnreadable words as a damaged file) stands in for the range
+// check. The direct path does, and leaves the wording to the exact path.
+func pageIndexes(p parquet.Page, need int) ([]int32, error) {
+	dv := p.Data()
+	idx := dv.Int32()
+	if len(idx) < need {
+		return nil, errShortPage
 	}
 	return idx[:need], nil
 }

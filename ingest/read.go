@@ -634,7 +634,7 @@ func (s *scattering) row(c *chunk, i int, em, om, am []int32) {
 	if s.hasProp {
 		d.Propensity[idx] = c.prop[i]
 	}
-	if c.term != nil && c.term[i] && !s.terminal(c, k, h) {
+	if c.term != nil && c.term.at(i) && !s.terminal(c, k, h) {
 		return
 	}
 	if h > s.g.lastStep[k] {
