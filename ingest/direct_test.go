@@ -25,6 +25,12 @@ func readExact(t *testing.T, files []string, opts Options) (*Dataset, error) {
 // readDirectOnly reads files on the direct path and fails the test when
 // that path gives up.
 func readDirectOnly(t *testing.T, files []string, opts Options) *Dataset {
+	return readDirectTally(t, files, opts, nil)
+}
+
+// readDirectTally is readDirectOnly tallying the propensities into tl
+// when it is not nil.
+func readDirectTally(t *testing.T, files []string, opts Options, tl *propTally) *Dataset {
 	t.Helper()
 	srcs := make([]source, len(files))
 	for i, name := range files {
@@ -40,7 +46,7 @@ func readDirectOnly(t *testing.T, files []string, opts Options) *Dataset {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, err := readDirect(context.Background(), of, units, opts)
+	d, err := readDirect(context.Background(), of, units, opts, tl)
 	if err != nil {
 		t.Fatalf("direct path: %v", err)
 	}

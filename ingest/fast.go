@@ -51,7 +51,10 @@ type directPlan struct {
 
 // readDirect returns the Dataset of valid logs, or errExact when the logs
 // are not plainly valid, or the context's error.
-func readDirect(ctx context.Context, files []*openedFile, units []unit, opts Options) (*Dataset, error) {
+//
+// With t not nil, the propensities are tallied into t (propTally) instead
+// of stored: the Dataset has no Propensity, and t.counted is set.
+func readDirect(ctx context.Context, files []*openedFile, units []unit, opts Options, t *propTally) (*Dataset, error) {
 	if !directPath {
 		return nil, errExact
 	}
@@ -59,7 +62,7 @@ func readDirect(ctx context.Context, files []*openedFile, units []unit, opts Opt
 	if err != nil {
 		return nil, err
 	}
-	return pl.scatter(ctx, files, units, opts)
+	return pl.scatter(ctx, files, units, opts, t)
 }
 
 // planDirect is pass 1: it reads the episode ids, steps and terminal
@@ -111,23 +114,39 @@ func directExtent(chunks []*chunk, horizon int) (rows int64, H int) {
 }
 
 // scatter is pass 2: it decodes the symbols and numbers of every row group
-// straight into their cells of the Dataset.
-func (pl *directPlan) scatter(ctx context.Context, files []*openedFile, units []unit, opts Options) (*Dataset, error) {
+// straight into their cells of the Dataset, or tallies the propensities
+// into t when it is not nil (each row group's tally apart, merged in row
+// group order).
+func (pl *directPlan) scatter(ctx context.Context, files []*openedFile, units []unit, opts Options, t *propTally) (*Dataset, error) {
 	hasProp := files[0].cols[schemas.Propensity].index >= 0
+	var tallies []propTally
+	if t != nil && hasProp {
+		tallies = make([]propTally, len(units))
+	}
 	d := &Dataset{Horizon: pl.H, Rows: pl.rows, EpisodeIDs: pl.ids, Length: pl.lengths}
-	if err := allocSteps(d, len(pl.ids)*pl.H, hasProp, opts.Arrays); err != nil {
+	if err := allocSteps(d, len(pl.ids)*pl.H, hasProp && tallies == nil, opts.Arrays); err != nil {
 		return nil, fmt.Errorf("%w: the logs' step arrays: %v", ErrIO, err)
 	}
 	var obsSet, actSet symbolSet
 	if err := forUnits(ctx, len(units), opts.Workers, func(i int) error {
 		c := pl.chunks[i]
 		of := files[c.file]
-		return scatterChunk(of, units[i].rg, c, d, &obsSet, &actSet)
+		var ti *propTally
+		if tallies != nil {
+			ti = &tallies[i]
+		}
+		return scatterChunk(of, units[i].rg, c, d, &obsSet, &actSet, ti)
 	}); err != nil {
 		return nil, err
 	}
+	if tallies != nil {
+		for i := range tallies {
+			t.add(&tallies[i])
+		}
+		t.counted = true
+	}
 	if pl.padded {
-		padCells(d, hasProp)
+		padCells(d, d.Propensity != nil)
 	}
 	// The two recodings are independent passes over the step arrays.
 	obsDone := parallel.Go(func() { d.ObsVocab = recodeVocab(obsSet.names, d.Obs, pl.padded) })
@@ -302,7 +321,7 @@ func readKeys(of *openedFile, fileIdx int, rgIdx int, rowBase int64, horizon int
 
 // scatterChunk decodes the symbol and number columns of one row group into
 // the cells of d; c.ep holds each row's cell.
-func scatterChunk(of *openedFile, rgIdx int, c *chunk, d *Dataset, obsSet, actSet *symbolSet) (err error) {
+func scatterChunk(of *openedFile, rgIdx int, c *chunk, d *Dataset, obsSet, actSet *symbolSet, t *propTally) (err error) {
 	defer recoverUnreadable(of.src.name, &err)
 	cc := of.f.RowGroups()[rgIdx].ColumnChunks()
 	cols := &of.cols
@@ -316,7 +335,9 @@ func scatterChunk(of *openedFile, rgIdx int, c *chunk, d *Dataset, obsSet, actSe
 	if err := scatterFloats(cc[cols[schemas.Reward].index], cols[schemas.Reward], c.ep, d.Reward, math.Inf(-1), math.MaxFloat64); err != nil {
 		return err
 	}
-	if spec := cols[schemas.Propensity]; spec.index >= 0 {
+	if spec := cols[schemas.Propensity]; spec.index >= 0 && t != nil {
+		return tallyFloats(cc[spec.index], spec, c.ep, t)
+	} else if spec.index >= 0 {
 		// Propensities are probabilities of the logged action: 0 < p ≤ 1.
 		if err := scatterFloats(cc[spec.index], spec, c.ep, d.Propensity, 0, 1); err != nil {
 			return err

@@ -55,7 +55,7 @@ func FuzzIngest(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		for _, mode := range []string{OnInvalidFail, OnInvalidSkip} {
 			src := source{name: "fuzz.parquet", r: bytes.NewReader(data), size: int64(len(data))}
-			d, err := readSources(context.Background(), []source{src}, Options{OnInvalid: mode})
+			d, err := readSources(context.Background(), []source{src}, Options{OnInvalid: mode}, nil)
 			if err != nil {
 				if !errors.Is(err, ErrInvalid) && !errors.Is(err, ErrIO) {
 					t.Fatalf("error outside ErrInvalid/ErrIO: %v", err)

@@ -37,7 +37,30 @@ func Read(ctx context.Context, files []string, opts Options) (*Dataset, error) {
 		return nil, err
 	}
 	defer closeAll(srcs)
-	return readSources(ctx, srcs, opts)
+	return readSources(ctx, srcs, opts, nil)
+}
+
+// ReadSummary is Summarize(Read(...)) without keeping the Dataset: on
+// logs the direct path reads, the propensities are tallied rather than
+// stored per step (propTally), which is all the summary needs of them.
+func ReadSummary(ctx context.Context, files []string, opts Options) (Summary, error) {
+	if err := opts.check(); err != nil {
+		return Summary{}, err
+	}
+	if len(files) == 0 {
+		return Summary{}, fmt.Errorf("%w: no input files", ErrEmpty)
+	}
+	srcs, err := openSourceFiles(files)
+	if err != nil {
+		return Summary{}, err
+	}
+	defer closeAll(srcs)
+	var t propTally
+	d, err := readSources(ctx, srcs, opts, &t)
+	if err != nil {
+		return Summary{}, err
+	}
+	return summarize(d, &t), nil
 }
 
 // openSourceFiles opens the named files, refusing a directory and a file
@@ -109,7 +132,9 @@ type unit struct {
 	rowBase  int64
 }
 
-func readSources(ctx context.Context, srcs []source, opts Options) (*Dataset, error) {
+// readSources reads the opened sources; with t not nil, the direct path
+// tallies the propensities into t instead of storing them (readDirect).
+func readSources(ctx context.Context, srcs []source, opts Options, t *propTally) (*Dataset, error) {
 	if err := opts.check(); err != nil {
 		return nil, err
 	}
@@ -117,7 +142,7 @@ func readSources(ctx context.Context, srcs []source, opts Options) (*Dataset, er
 	if err != nil {
 		return nil, err
 	}
-	d, err := readDirect(ctx, files, units, opts)
+	d, err := readDirect(ctx, files, units, opts, t)
 	if err != errExact {
 		return d, err
 	}

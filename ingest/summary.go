@@ -78,12 +78,22 @@ const FirstQuarantined = 10
 
 // Summarize computes the inspect figures of d.
 func Summarize(d *Dataset) Summary {
+	return summarize(d, nil)
+}
+
+// summarize is Summarize, with the propensities of the tally t when it
+// counted them in place of d.Propensity.
+func summarize(d *Dataset, t *propTally) Summary {
 	s := newSummary(d)
 	// The distinct-history counts run beside the rest of the summary;
 	// they write only s.Histories.
 	histories := parallel.Go(func() { s.Histories = DistinctHistories(d) })
 	s.countSteps(d)
-	s.summarizePropensities(d)
+	if t != nil && t.counted {
+		s.tallyPropensities(t)
+	} else {
+		s.summarizePropensities(d)
+	}
 	histories()
 	return s
 }
@@ -182,7 +192,7 @@ func (s *Summary) summarizePropensities(d *Dataset) {
 			visit(d.Propensity[k*H : k*H+int(d.Length[k])])
 		}
 	}
-	qs := []float64{0, 0.01, 0.05, 0.25, 0.5, 1}
+	qs := propensityQuantiles
 	q, ok := fewQuantiles(int(s.LoggedRows), logged, qs, fewDistinct)
 	if !ok {
 		q = streamQuantiles(int(s.LoggedRows), logged, qs)
@@ -190,6 +200,17 @@ func (s *Summary) summarizePropensities(d *Dataset) {
 	s.Propensity = &Quantiles{q[0], q[1], q[2], q[3], q[4], q[5]}
 	s.Iota = q[0]
 }
+
+// tallyPropensities is summarizePropensities from a tally of the logged
+// propensities.
+func (s *Summary) tallyPropensities(t *propTally) {
+	q := t.quantiles(propensityQuantiles)
+	s.Propensity = &Quantiles{q[0], q[1], q[2], q[3], q[4], q[5]}
+	s.Iota = q[0]
+}
+
+// propensityQuantiles are the quantiles of Summary.Propensity.
+var propensityQuantiles = []float64{0, 0.01, 0.05, 0.25, 0.5, 1}
 
 func top(vocab []string, count []int64) []SymbolCount {
 	out := make([]SymbolCount, 0, len(vocab))
@@ -659,6 +680,23 @@ func (c *fewCounter) add(seg []float64) {
 		}
 		c.count[i]++
 	}
+}
+
+// addCount counts c copies of the positive value v.
+func (c *fewCounter) addCount(v float64, n int) {
+	if !c.ok {
+		return
+	}
+	i, found := c.slot(math.Float64bits(v))
+	if !found {
+		if c.distinct == c.max {
+			c.ok = false
+			return
+		}
+		c.key[i] = math.Float64bits(v)
+		c.distinct++
+	}
+	c.count[i] += n
 }
 
 // slot is the table slot of the bits b: the one holding them (found) or

@@ -1,12 +1,17 @@
 package ingest
 
 import (
+	"context"
+	"fmt"
 	"math"
 	"math/bits"
 	"math/rand/v2"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"testing"
+
+	"github.com/parquet-go/parquet-go"
 )
 
 // handDataset: H=2, three episodes, the last ended after step 1.
@@ -281,5 +286,81 @@ func TestDistinctByPathsWidths(t *testing.T) {
 	}
 	if got := DistinctHistories(&Dataset{Horizon: 3, ObsVocab: []string{"o"}, ActVocab: []string{"a"}}); !slices.Equal(got, []int{0, 0, 0}) {
 		t.Fatalf("no episodes: %v", got)
+	}
+}
+
+// TestReadSummaryMatches: ReadSummary, which tallies the propensities on
+// the direct path instead of storing them, gives the Summary of
+// Summarize(Read(...)): with few and with many (more than fewDistinct)
+// distinct propensities, dictionary-encoded, plain, or both in one read,
+// with episodes that end early, without a propensity column, and on
+// logs only the exact path reads (skip mode with an invalid episode).
+func TestReadSummaryMatches(t *testing.T) {
+	dir := t.TempDir()
+	rng := rand.New(rand.NewPCG(31, 32))
+	// write writes K episodes of up to 4 steps whose propensities take
+	// m values, the column dictionary-encoded when dict.
+	write := func(name string, K, m int, dict, withProp bool, bad bool) string {
+		tb := logTable(withProp, true)
+		if withProp && dict {
+			tb.nodes[5] = parquet.Encoded(parquet.Leaf(parquet.DoubleType), &parquet.RLEDictionary)
+		}
+		for k := range K {
+			L := 4 - rng.IntN(2)*rng.IntN(4)
+			for h := 1; h <= L; h++ {
+				r := []any{fmt.Sprintf("%s-%d", name, k), int64(h), fmt.Sprint("o", rng.IntN(3)), fmt.Sprint("a", rng.IntN(2)), rng.NormFloat64()}
+				if withProp {
+					r = append(r, float64(1+rng.IntN(m))/float64(m))
+				}
+				tb.add(append(r, h == L && L < 4)...)
+			}
+		}
+		if bad {
+			r := []any{name + "-bad", int64(2), "o0", "a0", 0.0}
+			if withProp {
+				r = append(r, 0.5)
+			}
+			tb.add(append(r, false)...)
+		}
+		return tb.write(t, filepath.Join(dir, name+".parquet"), 97)
+	}
+	cases := []struct {
+		name  string
+		files []string
+		opts  Options
+	}{
+		{"few, dictionary", []string{write("few", 300, 4, true, true, false)}, Options{}},
+		{"many, dictionary", []string{write("many", 300, 300, true, true, false)}, Options{}},
+		{"few, plain", []string{write("plain", 300, 4, false, true, false)}, Options{}},
+		{"dictionary and plain", []string{write("d1", 200, 5, true, true, false), write("p1", 200, 5, false, true, false)}, Options{}},
+		{"many, dictionary and plain", []string{write("d2", 200, 300, true, true, false), write("p2", 200, 300, false, true, false)}, Options{}},
+		{"no propensities", []string{write("none", 200, 1, false, false, false)}, Options{}},
+		{"exact path", []string{write("skip", 200, 4, true, true, true)}, Options{OnInvalid: OnInvalidSkip}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			d, err := Read(context.Background(), c.files, c.opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := Summarize(d)
+			for _, w := range []int{1, 2} {
+				opts := c.opts
+				opts.Workers = w
+				got, err := ReadSummary(context.Background(), c.files, opts)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !reflect.DeepEqual(got, want) {
+					t.Fatalf("workers=%d:\nReadSummary %+v\nSummarize   %+v", w, got, want)
+				}
+			}
+			if c.opts.OnInvalid == "" && want.Propensity != nil {
+				var tl propTally // the direct path tallied, without an array
+				if d := readDirectTally(t, c.files, c.opts, &tl); !tl.counted || d.Propensity != nil || tl.n() != int(want.LoggedRows) {
+					t.Fatalf("direct path: counted %v, array %v, %d values of %d", tl.counted, d.Propensity != nil, tl.n(), want.LoggedRows)
+				}
+			}
+		})
 	}
 }

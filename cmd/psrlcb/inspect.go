@@ -107,11 +107,11 @@ func runInspect(ctx context.Context, w io.Writer, o inspectOptions) error {
 		return inspectRunDir(w, o.runDir, o)
 	}
 	files := o.files
-	d, err := ingest.Read(ctx, files, o.ingest)
+	sum, err := ingest.ReadSummary(ctx, files, o.ingest)
 	if err != nil {
 		return err
 	}
-	rep := inspectReport{Files: files, Summary: ingest.Summarize(d), FileBytes: fileBytes(files)}
+	rep := inspectReport{Files: files, Summary: sum, FileBytes: fileBytes(files)}
 	if o.json {
 		return writeJSON(w, rep)
 	}
