@@ -44,7 +44,8 @@ type directPlan struct {
 	chunks  []*chunk
 	rows    int64
 	H       int
-	ids     []string
+	ids     []string // nil when not named (planDirect)
+	K       int
 	lengths []int32
 	padded  bool
 }
@@ -58,7 +59,7 @@ func readDirect(ctx context.Context, files []*openedFile, units []unit, opts Opt
 	if !directPath {
 		return nil, errExact
 	}
-	pl, err := planDirect(ctx, files, units, opts)
+	pl, err := planDirect(ctx, files, units, opts, t == nil)
 	if err != nil {
 		return nil, err
 	}
@@ -67,8 +68,10 @@ func readDirect(ctx context.Context, files []*openedFile, units []unit, opts Opt
 
 // planDirect is pass 1: it reads the episode ids, steps and terminal
 // flags of every row group and fixes the horizon, the episodes and their
-// lengths (errExact when the logs are not plainly valid).
-func planDirect(ctx context.Context, files []*openedFile, units []unit, opts Options) (*directPlan, error) {
+// lengths (errExact when the logs are not plainly valid). Without names,
+// integer episode ids are not rendered as text (a summary does not use
+// them).
+func planDirect(ctx context.Context, files []*openedFile, units []unit, opts Options, names bool) (*directPlan, error) {
 	chunks, err := readKeyChunks(ctx, files, units, opts)
 	if err != nil {
 		return nil, err
@@ -78,7 +81,7 @@ func planDirect(ctx context.Context, files []*openedFile, units []unit, opts Opt
 	if pl.rows == 0 || pl.H == 0 || pl.H > maxDirectHorizon {
 		return nil, errExact
 	}
-	if err := pl.episodes(ctx, opts.Workers); err != nil {
+	if err := pl.episodes(ctx, opts.Workers, names); err != nil {
 		return nil, err
 	}
 	return pl, nil
@@ -86,9 +89,8 @@ func planDirect(ctx context.Context, files []*openedFile, units []unit, opts Opt
 
 // episodes fixes the plan's episode ids and lengths from its chunks' ids,
 // steps and terminal flags (errExact when they are not plainly valid).
-func (pl *directPlan) episodes(ctx context.Context, workers int) error {
-	ids, epL2G := episodeKeys(pl.chunks)
-	K := len(ids)
+func (pl *directPlan) episodes(ctx context.Context, workers int, names bool) error {
+	ids, K, epL2G := episodeKeys(pl.chunks, names)
 	if int64(K)*int64(pl.H) > math.MaxInt32 {
 		return errExact
 	}
@@ -96,7 +98,7 @@ func (pl *directPlan) episodes(ctx context.Context, workers int) error {
 	if err != nil {
 		return err
 	}
-	pl.ids = ids
+	pl.ids, pl.K = ids, K
 	pl.lengths, pl.padded, err = directLengths(steps, term, pl.H)
 	return err
 }
@@ -124,7 +126,7 @@ func (pl *directPlan) scatter(ctx context.Context, files []*openedFile, units []
 		tallies = make([]propTally, len(units))
 	}
 	d := &Dataset{Horizon: pl.H, Rows: pl.rows, EpisodeIDs: pl.ids, Length: pl.lengths}
-	if err := allocSteps(d, len(pl.ids)*pl.H, hasProp && tallies == nil, opts.Arrays); err != nil {
+	if err := allocSteps(d, pl.K*pl.H, hasProp && tallies == nil, opts.Arrays); err != nil {
 		return nil, fmt.Errorf("%w: the logs' step arrays: %v", ErrIO, err)
 	}
 	var obsSet, actSet symbolSet

@@ -376,12 +376,19 @@ func renderIntsInto(out []string, vals []int64) {
 // episodeKeys merges the episode ids of all chunks. Integer ids sort
 // numerically; if any file has string ids, all ids are compared as strings
 // (integers rendered in decimal).
-func episodeKeys(chunks []*chunk) (ids []string, l2g [][]int32) {
+//
+// Without names, integer ids are not rendered (ids is nil); K is the
+// number of distinct ids either way.
+func episodeKeys(chunks []*chunk, names bool) (ids []string, K int, l2g [][]int32) {
 	if !anyStringIDs(chunks) {
 		g, m := mergeKeys(intIDs(chunks))
-		return renderInts(g), m
+		if names {
+			ids = renderInts(g)
+		}
+		return ids, len(g), m
 	}
-	return mergeKeys(stringIDs(chunks))
+	ids, l2g = mergeKeys(stringIDs(chunks))
+	return ids, len(ids), l2g
 }
 
 // anyStringIDs reports whether any chunk has string episode ids.
@@ -551,7 +558,7 @@ type assembly struct {
 // against their episodes.
 func newAssembly(files []*openedFile, chunks []*chunk, rows int64) *assembly {
 	a := &assembly{files: files, chunks: chunks, rows: rows}
-	a.ids, a.epL2G = episodeKeys(chunks)
+	a.ids, _, a.epL2G = episodeKeys(chunks, true)
 	a.badEp = make([]*EpisodeError, len(a.ids))
 	for ci, c := range chunks {
 		for _, b := range c.bad {
