@@ -86,8 +86,14 @@ func Summarize(d *Dataset) Summary {
 func summarize(d *Dataset, t *propTally) Summary {
 	s := newSummary(d)
 	// The distinct-history counts run beside the rest of the summary;
-	// they write only s.Histories.
-	histories := parallel.Go(func() { s.Histories = DistinctHistories(d) })
+	// they write only s.Histories. When they sort the episodes' keys,
+	// the keys are made on both cores first.
+	var histories func()
+	if keys, ok := pathKeys(d); ok {
+		histories = parallel.Go(func() { s.Histories = distinctSortedPaths(d, keys) })
+	} else {
+		histories = parallel.Go(func() { s.Histories = DistinctHistories(d) })
+	}
 	s.countSteps(d)
 	if t != nil && t.counted {
 		s.tallyPropensities(t)
@@ -294,22 +300,44 @@ func DistinctHistories(d *Dataset) []int {
 // distinct exactly where neighbours first differ at a step ≤ h, found
 // from the leading zeros of the two keys' XOR. false when H·b > 64.
 func distinctByPaths(d *Dataset) ([]int, bool) {
-	K, H, nA := d.NumEpisodes(), d.Horizon, d.NumActions()
-	b := max(1, bits.Len(uint(d.NumObs()*nA-1)))
+	keys, ok := pathKeys(d)
+	if !ok {
+		return nil, false
+	}
+	return distinctSortedPaths(d, keys), true
+}
+
+// pathBits is the width b of an (o, a) code in distinctByPaths's keys.
+func pathBits(d *Dataset) int { return max(1, bits.Len(uint(d.NumObs()*d.NumActions()-1))) }
+
+// pathKeys is the key of each episode (distinctByPaths), made in parallel
+// parts of 2¹⁶ episodes; false when they do not fit in 64 bits.
+func pathKeys(d *Dataset) ([]uint64, bool) {
+	K, H, nA, b := d.NumEpisodes(), d.Horizon, d.NumActions(), pathBits(d)
 	if H*b > 64 {
 		return nil, false
 	}
+	keys := make([]uint64, K)
+	const part = 1 << 16
+	parallel.Do((K+part-1)/part, 0, func(p int) {
+		for k := p * part; k < min(K, (p+1)*part); k++ {
+			var key uint64
+			for i := k * H; i < (k+1)*H; i++ {
+				key = key<<b | uint64(int(d.Obs[i])*nA+int(d.Act[i]))
+			}
+			keys[k] = key
+		}
+	})
+	return keys, true
+}
+
+// distinctSortedPaths is distinctByPaths from the episodes' keys, which
+// it sorts in place.
+func distinctSortedPaths(d *Dataset, keys []uint64) []int {
+	K, H, b := len(keys), d.Horizon, pathBits(d)
 	out := make([]int, H)
 	if K == 0 {
-		return out, true
-	}
-	keys := make([]uint64, K)
-	for k := range keys {
-		var key uint64
-		for i := k * H; i < (k+1)*H; i++ {
-			key = key<<b | uint64(int(d.Obs[i])*nA+int(d.Act[i]))
-		}
-		keys[k] = key
+		return out
 	}
 	radixSortKeys(keys, make([]uint64, K), H*b)
 	firstDiff := make([]int, H) // neighbours whose first difference is at step h+1
@@ -324,7 +352,7 @@ func distinctByPaths(d *Dataset) ([]int, bool) {
 		n += firstDiff[h]
 		out[h] = n
 	}
-	return out, true
+	return out
 }
 
 // radixSortKeys sorts keys of at most width bits ascending with 16-bit
