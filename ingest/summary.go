@@ -360,15 +360,7 @@ func distinctSortedPaths(d *Dataset, keys []uint64) []int {
 func radixSortKeys(keys, tmp []uint64, width int) {
 	var count [1 << 16]int
 	for shift := 0; shift < width; shift += 16 {
-		clear(count[:])
-		for _, k := range keys {
-			count[(k>>shift)&0xFFFF]++
-		}
-		sum := 0
-		for i, c := range count {
-			count[i] = sum
-			sum += c
-		}
+		digitStarts(keys, uint(shift), &count)
 		for _, k := range keys {
 			d := (k >> shift) & 0xFFFF
 			tmp[count[d]] = k
@@ -620,20 +612,26 @@ func (r *historyIDs) step(d *Dataset, h int, distinct uint64) uint64 {
 	return id + 1
 }
 
+// digitStarts sets start[d] to the number of keys whose 16-bit digit at
+// shift is below d: where an LSD pass puts the first key of digit d.
+func digitStarts(keys []uint64, shift uint, start *[1 << 16]int) {
+	clear(start[:])
+	for _, k := range keys {
+		start[(k>>shift)&0xFFFF]++
+	}
+	sum := 0
+	for i, c := range start {
+		start[i] = sum
+		sum += c
+	}
+}
+
 // radixSort sorts keys (carrying idx) ascending with 16-bit LSD passes,
 // as many as maxKey needs; tmp slices have the same length.
 func radixSort(keys []uint64, idx []int32, tmpK []uint64, tmpI []int32, maxKey uint64) {
 	var count [1 << 16]int
 	for shift := uint(0); shift < 64 && maxKey>>shift > 0; shift += 16 {
-		clear(count[:])
-		for _, k := range keys {
-			count[(k>>shift)&0xFFFF]++
-		}
-		sum := 0
-		for i, c := range count {
-			count[i] = sum
-			sum += c
-		}
+		digitStarts(keys, shift, &count)
 		for j, k := range keys {
 			b := (k >> shift) & 0xFFFF
 			tmpK[count[b]] = k
@@ -693,38 +691,41 @@ func (c *fewCounter) add(seg []float64) {
 		return
 	}
 	for _, v := range seg {
-		if !(v > 0) {
-			c.ok = false
+		i, ok := c.entry(v)
+		if !ok {
 			return
-		}
-		i, found := c.slot(math.Float64bits(v))
-		if !found {
-			if c.distinct == c.max {
-				c.ok = false
-				return
-			}
-			c.key[i] = math.Float64bits(v)
-			c.distinct++
 		}
 		c.count[i]++
 	}
 }
 
-// addCount counts c copies of the positive value v.
+// addCount counts n copies of the value v.
 func (c *fewCounter) addCount(v float64, n int) {
 	if !c.ok {
 		return
+	}
+	if i, ok := c.entry(v); ok {
+		c.count[i] += n
+	}
+}
+
+// entry is the slot of v, taken for it when it is new; false (and c.ok
+// false) when v is not positive or the table already holds max values.
+func (c *fewCounter) entry(v float64) (uint64, bool) {
+	if !(v > 0) {
+		c.ok = false
+		return 0, false
 	}
 	i, found := c.slot(math.Float64bits(v))
 	if !found {
 		if c.distinct == c.max {
 			c.ok = false
-			return
+			return 0, false
 		}
 		c.key[i] = math.Float64bits(v)
 		c.distinct++
 	}
-	c.count[i] += n
+	return i, true
 }
 
 // slot is the table slot of the bits b: the one holding them (found) or
