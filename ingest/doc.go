@@ -30,5 +30,8 @@
 // file, episode and step. Failures to read a file match ErrIO. A damaged
 // file yields ErrUnreadable, never a panic.
 //
-// Summarize computes the figures `psrlcb inspect` prints.
+// Summarize computes the figures `psrlcb inspect` prints from a Dataset;
+// ReadSummary reads the logs and computes the same figures without
+// keeping what they do not need (the propensities per step, the episode
+// ids as text), which is what inspect calls.
 package ingest
