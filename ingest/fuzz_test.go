@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
 	"testing"
 
 	"github.com/parquet-go/parquet-go"
@@ -63,6 +64,17 @@ func FuzzIngest(f *testing.F) {
 				continue
 			}
 			checkInvariants(t, d)
+			// The summary's reader (propensities tallied, ids not
+			// rendered) gives the same Summary, never a panic.
+			var tl propTally
+			src = source{name: "fuzz.parquet", r: bytes.NewReader(data), size: int64(len(data))}
+			ds, err := readSources(context.Background(), []source{src}, Options{OnInvalid: mode}, &tl)
+			if err != nil {
+				t.Fatalf("the summary's read failed where Read did not: %v", err)
+			}
+			if got, want := summarize(ds, &tl), Summarize(d); !reflect.DeepEqual(got, want) {
+				t.Fatalf("summary's read %+v, Read %+v", got, want)
+			}
 		}
 	})
 }
