@@ -172,7 +172,7 @@ func (c *chunk) checkReserved(t *symTable, dst []uint16, col string) {
 	if t.intKind {
 		return
 	}
-	code, ok := t.strs[EndSymbol]
+	code, ok := t.code(EndSymbol)
 	if !ok {
 		return
 	}

@@ -9,6 +9,7 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"unsafe"
 
 	"github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/format"
@@ -407,18 +408,14 @@ func byteArrays(p parquet.Page, need int) ([]byte, []uint32, error) {
 // categorical column, in order of first appearance.
 type symTable struct {
 	intKind bool
-	ints    map[int64]int32 // nil while the values seen are increasing
-	strs    map[string]int32
-	vals    []int64  // distinct integer values, by code
-	names   []string // distinct strings, by code
+	ints    map[int64]int32  // nil while the values seen are increasing
+	strs    map[string]int32 // nil while the strings seen are increasing
+	vals    []int64          // distinct integer values, by code
+	names   []string         // distinct strings, by code
 }
 
 func newSymTable(intKind bool) *symTable {
-	t := &symTable{intKind: intKind}
-	if !intKind {
-		t.strs = map[string]int32{}
-	}
-	return t
+	return &symTable{intKind: intKind}
 }
 
 func (t *symTable) len() int {
@@ -461,15 +458,64 @@ func (t *symTable) int(v int64) int32 {
 	return c
 }
 
+// str is the code of the string b, numbered when new. Increasing strings
+// (ids of a file sorted by episode) need no map, as for integers; a
+// dictionary's strings come as substrings of one string (strIn).
 func (t *symTable) str(b []byte) int32 {
-	c, ok := t.strs[string(b)] // no allocation for the lookup
-	if !ok {
-		s := string(b)
-		c = int32(len(t.names))
-		t.strs[s] = c
-		t.names = append(t.names, s)
+	// The lookup does not keep the string, so it may share b's bytes.
+	if c, ok := t.lookup(unsafe.String(unsafe.SliceData(b), len(b))); ok {
+		return c
 	}
+	return t.add(string(b))
+}
+
+// strIn is str of all[lo:hi], kept as a substring when new (no
+// allocation).
+func (t *symTable) strIn(all string, lo, hi int) int32 {
+	if c, ok := t.lookup(all[lo:hi]); ok {
+		return c
+	}
+	return t.add(all[lo:hi])
+}
+
+// lookup is the code of s when the table has it; while the strings are
+// increasing, a new string beyond the last is reported absent, and any
+// other one makes the map.
+func (t *symTable) lookup(s string) (int32, bool) {
+	if t.strs == nil {
+		n := len(t.names)
+		if n == 0 || s > t.names[n-1] {
+			return 0, false
+		} else if s == t.names[n-1] {
+			return int32(n - 1), true
+		}
+		t.strs = make(map[string]int32, 2*n)
+		for i, x := range t.names {
+			t.strs[x] = int32(i)
+		}
+	}
+	c, ok := t.strs[s]
+	return c, ok
+}
+
+// add numbers the new string s.
+func (t *symTable) add(s string) int32 {
+	c := int32(len(t.names))
+	if t.strs != nil {
+		t.strs[s] = c
+	}
+	t.names = append(t.names, s)
 	return c
+}
+
+// code is the code of s, false when the table does not have it.
+func (t *symTable) code(s string) (int32, bool) {
+	if t.strs == nil {
+		i, ok := slices.BinarySearch(t.names, s) // increasing
+		return int32(i), ok
+	}
+	c, ok := t.strs[s]
+	return c, ok
 }
 
 // render returns the symbols of the table as strings (integers in decimal).

@@ -251,8 +251,12 @@ func dictSymbols(dst []int32, dict parquet.Dictionary, spec colSpec, t *symTable
 	if err != nil {
 		return nil, err
 	}
+	if dict.Len() == 0 {
+		return dst, nil
+	}
+	all := string(data[off[0]:off[dict.Len()]]) // one allocation for the new symbols
 	for i := range dict.Len() {
-		dst = append(dst, t.str(data[off[i]:off[i+1]]))
+		dst = append(dst, t.strIn(all, int(off[i]-off[0]), int(off[i+1]-off[0])))
 	}
 	return dst, nil
 }

@@ -3,8 +3,10 @@ package ingest
 import (
 	"cmp"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"slices"
 	"strconv"
@@ -243,25 +245,81 @@ func readUnits(ctx context.Context, files []*openedFile, units []unit, opts Opti
 
 // mergeKeys merges the chunk-local key tables into one sorted table of
 // distinct keys and returns, per chunk, the map from local to global code.
-func mergeKeys[T cmp.Ordered](local [][]T) (global []T, l2g [][]int32) {
+func mergeKeys[T int64 | string](local [][]T) (global []T, l2g [][]int32) {
 	if global, l2g, ok := mergeIncreasing(local); ok {
 		return global, l2g
 	}
-	perms := make([][]int32, len(local))
-	parallel.Do(len(local), 0, func(c int) { perms[c] = sortedOrder(local[c]) })
-	total := 0
-	for _, l := range local {
-		total += len(l)
+	var prefix func(T) uint64
+	switch f := any(prefix8).(type) {
+	case func(T) uint64: // strings
+		prefix = f
+	default: // integers, as unsigned with the sign bit flipped
+		prefix = func(v T) uint64 { return uint64(any(v).(int64)) ^ 1<<63 }
+	}
+	return mergeByPrefix(local, prefix)
+}
+
+// mergeByPrefix is mergeKeys for keys in no order (ids such as UUIDs or
+// hashes): every key is sorted at once by a 64-bit number that orders the
+// keys as they order (radixSort), up to ties among keys of one number,
+// sorted by the keys themselves after: an integer as unsigned with its
+// sign bit flipped (no ties), a string by its first 8 bytes as a
+// big-endian number (prefix8). Comparisons at every step of a sort or a
+// merge of a million string ids cost more than the rest of inspect.
+func mergeByPrefix[T cmp.Ordered](local [][]T, prefix func(T) uint64) (global []T, l2g [][]int32) {
+	starts := make([]int, len(local)+1)
+	for c, l := range local {
+		starts[c+1] = starts[c] + len(l)
+	}
+	total := starts[len(local)]
+	flat := make([]T, total)
+	pre := make([]uint64, total)
+	idx := make([]int32, total)
+	parallel.Do(len(local), 0, func(c int) {
+		for i, s := range local[c] {
+			j := starts[c] + i
+			flat[j], pre[j], idx[j] = s, prefix(s), int32(j)
+		}
+	})
+	if total < 1<<12 { // too few for the radix passes' tables of 2¹⁶ counts
+		slices.SortFunc(idx, func(x, y int32) int { return cmp.Compare(flat[x], flat[y]) })
+		for r, j := range idx {
+			pre[r] = prefix(flat[j])
+		}
+	} else {
+		radixSort(pre, idx, make([]uint64, total), make([]int32, total), math.MaxUint64)
+	}
+	for a := 0; a < total; {
+		b := a + 1
+		for b < total && pre[b] == pre[a] {
+			b++
+		}
+		if b-a > 1 {
+			slices.SortFunc(idx[a:b], func(x, y int32) int { return cmp.Compare(flat[x], flat[y]) })
+		}
+		a = b
 	}
 	global = make([]T, 0, total)
-	for _, l := range local {
-		global = append(global, l...)
+	code := make([]int32, total) // by place in flat
+	for r, j := range idx {
+		if r == 0 || pre[r] != pre[r-1] || flat[j] != global[len(global)-1] {
+			global = append(global, flat[j])
+		}
+		code[j] = int32(len(global) - 1)
 	}
-	slices.Sort(global)
-	global = slices.Compact(global)
 	l2g = make([][]int32, len(local))
-	parallel.Do(len(local), 0, func(c int) { l2g[c] = globalCodes(local[c], perms[c], global) })
+	for c := range local {
+		l2g[c] = code[starts[c]:starts[c+1]:starts[c+1]]
+	}
 	return global, l2g
+}
+
+// prefix8 is the first 8 bytes of s as a big-endian number, zeros past
+// its end.
+func prefix8(s string) uint64 {
+	var b [8]byte
+	copy(b[:], s)
+	return binary.BigEndian.Uint64(b[:])
 }
 
 // mergeIncreasing is mergeKeys for the usual layout of logs written
@@ -315,32 +373,6 @@ func mergeIncreasing[T cmp.Ordered](local [][]T) (global []T, l2g [][]int32, ok 
 		l2g[c] = m
 	})
 	return global, l2g, true
-}
-
-// sortedOrder is the permutation that sorts keys.
-func sortedOrder[T cmp.Ordered](keys []T) []int32 {
-	p := make([]int32, len(keys))
-	for i := range p {
-		p[i] = int32(i)
-	}
-	if !slices.IsSortedFunc(p, func(a, b int32) int { return cmp.Compare(keys[a], keys[b]) }) {
-		slices.SortFunc(p, func(a, b int32) int { return cmp.Compare(keys[a], keys[b]) })
-	}
-	return p
-}
-
-// globalCodes maps each of keys, in the order perm sorts them, to its
-// index in global (sorted, holding every key).
-func globalCodes[T cmp.Ordered](keys []T, perm []int32, global []T) []int32 {
-	m := make([]int32, len(keys))
-	j := 0
-	for _, i := range perm {
-		for global[j] != keys[i] {
-			j++
-		}
-		m[i] = int32(j)
-	}
-	return m
 }
 
 // renderInts formats integers in decimal, into one buffer per part of

@@ -335,31 +335,52 @@ func TestMergeKeysLayouts(t *testing.T) {
 		"empty between":             {{}, {2, 4}, {}, {4, 8}, {}},
 		"out of order":              {increasing(40, 4), increasing(0, 5)},
 		"overlapping":               {{1, 5, 9}, {3, 4, 10}},
+		"negative, in no order":     {{5, -3, 9, math.MinInt64}, {-100, 2, math.MaxInt64, -3}},
 		"not increasing in a table": {{1, 2, 7}, {9, 8}},
 		"one table":                 {increasing(-10, 30)},
 		"none":                      {},
 	}
+	// Enough keys in no order for the radix passes (4096 or more), of
+	// both signs.
+	var many [][]int64
+	for range 3 {
+		seen := map[int64]bool{}
+		var l []int64
+		for len(l) < 3000 {
+			if v := int64(rng.Uint64()); !seen[v] {
+				seen[v] = true
+				l = append(l, v, -v/2)
+				seen[-v/2] = true
+			}
+		}
+		many = append(many, l)
+	}
+	layouts["many, both signs, in no order"] = many
 	for name, local := range layouts {
-		t.Run(name, func(t *testing.T) {
-			var want []int64
-			for _, l := range local {
-				want = append(want, l...)
+		t.Run(name, func(t *testing.T) { checkMergeKeys(t, local) })
+	}
+}
+
+// checkMergeKeys compares mergeKeys(local) with a sort of all the keys
+// and a binary search of each.
+func checkMergeKeys[T int64 | string](t *testing.T, local [][]T) {
+	t.Helper()
+	var want []T
+	for _, l := range local {
+		want = append(want, l...)
+	}
+	slices.Sort(want)
+	want = slices.Compact(want)
+	global, l2g := mergeKeys(local)
+	if len(global) != len(want) || (len(want) > 0 && !slices.Equal(global, want)) {
+		t.Fatalf("%d keys merged, want %d", len(global), len(want))
+	}
+	for c, l := range local {
+		for i, k := range l {
+			if j, _ := slices.BinarySearch(want, k); int(l2g[c][i]) != j {
+				t.Fatalf("table %d key %v: global code %d, want %d", c, k, l2g[c][i], j)
 			}
-			slices.Sort(want)
-			want = slices.Compact(want)
-			global, l2g := mergeKeys(local)
-			if len(global) != len(want) || (len(want) > 0 && !slices.Equal(global, want)) {
-				t.Fatalf("global = %v, want %v", global, want)
-			}
-			for c, l := range local {
-				for i, k := range l {
-					j, _ := slices.BinarySearch(want, k)
-					if int(l2g[c][i]) != j {
-						t.Fatalf("table %d key %d: global code %d, want %d", c, k, l2g[c][i], j)
-					}
-				}
-			}
-		})
+		}
 	}
 }
 
@@ -376,5 +397,34 @@ func TestRenderIntsParts(t *testing.T) {
 		if got[i] != strconv.FormatInt(v, 10) {
 			t.Fatalf("value %d: %q, want %d", i, got[i], v)
 		}
+	}
+}
+
+// TestMergeStrings: string keys in no order merge into the sorted
+// distinct keys with each local key's index among them, against a sort
+// and a binary search: keys sharing their first 8 bytes, shorter than 8,
+// with NUL bytes, empty, repeated across tables, in few tables (the
+// comparison sort) and in many (the radix passes).
+func TestMergeStrings(t *testing.T) {
+	rng := rand.New(rand.NewPCG(41, 42))
+	alphabet := []string{"", "\x00", "a", "ab", "ab\x00", "abcdefgh", "abcdefgh0", "abcdefgh1", "abcdefghz", "zz", "€", "abcdefg"}
+	gen := func() string {
+		if rng.IntN(3) == 0 {
+			return alphabet[rng.IntN(len(alphabet))]
+		}
+		return fmt.Sprintf("%s%x", alphabet[rng.IntN(len(alphabet))], rng.Uint64N(1<<uint(4*rng.IntN(8))))
+	}
+	for _, tables := range []int{1, 3, 40} {
+		local := make([][]string, tables)
+		for c := range local {
+			seen := map[string]bool{}
+			for range rng.IntN(400) {
+				if s := gen(); !seen[s] { // a table holds each key once
+					seen[s] = true
+					local[c] = append(local[c], s)
+				}
+			}
+		}
+		checkMergeKeys(t, local)
 	}
 }
