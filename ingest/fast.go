@@ -337,15 +337,15 @@ func scatterChunk(of *openedFile, rgIdx int, c *chunk, d *Dataset, obsSet, actSe
 	if err := scatterFloats(cc[cols[schemas.Reward].index], cols[schemas.Reward], c.ep, d.Reward, math.Inf(-1), math.MaxFloat64); err != nil {
 		return err
 	}
-	if spec := cols[schemas.Propensity]; spec.index >= 0 && t != nil {
+	spec := cols[schemas.Propensity]
+	switch {
+	case spec.index < 0:
+		return nil
+	case t != nil:
 		return tallyFloats(cc[spec.index], spec, c.ep, t)
-	} else if spec.index >= 0 {
-		// Propensities are probabilities of the logged action: 0 < p ≤ 1.
-		if err := scatterFloats(cc[spec.index], spec, c.ep, d.Propensity, 0, 1); err != nil {
-			return err
-		}
 	}
-	return nil
+	// Propensities are probabilities of the logged action: 0 < p ≤ 1.
+	return scatterFloats(cc[spec.index], spec, c.ep, d.Propensity, 0, 1)
 }
 
 // allDefined reports whether a page has no null.

@@ -28,6 +28,24 @@ import (
 // which quarantines the episode in Dataset.Quarantined. Data errors match
 // ErrInvalid and their class sentinel; failures to read match ErrIO.
 func Read(ctx context.Context, files []string, opts Options) (*Dataset, error) {
+	return readFiles(ctx, files, opts, nil)
+}
+
+// ReadSummary is Summarize(Read(...)) without keeping the Dataset: on
+// logs the direct path reads, the propensities are tallied rather than
+// stored per step (propTally), which is all the summary needs of them.
+func ReadSummary(ctx context.Context, files []string, opts Options) (Summary, error) {
+	var t propTally
+	d, err := readFiles(ctx, files, opts, &t)
+	if err != nil {
+		return Summary{}, err
+	}
+	return summarize(d, &t), nil
+}
+
+// readFiles opens the named files and reads them (readSources, which
+// checks opts).
+func readFiles(ctx context.Context, files []string, opts Options, t *propTally) (*Dataset, error) {
 	if err := opts.check(); err != nil {
 		return nil, err
 	}
@@ -39,30 +57,7 @@ func Read(ctx context.Context, files []string, opts Options) (*Dataset, error) {
 		return nil, err
 	}
 	defer closeAll(srcs)
-	return readSources(ctx, srcs, opts, nil)
-}
-
-// ReadSummary is Summarize(Read(...)) without keeping the Dataset: on
-// logs the direct path reads, the propensities are tallied rather than
-// stored per step (propTally), which is all the summary needs of them.
-func ReadSummary(ctx context.Context, files []string, opts Options) (Summary, error) {
-	if err := opts.check(); err != nil {
-		return Summary{}, err
-	}
-	if len(files) == 0 {
-		return Summary{}, fmt.Errorf("%w: no input files", ErrEmpty)
-	}
-	srcs, err := openSourceFiles(files)
-	if err != nil {
-		return Summary{}, err
-	}
-	defer closeAll(srcs)
-	var t propTally
-	d, err := readSources(ctx, srcs, opts, &t)
-	if err != nil {
-		return Summary{}, err
-	}
-	return summarize(d, &t), nil
+	return readSources(ctx, srcs, opts, t)
 }
 
 // openSourceFiles opens the named files, refusing a directory and a file
@@ -249,14 +244,17 @@ func mergeKeys[T int64 | string](local [][]T) (global []T, l2g [][]int32) {
 	if global, l2g, ok := mergeIncreasing(local); ok {
 		return global, l2g
 	}
-	var prefix func(T) uint64
-	switch f := any(prefix8).(type) {
-	case func(T) uint64: // strings
-		prefix = f
-	default: // integers, as unsigned with the sign bit flipped
-		prefix = func(v T) uint64 { return uint64(any(v).(int64)) ^ 1<<63 }
+	return mergeByPrefix(local, orderKey[T])
+}
+
+// orderKey is the 64-bit number mergeByPrefix sorts a key by: a string's
+// first 8 bytes (prefix8), an integer as unsigned with its sign bit
+// flipped.
+func orderKey[T int64 | string](v T) uint64 {
+	if s, ok := any(v).(string); ok {
+		return prefix8(s)
 	}
-	return mergeByPrefix(local, prefix)
+	return uint64(any(v).(int64)) ^ 1<<63
 }
 
 // mergeByPrefix is mergeKeys for keys in no order (ids such as UUIDs or
