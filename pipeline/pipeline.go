@@ -63,6 +63,9 @@ type Options struct {
 	// PlanPoints is the belief planner's points per step (0:
 	// policy.DefaultPoints).
 	PlanPoints int
+	// HullBound states the final plan's gap against the belief planner's
+	// hull-interpolated upper bound (policy.PlanOptions.HullBound).
+	HullBound bool
 	// MemoryLimit is the run's memory budget in bytes (0: none): logs
 	// whose compact form exceeds it are refused before they are read,
 	// and the belief planner's table is kept to the rows that fit beside
@@ -267,7 +270,7 @@ func (o Options) params(d *ingest.Dataset) report.Params {
 	return report.Params{
 		RankOption: rank, AlphaOption: o.Alpha.String(), Gamma: o.Gamma,
 		Lambda: o.Lambda, SelectHeldOut: o.SelectHeldOut, LCBCorrection: o.LCBCorrection, Fallback: o.Fallback, PlanBudget: o.PlanBudget, Seed: o.Seed,
-		Planner: o.Planner, PlanRows: o.PlanRows, PlanPoints: o.PlanPoints, MemoryLimit: o.MemoryLimit,
+		Planner: o.Planner, PlanRows: o.PlanRows, PlanPoints: o.PlanPoints, HullBound: o.HullBound, MemoryLimit: o.MemoryLimit,
 		Horizon: d.Horizon, OnInvalid: o.Ingest.OnInvalid, Columns: o.Ingest.Columns,
 		MaxObservations: o.MaxObservations,
 		ReturnRange:     o.ReturnRange,
@@ -725,7 +728,7 @@ func (r *fitRun) planPolicy(ctx context.Context) (pol *policy.Policy, stats *pol
 	// The final plan's stated gap is the one reported: its upper bound
 	// spends more (policy.PlanOptions, TightBound).
 	opts := r.planOpts
-	opts.TightBound = true
+	opts.TightBound, opts.HullBound = true, r.opts.HullBound
 	return policy.Plan(ctx, r.fit.Model, r.bonus, opts)
 }
 

@@ -450,6 +450,9 @@ type beliefPlanner struct {
 	// tightBound: the upper bound takes every point and tries the
 	// relaxed problem's exact value iteration (PlanOptions.TightBound).
 	tightBound bool
+	// hullBound: with tightBound, the upper bound interpolates by the
+	// convex hull of its points (PlanOptions.HullBound).
+	hullBound bool
 }
 
 func newBeliefPlanner(m *estimate.Model, bonus *pessimism.Bonus, points, workers int) (*beliefPlanner, error) {

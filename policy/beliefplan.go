@@ -75,6 +75,7 @@ func beliefPlan(ctx context.Context, m *estimate.Model, bonus *pessimism.Bonus, 
 		return nil, err
 	}
 	bp.tightBound = opts.TightBound
+	bp.hullBound = opts.HullBound && opts.TightBound
 	best, ub, err := bp.planRounds(ctx, ft, rows)
 	if err != nil {
 		return nil, err
@@ -213,6 +214,7 @@ func (bp *beliefPlanner) stats(st *PlanStats, points int, best *Policy, v tval, 
 	st.Planner = PlannerBelief
 	st.Points = points
 	st.PointsCapped = bp.capped
+	st.HullBound = bp.hullBound
 	st.Backups = bp.backups
 	st.Nodes = int64(len(best.Nodes))
 	st.Threshold = eps
@@ -259,6 +261,12 @@ func (p *beliefPlanner) upperBound(ctx context.Context, ft *fallbackTables) (flo
 		if p.tightBound {
 			n = len(pts)
 		}
+		if p.hullBound {
+			if err := p.addHullPoints(ctx, sw, h, pts[:n]); err != nil {
+				return 0, err
+			}
+			continue
+		}
 		for i := range n {
 			p.addSawtoothPoint(sw, h, pts[i].b)
 		}
@@ -280,7 +288,10 @@ func (p *beliefPlanner) upperBound(ctx context.Context, ft *fallbackTables) (flo
 // values of boundRewards and no point yet, and the bound's constant base.
 func (p *beliefPlanner) newSawtooth(ft *fallbackTables) (*sawtooth, float64) {
 	H, S := p.H, p.S
-	sw := &sawtooth{H: H, sets: make([]ubSet, H+2), pred: make([]float64, S), next: make([]float64, S)}
+	sw := &sawtooth{H: H, sets: make([]ubSet, H+2), sc: swScratch{pred: make([]float64, S), next: make([]float64, S)}}
+	if p.hullBound {
+		sw.sc.hull = &hullScratch{}
+	}
 	var base float64
 	sw.rr, sw.vm, base = p.boundRewards(ft)
 	if p.fibAffordable() {
@@ -372,7 +383,12 @@ func fibCorners(fib [][][]float64, vm [][]float64) [][]float64 {
 // addSawtoothPoint backs up the relaxed value at point b of step h and
 // keeps the point when the value is below the corners' interpolation.
 func (p *beliefPlanner) addSawtoothPoint(sw *sawtooth, h int, b []float64) {
-	v := p.upperBackup(sw, h, b)
+	sw.keepPoint(h, b, p.upperBackup(sw, h, b))
+}
+
+// keepPoint keeps point b of step h, of backed-up value v, when v is
+// below the corners' interpolation.
+func (sw *sawtooth) keepPoint(h int, b []float64, v float64) {
 	if g := v - dot(sw.vm[h], b); g < 0 {
 		sw.sets[h].b = append(sw.sets[h].b, b)
 		sw.sets[h].gain = append(sw.sets[h].gain, g)
@@ -383,12 +399,12 @@ func (p *beliefPlanner) addSawtoothPoint(sw *sawtooth, h int, b []float64) {
 // corner values vm[h] (boundRewards), and per step the points whose
 // upper value is below the corners' interpolation.
 type sawtooth struct {
-	H          int
-	rr         [][][]float64
-	vm         [][]float64
-	fib        [][][]float64 // the informed bound's vectors [h][a], nil when too costly
-	sets       []ubSet
-	pred, next []float64 // scratch
+	H    int
+	rr   [][][]float64
+	vm   [][]float64
+	fib  [][][]float64 // the informed bound's vectors [h][a], nil when too costly
+	sets []ubSet
+	sc   swScratch // the scratch of sequential backups; its hull is set with HullBound
 }
 
 // ubSet is one step's sawtooth points.
@@ -399,10 +415,11 @@ type ubSet struct {
 
 // interp is the sawtooth upper value at belief b over s_h (0 past step
 // H): the corners' value, lowered by each kept point's gain in
-// proportion to its weight at b, and by the informed bound where that is
-// lower (both bound the convex optimal value from above, so their
+// proportion to its weight at b, by the hull interpolation's gain when
+// hull is set (hullbound.go), and by the informed bound where that is
+// lower (each bounds the convex optimal value from above, so their
 // minimum does).
-func (sw *sawtooth) interp(h int, b []float64) float64 {
+func (sw *sawtooth) interp(h int, b []float64, hull *hullScratch) float64 {
 	if h > sw.H {
 		return 0
 	}
@@ -410,6 +427,9 @@ func (sw *sawtooth) interp(h int, b []float64) float64 {
 	best := c
 	for i, bi := range sw.sets[h].b {
 		best = min(best, c+sawtoothWeight(b, bi)*sw.sets[h].gain[i])
+	}
+	if hull != nil && len(sw.sets[h].b) > 1 {
+		best = min(best, c+sw.hullGain(h, b, hull))
 	}
 	if sw.fib != nil {
 		informed := math.Inf(-1)
@@ -437,24 +457,29 @@ func sawtoothWeight(b, bi []float64) float64 {
 // s_h: the best action's relaxed reward plus, before step H, the
 // sawtooth values of its successors.
 func (p *beliefPlanner) upperBackup(sw *sawtooth, h int, b []float64) float64 {
+	return p.upperBackupWith(sw, &sw.sc, h, b)
+}
+
+// upperBackupWith is upperBackup with the scratch sc.
+func (p *beliefPlanner) upperBackupWith(sw *sawtooth, sc *swScratch, h int, b []float64) float64 {
 	v := math.Inf(-1)
 	for a := 0; a < p.A; a++ {
-		v = max(v, p.upperQ(sw, h, a, b))
+		v = max(v, p.upperQ(sw, sc, h, a, b))
 	}
 	return v
 }
 
 // upperQ is upperBackup's value of action a: its relaxed reward at b
 // plus, before step H, its successors' sawtooth values.
-func (p *beliefPlanner) upperQ(sw *sawtooth, h, a int, b []float64) float64 {
+func (p *beliefPlanner) upperQ(sw *sawtooth, sc *swScratch, h, a int, b []float64) float64 {
 	O := p.O
 	st := &p.tab[h][a]
 	q := dot(sw.rr[h][a], b)
 	if h < p.H {
-		predict(st.t, b, sw.pred)
+		predict(st.t, b, sc.pred)
 		for o := 0; o < O; o++ {
-			if z := correct(st.e, O, sw.pred, o, sw.next); z > 0 {
-				q += z * sw.interp(h+1, sw.next)
+			if z := correct(st.e, O, sc.pred, o, sc.next); z > 0 {
+				q += z * sw.interp(h+1, sc.next, sc.hull)
 			}
 		}
 	}
@@ -464,7 +489,7 @@ func (p *beliefPlanner) upperQ(sw *sawtooth, h, a int, b []float64) float64 {
 // rootUpper is the sawtooth upper value of the root: Σ_o P(o_1 = o)
 // times the value at the step-1 belief after o.
 func (p *beliefPlanner) rootUpper(sw *sawtooth) float64 {
-	return p.rootValue(func(b []float64) float64 { return sw.interp(1, b) })
+	return p.rootValue(func(b []float64) float64 { return sw.interp(1, b, sw.sc.hull) })
 }
 
 // rootValue is Σ_o P(o_1 = o)·value(b_o), b_o the step-1 belief after o.

@@ -88,6 +88,12 @@ type PlanOptions struct {
 	// second when the vector sets grow too large. fit sets it for its
 	// final plan, whose gap it states, not for the α selection's.
 	TightBound bool
+	// HullBound: with TightBound, the upper bound interpolates between
+	// its points by their convex hull, one small linear program per
+	// successor belief, instead of the sawtooth's one point at a time
+	// (hullbound.go): a smaller stated gap for several times the
+	// bound's cost. fit sets it with --hull-bound.
+	HullBound bool
 	// SearchAbove: under PlannerAuto, when the belief planner's stated
 	// gap is above it, the exact planner's pruned search plans the model
 	// too, and its policy is kept when it is certainly the better one
@@ -175,6 +181,10 @@ type PlanStats struct {
 	// false when the points held every belief the model reaches, so the
 	// gap is the surrogate's and the upper bound's, not the points'.
 	PointsCapped bool
+	// HullBound: the upper bound interpolated between its points by
+	// their convex hull (PlanOptions.HullBound), not by the sawtooth
+	// alone.
+	HullBound bool `json:",omitempty"`
 }
 
 // Plan computes π̄ = argmax_π E_θ̂,π[R(τ_H) − b̂(τ_H)] over deterministic

@@ -37,6 +37,7 @@ type Params struct {
 	Planner       string  // "exact", "belief" or "auto"
 	PlanRows      int64   // row budget of the belief planner's policy table
 	PlanPoints    int     // belief points per step of the belief planner
+	HullBound     bool    // the final plan's gap stated against the hull-interpolated upper bound
 	MemoryLimit   int64   // the run's memory budget in bytes (0: none); not part of the run id
 	// PlanRowsLimited is the belief planner's row budget when the memory
 	// limit lowered it below PlanRows (0: not lowered); part of the run id,
@@ -117,6 +118,9 @@ func optionalParameters(m map[string]any, p Params, out *Outcome) {
 	}
 	if p.ReturnRange != [2]float64{} {
 		m["return_range"] = p.ReturnRange
+	}
+	if p.HullBound {
+		m["hull_bound"] = true
 	}
 	if out.Selection != nil {
 		m["alpha_criterion"] = out.Selection.Criterion
@@ -468,6 +472,11 @@ func planNotes(pl *policy.PlanStats) []string {
 			n = append(n, fmt.Sprintf("That gap is above %.2g: some steps reach more beliefs than the %d points planned at, and more points (--plan-points) may close it.", policy.TargetGap, pl.Points))
 		default:
 			n = append(n, fmt.Sprintf("That gap is above %.2g although the points held every belief the model reaches: it is the upper bound's relaxation of the bonus (a chord of the concave bonus), not a loss more points would recover.", policy.TargetGap))
+		}
+		if pl.HullBound {
+			n = append(n, "The upper bound interpolated between its belief points by their convex hull (--hull-bound).")
+		} else if pl.GapBound > policy.TargetGap {
+			n = append(n, "Part of a gap may be the upper bound's own looseness between its belief points: --hull-bound states it against a tighter bound, the policy unchanged.")
 		}
 		return n
 	}

@@ -9,7 +9,7 @@
 //
 // Usage:
 //
-//	go run ./bench/gap --pomdp ../shared/pomdp/cheese.95.POMDP --horizon 20 [--points 250,500,1000]
+//	go run ./bench/gap --pomdp ../shared/pomdp/cheese.95.POMDP --horizon 20 [--points 250,500,1000] [--hull]
 package main
 
 import (
@@ -35,19 +35,20 @@ func main() {
 	H := flag.Int("horizon", 20, "steps per episode")
 	pts := flag.String("points", "250,500,1000", "belief points per step, comma-separated")
 	rows := flag.Int64("rows", 0, "table rows (0: the planner's default)")
+	hull := flag.Bool("hull", false, "interpolate the upper bound by the convex hull of its points (fit --hull-bound)")
 	flag.Parse()
-	if err := run(context.Background(), *file, *H, *pts, *rows); err != nil {
+	if err := run(context.Background(), *file, *H, *pts, *rows, *hull); err != nil {
 		fmt.Fprintln(os.Stderr, "gap:", err)
 		os.Exit(1)
 	}
 }
 
-func run(ctx context.Context, file string, H int, pts string, rows int64) error {
+func run(ctx context.Context, file string, H int, pts string, rows int64, hull bool) error {
 	m, beh, err := loadUniform(file)
 	if err != nil {
 		return err
 	}
-	g := &gapStudy{m: m, H: H, rows: rows}
+	g := &gapStudy{m: m, H: H, rows: rows, hull: hull}
 	if err := g.trueModel(ctx, beh); err != nil {
 		return err
 	}
@@ -91,6 +92,7 @@ type gapStudy struct {
 	m         *pomdp.POMDP
 	H         int
 	rows      int64
+	hull      bool
 	truth     *estimate.Model
 	b         *pessimism.Bonus
 	vStar, vb float64
@@ -146,7 +148,7 @@ func (g *gapStudy) references(ctx context.Context, beh pomdp.Behavior) error {
 // regret, the table rows and the planning time.
 func (g *gapStudy) plan(ctx context.Context, n int) error {
 	start := time.Now()
-	pol, st, err := policy.Plan(ctx, g.truth, g.b, policy.PlanOptions{Planner: policy.PlannerBelief, Points: n, RowBudget: g.rows, TightBound: true})
+	pol, st, err := policy.Plan(ctx, g.truth, g.b, policy.PlanOptions{Planner: policy.PlannerBelief, Points: n, RowBudget: g.rows, TightBound: true, HullBound: g.hull})
 	if err != nil {
 		return err
 	}

@@ -55,6 +55,7 @@ func fitPlanFlags() []cli.Flag {
 		cliInt64(fitflag.PlanBudget),
 		cliString(fitflag.Planner),
 		cliInt(fitflag.PlanPoints),
+		cliBool(fitflag.HullBound),
 		cliInt64(fitflag.PlanRows),
 	}
 }
@@ -247,6 +248,7 @@ func fitPlannerOptions(c *cli.Context, o *pipeline.Options) error {
 	}
 	o.Planner = c.String("planner")
 	o.PlanPoints = c.Int("plan-points")
+	o.HullBound = c.Bool("hull-bound")
 	o.PlanRows = c.Int64("plan-rows")
 	return nil
 }
@@ -453,6 +455,9 @@ func printBeliefPlanNotes(w io.Writer, plan *policy.PlanStats) {
 			fmt.Fprintf(w, "  the gap is above %.2g: some steps reach more beliefs than the %d points planned at; more --plan-points may close it\n", policy.TargetGap, plan.Points)
 		} else {
 			fmt.Fprintf(w, "  the gap is above %.2g although the points held every belief the model reaches: it is the upper bound's relaxation of the bonus, not a loss more points would recover (docs/planning.md)\n", policy.TargetGap)
+		}
+		if !plan.HullBound {
+			fmt.Fprintf(w, "  part of it may be the upper bound's looseness between its points: --hull-bound states it against a tighter bound (the same policy, a longer final plan)\n")
 		}
 	}
 	if plan.RolloutMass >= 1e-6 {

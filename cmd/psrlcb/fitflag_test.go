@@ -25,7 +25,7 @@ func TestFitUsesSharedFlags(t *testing.T) {
 	want := []sharedFlag{
 		shared(fitflag.Rank), shared(fitflag.MaxRank), shared(fitflag.Dynamics), shared(fitflag.Restarts),
 		shared(fitflag.MaxIter), shared(fitflag.Tol), shared(fitflag.Lambda), shared(fitflag.SelectHeldOut),
-		shared(fitflag.PlanBudget), shared(fitflag.Planner), shared(fitflag.PlanPoints), shared(fitflag.PlanRows),
+		shared(fitflag.PlanBudget), shared(fitflag.Planner), shared(fitflag.PlanPoints), shared(fitflag.PlanRows), shared(fitflag.HullBound),
 		shared(fitflag.Seed), shared(fitflag.Horizon), shared(fitflag.OnInvalid),
 	}
 	got := map[string]sharedFlag{}
@@ -36,7 +36,9 @@ func TestFitUsesSharedFlags(t *testing.T) {
 			t.Fatalf("--%s: no usage to compare", name)
 		}
 		value := df.GetValue()
-		if value == "" {
+		if _, isBool := f.(*cli.BoolFlag); isBool && value == "" {
+			value = "false" // urfave prints no default for a bool flag
+		} else if value == "" {
 			value = "0" // urfave prints no default for a numeric zero
 		}
 		got[name] = sharedFlag{name, df.GetUsage(), value}

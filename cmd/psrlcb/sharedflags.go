@@ -30,6 +30,11 @@ func cliUint64(f fitflag.Flag[uint64]) *cli.Uint64Flag {
 	return &cli.Uint64Flag{Name: f.Name, Value: f.Value, Usage: f.Usage}
 }
 
+// cliBool is the shared bool option f.
+func cliBool(f fitflag.Flag[bool]) *cli.BoolFlag {
+	return &cli.BoolFlag{Name: f.Name, Value: f.Value, Usage: f.Usage}
+}
+
 // cliFloat is the shared float64 option f.
 func cliFloat(f fitflag.Flag[float64]) *cli.Float64Flag {
 	return &cli.Float64Flag{Name: f.Name, Value: f.Value, Usage: f.Usage}

@@ -47,6 +47,7 @@ var (
 	PlanBudget = Flag[int64]{"plan-budget", 0, fmt.Sprintf("node budget of the exact planner; larger trees are planned approximately with a stated gap (0: %d)", policy.DefaultBudget)}
 	Planner    = Flag[string]{"planner", policy.PlannerAuto, `"exact" (dynamic programming over the history tree, pruned search past --plan-budget), "belief" (point-based planning over the model's beliefs) or "auto" (exact when the tree fits --plan-budget)`}
 	PlanPoints = Flag[int]{"plan-points", 0, fmt.Sprintf("belief points per step of the belief planner: more points plan closer to the optimum (its stated gap), at a cost growing with their square (0: %d)", policy.DefaultPoints)}
+	HullBound  = Flag[bool]{"hull-bound", false, "state the belief planner's gap against a tighter upper bound: it interpolates between its belief points by their convex hull (a small linear program per successor belief) instead of one point at a time, at several times the bound's cost; the policy is the same"}
 	PlanRows   = Flag[int64]{"plan-rows", 0, fmt.Sprintf("rows of the belief planner's policy table, the readable view of the controller's most probable decisions (0: %d)", policy.DefaultRowBudget)}
 )
 

@@ -33,7 +33,7 @@ type fitConfig struct {
 	runner, out, rank, dynamics, alpha, onInvalid, workDir *string
 	planner                                                *string
 	ingestOn, memoryLimit                                  *string
-	force                                                  *bool
+	force, hullBound                                       *bool
 	maxRank, restarts, maxIter, horizon, shardEpisodes     *int
 	planPoints                                             *int
 	workers                                                *int
@@ -61,6 +61,7 @@ func registerFlags(fs *flag.FlagSet) *fitConfig {
 		planner:       str(fs, fitflag.Planner),
 		planRows:      num(fs, fitflag.PlanRows),
 		planPoints:    num(fs, fitflag.PlanPoints),
+		hullBound:     fs.Bool(fitflag.HullBound.Name, fitflag.HullBound.Value, fitflag.HullBound.Usage),
 		seed:          num(fs, fitflag.Seed),
 		workers:       fs.Int("workers", 0, "goroutines of the driver (0: all cores)"),
 		horizon:       num(fs, fitflag.Horizon),
@@ -116,7 +117,7 @@ func (c *fitConfig) options() (pipeline.Options, error) {
 	}
 	o.Alpha, o.Lambda, o.SelectHeldOut = spec, *c.lambda, *c.selectHeldOut
 	o.PlanBudget, o.Seed, o.Workers = *c.planBudget, *c.seed, *c.workers
-	o.Planner, o.PlanRows, o.PlanPoints = *c.planner, *c.planRows, *c.planPoints
+	o.Planner, o.PlanRows, o.PlanPoints, o.HullBound = *c.planner, *c.planRows, *c.planPoints, *c.hullBound
 	limit, err := memlimit.Parse(*c.memoryLimit, memlimit.System.Machine())
 	if err != nil {
 		return o, usagef("--memory-limit: %v", err)
