@@ -24,60 +24,54 @@ import (
 func TestExactRelaxedBound(t *testing.T) {
 	ctx := context.Background()
 	tighter, tighterPlan := 0, 0
-	for seed := uint64(1); seed <= 12; seed++ {
-		rng := rand.New(rand.NewPCG(seed, 29))
-		sp := pessimismtest.Spec{States: 2 + int(seed%3), Obs: 2 + int(seed%2), Actions: 2 + int(seed%2), Horizon: 3 + int(seed%3)}
-		m, b0 := uniformLogsModel(t, rng, sp, 200)
-		for _, alpha := range []float64{0, 1} {
-			b := b0.WithAlpha(alpha)
-			_, ex, err := Plan(ctx, m, b, PlanOptions{Planner: PlannerExact})
-			if err != nil || !ex.Exact {
-				t.Fatal(err, ex)
+	spec := func(seed uint64) pessimismtest.Spec {
+		return pessimismtest.Spec{States: 2 + int(seed%3), Obs: 2 + int(seed%2), Actions: 2 + int(seed%2), Horizon: 3 + int(seed%3)}
+	}
+	eachBoundCase(t, 29, spec, func(c boundCase) {
+		seed, alpha, m, b, ex := c.seed, c.alpha, c.m, c.b, c.ex
+		bp, ft, err := prepareBeliefPlan(ctx, m, b, 50, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sw, base := bp.newSawtooth(ft)
+		exact, slack, ok, err := bp.exactRelaxedValue(ctx, sw)
+		if err != nil || !ok {
+			t.Fatalf("seed %d α %g: exact value iteration failed (%v, %v)", seed, alpha, ok, err)
+		}
+		exact -= base
+		for h := bp.H; h >= 1; h-- {
+			for _, pt := range bp.pts[h][:min(len(bp.pts[h]), boundPoints)] {
+				bp.addSawtoothPoint(sw, h, pt.b)
 			}
-			bp, ft, err := prepareBeliefPlan(ctx, m, b, 50, 1)
+		}
+		saw := bp.rootUpper(sw) - base
+		t.Logf("seed %d α %g: optimum %.6f, exact relaxed %.6f, sawtooth %.6f", seed, alpha, ex.Value, exact, saw)
+		if alpha == 0 && math.Abs(exact-ex.Value) > 1e-9 {
+			t.Errorf("seed %d α 0: exact relaxed value %v, exact optimum %v", seed, exact, ex.Value)
+		}
+		if exact+slack < ex.Value-1e-9 || exact > saw+1e-9 {
+			t.Errorf("seed %d α %g: exact relaxed value %v outside [optimum %v, sawtooth %v]", seed, alpha, exact, ex.Value, saw)
+		}
+		if exact < saw-1e-6 {
+			tighter++
+		}
+		// Through Plan: with TightBound the stated upper bound is at or
+		// below the sawtooth's alone, and still above the optimum.
+		var ub [2]float64
+		for i, withExact := range []bool{false, true} {
+			_, st, err := Plan(ctx, m, b, PlanOptions{Planner: PlannerBelief, Points: 50, TightBound: withExact})
 			if err != nil {
 				t.Fatal(err)
 			}
-			sw, base := bp.newSawtooth(ft)
-			exact, slack, ok, err := bp.exactRelaxedValue(ctx, sw)
-			if err != nil || !ok {
-				t.Fatalf("seed %d α %g: exact value iteration failed (%v, %v)", seed, alpha, ok, err)
-			}
-			exact -= base
-			for h := bp.H; h >= 1; h-- {
-				for _, pt := range bp.pts[h][:min(len(bp.pts[h]), boundPoints)] {
-					bp.addSawtoothPoint(sw, h, pt.b)
-				}
-			}
-			saw := bp.rootUpper(sw) - base
-			t.Logf("seed %d α %g: optimum %.6f, exact relaxed %.6f, sawtooth %.6f", seed, alpha, ex.Value, exact, saw)
-			if alpha == 0 && math.Abs(exact-ex.Value) > 1e-9 {
-				t.Errorf("seed %d α 0: exact relaxed value %v, exact optimum %v", seed, exact, ex.Value)
-			}
-			if exact+slack < ex.Value-1e-9 || exact > saw+1e-9 {
-				t.Errorf("seed %d α %g: exact relaxed value %v outside [optimum %v, sawtooth %v]", seed, alpha, exact, ex.Value, saw)
-			}
-			if exact < saw-1e-6 {
-				tighter++
-			}
-			// Through Plan: with TightBound the stated upper bound is at or
-			// below the sawtooth's alone, and still above the optimum.
-			var ub [2]float64
-			for i, withExact := range []bool{false, true} {
-				_, st, err := Plan(ctx, m, b, PlanOptions{Planner: PlannerBelief, Points: 50, TightBound: withExact})
-				if err != nil {
-					t.Fatal(err)
-				}
-				ub[i] = st.UpperBound
-			}
-			if ub[1] > ub[0]+1e-12 || ub[1] < ex.Value-1e-9 {
-				t.Errorf("seed %d α %g: stated upper bound %v with TightBound, %v without, optimum %v", seed, alpha, ub[1], ub[0], ex.Value)
-			}
-			if ub[1] < ub[0]-1e-6 {
-				tighterPlan++
-			}
+			ub[i] = st.UpperBound
 		}
-	}
+		if ub[1] > ub[0]+1e-12 || ub[1] < ex.Value-1e-9 {
+			t.Errorf("seed %d α %g: stated upper bound %v with TightBound, %v without, optimum %v", seed, alpha, ub[1], ub[0], ex.Value)
+		}
+		if ub[1] < ub[0]-1e-6 {
+			tighterPlan++
+		}
+	})
 	if tighter == 0 || tighterPlan == 0 {
 		t.Fatalf("the exact relaxed value was below the sawtooth on %d models, and Plan's stated bound on %d: want some of each", tighter, tighterPlan)
 	}

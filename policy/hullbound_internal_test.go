@@ -3,7 +3,6 @@ package policy
 import (
 	"context"
 	"math"
-	"math/rand/v2"
 	"testing"
 
 	"github.com/psrlcb/psrlcb/pessimism/pessimismtest"
@@ -43,36 +42,29 @@ func TestHullGainByHand(t *testing.T) {
 func TestHullBound(t *testing.T) {
 	ctx := context.Background()
 	tighter := 0
-	for seed := uint64(1); seed <= 12; seed++ {
-		rng := rand.New(rand.NewPCG(seed, 31))
-		sp := pessimismtest.Spec{States: 3 + int(seed%3), Obs: 2 + int(seed%3), Actions: 2 + int(seed%2), Horizon: 3 + int(seed%3)}
-		m, b0 := uniformLogsModel(t, rng, sp, 200)
-		for _, alpha := range []float64{0, 1} {
-			b := b0.WithAlpha(alpha)
-			_, ex, err := Plan(ctx, m, b, PlanOptions{Planner: PlannerExact})
-			if err != nil || !ex.Exact {
-				t.Fatal(err, ex)
-			}
-			_, saw, err := Plan(ctx, m, b, PlanOptions{Planner: PlannerBelief, Points: 8, TightBound: true})
-			if err != nil {
-				t.Fatal(err)
-			}
-			_, hull, err := Plan(ctx, m, b, PlanOptions{Planner: PlannerBelief, Points: 8, TightBound: true, HullBound: true, Workers: 2})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Logf("seed %d α %g: optimum %.6f, sawtooth %.6f, hull %.6f", seed, alpha, ex.Value, saw.UpperBound, hull.UpperBound)
-			if hull.UpperBound > saw.UpperBound+1e-12 || hull.UpperBound < ex.Value-1e-9 {
-				t.Errorf("seed %d α %g: hull bound %v outside [optimum %v, sawtooth %v]", seed, alpha, hull.UpperBound, ex.Value, saw.UpperBound)
-			}
-			if hull.Value != saw.Value {
-				t.Errorf("seed %d α %g: the plan's value moved with the bound: %v, %v", seed, alpha, hull.Value, saw.Value)
-			}
-			if hull.UpperBound < saw.UpperBound-1e-6 {
-				tighter++
-			}
-		}
+	spec := func(seed uint64) pessimismtest.Spec {
+		return pessimismtest.Spec{States: 3 + int(seed%3), Obs: 2 + int(seed%3), Actions: 2 + int(seed%2), Horizon: 3 + int(seed%3)}
 	}
+	eachBoundCase(t, 31, spec, func(c boundCase) {
+		_, saw, err := Plan(ctx, c.m, c.b, PlanOptions{Planner: PlannerBelief, Points: 8, TightBound: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, hull, err := Plan(ctx, c.m, c.b, PlanOptions{Planner: PlannerBelief, Points: 8, TightBound: true, HullBound: true, Workers: 2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("seed %d α %g: optimum %.6f, sawtooth %.6f, hull %.6f", c.seed, c.alpha, c.ex.Value, saw.UpperBound, hull.UpperBound)
+		if hull.UpperBound > saw.UpperBound+1e-12 || hull.UpperBound < c.ex.Value-1e-9 {
+			t.Errorf("seed %d α %g: hull bound %v outside [optimum %v, sawtooth %v]", c.seed, c.alpha, hull.UpperBound, c.ex.Value, saw.UpperBound)
+		}
+		if hull.Value != saw.Value {
+			t.Errorf("seed %d α %g: the plan's value moved with the bound: %v, %v", c.seed, c.alpha, hull.Value, saw.Value)
+		}
+		if hull.UpperBound < saw.UpperBound-1e-6 {
+			tighter++
+		}
+	})
 	if tighter == 0 {
 		t.Fatal("the hull bound was never below the sawtooth: want it tighter on some model")
 	}

@@ -72,6 +72,35 @@ func uniformLogsModel(t *testing.T, rng *rand.Rand, sp pessimismtest.Spec, K int
 	return m, b
 }
 
+// boundCase is one random model of the upper bounds' tests, at one α,
+// with its bonus and the exact planner's figures.
+type boundCase struct {
+	seed  uint64
+	alpha float64
+	m     *estimate.Model
+	b     *pessimism.Bonus
+	ex    *PlanStats
+}
+
+// eachBoundCase calls fn on twelve random models (seeds 1 to 12 of the
+// stream, shapes from spec, bonuses from 200 uniform episodes), each at
+// α = 0 and α = 1, with the exact planner's optimum.
+func eachBoundCase(t *testing.T, stream uint64, spec func(seed uint64) pessimismtest.Spec, fn func(c boundCase)) {
+	t.Helper()
+	for seed := uint64(1); seed <= 12; seed++ {
+		rng := rand.New(rand.NewPCG(seed, stream))
+		m, b0 := uniformLogsModel(t, rng, spec(seed), 200)
+		for _, alpha := range []float64{0, 1} {
+			b := b0.WithAlpha(alpha)
+			_, ex, err := Plan(context.Background(), m, b, PlanOptions{Planner: PlannerExact})
+			if err != nil || !ex.Exact {
+				t.Fatal(err, ex)
+			}
+			fn(boundCase{seed, alpha, m, b, ex})
+		}
+	}
+}
+
 // rootValues is the root's value under the informed bound's vectors and
 // under the corners' interpolation: Σ_o P(o_1 = o) times each at the
 // step-1 belief after o.
