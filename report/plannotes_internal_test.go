@@ -35,3 +35,27 @@ func TestPlanNotesSecondOpinion(t *testing.T) {
 		}
 	}
 }
+
+// TestPlanNotesHullBound: a belief plan stating a gap above the target
+// without the hull bound is told that --hull-bound may state a tighter
+// one; with it, the notes say the bound was the hull's; under the target
+// without it, they say nothing of it.
+func TestPlanNotesHullBound(t *testing.T) {
+	for _, c := range []struct {
+		name       string
+		pl         policy.PlanStats
+		want, lack string
+	}{
+		{"above", policy.PlanStats{Planner: policy.PlannerBelief, Points: 500, GapBound: 0.027, PointsCapped: true}, "--hull-bound states it against a tighter bound", "convex hull (--hull-bound)"},
+		{"hull", policy.PlanStats{Planner: policy.PlannerBelief, Points: 500, GapBound: 0.0235, PointsCapped: true, HullBound: true}, "convex hull (--hull-bound)", "states it against a tighter bound"},
+		{"below", policy.PlanStats{Planner: policy.PlannerBelief, Points: 500, GapBound: 0.01}, "", "--hull-bound"},
+	} {
+		text := strings.Join(planNotes(&c.pl), "\n")
+		if c.want != "" && !strings.Contains(text, c.want) {
+			t.Errorf("%s: notes lack %q:\n%s", c.name, c.want, text)
+		}
+		if strings.Contains(text, c.lack) {
+			t.Errorf("%s: notes say %q:\n%s", c.name, c.lack, text)
+		}
+	}
+}

@@ -19,6 +19,7 @@ import (
 	"github.com/psrlcb/psrlcb/arrowio"
 	"github.com/psrlcb/psrlcb/pessimism"
 	"github.com/psrlcb/psrlcb/pipeline"
+	"github.com/psrlcb/psrlcb/policy"
 	"github.com/psrlcb/psrlcb/report"
 )
 
@@ -426,5 +427,45 @@ func TestFitBeliefPlanner(t *testing.T) {
 	_, code, _ = runFitCLI(t, "fit", exampleLogs, "--out", filepath.Join(root, "x"), "--planner", "fast")
 	if code != exitUsage {
 		t.Errorf("bad --planner: exit %d, want %d", code, exitUsage)
+	}
+}
+
+// TestFitHullBound: --hull-bound reaches the final plan (the manifest's
+// plan and parameters say so), states an upper bound at or below the
+// default's and never below the plan's value, and leaves the plan as it
+// is: the same value, the same table.
+func TestFitHullBound(t *testing.T) {
+	root := t.TempDir()
+	var plans [2]policy.PlanStats
+	var pols [2]*policy.Policy
+	for i, extra := range [][]string{nil, {"--hull-bound"}} {
+		dir := filepath.Join(root, fmt.Sprint("run", i))
+		args := append([]string{"fit", exampleLogs, "--out", dir, "--planner", "belief"}, fastFit...)
+		if out, code, err := runFitCLI(t, append(args, extra...)...); code != 0 {
+			t.Fatalf("fit %v: exit %d: %v\n%s", extra, code, err, out)
+		}
+		m, err := report.ReadManifest(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := m.Parameters["hull_bound"] == true; got != (i == 1) || m.Plan.HullBound != (i == 1) {
+			t.Errorf("fit %v: parameter hull_bound %v, plan HullBound %v", extra, m.Parameters["hull_bound"], m.Plan.HullBound)
+		}
+		plans[i] = m.Plan
+		if pols[i], _, err = policy.ReadFile(dir); err != nil {
+			t.Fatal(err)
+		}
+	}
+	saw, hull := plans[0], plans[1]
+	if hull.UpperBound > saw.UpperBound+1e-12 || hull.UpperBound < hull.Value-1e-12 || hull.Value != saw.Value {
+		t.Errorf("upper bound %v with --hull-bound, %v without; values %v and %v", hull.UpperBound, saw.UpperBound, hull.Value, saw.Value)
+	}
+	if len(pols[0].Nodes) != len(pols[1].Nodes) {
+		t.Fatalf("tables of %d and %d rows", len(pols[0].Nodes), len(pols[1].Nodes))
+	}
+	for k := range pols[0].Nodes {
+		if pols[0].Nodes[k] != pols[1].Nodes[k] {
+			t.Fatalf("row %d: %+v without --hull-bound, %+v with", k, pols[0].Nodes[k], pols[1].Nodes[k])
+		}
 	}
 }

@@ -155,15 +155,15 @@ func TestUsageErrors(t *testing.T) {
 	}
 }
 
-// TestPlannerFlags: --planner, --plan-rows and --plan-points reach the
-// pipeline's options as psrlcb fit's do.
+// TestPlannerFlags: --planner, --plan-rows, --plan-points and
+// --hull-bound reach the pipeline's options as psrlcb fit's do.
 func TestPlannerFlags(t *testing.T) {
-	c, _ := config(t, "--planner", "belief", "--plan-rows", "400", "--plan-points", "250", "--out", "unused", tigerLogs)
+	c, _ := config(t, "--planner", "belief", "--plan-rows", "400", "--plan-points", "250", "--hull-bound", "--out", "unused", tigerLogs)
 	opts, err := c.options()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if opts.Planner != "belief" || opts.PlanRows != 400 || opts.PlanPoints != 250 {
-		t.Fatalf("options: planner %q, rows %d, points %d", opts.Planner, opts.PlanRows, opts.PlanPoints)
+	if opts.Planner != "belief" || opts.PlanRows != 400 || opts.PlanPoints != 250 || !opts.HullBound {
+		t.Fatalf("options: planner %q, rows %d, points %d, hull bound %v", opts.Planner, opts.PlanRows, opts.PlanPoints, opts.HullBound)
 	}
 }
