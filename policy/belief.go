@@ -453,6 +453,10 @@ type beliefPlanner struct {
 	// hullBound: with tightBound, the upper bound interpolates by the
 	// convex hull of its points (PlanOptions.HullBound).
 	hullBound bool
+	// trials: the upper bound runs up to this many gap-search trials
+	// and keeps the beliefs they pass in trialPts (gapsearch.go).
+	trials   int
+	trialPts [][]bpoint
 }
 
 func newBeliefPlanner(m *estimate.Model, bonus *pessimism.Bonus, points, workers int) (*beliefPlanner, error) {

@@ -95,8 +95,20 @@ func (bp *beliefPlanner) planRounds(ctx context.Context, ft *fallbackTables, row
 	if err := bp.fullTable(ctx, ft, rows, &best); err != nil {
 		return planRound{}, 0, err
 	}
+	// The sawtooth decides and guides the gap search, so that the plan
+	// does not depend on HullBound; the hull then bounds the final points.
+	hull := bp.hullBound
+	bp.hullBound = false
 	ub, err := bp.upperBound(ctx, ft)
-	return best, ub, err
+	if err == nil && bp.tightBound && ub-(best.v.r-best.v.b) > TargetGap {
+		best, ub, err = bp.gapSearch(ctx, ft, rows, best, ub)
+	}
+	bp.hullBound = hull
+	if err != nil || !hull {
+		return best, ub, err
+	}
+	ubHull, err := bp.upperBound(ctx, ft)
+	return best, min(ub, ubHull), err
 }
 
 // prepareBeliefPlan returns the belief planner of m, with its belief
@@ -269,6 +281,11 @@ func (p *beliefPlanner) upperBound(ctx context.Context, ft *fallbackTables) (flo
 		}
 		for i := range n {
 			p.addSawtoothPoint(sw, h, pts[i].b)
+		}
+	}
+	if p.trials > 0 {
+		if err := p.runTrials(ctx, sw); err != nil {
+			return 0, err
 		}
 	}
 	ub := p.rootUpper(sw)
