@@ -455,8 +455,13 @@ type beliefPlanner struct {
 	hullBound bool
 	// trials: the upper bound runs up to this many gap-search trials
 	// and keeps the beliefs they pass in trialPts (gapsearch.go).
-	trials   int
-	trialPts [][]bpoint
+	trials, trialsRun int
+	trialPts          [][]bpoint
+	// search is what the gap search did, for PlanStats.
+	search struct {
+		trials, points int
+		replanned      bool
+	}
 }
 
 func newBeliefPlanner(m *estimate.Model, bonus *pessimism.Bonus, points, workers int) (*beliefPlanner, error) {

@@ -227,6 +227,7 @@ func (bp *beliefPlanner) stats(st *PlanStats, points int, best *Policy, v tval, 
 	st.Points = points
 	st.PointsCapped = bp.capped
 	st.HullBound = bp.hullBound
+	st.GapTrials, st.GapPoints, st.GapReplanned = bp.search.trials, bp.search.points, bp.search.replanned
 	st.Backups = bp.backups
 	st.Nodes = int64(len(best.Nodes))
 	st.Threshold = eps

@@ -24,7 +24,8 @@ import (
 // gapTrials are run. The beliefs the trials passed then join
 // the plan's points, the plan is backed up again at the same tangent
 // point, and it replaces the first when its value on the model is
-// larger. The upper bound is computed once more with the new points and
+// larger by more than two Monte Carlo standard errors of each (rollouts
+// value the histories past the tables). The upper bound is computed once more with the new points and
 // trials guided by the new plan, and the stated upper bound is the least
 // of the bounds computed (each is one).
 //
@@ -57,11 +58,13 @@ func (bp *beliefPlanner) gapSearch(ctx context.Context, ft *fallbackTables, rows
 		return best, ub, err
 	}
 	ub = min(ub, ubTrials)
+	bp.search.trials = bp.trialsRun
 	if bp.trialPts == nil {
 		return best, ub, nil
 	}
 	for h := 1; h <= bp.H; h++ {
 		extra := mergePoints(bp.trialPts[h])
+		bp.search.points += len(extra)
 		bp.pts[h] = appendUnseen(extra, bp.pts[h], len(extra)+len(bp.pts[h]))
 	}
 	bp.trialPts = nil
@@ -72,8 +75,11 @@ func (bp *beliefPlanner) gapSearch(ctx context.Context, ft *fallbackTables, rows
 	if err != nil {
 		return best, ub, err
 	}
-	if v.r-v.b > best.v.r-best.v.b {
+	// Rollouts value both plans past their tables: the new one must be
+	// better by two standard errors of each, not by their noise.
+	if v.r-v.b-2*v.se() > best.v.r-best.v.b+2*best.v.se() {
 		best = planRound{pol: pol, v: v, gamma: bp.gamma, eps: eps, x0: best.x0}
+		bp.search.replanned = true
 	}
 	bp.trials = gapTrials
 	ubPoints, err := bp.upperBound(ctx, ft)
@@ -88,7 +94,9 @@ func (bp *beliefPlanner) gapSearch(ctx context.Context, ft *fallbackTables, rows
 // and keeps the beliefs they passed in bp.trialPts.
 func (bp *beliefPlanner) runTrials(ctx context.Context, sw *sawtooth) error {
 	seen := map[string]bool{}
+	bp.trialsRun = 0
 	for range bp.trials {
+		bp.trialsRun++
 		if err := ctx.Err(); err != nil {
 			return err
 		}

@@ -185,6 +185,14 @@ type PlanStats struct {
 	// their convex hull (PlanOptions.HullBound), not by the sawtooth
 	// alone.
 	HullBound bool `json:",omitempty"`
+	// GapTrials and GapPoints: the trials of the gap search that ran
+	// because the final plan stated a gap above TargetGap, and the
+	// beliefs they added to the plan's points (0: it did not run;
+	// gapsearch.go); GapReplanned says that the plan with them was the
+	// better one and is the policy.
+	GapTrials    int  `json:",omitempty"`
+	GapPoints    int  `json:",omitempty"`
+	GapReplanned bool `json:",omitempty"`
 }
 
 // Plan computes π̄ = argmax_π E_θ̂,π[R(τ_H) − b̂(τ_H)] over deterministic

@@ -457,6 +457,17 @@ func rankNote(rt []estimate.RankRow, selected bool) string {
 	return fmt.Sprintf("The rank r = %d was chosen among %d to %d by the held-out log-likelihood, on %s (plot: held-out likelihood per rank; fit.arrow rows of kind rank).", chosen, rt[0].Rank, rt[len(rt)-1].Rank, where)
 }
 
+// GapSearchNote says what the belief planner's gap search did (policy
+// package, gapsearch.go): it ran when the plan's first stated gap was
+// above policy.TargetGap.
+func GapSearchNote(pl *policy.PlanStats) string {
+	kept := "the first plan stayed the better one"
+	if pl.GapReplanned {
+		kept = "the plan with them was the better one and is the policy"
+	}
+	return fmt.Sprintf("The first plan's stated gap was above %.2g, so a gap search followed the upper bound's largest excess over the plan (%d trials), backed the bound up there and added the %d beliefs it passed to the plan's points; %s.", policy.TargetGap, pl.GapTrials, pl.GapPoints, kept)
+}
+
 // planNotes say how the plan was made when it is not the exact tree: the
 // belief planner's controller with its stated gap, or the approximate
 // tree search.
@@ -465,6 +476,9 @@ func planNotes(pl *policy.PlanStats) []string {
 		n := []string{fmt.Sprintf("The history tree (%.3g nodes) exceeded the exact planner's budget: the policy was planned over the model's beliefs (%d points per step) with the tangent upper bound of the bonus at Σ = %.3g; the policy is a controller that decides every history from the model's belief (%s), and its table holds the %d histories it reaches with model probability ≥ %.3g. The values are exact on the table; the histories past it, which the policy reaches with model probability %.3g, are valued by rollouts of the controller under the model (Monte Carlo standard error %.2g on the [0,1] scale). The optimum of E[R − b̂] is at most %.3g above the reported LCB.", pl.TreeNodes, pl.Points, pl.TangentPoint, ControllerFile, pl.Nodes, pl.Threshold, pl.RolloutMass, pl.ValueSE, pl.GapBound)}
 		if pl.BeliefGap > 0 {
 			n = append(n, searchNote(pl))
+		}
+		if pl.GapTrials > 0 {
+			n = append(n, GapSearchNote(pl))
 		}
 		switch {
 		case pl.GapBound <= policy.TargetGap:

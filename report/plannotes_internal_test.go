@@ -59,3 +59,26 @@ func TestPlanNotesHullBound(t *testing.T) {
 		}
 	}
 }
+
+// TestPlanNotesGapSearch: the notes say when the gap search ran, how
+// many beliefs it added and which plan was kept, and nothing when it did
+// not run.
+func TestPlanNotesGapSearch(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		pl   policy.PlanStats
+		want string
+	}{
+		{"replanned", policy.PlanStats{Planner: policy.PlannerBelief, Points: 500, GapBound: 0.0177, GapTrials: 41, GapPoints: 612, GapReplanned: true}, "(41 trials), backed the bound up there and added the 612 beliefs it passed to the plan's points; the plan with them was the better one"},
+		{"kept", policy.PlanStats{Planner: policy.PlannerBelief, Points: 500, GapBound: 0.0265, GapTrials: 64, GapPoints: 500, PointsCapped: true}, "the first plan stayed the better one"},
+		{"not run", policy.PlanStats{Planner: policy.PlannerBelief, Points: 500, GapBound: 0.01}, ""},
+	} {
+		text := strings.Join(planNotes(&c.pl), "\n")
+		if c.want != "" && !strings.Contains(text, c.want) {
+			t.Errorf("%s: notes lack %q:\n%s", c.name, c.want, text)
+		}
+		if c.want == "" && strings.Contains(text, "gap search") {
+			t.Errorf("%s: notes speak of a gap search that did not run:\n%s", c.name, text)
+		}
+	}
+}

@@ -450,6 +450,9 @@ func printBeliefPlanNotes(w io.Writer, plan *policy.PlanStats) {
 	if plan.BeliefGap > 0 && plan.GapBound < plan.BeliefGap {
 		fmt.Fprintf(w, "  (%.3g by its own upper bound; a pruned search of the history tree certified the rest)\n", plan.BeliefGap)
 	}
+	if plan.GapTrials > 0 {
+		fmt.Fprintf(w, "  %s\n", report.GapSearchNote(plan))
+	}
 	if plan.GapBound > policy.TargetGap {
 		if plan.PointsCapped {
 			fmt.Fprintf(w, "  the gap is above %.2g: some steps reach more beliefs than the %d points planned at; more --plan-points may close it\n", policy.TargetGap, plan.Points)
