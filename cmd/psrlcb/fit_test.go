@@ -195,20 +195,36 @@ func compareTables(t *testing.T, name string, got, want map[string][]any) {
 }
 
 // TestFitDeterministicAcrossWorkers: the same seed with 1 and 2 workers
-// gives byte-identical tables.
+// gives byte-identical tables, with the default planner and with a
+// belief plan of two points whose stated gap sets off the gap search
+// (its manifest says the search ran).
 func TestFitDeterministicAcrossWorkers(t *testing.T) {
-	root := t.TempDir()
-	for _, w := range []string{"1", "2"} {
-		out, code, err := runFitCLI(t, append([]string{"fit", exampleLogs, "--out", filepath.Join(root, w), "--workers", w}, fastFit...)...)
-		if code != 0 {
-			t.Fatalf("workers %s: exit %d: %v\n%s", w, code, err, out)
+	gapSearch := []string{"--rank", "2", "--restarts", "2", "--alpha", "1", "--planner", "belief", "--plan-points", "2", "--plan-rows", "40"}
+	for i, args := range [][]string{fastFit, gapSearch} {
+		root := t.TempDir()
+		for _, w := range []string{"1", "2"} {
+			out, code, err := runFitCLI(t, append([]string{"fit", exampleLogs, "--out", filepath.Join(root, w), "--workers", w}, args...)...)
+			if code != 0 {
+				t.Fatalf("workers %s: exit %d: %v\n%s", w, code, err, out)
+			}
 		}
-	}
-	for _, name := range []string{report.PolicyFile, report.ModelFile, report.CoverageFile, report.EpisodesFile, report.FitFile, report.AlphaFile} {
-		a, _ := os.ReadFile(filepath.Join(root, "1", name))
-		b, _ := os.ReadFile(filepath.Join(root, "2", name))
-		if len(a) == 0 || !bytes.Equal(a, b) {
-			t.Errorf("%s differs between 1 and 2 workers", name)
+		names := []string{report.PolicyFile, report.ModelFile, report.CoverageFile, report.EpisodesFile, report.FitFile, report.AlphaFile}
+		if i == 1 {
+			names = append(names, report.ControllerFile)
+			m, err := report.ReadManifest(filepath.Join(root, "1"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if m.Plan.GapTrials == 0 {
+				t.Fatalf("the gap search did not run: plan %+v", m.Plan)
+			}
+		}
+		for _, name := range names {
+			a, _ := os.ReadFile(filepath.Join(root, "1", name))
+			b, _ := os.ReadFile(filepath.Join(root, "2", name))
+			if len(a) == 0 || !bytes.Equal(a, b) {
+				t.Errorf("%v: %s differs between 1 and 2 workers", args, name)
+			}
 		}
 	}
 }
