@@ -457,6 +457,21 @@ func rankNote(rt []estimate.RankRow, selected bool) string {
 	return fmt.Sprintf("The rank r = %d was chosen among %d to %d by the held-out log-likelihood, on %s (plot: held-out likelihood per rank; fit.arrow rows of kind rank).", chosen, rt[0].Rank, rt[len(rt)-1].Rank, where)
 }
 
+// BonusSaturated says whether the plan's expected bonus is at least half
+// its cap (min{α√Σ, 1} ≤ 1): there the upper bound, which knows the
+// concave bonus only through a straight line below it, is at its
+// loosest (on hallway at H = 20, α = 3: expected bonus 0.88, stated gap
+// 0.69, where the same model states 0.00056 at α = 0).
+func BonusSaturated(pl *policy.PlanStats) bool {
+	return pl.Alpha > 0 && pl.ValueBonus >= 0.5
+}
+
+// SaturatedGapNote explains a stated gap above policy.TargetGap when
+// BonusSaturated.
+func SaturatedGapNote(pl *policy.PlanStats) string {
+	return fmt.Sprintf("That gap is above %.2g while the plan's expected bonus is %.2f of its cap of 1 (α = %.3g): the upper bound knows the bonus only through a straight line below it, so the gap may be mostly the bound's rather than the policy's. Read it as unknown; more points would not close it (docs/planning.md, \"What is reported\").", policy.TargetGap, pl.ValueBonus, pl.Alpha)
+}
+
 // GapSearchNote says what the belief planner's gap search did (policy
 // package, gapsearch.go): it ran when the plan's first stated gap was
 // above policy.TargetGap.
@@ -482,6 +497,8 @@ func planNotes(pl *policy.PlanStats) []string {
 		}
 		switch {
 		case pl.GapBound <= policy.TargetGap:
+		case BonusSaturated(pl):
+			n = append(n, SaturatedGapNote(pl))
 		case pl.PointsCapped:
 			n = append(n, fmt.Sprintf("That gap is above %.2g: some steps reach more beliefs than the %d points planned at, and more points (--plan-points) may close it.", policy.TargetGap, pl.Points))
 		default:
@@ -489,7 +506,7 @@ func planNotes(pl *policy.PlanStats) []string {
 		}
 		if pl.HullBound {
 			n = append(n, "The upper bound interpolated between its belief points by their convex hull (--hull-bound).")
-		} else if pl.GapBound > policy.TargetGap {
+		} else if pl.GapBound > policy.TargetGap && !BonusSaturated(pl) {
 			n = append(n, "Part of a gap may be the upper bound's own looseness between its belief points: --hull-bound states it against a tighter bound, the policy unchanged.")
 		}
 		return n

@@ -82,3 +82,25 @@ func TestPlanNotesGapSearch(t *testing.T) {
 		}
 	}
 }
+
+// TestPlanNotesSaturatedBonus: a belief plan whose stated gap is above
+// the target while its expected bonus is near the cap is told that the
+// gap may be the bound's and more points would not close it, not that
+// more points may; a plan with a small bonus is not.
+func TestPlanNotesSaturatedBonus(t *testing.T) {
+	sat := policy.PlanStats{Planner: policy.PlannerBelief, Points: 500, Alpha: 3, GapBound: 0.69, ValueBonus: 0.88, PointsCapped: true}
+	text := strings.Join(planNotes(&sat), "\n")
+	for _, w := range []string{"expected bonus is 0.88 of its cap", "more points would not close it"} {
+		if !strings.Contains(text, w) {
+			t.Errorf("saturated: notes lack %q:\n%s", w, text)
+		}
+	}
+	if strings.Contains(text, "--plan-points") || strings.Contains(text, "--hull-bound states") {
+		t.Errorf("saturated: notes suggest points or the hull:\n%s", text)
+	}
+	small := sat
+	small.ValueBonus = 0.01
+	if text := strings.Join(planNotes(&small), "\n"); strings.Contains(text, "of its cap") || !strings.Contains(text, "--plan-points") {
+		t.Errorf("small bonus: notes\n%s", text)
+	}
+}
