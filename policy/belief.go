@@ -931,10 +931,17 @@ func class(end bool) int {
 
 // successor returns the α-set that values the belief after observation o.
 func (p *beliefPlanner) successor(h, o int) *alphaSet {
-	c := class(o == p.endObs)
-	g := &p.gamma[h+1][c]
+	return p.alphaFor(h+1, o == p.endObs)
+}
+
+// alphaFor returns the α-set that values a belief of step h after the
+// end symbol (end) or not: that class's set, or the other's when it has
+// no vector.
+func (p *beliefPlanner) alphaFor(h int, end bool) *alphaSet {
+	c := class(end)
+	g := &p.gamma[h][c]
 	if len(g.vec) == 0 {
-		g = &p.gamma[h+1][1-c]
+		g = &p.gamma[h][1-c]
 	}
 	return g
 }

@@ -168,7 +168,7 @@ func (bp *beliefPlanner) nextTrialPoint(sw *sawtooth, h int, b []float64) (bpoin
 		}
 	}
 	st := &bp.tab[h][act]
-	pred, next := make([]float64, bp.S), make([]float64, bp.S)
+	pred, next := sc.pred, sc.next // free again once upperQ has returned
 	predict(st.t, b, pred)
 	var best bpoint
 	bestX := trialExcess
@@ -188,10 +188,7 @@ func (bp *beliefPlanner) nextTrialPoint(sw *sawtooth, h int, b []float64) (bpoin
 // excess is the upper bound's value at belief b of step h less the
 // plan's vectors' (the surrogate objective's, a guide, not a bound).
 func (bp *beliefPlanner) excess(sw *sawtooth, h int, b []float64, end bool) float64 {
-	g := &bp.gamma[h][class(end)]
-	if len(g.vec) == 0 {
-		g = &bp.gamma[h][1-class(end)]
-	}
+	g := bp.alphaFor(h, end)
 	lower := 0.0
 	if len(g.vec) > 0 {
 		lower, _ = g.bestRowwise(bp.S, b)

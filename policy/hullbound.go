@@ -53,6 +53,7 @@ type hullScratch struct {
 	cols  []int     // the kept points that can enter
 	T     []float64 // the tableau
 	basis []int
+	lam   []float64 // λ over cols
 }
 
 // hullGain is the hull interpolation's gain at belief b over s_h, the
@@ -84,7 +85,10 @@ func (sc *hullScratch) solve(set *ubSet, b []float64) []float64 {
 	w := n + m + 1 // columns: λ, slacks, right-hand side
 	sc.T = grow(sc.T, (m+1)*w)
 	clear(sc.T)
-	sc.basis = append(sc.basis[:0], make([]int, m)...)
+	if cap(sc.basis) < m {
+		sc.basis = make([]int, m)
+	}
+	sc.basis = sc.basis[:m]
 	T := sc.T
 	for r, s := range sc.rows {
 		row := T[r*w : (r+1)*w]
@@ -111,7 +115,9 @@ func (sc *hullScratch) solve(set *ubSet, b []float64) []float64 {
 		pivot(T, w, m, r, e)
 		sc.basis[r] = e
 	}
-	lam := make([]float64, n)
+	sc.lam = grow(sc.lam, n)
+	lam := sc.lam
+	clear(lam)
 	for r, j := range sc.basis {
 		if j < n {
 			lam[j] = max(T[r*w+w-1], 0)
