@@ -69,11 +69,20 @@ var fileFields = []arrow.Field{
 	{Name: "value_lcb", Type: arrow.PrimitiveTypes.Float64},
 }
 
+// probField is the column of a stochastic policy (Policy.Probs), after
+// fileFields; a deterministic policy's file has none.
+var probField = arrow.Field{Name: "probability", Type: arrow.PrimitiveTypes.Float64}
+
+// probTolerance is how far the probabilities of a history's actions may
+// sum from one.
+const probTolerance = 1e-6
+
 // WriteFile writes p to path as policy.arrow: an Arrow IPC file (the
 // random-access "file" flavour, uncompressed, no dictionary columns) with
 // one row per node and the columns node, parent, step, observation,
 // action, fallback_action, reach_prob, value_reward, value_bonus,
-// value_lcb. The schema metadata holds psrlcb.schema_version ("1"),
+// value_lcb, and for a stochastic policy (Policy.Probs) probability. The
+// schema metadata holds psrlcb.schema_version ("1"),
 // psrlcb.horizon and the caller's meta (a run id, say). The write is
 // atomic: a temporary file in the same directory is renamed into place
 // after a successful close, so readers never see a partial file.
@@ -93,7 +102,11 @@ func writeFileWith(mem memory.Allocator, path string, p *Policy, meta map[string
 
 func writeArrow(mem memory.Allocator, w io.WriteSeeker, p *Policy, meta map[string]string) error {
 	md := fileMetadata(p, meta)
-	schema := arrow.NewSchema(fileFields, &md)
+	fields := fileFields
+	if p.Stochastic() {
+		fields = append(slices.Clip(fileFields), probField)
+	}
+	schema := arrow.NewSchema(fields, &md)
 	fw, err := ipc.NewFileWriter(w, ipc.WithSchema(schema), ipc.WithAllocator(mem))
 	if err != nil {
 		return err
@@ -113,7 +126,11 @@ func writeRecords(fw *ipc.FileWriter, b *array.RecordBuilder, p *Policy) error {
 	nb := newNodeBuilder(b)
 	for lo := 0; lo < len(p.Nodes) || lo == 0; lo += fileBatchRowsVar {
 		hi := min(len(p.Nodes), lo+fileBatchRowsVar)
-		if err := writeBatch(fw, b, nb, p.Nodes[lo:hi]); err != nil {
+		var probs []float64
+		if p.Stochastic() {
+			probs = p.Probs[lo:hi]
+		}
+		if err := writeBatch(fw, b, nb, p.Nodes[lo:hi], probs); err != nil {
 			return err
 		}
 		if hi >= len(p.Nodes) {
@@ -123,11 +140,15 @@ func writeRecords(fw *ipc.FileWriter, b *array.RecordBuilder, p *Policy) error {
 	return nil
 }
 
-// writeBatch appends the rows nodes to the builder (nb over b) and
-// writes them to fw as one record batch.
-func writeBatch(fw *ipc.FileWriter, b *array.RecordBuilder, nb *nodeBuilder, nodes []Node) error {
+// writeBatch appends the rows nodes (with their probabilities probs,
+// nil for a deterministic policy) to the builder (nb over b) and writes
+// them to fw as one record batch.
+func writeBatch(fw *ipc.FileWriter, b *array.RecordBuilder, nb *nodeBuilder, nodes []Node, probs []float64) error {
 	for i := range nodes {
 		nb.append(&nodes[i])
+	}
+	if probs != nil {
+		b.Field(len(fileFields)).(*array.Float64Builder).AppendValues(probs, nil)
 	}
 	rec := b.NewRecord()
 	err := fw.Write(rec)
@@ -137,12 +158,13 @@ func writeBatch(fw *ipc.FileWriter, b *array.RecordBuilder, nb *nodeBuilder, nod
 
 // fileMetadata is the schema metadata of p's file: the caller's meta in
 // key order (less the keys WriteFile sets), then the schema version, the
-// horizon and, when p has one, the batch index.
+// horizon and, when p has one, the batch index (a stochastic policy,
+// whose tables are the logs' size, is read whole and has none).
 func fileMetadata(p *Policy, meta map[string]string) arrow.Metadata {
 	keys, vals := callerMeta(meta)
 	keys = append(keys, MetaSchemaVersion, MetaHorizon)
 	vals = append(vals, arrowio.SchemaVersion, strconv.Itoa(p.Horizon))
-	if idx, ok := batchIndex(p, fileBatchRowsVar); ok && !noIndex {
+	if idx, ok := batchIndex(p, fileBatchRowsVar); ok && !noIndex && !p.Stochastic() {
 		keys, vals = append(keys, MetaBatchIndex), append(vals, idx)
 	}
 	return arrow.NewMetadata(keys, vals)
@@ -325,9 +347,9 @@ func fileSchema(schema *arrow.Schema, path string) (map[string]string, []int, er
 
 // schemaColumns checks that each column of fileFields is in the schema
 // of the file at path once, with its type, and returns their indices in
-// fileFields' order.
+// fileFields' order, then probField's when the file has it.
 func schemaColumns(schema *arrow.Schema, path string) ([]int, error) {
-	col := make([]int, len(fileFields))
+	col := make([]int, len(fileFields), len(fileFields)+1)
 	for j, want := range fileFields {
 		idx := schema.FieldIndices(want.Name)
 		if len(idx) != 1 {
@@ -338,7 +360,22 @@ func schemaColumns(schema *arrow.Schema, path string) ([]int, error) {
 		}
 		col[j] = idx[0]
 	}
-	return col, nil
+	return probColumn(schema, path, col)
+}
+
+// probColumn appends to col the index of probField in schema, when the
+// file at path has it (once, of its type).
+func probColumn(schema *arrow.Schema, path string, col []int) ([]int, error) {
+	idx := schema.FieldIndices(probField.Name)
+	switch {
+	case len(idx) == 0:
+		return col, nil
+	case len(idx) > 1:
+		return nil, fmt.Errorf("%w: %s: column %q is repeated", ErrFile, path, probField.Name)
+	case !arrow.TypeEqual(schema.Field(idx[0]).Type, probField.Type):
+		return nil, fmt.Errorf("%w: %s: column %q has type %s, want %s", ErrFile, path, probField.Name, schema.Field(idx[0]).Type, probField.Type)
+	}
+	return append(col, idx[0]), nil
 }
 
 // metaMap returns the schema metadata md as a map.
@@ -409,6 +446,9 @@ func attachController(p *Policy, path string) error {
 	if err != nil || c == nil {
 		return err
 	}
+	if p.Stochastic() {
+		return fmt.Errorf("%w: %s has a probability column, but a stochastic policy has no controller (%s)", ErrFile, path, filepath.Join(filepath.Dir(path), ControllerFileName))
+	}
 	if c.Horizon() != p.Horizon {
 		return fmt.Errorf("%w: %s is for horizon %d, %s for %d", ErrFile, filepath.Join(filepath.Dir(path), ControllerFileName), c.Horizon(), path, p.Horizon)
 	}
@@ -448,14 +488,27 @@ func appendNodes(p *Policy, rec arrow.Record, col []int, path string) error {
 	first := len(p.Nodes)
 	for j, c := range col {
 		if n := rec.Column(c).NullN(); n > 0 {
-			return fmt.Errorf("%w: %s: column %q has %d nulls (first batch row %d)", ErrFile, path, fileFields[j].Name, n, first)
+			return fmt.Errorf("%w: %s: column %q has %d nulls (first batch row %d)", ErrFile, path, columnName(j), n, first)
 		}
 	}
 	nc := newNodeColumns(rec, col)
 	for i := 0; i < int(rec.NumRows()); i++ {
 		p.Nodes = append(p.Nodes, nc.row(i))
 	}
+	if len(col) > len(fileFields) {
+		// The probability column, NaN-free nulls checked above.
+		p.Probs = append(p.Probs, rec.Column(col[len(fileFields)]).(*array.Float64).Float64Values()...)
+	}
 	return nil
+}
+
+// columnName is the name of the j-th column read: fileFields', then
+// probField.
+func columnName(j int) string {
+	if j < len(fileFields) {
+		return fileFields[j].Name
+	}
+	return probField.Name
 }
 
 // nodeColumns are the typed columns of a policy.arrow record batch.
@@ -504,6 +557,9 @@ func (nc *nodeColumns) row(i int) Node {
 // check validates the tree layout that Cursor relies on; name is the file
 // for messages.
 func (p *Policy) check(name string) error {
+	if p.Stochastic() {
+		return p.checkStochastic(name)
+	}
 	dup, first := p.repeatedObs()
 	for i := range p.Nodes {
 		if err := p.checkNode(name, i, dup, first); err != nil {
@@ -608,6 +664,62 @@ func (p *Policy) byParentObs() []int32 {
 		return cmp.Or(cmp.Compare(na.Parent, nb.Parent), strings.Compare(na.Obs, nb.Obs), cmp.Compare(a, b))
 	})
 	return idx
+}
+
+// checkStochastic validates a stochastic policy: every row as check
+// does, a probability in (0, 1] per row, and under each parent and
+// observation distinct actions whose probabilities sum to one.
+func (p *Policy) checkStochastic(name string) error {
+	if len(p.Probs) != len(p.Nodes) {
+		return fmt.Errorf("%w: %s: %d probabilities for %d rows", ErrFile, name, len(p.Probs), len(p.Nodes))
+	}
+	for i := range p.Nodes {
+		row := func(format string, args ...any) error { return rowError(name, i, p.Nodes[i].ID, format, args...) }
+		if err := p.checkRow(i, row); err != nil {
+			return err
+		}
+		if q := p.Probs[i]; !(q > 0 && q <= 1) {
+			return row("probability %v, want one in (0, 1]", q)
+		}
+	}
+	return p.checkGroups(name)
+}
+
+// checkGroups checks, for each parent and observation of a stochastic
+// policy, that its rows have distinct actions and probabilities summing
+// to one.
+func (p *Policy) checkGroups(name string) error {
+	idx := p.byParentObs()
+	for lo := 0; lo < len(idx); {
+		hi := lo + 1
+		for hi < len(idx) && p.Nodes[idx[hi]].Parent == p.Nodes[idx[lo]].Parent && p.Nodes[idx[hi]].Obs == p.Nodes[idx[lo]].Obs {
+			hi++
+		}
+		if err := p.checkGroup(name, idx[lo:hi]); err != nil {
+			return err
+		}
+		lo = hi
+	}
+	return nil
+}
+
+// checkGroup checks the rows g of one parent and observation.
+func (p *Policy) checkGroup(name string, g []int32) error {
+	sum := 0.0
+	seen := make(map[string]int32, len(g))
+	for _, r := range g {
+		n := &p.Nodes[r]
+		if prev, dup := seen[n.Action]; dup {
+			return rowError(name, int(r), n.ID, "action %q repeats row %d under the same parent and observation", n.Action, prev)
+		}
+		seen[n.Action] = r
+		sum += p.Probs[r]
+	}
+	if math.Abs(sum-1) > probTolerance {
+		last := g[len(g)-1]
+		return rowError(name, int(last), p.Nodes[last].ID, "the probabilities of the actions at observation %q under parent %d sum to %v, want 1", p.Nodes[last].Obs, p.Nodes[last].Parent, sum)
+	}
+	return nil
 }
 
 func rowError(name string, i int, id int64, format string, args ...any) error {

@@ -105,11 +105,15 @@ func (t *Table) checkIndexed() error {
 	return nil
 }
 
-// hasIndex reads MetaBatchIndex; false when the file has none or it
-// does not describe the file's batches.
+// hasIndex reads MetaBatchIndex; false when the file has none, it
+// does not describe the file's batches or the file has a probability
+// column.
 func (t *Table) hasIndex() bool {
 	idx, ok := t.Meta[MetaBatchIndex]
-	return ok && t.parseIndex(idx)
+	// A stochastic policy is read whole: the lookups by index know one
+	// action per history.
+	stochastic := len(t.r.Schema().FieldIndices(probField.Name)) > 0
+	return ok && !stochastic && t.parseIndex(idx)
 }
 
 // parseIndex reads MetaBatchIndex; false when it does not describe the
@@ -487,3 +491,8 @@ func (t *Table) actionAt(id int64, h int) (string, error) {
 	}
 	return n.Action, nil
 }
+
+// Whole is the policy of a table read whole (a file without the batch
+// index, every stochastic policy among them), nil for a table looked up
+// by its index.
+func (t *Table) Whole() *Policy { return t.whole }

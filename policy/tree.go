@@ -40,6 +40,15 @@ type Policy struct {
 	// and a history that leaves them continues with Ctrl, not with the
 	// fallback_action (see Cursor).
 	Ctrl *Controller
+	// Probs, when set, makes the policy stochastic: Probs[i] is the
+	// probability π(a | τ, o) that the policy takes row i's action at
+	// the row's history (column "probability"). The rows that share a
+	// parent and an observation are then the actions the policy may take
+	// there, their probabilities summing to one, and each row's children
+	// continue the history with its action. nil: every row has
+	// probability one and no two rows share a parent and an observation.
+	// A stochastic policy has no controller.
+	Probs []float64
 
 	// The child index (built on first use): the children of node k
 	// (k = −1 for step 1) are kids[first[k+1]:first[k+2]], sorted by
@@ -145,7 +154,9 @@ func (p *Policy) NewCursor() *Cursor { return &Cursor{p: p, node: -1} }
 // used (−1 once the history has left the tree). ok is false only when the
 // very first observation has no row (and, with a controller, the model
 // cannot follow it either), in which case there is no fallback either;
-// callers treat that as "no action known".
+// callers treat that as "no action known". On a stochastic policy Act
+// plays the most probable action (the first of equals); callers that
+// follow the policy's distribution use Choices, Take or Sample.
 func (c *Cursor) Act(obs string) (action string, node int64, ok bool) {
 	ctrl := c.p.Ctrl
 	follows := ctrl != nil && c.filter(ctrl, obs)
@@ -187,11 +198,26 @@ func (c *Cursor) treeAct(obs string) (action string, node int64, ok bool) {
 		return c.fallback, -1, true
 	}
 	id, found := c.p.Child(c.node, obs)
+	if c.p.Stochastic() {
+		id, found = c.p.mode(c.node, obs)
+	}
 	if !found {
 		return c.leave()
 	}
 	c.node = id
 	return c.p.Nodes[id].Action, id, true
+}
+
+// mode is the row of the most probable action under parent on
+// observation obs (the first of equals), and whether there is one.
+func (p *Policy) mode(parent int64, obs string) (int64, bool) {
+	best := int64(-1)
+	for _, r := range p.rowsWithObs(parent, obs) {
+		if best < 0 || p.Probs[r] > p.Probs[best] {
+			best = int64(r)
+		}
+	}
+	return best, best >= 0
 }
 
 // leave moves the cursor out of the tree at an observation its node has
@@ -317,4 +343,131 @@ func permuteNodes(nodes []Node, newID []int32) {
 			newID[i], newID[j] = newID[j], newID[i]
 		}
 	}
+}
+
+// Stochastic says whether the policy gives probabilities to its rows
+// (Policy.Probs), so that a history may have more than one action.
+func (p *Policy) Stochastic() bool { return p.Probs != nil }
+
+// Prob is the probability of row i's action at its history: Probs[i],
+// or 1 for a deterministic policy.
+func (p *Policy) Prob(i int64) float64 {
+	if p.Probs == nil {
+		return 1
+	}
+	return p.Probs[i]
+}
+
+// Choice is one action a policy may take at a history: the action, its
+// probability and its row (−1 once the history has left the tree).
+type Choice struct {
+	Action string
+	Prob   float64
+	Node   int64
+}
+
+// rowsWithObs returns the rows under parent (−1 for the root level) whose
+// observation is obs: one row at most in a deterministic policy, one per
+// action the policy may take in a stochastic one.
+func (p *Policy) rowsWithObs(parent int64, obs string) []int32 {
+	p.index()
+	if parent < -1 || parent >= int64(len(p.Nodes)) {
+		return nil
+	}
+	seg := p.kids[p.first[parent+1]:p.first[parent+2]]
+	lo, _ := slices.BinarySearchFunc(seg, obs, func(id int32, o string) int { return strings.Compare(p.Nodes[id].Obs, o) })
+	hi := lo
+	for hi < len(seg) && p.Nodes[seg[hi]].Obs == obs {
+		hi++
+	}
+	return seg[lo:hi]
+}
+
+// Choices returns the actions the policy may take on the next observation
+// obs, with their probabilities, without moving the cursor. A
+// deterministic policy (or a history that has left the tree) has one
+// choice of probability one, the action Act returns. ok is as for Act.
+func (c *Cursor) Choices(obs string) (choices []Choice, ok bool) {
+	if !c.p.Stochastic() || c.left {
+		cc := *c
+		a, node, ok := cc.Act(obs)
+		if !ok {
+			return nil, false
+		}
+		return []Choice{{Action: a, Prob: 1, Node: node}}, true
+	}
+	rows := c.p.rowsWithObs(c.node, obs)
+	if len(rows) == 0 {
+		if c.node < 0 {
+			return nil, false
+		}
+		return []Choice{{Action: c.p.Nodes[c.node].Fallback, Prob: 1, Node: -1}}, true
+	}
+	choices = make([]Choice, len(rows))
+	for i, r := range rows {
+		choices[i] = Choice{Action: c.p.Nodes[r].Action, Prob: c.p.Probs[r], Node: int64(r)}
+	}
+	return choices, true
+}
+
+// Take moves the cursor by the next observation obs and the action taken
+// there, and returns the probability the policy gives that action (0
+// when it never takes it: the cursor then has left the policy and must
+// not be used further). ok is as for Act.
+func (c *Cursor) Take(obs, action string) (prob float64, ok bool) {
+	if !c.p.Stochastic() || c.left {
+		a, _, ok := c.Act(obs)
+		if !ok {
+			return 0, false
+		}
+		if a != action {
+			return 0, true
+		}
+		return 1, true
+	}
+	rows := c.p.rowsWithObs(c.node, obs)
+	if len(rows) == 0 {
+		a, _, ok := c.leave()
+		if !ok {
+			return 0, false
+		}
+		if a != action {
+			return 0, true
+		}
+		return 1, true
+	}
+	for _, r := range rows {
+		if c.p.Nodes[r].Action == action {
+			c.node = int64(r)
+			return c.p.Probs[r], true
+		}
+	}
+	c.left, c.fallback = true, c.p.Nodes[rows[0]].Fallback
+	return 0, true
+}
+
+// Sample moves the cursor by the next observation obs with an action
+// drawn from the policy's choices there: the first whose cumulative
+// probability exceeds u ∈ [0, 1) (the last, should rounding leave u
+// above them all). It returns the action, its row (−1 outside the tree)
+// and ok as Act does; for a deterministic policy it is Act.
+func (c *Cursor) Sample(obs string, u float64) (action string, node int64, ok bool) {
+	if !c.p.Stochastic() || c.left {
+		return c.Act(obs)
+	}
+	choices, ok := c.Choices(obs)
+	if !ok {
+		return "", -1, false
+	}
+	k := len(choices) - 1
+	cum := 0.0
+	for i, ch := range choices {
+		cum += ch.Prob
+		if u < cum {
+			k = i
+			break
+		}
+	}
+	c.Take(obs, choices[k].Action)
+	return choices[k].Action, choices[k].Node, true
 }
