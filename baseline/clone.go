@@ -25,6 +25,11 @@ type CloneOptions struct {
 	Improve   bool
 	Z         float64
 	MinVisits int
+	// Mix keeps the behaviour's own action distribution, estimated by
+	// the logged shares, wherever the logs do not show a better action
+	// (a stochastic policy; see BehaviorCloning). It replaces Improve's
+	// test, with the same Z and MinVisits.
+	Mix bool
 }
 
 // DefaultImproveZ is the one-sided normal quantile of the improvement
@@ -66,21 +71,38 @@ const DefaultImproveVisits = 30
 // at least V^b; the most logged action alone need not be (it can be worse
 // than the behaviour that mixes it with a better, rarer one), and the
 // test departs from it only where the logs show such a better action.
+//
+// With opts.Mix, the policy is the behaviour itself improved where the
+// logs show it: at a history τ it takes every logged action with its
+// share of τ's logged visits (the behaviour's estimated distribution
+// π̂^b(·|τ)), except where one logged action a has a mean return-to-go
+// Q̂^b(τ,a) above that of τ's other logged visits taken together by more
+// than Z standard errors of the difference, both with at least MinVisits
+// visits; there it takes the best such a. Q^b(τ,a) > V^b(τ) then holds
+// on the logs' evidence, where Improve's test (against the most logged
+// action alone) does not say so: the most logged action can be worse
+// than the behaviour's mix. By the policy improvement theorem the result
+// is worth at least V^b, up to the estimation of π̂^b and of the tests. A
+// history that mixes has one row per logged action, its probability the
+// action's share (Policy.Probs; reach_prob is then the empirical
+// probability of the history and the action, value_reward the mean
+// return of the episodes that take the row's action and stay in the
+// policy's actions after it).
 func BehaviorCloning(ctx context.Context, d *ingest.Dataset, opts CloneOptions) (*policy.Policy, error) {
 	t, err := buildTrie(ctx, d)
 	if err != nil {
 		return nil, err
 	}
-	choice, err := t.cloneChoice(ctx, opts)
+	choice, mix, err := t.cloneChoice(ctx, opts)
 	if err != nil {
 		return nil, err
 	}
-	sum, cnt, err := t.followers(ctx, choice)
+	sum, cnt, err := t.followers(ctx, choice, mix)
 	if err != nil {
 		return nil, err
 	}
-	p, from := t.emit(choice)
-	cloneValues(p, from, sum, cnt)
+	p, _, edge := t.emitMixed(choice, mix)
+	cloneValues(p, edge, sum, cnt)
 	if opts.AllFirst {
 		addFirst(p, d)
 	}
@@ -88,23 +110,29 @@ func BehaviorCloning(ctx context.Context, d *ingest.Dataset, opts CloneOptions) 
 }
 
 // cloneChoice is the clone's edge at every node: the most-logged action,
-// improved where the logs show a better one when opts.Improve is set.
-func (t *trie) cloneChoice(ctx context.Context, opts CloneOptions) ([]int32, error) {
+// improved where the logs show a better one when opts.Improve is set;
+// with opts.Mix also whether each node keeps the behaviour's mix (nil
+// without Mix).
+func (t *trie) cloneChoice(ctx context.Context, opts CloneOptions) ([]int32, []bool, error) {
 	choice := t.mostLogged()
+	if opts.Mix {
+		mix, err := t.mixChoice(ctx, choice, opts)
+		return choice, mix, err
+	}
 	if opts.Improve {
 		if err := t.improve(ctx, choice, opts); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
-	return choice, nil
+	return choice, nil, nil
 }
 
-// cloneValues sets the value columns of p, whose node i came from trie
-// node from[i], to the mean return of the episodes that follow the clone
-// from the node on (NaN when none does).
-func cloneValues(p *policy.Policy, from []int32, sum []float64, cnt []int32) {
+// cloneValues sets the value columns of p, whose row i takes trie edge
+// edge[i], to the mean return of the episodes that take the edge and
+// follow the policy after it (NaN when none does).
+func cloneValues(p *policy.Policy, edge []int32, sum []float64, cnt []int32) {
 	for i := range p.Nodes {
-		v := from[i]
+		v := edge[i]
 		r := math.NaN()
 		if cnt[v] > 0 {
 			r = sum[v] / float64(cnt[v])
@@ -130,35 +158,39 @@ func (t *trie) mostLogged() []int32 {
 	return choice
 }
 
-// followers returns, per node of step h, the sum of the rescaled returns
-// and the number of the episodes that pass it and follow the chosen
-// actions from step h to the end.
-func (t *trie) followers(ctx context.Context, choice []int32) (sum []float64, cnt []int32, err error) {
-	nn := len(t.nodeObs)
-	sum, cnt = make([]float64, nn), make([]int32, nn)
+// followers returns, per edge (τ, a) of step h, the sum of the rescaled
+// returns and the number of the episodes that take it and follow the
+// policy's actions from step h to the end: the chosen ones, any logged
+// one at a node where mix is true.
+func (t *trie) followers(ctx context.Context, choice []int32, mix []bool) (sum []float64, cnt []int32, err error) {
+	ne := len(t.edgeNode)
+	sum, cnt = make([]float64, ne), make([]int32, ne)
 	for k := range t.K {
 		if k%ctxEvery == 0 {
 			if err := ctx.Err(); err != nil {
 				return nil, nil, err
 			}
 		}
-		t.follow(k, choice, sum, cnt)
+		t.follow(k, choice, mix, sum, cnt)
 	}
 	return sum, cnt, nil
 }
 
 // follow adds episode k's rescaled return to sum and counts it in cnt at
-// the nodes of the steps from which on it follows the chosen actions.
-func (t *trie) follow(k int, choice []int32, sum []float64, cnt []int32) {
+// the edges of the steps from which on it follows the policy's actions.
+func (t *trie) follow(k int, choice []int32, mix []bool, sum []float64, cnt []int32) {
 	H := t.H
 	for h := H - 1; h >= 0; h-- {
 		i := k*H + h
 		v := t.path[i]
-		if t.d.Act[i] != t.edgeAct[choice[v]] {
+		e := choice[v]
+		if mix != nil && mix[v] {
+			e = t.edgeOf[uint64(v)<<16|uint64(t.d.Act[i])]
+		} else if t.d.Act[i] != t.edgeAct[e] {
 			break
 		}
-		sum[v] += t.ret[k]
-		cnt[v]++
+		sum[e] += t.ret[k]
+		cnt[e]++
 	}
 }
 
@@ -178,6 +210,9 @@ func addFirst(p *policy.Policy, d *ingest.Dataset) {
 		}
 		p.Nodes = append(p.Nodes, policy.Node{ID: int64(len(p.Nodes)), Parent: -1, Step: 1, Obs: o,
 			Action: d.ActVocab[first], Fallback: fallback, ValueReward: nan, ValueBonus: nan, ValueLCB: nan})
+		if p.Stochastic() {
+			p.Probs = append(p.Probs, 1)
+		}
 	}
 }
 
@@ -249,12 +284,58 @@ func (t *trie) improve(ctx context.Context, choice []int32, opts CloneOptions) e
 	return nil
 }
 
+// mixChoice decides, per node, whether the policy of CloneOptions.Mix
+// keeps the behaviour's mix there (true) or takes one better action,
+// which it writes to choice[v].
+func (t *trie) mixChoice(ctx context.Context, choice []int32, opts CloneOptions) ([]bool, error) {
+	z, minN := opts.improveTest()
+	sum, sq, err := t.returnSums(ctx)
+	if err != nil {
+		return nil, err
+	}
+	nn := len(t.nodeObs)
+	nodeSum, nodeSq := make([]float64, nn), make([]float64, nn)
+	for e, v := range t.edgeNode {
+		nodeSum[v] += sum[e]
+		nodeSq[v] += sq[e]
+	}
+	mix := make([]bool, nn)
+	for v := range mix {
+		mix[v] = true
+	}
+	best := make([]float64, nn)
+	for e, v := range t.edgeNode {
+		n, rest := int(t.edgeN[e]), int(t.nodeCnt[v]-t.edgeN[e])
+		if n < minN || rest < minN {
+			continue
+		}
+		me, se := meanSE(sum[e], sq[e], n)
+		mr, sr := meanSE(nodeSum[v]-sum[e], nodeSq[v]-sq[e], rest)
+		if me-mr > z*math.Hypot(se, sr) && (mix[v] || me > best[v]) {
+			choice[v], mix[v], best[v] = int32(e), false, me
+		}
+	}
+	return mix, nil
+}
+
 // returnToGo returns, per edge (τ, a), the mean of the rescaled rewards
 // logged from that step to the end over the edge's visits, and its
 // standard error (0 with one visit).
 func (t *trie) returnToGo(ctx context.Context) (mean, se []float64, err error) {
+	sum, sq, err := t.returnSums(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	mean, se = t.meanSE(sum, sq)
+	return mean, se, nil
+}
+
+// returnSums returns, per edge, the sum of the rescaled returns-to-go
+// logged from that step over the edge's visits and the sum of their
+// squares.
+func (t *trie) returnSums(ctx context.Context) (sum, sq []float64, err error) {
 	ne := len(t.edgeNode)
-	sum, sq := make([]float64, ne), make([]float64, ne)
+	sum, sq = make([]float64, ne), make([]float64, ne)
 	for k := range t.K {
 		if k%ctxEvery == 0 {
 			if err := ctx.Err(); err != nil {
@@ -263,8 +344,7 @@ func (t *trie) returnToGo(ctx context.Context) (mean, se []float64, err error) {
 		}
 		t.addReturnsToGo(k, sum, sq)
 	}
-	mean, se = t.meanSE(sum, sq)
-	return mean, se, nil
+	return sum, sq, nil
 }
 
 // addReturnsToGo adds, at every edge episode k takes, its rescaled
@@ -288,12 +368,19 @@ func (t *trie) meanSE(sum, sq []float64) (mean, se []float64) {
 	ne := len(t.edgeNode)
 	mean, se = make([]float64, ne), make([]float64, ne)
 	for e := range ne {
-		n := float64(t.edgeN[e])
-		mean[e] = sum[e] / n
-		if n > 1 {
-			v := math.Max(0, (sq[e]-n*mean[e]*mean[e])/(n-1))
-			se[e] = math.Sqrt(v / n)
-		}
+		mean[e], se[e] = meanSE(sum[e], sq[e], int(t.edgeN[e]))
+	}
+	return mean, se
+}
+
+// meanSE is the mean of n ≥ 1 values of sum sum and sum of squares sq,
+// and its standard error (0 with one value).
+func meanSE(sum, sq float64, n int) (mean, se float64) {
+	f := float64(n)
+	mean = sum / f
+	if n > 1 {
+		v := math.Max(0, (sq-f*mean*mean)/(f-1))
+		se = math.Sqrt(v / f)
 	}
 	return mean, se
 }

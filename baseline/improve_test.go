@@ -2,6 +2,8 @@ package baseline
 
 import (
 	"context"
+	"math"
+	"slices"
 	"testing"
 )
 
@@ -72,6 +74,93 @@ func TestImproveStandardError(t *testing.T) {
 		}
 		if got := p.Nodes[0].Action; got != c.want {
 			t.Errorf("y logged %d times: step 1 takes %q, want %q", c.ny, got, c.want)
+		}
+	}
+}
+
+// TestMixHand: the improved behaviour (CloneOptions.Mix) on the two-step
+// logs of TestImproveHand. Where y is better than the rest of the
+// behaviour's choices it takes y alone (a deterministic policy, no
+// probabilities); where the two start actions are worth the same it keeps
+// their logged shares, 90/130 and 40/130, with the children of each row
+// below it, the reach probabilities the shares and the values the mean
+// return of the episodes through each row.
+func TestMixHand(t *testing.T) {
+	ctx := context.Background()
+	obs, act := []string{"a", "b", "s"}, []string{"x", "y"}
+	var eps [][]step
+	eps = append(eps, repeat(90, []step{{"s", "x", 0}, {"a", "x", 0}})...)
+	eps = append(eps, repeat(40, []step{{"s", "y", 0}, {"b", "x", 1}})...)
+	p, err := BehaviorCloning(ctx, mkDataset(t, 2, obs, act, eps), CloneOptions{Mix: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Stochastic() || len(p.Nodes) != 2 || p.Nodes[0].Action != "y" || p.Nodes[1].Obs != "b" || p.Nodes[1].Action != "x" {
+		t.Fatalf("better y: %+v (probabilities %v), want s→y, b→x", p.Nodes, p.Probs)
+	}
+
+	// Equal worth: x then 1 always; y then 0 and 2 alternately (mean 1).
+	eps = repeat(90, []step{{"s", "x", 0}, {"a", "x", 1}})
+	for i := range 40 {
+		eps = append(eps, []step{{"s", "y", 0}, {"b", "x", float64(2 * (i % 2))}})
+	}
+	p, err = BehaviorCloning(ctx, mkDataset(t, 2, obs, act, eps), CloneOptions{Mix: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	type row struct {
+		parent           int64
+		obs, act         string
+		prob, reach, val float64
+	}
+	// Returns rescaled by their range [0, 2]: x's episodes 0.5, y's mean 0.5.
+	want := []row{{-1, "s", "x", 90. / 130, 90. / 130, 0.5}, {-1, "s", "y", 40. / 130, 40. / 130, 0.5},
+		{0, "a", "x", 1, 90. / 130, 0.5}, {1, "b", "x", 1, 40. / 130, 0.5}}
+	if !p.Stochastic() || len(p.Nodes) != len(want) {
+		t.Fatalf("equal worth: %+v (probabilities %v), want %d rows with probabilities", p.Nodes, p.Probs, len(want))
+	}
+	for i, w := range want {
+		n := p.Nodes[i]
+		if n.Parent != w.parent || n.Obs != w.obs || n.Action != w.act || math.Abs(p.Probs[i]-w.prob) > tol ||
+			math.Abs(n.ReachProb-w.reach) > tol || math.Abs(n.ValueReward-w.val) > tol {
+			t.Errorf("row %d: %+v probability %v, want %+v", i, n, p.Probs[i], w)
+		}
+	}
+}
+
+// TestMixStandardError: the improved behaviour's test compares an action
+// with the rest of the behaviour's choices at the history. With x paying
+// 0.45 always and y 0 and 1 alternately, the rest of y's visits is x
+// alone, so the threshold is TestImproveStandardError's: 384 visits of y
+// keep the mix (shares 1000/1384 and 384/1384), 386 take y; x, worse
+// than the rest, is never taken alone.
+func TestMixStandardError(t *testing.T) {
+	ctx := context.Background()
+	for _, c := range []struct {
+		ny   int
+		want []string
+	}{{384, []string{"x", "y"}}, {386, []string{"y"}}} {
+		eps := repeat(1000, []step{{"s", "x", 0.45}})
+		for i := range c.ny {
+			eps = append(eps, []step{{"s", "y", float64(i % 2)}})
+		}
+		d := mkDataset(t, 1, []string{"s"}, []string{"x", "y"}, eps)
+		p, err := BehaviorCloning(ctx, d, CloneOptions{Mix: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, n := range p.Nodes {
+			got = append(got, n.Action)
+		}
+		if !slices.Equal(got, c.want) {
+			t.Fatalf("y logged %d times: actions %v, want %v", c.ny, got, c.want)
+		}
+		if len(got) == 2 {
+			n := float64(1000 + c.ny)
+			if math.Abs(p.Probs[0]-1000/n) > tol || math.Abs(p.Probs[1]-float64(c.ny)/n) > tol {
+				t.Errorf("y logged %d times: probabilities %v", c.ny, p.Probs)
+			}
 		}
 	}
 }

@@ -361,11 +361,41 @@ func (t *trie) byObs(x, y int32) int { return int(t.nodeObs[x]) - int(t.nodeObs[
 // probability of the history under the policy) and returns, per output
 // node, the trie node it came from.
 func (t *trie) emit(choice []int32) (*policy.Policy, []int32) {
+	p, from, _ := t.emitMixed(choice, nil)
+	return p, from
+}
+
+// emitMixed is emit for a policy that, at the trie nodes where mix is
+// true, takes every logged action with its share of the node's visits:
+// one row per logged action there, in action-code order, with that share
+// as its probability (a stochastic policy, Probs set when some node
+// mixes). ReachProb is then the empirical probability of the history and
+// the row's action. It also returns, per output row, the trie edge of
+// its action. mix nil: emit.
+func (t *trie) emitMixed(choice []int32, mix []bool) (*policy.Policy, []int32, []int32) {
 	start, kids := t.childIndex()
-	em := &emitter{t: t, choice: choice, fb: t.fallbacks(), p: &policy.Policy{Horizon: t.H}}
+	em := &emitter{t: t, choice: choice, mix: mix, fb: t.fallbacks(), p: &policy.Policy{Horizon: t.H}}
+	if mix != nil {
+		em.edges = t.edgesByNode()
+	}
 	em.addRoots()
 	em.addChildren(start, kids)
-	return em.p, em.from
+	if !em.mixed {
+		em.p.Probs = nil
+	}
+	return em.p, em.from, em.edge
+}
+
+// edgesByNode lists every node's edges in action-code order.
+func (t *trie) edgesByNode() [][]int32 {
+	out := make([][]int32, len(t.nodeObs))
+	for e, v := range t.edgeNode {
+		out[v] = append(out[v], int32(e))
+	}
+	for _, es := range out {
+		slices.SortFunc(es, func(x, y int32) int { return int(t.edgeAct[x]) - int(t.edgeAct[y]) })
+	}
+	return out
 }
 
 // addRoots adds the trie's first-step nodes, in the order of their
@@ -380,13 +410,13 @@ func (em *emitter) addRoots() {
 	}
 }
 
-// addChildren adds, breadth first, the children of every added node
-// along its chosen edge (start and kids index them, childIndex), with its
-// reach probability times the edge's share of episodes reaching each.
+// addChildren adds, breadth first, the children of every added row along
+// its edge (start and kids index them, childIndex), with its reach
+// probability times the edge's share of episodes reaching each.
 func (em *emitter) addChildren(start, kids []int32) {
 	t := em.t
 	for i := 0; i < len(em.p.Nodes); i++ {
-		e := em.choice[em.from[i]]
+		e := em.edge[i]
 		for _, c := range kids[start[e]:start[e+1]] {
 			em.add(c, int64(i), em.p.Nodes[i].ReachProb*float64(t.nodeCnt[c])/float64(t.edgeN[e]))
 		}
@@ -394,21 +424,43 @@ func (em *emitter) addChildren(start, kids []int32) {
 }
 
 // emitter builds the policy p of trie.emit: choice[node] is the chosen
-// edge, fb the fallback action per step, from[i] the trie node of output
-// node i.
+// edge, mix[node] (when mix is set) whether the node takes every logged
+// action instead, edges the nodes' edges (with mix), fb the fallback
+// action per step; from[i] and edge[i] are the trie node and edge of
+// output row i, and mixed says whether some row has a probability below
+// one.
 type emitter struct {
 	t      *trie
 	choice []int32
+	mix    []bool
+	edges  [][]int32
 	fb     []int
 	p      *policy.Policy
 	from   []int32
+	edge   []int32
+	mixed  bool
 }
 
-// add appends the output node of trie node n with the given parent output
-// node and reach probability.
+// add appends the output rows of trie node n with the given parent output
+// row and reach probability of the history: the chosen edge's row, or at
+// a mixing node one row per logged action.
 func (em *emitter) add(n int32, parent int64, reach float64) {
 	t := em.t
-	e := em.choice[n]
+	if em.mix == nil || !em.mix[n] {
+		em.addRow(n, em.choice[n], parent, reach, 1)
+		return
+	}
+	for _, e := range em.edges[n] {
+		q := float64(t.edgeN[e]) / float64(t.nodeCnt[n])
+		em.mixed = em.mixed || q < 1
+		em.addRow(n, e, parent, reach*q, q)
+	}
+}
+
+// addRow appends the row of trie node n taking edge e's action with
+// probability q.
+func (em *emitter) addRow(n, e int32, parent int64, reach, q float64) {
+	t := em.t
 	node := policy.Node{
 		ID:        int64(len(em.p.Nodes)),
 		Parent:    parent,
@@ -422,5 +474,9 @@ func (em *emitter) add(n int32, parent int64, reach float64) {
 		node.Fallback = ingest.EndSymbol
 	}
 	em.p.Nodes = append(em.p.Nodes, node)
+	if em.mix != nil {
+		em.p.Probs = append(em.p.Probs, q)
+	}
 	em.from = append(em.from, n)
+	em.edge = append(em.edge, e)
 }

@@ -63,7 +63,7 @@ func valueEach(m *estimate.Model, b *pessimism.Bonus, pol *policy.Policy, c *rep
 // valueWith is V_R under the model of a copy of pol whose nodes change
 // edits.
 func valueWith(m *estimate.Model, b *pessimism.Bonus, pol *policy.Policy, change func(nodes []policy.Node)) (float64, error) {
-	q := &policy.Policy{Horizon: pol.Horizon, Nodes: append([]policy.Node(nil), pol.Nodes...), Ctrl: pol.Ctrl}
+	q := &policy.Policy{Horizon: pol.Horizon, Nodes: append([]policy.Node(nil), pol.Nodes...), Ctrl: pol.Ctrl, Probs: pol.Probs}
 	change(q.Nodes)
 	val, err := policy.ModelValue(m, b, q)
 	return val.Reward, err

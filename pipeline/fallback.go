@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/psrlcb/psrlcb/baseline"
 	"github.com/psrlcb/psrlcb/estimate"
@@ -37,7 +38,16 @@ import (
 // behaviour itself, when the rarer action is the better one; by the
 // policy improvement theorem the improved clone is not, wherever the logs
 // tell the actions apart. It is left out when it equals the clone. The
-// plan and the clone are scored on part B, which neither was made from:
+// third candidate is the improved behaviour (baseline.CloneOptions.Mix):
+// the behaviour's own estimated action distribution, the logged shares
+// at each history, except where the logs show one logged action better
+// than the behaviour's other choices there, which it then takes alone. It
+// is a stochastic policy (policy.Policy.Probs) and the one of the three
+// the policy improvement theorem puts at or above the behaviour without
+// conditions: a deterministic clone can lose to the behaviour wherever
+// the behaviour's rarer action is the better one and the logs cannot yet
+// tell. The plan and the clone are scored on part B, which neither was
+// made from:
 //
 //	L(π_c) = the importance-weighted 95% lower bound of V^{π_c} on B,
 //	S(π_α) = V_{θ̂_B,R}^{π_α} − V_{θ̂_B,α_B b̂_B}^{π_α}, or its importance-weighted upper bound on B if larger,
@@ -50,11 +60,14 @@ import (
 // the normal interval is too narrow to trust. So when the logs can check
 // the plan, the clone must be shown better than the plan; when they
 // cannot, its proven value must beat the plan's bound. The final policy is
-// then the improved clone fitted on all episodes when its own held-out
-// bound counts (the clone otherwise), with that bound as the reported one.
+// then the improved behaviour fitted on all episodes when its own
+// held-out bound counts and is at least the deterministic stand-in's (the
+// improved clone when its bound counts, the clone otherwise), that
+// stand-in otherwise (standIn), with the returned policy's bound as the
+// reported one.
 //
-// The improved clone stands in for the behaviour once the plan is set
-// aside, but does not decide whether it is: its departures are where the
+// The improved clone and the improved behaviour stand in for the
+// behaviour once the plan is set aside, but do not decide whether it is: its departures are where the
 // logs are thinnest, and at an effective sample size of a few dozen its
 // normal interval is optimistic. Letting it compete with the plan returned
 // it over the optimal plan on the README's tiger logs (uniform behaviour:
@@ -95,23 +108,30 @@ const (
 	// PlannerImprovedClone: the clone improved where the logs show a
 	// better logged action.
 	PlannerImprovedClone = "improved_clone"
+	// PlannerImprovedBehavior: the behaviour's own estimated action
+	// distribution, improved where the logs show a logged action better
+	// than the behaviour's other choices (a stochastic policy;
+	// baseline.CloneOptions.Mix).
+	PlannerImprovedBehavior = "improved_behavior"
 )
 
 // fitClone is the fallback's candidate name fitted on d, with a step-1
 // row for every observation, so that a model can value it.
 func fitClone(ctx context.Context, d *ingest.Dataset, name string) (*policy.Policy, error) {
-	return baseline.BehaviorCloning(ctx, d, baseline.CloneOptions{AllFirst: true, Improve: name == PlannerImprovedClone})
+	return baseline.BehaviorCloning(ctx, d, baseline.CloneOptions{AllFirst: true, Improve: name == PlannerImprovedClone,
+		Mix: name == PlannerImprovedBehavior})
 }
 
-// fitCandidates fits the fallback's candidates on d: the clone, and the
-// improved clone unless it takes the clone's action everywhere.
+// fitCandidates fits the fallback's candidates on d: the clone, then the
+// improved clone and the improved behaviour, each unless it is a policy
+// already listed.
 func fitCandidates(ctx context.Context, d *ingest.Dataset) (names []string, pols []*policy.Policy, err error) {
-	for _, name := range []string{PlannerClone, PlannerImprovedClone} {
+	for _, name := range []string{PlannerClone, PlannerImprovedClone, PlannerImprovedBehavior} {
 		p, err := fitClone(ctx, d, name)
 		if err != nil {
 			return nil, nil, err
 		}
-		if len(pols) > 0 && sameActions(pols[0], p) {
+		if slices.ContainsFunc(pols, func(q *policy.Policy) bool { return sameActions(q, p) }) {
 			continue
 		}
 		names, pols = append(names, name), append(pols, p)
@@ -119,10 +139,11 @@ func fitCandidates(ctx context.Context, d *ingest.Dataset) (names []string, pols
 	return names, pols, nil
 }
 
-// sameActions says whether two clones of one dataset take the same action
-// at every row (then they are the same policy, row for row).
+// sameActions says whether two clones of one dataset take the same
+// actions with the same probabilities at every row (then they are the
+// same policy, row for row).
 func sameActions(a, b *policy.Policy) bool {
-	if len(a.Nodes) != len(b.Nodes) {
+	if len(a.Nodes) != len(b.Nodes) || a.Stochastic() != b.Stochastic() || !slices.Equal(a.Probs, b.Probs) {
 		return false
 	}
 	for i := range a.Nodes {
@@ -168,15 +189,32 @@ func fallbackDecision(planB float64, planIW policy.IWResult, cands []policy.IWRe
 }
 
 // standIn is the candidate returned once the clone has set the plan
-// aside: the improved clone when it was scored (it differs from the
-// clone) and its bound counts, the clone otherwise.
+// aside. Of the deterministic candidates, the improved clone when it was
+// scored (it differs from the clone) and its bound counts, the clone
+// otherwise. The improved behaviour replaces it when its own bound counts
+// and is at least as high: of two policies that keep to the logged
+// actions, the one the logs prove more of, as the plan is chosen by its
+// lower bound. The improved behaviour keeps the behaviour's mix wherever
+// the logs show no better action, so it is not worse than the behaviour,
+// where a deterministic clone of a behaviour that mixes can be; and its
+// importance weights stay near one, so its bound is the tighter where
+// the two are worth about the same. A deterministic clone is kept where
+// the logs prove it worth more, as when the behaviour's rare actions are
+// costly.
 func standIn(names []string, bounds []float64) string {
+	det, detBound := PlannerClone, math.Inf(-1)
 	for i, n := range names {
-		if n == PlannerImprovedClone && !math.IsInf(bounds[i], -1) {
-			return n
+		switch {
+		case n == PlannerClone && det == PlannerClone:
+			detBound = bounds[i]
+		case n == PlannerImprovedClone && !math.IsInf(bounds[i], -1):
+			det, detBound = n, bounds[i]
 		}
 	}
-	return PlannerClone
+	if i := slices.Index(names, PlannerImprovedBehavior); i >= 0 && !math.IsInf(bounds[i], -1) && bounds[i] >= detBound {
+		return PlannerImprovedBehavior
+	}
+	return det
 }
 
 // counts says whether an importance-weighted figure counts: an effective

@@ -93,15 +93,25 @@ func TestFallbackNarrowLogs(t *testing.T) {
 	if cl.Name != PlannerClone || !(float64(cl.Bound) > float64(fb.PlanBound)) || cl.ESS < 30 || (fb.PlanESS >= 30 && !(cl.Bound > fb.PlanIWUpper)) {
 		t.Errorf("fallback used with clone %+v, plan bound %v", cl, fb.PlanBound)
 	}
-	// The improved clone stands in when it was scored and its bound counts.
-	wantName := PlannerClone
-	if len(fb.Candidates) > 1 && fb.Candidates[1].ESS >= 30 {
-		wantName = PlannerImprovedClone
+	// The improved clone stands in when it was scored and its bound
+	// counts, the clone otherwise; the improved behaviour when its bound
+	// counts and is at least that one's.
+	wantName, wantBound := PlannerClone, float64(cl.Bound)
+	for _, c := range fb.Candidates[1:] {
+		if c.Name == PlannerImprovedClone && c.ESS >= 30 {
+			wantName, wantBound = c.Name, float64(c.Bound)
+		}
+	}
+	for _, c := range fb.Candidates[1:] {
+		if c.Name == PlannerImprovedBehavior && c.ESS >= 30 && float64(c.Bound) >= wantBound {
+			wantName = c.Name
+		}
 	}
 	if x.Name != wantName {
 		t.Errorf("returned %s, want %s (candidates %+v)", x.Name, wantName, fb.Candidates)
 	}
-	want, err := baseline.BehaviorCloning(ctx, d, baseline.CloneOptions{AllFirst: true, Improve: x.Name == PlannerImprovedClone})
+	want, err := baseline.BehaviorCloning(ctx, d, baseline.CloneOptions{AllFirst: true, Improve: x.Name == PlannerImprovedClone,
+		Mix: x.Name == PlannerImprovedBehavior})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -162,10 +172,13 @@ func TestFallbackNarrowLogs(t *testing.T) {
 
 // TestStandIn: once the clone has set the plan aside, the improved clone
 // is returned when it was scored and its bound counts, whatever the two
-// bounds' order; the clone otherwise.
+// bounds' order, the clone otherwise; the improved behaviour replaces
+// that choice when its bound counts and is at least as high.
 func TestStandIn(t *testing.T) {
 	inf := math.Inf(-1)
 	both := []string{PlannerClone, PlannerImprovedClone}
+	all := []string{PlannerClone, PlannerImprovedClone, PlannerImprovedBehavior}
+	mixed := []string{PlannerClone, PlannerImprovedBehavior}
 	for _, c := range []struct {
 		names  []string
 		bounds []float64
@@ -175,6 +188,15 @@ func TestStandIn(t *testing.T) {
 		{both, []float64{0.5, 0.6}, PlannerImprovedClone},
 		{both, []float64{0.5, inf}, PlannerClone},
 		{[]string{PlannerClone}, []float64{0.5}, PlannerClone},
+		{all, []float64{0.5, 0.4, 0.45}, PlannerImprovedBehavior},
+		{all, []float64{0.5, 0.4, 0.4}, PlannerImprovedBehavior},
+		{all, []float64{0.5, 0.4, 0.39}, PlannerImprovedClone},
+		{all, []float64{0.5, inf, 0.45}, PlannerClone},
+		{all, []float64{0.5, inf, 0.55}, PlannerImprovedBehavior},
+		{all, []float64{0.5, 0.6, inf}, PlannerImprovedClone},
+		{mixed, []float64{inf, 0.1}, PlannerImprovedBehavior},
+		{mixed, []float64{0.2, 0.1}, PlannerClone},
+		{mixed, []float64{inf, inf}, PlannerClone},
 	} {
 		if got := standIn(c.names, c.bounds); got != c.want {
 			t.Errorf("%v %v: %s, want %s", c.names, c.bounds, got, c.want)

@@ -153,8 +153,9 @@ func stepIota(d *ingest.Dataset, h int) float64 {
 }
 
 // runningCInf[h−1] is max over t ≤ h of the largest
-// P^π̄(τ_t)/P^{π^b}(τ_t) = Π 1/π^b over logged prefixes that follow π̄ (the
-// model's factor cancels; see policy.Coverage).
+// P^π̄(τ_t)/P^{π^b}(τ_t) = Π π̄/π^b over logged prefixes that follow π̄ (the
+// model's factor cancels; see policy.Coverage; π̄ = 1 on the actions of a
+// deterministic policy).
 func runningCInf(pol *policy.Policy, d *ingest.Dataset) []float64 {
 	H := d.Horizon
 	best := make([]float64, H)
@@ -164,13 +165,19 @@ func runningCInf(pol *policy.Policy, d *ingest.Dataset) []float64 {
 		for h := 0; h < H; h++ {
 			o := d.ObsVocab[d.Obs[k*H+h]]
 			a := d.ActVocab[d.Act[k*H+h]]
-			act, _, ok := c.Act(o)
-			if !ok || (act != a && a != ingest.EndSymbol) {
+			q, ok := c.Take(o, a)
+			if a == ingest.EndSymbol {
+				q = 1
+			}
+			if !ok || q == 0 {
 				break
 			}
 			p := 1.0
 			if d.Propensity != nil {
 				p = d.Propensity[k*H+h]
+			}
+			if q != 1 {
+				ratio *= q // π(a | τ) of a stochastic policy
 			}
 			ratio /= p
 			best[h] = math.Max(best[h], ratio)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"math/rand/v2"
 
 	"github.com/psrlcb/psrlcb/estimate"
 )
@@ -106,15 +107,30 @@ func meanAndSE(sum, sq float64, n int) (value, se float64) {
 }
 
 // cursorAct is the model's code of the action the cursor st plays after
-// observation o at step h; the error is for an action the model does not
-// know (or none).
-func (c codes) cursorAct(st *Cursor, o, h int) (int, error) {
-	sym, _, ok := st.Act(c.obs[o])
+// observation o at step h, drawn with rng when the policy is stochastic;
+// the error is for an action the model does not know (or none).
+func (c codes) cursorAct(st *Cursor, o, h int, rng *rand.Rand) (int, error) {
+	sym, ok := playSymbol(st, c.obs[o], rng)
 	a, known := c.act[sym]
 	if !ok || !known {
 		return 0, fmt.Errorf("%w: the policy's action %q at step %d is not in the model's vocabulary", ErrModel, sym, h)
 	}
 	return a, nil
+}
+
+// playSymbol moves the cursor st by observation obs and returns the
+// action it plays: Act's, or for a stochastic policy one drawn from its
+// choices with rng (which a deterministic policy leaves untouched, so
+// its figures do not depend on the policy's kind).
+func playSymbol(st *Cursor, obs string, rng *rand.Rand) (string, bool) {
+	var sym string
+	var ok bool
+	if st.p.Stochastic() {
+		sym, _, ok = st.Sample(obs, rng.Float64())
+	} else {
+		sym, _, ok = st.Act(obs)
+	}
+	return sym, ok
 }
 
 // unmatchedMass is the probability of the first observations pol has no
@@ -148,7 +164,7 @@ func (ts *trajSampler) follow(st *Cursor, c codes, o int) (float64, error) {
 	m := ts.m
 	ret := 0.0
 	for h := 1; ; h++ {
-		a, err := c.cursorAct(st, o, h)
+		a, err := c.cursorAct(st, o, h, ts.rng)
 		if err != nil {
 			return 0, err
 		}

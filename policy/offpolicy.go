@@ -20,12 +20,13 @@ const DefaultZ = 1.96
 const MinClaimESS = 30
 
 // Weights returns the importance weight of every episode of d under the
-// deterministic policy pol:
+// policy pol:
 //
-//	w_k = Π_h 1[a_h = π̄(o_1..o_h)] / π^b(a_h | τ_{h−1}, o_h)
+//	w_k = Π_h π(a_h | τ_{h−1}, o_h) / π^b(a_h | τ_{h−1}, o_h)
 //
-// with π^b the dataset's propensities, π̄'s actions found with the lookup
-// rule of Cursor. After the end symbol the action is forced for every
+// with π^b the dataset's propensities and π(a|·) = 1[a = π̄(o_1..o_h)]
+// for a deterministic policy, its actions found with the lookup rule of
+// Cursor (Cursor.Take). After the end symbol the action is forced for every
 // policy, so those steps count as matching (their propensity is 1).
 func Weights(pol *Policy, d *ingest.Dataset) ([]float64, error) {
 	w := make([]float64, d.NumEpisodes())
@@ -93,10 +94,13 @@ func walkEpisode(pol *Policy, d *ingest.Dataset, k int, visit func(k, h int, ok 
 		if err != nil {
 			return err
 		}
-		a, ok, node := loggedStep(&st, obs, act)
-		if !ok || a != act {
+		q, ok, node := loggedStep(&st, obs, act)
+		if !ok || q == 0 {
 			visit(k, h, false, 0, node)
 			break
+		}
+		if q != 1 {
+			prefix *= q
 		}
 		prefix /= p
 		visit(k, h, true, prefix, node)
@@ -126,19 +130,19 @@ func propensity(d *ingest.Dataset, k, h int) (float64, error) {
 }
 
 // loggedStep moves the cursor st by the logged observation obs and
-// returns the policy's action (the logged action act after the end
-// symbol), whether it has one, and the node it used (−1 outside the
-// tree).
-func loggedStep(st *Cursor, obs, act string) (a string, ok bool, node int64) {
-	a, _, ok = st.Act(obs)
+// action act and returns the policy's probability of act there (1 after
+// the end symbol, where the action is forced), whether the policy has an
+// action for the history, and the node it used (−1 outside the tree).
+func loggedStep(st *Cursor, obs, act string) (q float64, ok bool, node int64) {
+	q, ok = st.Take(obs, act)
 	if obs == ingest.EndSymbol {
-		a, ok = act, true
+		q, ok = 1, true
 	}
 	node = st.node
 	if st.left {
 		node = -1
 	}
-	return a, ok, node
+	return q, ok, node
 }
 
 // newCoverage returns the coverage of pol's steps 1..H before the logs

@@ -71,10 +71,12 @@ func (r *Rollout) LCBStdErr(alpha float64) float64 {
 	return math.Sqrt(m2 / float64(n-1) / float64(n))
 }
 
-// ValueUnder values the deterministic policy pol under the model m with
-// the bonus b's feature covariances (b must be built on m): it enumerates
-// every observation sequence of positive probability when there are at
-// most maxLeaves (|O|^H bounds them; 0 means DefaultMaxLeaves), and
+// ValueUnder values the policy pol under the model m with the bonus b's
+// feature covariances (b must be built on m): it enumerates every
+// observation sequence of positive probability (and, for a stochastic
+// policy, every sequence of the actions it may take) when there are at
+// most maxLeaves (|O|^H, times |A|^H for a stochastic policy, bounds
+// them; 0 means DefaultMaxLeaves), and
 // otherwise samples n trajectories of m following pol (0 means
 // DefaultRollouts), seeded by seed, with the expected reward of each step
 // given the belief (lower variance than the sampled reward, same mean).
@@ -87,7 +89,11 @@ func ValueUnder(ctx context.Context, m *estimate.Model, b *pessimism.Bonus, pol 
 		return nil, err
 	}
 	maxLeaves, n = rolloutDefaults(maxLeaves, n)
-	if m.ObsSequences() <= float64(maxLeaves) {
+	leaves := m.ObsSequences()
+	if pol.Stochastic() {
+		leaves *= math.Pow(float64(m.NumActions), float64(m.Horizon))
+	}
+	if leaves <= float64(maxLeaves) {
 		return exactRollout(m, b, pol)
 	}
 	e, err := newHistoryWalk(m, b, pol, true) // its codes, scale and features
@@ -159,7 +165,7 @@ func (e *historyWalk) sampleTrajectory(ts *trajSampler, feat [][]float64) (sum, 
 	st := *e.pol.NewCursor()
 	sum = b.Root
 	for h := 1; ; h++ {
-		a, err := e.sampledAction(&st, o)
+		a, err := e.sampledAction(&st, o, ts.rng)
 		if err != nil {
 			return 0, 0, err
 		}
@@ -176,9 +182,10 @@ func (e *historyWalk) sampleTrajectory(ts *trajSampler, feat [][]float64) (sum, 
 // cursorAction moves the cursor st by observation o and returns the
 // model's code of the action it plays, −1 (with the action's symbol)
 // when the model's vocabulary lacks it; the error is for an observation
-// the policy has no action for.
-func (e *historyWalk) cursorAction(st *Cursor, o int) (a int, sym string, err error) {
-	sym, _, ok := st.Act(e.c.obs[o])
+// the policy has no action for. A stochastic policy's action is drawn
+// with rng (playSymbol).
+func (e *historyWalk) cursorAction(st *Cursor, o int, rng *rand.Rand) (a int, sym string, err error) {
+	sym, ok := playSymbol(st, e.c.obs[o], rng)
 	if !ok {
 		return -1, sym, fmt.Errorf("%w: the policy has no action for the first observation %q", ErrModel, e.c.obs[o])
 	}
@@ -197,10 +204,11 @@ func (e *historyWalk) predictTerm(ts *trajSampler, h, a int, f []float64) float6
 	return e.b.StepNorm2(h, f)
 }
 
-// sampledAction is cursorAction's action code, an error when the model
-// does not know the action.
-func (e *historyWalk) sampledAction(st *Cursor, o int) (int, error) {
-	a, sym, err := e.cursorAction(st, o)
+// sampledAction is cursorAction's action code (drawn with rng when the
+// policy is stochastic), an error when the model does not know the
+// action.
+func (e *historyWalk) sampledAction(st *Cursor, o int, rng *rand.Rand) (int, error) {
+	a, sym, err := e.cursorAction(st, o, rng)
 	if err == nil && a < 0 {
 		err = fmt.Errorf("%w: the policy's action %q is not in the model's vocabulary", ErrModel, sym)
 	}

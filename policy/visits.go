@@ -5,7 +5,10 @@ import "github.com/psrlcb/psrlcb/ingest"
 // Visits is how the logs walk down π̄'s tree: N[n] counts the episodes
 // whose observations o_1..o_h and actions a_1..a_{h−1} lead to node n, out
 // of K, and Count(n, a) how many of them took action a there. An episode
-// stops at the first action that departs from π̄ (or at its end).
+// stops at the first action that departs from π̄ (or at its end). In a
+// stochastic policy every row of a history (one per action the policy
+// may take) counts the episodes that reach the history, and an episode
+// goes on below the row of the action it took, while there is one.
 type Visits struct {
 	N []int64
 	K int
@@ -32,6 +35,10 @@ func LoggedVisits(pol *Policy, d *ingest.Dataset) *Visits {
 // walk counts episode k of d down pol's tree until its first action
 // that departs from pol (or its end).
 func (v *Visits) walk(pol *Policy, d *ingest.Dataset, k int) {
+	if pol.Stochastic() {
+		v.walkChoices(pol, d, k)
+		return
+	}
 	H, node := d.Horizon, int64(-1)
 	for h := 0; h < H && h < int(d.Length[k]); h++ {
 		n, ok := pol.Child(node, d.ObsVocab[d.Obs[k*H+h]])
@@ -44,6 +51,27 @@ func (v *Visits) walk(pol *Policy, d *ingest.Dataset, k int) {
 			return
 		}
 		node = n
+	}
+}
+
+// walkChoices is walk for a stochastic policy: at each step it counts
+// the episode at every row of its history and goes on below the row of
+// the logged action (it stops when there is none).
+func (v *Visits) walkChoices(pol *Policy, d *ingest.Dataset, k int) {
+	H, node := d.Horizon, int64(-1)
+	for h := 0; h < H && h < int(d.Length[k]); h++ {
+		rows := pol.rowsWithObs(node, d.ObsVocab[d.Obs[k*H+h]])
+		a := int(d.Act[k*H+h])
+		node = -1
+		for _, r := range rows {
+			v.add(int64(r), a)
+			if pol.Nodes[r].Action == d.ActVocab[a] {
+				node = int64(r)
+			}
+		}
+		if node < 0 {
+			return
+		}
 	}
 }
 

@@ -104,15 +104,24 @@ func (w *historyWalk) walkFirst(o int, root, po float64) (float64, float64, erro
 
 // walk returns the expected reward-to-go from step h and the expected b̂,
 // given o_h = o, the belief bel[h] over s_h, the running sum and the
-// history's model probability prob.
+// history's model probability prob. A stochastic policy's choices are
+// walked each with its probability (walkChoices).
 func (w *historyWalk) walk(h, o int, st Cursor, sum, prob float64) (float64, float64, error) {
-	m := w.m
+	if w.pol.Stochastic() {
+		return w.walkChoices(h, o, st, sum, prob)
+	}
 	a, err := w.stepAction(&st, o, h)
 	if err != nil {
 		return 0, 0, err
 	}
-	b := w.bel[h]
-	r := (m.ExpectedReward(h, b, a) - w.shift) * w.scale
+	return w.walkAction(h, a, st, sum, prob)
+}
+
+// walkAction is walk once the action a at step h is known (the cursor
+// st past it).
+func (w *historyWalk) walkAction(h, a int, st Cursor, sum, prob float64) (float64, float64, error) {
+	m := w.m
+	r := (m.ExpectedReward(h, w.bel[h], a) - w.shift) * w.scale
 	if h == m.Horizon {
 		return w.atLeaf(r, sum, prob)
 	}
@@ -124,10 +133,37 @@ func (w *historyWalk) walk(h, o int, st Cursor, sum, prob float64) (float64, flo
 	return r + vr, vb, nil
 }
 
+// walkChoices is walk for a stochastic policy: the mean over the actions
+// the policy may take at o_h, by their probabilities, of the walks that
+// take them (the history's probability times the action's reaches the
+// leaves).
+func (w *historyWalk) walkChoices(h, o int, st Cursor, sum, prob float64) (vr, vb float64, err error) {
+	obs := w.c.obs[o]
+	choices, ok := st.Choices(obs)
+	if !ok {
+		return 0, 0, fmt.Errorf("%w: the policy has no action for the first observation %q", ErrModel, obs)
+	}
+	for _, ch := range choices {
+		a, known := w.c.act[ch.Action]
+		if !known {
+			return 0, 0, fmt.Errorf("%w: the policy's action %q at step %d is not in the model's vocabulary", ErrModel, ch.Action, h)
+		}
+		next := st
+		next.Take(obs, ch.Action)
+		r, b, err := w.walkAction(h, a, next, sum, prob*ch.Prob)
+		if err != nil {
+			return 0, 0, err
+		}
+		vr += ch.Prob * r
+		vb += ch.Prob * b
+	}
+	return vr, vb, nil
+}
+
 // stepAction is cursorAction's action code at step h, an error when the
 // model does not know the action.
 func (w *historyWalk) stepAction(st *Cursor, o, h int) (int, error) {
-	a, sym, err := w.cursorAction(st, o)
+	a, sym, err := w.cursorAction(st, o, nil)
 	if err == nil && a < 0 {
 		err = fmt.Errorf("%w: the policy's action %q at step %d is not in the model's vocabulary", ErrModel, sym, h)
 	}

@@ -150,9 +150,12 @@ type Fallback struct {
 // the training part and valued by importance weighting on the held-out
 // part.
 type FallbackCandidate struct {
-	// Name is "clone" (the action logged most often at each history) or
+	// Name is "clone" (the action logged most often at each history),
 	// "improved_clone" (the clone, except where the logs show another
-	// logged action's mean return-to-go larger; see CandidateWords).
+	// logged action's mean return-to-go larger) or "improved_behavior"
+	// (the logged actions with their logged shares, except where the logs
+	// show one better than the others; a stochastic policy); see
+	// CandidateWords.
 	Name         string `json:"name"`
 	IWValue      Float  `json:"iw_value"`
 	IWLower      Float  `json:"iw_lower"`

@@ -265,13 +265,17 @@ func writeFileAtomic(path string, data []byte) error { return atomicfile.WriteBy
 
 // setAsideSentence says why the fallback set the plan aside and what
 // policy.arrow holds instead (x, the chosen candidate; the clone decides,
-// the improved clone may stand in).
+// the improved clone or the improved behaviour may stand in).
 func setAsideSentence(fb *Fallback, x *FallbackCandidate) string {
 	cl := fb.Candidates[0]
 	why := fmt.Sprintf("The planned policy was set aside: on held-out episodes a policy that keeps to the logged actions, the %s, is proven worth at least %.4g, more than the planned policy could be shown to be worth (%.4g)",
 		CandidateWords(cl.Name), float64(cl.IWLowerUnits), float64(fb.PlanBoundUnits))
 	if x.Name == cl.Name {
 		return why + ", so policy.arrow holds that policy and the figures below are its own."
+	}
+	if x.Name == "improved_behavior" {
+		return fmt.Sprintf("%s. policy.arrow holds the %s instead, a stochastic policy: at each history it takes the behaviour's logged actions with their logged shares, except where the logs show one of them better for the rest of the episode than the others (its mean return from there on larger by more than 1.96 standard errors), which it then takes alone. So it is no worse than the behaviour, where a single most-logged action can be, and the logs prove at least as much of it as of the clones; the figures below are its own (held-out lower bound %.4g). psrlcb act draws its action from the probabilities.",
+			why, CandidateName(x.Name), float64(x.IWLowerUnits))
 	}
 	return fmt.Sprintf("%s. policy.arrow holds the %s instead: the clone, except where the logs show another of the behaviour's actions better for the rest of the episode (its mean return from there on larger by more than 1.96 standard errors), so that it is no worse than the behaviour wherever the logs tell its actions apart; the figures below are its own (held-out lower bound %.4g).",
 		why, CandidateName(x.Name), float64(x.IWLowerUnits))

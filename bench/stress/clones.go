@@ -13,11 +13,12 @@ import (
 	"github.com/psrlcb/psrlcb/pomdp"
 )
 
-// CloneRow compares, on one configuration's logs, the two policies the
+// CloneRow compares, on one configuration's logs, the policies the
 // behaviour fallback can return (pipeline/fallback.go): the behaviour's
-// clone and its improved clone (baseline.CloneOptions.Improve), both fitted
-// on all the logs and valued exactly under the true model. No model is
-// fitted, so a clone study is quick.
+// clone, its improved clone (baseline.CloneOptions.Improve) and the
+// improved behaviour (baseline.CloneOptions.Mix, a stochastic policy), all
+// fitted on all the logs and valued exactly under the true model. No model
+// is fitted, so a clone study is quick.
 type CloneRow struct {
 	Family        string
 	Problem, H, K int
@@ -26,6 +27,7 @@ type CloneRow struct {
 	Behav         float64 // V^b
 	Clone         float64 // V of the clone
 	Improved      float64 // V of the improved clone
+	Mixed         float64 // V of the improved behaviour
 }
 
 // Regret of a value, (V* − v)/(V* − V^b); NaN when V* = V^b.
@@ -85,7 +87,7 @@ func problemClones(ctx context.Context, cfg Config, p *problem, base key) ([]Clo
 				return out, fmt.Errorf("%v: %w", k, err)
 			}
 			if cfg.Log != nil {
-				cfg.Log("%-8s %3d H=%d %-10s K=%-6d regret clone %6.3f improved %6.3f", k.Family, k.Problem, k.H, bs, K, r.Regret(r.Clone), r.Regret(r.Improved))
+				cfg.Log("%-8s %3d H=%d %-10s K=%-6d regret clone %6.3f improved %6.3f improved behaviour %6.3f", k.Family, k.Problem, k.H, bs, K, r.Regret(r.Clone), r.Regret(r.Improved), r.Regret(r.Mixed))
 			}
 			out = append(out, r)
 		}
@@ -106,17 +108,21 @@ func cloneRun(ctx context.Context, cfg Config, p *problem, k key) (CloneRow, err
 	if err != nil {
 		return r, err
 	}
-	if r.Clone, err = cloneValue(ctx, cfg, p, k.H, d, false); err != nil {
+	if r.Clone, err = cloneValue(ctx, cfg, p, k.H, d, baseline.CloneOptions{}); err != nil {
 		return r, err
 	}
-	r.Improved, err = cloneValue(ctx, cfg, p, k.H, d, true)
+	if r.Improved, err = cloneValue(ctx, cfg, p, k.H, d, baseline.CloneOptions{Improve: true}); err != nil {
+		return r, err
+	}
+	r.Mixed, err = cloneValue(ctx, cfg, p, k.H, d, baseline.CloneOptions{Mix: true})
 	return r, err
 }
 
-// cloneValue is the exact value of the behaviour's clone fitted on the
-// logs d (improved with improve).
-func cloneValue(ctx context.Context, cfg Config, p *problem, H int, d *ingest.Dataset, improve bool) (float64, error) {
-	pol, err := baseline.BehaviorCloning(ctx, d, baseline.CloneOptions{AllFirst: true, Improve: improve})
+// cloneValue is the exact value of the behaviour's clone of kind opts
+// fitted on the logs d.
+func cloneValue(ctx context.Context, cfg Config, p *problem, H int, d *ingest.Dataset, opts baseline.CloneOptions) (float64, error) {
+	opts.AllFirst = true
+	pol, err := baseline.BehaviorCloning(ctx, d, opts)
 	if err != nil {
 		return 0, err
 	}
@@ -124,14 +130,16 @@ func cloneValue(ctx context.Context, cfg Config, p *problem, H int, d *ingest.Da
 }
 
 // clonesMarkdown is the clone study's table: per (H, K, behaviour, family)
-// the normalized regret of both clones (median, 90th percentile, worst),
-// how many are worse than the behaviour (regret > 1), and on how many
+// the normalized regret of the three candidates (median, 90th
+// percentile, worst), how many are worse than the behaviour (regret > 1;
+// for the improved behaviour also by more than worseMargin), on how many
 // problems the improved clone is better or worse than the clone by more
-// than worseMargin. Problems with V* = V^b are left out.
+// than worseMargin, and the improved behaviour than the improved clone.
+// Problems with V* = V^b are left out.
 func clonesMarkdown(rows []CloneRow) string {
 	order, g := cloneGroups(rows)
 	var b strings.Builder
-	b.WriteString("| H | K | behaviour | family | problems | clone: median, p90, worst | clone worse than the behaviour | improved: median, p90, worst | improved worse than the behaviour | improved better / worse by > 0.05 |\n|---|---|---|---|---|---|---|---|---|---|\n")
+	b.WriteString("| H | K | behaviour | family | problems | clone: median, p90, worst | clone worse than the behaviour | improved: median, p90, worst | improved worse than the behaviour | improved better / worse by > 0.05 | improved behaviour: median, p90, worst | improved behaviour worse than the behaviour (> 1, > 1.05) | improved behaviour better / worse than the improved clone by > 0.05 |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, c := range order {
 		writeCloneRow(&b, c, g[c])
 	}
@@ -184,17 +192,21 @@ func writeCloneRow(b *strings.Builder, c cloneCell, rs []CloneRow) {
 	for _, r := range rs {
 		t.add(r)
 	}
-	fmt.Fprintf(b, "| %d | %s | %s | %s | %d | %s, %s, %s | %d | %s, %s, %s | %d | %d / %d |\n", c.H, kLabel(c.K), c.Behavior, c.Family, len(rs),
+	fmt.Fprintf(b, "| %d | %s | %s | %s | %d | %s, %s, %s | %d | %s, %s, %s | %d | %d / %d | %s, %s, %s | %d, %d | %d / %d |\n", c.H, kLabel(c.K), c.Behavior, c.Family, len(rs),
 		f3(quantile(t.cl, 0.5)), f3(quantile(t.cl, 0.9)), f3(quantile(t.cl, 1)), t.clBad,
-		f3(quantile(t.im, 0.5)), f3(quantile(t.im, 0.9)), f3(quantile(t.im, 1)), t.imBad, t.better, t.worse)
+		f3(quantile(t.im, 0.5)), f3(quantile(t.im, 0.9)), f3(quantile(t.im, 1)), t.imBad, t.better, t.worse,
+		f3(quantile(t.mx, 0.5)), f3(quantile(t.mx, 0.9)), f3(quantile(t.mx, 1)), t.mxBad, t.mxBadMargin, t.mxBetter, t.mxWorse)
 }
 
 // cloneTally accumulates a cell's regrets of the clone (cl) and of the
 // improved clone (im), how many of each are worse than the behaviour, and
 // how often the improved clone is better or worse than the clone.
 type cloneTally struct {
-	cl, im                      []float64
+	cl, im, mx                  []float64
 	better, worse, clBad, imBad int
+	// The improved behaviour: worse than the behaviour (regret > 1, and
+	// > 1 + worseMargin), better or worse than the improved clone.
+	mxBad, mxBadMargin, mxBetter, mxWorse int
 }
 
 // add takes in one configuration's row.
@@ -211,5 +223,19 @@ func (t *cloneTally) add(r CloneRow) {
 	}
 	if y > 1 {
 		t.imBad++
+	}
+	z := r.Regret(r.Mixed)
+	t.mx = append(t.mx, z)
+	switch {
+	case z < y-worseMargin:
+		t.mxBetter++
+	case z > y+worseMargin:
+		t.mxWorse++
+	}
+	if z > 1 {
+		t.mxBad++
+	}
+	if z > 1+worseMargin {
+		t.mxBadMargin++
 	}
 }
