@@ -68,6 +68,9 @@ func WritePolicies(dir string, pi *policy.Policy, H, round int, actions []string
 	if len(actions) == 0 {
 		return fmt.Errorf("%w: no actions to explore", ErrOptions)
 	}
+	if pi != nil && pi.Stochastic() {
+		return fmt.Errorf("%w: the exploration files serve one action per observation history with propensity 1; a stochastic policy cannot be written as one", ErrOptions)
+	}
 	acts, err := json.Marshal(actions)
 	if err != nil {
 		return err
@@ -103,6 +106,9 @@ func ReadPolicy(path string) (*SwitchPolicy, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := checkDeterministic(path, tree); err != nil {
+		return nil, err
+	}
 	sp := &SwitchPolicy{Tree: tree}
 	if err := sp.readMeta(path, meta); err != nil {
 		return nil, err
@@ -111,6 +117,16 @@ func ReadPolicy(path string) (*SwitchPolicy, error) {
 		return nil, err
 	}
 	return sp, nil
+}
+
+// checkDeterministic refuses a stochastic tree read from path: Act looks
+// a history up by its observations alone and logs propensity 1, which
+// holds only for a deterministic tree.
+func checkDeterministic(path string, tree *policy.Policy) error {
+	if tree.Stochastic() {
+		return fmt.Errorf("%w: %s is a stochastic policy (it has a probability column); an exploration policy must be a deterministic tree", ErrData, path)
+	}
+	return nil
 }
 
 // checkSteps checks that the tree read from path has no node at the

@@ -16,10 +16,12 @@ import (
 // POMDP m: for each switch step h = 1..H, perStep episodes that follow
 // prev (π^{k−1}) at steps 1..h−1 and take uniformly random actions from
 // step h on. prev nil means uniform actions throughout (π^0, the first
-// round). The logged propensity is 1 on the steps prev decides and 1/|A| on
-// uniform steps; steps[k] is episode k's switch step. Episodes are ordered
-// by switch step, then by draw. The random stream of each (round, h) batch
-// is fixed by seed, so the logs do not depend on the machine.
+// round). The logged propensity is prev's probability of the action on the
+// steps prev decides (1 for a deterministic prev; a stochastic one's action
+// is drawn with policy.Cursor.Sample) and 1/|A| on uniform steps; steps[k]
+// is episode k's switch step. Episodes are ordered by switch step, then by
+// draw. The random stream of each (round, h) batch is fixed by seed, so
+// the logs do not depend on the machine.
 func Collect(ctx context.Context, m *pomdp.POMDP, H int, prev *policy.Policy, perStep, round int, seed uint64) (*pomdp.Logs, []int, error) {
 	if err := m.Check(); err != nil {
 		return nil, nil, err
@@ -106,24 +108,41 @@ func (c *collector) step(rng *rand.Rand, i, s, o, a int, prop float64) (int, int
 }
 
 // action is the action at step h after observation o with its logged
-// propensity: prev's (propensity 1) before the switch step sw when prev
-// has a row, else uniform (1/|A|).
+// propensity: prev's (with its probability) before the switch step sw when
+// prev has a row, else uniform (1/|A|).
 func (c *collector) action(rng *rand.Rand, cur *policy.Cursor, h, sw, o int) (int, float64, error) {
 	a, prop := -1, 1.0/float64(c.A)
 	if cur != nil && h < sw {
-		name, _, ok := cur.Act(c.m.ObsName(o))
+		name, q, ok := c.play(rng, cur, o)
 		if ok {
 			ai, found := c.actIndex[name]
 			if !found {
 				return 0, 0, fmt.Errorf("%w: exploration policy action %q at step %d is not an action of %s", ErrModel, name, h, c.m.Name)
 			}
-			a, prop = ai, 1
+			a, prop = ai, q
 		}
 	}
 	if a < 0 {
 		a = rng.IntN(c.A)
 	}
 	return a, prop, nil
+}
+
+// play moves prev's cursor cur by the observation o and returns the
+// action taken and its probability, with ok as policy.Cursor.Act: a
+// stochastic prev's action is drawn with one number from rng, a
+// deterministic one's (probability 1) draws none.
+func (c *collector) play(rng *rand.Rand, cur *policy.Cursor, o int) (string, float64, bool) {
+	obs := c.m.ObsName(o)
+	if !c.prev.Stochastic() {
+		name, _, ok := cur.Act(obs)
+		return name, 1, ok
+	}
+	name, node, ok := cur.Sample(obs, rng.Float64())
+	if node < 0 {
+		return name, 1, ok // past the rows: the fallback action, for certain
+	}
+	return name, c.prev.Prob(node), ok
 }
 
 // Append returns the logs a followed by b (same model and horizon).

@@ -4,8 +4,9 @@
 //
 // The evaluated (target) policy π_e gives each action a probability at
 // each history τ_{h−1}, o_h (Target); a deterministic policy table
-// (policy.arrow) gives probability one to its action. The logs give the
-// behaviour's probability of each logged action (the propensity). With
+// (policy.arrow) gives probability one to its action, a stochastic one
+// its rows' probabilities. The logs give the behaviour's probability of
+// each logged action (the propensity). With
 // the ratios ρ_{k,h} = π_e(a_h | τ_{h−1}, o_h) / π^b(a_h | τ_{h−1}, o_h) of
 // episode k and their running products w_{k,h} = Π_{t≤h} ρ_{k,t}, the
 // estimators of V^{π_e} = E_{π_e}[r_1 + … + r_H] are (n episodes, returns

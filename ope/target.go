@@ -37,12 +37,15 @@ type Follower interface {
 	Clone() Follower
 }
 
-// TreeTarget is a deterministic policy table (policy.arrow) as a Target:
-// its action with probability one, found with the lookup rule of the
-// policy file (policy.Cursor).
+// TreeTarget is a policy table (policy.arrow) as a Target, followed with
+// the lookup rule of the policy file (policy.Cursor): a deterministic
+// table's action with probability one, a stochastic table's actions
+// (policy.Policy.Probs) with their probabilities, so that a logged step's
+// importance ratio is π(a_h | τ_{h−1}, o_h)/π^b(a_h | τ_{h−1}, o_h).
 type TreeTarget struct {
 	pol           *policy.Policy
 	obs           []string // observation codes → symbols
+	act           []string // action codes → symbols
 	actCode       map[string]int
 	nAct, endCode int
 	endAct        int // the action code of the end symbol (−1: none)
@@ -51,7 +54,7 @@ type TreeTarget struct {
 // NewTreeTarget checks that every action of pol is an action of the logs
 // d and returns the target.
 func NewTreeTarget(pol *policy.Policy, d *ingest.Dataset) (*TreeTarget, error) {
-	t := &TreeTarget{pol: pol, obs: d.ObsVocab, actCode: codes(d.ActVocab), nAct: d.NumActions()}
+	t := &TreeTarget{pol: pol, obs: d.ObsVocab, act: d.ActVocab, actCode: codes(d.ActVocab), nAct: d.NumActions()}
 	t.endCode, t.endAct = endCodes(d)
 	if err := t.checkActions(); err != nil {
 		return nil, err
@@ -72,11 +75,28 @@ func (t *TreeTarget) checkActions() error {
 	return nil
 }
 
-// Deterministic is true.
-func (t *TreeTarget) Deterministic() bool { return true }
+// Deterministic says whether the table gives every history one action
+// (no probabilities, or every row's probability one).
+func (t *TreeTarget) Deterministic() bool {
+	if !t.pol.Stochastic() {
+		return true
+	}
+	for i := range t.pol.Nodes {
+		if t.pol.Prob(int64(i)) != 1 {
+			return false
+		}
+	}
+	return true
+}
 
 // Follow starts an episode at the root of the table.
-func (t *TreeTarget) Follow() Follower { return &treeFollower{t: t, cur: t.pol.NewCursor(), last: -1} }
+func (t *TreeTarget) Follow() Follower {
+	cur := t.pol.NewCursor()
+	if t.pol.Stochastic() {
+		return &stochFollower{t: t, cur: cur, pending: -1}
+	}
+	return &treeFollower{t: t, cur: cur, last: -1}
+}
 
 type treeFollower struct {
 	t    *TreeTarget
@@ -175,3 +195,85 @@ func checkDistribution(p []float64) error {
 // probTol is how far a target's probabilities may sum from one: tables
 // written with six decimals (1/3 as 0.333333) are off by a few 1e-6.
 const probTol = 1e-5
+
+// stochFollower follows a stochastic table. The cursor moves by an
+// observation only once the action taken after it is known (the next
+// call's prevAct), with policy.Cursor.Take; until then the observation
+// waits in pending.
+type stochFollower struct {
+	t       *TreeTarget
+	cur     *policy.Cursor
+	pending int  // the observation the cursor has not moved by yet, −1 for none
+	off     bool // the episode took an action the policy never takes there
+}
+
+// Clone is a copy of the follower with its own cursor, to branch the
+// episode.
+func (f *stochFollower) Clone() Follower {
+	c := *f
+	cur := *f.cur
+	c.cur = &cur
+	return &c
+}
+
+// Next moves the cursor by the previous observation and the action
+// prevAct taken after it, then writes the policy's probabilities of the
+// actions after obs. Once the episode has taken an action of probability
+// zero its importance weight is zero from then on and the probabilities
+// no longer matter: prevAct is given probability one.
+func (f *stochFollower) Next(prevAct, obs int, p []float64) error {
+	clear(p[:f.t.nAct])
+	if err := f.take(prevAct); err != nil {
+		return err
+	}
+	if f.off {
+		p[max(prevAct, 0)] = 1
+		return nil
+	}
+	if obs == f.t.endCode && f.t.endAct >= 0 {
+		// Past an early end the action is forced, whatever the policy.
+		p[f.t.endAct] = 1
+		return nil
+	}
+	f.pending = obs
+	return f.choices(obs, p)
+}
+
+// take moves the cursor by the pending observation and the action a
+// taken after it, marking the episode off the policy when the policy
+// gives a probability zero.
+func (f *stochFollower) take(a int) error {
+	if f.pending < 0 || f.off || a < 0 {
+		return nil
+	}
+	q, ok := f.cur.Take(f.t.obs[f.pending], f.t.act[a])
+	if !ok {
+		return f.noRoot(f.pending)
+	}
+	f.pending = -1
+	f.off = q == 0
+	return nil
+}
+
+// choices writes into p the probabilities the policy gives its actions
+// after the observation obs, without moving the cursor.
+func (f *stochFollower) choices(obs int, p []float64) error {
+	choices, ok := f.cur.Choices(f.t.obs[obs])
+	if !ok {
+		return f.noRoot(obs)
+	}
+	for _, ch := range choices {
+		a, known := f.t.actCode[ch.Action]
+		if !known {
+			return fmt.Errorf("%w: the policy takes action %q, which the logs never took", ErrTarget, ch.Action)
+		}
+		p[a] += ch.Prob
+	}
+	return nil
+}
+
+// noRoot is the error of a table without a row for the first observation
+// obs.
+func (f *stochFollower) noRoot(obs int) error {
+	return fmt.Errorf("%w: the policy has no row for the first observation %q", ErrTarget, f.t.obs[obs])
+}

@@ -158,13 +158,19 @@ func (w *funcWalk) action(h int) (int, bool) {
 // EvaluatePolicy is the exact value under m of a policy tree read from
 // policy.arrow, following it with policy.Cursor: the observations are the
 // model's observation names with InitSymbol at step 1, and the actions
-// the tree names must be actions of m (ErrPolicy otherwise).
+// the tree names must be actions of m (ErrPolicy otherwise). A stochastic
+// tree (Policy.Probs) is valued as it acts: at each history the values
+// of its actions are weighted by their probabilities,
+// V_h(τ, o) = Σ_a π(a | τ, o) Q_h(τ, o, a).
 func EvaluatePolicy(ctx context.Context, m *POMDP, H int, p *policy.Policy) (float64, error) {
 	return EvaluatePolicyWithin(ctx, m, H, p, 0)
 }
 
 // EvaluatePolicyWithin is EvaluatePolicy with a budget: it fails with
-// ErrTooLarge after visiting maxNodes histories (0: no budget).
+// ErrTooLarge after visiting maxNodes histories (0: no budget). A history
+// is one decision point (τ_{h−1}, o_h); a stochastic tree has one for
+// each of its actions' branches, so more than a deterministic tree of the
+// same rows.
 func EvaluatePolicyWithin(ctx context.Context, m *POMDP, H int, p *policy.Policy, maxNodes int) (float64, error) {
 	mm, err := prepare(m)
 	if err != nil {
@@ -173,7 +179,7 @@ func EvaluatePolicyWithin(ctx context.Context, m *POMDP, H int, p *policy.Policy
 	if err := checkPolicyTree(p, H); err != nil {
 		return 0, err
 	}
-	w := &policyWalk{walker: walker{mm: mm, H: H, ctx: ctx, limit: maxNodes}, m: m, actIdx: actionIndex(m)}
+	w := &policyWalk{walker: walker{mm: mm, H: H, ctx: ctx, limit: maxNodes}, m: m, actIdx: actionIndex(m), stochastic: p.Stochastic()}
 	return w.result(w.value(1, append([]float64(nil), mm.Start...), *p.NewCursor(), ObsInit))
 }
 
@@ -190,11 +196,13 @@ func checkPolicyTree(p *policy.Policy, H int) error {
 }
 
 // policyWalk evaluates a policy tree under m by enumerating the histories;
-// actIdx maps the model's action names to their indices.
+// actIdx maps the model's action names to their indices, and stochastic
+// says whether the tree has probabilities to branch over.
 type policyWalk struct {
 	walker
-	m      *POMDP
-	actIdx map[string]int
+	m          *POMDP
+	actIdx     map[string]int
+	stochastic bool
 }
 
 // value is the policy's expected return from step h on at belief b, after
@@ -202,6 +210,9 @@ type policyWalk struct {
 func (w *policyWalk) value(h int, b []float64, cur policy.Cursor, o int) float64 {
 	if w.stop() {
 		return 0
+	}
+	if w.stochastic {
+		return w.mix(h, b, cur, o)
 	}
 	a, ok := w.action(h, &cur, o)
 	if !ok {
@@ -211,21 +222,66 @@ func (w *policyWalk) value(h int, b []float64, cur policy.Cursor, o int) float64
 	return w.mm.backup(b, a, h == w.H, func(o int, post []float64) float64 { return w.value(h+1, post, cur, o) })
 }
 
+// after is the return from step h on of the action a at belief b: its
+// expected reward and the values of the observations that follow, each
+// branch continuing from a copy of the cursor cur (already moved by a).
+func (w *policyWalk) after(h int, b []float64, cur policy.Cursor, a int) float64 {
+	return w.mm.backup(b, a, h == w.H, func(o int, post []float64) float64 { return w.value(h+1, post, cur, o) })
+}
+
+// mix is a stochastic tree's return from step h on at belief b after the
+// observation o: Σ_a π(a | τ, o)·after(a), each action from its own copy
+// of the cursor cur; actions of probability 0 are skipped.
+func (w *policyWalk) mix(h int, b []float64, cur policy.Cursor, o int) float64 {
+	name := w.m.ObsName(o)
+	choices, ok := cur.Choices(name)
+	if !ok {
+		w.err = noInitRow()
+		return 0
+	}
+	v := 0.0
+	for _, ch := range choices {
+		if ch.Prob == 0 {
+			continue
+		}
+		a, ok := w.index(h, ch.Action, ch.Node)
+		if !ok {
+			return 0
+		}
+		branch := cur
+		branch.Take(name, ch.Action)
+		v += ch.Prob * w.after(h, b, branch, a)
+	}
+	return v
+}
+
 // action moves the cursor on with the observation o of step h and returns
 // the index of the action it names; false, with w.err set, when the
 // policy has no row there or names an action the model does not have.
 func (w *policyWalk) action(h int, cur *policy.Cursor, o int) (int, bool) {
 	name, node, ok := cur.Act(w.m.ObsName(o))
 	if !ok {
-		w.err = fmt.Errorf("%w: the policy has no step-1 row for the initial observation %q", ErrPolicy, InitSymbol)
+		w.err = noInitRow()
 		return 0, false
 	}
+	return w.index(h, name, node)
+}
+
+// index is the model's index of the action name that the policy's node
+// takes at step h; false, with w.err set, when m has no such action.
+func (w *policyWalk) index(h int, name string, node int64) (int, bool) {
 	a, known := w.actIdx[name]
 	if !known {
 		w.err = fmt.Errorf("%w: action %q at step %d (%s) is not an action of %s", ErrPolicy, name, h, nodeWhere(node), w.m.Name)
 		return 0, false
 	}
 	return a, true
+}
+
+// noInitRow is the error of a policy without a step-1 row for the initial
+// observation.
+func noInitRow() error {
+	return fmt.Errorf("%w: the policy has no step-1 row for the initial observation %q", ErrPolicy, InitSymbol)
 }
 
 // nodeWhere names the policy row node in messages: "node N", or the

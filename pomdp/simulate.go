@@ -306,8 +306,16 @@ func (e *episodeSim) record(i, o, a, s, s2, o2 int) {
 // Each step adds the expected immediate reward of its state and action,
 // E[r | s, a] (the same mean as the drawn reward, less variance). It
 // returns the mean return and its standard error; the same seed gives the
-// same figures whatever the number of CPUs.
+// same figures whatever the number of CPUs. A stochastic policy
+// (Policy.Probs) draws its actions (policy.Cursor.Sample) from the same
+// random stream as the states and observations.
 func SimulatePolicy(ctx context.Context, m *POMDP, H int, p *policy.Policy, n int, seed uint64) (mean, se float64, err error) {
+	return simulatePolicy(ctx, m, H, p, n, seed, 0)
+}
+
+// simulatePolicy is SimulatePolicy on up to workers goroutines (0: one
+// per CPU).
+func simulatePolicy(ctx context.Context, m *POMDP, H int, p *policy.Policy, n int, seed uint64, workers int) (mean, se float64, err error) {
 	mm, err := prepare(m)
 	if err != nil {
 		return 0, 0, err
@@ -316,7 +324,7 @@ func SimulatePolicy(ctx context.Context, m *POMDP, H int, p *policy.Policy, n in
 		return 0, 0, fmt.Errorf("%w: a policy, a positive horizon (%d) and at least 2 episodes (%d) are needed", ErrPolicy, H, n)
 	}
 	ps := &policySim{sampler: newSampler(mm), p: p, H: H, actIdx: actionIndex(m)}
-	sums, err := ps.chunkSums(ctx, n, seed)
+	sums, err := ps.chunkSums(ctx, n, seed, workers)
 	if err != nil {
 		return 0, 0, err
 	}
@@ -324,13 +332,13 @@ func SimulatePolicy(ctx context.Context, m *POMDP, H int, p *policy.Policy, n in
 	return mean, se, nil
 }
 
-// chunkSums simulates n episodes chunk by chunk, each chunk from its own
-// random stream of seed, and returns each chunk's sums of the returns and
-// of their squares.
-func (ps *policySim) chunkSums(ctx context.Context, n int, seed uint64) ([][2]float64, error) {
+// chunkSums simulates n episodes chunk by chunk on up to workers
+// goroutines, each chunk from its own random stream of seed, and returns
+// each chunk's sums of the returns and of their squares.
+func (ps *policySim) chunkSums(ctx context.Context, n int, seed uint64, workers int) ([][2]float64, error) {
 	chunks := (n + chunkEpisodes - 1) / chunkEpisodes
 	sums := make([][2]float64, chunks)
-	err := parallel.For(ctx, chunks, 0, func(c int) error {
+	err := parallel.For(ctx, chunks, workers, func(c int) error {
 		rng := chunkRand(seed, c)
 		lo, hi := c*chunkEpisodes, min(n, (c+1)*chunkEpisodes)
 		return ps.chunk(rng, lo, hi, &sums[c])
@@ -377,7 +385,7 @@ func (ps *policySim) episode(rng *rand.Rand) (float64, error) {
 	cur := ps.p.NewCursor()
 	s, o, ret := draw(ps.start, rng.Float64()), ObsInit, 0.0
 	for h := 1; h <= ps.H; h++ {
-		a, err := ps.action(cur, h, o)
+		a, err := ps.action(rng, cur, h, o)
 		if err != nil {
 			return 0, err
 		}
@@ -391,17 +399,28 @@ func (ps *policySim) episode(rng *rand.Rand) (float64, error) {
 
 // action is the index of the action that the policy's cursor cur takes at
 // step h after the observation o.
-func (ps *policySim) action(cur *policy.Cursor, h, o int) (int, error) {
+func (ps *policySim) action(rng *rand.Rand, cur *policy.Cursor, h, o int) (int, error) {
 	m := ps.mm.POMDP
-	name, node, ok := cur.Act(m.ObsName(o))
+	name, node, ok := ps.play(rng, cur, m.ObsName(o))
 	if !ok {
-		return 0, fmt.Errorf("%w: the policy has no step-1 row for the initial observation %q", ErrPolicy, InitSymbol)
+		return 0, noInitRow()
 	}
 	a, known := ps.actIdx[name]
 	if !known {
-		return 0, fmt.Errorf("%w: action %q at step %d (node %d) is not an action of %s", ErrPolicy, name, h, node, m.Name)
+		return 0, fmt.Errorf("%w: action %q at step %d (%s) is not an action of %s", ErrPolicy, name, h, nodeWhere(node), m.Name)
 	}
 	return a, nil
+}
+
+// play moves the cursor cur by the observation obs and returns the action
+// taken, its row and ok as policy.Cursor.Act does: a stochastic policy's
+// action is drawn with one number from rng, a deterministic policy's
+// draws none.
+func (ps *policySim) play(rng *rand.Rand, cur *policy.Cursor, obs string) (string, int64, bool) {
+	if ps.p.Stochastic() {
+		return cur.Sample(obs, rng.Float64())
+	}
+	return cur.Act(obs)
 }
 
 // meanSE is the mean of n returns and its standard error from the

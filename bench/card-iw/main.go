@@ -6,7 +6,9 @@
 //
 // It prints one JSON object: the behaviour's mean return, the ordinary
 // (trajectory) importance-weighted estimate Σ_k w_k R_k / K with
-// w_k = Π_h 1[a_h = π̄(o_1..o_h)]/π^b(a_h|…), and the per-decision estimate
+// w_k = Π_h π̄(a_h|…)/π^b(a_h|…) (π̄(a_h|…) = 1[a_h = π̄(o_1..o_h)] for a
+// deterministic policy, the row's probability for a stochastic one,
+// policy.Cursor.Take), and the per-decision estimate
 // Σ_h Σ_k w_{k,1:h} r_{k,h} / K, each with its standard error. Both are
 // unbiased for the policy's value; the per-decision one has far smaller
 // variance when |A|^H is large. Per step it also prints the behaviour's
@@ -82,7 +84,7 @@ func load(polPath, logs string) (*policy.Policy, *ingest.Dataset, error) {
 
 // iwSums holds, per episode, the return and the policy's trajectory and
 // per-decision importance-weighted terms, and per step the episodes that
-// still follow the policy.
+// still follow the policy (a positive weight).
 type iwSums struct {
 	K, H            int
 	ret, traj, pd   []float64
@@ -133,16 +135,16 @@ func (e *iwSums) episode(pol *policy.Policy, d *ingest.Dataset, k int) {
 }
 
 // weigh moves the policy's cursor c by step h of episode k and returns
-// the importance weight w after it: 0 when the policy does not take the
-// logged action, else w over the propensity, whose per-decision term it
-// adds.
+// the importance weight w after it: 0 when the policy never takes the
+// logged action there, else w times the policy's probability of it over
+// the propensity, whose per-decision term it adds.
 func (e *iwSums) weigh(c *policy.Cursor, d *ingest.Dataset, k, h int, w float64) float64 {
 	i := k*e.H + h
-	a, _, ok := c.Act(d.ObsVocab[d.Obs[i]])
-	if !ok || a != d.ActVocab[d.Act[i]] {
+	q, ok := c.Take(d.ObsVocab[d.Obs[i]], d.ActVocab[d.Act[i]])
+	if !ok || q == 0 {
 		return 0
 	}
-	w /= d.Propensity[i]
+	w = w * q / d.Propensity[i]
 	e.matched[h]++
 	e.pd[k] += w * d.Reward[i]
 	e.pdStep[h][k] = w * d.Reward[i]
