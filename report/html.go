@@ -26,6 +26,7 @@ type policyRowHTML struct {
 	Step                      int
 	IndentPx                  int    // padding of the tree level
 	Obs, Action, Prefix       string // Prefix: the parent's action
+	Prob                      string // the action's probability (a stochastic policy)
 	Reach, Logged, ActShare   string
 	Value, Bonus, LCB         string
 	Departs                   bool
@@ -41,6 +42,8 @@ type htmlData struct {
 	Stages   [][2]string
 	Policy   []policyRowHTML
 	PolicyOf string // "the 300 most probable of 1234 nodes"
+	// Stochastic says the policy table has a probability column.
+	Stochastic bool
 	// AlphaNote says, when they differ, that the rows are priced at the
 	// planning α and the reported bound at a larger one ("" otherwise).
 	AlphaNote  string
@@ -189,6 +192,7 @@ func RenderHTML(run *Run) ([]byte, error) {
 	d.Params = paramRows(run.Manifest.Parameters)
 	d.Stages = orderedStages(run.Manifest.StageTimes)
 	d.Policy, d.PolicyOf, d.Logs = policyRows(run.Policy)
+	d.Stochastic = run.Policy != nil && run.Policy.Stochastic
 	d.AlphaNote = alphaNote(run.Manifest.Headline)
 	d.Compare, d.Departures = compareText(run)
 	d.Compared = comparedRows(run)
@@ -371,7 +375,7 @@ func policyRows(v *PolicyView) ([]policyRowHTML, string, bool) {
 // its step.
 func policyRowOf(r PolicyRow) policyRowHTML {
 	pr := policyRowHTML{
-		Step: r.Step, IndentPx: 6 + 14*(r.Step-1), Obs: r.Obs, Action: r.Action,
+		Step: r.Step, IndentPx: 6 + 14*(r.Step-1), Obs: r.Obs, Action: r.Action, Prob: num(r.Prob, 3),
 		Reach: pct(r.Reach), Value: num(r.Value, 4), Bonus: num(r.Bonus, 3), LCB: num(r.LCB, 4),
 	}
 	if len(r.History) > 1 {

@@ -1,6 +1,7 @@
 package report
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -197,4 +198,46 @@ func TestPageSizeIndependentOfEpisodes(t *testing.T) {
 // summarize is summarizeInPlace of a copy of v.
 func summarize(v []float64) StepQuantiles {
 	return summarizeInPlace(slices.Clone(v))
+}
+
+// A stochastic policy's view gives each row its probability and keeps
+// the rows of one observation together (by the observation's reach, then
+// by probability); the page adds a probability column, which a
+// deterministic policy's page does not have.
+func TestStochasticPolicyView(t *testing.T) {
+	pol := &policy.Policy{Horizon: 2, Nodes: []policy.Node{
+		{ID: 0, Parent: -1, Step: 1, Obs: "a", Action: "x", ReachProb: 0.3},
+		{ID: 1, Parent: -1, Step: 1, Obs: "b", Action: "x", ReachProb: 0.4},
+		{ID: 2, Parent: -1, Step: 1, Obs: "a", Action: "y", ReachProb: 0.3},
+		{ID: 3, Parent: 2, Step: 2, Obs: "a", Action: "y", ReachProb: 0.3},
+	}, Probs: []float64{0.4, 1, 0.6, 1}}
+	v := NewPolicyView(pol, ReturnRange{0, 1}, nil, 0)
+	// a's rows (reach 0.6) before b's (0.4), y (0.6) before x (0.4),
+	// each row's children under it.
+	var got []string
+	for _, r := range v.Rows {
+		got = append(got, fmt.Sprintf("%d:%g", r.Node, r.Prob))
+	}
+	if want := "2:0.6 3:1 0:0.4 1:1"; strings.Join(got, " ") != want || !v.Stochastic {
+		t.Errorf("rows %v (stochastic %v), want %s", got, v.Stochastic, want)
+	}
+	page, err := RenderHTML(&Run{RunID: "s", Policy: v})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(page), `<th class="n">probability</th>`) || !strings.Contains(string(page), `<td class="n">0.6</td>`) {
+		t.Errorf("page has no probability column")
+	}
+	pol.Probs = nil
+	det := NewPolicyView(pol, ReturnRange{0, 1}, nil, 0)
+	if det.Stochastic || det.Rows[0].Prob != 1 {
+		t.Errorf("deterministic view: stochastic %v, first row %+v", det.Stochastic, det.Rows[0])
+	}
+	page, err = RenderHTML(&Run{RunID: "d", Policy: det})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(page), "probability</th>") || strings.Contains(string(page), "The policy is stochastic") {
+		t.Errorf("deterministic page has a probability column")
+	}
 }

@@ -36,6 +36,9 @@ type PolicyRow struct {
 	History []string
 	Obs     string
 	Action  string
+	// Prob is the probability the policy takes Action at the history
+	// (policy.Policy.Prob: 1 for a deterministic policy).
+	Prob float64
 	// Reach is P_θ̂^π̄ of reaching the node (the model's share of episodes
 	// under π̄).
 	Reach float64
@@ -62,6 +65,10 @@ type PolicyView struct {
 	Rows       []PolicyRow
 	TotalNodes int
 	Horizon    int
+	// Stochastic says the policy gives its rows probabilities: the rows
+	// under one parent with one observation are the actions it may take
+	// there (policy.Policy.Probs).
+	Stochastic bool
 }
 
 // row describes node id; v may be nil (no logged columns).
@@ -69,7 +76,7 @@ func row(pol *policy.Policy, id int64, rng ReturnRange, v *policy.Visits) Policy
 	n := &pol.Nodes[id]
 	h := int(n.Step)
 	r := PolicyRow{
-		Node: id, Parent: n.Parent, Step: h, Obs: n.Obs, Action: n.Action, Reach: n.ReachProb, History: history(pol, id),
+		Node: id, Parent: n.Parent, Step: h, Obs: n.Obs, Action: n.Action, Prob: pol.Prob(id), Reach: n.ReachProb, History: history(pol, id),
 		Value: rng.ToGo(n.ValueReward, h, pol.Horizon),
 		Bonus: n.ValueBonus * (rng.Max - rng.Min),
 	}
@@ -114,7 +121,7 @@ func (r *PolicyRow) addVisits(v *policy.Visits, action string) {
 // 0) in tree order, each under its parent, siblings by decreasing reach.
 // v may be nil (no logged columns).
 func NewPolicyView(pol *policy.Policy, rng ReturnRange, v *policy.Visits, top int) *PolicyView {
-	view := &PolicyView{TotalNodes: len(pol.Nodes), Horizon: pol.Horizon}
+	view := &PolicyView{TotalNodes: len(pol.Nodes), Horizon: pol.Horizon, Stochastic: pol.Stochastic()}
 	keep := topNodes(pol, top)
 	children := map[int64][]int64{}
 	for i := range pol.Nodes {
@@ -136,15 +143,35 @@ func NewPolicyView(pol *policy.Policy, rng ReturnRange, v *policy.Visits, top in
 }
 
 // sortSiblings orders sibling nodes by decreasing reach, then by
-// observation.
+// observation. The rows of a stochastic policy that share the
+// observation stay together: by the reach of their observation (the
+// sum of theirs), then by decreasing probability.
 func sortSiblings(pol *policy.Policy, ids []int64) {
+	reach := siblingReach(pol, ids)
 	sort.SliceStable(ids, func(a, b int) bool {
 		na, nb := &pol.Nodes[ids[a]], &pol.Nodes[ids[b]]
-		if na.ReachProb != nb.ReachProb {
-			return na.ReachProb > nb.ReachProb
+		if ra, rb := reach(na), reach(nb); ra != rb {
+			return ra > rb
 		}
-		return na.Obs < nb.Obs
+		if na.Obs != nb.Obs {
+			return na.Obs < nb.Obs
+		}
+		return pol.Prob(ids[a]) > pol.Prob(ids[b])
 	})
+}
+
+// siblingReach is the reach sortSiblings orders the siblings ids by: a
+// node's own, or in a stochastic policy the sum over the siblings with
+// its observation.
+func siblingReach(pol *policy.Policy, ids []int64) func(n *policy.Node) float64 {
+	if !pol.Stochastic() {
+		return func(n *policy.Node) float64 { return n.ReachProb }
+	}
+	byObs := map[string]float64{}
+	for _, id := range ids {
+		byObs[pol.Nodes[id].Obs] += pol.Nodes[id].ReachProb
+	}
+	return func(n *policy.Node) float64 { return byObs[n.Obs] }
 }
 
 // topNodes marks the top nodes of largest reach probability together with

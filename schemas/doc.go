@@ -2,8 +2,9 @@
 // section 3) as code: the columns a trajectory log carries, their accepted
 // Parquet types, the alias names recognised by default, and a Mapping that
 // lets users name their own columns; the schema of the stochastic
-// policy tables psrlcb evaluate --logs reads; and the schema of the
-// controller a fit writes (controller.arrow).
+// policy tables psrlcb evaluate --logs reads; and the schemas of the
+// policy a fit writes (policy.arrow) and of its controller
+// (controller.arrow).
 //
 // # Trajectory logs
 //
@@ -68,6 +69,57 @@
 // to one is an error naming the file and the row; a logged step no group
 // covers is an error naming the episode, the step and the history (exit
 // code 3 for both).
+//
+// # The policy (policy.arrow)
+//
+// A fit writes its policy as a decision tree, one row per decision node
+// (package policy: Policy, WriteFile, ReadFile, and Cursor for the
+// lookup rule). The history o_1,a_1,…,o_h of a node is the path from the
+// root to it:
+//
+//	column           type    meaning
+//	node             int64   the row's index
+//	parent           int64   the node of o_1,…,a_{h−1}; −1 at step 1
+//	step             int32   h, 1..H
+//	observation      string  o_h
+//	action           string  a_h, the action the row takes at its history
+//	fallback_action  string  the action for the rest of an episode once its history has no row
+//	reach_prob       double  P_θ̂^π of reaching the node under the fitted model
+//	value_reward     double  the expected return to go from step h, rescaled to [0,1]
+//	value_bonus      double  the expected bonus b̂ of the episode given the node
+//	value_lcb        double  value_reward − value_bonus
+//	probability      double  optional: π(a_h | τ_{h−1}, o_h), only in a stochastic policy
+//
+// Without a probability column the policy is deterministic: no two rows
+// share a parent and an observation, so the observations alone find a
+// history's row (the actions between them are the policy's own). At step
+// 1 the row with parent −1 and o_1, then the child with o_h; once no row
+// matches, the fallback_action of the last row found, or the controller
+// when controller.arrow is beside the file. When the rows are in level
+// order (parents never decrease, as a fit writes them) the schema
+// metadata psrlcb.batch_index lists the parent of each record batch's
+// first row, so a lookup reads only the batches that hold a history's
+// rows; a file without it is read whole.
+//
+// With a probability column the policy is stochastic (a fit writes one
+// when its behaviour fallback keeps the behaviour: the behaviour's own
+// estimated action distribution at the histories where the logs show no
+// better action). The rows that share a parent and an observation are the
+// actions the policy may take at that history: distinct actions, each
+// with a probability in (0, 1], summing to one within 1e-6. Each row's
+// children continue the history with that row's action, so a history is
+// followed by its observations and the actions taken; an action the
+// policy never takes there leaves the rows, and the fallback_action of
+// the rows at that observation plays from then on. A stochastic policy.arrow
+// has no psrlcb.batch_index (it is read whole) and no controller.arrow
+// beside it. It is not a policy table of the section above: those list
+// the probabilities of actions by history for evaluate --logs, without
+// a tree.
+//
+// Schema metadata: psrlcb.schema_version, psrlcb.horizon and, in a
+// fit's output, psrlcb.run_id, psrlcb.values_alpha (the α the
+// value_bonus and value_lcb columns are priced at) and
+// psrlcb.bound_alpha (the α of the run's reported bound).
 //
 // # The controller (controller.arrow)
 //

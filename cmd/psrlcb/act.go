@@ -30,12 +30,19 @@ func newActCommand() *cli.Command {
 			"ends with an observation; the policy's choice depends on the observations only, and a\n" +
 			"warning goes to stderr when a listed action differs from the one the policy takes. When the\n" +
 			"fit mapped rare observations to <other> (--max-observations) and model.arrow is beside the\n" +
-			"policy, an observation the model does not know is looked up as <other>, with a warning.",
+			"policy, an observation the model does not know is looked up as <other>, with a warning.\n\n" +
+			"A stochastic policy (a policy.arrow with a probability column) gives each history a\n" +
+			"distribution over actions. act then follows the history's observations and the actions it\n" +
+			"took (a warning names an action the policy never takes there; past it the policy plays\n" +
+			"the fallback_action of its rows), prints the action drawn from the distribution at the\n" +
+			"last observation on the first line and the distribution below it, with the seed of the\n" +
+			"draw: the same --seed and history draw the same action.",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "policy", Usage: "`PATH` of policy.arrow, or the directory holding it", Required: true},
 			&cli.StringFlag{Name: "history", Usage: "comma-separated `o1,a1,o2,…,oh` (user symbols; spaces around an item are dropped)"},
 			&cli.StringFlag{Name: "history-json", Usage: "the history as a JSON array of strings, `'[\"o1\",\"a1\",…,\"oh\"]'`, for symbols that are empty, hold commas or spaces"},
-			&cli.BoolFlag{Name: "json", Usage: "print the node's values as one JSON object"},
+			&cli.BoolFlag{Name: "json", Usage: "print the node's values as one JSON object (for a stochastic policy with its choices and seed)"},
+			&cli.Uint64Flag{Name: "seed", Usage: "for a stochastic policy: the `SEED` of the draw; the same seed and history draw the same action", DefaultText: "a new seed each call, printed with the draw"},
 		},
 		Action: actAction,
 	}
@@ -47,8 +54,12 @@ func actAction(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	seed := c.Uint64("seed")
+	if !c.IsSet("seed") {
+		seed = newSeed()
+	}
 	return runAct(c.Context, c.App.Writer, actOptions{
-		policy: c.String("policy"), obs: obs, acts: acts, json: c.Bool("json"), stderr: c.App.ErrWriter,
+		policy: c.String("policy"), obs: obs, acts: acts, json: c.Bool("json"), stderr: c.App.ErrWriter, seed: seed,
 	})
 }
 
@@ -64,14 +75,16 @@ type actOptions struct {
 	obs, acts []string // the history o_1..o_h and a_1..a_{h−1}
 	json      bool
 	stderr    io.Writer // warnings (nil: os.Stderr)
+	seed      uint64    // the draw of a stochastic policy's action
 }
 
 // actResult is act's JSON output.
 type actResult struct {
 	Step   int    `json:"step"`
 	Action string `json:"action"`
-	// Node is the policy row of the history, −1 once the history has left
-	// the tree (the action is then the controller's, or without one the
+	// Node is the policy row of the history (of a stochastic policy: the
+	// row of the drawn action), −1 once the history has left the tree
+	// (the action is then the controller's, or without one the
 	// fallback_action of the last row found).
 	Node   int64 `json:"node"`
 	InTree bool  `json:"in_tree"`
@@ -89,6 +102,11 @@ type actResult struct {
 	ValuesAlpha *float64 `json:"values_alpha,omitempty"`
 	BoundAlpha  *float64 `json:"bound_alpha,omitempty"`
 	Warnings    []string `json:"warnings,omitempty"`
+	// Choices are a stochastic policy's actions at the history, most
+	// probable first, and Seed the seed of the draw of Action among them
+	// (both absent for a deterministic policy).
+	Choices []actChoice `json:"choices,omitempty"`
+	Seed    *uint64     `json:"seed,omitempty"`
 }
 
 // jsonHint says how to give symbols the comma-separated form cannot.
@@ -179,11 +197,21 @@ func runAct(_ context.Context, stdout io.Writer, o actOptions) error {
 		return usagef("--history has %d observations; the policy's horizon is %d", len(obs), tab.Horizon)
 	}
 	res := actResult{Step: len(obs), LastNode: -1}
-	if err := res.lookup(tab, o.policy, obs, o.acts); err != nil {
+	if err := res.find(tab, o.policy, obs, o.acts, o.seed); err != nil {
 		return err
 	}
 	res.InTree = res.Node >= 0
 	return res.print(stdout, stderr, tab, meta, o.json)
+}
+
+// find sets res's action for the history obs, acts in tab (read from
+// policyPath): the lookup of a deterministic policy, the draw with seed
+// of a stochastic one.
+func (res *actResult) find(tab *policy.Table, policyPath string, obs, acts []string, seed uint64) error {
+	if pol := tab.Whole(); pol != nil && pol.Stochastic() {
+		return res.draw(pol, policyPath, obs, acts, seed)
+	}
+	return res.lookup(tab, policyPath, obs, acts)
 }
 
 // print writes the warnings to stderr and the action to stdout, or with
@@ -194,6 +222,9 @@ func (res *actResult) print(stdout, stderr io.Writer, tab *policy.Table, meta ma
 	}
 	if !asJSON {
 		_, err := fmt.Fprintln(stdout, res.Action)
+		if err == nil && res.Seed != nil {
+			err = res.printChoices(stdout)
+		}
 		return err
 	}
 	if err := nodeFigures(tab, meta, res); err != nil {
@@ -206,7 +237,7 @@ func (res *actResult) print(stdout, stderr io.Writer, tab *policy.Table, meta ma
 // policyPath) and the controller beside it, with the run's warnings and
 // the observations mapped to the merged symbol.
 func (res *actResult) lookup(tab *policy.Table, policyPath string, obs, acts []string) error {
-	res.runWarnings(policyPath)
+	res.runWarnings(policyPath, false)
 	if err := mapMerged(policyPath, obs, res); err != nil {
 		return err
 	}
@@ -231,17 +262,21 @@ func lookupRow(tab *policy.Table, obs []string) ([]string, int64, int64, error) 
 		return nil, 0, 0, err
 	}
 	if !ok {
-		return nil, 0, 0, fmt.Errorf("%w: the policy has no row for the first observation %q", errNoAction, obs[0])
+		return nil, 0, 0, noFirstRow(obs[0])
 	}
 	return actions, node, last, nil
 }
 
 // runWarnings adds the warnings of the run that wrote the policy at
-// policyPath: its recommendation to keep the behaviour, and a table
-// without a controller.
-func (res *actResult) runWarnings(policyPath string) {
+// policyPath: its recommendation to keep the behaviour, and a
+// deterministic table without a controller (a stochastic policy never
+// has one).
+func (res *actResult) runWarnings(policyPath string, stochastic bool) {
 	if w := recommendationWarning(policyPath); w != "" {
 		res.Warnings = append(res.Warnings, w)
+	}
+	if stochastic {
+		return
 	}
 	if w := treeOnlyNote(policyPath); w != "" {
 		res.Warnings = append(res.Warnings, w)
@@ -311,12 +346,13 @@ func mapMerged(path string, obs []string, res *actResult) error {
 }
 
 // nodeFigures fills res's figures of its table row (the row of the
-// history, else the fallback of the last row it reached) for --json.
+// history, else the fallback of the last row it reached; a stochastic
+// policy's draw has set the fallback it plays) for --json.
 func nodeFigures(tab *policy.Table, meta map[string]string, res *actResult) error {
 	if res.InTree {
 		return res.treeFigures(tab, meta)
 	}
-	if res.LastNode >= 0 {
+	if res.LastNode >= 0 && res.Seed == nil {
 		n, err := tab.Node(res.LastNode)
 		if err != nil {
 			return err

@@ -57,6 +57,7 @@ type policyNodeJSON struct {
 	Step    int      `json:"step"`
 	History []string `json:"history"`
 	Action  string   `json:"action"`
+	Prob    *float64 `json:"probability,omitempty"` // of the action at the history; a stochastic policy only
 	Reach   float64  `json:"reach"`
 	Value   float64  `json:"value_units"`
 	Bonus   float64  `json:"bonus_units"`
@@ -90,7 +91,10 @@ func inspectPolicy(w io.Writer, dir string, top int, asJSON bool) error {
 func writePolicyJSON(w io.Writer, v *report.PolicyView, va, ba float64) error {
 	nodes := make([]policyNodeJSON, len(v.Rows))
 	for i, r := range v.Rows {
-		nodes[i] = policyNodeJSON{r.Node, r.Parent, r.Step, r.History, r.Action, r.Reach, r.Value, r.Bonus, r.LCB}
+		nodes[i] = policyNodeJSON{r.Node, r.Parent, r.Step, r.History, r.Action, nil, r.Reach, r.Value, r.Bonus, r.LCB}
+		if v.Stochastic {
+			nodes[i].Prob = &r.Prob
+		}
 	}
 	return writeJSON(w, struct {
 		TotalNodes  int              `json:"total_nodes"`
@@ -128,15 +132,25 @@ func alphaNote(values, bound float64) string {
 func writePolicyText(out io.Writer, dir string, v *report.PolicyView, va, ba float64) error {
 	writePolicyLegend(out, dir, v, va, ba)
 	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-	fmt.Fprintf(w, "step\tobservation\taction\t%6s\t%9s\t%9s\t%9s\n", "reach", "V_R", "V_b", "LCB")
+	fmt.Fprintf(w, "step\tobservation\taction\t%s%6s\t%9s\t%9s\t%9s\n", probCell(v.Stochastic, "prob"), "reach", "V_R", "V_b", "LCB")
 	for _, r := range v.Rows {
 		obs := strings.Repeat("  ", r.Step-1) + r.Obs
 		if len(r.History) > 1 {
 			obs = strings.Repeat("  ", r.Step-1) + r.History[len(r.History)-2] + " -> " + r.Obs
 		}
-		fmt.Fprintf(w, "%4d\t%s\t%s\t%6s\t%9.4g\t%9.3g\t%9.4g\n", r.Step, obs, r.Action, share(r.Reach), r.Value, r.Bonus, r.LCB)
+		prob := probCell(v.Stochastic, strconv.FormatFloat(r.Prob, 'g', 3, 64))
+		fmt.Fprintf(w, "%4d\t%s\t%s\t%s%6s\t%9.4g\t%9.3g\t%9.4g\n", r.Step, obs, r.Action, prob, share(r.Reach), r.Value, r.Bonus, r.LCB)
 	}
 	return w.Flush()
+}
+
+// probCell is the probability column's cell s, right-aligned, for a
+// stochastic policy's table; "" (no column) for a deterministic one.
+func probCell(stochastic bool, s string) string {
+	if !stochastic {
+		return ""
+	}
+	return fmt.Sprintf("%5s\t", s)
 }
 
 // writePolicyLegend says which nodes are shown, whether a controller
@@ -153,6 +167,10 @@ func writePolicyLegend(out io.Writer, dir string, v *report.PolicyView, va, ba f
 	fmt.Fprintf(out, "on seeing the observation after the history above it, take the action; reach is the share of episodes\n")
 	fmt.Fprintf(out, "getting there under the fitted model; V_R is the expected return to go, V_b the expected bonus of the\n")
 	fmt.Fprintf(out, "episode, LCB = V_R - V_b, all in the logs' units of return\n")
+	if v.Stochastic {
+		fmt.Fprintf(out, "the policy is stochastic: the rows with the same observation after the same history are the actions\n")
+		fmt.Fprintf(out, "it may take there, prob the probability of each; the rows below a row continue its history with its action\n")
+	}
 	if n := alphaNote(va, ba); n != "" {
 		fmt.Fprintf(out, "%s\n", n)
 	}
