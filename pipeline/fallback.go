@@ -63,7 +63,7 @@ import (
 // then the improved behaviour fitted on all episodes when its own
 // held-out bound counts and is at least the deterministic stand-in's (the
 // improved clone when its bound counts, the clone otherwise), that
-// stand-in otherwise (standIn), with the returned policy's bound as the
+// stand-in otherwise (StandIn), with the returned policy's bound as the
 // reported one.
 //
 // The improved clone and the improved behaviour stand in for the
@@ -122,10 +122,10 @@ func fitClone(ctx context.Context, d *ingest.Dataset, name string) (*policy.Poli
 		Mix: name == PlannerImprovedBehavior})
 }
 
-// fitCandidates fits the fallback's candidates on d: the clone, then the
+// FitCandidates fits the fallback's candidates on d: the clone, then the
 // improved clone and the improved behaviour, each unless it is a policy
 // already listed.
-func fitCandidates(ctx context.Context, d *ingest.Dataset) (names []string, pols []*policy.Policy, err error) {
+func FitCandidates(ctx context.Context, d *ingest.Dataset) (names []string, pols []*policy.Policy, err error) {
 	for _, name := range []string{PlannerClone, PlannerImprovedClone, PlannerImprovedBehavior} {
 		p, err := fitClone(ctx, d, name)
 		if err != nil {
@@ -179,7 +179,7 @@ func fallbackDecision(planB float64, planIW policy.IWResult, cands []policy.IWRe
 	}
 	win, best := -1, planScore
 	for i, c := range cands {
-		b := boundOf(c)
+		b := CandidateBound(c)
 		bounds = append(bounds, b)
 		if b > best {
 			win, best = i, b
@@ -188,7 +188,7 @@ func fallbackDecision(planB float64, planIW policy.IWResult, cands []policy.IWRe
 	return planScore, bounds, win
 }
 
-// standIn is the candidate returned once the clone has set the plan
+// StandIn is the candidate returned once the clone has set the plan
 // aside. Of the deterministic candidates, the improved clone when it was
 // scored (it differs from the clone) and its bound counts, the clone
 // otherwise. The improved behaviour replaces it when its own bound counts
@@ -201,7 +201,7 @@ func fallbackDecision(planB float64, planIW policy.IWResult, cands []policy.IWRe
 // the two are worth about the same. A deterministic clone is kept where
 // the logs prove it worth more, as when the behaviour's rare actions are
 // costly.
-func standIn(names []string, bounds []float64) string {
+func StandIn(names []string, bounds []float64) string {
 	det, detBound := PlannerClone, math.Inf(-1)
 	for i, n := range names {
 		switch {
@@ -223,9 +223,9 @@ func counts(r policy.IWResult) bool {
 	return r.ESS >= policy.MinClaimESS && !math.IsNaN(r.Lower)
 }
 
-// boundOf is a candidate's bound: its importance-weighted lower bound when
+// CandidateBound is a candidate's bound: its importance-weighted lower bound when
 // it counts, −Inf otherwise.
-func boundOf(r policy.IWResult) float64 {
+func CandidateBound(r policy.IWResult) float64 {
 	if counts(r) {
 		return r.Lower
 	}
@@ -238,7 +238,7 @@ func boundOf(r policy.IWResult) float64 {
 // on held, rescaled with evalB.
 func checkFallback(ctx context.Context, sel *policy.Selection, planB float64, train, held *ingest.Dataset, evalB *estimate.Model) (*report.Fallback, error) {
 	c := sel.Candidates[sel.Chosen]
-	names, pols, err := fitCandidates(ctx, train)
+	names, pols, err := FitCandidates(ctx, train)
 	if err != nil {
 		return nil, err
 	}
@@ -253,7 +253,7 @@ func checkFallback(ctx context.Context, sel *policy.Selection, planB float64, tr
 	// The clone decides whether the plan is set aside (see above).
 	score, bounds, win := fallbackDecision(planB, planIW, iws[:1])
 	for _, iw := range iws[1:] {
-		bounds = append(bounds, boundOf(iw))
+		bounds = append(bounds, CandidateBound(iw))
 	}
 	units := func(v float64) report.Float {
 		return report.Float(evalB.ReturnUnits(v))
@@ -266,7 +266,7 @@ func checkFallback(ctx context.Context, sel *policy.Selection, planB float64, tr
 		Candidates:      fallbackRows(names, iws, bounds, units),
 	}
 	if win >= 0 {
-		fb.Used, fb.Chosen = true, standIn(names, bounds)
+		fb.Used, fb.Chosen = true, StandIn(names, bounds)
 	}
 	return fb, nil
 }

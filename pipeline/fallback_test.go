@@ -198,7 +198,7 @@ func TestStandIn(t *testing.T) {
 		{mixed, []float64{0.2, 0.1}, PlannerClone},
 		{mixed, []float64{inf, inf}, PlannerClone},
 	} {
-		if got := standIn(c.names, c.bounds); got != c.want {
+		if got := StandIn(c.names, c.bounds); got != c.want {
 			t.Errorf("%v %v: %s, want %s", c.names, c.bounds, got, c.want)
 		}
 	}

@@ -5,12 +5,17 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 
 	"github.com/psrlcb/psrlcb/baseline"
+	"github.com/psrlcb/psrlcb/estimate"
 	"github.com/psrlcb/psrlcb/ingest"
+	"github.com/psrlcb/psrlcb/pipeline"
+	"github.com/psrlcb/psrlcb/policy"
 	"github.com/psrlcb/psrlcb/pomdp"
+	"github.com/psrlcb/psrlcb/split"
 )
 
 // CloneRow compares, on one configuration's logs, the policies the
@@ -28,6 +33,16 @@ type CloneRow struct {
 	Clone         float64 // V of the clone
 	Improved      float64 // V of the improved clone
 	Mixed         float64 // V of the improved behaviour
+	// Chosen is the candidate the fallback's rule returns once the plan
+	// is set aside (pipeline.StandIn, on a seeded half split of the
+	// logs), ChosenValue its V fitted on all the logs.
+	Chosen      string
+	ChosenValue float64
+	// Deterministic is the rule's choice among the clone and the improved
+	// clone alone (the rule before the improved behaviour), its V
+	// DeterministicValue.
+	Deterministic      string
+	DeterministicValue float64
 }
 
 // Regret of a value, (V* − v)/(V* − V^b); NaN when V* = V^b.
@@ -87,7 +102,7 @@ func problemClones(ctx context.Context, cfg Config, p *problem, base key) ([]Clo
 				return out, fmt.Errorf("%v: %w", k, err)
 			}
 			if cfg.Log != nil {
-				cfg.Log("%-8s %3d H=%d %-10s K=%-6d regret clone %6.3f improved %6.3f improved behaviour %6.3f", k.Family, k.Problem, k.H, bs, K, r.Regret(r.Clone), r.Regret(r.Improved), r.Regret(r.Mixed))
+				cfg.Log("%-8s %3d H=%d %-10s K=%-6d regret clone %6.3f improved %6.3f improved behaviour %6.3f; returned %s", k.Family, k.Problem, k.H, bs, K, r.Regret(r.Clone), r.Regret(r.Improved), r.Regret(r.Mixed), r.Chosen)
 			}
 			out = append(out, r)
 		}
@@ -114,8 +129,52 @@ func cloneRun(ctx context.Context, cfg Config, p *problem, k key) (CloneRow, err
 	if r.Improved, err = cloneValue(ctx, cfg, p, k.H, d, baseline.CloneOptions{Improve: true}); err != nil {
 		return r, err
 	}
-	r.Mixed, err = cloneValue(ctx, cfg, p, k.H, d, baseline.CloneOptions{Mix: true})
+	if r.Mixed, err = cloneValue(ctx, cfg, p, k.H, d, baseline.CloneOptions{Mix: true}); err != nil {
+		return r, err
+	}
+	if r.Chosen, r.Deterministic, err = fallbackChoice(ctx, d, seedFor(k, cfg.Seed)); err != nil {
+		return r, err
+	}
+	values := map[string]float64{pipeline.PlannerClone: r.Clone, pipeline.PlannerImprovedClone: r.Improved, pipeline.PlannerImprovedBehavior: r.Mixed}
+	r.ChosenValue, r.DeterministicValue = values[r.Chosen], values[r.Deterministic]
 	return r, err
+}
+
+// fallbackChoice is the candidate the behaviour fallback returns once the
+// plan is set aside, by its rule (pipeline.StandIn): the candidates fitted
+// on a seeded half of the logs d, their importance-weighted 95% lower
+// bounds on the other half (pipeline.CandidateBound; returns rescaled by
+// the logged range, which orders the bounds as the fit's model does),
+// and the rule's choice among the deterministic candidates alone.
+func fallbackChoice(ctx context.Context, d *ingest.Dataset, seed uint64) (chosen, det string, err error) {
+	K := d.NumEpisodes()
+	perm := split.Permutation(K, seed)
+	a, b := slices.Clone(perm[K/2:]), slices.Clone(perm[:K/2])
+	slices.Sort(a)
+	slices.Sort(b)
+	train, held := d.Subset(a), d.Subset(b)
+	names, pols, err := pipeline.FitCandidates(ctx, train)
+	if err != nil {
+		return "", "", err
+	}
+	scale := &estimate.Model{ReturnMin: math.Inf(1), ReturnMax: math.Inf(-1)}
+	for k := range held.NumEpisodes() {
+		r := held.Return(k)
+		scale.ReturnMin, scale.ReturnMax = math.Min(scale.ReturnMin, r), math.Max(scale.ReturnMax, r)
+	}
+	bounds := make([]float64, len(pols))
+	for i, p := range pols {
+		iw, err := policy.IWEstimate(scale, p, held, policy.DefaultZ)
+		if err != nil {
+			return "", "", err
+		}
+		bounds[i] = pipeline.CandidateBound(iw)
+	}
+	n := len(names)
+	if names[n-1] == pipeline.PlannerImprovedBehavior {
+		n--
+	}
+	return pipeline.StandIn(names, bounds), pipeline.StandIn(names[:n], bounds[:n]), nil
 }
 
 // cloneValue is the exact value of the behaviour's clone of kind opts
@@ -139,7 +198,7 @@ func cloneValue(ctx context.Context, cfg Config, p *problem, H int, d *ingest.Da
 func clonesMarkdown(rows []CloneRow) string {
 	order, g := cloneGroups(rows)
 	var b strings.Builder
-	b.WriteString("| H | K | behaviour | family | problems | clone: median, p90, worst | clone worse than the behaviour | improved: median, p90, worst | improved worse than the behaviour | improved better / worse by > 0.05 | improved behaviour: median, p90, worst | improved behaviour worse than the behaviour (> 1, > 1.05) | improved behaviour better / worse than the improved clone by > 0.05 |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+	b.WriteString("| H | K | behaviour | family | problems | clone: median, p90, worst | clone worse than the behaviour | improved: median, p90, worst | improved worse than the behaviour | improved better / worse by > 0.05 | improved behaviour: median, p90, worst | improved behaviour worse than the behaviour (> 1, > 1.05) | improved behaviour better / worse than the improved clone by > 0.05 | returned (clone, improved clone, improved behaviour) | returned: median, p90, worst | returned worse than the behaviour (> 1, > 1.05) | deterministic rule: median, p90, worst | deterministic rule worse than the behaviour (> 1) |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, c := range order {
 		writeCloneRow(&b, c, g[c])
 	}
@@ -192,10 +251,13 @@ func writeCloneRow(b *strings.Builder, c cloneCell, rs []CloneRow) {
 	for _, r := range rs {
 		t.add(r)
 	}
-	fmt.Fprintf(b, "| %d | %s | %s | %s | %d | %s, %s, %s | %d | %s, %s, %s | %d | %d / %d | %s, %s, %s | %d, %d | %d / %d |\n", c.H, kLabel(c.K), c.Behavior, c.Family, len(rs),
+	fmt.Fprintf(b, "| %d | %s | %s | %s | %d | %s, %s, %s | %d | %s, %s, %s | %d | %d / %d | %s, %s, %s | %d, %d | %d / %d | %d, %d, %d | %s, %s, %s | %d, %d | %s, %s, %s | %d |\n", c.H, kLabel(c.K), c.Behavior, c.Family, len(rs),
 		f3(quantile(t.cl, 0.5)), f3(quantile(t.cl, 0.9)), f3(quantile(t.cl, 1)), t.clBad,
 		f3(quantile(t.im, 0.5)), f3(quantile(t.im, 0.9)), f3(quantile(t.im, 1)), t.imBad, t.better, t.worse,
-		f3(quantile(t.mx, 0.5)), f3(quantile(t.mx, 0.9)), f3(quantile(t.mx, 1)), t.mxBad, t.mxBadMargin, t.mxBetter, t.mxWorse)
+		f3(quantile(t.mx, 0.5)), f3(quantile(t.mx, 0.9)), f3(quantile(t.mx, 1)), t.mxBad, t.mxBadMargin, t.mxBetter, t.mxWorse,
+		t.chosen[pipeline.PlannerClone], t.chosen[pipeline.PlannerImprovedClone], t.chosen[pipeline.PlannerImprovedBehavior],
+		f3(quantile(t.ch, 0.5)), f3(quantile(t.ch, 0.9)), f3(quantile(t.ch, 1)), t.chBad, t.chBadMargin,
+		f3(quantile(t.dt, 0.5)), f3(quantile(t.dt, 0.9)), f3(quantile(t.dt, 1)), t.dtBad)
 }
 
 // cloneTally accumulates a cell's regrets of the clone (cl) and of the
@@ -207,6 +269,12 @@ type cloneTally struct {
 	// The improved behaviour: worse than the behaviour (regret > 1, and
 	// > 1 + worseMargin), better or worse than the improved clone.
 	mxBad, mxBadMargin, mxBetter, mxWorse int
+	// The candidate the fallback's rule returns: how often each, its
+	// regrets, how many worse than the behaviour.
+	chosen             map[string]int
+	ch, dt             []float64
+	chBad, chBadMargin int
+	dtBad              int
 }
 
 // add takes in one configuration's row.
@@ -237,5 +305,22 @@ func (t *cloneTally) add(r CloneRow) {
 	}
 	if z > 1+worseMargin {
 		t.mxBadMargin++
+	}
+	if t.chosen == nil {
+		t.chosen = map[string]int{}
+	}
+	t.chosen[r.Chosen]++
+	w := r.Regret(r.ChosenValue)
+	t.ch = append(t.ch, w)
+	if w > 1 {
+		t.chBad++
+	}
+	if w > 1+worseMargin {
+		t.chBadMargin++
+	}
+	u := r.Regret(r.DeterministicValue)
+	t.dt = append(t.dt, u)
+	if u > 1 {
+		t.dtBad++
 	}
 }

@@ -17,7 +17,8 @@ import (
 // identicalRuns are the runs whose outputs TestOutputsByteIdentical pins:
 // the README's main command, a belief plan with a small table (so the
 // controller and its rollouts carry the values), and a run on narrow logs
-// where the behaviour fallback returns the improved clone.
+// where the behaviour fallback returns the improved behaviour (a
+// stochastic policy).
 var identicalRuns = []struct {
 	name string
 	logs string   // "" : the narrow logs the test simulates
