@@ -25,8 +25,10 @@ type CloneOptions struct {
 	Improve   bool
 	Z         float64
 	MinVisits int
-	// Mix keeps the behaviour's own action distribution, estimated by
-	// the logged shares, wherever the logs do not show a better action
+	// Mix keeps the behaviour's own action distribution (its logged
+	// propensities, renormalised over the logged actions; the visit
+	// shares without propensities) wherever the logs do not show a better
+	// action
 	// (a stochastic policy; see BehaviorCloning). It replaces Improve's
 	// test, with the same Z and MinVisits.
 	Mix bool
@@ -73,9 +75,11 @@ const DefaultImproveVisits = 30
 // test departs from it only where the logs show such a better action.
 //
 // With opts.Mix, the policy is the behaviour itself improved where the
-// logs show it: at a history τ it takes every logged action with its
-// share of τ's logged visits (the behaviour's estimated distribution
-// π̂^b(·|τ)), except where one logged action a has a mean return-to-go
+// logs show it: at a history τ it takes every logged action a with the
+// probability π̂^b(a|τ), the mean logged propensity of a at τ over the sum
+// of those of τ's logged actions (the behaviour's own distribution
+// wherever every action it takes at τ was logged there; the share of τ's
+// logged visits when the logs have no propensities), except where one logged action a has a mean return-to-go
 // Q̂^b(τ,a) above that of τ's other logged visits taken together by more
 // than Z standard errors of the difference, both with at least MinVisits
 // visits; there it takes the best such a. Q^b(τ,a) > V^b(τ) then holds
@@ -83,9 +87,9 @@ const DefaultImproveVisits = 30
 // action alone) does not say so: the most logged action can be worse
 // than the behaviour's mix. By the policy improvement theorem the result
 // is worth at least V^b, up to the estimation of π̂^b and of the tests. A
-// history that mixes has one row per logged action, its probability the
-// action's share (Policy.Probs; reach_prob is then the empirical
-// probability of the history and the action, value_reward the mean
+// history that mixes has one row per logged action, its probability
+// π̂^b(a|τ) (Policy.Probs; reach_prob is then the history's empirical
+// probability times the row's, value_reward the mean
 // return of the episodes that take the row's action and stay in the
 // policy's actions after it).
 func BehaviorCloning(ctx context.Context, d *ingest.Dataset, opts CloneOptions) (*policy.Policy, error) {

@@ -164,3 +164,43 @@ func TestMixStandardError(t *testing.T) {
 		}
 	}
 }
+
+// TestMixPropensities: with logged propensities the improved behaviour
+// takes each logged action with its propensity, renormalised over the
+// logged actions, whatever the visit counts: x, y, z logged 50, 40 and
+// 10 times with propensities 0.6, 0.3, 0.1 give 0.6, 0.3, 0.1; without z's
+// visits, 0.6/0.9 and 0.3/0.9.
+func TestMixPropensities(t *testing.T) {
+	ctx := context.Background()
+	prop := map[string]float64{"x": 0.6, "y": 0.3, "z": 0.1}
+	for _, c := range []struct {
+		counts map[string]int
+		want   []float64
+	}{
+		{map[string]int{"x": 50, "y": 40, "z": 10}, []float64{0.6, 0.3, 0.1}},
+		{map[string]int{"x": 50, "y": 40}, []float64{0.6 / 0.9, 0.3 / 0.9}},
+	} {
+		var eps [][]step
+		var ps []float64
+		for _, a := range []string{"x", "y", "z"} {
+			for i := range c.counts[a] {
+				eps = append(eps, []step{{"s", a, float64(i % 2)}})
+				ps = append(ps, prop[a])
+			}
+		}
+		d := mkDataset(t, 1, []string{"s"}, []string{"x", "y", "z"}, eps)
+		d.Propensity = ps
+		p, err := BehaviorCloning(ctx, d, CloneOptions{Mix: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(p.Probs) != len(c.want) {
+			t.Fatalf("%v: probabilities %v, want %v", c.counts, p.Probs, c.want)
+		}
+		for i, w := range c.want {
+			if math.Abs(p.Probs[i]-w) > tol {
+				t.Errorf("%v: probabilities %v, want %v", c.counts, p.Probs, c.want)
+			}
+		}
+	}
+}

@@ -366,17 +366,18 @@ func (t *trie) emit(choice []int32) (*policy.Policy, []int32) {
 }
 
 // emitMixed is emit for a policy that, at the trie nodes where mix is
-// true, takes every logged action with its share of the node's visits:
-// one row per logged action there, in action-code order, with that share
-// as its probability (a stochastic policy, Probs set when some node
-// mixes). ReachProb is then the empirical probability of the history and
-// the row's action. It also returns, per output row, the trie edge of
+// true, takes every logged action with its share of the behaviour's
+// estimated distribution there (behaviourShares): one row per logged
+// action, in action-code order, with that share as its probability (a
+// stochastic policy, Probs set when some node mixes). ReachProb is then
+// the probability of the history (by the logged frequencies) times the
+// row's probability. It also returns, per output row, the trie edge of
 // its action. mix nil: emit.
 func (t *trie) emitMixed(choice []int32, mix []bool) (*policy.Policy, []int32, []int32) {
 	start, kids := t.childIndex()
 	em := &emitter{t: t, choice: choice, mix: mix, fb: t.fallbacks(), p: &policy.Policy{Horizon: t.H}}
 	if mix != nil {
-		em.edges = t.edgesByNode()
+		em.edges, em.share = t.edgesByNode(), t.behaviourShares()
 	}
 	em.addRoots()
 	em.addChildren(start, kids)
@@ -384,6 +385,30 @@ func (t *trie) emitMixed(choice []int32, mix []bool) (*policy.Policy, []int32, [
 		em.p.Probs = nil
 	}
 	return em.p, em.from, em.edge
+}
+
+// behaviourShares is, per edge (τ, a), the weight of a in the behaviour's
+// estimated distribution at τ: the mean logged propensity π^b(a | τ) over
+// the edge's visits when the logs carry propensities (the behaviour's own
+// probability, exact wherever it depends on the logged history alone),
+// else the edge's visit count. A mixing node takes each logged action
+// with its weight over the sum of its logged actions' weights.
+func (t *trie) behaviourShares() []float64 {
+	w := make([]float64, len(t.edgeNode))
+	d := t.d
+	if len(d.Propensity) != len(d.Act) {
+		for e, n := range t.edgeN {
+			w[e] = float64(n)
+		}
+		return w
+	}
+	for i, a := range d.Act {
+		w[t.edgeOf[uint64(t.path[i])<<16|uint64(a)]] += d.Propensity[i]
+	}
+	for e, n := range t.edgeN {
+		w[e] /= float64(n)
+	}
+	return w
 }
 
 // edgesByNode lists every node's edges in action-code order.
@@ -434,6 +459,7 @@ type emitter struct {
 	choice []int32
 	mix    []bool
 	edges  [][]int32
+	share  []float64 // behaviourShares, with mix
 	fb     []int
 	p      *policy.Policy
 	from   []int32
@@ -443,15 +469,19 @@ type emitter struct {
 
 // add appends the output rows of trie node n with the given parent output
 // row and reach probability of the history: the chosen edge's row, or at
-// a mixing node one row per logged action.
+// a mixing node one row per logged action, with its share of the
+// behaviour's estimated distribution there.
 func (em *emitter) add(n int32, parent int64, reach float64) {
-	t := em.t
 	if em.mix == nil || !em.mix[n] {
 		em.addRow(n, em.choice[n], parent, reach, 1)
 		return
 	}
+	total := 0.0
 	for _, e := range em.edges[n] {
-		q := float64(t.edgeN[e]) / float64(t.nodeCnt[n])
+		total += em.share[e]
+	}
+	for _, e := range em.edges[n] {
+		q := em.share[e] / total
 		em.mixed = em.mixed || q < 1
 		em.addRow(n, e, parent, reach*q, q)
 	}

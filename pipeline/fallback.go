@@ -39,8 +39,8 @@ import (
 // policy improvement theorem the improved clone is not, wherever the logs
 // tell the actions apart. It is left out when it equals the clone. The
 // third candidate is the improved behaviour (baseline.CloneOptions.Mix):
-// the behaviour's own estimated action distribution, the logged shares
-// at each history, except where the logs show one logged action better
+// the behaviour's own action distribution at each history (its logged
+// propensities, renormalised over the logged actions), except where the logs show one logged action better
 // than the behaviour's other choices there, which it then takes alone. It
 // is a stochastic policy (policy.Policy.Probs) and the one of the three
 // the policy improvement theorem puts at or above the behaviour without

@@ -599,7 +599,7 @@ func CandidateWords(name string) string {
 	case "improved_clone":
 		return "behaviour's improved clone (the action logged most often at each history, or another logged action where the logs show its mean return from there on larger by more than 1.96 standard errors)"
 	case "improved_behavior":
-		return "improved behaviour (a stochastic policy: at each history the logged actions with their logged shares, or one logged action where the logs show its mean return from there on larger than that of the other logged actions by more than 1.96 standard errors)"
+		return "improved behaviour (a stochastic policy: at each history the logged actions with the behaviour's logged probabilities, or one logged action where the logs show its mean return from there on larger than that of the other logged actions by more than 1.96 standard errors)"
 	}
 	return name
 }

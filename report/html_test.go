@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/psrlcb/psrlcb/estimate"
 	"github.com/psrlcb/psrlcb/ingest"
 	"github.com/psrlcb/psrlcb/policy"
 )
@@ -239,5 +240,45 @@ func TestStochasticPolicyView(t *testing.T) {
 	}
 	if strings.Contains(string(page), "probability</th>") || strings.Contains(string(page), "The policy is stochastic") {
 		t.Errorf("deterministic page has a probability column")
+	}
+}
+
+// TestStochasticDepartures: the rows of a history where a stochastic
+// policy keeps the logged mix are no departures, even those whose action
+// the logs take less often; a row of probability one that the logs
+// clearly disfavour is one. The mixed history counts once as agreeing.
+func TestStochasticDepartures(t *testing.T) {
+	pol := &policy.Policy{Horizon: 2, Nodes: []policy.Node{
+		{ID: 0, Parent: -1, Step: 1, Obs: "a", Action: "x", Fallback: "x", ReachProb: 0.8},
+		{ID: 1, Parent: -1, Step: 1, Obs: "a", Action: "y", Fallback: "x", ReachProb: 0.2},
+		{ID: 2, Parent: 0, Step: 2, Obs: "a", Action: "y", Fallback: "x", ReachProb: 0.8},
+	}, Probs: []float64{0.8, 0.2, 1}}
+	// 80 episodes take x then x at a; 20 take y then x.
+	d := &ingest.Dataset{Horizon: 2, ObsVocab: []string{"a"}, ActVocab: []string{"x", "y"}}
+	for k := range 100 {
+		a := uint16(0)
+		if k >= 80 {
+			a = 1
+		}
+		d.EpisodeIDs = append(d.EpisodeIDs, fmt.Sprint(k))
+		d.Length = append(d.Length, 2)
+		d.Obs = append(d.Obs, 0, 0)
+		d.Act = append(d.Act, a, 0)
+		d.Reward = append(d.Reward, 0, 1)
+	}
+	v := policy.LoggedVisits(pol, d)
+	if v.N[0] != 100 || v.N[1] != 100 || v.N[2] != 80 {
+		t.Fatalf("visits %v, want 100 at both step-1 rows and 80 below x", v.N)
+	}
+	m := &estimate.Model{ReturnMin: 0, ReturnMax: 2}
+	c := Departures(m, pol, v, 0.5, 1)
+	if len(c.Departures) != 1 || c.Departures[0].Row.Node != 2 || c.Agree != 1 || c.Ties != 0 {
+		t.Errorf("departures %+v, agree %d, ties %d: want node 2 alone, one agreeing history", c.Departures, c.Agree, c.Ties)
+	}
+	view := NewPolicyView(pol, ReturnRange{0, 2}, v, 0)
+	for _, r := range view.Rows {
+		if r.Departs != (r.Node == 2) {
+			t.Errorf("row %d: departs %v", r.Node, r.Departs)
+		}
 	}
 }

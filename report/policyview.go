@@ -114,7 +114,7 @@ func (r *PolicyRow) addVisits(v *policy.Visits, action string) {
 	r.ActionShare = float64(v.Count(id, action)) / float64(v.N[id])
 	r.MostLogged = v.MostLogged(id)
 	r.MostShare = float64(v.Count(id, r.MostLogged)) / float64(v.N[id])
-	r.Departs = r.MostLogged != action && clearlyMore(v.Count(id, r.MostLogged), v.Count(id, action))
+	r.Departs = r.Prob == 1 && r.MostLogged != action && clearlyMore(v.Count(id, r.MostLogged), v.Count(id, action))
 }
 
 // NewPolicyView lists the top most probable nodes of pol (all when top ≤
@@ -320,9 +320,11 @@ type departureTest struct {
 }
 
 // departs says the logs visit node id and clearly favour another action
-// there (clearlyMore).
+// there (clearlyMore). A row of a stochastic policy that shares its
+// history with other actions (probability below one) keeps the logged
+// mix and is no departure.
 func (t departureTest) departs(id int64) bool {
-	if t.v.N[id] == 0 {
+	if t.v.N[id] == 0 || t.pol.Prob(id) < 1 {
 		return false
 	}
 	ml, a := t.v.MostLogged(id), t.pol.Nodes[id].Action
@@ -331,10 +333,15 @@ func (t departureTest) departs(id int64) bool {
 
 // tally counts a logged node that is not a departure: π̄ takes its most
 // logged action there (Agree) or another action not clearly less logged
-// (Ties).
+// (Ties); a history where a stochastic policy keeps the logged mix counts
+// once, as agreeing.
 func (t departureTest) tally(c *Comparison, id int64) {
 	if t.v.N[id] == 0 {
 		return
+	}
+	mix := t.pol.Prob(id) < 1
+	if mix && t.v.MostLogged(id) != t.pol.Nodes[id].Action {
+		return // the history counts once, at its most logged action's row
 	}
 	if t.v.MostLogged(id) == t.pol.Nodes[id].Action {
 		c.Agree++

@@ -153,7 +153,7 @@ type FallbackCandidate struct {
 	// Name is "clone" (the action logged most often at each history),
 	// "improved_clone" (the clone, except where the logs show another
 	// logged action's mean return-to-go larger) or "improved_behavior"
-	// (the logged actions with their logged shares, except where the logs
+	// (the logged actions with the behaviour's logged probabilities, except where the logs
 	// show one better than the others; a stochastic policy); see
 	// CandidateWords.
 	Name         string `json:"name"`

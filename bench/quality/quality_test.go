@@ -183,12 +183,14 @@ func TestTargets(t *testing.T) {
 	if v2, nb := behaviorTarget(ix, 0.1); nb != 1 || v2.Met {
 		t.Errorf("behaviour target: %d bad, met=%v; want 1, false", nb, v2.Met)
 	}
-	// Seeds that agree exactly (SE 0) get the single-seed margin, 0.1 of
-	// V* − V^b = 1: c at −0.05 passes, d at −0.2 does not.
+	// Seeds that agree exactly (SE 0) or nearly get the single-seed
+	// margin, 0.1 of V* − V^b = 1: c at −0.05 and e at −0.05 ± 10⁻⁴ pass,
+	// d at −0.2 does not.
 	rows0 := rows
 	for s := 0; s < 3; s++ {
 		add("c", "myopic:0.1", 100, s, "psrlcb", -0.05, -1)
 		add("d", "myopic:0.1", 100, s, "psrlcb", -0.2, -1)
+		add("e", "myopic:0.1", 100, s, "psrlcb", -0.05+1e-4*float64(s-1), -1)
 	}
 	if v, nb := behaviorTarget(newIndex(rows[len(rows0):]), 0.1); nb != 1 || v.Met || !strings.Contains(strings.Join(v.Detail, "\n"), "worse: d,") {
 		t.Errorf("behaviour target with agreeing seeds: %d bad, met=%v, %v; want d alone", nb, v.Met, v.Detail)

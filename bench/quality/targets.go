@@ -125,11 +125,12 @@ func lcbViolation(r Row) string {
 		r.Problem, r.Behavior, r.K, r.Seed, r.LCBUnits, r.Value, r.Alpha, r.ModelUnits)
 }
 
-// behaviorTarget: in every cell, mean V^π̄ ≥ V^b − seZ·SE (SE of the seed
-// spread). With a single seed, or seeds that all returned a policy of the
-// same value (a spread of 0 says nothing about the noise; it happens when
-// every seed falls back to the behaviour's clone, a deterministic copy of
-// an ε-soft behaviour), margin (a share of V* − V^b) is allowed instead.
+// behaviorTarget: in every cell, mean V^π̄ ≥ V^b − max(seZ·SE,
+// margin·|V* − V^b|), SE that of the seed spread (margin alone with a
+// single seed). The margin keeps a floor under the allowance: seeds that
+// all return nearly the same policy (the behaviour's clone, a
+// deterministic copy of an ε-soft behaviour, or its improved behaviour)
+// spread far less than the logs' noise, down to nothing.
 func behaviorTarget(ix *index, margin float64) (Verdict, int) {
 	v := Verdict{Name: "(2) PSR-LCB never worse than the behaviour beyond 2 SE"}
 	cells, bad := 0, 0
@@ -164,14 +165,16 @@ func behaviorCells(ix *index, p, b string, margin float64, v *Verdict) (cells, b
 
 // belowBehavior says whether PSR-LCB's mean value over its runs rs on a
 // cell is below V^b by more than the allowance (seZ standard errors of the
-// seeds' spread; margin·|V* − V^b| without a spread), with the detail
+// seeds' spread, and never less than margin·|V* − V^b|: seeds that return
+// nearly the same policy, a clone or the improved behaviour, spread far
+// less than the logs' noise, and one seed has no spread), with the detail
 // line that says so.
 func belowBehavior(p, b string, K int, rs []Row, margin float64) (bool, string) {
 	mean, se := meanSE(values(rs))
 	vb, opt := float64(rs[0].BehaviorValue), float64(rs[0].Optimal)
-	allow := seZ * se
-	if len(rs) == 1 || se < 1e-12 {
-		allow = margin * math.Abs(opt-vb)
+	allow := margin * math.Abs(opt-vb)
+	if len(rs) > 1 {
+		allow = max(allow, seZ*se)
 	}
 	if mean < vb-allow-lcbTol {
 		return true, fmt.Sprintf("worse: %s, %s, K=%d: mean V %.4g < V^b %.4g − %.3g (SE %.3g, n=%d)",

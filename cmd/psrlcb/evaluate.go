@@ -222,6 +222,15 @@ func normalizedRegret(res *evaluateResult) float64 {
 	return math.NaN()
 }
 
+// stochasticWord is the note a policy's line carries when the policy is
+// stochastic (its rows' probabilities are followed).
+func stochasticWord(stochastic bool) string {
+	if stochastic {
+		return "; stochastic: every action weighed by its probability"
+	}
+	return ""
+}
+
 // printEvaluatedPolicy writes the rows of the model, the policy (with the
 // run's note on a table without a controller) and the horizon H.
 func printEvaluatedPolicy(tw io.Writer, o evaluateOptions, m *pomdp.POMDP, pol *policy.Policy, H int) {
@@ -229,7 +238,7 @@ func printEvaluatedPolicy(tw io.Writer, o evaluateOptions, m *pomdp.POMDP, pol *
 	if pol.Ctrl != nil {
 		fmt.Fprintf(tw, "policy\t%s (a controller for every history; %d nodes in its table)\n", o.policy, len(pol.Nodes))
 	} else {
-		fmt.Fprintf(tw, "policy\t%s (%d nodes)\n", o.policy, len(pol.Nodes))
+		fmt.Fprintf(tw, "policy\t%s (%d nodes%s)\n", o.policy, len(pol.Nodes), stochasticWord(pol.Stochastic()))
 	}
 	if n := treeOnlyNote(o.policy); n != "" {
 		fmt.Fprintf(tw, "note\t%s\n", n)

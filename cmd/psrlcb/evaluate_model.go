@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math"
 	"text/tabwriter"
 
 	"github.com/psrlcb/psrlcb/estimate"
@@ -15,6 +16,7 @@ type modelEvaluation struct {
 	Model       string  `json:"model"`
 	Policy      string  `json:"policy"`
 	PolicyNodes int     `json:"policy_nodes"`
+	Stochastic  bool    `json:"stochastic,omitempty"`
 	Horizon     int     `json:"horizon"`
 	Rank        int     `json:"rank"`
 	ModelValue  float64 `json:"model_value_units"` // E_θ̂^π[Σ r_h], the user's units
@@ -75,13 +77,19 @@ func checkModelHorizon(o evaluateOptions, m *estimate.Model, pol *policy.Policy)
 }
 
 // modelValue is pol's expected return under m: exact when the model's
-// histories can be enumerated (at most policy.DefaultMaxLeaves), else the
+// histories (and, for a stochastic policy, its action sequences) can be
+// enumerated (at most policy.DefaultMaxLeaves), else the
 // Monte Carlo mean over o.rollouts (at least 2) of its trajectories.
 func modelValue(ctx context.Context, o evaluateOptions, m *estimate.Model, pol *policy.Policy) (modelEvaluation, error) {
 	var v, se, un float64
 	var err error
 	episodes := 0
-	if m.ObsSequences() <= policy.DefaultMaxLeaves {
+	leaves := m.ObsSequences()
+	if pol.Stochastic() {
+		// The walk also branches over the actions a history may take.
+		leaves *= math.Pow(float64(m.NumActions), float64(m.Horizon))
+	}
+	if leaves <= policy.DefaultMaxLeaves {
 		v, un, err = policy.ModelReturn(ctx, m, pol)
 	} else {
 		// Too many histories to enumerate: trajectories of the model.
@@ -91,7 +99,7 @@ func modelValue(ctx context.Context, o evaluateOptions, m *estimate.Model, pol *
 	if err != nil {
 		return modelEvaluation{}, fmt.Errorf("%s under %s: %w", o.policy, o.model, err)
 	}
-	return modelEvaluation{Model: o.model, Policy: o.policy, PolicyNodes: len(pol.Nodes), Horizon: m.Horizon, Rank: m.States,
+	return modelEvaluation{Model: o.model, Policy: o.policy, PolicyNodes: len(pol.Nodes), Stochastic: pol.Stochastic(), Horizon: m.Horizon, Rank: m.States,
 		ModelValue: v, ModelScaled: m.RescaleReturn(v), Unmatched: un, StdErr: se, Episodes: episodes}, nil
 }
 
@@ -100,7 +108,7 @@ func modelValue(ctx context.Context, o evaluateOptions, m *estimate.Model, pol *
 func printModelEvaluation(w io.Writer, m *estimate.Model, res modelEvaluation) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "model\t%s (fitted, rank %d, %d actions, %d observations)\n", res.Model, m.States, m.NumActions, m.NumObs)
-	fmt.Fprintf(tw, "policy\t%s (%d nodes)\n", res.Policy, res.PolicyNodes)
+	fmt.Fprintf(tw, "policy\t%s (%d nodes%s)\n", res.Policy, res.PolicyNodes, stochasticWord(res.Stochastic))
 	fmt.Fprintf(tw, "horizon\t%d\n", m.Horizon)
 	if res.Episodes > 0 {
 		fmt.Fprintf(tw, "model value\t%.10g ± %.3g (expected return under the fitted model, Monte Carlo over %d of its trajectories: too many histories to enumerate; %.6g on the [0,1] scale)\n", res.ModelValue, res.StdErr, res.Episodes, res.ModelScaled)
