@@ -61,10 +61,10 @@ import (
 // the plan, the clone must be shown better than the plan; when they
 // cannot, its proven value must beat the plan's bound. The final policy is
 // then the improved behaviour fitted on all episodes when its own
-// held-out bound counts and is at least the deterministic stand-in's (the
-// improved clone when its bound counts, the clone otherwise), that
-// stand-in otherwise (StandIn), with the returned policy's bound as the
-// reported one.
+// held-out bound counts and the held-out episodes do not estimate the
+// deterministic stand-in (the improved clone when its bound counts, the
+// clone otherwise) worth more, that stand-in otherwise (StandIn), with the
+// returned policy's bound as the reported one.
 //
 // The improved clone and the improved behaviour stand in for the
 // behaviour once the plan is set aside, but do not decide whether it is: its departures are where the
@@ -191,30 +191,56 @@ func fallbackDecision(planB float64, planIW policy.IWResult, cands []policy.IWRe
 // StandIn is the candidate returned once the clone has set the plan
 // aside. Of the deterministic candidates, the improved clone when it was
 // scored (it differs from the clone) and its bound counts, the clone
-// otherwise. The improved behaviour replaces it when its own bound counts
-// and is at least as high: of two policies that keep to the logged
-// actions, the one the logs prove more of, as the plan is chosen by its
-// lower bound. The improved behaviour keeps the behaviour's mix wherever
-// the logs show no better action, so it is not worse than the behaviour,
-// where a deterministic clone of a behaviour that mixes can be; and its
-// importance weights stay near one, so its bound is the tighter where
-// the two are worth about the same. A deterministic clone is kept where
-// the logs prove it worth more, as when the behaviour's rare actions are
-// costly.
-func StandIn(names []string, bounds []float64) string {
-	det, detBound := PlannerClone, math.Inf(-1)
-	for i, n := range names {
-		switch {
-		case n == PlannerClone && det == PlannerClone:
-			detBound = bounds[i]
-		case n == PlannerImprovedClone && !math.IsInf(bounds[i], -1):
-			det, detBound = n, bounds[i]
-		}
-	}
-	if i := slices.Index(names, PlannerImprovedBehavior); i >= 0 && !math.IsInf(bounds[i], -1) && bounds[i] >= detBound {
+// otherwise (DeterministicStandIn). The improved behaviour replaces it
+// when its own bound counts and the held-out episodes do not estimate the
+// deterministic one worth more: diff, the paired importance-weighted
+// estimate of V(deterministic) − V(improved behaviour) on the same
+// episodes (PairedDiff), is not positive. Both keep to the logged
+// actions and their bounds count; the paired difference compares them on
+// the episodes each one's weights come from, so its noise is far below
+// that of either estimate (on narrow tiger logs the improved behaviour's
+// interval was the tighter, its lower bound above the clone's, while the
+// clone, always listening, is worth 0.9 more). The improved behaviour
+// keeps the behaviour's mix wherever the logs show no better action, so
+// it is not worse than the behaviour, where a deterministic clone of a
+// behaviour that mixes can be when its rarer action is the better one.
+func StandIn(names []string, bounds []float64, diff float64) string {
+	det := DeterministicStandIn(names, bounds)
+	if i := slices.Index(names, PlannerImprovedBehavior); i >= 0 && !math.IsInf(bounds[i], -1) && !(diff > 0) {
 		return PlannerImprovedBehavior
 	}
 	return det
+}
+
+// DeterministicStandIn is the deterministic candidate StandIn weighs
+// against the improved behaviour: the improved clone when it was scored
+// and its bound counts, the clone otherwise.
+func DeterministicStandIn(names []string, bounds []float64) string {
+	for i, n := range names {
+		if n == PlannerImprovedClone && !math.IsInf(bounds[i], -1) {
+			return n
+		}
+	}
+	return PlannerClone
+}
+
+// PairedDiff is the importance-weighted estimate of V(a) − V(b) on the
+// episodes d, paired: the mean over the episodes of (w_a − w_b)·R, R the
+// return rescaled by m (policy.Weights). NaN without episodes.
+func PairedDiff(m *estimate.Model, a, b *policy.Policy, d *ingest.Dataset) (float64, error) {
+	wa, err := policy.Weights(a, d)
+	if err != nil {
+		return 0, err
+	}
+	wb, err := policy.Weights(b, d)
+	if err != nil {
+		return 0, err
+	}
+	sum := 0.0
+	for k := range wa {
+		sum += (wa[k] - wb[k]) * m.RescaleReturn(d.Return(k))
+	}
+	return sum / float64(len(wa)), nil
 }
 
 // counts says whether an importance-weighted figure counts: an effective
@@ -266,9 +292,28 @@ func checkFallback(ctx context.Context, sel *policy.Selection, planB float64, tr
 		Candidates:      fallbackRows(names, iws, bounds, units),
 	}
 	if win >= 0 {
-		fb.Used, fb.Chosen = true, StandIn(names, bounds)
+		diff, err := standInDiff(evalB, names, pols, bounds, held)
+		if err != nil {
+			return nil, err
+		}
+		fb.Used, fb.Chosen = true, StandIn(names, bounds, diff)
+		if !math.IsNaN(diff) {
+			fb.StandInDiff = report.Float(diff)
+		}
 	}
 	return fb, nil
+}
+
+// standInDiff is PairedDiff of the deterministic stand-in and the
+// improved behaviour on held, NaN when the improved behaviour was not
+// scored.
+func standInDiff(evalB *estimate.Model, names []string, pols []*policy.Policy, bounds []float64, held *ingest.Dataset) (float64, error) {
+	i := slices.Index(names, PlannerImprovedBehavior)
+	if i < 0 {
+		return math.NaN(), nil
+	}
+	det := pols[slices.Index(names, DeterministicStandIn(names, bounds))]
+	return PairedDiff(evalB, det, pols[i], held)
 }
 
 // heldOutIW is the importance-weighted estimate of each policy on the

@@ -9,6 +9,7 @@ import (
 
 	"github.com/psrlcb/psrlcb/baseline"
 	"github.com/psrlcb/psrlcb/estimate"
+	"github.com/psrlcb/psrlcb/ingest"
 	"github.com/psrlcb/psrlcb/policy"
 	"github.com/psrlcb/psrlcb/pomdp"
 )
@@ -95,15 +96,15 @@ func TestFallbackNarrowLogs(t *testing.T) {
 	}
 	// The improved clone stands in when it was scored and its bound
 	// counts, the clone otherwise; the improved behaviour when its bound
-	// counts and is at least that one's.
-	wantName, wantBound := PlannerClone, float64(cl.Bound)
+	// counts and the paired difference does not favour that one.
+	wantName := PlannerClone
 	for _, c := range fb.Candidates[1:] {
 		if c.Name == PlannerImprovedClone && c.ESS >= 30 {
-			wantName, wantBound = c.Name, float64(c.Bound)
+			wantName = c.Name
 		}
 	}
 	for _, c := range fb.Candidates[1:] {
-		if c.Name == PlannerImprovedBehavior && c.ESS >= 30 && float64(c.Bound) >= wantBound {
+		if c.Name == PlannerImprovedBehavior && c.ESS >= 30 && !(fb.StandInDiff > 0) {
 			wantName = c.Name
 		}
 	}
@@ -171,35 +172,57 @@ func TestFallbackNarrowLogs(t *testing.T) {
 }
 
 // TestStandIn: once the clone has set the plan aside, the improved clone
-// is returned when it was scored and its bound counts, whatever the two
-// bounds' order, the clone otherwise; the improved behaviour replaces
-// that choice when its bound counts and is at least as high.
+// is the deterministic stand-in when it was scored and its bound counts,
+// whatever the two bounds' order, the clone otherwise; the improved
+// behaviour replaces it when its bound counts and the paired difference
+// does not favour the deterministic one.
 func TestStandIn(t *testing.T) {
-	inf := math.Inf(-1)
+	inf, nan := math.Inf(-1), math.NaN()
 	both := []string{PlannerClone, PlannerImprovedClone}
 	all := []string{PlannerClone, PlannerImprovedClone, PlannerImprovedBehavior}
 	mixed := []string{PlannerClone, PlannerImprovedBehavior}
 	for _, c := range []struct {
 		names  []string
 		bounds []float64
+		diff   float64
 		want   string
 	}{
-		{both, []float64{0.5, 0.4}, PlannerImprovedClone},
-		{both, []float64{0.5, 0.6}, PlannerImprovedClone},
-		{both, []float64{0.5, inf}, PlannerClone},
-		{[]string{PlannerClone}, []float64{0.5}, PlannerClone},
-		{all, []float64{0.5, 0.4, 0.45}, PlannerImprovedBehavior},
-		{all, []float64{0.5, 0.4, 0.4}, PlannerImprovedBehavior},
-		{all, []float64{0.5, 0.4, 0.39}, PlannerImprovedClone},
-		{all, []float64{0.5, inf, 0.45}, PlannerClone},
-		{all, []float64{0.5, inf, 0.55}, PlannerImprovedBehavior},
-		{all, []float64{0.5, 0.6, inf}, PlannerImprovedClone},
-		{mixed, []float64{inf, 0.1}, PlannerImprovedBehavior},
-		{mixed, []float64{0.2, 0.1}, PlannerClone},
-		{mixed, []float64{inf, inf}, PlannerClone},
+		{both, []float64{0.5, 0.4}, nan, PlannerImprovedClone},
+		{both, []float64{0.5, 0.6}, nan, PlannerImprovedClone},
+		{both, []float64{0.5, inf}, nan, PlannerClone},
+		{[]string{PlannerClone}, []float64{0.5}, nan, PlannerClone},
+		{all, []float64{0.5, 0.4, 0.45}, -0.01, PlannerImprovedBehavior},
+		{all, []float64{0.5, 0.4, 0.3}, 0, PlannerImprovedBehavior},
+		{all, []float64{0.5, 0.4, 0.6}, 0.01, PlannerImprovedClone},
+		{all, []float64{0.5, inf, 0.45}, 0.01, PlannerClone},
+		{all, []float64{0.5, inf, 0.45}, -0.01, PlannerImprovedBehavior},
+		{all, []float64{0.5, 0.6, inf}, -0.01, PlannerImprovedClone},
+		{mixed, []float64{inf, 0.1}, 0.2, PlannerClone},
+		{mixed, []float64{inf, 0.1}, -0.2, PlannerImprovedBehavior},
+		{mixed, []float64{inf, inf}, -0.2, PlannerClone},
 	} {
-		if got := StandIn(c.names, c.bounds); got != c.want {
-			t.Errorf("%v %v: %s, want %s", c.names, c.bounds, got, c.want)
+		if got := StandIn(c.names, c.bounds, c.diff); got != c.want {
+			t.Errorf("%v %v diff %v: %s, want %s", c.names, c.bounds, c.diff, got, c.want)
 		}
+	}
+}
+
+// TestPairedDiff: the paired estimate is the mean of (w_a − w_b)·R over
+// the episodes, by hand: one step, actions x (propensity 0.5), y (0.5);
+// a takes x, b takes x and y with probabilities 0.25 and 0.75.
+func TestPairedDiff(t *testing.T) {
+	d := &ingest.Dataset{Horizon: 1, ObsVocab: []string{"s"}, ActVocab: []string{"x", "y"},
+		EpisodeIDs: []string{"0", "1", "2"}, Length: []int32{1, 1, 1},
+		Obs: []uint16{0, 0, 0}, Act: []uint16{0, 1, 0}, Reward: []float64{1, 0.5, 0}, Propensity: []float64{0.5, 0.5, 0.5}}
+	a := &policy.Policy{Horizon: 1, Nodes: []policy.Node{{ID: 0, Parent: -1, Step: 1, Obs: "s", Action: "x", Fallback: "x"}}}
+	b := &policy.Policy{Horizon: 1, Nodes: []policy.Node{
+		{ID: 0, Parent: -1, Step: 1, Obs: "s", Action: "x", Fallback: "x"},
+		{ID: 1, Parent: -1, Step: 1, Obs: "s", Action: "y", Fallback: "x"}}, Probs: []float64{0.25, 0.75}}
+	m := &estimate.Model{ReturnMin: 0, ReturnMax: 2} // R = reward / 2
+	// w_a = 2, 0, 2; w_b = 0.5, 1.5, 0.5; R = 0.5, 0.25, 0.
+	want := ((2-0.5)*0.5 + (0-1.5)*0.25 + 0) / 3
+	got, err := PairedDiff(m, a, b, d)
+	if err != nil || math.Abs(got-want) > 1e-12 {
+		t.Errorf("PairedDiff = %v (%v), want %v", got, err, want)
 	}
 }

@@ -144,6 +144,12 @@ type Fallback struct {
 	// Candidates are the supported policies with their held-out figures.
 	Candidates      []FallbackCandidate `json:"candidates"`
 	HeldOutEpisodes int                 `json:"held_out_episodes"`
+	// StandInDiff, when the fallback was used and the improved behaviour
+	// scored, is the paired importance-weighted estimate on the held-out
+	// episodes of V(deterministic stand-in) − V(improved behaviour) on the
+	// [0,1] scale: the improved behaviour is returned unless it is
+	// positive (pipeline.StandIn).
+	StandInDiff Float `json:"stand_in_diff,omitempty"`
 }
 
 // FallbackCandidate is one policy the logged actions support, fitted on

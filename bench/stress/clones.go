@@ -143,9 +143,10 @@ func cloneRun(ctx context.Context, cfg Config, p *problem, k key) (CloneRow, err
 // fallbackChoice is the candidate the behaviour fallback returns once the
 // plan is set aside, by its rule (pipeline.StandIn): the candidates fitted
 // on a seeded half of the logs d, their importance-weighted 95% lower
-// bounds on the other half (pipeline.CandidateBound; returns rescaled by
-// the logged range, which orders the bounds as the fit's model does),
-// and the rule's choice among the deterministic candidates alone.
+// bounds and paired difference on the other half (pipeline.CandidateBound,
+// pipeline.PairedDiff; returns rescaled by the logged range, which orders
+// them as the fit's model does), and the rule's choice among the
+// deterministic candidates alone.
 func fallbackChoice(ctx context.Context, d *ingest.Dataset, seed uint64) (chosen, det string, err error) {
 	K := d.NumEpisodes()
 	perm := split.Permutation(K, seed)
@@ -170,11 +171,14 @@ func fallbackChoice(ctx context.Context, d *ingest.Dataset, seed uint64) (chosen
 		}
 		bounds[i] = pipeline.CandidateBound(iw)
 	}
-	n := len(names)
-	if names[n-1] == pipeline.PlannerImprovedBehavior {
-		n--
+	det = pipeline.DeterministicStandIn(names, bounds)
+	diff := math.NaN()
+	if i := slices.Index(names, pipeline.PlannerImprovedBehavior); i >= 0 {
+		if diff, err = pipeline.PairedDiff(scale, pols[slices.Index(names, det)], pols[i], held); err != nil {
+			return "", "", err
+		}
 	}
-	return pipeline.StandIn(names, bounds), pipeline.StandIn(names[:n], bounds[:n]), nil
+	return pipeline.StandIn(names, bounds, diff), det, nil
 }
 
 // cloneValue is the exact value of the behaviour's clone of kind opts
