@@ -93,10 +93,31 @@ const DefaultImproveVisits = 30
 // return of the episodes that take the row's action and stay in the
 // policy's actions after it).
 func BehaviorCloning(ctx context.Context, d *ingest.Dataset, opts CloneOptions) (*policy.Policy, error) {
+	ps, err := BehaviorClonings(ctx, d, opts)
+	if err != nil {
+		return nil, err
+	}
+	return ps[0], nil
+}
+
+// BehaviorClonings is BehaviorCloning of d with each of opts, the
+// empirical history tree built once for all of them.
+func BehaviorClonings(ctx context.Context, d *ingest.Dataset, opts ...CloneOptions) ([]*policy.Policy, error) {
 	t, err := buildTrie(ctx, d)
 	if err != nil {
 		return nil, err
 	}
+	ps := make([]*policy.Policy, len(opts))
+	for i, o := range opts {
+		if ps[i], err = t.clone(ctx, d, o); err != nil {
+			return nil, err
+		}
+	}
+	return ps, nil
+}
+
+// clone is BehaviorCloning of d, whose tree t is, with opts.
+func (t *trie) clone(ctx context.Context, d *ingest.Dataset, opts CloneOptions) (*policy.Policy, error) {
 	choice, mix, err := t.cloneChoice(ctx, opts)
 	if err != nil {
 		return nil, err

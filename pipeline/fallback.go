@@ -115,26 +115,37 @@ const (
 	PlannerImprovedBehavior = "improved_behavior"
 )
 
-// fitClone is the fallback's candidate name fitted on d, with a step-1
-// row for every observation, so that a model can value it.
-func fitClone(ctx context.Context, d *ingest.Dataset, name string) (*policy.Policy, error) {
-	return baseline.BehaviorCloning(ctx, d, baseline.CloneOptions{AllFirst: true, Improve: name == PlannerImprovedClone,
-		Mix: name == PlannerImprovedBehavior})
+// cloneOptions are the options of the fallback's candidate name, with a
+// step-1 row for every observation, so that a model can value it.
+func cloneOptions(name string) baseline.CloneOptions {
+	return baseline.CloneOptions{AllFirst: true, Improve: name == PlannerImprovedClone, Mix: name == PlannerImprovedBehavior}
 }
 
-// FitCandidates fits the fallback's candidates on d: the clone, then the
-// improved clone and the improved behaviour, each unless it is a policy
-// already listed.
+// fitClone is the fallback's candidate name fitted on d.
+func fitClone(ctx context.Context, d *ingest.Dataset, name string) (*policy.Policy, error) {
+	return baseline.BehaviorCloning(ctx, d, cloneOptions(name))
+}
+
+// candidateNames are the fallback's candidates, the clone first.
+var candidateNames = []string{PlannerClone, PlannerImprovedClone, PlannerImprovedBehavior}
+
+// FitCandidates fits the fallback's candidates on d (one history tree for
+// all): the clone, then the improved clone and the improved behaviour,
+// each unless it is a policy already listed.
 func FitCandidates(ctx context.Context, d *ingest.Dataset) (names []string, pols []*policy.Policy, err error) {
-	for _, name := range []string{PlannerClone, PlannerImprovedClone, PlannerImprovedBehavior} {
-		p, err := fitClone(ctx, d, name)
-		if err != nil {
-			return nil, nil, err
-		}
+	opts := make([]baseline.CloneOptions, len(candidateNames))
+	for i, n := range candidateNames {
+		opts[i] = cloneOptions(n)
+	}
+	all, err := baseline.BehaviorClonings(ctx, d, opts...)
+	if err != nil {
+		return nil, nil, err
+	}
+	for i, p := range all {
 		if slices.ContainsFunc(pols, func(q *policy.Policy) bool { return sameActions(q, p) }) {
 			continue
 		}
-		names, pols = append(names, name), append(pols, p)
+		names, pols = append(names, candidateNames[i]), append(pols, p)
 	}
 	return names, pols, nil
 }
