@@ -85,8 +85,12 @@ const DefaultImproveVisits = 30
 // visits; there it takes the best such a. Q^b(τ,a) > V^b(τ) then holds
 // on the logs' evidence, where Improve's test (against the most logged
 // action alone) does not say so: the most logged action can be worse
-// than the behaviour's mix. By the policy improvement theorem the result
-// is worth at least V^b, up to the estimation of π̂^b and of the tests. A
+// than the behaviour's mix. Where the history keeps the mix, a logged
+// action whose mean return-to-go lies below that of τ's other logged
+// visits by the same test is left out (the others' probabilities
+// renormalised; never all of them): the mix over the rest is then worth
+// more than V^b(τ). By the policy improvement theorem the result is worth
+// at least V^b, up to the estimation of π̂^b and of the tests. A
 // history that mixes has one row per logged action, its probability
 // π̂^b(a|τ) (Policy.Probs; reach_prob is then the history's empirical
 // probability times the row's, value_reward the mean
@@ -134,11 +138,22 @@ func (t *trie) clone(ctx context.Context, d *ingest.Dataset, opts CloneOptions) 
 	return p, nil
 }
 
+// mixing is the improved behaviour's plan (CloneOptions.Mix): per trie
+// node whether it keeps the behaviour's mix, and per edge whether the mix
+// leaves the edge's action out.
+type mixing struct {
+	node []bool
+	drop []bool
+}
+
+// mixes says whether node v keeps the behaviour's mix (false for a
+// deterministic clone, x nil).
+func (x *mixing) mixes(v int32) bool { return x != nil && x.node[v] }
+
 // cloneChoice is the clone's edge at every node: the most-logged action,
 // improved where the logs show a better one when opts.Improve is set;
-// with opts.Mix also whether each node keeps the behaviour's mix (nil
-// without Mix).
-func (t *trie) cloneChoice(ctx context.Context, opts CloneOptions) ([]int32, []bool, error) {
+// with opts.Mix also the mixing (nil without Mix).
+func (t *trie) cloneChoice(ctx context.Context, opts CloneOptions) ([]int32, *mixing, error) {
 	choice := t.mostLogged()
 	if opts.Mix {
 		mix, err := t.mixChoice(ctx, choice, opts)
@@ -186,8 +201,8 @@ func (t *trie) mostLogged() []int32 {
 // followers returns, per edge (τ, a) of step h, the sum of the rescaled
 // returns and the number of the episodes that take it and follow the
 // policy's actions from step h to the end: the chosen ones, any logged
-// one at a node where mix is true.
-func (t *trie) followers(ctx context.Context, choice []int32, mix []bool) (sum []float64, cnt []int32, err error) {
+// one the mix keeps at a node that mixes.
+func (t *trie) followers(ctx context.Context, choice []int32, mix *mixing) (sum []float64, cnt []int32, err error) {
 	ne := len(t.edgeNode)
 	sum, cnt = make([]float64, ne), make([]int32, ne)
 	for k := range t.K {
@@ -203,14 +218,17 @@ func (t *trie) followers(ctx context.Context, choice []int32, mix []bool) (sum [
 
 // follow adds episode k's rescaled return to sum and counts it in cnt at
 // the edges of the steps from which on it follows the policy's actions.
-func (t *trie) follow(k int, choice []int32, mix []bool, sum []float64, cnt []int32) {
+func (t *trie) follow(k int, choice []int32, mix *mixing, sum []float64, cnt []int32) {
 	H := t.H
 	for h := H - 1; h >= 0; h-- {
 		i := k*H + h
 		v := t.path[i]
 		e := choice[v]
-		if mix != nil && mix[v] {
+		if mix.mixes(v) {
 			e = t.edgeOf[uint64(v)<<16|uint64(t.d.Act[i])]
+			if mix.drop[e] {
+				break
+			}
 		} else if t.d.Act[i] != t.edgeAct[e] {
 			break
 		}
@@ -310,9 +328,11 @@ func (t *trie) improve(ctx context.Context, choice []int32, opts CloneOptions) e
 }
 
 // mixChoice decides, per node, whether the policy of CloneOptions.Mix
-// keeps the behaviour's mix there (true) or takes one better action,
-// which it writes to choice[v].
-func (t *trie) mixChoice(ctx context.Context, choice []int32, opts CloneOptions) ([]bool, error) {
+// keeps the behaviour's mix there or takes one better action, which it
+// writes to choice[v]; and, where it keeps the mix, which logged actions
+// the logs show worse than the node's other logged visits (the mix leaves
+// them out, unless that would leave none).
+func (t *trie) mixChoice(ctx context.Context, choice []int32, opts CloneOptions) (*mixing, error) {
 	z, minN := opts.improveTest()
 	sum, sq, err := t.returnSums(ctx)
 	if err != nil {
@@ -329,6 +349,7 @@ func (t *trie) mixChoice(ctx context.Context, choice []int32, opts CloneOptions)
 		mix[v] = true
 	}
 	best := make([]float64, nn)
+	worse := make([]bool, len(t.edgeNode))
 	for e, v := range t.edgeNode {
 		n, rest := int(t.edgeN[e]), int(t.nodeCnt[v]-t.edgeN[e])
 		if n < minN || rest < minN {
@@ -336,11 +357,27 @@ func (t *trie) mixChoice(ctx context.Context, choice []int32, opts CloneOptions)
 		}
 		me, se := meanSE(sum[e], sq[e], n)
 		mr, sr := meanSE(nodeSum[v]-sum[e], nodeSq[v]-sq[e], rest)
-		if me-mr > z*math.Hypot(se, sr) && (mix[v] || me > best[v]) {
+		d := z * math.Hypot(se, sr)
+		worse[e] = mr-me > d
+		if me-mr > d && (mix[v] || me > best[v]) {
 			choice[v], mix[v], best[v] = int32(e), false, me
 		}
 	}
-	return mix, nil
+	return &mixing{node: mix, drop: t.dropWorse(mix, worse)}, nil
+}
+
+// dropWorse is the mixing's drop set: at each node that mixes, the edges
+// shown worse than the rest, unless every edge of the node is.
+func (t *trie) dropWorse(mix, worse []bool) []bool {
+	kept := make([]bool, len(mix))
+	for e, v := range t.edgeNode {
+		kept[v] = kept[v] || !worse[e]
+	}
+	drop := make([]bool, len(worse))
+	for e, v := range t.edgeNode {
+		drop[e] = mix[v] && worse[e] && kept[v]
+	}
+	return drop
 }
 
 // returnToGo returns, per edge (τ, a), the mean of the rescaled rewards

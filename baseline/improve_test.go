@@ -204,3 +204,39 @@ func TestMixPropensities(t *testing.T) {
 		}
 	}
 }
+
+// TestMixDropsWorse: the improved behaviour leaves out a logged action
+// the logs show worse than the history's other logged visits. x and y,
+// 1000 visits each, pay 0 and 1 alternately (mean 0.5); z, 40 visits,
+// pays 0. z against the rest: 0.5 − 0 above 1.96 × 0.0112 (the rest's
+// standard error; z has none), so it is dropped. x against y and z:
+// 0.5 − 500/1040 = 0.019, below 1.96 × hypot(0.0158, 0.0155) = 0.043, so
+// the history keeps the mix of x and y, 1000/2000 each.
+func TestMixDropsWorse(t *testing.T) {
+	ctx := context.Background()
+	var eps [][]step
+	for i := range 2000 {
+		eps = append(eps, []step{{"s", []string{"x", "y"}[i/1000], float64(i % 2)}})
+	}
+	eps = append(eps, repeat(40, []step{{"s", "z", 0}})...)
+	d := mkDataset(t, 1, []string{"s"}, []string{"x", "y", "z"}, eps)
+	p, err := BehaviorCloning(ctx, d, CloneOptions{Mix: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, n := range p.Nodes {
+		got = append(got, n.Action)
+	}
+	if !slices.Equal(got, []string{"x", "y"}) || !slices.Equal(p.Probs, []float64{0.5, 0.5}) {
+		t.Errorf("actions %v probabilities %v, want x and y at 0.5", got, p.Probs)
+	}
+	// With z's visits fewer than MinVisits it is kept, at 40/2040.
+	p, err = BehaviorCloning(ctx, d, CloneOptions{Mix: true, MinVisits: 41})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Nodes) != 3 || math.Abs(p.Probs[2]-40./2040) > tol {
+		t.Errorf("z below MinVisits: %d rows, probabilities %v", len(p.Nodes), p.Probs)
+	}
+}

@@ -373,7 +373,7 @@ func (t *trie) emit(choice []int32) (*policy.Policy, []int32) {
 // the probability of the history (by the logged frequencies) times the
 // row's probability. It also returns, per output row, the trie edge of
 // its action. mix nil: emit.
-func (t *trie) emitMixed(choice []int32, mix []bool) (*policy.Policy, []int32, []int32) {
+func (t *trie) emitMixed(choice []int32, mix *mixing) (*policy.Policy, []int32, []int32) {
 	start, kids := t.childIndex()
 	em := &emitter{t: t, choice: choice, mix: mix, fb: t.fallbacks(), p: &policy.Policy{Horizon: t.H}}
 	if mix != nil {
@@ -457,7 +457,7 @@ func (em *emitter) addChildren(start, kids []int32) {
 type emitter struct {
 	t      *trie
 	choice []int32
-	mix    []bool
+	mix    *mixing
 	edges  [][]int32
 	share  []float64 // behaviourShares, with mix
 	fb     []int
@@ -472,15 +472,20 @@ type emitter struct {
 // a mixing node one row per logged action, with its share of the
 // behaviour's estimated distribution there.
 func (em *emitter) add(n int32, parent int64, reach float64) {
-	if em.mix == nil || !em.mix[n] {
+	if !em.mix.mixes(n) {
 		em.addRow(n, em.choice[n], parent, reach, 1)
 		return
 	}
 	total := 0.0
 	for _, e := range em.edges[n] {
-		total += em.share[e]
+		if !em.mix.drop[e] {
+			total += em.share[e]
+		}
 	}
 	for _, e := range em.edges[n] {
+		if em.mix.drop[e] {
+			continue
+		}
 		q := em.share[e] / total
 		em.mixed = em.mixed || q < 1
 		em.addRow(n, e, parent, reach*q, q)

@@ -41,7 +41,8 @@ import (
 // third candidate is the improved behaviour (baseline.CloneOptions.Mix):
 // the behaviour's own action distribution at each history (its logged
 // propensities, renormalised over the logged actions), except where the logs show one logged action better
-// than the behaviour's other choices there, which it then takes alone. It
+// than the behaviour's other choices there, which it then takes alone,
+// and leaves out a logged action the logs show worse than them. It
 // is a stochastic policy (policy.Policy.Probs) and the one of the three
 // the policy improvement theorem puts at or above the behaviour without
 // conditions: a deterministic clone can lose to the behaviour wherever
