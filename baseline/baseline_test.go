@@ -51,9 +51,10 @@ func TestTabularLCBHand(t *testing.T) {
 	// Q(R) = 1 − 0.5 − 0.5 = 0 → L, with value_reward 0.375 + ¼·0 + ¾·0.5 = 0.75
 	// and value_bonus 0.25 + ¼·0.5 + ¾·0.35355339 = 0.64016504;
 	// y Q(R) = 0 − 0.5 − 0.5 = −1.
-	// Step-2 nodes add the step-1 reward and penalty of their parent's action:
-	// xLx reward 0.375 + 0, bonus 0.25 + 0.5; xLy reward 0.375 + 0.5,
-	// bonus 0.25 + 0.35355339; yRx reward 0, bonus 0.5 + 0.5.
+	// Step-2 nodes have their reward to go and the whole episode's
+	// penalty, their parent action's included: xLx reward 0, bonus
+	// 0.25 + 0.5; xLy reward 0.5, bonus 0.25 + 0.35355339; yRx reward 0,
+	// bonus 0.5 + 0.5.
 	// Reach: x 5/6, y 1/6, xLx 5/6·¼, xLy 5/6·¾, yRx 1/6.
 	p, err := TabularLCB(ctx, d, TabularOptions{C: 0.5})
 	if err != nil {
@@ -62,8 +63,8 @@ func TestTabularLCBHand(t *testing.T) {
 	checkNodes(t, p, []want{
 		{-1, 1, "x", "L", "R", 5.0 / 6, 0.75, 0.64016504, 0.10983496},
 		{-1, 1, "y", "R", "R", 1.0 / 6, 0, 1, -1},
-		{0, 2, "x", "L", "R", 5.0 / 24, 0.375, 0.75, -0.375},
-		{0, 2, "y", "R", "R", 5.0 / 8, 0.875, 0.60355339, 0.27144661},
+		{0, 2, "x", "L", "R", 5.0 / 24, 0, 0.75, -0.75},
+		{0, 2, "y", "R", "R", 5.0 / 8, 0.5, 0.60355339, -0.10355339},
 		{1, 2, "x", "R", "R", 1.0 / 6, 0, 1, -1},
 	})
 	checkTree(t, d, p)
@@ -78,7 +79,7 @@ func TestTabularLCBHand(t *testing.T) {
 	checkNodes(t, p, []want{
 		{-1, 1, "x", "R", "R", 5.0 / 6, 1, 0, 1},
 		{-1, 1, "y", "R", "R", 1.0 / 6, 0, 0, 0},
-		{0, 2, "x", "R", "R", 5.0 / 6, 1, 0, 1},
+		{0, 2, "x", "R", "R", 5.0 / 6, 0, 0, 0},
 		{1, 2, "x", "R", "R", 1.0 / 6, 0, 0, 0},
 	})
 	checkTree(t, d, p)
@@ -114,9 +115,10 @@ func TestTabularLCBHand(t *testing.T) {
 
 func TestBehaviorCloningHand(t *testing.T) {
 	// Cloned actions: x → L (4 vs 1), xLx → L, xLy → R (2 vs 1), y → R,
-	// yRx → R. Episodes that follow the clone to the end, with R = return/2:
+	// yRx → R. Episodes that follow the clone to the end, with their
+	// rescaled rewards to go (r' = r/2) from the node's step:
 	// x: e0 (0.5), e1 (1), e5 (1) → 2.5/3; e2 leaves at xLy, e3 at x.
-	// xLx: e0 → 0.5. xLy: e1, e5 → 1. y and yRx: e4 → 0.
+	// xLx: e0 → 0. xLy: e1, e5 → 0.5. y and yRx: e4 → 0.
 	d := handData(t)
 	p, err := BehaviorCloning(context.Background(), d, CloneOptions{})
 	if err != nil {
@@ -125,8 +127,8 @@ func TestBehaviorCloningHand(t *testing.T) {
 	checkNodes(t, p, []want{
 		{-1, 1, "x", "L", "R", 5.0 / 6, 2.5 / 3, 0, 2.5 / 3},
 		{-1, 1, "y", "R", "R", 1.0 / 6, 0, 0, 0},
-		{0, 2, "x", "L", "R", 5.0 / 24, 0.5, 0, 0.5},
-		{0, 2, "y", "R", "R", 5.0 / 8, 1, 0, 1},
+		{0, 2, "x", "L", "R", 5.0 / 24, 0, 0, 0},
+		{0, 2, "y", "R", "R", 5.0 / 8, 0.5, 0, 0.5},
 		{1, 2, "x", "R", "R", 1.0 / 6, 0, 0, 0},
 	})
 	checkTree(t, d, p)
@@ -164,7 +166,7 @@ func TestEndSymbol(t *testing.T) {
 	nodes := []want{
 		{-1, 1, "x", "L", "L", 0.75, 1, 0, 1},
 		{-1, 1, "y", "R", "L", 0.25, 0, 0, 0},
-		{0, 2, e, e, e, 0.75, 1, 0, 1},
+		{0, 2, e, e, e, 0.75, 0, 0, 0},
 		{1, 2, e, e, e, 0.25, 0, 0, 0},
 	}
 	checkNodes(t, p, nodes)
@@ -176,7 +178,8 @@ func TestEndSymbol(t *testing.T) {
 		t.Errorf("history off the tree: action %q node %d ok %v, want the fallback L", a, node, ok)
 	}
 	// Cloning picks the same actions (x: L 2 vs R 1) and the episodes that
-	// follow it have the returns 1, 1 (x) and 0 (y).
+	// follow it have the returns 1, 1 (x) and 0 (y); after the end symbol
+	// nothing is left to go.
 	p, err = BehaviorCloning(ctx, d, CloneOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -311,10 +314,10 @@ func TestBehaviorCloningBruteForce(t *testing.T) {
 				t.Errorf("seed %d history %s: action %q, want %q", seed, tau, a, want)
 			}
 		}
-		// Mean return of the episodes through each node that follow the
-		// clone from there on.
+		// Mean rescaled reward to go of the episodes through each node
+		// that follow the clone from there on.
 		sum, cnt := map[string]float64{}, map[string]int{}
-		for k, ep := range e.episodes {
+		for _, ep := range e.episodes {
 			var os, as []string
 			var keys []string
 			for _, s := range ep {
@@ -322,8 +325,10 @@ func TestBehaviorCloningBruteForce(t *testing.T) {
 				keys = append(keys, histKey(os, as))
 				as = append(as, s.a)
 			}
+			g := 0.0
 			for h := len(ep) - 1; h >= 0 && ep[h].a == clone(keys[h]); h-- {
-				sum[keys[h]] += e.ret[k]
+				g += (ep[h].r - e.shift) * e.scale
+				sum[keys[h]] += g
 				cnt[keys[h]]++
 			}
 		}

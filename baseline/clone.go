@@ -51,10 +51,11 @@ const DefaultImproveVisits = 30
 // following the cloned actions, with the fallbacks of the package
 // documentation.
 //
-// value_reward is the mean rescaled return R of the logged episodes that
-// pass through the node and take the cloned action there and at every later
-// step, an on-policy Monte Carlo estimate of the cloned policy's value given
-// the node; it is NaN when no logged episode qualifies. That cannot happen
+// value_reward is the mean rescaled reward to go, Σ_{t≥h} r'_t, of the
+// logged episodes that pass through the node and take the cloned action
+// there and at every later step, an on-policy Monte Carlo estimate of the
+// cloned policy's value to go from the node (at step 1, of its return R);
+// it is NaN when no logged episode qualifies. That cannot happen
 // for a dataset that passes validation: a node's cloned action was logged,
 // so by induction on the steps left some episode follows the cloned actions
 // from it to the end. Cloning has no pessimism: value_bonus is 0 and
@@ -168,8 +169,8 @@ func (t *trie) cloneChoice(ctx context.Context, opts CloneOptions) ([]int32, *mi
 }
 
 // cloneValues sets the value columns of p, whose row i takes trie edge
-// edge[i], to the mean return of the episodes that take the edge and
-// follow the policy after it (NaN when none does).
+// edge[i], to the mean rescaled reward to go of the episodes that take the
+// edge and follow the policy after it (NaN when none does).
 func cloneValues(p *policy.Policy, edge []int32, sum []float64, cnt []int32) {
 	for i := range p.Nodes {
 		v := edge[i]
@@ -199,9 +200,9 @@ func (t *trie) mostLogged() []int32 {
 }
 
 // followers returns, per edge (τ, a) of step h, the sum of the rescaled
-// returns and the number of the episodes that take it and follow the
-// policy's actions from step h to the end: the chosen ones, any logged
-// one the mix keeps at a node that mixes.
+// rewards to go from step h and the number of the episodes that take it
+// and follow the policy's actions from step h to the end: the chosen
+// ones, any logged one the mix keeps at a node that mixes.
 func (t *trie) followers(ctx context.Context, choice []int32, mix *mixing) (sum []float64, cnt []int32, err error) {
 	ne := len(t.edgeNode)
 	sum, cnt = make([]float64, ne), make([]int32, ne)
@@ -216,10 +217,12 @@ func (t *trie) followers(ctx context.Context, choice []int32, mix *mixing) (sum 
 	return sum, cnt, nil
 }
 
-// follow adds episode k's rescaled return to sum and counts it in cnt at
-// the edges of the steps from which on it follows the policy's actions.
+// follow adds episode k's rescaled reward to go from each step to sum and
+// counts it in cnt at the edges of the steps from which on it follows the
+// policy's actions.
 func (t *trie) follow(k int, choice []int32, mix *mixing, sum []float64, cnt []int32) {
 	H := t.H
+	g := 0.0 // the rescaled reward-to-go from step h
 	for h := H - 1; h >= 0; h-- {
 		i := k*H + h
 		v := t.path[i]
@@ -232,7 +235,8 @@ func (t *trie) follow(k int, choice []int32, mix *mixing, sum []float64, cnt []i
 		} else if t.d.Act[i] != t.edgeAct[e] {
 			break
 		}
-		sum[e] += t.ret[k]
+		g += (t.d.Reward[i] - t.shift) * t.scale
+		sum[e] += g
 		cnt[e]++
 	}
 }

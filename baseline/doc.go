@@ -31,11 +31,11 @@
 //
 // Output is a *policy.Policy whose columns mean what they mean for the
 // PSR-LCB planner: reach_prob is the probability of reaching the node under
-// the returned policy, and value_reward, value_bonus and value_lcb are
-// expectations of whole-episode quantities conditional on reaching the node
-// (the steps already taken plus the expected steps to come), here under the
-// empirical model rather than θ̂. The value of the policy is
-// Σ reach_prob·value_lcb over the step-1 nodes.
+// the returned policy, value_reward is the expected rescaled reward to go
+// from the node's step, value_bonus the expected pessimism of the whole
+// episode (the steps already taken included) and value_lcb their
+// difference, here under the empirical model rather than θ̂. The value of
+// the policy is Σ reach_prob·value_lcb over the step-1 nodes.
 //
 // The policy tree only holds logged histories. A history that leaves it
 // acts, for the rest of the episode, with the fallback action of the last

@@ -122,6 +122,8 @@ type emp struct {
 	firsts   []string
 	ret      []float64 // rescaled return per episode
 	episodes [][]step
+	// r'_h = (r_h − shift)·scale, the rescaled step reward.
+	shift, scale float64
 }
 
 func newEmp(d *ingest.Dataset) *emp {
@@ -137,6 +139,7 @@ func newEmp(d *ingest.Dataset) *emp {
 	if hi > lo {
 		scale = 1 / (hi - lo)
 	}
+	e.shift, e.scale = lo/float64(H), scale
 	addUnique := func(m map[string][]string, k, v string) {
 		if !slices.Contains(m[k], v) {
 			m[k] = append(m[k], v)

@@ -46,10 +46,11 @@ func (o TabularOptions) penaltyScale() (float64, error) {
 //	V(τ)   = max_{a : n(τ,a)>0} Q(τ,a), ties to the lowest action code.
 //
 // The tree holds every logged first observation and, below each node, every
-// observation logged after the chosen action. value_reward and value_bonus
-// are E[R | node] and E[Σ_h pen | node] under the empirical model and the
-// returned policy (past steps included), value_lcb their difference; a
-// step-1 node's value_lcb is V(o_1). Bad input returns an error wrapping
+// observation logged after the chosen action. value_reward is the expected
+// rescaled reward to go from the node's step and value_bonus E[Σ_h pen |
+// node] (past steps included), both under the empirical model and the
+// returned policy, value_lcb their difference; a step-1 node's value_lcb
+// is V(o_1). Bad input returns an error wrapping
 // ErrInvalidDataset or ErrInvalidOption; a cancelled ctx returns ctx.Err().
 func TabularLCB(ctx context.Context, d *ingest.Dataset, opts TabularOptions) (*policy.Policy, error) {
 	c, err := opts.penaltyScale()
@@ -153,22 +154,21 @@ func (l *lcbPlan) propagate(h int) {
 }
 
 // values fills the value columns of p, whose node i came from trie node
-// from[i]: the values to go plus the rewards and penalties of the steps
-// already taken. Under the empirical model the immediate reward of (τ,a)
-// has mean r̂(τ,a) whatever comes next.
+// from[i], as the planner's rows have them: the rescaled reward to go from
+// the node's step, and the penalty of the whole episode (the steps
+// already taken included, as the planner's bonus is the whole
+// trajectory's), value_lcb their difference.
 func (l *lcbPlan) values(p *policy.Policy, from []int32) {
 	t := l.t
-	pastR, pastB := make([]float64, len(p.Nodes)), make([]float64, len(p.Nodes))
+	pastB := make([]float64, len(p.Nodes))
 	for i := range p.Nodes {
 		node := &p.Nodes[i]
 		v := from[i]
 		if node.Parent >= 0 {
-			pv := from[node.Parent]
-			e := l.choice[pv]
-			pastR[i] = pastR[node.Parent] + t.edgeR[e]/float64(t.edgeN[e])
+			e := l.choice[from[node.Parent]]
 			pastB[i] = pastB[node.Parent] + l.pen(t.edgeN[e])
 		}
-		node.ValueReward = pastR[i] + l.vr[v]
+		node.ValueReward = l.vr[v]
 		node.ValueBonus = pastB[i] + l.vb[v]
 		node.ValueLCB = node.ValueReward - node.ValueBonus
 	}
