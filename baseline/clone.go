@@ -80,8 +80,9 @@ const DefaultImproveVisits = 30
 // probability π̂^b(a|τ), the mean logged propensity of a at τ over the sum
 // of those of τ's logged actions (the behaviour's own distribution
 // wherever every action it takes at τ was logged there; the share of τ's
-// logged visits when the logs have no propensities), except where one logged action a has a mean return-to-go
-// Q̂^b(τ,a) above that of τ's other logged visits taken together by more
+// logged visits when the logs have no propensities), except where one
+// logged action a has a mean return-to-go Q̂^b(τ,a) above that of τ's
+// other logged visits taken together by more
 // than Z standard errors of the difference, both with at least MinVisits
 // visits; there it takes the best such a. Q^b(τ,a) > V^b(τ) then holds
 // on the logs' evidence, where Improve's test (against the most logged

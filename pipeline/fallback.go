@@ -40,10 +40,10 @@ import (
 // tell the actions apart. It is left out when it equals the clone. The
 // third candidate is the improved behaviour (baseline.CloneOptions.Mix):
 // the behaviour's own action distribution at each history (its logged
-// propensities, renormalised over the logged actions), except where the logs show one logged action better
-// than the behaviour's other choices there, which it then takes alone,
-// and leaves out a logged action the logs show worse than them. It
-// is a stochastic policy (policy.Policy.Probs) and the one of the three
+// propensities, renormalised over the logged actions), except where the
+// logs show one logged action better than the behaviour's other choices
+// there, which it then takes alone, and without a logged action the logs
+// show worse than them. It is a stochastic policy (policy.Policy.Probs) and the one of the three
 // the policy improvement theorem puts at or above the behaviour without
 // conditions: a deterministic clone can lose to the behaviour wherever
 // the behaviour's rarer action is the better one and the logs cannot yet
@@ -67,16 +67,16 @@ import (
 // clone otherwise) worth more, that stand-in otherwise (StandIn), with the
 // returned policy's bound as the reported one.
 //
-// The improved clone and the improved behaviour stand in for the
-// behaviour once the plan is set aside, but do not decide whether it is: its departures are where the
-// logs are thinnest, and at an effective sample size of a few dozen its
-// normal interval is optimistic. Letting it compete with the plan returned
-// it over the optimal plan on the README's tiger logs (uniform behaviour:
-// its held-out lower bound beat the plan's, and a worse policy was
-// returned). On generated problems with narrow logs the clone was
-// sometimes worse than the behaviour and the improved clone never
-// (docs/stress.md, "The behaviour's clone and its improved clone", has the
-// measured figures of both).
+// The improved clone and the improved behaviour stand in for the behaviour
+// once the plan is set aside, but do not decide whether it is: its
+// departures are where the logs are thinnest, and at an effective sample
+// size of a few dozen its normal interval is optimistic. Letting it
+// compete with the plan returned it over the optimal plan on the README's
+// tiger logs (uniform behaviour: its held-out lower bound beat the plan's,
+// and a worse policy was returned). On generated problems with narrow logs
+// the clone was sometimes worse than the behaviour and the improved clone
+// never (docs/stress.md, "The behaviour's clone and its improved clone",
+// has the measured figures of both).
 //
 // When the behaviour is narrow, most logged episodes follow its clone, so
 // L(π_c) is tight, and a plan that departs from the logged actions has to
