@@ -5,6 +5,9 @@ import (
 	"math"
 	"slices"
 	"testing"
+
+	"github.com/psrlcb/psrlcb/ingest"
+	"github.com/psrlcb/psrlcb/policy"
 )
 
 // repeat returns n copies of the episode ep.
@@ -49,6 +52,26 @@ func TestImproveHand(t *testing.T) {
 	}
 }
 
+// thresholdLogs are the one-step logs of the standard-error tests: x
+// logged 1000 times paying 0.45, y logged ny times paying 0 and 1
+// alternately.
+func thresholdLogs(t *testing.T, ny int) *ingest.Dataset {
+	eps := repeat(1000, []step{{"s", "x", 0.45}})
+	for i := range ny {
+		eps = append(eps, []step{{"s", "y", float64(i % 2)}})
+	}
+	return mkDataset(t, 1, []string{"s"}, []string{"x", "y"}, eps)
+}
+
+// actionsOf lists the actions of p's rows in row order.
+func actionsOf(p *policy.Policy) []string {
+	var out []string
+	for _, n := range p.Nodes {
+		out = append(out, n.Action)
+	}
+	return out
+}
+
 // TestImproveStandardError checks the test's threshold against a figure
 // computed by hand. One step; x (the most logged) always pays 0.45; y
 // pays 0 and 1 alternately, mean 0.5, sample variance n/(4(n−1)), so the
@@ -63,12 +86,7 @@ func TestImproveStandardError(t *testing.T) {
 		ny   int
 		want string
 	}{{384, "x"}, {386, "y"}} {
-		eps := repeat(1000, []step{{"s", "x", 0.45}})
-		for i := range c.ny {
-			eps = append(eps, []step{{"s", "y", float64(i % 2)}})
-		}
-		d := mkDataset(t, 1, []string{"s"}, []string{"x", "y"}, eps)
-		p, err := BehaviorCloning(ctx, d, CloneOptions{Improve: true})
+		p, err := BehaviorCloning(ctx, thresholdLogs(t, c.ny), CloneOptions{Improve: true})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -140,19 +158,11 @@ func TestMixStandardError(t *testing.T) {
 		ny   int
 		want []string
 	}{{384, []string{"x", "y"}}, {386, []string{"y"}}} {
-		eps := repeat(1000, []step{{"s", "x", 0.45}})
-		for i := range c.ny {
-			eps = append(eps, []step{{"s", "y", float64(i % 2)}})
-		}
-		d := mkDataset(t, 1, []string{"s"}, []string{"x", "y"}, eps)
-		p, err := BehaviorCloning(ctx, d, CloneOptions{Mix: true})
+		p, err := BehaviorCloning(ctx, thresholdLogs(t, c.ny), CloneOptions{Mix: true})
 		if err != nil {
 			t.Fatal(err)
 		}
-		var got []string
-		for _, n := range p.Nodes {
-			got = append(got, n.Action)
-		}
+		got := actionsOf(p)
 		if !slices.Equal(got, c.want) {
 			t.Fatalf("y logged %d times: actions %v, want %v", c.ny, got, c.want)
 		}
@@ -224,10 +234,7 @@ func TestMixDropsWorse(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var got []string
-	for _, n := range p.Nodes {
-		got = append(got, n.Action)
-	}
+	got := actionsOf(p)
 	if !slices.Equal(got, []string{"x", "y"}) || !slices.Equal(p.Probs, []float64{0.5, 0.5}) {
 		t.Errorf("actions %v probabilities %v, want x and y at 0.5", got, p.Probs)
 	}

@@ -113,7 +113,7 @@ func (c *collector) step(rng *rand.Rand, i, s, o, a int, prop float64) (int, int
 func (c *collector) action(rng *rand.Rand, cur *policy.Cursor, h, sw, o int) (int, float64, error) {
 	a, prop := -1, 1.0/float64(c.A)
 	if cur != nil && h < sw {
-		name, q, ok := c.play(rng, cur, o)
+		name, _, q, ok := cur.Draw(c.m.ObsName(o), rng)
 		if ok {
 			ai, found := c.actIndex[name]
 			if !found {
@@ -126,23 +126,6 @@ func (c *collector) action(rng *rand.Rand, cur *policy.Cursor, h, sw, o int) (in
 		a = rng.IntN(c.A)
 	}
 	return a, prop, nil
-}
-
-// play moves prev's cursor cur by the observation o and returns the
-// action taken and its probability, with ok as policy.Cursor.Act: a
-// stochastic prev's action is drawn with one number from rng, a
-// deterministic one's (probability 1) draws none.
-func (c *collector) play(rng *rand.Rand, cur *policy.Cursor, o int) (string, float64, bool) {
-	obs := c.m.ObsName(o)
-	if !c.prev.Stochastic() {
-		name, _, ok := cur.Act(obs)
-		return name, 1, ok
-	}
-	name, node, ok := cur.Sample(obs, rng.Float64())
-	if node < 0 {
-		return name, 1, ok // past the rows: the fallback action, for certain
-	}
-	return name, c.prev.Prob(node), ok
 }
 
 // Append returns the logs a followed by b (same model and horizon).

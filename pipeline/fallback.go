@@ -279,11 +279,7 @@ func CandidateBound(r policy.IWResult) float64 {
 // on held, rescaled with evalB.
 func checkFallback(ctx context.Context, sel *policy.Selection, planB float64, train, held *ingest.Dataset, evalB *estimate.Model) (*report.Fallback, error) {
 	c := sel.Candidates[sel.Chosen]
-	names, pols, err := FitCandidates(ctx, train)
-	if err != nil {
-		return nil, err
-	}
-	iws, err := heldOutIW(evalB, pols, held)
+	cs, err := ScoreCandidates(ctx, train, held, evalB)
 	if err != nil {
 		return nil, err
 	}
@@ -292,10 +288,7 @@ func checkFallback(ctx context.Context, sel *policy.Selection, planB float64, tr
 		return nil, err
 	}
 	// The clone decides whether the plan is set aside (see above).
-	score, bounds, win := fallbackDecision(planB, planIW, iws[:1])
-	for _, iw := range iws[1:] {
-		bounds = append(bounds, CandidateBound(iw))
-	}
+	score, _, win := fallbackDecision(planB, planIW, cs.IWs[:1])
 	units := func(v float64) report.Float {
 		return report.Float(evalB.ReturnUnits(v))
 	}
@@ -304,14 +297,14 @@ func checkFallback(ctx context.Context, sel *policy.Selection, planB float64, tr
 		PlanIWLower: report.Float(planIW.Lower), PlanIWUpper: report.Float(planIW.Upper), PlanESS: report.Float(planIW.ESS),
 		PlanBound: report.Float(score), PlanBoundUnits: units(score),
 		HeldOutEpisodes: held.NumEpisodes(),
-		Candidates:      fallbackRows(names, iws, bounds, units),
+		Candidates:      fallbackRows(cs.Names, cs.IWs, cs.Bounds, units),
 	}
 	if win >= 0 {
-		diff, err := standInDiff(evalB, names, pols, bounds, held)
+		chosen, diff, err := cs.Returned(evalB, held)
 		if err != nil {
 			return nil, err
 		}
-		fb.Used, fb.Chosen = true, StandIn(names, bounds, diff)
+		fb.Used, fb.Chosen = true, chosen
 		if !math.IsNaN(diff) {
 			fb.StandInDiff = report.Float(diff)
 		}
@@ -319,29 +312,46 @@ func checkFallback(ctx context.Context, sel *policy.Selection, planB float64, tr
 	return fb, nil
 }
 
-// standInDiff is PairedDiff of the deterministic stand-in and the
-// improved behaviour on held, NaN when the improved behaviour was not
-// scored.
-func standInDiff(evalB *estimate.Model, names []string, pols []*policy.Policy, bounds []float64, held *ingest.Dataset) (float64, error) {
-	i := slices.Index(names, PlannerImprovedBehavior)
-	if i < 0 {
-		return math.NaN(), nil
-	}
-	det := pols[slices.Index(names, DeterministicStandIn(names, bounds))]
-	return PairedDiff(evalB, det, pols[i], held)
+// Candidates are the fallback's candidates fitted on part A, with their
+// importance-weighted estimates on part B (rescaled by B's model) and
+// the bounds the fallback compares (CandidateBound).
+type Candidates struct {
+	Names  []string
+	Pols   []*policy.Policy
+	IWs    []policy.IWResult
+	Bounds []float64
 }
 
-// heldOutIW is the importance-weighted estimate of each policy on the
-// held-out episodes, weighted with B's model.
-func heldOutIW(evalB *estimate.Model, pols []*policy.Policy, held *ingest.Dataset) ([]policy.IWResult, error) {
-	iws := make([]policy.IWResult, len(pols))
+// ScoreCandidates fits the fallback's candidates on train
+// (FitCandidates) and scores them on held, returns rescaled by m.
+func ScoreCandidates(ctx context.Context, train, held *ingest.Dataset, m *estimate.Model) (*Candidates, error) {
+	names, pols, err := FitCandidates(ctx, train)
+	if err != nil {
+		return nil, err
+	}
+	cs := &Candidates{Names: names, Pols: pols, IWs: make([]policy.IWResult, len(pols)), Bounds: make([]float64, len(pols))}
 	for i, p := range pols {
-		var err error
-		if iws[i], err = policy.IWEstimate(evalB, p, held, policy.DefaultZ); err != nil {
+		if cs.IWs[i], err = policy.IWEstimate(m, p, held, policy.DefaultZ); err != nil {
 			return nil, err
 		}
+		cs.Bounds[i] = CandidateBound(cs.IWs[i])
 	}
-	return iws, nil
+	return cs, nil
+}
+
+// Returned is the candidate the fallback returns once the plan is set
+// aside (StandIn) and the paired difference on held it rests on, NaN when
+// the improved behaviour was not scored.
+func (cs *Candidates) Returned(m *estimate.Model, held *ingest.Dataset) (string, float64, error) {
+	diff := math.NaN()
+	if i := slices.Index(cs.Names, PlannerImprovedBehavior); i >= 0 {
+		det := cs.Pols[slices.Index(cs.Names, DeterministicStandIn(cs.Names, cs.Bounds))]
+		var err error
+		if diff, err = PairedDiff(m, det, cs.Pols[i], held); err != nil {
+			return "", 0, err
+		}
+	}
+	return StandIn(cs.Names, cs.Bounds, diff), diff, nil
 }
 
 // fallbackRows are the manifest's rows of the behaviour's clones: each

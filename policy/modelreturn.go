@@ -110,27 +110,12 @@ func meanAndSE(sum, sq float64, n int) (value, se float64) {
 // observation o at step h, drawn with rng when the policy is stochastic;
 // the error is for an action the model does not know (or none).
 func (c codes) cursorAct(st *Cursor, o, h int, rng *rand.Rand) (int, error) {
-	sym, ok := playSymbol(st, c.obs[o], rng)
+	sym, _, _, ok := st.Draw(c.obs[o], rng)
 	a, known := c.act[sym]
 	if !ok || !known {
 		return 0, fmt.Errorf("%w: the policy's action %q at step %d is not in the model's vocabulary", ErrModel, sym, h)
 	}
 	return a, nil
-}
-
-// playSymbol moves the cursor st by observation obs and returns the
-// action it plays: Act's, or for a stochastic policy one drawn from its
-// choices with rng (which a deterministic policy leaves untouched, so
-// its figures do not depend on the policy's kind).
-func playSymbol(st *Cursor, obs string, rng *rand.Rand) (string, bool) {
-	var sym string
-	var ok bool
-	if st.p.Stochastic() {
-		sym, _, ok = st.Sample(obs, rng.Float64())
-	} else {
-		sym, _, ok = st.Act(obs)
-	}
-	return sym, ok
 }
 
 // unmatchedMass is the probability of the first observations pol has no

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"slices"
 	"strings"
 )
@@ -89,36 +90,31 @@ func (p *Policy) sortByObs(seg []int32) {
 
 // Child returns the node reached from parent (−1 for the root level) on
 // observation obs, and whether it exists. Should two children share the
-// observation (a policy that ReadFile would refuse), the later row wins.
+// observation (a stochastic policy's actions, or a deterministic policy
+// that ReadFile would refuse), the later row wins.
 func (p *Policy) Child(parent int64, obs string) (int64, bool) {
+	rows := p.rowsWithObs(parent, obs)
+	if len(rows) == 0 {
+		return 0, false
+	}
+	return int64(rows[len(rows)-1]), true
+}
+
+// rowsWithObs returns the rows under parent (−1 for the root level) whose
+// observation is obs: one row at most in a deterministic policy, one per
+// action the policy may take in a stochastic one.
+func (p *Policy) rowsWithObs(parent int64, obs string) []int32 {
 	p.index()
 	if parent < -1 || parent >= int64(len(p.Nodes)) {
-		return 0, false
+		return nil
 	}
 	seg := p.kids[p.first[parent+1]:p.first[parent+2]]
-	return p.lastWithObs(seg, obs)
-}
-
-// lastWithObs returns the last row of the children seg (sorted by
-// observation) whose observation is obs, if any.
-func (p *Policy) lastWithObs(seg []int32, obs string) (int64, bool) {
-	// The first child whose observation sorts after obs; the one before
-	// it is the last row with obs, if any.
-	j, _ := slices.BinarySearchFunc(seg, obs, p.obsAfter)
-	if j == 0 || p.Nodes[seg[j-1]].Obs != obs {
-		return 0, false
+	lo, _ := slices.BinarySearchFunc(seg, obs, func(id int32, o string) int { return strings.Compare(p.Nodes[id].Obs, o) })
+	hi := lo
+	for hi < len(seg) && p.Nodes[seg[hi]].Obs == obs {
+		hi++
 	}
-	return int64(seg[j-1]), true
-}
-
-// obsAfter orders row id against observation o for the binary search of
-// lastWithObs: −1 while the row's observation sorts at or before o, 1
-// after.
-func (p *Policy) obsAfter(id int32, o string) int {
-	if p.Nodes[id].Obs <= o {
-		return -1
-	}
-	return 1
+	return seg[lo:hi]
 }
 
 // Cursor follows one episode through the policy with the lookup rule of the
@@ -366,23 +362,6 @@ type Choice struct {
 	Node   int64
 }
 
-// rowsWithObs returns the rows under parent (−1 for the root level) whose
-// observation is obs: one row at most in a deterministic policy, one per
-// action the policy may take in a stochastic one.
-func (p *Policy) rowsWithObs(parent int64, obs string) []int32 {
-	p.index()
-	if parent < -1 || parent >= int64(len(p.Nodes)) {
-		return nil
-	}
-	seg := p.kids[p.first[parent+1]:p.first[parent+2]]
-	lo, _ := slices.BinarySearchFunc(seg, obs, func(id int32, o string) int { return strings.Compare(p.Nodes[id].Obs, o) })
-	hi := lo
-	for hi < len(seg) && p.Nodes[seg[hi]].Obs == obs {
-		hi++
-	}
-	return seg[lo:hi]
-}
-
 // Choices returns the actions the policy may take on the next observation
 // obs, with their probabilities, without moving the cursor. A
 // deterministic policy (or a history that has left the tree) has one
@@ -470,4 +449,23 @@ func (c *Cursor) Sample(obs string, u float64) (action string, node int64, ok bo
 	}
 	c.Take(obs, choices[k].Action)
 	return choices[k].Action, choices[k].Node, true
+}
+
+// Draw moves the cursor by the next observation obs with the policy's
+// action there and returns it with its row (−1 outside the tree), its
+// probability and ok as Act does. A stochastic policy's action is drawn
+// with one number from rng (Sample); a deterministic policy's is Act's,
+// with probability one, and draws none, so that its figures do not
+// depend on the random stream (rng may then be nil).
+func (c *Cursor) Draw(obs string, rng *rand.Rand) (action string, node int64, prob float64, ok bool) {
+	if !c.p.Stochastic() {
+		action, node, ok = c.Act(obs)
+		return action, node, 1, ok
+	}
+	action, node, ok = c.Sample(obs, rng.Float64())
+	prob = 1 // past the rows: their fallback action, for certain
+	if node >= 0 {
+		prob = c.p.Probs[node]
+	}
+	return action, node, prob, ok
 }

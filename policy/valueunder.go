@@ -89,11 +89,7 @@ func ValueUnder(ctx context.Context, m *estimate.Model, b *pessimism.Bonus, pol 
 		return nil, err
 	}
 	maxLeaves, n = rolloutDefaults(maxLeaves, n)
-	leaves := m.ObsSequences()
-	if pol.Stochastic() {
-		leaves *= math.Pow(float64(m.NumActions), float64(m.Horizon))
-	}
-	if leaves <= float64(maxLeaves) {
+	if Leaves(m, pol) <= float64(maxLeaves) {
 		return exactRollout(m, b, pol)
 	}
 	e, err := newHistoryWalk(m, b, pol, true) // its codes, scale and features
@@ -101,6 +97,17 @@ func ValueUnder(ctx context.Context, m *estimate.Model, b *pessimism.Bonus, pol 
 		return nil, err
 	}
 	return e.sampledRollout(ctx, n, seed)
+}
+
+// Leaves bounds the trajectories an exact walk of pol under m enumerates:
+// |O|^H observation sequences, times |A|^H action sequences for a
+// stochastic policy.
+func Leaves(m *estimate.Model, pol *Policy) float64 {
+	n := m.ObsSequences()
+	if pol.Stochastic() {
+		n *= math.Pow(float64(m.NumActions), float64(m.Horizon))
+	}
+	return n
 }
 
 // rolloutDefaults returns maxLeaves and n, DefaultMaxLeaves and
@@ -183,9 +190,9 @@ func (e *historyWalk) sampleTrajectory(ts *trajSampler, feat [][]float64) (sum, 
 // model's code of the action it plays, −1 (with the action's symbol)
 // when the model's vocabulary lacks it; the error is for an observation
 // the policy has no action for. A stochastic policy's action is drawn
-// with rng (playSymbol).
+// with rng (Cursor.Draw).
 func (e *historyWalk) cursorAction(st *Cursor, o int, rng *rand.Rand) (a int, sym string, err error) {
-	sym, ok := playSymbol(st, e.c.obs[o], rng)
+	sym, _, _, ok := st.Draw(e.c.obs[o], rng)
 	if !ok {
 		return -1, sym, fmt.Errorf("%w: the policy has no action for the first observation %q", ErrModel, e.c.obs[o])
 	}

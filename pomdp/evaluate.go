@@ -218,8 +218,7 @@ func (w *policyWalk) value(h int, b []float64, cur policy.Cursor, o int) float64
 	if !ok {
 		return 0
 	}
-	// Each branch continues from a copy of the cursor.
-	return w.mm.backup(b, a, h == w.H, func(o int, post []float64) float64 { return w.value(h+1, post, cur, o) })
+	return w.after(h, b, cur, a)
 }
 
 // after is the return from step h on of the action a at belief b: its

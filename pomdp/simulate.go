@@ -401,7 +401,7 @@ func (ps *policySim) episode(rng *rand.Rand) (float64, error) {
 // step h after the observation o.
 func (ps *policySim) action(rng *rand.Rand, cur *policy.Cursor, h, o int) (int, error) {
 	m := ps.mm.POMDP
-	name, node, ok := ps.play(rng, cur, m.ObsName(o))
+	name, node, _, ok := cur.Draw(m.ObsName(o), rng)
 	if !ok {
 		return 0, noInitRow()
 	}
@@ -410,17 +410,6 @@ func (ps *policySim) action(rng *rand.Rand, cur *policy.Cursor, h, o int) (int, 
 		return 0, fmt.Errorf("%w: action %q at step %d (%s) is not an action of %s", ErrPolicy, name, h, nodeWhere(node), m.Name)
 	}
 	return a, nil
-}
-
-// play moves the cursor cur by the observation obs and returns the action
-// taken, its row and ok as policy.Cursor.Act does: a stochastic policy's
-// action is drawn with one number from rng, a deterministic policy's
-// draws none.
-func (ps *policySim) play(rng *rand.Rand, cur *policy.Cursor, obs string) (string, int64, bool) {
-	if ps.p.Stochastic() {
-		return cur.Sample(obs, rng.Float64())
-	}
-	return cur.Act(obs)
 }
 
 // meanSE is the mean of n returns and its standard error from the

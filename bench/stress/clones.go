@@ -13,7 +13,6 @@ import (
 	"github.com/psrlcb/psrlcb/estimate"
 	"github.com/psrlcb/psrlcb/ingest"
 	"github.com/psrlcb/psrlcb/pipeline"
-	"github.com/psrlcb/psrlcb/policy"
 	"github.com/psrlcb/psrlcb/pomdp"
 	"github.com/psrlcb/psrlcb/split"
 )
@@ -154,31 +153,17 @@ func fallbackChoice(ctx context.Context, d *ingest.Dataset, seed uint64) (chosen
 	slices.Sort(a)
 	slices.Sort(b)
 	train, held := d.Subset(a), d.Subset(b)
-	names, pols, err := pipeline.FitCandidates(ctx, train)
-	if err != nil {
-		return "", "", err
-	}
 	scale := &estimate.Model{ReturnMin: math.Inf(1), ReturnMax: math.Inf(-1)}
 	for k := range held.NumEpisodes() {
 		r := held.Return(k)
 		scale.ReturnMin, scale.ReturnMax = math.Min(scale.ReturnMin, r), math.Max(scale.ReturnMax, r)
 	}
-	bounds := make([]float64, len(pols))
-	for i, p := range pols {
-		iw, err := policy.IWEstimate(scale, p, held, policy.DefaultZ)
-		if err != nil {
-			return "", "", err
-		}
-		bounds[i] = pipeline.CandidateBound(iw)
+	cs, err := pipeline.ScoreCandidates(ctx, train, held, scale)
+	if err != nil {
+		return "", "", err
 	}
-	det = pipeline.DeterministicStandIn(names, bounds)
-	diff := math.NaN()
-	if i := slices.Index(names, pipeline.PlannerImprovedBehavior); i >= 0 {
-		if diff, err = pipeline.PairedDiff(scale, pols[slices.Index(names, det)], pols[i], held); err != nil {
-			return "", "", err
-		}
-	}
-	return pipeline.StandIn(names, bounds, diff), det, nil
+	chosen, _, err = cs.Returned(scale, held)
+	return chosen, pipeline.DeterministicStandIn(cs.Names, cs.Bounds), err
 }
 
 // cloneValue is the exact value of the behaviour's clone of kind opts

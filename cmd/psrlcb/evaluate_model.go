@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"math"
 	"text/tabwriter"
 
 	"github.com/psrlcb/psrlcb/estimate"
@@ -84,12 +83,7 @@ func modelValue(ctx context.Context, o evaluateOptions, m *estimate.Model, pol *
 	var v, se, un float64
 	var err error
 	episodes := 0
-	leaves := m.ObsSequences()
-	if pol.Stochastic() {
-		// The walk also branches over the actions a history may take.
-		leaves *= math.Pow(float64(m.NumActions), float64(m.Horizon))
-	}
-	if leaves <= policy.DefaultMaxLeaves {
+	if policy.Leaves(m, pol) <= policy.DefaultMaxLeaves {
 		v, un, err = policy.ModelReturn(ctx, m, pol)
 	} else {
 		// Too many histories to enumerate: trajectories of the model.
