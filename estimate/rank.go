@@ -381,10 +381,19 @@ func (rs *rankSearcher) startOptions(S int, from *rankTry) Options {
 	ro := rs.so
 	ro.Start, ro.startPairs = nil, nil
 	if from != nil {
-		ro.Start = growModel(from.model, S, rs.o.Seed+uint64(S))
-		ro.startPairs = splitPairs(from.S, S)
+		ro = SplitStart(ro, from.model, S, rs.o.Seed+uint64(S))
 	}
 	return ro
+}
+
+// SplitStart returns o set to warm-start a fit of S2 ≥ m.States states
+// from m with its states split (growModel, perturbed by seed), the rank
+// search's warm start: EM probes the copies' saddle point before it stops
+// (saddle.go). o.Start's States fixes the rank of a fit whose Rank is 0.
+func SplitStart(o Options, m *Model, S2 int, seed uint64) Options {
+	o.Start = growModel(m, S2, seed)
+	o.startPairs = splitPairs(m.States, S2)
+	return o
 }
 
 // score sets t's held-out log-likelihood per block and in total.

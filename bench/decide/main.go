@@ -8,16 +8,31 @@
 //	from-true  EM started from the true parameters (at the true rank)
 //	start i    EM from one informed start of seed i, for i < --starts
 //	search r   the automatic rank search's model (--ranks), with its table
+//	perturbed  EM from the true parameters with every probability row
+//	           mixed with a random one at weight --perturb (how far from
+//	           the truth a start may begin and still reach its optimum)
+//	grown      with --grow R: a fit of rank R with the default starts,
+//	           then EM at the fit's rank from its states split in two
+//	           (estimate.SplitStart, the rank search's warm start, probed
+//	           for its saddle point) on all the episodes, where the rank
+//	           search grows on its subsample
 //	run        the model of a fit's run directory (--runs, one per seed:
 //	           a path with %d for the seed), e.g. `psrlcb fit` at its
 //	           defaults on the logs `psrlcb simulate --seed S` writes,
 //	           which are the logs of seed S here
 //
 // For each model it prints the observation and reward log-likelihoods
-// per episode (ln P(o|a) and ln P(r|o,a) of the logs), the normalized
+// per episode (ln P(o|a) and ln P(r|o,a) of the logs), the joint one on
+// as many fresh episodes (seed + 1000: held out), the normalized
 // regret (V* − V^π)/(V* − V^b) of the model's greedy plan (α = 0, so
 // neither α nor the bonus enters), the value the model gives the truly
 // optimal policy, and that value's error as a share of V* − V^b.
+// --form sets the model form of every fit (full, compact; default: the
+// automatic choice); the truth's rows stay in the full form, and a start
+// from the truth in the compact form takes each state's emission under
+// the first action and each step's reward at the entered state's most
+// likely observation: the same model when the problem's emissions ignore
+// the action and its rewards the observation (tiger-grid).
 // --random N tallies the final log-likelihoods of N pairs of starts (an
 // informed and a random one each), to count how often EM reaches the
 // best optimum.
@@ -26,7 +41,8 @@
 //
 //	go run ./bench/decide --pomdp ../shared/pomdp/stand-tiger.95.pomdp \
 //	    --horizon 4 --episodes 10000 [--seeds 3] [--rank 0] [--starts 4] \
-//	    [--ranks] [--random 25] [--points 500] [--runs 'run-%d'] [-v]
+//	    [--ranks] [--random 25] [--points 500] [--runs 'run-%d'] [-v] \
+//	    [--form compact] [--perturb 0.3,0.7] [--grow 16]
 package main
 
 import (
@@ -35,10 +51,13 @@ import (
 	"flag"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"runtime"
 	"sort"
+	"strconv"
+	"strings"
 
 	"github.com/psrlcb/psrlcb/estimate"
 	"github.com/psrlcb/psrlcb/ingest"
@@ -49,7 +68,9 @@ import (
 )
 
 type config struct {
-	file, behavior       string
+	file, behavior, form string
+	perturb              []float64
+	grow                 int
 	H, K, seeds, starts  int
 	rank, random, points int
 	ranks, verbose       bool
@@ -70,6 +91,18 @@ func main() {
 	flag.IntVar(&c.random, "random", 0, "pairs of starts whose final log-likelihoods to tally")
 	flag.IntVar(&c.points, "points", 0, "belief points of the plans (0: the planner's default)")
 	flag.BoolVar(&c.verbose, "v", false, "print the parameters of the true and the default model")
+	flag.StringVar(&c.form, "form", "", "model form of the fits: full or compact (default: automatic)")
+	flag.Func("perturb", "weights w (comma-separated) of EM from the truth mixed with random rows at weight w", func(v string) error {
+		for _, f := range strings.Split(v, ",") {
+			w, err := strconv.ParseFloat(f, 64)
+			if err != nil || w < 0 || w > 1 {
+				return fmt.Errorf("weight %q is not in [0, 1]", f)
+			}
+			c.perturb = append(c.perturb, w)
+		}
+		return nil
+	})
+	flag.IntVar(&c.grow, "grow", 0, "rank of a fit whose split start then fits the fit's rank on all episodes")
 	flag.Parse()
 	if err := run(context.Background(), c); err != nil {
 		fmt.Fprintln(os.Stderr, "decide:", err)
@@ -81,6 +114,7 @@ func main() {
 type study struct {
 	m        *pomdp.POMDP
 	d        *ingest.Dataset
+	heldOut  *ingest.Dataset // as many fresh episodes (seed + 1000)
 	H        int
 	vStar    float64
 	vBehav   float64
@@ -147,11 +181,15 @@ func runSeed(ctx context.Context, c config, m *pomdp.POMDP, beh pomdp.Behavior, 
 	if err != nil {
 		return err
 	}
-	fmt.Printf("seed %d\n%-10s %10s %10s %10s %8s %8s %8s  plan\n", seed, "model", "obs ll/ep", "rew ll/ep", "ll/ep", "regret", "V_θ(π*)", "err(π*)")
+	fmt.Printf("seed %d\n%-10s %10s %10s %10s %10s %8s %8s %8s  plan\n", seed, "model", "obs ll/ep", "rew ll/ep", "ll/ep", "held-out", "regret", "V_θ(π*)", "err(π*)")
 	if err := s.truthRow(ctx, truth, c.verbose); err != nil {
 		return err
 	}
-	if err := s.fits(ctx, fitList(c, m, rank, seed, truth), c.verbose); err != nil {
+	fits, err := fitList(c, m, s.d, rank, seed)
+	if err != nil {
+		return err
+	}
+	if err := s.fits(ctx, fits, c.verbose); err != nil {
 		return err
 	}
 	return s.extras(ctx, c, rank, seed)
@@ -160,8 +198,13 @@ func runSeed(ctx context.Context, c config, m *pomdp.POMDP, beh pomdp.Behavior, 
 // extras prints what c asks for beyond the models' rows: the rank
 // search's table, the rows of earlier runs and the tally of random starts.
 func (s *study) extras(ctx context.Context, c config, rank int, seed uint64) error {
+	if c.grow > 0 {
+		if err := s.grown(ctx, c, rank, seed); err != nil {
+			return err
+		}
+	}
 	if c.ranks {
-		if err := s.rankSearch(ctx, seed); err != nil {
+		if err := s.rankSearch(ctx, c, seed); err != nil {
 			return err
 		}
 	}
@@ -199,7 +242,11 @@ func newStudy(ctx context.Context, c config, m *pomdp.POMDP, beh pomdp.Behavior,
 	if err != nil {
 		return nil, nil, err
 	}
-	s := &study{m: m, d: d, H: c.H, vStar: vStar, vBehav: vb, splits: splits, workers: runtime.GOMAXPROCS(0), points: c.points}
+	held, err := pomdp.SimulateDataset(ctx, m, c.H, c.K, beh, seed+1000)
+	if err != nil {
+		return nil, nil, err
+	}
+	s := &study{m: m, d: d, heldOut: held, H: c.H, vStar: vStar, vBehav: vb, splits: splits, workers: runtime.GOMAXPROCS(0), points: c.points}
 	truth, err := s.trueOptimal(ctx)
 	if err != nil {
 		return nil, nil, err
@@ -226,18 +273,101 @@ type namedFit struct {
 	o    estimate.Options
 }
 
-// fitList is the fits compared with the truth: the default starts, EM
-// from the true parameters (at the true rank only) and each single
-// informed start.
-func fitList(c config, m *pomdp.POMDP, rank int, seed uint64, truth *estimate.Model) []namedFit {
-	fits := []namedFit{{"default", estimate.Options{Rank: rank, Seed: seed}}}
+// fitList is the fits compared with the truth, all in the form c asks
+// for: the default starts, EM from the true parameters and from the
+// perturbed ones (at the true rank only) and each single informed start.
+func fitList(c config, m *pomdp.POMDP, d *ingest.Dataset, rank int, seed uint64) ([]namedFit, error) {
+	fits := []namedFit{{"default", estimate.Options{Rank: rank, Seed: seed, Form: c.form}}}
 	if rank == m.NumStates() {
-		fits = append(fits, namedFit{"from-true", estimate.Options{Rank: rank, Start: truth, Restarts: 1, Seed: seed}})
+		for i, w := range append([]float64{0}, c.perturb...) {
+			start, err := m.TrueModel(d)
+			if err != nil {
+				return nil, err
+			}
+			perturb(start, w, rand.New(rand.NewPCG(seed, uint64(i))))
+			if c.form == estimate.FormCompact {
+				start = compactOf(start)
+			}
+			name := "from-true"
+			if i > 0 {
+				name = fmt.Sprintf("true~%.2g", w)
+			}
+			fits = append(fits, namedFit{name, estimate.Options{Rank: rank, Start: start, Restarts: 1, Seed: seed, Form: c.form}})
+		}
 	}
 	for i := range c.starts {
-		fits = append(fits, namedFit{fmt.Sprintf("start %d", i), estimate.Options{Rank: rank, Restarts: 1, Seed: 1000*seed + uint64(i)}})
+		fits = append(fits, namedFit{fmt.Sprintf("start %d", i), estimate.Options{Rank: rank, Restarts: 1, Seed: 1000*seed + uint64(i), Form: c.form}})
 	}
-	return fits
+	return fits, nil
+}
+
+// perturb mixes every probability row of m (initial distribution, first
+// emissions, transitions, emissions, categorical rewards) with a random
+// row drawn uniformly from the simplex: (1 − w)·row + w·random.
+func perturb(m *estimate.Model, w float64, rng *rand.Rand) {
+	if w == 0 {
+		return
+	}
+	mix := func(x []float64, n int) {
+		for i := 0; i+n <= len(x); i += n {
+			q := make([]float64, n)
+			sum := 0.0
+			for j := range q {
+				q[j] = rng.ExpFloat64()
+				sum += q[j]
+			}
+			for j := range q {
+				x[i+j] = (1-w)*x[i+j] + w*q[j]/sum
+			}
+		}
+	}
+	S, O, V := m.States, m.NumObs, len(m.RewardValues)
+	mix(m.Init, S)
+	mix(m.Obs1, O)
+	for t := range m.Trans {
+		mix(m.Trans[t], S)
+		mix(m.Emit[t], O)
+		if m.Reward == estimate.RewardCategorical {
+			mix(m.RewardProb[t], V)
+		}
+	}
+	m.Prepare()
+}
+
+// compactOf is the full-form model f in the compact form: each state's
+// emission under the first action, and each step's categorical reward
+// at the entered state's most likely observation under the step's
+// action. It is f itself when f's emissions ignore the action and its
+// rewards the observation.
+func compactOf(f *estimate.Model) *estimate.Model {
+	c := *f
+	c.Compact = true
+	S, A, O, V := f.States, f.NumActions, f.NumObs, len(f.RewardValues)
+	c.Emit = make([][]float64, len(f.Emit))
+	c.RewardProb = make([][]float64, len(f.RewardProb))
+	for t := range f.Emit {
+		c.Emit[t] = append([]float64(nil), f.EmitOf(t, 0)...)
+		rp := make([]float64, S*A*S*V)
+		for s := range S {
+			for a := range A {
+				E := f.EmitOf(t, a)
+				for s2 := range S {
+					row := E[s2*O : (s2+1)*O]
+					o := 0
+					for j, p := range row {
+						if p > row[o] {
+							o = j
+						}
+					}
+					i := f.RewardIndex(s, a, s2, o)
+					copy(rp[((s*A+a)*S+s2)*V:], f.RewardProb[t][i*V:(i+1)*V])
+				}
+			}
+		}
+		c.RewardProb[t] = rp
+	}
+	c.Prepare()
+	return &c
 }
 
 // fits runs each fit (without Θ_min) and prints its row, and with verbose
@@ -273,10 +403,29 @@ func (s *study) fit(ctx context.Context, f namedFit, verbose bool) error {
 	return nil
 }
 
+// grown prints the rows of a fit of rank c.grow with the default starts
+// and of EM at rank from its split start (estimate.SplitStart), both on
+// all the episodes.
+func (s *study) grown(ctx context.Context, c config, rank int, seed uint64) error {
+	small, err := estimate.Fit(ctx, s.d, estimate.Options{Rank: c.grow, Seed: seed, Form: c.form, SkipThetaMin: true})
+	if err != nil {
+		return err
+	}
+	if err := s.row(ctx, fmt.Sprintf("rank %d", c.grow), small.Model); err != nil {
+		return err
+	}
+	o := estimate.SplitStart(estimate.Options{Restarts: 1, Seed: seed, Form: c.form, SkipThetaMin: true}, small.Model, rank, seed+uint64(rank))
+	res, err := estimate.Fit(ctx, s.d, o)
+	if err != nil {
+		return err
+	}
+	return s.row(ctx, fmt.Sprintf("grown %d", rank), res.Model)
+}
+
 // rankSearch runs the automatic rank search, prints its table and the
 // row of its model.
-func (s *study) rankSearch(ctx context.Context, seed uint64) error {
-	rc, err := estimate.ChooseRank(ctx, s.d, estimate.Options{Seed: seed})
+func (s *study) rankSearch(ctx context.Context, c config, seed uint64) error {
+	rc, err := estimate.ChooseRank(ctx, s.d, estimate.Options{Seed: seed, Form: c.form})
 	if err != nil {
 		return err
 	}
@@ -347,14 +496,15 @@ func (s *study) greedy(ctx context.Context, mod *estimate.Model) (*policy.Policy
 // row prints one model's figures.
 func (s *study) row(ctx context.Context, name string, mod *estimate.Model) error {
 	K := s.d.NumEpisodes()
-	obs, joint := s.logLiks(mod)
+	obs, joint := logLiks(s.d, s.H, mod)
+	_, held := logLiks(s.heldOut, s.H, mod)
 	v, vo, err := s.values(ctx, mod)
 	if err != nil {
 		return err
 	}
 	gap := s.vStar - s.vBehav
-	fmt.Printf("%-10s %10.4f %10.4f %10.4f %8.3f %8.3f %8.3f  %s\n", name, obs/float64(K), (joint-obs)/float64(K), joint/float64(K),
-		(s.vStar-v)/gap, vo, math.Abs(vo-s.vStar)/gap, s.planNote)
+	fmt.Printf("%-10s %10.4f %10.4f %10.4f %10.4f %8.3f %8.3f %8.3f  %s\n", name, obs/float64(K), (joint-obs)/float64(K), joint/float64(K),
+		held/float64(s.heldOut.NumEpisodes()), (s.vStar-v)/gap, vo, math.Abs(vo-s.vStar)/gap, s.planNote)
 	return nil
 }
 
@@ -372,12 +522,11 @@ func (s *study) values(ctx context.Context, mod *estimate.Model) (v, vo float64,
 	return v, vo, err
 }
 
-// logLiks are mod's log-likelihoods of the logs: of the observations,
-// ln P(o|a), and of the observations and rewards together.
-func (s *study) logLiks(mod *estimate.Model) (obs, joint float64) {
-	K, H := s.d.NumEpisodes(), s.H
-	for k := range K {
-		o, a, r := s.d.Obs[k*H:(k+1)*H], s.d.Act[k*H:(k+1)*H], s.d.Reward[k*H:(k+1)*H]
+// logLiks are mod's log-likelihoods of the logs d of H steps: of the
+// observations, ln P(o|a), and of the observations and rewards together.
+func logLiks(d *ingest.Dataset, H int, mod *estimate.Model) (obs, joint float64) {
+	for k := range d.NumEpisodes() {
+		o, a, r := d.Obs[k*H:(k+1)*H], d.Act[k*H:(k+1)*H], d.Reward[k*H:(k+1)*H]
 		obs += mod.ObsLogLik(o, a)
 		joint += mod.EpisodeLogLik(o, a, r)
 	}
