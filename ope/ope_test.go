@@ -13,30 +13,14 @@ import (
 	"github.com/psrlcb/psrlcb/estimate"
 	"github.com/psrlcb/psrlcb/ingest"
 	"github.com/psrlcb/psrlcb/ope"
+	"github.com/psrlcb/psrlcb/ope/opetest"
 	"github.com/psrlcb/psrlcb/policy"
 	"github.com/psrlcb/psrlcb/pomdp"
 )
 
-// tinyLogs are four episodes of two steps with observations "x"/"y",
-// actions "L"/"R", propensity 1/2 everywhere:
-//
-//	episode  o1 a1 r1  o2 a2 r2
-//	1        x  L  1   x  L  2
-//	2        x  L  0   y  R  4
-//	3        x  R  5   x  L  1
-//	4        x  L  2   y  L  0
-func tinyLogs() *ingest.Dataset {
-	d := &ingest.Dataset{Horizon: 2, ObsVocab: []string{"x", "y"}, ActVocab: []string{"L", "R"},
-		EpisodeIDs: []string{"1", "2", "3", "4"}, Length: []int32{2, 2, 2, 2}}
-	rows := [][6]int{{0, 0, 1, 0, 0, 2}, {0, 0, 0, 1, 1, 4}, {0, 1, 5, 0, 0, 1}, {0, 0, 2, 1, 0, 0}}
-	for _, r := range rows {
-		d.Obs = append(d.Obs, uint16(r[0]), uint16(r[3]))
-		d.Act = append(d.Act, uint16(r[1]), uint16(r[4]))
-		d.Reward = append(d.Reward, float64(r[2]), float64(r[5]))
-		d.Propensity = append(d.Propensity, 0.5, 0.5)
-	}
-	return d
-}
+// tinyLogs are opetest.TinyLogs: four episodes of two steps, propensity
+// 1/2 everywhere.
+func tinyLogs() *ingest.Dataset { return opetest.TinyLogs() }
 
 // alwaysL is the deterministic policy "L at every history".
 func alwaysL() *policy.Policy {

@@ -6,25 +6,17 @@ import (
 	"testing"
 
 	"github.com/psrlcb/psrlcb/ope"
+	"github.com/psrlcb/psrlcb/ope/opetest"
 	"github.com/psrlcb/psrlcb/policy"
 	"github.com/psrlcb/psrlcb/pomdp"
 )
 
-// stochasticTiny is a stochastic policy table over tinyLogs' symbols:
+// stochasticTiny is opetest.StochasticTiny:
 //
 //	step 1, x: L 0.8 (row 0), R 0.2 (row 1)
 //	after L, x: L 0.3, R 0.7;  after L, y: R 1
 //	after R, x: L 1;  after R, y: no row (row 1's fallback, R)
-func stochasticTiny() *policy.Policy {
-	return &policy.Policy{Horizon: 2, Nodes: []policy.Node{
-		{ID: 0, Parent: -1, Step: 1, Obs: "x", Action: "L", Fallback: "L"},
-		{ID: 1, Parent: -1, Step: 1, Obs: "x", Action: "R", Fallback: "R"},
-		{ID: 2, Parent: 0, Step: 2, Obs: "x", Action: "L", Fallback: "L"},
-		{ID: 3, Parent: 0, Step: 2, Obs: "x", Action: "R", Fallback: "L"},
-		{ID: 4, Parent: 0, Step: 2, Obs: "y", Action: "R", Fallback: "L"},
-		{ID: 5, Parent: 1, Step: 2, Obs: "x", Action: "L", Fallback: "L"},
-	}, Probs: []float64{0.8, 0.2, 0.3, 0.7, 1, 1}}
-}
+func stochasticTiny() *policy.Policy { return opetest.StochasticTiny() }
 
 // TestStochasticTreeRatiosByHand: the ratios of stochasticTiny on
 // tinyLogs (propensity ½ everywhere) are π(a_h | τ_{h−1}, o_h)/½:
