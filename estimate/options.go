@@ -94,6 +94,11 @@ type Options struct {
 	// updates (episodes × steps × S² summed over its E-steps; default
 	// DefaultRankBudget). No new rank is started once it is spent.
 	RankBudget float64
+	// GrowBudget bounds the predicted work, in the same units, of the
+	// rank search's growth on all the logs when its sample held only
+	// part of them (estimate/rankgrow.go; default DefaultGrowBudget, a
+	// negative value turns the growth off).
+	GrowBudget float64
 	// HeldOut is the fraction of episodes held out when choosing the rank
 	// (default DefaultHeldOut); the chosen rank is then refitted on all
 	// episodes.
@@ -124,6 +129,9 @@ type Options struct {
 	// is a split of a smaller model (splitPairs); EM then tries to leave
 	// the copies' saddle point before it stops (saddle.go).
 	startPairs []int
+	// sampleEpisodes, when positive, replaces the rank search's sample
+	// size (rankSampleSize), for tests of the growth on all the logs.
+	sampleEpisodes int
 	// MaxIter bounds EM iterations per start (default DefaultMaxIter).
 	// An iteration is one E-step, whether of an EM step or of an
 	// extrapolated point.
@@ -227,13 +235,19 @@ func (o *Options) maxRankDefaults() error {
 	return nil
 }
 
-// budgetDefaults: the rank search's work budget.
+// budgetDefaults: the rank search's work budgets.
 func (o *Options) budgetDefaults() error {
 	if o.RankBudget == 0 {
 		o.RankBudget = DefaultRankBudget
 	}
 	if !(o.RankBudget > 0) || math.IsInf(o.RankBudget, 0) {
 		return errorf(ErrOptions, "rank search budget %v is not a positive number", o.RankBudget)
+	}
+	if o.GrowBudget == 0 {
+		o.GrowBudget = DefaultGrowBudget
+	}
+	if math.IsNaN(o.GrowBudget) || math.IsInf(o.GrowBudget, 0) {
+		return errorf(ErrOptions, "rank growth budget %v is not a number", o.GrowBudget)
 	}
 	return nil
 }
@@ -368,8 +382,9 @@ func (o *Options) runDefaults() error {
 
 // TraceRow is one EM iteration: the log-likelihood of the parameters at
 // iteration Iter of start Restart when fitting rank Rank on Data
-// ("train" for the rank selection fit, "all" for the final fit, "sample"
-// for the starts run on a sample of large logs, see fitSampleEpisodes). Iter
+// ("train" for the rank selection fit, "grow" for its growth on all the
+// logs, rankgrow.go, "all" for the final fit, "sample" for the starts
+// run on a sample of large logs, see fitSampleEpisodes). Iter
 // counts E-steps; with acceleration the E-step of a rejected
 // extrapolation has no row, so Iter may skip a number. The rows of a
 // start do not decrease without smoothing; with it, the penalised
@@ -391,6 +406,13 @@ type RankRow struct {
 	// HeldOutLogLik is the log-likelihood of the held-out episodes.
 	HeldOutLogLik float64 `json:"heldout_loglik"`
 	Chosen        bool    `json:"chosen"`
+	// Form is the model form fitted (FormFull or FormCompact), Episodes
+	// the number of episodes it was trained on and HeldOutEpisodes the
+	// number HeldOutLogLik sums over: the search's sample, or all the
+	// logs when the search grew its model on them (estimate/rankgrow.go).
+	Form            string `json:"form"`
+	Episodes        int    `json:"episodes"`
+	HeldOutEpisodes int    `json:"heldout_episodes"`
 }
 
 // ThetaMin reports the Θ_min check and the projection into it.

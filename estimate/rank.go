@@ -29,12 +29,18 @@ import (
 //     held-out log-likelihood by more than its noise (rankNoiseZ
 //     standard errors of the paired block differences), MaxRank is
 //     reached, or the work budget is spent;
-//  3. the interval between the last rank that improved and the doubling
+//  3. when the logs hold at least twice the sample's training episodes
+//     and a doubling failed on the sample, the last improving rank and
+//     the failed one are fitted again on all the logs but a held-out
+//     share of them (the larger from two starts), within a work budget
+//     of their own (Options.GrowBudget); when the larger wins there
+//     beyond the noise it is chosen and the search ends (rankgrow.go);
+//  4. the interval between the last rank that improved and the doubling
 //     that did not is refined by bisection; when the budget or MaxRank
 //     ended the doubling on an improvement, the interval below the last
 //     doubling is bisected instead, for the smallest rank the last one
 //     does not beat beyond the noise;
-//  4. walking the tried ranks in increasing order, a larger rank replaces
+//  5. walking the tried ranks in increasing order, a larger rank replaces
 //     the current choice only when it beats it by more than the noise.
 //
 // Every tried rank is a RankRow. The search's best model at the chosen
@@ -70,11 +76,22 @@ func rankSampleSize(c *coded, compact bool) int {
 
 // DefaultRankBudget is the default work budget of the rank search, in
 // E-step cell updates (episodes × steps × S² summed over every E-step of
-// every start): 10¹⁰ is about a minute on 2 cores (measured ≈ 1.7·10⁷
-// updates/s on a machine loaded ~15-fold, so ≈ 10⁸/s idle). The budget is
-// counted, not timed, so the result does not depend on the machine's
-// load.
+// every start). The budget is counted, not timed, so the result does
+// not depend on the machine's load. 10¹⁰ was about a minute on 2 cores
+// when it was set; the E-step has become faster since: on tiger-grid's
+// logs (H = 4, 10⁵ episodes) the search counted 2.5·10¹⁰ updates in 21 s
+// on 2 idle cores (2026-11-27), about 1.2·10⁹ per second.
 const DefaultRankBudget = 1e10
+
+// DefaultGrowBudget is the default bound on the predicted work of the
+// rank search's growth on all the logs (Options.GrowBudget,
+// rankgrow.go): 5·10¹⁰ updates, about 40 s on 2 idle cores at the rate
+// above. On tiger-grid's logs the growth from rank 16 to 32 on 10⁵
+// episodes was predicted at 3.7·10¹⁰ and counted 1.9·10¹⁰ (warm starts
+// converge in fewer E-steps than the sample's fits); on bench/fit.sh's
+// 10⁶ episodes the prediction is several times the budget and the
+// growth does not run.
+const DefaultGrowBudget = 5e10
 
 // rankBlocks is the number of held-out blocks whose paired differences
 // measure the noise of a held-out log-likelihood difference.
@@ -119,6 +136,9 @@ type rankTry struct {
 	train  float64
 	blocks []float64 // held-out log-likelihood per block
 	held   float64
+	esteps int // E-steps of the best start
+	n      int // training episodes
+	nHeld  int // held-out episodes
 }
 
 // stalled says a larger rank's best training log-likelihood ll did not
@@ -188,8 +208,10 @@ func rankSearch(ctx context.Context, c *coded, proto *Model, o *Options, res *Re
 	return chosen.S, chosen.model, nil
 }
 
-// refine tries the ranks of the search up to maxR: the doubling, then
-// the bisection below or above the last improving rank.
+// refine tries the ranks of the search up to maxR: the doubling, the
+// growth on all the logs when the doubling failed on the search's sample
+// (growOnAll), then the bisection below or above the last improving
+// rank.
 func (rs *rankSearcher) refine(maxR int) error {
 	lo, hi, prev, err := rs.double(maxR)
 	if err != nil {
@@ -208,6 +230,12 @@ func (rs *rankSearcher) refine(maxR int) error {
 	// log₂(lo − prev) of them, each of a rank below lo.
 	if hi == nil && prev != nil && lo.S-prev.S > 1 {
 		if err := rs.below(prev, lo); err != nil {
+			return err
+		}
+	}
+	if hi != nil {
+		won, err := rs.growOnAll(lo, hi)
+		if err != nil || won {
 			return err
 		}
 	}
@@ -244,6 +272,11 @@ type rankSearcher struct {
 	report func(TraceRow)
 	tried  map[int]*rankTry
 	work   float64 // E-step work, in step·state² units
+
+	all   *coded     // every episode (growOnAll)
+	nHeld int        // the sample's held-out episodes
+	grows []*rankTry // the growth's tries (growOnAll)
+	grown *rankTry   // the growth's larger rank, when it won
 }
 
 // newRankSearcher draws the search's sample of c (a seeded permutation,
@@ -255,7 +288,8 @@ func newRankSearcher(ctx context.Context, c *coded, proto *Model, o *Options, re
 	if held == nil {
 		return nil, n
 	}
-	rs := &rankSearcher{ctx: ctx, tr: c.subset(train), proto: proto, o: o, so: *o, res: res, report: report, tried: map[int]*rankTry{}}
+	rs := &rankSearcher{ctx: ctx, tr: c.subset(train), proto: proto, o: o, so: *o, res: res, report: report, tried: map[int]*rankTry{},
+		all: c, nHeld: len(held)}
 	rs.blocks = heldOutBlocks(c, held)
 	rs.so.Restarts = min(o.Restarts, rankSearchRestarts)
 	rs.so.Tol = rankTol(o)
@@ -266,7 +300,7 @@ func newRankSearcher(ctx context.Context, c *coded, proto *Model, o *Options, re
 // held-out and the training ones, each sorted, and returns how many
 // there are, n; held is nil when either part would be empty.
 func heldOutSplit(c *coded, compact bool, o *Options) (held, train []int, n int) {
-	perm := searchSample(c, compact, o.Seed)
+	perm := searchSample(c, compact, o)
 	n = len(perm)
 	nHeld := int(math.Round(o.HeldOut * float64(n)))
 	if nHeld < 1 || n-nHeld < 1 {
@@ -280,15 +314,24 @@ func heldOutSplit(c *coded, compact bool, o *Options) (held, train []int, n int)
 }
 
 // searchSample is the episodes of the rank search in a random order drawn
-// with seed: all of them, or the first rankSampleSize of the order when
+// with o.Seed: all of them, or the first rankSampleSize of the order when
 // there are more.
-func searchSample(c *coded, compact bool, seed uint64) []int {
-	rng := rand.New(rand.NewPCG(seed, 0x4e1d))
-	perm := rng.Perm(c.K)
-	if n := rankSampleSize(c, compact); c.K > n {
+func searchSample(c *coded, compact bool, o *Options) []int {
+	perm := searchOrder(c.K, o.Seed)
+	n := rankSampleSize(c, compact)
+	if o.sampleEpisodes > 0 {
+		n = o.sampleEpisodes
+	}
+	if c.K > n {
 		perm = perm[:n]
 	}
 	return perm
+}
+
+// searchOrder is the random order of the K episodes the search's sample
+// is the first part of.
+func searchOrder(K int, seed uint64) []int {
+	return rand.New(rand.NewPCG(seed, 0x4e1d)).Perm(K)
 }
 
 // heldOutBlocks deals the held-out episodes held round-robin into
@@ -318,7 +361,7 @@ func (rs *rankSearcher) fitAt(S int, from *rankTry) (*rankTry, error) {
 		return nil, err
 	}
 	rs.recordFits(fits, S)
-	t := &rankTry{S: S, model: fits[b].model, train: fits[b].ll}
+	t := &rankTry{S: S, model: fits[b].model, train: fits[b].ll, esteps: fits[b].esteps, n: rs.tr.K}
 	if err := rs.score(t); err != nil {
 		return nil, err
 	}
@@ -396,16 +439,24 @@ func SplitStart(o Options, m *Model, S2 int, seed uint64) Options {
 	return o
 }
 
-// score sets t's held-out log-likelihood per block and in total.
+// score sets t's held-out log-likelihood per block and in total, on the
+// search's held-out blocks.
 func (rs *rankSearcher) score(t *rankTry) error {
+	return rs.scoreOn(t, rs.blocks)
+}
+
+// scoreOn sets t's held-out log-likelihood per block of blocks and in
+// total, and the number of held-out episodes.
+func (rs *rankSearcher) scoreOn(t *rankTry, blocks []*coded) error {
 	o := rs.o
-	for _, blk := range rs.blocks {
+	for _, blk := range blocks {
 		st, err := o.runEStep(rs.ctx, newKernel(t.model, blk), blk, o.Workers)
 		if err != nil {
 			return err
 		}
 		t.blocks = append(t.blocks, st.ll)
 		t.held += st.ll
+		t.nHeld += blk.K
 	}
 	return nil
 }
@@ -448,8 +499,9 @@ func (rs *rankSearcher) below(prev, lo *rankTry) error {
 	return nil
 }
 
-// choose picks, in increasing rank, a larger rank over the current one
-// only when it beats it beyond the noise, and writes the rank table.
+// choose picks the growth's rank when it won (growOnAll), else, in
+// increasing rank, a larger rank over the current one only when it
+// beats it beyond the noise, and writes the rank table.
 func (rs *rankSearcher) choose() *rankTry {
 	ranks := rs.triedRanks()
 	chosen := rs.tried[ranks[0]]
@@ -457,6 +509,9 @@ func (rs *rankSearcher) choose() *rankTry {
 		if t := rs.tried[S]; beats(t, chosen) {
 			chosen = t
 		}
+	}
+	if rs.grown != nil {
+		chosen = rs.grown
 	}
 	rs.tabulate(ranks, chosen)
 	return chosen
@@ -472,12 +527,17 @@ func (rs *rankSearcher) triedRanks() []int {
 	return ranks
 }
 
-// tabulate appends a row of the rank table for every rank of ranks,
-// marking the chosen one.
+// tabulate appends a row of the rank table for every try: those of
+// ranks, then the growth's, marking the chosen one.
 func (rs *rankSearcher) tabulate(ranks []int, chosen *rankTry) {
+	var rows []*rankTry
 	for _, S := range ranks {
-		t := rs.tried[S]
-		rs.res.RankTable = append(rs.res.RankTable, RankRow{Rank: S, TrainLogLik: t.train, HeldOutLogLik: t.held, Chosen: t == chosen})
+		rows = append(rows, rs.tried[S])
+	}
+	rows = append(rows, rs.grows...)
+	for _, t := range rows {
+		rs.res.RankTable = append(rs.res.RankTable, RankRow{Rank: t.S, TrainLogLik: t.train, HeldOutLogLik: t.held, Chosen: t == chosen,
+			Form: formName(t.model.Compact), Episodes: t.n, HeldOutEpisodes: t.nHeld})
 	}
 }
 
@@ -645,11 +705,12 @@ type RankChoice struct {
 	// Rank is the chosen number of latent states.
 	Rank int
 	// Model is the search's best model at Rank, fitted on the search's
-	// training part (nil when too few episodes to hold any out); pass it
-	// as Options.Start to warm-start the fits that follow.
+	// training part, or on all the logs but the held-out share when the
+	// growth chose it (nil when too few episodes to hold any out); pass
+	// it as Options.Start to warm-start the fits that follow.
 	Model *Model
 	// Table has one row per tried rank; Trace the search's EM rows
-	// (Data "train").
+	// (Data "train", and "grow" for the growth on all the logs).
 	Table         []RankRow
 	Trace         []TraceRow
 	HeldOutLogLik float64

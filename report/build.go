@@ -302,7 +302,8 @@ func fitTables(fit *estimate.Result) (trace []TraceRow, ranks []RankRow) {
 		trace = append(trace, TraceRow{Rank: t.Rank, Restart: t.Restart, Iter: t.Iter, LogLik: t.LogLik})
 	}
 	for _, r := range fit.RankTable {
-		ranks = append(ranks, RankRow{Rank: r.Rank, TrainLL: r.TrainLogLik, HeldOutL: r.HeldOutLogLik, Chosen: r.Chosen})
+		ranks = append(ranks, RankRow{Rank: r.Rank, TrainLL: r.TrainLogLik, HeldOutL: r.HeldOutLogLik, Chosen: r.Chosen,
+			Form: r.Form, Episodes: r.Episodes, HeldOutEpisodes: r.HeldOutEpisodes})
 	}
 	return trace, ranks
 }
@@ -442,19 +443,42 @@ func boundNote(out *Outcome) string {
 
 // rankNote says which rank the held-out likelihood chose among the
 // search's, and on which episodes (within the α selection's training
-// part when selected).
+// part when selected), and what the growth on all the logs found.
 func rankNote(rt []estimate.RankRow, selected bool) string {
-	chosen := 0
+	var chosen estimate.RankRow
+	lo, hi := rt[0].Rank, rt[0].Rank
 	for _, r := range rt {
 		if r.Chosen {
-			chosen = r.Rank
+			chosen = r
 		}
+		lo, hi = min(lo, r.Rank), max(hi, r.Rank)
 	}
 	where := "a share of the episodes held out from the fit"
 	if selected {
 		where = "episodes held out within the training part of the α selection; the final fit was warm-started at that rank"
 	}
-	return fmt.Sprintf("The rank r = %d was chosen among %d to %d by the held-out log-likelihood, on %s (plot: held-out likelihood per rank; fit.arrow rows of kind rank).", chosen, rt[0].Rank, rt[len(rt)-1].Rank, where)
+	n := fmt.Sprintf("The rank r = %d was chosen among %d to %d by the held-out log-likelihood, on %s (plot: held-out likelihood per rank; fit.arrow rows of kind rank).", chosen.Rank, lo, hi, where)
+	return n + growNote(rt)
+}
+
+// growNote says what the growth on all the logs found, when it ran: the
+// rows trained on more episodes than the search's first row.
+func growNote(rt []estimate.RankRow) string {
+	var grown []estimate.RankRow
+	for _, r := range rt {
+		if r.Episodes > rt[0].Episodes {
+			grown = append(grown, r)
+		}
+	}
+	if len(grown) != 2 {
+		return ""
+	}
+	lo, hi := grown[0], grown[1]
+	head := fmt.Sprintf(" Rank %d lost to rank %d on the search's sample, so both were fitted again on all the logs (%d training episodes, %d held out):", hi.Rank, lo.Rank, lo.Episodes, lo.HeldOutEpisodes)
+	if hi.Chosen {
+		return head + fmt.Sprintf(" there rank %d won, by %.4g nats per held-out episode, and was chosen.", hi.Rank, (hi.HeldOutLogLik-lo.HeldOutLogLik)/float64(max(lo.HeldOutEpisodes, 1)))
+	}
+	return head + fmt.Sprintf(" rank %d did not win there beyond the noise either.", hi.Rank)
 }
 
 // BonusSaturated says whether the plan's expected bonus is at least half

@@ -218,29 +218,70 @@ func traceStarts(rows []TraceRow, chosenRank int) (byStart map[int][]TraceRow, k
 	return byStart, keys, best
 }
 
+// plotRanks draws the held-out log-likelihood per held-out episode
+// against the rank, one line per model form and training set (the search
+// may fit both forms, and grow its model on all the logs with a larger
+// held-out part), the chosen rank circled.
 func plotRanks(rows []RankRow) (*plot.Plot, []legendItem, error) {
-	p := newPlot("rank (latent states)", "held-out log-likelihood (nats)")
-	var xy, chosen plotter.XYs
-	for _, r := range rows {
-		xy = append(xy, plotter.XY{X: float64(r.Rank), Y: r.HeldOutL})
-		if r.Chosen {
-			chosen = append(chosen, xy[len(xy)-1])
+	p := newPlot("rank (latent states)", "held-out log-likelihood (nats per held-out episode)")
+	var chosen plotter.XYs
+	var leg []legendItem
+	maxRank := 1
+	for i, g := range rankGroups(rows) {
+		var xy plotter.XYs
+		for _, r := range g.rows {
+			xy = append(xy, plotter.XY{X: float64(r.Rank), Y: r.HeldOutL / float64(max(r.HeldOutEpisodes, 1))})
+			if r.Chosen {
+				chosen = append(chosen, xy[len(xy)-1])
+			}
+			maxRank = max(maxRank, r.Rank)
 		}
+		ps, err := line(xy, colorAt(i), true)
+		if err != nil {
+			return nil, nil, err
+		}
+		p.Add(ps...)
+		leg = append(leg, legendItem{Label: g.label, Color: css(colorAt(i))})
 	}
-	ps, err := line(xy, colorAt(0), true)
-	if err != nil {
-		return nil, nil, err
-	}
-	p.Add(ps...)
-	leg := []legendItem{{Label: "held-out log-likelihood", Color: css(colorAt(0))}}
 	if len(chosen) > 0 {
 		if err := addChosen(p, chosen); err != nil {
 			return nil, nil, err
 		}
 		leg = append(leg, legendItem{Label: "chosen rank", Color: css(colorAt(5)), Marker: true})
 	}
-	stepAxis(p, len(rows))
+	stepAxis(p, maxRank)
 	return p, leg, nil
+}
+
+// rankGroup is the rank rows of one model form and training set, in
+// increasing rank.
+type rankGroup struct {
+	label string
+	rows  []RankRow
+}
+
+// rankGroups groups rows by form and training episodes, in the order
+// the groups first appear.
+func rankGroups(rows []RankRow) []rankGroup {
+	var gs []rankGroup
+	at := map[string]int{}
+	for _, r := range rows {
+		label := fmt.Sprintf("held-out log-likelihood, %s form, %d training episodes", r.Form, r.Episodes)
+		if r.Form == "" {
+			label = "held-out log-likelihood"
+		}
+		i, ok := at[label]
+		if !ok {
+			i = len(gs)
+			at[label] = i
+			gs = append(gs, rankGroup{label: label})
+		}
+		gs[i].rows = append(gs[i].rows, r)
+	}
+	for _, g := range gs {
+		sort.SliceStable(g.rows, func(a, b int) bool { return g.rows[a].Rank < g.rows[b].Rank })
+	}
+	return gs
 }
 
 // addChosen marks the chosen rank's point with a circle.

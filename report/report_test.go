@@ -34,7 +34,7 @@ func TestWriteTablesAndHTML(t *testing.T) {
 		Coverage:   []CoverageRow{{Step: 1, LoggedHistories: 3, Iota: 0.5, CoveredMass: 1, CInf: 1}, {Step: 2, LoggedHistories: 9, Iota: 0.5, CoveredMass: 0.8, CInf: 2.5}},
 		Episodes:   EpisodeRows{ID: []string{"1", "2"}, Split: []int32{0, 1}, LogLik: []float64{-1, -2}, Bonus: []float64{0.1, 0.2}, Weight: []float64{2, 0}},
 		Trace:      []TraceRow{{2, 0, 0, -10}, {2, 0, 1, -9}, {2, 1, 0, -11}, {2, 1, 1, -9.5}},
-		Ranks:      []RankRow{{1, -12, -13, false}, {2, -9, -9.5, true}},
+		Ranks:      []RankRow{{1, -12, -13, false, "full", 8, 2}, {2, -9, -9.5, true, "full", 8, 2}},
 		Alphas:     []AlphaRow{{Alpha: 0, ValueReward: .6, LCB: .6, IW: .55, IWLo: .5, IWHi: .6}, {Alpha: 1, ValueReward: .6, ValueBonus: .1, LCB: .5, IW: .55, IWLo: .5, IWHi: .6, Chosen: true}},
 		BonusSteps: summarizeSteps([][]float64{{0.1, 0.2, 0.3}, {0.2, 0.4}}),
 		Model:      estimate.ModelRows{Model: estimatetest.RandomModel(2, 2, 2, 2, true, []float64{0, 1}, 1)},

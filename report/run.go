@@ -69,6 +69,11 @@ type RankRow struct {
 	Rank              int
 	TrainLL, HeldOutL float64
 	Chosen            bool
+	// Form is the model form ("full" or "compact"), Episodes the
+	// training episodes and HeldOutEpisodes those HeldOutL sums over
+	// (estimate.RankRow).
+	Form                      string
+	Episodes, HeldOutEpisodes int
 }
 
 // AlphaRow is one α candidate (alpha.arrow).

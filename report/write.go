@@ -120,10 +120,10 @@ func (r *Run) fitTable() Table {
 	var t fitColumns
 	nan := math.NaN()
 	for _, x := range r.Trace {
-		t.add(fitRow{"trace", x.Rank, x.Restart, x.Iter, x.LogLik, nan, false, nan, nan})
+		t.add(fitRow{"trace", x.Rank, x.Restart, x.Iter, x.LogLik, nan, false, nan, nan, "", -1, -1})
 	}
 	for _, k := range r.Ranks {
-		t.add(fitRow{"rank", k.Rank, -1, -1, k.TrainLL, k.HeldOutL, k.Chosen, nan, nan})
+		t.add(fitRow{"rank", k.Rank, -1, -1, k.TrainLL, k.HeldOutL, k.Chosen, nan, nan, k.Form, k.Episodes, k.HeldOutEpisodes})
 	}
 	if rc := r.Manifest.RewardCheck; rc != nil {
 		// One "reward_check" row: the per-episode log-likelihood of the
@@ -133,7 +133,7 @@ func (r *Run) fitTable() Table {
 		if rc.HeldOut {
 			held = tot
 		}
-		t.add(fitRow{"reward_check", r.Manifest.Headline.Rank, -1, -1, tot, held, true, float64(rc.ObsLogLik), float64(rc.RewardLogLik)})
+		t.add(fitRow{"reward_check", r.Manifest.Headline.Rank, -1, -1, tot, held, true, float64(rc.ObsLogLik), float64(rc.RewardLogLik), "", -1, -1})
 	}
 	return Table{Meta: r.meta("fit"), Columns: []Column{
 		{Name: "kind", String: arrowio.OrEmpty(t.kind)},
@@ -145,25 +145,32 @@ func (r *Run) fitTable() Table {
 		{Name: "chosen", Bool: arrowio.OrEmpty(t.chosen)},
 		{Name: "obs_loglik", Float64: arrowio.OrEmpty(t.obsLL)},
 		{Name: "reward_loglik", Float64: arrowio.OrEmpty(t.rewLL)},
+		{Name: "form", String: arrowio.OrEmpty(t.form)},
+		{Name: "episodes", Int32: arrowio.OrEmpty(t.episodes)},
+		{Name: "heldout_episodes", Int32: arrowio.OrEmpty(t.heldEps)},
 	}}
 }
 
 // fitRow is one row of fit.arrow: an EM iteration ("trace"), a rank of
-// the search ("rank") or the reward check ("reward_check").
+// the search ("rank") or the reward check ("reward_check"). The model
+// form and the training and held-out episodes are a rank row's ("", −1
+// and −1 on the others).
 type fitRow struct {
 	kind                 string
 	rank, restart, iter  int
 	ll, held             float64
 	chosen               bool
 	obsLogLik, rewLogLik float64
+	form                 string
+	episodes, heldEps    int
 }
 
 // fitColumns are fit.arrow's columns.
 type fitColumns struct {
-	kind                   []string
-	rank, restart, iter    []int32
-	ll, held, obsLL, rewLL []float64
-	chosen                 []bool
+	kind, form                             []string
+	rank, restart, iter, episodes, heldEps []int32
+	ll, held, obsLL, rewLL                 []float64
+	chosen                                 []bool
 }
 
 // add appends row x.
@@ -172,6 +179,7 @@ func (t *fitColumns) add(x fitRow) {
 	t.rank, t.restart, t.iter = append(t.rank, int32(x.rank)), append(t.restart, int32(x.restart)), append(t.iter, int32(x.iter))
 	t.ll, t.held, t.chosen = append(t.ll, x.ll), append(t.held, x.held), append(t.chosen, x.chosen)
 	t.obsLL, t.rewLL = append(t.obsLL, x.obsLogLik), append(t.rewLL, x.rewLogLik)
+	t.form, t.episodes, t.heldEps = append(t.form, x.form), append(t.episodes, int32(x.episodes)), append(t.heldEps, int32(x.heldEps))
 }
 
 func (r *Run) alphaTable() Table {

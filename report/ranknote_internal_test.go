@@ -1,0 +1,38 @@
+package report
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/psrlcb/psrlcb/estimate"
+)
+
+// TestRankNoteGrowth: the rank note names the growth on all the logs
+// when the table has its two rows (trained on more episodes than the
+// search's), with the per-episode held-out gain of the larger rank when
+// it was chosen, and says nothing of it otherwise.
+func TestRankNoteGrowth(t *testing.T) {
+	sample := []estimate.RankRow{
+		{Rank: 1, HeldOutLogLik: -300, Form: "full", Episodes: 160, HeldOutEpisodes: 40},
+		{Rank: 2, HeldOutLogLik: -310, Form: "full", Episodes: 160, HeldOutEpisodes: 40},
+	}
+	won := append(append([]estimate.RankRow(nil), sample...),
+		estimate.RankRow{Rank: 1, HeldOutLogLik: -1500, Form: "full", Episodes: 800, HeldOutEpisodes: 200},
+		estimate.RankRow{Rank: 2, HeldOutLogLik: -1450, Form: "full", Episodes: 800, HeldOutEpisodes: 200, Chosen: true})
+	n := rankNote(won, false)
+	for _, want := range []string{"r = 2 was chosen among 1 to 2", "Rank 2 lost to rank 1 on the search's sample", "800 training episodes, 200 held out", "rank 2 won, by 0.25 nats per held-out episode"} {
+		if !strings.Contains(n, want) {
+			t.Errorf("note %q lacks %q", n, want)
+		}
+	}
+	lost := append([]estimate.RankRow(nil), won...)
+	lost[3].Chosen, lost[3].HeldOutLogLik = false, -1501
+	lost[0].Chosen = true
+	if n := rankNote(lost, false); !strings.Contains(n, "r = 1 was chosen") || !strings.Contains(n, "rank 2 did not win there") {
+		t.Errorf("growth lost: note %q", n)
+	}
+	sample[0].Chosen = true
+	if n := rankNote(sample, false); strings.Contains(n, "all the logs") {
+		t.Errorf("no growth: note %q mentions it", n)
+	}
+}
