@@ -453,9 +453,9 @@ func rankNote(rt []estimate.RankRow, selected bool) string {
 		}
 		lo, hi = min(lo, r.Rank), max(hi, r.Rank)
 	}
-	where := "a share of the episodes held out from the fit"
+	where := "a share of the episodes held out from the search's fits"
 	if selected {
-		where = "episodes held out within the training part of the α selection; the final fit was warm-started at that rank"
+		where += "; the α selection's fits and the final fit were warm-started from the search's model"
 	}
 	n := fmt.Sprintf("The rank r = %d was chosen among %d to %d by the held-out log-likelihood, on %s (plot: held-out likelihood per rank; fit.arrow rows of kind rank).", chosen.Rank, lo, hi, where)
 	return n + growNote(rt)

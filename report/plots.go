@@ -223,7 +223,7 @@ func traceStarts(rows []TraceRow, chosenRank int) (byStart map[int][]TraceRow, k
 // may fit both forms, and grow its model on all the logs with a larger
 // held-out part), the chosen rank circled.
 func plotRanks(rows []RankRow) (*plot.Plot, []legendItem, error) {
-	p := newPlot("rank (latent states)", "held-out log-likelihood (nats per held-out episode)")
+	p := newPlot("rank (latent states)", "held-out nats per episode")
 	var chosen plotter.XYs
 	var leg []legendItem
 	maxRank := 1
