@@ -20,7 +20,7 @@ const expect = {
   "model.arrow": { columns: ["param", "step", "state", "action", "next_state", "observation", "reward", "value"] },
   "coverage.arrow": { columns: ["step", "logged_histories", "iota", "covered_mass", "c_inf", "policy_nodes", "following_episodes"], rows: H },
   "episodes.arrow": { columns: ["episode_id", "split", "loglik", "reward_loglik", "bonus", "weight"], rows: K },
-  "fit.arrow": { columns: ["kind", "rank", "restart", "iteration", "loglik", "heldout_loglik", "chosen", "obs_loglik", "reward_loglik"] },
+  "fit.arrow": { columns: ["kind", "rank", "restart", "iteration", "loglik", "heldout_loglik", "chosen", "obs_loglik", "reward_loglik", "form", "episodes", "heldout_episodes"] },
   "alpha.arrow": { columns: ["alpha", "value_reward", "value_bonus", "lcb", "iw_value", "iw_low", "iw_high", "ess", "c_inf", "cross_value_reward", "cross_value_bonus", "cross_lcb", "criterion", "cross_stderr", "saturated", "chosen"] },
 };
 
