@@ -219,9 +219,9 @@ func traceStarts(rows []TraceRow, chosenRank int) (byStart map[int][]TraceRow, k
 }
 
 // plotRanks draws the held-out log-likelihood per held-out episode
-// against the rank, one line per model form and training set (the search
-// may fit both forms, and grow its model on all the logs with a larger
-// held-out part), the chosen rank circled.
+// against the rank, one line per model form and training set (the
+// search's sample, and all the logs when the search grew its model on
+// them, compared on a larger held-out part), the chosen rank circled.
 func plotRanks(rows []RankRow) (*plot.Plot, []legendItem, error) {
 	p := newPlot("rank (latent states)", "held-out nats per episode")
 	var chosen plotter.XYs

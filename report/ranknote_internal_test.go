@@ -1,6 +1,7 @@
 package report
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -34,5 +35,28 @@ func TestRankNoteGrowth(t *testing.T) {
 	sample[0].Chosen = true
 	if n := rankNote(sample, false); strings.Contains(n, "all the logs") {
 		t.Errorf("no growth: note %q mentions it", n)
+	}
+}
+
+// TestRankGroups: the rank plot draws one line per form and training
+// set, in the order the sets first appear, each in increasing rank.
+func TestRankGroups(t *testing.T) {
+	rows := []RankRow{
+		{Rank: 4, Form: "full", Episodes: 160}, {Rank: 1, Form: "full", Episodes: 160},
+		{Rank: 2, Form: "full", Episodes: 800}, {Rank: 1, Form: "full", Episodes: 800},
+		{Rank: 2, Form: "full", Episodes: 160},
+	}
+	gs := rankGroups(rows)
+	if len(gs) != 2 {
+		t.Fatalf("%d groups, want 2: %+v", len(gs), gs)
+	}
+	for i, want := range [][]int{{1, 2, 4}, {1, 2}} {
+		var got []int
+		for _, r := range gs[i].rows {
+			got = append(got, r.Rank)
+		}
+		if fmt.Sprint(got) != fmt.Sprint(want) || !strings.Contains(gs[i].label, fmt.Sprint([]int{160, 800}[i])) {
+			t.Errorf("group %d %q: ranks %v, want %v", i, gs[i].label, got, want)
+		}
 	}
 }
