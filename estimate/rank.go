@@ -274,7 +274,6 @@ type rankSearcher struct {
 	work   float64 // E-step work, in step·state² units
 
 	all   *coded     // every episode (growOnAll)
-	nHeld int        // the sample's held-out episodes
 	grows []*rankTry // the growth's tries (growOnAll)
 	grown *rankTry   // the growth's larger rank, when it won
 }
@@ -288,8 +287,7 @@ func newRankSearcher(ctx context.Context, c *coded, proto *Model, o *Options, re
 	if held == nil {
 		return nil, n
 	}
-	rs := &rankSearcher{ctx: ctx, tr: c.subset(train), proto: proto, o: o, so: *o, res: res, report: report, tried: map[int]*rankTry{},
-		all: c, nHeld: len(held)}
+	rs := &rankSearcher{ctx: ctx, tr: c.subset(train), proto: proto, o: o, so: *o, res: res, report: report, tried: map[int]*rankTry{}, all: c}
 	rs.blocks = heldOutBlocks(c, held)
 	rs.so.Restarts = min(o.Restarts, rankSearchRestarts)
 	rs.so.Tol = rankTol(o)

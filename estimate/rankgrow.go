@@ -42,13 +42,18 @@ func (rs *rankSearcher) growOnAll(lo, hi *rankTry) (bool, error) {
 		return false, nil
 	}
 	tr, blocks := rs.all.subset(train), heldOutBlocks(rs.all, held)
-	loBig, err := rs.fitGrown(tr, blocks, lo.S, rs.so, lo.model, 0)
+	loBig, err := rs.fitGrown(tr, lo.S, rs.so, lo.model, 0)
 	if err != nil {
 		return false, err
 	}
-	hiBig, err := rs.growHi(tr, blocks, loBig, hi)
+	hiBig, err := rs.growHi(tr, loBig, hi)
 	if err != nil {
 		return false, err
+	}
+	for _, t := range []*rankTry{loBig, hiBig} {
+		if err := rs.scoreOn(t, blocks); err != nil {
+			return false, err
+		}
 	}
 	rs.grows = append(rs.grows, loBig, hiBig)
 	if !beats(hiBig, loBig) {
@@ -68,13 +73,13 @@ func (rs *rankSearcher) growOnAll(lo, hi *rankTry) (bool, error) {
 // fit ends 739 nats higher; on tiger-grid's, in the compact form, the
 // sample's rank-32 fit stays where it overfitted the sample while the
 // split climbs 520 nats higher.
-func (rs *rankSearcher) growHi(tr *coded, blocks []*coded, loBig, hi *rankTry) (*rankTry, error) {
+func (rs *rankSearcher) growHi(tr *coded, loBig, hi *rankTry) (*rankTry, error) {
 	ro := SplitStart(rs.so, loBig.model, hi.S, rs.o.Seed+uint64(hi.S))
-	split, err := rs.fitGrown(tr, blocks, hi.S, ro, ro.Start, 0)
+	split, err := rs.fitGrown(tr, hi.S, ro, ro.Start, 0)
 	if err != nil {
 		return nil, err
 	}
-	again, err := rs.fitGrown(tr, blocks, hi.S, rs.so, hi.model, 1)
+	again, err := rs.fitGrown(tr, hi.S, rs.so, hi.model, 1)
 	if err != nil {
 		return nil, err
 	}
@@ -90,15 +95,18 @@ func (rs *rankSearcher) growHi(tr *coded, blocks []*coded, loBig, hi *rankTry) (
 // HeldOut of all the logs are held out; the rest train. Both are nil
 // when the sample held all the episodes.
 func (rs *rankSearcher) growSplit() (train, held []int) {
-	K := rs.all.K
-	n := rs.tr.K + rs.nHeld // the sample
+	nHeld := 0 // the sample's held-out episodes
+	for _, b := range rs.blocks {
+		nHeld += b.K
+	}
+	K, n := rs.all.K, rs.tr.K+nHeld // n: the sample
 	if K <= n {
 		return nil, nil
 	}
 	perm := searchOrder(K, rs.o.Seed)
-	more := max(0, min(K-n, int(math.Round(rs.o.HeldOut*float64(K)))-rs.nHeld))
-	held = append(append([]int(nil), perm[:rs.nHeld]...), perm[n:n+more]...)
-	train = append(append([]int(nil), perm[rs.nHeld:n]...), perm[n+more:]...)
+	more := max(0, min(K-n, int(math.Round(rs.o.HeldOut*float64(K)))-nHeld))
+	held = append(append([]int(nil), perm[:nHeld]...), perm[n:n+more]...)
+	train = append(append([]int(nil), perm[nHeld:n]...), perm[n+more:]...)
 	sort.Ints(held)
 	sort.Ints(train)
 	return train, held
@@ -127,17 +135,15 @@ func (rs *rankSearcher) growWork(lo, hi *rankTry, big int) float64 {
 }
 
 // fitGrown runs EM with S states on tr from m0 (o.Start, probed for its
-// saddle, or a model of S states) as start number start and scores it
-// on blocks. Its work is not the search's (Options.GrowBudget bounds it,
-// before it runs), so the bisection that follows a growth that did not
-// win runs as if it had not.
-func (rs *rankSearcher) fitGrown(tr *coded, blocks []*coded, S int, o Options, m0 *Model, start int) (*rankTry, error) {
+// saddle, or a model of S states) as start number start. Its work is not
+// the search's (Options.GrowBudget bounds it, before it runs), so the
+// bisection that follows a growth that did not win runs as if it had
+// not.
+func (rs *rankSearcher) fitGrown(tr *coded, S int, o Options, m0 *Model, start int) (*rankTry, error) {
 	r := runEM(rs.ctx, tr, m0, &o, rs.o.Workers, TraceRow{Data: "grow", Rank: S, Restart: start}, rs.report)
 	if r.err != nil {
 		return nil, r.err
 	}
 	rs.res.Trace = append(rs.res.Trace, r.trace...)
-	t := &rankTry{S: S, model: r.model, train: r.ll, esteps: r.esteps, n: tr.K}
-	err := rs.scoreOn(t, blocks)
-	return t, err
+	return &rankTry{S: S, model: r.model, train: r.ll, esteps: r.esteps, n: tr.K}, nil
 }

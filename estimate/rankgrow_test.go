@@ -14,7 +14,7 @@ import (
 func TestGrowSplit(t *testing.T) {
 	const K, nTrain, nHeld = 1000, 160, 40
 	o := &Options{Seed: 3, HeldOut: 0.2}
-	rs := &rankSearcher{all: &coded{K: K}, tr: &coded{K: nTrain}, nHeld: nHeld, o: o}
+	rs := &rankSearcher{all: &coded{K: K}, tr: &coded{K: nTrain}, blocks: []*coded{{K: 25}, {K: nHeld - 25}}, o: o}
 	train, held := rs.growSplit()
 	if len(held) != 200 || len(train) != 800 {
 		t.Fatalf("%d held out and %d training episodes, want 200 and 800", len(held), len(train))

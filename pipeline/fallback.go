@@ -50,8 +50,8 @@ import (
 // history, an observation never logged after an action; on 4x3 at
 // K = 10³ that left it 0.3% of V* − V^b below the behaviour): a
 // deterministic clone can lose to the behaviour wherever the behaviour's
-// rarer action is the better one and the logs cannot yet tell. The plan and the clone are scored on part B, which neither was
-// made from:
+// rarer action is the better one and the logs cannot yet tell. The plan
+// and the clone are scored on part B, which neither was made from:
 //
 //	L(π_c) = the importance-weighted 95% lower bound of V^{π_c} on B,
 //	S(π_α) = V_{θ̂_B,R}^{π_α} − V_{θ̂_B,α_B b̂_B}^{π_α}, or its importance-weighted upper bound on B if larger,

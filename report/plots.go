@@ -267,9 +267,6 @@ func rankGroups(rows []RankRow) []rankGroup {
 	at := map[string]int{}
 	for _, r := range rows {
 		label := fmt.Sprintf("held-out log-likelihood, %s form, %d training episodes", r.Form, r.Episodes)
-		if r.Form == "" {
-			label = "held-out log-likelihood"
-		}
 		i, ok := at[label]
 		if !ok {
 			i = len(gs)
