@@ -580,12 +580,9 @@ func (n *coded) appendEpisode(c *coded, k int) {
 // growModel returns a model with S2 ≥ m.States states that represents the
 // same distribution as m up to a small perturbation: new state j copies
 // state j mod S (its parent), the probability of entering a parent is
-// divided among its copies (grower.share: a copy is entered mostly from
-// the copies of the same number, so that the copy number is a hidden
-// context that persists from step to step), and every copied row is
-// perturbed by a seeded factor in [0.9, 1.1] and renormalised so that EM
-// can tell the copies apart. It warm-starts the next rank of the search
-// from the last one.
+// shared among its copies, and every copied row is perturbed by a seeded
+// factor in [0.9, 1.1] and renormalised so that EM can tell the copies
+// apart. It warm-starts the next rank of the search from the last one.
 func growModel(m *Model, S2 int, seed uint64) *Model {
 	return growModelJitter(m, S2, seed, 0.1)
 }
@@ -665,7 +662,7 @@ func (g *grower) firstStep() {
 }
 
 // table appends step table t's transitions (the probability of entering
-// a parent divided among its copies, share) and emissions to n.
+// a parent shared among its copies) and emissions to n.
 func (g *grower) table(t int) {
 	m, S, S2, O, A := g.m, g.S, g.S2, g.m.NumObs, g.m.NumActions
 	// The Compact form's emission rows do not depend on the action: one
@@ -691,41 +688,14 @@ func (g *grower) table(t int) {
 }
 
 // transRow sets row to new state j's transitions under action a at
-// table t: its parent's, each parent's probability divided among its
-// copies (share), jittered.
+// table t: its parent's, each parent's probability shared among its
+// copies, jittered.
 func (g *grower) transRow(t, a, j int, row []float64) {
 	m, S := g.m, g.S
 	for j2 := range row {
-		row[j2] = m.Trans[t][(a*S+g.par(j))*S+g.par(j2)] * g.share(j, j2)
+		row[j2] = m.Trans[t][(a*S+g.par(j))*S+g.par(j2)] / g.copies[g.par(j2)]
 	}
 	g.jit(row)
-}
-
-// splitSwitch is the probability that a transition between two split
-// states enters another copy than the one of the same number as the
-// state it leaves (grower.share).
-const splitSwitch = 0.1
-
-// share is the share of new state j2 in the probability of entering its
-// parent from new state j. When both parents have c ≥ 2 copies it is
-// 1 − splitSwitch for the copy of j's number (j / S) and splitSwitch
-// shared among the others: the copy number is then a hidden context that
-// mostly persists along the episode, which is what the split must be
-// able to learn when the value of acting hinges on a state that only an
-// earlier observation reveals (stand-tiger's side: docs/validation.md,
-// "Seventh session"). Otherwise (a parent with one copy, whose number
-// says nothing) the copies share equally. Swapping every state with its
-// copy (splitPairs) maps the grown model to itself either way, which the
-// saddle probe relies on (saddle.go).
-func (g *grower) share(j, j2 int) float64 {
-	c := g.copies[g.par(j2)]
-	if c == 1 || g.copies[g.par(j)] != c {
-		return 1 / c
-	}
-	if j/g.S == j2/g.S {
-		return 1 - splitSwitch
-	}
-	return splitSwitch / (c - 1)
 }
 
 // RankChoice is the outcome of ChooseRank.

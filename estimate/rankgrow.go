@@ -66,13 +66,13 @@ func (rs *rankSearcher) growOnAll(lo, hi *rankTry) (bool, error) {
 // growHi fits hi's rank on tr from two starts and returns the one of
 // the higher training log-likelihood (the rule that picks among any
 // fit's starts): loBig's states split in two (SplitStart, the search's
-// warm start) and the sample's fit of hi. Neither start alone finds the
-// larger model's structure on all logs (measured with the split of
-// copies entered equally, before growModel's copy number persisted): on
-// hallway's logs the sample's fit ended 739 nats higher; on
-// tiger-grid's, in the compact form, the sample's rank-32 fit stayed
-// where it overfitted the sample while the split climbed 520 nats
-// higher.
+// warm start) and the sample's fit of hi. Neither start finds the larger
+// model's structure on all logs: on stickyModel's (rankgrow_test.go)
+// the split of a one-state fit stays at its saddle point while the
+// sample's two-state fit holds the memory, and on hallway's the sample's
+// fit ends 739 nats higher; on tiger-grid's, in the compact form, the
+// sample's rank-32 fit stays where it overfitted the sample while the
+// split climbs 520 nats higher.
 func (rs *rankSearcher) growHi(tr *coded, loBig, hi *rankTry) (*rankTry, error) {
 	ro := SplitStart(rs.so, loBig.model, hi.S, rs.o.Seed+uint64(hi.S))
 	split, err := rs.fitGrown(tr, hi.S, ro, ro.Start, 0)
