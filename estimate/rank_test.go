@@ -45,6 +45,128 @@ func TestGrowModelKeepsDistribution(t *testing.T) {
 	}
 }
 
+// TestGrowPersistent: the persistent split's transitions carry the copy
+// number from step to step. Grown without jitter from 3 states to 6,
+// every state enters the copy of its own number with 1 − splitSwitch of
+// its parent's probability of entering that parent and the other copy
+// with splitSwitch; grown to 5 (two parents copied, one not), a state of
+// the uncopied parent, or one entering it, shares equally. Swapping
+// every state with its copy (splitPairs) leaves the grown model as it
+// is, parameter for parameter, at both sizes, as the saddle probe
+// assumes; and the grown model keeps the smaller one's likelihood.
+func TestGrowPersistent(t *testing.T) {
+	m := randomModel(3, 4, 2, 4, true, []float64{0, 1, 5}, 7)
+	d := sampleDataset(m, 200, 8)
+	const S = 3
+	for _, S2 := range []int{6, 5} {
+		g := growModelWith(m, S2, 1, 0, true)
+		copies := func(p int) int { return (S2 - p + S - 1) / S }
+		for a := 0; a < m.NumActions; a++ {
+			for j := 0; j < S2; j++ {
+				for j2 := 0; j2 < S2; j2++ {
+					p, p2 := j%S, j2%S
+					base := m.Trans[0][(a*S+p)*S+p2]
+					want := base / float64(copies(p2))
+					if copies(p) == 2 && copies(p2) == 2 {
+						want = base * splitSwitch
+						if j/S == j2/S {
+							want = base * (1 - splitSwitch)
+						}
+					}
+					if got := g.Trans[0][(a*S2+j)*S2+j2]; math.Abs(got-want) > 1e-12 {
+						t.Fatalf("grown to %d, action %d: T(%d→%d) = %v, want %v", S2, a, j, j2, got, want)
+					}
+				}
+			}
+		}
+		x, y := flatten(g, nil), flatten(permuteStates(g, splitPairs(S, S2)), nil)
+		for i := range x {
+			if math.Abs(x[i]-y[i]) > 1e-12 {
+				t.Fatalf("grown to %d: the swap of the copies changed parameter %d: %v → %v", S2, i, x[i], y[i])
+			}
+		}
+		if got, want := g.DataLogLik(d), m.DataLogLik(d); math.Abs(got-want) > 1e-8*math.Abs(want) {
+			t.Fatalf("grown to %d: log-likelihood %v, want %v", S2, got, want)
+		}
+	}
+}
+
+// TestPersistentSplitFindsMemory: on episodes of stickyModel (a hidden
+// state that persists, seen through weak observations), EM from the
+// persistent split of a one-state fit reaches the optimum EM from the
+// true model reaches, to within 1 nat, while EM from the equal split
+// stays at the one-state fit's likelihood (within 0.1 nats): its copies
+// are a saddle point EM does not leave here, though the chain's memory
+// is worth 20 nats and more.
+func TestPersistentSplitFindsMemory(t *testing.T) {
+	for _, gap := range []float64{0.5, 0.3} {
+		m := stickyModel(gap, 8)
+		d := sampleDataset(m, 500, 11)
+		fit := func(o Options) float64 {
+			o.Restarts, o.Seed, o.SkipThetaMin, o.Tol = 1, 1, true, 1e-5
+			res, err := Fit(context.Background(), d, o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return res.LogLik
+		}
+		one := fit(Options{Rank: 1})
+		res, err := Fit(context.Background(), d, Options{Rank: 1, Restarts: 1, Seed: 1, SkipThetaMin: true, Tol: 1e-5})
+		if err != nil {
+			t.Fatal(err)
+		}
+		equal := fit(SplitStart(Options{}, res.Model, 2, 3))
+		pers := SplitStart(Options{}, res.Model, 2, 3)
+		pers.Start = growPersistent(res.Model, 2, 3)
+		persistent := fit(pers)
+		truth := fit(Options{Start: m})
+		if truth < one+20 {
+			t.Fatalf("gap %.1f: the memory is worth %.2f nats only", gap, truth-one)
+		}
+		if persistent < truth-1 || equal > one+0.1 {
+			t.Errorf("gap %.1f: persistent split %.2f, equal split %.2f, from the truth %.2f, one state %.2f", gap, persistent, equal, truth, one)
+		}
+	}
+}
+
+// TestRetryPersistent: a doubling that lost gets the persistent split.
+// On 500 episodes of stickyModel, a rank-2 try at the one-state fit's
+// saddle (its equal split, not fitted, with the one-state likelihood) is
+// replaced by the persistent split's fit, which gains more than 50 nats
+// of training likelihood, is scored on the held-out blocks, beats rank 1
+// there and becomes the rank's try; a try whose training likelihood no
+// start can reach is kept as it is.
+func TestRetryPersistent(t *testing.T) {
+	d := sampleDataset(stickyModel(0.5, 8), 500, 11)
+	o, err := Options{MaxRank: 2, Seed: 1}.withDefaults()
+	if err != nil {
+		t.Fatal(err)
+	}
+	kind, values := rewardSupport(d.Reward)
+	c := code(d, kind, values)
+	rs, _ := newRankSearcher(context.Background(), c, protoModel(d, c, &o), &o, &Result{}, func(TraceRow) {})
+	lo, err := rs.fitAt(1, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	saddle := &rankTry{S: 2, model: growModel(lo.model, 2, 1), train: lo.train, n: rs.tr.K}
+	got, err := rs.retryPersistent(saddle, lo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got == saddle || got.train < lo.train+50 || len(got.blocks) != len(lo.blocks) {
+		t.Fatalf("retry: training %.2f (one state %.2f), %d held-out blocks (rank 1: %d)", got.train, lo.train, len(got.blocks), len(lo.blocks))
+	}
+	if !beats(got, lo) || rs.tried[2] != got {
+		t.Fatalf("retry: held-out %.2f against rank 1's %.2f, beats it %v, recorded %v", got.held, lo.held, beats(got, lo), rs.tried[2] == got)
+	}
+	best := &rankTry{S: 2, model: got.model, train: math.Inf(1), n: rs.tr.K}
+	rs.tried[2] = best
+	if kept, err := rs.retryPersistent(best, lo); err != nil || kept != best || rs.tried[2] != best {
+		t.Fatalf("a try above any start was replaced (err %v)", err)
+	}
+}
+
 // TestBeats: the noise rule on hand-made block log-likelihoods. Block
 // differences 1,1,1,1 have no spread: any positive total difference wins.
 // Differences 3,−1,3,−1 total 4 with sample sd 2.309, so the SE of the
