@@ -439,6 +439,15 @@ func SplitStart(o Options, m *Model, S2 int, seed uint64) Options {
 	return o
 }
 
+// PersistentSplitStart is SplitStart with the copies' number persisting
+// along the episode (growPersistent), the start the search gives a
+// doubling that lost (retryPersistent).
+func PersistentSplitStart(o Options, m *Model, S2 int, seed uint64) Options {
+	o.Start = growPersistent(m, S2, seed)
+	o.startPairs = splitPairs(m.States, S2)
+	return o
+}
+
 // score sets t's held-out log-likelihood per block and in total, on the
 // search's held-out blocks.
 func (rs *rankSearcher) score(t *rankTry) error {
@@ -500,9 +509,7 @@ func (rs *rankSearcher) double(maxR int) (lo, hi, prev *rankTry, err error) {
 // which plans never to open a door (docs/validation.md, "Seventh
 // session"). Its work counts as the search's.
 func (rs *rankSearcher) retryPersistent(t, lo *rankTry) (*rankTry, error) {
-	ro := rs.so
-	ro.Start = growPersistent(lo.model, t.S, rs.o.Seed+uint64(t.S))
-	ro.startPairs = splitPairs(lo.model.States, t.S)
+	ro := PersistentSplitStart(rs.so, lo.model, t.S, rs.o.Seed+uint64(t.S))
 	r := runEM(rs.ctx, rs.tr, ro.Start, &ro, rs.o.Workers, TraceRow{Data: "train", Rank: t.S, Restart: rankSearchRestarts}, rs.report)
 	if r.err != nil {
 		return nil, r.err

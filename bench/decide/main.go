@@ -15,7 +15,9 @@
 //	           then EM at the fit's rank from its states split in two
 //	           (estimate.SplitStart, the rank search's warm start, probed
 //	           for its saddle point) on all the episodes, where the rank
-//	           search grows on its subsample
+//	           search grows on its subsample; with --persistent the
+//	           split's copies persist along the episode
+//	           (estimate.PersistentSplitStart)
 //	run        the model of a fit's run directory (--runs, one per seed:
 //	           a path with %d for the seed), e.g. `psrlcb fit` at its
 //	           defaults on the logs `psrlcb simulate --seed S` writes,
@@ -42,7 +44,7 @@
 //	go run ./bench/decide --pomdp ../shared/pomdp/stand-tiger.95.pomdp \
 //	    --horizon 4 --episodes 10000 [--seeds 3] [--rank 0] [--starts 4] \
 //	    [--ranks] [--random 25] [--points 500] [--runs 'run-%d'] [-v] \
-//	    [--form compact] [--perturb 0.3,0.7] [--grow 16]
+//	    [--form compact] [--perturb 0.3,0.7] [--grow 16 [--persistent]]
 package main
 
 import (
@@ -71,6 +73,7 @@ type config struct {
 	file, behavior, form string
 	perturb              []float64
 	grow                 int
+	persistent           bool
 	H, K, seeds, starts  int
 	rank, random, points int
 	ranks, verbose       bool
@@ -102,6 +105,7 @@ func main() {
 		}
 		return nil
 	})
+	flag.BoolVar(&c.persistent, "persistent", false, "with --grow: the split's copies persist along the episode (the rank search's retry of a lost doubling)")
 	flag.IntVar(&c.grow, "grow", 0, "rank of a fit whose split start then fits the fit's rank on all episodes")
 	flag.Parse()
 	if err := run(context.Background(), c); err != nil {
@@ -414,7 +418,11 @@ func (s *study) grown(ctx context.Context, c config, rank int, seed uint64) erro
 	if err := s.row(ctx, fmt.Sprintf("rank %d", c.grow), small.Model); err != nil {
 		return err
 	}
-	o := estimate.SplitStart(estimate.Options{Restarts: 1, Seed: seed, Form: c.form, SkipThetaMin: true}, small.Model, rank, seed+uint64(rank))
+	split := estimate.SplitStart
+	if c.persistent {
+		split = estimate.PersistentSplitStart
+	}
+	o := split(estimate.Options{Restarts: 1, Seed: seed, Form: c.form, SkipThetaMin: true}, small.Model, rank, seed+uint64(rank))
 	res, err := estimate.Fit(ctx, s.d, o)
 	if err != nil {
 		return err
