@@ -143,6 +143,12 @@ type rankTry struct {
 	nHeld  int // held-out episodes
 }
 
+// tryOf is the try of rank S whose best start is r, trained on n
+// episodes (not scored yet).
+func tryOf(S int, r emResult, n int) *rankTry {
+	return &rankTry{S: S, model: r.model, train: r.ll, esteps: r.esteps, n: n}
+}
+
 // stalled says a larger rank's best training log-likelihood ll did not
 // improve on the smaller rank's, small, by more than a relative 10⁻⁶: a
 // larger model contains the smaller one, so its EM stopped at the
@@ -361,7 +367,7 @@ func (rs *rankSearcher) fitAt(S int, from *rankTry) (*rankTry, error) {
 		return nil, err
 	}
 	rs.recordFits(fits, S)
-	t := &rankTry{S: S, model: fits[b].model, train: fits[b].ll, esteps: fits[b].esteps, n: rs.tr.K}
+	t := tryOf(S, fits[b], rs.tr.K)
 	if err := rs.score(t); err != nil {
 		return nil, err
 	}
@@ -518,7 +524,7 @@ func (rs *rankSearcher) retryPersistent(t, lo *rankTry) (*rankTry, error) {
 	if r.ll <= t.train {
 		return t, nil
 	}
-	p := &rankTry{S: t.S, model: r.model, train: r.ll, esteps: r.esteps, n: rs.tr.K}
+	p := tryOf(t.S, r, rs.tr.K)
 	if err := rs.score(p); err != nil {
 		return nil, err
 	}
@@ -630,13 +636,7 @@ func (n *coded) appendEpisode(c *coded, k int) {
 // factor in [0.9, 1.1] and renormalised so that EM can tell the copies
 // apart. It warm-starts the next rank of the search from the last one.
 func growModel(m *Model, S2 int, seed uint64) *Model {
-	return growModelJitter(m, S2, seed, 0.1)
-}
-
-// growModelJitter is growModel with perturbation factors in
-// [1−jitter, 1+jitter].
-func growModelJitter(m *Model, S2 int, seed uint64, jitter float64) *Model {
-	return growModelWith(m, S2, seed, jitter, false)
+	return growModelWith(m, S2, seed, 0.1, false)
 }
 
 // growPersistent is growModel with the copies' number persisting from
@@ -645,8 +645,9 @@ func growPersistent(m *Model, S2 int, seed uint64) *Model {
 	return growModelWith(m, S2, seed, 0.1, true)
 }
 
-// growModelWith is growModelJitter, the copies' number persisting when
-// persist is set.
+// growModelWith is growModel with perturbation factors in
+// [1−jitter, 1+jitter], the copies' number persisting when persist is
+// set.
 func growModelWith(m *Model, S2 int, seed uint64, jitter float64, persist bool) *Model {
 	if S2 <= m.States {
 		return m
@@ -676,7 +677,7 @@ func newGrower(m *Model, S2 int, seed uint64, jitter float64) *grower {
 	return g
 }
 
-// grower builds growModelJitter's model n of S2 states from m of S:
+// grower builds growModelWith's model n of S2 states from m of S:
 // copies[s] is the number of new states copying s.
 type grower struct {
 	m, n   *Model

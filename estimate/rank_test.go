@@ -4,6 +4,8 @@ import (
 	"context"
 	"math"
 	"testing"
+
+	"github.com/psrlcb/psrlcb/ingest"
 )
 
 // TestGrowModelKeepsDistribution: splitting every state of a model into
@@ -27,7 +29,7 @@ func TestGrowModelKeepsDistribution(t *testing.T) {
 		d := sampleDataset(m, 300, 6)
 		want := m.DataLogLik(d)
 		for _, S2 := range []int{4, 6, 7} {
-			g := growModelJitter(m, S2, 1, 0)
+			g := growModelWith(m, S2, 1, 0, false)
 			if err := g.Validate(1e-9); err != nil {
 				t.Fatalf("grown to %d: %v", S2, err)
 			}
@@ -138,13 +140,8 @@ func TestPersistentSplitFindsMemory(t *testing.T) {
 // start can reach is kept as it is.
 func TestRetryPersistent(t *testing.T) {
 	d := sampleDataset(stickyModel(0.5, 8), 500, 11)
-	o, err := Options{MaxRank: 2, Seed: 1}.withDefaults()
-	if err != nil {
-		t.Fatal(err)
-	}
-	kind, values := rewardSupport(d.Reward)
-	c := code(d, kind, values)
-	rs, _ := newRankSearcher(context.Background(), c, protoModel(d, c, &o), &o, &Result{}, func(TraceRow) {})
+	o, c, proto := searchInputs(t, d, Options{MaxRank: 2, Seed: 1})
+	rs, _ := newRankSearcher(context.Background(), c, proto, &o, &Result{}, func(TraceRow) {})
 	lo, err := rs.fitAt(1, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -260,6 +257,19 @@ func cyclicModel(S int) *Model {
 	return m
 }
 
+// searchInputs is what the rank search takes for d and the options o:
+// o with its defaults, the coded episodes and the prototype model.
+func searchInputs(t *testing.T, d *ingest.Dataset, o Options) (Options, *coded, *Model) {
+	t.Helper()
+	o, err := o.withDefaults()
+	if err != nil {
+		t.Fatal(err)
+	}
+	kind, values := rewardSupport(d.Reward)
+	c := code(d, kind, values)
+	return o, c, protoModel(d, c, &o)
+}
+
 // searchCyclic runs the rank search (two starts of at most 100
 // iterations, ranks up to maxRank) on 2000 episodes of cyclicModel(S) and
 // returns the chosen rank, its model and the rank rows.
@@ -267,13 +277,8 @@ func searchCyclic(t *testing.T, S, maxRank int) (int, *Model, *Result) {
 	t.Helper()
 	d := sampleDataset(cyclicModel(S), 2000, 4)
 	res := &Result{}
-	o, err := Options{MaxRank: maxRank, Restarts: 2, Seed: 1, MaxIter: 100}.withDefaults()
-	if err != nil {
-		t.Fatal(err)
-	}
-	kind, values := rewardSupport(d.Reward)
-	c := code(d, kind, values)
-	S2, sm, err := rankSearch(context.Background(), c, protoModel(d, c, &o), &o, res, func(TraceRow) {})
+	o, c, proto := searchInputs(t, d, Options{MaxRank: maxRank, Restarts: 2, Seed: 1, MaxIter: 100})
+	S2, sm, err := rankSearch(context.Background(), c, proto, &o, res, func(TraceRow) {})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -145,5 +145,5 @@ func (rs *rankSearcher) fitGrown(tr *coded, S int, o Options, m0 *Model, start i
 		return nil, r.err
 	}
 	rs.res.Trace = append(rs.res.Trace, r.trace...)
-	return &rankTry{S: S, model: r.model, train: r.ll, esteps: r.esteps, n: tr.K}, nil
+	return tryOf(S, r, tr.K), nil
 }

@@ -71,13 +71,8 @@ func TestRankSearchGrowsOnAllLogs(t *testing.T) {
 	d := sampleDataset(stickyModel(0.5, 8), 6000, 11)
 	search := func(grow float64) (int, []RankRow) {
 		res := &Result{}
-		o, err := Options{MaxRank: 2, Restarts: 2, Seed: 1, MaxIter: 200, GrowBudget: grow, sampleEpisodes: 200}.withDefaults()
-		if err != nil {
-			t.Fatal(err)
-		}
-		kind, values := rewardSupport(d.Reward)
-		c := code(d, kind, values)
-		S, sm, err := rankSearch(context.Background(), c, protoModel(d, c, &o), &o, res, func(TraceRow) {})
+		o, c, proto := searchInputs(t, d, Options{MaxRank: 2, Restarts: 2, Seed: 1, MaxIter: 200, GrowBudget: grow, sampleEpisodes: 200})
+		S, sm, err := rankSearch(context.Background(), c, proto, &o, res, func(TraceRow) {})
 		if err != nil {
 			t.Fatal(err)
 		}
