@@ -600,6 +600,9 @@ func fitRankOptions(ctx context.Context, all *coded, proto *Model, o *Options, r
 			// The search compared the starts already: one start on all
 			// episodes, from the search's model.
 			fo.Start, fo.Restarts = sm, 1
+			// The growth on all the logs may have chosen the other form
+			// (rankgrow.go).
+			proto.Compact = sm.Compact
 		}
 	}
 	return S, fo, nil

@@ -383,7 +383,8 @@ func (o *Options) runDefaults() error {
 // TraceRow is one EM iteration: the log-likelihood of the parameters at
 // iteration Iter of start Restart when fitting rank Rank on Data
 // ("train" for the rank selection fit, "grow" for its growth on all the
-// logs, rankgrow.go, "all" for the final fit, "sample" for the starts
+// logs, rankgrow.go, "compact" for the growth's compact-form starts on
+// the rank selection's episodes, "all" for the final fit, "sample" for the starts
 // run on a sample of large logs, see fitSampleEpisodes). Iter
 // counts E-steps; with acceleration the E-step of a rejected
 // extrapolation has no row, so Iter may skip a number. The rows of a

@@ -799,7 +799,8 @@ type RankChoice struct {
 	// it as Options.Start to warm-start the fits that follow.
 	Model *Model
 	// Table has one row per tried rank; Trace the search's EM rows
-	// (Data "train", and "grow" for the growth on all the logs).
+	// (Data "train", and "grow" and "compact" for the growth on all the
+	// logs).
 	Table         []RankRow
 	Trace         []TraceRow
 	HeldOutLogLik float64

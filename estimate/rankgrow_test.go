@@ -64,7 +64,8 @@ func stickyModel(gap float64, H int) *Model {
 // search's sample of 200 episodes does not show the memory (rank 2 fits
 // its 160 training episodes better and loses on its 40 held-out ones);
 // fitted again on all the logs (4800 training episodes, 1200 held out),
-// rank 2 wins and is chosen. With the growth off (GrowBudget < 0) or a
+// rank 2 wins and is chosen (three rows: rank 1 in both forms, rank 2
+// grown). With the growth off (GrowBudget < 0) or a
 // budget its predicted work exceeds, the search keeps rank 1 and has no
 // growth rows.
 func TestRankSearchGrowsOnAllLogs(t *testing.T) {
@@ -91,7 +92,7 @@ func TestRankSearchGrowsOnAllLogs(t *testing.T) {
 		return n
 	}
 	S, rows := search(0)
-	if S != 2 || grown(rows) != 2 || !rows[len(rows)-1].Chosen {
+	if S != 2 || grown(rows) != 3 || !rows[len(rows)-1].Chosen {
 		t.Errorf("default growth budget: rank %d, rows %+v; want rank 2, chosen on all the logs", S, rows)
 	}
 	for _, b := range []float64{-1, 1} {
@@ -121,6 +122,92 @@ func TestGrowFits(t *testing.T) {
 		o.MemoryLimit = x.limit
 		if got := rs.growFits(hi, 1000); got != x.want {
 			t.Errorf("memory limit %d (fit %.0f bytes): growth fits %v, want %v", x.limit, fit, got, x.want)
+		}
+	}
+}
+
+// stickyWide is stickyModel in the compact form with |A| = 4 actions
+// that do not change the chain and |O| = 8 observations, the first half
+// more likely (0.5 + gap/2 in all) in state 0 and the second half in
+// state 1, and a reward of 1 with probability (a+1)/5 under action a,
+// 0 otherwise (the reward tells nothing of the state, so that the full
+// form, whose reward may depend on the next observation, holds nothing
+// more of the logs at rank 1 than the compact form).
+// With actionDependent, it is the same chain in the full form whose
+// observation after action a is o = a with probability 1/2 and the
+// compact one otherwise: an emission the compact form cannot hold at
+// the same rank.
+func stickyWide(gap float64, H int, actionDependent bool) *Model {
+	const S, O, A = 2, 8, 4
+	m := randomCompactModel(S, O, A, H, []float64{0, 1}, 5)
+	copy(m.Init, []float64{0.5, 0.5})
+	for s := range S {
+		for o := range O {
+			p := (0.5 + gap/2) / (O / 2)
+			if (o < O/2) != (s == 0) {
+				p = (0.5 - gap/2) / (O / 2)
+			}
+			m.Obs1[s*O+o], m.Emit[0][s*O+o] = p, p
+		}
+	}
+	for a := range A {
+		copy(m.Trans[0][a*S*S:], []float64{0.95, 0.05, 0.05, 0.95})
+		for s := range S {
+			for s2 := range S {
+				i := m.RewardIndex(s, a, s2, 0)
+				p := float64(a+1) / 5
+				copy(m.RewardProb[0][2*i:], []float64{1 - p, p})
+			}
+		}
+	}
+	m.Prepare()
+	if !actionDependent {
+		return m
+	}
+	f := fullOf(m)
+	E := f.Emit[0]
+	for a := range A {
+		for s2 := range S {
+			for o := range O {
+				E[(a*S+s2)*O+o] = m.Emit[0][s2*O+o] / 2
+				if o == a {
+					E[(a*S+s2)*O+o] += 0.5
+				}
+			}
+		}
+	}
+	f.Prepare()
+	return f
+}
+
+// TestGrowthChoosesForm: the growth on all the logs fits the smaller
+// rank in both forms and grows the one that wins on the held-out
+// episodes. On logs of stickyWide the search's sample (200 episodes) in
+// the automatic form (the full one at these sizes) keeps rank 1; on all
+// the logs the compact form's rank 1 wins when the emission ignores the
+// action, and the full form's when it does not, and rank 2 is grown and
+// chosen in that form.
+func TestGrowthChoosesForm(t *testing.T) {
+	for _, dep := range []bool{false, true} {
+		d := sampleDataset(stickyWide(0.5, 8, dep), 6000, 11)
+		res := &Result{}
+		o, c, proto := searchInputs(t, d, Options{MaxRank: 2, Restarts: 2, Seed: 1, MaxIter: 200, sampleEpisodes: 200})
+		S, sm, err := rankSearch(context.Background(), c, proto, &o, res, func(TraceRow) {})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("action-dependent emission %v: rank %d, compact %v, rows %+v", dep, S, sm.Compact, res.RankTable)
+		var held [2]float64 // rank 1 on all the logs: full, compact
+		for _, r := range res.RankTable {
+			if r.Rank == 1 && r.Episodes == 4800 {
+				held[map[string]int{FormFull: 0, FormCompact: 1}[r.Form]] = r.HeldOutLogLik
+			}
+		}
+		if held[0] == 0 || held[1] == 0 {
+			t.Fatalf("action-dependent emission %v: rank 1 not fitted in both forms on all the logs: %+v", dep, res.RankTable)
+		}
+		if S != 2 || sm.Compact == dep || (held[1] > held[0]) == dep {
+			t.Errorf("action-dependent emission %v: rank %d, compact %v, rank 1 held out (full, compact) %v; want rank 2 in the form of the better rank 1", dep, S, sm.Compact, held)
 		}
 	}
 }

@@ -9,9 +9,11 @@ import (
 )
 
 // TestRankNoteGrowth: the rank note names the growth on all the logs
-// when the table has its two rows (trained on more episodes than the
-// search's), with the per-episode held-out gain of the larger rank when
-// it was chosen, and says nothing of it otherwise.
+// when the table has its rows (trained on more episodes than the
+// search's: the smaller rank in one or both forms, then the larger
+// rank), with the form grown when both were fitted and the per-episode
+// held-out gain of the larger rank when it was chosen, and says nothing
+// of it otherwise.
 func TestRankNoteGrowth(t *testing.T) {
 	sample := []estimate.RankRow{
 		{Rank: 1, HeldOutLogLik: -300, Form: "full", Episodes: 160, HeldOutEpisodes: 40},
@@ -31,6 +33,18 @@ func TestRankNoteGrowth(t *testing.T) {
 	lost[0].Chosen = true
 	if n := rankNote(lost, false); !strings.Contains(n, "r = 1 was chosen") || !strings.Contains(n, "rank 2 did not win there") {
 		t.Errorf("growth lost: note %q", n)
+	}
+	// Rank 1 fitted in both forms on all the logs: the compact one,
+	// better by 20 nats on 200 held-out episodes, is grown and beaten by
+	// 30 nats.
+	forms := append(append([]estimate.RankRow(nil), won[:3]...),
+		estimate.RankRow{Rank: 1, HeldOutLogLik: -1480, Form: "compact", Episodes: 800, HeldOutEpisodes: 200},
+		estimate.RankRow{Rank: 2, HeldOutLogLik: -1450, Form: "compact", Episodes: 800, HeldOutEpisodes: 200, Chosen: true})
+	n = rankNote(forms, false)
+	for _, want := range []string{"rank 1 in both model forms, of which the compact form predicted the held-out episodes better (by 0.1 nats per episode)", "rank 2 won, by 0.15 nats per held-out episode"} {
+		if !strings.Contains(n, want) {
+			t.Errorf("note %q lacks %q", n, want)
+		}
 	}
 	sample[0].Chosen = true
 	if n := rankNote(sample, false); strings.Contains(n, "all the logs") {
