@@ -41,7 +41,7 @@ func TestFeatureBasisError(t *testing.T) {
 	for _, compact := range []bool{false, true} {
 		m := randomModel(2, 7, 3, 4, true, []float64{0, 1}, 11)
 		if compact {
-			m = compactOf(m)
+			m = firstActionCompact(m)
 		}
 		m.Obs1 = append([]float64(nil), m.Obs1...)
 		m.Obs1[0] = math.NaN()

@@ -11,9 +11,10 @@ import (
 	"github.com/psrlcb/psrlcb/ingest"
 )
 
-// compactOf returns the Compact model whose emission is m's for action 0
-// and whose reward is m's for observation 0.
-func compactOf(m *Model) *Model {
+// firstActionCompact returns the Compact model whose emission is m's for
+// action 0 and whose reward is m's for observation 0 (a compact model
+// drawn with m; CompactOf is the conversion the rank search uses).
+func firstActionCompact(m *Model) *Model {
 	c := shapeLike(m)
 	c.Compact = true
 	S, O, A := m.States, m.NumObs, m.NumActions
@@ -143,7 +144,7 @@ func closeSlices(t *testing.T, name string, got, want []float64, tol float64) {
 func TestCompactEMBruteForce(t *testing.T) {
 	for i, mc := range smallCases {
 		t.Run(mc.name, func(t *testing.T) {
-			m := compactOf(randomModel(mc.S, mc.O, mc.A, mc.H, mc.stationary, mc.values, uint64(30+i)))
+			m := firstActionCompact(randomModel(mc.S, mc.O, mc.A, mc.H, mc.stationary, mc.values, uint64(30+i)))
 			if err := m.Validate(1e-12); err != nil {
 				t.Fatal(err)
 			}
@@ -207,7 +208,7 @@ func TestCompactEMBruteForce(t *testing.T) {
 func TestCompactFeatureIsometry(t *testing.T) {
 	for _, tl := range []int{1, 2} {
 		for _, stationary := range []bool{true, false} {
-			m := compactOf(randomModel(3, 4, 2, 3, stationary, []float64{0, 1}, 11))
+			m := firstActionCompact(randomModel(3, 4, 2, 3, stationary, []float64{0, 1}, 11))
 			m.TestLength = tl
 			fz, err := NewFeaturizer(m)
 			if err != nil {

@@ -16,7 +16,7 @@ func TestPermuteStates(t *testing.T) {
 	for i, mc := range smallCases {
 		t.Run(mc.name, func(t *testing.T) {
 			m := randomModel(mc.S, mc.O, mc.A, mc.H, mc.stationary, mc.values, uint64(30+i))
-			for _, form := range []*Model{m, compactOf(m)} {
+			for _, form := range []*Model{m, firstActionCompact(m)} {
 				perm := splitPairs(1, form.States)
 				if form.States == 1 {
 					perm = []int{0}
