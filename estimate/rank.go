@@ -34,9 +34,12 @@ import (
 //  3. when the logs hold at least twice the sample's training episodes
 //     and a doubling failed on the sample, the last improving rank and
 //     the failed one are fitted again on all the logs but a held-out
-//     share of them (the larger from two starts), within a work budget
-//     of their own (Options.GrowBudget); when the larger wins there
-//     beyond the noise it is chosen and the search ends (rankgrow.go);
+//     share of them, within a work budget of their own
+//     (Options.GrowBudget): the smaller in both model forms when the
+//     search's was the automatic full form, the one that predicts the
+//     held-out share best grown to the larger rank in its form (three
+//     starts); when the larger wins there beyond the noise it is chosen,
+//     in its form, and the search ends (rankgrow.go);
 //  4. the interval between the last rank that improved and the doubling
 //     that did not is refined by bisection; when the budget or MaxRank
 //     ended the doubling on an improvement, the interval below the last
