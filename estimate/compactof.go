@@ -45,7 +45,6 @@ func CompactOf(f *Model) *Model {
 			}
 		}
 	}
-	c.expReward, c.basisCache = nil, nil
 	c.Prepare()
 	return &c
 }

@@ -86,39 +86,32 @@ func (rs *rankSearcher) growLo(tr *coded, lo *rankTry, blocks []*coded) (*rankTr
 	if err != nil {
 		return nil, err
 	}
-	cands := []*rankTry{full}
-	if rs.o.Form == FormAuto && !full.model.Compact {
-		if cands, err = rs.growCompact(tr, full); err != nil {
-			return nil, err
-		}
-		cands = append([]*rankTry{full}, cands...)
-	}
-	var best, bestCompact *rankTry
-	for _, t := range cands {
-		if err := rs.scoreOn(t, blocks); err != nil {
-			return nil, err
-		}
-		if best == nil || t.held > best.held {
-			best = t
-		}
-		if t.model.Compact && (bestCompact == nil || t.held > bestCompact.held) {
-			bestCompact = t
-		}
+	if err := rs.scoreOn(full, blocks); err != nil {
+		return nil, err
 	}
 	rs.grows = append(rs.grows, full)
-	if bestCompact != nil {
-		rs.grows = append(rs.grows, bestCompact)
+	if rs.o.Form != FormAuto || full.model.Compact {
+		return full, nil
 	}
-	return best, nil
+	compact, err := rs.growCompact(tr, full, blocks)
+	if err != nil {
+		return nil, err
+	}
+	rs.grows = append(rs.grows, compact)
+	if compact.held > full.held {
+		return compact, nil
+	}
+	return full, nil
 }
 
 // growCompact fits the rank of full, a full-form fit on tr, in the
-// compact form on tr from two starts: full's model in the compact form
+// compact form on tr from two starts and returns the one that predicts
+// the held-out blocks better, scored: full's model in the compact form
 // (CompactOf) and the best of the search's starts fitted in the compact
 // form on the search's training episodes. On tiger-grid's logs (seeds 1
 // and 2) each start led to the larger rank that found the memory on one
 // seed, and the held-out episodes chose that start on both.
-func (rs *rankSearcher) growCompact(tr *coded, full *rankTry) ([]*rankTry, error) {
+func (rs *rankSearcher) growCompact(tr *coded, full *rankTry, blocks []*coded) (*rankTry, error) {
 	S := full.S
 	from, err := rs.fitGrown(tr, S, rs.so, CompactOf(full.model), 1)
 	if err != nil {
@@ -139,7 +132,15 @@ func (rs *rankSearcher) growCompact(tr *coded, full *rankTry) ([]*rankTry, error
 	if err != nil {
 		return nil, err
 	}
-	return []*rankTry{from, sample}, nil
+	for _, t := range []*rankTry{from, sample} {
+		if err := rs.scoreOn(t, blocks); err != nil {
+			return nil, err
+		}
+	}
+	if sample.held > from.held {
+		return sample, nil
+	}
+	return from, nil
 }
 
 // growHi fits hi's rank on tr from three starts, in loBig's form, and
@@ -159,18 +160,14 @@ func (rs *rankSearcher) growCompact(tr *coded, full *rankTry) ([]*rankTry, error
 // persistent split did on two and the equal split on the third.
 func (rs *rankSearcher) growHi(tr *coded, loBig, hi *rankTry) (*rankTry, error) {
 	seed := rs.o.Seed + uint64(hi.S)
-	sample := hi.model
+	again := rs.so
+	again.Start = hi.model
 	if loBig.model.Compact {
-		sample = CompactOf(sample)
+		again.Start = CompactOf(hi.model)
 	}
-	split, persist := SplitStart(rs.so, loBig.model, hi.S, seed), PersistentSplitStart(rs.so, loBig.model, hi.S, seed)
-	starts := []struct {
-		o  Options
-		m0 *Model
-	}{{split, split.Start}, {persist, persist.Start}, {rs.so, sample}}
 	var best *rankTry
-	for i, st := range starts {
-		t, err := rs.fitGrown(tr, hi.S, st.o, st.m0, i)
+	for i, o := range []Options{SplitStart(rs.so, loBig.model, hi.S, seed), PersistentSplitStart(rs.so, loBig.model, hi.S, seed), again} {
+		t, err := rs.fitGrown(tr, hi.S, o, o.Start, i)
 		if err != nil {
 			return nil, err
 		}

@@ -475,32 +475,22 @@ func growNote(rt []estimate.RankRow) string {
 	if len(grown) < 2 {
 		return ""
 	}
+	// At most two rows of the smaller rank: the search's form, then the
+	// other.
 	los, hi := grown[:len(grown)-1], grown[len(grown)-1]
-	lo := los[0]
-	for _, r := range los[1:] {
-		if r.HeldOutLogLik > lo.HeldOutLogLik {
-			lo = r
-		}
+	lo, other := los[0], los[len(los)-1]
+	if other.HeldOutLogLik > lo.HeldOutLogLik {
+		lo, other = other, lo
 	}
 	per := func(x float64) float64 { return x / float64(max(lo.HeldOutEpisodes, 1)) }
 	note := fmt.Sprintf(" Rank %d lost to rank %d on the search's sample, so both were fitted again on all the logs (%d training episodes, %d held out):", hi.Rank, lo.Rank, lo.Episodes, lo.HeldOutEpisodes)
 	if len(los) > 1 {
-		note += fmt.Sprintf(" rank %d in both model forms, of which the %s form predicted the held-out episodes better (by %.4g nats per episode) and was grown;", lo.Rank, lo.Form, per(lo.HeldOutLogLik-otherRow(los, lo).HeldOutLogLik))
+		note += fmt.Sprintf(" rank %d in both model forms, of which the %s form predicted the held-out episodes better (by %.4g nats per episode) and was grown;", lo.Rank, lo.Form, per(lo.HeldOutLogLik-other.HeldOutLogLik))
 	}
 	if hi.Chosen {
 		return note + fmt.Sprintf(" there rank %d won, by %.4g nats per held-out episode, and was chosen.", hi.Rank, per(hi.HeldOutLogLik-lo.HeldOutLogLik))
 	}
 	return note + fmt.Sprintf(" rank %d did not win there beyond the noise either.", hi.Rank)
-}
-
-// otherRow is the first row of rows that is not r.
-func otherRow(rows []estimate.RankRow, r estimate.RankRow) estimate.RankRow {
-	for _, x := range rows {
-		if x != r {
-			return x
-		}
-	}
-	return r
 }
 
 // BonusSaturated says whether the plan's expected bonus is at least half
