@@ -22,6 +22,10 @@
 //	           a path with %d for the seed), e.g. `psrlcb fit` at its
 //	           defaults on the logs `psrlcb simulate --seed S` writes,
 //	           which are the logs of seed S here
+//	refined    with --refine TOL: EM from each run's model on all the
+//	           episodes, run until its relative gain falls below TOL
+//	           (up to 3000 E-steps): whether the fit's own stop left
+//	           likelihood, or value, on the table
 //
 // For each model it prints the observation and reward log-likelihoods
 // per episode (ln P(o|a) and ln P(r|o,a) of the logs), the joint one on
@@ -43,7 +47,7 @@
 //
 //	go run ./bench/decide --pomdp ../shared/pomdp/stand-tiger.95.pomdp \
 //	    --horizon 4 --episodes 10000 [--seeds 3] [--rank 0] [--starts 4] \
-//	    [--ranks] [--random 25] [--points 500] [--runs 'run-%d'] [-v] \
+//	    [--ranks] [--random 25] [--points 500] [--runs 'run-%d' [--refine 1e-9]] [-v] \
 //	    [--form compact] [--perturb 0.3,0.7] [--grow 16 [--persistent]]
 package main
 
@@ -73,6 +77,7 @@ type config struct {
 	file, behavior, form string
 	perturb              []float64
 	grow                 int
+	refine               float64
 	persistent           bool
 	H, K, seeds, starts  int
 	rank, random, points int
@@ -106,6 +111,7 @@ func main() {
 		return nil
 	})
 	flag.BoolVar(&c.persistent, "persistent", false, "with --grow: the split's copies persist along the episode (the rank search's retry of a lost doubling)")
+	flag.Float64Var(&c.refine, "refine", 0, "with --runs: EM from each run's model on all episodes at this tolerance, one more row")
 	flag.IntVar(&c.grow, "grow", 0, "rank of a fit whose split start then fits the fit's rank on all episodes")
 	flag.Parse()
 	if err := run(context.Background(), c); err != nil {
@@ -127,6 +133,7 @@ type study struct {
 	workers  int
 	points   int
 	planNote string
+	refine   float64
 }
 
 func run(ctx context.Context, c config) error {
@@ -250,7 +257,7 @@ func newStudy(ctx context.Context, c config, m *pomdp.POMDP, beh pomdp.Behavior,
 	if err != nil {
 		return nil, nil, err
 	}
-	s := &study{m: m, d: d, heldOut: held, H: c.H, vStar: vStar, vBehav: vb, splits: splits, workers: runtime.GOMAXPROCS(0), points: c.points}
+	s := &study{m: m, d: d, heldOut: held, H: c.H, vStar: vStar, vBehav: vb, splits: splits, workers: runtime.GOMAXPROCS(0), points: c.points, refine: c.refine}
 	truth, err := s.trueOptimal(ctx)
 	if err != nil {
 		return nil, nil, err
@@ -449,7 +456,15 @@ func (s *study) runRow(ctx context.Context, dir string) error {
 	if err != nil {
 		return err
 	}
-	return s.row(ctx, fmt.Sprintf("run %d", mod.States), mod)
+	if err := s.row(ctx, fmt.Sprintf("run %d", mod.States), mod); err != nil || s.refine == 0 {
+		return err
+	}
+	res, err := estimate.Fit(ctx, s.d, estimate.Options{Rank: mod.States, Start: mod, Tol: s.refine, MaxIter: 3000, SkipThetaMin: true, Seed: 1})
+	if err != nil {
+		return err
+	}
+	fmt.Printf("refined at tol %g: %d E-steps, converged %v\n", s.refine, res.Iterations, res.Converged)
+	return s.row(ctx, "refined", res.Model)
 }
 
 // tally prints how many of n pairs of starts ended at each log-likelihood
