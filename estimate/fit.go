@@ -592,7 +592,7 @@ func fitRankOptions(ctx context.Context, all *coded, proto *Model, o *Options, r
 	fo := *o
 	if S == 0 {
 		var sm *Model
-		S, sm, err = rankSearch(ctx, all, proto, o, res, report)
+		S, sm, _, err = rankSearch(ctx, all, proto, o, res, report)
 		if err != nil {
 			return 0, Options{}, err
 		}

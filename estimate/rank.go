@@ -202,21 +202,25 @@ func diffMean(x, y []float64) (d []float64, mean float64) {
 // rankSearch chooses the rank (see the comment above). It appends the
 // rank rows and the search's trace to res and returns the chosen rank and
 // the search's best model at that rank (nil when nothing was fitted).
-func rankSearch(ctx context.Context, c *coded, proto *Model, o *Options, res *Result, report func(TraceRow)) (int, *Model, error) {
+func rankSearch(ctx context.Context, c *coded, proto *Model, o *Options, res *Result, report func(TraceRow)) (int, *Model, []*Model, error) {
 	rs, n := newRankSearcher(ctx, c, proto, o, res, report)
 	if rs == nil {
 		// Too few episodes to hold any out: the smallest rank that can
 		// still represent memory.
-		return min(2, o.MaxRank), nil, nil
+		return min(2, o.MaxRank), nil, nil, nil
 	}
 	maxR := max(1, min(o.MaxRank, rs.tr.K))
 	if err := rs.refine(maxR); err != nil {
-		return 0, nil, err
+		return 0, nil, nil, err
 	}
 	chosen := rs.choose()
 	res.HeldOutLogLik = chosen.held
 	res.RankSearchEpisodes = n
-	return chosen.S, chosen.model, nil
+	var alt []*Model
+	for _, t := range rs.grownAlt {
+		alt = append(alt, t.model)
+	}
+	return chosen.S, chosen.model, alt, nil
 }
 
 // refine tries the ranks of the search up to maxR: the doubling, the
@@ -287,6 +291,9 @@ type rankSearcher struct {
 	all   *coded     // every episode (growOnAll)
 	grows []*rankTry // the growth's tries (growOnAll)
 	grown *rankTry   // the growth's larger rank, when it won
+	// grownAlt: the larger rank's other starts that beat the smaller
+	// rank too, when the growth won (RankChoice.Alternatives)
+	grownAlt []*rankTry
 }
 
 // newRankSearcher draws the search's sample of c (a seeded permutation,
@@ -813,6 +820,19 @@ type RankChoice struct {
 	// MaxRankCause why it is below Options.MaxRank ("" when it is not).
 	MaxRank      int
 	MaxRankCause string
+	// Alternatives are other models of Rank, from other starts, when
+	// the growth on all the logs chose Rank (rankgrow.go): each beat
+	// the smaller rank on the held-out episodes beyond the noise, as
+	// Model did, but with a lower training log-likelihood. The fits of
+	// one rank from different starts can hold different memories that
+	// no likelihood of the logs orders by the decisions they plan
+	// (docs/validation.md, "Ninth session": on tiger-grid's logs the
+	// held-out likelihood preferred, by 2.9 standard errors, a model
+	// whose plan was no better than the behaviour). The pipeline runs
+	// its α selection from each and keeps the model whose chosen plan
+	// has the highest cross-fitted value (the candidate: plan
+	// on one part, value under the other part's model). Nil otherwise.
+	Alternatives []*Model
 }
 
 // ChooseRank runs the automatic rank search of Fit on d by itself (see the
@@ -829,10 +849,10 @@ func ChooseRank(ctx context.Context, d *ingest.Dataset, opts Options) (*RankChoi
 		return nil, err
 	}
 	res := &Result{HeldOutLogLik: math.NaN()}
-	S, m, err := rankSearch(ctx, all, proto, &o, res, report)
+	S, m, alt, err := rankSearch(ctx, all, proto, &o, res, report)
 	if err != nil {
 		return nil, err
 	}
-	return &RankChoice{Rank: S, Model: m, Table: res.RankTable, Trace: res.Trace,
+	return &RankChoice{Rank: S, Model: m, Table: res.RankTable, Trace: res.Trace, Alternatives: alt,
 		HeldOutLogLik: res.HeldOutLogLik, Episodes: res.RankSearchEpisodes, MaxRank: o.MaxRank, MaxRankCause: o.MaxRankCause}, nil
 }

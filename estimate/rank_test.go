@@ -278,7 +278,7 @@ func searchCyclic(t *testing.T, S, maxRank int) (int, *Model, *Result) {
 	d := sampleDataset(cyclicModel(S), 2000, 4)
 	res := &Result{}
 	o, c, proto := searchInputs(t, d, Options{MaxRank: maxRank, Restarts: 2, Seed: 1, MaxIter: 100})
-	S2, sm, err := rankSearch(context.Background(), c, proto, &o, res, func(TraceRow) {})
+	S2, sm, _, err := rankSearch(context.Background(), c, proto, &o, res, func(TraceRow) {})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -47,18 +47,26 @@ func (rs *rankSearcher) growOnAll(lo, hi *rankTry) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	hiBig, err := rs.growHi(tr, loBig, hi)
+	tries, err := rs.growHi(tr, loBig, hi)
 	if err != nil {
 		return false, err
 	}
-	if err := rs.scoreOn(hiBig, blocks); err != nil {
-		return false, err
+	for _, t := range tries {
+		if err := rs.scoreOn(t, blocks); err != nil {
+			return false, err
+		}
 	}
+	hiBig := tries[0]
 	rs.grows = append(rs.grows, hiBig)
 	if !beats(hiBig, loBig) {
 		return false, nil
 	}
 	rs.grown = hiBig
+	for _, t := range tries[1:] {
+		if beats(t, loBig) {
+			rs.grownAlt = append(rs.grownAlt, t)
+		}
+	}
 	return true, nil
 }
 
@@ -144,8 +152,12 @@ func (rs *rankSearcher) growCompact(tr *coded, full *rankTry, blocks []*coded) (
 }
 
 // growHi fits hi's rank on tr from three starts, in loBig's form, and
-// returns the one of the higher training log-likelihood (the rule that
-// picks among any fit's starts): loBig's states split in two
+// returns them, the one of the higher training log-likelihood (the rule
+// that picks among any fit's starts) first and the others in their
+// order. When the larger rank wins, the others that beat loBig too are
+// the pipeline's alternatives (RankChoice.Alternatives): the α
+// selection's cross-fitted decision value chooses among them (see
+// RankChoice). The starts: loBig's states split in two
 // (SplitStart, the search's warm start), the same split with the
 // copies' number persisting along the episode (PersistentSplitStart,
 // the start the search retries a lost doubling with) and the sample's
@@ -158,24 +170,25 @@ func (rs *rankSearcher) growCompact(tr *coded, full *rankTry, blocks []*coded) (
 // overfitted the sample, and of the three seeds on which the growth
 // found the memory (docs/validation.md, "Eighth session") the
 // persistent split did on two and the equal split on the third.
-func (rs *rankSearcher) growHi(tr *coded, loBig, hi *rankTry) (*rankTry, error) {
+func (rs *rankSearcher) growHi(tr *coded, loBig, hi *rankTry) ([]*rankTry, error) {
 	seed := rs.o.Seed + uint64(hi.S)
 	again := rs.so
 	again.Start = hi.model
 	if loBig.model.Compact {
 		again.Start = CompactOf(hi.model)
 	}
-	var best *rankTry
+	var tries []*rankTry
+	b := 0
 	for i, o := range []Options{SplitStart(rs.so, loBig.model, hi.S, seed), PersistentSplitStart(rs.so, loBig.model, hi.S, seed), again} {
 		t, err := rs.fitGrown(tr, hi.S, o, o.Start, i)
 		if err != nil {
 			return nil, err
 		}
-		if best == nil || t.train > best.train {
-			best = t
+		if tries = append(tries, t); t.train > tries[b].train {
+			b = i
 		}
 	}
-	return best, nil
+	return append([]*rankTry{tries[b]}, append(tries[:b:b], tries[b+1:]...)...), nil
 }
 
 // growSplit is growOnAll's training and held-out episodes, each sorted:

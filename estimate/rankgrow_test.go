@@ -67,19 +67,28 @@ func stickyModel(gap float64, H int) *Model {
 // rank 2 wins and is chosen (three rows: rank 1 in both forms, rank 2
 // grown). With the growth off (GrowBudget < 0) or a
 // budget its predicted work exceeds, the search keeps rank 1 and has no
-// growth rows.
+// growth rows. The grown rank's other starts that find the memory too
+// are kept beside it, of its rank.
 func TestRankSearchGrowsOnAllLogs(t *testing.T) {
 	d := sampleDataset(stickyModel(0.5, 8), 6000, 11)
+	alts := 0
 	search := func(grow float64) (int, []RankRow) {
 		res := &Result{}
 		o, c, proto := searchInputs(t, d, Options{MaxRank: 2, Restarts: 2, Seed: 1, MaxIter: 200, GrowBudget: grow, sampleEpisodes: 200})
-		S, sm, err := rankSearch(context.Background(), c, proto, &o, res, func(TraceRow) {})
+		S, sm, alt, err := rankSearch(context.Background(), c, proto, &o, res, func(TraceRow) {})
 		if err != nil {
 			t.Fatal(err)
 		}
 		if sm.States != S {
 			t.Fatalf("growth budget %g: rank %d, model of %d states", grow, S, sm.States)
 		}
+		// The other starts kept beside the grown model (its rank, not it).
+		for i, m := range alt {
+			if m.States != S || m == sm {
+				t.Errorf("growth budget %g: alternative %d has %d states (rank %d) or is the chosen model", grow, i, m.States, S)
+			}
+		}
+		alts = len(alt)
 		t.Logf("growth budget %g: rank %d, rows %+v", grow, S, res.RankTable)
 		return S, res.RankTable
 	}
@@ -94,6 +103,11 @@ func TestRankSearchGrowsOnAllLogs(t *testing.T) {
 	S, rows := search(0)
 	if S != 2 || grown(rows) != 3 || !rows[len(rows)-1].Chosen {
 		t.Errorf("default growth budget: rank %d, rows %+v; want rank 2, chosen on all the logs", S, rows)
+	}
+	// Another of rank 2's three starts finds the memory too: it is kept
+	// for the α selection to judge (RankChoice.Alternatives).
+	if alts == 0 {
+		t.Errorf("default growth budget: no other start of rank 2 kept")
 	}
 	for _, b := range []float64{-1, 1} {
 		if S, rows := search(b); S != 1 || grown(rows) != 0 {
@@ -192,7 +206,7 @@ func TestGrowthChoosesForm(t *testing.T) {
 		d := sampleDataset(stickyWide(0.5, 8, dep), 6000, 11)
 		res := &Result{}
 		o, c, proto := searchInputs(t, d, Options{MaxRank: 2, Restarts: 2, Seed: 1, MaxIter: 200, sampleEpisodes: 200})
-		S, sm, err := rankSearch(context.Background(), c, proto, &o, res, func(TraceRow) {})
+		S, sm, _, err := rankSearch(context.Background(), c, proto, &o, res, func(TraceRow) {})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -19,6 +19,9 @@
 // on each, and policy.Select plans every candidate with A's model and
 // values it under B's; the final model is then fitted on all episodes from
 // A's model, and the reported bound is corrected as LCBCorrection says.
+// When the search's growth left other models of its rank
+// (estimate.RankChoice.Alternatives), the selection runs from each, and
+// the one whose chosen plan has the highest cross-fitted value is kept.
 //
 // Options' zero value is the documented default of every stage. Every
 // option is checked before any input is read (errors match ErrOptions and

@@ -551,7 +551,7 @@ func (r *fitRun) chooseAlpha(ctx context.Context) error {
 		r.out.Alpha = r.candidates[0]
 	case len(r.candidates) > 1:
 		r.st.begin("select-α", emBudget(r.eopts))
-		c, err := r.selectAlpha(ctx)
+		c, err := r.selectAmong(ctx)
 		if err != nil {
 			return err
 		}
@@ -564,6 +564,60 @@ func (r *fitRun) chooseAlpha(ctx context.Context) error {
 		r.st.end()
 	}
 	return nil
+}
+
+// selectAmong runs the α selection (selectAlpha) from the rank search's
+// model and, when the search's growth left other models of its rank
+// (estimate.RankChoice.Alternatives), from each of them too, and keeps
+// the run whose chosen plan has the highest cross-fitted criterion: the
+// value of the plan made on part A under the model fitted on part B.
+// Ties keep the earlier run (the search's model first). The fits of one
+// rank from different starts can hold different memories that the
+// likelihood of the logs does not order by their decisions; the
+// cross-fitted value judges them by what they plan (docs/validation.md,
+// "Ninth session").
+func (r *fitRun) selectAmong(ctx context.Context) (*crossFit, error) {
+	var alts []*estimate.Model
+	if r.rankChoice != nil {
+		alts = r.rankChoice.Alternatives
+	}
+	c, err := r.selectAlpha(ctx)
+	if err != nil || len(alts) == 0 {
+		return c, err
+	}
+	type run struct {
+		cf   *crossFit
+		out  report.Outcome
+		opts estimate.Options
+		crit float64
+	}
+	take := func(cf *crossFit) run {
+		sel := r.out.Selection
+		return run{cf, *r.out, r.eopts, sel.Candidates[sel.Chosen].Cross.Criterion}
+	}
+	runs := []run{take(c)}
+	best := 0
+	base := r.eopts
+	for _, m := range alts {
+		r.eopts = warmStart(base, m, r.d, r.restarts)
+		c, err := r.selectAlpha(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if runs = append(runs, take(c)); runs[len(runs)-1].crit > runs[best].crit {
+			best = len(runs) - 1
+		}
+	}
+	b := runs[best]
+	r.out.Selection, r.out.Alpha, r.out.RewardCheck, r.out.Fallback = b.out.Selection, b.out.Alpha, b.out.RewardCheck, b.out.Fallback
+	r.eopts = b.opts
+	crits := make([]string, len(runs))
+	for i, x := range runs {
+		crits[i] = fmt.Sprintf("%.4f", x.crit)
+	}
+	r.out.Notes = append(r.out.Notes, fmt.Sprintf("The rank search's growth left %d models of rank %d, from different starts, that each predict the held-out episodes better than the smaller rank; α was chosen from each, and model %d of them, whose chosen plan has the highest cross-fitted value (%s; the first is the one of the highest training log-likelihood), is the one fitted on all the episodes.",
+		len(runs), b.cf.planA.States, best+1, strings.Join(crits, ", ")))
+	return b.cf, nil
 }
 
 // defaultAlphaOnFewEpisodes falls back to the default α, said in the
