@@ -585,15 +585,19 @@ func (r *fitRun) selectAmong(ctx context.Context) (*crossFit, error) {
 	if err != nil || len(alts) == 0 {
 		return c, err
 	}
+	// What selectAlpha sets, per run.
 	type run struct {
-		cf   *crossFit
-		out  report.Outcome
-		opts estimate.Options
-		crit float64
+		cf       *crossFit
+		sel      *policy.Selection
+		alpha    float64
+		check    *report.RewardCheck
+		fallback *report.Fallback
+		opts     estimate.Options
+		crit     float64
 	}
 	take := func(cf *crossFit) run {
 		sel := r.out.Selection
-		return run{cf, *r.out, r.eopts, sel.Candidates[sel.Chosen].Cross.Criterion}
+		return run{cf, sel, r.out.Alpha, r.out.RewardCheck, r.out.Fallback, r.eopts, sel.Candidates[sel.Chosen].Cross.Criterion}
 	}
 	runs := []run{take(c)}
 	best := 0
@@ -609,7 +613,7 @@ func (r *fitRun) selectAmong(ctx context.Context) (*crossFit, error) {
 		}
 	}
 	b := runs[best]
-	r.out.Selection, r.out.Alpha, r.out.RewardCheck, r.out.Fallback = b.out.Selection, b.out.Alpha, b.out.RewardCheck, b.out.Fallback
+	r.out.Selection, r.out.Alpha, r.out.RewardCheck, r.out.Fallback = b.sel, b.alpha, b.check, b.fallback
 	r.eopts = b.opts
 	crits := make([]string, len(runs))
 	for i, x := range runs {
