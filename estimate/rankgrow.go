@@ -2,6 +2,7 @@ package estimate
 
 import (
 	"math"
+	"slices"
 	"sort"
 )
 
@@ -51,18 +52,21 @@ func (rs *rankSearcher) growOnAll(lo, hi *rankTry) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	for _, t := range tries {
-		if err := rs.scoreOn(t, blocks); err != nil {
-			return false, err
-		}
-	}
 	hiBig := tries[0]
+	if err := rs.scoreOn(hiBig, blocks); err != nil {
+		return false, err
+	}
 	rs.grows = append(rs.grows, hiBig)
 	if !beats(hiBig, loBig) {
 		return false, nil
 	}
 	rs.grown = hiBig
+	// The other starts are scored only when the larger rank won: they
+	// matter then alone.
 	for _, t := range tries[1:] {
+		if err := rs.scoreOn(t, blocks); err != nil {
+			return false, err
+		}
 		if beats(t, loBig) {
 			rs.grownAlt = append(rs.grownAlt, t)
 		}
@@ -188,7 +192,8 @@ func (rs *rankSearcher) growHi(tr *coded, loBig, hi *rankTry) ([]*rankTry, error
 			b = i
 		}
 	}
-	return append([]*rankTry{tries[b]}, append(tries[:b:b], tries[b+1:]...)...), nil
+	first := tries[b]
+	return slices.Insert(slices.Delete(tries, b, b+1), 0, first), nil
 }
 
 // growSplit is growOnAll's training and held-out episodes, each sorted:

@@ -585,43 +585,38 @@ func (r *fitRun) selectAmong(ctx context.Context) (*crossFit, error) {
 	if err != nil || len(alts) == 0 {
 		return c, err
 	}
-	// What selectAlpha sets, per run.
+	// What selectAlpha sets in the outcome. Only the best run so far is
+	// kept: the others' part models and bonuses are let go.
 	type run struct {
 		cf       *crossFit
 		sel      *policy.Selection
-		alpha    float64
 		check    *report.RewardCheck
 		fallback *report.Fallback
-		opts     estimate.Options
-		crit     float64
 	}
-	take := func(cf *crossFit) run {
+	take := func(cf *crossFit) (run, float64) {
 		sel := r.out.Selection
-		return run{cf, sel, r.out.Alpha, r.out.RewardCheck, r.out.Fallback, r.eopts, sel.Candidates[sel.Chosen].Cross.Criterion}
+		return run{cf, sel, r.out.RewardCheck, r.out.Fallback}, sel.Candidates[sel.Chosen].Cross.Criterion
 	}
-	runs := []run{take(c)}
-	best := 0
+	best, top := take(c)
+	crits, kept := []string{fmt.Sprintf("%.4f", top)}, 1
 	base := r.eopts
-	for _, m := range alts {
+	for i, m := range alts {
 		r.eopts = warmStart(base, m, r.d, r.restarts)
 		c, err := r.selectAlpha(ctx)
 		if err != nil {
 			return nil, err
 		}
-		if runs = append(runs, take(c)); runs[len(runs)-1].crit > runs[best].crit {
-			best = len(runs) - 1
+		x, v := take(c)
+		crits = append(crits, fmt.Sprintf("%.4f", v))
+		if v > top {
+			best, top, kept = x, v, i+2
 		}
 	}
-	b := runs[best]
-	r.out.Selection, r.out.Alpha, r.out.RewardCheck, r.out.Fallback = b.sel, b.alpha, b.check, b.fallback
-	r.eopts = b.opts
-	crits := make([]string, len(runs))
-	for i, x := range runs {
-		crits[i] = fmt.Sprintf("%.4f", x.crit)
-	}
+	r.eopts = base
+	r.out.Selection, r.out.Alpha, r.out.RewardCheck, r.out.Fallback = best.sel, best.sel.Alpha(), best.check, best.fallback
 	r.out.Notes = append(r.out.Notes, fmt.Sprintf("The rank search's growth left %d models of rank %d, from different starts, that each predict the held-out episodes better than the smaller rank; α was chosen from each, and model %d of them, whose chosen plan has the highest cross-fitted value (%s; the first is the one of the highest training log-likelihood), is the one fitted on all the episodes.",
-		len(runs), b.cf.planA.States, best+1, strings.Join(crits, ", ")))
-	return b.cf, nil
+		len(crits), best.cf.planA.States, kept, strings.Join(crits, ", ")))
+	return best.cf, nil
 }
 
 // defaultAlphaOnFewEpisodes falls back to the default α, said in the
