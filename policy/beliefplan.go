@@ -240,10 +240,16 @@ func (bp *beliefPlanner) stats(st *PlanStats, points int, best *Policy, v tval, 
 	st.GapBound = st.UpperBound - st.Value
 }
 
-// tangentSlope is g′(x₀) for g(x) = min{α√x, 1}: α/(2√x₀) below the
-// saturation point 1/α², 0 from it on.
+// tangentSlope is the slope of a tangent of g(x) = min{α√x, 1} at x₀:
+// α/(2√x₀) up to the saturation point 1/α² included, 0 past it. At the
+// kink itself every slope in [0, α²/2] makes a line above g; the left
+// derivative α²/2 is the one that charges Σ, so the first round, planned
+// at 1/α², sees the bonus. (The test α·√x₀ ≥ 1 this replaced was true at
+// x₀ = 1/α² in floating point for every α, so that round planned with
+// slope 0, for the reward alone, and when that policy saturated the bonus
+// the later rounds did too.)
 func tangentSlope(alpha, x0 float64) float64 {
-	if alpha == 0 || alpha*math.Sqrt(x0) >= 1 {
+	if alpha == 0 || x0 > saturationPoint(alpha) {
 		return 0
 	}
 	x0 = max(x0, 1e-300)

@@ -45,3 +45,33 @@ func TestSimplexQuadLower(t *testing.T) {
 		}
 	}
 }
+
+// TestTangentSlopeAtTheKink: the first tangent round plans at the
+// saturation point 1/α², where the slope must be the left derivative
+// α²/2 (a line above g that charges Σ), whatever the rounding of 1/α²;
+// below it the slope is g′(x₀) = α/(2√x₀), past it 0.
+func TestTangentSlopeAtTheKink(t *testing.T) {
+	for _, alpha := range []float64{0.01, 0.03, 0.1, 0.3, 1, 3, 10, 30, 100} {
+		x0 := saturationPoint(alpha)
+		if got, want := tangentSlope(alpha, x0), alpha*alpha/2; math.Abs(got-want) > 1e-12*want {
+			t.Errorf("α = %g: slope at 1/α² %v, want α²/2 = %v", alpha, got, want)
+		}
+		if got, want := tangentSlope(alpha, x0/4), alpha*alpha; math.Abs(got-want) > 1e-12*want {
+			t.Errorf("α = %g: slope at 1/(4α²) %v, want α² = %v", alpha, got, want)
+		}
+		if got := tangentSlope(alpha, x0*(1+1e-9)); got != 0 {
+			t.Errorf("α = %g: slope past saturation %v, want 0", alpha, got)
+		}
+		// The line through (x₀, g(x₀)) with that slope lies above g.
+		s := tangentSlope(alpha, x0)
+		for _, x := range []float64{0, x0 / 9, x0 / 2, x0, 2 * x0, 10 * x0} {
+			g := min(alpha*math.Sqrt(x), 1)
+			if line := 1 + s*(x-x0); line < g-1e-12 {
+				t.Errorf("α = %g: tangent at the kink %v below g(%v) = %v", alpha, line, x, g)
+			}
+		}
+	}
+	if tangentSlope(0, 1) != 0 {
+		t.Error("α = 0 has slope 0")
+	}
+}

@@ -496,8 +496,9 @@ func growNote(rt []estimate.RankRow) string {
 // BonusSaturated says whether the plan's expected bonus is at least half
 // its cap (min{α√Σ, 1} ≤ 1): there the upper bound, which knows the
 // concave bonus only through a straight line below it, is at its
-// loosest (on hallway at H = 20, α = 3: expected bonus 0.88, stated gap
-// 0.69, where the same model states 0.00056 at α = 0).
+// loosest (on hallway's fitted model at H = 20, a plan of expected bonus
+// 0.88 at α = 3 stated a gap of 0.69, where the same model states
+// 0.00056 at α = 0).
 func BonusSaturated(pl *policy.PlanStats) bool {
 	return pl.Alpha > 0 && pl.ValueBonus >= 0.5
 }
