@@ -133,9 +133,10 @@ func TestBeliefMatchesExactTiger(t *testing.T) {
 	for _, H := range []int{3, 5} {
 		m := tigerModel(H)
 		b := uniformBonus(t, m, 2000, uint64(H))
-		// α = 10: the plan that ignores the bonus saturates it (Σ past
-		// 1/α² on its trajectories), so only a first round that charges Σ
-		// finds the exact optimum (at H = 3, 0.213 against −0.083).
+		// α = 10: the first round's plan, for the reward alone, saturates
+		// the bonus (Σ past 1/α² on its trajectories), so only a round at
+		// the kink that charges Σ finds the exact optimum (at H = 3, 0.213
+		// against −0.083).
 		for _, c := range []struct{ alpha, tol float64 }{{0, beliefTolGreedy}, {0.3, beliefTolBonus}, {1, beliefTolBonus}, {10, beliefTolBonus}} {
 			checkBelief(t, m, b.WithAlpha(c.alpha), c.tol)
 		}

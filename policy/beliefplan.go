@@ -25,10 +25,11 @@ import (
 // linear in the predicted state). E_π[R − b̃] is therefore a lower bound of
 // the paper's objective E_π[R − b̂] for every policy, reached with
 // equality in expectation when Σ is constant along the policy's
-// trajectories and x₀ = E_π[Σ]. The planner tries x₀ = 1/α² (the point
-// where g saturates), then x₀ = E_π[Σ] of the previous round's policy
-// (tangentRounds rounds at most), and keeps the round whose policy has
-// the best evaluated objective (below). When the points of some step were
+// trajectories and x₀ = E_π[Σ]. The planner first plans for the reward
+// alone (slope 0, the tangent at the point 1/α² where g saturates and
+// past it), then at x₀ = E_π[Σ] of the previous round's policy held to at
+// most 1/α² (tangentRounds rounds at most; see rounds), and keeps the
+// round whose policy has the best evaluated objective (below). When the points of some step were
 // capped, the second round also replaces half of them by the beliefs the
 // first round's policy reaches (forward rollout of the current policy).
 //
@@ -136,23 +137,33 @@ type planRound struct {
 	v       tval
 	gamma   [][2]alphaSet
 	eps, x0 float64
+	kappa   float64 // the tangent's slope at x0
 }
 
 // rounds runs the tangent rounds (see beliefPlan), comparing them on
 // tables of at most roundRows rows, and returns the best round (ties to
-// the first).
+// the first). The first round plans for the reward alone: slope 0, the
+// line at the bonus's cap 1, a tangent of g at its kink 1/α² and past
+// it. Each later round plans with the tangent at x₀ = E_π[Σ] of the
+// round before, held to at most 1/α²: past the kink every tangent is
+// that flat line again, and at the kink the slope is the left
+// derivative α²/2, the one that charges Σ (tangentSlope). So when the
+// reward's policy saturates the bonus, the next round plans against
+// it.
 func (bp *beliefPlanner) rounds(ctx context.Context, ft *fallbackTables, rows int64) (planRound, error) {
 	alpha := bp.bonus.Alpha
-	x0 := saturationPoint(alpha)
+	sat := saturationPoint(alpha)
+	x0, kappa := sat, 0.0
 	var best planRound
 	enriched := false
 	for round := 0; round < tangentRounds; round++ {
-		r, reached, err := bp.round(ctx, ft, x0, min(rows, roundRows), bp.capped && !enriched)
+		r, reached, err := bp.round(ctx, ft, x0, kappa, min(rows, roundRows), bp.capped && !enriched)
 		if err != nil {
 			return planRound{}, err
 		}
 		best.keepBetter(r)
-		converged := alpha == 0 || math.Abs(r.v.sum-x0) <= 1e-3*x0
+		next := min(r.v.sum, sat)
+		converged := alpha == 0 || (round > 0 && math.Abs(next-x0) <= 1e-3*x0)
 		if converged && reached == nil {
 			break
 		}
@@ -161,14 +172,16 @@ func (bp *beliefPlanner) rounds(ctx context.Context, ft *fallbackTables, rows in
 			enriched = true
 		}
 		if !converged {
-			x0 = r.v.sum
+			x0 = next
 		}
+		kappa = tangentSlope(alpha, x0)
 	}
 	return best, nil
 }
 
 // saturationPoint is 1/α², where g(x) = min{α√x, 1} saturates (0 when
-// α is 0): the first round's tangent point.
+// α is 0): the first round's tangent point, and the largest of the
+// others.
 func saturationPoint(alpha float64) float64 {
 	if alpha > 0 {
 		return 1 / (alpha * alpha)
@@ -184,11 +197,11 @@ func (best *planRound) keepBetter(r planRound) {
 	}
 }
 
-// round plans with the tangent at x0 and builds the policy's table
-// within rows rows; with collect set it also returns the beliefs the
-// table's nodes reach, per step.
-func (bp *beliefPlanner) round(ctx context.Context, ft *fallbackTables, x0 float64, rows int64, collect bool) (planRound, [][]bpoint, error) {
-	bp.kappa = tangentSlope(bp.bonus.Alpha, x0)
+// round plans with the tangent at x0 of slope kappa and builds the
+// policy's table within rows rows; with collect set it also returns the
+// beliefs the table's nodes reach, per step.
+func (bp *beliefPlanner) round(ctx context.Context, ft *fallbackTables, x0, kappa float64, rows int64, collect bool) (planRound, [][]bpoint, error) {
+	bp.kappa = kappa
 	if err := bp.backward(ctx); err != nil {
 		return planRound{}, nil, err
 	}
@@ -200,7 +213,7 @@ func (bp *beliefPlanner) round(ctx context.Context, ft *fallbackTables, x0 float
 	if err != nil {
 		return planRound{}, nil, err
 	}
-	return planRound{pol: pol, v: v, gamma: bp.gamma, eps: eps, x0: x0}, tw.reached, nil
+	return planRound{pol: pol, v: v, gamma: bp.gamma, eps: eps, x0: x0, kappa: kappa}, tw.reached, nil
 }
 
 // fullTable rebuilds the table of round best within the full row
@@ -211,7 +224,7 @@ func (bp *beliefPlanner) fullTable(ctx context.Context, ft *fallbackTables, rows
 	if !(rows > roundRows && (best.eps > 0 || best.v.out > 0)) {
 		return nil
 	}
-	bp.gamma, bp.kappa = best.gamma, tangentSlope(bp.bonus.Alpha, best.x0)
+	bp.gamma, bp.kappa = best.gamma, best.kappa
 	pol, v, eps, err := newTableWalker(bp, ft).table(ctx, rows)
 	if err != nil {
 		return err
@@ -243,11 +256,9 @@ func (bp *beliefPlanner) stats(st *PlanStats, points int, best *Policy, v tval, 
 // tangentSlope is the slope of a tangent of g(x) = min{α√x, 1} at x₀:
 // α/(2√x₀) up to the saturation point 1/α² included, 0 past it. At the
 // kink itself every slope in [0, α²/2] makes a line above g; the left
-// derivative α²/2 is the one that charges Σ, so the first round, planned
-// at 1/α², sees the bonus. (The test α·√x₀ ≥ 1 this replaced was true at
-// x₀ = 1/α² in floating point for every α, so that round planned with
-// slope 0, for the reward alone, and when that policy saturated the bonus
-// the later rounds did too.)
+// derivative α²/2 is the one that charges Σ, which the round after a
+// saturating one needs (rounds). (The test α·√x₀ ≥ 1 this replaced was
+// true at x₀ = 1/α² in floating point for every α.)
 func tangentSlope(alpha, x0 float64) float64 {
 	if alpha == 0 || x0 > saturationPoint(alpha) {
 		return 0

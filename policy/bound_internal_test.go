@@ -46,10 +46,11 @@ func TestSimplexQuadLower(t *testing.T) {
 	}
 }
 
-// TestTangentSlopeAtTheKink: the first tangent round plans at the
-// saturation point 1/α², where the slope must be the left derivative
-// α²/2 (a line above g that charges Σ), whatever the rounding of 1/α²;
-// below it the slope is g′(x₀) = α/(2√x₀), past it 0.
+// TestTangentSlopeAtTheKink: after a round whose policy saturates the
+// bonus, the next tangent round plans at the saturation point 1/α², where
+// the slope must be the left derivative α²/2 (a line above g that charges
+// Σ), whatever the rounding of 1/α²; below it the slope is g′(x₀) =
+// α/(2√x₀), past it 0.
 func TestTangentSlopeAtTheKink(t *testing.T) {
 	for _, alpha := range []float64{0.01, 0.03, 0.1, 0.3, 1, 3, 10, 30, 100} {
 		x0 := saturationPoint(alpha)

@@ -50,7 +50,7 @@ const trialExcess = 1e-9
 // bound ub, within rows table rows, and returns the round kept and the
 // stated upper bound.
 func (bp *beliefPlanner) gapSearch(ctx context.Context, ft *fallbackTables, rows int64, best planRound, ub float64) (planRound, float64, error) {
-	bp.gamma, bp.kappa = best.gamma, tangentSlope(bp.bonus.Alpha, best.x0)
+	bp.gamma, bp.kappa = best.gamma, best.kappa
 	bp.trials = gapTrials
 	ubTrials, err := bp.upperBound(ctx, ft)
 	bp.trials = 0
@@ -78,7 +78,7 @@ func (bp *beliefPlanner) gapSearch(ctx context.Context, ft *fallbackTables, rows
 	// Rollouts value both plans past their tables: the new one must be
 	// better by two standard errors of each, not by their noise.
 	if v.r-v.b-2*v.se() > best.v.r-best.v.b+2*best.v.se() {
-		best = planRound{pol: pol, v: v, gamma: bp.gamma, eps: eps, x0: best.x0}
+		best = planRound{pol: pol, v: v, gamma: bp.gamma, eps: eps, x0: best.x0, kappa: best.kappa}
 		bp.search.replanned = true
 	}
 	bp.trials = gapTrials
