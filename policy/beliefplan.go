@@ -29,9 +29,10 @@ import (
 // alone (slope 0, the tangent at the point 1/α² where g saturates and
 // past it), then at x₀ = E_π[Σ] of the previous round's policy held to at
 // most 1/α² (tangentRounds rounds at most; see rounds), and keeps the
-// round whose policy has the best evaluated objective (below). When the points of some step were
-// capped, the second round also replaces half of them by the beliefs the
-// first round's policy reaches (forward rollout of the current policy).
+// round whose policy has the best evaluated objective (below). When the
+// points of some step were capped, the second round also replaces half
+// of them by the beliefs the first round's policy reaches (forward
+// rollout of the current policy).
 //
 // Planning. Point-based finite-horizon value iteration over beliefs: the
 // belief points of each step are the distinct beliefs reached from o_1
