@@ -462,6 +462,12 @@ type beliefPlanner struct {
 		trials, points int
 		replanned      bool
 	}
+	// chord is the straight line g(lo) + c·(Σ − lo) below the bonus that
+	// the last upper bound charged (boundRewards), for PlanStats.
+	chord struct {
+		lo, c float64
+		set   bool
+	}
 }
 
 func newBeliefPlanner(m *estimate.Model, bonus *pessimism.Bonus, points, workers int) (*beliefPlanner, error) {

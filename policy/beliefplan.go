@@ -252,6 +252,19 @@ func (bp *beliefPlanner) stats(st *PlanStats, points int, best *Policy, v tval, 
 	st.Value = v.r - v.b
 	st.UpperBound = max(ub, st.Value)
 	st.GapBound = st.UpperBound - st.Value
+	st.BonusBoundGap = min(bp.bonusBoundGap(v), st.GapBound)
+}
+
+// bonusBoundGap is E_π[b̂] − E_π[ℓ(Σ)] (at least 0) for the values v of
+// a policy π: ℓ(Σ) = g(Σ_lo) + c·(Σ − Σ_lo), the chord the last upper
+// bound charged in place of the bonus (boundRewards), affine, so its mean
+// is ℓ(E_π[Σ]). 0 before any bound.
+func (bp *beliefPlanner) bonusBoundGap(v tval) float64 {
+	if !bp.chord.set {
+		return 0
+	}
+	line := bp.bonus.Value(bp.chord.lo) + bp.chord.c*(v.sum-bp.chord.lo)
+	return max(v.b-line, 0)
 }
 
 // tangentSlope is the slope of a tangent of g(x) = min{α√x, 1} at x₀:
@@ -568,6 +581,7 @@ func (p *beliefPlanner) boundRewards(ft *fallbackTables) (rr [][][]float64, vm [
 	Lmin := min(p.quadMinSum(), L)
 	lo, hi := p.bonus.Root+Lmin, p.bonus.Root+L
 	c := p.chordSlope(lo, hi)
+	p.chord.lo, p.chord.c, p.chord.set = lo, c, true
 	base = p.bonus.Value(lo) - c*Lmin
 	rr = p.relaxedRewards(c)
 	return rr, p.cornerValues(rr), base

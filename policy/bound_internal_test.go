@@ -1,9 +1,13 @@
 package policy
 
 import (
+	"context"
 	"math"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/psrlcb/psrlcb/pessimism"
+	"github.com/psrlcb/psrlcb/pessimism/pessimismtest"
 )
 
 // TestSimplexQuadLower: the Frank–Wolfe certificate is a lower bound of
@@ -75,4 +79,115 @@ func TestTangentSlopeAtTheKink(t *testing.T) {
 	if tangentSlope(0, 1) != 0 {
 		t.Error("α = 0 has slope 0")
 	}
+}
+
+// TestBonusBoundGap: the part of the stated gap the upper bound's chord
+// costs at the written policy itself. On random models (H = 4, the whole
+// tree in the table, so the figures are exact) the written controller is
+// walked over every history to get E_π[Σ] and E_π[b̂] independently;
+// PlanStats.BonusBoundGap must equal E_π[b̂] − ℓ(E_π[Σ]) (ℓ the chord of
+// g over [Σ_lo, Σ_0 + L]) capped at the gap, the upper bound must lie at
+// least that far above the plan's value (the relaxed problem values π
+// itself there), it is 0 at α = 0, and positive on some model.
+func TestBonusBoundGap(t *testing.T) {
+	positive := 0
+	for seed := uint64(1); seed <= 6; seed++ {
+		rng := rand.New(rand.NewPCG(seed, 41))
+		sp := pessimismtest.Spec{States: 3 + int(seed%2), Obs: 3, Actions: 2, Horizon: 4}
+		m, bonus := uniformLogsModel(t, rng, sp, 400)
+		for _, alpha := range []float64{0, 1, 10} {
+			b := bonus.WithAlpha(alpha)
+			var st PlanStats
+			pol, err := beliefPlan(context.Background(), m, b, PlanOptions{TightBound: true}, 1, &st)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if st.ValueSE != 0 {
+				t.Fatalf("seed %d α %g: the table should hold every history (SE %g)", seed, alpha, st.ValueSE)
+			}
+			eSum, eBonus := walkSigma(pol.Ctrl, b)
+			bp := pol.Ctrl.bp
+			L := 0.0
+			for h := 1; h < bp.H; h++ {
+				mx := 0.0
+				for a := 0; a < bp.A; a++ {
+					for s := 0; s < bp.S; s++ {
+						mx = max(mx, bp.tab[h][a].m[s*bp.S+s])
+					}
+				}
+				L += mx
+			}
+			Lmin := 0.0
+			for h := 1; h < bp.H; h++ {
+				mn := math.Inf(1)
+				for a := 0; a < bp.A; a++ {
+					mn = min(mn, simplexQuadLower(bp.tab[h][a].m, bp.S))
+				}
+				Lmin += max(mn, 0)
+			}
+			lo, hi := b.Root+min(Lmin, L), b.Root+L
+			c := 0.0
+			if hi > lo {
+				c = (b.Value(hi) - b.Value(lo)) / (hi - lo)
+			}
+			want := max(eBonus-(b.Value(lo)+c*(eSum-lo)), 0)
+			if math.Abs(st.ValueBonus-eBonus) > 1e-9 {
+				t.Fatalf("seed %d α %g: reported bonus %v, walked %v", seed, alpha, st.ValueBonus, eBonus)
+			}
+			if got := st.BonusBoundGap; math.Abs(got-min(want, st.GapBound)) > 1e-9 {
+				t.Errorf("seed %d α %g: BonusBoundGap %v, want min(%v, gap %v)", seed, alpha, got, want, st.GapBound)
+			}
+			if st.UpperBound < st.Value+want-1e-9 {
+				t.Errorf("seed %d α %g: upper bound %v below value %v + chord deficit %v", seed, alpha, st.UpperBound, st.Value, want)
+			}
+			if alpha == 0 && st.BonusBoundGap != 0 {
+				t.Errorf("seed %d: α = 0 has no bonus to relax, BonusBoundGap %v", seed, st.BonusBoundGap)
+			}
+			if st.BonusBoundGap > 1e-3 {
+				positive++
+			}
+		}
+	}
+	if positive == 0 {
+		t.Error("no model had a chord deficit: the test checks nothing")
+	}
+}
+
+// walkSigma returns E[Σ] and E[g(Σ)] of the controller c under its
+// model, every history enumerated (Σ from the bonus's root term, one
+// step term per step before H).
+func walkSigma(c *Controller, bonus *pessimism.Bonus) (eSum, eBonus float64) {
+	bp := c.bp
+	x := c.newScratch()
+	first := make([]float64, bp.O)
+	bp.m.FirstObsProbs(first)
+	var walk func(h int, b []float64, p, sum float64)
+	walk = func(h int, b []float64, p, sum float64) {
+		a := c.decide(h, b, false, x)
+		if h == bp.H {
+			eSum += p * sum
+			eBonus += p * bonus.Value(sum)
+			return
+		}
+		st := &bp.tab[h][a]
+		sum += quad(st.m, b)
+		pred := make([]float64, bp.S)
+		predict(st.t, b, pred)
+		for o := 0; o < bp.O; o++ {
+			next := make([]float64, bp.S)
+			if z := correct(st.e, bp.O, pred, o, next); z > 0 {
+				walk(h+1, next, p*z, sum)
+			}
+		}
+	}
+	for o, po := range first {
+		if po == 0 {
+			continue
+		}
+		b := make([]float64, bp.S)
+		bp.m.Prior(b)
+		bp.m.ObserveFirst(b, o)
+		walk(1, b, po, bonus.Root)
+	}
+	return eSum, eBonus
 }

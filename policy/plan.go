@@ -193,6 +193,15 @@ type PlanStats struct {
 	GapTrials    int  `json:",omitempty"`
 	GapPoints    int  `json:",omitempty"`
 	GapReplanned bool `json:",omitempty"`
+	// BonusBoundGap (belief planner) is how much the upper bound
+	// overvalues the written policy π itself: E_π[b̂] − E_π[ℓ(Σ)], ℓ the
+	// straight line below the bonus (its chord over every trajectory's Σ)
+	// that the bound charges in its place. The relaxed problem the bound
+	// solves values π at Value + BonusBoundGap or more (its step terms
+	// are at most Σ's, ℓ is affine), so were π optimal, GapBound would
+	// still be at least this. At most GapBound; 0 when the pruned
+	// search's certificate set the upper bound.
+	BonusBoundGap float64 `json:",omitempty"`
 }
 
 // Plan computes π̄ = argmax_π E_θ̂,π[R(τ_H) − b̂(τ_H)] over deterministic
@@ -346,8 +355,12 @@ func betterPlan(pol *Policy, bst *PlanStats, spol *Policy, sst *PlanStats) (*Pol
 	if !(sst.Value-sst.GapBound > bst.Value+2*bst.ValueSE) {
 		b := *bst
 		b.BeliefGap, b.SearchGap = bst.GapBound, sst.GapBound
+		if upper < bst.UpperBound {
+			b.BonusBoundGap = 0 // the search's certificate, not the relaxed bound
+		}
 		b.UpperBound = upper
 		b.GapBound = max(upper-b.Value, 0)
+		b.BonusBoundGap = min(b.BonusBoundGap, b.GapBound)
 		return pol, &b
 	}
 	s := *sst

@@ -503,6 +503,21 @@ func BonusSaturated(pl *policy.PlanStats) bool {
 	return pl.Alpha > 0 && pl.ValueBonus >= 0.5
 }
 
+// ChordOwnsGap says whether at least half of a stated gap above
+// policy.TargetGap is PlanStats.BonusBoundGap, the amount by which the upper
+// bound overvalues the written policy itself (the straight line it
+// charges in place of the bonus falls that far short of the policy's
+// bonus). Even were the policy optimal, the stated gap would be at least
+// that, and more points or --hull-bound leave that line alone.
+func ChordOwnsGap(pl *policy.PlanStats) bool {
+	return pl.GapBound > policy.TargetGap && pl.BonusBoundGap >= pl.GapBound/2
+}
+
+// ChordGapNote explains a stated gap when ChordOwnsGap.
+func ChordGapNote(pl *policy.PlanStats) string {
+	return fmt.Sprintf("That gap is above %.2g, and the upper bound overvalues this very policy by at least %.3g of it: the bound charges the bonus along a straight line below it (its chord over every trajectory's Σ), and at this policy that line falls %.3g short of the expected bonus (%.3g, α = %.3g). Were the policy optimal, the stated gap would still be at least %.3g, so read that part as the bound's looseness; more points or --hull-bound do not change that line (docs/planning.md, \"What is reported\").", policy.TargetGap, pl.BonusBoundGap, pl.BonusBoundGap, pl.ValueBonus, pl.Alpha, pl.BonusBoundGap)
+}
+
 // SaturatedGapNote explains a stated gap above policy.TargetGap when
 // BonusSaturated.
 func SaturatedGapNote(pl *policy.PlanStats) string {
@@ -534,6 +549,8 @@ func planNotes(pl *policy.PlanStats) []string {
 		}
 		switch {
 		case pl.GapBound <= policy.TargetGap:
+		case ChordOwnsGap(pl):
+			n = append(n, ChordGapNote(pl))
 		case BonusSaturated(pl):
 			n = append(n, SaturatedGapNote(pl))
 		case pl.PointsCapped:
@@ -543,7 +560,7 @@ func planNotes(pl *policy.PlanStats) []string {
 		}
 		if pl.HullBound {
 			n = append(n, "The upper bound interpolated between its belief points by their convex hull (--hull-bound).")
-		} else if pl.GapBound > policy.TargetGap && !BonusSaturated(pl) {
+		} else if pl.GapBound > policy.TargetGap && !BonusSaturated(pl) && !ChordOwnsGap(pl) {
 			n = append(n, "Part of a gap may be the upper bound's own looseness between its belief points: --hull-bound states it against a tighter bound, the policy unchanged.")
 		}
 		return n

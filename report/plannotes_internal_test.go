@@ -104,3 +104,26 @@ func TestPlanNotesSaturatedBonus(t *testing.T) {
 		t.Errorf("small bonus: notes\n%s", text)
 	}
 }
+
+// TestPlanNotesChordOwnsGap: a belief plan at least half of whose stated
+// gap is the bound's chord deficit at the policy itself (hallway at
+// H = 20, α = 0.3: gap 0.083, deficit 0.06) is told so, with the figure,
+// and is not told that more points or --hull-bound may close the gap;
+// with a deficit under half the gap, it is.
+func TestPlanNotesChordOwnsGap(t *testing.T) {
+	pl := policy.PlanStats{Planner: policy.PlannerBelief, Points: 500, Alpha: 0.3, GapBound: 0.083, ValueBonus: 0.1, BonusBoundGap: 0.06, PointsCapped: true}
+	text := strings.Join(planNotes(&pl), "\n")
+	for _, w := range []string{"overvalues this very policy by at least 0.06", "expected bonus (0.1, α = 0.3)", "Were the policy optimal, the stated gap would still be at least 0.06"} {
+		if !strings.Contains(text, w) {
+			t.Errorf("chord: notes lack %q:\n%s", w, text)
+		}
+	}
+	if strings.Contains(text, "--plan-points") || strings.Contains(text, "--hull-bound states") {
+		t.Errorf("chord: notes suggest points or the hull:\n%s", text)
+	}
+	small := pl
+	small.BonusBoundGap = 0.03
+	if text := strings.Join(planNotes(&small), "\n"); strings.Contains(text, "overvalues this very policy") || !strings.Contains(text, "--plan-points") {
+		t.Errorf("deficit under half the gap: notes\n%s", text)
+	}
+}

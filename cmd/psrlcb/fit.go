@@ -454,14 +454,16 @@ func printBeliefPlanNotes(w io.Writer, plan *policy.PlanStats) {
 		fmt.Fprintf(w, "  %s\n", report.GapSearchNote(plan))
 	}
 	if plan.GapBound > policy.TargetGap {
-		if report.BonusSaturated(plan) {
+		if report.ChordOwnsGap(plan) {
+			fmt.Fprintf(w, "  the upper bound overvalues this policy by at least %.3g: the straight line it charges in place of the bonus falls that far short of the policy's bonus, so were the policy optimal the gap would still be at least that; more points do not change that line (docs/planning.md)\n", plan.BonusBoundGap)
+		} else if report.BonusSaturated(plan) {
 			fmt.Fprintf(w, "  the gap is above %.2g while the plan's expected bonus is %.2f of its cap (α = %.3g): the upper bound knows the bonus only through a straight line below it, so the gap may be mostly the bound's; read it as unknown (docs/planning.md)\n", policy.TargetGap, plan.ValueBonus, plan.Alpha)
 		} else if plan.PointsCapped {
 			fmt.Fprintf(w, "  the gap is above %.2g: some steps reach more beliefs than the %d points planned at; more --plan-points may close it\n", policy.TargetGap, plan.Points)
 		} else {
 			fmt.Fprintf(w, "  the gap is above %.2g although the points held every belief the model reaches: it is the upper bound's relaxation of the bonus, not a loss more points would recover (docs/planning.md)\n", policy.TargetGap)
 		}
-		if !plan.HullBound && !report.BonusSaturated(plan) {
+		if !plan.HullBound && !report.BonusSaturated(plan) && !report.ChordOwnsGap(plan) {
 			fmt.Fprintf(w, "  part of it may be the upper bound's looseness between its points: --hull-bound states it against a tighter bound (the same policy, a longer final plan)\n")
 		}
 	}
