@@ -83,47 +83,38 @@ func TestPlanNotesGapSearch(t *testing.T) {
 	}
 }
 
-// TestPlanNotesSaturatedBonus: a belief plan whose stated gap is above
-// the target while its expected bonus is near the cap is told that the
-// gap may be the bound's and more points would not close it, not that
-// more points may; a plan with a small bonus is not.
-func TestPlanNotesSaturatedBonus(t *testing.T) {
+// TestPlanNotesBoundsGap: a belief plan whose stated gap is above the
+// target is told the gap is the bound's, not that more points or
+// --hull-bound may close it, when its expected bonus is near the cap
+// (saturated) or when at least half of the gap is the bound's chord
+// deficit at the policy itself (hallway at H = 20, α = 0.3: gap 0.083,
+// deficit 0.06); with a small bonus, or a deficit under half the gap, it
+// gets the advice on points.
+func TestPlanNotesBoundsGap(t *testing.T) {
 	sat := policy.PlanStats{Planner: policy.PlannerBelief, Points: 500, Alpha: 3, GapBound: 0.69, ValueBonus: 0.88, PointsCapped: true}
-	text := strings.Join(planNotes(&sat), "\n")
-	for _, w := range []string{"expected bonus is 0.88 of its cap", "more points would not close it"} {
-		if !strings.Contains(text, w) {
-			t.Errorf("saturated: notes lack %q:\n%s", w, text)
+	chord := policy.PlanStats{Planner: policy.PlannerBelief, Points: 500, Alpha: 0.3, GapBound: 0.083, ValueBonus: 0.1, BonusBoundGap: 0.06, PointsCapped: true}
+	smallBonus, smallDeficit := sat, chord
+	smallBonus.ValueBonus, smallDeficit.BonusBoundGap = 0.01, 0.03
+	for _, c := range []struct {
+		name  string
+		pl    policy.PlanStats
+		wants []string
+		not   string // a phrase of the other rule's note, absent with points advice
+	}{
+		{"saturated", sat, []string{"expected bonus is 0.88 of its cap", "more points would not close it"}, ""},
+		{"chord", chord, []string{"overvalues this very policy by at least 0.06", "expected bonus (0.1, α = 0.3)", "Were the policy optimal, the stated gap would still be at least 0.06"}, ""},
+		{"small bonus", smallBonus, nil, "of its cap"},
+		{"small deficit", smallDeficit, nil, "overvalues this very policy"},
+	} {
+		text := strings.Join(planNotes(&c.pl), "\n")
+		for _, w := range c.wants {
+			if !strings.Contains(text, w) {
+				t.Errorf("%s: notes lack %q:\n%s", c.name, w, text)
+			}
 		}
-	}
-	if strings.Contains(text, "--plan-points") || strings.Contains(text, "--hull-bound states") {
-		t.Errorf("saturated: notes suggest points or the hull:\n%s", text)
-	}
-	small := sat
-	small.ValueBonus = 0.01
-	if text := strings.Join(planNotes(&small), "\n"); strings.Contains(text, "of its cap") || !strings.Contains(text, "--plan-points") {
-		t.Errorf("small bonus: notes\n%s", text)
-	}
-}
-
-// TestPlanNotesChordOwnsGap: a belief plan at least half of whose stated
-// gap is the bound's chord deficit at the policy itself (hallway at
-// H = 20, α = 0.3: gap 0.083, deficit 0.06) is told so, with the figure,
-// and is not told that more points or --hull-bound may close the gap;
-// with a deficit under half the gap, it is.
-func TestPlanNotesChordOwnsGap(t *testing.T) {
-	pl := policy.PlanStats{Planner: policy.PlannerBelief, Points: 500, Alpha: 0.3, GapBound: 0.083, ValueBonus: 0.1, BonusBoundGap: 0.06, PointsCapped: true}
-	text := strings.Join(planNotes(&pl), "\n")
-	for _, w := range []string{"overvalues this very policy by at least 0.06", "expected bonus (0.1, α = 0.3)", "Were the policy optimal, the stated gap would still be at least 0.06"} {
-		if !strings.Contains(text, w) {
-			t.Errorf("chord: notes lack %q:\n%s", w, text)
+		advises := strings.Contains(text, "--plan-points") || strings.Contains(text, "--hull-bound states")
+		if wantAdvice := c.wants == nil; advises != wantAdvice || (c.not != "" && strings.Contains(text, c.not)) {
+			t.Errorf("%s: points advice %v (want %v), notes:\n%s", c.name, advises, wantAdvice, text)
 		}
-	}
-	if strings.Contains(text, "--plan-points") || strings.Contains(text, "--hull-bound states") {
-		t.Errorf("chord: notes suggest points or the hull:\n%s", text)
-	}
-	small := pl
-	small.BonusBoundGap = 0.03
-	if text := strings.Join(planNotes(&small), "\n"); strings.Contains(text, "overvalues this very policy") || !strings.Contains(text, "--plan-points") {
-		t.Errorf("deficit under half the gap: notes\n%s", text)
 	}
 }
