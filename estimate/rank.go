@@ -216,11 +216,7 @@ func rankSearch(ctx context.Context, c *coded, proto *Model, o *Options, res *Re
 	chosen := rs.choose()
 	res.HeldOutLogLik = chosen.held
 	res.RankSearchEpisodes = n
-	var alt []*Model
-	for _, t := range rs.grownAlt {
-		alt = append(alt, t.model)
-	}
-	return chosen.S, chosen.model, alt, nil
+	return chosen.S, chosen.model, rs.grownAlt, nil
 }
 
 // refine tries the ranks of the search up to maxR: the doubling, the
@@ -291,9 +287,9 @@ type rankSearcher struct {
 	all   *coded     // every episode (growOnAll)
 	grows []*rankTry // the growth's tries (growOnAll)
 	grown *rankTry   // the growth's larger rank, when it won
-	// grownAlt: the larger rank's other starts that beat the smaller
-	// rank too, when the growth won (RankChoice.Alternatives)
-	grownAlt []*rankTry
+	// grownAlt: the models of the larger rank's other starts that beat
+	// the smaller rank too, when the growth won (RankChoice.Alternatives)
+	grownAlt []*Model
 }
 
 // newRankSearcher draws the search's sample of c (a seeded permutation,

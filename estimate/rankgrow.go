@@ -68,7 +68,7 @@ func (rs *rankSearcher) growOnAll(lo, hi *rankTry) (bool, error) {
 			return false, err
 		}
 		if beats(t, loBig) {
-			rs.grownAlt = append(rs.grownAlt, t)
+			rs.grownAlt = append(rs.grownAlt, t.model)
 		}
 	}
 	return true, nil

@@ -107,25 +107,8 @@ func TestBonusBoundGap(t *testing.T) {
 			}
 			eSum, eBonus := walkSigma(pol.Ctrl, b)
 			bp := pol.Ctrl.bp
-			L := 0.0
-			for h := 1; h < bp.H; h++ {
-				mx := 0.0
-				for a := 0; a < bp.A; a++ {
-					for s := 0; s < bp.S; s++ {
-						mx = max(mx, bp.tab[h][a].m[s*bp.S+s])
-					}
-				}
-				L += mx
-			}
-			Lmin := 0.0
-			for h := 1; h < bp.H; h++ {
-				mn := math.Inf(1)
-				for a := 0; a < bp.A; a++ {
-					mn = min(mn, simplexQuadLower(bp.tab[h][a].m, bp.S))
-				}
-				Lmin += max(mn, 0)
-			}
-			lo, hi := b.Root+min(Lmin, L), b.Root+L
+			L := bp.quadMaxSum()
+			lo, hi := b.Root+min(bp.quadMinSum(), L), b.Root+L
 			c := 0.0
 			if hi > lo {
 				c = (b.Value(hi) - b.Value(lo)) / (hi - lo)

@@ -360,7 +360,6 @@ func betterPlan(pol *Policy, bst *PlanStats, spol *Policy, sst *PlanStats) (*Pol
 		}
 		b.UpperBound = upper
 		b.GapBound = max(upper-b.Value, 0)
-		b.BonusBoundGap = min(b.BonusBoundGap, b.GapBound)
 		return pol, &b
 	}
 	s := *sst

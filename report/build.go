@@ -513,6 +513,13 @@ func ChordOwnsGap(pl *policy.PlanStats) bool {
 	return pl.GapBound > policy.TargetGap && pl.BonusBoundGap >= pl.GapBound/2
 }
 
+// BoundOwnsGap says whether a stated gap is read as the upper bound's
+// (BonusSaturated or ChordOwnsGap), so that neither the summary nor the
+// report suggests more points or --hull-bound for it.
+func BoundOwnsGap(pl *policy.PlanStats) bool {
+	return BonusSaturated(pl) || ChordOwnsGap(pl)
+}
+
 // ChordGapNote explains a stated gap when ChordOwnsGap.
 func ChordGapNote(pl *policy.PlanStats) string {
 	return fmt.Sprintf("That gap is above %.2g, and the upper bound overvalues this very policy by at least %.3g of it: the bound charges the bonus along a straight line below it (its chord over every trajectory's Σ), and at this policy that line falls %.3g short of the expected bonus (%.3g, α = %.3g). Were the policy optimal, the stated gap would still be at least %.3g, so read that part as the bound's looseness; more points or --hull-bound do not change that line (docs/planning.md, \"What is reported\").", policy.TargetGap, pl.BonusBoundGap, pl.BonusBoundGap, pl.ValueBonus, pl.Alpha, pl.BonusBoundGap)
@@ -560,7 +567,7 @@ func planNotes(pl *policy.PlanStats) []string {
 		}
 		if pl.HullBound {
 			n = append(n, "The upper bound interpolated between its belief points by their convex hull (--hull-bound).")
-		} else if pl.GapBound > policy.TargetGap && !BonusSaturated(pl) && !ChordOwnsGap(pl) {
+		} else if pl.GapBound > policy.TargetGap && !BoundOwnsGap(pl) {
 			n = append(n, "Part of a gap may be the upper bound's own looseness between its belief points: --hull-bound states it against a tighter bound, the policy unchanged.")
 		}
 		return n

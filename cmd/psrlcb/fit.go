@@ -463,7 +463,7 @@ func printBeliefPlanNotes(w io.Writer, plan *policy.PlanStats) {
 		} else {
 			fmt.Fprintf(w, "  the gap is above %.2g although the points held every belief the model reaches: it is the upper bound's relaxation of the bonus, not a loss more points would recover (docs/planning.md)\n", policy.TargetGap)
 		}
-		if !plan.HullBound && !report.BonusSaturated(plan) && !report.ChordOwnsGap(plan) {
+		if !plan.HullBound && !report.BoundOwnsGap(plan) {
 			fmt.Fprintf(w, "  part of it may be the upper bound's looseness between its points: --hull-bound states it against a tighter bound (the same policy, a longer final plan)\n")
 		}
 	}
