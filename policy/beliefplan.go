@@ -30,9 +30,10 @@ import (
 // past it), then at x₀ = E_π[Σ] of the previous round's policy held to at
 // most 1/α² (tangentRounds rounds at most; see rounds), and keeps the
 // round whose policy has the best evaluated objective (below). When the
-// points of some step were capped, the second round also replaces half
-// of them by the beliefs the first round's policy reaches (forward
-// rollout of the current policy).
+// points of some step were capped, half of them are replaced by the
+// beliefs reached by the policy of the first round that does not
+// saturate the bonus (forward rollout of the current policy), and the
+// later rounds plan on them.
 //
 // Planning. Point-based finite-horizon value iteration over beliefs: the
 // belief points of each step are the distinct beliefs reached from o_1
@@ -150,7 +151,10 @@ type planRound struct {
 // that flat line again, and at the kink the slope is the left
 // derivative α²/2, the one that charges Σ (tangentSlope). So when the
 // reward's policy saturates the bonus, the next round plans against
-// it.
+// it. When the points were capped, the first round whose policy does
+// not saturate the bonus replaces half of them by the beliefs its policy
+// reaches (enrich); a saturating round does not, since the round after
+// it plans a different policy, which reaches other beliefs.
 func (bp *beliefPlanner) rounds(ctx context.Context, ft *fallbackTables, rows int64) (planRound, error) {
 	alpha := bp.bonus.Alpha
 	sat := saturationPoint(alpha)
@@ -164,6 +168,12 @@ func (bp *beliefPlanner) rounds(ctx context.Context, ft *fallbackTables, rows in
 		}
 		best.keepBetter(r)
 		next := min(r.v.sum, sat)
+		if reached != nil && next == sat && alpha > 0 && round+1 < tangentRounds {
+			// A policy that saturates the bonus is followed by one planned
+			// against it (slope α²/2), which reaches other beliefs: the
+			// points are enriched by that round's beliefs, not these.
+			reached = nil
+		}
 		converged := alpha == 0 || (round > 0 && math.Abs(next-x0) <= 1e-3*x0)
 		if converged && reached == nil {
 			break

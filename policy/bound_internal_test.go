@@ -4,6 +4,7 @@ import (
 	"context"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/psrlcb/psrlcb/pessimism"
@@ -173,4 +174,87 @@ func walkSigma(c *Controller, bonus *pessimism.Bonus) (eSum, eBonus float64) {
 		walk(1, b, po, bonus.Root)
 	}
 	return eSum, eBonus
+}
+
+// TestSaturatedRoundDoesNotEnrich: when the reward's round saturates the
+// bonus, the points are enriched by the beliefs of the next round, the
+// one planned against the bonus, and not at all when that round
+// saturates too: a saturating round's policy is not the one the next
+// rounds plan near. On random models with capped points (H = 5, 3
+// points per step, 300 episodes), at α = 3 (the bonus's round escapes
+// saturation on these models) and α = 10 (it does not), the points after
+// the rounds must be the initial points enriched by what the round at the
+// kink's slope reaches, or the initial points, computed on a second
+// planner; on some model the reward round's enrichment differs from
+// both, so the test tells the rules apart.
+func TestSaturatedRoundDoesNotEnrich(t *testing.T) {
+	ctx := context.Background()
+	escaped, stayed, distinct := 0, 0, 0
+	for seed := uint64(1); seed <= 8; seed++ {
+		for _, alpha := range []float64{3, 10} {
+			rng := rand.New(rand.NewPCG(seed, 43))
+			sp := pessimismtest.Spec{States: 4, Obs: 3, Actions: 2, Horizon: 5}
+			m, bonus := uniformLogsModel(t, rng, sp, 300)
+			b := bonus.WithAlpha(alpha)
+			bp, ft, err := prepareBeliefPlan(ctx, m, b, 3, 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ref, _, err := prepareBeliefPlan(ctx, m, b, 3, 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sat := saturationPoint(alpha)
+			r0, reached0, err := ref.round(ctx, ft, sat, 0, roundRows, true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r1, reached1, err := ref.round(ctx, ft, sat, tangentSlope(alpha, sat), roundRows, true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bp.capped || r0.v.sum < sat {
+				continue // no saturating reward round to skip
+			}
+			want := make([][]bpoint, ref.H+1)
+			differ := false
+			for h := 1; h <= ref.H; h++ {
+				want[h] = ref.pts[h]
+				if r1.v.sum < sat {
+					want[h] = ref.enrichStep(h, reached1[h])
+				}
+				if !slices.Equal(pointKeyList(ref.enrichStep(h, reached0[h])), pointKeyList(want[h])) {
+					differ = true
+				}
+			}
+			if r1.v.sum < sat {
+				escaped++
+			} else {
+				stayed++
+			}
+			if differ {
+				distinct++
+			}
+			if _, err := bp.rounds(ctx, ft, roundRows); err != nil {
+				t.Fatal(err)
+			}
+			for h := 1; h <= bp.H; h++ {
+				if !slices.Equal(pointKeyList(bp.pts[h]), pointKeyList(want[h])) {
+					t.Errorf("seed %d α %g step %d: points after the rounds are not the expected ones (bonus round's Σ %.4g, 1/α² %.4g)", seed, alpha, h, r1.v.sum, sat)
+				}
+			}
+		}
+	}
+	if escaped == 0 || stayed == 0 || distinct == 0 {
+		t.Fatalf("cases: bonus round escaped %d, stayed saturated %d, rules told apart %d; want each > 0", escaped, stayed, distinct)
+	}
+}
+
+// pointKeyList is the points' belief keys, in order.
+func pointKeyList(pts []bpoint) []string {
+	keys := make([]string, len(pts))
+	for i, pt := range pts {
+		keys[i] = pt.key
+	}
+	return keys
 }
