@@ -463,10 +463,15 @@ type beliefPlanner struct {
 		replanned      bool
 	}
 	// chord is the straight line g(lo) + c·(Σ − lo) below the bonus that
-	// the last upper bound charged (boundRewards), for PlanStats.
+	// the last upper bound charged (boundRewards), for PlanStats; with
+	// charged set, the plan's expected bonus and step-term tangents
+	// (boundTangents) as that bound charges them (relaxedCharge).
 	chord struct {
-		lo, c float64
-		set   bool
+		lo, c   float64
+		set     bool
+		charged bool
+		bonus   float64 // E_π[b̂]
+		lin     float64 // E_π[Σ_{h<H} ℓ_{h,a_h}·b_h]
 	}
 }
 

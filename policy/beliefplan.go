@@ -107,11 +107,32 @@ func (bp *beliefPlanner) planRounds(ctx context.Context, ft *fallbackTables, row
 		best, ub, err = bp.gapSearch(ctx, ft, rows, best, ub)
 	}
 	bp.hullBound = hull
-	if err != nil || !hull {
-		return best, ub, err
+	if err == nil && hull {
+		var ubHull float64
+		ubHull, err = bp.upperBound(ctx, ft)
+		ub = min(ub, ubHull)
 	}
-	ubHull, err := bp.upperBound(ctx, ft)
-	return best, min(ub, ubHull), err
+	if err == nil && bp.tightBound && bp.chord.c > 0 && ub-(best.v.r-best.v.b) > TargetGap {
+		err = bp.relaxedCharge(ctx, ft, rows, best)
+	}
+	return best, ub, err
+}
+
+// relaxedCharge walks the table of the plan best once more (the same
+// rows, so the same table and rollouts), summing along its trajectories
+// the tangents of the step terms that the last upper bound charged in
+// their place, and records the sums in bp.chord for bonusBoundGap. Run
+// only when the stated gap misses TargetGap: it costs one more walk.
+func (bp *beliefPlanner) relaxedCharge(ctx context.Context, ft *fallbackTables, rows int64, best planRound) error {
+	bp.gamma, bp.kappa = best.gamma, best.kappa
+	tw := newTableWalker(bp, ft)
+	tw.tan = bp.boundTangents()
+	_, v, _, err := tw.table(ctx, rows)
+	if err != nil {
+		return err
+	}
+	bp.chord.charged, bp.chord.bonus, bp.chord.lin = true, v.b, v.lin
+	return nil
 }
 
 // prepareBeliefPlan returns the belief planner of m, with its belief
@@ -265,16 +286,22 @@ func (bp *beliefPlanner) stats(st *PlanStats, points int, best *Policy, v tval, 
 	st.BonusBoundGap = min(bp.bonusBoundGap(v), st.GapBound)
 }
 
-// bonusBoundGap is E_π[b̂] − E_π[ℓ(Σ)] (at least 0) for the values v of
-// a policy π: ℓ(Σ) = g(Σ_lo) + c·(Σ − Σ_lo), the chord the last upper
-// bound charged in place of the bonus (boundRewards), affine, so its mean
-// is ℓ(E_π[Σ]). 0 before any bound.
+// bonusBoundGap is how much less than π's bonus the last upper bound's
+// relaxation charges the policy π of values v (at least 0; 0 before any
+// bound). The relaxation charges g(Σ_lo) + c·(Σ_0 + Σ_{h<H} ℓ_{h,a_h}·b_h
+// − Σ_lo) (boundRewards: the chord ℓ(Σ) = g(Σ_lo) + c·(Σ − Σ_lo), each
+// step term by its tangent ℓ_{h,a}, which lies below it). With the
+// tangents' sums of relaxedCharge, that charge itself; otherwise the
+// chord at E_π[Σ], which the tangents can only lower.
 func (bp *beliefPlanner) bonusBoundGap(v tval) float64 {
 	if !bp.chord.set {
 		return 0
 	}
-	line := bp.bonus.Value(bp.chord.lo) + bp.chord.c*(v.sum-bp.chord.lo)
-	return max(v.b-line, 0)
+	g0, c, lo := bp.bonus.Value(bp.chord.lo), bp.chord.c, bp.chord.lo
+	if bp.chord.charged {
+		return max(bp.chord.bonus-(g0+c*(bp.bonus.Root+bp.chord.lin-lo)), 0)
+	}
+	return max(v.b-(g0+c*(v.sum-lo)), 0)
 }
 
 // tangentSlope is the slope of a tangent of g(x) = min{α√x, 1} at x₀:
@@ -640,32 +667,45 @@ func (p *beliefPlanner) quadMinSum() float64 {
 
 // relaxedRewards returns the relaxed step rewards rr[h][a] = r − c·ℓ,
 // ℓ the tangent of bᵀm_{h,a}b at the mean of the step's bound points
-// (r alone at step H and when c is 0).
+// (boundTangents; r alone at step H and when c is 0).
 func (p *beliefPlanner) relaxedRewards(c float64) [][][]float64 {
-	H, S := p.H, p.S
-	rr := make([][][]float64, H+1)
-	mu := make([]float64, S)
-	mmu := make([]float64, S)
-	for h := 1; h <= H; h++ {
-		rr[h] = p.relaxedStep(h, c, mu, mmu)
+	var tan [][][]float64
+	if c != 0 {
+		tan = p.boundTangents()
+	}
+	rr := make([][][]float64, p.H+1)
+	for h := 1; h <= p.H; h++ {
+		rr[h] = make([][]float64, p.A)
+		for a := range p.A {
+			rr[h][a] = append([]float64(nil), p.tab[h][a].r...)
+			if h == p.H || c == 0 {
+				continue
+			}
+			for s, t := range tan[h][a] {
+				rr[h][a][s] -= c * t
+			}
+		}
 	}
 	return rr
 }
 
-// relaxedStep is relaxedRewards at step h, per action (mu, mmu: scratch
-// of S): the rewards less the tangent term of slope c below step H.
-func (p *beliefPlanner) relaxedStep(h int, c float64, mu, mmu []float64) [][]float64 {
-	rr := make([][]float64, p.A)
-	p.boundMean(h, mu)
-	for a := 0; a < p.A; a++ {
-		st := &p.tab[h][a]
-		rr[a] = append([]float64(nil), st.r...)
-		if h == p.H || c == 0 {
-			continue
+// boundTangents returns per step h < H and action a the tangent ℓ of
+// the step term bᵀm_{h,a}b at the mean of the step's bound points
+// (boundMean): ℓ·b ≤ bᵀm_{h,a}b on the simplex, since the form is
+// convex. The upper bound charges ℓ·b in place of the step term.
+func (p *beliefPlanner) boundTangents() [][][]float64 {
+	S := p.S
+	mu, mmu := make([]float64, S), make([]float64, S)
+	tan := make([][][]float64, p.H)
+	for h := 1; h < p.H; h++ {
+		p.boundMean(h, mu)
+		tan[h] = make([][]float64, p.A)
+		for a := range p.A {
+			tan[h][a] = make([]float64, S)
+			subtractTangent(p.tab[h][a].m, mu, mmu, -1, tan[h][a])
 		}
-		subtractTangent(st.m, mu, mmu, c, rr[a])
 	}
-	return rr
+	return tan
 }
 
 // boundMean sets mu to the mean belief of step h's bound points (the

@@ -63,6 +63,10 @@ type tableWalker struct {
 	// reached, when not nil, collects the beliefs of the table's nodes per
 	// step (with their reach probability) during the building walk.
 	reached [][]bpoint
+	// tan, when not nil, holds per step h < H and action the tangent of
+	// the step term the upper bound charges (boundTangents); the values
+	// then sum it (tval.lin).
+	tan [][][]float64
 
 	// Parallel walks (see walk). The top walker cuts the tree at depth
 	// frontier: collecting, it records the frontier nodes as tasks;
@@ -175,6 +179,9 @@ func (am *actionMemo) store(key []byte, a int) {
 type tval struct {
 	r, b, out, sum float64
 	mc, sq, n      float64
+	// lin is E[Σ_{h<H} t_{h,a_h}·b_h] for the walker's tangents tan (0
+	// when it has none): the step terms as the upper bound charges them.
+	lin float64
 }
 
 // se is the Monte Carlo standard error of the root value r − b: the
@@ -266,7 +273,7 @@ func (w *tableWalker) collectTasks(workers int) {
 func (w *tableWalker) growPool(workers int) {
 	for len(w.pool) < workers {
 		c := newTableWalker(w.bp, w.ft)
-		c.ctrl, c.cx, c.smp = w.ctrl, w.ctrl.newScratch(), w.smp
+		c.ctrl, c.cx, c.smp, c.tan = w.ctrl, w.ctrl.newScratch(), w.smp, w.tan
 		w.pool = append(w.pool, c)
 	}
 }
@@ -487,6 +494,7 @@ func (t *tval) add(p float64, v tval) {
 	t.b += p * v.b
 	t.out += p * v.out
 	t.sum += p * v.sum
+	t.lin += p * v.lin
 	t.mc += p * v.mc
 	t.sq += p * v.sq
 	t.n += p * v.n
@@ -524,6 +532,9 @@ func (w *tableWalker) valueNode(h, a int, id int64, reach, sum float64, end bool
 	v := tval{r: dot(bp.tab[h][a].r, b)}
 	if h == bp.H {
 		return w.leafValue(id, a, sum, v), a
+	}
+	if w.tan != nil {
+		v.lin = dot(w.tan[h][a], b)
 	}
 	v, fb, ok := w.expand(h, a, id, reach, sum, end, values, v)
 	if !ok {
@@ -1061,7 +1072,7 @@ func (w *tableWalker) rollout(h, o int, bel []float64, sum float64, rng *rand.Ra
 	bp := w.bp
 	b := w.rbel
 	copy(b, bel)
-	ret := 0.0
+	ret, lin := 0.0, 0.0
 	for t := h; ; t++ {
 		a := w.action(t, b, o == bp.endObs)
 		st := &bp.tab[t][a]
@@ -1070,13 +1081,16 @@ func (w *tableWalker) rollout(h, o int, bel []float64, sum float64, rng *rand.Ra
 			break
 		}
 		sum += max(quad(st.m, b), 0)
+		if w.tan != nil {
+			lin += dot(w.tan[t][a], b)
+		}
 		predict(st.t, b, w.rpred)
 		o = w.drawObs(rng, t, a, st)
 		if correct(st.e, bp.O, w.rpred, o, b) == 0 {
 			break // not reached: o was drawn with positive probability
 		}
 	}
-	acc.addRollout(ret, bp.bonus.Value(sum), sum)
+	acc.addRollout(ret, bp.bonus.Value(sum), sum, lin)
 }
 
 // drawObs draws a rollout's o_{t+1} after action a (tables st) from the
@@ -1094,13 +1108,14 @@ func (w *tableWalker) drawObs(rng *rand.Rand, t, a int, st *stepTables) int {
 	return draw(rng, w.rprobs)
 }
 
-// addRollout adds a rollout of rescaled return ret, bonus bon and bonus
-// sum sum to the sums acc.
-func (acc *tval) addRollout(ret, bon, sum float64) {
+// addRollout adds a rollout of rescaled return ret, bonus bon, bonus
+// sum sum and tangent sum lin to the sums acc.
+func (acc *tval) addRollout(ret, bon, sum, lin float64) {
 	x := ret - bon
 	acc.r += ret
 	acc.b += bon
 	acc.sum += sum
+	acc.lin += lin
 	acc.mc += x
 	acc.sq += x * x
 	acc.n++

@@ -82,16 +82,19 @@ func TestTangentSlopeAtTheKink(t *testing.T) {
 	}
 }
 
-// TestBonusBoundGap: the part of the stated gap the upper bound's chord
-// costs at the written policy itself. On random models (H = 4, the whole
-// tree in the table, so the figures are exact) the written controller is
-// walked over every history to get E_π[Σ] and E_π[b̂] independently;
+// TestBonusBoundGap: the part of the stated gap the upper bound's
+// relaxation of the bonus costs at the written policy itself. On random
+// models (H = 4, the whole tree in the table, so the figures are exact)
+// the written controller is walked over every history to get E_π[Σ],
+// E_π[b̂] and the sum of the bound's step-term tangents independently;
 // PlanStats.BonusBoundGap must equal E_π[b̂] − ℓ(E_π[Σ]) (ℓ the chord of
-// g over [Σ_lo, Σ_0 + L]) capped at the gap, the upper bound must lie at
-// least that far above the plan's value (the relaxed problem values π
-// itself there), it is 0 at α = 0, and positive on some model.
+// g over [Σ_lo, Σ_0 + L]), or, when the gap is above TargetGap, the
+// bound's own charge with each step term by its tangent, capped at the
+// gap; the upper bound must lie at least that far above the plan's value
+// (the relaxed problem values π itself there); it is 0 at α = 0, and the
+// chord and the tangents each add to it on some model.
 func TestBonusBoundGap(t *testing.T) {
-	positive := 0
+	positive, tangentCases := 0, 0
 	for seed := uint64(1); seed <= 6; seed++ {
 		rng := rand.New(rand.NewPCG(seed, 41))
 		sp := pessimismtest.Spec{States: 3 + int(seed%2), Obs: 3, Actions: 2, Horizon: 4}
@@ -106,8 +109,9 @@ func TestBonusBoundGap(t *testing.T) {
 			if st.ValueSE != 0 {
 				t.Fatalf("seed %d α %g: the table should hold every history (SE %g)", seed, alpha, st.ValueSE)
 			}
-			eSum, eBonus := walkSigma(pol.Ctrl, b)
 			bp := pol.Ctrl.bp
+			tan := bp.boundTangents()
+			eSum, eBonus, eLin := walkSigma(pol.Ctrl, b, tan)
 			L := bp.quadMaxSum()
 			lo, hi := b.Root+min(bp.quadMinSum(), L), b.Root+L
 			c := 0.0
@@ -115,6 +119,17 @@ func TestBonusBoundGap(t *testing.T) {
 				c = (b.Value(hi) - b.Value(lo)) / (hi - lo)
 			}
 			want := max(eBonus-(b.Value(lo)+c*(eSum-lo)), 0)
+			if st.GapBound > TargetGap && c > 0 {
+				// The bound's own charge: the tangents too.
+				charged := max(eBonus-(b.Value(lo)+c*(b.Root+eLin-lo)), 0)
+				if charged < want-1e-12 {
+					t.Fatalf("seed %d α %g: the tangents' charge %v above the chord's %v", seed, alpha, charged, want)
+				}
+				if charged > want+1e-6 {
+					tangentCases++
+				}
+				want = charged
+			}
 			if math.Abs(st.ValueBonus-eBonus) > 1e-9 {
 				t.Fatalf("seed %d α %g: reported bonus %v, walked %v", seed, alpha, st.ValueBonus, eBonus)
 			}
@@ -132,15 +147,15 @@ func TestBonusBoundGap(t *testing.T) {
 			}
 		}
 	}
-	if positive == 0 {
-		t.Error("no model had a chord deficit: the test checks nothing")
+	if positive == 0 || tangentCases == 0 {
+		t.Errorf("models with a chord deficit %d, with a gap above the target where the tangents add to it %d: want both > 0", positive, tangentCases)
 	}
 }
 
-// walkSigma returns E[Σ] and E[g(Σ)] of the controller c under its
-// model, every history enumerated (Σ from the bonus's root term, one
-// step term per step before H).
-func walkSigma(c *Controller, bonus *pessimism.Bonus) (eSum, eBonus float64) {
+// walkSigma returns E[Σ], E[g(Σ)] and E[Σ_{h<H} tan[h][a_h]·b_h] of the
+// controller c under its model, every history enumerated (Σ from the
+// bonus's root term, one step term per step before H).
+func walkSigma(c *Controller, bonus *pessimism.Bonus, tan [][][]float64) (eSum, eBonus, eLin float64) {
 	bp := c.bp
 	x := c.newScratch()
 	first := make([]float64, bp.O)
@@ -155,6 +170,7 @@ func walkSigma(c *Controller, bonus *pessimism.Bonus) (eSum, eBonus float64) {
 		}
 		st := &bp.tab[h][a]
 		sum += quad(st.m, b)
+		eLin += p * dot(tan[h][a], b)
 		pred := make([]float64, bp.S)
 		predict(st.t, b, pred)
 		for o := 0; o < bp.O; o++ {
@@ -173,7 +189,7 @@ func walkSigma(c *Controller, bonus *pessimism.Bonus) (eSum, eBonus float64) {
 		bp.m.ObserveFirst(b, o)
 		walk(1, b, po, bonus.Root)
 	}
-	return eSum, eBonus
+	return eSum, eBonus, eLin
 }
 
 // TestSaturatedRoundDoesNotEnrich: when the reward's round saturates the

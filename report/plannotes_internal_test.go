@@ -88,13 +88,14 @@ func TestPlanNotesGapSearch(t *testing.T) {
 // --hull-bound may close it, when its expected bonus is near the cap
 // (saturated) or when at least half of the gap is the bound's chord
 // deficit at the policy itself (hallway at H = 20, α = 0.3: gap 0.083,
-// deficit 0.06); with a small bonus, or a deficit under half the gap, it
-// gets the advice on points.
+// deficit 0.06), saying so when the deficit is the whole gap; with a
+// small bonus, or a deficit under half the gap, it gets the advice on
+// points.
 func TestPlanNotesBoundsGap(t *testing.T) {
 	sat := policy.PlanStats{Planner: policy.PlannerBelief, Points: 500, Alpha: 3, GapBound: 0.69, ValueBonus: 0.88, PointsCapped: true}
 	chord := policy.PlanStats{Planner: policy.PlannerBelief, Points: 500, Alpha: 0.3, GapBound: 0.083, ValueBonus: 0.1, BonusBoundGap: 0.06, PointsCapped: true}
-	smallBonus, smallDeficit := sat, chord
-	smallBonus.ValueBonus, smallDeficit.BonusBoundGap = 0.01, 0.03
+	smallBonus, smallDeficit, whole := sat, chord, chord
+	smallBonus.ValueBonus, smallDeficit.BonusBoundGap, whole.BonusBoundGap = 0.01, 0.03, chord.GapBound
 	for _, c := range []struct {
 		name  string
 		pl    policy.PlanStats
@@ -102,7 +103,8 @@ func TestPlanNotesBoundsGap(t *testing.T) {
 		not   string // a phrase of the other rule's note, absent with points advice
 	}{
 		{"saturated", sat, []string{"expected bonus is 0.88 of its cap", "more points would not close it"}, ""},
-		{"chord", chord, []string{"overvalues this very policy by at least 0.06", "expected bonus (0.1, α = 0.3)", "Were the policy optimal, the stated gap would still be at least 0.06"}, ""},
+		{"chord", chord, []string{"overvalues this very policy by at least 0.06 of it:", "expected bonus (0.1, α = 0.3)", "Were the policy optimal, the stated gap would still be at least 0.06"}, ""},
+		{"whole gap", whole, []string{"by at least 0.083 of it (all of it: the bound cannot tell this policy from the optimum)"}, ""},
 		{"small bonus", smallBonus, nil, "of its cap"},
 		{"small deficit", smallDeficit, nil, "overvalues this very policy"},
 	} {

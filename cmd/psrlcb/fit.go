@@ -455,7 +455,11 @@ func printBeliefPlanNotes(w io.Writer, plan *policy.PlanStats) {
 	}
 	if plan.GapBound > policy.TargetGap {
 		if report.ChordOwnsGap(plan) {
-			fmt.Fprintf(w, "  the upper bound overvalues this policy by at least %.3g: the straight line it charges in place of the bonus falls that far short of the policy's bonus, so were the policy optimal the gap would still be at least that; more points do not change that line (docs/planning.md)\n", plan.BonusBoundGap)
+			all := ""
+			if plan.BonusBoundGap >= plan.GapBound {
+				all = " (all of the gap: the bound cannot tell this policy from the optimum)"
+			}
+			fmt.Fprintf(w, "  the upper bound overvalues this policy by at least %.3g%s: what it charges in place of the bonus (a straight line in Σ, each step's term by a tangent below it) falls that far short of the policy's bonus, so were the policy optimal the gap would still be at least that; more points do not change that charge (docs/planning.md)\n", plan.BonusBoundGap, all)
 		} else if report.BonusSaturated(plan) {
 			fmt.Fprintf(w, "  the gap is above %.2g while the plan's expected bonus is %.2f of its cap (α = %.3g): the upper bound knows the bonus only through a straight line below it, so the gap may be mostly the bound's; read it as unknown (docs/planning.md)\n", policy.TargetGap, plan.ValueBonus, plan.Alpha)
 		} else if plan.PointsCapped {
