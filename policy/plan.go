@@ -194,13 +194,16 @@ type PlanStats struct {
 	GapPoints    int  `json:",omitempty"`
 	GapReplanned bool `json:",omitempty"`
 	// BonusBoundGap (belief planner) is how much the upper bound
-	// overvalues the written policy π itself: E_π[b̂] − E_π[ℓ(Σ)], ℓ the
-	// straight line below the bonus (its chord over every trajectory's Σ)
-	// that the bound charges in its place. The relaxed problem the bound
-	// solves values π at Value + BonusBoundGap or more (its step terms
-	// are at most Σ's, ℓ is affine), so were π optimal, GapBound would
-	// still be at least this. At most GapBound; 0 when the pruned
-	// search's certificate set the upper bound.
+	// overvalues the written policy π itself: E_π[b̂] minus what the
+	// bound's relaxed problem charges π in its place, ℓ(Σ_0 + Σ_h
+	// t_{h,a_h}·b_h) with ℓ the straight line below the bonus (its chord
+	// over every trajectory's Σ) and t_{h,a} the tangents below the step
+	// terms. The relaxed problem values π at Value + BonusBoundGap, so
+	// were π optimal, GapBound would still be at least this. The tangents
+	// are summed (one more walk of the table) only when GapBound is above
+	// TargetGap; otherwise the figure is the chord's alone, E_π[b̂] −
+	// ℓ(E_π[Σ]), which the tangents can only raise. At most GapBound; 0
+	// when the pruned search's certificate set the upper bound.
 	BonusBoundGap float64 `json:",omitempty"`
 }
 
