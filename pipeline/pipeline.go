@@ -760,7 +760,11 @@ func (r *fitRun) plan(ctx context.Context) error {
 		// the heap does not grow to twice the planner's peak.
 		debug.FreeOSMemory()
 	}
-	r.opts.Progress.Advance(min(stats.Nodes, planWork), fmt.Sprintf("%d nodes", stats.Nodes))
+	// The plan is made: the stage's work is done, whatever share of the
+	// tree's nodes the policy's table holds (a belief plan's table is
+	// sized for reading, far below the tree), so that no reader of the
+	// progress sees a stage nearly finished with most of it left.
+	r.opts.Progress.Advance(planWork, fmt.Sprintf("%d nodes", stats.Nodes))
 	if out.Selection != nil && r.opts.LCBCorrection == LCBCorrectionCrossFit && (out.Fallback == nil || !out.Fallback.Used) {
 		if err := correctBound(ctx, out, r.cf.planA, r.cf.bonusA, r.cf.boundB, m, r.bonus, r.opts.Seed); err != nil {
 			return err

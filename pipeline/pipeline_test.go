@@ -16,6 +16,7 @@ import (
 	"github.com/psrlcb/psrlcb/estimate"
 	"github.com/psrlcb/psrlcb/ingest"
 	"github.com/psrlcb/psrlcb/pessimism"
+	"github.com/psrlcb/psrlcb/policy"
 )
 
 // The Go zero value and the command line's "auto" are one run: the same
@@ -231,5 +232,30 @@ func TestDefaultRunRecordsRankSearchAndSelection(t *testing.T) {
 		if tot > 0 && rec.done[s] > tot {
 			t.Errorf("stage %s advanced %d past its total %d", s, rec.done[s], tot)
 		}
+	}
+}
+
+// TestPolicyStageProgressEnds: a belief plan whose table is far smaller
+// than the history tree (10 rows here) still ends the policy stage's
+// progress at its total, so no reader sees the finished stage at a few
+// per cent with minutes left.
+func TestPolicyStageProgressEnds(t *testing.T) {
+	if testing.Short() {
+		t.Skip("fits the example logs")
+	}
+	logs := []string{filepath.Join("..", "examples", "tiger-logs.parquet")}
+	rec := &recorder{totals: map[string]int64{}, done: map[string]int64{}}
+	o := Options{Estimate: estimate.Options{Rank: 2, Restarts: 1, MaxIter: 20}, Alpha: pessimism.AlphaSpec{Mode: pessimism.AlphaFixed, Values: []float64{1}},
+		Planner: policy.PlannerBelief, PlanRows: 10, Seed: 3, Progress: rec}
+	res, err := Run(context.Background(), logs, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tot := rec.totals["policy"]
+	if res.Plan.Planner != policy.PlannerBelief || res.Plan.Nodes >= tot {
+		t.Fatalf("planner %q with %d rows against a total of %d: want a belief table smaller than the tree", res.Plan.Planner, res.Plan.Nodes, tot)
+	}
+	if rec.done["policy"] != tot {
+		t.Errorf("stage policy ended at %d of its total %d", rec.done["policy"], tot)
 	}
 }
