@@ -24,13 +24,18 @@ func newActCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "act",
 		Usage: "print the policy's action for the next step of an episode",
-		Description: "Follows the history's observations through policy.arrow with the policy's lookup rule\n" +
-			"(step 1: the row with parent −1 and o_1; then the child with o_h; once no row matches, the\n" +
-			"fallback_action of the last row found) and prints a_h. The history lists o_1,a_1,…,o_h and\n" +
-			"ends with an observation; the policy's choice depends on the observations only, and a\n" +
-			"warning goes to stderr when a listed action differs from the one the policy takes. When the\n" +
-			"fit mapped rare observations to <other> (--max-observations) and model.arrow is beside the\n" +
-			"policy, an observation the model does not know is looked up as <other>, with a warning.\n\n" +
+		Description: "Prints a_h, the policy's action after the history o_1,a_1,…,o_h (it ends with an\n" +
+			"observation). When the run has controller.arrow (the belief planner's policy) beside\n" +
+			"model.arrow, act filters the model's belief along the history (one update per step, the\n" +
+			"actions as given) and the controller decides there: every history has an action, and the\n" +
+			"rows of policy.arrow agree with it where they hold the history. Otherwise (exact plans,\n" +
+			"runs of earlier versions) it follows the history's observations through policy.arrow with\n" +
+			"the lookup rule (step 1: the row with parent −1 and o_1; then the child with o_h; once no\n" +
+			"row matches, the fallback_action of the last row found); the choice then depends on the\n" +
+			"observations only, and a warning goes to stderr when a listed action differs from the one\n" +
+			"the policy takes. When the fit mapped rare observations to <other> (--max-observations)\n" +
+			"and model.arrow is beside the policy, an observation the model does not know is looked up\n" +
+			"as <other>, with a warning.\n\n" +
 			"A stochastic policy (a policy.arrow with a probability column) gives each history a\n" +
 			"distribution over actions. act then follows the history's observations and the actions it\n" +
 			"took (a warning names an action the policy never takes there; past it the policy plays\n" +
