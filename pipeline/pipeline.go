@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/psrlcb/psrlcb/internal/parallel"
@@ -416,10 +417,42 @@ func Fit(ctx context.Context, d *ingest.Dataset, inputs []string, opts Options) 
 }
 
 type stageTimer struct {
-	prog  progress.Reporter
+	prog  *finishingProgress
 	times map[string]float64
 	name  string
 	start time.Time
+}
+
+// finishingProgress passes its calls on to a progress.Reporter and counts
+// each stage's advances, so that the stage ends at its total (finish). A
+// stage's total is the most work it may take (EM's iteration cap, the
+// history tree's nodes); one that needs less would otherwise end its log
+// short of the total, with a time left extrapolated from it (a belief
+// plan whose table holds 32,747 rows of a total of 10⁶ read as 3% done
+// with 27 minutes left, seconds before the stage finished).
+type finishingProgress struct {
+	progress.Reporter
+	total int64
+	done  atomic.Int64
+}
+
+func (p *finishingProgress) StartStage(name string, total int64) {
+	p.total = total
+	p.done.Store(0)
+	p.Reporter.StartStage(name, total)
+}
+
+func (p *finishingProgress) Advance(n int64, detail string) {
+	p.done.Add(n)
+	p.Reporter.Advance(n, detail)
+}
+
+// finish advances the stage to its total when it is known and not
+// reached.
+func (p *finishingProgress) finish() {
+	if left := p.total - p.done.Load(); p.total > 0 && left > 0 {
+		p.Advance(left, "")
+	}
 }
 
 func (s *stageTimer) begin(name string, total int64) {
@@ -428,6 +461,7 @@ func (s *stageTimer) begin(name string, total int64) {
 }
 
 func (s *stageTimer) end() {
+	s.prog.finish()
 	d := time.Since(s.start)
 	s.times[s.name] += d.Seconds()
 	s.prog.EndStage(s.name, d)
@@ -482,8 +516,10 @@ type fitRun struct {
 }
 
 func newFitRun(d *ingest.Dataset, opts Options) *fitRun {
+	prog := &finishingProgress{Reporter: opts.Progress}
+	opts.Progress = prog
 	r := &fitRun{d: d, opts: opts, K: d.NumEpisodes(), H: d.Horizon, out: &report.Outcome{},
-		st: &stageTimer{prog: opts.Progress, times: map[string]float64{}}, candidates: opts.Alpha.Candidates()}
+		st: &stageTimer{prog: prog, times: map[string]float64{}}, candidates: opts.Alpha.Candidates()}
 	workers := opts.Workers
 	r.eopts = opts.Estimate
 	r.eopts.Seed = opts.Seed
@@ -760,11 +796,7 @@ func (r *fitRun) plan(ctx context.Context) error {
 		// the heap does not grow to twice the planner's peak.
 		debug.FreeOSMemory()
 	}
-	// The plan is made: the stage's work is done, whatever share of the
-	// tree's nodes the policy's table holds (a belief plan's table is
-	// sized for reading, far below the tree), so that no reader of the
-	// progress sees a stage nearly finished with most of it left.
-	r.opts.Progress.Advance(planWork, fmt.Sprintf("%d nodes", stats.Nodes))
+	r.opts.Progress.Advance(min(stats.Nodes, planWork), fmt.Sprintf("%d nodes", stats.Nodes))
 	if out.Selection != nil && r.opts.LCBCorrection == LCBCorrectionCrossFit && (out.Fallback == nil || !out.Fallback.Used) {
 		if err := correctBound(ctx, out, r.cf.planA, r.cf.bonusA, r.cf.boundB, m, r.bonus, r.opts.Seed); err != nil {
 			return err
