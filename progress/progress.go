@@ -124,7 +124,8 @@ func dropTime(groups []string, a slog.Attr) slog.Attr {
 // NewJSON writes one JSON object per event to w (structured logs
 // for scheduled jobs: stderr that is not a terminal, or --log-format json).
 // Advance events are thinned to one per second per stage so a long EM run
-// does not flood the log.
+// does not flood the log; the one that brings a stage to its total is
+// always written, so the stage's last line says it is done.
 func NewJSON(w io.Writer) Reporter {
 	return &jsonProgress{log: slog.New(slog.NewJSONHandler(w, nil))}
 }
@@ -153,8 +154,10 @@ func (p *jsonProgress) StartStage(name string, total int64) {
 func (p *jsonProgress) Advance(n int64, detail string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	before := p.done
 	p.done += n
-	if time.Since(p.last) < time.Second {
+	reached := p.total > 0 && p.done >= p.total && before < p.total
+	if time.Since(p.last) < time.Second && !reached {
 		return
 	}
 	p.last = time.Now()

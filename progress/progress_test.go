@@ -45,6 +45,33 @@ func TestJSONTotals(t *testing.T) {
 	}
 }
 
+// TestJSONReachedTotalIsWritten: within the one-per-second thinning, an
+// advance that brings the stage to its total is still written, so the
+// stage's last progress line is done = total with no time left; the
+// advances between are thinned.
+func TestJSONReachedTotalIsWritten(t *testing.T) {
+	var buf bytes.Buffer
+	p := NewJSON(&buf).(*jsonProgress)
+	p.StartStage("policy", 1000)
+	p.last = time.Time{}
+	p.Advance(30, "30 nodes") // written: the thinning's second has passed
+	p.Advance(10, "")         // thinned
+	p.Advance(960, "")        // reaches the total: written
+	p.Advance(5, "")          // past it: thinned again
+	p.EndStage("policy", time.Second)
+	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
+	if len(lines) != 4 {
+		t.Fatalf("%d lines, want start, two progress lines and the end:\n%s", len(lines), buf.String())
+	}
+	var last map[string]any
+	if err := json.Unmarshal([]byte(lines[2]), &last); err != nil {
+		t.Fatal(err)
+	}
+	if last["done"] != 1000.0 || last["total"] != 1000.0 || last["seconds_left"] != 0.0 {
+		t.Errorf("last progress line %v, want done = total = 1000 and 0 s left", last)
+	}
+}
+
 func TestTimeLeft(t *testing.T) {
 	// A quarter done in 10 s: 30 s left at the same rate.
 	if d, ok := timeLeft(25, 100, 10*time.Second); !ok || d != 30*time.Second {
