@@ -12,8 +12,9 @@
 //   - NewPlain: one human-readable line per stage and event, for a text
 //     log that is not a terminal.
 //   - NewJSON: one JSON object per event (structured logs for scheduled
-//     jobs), progress thinned to one line per second per stage, with
-//     seconds_left extrapolated from the rate so far.
+//     jobs), progress thinned to one line per second per stage (the line
+//     that reaches the stage's total always written), with seconds_left
+//     extrapolated from the rate so far.
 //   - Nop: nothing, the default of a library call.
 //
 // Every Reporter is safe for concurrent use.
