@@ -526,11 +526,16 @@ func ChordGapNote(pl *policy.PlanStats) string {
 	return fmt.Sprintf("That gap is above %.2g, and the upper bound overvalues this very policy by at least %.3g of it%s: the bound charges the bonus along a straight line below it (its chord over every trajectory's Σ, each step's term by a tangent below it), and at this policy that charge falls %.3g short of the expected bonus (%.3g, α = %.3g). Were the policy optimal, the stated gap would still be at least %.3g, so read that part as the bound's looseness; more points or --hull-bound do not change that line (docs/planning.md, \"What is reported\").", policy.TargetGap, pl.BonusBoundGap, wholeGap(pl), pl.BonusBoundGap, pl.ValueBonus, pl.Alpha, pl.BonusBoundGap)
 }
 
-// wholeGap is ChordGapNote's remark when BonusBoundGap is the whole
-// stated gap (it is capped at it): the bound's relaxation values the
-// written policy itself at the bound.
+// BoundOwnsWholeGap says whether BonusBoundGap is the whole stated gap
+// (it is capped at it): the bound's relaxation values the written policy
+// itself at the bound, so the bound cannot tell it from the optimum.
+func BoundOwnsWholeGap(pl *policy.PlanStats) bool {
+	return pl.GapBound > 0 && pl.BonusBoundGap >= pl.GapBound
+}
+
+// wholeGap is ChordGapNote's remark when BoundOwnsWholeGap.
 func wholeGap(pl *policy.PlanStats) string {
-	if pl.BonusBoundGap >= pl.GapBound {
+	if BoundOwnsWholeGap(pl) {
 		return " (all of it: the bound cannot tell this policy from the optimum)"
 	}
 	return ""

@@ -456,7 +456,7 @@ func printBeliefPlanNotes(w io.Writer, plan *policy.PlanStats) {
 	if plan.GapBound > policy.TargetGap {
 		if report.ChordOwnsGap(plan) {
 			all := ""
-			if plan.BonusBoundGap >= plan.GapBound {
+			if report.BoundOwnsWholeGap(plan) {
 				all = " (all of the gap: the bound cannot tell this policy from the optimum)"
 			}
 			fmt.Fprintf(w, "  the upper bound overvalues this policy by at least %.3g%s: what it charges in place of the bonus (a straight line in Σ, each step's term by a tangent below it) falls that far short of the policy's bonus, so were the policy optimal the gap would still be at least that; more points do not change that charge (docs/planning.md)\n", plan.BonusBoundGap, all)
