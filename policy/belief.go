@@ -462,16 +462,21 @@ type beliefPlanner struct {
 		trials, points int
 		replanned      bool
 	}
-	// chord is the straight line g(lo) + c·(Σ − lo) below the bonus that
-	// the last upper bound charged (boundRewards), for PlanStats; with
-	// charged set, the plan's expected bonus and step-term tangents
-	// (boundTangents) as that bound charges them (relaxedCharge).
+	// chord is the straight line g(lo) + c·(Σ − lo) below the bonus of
+	// the last chord charge (chordCharge), for PlanStats.
 	chord struct {
-		lo, c   float64
-		set     bool
-		charged bool
-		bonus   float64 // E_π[b̂]
-		lin     float64 // E_π[Σ_{h<H} ℓ_{h,a_h}·b_h]
+		lo, c float64
+		set   bool
+	}
+	// charge, when set, is the charge the upper bound uses in place of
+	// the chord's (csCharge); used is the charge of the last upper bound
+	// (boundRewards). With charged set, the plan's expected bonus and the
+	// charge's tangent sum as used charges them (relaxedCharge).
+	charge, used *boundCharge
+	charged      struct {
+		set   bool
+		bonus float64 // E_π[b̂]
+		lin   float64 // E_π[Σ_{h<H} tan_{h,a_h}·b_h]
 	}
 }
 

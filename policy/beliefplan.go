@@ -112,10 +112,37 @@ func (bp *beliefPlanner) planRounds(ctx context.Context, ft *fallbackTables, row
 		ubHull, err = bp.upperBound(ctx, ft)
 		ub = min(ub, ubHull)
 	}
-	if err == nil && bp.tightBound && bp.chord.c > 0 && ub-(best.v.r-best.v.b) > TargetGap {
+	if err == nil && bp.tightBound && !chordOnly && ub-(best.v.r-best.v.b) > TargetGap {
+		ub, err = bp.csBound(ctx, ft, rows, best, ub)
+	}
+	if err == nil && bp.tightBound && bp.used.scale > 0 && ub-(best.v.r-best.v.b) > TargetGap {
 		err = bp.relaxedCharge(ctx, ft, rows, best)
 	}
 	return best, ub, err
+}
+
+// csBound bounds the optimum once more with the Cauchy–Schwarz charge
+// fitted to the plan best (csCharge), with the gap search's trials, and
+// returns the lesser of that bound and ub. The charge of the bound kept
+// stays in bp.used.
+func (bp *beliefPlanner) csBound(ctx context.Context, ft *fallbackTables, rows int64, best planRound, ub float64) (float64, error) {
+	bp.gamma, bp.kappa = best.gamma, best.kappa
+	ch := bp.csCharge(ft, rows)
+	if ch == nil {
+		return ub, nil
+	}
+	chord := bp.used
+	bp.charge, bp.trials = ch, gapTrials
+	ubCS, err := bp.upperBound(ctx, ft)
+	bp.charge, bp.trials, bp.trialPts = nil, 0, nil
+	if err != nil {
+		return ub, err
+	}
+	if ubCS < ub {
+		return ubCS, nil
+	}
+	bp.used = chord
+	return ub, nil
 }
 
 // relaxedCharge walks the table of the plan best once more (the same
@@ -126,12 +153,12 @@ func (bp *beliefPlanner) planRounds(ctx context.Context, ft *fallbackTables, row
 func (bp *beliefPlanner) relaxedCharge(ctx context.Context, ft *fallbackTables, rows int64, best planRound) error {
 	bp.gamma, bp.kappa = best.gamma, best.kappa
 	tw := newTableWalker(bp, ft)
-	tw.tan = bp.boundTangents()
+	tw.tan = bp.used.tan
 	_, v, _, err := tw.table(ctx, rows)
 	if err != nil {
 		return err
 	}
-	bp.chord.charged, bp.chord.bonus, bp.chord.lin = true, v.b, v.lin
+	bp.charged.set, bp.charged.bonus, bp.charged.lin = true, v.b, v.lin
 	return nil
 }
 
@@ -284,23 +311,43 @@ func (bp *beliefPlanner) stats(st *PlanStats, points int, best *Policy, v tval, 
 	st.UpperBound = max(ub, st.Value)
 	st.GapBound = st.UpperBound - st.Value
 	st.BonusBoundGap = min(bp.bonusBoundGap(v), st.GapBound)
+	if statedCharge != nil {
+		statedCharge(bp.used)
+	}
+	if bp.used != nil {
+		st.BoundCharge = "chord"
+		if bp.used.cs {
+			st.BoundCharge = "cauchy-schwarz"
+		}
+	}
 }
+
+// chordOnly (tests) leaves the Cauchy–Schwarz charge out.
+var chordOnly bool
+
+// statedCharge, when set (tests), is called with the charge of each
+// stated upper bound.
+var statedCharge func(*boundCharge)
 
 // bonusBoundGap is how much less than π's bonus the last upper bound's
 // relaxation charges the policy π of values v (at least 0; 0 before any
-// bound). The relaxation charges g(Σ_lo) + c·(Σ_0 + Σ_{h<H} ℓ_{h,a_h}·b_h
-// − Σ_lo) (boundRewards: the chord ℓ(Σ) = g(Σ_lo) + c·(Σ − Σ_lo), each
-// step term by its tangent ℓ_{h,a}, which lies below it). With the
-// tangents' sums of relaxedCharge, that charge itself; otherwise the
-// chord at E_π[Σ], which the tangents can only lower.
+// bound). The relaxation charges base + scale·Σ_{h<H} tan_{h,a_h}·b_h
+// (boundCharge). With the tangent sums of relaxedCharge, that charge
+// itself; otherwise, for the chord's charge g(Σ_lo) + c·(Σ_0 +
+// Σ_{h<H} ℓ_{h,a_h}·b_h − Σ_lo), the chord at E_π[Σ], which the tangents
+// can only lower.
 func (bp *beliefPlanner) bonusBoundGap(v tval) float64 {
-	if !bp.chord.set {
+	ch := bp.used
+	if ch == nil {
 		return 0
 	}
-	g0, c, lo := bp.bonus.Value(bp.chord.lo), bp.chord.c, bp.chord.lo
-	if bp.chord.charged {
-		return max(bp.chord.bonus-(g0+c*(bp.bonus.Root+bp.chord.lin-lo)), 0)
+	if bp.charged.set {
+		return max(bp.charged.bonus-(ch.base+ch.scale*bp.charged.lin), 0)
 	}
+	if ch.cs {
+		return 0 // not reached: the Cauchy–Schwarz charge is always walked
+	}
+	g0, c, lo := bp.bonus.Value(bp.chord.lo), bp.chord.c, bp.chord.lo
 	return max(v.b-(g0+c*(v.sum-lo)), 0)
 }
 
@@ -596,20 +643,44 @@ func (p *beliefPlanner) rootValue(value func(b []float64) float64) float64 {
 }
 
 // boundRewards returns the per-step rewards of the relaxed problem whose
-// optimum bounds max_π E[R − b̂] from above, and the optimal values of its
-// fully observed version (the corners of the sawtooth).
+// optimum bounds max_π E[R − b̂] from above, the optimal values of its
+// fully observed version (the corners of the sawtooth) and the charge's
+// constant base (subtracted at the end, see upperBound). The charge is
+// p.charge when set (csCharge), otherwise the chord's (chordCharge).
+func (p *beliefPlanner) boundRewards(ft *fallbackTables) (rr [][][]float64, vm [][]float64, base float64) {
+	ch := p.charge
+	if ch == nil {
+		ch = p.chordCharge()
+	}
+	p.used = ch
+	rr = p.relaxedRewards(ch)
+	return rr, p.cornerValues(rr), ch.base
+}
+
+// boundCharge is a lower bound of the bonus that is linear in the
+// beliefs along each trajectory: b̂(τ_H) ≥ base + scale·Σ_{1≤h<H}
+// tan[h][a_h]·b_h for every trajectory, so that the relaxed problem with
+// step rewards (r − scale·tan)·b is an ordinary POMDP whose optimum
+// bounds max_π E[R − b̂] from above.
+type boundCharge struct {
+	base, scale float64
+	tan         [][][]float64 // [h][a], 1 ≤ h < H (nil when scale is 0)
+	// cs says it is the Cauchy–Schwarz charge (csCharge), not the chord.
+	cs bool
+}
+
+// chordCharge is the charge of the bonus's chord (and records the chord
+// in p.chord).
 //
 // Every trajectory has Σ ∈ [Σ_lo, Σ_0 + L] with Σ_0 = ‖ψ̄̂(τ_0)‖²_{U_0⁻¹},
 // L = Σ_{h≥1} max_{a,s} (m_{h,a})_{ss} (a convex quadratic form on the
 // simplex peaks at a vertex) and Σ_lo = Σ_0 + Lmin, Lmin = Σ_{h≥1}
 // min_a min_b bᵀm_{h,a}b (simplexQuadLower). On that interval the concave
 // bonus lies above its chord, g(Σ) ≥ g(Σ_lo) + c·(Σ − Σ_lo), so E[b̂] ≥
-// base + c·E[Σ_h q_h] with base = g(Σ_lo) − c·Lmin (returned, subtracted
-// at the end); and q_h = bᵀm b ≥ ℓ·b for the tangent ℓ of the quadratic form at
-// any fixed belief (here the mean of the step's bound points). The
-// relaxed step reward (r − c·ℓ)·b is linear in the belief, so its optimal
-// value function is convex and the sawtooth bound applies.
-func (p *beliefPlanner) boundRewards(ft *fallbackTables) (rr [][][]float64, vm [][]float64, base float64) {
+// base + c·E[Σ_h q_h] with base = g(Σ_lo) − c·Lmin; and q_h = bᵀm b ≥ ℓ·b
+// for the tangent ℓ of the quadratic form at any fixed belief (here the
+// mean of the step's bound points, boundTangents).
+func (p *beliefPlanner) chordCharge() *boundCharge {
 	L := p.quadMaxSum()
 	// Every trajectory also has Σ ≥ Σ_lo = Σ_0 + Lmin, Lmin = Σ_{h≥1}
 	// min_a min_{b∈Δ} bᵀm_{h,a}b: the chord over [Σ_lo, Σ_0 + L] is a
@@ -619,9 +690,11 @@ func (p *beliefPlanner) boundRewards(ft *fallbackTables) (rr [][][]float64, vm [
 	lo, hi := p.bonus.Root+Lmin, p.bonus.Root+L
 	c := p.chordSlope(lo, hi)
 	p.chord.lo, p.chord.c, p.chord.set = lo, c, true
-	base = p.bonus.Value(lo) - c*Lmin
-	rr = p.relaxedRewards(c)
-	return rr, p.cornerValues(rr), base
+	ch := &boundCharge{base: p.bonus.Value(lo) - c*Lmin, scale: c}
+	if c != 0 {
+		ch.tan = p.boundTangents()
+	}
+	return ch
 }
 
 // chordSlope is the slope of the bonus's chord over [lo, hi], 0 when
@@ -665,24 +738,20 @@ func (p *beliefPlanner) quadMinSum() float64 {
 	return Lmin
 }
 
-// relaxedRewards returns the relaxed step rewards rr[h][a] = r − c·ℓ,
-// ℓ the tangent of bᵀm_{h,a}b at the mean of the step's bound points
-// (boundTangents; r alone at step H and when c is 0).
-func (p *beliefPlanner) relaxedRewards(c float64) [][][]float64 {
-	var tan [][][]float64
-	if c != 0 {
-		tan = p.boundTangents()
-	}
+// relaxedRewards returns the relaxed step rewards rr[h][a] = r −
+// scale·tan[h][a] of the charge ch (r alone at step H and when the scale
+// is 0).
+func (p *beliefPlanner) relaxedRewards(ch *boundCharge) [][][]float64 {
 	rr := make([][][]float64, p.H+1)
 	for h := 1; h <= p.H; h++ {
 		rr[h] = make([][]float64, p.A)
 		for a := range p.A {
 			rr[h][a] = append([]float64(nil), p.tab[h][a].r...)
-			if h == p.H || c == 0 {
+			if h == p.H || ch.scale == 0 {
 				continue
 			}
-			for s, t := range tan[h][a] {
-				rr[h][a][s] -= c * t
+			for s, t := range ch.tan[h][a] {
+				rr[h][a][s] -= ch.scale * t
 			}
 		}
 	}
@@ -692,7 +761,7 @@ func (p *beliefPlanner) relaxedRewards(c float64) [][][]float64 {
 // boundTangents returns per step h < H and action a the tangent ℓ of
 // the step term bᵀm_{h,a}b at the mean of the step's bound points
 // (boundMean): ℓ·b ≤ bᵀm_{h,a}b on the simplex, since the form is
-// convex. The upper bound charges ℓ·b in place of the step term.
+// convex. The chord's charge takes ℓ·b in place of the step term.
 func (p *beliefPlanner) boundTangents() [][][]float64 {
 	S := p.S
 	mu, mmu := make([]float64, S), make([]float64, S)

@@ -92,17 +92,25 @@ func TestTangentSlopeAtTheKink(t *testing.T) {
 // bound's own charge with each step term by its tangent, capped at the
 // gap; the upper bound must lie at least that far above the plan's value
 // (the relaxed problem values π itself there); it is 0 at α = 0, and the
-// chord and the tangents each add to it on some model.
+// chord and the tangents each add to it on some model (the even seeds
+// plan with the chord alone, chordOnly). Where the Cauchy–Schwarz charge
+// gave the bound (csBound), the figure is that charge's deficit at π,
+// walked the same way (some model has that too).
 func TestBonusBoundGap(t *testing.T) {
-	positive, tangentCases := 0, 0
-	for seed := uint64(1); seed <= 6; seed++ {
+	positive, tangentCases, csCases := 0, 0, 0
+	defer func() { chordOnly = false }()
+	for seed := uint64(1); seed <= 12; seed++ {
+		chordOnly = seed%2 == 0 // the chord's own figure on half the models
 		rng := rand.New(rand.NewPCG(seed, 41))
 		sp := pessimismtest.Spec{States: 3 + int(seed%2), Obs: 3, Actions: 2, Horizon: 4}
 		m, bonus := uniformLogsModel(t, rng, sp, 400)
 		for _, alpha := range []float64{0, 1, 10} {
 			b := bonus.WithAlpha(alpha)
 			var st PlanStats
+			var charge *boundCharge
+			statedCharge = func(ch *boundCharge) { charge = ch }
 			pol, err := beliefPlan(context.Background(), m, b, PlanOptions{TightBound: true}, 1, &st)
+			statedCharge = nil
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -110,6 +118,23 @@ func TestBonusBoundGap(t *testing.T) {
 				t.Fatalf("seed %d α %g: the table should hold every history (SE %g)", seed, alpha, st.ValueSE)
 			}
 			bp := pol.Ctrl.bp
+			if ch := charge; st.BoundCharge == "cauchy-schwarz" {
+				// The Cauchy–Schwarz charge gave the bound: its own
+				// charge, walked only when the gap stays above the target.
+				_, eBonus, eLin := walkSigma(pol.Ctrl, b, ch.tan)
+				want := 0.0
+				if st.GapBound > TargetGap {
+					want = max(eBonus-(ch.base+ch.scale*eLin), 0)
+				}
+				if got := st.BonusBoundGap; math.Abs(got-min(want, st.GapBound)) > 1e-9 {
+					t.Errorf("seed %d α %g: BonusBoundGap %v, want min(%v, gap %v) (Cauchy–Schwarz)", seed, alpha, got, want, st.GapBound)
+				}
+				if st.UpperBound < st.Value+want-1e-9 {
+					t.Errorf("seed %d α %g: upper bound %v below value %v + charge deficit %v", seed, alpha, st.UpperBound, st.Value, want)
+				}
+				csCases++
+				continue
+			}
 			tan := bp.boundTangents()
 			eSum, eBonus, eLin := walkSigma(pol.Ctrl, b, tan)
 			L := bp.quadMaxSum()
@@ -147,8 +172,8 @@ func TestBonusBoundGap(t *testing.T) {
 			}
 		}
 	}
-	if positive == 0 || tangentCases == 0 {
-		t.Errorf("models with a chord deficit %d, with a gap above the target where the tangents add to it %d: want both > 0", positive, tangentCases)
+	if positive == 0 || tangentCases == 0 || csCases == 0 {
+		t.Errorf("models with a chord deficit %d, with a gap above the target where the tangents add to it %d, bounded by the Cauchy–Schwarz charge %d: want all > 0", positive, tangentCases, csCases)
 	}
 }
 

@@ -198,13 +198,29 @@ type PlanStats struct {
 	// bound's relaxed problem charges π in its place, ℓ(Σ_0 + Σ_h
 	// t_{h,a_h}·b_h) with ℓ the straight line below the bonus (its chord
 	// over every trajectory's Σ) and t_{h,a} the tangents below the step
-	// terms. The relaxed problem values π at Value + BonusBoundGap, so
+	// terms (or, when BoundCharge is "cauchy-schwarz", that charge's
+	// weighted sum of the norms' tangents). The relaxed problem values π at Value + BonusBoundGap, so
 	// were π optimal, GapBound would still be at least this. The tangents
 	// are summed (one more walk of the table) only when GapBound is above
 	// TargetGap; otherwise the figure is the chord's alone, E_π[b̂] −
 	// ℓ(E_π[Σ]), which the tangents can only raise. At most GapBound; 0
 	// when the pruned search's certificate set the upper bound.
 	BonusBoundGap float64 `json:",omitempty"`
+	// BoundCharge (belief planner) names the lower bound of the bonus
+	// the stated upper bound charges in its place: "chord" (a straight
+	// line in Σ) or "cauchy-schwarz" (a weighted sum of the step terms'
+	// square roots, csbound.go), the one of the lesser bound; empty
+	// before any bound.
+	BoundCharge string `json:",omitempty"`
+}
+
+// ChargeWords describes BoundCharge for the summary and the report: how
+// the upper bound charges the bonus.
+func (s *PlanStats) ChargeWords() string {
+	if s.BoundCharge == "cauchy-schwarz" {
+		return "a weighted sum of the step terms' square roots, each by a tangent below it, which lies below the bonus by the Cauchy–Schwarz inequality"
+	}
+	return "a straight line in Σ below the bonus, its chord over every trajectory's Σ, each step's term by a tangent below it"
 }
 
 // Plan computes π̄ = argmax_π E_θ̂,π[R(τ_H) − b̂(τ_H)] over deterministic

@@ -506,8 +506,8 @@ func BonusSaturated(pl *policy.PlanStats) bool {
 // ChordOwnsGap says whether at least half of a stated gap above
 // policy.TargetGap is PlanStats.BonusBoundGap, the amount by which the upper
 // bound overvalues the written policy itself (its relaxation of the
-// bonus, a straight line in Σ with each step term by a tangent below it,
-// charges the policy that much less than its bonus). Even were the policy
+// bonus, PlanStats.ChargeWords, charges the policy that much less than
+// its bonus). Even were the policy
 // optimal, the stated gap would be at least that, and more points or
 // --hull-bound leave that relaxation alone.
 func ChordOwnsGap(pl *policy.PlanStats) bool {
@@ -523,7 +523,7 @@ func BoundOwnsGap(pl *policy.PlanStats) bool {
 
 // ChordGapNote explains a stated gap when ChordOwnsGap.
 func ChordGapNote(pl *policy.PlanStats) string {
-	return fmt.Sprintf("That gap is above %.2g, and the upper bound overvalues this very policy by at least %.3g of it%s: the bound charges the bonus along a straight line below it (its chord over every trajectory's Σ, each step's term by a tangent below it), and at this policy that charge falls %.3g short of the expected bonus (%.3g, α = %.3g). Were the policy optimal, the stated gap would still be at least %.3g, so read that part as the bound's looseness; more points or --hull-bound do not change that line (docs/planning.md, \"What is reported\").", policy.TargetGap, pl.BonusBoundGap, wholeGap(pl), pl.BonusBoundGap, pl.ValueBonus, pl.Alpha, pl.BonusBoundGap)
+	return fmt.Sprintf("That gap is above %.2g, and the upper bound overvalues this very policy by at least %.3g of it%s: in place of the bonus the bound charges %s, and at this policy that charge falls %.3g short of the expected bonus (%.3g, α = %.3g). Were the policy optimal, the stated gap would still be at least %.3g, so read that part as the bound's looseness; more points or --hull-bound do not change that charge (docs/planning.md, \"What is reported\").", policy.TargetGap, pl.BonusBoundGap, wholeGap(pl), pl.ChargeWords(), pl.BonusBoundGap, pl.ValueBonus, pl.Alpha, pl.BonusBoundGap)
 }
 
 // BoundOwnsWholeGap says whether BonusBoundGap is the whole stated gap

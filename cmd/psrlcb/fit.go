@@ -459,7 +459,7 @@ func printBeliefPlanNotes(w io.Writer, plan *policy.PlanStats) {
 			if report.BoundOwnsWholeGap(plan) {
 				all = " (all of the gap: the bound cannot tell this policy from the optimum)"
 			}
-			fmt.Fprintf(w, "  the upper bound overvalues this policy by at least %.3g%s: what it charges in place of the bonus (a straight line in Σ, each step's term by a tangent below it) falls that far short of the policy's bonus, so were the policy optimal the gap would still be at least that; more points do not change that charge (docs/planning.md)\n", plan.BonusBoundGap, all)
+			fmt.Fprintf(w, "  the upper bound overvalues this policy by at least %.3g%s: what it charges in place of the bonus (%s) falls that far short of the policy's bonus, so were the policy optimal the gap would still be at least that; more points do not change that charge (docs/planning.md)\n", plan.BonusBoundGap, all, plan.ChargeWords())
 		} else if report.BonusSaturated(plan) {
 			fmt.Fprintf(w, "  the gap is above %.2g while the plan's expected bonus is %.2f of its cap (α = %.3g): the upper bound knows the bonus only through a straight line below it, so the gap may be mostly the bound's; read it as unknown (docs/planning.md)\n", policy.TargetGap, plan.ValueBonus, plan.Alpha)
 		} else if plan.PointsCapped {

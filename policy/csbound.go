@@ -1,0 +1,168 @@
+package policy
+
+import (
+	"math"
+	"math/rand/v2"
+)
+
+// The Cauchy–Schwarz charge: a second lower bound of the bonus that is
+// linear in the beliefs along each trajectory, for the upper bound of
+// the belief planner (docs/planning.md, "The Cauchy–Schwarz charge").
+//
+// The chord's charge (chordCharge) must hold on every Σ from the least
+// to the largest a trajectory can reach. When a few poorly covered
+// actions make that range wide while the plan's trajectories stay at its
+// low end, the chord lies far below the bonus there, and the upper bound
+// cannot tell the plan from the optimum. This charge bounds the square
+// root step by step instead. For weights w_0, …, w_{H−1} ≥ 0 with
+// Σ_h w_h² ≤ 1, the Cauchy–Schwarz inequality gives on every trajectory
+//
+//	√Σ = √(Σ_h q_h) ≥ Σ_h w_h √q_h,
+//
+// q_0 = Σ_0 the root term and q_h = bᵀm_{h,a}b the step terms (the
+// bonus's b̂ = min{α√Σ, 1} of PSR-LCB, Huang, Liang, Yang, ICLR 2024,
+// arXiv:2307.00405, Section 5, eq. (6)). It is tight where √q_h ∝ w_h,
+// whatever the size of Σ. Each m_{h,a} is positive semi-definite, so
+// √(bᵀm b) is a (semi-)norm of b and lies above its tangent at any
+// belief μ: √(bᵀm b) ≥ μᵀm b / √(μᵀm μ) (Cauchy–Schwarz again, in the
+// form's inner product). And min{y, 1} ≥ γ·y for 0 ≤ y ≤ y_max with
+// γ = min{1, 1/y_max}, y_max = α√Σ_hi. Together, on every trajectory,
+//
+//	b̂ ≥ γα·(w_0√Σ_0 + Σ_{1≤h<H} w_h ν_{h,a_h}·b_h),  ν_{h,a} = m_{h,a}μ_{h,a}/√(μ_{h,a}ᵀm_{h,a}μ_{h,a}),
+//
+// linear in the beliefs, whatever w and μ are. The weights are equal,
+// w_h = 1/√H, and μ_{h,a} is the plan's mean belief where it takes a at
+// step h (its mean belief at step h for an action it does not take),
+// from csRollouts rollouts of its controller under the model.
+
+// csRollouts is the number of rollouts that choose the charge's tangent
+// points. Any choice gives a valid bound; more rollouts only fit them
+// closer to the plan.
+const csRollouts = 4096
+
+// csSeed seeds those rollouts, so the same plan gets the same charge.
+const csSeed = 0xc5c5
+
+// csCharge returns the Cauchy–Schwarz charge with equal weights and
+// the tangent points of the plan of the α-sets bp.gamma (its controller
+// with the lookahead of a table of rows rows), or nil when the bonus is
+// 0.
+func (bp *beliefPlanner) csCharge(ft *fallbackTables, rows int64) *boundCharge {
+	alpha := bp.bonus.Alpha
+	if alpha <= 0 {
+		return nil
+	}
+	st := bp.csStats(ft, rows)
+	// Equal weights w_h = 1/√H: weights fitted to the plan's own profile,
+	// w_h ∝ E_π[√q_h], charge the plan least but leave the steps where it
+	// has small terms nearly free, and the relaxed problem's optimum goes
+	// there (docs/planning.md, "The Cauchy–Schwarz charge").
+	w := 1 / math.Sqrt(float64(bp.H))
+	yMax := alpha * math.Sqrt(bp.bonus.Root+bp.quadMaxSum())
+	gam := 1.0
+	if yMax > 1 {
+		gam = 1 / yMax
+	}
+	ch := &boundCharge{scale: gam * alpha, base: gam * alpha * w * math.Sqrt(max(bp.bonus.Root, 0)), cs: true}
+	ch.tan = make([][][]float64, bp.H)
+	S := bp.S
+	mb := make([]float64, S)
+	for h := 1; h < bp.H; h++ {
+		ch.tan[h] = make([][]float64, bp.A)
+		for a := range bp.A {
+			ch.tan[h][a] = normTangent(bp.tab[h][a].m, st.mean(h, a), mb, w)
+		}
+	}
+	return ch
+}
+
+// normTangent returns c·ν, ν = m μ / √(μᵀm μ) the tangent of √(bᵀm b)
+// at μ (mb: scratch); 0 when μᵀm μ is 0, where √(bᵀm b) ≥ 0 is the
+// bound.
+func normTangent(m, mu, mb []float64, c float64) []float64 {
+	S := len(mu)
+	out := make([]float64, S)
+	for s := 0; s < S; s++ {
+		mb[s] = dot(m[s*S:(s+1)*S], mu)
+	}
+	q := dot(mb, mu)
+	if !(q > 0) || c == 0 {
+		return out
+	}
+	f := c / math.Sqrt(q)
+	for s := range out {
+		out[s] = f * mb[s]
+	}
+	return out
+}
+
+// csTally holds what the rollouts of a plan saw: per step and action
+// the sum of beliefs and their count, per step the sum of all beliefs.
+type csTally struct {
+	bsum [][][]float64 // [h][a]
+	cnt  [][]int       // [h][a]
+	step [][]float64   // [h]
+}
+
+// csStats rolls the plan's controller out csRollouts times under the
+// model from a fixed seed (one goroutine: the same plan gives the same
+// tally whatever the worker count).
+func (bp *beliefPlanner) csStats(ft *fallbackTables, rows int64) *csTally {
+	H, S, A, O := bp.H, bp.S, bp.A, bp.O
+	w := newTableWalker(bp, ft)
+	w.setController(rows)
+	st := &csTally{bsum: make([][][]float64, H), cnt: make([][]int, H), step: perDepth(H-1, S)}
+	for h := 1; h < H; h++ {
+		st.bsum[h] = perDepth(A-1, S)
+		st.cnt[h] = make([]int, A)
+	}
+	first := make([]float64, O)
+	bp.m.FirstObsProbs(first)
+	rng := rand.New(rand.NewPCG(csSeed, 0))
+	b := make([]float64, S)
+	for range csRollouts {
+		o := w.smp.start(rng, first)
+		bp.m.Prior(b)
+		bp.m.ObserveFirst(b, o)
+		for t := 1; t < H; t++ {
+			a := w.action(t, b, o == bp.endObs)
+			tb := &bp.tab[t][a]
+			addTo(st.bsum[t][a], b)
+			addTo(st.step[t], b)
+			st.cnt[t][a]++
+			predict(tb.t, b, w.rpred)
+			o = w.drawObs(rng, t, a, tb)
+			if correct(tb.e, O, w.rpred, o, b) == 0 {
+				break // not reached: o was drawn with positive probability
+			}
+		}
+	}
+	return st
+}
+
+// addTo adds x to acc.
+func addTo(acc, x []float64) {
+	for i, v := range x {
+		acc[i] += v
+	}
+}
+
+// mean returns the rollouts' mean belief where the plan took a at step
+// h, or their mean belief at step h when it never did.
+func (st *csTally) mean(h, a int) []float64 {
+	sum, n := st.bsum[h][a], st.cnt[h][a]
+	if n == 0 {
+		sum, n = st.step[h], 0
+		for _, c := range st.cnt[h] {
+			n += c
+		}
+	}
+	out := make([]float64, len(sum))
+	if n == 0 {
+		return out
+	}
+	for i, v := range sum {
+		out[i] = v / float64(n)
+	}
+	return out
+}
