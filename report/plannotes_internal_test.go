@@ -88,14 +88,17 @@ func TestPlanNotesGapSearch(t *testing.T) {
 // --hull-bound may close it, when its expected bonus is near the cap
 // (saturated) or when at least half of the gap is the bound's chord
 // deficit at the policy itself (hallway at H = 20, α = 0.3: gap 0.083,
-// deficit 0.06), saying so when the deficit is the whole gap; with a
+// deficit 0.06), saying so when the deficit is the whole gap and naming
+// the charge the bound used (the chord, or the Cauchy–Schwarz charge of
+// PlanStats.BoundCharge); with a
 // small bonus, or a deficit under half the gap, it gets the advice on
 // points.
 func TestPlanNotesBoundsGap(t *testing.T) {
 	sat := policy.PlanStats{Planner: policy.PlannerBelief, Points: 500, Alpha: 3, GapBound: 0.69, ValueBonus: 0.88, PointsCapped: true}
 	chord := policy.PlanStats{Planner: policy.PlannerBelief, Points: 500, Alpha: 0.3, GapBound: 0.083, ValueBonus: 0.1, BonusBoundGap: 0.06, PointsCapped: true}
-	smallBonus, smallDeficit, whole := sat, chord, chord
+	smallBonus, smallDeficit, whole, cs := sat, chord, chord, chord
 	smallBonus.ValueBonus, smallDeficit.BonusBoundGap, whole.BonusBoundGap = 0.01, 0.03, chord.GapBound
+	cs.BoundCharge, cs.GapBound, cs.BonusBoundGap = "cauchy-schwarz", 0.0665, 0.0403
 	for _, c := range []struct {
 		name  string
 		pl    policy.PlanStats
@@ -104,6 +107,8 @@ func TestPlanNotesBoundsGap(t *testing.T) {
 	}{
 		{"saturated", sat, []string{"expected bonus is 0.88 of its cap", "more points would not close it"}, ""},
 		{"chord", chord, []string{"overvalues this very policy by at least 0.06 of it:", "expected bonus (0.1, α = 0.3)", "Were the policy optimal, the stated gap would still be at least 0.06"}, ""},
+		{"chord named", chord, []string{"a straight line in Σ below the bonus"}, ""},
+		{"cauchy-schwarz", cs, []string{"by at least 0.0403 of it:", "the step terms' square roots", "Cauchy–Schwarz"}, ""},
 		{"whole gap", whole, []string{"by at least 0.083 of it (all of it: the bound cannot tell this policy from the optimum)"}, ""},
 		{"small bonus", smallBonus, nil, "of its cap"},
 		{"small deficit", smallDeficit, nil, "overvalues this very policy"},
