@@ -205,15 +205,7 @@ func walkSigma(c *Controller, bonus *pessimism.Bonus, tan [][][]float64) (eSum, 
 			}
 		}
 	}
-	for o, po := range first {
-		if po == 0 {
-			continue
-		}
-		b := make([]float64, bp.S)
-		bp.m.Prior(b)
-		bp.m.ObserveFirst(b, o)
-		walk(1, b, po, bonus.Root)
-	}
+	eachFirstBelief(bp, func(po float64, b []float64) { walk(1, b, po, bonus.Root) })
 	return eSum, eBonus, eLin
 }
 

@@ -101,6 +101,13 @@ func eachTrajectory(bp *beliefPlanner, bonus *pessimism.Bonus, ch, other *boundC
 			}
 		}
 	}
+	eachFirstBelief(bp, func(_ float64, b []float64) { walk(1, b, bonus.Root, 0, 0) })
+	return worst, gain
+}
+
+// eachFirstBelief calls f with P(o_1) and the step-1 belief of each
+// first observation o_1 of positive probability.
+func eachFirstBelief(bp *beliefPlanner, f func(po float64, b []float64)) {
 	first := make([]float64, bp.O)
 	bp.m.FirstObsProbs(first)
 	for o, po := range first {
@@ -110,7 +117,6 @@ func eachTrajectory(bp *beliefPlanner, bonus *pessimism.Bonus, ch, other *boundC
 		b := make([]float64, bp.S)
 		bp.m.Prior(b)
 		bp.m.ObserveFirst(b, o)
-		walk(1, b, bonus.Root, 0, 0)
+		f(po, b)
 	}
-	return worst, gain
 }
