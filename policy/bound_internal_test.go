@@ -183,8 +183,6 @@ func TestBonusBoundGap(t *testing.T) {
 func walkSigma(c *Controller, bonus *pessimism.Bonus, tan [][][]float64) (eSum, eBonus, eLin float64) {
 	bp := c.bp
 	x := c.newScratch()
-	first := make([]float64, bp.O)
-	bp.m.FirstObsProbs(first)
 	var walk func(h int, b []float64, p, sum float64)
 	walk = func(h int, b []float64, p, sum float64) {
 		a := c.decide(h, b, false, x)
