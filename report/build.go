@@ -555,7 +555,11 @@ func GapSearchNote(pl *policy.PlanStats) string {
 	if pl.GapReplanned {
 		kept = "the plan with them was the better one and is the policy"
 	}
-	return fmt.Sprintf("The first plan's stated gap was above %.2g, so a gap search followed the upper bound's largest excess over the plan (%d trials), backed the bound up there and added the %d beliefs it passed to the plan's points; %s.", policy.TargetGap, pl.GapTrials, pl.GapPoints, kept)
+	added := fmt.Sprintf("added the %d belief%s it passed to the plan's points", pl.GapPoints, plural(pl.GapPoints))
+	if pl.GapPoints == 0 {
+		added = "passed no belief the plan's points lacked"
+	}
+	return fmt.Sprintf("The first plan's stated gap was above %.2g, so a gap search followed the upper bound's largest excess over the plan (%d trial%s), backed the bound up there and %s; %s.", policy.TargetGap, pl.GapTrials, plural(pl.GapTrials), added, kept)
 }
 
 // planNotes say how the plan was made when it is not the exact tree: the

@@ -125,3 +125,22 @@ func TestPlanNotesBoundsGap(t *testing.T) {
 		}
 	}
 }
+
+// TestGapSearchNoteCounts: the gap search's note counts its trials and
+// beliefs in the singular and plural, and says when the trials passed
+// no new belief rather than "added the 0 beliefs".
+func TestGapSearchNoteCounts(t *testing.T) {
+	for _, c := range []struct {
+		trials, points int
+		want, not      string
+	}{
+		{1, 0, "(1 trial), backed the bound up there and passed no belief the plan's points lacked", "added the 0"},
+		{3, 1, "(3 trials), backed the bound up there and added the 1 belief it passed", "beliefs it passed"},
+		{64, 27, "(64 trials), backed the bound up there and added the 27 beliefs it passed", "trial)"},
+	} {
+		text := GapSearchNote(&policy.PlanStats{GapTrials: c.trials, GapPoints: c.points})
+		if !strings.Contains(text, c.want) || strings.Contains(text, c.not) {
+			t.Errorf("%d trials, %d points: %q", c.trials, c.points, text)
+		}
+	}
+}
