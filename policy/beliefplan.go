@@ -709,18 +709,24 @@ func (p *beliefPlanner) chordSlope(lo, hi float64) float64 {
 // quadMaxSum is L = Σ_{1≤h<H} max_{a,s} (m_{h,a})_{ss}, the most the
 // step terms past step 0 sum to on any trajectory.
 func (p *beliefPlanner) quadMaxSum() float64 {
-	H, S, A := p.H, p.S, p.A
 	L := 0.0
-	for h := 1; h < H; h++ {
-		mx := 0.0
-		for a := 0; a < A; a++ {
-			for s := 0; s < S; s++ {
-				mx = max(mx, p.tab[h][a].m[s*S+s])
-			}
-		}
-		L += mx
+	for h := 1; h < p.H; h++ {
+		L += p.quadMax(h)
 	}
 	return L
+}
+
+// quadMax is max_{a,s} (m_{h,a})_{ss}, the largest step-h term on any
+// belief (a convex quadratic form on the simplex peaks at a vertex).
+func (p *beliefPlanner) quadMax(h int) float64 {
+	S := p.S
+	mx := 0.0
+	for a := 0; a < p.A; a++ {
+		for s := 0; s < S; s++ {
+			mx = max(mx, p.tab[h][a].m[s*S+s])
+		}
+	}
+	return mx
 }
 
 // quadMinSum is Lmin = Σ_{1≤h<H} max(min_a simplexQuadLower(m_{h,a}), 0),

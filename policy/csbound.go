@@ -25,8 +25,11 @@ import (
 // whatever the size of Σ. Each m_{h,a} is positive semi-definite, so
 // √(bᵀm b) is a (semi-)norm of b and lies above its tangent at any
 // belief μ: √(bᵀm b) ≥ μᵀm b / √(μᵀm μ) (Cauchy–Schwarz again, in the
-// form's inner product). And min{y, 1} ≥ γ·y for 0 ≤ y ≤ y_max with
-// γ = min{1, 1/y_max}, y_max = α√Σ_hi. Together, on every trajectory,
+// form's inner product). Since b̂ = min{α√Σ, 1} ≥ min{αz, 1} for
+// z = Σ_h w_h √q_h ≤ √Σ, and min{y, 1} ≥ γ·y for 0 ≤ y ≤ y_max with
+// γ = min{1, 1/y_max}, y_max = α·Σ_h w_h √(max q_h) (each q_h peaks at a
+// vertex of the simplex, max_{a,s} (m_{h,a})_{ss}; by Cauchy–Schwarz
+// this is at most α√Σ_hi). Together, on every trajectory,
 //
 //	b̂ ≥ γα·(w_0√Σ_0 + Σ_{1≤h<H} w_h ν_{h,a_h}·b_h),  ν_{h,a} = m_{h,a}μ_{h,a}/√(μ_{h,a}ᵀm_{h,a}μ_{h,a}),
 //
@@ -58,7 +61,13 @@ func (bp *beliefPlanner) csCharge(ft *fallbackTables, rows int64) *boundCharge {
 	// has small terms nearly free, and the relaxed problem's optimum goes
 	// there (docs/planning.md, "The Cauchy–Schwarz charge").
 	w := 1 / math.Sqrt(float64(bp.H))
-	yMax := alpha * math.Sqrt(bp.bonus.Root+bp.quadMaxSum())
+	// The weighted sum z = Σ_h w_h √q_h is at most Σ_h w_h √(max q_h),
+	// often far below √Σ_hi: the cap's scale γ is taken there.
+	zMax := w * math.Sqrt(max(bp.bonus.Root, 0))
+	for h := 1; h < bp.H; h++ {
+		zMax += w * math.Sqrt(bp.quadMax(h))
+	}
+	yMax := alpha * zMax
 	gam := 1.0
 	if yMax > 1 {
 		gam = 1 / yMax

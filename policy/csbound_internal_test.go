@@ -11,9 +11,10 @@ import (
 // TestCauchySchwarzCharge: the Cauchy–Schwarz charge is a lower bound of
 // the bonus on every trajectory of every policy, and the upper bound it
 // gives lies above the exact optimum. On random models (H = 3 to 5, α =
-// 1, the plan's tangent points) every action and observation sequence is
-// enumerated: base + scale·Σ_h tan_{h,a_h}·b_h must be at most
-// g(Σ) = min{α√Σ, 1} at the end of each (10⁻¹² of rounding); the charge
+// 1 and, where the cap binds, 10; the plan's tangent points) every
+// action and observation sequence is enumerated: base + scale·Σ_h
+// tan_{h,a_h}·b_h must be at most g(Σ) = min{α√Σ, 1} at the end of each
+// (10⁻¹² of rounding); the charge
 // must reach above the chord's on some trajectory (it is a different
 // line, not a weaker copy), and the sawtooth bound with it must be at
 // least the exact planner's optimum (10⁻⁹), and strictly below the
@@ -46,6 +47,22 @@ func TestCauchySchwarzCharge(t *testing.T) {
 		}
 		if gain > 1e-9 {
 			above++
+		}
+		// At α = 10 the cap binds: the charge is scaled by γ < 1.
+		big := c.b.WithAlpha(10)
+		bb, bft, err := prepareBeliefPlan(ctx, c.m, big, 50, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := bb.rounds(ctx, bft, roundRows); err != nil {
+			t.Fatal(err)
+		}
+		chBig := bb.csCharge(bft, roundRows)
+		if w, _ := eachTrajectory(bb, big, chBig, bb.chordCharge()); w > 1e-12 {
+			t.Errorf("seed %d α 10: the charge is %g above the bonus on some trajectory", c.seed, w)
+		}
+		if chBig.scale >= 10 {
+			t.Errorf("seed %d α 10: scale %v, want γ·α below α (the cap binds)", c.seed, chBig.scale)
 		}
 		ubChord, err := bp.upperBound(ctx, ft)
 		if err != nil {
