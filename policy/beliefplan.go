@@ -127,9 +127,9 @@ func (bp *beliefPlanner) planRounds(ctx context.Context, ft *fallbackTables, row
 // stays in bp.used.
 func (bp *beliefPlanner) csBound(ctx context.Context, ft *fallbackTables, rows int64, best planRound, ub float64) (float64, error) {
 	bp.gamma, bp.kappa = best.gamma, best.kappa
-	ch := bp.csCharge(ft, rows)
-	if ch == nil {
-		return ub, nil
+	ch, err := bp.csCharge(ctx, ft, rows)
+	if err != nil || ch == nil {
+		return ub, err
 	}
 	chord := bp.used
 	bp.charge, bp.trials = ch, gapTrials

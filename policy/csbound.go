@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"context"
 	"math"
 	"math/rand/v2"
 )
@@ -49,13 +50,16 @@ const csSeed = 0xc5c5
 // csCharge returns the Cauchy–Schwarz charge with equal weights and
 // the tangent points of the plan of the α-sets bp.gamma (its controller
 // with the lookahead of a table of rows rows), or nil when the bonus is
-// 0.
-func (bp *beliefPlanner) csCharge(ft *fallbackTables, rows int64) *boundCharge {
+// 0. It stops with ctx's error when ctx is done.
+func (bp *beliefPlanner) csCharge(ctx context.Context, ft *fallbackTables, rows int64) (*boundCharge, error) {
 	alpha := bp.bonus.Alpha
 	if alpha <= 0 {
-		return nil
+		return nil, nil
 	}
-	st := bp.csStats(ft, rows)
+	st, err := bp.csStats(ctx, ft, rows)
+	if err != nil {
+		return nil, err
+	}
 	// Equal weights w_h = 1/√H: weights fitted to the plan's own profile,
 	// w_h ∝ E_π[√q_h], charge the plan least but leave the steps where it
 	// has small terms nearly free, and the relaxed problem's optimum goes
@@ -82,7 +86,7 @@ func (bp *beliefPlanner) csCharge(ft *fallbackTables, rows int64) *boundCharge {
 			ch.tan[h][a] = normTangent(bp.tab[h][a].m, st.mean(h, a), mb, w)
 		}
 	}
-	return ch
+	return ch, nil
 }
 
 // normTangent returns c·ν, ν = m μ / √(μᵀm μ) the tangent of √(bᵀm b)
@@ -116,7 +120,7 @@ type csTally struct {
 // csStats rolls the plan's controller out csRollouts times under the
 // model from a fixed seed (one goroutine: the same plan gives the same
 // tally whatever the worker count).
-func (bp *beliefPlanner) csStats(ft *fallbackTables, rows int64) *csTally {
+func (bp *beliefPlanner) csStats(ctx context.Context, ft *fallbackTables, rows int64) (*csTally, error) {
 	H, S, A, O := bp.H, bp.S, bp.A, bp.O
 	w := newTableWalker(bp, ft)
 	w.setController(rows)
@@ -129,7 +133,12 @@ func (bp *beliefPlanner) csStats(ft *fallbackTables, rows int64) *csTally {
 	bp.m.FirstObsProbs(first)
 	rng := rand.New(rand.NewPCG(csSeed, 0))
 	b := make([]float64, S)
-	for range csRollouts {
+	for k := range csRollouts {
+		if k%256 == 0 {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+		}
 		o := w.smp.start(rng, first)
 		bp.m.Prior(b)
 		bp.m.ObserveFirst(b, o)
@@ -146,7 +155,7 @@ func (bp *beliefPlanner) csStats(ft *fallbackTables, rows int64) *csTally {
 			}
 		}
 	}
-	return st
+	return st, nil
 }
 
 // addTo adds x to acc.

@@ -2,6 +2,8 @@ package policy
 
 import (
 	"context"
+	"errors"
+	"math/rand/v2"
 	"testing"
 
 	"github.com/psrlcb/psrlcb/pessimism"
@@ -36,9 +38,9 @@ func TestCauchySchwarzCharge(t *testing.T) {
 		if _, err := bp.rounds(ctx, ft, roundRows); err != nil {
 			t.Fatal(err)
 		}
-		ch := bp.csCharge(ft, roundRows)
-		if ch == nil || !ch.cs {
-			t.Fatalf("seed %d: no Cauchy–Schwarz charge at α = %g", c.seed, c.alpha)
+		ch, err := bp.csCharge(ctx, ft, roundRows)
+		if err != nil || ch == nil || !ch.cs {
+			t.Fatalf("seed %d: no Cauchy–Schwarz charge at α = %g (%v)", c.seed, c.alpha, err)
 		}
 		chord := bp.chordCharge()
 		worst, gain := eachTrajectory(bp, c.b, ch, chord)
@@ -57,7 +59,10 @@ func TestCauchySchwarzCharge(t *testing.T) {
 		if _, err := bb.rounds(ctx, bft, roundRows); err != nil {
 			t.Fatal(err)
 		}
-		chBig := bb.csCharge(bft, roundRows)
+		chBig, err := bb.csCharge(ctx, bft, roundRows)
+		if err != nil {
+			t.Fatal(err)
+		}
 		if w, _ := eachTrajectory(bb, big, chBig, bb.chordCharge()); w > 1e-12 {
 			t.Errorf("seed %d α 10: the charge is %g above the bonus on some trajectory", c.seed, w)
 		}
@@ -135,5 +140,28 @@ func eachFirstBelief(bp *beliefPlanner, f func(po float64, b []float64)) {
 		bp.m.Prior(b)
 		bp.m.ObserveFirst(b, o)
 		f(po, b)
+	}
+}
+
+// TestCauchySchwarzChargeStops: the charge's rollouts stop with the
+// context's error once it is cancelled (an interrupted fit does not wait
+// for them).
+func TestCauchySchwarzChargeStops(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 53))
+	m, b := uniformLogsModel(t, rng, pessimismtest.Spec{States: 3, Obs: 2, Actions: 2, Horizon: 4}, 200)
+	bp, ft, err := prepareBeliefPlan(context.Background(), m, b.WithAlpha(1), 50, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := bp.rounds(context.Background(), ft, roundRows); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if ch, err := bp.csCharge(ctx, ft, roundRows); !errors.Is(err, context.Canceled) || ch != nil {
+		t.Fatalf("cancelled: charge %v, error %v; want nil and context.Canceled", ch, err)
+	}
+	if ch, err := bp.csCharge(context.Background(), ft, roundRows); err != nil || ch == nil {
+		t.Fatalf("not cancelled: charge %v, error %v", ch, err)
 	}
 }
