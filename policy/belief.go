@@ -457,6 +457,9 @@ type beliefPlanner struct {
 	// and keeps the beliefs they pass in trialPts (gapsearch.go).
 	trials, trialsRun int
 	trialPts          [][]bpoint
+	// guide, during the trials, holds the relaxed problem's lower
+	// vectors (relaxedGuide).
+	guide *beliefPlanner
 	// search is what the gap search did, for PlanStats.
 	search struct {
 		trials, points int

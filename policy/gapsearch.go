@@ -93,6 +93,12 @@ func (bp *beliefPlanner) gapSearch(ctx context.Context, ft *fallbackTables, rows
 // runTrials runs up to bp.trials trials on the sawtooth sw (see above)
 // and keeps the beliefs they passed in bp.trialPts.
 func (bp *beliefPlanner) runTrials(ctx context.Context, sw *sawtooth) error {
+	guide, err := bp.relaxedGuide(ctx, sw.rr)
+	if err != nil {
+		return err
+	}
+	bp.guide = guide
+	defer func() { bp.guide = nil }()
 	seen := map[string]bool{}
 	bp.trialsRun = 0
 	for range bp.trials {
@@ -104,6 +110,7 @@ func (bp *beliefPlanner) runTrials(ctx context.Context, sw *sawtooth) error {
 		fresh := false
 		for i := len(path) - 1; i >= 0; i-- {
 			bp.addSawtoothPoint(sw, hs[i], path[i].b)
+			guide.backupPoint(hs[i], path[i])
 			if !seen[path[i].key] {
 				seen[path[i].key], fresh = true, true
 				bp.keepTrialPoint(hs[i], path[i])
@@ -186,12 +193,64 @@ func (bp *beliefPlanner) nextTrialPoint(sw *sawtooth, h int, b []float64) (bpoin
 }
 
 // excess is the upper bound's value at belief b of step h less the
-// plan's vectors' (the surrogate objective's, a guide, not a bound).
+// guide's lower vectors' (relaxedGuide: both bound the same relaxed
+// problem's optimal value, from above and below).
 func (bp *beliefPlanner) excess(sw *sawtooth, h int, b []float64, end bool) float64 {
-	g := bp.alphaFor(h, end)
+	g := bp.guide.alphaFor(h, end)
 	lower := 0.0
 	if len(g.vec) > 0 {
 		lower, _ = g.bestRowwise(bp.S, b)
 	}
 	return sw.interp(h, b, nil) - lower
+}
+
+// relaxedGuide returns a copy of the planner whose step rewards are the
+// relaxed problem's rr (κ = 0), with its point-based vectors backed up
+// on the bound's points. Its rewards are linear in the belief, so the
+// relaxed problem's optimal value is convex and each vector lies below
+// it: the trials compare the sawtooth with a lower bound of the same
+// function (heuristic search value iteration's two bounds), in the same
+// units. The plan's own vectors price the surrogate bonus without its
+// constant and, being tangent planes of a concave reward, overvalue it
+// away from their points (docs/planning.md, "The gap search").
+func (bp *beliefPlanner) relaxedGuide(ctx context.Context, rr [][][]float64) (*beliefPlanner, error) {
+	g := *bp
+	g.kappa, g.trials, g.trialPts = 0, 0, nil
+	g.tab = make([][]stepTables, len(bp.tab))
+	g.pts = make([][]bpoint, len(bp.pts))
+	for h := 1; h <= bp.H; h++ {
+		g.tab[h] = make([]stepTables, bp.A)
+		for a := range bp.A {
+			g.tab[h][a] = bp.tab[h][a]
+			g.tab[h][a].r = rr[h][a]
+		}
+		g.pts[h] = bp.pts[h][:min(len(bp.pts[h]), boundPoints)]
+	}
+	if err := g.backward(ctx); err != nil {
+		return nil, err
+	}
+	return &g, nil
+}
+
+// backupPoint adds to the guide's vectors of step h the backup at the
+// belief pt (heuristic search value iteration's lower-bound update), so
+// that the next trial goes elsewhere once this belief's bounds meet.
+func (bp *beliefPlanner) backupPoint(h int, pt bpoint) {
+	sc := newBackupScratch(bp.S, bp.O)
+	bestA, bestV := -1, math.Inf(-1)
+	for _, a := range bp.acts(pt.end) {
+		if v := bp.qValue(h, pt.b, a, sc); v > bestV {
+			bestA, bestV = a, v
+		}
+	}
+	if bestA < 0 {
+		return
+	}
+	bp.qValue(h, pt.b, bestA, sc) // the chosen successor vectors
+	vec := make([]float64, bp.S)
+	bp.vector(h, pt.b, bestA, sc, vec)
+	g := &bp.gamma[h][class(pt.end)]
+	g.vec = append(g.vec, vec...)
+	g.act = append(g.act, bestA)
+	g.finish(bp.S)
 }
