@@ -467,10 +467,7 @@ type beliefPlanner struct {
 	}
 	// chord is the straight line g(lo) + c·(Σ − lo) below the bonus of
 	// the last chord charge (chordCharge), for PlanStats.
-	chord struct {
-		lo, c float64
-		set   bool
-	}
+	chord struct{ lo, c float64 }
 	// charge, when set, is the charge the upper bound uses in place of
 	// the chord's (csCharge); used is the charge of the last upper bound
 	// (boundRewards). With charged set, the plan's expected bonus and the

@@ -147,9 +147,9 @@ func (bp *beliefPlanner) csBound(ctx context.Context, ft *fallbackTables, rows i
 
 // relaxedCharge walks the table of the plan best once more (the same
 // rows, so the same table and rollouts), summing along its trajectories
-// the tangents of the step terms that the last upper bound charged in
-// their place, and records the sums in bp.chord for bonusBoundGap. Run
-// only when the stated gap misses TargetGap: it costs one more walk.
+// the tangents the last upper bound's charge (bp.used) took in place of
+// the step terms, and records the sums in bp.charged for bonusBoundGap.
+// Run only when the stated gap misses TargetGap: it costs one more walk.
 func (bp *beliefPlanner) relaxedCharge(ctx context.Context, ft *fallbackTables, rows int64, best planRound) error {
 	bp.gamma, bp.kappa = best.gamma, best.kappa
 	tw := newTableWalker(bp, ft)
@@ -315,10 +315,7 @@ func (bp *beliefPlanner) stats(st *PlanStats, points int, best *Policy, v tval, 
 		statedCharge(bp.used)
 	}
 	if bp.used != nil {
-		st.BoundCharge = "chord"
-		if bp.used.cs {
-			st.BoundCharge = "cauchy-schwarz"
-		}
+		st.BoundCharge = bp.used.name
 	}
 }
 
@@ -333,9 +330,10 @@ var statedCharge func(*boundCharge)
 // relaxation charges the policy π of values v (at least 0; 0 before any
 // bound). The relaxation charges base + scale·Σ_{h<H} tan_{h,a_h}·b_h
 // (boundCharge). With the tangent sums of relaxedCharge, that charge
-// itself; otherwise, for the chord's charge g(Σ_lo) + c·(Σ_0 +
+// itself. Otherwise (the stated gap is within TargetGap, and the table
+// was not walked for the sums), for the chord's charge g(Σ_lo) + c·(Σ_0 +
 // Σ_{h<H} ℓ_{h,a_h}·b_h − Σ_lo), the chord at E_π[Σ], which the tangents
-// can only lower.
+// can only lower; for the Cauchy–Schwarz charge, 0 (unknown).
 func (bp *beliefPlanner) bonusBoundGap(v tval) float64 {
 	ch := bp.used
 	if ch == nil {
@@ -344,8 +342,8 @@ func (bp *beliefPlanner) bonusBoundGap(v tval) float64 {
 	if bp.charged.set {
 		return max(bp.charged.bonus-(ch.base+ch.scale*bp.charged.lin), 0)
 	}
-	if ch.cs {
-		return 0 // not reached: the Cauchy–Schwarz charge is always walked
+	if ch.name != chargeChord {
+		return 0
 	}
 	g0, c, lo := bp.bonus.Value(bp.chord.lo), bp.chord.c, bp.chord.lo
 	return max(v.b-(g0+c*(v.sum-lo)), 0)
@@ -665,9 +663,15 @@ func (p *beliefPlanner) boundRewards(ft *fallbackTables) (rr [][][]float64, vm [
 type boundCharge struct {
 	base, scale float64
 	tan         [][][]float64 // [h][a], 1 ≤ h < H (nil when scale is 0)
-	// cs says it is the Cauchy–Schwarz charge (csCharge), not the chord.
-	cs bool
+	// name is chargeChord or chargeCS (PlanStats.BoundCharge).
+	name string
 }
+
+// The names of the charges (PlanStats.BoundCharge).
+const (
+	chargeChord = "chord"          // chordCharge
+	chargeCS    = "cauchy-schwarz" // csCharge
+)
 
 // chordCharge is the charge of the bonus's chord (and records the chord
 // in p.chord).
@@ -689,8 +693,8 @@ func (p *beliefPlanner) chordCharge() *boundCharge {
 	Lmin := min(p.quadMinSum(), L)
 	lo, hi := p.bonus.Root+Lmin, p.bonus.Root+L
 	c := p.chordSlope(lo, hi)
-	p.chord.lo, p.chord.c, p.chord.set = lo, c, true
-	ch := &boundCharge{base: p.bonus.Value(lo) - c*Lmin, scale: c}
+	p.chord.lo, p.chord.c = lo, c
+	ch := &boundCharge{base: p.bonus.Value(lo) - c*Lmin, scale: c, name: chargeChord}
 	if c != 0 {
 		ch.tan = p.boundTangents()
 	}

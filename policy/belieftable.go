@@ -63,9 +63,9 @@ type tableWalker struct {
 	// reached, when not nil, collects the beliefs of the table's nodes per
 	// step (with their reach probability) during the building walk.
 	reached [][]bpoint
-	// tan, when not nil, holds per step h < H and action the tangent of
-	// the step term the upper bound charges (boundTangents); the values
-	// then sum it (tval.lin).
+	// tan, when not nil, holds per step h < H and action the vector the
+	// upper bound's charge takes in place of the step term
+	// (boundCharge.tan); the values then sum it (tval.lin).
 	tan [][][]float64
 
 	// Parallel walks (see walk). The top walker cuts the tree at depth

@@ -118,7 +118,7 @@ func TestBonusBoundGap(t *testing.T) {
 				t.Fatalf("seed %d α %g: the table should hold every history (SE %g)", seed, alpha, st.ValueSE)
 			}
 			bp := pol.Ctrl.bp
-			if ch := charge; st.BoundCharge == "cauchy-schwarz" {
+			if ch := charge; st.BoundCharge == chargeCS {
 				// The Cauchy–Schwarz charge gave the bound: its own
 				// charge, walked only when the gap stays above the target.
 				_, eBonus, eLin := walkSigma(pol.Ctrl, b, ch.tan)

@@ -76,7 +76,7 @@ func (bp *beliefPlanner) csCharge(ctx context.Context, ft *fallbackTables, rows 
 	if yMax > 1 {
 		gam = 1 / yMax
 	}
-	ch := &boundCharge{scale: gam * alpha, base: gam * alpha * w * math.Sqrt(max(bp.bonus.Root, 0)), cs: true}
+	ch := &boundCharge{scale: gam * alpha, base: gam * alpha * w * math.Sqrt(max(bp.bonus.Root, 0)), name: chargeCS}
 	ch.tan = make([][][]float64, bp.H)
 	S := bp.S
 	mb := make([]float64, S)

@@ -39,7 +39,7 @@ func TestCauchySchwarzCharge(t *testing.T) {
 			t.Fatal(err)
 		}
 		ch, err := bp.csCharge(ctx, ft, roundRows)
-		if err != nil || ch == nil || !ch.cs {
+		if err != nil || ch == nil || ch.name != chargeCS {
 			t.Fatalf("seed %d: no Cauchy–Schwarz charge at α = %g (%v)", c.seed, c.alpha, err)
 		}
 		chord := bp.chordCharge()

@@ -16,18 +16,17 @@ import (
 // iteration's kind (Smith & Simmons, "Heuristic search value iteration
 // for POMDPs", UAI 2004) go and look: from the root, each trial follows
 // the action of the largest upper value and the observation of the
-// largest probability-weighted excess of the upper bound over the plan's
-// vectors, to the horizon or until no observation has an excess, and
-// backs the upper bound up at the beliefs it passed, deepest first. A
-// trial that passes no belief not already passed ends them (without
-// lower-bound updates, the next would follow the same path); at most
-// gapTrials are run. The beliefs the trials passed then join
-// the plan's points, the plan is backed up again at the same tangent
-// point, and it replaces the first when its value on the model is
-// larger by more than two Monte Carlo standard errors of each (rollouts
-// value the histories past the tables). The upper bound is computed once more with the new points and
-// trials guided by the new plan, and the stated upper bound is the least
-// of the bounds computed (each is one).
+// largest probability-weighted excess of the upper bound over a lower
+// bound of the same relaxed problem (relaxedGuide), to the horizon or
+// until no observation has an excess, and backs both bounds up at the
+// beliefs it passed, deepest first. A trial that passes no belief not
+// already passed ends them; at most gapTrials are run. The beliefs the
+// trials passed then join the plan's points, the plan is backed up again
+// at the same tangent point, and it replaces the first when its value on
+// the model is larger by more than two Monte Carlo standard errors of
+// each (rollouts value the histories past the tables). The upper bound
+// is computed once more with the new points and new trials, and the
+// stated upper bound is the least of the bounds computed (each is one).
 //
 // The trials cannot make the stated figures wrong: the upper bound's
 // backups are valid at any belief, and the plan kept is the one of larger
@@ -238,15 +237,17 @@ func (bp *beliefPlanner) relaxedGuide(ctx context.Context, rr [][][]float64) (*b
 func (bp *beliefPlanner) backupPoint(h int, pt bpoint) {
 	sc := newBackupScratch(bp.S, bp.O)
 	bestA, bestV := -1, math.Inf(-1)
+	choice := make([]int, bp.O) // the best action's successor vectors
 	for _, a := range bp.acts(pt.end) {
 		if v := bp.qValue(h, pt.b, a, sc); v > bestV {
 			bestA, bestV = a, v
+			copy(choice, sc.choice)
 		}
 	}
 	if bestA < 0 {
 		return
 	}
-	bp.qValue(h, pt.b, bestA, sc) // the chosen successor vectors
+	copy(sc.choice, choice)
 	vec := make([]float64, bp.S)
 	bp.vector(h, pt.b, bestA, sc, vec)
 	g := &bp.gamma[h][class(pt.end)]

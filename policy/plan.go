@@ -217,7 +217,7 @@ type PlanStats struct {
 // ChargeWords describes BoundCharge for the summary and the report: how
 // the upper bound charges the bonus.
 func (s *PlanStats) ChargeWords() string {
-	if s.BoundCharge == "cauchy-schwarz" {
+	if s.BoundCharge == chargeCS {
 		return "a weighted sum of the step terms' square roots, each by a tangent below it, which lies below the bonus by the Cauchy–Schwarz inequality"
 	}
 	return "a straight line in Σ below the bonus, its chord over every trajectory's Σ, each step's term by a tangent below it"

@@ -507,9 +507,9 @@ func BonusSaturated(pl *policy.PlanStats) bool {
 // policy.TargetGap is PlanStats.BonusBoundGap, the amount by which the upper
 // bound overvalues the written policy itself (its relaxation of the
 // bonus, PlanStats.ChargeWords, charges the policy that much less than
-// its bonus). Even were the policy
-// optimal, the stated gap would be at least that, and more points or
-// --hull-bound leave that relaxation alone.
+// its bonus). Even were the policy optimal, the stated gap would be at
+// least that, and more points or --hull-bound leave that relaxation
+// alone.
 func ChordOwnsGap(pl *policy.PlanStats) bool {
 	return pl.GapBound > policy.TargetGap && pl.BonusBoundGap >= pl.GapBound/2
 }
@@ -559,7 +559,7 @@ func GapSearchNote(pl *policy.PlanStats) string {
 	if pl.GapPoints == 0 {
 		added = "passed no belief the plan's points lacked"
 	}
-	return fmt.Sprintf("The first plan's stated gap was above %.2g, so a gap search followed the upper bound's largest excess over the plan (%d trial%s), backed the bound up there and %s; %s.", policy.TargetGap, pl.GapTrials, plural(pl.GapTrials), added, kept)
+	return fmt.Sprintf("The first plan's stated gap was above %.2g, so a gap search followed the upper bound's largest excess over a lower bound of the same relaxed problem (%d trial%s), backed the bound up there and %s; %s.", policy.TargetGap, pl.GapTrials, plural(pl.GapTrials), added, kept)
 }
 
 // planNotes say how the plan was made when it is not the exact tree: the
