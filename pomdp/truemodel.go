@@ -22,6 +22,12 @@ import (
 // log-likelihoods of the same logs, EM started from the truth, the value
 // a fitted model gives a policy beside the value the truth gives it.
 func (m *POMDP) TrueModel(d *ingest.Dataset) (*estimate.Model, error) {
+	lo, hi := returnRange(d)
+	return m.trueModel(d, lo, hi)
+}
+
+// trueModel is TrueModel with the return range [lo, hi].
+func (m *POMDP) trueModel(d *ingest.Dataset, lo, hi float64) (*estimate.Model, error) {
 	S, A, O := m.NumStates(), m.NumActions(), len(d.ObsVocab)
 	obsCode, actCode, err := m.trueCodes(d)
 	if err != nil {
@@ -33,7 +39,7 @@ func (m *POMDP) TrueModel(d *ingest.Dataset) (*estimate.Model, error) {
 		T: make([]float64, A*S*S), E: make([]float64, A*S*O), R: make([]float64, S*A*S*O*len(vals))}
 	t.fillAll()
 	mod.Trans, mod.Emit, mod.RewardProb = [][]float64{t.T}, [][]float64{t.E}, [][]float64{t.R}
-	mod.ReturnMin, mod.ReturnMax = returnRange(d)
+	mod.ReturnMin, mod.ReturnMax = lo, hi
 	mod.Prepare()
 	return mod, nil
 }

@@ -25,7 +25,10 @@ func newEvaluateCommand() *cli.Command {
 			"observation names, \"init\" at step 1; actions must be actions of the model) and computes its exact\n" +
 			"value V^π under the true model, the exact optimal finite-horizon value V*, the behaviour's value V^b,\n" +
 			"and the normalized regret (V* − V^π)/(V* − V^b): 0 is optimal, 1 is no better than the\n" +
-			"behaviour; it is undefined (null) when V* = V^b. Values are undiscounted sums of H rewards.\n\n" +
+			"behaviour; it is undefined (null) when V* = V^b. Values are undiscounted sums of H rewards.\n" +
+			"When V* has more beliefs to solve than an exact solver can hold, it is bracketed instead: the\n" +
+			"belief planner runs on the true model with no bonus, its policy's value is the lower end and its\n" +
+			"upper bound the upper end (optimal_bounds), and the regret is bracketed over that range.\n\n" +
 			"With --model RUNDIR instead of --pomdp it values any policy table under the model a fit wrote\n" +
 			"(model.arrow): the expected return E_θ̂^π[r_1+…+r_H] the fitted model assigns to the policy.\n\n" +
 			"With --logs FILES it estimates the policy's value from logs with the behaviour's propensities\n" +
@@ -108,8 +111,9 @@ const exactEvalNodes = 20_000_000
 
 // exactSolveNodes bounds the (step, belief) nodes evaluate --pomdp solves
 // for the optimal value and the behaviour's; past it they are not given
-// (nor the regret).
-const exactSolveNodes = 5_000_000
+// (nor the regret), and V* is bracketed instead (boundOptimum). A
+// variable for the tests.
+var exactSolveNodes = 5_000_000
 
 // orNA prints a value, or "n/a".
 func orNA(x *float64) string {
@@ -139,7 +143,21 @@ type evaluateResult struct {
 	OptimalValue        *float64 `json:"optimal_value"`  // null past exactSolveNodes
 	BehaviorValue       *float64 `json:"behavior_value"` // null past exactSolveNodes
 	NormalizedRegret    *float64 `json:"normalized_regret"`
-	Notes               []string `json:"notes,omitempty"`
+	// OptimalBounds brackets V* when it is not computed exactly
+	// (pomdp.OptimalBounds); RegretBounds the normalized regret that
+	// bracket allows, when V^b is below its lower end.
+	OptimalBounds *valueBounds `json:"optimal_bounds,omitempty"`
+	RegretBounds  *valueBounds `json:"normalized_regret_bounds,omitempty"`
+	Notes         []string     `json:"notes,omitempty"`
+}
+
+// valueBounds is a bracket [Lower, Upper]; LowerSE is the Monte Carlo
+// standard error of Lower (0 when exact).
+type valueBounds struct {
+	Lower   float64 `json:"lower"`
+	Upper   float64 `json:"upper"`
+	LowerSE float64 `json:"lower_se,omitempty"`
+	Points  int     `json:"points,omitempty"`
 }
 
 // referenceValues sets res's optimal and behaviour values and its
@@ -155,7 +173,46 @@ func referenceValues(ctx context.Context, m *pomdp.POMDP, b pomdp.Behavior, H in
 		return err
 	}
 	res.setNormalizedRegret(opt, beh)
+	if res.OptimalValue == nil {
+		return res.boundOptimum(ctx, m, H)
+	}
 	return nil
+}
+
+// boundOptimum sets res's bracket of V* (pomdp.OptimalBounds: the belief
+// planner on the true model) and the normalized regret's, when V* is not
+// computed exactly.
+func (res *evaluateResult) boundOptimum(ctx context.Context, m *pomdp.POMDP, H int) error {
+	ob, err := pomdp.OptimalBounds(ctx, m, H, 0)
+	if err != nil {
+		return err
+	}
+	// The policy evaluated is a policy too: V* ≥ V^π (when V^π is exact).
+	lo := ob.Lower
+	if res.PolicyValueSE == 0 && res.PolicyValue > lo {
+		lo = res.PolicyValue
+	}
+	res.OptimalBounds = &valueBounds{Lower: lo, Upper: ob.Upper, LowerSE: ob.LowerSE, Points: ob.Points}
+	if lo > ob.Lower {
+		res.OptimalBounds.LowerSE = 0
+	}
+	if res.BehaviorValue != nil {
+		res.RegretBounds = regretBounds(res.PolicyValue, *res.BehaviorValue, lo, ob.Upper)
+	}
+	return nil
+}
+
+// regretBounds brackets the normalized regret r(V*) = (V* − V^π)/(V* −
+// V^b) over V* in [lo, hi]: r is monotone in V* above V^b (increasing
+// when V^π ≥ V^b, decreasing otherwise), so the ends give the bracket.
+// Nil when lo is not above V^b (r is unbounded there).
+func regretBounds(vpi, vb, lo, hi float64) *valueBounds {
+	if !(lo > vb) {
+		return nil
+	}
+	r := func(v float64) float64 { return (v - vpi) / (v - vb) }
+	a, b := r(lo), r(hi)
+	return &valueBounds{Lower: min(a, b), Upper: max(a, b)}
 }
 
 // setNormalizedRegret sets res's normalized regret (V* − V^π)/(V* − V^b)
@@ -195,11 +252,17 @@ func printPOMDPEvaluation(w io.Writer, o evaluateOptions, m *pomdp.POMDP, pol *p
 	printEvaluatedPolicy(tw, o, m, pol, res.Horizon)
 	printPolicyValue(tw, res)
 	fmt.Fprintf(tw, "optimal value\t%s\n", orNA(res.OptimalValue))
+	if ob := res.OptimalBounds; ob != nil {
+		fmt.Fprintf(tw, "optimal value within\t[%.10g, %.10g] (%s)\n", ob.Lower, ob.Upper, boundsSource(ob))
+	}
 	fmt.Fprintf(tw, "behavior value\t%s (%s)\n", orNA(res.BehaviorValue), res.Behavior)
 	for _, n := range res.Notes {
 		fmt.Fprintf(tw, "note\t%s\n", n)
 	}
 	fmt.Fprintf(tw, "normalized regret\t%.6g (V* − V^π)/(V* − V^b)\n", normalizedRegret(res))
+	if rb := res.RegretBounds; rb != nil {
+		fmt.Fprintf(tw, "normalized regret within\t[%.4g, %.4g] (over the optimal value's bracket)\n", rb.Lower, rb.Upper)
+	}
 	return tw.Flush()
 }
 
@@ -212,6 +275,15 @@ func printPolicyValue(w io.Writer, res *evaluateResult) {
 	} else {
 		fmt.Fprintf(w, "policy value\t%.10g\n", res.PolicyValue)
 	}
+}
+
+// boundsSource says where the bracket of V* comes from.
+func boundsSource(ob *valueBounds) string {
+	s := fmt.Sprintf("the belief planner on the true model, %d points per step: its policy's value and its upper bound", ob.Points)
+	if ob.LowerSE > 0 {
+		s += fmt.Sprintf("; the lower end is a Monte Carlo mean, standard error %.3g", ob.LowerSE)
+	}
+	return s
 }
 
 // normalizedRegret is res's normalized regret, NaN when it is undefined.

@@ -106,3 +106,55 @@ func TestEvaluateCommandErrors(t *testing.T) {
 		})
 	}
 }
+
+// Past the exact solver's budget, evaluate brackets V* with the belief
+// planner on the true model and brackets the regret with it: on tiger at
+// H = 2 the bracket holds the exact V* = −2 and the regret's holds
+// 0.09375 (TestEvaluateCommand).
+func TestEvaluateBracketsOptimum(t *testing.T) {
+	defer func(n int) { exactSolveNodes = n }(exactSolveNodes)
+	exactSolveNodes = 2
+	model := writeText(t, "tiger.pomdp", tigerText(t))
+	dir := writePolicy(t, listenThenOpen("open-right"))
+	out, code, err := runCLI(t, "evaluate", "--pomdp", model, "--policy", dir, "--json")
+	if code != 0 {
+		t.Fatalf("exit %d: %v\n%s", code, err, out)
+	}
+	var got evaluateResult
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	const tol = 1e-9
+	ob, rb := got.OptimalBounds, got.RegretBounds
+	if got.OptimalValue != nil || ob == nil || ob.Lower > -2+tol || ob.Upper < -2-tol || ob.Upper-ob.Lower > 0.01 {
+		t.Fatalf("optimal value %v, bounds %+v: want null and a narrow bracket of −2\n%s", got.OptimalValue, ob, out)
+	}
+	if rb == nil || rb.Lower > 0.09375+tol || rb.Upper < 0.09375-tol {
+		t.Errorf("regret bounds %+v do not hold 0.09375\n%s", rb, out)
+	}
+	text, code, err := runCLI(t, "evaluate", "--pomdp", model, "--policy", dir)
+	if code != 0 || !strings.Contains(text, "optimal value within") || !strings.Contains(text, "normalized regret within") {
+		t.Errorf("exit %d (%v): the text lacks the brackets:\n%s", code, err, text)
+	}
+}
+
+// regretBounds holds r(V*) = (V* − V^π)/(V* − V^b) for every V* of the
+// bracket, checked on a grid, on both sides of V^b; nil when the
+// bracket reaches V^b.
+func TestRegretBounds(t *testing.T) {
+	for _, c := range []struct{ vpi, vb, lo, hi float64 }{
+		{1, 0, 2, 3}, {-1, 0, 2, 3}, {2, 0, 2, 2.5}, {0.5, 0.4, 0.6, 5},
+	} {
+		rb := regretBounds(c.vpi, c.vb, c.lo, c.hi)
+		for i := 0; i <= 100; i++ {
+			v := c.lo + (c.hi-c.lo)*float64(i)/100
+			r := (v - c.vpi) / (v - c.vb)
+			if r < rb.Lower-1e-12 || r > rb.Upper+1e-12 {
+				t.Errorf("%+v: r(%v) = %v outside %+v", c, v, r, rb)
+			}
+		}
+	}
+	if rb := regretBounds(1, 2, 2, 3); rb != nil {
+		t.Errorf("bracket from V^b: %+v, want nil", rb)
+	}
+}
