@@ -233,6 +233,7 @@ type bpoint struct {
 	w   float64
 	end bool
 	key string
+	o   int // the observation o_h the belief was formed on (obsBound)
 }
 
 // alphaSet is the point-based value function of one step and one class
@@ -729,7 +730,7 @@ func (p *beliefPlanner) firstPoint(o int, po float64) bpoint {
 	p.m.Prior(b)
 	p.m.ObserveFirst(b, o)
 	end := o == p.endObs
-	return bpoint{b: b, w: po, end: end, key: beliefKey(b, end)}
+	return bpoint{b: b, w: po, end: end, key: beliefKey(b, end), o: o}
 }
 
 // successorPoints appends to cand the successors of point pt of step h
@@ -744,15 +745,15 @@ func (p *beliefPlanner) successorPoints(h int, pt bpoint, a int, cut float64, pr
 			continue
 		}
 		normalize(next, z)
-		cand = append(cand, newPoint(next, pt.w*z, o == p.endObs))
+		cand = append(cand, newPoint(next, pt.w*z, o, o == p.endObs))
 	}
 	return cand
 }
 
-// newPoint is the point of a copy of belief b, of weight w (after the
-// end symbol: end).
-func newPoint(b []float64, w float64, end bool) bpoint {
-	return bpoint{b: append([]float64(nil), b...), w: w, end: end, key: beliefKey(b, end)}
+// newPoint is the point of a copy of belief b, of weight w, formed on
+// observation o (the end symbol: end).
+func newPoint(b []float64, w float64, o int, end bool) bpoint {
+	return bpoint{b: append([]float64(nil), b...), w: w, end: end, key: beliefKey(b, end), o: o}
 }
 
 // candidateFactor: the forward expansion stores at most this many

@@ -122,28 +122,46 @@ func (bp *beliefPlanner) planRounds(ctx context.Context, ft *fallbackTables, row
 }
 
 // csBound bounds the optimum once more with the Cauchy–Schwarz charge
-// fitted to the plan best (csCharge), with the gap search's trials, and
-// returns the lesser of that bound and ub. The charge of the bound kept
-// stays in bp.used.
+// fitted to the plan best (csCharge), with the gap search's trials, then
+// with the same charge by observation (obsBound), and returns the least
+// of those bounds and ub. The charge of the bound kept stays in bp.used.
 func (bp *beliefPlanner) csBound(ctx context.Context, ft *fallbackTables, rows int64, best planRound, ub float64) (float64, error) {
 	bp.gamma, bp.kappa = best.gamma, best.kappa
-	ch, err := bp.csCharge(ctx, ft, rows)
-	if err != nil || ch == nil {
+	if bp.bonus.Alpha <= 0 {
+		return ub, nil
+	}
+	stats, err := bp.csStats(ctx, ft, rows)
+	if err != nil {
 		return ub, err
 	}
-	chord := bp.used
+	ch, byObs := bp.csChargeOf(stats)
+	kept := bp.used
 	bp.charge, bp.trials = ch, gapTrials
 	ubCS, err := bp.upperBound(ctx, ft)
+	passed := bp.trialPts
 	bp.charge, bp.trials, bp.trialPts = nil, 0, nil
 	if err != nil {
 		return ub, err
 	}
 	if ubCS < ub {
-		return ubCS, nil
+		ub, kept = ubCS, ch
 	}
-	bp.used = chord
+	if byObs != nil && !csOnly {
+		// The beliefs the trials passed serve this bound too.
+		ubObs, err := bp.obsBound(ctx, byObs, passed)
+		if err != nil {
+			return ub, err
+		}
+		if ubObs < ub {
+			ub, kept = ubObs, byObs
+		}
+	}
+	bp.used = kept
 	return ub, nil
 }
+
+// csOnly (tests) leaves the charge by observation out.
+var csOnly bool
 
 // relaxedCharge walks the table of the plan best once more (the same
 // rows, so the same table and rollouts), summing along its trajectories
@@ -153,7 +171,7 @@ func (bp *beliefPlanner) csBound(ctx context.Context, ft *fallbackTables, rows i
 func (bp *beliefPlanner) relaxedCharge(ctx context.Context, ft *fallbackTables, rows int64, best planRound) error {
 	bp.gamma, bp.kappa = best.gamma, best.kappa
 	tw := newTableWalker(bp, ft)
-	tw.tan = bp.used.tan
+	tw.charge = bp.used
 	_, v, _, err := tw.table(ctx, rows)
 	if err != nil {
 		return err
@@ -663,15 +681,36 @@ func (p *beliefPlanner) boundRewards(ft *fallbackTables) (rr [][][]float64, vm [
 type boundCharge struct {
 	base, scale float64
 	tan         [][][]float64 // [h][a], 1 ≤ h < H (nil when scale is 0)
-	// name is chargeChord or chargeCS (PlanStats.BoundCharge).
+	// otan, when not nil, holds the tangents that also depend on the
+	// observation o_h on which a_h is chosen, keyed by obsKey; a pair it
+	// lacks takes tan[h][a] (obsBound).
+	otan   map[int][]float64
+	nA, nO int // the key's sizes
+	// name is chargeChord, chargeCS or chargeCSObs (PlanStats.BoundCharge).
 	name string
 }
 
 // The names of the charges (PlanStats.BoundCharge).
 const (
-	chargeChord = "chord"          // chordCharge
-	chargeCS    = "cauchy-schwarz" // csCharge
+	chargeChord = "chord"                         // chordCharge
+	chargeCS    = "cauchy-schwarz"                // csCharge
+	chargeCSObs = "cauchy-schwarz-by-observation" // csCharge's otan, obsBound
 )
+
+// vec is the charge's vector at step h for action a chosen on
+// observation o: the one of (h, a, o) when the charge has it, else
+// tan[h][a].
+func (ch *boundCharge) vec(h, a, o int) []float64 {
+	if ch.otan != nil {
+		if v, ok := ch.otan[obsKey(h, a, o, ch.nA, ch.nO)]; ok {
+			return v
+		}
+	}
+	return ch.tan[h][a]
+}
+
+// obsKey is the key of (h, a, o) among A actions and O observations.
+func obsKey(h, a, o, A, O int) int { return (h*A+a)*O + o }
 
 // chordCharge is the charge of the bonus's chord (and records the chord
 // in p.chord).

@@ -63,10 +63,10 @@ type tableWalker struct {
 	// reached, when not nil, collects the beliefs of the table's nodes per
 	// step (with their reach probability) during the building walk.
 	reached [][]bpoint
-	// tan, when not nil, holds per step h < H and action the vector the
-	// upper bound's charge takes in place of the step term
-	// (boundCharge.tan); the values then sum it (tval.lin).
-	tan [][][]float64
+	// charge, when not nil, is the upper bound's charge, whose vector
+	// per step h < H, action and observation o_h (boundCharge.vec) takes
+	// the place of the step term; the values then sum it (tval.lin).
+	charge *boundCharge
 
 	// Parallel walks (see walk). The top walker cuts the tree at depth
 	// frontier: collecting, it records the frontier nodes as tasks;
@@ -273,7 +273,7 @@ func (w *tableWalker) collectTasks(workers int) {
 func (w *tableWalker) growPool(workers int) {
 	for len(w.pool) < workers {
 		c := newTableWalker(w.bp, w.ft)
-		c.ctrl, c.cx, c.smp, c.tan = w.ctrl, w.ctrl.newScratch(), w.smp, w.tan
+		c.ctrl, c.cx, c.smp, c.charge = w.ctrl, w.ctrl.newScratch(), w.smp, w.charge
 		w.pool = append(w.pool, c)
 	}
 }
@@ -514,14 +514,14 @@ func (w *tableWalker) visit(h, o int, parent int64, cond, reach, sum float64) (t
 	end := o == bp.endObs
 	a := w.action(h, w.bel[h], end)
 	id := w.addNode(h, o, a, parent, reach, end)
-	return w.valueNode(h, a, id, reach, sum, end)
+	return w.valueNode(h, o, a, id, reach, sum, end)
 }
 
 // valueNode values node id of step h (action a) and, below step H, its
 // children (expand). It returns the node's values (zero when only the
 // tree's shape is wanted) and its action, or action 0 when the walk is
 // over.
-func (w *tableWalker) valueNode(h, a int, id int64, reach, sum float64, end bool) (tval, int) {
+func (w *tableWalker) valueNode(h, o, a int, id int64, reach, sum float64, end bool) (tval, int) {
 	bp, b := w.bp, w.bel[h]
 	// Only the building walk's values are used: a count or a collecting
 	// pass needs the tree's shape alone.
@@ -533,8 +533,8 @@ func (w *tableWalker) valueNode(h, a int, id int64, reach, sum float64, end bool
 	if h == bp.H {
 		return w.leafValue(id, a, sum, v), a
 	}
-	if w.tan != nil {
-		v.lin = dot(w.tan[h][a], b)
+	if w.charge != nil {
+		v.lin = dot(w.charge.vec(h, a, o), b)
 	}
 	v, fb, ok := w.expand(h, a, id, reach, sum, end, values, v)
 	if !ok {
@@ -666,7 +666,7 @@ func (w *tableWalker) addNode(h, o, a int, parent int64, reach float64, end bool
 		w.pos++
 	}
 	if w.build && w.reached != nil && !w.collect {
-		w.addReached(h, b, reach, end)
+		w.addReached(h, o, b, reach, end)
 	}
 	if w.build {
 		w.writeRow(Node{ID: id, Parent: parent, Step: int32(h), Obs: bp.m.ObsVocab[o], Action: bp.m.ActVocab[a], ReachProb: reach})
@@ -675,9 +675,10 @@ func (w *tableWalker) addNode(h, o, a int, parent int64, reach float64, end bool
 }
 
 // addReached records the belief b of a step-h node reached with
-// probability reach (after the end symbol: end) for the enrichment.
-func (w *tableWalker) addReached(h int, b []float64, reach float64, end bool) {
-	w.reached[h] = append(w.reached[h], newPoint(b, reach, end))
+// probability reach on observation o (the end symbol: end) for the
+// enrichment.
+func (w *tableWalker) addReached(h, o int, b []float64, reach float64, end bool) {
+	w.reached[h] = append(w.reached[h], newPoint(b, reach, o, end))
 }
 
 // writeRow writes row n at its id in a placed table, appends it
@@ -1081,8 +1082,8 @@ func (w *tableWalker) rollout(h, o int, bel []float64, sum float64, rng *rand.Ra
 			break
 		}
 		sum += max(quad(st.m, b), 0)
-		if w.tan != nil {
-			lin += dot(w.tan[t][a], b)
+		if w.charge != nil {
+			lin += dot(w.charge.vec(t, a, o), b)
 		}
 		predict(st.t, b, w.rpred)
 		o = w.drawObs(rng, t, a, st)

@@ -93,11 +93,12 @@ func TestTangentSlopeAtTheKink(t *testing.T) {
 // gap; the upper bound must lie at least that far above the plan's value
 // (the relaxed problem values π itself there); it is 0 at α = 0, and the
 // chord and the tangents each add to it on some model (the even seeds
-// plan with the chord alone, chordOnly). Where the Cauchy–Schwarz charge
+// plan with the chord alone, chordOnly). Where a Cauchy–Schwarz charge
 // gave the bound (csBound), the figure is that charge's deficit at π,
-// walked the same way (some model has that too).
+// walked the same way, each step's tangent chosen by its action and, for
+// the charge by observation, its observation (some model has each).
 func TestBonusBoundGap(t *testing.T) {
-	positive, tangentCases, csCases := 0, 0, 0
+	positive, tangentCases, csCases, obsCases := 0, 0, 0, 0
 	defer func() { chordOnly = false }()
 	for seed := uint64(1); seed <= 12; seed++ {
 		chordOnly = seed%2 == 0 // the chord's own figure on half the models
@@ -118,10 +119,10 @@ func TestBonusBoundGap(t *testing.T) {
 				t.Fatalf("seed %d α %g: the table should hold every history (SE %g)", seed, alpha, st.ValueSE)
 			}
 			bp := pol.Ctrl.bp
-			if ch := charge; st.BoundCharge == chargeCS {
-				// The Cauchy–Schwarz charge gave the bound: its own
-				// charge, walked only when the gap stays above the target.
-				_, eBonus, eLin := walkSigma(pol.Ctrl, b, ch.tan)
+			if ch := charge; st.BoundCharge == chargeCS || st.BoundCharge == chargeCSObs {
+				// A Cauchy–Schwarz charge gave the bound: its own charge,
+				// walked only when the gap stays above the target.
+				_, eBonus, eLin := walkSigma(pol.Ctrl, b, ch.vec)
 				want := 0.0
 				if st.GapBound > TargetGap {
 					want = max(eBonus-(ch.base+ch.scale*eLin), 0)
@@ -133,10 +134,13 @@ func TestBonusBoundGap(t *testing.T) {
 					t.Errorf("seed %d α %g: upper bound %v below value %v + charge deficit %v", seed, alpha, st.UpperBound, st.Value, want)
 				}
 				csCases++
+				if st.BoundCharge == chargeCSObs {
+					obsCases++
+				}
 				continue
 			}
 			tan := bp.boundTangents()
-			eSum, eBonus, eLin := walkSigma(pol.Ctrl, b, tan)
+			eSum, eBonus, eLin := walkSigma(pol.Ctrl, b, func(h, a, _ int) []float64 { return tan[h][a] })
 			L := bp.quadMaxSum()
 			lo, hi := b.Root+min(bp.quadMinSum(), L), b.Root+L
 			c := 0.0
@@ -172,19 +176,19 @@ func TestBonusBoundGap(t *testing.T) {
 			}
 		}
 	}
-	if positive == 0 || tangentCases == 0 || csCases == 0 {
-		t.Errorf("models with a chord deficit %d, with a gap above the target where the tangents add to it %d, bounded by the Cauchy–Schwarz charge %d: want all > 0", positive, tangentCases, csCases)
+	if positive == 0 || tangentCases == 0 || csCases == 0 || obsCases == 0 {
+		t.Errorf("models with a chord deficit %d, with a gap above the target where the tangents add to it %d, bounded by a Cauchy–Schwarz charge %d, by the charge by observation %d: want all > 0", positive, tangentCases, csCases, obsCases)
 	}
 }
 
-// walkSigma returns E[Σ], E[g(Σ)] and E[Σ_{h<H} tan[h][a_h]·b_h] of the
+// walkSigma returns E[Σ], E[g(Σ)] and E[Σ_{h<H} tan(h, a_h, o_h)·b_h] of the
 // controller c under its model, every history enumerated (Σ from the
 // bonus's root term, one step term per step before H).
-func walkSigma(c *Controller, bonus *pessimism.Bonus, tan [][][]float64) (eSum, eBonus, eLin float64) {
+func walkSigma(c *Controller, bonus *pessimism.Bonus, tan func(h, a, o int) []float64) (eSum, eBonus, eLin float64) {
 	bp := c.bp
 	x := c.newScratch()
-	var walk func(h int, b []float64, p, sum float64)
-	walk = func(h int, b []float64, p, sum float64) {
+	var walk func(h, o int, b []float64, p, sum float64)
+	walk = func(h, o int, b []float64, p, sum float64) {
 		a := c.decide(h, b, false, x)
 		if h == bp.H {
 			eSum += p * sum
@@ -193,17 +197,17 @@ func walkSigma(c *Controller, bonus *pessimism.Bonus, tan [][][]float64) (eSum, 
 		}
 		st := &bp.tab[h][a]
 		sum += quad(st.m, b)
-		eLin += p * dot(tan[h][a], b)
+		eLin += p * dot(tan(h, a, o), b)
 		pred := make([]float64, bp.S)
 		predict(st.t, b, pred)
-		for o := 0; o < bp.O; o++ {
+		for o2 := 0; o2 < bp.O; o2++ {
 			next := make([]float64, bp.S)
-			if z := correct(st.e, bp.O, pred, o, next); z > 0 {
-				walk(h+1, next, p*z, sum)
+			if z := correct(st.e, bp.O, pred, o2, next); z > 0 {
+				walk(h+1, o2, next, p*z, sum)
 			}
 		}
 	}
-	eachFirstBelief(bp, func(po float64, b []float64) { walk(1, b, po, bonus.Root) })
+	eachFirstBelief(bp, func(o int, po float64, b []float64) { walk(1, o, b, po, bonus.Root) })
 	return eSum, eBonus, eLin
 }
 

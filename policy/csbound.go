@@ -49,17 +49,27 @@ const csSeed = 0xc5c5
 
 // csCharge returns the Cauchy–Schwarz charge with equal weights and
 // the tangent points of the plan of the α-sets bp.gamma (its controller
-// with the lookahead of a table of rows rows), or nil when the bonus is
-// 0. It stops with ctx's error when ctx is done.
-func (bp *beliefPlanner) csCharge(ctx context.Context, ft *fallbackTables, rows int64) (*boundCharge, error) {
+// with the lookahead of a table of rows rows), and the same charge with
+// tangent points also chosen by the observation o_h each action is
+// chosen on (obsBound; nil when obsAffordable says no), or nil when the
+// bonus is 0. It stops with ctx's error when ctx is done.
+func (bp *beliefPlanner) csCharge(ctx context.Context, ft *fallbackTables, rows int64) (ch, byObs *boundCharge, err error) {
 	alpha := bp.bonus.Alpha
 	if alpha <= 0 {
-		return nil, nil
+		return nil, nil, nil
 	}
 	st, err := bp.csStats(ctx, ft, rows)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
+	ch, byObs = bp.csChargeOf(st)
+	return ch, byObs, nil
+}
+
+// csChargeOf is csCharge's charges, from the tally st of the plan's
+// rollouts.
+func (bp *beliefPlanner) csChargeOf(st *csTally) (ch, byObs *boundCharge) {
+	alpha := bp.bonus.Alpha
 	// Equal weights w_h = 1/√H: weights fitted to the plan's own profile,
 	// w_h ∝ E_π[√q_h], charge the plan least but leave the steps where it
 	// has small terms nearly free, and the relaxed problem's optimum goes
@@ -76,7 +86,7 @@ func (bp *beliefPlanner) csCharge(ctx context.Context, ft *fallbackTables, rows 
 	if yMax > 1 {
 		gam = 1 / yMax
 	}
-	ch := &boundCharge{scale: gam * alpha, base: gam * alpha * w * math.Sqrt(max(bp.bonus.Root, 0)), name: chargeCS}
+	ch = &boundCharge{scale: gam * alpha, base: gam * alpha * w * math.Sqrt(max(bp.bonus.Root, 0)), name: chargeCS}
 	ch.tan = make([][][]float64, bp.H)
 	S := bp.S
 	mb := make([]float64, S)
@@ -86,7 +96,20 @@ func (bp *beliefPlanner) csCharge(ctx context.Context, ft *fallbackTables, rows 
 			ch.tan[h][a] = normTangent(bp.tab[h][a].m, st.mean(h, a), mb, w)
 		}
 	}
-	return ch, nil
+	if st.byObs == nil {
+		return ch, nil
+	}
+	byObs = &boundCharge{scale: ch.scale, base: ch.base, tan: ch.tan, name: chargeCSObs,
+		otan: make(map[int][]float64, len(st.byObs)), nA: bp.A, nO: bp.O}
+	for k, sum := range st.byObs {
+		h, a := k/(bp.A*bp.O), k/bp.O%bp.A
+		mu := make([]float64, S)
+		for i, v := range sum {
+			mu[i] = v / float64(st.nByObs[k])
+		}
+		byObs.otan[k] = normTangent(bp.tab[h][a].m, mu, mb, w)
+	}
+	return ch, byObs
 }
 
 // normTangent returns c·ν, ν = m μ / √(μᵀm μ) the tangent of √(bᵀm b)
@@ -115,6 +138,11 @@ type csTally struct {
 	bsum [][][]float64 // [h][a]
 	cnt  [][]int       // [h][a]
 	step [][]float64   // [h]
+	// byObs and nByObs: the sum of beliefs and their count per step,
+	// action and the observation the action was chosen on, keyed by
+	// obsKey (nil when obsAffordable says no).
+	byObs  map[int][]float64
+	nByObs map[int]int
 }
 
 // csStats rolls the plan's controller out csRollouts times under the
@@ -125,6 +153,9 @@ func (bp *beliefPlanner) csStats(ctx context.Context, ft *fallbackTables, rows i
 	w := newTableWalker(bp, ft)
 	w.setController(rows)
 	st := &csTally{bsum: make([][][]float64, H), cnt: make([][]int, H), step: perDepth(H-1, S)}
+	if bp.obsAffordable() {
+		st.byObs, st.nByObs = map[int][]float64{}, map[int]int{}
+	}
 	for h := 1; h < H; h++ {
 		st.bsum[h] = perDepth(A-1, S)
 		st.cnt[h] = make([]int, A)
@@ -148,6 +179,7 @@ func (bp *beliefPlanner) csStats(ctx context.Context, ft *fallbackTables, rows i
 			addTo(st.bsum[t][a], b)
 			addTo(st.step[t], b)
 			st.cnt[t][a]++
+			st.addByObs(obsKey(t, a, o, A, O), b)
 			predict(tb.t, b, w.rpred)
 			o = w.drawObs(rng, t, a, tb)
 			if correct(tb.e, O, w.rpred, o, b) == 0 {
@@ -156,6 +188,20 @@ func (bp *beliefPlanner) csStats(ctx context.Context, ft *fallbackTables, rows i
 		}
 	}
 	return st, nil
+}
+
+// addByObs adds belief b to the sums of key k, when they are kept.
+func (st *csTally) addByObs(k int, b []float64) {
+	if st.byObs == nil {
+		return
+	}
+	sum, ok := st.byObs[k]
+	if !ok {
+		sum = make([]float64, len(b))
+		st.byObs[k] = sum
+	}
+	addTo(sum, b)
+	st.nByObs[k]++
 }
 
 // addTo adds x to acc.

@@ -185,7 +185,7 @@ func (bp *beliefPlanner) nextTrialPoint(sw *sawtooth, h int, b []float64) (bpoin
 		}
 		end := o == bp.endObs
 		if x := z * bp.excess(sw, h+1, next, end); x > bestX {
-			best, bestX = newPoint(next, z, end), x
+			best, bestX = newPoint(next, z, o, end), x
 		}
 	}
 	return best, bestX > trialExcess

@@ -208,17 +208,22 @@ type PlanStats struct {
 	BonusBoundGap float64 `json:",omitempty"`
 	// BoundCharge (belief planner) names the lower bound of the bonus
 	// the stated upper bound charges in its place: "chord" (a straight
-	// line in Σ) or "cauchy-schwarz" (a weighted sum of the step terms'
-	// square roots, csbound.go), the one of the lesser bound; empty
-	// before any bound.
+	// line in Σ), "cauchy-schwarz" (a weighted sum of the step terms'
+	// square roots, csbound.go) or "cauchy-schwarz-by-observation" (the
+	// same sum with its tangents chosen by the observation each action is
+	// chosen on, obsbound.go), the one of the least bound; empty before
+	// any bound.
 	BoundCharge string `json:",omitempty"`
 }
 
 // ChargeWords describes BoundCharge for the summary and the report: how
 // the upper bound charges the bonus.
 func (s *PlanStats) ChargeWords() string {
-	if s.BoundCharge == chargeCS {
+	switch s.BoundCharge {
+	case chargeCS:
 		return "a weighted sum of the step terms' square roots, each by a tangent below it, which lies below the bonus by the Cauchy–Schwarz inequality"
+	case chargeCSObs:
+		return "a weighted sum of the step terms' square roots, each by a tangent below it chosen by the step's action and the observation it is chosen on, which lies below the bonus by the Cauchy–Schwarz inequality"
 	}
 	return "a straight line in Σ below the bonus, its chord over every trajectory's Σ, each step's term by a tangent below it"
 }

@@ -204,15 +204,17 @@ func (res *evaluateResult) boundOptimum(ctx context.Context, m *pomdp.POMDP, H i
 
 // regretBounds brackets the normalized regret r(V*) = (V* − V^π)/(V* −
 // V^b) over V* in [lo, hi]: r is monotone in V* above V^b (increasing
-// when V^π ≥ V^b, decreasing otherwise), so the ends give the bracket.
-// Nil when lo is not above V^b (r is unbounded there).
+// when V^π ≥ V^b, decreasing otherwise), so the ends give the bracket,
+// clipped at 0. Nil when lo is not above V^b (r is unbounded there).
 func regretBounds(vpi, vb, lo, hi float64) *valueBounds {
 	if !(lo > vb) {
 		return nil
 	}
 	r := func(v float64) float64 { return (v - vpi) / (v - vb) }
 	a, b := r(lo), r(hi)
-	return &valueBounds{Lower: min(a, b), Upper: max(a, b)}
+	// V* ≥ V^π, so the regret is not negative (a Monte Carlo V^π may
+	// stand above the bracket's lower end).
+	return &valueBounds{Lower: max(min(a, b), 0), Upper: max(a, b, 0)}
 }
 
 // setNormalizedRegret sets res's normalized regret (V* − V^π)/(V* − V^b)

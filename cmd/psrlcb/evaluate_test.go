@@ -143,12 +143,12 @@ func TestEvaluateBracketsOptimum(t *testing.T) {
 // bracket reaches V^b.
 func TestRegretBounds(t *testing.T) {
 	for _, c := range []struct{ vpi, vb, lo, hi float64 }{
-		{1, 0, 2, 3}, {-1, 0, 2, 3}, {2, 0, 2, 2.5}, {0.5, 0.4, 0.6, 5},
+		{1, 0, 2, 3}, {-1, 0, 2, 3}, {2, 0, 2, 2.5}, {0.5, 0.4, 0.6, 5}, {2.1, 0, 2, 3},
 	} {
 		rb := regretBounds(c.vpi, c.vb, c.lo, c.hi)
 		for i := 0; i <= 100; i++ {
 			v := c.lo + (c.hi-c.lo)*float64(i)/100
-			r := (v - c.vpi) / (v - c.vb)
+			r := max((v-c.vpi)/(v-c.vb), 0)
 			if r < rb.Lower-1e-12 || r > rb.Upper+1e-12 {
 				t.Errorf("%+v: r(%v) = %v outside %+v", c, v, r, rb)
 			}
