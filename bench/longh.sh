@@ -7,7 +7,8 @@
 # the model probability past the table (valued by rollouts of the
 # controller; "fallback" for a table without a controller), stated gap,
 # normalized regret (± its Monte Carlo standard error when evaluate had
-# too many histories to enumerate), fit wall time (and the policy
+# too many histories to enumerate; its bracket when the optimum was too
+# large to solve exactly and evaluate bracketed it), fit wall time (and the policy
 # stage's), peak RSS. Targets (issue: planning past the history
 # tree): regret ≤ 0.05 and every fit under 5 minutes on 2 cores.
 #
@@ -55,7 +56,10 @@ rank = m.get("headline", {}).get("rank", hp.get("rank"))
 alpha = m.get("headline", {}).get("alpha", pl.get("Alpha"))
 reg = e["normalized_regret"]
 se = e.get("policy_value_se", 0)
-if reg is None:
+if reg is None and e.get("normalized_regret_bounds"):
+    rb, ob = e["normalized_regret_bounds"], e["optimal_bounds"]
+    reg = f"∈ [{rb['lower']:.4f}, {rb['upper']:.4f}] (V^π = {e['policy_value']:.4g}; V* ∈ [{ob['lower']:.4g}, {ob['upper']:.4g}])"
+elif reg is None:
     reg = f"n/a (V^π = {e['policy_value']:.4g}; {'; '.join(e.get('notes', []))})"
 elif se > 0:
     reg = f"{reg:.4f} ± {se / (e['optimal_value'] - e['behavior_value']):.4f}"

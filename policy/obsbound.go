@@ -4,6 +4,8 @@ import (
 	"context"
 	"math"
 	"slices"
+
+	"github.com/psrlcb/psrlcb/internal/parallel"
 )
 
 // The upper bound by observation: the Cauchy–Schwarz charge (csbound.go)
@@ -46,9 +48,10 @@ type obsSawtooth struct {
 	fib  [][][]float64 // the informed bound's vectors [h][a·O+o], nil when too costly
 	nA   int
 	sets []map[int]*ubSet
-	pred []float64
-	next []float64
 }
+
+// obsScratch is one goroutine's prediction and successor buffers.
+type obsScratch struct{ pred, next []float64 }
 
 // obsBound returns the sawtooth upper bound of max_π E_θ̂,π[R − b̂] under
 // the charge ch, whose tangents may depend on the observation (ch.vec):
@@ -56,8 +59,7 @@ type obsSawtooth struct {
 // extra[h] (nil: none), each backed up for the observation it was formed
 // on. It stops with ctx's error.
 func (p *beliefPlanner) obsBound(ctx context.Context, ch *boundCharge, extra [][]bpoint) (float64, error) {
-	sw := &obsSawtooth{vm: p.obsCorners(ch), sets: make([]map[int]*ubSet, p.H+2), nA: p.A,
-		pred: make([]float64, p.S), next: make([]float64, p.S)}
+	sw := &obsSawtooth{vm: p.obsCorners(ch), sets: make([]map[int]*ubSet, p.H+2), nA: p.A}
 	if p.fibAffordable() {
 		sw.fib = p.obsInformed(ch)
 		obsFibCorners(sw)
@@ -71,9 +73,19 @@ func (p *beliefPlanner) obsBound(ctx context.Context, ch *boundCharge, extra [][
 		if h < len(extra) {
 			pts = append(slices.Clip(pts), extra[h]...)
 		}
-		for _, pt := range pts {
-			v := p.obsBackup(sw, ch, h, pt.o, pt.b)
-			if g := v - dot(sw.vm[h][pt.o], pt.b); g < 0 {
+		// The points' backups read step h+1 only: they run in parallel,
+		// and are kept in their order, whatever the workers.
+		vals := make([]float64, len(pts))
+		newScratch := func() *obsScratch { return &obsScratch{pred: make([]float64, p.S), next: make([]float64, p.S)} }
+		err := parallel.ForWith(ctx, len(pts), p.workers, newScratch, func(sc *obsScratch, i int) error {
+			vals[i] = p.obsBackup(sw, sc, ch, h, pts[i].o, pts[i].b)
+			return nil
+		})
+		if err != nil {
+			return 0, err
+		}
+		for i, pt := range pts {
+			if g := vals[i] - dot(sw.vm[h][pt.o], pt.b); g < 0 {
 				set := sw.sets[h][pt.o]
 				if set == nil {
 					set = &ubSet{}
@@ -112,17 +124,18 @@ func (p *beliefPlanner) obsReward(ch *boundCharge, h, a, o int, b []float64) flo
 
 // obsBackup is the relaxed value backed up at belief b of step h formed
 // on observation o: the best action's relaxed reward plus, before step
-// H, its successors' sawtooth values, each at its own observation.
-func (p *beliefPlanner) obsBackup(sw *obsSawtooth, ch *boundCharge, h, o int, b []float64) float64 {
+// H, its successors' sawtooth values, each at its own observation (sc:
+// the caller's scratch).
+func (p *beliefPlanner) obsBackup(sw *obsSawtooth, sc *obsScratch, ch *boundCharge, h, o int, b []float64) float64 {
 	best := math.Inf(-1)
 	for a := range p.A {
 		q := p.obsReward(ch, h, a, o, b)
 		if h < p.H {
 			st := &p.tab[h][a]
-			predict(st.t, b, sw.pred)
+			predict(st.t, b, sc.pred)
 			for o2 := range p.O {
-				if z := correct(st.e, p.O, sw.pred, o2, sw.next); z > 0 {
-					q += z * sw.interp(p.H, h+1, o2, sw.next)
+				if z := correct(st.e, p.O, sc.pred, o2, sc.next); z > 0 {
+					q += z * sw.interp(p.H, h+1, o2, sc.next)
 				}
 			}
 		}
