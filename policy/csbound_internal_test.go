@@ -174,7 +174,8 @@ func TestCauchySchwarzChargeStops(t *testing.T) {
 // (10⁻¹² of rounding; the bound within 10⁻⁹ of the optimum at least).
 // The charge must lie above the one-tangent charge on some trajectory
 // and the bound below the one-tangent charge's (upperBound, no trials)
-// on some model: the observation is what the charge gains.
+// on some model: the observation is what the charge gains. The bound is
+// the same with 1 and 3 workers.
 func TestChargeByObservation(t *testing.T) {
 	ctx := context.Background()
 	above, tighter := 0, 0
@@ -211,6 +212,10 @@ func TestChargeByObservation(t *testing.T) {
 			ubObs, err := bp.obsBound(ctx, byObs, nil)
 			if err != nil {
 				t.Fatal(err)
+			}
+			bp.workers = 3
+			if again, err := bp.obsBound(ctx, byObs, nil); err != nil || again != ubObs {
+				t.Errorf("seed %d: bound by observation %v with 3 workers, %v with 1 (%v)", c.seed, again, ubObs, err)
 			}
 			bp.charge = ch
 			ubCS, err := bp.upperBound(ctx, ft)
