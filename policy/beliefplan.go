@@ -643,6 +643,11 @@ func (p *beliefPlanner) rootUpper(sw *sawtooth) float64 {
 
 // rootValue is Σ_o P(o_1 = o)·value(b_o), b_o the step-1 belief after o.
 func (p *beliefPlanner) rootValue(value func(b []float64) float64) float64 {
+	return p.rootValueOf(func(_ int, b []float64) float64 { return value(b) })
+}
+
+// rootValueOf is Σ_o P(o_1 = o)·value(o, b_o).
+func (p *beliefPlanner) rootValueOf(value func(o int, b []float64) float64) float64 {
 	first := make([]float64, p.O)
 	p.m.FirstObsProbs(first)
 	b := make([]float64, p.S)
@@ -653,7 +658,7 @@ func (p *beliefPlanner) rootValue(value func(b []float64) float64) float64 {
 		}
 		p.m.Prior(b)
 		p.m.ObserveFirst(b, o)
-		v += po * value(b)
+		v += po * value(o, b)
 	}
 	return v
 }

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/psrlcb/psrlcb/estimate"
 	"github.com/psrlcb/psrlcb/pessimism"
 	"github.com/psrlcb/psrlcb/pessimism/pessimismtest"
 )
@@ -31,16 +32,9 @@ func TestCauchySchwarzCharge(t *testing.T) {
 		if c.alpha == 0 {
 			return
 		}
-		bp, ft, err := prepareBeliefPlan(ctx, c.m, c.b, 50, 1)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := bp.rounds(ctx, ft, roundRows); err != nil {
-			t.Fatal(err)
-		}
-		ch, _, err := bp.csCharge(ctx, ft, roundRows)
-		if err != nil || ch == nil || ch.name != chargeCS {
-			t.Fatalf("seed %d: no Cauchy–Schwarz charge at α = %g (%v)", c.seed, c.alpha, err)
+		bp, ft, ch, _ := plannedCharges(t, c.m, c.b)
+		if ch == nil || ch.name != chargeCS {
+			t.Fatalf("seed %d: no Cauchy–Schwarz charge at α = %g", c.seed, c.alpha)
 		}
 		chord := bp.chordCharge()
 		worst, gain := eachTrajectory(bp, c.b, ch, chord)
@@ -73,12 +67,7 @@ func TestCauchySchwarzCharge(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		bp.charge = ch
-		ubCS, err := bp.upperBound(ctx, ft)
-		bp.charge = nil
-		if err != nil {
-			t.Fatal(err)
-		}
+		ubCS := boundWith(t, bp, ft, ch)
 		t.Logf("seed %d: optimum %.6f, bound with the chord %.6f, with Cauchy–Schwarz %.6f", c.seed, c.ex.Value, ubChord, ubCS)
 		if ubCS < c.ex.Value-1e-9 {
 			t.Errorf("seed %d: Cauchy–Schwarz bound %v below the optimum %v", c.seed, ubCS, c.ex.Value)
@@ -90,6 +79,39 @@ func TestCauchySchwarzCharge(t *testing.T) {
 	if above == 0 || tighter == 0 {
 		t.Errorf("the charge above the chord's on some trajectory on %d models, the bound tighter on %d: want both > 0", above, tighter)
 	}
+}
+
+// plannedCharges plans m with bonus b (the tangent rounds, 50 points)
+// and returns the planner, its fallback tables and the plan's
+// Cauchy–Schwarz charges, with one tangent per step and action and by
+// observation.
+func plannedCharges(t *testing.T, m *estimate.Model, b *pessimism.Bonus) (*beliefPlanner, *fallbackTables, *boundCharge, *boundCharge) {
+	t.Helper()
+	ctx := context.Background()
+	bp, ft, err := prepareBeliefPlan(ctx, m, b, 50, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := bp.rounds(ctx, ft, roundRows); err != nil {
+		t.Fatal(err)
+	}
+	ch, byObs, err := bp.csCharge(ctx, ft, roundRows)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bp, ft, ch, byObs
+}
+
+// boundWith is bp's upper bound with the charge ch.
+func boundWith(t *testing.T, bp *beliefPlanner, ft *fallbackTables, ch *boundCharge) float64 {
+	t.Helper()
+	bp.charge = ch
+	ub, err := bp.upperBound(context.Background(), ft)
+	bp.charge = nil
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ub
 }
 
 // eachTrajectory enumerates every action and observation sequence of
@@ -188,16 +210,9 @@ func TestChargeByObservation(t *testing.T) {
 		}
 		for _, alpha := range []float64{c.alpha, 10} {
 			b := c.b.WithAlpha(alpha)
-			bp, ft, err := prepareBeliefPlan(ctx, c.m, b, 50, 1)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if _, err := bp.rounds(ctx, ft, roundRows); err != nil {
-				t.Fatal(err)
-			}
-			ch, byObs, err := bp.csCharge(ctx, ft, roundRows)
-			if err != nil || byObs == nil || byObs.name != chargeCSObs {
-				t.Fatalf("seed %d α %g: no charge by observation (%v)", c.seed, alpha, err)
+			bp, ft, ch, byObs := plannedCharges(t, c.m, b)
+			if byObs == nil || byObs.name != chargeCSObs {
+				t.Fatalf("seed %d α %g: no charge by observation", c.seed, alpha)
 			}
 			worst, gain := eachTrajectory(bp, b, byObs, ch)
 			if worst > 1e-12 {
@@ -217,12 +232,7 @@ func TestChargeByObservation(t *testing.T) {
 			if again, err := bp.obsBound(ctx, byObs, nil); err != nil || again != ubObs {
 				t.Errorf("seed %d: bound by observation %v with 3 workers, %v with 1 (%v)", c.seed, again, ubObs, err)
 			}
-			bp.charge = ch
-			ubCS, err := bp.upperBound(ctx, ft)
-			bp.charge = nil
-			if err != nil {
-				t.Fatal(err)
-			}
+			ubCS := boundWith(t, bp, ft, ch)
 			t.Logf("seed %d: optimum %.6f, bound with one tangent %.6f, by observation %.6f", c.seed, c.ex.Value, ubCS, ubObs)
 			if ubObs < c.ex.Value-1e-9 {
 				t.Errorf("seed %d: bound by observation %v below the optimum %v", c.seed, ubObs, c.ex.Value)

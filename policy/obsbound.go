@@ -96,18 +96,7 @@ func (p *beliefPlanner) obsBound(ctx context.Context, ch *boundCharge, extra [][
 			}
 		}
 	}
-	first := make([]float64, p.O)
-	p.m.FirstObsProbs(first)
-	b := make([]float64, p.S)
-	v := 0.0
-	for o, po := range first {
-		if po == 0 {
-			continue
-		}
-		p.m.Prior(b)
-		p.m.ObserveFirst(b, o)
-		v += po * sw.interp(p.H, 1, o, b)
-	}
+	v := p.rootValueOf(func(o int, b []float64) float64 { return sw.interp(p.H, 1, o, b) })
 	return v - ch.base, nil
 }
 
