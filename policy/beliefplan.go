@@ -138,7 +138,6 @@ func (bp *beliefPlanner) csBound(ctx context.Context, ft *fallbackTables, rows i
 	kept := bp.used
 	bp.charge, bp.trials = ch, gapTrials
 	ubCS, err := bp.upperBound(ctx, ft)
-	passed := bp.trialPts
 	bp.charge, bp.trials, bp.trialPts = nil, 0, nil
 	if err != nil {
 		return ub, err
@@ -147,8 +146,7 @@ func (bp *beliefPlanner) csBound(ctx context.Context, ft *fallbackTables, rows i
 		ub, kept = ubCS, ch
 	}
 	if byObs != nil && !csOnly {
-		// The beliefs the trials passed serve this bound too.
-		ubObs, err := bp.obsBound(ctx, byObs, passed)
+		ubObs, err := bp.obsBound(ctx, byObs)
 		if err != nil {
 			return ub, err
 		}

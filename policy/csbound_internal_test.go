@@ -224,12 +224,12 @@ func TestChargeByObservation(t *testing.T) {
 			if alpha != c.alpha {
 				continue
 			}
-			ubObs, err := bp.obsBound(ctx, byObs, nil)
+			ubObs, err := bp.obsBound(ctx, byObs)
 			if err != nil {
 				t.Fatal(err)
 			}
 			bp.workers = 3
-			if again, err := bp.obsBound(ctx, byObs, nil); err != nil || again != ubObs {
+			if again, err := bp.obsBound(ctx, byObs); err != nil || again != ubObs {
 				t.Errorf("seed %d: bound by observation %v with 3 workers, %v with 1 (%v)", c.seed, again, ubObs, err)
 			}
 			ubCS := boundWith(t, bp, ft, ch)

@@ -3,7 +3,6 @@ package policy
 import (
 	"context"
 	"math"
-	"slices"
 
 	"github.com/psrlcb/psrlcb/internal/parallel"
 )
@@ -55,10 +54,9 @@ type obsScratch struct{ pred, next []float64 }
 
 // obsBound returns the sawtooth upper bound of max_π E_θ̂,π[R − b̂] under
 // the charge ch, whose tangents may depend on the observation (ch.vec):
-// one backward pass over every belief point of the plan and the points
-// extra[h] (nil: none), each backed up for the observation it was formed
-// on. It stops with ctx's error.
-func (p *beliefPlanner) obsBound(ctx context.Context, ch *boundCharge, extra [][]bpoint) (float64, error) {
+// one backward pass over every belief point of the plan, each backed up
+// for the observation it was formed on. It stops with ctx's error.
+func (p *beliefPlanner) obsBound(ctx context.Context, ch *boundCharge) (float64, error) {
 	sw := &obsSawtooth{vm: p.obsCorners(ch), sets: make([]map[int]*ubSet, p.H+2), nA: p.A}
 	if p.fibAffordable() {
 		sw.fib = p.obsInformed(ch)
@@ -70,9 +68,6 @@ func (p *beliefPlanner) obsBound(ctx context.Context, ch *boundCharge, extra [][
 		}
 		sw.sets[h] = map[int]*ubSet{}
 		pts := p.pts[h]
-		if h < len(extra) {
-			pts = append(slices.Clip(pts), extra[h]...)
-		}
 		// The points' backups read step h+1 only: they run in parallel,
 		// and are kept in their order, whatever the workers.
 		vals := make([]float64, len(pts))
