@@ -261,9 +261,10 @@ func printPOMDPEvaluation(w io.Writer, o evaluateOptions, m *pomdp.POMDP, pol *p
 	for _, n := range res.Notes {
 		fmt.Fprintf(tw, "note\t%s\n", n)
 	}
-	fmt.Fprintf(tw, "normalized regret\t%.6g (V* − V^π)/(V* − V^b)\n", normalizedRegret(res))
-	if rb := res.RegretBounds; rb != nil {
-		fmt.Fprintf(tw, "normalized regret within\t[%.4g, %.4g] (over the optimal value's bracket)\n", rb.Lower, rb.Upper)
+	if rb := res.RegretBounds; rb != nil && res.NormalizedRegret == nil {
+		fmt.Fprintf(tw, "normalized regret within\t[%.4g, %.4g] (V* − V^π)/(V* − V^b) over the optimal value's bracket\n", rb.Lower, rb.Upper)
+	} else {
+		fmt.Fprintf(tw, "normalized regret\t%.6g (V* − V^π)/(V* − V^b)\n", normalizedRegret(res))
 	}
 	return tw.Flush()
 }
