@@ -127,14 +127,10 @@ func (bp *beliefPlanner) planRounds(ctx context.Context, ft *fallbackTables, row
 // of those bounds and ub. The charge of the bound kept stays in bp.used.
 func (bp *beliefPlanner) csBound(ctx context.Context, ft *fallbackTables, rows int64, best planRound, ub float64) (float64, error) {
 	bp.gamma, bp.kappa = best.gamma, best.kappa
-	if bp.bonus.Alpha <= 0 {
-		return ub, nil
-	}
-	stats, err := bp.csStats(ctx, ft, rows)
-	if err != nil {
+	ch, byObs, err := bp.csCharge(ctx, ft, rows)
+	if err != nil || ch == nil {
 		return ub, err
 	}
-	ch, byObs := bp.csChargeOf(stats)
 	kept := bp.used
 	bp.charge, bp.trials = ch, gapTrials
 	ubCS, err := bp.upperBound(ctx, ft)

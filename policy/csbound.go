@@ -62,14 +62,6 @@ func (bp *beliefPlanner) csCharge(ctx context.Context, ft *fallbackTables, rows 
 	if err != nil {
 		return nil, nil, err
 	}
-	ch, byObs = bp.csChargeOf(st)
-	return ch, byObs, nil
-}
-
-// csChargeOf is csCharge's charges, from the tally st of the plan's
-// rollouts.
-func (bp *beliefPlanner) csChargeOf(st *csTally) (ch, byObs *boundCharge) {
-	alpha := bp.bonus.Alpha
 	// Equal weights w_h = 1/√H: weights fitted to the plan's own profile,
 	// w_h ∝ E_π[√q_h], charge the plan least but leave the steps where it
 	// has small terms nearly free, and the relaxed problem's optimum goes
@@ -97,7 +89,7 @@ func (bp *beliefPlanner) csChargeOf(st *csTally) (ch, byObs *boundCharge) {
 		}
 	}
 	if st.byObs == nil {
-		return ch, nil
+		return ch, nil, nil
 	}
 	byObs = &boundCharge{scale: ch.scale, base: ch.base, tan: ch.tan, name: chargeCSObs,
 		otan: make(map[int][]float64, len(st.byObs)), nA: bp.A, nO: bp.O}
@@ -109,7 +101,7 @@ func (bp *beliefPlanner) csChargeOf(st *csTally) (ch, byObs *boundCharge) {
 		}
 		byObs.otan[k] = normTangent(bp.tab[h][a].m, mu, mb, w)
 	}
-	return ch, byObs
+	return ch, byObs, nil
 }
 
 // normTangent returns c·ν, ν = m μ / √(μᵀm μ) the tangent of √(bᵀm b)

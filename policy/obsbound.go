@@ -106,6 +106,15 @@ func (p *beliefPlanner) obsReward(ch *boundCharge, h, a, o int, b []float64) flo
 	return r
 }
 
+// obsRewardAt is obsReward at the corner of state s.
+func (p *beliefPlanner) obsRewardAt(ch *boundCharge, h, a, o, s int) float64 {
+	r := p.tab[h][a].r[s]
+	if h < p.H && ch.scale != 0 {
+		r -= ch.scale * ch.vec(h, a, o)[s]
+	}
+	return r
+}
+
 // obsBackup is the relaxed value backed up at belief b of step h formed
 // on observation o: the best action's relaxed reward plus, before step
 // H, its successors' sawtooth values, each at its own observation (sc:
@@ -187,10 +196,7 @@ func (p *beliefPlanner) obsInformed(ch *boundCharge) [][][]float64 {
 			for o := range O {
 				v := make([]float64, S)
 				for s := range S {
-					v[s] = p.tab[h][a].r[s] + f[s]
-					if h < H && ch.scale != 0 {
-						v[s] -= ch.scale * ch.vec(h, a, o)[s]
-					}
+					v[s] = p.obsRewardAt(ch, h, a, o, s) + f[s]
 				}
 				fib[h][a*O+o] = v
 			}
@@ -251,11 +257,7 @@ func (p *beliefPlanner) obsCorners(ch *boundCharge) [][][]float64 {
 			for s := range S {
 				best := math.Inf(-1)
 				for a := range A {
-					r := p.tab[h][a].r[s]
-					if h < H && ch.scale != 0 {
-						r -= ch.scale * ch.vec(h, a, o)[s]
-					}
-					best = max(best, r+next[a][s])
+					best = max(best, p.obsRewardAt(ch, h, a, o, s)+next[a][s])
 				}
 				vm[h][o][s] = best
 			}

@@ -187,17 +187,14 @@ func (res *evaluateResult) boundOptimum(ctx context.Context, m *pomdp.POMDP, H i
 	if err != nil {
 		return err
 	}
+	vb := &valueBounds{Lower: ob.Lower, Upper: ob.Upper, LowerSE: ob.LowerSE, Points: ob.Points}
 	// The policy evaluated is a policy too: V* ≥ V^π (when V^π is exact).
-	lo := ob.Lower
-	if res.PolicyValueSE == 0 && res.PolicyValue > lo {
-		lo = res.PolicyValue
+	if res.PolicyValueSE == 0 && res.PolicyValue > vb.Lower {
+		vb.Lower, vb.LowerSE = res.PolicyValue, 0
 	}
-	res.OptimalBounds = &valueBounds{Lower: lo, Upper: ob.Upper, LowerSE: ob.LowerSE, Points: ob.Points}
-	if lo > ob.Lower {
-		res.OptimalBounds.LowerSE = 0
-	}
+	res.OptimalBounds = vb
 	if res.BehaviorValue != nil {
-		res.RegretBounds = regretBounds(res.PolicyValue, *res.BehaviorValue, lo, ob.Upper)
+		res.RegretBounds = regretBounds(res.PolicyValue, *res.BehaviorValue, vb.Lower, vb.Upper)
 	}
 	return nil
 }
