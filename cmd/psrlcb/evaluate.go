@@ -7,6 +7,7 @@ import (
 	"io"
 	"math"
 	"text/tabwriter"
+	"time"
 
 	"github.com/urfave/cli/v2"
 
@@ -14,6 +15,7 @@ import (
 	"github.com/psrlcb/psrlcb/pessimism"
 	"github.com/psrlcb/psrlcb/policy"
 	"github.com/psrlcb/psrlcb/pomdp"
+	"github.com/psrlcb/psrlcb/progress"
 )
 
 func newEvaluateCommand() *cli.Command {
@@ -65,6 +67,7 @@ func evaluateFlags() []cli.Flag {
 		&cli.IntFlag{Name: "workers", Usage: "goroutines (0: all cores); results do not depend on it"},
 		&cli.IntFlag{Name: "rollouts", Value: defaultRollouts, Usage: fmt.Sprintf("with --pomdp or --model: episodes of the Monte Carlo value when the policy's histories are too many to enumerate (--pomdp: more than %d; --model: |O|^H above %d)", exactEvalNodes, policy.DefaultMaxLeaves)},
 		&cli.BoolFlag{Name: "json", Usage: "print one JSON object instead of text"},
+		logFormatFlag(),
 	}
 	for _, f := range ingestFlags() {
 		if f.Names()[0] != "horizon" {
@@ -80,6 +83,10 @@ func evaluateAction(c *cli.Context) error {
 	o := evaluateOptions{
 		pomdp: c.String("pomdp"), model: c.String("model"), horizon: c.Int("horizon"), policy: c.String("policy"),
 		behavior: c.String("behavior"), json: c.Bool("json"), rollouts: c.Int("rollouts"), seed: c.Uint64("seed"),
+	}
+	var err error
+	if o.progress, err = progressFor(c, c.App.ErrWriter); err != nil {
+		return err
 	}
 	if c.IsSet("logs") || c.IsSet("target-propensity-column") {
 		lo, err := evaluateLogsOptions(c, o)
@@ -103,6 +110,24 @@ type evaluateOptions struct {
 	json     bool
 	rollouts int    // Monte Carlo episodes past exactEvalNodes
 	seed     uint64 // of the Monte Carlo value
+	// progress receives a stage per computation (stageOf); nil reports
+	// nothing.
+	progress progress.Reporter
+}
+
+// stage runs f as the progress stage name: its start and its end, with
+// the time it took, are reported (evaluate's computations take from
+// milliseconds to minutes, and a bracketed optimum the longest).
+func (o evaluateOptions) stage(name string, f func() error) error {
+	p := o.progress
+	if p == nil {
+		p = progress.Nop{}
+	}
+	t := time.Now()
+	p.StartStage(name, 0)
+	err := f()
+	p.EndStage(name, time.Since(t))
+	return err
 }
 
 // exactEvalNodes bounds the histories evaluate --pomdp enumerates for an
@@ -163,18 +188,27 @@ type valueBounds struct {
 // referenceValues sets res's optimal and behaviour values and its
 // normalized regret, exact within exactSolveNodes beliefs (a note says
 // which could not be computed).
-func referenceValues(ctx context.Context, m *pomdp.POMDP, b pomdp.Behavior, H int, res *evaluateResult) error {
-	opt, _, err := pomdp.OptimalWithin(ctx, m, H, exactSolveNodes)
-	if res.OptimalValue, err = res.within(&opt, err, fmt.Sprintf("the optimum is not computed: more than %d beliefs to solve at horizon %d", exactSolveNodes, H)); err != nil {
+func referenceValues(ctx context.Context, o evaluateOptions, m *pomdp.POMDP, b pomdp.Behavior, H int, res *evaluateResult) error {
+	var opt, beh float64
+	err := o.stage("optimum", func() (err error) {
+		opt, _, err = pomdp.OptimalWithin(ctx, m, H, exactSolveNodes)
+		res.OptimalValue, err = res.within(&opt, err, fmt.Sprintf("the optimum is not computed: more than %d beliefs to solve at horizon %d", exactSolveNodes, H))
+		return err
+	})
+	if err != nil {
 		return err
 	}
-	beh, err := pomdp.BehaviorValueWithin(ctx, m, H, b, exactSolveNodes)
-	if res.BehaviorValue, err = res.within(&beh, err, fmt.Sprintf("the behaviour's value is not computed: more than %d beliefs at horizon %d", exactSolveNodes, H)); err != nil {
+	err = o.stage("behaviour", func() (err error) {
+		beh, err = pomdp.BehaviorValueWithin(ctx, m, H, b, exactSolveNodes)
+		res.BehaviorValue, err = res.within(&beh, err, fmt.Sprintf("the behaviour's value is not computed: more than %d beliefs at horizon %d", exactSolveNodes, H))
+		return err
+	})
+	if err != nil {
 		return err
 	}
 	res.setNormalizedRegret(opt, beh)
 	if res.OptimalValue == nil {
-		return res.boundOptimum(ctx, m, H)
+		return o.stage("optimum-bracket", func() error { return res.boundOptimum(ctx, m, H) })
 	}
 	return nil
 }
@@ -347,10 +381,10 @@ func runEvaluate(ctx context.Context, w io.Writer, o evaluateOptions) error {
 // value, and the optimal and behaviour b's values it is compared with.
 func evaluatePOMDP(ctx context.Context, o evaluateOptions, m *pomdp.POMDP, b pomdp.Behavior, pol *policy.Policy, H int) (*evaluateResult, error) {
 	res := evaluateResult{POMDP: o.pomdp, Policy: o.policy, PolicyNodes: len(pol.Nodes), Horizon: H, Behavior: b.String()}
-	if err := policyValue(ctx, o, m, H, pol, &res); err != nil {
+	if err := o.stage("value", func() error { return policyValue(ctx, o, m, H, pol, &res) }); err != nil {
 		return nil, err
 	}
-	if err := referenceValues(ctx, m, b, H, &res); err != nil {
+	if err := referenceValues(ctx, o, m, b, H, &res); err != nil {
 		return nil, err
 	}
 	return &res, nil

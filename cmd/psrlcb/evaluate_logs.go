@@ -129,7 +129,12 @@ func runEvaluateLogs(ctx context.Context, stdout io.Writer, o evaluateLogsOpts) 
 // timing the stages.
 func evaluateLogs(ctx context.Context, o evaluateLogsOpts) (*report.Evaluation, error) {
 	times := map[string]float64{}
-	d, notes, err := readEvaluationLogs(ctx, o, times)
+	var d *ingest.Dataset
+	var notes []string
+	err := o.stage("ingest", func() (err error) {
+		d, notes, err = readEvaluationLogs(ctx, o, times)
+		return err
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -167,17 +172,27 @@ func readEvaluationLogs(ctx context.Context, o evaluateLogsOpts, times map[strin
 // evaluation record.
 func estimateEvaluation(ctx context.Context, o evaluateLogsOpts, d *ingest.Dataset, notes []string, times map[string]float64) (*report.Evaluation, error) {
 	start := time.Now()
-	target, targetName, rho, err := evaluationTarget(ctx, o, d)
-	if err != nil {
-		return nil, err
-	}
-	eo, err := estimatorOptions(ctx, o, d, target)
+	var target ope.Target
+	var targetName string
+	var rho []float64
+	var eo ope.Options
+	err := o.stage("models", func() (err error) {
+		if target, targetName, rho, err = evaluationTarget(ctx, o, d); err != nil {
+			return err
+		}
+		eo, err = estimatorOptions(ctx, o, d, target)
+		return err
+	})
 	if err != nil {
 		return nil, err
 	}
 	times["models"] = time.Since(start).Seconds()
 	start = time.Now()
-	res, err := ope.Evaluate(ctx, d, rho, target, eo)
+	var res *ope.Result
+	err = o.stage("estimates", func() (err error) {
+		res, err = ope.Evaluate(ctx, d, rho, target, eo)
+		return err
+	})
 	if err != nil {
 		return nil, err
 	}

@@ -66,7 +66,7 @@ func TestEvaluateLogs(t *testing.T) {
 		}
 	}
 
-	js, code, err := runFitCLI(t, "evaluate", "--logs", exampleLogs, "--target-propensity-column", "propensity", "--json", "--bootstrap", "20")
+	js, code, err := runStdout(t, "evaluate", "--logs", exampleLogs, "--target-propensity-column", "propensity", "--json", "--bootstrap", "20")
 	if code != 0 {
 		t.Fatalf("column: exit %d: %v", code, err)
 	}
@@ -86,7 +86,7 @@ func TestEvaluateLogs(t *testing.T) {
 		}
 	}
 
-	js, _, _ = runFitCLI(t, "evaluate", "--logs", exampleLogs, "--policy", run, "--no-model", "--json", "--bootstrap", "20")
+	js, _, _ = runStdout(t, "evaluate", "--logs", exampleLogs, "--policy", run, "--no-model", "--json", "--bootstrap", "20")
 	ev = evalJSON{}
 	if err := json.Unmarshal([]byte(js), &ev); err != nil {
 		t.Fatal(err)

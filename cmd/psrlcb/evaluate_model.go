@@ -39,7 +39,11 @@ func runEvaluateModel(ctx context.Context, w io.Writer, o evaluateOptions) error
 	if err != nil {
 		return err
 	}
-	res, err := modelValue(ctx, o, m, pol)
+	var res modelEvaluation
+	err = o.stage("value", func() (err error) {
+		res, err = modelValue(ctx, o, m, pol)
+		return err
+	})
 	if err != nil {
 		return err
 	}

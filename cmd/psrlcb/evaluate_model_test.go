@@ -20,7 +20,7 @@ func TestEvaluateModel(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("fit: exit %d: %v\n%s", code, err, out)
 	}
-	out, code, err = runFitCLI(t, "evaluate", "--model", dir, "--policy", dir, "--json")
+	out, code, err = runStdout(t, "evaluate", "--model", dir, "--policy", dir, "--json")
 	if code != 0 {
 		t.Fatalf("evaluate --model: exit %d: %v\n%s", code, err, out)
 	}

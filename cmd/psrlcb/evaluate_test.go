@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"math"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -33,7 +34,7 @@ func writePolicy(t *testing.T, p *policy.Policy) string {
 func TestEvaluateCommand(t *testing.T) {
 	model := writeText(t, "tiger.pomdp", tigerText(t))
 	dir := writePolicy(t, listenThenOpen("open-right"))
-	out, code, err := runCLI(t, "evaluate", "--pomdp", model, "--policy", dir, "--json")
+	out, code, err := runStdout(t, "evaluate", "--pomdp", model, "--policy", dir, "--json")
 	if code != 0 {
 		t.Fatalf("exit %d: %v\n%s", code, err, out)
 	}
@@ -71,7 +72,7 @@ func TestEvaluateRegretUndefined(t *testing.T) {
 	// Behaviour "always listen" is optimal at H=2, so V* = V^b.
 	model := writeText(t, "tiger.pomdp", tigerText(t))
 	dir := writePolicy(t, listenThenOpen("open-right"))
-	out, code, err := runCLI(t, "evaluate", "--pomdp", model, "--policy", dir, "--behavior", "fixed:listen:0", "--json")
+	out, code, err := runStdout(t, "evaluate", "--pomdp", model, "--policy", dir, "--behavior", "fixed:listen:0", "--json")
 	if code != 0 {
 		t.Fatalf("exit %d: %v\n%s", code, err, out)
 	}
@@ -116,7 +117,7 @@ func TestEvaluateBracketsOptimum(t *testing.T) {
 	exactSolveNodes = 2
 	model := writeText(t, "tiger.pomdp", tigerText(t))
 	dir := writePolicy(t, listenThenOpen("open-right"))
-	out, code, err := runCLI(t, "evaluate", "--pomdp", model, "--policy", dir, "--json")
+	out, code, err := runStdout(t, "evaluate", "--pomdp", model, "--policy", dir, "--json")
 	if code != 0 {
 		t.Fatalf("exit %d: %v\n%s", code, err, out)
 	}
@@ -135,6 +136,47 @@ func TestEvaluateBracketsOptimum(t *testing.T) {
 	text, code, err := runCLI(t, "evaluate", "--pomdp", model, "--policy", dir)
 	if code != 0 || !strings.Contains(text, "optimal value within") || !strings.Contains(text, "normalized regret within") || strings.Contains(text, "NaN") {
 		t.Errorf("exit %d (%v): the text lacks the brackets, or prints NaN:\n%s", code, err, text)
+	}
+}
+
+// evaluate --pomdp reports each of its computations as a progress stage
+// on standard error, started and finished in order (the bracket of V*
+// included when it runs), and keeps standard output to the result.
+func TestEvaluateReportsStages(t *testing.T) {
+	defer func(n int) { exactSolveNodes = n }(exactSolveNodes)
+	model := writeText(t, "tiger.pomdp", tigerText(t))
+	dir := writePolicy(t, listenThenOpen("open-right"))
+	for _, c := range []struct {
+		nodes  int
+		stages []string
+	}{
+		{5_000_000, []string{"value", "optimum", "behaviour"}},
+		{2, []string{"value", "optimum", "behaviour", "optimum-bracket"}},
+	} {
+		exactSolveNodes = c.nodes
+		out, errOut, err := runApp(t, "evaluate", "--pomdp", model, "--policy", dir, "--json", "--log-format", "json")
+		if err != nil {
+			t.Fatalf("%v\n%s", err, errOut)
+		}
+		var res evaluateResult
+		if err := json.Unmarshal([]byte(out), &res); err != nil {
+			t.Fatalf("standard output is not the result alone: %v\n%s", err, out)
+		}
+		var got []string
+		for _, line := range strings.Split(strings.TrimSpace(errOut), "\n") {
+			var ev struct{ Msg, Stage string }
+			if err := json.Unmarshal([]byte(line), &ev); err != nil {
+				t.Fatalf("progress line %q: %v", line, err)
+			}
+			got = append(got, ev.Msg+" "+ev.Stage)
+		}
+		var want []string
+		for _, s := range c.stages {
+			want = append(want, "stage started "+s, "stage finished "+s)
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("exact budget %d: progress %q, want %q", c.nodes, got, want)
+		}
 	}
 }
 

@@ -71,8 +71,14 @@ func fitRunFlags() []cli.Flag {
 		&cli.IntFlag{Name: "workers", Usage: "goroutines (0: all cores); results do not depend on it"},
 		&cli.StringFlag{Name: "runner", Value: "local", Usage: `where the passes over the episodes run: "local" (this process), or "prism", "flink", "spark", "dataflow", "universal" (Apache Beam: the run is handed to psrlcb-beam, found beside psrlcb or on PATH, with the same arguments; Beam's own flags such as --endpoint go with it; docs/scale-out.md)`},
 		&cli.StringSliceFlag{Name: "compare", Usage: "a policy to estimate from the logs beside the run's own (repeatable): a run directory, a policy.arrow or a stochastic policy table (as evaluate --logs --policy takes it); the report and compared.arrow put them side by side"},
-		&cli.StringFlag{Name: "log-format", Value: "auto", Usage: `"auto" (a progress bar on a terminal, JSON lines otherwise), "text" or "json"`},
+		logFormatFlag(),
 	}
+}
+
+// logFormatFlag is --log-format, the form of the progress messages on
+// stderr (progressFor).
+func logFormatFlag() cli.Flag {
+	return &cli.StringFlag{Name: "log-format", Value: "auto", Usage: `"auto" (a progress bar on a terminal, JSON lines otherwise), "text" or "json"`}
 }
 
 // fitCommandFlags are all of fit's flags: the ingest flags, the output

@@ -48,7 +48,7 @@ func TestFitExampleBeatsBehaviour(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("fit: exit %d: %v\n%s", code, err, out)
 	}
-	out, code, err = runFitCLI(t, "evaluate", "--pomdp", examplePOMDP, "--horizon", "4", "--policy", dir, "--json")
+	out, code, err = runStdout(t, "evaluate", "--pomdp", examplePOMDP, "--horizon", "4", "--policy", dir, "--json")
 	if code != 0 {
 		t.Fatalf("evaluate: exit %d: %v\n%s", code, err, out)
 	}
@@ -419,7 +419,7 @@ func TestFitBeliefPlanner(t *testing.T) {
 	if !strings.Contains(out, "belief planner's policy is within") {
 		t.Errorf("headline does not state the belief planner's gap:\n%s", out)
 	}
-	out, code, err = runFitCLI(t, "evaluate", "--pomdp", examplePOMDP, "--horizon", "4", "--policy", dir, "--json")
+	out, code, err = runStdout(t, "evaluate", "--pomdp", examplePOMDP, "--horizon", "4", "--policy", dir, "--json")
 	if code != 0 {
 		t.Fatalf("evaluate: exit %d: %v\n%s", code, err, out)
 	}

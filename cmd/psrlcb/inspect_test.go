@@ -30,6 +30,19 @@ func runCLI(t *testing.T, args ...string) (string, int, error) {
 	return out.String(), code, err
 }
 
+// runStdout is runCLI with standard output alone, for output a test
+// parses (standard error carries the progress messages); standard error
+// follows it when the command fails.
+func runStdout(t *testing.T, args ...string) (string, int, error) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	code, err := runMain(context.Background(), &out, &errOut, args...)
+	if code != 0 {
+		out.Write(errOut.Bytes())
+	}
+	return out.String(), code, err
+}
+
 func writeInspectLogs(t *testing.T, rows []inspectRow) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "logs.parquet")
