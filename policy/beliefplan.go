@@ -123,11 +123,46 @@ func (bp *beliefPlanner) planRounds(ctx context.Context, ft *fallbackTables, row
 
 // csBound bounds the optimum once more with the Cauchy–Schwarz charge
 // fitted to the plan best (csCharge), with the gap search's trials, then
-// with the same charge by observation (obsBound), and returns the least
-// of those bounds and ub. The charge of the bound kept stays in bp.used.
+// with the same charge by observation (obsBound); while the stated gap
+// stays above chargeRoundGap, with the same two charges fitted to the
+// plan of the last kept charge's relaxed problem instead (at most
+// chargeRounds times, while the bound falls). It returns the least of
+// those bounds and ub; the charge of the bound kept stays in bp.used.
 func (bp *beliefPlanner) csBound(ctx context.Context, ft *fallbackTables, rows int64, best planRound, ub float64) (float64, error) {
 	bp.gamma, bp.kappa = best.gamma, best.kappa
-	ch, byObs, err := bp.csCharge(ctx, ft, rows)
+	ub, err := bp.csBoundFrom(ctx, ft, rows, nil, ub)
+	for i := 0; err == nil && i < chargeRounds && ub-(best.v.r-best.v.b) > chargeRoundGap; i++ {
+		// The relaxed problem's optimum lies above the plan's value where
+		// the charge is below the bonus by much on the trajectories of
+		// another policy: the relaxed problem's own plan finds that
+		// policy, and a charge fitted to it bounds once more.
+		var g *beliefPlanner
+		if g, err = bp.relaxedPlanner(ctx, bp.relaxedRewards(bp.used), boundPoints); err != nil {
+			break
+		}
+		before := ub
+		if ub, err = bp.csBoundFrom(ctx, ft, rows, g, ub); !(ub < before) {
+			break
+		}
+	}
+	return ub, err
+}
+
+// chargeRounds bounds the charges fitted to the relaxed problem's own
+// plans (csBound): each costs a backup of the relaxed problem on the
+// bound's points, the rollouts of its plan and two bounds.
+const chargeRounds = 2
+
+// chargeRoundGap is the stated gap above which csBound fits a charge to
+// the relaxed problem's plan: TargetGap (tests lower it).
+var chargeRoundGap = TargetGap
+
+// csBoundFrom bounds the optimum with the Cauchy–Schwarz charge, and
+// the same charge by observation, fitted to the rollouts of the plan of
+// dec (the plan of bp.gamma when nil), and returns the least of those
+// bounds and ub; the charge of the bound kept is left in bp.used.
+func (bp *beliefPlanner) csBoundFrom(ctx context.Context, ft *fallbackTables, rows int64, dec *beliefPlanner, ub float64) (float64, error) {
+	ch, byObs, err := bp.csCharge(ctx, ft, rows, dec)
 	if err != nil || ch == nil {
 		return ub, err
 	}

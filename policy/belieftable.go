@@ -46,8 +46,11 @@ type tableWalker struct {
 	build bool
 	nodes []Node
 	ctrl  *Controller // the policy the table is the tree of
-	cx    *ctrlScratch
-	ctx   context.Context
+	// dec, when set, is the planner whose controller decides (the
+	// relaxed problem's plan, csBound); bp still values the decisions.
+	dec *beliefPlanner
+	cx  *ctrlScratch
+	ctx context.Context
 
 	bel, pred [][]float64
 	weights   [][]float64
@@ -1158,7 +1161,11 @@ func (w *tableWalker) takePolicy() *Policy {
 // affords it) and, on wide vocabularies, the rollouts' observation
 // sampler.
 func (w *tableWalker) setController(rows int64) {
-	w.ctrl = newController(w.bp, w.bp.lookaheadSteps(rows))
+	dec := w.bp
+	if w.dec != nil {
+		dec = w.dec
+	}
+	w.ctrl = newController(dec, dec.lookaheadSteps(rows))
 	w.cx = w.ctrl.newScratch()
 	if w.bp.O > wideObs {
 		first := make([]float64, w.bp.O)

@@ -53,12 +53,12 @@ const csSeed = 0xc5c5
 // tangent points also chosen by the observation o_h each action is
 // chosen on (obsBound; nil when obsAffordable says no), or nil when the
 // bonus is 0. It stops with ctx's error when ctx is done.
-func (bp *beliefPlanner) csCharge(ctx context.Context, ft *fallbackTables, rows int64) (ch, byObs *boundCharge, err error) {
+func (bp *beliefPlanner) csCharge(ctx context.Context, ft *fallbackTables, rows int64, dec *beliefPlanner) (ch, byObs *boundCharge, err error) {
 	alpha := bp.bonus.Alpha
 	if alpha <= 0 {
 		return nil, nil, nil
 	}
-	st, err := bp.csStats(ctx, ft, rows)
+	st, err := bp.csStats(ctx, ft, rows, dec)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -140,9 +140,10 @@ type csTally struct {
 // csStats rolls the plan's controller out csRollouts times under the
 // model from a fixed seed (one goroutine: the same plan gives the same
 // tally whatever the worker count).
-func (bp *beliefPlanner) csStats(ctx context.Context, ft *fallbackTables, rows int64) (*csTally, error) {
+func (bp *beliefPlanner) csStats(ctx context.Context, ft *fallbackTables, rows int64, dec *beliefPlanner) (*csTally, error) {
 	H, S, A, O := bp.H, bp.S, bp.A, bp.O
 	w := newTableWalker(bp, ft)
+	w.dec = dec
 	w.setController(rows)
 	st := &csTally{bsum: make([][][]float64, H), cnt: make([][]int, H), step: perDepth(H-1, S)}
 	if bp.obsAffordable() {

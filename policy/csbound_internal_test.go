@@ -3,6 +3,7 @@ package policy
 import (
 	"context"
 	"errors"
+	"math"
 	"math/rand/v2"
 	"testing"
 
@@ -53,7 +54,7 @@ func TestCauchySchwarzCharge(t *testing.T) {
 		if _, err := bb.rounds(ctx, bft, roundRows); err != nil {
 			t.Fatal(err)
 		}
-		chBig, _, err := bb.csCharge(ctx, bft, roundRows)
+		chBig, _, err := bb.csCharge(ctx, bft, roundRows, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -95,7 +96,7 @@ func plannedCharges(t *testing.T, m *estimate.Model, b *pessimism.Bonus) (*belie
 	if _, err := bp.rounds(ctx, ft, roundRows); err != nil {
 		t.Fatal(err)
 	}
-	ch, byObs, err := bp.csCharge(ctx, ft, roundRows)
+	ch, byObs, err := bp.csCharge(ctx, ft, roundRows, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -180,10 +181,10 @@ func TestCauchySchwarzChargeStops(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if ch, _, err := bp.csCharge(ctx, ft, roundRows); !errors.Is(err, context.Canceled) || ch != nil {
+	if ch, _, err := bp.csCharge(ctx, ft, roundRows, nil); !errors.Is(err, context.Canceled) || ch != nil {
 		t.Fatalf("cancelled: charge %v, error %v; want nil and context.Canceled", ch, err)
 	}
-	if ch, _, err := bp.csCharge(context.Background(), ft, roundRows); err != nil || ch == nil {
+	if ch, _, err := bp.csCharge(context.Background(), ft, roundRows, nil); err != nil || ch == nil {
 		t.Fatalf("not cancelled: charge %v, error %v", ch, err)
 	}
 }
@@ -244,5 +245,78 @@ func TestChargeByObservation(t *testing.T) {
 	})
 	if above == 0 || tighter == 0 {
 		t.Errorf("the charge by observation above the one-tangent charge on some trajectory on %d models, the bound tighter on %d: want both > 0", above, tighter)
+	}
+}
+
+// The charges fitted to the relaxed problem's own plan (csBound's
+// rounds) lie below the bonus on every trajectory of random models
+// (enumerated), and the bound csBound states with them holds the exact
+// optimum, is never above the bound of the plan's charges alone, is
+// below it on some model, and does not depend on the workers. The
+// rounds are forced (chargeRoundGap lowered) on models whose gaps are
+// small.
+func TestChargeRounds(t *testing.T) {
+	defer func(g float64) { chargeRoundGap = g }(chargeRoundGap)
+	ctx := context.Background()
+	lower := 0
+	spec := func(seed uint64) pessimismtest.Spec {
+		return pessimismtest.Spec{States: 2 + int(seed%3), Obs: 2 + int(seed%2), Actions: 2 + int(seed%2), Horizon: 3 + int(seed%3)}
+	}
+	eachBoundCase(t, 61, spec, func(c boundCase) {
+		if c.alpha == 0 {
+			return
+		}
+		bound := func(workers int, rounds bool) (float64, *beliefPlanner, *fallbackTables) {
+			chargeRoundGap = math.Inf(1)
+			if rounds {
+				chargeRoundGap = -1
+			}
+			bp, ft, err := prepareBeliefPlan(ctx, c.m, c.b, 50, workers)
+			if err != nil {
+				t.Fatal(err)
+			}
+			best, err := bp.rounds(ctx, ft, roundRows)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ub, err := bp.csBound(ctx, ft, roundRows, best, math.Inf(1))
+			if err != nil {
+				t.Fatal(err)
+			}
+			return ub, bp, ft
+		}
+		ub0, bp, ft := bound(1, false)
+		g, err := bp.relaxedPlanner(ctx, bp.relaxedRewards(bp.used), boundPoints)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ch, byObs, err := bp.csCharge(ctx, ft, roundRows, g)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, x := range []*boundCharge{ch, byObs} {
+			if x == nil {
+				continue
+			}
+			if worst, _ := eachTrajectory(bp, c.b, x, x); worst > 1e-12 {
+				t.Errorf("seed %d: the charge %s fitted to the relaxed plan is %g above the bonus on some trajectory", c.seed, x.name, worst)
+			}
+		}
+		ub, _, _ := bound(1, true)
+		again, _, _ := bound(3, true)
+		t.Logf("seed %d: optimum %.6f, bound %.6f, with the rounds %.6f", c.seed, c.ex.Value, ub0, ub)
+		switch {
+		case again != ub:
+			t.Errorf("seed %d: bound %v with 3 workers, %v with 1", c.seed, again, ub)
+		case ub < c.ex.Value-1e-9:
+			t.Errorf("seed %d: bound %v below the optimum %v", c.seed, ub, c.ex.Value)
+		case ub > ub0:
+			t.Errorf("seed %d: bound %v with the rounds above %v without", c.seed, ub, ub0)
+		case ub < ub0-1e-6:
+			lower++
+		}
+	})
+	if lower == 0 {
+		t.Error("the rounds lowered the bound on no model")
 	}
 }

@@ -213,6 +213,12 @@ func (bp *beliefPlanner) excess(sw *sawtooth, h int, b []float64, end bool) floa
 // constant and, being tangent planes of a concave reward, overvalue it
 // away from their points (docs/planning.md, "The gap search").
 func (bp *beliefPlanner) relaxedGuide(ctx context.Context, rr [][][]float64) (*beliefPlanner, error) {
+	return bp.relaxedPlanner(ctx, rr, boundPoints)
+}
+
+// relaxedPlanner returns a copy of the planner whose step rewards are
+// rr (κ = 0), its vectors backed up on the first n points of each step.
+func (bp *beliefPlanner) relaxedPlanner(ctx context.Context, rr [][][]float64, n int) (*beliefPlanner, error) {
 	g := *bp
 	g.kappa, g.trials, g.trialPts = 0, 0, nil
 	g.tab = make([][]stepTables, len(bp.tab))
@@ -223,7 +229,7 @@ func (bp *beliefPlanner) relaxedGuide(ctx context.Context, rr [][][]float64) (*b
 			g.tab[h][a] = bp.tab[h][a]
 			g.tab[h][a].r = rr[h][a]
 		}
-		g.pts[h] = bp.pts[h][:min(len(bp.pts[h]), boundPoints)]
+		g.pts[h] = bp.pts[h][:min(len(bp.pts[h]), n)]
 	}
 	if err := g.backward(ctx); err != nil {
 		return nil, err
