@@ -457,7 +457,11 @@ type beliefPlanner struct {
 	// trials: the upper bound runs up to this many gap-search trials
 	// and keeps the beliefs they pass in trialPts (gapsearch.go).
 	trials, trialsRun int
-	trialPts          [][]bpoint
+	// trialGoal, when goalSet, is the bound at which the trials may stop
+	// before trials of them (runTrials).
+	trialGoal float64
+	goalSet   bool
+	trialPts  [][]bpoint
 	// guide, during the trials, holds the relaxed problem's lower
 	// vectors (relaxedGuide).
 	guide *beliefPlanner

@@ -130,7 +130,9 @@ func (bp *beliefPlanner) planRounds(ctx context.Context, ft *fallbackTables, row
 // those bounds and ub; the charge of the bound kept stays in bp.used.
 func (bp *beliefPlanner) csBound(ctx context.Context, ft *fallbackTables, rows int64, best planRound, ub float64) (float64, error) {
 	bp.gamma, bp.kappa = best.gamma, best.kappa
-	ub, err := bp.csBoundFrom(ctx, ft, rows, nil, ub)
+	// The trials may stop once the bound states a gap of TargetGap.
+	goal := best.v.r - best.v.b + TargetGap
+	ub, err := bp.csBoundFrom(ctx, ft, rows, nil, ub, goal)
 	for i := 0; err == nil && i < chargeRounds && ub-(best.v.r-best.v.b) > chargeRoundGap; i++ {
 		// The relaxed problem's optimum lies above the plan's value where
 		// the charge is below the bonus by much on the trajectories of
@@ -141,12 +143,18 @@ func (bp *beliefPlanner) csBound(ctx context.Context, ft *fallbackTables, rows i
 			break
 		}
 		before := ub
-		if ub, err = bp.csBoundFrom(ctx, ft, rows, g, ub); !(ub < before) {
+		if ub, err = bp.csBoundFrom(ctx, ft, rows, g, ub, goal); !(ub < before) {
 			break
 		}
 	}
 	return ub, err
 }
+
+// csTrials bounds the gap-search trials of each Cauchy–Schwarz bound
+// (csBoundFrom), eight batches of gapTrials: they stop once the bound
+// meets the target or the batches left, at the last batch's pace, could
+// not reach it (trialsWorthGoing).
+const csTrials = 8 * gapTrials
 
 // chargeRounds bounds the charges fitted to the relaxed problem's own
 // plans (csBound): each costs a backup of the relaxed problem on the
@@ -161,15 +169,16 @@ var chargeRoundGap = TargetGap
 // the same charge by observation, fitted to the rollouts of the plan of
 // dec (the plan of bp.gamma when nil), and returns the least of those
 // bounds and ub; the charge of the bound kept is left in bp.used.
-func (bp *beliefPlanner) csBoundFrom(ctx context.Context, ft *fallbackTables, rows int64, dec *beliefPlanner, ub float64) (float64, error) {
+func (bp *beliefPlanner) csBoundFrom(ctx context.Context, ft *fallbackTables, rows int64, dec *beliefPlanner, ub, goal float64) (float64, error) {
 	ch, byObs, err := bp.csCharge(ctx, ft, rows, dec)
 	if err != nil || ch == nil {
 		return ub, err
 	}
 	kept := bp.used
-	bp.charge, bp.trials = ch, gapTrials
+	bp.charge, bp.trials = ch, csTrials
+	bp.trialGoal, bp.goalSet = goal, true
 	ubCS, err := bp.upperBound(ctx, ft)
-	bp.charge, bp.trials, bp.trialPts = nil, 0, nil
+	bp.charge, bp.trials, bp.trialPts, bp.goalSet = nil, 0, nil, false
 	if err != nil {
 		return ub, err
 	}
@@ -445,7 +454,7 @@ func (p *beliefPlanner) upperBound(ctx context.Context, ft *fallbackTables) (flo
 		}
 	}
 	if p.trials > 0 {
-		if err := p.runTrials(ctx, sw); err != nil {
+		if err := p.runTrials(ctx, sw, p.trialGoal+base); err != nil {
 			return 0, err
 		}
 	}

@@ -320,3 +320,27 @@ func TestChargeRounds(t *testing.T) {
 		t.Error("the rounds lowered the bound on no model")
 	}
 }
+
+// The trials of a Cauchy–Schwarz bound go on while the batches left, at
+// the last batch's pace, could reach the goal, and stop once the bound
+// meets it (values worked by hand: 512 trials, batches of 64).
+func TestTrialsWorthGoing(t *testing.T) {
+	bp := &beliefPlanner{trials: 8 * gapTrials}
+	for _, c := range []struct {
+		run           int
+		last, u, goal float64
+		want          bool
+	}{
+		{64, 1.0, 0.9, 0.5, true},   // 7 batches × 0.1 ≥ 0.4
+		{64, 1.0, 0.98, 0.5, false}, // 7 × 0.02 < 0.48
+		{64, 1.0, 0.5, 0.5, false},  // met
+		{448, 1.0, 0.8, 0.5, false}, // 1 × 0.2 < 0.3
+		{448, 1.0, 0.7, 0.5, true},  // 1 × 0.3 ≥ 0.2
+		{512, 1.0, 0.6, 0.5, false}, // none left
+	} {
+		bp.trialsRun = c.run
+		if got := bp.trialsWorthGoing(c.last, c.u, c.goal); got != c.want {
+			t.Errorf("after %d trials, bound %v → %v, goal %v: %v, want %v", c.run, c.last, c.u, c.goal, got, c.want)
+		}
+	}
+}

@@ -90,8 +90,11 @@ func (bp *beliefPlanner) gapSearch(ctx context.Context, ft *fallbackTables, rows
 }
 
 // runTrials runs up to bp.trials trials on the sawtooth sw (see above)
-// and keeps the beliefs they passed in bp.trialPts.
-func (bp *beliefPlanner) runTrials(ctx context.Context, sw *sawtooth) error {
+// and keeps the beliefs they passed in bp.trialPts. With a goal
+// (bp.goalSet: the bound bp.trialGoal, here goal with the bound's
+// constant base added back) they stop early, checked after every
+// gapTrials trials (trialsWorthGoing).
+func (bp *beliefPlanner) runTrials(ctx context.Context, sw *sawtooth, goal float64) error {
 	guide, err := bp.relaxedGuide(ctx, sw.rr)
 	if err != nil {
 		return err
@@ -100,7 +103,15 @@ func (bp *beliefPlanner) runTrials(ctx context.Context, sw *sawtooth) error {
 	defer func() { bp.guide = nil }()
 	seen := map[string]bool{}
 	bp.trialsRun = 0
+	last := bp.rootUpper(sw)
 	for range bp.trials {
+		if bp.goalSet && bp.trialsRun > 0 && bp.trialsRun%gapTrials == 0 {
+			u := bp.rootUpper(sw)
+			if !bp.trialsWorthGoing(last, u, goal) {
+				break
+			}
+			last = u
+		}
 		bp.trialsRun++
 		if err := ctx.Err(); err != nil {
 			return err
@@ -120,6 +131,19 @@ func (bp *beliefPlanner) runTrials(ctx context.Context, sw *sawtooth) error {
 		}
 	}
 	return nil
+}
+
+// trialsWorthGoing says whether trials should go on after a batch of
+// gapTrials that took the root bound from last to u: not once u meets
+// the goal, nor when the batches left, each lowering the bound as much
+// as this one did, could not reach it (the bound's decrease per trial
+// falls as the trials go: the straight line is optimistic).
+func (bp *beliefPlanner) trialsWorthGoing(last, u, goal float64) bool {
+	if u <= goal {
+		return false
+	}
+	left := float64(bp.trials-bp.trialsRun) / gapTrials
+	return left*(last-u) >= u-goal
 }
 
 // keepTrialPoint records the belief pt that a trial passed at step h.
