@@ -457,8 +457,8 @@ type beliefPlanner struct {
 	// trials: the upper bound runs up to this many gap-search trials
 	// and keeps the beliefs they pass in trialPts (gapsearch.go).
 	trials, trialsRun int
-	// trialGoal, when goalSet, is the bound at which the trials may stop
-	// before trials of them (runTrials).
+	// trialGoal, when goalSet, is the upper bound at which the trials
+	// stop before bp.trials of them have run (runTrials).
 	trialGoal float64
 	goalSet   bool
 	trialPts  [][]bpoint

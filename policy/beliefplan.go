@@ -139,7 +139,7 @@ func (bp *beliefPlanner) csBound(ctx context.Context, ft *fallbackTables, rows i
 		// another policy: the relaxed problem's own plan finds that
 		// policy, and a charge fitted to it bounds once more.
 		var g *beliefPlanner
-		if g, err = bp.relaxedPlanner(ctx, bp.relaxedRewards(bp.used), boundPoints); err != nil {
+		if g, err = bp.relaxedGuide(ctx, bp.relaxedRewards(bp.used)); err != nil {
 			break
 		}
 		before := ub

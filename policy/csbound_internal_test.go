@@ -286,7 +286,7 @@ func TestChargeRounds(t *testing.T) {
 			return ub, bp, ft
 		}
 		ub0, bp, ft := bound(1, false)
-		g, err := bp.relaxedPlanner(ctx, bp.relaxedRewards(bp.used), boundPoints)
+		g, err := bp.relaxedGuide(ctx, bp.relaxedRewards(bp.used))
 		if err != nil {
 			t.Fatal(err)
 		}

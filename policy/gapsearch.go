@@ -103,7 +103,10 @@ func (bp *beliefPlanner) runTrials(ctx context.Context, sw *sawtooth, goal float
 	defer func() { bp.guide = nil }()
 	seen := map[string]bool{}
 	bp.trialsRun = 0
-	last := bp.rootUpper(sw)
+	var last float64
+	if bp.goalSet {
+		last = bp.rootUpper(sw)
+	}
 	for range bp.trials {
 		if bp.goalSet && bp.trialsRun > 0 && bp.trialsRun%gapTrials == 0 {
 			u := bp.rootUpper(sw)
@@ -237,12 +240,6 @@ func (bp *beliefPlanner) excess(sw *sawtooth, h int, b []float64, end bool) floa
 // constant and, being tangent planes of a concave reward, overvalue it
 // away from their points (docs/planning.md, "The gap search").
 func (bp *beliefPlanner) relaxedGuide(ctx context.Context, rr [][][]float64) (*beliefPlanner, error) {
-	return bp.relaxedPlanner(ctx, rr, boundPoints)
-}
-
-// relaxedPlanner returns a copy of the planner whose step rewards are
-// rr (κ = 0), its vectors backed up on the first n points of each step.
-func (bp *beliefPlanner) relaxedPlanner(ctx context.Context, rr [][][]float64, n int) (*beliefPlanner, error) {
 	g := *bp
 	g.kappa, g.trials, g.trialPts = 0, 0, nil
 	g.tab = make([][]stepTables, len(bp.tab))
@@ -253,7 +250,7 @@ func (bp *beliefPlanner) relaxedPlanner(ctx context.Context, rr [][][]float64, n
 			g.tab[h][a] = bp.tab[h][a]
 			g.tab[h][a].r = rr[h][a]
 		}
-		g.pts[h] = bp.pts[h][:min(len(bp.pts[h]), n)]
+		g.pts[h] = bp.pts[h][:min(len(bp.pts[h]), boundPoints)]
 	}
 	if err := g.backward(ctx); err != nil {
 		return nil, err
