@@ -125,25 +125,36 @@ func (bp *beliefPlanner) planRounds(ctx context.Context, ft *fallbackTables, row
 // fitted to the plan best (csCharge), with the gap search's trials, then
 // with the same charge by observation (obsBound); while the stated gap
 // stays above chargeRoundGap, with the same two charges fitted to the
-// plan of the last kept charge's relaxed problem instead (at most
-// chargeRounds times, while the bound falls). It returns the least of
-// those bounds and ub; the charge of the bound kept stays in bp.used.
+// plan of the last kept charge's relaxed problem, and to it and every
+// plan before it pooled (at most chargeRounds times, while the bound
+// falls). It returns the least of those bounds and ub; the charge of
+// the bound kept stays in bp.used.
 func (bp *beliefPlanner) csBound(ctx context.Context, ft *fallbackTables, rows int64, best planRound, ub float64) (float64, error) {
 	bp.gamma, bp.kappa = best.gamma, best.kappa
 	// The trials may stop once the bound states a gap of TargetGap.
 	goal := best.v.r - best.v.b + TargetGap
 	ub, err := bp.csBoundFrom(ctx, ft, rows, nil, ub, goal)
+	pols := []*beliefPlanner{nil} // the written plan, then the rounds' relaxed plans
 	for i := 0; err == nil && i < chargeRounds && ub-(best.v.r-best.v.b) > chargeRoundGap; i++ {
 		// The relaxed problem's optimum lies above the plan's value where
 		// the charge is below the bonus by much on the trajectories of
 		// another policy: the relaxed problem's own plan finds that
-		// policy, and a charge fitted to it bounds once more.
+		// policy. A charge fitted to it alone undercharges the written
+		// plan in turn; one fitted to the rollouts of every plan so far,
+		// pooled, charges each where it goes (its tangents are per step,
+		// action and observation). Both bound once more.
 		var g *beliefPlanner
 		if g, err = bp.relaxedGuide(ctx, bp.relaxedRewards(bp.used)); err != nil {
 			break
 		}
+		pols = append(pols, g)
 		before := ub
-		if ub, err = bp.csBoundFrom(ctx, ft, rows, g, ub, goal); !(ub < before) {
+		for _, fit := range [][]*beliefPlanner{{g}, pols} {
+			if ub, err = bp.csBoundFrom(ctx, ft, rows, fit, ub, goal); err != nil {
+				break
+			}
+		}
+		if !(ub < before) {
 			break
 		}
 	}
@@ -158,7 +169,7 @@ const csTrials = 8 * gapTrials
 
 // chargeRounds bounds the charges fitted to the relaxed problem's own
 // plans (csBound): each costs a backup of the relaxed problem on the
-// bound's points, the rollouts of its plan and two bounds.
+// bound's points, the rollouts of the plans and four bounds.
 const chargeRounds = 2
 
 // chargeRoundGap is the stated gap above which csBound fits a charge to
@@ -166,11 +177,12 @@ const chargeRounds = 2
 var chargeRoundGap = TargetGap
 
 // csBoundFrom bounds the optimum with the Cauchy–Schwarz charge, and
-// the same charge by observation, fitted to the rollouts of the plan of
-// dec (the plan of bp.gamma when nil), and returns the least of those
-// bounds and ub; the charge of the bound kept is left in bp.used.
-func (bp *beliefPlanner) csBoundFrom(ctx context.Context, ft *fallbackTables, rows int64, dec *beliefPlanner, ub, goal float64) (float64, error) {
-	ch, byObs, err := bp.csCharge(ctx, ft, rows, dec)
+// the same charge by observation, fitted to the rollouts of the plans of
+// decs pooled (a nil entry, or none, is the plan of bp.gamma), and
+// returns the least of those bounds and ub; the charge of the bound kept
+// is left in bp.used.
+func (bp *beliefPlanner) csBoundFrom(ctx context.Context, ft *fallbackTables, rows int64, decs []*beliefPlanner, ub, goal float64) (float64, error) {
+	ch, byObs, err := bp.csCharge(ctx, ft, rows, decs...)
 	if err != nil || ch == nil {
 		return ub, err
 	}

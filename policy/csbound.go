@@ -49,16 +49,17 @@ const csSeed = 0xc5c5
 
 // csCharge returns the Cauchy–Schwarz charge with equal weights and
 // the tangent points of the plan of the α-sets bp.gamma (its controller
-// with the lookahead of a table of rows rows), and the same charge with
+// with the lookahead of a table of rows rows), or of the plans of decs
+// pooled (csStats), and the same charge with
 // tangent points also chosen by the observation o_h each action is
 // chosen on (obsBound; nil when obsAffordable says no), or nil when the
 // bonus is 0. It stops with ctx's error when ctx is done.
-func (bp *beliefPlanner) csCharge(ctx context.Context, ft *fallbackTables, rows int64, dec *beliefPlanner) (ch, byObs *boundCharge, err error) {
+func (bp *beliefPlanner) csCharge(ctx context.Context, ft *fallbackTables, rows int64, decs ...*beliefPlanner) (ch, byObs *boundCharge, err error) {
 	alpha := bp.bonus.Alpha
 	if alpha <= 0 {
 		return nil, nil, nil
 	}
-	st, err := bp.csStats(ctx, ft, rows, dec)
+	st, err := bp.csStats(ctx, ft, rows, decs...)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -137,14 +138,12 @@ type csTally struct {
 	nByObs map[int]int
 }
 
-// csStats rolls the plan's controller out csRollouts times under the
-// model from a fixed seed (one goroutine: the same plan gives the same
-// tally whatever the worker count).
-func (bp *beliefPlanner) csStats(ctx context.Context, ft *fallbackTables, rows int64, dec *beliefPlanner) (*csTally, error) {
-	H, S, A, O := bp.H, bp.S, bp.A, bp.O
-	w := newTableWalker(bp, ft)
-	w.dec = dec
-	w.setController(rows)
+// csStats rolls the controller of each planner of decs (the plan's for
+// a nil entry, or when decs is empty) out csRollouts times under the
+// model from a fixed seed, into one tally (one goroutine: the same plans
+// give the same tally whatever the worker count).
+func (bp *beliefPlanner) csStats(ctx context.Context, ft *fallbackTables, rows int64, decs ...*beliefPlanner) (*csTally, error) {
+	H, S, A := bp.H, bp.S, bp.A
 	st := &csTally{bsum: make([][][]float64, H), cnt: make([][]int, H), step: perDepth(H-1, S)}
 	if bp.obsAffordable() {
 		st.byObs, st.nByObs = map[int][]float64{}, map[int]int{}
@@ -153,6 +152,24 @@ func (bp *beliefPlanner) csStats(ctx context.Context, ft *fallbackTables, rows i
 		st.bsum[h] = perDepth(A-1, S)
 		st.cnt[h] = make([]int, A)
 	}
+	if len(decs) == 0 {
+		decs = []*beliefPlanner{nil}
+	}
+	for _, dec := range decs {
+		if err := bp.csRollouts(ctx, ft, rows, dec, st); err != nil {
+			return nil, err
+		}
+	}
+	return st, nil
+}
+
+// csRollouts adds to st the beliefs of csRollouts rollouts, from csSeed,
+// of the controller of dec (the plan's when nil).
+func (bp *beliefPlanner) csRollouts(ctx context.Context, ft *fallbackTables, rows int64, dec *beliefPlanner, st *csTally) error {
+	H, S, A, O := bp.H, bp.S, bp.A, bp.O
+	w := newTableWalker(bp, ft)
+	w.dec = dec
+	w.setController(rows)
 	first := make([]float64, O)
 	bp.m.FirstObsProbs(first)
 	rng := rand.New(rand.NewPCG(csSeed, 0))
@@ -160,7 +177,7 @@ func (bp *beliefPlanner) csStats(ctx context.Context, ft *fallbackTables, rows i
 	for k := range csRollouts {
 		if k%256 == 0 {
 			if err := ctx.Err(); err != nil {
-				return nil, err
+				return err
 			}
 		}
 		o := w.smp.start(rng, first)
@@ -180,7 +197,7 @@ func (bp *beliefPlanner) csStats(ctx context.Context, ft *fallbackTables, rows i
 			}
 		}
 	}
-	return st, nil
+	return nil
 }
 
 // addByObs adds belief b to the sums of key k, when they are kept.

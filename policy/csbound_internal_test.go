@@ -248,8 +248,9 @@ func TestChargeByObservation(t *testing.T) {
 	}
 }
 
-// The charges fitted to the relaxed problem's own plan (csBound's
-// rounds) lie below the bonus on every trajectory of random models
+// The charges fitted to the relaxed problem's own plan, alone and pooled
+// with the written plan (csBound's rounds), lie below the bonus on every
+// trajectory of random models
 // (enumerated), and the bound csBound states with them holds the exact
 // optimum, is never above the bound of the plan's charges alone, is
 // below it on some model, and does not depend on the workers. The
@@ -294,7 +295,11 @@ func TestChargeRounds(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, x := range []*boundCharge{ch, byObs} {
+		pch, pbyObs, err := bp.csCharge(ctx, ft, roundRows, nil, g)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, x := range []*boundCharge{ch, byObs, pch, pbyObs} {
 			if x == nil {
 				continue
 			}
