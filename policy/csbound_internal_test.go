@@ -26,10 +26,7 @@ import (
 func TestCauchySchwarzCharge(t *testing.T) {
 	ctx := context.Background()
 	above, tighter := 0, 0
-	spec := func(seed uint64) pessimismtest.Spec {
-		return pessimismtest.Spec{States: 2 + int(seed%3), Obs: 2 + int(seed%2), Actions: 2 + int(seed%2), Horizon: 3 + int(seed%3)}
-	}
-	eachBoundCase(t, 53, spec, func(c boundCase) {
+	eachBoundCase(t, 53, chargeSpec, func(c boundCase) {
 		if c.alpha == 0 {
 			return
 		}
@@ -202,10 +199,7 @@ func TestCauchySchwarzChargeStops(t *testing.T) {
 func TestChargeByObservation(t *testing.T) {
 	ctx := context.Background()
 	above, tighter := 0, 0
-	spec := func(seed uint64) pessimismtest.Spec {
-		return pessimismtest.Spec{States: 2 + int(seed%3), Obs: 2 + int(seed%2), Actions: 2 + int(seed%2), Horizon: 3 + int(seed%3)}
-	}
-	eachBoundCase(t, 59, spec, func(c boundCase) {
+	eachBoundCase(t, 59, chargeSpec, func(c boundCase) {
 		if c.alpha == 0 {
 			return
 		}
@@ -260,10 +254,7 @@ func TestChargeRounds(t *testing.T) {
 	defer func(g float64) { chargeRoundGap = g }(chargeRoundGap)
 	ctx := context.Background()
 	lower := 0
-	spec := func(seed uint64) pessimismtest.Spec {
-		return pessimismtest.Spec{States: 2 + int(seed%3), Obs: 2 + int(seed%2), Actions: 2 + int(seed%2), Horizon: 3 + int(seed%3)}
-	}
-	eachBoundCase(t, 61, spec, func(c boundCase) {
+	eachBoundCase(t, 61, chargeSpec, func(c boundCase) {
 		if c.alpha == 0 {
 			return
 		}
@@ -324,6 +315,13 @@ func TestChargeRounds(t *testing.T) {
 	if lower == 0 {
 		t.Error("the rounds lowered the bound on no model")
 	}
+}
+
+// chargeSpec is the shape of the random models of the charge tests: 2
+// to 4 states, 2 or 3 observations and
+// actions, 3 to 5 steps.
+func chargeSpec(seed uint64) pessimismtest.Spec {
+	return pessimismtest.Spec{States: 2 + int(seed%3), Obs: 2 + int(seed%2), Actions: 2 + int(seed%2), Horizon: 3 + int(seed%3)}
 }
 
 // The trials of a Cauchy–Schwarz bound go on while the batches left, at

@@ -31,9 +31,16 @@ func writeActPolicy(t *testing.T) string {
 
 func runApp(t *testing.T, args ...string) (string, string, error) {
 	t.Helper()
+	out, errOut, _, err := runSplit(args...)
+	return out, errOut, err
+}
+
+// runSplit runs the command with args and returns its standard output,
+// standard error, exit code and error.
+func runSplit(args ...string) (string, string, int, error) {
 	var out, errOut bytes.Buffer
-	_, err := runMain(context.Background(), &out, &errOut, args...)
-	return out.String(), errOut.String(), err
+	code, err := runMain(context.Background(), &out, &errOut, args...)
+	return out.String(), errOut.String(), code, err
 }
 
 func TestActCommand(t *testing.T) {

@@ -35,12 +35,11 @@ func runCLI(t *testing.T, args ...string) (string, int, error) {
 // follows it when the command fails.
 func runStdout(t *testing.T, args ...string) (string, int, error) {
 	t.Helper()
-	var out, errOut bytes.Buffer
-	code, err := runMain(context.Background(), &out, &errOut, args...)
+	out, errOut, code, err := runSplit(args...)
 	if code != 0 {
-		out.Write(errOut.Bytes())
+		out += errOut
 	}
-	return out.String(), code, err
+	return out, code, err
 }
 
 func writeInspectLogs(t *testing.T, rows []inspectRow) string {
