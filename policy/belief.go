@@ -448,6 +448,7 @@ type beliefPlanner struct {
 	capped  bool // some step had more distinct beliefs than points
 	workers int
 	backups int64
+	codes   histCodes // the history codes of the charge by observation
 	// tightBound: the upper bound takes every point and tries the
 	// relaxed problem's exact value iteration (PlanOptions.TightBound).
 	tightBound bool
@@ -492,6 +493,7 @@ func newBeliefPlanner(m *estimate.Model, bonus *pessimism.Bonus, points, workers
 	}
 	bp := &beliefPlanner{planner: newPlanner(m, bonus, fz), points: points, workers: workers}
 	bp.tab = stepTablesOf(m, bonus, fz.Clone())
+	bp.codes = bp.histCodesOf()
 	if oix := obsIndexes(m); oix != nil {
 		bp.setIndexes(oix)
 	}

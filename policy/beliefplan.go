@@ -126,8 +126,9 @@ func (bp *beliefPlanner) planRounds(ctx context.Context, ft *fallbackTables, row
 // with the same charge by observation (obsBound); while the stated gap
 // stays above chargeRoundGap, with the same two charges fitted to the
 // plan of the last kept charge's relaxed problem, and to it and every
-// plan before it pooled (at most chargeRounds times, while the bound
-// falls). It returns the least of those bounds and ub; the charge of
+// plan before it pooled (at most chargeRounds times, while the rounds
+// left could meet the goal at the last round's pace, worthGoing). It
+// returns the least of those bounds and ub; the charge of
 // the bound kept stays in bp.used.
 func (bp *beliefPlanner) csBound(ctx context.Context, ft *fallbackTables, rows int64, best planRound, ub float64) (float64, error) {
 	bp.gamma, bp.kappa = best.gamma, best.kappa
@@ -135,7 +136,8 @@ func (bp *beliefPlanner) csBound(ctx context.Context, ft *fallbackTables, rows i
 	goal := best.v.r - best.v.b + TargetGap
 	ub, err := bp.csBoundFrom(ctx, ft, rows, nil, ub, goal)
 	pols := []*beliefPlanner{nil} // the written plan, then the rounds' relaxed plans
-	for i := 0; err == nil && i < chargeRounds && ub-(best.v.r-best.v.b) > chargeRoundGap; i++ {
+	roundGoal := best.v.r - best.v.b + chargeRoundGap
+	for i := 0; err == nil && i < chargeRounds && ub > roundGoal; i++ {
 		// The relaxed problem's optimum lies above the plan's value where
 		// the charge is below the bonus by much on the trajectories of
 		// another policy: the relaxed problem's own plan finds that
@@ -154,7 +156,9 @@ func (bp *beliefPlanner) csBound(ctx context.Context, ft *fallbackTables, rows i
 				break
 			}
 		}
-		if !(ub < before) {
+		// Another round only while the rounds left, each lowering the
+		// bound as much as this one, could meet the goal.
+		if !worthGoing(before, ub, roundGoal, float64(chargeRounds-i-1)) {
 			break
 		}
 	}
@@ -737,10 +741,13 @@ type boundCharge struct {
 	base, scale float64
 	tan         [][][]float64 // [h][a], 1 ≤ h < H (nil when scale is 0)
 	// otan, when not nil, holds the tangents that also depend on the
-	// observation o_h on which a_h is chosen, keyed by obsKey; a pair it
-	// lacks takes tan[h][a] (obsBound).
-	otan   map[int][]float64
-	nA, nO int // the key's sizes
+	// observation o_h on which a_h is chosen, keyed by obsKey, and htan
+	// those that depend on the history code c_h (histCodes: o_{h−1},
+	// a_{h−1} and o_h), keyed by codeKey; a triple htan lacks takes
+	// otan's pair, and a pair otan lacks takes tan[h][a] (obsBound).
+	otan, htan map[int][]float64
+	codes      histCodes
+	nA, nO     int // obsKey's sizes
 	// name is chargeChord, chargeCS or chargeCSObs (PlanStats.BoundCharge).
 	name string
 }
@@ -752,17 +759,25 @@ const (
 	chargeCSObs = "cauchy-schwarz-by-observation" // csCharge's otan, obsBound
 )
 
-// vec is the charge's vector at step h for action a chosen on
-// observation o: the one of (h, a, o) when the charge has it, else
-// tan[h][a].
-func (ch *boundCharge) vec(h, a, o int) []float64 {
+// vec is the charge's vector at step h for action a chosen on the
+// history of code c (histCodes): the one of (h, a, c) when the charge
+// has it, else the one of (h, a, o_h), else tan[h][a].
+func (ch *boundCharge) vec(h, a, c int) []float64 {
+	if ch.htan != nil {
+		if v, ok := ch.htan[codeKey(h, a, c, ch.codes)]; ok {
+			return v
+		}
+	}
 	if ch.otan != nil {
-		if v, ok := ch.otan[obsKey(h, a, o, ch.nA, ch.nO)]; ok {
+		if v, ok := ch.otan[obsKey(h, a, ch.codes.obs(c), ch.nA, ch.nO)]; ok {
 			return v
 		}
 	}
 	return ch.tan[h][a]
 }
+
+// codeKey is the key of (h, a, c) for the codes k.
+func codeKey(h, a, c int, k histCodes) int { return (h*k.A+a)*k.n() + c }
 
 // obsKey is the key of (h, a, o) among A actions and O observations.
 func obsKey(h, a, o, A, O int) int { return (h*A+a)*O + o }

@@ -70,6 +70,9 @@ type tableWalker struct {
 	// per step h < H, action and observation o_h (boundCharge.vec) takes
 	// the place of the step term; the values then sum it (tval.lin).
 	charge *boundCharge
+	// oa holds per depth the observation and action of the node being
+	// visited there, for its children's history codes (code).
+	oa [][2]int
 
 	// Parallel walks (see walk). The top walker cuts the tree at depth
 	// frontier: collecting, it records the frontier nodes as tasks;
@@ -102,6 +105,7 @@ type tableWalker struct {
 // visit and its belief.
 type walkTask struct {
 	h, o             int
+	po, pa           int // the parent's observation and action (w.oa[h−1])
 	cond, reach, sum float64
 	bel              []float64
 	above            int64 // nodes visited above the frontier before this one
@@ -204,7 +208,17 @@ func newTableWalker(bp *beliefPlanner, ft *fallbackTables) *tableWalker {
 	w.weights, w.acc = perDepth(H, bp.A), perDepth(H, 4*bp.A)
 	w.set = perDepth(H, S)
 	w.scan = make([][]int32, H+2)
+	w.oa = make([][2]int, H+2)
 	return w
+}
+
+// code is the history code (histCodes) of the node (…, o_h) of step h
+// whose parent is the node being visited at step h−1.
+func (w *tableWalker) code(h, o int) int {
+	if h <= 1 {
+		return w.bp.codes.first(o)
+	}
+	return w.bp.codes.next(w.oa[h-1][0], w.oa[h-1][1], o)
 }
 
 // action is the controller's action at belief b over s_h.
@@ -378,6 +392,9 @@ func (w *tableWalker) walkTask(c *tableWalker, i int, build bool) error {
 	t := &w.tasks[i]
 	off := w.startTask(c, i, build)
 	copy(c.bel[t.h], t.bel)
+	if t.h > 1 {
+		c.oa[t.h-1] = [2]int{t.po, t.pa}
+	}
 	v, a := c.visit(t.h, t.o, -1, t.cond, t.reach, t.sum)
 	c.flush()
 	return w.storeResult(c, i, off, build, walkResult{v: v, a: a, count: c.count, reached: c.reached})
@@ -537,8 +554,9 @@ func (w *tableWalker) valueNode(h, o, a int, id int64, reach, sum float64, end b
 		return w.leafValue(id, a, sum, v), a
 	}
 	if w.charge != nil {
-		v.lin = dot(w.charge.vec(h, a, o), b)
+		v.lin = dot(w.charge.vec(h, a, w.code(h, o)), b)
 	}
+	w.oa[h] = [2]int{o, a}
 	v, fb, ok := w.expand(h, a, id, reach, sum, end, values, v)
 	if !ok {
 		return tval{}, 0
@@ -622,7 +640,11 @@ func (w *tableWalker) collectTask(h, o int, cond, reach, sum float64) {
 		w.over = true
 		return
 	}
-	w.tasks = append(w.tasks, walkTask{h: h, o: o, cond: cond, reach: reach, sum: sum, bel: append([]float64(nil), w.bel[h]...), above: w.count})
+	t := walkTask{h: h, o: o, cond: cond, reach: reach, sum: sum, bel: append([]float64(nil), w.bel[h]...), above: w.count}
+	if h > 1 {
+		t.po, t.pa = w.oa[h-1][0], w.oa[h-1][1]
+	}
+	w.tasks = append(w.tasks, t)
 }
 
 // appendSubtree appends a frontier subtree's nodes (ids from 0, its root
@@ -1077,6 +1099,7 @@ func (w *tableWalker) rollout(h, o int, bel []float64, sum float64, rng *rand.Ra
 	b := w.rbel
 	copy(b, bel)
 	ret, lin := 0.0, 0.0
+	c := w.code(h, o)
 	for t := h; ; t++ {
 		a := w.action(t, b, o == bp.endObs)
 		st := &bp.tab[t][a]
@@ -1086,10 +1109,11 @@ func (w *tableWalker) rollout(h, o int, bel []float64, sum float64, rng *rand.Ra
 		}
 		sum += max(quad(st.m, b), 0)
 		if w.charge != nil {
-			lin += dot(w.charge.vec(t, a, o), b)
+			lin += dot(w.charge.vec(t, a, c), b)
 		}
 		predict(st.t, b, w.rpred)
-		o = w.drawObs(rng, t, a, st)
+		o2 := w.drawObs(rng, t, a, st)
+		c, o = bp.codes.next(o, a, o2), o2
 		if correct(st.e, bp.O, w.rpred, o, b) == 0 {
 			break // not reached: o was drawn with positive probability
 		}

@@ -34,10 +34,11 @@ import (
 //
 //	b̂ ≥ γα·(w_0√Σ_0 + Σ_{1≤h<H} w_h ν_{h,a_h}·b_h),  ν_{h,a} = m_{h,a}μ_{h,a}/√(μ_{h,a}ᵀm_{h,a}μ_{h,a}),
 //
-// linear in the beliefs, whatever w and μ are. The weights are equal,
-// w_h = 1/√H, and μ_{h,a} is the plan's mean belief where it takes a at
-// step h (its mean belief at step h for an action it does not take),
-// from csRollouts rollouts of its controller under the model.
+// linear in the beliefs, whatever w and μ are. The step weights are
+// equal, the root's is fitted to the plan's split between the root term
+// and the steps (csWeights), and μ_{h,a} is the plan's mean belief where
+// it takes a at step h (its mean belief at step h for an action it does
+// not take), from csRollouts rollouts of its controller under the model.
 
 // csRollouts is the number of rollouts that choose the charge's tangent
 // points. Any choice gives a valid bound; more rollouts only fit them
@@ -47,13 +48,13 @@ const csRollouts = 4096
 // csSeed seeds those rollouts, so the same plan gets the same charge.
 const csSeed = 0xc5c5
 
-// csCharge returns the Cauchy–Schwarz charge with equal weights and
-// the tangent points of the plan of the α-sets bp.gamma (its controller
-// with the lookahead of a table of rows rows), or of the plans of decs
-// pooled (csStats), and the same charge with
-// tangent points also chosen by the observation o_h each action is
-// chosen on (obsBound; nil when obsAffordable says no), or nil when the
-// bonus is 0. It stops with ctx's error when ctx is done.
+// csCharge returns the Cauchy–Schwarz charge with the weights of
+// csWeights and the tangent points of the plan of the α-sets bp.gamma
+// (its controller with the lookahead of a table of rows rows), or of the
+// plans of decs pooled (csStats), and the same charge with tangent
+// points also chosen by the observation o_h each action is chosen on
+// (obsBound; nil when obsAffordable says no), or nil when the bonus is
+// 0. It stops with ctx's error when ctx is done.
 func (bp *beliefPlanner) csCharge(ctx context.Context, ft *fallbackTables, rows int64, decs ...*beliefPlanner) (ch, byObs *boundCharge, err error) {
 	alpha := bp.bonus.Alpha
 	if alpha <= 0 {
@@ -63,14 +64,10 @@ func (bp *beliefPlanner) csCharge(ctx context.Context, ft *fallbackTables, rows 
 	if err != nil {
 		return nil, nil, err
 	}
-	// Equal weights w_h = 1/√H: weights fitted to the plan's own profile,
-	// w_h ∝ E_π[√q_h], charge the plan least but leave the steps where it
-	// has small terms nearly free, and the relaxed problem's optimum goes
-	// there (docs/planning.md, "The Cauchy–Schwarz charge").
-	w := 1 / math.Sqrt(float64(bp.H))
+	w0, w := csWeights(bp.bonus.Root, st.meanStepRoots(), bp.H)
 	// The weighted sum z = Σ_h w_h √q_h is at most Σ_h w_h √(max q_h),
 	// often far below √Σ_hi: the cap's scale γ is taken there.
-	zMax := w * math.Sqrt(max(bp.bonus.Root, 0))
+	zMax := w0 * math.Sqrt(max(bp.bonus.Root, 0))
 	for h := 1; h < bp.H; h++ {
 		zMax += w * math.Sqrt(bp.quadMax(h))
 	}
@@ -79,7 +76,7 @@ func (bp *beliefPlanner) csCharge(ctx context.Context, ft *fallbackTables, rows 
 	if yMax > 1 {
 		gam = 1 / yMax
 	}
-	ch = &boundCharge{scale: gam * alpha, base: gam * alpha * w * math.Sqrt(max(bp.bonus.Root, 0)), name: chargeCS}
+	ch = &boundCharge{scale: gam * alpha, base: gam * alpha * w0 * math.Sqrt(max(bp.bonus.Root, 0)), name: chargeCS}
 	ch.tan = make([][][]float64, bp.H)
 	S := bp.S
 	mb := make([]float64, S)
@@ -93,16 +90,74 @@ func (bp *beliefPlanner) csCharge(ctx context.Context, ft *fallbackTables, rows 
 		return ch, nil, nil
 	}
 	byObs = &boundCharge{scale: ch.scale, base: ch.base, tan: ch.tan, name: chargeCSObs,
-		otan: make(map[int][]float64, len(st.byObs)), nA: bp.A, nO: bp.O}
-	for k, sum := range st.byObs {
-		h, a := k/(bp.A*bp.O), k/bp.O%bp.A
-		mu := make([]float64, S)
-		for i, v := range sum {
-			mu[i] = v / float64(st.nByObs[k])
-		}
-		byObs.otan[k] = normTangent(bp.tab[h][a].m, mu, mb, w)
+		otan: st.byObs.tangents(bp, bp.O, mb, w), codes: bp.codes, nA: bp.A, nO: bp.O}
+	if st.byCode != nil {
+		byObs.htan = st.byCode.tangents(bp, bp.codes.n(), mb, w)
 	}
 	return ch, byObs, nil
+}
+
+// keyedSums holds sums of beliefs and their counts per key (h·A + a)·n
+// + j, j < n an observation or a history code.
+type keyedSums struct {
+	sum map[int][]float64
+	n   map[int]int
+}
+
+func newKeyedSums() *keyedSums { return &keyedSums{sum: map[int][]float64{}, n: map[int]int{}} }
+
+// add adds belief b to the sums of key k; nothing when ks is nil.
+func (ks *keyedSums) add(k int, b []float64) {
+	if ks == nil {
+		return
+	}
+	sum, ok := ks.sum[k]
+	if !ok {
+		sum = make([]float64, len(b))
+		ks.sum[k] = sum
+	}
+	addTo(sum, b)
+	ks.n[k]++
+}
+
+// tangents returns per key the tangent w·ν of √(bᵀm_{h,a}b) at the
+// key's mean belief (normTangent; mb: scratch).
+func (ks *keyedSums) tangents(bp *beliefPlanner, n int, mb []float64, w float64) map[int][]float64 {
+	out := make(map[int][]float64, len(ks.sum))
+	for k, sum := range ks.sum {
+		h, a := k/(bp.A*n), k/n%bp.A
+		mu := make([]float64, len(sum))
+		for i, v := range sum {
+			mu[i] = v / float64(ks.n[k])
+		}
+		out[k] = normTangent(bp.tab[h][a].m, mu, mb, w)
+	}
+	return out
+}
+
+// csWeights returns the Cauchy–Schwarz weights: w0 for the root term
+// and w for each of the H−1 step terms, w0² + (H−1)·w² = 1. The root
+// term Σ_0 is the same on every trajectory, so its weight cannot be
+// exploited by another policy: it is the one that makes the inequality
+// tight at the plan's own split between root and steps,
+// w0 ∝ √Σ_0 and √(1 − w0²) ∝ z̄/√(H−1), z̄ = E_π[Σ_{1≤h<H} √q_h] (the
+// steps' sum with unit weights then has mean z̄/√(H−1)). The steps keep
+// equal weights: weights fitted to the plan's profile leave the steps
+// where it has small terms nearly free, and the relaxed problem's
+// optimum goes there (docs/planning.md, "The Cauchy–Schwarz charge").
+// With no step (H = 1) the root takes the whole weight; with neither
+// term, the weights are equal.
+func csWeights(root, zbar float64, H int) (w0, w float64) {
+	if H <= 1 {
+		return 1, 0
+	}
+	r0, zs := math.Sqrt(max(root, 0)), zbar/math.Sqrt(float64(H-1))
+	if !(r0+zs > 0) {
+		w = 1 / math.Sqrt(float64(H))
+		return w, w
+	}
+	w0 = r0 / math.Hypot(r0, zs)
+	return w0, math.Sqrt(max(1-w0*w0, 0) / float64(H-1))
 }
 
 // normTangent returns c·ν, ν = m μ / √(μᵀm μ) the tangent of √(bᵀm b)
@@ -131,11 +186,23 @@ type csTally struct {
 	bsum [][][]float64 // [h][a]
 	cnt  [][]int       // [h][a]
 	step [][]float64   // [h]
-	// byObs and nByObs: the sum of beliefs and their count per step,
-	// action and the observation the action was chosen on, keyed by
-	// obsKey (nil when obsAffordable says no).
-	byObs  map[int][]float64
-	nByObs map[int]int
+	// byObs: the sums of beliefs per step, action and the observation
+	// the action was chosen on, keyed by obsKey (nil when obsAffordable
+	// says no); byCode the same per history code, keyed by codeKey (nil
+	// unless the codes are of two observations).
+	byObs, byCode *keyedSums
+	// roots is the sum over the rollouts of Σ_{1≤h<H} √q_h, n their
+	// number (meanStepRoots).
+	roots float64
+	n     int
+}
+
+// meanStepRoots is the rollouts' mean of Σ_{1≤h<H} √q_h (0 with none).
+func (st *csTally) meanStepRoots() float64 {
+	if st.n == 0 {
+		return 0
+	}
+	return st.roots / float64(st.n)
 }
 
 // csStats rolls the controller of each planner of decs (the plan's for
@@ -146,7 +213,10 @@ func (bp *beliefPlanner) csStats(ctx context.Context, ft *fallbackTables, rows i
 	H, S, A := bp.H, bp.S, bp.A
 	st := &csTally{bsum: make([][][]float64, H), cnt: make([][]int, H), step: perDepth(H-1, S)}
 	if bp.obsAffordable() {
-		st.byObs, st.nByObs = map[int][]float64{}, map[int]int{}
+		st.byObs = newKeyedSums()
+		if bp.codes.deep {
+			st.byCode = newKeyedSums()
+		}
 	}
 	for h := 1; h < H; h++ {
 		st.bsum[h] = perDepth(A-1, S)
@@ -181,6 +251,8 @@ func (bp *beliefPlanner) csRollouts(ctx context.Context, ft *fallbackTables, row
 			}
 		}
 		o := w.smp.start(rng, first)
+		c := bp.codes.first(o)
+		st.n++
 		bp.m.Prior(b)
 		bp.m.ObserveFirst(b, o)
 		for t := 1; t < H; t++ {
@@ -189,29 +261,18 @@ func (bp *beliefPlanner) csRollouts(ctx context.Context, ft *fallbackTables, row
 			addTo(st.bsum[t][a], b)
 			addTo(st.step[t], b)
 			st.cnt[t][a]++
-			st.addByObs(obsKey(t, a, o, A, O), b)
+			st.byObs.add(obsKey(t, a, o, A, O), b)
+			st.byCode.add(codeKey(t, a, c, bp.codes), b)
+			st.roots += math.Sqrt(max(quad(tb.m, b), 0))
 			predict(tb.t, b, w.rpred)
-			o = w.drawObs(rng, t, a, tb)
+			o2 := w.drawObs(rng, t, a, tb)
+			c, o = bp.codes.next(o, a, o2), o2
 			if correct(tb.e, O, w.rpred, o, b) == 0 {
 				break // not reached: o was drawn with positive probability
 			}
 		}
 	}
 	return nil
-}
-
-// addByObs adds belief b to the sums of key k, when they are kept.
-func (st *csTally) addByObs(k int, b []float64) {
-	if st.byObs == nil {
-		return
-	}
-	sum, ok := st.byObs[k]
-	if !ok {
-		sum = make([]float64, len(b))
-		st.byObs[k] = sum
-	}
-	addTo(sum, b)
-	st.nByObs[k]++
 }
 
 // addTo adds x to acc.

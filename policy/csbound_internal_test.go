@@ -3,6 +3,7 @@ package policy
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -118,8 +119,10 @@ func boundWith(t *testing.T, bp *beliefPlanner, ft *fallbackTables, ch *boundCha
 // the charge other there.
 func eachTrajectory(bp *beliefPlanner, bonus *pessimism.Bonus, ch, other *boundCharge) (worst, gain float64) {
 	worst, gain = -1, -1
-	var walk func(h, o int, b []float64, sum, lin, linOther float64)
-	walk = func(h, o int, b []float64, sum, lin, linOther float64) {
+	// c is the history code of (o_{h−1}, a_{h−1}, o_h), the key of the
+	// charges' tangents by history.
+	var walk func(h, o, c int, b []float64, sum, lin, linOther float64)
+	walk = func(h, o, c int, b []float64, sum, lin, linOther float64) {
 		if h == bp.H {
 			c := ch.base + ch.scale*lin
 			worst = max(worst, c-bonus.Value(sum))
@@ -129,21 +132,21 @@ func eachTrajectory(bp *beliefPlanner, bonus *pessimism.Bonus, ch, other *boundC
 		for a := 0; a < bp.A; a++ {
 			st := &bp.tab[h][a]
 			s := sum + max(quad(st.m, b), 0)
-			l, lo := lin+dot(ch.vec(h, a, o), b), linOther
+			l, lo := lin+dot(ch.vec(h, a, c), b), linOther
 			if other.tan != nil {
-				lo += dot(other.vec(h, a, o), b)
+				lo += dot(other.vec(h, a, c), b)
 			}
 			pred := make([]float64, bp.S)
 			predict(st.t, b, pred)
 			for o2 := 0; o2 < bp.O; o2++ {
 				next := make([]float64, bp.S)
 				if correct(st.e, bp.O, pred, o2, next) > 0 {
-					walk(h+1, o2, next, s, l, lo)
+					walk(h+1, o2, bp.codes.next(o, a, o2), next, s, l, lo)
 				}
 			}
 		}
 	}
-	eachFirstBelief(bp, func(o int, _ float64, b []float64) { walk(1, o, b, bonus.Root, 0, 0) })
+	eachFirstBelief(bp, func(o int, _ float64, b []float64) { walk(1, o, bp.codes.first(o), b, bonus.Root, 0, 0) })
 	return worst, gain
 }
 
@@ -198,7 +201,7 @@ func TestCauchySchwarzChargeStops(t *testing.T) {
 // the same with 1 and 3 workers.
 func TestChargeByObservation(t *testing.T) {
 	ctx := context.Background()
-	above, tighter := 0, 0
+	above, tighter, deeper := 0, 0, 0
 	eachBoundCase(t, 59, chargeSpec, func(c boundCase) {
 		if c.alpha == 0 {
 			return
@@ -228,17 +231,34 @@ func TestChargeByObservation(t *testing.T) {
 				t.Errorf("seed %d: bound by observation %v with 3 workers, %v with 1 (%v)", c.seed, again, ubObs, err)
 			}
 			ubCS := boundWith(t, bp, ft, ch)
-			t.Logf("seed %d: optimum %.6f, bound with one tangent %.6f, by observation %.6f", c.seed, c.ex.Value, ubCS, ubObs)
-			if ubObs < c.ex.Value-1e-9 {
-				t.Errorf("seed %d: bound by observation %v below the optimum %v", c.seed, ubObs, c.ex.Value)
+			if !bp.codes.deep || byObs.htan == nil {
+				t.Fatalf("seed %d: the codes are not of two observations (%v) or the charge has no tangent by them", c.seed, bp.codes)
 			}
-			if ubObs < ubCS-1e-6 {
+			// The same with tangents by o_h alone.
+			shallowCodes = true
+			bp1, _, _, byObs1 := plannedCharges(t, c.m, b)
+			shallowCodes = false
+			worst1, _ := eachTrajectory(bp1, b, byObs1, ch)
+			ub1, err := bp1.obsBound(ctx, byObs1)
+			if err != nil || worst1 > 1e-12 || bp1.codes.deep {
+				t.Fatalf("seed %d: by o_h alone, excess %g, codes %v (%v)", c.seed, worst1, bp1.codes, err)
+			}
+			t.Logf("seed %d: optimum %.6f, bound with one tangent %.6f, by o_h %.6f, by (o_{h−1}, a_{h−1}, o_h) %.6f", c.seed, c.ex.Value, ubCS, ub1, ubObs)
+			for _, u := range []float64{ubObs, ub1} {
+				if u < c.ex.Value-1e-9 {
+					t.Errorf("seed %d: bound by observation %v below the optimum %v", c.seed, u, c.ex.Value)
+				}
+			}
+			if ub1 < ubCS-1e-6 {
 				tighter++
+			}
+			if ubObs < ub1-1e-6 {
+				deeper++
 			}
 		}
 	})
-	if above == 0 || tighter == 0 {
-		t.Errorf("the charge by observation above the one-tangent charge on some trajectory on %d models, the bound tighter on %d: want both > 0", above, tighter)
+	if above == 0 || tighter == 0 || deeper == 0 {
+		t.Errorf("the charge by observation above the one-tangent charge on some trajectory on %d models, the bound by o_h tighter on %d, by two observations tighter still on %d: want all > 0", above, tighter, deeper)
 	}
 }
 
@@ -345,5 +365,84 @@ func TestTrialsWorthGoing(t *testing.T) {
 		if got := bp.trialsWorthGoing(c.last, c.u, c.goal); got != c.want {
 			t.Errorf("after %d trials, bound %v → %v, goal %v: %v, want %v", c.run, c.last, c.u, c.goal, got, c.want)
 		}
+	}
+}
+
+// TestCSWeights: the Cauchy–Schwarz weights on values worked by hand.
+// Root term 0.04 (√ = 0.2) and four steps whose roots sum to 0.6 on
+// average: w0 = 0.2/√(0.04 + 0.3²) = 0.55470 and each step's weight
+// √(1 − w0²)/2 = 0.41603. Their squares sum to 1; on the trajectory
+// with the plan's split (each step's root 0.15) the weighted sum equals
+// √Σ = √0.13 (the inequality is tight there), and on a trajectory whose
+// steps differ (roots 0.5, 0, 0, 0.1) it stays below √Σ. Without steps
+// the root takes the whole weight; with neither term the weights are
+// equal. Tolerance 10⁻⁵ on the hand values, 10⁻¹² on the identities.
+func TestCSWeights(t *testing.T) {
+	w0, w := csWeights(0.04, 0.6, 5)
+	if math.Abs(w0-0.55470) > 1e-5 || math.Abs(w-0.41603) > 1e-5 {
+		t.Fatalf("weights %v, %v, want 0.55470, 0.41603", w0, w)
+	}
+	if n := w0*w0 + 4*w*w; math.Abs(n-1) > 1e-12 {
+		t.Errorf("squared weights sum to %v, want 1", n)
+	}
+	if z, want := w0*0.2+w*0.6, math.Sqrt(0.13); math.Abs(z-want) > 1e-12 {
+		t.Errorf("weighted sum at the plan's split %v, want √0.13 = %v", z, want)
+	}
+	if z, root := w0*0.2+w*(0.5+0.1), math.Sqrt(0.04+0.25+0.01); z > root {
+		t.Errorf("weighted sum %v above √Σ = %v", z, root)
+	}
+	if w0, w := csWeights(0.3, 0, 1); w0 != 1 || w != 0 {
+		t.Errorf("H = 1: weights %v, %v, want 1, 0", w0, w)
+	}
+	if w0, w := csWeights(0, 0, 4); w0 != 0.5 || w != 0.5 {
+		t.Errorf("no terms: weights %v, %v, want equal 0.5", w0, w)
+	}
+	// A tiny root term leaves the steps nearly the whole weight.
+	if w0, w := csWeights(1e-10, 1, 10); w0 > 1e-4 || math.Abs(w-1/3.0) > 1e-8 {
+		t.Errorf("tiny root: weights %v, %v, want ≈ 0 and 1/3", w0, w)
+	}
+}
+
+// TestHistCodes: the history codes of two observations number the
+// suffixes (o_{h−1}, a_{h−1}, o_h) and the step-1 observations one to
+// one, within [0, n), each code ending in its observation; next reads
+// only the last observation of the code before. With one observation
+// the code is o_h.
+func TestHistCodes(t *testing.T) {
+	const O, A = 3, 2
+	k := histCodes{deep: true, A: A, O: O}
+	seen := map[int]string{}
+	use := func(c int, what string, o int) {
+		if c < 0 || c >= k.n() {
+			t.Fatalf("%s: code %d outside [0, %d)", what, c, k.n())
+		}
+		if prev, ok := seen[c]; ok {
+			t.Fatalf("%s and %s share code %d", what, prev, c)
+		}
+		seen[c] = what
+		if k.obs(c) != o {
+			t.Errorf("%s: code %d ends in %d, want %d", what, c, k.obs(c), o)
+		}
+	}
+	for o := range O {
+		use(k.first(o), fmt.Sprint("first ", o), o)
+		for op := range O {
+			for a := range A {
+				use(k.next(op, a, o), fmt.Sprint("(", op, a, o, ")"), o)
+			}
+		}
+		if got := len(k.at(2, o)); got != O*A {
+			t.Errorf("codes of step 2 ending in %d: %d, want %d", o, got, O*A)
+		}
+		if got := k.at(1, o); len(got) != 1 || got[0] != k.first(o) {
+			t.Errorf("codes of step 1 ending in %d: %v, want [%d]", o, got, k.first(o))
+		}
+	}
+	if len(seen) != (O+1)*A*O-(A-1)*O {
+		t.Errorf("%d codes used, want %d", len(seen), (O+1)*A*O-(A-1)*O)
+	}
+	one := histCodes{A: A, O: O}
+	if one.n() != O || one.first(2) != 2 || one.next(1, 1, 2) != 2 || one.obs(2) != 2 {
+		t.Errorf("codes of one observation: n %d, first(2) %d, next(1,1,2) %d", one.n(), one.first(2), one.next(1, 1, 2))
 	}
 }

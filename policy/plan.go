@@ -211,8 +211,8 @@ type PlanStats struct {
 	// line in Σ), "cauchy-schwarz" (a weighted sum of the step terms'
 	// square roots, csbound.go) or "cauchy-schwarz-by-observation" (the
 	// same sum with its tangents chosen by the observation each action is
-	// chosen on, obsbound.go), the one of the least bound; empty before
-	// any bound.
+	// chosen on, the observation and action before it, obsbound.go), the
+	// one of the least bound; empty before any bound.
 	BoundCharge string `json:",omitempty"`
 }
 
@@ -223,7 +223,7 @@ func (s *PlanStats) ChargeWords() string {
 	case chargeCS:
 		return "a weighted sum of the step terms' square roots, each by a tangent below it, which lies below the bonus by the Cauchy–Schwarz inequality"
 	case chargeCSObs:
-		return "a weighted sum of the step terms' square roots, each by a tangent below it chosen by the step's action and the observation it is chosen on, which lies below the bonus by the Cauchy–Schwarz inequality"
+		return "a weighted sum of the step terms' square roots, each by a tangent below it chosen by the step's action, the observation it is chosen on and the observation and action before it, which lies below the bonus by the Cauchy–Schwarz inequality"
 	}
 	return "a straight line in Σ below the bonus, its chord over every trajectory's Σ, each step's term by a tangent below it"
 }
