@@ -126,8 +126,8 @@ func (bp *beliefPlanner) planRounds(ctx context.Context, ft *fallbackTables, row
 // with the same charge by observation (obsBound); while the stated gap
 // stays above chargeRoundGap, with the same two charges fitted to the
 // plan of the last kept charge's relaxed problem, and to it and every
-// plan before it pooled (at most chargeRounds times, while the rounds
-// left could meet the goal at the last round's pace, worthGoing). It
+// plan before it pooled (at most chargeRounds times, while each round
+// moves the stated gap by as much as the summary shows, shownStep). It
 // returns the least of those bounds and ub; the charge of
 // the bound kept stays in bp.used.
 func (bp *beliefPlanner) csBound(ctx context.Context, ft *fallbackTables, rows int64, best planRound, ub float64) (float64, error) {
@@ -136,8 +136,7 @@ func (bp *beliefPlanner) csBound(ctx context.Context, ft *fallbackTables, rows i
 	goal := best.v.r - best.v.b + TargetGap
 	ub, err := bp.csBoundFrom(ctx, ft, rows, nil, ub, goal)
 	pols := []*beliefPlanner{nil} // the written plan, then the rounds' relaxed plans
-	roundGoal := best.v.r - best.v.b + chargeRoundGap
-	for i := 0; err == nil && i < chargeRounds && ub > roundGoal; i++ {
+	for i := 0; err == nil && i < chargeRounds && ub-(best.v.r-best.v.b) > chargeRoundGap; i++ {
 		// The relaxed problem's optimum lies above the plan's value where
 		// the charge is below the bonus by much on the trajectories of
 		// another policy: the relaxed problem's own plan finds that
@@ -156,13 +155,22 @@ func (bp *beliefPlanner) csBound(ctx context.Context, ft *fallbackTables, rows i
 				break
 			}
 		}
-		// Another round only while the rounds left, each lowering the
-		// bound as much as this one, could meet the goal.
-		if !worthGoing(before, ub, roundGoal, float64(chargeRounds-i-1)) {
+		// Another round only after one that moved the stated gap by as
+		// much as the summary shows of it.
+		if before-ub < shownStep(ub-(best.v.r-best.v.b)) {
 			break
 		}
 	}
 	return ub, err
+}
+
+// shownStep is the least change of a stated gap g that the summary
+// shows: half a unit in the third significant digit (it prints %.3g).
+func shownStep(g float64) float64 {
+	if !(g > 0) {
+		return 0
+	}
+	return 0.5 * math.Pow(10, math.Floor(math.Log10(g))-2)
 }
 
 // csTrials bounds the gap-search trials of each Cauchy–Schwarz bound

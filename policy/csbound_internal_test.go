@@ -446,3 +446,19 @@ func TestHistCodes(t *testing.T) {
 		t.Errorf("codes of one observation: n %d, first(2) %d, next(1,1,2) %d", one.n(), one.first(2), one.next(1, 1, 2))
 	}
 }
+
+// TestShownStep: the least change of a stated gap the summary's %.3g
+// shows, on values worked by hand: 0.0258 prints as 0.0258, so a change
+// of 0.00005 is the half unit; 0.35 (0.350) → 0.0005; 0.001 → 0.000005; none for
+// a gap of 0.
+func TestShownStep(t *testing.T) {
+	for _, c := range []struct{ g, want float64 }{{0.0258, 0.00005}, {0.35, 0.0005}, {0.001, 0.000005}, {0, 0}} {
+		if got := shownStep(c.g); math.Abs(got-c.want) > 1e-12 {
+			t.Errorf("shownStep(%v) = %v, want %v", c.g, got, c.want)
+		}
+	}
+	// A change below the step does not show at %.3g.
+	if a, b := fmt.Sprintf("%.3g", 0.02581048), fmt.Sprintf("%.3g", 0.02581048-0.3e-6); a != b {
+		t.Errorf("%s and %s differ", a, b)
+	}
+}
