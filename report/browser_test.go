@@ -110,6 +110,10 @@ func TestReportInBrowser(t *testing.T) {
 		chromedp.Flag("disable-component-update", true),
 		chromedp.Flag("disable-sync", true),
 		chromedp.UserDataDir(profile),
+		// Chromium once took longer than chromedp's default 20 s to
+		// print its DevTools address in CI; the test's own 90 s bound
+		// still holds.
+		chromedp.WSURLReadTimeout(90*time.Second),
 	)
 	actx, cancel := chromedp.NewExecAllocator(context.Background(), opts...)
 	defer cancel()
