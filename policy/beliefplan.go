@@ -754,8 +754,7 @@ type boundCharge struct {
 	// a_{h−1} and o_h), keyed by codeKey; a triple htan lacks takes
 	// otan's pair, and a pair otan lacks takes tan[h][a] (obsBound).
 	otan, htan map[int][]float64
-	codes      histCodes
-	nA, nO     int // obsKey's sizes
+	codes      histCodes // the keys' sizes and codes
 	// name is chargeChord, chargeCS or chargeCSObs (PlanStats.BoundCharge).
 	name string
 }
@@ -777,7 +776,7 @@ func (ch *boundCharge) vec(h, a, c int) []float64 {
 		}
 	}
 	if ch.otan != nil {
-		if v, ok := ch.otan[obsKey(h, a, ch.codes.obs(c), ch.nA, ch.nO)]; ok {
+		if v, ok := ch.otan[obsKey(h, a, ch.codes.obs(c), ch.codes.A, ch.codes.O)]; ok {
 			return v
 		}
 	}

@@ -90,7 +90,7 @@ func (bp *beliefPlanner) csCharge(ctx context.Context, ft *fallbackTables, rows 
 		return ch, nil, nil
 	}
 	byObs = &boundCharge{scale: ch.scale, base: ch.base, tan: ch.tan, name: chargeCSObs,
-		otan: st.byObs.tangents(bp, bp.O, mb, w), codes: bp.codes, nA: bp.A, nO: bp.O}
+		otan: st.byObs.tangents(bp, bp.O, mb, w), codes: bp.codes}
 	if st.byCode != nil {
 		byObs.htan = st.byCode.tangents(bp, bp.codes.n(), mb, w)
 	}

@@ -142,15 +142,11 @@ func (bp *beliefPlanner) runTrials(ctx context.Context, sw *sawtooth, goal float
 // as this one did, could not reach it (the bound's decrease per trial
 // falls as the trials go: the straight line is optimistic).
 func (bp *beliefPlanner) trialsWorthGoing(last, u, goal float64) bool {
-	return worthGoing(last, u, goal, float64(bp.trials-bp.trialsRun)/gapTrials)
-}
-
-// worthGoing says whether a bound that the last step took from last to u
-// should go on for up to left more steps towards goal: not once u meets
-// it, nor when left steps, each lowering it as much as the last, could
-// not reach it.
-func worthGoing(last, u, goal, left float64) bool {
-	return u > goal && left*(last-u) >= u-goal
+	if u <= goal {
+		return false
+	}
+	left := float64(bp.trials-bp.trialsRun) / gapTrials
+	return left*(last-u) >= u-goal
 }
 
 // keepTrialPoint records the belief pt that a trial passed at step h.

@@ -88,6 +88,24 @@ func (k histCodes) next(o, a, o2 int) int {
 // obs is the observation o_h of code c.
 func (k histCodes) obs(c int) int { return c % k.O }
 
+// futures is the number of distinct successor sets: the successors'
+// codes depend on the code's last observation with two observations,
+// on nothing with one.
+func (k histCodes) futures() int {
+	if k.deep {
+		return k.O
+	}
+	return 1
+}
+
+// future is the index, below futures, of code c's successor set.
+func (k histCodes) future(c int) int {
+	if k.deep {
+		return k.obs(c)
+	}
+	return 0
+}
+
 // at returns the codes of step h that end in observation o.
 func (k histCodes) at(h, o int) []int {
 	if h <= 1 || !k.deep {
@@ -124,15 +142,11 @@ func (p *beliefPlanner) obsAffordable() bool {
 // and, per step and history code, the points below them.
 type obsSawtooth struct {
 	vm [][][]float64 // [h][c], h = 1..H+1
-	// fut holds the informed bound's future part f_{h,a,o}, [h][a·nf+o]
-	// (nf = 1 and o = 0 with codes of one observation, whose successors
-	// do not depend on o_h), nil when too costly; with the relaxed
+	// fut holds the informed bound's future part f_{h,a,o},
+	// [h][a·futures+future(c)], nil when too costly; with the relaxed
 	// reward of (a, c) it makes the vector α_{h,a,c} (obsInformed).
-	fut   [][][]float64
-	nf    int
-	nA    int
-	codes histCodes
-	sets  []map[int]*ubSet
+	fut  [][][]float64
+	sets []map[int]*ubSet
 }
 
 // obsScratch is one goroutine's buffers: prediction, successor and the
@@ -147,9 +161,9 @@ type obsScratch struct{ pred, next, fut []float64 }
 // observation alone). It stops with ctx's error.
 func (p *beliefPlanner) obsBound(ctx context.Context, ch *boundCharge) (float64, error) {
 	k := p.codes
-	sw := &obsSawtooth{vm: p.obsCorners(ch), sets: make([]map[int]*ubSet, p.H+2), nA: p.A, codes: k}
+	sw := &obsSawtooth{vm: p.obsCorners(ch), sets: make([]map[int]*ubSet, p.H+2)}
 	if p.obsFibAffordable() {
-		sw.fut, sw.nf = p.obsInformed(ch)
+		sw.fut = p.obsInformed(ch)
 		p.obsFibCorners(sw, ch)
 	}
 	for h := p.H; h >= 1; h-- {
@@ -259,13 +273,10 @@ func (p *beliefPlanner) obsInterp(sw *obsSawtooth, ch *boundCharge, h, c int, b 
 		}
 	}
 	if sw.fut != nil {
-		of := 0
-		if sw.nf > 1 {
-			of = sw.codes.obs(c)
-		}
+		nf, of := p.codes.futures(), p.codes.future(c)
 		informed := math.Inf(-1)
-		for a := range sw.nA {
-			informed = max(informed, p.obsReward(ch, h, a, c, b)+dot(sw.fut[h][a*sw.nf+of], b))
+		for a := range p.A {
+			informed = max(informed, p.obsReward(ch, h, a, c, b)+dot(sw.fut[h][a*nf+of], b))
 		}
 		best = min(best, informed)
 	}
@@ -276,11 +287,7 @@ func (p *beliefPlanner) obsInterp(sw *obsSawtooth, ch *boundCharge, h, c int, b 
 // |A|²·|O|·S² multiply–adds for each observation its future part
 // depends on.
 func (p *beliefPlanner) obsFibAffordable() bool {
-	nf := 1.0
-	if p.codes.deep {
-		nf = float64(p.O)
-	}
-	return nf*float64(p.A)*float64(p.A)*float64(p.O)*float64(p.S)*float64(p.S) <= fibCost
+	return float64(p.codes.futures())*float64(p.A)*float64(p.A)*float64(p.O)*float64(p.S)*float64(p.S) <= fibCost
 }
 
 // obsInformed returns the future part of the fast informed bound
@@ -290,14 +297,11 @@ func (p *beliefPlanner) obsFibAffordable() bool {
 // reward (obsRewardAt) and f_{h,a,o}(s) = Σ_{o′} max_{a′} Σ_{s′}
 // T_h(s′|s,a) E_h(o′|s′,a) α_{h+1,a′,c′}(s′), c′ = next(o, a, o′): the
 // successors' codes depend on the code's last observation only, so f is
-// kept per (a, o), [h][a·nf+o], and nf = 1 when they do not depend on it.
-func (p *beliefPlanner) obsInformed(ch *boundCharge) ([][][]float64, int) {
+// kept per (a, o), [h][a·futures+future(c)] (histCodes).
+func (p *beliefPlanner) obsInformed(ch *boundCharge) [][][]float64 {
 	H, S, O, A := p.H, p.S, p.O, p.A
 	k := p.codes
-	nf := 1
-	if k.deep {
-		nf = O
-	}
+	nf := k.futures()
 	fut := make([][][]float64, H+2)
 	ew := perDepth(A-2, S) // per a′, α_{h+1,a′,c′} weighted by E_h(o′|·,a)
 	alpha := make([]float64, S)
@@ -315,7 +319,7 @@ func (p *beliefPlanner) obsInformed(ch *boundCharge) ([][][]float64, int) {
 					// α_{h+1,a′,c′}(s′) per a′, weighted by E_h(o′|s′,a).
 					c2 := k.next(of, a, o2)
 					for a2 := range A {
-						p.obsAlpha(ch, fut, nf, h+1, a2, c2, alpha)
+						p.obsAlpha(ch, fut, h+1, a2, c2, alpha)
 						for s2 := range S {
 							ew[a2][s2] = st.e[s2*O+o2] * alpha[s2]
 						}
@@ -332,18 +336,14 @@ func (p *beliefPlanner) obsInformed(ch *boundCharge) ([][][]float64, int) {
 			}
 		}
 	}
-	return fut, nf
+	return fut
 }
 
 // obsAlpha sets alpha to the informed vector α_{h,a,c} = r_{h,a,c} +
 // f_{h,a,o(c)} (obsInformed).
-func (p *beliefPlanner) obsAlpha(ch *boundCharge, fut [][][]float64, nf, h, a, c int, alpha []float64) {
-	of := 0
-	if nf > 1 {
-		of = p.codes.obs(c)
-	}
+func (p *beliefPlanner) obsAlpha(ch *boundCharge, fut [][][]float64, h, a, c int, alpha []float64) {
 	p.obsRewardVec(ch, h, a, c, alpha)
-	for s, x := range fut[h][a*nf+of] {
+	for s, x := range fut[h][a*p.codes.futures()+p.codes.future(c)] {
 		alpha[s] += x
 	}
 }
@@ -359,7 +359,7 @@ func (p *beliefPlanner) obsFibCorners(sw *obsSawtooth, ch *boundCharge) {
 				best[s] = math.Inf(-1)
 			}
 			for a := range p.A {
-				p.obsAlpha(ch, sw.fut, sw.nf, h, a, c, alpha)
+				p.obsAlpha(ch, sw.fut, h, a, c, alpha)
 				for s := range best {
 					best[s] = max(best[s], alpha[s])
 				}
@@ -379,11 +379,7 @@ func (p *beliefPlanner) obsFibCorners(sw *obsSawtooth, ch *boundCharge) {
 func (p *beliefPlanner) obsCorners(ch *boundCharge) [][][]float64 {
 	H, S, O, A := p.H, p.S, p.O, p.A
 	k := p.codes
-	C := k.n()
-	nf := 1
-	if k.deep {
-		nf = O
-	}
+	C, nf := k.n(), k.futures()
 	vm := make([][][]float64, H+2)
 	vm[H+1] = perDepth(C-1, S)
 	next := make([][]float64, A*nf) // T_h(·|s,a)·w_{h,a,o}, over s
@@ -407,10 +403,7 @@ func (p *beliefPlanner) obsCorners(ch *boundCharge) [][][]float64 {
 		}
 		vm[h] = make([][]float64, C)
 		for c := range C {
-			of := 0
-			if nf > 1 {
-				of = k.obs(c)
-			}
+			of := k.future(c)
 			row := make([]float64, S)
 			for s := range row {
 				row[s] = math.Inf(-1)
