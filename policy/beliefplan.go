@@ -115,6 +115,9 @@ func (bp *beliefPlanner) planRounds(ctx context.Context, ft *fallbackTables, row
 	if err == nil && bp.tightBound && !chordOnly && ub-(best.v.r-best.v.b) > TargetGap {
 		ub, err = bp.csBound(ctx, ft, rows, best, ub)
 	}
+	if err == nil && bp.tightBound && !chordOnly && ub-(best.v.r-best.v.b) > TargetGap {
+		ub, err = bp.topBoundOf(ctx, ft, rows, ub)
+	}
 	if err == nil && bp.tightBound && bp.used.scale > 0 && ub-(best.v.r-best.v.b) > TargetGap {
 		err = bp.relaxedCharge(ctx, ft, rows, best)
 	}
@@ -162,6 +165,30 @@ func (bp *beliefPlanner) csBound(ctx context.Context, ft *fallbackTables, rows i
 		}
 	}
 	return ub, err
+}
+
+// topBoundOf bounds the optimum once more, exactly over the first steps
+// (topBound), with the tangents of the charge by history code the last
+// bounds kept (bp.used) or, when they kept another, the one fitted to
+// the plan of bp.gamma (csCharge), and returns the lesser of that bound
+// and ub. When it is the lesser, bp.used names it and charges nothing
+// along the plan (the bound is no sum of per-step charges, so
+// BonusBoundGap is not stated).
+func (bp *beliefPlanner) topBoundOf(ctx context.Context, ft *fallbackTables, rows int64, ub float64) (float64, error) {
+	ch := bp.used
+	if ch == nil || ch.name != chargeCSObs {
+		var err error
+		if _, ch, err = bp.csCharge(ctx, ft, rows); err != nil {
+			return ub, err
+		}
+	}
+	v, err := bp.topBound(ctx, ch)
+	if err != nil || !(v < ub) {
+		return ub, err
+	}
+	bp.used = &boundCharge{name: chargeTop}
+	bp.topK = bp.topDepth()
+	return v, nil
 }
 
 // shownStep is the least change of a stated gap g that the summary
@@ -396,6 +423,9 @@ func (bp *beliefPlanner) stats(st *PlanStats, points int, best *Policy, v tval, 
 	}
 	if bp.used != nil {
 		st.BoundCharge = bp.used.name
+		if bp.used.name == chargeTop {
+			st.TopDepth = bp.topK
+		}
 	}
 }
 
@@ -755,6 +785,9 @@ type boundCharge struct {
 	// otan's pair, and a pair otan lacks takes tan[h][a] (obsBound).
 	otan, htan map[int][]float64
 	codes      histCodes // the keys' sizes and codes
+	// stepW is the Cauchy–Schwarz weight of each step term its tangents
+	// carry (csWeights; 0 for the chord).
+	stepW float64
 	// name is chargeChord, chargeCS or chargeCSObs (PlanStats.BoundCharge).
 	name string
 }
@@ -764,6 +797,7 @@ const (
 	chargeChord = "chord"                         // chordCharge
 	chargeCS    = "cauchy-schwarz"                // csCharge
 	chargeCSObs = "cauchy-schwarz-by-observation" // csCharge's otan, obsBound
+	chargeTop   = "exact-first-steps"             // topBound
 )
 
 // vec is the charge's vector at step h for action a chosen on the

@@ -76,7 +76,7 @@ func (bp *beliefPlanner) csCharge(ctx context.Context, ft *fallbackTables, rows 
 	if yMax > 1 {
 		gam = 1 / yMax
 	}
-	ch = &boundCharge{scale: gam * alpha, base: gam * alpha * w0 * math.Sqrt(max(bp.bonus.Root, 0)), name: chargeCS}
+	ch = &boundCharge{scale: gam * alpha, base: gam * alpha * w0 * math.Sqrt(max(bp.bonus.Root, 0)), name: chargeCS, stepW: w}
 	ch.tan = make([][][]float64, bp.H)
 	S := bp.S
 	mb := make([]float64, S)
@@ -90,7 +90,7 @@ func (bp *beliefPlanner) csCharge(ctx context.Context, ft *fallbackTables, rows 
 		return ch, nil, nil
 	}
 	byObs = &boundCharge{scale: ch.scale, base: ch.base, tan: ch.tan, name: chargeCSObs,
-		otan: st.byObs.tangents(bp, bp.O, mb, w), codes: bp.codes}
+		otan: st.byObs.tangents(bp, bp.O, mb, w), codes: bp.codes, stepW: w}
 	if st.byCode != nil {
 		byObs.htan = st.byCode.tangents(bp, bp.codes.n(), mb, w)
 	}

@@ -160,15 +160,27 @@ type obsScratch struct{ pred, next, fut []float64 }
 // on (the successors, hence the costly part of the backup, depend on that
 // observation alone). It stops with ctx's error.
 func (p *beliefPlanner) obsBound(ctx context.Context, ch *boundCharge) (float64, error) {
+	sw, err := p.obsSawtoothOf(ctx, ch, 1)
+	if err != nil {
+		return 0, err
+	}
+	v := p.rootValueOf(func(o int, b []float64) float64 { return p.obsInterp(sw, ch, 1, p.codes.first(o), b) })
+	return v - ch.base, nil
+}
+
+// obsSawtoothOf returns obsBound's sawtooth of V_h(b, c) under the
+// charge ch, its points backed up at the steps from from on (the
+// corners cover every step).
+func (p *beliefPlanner) obsSawtoothOf(ctx context.Context, ch *boundCharge, from int) (*obsSawtooth, error) {
 	k := p.codes
 	sw := &obsSawtooth{vm: p.obsCorners(ch), sets: make([]map[int]*ubSet, p.H+2)}
 	if p.obsFibAffordable() {
 		sw.fut = p.obsInformed(ch)
 		p.obsFibCorners(sw, ch)
 	}
-	for h := p.H; h >= 1; h-- {
+	for h := p.H; h >= from; h-- {
 		if err := ctx.Err(); err != nil {
-			return 0, err
+			return nil, err
 		}
 		sw.sets[h] = map[int]*ubSet{}
 		pts := p.pts[h]
@@ -183,7 +195,7 @@ func (p *beliefPlanner) obsBound(ctx context.Context, ch *boundCharge) (float64,
 			return nil
 		})
 		if err != nil {
-			return 0, err
+			return nil, err
 		}
 		for i, pt := range pts {
 			for j, c := range k.at(h, pt.o) {
@@ -199,8 +211,7 @@ func (p *beliefPlanner) obsBound(ctx context.Context, ch *boundCharge) (float64,
 			}
 		}
 	}
-	v := p.rootValueOf(func(o int, b []float64) float64 { return p.obsInterp(sw, ch, 1, k.first(o), b) })
-	return v - ch.base, nil
+	return sw, nil
 }
 
 // obsReward is the relaxed reward of action a at belief b of step h

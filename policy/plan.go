@@ -212,8 +212,13 @@ type PlanStats struct {
 	// square roots, csbound.go) or "cauchy-schwarz-by-observation" (the
 	// same sum with its tangents chosen by the observation each action is
 	// chosen on, the observation and action before it, obsbound.go), the
-	// one of the least bound; empty before any bound.
+	// one of the least bound, or "exact-first-steps" when the least is
+	// the bound exact over the first steps (topbound.go: no charge along
+	// the plan, so BonusBoundGap is 0 then); empty before any bound.
 	BoundCharge string `json:",omitempty"`
+	// TopDepth is K, the steps the bound exact over the first steps
+	// expanded, when BoundCharge is "exact-first-steps"; 0 otherwise.
+	TopDepth int `json:",omitempty"`
 }
 
 // ChargeWords describes BoundCharge for the summary and the report: how
