@@ -175,6 +175,9 @@ func (bp *beliefPlanner) csBound(ctx context.Context, ft *fallbackTables, rows i
 // along the plan (the bound is no sum of per-step charges, so
 // BonusBoundGap is not stated).
 func (bp *beliefPlanner) topBoundOf(ctx context.Context, ft *fallbackTables, rows int64, ub float64) (float64, error) {
+	if bp.topDepth() == 0 {
+		return ub, nil
+	}
 	ch := bp.used
 	if ch == nil || ch.name != chargeCSObs {
 		var err error
@@ -182,12 +185,11 @@ func (bp *beliefPlanner) topBoundOf(ctx context.Context, ft *fallbackTables, row
 			return ub, err
 		}
 	}
-	v, err := bp.topBound(ctx, ch)
+	v, K, err := bp.topBound(ctx, ch)
 	if err != nil || !(v < ub) {
 		return ub, err
 	}
-	bp.used = &boundCharge{name: chargeTop}
-	bp.topK = bp.topDepth()
+	bp.used, bp.topK = &boundCharge{name: chargeTop}, K
 	return v, nil
 }
 

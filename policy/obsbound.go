@@ -124,19 +124,23 @@ func (k histCodes) at(h, o int) []int {
 // when their corner values fit obsBoundCells, else one.
 func (p *beliefPlanner) histCodesOf() histCodes {
 	k := histCodes{deep: !shallowCodes, A: p.A, O: p.O}
-	if float64(p.H+2)*float64(k.n())*float64(p.S) > obsBoundCells {
+	if !p.codeCellsFit(k) {
 		k.deep = false
 	}
 	return k
+}
+
+// codeCellsFit is whether the corner values of codes k fit
+// obsBoundCells.
+func (p *beliefPlanner) codeCellsFit(k histCodes) bool {
+	return float64(p.H+2)*float64(k.n())*float64(p.S) <= obsBoundCells
 }
 
 // shallowCodes (tests) keeps the codes of one observation.
 var shallowCodes bool
 
 // obsAffordable is whether obsBound's corner values fit obsBoundCells.
-func (p *beliefPlanner) obsAffordable() bool {
-	return float64(p.H+2)*float64(p.codes.n())*float64(p.S) <= obsBoundCells
-}
+func (p *beliefPlanner) obsAffordable() bool { return p.codeCellsFit(p.codes) }
 
 // obsSawtooth is obsBound's state: the corner values vm[h][c] over s
 // and, per step and history code, the points below them.
@@ -169,14 +173,15 @@ func (p *beliefPlanner) obsBound(ctx context.Context, ch *boundCharge) (float64,
 }
 
 // obsSawtoothOf returns obsBound's sawtooth of V_h(b, c) under the
-// charge ch, its points backed up at the steps from from on (the
-// corners cover every step).
+// charge ch at the steps from from on (its corners, informed bound and
+// points; the earlier steps are left out, and the charge's tangents
+// there are not read).
 func (p *beliefPlanner) obsSawtoothOf(ctx context.Context, ch *boundCharge, from int) (*obsSawtooth, error) {
 	k := p.codes
-	sw := &obsSawtooth{vm: p.obsCorners(ch), sets: make([]map[int]*ubSet, p.H+2)}
+	sw := &obsSawtooth{vm: p.obsCorners(ch, from), sets: make([]map[int]*ubSet, p.H+2)}
 	if p.obsFibAffordable() {
-		sw.fut = p.obsInformed(ch)
-		p.obsFibCorners(sw, ch)
+		sw.fut = p.obsInformed(ch, from)
+		p.obsFibCorners(sw, ch, from)
 	}
 	for h := p.H; h >= from; h-- {
 		if err := ctx.Err(); err != nil {
@@ -308,15 +313,16 @@ func (p *beliefPlanner) obsFibAffordable() bool {
 // reward (obsRewardAt) and f_{h,a,o}(s) = Σ_{o′} max_{a′} Σ_{s′}
 // T_h(s′|s,a) E_h(o′|s′,a) α_{h+1,a′,c′}(s′), c′ = next(o, a, o′): the
 // successors' codes depend on the code's last observation only, so f is
-// kept per (a, o), [h][a·futures+future(c)] (histCodes).
-func (p *beliefPlanner) obsInformed(ch *boundCharge) [][][]float64 {
+// kept per (a, o), [h][a·futures+future(c)] (histCodes). Steps before
+// from are left nil.
+func (p *beliefPlanner) obsInformed(ch *boundCharge, from int) [][][]float64 {
 	H, S, O, A := p.H, p.S, p.O, p.A
 	k := p.codes
 	nf := k.futures()
 	fut := make([][][]float64, H+2)
 	ew := perDepth(A-2, S) // per a′, α_{h+1,a′,c′} weighted by E_h(o′|·,a)
 	alpha := make([]float64, S)
-	for h := H; h >= 1; h-- {
+	for h := H; h >= from; h-- {
 		fut[h] = make([][]float64, A*nf)
 		for a := range A {
 			st := &p.tab[h][a]
@@ -360,10 +366,10 @@ func (p *beliefPlanner) obsAlpha(ch *boundCharge, fut [][][]float64, h, a, c int
 }
 
 // obsFibCorners lowers the corner values of sw to the informed bound's,
-// max_a α_{h,a,c}(s), where that is lower.
-func (p *beliefPlanner) obsFibCorners(sw *obsSawtooth, ch *boundCharge) {
+// max_a α_{h,a,c}(s), where that is lower, at the steps from from on.
+func (p *beliefPlanner) obsFibCorners(sw *obsSawtooth, ch *boundCharge, from int) {
 	alpha := make([]float64, p.S)
-	for h := 1; h <= p.H; h++ {
+	for h := from; h <= p.H; h++ {
 		for c, row := range sw.vm[h] {
 			best := make([]float64, p.S)
 			for s := range best {
@@ -386,8 +392,9 @@ func (p *beliefPlanner) obsFibCorners(sw *obsSawtooth, ch *boundCharge) {
 // problem's fully observed version over (s_h, c_h) (vm[H+1] = 0): the
 // best action's relaxed reward in s under c plus the expected next value
 // T_h(·|s,a)·w_{h,a,o}, w_{h,a,o}(s′) = Σ_{o′} E_h(o′|s′,a)·vm[h+1][c′](s′),
-// c′ = next(o, a, o′) with o the code's last observation.
-func (p *beliefPlanner) obsCorners(ch *boundCharge) [][][]float64 {
+// c′ = next(o, a, o′) with o the code's last observation; steps before
+// from are left nil.
+func (p *beliefPlanner) obsCorners(ch *boundCharge, from int) [][][]float64 {
 	H, S, O, A := p.H, p.S, p.O, p.A
 	k := p.codes
 	C, nf := k.n(), k.futures()
@@ -395,7 +402,7 @@ func (p *beliefPlanner) obsCorners(ch *boundCharge) [][][]float64 {
 	vm[H+1] = perDepth(C-1, S)
 	next := make([][]float64, A*nf) // T_h(·|s,a)·w_{h,a,o}, over s
 	w, rw := make([]float64, S), make([]float64, S)
-	for h := H; h >= 1; h-- {
+	for h := H; h >= from; h-- {
 		for a := range A {
 			st := &p.tab[h][a]
 			for of := range nf {

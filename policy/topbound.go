@@ -80,14 +80,14 @@ func (p *beliefPlanner) topDepth() int {
 	return 0
 }
 
-// topBound returns the bound exact over the first topDepth steps with
-// the tangents of the charge by history code ch (whose step weight is
-// ch.stepW), +Inf when ch is none or the bound is not affordable. It
-// stops with ctx's error.
-func (p *beliefPlanner) topBound(ctx context.Context, ch *boundCharge) (float64, error) {
+// topBound returns the bound exact over the first K = topDepth() steps
+// with the tangents of the charge by history code ch (whose step weight
+// is ch.stepW), and K; +Inf when ch is none or K is 0. It stops with
+// ctx's error.
+func (p *beliefPlanner) topBound(ctx context.Context, ch *boundCharge) (float64, int, error) {
 	K, alpha := p.topDepth(), p.bonus.Alpha
 	if ch == nil || ch.stepW <= 0 || K == 0 {
-		return math.Inf(1), nil
+		return math.Inf(1), K, nil
 	}
 	root := max(p.bonus.Root, 0)
 	sigMax := root
@@ -105,28 +105,25 @@ func (p *beliefPlanner) topBound(ctx context.Context, ch *boundCharge) (float64,
 		if alpha*y > 1 {
 			gam = 1 / (alpha * y)
 		}
-		tc := ch.rescaled(K, w/ch.stepW)
+		// The tail's sawtooth reads only the steps past K.
+		tc := ch.rescaled(w / ch.stepW)
 		tc.scale, tc.base = gam*alpha, 0
 		sw, err := p.obsSawtoothOf(ctx, tc, K+1)
 		if err != nil {
-			return 0, err
+			return 0, K, err
 		}
 		tails = append(tails, topTail{w0: w0, gam: gam, ch: tc, sw: sw})
 	}
 	t := &topTree{p: p, K: K, tails: tails, alpha: alpha, pred: perDepth(K, p.S), next: perDepth(K, p.S)}
 	return p.rootValueOf(func(o int, b []float64) float64 {
 		return t.value(1, o, p.codes.first(o), b, root)
-	}), nil
+	}), K, nil
 }
 
-// rescaled returns a copy of ch whose tangents past step k are scaled by
-// f (those of steps up to k are shared).
-func (ch *boundCharge) rescaled(k int, f float64) *boundCharge {
+// rescaled returns a copy of ch with every tangent scaled by f.
+func (ch *boundCharge) rescaled(f float64) *boundCharge {
 	out := *ch
-	scale := func(h int, v []float64) []float64 {
-		if h <= k {
-			return v
-		}
+	scale := func(v []float64) []float64 {
 		o := make([]float64, len(v))
 		for i, x := range v {
 			o[i] = x * f
@@ -140,23 +137,21 @@ func (ch *boundCharge) rescaled(k int, f float64) *boundCharge {
 		}
 		out.tan[h] = make([][]float64, len(row))
 		for a, v := range row {
-			out.tan[h][a] = scale(h, v)
+			out.tan[h][a] = scale(v)
 		}
 	}
-	out.otan = rescaledKeys(ch.otan, ch.codes.A*ch.codes.O, scale)
-	out.htan = rescaledKeys(ch.htan, ch.codes.A*ch.codes.n(), scale)
+	out.otan, out.htan = rescaledMap(ch.otan, scale), rescaledMap(ch.htan, scale)
 	return &out
 }
 
-// rescaledKeys applies scale to each tangent of m, keyed by (h·A + a)·n
-// + j (per step: per = A·n), by its step.
-func rescaledKeys(m map[int][]float64, per int, scale func(h int, v []float64) []float64) map[int][]float64 {
+// rescaledMap applies scale to each tangent of m (nil for nil).
+func rescaledMap(m map[int][]float64, scale func([]float64) []float64) map[int][]float64 {
 	if m == nil {
 		return nil
 	}
 	out := make(map[int][]float64, len(m))
 	for key, v := range m {
-		out[key] = scale(key/per, v)
+		out[key] = scale(v)
 	}
 	return out
 }

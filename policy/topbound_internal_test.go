@@ -24,7 +24,7 @@ func TestTopBound(t *testing.T) {
 		if byObs == nil {
 			t.Fatalf("seed %d: no charge by history code", c.seed)
 		}
-		ub, err := bp.topBound(ctx, byObs)
+		ub, _, err := bp.topBound(ctx, byObs)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -44,12 +44,12 @@ func TestTopBound(t *testing.T) {
 			tighter++
 		}
 		bp.workers = 3
-		if again, _ := bp.topBound(ctx, byObs); again != ub {
+		if again, _, _ := bp.topBound(ctx, byObs); again != ub {
 			t.Errorf("seed %d: %v with 3 workers, %v with 1", c.seed, again, ub)
 		}
 		bp.workers = 1
 		topRootScale = 3
-		if wrong, _ := bp.topBound(ctx, byObs); wrong < c.ex.Value-1e-9 {
+		if wrong, _, _ := bp.topBound(ctx, byObs); wrong < c.ex.Value-1e-9 {
 			broken++
 		}
 		topRootScale = 1
