@@ -449,7 +449,7 @@ type beliefPlanner struct {
 	workers int
 	backups int64
 	codes   histCodes // the history codes of the charge by observation
-	topK    int       // the steps of the bound exact over the first steps, when kept
+	top     topStats  // what the bound exact over the first steps did, when kept
 	// tightBound: the upper bound takes every point and tries the
 	// relaxed problem's exact value iteration (PlanOptions.TightBound).
 	tightBound bool

@@ -116,7 +116,7 @@ func (bp *beliefPlanner) planRounds(ctx context.Context, ft *fallbackTables, row
 		ub, err = bp.csBound(ctx, ft, rows, best, ub)
 	}
 	if err == nil && bp.tightBound && !chordOnly && ub-(best.v.r-best.v.b) > TargetGap {
-		ub, err = bp.topBoundOf(ctx, ft, rows, ub)
+		ub, err = bp.topBoundOf(ctx, ft, rows, ub, best.v.r-best.v.b+TargetGap)
 	}
 	if err == nil && bp.tightBound && bp.used.scale > 0 && ub-(best.v.r-best.v.b) > TargetGap {
 		err = bp.relaxedCharge(ctx, ft, rows, best)
@@ -174,7 +174,7 @@ func (bp *beliefPlanner) csBound(ctx context.Context, ft *fallbackTables, rows i
 // and ub. When it is the lesser, bp.used names it and charges nothing
 // along the plan (the bound is no sum of per-step charges, so
 // BonusBoundGap is not stated).
-func (bp *beliefPlanner) topBoundOf(ctx context.Context, ft *fallbackTables, rows int64, ub float64) (float64, error) {
+func (bp *beliefPlanner) topBoundOf(ctx context.Context, ft *fallbackTables, rows int64, ub, goal float64) (float64, error) {
 	if bp.topDepth() == 0 {
 		return ub, nil
 	}
@@ -185,11 +185,11 @@ func (bp *beliefPlanner) topBoundOf(ctx context.Context, ft *fallbackTables, row
 			return ub, err
 		}
 	}
-	v, K, err := bp.topBound(ctx, ch)
+	v, ts, err := bp.topBound(ctx, ch, goal)
 	if err != nil || !(v < ub) {
 		return ub, err
 	}
-	bp.used, bp.topK = &boundCharge{name: chargeTop}, K
+	bp.used, bp.top = &boundCharge{name: chargeTop}, ts
 	return v, nil
 }
 
@@ -426,7 +426,7 @@ func (bp *beliefPlanner) stats(st *PlanStats, points int, best *Policy, v tval, 
 	if bp.used != nil {
 		st.BoundCharge = bp.used.name
 		if bp.used.name == chargeTop {
-			st.TopDepth = bp.topK
+			st.TopDepth, st.TopExpanded = bp.top.K, bp.top.expanded
 		}
 	}
 }

@@ -299,6 +299,23 @@ func (p *beliefPlanner) obsInterp(sw *obsSawtooth, ch *boundCharge, h, c int, b 
 	return best
 }
 
+// obsInterpWork is the multiply–adds of obsInterp at step h and code c:
+// S for the corners, S per point of the code's set, and per action 2S
+// for the informed bound (its reward and future part).
+func (p *beliefPlanner) obsInterpWork(sw *obsSawtooth, h, c int) float64 {
+	if h > p.H {
+		return 0
+	}
+	n := 1
+	if set := sw.sets[h][c]; set != nil {
+		n += len(set.b)
+	}
+	if sw.fut != nil {
+		n += 2 * p.A
+	}
+	return float64(n * p.S)
+}
+
 // obsFibAffordable is whether obsInformed fits fibCost per step:
 // |A|²·|O|·S² multiply–adds for each observation its future part
 // depends on.

@@ -219,6 +219,9 @@ type PlanStats struct {
 	// TopDepth is K, the steps the bound exact over the first steps
 	// expanded, when BoundCharge is "exact-first-steps"; 0 otherwise.
 	TopDepth int `json:",omitempty"`
+	// TopExpanded is the nodes below those K steps that the bound
+	// expanded one step further where its own plan goes; 0 otherwise.
+	TopExpanded int `json:",omitempty"`
 }
 
 // ChargeWords describes BoundCharge for the summary and the report: how

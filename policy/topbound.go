@@ -2,7 +2,11 @@ package policy
 
 import (
 	"context"
+	"encoding/binary"
 	"math"
+	"sort"
+
+	"github.com/psrlcb/psrlcb/internal/parallel"
 )
 
 // The bound exact over the first steps (docs/planning.md, "The bound
@@ -29,9 +33,13 @@ import (
 // by the first K steps' terms alone, exactly; a small w_0 is the charge
 // by history code again. Above the nodes the rewards are exact and every
 // action is allowed, so the root's value bounds max_π E_θ̂,π[R − b̂].
+// Where that bound is still above the goal, the nodes the bound's own
+// plan reaches are expanded further, one step at a time, most probable
+// first (deepen), each new node bounded by the tails of its step.
 
-// topMaxDepth is the most steps expanded exactly (topDepth).
-const topMaxDepth = 3
+// topMaxDepth is the most steps expanded exactly (topDepth; tests
+// lower it).
+var topMaxDepth = 3
 
 // topRootWeights are the root weights w_0 = cos θ of the tails, θ in
 // steps of π/16 from 0 (the first K steps' terms alone) to π/2 (the tail
@@ -51,6 +59,11 @@ var topRootScale = 1.0
 // topCost bounds the top tree's work: its nodes of depth K, (|A|·|O|)^K,
 // times the tails, times S per point of a step's sawtooth.
 const topCost = 1 << 32
+
+// topWork bounds the multiply–adds of the tails' values at the nodes
+// below the exact steps, those of step K+1 included (topTree.fill,
+// obsInterpWork): about 5 s of this machine's two cores.
+const topWork = topCost
 
 // topTail is one tail of topBound: root weight w0, the cap's scale gam,
 // the charge and its sawtooth.
@@ -80,44 +93,65 @@ func (p *beliefPlanner) topDepth() int {
 	return 0
 }
 
+// topStats is what topBound did: K, the steps expanded exactly, and the
+// nodes below them that deepen expanded one step further.
+type topStats struct{ K, expanded int }
+
 // topBound returns the bound exact over the first K = topDepth() steps
 // with the tangents of the charge by history code ch (whose step weight
-// is ch.stepW), and K; +Inf when ch is none or K is 0. It stops with
-// ctx's error.
-func (p *beliefPlanner) topBound(ctx context.Context, ch *boundCharge) (float64, int, error) {
-	K, alpha := p.topDepth(), p.bonus.Alpha
+// is ch.stepW), deepened (topTree.deepen) until it is at most goal or
+// topWork is spent, and what it did; +Inf when ch is none or K is 0. It
+// stops with ctx's error.
+func (p *beliefPlanner) topBound(ctx context.Context, ch *boundCharge, goal float64) (float64, topStats, error) {
+	K := p.topDepth()
 	if ch == nil || ch.stepW <= 0 || K == 0 {
-		return math.Inf(1), K, nil
+		return math.Inf(1), topStats{K: K}, nil
 	}
-	root := max(p.bonus.Root, 0)
-	sigMax := root
-	for h := 1; h <= K; h++ {
+	t := &topTree{p: p, ch: ch, K: K, alpha: p.bonus.Alpha, root: max(p.bonus.Root, 0),
+		tails: make([][]topTail, p.H+1), nodes: map[string]*topNode{},
+		pred: perDepth(K, p.S), next: perDepth(K, p.S)}
+	v, err := t.bound(ctx)
+	if err == nil {
+		v, err = t.deepen(ctx, v, goal)
+	}
+	return v, topStats{K: K, expanded: t.expanded}, err
+}
+
+// tailsFrom returns the tails of the nodes of step from: per root weight
+// w_0, the charge ch from step from on with step weight
+// w = √((1 − w_0²)/(H − from)), the cap's scale γ of the bonus bounded
+// with it, and the charge's sawtooth from step from on.
+func (t *topTree) tailsFrom(ctx context.Context, from int) ([]topTail, error) {
+	p := t.p
+	if t.tails[from] != nil {
+		return t.tails[from], nil
+	}
+	sigMax := t.root
+	for h := 1; h < from; h++ {
 		sigMax += p.quadMax(h)
 	}
 	tails := make([]topTail, 0, len(topRootWeights))
 	for _, w0 := range topRootWeights {
-		w := math.Sqrt(max(1-w0*w0, 0) / float64(p.H-1-K))
+		w := math.Sqrt(max(1-w0*w0, 0) / float64(p.H-from))
 		y := w0 * math.Sqrt(sigMax)
-		for h := K + 1; h < p.H; h++ {
+		for h := from; h < p.H; h++ {
 			y += w * math.Sqrt(p.quadMax(h))
 		}
 		gam := 1.0
-		if alpha*y > 1 {
-			gam = 1 / (alpha * y)
+		if t.alpha*y > 1 {
+			gam = 1 / (t.alpha * y)
 		}
-		// The tail's sawtooth reads only the steps past K.
-		tc := ch.rescaled(w / ch.stepW)
-		tc.scale, tc.base = gam*alpha, 0
-		sw, err := p.obsSawtoothOf(ctx, tc, K+1)
+		// The tail's sawtooth reads only the steps from from on.
+		tc := t.ch.rescaled(w / t.ch.stepW)
+		tc.scale, tc.base = gam*t.alpha, 0
+		sw, err := p.obsSawtoothOf(ctx, tc, from)
 		if err != nil {
-			return 0, K, err
+			return nil, err
 		}
 		tails = append(tails, topTail{w0: w0, gam: gam, ch: tc, sw: sw})
 	}
-	t := &topTree{p: p, K: K, tails: tails, alpha: alpha, pred: perDepth(K, p.S), next: perDepth(K, p.S)}
-	return p.rootValueOf(func(o int, b []float64) float64 {
-		return t.value(1, o, p.codes.first(o), b, root)
-	}), K, nil
+	t.tails[from] = tails
+	return tails, nil
 }
 
 // rescaled returns a copy of ch with every tangent scaled by f.
@@ -156,32 +190,237 @@ func rescaledMap(m map[int][]float64, scale func([]float64) []float64) map[int][
 	return out
 }
 
-// topTree is topBound's exact expansion: its tails, and per depth the
-// prediction and successor buffers.
+// topTree is topBound's expansion: per step the tails of its nodes
+// (nil until some node of that step needs them), the nodes below the
+// exact steps keyed by step, history code and belief, the nodes whose
+// tails' values are still to compute, the nodes whose are computed, the
+// multiply–adds that took (deepen stops at topWork), the nodes expanded,
+// and per depth the prediction and successor buffers of the exact steps.
 type topTree struct {
-	p          *beliefPlanner
-	K          int
-	tails      []topTail
-	alpha      float64
-	pred, next [][]float64
+	p           *beliefPlanner
+	ch          *boundCharge
+	K           int
+	alpha, root float64
+	tails       [][]topTail
+	nodes       map[string]*topNode
+	fresh       []*topNode
+	filled      int
+	work        float64
+	expanded    int
+	enumerating bool
+	pred, next  [][]float64
+}
+
+// topNode is a node below the exact steps: its step, last observation,
+// history code and belief, its tails' values there (without the root
+// term) and the multiply–adds they took, its actions once expanded, and
+// its reach probability in deepen's last pass.
+type topNode struct {
+	h, o, c int
+	b       []float64
+	tv      []float64
+	work    float64
+	acts    []topAct
+	mass    float64
+}
+
+// topAct is an action of an expanded node: its exact reward, its bonus
+// term q and its successors of positive probability.
+type topAct struct {
+	r, q float64
+	kids []topKid
+}
+
+// topKid is a successor and its probability.
+type topKid struct {
+	z float64
+	n *topNode
+}
+
+// bound returns the root's value with every node of step K+1 bounded by
+// its tails: a first pass finds the nodes, their tails' values are
+// computed in parallel, a second pass takes the values.
+func (t *topTree) bound(ctx context.Context) (float64, error) {
+	p := t.p
+	if _, err := t.tailsFrom(ctx, t.K+1); err != nil {
+		return 0, err
+	}
+	t.enumerating = true
+	p.rootValueOf(func(o int, b []float64) float64 { return t.value(1, o, p.codes.first(o), b, t.root) })
+	t.enumerating = false
+	if err := t.fill(ctx); err != nil {
+		return 0, err
+	}
+	return p.rootValueOf(func(o int, b []float64) float64 { return t.value(1, o, p.codes.first(o), b, t.root) }), nil
+}
+
+// deepen lowers the bound v while it is above goal and topWork is not
+// spent. Each round collects the unexpanded nodes that the bound's plan
+// reaches, and those reached through actions whose value is within
+// (v − goal)/m of their node's best (m the node's reach probability):
+// they may take the best's place once the root has fallen by v − goal.
+// It expands them one step exactly, the most probable first, and takes
+// the root's value again. A node's value is the least of its tails' and,
+// once expanded, of its best action's, both bounds on the relaxed
+// problem's value there (its successors bounded by the tails of the next
+// step), so each round's value is a bound and no more than the last.
+func (t *topTree) deepen(ctx context.Context, v, goal float64) (float64, error) {
+	p := t.p
+	first := make([]float64, p.O)
+	p.m.FirstObsProbs(first)
+	for v > goal && t.work < topWork {
+		var cands []*topNode
+		p.rootValueOf(func(o int, b []float64) float64 {
+			t.collect(1, o, p.codes.first(o), b, t.root, first[o], v-goal, &cands)
+			return 0
+		})
+		if len(cands) == 0 {
+			break
+		}
+		sort.SliceStable(cands, func(i, j int) bool { return cands[i].mass > cands[j].mass })
+		grown := 0
+		for _, n := range cands {
+			n.mass = 0
+			// The fresh nodes are priced at the mean so far.
+			if n.acts != nil || t.filled == 0 || t.work+float64(len(t.fresh))*t.work/float64(t.filled) >= topWork {
+				continue
+			}
+			if _, err := t.tailsFrom(ctx, n.h+1); err != nil {
+				return 0, err
+			}
+			t.expand(n)
+			grown++
+		}
+		if err := t.fill(ctx); err != nil {
+			return 0, err
+		}
+		if grown == 0 {
+			break
+		}
+		v = min(v, p.rootValueOf(func(o int, b []float64) float64 { return t.value(1, o, p.codes.first(o), b, t.root) }))
+	}
+	return v, nil
+}
+
+// node returns the node of step h, history code c and belief b, made
+// (with a copy of b, its tails' values still to compute) if new.
+func (t *topTree) node(h, o, c int, b []float64) *topNode {
+	key := make([]byte, 0, 16+8*len(b))
+	key = binary.LittleEndian.AppendUint64(key, uint64(h))
+	key = binary.LittleEndian.AppendUint64(key, uint64(c))
+	for _, x := range b {
+		key = binary.LittleEndian.AppendUint64(key, math.Float64bits(x))
+	}
+	if n, ok := t.nodes[string(key)]; ok {
+		return n
+	}
+	n := &topNode{h: h, o: o, c: c, b: append([]float64(nil), b...)}
+	t.nodes[string(key)] = n
+	t.fresh = append(t.fresh, n)
+	return n
+}
+
+// fill computes the tails' values of the fresh nodes, in parallel, and
+// adds up the multiply–adds they took.
+func (t *topTree) fill(ctx context.Context) error {
+	p, fresh := t.p, t.fresh
+	t.fresh = nil
+	err := parallel.For(ctx, len(fresh), p.workers, func(i int) error {
+		n := fresh[i]
+		tails := t.tails[n.h]
+		n.tv = make([]float64, len(tails))
+		for j, tl := range tails {
+			n.tv[j] = p.obsInterp(tl.sw, tl.ch, n.h, n.c, n.b)
+			n.work += p.obsInterpWork(tl.sw, n.h, n.c)
+		}
+		return nil
+	})
+	for _, n := range fresh {
+		t.work += n.work
+	}
+	t.filled += len(fresh)
+	return err
+}
+
+// expand gives n its actions: each action's exact reward and bonus
+// term, and its successors of positive probability one step on.
+func (t *topTree) expand(n *topNode) {
+	p := t.p
+	t.expanded++
+	pred, next := make([]float64, p.S), make([]float64, p.S)
+	n.acts = make([]topAct, p.A)
+	for a := range p.A {
+		st := &p.tab[n.h][a]
+		act := topAct{r: dot(st.r, n.b), q: max(quad(st.m, n.b), 0)}
+		predict(st.t, n.b, pred)
+		for o2 := range p.O {
+			if z := correct(st.e, p.O, pred, o2, next); z > 0 {
+				act.kids = append(act.kids, topKid{z: z, n: t.node(n.h+1, o2, p.codes.next(n.o, a, o2), next)})
+			}
+		}
+		n.acts[a] = act
+	}
+}
+
+// tailValue is the least over n's tails of the tail's value less its
+// root term, at running sum sig.
+func (t *topTree) tailValue(n *topNode, sig float64) float64 {
+	best := math.Inf(1)
+	for j, tl := range t.tails[n.h] {
+		best = min(best, n.tv[j]-topRootScale*tl.gam*t.alpha*tl.w0*math.Sqrt(sig))
+	}
+	return best
+}
+
+// nodeValue is n's value at running sum sig: the least of its tails'
+// value and, once expanded, its best action's; the best action (-1 when
+// the tails' value is the lesser or n is not expanded).
+func (t *topTree) nodeValue(n *topNode, sig float64) (float64, int) {
+	v, best := t.tailValue(n, sig), -1
+	if n.acts == nil {
+		return v, best
+	}
+	e, ea := math.Inf(-1), -1
+	for a, act := range n.acts {
+		x := act.r
+		for _, k := range act.kids {
+			kv, _ := t.nodeValue(k.n, sig+act.q)
+			x += k.z * kv
+		}
+		if x > e {
+			e, ea = x, a
+		}
+	}
+	if e < v {
+		v, best = e, ea
+	}
+	return v, best
 }
 
 // value is the relaxed value of the node of step h with last
 // observation o, history code c, belief b and running sum sig: the best
 // action's exact reward plus its successors' values down to step K, and
-// at step K+1 the least over the tails of the tail's sawtooth value less
-// its root term.
+// at step K+1 the node's value (nodeValue; 0 while enumerating the
+// nodes).
 func (t *topTree) value(h, o, c int, b []float64, sig float64) float64 {
-	p := t.p
 	if h > t.K {
-		best := math.Inf(1)
-		for _, tl := range t.tails {
-			best = min(best, p.obsInterp(tl.sw, tl.ch, h, c, b)-topRootScale*tl.gam*t.alpha*tl.w0*math.Sqrt(sig))
+		n := t.node(h, o, c, b)
+		if t.enumerating {
+			return 0
 		}
-		return best
+		v, _ := t.nodeValue(n, sig)
+		return v
 	}
+	v, _ := t.step(h, o, c, b, sig, nil)
+	return v
+}
+
+// step is value at a step of at most K, and its best action; each
+// action's value in qs when not nil.
+func (t *topTree) step(h, o, c int, b []float64, sig float64, qs []float64) (float64, int) {
+	p := t.p
 	pred, next := t.pred[h-1], t.next[h-1]
-	best := math.Inf(-1)
+	best, ba := math.Inf(-1), -1
 	for a := range p.A {
 		st := &p.tab[h][a]
 		v := dot(st.r, b)
@@ -192,7 +431,77 @@ func (t *topTree) value(h, o, c int, b []float64, sig float64) float64 {
 				v += z * t.value(h+1, o2, p.codes.next(o, a, o2), next, sig+q)
 			}
 		}
-		best = max(best, v)
+		if qs != nil {
+			qs[a] = v
+		}
+		if v > best {
+			best, ba = v, a
+		}
 	}
-	return best
+	return best, ba
+}
+
+// collect adds to cands the unexpanded nodes reached from the node of
+// step h (as value) with probability mass through the actions whose
+// value is within d/mass of the best's (the bound's plan, and the
+// actions that may take its place once the root's value has fallen by
+// d), each once, adding the mass to theirs. Nodes of the last step but
+// one are not expanded (a tail needs a step).
+func (t *topTree) collect(h, o, c int, b []float64, sig, mass, d float64, cands *[]*topNode) {
+	p := t.p
+	if h > t.K {
+		t.collectNode(t.node(h, o, c, b), sig, mass, d, cands)
+		return
+	}
+	qs := make([]float64, p.A)
+	best, _ := t.step(h, o, c, b, sig, qs)
+	pred, next := make([]float64, p.S), make([]float64, p.S)
+	for a, qa := range qs {
+		if qa < best-d/mass {
+			continue
+		}
+		st := &p.tab[h][a]
+		q := max(quad(st.m, b), 0)
+		predict(st.t, b, pred)
+		for o2 := range p.O {
+			if z := correct(st.e, p.O, pred, o2, next); z > 0 {
+				t.collect(h+1, o2, p.codes.next(o, a, o2), next, sig+q, mass*z, d, cands)
+			}
+		}
+	}
+}
+
+// collectNode is collect below the exact steps: through an expanded
+// node's actions when their best is within d/mass of its tails' value.
+func (t *topTree) collectNode(n *topNode, sig, mass, d float64, cands *[]*topNode) {
+	if n.acts == nil {
+		if n.h+1 < t.p.H {
+			if n.mass == 0 {
+				*cands = append(*cands, n)
+			}
+			n.mass += mass
+		}
+		return
+	}
+	qs := make([]float64, len(n.acts))
+	best := math.Inf(-1)
+	for a, act := range n.acts {
+		qs[a] = act.r
+		for _, k := range act.kids {
+			kv, _ := t.nodeValue(k.n, sig+act.q)
+			qs[a] += k.z * kv
+		}
+		best = max(best, qs[a])
+	}
+	if best-d/mass > t.tailValue(n, sig) {
+		return
+	}
+	for a, act := range n.acts {
+		if qs[a] < best-d/mass {
+			continue
+		}
+		for _, k := range act.kids {
+			t.collectNode(k.n, sig+act.q, mass*k.z, d, cands)
+		}
+	}
 }

@@ -12,10 +12,13 @@ import (
 // by history code it takes its tangents from on some model, and it is
 // the same with 1 and 3 workers. With its tails' root term scaled by 3 (the
 // charge no longer below the bonus) it falls below the optimum on some
-// model, so the comparison can fail.
+// model, so the comparison can fail. With one step exact and deepened
+// with no goal, it lies above the optimum, below the bound of one step
+// exact undeepened (lower on some model) and below that of two steps
+// exact, the same with 1 and 3 workers.
 func TestTopBound(t *testing.T) {
 	ctx := context.Background()
-	ran, tighter, broken := 0, 0, 0
+	ran, tighter, broken, deeper := 0, 0, 0, 0
 	eachBoundCase(t, 67, chargeSpec, func(c boundCase) {
 		if c.alpha == 0 || c.m.Horizon < 4 {
 			return
@@ -24,7 +27,7 @@ func TestTopBound(t *testing.T) {
 		if byObs == nil {
 			t.Fatalf("seed %d: no charge by history code", c.seed)
 		}
-		ub, _, err := bp.topBound(ctx, byObs)
+		ub, _, err := bp.topBound(ctx, byObs, math.Inf(-1))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -44,17 +47,48 @@ func TestTopBound(t *testing.T) {
 			tighter++
 		}
 		bp.workers = 3
-		if again, _, _ := bp.topBound(ctx, byObs); again != ub {
+		if again, _, _ := bp.topBound(ctx, byObs, math.Inf(-1)); again != ub {
 			t.Errorf("seed %d: %v with 3 workers, %v with 1", c.seed, again, ub)
 		}
 		bp.workers = 1
 		topRootScale = 3
-		if wrong, _, _ := bp.topBound(ctx, byObs); wrong < c.ex.Value-1e-9 {
+		if wrong, _, _ := bp.topBound(ctx, byObs, math.Inf(-1)); wrong < c.ex.Value-1e-9 {
 			broken++
 		}
 		topRootScale = 1
+		// One step exact, then deepened with no goal: every node of
+		// step 2 is expanded (the budget is far from spent on these
+		// models), so the bound is at most that of two steps exact,
+		// whose nodes of step 3 have the same tails.
+		topMaxDepth = 1
+		flat, _, err := bp.topBound(ctx, byObs, math.Inf(1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		deep, _, err := bp.topBound(ctx, byObs, math.Inf(-1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		bp.workers = 3
+		if again, _, _ := bp.topBound(ctx, byObs, math.Inf(-1)); again != deep {
+			t.Errorf("seed %d: deepened %v with 3 workers, %v with 1", c.seed, again, deep)
+		}
+		bp.workers = 1
+		topMaxDepth = 2
+		two, _, err := bp.topBound(ctx, byObs, math.Inf(1))
+		topMaxDepth = 3
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("seed %d: one step exact %.6f, deepened %.6f, two steps exact %.6f", c.seed, flat, deep, two)
+		if deep < c.ex.Value-1e-9 || deep > flat+1e-12 || deep > two+1e-12 {
+			t.Errorf("seed %d: deepened bound %v: want within [optimum %v, min(one step exact %v, two steps exact %v)]", c.seed, deep, c.ex.Value, flat, two)
+		}
+		if deep < flat-1e-9 {
+			deeper++
+		}
 	})
-	if ran == 0 || tighter == 0 || broken == 0 {
-		t.Errorf("the bound ran on %d models, was below the charge by history code's on %d and broken by a tripled root term on %d: want all > 0", ran, tighter, broken)
+	if ran == 0 || tighter == 0 || broken == 0 || deeper == 0 {
+		t.Errorf("the bound ran on %d models, was below the charge by history code's on %d, broken by a tripled root term on %d, lowered by deepening on %d: want all > 0", ran, tighter, broken, deeper)
 	}
 }
