@@ -212,12 +212,13 @@ type topTree struct {
 }
 
 // topNode is a node below the exact steps: its step, last observation,
-// history code and belief, its tails' values there (without the root
+// history code, its key (the step, code and belief's bits: the belief is
+// read back from it, belief), its tails' values there (without the root
 // term) and the multiply–adds they took, its actions once expanded, and
 // its reach probability in deepen's last pass.
 type topNode struct {
 	h, o, c int
-	b       []float64
+	key     string
 	tv      []float64
 	work    float64
 	acts    []topAct
@@ -250,6 +251,11 @@ func (t *topTree) bound(ctx context.Context) (float64, error) {
 	t.enumerating = false
 	if err := t.fill(ctx); err != nil {
 		return 0, err
+	}
+	// No node of step K+1 is made after this: their tails' sawtooths
+	// are let go before deepen builds the next step's.
+	for i := range t.tails[t.K+1] {
+		t.tails[t.K+1][i].ch, t.tails[t.K+1][i].sw = nil, nil
 	}
 	return p.rootValueOf(func(o int, b []float64) float64 { return t.value(1, o, p.codes.first(o), b, t.root) }), nil
 }
@@ -303,7 +309,7 @@ func (t *topTree) deepen(ctx context.Context, v, goal float64) (float64, error) 
 }
 
 // node returns the node of step h, history code c and belief b, made
-// (with a copy of b, its tails' values still to compute) if new.
+// (its tails' values still to compute) if new.
 func (t *topTree) node(h, o, c int, b []float64) *topNode {
 	key := make([]byte, 0, 16+8*len(b))
 	key = binary.LittleEndian.AppendUint64(key, uint64(h))
@@ -314,10 +320,17 @@ func (t *topTree) node(h, o, c int, b []float64) *topNode {
 	if n, ok := t.nodes[string(key)]; ok {
 		return n
 	}
-	n := &topNode{h: h, o: o, c: c, b: append([]float64(nil), b...)}
-	t.nodes[string(key)] = n
+	n := &topNode{h: h, o: o, c: c, key: string(key)}
+	t.nodes[n.key] = n
 	t.fresh = append(t.fresh, n)
 	return n
+}
+
+// belief sets b to n's belief, read from its key.
+func (n *topNode) belief(b []float64) {
+	for s := range b {
+		b[s] = math.Float64frombits(binary.LittleEndian.Uint64([]byte(n.key[16+8*s : 24+8*s])))
+	}
 }
 
 // fill computes the tails' values of the fresh nodes, in parallel, and
@@ -325,12 +338,14 @@ func (t *topTree) node(h, o, c int, b []float64) *topNode {
 func (t *topTree) fill(ctx context.Context) error {
 	p, fresh := t.p, t.fresh
 	t.fresh = nil
-	err := parallel.For(ctx, len(fresh), p.workers, func(i int) error {
+	newBelief := func() []float64 { return make([]float64, p.S) }
+	err := parallel.ForWith(ctx, len(fresh), p.workers, newBelief, func(b []float64, i int) error {
 		n := fresh[i]
+		n.belief(b)
 		tails := t.tails[n.h]
 		n.tv = make([]float64, len(tails))
 		for j, tl := range tails {
-			n.tv[j] = p.obsInterp(tl.sw, tl.ch, n.h, n.c, n.b)
+			n.tv[j] = p.obsInterp(tl.sw, tl.ch, n.h, n.c, b)
 			n.work += p.obsInterpWork(tl.sw, n.h, n.c)
 		}
 		return nil
@@ -347,12 +362,13 @@ func (t *topTree) fill(ctx context.Context) error {
 func (t *topTree) expand(n *topNode) {
 	p := t.p
 	t.expanded++
-	pred, next := make([]float64, p.S), make([]float64, p.S)
+	b, pred, next := make([]float64, p.S), make([]float64, p.S), make([]float64, p.S)
+	n.belief(b)
 	n.acts = make([]topAct, p.A)
 	for a := range p.A {
 		st := &p.tab[n.h][a]
-		act := topAct{r: dot(st.r, n.b), q: max(quad(st.m, n.b), 0)}
-		predict(st.t, n.b, pred)
+		act := topAct{r: dot(st.r, b), q: max(quad(st.m, b), 0)}
+		predict(st.t, b, pred)
 		for o2 := range p.O {
 			if z := correct(st.e, p.O, pred, o2, next); z > 0 {
 				act.kids = append(act.kids, topKid{z: z, n: t.node(n.h+1, o2, p.codes.next(n.o, a, o2), next)})
