@@ -260,21 +260,24 @@ func (t *topTree) bound(ctx context.Context) (float64, error) {
 	return p.rootValueOf(func(o int, b []float64) float64 { return t.value(1, o, p.codes.first(o), b, t.root) }), nil
 }
 
-// deepen lowers the bound v while it is above goal and topWork is not
-// spent. Each round collects the unexpanded nodes that the bound's plan
-// reaches, and those reached through actions whose value is within
-// (v − goal)/m of their node's best (m the node's reach probability):
-// they may take the best's place once the root has fallen by v − goal.
-// It expands them one step exactly, the most probable first, and takes
-// the root's value again. A node's value is the least of its tails' and,
-// once expanded, of its best action's, both bounds on the relaxed
-// problem's value there (its successors bounded by the tails of the next
-// step), so each round's value is a bound and no more than the last.
+// deepen lowers the bound v while it is above goal, in rounds. Each
+// round collects the unexpanded nodes that the bound's plan reaches, and
+// those reached through actions whose value is within (v − goal)/m of
+// their node's best (m the node's reach probability): they may take the
+// best's place once the root has fallen by v − goal. It expands them one
+// step exactly, the most probable first, until half the work left of
+// topWork is spent, and takes the root's value again. A node's value is
+// the least of its tails' and, once expanded, of its best action's, both
+// bounds on the relaxed problem's value there (its successors bounded by
+// the tails of the next step), so each round's value is a bound and no
+// more than the last. The rounds stop at the goal, when less than a
+// 32nd of topWork is left, or after a round that moved the stated gap
+// by less than the summary shows (shownStep).
 func (t *topTree) deepen(ctx context.Context, v, goal float64) (float64, error) {
 	p := t.p
 	first := make([]float64, p.O)
 	p.m.FirstObsProbs(first)
-	for v > goal && t.work < topWork {
+	for v > goal && topWork-t.work > topWork/32 {
 		var cands []*topNode
 		p.rootValueOf(func(o int, b []float64) float64 {
 			t.collect(1, o, p.codes.first(o), b, t.root, first[o], v-goal, &cands)
@@ -284,11 +287,13 @@ func (t *topTree) deepen(ctx context.Context, v, goal float64) (float64, error) 
 			break
 		}
 		sort.SliceStable(cands, func(i, j int) bool { return cands[i].mass > cands[j].mass })
-		grown := 0
+		// Half the work left per round: the next round collects anew
+		// through what this one expanded.
+		grown, limit := 0, t.work+(topWork-t.work)/2
 		for _, n := range cands {
 			n.mass = 0
 			// The fresh nodes are priced at the mean so far.
-			if n.acts != nil || t.filled == 0 || t.work+float64(len(t.fresh))*t.work/float64(t.filled) >= topWork {
+			if n.acts != nil || t.filled == 0 || t.work+float64(len(t.fresh))*t.work/float64(t.filled) >= limit {
 				continue
 			}
 			if _, err := t.tailsFrom(ctx, n.h+1); err != nil {
@@ -303,7 +308,14 @@ func (t *topTree) deepen(ctx context.Context, v, goal float64) (float64, error) 
 		if grown == 0 {
 			break
 		}
+		before := v
 		v = min(v, p.rootValueOf(func(o int, b []float64) float64 { return t.value(1, o, p.codes.first(o), b, t.root) }))
+		// Another round only after one that moved the stated gap by as
+		// much as the summary shows of it (goal is the plan's value
+		// plus TargetGap; with no goal, until the work is spent).
+		if g := v - goal + TargetGap; !math.IsInf(g, 1) && before-v < shownStep(g) {
+			break
+		}
 	}
 	return v, nil
 }
