@@ -278,6 +278,12 @@ func (p *beliefPlanner) obsBackup(sw *obsSawtooth, sc *obsScratch, ch *boundChar
 // gain of the same code in proportion to its weight at b, and by the
 // informed bound where it is lower.
 func (p *beliefPlanner) obsInterp(sw *obsSawtooth, ch *boundCharge, h, c int, b []float64) float64 {
+	return p.obsInterpBy(sw, h, c, b, func(a int) float64 { return p.obsReward(ch, h, a, c, b) })
+}
+
+// obsInterpBy is obsInterp with the informed bound's relaxed reward of
+// each action a given, reward(a).
+func (p *beliefPlanner) obsInterpBy(sw *obsSawtooth, h, c int, b []float64, reward func(a int) float64) float64 {
 	if h > p.H {
 		return 0
 	}
@@ -292,7 +298,7 @@ func (p *beliefPlanner) obsInterp(sw *obsSawtooth, ch *boundCharge, h, c int, b 
 		nf, of := p.codes.futures(), p.codes.future(c)
 		informed := math.Inf(-1)
 		for a := range p.A {
-			informed = max(informed, p.obsReward(ch, h, a, c, b)+dot(sw.fut[h][a*nf+of], b))
+			informed = max(informed, reward(a)+dot(sw.fut[h][a*nf+of], b))
 		}
 		best = min(best, informed)
 	}

@@ -66,7 +66,7 @@ const topCost = 1 << 32
 const topWork = topCost
 
 // topTail is one tail of topBound: root weight w0, the cap's scale gam,
-// the charge and its sawtooth.
+// the charge (topTree.ch's tangents, its own scale) and its sawtooth.
 type topTail struct {
 	w0, gam float64
 	ch      *boundCharge
@@ -141,53 +141,20 @@ func (t *topTree) tailsFrom(ctx context.Context, from int) ([]topTail, error) {
 		if t.alpha*y > 1 {
 			gam = 1 / (t.alpha * y)
 		}
-		// The tail's sawtooth reads only the steps from from on.
-		tc := t.ch.rescaled(w / t.ch.stepW)
-		tc.scale, tc.base = gam*t.alpha, 0
-		sw, err := p.obsSawtoothOf(ctx, tc, from)
+		// The tail's charge is t.ch's tangents at step weight w: its
+		// scale carries the factor (the sawtooth reads the tangents only
+		// times the scale, obsReward), so the tangents are shared. Its
+		// sawtooth reads only the steps from from on.
+		tc := *t.ch
+		tc.scale, tc.base = gam*t.alpha*w/t.ch.stepW, 0
+		sw, err := p.obsSawtoothOf(ctx, &tc, from)
 		if err != nil {
 			return nil, err
 		}
-		tails = append(tails, topTail{w0: w0, gam: gam, ch: tc, sw: sw})
+		tails = append(tails, topTail{w0: w0, gam: gam, ch: &tc, sw: sw})
 	}
 	t.tails[from] = tails
 	return tails, nil
-}
-
-// rescaled returns a copy of ch with every tangent scaled by f.
-func (ch *boundCharge) rescaled(f float64) *boundCharge {
-	out := *ch
-	scale := func(v []float64) []float64 {
-		o := make([]float64, len(v))
-		for i, x := range v {
-			o[i] = x * f
-		}
-		return o
-	}
-	out.tan = make([][][]float64, len(ch.tan))
-	for h, row := range ch.tan {
-		if row == nil {
-			continue
-		}
-		out.tan[h] = make([][]float64, len(row))
-		for a, v := range row {
-			out.tan[h][a] = scale(v)
-		}
-	}
-	out.otan, out.htan = rescaledMap(ch.otan, scale), rescaledMap(ch.htan, scale)
-	return &out
-}
-
-// rescaledMap applies scale to each tangent of m (nil for nil).
-func rescaledMap(m map[int][]float64, scale func([]float64) []float64) map[int][]float64 {
-	if m == nil {
-		return nil
-	}
-	out := make(map[int][]float64, len(m))
-	for key, v := range m {
-		out[key] = scale(v)
-	}
-	return out
 }
 
 // topTree is topBound's expansion: per step the tails of its nodes
@@ -345,19 +312,35 @@ func (n *topNode) belief(b []float64) {
 	}
 }
 
+// topScratch is fill's scratch: a belief, and each action's reward and
+// charge (t.ch's) there.
+type topScratch struct{ b, r, ch []float64 }
+
 // fill computes the tails' values of the fresh nodes, in parallel, and
 // adds up the multiply–adds they took.
 func (t *topTree) fill(ctx context.Context) error {
 	p, fresh := t.p, t.fresh
 	t.fresh = nil
-	newBelief := func() []float64 { return make([]float64, p.S) }
-	err := parallel.ForWith(ctx, len(fresh), p.workers, newBelief, func(b []float64, i int) error {
+	newScratch := func() *topScratch {
+		return &topScratch{b: make([]float64, p.S), r: make([]float64, p.A), ch: make([]float64, p.A)}
+	}
+	err := parallel.ForWith(ctx, len(fresh), p.workers, newScratch, func(sc *topScratch, i int) error {
 		n := fresh[i]
-		n.belief(b)
+		n.belief(sc.b)
+		// The tails' charges are t.ch's tangents with their own scales:
+		// each action's reward and tangent at b are computed once for
+		// all of them.
+		for a := range p.A {
+			sc.r[a], sc.ch[a] = dot(p.tab[n.h][a].r, sc.b), 0
+			if n.h < p.H {
+				sc.ch[a] = dot(t.ch.vec(n.h, a, n.c), sc.b)
+			}
+		}
 		tails := t.tails[n.h]
 		n.tv = make([]float64, len(tails))
 		for j, tl := range tails {
-			n.tv[j] = p.obsInterp(tl.sw, tl.ch, n.h, n.c, b)
+			k := tl.ch.scale
+			n.tv[j] = p.obsInterpBy(tl.sw, n.h, n.c, sc.b, func(a int) float64 { return sc.r[a] - k*sc.ch[a] })
 			n.work += p.obsInterpWork(tl.sw, n.h, n.c)
 		}
 		return nil
