@@ -65,6 +65,10 @@ const topCost = 1 << 32
 // obsInterpWork): about 5 s of this machine's two cores.
 const topWork = topCost
 
+// topNodes bounds the nodes topTree keeps (topDepth, deepen): each
+// holds its belief in its key, 16 + 8S bytes, and its tails' values.
+const topNodes = 1 << 21
+
 // topTail is one tail of topBound: root weight w0, the cap's scale gam,
 // the charge (topTree.ch's tangents, its own scale) and its sawtooth.
 type topTail struct {
@@ -74,7 +78,8 @@ type topTail struct {
 }
 
 // topDepth is K, the steps topBound expands exactly: the most, up to
-// topMaxDepth, whose cost fits topCost and that leave a step of tail
+// topMaxDepth, whose cost fits topCost, whose nodes of step K+1,
+// |O|·(|A|·|O|)^K at most, fit topNodes, and that leave a step of tail
 // (0: none does, or no charge by history code is affordable).
 func (p *beliefPlanner) topDepth() int {
 	if !p.obsAffordable() {
@@ -86,7 +91,7 @@ func (p *beliefPlanner) topDepth() int {
 			pts = max(pts, len(p.pts[h]))
 		}
 		nodes := math.Pow(float64(p.A)*float64(p.O), float64(K))
-		if nodes*float64(len(topRootWeights))*float64(max(pts, 1))*float64(p.S) <= topCost {
+		if nodes*float64(len(topRootWeights))*float64(max(pts, 1))*float64(p.S) <= topCost && nodes*float64(p.O) <= topNodes {
 			return K
 		}
 	}
@@ -108,8 +113,7 @@ func (p *beliefPlanner) topBound(ctx context.Context, ch *boundCharge, goal floa
 		return math.Inf(1), topStats{K: K}, nil
 	}
 	t := &topTree{p: p, ch: ch, K: K, alpha: p.bonus.Alpha, root: max(p.bonus.Root, 0),
-		tails: make([][]topTail, p.H+1), nodes: map[string]*topNode{},
-		pred: perDepth(K, p.S), next: perDepth(K, p.S)}
+		tails: make([][]topTail, p.H+1), nodes: map[string]*topNode{}, first: make([]float64, p.O)}
 	v, err := t.bound(ctx)
 	if err == nil {
 		v, err = t.deepen(ctx, v, goal)
@@ -158,31 +162,32 @@ func (t *topTree) tailsFrom(ctx context.Context, from int) ([]topTail, error) {
 }
 
 // topTree is topBound's expansion: per step the tails of its nodes
-// (nil until some node of that step needs them), the nodes below the
-// exact steps keyed by step, history code and belief, the nodes whose
-// tails' values are still to compute, the nodes whose are computed, the
-// multiply–adds that took (deepen stops at topWork), the nodes expanded,
-// and per depth the prediction and successor buffers of the exact steps.
+// (nil until some node of that step needs them), the first
+// observation's probabilities and the root nodes (step 1, one per first
+// observation of positive probability), every node keyed by step,
+// history code and belief, the nodes whose tails' values are still to
+// compute, the nodes whose are computed, the multiply–adds that took
+// (deepen stops at topWork) and the nodes expanded past step K.
 type topTree struct {
 	p           *beliefPlanner
 	ch          *boundCharge
 	K           int
 	alpha, root float64
 	tails       [][]topTail
+	first       []float64
+	roots       []*topNode
 	nodes       map[string]*topNode
 	fresh       []*topNode
 	filled      int
 	work        float64
 	expanded    int
-	enumerating bool
-	pred, next  [][]float64
 }
 
-// topNode is a node below the exact steps: its step, last observation,
-// history code, its key (the step, code and belief's bits: the belief is
-// read back from it, belief), its tails' values there (without the root
-// term) and the multiply–adds they took, its actions once expanded, and
-// its reach probability in deepen's last pass.
+// topNode is a node of the tree: its step, last observation, history
+// code, its key (the step, code and belief's bits: the belief is read
+// back from it, belief), its tails' values (none at the exact steps;
+// without the root term) and the multiply–adds they took, its actions
+// once expanded, and its reach probability in deepen's last pass.
 type topNode struct {
 	h, o, c int
 	key     string
@@ -205,17 +210,31 @@ type topKid struct {
 	n *topNode
 }
 
-// bound returns the root's value with every node of step K+1 bounded by
-// its tails: a first pass finds the nodes, their tails' values are
-// computed in parallel, a second pass takes the values.
+// bound expands the first K steps exactly (every node of a step of at
+// most K, from the roots down), computes the tails' values of the nodes
+// of step K+1 in parallel, and returns the root's value.
 func (t *topTree) bound(ctx context.Context) (float64, error) {
 	p := t.p
 	if _, err := t.tailsFrom(ctx, t.K+1); err != nil {
 		return 0, err
 	}
-	t.enumerating = true
-	p.rootValueOf(func(o int, b []float64) float64 { return t.value(1, o, p.codes.first(o), b, t.root) })
-	t.enumerating = false
+	p.m.FirstObsProbs(t.first)
+	b := make([]float64, p.S)
+	for o, po := range t.first {
+		if po > 0 {
+			p.m.Prior(b)
+			p.m.ObserveFirst(b, o)
+			t.roots = append(t.roots, t.node(1, o, p.codes.first(o), b))
+		}
+	}
+	// The nodes are made in order, so each is expanded once, after its
+	// parents.
+	for i := 0; i < len(t.fresh); i++ {
+		if n := t.fresh[i]; n.h <= t.K && n.acts == nil {
+			t.expand(n)
+		}
+	}
+	t.expanded = 0
 	if err := t.fill(ctx); err != nil {
 		return 0, err
 	}
@@ -224,7 +243,18 @@ func (t *topTree) bound(ctx context.Context) (float64, error) {
 	for i := range t.tails[t.K+1] {
 		t.tails[t.K+1][i].ch, t.tails[t.K+1][i].sw = nil, nil
 	}
-	return p.rootValueOf(func(o int, b []float64) float64 { return t.value(1, o, p.codes.first(o), b, t.root) }), nil
+	return t.rootValue(), nil
+}
+
+// rootValue is the root's value: the roots' values at the root's sum,
+// weighted by their first observation's probability.
+func (t *topTree) rootValue() float64 {
+	v := 0.0
+	for _, n := range t.roots {
+		nv, _ := t.nodeValue(n, t.root)
+		v += t.first[n.o] * nv
+	}
+	return v
 }
 
 // deepen lowers the bound v while it is above goal, in rounds. Each
@@ -233,7 +263,8 @@ func (t *topTree) bound(ctx context.Context) (float64, error) {
 // their node's best (m the node's reach probability): they may take the
 // best's place once the root has fallen by v − goal. It expands them one
 // step exactly, the most probable first, until half the work left of
-// topWork is spent, and takes the root's value again. A node's value is
+// topWork is spent (or the tree holds topNodes nodes), and takes the
+// root's value again. A node's value is
 // the least of its tails' and, once expanded, of its best action's, both
 // bounds on the relaxed problem's value there (its successors bounded by
 // the tails of the next step), so each round's value is a bound and no
@@ -241,15 +272,11 @@ func (t *topTree) bound(ctx context.Context) (float64, error) {
 // 32nd of topWork is left, or after a round that moved the stated gap
 // by less than the summary shows (shownStep).
 func (t *topTree) deepen(ctx context.Context, v, goal float64) (float64, error) {
-	p := t.p
-	first := make([]float64, p.O)
-	p.m.FirstObsProbs(first)
 	for v > goal && topWork-t.work > topWork/32 {
 		var cands []*topNode
-		p.rootValueOf(func(o int, b []float64) float64 {
-			t.collect(1, o, p.codes.first(o), b, t.root, first[o], v-goal, &cands)
-			return 0
-		})
+		for _, n := range t.roots {
+			t.collect(n, t.root, t.first[n.o], v-goal, &cands)
+		}
 		if len(cands) == 0 {
 			break
 		}
@@ -260,7 +287,7 @@ func (t *topTree) deepen(ctx context.Context, v, goal float64) (float64, error) 
 		for _, n := range cands {
 			n.mass = 0
 			// The fresh nodes are priced at the mean so far.
-			if n.acts != nil || t.filled == 0 || t.work+float64(len(t.fresh))*t.work/float64(t.filled) >= limit {
+			if n.acts != nil || t.filled == 0 || t.work+float64(len(t.fresh))*t.work/float64(t.filled) >= limit || len(t.nodes) >= topNodes {
 				continue
 			}
 			if _, err := t.tailsFrom(ctx, n.h+1); err != nil {
@@ -276,7 +303,7 @@ func (t *topTree) deepen(ctx context.Context, v, goal float64) (float64, error) 
 			break
 		}
 		before := v
-		v = min(v, p.rootValueOf(func(o int, b []float64) float64 { return t.value(1, o, p.codes.first(o), b, t.root) }))
+		v = min(v, t.rootValue())
 		// Another round only after one that moved the stated gap by as
 		// much as the summary shows of it (goal is the plan's value
 		// plus TargetGap; with no goal, until the work is spent).
@@ -326,6 +353,9 @@ func (t *topTree) fill(ctx context.Context) error {
 	}
 	err := parallel.ForWith(ctx, len(fresh), p.workers, newScratch, func(sc *topScratch, i int) error {
 		n := fresh[i]
+		if n.h <= t.K {
+			return nil // a node of the exact steps has no tails
+		}
 		n.belief(sc.b)
 		// The tails' charges are t.ch's tangents with their own scales:
 		// each action's reward and tangent at b are computed once for
@@ -346,9 +376,11 @@ func (t *topTree) fill(ctx context.Context) error {
 		return nil
 	})
 	for _, n := range fresh {
-		t.work += n.work
+		if n.tv != nil {
+			t.work += n.work
+			t.filled++
+		}
 	}
-	t.filled += len(fresh)
 	return err
 }
 
@@ -356,7 +388,7 @@ func (t *topTree) fill(ctx context.Context) error {
 // term, and its successors of positive probability one step on.
 func (t *topTree) expand(n *topNode) {
 	p := t.p
-	t.expanded++
+	t.expanded++ // bound resets it after the exact steps
 	b, pred, next := make([]float64, p.S), make([]float64, p.S), make([]float64, p.S)
 	n.belief(b)
 	n.acts = make([]topAct, p.A)
@@ -408,83 +440,14 @@ func (t *topTree) nodeValue(n *topNode, sig float64) (float64, int) {
 	return v, best
 }
 
-// value is the relaxed value of the node of step h with last
-// observation o, history code c, belief b and running sum sig: the best
-// action's exact reward plus its successors' values down to step K, and
-// at step K+1 the node's value (nodeValue; 0 while enumerating the
-// nodes).
-func (t *topTree) value(h, o, c int, b []float64, sig float64) float64 {
-	if h > t.K {
-		n := t.node(h, o, c, b)
-		if t.enumerating {
-			return 0
-		}
-		v, _ := t.nodeValue(n, sig)
-		return v
-	}
-	v, _ := t.step(h, o, c, b, sig, nil)
-	return v
-}
-
-// step is value at a step of at most K, and its best action; each
-// action's value in qs when not nil.
-func (t *topTree) step(h, o, c int, b []float64, sig float64, qs []float64) (float64, int) {
-	p := t.p
-	pred, next := t.pred[h-1], t.next[h-1]
-	best, ba := math.Inf(-1), -1
-	for a := range p.A {
-		st := &p.tab[h][a]
-		v := dot(st.r, b)
-		q := max(quad(st.m, b), 0)
-		predict(st.t, b, pred)
-		for o2 := range p.O {
-			if z := correct(st.e, p.O, pred, o2, next); z > 0 {
-				v += z * t.value(h+1, o2, p.codes.next(o, a, o2), next, sig+q)
-			}
-		}
-		if qs != nil {
-			qs[a] = v
-		}
-		if v > best {
-			best, ba = v, a
-		}
-	}
-	return best, ba
-}
-
-// collect adds to cands the unexpanded nodes reached from the node of
-// step h (as value) with probability mass through the actions whose
-// value is within d/mass of the best's (the bound's plan, and the
-// actions that may take its place once the root's value has fallen by
-// d), each once, adding the mass to theirs. Nodes of the last step but
-// one are not expanded (a tail needs a step).
-func (t *topTree) collect(h, o, c int, b []float64, sig, mass, d float64, cands *[]*topNode) {
-	p := t.p
-	if h > t.K {
-		t.collectNode(t.node(h, o, c, b), sig, mass, d, cands)
-		return
-	}
-	qs := make([]float64, p.A)
-	best, _ := t.step(h, o, c, b, sig, qs)
-	pred, next := make([]float64, p.S), make([]float64, p.S)
-	for a, qa := range qs {
-		if qa < best-d/mass {
-			continue
-		}
-		st := &p.tab[h][a]
-		q := max(quad(st.m, b), 0)
-		predict(st.t, b, pred)
-		for o2 := range p.O {
-			if z := correct(st.e, p.O, pred, o2, next); z > 0 {
-				t.collect(h+1, o2, p.codes.next(o, a, o2), next, sig+q, mass*z, d, cands)
-			}
-		}
-	}
-}
-
-// collectNode is collect below the exact steps: through an expanded
-// node's actions when their best is within d/mass of its tails' value.
-func (t *topTree) collectNode(n *topNode, sig, mass, d float64, cands *[]*topNode) {
+// collect adds to cands the unexpanded nodes reached from n (at running
+// sum sig, with probability mass) through the actions whose value is
+// within d/mass of the best's (the bound's plan, and the actions that
+// may take its place once the root's value has fallen by d), each once,
+// adding the mass to theirs; not past a node whose tails' value is below
+// its actions' by more than d/mass. Nodes of the last step but one are
+// not expanded (a tail needs a step).
+func (t *topTree) collect(n *topNode, sig, mass, d float64, cands *[]*topNode) {
 	if n.acts == nil {
 		if n.h+1 < t.p.H {
 			if n.mass == 0 {
@@ -512,7 +475,7 @@ func (t *topTree) collectNode(n *topNode, sig, mass, d float64, cands *[]*topNod
 			continue
 		}
 		for _, k := range act.kids {
-			t.collectNode(k.n, sig+act.q, mass*k.z, d, cands)
+			t.collect(k.n, sig+act.q, mass*k.z, d, cands)
 		}
 	}
 }
