@@ -262,17 +262,18 @@ func (t *topTree) rootValue() float64 {
 // those reached through actions whose value is within (v − goal)/m of
 // their node's best (m the node's reach probability): they may take the
 // best's place once the root has fallen by v − goal. It expands them one
-// step exactly, the most probable first, until half the work left of
-// topWork is spent (or the tree holds topNodes nodes), and takes the
-// root's value again. A node's value is
-// the least of its tails' and, once expanded, of its best action's, both
-// bounds on the relaxed problem's value there (its successors bounded by
-// the tails of the next step), so each round's value is a bound and no
-// more than the last. The rounds stop at the goal, when less than a
-// 32nd of topWork is left, or after a round that moved the stated gap
-// by less than the summary shows (shownStep).
+// step exactly, the most probable first, until a quarter of the work
+// left of topWork is spent (or the tree holds topNodes nodes), and takes
+// the root's value again. A node's value is the least of its tails' and,
+// once expanded, of its best action's, both bounds on the relaxed
+// problem's value there (its successors bounded by the tails of the next
+// step), so each round's value is a bound and no more than the last. The
+// rounds stop at the goal, when less than a 32nd of topWork is left
+// (after about a dozen rounds), or after two rounds in a row that each
+// moved the stated gap by less than the summary shows (shownStep).
 func (t *topTree) deepen(ctx context.Context, v, goal float64) (float64, error) {
-	for v > goal && topWork-t.work > topWork/32 {
+	stalled := 0 // rounds in a row that moved the stated gap by less than shown
+	for v > goal && topWork-t.work > topWork/32 && stalled < 2 {
 		var cands []*topNode
 		for _, n := range t.roots {
 			t.collect(n, t.root, t.first[n.o], v-goal, &cands)
@@ -281,9 +282,9 @@ func (t *topTree) deepen(ctx context.Context, v, goal float64) (float64, error) 
 			break
 		}
 		sort.SliceStable(cands, func(i, j int) bool { return cands[i].mass > cands[j].mass })
-		// Half the work left per round: the next round collects anew
-		// through what this one expanded.
-		grown, limit := 0, t.work+(topWork-t.work)/2
+		// A quarter of the work left per round: the next round collects
+		// anew through what this one expanded, a step deeper.
+		grown, limit := 0, t.work+(topWork-t.work)/4
 		for _, n := range cands {
 			n.mass = 0
 			// The fresh nodes are priced at the mean so far.
@@ -304,11 +305,12 @@ func (t *topTree) deepen(ctx context.Context, v, goal float64) (float64, error) 
 		}
 		before := v
 		v = min(v, t.rootValue())
-		// Another round only after one that moved the stated gap by as
-		// much as the summary shows of it (goal is the plan's value
-		// plus TargetGap; with no goal, until the work is spent).
+		// goal is the plan's value plus TargetGap; with no goal, the
+		// rounds go on until the work is spent.
 		if g := v - goal + TargetGap; !math.IsInf(g, 1) && before-v < shownStep(g) {
-			break
+			stalled++
+		} else {
+			stalled = 0
 		}
 	}
 	return v, nil
