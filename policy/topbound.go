@@ -69,6 +69,10 @@ const topWork = topCost
 // holds its belief in its key, 16 + 8S bytes, and its tails' values.
 const topNodes = 1 << 21
 
+// topMemory bounds the bytes deepen may hold: its nodes, and the tails
+// of the steps past K+1 (a step's nine sawtooths, obsSawtooth.bytes).
+const topMemory = 1 << 29
+
 // topTail is one tail of topBound: root weight w0, the cap's scale gam,
 // the charge (topTree.ch's tangents, its own scale) and its sawtooth.
 type topTail struct {
@@ -135,6 +139,7 @@ func (t *topTree) tailsFrom(ctx context.Context, from int) ([]topTail, error) {
 		sigMax += p.quadMax(h)
 	}
 	tails := make([]topTail, 0, len(topRootWeights))
+	t.setBytes = 0
 	for _, w0 := range topRootWeights {
 		w := math.Sqrt(max(1-w0*w0, 0) / float64(p.H-from))
 		y := w0 * math.Sqrt(sigMax)
@@ -156,6 +161,11 @@ func (t *topTree) tailsFrom(ctx context.Context, from int) ([]topTail, error) {
 			return nil, err
 		}
 		tails = append(tails, topTail{w0: w0, gam: gam, ch: &tc, sw: sw})
+		b := sw.bytes()
+		if from > t.K+1 {
+			t.bytes += b
+		}
+		t.setBytes += b
 	}
 	t.tails[from] = tails
 	return tails, nil
@@ -167,7 +177,9 @@ func (t *topTree) tailsFrom(ctx context.Context, from int) ([]topTail, error) {
 // observation of positive probability), every node keyed by step,
 // history code and belief, the nodes whose tails' values are still to
 // compute, the nodes whose are computed, the multiply–adds that took
-// (deepen stops at topWork) and the nodes expanded past step K.
+// (deepen stops at topWork), the nodes expanded past step K, and the
+// bytes of the nodes and of the tails of the steps past K+1 (deepen
+// stops at topMemory), and those of the last step's tails built.
 type topTree struct {
 	p           *beliefPlanner
 	ch          *boundCharge
@@ -181,6 +193,8 @@ type topTree struct {
 	filled      int
 	work        float64
 	expanded    int
+	bytes       float64
+	setBytes    float64
 }
 
 // topNode is a node of the tree: its step, last observation, history
@@ -263,7 +277,8 @@ func (t *topTree) rootValue() float64 {
 // their node's best (m the node's reach probability): they may take the
 // best's place once the root has fallen by v − goal. It expands them one
 // step exactly, the most probable first, until a quarter of the work
-// left of topWork is spent (or the tree holds topNodes nodes), and takes
+// left of topWork is spent (or the tree holds topNodes nodes or
+// topMemory bytes), and takes
 // the root's value again. A node's value is the least of its tails' and,
 // once expanded, of its best action's, both bounds on the relaxed
 // problem's value there (its successors bounded by the tails of the next
@@ -288,7 +303,12 @@ func (t *topTree) deepen(ctx context.Context, v, goal float64) (float64, error) 
 		for _, n := range cands {
 			n.mass = 0
 			// The fresh nodes are priced at the mean so far.
-			if n.acts != nil || t.filled == 0 || t.work+float64(len(t.fresh))*t.work/float64(t.filled) >= limit || len(t.nodes) >= topNodes {
+			if n.acts != nil || t.filled == 0 || t.work+float64(len(t.fresh))*t.work/float64(t.filled) >= limit || len(t.nodes) >= topNodes || t.bytes >= topMemory {
+				continue
+			}
+			// A step's first expansion builds the next step's tails,
+			// priced as the last step's.
+			if t.tails[n.h+1] == nil && t.bytes+t.setBytes >= topMemory {
 				continue
 			}
 			if _, err := t.tailsFrom(ctx, n.h+1); err != nil {
@@ -330,6 +350,8 @@ func (t *topTree) node(h, o, c int, b []float64) *topNode {
 	}
 	n := &topNode{h: h, o: o, c: c, key: string(key)}
 	t.nodes[n.key] = n
+	// The key, the node, its tails' values and the map's entry.
+	t.bytes += float64(len(key) + 120 + 8*len(topRootWeights) + 64)
 	t.fresh = append(t.fresh, n)
 	return n
 }
@@ -480,4 +502,24 @@ func (t *topTree) collect(n *topNode, sig, mass, d float64, cands *[]*topNode) {
 			t.collect(k.n, sig+act.q, mass*k.z, d, cands)
 		}
 	}
+}
+
+// bytes is about what sw holds: its corners, its informed bound's
+// future parts and its points' entries (a belief's slice header and a
+// gain each, the belief shared with the planner's points).
+func (sw *obsSawtooth) bytes() float64 {
+	n := 0
+	for _, vs := range [][][][]float64{sw.vm, sw.fut} {
+		for _, row := range vs {
+			for _, v := range row {
+				n += 24 + 8*len(v)
+			}
+		}
+	}
+	for _, sets := range sw.sets {
+		for _, set := range sets {
+			n += 64 + 32*len(set.b)
+		}
+	}
+	return float64(n)
 }
