@@ -276,10 +276,8 @@ func (t *topTree) rootValue() float64 {
 // those reached through actions whose value is within (v − goal)/m of
 // their node's best (m the node's reach probability): they may take the
 // best's place once the root has fallen by v − goal. It expands them one
-// step exactly, the most probable first, until a quarter of the work
-// left of topWork is spent (or the tree holds topNodes nodes or
-// topMemory bytes), and takes
-// the root's value again. A node's value is the least of its tails' and,
+// step exactly, the most probable first (grow), and takes the root's
+// value again. A node's value is the least of its tails' and,
 // once expanded, of its best action's, both bounds on the relaxed
 // problem's value there (its successors bounded by the tails of the next
 // step), so each round's value is a bound and no more than the last. The
@@ -296,26 +294,9 @@ func (t *topTree) deepen(ctx context.Context, v, goal float64) (float64, error) 
 		if len(cands) == 0 {
 			break
 		}
-		sort.SliceStable(cands, func(i, j int) bool { return cands[i].mass > cands[j].mass })
-		// A quarter of the work left per round: the next round collects
-		// anew through what this one expanded, a step deeper.
-		grown, limit := 0, t.work+(topWork-t.work)/4
-		for _, n := range cands {
-			n.mass = 0
-			// The fresh nodes are priced at the mean so far.
-			if n.acts != nil || t.filled == 0 || t.work+float64(len(t.fresh))*t.work/float64(t.filled) >= limit || len(t.nodes) >= topNodes || t.bytes >= topMemory {
-				continue
-			}
-			// A step's first expansion builds the next step's tails,
-			// priced as the last step's.
-			if t.tails[n.h+1] == nil && t.bytes+t.setBytes >= topMemory {
-				continue
-			}
-			if _, err := t.tailsFrom(ctx, n.h+1); err != nil {
-				return 0, err
-			}
-			t.expand(n)
-			grown++
+		grown, err := t.grow(ctx, cands)
+		if err != nil {
+			return 0, err
 		}
 		if err := t.fill(ctx); err != nil {
 			return 0, err
@@ -334,6 +315,33 @@ func (t *topTree) deepen(ctx context.Context, v, goal float64) (float64, error) 
 		}
 	}
 	return v, nil
+}
+
+// grow expands the candidates, the most probable first, until a quarter
+// of the work left of topWork is spent (the next round collects anew
+// through what this one expanded, a step deeper), the tree holds
+// topNodes nodes or about topMemory bytes, and returns how many it
+// expanded. It resets their masses.
+func (t *topTree) grow(ctx context.Context, cands []*topNode) (int, error) {
+	sort.SliceStable(cands, func(i, j int) bool { return cands[i].mass > cands[j].mass })
+	grown, limit := 0, t.work+(topWork-t.work)/4
+	for _, n := range cands {
+		n.mass = 0
+		// The fresh nodes are priced at the mean so far, and a step's
+		// first expansion, which builds the next step's tails, at the
+		// last step's tails' bytes.
+		full := t.filled == 0 || t.work+float64(len(t.fresh))*t.work/float64(t.filled) >= limit ||
+			len(t.nodes) >= topNodes || t.bytes >= topMemory || t.tails[n.h+1] == nil && t.bytes+t.setBytes >= topMemory
+		if n.acts != nil || full {
+			continue
+		}
+		if _, err := t.tailsFrom(ctx, n.h+1); err != nil {
+			return grown, err
+		}
+		t.expand(n)
+		grown++
+	}
+	return grown, nil
 }
 
 // node returns the node of step h, history code c and belief b, made
