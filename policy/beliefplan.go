@@ -168,7 +168,7 @@ func (bp *beliefPlanner) csBound(ctx context.Context, ft *fallbackTables, rows i
 }
 
 // topBoundOf bounds the optimum once more, exactly over the first steps
-// (topBound), with the tangents of the charge by history code the last
+// and deepened while above goal (topBound), with the tangents of the charge by history code the last
 // bounds kept (bp.used) or, when they kept another, the one fitted to
 // the plan of bp.gamma (csCharge), and returns the lesser of that bound
 // and ub. When it is the lesser, bp.used names it and charges nothing
