@@ -168,10 +168,10 @@ func (bp *beliefPlanner) csBound(ctx context.Context, ft *fallbackTables, rows i
 }
 
 // topBoundOf bounds the optimum once more, exactly over the first steps
-// and deepened while above goal (topBound), with the tangents of the charge by history code the last
-// bounds kept (bp.used) or, when they kept another, the one fitted to
-// the plan of bp.gamma (csCharge), and returns the lesser of that bound
-// and ub. When it is the lesser, bp.used names it and charges nothing
+// and deepened while above goal (topBound), with the tangents of the
+// charge by history code the last bounds kept (bp.used) or, when they
+// kept another, the one fitted to the plan of bp.gamma (csCharge), and
+// returns the lesser of that bound and ub. When it is the lesser, bp.used names it and charges nothing
 // along the plan (the bound is no sum of per-step charges, so
 // BonusBoundGap is not stated).
 func (bp *beliefPlanner) topBoundOf(ctx context.Context, ft *fallbackTables, rows int64, ub, goal float64) (float64, error) {

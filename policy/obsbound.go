@@ -322,6 +322,26 @@ func (p *beliefPlanner) obsInterpWork(sw *obsSawtooth, h, c int) float64 {
 	return float64(n * p.S)
 }
 
+// bytes is about what sw holds: its corners, its informed bound's
+// future parts and its points' entries (a belief's slice header and a
+// gain each, the belief shared with the planner's points).
+func (sw *obsSawtooth) bytes() float64 {
+	n := 0
+	for _, vs := range [][][][]float64{sw.vm, sw.fut} {
+		for _, row := range vs {
+			for _, v := range row {
+				n += 24 + 8*len(v)
+			}
+		}
+	}
+	for _, sets := range sw.sets {
+		for _, set := range sets {
+			n += 64 + 32*len(set.b)
+		}
+	}
+	return float64(n)
+}
+
 // obsFibAffordable is whether obsInformed fits fibCost per step:
 // |A|²·|O|·S² multiply–adds for each observation its future part
 // depends on.

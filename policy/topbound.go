@@ -74,11 +74,11 @@ const topNodes = 1 << 21
 const topMemory = 1 << 29
 
 // topTail is one tail of topBound: root weight w0, the cap's scale gam,
-// the charge (topTree.ch's tangents, its own scale) and its sawtooth.
+// the scale of its charge (topTree.ch's tangents at its step weight)
+// and the charge's sawtooth.
 type topTail struct {
-	w0, gam float64
-	ch      *boundCharge
-	sw      *obsSawtooth
+	w0, gam, scale float64
+	sw             *obsSawtooth
 }
 
 // topDepth is K, the steps topBound expands exactly: the most, up to
@@ -125,14 +125,14 @@ func (p *beliefPlanner) topBound(ctx context.Context, ch *boundCharge, goal floa
 	return v, topStats{K: K, expanded: t.expanded}, err
 }
 
-// tailsFrom returns the tails of the nodes of step from: per root weight
-// w_0, the charge ch from step from on with step weight
+// tailsFrom makes the tails of the nodes of step from, once: per root
+// weight w_0, the charge ch from step from on with step weight
 // w = √((1 − w_0²)/(H − from)), the cap's scale γ of the bonus bounded
 // with it, and the charge's sawtooth from step from on.
-func (t *topTree) tailsFrom(ctx context.Context, from int) ([]topTail, error) {
+func (t *topTree) tailsFrom(ctx context.Context, from int) error {
 	p := t.p
 	if t.tails[from] != nil {
-		return t.tails[from], nil
+		return nil
 	}
 	sigMax := t.root
 	for h := 1; h < from; h++ {
@@ -158,9 +158,9 @@ func (t *topTree) tailsFrom(ctx context.Context, from int) ([]topTail, error) {
 		tc.scale, tc.base = gam*t.alpha*w/t.ch.stepW, 0
 		sw, err := p.obsSawtoothOf(ctx, &tc, from)
 		if err != nil {
-			return nil, err
+			return err
 		}
-		tails = append(tails, topTail{w0: w0, gam: gam, ch: &tc, sw: sw})
+		tails = append(tails, topTail{w0: w0, gam: gam, scale: tc.scale, sw: sw})
 		b := sw.bytes()
 		if from > t.K+1 {
 			t.bytes += b
@@ -168,7 +168,7 @@ func (t *topTree) tailsFrom(ctx context.Context, from int) ([]topTail, error) {
 		t.setBytes += b
 	}
 	t.tails[from] = tails
-	return tails, nil
+	return nil
 }
 
 // topTree is topBound's expansion: per step the tails of its nodes
@@ -229,7 +229,7 @@ type topKid struct {
 // of step K+1 in parallel, and returns the root's value.
 func (t *topTree) bound(ctx context.Context) (float64, error) {
 	p := t.p
-	if _, err := t.tailsFrom(ctx, t.K+1); err != nil {
+	if err := t.tailsFrom(ctx, t.K+1); err != nil {
 		return 0, err
 	}
 	p.m.FirstObsProbs(t.first)
@@ -255,7 +255,7 @@ func (t *topTree) bound(ctx context.Context) (float64, error) {
 	// No node of step K+1 is made after this: their tails' sawtooths
 	// are let go before deepen builds the next step's.
 	for i := range t.tails[t.K+1] {
-		t.tails[t.K+1][i].ch, t.tails[t.K+1][i].sw = nil, nil
+		t.tails[t.K+1][i].sw = nil
 	}
 	return t.rootValue(), nil
 }
@@ -335,7 +335,7 @@ func (t *topTree) grow(ctx context.Context, cands []*topNode) (int, error) {
 		if n.acts != nil || full {
 			continue
 		}
-		if _, err := t.tailsFrom(ctx, n.h+1); err != nil {
+		if err := t.tailsFrom(ctx, n.h+1); err != nil {
 			return grown, err
 		}
 		t.expand(n)
@@ -401,8 +401,7 @@ func (t *topTree) fill(ctx context.Context) error {
 		tails := t.tails[n.h]
 		n.tv = make([]float64, len(tails))
 		for j, tl := range tails {
-			k := tl.ch.scale
-			n.tv[j] = p.obsInterpBy(tl.sw, n.h, n.c, sc.b, func(a int) float64 { return sc.r[a] - k*sc.ch[a] })
+			n.tv[j] = p.obsInterpBy(tl.sw, n.h, n.c, sc.b, func(a int) float64 { return sc.r[a] - tl.scale*sc.ch[a] })
 			n.work += p.obsInterpWork(tl.sw, n.h, n.c)
 		}
 		return nil
@@ -510,24 +509,4 @@ func (t *topTree) collect(n *topNode, sig, mass, d float64, cands *[]*topNode) {
 			t.collect(k.n, sig+act.q, mass*k.z, d, cands)
 		}
 	}
-}
-
-// bytes is about what sw holds: its corners, its informed bound's
-// future parts and its points' entries (a belief's slice header and a
-// gain each, the belief shared with the planner's points).
-func (sw *obsSawtooth) bytes() float64 {
-	n := 0
-	for _, vs := range [][][][]float64{sw.vm, sw.fut} {
-		for _, row := range vs {
-			for _, v := range row {
-				n += 24 + 8*len(v)
-			}
-		}
-	}
-	for _, sets := range sw.sets {
-		for _, set := range sets {
-			n += 64 + 32*len(set.b)
-		}
-	}
-	return float64(n)
 }
