@@ -1,10 +1,12 @@
 package policy
 
 import (
+	"cmp"
 	"context"
 	"encoding/binary"
 	"math"
-	"sort"
+	"slices"
+	"unsafe"
 
 	"github.com/psrlcb/psrlcb/internal/parallel"
 )
@@ -45,13 +47,16 @@ var topMaxDepth = 3
 // steps of π/16 from 0 (the first K steps' terms alone) to π/2 (the tail
 // alone): the split of the weight between √σ_K and the tail's terms.
 var topRootWeights = func() []float64 {
-	w := make([]float64, 9)
+	w := make([]float64, topTails)
 	for i := range w {
 		w[i] = math.Cos(float64(i) * math.Pi / 16)
 	}
 	w[8] = 0 // cos(π/2) rounds to 6·10⁻¹⁷
 	return w
 }()
+
+// topTails is the number of tails, one per root weight.
+const topTails = 9
 
 // topRootScale (tests) scales the tails' root term; 1 otherwise.
 var topRootScale = 1.0
@@ -62,8 +67,9 @@ const topCost = 1 << 32
 
 // topWork bounds the multiply–adds of the tails' values at the nodes
 // below the exact steps, those of step K+1 included (topTree.fill,
-// obsInterpWork): about 5 s of this machine's two cores.
-const topWork = topCost
+// obsInterpWork): about 12 s of this machine's two cores (bench/fit.sh's
+// model reaches its goal after 7·10⁹ of them).
+const topWork = 2 * topCost
 
 // topNodes bounds the nodes topTree keeps (topDepth, deepen): each
 // holds its belief in its key, 16 + 8S bytes, and its tails' values.
@@ -200,13 +206,13 @@ type topTree struct {
 // topNode is a node of the tree: its step, last observation, history
 // code, its key (the step, code and belief's bits: the belief is read
 // back from it, belief), its tails' values (none at the exact steps;
-// without the root term) and the multiply–adds they took, its actions
-// once expanded, and its reach probability in deepen's last pass.
+// without the root term; in single precision rounded up, so each stays
+// an upper bound at half the bytes), its actions once expanded, and its
+// reach probability in deepen's last pass.
 type topNode struct {
 	h, o, c int
 	key     string
-	tv      []float64
-	work    float64
+	tv      [topTails]float32
 	acts    []topAct
 	mass    float64
 }
@@ -281,12 +287,13 @@ func (t *topTree) rootValue() float64 {
 // once expanded, of its best action's, both bounds on the relaxed
 // problem's value there (its successors bounded by the tails of the next
 // step), so each round's value is a bound and no more than the last. The
-// rounds stop at the goal, when less than a 32nd of topWork is left
-// (after about a dozen rounds), or after two rounds in a row that each
-// moved the stated gap by less than the summary shows (shownStep).
+// rounds stop at the goal, when less than a 32nd of topWork or of
+// topMemory is left (after about a dozen rounds), or after two rounds in
+// a row that each moved the stated gap by less than the summary shows
+// (shownStep).
 func (t *topTree) deepen(ctx context.Context, v, goal float64) (float64, error) {
 	stalled := 0 // rounds in a row that moved the stated gap by less than shown
-	for v > goal && topWork-t.work > topWork/32 && stalled < 2 {
+	for v > goal && topWork-t.work > topWork/32 && topMemory-t.bytes > topMemory/32 && stalled < 2 {
 		var cands []*topNode
 		for _, n := range t.roots {
 			t.collect(n, t.root, t.first[n.o], v-goal, &cands)
@@ -318,30 +325,71 @@ func (t *topTree) deepen(ctx context.Context, v, goal float64) (float64, error) 
 }
 
 // grow expands the candidates, the most probable first, until a quarter
-// of the work left of topWork is spent (the next round collects anew
-// through what this one expanded, a step deeper), the tree holds
-// topNodes nodes or about topMemory bytes, and returns how many it
-// expanded. It resets their masses.
+// of the work left of topWork or of the bytes left of topMemory (less
+// the tails it builds) is spent
+// (the next round collects anew through what this one expanded, a step
+// deeper: small rounds follow the plan where a budget binds) or the tree
+// holds topNodes nodes, and returns how many it expanded. It resets
+// their masses.
 func (t *topTree) grow(ctx context.Context, cands []*topNode) (int, error) {
-	sort.SliceStable(cands, func(i, j int) bool { return cands[i].mass > cands[j].mass })
 	grown, limit := 0, t.work+(topWork-t.work)/4
-	for _, n := range cands {
+	memLimit := t.bytes + (topMemory-t.bytes)/4
+	for _, n := range mostProbableFirst(cands) {
 		n.mass = 0
 		// The fresh nodes are priced at the mean so far, and a step's
 		// first expansion, which builds the next step's tails, at the
 		// last step's tails' bytes.
 		full := t.filled == 0 || t.work+float64(len(t.fresh))*t.work/float64(t.filled) >= limit ||
-			len(t.nodes) >= topNodes || t.bytes >= topMemory || t.tails[n.h+1] == nil && t.bytes+t.setBytes >= topMemory
+			len(t.nodes) >= topNodes || t.bytes >= memLimit || t.tails[n.h+1] == nil && t.bytes+t.setBytes >= topMemory
 		if n.acts != nil || full {
 			continue
 		}
+		// A step's tails are built once, whatever the round: the round's
+		// quarter is of the nodes' bytes.
+		before := t.bytes
 		if err := t.tailsFrom(ctx, n.h+1); err != nil {
 			return grown, err
 		}
+		memLimit += t.bytes - before
 		t.expand(n)
 		grown++
 	}
 	return grown, nil
+}
+
+// mostProbableFirst returns the candidates by mass, the largest first,
+// ties in their order in cands: what a stable sort gives, by a sort of
+// O(n log n) on (node, place) pairs, where a stable sort of the nodes
+// (O(n log² n)) took half of deepen's time on bench/fit.sh's model.
+func mostProbableFirst(cands []*topNode) []*topNode {
+	type cand struct {
+		n *topNode
+		i int
+	}
+	ord := make([]cand, len(cands))
+	for i, n := range cands {
+		ord[i] = cand{n, i}
+	}
+	slices.SortFunc(ord, func(x, y cand) int {
+		if c := cmp.Compare(y.n.mass, x.n.mass); c != 0 {
+			return c
+		}
+		return cmp.Compare(x.i, y.i)
+	})
+	out := make([]*topNode, len(ord))
+	for i, c := range ord {
+		out[i] = c.n
+	}
+	return out
+}
+
+// roundUp32 is x in single precision, rounded up.
+func roundUp32(x float64) float32 {
+	f := float32(x)
+	if float64(f) < x {
+		f = math.Nextafter32(f, float32(math.Inf(1)))
+	}
+	return f
 }
 
 // node returns the node of step h, history code c and belief b, made
@@ -358,8 +406,8 @@ func (t *topTree) node(h, o, c int, b []float64) *topNode {
 	}
 	n := &topNode{h: h, o: o, c: c, key: string(key)}
 	t.nodes[n.key] = n
-	// The key, the node, its tails' values and the map's entry.
-	t.bytes += float64(len(key) + 120 + 8*len(topRootWeights) + 64)
+	// The key, the node (with its tails' values) and the map's entry.
+	t.bytes += float64(len(key) + int(unsafe.Sizeof(topNode{})) + 64)
 	t.fresh = append(t.fresh, n)
 	return n
 }
@@ -383,6 +431,7 @@ func (t *topTree) fill(ctx context.Context) error {
 	newScratch := func() *topScratch {
 		return &topScratch{b: make([]float64, p.S), r: make([]float64, p.A), ch: make([]float64, p.A)}
 	}
+	work := make([]float64, len(fresh))
 	err := parallel.ForWith(ctx, len(fresh), p.workers, newScratch, func(sc *topScratch, i int) error {
 		n := fresh[i]
 		if n.h <= t.K {
@@ -399,16 +448,15 @@ func (t *topTree) fill(ctx context.Context) error {
 			}
 		}
 		tails := t.tails[n.h]
-		n.tv = make([]float64, len(tails))
 		for j, tl := range tails {
-			n.tv[j] = p.obsInterpBy(tl.sw, n.h, n.c, sc.b, func(a int) float64 { return sc.r[a] - tl.scale*sc.ch[a] })
-			n.work += p.obsInterpWork(tl.sw, n.h, n.c)
+			n.tv[j] = roundUp32(p.obsInterpBy(tl.sw, n.h, n.c, sc.b, func(a int) float64 { return sc.r[a] - tl.scale*sc.ch[a] }))
+			work[i] += p.obsInterpWork(tl.sw, n.h, n.c)
 		}
 		return nil
 	})
-	for _, n := range fresh {
-		if n.tv != nil {
-			t.work += n.work
+	for i, n := range fresh {
+		if n.h > t.K {
+			t.work += work[i]
 			t.filled++
 		}
 	}
@@ -441,7 +489,7 @@ func (t *topTree) expand(n *topNode) {
 func (t *topTree) tailValue(n *topNode, sig float64) float64 {
 	best := math.Inf(1)
 	for j, tl := range t.tails[n.h] {
-		best = min(best, n.tv[j]-topRootScale*tl.gam*t.alpha*tl.w0*math.Sqrt(sig))
+		best = min(best, float64(n.tv[j])-topRootScale*tl.gam*t.alpha*tl.w0*math.Sqrt(sig))
 	}
 	return best
 }

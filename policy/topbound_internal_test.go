@@ -3,6 +3,9 @@ package policy
 import (
 	"context"
 	"math"
+	"math/rand/v2"
+	"slices"
+	"sort"
 	"testing"
 )
 
@@ -92,5 +95,49 @@ func TestTopBound(t *testing.T) {
 	})
 	if ran == 0 || tighter == 0 || broken == 0 || deeper == 0 {
 		t.Errorf("the bound ran on %d models, was below the charge by history code's on %d, broken by a tripled root term on %d, lowered by deepening on %d: want all > 0", ran, tighter, broken, deeper)
+	}
+}
+
+// TestMostProbableFirst: the candidates by mass, ties in their given
+// order, the same as a stable sort of them (masses drawn from few values,
+// so most are tied).
+func TestMostProbableFirst(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for trial := range 50 {
+		cands := make([]*topNode, rng.IntN(300))
+		for i := range cands {
+			cands[i] = &topNode{c: i, mass: float64(rng.IntN(1+trial%7)) / 8}
+		}
+		want := slices.Clone(cands)
+		sort.SliceStable(want, func(i, j int) bool { return want[i].mass > want[j].mass })
+		got := mostProbableFirst(cands)
+		for i := range want {
+			if got[i] != want[i] {
+				t.Fatalf("trial %d: place %d holds node %d (mass %g), want node %d (mass %g)", trial, i, got[i].c, got[i].mass, want[i].c, want[i].mass)
+			}
+		}
+	}
+}
+
+// TestRoundUp32: the tails' values kept in single precision are the
+// least float32 at or above the value: never below it (so each stays an
+// upper bound), and the float32 below is below it.
+func TestRoundUp32(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	xs := []float64{0, 1, -1, 0.1, -0.1, 1.0 / 3, -1.0 / 3, math.MaxFloat32, -math.MaxFloat32, 1e39, -1e39, math.Inf(1), math.Inf(-1), math.SmallestNonzeroFloat64, -math.SmallestNonzeroFloat64}
+	for range 10000 {
+		xs = append(xs, (rng.Float64()-0.5)*math.Pow(10, float64(rng.IntN(13)-6)))
+	}
+	for _, x := range xs {
+		r := roundUp32(x)
+		if float64(r) < x {
+			t.Fatalf("roundUp32(%g) = %g, below it", x, r)
+		}
+		if below := math.Nextafter32(r, float32(math.Inf(-1))); !math.IsInf(float64(r), -1) && float64(below) >= x {
+			t.Fatalf("roundUp32(%g) = %g, but %g is at or above it too", x, r, below)
+		}
+		if float64(float32(x)) == x && float64(r) != x {
+			t.Fatalf("roundUp32(%g) = %g, not the value itself", x, r)
+		}
 	}
 }
