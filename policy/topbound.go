@@ -184,8 +184,9 @@ func (t *topTree) tailsFrom(ctx context.Context, from int) error {
 // history code and belief, the nodes whose tails' values are still to
 // compute, the nodes whose are computed, the multiply–adds that took
 // (deepen stops at topWork), the nodes expanded past step K, and the
-// bytes of the nodes and of the tails of the steps past K+1 (deepen
-// stops at topMemory), and those of the last step's tails built.
+// bytes of the nodes, of the expanded nodes' actions and of the tails of
+// the steps past K+1 (deepen stops at topMemory), and those of the last
+// step's tails built; and expand's scratch of successors.
 type topTree struct {
 	p           *beliefPlanner
 	ch          *boundCharge
@@ -201,6 +202,7 @@ type topTree struct {
 	expanded    int
 	bytes       float64
 	setBytes    float64
+	kids        []topKid
 }
 
 // topNode is a node of the tree: its step, last observation, history
@@ -210,9 +212,9 @@ type topTree struct {
 // an upper bound at half the bytes), its actions once expanded, and its
 // reach probability in deepen's last pass.
 type topNode struct {
-	h, o, c int
+	h, o, c int32
+	tv      [topTails]float32 // beside the int32s: 96 bytes in all, no padding
 	key     string
-	tv      [topTails]float32
 	acts    []topAct
 	mass    float64
 }
@@ -250,7 +252,7 @@ func (t *topTree) bound(ctx context.Context) (float64, error) {
 	// The nodes are made in order, so each is expanded once, after its
 	// parents.
 	for i := 0; i < len(t.fresh); i++ {
-		if n := t.fresh[i]; n.h <= t.K && n.acts == nil {
+		if n := t.fresh[i]; int(n.h) <= t.K && n.acts == nil {
 			t.expand(n)
 		}
 	}
@@ -347,7 +349,7 @@ func (t *topTree) grow(ctx context.Context, cands []*topNode) (int, error) {
 		// A step's tails are built once, whatever the round: the round's
 		// quarter is of the nodes' bytes.
 		before := t.bytes
-		if err := t.tailsFrom(ctx, n.h+1); err != nil {
+		if err := t.tailsFrom(ctx, int(n.h)+1); err != nil {
 			return grown, err
 		}
 		memLimit += t.bytes - before
@@ -404,7 +406,7 @@ func (t *topTree) node(h, o, c int, b []float64) *topNode {
 	if n, ok := t.nodes[string(key)]; ok {
 		return n
 	}
-	n := &topNode{h: h, o: o, c: c, key: string(key)}
+	n := &topNode{h: int32(h), o: int32(o), c: int32(c), key: string(key)}
 	t.nodes[n.key] = n
 	// The key, the node (with its tails' values) and the map's entry.
 	t.bytes += float64(len(key) + int(unsafe.Sizeof(topNode{})) + 64)
@@ -434,7 +436,8 @@ func (t *topTree) fill(ctx context.Context) error {
 	work := make([]float64, len(fresh))
 	err := parallel.ForWith(ctx, len(fresh), p.workers, newScratch, func(sc *topScratch, i int) error {
 		n := fresh[i]
-		if n.h <= t.K {
+		h, c := int(n.h), int(n.c)
+		if h <= t.K {
 			return nil // a node of the exact steps has no tails
 		}
 		n.belief(sc.b)
@@ -442,20 +445,20 @@ func (t *topTree) fill(ctx context.Context) error {
 		// each action's reward and tangent at b are computed once for
 		// all of them.
 		for a := range p.A {
-			sc.r[a], sc.ch[a] = dot(p.tab[n.h][a].r, sc.b), 0
-			if n.h < p.H {
-				sc.ch[a] = dot(t.ch.vec(n.h, a, n.c), sc.b)
+			sc.r[a], sc.ch[a] = dot(p.tab[h][a].r, sc.b), 0
+			if h < p.H {
+				sc.ch[a] = dot(t.ch.vec(h, a, c), sc.b)
 			}
 		}
-		tails := t.tails[n.h]
+		tails := t.tails[h]
 		for j, tl := range tails {
-			n.tv[j] = roundUp32(p.obsInterpBy(tl.sw, n.h, n.c, sc.b, func(a int) float64 { return sc.r[a] - tl.scale*sc.ch[a] }))
-			work[i] += p.obsInterpWork(tl.sw, n.h, n.c)
+			n.tv[j] = roundUp32(p.obsInterpBy(tl.sw, h, c, sc.b, func(a int) float64 { return sc.r[a] - tl.scale*sc.ch[a] }))
+			work[i] += p.obsInterpWork(tl.sw, h, c)
 		}
 		return nil
 	})
 	for i, n := range fresh {
-		if n.h > t.K {
+		if int(n.h) > t.K {
 			t.work += work[i]
 			t.filled++
 		}
@@ -471,15 +474,21 @@ func (t *topTree) expand(n *topNode) {
 	b, pred, next := make([]float64, p.S), make([]float64, p.S), make([]float64, p.S)
 	n.belief(b)
 	n.acts = make([]topAct, p.A)
+	h, o := int(n.h), int(n.o)
+	// The actions and their successors, in the bytes deepen counts.
+	t.bytes += float64(p.A) * float64(unsafe.Sizeof(topAct{}))
 	for a := range p.A {
-		st := &p.tab[n.h][a]
+		st := &p.tab[h][a]
 		act := topAct{r: dot(st.r, b), q: max(quad(st.m, b), 0)}
 		predict(st.t, b, pred)
+		kids := t.kids[:0]
 		for o2 := range p.O {
 			if z := correct(st.e, p.O, pred, o2, next); z > 0 {
-				act.kids = append(act.kids, topKid{z: z, n: t.node(n.h+1, o2, p.codes.next(n.o, a, o2), next)})
+				kids = append(kids, topKid{z: z, n: t.node(h+1, o2, p.codes.next(o, a, o2), next)})
 			}
 		}
+		act.kids, t.kids = slices.Clone(kids), kids
+		t.bytes += float64(len(kids)) * float64(unsafe.Sizeof(topKid{}))
 		n.acts[a] = act
 	}
 }
@@ -528,7 +537,7 @@ func (t *topTree) nodeValue(n *topNode, sig float64) (float64, int) {
 // not expanded (a tail needs a step).
 func (t *topTree) collect(n *topNode, sig, mass, d float64, cands *[]*topNode) {
 	if n.acts == nil {
-		if n.h+1 < t.p.H {
+		if int(n.h)+1 < t.p.H {
 			if n.mass == 0 {
 				*cands = append(*cands, n)
 			}

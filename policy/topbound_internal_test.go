@@ -106,7 +106,7 @@ func TestMostProbableFirst(t *testing.T) {
 	for trial := range 50 {
 		cands := make([]*topNode, rng.IntN(300))
 		for i := range cands {
-			cands[i] = &topNode{c: i, mass: float64(rng.IntN(1+trial%7)) / 8}
+			cands[i] = &topNode{c: int32(i), mass: float64(rng.IntN(1+trial%7)) / 8}
 		}
 		want := slices.Clone(cands)
 		sort.SliceStable(want, func(i, j int) bool { return want[i].mass > want[j].mass })
