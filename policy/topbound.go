@@ -328,11 +328,10 @@ func (t *topTree) deepen(ctx context.Context, v, goal float64) (float64, error) 
 
 // grow expands the candidates, the most probable first, until a quarter
 // of the work left of topWork or of the bytes left of topMemory (less
-// the tails it builds) is spent
-// (the next round collects anew through what this one expanded, a step
-// deeper: small rounds follow the plan where a budget binds) or the tree
-// holds topNodes nodes, and returns how many it expanded. It resets
-// their masses.
+// the tails it builds) is spent, or the tree holds topNodes nodes, and
+// returns how many it expanded; the next round collects anew through
+// what this one expanded, a step deeper, so where a budget binds the
+// rounds shrink and follow the plan. It resets their masses.
 func (t *topTree) grow(ctx context.Context, cands []*topNode) (int, error) {
 	grown, limit := 0, t.work+(topWork-t.work)/4
 	memLimit := t.bytes + (topMemory-t.bytes)/4
