@@ -103,6 +103,25 @@ func tableRows(rows int64, d *ingest.Dataset, spilled bool, limit int64) (int64,
 		memlimit.Format(limit), fit, rows, memlimit.Format(heldBytes(d, spilled)))
 }
 
+// boundMemory is the bytes the final plan's upper bound may hold while it
+// deepens (policy.PlanOptions.BoundMemory) under the memory limit: what
+// half of the live budget left by the logs leaves beside a table of rows,
+// when that is less than policy.DefaultBoundMemory (0, the default,
+// otherwise or with no limit), at least a byte; and the note that says
+// so when it held the gap above policy.TargetGap (pipeline.plan).
+func boundMemory(d *ingest.Dataset, spilled bool, limit, rows int64) (int64, string) {
+	if limit <= 0 {
+		return 0, ""
+	}
+	free := (liveBudget(limit)-heldBytes(d, spilled))/2 - rows*tableRowBytes
+	if free >= policy.DefaultBoundMemory {
+		return 0, ""
+	}
+	free = max(free, 1)
+	return free, fmt.Sprintf("--memory-limit %s: the upper bound on the plan's gap was held to %s (not %s) while it deepened, beside the %s the logs take; a larger limit may state a smaller gap (the policy is the same).",
+		memlimit.Format(limit), memlimit.Format(free), memlimit.Format(policy.DefaultBoundMemory), memlimit.Format(heldBytes(d, spilled)))
+}
+
 // spillStepBytes is what a logged step takes in the spill file: two
 // uint16 codes, the reward and the propensity (float64 each).
 const spillStepBytes = 2 + 2 + 8 + 8

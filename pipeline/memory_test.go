@@ -82,6 +82,32 @@ func TestTableRows(t *testing.T) {
 	})
 }
 
+// TestBoundMemory: the gap's bound holds what half of the live budget
+// left by the logs leaves beside the table, when that is below
+// policy.DefaultBoundMemory, at least a byte; with room for the default,
+// or no limit, the default (0) and no note.
+func TestBoundMemory(t *testing.T) {
+	d := &ingest.Dataset{Horizon: 3, EpisodeIDs: []string{"a", "bb"}, Length: []int32{3, 3},
+		Obs: make([]uint16, 6), Act: make([]uint16, 6), Reward: make([]float64, 6)}
+	withGCPercent(25, func() {
+		// live budget 100 MB, less the logs' 233 bytes, halved, less
+		// 1000 rows of the table.
+		got, note := boundMemory(d, false, 125_000_000, 1000)
+		if want := (100_000_000-233)/2 - 1000*tableRowBytes; got != want || !strings.Contains(note, "--memory-limit 119 MiB") {
+			t.Errorf("bound memory %d (%q), want %d", got, note, want)
+		}
+		if got, note := boundMemory(d, false, 8<<30, 1000); got != 0 || note != "" {
+			t.Errorf("8 GiB: %d, %q; want the default (0) and no note", got, note)
+		}
+		if got, _ := boundMemory(d, false, 1<<10, 1000); got != 1 {
+			t.Errorf("1 KiB: %d, want 1", got)
+		}
+		if got, note := boundMemory(d, false, 0, 1000); got != 0 || note != "" {
+			t.Errorf("no limit: %d, %q", got, note)
+		}
+	})
+}
+
 // TestMemoryLimitRefusesBeforeReading: logs whose steps' heap part alone
 // (the reward code and the bonus term, 5 bytes a step) exceeds the
 // limit are refused as an options error naming the limit, before they

@@ -506,6 +506,7 @@ type fitRun struct {
 	planOpts   policy.PlanOptions
 	rows       int64  // the policy table's rows (PlanRows, or fewer under the memory limit)
 	memNote    string // the note when the memory limit lowered rows
+	boundNote  string // the note when the memory limit held the gap's bound
 	restarts   int    // the EM starts asked for (the warm starts set one)
 
 	rankChoice *estimate.RankChoice
@@ -539,6 +540,7 @@ func newFitRun(d *ingest.Dataset, opts Options) *fitRun {
 	// (docs/planning.md): α is then chosen among the policies the fit
 	// may return.
 	r.planOpts = policy.PlanOptions{Workers: workers, Budget: budget, Planner: opts.Planner, RowBudget: r.rows, Points: opts.PlanPoints, SearchAbove: policy.TargetGap}
+	r.planOpts.BoundMemory, r.boundNote = boundMemory(d, spilled, opts.MemoryLimit, r.rows)
 	return r
 }
 
@@ -789,6 +791,9 @@ func (r *fitRun) plan(ctx context.Context) error {
 	out.Policy, out.Plan = pol, stats
 	if r.memNote != "" && stats.Planner == policy.PlannerBelief && stats.RolloutMass > 0 {
 		out.Notes = append(out.Notes, r.memNote)
+	}
+	if r.boundNote != "" && stats.Planner == policy.PlannerBelief && stats.GapBound > policy.TargetGap {
+		out.Notes = append(out.Notes, r.boundNote)
 	}
 	if len(pol.Nodes) >= largeTable {
 		// The planner's working copies of a table of millions of rows

@@ -450,6 +450,9 @@ type beliefPlanner struct {
 	backups int64
 	codes   histCodes // the history codes of the charge by observation
 	top     topStats  // what the bound exact over the first steps did, when kept
+	// topMemory bounds the bytes of the bound exact over the first
+	// steps (PlanOptions.BoundMemory).
+	topMemory float64
 	// tightBound: the upper bound takes every point and tries the
 	// relaxed problem's exact value iteration (PlanOptions.TightBound).
 	tightBound bool

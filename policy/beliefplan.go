@@ -79,11 +79,17 @@ func beliefPlan(ctx context.Context, m *estimate.Model, bonus *pessimism.Bonus, 
 	}
 	bp.tightBound = opts.TightBound
 	bp.hullBound = opts.HullBound && opts.TightBound
+	if opts.BoundMemory > 0 {
+		bp.topMemory = float64(min(opts.BoundMemory, DefaultBoundMemory))
+	}
 	best, ub, err := bp.planRounds(ctx, ft, rows)
 	if err != nil {
 		return nil, err
 	}
 	bp.stats(st, points, best.pol, best.v, best.eps, best.x0, ub)
+	if bp.topMemory > 0 && bp.topMemory < DefaultBoundMemory {
+		st.BoundMemory = int64(bp.topMemory)
+	}
 	return best.pol, nil
 }
 

@@ -104,6 +104,11 @@ type PlanOptions struct {
 	// RowBudget bounds the rows of the belief planner's policy table
 	// (default DefaultRowBudget).
 	RowBudget int64
+	// BoundMemory bounds the bytes the upper bound exact over the first
+	// steps may hold while it deepens (docs/planning.md, "Deepened where
+	// the bound's plan goes"): default, and at most, DefaultBoundMemory.
+	// fit lowers it under --memory-limit.
+	BoundMemory int64
 	// Objective is what the plan maximises: ObjectiveLCB (the default,
 	// also "") is E_θ̂,π[R − b̂], the output policy of Algorithm 2;
 	// ObjectiveBonus is E_θ̂,π[b̂], the exploration policy π^k of
@@ -222,6 +227,9 @@ type PlanStats struct {
 	// TopExpanded is the nodes below those K steps that the bound
 	// expanded one step further where its own plan goes; 0 otherwise.
 	TopExpanded int `json:",omitempty"`
+	// BoundMemory is the bytes PlanOptions.BoundMemory held the bound's
+	// deepening to, when below DefaultBoundMemory; absent otherwise.
+	BoundMemory int64 `json:",omitempty"`
 }
 
 // ChargeWords describes BoundCharge for the summary and the report: how

@@ -75,9 +75,11 @@ const topWork = 2 * topCost
 // holds its belief in its key, 16 + 8S bytes, and its tails' values.
 const topNodes = 1 << 21
 
-// topMemory bounds the bytes deepen may hold: its nodes, and the tails
-// of the steps past K+1 (a step's nine sawtooths, obsSawtooth.bytes).
-const topMemory = 1 << 29
+// DefaultBoundMemory is the most bytes the bound exact over the first
+// steps may hold while it deepens (PlanOptions.BoundMemory): its nodes,
+// the expanded nodes' actions, and the tails of the steps past K+1 (a
+// step's nine sawtooths, obsSawtooth.bytes).
+const DefaultBoundMemory = 1 << 29
 
 // topTail is one tail of topBound: root weight w0, the cap's scale gam,
 // the scale of its charge (topTree.ch's tangents at its step weight)
@@ -108,9 +110,13 @@ func (p *beliefPlanner) topDepth() int {
 	return 0
 }
 
-// topStats is what topBound did: K, the steps expanded exactly, and the
-// nodes below them that deepen expanded one step further.
-type topStats struct{ K, expanded int }
+// topStats is what topBound did: K, the steps expanded exactly, the
+// nodes below them that deepen expanded one step further, and the bytes
+// counted once the first K steps were expanded and valued.
+type topStats struct {
+	K, expanded int
+	bytes       float64
+}
 
 // topBound returns the bound exact over the first K = topDepth() steps
 // with the tangents of the charge by history code ch (whose step weight
@@ -122,13 +128,14 @@ func (p *beliefPlanner) topBound(ctx context.Context, ch *boundCharge, goal floa
 	if ch == nil || ch.stepW <= 0 || K == 0 {
 		return math.Inf(1), topStats{K: K}, nil
 	}
-	t := &topTree{p: p, ch: ch, K: K, alpha: p.bonus.Alpha, root: max(p.bonus.Root, 0),
+	t := &topTree{p: p, ch: ch, K: K, alpha: p.bonus.Alpha, root: max(p.bonus.Root, 0), memory: cmp.Or(p.topMemory, DefaultBoundMemory),
 		tails: make([][]topTail, p.H+1), nodes: map[string]*topNode{}, first: make([]float64, p.O)}
 	v, err := t.bound(ctx)
-	if err == nil {
+	bytes := t.bytes
+	if err == nil && !math.IsInf(v, 1) {
 		v, err = t.deepen(ctx, v, goal)
 	}
-	return v, topStats{K: K, expanded: t.expanded}, err
+	return v, topStats{K: K, expanded: t.expanded, bytes: bytes}, err
 }
 
 // tailsFrom makes the tails of the nodes of step from, once: per root
@@ -185,7 +192,7 @@ func (t *topTree) tailsFrom(ctx context.Context, from int) error {
 // compute, the nodes whose are computed, the multiply–adds that took
 // (deepen stops at topWork), the nodes expanded past step K, and the
 // bytes of the nodes, of the expanded nodes' actions and of the tails of
-// the steps past K+1 (deepen stops at topMemory), and those of the last
+// the steps past K+1 (deepen stops at memory), and those of the last
 // step's tails built; and expand's scratch of successors.
 type topTree struct {
 	p           *beliefPlanner
@@ -201,6 +208,7 @@ type topTree struct {
 	work        float64
 	expanded    int
 	bytes       float64
+	memory      float64
 	setBytes    float64
 	kids        []topKid
 }
@@ -250,9 +258,13 @@ func (t *topTree) bound(ctx context.Context) (float64, error) {
 		}
 	}
 	// The nodes are made in order, so each is expanded once, after its
-	// parents.
+	// parents. Past t.memory the bound is let go (+Inf: the planner's
+	// other bounds stand).
 	for i := 0; i < len(t.fresh); i++ {
 		if n := t.fresh[i]; int(n.h) <= t.K && n.acts == nil {
+			if t.bytes > t.memory {
+				return math.Inf(1), nil
+			}
 			t.expand(n)
 		}
 	}
@@ -290,12 +302,12 @@ func (t *topTree) rootValue() float64 {
 // problem's value there (its successors bounded by the tails of the next
 // step), so each round's value is a bound and no more than the last. The
 // rounds stop at the goal, when less than a 32nd of topWork or of
-// topMemory is left (after about a dozen rounds), or after two rounds in
+// t.memory is left (after about a dozen rounds), or after two rounds in
 // a row that each moved the stated gap by less than the summary shows
 // (shownStep).
 func (t *topTree) deepen(ctx context.Context, v, goal float64) (float64, error) {
 	stalled := 0 // rounds in a row that moved the stated gap by less than shown
-	for v > goal && topWork-t.work > topWork/32 && topMemory-t.bytes > topMemory/32 && stalled < 2 {
+	for v > goal && topWork-t.work > topWork/32 && t.memory-t.bytes > t.memory/32 && stalled < 2 {
 		var cands []*topNode
 		for _, n := range t.roots {
 			t.collect(n, t.root, t.first[n.o], v-goal, &cands)
@@ -327,21 +339,21 @@ func (t *topTree) deepen(ctx context.Context, v, goal float64) (float64, error) 
 }
 
 // grow expands the candidates, the most probable first, until a quarter
-// of the work left of topWork or of the bytes left of topMemory (less
+// of the work left of topWork or of the bytes left of t.memory (less
 // the tails it builds) is spent, or the tree holds topNodes nodes, and
 // returns how many it expanded; the next round collects anew through
 // what this one expanded, a step deeper, so where a budget binds the
 // rounds shrink and follow the plan. It resets their masses.
 func (t *topTree) grow(ctx context.Context, cands []*topNode) (int, error) {
 	grown, limit := 0, t.work+(topWork-t.work)/4
-	memLimit := t.bytes + (topMemory-t.bytes)/4
+	memLimit := t.bytes + (t.memory-t.bytes)/4
 	for _, n := range mostProbableFirst(cands) {
 		n.mass = 0
 		// The fresh nodes are priced at the mean so far, and a step's
 		// first expansion, which builds the next step's tails, at the
 		// last step's tails' bytes.
 		full := t.filled == 0 || t.work+float64(len(t.fresh))*t.work/float64(t.filled) >= limit ||
-			len(t.nodes) >= topNodes || t.bytes >= memLimit || t.tails[n.h+1] == nil && t.bytes+t.setBytes >= topMemory
+			len(t.nodes) >= topNodes || t.bytes >= memLimit || t.tails[n.h+1] == nil && t.bytes+t.setBytes >= t.memory
 		if n.acts != nil || full {
 			continue
 		}

@@ -98,6 +98,53 @@ func TestTopBound(t *testing.T) {
 	}
 }
 
+// TestTopBoundMemory: with one step exact and no goal, the bound held
+// to the bytes its first step takes (PlanOptions.BoundMemory) expands at
+// most one node past it, and lies above the optimum and the unheld
+// deepened bound and at most at the undeepened one; held to fewer bytes
+// than its first step takes, it is let go (+Inf). On the random models
+// where the unheld bound deepens (10⁻⁹).
+func TestTopBoundMemory(t *testing.T) {
+	ctx := context.Background()
+	defer func() { topMaxDepth = 3 }()
+	held := 0
+	eachBoundCase(t, 67, chargeSpec, func(c boundCase) {
+		if c.alpha == 0 || c.m.Horizon < 4 {
+			return
+		}
+		bp, _, _, byObs := plannedCharges(t, c.m, c.b)
+		topMaxDepth = 1
+		flat, _, err := bp.topBound(ctx, byObs, math.Inf(1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		deep, st, err := bp.topBound(ctx, byObs, math.Inf(-1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.expanded == 0 || !(deep < flat-1e-9) {
+			return
+		}
+		bp.topMemory = st.bytes + 1
+		v, hs, err := bp.topBound(ctx, byObs, math.Inf(-1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if hs.expanded > 1 || v < deep-1e-12 || v > flat+1e-12 || v < c.ex.Value-1e-9 {
+			t.Errorf("seed %d: held to %v bytes: %v (%d expanded); want at most one node expanded and within [max(deepened %v, optimum %v), one step exact %v]", c.seed, bp.topMemory, v, hs.expanded, deep, c.ex.Value, flat)
+		}
+		bp.topMemory = st.bytes / 2
+		if v, _, err := bp.topBound(ctx, byObs, math.Inf(-1)); err != nil || !math.IsInf(v, 1) {
+			t.Errorf("seed %d: held to half the first step's %v bytes: %v, %v; want +Inf", c.seed, st.bytes, v, err)
+		}
+		bp.topMemory = 0
+		held++
+	})
+	if held == 0 {
+		t.Error("no model deepened: the test checked nothing")
+	}
+}
+
 // TestMostProbableFirst: the candidates by mass, ties in their given
 // order, the same as a stable sort of them (masses drawn from few values,
 // so most are tied).

@@ -460,6 +460,9 @@ func printBeliefPlanNotes(w io.Writer, plan *policy.PlanStats) {
 		fmt.Fprintf(w, "  %s\n", report.GapSearchNote(plan))
 	}
 	if plan.GapBound > policy.TargetGap {
+		if plan.BoundMemory > 0 {
+			fmt.Fprintf(w, "  --memory-limit held the upper bound to %s (not %s) while it deepened: a larger limit may state a smaller gap for the same policy\n", memlimit.Format(plan.BoundMemory), memlimit.Format(policy.DefaultBoundMemory))
+		}
 		if report.ChordOwnsGap(plan) {
 			all := ""
 			if report.BoundOwnsWholeGap(plan) {
