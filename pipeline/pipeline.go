@@ -792,7 +792,7 @@ func (r *fitRun) plan(ctx context.Context) error {
 	if r.memNote != "" && stats.Planner == policy.PlannerBelief && stats.RolloutMass > 0 {
 		out.Notes = append(out.Notes, r.memNote)
 	}
-	if r.boundNote != "" && stats.Planner == policy.PlannerBelief && stats.GapBound > policy.TargetGap {
+	if r.boundNote != "" && stats.BoundMemory > 0 && stats.GapBound > policy.TargetGap {
 		out.Notes = append(out.Notes, r.boundNote)
 	}
 	if len(pol.Nodes) >= largeTable {

@@ -451,8 +451,9 @@ type beliefPlanner struct {
 	codes   histCodes // the history codes of the charge by observation
 	top     topStats  // what the bound exact over the first steps did, when kept
 	// topMemory bounds the bytes of the bound exact over the first
-	// steps (PlanOptions.BoundMemory).
+	// steps (PlanOptions.BoundMemory); topTried, that it ran.
 	topMemory float64
+	topTried  bool
 	// tightBound: the upper bound takes every point and tries the
 	// relaxed problem's exact value iteration (PlanOptions.TightBound).
 	tightBound bool

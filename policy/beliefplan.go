@@ -87,7 +87,7 @@ func beliefPlan(ctx context.Context, m *estimate.Model, bonus *pessimism.Bonus, 
 		return nil, err
 	}
 	bp.stats(st, points, best.pol, best.v, best.eps, best.x0, ub)
-	if bp.topMemory > 0 && bp.topMemory < DefaultBoundMemory {
+	if bp.topTried && bp.topMemory > 0 && bp.topMemory < DefaultBoundMemory {
 		st.BoundMemory = int64(bp.topMemory)
 	}
 	return best.pol, nil
@@ -192,6 +192,7 @@ func (bp *beliefPlanner) topBoundOf(ctx context.Context, ft *fallbackTables, row
 		}
 	}
 	v, ts, err := bp.topBound(ctx, ch, goal)
+	bp.topTried = bp.topTried || ts.K > 0
 	if err != nil || !(v < ub) {
 		return ub, err
 	}

@@ -227,8 +227,9 @@ type PlanStats struct {
 	// TopExpanded is the nodes below those K steps that the bound
 	// expanded one step further where its own plan goes; 0 otherwise.
 	TopExpanded int `json:",omitempty"`
-	// BoundMemory is the bytes PlanOptions.BoundMemory held the bound's
-	// deepening to, when below DefaultBoundMemory; absent otherwise.
+	// BoundMemory is the bytes PlanOptions.BoundMemory held the bound
+	// exact over the first steps to, when below DefaultBoundMemory and
+	// that bound ran; absent otherwise.
 	BoundMemory int64 `json:",omitempty"`
 }
 
