@@ -524,12 +524,7 @@ func (t *topTree) nodeValue(n *topNode, sig float64) (float64, int) {
 	}
 	e, ea := math.Inf(-1), -1
 	for a, act := range n.acts {
-		x := act.r
-		for _, k := range act.kids {
-			kv, _ := t.nodeValue(k.n, sig+act.q)
-			x += k.z * kv
-		}
-		if x > e {
+		if x := t.actValue(act, sig); x > e {
 			e, ea = x, a
 		}
 	}
@@ -537,6 +532,18 @@ func (t *topTree) nodeValue(n *topNode, sig float64) (float64, int) {
 		v, best = e, ea
 	}
 	return v, best
+}
+
+// actValue is the value of an expanded node's action at running sum sig:
+// its exact reward plus its successors' values, their sum run on by its
+// bonus term.
+func (t *topTree) actValue(act topAct, sig float64) float64 {
+	x := act.r
+	for _, k := range act.kids {
+		kv, _ := t.nodeValue(k.n, sig+act.q)
+		x += k.z * kv
+	}
+	return x
 }
 
 // collect adds to cands the unexpanded nodes reached from n (at running
@@ -559,11 +566,7 @@ func (t *topTree) collect(n *topNode, sig, mass, d float64, cands *[]*topNode) {
 	qs := make([]float64, len(n.acts))
 	best := math.Inf(-1)
 	for a, act := range n.acts {
-		qs[a] = act.r
-		for _, k := range act.kids {
-			kv, _ := t.nodeValue(k.n, sig+act.q)
-			qs[a] += k.z * kv
-		}
+		qs[a] = t.actValue(act, sig)
 		best = max(best, qs[a])
 	}
 	if best-d/mass > t.tailValue(n, sig) {

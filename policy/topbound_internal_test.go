@@ -65,15 +65,7 @@ func TestTopBound(t *testing.T) {
 		// steps exact, whose nodes of step 3 have the same tails, and
 		// that of H−2 steps exact (ub), the nodes of step H−1 being
 		// the last expanded.
-		topMaxDepth = 1
-		flat, _, err := bp.topBound(ctx, byObs, math.Inf(1))
-		if err != nil {
-			t.Fatal(err)
-		}
-		deep, _, err := bp.topBound(ctx, byObs, math.Inf(-1))
-		if err != nil {
-			t.Fatal(err)
-		}
+		flat, deep, _ := oneStepBounds(t, bp, byObs)
 		bp.workers = 3
 		if again, _, _ := bp.topBound(ctx, byObs, math.Inf(-1)); again != deep {
 			t.Errorf("seed %d: deepened %v with 3 workers, %v with 1", c.seed, again, deep)
@@ -113,15 +105,7 @@ func TestTopBoundMemory(t *testing.T) {
 			return
 		}
 		bp, _, _, byObs := plannedCharges(t, c.m, c.b)
-		topMaxDepth = 1
-		flat, _, err := bp.topBound(ctx, byObs, math.Inf(1))
-		if err != nil {
-			t.Fatal(err)
-		}
-		deep, st, err := bp.topBound(ctx, byObs, math.Inf(-1))
-		if err != nil {
-			t.Fatal(err)
-		}
+		flat, deep, st := oneStepBounds(t, bp, byObs)
 		if st.expanded == 0 || !(deep < flat-1e-9) {
 			return
 		}
@@ -143,6 +127,23 @@ func TestTopBoundMemory(t *testing.T) {
 	if held == 0 {
 		t.Error("no model deepened: the test checked nothing")
 	}
+}
+
+// oneStepBounds sets topMaxDepth to 1 and returns the bound of one step
+// exact with the charge ch, undeepened and deepened with no goal, and
+// what the deepened one did.
+func oneStepBounds(t *testing.T, bp *beliefPlanner, ch *boundCharge) (flat, deep float64, st topStats) {
+	t.Helper()
+	topMaxDepth = 1
+	flat, _, err := bp.topBound(context.Background(), ch, math.Inf(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	deep, st, err = bp.topBound(context.Background(), ch, math.Inf(-1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return flat, deep, st
 }
 
 // TestMostProbableFirst: the candidates by mass, ties in their given
