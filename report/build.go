@@ -547,6 +547,12 @@ func SaturatedGapNote(pl *policy.PlanStats) string {
 	return fmt.Sprintf("That gap is above %.2g while the plan's expected bonus is %.2f of its cap of 1 (α = %.3g): the upper bound knows the bonus only through a straight line below it, so the gap may be mostly the bound's rather than the policy's. Read it as unknown; more points would not close it (docs/planning.md, \"What is reported\").", policy.TargetGap, pl.ValueBonus, pl.Alpha)
 }
 
+// PointsTried reports whether the gap search already added beliefs to
+// the plan's points, where the upper bound's excess lies, and the plan
+// with them was no better (docs/planning.md, "The gap search"): the
+// run's own evidence that more points are unlikely to close its gap.
+func PointsTried(pl *policy.PlanStats) bool { return pl.GapPoints > 0 && !pl.GapReplanned }
+
 // GapSearchNote says what the belief planner's gap search did (policy
 // package, gapsearch.go): it ran when the plan's first stated gap was
 // above policy.TargetGap.
@@ -567,7 +573,7 @@ func GapSearchNote(pl *policy.PlanStats) string {
 // tree search.
 func planNotes(pl *policy.PlanStats) []string {
 	if pl.Planner == policy.PlannerBelief {
-		n := []string{fmt.Sprintf("The history tree (%.3g nodes) exceeded the exact planner's budget: the policy was planned over the model's beliefs (%d points per step) with the tangent upper bound of the bonus at Σ = %.3g; the policy is a controller that decides every history from the model's belief (%s), and its table holds the %d histories it reaches with model probability ≥ %.3g. The values are exact on the table; the histories past it, which the policy reaches with model probability %.3g, are valued by rollouts of the controller under the model (Monte Carlo standard error %.2g on the [0,1] scale). The optimum of E[R − b̂] is at most %.3g above the reported LCB.", pl.TreeNodes, pl.Points, pl.TangentPoint, ControllerFile, pl.Nodes, pl.Threshold, pl.RolloutMass, pl.ValueSE, pl.GapBound)}
+		n := []string{fmt.Sprintf("The history tree (%.3g nodes) exceeded the exact planner's budget: the policy was planned over the model's beliefs (%d points per step) with the tangent upper bound of the bonus at Σ = %.3g; the policy is a controller that decides every history from the model's belief (%s), and its table holds the %d histories it reaches with model probability ≥ %.3g. The values are exact on the table; the histories past it, which the policy reaches with model probability %.3g, are valued by rollouts of the controller under the model (Monte Carlo standard error %.2g on the [0,1] scale). The optimum of E[R − b̂] at the planning α = %.3g is at most %.3g above the policy's own value there (%.4g on the [0,1] scale; the reported lower bound is that value unless it prices the bonus at a larger α).", pl.TreeNodes, pl.Points, pl.TangentPoint, ControllerFile, pl.Nodes, pl.Threshold, pl.RolloutMass, pl.ValueSE, pl.Alpha, pl.GapBound, pl.Value)}
 		if pl.BeliefGap > 0 {
 			n = append(n, searchNote(pl))
 		}
@@ -580,6 +586,8 @@ func planNotes(pl *policy.PlanStats) []string {
 			n = append(n, ChordGapNote(pl))
 		case BonusSaturated(pl):
 			n = append(n, SaturatedGapNote(pl))
+		case pl.PointsCapped && PointsTried(pl):
+			n = append(n, fmt.Sprintf("That gap is above %.2g. Some steps reach more beliefs than the %d points planned at, but the gap search added %d belief%s where the upper bound's excess lies and the plan with them was no better, so more points (--plan-points) are unlikely to close it: what is left is more likely the upper bound's relaxation of the bonus than the policy's distance from the optimum.", policy.TargetGap, pl.Points, pl.GapPoints, plural(pl.GapPoints)))
 		case pl.PointsCapped:
 			n = append(n, fmt.Sprintf("That gap is above %.2g: some steps reach more beliefs than the %d points planned at, and more points (--plan-points) may close it.", policy.TargetGap, pl.Points))
 		default:

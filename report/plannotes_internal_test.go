@@ -144,3 +144,45 @@ func TestGapSearchNoteCounts(t *testing.T) {
 		}
 	}
 }
+
+// TestPlanNotesPointsTried: when the gap search added beliefs and the
+// plan with them was no better, a capped plan whose gap stays above the
+// target is told that more points are unlikely to close it (not that
+// they may); when the plan with them was the better one, or the search
+// added none, it gets the advice on points.
+func TestPlanNotesPointsTried(t *testing.T) {
+	tried := policy.PlanStats{Planner: policy.PlannerBelief, Points: 500, GapBound: 0.0481, PointsCapped: true, GapTrials: 64, GapPoints: 354}
+	replanned, none, one := tried, tried, tried
+	replanned.GapReplanned = true
+	none.GapPoints = 0
+	one.GapPoints = 1
+	for _, c := range []struct {
+		name       string
+		pl         policy.PlanStats
+		want, lack string
+	}{
+		{"tried", tried, "the gap search added 354 beliefs where the upper bound's excess lies and the plan with them was no better, so more points (--plan-points) are unlikely to close it", "may close it"},
+		{"one", one, "added 1 belief where", "may close it"},
+		{"replanned", replanned, "more points (--plan-points) may close it", "unlikely"},
+		{"none added", none, "more points (--plan-points) may close it", "unlikely"},
+	} {
+		text := strings.Join(planNotes(&c.pl), "\n")
+		if !strings.Contains(text, c.want) || strings.Contains(text, c.lack) {
+			t.Errorf("%s: want %q and not %q in the notes:\n%s", c.name, c.want, c.lack, text)
+		}
+	}
+}
+
+// TestPlanNotesGapObjective: the belief plan's stated gap is said to be
+// above the policy's own value at the planning α, not above the reported
+// lower bound, which may price the bonus at a larger α
+// (--lcb-correction cross-fit: hallway at H = 20 plans at α = 0.3 and
+// reports its bound at α = 0.956).
+func TestPlanNotesGapObjective(t *testing.T) {
+	pl := policy.PlanStats{Planner: policy.PlannerBelief, Points: 500, Alpha: 0.3, Value: -0.054251, GapBound: 0.0481}
+	text := strings.Join(planNotes(&pl), "\n")
+	want := "The optimum of E[R − b̂] at the planning α = 0.3 is at most 0.0481 above the policy's own value there (-0.05425 on the [0,1] scale;"
+	if !strings.Contains(text, want) || strings.Contains(text, "above the reported LCB") {
+		t.Errorf("notes lack %q or say the gap is above the reported LCB:\n%s", want, text)
+	}
+}

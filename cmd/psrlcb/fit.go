@@ -452,7 +452,7 @@ func printPlanNotes(w io.Writer, plan *policy.PlanStats) {
 // printBeliefPlanNotes prints the belief planner's gap, why it may stay
 // above policy.TargetGap and how its value past the table was computed.
 func printBeliefPlanNotes(w io.Writer, plan *policy.PlanStats) {
-	fmt.Fprintf(w, "  the belief planner's policy is within %.3g of the optimum (share of the logged return range); it decides every history (%s), and its table holds the %d most probable of them\n", plan.GapBound, report.ControllerFile, plan.Nodes)
+	fmt.Fprintf(w, "  the belief planner's policy is within %.3g of the optimum at the planning α = %.3g (share of the logged return range); it decides every history (%s), and its table holds the %d most probable of them\n", plan.GapBound, plan.Alpha, report.ControllerFile, plan.Nodes)
 	if plan.BeliefGap > 0 && plan.GapBound < plan.BeliefGap {
 		fmt.Fprintf(w, "  (%.3g by its own upper bound; a pruned search of the history tree certified the rest)\n", plan.BeliefGap)
 	}
@@ -471,6 +471,8 @@ func printBeliefPlanNotes(w io.Writer, plan *policy.PlanStats) {
 			fmt.Fprintf(w, "  the upper bound overvalues this policy by at least %.3g%s: what it charges in place of the bonus (%s) falls that far short of the policy's bonus, so were the policy optimal the gap would still be at least that; more points do not change that charge (docs/planning.md)\n", plan.BonusBoundGap, all, plan.ChargeWords())
 		} else if report.BonusSaturated(plan) {
 			fmt.Fprintf(w, "  the gap is above %.2g while the plan's expected bonus is %.2f of its cap (α = %.3g): the upper bound knows the bonus only through a straight line below it, so the gap may be mostly the bound's; read it as unknown (docs/planning.md)\n", policy.TargetGap, plan.ValueBonus, plan.Alpha)
+		} else if plan.PointsCapped && report.PointsTried(plan) {
+			fmt.Fprintf(w, "  the gap is above %.2g: some steps reach more beliefs than the %d points planned at, but the %d the gap search added gave no better plan, so more --plan-points are unlikely to close it; it is more likely the upper bound's relaxation of the bonus (docs/planning.md)\n", policy.TargetGap, plan.Points, plan.GapPoints)
 		} else if plan.PointsCapped {
 			fmt.Fprintf(w, "  the gap is above %.2g: some steps reach more beliefs than the %d points planned at; more --plan-points may close it\n", policy.TargetGap, plan.Points)
 		} else {
