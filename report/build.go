@@ -553,6 +553,38 @@ func SaturatedGapNote(pl *policy.PlanStats) string {
 // run's own evidence that more points are unlikely to close its gap.
 func PointsTried(pl *policy.PlanStats) bool { return pl.GapPoints > 0 && !pl.GapReplanned }
 
+// GapReason is what the summary and the report say of a belief plan's
+// stated gap (GapReasonOf).
+type GapReason int
+
+// The reasons, in the order GapReasonOf tries them.
+const (
+	GapMet         GapReason = iota // at most policy.TargetGap: nothing to say
+	GapChord                        // ChordOwnsGap: the bound overvalues this very policy
+	GapSaturated                    // BonusSaturated: the bonus near its cap, the gap unknown
+	GapPointsTried                  // points capped, but the gap search's beliefs gave no better plan (PointsTried)
+	GapPoints                       // points capped: more points may close it
+	GapRelaxation                   // every belief held: the bound's relaxation of the bonus
+)
+
+// GapReasonOf is the first reason that applies to the plan pl's stated
+// gap, so that the summary and the report give the same one.
+func GapReasonOf(pl *policy.PlanStats) GapReason {
+	switch {
+	case pl.GapBound <= policy.TargetGap:
+		return GapMet
+	case ChordOwnsGap(pl):
+		return GapChord
+	case BonusSaturated(pl):
+		return GapSaturated
+	case pl.PointsCapped && PointsTried(pl):
+		return GapPointsTried
+	case pl.PointsCapped:
+		return GapPoints
+	}
+	return GapRelaxation
+}
+
 // GapSearchNote says what the belief planner's gap search did (policy
 // package, gapsearch.go): it ran when the plan's first stated gap was
 // above policy.TargetGap.
@@ -580,17 +612,17 @@ func planNotes(pl *policy.PlanStats) []string {
 		if pl.GapTrials > 0 {
 			n = append(n, GapSearchNote(pl))
 		}
-		switch {
-		case pl.GapBound <= policy.TargetGap:
-		case ChordOwnsGap(pl):
+		switch GapReasonOf(pl) {
+		case GapMet:
+		case GapChord:
 			n = append(n, ChordGapNote(pl))
-		case BonusSaturated(pl):
+		case GapSaturated:
 			n = append(n, SaturatedGapNote(pl))
-		case pl.PointsCapped && PointsTried(pl):
+		case GapPointsTried:
 			n = append(n, fmt.Sprintf("That gap is above %.2g. Some steps reach more beliefs than the %d points planned at, but the gap search added %d belief%s where the upper bound's excess lies and the plan with them was no better, so more points (--plan-points) are unlikely to close it: what is left is more likely the upper bound's relaxation of the bonus than the policy's distance from the optimum.", policy.TargetGap, pl.Points, pl.GapPoints, plural(pl.GapPoints)))
-		case pl.PointsCapped:
+		case GapPoints:
 			n = append(n, fmt.Sprintf("That gap is above %.2g: some steps reach more beliefs than the %d points planned at, and more points (--plan-points) may close it.", policy.TargetGap, pl.Points))
-		default:
+		case GapRelaxation:
 			n = append(n, fmt.Sprintf("That gap is above %.2g although the points held every belief the model reaches: it is the upper bound's relaxation of the bonus (a chord of the concave bonus), not a loss more points would recover.", policy.TargetGap))
 		}
 		if pl.HullBound {

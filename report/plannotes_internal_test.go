@@ -145,31 +145,42 @@ func TestGapSearchNoteCounts(t *testing.T) {
 	}
 }
 
-// TestPlanNotesPointsTried: when the gap search added beliefs and the
-// plan with them was no better, a capped plan whose gap stays above the
-// target is told that more points are unlikely to close it (not that
-// they may); when the plan with them was the better one, or the search
-// added none, it gets the advice on points.
-func TestPlanNotesPointsTried(t *testing.T) {
-	tried := policy.PlanStats{Planner: policy.PlannerBelief, Points: 500, GapBound: 0.0481, PointsCapped: true, GapTrials: 64, GapPoints: 354}
-	replanned, none, one := tried, tried, tried
+// TestGapReasonOf: the reason given for a belief plan's stated gap, in
+// order: met, the bound overvaluing the policy itself, a saturated
+// bonus, then, with the points capped, the gap search's beliefs having
+// given no better plan (PointsTried) or not (more points may close it),
+// and otherwise the bound's relaxation. The report's note for the
+// gap search's case names its beliefs and says more points are unlikely
+// to close the gap.
+func TestGapReasonOf(t *testing.T) {
+	tried := policy.PlanStats{Planner: policy.PlannerBelief, Points: 500, Alpha: 0.3, GapBound: 0.0481, ValueBonus: 0.1, PointsCapped: true, GapTrials: 64, GapPoints: 354}
+	met, chord, sat, replanned, none, uncapped := tried, tried, tried, tried, tried, tried
+	met.GapBound = 0.02
+	chord.BonusBoundGap = 0.03
+	sat.ValueBonus = 0.6
 	replanned.GapReplanned = true
 	none.GapPoints = 0
-	one.GapPoints = 1
+	uncapped.PointsCapped = false
 	for _, c := range []struct {
-		name       string
-		pl         policy.PlanStats
-		want, lack string
+		name string
+		pl   policy.PlanStats
+		want GapReason
 	}{
-		{"tried", tried, "the gap search added 354 beliefs where the upper bound's excess lies and the plan with them was no better, so more points (--plan-points) are unlikely to close it", "may close it"},
-		{"one", one, "added 1 belief where", "may close it"},
-		{"replanned", replanned, "more points (--plan-points) may close it", "unlikely"},
-		{"none added", none, "more points (--plan-points) may close it", "unlikely"},
+		{"met", met, GapMet}, {"chord", chord, GapChord}, {"saturated", sat, GapSaturated},
+		{"tried", tried, GapPointsTried}, {"replanned", replanned, GapPoints}, {"none added", none, GapPoints},
+		{"uncapped", uncapped, GapRelaxation},
 	} {
-		text := strings.Join(planNotes(&c.pl), "\n")
-		if !strings.Contains(text, c.want) || strings.Contains(text, c.lack) {
-			t.Errorf("%s: want %q and not %q in the notes:\n%s", c.name, c.want, c.lack, text)
+		if got := GapReasonOf(&c.pl); got != c.want {
+			t.Errorf("%s: reason %d, want %d", c.name, got, c.want)
 		}
+	}
+	text := strings.Join(planNotes(&tried), "\n")
+	if want := "the gap search added 354 beliefs where the upper bound's excess lies and the plan with them was no better, so more points (--plan-points) are unlikely to close it"; !strings.Contains(text, want) || strings.Contains(text, "may close it") {
+		t.Errorf("notes lack %q or say more points may close it:\n%s", want, text)
+	}
+	tried.GapPoints = 1
+	if text := strings.Join(planNotes(&tried), "\n"); !strings.Contains(text, "added 1 belief where") {
+		t.Errorf("notes do not count one belief in the singular:\n%s", text)
 	}
 }
 

@@ -198,7 +198,7 @@ func Verdict(run *Run) []string {
 		out = append(out, fmt.Sprintf("The logs contain only %.0f%% of the policy's probable histories at the last step (under the fitted model); C∞ speaks for those alone.", 100*run.Coverage[n-1].CoveredMass))
 	}
 	if !h.PlanExact {
-		out = append(out, fmt.Sprintf("The planner was approximate: the policy's objective is within %.3g of the exact optimum.", float64(h.PlanGap)))
+		out = append(out, approximateSentence(h))
 	}
 	if n := len(run.Manifest.Quarantined); n > 0 {
 		out = append(out, fmt.Sprintf("%d episodes were quarantined as invalid and not used; they are listed below.", n))
@@ -279,4 +279,15 @@ func setAsideSentence(fb *Fallback, x *FallbackCandidate) string {
 	}
 	return fmt.Sprintf("%s. policy.arrow holds the %s instead: the clone, except where the logs show another of the behaviour's actions better for the rest of the episode (its mean return from there on larger by more than 1.96 standard errors), so that it is no worse than the behaviour wherever the logs tell its actions apart; the figures below are its own (held-out lower bound %.4g).",
 		why, CandidateName(x.Name), float64(x.IWLowerUnits))
+}
+
+// approximateSentence says how far the approximate planner's policy may
+// be from the optimum of its objective, and at which α, when the lower
+// bound prices the bonus at another (--lcb-correction cross-fit): the
+// stated gap is of the planning α's objective.
+func approximateSentence(h Headline) string {
+	if a, b := float64(h.Alpha), float64(h.BoundAlpha); b > 0 && b != a {
+		return fmt.Sprintf("The planner was approximate: the policy's objective at the planning α = %.3g is within %.3g of the exact optimum (the lower bound above prices the bonus at α = %.3g).", a, float64(h.PlanGap), b)
+	}
+	return fmt.Sprintf("The planner was approximate: the policy's objective is within %.3g of the exact optimum.", float64(h.PlanGap))
 }

@@ -155,3 +155,19 @@ func TestStageOrderAndSizes(t *testing.T) {
 		t.Errorf("0 bytes: %q", s)
 	}
 }
+
+// TestVerdictApproximateAlpha: an approximate plan's stated gap is said
+// to be of the planning α's objective when the lower bound prices the
+// bonus at another α (hallway at H = 20: 0.3 and 0.956), and plainly
+// otherwise.
+func TestVerdictApproximateAlpha(t *testing.T) {
+	h := base()
+	h.PlanExact, h.PlanGap, h.Alpha, h.BoundAlpha = false, 0.0481, 0.3, 0.956
+	if _, text := verdictOf(h, 1000); !strings.Contains(text, "The planner was approximate: the policy's objective at the planning α = 0.3 is within 0.0481 of the exact optimum (the lower bound above prices the bonus at α = 0.956).") {
+		t.Errorf("verdict: %s", text)
+	}
+	h.BoundAlpha = 0.3
+	if _, text := verdictOf(h, 1000); !strings.Contains(text, "The planner was approximate: the policy's objective is within 0.0481 of the exact optimum.") {
+		t.Errorf("verdict: %s", text)
+	}
+}

@@ -463,19 +463,20 @@ func printBeliefPlanNotes(w io.Writer, plan *policy.PlanStats) {
 		if plan.BoundMemory > 0 {
 			fmt.Fprintf(w, "  --memory-limit held the upper bound to %s (not %s) while it deepened: a larger limit may state a smaller gap for the same policy\n", memlimit.Format(plan.BoundMemory), memlimit.Format(policy.DefaultBoundMemory))
 		}
-		if report.ChordOwnsGap(plan) {
+		switch report.GapReasonOf(plan) {
+		case report.GapChord:
 			all := ""
 			if report.BoundOwnsWholeGap(plan) {
 				all = " (all of the gap: the bound cannot tell this policy from the optimum)"
 			}
 			fmt.Fprintf(w, "  the upper bound overvalues this policy by at least %.3g%s: what it charges in place of the bonus (%s) falls that far short of the policy's bonus, so were the policy optimal the gap would still be at least that; more points do not change that charge (docs/planning.md)\n", plan.BonusBoundGap, all, plan.ChargeWords())
-		} else if report.BonusSaturated(plan) {
+		case report.GapSaturated:
 			fmt.Fprintf(w, "  the gap is above %.2g while the plan's expected bonus is %.2f of its cap (α = %.3g): the upper bound knows the bonus only through a straight line below it, so the gap may be mostly the bound's; read it as unknown (docs/planning.md)\n", policy.TargetGap, plan.ValueBonus, plan.Alpha)
-		} else if plan.PointsCapped && report.PointsTried(plan) {
+		case report.GapPointsTried:
 			fmt.Fprintf(w, "  the gap is above %.2g: some steps reach more beliefs than the %d points planned at, but the %d the gap search added gave no better plan, so more --plan-points are unlikely to close it; it is more likely the upper bound's relaxation of the bonus (docs/planning.md)\n", policy.TargetGap, plan.Points, plan.GapPoints)
-		} else if plan.PointsCapped {
+		case report.GapPoints:
 			fmt.Fprintf(w, "  the gap is above %.2g: some steps reach more beliefs than the %d points planned at; more --plan-points may close it\n", policy.TargetGap, plan.Points)
-		} else {
+		case report.GapRelaxation:
 			fmt.Fprintf(w, "  the gap is above %.2g although the points held every belief the model reaches: it is the upper bound's relaxation of the bonus, not a loss more points would recover (docs/planning.md)\n", policy.TargetGap)
 		}
 		if !plan.HullBound && !report.BoundOwnsGap(plan) {
