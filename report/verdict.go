@@ -287,7 +287,11 @@ func setAsideSentence(fb *Fallback, x *FallbackCandidate) string {
 // stated gap is of the planning α's objective.
 func approximateSentence(h Headline) string {
 	if a, b := float64(h.Alpha), float64(h.BoundAlpha); b > 0 && b != a {
-		return fmt.Sprintf("The planner was approximate: the policy's objective at the planning α = %.3g is within %.3g of the exact optimum (the lower bound above prices the bonus at α = %.3g).", a, float64(h.PlanGap), b)
+		priced := fmt.Sprintf("prices the bonus at α = %.3g", b)
+		if math.IsInf(b, 1) {
+			priced = "charges the bonus at its cap"
+		}
+		return fmt.Sprintf("The planner was approximate: the policy's objective at the planning α = %.3g is within %.3g of the exact optimum (the lower bound above %s).", a, float64(h.PlanGap), priced)
 	}
 	return fmt.Sprintf("The planner was approximate: the policy's objective is within %.3g of the exact optimum.", float64(h.PlanGap))
 }

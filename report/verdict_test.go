@@ -1,6 +1,7 @@
 package report
 
 import (
+	"math"
 	"strings"
 	"testing"
 )
@@ -158,12 +159,16 @@ func TestStageOrderAndSizes(t *testing.T) {
 
 // TestVerdictApproximateAlpha: an approximate plan's stated gap is said
 // to be of the planning α's objective when the lower bound prices the
-// bonus at another α (hallway at H = 20: 0.3 and 0.956), and plainly
-// otherwise.
+// bonus at another α (hallway at H = 20: 0.3 and 0.956) or at its cap
+// (no finite α covers the model's optimism), and plainly otherwise.
 func TestVerdictApproximateAlpha(t *testing.T) {
 	h := base()
 	h.PlanExact, h.PlanGap, h.Alpha, h.BoundAlpha = false, 0.0481, 0.3, 0.956
 	if _, text := verdictOf(h, 1000); !strings.Contains(text, "The planner was approximate: the policy's objective at the planning α = 0.3 is within 0.0481 of the exact optimum (the lower bound above prices the bonus at α = 0.956).") {
+		t.Errorf("verdict: %s", text)
+	}
+	h.BoundAlpha = Float(math.Inf(1))
+	if _, text := verdictOf(h, 1000); !strings.Contains(text, "within 0.0481 of the exact optimum (the lower bound above charges the bonus at its cap).") {
 		t.Errorf("verdict: %s", text)
 	}
 	h.BoundAlpha = 0.3
