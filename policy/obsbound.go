@@ -284,6 +284,44 @@ func (p *beliefPlanner) obsInterp(sw *obsSawtooth, ch *boundCharge, h, c int, b 
 // obsInterpBy is obsInterp with the informed bound's relaxed reward of
 // each action a given, reward(a).
 func (p *beliefPlanner) obsInterpBy(sw *obsSawtooth, h, c int, b []float64, reward func(a int) float64) float64 {
+	return p.obsInterpWith(sw, h, c, b, reward, nil)
+}
+
+// weightCache holds the sawtooth weights at one belief of the entries of
+// a set, by place (the belief each was computed for, and the weight):
+// the sawtooths of topTree's tails keep the same points in the same
+// order (the same slices of the planner's points), so at a node each
+// weight is computed once for all of them.
+type weightCache struct {
+	b   [][]float64
+	phi []float64
+}
+
+// weight is the sawtooth weight at b of bi, the i-th entry of a set
+// (sawtoothWeight), from wc when its i-th entry is the same belief (the
+// same slice), else computed and kept there; wc nil keeps nothing.
+func (wc *weightCache) weight(i int, b, bi []float64) float64 {
+	if wc == nil {
+		return sawtoothWeight(b, bi)
+	}
+	if i < len(wc.b) && &wc.b[i][0] == &bi[0] {
+		return wc.phi[i]
+	}
+	w := sawtoothWeight(b, bi)
+	if i == len(wc.b) {
+		wc.b, wc.phi = append(wc.b, bi), append(wc.phi, w)
+	} else {
+		wc.b[i], wc.phi[i] = bi, w
+	}
+	return w
+}
+
+// reset empties wc for another belief.
+func (wc *weightCache) reset() { wc.b, wc.phi = wc.b[:0], wc.phi[:0] }
+
+// obsInterpWith is obsInterpBy with the weights taken from and kept in
+// wc (nil: none), all at the belief b.
+func (p *beliefPlanner) obsInterpWith(sw *obsSawtooth, h, c int, b []float64, reward func(a int) float64, wc *weightCache) float64 {
 	if h > p.H {
 		return 0
 	}
@@ -291,7 +329,7 @@ func (p *beliefPlanner) obsInterpBy(sw *obsSawtooth, h, c int, b []float64, rewa
 	best := v
 	if set := sw.sets[h][c]; set != nil {
 		for i, bi := range set.b {
-			best = min(best, v+sawtoothWeight(b, bi)*set.gain[i])
+			best = min(best, v+wc.weight(i, b, bi)*set.gain[i])
 		}
 	}
 	if sw.fut != nil {

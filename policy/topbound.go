@@ -434,7 +434,10 @@ func (n *topNode) belief(b []float64) {
 
 // topScratch is fill's scratch: a belief, and each action's reward and
 // charge (t.ch's) there.
-type topScratch struct{ b, r, ch []float64 }
+type topScratch struct {
+	b, r, ch []float64
+	wc       weightCache // the tails' sawtooth weights at b
+}
 
 // fill computes the tails' values of the fresh nodes, in parallel, and
 // adds up the multiply–adds they took.
@@ -454,7 +457,8 @@ func (t *topTree) fill(ctx context.Context) error {
 		n.belief(sc.b)
 		// The tails' charges are t.ch's tangents with their own scales:
 		// each action's reward and tangent at b are computed once for
-		// all of them.
+		// all of them, and so is each sawtooth point's weight at b
+		// (their sawtooths keep the same points: sc.wc).
 		for a := range p.A {
 			sc.r[a], sc.ch[a] = dot(p.tab[h][a].r, sc.b), 0
 			if h < p.H {
@@ -462,8 +466,9 @@ func (t *topTree) fill(ctx context.Context) error {
 			}
 		}
 		tails := t.tails[h]
+		sc.wc.reset()
 		for j, tl := range tails {
-			n.tv[j] = roundUp32(p.obsInterpBy(tl.sw, h, c, sc.b, func(a int) float64 { return sc.r[a] - tl.scale*sc.ch[a] }))
+			n.tv[j] = roundUp32(p.obsInterpWith(tl.sw, h, c, sc.b, func(a int) float64 { return sc.r[a] - tl.scale*sc.ch[a] }, &sc.wc))
 			work[i] += p.obsInterpWork(tl.sw, h, c)
 		}
 		return nil

@@ -189,3 +189,42 @@ func TestRoundUp32(t *testing.T) {
 		}
 	}
 }
+
+// TestWeightCache: the weights a weightCache gives for the entries of
+// sets that share some beliefs (the same slices) at the same places, and
+// not others, are sawtoothWeight's exactly; after a reset, those at
+// another belief. The cache serves a place only for the same slice, so
+// a set whose entry at some place is another belief gets that belief's
+// weight (which differs here).
+func TestWeightCache(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	belief := func() []float64 {
+		b := make([]float64, 5)
+		z := 0.0
+		for s := range b {
+			b[s] = rng.Float64()
+			z += b[s]
+		}
+		for s := range b {
+			b[s] /= z
+		}
+		return b
+	}
+	p1, p2, p3, p4, p5 := belief(), belief(), belief(), belief(), belief()
+	p2[1] = 0 // a point off the support of one state
+	sets := [][][]float64{{p1, p2, p3}, {p1, p4, p3}, {p1, p2}, {p1, p2, p3, p5}, {p4}}
+	var wc weightCache
+	for _, b := range [][]float64{belief(), belief()} {
+		if sawtoothWeight(b, p2) == sawtoothWeight(b, p4) {
+			t.Fatal("the test's two beliefs at one place have the same weight: it could not fail")
+		}
+		wc.reset()
+		for k, set := range sets {
+			for i, bi := range set {
+				if got, want := wc.weight(i, b, bi), sawtoothWeight(b, bi); got != want {
+					t.Errorf("set %d, place %d: weight %v, want %v", k, i, got, want)
+				}
+			}
+		}
+	}
+}
