@@ -7,6 +7,8 @@ import (
 	"slices"
 	"sort"
 	"testing"
+
+	"github.com/psrlcb/psrlcb/internal/categorical"
 )
 
 // TestTopBound: the bound exact over the first steps (two at H = 4,
@@ -200,14 +202,7 @@ func TestWeightCache(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 6))
 	belief := func() []float64 {
 		b := make([]float64, 5)
-		z := 0.0
-		for s := range b {
-			b[s] = rng.Float64()
-			z += b[s]
-		}
-		for s := range b {
-			b[s] /= z
-		}
+		categorical.Dirichlet1(rng, b)
 		return b
 	}
 	p1, p2, p3, p4, p5 := belief(), belief(), belief(), belief(), belief()
