@@ -8,6 +8,7 @@ import (
 	"slices"
 
 	"github.com/psrlcb/psrlcb/estimate"
+	"github.com/psrlcb/psrlcb/internal/parallel"
 	"github.com/psrlcb/psrlcb/pessimism"
 )
 
@@ -713,10 +714,34 @@ func (p *beliefPlanner) upperBackup(sw *sawtooth, h int, b []float64) float64 {
 // upperBackupWith is upperBackup with the scratch sc.
 func (p *beliefPlanner) upperBackupWith(sw *sawtooth, sc *swScratch, h int, b []float64) float64 {
 	v := math.Inf(-1)
-	for a := 0; a < p.A; a++ {
-		v = max(v, p.upperQ(sw, sc, h, a, b))
+	for _, q := range p.upperQs(sw, sc, h, b) {
+		v = max(v, q)
 	}
 	return v
+}
+
+// upperQs returns upperQ's value of each action at b, in sc's buffer.
+// The sequential backups (upperBound's points, the gap search's trials)
+// leave the other workers idle, so before the last step, with no hull
+// and more than one worker, the actions are valued on the workers, each
+// with its own scratch; the values are the same as in turn.
+func (p *beliefPlanner) upperQs(sw *sawtooth, sc *swScratch, h int, b []float64) []float64 {
+	if len(sc.qs) != p.A {
+		sc.qs = make([]float64, p.A)
+	}
+	qs := sc.qs
+	if h >= p.H || sc.hull != nil || parallel.Workers(p.workers) < 2 {
+		for a := range p.A {
+			qs[a] = p.upperQ(sw, sc, h, a, b)
+		}
+		return qs
+	}
+	newScratch := func() *swScratch { return &swScratch{pred: make([]float64, p.S), next: make([]float64, p.S)} }
+	_ = parallel.ForWith(context.Background(), p.A, p.workers, newScratch, func(s *swScratch, a int) error {
+		qs[a] = p.upperQ(sw, s, h, a, b)
+		return nil
+	})
+	return qs
 }
 
 // upperQ is upperBackup's value of action a: its relaxed reward at b

@@ -195,8 +195,8 @@ func (bp *beliefPlanner) firstTrialPoint(sw *sawtooth) (bpoint, bool) {
 func (bp *beliefPlanner) nextTrialPoint(sw *sawtooth, h int, b []float64) (bpoint, bool) {
 	sc := &sw.sc
 	act, top := 0, math.Inf(-1)
-	for a := 0; a < bp.A; a++ {
-		if q := bp.upperQ(sw, sc, h, a, b); q > top {
+	for a, q := range bp.upperQs(sw, sc, h, b) {
+		if q > top {
 			act, top = a, q
 		}
 	}

@@ -180,6 +180,7 @@ func (sc *hullScratch) feasibleGain(set *ubSet, b []float64, lam []float64) floa
 type swScratch struct {
 	pred, next []float64
 	hull       *hullScratch // nil: the sawtooth alone
+	qs         []float64    // upperQs's values, one per action
 }
 
 // addHullPoints backs up the relaxed values at the points pts of step h
