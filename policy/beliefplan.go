@@ -724,7 +724,8 @@ func (p *beliefPlanner) upperBackupWith(sw *sawtooth, sc *swScratch, h int, b []
 // The sequential backups (upperBound's points, the gap search's trials)
 // leave the other workers idle, so before the last step, with no hull
 // and more than one worker, the actions are valued on the workers, each
-// with its own scratch; the values are the same as in turn.
+// with its own scratch of sc's (sc.acts, made once); the values are the
+// same as in turn.
 func (p *beliefPlanner) upperQs(sw *sawtooth, sc *swScratch, h int, b []float64) []float64 {
 	if len(sc.qs) != p.A {
 		sc.qs = make([]float64, p.A)
@@ -736,9 +737,14 @@ func (p *beliefPlanner) upperQs(sw *sawtooth, sc *swScratch, h int, b []float64)
 		}
 		return qs
 	}
-	newScratch := func() *swScratch { return &swScratch{pred: make([]float64, p.S), next: make([]float64, p.S)} }
-	_ = parallel.ForWith(context.Background(), p.A, p.workers, newScratch, func(s *swScratch, a int) error {
-		qs[a] = p.upperQ(sw, s, h, a, b)
+	if len(sc.acts) != p.A {
+		sc.acts = make([]swScratch, p.A)
+		for a := range sc.acts {
+			sc.acts[a] = swScratch{pred: make([]float64, p.S), next: make([]float64, p.S)}
+		}
+	}
+	_ = parallel.For(context.Background(), p.A, p.workers, func(a int) error {
+		qs[a] = p.upperQ(sw, &sc.acts[a], h, a, b)
 		return nil
 	})
 	return qs

@@ -181,6 +181,7 @@ type swScratch struct {
 	pred, next []float64
 	hull       *hullScratch // nil: the sawtooth alone
 	qs         []float64    // upperQs's values, one per action
+	acts       []swScratch  // upperQs's scratch of each action on the workers
 }
 
 // addHullPoints backs up the relaxed values at the points pts of step h

@@ -547,12 +547,6 @@ func SaturatedGapNote(pl *policy.PlanStats) string {
 	return fmt.Sprintf("That gap is above %.2g while the plan's expected bonus is %.2f of its cap of 1 (α = %.3g): the upper bound knows the bonus only through a straight line below it, so the gap may be mostly the bound's rather than the policy's. Read it as unknown; more points would not close it (docs/planning.md, \"What is reported\").", policy.TargetGap, pl.ValueBonus, pl.Alpha)
 }
 
-// PointsTried reports whether the gap search already added beliefs to
-// the plan's points, where the upper bound's excess lies, and the plan
-// with them was no better (docs/planning.md, "The gap search"): the
-// run's own evidence that more points are unlikely to close its gap.
-func PointsTried(pl *policy.PlanStats) bool { return pl.GapPoints > 0 && !pl.GapReplanned }
-
 // GapReason is what the summary and the report say of a belief plan's
 // stated gap (GapReasonOf).
 type GapReason int
@@ -562,7 +556,7 @@ const (
 	GapMet         GapReason = iota // at most policy.TargetGap: nothing to say
 	GapChord                        // ChordOwnsGap: the bound overvalues this very policy
 	GapSaturated                    // BonusSaturated: the bonus near its cap, the gap unknown
-	GapPointsTried                  // points capped, but the gap search's beliefs gave no better plan (PointsTried)
+	GapPointsTried                  // points capped, but the gap search's beliefs gave no better plan
 	GapPoints                       // points capped: more points may close it
 	GapRelaxation                   // every belief held: the bound's relaxation of the bonus
 )
@@ -577,7 +571,11 @@ func GapReasonOf(pl *policy.PlanStats) GapReason {
 		return GapChord
 	case BonusSaturated(pl):
 		return GapSaturated
-	case pl.PointsCapped && PointsTried(pl):
+	case pl.PointsCapped && pl.GapPoints > 0 && !pl.GapReplanned:
+		// The gap search added beliefs where the upper bound's excess
+		// lies, and the plan with them was no better (docs/planning.md,
+		// "The gap search"): the run's own evidence that more points
+		// are unlikely to close the gap.
 		return GapPointsTried
 	case pl.PointsCapped:
 		return GapPoints

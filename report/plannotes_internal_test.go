@@ -148,7 +148,7 @@ func TestGapSearchNoteCounts(t *testing.T) {
 // TestGapReasonOf: the reason given for a belief plan's stated gap, in
 // order: met, the bound overvaluing the policy itself, a saturated
 // bonus, then, with the points capped, the gap search's beliefs having
-// given no better plan (PointsTried) or not (more points may close it),
+// given no better plan (GapPointsTried) or not (more points may close it),
 // and otherwise the bound's relaxation. The report's note for the
 // gap search's case names its beliefs and says more points are unlikely
 // to close the gap.
