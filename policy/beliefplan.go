@@ -9,6 +9,7 @@ import (
 
 	"github.com/psrlcb/psrlcb/estimate"
 	"github.com/psrlcb/psrlcb/internal/parallel"
+	"github.com/psrlcb/psrlcb/internal/simd"
 	"github.com/psrlcb/psrlcb/pessimism"
 )
 
@@ -693,11 +694,18 @@ func (sw *sawtooth) interp(h int, b []float64, hull *hullScratch) float64 {
 }
 
 // sawtoothWeight is the weight of the kept point bi at belief b,
-// min_s b(s)/bi(s) over bi's support.
+// min_s b(s)/bi(s) over bi's support. Its quotients are most of the
+// upper bound's time, so on a processor with AVX2 the leading multiple of
+// 4 of them are taken four at a time (minRatioAVX2); each quotient is
+// rounded as here, so the weight is the same.
 func sawtoothWeight(b, bi []float64) float64 {
-	phi := math.Inf(1)
-	for s, x := range bi {
-		if x > 0 {
+	phi, s0 := math.Inf(1), 0
+	if n := len(bi) &^ 3; simd.AVX2 && n > 0 {
+		_ = b[n-1]
+		phi, s0 = minRatioAVX2(&b[0], &bi[0], n), n
+	}
+	for s := s0; s < len(bi); s++ {
+		if x := bi[s]; x > 0 {
 			phi = min(phi, b[s]/x)
 		}
 	}

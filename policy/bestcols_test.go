@@ -139,3 +139,64 @@ func BenchmarkAlphaSetBest(b *testing.B) {
 		}
 	})
 }
+
+// TestSawtoothWeightKernel checks sawtoothWeight with the AVX2 kernel
+// against its portable loop exactly, on beliefs of 1 to 40 states whose
+// points leave states out (weight over the support only), hold none
+// (weight +Inf), or tie with the belief (weight 1), and with zero and
+// tiny coordinates in the belief.
+func TestSawtoothWeightKernel(t *testing.T) {
+	if !simd.AVX2 {
+		t.Skip("no AVX2 on this processor (or PSRLCB_PORTABLE set): sawtoothWeight takes the portable path only")
+	}
+	portable := func(b, bi []float64) float64 {
+		simd.AVX2 = false
+		defer func() { simd.AVX2 = true }()
+		return sawtoothWeight(b, bi)
+	}
+	r := rand.New(rand.NewPCG(3, 5))
+	draw := func(S int, zero float64) []float64 {
+		v := make([]float64, S)
+		for s := range v {
+			switch u := r.Float64(); {
+			case u < zero:
+			case u < zero+0.05:
+				v[s] = 1e-300 * r.Float64()
+			default:
+				v[s] = r.ExpFloat64()
+			}
+		}
+		return v
+	}
+	kinds := [5]int{}
+	for trial := range 20000 {
+		S := 1 + r.IntN(40)
+		b, bi := draw(S, 0.2), draw(S, 0.3)
+		switch trial % 5 {
+		case 1:
+			clear(bi)
+		case 2:
+			copy(bi, b)
+		}
+		got, want := sawtoothWeight(b, bi), portable(b, bi)
+		if got != want && !(math.IsNaN(got) && math.IsNaN(want)) {
+			t.Fatalf("trial %d, %d states: weight %v with the kernel, %v without (b %v, point %v)", trial, S, got, want, b, bi)
+		}
+		switch {
+		case math.IsInf(want, 1):
+			kinds[0]++
+		case want == 1:
+			kinds[1]++
+		case want == 0:
+			kinds[2]++
+		default:
+			kinds[3]++
+		}
+	}
+	// Every kind of weight was met, so none passed for lack of cases.
+	for i, n := range kinds[:4] {
+		if n == 0 {
+			t.Fatalf("no weight of kind %d (+Inf, 1, 0, other) was drawn", i)
+		}
+	}
+}
