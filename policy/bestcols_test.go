@@ -200,3 +200,46 @@ func TestSawtoothWeightKernel(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkSawtoothWeight times the weights of 500 points of 32 states
+// at one belief (a fifth of the points' coordinates zero), with the AVX2
+// kernel and with the portable loop (docs/speed.md).
+func BenchmarkSawtoothWeight(bm *testing.B) {
+	r := rand.New(rand.NewPCG(1, 2))
+	b := make([]float64, 32)
+	for s := range b {
+		b[s] = r.Float64()
+	}
+	pts := make([][]float64, 500)
+	for i := range pts {
+		pts[i] = make([]float64, len(b))
+		for s := range pts[i] {
+			if r.Float64() < 0.8 {
+				pts[i][s] = r.Float64()
+			}
+		}
+	}
+	on := simd.AVX2
+	for _, kernel := range []bool{true, false} {
+		name := "portable"
+		if kernel {
+			name = "avx2"
+		}
+		bm.Run(name, func(bm *testing.B) {
+			if kernel && !on {
+				bm.Skip("no AVX2 on this processor")
+			}
+			simd.AVX2 = kernel
+			defer func() { simd.AVX2 = on }()
+			sum := 0.0
+			for bm.Loop() {
+				for _, p := range pts {
+					sum += sawtoothWeight(b, p)
+				}
+			}
+			if sum <= 0 {
+				bm.Fatal("the weights should be positive")
+			}
+		})
+	}
+}
