@@ -540,7 +540,7 @@ func (p *beliefPlanner) upperBound(ctx context.Context, ft *fallbackTables) (flo
 // values of boundRewards and no point yet, and the bound's constant base.
 func (p *beliefPlanner) newSawtooth(ft *fallbackTables) (*sawtooth, float64) {
 	H, S := p.H, p.S
-	sw := &sawtooth{H: H, sets: make([]ubSet, H+2), sc: swScratch{pred: make([]float64, S), next: make([]float64, S)}}
+	sw := &sawtooth{H: H, sets: make([]ubSet, H+2), sc: newSwScratch(S)}
 	if p.hullBound {
 		sw.sc.hull = &hullScratch{}
 	}
@@ -748,7 +748,7 @@ func (p *beliefPlanner) upperQs(sw *sawtooth, sc *swScratch, h int, b []float64)
 	if len(sc.acts) != p.A {
 		sc.acts = make([]swScratch, p.A)
 		for a := range sc.acts {
-			sc.acts[a] = swScratch{pred: make([]float64, p.S), next: make([]float64, p.S)}
+			sc.acts[a] = newSwScratch(p.S)
 		}
 	}
 	_ = parallel.For(context.Background(), p.A, p.workers, func(a int) error {

@@ -184,13 +184,20 @@ type swScratch struct {
 	acts       []swScratch  // upperQs's scratch of each action on the workers
 }
 
+// newSwScratch is a scratch for beliefs over S states, without the hull.
+func newSwScratch(S int) swScratch {
+	return swScratch{pred: make([]float64, S), next: make([]float64, S)}
+}
+
 // addHullPoints backs up the relaxed values at the points pts of step h
 // on the workers, against step h+1's hull interpolation, and keeps, in
 // the points' order, those below the corners' interpolation.
 func (p *beliefPlanner) addHullPoints(ctx context.Context, sw *sawtooth, h int, pts []bpoint) error {
 	vals := make([]float64, len(pts))
 	newScratch := func() *swScratch {
-		return &swScratch{pred: make([]float64, p.S), next: make([]float64, p.S), hull: &hullScratch{}}
+		sc := newSwScratch(p.S)
+		sc.hull = &hullScratch{}
+		return &sc
 	}
 	err := parallel.ForWith(ctx, len(pts), p.workers, newScratch, func(sc *swScratch, i int) error {
 		vals[i] = p.upperBackupWith(sw, sc, h, pts[i].b)
